@@ -1,0 +1,37 @@
+"""Registry of the guides the contracts encode, and of the contracted APIs.
+
+Every contract test carries ``@pytest.mark.contract(api=..., guide=...)`` with
+a value from this module, so the report can say, contract by contract, which
+API and which guide it pins. The guide texts live outside the project (they are
+the source documents, not run-time inputs); ``GUIDES`` records their file names
+and what each one pins.
+"""
+
+from __future__ import annotations
+
+# The three guides whose text we have (file names as handed to the project).
+PER_EXAMPLE_CLIP = "000_1767c3f5f037268a.txt"
+SGD_STEP = "001_3de679c23eb4e8d7.txt"
+POLYAK = "004_ac3a64a51466adca.txt"
+# Two guides known only from their one-line summaries under "Read also".
+WEIGHT_DECAY_MASK = "weight-decay-mask (summary: 001_3de679c23eb4e8d7.txt:67-68)"
+MULTI_STEPS = "multi-steps (summary: 001_3de679c23eb4e8d7.txt:71-72)"
+
+GUIDES: dict[str, str] = {
+    PER_EXAMPLE_CLIP: "optax.per_example_global_norm_clip: clip each example's gradient, return the sum and the count",
+    SGD_STEP: "one SGD step: optax.sgd, init, update, optax.apply_updates",
+    POLYAK: "Polyak averaging: optax.incremental_update",
+    WEIGHT_DECAY_MASK: "the mask of add_decayed_weights decays the kernel and leaves the bias unchanged",
+    MULTI_STEPS: "MultiSteps averages two micro-batch gradients and updates SGD only on every second call",
+}
+
+#: Kinds of contract; each contract test carries exactly one as a marker.
+#: ``snapshot`` values are recorded from the pinned baseline and measure drift:
+#: a candidate that differs from them is reported as ``changed``, not ``broken``.
+KINDS: dict[str, str] = {
+    "golden": "a numeric example of a guide, compared with the guide's own number",
+    "negative": "a negative case of a guide, pinned to the baseline's behaviour",
+    "property": "a hypothesis property against an independent float64 NumPy reference",
+    "acceptance": "the guides' shared acceptance criteria: shapes, dtypes, finiteness",
+    "snapshot": "a value recorded from the pinned baseline (drift, not correctness)",
+}

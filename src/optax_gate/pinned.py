@@ -1,0 +1,15 @@
+"""Error message fragments pinned from the baseline (optax 0.2.6, jax 0.11.2).
+
+A negative contract asserts an exception's type *and* one of these fragments,
+so that a release that changes how a mistake is reported shows in the gate.
+Each fragment is the shortest stable part of the message, read off the
+baseline's source or output (named per entry).
+"""
+
+#: ``jax.tree.map`` on two PyTrees of different structure
+#: (jax ``tree_util``: "pytree structure error: different ... at key path").
+PYTREE_STRUCTURE = "pytree structure error"
+#: Adding arrays of incompatible shapes (jax ``lax`` broadcasting check).
+INCOMPATIBLE_SHAPES = "incompatible shapes for broadcasting"
+#: optax ``base.NO_PARAMS_MSG``, raised by transformations that need params.
+NO_PARAMS = "requires the current value of parameters"

@@ -1,0 +1,61 @@
+"""pytest plugin of the suite (registered through the ``pytest11`` entry point).
+
+- Registers the markers ``contract(api=..., guide=...)`` and one marker per
+  kind of contract (``optax_gate.guides.KINDS``).
+- Refuses to collect a contract without exactly one kind, or with a guide
+  outside the registry: a mislabelled contract is a collection error, not a
+  silent gap in the report.
+- Attaches ``api``, ``guide`` and ``kind`` to each test report as
+  ``user_properties``; ``pytest-reportlog`` writes them to the report log the
+  gate reads.
+- Prints the versions of python, optax, jax, jaxlib, flax and numpy, and the
+  hypothesis profile, in the session header (guides' acceptance criterion 1).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from optax_gate import guides
+from optax_gate.probe import installed_versions
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "contract(api, guide): the API a contract pins and the guide it encodes"
+    )
+    for kind, meaning in guides.KINDS.items():
+        config.addinivalue_line("markers", f"{kind}: {meaning}")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    versions = installed_versions()
+    line = ", ".join(f"{k} {v}" for k, v in versions.items())
+    return [f"optax-gate versions: {line}"]
+
+
+def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
+    """The ``api``, ``guide`` and ``kind`` of a contract test, or None for a
+    test of the suite itself.
+
+    Raises:
+      pytest.UsageError: a contract without exactly one kind marker, or whose
+        guide is not in ``optax_gate.guides.GUIDES``.
+    """
+    marker = item.get_closest_marker("contract")
+    if marker is None:
+        return None
+    api, guide = marker.kwargs.get("api"), marker.kwargs.get("guide")
+    kinds = [k for k in guides.KINDS if item.get_closest_marker(k) is not None]
+    if not api or guide not in guides.GUIDES:
+        raise pytest.UsageError(f"{item.nodeid}: contract marker needs api= and a guide from optax_gate.guides, got {marker.kwargs}")
+    if len(kinds) != 1:
+        raise pytest.UsageError(f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}")
+    return {"api": api, "guide": guide, "kind": kinds[0]}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        meta = contract_metadata(item)
+        if meta is not None:
+            item.user_properties.extend(("contract_" + k, v) for k, v in meta.items())

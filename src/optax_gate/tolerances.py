@@ -1,0 +1,157 @@
+"""The tolerance policy of the suite: one place, per dtype, with the reason.
+
+Every numeric contract compares a result computed in a low-precision dtype with
+a float64 NumPy reference (or a guide's golden value) through
+:func:`assert_close`. The allowed error of one element is
+
+    |actual - expected| <= ulps * eps(dtype) * max(|expected|, scale)
+
+where ``eps`` is the dtype's machine epsilon (the spacing of floats at 1.0, i.e.
+one ULP at 1.0) and ``scale`` is the magnitude of the operands that produced the
+element (by default the largest ``|expected|`` of the leaf). Measuring the error
+relative to the operands and not to the result keeps the bound honest under
+cancellation, e.g. ``p - lr * g`` close to zero.
+
+The number of ULPs is a budget per *kind of computation*, never per test:
+
+==============  =======================  ===========================================
+budget          ulps                     reason
+==============  =======================  ===========================================
+``EXACT``       0                        copies, zeros, counters and masked-out
+                                         leaves must be bit-identical.
+``ELEMENTWISE`` 4                        at most four roundings of half an ULP each
+                                         (e.g. ``step*new + (1-step)*old``); XLA may
+                                         contract or reorder them, so the budget is
+                                         the sum, not the maximum.
+``reduction``   4 + 2 * n_terms          sums and norms over ``n_terms`` elements:
+                                         a recursive sum's worst-case error grows
+                                         linearly with the number of terms
+                                         (Higham, *Accuracy and Stability of
+                                         Numerical Algorithms*, 2nd ed., §4.2).
+==============  =======================  ===========================================
+
+Machine epsilons (``numpy.finfo(dtype).eps``; bfloat16 from its 8-bit
+significand):
+
+==========  =========  =====================================================
+dtype       eps        note
+==========  =========  =====================================================
+float64     2**-52     only with ``jax_enable_x64``
+float32     2**-23     JAX's default float
+float16     2**-10
+bfloat16    2**-7      7 stored significand bits; XLA on CPU may compute in
+                       float32 and round once, which only tightens the error.
+==========  =========  =====================================================
+
+A guide's golden value written as a decimal (``[1.2, 1.6]``) is itself rounded
+to the dtype when compared; that rounding (half an ULP) is inside every budget.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+EXACT = 0
+ELEMENTWISE = 4
+
+#: Machine epsilon per dtype name; bfloat16 is not a NumPy dtype, hence a table.
+EPS: dict[str, float] = {
+    "float64": 2.0**-52,
+    "float32": 2.0**-23,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+}
+
+
+def reduction(n_terms: int) -> int:
+    """ULP budget of a sum or norm over ``n_terms`` elements.
+
+    Args:
+      n_terms: number of elements reduced (>= 0).
+
+    Returns:
+      ``4 + 2 * n_terms`` ULPs (see the module docstring for the source).
+
+    Raises:
+      ValueError: if ``n_terms`` is negative.
+    """
+    if n_terms < 0:
+        raise ValueError(f"n_terms must be >= 0, got {n_terms}")
+    return ELEMENTWISE + 2 * n_terms
+
+
+def eps(dtype: Any) -> float:
+    """Machine epsilon of a floating dtype given by name, NumPy or JAX dtype.
+
+    Raises:
+      KeyError: for a dtype outside the policy (integers have no ULP budget:
+        compare them with ``ulps=EXACT`` through ``numpy.testing``).
+    """
+    return EPS[np.dtype(dtype).name if not isinstance(dtype, str) else dtype]
+
+
+def bound(expected: np.ndarray, dtype: Any, ulps: int, scale: float | None = None) -> np.ndarray:
+    """Per-element absolute error bound of the policy.
+
+    Args:
+      expected: float64 reference values, any shape.
+      dtype: dtype the result was computed in.
+      ulps: budget in ULPs (``EXACT``, ``ELEMENTWISE`` or ``reduction(n)``).
+      scale: magnitude of the operands; defaults to ``max(|expected|)``.
+
+    Returns:
+      float64 array of ``expected``'s shape.
+    """
+    expected = np.asarray(expected, dtype=np.float64)
+    if scale is None:
+        scale = float(np.max(np.abs(expected), initial=0.0))
+    return ulps * eps(dtype) * np.maximum(np.abs(expected), scale)
+
+
+def ulp_distance(actual: Any, expected: Any, dtype: Any) -> float:
+    """Largest error of ``actual`` against ``expected`` in ULPs of ``dtype`` at 1.0
+    scaled by ``max(|expected|)``; used in failure messages and drift reports."""
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if a.size == 0:
+        return 0.0
+    scale = max(float(np.max(np.abs(e))), math.ulp(0.0))
+    return float(np.max(np.abs(a - e)) / (eps(dtype) * scale))
+
+
+def assert_close(actual: Any, expected: Any, *, dtype: Any, ulps: int,
+                 scale: float | None = None, what: str = "value") -> None:
+    """Assert ``actual`` is within the policy's bound of ``expected``.
+
+    Args:
+      actual: array-like result (any dtype, converted to float64).
+      expected: float64 reference or golden value of the same shape.
+      dtype: dtype the result was computed in (selects ``eps``).
+      ulps: ULP budget.
+      scale: operand magnitude (see :func:`bound`).
+      what: name used in the failure message (API, argument, leaf path).
+
+    Raises:
+      AssertionError: on a shape mismatch, a non-finite value where the
+        reference is finite, or an element outside the bound; the message gives
+        the worst element, its error in ULPs and the budget.
+    """
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if a.shape != e.shape:
+        raise AssertionError(f"{what}: shape {a.shape} != expected {e.shape}")
+    nonfinite = np.isfinite(e) & ~np.isfinite(a)
+    if nonfinite.any():
+        raise AssertionError(f"{what}: non-finite result {a[nonfinite][:3]} where the reference is finite")
+    tol = bound(e, dtype, ulps, scale)
+    err = np.abs(a - e)
+    if (err > tol).any():
+        i = np.unravel_index(int(np.argmax(err - tol)), err.shape) if err.ndim else ()
+        raise AssertionError(
+            f"{what}: element {tuple(int(x) for x in i)} is {a[i]!r}, expected {e[i]!r} "
+            f"(error {err[i]:.3g}, bound {tol[i]:.3g} = {ulps} ULP of {np.dtype(dtype).name if not isinstance(dtype, str) else dtype}"
+            f"; worst error {ulp_distance(a, e, dtype):.2f} ULP)"
+        )

@@ -1,0 +1,25 @@
+"""Small PyTree helpers shared by the contracts (need JAX)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def to_jax(tree: Any, dtype: Any = jnp.float32) -> Any:
+    """Every array leaf of ``tree`` as a ``jax.Array`` of ``dtype``; None leaves stay None."""
+    return jax.tree.map(lambda x: jnp.asarray(x, dtype=dtype), tree)
+
+
+def leaves64(tree: Any) -> list[np.ndarray]:
+    """The leaves of ``tree`` (None leaves dropped) as float64 NumPy arrays, in
+    ``jax.tree.leaves`` order; the input of ``optax_gate.references``."""
+    return [np.asarray(x, dtype=np.float64) for x in jax.tree.leaves(tree)]
+
+
+def paths(tree: Any) -> list[str]:
+    """Key paths of the leaves, e.g. ``['w']`` or ``[0][1]``, for messages."""
+    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]

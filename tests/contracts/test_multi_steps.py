@@ -1,0 +1,142 @@
+"""Contracts of ``optax.MultiSteps`` (gradient accumulation).
+
+Guide: the referenced guide on MultiSteps, known from its summary in
+001_3de679c23eb4e8d7.txt lines 71-72: "MultiSteps averages two micro-batch
+gradients and updates SGD only on every second call". Source read: optax 0.2.6
+``optax/transforms/_accumulation.py`` (``MultiSteps``, ``MultiStepsState``):
+gradients are averaged with Welford's update ``acc + (g - acc) / (n + 1)``; the
+inner optimizer's update is emitted when ``mini_step == k - 1`` and zeros
+otherwise; ``mini_step`` wraps to 0 and ``gradient_step`` advances on emission.
+
+Inputs: micro-batch gradients of the params' structure, one per call.
+Outputs: updates of that structure and a ``MultiStepsState``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optax_gate import guides, pinned, references, strategies, tolerances
+from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.trees import leaves64, to_jax
+
+pytestmark = pytest.mark.contract(api="optax.MultiSteps", guide=guides.MULTI_STEPS)
+
+LR = 0.1
+
+
+def guide_setup():
+    """Two micro-batches for params [1, -1], every second call."""
+    params = {"w": jnp.array([1.0, -1.0])}
+    micro = [{"w": jnp.array([1.0, 2.0])}, {"w": jnp.array([3.0, 4.0])}]
+    return optax.MultiSteps(optax.sgd(LR), every_k_schedule=2), params, micro
+
+
+@pytest.mark.golden
+def test_two_micro_batches_average_into_one_sgd_update():
+    """Summary 001:71-72: call 1 emits zeros; call 2 emits -0.1 * mean([1, 2],
+    [3, 4]) = [-0.2, -0.3]."""
+    ms, params, micro = guide_setup()
+    state = ms.init(params)
+    first, state = ms.update(micro[0], state, params)
+    second, state = ms.update(micro[1], state, params)
+    assert_close(first["w"], [0.0, 0.0], dtype=jnp.float32, ulps=EXACT, what="first call")
+    assert_close(second["w"], [-0.2, -0.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="second call")
+
+
+@pytest.mark.golden
+def test_counters_and_has_updated_follow_the_cycle():
+    """``mini_step`` 0 -> 1 -> 0, ``gradient_step`` 0 -> 0 -> 1 and
+    ``has_updated`` False then True: the update happens on the second call."""
+    ms, params, micro = guide_setup()
+    state = ms.init(params)
+    seen = [(int(state.mini_step), int(state.gradient_step))]
+    flags = []
+    for g in micro:
+        _, state = ms.update(g, state, params)
+        seen.append((int(state.mini_step), int(state.gradient_step)))
+        flags.append(bool(ms.has_updated(state)))
+    assert seen == [(0, 0), (1, 0), (0, 1)]
+    assert flags == [False, True]
+
+
+@pytest.mark.negative
+def test_non_final_micro_step_leaves_params_unchanged():
+    """Applying the first call's zero update leaves params bit for bit; only
+    after the second call do they move, to [0.8, -1.3]."""
+    ms, params, micro = guide_setup()
+    state = ms.init(params)
+    u1, state = ms.update(micro[0], state, params)
+    p1 = optax.apply_updates(params, u1)
+    assert_close(p1["w"], [1.0, -1.0], dtype=jnp.float32, ulps=EXACT, what="after call 1")
+    u2, _ = ms.update(micro[1], state, p1)
+    assert_close(optax.apply_updates(p1, u2)["w"], [0.8, -1.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="after call 2")
+
+
+@pytest.mark.negative
+def test_gradients_of_another_structure_raise_value_error():
+    """A micro-batch gradient whose PyTree differs from the params' fails in
+    the accumulation (``jax.tree.map`` with the accumulator)."""
+    ms, params, _ = guide_setup()
+    with pytest.raises(ValueError, match=pinned.PYTREE_STRUCTURE):
+        ms.update({"v": jnp.array([1.0, 2.0])}, ms.init(params), params)
+
+
+@pytest.mark.property
+@given(tree=strategies.pytrees(), every_k=st.integers(1, 3), data=st.data())
+def test_emits_the_mean_once_per_k_calls(tree, every_k, data):
+    """Over two full cycles of generated micro-batches, each call's update
+    equals ``references.multi_steps_sgd_updates``: exact zeros on the first
+    k-1 calls of a cycle, ``-lr * mean`` on the k-th; ``has_updated`` is True
+    exactly on the k-th."""
+    params = to_jax(tree)
+    micro = [to_jax(data.draw(strategies.like(tree))) for _ in range(2 * every_k)]
+    ms = optax.MultiSteps(optax.sgd(LR), every_k_schedule=every_k)
+    state = ms.init(params)
+    want = references.multi_steps_sgd_updates([leaves64(g) for g in micro], every_k, LR)
+    for call, (g, exp) in enumerate(zip(micro, want), start=1):
+        updates, state = ms.update(g, state, params)
+        emits = call % every_k == 0
+        assert bool(ms.has_updated(state)) == emits, call
+        scale = LR * max(float(np.max(np.abs(x))) for m in micro for x in leaves64(m))
+        for got, e in zip(jax.tree.leaves(updates), exp):
+            budget = tolerances.reduction(every_k) if emits else EXACT
+            assert_close(got, e, dtype=jnp.float32, ulps=budget, scale=scale, what=f"call {call}")
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
+def test_result_shapes_dtypes_and_finiteness(dtype):
+    """Guides' acceptance criteria 2, 3, 5: updates keep shapes and dtypes and
+    are finite on every call; the emitted one matches the reference."""
+    rng = np.random.default_rng(4)
+    shapes = {"kernel": (3, 5, 2), "bias": (2,)}
+    params = to_jax({k: rng.normal(size=s) for k, s in shapes.items()}, dtype)
+    micro = [to_jax({k: rng.normal(size=s) for k, s in shapes.items()}, dtype) for _ in range(2)]
+    ms = optax.MultiSteps(optax.sgd(LR), every_k_schedule=2)
+    state = ms.init(params)
+    for g in micro:
+        updates, state = ms.update(g, state, params)
+        for name in shapes:
+            assert updates[name].shape == shapes[name] and updates[name].dtype == dtype, name
+            assert bool(jnp.all(jnp.isfinite(updates[name]))), name
+    want = references.multi_steps_sgd_updates([leaves64(g) for g in micro], 2, LR)[-1]
+    for got, exp in zip(jax.tree.leaves(updates), want):
+        assert_close(got, exp, dtype=dtype, ulps=tolerances.reduction(2), what="emitted update")
+
+
+@pytest.mark.acceptance
+def test_jit_matches_eager():
+    """Two jitted calls give the eager updates and counters."""
+    ms, params, micro = guide_setup()
+    step = jax.jit(ms.update)
+    se = sj = ms.init(params)
+    for g in micro:
+        ue, se = ms.update(g, se, params)
+        uj, sj = step(g, sj, params)
+        assert_close(uj["w"], np.asarray(ue["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+        assert (int(sj.mini_step), int(sj.gradient_step)) == (int(se.mini_step), int(se.gradient_step))
