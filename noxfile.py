@@ -1,0 +1,53 @@
+"""nox sessions of the upgrade gate. Run them through ``./noxw`` (it finds
+Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
+
+- ``tests``: the contract suite in the pinned baseline environment
+  (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``).
+- ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
+  exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+- ``lock``: re-pin the baseline: compile ``requirements.in`` into
+  ``requirements-lock.txt`` with hashes (the only way the lock changes).
+"""
+
+import re
+
+import nox
+import nox.command
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+nox.options.sessions = ["tests"]
+
+PYTHON = "3.12"
+LOCK = "requirements-lock.txt"
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Contracts at the pinned baseline and the suite's own tests."""
+    session.install("--require-hashes", "-r", LOCK)
+    session.install("--no-deps", "-e", ".")
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def gate(session: nox.Session) -> None:
+    """Compare the baseline with a candidate: ``nox -s gate -- optax==0.2.8``."""
+    session.install("--no-deps", "-e", ".")
+    try:
+        session.run("python", "-m", "optax_gate", "gate", *session.posargs)
+    except nox.command.CommandFailed as exc:
+        # nox would turn every failure into exit status 1; the gate's own
+        # status (1 fail, 2 not verified) is the interface, so pass it on.
+        session.log(f"gate verdict is not pass: {exc.reason}")
+        code = re.search(r"code (\d+)", exc.reason or "")
+        raise SystemExit(int(code.group(1)) if code else 2) from None
+
+
+@nox.session(python=PYTHON, venv_backend="none")
+def lock(session: nox.Session) -> None:
+    """Re-pin the baseline from requirements.in (pass --upgrade to move pins)."""
+    session.run("uv", "pip", "compile", "--quiet", "--generate-hashes", "--python-version", PYTHON,
+                "--custom-compile-command", "./noxw -s lock", "requirements.in", "-o", LOCK, *session.posargs,
+                env={"UV_PYTHON_DOWNLOADS": "never"})

@@ -1,0 +1,5 @@
+import sys
+
+from optax_gate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+"""Change and verdict logic: baseline run vs candidate run, contract by contract.
+
+``change`` of one contract (baseline outcome -> candidate outcome):
+
+=============  ==============================================================
+change         when
+=============  ==============================================================
+``unchanged``  same outcome in both.
+``broken``     passed in the baseline, failed or errored in the candidate.
+``changed``    any other difference; also a ``snapshot`` contract that stops
+               passing (drift from a value recorded at the baseline, not a
+               broken promise).
+``fixed``      failed, errored or xfailed in the baseline, passes now.
+``new``        runs only in the candidate.
+``gone``       ran in the baseline, not in the candidate.
+=============  ==============================================================
+
+Verdict (fail closed): ``not-verified`` when either environment could not be
+installed, imported or run to completion, when no contract ran in the
+candidate, or when a contract of the baseline did not run there (``gone``);
+else ``fail`` when a contract is ``broken``; else ``pass``.
+Exit statuses: pass 0, fail 1, not-verified 2.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
+EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}
+_PASSING = ("passed",)
+_FAILING = ("failed", "error")
+
+
+def classify(baseline: str | None, candidate: str | None, kind: str) -> str:
+    """Change of one contract from its two outcomes (None: did not run)."""
+    if baseline is None:
+        return "new"
+    if candidate is None:
+        return "gone"
+    if baseline == candidate:
+        return "unchanged"
+    if baseline in _PASSING and candidate in _FAILING:
+        return "changed" if kind == "snapshot" else "broken"
+    if baseline in (*_FAILING, "xfailed") and candidate in _PASSING:
+        return "fixed"
+    return "changed"
+
+
+def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+    """Build the schema-1 report body from two environment runs.
+
+    Args:
+      baseline, candidate: run records as written by ``optax_gate.runner``:
+        ``{"label", "requirements", "versions", "status": "ran" |
+        "not-verified", "reason", "contracts": {id: {"api", "guide", "kind",
+        "outcome", "detail"}}, ...}``.
+
+    Returns:
+      ``{"schema": 1, "verdict", "reasons", "summary", "baseline",
+      "candidate", "contracts": [...]}``; contracts sorted by change severity,
+      then id.
+    """
+    base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
+    rows = []
+    for cid in sorted(set(base_c) | set(cand_c)):
+        b, c = base_c.get(cid), cand_c.get(cid)
+        meta = c or b
+        change = classify(b and b["outcome"], c and c["outcome"], meta["kind"])
+        if change == "fixed":
+            detail = f"was: {b['detail']}" if b["detail"] else ""
+        elif change == "gone":
+            detail = "ran in the baseline, did not run in the candidate"
+        else:
+            detail = (c or b)["detail"]
+        rows.append({
+            "id": cid, "api": meta["api"], "guide": meta["guide"], "kind": meta["kind"],
+            "baseline": b["outcome"] if b else None, "candidate": c["outcome"] if c else None,
+            "change": change, "detail": detail,
+        })
+    rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))
+    summary = Counter(r["change"] for r in rows)
+
+    reasons = []
+    for name, run in (("baseline", baseline), ("candidate", candidate)):
+        if run.get("status") != "ran":
+            reasons.append(f"{name} not verified: {run.get('reason') or 'no reason recorded'}")
+    if not reasons:
+        if not cand_c:
+            reasons.append("candidate not verified: zero contracts ran")
+        if summary["gone"]:
+            reasons.append(f"candidate not verified: {summary['gone']} contract(s) of the baseline did not run")
+    failing_base = sum(1 for r in base_c.values() if r["outcome"] in _FAILING)
+    notes = [f"{failing_base} contract(s) already fail in the baseline"] if failing_base else []
+
+    if reasons:
+        verdict = "not-verified"
+    elif summary["broken"]:
+        verdict = "fail"
+        reasons.append(f"{summary['broken']} contract(s) broken")
+    else:
+        verdict = "pass"
+    return {
+        "schema": 1,
+        "verdict": verdict,
+        "reasons": reasons,
+        "notes": notes,
+        "summary": {k: summary.get(k, 0) for k in CHANGES},
+        "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
+        "candidate": {k: v for k, v in candidate.items() if k != "contracts"},
+        "contracts": rows,
+    }

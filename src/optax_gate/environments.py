@@ -1,0 +1,108 @@
+"""Build and reuse the Python environments the contracts run in, with uv.
+
+An environment lives in a folder of its own and is rebuilt only when its lock
+file changes (a state file records the lock's SHA-256 and the interpreter).
+Installs go through uv's cache, so a rebuilt environment mostly links files
+already downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+STATE_FILE = ".optax-gate-env.json"
+
+
+class EnvironmentFailure(Exception):
+    """An environment could not be resolved or installed.
+
+    Attributes:
+      stage: ``resolution`` or ``install``.
+      message: the tool's own explanation (tail of its output).
+    """
+
+    def __init__(self, stage: str, message: str):
+        super().__init__(f"{stage} failed: {message}")
+        self.stage, self.message = stage, message
+
+
+def uv() -> str:
+    """Path of the ``uv`` executable.
+
+    Raises:
+      EnvironmentFailure: when uv is not on PATH (run through ``./noxw``).
+    """
+    path = shutil.which("uv")
+    if path is None:
+        raise EnvironmentFailure("install", "uv not found on PATH; run the gate through ./noxw")
+    return path
+
+
+def _run(stage: str, cmd: list[str], timeout: float) -> str:
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentFailure(stage, f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} ...") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+        raise EnvironmentFailure(stage, " | ".join(line.strip() for line in tail if line.strip()))
+    return proc.stdout
+
+
+def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade: list[str],
+                 python_version: str, timeout: float = 600) -> Path:
+    """Resolve ``requirements_in`` into a hash-pinned lock at ``output``.
+
+    ``preferences`` (the baseline lock) seeds ``output``: uv keeps the versions
+    it finds there unless a requirement or ``upgrade`` moves them.
+
+    Raises:
+      EnvironmentFailure: stage ``resolution`` when no set of versions fits.
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(preferences, output)
+    cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
+           "--python-version", python_version, str(requirements_in), "-o", str(output)]
+    for name in upgrade:
+        cmd += ["--upgrade-package", name]
+    _run("resolution", cmd, timeout)
+    return output
+
+
+def _digest(lock: Path) -> str:
+    return hashlib.sha256(lock.read_bytes()).hexdigest()
+
+
+def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
+    """Make ``path`` an environment with exactly ``lock`` installed, plus this
+    project (editable, no dependencies); reuse it when the lock is unchanged.
+
+    Args:
+      path: folder of the environment.
+      lock: hash-pinned requirements file.
+      python: interpreter to build it with (path or version).
+      project_root: folder holding this project's ``pyproject.toml``.
+
+    Returns:
+      the environment's Python executable.
+
+    Raises:
+      EnvironmentFailure: stage ``install`` when uv cannot build it.
+    """
+    exe = path / "bin" / "python"
+    state = {"lock_sha256": _digest(lock), "python": python}
+    state_path = path / STATE_FILE
+    fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
+    if fresh:
+        _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
+        _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", "-r", str(lock)], timeout)
+    _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--no-deps", "-e", str(project_root)], timeout)
+    if fresh:
+        state_path.write_text(json.dumps(state))
+    return exe

@@ -1,0 +1,118 @@
+"""Fold a pytest report log (``pytest-reportlog`` JSON lines) into one outcome
+per contract.
+
+A test produces up to three reports (setup, call, teardown); its outcome is:
+
+- ``error``: setup or teardown failed;
+- ``failed``: the call failed (a strict xfail that passed also arrives as a
+  failed call);
+- ``xfailed``: the call (or setup) was skipped with ``wasxfail``;
+- ``skipped``: skipped otherwise;
+- ``passed``: the call passed.
+
+Only tests whose reports carry the ``contract_api`` user property (set by
+``optax_gate.pytest_plugin``) are contracts; the suite's own tests are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
+
+
+@dataclass
+class ContractOutcome:
+    """Outcome of one contract test in one environment."""
+
+    id: str
+    api: str
+    guide: str
+    kind: str
+    outcome: str
+    detail: str = ""
+
+
+@dataclass
+class ReportLog:
+    """What one report log says: contracts, collection errors, exit status."""
+
+    contracts: dict[str, ContractOutcome] = field(default_factory=dict)
+    collection_errors: list[str] = field(default_factory=list)
+    exitstatus: int | None = None
+
+
+def _message(report: dict[str, Any]) -> str:
+    """Short reason of a failed or skipped report (first line, 300 chars)."""
+    longrepr = report.get("longrepr")
+    text = ""
+    if isinstance(longrepr, dict):
+        crash = longrepr.get("reprcrash") or {}
+        text = crash.get("message") or ""
+        if not text:
+            text = str(longrepr.get("longrepr", ""))
+    elif isinstance(longrepr, list) and len(longrepr) == 3:  # skip: (path, line, reason)
+        text = str(longrepr[2])
+    elif longrepr:
+        text = str(longrepr)
+    if report.get("wasxfail"):
+        text = text or f"xfail: {report['wasxfail']}"
+    text = " ".join(text.split())
+    return text[:300]
+
+
+def _outcome(when: str, report: dict[str, Any]) -> str | None:
+    outcome = report["outcome"]
+    if outcome == "failed":
+        return "failed" if when == "call" else "error"
+    if outcome == "skipped":
+        return "xfailed" if "wasxfail" in report else "skipped"
+    if outcome == "passed" and when == "call":
+        return "passed"
+    return None
+
+
+def parse(path: str | Path) -> ReportLog:
+    """Read a report log.
+
+    Args:
+      path: the ``--report-log`` file of one pytest run.
+
+    Returns:
+      a :class:`ReportLog`; a missing ``SessionFinish`` line leaves
+      ``exitstatus`` None (the run was killed).
+
+    Raises:
+      OSError: if the file cannot be read. A truncated last line (killed
+        writer) is ignored.
+    """
+    log = ReportLog()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            report = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = report.get("$report_type")
+        if kind == "SessionFinish":
+            log.exitstatus = int(report.get("exitstatus", -1))
+        elif kind == "CollectReport" and report.get("outcome") == "failed":
+            log.collection_errors.append(f"{report.get('nodeid') or '<session>'}: {_message(report)}")
+        elif kind == "TestReport":
+            props = dict(report.get("user_properties") or [])
+            if "contract_api" not in props:
+                continue
+            outcome = _outcome(report["when"], report)
+            if outcome is None:
+                continue
+            nodeid = report["nodeid"]
+            current = log.contracts.get(nodeid)
+            # A teardown error overrides a pass; the first failure's message wins.
+            if current is None or outcome in ("error", "failed") and current.outcome not in ("error", "failed"):
+                log.contracts[nodeid] = ContractOutcome(
+                    id=nodeid, api=props["contract_api"], guide=props["contract_guide"],
+                    kind=props["contract_kind"], outcome=outcome, detail=_message(report) if outcome != "passed" else "",
+                )
+    return log

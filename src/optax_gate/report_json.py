@@ -1,0 +1,21 @@
+"""JSON rendering of a gate report (schema 1, for machines).
+
+Top-level keys: ``schema`` (1), ``verdict`` (``pass`` | ``fail`` |
+``not-verified``), ``reasons``, ``notes``, ``summary`` (count per change),
+``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with
+python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
+``duration_s``, ``hypothesis_profile``), and ``contracts``: a list of
+``{"id", "api", "guide", "kind", "baseline", "candidate", "change",
+"detail"}`` where ``baseline``/``candidate`` is an outcome (passed, failed,
+error, skipped, xfailed) or null when the contract did not run there.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as indented, key-sorted JSON text ending in a newline."""
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"

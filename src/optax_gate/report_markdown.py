@@ -1,0 +1,83 @@
+"""Markdown rendering of a gate report, for a person deciding an upgrade.
+
+Order: the verdict and its reasons first; the versions side by side; then what
+broke, what changed (drift), what was fixed, what is new or gone; the
+unchanged contracts last, folded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
+_HEADINGS = {
+    "broken": "Broken: passed in the baseline, fail in the candidate",
+    "changed": "Changed: other differences (drift of baseline snapshots, skips)",
+    "fixed": "Fixed: failed in the baseline, pass in the candidate",
+    "new": "New: run only in the candidate",
+    "gone": "Gone: did not run in the candidate",
+}
+
+
+def _cell(text: Any) -> str:
+    return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
+
+
+def _versions(report: dict[str, Any]) -> list[str]:
+    b = report["baseline"].get("versions") or {}
+    c = report["candidate"].get("versions") or {}
+    lines = ["| package | baseline | candidate |", "|---|---|---|"]
+    for key in VERSION_KEYS:
+        mark = "" if b.get(key) == c.get(key) else " **←**"
+        lines.append(f"| {key} | {_cell(b.get(key))} | {_cell(c.get(key))}{mark} |")
+    return lines
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report as Markdown text ending in a newline."""
+    verdict = report["verdict"]
+    s = report["summary"]
+    out = [f"# Optax upgrade gate: {verdict.upper()}", ""]
+    out.append(
+        f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
+        f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`: "
+        + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
+        + f" (of {len(report['contracts'])} contracts)."
+    )
+    out.append("")
+    for reason in report["reasons"]:
+        out.append(f"- **{reason}**")
+    for note in report.get("notes", []):
+        out.append(f"- note: {note}")
+    out += ["", "## Versions", "", *_versions(report), ""]
+    for side in ("baseline", "candidate"):
+        run = report[side]
+        out.append(
+            f"- {side}: status **{run.get('status')}**"
+            + (f" — {_cell(run.get('reason'))}" if run.get("reason") else "")
+            + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
+            + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")
+            + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
+        )
+    out.append("")
+    for change, heading in _HEADINGS.items():
+        rows = [r for r in report["contracts"] if r["change"] == change]
+        if not rows:
+            continue
+        out += [f"## {heading} ({len(rows)})", ""]
+        if change == "gone":  # usually all of them, for a candidate that did not run: fold
+            out += ["<details><summary>contracts that ran in the baseline only</summary>", ""]
+        out += ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
+        for r in rows:
+            out.append(
+                f"| `{_cell(r['id'])}` | `{_cell(r['api'])}` | {_cell(r['guide'])} | {r['kind']} | "
+                f"{_cell(r['baseline'])} → {_cell(r['candidate'])} | {_cell(r['detail'])} |"
+            )
+        out += ["", "</details>", ""] if change == "gone" else [""]
+    unchanged = [r for r in report["contracts"] if r["change"] == "unchanged"]
+    if unchanged:
+        out += [f"## Unchanged ({len(unchanged)})", "", "<details><summary>contracts with the same outcome in both</summary>", ""]
+        out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
+        out += ["", "</details>", ""]
+    out += ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Machine-readable: `report.json` beside this file."]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,94 @@
+"""Probe an environment and run the contracts in it; record what happened.
+
+A *run record* (a JSON-able dict) is the evidence the comparison works from:
+
+``{"label", "requirements", "lock", "versions", "status": "ran" |
+"not-verified", "reason", "exitstatus", "duration_s", "hypothesis_profile",
+"contracts": {id: {"api", "guide", "kind", "outcome", "detail"}}}``
+
+``status`` is ``ran`` only when the contracted packages import, pytest ends
+normally (exit 0 or 1) within the time limit, nothing fails to collect and at
+least one contract ran; every other case is ``not-verified`` with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from optax_gate import outcomes
+
+CONTRACTS_DIR = "tests/contracts"
+
+
+def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
+    """A run record for an environment that could not be verified."""
+    return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
+
+
+def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None]:
+    """Versions of the environment and its import error (None when imports work)."""
+    try:
+        proc = subprocess.run([str(python), "-m", "optax_gate.probe"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {}, f"import check timed out after {timeout:.0f} s"
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}"
+    return data["versions"], data["import_error"]
+
+
+def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
+        pytest_args: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+    """Probe ``python``'s environment, then run the contracts there.
+
+    Args:
+      python: the environment's interpreter.
+      label: name of the environment in reports and file names.
+      project_root: the project folder (pytest runs from there).
+      out_dir: where ``<label>.reportlog.jsonl`` and ``<label>.junit.xml`` go.
+      timeout: seconds for the whole pytest run.
+      pytest_args: extra pytest arguments (e.g. ``-k``).
+      **extra: copied into the record (requirements, lock).
+
+    Returns:
+      the run record (see module docstring).
+    """
+    profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
+    extra = {**extra, "hypothesis_profile": profile}
+    versions, import_error = probe(python)
+    if import_error:
+        return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log = out_dir / f"{label}.reportlog.jsonl"
+    log.unlink(missing_ok=True)
+    cmd = [str(python), "-m", "pytest", CONTRACTS_DIR, "-q", "-p", "no:cacheprovider",
+           f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return not_verified(label, f"contracts timed out after {timeout:.0f} s", versions=versions, **extra)
+    duration = round(time.monotonic() - start, 1)
+    (out_dir / f"{label}.pytest.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    parsed = outcomes.parse(log) if log.exists() else outcomes.ReportLog()
+    record = {
+        "label": label, "versions": versions, "status": "ran", "reason": "", "exitstatus": proc.returncode,
+        "duration_s": duration, **extra,
+        "contracts": {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"} for cid, c in parsed.contracts.items()},
+    }
+    if proc.returncode not in (0, 1):
+        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+        record.update(status="not-verified", reason=f"pytest ended with exit status {proc.returncode}: {tail}")
+    elif parsed.collection_errors:
+        record.update(status="not-verified", reason="collection errors: " + "; ".join(parsed.collection_errors)[:600])
+    elif not parsed.contracts:
+        record.update(status="not-verified", reason="zero contracts ran")
+    return record
