@@ -56,8 +56,10 @@ def _message(report: dict[str, Any]) -> str:
             text = str(longrepr.get("longrepr", ""))
     elif isinstance(longrepr, list) and len(longrepr) == 3:  # skip: (path, line, reason)
         text = str(longrepr[2])
-    elif longrepr:
-        text = str(longrepr)
+    elif longrepr:  # a collection error: the traceback's last "E" line says what failed
+        lines = [ln.strip() for ln in str(longrepr).splitlines() if ln.strip()]
+        errors = [ln[1:].strip() for ln in lines if ln.startswith("E ")]
+        text = errors[-1] if errors else lines[-1]
     if report.get("wasxfail"):
         text = text or f"xfail: {report['wasxfail']}"
     text = " ".join(text.split())

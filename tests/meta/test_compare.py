@@ -1,0 +1,88 @@
+"""The change and verdict logic of ``optax_gate.compare``."""
+
+import pytest
+
+from optax_gate import compare
+
+
+def record(status="ran", reason="", **outcomes):
+    """A run record whose contracts are ``id=outcome`` (kind from the id prefix)."""
+    contracts = {
+        cid: {"api": "optax.sgd", "guide": "g", "kind": cid.split("_")[0], "outcome": o, "detail": f"{o} detail"}
+        for cid, o in outcomes.items()
+    }
+    return {"label": "x", "status": status, "reason": reason, "versions": {}, "contracts": contracts}
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "kind", "change"),
+    [
+        ("passed", "passed", "golden", "unchanged"),
+        ("failed", "failed", "golden", "unchanged"),
+        ("passed", "failed", "golden", "broken"),
+        ("passed", "error", "negative", "broken"),
+        ("passed", "failed", "snapshot", "changed"),
+        ("failed", "passed", "golden", "fixed"),
+        ("error", "passed", "golden", "fixed"),
+        ("xfailed", "passed", "golden", "fixed"),
+        ("passed", "skipped", "golden", "changed"),
+        ("skipped", "passed", "golden", "changed"),
+        ("passed", "xfailed", "golden", "changed"),
+        (None, "passed", "golden", "new"),
+        ("passed", None, "golden", "gone"),
+    ],
+)
+def test_classify(base, cand, kind, change):
+    assert compare.classify(base, cand, kind) == change
+
+
+def test_all_unchanged_passes():
+    r = compare.compare(record(golden_a="passed"), record(golden_a="passed"))
+    assert r["verdict"] == "pass" and r["reasons"] == [] and r["summary"]["unchanged"] == 1
+
+
+def test_a_broken_contract_fails_and_carries_the_candidate_detail():
+    r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="passed", golden_b="failed"))
+    assert r["verdict"] == "fail"
+    assert r["contracts"][0] == {
+        "id": "golden_b", "api": "optax.sgd", "guide": "g", "kind": "golden",
+        "baseline": "passed", "candidate": "failed", "change": "broken", "detail": "failed detail",
+    }
+
+
+def test_snapshot_drift_is_changed_not_a_failure():
+    r = compare.compare(record(snapshot_a="passed"), record(snapshot_a="failed"))
+    assert r["verdict"] == "pass" and r["summary"]["changed"] == 1
+
+
+def test_fixed_keeps_the_baseline_failure_as_detail():
+    r = compare.compare(record(golden_a="failed"), record(golden_a="passed"))
+    assert r["verdict"] == "pass" and r["contracts"][0]["detail"] == "was: failed detail"
+    assert r["notes"] == ["1 contract(s) already fail in the baseline"]
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "reason"),
+    [
+        (record(golden_a="passed"), record("not-verified", "import failed: boom"), "candidate not verified: import failed: boom"),
+        (record("not-verified", "install failed: x"), record(golden_a="passed"), "baseline not verified: install failed: x"),
+        (record(golden_a="passed"), record(), "candidate not verified: zero contracts ran"),
+        (record(golden_a="passed", golden_b="passed"), record(golden_a="passed"), "candidate not verified: 1 contract(s) of the baseline did not run"),
+    ],
+    ids=["import", "baseline-install", "zero-contracts", "gone"],
+)
+def test_missing_evidence_is_not_verified(baseline, candidate, reason):
+    r = compare.compare(baseline, candidate)
+    assert r["verdict"] == "not-verified" and reason in r["reasons"]
+    assert compare.EXIT_STATUS[r["verdict"]] == 2
+
+
+def test_not_verified_wins_over_broken():
+    r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="failed"))
+    assert r["verdict"] == "not-verified" and r["summary"]["broken"] == 1
+
+
+def test_rows_are_ordered_by_severity():
+    r = compare.compare(record(golden_a="passed", golden_b="passed", golden_c="failed"),
+                        record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed"))
+    assert [row["change"] for row in r["contracts"]] == ["broken", "fixed", "new", "unchanged"]

@@ -1,0 +1,102 @@
+"""The pytest plugin and the report-log folding, on real pytest runs
+(``pytester``, in a subprocess so the entry-point plugin loads as in the gate)."""
+
+import pytest
+
+from optax_gate import outcomes
+
+pytest_plugins = ["pytester"]
+
+CONTRACTS = '''
+import pytest
+from optax_gate import guides
+
+pytestmark = pytest.mark.contract(api="optax.sgd", guide=guides.SGD_STEP)
+
+@pytest.mark.golden
+def test_pass():
+    assert 1 + 1 == 2
+
+@pytest.mark.golden
+def test_fail():
+    assert 0.1 + 0.2 == 0.3, "float sum"
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("setup exploded")
+
+@pytest.mark.negative
+def test_setup_error(broken):
+    pass
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("teardown exploded")
+
+@pytest.mark.negative
+def test_teardown_error(bad_teardown):
+    pass
+
+@pytest.mark.property
+def test_skipped():
+    pytest.skip("needs x64")
+
+@pytest.mark.acceptance
+@pytest.mark.xfail(reason="known upstream defect", strict=True)
+def test_xfailed():
+    assert False
+'''
+
+
+def run_log(pytester, source):
+    pytester.makepyfile(test_sample=source)
+    log = pytester.path / "log.jsonl"
+    result = pytester.runpytest_subprocess(f"--report-log={log}", "-p", "no:cacheprovider")
+    return result, outcomes.parse(log)
+
+
+def test_outcomes_metadata_and_exit_status(pytester):
+    _, log = run_log(pytester, CONTRACTS)
+    got = {cid.split("::")[1]: c.outcome for cid, c in log.contracts.items()}
+    assert got == {"test_pass": "passed", "test_fail": "failed", "test_setup_error": "error",
+                   "test_teardown_error": "error", "test_skipped": "skipped", "test_xfailed": "xfailed"}
+    fail = log.contracts["test_sample.py::test_fail"]
+    assert (fail.api, fail.kind) == ("optax.sgd", "golden") and "float sum" in fail.detail
+    assert "setup exploded" in log.contracts["test_sample.py::test_setup_error"].detail
+    assert log.contracts["test_sample.py::test_skipped"].detail.endswith("needs x64")
+    assert log.exitstatus == 1 and log.collection_errors == []
+
+
+def test_tests_without_contract_marker_are_not_contracts(pytester):
+    _, log = run_log(pytester, "def test_plain():\n    assert True\n")
+    assert log.contracts == {} and log.exitstatus == 0
+
+
+def test_collection_error_is_recorded(pytester):
+    _, log = run_log(pytester, "import no_such_module_anywhere\n")
+    assert log.contracts == {} and "no_such_module_anywhere" in log.collection_errors[0]
+
+
+@pytest.mark.parametrize(
+    ("marks", "message"),
+    [("@pytest.mark.golden\n@pytest.mark.negative\n", "exactly one kind"), ("", "exactly one kind")],
+    ids=["two-kinds", "no-kind"],
+)
+def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
+    source = f'import pytest\nfrom optax_gate import guides\n@pytest.mark.contract(api="a", guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n'
+    result, log = run_log(pytester, source)
+    assert result.ret != 0 and message in result.stderr.str() + result.stdout.str()
+
+
+def test_contract_with_unknown_guide_is_refused(pytester):
+    source = 'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
+    result, _ = run_log(pytester, source)
+    assert result.ret != 0 and "guide from optax_gate.guides" in result.stderr.str() + result.stdout.str()
+
+
+def test_truncated_log_has_no_exit_status(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"$report_type": "SessionStart", "pytest_version": "9"}\n{"$report_type": "TestRe')
+    log = outcomes.parse(path)
+    assert log.exitstatus is None and log.contracts == {}

@@ -1,0 +1,39 @@
+"""Rendering of the gate report (``report_markdown``, ``report_json``)."""
+
+import json
+
+from optax_gate import compare, report_json, report_markdown
+from tests.meta.test_compare import record
+
+
+def sample():
+    base = record(golden_a="passed", golden_b="passed", snapshot_c="passed", golden_d="failed")
+    cand = record(golden_a="passed", golden_b="failed", snapshot_c="failed", golden_d="passed")
+    base["versions"] = {"optax": "0.2.6", "jax": "0.11.2"}
+    cand["versions"] = {"optax": "0.2.8", "jax": "0.11.2"}
+    base["requirements"], cand["requirements"] = ["lock file requirements-lock.txt"], ["optax==0.2.8"]
+    return compare.compare(base, cand)
+
+
+def test_markdown_puts_the_verdict_first_then_broken_changed_fixed():
+    text = report_markdown.render(sample())
+    assert text.startswith("# Optax upgrade gate: FAIL\n")
+    assert "`optax==0.2.8`" in text.splitlines()[2] and "1 broken, 1 changed, 1 fixed" in text
+    positions = [text.index(h) for h in ("## Versions", "## Broken", "## Changed", "## Fixed", "## Unchanged")]
+    assert positions == sorted(positions)
+    assert "| optax | 0.2.6 | 0.2.8 **←** |" in text and "| jax | 0.11.2 | 0.11.2 |" in text
+
+
+def test_markdown_escapes_pipes_in_details():
+    r = sample()
+    r["contracts"][0]["detail"] = "a | b"
+    assert "a \\| b" in report_markdown.render(r)
+
+
+def test_json_has_the_schema_1_fields():
+    data = json.loads(report_json.render(sample()))
+    assert data["schema"] == 1 and data["verdict"] == "fail"
+    assert set(data) >= {"baseline", "candidate", "contracts", "summary", "reasons"}
+    row = data["contracts"][0]
+    assert set(row) == {"id", "api", "guide", "kind", "baseline", "candidate", "change", "detail"}
+    assert data["candidate"]["versions"]["optax"] == "0.2.8" and "contracts" not in data["candidate"]

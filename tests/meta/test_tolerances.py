@@ -1,0 +1,52 @@
+"""The tolerance policy (``optax_gate.tolerances``) bites where it should."""
+
+import numpy as np
+import pytest
+
+from optax_gate import tolerances
+from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
+
+
+def ulps_off(x, n, dtype=np.float32):
+    """``x`` moved ``n`` ULPs (at x's magnitude) up, in ``dtype``."""
+    x = np.asarray(x, dtype)
+    for _ in range(n):
+        x = np.nextafter(x, np.asarray(np.inf, dtype))
+    return x
+
+
+def test_within_budget_passes_and_beyond_fails():
+    assert_close(ulps_off(1.0, 2), 1.0, dtype=np.float32, ulps=ELEMENTWISE)
+    with pytest.raises(AssertionError, match="ULP"):
+        assert_close(ulps_off(1.0, 6), 1.0, dtype=np.float32, ulps=ELEMENTWISE)
+
+
+def test_exact_rejects_one_ulp():
+    assert_close(np.float32(0.5), 0.5, dtype=np.float32, ulps=EXACT)
+    with pytest.raises(AssertionError):
+        assert_close(ulps_off(0.5, 1), 0.5, dtype=np.float32, ulps=EXACT)
+
+
+def test_bfloat16_budget_is_wider_than_float32():
+    assert_close(1.0 + 2 * 2.0**-7, 1.0, dtype="bfloat16", ulps=ELEMENTWISE)
+    with pytest.raises(AssertionError):
+        assert_close(1.0 + 2 * 2.0**-7, 1.0, dtype=np.float32, ulps=ELEMENTWISE)
+
+
+def test_scale_is_the_operand_magnitude():
+    # 1 - 0.9999999 cancels: the error is judged against the operands (1.0).
+    assert_close(1.2e-7, 0.0, dtype=np.float32, ulps=ELEMENTWISE, scale=1.0)
+    with pytest.raises(AssertionError):
+        assert_close(1.2e-7, 0.0, dtype=np.float32, ulps=ELEMENTWISE)
+
+
+@pytest.mark.parametrize(("actual", "message"), [(np.ones(3), "shape"), (np.array([np.nan, 1.0]), "non-finite")])
+def test_shape_and_non_finite_are_failures(actual, message):
+    with pytest.raises(AssertionError, match=message):
+        assert_close(actual, np.ones(2), dtype=np.float32, ulps=ELEMENTWISE)
+
+
+def test_reduction_budget_grows_with_terms_and_rejects_negatives():
+    assert tolerances.reduction(0) == ELEMENTWISE and tolerances.reduction(10) == ELEMENTWISE + 20
+    with pytest.raises(ValueError):
+        tolerances.reduction(-1)
