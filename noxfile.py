@@ -5,6 +5,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
   exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+- ``update-snapshots``: re-record the baseline snapshots (explicit, never a
+  side effect of another session).
 - ``lock``: re-pin the baseline: compile ``requirements.in`` into
   ``requirements-lock.txt`` with hashes (the only way the lock changes).
 """
@@ -29,6 +31,16 @@ def tests(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="update-snapshots")
+def update_snapshots(session: nox.Session) -> None:
+    """Re-record the baseline snapshots (the ``snapshot`` contracts' YAML files)
+    in the pinned baseline environment. The only command that writes them;
+    review the diff with ``git diff tests/contracts`` before committing."""
+    session.install("--require-hashes", "-r", LOCK)
+    session.install("--no-deps", "-e", ".")
+    session.run("python", "-m", "pytest", "tests/contracts", "-m", "snapshot", "--regen-all", "-q", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -45,13 +45,30 @@ class ReportLog:
     exitstatus: int | None = None
 
 
+def snapshot_diff(message: str) -> str:
+    """The leaves that moved, from a ``pytest-regressions`` "FILES DIFFER"
+    message: ``"path: old -> new; ..."`` (each path once), or "" when the
+    message is not such a diff."""
+    if "FILES DIFFER" not in message:
+        return ""
+    old: dict[str, str] = {}
+    new: dict[str, str] = {}
+    for line in message.splitlines():
+        if line[:1] in "-+" and not line.startswith(("---", "+++")) and ": " in line:
+            key, _, value = line[1:].strip().rpartition(": ")
+            (old if line[0] == "-" else new).setdefault(key.strip("'"), value)
+    moved = [f"{k}: {old.get(k, 'absent')} -> {new.get(k, 'absent')}" for k in {**old, **new} if old.get(k) != new.get(k)]
+    return "snapshot drift: " + "; ".join(moved) if moved else "snapshot differs (see the pytest output)"
+
+
 def _message(report: dict[str, Any]) -> str:
-    """Short reason of a failed or skipped report (first line, 300 chars)."""
+    """Short reason of a failed or skipped report (one line, 300 chars)."""
     longrepr = report.get("longrepr")
     text = ""
     if isinstance(longrepr, dict):
         crash = longrepr.get("reprcrash") or {}
         text = crash.get("message") or ""
+        text = snapshot_diff(text) or text
         if not text:
             text = str(longrepr.get("longrepr", ""))
     elif isinstance(longrepr, list) and len(longrepr) == 3:  # skip: (path, line, reason)

@@ -23,3 +23,22 @@ def leaves64(tree: Any) -> list[np.ndarray]:
 def paths(tree: Any) -> list[str]:
     """Key paths of the leaves, e.g. ``['w']`` or ``[0][1]``, for messages."""
     return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def signature(tree: Any) -> dict[str, Any]:
+    """Structure of a PyTree for a ``snapshot`` contract.
+
+    Returns:
+      ``{"structure": str(treedef), "leaves": {path: "dtype[shape]"}}``; an
+      integer scalar leaf (a step counter) also records its value, as
+      ``"int32[]=3"``, because counters are part of an optimizer state's
+      contract.
+    """
+    leaves = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        arr = jnp.asarray(leaf)
+        text = f"{arr.dtype.name}[{','.join(map(str, arr.shape))}]"
+        if arr.shape == () and jnp.issubdtype(arr.dtype, jnp.integer):
+            text += f"={int(arr)}"
+        leaves[jax.tree_util.keystr(path)] = text
+    return {"structure": str(jax.tree.structure(tree)), "leaves": leaves}

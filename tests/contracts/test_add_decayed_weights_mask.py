@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from optax_gate import guides, pinned, references, strategies
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, to_jax
+from optax_gate.trees import leaves64, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.add_decayed_weights", guide=guides.WEIGHT_DECAY_MASK)
 
@@ -127,3 +127,21 @@ def test_jit_matches_eager():
     jitted, _ = jax.jit(tx.update)(grads, state, params)
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
         assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+
+
+@pytest.mark.snapshot
+@pytest.mark.parametrize("schedule", [False, True], ids=["constant", "scheduled"])
+def test_state_snapshot(data_regression, schedule):
+    """Baseline snapshot (drift, not correctness): the state of masked weight
+    decay chained with SGD, with a constant and a scheduled weight decay
+    (whose state holds a step counter), after ``init`` and two steps.
+    Recorded from optax 0.2.6 by ``./noxw -s update-snapshots``."""
+    wd = optax.linear_schedule(0.1, 0.0, transition_steps=4) if schedule else WD
+    tx = optax.chain(optax.add_decayed_weights(wd, mask=MASK), optax.sgd(0.1))
+    params, grads = layer()
+    state = tx.init(params)
+    seen = {"init": signature(state)}
+    for step in (1, 2):
+        _, state = tx.update(grads, state, params)
+        seen[f"step{step}"] = signature(state)
+    data_regression.check(seen)

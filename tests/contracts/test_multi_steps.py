@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from optax_gate import guides, pinned, references, strategies, tolerances
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, to_jax
+from optax_gate.trees import leaves64, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.MultiSteps", guide=guides.MULTI_STEPS)
 
@@ -140,3 +140,22 @@ def test_jit_matches_eager():
         uj, sj = step(g, sj, params)
         assert_close(uj["w"], np.asarray(ue["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
         assert (int(sj.mini_step), int(sj.gradient_step)) == (int(se.mini_step), int(se.gradient_step))
+
+
+@pytest.mark.snapshot
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
+def test_state_snapshot(data_regression, dtype):
+    """Baseline snapshot (drift, not correctness): ``MultiStepsState`` around
+    SGD with momentum (every 2 calls): structure, leaf shapes and dtypes
+    (``acc_grads``, the inner trace) and the counters ``mini_step`` and
+    ``gradient_step`` after ``init`` and each of three calls, for float32 and
+    bfloat16 params. Recorded from optax 0.2.6 by ``./noxw -s update-snapshots``."""
+    ms = optax.MultiSteps(optax.sgd(LR, momentum=0.9), every_k_schedule=2)
+    params = to_jax({"kernel": np.ones((3, 2)), "bias": np.ones((2,))}, dtype)
+    grads = to_jax({"kernel": np.full((3, 2), 0.5), "bias": np.full((2,), -0.5)}, dtype)
+    state = ms.init(params)
+    seen = {"init": signature(state)}
+    for call in (1, 2, 3):
+        _, state = ms.update(grads, state, params)
+        seen[f"call{call}"] = signature(state)
+    data_regression.check(seen)

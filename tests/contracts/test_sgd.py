@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from optax_gate import guides, pinned, references, strategies
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, to_jax
+from optax_gate.trees import leaves64, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.sgd", guide=guides.SGD_STEP)
 
@@ -182,3 +182,22 @@ def test_jit_matches_eager():
     jitted = jax.jit(lambda p, g, s: one_step(tx, p, g, s))(params, grads, state)
     for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
         assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+
+
+@pytest.mark.snapshot
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("momentum", [None, 0.9, "nesterov"], ids=["plain", "momentum", "nesterov"])
+def test_state_snapshot(data_regression, momentum, dtype):
+    """Baseline snapshot (drift, not correctness): the optimizer state's PyTree
+    structure, leaf paths, shapes and dtypes after ``init`` and after each of
+    two steps, for float32 and bfloat16 params. Recorded from optax 0.2.6 by
+    ``./noxw -s update-snapshots``; a candidate that differs is ``changed``."""
+    tx = optax.sgd(LR, momentum=0.9, nesterov=True) if momentum == "nesterov" else optax.sgd(LR, momentum=momentum)
+    params = to_jax({"kernel": np.ones((3, 2)), "bias": np.ones((2,))}, dtype)
+    grads = to_jax({"kernel": np.full((3, 2), 0.5), "bias": np.full((2,), -0.5)}, dtype)
+    state = tx.init(params)
+    seen = {"init": signature(state)}
+    for step in (1, 2):
+        _, state = tx.update(grads, state, params)
+        seen[f"step{step}"] = signature(state)
+    data_regression.check(seen)

@@ -100,3 +100,15 @@ def test_truncated_log_has_no_exit_status(tmp_path):
     path.write_text('{"$report_type": "SessionStart", "pytest_version": "9"}\n{"$report_type": "TestRe')
     log = outcomes.parse(path)
     assert log.exitstatus is None and log.contracts == {}
+
+
+def test_snapshot_diff_names_each_moved_leaf_once():
+    message = (
+        "FILES DIFFER:\n/a.yml\n/a.obtained.yml\n--- \n+++ \n@@ -1,7 +1,7 @@\n call1:\n   leaves:\n"
+        "-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n     .mini_step: int32[]=1\n"
+        " call2:\n-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n-    .gone: int32[]=0\n"
+    )
+    assert outcomes.snapshot_diff(message) == (
+        "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]; .gone: int32[]=0 -> absent"
+    )
+    assert outcomes.snapshot_diff("AssertionError: 1 != 2") == ""
