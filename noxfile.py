@@ -5,6 +5,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
   exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+- ``mutants``: every contract fails under at least one deliberately broken
+  variant of its API, and every such variant is caught.
 - ``update-snapshots``: re-record the baseline snapshots (explicit, never a
   side effect of another session).
 - ``lock``: re-pin the baseline: compile ``requirements.in`` into
@@ -31,6 +33,15 @@ def tests(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def mutants(session: nox.Session) -> None:
+    """Prove every contract can fail: run each API's contracts against
+    deliberately broken variants of it (``optax_gate.mutants``)."""
+    session.install("--require-hashes", "-r", LOCK)
+    session.install("--no-deps", "-e", ".")
+    session.run("python", "-m", "optax_gate.mutants", *session.posargs)
 
 
 @nox.session(python=PYTHON, name="update-snapshots")

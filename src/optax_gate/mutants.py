@@ -1,0 +1,479 @@
+"""Mutants of the contracted Optax APIs: proof that every contract can fail.
+
+A contract that cannot fail is a defect. Each mutant below replaces one
+contracted API with a deliberately broken variant (a sign flipped, a mask
+ignored, a mean for a sum, a dtype upcast, a check dropped or added, a value
+perturbed only under ``jax.jit``...). ``python -m optax_gate.mutants`` runs the
+API's contract module once per mutant and then requires that
+
+- every mutant is caught by at least one contract (else the mutant names a
+  behaviour nobody pins), and
+- every contract fails under at least one mutant (else the contract cannot
+  fail and is a check that asserts nothing).
+
+Used as a pytest plugin (``-p optax_gate.mutants --mutant NAME``), it patches
+``optax`` before the tests run. Written here rather than with a mutation
+testing tool (mutmut, cosmic-ray): those mutate the project's own source at
+random and report surviving mutants; here the code under test is a third-party
+package, the mutations must be behaviours the guides name, and the question is
+the converse one (does every *test* fail under some mutant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+MODULES = {
+    "clip": "tests/contracts/test_per_example_global_norm_clip.py",
+    "sgd": "tests/contracts/test_sgd.py",
+    "polyak": "tests/contracts/test_incremental_update.py",
+    "decay": "tests/contracts/test_add_decayed_weights_mask.py",
+    "multisteps": "tests/contracts/test_multi_steps.py",
+}
+
+Patch = Callable[[Any], dict[str, Any]]  # optax module -> {attribute: replacement}
+MUTANTS: dict[str, tuple[str, str, Patch]] = {}
+
+
+def mutant(name: str, area: str, what: str):
+    """Register ``fn(optax) -> {attribute: replacement}`` as a mutant."""
+    def register(fn: Patch) -> Patch:
+        MUTANTS[name] = (area, what, fn)
+        return fn
+    return register
+
+
+def _traced(tree: Any) -> bool:
+    import jax
+
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))
+
+
+def _map(fn, tree):
+    import jax
+
+    return jax.tree.map(fn, tree)
+
+
+def _f32(tree):
+    import jax.numpy as jnp
+
+    return _map(lambda x: jnp.asarray(x, jnp.float32), tree)
+
+
+def _lenient(fn):
+    """Pair leaves by flatten order and resize the second to the first's shape,
+    so structure and shape mistakes no longer raise."""
+    import jax
+    import jax.numpy as jnp
+
+    @functools.wraps(fn)
+    def wrapped(a, b, *args, **kwargs):
+        la, treedef = jax.tree.flatten(a)
+        lb = [jnp.resize(jnp.asarray(y), jnp.shape(x)) for x, y in zip(la, jax.tree.leaves(b))]
+        return fn(a, jax.tree.unflatten(treedef, lb), *args, **kwargs)
+    return wrapped
+
+
+def _wrap_tx(tx, update=None, init=None):
+    import optax
+
+    return optax.GradientTransformation(init or tx.init, update or tx.update)
+
+
+# --- optax.per_example_global_norm_clip -------------------------------------
+@mutant("clip-mean", "clip", "returns the mean over the batch instead of the sum")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        import jax
+        s, c = orig(grads, l2_norm_clip)
+        return _map(lambda x: x / jax.tree.leaves(grads)[0].shape[0], s), c
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("clip-counts-elements", "clip", "counts clipped elements instead of examples")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        import jax
+        s, c = orig(grads, l2_norm_clip)
+        per_example = sum(x[0].size for x in jax.tree.leaves(grads))
+        return s, c * per_example
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("clip-no-clipping", "clip", "never clips (threshold ignored)")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    return {"per_example_global_norm_clip": lambda grads, l2_norm_clip: orig(grads, float("inf"))}
+
+
+@mutant("clip-strict-inputs", "clip", "rejects empty input and leaves without a feature axis with ValueError")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        import jax
+        leaves = jax.tree.leaves(grads)
+        if not leaves or any(x.ndim < 2 for x in leaves):
+            raise ValueError("each leaf needs a batch axis and a feature axis")
+        return orig(grads, l2_norm_clip)
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("clip-normalises", "clip", "scales every example to norm C, up as well as down, and counts them all")
+def _(optax):
+    def f(grads, l2_norm_clip):
+        import jax
+        import jax.numpy as jnp
+        norms = jax.vmap(optax.global_norm)(grads)
+        factor = l2_norm_clip / norms
+        return _map(lambda g: jnp.tensordot(factor, g, axes=1).astype(g.dtype), grads), jnp.asarray(norms.shape[0], jnp.int32)
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("clip-batch-message", "clip", "reports inconsistent batch sizes with another message")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        import jax
+        if len({x.shape[0] for x in jax.tree.leaves(grads) if x.ndim}) > 1:
+            raise ValueError("vmap got inconsistent sizes")
+        return orig(grads, l2_norm_clip)
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("clip-upcast", "clip", "returns float32 sums whatever the input dtype")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        s, c = orig(grads, l2_norm_clip)
+        return _f32(s), c
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("clip-jit-differs", "clip", "perturbs the sums by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        s, c = orig(grads, l2_norm_clip)
+        return (_map(lambda x: x * 1.001, s) if _traced(grads) else s), c
+    return {"per_example_global_norm_clip": f}
+
+
+# --- optax.sgd / apply_updates ----------------------------------------------
+@mutant("sgd-sign", "sgd", "updates along the gradient (+lr*g)")
+def _(optax):
+    orig = optax.sgd
+    return {"sgd": lambda learning_rate, *a, **k: orig(-learning_rate, *a, **k)}
+
+
+@mutant("sgd-momentum-ignored", "sgd", "ignores momentum and nesterov")
+def _(optax):
+    orig = optax.sgd
+    return {"sgd": lambda learning_rate, momentum=None, nesterov=False, **k: orig(learning_rate, **k)}
+
+
+@mutant("sgd-state-float32", "sgd", "keeps the momentum trace in float32 whatever the params' dtype")
+def _(optax):
+    orig = optax.sgd
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        return _wrap_tx(tx, init=lambda params: _f32(tx.init(params)))
+    return {"sgd": f}
+
+
+@mutant("sgd-extra-state", "sgd", "adds a transformation (and its state) to the chain")
+def _(optax):
+    orig = optax.sgd
+    return {"sgd": lambda *a, **k: optax.chain(orig(*a, **k), optax.scale(1.0))}
+
+
+@mutant("sgd-jit-differs", "sgd", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.sgd
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, state, params=None):
+            u, s = tx.update(g, state, params)
+            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
+        return _wrap_tx(tx, update=update)
+    return {"sgd": f}
+
+
+@mutant("apply-updates-lenient", "sgd", "apply_updates pairs leaves by order and resizes: no structure or shape error")
+def _(optax):
+    return {"apply_updates": _lenient(optax.apply_updates)}
+
+
+@mutant("apply-updates-in-place", "sgd", "apply_updates adds into NumPy params in place")
+def _(optax):
+    import numpy as np
+
+    orig = optax.apply_updates
+    def f(params, updates):
+        import jax
+
+        out = orig(params, updates)
+        for p, o in zip(jax.tree.leaves(params), jax.tree.leaves(out)):
+            if isinstance(p, np.ndarray):
+                np.copyto(p, np.asarray(o))
+        return out
+    return {"apply_updates": f}
+
+
+@mutant("apply-updates-upcast", "sgd", "apply_updates returns float32 params whatever their dtype")
+def _(optax):
+    orig = optax.apply_updates
+    return {"apply_updates": lambda p, u: _f32(orig(p, u))}
+
+
+# --- optax.incremental_update -----------------------------------------------
+@mutant("polyak-swapped", "polyak", "swaps new_tensors and old_tensors")
+def _(optax):
+    orig = optax.incremental_update
+    return {"incremental_update": lambda new, old, step_size: orig(old, new, step_size)}
+
+
+@mutant("polyak-clamped", "polyak", "clamps step_size into [0, 1]")
+def _(optax):
+    orig = optax.incremental_update
+    return {"incremental_update": lambda new, old, step_size: orig(new, old, min(max(step_size, 0.0), 1.0))}
+
+
+@mutant("polyak-off-by-ulps", "polyak", "computes old + step*(new - old), a different rounding")
+def _(optax):
+    return {"incremental_update": lambda new, old, step_size: _map(lambda n, o: o + step_size * (n - o) + 1e-6 * step_size * (1 - step_size), new, old)}
+
+
+@mutant("polyak-in-place", "polyak", "writes the average into NumPy old_tensors in place")
+def _(optax):
+    import numpy as np
+
+    orig = optax.incremental_update
+    def f(new, old, step_size):
+        import jax
+        out = orig(new, old, step_size)
+        for o, r in zip(jax.tree.leaves(old), jax.tree.leaves(out)):
+            if isinstance(o, np.ndarray):
+                np.copyto(o, np.asarray(r))
+        return out
+    return {"incremental_update": f}
+
+
+@mutant("polyak-lenient", "polyak", "pairs leaves by order and resizes: no structure or shape error")
+def _(optax):
+    return {"incremental_update": _lenient(optax.incremental_update)}
+
+
+@mutant("polyak-upcast", "polyak", "returns float32 whatever the dtype")
+def _(optax):
+    orig = optax.incremental_update
+    return {"incremental_update": lambda new, old, step_size: _f32(orig(new, old, step_size))}
+
+
+@mutant("polyak-jit-differs", "polyak", "perturbs the result by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.incremental_update
+    def f(new, old, step_size):
+        out = orig(new, old, step_size)
+        return _map(lambda x: x * 1.001, out) if _traced(new) else out
+    return {"incremental_update": f}
+
+
+# --- optax.add_decayed_weights with a mask ----------------------------------
+@mutant("decay-mask-ignored", "decay", "decays every leaf, the bias too")
+def _(optax):
+    orig = optax.add_decayed_weights
+    return {"add_decayed_weights": lambda weight_decay=0.0, mask=None: orig(weight_decay)}
+
+
+@mutant("decay-no-params-ok", "decay", "returns the updates unchanged when params are missing")
+def _(optax):
+    orig = optax.add_decayed_weights
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        return _wrap_tx(tx, update=lambda g, s, params=None: (g, s) if params is None else tx.update(g, s, params))
+    return {"add_decayed_weights": f}
+
+
+@mutant("decay-upcast", "decay", "returns float32 updates whatever the dtype")
+def _(optax):
+    orig = optax.add_decayed_weights
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return _f32(u), s
+        return _wrap_tx(tx, update=update)
+    return {"add_decayed_weights": f}
+
+
+@mutant("decay-extra-state", "decay", "adds a leaf to the state")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.add_decayed_weights
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        return _wrap_tx(tx, init=lambda p: (tx.init(p), jnp.zeros(())),
+                        update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], s))
+    return {"add_decayed_weights": f}
+
+
+@mutant("decay-jit-differs", "decay", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.add_decayed_weights
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
+        return _wrap_tx(tx, update=update)
+    return {"add_decayed_weights": f}
+
+
+# --- optax.MultiSteps --------------------------------------------------------
+@mutant("multisteps-every-call", "multisteps", "ignores every_k_schedule and emits on every call")
+def _(optax):
+    orig = optax.MultiSteps
+    return {"MultiSteps": lambda opt, every_k_schedule, *a, **k: orig(opt, 1, *a, **k)}
+
+
+@mutant("multisteps-sum", "multisteps", "sums the micro-batch gradients instead of averaging")
+def _(optax):
+    orig = optax.MultiSteps
+    return {"MultiSteps": lambda opt, every_k_schedule, *a, **k: orig(opt, every_k_schedule, use_grad_mean=False)}
+
+
+class _Wrapped:
+    """A MultiSteps whose update/init are post-processed."""
+
+    def __init__(self, inner, update=None, init=None):
+        self._inner, self._update, self._init = inner, update, init
+
+    def init(self, params):
+        return self._init(self._inner, params) if self._init else self._inner.init(params)
+
+    def update(self, g, state, params=None, **kw):
+        return self._update(self._inner, g, state, params) if self._update else self._inner.update(g, state, params, **kw)
+
+    def has_updated(self, state):
+        return self._inner.has_updated(state)
+
+
+@mutant("multisteps-lenient", "multisteps", "re-pairs gradients with the params' structure: no structure error")
+def _(optax):
+    import jax
+
+    orig = optax.MultiSteps
+    def update(inner, g, state, params):
+        g = jax.tree.unflatten(jax.tree.structure(state.acc_grads), jax.tree.leaves(g))
+        return inner.update(g, state, params)
+    return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
+
+
+@mutant("multisteps-acc-float32", "multisteps", "keeps acc_grads in float32 (optax 0.2.8 behaviour)")
+def _(optax):
+    orig = optax.MultiSteps
+    return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), init=lambda inner, p: inner.init(p)._replace(acc_grads=_f32(inner.init(p).acc_grads)))}
+
+
+@mutant("multisteps-upcast", "multisteps", "returns float32 updates whatever the dtype")
+def _(optax):
+    orig = optax.MultiSteps
+    def update(inner, g, state, params):
+        u, s = inner.update(g, state, params)
+        return _f32(u), s
+    return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
+
+
+@mutant("multisteps-jit-differs", "multisteps", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.MultiSteps
+    def update(inner, g, state, params):
+        u, s = inner.update(g, state, params)
+        return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
+    return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
+
+
+# --- pytest plugin -----------------------------------------------------------
+def pytest_addoption(parser):
+    parser.addoption("--mutant", default=None, choices=sorted(MUTANTS), help="run the contracts against a broken Optax")
+
+
+def pytest_configure(config):
+    name = config.getoption("--mutant")
+    if name:
+        import optax
+
+        for attr, replacement in MUTANTS[name][2](optax).items():
+            setattr(optax, attr, replacement)
+
+
+# --- the check ---------------------------------------------------------------
+def _failed_contracts(module: str, name: str | None, workdir: Path) -> tuple[set[str], set[str]]:
+    """(contracts that failed or errored, all contracts) of one module under one mutant."""
+    from optax_gate import outcomes
+
+    log = workdir / f"{name or 'none'}.jsonl"
+    cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants", f"--report-log={log}"]
+    if name:
+        cmd.append(f"--mutant={name}")
+    subprocess.run(cmd, capture_output=True, text=True)
+    parsed = outcomes.parse(log)
+    if parsed.collection_errors or parsed.exitstatus not in (0, 1):
+        raise RuntimeError(f"mutant {name}: pytest did not run ({parsed.collection_errors or parsed.exitstatus})")
+    return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="Every contract must fail under some mutant; every mutant must be caught.")
+    p.add_argument("--area", action="append", choices=sorted(MODULES), help="limit to these APIs")
+    p.add_argument("--json", type=Path, help="write the kill matrix here")
+    args = p.parse_args(argv)
+    areas = args.area or sorted(MODULES)
+    problems, matrix = [], {}
+    jobs = [(area, None) for area in areas] + [(m[0], name) for name, m in MUTANTS.items() if m[0] in areas]
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(MODULES[job[0]], job[1], Path(tmp)), jobs)))
+    for area in areas:
+        failing, contracts = results[(area, None)]
+        if failing:
+            problems.append(f"{area}: contracts fail without any mutant: {sorted(failing)}")
+        killed_by: dict[str, list[str]] = {c: [] for c in contracts}
+        for name, (m_area, what, _) in MUTANTS.items():
+            if m_area != area:
+                continue
+            failed, _ = results[(area, name)]
+            print(f"{name:28s} {len(failed):3d} of {len(contracts)} contracts fail  ({what})")
+            if not failed:
+                problems.append(f"mutant {name} ({what}) is caught by no contract")
+            for cid in failed:
+                killed_by[cid].append(name)
+        for cid, names in sorted(killed_by.items()):
+            if not names:
+                problems.append(f"contract {cid} fails under no mutant")
+        matrix.update(killed_by)
+    if args.json:
+        from optax_gate import atomic
+
+        atomic.write_text(args.json, json.dumps(matrix, indent=2, sort_keys=True) + "\n")
+    for problem in problems:
+        print("PROBLEM:", problem)
+    print(f"{len(matrix)} contracts, {sum(1 for m in MUTANTS.values() if m[0] in areas)} mutants, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
