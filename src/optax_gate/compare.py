@@ -10,7 +10,9 @@ change         when
 ``changed``    any other difference; also a ``snapshot`` contract that stops
                passing (drift from a value recorded at the baseline, not a
                broken promise).
-``fixed``      failed, errored or xfailed in the baseline, passes now.
+``fixed``      failed, errored or xfailed in the baseline, passes now; or a
+               contract pinning a known upstream defect (``known_defect``)
+               that stops passing: the defective behaviour changed.
 ``new``        runs only in the candidate.
 ``gone``       ran in the baseline, not in the candidate.
 =============  ==============================================================
@@ -33,8 +35,9 @@ _PASSING = ("passed",)
 _FAILING = ("failed", "error")
 
 
-def classify(baseline: str | None, candidate: str | None, kind: str) -> str:
-    """Change of one contract from its two outcomes (None: did not run)."""
+def classify(baseline: str | None, candidate: str | None, kind: str, defect: bool = False) -> str:
+    """Change of one contract from its two outcomes (None: did not run);
+    ``defect``: the contract pins a known upstream defect."""
     if baseline is None:
         return "new"
     if candidate is None:
@@ -42,6 +45,8 @@ def classify(baseline: str | None, candidate: str | None, kind: str) -> str:
     if baseline == candidate:
         return "unchanged"
     if baseline in _PASSING and candidate in _FAILING:
+        if defect:
+            return "fixed"
         return "changed" if kind == "snapshot" else "broken"
     if baseline in (*_FAILING, "xfailed") and candidate in _PASSING:
         return "fixed"
@@ -67,15 +72,18 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     for cid in sorted(set(base_c) | set(cand_c)):
         b, c = base_c.get(cid), cand_c.get(cid)
         meta = c or b
-        change = classify(b and b["outcome"], c and c["outcome"], meta["kind"])
-        if change == "fixed":
+        defect = meta.get("defect", "")
+        change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
+        if change == "fixed" and defect and c["outcome"] in _FAILING:
+            detail = f"known upstream defect no longer reproduces ({defect}); now: {c['detail']}"
+        elif change == "fixed":
             detail = f"was: {b['detail']}" if b["detail"] else ""
         elif change == "gone":
             detail = "ran in the baseline, did not run in the candidate"
         else:
             detail = (c or b)["detail"]
         rows.append({
-            "id": cid, "api": meta["api"], "guide": meta["guide"], "kind": meta["kind"],
+            "id": cid, "api": meta["api"], "guide": meta["guide"], "kind": meta["kind"], "defect": defect,
             "baseline": b["outcome"] if b else None, "candidate": c["outcome"] if c else None,
             "change": change, "detail": detail,
         })

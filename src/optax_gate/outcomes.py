@@ -34,6 +34,7 @@ class ContractOutcome:
     kind: str
     outcome: str
     detail: str = ""
+    defect: str = ""  # "id: reason" when the contract pins a known upstream defect
 
 
 @dataclass
@@ -133,5 +134,6 @@ def parse(path: str | Path) -> ReportLog:
                 log.contracts[nodeid] = ContractOutcome(
                     id=nodeid, api=props["contract_api"], guide=props["contract_guide"],
                     kind=props["contract_kind"], outcome=outcome, detail=_message(report) if outcome != "passed" else "",
+                    defect=props.get("contract_defect", ""),
                 )
     return log

@@ -8,11 +8,18 @@
 - Attaches ``api``, ``guide`` and ``kind`` to each test report as
   ``user_properties``; ``pytest-reportlog`` writes them to the report log the
   gate reads.
+- Reads the ledger of known upstream defects (``known_defects`` ini option,
+  default ``tests/contracts/known_defects.toml``): a contract marked
+  ``known_defect(ID)`` pins a defective baseline behaviour; ``ID`` must be in
+  the ledger, and the report says ``fixed`` when a candidate changes it.
 - Prints the versions of python, optax, jax, jaxlib, flax and numpy, and the
   hypothesis profile, in the session header (guides' acceptance criterion 1).
 """
 
 from __future__ import annotations
+
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +27,40 @@ from optax_gate import guides
 from optax_gate.probe import installed_versions
 
 
+DEFAULT_LEDGER = "tests/contracts/known_defects.toml"
+_LEDGER = pytest.StashKey[dict[str, str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("known_defects", "ledger of known upstream defects (TOML: id = reason)", default=DEFAULT_LEDGER)
+
+
+def load_ledger(path: Path) -> dict[str, str]:
+    """``{id: reason}`` from the ledger; an absent file is an empty ledger.
+
+    Raises:
+      pytest.UsageError: when the file is not TOML of string values.
+    """
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise pytest.UsageError(f"{path}: {exc}") from None
+    bad = [k for k, v in data.items() if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise pytest.UsageError(f"{path}: entries need a non-empty reason string: {bad}")
+    return data
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "contract(api, guide): the API a contract pins and the guide it encodes"
     )
+    config.addinivalue_line(
+        "markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)"
+    )
+    config.stash[_LEDGER] = load_ledger(config.rootpath / config.getini("known_defects"))
     for kind, meaning in guides.KINDS.items():
         config.addinivalue_line("markers", f"{kind}: {meaning}")
 
@@ -35,8 +72,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
-    """The ``api``, ``guide`` and ``kind`` of a contract test, or None for a
-    test of the suite itself.
+    """The ``api``, ``guide``, ``kind`` (and ``defect``, ``"id: reason"``, for a
+    known upstream defect) of a contract test, or None for a test of the suite
+    itself.
 
     Raises:
       pytest.UsageError: a contract without exactly one kind marker, or whose
@@ -51,7 +89,15 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
         raise pytest.UsageError(f"{item.nodeid}: contract marker needs api= and a guide from optax_gate.guides, got {marker.kwargs}")
     if len(kinds) != 1:
         raise pytest.UsageError(f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}")
-    return {"api": api, "guide": guide, "kind": kinds[0]}
+    meta = {"api": api, "guide": guide, "kind": kinds[0]}
+    defect = item.get_closest_marker("known_defect")
+    if defect is not None:
+        ledger = item.config.stash[_LEDGER]
+        ident = defect.args[0] if defect.args else None
+        if ident not in ledger:
+            raise pytest.UsageError(f"{item.nodeid}: known_defect({ident!r}) is not in the ledger {item.config.getini('known_defects')}")
+        meta["defect"] = f"{ident}: {ledger[ident]}"
+    return meta
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -8,11 +8,23 @@ this module needs NumPy only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 Leaves = Sequence[np.ndarray]
+Hyper = float | Callable[[int], float]  # a constant, or a schedule of the step count
+
+
+def at(value: Hyper, step: int) -> float:
+    """A hyperparameter's value at step ``step`` (0 for the first update)."""
+    return float(value(step)) if callable(value) else float(value)
+
+
+def linear_schedule(init: float, end: float, transition_steps: int) -> Callable[[int], float]:
+    """``init + (end - init) * min(step, T) / T``: the linear (power-1 polynomial)
+    decay of a hyperparameter, written from its definition."""
+    return lambda step: init + (end - init) * min(step, transition_steps) / transition_steps
 
 
 def _f64(leaves: Leaves) -> list[np.ndarray]:
@@ -61,36 +73,64 @@ def per_example_global_norm_clip(leaves: Leaves, l2_norm_clip: float) -> tuple[l
     return sums, int(np.sum(clipped))
 
 
+def clip_by_global_norm(leaves: Leaves, max_norm: float) -> list[np.ndarray]:
+    """All leaves scaled by ``min(1, max_norm / ||g||)`` with ``||g||`` the
+    global L2 norm over every leaf (Pascanu et al. 2013, "On the difficulty of
+    training recurrent neural networks", Algorithm 1)."""
+    g = _f64(leaves)
+    norm = float(np.sqrt(sum(np.sum(x**2) for x in g)))
+    factor = max_norm / norm if norm > max_norm else 1.0
+    return [factor * x for x in g]
+
+
 def sgd_updates(grads: Leaves, learning_rate: float) -> list[np.ndarray]:
     """Plain SGD update ``-lr * g`` per leaf (guide 001_3de679c23eb4e8d7.txt line 26)."""
     return [-learning_rate * x for x in _f64(grads)]
 
 
-def sgd_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: float,
-                   momentum: float | None = None, nesterov: bool = False) -> list[list[np.ndarray]]:
+def sgd_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper,
+                   momentum: float | None = None, nesterov: bool = False,
+                   weight_decay: Hyper = 0.0, decay_mask: Sequence[bool] | None = None) -> list[list[np.ndarray]]:
     """Parameters after each SGD step, heavy-ball or Nesterov momentum optional.
 
     Formula (Sutskever et al. 2013, "On the importance of initialization and
     momentum in deep learning", eqs. 1-4, in the trace form): with trace
-    ``t_0 = 0``, ``t_k = g_k + mu * t_{k-1}``; the update is ``-lr * t_k``, or
-    ``-lr * (g_k + mu * t_k)`` with Nesterov; ``p_k = p_{k-1} + update``.
-    The gradients are given per step (they do not depend on the parameters).
+    ``t_0 = 0``, ``t_k = g_k + mu * t_{k-1}``; the update is ``-lr_k * t_k``,
+    or ``-lr_k * (g_k + mu * t_k)`` with Nesterov; ``p_k = p_{k-1} + update``.
+    With ``weight_decay``, ``g_k`` is first replaced by ``g_k + wd_k * p_{k-1}``
+    on the leaves ``decay_mask`` selects (all by default; Loshchilov & Hutter
+    2019). ``learning_rate`` and ``weight_decay`` may be schedules of the step
+    (0 for the first update). The gradients are given per step.
 
     Returns:
       one list of float64 leaves per step (step 1 first).
     """
     p = _f64(params)
+    mask = [True] * len(p) if decay_mask is None else list(decay_mask)
     trace = [np.zeros_like(x) for x in p]
     out = []
-    for grads in grads_per_step:
-        g = _f64(grads)
+    for k, grads in enumerate(grads_per_step):
+        lr, wd = at(learning_rate, k), at(weight_decay, k)
+        g = [gi + wd * pi if m else gi for gi, pi, m in zip(_f64(grads), p, mask)]
         if momentum is None:
             step = g
         else:
             trace = [gi + momentum * ti for gi, ti in zip(g, trace)]
             step = [gi + momentum * ti for gi, ti in zip(g, trace)] if nesterov else trace
-        p = [pi - learning_rate * si for pi, si in zip(p, step)]
+        p = [pi - lr * si for pi, si in zip(p, step)]
         out.append(p)
+    return out
+
+
+def polyak_trajectory(online_per_step: Sequence[Leaves], initial: Leaves, step_size: float) -> list[list[np.ndarray]]:
+    """The averaged copy after each step: ``a_k = s * p_k + (1 - s) * a_{k-1}``,
+    ``a_0 = initial`` (guide 004 lines 3, 11 and 55: updated after each accepted
+    optimizer step)."""
+    avg = _f64(initial)
+    out = []
+    for online in online_per_step:
+        avg = incremental_update(online, avg, step_size)
+        out.append(avg)
     return out
 
 
@@ -113,24 +153,30 @@ def masked_decayed_updates(updates: Leaves, params: Leaves, weight_decay: float,
     return [g + weight_decay * p if m else g for g, p, m in zip(_f64(updates), _f64(params), mask)]
 
 
-def multi_steps_sgd_updates(grads_per_call: Sequence[Leaves], every_k: int,
-                            learning_rate: float) -> list[list[np.ndarray]]:
+def multi_steps_sgd_updates(grads_per_call: Sequence[Leaves], every_k: int | Callable[[int], int],
+                            learning_rate: Hyper, momentum: float | None = None) -> list[list[np.ndarray]]:
     """Updates emitted by gradient accumulation over ``every_k`` micro-batches
-    wrapped around plain SGD: zeros on the first ``every_k - 1`` calls of each
-    cycle, ``-lr * mean(grads of the cycle)`` on the last.
+    wrapped around SGD: zeros on the first ``every_k - 1`` calls of each
+    cycle, the inner SGD update of ``mean(grads of the cycle)`` on the last.
+    ``every_k`` may be a schedule of the number of emitted updates so far, and
+    the inner SGD (``learning_rate`` schedule, ``momentum``) advances only on
+    emission.
 
     Source: the referenced guide on ``optax.MultiSteps`` (summary in
     001_3de679c23eb4e8d7.txt lines 71-72: "averages two micro-batch gradients and
     updates SGD only on every second call").
     """
-    out, cycle = [], []
+    out, cycle, emitted, trace = [], [], 0, None
     for grads in grads_per_call:
         g = _f64(grads)
         cycle.append(g)
-        if len(cycle) == every_k:
+        if len(cycle) == (every_k(emitted) if callable(every_k) else every_k):
             mean = [np.mean(np.stack(xs), axis=0) for xs in zip(*cycle)]
-            out.append([-learning_rate * m for m in mean])
-            cycle = []
+            if momentum is not None:
+                trace = mean if trace is None else [m + momentum * t for m, t in zip(mean, trace)]
+                mean = trace
+            out.append([-at(learning_rate, emitted) * m for m in mean])
+            cycle, emitted = [], emitted + 1
         else:
             out.append([np.zeros_like(x) for x in g])
     return out

@@ -5,8 +5,9 @@ Top-level keys: ``schema`` (1), ``verdict`` (``pass`` | ``fail`` |
 ``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with
 python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 ``duration_s``, ``hypothesis_profile``), and ``contracts``: a list of
-``{"id", "api", "guide", "kind", "baseline", "candidate", "change",
-"detail"}`` where ``baseline``/``candidate`` is an outcome (passed, failed,
+``{"id", "api", "guide", "kind", "defect", "baseline", "candidate",
+"change", "detail"}`` (``defect``: ``"id: reason"`` of the known upstream
+defect the contract pins, else "") where ``baseline``/``candidate`` is an outcome (passed, failed,
 error, skipped, xfailed) or null when the contract did not run there.
 """
 

@@ -23,6 +23,10 @@ budget          ulps                     reason
                                          (e.g. ``step*new + (1-step)*old``); XLA may
                                          contract or reorder them, so the budget is
                                          the sum, not the maximum.
+``accumulated`` steps * per_step          a recurrence over ``steps`` optimizer steps
+                                         (params, traces, averages carried from
+                                         one step to the next, each rounded to the
+                                         dtype): the errors of the steps add up.
 ``reduction``   4 + 2 * n_terms          sums and norms over ``n_terms`` elements:
                                          a recursive sum's worst-case error grows
                                          linearly with the number of terms
@@ -81,6 +85,18 @@ def reduction(n_terms: int) -> int:
     if n_terms < 0:
         raise ValueError(f"n_terms must be >= 0, got {n_terms}")
     return ELEMENTWISE + 2 * n_terms
+
+
+def accumulated(steps: int, per_step: int = ELEMENTWISE) -> int:
+    """ULP budget after ``steps`` steps of a recurrence whose single step stays
+    within ``per_step`` ULPs: ``steps * per_step`` (errors add, see the table).
+
+    Raises:
+      ValueError: if ``steps`` < 1.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    return steps * per_step
 
 
 def eps(dtype: Any) -> float:

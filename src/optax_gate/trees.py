@@ -42,3 +42,15 @@ def signature(tree: Any) -> dict[str, Any]:
             text += f"={int(arr)}"
         leaves[jax.tree_util.keystr(path)] = text
     return {"structure": str(jax.tree.structure(tree)), "leaves": leaves}
+
+
+def seeded_layer(steps: int, seed: int = 0, scale: float = 1.0) -> tuple[dict, list[dict]]:
+    """A small layer's params ``{"kernel": (3, 2), "bias": (2,)}`` and ``steps``
+    gradient PyTrees of that structure, float64 NumPy values drawn from
+    ``numpy.random.default_rng(seed)`` in a fixed order (params first, then
+    the gradients step by step), so every run and every environment sees the
+    same numbers."""
+    rng = np.random.default_rng(seed)
+    params = {"kernel": rng.normal(size=(3, 2)), "bias": rng.normal(size=(2,))}
+    grads = [{"kernel": scale * rng.normal(size=(3, 2)), "bias": scale * rng.normal(size=(2,))} for _ in range(steps)]
+    return params, grads

@@ -76,6 +76,7 @@ def test_count_counts_examples_not_elements():
 
 
 @pytest.mark.negative
+@pytest.mark.known_defect("clip-1d-gradient-misread")
 def test_averaged_gradient_without_batch_axis_is_silently_misread():
     """Guide 000 line 76 (do not pass an averaged gradient without a batch
     axis). At the baseline nothing detects it: a 1-D averaged gradient
@@ -88,6 +89,7 @@ def test_averaged_gradient_without_batch_axis_is_silently_misread():
 
 
 @pytest.mark.negative
+@pytest.mark.known_defect("clip-scalar-leaf-index-error")
 def test_scalar_leaf_without_batch_axis_raises_index_error():
     """A 0-d (fully averaged, scalar) gradient has no axis 0: the baseline
     raises IndexError from the batch check, not a ValueError naming the
@@ -104,6 +106,7 @@ def test_inconsistent_batch_sizes_raise_value_error():
 
 
 @pytest.mark.negative
+@pytest.mark.known_defect("clip-empty-tree-index-error")
 def test_empty_gradient_list_raises_index_error():
     """No leaf at all: the baseline's batch check indexes the first leaf and
     raises IndexError."""

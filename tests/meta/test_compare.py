@@ -36,6 +36,11 @@ def test_classify(base, cand, kind, change):
     assert compare.classify(base, cand, kind) == change
 
 
+@pytest.mark.parametrize(("base", "cand", "change"), [("passed", "failed", "fixed"), ("passed", "error", "fixed"), ("passed", "passed", "unchanged"), ("passed", "skipped", "changed")])
+def test_classify_known_defect(base, cand, change):
+    assert compare.classify(base, cand, "negative", defect=True) == change
+
+
 def test_all_unchanged_passes():
     r = compare.compare(record(golden_a="passed"), record(golden_a="passed"))
     assert r["verdict"] == "pass" and r["reasons"] == [] and r["summary"]["unchanged"] == 1
@@ -45,7 +50,7 @@ def test_a_broken_contract_fails_and_carries_the_candidate_detail():
     r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="passed", golden_b="failed"))
     assert r["verdict"] == "fail"
     assert r["contracts"][0] == {
-        "id": "golden_b", "api": "optax.sgd", "guide": "g", "kind": "golden",
+        "id": "golden_b", "api": "optax.sgd", "guide": "g", "kind": "golden", "defect": "",
         "baseline": "passed", "candidate": "failed", "change": "broken", "detail": "failed detail",
     }
 
@@ -53,6 +58,17 @@ def test_a_broken_contract_fails_and_carries_the_candidate_detail():
 def test_snapshot_drift_is_changed_not_a_failure():
     r = compare.compare(record(snapshot_a="passed"), record(snapshot_a="failed"))
     assert r["verdict"] == "pass" and r["summary"]["changed"] == 1
+
+
+def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken():
+    base, cand = record(golden_a="passed"), record(golden_a="failed")
+    for rec in (base, cand):
+        rec["contracts"]["golden_a"]["defect"] = "clip-index-error: raises IndexError"
+    r = compare.compare(base, cand)
+    assert r["verdict"] == "pass" and r["contracts"][0]["change"] == "fixed"
+    assert r["contracts"][0]["detail"] == (
+        "known upstream defect no longer reproduces (clip-index-error: raises IndexError); now: failed detail"
+    )
 
 
 def test_fixed_keeps_the_baseline_failure_as_detail():

@@ -35,5 +35,5 @@ def test_json_has_the_schema_1_fields():
     assert data["schema"] == 1 and data["verdict"] == "fail"
     assert set(data) >= {"baseline", "candidate", "contracts", "summary", "reasons"}
     row = data["contracts"][0]
-    assert set(row) == {"id", "api", "guide", "kind", "baseline", "candidate", "change", "detail"}
+    assert set(row) == {"id", "api", "guide", "kind", "defect", "baseline", "candidate", "change", "detail"}
     assert data["candidate"]["versions"]["optax"] == "0.2.8" and "contracts" not in data["candidate"]

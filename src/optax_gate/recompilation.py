@@ -1,0 +1,35 @@
+"""Count XLA compilations, to pin "a second call with the same shapes does not
+recompile" (JAX's public ``jax.monitoring`` events, no private cache API)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import jax.monitoring
+
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+
+
+@dataclass
+class Compilations:
+    """Number of backend compilations seen since the counter started."""
+
+    count: int = 0
+
+
+@contextlib.contextmanager
+def counting() -> Iterator[Compilations]:
+    """Yield a :class:`Compilations` counter updated while the block runs."""
+    seen = Compilations()
+
+    def listener(event: str, duration: float, **kwargs) -> None:
+        if event == BACKEND_COMPILE:
+            seen.count += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield seen
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

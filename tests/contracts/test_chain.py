@@ -1,0 +1,120 @@
+"""Contracts of ``optax.chain`` (a neighbour of the guides' APIs).
+
+Guide: the referenced guide "weight decay without bias" (summary in
+001_3de679c23eb4e8d7.txt lines 67-68): weight decay is chained before SGD.
+Source read: optax 0.2.6 ``optax/transforms/_combining.py`` (``chain``: the
+state is the tuple of the inner states, in order; ``update`` feeds each
+transformation's updates to the next).
+
+Inputs: transformations in order. Output: a ``GradientTransformation`` whose
+state is a tuple of one inner state per transformation.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from optax_gate import dtypes, guides, recompilation, references, tolerances, trajectories
+from optax_gate.tolerances import ELEMENTWISE, assert_close
+from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
+
+pytestmark = pytest.mark.contract(api="optax.chain", guide=guides.WEIGHT_DECAY_MASK)
+
+
+@pytest.mark.golden
+def test_order_matters_decay_then_sgd_vs_sgd_then_decay():
+    """p = 2, g = 1, wd = 0.1, lr = 0.5: decay then SGD gives
+    -0.5 * (1 + 0.1 * 2) = -0.6; SGD then decay gives -0.5 * 1 + 0.1 * 2 = -0.3."""
+    p, g = {"w": jnp.array([2.0])}, {"w": jnp.array([1.0])}
+    first = optax.chain(optax.add_decayed_weights(0.1), optax.sgd(0.5))
+    second = optax.chain(optax.sgd(0.5), optax.add_decayed_weights(0.1))
+    assert_close(first.update(g, first.init(p), p)[0]["w"], [-0.6], dtype=jnp.float32, ulps=ELEMENTWISE, what="decay->sgd")
+    assert_close(second.update(g, second.init(p), p)[0]["w"], [-0.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="sgd->decay")
+
+
+@pytest.mark.golden
+def test_state_is_a_tuple_of_inner_states_in_order():
+    """``chain(clip_by_global_norm, sgd(momentum))``: a 2-tuple; the second
+    holds the momentum trace."""
+    p = {"w": jnp.ones(2)}
+    state = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1, momentum=0.9)).init(p)
+    assert isinstance(state, tuple) and len(state) == 2
+    assert jax.tree.leaves(state[0]) == [] and jax.tree.leaves(state[1])[0].shape == (2,)
+
+
+@pytest.mark.negative
+@pytest.mark.known_defect("chain-empty-unpack-error")
+def test_empty_chain_raises_a_bare_unpack_error():
+    """``optax.chain()`` with nothing in it fails at ``init`` with a bare
+    ValueError from tuple unpacking."""
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        optax.chain().init({"w": jnp.ones(2)})
+
+
+@pytest.mark.negative
+def test_gradients_of_another_structure_pass_a_stateless_chain():
+    """Guide 001 line 49: a stateless chain (clip, SGD) accepts gradients of
+    another structure without error (the mistake surfaces in apply_updates)."""
+    p = {"w": jnp.ones(2)}
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))
+    assert list(tx.update({"x": jnp.ones(2)}, tx.init(p), p)[0]) == ["x"]
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
+def test_trajectory_of_decay_then_nesterov_sgd(dtype_name, schedule):
+    """Three steps of ``chain(add_decayed_weights(0.01), sgd(lr, momentum=0.9,
+    nesterov=True))`` in every dtype follow the float64 reference (decoupled
+    decay inside the Nesterov trace)."""
+    with dtypes.precision(dtype_name) as dtype:
+        lr = optax.linear_schedule(0.1, 0.02, transition_steps=2) if schedule else 0.1
+        ref_lr = references.linear_schedule(0.1, 0.02, 2) if schedule else 0.1
+        params, grads = seeded_layer(steps=3, seed=13)
+        p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
+        tx = optax.chain(optax.add_decayed_weights(0.01), optax.sgd(lr, momentum=0.9, nesterov=True))
+        steps = trajectories.run(tx, p0, gs)
+        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, nesterov=True, weight_decay=0.01)
+        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
+        assert {x.dtype for s in steps for x in jax.tree.leaves((s.params, s.updates))} == {dtype}
+
+
+@pytest.mark.snapshot
+@pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
+def test_state_snapshot(data_regression, dtype_name):
+    """Baseline snapshot (drift, not correctness): the state of
+    ``chain(clip_by_global_norm(1), add_decayed_weights(0.01), sgd(0.1,
+    momentum=0.9, nesterov=True))`` after init and two steps. Recorded from
+    optax 0.2.6 by ``./noxw -s update-snapshots``."""
+    params, grads = seeded_layer(steps=2, seed=13)
+    dtype = jnp.dtype(dtype_name)
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9, nesterov=True))
+    p = to_jax(params, dtype)
+    steps = trajectories.run(tx, p, [to_jax(g, dtype) for g in grads])
+    data_regression.check({"init": signature(tx.init(p)), **{f"step{k}": signature(s.state) for k, s in enumerate(steps, 1)}})
+
+
+@pytest.mark.acceptance
+def test_jit_matches_eager_and_does_not_recompile():
+    """Three jitted steps equal three eager ones; steps 2 and 3 compile nothing."""
+    params, grads = seeded_layer(steps=3, seed=13)
+    p, gs = to_jax(params), [to_jax(g) for g in grads]
+    tx = optax.chain(optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9))
+    eager = trajectories.run(tx, p, gs)
+    def one_step(params, g, state):
+        updates, state = tx.update(g, state, params)
+        return optax.apply_updates(params, updates), state
+
+    step = jax.jit(one_step)
+    state, jitted = tx.init(p), []
+    with recompilation.counting() as compiled:
+        for k, g in enumerate(gs):
+            p, state = step(p, g, state)
+            jitted.append(p)
+            if k == 0:
+                first = compiled.count
+    assert first > 0 and compiled.count == first, "steps 2 and 3 (same shapes) recompiled"
+    for e, j in zip(eager, jitted):
+        for a, b in zip(jax.tree.leaves(j), jax.tree.leaves(e.params)):
+            assert_close(a, np.asarray(b, np.float64), dtype=jnp.float32, ulps=tolerances.accumulated(3), what="jit vs eager")

@@ -1,0 +1,173 @@
+"""Contracts of ``optax.inject_hyperparams`` around ``optax.sgd`` (a neighbour
+of the guides' APIs: how a training loop schedules or changes the learning rate
+of the guide's SGD step).
+
+Guide: 001_3de679c23eb4e8d7.txt (the SGD step; update = -lr * grad, line 26).
+Source read: optax 0.2.6 ``optax/schedules/_inject.py``: numeric
+hyperparameters live in ``state.hyperparams``, cast at ``init`` and ``update``
+to ``hyperparam_dtype`` or, when None, to the dtype of the **first leaf** of
+params (init) / updates (update); schedules are evaluated at ``state.count``
+(0 for the first update), which then advances by one.
+
+Inputs: the inner factory's hyperparameters (numbers or schedules). Output: a
+``GradientTransformationExtraArgs`` whose state is an
+``InjectStatefulHyperparamsState(count, hyperparams, hyperparams_states,
+inner_state)``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
+from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
+
+pytestmark = pytest.mark.contract(api="optax.inject_hyperparams", guide=guides.SGD_STEP)
+
+MIXED = {"bias": jnp.ones(2, jnp.bfloat16), "kernel": jnp.ones(2, jnp.float32)}
+
+
+@pytest.mark.golden
+def test_guide_step_with_an_injected_learning_rate_and_a_changed_one():
+    """Guide 001's example through ``inject_hyperparams(sgd)(learning_rate=0.1)``
+    gives updates [-0.05, 0.05]; setting ``state.hyperparams['learning_rate']``
+    to 0.5 gives [-0.25, 0.25] without rebuilding the optimizer."""
+    params, grads = {"w": jnp.array([1.0, -1.0])}, {"w": jnp.array([0.5, -0.5])}
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    state = tx.init(params)
+    # 1 ULP: the decimal 0.1 rounded to float32.
+    assert_close(state.hyperparams["learning_rate"], 0.1, dtype=jnp.float32, ulps=1, what="stored lr")
+    assert_close(tx.update(grads, state, params)[0]["w"], [-0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="updates")
+    state.hyperparams["learning_rate"] = jnp.asarray(0.5)
+    assert_close(tx.update(grads, state, params)[0]["w"], [-0.25, 0.25], dtype=jnp.float32, ulps=ELEMENTWISE, what="updates at lr 0.5")
+
+
+@pytest.mark.golden
+def test_schedule_is_evaluated_at_the_count_before_each_update():
+    """``linear_schedule(0.1, 0.0, 4)``: updates of a unit gradient are -0.1,
+    -0.075, -0.05; the stored learning rate is the one just used and the count
+    advances 0 -> 1 -> 2 -> 3."""
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=optax.linear_schedule(0.1, 0.0, 4))
+    p = {"w": jnp.ones(1)}
+    state = tx.init(p)
+    for k, want in enumerate([0.1, 0.075, 0.05]):
+        updates, state = tx.update({"w": jnp.ones(1)}, state, p)
+        assert_close(updates["w"], [-want], dtype=jnp.float32, ulps=ELEMENTWISE, what=f"update {k + 1}")
+        assert_close(state.hyperparams["learning_rate"], want, dtype=jnp.float32, ulps=ELEMENTWISE, what=f"stored lr {k + 1}")
+        assert int(state.count) == k + 1
+
+
+@pytest.mark.negative
+@pytest.mark.known_defect("inject-hyperparams-first-leaf-dtype")
+def test_hyperparameters_take_the_first_leafs_dtype():
+    """Params {bias: bfloat16, kernel: float32} (bias is the first leaf): the
+    learning rate is stored in bfloat16 (0.1 -> 0.10009765625) and the float32
+    kernel is updated with that rounded value."""
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    state = tx.init(MIXED)
+    assert state.hyperparams["learning_rate"].dtype == jnp.bfloat16
+    updates, _ = tx.update(jax.tree.map(jnp.ones_like, MIXED), state, MIXED)
+    assert_close(updates["kernel"], [-0.10009765625] * 2, dtype=jnp.float32, ulps=EXACT, what="kernel update")
+
+
+@pytest.mark.acceptance
+def test_updates_keep_each_leafs_dtype_with_mixed_precision_params():
+    """Guides' acceptance criterion 2 (dtypes match the contract): with params
+    {bias: bfloat16, kernel: float32} each update has its leaf's dtype."""
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1, momentum=0.9)
+    updates, _ = tx.update(jax.tree.map(jnp.ones_like, MIXED), tx.init(MIXED), MIXED)
+    assert {k: v.dtype for k, v in updates.items()} == {"bias": jnp.bfloat16, "kernel": jnp.float32}
+
+
+@pytest.mark.negative
+def test_hyperparameters_may_be_passed_positionally():
+    """``inject_hyperparams(sgd)(0.1)`` (positional learning rate) is accepted
+    and equals the keyword form: a release that makes hyperparameters
+    keyword-only breaks such call sites."""
+    p, g = {"w": jnp.array([1.0])}, {"w": jnp.array([0.5])}
+    tx = optax.inject_hyperparams(optax.sgd)(0.1)
+    assert_close(tx.update(g, tx.init(p), p)[0]["w"], [-0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="positional lr")
+
+
+@pytest.mark.property
+@given(pair=strategies.pytree_pairs(), lr=st.floats(1e-4, 1.0))
+def test_update_is_minus_injected_lr_times_gradient(pair, lr):
+    """For any lr and PyTree: the stored lr is lr in float32 and the update is
+    ``-lr * g`` (float64 reference ``references.sgd_updates``)."""
+    params, grads = to_jax(pair[0]), to_jax(pair[1])
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=lr)
+    state = tx.init(params)
+    assert_close(state.hyperparams["learning_rate"], lr, dtype=jnp.float32, ulps=1, what="stored lr")
+    updates, _ = tx.update(grads, state, params)
+    for got, want in zip(jax.tree.leaves(updates), references.sgd_updates(leaves64(grads), lr)):
+        assert_close(got, want, dtype=jnp.float32, ulps=ELEMENTWISE, what="update")
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
+def test_trajectory_of_injected_momentum_sgd(dtype_name, schedule):
+    """Three steps of ``inject_hyperparams(sgd)(learning_rate=lr,
+    momentum=0.9)`` in every dtype follow the float64 reference; updates and
+    params keep the dtype."""
+    with dtypes.precision(dtype_name) as dtype:
+        lr = optax.linear_schedule(0.1, 0.02, transition_steps=2) if schedule else 0.1
+        ref_lr = references.linear_schedule(0.1, 0.02, 2) if schedule else 0.1
+        params, grads = seeded_layer(steps=3, seed=14)
+        p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
+        steps = trajectories.run(optax.inject_hyperparams(optax.sgd)(learning_rate=lr, momentum=0.9), p0, gs)
+        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9)
+        # Hyperparameters are stored in the params' dtype: one more rounding per step.
+        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
+        assert {x.dtype for s in steps for x in jax.tree.leaves((s.params, s.updates))} == {dtype}
+
+
+@pytest.mark.snapshot
+@pytest.mark.parametrize("params_kind", ["float32", "bfloat16", "mixed"])
+def test_state_snapshot(data_regression, params_kind):
+    """Baseline snapshot (drift, not correctness): state of
+    ``inject_hyperparams(sgd)(learning_rate=schedule, momentum=0.9)`` (count,
+    hyperparams and their dtypes, the schedule's own state, the trace) after
+    init and two steps, for float32, bfloat16 and mixed params. Recorded from
+    optax 0.2.6 by ``./noxw -s update-snapshots``."""
+    params, grads = seeded_layer(steps=2, seed=14)
+    cast = {"float32": lambda t: to_jax(t, jnp.float32), "bfloat16": lambda t: to_jax(t, jnp.bfloat16),
+            "mixed": lambda t: {"bias": jnp.asarray(t["bias"], jnp.bfloat16), "kernel": jnp.asarray(t["kernel"], jnp.float32)}}[params_kind]
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=optax.linear_schedule(0.1, 0.0, 4), momentum=0.9)
+    p = cast(params)
+    steps = trajectories.run(tx, p, [cast(g) for g in grads])
+    data_regression.check({"init": signature(tx.init(p)), **{f"step{k}": signature(s.state) for k, s in enumerate(steps, 1)}})
+
+
+@pytest.mark.acceptance
+def test_changing_the_injected_lr_does_not_recompile():
+    """The point of injecting: a jitted update called with a new learning rate
+    in the state compiles nothing and uses the new value."""
+    p, g = {"w": jnp.array([1.0, -1.0])}, {"w": jnp.array([0.5, -0.5])}
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    step = jax.jit(tx.update)
+    state = tx.init(p)
+    with recompilation.counting() as compiled:
+        u1, state = step(g, state, p)
+        first = compiled.count
+        state.hyperparams["learning_rate"] = jnp.asarray(0.5, jnp.float32)
+        u2, _ = step(g, state, p)
+    assert compiled.count == first, "a new learning rate value recompiled the step"
+    assert_close(u1["w"], [-0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="lr 0.1")
+    assert_close(u2["w"], [-0.25, 0.25], dtype=jnp.float32, ulps=ELEMENTWISE, what="lr 0.5")
+
+
+@pytest.mark.negative
+def test_edge_inputs_none_leaf_and_empty_tree():
+    """A None leaf stays None in the updates; an empty PyTree gives empty
+    updates and keeps the learning rate (float32)."""
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    with_none = {"a": jnp.ones(2), "b": None}
+    assert tx.update(with_none, tx.init(with_none), with_none)[0]["b"] is None
+    state = tx.init({})
+    assert tx.update({}, state, {})[0] == {}
+    assert state.hyperparams["learning_rate"].dtype == jnp.float32
