@@ -426,7 +426,7 @@ def _failed_contracts(module: str, name: str | None, workdir: Path) -> tuple[set
     """(contracts that failed or errored, all contracts) of one module under one mutant."""
     from optax_gate import outcomes
 
-    log = workdir / f"{name or 'none'}.jsonl"
+    log = workdir / f"{Path(module).stem}-{name or 'no-mutant'}.jsonl"
     cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")

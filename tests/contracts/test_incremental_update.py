@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate import guides, pinned, references, strategies
+from optax_gate import dtypes, guides, pinned, recompilation, references, strategies, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, to_jax
+from optax_gate.trees import leaves64, seeded_layer, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.incremental_update", guide=guides.POLYAK)
 
@@ -98,10 +98,10 @@ def test_step_zero_returns_old_and_step_one_returns_new(pair):
 
 
 @pytest.mark.acceptance
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 def test_result_shapes_dtypes_and_finiteness(dtype):
     """Guides' acceptance criteria 2, 3, 5: shapes and dtypes kept, finite
-    values, reference formula; asymmetric shapes (3x5x2)."""
+    values, reference formula; asymmetric shapes (3x5x2); every dtype (float64
+    under x64)."""
     rng = np.random.default_rng(2)
     new = to_jax({"kernel": rng.normal(size=(3, 5, 2)), "bias": rng.normal(size=(2,))}, dtype)
     old = to_jax({"kernel": rng.normal(size=(3, 5, 2)), "bias": rng.normal(size=(2,))}, dtype)
@@ -114,9 +114,65 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager():
-    """The jitted call equals the eager one."""
+def test_jit_matches_eager_and_does_not_recompile():
+    """The jitted call equals the eager one; a second call with new values (and
+    a new step size, passed as an array) compiles nothing."""
     new, old = {"w": jnp.array([4.0, -2.0])}, {"w": jnp.array([0.0, 1.0])}
-    eager = optax.incremental_update(new, old, 0.25)
-    jitted = jax.jit(optax.incremental_update)(new, old, 0.25)
-    assert_close(jitted["w"], np.asarray(eager["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+    average = jax.jit(optax.incremental_update)
+    with recompilation.counting() as compiled:
+        jitted = average(new, old, jnp.float32(0.25))
+        first = compiled.count
+        jitted2 = average(old, new, jnp.float32(0.5))
+    assert compiled.count == first, "second call with the same shapes recompiled"
+    assert_close(jitted["w"], np.asarray(optax.incremental_update(new, old, 0.25)["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+    assert_close(jitted2["w"], np.asarray(optax.incremental_update(old, new, 0.5)["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
+def test_averaged_copy_over_a_training_run(dtype_name, schedule):
+    """Guide 004 lines 9-12 and 55 as a loop: three momentum-SGD steps (lr
+    constant or scheduled), the averaged copy updated with step size 0.25
+    after each accepted step, kept apart from the online params. Online and
+    averaged trajectories follow the float64 references; the online params
+    never take the averaged values (guide 004 line 45)."""
+    with dtypes.precision(dtype_name) as dtype:
+        lr = optax.linear_schedule(0.1, 0.02, transition_steps=2) if schedule else 0.1
+        ref_lr = references.linear_schedule(0.1, 0.02, 2) if schedule else 0.1
+        params, grads = seeded_layer(steps=3, seed=41)
+        p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
+        steps = trajectories.run(optax.sgd(lr, momentum=0.9), p0, gs)
+        averaged, avg = [], p0
+        for s in steps:
+            avg = optax.incremental_update(s.params, avg, 0.25)
+            averaged.append(avg)
+        online_ref = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9)
+        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], online_ref, initial=p0, what="online")
+        trajectories.assert_follows_in(dtype_name, schedule, averaged, references.polyak_trajectory(online_ref, leaves64(p0), 0.25),
+                                       initial=p0, per_step=2 * ELEMENTWISE, what="averaged")
+        assert {x.dtype for x in jax.tree.leaves(averaged)} == {dtype}
+        assert not np.allclose(leaves64(steps[-1].params)[1], leaves64(averaged[-1])[1])
+
+
+@pytest.mark.negative
+def test_edge_inputs_none_empty_zero_size_zeros():
+    """Regression protocol edges, pinned to the baseline: a None leaf stays
+    None; an empty PyTree gives an empty one; zero-size leaves pass; zeros
+    average to zeros."""
+    out = optax.incremental_update({"w": jnp.ones(2), "b": None}, {"w": jnp.zeros(2), "b": None}, 0.25)
+    assert out["b"] is None
+    assert_close(out["w"], [0.25, 0.25], dtype=jnp.float32, ulps=ELEMENTWISE, what="w")
+    assert optax.incremental_update({}, {}, 0.25) == {}
+    assert optax.incremental_update({"w": jnp.ones((0, 3))}, {"w": jnp.ones((0, 3))}, 0.25)["w"].shape == (0, 3)
+    assert_close(optax.incremental_update({"w": jnp.zeros(2)}, {"w": jnp.zeros(2)}, 0.25)["w"], [0.0, 0.0], dtype=jnp.float32, ulps=EXACT, what="zeros")
+
+
+@pytest.mark.negative
+def test_non_finite_values_propagate_even_with_step_size_zero():
+    """No guard at the baseline: NaN in the online params reaches the average;
+    an inf online value poisons the average even at step size 0 (0 * inf is
+    NaN), so a zero step size does not protect the averaged copy."""
+    out = optax.incremental_update({"w": jnp.array([jnp.nan, 1.0])}, {"w": jnp.zeros(2)}, 0.25)
+    assert np.isnan(float(out["w"][0]))
+    out = optax.incremental_update({"w": jnp.array([jnp.inf, 1.0])}, {"w": jnp.array([2.0, 2.0])}, 0.0)
+    assert np.isnan(float(out["w"][0])) and float(out["w"][1]) == 2.0

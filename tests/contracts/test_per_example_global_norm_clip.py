@@ -19,9 +19,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from optax_gate import guides, references, strategies, tolerances
-from optax_gate.tolerances import ELEMENTWISE, assert_close
-from optax_gate.trees import leaves64, to_jax
+from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
+from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.trees import leaves64, seeded_layer, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.per_example_global_norm_clip", guide=guides.PER_EXAMPLE_CLIP)
 
@@ -155,11 +155,11 @@ def test_each_clipped_example_norm_never_exceeds_threshold(tree, clip):
 
 
 @pytest.mark.acceptance
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 def test_result_shapes_dtypes_and_finiteness(dtype):
     """Guides' acceptance criteria 2, 3 and 5: each summed leaf has shape
     ``leaf.shape[1:]`` and the input dtype, values are finite and match the
-    reference; the count is a scalar int32. Asymmetric shapes (3x5x2)."""
+    reference; the count is a scalar int32 (int64 in x64 mode). Asymmetric shapes (3x5x2); every
+    dtype (float64 under x64)."""
     rng = np.random.default_rng(0)
     tree = {"kernel": rng.normal(size=(3, 5, 2)), "bias": rng.normal(size=(3, 2))}
     grads = to_jax(tree, dtype)
@@ -168,7 +168,8 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
     for name in tree:
         assert summed[name].shape == tree[name].shape[1:] and summed[name].dtype == dtype, name
         assert bool(jnp.all(jnp.isfinite(summed[name]))), name
-    assert clipped.shape == () and clipped.dtype == jnp.int32
+    # The count has JAX's default integer dtype: int64 only in x64 mode.
+    assert clipped.shape == () and clipped.dtype == (jnp.int64 if dtype == jnp.float64 else jnp.int32)
     want, want_count = references.per_example_global_norm_clip(leaves64(grads), 1.0)
     for got, exp in zip(jax.tree.leaves(summed), want):
         assert_close(got, exp, dtype=dtype, ulps=tolerances.reduction(10 + 3), what="clipped sum")
@@ -176,12 +177,83 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager():
-    """The jitted function returns the eager result (same shapes, values within
-    the elementwise budget, same count)."""
+def test_jit_matches_eager_and_does_not_recompile():
+    """The jitted function returns the eager result (values within the
+    elementwise budget, same count); a second call with the same shapes and
+    new values compiles nothing."""
     grads = [jnp.array(GUIDE_GRADS), jnp.array([[1.0], [2.0]])]
-    eager = optax.per_example_global_norm_clip(grads, 1.0)
-    jitted = jax.jit(optax.per_example_global_norm_clip, static_argnums=1)(grads, 1.0)
-    for a, b in zip(jax.tree.leaves(eager[0]), jax.tree.leaves(jitted[0])):
-        assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
-    assert int(eager[1]) == int(jitted[1])
+    other = [jnp.array([[0.1, 0.2], [9.0, 9.0]]), jnp.array([[3.0], [0.0]])]
+    clip = jax.jit(optax.per_example_global_norm_clip, static_argnums=1)
+    with recompilation.counting() as compiled:
+        jitted = clip(grads, 1.0)
+        first = compiled.count
+        jitted_other = clip(other, 1.0)
+    assert compiled.count == first, "second call with the same shapes recompiled"
+    for g, j in ((grads, jitted), (other, jitted_other)):
+        eager = optax.per_example_global_norm_clip(g, 1.0)
+        for a, b in zip(jax.tree.leaves(eager[0]), jax.tree.leaves(j[0])):
+            assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+        assert int(eager[1]) == int(j[1])
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
+def test_dp_sgd_trajectory(dtype_name, schedule):
+    """Guide 000 steps 1-4 as a training loop: three steps of DP-SGD (clip each
+    of 4 examples to norm 1, sum, divide by the batch size explicitly, apply
+    ``sgd(lr)``) in every dtype follow the float64 reference step by step."""
+    with dtypes.precision(dtype_name) as dtype:
+        lr = optax.linear_schedule(0.5, 0.1, transition_steps=2) if schedule else 0.5
+        ref_lr = references.linear_schedule(0.5, 0.1, 2) if schedule else 0.5
+        rng = np.random.default_rng(21)
+        params, _ = seeded_layer(steps=0, seed=21)
+        per_example = [{k: 2.0 * rng.normal(size=(4, *v.shape)) for k, v in params.items()} for _ in range(3)]
+        p0 = to_jax(params, dtype)
+        means = []
+        for g in per_example:
+            summed, _ = optax.per_example_global_norm_clip(to_jax(g, dtype), l2_norm_clip=1.0)
+            means.append(jax.tree.map(lambda s: s / 4, summed))
+        steps = trajectories.run(optax.sgd(lr), p0, means)
+        ref_means = [[s / 4 for s in references.per_example_global_norm_clip(leaves64(to_jax(g, dtype)), 1.0)[0]] for g in per_example]
+        want = references.sgd_trajectory(leaves64(p0), ref_means, ref_lr)
+        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=tolerances.reduction(12))
+        assert {x.dtype for s in steps for x in jax.tree.leaves(s.params)} == {dtype}
+
+
+@pytest.mark.negative
+@pytest.mark.parametrize(
+    ("grads", "sums", "count"),
+    [
+        ([[[3.0, 4.0]]], [[0.6, 0.8]], 1),
+        ([[[0.0, 0.0], [0.0, 0.0]]], [[0.0, 0.0]], 0),
+        ([np.zeros((2, 0))], [np.zeros((0,))], 0),
+        ([np.zeros((0, 3))], [np.zeros((3,))], 0),
+        ([[[float("nan"), 1.0], [3.0, 4.0]]], [[float("nan"), 1.8]], 1),
+        ([[[float("inf"), 1.0], [0.6, 0.8]]], [[float("nan"), 0.8]], 1),
+    ],
+    ids=["one-example", "zeros", "zero-size-feature-axis", "zero-size-batch", "nan-example", "inf-example"],
+)
+def test_edge_inputs(grads, sums, count):
+    """Regression protocol edges, pinned to the baseline: one example; all
+    zeros (no 0/0: unclipped, count 0); a zero-size feature axis or batch gives
+    zeros and count 0; an example with a NaN is *not* counted (its multiplier
+    NaN is mapped to 1) and poisons its element of the sum; an inf example is
+    counted and scaled by 0 (inf * 0 = NaN)."""
+    summed, clipped = optax.per_example_global_norm_clip([jnp.asarray(g, jnp.float32) for g in grads], l2_norm_clip=1.0)
+    for got, want in zip(summed, sums):
+        want = np.asarray(want, np.float64)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(np.isnan(np.asarray(got)), np.isnan(want))
+        finite = ~np.isnan(want)
+        assert_close(np.asarray(got)[finite], want[finite], dtype=jnp.float32, ulps=ELEMENTWISE, what="sum")
+    assert int(clipped) == count
+
+
+@pytest.mark.negative
+def test_none_leaf_is_kept_and_does_not_count():
+    """A None leaf comes back as None and the other leaves are clipped as if it
+    were absent."""
+    with_none, _ = optax.per_example_global_norm_clip({"a": jnp.array(GUIDE_GRADS), "b": None}, 1.0)
+    alone, _ = optax.per_example_global_norm_clip({"a": jnp.array(GUIDE_GRADS)}, 1.0)
+    assert with_none["b"] is None
+    assert_close(with_none["a"], np.asarray(alone["a"], np.float64), dtype=jnp.float32, ulps=EXACT, what="a")

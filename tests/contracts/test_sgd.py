@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate import guides, pinned, references, strategies
+from optax_gate import dtypes, guides, pinned, recompilation, references, strategies, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, signature, to_jax
+from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.sgd", guide=guides.SGD_STEP)
 
@@ -155,11 +155,10 @@ def test_update_is_minus_lr_times_gradient(pair, lr):
 
 
 @pytest.mark.acceptance
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 def test_result_shapes_dtypes_and_finiteness(dtype):
     """Guides' acceptance criteria 2, 3, 5: updates and new params keep each
     leaf's shape and dtype, are finite and match the reference; asymmetric
-    shapes (3x5x2) and a one-element leaf."""
+    shapes (3x5x2) and a one-element leaf; every dtype (float64 under x64)."""
     rng = np.random.default_rng(1)
     params = to_jax({"kernel": rng.normal(size=(3, 5, 2)), "bias": rng.normal(size=(1,))}, dtype)
     grads = to_jax({"kernel": rng.normal(size=(3, 5, 2)), "bias": rng.normal(size=(1,))}, dtype)
@@ -173,15 +172,71 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager():
-    """A jitted step (update + apply_updates) equals the eager one."""
+def test_jit_matches_eager_and_does_not_recompile():
+    """A jitted step (update + apply_updates) equals the eager one; the second
+    step, same shapes and new values, compiles nothing."""
     params, grads = guide_params()
     tx = optax.sgd(LR, momentum=0.9)
     state = tx.init(params)
+    step = jax.jit(lambda p, g, s: one_step(tx, p, g, s))
+    with recompilation.counting() as compiled:
+        jitted = step(params, grads, state)
+        first = compiled.count
+        jitted2 = step(jitted[2], grads, jitted[1])
+    assert compiled.count == first, "second step with the same shapes recompiled"
     eager = one_step(tx, params, grads, state)
-    jitted = jax.jit(lambda p, g, s: one_step(tx, p, g, s))(params, grads, state)
-    for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
+    eager2 = one_step(tx, eager[2], grads, eager[1])
+    for a, b in zip(jax.tree.leaves((eager, eager2)), jax.tree.leaves((jitted, jitted2))):
         assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize("momentum", [None, 0.9, "nesterov"], ids=["plain", "momentum", "nesterov"])
+@pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
+def test_trajectory(dtype_name, schedule, momentum):
+    """Guide 001 step by step over three steps: plain, heavy-ball and Nesterov
+    SGD with a constant or a linearly decaying learning rate, in every dtype,
+    follow the float64 reference (Sutskever et al. 2013); params and updates
+    keep the params' dtype."""
+    with dtypes.precision(dtype_name) as dtype:
+        lr = optax.linear_schedule(0.1, 0.02, transition_steps=2) if schedule else LR
+        ref_lr = references.linear_schedule(0.1, 0.02, 2) if schedule else LR
+        kwargs = {"momentum": 0.9, "nesterov": True} if momentum == "nesterov" else {"momentum": momentum}
+        params, grads = seeded_layer(steps=3, seed=31)
+        p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
+        steps = trajectories.run(optax.sgd(lr, **kwargs), p0, gs)
+        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, **kwargs)
+        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0)
+        assert {x.dtype for s in steps for x in jax.tree.leaves((s.params, s.updates, s.state))} == {dtype} | ({jnp.dtype("int32")} if schedule else set())
+
+
+@pytest.mark.negative
+def test_edge_inputs_zeros_zero_size_none_empty():
+    """Regression protocol edges, pinned to the baseline: zero gradients give
+    zero updates (params unchanged); a zero-size leaf gives an empty update;
+    a None leaf stays None in updates, in the momentum trace and in the new
+    params; an empty PyTree gives empty updates and an empty state."""
+    tx = optax.sgd(LR, momentum=0.9)
+    zeros = {"w": jnp.zeros(3)}
+    updates, _, new = one_step(tx, {"w": jnp.ones(3)}, zeros)
+    assert_close(updates["w"], np.zeros(3), dtype=jnp.float32, ulps=EXACT, what="zero gradient")
+    assert_close(new["w"], np.ones(3), dtype=jnp.float32, ulps=EXACT, what="params")
+    empty_leaf = {"w": jnp.ones((0, 3))}
+    assert one_step(tx, empty_leaf, empty_leaf)[0]["w"].shape == (0, 3)
+    with_none = {"w": jnp.ones(2), "b": None}
+    updates, state, new = one_step(tx, with_none, with_none)
+    assert updates["b"] is None and new["b"] is None and state[0].trace["b"] is None
+    updates, state, new = one_step(tx, {}, {})
+    assert updates == {} and new == {} and jax.tree.leaves(state) == []
+
+
+@pytest.mark.negative
+def test_non_finite_gradients_propagate():
+    """No guard at the baseline: a NaN gradient gives a NaN update and param,
+    an inf gradient an infinite update of the opposite sign."""
+    updates, _, new = one_step(optax.sgd(LR), {"w": jnp.ones(2)}, {"w": jnp.array([jnp.nan, jnp.inf])})
+    assert np.isnan(float(updates["w"][0])) and np.isnan(float(new["w"][0]))
+    assert float(updates["w"][1]) == -np.inf and float(new["w"][1]) == -np.inf
 
 
 @pytest.mark.snapshot
