@@ -39,6 +39,10 @@ MODULES = {
     "polyak": "tests/contracts/test_incremental_update.py",
     "decay": "tests/contracts/test_add_decayed_weights_mask.py",
     "multisteps": "tests/contracts/test_multi_steps.py",
+    "global-norm": "tests/contracts/test_clip_by_global_norm.py",
+    "masked": "tests/contracts/test_masked.py",
+    "chain": "tests/contracts/test_chain.py",
+    "inject": "tests/contracts/test_inject_hyperparams.py",
 }
 
 Patch = Callable[[Any], dict[str, Any]]  # optax module -> {attribute: replacement}
@@ -407,6 +411,325 @@ def _(optax):
     return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
 
 
+def _none_as_zeros(tree):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree.map(lambda x: jnp.zeros(1) if x is None else x, tree, is_leaf=lambda x: x is None)
+
+
+def _nan_to_zero(tree):
+    import jax.numpy as jnp
+
+    return _map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), tree)
+
+
+@mutant("clip-none-leaf-zeros", "clip", "returns zeros for a None leaf")
+def _(optax):
+    orig = optax.per_example_global_norm_clip
+    def f(grads, l2_norm_clip):
+        s, c = orig(grads, l2_norm_clip)
+        return _none_as_zeros(s), c
+    return {"per_example_global_norm_clip": f}
+
+
+@mutant("sgd-nan-guard", "sgd", "zeroes non-finite gradients and drops None leaves to zeros")
+def _(optax):
+    orig = optax.sgd
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        return _wrap_tx(tx, update=lambda g, s, params=None: tx.update(_nan_to_zero(_none_as_zeros(g)), s, params))
+    return {"sgd": f}
+
+
+@mutant("polyak-guarded", "polyak", "zeroes non-finite values and turns None leaves into zeros")
+def _(optax):
+    orig = optax.incremental_update
+    return {"incremental_update": lambda new, old, step_size: _none_as_zeros(orig(_nan_to_zero(new), _nan_to_zero(old), step_size))}
+
+
+@mutant("decay-schedule-advances", "decay", "advances a scheduled weight decay each step (optax 0.2.8 behaviour)")
+def _(optax):
+    orig = optax.add_decayed_weights
+    def f(weight_decay=0.0, mask=None):
+        if not callable(weight_decay):
+            return orig(weight_decay, mask)
+        import jax.numpy as jnp
+        count = {"n": 0}
+        def schedule(step):
+            value = weight_decay(jnp.asarray(count["n"]))
+            count["n"] += 1
+            return value
+        return orig(schedule, mask)
+    return {"add_decayed_weights": f}
+
+
+@mutant("multisteps-guarded", "multisteps", "zeroes non-finite micro-batches and None leaves")
+def _(optax):
+    orig = optax.MultiSteps
+    def update(inner, g, state, params):
+        return inner.update(_nan_to_zero(_none_as_zeros(g)), state, params)
+    return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
+
+
+# --- optax.clip_by_global_norm ----------------------------------------------
+@mutant("global-norm-no-clipping", "global-norm", "never clips")
+def _(optax):
+    orig = optax.clip_by_global_norm
+    return {"clip_by_global_norm": lambda max_norm: orig(float("inf"))}
+
+
+@mutant("global-norm-per-leaf", "global-norm", "clips each leaf by its own norm")
+def _(optax):
+    orig = optax.clip_by_global_norm
+    def f(max_norm):
+        tx = orig(max_norm)
+        def update(g, s, params=None):
+            import jax
+            return jax.tree.map(lambda x: tx.update({"x": x}, s)[0]["x"], g), s
+        return _wrap_tx(tx, update=update)
+    return {"clip_by_global_norm": f}
+
+
+@mutant("global-norm-nan-guard", "global-norm", "zeroes non-finite values first")
+def _(optax):
+    orig = optax.clip_by_global_norm
+    def f(max_norm):
+        tx = orig(max_norm)
+        return _wrap_tx(tx, update=lambda g, s, params=None: tx.update(_nan_to_zero(g), s, params))
+    return {"clip_by_global_norm": f}
+
+
+@mutant("global-norm-upcast", "global-norm", "returns float32 whatever the dtype")
+def _(optax):
+    orig = optax.clip_by_global_norm
+    def f(max_norm):
+        tx = orig(max_norm)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return _f32(u), s
+        return _wrap_tx(tx, update=update)
+    return {"clip_by_global_norm": f}
+
+
+@mutant("global-norm-extra-state", "global-norm", "keeps a step counter in its state")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.clip_by_global_norm
+    def f(max_norm):
+        tx = orig(max_norm)
+        return _wrap_tx(tx, init=lambda p: jnp.zeros([], jnp.int32), update=lambda g, s, params=None: (tx.update(g, tx.init(g))[0], s + 1))
+    return {"clip_by_global_norm": f}
+
+
+@mutant("global-norm-jit-differs", "global-norm", "perturbs the result by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.clip_by_global_norm
+    def f(max_norm):
+        tx = orig(max_norm)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
+        return _wrap_tx(tx, update=update)
+    return {"clip_by_global_norm": f}
+
+
+# --- optax.masked ------------------------------------------------------------
+@mutant("masked-out-zeroed", "masked", "zeroes the updates of masked-out leaves (freezes them)")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    orig = optax.masked
+    def f(inner, mask):
+        tx = orig(inner, mask)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            m = mask(g) if callable(mask) else mask
+            flags = jax.tree.broadcast(m, g) if not isinstance(m, bool) else jax.tree.map(lambda _: m, g)
+            return jax.tree.map(lambda x, keep: x if keep else jnp.zeros_like(x), u, flags), s
+        return _wrap_tx(tx, update=update)
+    return {"masked": f}
+
+
+@mutant("masked-ignores-mask", "masked", "applies the inner transformation to every leaf")
+def _(optax):
+    orig = optax.masked
+    return {"masked": lambda inner, mask: orig(inner, True)}
+
+
+@mutant("masked-lenient-mask", "masked", "treats leaves missing from the mask as masked out")
+def _(optax):
+    import jax
+
+    orig = optax.masked
+    def f(inner, mask):
+        if isinstance(mask, dict):
+            def fill(p):
+                return {k: mask.get(k, False) for k in p} if isinstance(p, dict) else mask
+            return orig(inner, fill)
+        return orig(inner, mask)
+    return {"masked": f}
+
+
+@mutant("masked-upcast", "masked", "returns float32 updates whatever the dtype")
+def _(optax):
+    orig = optax.masked
+    def f(inner, mask):
+        tx = orig(inner, mask)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return _f32(u), s
+        return _wrap_tx(tx, update=update)
+    return {"masked": f}
+
+
+@mutant("masked-jit-differs", "masked", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.masked
+    def f(inner, mask):
+        tx = orig(inner, mask)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
+        return _wrap_tx(tx, update=update)
+    return {"masked": f}
+
+
+# --- optax.chain -------------------------------------------------------------
+@mutant("chain-reversed", "chain", "applies the transformations in reverse order")
+def _(optax):
+    orig = optax.chain
+    return {"chain": lambda *txs: orig(*reversed(txs))}
+
+
+@mutant("chain-empty-identity", "chain", "an empty chain is the identity (a fix of the ledger entry)")
+def _(optax):
+    orig = optax.chain
+    return {"chain": lambda *txs: orig(*txs) if txs else optax.identity()}
+
+
+@mutant("chain-flat-state", "chain", "flattens the inner states into one tuple")
+def _(optax):
+    import jax
+
+    orig = optax.chain
+    def f(*txs):
+        tx = orig(*txs)
+        def init(p):
+            return tuple(jax.tree.leaves(tx.init(p))) or tx.init(p)
+        return _wrap_tx(tx, init=init, update=lambda g, s, params=None: tx.update(g, tx.init(params if params is not None else g), params))
+    return {"chain": f}
+
+
+@mutant("chain-upcast", "chain", "returns float32 updates whatever the dtype")
+def _(optax):
+    orig = optax.chain
+    def f(*txs):
+        tx = orig(*txs)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return _f32(u), s
+        return _wrap_tx(tx, update=update)
+    return {"chain": f}
+
+
+@mutant("chain-strict-structure", "chain", "rejects gradients whose structure differs from the state's params")
+def _(optax):
+    import jax
+
+    orig = optax.chain
+    def f(*txs):
+        tx = orig(*txs)
+        def update(g, s, params=None):
+            if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
+                raise ValueError("gradients and params differ in structure")
+            return tx.update(g, s, params)
+        return _wrap_tx(tx, update=update)
+    return {"chain": f}
+
+
+@mutant("chain-jit-differs", "chain", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    orig = optax.chain
+    def f(*txs):
+        tx = orig(*txs)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
+        return _wrap_tx(tx, update=update)
+    return {"chain": f}
+
+
+# --- optax.inject_hyperparams ----------------------------------------------
+@mutant("inject-highest-dtype", "inject", "stores hyperparameters in float32 (optax 0.2.8 behaviour)")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.inject_hyperparams
+    return {"inject_hyperparams": lambda factory, *a, **k: orig(factory, *a, **{**k, "hyperparam_dtype": k.get("hyperparam_dtype") or jnp.float32})}
+
+
+@mutant("inject-keyword-only", "inject", "refuses positional hyperparameters")
+def _(optax):
+    orig = optax.inject_hyperparams
+    def f(factory, *a, **k):
+        made = orig(factory, *a, **k)
+        def build(*args, **kwargs):
+            if args:
+                raise TypeError("hyperparameters are keyword-only")
+            return made(**kwargs)
+        return build
+    return {"inject_hyperparams": f}
+
+
+@mutant("inject-ignores-state", "inject", "uses the initial hyperparameters, not the ones in the state")
+def _(optax):
+    orig = optax.inject_hyperparams
+    def f(factory, *a, **k):
+        made = orig(factory, *a, **k)
+        def build(*args, **kwargs):
+            tx = made(*args, **kwargs)
+            fixed = {}
+            def init(p):
+                s = tx.init(p)
+                fixed.setdefault("h", dict(s.hyperparams))
+                return s
+            def update(g, s, params=None):
+                return tx.update(g, s._replace(hyperparams=dict(fixed.get("h", s.hyperparams))), params)
+            return _wrap_tx(tx, init=init, update=update)
+        return build
+    return {"inject_hyperparams": f}
+
+
+@mutant("inject-schedule-ahead", "inject", "evaluates schedules one step ahead")
+def _(optax):
+    orig = optax.inject_hyperparams
+    def f(factory, *a, **k):
+        made = orig(factory, *a, **k)
+        def build(*args, **kwargs):
+            shifted = {n: (lambda fn: (lambda step: fn(step + 1)))(v) if callable(v) else v for n, v in kwargs.items()}
+            return made(*args, **shifted)
+        return build
+    return {"inject_hyperparams": f}
+
+
+@mutant("inject-upcast", "inject", "returns float32 updates whatever the dtype")
+def _(optax):
+    orig = optax.inject_hyperparams
+    def f(factory, *a, **k):
+        made = orig(factory, *a, **k)
+        def build(*args, **kwargs):
+            tx = made(*args, **kwargs)
+            def update(g, s, params=None):
+                u, s = tx.update(g, s, params)
+                return _f32(u), s
+            return _wrap_tx(tx, update=update)
+        return build
+    return {"inject_hyperparams": f}
+
+
 # --- pytest plugin -----------------------------------------------------------
 def pytest_addoption(parser):
     parser.addoption("--mutant", default=None, choices=sorted(MUTANTS), help="run the contracts against a broken Optax")
@@ -430,7 +753,7 @@ def _failed_contracts(module: str, name: str | None, workdir: Path) -> tuple[set
     cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
-    subprocess.run(cmd, capture_output=True, text=True)
+    subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants"})
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
         raise RuntimeError(f"mutant {name}: pytest did not run ({parsed.collection_errors or parsed.exitstatus})")
@@ -460,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
             if not failed:
                 problems.append(f"mutant {name} ({what}) is caught by no contract")
             for cid in failed:
-                killed_by[cid].append(name)
+                killed_by.setdefault(cid, []).append(name)
         for cid, names in sorted(killed_by.items()):
             if not names:
                 problems.append(f"contract {cid} fails under no mutant")

@@ -15,8 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from optax_gate import dtypes, guides, recompilation, references, tolerances, trajectories
+from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
 from optax_gate.tolerances import ELEMENTWISE, assert_close
 from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
 
@@ -60,6 +62,23 @@ def test_gradients_of_another_structure_pass_a_stateless_chain():
     p = {"w": jnp.ones(2)}
     tx = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))
     assert list(tx.update({"x": jnp.ones(2)}, tx.init(p), p)[0]) == ["x"]
+
+
+@pytest.mark.property
+@given(pair=strategies.pytree_pairs(), max_norm=st.floats(1e-2, 2e3), wd=st.floats(0.0, 0.5))
+def test_chain_feeds_each_transformation_the_previous_ones_updates(pair, max_norm, wd):
+    """``chain(clip_by_global_norm(C), add_decayed_weights(wd), sgd(0.1))`` on
+    generated PyTrees equals ``-0.1 * (clip(g) + wd * p)`` (float64
+    references composed in the chain's order)."""
+    params, grads = to_jax(pair[0]), to_jax(pair[1])
+    tx = optax.chain(optax.clip_by_global_norm(max_norm), optax.add_decayed_weights(wd), optax.sgd(0.1))
+    updates, _ = jax.jit(tx.update)(grads, tx.init(params), params)
+    clipped = references.clip_by_global_norm(leaves64(grads), max_norm)
+    want = references.sgd_updates(references.masked_decayed_updates(clipped, leaves64(params), wd, [True] * len(clipped)), 0.1)
+    n = sum(x.size for x in leaves64(grads))
+    for got, e, c, p in zip(jax.tree.leaves(updates), want, clipped, leaves64(params)):
+        scale = 0.1 * (float(np.max(np.abs(c))) + wd * float(np.max(np.abs(p))))
+        assert_close(got, e, dtype=jnp.float32, ulps=tolerances.reduction(n), scale=scale, what="chained update")
 
 
 @pytest.mark.acceptance
