@@ -5,6 +5,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
   exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+- ``matrix``: every newer release found on the index, one environment each
+  plus all-newest; ``reports/matrix/`` with a colour grid.
 - ``mutants``: every contract fails under at least one deliberately broken
   variant of its API, and every such variant is caught.
 - ``update-snapshots``: re-record the baseline snapshots (explicit, never a
@@ -54,18 +56,33 @@ def update_snapshots(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests/contracts", "-m", "snapshot", "--regen-all", "-q", *session.posargs)
 
 
-@nox.session(python=PYTHON)
-def gate(session: nox.Session) -> None:
-    """Compare the baseline with a candidate: ``nox -s gate -- optax==0.2.8``."""
+def _run_tool(session: nox.Session, *args: str) -> None:
+    """Run ``python -m optax_gate ARGS`` in a light environment (the tools lock,
+    hash-checked, and this project), passing its exit status through: nox would
+    turn every failure into 1, and 1 (fail) vs 2 (not verified) is the interface."""
+    session.install("--require-hashes", "-r", "requirements-tools.txt")
     session.install("--no-deps", "-e", ".")
     try:
-        session.run("python", "-m", "optax_gate", "gate", *session.posargs)
+        session.run("python", "-m", "optax_gate", *args)
     except nox.command.CommandFailed as exc:
-        # nox would turn every failure into exit status 1; the gate's own
-        # status (1 fail, 2 not verified) is the interface, so pass it on.
-        session.log(f"gate verdict is not pass: {exc.reason}")
+        session.log(f"optax-gate did not pass: {exc.reason}")
         code = re.search(r"code (\d+)", exc.reason or "")
         raise SystemExit(int(code.group(1)) if code else 2) from None
+
+
+@nox.session(python=PYTHON)
+def gate(session: nox.Session) -> None:
+    """Compare the baseline with a candidate: ``nox -s gate -- optax==0.2.8``,
+    or two lock files: ``-- --baseline-lock OLD --candidate-lock NEW``."""
+    _run_tool(session, "gate", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def matrix(session: nox.Session) -> None:
+    """Every newer release of optax, jax/jaxlib and flax against the baseline:
+    ``reports/matrix/``. ``-- --plan`` lists the environments as JSON (CI
+    fan-out), ``-- --only NAME`` runs one, ``-- --merge`` combines the runs."""
+    _run_tool(session, "matrix", *session.posargs)
 
 
 @nox.session(python=PYTHON, venv_backend="none")

@@ -9,6 +9,16 @@ Commands:
     optax, jax, jaxlib and flax), run the contracts in both, write
     ``report.md`` and ``report.json`` to ``--out``. ``--candidate-lock`` uses
     a lock file as the candidate instead of ``SPEC``.
+``matrix [--plan | --only NAME ... | --merge] [--include-older]``
+    Discover the releases of optax, jax/jaxlib and flax newer than the
+    baseline on the package index, run the contracts in the baseline and in
+    each candidate environment (``optax_gate.matrix``), and write
+    ``report.md``, ``report.json`` and ``report.html`` to ``--out``
+    (default ``reports/matrix``). ``--plan`` only prints the environments as
+    JSON (for fanning out over CI runners), ``--only`` runs the named ones
+    (``baseline`` included) into ``runs/``, ``--merge`` combines ``runs/``
+    into the report. Exit 0 when the report was written with a verified
+    baseline, 2 otherwise; per-environment verdicts are in the report.
 ``compare BASELINE_RUN CANDIDATE_RUN``
     Compare two run records (``runs/<label>.json``) and write the reports.
 
@@ -26,7 +36,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from optax_gate import atomic, compare, environments, report_json, report_markdown, requirements, runner
+from optax_gate import atomic, compare, environments, matrix, report_json, report_markdown, report_matrix, requirements, runner
 
 PYTHON_VERSION = "3.12"
 
@@ -45,43 +55,101 @@ def _save_run(record: dict[str, Any], out: Path) -> None:
     atomic.write_text(out / "runs" / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
-def _build_and_run(label: str, lock: Path, args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+def _run_lock(label: str, lock: Path, args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
+    """Build (or reuse) the environment of ``lock`` and run the contracts there."""
     try:
-        python = environments.ensure(args.envs_dir / label, lock, args.python, args.project_root)
+        python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), **extra)
     return runner.run(python, label, args.project_root, args.out / "runs", args.timeout, **extra)
 
 
-def _candidate_lock(args: argparse.Namespace) -> tuple[Path, list[str]]:
-    if args.candidate_lock:
-        return args.candidate_lock, [f"lock file {args.candidate_lock}"]
-    specs = args.specs or list(requirements.NEWEST_DEFAULT)
-    text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
-    req_in = atomic.write_text(args.out / "candidate-requirements.in", text)
-    upgrade = [requirements.canonical_name(s) for s in specs]
-    lock = environments.compile_lock(req_in, args.out / "candidate-lock.txt", args.baseline_lock, upgrade, PYTHON_VERSION)
-    return lock, specs
+def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Resolve the baseline with ``specs`` replaced into ``lock_path``, then run it."""
+    try:
+        text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
+        req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
+        upgrade = [requirements.canonical_name(s) for s in specs]
+        lock = environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
+    except environments.EnvironmentFailure as exc:
+        return runner.not_verified(label, str(exc), requirements=specs)
+    return _run_lock(label, lock, args, requirements=specs)
 
 
 def gate(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
-    baseline = _build_and_run("baseline", args.baseline_lock, args, requirements=[f"lock file {args.baseline_lock}"])
+    baseline = _run_lock("baseline", args.baseline_lock, args, requirements=[f"lock file {args.baseline_lock}"])
     _save_run(baseline, args.out)
-    specs = args.specs or ["newest: " + " ".join(requirements.NEWEST_DEFAULT)]
-    try:
-        lock, specs = _candidate_lock(args)
-    except environments.EnvironmentFailure as exc:
-        candidate = runner.not_verified("candidate", str(exc), requirements=specs)
+    if args.candidate_lock:
+        candidate = _run_lock("candidate", args.candidate_lock, args, requirements=[f"lock file {args.candidate_lock}"])
     else:
-        candidate = _build_and_run("candidate", lock, args, requirements=specs)
+        specs = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
+        candidate = _run_specs("candidate", args.specs or list(requirements.NEWEST_DEFAULT), args.out / "candidate-lock.txt", args)
+        candidate["requirements"] = specs
     _save_run(candidate, args.out)
     return write_reports(compare.compare(baseline, candidate), args.out)
 
 
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    out = args.out
+    plan_path = out / "plan.json"
+    if args.merge:
+        if not plan_path.exists():
+            print(f"optax-gate: no {plan_path}; run the plan first (--plan or a full matrix run)", file=sys.stderr)
+            return 2
+        plan = _load(plan_path)
+    else:
+        envs, discovered = matrix.plan(args.requirements_in.read_text(encoding="utf-8"), include_older=args.include_older)
+        plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
+        atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
+        if args.plan:
+            print(json.dumps(plan, indent=2))
+            return 0
+    names = {e["name"]: e for e in plan["environments"]}
+    wanted = args.only or ([] if args.merge else ["baseline", *names])
+    unknown = [n for n in wanted if n != "baseline" and n not in names]
+    if unknown:
+        print(f"optax-gate: not in the plan: {unknown}; planned: {sorted(names)}", file=sys.stderr)
+        return 2
+    for name in wanted:
+        if name == "baseline":
+            record = _run_lock("baseline", args.baseline_lock, args, requirements=[f"lock file {args.baseline_lock}"])
+        else:
+            record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args)
+        _save_run(record, out)
+        print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}")
+    if args.only:
+        return 0
+    runs_dir = out / "runs"
+    base_path = runs_dir / "baseline.json"
+    baseline = _load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
+    runs = {n: _load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
+    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"])
+    atomic.write_text(out / "report.json", report_json.render(report))
+    atomic.write_text(out / "report.md", report_matrix.markdown(report))
+    atomic.write_text(out / "report.html", report_matrix.html_grid(report))
+    for e in report["environments"]:
+        print(f"optax-gate: {e['name']:24s} {e['verdict']:13s} {'; '.join(e['reasons'])}")
+    print(f"optax-gate: matrix report — {out / 'report.md'}, {out / 'report.html'}")
+    return 0 if baseline.get("status") == "ran" else 2
+
+
 def compare_runs(args: argparse.Namespace) -> int:
-    load = lambda p: json.loads(Path(p).read_text(encoding="utf-8"))  # noqa: E731
-    return write_reports(compare.compare(load(args.baseline_run), load(args.candidate_run)), args.out)
+    return write_reports(compare.compare(_load(args.baseline_run), _load(args.candidate_run)), args.out)
+
+
+def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
+    p.add_argument("--baseline-lock", type=Path, default=Path("requirements-lock.txt"))
+    p.add_argument("--requirements-in", type=Path, default=Path("requirements.in"))
+    p.add_argument("--out", type=Path, default=Path(out))
+    p.add_argument("--envs-dir", type=Path, default=Path(".nox/gate-envs"))
+    p.add_argument("--python", default=sys.executable, help="interpreter to build environments with")
+    p.add_argument("--project-root", type=Path, default=Path.cwd())
+    p.add_argument("--timeout", type=float, default=1800, help="seconds for one pytest run")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -89,15 +157,17 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("gate", help="run the contracts in the baseline and a candidate, write the report")
     g.add_argument("specs", nargs="*", help="candidate requirements, e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1")
-    g.add_argument("--baseline-lock", type=Path, default=Path("requirements-lock.txt"))
-    g.add_argument("--candidate-lock", type=Path, default=None)
-    g.add_argument("--requirements-in", type=Path, default=Path("requirements.in"))
-    g.add_argument("--out", type=Path, default=Path("reports/gate"))
-    g.add_argument("--envs-dir", type=Path, default=Path(".nox/gate-envs"))
-    g.add_argument("--python", default=sys.executable, help="interpreter to build environments with")
-    g.add_argument("--project-root", type=Path, default=Path.cwd())
-    g.add_argument("--timeout", type=float, default=1800, help="seconds for one pytest run")
+    g.add_argument("--candidate-lock", type=Path, default=None, help="judge this lock file instead of SPECs")
+    _environment_options(g, "reports/gate")
     g.set_defaults(func=gate)
+    m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
+    what = m.add_mutually_exclusive_group()
+    what.add_argument("--plan", action="store_true", help="print the planned environments as JSON and stop")
+    what.add_argument("--only", action="append", metavar="NAME", help="run only these environments (and 'baseline')")
+    what.add_argument("--merge", action="store_true", help="combine the runs in OUT/runs into the report")
+    m.add_argument("--include-older", action="store_true", help="also plan releases older than the baseline")
+    _environment_options(m, "reports/matrix")
+    m.set_defaults(func=run_matrix)
     c = sub.add_parser("compare", help="compare two run records and write the report")
     c.add_argument("baseline_run", type=Path)
     c.add_argument("candidate_run", type=Path)

@@ -79,6 +79,12 @@ def _digest(lock: Path) -> str:
     return hashlib.sha256(lock.read_bytes()).hexdigest()
 
 
+def folder_for(envs_dir: Path, lock: Path) -> Path:
+    """The environment folder of a lock file: named by its content's digest, so
+    the gate and the matrix share an environment whenever they share a lock."""
+    return envs_dir / _digest(lock)[:16]
+
+
 def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
     """Make ``path`` an environment with exactly ``lock`` installed, plus this
     project (editable, no dependencies); reuse it when the lock is unchanged.

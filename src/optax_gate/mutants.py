@@ -491,6 +491,34 @@ def _(optax):
     return {"clip_by_global_norm": f}
 
 
+@mutant("global-norm-normalises", "global-norm", "scales every update to norm C, up as well as down (0/0 for zeros)")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def f(max_norm):
+        def update(g, s, params=None):
+            norm = optax.global_norm(g)
+            return jax.tree.map(lambda x: x * (max_norm / norm).astype(x.dtype), g), s
+        return optax.GradientTransformation(lambda p: optax.EmptyState(), update)
+    return {"clip_by_global_norm": f}
+
+
+@mutant("global-norm-strict-inputs", "global-norm", "rejects an empty PyTree and zero-size leaves with ValueError")
+def _(optax):
+    orig = optax.clip_by_global_norm
+    def f(max_norm):
+        tx = orig(max_norm)
+        def update(g, s, params=None):
+            import jax
+            leaves = jax.tree.leaves(g)
+            if not leaves or any(x.size == 0 for x in leaves):
+                raise ValueError("nothing to clip")
+            return tx.update(g, s, params)
+        return _wrap_tx(tx, update=update)
+    return {"clip_by_global_norm": f}
+
+
 @mutant("global-norm-nan-guard", "global-norm", "zeroes non-finite values first")
 def _(optax):
     orig = optax.clip_by_global_norm
@@ -669,6 +697,25 @@ def _(optax):
 
     orig = optax.inject_hyperparams
     return {"inject_hyperparams": lambda factory, *a, **k: orig(factory, *a, **{**k, "hyperparam_dtype": k.get("hyperparam_dtype") or jnp.float32})}
+
+
+@mutant("inject-bfloat16-hyperparams", "inject", "stores hyperparameters in bfloat16 whatever the params' dtype")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.inject_hyperparams
+    return {"inject_hyperparams": lambda factory, *a, **k: orig(factory, *a, **{**k, "hyperparam_dtype": jnp.bfloat16})}
+
+
+@mutant("inject-extra-hyperparam", "inject", "adds an entry to the injected hyperparameters")
+def _(optax):
+    orig = optax.inject_hyperparams
+    def f(factory, *a, **k):
+        def widened(*args, unused_scale=1.0, **kwargs):
+            return factory(*args, **kwargs)
+        made = orig(widened, *a, **k)
+        return lambda *args, **kwargs: made(*args, unused_scale=1.0, **kwargs)
+    return {"inject_hyperparams": f}
 
 
 @mutant("inject-keyword-only", "inject", "refuses positional hyperparameters")

@@ -30,6 +30,7 @@ def test_an_install_failure_is_reported_not_verified(tmp_path, monkeypatch):
         raise environments.EnvironmentFailure("install", "no matching distribution for jaxlib==9.9")
 
     monkeypatch.setattr(environments, "ensure", fail)
+    (tmp_path / "lock.txt").write_text("jaxlib==9.9\n")
     monkeypatch.setattr(environments, "compile_lock", lambda *a, **k: tmp_path / "lock.txt")
     (tmp_path / "req.in").write_text("optax==0.2.6\n")
     code = cli.main(["gate", "jaxlib==9.9", "--out", str(tmp_path), "--requirements-in", str(tmp_path / "req.in")])
