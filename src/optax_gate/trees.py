@@ -54,3 +54,23 @@ def seeded_layer(steps: int, seed: int = 0, scale: float = 1.0) -> tuple[dict, l
     params = {"kernel": rng.normal(size=(3, 2)), "bias": rng.normal(size=(2,))}
     grads = [{"kernel": scale * rng.normal(size=(3, 2)), "bias": scale * rng.normal(size=(2,))} for _ in range(steps)]
     return params, grads
+
+
+def assert_dtype(tree: Any, dtype: Any, what: str = "tree", ignore_integers: bool = False) -> None:
+    """Assert every array leaf of ``tree`` has ``dtype``.
+
+    Args:
+      ignore_integers: skip integer leaves (step counters of a state).
+
+    Raises:
+      AssertionError: listing each leaf path with its actual dtype, e.g.
+        ``"updates at step 1: expected bfloat16, got ['bias']: float32"``.
+    """
+    want = jnp.dtype(dtype)
+    wrong = [
+        f"{jax.tree_util.keystr(path)}: {jnp.asarray(leaf).dtype.name}"
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+        if jnp.asarray(leaf).dtype != want and not (ignore_integers and jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.integer))
+    ]
+    if wrong:
+        raise AssertionError(f"{what}: expected {want.name}, got " + ", ".join(wrong))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
 from optax_gate.tolerances import ELEMENTWISE, assert_close
-from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
+from optax_gate.trees import assert_dtype, leaves64, seeded_layer, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.chain", guide=guides.WEIGHT_DECAY_MASK)
 
@@ -96,7 +96,8 @@ def test_trajectory_of_decay_then_nesterov_sgd(dtype_name, schedule):
         steps = trajectories.run(tx, p0, gs)
         want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, nesterov=True, weight_decay=0.01)
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
-        assert {x.dtype for s in steps for x in jax.tree.leaves((s.params, s.updates))} == {dtype}
+        for k, s in enumerate(steps, 1):
+            assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
 
 @pytest.mark.snapshot

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
+from optax_gate.trees import assert_dtype, leaves64, seeded_layer, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.clip_by_global_norm", guide=guides.PER_EXAMPLE_CLIP)
 
@@ -88,9 +88,8 @@ def _check_trajectory(dtype_name, dtype, schedule):
     want = references.sgd_trajectory(leaves64(to_jax(params, dtype)), clipped, ref_lr, momentum=0.9)
     trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want,
                                    initial=to_jax(params, dtype), per_step=tolerances.reduction(8))
-    for s in steps:
-        assert {x.dtype for x in jax.tree.leaves(s.params)} == {dtype}
-        assert {x.dtype for x in jax.tree.leaves(s.updates)} == {dtype}
+    for k, s in enumerate(steps, 1):
+        assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
 
 @pytest.mark.snapshot

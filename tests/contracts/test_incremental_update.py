@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from optax_gate import dtypes, guides, pinned, recompilation, references, strategies, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, seeded_layer, to_jax
+from optax_gate.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.incremental_update", guide=guides.POLYAK)
 
@@ -150,7 +150,7 @@ def test_averaged_copy_over_a_training_run(dtype_name, schedule):
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], online_ref, initial=p0, what="online")
         trajectories.assert_follows_in(dtype_name, schedule, averaged, references.polyak_trajectory(online_ref, leaves64(p0), 0.25),
                                        initial=p0, per_step=2 * ELEMENTWISE, what="averaged")
-        assert {x.dtype for x in jax.tree.leaves(averaged)} == {dtype}
+        assert_dtype(averaged, dtype, "averaged copies")
         assert not np.allclose(leaves64(steps[-1].params)[1], leaves64(averaged[-1])[1])
 
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
+from optax_gate.trees import assert_dtype, leaves64, seeded_layer, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.inject_hyperparams", guide=guides.SGD_STEP)
 
@@ -81,7 +81,8 @@ def test_updates_keep_each_leafs_dtype_with_mixed_precision_params():
     {bias: bfloat16, kernel: float32} each update has its leaf's dtype."""
     tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1, momentum=0.9)
     updates, _ = tx.update(jax.tree.map(jnp.ones_like, MIXED), tx.init(MIXED), MIXED)
-    assert {k: v.dtype for k, v in updates.items()} == {"bias": jnp.bfloat16, "kernel": jnp.float32}
+    assert_dtype(updates["bias"], jnp.bfloat16, "bias update")
+    assert_dtype(updates["kernel"], jnp.float32, "kernel update")
 
 
 @pytest.mark.negative
@@ -123,7 +124,8 @@ def test_trajectory_of_injected_momentum_sgd(dtype_name, schedule):
         want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9)
         # Hyperparameters are stored in the params' dtype: one more rounding per step.
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
-        assert {x.dtype for s in steps for x in jax.tree.leaves((s.params, s.updates))} == {dtype}
+        for k, s in enumerate(steps, 1):
+            assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
 
 @pytest.mark.snapshot

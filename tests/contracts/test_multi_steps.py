@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from optax_gate import dtypes, guides, pinned, recompilation, references, strategies, tolerances, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, seeded_layer, signature, to_jax
+from optax_gate.trees import assert_dtype, leaves64, seeded_layer, signature, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.MultiSteps", guide=guides.MULTI_STEPS)
 
@@ -183,7 +183,8 @@ def test_trajectory_over_two_full_cycles(dtype_name, schedule, every_k):
         for s, e in zip(steps, emitted):
             if not e:
                 assert all(not np.any(np.asarray(x)) for x in jax.tree.leaves(s.updates))
-        assert {x.dtype for s in steps for x in jax.tree.leaves((s.params, s.updates))} == {dtype}
+        for k, s in enumerate(steps, 1):
+            assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"call {k}")
 
 
 @pytest.mark.negative

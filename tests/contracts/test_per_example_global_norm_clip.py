@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from optax_gate import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
-from optax_gate.trees import leaves64, seeded_layer, to_jax
+from optax_gate.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.per_example_global_norm_clip", guide=guides.PER_EXAMPLE_CLIP)
 
@@ -218,7 +218,7 @@ def test_dp_sgd_trajectory(dtype_name, schedule):
         ref_means = [[s / 4 for s in references.per_example_global_norm_clip(leaves64(to_jax(g, dtype)), 1.0)[0]] for g in per_example]
         want = references.sgd_trajectory(leaves64(p0), ref_means, ref_lr)
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=tolerances.reduction(12))
-        assert {x.dtype for s in steps for x in jax.tree.leaves(s.params)} == {dtype}
+        assert_dtype([s.params for s in steps], dtype, "params")
 
 
 @pytest.mark.negative
