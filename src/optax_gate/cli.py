@@ -97,7 +97,9 @@ def _load(path: Path) -> dict[str, Any]:
 def run_matrix(args: argparse.Namespace) -> int:
     out = args.out
     plan_path = out / "plan.json"
-    if args.merge:
+    if args.merge or (args.only and plan_path.exists()):
+        # Merge, and runners fanned out by CI, use the plan already made: every
+        # runner sees the same environments even if a release appears meanwhile.
         if not plan_path.exists():
             print(f"optax-gate: no {plan_path}; run the plan first (--plan or a full matrix run)", file=sys.stderr)
             return 2
@@ -121,7 +123,7 @@ def run_matrix(args: argparse.Namespace) -> int:
         else:
             record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args)
         _save_run(record, out)
-        print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}")
+        print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}", flush=True)
     if args.only:
         return 0
     runs_dir = out / "runs"

@@ -95,6 +95,29 @@ def _wrap_tx(tx, update=None, init=None):
     return optax.GradientTransformation(init or tx.init, update or tx.update)
 
 
+def _upcast(updates, grads):
+    return _f32(updates)
+
+
+def _perturbed_under_jit(updates, grads):
+    return _map(lambda x: x * 1.001, updates) if _traced(grads) else updates
+
+
+def _post_process(optax, attr: str, post) -> dict[str, Any]:
+    """Replace the transformation factory ``optax.<attr>`` by one whose updates
+    pass through ``post(updates, grads)``."""
+    orig = getattr(optax, attr)
+
+    def factory(*args, **kwargs):
+        tx = orig(*args, **kwargs)
+
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return post(u, g), s
+        return _wrap_tx(tx, update=update)
+    return {attr: factory}
+
+
 # --- optax.per_example_global_norm_clip -------------------------------------
 @mutant("clip-mean", "clip", "returns the mean over the batch instead of the sum")
 def _(optax):
@@ -205,14 +228,7 @@ def _(optax):
 
 @mutant("sgd-jit-differs", "sgd", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
-    orig = optax.sgd
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, state, params=None):
-            u, s = tx.update(g, state, params)
-            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
-        return _wrap_tx(tx, update=update)
-    return {"sgd": f}
+    return _post_process(optax, "sgd", _perturbed_under_jit)
 
 
 @mutant("apply-updates-lenient", "sgd", "apply_updates pairs leaves by order and resizes: no structure or shape error")
@@ -313,14 +329,7 @@ def _(optax):
 
 @mutant("decay-upcast", "decay", "returns float32 updates whatever the dtype")
 def _(optax):
-    orig = optax.add_decayed_weights
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return _f32(u), s
-        return _wrap_tx(tx, update=update)
-    return {"add_decayed_weights": f}
+    return _post_process(optax, "add_decayed_weights", _upcast)
 
 
 @mutant("decay-extra-state", "decay", "adds a leaf to the state")
@@ -337,14 +346,7 @@ def _(optax):
 
 @mutant("decay-jit-differs", "decay", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
-    orig = optax.add_decayed_weights
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
-        return _wrap_tx(tx, update=update)
-    return {"add_decayed_weights": f}
+    return _post_process(optax, "add_decayed_weights", _perturbed_under_jit)
 
 
 # --- optax.MultiSteps --------------------------------------------------------
@@ -530,14 +532,7 @@ def _(optax):
 
 @mutant("global-norm-upcast", "global-norm", "returns float32 whatever the dtype")
 def _(optax):
-    orig = optax.clip_by_global_norm
-    def f(max_norm):
-        tx = orig(max_norm)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return _f32(u), s
-        return _wrap_tx(tx, update=update)
-    return {"clip_by_global_norm": f}
+    return _post_process(optax, "clip_by_global_norm", _upcast)
 
 
 @mutant("global-norm-extra-state", "global-norm", "keeps a step counter in its state")
@@ -553,14 +548,7 @@ def _(optax):
 
 @mutant("global-norm-jit-differs", "global-norm", "perturbs the result by 1e-3 only under jax.jit")
 def _(optax):
-    orig = optax.clip_by_global_norm
-    def f(max_norm):
-        tx = orig(max_norm)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
-        return _wrap_tx(tx, update=update)
-    return {"clip_by_global_norm": f}
+    return _post_process(optax, "clip_by_global_norm", _perturbed_under_jit)
 
 
 # --- optax.masked ------------------------------------------------------------
@@ -603,26 +591,12 @@ def _(optax):
 
 @mutant("masked-upcast", "masked", "returns float32 updates whatever the dtype")
 def _(optax):
-    orig = optax.masked
-    def f(inner, mask):
-        tx = orig(inner, mask)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return _f32(u), s
-        return _wrap_tx(tx, update=update)
-    return {"masked": f}
+    return _post_process(optax, "masked", _upcast)
 
 
 @mutant("masked-jit-differs", "masked", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
-    orig = optax.masked
-    def f(inner, mask):
-        tx = orig(inner, mask)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
-        return _wrap_tx(tx, update=update)
-    return {"masked": f}
+    return _post_process(optax, "masked", _perturbed_under_jit)
 
 
 # --- optax.chain -------------------------------------------------------------
@@ -653,14 +627,7 @@ def _(optax):
 
 @mutant("chain-upcast", "chain", "returns float32 updates whatever the dtype")
 def _(optax):
-    orig = optax.chain
-    def f(*txs):
-        tx = orig(*txs)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return _f32(u), s
-        return _wrap_tx(tx, update=update)
-    return {"chain": f}
+    return _post_process(optax, "chain", _upcast)
 
 
 @mutant("chain-strict-structure", "chain", "rejects gradients whose structure differs from the state's params")
@@ -680,14 +647,7 @@ def _(optax):
 
 @mutant("chain-jit-differs", "chain", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
-    orig = optax.chain
-    def f(*txs):
-        tx = orig(*txs)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return (_map(lambda x: x * 1.001, u) if _traced(g) else u), s
-        return _wrap_tx(tx, update=update)
-    return {"chain": f}
+    return _post_process(optax, "chain", _perturbed_under_jit)
 
 
 # --- optax.inject_hyperparams ----------------------------------------------

@@ -14,25 +14,27 @@ cancellation, e.g. ``p - lr * g`` close to zero.
 
 The number of ULPs is a budget per *kind of computation*, never per test:
 
-==============  =======================  ===========================================
-budget          ulps                     reason
-==============  =======================  ===========================================
-``EXACT``       0                        copies, zeros, counters and masked-out
-                                         leaves must be bit-identical.
-``ELEMENTWISE`` 4                        at most four roundings of half an ULP each
-                                         (e.g. ``step*new + (1-step)*old``); XLA may
-                                         contract or reorder them, so the budget is
-                                         the sum, not the maximum.
-``accumulated`` steps * per_step          a recurrence over ``steps`` optimizer steps
-                                         (params, traces, averages carried from
-                                         one step to the next, each rounded to the
-                                         dtype): the errors of the steps add up.
-``reduction``   4 + 2 * n_terms          sums and norms over ``n_terms`` elements:
-                                         a recursive sum's worst-case error grows
-                                         linearly with the number of terms
-                                         (Higham, *Accuracy and Stability of
-                                         Numerical Algorithms*, 2nd ed., §4.2).
-==============  =======================  ===========================================
+=================  ======================  =========================================
+budget             ulps                    reason
+=================  ======================  =========================================
+``EXACT``          0                       copies, zeros, counters and masked-out
+                                           leaves must be bit-identical.
+``ELEMENTWISE``    4                       at most four roundings of half an ULP
+                                           each (e.g. ``step*new + (1-step)*old``);
+                                           XLA may contract or reorder them, so the
+                                           budget is the sum, not the maximum. A
+                                           step of ``n`` such stages (decay, then
+                                           SGD) gets ``n * ELEMENTWISE``.
+``accumulated``    steps * per_step        a recurrence over ``steps`` optimizer
+                                           steps (params, traces, averages carried
+                                           from one step to the next, each rounded
+                                           to the dtype): the steps' errors add up.
+``reduction``      4 + 2 * n_terms         sums and norms over ``n_terms`` elements:
+                                           a recursive sum's worst-case error grows
+                                           linearly with the number of terms
+                                           (Higham, *Accuracy and Stability of
+                                           Numerical Algorithms*, 2nd ed., §4.2).
+=================  ======================  =========================================
 
 Machine epsilons (``numpy.finfo(dtype).eps``; bfloat16 from its 8-bit
 significand):
@@ -48,7 +50,8 @@ bfloat16    2**-7      7 stored significand bits; XLA on CPU may compute in
 ==========  =========  =====================================================
 
 A guide's golden value written as a decimal (``[1.2, 1.6]``) is itself rounded
-to the dtype when compared; that rounding (half an ULP) is inside every budget.
+to the dtype when compared; that rounding (half an ULP) is inside every budget
+except ``EXACT``, where a stored decimal is compared with ``ulps=1``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import numpy as np
 import optax
 
 from optax_gate import tolerances
-from optax_gate.trees import leaves64
+from optax_gate.trees import leaves64, signature
 
 
 @dataclass
@@ -48,6 +48,16 @@ def run(tx: Any, params: Any, grads_per_step: list[Any], state: Any = None, jit:
         updates, state, params = step(params, grads, state)
         out.append(Step(updates, state, params))
     return out
+
+
+def state_signatures(tx: Any, params: Any, grads_per_step: list[Any], label: str = "step") -> dict[str, Any]:
+    """What a ``snapshot`` contract records: ``{"init": signature(init state),
+    "<label>1": signature(state after step 1), ...}`` (``trees.signature``:
+    structure, leaf paths, dtypes, shapes, integer counters)."""
+    seen = {"init": signature(tx.init(params))}
+    for k, step in enumerate(run(tx, params, grads_per_step), start=1):
+        seen[f"{label}{k}"] = signature(step.state)
+    return seen
 
 
 def assert_follows(got: list[Any], want: list[list[np.ndarray]], *, dtype: Any, initial: Any,

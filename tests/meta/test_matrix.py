@@ -88,3 +88,38 @@ def test_cli_merge_reads_plan_and_runs(tmp_path):
 
 def test_cli_merge_without_a_plan_is_not_verified(tmp_path):
     assert cli.main(["matrix", "--merge", "--out", str(tmp_path)]) == 2
+
+
+def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypatch, capsys):
+    """The CI fan-out without GitHub: --plan lists the environments, each
+    runner runs --only NAME into runs/, the merge step combines them."""
+    from optax_gate import environments, runner
+
+    monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
+    def fake_compile(req_in, out, *a, **k):
+        out.write_text(req_in.read_text())
+        return out
+
+    monkeypatch.setattr(environments, "compile_lock", fake_compile)
+    monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
+    outcomes = {"baseline": "passed", "optax-0.2.8": "failed"}
+
+    def fake_run(python, label, *a, **extra):
+        if label not in outcomes:
+            return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
+        return {**record(golden_a=outcomes[label]), "label": label, **extra}
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    req_in = tmp_path / "requirements.in"
+    req_in.write_text(REQUIREMENTS_IN)
+    common = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in)]
+    assert cli.main(["matrix", "--plan", *common]) == 0
+    names = [e["name"] for e in json.loads(capsys.readouterr().out)["environments"]]
+    assert names == ["optax-0.2.7", "optax-0.2.8", "jax-0.12.0", "jax-0.12.0.1", "all-newest"]
+    for name in ["baseline", *names]:  # one CI runner each
+        assert cli.main(["matrix", "--only", name, *common]) == 0
+    assert sorted(p.name for p in (tmp_path / "m" / "runs").glob("*.json")) == sorted(f"{n}.json" for n in ["baseline", *names])
+    assert cli.main(["matrix", "--merge", *common]) == 0
+    verdicts = {e["name"]: e["verdict"] for e in json.loads((tmp_path / "m" / "report.json").read_text())["environments"]}
+    assert verdicts == {"optax-0.2.7": "not-verified", "optax-0.2.8": "fail", "jax-0.12.0": "not-verified",
+                        "jax-0.12.0.1": "not-verified", "all-newest": "not-verified"}
