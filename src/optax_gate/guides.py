@@ -17,12 +17,16 @@ POLYAK = "004_ac3a64a51466adca.txt"
 WEIGHT_DECAY_MASK = "weight-decay-mask (summary: 001_3de679c23eb4e8d7.txt:67-68)"
 MULTI_STEPS = "multi-steps (summary: 001_3de679c23eb4e8d7.txt:71-72)"
 
+# The guides' shared sections (the same text in all three guides we have).
+NNX_TRANSFER = "shared: transfer into a real model (001_3de679c23eb4e8d7.txt:29-37)"
+
 GUIDES: dict[str, str] = {
     PER_EXAMPLE_CLIP: "optax.per_example_global_norm_clip: clip each example's gradient, return the sum and the count",
     SGD_STEP: "one SGD step: optax.sgd, init, update, optax.apply_updates",
     POLYAK: "Polyak averaging: optax.incremental_update",
     WEIGHT_DECAY_MASK: "the mask of add_decayed_weights decays the kernel and leaves the bias unchanged",
     MULTI_STEPS: "MultiSteps averages two micro-batch gradients and updates SGD only on every second call",
+    NNX_TRANSFER: "Flax NNX: batch contract, named RNG streams, train/eval mode, Param vs statistics vs optimizer state",
 }
 
 #: Kinds of contract; each contract test carries exactly one as a marker.

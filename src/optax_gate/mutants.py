@@ -43,9 +43,12 @@ MODULES = {
     "masked": "tests/contracts/test_masked.py",
     "chain": "tests/contracts/test_chain.py",
     "inject": "tests/contracts/test_inject_hyperparams.py",
+    "nnx": "tests/contracts/test_nnx.py",
 }
 
-Patch = Callable[[Any], dict[str, Any]]  # optax module -> {attribute: replacement}
+# optax module -> {attribute: replacement}; a Flax mutant patches flax.nnx
+# itself and returns {}.
+Patch = Callable[[Any], dict[str, Any]]
 MUTANTS: dict[str, tuple[str, str, Patch]] = {}
 
 
@@ -735,6 +738,141 @@ def _(optax):
             return _wrap_tx(tx, update=update)
         return build
     return {"inject_hyperparams": f}
+
+
+# --- flax.nnx ----------------------------------------------------------------
+def _nnx_method(cls_name: str, method: str, make) -> dict[str, Any]:
+    """Replace ``flax.nnx.<cls_name>.<method>`` by ``make(original)``."""
+    from flax import nnx
+
+    cls = getattr(nnx, cls_name)
+    setattr(cls, method, make(getattr(cls, method)))
+    return {}
+
+
+@mutant("nnx-optimizer-no-step", "nnx", "Optimizer.update does not advance the step counter")
+def _(optax):
+    def make(orig):
+        def update(self, model, grads, /, **kwargs):
+            step = self.step[...]
+            out = orig(self, model, grads, **kwargs)
+            self.step[...] = step
+            return out
+        return update
+    return _nnx_method("Optimizer", "update", make)
+
+
+@mutant("nnx-optimizer-double-step", "nnx", "Optimizer.update applies the updates twice")
+def _(optax):
+    def make(orig):
+        def update(self, model, grads, /, **kwargs):
+            orig(self, model, grads, **kwargs)
+            return orig(self, model, grads, **kwargs)
+        return update
+    return _nnx_method("Optimizer", "update", make)
+
+
+@mutant("nnx-optimizer-ignores-wrt", "nnx", "Optimizer tracks every nnx.Param whatever wrt says, and wrt is optional")
+def _(optax):
+    from flax import nnx
+
+    def make(orig):
+        def init(self, model, tx, *, wrt=None, graph=None):
+            orig(self, model, tx, wrt=nnx.Param, graph=graph)
+        return init
+    return _nnx_method("Optimizer", "__init__", make)
+
+
+@mutant("nnx-optimizer-signature", "nnx", "Optimizer.update takes the gradients first")
+def _(optax):
+    def make(orig):
+        def update(self, grads, model, **kwargs):
+            return orig(self, model, grads, **kwargs)
+        return update
+    return _nnx_method("Optimizer", "update", make)
+
+
+@mutant("nnx-dropout-ignores-mode", "nnx", "Dropout drops in eval mode too")
+def _(optax):
+    def make(orig):
+        def call(self, inputs, *args, **kwargs):
+            deterministic = self.deterministic
+            self.deterministic = False
+            try:
+                return orig(self, inputs, *args, **kwargs)
+            finally:
+                self.deterministic = deterministic
+        return call
+    return _nnx_method("Dropout", "__call__", make)
+
+
+@mutant("nnx-dropout-fixed-key", "nnx", "Dropout draws the same mask on every call (the stream does not advance)")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def make(orig):
+        def call(self, inputs, *args, **kwargs):
+            if self.deterministic or self.rate == 0:
+                return inputs
+            keep = jax.random.bernoulli(jax.random.key(0), 1 - self.rate, inputs.shape)
+            return jnp.where(keep, inputs / (1 - self.rate), 0).astype(inputs.dtype)
+        return call
+    return _nnx_method("Dropout", "__call__", make)
+
+
+@mutant("nnx-batchnorm-updates-in-eval", "nnx", "BatchNorm uses and updates batch statistics in eval mode too")
+def _(optax):
+    def make(orig):
+        def call(self, x, *args, **kwargs):
+            mode = self.use_running_average
+            self.use_running_average = False
+            try:
+                return orig(self, x, *args, **kwargs)
+            finally:
+                self.use_running_average = mode
+        return call
+    return _nnx_method("BatchNorm", "__call__", make)
+
+
+@mutant("nnx-always-eval", "nnx", "Dropout and BatchNorm behave as in eval mode whatever the mode")
+def _(optax):
+    def dropout(orig):
+        return lambda self, inputs, *args, **kwargs: inputs
+
+    def batchnorm(orig):
+        def call(self, x, *args, **kwargs):
+            mode = self.use_running_average
+            self.use_running_average = True
+            try:
+                return orig(self, x, *args, **kwargs)
+            finally:
+                self.use_running_average = mode
+        return call
+    _nnx_method("Dropout", "__call__", dropout)
+    return _nnx_method("BatchNorm", "__call__", batchnorm)
+
+
+@mutant("nnx-rngs-ignore-seeds", "nnx", "Rngs ignores the seeds it is given")
+def _(optax):
+    def make(orig):
+        def init(self, default=None, **streams):
+            orig(self, 0, **{name: 0 for name in streams})
+        return init
+    return _nnx_method("Rngs", "__init__", make)
+
+
+@mutant("nnx-linear-lenient", "nnx", "Linear pads or truncates its input features, and computes in bfloat16")
+def _(optax):
+    import jax.numpy as jnp
+
+    def make(orig):
+        def call(self, x, *args, **kwargs):
+            n = self.in_features
+            x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, max(0, n - x.shape[-1]))])[..., :n]
+            return orig(self, x, *args, **kwargs).astype(jnp.bfloat16)
+        return call
+    return _nnx_method("Linear", "__call__", make)
 
 
 # --- pytest plugin -----------------------------------------------------------
