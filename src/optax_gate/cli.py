@@ -55,8 +55,16 @@ def _save_run(record: dict[str, Any], out: Path) -> None:
     atomic.write_text(out / "runs" / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
+def _forget_previous_evidence(label: str, out: Path) -> None:
+    """Remove the files an earlier run of ``label`` left in ``out/runs``, so a
+    run that stops early never sits beside evidence that is not its own."""
+    for old in (out / "runs").glob(f"{label}.*"):
+        old.unlink()
+
+
 def _run_lock(label: str, lock: Path, args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     """Build (or reuse) the environment of ``lock`` and run the contracts there."""
+    _forget_previous_evidence(label, args.out)
     try:
         python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
@@ -66,6 +74,7 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, **extra: Any) ->
 
 def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Resolve the baseline with ``specs`` replaced into ``lock_path``, then run it."""
+    _forget_previous_evidence(label, args.out)
     try:
         text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
         req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
@@ -77,6 +86,9 @@ def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Nam
 
 
 def gate(args: argparse.Namespace) -> int:
+    if args.candidate_lock and args.specs:
+        print("optax-gate: give either requirement SPECs or --candidate-lock, not both", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     baseline = _run_lock("baseline", args.baseline_lock, args, requirements=[f"lock file {args.baseline_lock}"])
     _save_run(baseline, args.out)

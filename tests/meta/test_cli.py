@@ -48,3 +48,22 @@ def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monk
     code = cli.main(["gate", "--out", str(tmp_path)])
     report = json.loads((tmp_path / "report.json").read_text())
     assert code == 2 and report["reasons"][0].startswith("baseline not verified: gate error: KeyError")
+
+
+def test_specs_and_a_candidate_lock_together_are_refused(tmp_path):
+    assert cli.main(["gate", "optax==0.2.8", "--candidate-lock", str(tmp_path / "x.txt"), "--out", str(tmp_path)]) == 2
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_a_rerun_that_stops_early_leaves_no_stale_evidence(tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "candidate.reportlog.jsonl").write_text("old evidence")
+
+    def fail(*args, **kwargs):
+        raise environments.EnvironmentFailure("install", "boom")
+
+    monkeypatch.setattr(environments, "ensure", fail)
+    (tmp_path / "lock.txt").write_text("x\n")
+    assert cli.main(["gate", "--candidate-lock", str(tmp_path / "lock.txt"), "--out", str(tmp_path)]) == 2
+    assert sorted(p.name for p in runs.iterdir()) == ["baseline.json", "candidate.json"]
