@@ -69,7 +69,10 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, **extra: Any) ->
         python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), **extra)
-    return runner.run(python, label, args.project_root, args.out / "runs", args.timeout, **extra)
+    checkpoints = args.out / "checkpoints"
+    if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
+        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root) or "written"
+    return runner.run(python, label, args.project_root, args.out / "runs", args.timeout, checkpoints=checkpoints, **extra)
 
 
 def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace) -> dict[str, Any]:

@@ -44,7 +44,12 @@ MODULES = {
     "chain": "tests/contracts/test_chain.py",
     "inject": "tests/contracts/test_inject_hyperparams.py",
     "nnx": "tests/contracts/test_nnx.py",
+    "resume": "tests/contracts/test_resume.py",
 }
+#: Resume mutants act on the reader (the candidate); the checkpoints they
+#: resume from are written by an unmutated process first, as in the gate,
+#: except for these, which break the writer itself.
+WRITER_SIDE = {"resume-writer-forgets-versions"}
 
 # optax module -> {attribute: replacement}; a Flax mutant patches flax.nnx
 # itself and returns {}.
@@ -875,6 +880,81 @@ def _(optax):
     return _nnx_method("Linear", "__call__", make)
 
 
+# --- resume across an upgrade (the reader side) ------------------------------
+def _restore_zeroing(item: str) -> dict[str, Any]:
+    """orbax restores the named checkpoint item as zeros."""
+    import jax
+    import jax.numpy as jnp
+    import orbax.checkpoint as ocp
+
+    orig = ocp.StandardCheckpointer.restore
+
+    def restore(self, directory, *args, **kwargs):
+        out = orig(self, directory, *args, **kwargs)
+        return jax.tree.map(jnp.zeros_like, out) if str(directory).rstrip("/").endswith(item) else out
+    ocp.StandardCheckpointer.restore = restore
+    return {}
+
+
+@mutant("resume-loses-opt-state", "resume", "the optimizer state (momentum, step counter) comes back as zeros")
+def _(optax):
+    return _restore_zeroing("opt_state")
+
+
+@mutant("resume-loses-batch-stats", "resume", "the batch statistics come back as zeros")
+def _(optax):
+    return _restore_zeroing("batch_stats")
+
+
+@mutant("resume-loses-averaged", "resume", "the Polyak copy comes back as zeros")
+def _(optax):
+    return _restore_zeroing("averaged")
+
+
+@mutant("resume-trace-bfloat16", "resume", "the new release keeps the momentum trace in bfloat16")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    orig = optax.sgd
+
+    def sgd(*a, **k):
+        tx = orig(*a, **k)
+        return _wrap_tx(tx, init=lambda p: jax.tree.map(lambda x: x.astype(jnp.bfloat16) if jnp.issubdtype(x.dtype, jnp.floating) else x, tx.init(p)))
+    return {"sgd": sgd}
+
+
+@mutant("resume-learning-rate-drift", "resume", "the new release's SGD steps 10% further")
+def _(optax):
+    orig = optax.sgd
+    return {"sgd": lambda learning_rate, *a, **k: orig(learning_rate * 1.1, *a, **k)}
+
+
+@mutant("resume-decay-counts-steps", "resume", "the new release's weight decay keeps a step counter in its state")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.add_decayed_weights
+
+    def add_decayed_weights(*a, **k):
+        tx = orig(*a, **k)
+        return _wrap_tx(tx, init=lambda p: (tx.init(p), jnp.zeros([], jnp.int32)),
+                        update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], (s[0], s[1] + 1)))
+    return {"add_decayed_weights": add_decayed_weights}
+
+
+@mutant("resume-writer-forgets-versions", "resume", "the checkpoint metadata does not record the Flax version")
+def _(optax):
+    from optax_gate import probe
+
+    orig = probe.installed_versions
+    probe.installed_versions = lambda: {k: v for k, v in orig().items() if k != "flax"}
+    import optax_gate.resume as resume
+
+    resume.installed_versions = probe.installed_versions
+    return {}
+
+
 # --- pytest plugin -----------------------------------------------------------
 def pytest_addoption(parser):
     parser.addoption("--mutant", default=None, choices=sorted(MUTANTS), help="run the contracts against a broken Optax")
@@ -890,7 +970,7 @@ def pytest_configure(config):
 
 
 # --- the check ---------------------------------------------------------------
-def _failed_contracts(module: str, name: str | None, workdir: Path) -> tuple[set[str], set[str]]:
+def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
     """(contracts that failed or errored, all contracts) of one module under one mutant."""
     from optax_gate import outcomes
 
@@ -898,7 +978,7 @@ def _failed_contracts(module: str, name: str | None, workdir: Path) -> tuple[set
     cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
-    subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants"})
+    subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
         raise RuntimeError(f"mutant {name}: pytest did not run ({parsed.collection_errors or parsed.exitstatus})")
@@ -914,7 +994,13 @@ def main(argv: list[str] | None = None) -> int:
     problems, matrix = [], {}
     jobs = [(area, None) for area in areas] + [(m[0], name) for name, m in MUTANTS.items() if m[0] in areas]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(MODULES[job[0]], job[1], Path(tmp)), jobs)))
+        checkpoints = Path(tmp) / "checkpoints"
+        if "resume" in areas:  # written once, unmutated, as the baseline does in the gate
+            subprocess.run([sys.executable, "-m", "optax_gate.resume", "write", str(checkpoints)], check=True, capture_output=True)
+
+        def job_env(job):
+            return {} if job[1] in WRITER_SIDE or job[0] != "resume" else {"OPTAX_GATE_CHECKPOINTS": str(checkpoints)}
+        results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(MODULES[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
     for area in areas:
         failing, contracts = results[(area, None)]
         if failing:

@@ -13,7 +13,7 @@ VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
     "broken": "Broken: passed in the baseline, fail in the candidate",
     "changed": "Changed: other differences (drift of baseline snapshots, skips)",
-    "fixed": "Fixed: failed in the baseline, pass in the candidate",
+    "fixed": "Fixed: failed in the baseline and pass now, or a pinned upstream defect no longer reproduces",
     "new": "New: run only in the candidate",
     "gone": "Gone: did not run in the candidate",
 }

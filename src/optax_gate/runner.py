@@ -45,8 +45,28 @@ def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | Non
     return data["versions"], data["import_error"]
 
 
+def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600) -> str:
+    """Have ``python``'s environment write the resume checkpoints
+    (``optax_gate.resume``) into a fresh ``directory``; "" on success, else the
+    reason (the ``resume:*`` contracts then fail in every environment)."""
+    import shutil
+
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    try:
+        proc = subprocess.run([str(python), "-m", "optax_gate.resume", "write", str(directory)],
+                              cwd=project_root, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"writing checkpoints timed out after {timeout:.0f} s"
+    except OSError as exc:
+        return f"writing checkpoints failed: {exc}"
+    if proc.returncode != 0:
+        return "writing checkpoints failed: " + " | ".join(proc.stderr.strip().splitlines()[-3:])
+    return ""
+
+
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
-        pytest_args: list[str] | None = None, **extra: Any) -> dict[str, Any]:
+        pytest_args: list[str] | None = None, checkpoints: Path | None = None, **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment, then run the contracts there.
 
     Args:
@@ -56,6 +76,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       out_dir: where ``<label>.reportlog.jsonl`` and ``<label>.junit.xml`` go.
       timeout: seconds for the whole pytest run.
       pytest_args: extra pytest arguments (e.g. ``-k``).
+      checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -73,7 +94,8 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
            f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout)
+        env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return not_verified(label, f"contracts timed out after {timeout:.0f} s", versions=versions, **extra)
     duration = round(time.monotonic() - start, 1)
