@@ -137,3 +137,24 @@ def test_jit_matches_eager_and_does_not_recompile():
     for e, j in zip(eager, jitted):
         for a, b in zip(jax.tree.leaves(j), jax.tree.leaves(e.params)):
             assert_close(a, np.asarray(b, np.float64), dtype=jnp.float32, ulps=tolerances.accumulated(3), what="jit vs eager")
+
+
+@pytest.mark.negative
+def test_edge_inputs_none_empty_zero_size_and_nan():
+    """Regression protocol edges, pinned to the baseline, for
+    ``chain(clip_by_global_norm(1), sgd(0.1, momentum=0.9))``: a None leaf
+    stays None in updates and state; an empty PyTree gives empty updates; a
+    zero-size leaf passes; a NaN anywhere makes every update NaN (the global
+    norm is NaN)."""
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1, momentum=0.9))
+    with_none = {"w": jnp.ones(2), "b": None}
+    updates, state = tx.update(with_none, tx.init(with_none), with_none)
+    assert updates["b"] is None and state[1][0].trace["b"] is None
+    assert tx.update({}, tx.init({}), {})[0] == {}
+    zero = {"w": jnp.ones((0, 3)), "b": jnp.array([3.0, 4.0])}
+    updates, _ = tx.update(zero, tx.init(zero), zero)
+    assert updates["w"].shape == (0, 3)
+    assert_close(updates["b"], [-0.06, -0.08], dtype=jnp.float32, ulps=tolerances.reduction(2), what="b")
+    nan = {"w": jnp.array([jnp.nan, 1.0]), "b": jnp.ones(2)}
+    updates, _ = tx.update(nan, tx.init(nan), nan)
+    assert all(np.isnan(np.asarray(x)).all() for x in jax.tree.leaves(updates))

@@ -29,7 +29,11 @@ from optax_gate import guides
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
 from optax_gate.trees import assert_dtype, leaves64
 
-pytestmark = pytest.mark.contract(api="flax.nnx", guide=guides.NNX_TRANSFER)
+
+def nnx_contract(name):
+    """The ``nnx:<name>`` contract marker (the report's API column)."""
+    return pytest.mark.contract(api=f"nnx:{name}", guide=guides.NNX_TRANSFER)
+
 
 LR = 0.1
 
@@ -59,6 +63,7 @@ def loss_fn(m, x, y):
 
 
 @pytest.mark.golden
+@nnx_contract("Optimizer")
 def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps():
     """One ``nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param).update(model,
     grads)`` moves every ``nnx.Param`` to ``p - 0.1 * g``; the step counter is
@@ -71,7 +76,11 @@ def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps():
     before, stats = leaves64(nnx.state(m, nnx.Param)), leaves64(nnx.state(m, nnx.BatchStat))
     grads = nnx.grad(loss_fn)(m, x, y)
     assert int(opt.step[...]) == 0 and opt.step[...].dtype == jnp.uint32
-    opt.update(m, grads)
+    updates = opt.update(m, grads)
+    # update returns the applied updates: -lr * g, in the structure of the params.
+    assert jax.tree.structure(nnx.to_pure_dict(updates)) == jax.tree.structure(nnx.to_pure_dict(nnx.state(m, nnx.Param)))
+    for u, g in zip(leaves64(updates), leaves64(nnx.state(grads, nnx.Param))):
+        assert_close(u, -LR * g, dtype=jnp.float32, ulps=ELEMENTWISE, what="returned update")
     for p, g, new in zip(before, leaves64(nnx.state(grads, nnx.Param)), leaves64(nnx.state(m, nnx.Param))):
         assert_close(new, p - LR * g, dtype=jnp.float32, ulps=ELEMENTWISE, scale=float(np.max(np.abs(p))), what="param")
     for old, new in zip(stats, leaves64(nnx.state(m, nnx.BatchStat))):
@@ -80,6 +89,7 @@ def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps():
 
 
 @pytest.mark.negative
+@nnx_contract("Optimizer")
 def test_only_what_wrt_selects_is_updated():
     """``wrt`` limited to linear2's params: linear1 stays bit for bit."""
     m = model()
@@ -95,6 +105,7 @@ def test_only_what_wrt_selects_is_updated():
 
 
 @pytest.mark.negative
+@nnx_contract("Optimizer")
 def test_optimizer_requires_wrt():
     """Since Flax 0.11 ``wrt`` is required: leaving it out raises TypeError."""
     with pytest.raises(TypeError, match="Missing required argument `wrt`"):
@@ -102,6 +113,7 @@ def test_optimizer_requires_wrt():
 
 
 @pytest.mark.golden
+@nnx_contract("Dropout")
 def test_dropout_is_identity_in_eval_and_masks_with_scaling_in_train():
     """Eval: the input comes back unchanged. Train (``dropout`` stream): every
     element is 0 or x / (1 - 0.5) = 2, and both occur."""
@@ -115,6 +127,7 @@ def test_dropout_is_identity_in_eval_and_masks_with_scaling_in_train():
 
 
 @pytest.mark.golden
+@nnx_contract("BatchNorm")
 def test_batchnorm_uses_and_updates_batch_statistics_only_in_train_mode():
     """Train: the running mean becomes 0.99 * 0 + 0.01 * batch mean and the
     output is normalised by the batch's own statistics (mean ~0). Eval: the
@@ -132,6 +145,7 @@ def test_batchnorm_uses_and_updates_batch_statistics_only_in_train_mode():
 
 
 @pytest.mark.negative
+@nnx_contract("train-eval")
 def test_forgetting_eval_mode_changes_the_output():
     """The guides' criterion 4 (mode set explicitly): the same model and input
     give different outputs in train and eval mode."""
@@ -144,6 +158,7 @@ def test_forgetting_eval_mode_changes_the_output():
 
 
 @pytest.mark.golden
+@nnx_contract("Rngs")
 def test_named_rng_streams_reproduce_and_order_matters():
     """Same seeds and the same order of requests: identical params and
     train-mode outputs. Another params seed: other params. The same two inputs
@@ -167,6 +182,7 @@ def test_named_rng_streams_reproduce_and_order_matters():
 
 
 @pytest.mark.acceptance
+@nnx_contract("model")
 def test_shapes_dtypes_and_finiteness_of_outputs_loss_and_gradients():
     """Guides' acceptance criteria 2-3: output (5, 2) float32, scalar float32
     loss, gradients of every param's shape and dtype, all finite; one example
@@ -187,6 +203,7 @@ def test_shapes_dtypes_and_finiteness_of_outputs_loss_and_gradients():
 
 
 @pytest.mark.negative
+@nnx_contract("model")
 def test_a_wrongly_shaped_batch_raises_type_error():
     """The batch contract (features on the last axis, 3 of them): a (5, 4)
     batch fails in the first Linear with TypeError from dot_general."""
@@ -197,6 +214,7 @@ def test_a_wrongly_shaped_batch_raises_type_error():
 
 
 @pytest.mark.acceptance
+@nnx_contract("Optimizer")
 def test_the_optimizer_api_the_guides_rely_on():
     """``Optimizer(model, tx, *, wrt, graph=None)`` and ``update(model, grads,
     /, **kwargs)``: a Flax release that renames, reorders or drops one of these
