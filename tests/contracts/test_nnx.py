@@ -12,8 +12,8 @@ advances ``step``, a uint32 ``OptState``), ``flax/nnx/nn/stochastic.py``
 from the ``dropout`` stream) and ``flax/nnx/nn/normalization.py``
 (``BatchNorm``: running average ``m * ra + (1 - m) * batch``, m = 0.99).
 
-Model: x (batch, 3) float32 -> Linear(3, 4) -> BatchNorm(4) -> relu ->
-Dropout(0.5) -> Linear(4, 2) -> (batch, 2) float32.
+Model: ``optax_gate.models.MLP``, x (batch, 3) float32 -> Linear(3, 4) ->
+BatchNorm(4) -> relu -> Dropout(0.5) -> Linear(4, 2) -> (batch, 2) float32.
 """
 
 import inspect
@@ -26,6 +26,7 @@ import pytest
 from flax import nnx
 
 from optax_gate import guides
+from optax_gate.models import MLP
 from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
 from optax_gate.trees import assert_dtype, leaves64
 
@@ -36,17 +37,6 @@ def nnx_contract(name):
 
 
 LR = 0.1
-
-
-class MLP(nnx.Module):
-    def __init__(self, rngs: nnx.Rngs):
-        self.linear1 = nnx.Linear(3, 4, rngs=rngs)
-        self.bn = nnx.BatchNorm(4, rngs=rngs)
-        self.dropout = nnx.Dropout(0.5, rngs=rngs)
-        self.linear2 = nnx.Linear(4, 2, rngs=rngs)
-
-    def __call__(self, x):
-        return self.linear2(self.dropout(nnx.relu(self.bn(self.linear1(x)))))
 
 
 def model(params_seed=0, dropout_seed=1):
