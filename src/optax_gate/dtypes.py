@@ -14,8 +14,6 @@ import jax
 import jax.numpy as jnp
 
 FLOAT_DTYPES = ("float32", "bfloat16", "float16", "float64")
-#: Cheaper subset for contracts whose dtype behaviour is pinned elsewhere.
-LOW_PRECISION = ("float32", "bfloat16")
 
 
 def trajectory_cases() -> list:

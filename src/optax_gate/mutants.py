@@ -755,6 +755,21 @@ def _nnx_method(cls_name: str, method: str, make) -> dict[str, Any]:
     return {}
 
 
+def _forcing(attribute: str, value: Any):
+    """A ``make`` for :func:`_nnx_method`: the call runs with ``self.<attribute>``
+    set to ``value``, then restores it (a mode that no longer has its effect)."""
+    def make(orig):
+        def call(self, x, *args, **kwargs):
+            saved = getattr(self, attribute)
+            setattr(self, attribute, value)
+            try:
+                return orig(self, x, *args, **kwargs)
+            finally:
+                setattr(self, attribute, saved)
+        return call
+    return make
+
+
 @mutant("nnx-optimizer-no-step", "nnx", "Optimizer.update does not advance the step counter")
 def _(optax):
     def make(orig):
@@ -799,16 +814,7 @@ def _(optax):
 
 @mutant("nnx-dropout-ignores-mode", "nnx", "Dropout drops in eval mode too")
 def _(optax):
-    def make(orig):
-        def call(self, inputs, *args, **kwargs):
-            deterministic = self.deterministic
-            self.deterministic = False
-            try:
-                return orig(self, inputs, *args, **kwargs)
-            finally:
-                self.deterministic = deterministic
-        return call
-    return _nnx_method("Dropout", "__call__", make)
+    return _nnx_method("Dropout", "__call__", _forcing("deterministic", False))
 
 
 @mutant("nnx-dropout-fixed-key", "nnx", "Dropout draws the same mask on every call (the stream does not advance)")
@@ -828,34 +834,13 @@ def _(optax):
 
 @mutant("nnx-batchnorm-updates-in-eval", "nnx", "BatchNorm uses and updates batch statistics in eval mode too")
 def _(optax):
-    def make(orig):
-        def call(self, x, *args, **kwargs):
-            mode = self.use_running_average
-            self.use_running_average = False
-            try:
-                return orig(self, x, *args, **kwargs)
-            finally:
-                self.use_running_average = mode
-        return call
-    return _nnx_method("BatchNorm", "__call__", make)
+    return _nnx_method("BatchNorm", "__call__", _forcing("use_running_average", False))
 
 
 @mutant("nnx-always-eval", "nnx", "Dropout and BatchNorm behave as in eval mode whatever the mode")
 def _(optax):
-    def dropout(orig):
-        return lambda self, inputs, *args, **kwargs: inputs
-
-    def batchnorm(orig):
-        def call(self, x, *args, **kwargs):
-            mode = self.use_running_average
-            self.use_running_average = True
-            try:
-                return orig(self, x, *args, **kwargs)
-            finally:
-                self.use_running_average = mode
-        return call
-    _nnx_method("Dropout", "__call__", dropout)
-    return _nnx_method("BatchNorm", "__call__", batchnorm)
+    _nnx_method("Dropout", "__call__", lambda orig: lambda self, inputs, *args, **kwargs: inputs)
+    return _nnx_method("BatchNorm", "__call__", _forcing("use_running_average", True))
 
 
 @mutant("nnx-rngs-ignore-seeds", "nnx", "Rngs ignores the seeds it is given")

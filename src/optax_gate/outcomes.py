@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed")
-
-
 @dataclass
 class ContractOutcome:
     """Outcome of one contract test in one environment."""

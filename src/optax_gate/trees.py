@@ -20,11 +20,6 @@ def leaves64(tree: Any) -> list[np.ndarray]:
     return [np.asarray(x, dtype=np.float64) for x in jax.tree.leaves(tree)]
 
 
-def paths(tree: Any) -> list[str]:
-    """Key paths of the leaves, e.g. ``['w']`` or ``[0][1]``, for messages."""
-    return [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-
-
 def signature(tree: Any) -> dict[str, Any]:
     """Structure of a PyTree for a ``snapshot`` contract.
 
