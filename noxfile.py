@@ -42,7 +42,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def mutants(session: nox.Session) -> None:
     """Prove every contract can fail: run each API's contracts against
-    deliberately broken variants of it (``optax_gate.mutants``)."""
+    deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "optax_gate.mutants", *session.posargs)

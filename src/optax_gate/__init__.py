@@ -1,16 +1,18 @@
 """optax-gate: contract suite and upgrade gate for Optax, JAX, jaxlib and Flax.
 
-Package layout (one purpose per module):
+Two halves, one subpackage each, plus the proof that the contracts can fail:
 
-- Used by the contracts (run inside an environment with JAX):
-  ``guides`` (the guide registry), ``tolerances`` (the tolerance policy),
-  ``references`` (float64 NumPy references), ``strategies`` (hypothesis
-  strategies), ``pytest_plugin`` (markers, metadata, version header),
-  ``probe`` (version and import check of an environment).
-- Used by the gate (pure standard library, no JAX):
-  ``requirements`` (candidate requirement sets), ``environments`` (build and
-  reuse environments with uv), ``runner`` (probe and run the contracts in one
-  environment), ``outcomes`` (fold a pytest report log into contract outcomes),
-  ``compare`` (change and verdict logic), ``report_json`` and
-  ``report_markdown`` (renderers), ``atomic`` (atomic file writes), ``cli``.
+- ``optax_gate.gate``: the gate tool. Runs in the light tool environment
+  (``requirements-tools.txt``), builds the environments under test, runs the
+  contracts there in a subprocess, compares the runs and writes the reports.
+  It never imports JAX, Optax or Flax (``tests/meta/test_layout.py`` checks).
+- ``optax_gate.kit``: the contract kit. Runs *inside* each environment under
+  test: the helpers the contracts in ``tests/contracts/`` import (tolerance
+  policy, float64 references, hypothesis strategies, PyTree and dtype helpers,
+  the guide registry, the resume checkpoints, the environment probe).
+- ``optax_gate.mutants``: deliberately broken variants of each contracted API,
+  one module per API family (mirroring ``tests/contracts/``), and the check
+  that every contract fails under one of them.
+- ``optax_gate.pytest_plugin``: markers, contract metadata and the version
+  header (in-environment, registered through the ``pytest11`` entry point).
 """

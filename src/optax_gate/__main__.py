@@ -1,5 +1,5 @@
 import sys
 
-from optax_gate.cli import main
+from optax_gate.gate.cli import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
 """pytest plugin of the suite (registered through the ``pytest11`` entry point).
 
 - Registers the markers ``contract(api=..., guide=...)`` and one marker per
-  kind of contract (``optax_gate.guides.KINDS``).
+  kind of contract (``optax_gate.kit.guides.KINDS``).
 - Refuses to collect a contract without exactly one kind, or with a guide
   outside the registry: a mislabelled contract is a collection error, not a
   silent gap in the report.
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate import guides
-from optax_gate.probe import installed_versions
+from optax_gate.kit import guides
+from optax_gate.kit.probe import installed_versions
 
 
 DEFAULT_LEDGER = "tests/contracts/known_defects.toml"
@@ -78,7 +78,7 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
 
     Raises:
       pytest.UsageError: a contract without exactly one kind marker, or whose
-        guide is not in ``optax_gate.guides.GUIDES``.
+        guide is not in ``optax_gate.kit.guides.GUIDES``.
     """
     marker = item.get_closest_marker("contract")
     if marker is None:
@@ -86,7 +86,7 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
     api, guide = marker.kwargs.get("api"), marker.kwargs.get("guide")
     kinds = [k for k in guides.KINDS if item.get_closest_marker(k) is not None]
     if not api or guide not in guides.GUIDES:
-        raise pytest.UsageError(f"{item.nodeid}: contract marker needs api= and a guide from optax_gate.guides, got {marker.kwargs}")
+        raise pytest.UsageError(f"{item.nodeid}: contract marker needs api= and a guide from optax_gate.kit.guides, got {marker.kwargs}")
     if len(kinds) != 1:
         raise pytest.UsageError(f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}")
     meta = {"api": api, "guide": guide, "kind": kinds[0]}

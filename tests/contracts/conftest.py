@@ -2,7 +2,7 @@
 
 import pytest
 
-from optax_gate import dtypes
+from optax_gate.kit import dtypes
 
 
 @pytest.fixture(params=dtypes.FLOAT_DTYPES)

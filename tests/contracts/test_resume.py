@@ -1,6 +1,6 @@
 """Resume across an upgrade (``resume:*`` contracts): checkpoints of a small
 Flax NNX model trained with each contracted optimizer set-up, written by the
-baseline, restored and continued here (``optax_gate.resume``).
+baseline, restored and continued here (``optax_gate.kit.resume``).
 
 Guides: the shared "transfer into a real model" section (params, statistics
 and optimizer state saved and checked apart; a control forward pass after a
@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate import guides, resume, tolerances
-from optax_gate.tolerances import assert_close
+from optax_gate.kit import guides, resume, tolerances
+from optax_gate.kit.tolerances import assert_close
 
 
 def per_setup():

@@ -1,10 +1,10 @@
-"""The gate's command line fails closed (``optax_gate.cli``)."""
+"""The gate's command line fails closed (``optax_gate.gate.cli``)."""
 
 import json
 
 import pytest
 
-from optax_gate import cli, environments, runner
+from optax_gate.gate import cli, environments, runner
 from tests.meta.test_compare import record
 
 

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate import dtypes, recompilation, trajectories
+from optax_gate.kit import dtypes, recompilation, trajectories
 
 
 def test_trajectory_within_budget_passes_and_drift_fails():

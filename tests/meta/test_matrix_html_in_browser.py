@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from optax_gate import report_matrix
+from optax_gate.gate import report_matrix
 from tests.meta.test_matrix import merged
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -3,13 +3,13 @@
 
 import pytest
 
-from optax_gate import outcomes
+from optax_gate.gate import outcomes
 
 pytest_plugins = ["pytester"]
 
 CONTRACTS = '''
 import pytest
-from optax_gate import guides
+from optax_gate.kit import guides
 
 pytestmark = pytest.mark.contract(api="optax.sgd", guide=guides.SGD_STEP)
 
@@ -84,7 +84,7 @@ def test_collection_error_is_recorded(pytester):
     ids=["two-kinds", "no-kind"],
 )
 def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
-    source = f'import pytest\nfrom optax_gate import guides\n@pytest.mark.contract(api="a", guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n'
+    source = f'import pytest\nfrom optax_gate.kit import guides\n@pytest.mark.contract(api="a", guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n'
     result, log = run_log(pytester, source)
     assert result.ret != 0 and message in result.stderr.str() + result.stdout.str()
 
@@ -92,7 +92,7 @@ def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
 def test_contract_with_unknown_guide_is_refused(pytester):
     source = 'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
     result, _ = run_log(pytester, source)
-    assert result.ret != 0 and "guide from optax_gate.guides" in result.stderr.str() + result.stdout.str()
+    assert result.ret != 0 and "guide from optax_gate.kit.guides" in result.stderr.str() + result.stdout.str()
 
 
 def test_truncated_log_has_no_exit_status(tmp_path):

@@ -3,7 +3,7 @@ contract that agrees with both is checked twice, independently)."""
 
 import numpy as np
 
-from optax_gate import references
+from optax_gate.kit import references
 
 
 def test_clip_reference_gives_guide_000_numbers():

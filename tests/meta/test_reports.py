@@ -2,7 +2,7 @@
 
 import json
 
-from optax_gate import compare, report_json, report_markdown
+from optax_gate.gate import compare, report_json, report_markdown
 from tests.meta.test_compare import record
 
 

@@ -1,10 +1,10 @@
-"""The tolerance policy (``optax_gate.tolerances``) bites where it should."""
+"""The tolerance policy (``optax_gate.kit.tolerances``) bites where it should."""
 
 import numpy as np
 import pytest
 
-from optax_gate import tolerances
-from optax_gate.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.kit import tolerances
+from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 
 
 def ulps_off(x, n, dtype=np.float32):

@@ -1,6 +1,6 @@
 """Versions of an environment, and the import check the gate runs first.
 
-``python -m optax_gate.probe`` prints one JSON object on stdout:
+``python -m optax_gate.kit.probe`` prints one JSON object on stdout:
 ``{"versions": {...}, "import_error": null | "<ExceptionType: message>"}`` and
 exits 0 when ``optax``, ``jax`` and ``flax.nnx`` import, 3 otherwise. Versions
 come from the installed distributions' metadata, so they are known even when

@@ -12,7 +12,7 @@ Commands:
 ``matrix [--plan | --only NAME ... | --merge] [--include-older]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index, run the contracts in the baseline and in
-    each candidate environment (``optax_gate.matrix``), and write
+    each candidate environment (``optax_gate.gate.matrix``), and write
     ``report.md``, ``report.json`` and ``report.html`` to ``--out``
     (default ``reports/matrix``). ``--plan`` only prints the environments as
     JSON (for fanning out over CI runners), ``--only`` runs the named ones
@@ -36,7 +36,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from optax_gate import atomic, compare, environments, matrix, report_json, report_markdown, report_matrix, requirements, runner
+from optax_gate.gate import atomic, compare, environments, matrix, report_json, report_markdown, report_matrix, requirements, runner
 
 PYTHON_VERSION = "3.12"
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate import outcomes
+from optax_gate.gate import outcomes
 
 CONTRACTS_DIR = "tests/contracts"
 
@@ -34,7 +34,7 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
 def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None]:
     """Versions of the environment and its import error (None when imports work)."""
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.probe"], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {}, f"import check timed out after {timeout:.0f} s"
     try:
@@ -47,14 +47,14 @@ def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | Non
 
 def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600) -> str:
     """Have ``python``'s environment write the resume checkpoints
-    (``optax_gate.resume``) into a fresh ``directory``; "" on success, else the
+    (``optax_gate.kit.resume``) into a fresh ``directory``; "" on success, else the
     reason (the ``resume:*`` contracts then fail in every environment)."""
     import shutil
 
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.resume", "write", str(directory)],
+        proc = subprocess.run([str(python), "-m", "optax_gate.kit.resume", "write", str(directory)],
                               cwd=project_root, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return f"writing checkpoints timed out after {timeout:.0f} s"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.report_markdown import VERSION_KEYS
+from optax_gate.gate.report_markdown import VERSION_KEYS
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness
     "broken": "#d7301f", "changed": "#fdae61", "fixed": "#1a9850", "new": "#74add1",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate import compare, discovery, requirements
+from optax_gate.gate import compare, discovery, requirements
 
 PACKAGES = ("optax", "jax", "flax")
 

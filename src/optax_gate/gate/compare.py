@@ -57,7 +57,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     """Build the schema-1 report body from two environment runs.
 
     Args:
-      baseline, candidate: run records as written by ``optax_gate.runner``:
+      baseline, candidate: run records as written by ``optax_gate.gate.runner``:
         ``{"label", "requirements", "versions", "status": "ran" |
         "not-verified", "reason", "contracts": {id: {"api", "guide", "kind",
         "outcome", "detail"}}, ...}``.

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import optax
 
-from optax_gate import tolerances
-from optax_gate.trees import leaves64, signature
+from optax_gate.kit import tolerances
+from optax_gate.kit.trees import leaves64, signature
 
 
 @dataclass

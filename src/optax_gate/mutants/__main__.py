@@ -1,0 +1,87 @@
+"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--json FILE]``.
+
+Runs each family's contract module once without a mutant (every contract must
+pass) and once per mutant, and fails (exit 1) unless every mutant is caught by
+at least one contract and every contract fails under at least one mutant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from optax_gate import mutants
+from optax_gate.gate import atomic, outcomes
+
+
+def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
+    """(contracts that failed or errored, all contracts) of one module under one mutant.
+
+    Raises:
+      RuntimeError: when pytest did not run the module (collection error,
+        usage error, crash).
+    """
+    log = workdir / f"{Path(module).stem}-{name or 'no-mutant'}.jsonl"
+    cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
+    if name:
+        cmd.append(f"--mutant={name}")
+    subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
+    parsed = outcomes.parse(log)
+    if parsed.collection_errors or parsed.exitstatus not in (0, 1):
+        raise RuntimeError(f"mutant {name}: pytest did not run ({parsed.collection_errors or parsed.exitstatus})")
+    return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    registry = mutants.load()
+    p = argparse.ArgumentParser(prog="python -m optax_gate.mutants",
+                                description="Every contract must fail under some mutant; every mutant must be caught.")
+    p.add_argument("--area", action="append", choices=sorted(mutants.AREAS), help="limit to these API families")
+    p.add_argument("--json", type=Path, help="write the kill matrix (contract -> mutants that fail it) here")
+    args = p.parse_args(argv)
+    areas = args.area or sorted(mutants.AREAS)
+    problems, matrix = [], {}
+    jobs = [(area, None) for area in areas] + [(m.area, m.name) for m in registry.values() if m.area in areas]
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        checkpoints = Path(tmp) / "checkpoints"
+        if "resume" in areas:  # written once, unmutated, as the baseline does in the gate
+            subprocess.run([sys.executable, "-m", "optax_gate.kit.resume", "write", str(checkpoints)], check=True, capture_output=True)
+
+        def job_env(job):
+            writer_side = job[1] is not None and registry[job[1]].writer_side
+            return {} if writer_side or job[0] != "resume" else {"OPTAX_GATE_CHECKPOINTS": str(checkpoints)}
+        results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
+    for area in areas:
+        failing, contracts = results[(area, None)]
+        if failing:
+            problems.append(f"{area}: contracts fail without any mutant: {sorted(failing)}")
+        killed_by: dict[str, list[str]] = {c: [] for c in contracts}
+        for m in registry.values():
+            if m.area != area:
+                continue
+            failed, _ = results[(area, m.name)]
+            print(f"{m.name:28s} {len(failed):3d} of {len(contracts)} contracts fail  ({m.what})")
+            if not failed:
+                problems.append(f"mutant {m.name} ({m.what}) is caught by no contract")
+            for cid in failed:
+                killed_by.setdefault(cid, []).append(m.name)
+        for cid, names in sorted(killed_by.items()):
+            if not names:
+                problems.append(f"contract {cid} fails under no mutant")
+        matrix.update(killed_by)
+    if args.json:
+        atomic.write_text(args.json, json.dumps(matrix, indent=2, sort_keys=True) + "\n")
+    for problem in problems:
+        print("PROBLEM:", problem)
+    print(f"{len(matrix)} contracts, {sum(1 for m in registry.values() if m.area in areas)} mutants, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Shared building blocks of the mutants: PyTree maps, dtype casts, and
+wrappers that post-process a ``GradientTransformation``'s updates. JAX and
+Optax are imported inside each function, so importing this module is cheap."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+
+def traced(tree: Any) -> bool:
+    import jax
+
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))
+
+
+def tree_map(fn, tree):
+    import jax
+
+    return jax.tree.map(fn, tree)
+
+
+def to_f32(tree):
+    import jax.numpy as jnp
+
+    return tree_map(lambda x: jnp.asarray(x, jnp.float32), tree)
+
+
+def lenient(fn):
+    """Pair leaves by flatten order and resize the second to the first's shape,
+    so structure and shape mistakes no longer raise."""
+    import jax
+    import jax.numpy as jnp
+
+    @functools.wraps(fn)
+    def wrapped(a, b, *args, **kwargs):
+        la, treedef = jax.tree.flatten(a)
+        lb = [jnp.resize(jnp.asarray(y), jnp.shape(x)) for x, y in zip(la, jax.tree.leaves(b))]
+        return fn(a, jax.tree.unflatten(treedef, lb), *args, **kwargs)
+    return wrapped
+
+
+def wrap_tx(tx, update=None, init=None):
+    import optax
+
+    return optax.GradientTransformation(init or tx.init, update or tx.update)
+
+
+def upcast(updates, grads):
+    return to_f32(updates)
+
+
+def perturbed_under_jit(updates, grads):
+    return tree_map(lambda x: x * 1.001, updates) if traced(grads) else updates
+
+
+def post_process(optax, attr: str, post) -> dict[str, Any]:
+    """Replace the transformation factory ``optax.<attr>`` by one whose updates
+    pass through ``post(updates, grads)``."""
+    orig = getattr(optax, attr)
+
+    def factory(*args, **kwargs):
+        tx = orig(*args, **kwargs)
+
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return post(u, g), s
+        return wrap_tx(tx, update=update)
+    return {attr: factory}
+
+def none_as_zeros(tree):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree.map(lambda x: jnp.zeros(1) if x is None else x, tree, is_leaf=lambda x: x is None)
+
+
+def nan_to_zero(tree):
+    import jax.numpy as jnp
+
+    return tree_map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), tree)

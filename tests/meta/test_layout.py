@@ -1,0 +1,32 @@
+"""The package layout is the architecture: the gate half never imports the
+libraries under test, and every contract module has its mutants family."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from optax_gate import mutants
+
+ROOT = Path(__file__).resolve().parents[2]
+GATE = ROOT / "src" / "optax_gate" / "gate"
+UNDER_TEST = ("jax", "jaxlib", "optax", "flax", "orbax", "numpy")
+
+
+def test_importing_every_gate_module_imports_no_library_under_test():
+    """A gate that imports JAX could not judge a candidate whose JAX does not
+    import; nor should the tool environment need JAX at all."""
+    modules = [f"optax_gate.gate.{p.stem}" for p in sorted(GATE.glob("*.py")) if p.stem != "__init__"]
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
+            + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({UNDER_TEST!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"the gate half imports {out.strip()} (modules: {modules})"
+
+
+def test_every_contract_module_has_a_mutant_family_and_back():
+    mutants.load()
+    contract_modules = {f"tests/contracts/{p.name}" for p in (ROOT / "tests" / "contracts").glob("test_*.py")}
+    assert set(mutants.AREAS.values()) <= contract_modules, "a mutant family names a contract module that does not exist"
+    assert contract_modules <= set(mutants.AREAS.values()), f"contract modules without mutants: {sorted(contract_modules - set(mutants.AREAS.values()))}"
+    for module in mutants.AREAS.values():
+        stem = Path(module).stem.removeprefix("test_")
+        assert (ROOT / "src" / "optax_gate" / "mutants" / f"{stem}.py").exists(), f"no mutants module mirrors {module}"
