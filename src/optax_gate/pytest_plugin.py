@@ -2,8 +2,8 @@
 
 - Registers the markers ``contract(api=..., guide=...)`` and one marker per
   kind of contract (``optax_gate.kit.guides.KINDS``).
-- Refuses to collect a contract without exactly one kind, or with a guide
-  outside the registry: a mislabelled contract is a collection error, not a
+- Refuses to collect a contract without exactly one kind, or whose guide is
+  neither in the registry nor a source label (``optax_gate.kit.guides.is_source``): a mislabelled contract is a collection error, not a
   silent gap in the report.
 - Attaches ``api``, ``guide`` and ``kind`` to each test report as
   ``user_properties``; ``pytest-reportlog`` writes them to the report log the
@@ -78,15 +78,17 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
 
     Raises:
       pytest.UsageError: a contract without exactly one kind marker, or whose
-        guide is not in ``optax_gate.kit.guides.GUIDES``.
+        guide is neither in ``optax_gate.kit.guides.GUIDES`` nor a source label.
     """
     marker = item.get_closest_marker("contract")
     if marker is None:
         return None
     api, guide = marker.kwargs.get("api"), marker.kwargs.get("guide")
     kinds = [k for k in guides.KINDS if item.get_closest_marker(k) is not None]
-    if not api or guide not in guides.GUIDES:
-        raise pytest.UsageError(f"{item.nodeid}: contract marker needs api= and a guide from optax_gate.kit.guides, got {marker.kwargs}")
+    if not api or not guides.is_source(guide):
+        raise pytest.UsageError(
+            f"{item.nodeid}: contract marker needs api= and guide= naming a guide from optax_gate.kit.guides "
+            f"or a source label starting with one of {list(guides.SOURCE_PREFIXES)}, got {marker.kwargs}")
     if len(kinds) != 1:
         raise pytest.UsageError(f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}")
     meta = {"api": api, "guide": guide, "kind": kinds[0]}

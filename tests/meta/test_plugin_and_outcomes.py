@@ -92,7 +92,23 @@ def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
 def test_contract_with_unknown_guide_is_refused(pytester):
     source = 'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
     result, _ = run_log(pytester, source)
-    assert result.ret != 0 and "guide from optax_gate.kit.guides" in result.stderr.str() + result.stdout.str()
+    assert result.ret != 0 and "naming a guide from optax_gate.kit.guides" in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize("label", ["paper: ", "Kingma & Ba 2015", "paper:Kingma"])
+def test_source_label_needs_a_known_prefix_and_text(label):
+    from optax_gate.kit import guides
+
+    assert not guides.is_source(label)
+
+
+def test_contract_with_a_free_source_label_is_collected_and_reported(pytester):
+    source = ('import pytest\n@pytest.mark.contract(api="optax.adam", guide="team: contracts/adam.md")\n'
+              '@pytest.mark.golden\ndef test_x():\n    pass\n')
+    result, log = run_log(pytester, source)
+    assert result.ret == 0
+    (contract,) = log.contracts.values()
+    assert (contract.api, contract.guide, contract.outcome) == ("optax.adam", "team: contracts/adam.md", "passed")
 
 
 def test_truncated_log_has_no_exit_status(tmp_path):

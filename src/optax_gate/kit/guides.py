@@ -29,6 +29,29 @@ GUIDES: dict[str, str] = {
     NNX_TRANSFER: "Flax NNX: batch contract, named RNG streams, train/eval mode, Param vs statistics vs optimizer state",
 }
 
+#: Prefixes of a source label that is not one of the guides above: a contract
+#: written from a paper, a formula or the library's documentation (the suite's
+#: own contracts beyond the guides, and a team's own contracts) names its
+#: source as ``"paper: Kingma & Ba 2015, Algorithm 1"``, ``"formula: ..."``,
+#: ``"docs: ..."`` or ``"team: <file of theirs>"`` without editing this module.
+SOURCE_PREFIXES = ("paper: ", "formula: ", "docs: ", "team: ")
+
+
+def is_source(label: str) -> bool:
+    """True when ``label`` may be the ``guide=`` of a contract: a guide of
+    :data:`GUIDES`, or a free label with one of :data:`SOURCE_PREFIXES` and
+    non-empty text after it."""
+    if label in GUIDES:
+        return True
+    return isinstance(label, str) and any(label.startswith(p) and label[len(p):].strip() for p in SOURCE_PREFIXES)
+
+
+def paper(citation: str) -> str:
+    """The source label of a contract written from a paper, e.g.
+    ``paper("Kingma & Ba 2015, Algorithm 1")``."""
+    return f"paper: {citation}"
+
+
 #: Kinds of contract; each contract test carries exactly one as a marker.
 #: ``snapshot`` values are recorded from the pinned baseline and measure drift:
 #: a candidate that differs from them is reported as ``changed``, not ``broken``.
