@@ -13,3 +13,10 @@ PYTREE_STRUCTURE = "pytree structure error"
 INCOMPATIBLE_SHAPES = "incompatible shapes for broadcasting"
 #: optax ``base.NO_PARAMS_MSG``, raised by transformations that need params.
 NO_PARAMS = "requires the current value of parameters"
+#: optax ``transforms/_combining.py`` (``partition``, alias ``multi_transform``):
+#: a label with no transformation, raised at ``init``.
+NO_TRANSFORMATION = "Some parameters have no corresponding transformation"
+#: Python's own message when an array meets a None leaf in arithmetic (optax
+#: moments or ``apply_updates`` given a None update where the state or params
+#: hold an array).
+NONE_OPERAND = "unsupported operand type(s)"
