@@ -19,4 +19,4 @@ NO_TRANSFORMATION = "Some parameters have no corresponding transformation"
 #: Python's own message when an array meets a None leaf in arithmetic (optax
 #: moments or ``apply_updates`` given a None update where the state or params
 #: hold an array).
-NONE_OPERAND = "unsupported operand type(s)"
+NONE_OPERAND = "unsupported operand type"

@@ -63,6 +63,15 @@ import numpy as np
 
 EXACT = 0
 ELEMENTWISE = 4
+#: Largest distance, in float32 ULPs of the params' magnitude, between the
+#: params of ``inject_hyperparams(adam)`` and of ``adam`` after 50 steps on the
+#: same gradients (``test_training_recipes``). Not bit-identical: injected
+#: hyperparameters are float32 *arrays*, so ``1 - b1`` and ``1 - b2`` are
+#: computed in float32 (1 - float32(0.9) = 0.100000024) where ``adam`` takes
+#: them from Python floats rounded once (0.1 -> 0.1 in float32); each step's
+#: moments differ by about one rounding, which carries into the next step.
+#: Budget: ELEMENTWISE per step for 50 steps.
+INJECT_DRIFT = 50 * 4
 
 #: Machine epsilon per dtype name; bfloat16 is not a NumPy dtype, hence a table.
 EPS: dict[str, float] = {
@@ -88,6 +97,24 @@ def reduction(n_terms: int) -> int:
     if n_terms < 0:
         raise ValueError(f"n_terms must be >= 0, got {n_terms}")
     return ELEMENTWISE + 2 * n_terms
+
+
+def cancellation(decay: float) -> int:
+    """ULP budget of a quantity divided by Adam's bias correction ``1 - decay**t``.
+
+    ``decay`` (e.g. ``b2 = 0.999``) is rounded to the dtype before ``1 -
+    decay**t`` is formed; that half-ULP rounding of a number close to 1 is
+    then relative to ``1 - decay``, i.e. magnified by ``1 / (1 - decay)``
+    (catastrophic cancellation, Higham 2nd ed., §1.7): ``ceil(0.5 / (1 -
+    decay))`` ULPs (500 for 0.999) on the corrected moment, before the square
+    root halves it.
+
+    Raises:
+      ValueError: unless ``0 <= decay < 1``.
+    """
+    if not 0.0 <= decay < 1.0:
+        raise ValueError(f"decay must be in [0, 1), got {decay}")
+    return math.ceil(0.5 / (1.0 - decay))
 
 
 def accumulated(steps: int, per_step: int = ELEMENTWISE) -> int:
