@@ -75,3 +75,18 @@ def _(optax):
 @mutant("aif-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
     return post_process(optax, "apply_if_finite", perturbed_under_jit)
+
+
+@mutant("aif-lenient", "re-pairs gradients with the params' structure: no structure error")
+def _(optax):
+    import jax
+
+    orig = optax.apply_if_finite
+    def f(inner, max_consecutive_errors):
+        tx = orig(inner, max_consecutive_errors)
+        def update(g, s, params=None):
+            if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
+                g = jax.tree.unflatten(jax.tree.structure(params), jax.tree.leaves(g))
+            return tx.update(g, s, params)
+        return optax.GradientTransformation(tx.init, update)
+    return {"apply_if_finite": f}

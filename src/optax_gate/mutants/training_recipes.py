@@ -112,10 +112,41 @@ def _(optax):
     return {"adamw": f}
 
 
-@mutant("recipe-multisteps-sum", "MultiSteps sums the micro-batch gradients instead of averaging")
+@mutant("recipe-multisteps-every-call", "MultiSteps ignores every_k_schedule and emits on every call")
 def _(optax):
+    # Summing instead of averaging would not do: clipping to a fixed norm and
+    # Adam's normalisation make the recipe blind to the gradient's scale.
     orig = optax.MultiSteps
-    return {"MultiSteps": lambda opt, every_k_schedule, *a, **k: orig(opt, every_k_schedule, use_grad_mean=False)}
+    return {"MultiSteps": lambda opt, every_k_schedule, *a, **k: orig(opt, 1, *a, **k)}
+
+
+@mutant("recipe-carry-drifts", "adamw's update returns its count as float32 (init: int32): the state's dtypes change per step")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.adamw
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, (s[0]._replace(count=s[0].count.astype(jnp.float32)),) + tuple(s[1:])
+        return wrap_tx(tx, update=update)
+    return {"adamw": f}
+
+
+@mutant("recipe-lenient-structure", "adamw re-pairs gradients with the params' structure: no structure error")
+def _(optax):
+    import jax
+
+    orig = optax.adamw
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
+                g = jax.tree.unflatten(jax.tree.structure(params), jax.tree.leaves(g))
+            return tx.update(g, s, params)
+        return wrap_tx(tx, update=update)
+    return {"adamw": f}
 
 
 @mutant("recipe-inject-drifts", "inject_hyperparams perturbs the learning rate by 1e-3 relative")
