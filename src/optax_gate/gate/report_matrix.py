@@ -11,7 +11,7 @@ not a column of ``gone``.
 - :func:`html_grid`: a self-contained page (no script, no external resource).
   Each cell is coloured by its worst change (``matrix.WORST``) and, when it
   differs, is a closed ``<details>`` that expands to the contracts behind the
-  counts with their details in plain words; below the grid, one closed
+  counts (broken first) with their details in plain words; below the grid, one closed
   ``<details>`` per API expands to all its contracts x environment, differing
   contracts first. Opened, the page shows at most (number of APIs) grid rows.
 """
@@ -22,6 +22,7 @@ import html
 from typing import Any
 
 from optax_gate.gate import findings
+from optax_gate.gate.matrix import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness
@@ -104,8 +105,10 @@ def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, 
     text = counts_text(counts)
     if worst == "unchanged":
         return f'<td class="cell unchanged" style="{style}">{e(text)}</td>'
-    lines = [_contract_line(c, c["cells"][env["name"]]) for c in contracts
-             if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"]
+    mine = [c for c in contracts
+            if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"]
+    mine.sort(key=lambda c: (WORST.index(c["cells"][env["name"]]["change"]), c["id"]))  # broken first
+    lines = [_contract_line(c, c["cells"][env["name"]]) for c in mine]
     return (f'<td class="cell {e(worst)}" style="{style}"><details><summary>{e(text)}</summary>'
             f'<ul>{"".join(lines)}</ul></details></td>')
 
