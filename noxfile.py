@@ -17,10 +17,14 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 """
 
 import re
+import sys
 from pathlib import Path
 
 import nox
 import nox.command
+
+sys.path.insert(0, str(Path(__file__).parent / "src"))
+from optax_gate.gate import compilation_cache  # noqa: E402  (standard library only)
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
@@ -31,12 +35,18 @@ PYTHON = "3.12"
 LOCK = "requirements-lock.txt"
 
 
+def _jax_cache(session: nox.Session) -> dict[str, str]:
+    """JAX's persistent compilation cache inside this session's environment
+    (``OPTAX_GATE_COMPILATION_CACHE=0`` turns it off)."""
+    return compilation_cache.environment(Path(session.virtualenv.location))
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the contracts at the pinned baseline and the suite's own tests (extra pytest args after --)."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", *session.posargs, env=_jax_cache(session))
 
 
 @nox.session(python=PYTHON)
@@ -46,7 +56,7 @@ def mutants(session: nox.Session) -> None:
     Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
-    session.run("python", "-m", "optax_gate.mutants", *session.posargs)
+    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_jax_cache(session))
 
 
 @nox.session(python=PYTHON, name="update-snapshots")

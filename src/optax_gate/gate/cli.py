@@ -44,7 +44,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compare, environments, evidence, matrix, report_json, report_markdown, report_matrix,
+from optax_gate.gate import (atomic, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown, report_matrix,
                              requirements, runner, validate)
 from optax_gate.gate.progress import Progress
 
@@ -91,16 +91,19 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, ch
     say = progress or (lambda message: None)
     _forget_previous_evidence(label, folder)
     say(f"{label}: building (or reusing) its environment")
+    env_folder = environments.folder_for(args.envs_dir, lock)
     try:
-        python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
+        python = environments.ensure(env_folder, lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), **extra)
+    jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    extra["compilation_cache"] = bool(jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
         say("baseline: writing the resume checkpoints")
-        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root) or "written"
+        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root, extra_env=jax_env) or "written"
     say(f"{label}: running the contracts")
     return runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
-                      on_progress=progress.contracts(label) if progress else None, **extra)
+                      on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
 
 
 def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
@@ -258,6 +261,9 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
+                   help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
+                        "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -48,7 +48,8 @@ def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | Non
     return data["versions"], data["import_error"]
 
 
-def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600) -> str:
+def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600,
+                      extra_env: dict[str, str] | None = None) -> str:
     """Have ``python``'s environment write the resume checkpoints
     (``optax_gate.kit.resume``) into a fresh ``directory``; "" on success, else the
     reason (the ``resume:*`` contracts then fail in every environment)."""
@@ -58,7 +59,8 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     directory.mkdir(parents=True)
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.resume", "write", str(directory)],
-                              cwd=project_root, capture_output=True, text=True, timeout=timeout)
+                              cwd=project_root, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(extra_env or {})})
     except subprocess.TimeoutExpired:
         return f"writing checkpoints timed out after {timeout:.0f} s"
     except OSError as exc:
@@ -82,7 +84,8 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
 
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
         pytest_args: list[str] | None = None, checkpoints: Path | None = None,
-        on_progress: Callable[[int, int], None] | None = None, **extra: Any) -> dict[str, Any]:
+        on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
+        **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment, then run the contracts there.
 
     Args:
@@ -96,6 +99,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
       on_progress: called with ``(finished, collected)`` tests every few
         seconds while pytest runs (from its report log).
+      extra_env: environment variables for pytest (e.g. the compilation cache).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -115,7 +119,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     cmd = [str(python), "-m", "pytest", CONTRACTS_DIR, "-q", "-p", "no:cacheprovider",
            f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
     start = time.monotonic()
-    env = {**os.environ, "OPTAX_GATE_PROGRESS": str(collected.absolute()),
+    env = {**os.environ, **(extra_env or {}), "OPTAX_GATE_PROGRESS": str(collected.absolute()),
            **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
     with open(output, "w", encoding="utf-8") as sink:
         proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
