@@ -24,7 +24,7 @@ def test_importing_every_gate_module_imports_no_library_under_test():
 
 def test_every_contract_module_has_a_mutant_family_and_back():
     mutants.load()
-    contract_modules = {f"tests/contracts/{p.name}" for p in (ROOT / "tests" / "contracts").glob("test_*.py")}
+    contract_modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "tests" / "contracts").rglob("test_*.py")}
     assert set(mutants.AREAS.values()) <= contract_modules, "a mutant family names a contract module that does not exist"
     assert contract_modules <= set(mutants.AREAS.values()), f"contract modules without mutants: {sorted(contract_modules - set(mutants.AREAS.values()))}"
     for module in mutants.AREAS.values():

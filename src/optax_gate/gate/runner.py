@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import outcomes
+from optax_gate.gate import devices, outcomes
 
 CONTRACTS_DIR = "tests/contracts"
 
@@ -88,29 +88,75 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
-    log = out_dir / f"{label}.reportlog.jsonl"
-    log.unlink(missing_ok=True)
-    cmd = [str(python), "-m", "pytest", CONTRACTS_DIR, "-q", "-p", "no:cacheprovider",
-           f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
-    start = time.monotonic()
-    try:
-        env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
-        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return not_verified(label, f"contracts timed out after {timeout:.0f} s", versions=versions, **extra)
+    env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+    parts, start = [], time.monotonic()
+    for suffix, folder, multi in PARTS:  # the multi-device contracts in a process of their own
+        left = timeout - (time.monotonic() - start)
+        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, left, pytest_args,
+                       devices.env(env) if multi else env)
+        if part is None:
+            return not_verified(label, f"contracts timed out after {timeout:.0f} s ({folder})", versions=versions, **extra)
+        parts.append(part)
     duration = round(time.monotonic() - start, 1)
-    (out_dir / f"{label}.pytest.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    parsed = outcomes.parse(log) if log.exists() else outcomes.ReportLog()
     record = {
-        "label": label, "versions": versions, "status": "ran", "reason": "", "exitstatus": proc.returncode,
-        "duration_s": duration, **extra,
-        "contracts": {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"} for cid, c in parsed.contracts.items()},
+        "label": label, "versions": versions, "status": "ran", "reason": "", "duration_s": duration, **extra,
+        "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
+        "contracts": {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
+                      for p in parts for cid, c in p.log.contracts.items()},
     }
-    if proc.returncode not in (0, 1):
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
-        record.update(status="not-verified", reason=f"pytest ended with exit status {proc.returncode}: {tail}")
-    elif parsed.collection_errors:
-        record.update(status="not-verified", reason="collection errors: " + "; ".join(parsed.collection_errors)[:600])
-    elif not parsed.contracts:
+    problem = merge_problems(parts, selected=bool(pytest_args))
+    if problem:
+        bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
+        record.update(status="not-verified", reason=problem, exitstatus=bad)
+    elif not record["contracts"]:
         record.update(status="not-verified", reason="zero contracts ran")
     return record
+
+
+#: The pytest processes of one contract run: (file name suffix, folder,
+#: multi-device). The multi-device contracts need eight simulated CPU devices
+#: configured before JAX starts (``optax_gate.gate.devices``), so they run in a
+#: second process; their outcomes join the same record.
+PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, True))
+
+
+@dataclasses.dataclass
+class Part:
+    """One pytest process of a contract run."""
+
+    folder: str
+    returncode: int
+    output: str
+    log: outcomes.ReportLog
+
+
+def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
+            pytest_args: list[str] | None, env: dict[str, str]) -> Part | None:
+    """Run pytest on ``folder``; ``<name>.reportlog.jsonl``, ``<name>.junit.xml``
+    and ``<name>.pytest.txt`` go to ``out_dir``. None when it timed out."""
+    log = out_dir / f"{name}.reportlog.jsonl"
+    log.unlink(missing_ok=True)
+    cmd = [str(python), "-m", "pytest", folder, "-q", "-p", "no:cacheprovider",
+           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
+    if timeout <= 0:
+        return None
+    try:
+        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return None
+    (out_dir / f"{name}.pytest.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    return Part(folder, proc.returncode, proc.stdout + proc.stderr, outcomes.parse(log) if log.exists() else outcomes.ReportLog())
+
+
+def merge_problems(parts: list[Part], selected: bool = False) -> str:
+    """Why the pytest processes of one run do not verify it ("" when they do):
+    an exit status other than 0 or 1 (5, nothing collected, is accepted only
+    when ``selected``: the user's ``-k``/paths may select nothing in one part),
+    or collection errors, in any part."""
+    for part in parts:
+        if part.returncode not in (0, 1) and not (part.returncode == 5 and selected):
+            tail = " | ".join(part.output.strip().splitlines()[-3:])
+            return f"pytest ({part.folder}) ended with exit status {part.returncode}: {tail}"
+        if part.log.collection_errors:
+            return "collection errors: " + "; ".join(part.log.collection_errors)[:600]
+    return ""
