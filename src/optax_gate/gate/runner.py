@@ -18,12 +18,15 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import devices, outcomes
 
 CONTRACTS_DIR = "tests/contracts"
+#: Seconds between two looks at a running pytest (progress, time limit).
+POLL_S = 2.0
 
 
 def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
@@ -65,18 +68,35 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     return ""
 
 
+def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
+    """(tests finished, tests collected) so far: finished from the report log
+    being written, collected from the count the plugin writes to ``collected``
+    (0 while collection is still going)."""
+    try:
+        total = int(collected.read_text(encoding="utf-8").strip() or 0)
+        done = log.read_text(encoding="utf-8").count('"when": "teardown"')
+    except (OSError, ValueError):
+        return 0, 0
+    return done, total
+
+
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
-        pytest_args: list[str] | None = None, checkpoints: Path | None = None, **extra: Any) -> dict[str, Any]:
+        pytest_args: list[str] | None = None, checkpoints: Path | None = None,
+        on_progress: Callable[[int, int], None] | None = None, **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment, then run the contracts there.
 
     Args:
       python: the environment's interpreter.
       label: name of the environment in reports and file names.
       project_root: the project folder (pytest runs from there).
-      out_dir: where ``<label>.reportlog.jsonl`` and ``<label>.junit.xml`` go.
+      out_dir: where ``<label>.reportlog.jsonl``, ``<label>.junit.xml`` and
+        ``<label>.pytest.txt`` (pytest's output) go, and the same
+        ``<label>.multidevice.*`` files of the multi-device process (``PARTS``).
       timeout: seconds for the whole pytest run.
       pytest_args: extra pytest arguments (e.g. ``-k``).
       checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
+      on_progress: called with ``(finished, collected)`` tests every few
+        seconds while pytest runs (from its report log).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -89,26 +109,31 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
-    parts, start = [], time.monotonic()
+    parts: list[Part] = []
+    start = time.monotonic()
     for suffix, folder, multi in PARTS:  # the multi-device contracts in a process of their own
-        left = timeout - (time.monotonic() - start)
-        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, left, pytest_args,
-                       devices.env(env) if multi else env)
+        done = (sum(p.progress[0] for p in parts), sum(p.progress[1] for p in parts))
+        report = (lambda d, t, done=done: on_progress(done[0] + d, done[1] + t)) if on_progress else None
+        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, timeout - (time.monotonic() - start),
+                       pytest_args, devices.env(env) if multi else env, report)
         if part is None:
             return not_verified(label, f"contracts timed out after {timeout:.0f} s ({folder})", versions=versions, **extra)
         parts.append(part)
     duration = round(time.monotonic() - start, 1)
+    contracts = {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
+                 for p in parts for cid, c in p.log.contracts.items()}
+    if on_progress:
+        on_progress(len(contracts), len(contracts))
     record = {
-        "label": label, "versions": versions, "status": "ran", "reason": "", "duration_s": duration, **extra,
+        "label": label, "versions": versions, "status": "ran", "reason": "",
         "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
-        "contracts": {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
-                      for p in parts for cid, c in p.log.contracts.items()},
+        "duration_s": duration, **extra, "contracts": contracts,
     }
     problem = merge_problems(parts, selected=bool(pytest_args))
     if problem:
         bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
         record.update(status="not-verified", reason=problem, exitstatus=bad)
-    elif not record["contracts"]:
+    elif not contracts:
         record.update(status="not-verified", reason="zero contracts ran")
     return record
 
@@ -116,43 +141,68 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
 #: The pytest processes of one contract run: (file name suffix, folder,
 #: multi-device). The multi-device contracts need eight simulated CPU devices
 #: configured before JAX starts (``optax_gate.gate.devices``), so they run in a
-#: second process; their outcomes join the same record.
+#: second process (``<label>.multidevice.*`` files); their outcomes join the
+#: same record, and a failure or time-out of either process fails closed.
 PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, True))
 
 
 @dataclasses.dataclass
 class Part:
-    """One pytest process of a contract run."""
+    """One pytest process of a contract run: its folder, exit status, the
+    tail of its output, its report log and its last (finished, collected)."""
 
     folder: str
     returncode: int
     output: str
     log: outcomes.ReportLog
+    progress: tuple[int, int] = (0, 0)
 
 
 def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
-            pytest_args: list[str] | None, env: dict[str, str]) -> Part | None:
-    """Run pytest on ``folder``; ``<name>.reportlog.jsonl``, ``<name>.junit.xml``
-    and ``<name>.pytest.txt`` go to ``out_dir``. None when it timed out."""
-    log = out_dir / f"{name}.reportlog.jsonl"
-    log.unlink(missing_ok=True)
-    cmd = [str(python), "-m", "pytest", folder, "-q", "-p", "no:cacheprovider",
-           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
+            pytest_args: list[str] | None, env: dict[str, str],
+            on_progress: Callable[[int, int], None] | None) -> Part | None:
+    """Run pytest on ``folder`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
+    ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to ``out_dir``. None when
+    it timed out (the process is killed)."""
     if timeout <= 0:
         return None
-    try:
-        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return None
-    (out_dir / f"{name}.pytest.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    return Part(folder, proc.returncode, proc.stdout + proc.stderr, outcomes.parse(log) if log.exists() else outcomes.ReportLog())
+    log = out_dir / f"{name}.reportlog.jsonl"
+    log.unlink(missing_ok=True)
+    output = out_dir / f"{name}.pytest.txt"
+    collected = out_dir / f"{name}.collected"
+    collected.unlink(missing_ok=True)
+    cmd = [str(python), "-m", "pytest", folder, "-q", "-p", "no:cacheprovider",
+           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
+    start = time.monotonic()
+    env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute())}
+    with open(output, "w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if on_progress:
+                        on_progress(*_count_progress(log, collected))
+                    if time.monotonic() - start > timeout:
+                        proc.kill()
+                        proc.wait()
+                        return None
+        finally:
+            if proc.poll() is None:  # interrupted: never leave pytest running behind the gate
+                proc.kill()
+                proc.wait()
+    tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
+    return Part(folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
+                _count_progress(log, collected))
 
 
 def merge_problems(parts: list[Part], selected: bool = False) -> str:
     """Why the pytest processes of one run do not verify it ("" when they do):
     an exit status other than 0 or 1 (5, nothing collected, is accepted only
-    when ``selected``: the user's ``-k``/paths may select nothing in one part),
-    or collection errors, in any part."""
+    when ``selected``: the caller's ``-k``/paths may select nothing in one
+    process), or collection errors, in any process."""
     for part in parts:
         if part.returncode not in (0, 1) and not (part.returncode == 5 and selected):
             tail = " | ".join(part.output.strip().splitlines()[-3:])
