@@ -8,7 +8,10 @@ Commands:
     replaced, e.g. ``optax==0.2.8``; with no ``SPEC``, the newest releases of
     optax, jax, jaxlib and flax), run the contracts in both, write
     ``report.md`` and ``report.json`` to ``--out``. ``--candidate-lock`` uses
-    a lock file as the candidate instead of ``SPEC``.
+    a lock file as the candidate instead of ``SPEC``. ``--usage PATH...``
+    scopes the API surface and dependency diffs to the team's code;
+    ``--fail-on-new-deprecations`` makes a new deprecation warning broken
+    (``optax_gate.gate.unseen``).
 ``matrix [--plan | --only NAME ... | --merge] [--include-older]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index, run the contracts in the baseline and in
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import atomic, compare, environments, matrix, report_json, report_markdown, report_matrix, requirements, runner
+from optax_gate.gate import surface, unseen
 
 PYTHON_VERSION = "3.12"
 
@@ -65,10 +69,12 @@ def _forget_previous_evidence(label: str, out: Path) -> None:
 def _run_lock(label: str, lock: Path, args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
     """Build (or reuse) the environment of ``lock`` and run the contracts there."""
     _forget_previous_evidence(label, args.out)
+    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
     try:
         python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), **extra)
+    extra["site_packages"] = str(unseen.site_packages(python) or "")  # for the API surface diff
     checkpoints = args.out / "checkpoints"
     if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
         extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root) or "written"
@@ -102,7 +108,23 @@ def gate(args: argparse.Namespace) -> int:
         candidate = _run_specs("candidate", args.specs or list(requirements.NEWEST_DEFAULT), args.out / "candidate-lock.txt", args)
         candidate["requirements"] = specs
     _save_run(candidate, args.out)
-    return write_reports(compare.compare(baseline, candidate), args.out)
+    return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
+
+
+# --- beyond the contracts (issue 10): API surface, warnings, dependencies ----------------------
+def _beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
+                      args: argparse.Namespace) -> dict[str, Any]:
+    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+    return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
+                         fail_on_new_deprecations=args.fail_on_new_deprecations)
+
+
+def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--usage", nargs="+", type=Path, default=None, metavar="PATH",
+                   help="the team's code (.py, .ipynb): scope the API surface and dependency diffs to what it uses")
+    p.add_argument("--fail-on-new-deprecations", action="store_true",
+                   help="a deprecation warning new in the candidate is broken (for code run with -W error)")
+# ------------------------------------------------------------------------------------------------
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -156,7 +178,8 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
-    return write_reports(compare.compare(_load(args.baseline_run), _load(args.candidate_run)), args.out)
+    baseline, candidate = _load(args.baseline_run), _load(args.candidate_run)
+    return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
@@ -176,6 +199,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("specs", nargs="*", help="candidate requirements, e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1")
     g.add_argument("--candidate-lock", type=Path, default=None, help="judge this lock file instead of SPECs")
     _environment_options(g, "reports/gate")
+    _beyond_contracts_options(g)
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
     what = m.add_mutually_exclusive_group()
@@ -189,6 +213,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("baseline_run", type=Path)
     c.add_argument("candidate_run", type=Path)
     c.add_argument("--out", type=Path, default=Path("reports/gate"))
+    _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     return p
 

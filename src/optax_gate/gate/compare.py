@@ -54,7 +54,7 @@ def classify(baseline: str | None, candidate: str | None, kind: str, defect: boo
 
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    """Build the schema-1 report body from two environment runs.
+    """Build the report body (schema 2; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
 
     Args:
       baseline, candidate: run records as written by ``optax_gate.gate.runner``:
@@ -63,7 +63,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "outcome", "detail"}}, ...}``.
 
     Returns:
-      ``{"schema": 1, "verdict", "reasons", "summary", "baseline",
+      ``{"schema": 2, "verdict", "reasons", "summary", "baseline",
       "candidate", "contracts": [...]}``; contracts sorted by change severity,
       then id.
     """
@@ -110,7 +110,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     else:
         verdict = "pass"
     return {
-        "schema": 1,
+        "schema": 2,
         "verdict": verdict,
         "reasons": reasons,
         "notes": notes,

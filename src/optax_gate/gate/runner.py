@@ -4,6 +4,7 @@ A *run record* (a JSON-able dict) is the evidence the comparison works from:
 
 ``{"label", "requirements", "lock", "versions", "status": "ran" |
 "not-verified", "reason", "exitstatus", "duration_s", "hypothesis_profile",
+"warnings": [{"category", "message", "module", "when", "contracts"}],
 "contracts": {id: {"api", "guide", "kind", "outcome", "detail"}}}``
 
 ``status`` is ``ran`` only when the contracted packages import, pytest ends
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import outcomes
+from optax_gate.gate import outcomes, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
 
@@ -31,18 +32,19 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
-def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None]:
-    """Versions of the environment and its import error (None when imports work)."""
+def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]]]:
+    """Versions of the environment, its import error (None when imports work)
+    and the warnings raised while importing."""
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {}, f"import check timed out after {timeout:.0f} s"
+        return {}, f"import check timed out after {timeout:.0f} s", []
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}"
-    return data["versions"], data["import_error"]
+        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}", []
+    return data["versions"], data["import_error"], data.get("import_warnings", [])
 
 
 def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600) -> str:
@@ -84,7 +86,8 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     """
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
-    versions, import_error = probe(python)
+    versions, import_error, import_warnings = probe(python)
+    extra["warnings"] = warnings_diff.fold(import_warnings, [])
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -92,15 +95,19 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     log.unlink(missing_ok=True)
     cmd = [str(python), "-m", "pytest", CONTRACTS_DIR, "-q", "-p", "no:cacheprovider",
            f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
+    warnings_file = out_dir / f"{label}.warnings.json"
+    warnings_file.unlink(missing_ok=True)
     start = time.monotonic()
     try:
-        env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+        env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {}),
+               "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
         proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return not_verified(label, f"contracts timed out after {timeout:.0f} s", versions=versions, **extra)
     duration = round(time.monotonic() - start, 1)
     (out_dir / f"{label}.pytest.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     parsed = outcomes.parse(log) if log.exists() else outcomes.ReportLog()
+    extra["warnings"] = warnings_diff.fold(import_warnings, warnings_diff.read(warnings_file))
     record = {
         "label": label, "versions": versions, "status": "ran", "reason": "", "exitstatus": proc.returncode,
         "duration_s": duration, **extra,
