@@ -35,6 +35,9 @@ LOCK = "requirements-lock.txt"
 def tests(session: nox.Session) -> None:
     """Contracts at the pinned baseline and the suite's own tests."""
     session.install("--require-hashes", "-r", LOCK)
+    # The gate half's own tests (tests/meta) need griffe and jsonschema, at the tools lock's pins
+    # (the environments the gate judges are built from the lock files alone, without them).
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema")
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "pytest", *session.posargs)
 
