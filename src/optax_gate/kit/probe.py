@@ -42,6 +42,8 @@ def _module_of(filename: str) -> str:
         path = path.rsplit("site-packages/", 1)[1]
     elif "/src/" in path:
         path = path.rsplit("/src/", 1)[1]
+    else:  # a file outside any package folder (a test module): its name
+        path = path.rsplit("/", 1)[-1]
     path = path.removesuffix(".py").removesuffix("/__init__")
     return path.replace("/", ".")
 
