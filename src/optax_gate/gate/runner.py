@@ -4,6 +4,7 @@ A *run record* (a JSON-able dict) is the evidence the comparison works from:
 
 ``{"label", "requirements", "lock", "versions", "status": "ran" |
 "not-verified", "reason", "exitstatus", "duration_s", "hypothesis_profile",
+"warnings": [{"category", "message", "module", "when", "contracts"}],
 "contracts": {id: {"api", "guide", "kind", "outcome", "detail"}}}``
 
 ``status`` is ``ran`` only when the contracted packages import, pytest ends
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices, outcomes
+from optax_gate.gate import devices, outcomes, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
@@ -34,18 +35,19 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
-def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None]:
-    """Versions of the environment and its import error (None when imports work)."""
+def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]]]:
+    """Versions of the environment, its import error (None when imports work)
+    and the warnings raised while importing."""
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {}, f"import check timed out after {timeout:.0f} s"
+        return {}, f"import check timed out after {timeout:.0f} s", []
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}"
-    return data["versions"], data["import_error"]
+        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}", []
+    return data["versions"], data["import_error"], data.get("import_warnings", [])
 
 
 def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600,
@@ -108,7 +110,8 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     """
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
-    versions, import_error = probe(python)
+    versions, import_error, import_warnings = probe(python)
+    extra["warnings"] = warnings_diff.fold(import_warnings, [])
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -124,6 +127,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
             return not_verified(label, f"contracts timed out after {timeout:.0f} s ({folder})", versions=versions, **extra)
         parts.append(part)
     duration = round(time.monotonic() - start, 1)
+    extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     contracts = {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
                  for p in parts for cid, c in p.log.contracts.items()}
     if on_progress:
@@ -153,13 +157,15 @@ PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, T
 @dataclasses.dataclass
 class Part:
     """One pytest process of a contract run: its folder, exit status, the
-    tail of its output, its report log and its last (finished, collected)."""
+    tail of its output, its report log, its last (finished, collected) and the
+    warnings its contracts raised (``optax_gate.gate.warnings_diff``)."""
 
     folder: str
     returncode: int
     output: str
     log: outcomes.ReportLog
     progress: tuple[int, int] = (0, 0)
+    warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
@@ -178,7 +184,9 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
     cmd = [str(python), "-m", "pytest", folder, "-q", "-p", "no:cacheprovider",
            f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
     start = time.monotonic()
-    env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute())}
+    warnings_file = out_dir / f"{name}.warnings.json"
+    warnings_file.unlink(missing_ok=True)
+    env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
     with open(output, "w", encoding="utf-8") as sink:
         proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
         try:
@@ -199,7 +207,7 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
                 proc.wait()
     tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
     return Part(folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
-                _count_progress(log, collected))
+                _count_progress(log, collected), warnings_diff.read(warnings_file))
 
 
 def merge_problems(parts: list[Part], selected: bool = False) -> str:
