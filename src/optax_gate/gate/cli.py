@@ -47,7 +47,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
+from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
                              report_matrix, requirements, runner, surface, unseen, validate)
 from optax_gate.gate.progress import Progress
 
@@ -103,12 +103,24 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, ch
     jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
     extra["compilation_cache"] = bool(jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     extra["site_packages"] = str(unseen.site_packages(python) or "")  # for the API surface diff
+    if label == "baseline" and args.baseline_cache:
+        inputs = baseline_cache.key_inputs(lock, args.project_root)
+        cached, why = baseline_cache.fetch(args.cache_dir, inputs, folder, checkpoints)
+        if cached is not None:
+            say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
+            return {**cached, **extra, "from_cache": cached["from_cache"]}
+        say(f"baseline: not taken from the cache ({why})")
     if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
         say("baseline: writing the resume checkpoints")
         extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root, extra_env=jax_env) or "written"
     say(f"{label}: running the contracts")
-    return runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
-                      on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
+    record = runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
+                        on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
+    if label == "baseline" and args.baseline_cache:
+        entry = baseline_cache.store(args.cache_dir, inputs, record, sorted(folder.glob("baseline.*")), checkpoints)
+        if entry is not None:
+            say(f"baseline: stored in the cache as {entry.name}")
+    return record
 
 
 def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
@@ -286,6 +298,10 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
+                   help="run the baseline even when its result is cached (the new result replaces the entry)")
+    p.add_argument("--cache-dir", type=Path, default=Path(".nox/gate-cache"), metavar="DIR",
+                   help="where baseline results are cached, content-addressed (default: %(default)s)")
     p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
                    help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
