@@ -256,6 +256,8 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
         assert "interrupted" in stderr and "Traceback" not in stderr
         assert (out / "latest").resolve() == latest, f"attempt {attempt}: an interrupted run became latest"
         assert snapshot(latest) == before and (out / "report.md").read_text() == report_before
+        left = subprocess.run(["pgrep", "-f", str(tmp_path / "fake-python")], capture_output=True, text=True).stdout.split()
+        assert not left, f"attempt {attempt}: contract processes outlived the interrupted gate: {left}"
         others = [p for p in (out / "runs").iterdir() if p != latest]
         assert others and all((p / evidence.MARKER).exists() for p in others), "an interrupted run is not marked incomplete"
 

@@ -39,11 +39,14 @@ Exit status:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import signal
 import sys
 import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -87,40 +90,101 @@ def _forget_previous_evidence(label: str, folder: Path) -> None:
         old.unlink()
 
 
-def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
-              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
-    """Build (or reuse) the environment of ``lock`` and run the contracts there;
-    evidence goes to ``folder``; the baseline writes the resume ``checkpoints``."""
-    say = progress or (lambda message: None)
+@dataclasses.dataclass
+class Side:
+    """One side of a comparison, prepared: its environment built and its
+    cache looked up. ``record`` is already final when the side needs no
+    contract run (taken from the cache, or not verified)."""
+
+    label: str
+    folder: Path
+    checkpoints: Path
+    extra: dict[str, Any]
+    python: Path | None = None
+    jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    record: dict[str, Any] | None = None
+    cache_inputs: dict[str, Any] | None = None
+
+
+def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+             say: Callable[[str], None], **extra: Any) -> Side:
+    """Build (or reuse) the environment of ``lock``; for the baseline, take its
+    result from the cache when a verified entry exists."""
     _forget_previous_evidence(label, folder)
     say(f"{label}: building (or reusing) its environment")
     env_folder = environments.folder_for(args.envs_dir, lock)
     extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
+    side = Side(label, folder, checkpoints, extra)
     try:
-        python = environments.ensure(env_folder, lock, args.python, args.project_root)
+        side.python = environments.ensure(env_folder, lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
-        return runner.not_verified(label, str(exc), **extra)
-    jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
-    extra["compilation_cache"] = bool(jax_env.get("JAX_COMPILATION_CACHE_DIR"))
-    extra["site_packages"] = str(unseen.site_packages(python) or "")  # for the API surface diff
+        side.record = runner.not_verified(label, str(exc), **extra)
+        return side
+    side.jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
+    extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
     if label == "baseline" and args.baseline_cache:
-        inputs = baseline_cache.key_inputs(lock, args.project_root)
-        cached, why = baseline_cache.fetch(args.cache_dir, inputs, folder, checkpoints)
+        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root)
+        cached, why = baseline_cache.fetch(args.cache_dir, side.cache_inputs, folder, checkpoints)
         if cached is not None:
             say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
-            return {**cached, **extra, "from_cache": cached["from_cache"]}
-        say(f"baseline: not taken from the cache ({why})")
-    if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
-        say("baseline: writing the resume checkpoints")
-        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root, extra_env=jax_env) or "written"
-    say(f"{label}: running the contracts")
-    record = runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
-                        on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
-    if label == "baseline" and args.baseline_cache:
-        entry = baseline_cache.store(args.cache_dir, inputs, record, sorted(folder.glob("baseline.*")), checkpoints)
+            side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
+        else:
+            say(f"baseline: not taken from the cache ({why})")
+    return side
+
+
+def _write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """The baseline writes the checkpoints every environment resumes from."""
+    say("baseline: writing the resume checkpoints")
+    side.extra["checkpoint_writer"] = runner.write_checkpoints(
+        side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
+
+
+def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None) -> dict[str, Any]:
+    """Run the contracts of a prepared side (unless its record is final); a
+    verified baseline run is stored in the cache."""
+    if side.record is not None:
+        return side.record
+    say = progress or (lambda message: None)
+    say(f"{side.label}: running the contracts")
+    record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
+                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env, **side.extra)
+    if side.cache_inputs is not None:
+        entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
+                                     sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
         if entry is not None:
             say(f"baseline: stored in the cache as {entry.name}")
     return record
+
+
+def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
+    """Build (or reuse) the environment of ``lock`` and run the contracts there
+    (one side at a time: the matrix); evidence goes to ``folder``; the
+    baseline writes the resume ``checkpoints``."""
+    say = progress or (lambda message: None)
+    side = _prepare(label, lock, args, folder, checkpoints, say, **extra)
+    if side.record is None and label == "baseline":
+        _write_checkpoints(side, args, say)
+    return _contracts(side, args, progress)
+
+
+def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the contracts of both sides. The checkpoints come first (the
+    candidate resumes from them); then, when both sides need a run, the two
+    pytest processes run at the same time unless ``--sequential``."""
+    if baseline.record is None:
+        _write_checkpoints(baseline, args, say)
+    if baseline.record is None and candidate.record is None and args.concurrent:
+        say("running both sides at the same time (--sequential to run one after the other)")
+        pool = ThreadPoolExecutor(max_workers=2)
+        try:
+            futures = [pool.submit(_contracts, side, args, say) for side in (baseline, candidate)]
+            return futures[0].result(), futures[1].result()
+        finally:  # on an interruption, do not wait here: main() stops the pytest processes
+            pool.shutdown(wait=False, cancel_futures=True)
+    return _contracts(baseline, args, say), _contracts(candidate, args, say)
 
 
 def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
@@ -209,8 +273,9 @@ def gate(args: argparse.Namespace) -> int:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
                            runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
-    baseline = _run_lock("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
-    candidate = _run_lock("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
+    sides = (_prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req),
+             _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req))
+    baseline, candidate = _run_both(*sides, args, say)
     return _finish(run, baseline, candidate, args, say)
 
 
@@ -319,6 +384,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--candidate-lock", type=Path, default=None, metavar="FILE",
                    help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
     g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
+    g.add_argument("--sequential", dest="concurrent", action="store_false",
+                   help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
+                        "when both need a run)")
     g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
@@ -369,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (KeyboardInterrupt, Interrupted) as exc:
+        runner.stop_all()
         run = getattr(args, "run_folder", None)
         where = f"; its folder {run.path} stays marked {evidence.MARKER} and the previous report is untouched" if run else ""
         return _fail(f"interrupted ({exc or 'SIGINT'}): not verified{where}")
