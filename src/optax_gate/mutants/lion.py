@@ -65,3 +65,15 @@ def _(optax):
 @mutant("lion-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
     return post_process(optax, "lion", perturbed_under_jit)
+
+
+@mutant("lion-count-stuck", "the step count of the state never advances")
+def _(optax):
+    orig = optax.lion
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, new = tx.update(g, s, params)
+            return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+        return wrap_tx(tx, update=update)
+    return {"lion": f}

@@ -74,3 +74,9 @@ def _(optax):
 @mutant("rmsprop-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
     return post_process(optax, "rmsprop", perturbed_under_jit)
+
+
+@mutant("rmsprop-bias-correction-forced", "always bias-corrects the moments (and keeps a count in the state)")
+def _(optax):
+    orig = optax.rmsprop
+    return {"rmsprop": lambda *a, bias_correction=False, **k: orig(*a, bias_correction=True, **k)}
