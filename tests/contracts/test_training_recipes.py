@@ -101,13 +101,14 @@ def test_first_step_is_sign_plus_decay_times_lr():
     """Step 0: lr = init_value = 1e-3; Adam's first direction is sign(g), the
     decay is added before the learning rate: update = -1e-3 * (sign(g) + 0.1 *
     p) = [-1.1e-3, 1.1e-3] for p = [1, -1], g = [3, -4]. Budget: the step's
-    own plus ``tolerances.cancellation(0.999)`` (float32's rounding of b2 in
-    ``1 - b2``, seen directly in an update not masked by the params)."""
+    own plus ``tolerances.bias_correction(0.999, 1, float32)`` (float32's
+    rounding of b2 in ``1 - b2``, seen directly in an update not masked by the
+    params)."""
     tx = recipe()
     params = {"w": jnp.array([1.0, -1.0])}
     updates, _ = jax.jit(tx.update)({"w": jnp.array([3.0, -4.0])}, tx.init(params), params)
     assert_close(updates["w"], [-1.1e-3, 1.1e-3], dtype=jnp.float32,
-                 ulps=PER_STEP + tolerances.cancellation(0.999), what="first update")
+                 ulps=PER_STEP + tolerances.bias_correction(0.999, 1, "float32"), what="first update")
 
 
 @pytest.mark.property

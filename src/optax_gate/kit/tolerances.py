@@ -34,6 +34,15 @@ budget             ulps                    reason
                                            linearly with the number of terms
                                            (Higham, *Accuracy and Stability of
                                            Numerical Algorithms*, 2nd ed., §4.2).
+``bias_correction``  (4 + t) * b**t /        a division by ``1 - b**t`` (Adam's bias
+                   (1 - b**t)              correction): the subtraction amplifies the
+                                           relative error of ``b**t`` (``b`` rounded,
+                                           then the power: ``4 + t`` ULPs) by its
+                                           condition number ``b**t / (1 - b**t)``
+                                           (cancellation, Higham §1.7); counted in
+                                           ULPs of the dtype the correction is
+                                           computed in (float32, float64 under x64)
+                                           and converted to the result's dtype.
 =================  ======================  =========================================
 
 Machine epsilons (``numpy.finfo(dtype).eps``; bfloat16 from its 8-bit
@@ -99,24 +108,6 @@ def reduction(n_terms: int) -> int:
     return ELEMENTWISE + 2 * n_terms
 
 
-def cancellation(decay: float) -> int:
-    """ULP budget of a quantity divided by Adam's bias correction ``1 - decay**t``.
-
-    ``decay`` (e.g. ``b2 = 0.999``) is rounded to the dtype before ``1 -
-    decay**t`` is formed; that half-ULP rounding of a number close to 1 is
-    then relative to ``1 - decay``, i.e. magnified by ``1 / (1 - decay)``
-    (catastrophic cancellation, Higham 2nd ed., §1.7): ``ceil(0.5 / (1 -
-    decay))`` ULPs (500 for 0.999) on the corrected moment, before the square
-    root halves it.
-
-    Raises:
-      ValueError: unless ``0 <= decay < 1``.
-    """
-    if not 0.0 <= decay < 1.0:
-        raise ValueError(f"decay must be in [0, 1), got {decay}")
-    return math.ceil(0.5 / (1.0 - decay))
-
-
 def accumulated(steps: int, per_step: int = ELEMENTWISE) -> int:
     """ULP budget after ``steps`` steps of a recurrence whose single step stays
     within ``per_step`` ULPs: ``steps * per_step`` (errors add, see the table).
@@ -127,6 +118,22 @@ def accumulated(steps: int, per_step: int = ELEMENTWISE) -> int:
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     return steps * per_step
+
+
+def bias_correction(decay: float, step: int, dtype: Any) -> int:
+    """ULP budget, in ULPs of ``dtype``, of dividing by ``1 - decay**step``
+    when that factor is computed in float32 (float64 under x64) whatever the
+    moment's dtype (optax 0.2.6 ``tree_bias_correction``; see the table).
+
+    Raises:
+      ValueError: if ``step`` < 1 or ``decay`` is not in (0, 1).
+    """
+    if step < 1 or not 0.0 < decay < 1.0:
+        raise ValueError(f"need step >= 1 and 0 < decay < 1, got {step}, {decay}")
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    compute = "float64" if name == "float64" else "float32"
+    cond = decay**step / (1.0 - decay**step)
+    return math.ceil((ELEMENTWISE + step) * cond * EPS[compute] / EPS[name])
 
 
 def eps(dtype: Any) -> float:
