@@ -41,11 +41,12 @@ Command line::
     python -m optax_gate.kit.speed --serve                      # rounds on request
 
 ``--serve`` is what the gate uses to interleave two environments without
-paying JAX's import once per round: it builds the set-ups, runs one untimed
-warm-up round (the first compilation in a process also loads XLA's own
-machinery), prints ``READY``, then answers each ``round`` line on stdin with
-one line on stdout, ``@speed <json of one round>``, until ``quit`` or end of
-input. Every line the program prints itself starts with ``@speed``; others
+paying JAX's import once per round (about 3 s of CPU each time): it builds the
+set-ups, warms up untimed (``Session.warm_up``), prints
+``@speed {"ready": <header>}``, then answers each ``round`` line on stdin (compile
+and time every set-up) or ``steps`` line (time the steps of the last compiled
+executables again, cheap) with one line ``@speed {"round": <one round>}``,
+until ``quit`` or end of input. Every line the program prints itself starts with ``@speed``; others
 (library warnings) are to be ignored by the reader.
 
 Output (``--out`` file, or ``@speed {"ready": ...}``)::
@@ -236,21 +237,40 @@ def _time_steps(compiled: Any, args: tuple[Any, ...], inner: int, repeats: int, 
     return samples
 
 
-def one_round(setups: dict[str, Setup], compiles: int = COMPILES, repeats: int = REPEATS,
-              warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
-    """Time every set-up once: ``{setup: {metric: [seconds, ...]}}`` (see the
-    module docstring for the metrics)."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for name, (make, args) in setups.items():
-        reading: dict[str, list[float]] = {"compile_s": [], "lower_s": [], "backend_compile_s": [], "first_call_s": []}
-        compiled = None
-        for _ in range(compiles):
-            times, compiled = _time_compile(make, args)
-            for key, value in times.items():
-                reading[key].append(value)
-        reading["step_s"] = _time_steps(compiled, args, INNER[name], repeats, warmup)
-        out[name] = reading
-    return out
+class Session:
+    """The set-ups of this process and their latest executables."""
+
+    def __init__(self) -> None:
+        self.setups = build()
+        self.compiled: dict[str, Any] = {}
+
+    def warm_up(self) -> None:
+        """Untimed: one tiny compilation (loads XLA's own machinery) and a
+        lowering of every set-up (fills the tracing caches of jax.numpy), so
+        the first timed compilation is like the later ones."""
+        jax.block_until_ready(jax.jit(lambda v: v * 2.0 + 1.0)(jnp.ones((3,), jnp.float32)))
+        for make, args in self.setups.values():
+            jax.jit(make()).lower(*args)
+
+    def compile_round(self, compiles: int = COMPILES, repeats: int = REPEATS,
+                      warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
+        """Compile every set-up ``compiles`` times, then time its steps:
+        ``{setup: {metric: [seconds, ...]}}`` (metrics: module docstring)."""
+        out: dict[str, dict[str, list[float]]] = {}
+        for name, (make, args) in self.setups.items():
+            reading: dict[str, list[float]] = {"compile_s": [], "lower_s": [], "backend_compile_s": [], "first_call_s": []}
+            for _ in range(compiles):
+                times, self.compiled[name] = _time_compile(make, args)
+                for key, value in times.items():
+                    reading[key].append(value)
+            reading["step_s"] = _time_steps(self.compiled[name], args, INNER[name], repeats, warmup)
+            out[name] = reading
+        return out
+
+    def steps_round(self, repeats: int = REPEATS, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
+        """Time the steps of the executables of the last :meth:`compile_round` only."""
+        return {name: {"step_s": _time_steps(self.compiled[name], args, INNER[name], repeats, warmup)}
+                for name, (make, args) in self.setups.items()}
 
 
 def header(plant: str | None = None) -> dict[str, Any]:
@@ -266,14 +286,16 @@ def _emit(payload: dict[str, Any]) -> None:
 
 
 def serve(plant: str | None = None) -> int:
-    """The ``--serve`` loop (module docstring): warm up, ``READY``, one round per ``round`` line."""
-    setups = build()
-    one_round(setups, repeats=1, warmup=1)  # untimed: loads XLA's machinery, compiles each set-up once
+    """The ``--serve`` loop (module docstring): warm up, say ready, answer ``round``/``steps`` lines."""
+    session = Session()
+    session.warm_up()
     _emit({"ready": header(plant)})
     for line in sys.stdin:
         command = line.strip()
         if command == "round":
-            _emit({"round": one_round(setups)})
+            _emit({"round": session.compile_round()})
+        elif command == "steps" and session.compiled:
+            _emit({"round": session.steps_round()})
         elif command in ("quit", ""):
             break
         else:
@@ -283,9 +305,9 @@ def serve(plant: str | None = None) -> int:
 
 def measure(rounds: int, plant: str | None = None) -> dict[str, Any]:
     """``rounds`` rounds in this process, after an untimed warm-up round."""
-    setups = build()
-    one_round(setups, repeats=1, warmup=1)
-    return {**header(plant), "rounds": [one_round(setups) for _ in range(rounds)]}
+    session = Session()
+    session.warm_up()
+    return {**header(plant), "rounds": [session.compile_round() for _ in range(rounds)]}
 
 
 def summary(result: dict[str, Any]) -> str:
@@ -302,7 +324,7 @@ def main(argv: list[str] | None = None, plant: str | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m optax_gate.kit.speed", description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--rounds", type=int, default=3, help="timed rounds (default: %(default)s)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="write the readings there (default: stdout)")
-    p.add_argument("--serve", action="store_true", help="answer 'round' lines on stdin (used by the gate)")
+    p.add_argument("--serve", action="store_true", help="answer 'round' and 'steps' lines on stdin (used by the gate)")
     args = p.parse_args(argv)
     if args.serve:
         return serve(plant)
