@@ -236,3 +236,15 @@ def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise(
         if r["metric"] == "step_s":
             assert (r["change"], r["direction"]) == ("changed", "slower"), r["detail"]
     assert [r["detail"] for r in same["readings"] if r["change"] != "unchanged"] == []
+
+
+def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp_path):
+    missing = speed.measure(tmp_path / "no-python", tmp_path / "no-python", ROOT)
+    assert missing["status"] == "not-measured" and "cannot start" in missing["reason"]
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'ImportError: no jax here' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    ended = speed.measure(broken, broken, ROOT)
+    assert ended["status"] == "not-measured" and "no jax here" in ended["reason"]
+    assert ended["summary"]["not-measured"] == 0 and ended["readings"] == []
+    assert speed.worst(ended) == "not-measured"

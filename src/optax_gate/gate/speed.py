@@ -227,9 +227,13 @@ class Worker:
         self.label = label
         self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-        self.proc = subprocess.Popen([str(python), "-m", module, "--serve"], cwd=project_root, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     text=True, bufsize=1)
+        try:
+            self.proc = subprocess.Popen([str(python), "-m", module, "--serve"], cwd=project_root, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                         text=True, bufsize=1)
+        except OSError as exc:
+            self.stderr.close()
+            raise SpeedFailure(f"{label}: cannot start {python}: {exc}") from None
         self.lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -312,8 +316,8 @@ def measure(baseline_python: Path, candidate_python: Path, project_root: Path, r
     workers: dict[str, Worker] = {}
     try:
         # Both start (import JAX, warm up) at once: nothing is timed yet.
-        workers = {"baseline": Worker("baseline", baseline_python, project_root, modules[0]),
-                   "candidate": Worker("candidate", candidate_python, project_root, modules[1])}
+        for side, python, module in (("baseline", baseline_python, modules[0]), ("candidate", candidate_python, modules[1])):
+            workers[side] = Worker(side, python, project_root, module)
         for side, worker in workers.items():
             result[side] = worker.answer(START_TIMEOUT)["ready"]
         for r in range(rounds):
