@@ -12,12 +12,15 @@
   default ``tests/contracts/known_defects.toml``): a contract marked
   ``known_defect(ID)`` pins a defective baseline behaviour; ``ID`` must be in
   the ledger, and the report says ``fixed`` when a candidate changes it.
+- Writes the number of collected tests to ``$OPTAX_GATE_PROGRESS`` when set
+  (the gate's progress lines).
 - Prints the versions of python, optax, jax, jaxlib, flax and numpy, and the
   hypothesis profile, in the session header (guides' acceptance criterion 1).
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -100,6 +103,14 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
             raise pytest.UsageError(f"{item.nodeid}: known_defect({ident!r}) is not in the ledger {item.config.getini('known_defects')}")
         meta["defect"] = f"{ident}: {ledger[ident]}"
     return meta
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Write the number of collected tests to ``$OPTAX_GATE_PROGRESS`` (when
+    set): the gate's progress lines read it as the ``M`` of ``N/M``."""
+    path = os.environ.get("OPTAX_GATE_PROGRESS")
+    if path:
+        Path(path).write_text(f"{len(session.items)}\n", encoding="utf-8")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

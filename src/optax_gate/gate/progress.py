@@ -29,8 +29,10 @@ class Progress:
         last = {"tenth": -1}
 
         def report(done: int, total: int) -> None:
-            tenth = done * 10 // total if total else 0
-            if tenth != last["tenth"] or done == total:
+            if not total:  # still collecting
+                return
+            tenth = done * 10 // total
+            if tenth != last["tenth"]:
                 last["tenth"] = tenth
                 self(f"{label}: {done}/{total} contracts")
         return report

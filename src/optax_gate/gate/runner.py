@@ -68,18 +68,15 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     return ""
 
 
-def _count_progress(log: Path) -> tuple[int, int]:
-    """(contracts finished, contracts collected) so far, from a report log being written."""
-    done = total = 0
+def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
+    """(tests finished, tests collected) so far: finished from the report log
+    being written, collected from the count the plugin writes to ``collected``
+    (0 while collection is still going)."""
     try:
-        lines = log.read_text(encoding="utf-8").splitlines()
-    except OSError:
+        total = int(collected.read_text(encoding="utf-8").strip() or 0)
+        done = log.read_text(encoding="utf-8").count('"when": "teardown"')
+    except (OSError, ValueError):
         return 0, 0
-    for line in lines:
-        if '"CollectReport"' in line and '"Function"' in line:
-            total += line.count('"Function"')
-        elif '"TestReport"' in line and '"when": "teardown"' in line:
-            done += 1
     return done, total
 
 
@@ -113,10 +110,13 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     log = out_dir / f"{label}.reportlog.jsonl"
     log.unlink(missing_ok=True)
     output = out_dir / f"{label}.pytest.txt"
+    collected = out_dir / f"{label}.collected"
+    collected.unlink(missing_ok=True)
     cmd = [str(python), "-m", "pytest", CONTRACTS_DIR, "-q", "-p", "no:cacheprovider",
            f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
     start = time.monotonic()
-    env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+    env = {**os.environ, "OPTAX_GATE_PROGRESS": str(collected.absolute()),
+           **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
     with open(output, "w", encoding="utf-8") as sink:
         proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
         try:
@@ -126,7 +126,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
                     break
                 except subprocess.TimeoutExpired:
                     if on_progress:
-                        on_progress(*_count_progress(log))
+                        on_progress(*_count_progress(log, collected))
                     if time.monotonic() - start > timeout:
                         proc.kill()
                         proc.wait()
