@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from optax_gate import mutants
+from optax_gate.gate import devices
 
 ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "src" / "optax_gate" / "gate"
@@ -23,7 +24,8 @@ def test_importing_every_gate_module_imports_no_library_under_test():
 
 
 def test_every_contract_module_has_a_mutant_family_and_back():
-    """Built-in contract modules (``tests/contracts/test_*.py``) have a mirroring
+    """Built-in contract modules (``tests/contracts/test_*.py`` and
+    ``tests/contracts/multidevice/test_*.py``) have a mirroring
     ``src/optax_gate/mutants/<name>.py``; modules in sub-folders (a team's own)
     have a ``*_mutants.py`` beside them; no family names a missing module."""
     mutants.load(ROOT)
@@ -34,6 +36,6 @@ def test_every_contract_module_has_a_mutant_family_and_back():
     assert contract_modules <= families, f"contract modules without mutants: {sorted(contract_modules - families)}"
     for module in families:
         path = ROOT / module
-        if path.parent == contracts:
+        if path.parent == contracts or devices.is_multidevice(module):  # built-in, mirrored in the package
             stem = path.stem.removeprefix("test_")
             assert (ROOT / "src" / "optax_gate" / "mutants" / f"{stem}.py").exists(), f"no mutants module mirrors {module}"

@@ -248,3 +248,18 @@ def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp
     assert ended["status"] == "not-measured" and "no jax here" in ended["reason"]
     assert ended["summary"]["not-measured"] == 0 and ended["readings"] == []
     assert speed.worst(ended) == "not-measured"
+
+
+def test_a_report_with_speed_readings_fits_the_report_schema():
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    from optax_gate.gate import report_json
+
+    schema = json.loads((ROOT / "src" / "optax_gate" / "gate" / "report.schema.json").read_text(encoding="utf-8"))
+    for result in (_result(3.0, budget=1.5), speed.not_measured("the candidate did not run its contracts")):
+        jsonschema.validate(json.loads(report_json.render(_gate_report(result))), schema)
+    bad = json.loads(report_json.render(_gate_report(_result(1.0))))
+    bad["speed"]["readings"][0]["change"] = "slower"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

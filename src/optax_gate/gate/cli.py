@@ -11,6 +11,9 @@ Commands:
     contracts in each, and write the report into a new run folder under
     ``--out`` (``optax_gate.gate.evidence``); ``OUT/report.md`` shows the latest
     complete run.
+    ``--usage PATH...`` scopes the API surface and dependency diffs to the
+    team's code; ``--fail-on-new-deprecations`` makes a new deprecation
+    warning broken (``optax_gate.gate.unseen``).
 ``matrix [--plan | --only NAME ... | --merge] [--include-older]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index, run the contracts in the baseline and in
@@ -44,8 +47,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compare, environments, evidence, matrix, report_json, report_markdown, report_matrix,
-                             requirements, runner, validate)
+from optax_gate.gate import (atomic, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
+                             report_matrix, requirements, runner, surface, unseen, validate)
 from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
 from optax_gate.gate.progress import Progress
 
@@ -92,16 +95,21 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, ch
     say = progress or (lambda message: None)
     _forget_previous_evidence(label, folder)
     say(f"{label}: building (or reusing) its environment")
+    env_folder = environments.folder_for(args.envs_dir, lock)
+    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
     try:
-        python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
+        python = environments.ensure(env_folder, lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), **extra)
+    jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    extra["compilation_cache"] = bool(jax_env.get("JAX_COMPILATION_CACHE_DIR"))
+    extra["site_packages"] = str(unseen.site_packages(python) or "")  # for the API surface diff
     if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
         say("baseline: writing the resume checkpoints")
-        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root) or "written"
+        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root, extra_env=jax_env) or "written"
     say(f"{label}: running the contracts")
     return runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
-                      on_progress=progress.contracts(label) if progress else None, **extra)
+                      on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
 
 
 def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
@@ -133,7 +141,7 @@ def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[s
     say("comparing and writing the report")
     for record in (baseline, candidate):
         _save_run(record, run.evidence)
-    report = compare.compare(baseline, candidate)
+    report = _beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
     report["run"] = run.name
     speed_.attach(report, speed)
     if run.candidate_lock.exists():
@@ -174,6 +182,9 @@ def gate(args: argparse.Namespace) -> int:
             if not args.requirements_in.is_file():
                 raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
             validate.parse_specs(args.specs, known, args.allow_extra)
+        for path in args.usage or []:
+            if not path.exists():
+                raise validate.InvalidInput(f"--usage {path} does not exist")
     except validate.InvalidInput as exc:
         print(f"optax-gate: {exc}", file=sys.stderr)
         why = f"invalid input: {exc}"
@@ -241,6 +252,22 @@ def _speed_options(p: argparse.ArgumentParser) -> None:
 # ---- end of speed drift -----------------------------------------------------------------------------------
 
 
+# --- beyond the contracts (issue 10): API surface, warnings, dependencies ----------------------
+def _beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
+                      args: argparse.Namespace) -> dict[str, Any]:
+    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+    return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
+                         fail_on_new_deprecations=args.fail_on_new_deprecations)
+
+
+def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--usage", nargs="+", type=Path, default=None, metavar="PATH",
+                   help="the team's code (.py, .ipynb): scope the API surface and dependency diffs to what it uses")
+    p.add_argument("--fail-on-new-deprecations", action="store_true",
+                   help="a deprecation warning new in the candidate is broken (for code run with -W error)")
+# ------------------------------------------------------------------------------------------------
+
+
 def _load(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
@@ -294,7 +321,8 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
-    return write_reports(compare.compare(_load(args.baseline_run), _load(args.candidate_run)), args.out)
+    baseline, candidate = _load(args.baseline_run), _load(args.candidate_run)
+    return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
@@ -309,6 +337,9 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
+                   help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
+                        "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -325,6 +356,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
     g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
     _environment_options(g, "reports/gate")
+    _beyond_contracts_options(g)
     _speed_options(g)
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
@@ -340,6 +372,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("baseline_run", type=Path, help="the baseline's run record (JSON)")
     c.add_argument("candidate_run", type=Path, help="the candidate's run record (JSON)")
     c.add_argument("--out", type=Path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")
+    _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     return p
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from optax_gate.gate import report_surface
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed
 
@@ -74,6 +75,7 @@ def render(report: dict[str, Any]) -> str:
         + f" (of {sum(s.values())} contracts)."
     )
     out.append("")
+    out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
     for reason in report["reasons"]:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
@@ -114,6 +116,7 @@ def render(report: dict[str, Any]) -> str:
         out += [f"## Unchanged ({len(unchanged)})", "", "<details><summary>contracts with the same outcome in both</summary>", ""]
         out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
         out += ["", "</details>", ""]
+    out += report_surface.markdown(report)  # beyond the contracts (issue 10): API surface, warnings, dependencies
     out += report_speed.section(report)  # issue 12: speed drift (empty without a speed result)
     out += ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Machine-readable: `report.json` beside this file."]
     return "\n".join(out) + "\n"
