@@ -1,7 +1,7 @@
 """A planted slowdown for the speed drift check (a mutant-like patch, used only
 by ``tests/meta/test_speed.py``): ``python -m tests.meta.speed_plant --serve``
 runs ``optax_gate.kit.speed`` with ``optax.apply_updates`` patched to sleep
-``OPTAX_GATE_SPEED_PLANT`` (``sleep_ms:N``, default 5) milliseconds per call
+``OPTAX_GATE_SPEED_PLANT`` (``sleep_ms:N``, default 2) milliseconds per call
 inside the compiled step (``jax.debug.callback``, which XLA never removes).
 
 Every set-up calls ``optax.apply_updates`` once per step (``nnx.Optimizer.update``
@@ -43,4 +43,4 @@ def plant(spec: str) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(speed.main(plant=plant(os.environ.get(VARIABLE, "sleep_ms:5"))))
+    sys.exit(speed.main(plant=plant(os.environ.get(VARIABLE, "sleep_ms:2"))))

@@ -6,7 +6,7 @@ construction: a candidate built as 2x the baseline's timings is slower; one
 drawn from the same distribution is not). The real check times
 ``optax_gate.kit.speed`` in this environment at both sides, once with a
 planted slowdown (``tests/meta/speed_plant.py``: ``optax.apply_updates`` sleeps
-5 ms per step) and once unchanged; it takes minutes on a loaded 2-core machine,
+2 ms per step) and once unchanged; it takes minutes on a loaded 2-core machine,
 so it runs only with ``OPTAX_GATE_SPEED_CHECK=1``.
 """
 
@@ -220,7 +220,7 @@ def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
                     reason="times real training steps for minutes; set OPTAX_GATE_SPEED_CHECK=1")
 def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise():
     """Real timings, this environment at both sides: ``optax.apply_updates``
-    sleeping 5 ms per step makes every step-time reading ``changed, slower``;
+    sleeping 2 ms per step makes every step-time reading ``changed, slower``;
     the unmodified environment against itself has no ``changed`` reading."""
     import sys
 
@@ -231,7 +231,7 @@ def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise(
     for r in planted["readings"] + same["readings"]:
         print(f"  {r['setup']} {r['metric']}: {r['detail']}")
     assert planted["status"] == same["status"] == "measured", (planted["reason"], same["reason"])
-    assert planted["candidate"]["plant"] == "sleep_ms:5" and same["candidate"]["plant"] is None
+    assert planted["candidate"]["plant"] == "sleep_ms:2" and same["candidate"]["plant"] is None
     for r in planted["readings"]:
         if r["metric"] == "step_s":
             assert (r["change"], r["direction"]) == ("changed", "slower"), r["detail"]

@@ -25,9 +25,9 @@ For each set-up and each *round*:
   compile, from JAX's public ``jax.monitoring`` event) beside it;
   ``first_call_s``: the first execution of that executable, timed apart.
   ``COMPILES`` such compilations per round.
-- ``step_s``: steady-state seconds per step: after ``WARMUP`` untimed calls,
-  ``REPEATS`` samples, each the mean of ``INNER[setup]`` consecutive calls, every
-  call waited for with ``jax.block_until_ready``.
+- ``step_s``: steady-state seconds per step (for ``scan-20``: per call, 20
+  steps): after ``WARMUP`` untimed calls, ``REPEATS[setup]`` calls, each timed
+  on its own and waited for with ``jax.block_until_ready``.
 
 Every repeat is recorded (not only medians) so the gate can compute spreads.
 The persistent compilation cache is OFF in this process
@@ -52,7 +52,7 @@ until ``quit`` or end of input. Every line the program prints itself starts with
 Output (``--out`` file, or ``@speed {"ready": ...}``)::
 
     {"versions": {...}, "backend": "cpu", "device": "...", "plant": null,
-     "settings": {"compiles", "warmup", "repeats", "inner": {setup: n}},
+     "settings": {"compiles", "warmup", "repeats": {setup: n}},
      "rounds": [{setup: {"compile_s": [..], "lower_s": [..],
                          "backend_compile_s": [..], "first_call_s": [..],
                          "step_s": [..]}}]}
@@ -100,11 +100,10 @@ SETUPS = ("nnx-sgd-momentum", "adamw-multisteps", "scan-20")
 COMPILES = 1
 #: Untimed calls before the timed ones.
 WARMUP = 5
-#: Timed samples of the step time per set-up and round.
-REPEATS = 7
-#: Calls averaged into one sample (a sample lasts about a millisecond or more,
-#: well above the clock's resolution and one scheduler tick's granularity).
-INNER = {"nnx-sgd-momentum": 10, "adamw-multisteps": 10, "scan-20": 2}
+#: Timed calls per set-up and request, each timed on its own: on a loaded
+#: machine a preemption then spoils a few calls (which the median ignores),
+#: not a whole sample of many calls.
+REPEATS = {"nnx-sgd-momentum": 60, "adamw-multisteps": 60, "scan-20": 20}
 SCAN_LENGTH = 20
 BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
 PREFIX = "@speed"
@@ -225,15 +224,14 @@ def _time_compile(make: Callable[[], Callable[..., Any]], args: tuple[Any, ...])
             "first_call_s": t4 - t3}, compiled
 
 
-def _time_steps(compiled: Any, args: tuple[Any, ...], inner: int, repeats: int, warmup: int) -> list[float]:
+def _time_steps(compiled: Any, args: tuple[Any, ...], repeats: int, warmup: int) -> list[float]:
     for _ in range(warmup):
         jax.block_until_ready(compiled(*args))
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for _ in range(inner):
-            jax.block_until_ready(compiled(*args))
-        samples.append((time.perf_counter() - t0) / inner)
+        jax.block_until_ready(compiled(*args))
+        samples.append(time.perf_counter() - t0)
     return samples
 
 
@@ -252,7 +250,7 @@ class Session:
         for make, args in self.setups.values():
             jax.jit(make()).lower(*args)
 
-    def compile_round(self, compiles: int = COMPILES, repeats: int = REPEATS,
+    def compile_round(self, compiles: int = COMPILES, repeats: dict[str, int] | None = None,
                       warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
         """Compile every set-up ``compiles`` times, then time its steps:
         ``{setup: {metric: [seconds, ...]}}`` (metrics: module docstring)."""
@@ -263,13 +261,13 @@ class Session:
                 times, self.compiled[name] = _time_compile(make, args)
                 for key, value in times.items():
                     reading[key].append(value)
-            reading["step_s"] = _time_steps(self.compiled[name], args, INNER[name], repeats, warmup)
+            reading["step_s"] = _time_steps(self.compiled[name], args, (repeats or REPEATS)[name], warmup)
             out[name] = reading
         return out
 
-    def steps_round(self, repeats: int = REPEATS, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
+    def steps_round(self, repeats: dict[str, int] | None = None, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
         """Time the steps of the executables of the last :meth:`compile_round` only."""
-        return {name: {"step_s": _time_steps(self.compiled[name], args, INNER[name], repeats, warmup)}
+        return {name: {"step_s": _time_steps(self.compiled[name], args, (repeats or REPEATS)[name], warmup)}
                 for name, (make, args) in self.setups.items()}
 
 
@@ -277,7 +275,7 @@ def header(plant: str | None = None) -> dict[str, Any]:
     """What was measured where: versions, backend, device, settings."""
     return {"versions": probe.installed_versions(), "backend": jax.default_backend(),
             "device": str(jax.devices()[0].device_kind), "plant": plant,
-            "settings": {"compiles": COMPILES, "warmup": WARMUP, "repeats": REPEATS, "inner": dict(INNER)}}
+            "settings": {"compiles": COMPILES, "warmup": WARMUP, "repeats": dict(REPEATS)}}
 
 
 def _emit(payload: dict[str, Any]) -> None:
