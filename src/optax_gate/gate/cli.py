@@ -325,7 +325,7 @@ def _rounds(text: str) -> int:
 
 def _speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True,
-                   help="time three training steps in both environments, interleaved (default: on; about 25 s)")
+                   help="time three training steps in both environments, interleaved (default: on; 18 compilations, 40-70 s measured on a loaded 2-core machine)")
     p.add_argument("--speed-budget", type=_ratio, default=None, metavar="RATIO",
                    help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)")
     p.add_argument("--speed-rounds", type=_rounds, default=speed_.ROUNDS, metavar="N",
