@@ -52,6 +52,7 @@ from typing import Any
 
 from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
                              report_matrix, requirements, runner, surface, unseen, validate)
+from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
 from optax_gate.gate.progress import Progress
 
 PYTHON_VERSION = "3.12"
@@ -211,13 +212,14 @@ def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Nam
 
 
 def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-            say: Progress) -> int:
+            say: Progress, speed: dict[str, Any] | None = None) -> int:
     """Compare, write the run's reports, mark it complete and current."""
     say("comparing and writing the report")
     for record in (baseline, candidate):
         _save_run(record, run.evidence)
     report = _beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
     report["run"] = run.name
+    speed_.attach(report, speed)
     if run.candidate_lock.exists():
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)}
     status = write_reports(report, run.path)
@@ -276,7 +278,59 @@ def gate(args: argparse.Namespace) -> int:
     sides = (_prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req),
              _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req))
     baseline, candidate = _run_both(*sides, args, say)
-    return _finish(run, baseline, candidate, args, say)
+    speed = _speed(args, args.baseline_lock, run.candidate_lock, candidate, run.path, say,
+                   pythons=tuple(getattr(side, "python", None) for side in sides))
+    return _finish(run, baseline, candidate, args, say, speed)
+
+
+# ---- speed drift (issue 12, items 3-4): separate from the contract runs --------------------------------
+def _speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, candidate: dict[str, Any],
+           folder: Path, say: Progress | None = None, plot: bool = True,
+           pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
+    """Time the training steps of both environments, interleaved (``gate.speed``),
+    and draw the plot into ``folder``; None under ``--no-speed``. Measured here,
+    in this run, even when a contract result comes from the baseline cache.
+    ``pythons``: the environments' interpreters when already built (else built here)."""
+    if not args.speed:
+        return None
+    if candidate.get("status") != "ran":
+        return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
+    if say:
+        say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
+    try:
+        if len(pythons) != 2 or not all(pythons):
+            pythons = tuple(environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python,
+                                                args.project_root) for lock in (baseline_lock, candidate_lock))
+    except environments.EnvironmentFailure as exc:
+        return speed_.not_measured(str(exc), args.speed_budget)
+    result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
+    if plot:
+        report_speed.write_plot(result, folder)
+    return result
+
+
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive ratio, got {text}")
+    return value
+
+
+def _rounds(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
+    return value
+
+
+def _speed_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True,
+                   help="time three training steps in both environments, interleaved (default: on; 18 compilations, 40-70 s measured on a loaded 2-core machine)")
+    p.add_argument("--speed-budget", type=_ratio, default=None, metavar="RATIO",
+                   help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)")
+    p.add_argument("--speed-rounds", type=_rounds, default=speed_.ROUNDS, metavar="N",
+                   help="compile rounds of the speed readings, at least 2 (default: %(default)s)")
+# ---- end of speed drift -----------------------------------------------------------------------------------
 
 
 # --- beyond the contracts (issue 10): API surface, warnings, dependencies ----------------------
@@ -328,6 +382,7 @@ def run_matrix(args: argparse.Namespace) -> int:
                                requirements=[f"lock file {args.baseline_lock}"])
         else:
             record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs", out / "checkpoints")
+            record["speed"] = _speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", plot=False)
         _save_run(record, out / "runs")
         print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}", flush=True)
     if args.only:
@@ -390,6 +445,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
+    _speed_options(g)
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
     what = m.add_mutually_exclusive_group()
@@ -398,6 +454,7 @@ def parser() -> argparse.ArgumentParser:
     what.add_argument("--merge", action="store_true", help="combine the runs in OUT/runs into the report")
     m.add_argument("--include-older", action="store_true", help="also plan releases older than the baseline")
     _environment_options(m, "reports/matrix")
+    _speed_options(m)
     m.set_defaults(func=run_matrix)
     c = sub.add_parser("compare", help="compare two run records and write the report")
     c.add_argument("baseline_run", type=Path, help="the baseline's run record (JSON)")
