@@ -87,7 +87,8 @@ def tests(session: nox.Session) -> None:
     session.install("--no-deps", "-e", ".")
     single, multi = _split_multidevice(list(session.posargs))
     if single or not session.posargs:
-        session.run("python", "-m", "pytest", *single, env=_jax_cache(session))
+        # split over pytest-xdist processes, one per core (override with -- -n 0)
+        session.run("python", "-m", "pytest", "-n", "auto", *single, env=_jax_cache(session))
     if multi is not None:
         session.run("python", "-m", "pytest", *multi, env={**_jax_cache(session), **MULTIDEVICE_ENV},
                     success_codes=[0, 5] if session.posargs else [0])

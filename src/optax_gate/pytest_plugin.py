@@ -116,7 +116,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Write the number of collected tests to ``$OPTAX_GATE_PROGRESS`` (when
     set): the gate's progress lines read it as the ``M`` of ``N/M``."""
     path = os.environ.get("OPTAX_GATE_PROGRESS")
-    if path:
+    if path and session.items:  # under pytest-xdist each worker collects the whole run
         Path(path).write_text(f"{len(session.items)}\n", encoding="utf-8")
 
 

@@ -142,7 +142,12 @@ def _write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str]
         side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
 
 
-def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None) -> dict[str, Any]:
+#: pytest-xdist processes of a contract run that has the machine to itself
+#: (one side at a time); two sides at once run one process each.
+ALONE_WORKERS = 2
+
+
+def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
     """Run the contracts of a prepared side (unless its record is final); a
     verified baseline run is stored in the cache."""
     if side.record is not None:
@@ -150,7 +155,8 @@ def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None) 
     say = progress or (lambda message: None)
     say(f"{side.label}: running the contracts")
     record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
-                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env, **side.extra)
+                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
+                        workers=workers, **side.extra)
     if side.cache_inputs is not None:
         entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
                                      sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
@@ -181,7 +187,7 @@ def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Pr
         say("running both sides at the same time (--sequential to run one after the other)")
         pool = ThreadPoolExecutor(max_workers=2)
         try:
-            futures = [pool.submit(_contracts, side, args, say) for side in (baseline, candidate)]
+            futures = [pool.submit(_contracts, side, args, say, 0) for side in (baseline, candidate)]
             return futures[0].result(), futures[1].result()
         finally:  # on an interruption, do not wait here: main() stops the pytest processes
             pool.shutdown(wait=False, cancel_futures=True)

@@ -2,7 +2,7 @@
 
 Layout under ``--out`` (default ``reports/gate``)::
 
-    runs/<UTC time>-<short id>/   one gate run: report.md, report.json,
+    runs/<UTC time, µs>-<short id>/  one gate run (names sort in start order): report.md, report.json,
         INCOMPLETE                present until the run's report is written
         candidate-lock.txt        the candidate's lock (absent when there was none)
         evidence/                 run records, pytest output, report logs, JUnit XML
@@ -65,7 +65,7 @@ def start(root: Path, argv: list[str]) -> RunFolder:
     Raises:
       OSError: when the folder cannot be created.
     """
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")  # microseconds: names sort in creation order
     path = root / "runs" / f"{stamp}-{secrets.token_hex(3)}"
     path.mkdir(parents=True)
     atomic.write_text(path / MARKER, json.dumps({"pid": os.getpid(), "started": stamp, "argv": argv}) + "\n")

@@ -88,7 +88,7 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
         pytest_args: list[str] | None = None, checkpoints: Path | None = None,
         on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
-        **extra: Any) -> dict[str, Any]:
+        workers: int = 0, **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment, then run the contracts there.
 
     Args:
@@ -104,6 +104,8 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       on_progress: called with ``(finished, collected)`` tests every few
         seconds while pytest runs (from its report log).
       extra_env: environment variables for pytest (e.g. the compilation cache).
+      workers: split the single-device contracts over this many pytest-xdist
+        processes, when the environment has pytest-xdist (0: one process).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -122,8 +124,10 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     for suffix, folder, multi in PARTS:  # the multi-device contracts in a process of their own
         done = (sum(p.progress[0] for p in parts), sum(p.progress[1] for p in parts))
         report = (lambda d, t, done=done: on_progress(done[0] + d, done[1] + t)) if on_progress else None
+        split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
+        args = [*(pytest_args or []), *(["-n", str(workers)] if split else [])]
         part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, timeout - (time.monotonic() - start),
-                       pytest_args, devices.env(env) if multi else env, report)
+                       args, devices.env(env) if multi else env, report)
         if part is None:
             return not_verified(label, f"contracts timed out after {timeout:.0f} s ({folder})", versions=versions, **extra)
         parts.append(part)

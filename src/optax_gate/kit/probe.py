@@ -20,7 +20,9 @@ import traceback
 import warnings
 from importlib import metadata
 
-PACKAGES = ("optax", "jax", "jaxlib", "flax", "numpy")
+#: Packages whose versions are recorded; ``pytest-xdist`` tells the gate whether
+#: a contract run can be split over processes.
+PACKAGES = ("optax", "jax", "jaxlib", "flax", "numpy", "pytest-xdist")
 
 
 def installed_versions() -> dict[str, str]:
