@@ -38,11 +38,20 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     return np.exp(log_softmax(x, axis))
 
 
-def softmax_cross_entropy(logits, labels, axis: int = -1) -> np.ndarray:
+def softmax_cross_entropy(logits, labels, axis: int = -1, where=None) -> np.ndarray:
     """Cross-entropy of the label distribution ``y`` against ``softmax(x)``:
     ``-sum_j y_j log softmax(x)_j`` (Goodfellow, Bengio & Courville, *Deep
-    Learning*, 2016, eq. 6.29 / §3.13; the Optax docstring's sigma_i)."""
-    return -np.sum(_f64(labels) * log_softmax(logits, axis), axis=axis)
+    Learning*, 2016, §3.13 and §6.2.2.3; the Optax docstring's sigma_i).
+
+    ``where`` (a boolean mask of ``logits``' shape) restricts the
+    distribution to the included classes: the softmax and the sum run over
+    them only; an example with no included class has loss 0 (an empty sum)."""
+    x, y = _f64(logits), _f64(labels)
+    if where is None:
+        return -np.sum(y * log_softmax(x, axis), axis=axis)
+    where = np.broadcast_to(np.asarray(where, bool), x.shape)
+    lsm = log_softmax(np.where(where, x, -np.inf), axis)
+    return -np.sum(np.where(where, y * np.where(where, lsm, 0.0), 0.0), axis=axis)
 
 
 def softmax_cross_entropy_grad(logits, labels, axis: int = -1) -> np.ndarray:
@@ -51,12 +60,19 @@ def softmax_cross_entropy_grad(logits, labels, axis: int = -1) -> np.ndarray:
     return softmax(logits, axis) * np.sum(y, axis=axis, keepdims=True) - y
 
 
-def integer_label_cross_entropy(logits, labels, axis: int = -1) -> np.ndarray:
+def integer_label_cross_entropy(logits, labels, axis: int = -1, where=None) -> np.ndarray:
     """``logsumexp(x) - x_label``: the cross-entropy against a one-hot label
-    (the Optax docstring's sigma_i with the sign of a loss)."""
+    (the Optax docstring's sigma_i with the sign of a loss). With ``where``
+    the normaliser runs over the included classes only and an example with
+    no included class has loss 0."""
     x = _f64(logits)
-    picked = np.take_along_axis(x, np.expand_dims(np.asarray(labels), axis), axis=axis)
-    return logsumexp(x, axis) - np.squeeze(picked, axis)
+    picked = np.squeeze(np.take_along_axis(x, np.expand_dims(np.asarray(labels), axis), axis=axis), axis)
+    if where is None:
+        return logsumexp(x, axis) - picked
+    where = np.broadcast_to(np.asarray(where, bool), x.shape)
+    with np.errstate(divide="ignore"):
+        out = logsumexp(np.where(where, x, -np.inf), axis) - picked
+    return np.where(np.any(where, axis=axis), out, 0.0)
 
 
 def integer_label_cross_entropy_grad(logits, labels, axis: int = -1) -> np.ndarray:

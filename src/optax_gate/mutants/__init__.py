@@ -32,6 +32,7 @@ from optax_gate.mutants.registry import AREAS, MUTANTS, Mutant, family
 FAMILIES = (
     "per_example_global_norm_clip", "sgd", "incremental_update", "add_decayed_weights_mask", "multi_steps",
     "clip_by_global_norm", "masked", "chain", "inject_hyperparams", "nnx", "resume",
+    "schedules", "losses",
 )
 
 
