@@ -50,7 +50,8 @@ def softmax_cross_entropy(logits, labels, axis: int = -1, where=None) -> np.ndar
     if where is None:
         return -np.sum(y * log_softmax(x, axis), axis=axis)
     where = np.broadcast_to(np.asarray(where, bool), x.shape)
-    lsm = log_softmax(np.where(where, x, -np.inf), axis)
+    with np.errstate(divide="ignore", invalid="ignore"):  # excluded rows: log 0, -inf - -inf
+        lsm = log_softmax(np.where(where, x, -np.inf), axis)
     return -np.sum(np.where(where, y * np.where(where, lsm, 0.0), 0.0), axis=axis)
 
 
@@ -70,7 +71,7 @@ def integer_label_cross_entropy(logits, labels, axis: int = -1, where=None) -> n
     if where is None:
         return logsumexp(x, axis) - picked
     where = np.broadcast_to(np.asarray(where, bool), x.shape)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # excluded rows: log 0
         out = logsumexp(np.where(where, x, -np.inf), axis) - picked
     return np.where(np.any(where, axis=axis), out, 0.0)
 
