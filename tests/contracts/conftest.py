@@ -11,3 +11,22 @@ def dtype(request):
     with dtypes.precision(request.param) as dt:
         yield dt
 
+
+
+MULTIDEVICE = "multidevice"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Keep ``tests/contracts/multidevice/`` out of this (single-device) process
+    unless a command-line argument names that folder or a path inside it: those
+    contracts need eight simulated CPU devices, which must be configured before
+    JAX starts, so they run in a second pytest process of their own
+    (``XLA_FLAGS=--xla_force_host_platform_device_count=8``; ``./noxw -s tests``,
+    the gate and the mutants check start it)."""
+    if collection_path.name != MULTIDEVICE or collection_path.parent != config.rootpath / "tests" / "contracts":
+        return None
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        if path == collection_path or collection_path in path.parents:
+            return None
+    return True

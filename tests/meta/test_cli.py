@@ -1,16 +1,41 @@
-"""The gate's command line fails closed (``optax_gate.gate.cli``)."""
+"""The gate's command line fails closed (``optax_gate.gate.cli``): bad inputs
+answer within seconds with exit 2, the reason on stderr and in the report;
+every run writes into its own folder, which becomes current only when whole."""
 
 import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, environments, runner
+from optax_gate.gate import cli, environments, evidence, runner
 from tests.meta.test_compare import record
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = ROOT / "requirements-lock.txt"
 
 
 def write_run(path, rec):
     path.write_text(json.dumps(rec))
     return str(path)
+
+
+def gate_cli(*args, out, env=None, timeout=60):
+    """``python -m optax_gate gate ARGS --out OUT`` from the project root: (exit status, stdout, stderr, seconds)."""
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "optax_gate", "gate", *args, "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
+
+
+def latest_report(out):
+    return json.loads((out / "report.json").read_text())
 
 
 @pytest.mark.parametrize(
@@ -29,41 +54,203 @@ def test_an_install_failure_is_reported_not_verified(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise environments.EnvironmentFailure("install", "no matching distribution for jaxlib==9.9")
 
+    def resolved(req_in, output, *args, **kwargs):
+        shutil.copyfile(LOCK, output)
+        return output
+
     monkeypatch.setattr(environments, "ensure", fail)
-    (tmp_path / "lock.txt").write_text("jaxlib==9.9\n")
-    monkeypatch.setattr(environments, "compile_lock", lambda *a, **k: tmp_path / "lock.txt")
-    (tmp_path / "req.in").write_text("optax==0.2.6\n")
-    code = cli.main(["gate", "jaxlib==9.9", "--out", str(tmp_path), "--requirements-in", str(tmp_path / "req.in")])
-    report = json.loads((tmp_path / "report.json").read_text())
+    monkeypatch.setattr(environments, "compile_lock", resolved)
+    code = cli.main(["gate", "jaxlib==9.9", "--out", str(tmp_path)])
+    report = latest_report(tmp_path)
     assert code == 2 and report["verdict"] == "not-verified"
     assert "install failed: no matching distribution for jaxlib==9.9" in report["reasons"][0]
+    assert report["candidate_lock"]["sha256"] == environments.digest(LOCK)
 
 
-def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monkeypatch):
+def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monkeypatch, capsys):
     def crash(*args, **kwargs):
         raise KeyError("bug")
 
     monkeypatch.setattr(runner, "run", crash)
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
-    code = cli.main(["gate", "--out", str(tmp_path)])
-    report = json.loads((tmp_path / "report.json").read_text())
+    monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
+    code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(tmp_path)])
+    report = latest_report(tmp_path)
     assert code == 2 and report["reasons"][0].startswith("baseline not verified: gate error: KeyError")
+    assert "the gate itself failed: KeyError" in capsys.readouterr().err
 
 
 def test_specs_and_a_candidate_lock_together_are_refused(tmp_path):
-    assert cli.main(["gate", "optax==0.2.8", "--candidate-lock", str(tmp_path / "x.txt"), "--out", str(tmp_path)]) == 2
+    assert cli.main(["gate", "optax==0.2.8", "--candidate-lock", str(LOCK), "--out", str(tmp_path)]) == 2
     assert not (tmp_path / "report.json").exists()
 
 
-def test_a_rerun_that_stops_early_leaves_no_stale_evidence(tmp_path, monkeypatch):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    (runs / "candidate.reportlog.jsonl").write_text("old evidence")
+# --- bad inputs through the real command line: exit 2 within seconds, no traceback -------------------
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
 
-    def fail(*args, **kwargs):
-        raise environments.EnvironmentFailure("install", "boom")
 
-    monkeypatch.setattr(environments, "ensure", fail)
-    (tmp_path / "lock.txt").write_text("x\n")
-    assert cli.main(["gate", "--candidate-lock", str(tmp_path / "lock.txt"), "--out", str(tmp_path)]) == 2
-    assert sorted(p.name for p in runs.iterdir()) == ["baseline.json", "candidate.json"]
+BAD_INPUTS = {
+    "malformed spec": (lambda t: ["optax=>0.2"], "not a valid requirement: 'optax=>0.2'"),
+    "unknown package": (lambda t: ["optx==0.2.8"], "the baseline does not require a package named 'optx' (did you mean optax?)"),
+    "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], f"candidate lock {{t}}/nope.txt does not exist"),
+    "candidate lock empty": (lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")], "pins no package (empty lock file)"),
+    "candidate lock without hashes": (lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")], "optax==0.2.8 has no --hash"),
+    "baseline lock missing": (lambda t: ["--baseline-lock", str(t / "gone.txt")], f"baseline lock {{t}}/gone.txt does not exist"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, case):
+    make_args, message = BAD_INPUTS[case]
+    message = message.replace("{t}", str(tmp_path))
+    out = tmp_path / "out"
+    status, stdout, stderr, seconds = gate_cli(*make_args(tmp_path), out=out)
+    assert status == 2, stdout + stderr
+    assert message in stderr and "Traceback" not in stderr
+    assert seconds < 10
+    report = latest_report(out)
+    assert report["verdict"] == "not-verified" and any(message in r for r in report["reasons"])
+    run = (out / "latest").resolve()
+    assert not (run / "candidate-lock.txt").exists(), "no candidate lock may sit beside a report that had none"
+    assert not (run / evidence.MARKER).exists()
+
+
+def test_an_unknown_package_is_accepted_with_allow_extra():
+    from optax_gate.gate import validate
+
+    known = validate.lock_packages(LOCK, "baseline lock")
+    assert "optax" in known and "ml-dtypes" in known  # transitive packages of the baseline may be moved too
+    assert [r.name for r in validate.parse_specs(["rich==13"], known, allow_extra=True)] == ["rich"]
+
+
+@pytest.mark.parametrize("kind", ["a file", "below a file"])
+def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    out = blocker if kind == "a file" else blocker / "reports"
+    status, stdout, stderr, seconds = gate_cli("optax==0.2.8", out=out)
+    assert status == 2 and "Traceback" not in stderr and seconds < 10
+    assert f"--out {out}" in stderr and "(no report written)" in stderr
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv on PATH (./noxw -s tests puts it there)")
+def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_path):
+    out = tmp_path / "out"
+    status, stdout, stderr, seconds = gate_cli("optax==9.9.9", out=out, timeout=120)
+    assert status == 2 and "the candidate cannot be resolved" in stderr and "Traceback" not in stderr
+    assert "baseline: running the contracts" not in stderr
+    report = latest_report(out)
+    assert report["baseline"]["reason"] == "not run: the candidate could not be resolved"
+    assert "optax" in report["candidate"]["reason"] and "9.9.9" in report["candidate"]["reason"]
+    assert not ((out / "latest").resolve() / "candidate-lock.txt").exists()
+
+
+def test_help_explains_every_option_and_the_exit_statuses():
+    proc = subprocess.run([sys.executable, "-m", "optax_gate", "gate", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0
+    for option in ("--candidate-lock", "--allow-extra", "--keep", "--out", "--baseline-lock", "--timeout"):
+        assert option in proc.stdout
+    assert "2  not verified" in proc.stdout and "1  fail" in proc.stdout and "0  pass" in proc.stdout
+
+
+# --- a fake environment: the gate end to end without building anything -----------------------------
+FAKE_PYTHON = '''#!{python}
+"""Stands in for an environment's interpreter: probe, resume writer, slow pytest."""
+import json, os, sys, time
+args = sys.argv[1:]
+if args[:2] == ["-m", "optax_gate.kit.probe"]:
+    print(json.dumps({{"versions": {{"python": "3.12", "optax": "0.2.6"}}, "import_error": None}}))
+elif args[:2] == ["-m", "optax_gate.kit.resume"]:
+    os.makedirs(args[3], exist_ok=True)
+    time.sleep({pause})
+    open(os.path.join(args[3], "meta.json"), "w").write("{{}}")
+else:
+    log = next(a.split("=", 1)[1] for a in args if a.startswith("--report-log="))
+    junit = next(a.split("=", 1)[1] for a in args if a.startswith("--junitxml="))
+    n = {tests}
+    open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(n))
+    with open(log, "w") as f:
+        item = {{"nodeid": "tests/contracts/test_x.py::test_{{i}}", "type": "Function"}}
+        f.write(json.dumps({{"$report_type": "CollectReport", "nodeid": "tests/contracts/test_x.py", "outcome": "passed",
+                             "result": [dict(item, nodeid=item["nodeid"].format(i=i)) for i in range(n)]}}) + "\\n")
+        for i in range(n):
+            time.sleep({pause})
+            props = [["contract_api", "optax.x"], ["contract_guide", "g"], ["contract_kind", "golden"]]
+            for when in ("setup", "call", "teardown"):
+                f.write(json.dumps({{"$report_type": "TestReport", "nodeid": f"tests/contracts/test_x.py::test_{{i}}",
+                                     "when": when, "outcome": "passed", "user_properties": props}}) + "\\n")
+            f.flush()
+        f.write(json.dumps({{"$report_type": "SessionFinish", "exitstatus": 0}}) + "\\n")
+    open(junit, "w").write("<testsuites/>")
+'''
+
+DRIVER = '''
+import sys
+from pathlib import Path
+from optax_gate.gate import cli, environments
+environments.ensure = lambda *a, **k: Path({fake!r})
+sys.exit(cli.main(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3"]))
+'''
+
+
+def fake_gate(tmp_path, pause=0.05, tests=8):
+    fake = tmp_path / "fake-python"
+    fake.write_text(FAKE_PYTHON.format(python=sys.executable, pause=pause, tests=tests))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    driver = DRIVER.format(fake=str(fake), lock=str(LOCK), out=str(tmp_path / "out"))
+    return [sys.executable, "-c", driver]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_complete_run_becomes_latest_with_readable_reports_and_its_own_lock(tmp_path):
+    proc = subprocess.run(fake_gate(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out"
+    run = (out / "latest").resolve()
+    assert run.parent == out / "runs" and not (run / evidence.MARKER).exists()
+    assert (out / "report.md").read_text() == (run / "report.md").read_text()
+    for name in ("report.md", "report.json"):
+        assert stat.S_IMODE((run / name).stat().st_mode) & 0o044 == 0o044, f"{name} is not readable by others"
+    assert (run / "candidate-lock.txt").read_bytes() == LOCK.read_bytes()
+    assert latest_report(out)["candidate_lock"]["sha256"] == environments.digest(LOCK)
+    for phase in ("checking the inputs", "baseline: running the contracts", "baseline: 8/8 contracts", "candidate: 8/8 contracts", "writing the report"):
+        assert phase in proc.stderr
+
+
+def test_old_runs_are_pruned_to_keep(tmp_path):
+    for _ in range(4):
+        assert subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, timeout=60).returncode == 0
+    runs = sorted((tmp_path / "out" / "runs").iterdir())
+    assert len(runs) == 3 and (tmp_path / "out" / "latest").resolve() == runs[-1]
+
+
+def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_path):
+    """Five interrupted runs (SIGINT 0 to 2.5 s after the first progress line
+    of a run that takes about 3 s): the previous complete run stays latest,
+    byte for byte, and each interrupted folder stays marked incomplete."""
+    import random
+
+    out = tmp_path / "out"
+    cmd = fake_gate(tmp_path, pause=0.1, tests=12)
+    assert subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=60).returncode == 0
+    latest = (out / "latest").resolve()
+    before, report_before = snapshot(latest), (out / "report.md").read_text()
+    rng = random.Random(9)
+    for attempt in range(5):
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = proc.stderr.readline()  # the gate is running (its first progress line), not still importing
+        time.sleep(rng.uniform(0.0, 2.5))
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        stderr = first + stderr
+        assert proc.returncode == 2, f"attempt {attempt}: exit {proc.returncode}: {stderr}"
+        assert "interrupted" in stderr and "Traceback" not in stderr
+        assert (out / "latest").resolve() == latest, f"attempt {attempt}: an interrupted run became latest"
+        assert snapshot(latest) == before and (out / "report.md").read_text() == report_before
+        others = [p for p in (out / "runs").iterdir() if p != latest]
+        assert others and all((p / evidence.MARKER).exists() for p in others), "an interrupted run is not marked incomplete"

@@ -2,9 +2,11 @@
 fake package index (no network)."""
 
 import json
+import re
 
-from optax_gate.gate import cli, discovery, matrix, report_matrix
+from optax_gate.gate import cli, discovery, findings, matrix, report_matrix
 from tests.meta.test_compare import record
+from tests.meta.test_findings import REAL
 
 INDEX = {
     "optax": ["0.2.5", "0.2.6", "0.2.7", "0.2.8", "0.2.9rc1"],
@@ -60,7 +62,73 @@ def test_merge_gives_each_environment_its_verdict_and_reason():
     assert verdicts["jax-0.12.0.1"] == ("pass", [])
     assert verdicts["jax-0.12.0"] == ("not-verified", ["candidate not verified: no run record"])
     cell = next(c for c in report["contracts"] if c["id"] == "golden_b")["cells"]["optax-0.2.8"]
+    assert report["contracts"][0]["id"] == "golden_b"  # differing contracts first
     assert cell == {"outcome": "failed", "change": "broken", "detail": "failed detail"}
+
+
+OTHER_APIS = ["optax.sgd", "optax.chain", "optax.masked", "optax.clip_by_global_norm", "optax.incremental_update",
+              "optax.per_example_global_norm_clip", "nnx:Optimizer", "resume:sgd-momentum"]
+
+
+def real_matrix():
+    """A matrix around the real optax 0.2.8 rows (``data/report-optax-0.2.8.json``):
+    optax-0.2.8 differs as it did, optax-0.2.7 did not import (as it did not),
+    jax-0.12.0.1 passes; plus unchanged contracts of the other APIs."""
+    def contract(r, outcome, detail=""):
+        return {"api": r["api"], "guide": r["guide"], "kind": r["kind"], "outcome": outcome, "detail": detail,
+                "defect": r.get("defect", "")}
+
+    rows = REAL["contracts"] + [
+        {"id": f"tests/contracts/test_x.py::test_{api.split('.')[-1].replace(':', '_')}_{i}", "api": api, "guide": "g",
+         "kind": "golden", "defect": ""} for api in OTHER_APIS for i in range(3)]
+    base = {"label": "baseline", "status": "ran", "reason": "", "versions": REAL["baseline"]["versions"],
+            "contracts": {r["id"]: contract(r, "passed") for r in rows}}
+    cand = {**base, "label": "optax-0.2.8", "versions": REAL["candidate"]["versions"],
+            "contracts": {r["id"]: contract(r, r.get("candidate", "passed"),
+                                            findings._defect_parts(r)[2] if findings.is_defect_fixed(r) else r.get("detail", ""))
+                          for r in rows}}
+    envs = [{"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
+            {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},
+            {"name": "jax-0.12.0.1", "specs": ["jax==0.12.0.1", "jaxlib==0.12.0.1"], "why": "jax 0.12.0.1"}]
+    runs = {"optax-0.2.7": record("not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"),
+            "optax-0.2.8": cand, "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"}}
+    return matrix.merge(base, runs, envs, {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []})
+
+
+def test_merge_counts_each_api_per_environment_differing_first():
+    report = real_matrix()
+    apis = [a["api"] for a in report["apis"]]
+    assert apis[:3] == ["optax.MultiSteps", "optax.add_decayed_weights", "optax.inject_hyperparams"]
+    assert sorted(apis[3:]) == apis[3:] and len(apis) == 3 + len(OTHER_APIS)
+    ms = report["apis"][0]["cells"]
+    assert {k: ms["optax-0.2.8"][k] for k in ("broken", "changed", "fixed", "worst")} == {"broken": 4, "changed": 1, "fixed": 0, "worst": "broken"}
+    assert ms["jax-0.12.0.1"]["worst"] == "unchanged" and ms["optax-0.2.7"]["gone"] == 5
+    assert [e["ran"] for e in report["environments"]] == [False, True, True]
+    assert all(c["differs"] for c in report["contracts"][:13]) and not any(c["differs"] for c in report["contracts"][13:])
+
+
+def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_not_run():
+    report = real_matrix()
+    page = report_matrix.html_grid(report)
+    assert page.startswith("<!doctype html>") and "<script" not in page and "<details open" not in page
+    grid = page[page.index('<table class="grid">'):page.index("</table>")]
+    assert grid.count("<tr") == 1 + len(report["apis"])  # header + one row per API, nothing else opened
+    not_run = re.findall(r'<td class="not-run" rowspan="(\d+)"[^>]*><b>not verified</b><br>([^<]*)</td>', grid)
+    assert not_run == [(str(len(report["apis"])), "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge")]
+    assert grid.count('<td class="cell') == len(report["apis"]) * 2 and ">gone<" not in grid
+    first = grid.split('<tr class="api">')[1]
+    assert '<td class="cell broken" style="background:#d7301f"><details><summary>4 broken · 1 changed</summary>' in first
+    assert "off by 4.4e-10 (relative 3.8e-9" in first  # the plain-words detail behind the count
+    assert page.count('<details class="api"') == len(report["apis"])
+
+
+def test_markdown_puts_the_api_rows_first_and_names_a_not_run_environment_once():
+    text = report_matrix.markdown(real_matrix())
+    assert text.index("## APIs × environments") < text.index("## Contracts that differ somewhere (13 of 37)")
+    assert "| `optax.MultiSteps` (5) | not run: import failed: AttributeError: Unrecognized config option: " \
+           "jax_pmap_shmap_merge | **4 broken · 1 changed** | 5 unchanged |" in text
+    assert "| `optax.add_decayed_weights` (2) | ″ | 1 changed · 1 fixed | 2 unchanged |" in text
+    assert "gone" not in text.split("## Contracts that differ somewhere")[1]
 
 
 def test_markdown_and_html_show_the_grid():
@@ -70,7 +138,7 @@ def test_markdown_and_html_show_the_grid():
     assert "optax: 0.2.7, 0.2.8" in text
     page = report_matrix.html_grid(report)
     assert page.startswith("<!doctype html>") and "<script" not in page
-    assert page.count("<tr>") == 1 + len(report["contracts"])
+    assert page.count('<tr class="api">') == 1 == len(report["apis"])
     assert 'class="broken" style="background:#d7301f"' in page
 
 

@@ -24,15 +24,31 @@ def test_markdown_puts_the_verdict_first_then_broken_changed_fixed():
     assert "| optax | 0.2.6 | 0.2.8 **←** |" in text and "| jax | 0.11.2 | 0.11.2 |" in text
 
 
+def test_findings_come_after_the_verdict_and_in_the_json():
+    report = sample()
+    assert [(f["change"], len(f["contracts"])) for f in report["findings"]] == [("broken", 1), ("changed", 1), ("fixed", 1)]
+    text = report_markdown.render(report)
+    assert text.index("- **1 contract(s) broken**") < text.index("## Findings (3)") < text.index("## Versions")
+    assert '1. <a id="f1"></a>**broken** `optax.sgd`: passed → failed: failed detail (1 contract broken: [golden b](#f1-1))' in text
+    assert '| <a id="f1-1"></a>[F1](#f1) `golden_b` |' in text
+    assert json.loads(report_json.render(report))["findings"][0]["contracts"] == ["golden_b"]
+
+
+def test_a_report_without_findings_still_renders_them():
+    report = sample()
+    del report["findings"]  # written before findings existed (compare_runs of old records is fine too)
+    assert "## Findings (3)" in report_markdown.render(report)
+
+
 def test_markdown_escapes_pipes_in_details():
     r = sample()
     r["contracts"][0]["detail"] = "a | b"
     assert "a \\| b" in report_markdown.render(r)
 
 
-def test_json_has_the_schema_1_fields():
+def test_json_has_the_schema_2_fields():
     data = json.loads(report_json.render(sample()))
-    assert data["schema"] == 1 and data["verdict"] == "fail"
+    assert data["schema"] == 2 and data["verdict"] == "fail"
     assert set(data) >= {"baseline", "candidate", "contracts", "summary", "reasons"}
     row = data["contracts"][0]
     assert set(row) == {"id", "api", "guide", "kind", "defect", "baseline", "candidate", "change", "detail"}

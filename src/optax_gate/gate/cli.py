@@ -1,14 +1,19 @@
-"""Command line of the gate: ``python -m optax_gate <command>``.
+"""Command line of the gate: ``python -m optax_gate <command>`` (through
+``./noxw -s gate`` / ``./noxw -s matrix``).
 
 Commands:
 
 ``gate [SPEC ...]``
-    Build (or reuse) the baseline environment from the baseline lock and a
-    candidate environment (the baseline with the packages named by ``SPEC``
-    replaced, e.g. ``optax==0.2.8``; with no ``SPEC``, the newest releases of
-    optax, jax, jaxlib and flax), run the contracts in both, write
-    ``report.md`` and ``report.json`` to ``--out``. ``--candidate-lock`` uses
-    a lock file as the candidate instead of ``SPEC``.
+    Check the inputs, resolve the candidate (the baseline's requirements with
+    the packages named by ``SPEC`` replaced, e.g. ``optax==0.2.8``; with no
+    ``SPEC``, the newest releases of optax, jax, jaxlib and flax) or take
+    ``--candidate-lock``, then build (or reuse) both environments, run the
+    contracts in each, and write the report into a new run folder under
+    ``--out`` (``optax_gate.gate.evidence``); ``OUT/report.md`` shows the latest
+    complete run.
+    ``--usage PATH...`` scopes the API surface and dependency diffs to the
+    team's code; ``--fail-on-new-deprecations`` makes a new deprecation
+    warning broken (``optax_gate.gate.unseen``).
 ``matrix [--plan | --only NAME ... | --merge] [--include-older]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index, run the contracts in the baseline and in
@@ -20,25 +25,44 @@ Commands:
     into the report. Exit 0 when the report was written with a verified
     baseline, 2 otherwise; per-environment verdicts are in the report.
 ``compare BASELINE_RUN CANDIDATE_RUN``
-    Compare two run records (``runs/<label>.json``) and write the reports.
+    Compare two run records (``evidence/<label>.json``) and write the reports.
 
-Exit status: 0 pass, 1 fail (a contract broke), 2 not verified (an
-environment could not be resolved, installed, imported or run; zero contracts
-ran; a contract went missing; or the gate itself failed).
+Exit status:
+  0  pass: no contract broke
+  1  fail: at least one contract broke
+  2  not verified: a bad input (spec, lock file, output folder), an
+     environment that could not be resolved, installed or imported, pytest
+     crashed or timed out, zero contracts ran, a contract went missing, the
+     run was interrupted, or the gate itself failed
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import signal
 import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import atomic, compare, environments, matrix, report_json, report_markdown, report_matrix, requirements, runner
+from optax_gate.gate import (atomic, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
+                             report_matrix, requirements, runner, surface, unseen, validate)
+from optax_gate.gate.progress import Progress
 
 PYTHON_VERSION = "3.12"
+#: Exit status of the gate's own failures (bad input, crash, interruption).
+NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM reached the gate."""
+
+
+def _fail(message: str) -> int:
+    print(f"optax-gate: {message}", file=sys.stderr)
+    return NOT_VERIFIED
 
 
 def write_reports(report: dict[str, Any], out: Path) -> int:
@@ -51,58 +75,147 @@ def write_reports(report: dict[str, Any], out: Path) -> int:
     return compare.EXIT_STATUS[report["verdict"]]
 
 
-def _save_run(record: dict[str, Any], out: Path) -> None:
-    atomic.write_text(out / "runs" / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+def _save_run(record: dict[str, Any], folder: Path) -> None:
+    atomic.write_text(folder / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
-def _forget_previous_evidence(label: str, out: Path) -> None:
-    """Remove the files an earlier run of ``label`` left in ``out/runs``, so a
-    run that stops early never sits beside evidence that is not its own."""
-    for old in (out / "runs").glob(f"{label}.*"):
+def _forget_previous_evidence(label: str, folder: Path) -> None:
+    """Remove the files an earlier run of ``label`` left in ``folder`` (the
+    matrix reuses ``runs/``), so a run that stops early never sits beside
+    evidence that is not its own."""
+    for old in folder.glob(f"{label}.*"):
         old.unlink()
 
 
-def _run_lock(label: str, lock: Path, args: argparse.Namespace, **extra: Any) -> dict[str, Any]:
-    """Build (or reuse) the environment of ``lock`` and run the contracts there."""
-    _forget_previous_evidence(label, args.out)
+def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
+    """Build (or reuse) the environment of ``lock`` and run the contracts there;
+    evidence goes to ``folder``; the baseline writes the resume ``checkpoints``."""
+    say = progress or (lambda message: None)
+    _forget_previous_evidence(label, folder)
+    say(f"{label}: building (or reusing) its environment")
+    env_folder = environments.folder_for(args.envs_dir, lock)
+    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
     try:
-        python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
+        python = environments.ensure(env_folder, lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), **extra)
-    checkpoints = args.out / "checkpoints"
+    jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    extra["compilation_cache"] = bool(jax_env.get("JAX_COMPILATION_CACHE_DIR"))
+    extra["site_packages"] = str(unseen.site_packages(python) or "")  # for the API surface diff
     if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
-        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root) or "written"
-    return runner.run(python, label, args.project_root, args.out / "runs", args.timeout, checkpoints=checkpoints, **extra)
+        say("baseline: writing the resume checkpoints")
+        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root, extra_env=jax_env) or "written"
+    say(f"{label}: running the contracts")
+    return runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
+                      on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
 
 
-def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Resolve the baseline with ``specs`` replaced into ``lock_path``, then run it."""
-    _forget_previous_evidence(label, args.out)
+def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
+    """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``.
+
+    Raises:
+      environments.EnvironmentFailure: the resolver found no set of versions.
+    """
+    text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
+    req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
+    upgrade = [requirements.canonical_name(s) for s in specs]
+    return environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
+
+
+def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace, folder: Path,
+               checkpoints: Path) -> dict[str, Any]:
+    """Resolve ``specs`` into ``lock_path``, then run it (the matrix's environments)."""
+    _forget_previous_evidence(label, folder)
     try:
-        text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
-        req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
-        upgrade = [requirements.canonical_name(s) for s in specs]
-        lock = environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
+        lock = _resolve(specs, lock_path, args)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), requirements=specs)
-    return _run_lock(label, lock, args, requirements=specs)
+    return _run_lock(label, lock, args, folder, checkpoints, requirements=specs)
+
+
+def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
+            say: Progress) -> int:
+    """Compare, write the run's reports, mark it complete and current."""
+    say("comparing and writing the report")
+    for record in (baseline, candidate):
+        _save_run(record, run.evidence)
+    report = _beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
+    report["run"] = run.name
+    if run.candidate_lock.exists():
+        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)}
+    status = write_reports(report, run.path)
+    evidence.complete(run, args.keep)
+    print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
+    return status
+
+
+def _skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
+    return runner.not_verified(label, f"not run: {why}", **extra)
 
 
 def gate(args: argparse.Namespace) -> int:
+    say = Progress()
     if args.candidate_lock and args.specs:
-        print("optax-gate: give either requirement SPECs or --candidate-lock, not both", file=sys.stderr)
-        return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    baseline = _run_lock("baseline", args.baseline_lock, args, requirements=[f"lock file {args.baseline_lock}"])
-    _save_run(baseline, args.out)
+        return _fail("give either requirement SPECs or --candidate-lock, not both")
+    if args.keep < 1:
+        return _fail(f"--keep must be at least 1, got {args.keep}")
+    try:
+        validate.writable_folder(args.out)
+    except validate.InvalidInput as exc:
+        return _fail(f"{exc} (no report written)")
+    run = args.run_folder = evidence.start(args.out, sys.argv)
+    say(f"run folder {run.path}")
+    base_req = [f"lock file {args.baseline_lock}"]
     if args.candidate_lock:
-        candidate = _run_lock("candidate", args.candidate_lock, args, requirements=[f"lock file {args.candidate_lock}"])
+        cand_req = [f"lock file {args.candidate_lock}"]
     else:
-        specs = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
-        candidate = _run_specs("candidate", args.specs or list(requirements.NEWEST_DEFAULT), args.out / "candidate-lock.txt", args)
-        candidate["requirements"] = specs
-    _save_run(candidate, args.out)
-    return write_reports(compare.compare(baseline, candidate), args.out)
+        cand_req = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
+    try:
+        say("checking the inputs")
+        known = validate.lock_packages(args.baseline_lock, "baseline lock")
+        if args.candidate_lock:
+            validate.lock_packages(args.candidate_lock, "candidate lock")
+        else:
+            if not args.requirements_in.is_file():
+                raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
+            validate.parse_specs(args.specs, known, args.allow_extra)
+        for path in args.usage or []:
+            if not path.exists():
+                raise validate.InvalidInput(f"--usage {path} does not exist")
+    except validate.InvalidInput as exc:
+        print(f"optax-gate: {exc}", file=sys.stderr)
+        why = f"invalid input: {exc}"
+        return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req), args, say)
+    if args.candidate_lock:
+        shutil.copyfile(args.candidate_lock, run.candidate_lock)
+    else:
+        say("resolving the candidate (" + " ".join(cand_req) + ")")
+        try:
+            _resolve(args.specs or list(requirements.NEWEST_DEFAULT), run.candidate_lock, args)
+        except environments.EnvironmentFailure as exc:
+            print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
+            return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
+                           runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
+    baseline = _run_lock("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
+    candidate = _run_lock("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
+    return _finish(run, baseline, candidate, args, say)
+
+
+# --- beyond the contracts (issue 10): API surface, warnings, dependencies ----------------------
+def _beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
+                      args: argparse.Namespace) -> dict[str, Any]:
+    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+    return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
+                         fail_on_new_deprecations=args.fail_on_new_deprecations)
+
+
+def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--usage", nargs="+", type=Path, default=None, metavar="PATH",
+                   help="the team's code (.py, .ipynb): scope the API surface and dependency diffs to what it uses")
+    p.add_argument("--fail-on-new-deprecations", action="store_true",
+                   help="a deprecation warning new in the candidate is broken (for code run with -W error)")
+# ------------------------------------------------------------------------------------------------
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -134,10 +247,11 @@ def run_matrix(args: argparse.Namespace) -> int:
         return 2
     for name in wanted:
         if name == "baseline":
-            record = _run_lock("baseline", args.baseline_lock, args, requirements=[f"lock file {args.baseline_lock}"])
+            record = _run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints",
+                               requirements=[f"lock file {args.baseline_lock}"])
         else:
-            record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args)
-        _save_run(record, out)
+            record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs", out / "checkpoints")
+        _save_run(record, out / "runs")
         print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}", flush=True)
     if args.only:
         return 0
@@ -156,26 +270,42 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
-    return write_reports(compare.compare(_load(args.baseline_run), _load(args.candidate_run)), args.out)
+    baseline, candidate = _load(args.baseline_run), _load(args.candidate_run)
+    return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
-    p.add_argument("--baseline-lock", type=Path, default=Path("requirements-lock.txt"))
-    p.add_argument("--requirements-in", type=Path, default=Path("requirements.in"))
-    p.add_argument("--out", type=Path, default=Path(out))
-    p.add_argument("--envs-dir", type=Path, default=Path(".nox/gate-envs"))
-    p.add_argument("--python", default=sys.executable, help="interpreter to build environments with")
-    p.add_argument("--project-root", type=Path, default=Path.cwd())
-    p.add_argument("--timeout", type=float, default=1800, help="seconds for one pytest run")
+    p.add_argument("--baseline-lock", type=Path, default=Path("requirements-lock.txt"), metavar="FILE",
+                   help="hash-pinned lock of the baseline (default: %(default)s)")
+    p.add_argument("--requirements-in", type=Path, default=Path("requirements.in"), metavar="FILE",
+                   help="the baseline's direct requirements, which SPECs replace (default: %(default)s)")
+    p.add_argument("--out", type=Path, default=Path(out), metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("--envs-dir", type=Path, default=Path(".nox/gate-envs"), metavar="DIR",
+                   help="where environments are built and reused, one per lock content (default: %(default)s)")
+    p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
+    p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
+                   help="the project folder holding tests/contracts (default: the current folder)")
+    p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
+                   help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
+                        "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="optax-gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("gate", help="run the contracts in the baseline and a candidate, write the report")
-    g.add_argument("specs", nargs="*", help="candidate requirements, e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1")
-    g.add_argument("--candidate-lock", type=Path, default=None, help="judge this lock file instead of SPECs")
+    g = sub.add_parser("gate", help="run the contracts in the baseline and a candidate, write the report",
+                       description="Judge an upgrade: " + __doc__.split("``gate [SPEC ...]``", 1)[1].split("``matrix", 1)[0]
+                       + "\n" + __doc__[__doc__.index("Exit status:"):], formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("specs", nargs="*", metavar="SPEC",
+                   help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; "
+                        "only packages of the baseline lock unless --allow-extra")
+    g.add_argument("--candidate-lock", type=Path, default=None, metavar="FILE",
+                   help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
+    g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
+    g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
     _environment_options(g, "reports/gate")
+    _beyond_contracts_options(g)
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
     what = m.add_mutually_exclusive_group()
@@ -186,20 +316,49 @@ def parser() -> argparse.ArgumentParser:
     _environment_options(m, "reports/matrix")
     m.set_defaults(func=run_matrix)
     c = sub.add_parser("compare", help="compare two run records and write the report")
-    c.add_argument("baseline_run", type=Path)
-    c.add_argument("candidate_run", type=Path)
-    c.add_argument("--out", type=Path, default=Path("reports/gate"))
+    c.add_argument("baseline_run", type=Path, help="the baseline's run record (JSON)")
+    c.add_argument("candidate_run", type=Path, help="the candidate's run record (JSON)")
+    c.add_argument("--out", type=Path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")
+    _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     return p
 
 
+def _interrupt(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def _crash_report(args: argparse.Namespace, reason: str) -> int:
+    """Write a not-verified report for a crash of the gate itself, into the
+    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens."""
+    empty = runner.not_verified("?", reason)
+    report = compare.compare(empty, empty)
+    run = getattr(args, "run_folder", None)
+    try:
+        if run is not None:
+            report["run"] = run.name
+            write_reports(report, run.path)
+            evidence.complete(run, args.keep)
+        else:
+            write_reports(report, getattr(args, "out", Path("reports/gate")))
+    except OSError as exc:
+        print(f"optax-gate: could not write the report either: {exc}", file=sys.stderr)
+    return NOT_VERIFIED
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; return its exit status (see the module docstring)."""
     args = parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
-    except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report
-        reason = f"gate error: {type(exc).__name__}: {exc}"
+    except (KeyboardInterrupt, Interrupted) as exc:
+        run = getattr(args, "run_folder", None)
+        where = f"; its folder {run.path} stays marked {evidence.MARKER} and the previous report is untouched" if run else ""
+        return _fail(f"interrupted ({exc or 'SIGINT'}): not verified{where}")
+    except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
-        out = getattr(args, "out", Path("reports/gate"))
-        empty = runner.not_verified("?", reason)
-        return write_reports(compare.compare(empty, empty), out)
+        print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return _crash_report(args, f"gate error: {type(exc).__name__}: {exc}")
+    finally:
+        signal.signal(signal.SIGTERM, previous)

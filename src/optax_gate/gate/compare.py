@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from optax_gate.gate import findings
+
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}
 _PASSING = ("passed",)
@@ -54,7 +56,7 @@ def classify(baseline: str | None, candidate: str | None, kind: str, defect: boo
 
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    """Build the schema-1 report body from two environment runs.
+    """Build the report body (schema 2; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
 
     Args:
       baseline, candidate: run records as written by ``optax_gate.gate.runner``:
@@ -63,9 +65,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "outcome", "detail"}}, ...}``.
 
     Returns:
-      ``{"schema": 1, "verdict", "reasons", "summary", "baseline",
-      "candidate", "contracts": [...]}``; contracts sorted by change severity,
-      then id.
+      ``{"schema": 2, "verdict", "reasons", "notes", "summary", "findings",
+      "baseline", "candidate", "contracts": [...]}``; contracts sorted by
+      change severity, then id; ``findings`` groups the differing contracts
+      by API and cause (``optax_gate.gate.findings.group``).
     """
     base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
     rows = []
@@ -110,11 +113,12 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     else:
         verdict = "pass"
     return {
-        "schema": 1,
+        "schema": 2,
         "verdict": verdict,
         "reasons": reasons,
         "notes": notes,
         "summary": {k: summary.get(k, 0) for k in CHANGES},
+        "findings": findings.group(rows, candidate_ran=candidate.get("status") == "ran"),
         "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
         "candidate": {k: v for k, v in candidate.items() if k != "contracts"},
         "contracts": rows,

@@ -59,30 +59,38 @@ def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade
                  python_version: str, timeout: float = 600) -> Path:
     """Resolve ``requirements_in`` into a hash-pinned lock at ``output``.
 
-    ``preferences`` (the baseline lock) seeds ``output``: uv keeps the versions
-    it finds there unless a requirement or ``upgrade`` moves them.
+    ``preferences`` (the baseline lock) seeds the resolution: uv keeps the
+    versions it finds there unless a requirement or ``upgrade`` moves them. The
+    lock is compiled beside ``output`` and renamed into place only when the
+    resolution succeeds, so ``output`` never holds a copy of the preferences.
 
     Raises:
       EnvironmentFailure: stage ``resolution`` when no set of versions fits.
     """
     output.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(preferences, output)
+    work = output.with_name(f".{output.name}.resolving")
+    shutil.copyfile(preferences, work)
     cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
-           "--python-version", python_version, str(requirements_in), "-o", str(output)]
+           "--python-version", python_version, str(requirements_in), "-o", str(work)]
     for name in upgrade:
         cmd += ["--upgrade-package", name]
-    _run("resolution", cmd, timeout)
+    try:
+        _run("resolution", cmd, timeout)
+        os.replace(work, output)  # only a resolved lock ever sits at ``output``
+    finally:
+        work.unlink(missing_ok=True)
     return output
 
 
-def _digest(lock: Path) -> str:
+def digest(lock: Path) -> str:
+    """SHA-256 of a file's bytes, hex."""
     return hashlib.sha256(lock.read_bytes()).hexdigest()
 
 
 def folder_for(envs_dir: Path, lock: Path) -> Path:
     """The environment folder of a lock file: named by its content's digest, so
     the gate and the matrix share an environment whenever they share a lock."""
-    return envs_dir / _digest(lock)[:16]
+    return envs_dir / digest(lock)[:16]
 
 
 def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
@@ -102,7 +110,7 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
       EnvironmentFailure: stage ``install`` when uv cannot build it.
     """
     exe = path / "bin" / "python"
-    state = {"lock_sha256": _digest(lock), "python": python}
+    state = {"lock_sha256": digest(lock), "python": python}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
     if fresh:

@@ -11,7 +11,8 @@ Environments (each judged against the pinned baseline):
 
 With ``include_older`` the older releases are planned too. Nothing here needs a
 code change when a release appears: the list is read from the index each time
-and written into the report.
+and written into the report. The merged report counts each API's changes per
+environment (the grid's rows) besides each contract's cell.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 from optax_gate.gate import compare, discovery, requirements
 
 PACKAGES = ("optax", "jax", "flax")
+#: Changes from the most to the least severe: the colour of an API's cell.
+WORST = ("broken", "gone", "changed", "new", "fixed", "unchanged")
 
 
 @dataclass(frozen=True)
@@ -86,23 +89,50 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
 
     Returns:
       ``{"schema", "kind", "discovered", "baseline", "environments": [{name,
-      specs, why, verdict, reasons, summary, versions}], "contracts": [{id, api,
-      guide, kind, baseline, cells: {env: {outcome, change}}}]}``.
+      specs, why, verdict, reasons, summary, versions, status, reason, ran}],
+      "apis": [{api, contracts, differs, cells: {env: {broken, changed, fixed,
+      new, gone, unchanged, worst}}}], "contracts": [{id, api, guide, kind,
+      defect, baseline, differs, cells: {env: {outcome, change, detail}}}]}``.
+      ``ran``: the environment ran its contracts (else every contract is
+      ``gone`` there and renderers show its reason instead). ``apis``: one row
+      per API, counts per environment, ``worst`` the most severe change
+      (``WORST``); APIs and contracts that differ in an environment that ran
+      come first, then by name.
     """
     env_rows, cells = [], {}
     for env in environments:
         run = runs.get(env["name"]) or {"label": env["name"], "status": "not-verified", "reason": "no run record", "contracts": {}}
         report = compare.compare(baseline, run)
         env_rows.append({**env, "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
-                         "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", "")})
+                         "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", ""),
+                         "ran": run.get("status") == "ran"})
         for row in report["contracts"]:
             cells.setdefault(row["id"], {"row": row, "cells": {}})["cells"][env["name"]] = {
                 "outcome": row["candidate"], "change": row["change"], "detail": row["detail"]}
+    ran = [e["name"] for e in env_rows if e["ran"]]
+
+    def differs(cells: dict[str, dict[str, Any]]) -> bool:
+        return any(cells.get(name, {}).get("change", "unchanged") != "unchanged" for name in ran)
+
     contracts = [
         {"id": cid, "api": v["row"]["api"], "guide": v["row"]["guide"], "kind": v["row"]["kind"],
-         "baseline": v["row"]["baseline"], "cells": v["cells"]}
+         "defect": v["row"].get("defect", ""), "baseline": v["row"]["baseline"], "differs": differs(v["cells"]),
+         "cells": v["cells"]}
         for cid, v in sorted(cells.items())
     ]
+    contracts.sort(key=lambda c: (not c["differs"], c["id"]))
+    apis: dict[str, dict[str, Any]] = {}
+    for c in contracts:
+        a = apis.setdefault(c["api"], {"api": c["api"], "contracts": 0, "differs": False,
+                                       "cells": {e["name"]: {k: 0 for k in compare.CHANGES} for e in env_rows}})
+        a["contracts"] += 1
+        a["differs"] = a["differs"] or c["differs"]
+        for name, cell in c["cells"].items():
+            a["cells"][name][cell["change"]] += 1
+    for a in apis.values():
+        for counts in a["cells"].values():
+            counts["worst"] = next((k for k in WORST if counts[k]), "unchanged")
     return {"schema": 1, "kind": "matrix", "discovered": discovered,
             "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
-            "environments": env_rows, "contracts": contracts}
+            "environments": env_rows, "apis": sorted(apis.values(), key=lambda a: (not a["differs"], a["api"])),
+            "contracts": contracts}

@@ -1,7 +1,12 @@
-"""JSON rendering of a gate report (schema 1, for machines).
+"""JSON rendering of a gate report (schema 2, for machines; JSON Schema in
+``report.schema.json`` beside this module, checked by tests/meta).
 
-Top-level keys: ``schema`` (1), ``verdict`` (``pass`` | ``fail`` |
+Top-level keys: ``schema`` (2), ``verdict`` (``pass`` | ``fail`` |
 ``not-verified``), ``reasons``, ``notes``, ``summary`` (count per change),
+``findings`` (the differing contracts grouped by API and cause, in report
+order: ``{"number", "change", "api", "cause", "key", "contracts": [ids],
+"tests": [[test in plain words, count]], "text"}``, see
+``optax_gate.gate.findings``; absent in reports written before it existed),
 ``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with
 python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 ``duration_s``, ``hypothesis_profile``), and ``contracts``: a list of
@@ -9,6 +14,9 @@ python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 "change", "detail"}`` (``defect``: ``"id: reason"`` of the known upstream
 defect the contract pins, else "") where ``baseline``/``candidate`` is an outcome (passed, failed,
 error, skipped, xfailed) or null when the contract did not run there.
+Schema 2 adds ``usage``, ``surface``, ``warnings``, ``dependencies`` and
+``beyond_contracts_s`` (``optax_gate.gate.unseen``; absent from a report
+written after the gate itself crashed).
 """
 
 from __future__ import annotations

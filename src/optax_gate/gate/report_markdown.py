@@ -1,13 +1,24 @@
 """Markdown rendering of a gate report, for a person deciding an upgrade.
 
-Order: the verdict and its reasons first; the versions side by side; then what
-broke, what changed (drift), what was fixed, what is new or gone; the
-unchanged contracts last, folded.
+Order: the verdict, the counts and the verdict's reasons first; then the
+findings, one line each (``optax_gate.gate.findings``: the differing contracts
+grouped by API and cause, broken first), each linking to its contract rows;
+the versions side by side; then what broke, what changed (drift), what was
+fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
+finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
+the unchanged contracts last, folded. Details are in plain words
+(``findings.plain_detail``): ULP figures with the error, the relative error and
+the tolerance; optimizer state dtype changes with their bytes per parameter;
+"defect no longer reproduces" for a pinned upstream defect that stopped
+reproducing instead of its ``passed → failed``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from optax_gate.gate import report_surface
+from optax_gate.gate import findings as findings_
 
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
@@ -33,22 +44,43 @@ def _versions(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+    if "findings" in report:
+        return report["findings"]
+    return findings_.group(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+
+
+def finding_line(finding: dict[str, Any]) -> str:
+    """One finding as one Markdown list line, its tests linking to their rows."""
+    k, n = finding["number"], len(finding["contracts"])
+    links, first = [], 1
+    for name, count in finding["tests"]:
+        links.append(f"[{name}](#f{k}-{first})" + (f" ×{count}" if count > 1 else ""))
+        first += count
+    return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** `{_cell(finding["api"])}`: {_cell(finding["cause"])} '
+            f'({n} contract{"s" if n > 1 else ""} {finding["change"]}: {", ".join(links)})')
+
+
 def render(report: dict[str, Any]) -> str:
     """The report as Markdown text ending in a newline."""
     verdict = report["verdict"]
     s = report["summary"]
+    found = _findings(report)
     out = [f"# Optax upgrade gate: {verdict.upper()}", ""]
     out.append(
         f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
         f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`: "
         + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
-        + f" (of {len(report['contracts'])} contracts)."
+        + f" (of {sum(s.values())} contracts)."
     )
     out.append("")
+    out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
     for reason in report["reasons"]:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
+    if found:
+        out += ["", f"## Findings ({len(found)})", "", *(finding_line(f) for f in found)]
     out += ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]
@@ -60,8 +92,10 @@ def render(report: dict[str, Any]) -> str:
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
         )
     out.append("")
+    anchor = {cid: (f["number"], m) for f in found for m, cid in enumerate(f["contracts"], 1)}
     for change, heading in _HEADINGS.items():
-        rows = [r for r in report["contracts"] if r["change"] == change]
+        rows = sorted((r for r in report["contracts"] if r["change"] == change),
+                      key=lambda r: (anchor.get(r["id"], (0, 0)), r["id"]))
         if not rows:
             continue
         out += [f"## {heading} ({len(rows)})", ""]
@@ -69,9 +103,11 @@ def render(report: dict[str, Any]) -> str:
             out += ["<details><summary>contracts that ran in the baseline only</summary>", ""]
         out += ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
         for r in rows:
+            k, m = anchor.get(r["id"], (0, 0))
+            mark = f'<a id="f{k}-{m}"></a>[F{k}](#f{k}) ' if k else ""
             out.append(
-                f"| `{_cell(r['id'])}` | `{_cell(r['api'])}` | {_cell(r['guide'])} | {r['kind']} | "
-                f"{_cell(r['baseline'])} → {_cell(r['candidate'])} | {_cell(r['detail'])} |"
+                f"| {mark}`{_cell(r['id'])}` | `{_cell(r['api'])}` | {_cell(r['guide'])} | {r['kind']} | "
+                f"{_cell(findings_.outcome_words(r))} | {_cell(findings_.plain_detail(r))} |"
             )
         out += ["", "</details>", ""] if change == "gone" else [""]
     unchanged = [r for r in report["contracts"] if r["change"] == "unchanged"]
@@ -79,5 +115,6 @@ def render(report: dict[str, Any]) -> str:
         out += [f"## Unchanged ({len(unchanged)})", "", "<details><summary>contracts with the same outcome in both</summary>", ""]
         out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
         out += ["", "</details>", ""]
+    out += report_surface.markdown(report)  # beyond the contracts (issue 10): API surface, warnings, dependencies
     out += ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Machine-readable: `report.json` beside this file."]
     return "\n".join(out) + "\n"

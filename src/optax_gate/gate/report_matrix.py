@@ -1,12 +1,28 @@
-"""Renderings of the matrix report: Markdown (a verdict per environment and
-the contracts that differ anywhere) and a self-contained HTML grid, contract x
-environment, colour-coded by change, for scanning by eye."""
+"""Renderings of the matrix report (``optax_gate.gate.matrix.merge``).
+
+Both open on the grid API x environment: one row per API, each cell the counts
+of broken / changed / fixed (and new / gone) contracts of that API in that
+environment, APIs that differ somewhere first. An environment that did not run
+(not resolved, installed or imported) is one column-wide cell with its reason,
+not a column of ``gone``.
+
+- :func:`markdown`: a verdict per environment with its reason, the API grid,
+  then the contracts that differ anywhere (contract x environment).
+- :func:`html_grid`: a self-contained page (no script, no external resource).
+  Each cell is coloured by its worst change (``matrix.WORST``) and, when it
+  differs, is a closed ``<details>`` that expands to the contracts behind the
+  counts (broken first) with their details in plain words; below the grid, one closed
+  ``<details>`` per API expands to all its contracts x environment, differing
+  contracts first. Opened, the page shows at most (number of APIs) grid rows.
+"""
 
 from __future__ import annotations
 
 import html
 from typing import Any
 
+from optax_gate.gate import findings
+from optax_gate.gate.matrix import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness
@@ -14,15 +30,28 @@ COLOURS = {  # change -> background; readable on white, distinct for common colo
     "gone": "#7b3294", "unchanged": "#f0f0f0",
 }
 VERDICT_COLOURS = {"pass": "#1a9850", "fail": "#d7301f", "not-verified": "#7b3294"}
+NOT_RUN = "#d9d9d9"
+COUNTED = ("broken", "changed", "fixed", "new", "gone")
 
 
 def _cell(text: Any) -> str:
     return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
+def counts_text(counts: dict[str, int]) -> str:
+    """``"4 broken · 1 changed"``, or ``"12 unchanged"`` when nothing differs."""
+    parts = [f"{counts[k]} {k}" for k in COUNTED if counts.get(k)]
+    return " · ".join(parts) or f"{counts.get('unchanged', 0)} unchanged"
+
+
+def _reason(env: dict[str, Any]) -> str:
+    return env.get("reason") or "; ".join(env.get("reasons") or []) or "no reason recorded"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The matrix report as Markdown text ending in a newline."""
     envs = report["environments"]
+    ran = [e for e in envs if e.get("ran", e.get("status") == "ran")]
     out = ["# Optax release matrix", ""]
     found = ", ".join(f"{p}: {', '.join(vs) or 'none'}" for p, vs in report["discovered"].items())
     out += [f"Releases found on the index newer than the baseline — {found}.", ""]
@@ -33,51 +62,126 @@ def markdown(report: dict[str, Any]) -> str:
         s = e["summary"]
         out.append(f"| `{e['name']}` ({' '.join(e['specs'])}) | **{e['verdict']}** | {s['broken']} | {s['changed']} | "
                    f"{s['fixed']} | {s['gone']} | {_cell('; '.join(e['reasons']))} |")
-    differing = [c for c in report["contracts"] if any(cell["change"] not in ("unchanged", "gone") for cell in c["cells"].values())]
+    out += ["", "## APIs × environments", "",
+            "Each cell: contracts of the API that changed in that environment; an environment that did not run says so once.", ""]
+    out += ["| API | " + " | ".join(f"`{e['name']}`" for e in envs) + " |", "|---|" + "---|" * len(envs)]
+    for i, a in enumerate(report.get("apis", [])):
+        cells = []
+        for e in envs:
+            if e not in ran:
+                cells.append(f"not run: {_cell(_reason(e))}" if i == 0 else "″")
+            else:
+                counts = a["cells"][e["name"]]
+                text = counts_text(counts)
+                cells.append(f"**{text}**" if counts["broken"] or counts["gone"] else text)
+        out.append(f"| `{a['api']}` ({a['contracts']}) | " + " | ".join(cells) + " |")
+    differing = [c for c in report["contracts"] if c.get("differs")]
     out += ["", f"## Contracts that differ somewhere ({len(differing)} of {len(report['contracts'])})", ""]
-    if differing:
-        out += ["| contract | " + " | ".join(e["name"] for e in envs) + " |", "|---|" + "---|" * len(envs)]
+    if differing and ran:
+        out += ["| contract | API | " + " | ".join(f"`{e['name']}`" for e in ran) + " |", "|---|---|" + "---|" * len(ran)]
         for c in differing:
-            out.append(f"| `{c['id']}` | " + " | ".join(c["cells"].get(e["name"], {}).get("change", "—") for e in envs) + " |")
-    out += ["", "Environments not verified list their contracts as `gone`; see each one's reason above.",
-            "The colour grid is `report.html` beside this file; per-environment evidence is in `runs/`."]
+            out.append(f"| `{c['id']}` | `{c['api']}` | " + " | ".join(c["cells"].get(e["name"], {}).get("change", "—") for e in ran) + " |")
+    not_run = [e["name"] for e in envs if e not in ran]
+    if not_run:
+        out += ["", f"Not run, so left out of the contract table: {', '.join(f'`{n}`' for n in not_run)} (reasons above)."]
+    out += ["", "The colour grid is `report.html` beside this file; per-environment evidence is in `runs/`."]
     return "\n".join(out) + "\n"
 
 
+def _contract_line(c: dict[str, Any], cell: dict[str, Any]) -> str:
+    e = html.escape
+    name, params = findings.test_name(c["id"])
+    row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
+    return (f'<li><b class="{e(cell["change"])}">{e(cell["change"])}</b> {e(name)}'
+            + (f" <code>[{e(params)}]</code>" if params else "")
+            + f' <span class="detail">{e(findings.outcome_words(row))}: {e(findings.plain_detail(row))}</span></li>')
+
+
+def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, Any]]) -> str:
+    e = html.escape
+    counts = a["cells"][env["name"]]
+    worst = counts["worst"]
+    style = f'background:{COLOURS[worst]}'
+    text = counts_text(counts)
+    if worst == "unchanged":
+        return f'<td class="cell unchanged" style="{style}">{e(text)}</td>'
+    mine = [c for c in contracts
+            if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"]
+    mine.sort(key=lambda c: (WORST.index(c["cells"][env["name"]]["change"]), c["id"]))  # broken first
+    lines = [_contract_line(c, c["cells"][env["name"]]) for c in mine]
+    return (f'<td class="cell {e(worst)}" style="{style}"><details><summary>{e(text)}</summary>'
+            f'<ul>{"".join(lines)}</ul></details></td>')
+
+
+def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[dict[str, Any]]) -> str:
+    e = html.escape
+    mine = [c for c in contracts if c["api"] == a["api"]]  # differing first (matrix.merge)
+    differ = sum(1 for c in mine if c.get("differs"))
+    head = "".join(f"<th>{e(x['name'])}</th>" for x in ran)
+    rows = []
+    for c in mine:
+        tds = []
+        for x in ran:
+            cell = c["cells"].get(x["name"], {"change": "gone", "outcome": None, "detail": ""})
+            row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
+            tip = f'{findings.outcome_words(row)}: {findings.plain_detail(row)}'
+            tds.append(f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>')
+        rows.append(f'<tr><th class="id" title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>{"".join(tds)}</tr>')
+    return (f'<details class="api" id="api-{e(a["api"])}"><summary><b>{e(a["api"])}</b>: {a["contracts"]} contracts, '
+            f'{differ} differ</summary><table class="contracts"><thead><tr><th>contract</th>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></details>')
+
+
 def html_grid(report: dict[str, Any]) -> str:
-    """A self-contained HTML page (no script, no external resource): one row per
-    contract, one column per environment, each cell coloured by its change and
-    titled with the outcome and detail."""
+    """A self-contained HTML page (no script, no external resource): the API x
+    environment grid, each cell expandable to its contracts, then one
+    expandable contract table per API (see the module docstring)."""
     envs = report["environments"]
+    ran = [x for x in envs if x.get("ran", x.get("status") == "ran")]
+    apis = report.get("apis", [])
     e = html.escape
     head = "".join(
-        f'<th style="background:{VERDICT_COLOURS[x["verdict"]]};color:#fff" title="{e("; ".join(x["reasons"]) or x["verdict"])}">'
+        f'<th style="background:{VERDICT_COLOURS[x["verdict"]]};color:#fff" title="{e(" ".join(x["specs"]))}">'
         f'{e(x["name"])}<br><small>{e(x["verdict"])}</small></th>' for x in envs)
     rows = []
-    for c in report["contracts"]:
+    for i, a in enumerate(apis):
         tds = []
         for x in envs:
-            cell = c["cells"].get(x["name"], {"change": "gone", "outcome": None, "detail": ""})
-            tip = f'{cell["outcome"] or "did not run"}: {cell.get("detail") or ""}'
-            tds.append(f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>')
-        rows.append(f'<tr><th class="id" title="{e(c["api"])} — {e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}'
-                    f'<br><small>{e(c["api"])} · {e(c["kind"])}</small></th>{"".join(tds)}</tr>')
+            if x in ran:
+                tds.append(_api_cell(a, x, report["contracts"]))
+            elif i == 0:
+                tds.append(f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}">'
+                           f'<b>not verified</b><br>{e(_reason(x))}</td>')
+        rows.append(f'<tr class="api"><th class="api"><a href="#api-{e(a["api"])}">{e(a["api"])}</a>'
+                    f'<br><small>{a["contracts"]} contracts</small></th>{"".join(tds)}</tr>')
     legend = " ".join(f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items())
+    details = "\n".join(_api_details(a, ran, report["contracts"]) for a in apis)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Optax release matrix</title>
 <style>
 body {{ font-family: sans-serif; margin: 1em; }}
-table {{ border-collapse: collapse; font-size: 12px; }}
-th, td {{ border: 1px solid #ccc; padding: 2px 6px; text-align: center; }}
-th.id {{ text-align: left; font-weight: normal; }}
+table {{ border-collapse: collapse; font-size: 13px; }}
+th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: center; vertical-align: top; }}
+th.api, th.id {{ text-align: left; font-weight: normal; }}
+td.cell {{ min-width: 9em; }}
 td.broken, td.gone {{ color: #fff; }}
+td.not-run {{ vertical-align: middle; max-width: 16em; color: #333; }}
+td details ul {{ text-align: left; margin: 4px 0; padding-left: 1.2em; max-width: 40em; }}
+td details li {{ color: #000; background: #fff; padding: 2px 4px; margin-bottom: 2px; }}
+.detail {{ color: #444; font-size: 12px; }}
+b.broken {{ color: #d7301f; }} b.changed {{ color: #b35806; }} b.fixed {{ color: #1a9850; }} b.gone {{ color: #7b3294; }}
+summary {{ cursor: pointer; }}
+details.api {{ margin: 4px 0; }}
 </style></head><body>
 <h1>Optax release matrix</h1>
-<p>Each cell: change of the contract in that environment against the pinned baseline. {legend}</p>
-<table>
-<thead><tr><th>contract</th>{head}</tr></thead>
+<p>Rows: APIs; columns: environments against the pinned baseline. Each cell counts the API's contracts by change and is
+coloured by the worst; click a cell for its contracts. {legend}</p>
+<table class="grid">
+<thead><tr><th>API</th>{head}</tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
+<h2>Contracts per API</h2>
+{details}
 </body></html>
 """

@@ -4,6 +4,7 @@ A *run record* (a JSON-able dict) is the evidence the comparison works from:
 
 ``{"label", "requirements", "lock", "versions", "status": "ran" |
 "not-verified", "reason", "exitstatus", "duration_s", "hypothesis_profile",
+"warnings": [{"category", "message", "module", "when", "contracts"}],
 "contracts": {id: {"api", "guide", "kind", "outcome", "detail"}}}``
 
 ``status`` is ``ran`` only when the contracted packages import, pytest ends
@@ -18,12 +19,15 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import outcomes
+from optax_gate.gate import devices, outcomes, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
+#: Seconds between two looks at a running pytest (progress, time limit).
+POLL_S = 2.0
 
 
 def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
@@ -31,21 +35,23 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
-def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None]:
-    """Versions of the environment and its import error (None when imports work)."""
+def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]]]:
+    """Versions of the environment, its import error (None when imports work)
+    and the warnings raised while importing."""
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {}, f"import check timed out after {timeout:.0f} s"
+        return {}, f"import check timed out after {timeout:.0f} s", []
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}"
-    return data["versions"], data["import_error"]
+        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}", []
+    return data["versions"], data["import_error"], data.get("import_warnings", [])
 
 
-def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600) -> str:
+def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600,
+                      extra_env: dict[str, str] | None = None) -> str:
     """Have ``python``'s environment write the resume checkpoints
     (``optax_gate.kit.resume``) into a fresh ``directory``; "" on success, else the
     reason (the ``resume:*`` contracts then fail in every environment)."""
@@ -55,7 +61,8 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     directory.mkdir(parents=True)
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.resume", "write", str(directory)],
-                              cwd=project_root, capture_output=True, text=True, timeout=timeout)
+                              cwd=project_root, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(extra_env or {})})
     except subprocess.TimeoutExpired:
         return f"writing checkpoints timed out after {timeout:.0f} s"
     except OSError as exc:
@@ -65,18 +72,37 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     return ""
 
 
+def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
+    """(tests finished, tests collected) so far: finished from the report log
+    being written, collected from the count the plugin writes to ``collected``
+    (0 while collection is still going)."""
+    try:
+        total = int(collected.read_text(encoding="utf-8").strip() or 0)
+        done = log.read_text(encoding="utf-8").count('"when": "teardown"')
+    except (OSError, ValueError):
+        return 0, 0
+    return done, total
+
+
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
-        pytest_args: list[str] | None = None, checkpoints: Path | None = None, **extra: Any) -> dict[str, Any]:
+        pytest_args: list[str] | None = None, checkpoints: Path | None = None,
+        on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
+        **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment, then run the contracts there.
 
     Args:
       python: the environment's interpreter.
       label: name of the environment in reports and file names.
       project_root: the project folder (pytest runs from there).
-      out_dir: where ``<label>.reportlog.jsonl`` and ``<label>.junit.xml`` go.
+      out_dir: where ``<label>.reportlog.jsonl``, ``<label>.junit.xml`` and
+        ``<label>.pytest.txt`` (pytest's output) go, and the same
+        ``<label>.multidevice.*`` files of the multi-device process (``PARTS``).
       timeout: seconds for the whole pytest run.
       pytest_args: extra pytest arguments (e.g. ``-k``).
       checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
+      on_progress: called with ``(finished, collected)`` tests every few
+        seconds while pytest runs (from its report log).
+      extra_env: environment variables for pytest (e.g. the compilation cache).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -84,33 +110,115 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     """
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
-    versions, import_error = probe(python)
+    versions, import_error, import_warnings = probe(python)
+    extra["warnings"] = warnings_diff.fold(import_warnings, [])
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
-    log = out_dir / f"{label}.reportlog.jsonl"
-    log.unlink(missing_ok=True)
-    cmd = [str(python), "-m", "pytest", CONTRACTS_DIR, "-q", "-p", "no:cacheprovider",
-           f"--report-log={log}", f"--junitxml={out_dir / f'{label}.junit.xml'}", *(pytest_args or [])]
+    env = {**os.environ, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+    parts: list[Part] = []
     start = time.monotonic()
-    try:
-        env = {**os.environ, **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
-        proc = subprocess.run(cmd, cwd=project_root, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return not_verified(label, f"contracts timed out after {timeout:.0f} s", versions=versions, **extra)
+    for suffix, folder, multi in PARTS:  # the multi-device contracts in a process of their own
+        done = (sum(p.progress[0] for p in parts), sum(p.progress[1] for p in parts))
+        report = (lambda d, t, done=done: on_progress(done[0] + d, done[1] + t)) if on_progress else None
+        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, timeout - (time.monotonic() - start),
+                       pytest_args, devices.env(env) if multi else env, report)
+        if part is None:
+            return not_verified(label, f"contracts timed out after {timeout:.0f} s ({folder})", versions=versions, **extra)
+        parts.append(part)
     duration = round(time.monotonic() - start, 1)
-    (out_dir / f"{label}.pytest.txt").write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    parsed = outcomes.parse(log) if log.exists() else outcomes.ReportLog()
+    extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
+    contracts = {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
+                 for p in parts for cid, c in p.log.contracts.items()}
+    if on_progress:
+        on_progress(len(contracts), len(contracts))
     record = {
-        "label": label, "versions": versions, "status": "ran", "reason": "", "exitstatus": proc.returncode,
-        "duration_s": duration, **extra,
-        "contracts": {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"} for cid, c in parsed.contracts.items()},
+        "label": label, "versions": versions, "status": "ran", "reason": "",
+        "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
+        "duration_s": duration, **extra, "contracts": contracts,
     }
-    if proc.returncode not in (0, 1):
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
-        record.update(status="not-verified", reason=f"pytest ended with exit status {proc.returncode}: {tail}")
-    elif parsed.collection_errors:
-        record.update(status="not-verified", reason="collection errors: " + "; ".join(parsed.collection_errors)[:600])
-    elif not parsed.contracts:
+    problem = merge_problems(parts, selected=bool(pytest_args))
+    if problem:
+        bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
+        record.update(status="not-verified", reason=problem, exitstatus=bad)
+    elif not contracts:
         record.update(status="not-verified", reason="zero contracts ran")
     return record
+
+
+#: The pytest processes of one contract run: (file name suffix, folder,
+#: multi-device). The multi-device contracts need eight simulated CPU devices
+#: configured before JAX starts (``optax_gate.gate.devices``), so they run in a
+#: second process (``<label>.multidevice.*`` files); their outcomes join the
+#: same record, and a failure or time-out of either process fails closed.
+PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, True))
+
+
+@dataclasses.dataclass
+class Part:
+    """One pytest process of a contract run: its folder, exit status, the
+    tail of its output, its report log, its last (finished, collected) and the
+    warnings its contracts raised (``optax_gate.gate.warnings_diff``)."""
+
+    folder: str
+    returncode: int
+    output: str
+    log: outcomes.ReportLog
+    progress: tuple[int, int] = (0, 0)
+    warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+
+def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
+            pytest_args: list[str] | None, env: dict[str, str],
+            on_progress: Callable[[int, int], None] | None) -> Part | None:
+    """Run pytest on ``folder`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
+    ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to ``out_dir``. None when
+    it timed out (the process is killed)."""
+    if timeout <= 0:
+        return None
+    log = out_dir / f"{name}.reportlog.jsonl"
+    log.unlink(missing_ok=True)
+    output = out_dir / f"{name}.pytest.txt"
+    collected = out_dir / f"{name}.collected"
+    collected.unlink(missing_ok=True)
+    cmd = [str(python), "-m", "pytest", folder, "-q", "-p", "no:cacheprovider",
+           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
+    start = time.monotonic()
+    warnings_file = out_dir / f"{name}.warnings.json"
+    warnings_file.unlink(missing_ok=True)
+    env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
+    with open(output, "w", encoding="utf-8") as sink:
+        proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if on_progress:
+                        on_progress(*_count_progress(log, collected))
+                    if time.monotonic() - start > timeout:
+                        proc.kill()
+                        proc.wait()
+                        return None
+        finally:
+            if proc.poll() is None:  # interrupted: never leave pytest running behind the gate
+                proc.kill()
+                proc.wait()
+    tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
+    return Part(folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
+                _count_progress(log, collected), warnings_diff.read(warnings_file))
+
+
+def merge_problems(parts: list[Part], selected: bool = False) -> str:
+    """Why the pytest processes of one run do not verify it ("" when they do):
+    an exit status other than 0 or 1 (5, nothing collected, is accepted only
+    when ``selected``: the caller's ``-k``/paths may select nothing in one
+    process), or collection errors, in any process."""
+    for part in parts:
+        if part.returncode not in (0, 1) and not (part.returncode == 5 and selected):
+            tail = " | ".join(part.output.strip().splitlines()[-3:])
+            return f"pytest ({part.folder}) ended with exit status {part.returncode}: {tail}"
+        if part.log.collection_errors:
+            return "collection errors: " + "; ".join(part.log.collection_errors)[:600]
+    return ""

@@ -13,6 +13,17 @@ PYTREE_STRUCTURE = "pytree structure error"
 INCOMPATIBLE_SHAPES = "incompatible shapes for broadcasting"
 #: optax ``base.NO_PARAMS_MSG``, raised by transformations that need params.
 NO_PARAMS = "requires the current value of parameters"
+#: A jitted computation (or an eager op) whose arguments live on different
+#: device sets, e.g. an optimizer state on another mesh than the params
+#: (jax ``_src/stages.py``: "Received incompatible devices for {api}ted computation").
+INCOMPATIBLE_DEVICES = "Received incompatible devices for jitted computation"
+#: ``jax.shard_map`` with an ``in_specs`` axis the mesh does not have
+#: (jax ``_src/shard_map.py``: "shard_map in_specs argument must refer to an
+#: axis marked as manual").
+SHARD_MAP_UNKNOWN_AXIS = "must refer to an axis marked as manual"
+#: A collective over an axis name no ``pmap``/``shard_map`` binds (jax
+#: ``_src/lax/parallel.py``: "Found an unbound axis name: {name}").
+UNBOUND_AXIS = "Found an unbound axis name"
 
 # Schedules (optax 0.2.6 ``optax/schedules/_schedule.py``).
 #: ``cosine_decay_schedule`` with ``decay_steps <= 0`` (also reached through

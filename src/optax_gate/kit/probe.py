@@ -1,18 +1,23 @@
 """Versions of an environment, and the import check the gate runs first.
 
 ``python -m optax_gate.kit.probe`` prints one JSON object on stdout:
-``{"versions": {...}, "import_error": null | "<ExceptionType: message>"}`` and
+``{"versions": {...}, "import_error": null | "<ExceptionType: message>",
+"import_warnings": [{"category", "message", "module", "lineno"}, ...]}`` and
 exits 0 when ``optax``, ``jax`` and ``flax.nnx`` import, 3 otherwise. Versions
 come from the installed distributions' metadata, so they are known even when
-an import fails.
+an import fails. ``import_warnings`` are the warnings raised while importing
+the contracted packages (every one, whatever the active filters), for the
+gate's warnings diff.
 """
 
 from __future__ import annotations
 
 import json
 import platform
+import re
 import sys
 import traceback
+import warnings
 from importlib import metadata
 
 PACKAGES = ("optax", "jax", "jaxlib", "flax", "numpy")
@@ -30,9 +35,44 @@ def installed_versions() -> dict[str, str]:
     return versions
 
 
+def _module_of(filename: str) -> str:
+    """Dotted module of a source file under ``site-packages`` (else its name)."""
+    path = filename.replace("\\", "/")
+    if "site-packages/" in path:
+        path = path.rsplit("site-packages/", 1)[1]
+    elif "/src/" in path:
+        path = path.rsplit("/src/", 1)[1]
+    else:  # a file outside any package folder (a test module): its name
+        path = path.rsplit("/", 1)[-1]
+    path = path.removesuffix(".py").removesuffix("/__init__")
+    return path.replace("/", ".")
+
+
+def warning_record(w: warnings.WarningMessage) -> dict[str, object]:
+    """``{"category", "message", "module", "lineno"}`` of a caught warning:
+    the category's qualified name (builtins bare), the message on one line
+    with memory addresses masked, the module the warning is attributed to."""
+    cat = w.category
+    name = cat.__qualname__ if cat.__module__ == "builtins" else f"{cat.__module__}.{cat.__qualname__}"
+    message = re.sub(r"0x[0-9a-fA-F]+", "0x…", " ".join(str(w.message).split()))[:400]
+    return {"category": name, "message": message, "module": _module_of(w.filename or ""), "lineno": w.lineno}
+
+
+IMPORT_WARNINGS: list[dict[str, object]] = []
+
+
 def import_error() -> str | None:
     """None when the contracted packages import, else the error's last line
-    and the innermost frame of the traceback."""
+    and the innermost frame of the traceback. The warnings raised meanwhile
+    go to ``IMPORT_WARNINGS``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        err = _import_error()
+    IMPORT_WARNINGS[:] = [warning_record(w) for w in caught]
+    return err
+
+
+def _import_error() -> str | None:
     try:
         import optax  # noqa: F401
         import jax.numpy  # noqa: F401
@@ -46,7 +86,7 @@ def import_error() -> str | None:
 
 def main() -> int:
     err = import_error()
-    print(json.dumps({"versions": installed_versions(), "import_error": err}))
+    print(json.dumps({"versions": installed_versions(), "import_error": err, "import_warnings": IMPORT_WARNINGS}))
     return 0 if err is None else 3
 
 

@@ -1,5 +1,10 @@
 """Count XLA compilations, to pin "a second call with the same shapes does not
-recompile" (JAX's public ``jax.monitoring`` events, no private cache API)."""
+recompile" (JAX's public ``jax.monitoring`` events, no private cache API).
+
+JAX records ``BACKEND_COMPILE`` around its compile-or-fetch step, so a program
+served from the persistent compilation cache (``optax_gate.gate.
+compilation_cache``) counts too, and "does not recompile" keeps its meaning
+with the cache on (``tests/meta/test_compilation_cache.py`` shows it)."""
 
 from __future__ import annotations
 

@@ -180,3 +180,40 @@ def multi_steps_sgd_updates(grads_per_call: Sequence[Leaves], every_k: int | Cal
         else:
             out.append([np.zeros_like(x) for x in g])
     return out
+
+
+def adamw_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: float, b1: float = 0.9,
+                     b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 1e-4) -> list[list[np.ndarray]]:
+    """Parameters after each AdamW step.
+
+    Formula (Kingma & Ba 2015, Algorithm 1, with the decoupled weight decay of
+    Loshchilov & Hutter 2019, Algorithm 2, in optax's parameterisation, read in
+    optax 0.2.6 ``optax/_src/alias.py`` ``adamw``): ``m_t = b1 m + (1 - b1) g``,
+    ``v_t = b2 v + (1 - b2) g**2``, ``m^ = m_t / (1 - b1**t)``,
+    ``v^ = v_t / (1 - b2**t)``, ``p_t = p - lr * (m^ / (sqrt(v^) + eps) + wd * p)``.
+
+    Returns:
+      one list of float64 leaves per step (step 1 first).
+    """
+    p = _f64(params)
+    m = [np.zeros_like(x) for x in p]
+    v = [np.zeros_like(x) for x in p]
+    out = []
+    for t, grads in enumerate(grads_per_step, start=1):
+        g = _f64(grads)
+        m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
+        v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(v, g)]
+        p = [pi - learning_rate * ((mi / (1 - b1**t)) / (np.sqrt(vi / (1 - b2**t)) + eps) + weight_decay * pi)
+             for pi, mi, vi in zip(p, m, v)]
+        out.append(p)
+    return out
+
+
+def linear_mse_grads(w: np.ndarray, b: np.ndarray, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """Gradients of ``mean((x @ w + b - y)**2)`` (the mean over every element of
+    the ``(N, out)`` residual) with respect to ``w`` ``(in, out)`` and ``b``
+    ``(out,)``: with ``r = x @ w + b - y``, ``dL/dw = 2 x^T r / (N out)`` and
+    ``dL/db = 2 sum_n r / (N out)`` (calculus of the squared error)."""
+    x, y, w, b = (np.asarray(a, np.float64) for a in (x, y, w, b))
+    r = x @ w + b - y
+    return {"b": 2.0 * r.sum(axis=0) / r.size, "w": 2.0 * x.T @ r / r.size}

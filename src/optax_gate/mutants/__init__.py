@@ -25,6 +25,9 @@ the converse one (does every *test* fail under some mutant).
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
+from pathlib import Path
 
 from optax_gate.mutants.registry import AREAS, MUTANTS, Mutant, family
 
@@ -32,15 +35,38 @@ from optax_gate.mutants.registry import AREAS, MUTANTS, Mutant, family
 FAMILIES = (
     "per_example_global_norm_clip", "sgd", "incremental_update", "add_decayed_weights_mask", "multi_steps",
     "clip_by_global_norm", "masked", "chain", "inject_hyperparams", "nnx", "resume",
+    "sharded_state", "data_parallel", "resume_across_devices",
     "schedules", "losses",
 )
 
 
-def load() -> dict[str, Mutant]:
-    """Import every family module (registering its mutants); return the registry."""
+#: Where a team's own mutants are found: files named ``*_mutants.py`` anywhere
+#: under the contracts folder, beside the contract module they break (pytest
+#: does not collect them: they do not match ``test_*.py``).
+TEAM_PATTERN = "tests/contracts/**/*_mutants.py"
+
+
+def load(root: Path | None = None) -> dict[str, Mutant]:
+    """Import every built-in family module and every team mutants file under
+    ``root`` (default: the current folder, the project root), registering
+    their mutants; return the registry. Loading twice is harmless.
+
+    Raises:
+      ValueError: two mutants with one name, or one family declared for two
+        contract modules (``registry.family``).
+      Exception: whatever a team mutants file raises on import.
+    """
     for name in FAMILIES:
         importlib.import_module(f"optax_gate.mutants.{name}")
+    for path in sorted((root or Path.cwd()).glob(TEAM_PATTERN)):
+        module_name = f"optax_gate_team_mutants.{path.stem}"
+        if module_name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
     return MUTANTS
 
 
-__all__ = ["AREAS", "FAMILIES", "MUTANTS", "Mutant", "family", "load"]
+__all__ = ["AREAS", "FAMILIES", "MUTANTS", "TEAM_PATTERN", "Mutant", "family", "load"]

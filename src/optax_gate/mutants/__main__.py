@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from optax_gate import mutants
-from optax_gate.gate import atomic, outcomes
+from optax_gate.gate import atomic, devices, outcomes
 
 
 def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
 
         def job_env(job):
             writer_side = job[1] is not None and registry[job[1]].writer_side
-            return {} if writer_side or job[0] != "resume" else {"OPTAX_GATE_CHECKPOINTS": str(checkpoints)}
+            env = {} if writer_side or job[0] != "resume" else {"OPTAX_GATE_CHECKPOINTS": str(checkpoints)}
+            if devices.is_multidevice(mutants.AREAS[job[0]]):  # eight simulated devices, this process only
+                env = devices.env({"XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), **env})
+            return env
         results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
     for area in areas:
         failing, contracts = results[(area, None)]

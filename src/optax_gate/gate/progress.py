@@ -1,0 +1,38 @@
+"""Progress lines of a gate run: one line per phase, with the time elapsed
+since the start, on stderr (plain lines, readable in a terminal and in CI logs
+alike; the report's own output goes to stdout).
+
+Written here (a dozen lines) rather than with ``rich``: the gate's tool
+environment stays small, and CI logs want plain lines, not redrawn bars.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """``Progress()("resolving the candidate")`` prints
+    ``optax-gate [   3.1 s] resolving the candidate``."""
+
+    def __init__(self, stream=None):
+        self.start = time.monotonic()
+        self.stream = stream or sys.stderr
+
+    def __call__(self, message: str) -> None:
+        print(f"optax-gate [{time.monotonic() - self.start:6.1f} s] {message}", file=self.stream, flush=True)
+
+    def contracts(self, label: str):
+        """A ``(done, total)`` callback for :func:`optax_gate.gate.runner.run`
+        that prints at each tenth of the contracts (and at the end)."""
+        last = {"tenth": -1}
+
+        def report(done: int, total: int) -> None:
+            if not total:  # still collecting
+                return
+            tenth = done * 10 // total
+            if tenth != last["tenth"]:
+                last["tenth"] = tenth
+                self(f"{label}: {done}/{total} contracts")
+        return report

@@ -1,0 +1,110 @@
+"""Markdown of what the contracts cannot see (schema 2 report sections
+``surface``, ``warnings``, ``dependencies``; built by ``optax_gate.gate.unseen``).
+
+:func:`headline` is one line of counts for the top of ``report.md``;
+:func:`markdown` the three sections ("API surface", "Warnings",
+"Dependencies"), each with its counts in the heading, broken rows first, and
+folded (``<details>``) beyond :data:`FOLD` rows. A report without the
+sections (schema 1, or a gate that crashed) renders nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FOLD = 15
+_ORDER = ("broken", "changed", "new", "noted")
+_TITLES = {"surface": "API surface", "warnings": "Warnings", "dependencies": "Dependencies"}
+
+
+def _cell(text: Any) -> str:
+    return str(text if text not in (None, "") else "—").replace("|", "\\|").replace("\n", " ")
+
+
+def _counts(section: dict[str, Any]) -> str:
+    c = section.get("counts") or {}
+    return ", ".join(f"{c[k]} {k}" for k in _ORDER if c.get(k)) or "no differences"
+
+
+def headline(report: dict[str, Any]) -> list[str]:
+    """One line: the counts of each section (empty for a report without them)."""
+    parts = [f"{title}: {_counts(report[key]) if report[key].get('status') == 'compared' else 'not compared'}"
+             for key, title in _TITLES.items() if isinstance(report.get(key), dict)]
+    return [f"Beyond the contracts — {'; '.join(parts)}.", ""] if parts else []
+
+
+def _table(header: list[str], rows: list[list[str]], fold_label: str) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    if len(rows) > FOLD:
+        return [f"<details><summary>{len(rows)} {fold_label}</summary>", "", *lines, "", "</details>", ""]
+    return [*lines, ""]
+
+
+def _surface(section: dict[str, Any], usage: dict[str, Any] | None) -> list[str]:
+    out = []
+    scope = (f"scoped to the team's code: {usage['uses']} use(s) in {usage['files']} file(s) of "
+             f"`{' '.join(usage['paths'])}`" if usage else "no `--usage`: removals and incompatibilities of contracted APIs are broken")
+    out += [f"Packages `{' '.join(section.get('packages', []))}`, read statically from each environment; {scope}.", ""]
+    for verdict in _ORDER:
+        rows = [r for r in section["rows"] if r["verdict"] == verdict]
+        if not rows:
+            continue
+        body = [[f"`{r['path']}`", r["change"] + (f" `{r['param']}`" if r.get("param") else ""), r["kind"],
+                 f"{r['old']} → {r['new']}", f"`{r['where']}`" if r["where"] else "", "<br>".join(r.get("uses") or [])]
+                for r in rows]
+        out += [f"**{verdict}** ({len(rows)})", ""]
+        out += _table(["public path", "change", "kind", "old → new", "candidate definition", "team's code"], body, f"{verdict} surface rows")
+    return out
+
+
+def _warnings(section: dict[str, Any]) -> list[str]:
+    out = []
+    if section.get("fail_on_new_deprecations"):
+        out += ["`--fail-on-new-deprecations`: a new deprecation is broken.", ""]
+    for verdict in _ORDER:
+        rows = [r for r in section["rows"] if r["verdict"] == verdict]
+        if not rows:
+            continue
+        body = [[r["change"], r["when"], f"`{r['category']}`", r["message"], f"`{r['module']}`",
+                 ", ".join(f"`{a}`" for a in r["apis"]) or "—",
+                 (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—"]
+                for r in rows]
+        out += [f"**{verdict}** ({len(rows)})", ""]
+        out += _table(["change", "when", "category", "message", "module", "API", "contracts"], body, f"{verdict} warnings")
+    return out
+
+
+def _dependencies(section: dict[str, Any]) -> list[str]:
+    out = []
+    rp = section.get("requires_python") or {}
+    tags = section.get("jaxlib_tags") or {}
+    for side in ("baseline", "candidate"):
+        req = ", ".join(f"{k} `{v}`" for k, v in (rp.get(side) or {}).items()) or "unknown"
+        out.append(f"- {side}: Requires-Python {req}; jaxlib wheel tags `{' '.join(tags.get(side) or []) or 'unknown'}`")
+    out.append("")
+    rows = section["rows"]
+    if rows:
+        body = [[r["verdict"], f"`{r['name']}`", r["change"] + (f" ({r['level']}{', down' if r['down'] else ''})" if r["level"] else ""),
+                 f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]), "<br>".join(r["uses"])] for r in rows]
+        out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ")
+    return out
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The three sections as Markdown lines (empty for a report without them)."""
+    out: list[str] = []
+    render = {"surface": lambda s: _surface(s, report.get("usage")), "warnings": _warnings, "dependencies": _dependencies}
+    for key, title in _TITLES.items():
+        section = report.get(key)
+        if not isinstance(section, dict):
+            continue
+        out += [f"## {title} ({_counts(section)})", ""]
+        if section.get("status") != "compared":
+            out += [f"Not compared: {_cell(section.get('reason'))}.", ""]
+            if key != "dependencies":
+                continue
+        elif section.get("reason"):
+            out += [f"Note: {section['reason']}.", ""]
+        out += render[key](section)
+    return out

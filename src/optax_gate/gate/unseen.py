@@ -1,0 +1,143 @@
+"""What the contracts cannot see: the API surface, warnings and dependency
+diffs of a gate run, scoped to the team's code (``--usage``), added to the
+report (schema 2) by :func:`attach`.
+
+Verdict policy of the rows (each section's ``verdict`` per row):
+
+- API surface, with ``--usage``: a change that breaks an import or a call
+  site of the team's code is ``broken``; any other removal or
+  incompatibility, and compatible changes (a default moved, an optional
+  parameter added) are ``changed``; additions are ``new``.
+  Without ``--usage``: a removal or incompatibility of a contracted API (the
+  ``api`` of a contract, its methods included) is ``broken``; the rest
+  ``changed``; additions ``new``.
+- Warnings: new in the candidate ``changed`` (``broken`` for a deprecation
+  with ``--fail-on-new-deprecations``), gone ``noted``.
+- Dependencies: a removed package that the team's code imports (``--usage``)
+  is ``broken``; every other row ``changed``.
+
+A ``broken`` row turns a ``pass`` into ``fail``; a ``not-verified`` verdict
+stays (the surface and dependency diffs are still shown: they need no import).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import dependencies, surface, usage, warnings_diff
+
+SCHEMA = 2
+
+
+def site_packages(python: Path) -> Path | None:
+    """The ``site-packages`` folder of the environment of ``python`` (its ``bin/python``)."""
+    found = sorted(Path(python).parent.parent.glob("lib/python*/site-packages"))
+    return found[0] if found else None
+
+
+def _contracted(report: dict[str, Any]) -> set[str]:
+    apis = set()
+    for row in report.get("contracts", []):
+        api = row.get("api") or ""
+        apis.add("flax.nnx." + api.split(":", 1)[1] if api.startswith("nnx:") else api)
+    return apis
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    out = {"broken": 0, "changed": 0, "new": 0, "noted": 0}
+    for r in rows:
+        out[r["verdict"]] += 1
+    return out
+
+
+def surface_section(base_site: Path | None, cand_site: Path | None, packages: tuple[str, ...],
+                    uses: list[usage.Use] | None, contracted: set[str]) -> dict[str, Any]:
+    """The ``surface`` section of the report."""
+    section: dict[str, Any] = {"packages": list(packages), "rows": []}
+    missing = [side for side, site in (("baseline", base_site), ("candidate", cand_site)) if site is None or not Path(site).is_dir()]
+    if missing:
+        return {**section, "status": "unavailable", "reason": f"no installed environment for the {' and '.join(missing)}",
+                "counts": _counts([]), "duration_s": 0.0}
+    start = time.monotonic()
+    old, new = surface.surface(Path(base_site), packages), surface.surface(Path(cand_site), packages)
+    rows = surface.diff(old, new)
+    if uses is not None:
+        usage.match(uses, rows, old, new)
+    for r in rows:
+        r.setdefault("uses", [])
+        r.setdefault("breaks", False)
+        if r["change"] in surface.ADDED:
+            r["verdict"] = "new"
+        elif uses is not None:
+            r["verdict"] = "broken" if r["breaks"] else "changed"
+        else:
+            hit = any(r["path"] == a or r["path"].startswith(a + ".") for a in contracted)
+            r["verdict"] = "broken" if hit and r["change"] in surface.INCOMPATIBLE else "changed"
+    return {**section, "status": "compared", "reason": "", "rows": rows, "counts": _counts(rows),
+            "duration_s": round(time.monotonic() - start, 2)}
+
+
+def warnings_section(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
+                     fail_on_new_deprecations: bool) -> dict[str, Any]:
+    """The ``warnings`` section: every warning, import-time ones included;
+    only the import-time ones when the candidate's contracts did not run."""
+    apis = {r["id"]: r["api"] for r in report.get("contracts", [])}
+    base, cand = baseline.get("warnings") or [], candidate.get("warnings") or []
+    reason = ""
+    if candidate.get("status") != "ran" or baseline.get("status") != "ran":
+        base, cand = [w for w in base if w["when"] == "import"], [w for w in cand if w["when"] == "import"]
+        reason = "contracts did not run in both environments: import-time warnings only"
+    if "warnings" not in baseline or "warnings" not in candidate:
+        return {"status": "unavailable", "reason": "no warning records (an environment was not probed)", "rows": [],
+                "counts": _counts([])}
+    rows = warnings_diff.diff(base, cand, apis, fail_on_new_deprecations)
+    return {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows),
+            "fail_on_new_deprecations": fail_on_new_deprecations}
+
+
+def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None,
+                         cand_site: Path | None, uses: list[usage.Use] | None) -> dict[str, Any]:
+    """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
+    extra = {"requires_python": {"baseline": dependencies.requires_python(base_site),
+                                 "candidate": dependencies.requires_python(cand_site)},
+             "jaxlib_tags": {"baseline": dependencies.wheel_tags(base_site), "candidate": dependencies.wheel_tags(cand_site)}}
+    locks = [Path(r.get("lock_file") or "") for r in (baseline, candidate)]
+    if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
+        return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [],
+                "counts": _counts([]), **extra}
+    imported = usage.imported_modules(uses) if uses is not None else None
+    rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported)
+    for r in rows:
+        r["verdict"] = "broken" if r["breaks"] else "changed"
+    return {"status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), **extra}
+
+
+def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], *,
+           usage_paths: list[Path] | None = None, packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
+           fail_on_new_deprecations: bool = False) -> dict[str, Any]:
+    """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
+    sections to a report from ``optax_gate.gate.compare.compare`` and bump its
+    schema to 2; a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
+    and ``candidate`` are the run records (``site_packages``, ``lock_file``,
+    ``warnings``). Returns ``report``, changed in place."""
+    uses = usage.scan(usage_paths) if usage_paths else None
+    sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
+    report["schema"] = SCHEMA
+    report["usage"] = None if uses is None else {
+        "paths": [str(p) for p in usage_paths or []], "files": len({u.where.split(":", 1)[0] for u in uses}), "uses": len(uses)}
+    start = time.monotonic()
+    report["surface"] = surface_section(sites[0], sites[1], packages, uses, _contracted(report))
+    report["warnings"] = warnings_section(report, baseline, candidate, fail_on_new_deprecations)
+    report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], uses)
+    report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
+    for side in ("baseline", "candidate"):
+        report[side].pop("warnings", None)
+    broken = {name: report[name]["counts"]["broken"] for name in ("surface", "dependencies", "warnings")}
+    if sum(broken.values()):
+        what = ", ".join(f"{n} {name}" for name, n in broken.items() if n)
+        report["reasons"].append(f"beyond the contracts: {what} finding(s) broken")
+        if report["verdict"] == "pass":
+            report["verdict"] = "fail"
+    return report

@@ -1,0 +1,306 @@
+"""What the team's own code uses of optax, flax and jax, and which surface
+changes touch it (``--usage PATH...``).
+
+:func:`scan` reads ``.py`` files and the code cells of ``.ipynb`` notebooks
+with the standard ``ast`` module (nothing is imported or run) and records
+each *use*: an import (``import optax as ox``, ``from optax import adamw``,
+``from flax import nnx``), an attribute chain through an imported name
+(``ox.losses.huber_loss``), and each call site with how its arguments are
+passed (number of positional arguments, keyword names, ``*args`` /
+``**kwargs``).
+
+:func:`match` judges each use against the surface diff of
+``optax_gate.gate.surface``. Why the call-site matching is written by hand: no
+library binds a call *site* (not a live call) to two static signatures. It
+binds the call's positional and keyword arguments to the baseline's and the
+candidate's parameters the way Python does; the call breaks when binding
+fails in the candidate only (too many positional arguments, a keyword that
+is no longer accepted, a parameter now keyword-only, a new required
+parameter) or when a positional argument lands on a different parameter.
+
+Limits (deliberate, documented): names are tracked per file (per notebook)
+without scopes, so a local variable shadowing an import is not seen; calls
+through a variable (``opt = optax.adam(1e-3); opt.update(...)``) are not
+matched to methods; ``*args``/``**kwargs`` at a call site make its binding
+unknown (reported as such, never as broken).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from optax_gate.gate import surface as surface_mod
+from optax_gate.gate.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
+
+TRACKED = ("optax", "flax", "jax")
+
+
+@dataclasses.dataclass(frozen=True)
+class Use:
+    """One use of a tracked name in the team's code.
+
+    ``where`` is ``file:line`` (``notebook.ipynb:cell N:line`` for a
+    notebook), relative to the scanned root; ``how`` is ``import``,
+    ``attribute`` or ``call``; for a call, ``positional`` is the number of
+    positional arguments (None with ``*args``), ``keywords`` their names and
+    ``star_kwargs`` whether ``**kwargs`` is passed."""
+
+    where: str
+    path: str
+    how: str
+    positional: int | None = None
+    keywords: tuple[str, ...] = ()
+    star_kwargs: bool = False
+
+
+def _sources(paths: Iterable[Path]) -> list[tuple[Path, str]]:
+    """``(file, display name)`` of every ``.py`` / ``.ipynb`` under ``paths``,
+    sorted; hidden folders (``.nox``, ``.venv``, ``.git``), ``venv``, ``reports``,
+    ``site-packages``, ``__pycache__`` and ``node_modules`` are skipped."""
+    out = []
+    for root in paths:
+        root = Path(root)
+        if root.is_file():
+            out.append((root, root.name))
+            continue
+        found = []
+        for folder, dirs, files in os.walk(root):
+            # prune while walking: never descend into environments or caches (.nox holds GBs)
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
+            found += [Path(folder) / f for f in files if f.endswith((".py", ".ipynb"))]
+        out += [(f, f.relative_to(root).as_posix()) for f in sorted(found)]
+    return out
+
+
+#: Folders never scanned for the team's code: environments, caches, reports.
+_SKIPPED_FOLDERS = ("site-packages", "__pycache__", "node_modules", "venv", "reports")
+
+
+def _cells(path: Path) -> list[tuple[str, str]]:
+    """``(label prefix, code)`` per code cell of a notebook; IPython magics and
+    shell lines are blanked so line numbers stay those of the cell."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for i, cell in enumerate(nb.get("cells", []), start=1):
+        if cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        text = "".join(src) if isinstance(src, list) else src
+        lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in text.splitlines()]
+        out.append((f"cell {i}:", "\n".join(lines)))
+    return out
+
+
+class _Scanner:
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+        self.uses: list[Use] = []
+
+    def imports(self, tree: ast.AST, label: str) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] not in TRACKED:  # kept for the dependency diff
+                        self.uses.append(Use(f"{label}{node.lineno}", a.name, "import"))
+                        continue
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+                    else:
+                        top = a.name.split(".")[0]
+                        self.aliases[top] = top
+                    self.uses.append(Use(f"{label}{node.lineno}", a.name, "import"))
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] not in TRACKED:
+                self.uses.append(Use(f"{label}{node.lineno}", node.module, "import"))
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] in TRACKED:
+                for a in node.names:
+                    if a.name == "*":
+                        continue
+                    full = f"{node.module}.{a.name}"
+                    self.aliases[a.asname or a.name] = full
+                    self.uses.append(Use(f"{label}{node.lineno}", full, "import"))
+
+    def _dotted(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self._dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def expressions(self, tree: ast.AST, label: str) -> None:
+        covered: set[int] = set()
+        nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
+                       key=lambda n: (n.lineno, n.col_offset, -getattr(n, "end_col_offset", 0)))
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                path = self._dotted(node.func)
+                if path is None:
+                    continue
+                covered.add(id(node.func))
+                star = any(isinstance(a, ast.Starred) for a in node.args)
+                self.uses.append(Use(f"{label}{node.lineno}", path, "call",
+                                     None if star else len(node.args),
+                                     tuple(k.arg for k in node.keywords if k.arg is not None),
+                                     any(k.arg is None for k in node.keywords)))
+            if isinstance(node, ast.Attribute) and id(node) not in covered:
+                path = self._dotted(node)
+                if path is not None:
+                    self.uses.append(Use(f"{label}{node.lineno}", path, "attribute"))
+            if isinstance(node, (ast.Attribute, ast.Call)):
+                inner = node.value if isinstance(node, ast.Attribute) else node.func
+                while isinstance(inner, ast.Attribute):  # only the longest chain counts
+                    covered.add(id(inner))
+                    inner = inner.value
+
+
+def scan(paths: Iterable[Path]) -> list[Use]:
+    """Every use of optax / flax / jax in the ``.py`` and ``.ipynb`` files
+    under ``paths``, and every import of any other module (for the dependency
+    diff). A file that does not parse is skipped (listed by
+    :func:`unparsable`)."""
+    uses: list[Use] = []
+    for path, name in _sources(paths):
+        scanner = _Scanner()
+        parts = _cells(path) if path.suffix == ".ipynb" else [("", path.read_text(encoding="utf-8", errors="replace"))]
+        trees = []
+        for prefix, code in parts:
+            try:
+                trees.append((ast.parse(code), f"{name}:{prefix}"))
+            except SyntaxError:
+                continue
+        for tree, label in trees:  # a notebook's imports hold in every later cell; be generous: in all cells
+            scanner.imports(tree, label)
+        for tree, label in trees:
+            scanner.expressions(tree, label)
+        uses.extend(scanner.uses)
+    return uses
+
+
+def imported_modules(uses: Iterable[Use]) -> dict[str, list[str]]:
+    """``{top-level module: [where, ...]}`` of the import lines (for the
+    dependency diff: a package that disappears and is imported breaks)."""
+    out: dict[str, list[str]] = {}
+    for u in uses:
+        if u.how == "import":
+            out.setdefault(u.path.split(".")[0], []).append(u.where)
+    return out
+
+
+def bind(params: tuple[Param, ...], positional: int, keywords: tuple[str, ...]) -> tuple[list[str], str]:
+    """Bind a call (``positional`` arguments, then ``keywords``) to
+    ``params`` like Python does. Returns the parameter name each positional
+    argument lands on and the ``TypeError`` it raises ("" when it binds)."""
+    slots = [p for p in params if p.kind in (POSITIONAL_ONLY, POSITIONAL)]
+    varpos = any(p.kind == VAR_POSITIONAL for p in params)
+    varkw = any(p.kind == VAR_KEYWORD for p in params)
+    landed = [p.name for p in slots[:positional]]
+    if positional > len(slots):
+        if not varpos:
+            kw_only = [p.name for p in params if p.kind == KEYWORD_ONLY]
+            why = f"; {', '.join(kw_only)} keyword-only" if kw_only else ""
+            return landed, f"takes {len(slots)} positional argument(s) but {positional} were given{why}"
+        landed += ["*" + next(p.name for p in params if p.kind == VAR_POSITIONAL)] * (positional - len(slots))
+    by_name = {p.name: p for p in params}
+    for k in keywords:
+        p = by_name.get(k)
+        if p is None or p.kind in (POSITIONAL_ONLY, VAR_POSITIONAL, VAR_KEYWORD):
+            if not varkw:
+                return landed, f"got an unexpected keyword argument '{k}'" if p is None else f"'{k}' is positional-only"
+        elif k in landed:
+            return landed, f"got multiple values for argument '{k}'"
+    missing = [p.name for p in params if p.required and p.name not in landed and p.name not in keywords]
+    if missing:
+        return landed, f"missing required argument(s): {', '.join(missing)}"
+    return landed, ""
+
+
+def _longest(path: str, known: set[str]) -> str | None:
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:cut])
+        if candidate in known:
+            return candidate
+    return None
+
+
+def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mod.Entry],
+          new: dict[str, surface_mod.Entry]) -> None:
+    """Attach to each surface row the team's sites it touches: ``row["uses"]``
+    (one sentence per site) and ``row["breaks"]`` (True when one of them
+    raises in the candidate). Rows are changed in place."""
+    known = set(old) | set(new)
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        r.setdefault("uses", [])
+        r.setdefault("breaks", False)
+        by_path.setdefault(r["path"], []).append(r)
+    for u in uses:
+        path = _longest(u.path, known)
+        if path is None or path not in by_path:
+            continue
+        verb = {"import": "imports", "attribute": "uses", "call": "calls"}[u.how]
+        for r in by_path[path]:
+            change = r["change"]
+            if change in ("removed", "moved"):
+                err = "ImportError" if u.how == "import" else "AttributeError"
+                where_now = f" (now {r['new']})" if change == "moved" else ""
+                r["uses"].append(f"{u.where}: {verb} {u.path}; {change} in the candidate{where_now} → {err}")
+                r["breaks"] = True
+            elif u.how == "call" and u.path == path and old[path].params is not None and new[path].params is not None:
+                parent = old.get(path.rsplit(".", 1)[0])
+                if parent is not None and parent.kind == "class" and u.positional:  # Class.method(instance, ...)
+                    u = dataclasses.replace(u, positional=u.positional - 1)
+                _judge_call(u, r, old[path].params, new[path].params)
+            elif change != "added":
+                r["uses"].append(f"{u.where}: {verb} {u.path} ({change}: {r['old']} → {r['new']})")
+
+
+def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[Param, ...]) -> None:
+    change, param = row["change"], row["param"]
+    n = u.positional
+    how = f"with {n} positional argument{'' if n == 1 else 's'}" + (f" and keywords {', '.join(u.keywords)}" if u.keywords else "")
+    if u.positional is None or u.star_kwargs:
+        row["uses"].append(f"{u.where}: calls {u.path} with *args/**kwargs; cannot tell whether {change} of "
+                           f"{param or row['old']} affects it")
+        return
+    if change == "added":
+        return
+    old_landed, old_err = bind(old, u.positional, u.keywords)
+    new_landed, new_err = bind(new, u.positional, u.keywords)
+    own = change not in ("parameter-reordered", "new-required-parameter", "default-changed", "default-removed") and param
+    if own and param not in old_landed and param not in u.keywords:  # a failure, if any, belongs to another row
+        row["uses"].append(f"{u.where}: calls {u.path} {how}; does not pass {param}, unaffected")
+    elif new_err and not old_err:
+        row["uses"].append(f"{u.where}: calls {u.path} {how}; {_because(row)} → TypeError ({new_err})")
+        row["breaks"] = True
+    elif not new_err and not old_err and old_landed != new_landed:
+        moved = [f"argument {i + 1} binds to {b} instead of {a}" for i, (a, b) in enumerate(zip(old_landed, new_landed)) if a != b]
+        row["uses"].append(f"{u.where}: calls {u.path} {how}; {_because(row)} → {'; '.join(moved)} (silently)")
+        row["breaks"] = True
+    elif change in ("default-changed", "default-removed") and param not in u.keywords and param not in new_landed:
+        row["uses"].append(f"{u.where}: calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}")
+    elif param and (param in u.keywords or param in new_landed):
+        passed = "by keyword" if param in u.keywords else "positionally"
+        row["uses"].append(f"{u.where}: calls {u.path} {how}; passes {param} {passed}, unaffected")
+    elif param:
+        row["uses"].append(f"{u.where}: calls {u.path} {how}; does not pass {param}, unaffected")
+    else:
+        row["uses"].append(f"{u.where}: calls {u.path} {how}; unaffected")
+
+
+def _because(row: dict[str, Any]) -> str:
+    c, p = row["change"], row["param"]
+    return {
+        "keyword-only": f"{p} is keyword-only in the candidate",
+        "positional-only": f"{p} is positional-only in the candidate",
+        "parameter-removed": f"{p} was removed in the candidate",
+        "parameter-renamed": f"{p} is renamed {row['new']} in the candidate",
+        "new-required-parameter": f"{p} is a new required parameter in the candidate",
+        "default-removed": f"{p} has no default in the candidate",
+        "parameter-reordered": f"parameters reordered ({row['old']} → {row['new']})",
+    }.get(c, f"{c} ({row['old']} → {row['new']})")

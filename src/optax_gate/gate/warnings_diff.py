@@ -1,0 +1,81 @@
+"""Warnings diff: what each environment warned while importing the contracted
+packages and while the contracts ran.
+
+The records come from inside the environments: ``optax_gate.kit.probe``
+catches every warning raised by ``import optax, jax.numpy, flax.nnx``
+(whatever the active filters), and the pytest plugin writes every warning a
+test raised to ``<label>.warnings.json``. :func:`fold` groups them by
+``(when, category, message, module)`` with the contracts that raised each;
+:func:`diff` compares two environments.
+
+A warning new in the candidate is ``changed`` (``broken`` for a deprecation,
+``DeprecationWarning`` / ``PendingDeprecationWarning`` / ``FutureWarning`` and
+subclasses by name, under ``--fail-on-new-deprecations``: code run with
+``-W error`` breaks on it); a warning gone is ``noted``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """The plugin's warning records (``[]`` when the file is absent or unreadable)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return []
+    return data if isinstance(data, list) else []
+
+
+def fold(import_warnings: Iterable[dict[str, Any]], test_warnings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per distinct warning: ``{"when": "import" | "collect" |
+    "contract", "category", "message", "module", "contracts": [test ids]}``."""
+    groups: dict[tuple[str, str, str, str], set[str]] = {}
+    for w in import_warnings:
+        groups.setdefault(("import", w["category"], w["message"], w["module"]), set())
+    for w in test_warnings:
+        when = "contract" if w.get("when") == "runtest" else w.get("when") or "contract"
+        key = (when, w["category"], w["message"], w["module"])
+        groups.setdefault(key, set())
+        if w.get("nodeid"):
+            groups[key].add(w["nodeid"])
+    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)}
+            for k, v in sorted(groups.items())]
+
+
+def is_deprecation(category: str) -> bool:
+    return category.rsplit(".", 1)[-1].endswith(DEPRECATIONS)
+
+
+def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: dict[str, str],
+         fail_on_new_deprecations: bool = False) -> list[dict[str, Any]]:
+    """Rows ``{"change": "new" | "gone", "verdict", "when", "category",
+    "message", "module", "contracts", "apis"}``; ``apis`` maps a contract id
+    to the API it pins. Only the suite's contracts count (``tests/meta`` ids
+    are left out); new rows first."""
+    def key(w: dict[str, Any]) -> tuple[str, str, str, str]:
+        return w["when"], w["category"], w["message"], w["module"]
+
+    def keep(w: dict[str, Any]) -> bool:
+        return w["when"] == "import" or not w["contracts"] or any(c in apis for c in w["contracts"])
+
+    base = {key(w): w for w in baseline if keep(w)}
+    cand = {key(w): w for w in candidate if keep(w)}
+    rows = []
+    for k in sorted(set(base) ^ set(cand)):
+        w = cand.get(k) or base[k]
+        new = k in cand
+        verdict = "noted"
+        if new:
+            verdict = "broken" if fail_on_new_deprecations and is_deprecation(w["category"]) else "changed"
+        contracts = [c for c in w["contracts"] if c in apis] or w["contracts"]
+        rows.append({"change": "new" if new else "gone", "verdict": verdict, "when": w["when"],
+                     "category": w["category"], "message": w["message"], "module": w["module"],
+                     "contracts": contracts, "apis": sorted({apis[c] for c in contracts if c in apis})})
+    rows.sort(key=lambda r: (r["change"] != "new", r["when"], r["category"], r["message"]))
+    return rows

@@ -1,0 +1,158 @@
+"""Dependency diff, warnings diff, the schema-2 report (validated against
+``src/optax_gate/gate/report.schema.json``) and its Markdown sections."""
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate import compare, dependencies, report_json, report_markdown, unseen, warnings_diff
+from optax_gate.kit import probe
+from tests.meta.test_compare import record
+
+SCHEMA = Path(__file__).resolve().parents[2] / "src" / "optax_gate" / "gate" / "report.schema.json"
+
+OLD_LOCK = """\
+absl-py==2.5.1 \\
+    --hash=sha256:00
+    # via
+    #   chex
+    #   optax
+chex==0.1.92 \\
+    --hash=sha256:00
+    # via optax
+jax==0.11.2 \\
+    --hash=sha256:00
+    # via -r requirements.in
+numpy==2.3.1 \\
+    --hash=sha256:00
+    # via jax
+"""
+NEW_LOCK = """\
+absl-py==2.5.1 \\
+    --hash=sha256:00
+    # via optax
+jax==0.12.0.1 \\
+    --hash=sha256:00
+    # via -r requirements.in
+numpy==2.3.0 \\
+    --hash=sha256:00
+    # via jax
+ml-dtypes==0.5.0 \\
+    --hash=sha256:00
+    # via jax
+"""
+
+
+def test_lock_diff_names_removed_moved_added_and_who_pulled_a_package_in():
+    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK)}
+    assert set(rows) == {"chex", "jax", "numpy", "ml-dtypes"}
+    assert (rows["chex"]["change"], rows["chex"]["via"], rows["chex"]["breaks"]) == ("removed", ["optax"], False)
+    assert (rows["jax"]["change"], rows["jax"]["level"], rows["jax"]["down"]) == ("moved", "minor", False)
+    assert (rows["numpy"]["level"], rows["numpy"]["down"]) == ("patch", True)
+    assert rows["ml-dtypes"]["change"] == "added"
+
+
+def test_a_removed_package_the_team_imports_is_broken(tmp_path):
+    info = tmp_path / "chex-0.1.92.dist-info"
+    info.mkdir()
+    (info / "top_level.txt").write_text("chex\n")
+    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path, {"chex": ["teamlib/model.py:2"]})}
+    assert rows["chex"]["breaks"]
+    assert rows["chex"]["uses"] == ["teamlib/model.py:2: imports chex, installed only through optax in the baseline → ModuleNotFoundError"]
+
+
+def test_requires_python_and_wheel_tags_come_from_dist_info(tmp_path):
+    info = tmp_path / "jaxlib-0.12.0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jaxlib\nVersion: 0.12.0.1\nRequires-Python: >=3.11\n\nbody\n")
+    (info / "WHEEL").write_text("Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_27_x86_64\n")
+    assert dependencies.requires_python(tmp_path) == {"jaxlib": ">=3.11"}
+    assert dependencies.wheel_tags(tmp_path) == ["cp312-cp312-manylinux_2_27_x86_64"]
+    assert dependencies.requires_python(None) == {} and dependencies.wheel_tags(tmp_path / "absent") == []
+
+
+def _warning(message, category=DeprecationWarning, filename="/x/site-packages/optax/_src/alias.py"):
+    return warnings.WarningMessage(message, category, filename, 7)
+
+
+def test_warning_records_name_category_message_and_module():
+    r = probe.warning_record(_warning(DeprecationWarning("optax.foo is deprecated at 0xdeadbeef")))
+    assert r == {"category": "DeprecationWarning", "message": "optax.foo is deprecated at 0x…", "module": "optax._src.alias", "lineno": 7}
+
+
+def test_plugin_writes_every_recorded_warning_when_asked(tmp_path, monkeypatch):
+    from optax_gate import pytest_plugin
+
+    target = tmp_path / "w.json"
+    monkeypatch.setenv(pytest_plugin.WARNINGS_ENV, str(target))
+    monkeypatch.setattr(pytest_plugin, "_RECORDED", [])
+    pytest_plugin.pytest_warning_recorded(_warning(FutureWarning("soon"), FutureWarning), "runtest", "tests/contracts/test_a.py::t", None)
+    pytest_plugin.pytest_sessionfinish(None, 0)
+    assert warnings_diff.read(target) == [{"nodeid": "tests/contracts/test_a.py::t", "when": "runtest", "category": "FutureWarning",
+                                          "message": "soon", "module": "optax._src.alias", "lineno": 7}]
+
+
+def _warnings(*messages, when="runtest", nodeid="c1"):
+    return [{"nodeid": nodeid, "when": when, "category": cat, "message": m, "module": "optax._src.alias", "lineno": 1}
+            for cat, m in messages]
+
+
+def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted():
+    base = warnings_diff.fold([], _warnings(("UserWarning", "old")))
+    cand = warnings_diff.fold([{"category": "DeprecationWarning", "message": "import-time", "module": "jax"}],
+                              _warnings(("FutureWarning", "new"), ("UserWarning", "also new")))
+    apis = {"c1": "optax.sgd"}
+    rows = warnings_diff.diff(base, cand, apis)
+    assert [(r["change"], r["when"], r["message"], r["verdict"]) for r in rows] == [
+        ("new", "contract", "new", "changed"), ("new", "contract", "also new", "changed"),
+        ("new", "import", "import-time", "changed"), ("gone", "contract", "old", "noted")]
+    assert rows[0]["category"] == "FutureWarning" and rows[0]["apis"] == ["optax.sgd"] and rows[0]["contracts"] == ["c1"]
+    strict = {r["message"]: r["verdict"] for r in warnings_diff.diff(base, cand, apis, fail_on_new_deprecations=True)}
+    assert strict == {"also new": "changed", "new": "broken", "import-time": "broken", "old": "noted"}
+
+
+def sample_report(tmp_path, candidate_ran=True):
+    (tmp_path / "old.txt").write_text(OLD_LOCK)
+    (tmp_path / "new.txt").write_text(NEW_LOCK)
+    base = record(golden_a="passed")
+    cand = record(golden_a="passed") if candidate_ran else {"label": "candidate", "status": "not-verified",
+                                                            "reason": "import failed", "versions": {}, "contracts": {}}
+    base.update(lock_file=str(tmp_path / "old.txt"), warnings=warnings_diff.fold([], _warnings(("UserWarning", "a"), nodeid="golden_a")))
+    cand.update(lock_file=str(tmp_path / "new.txt"), warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")))
+    return unseen.attach(compare.compare(base, cand), base, cand, fail_on_new_deprecations=True)
+
+
+@pytest.mark.parametrize("candidate_ran", [True, False])
+def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    report = json.loads(report_json.render(sample_report(tmp_path, candidate_ran)))
+    jsonschema.validate(report, schema)
+    crashed = compare.compare(record(), record())  # what the gate writes after crashing: no sections, still schema 2
+    jsonschema.validate(json.loads(report_json.render(crashed)), schema)
+    broken = dict(report, schema=1)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_sections(tmp_path):
+    report = sample_report(tmp_path)
+    assert report["schema"] == 2 and report["verdict"] == "fail"
+    assert report["reasons"] == ["beyond the contracts: 1 warnings finding(s) broken"]
+    assert report["surface"]["status"] == "unavailable" and report["dependencies"]["counts"]["changed"] == 4
+    text = report_markdown.render(report)
+    assert "Beyond the contracts — API surface: not compared; Warnings: 1 broken, 1 noted; Dependencies: 4 changed." in text
+    positions = [text.index(h) for h in ("## API surface (no differences)", "## Warnings (1 broken, 1 noted)", "## Dependencies (4 changed)")]
+    assert positions == sorted(positions)
+    assert "| changed | `chex` | removed | 0.1.92 → — | optax |" in text
+    assert "warnings" not in report["baseline"]
+
+
+def test_not_verified_stays_not_verified(tmp_path):
+    report = sample_report(tmp_path, candidate_ran=False)
+    assert report["verdict"] == "not-verified"
+    assert report["warnings"]["reason"].startswith("contracts did not run in both environments")
+    assert report["dependencies"]["status"] == "compared"

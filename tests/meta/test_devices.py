@@ -1,0 +1,77 @@
+"""The multi-device contracts run in a process of their own: the flag, the
+folder, who sets them, and how the gate merges the two pytest processes."""
+
+import types
+from pathlib import Path
+
+from optax_gate.gate import devices, outcomes, runner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_env_adds_the_device_count_and_keeps_other_xla_flags():
+    assert devices.env({})["XLA_FLAGS"] == "--xla_force_host_platform_device_count=8"
+    env = devices.env({"PATH": "/bin", "XLA_FLAGS": "--xla_dump_to=x --xla_force_host_platform_device_count=2"})
+    assert env == {"PATH": "/bin", "XLA_FLAGS": "--xla_dump_to=x --xla_force_host_platform_device_count=8"}
+
+
+def test_is_multidevice():
+    assert devices.is_multidevice("tests/contracts/multidevice")
+    assert devices.is_multidevice("tests/contracts/multidevice/test_data_parallel.py")
+    assert not devices.is_multidevice("tests/contracts/test_sgd.py")
+    assert not devices.is_multidevice("tests/contracts/multidevice_other")
+
+
+def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path):
+    from tests.contracts import conftest
+
+    root = ROOT
+    folder = root / devices.MULTIDEVICE_DIR
+
+    def config(*args):
+        return types.SimpleNamespace(rootpath=root, args=list(args), invocation_params=types.SimpleNamespace(dir=root))
+    assert conftest.pytest_ignore_collect(folder, config("tests/contracts")) is True
+    assert conftest.pytest_ignore_collect(folder, config()) is True
+    assert conftest.pytest_ignore_collect(folder, config(devices.MULTIDEVICE_DIR)) is None
+    assert conftest.pytest_ignore_collect(folder, config(f"{devices.MULTIDEVICE_DIR}/test_sharded_state.py::test_x")) is None
+    assert conftest.pytest_ignore_collect(root / "tests" / "contracts" / "test_sgd.py", config()) is None
+
+
+def _part(folder, code, *contracts, errors=()):
+    log = outcomes.ReportLog(contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts},
+                             collection_errors=list(errors))
+    return runner.Part(folder, code, "last line", log)
+
+
+def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress):
+        calls.append((name, folder, env.get("XLA_FLAGS", "")))
+        return _part(folder, 1 if "multi" in folder else 0, f"{folder}::t")
+    monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None))
+    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    record = runner.run(Path("py"), "baseline", tmp_path, tmp_path, timeout=100)
+    assert calls == [("baseline", "tests/contracts", ""),
+                     ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG)]
+    assert record["status"] == "ran" and record["exitstatus"] == 1
+    assert sorted(record["contracts"]) == [f"{devices.MULTIDEVICE_DIR}::t", "tests/contracts::t"]
+
+
+def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "probe", lambda python: ({}, None))
+    monkeypatch.setattr(runner, "_pytest", lambda python, name, folder, *a: None if "multi" in folder else _part(folder, 0, "a"))
+    record = runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100)
+    assert record["status"] == "not-verified" and "timed out" in record["reason"] and devices.MULTIDEVICE_DIR in record["reason"]
+    monkeypatch.setattr(runner, "_pytest", lambda python, name, folder, *a: _part(folder, 4 if "multi" in folder else 0, "a"))
+    record = runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100)
+    assert record["status"] == "not-verified" and record["reason"].startswith(f"pytest ({devices.MULTIDEVICE_DIR}) ended with exit status 4")
+
+
+def test_merge_problems():
+    ok = [_part("a", 0, "x"), _part("b", 1, "y")]
+    assert runner.merge_problems(ok) == ""
+    assert "exit status 5" in runner.merge_problems([_part("a", 0, "x"), _part("b", 5)])
+    assert runner.merge_problems([_part("a", 0, "x"), _part("b", 5)], selected=True) == ""
+    assert runner.merge_problems([_part("a", 0, "x", errors=["b: boom"])]).startswith("collection errors: b: boom")

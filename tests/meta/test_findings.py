@@ -1,0 +1,174 @@
+"""Findings (``optax_gate.gate.findings``): the differing contracts of a gate
+report grouped by API and cause, and details in plain words.
+
+The main fixture, ``data/report-optax-0.2.8.json``, holds the 13 differing rows
+of the real gate report for optax 0.2.8 (jax/jaxlib 0.12.0.1) against the
+baseline, as the closing note of issues 2-5 quoted them.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optax_gate.gate import findings, report_json, report_markdown
+from optax_gate.kit import tolerances
+
+REAL = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8.json").read_text())
+
+
+def row(cid, detail, change="broken", api="optax.sgd", kind="golden", defect="", baseline="passed", candidate="failed"):
+    return {"id": cid, "api": api, "guide": "g", "kind": kind, "defect": defect, "baseline": baseline,
+            "candidate": candidate, "change": change, "detail": detail}
+
+
+def test_the_real_0_2_8_report_is_seven_findings():
+    found = findings.group(REAL["contracts"])
+    assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [
+        ("broken", "optax.MultiSteps", 4),
+        ("broken", "optax.inject_hyperparams", 3),
+        ("changed", "optax.inject_hyperparams", 2),
+        ("changed", "optax.MultiSteps", 1),
+        ("changed", "optax.add_decayed_weights", 1),
+        ("fixed", "optax.add_decayed_weights", 1),
+        ("fixed", "optax.inject_hyperparams", 1),
+    ]
+    assert [f["text"] for f in found] == [
+        "`optax.MultiSteps`: float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of "
+        "float64, allowed 8 to 30 ULP (4 contracts broken: result shapes dtypes and finiteness, "
+        "trajectory over two full cycles ×3)",
+        "`optax.inject_hyperparams`: updates come out float32 instead of bfloat16/float16 (3 contracts broken: "
+        "trajectory of injected momentum sgd ×2, updates keep each leafs dtype with mixed precision params)",
+        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per "
+        "parameter; `.hyperparams` (scalars, no cost per parameter) (2 contracts changed: state snapshot ×2)",
+        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter "
+        "(1 contract changed: state snapshot)",
+        "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 "
+        "(1 contract changed: state snapshot)",
+        "`optax.add_decayed_weights`: known upstream defect `decay-schedule-count-stuck` no longer reproduces "
+        "(add_decayed_weights with a scheduled weight decay never advances its step count, so the schedule stays "
+        "at its step-0 value forever) (1 contract fixed: scheduled weight decay stays at its first value)",
+        "`optax.inject_hyperparams`: known upstream defect `inject-hyperparams-first-leaf-dtype` no longer "
+        "reproduces (inject_hyperparams casts hyperparameters to the dtype of the params' first leaf, so with a "
+        "bfloat16 first leaf every float32 leaf is updated with a bfloat16-rounded learning rate) "
+        "(1 contract fixed: hyperparameters take the first leafs dtype)",
+    ]
+    assert sorted(c for f in found for c in f["contracts"]) == sorted(r["id"] for r in REAL["contracts"])
+
+
+def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
+    text = report_markdown.render(REAL)
+    head = text[: text.index("## Versions")].splitlines()
+    assert head[0] == "# Optax upgrade gate: FAIL"
+    body = [line for line in head[1:] if line]
+    assert body[0].startswith("Candidate `optax==0.2.8") and "(of 265 contracts)" in body[0]
+    assert body[1:3] == ["- **7 contract(s) broken**", "## Findings (7)"]
+    lines = body[3:]
+    assert len(lines) == 7 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 8))
+    assert lines[0].startswith('1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors')
+    assert lines[0].endswith("(4 contracts broken: [result shapes dtypes and finiteness](#f1-1), "
+                             "[trajectory over two full cycles](#f1-2) ×3)")
+
+
+def test_every_finding_link_lands_on_a_row_of_that_finding():
+    text = report_markdown.render(REAL)
+    targets = set(re.findall(r"\]\(#(f\d+(?:-\d+)?)\)", text))
+    anchors = set(re.findall(r'<a id="(f\d+(?:-\d+)?)"></a>', text))
+    assert targets <= anchors and len(anchors) == 7 + 13
+    for f in findings.group(REAL["contracts"]):
+        for m, cid in enumerate(f["contracts"], 1):
+            (line,) = [ln for ln in text.splitlines() if f'<a id="f{f["number"]}-{m}">' in ln]
+            assert f"`{cid}`" in line and f"[F{f['number']}](#f{f['number']})" in line
+
+
+def test_findings_are_in_report_json():
+    data = json.loads(report_json.render({**REAL, "findings": findings.group(REAL["contracts"])}))
+    assert [f["number"] for f in data["findings"]] == list(range(1, 8))
+    assert set(data["findings"][0]) == {"number", "change", "api", "cause", "key", "contracts", "tests", "text"}
+    assert data["findings"][0]["key"] == "numeric" and data["findings"][0]["tests"][1] == ["trajectory over two full cycles", 3]
+
+
+def test_same_pattern_groups_across_parameters_numbers_and_steps():
+    rows = [
+        row("t.py::test_a[float16]", "AssertionError: step 1: x is 3, wanted 4"),
+        row("t.py::test_a[bfloat16]", "AssertionError: step 7: x is 12.5, wanted 1e-3"),
+        row("t.py::test_b", "AssertionError: step 12: x is np.float32(0.5), wanted 1"),
+        row("t.py::test_e", "AssertionError: leaf 'kernel': x is 0, wanted 1"),  # another leaf: another pattern
+        row("t.py::test_c", "ValueError: something else"),
+        row("t.py::test_d", "AssertionError: step 1: x is 3, wanted 4", api="optax.adam"),
+    ]
+    found = findings.group(rows)
+    assert [(f["api"], [c.split("::")[1] for c in f["contracts"]]) for f in found] == [
+        ("optax.sgd", ["test_a[float16]", "test_a[bfloat16]", "test_b"]),
+        ("optax.adam", ["test_d"]),
+        ("optax.sgd", ["test_e"]),
+        ("optax.sgd", ["test_c"]),
+    ]
+    assert found[0]["text"] == ("`optax.sgd`: passed → failed: AssertionError: step 1: x is 3, wanted 4 "
+                                "(3 contracts broken: a ×2, b)")
+
+
+def test_numeric_findings_split_by_dtype_and_order_by_change():
+    f64 = "v: element (0,) is 1.0000001, expected 1.0 (error 1e-07, bound 8.9e-16 = 4 ULP of float64; worst error 450359962.74 ULP)"
+    bf16 = "v: element (1,) is 1.5, expected 1.0 (error 0.5, bound 0.031 = 4 ULP of bfloat16; worst error 64.00 ULP)"
+    rows = [row("t.py::test_f[x]", "was: boom", change="fixed", baseline="failed", candidate="passed"),
+            row("t.py::test_a[float64]", f64), row("t.py::test_a[bfloat16]", bf16),
+            row("t.py::test_s", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", kind="snapshot")]
+    found = findings.group(rows)
+    assert [f["change"] for f in found] == ["broken", "broken", "changed", "fixed"]
+    assert found[1]["cause"] == "bfloat16 results are off: off by up to 0.5 relative = 64 ULP of bfloat16, allowed 4 ULP"
+    assert found[0]["cause"] == "float64 results have float32-sized errors: off by up to 1e-7 relative = 4.5e8 ULP of float64, allowed 4 ULP"
+    assert found[3]["cause"] == "passes now; failed in the baseline: boom"
+
+
+def test_a_candidate_that_did_not_run_is_one_gone_finding():
+    rows = [row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone",
+                api=f"optax.{api}", candidate=None) for i, api in enumerate(["sgd", "adam", "sgd"])]
+    found = findings.group(rows, candidate_ran=False)
+    assert [(f["api"], f["cause"], len(f["contracts"])) for f in found] == [("every API", "did not run in the candidate", 3)]
+    assert len(findings.group(rows, candidate_ran=True)) == 2  # it ran: gone contracts are a finding per API
+
+
+def test_plain_detail_of_an_ulp_figure():
+    detail = REAL["contracts"][3]["detail"]
+    assert findings.plain_detail(REAL["contracts"][3]) == (
+        "AssertionError: emitted update: element (0,) is -0.11549644755374272, expected -0.1154964479961693: "
+        "off by 4.4e-10 (relative 3.8e-9; worst 1.7e7 ULP of float64), allowed 8 ULP of float64 = 2.1e-16")
+    assert "(error 4.42e-10, bound 2.05e-16 = 8 ULP of float64" in detail  # the report.json keeps the message
+
+
+def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
+    ms = next(r for r in REAL["contracts"] if r["id"].endswith("test_multi_steps.py::test_state_snapshot[bfloat16]"))
+    assert findings.plain_detail(ms).endswith(" — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter")
+    value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
+    assert findings.plain_detail(value_only) == value_only["detail"]
+    f64 = findings.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
+    assert findings.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
+                                        "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
+
+
+def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
+    fixed = REAL["contracts"][-2]
+    assert findings.outcome_words(fixed) == "defect no longer reproduces"
+    assert findings.plain_detail(fixed).startswith("decay-schedule-count-stuck: add_decayed_weights with a scheduled")
+    assert findings.outcome_words(REAL["contracts"][0]) == "passed → failed"
+    text = report_markdown.render(REAL)
+    assert "| negative | defect no longer reproduces | decay-schedule-count-stuck:" in text
+    assert "| negative | passed → failed |" not in text
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_the_parser_reads_the_tolerance_policy_message(dtype):
+    """The gate parses ``kit.tolerances.assert_close``'s message; both sides
+    must keep agreeing (and the gate's epsilons must be the policy's)."""
+    assert findings.EPS == tolerances.EPS
+    expected = np.array([0.5, -2.0, 0.25])
+    actual = expected * (1 + 64 * tolerances.EPS[dtype])
+    with pytest.raises(AssertionError) as info:
+        tolerances.assert_close(actual, expected, dtype=dtype, ulps=tolerances.ELEMENTWISE, what="params at step 2, leaf 0")
+    ulp = findings.parse_ulp(f"AssertionError: {info.value}")
+    assert ulp is not None and ulp.dtype == dtype and ulp.ulps == 4 and ulp.index == "1,"
+    assert ulp.expected == -2.0 and ulp.relative == pytest.approx(64 * tolerances.EPS[dtype], rel=0.02)
+    assert ulp.worst_ulps == pytest.approx(64, rel=0.02)
