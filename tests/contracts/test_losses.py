@@ -238,6 +238,8 @@ def test_leading_batch_axes_are_kept(api):
 
 
 # --------------------------------------------------------------------------- properties
+# Each property checks the per-example value and the gradient of the summed
+# loss, both computed by one jitted function per API (see _jitted_value_and_grad).
 
 _logits = hnp.arrays(np.float64, (3, 4), elements=st.floats(-30.0, 30.0))
 _values = hnp.arrays(np.float64, (3, 4), elements=st.floats(-1e3, 1e3))
@@ -407,7 +409,7 @@ def test_minus_inf_logit_with_zero_label_gives_nan_but_a_finite_gradient():
     """``labels * log_softmax``: a -inf logit whose label is 0 gives 0 *
     -inf = NaN (the docstring sends such inputs to
     ``safe_softmax_cross_entropy``); the gradient, ``softmax - labels``, is
-    finite: [-1/(1+e), 0, 1/(1+e)... ] = softmax([0, -inf, 1]) - [1, 0, 0]."""
+    finite: softmax([0, -inf, 1]) - [1, 0, 0] = [-e/(1+e), 0, e/(1+e)]."""
     logits, labels = jnp.array([[0.0, -jnp.inf, 1.0]]), jnp.array([[1.0, 0.0, 0.0]])
     assert np.isnan(float(optax.softmax_cross_entropy(logits, labels)[0]))
     grad = jax.grad(lambda x: optax.softmax_cross_entropy(x, labels).sum())(logits)
