@@ -92,6 +92,16 @@ def _(optax):
     return _post(optax, "softmax_cross_entropy", _jit_differs)
 
 
+@mutant("sce-labels-cast", "casts labels to the logits' dtype (no promotion)")
+def _(optax):
+    import jax.numpy as jnp
+    orig = optax.softmax_cross_entropy
+
+    def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+        return orig(logits, jnp.asarray(labels).astype(logits.dtype), axis, where)
+    return {"softmax_cross_entropy": softmax_cross_entropy}
+
+
 @mutant("sce-renamed-labels", "renames labels to targets")
 def _(optax):
     orig = optax.softmax_cross_entropy
@@ -149,6 +159,33 @@ def _(optax):
     return {_SCEIL: lambda logits, labels, axis=-1, where=None: orig(logits, jnp.asarray(labels).astype(jnp.int32), axis, where)}
 
 
+@mutant("sceil-label-smoothing", "compares with a smoothed one-hot (0.9 on the label, 0.1 spread), a wrong constant")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+    orig = getattr(optax, _SCEIL)
+
+    def f(logits, labels, axis=-1, where=None):
+        if where is not None:
+            return orig(logits, labels, axis, where)
+        if isinstance(axis, tuple):
+            n = 1
+            for a in axis:
+                n *= logits.shape[a]
+            moved = jnp.moveaxis(logits, axis, tuple(range(logits.ndim - len(axis), logits.ndim)))
+            logits, axis = moved.reshape(moved.shape[:logits.ndim - len(axis)] + (n,)), -1
+        n = logits.shape[axis]
+        target = 0.9 * jax.nn.one_hot(labels, n, axis=axis, dtype=logits.dtype) + 0.1 / n
+        return -(target * jax.nn.log_softmax(logits, axis)).sum(axis)
+    return {_SCEIL: f}
+
+
+@mutant("sceil-renamed-labels", "renames labels to targets")
+def _(optax):
+    orig = getattr(optax, _SCEIL)
+    return {_SCEIL: lambda logits, targets, axis=-1, where=None: orig(logits, targets, axis, where)}
+
+
 @mutant("sceil-upcast", "returns float32 for low-precision logits")
 def _(optax):
     return _post(optax, _SCEIL, _upcast)
@@ -189,6 +226,12 @@ def _(optax):
 def _(optax):
     orig = optax.sigmoid_binary_cross_entropy
     return {"sigmoid_binary_cross_entropy": lambda logits, labels: orig(logits, 1.0 - labels)}
+
+
+@mutant("sbce-renamed-labels", "renames labels to targets")
+def _(optax):
+    orig = optax.sigmoid_binary_cross_entropy
+    return {"sigmoid_binary_cross_entropy": lambda logits, targets: orig(logits, targets)}
 
 
 @mutant("sbce-batch-mean", "reduces to the mean")
@@ -267,15 +310,20 @@ def _(optax):
     return {"squared_error": squared_error}
 
 
-@mutant("squared-broadcasts", "drops the equal-shape check (broadcasts targets)")
+@mutant("squared-no-checks", "drops the dtype and equal-shape checks (integers accepted, targets broadcast)")
 def _(optax):
-    import jax.numpy as jnp
-
     def squared_error(predictions, targets=None):
-        if not jnp.issubdtype(predictions.dtype, jnp.floating):
-            raise AssertionError("[Chex] Assertion assert_type failed: predictions")
         e = predictions - targets if targets is not None else predictions
         return e**2
+    return {"squared_error": squared_error}
+
+
+@mutant("squared-renamed-targets", "renames targets to target")
+def _(optax):
+    orig = optax.squared_error
+
+    def squared_error(predictions, target=None):
+        return orig(predictions, target)
     return {"squared_error": squared_error}
 
 
@@ -330,14 +378,24 @@ def _(optax):
     return {"huber_loss": huber_loss}
 
 
-@mutant("huber-checks-shapes", "refuses targets of another shape (AssertionError)")
+@mutant("huber-checks-swapped", "refuses targets of another shape, accepts integer predictions")
 def _(optax):
+    import jax.numpy as jnp
     orig = optax.huber_loss
 
     def huber_loss(predictions, targets=None, delta=1.0):
         if targets is not None and targets.shape != predictions.shape:
             raise AssertionError("[Chex] Assertion assert_equal_shape failed")
-        return orig(predictions, targets, delta=delta)
+        return orig(jnp.asarray(predictions, jnp.result_type(float)), targets, delta=delta)
+    return {"huber_loss": huber_loss}
+
+
+@mutant("huber-targets-required", "renames targets to target and drops its default")
+def _(optax):
+    orig = optax.huber_loss
+
+    def huber_loss(predictions, target, delta=1.0):
+        return orig(predictions, target, delta=delta)
     return {"huber_loss": huber_loss}
 
 
