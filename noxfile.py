@@ -81,9 +81,9 @@ def tests(session: nox.Session) -> None:
     both processes (there "nothing selected", pytest's exit status 5, is
     accepted), paths to the process they belong to."""
     session.install("--require-hashes", "-r", LOCK)
-    # The gate half's own tests (tests/meta) need griffe and jsonschema, at the tools lock's pins
+    # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
-    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema")
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib")
     session.install("--no-deps", "-e", ".")
     single, multi = _split_multidevice(list(session.posargs))
     if single or not session.posargs:

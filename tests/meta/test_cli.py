@@ -29,7 +29,8 @@ def write_run(path, rec):
 def gate_cli(*args, out, env=None, timeout=60):
     """``python -m optax_gate gate ARGS --out OUT`` from the project root: (exit status, stdout, stderr, seconds)."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "optax_gate", "gate", *args, "--out", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "optax_gate", "gate", *args, "--out", str(out),
+                           "--cache-dir", str(Path(out).parent / "cache")], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
 
@@ -60,7 +61,7 @@ def test_an_install_failure_is_reported_not_verified(tmp_path, monkeypatch):
 
     monkeypatch.setattr(environments, "ensure", fail)
     monkeypatch.setattr(environments, "compile_lock", resolved)
-    code = cli.main(["gate", "jaxlib==9.9", "--out", str(tmp_path)])
+    code = cli.main(["gate", "jaxlib==9.9", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")])
     report = latest_report(tmp_path)
     assert code == 2 and report["verdict"] == "not-verified"
     assert "install failed: no matching distribution for jaxlib==9.9" in report["reasons"][0]
@@ -74,7 +75,7 @@ def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monk
     monkeypatch.setattr(runner, "run", crash)
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
-    code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(tmp_path)])
+    code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")])
     report = latest_report(tmp_path)
     assert code == 2 and report["reasons"][0].startswith("baseline not verified: gate error: KeyError")
     assert "the gate itself failed: KeyError" in capsys.readouterr().err
@@ -168,6 +169,7 @@ elif args[:2] == ["-m", "optax_gate.kit.resume"]:
     open(os.path.join(args[3], "meta.json"), "w").write("{{}}")
 else:
     log = next(a.split("=", 1)[1] for a in args if a.startswith("--report-log="))
+    open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-runs"), "a").write(os.path.basename(log) + "\\n")
     junit = next(a.split("=", 1)[1] for a in args if a.startswith("--junitxml="))
     n = {tests}
     open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(n))
@@ -191,15 +193,17 @@ import sys
 from pathlib import Path
 from optax_gate.gate import cli, environments
 environments.ensure = lambda *a, **k: Path({fake!r})
-sys.exit(cli.main(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3"]))
+sys.exit(cli.main(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}, *{extra!r}]))
 '''
 
 
-def fake_gate(tmp_path, pause=0.05, tests=8):
+def fake_gate(tmp_path, pause=0.05, tests=8, extra=()):
+    """The gate's command line with every environment replaced by a fake
+    interpreter (its own cache folder: fake results never reach the real cache)."""
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE_PYTHON.format(python=sys.executable, pause=pause, tests=tests))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    driver = DRIVER.format(fake=str(fake), lock=str(LOCK), out=str(tmp_path / "out"))
+    driver = DRIVER.format(fake=str(fake), lock=str(LOCK), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra))
     return [sys.executable, "-c", driver]
 
 
@@ -252,5 +256,24 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
         assert "interrupted" in stderr and "Traceback" not in stderr
         assert (out / "latest").resolve() == latest, f"attempt {attempt}: an interrupted run became latest"
         assert snapshot(latest) == before and (out / "report.md").read_text() == report_before
+        left = subprocess.run(["pgrep", "-f", str(tmp_path / "fake-python")], capture_output=True, text=True).stdout.split()
+        assert not left, f"attempt {attempt}: contract processes outlived the interrupted gate: {left}"
         others = [p for p in (out / "runs").iterdir() if p != latest]
         assert others and all((p / evidence.MARKER).exists() for p in others), "an interrupted run is not marked incomplete"
+
+
+def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
+    runs = tmp_path / "pytest-runs"
+    first = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0 and "baseline: stored in the cache as" in first.stderr
+    ran_first = runs.read_text().split()
+    second = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0 and "baseline: from cache" in second.stderr
+    ran_second = runs.read_text().split()[len(ran_first):]
+    assert all(name.startswith("candidate") for name in ran_second) and ran_second
+    report = latest_report(tmp_path / "out")
+    assert report["baseline"]["from_cache"]["key"] and "**from cache**" in (tmp_path / "out" / "report.md").read_text()
+    assert ((tmp_path / "out" / "latest").resolve() / "checkpoints" / "meta.json").exists()
+    third = subprocess.run(fake_gate(tmp_path, pause=0, extra=["--no-cache"]), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert third.returncode == 0 and "from cache" not in third.stderr
+    assert any(name.startswith("baseline") for name in runs.read_text().split()[len(ran_first) + len(ran_second):])

@@ -39,16 +39,20 @@ Exit status:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import signal
 import sys
 import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
+from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
                              report_matrix, requirements, runner, surface, unseen, validate)
+from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
 from optax_gate.gate.progress import Progress
 
 PYTHON_VERSION = "3.12"
@@ -87,28 +91,101 @@ def _forget_previous_evidence(label: str, folder: Path) -> None:
         old.unlink()
 
 
-def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
-              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
-    """Build (or reuse) the environment of ``lock`` and run the contracts there;
-    evidence goes to ``folder``; the baseline writes the resume ``checkpoints``."""
-    say = progress or (lambda message: None)
+@dataclasses.dataclass
+class Side:
+    """One side of a comparison, prepared: its environment built and its
+    cache looked up. ``record`` is already final when the side needs no
+    contract run (taken from the cache, or not verified)."""
+
+    label: str
+    folder: Path
+    checkpoints: Path
+    extra: dict[str, Any]
+    python: Path | None = None
+    jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    record: dict[str, Any] | None = None
+    cache_inputs: dict[str, Any] | None = None
+
+
+def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+             say: Callable[[str], None], **extra: Any) -> Side:
+    """Build (or reuse) the environment of ``lock``; for the baseline, take its
+    result from the cache when a verified entry exists."""
     _forget_previous_evidence(label, folder)
     say(f"{label}: building (or reusing) its environment")
     env_folder = environments.folder_for(args.envs_dir, lock)
     extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
+    side = Side(label, folder, checkpoints, extra)
     try:
-        python = environments.ensure(env_folder, lock, args.python, args.project_root)
+        side.python = environments.ensure(env_folder, lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
-        return runner.not_verified(label, str(exc), **extra)
-    jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
-    extra["compilation_cache"] = bool(jax_env.get("JAX_COMPILATION_CACHE_DIR"))
-    extra["site_packages"] = str(unseen.site_packages(python) or "")  # for the API surface diff
-    if label == "baseline":  # the baseline writes the checkpoints every environment resumes from
-        say("baseline: writing the resume checkpoints")
-        extra["checkpoint_writer"] = runner.write_checkpoints(python, checkpoints, args.project_root, extra_env=jax_env) or "written"
-    say(f"{label}: running the contracts")
-    return runner.run(python, label, args.project_root, folder, args.timeout, checkpoints=checkpoints,
-                      on_progress=progress.contracts(label) if progress else None, extra_env=jax_env, **extra)
+        side.record = runner.not_verified(label, str(exc), **extra)
+        return side
+    side.jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
+    extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
+    if label == "baseline" and args.baseline_cache:
+        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root)
+        cached, why = baseline_cache.fetch(args.cache_dir, side.cache_inputs, folder, checkpoints)
+        if cached is not None:
+            say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
+            side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
+        else:
+            say(f"baseline: not taken from the cache ({why})")
+    return side
+
+
+def _write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """The baseline writes the checkpoints every environment resumes from."""
+    say("baseline: writing the resume checkpoints")
+    side.extra["checkpoint_writer"] = runner.write_checkpoints(
+        side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
+
+
+def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None) -> dict[str, Any]:
+    """Run the contracts of a prepared side (unless its record is final); a
+    verified baseline run is stored in the cache."""
+    if side.record is not None:
+        return side.record
+    say = progress or (lambda message: None)
+    say(f"{side.label}: running the contracts")
+    record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
+                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env, **side.extra)
+    if side.cache_inputs is not None:
+        entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
+                                     sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
+        if entry is not None:
+            say(f"baseline: stored in the cache as {entry.name}")
+    return record
+
+
+def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
+    """Build (or reuse) the environment of ``lock`` and run the contracts there
+    (one side at a time: the matrix); evidence goes to ``folder``; the
+    baseline writes the resume ``checkpoints``."""
+    say = progress or (lambda message: None)
+    side = _prepare(label, lock, args, folder, checkpoints, say, **extra)
+    if side.record is None and label == "baseline":
+        _write_checkpoints(side, args, say)
+    return _contracts(side, args, progress)
+
+
+def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the contracts of both sides. The checkpoints come first (the
+    candidate resumes from them); then, when both sides need a run, the two
+    pytest processes run at the same time unless ``--sequential``."""
+    if baseline.record is None:
+        _write_checkpoints(baseline, args, say)
+    if baseline.record is None and candidate.record is None and args.concurrent:
+        say("running both sides at the same time (--sequential to run one after the other)")
+        pool = ThreadPoolExecutor(max_workers=2)
+        try:
+            futures = [pool.submit(_contracts, side, args, say) for side in (baseline, candidate)]
+            return futures[0].result(), futures[1].result()
+        finally:  # on an interruption, do not wait here: main() stops the pytest processes
+            pool.shutdown(wait=False, cancel_futures=True)
+    return _contracts(baseline, args, say), _contracts(candidate, args, say)
 
 
 def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
@@ -135,13 +212,14 @@ def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Nam
 
 
 def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-            say: Progress) -> int:
+            say: Progress, speed: dict[str, Any] | None = None) -> int:
     """Compare, write the run's reports, mark it complete and current."""
     say("comparing and writing the report")
     for record in (baseline, candidate):
         _save_run(record, run.evidence)
     report = _beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
     report["run"] = run.name
+    speed_.attach(report, speed)
     if run.candidate_lock.exists():
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)}
     status = write_reports(report, run.path)
@@ -197,9 +275,62 @@ def gate(args: argparse.Namespace) -> int:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
                            runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
-    baseline = _run_lock("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
-    candidate = _run_lock("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
-    return _finish(run, baseline, candidate, args, say)
+    sides = (_prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req),
+             _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req))
+    baseline, candidate = _run_both(*sides, args, say)
+    speed = _speed(args, args.baseline_lock, run.candidate_lock, candidate, run.path, say,
+                   pythons=tuple(getattr(side, "python", None) for side in sides))
+    return _finish(run, baseline, candidate, args, say, speed)
+
+
+# ---- speed drift (issue 12, items 3-4): separate from the contract runs --------------------------------
+def _speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, candidate: dict[str, Any],
+           folder: Path, say: Progress | None = None, plot: bool = True,
+           pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
+    """Time the training steps of both environments, interleaved (``gate.speed``),
+    and draw the plot into ``folder``; None under ``--no-speed``. Measured here,
+    in this run, even when a contract result comes from the baseline cache.
+    ``pythons``: the environments' interpreters when already built (else built here)."""
+    if not args.speed:
+        return None
+    if candidate.get("status") != "ran":
+        return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
+    if say:
+        say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
+    try:
+        if len(pythons) != 2 or not all(pythons):
+            pythons = tuple(environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python,
+                                                args.project_root) for lock in (baseline_lock, candidate_lock))
+    except environments.EnvironmentFailure as exc:
+        return speed_.not_measured(str(exc), args.speed_budget)
+    result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
+    if plot:
+        report_speed.write_plot(result, folder)
+    return result
+
+
+def _ratio(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive ratio, got {text}")
+    return value
+
+
+def _rounds(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
+    return value
+
+
+def _speed_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True,
+                   help="time three training steps in both environments, interleaved (default: on; 18 compilations, 40-70 s measured on a loaded 2-core machine)")
+    p.add_argument("--speed-budget", type=_ratio, default=None, metavar="RATIO",
+                   help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)")
+    p.add_argument("--speed-rounds", type=_rounds, default=speed_.ROUNDS, metavar="N",
+                   help="compile rounds of the speed readings, at least 2 (default: %(default)s)")
+# ---- end of speed drift -----------------------------------------------------------------------------------
 
 
 # --- beyond the contracts (issue 10): API surface, warnings, dependencies ----------------------
@@ -251,6 +382,7 @@ def run_matrix(args: argparse.Namespace) -> int:
                                requirements=[f"lock file {args.baseline_lock}"])
         else:
             record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs", out / "checkpoints")
+            record["speed"] = _speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", plot=False)
         _save_run(record, out / "runs")
         print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}", flush=True)
     if args.only:
@@ -286,6 +418,10 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
+                   help="run the baseline even when its result is cached (the new result replaces the entry)")
+    p.add_argument("--cache-dir", type=Path, default=Path(".nox/gate-cache"), metavar="DIR",
+                   help="where baseline results are cached, content-addressed (default: %(default)s)")
     p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
                    help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
@@ -303,9 +439,13 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--candidate-lock", type=Path, default=None, metavar="FILE",
                    help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
     g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
+    g.add_argument("--sequential", dest="concurrent", action="store_false",
+                   help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
+                        "when both need a run)")
     g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
+    _speed_options(g)
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
     what = m.add_mutually_exclusive_group()
@@ -314,6 +454,7 @@ def parser() -> argparse.ArgumentParser:
     what.add_argument("--merge", action="store_true", help="combine the runs in OUT/runs into the report")
     m.add_argument("--include-older", action="store_true", help="also plan releases older than the baseline")
     _environment_options(m, "reports/matrix")
+    _speed_options(m)
     m.set_defaults(func=run_matrix)
     c = sub.add_parser("compare", help="compare two run records and write the report")
     c.add_argument("baseline_run", type=Path, help="the baseline's run record (JSON)")
@@ -353,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (KeyboardInterrupt, Interrupted) as exc:
+        runner.stop_all()
         run = getattr(args, "run_folder", None)
         where = f"; its folder {run.path} stays marked {evidence.MARKER} and the previous report is untouched" if run else ""
         return _fail(f"interrupted ({exc or 'SIGINT'}): not verified{where}")

@@ -89,12 +89,15 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
 
     Returns:
       ``{"schema", "kind", "discovered", "baseline", "environments": [{name,
-      specs, why, verdict, reasons, summary, versions, status, reason, ran}],
+      specs, why, verdict, reasons, summary, versions, status, reason, ran,
+      speed}],
       "apis": [{api, contracts, differs, cells: {env: {broken, changed, fixed,
       new, gone, unchanged, worst}}}], "contracts": [{id, api, guide, kind,
       defect, baseline, differs, cells: {env: {outcome, change, detail}}}]}``.
       ``ran``: the environment ran its contracts (else every contract is
-      ``gone`` there and renderers show its reason instead). ``apis``: one row
+      ``gone`` there and renderers show its reason instead). ``speed``: the
+      environment's speed readings against the baseline (``gate.speed``), or
+      None when not measured (``--no-speed``). ``apis``: one row
       per API, counts per environment, ``worst`` the most severe change
       (``WORST``); APIs and contracts that differ in an environment that ran
       come first, then by name.
@@ -105,7 +108,7 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
         report = compare.compare(baseline, run)
         env_rows.append({**env, "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
                          "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", ""),
-                         "ran": run.get("status") == "ran"})
+                         "ran": run.get("status") == "ran", "speed": run.get("speed")})
         for row in report["contracts"]:
             cells.setdefault(row["id"], {"row": row, "cells": {}})["cells"][env["name"]] = {
                 "outcome": row["candidate"], "change": row["change"], "detail": row["detail"]}

@@ -19,6 +19,7 @@ from typing import Any
 
 from optax_gate.gate import report_surface
 from optax_gate.gate import findings as findings_
+from optax_gate.gate import report_speed
 
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
@@ -90,6 +91,8 @@ def render(report: dict[str, Any]) -> str:
             + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
             + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
+            + (f"; **from cache** `{run['from_cache']['key']}`, recorded {run['from_cache']['recorded']}"
+               if run.get("from_cache") else "")
         )
     out.append("")
     anchor = {cid: (f["number"], m) for f in found for m, cid in enumerate(f["contracts"], 1)}
@@ -116,5 +119,6 @@ def render(report: dict[str, Any]) -> str:
         out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
         out += ["", "</details>", ""]
     out += report_surface.markdown(report)  # beyond the contracts (issue 10): API surface, warnings, dependencies
+    out += report_speed.section(report)  # issue 12: speed drift (empty without a speed result)
     out += ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Machine-readable: `report.json` beside this file."]
     return "\n".join(out) + "\n"

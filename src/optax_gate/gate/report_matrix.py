@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate import findings
+from optax_gate.gate import findings, report_speed, speed
 from optax_gate.gate.matrix import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
@@ -75,6 +75,9 @@ def markdown(report: dict[str, Any]) -> str:
                 text = counts_text(counts)
                 cells.append(f"**{text}**" if counts["broken"] or counts["gone"] else text)
         out.append(f"| `{a['api']}` ({a['contracts']}) | " + " | ".join(cells) + " |")
+    if any(e.get("speed") for e in envs):  # issue 12: one speed row, a cell per environment
+        cells = [_cell(report_speed.matrix_cell(e.get("speed"))) if e in ran else "not run" for e in envs]
+        out.append("| speed (3 training steps) | " + " | ".join(cells) + " |")
     differing = [c for c in report["contracts"] if c.get("differs")]
     out += ["", f"## Contracts that differ somewhere ({len(differing)} of {len(report['contracts'])})", ""]
     if differing and ran:
@@ -154,6 +157,14 @@ def html_grid(report: dict[str, Any]) -> str:
                            f'<b>not verified</b><br>{e(_reason(x))}</td>')
         rows.append(f'<tr class="api"><th class="api"><a href="#api-{e(a["api"])}">{e(a["api"])}</a>'
                     f'<br><small>{a["contracts"]} contracts</small></th>{"".join(tds)}</tr>')
+    if any(x.get("speed") for x in envs):  # issue 12: one speed row, a cell per environment
+        tds = []
+        for x in envs:
+            change = speed.worst(x.get("speed")) if x in ran else "not-measured"
+            colour = COLOURS.get(change, NOT_RUN)
+            text = report_speed.matrix_cell(x.get("speed")) if x in ran else "not run"
+            tds.append(f'<td class="cell speed {e(change)}" style="background:{colour}">{e(text)}</td>')
+        rows.append(f'<tr class="speed"><th class="api">speed<br><small>3 training steps vs baseline</small></th>{"".join(tds)}</tr>')
     legend = " ".join(f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items())
     details = "\n".join(_api_details(a, ran, report["contracts"]) for a in apis)
     return f"""<!doctype html>

@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -187,8 +188,11 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
     warnings_file = out_dir / f"{name}.warnings.json"
     warnings_file.unlink(missing_ok=True)
     env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
+    if _STOP.is_set():  # the gate is being interrupted: start nothing new
+        return None
     with open(output, "w", encoding="utf-8") as sink:
         proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+        _LIVE.add(proc)
         try:
             while True:
                 try:
@@ -202,12 +206,27 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
                         proc.wait()
                         return None
         finally:
+            _LIVE.discard(proc)
             if proc.poll() is None:  # interrupted: never leave pytest running behind the gate
                 proc.kill()
                 proc.wait()
     tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
     return Part(folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
                 _count_progress(log, collected), warnings_diff.read(warnings_file))
+
+
+#: pytest processes running now (contract runs may go on in worker threads).
+_LIVE: set[subprocess.Popen] = set()
+_STOP = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill every running pytest process and start no new one: called when the
+    gate is interrupted, so no contract run outlives it (worker threads then
+    see their process end and return not-verified records)."""
+    _STOP.set()
+    for proc in list(_LIVE):
+        proc.kill()
 
 
 def merge_problems(parts: list[Part], selected: bool = False) -> str:

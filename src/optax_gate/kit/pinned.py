@@ -13,6 +13,13 @@ PYTREE_STRUCTURE = "pytree structure error"
 INCOMPATIBLE_SHAPES = "incompatible shapes for broadcasting"
 #: optax ``base.NO_PARAMS_MSG``, raised by transformations that need params.
 NO_PARAMS = "requires the current value of parameters"
+#: ``jax.lax.scan`` whose body returns a carry of another dtype than it got
+#: (jax ``lax.control_flow.loops``: "scan body function carry input and carry
+#: output must have equal types").
+SCAN_CARRY_TYPES = "carry input and carry output must have equal types"
+#: NumPy's ``np.dtype`` of an unknown name, raised by optax ``utils.canonicalize_dtype``
+#: when ``optax.adam(..., mu_dtype=...)`` is constructed ("data type 'x' not understood").
+DTYPE_NOT_UNDERSTOOD = "not understood"
 #: A jitted computation (or an eager op) whose arguments live on different
 #: device sets, e.g. an optimizer state on another mesh than the params
 #: (jax ``_src/stages.py``: "Received incompatible devices for {api}ted computation").
@@ -24,6 +31,13 @@ SHARD_MAP_UNKNOWN_AXIS = "must refer to an axis marked as manual"
 #: A collective over an axis name no ``pmap``/``shard_map`` binds (jax
 #: ``_src/lax/parallel.py``: "Found an unbound axis name: {name}").
 UNBOUND_AXIS = "Found an unbound axis name"
+#: optax ``transforms/_combining.py`` (``partition``, alias ``multi_transform``):
+#: a label with no transformation, raised at ``init``.
+NO_TRANSFORMATION = "Some parameters have no corresponding transformation"
+#: Python's own message when an array meets a None leaf in arithmetic (optax
+#: moments or ``apply_updates`` given a None update where the state or params
+#: hold an array).
+NONE_OPERAND = "unsupported operand type"
 
 # Schedules (optax 0.2.6 ``optax/schedules/_schedule.py``).
 #: ``cosine_decay_schedule`` with ``decay_steps <= 0`` (also reached through

@@ -34,6 +34,15 @@ budget             ulps                    reason
                                            linearly with the number of terms
                                            (Higham, *Accuracy and Stability of
                                            Numerical Algorithms*, 2nd ed., §4.2).
+``bias_correction``  (4 + t) * b**t /        a division by ``1 - b**t`` (Adam's bias
+                   (1 - b**t)              correction): the subtraction amplifies the
+                                           relative error of ``b**t`` (``b`` rounded,
+                                           then the power: ``4 + t`` ULPs) by its
+                                           condition number ``b**t / (1 - b**t)``
+                                           (cancellation, Higham §1.7); counted in
+                                           ULPs of the dtype the correction is
+                                           computed in (float32, float64 under x64)
+                                           and converted to the result's dtype.
 =================  ======================  =========================================
 
 Machine epsilons (``numpy.finfo(dtype).eps``; bfloat16 from its 8-bit
@@ -63,6 +72,15 @@ import numpy as np
 
 EXACT = 0
 ELEMENTWISE = 4
+#: Largest distance, in float32 ULPs of the params' magnitude, between the
+#: params of ``inject_hyperparams(adam)`` and of ``adam`` after 50 steps on the
+#: same gradients (``test_training_recipes``). Not bit-identical: injected
+#: hyperparameters are float32 *arrays*, so ``1 - b1`` and ``1 - b2`` are
+#: computed in float32 (1 - float32(0.9) = 0.100000024) where ``adam`` takes
+#: them from Python floats rounded once (0.1 -> 0.1 in float32); each step's
+#: moments differ by about one rounding, which carries into the next step.
+#: Budget: ELEMENTWISE per step for 50 steps.
+INJECT_DRIFT = 50 * 4
 
 #: Machine epsilon per dtype name; bfloat16 is not a NumPy dtype, hence a table.
 EPS: dict[str, float] = {
@@ -100,6 +118,22 @@ def accumulated(steps: int, per_step: int = ELEMENTWISE) -> int:
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     return steps * per_step
+
+
+def bias_correction(decay: float, step: int, dtype: Any) -> int:
+    """ULP budget, in ULPs of ``dtype``, of dividing by ``1 - decay**step``
+    when that factor is computed in float32 (float64 under x64) whatever the
+    moment's dtype (optax 0.2.6 ``tree_bias_correction``; see the table).
+
+    Raises:
+      ValueError: if ``step`` < 1 or ``decay`` is not in (0, 1).
+    """
+    if step < 1 or not 0.0 < decay < 1.0:
+        raise ValueError(f"need step >= 1 and 0 < decay < 1, got {step}, {decay}")
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    compute = "float64" if name == "float64" else "float32"
+    cond = decay**step / (1.0 - decay**step)
+    return math.ceil((ELEMENTWISE + step) * cond * EPS[compute] / EPS[name])
 
 
 def eps(dtype: Any) -> float:

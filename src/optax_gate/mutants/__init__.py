@@ -35,7 +35,9 @@ from optax_gate.mutants.registry import AREAS, MUTANTS, Mutant, family
 FAMILIES = (
     "per_example_global_norm_clip", "sgd", "incremental_update", "add_decayed_weights_mask", "multi_steps",
     "clip_by_global_norm", "masked", "chain", "inject_hyperparams", "nnx", "resume",
+    "adam", "adamw", "lion", "rmsprop", "adafactor",
     "sharded_state", "data_parallel", "resume_across_devices",
+    "zero_nans", "apply_if_finite", "clip", "multi_transform", "training_recipes",
     "schedules", "losses",
 )
 

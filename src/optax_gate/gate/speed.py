@@ -1,0 +1,379 @@
+"""Speed drift: the candidate's training steps timed against the baseline's,
+in the same run, on the same machine, interleaved.
+
+What is measured is ``optax_gate.kit.speed`` (three set-ups: the NNX MLP with
+momentum SGD, ``adamw`` + warmup-cosine + ``clip_by_global_norm`` in
+``MultiSteps``, a ``lax.scan`` of 20 such steps; for each, the compile time and
+the steady-state step time). This module never imports JAX: it starts one
+``python -m optax_gate.kit.speed --serve`` worker per environment and asks them
+in turn, so load from other processes on a shared machine falls on both sides
+alike:
+
+- ``rounds`` compile rounds; round ``i`` asks baseline then candidate (``i``
+  even) or candidate then baseline (``i`` odd; the ABBA order cancels a steady
+  drift of the machine's load); each answer compiles every set-up and times
+  its steps;
+- after each compile round, ``STEP_SLOTS - 1`` cheaper ``steps`` requests in the
+  same order time the steps again (no compile), so step times get more paired
+  slots than compile times for the same cost.
+
+A *slot* is one baseline answer and the candidate answer next to it in time.
+For each set-up and metric (``step_s``, ``compile_s``):
+
+- ``ratio``: median of all the candidate's repeats / median of all the
+  baseline's repeats.
+- ``interval``: the distribution-free confidence interval of the median of the
+  per-slot ratios (candidate slot median / baseline slot median), from order
+  statistics (the sign-test interval: ``[r_(k), r_(n-k+1)]`` with the largest
+  ``k`` whose coverage ``1 - 2 P(Binomial(n, 1/2) < k)`` is at least
+  ``COVERAGE``; with few slots, ``k = 1``: all of them, coverage ``1 - 2^(1-n)``).
+- ``noise``: the band of ratios the same code shows against itself here and
+  now: ``[1/w, w]`` with ``w`` the largest of ``NOISE_FLOOR``, the spread of
+  the baseline's own slot medians (largest / smallest, the ``k - 1`` most
+  extreme on each side set aside, like the interval's) and the same spread of
+  the candidate's (each side's repeatability in this run). Under load the band
+  widens and only larger changes show: load reduces the sensitivity, it does not
+  raise alarms. With exchangeable noise (the two sides alike) a simulation gives
+  a false ``changed`` for about 1.3 % of the 3-slot compile readings and
+  under 0.01 % of the 9-slot step readings; ``--speed-rounds 4`` brings the
+  compile readings to about 0.15 %.
+- ``change``: ``changed`` only when the whole interval lies outside the noise
+  band (``slower`` or ``faster``); ``broken`` only when ``budget`` is given,
+  the metric is the step time, and the interval lies above both the noise band
+  and ``budget``; else ``unchanged`` (within noise). A reading that could not
+  be measured is ``not-measured`` and never decides the verdict.
+
+Why these statistics and not a benchmarking library: pytest-benchmark (the
+well-kept choice for the statistics) only measures callables inside a pytest
+process; here the timings come from two other interpreters, interleaved, and
+the question is a paired comparison of two environments under the same load,
+which it does not do. The standard library's ``statistics`` and ``math.comb``
+give the medians and the sign-test interval in a few lines, without putting
+NumPy into the gate half (which must not import it).
+
+Cost: two worker start-ups in parallel (JAX import and warm-up, about 3-5 s
+of CPU each) plus ``2 x rounds x 3`` compilations (about 1 s of CPU each on a
+2-core CI machine); the step timings add well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import queue
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+MODULE = "optax_gate.kit.speed"
+PREFIX = "@speed"
+SETUPS = ("nnx-sgd-momentum", "adamw-multisteps", "scan-20")
+METRICS = ("step_s", "compile_s")
+METRIC_WORDS = {"step_s": "step time", "compile_s": "compile time"}
+SETUP_WORDS = {
+    "nnx-sgd-momentum": "NNX MLP, nnx.Optimizer(sgd, momentum 0.9)",
+    "adamw-multisteps": "MultiSteps(clip_by_global_norm + adamw, warmup-cosine)",
+    "scan-20": "lax.scan of 20 adamw/MultiSteps steps",
+}
+#: Default compile rounds (each side compiles every set-up once per round).
+ROUNDS = 3
+#: Step-time slots per compile round (1 + this many minus 1 ``steps`` requests).
+STEP_SLOTS = 3
+#: Smallest half-width of the noise band, as a ratio: two processes of the same
+#: environment differ by a few per cent (memory layout, which core), and a
+#: change below this is nothing a team acts on.
+NOISE_FLOOR = 1.10
+#: Wanted coverage of the ratio's interval (reached from 5 slots on).
+COVERAGE = 0.90
+#: Seconds a worker may take to start (import, warm-up) or to answer one request.
+START_TIMEOUT = 300.0
+ANSWER_TIMEOUT = 300.0
+
+
+class SpeedFailure(Exception):
+    """A worker could not start, crashed, or did not answer in time."""
+
+
+# ----------------------------------------------------------------- statistics
+
+
+def order_k(n: int, coverage: float = COVERAGE) -> tuple[int, float]:
+    """``(k, achieved coverage)`` of the sign-test interval ``[x_(k), x_(n-k+1)]``
+    of the median of ``n`` independent values: the largest ``k`` whose coverage
+    ``1 - 2 P(Binomial(n, 1/2) < k)`` is at least ``coverage``, else 1."""
+    k, achieved = 1, 1 - 2 * 0.5 ** n
+    for j in range(2, n // 2 + 1):
+        cov = 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2 ** n
+        if cov < coverage:
+            break
+        k, achieved = j, cov
+    return k, achieved
+
+
+def sign_test_interval(values: list[float], coverage: float = COVERAGE) -> tuple[float, float, float]:
+    """``(low, high, achieved coverage)``: the order-statistics confidence
+    interval of the median of ``values`` (no assumption on their distribution
+    beyond independence). Raises ValueError on no values."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    k, achieved = order_k(len(ordered), coverage)
+    return ordered[k - 1], ordered[len(ordered) - k], achieved
+
+
+def spread_ratio(values: list[float], k: int = 1) -> float:
+    """Largest / smallest of ``values`` once the ``k - 1`` most extreme on each
+    side are set aside (the same trimming as the interval's)."""
+    ordered = sorted(values)
+    return ordered[len(ordered) - k] / ordered[k - 1]
+
+
+def judge(baseline: list[list[float]], candidate: list[list[float]], metric: str = "step_s",
+          budget: float | None = None) -> dict[str, Any]:
+    """One reading from paired slots.
+
+    Args:
+      baseline, candidate: per slot, the repeats (seconds) of each side;
+        slot ``i`` of both was measured next to each other in time. Same
+        number of slots (>= 2), none empty.
+      metric: ``step_s`` or ``compile_s`` (only the step time can be ``broken``).
+      budget: the ``--speed-budget`` ratio, or None.
+
+    Returns:
+      ``{"change", "direction", "ratio", "interval": [lo, hi], "coverage",
+      "noise": [lo, hi], "slots", "baseline": {median, low, high, n},
+      "candidate": {...}, "detail"}`` (see the module docstring); ``low`` and
+      ``high`` are the smallest and largest repeat.
+
+    Raises:
+      ValueError: slots missing, empty or unpaired.
+    """
+    if len(baseline) != len(candidate) or len(baseline) < 2 or not all(baseline) or not all(candidate):
+        raise ValueError(f"need >= 2 paired non-empty slots, got {len(baseline)} and {len(candidate)}")
+    b_slots = [statistics.median(s) for s in baseline]
+    c_slots = [statistics.median(s) for s in candidate]
+    b_all = [x for s in baseline for x in s]
+    c_all = [x for s in candidate for x in s]
+    ratio = statistics.median(c_all) / statistics.median(b_all)
+    lo, hi, coverage = sign_test_interval([c / b for b, c in zip(b_slots, c_slots)])
+    k, _ = order_k(len(b_slots))
+    width = max(NOISE_FLOOR, spread_ratio(b_slots, k), spread_ratio(c_slots, k))
+    noise = (1 / width, width)
+    direction = "slower" if lo > width else "faster" if hi < 1 / width else ""
+    change = "changed" if direction else "unchanged"
+    words = METRIC_WORDS.get(metric, metric)
+    detail = (f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); "
+              f"noise band {noise[0]:.2f}-{noise[1]:.2f}")
+    if direction:
+        detail = f"{direction}: " + detail
+    else:
+        detail = "within noise: " + detail
+    if budget is not None and metric == "step_s" and direction == "slower" and lo > budget:
+        change = "broken"
+        detail += f"; slower than the budget x{budget:g}"
+
+    def spread(xs: list[float]) -> dict[str, Any]:
+        return {"median": statistics.median(xs), "low": min(xs), "high": max(xs), "n": len(xs)}
+
+    return {"change": change, "direction": direction, "ratio": ratio, "interval": [lo, hi], "coverage": coverage,
+            "noise": list(noise), "slots": len(b_slots), "baseline": spread(b_all), "candidate": spread(c_all),
+            "detail": detail}
+
+
+def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) -> list[dict[str, Any]]:
+    """Every set-up x metric judged from the workers' answers.
+
+    Args:
+      raw: ``{"baseline": [answer, ...], "candidate": [answer, ...]}``, answer
+        ``k`` of both sides forming slot ``k``; an answer is
+        ``{setup: {metric: [seconds, ...]}}`` (``compile_s`` present only in
+        compile rounds).
+      budget: see :func:`judge`.
+    """
+    out = []
+    for setup in SETUPS:
+        for metric in METRICS:
+            pairs = [(b[setup][metric], c[setup][metric]) for b, c in zip(raw["baseline"], raw["candidate"])
+                     if metric in b.get(setup, {}) and metric in c.get(setup, {})]
+            row = {"setup": setup, "metric": metric}
+            try:
+                row.update(judge([p[0] for p in pairs], [p[1] for p in pairs], metric, budget))
+            except ValueError as exc:
+                row.update(change="not-measured", detail=f"not measured: {exc}")
+            out.append(row)
+    return out
+
+
+def summarise(result: dict[str, Any]) -> dict[str, int]:
+    """``{change: count}`` over the readings."""
+    counts = {k: 0 for k in ("broken", "changed", "unchanged", "not-measured")}
+    for r in result.get("readings", []):
+        counts[r["change"]] = counts.get(r["change"], 0) + 1
+    return counts
+
+
+# ------------------------------------------------------------------- workers
+
+
+class Worker:
+    """One ``--serve`` process of ``optax_gate.kit.speed`` (or ``module``) in an environment."""
+
+    def __init__(self, label: str, python: Path, project_root: Path, module: str = MODULE):
+        self.label = label
+        self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        try:
+            self.proc = subprocess.Popen([str(python), "-m", module, "--serve"], cwd=project_root, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                         text=True, bufsize=1)
+        except OSError as exc:
+            self.stderr.close()
+            raise SpeedFailure(f"{label}: cannot start {python}: {exc}") from None
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(PREFIX + " "):
+                self.lines.put(line[len(PREFIX) + 1:])
+        self.lines.put(None)
+
+    def _why(self) -> str:
+        self.stderr.seek(0)
+        tail = [ln.strip() for ln in self.stderr.read().strip().splitlines() if ln.strip()][-3:]
+        return f"{self.label}: " + (" | ".join(tail) or "no output")
+
+    def answer(self, timeout: float) -> dict[str, Any]:
+        """The next ``@speed`` line, parsed. Raises SpeedFailure."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise SpeedFailure(f"{self.label}: no answer within {timeout:.0f} s") from None
+        if line is None:
+            self.proc.wait()
+            raise SpeedFailure(f"worker ended (exit {self.proc.returncode}): {self._why()}")
+        data = json.loads(line)
+        if "error" in data:
+            raise SpeedFailure(f"{self.label}: {data['error']}")
+        return data
+
+    def ask(self, command: str, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except OSError as exc:
+            raise SpeedFailure(f"{self.label}: cannot reach the worker ({exc}): {self._why()}") from None
+        return self.answer(timeout)["round"]
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None and self.proc.stdin:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+
+
+def measure(baseline_python: Path, candidate_python: Path, project_root: Path, rounds: int = ROUNDS,
+            budget: float | None = None, *, modules: tuple[str, str] = (MODULE, MODULE),
+            step_slots: int = STEP_SLOTS) -> dict[str, Any]:
+    """Time both environments' set-ups interleaved and judge every reading.
+
+    Args:
+      baseline_python, candidate_python: the environments' interpreters.
+      project_root: folder the workers run in (this project's).
+      rounds: compile rounds (>= 2); step times get ``rounds x step_slots`` slots.
+      budget: ``--speed-budget``: a step slower than this ratio is ``broken``.
+      modules: the worker module of each side (tests plant a slowdown with a
+        wrapper module of their own).
+      step_slots: step-time slots per compile round (>= 1).
+
+    Returns:
+      ``{"status": "measured" | "not-measured", "reason", "rounds",
+      "step_slots", "budget", "duration_s", "baseline": <worker header>,
+      "candidate": <worker header>, "raw": {"baseline": [answer...],
+      "candidate": [...]}, "readings": [judged rows], "summary"}``. Never
+      raises for a worker's failure: that is ``not-measured`` with the reason.
+    """
+    if rounds < 2:
+        raise ValueError(f"rounds must be at least 2, got {rounds}")
+    start = time.monotonic()
+    result: dict[str, Any] = {"status": "not-measured", "reason": "", "rounds": rounds, "step_slots": step_slots,
+                              "budget": budget, "baseline": {}, "candidate": {},
+                              "raw": {"baseline": [], "candidate": []}, "readings": []}
+    workers: dict[str, Worker] = {}
+    try:
+        # Both start (import JAX, warm up) at once: nothing is timed yet.
+        for side, python, module in (("baseline", baseline_python, modules[0]), ("candidate", candidate_python, modules[1])):
+            workers[side] = Worker(side, python, project_root, module)
+        for side, worker in workers.items():
+            result[side] = worker.answer(START_TIMEOUT)["ready"]
+        for r in range(rounds):
+            order = ("baseline", "candidate") if r % 2 == 0 else ("candidate", "baseline")
+            for command in ("round", *["steps"] * (step_slots - 1)):
+                for side in order:
+                    result["raw"][side].append(workers[side].ask(command))
+        result["status"] = "measured"
+        result["readings"] = readings(result["raw"], budget)
+    except SpeedFailure as exc:
+        result["reason"] = str(exc)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    result["duration_s"] = round(time.monotonic() - start, 1)
+    result["summary"] = summarise(result)
+    return result
+
+
+def not_measured(reason: str, budget: float | None = None) -> dict[str, Any]:
+    """A speed result for a run where nothing could be timed (e.g. the candidate did not install)."""
+    return {"status": "not-measured", "reason": reason, "budget": budget, "readings": [],
+            "summary": summarise({})}
+
+
+def attach(report: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:
+    """Put ``result`` into ``report["speed"]``; a ``broken`` reading (only with
+    ``--speed-budget``) turns a ``pass`` into ``fail`` with a reason. Returns ``report``."""
+    if result is None:
+        return report
+    report["speed"] = result
+    broken = [r for r in result.get("readings", []) if r["change"] == "broken"]
+    if broken:
+        if report.get("verdict") == "pass":
+            report["verdict"] = "fail"
+        report.setdefault("reasons", []).append(
+            f"{len(broken)} training step(s) slower than the speed budget x{result['budget']:g}: "
+            + ", ".join(f"{r['setup']} x{r['ratio']:.2f}" for r in broken))
+    return report
+
+
+def rows(result: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Report rows, one per set-up x metric: ``{setup, setup_words, metric,
+    metric_words, change, ratio, interval, noise, baseline, candidate,
+    detail}``; empty when not measured."""
+    if not result:
+        return []
+    return [{**r, "setup_words": SETUP_WORDS.get(r["setup"], r["setup"]),
+             "metric_words": METRIC_WORDS.get(r["metric"], r["metric"])} for r in result.get("readings", [])]
+
+
+def worst(result: dict[str, Any] | None) -> str:
+    """The most severe change of a speed result: ``broken`` > ``changed`` >
+    ``unchanged``; ``not-measured`` when nothing was judged."""
+    changes = {r["change"] for r in (result or {}).get("readings", [])}
+    for change in ("broken", "changed", "unchanged"):
+        if change in changes:
+            return change
+    return "not-measured"

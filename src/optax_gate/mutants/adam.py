@@ -1,0 +1,87 @@
+"""Mutants of optax.adam: deliberately broken variants that the contracts of
+``tests/contracts/test_adam.py`` must catch."""
+
+from __future__ import annotations
+
+from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.registry import family
+
+mutant = family("adam", "tests/contracts/test_adam.py")
+
+
+def no_bias_correction(tx):
+    """Run each update with the count at 10**6, so ``1 - b**t`` is 1; the stored count never advances."""
+    def update(g, s, params=None):
+        u, new = tx.update(g, (s[0]._replace(count=s[0].count * 0 + 10**6),) + tuple(s[1:]), params)
+        return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+    return wrap_tx(tx, update=update)
+
+
+@mutant("adam-no-bias-correction", "drops the bias correction of both moments; the count never advances")
+def _(optax):
+    orig = optax.adam
+    return {"adam": lambda *a, **k: no_bias_correction(orig(*a, **k))}
+
+
+@mutant("adam-eps-swapped", "puts eps inside the square root and eps_root outside")
+def _(optax):
+    orig = optax.adam
+    def f(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, *a, **k):
+        return orig(learning_rate, b1, b2, eps_root, eps, *a, **k)
+    return {"adam": f}
+
+
+@mutant("adam-b2-constant", "uses b2 = 0.99 whatever is given (a wrong formula constant)")
+def _(optax):
+    orig = optax.adam
+    def f(learning_rate, b1=0.9, b2=0.999, *a, **k):
+        return orig(learning_rate, b1, 0.99, *a, **k)
+    return {"adam": f}
+
+
+@mutant("adam-nesterov-ignored", "ignores nesterov=True")
+def _(optax):
+    orig = optax.adam
+    return {"adam": lambda *a, nesterov=False, **k: orig(*a, **k)}
+
+
+@mutant("adam-mu-dtype-ignored", "ignores mu_dtype: mu in the params' dtype")
+def _(optax):
+    orig = optax.adam
+    def f(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, **k):
+        return orig(learning_rate, b1, b2, eps, eps_root, None, **k)
+    return {"adam": f}
+
+
+@mutant("adam-state-float32", "keeps the moments in float32 whatever the params' dtype")
+def _(optax):
+    orig = optax.adam
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:])
+        return wrap_tx(tx, init=lambda p: (lambda s: (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:]))(tx.init(p)), update=update)
+    return {"adam": f}
+
+
+@mutant("adam-nan-guard", "zeroes non-finite updates (hides the float16 eps underflow)")
+def _(optax):
+    return post_process(optax, "adam", lambda u, g: nan_to_zero(u))
+
+
+@mutant("adam-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    return post_process(optax, "adam", perturbed_under_jit)
+
+
+@mutant("adam-lenient", "pairs gradient and state leaves by order and resizes: no shape or structure error")
+def _(optax):
+    orig = optax.adam
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            import jax
+            return tx.update(lenient(lambda mu, gg: gg)(s[0].mu, g) if jax.tree.leaves(g) else g, s, params)
+        return wrap_tx(tx, update=update)
+    return {"adam": f}

@@ -1,0 +1,70 @@
+"""Mutants of optax.adamw: deliberately broken variants that the contracts of
+``tests/contracts/test_adamw.py`` must catch."""
+
+from __future__ import annotations
+
+from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.registry import family
+
+mutant = family("adamw", "tests/contracts/test_adamw.py")
+
+
+def _parts(k):
+    keys = ("b1", "b2", "eps", "eps_root", "mu_dtype")
+    return {x: k.pop(x) for x in keys if x in k}
+
+
+@mutant("adamw-decay-unscaled", "decay not multiplied by the learning rate (the paper's -lr*step - wd*p)")
+def _(optax):
+    def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
+        return optax.chain(optax.scale_by_adam(nesterov=nesterov, **_parts(k)), optax.scale_by_learning_rate(learning_rate),
+                           optax.add_decayed_weights(-weight_decay, mask))
+    return {"adamw": f}
+
+
+@mutant("adamw-coupled-l2", "decay added to the gradient before Adam (L2 regularisation, not decoupled)")
+def _(optax):
+    def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
+        return optax.chain(optax.add_decayed_weights(weight_decay, mask), optax.scale_by_adam(nesterov=nesterov, **_parts(k)),
+                           optax.scale_by_learning_rate(learning_rate))
+    return {"adamw": f}
+
+
+@mutant("adamw-mask-ignored", "decays every leaf whatever the mask")
+def _(optax):
+    orig = optax.adamw
+    return {"adamw": lambda *a, mask=None, **k: orig(*a, **k)}
+
+
+@mutant("adamw-state-float32", "keeps the moments in float32 whatever the params' dtype")
+def _(optax):
+    orig = optax.adamw
+    def cast(s):
+        return (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:])
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, cast(s)
+        return wrap_tx(tx, init=lambda p: cast(tx.init(p)), update=update)
+    return {"adamw": f}
+
+
+@mutant("adamw-params-optional", "treats missing params as zeros (drops the check) and NaNs as zeros")
+def _(optax):
+    orig = optax.adamw
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            import jax.numpy as jnp
+            import jax
+            params = jax.tree.map(jnp.zeros_like, g) if params is None else params
+            u, s = tx.update(g, s, params)
+            return nan_to_zero(u), s
+        return wrap_tx(tx, update=update)
+    return {"adamw": f}
+
+
+@mutant("adamw-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    return post_process(optax, "adamw", perturbed_under_jit)

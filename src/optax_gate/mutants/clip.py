@@ -1,0 +1,81 @@
+"""Mutants of optax.clip: deliberately broken variants that the contracts of
+``tests/contracts/test_clip.py`` must catch."""
+
+from __future__ import annotations
+
+from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, upcast, wrap_tx
+from optax_gate.mutants.registry import family
+
+mutant = family("clip-elementwise", "tests/contracts/test_clip.py")
+
+
+def _stateless(optax, fn):
+    def factory(max_delta):
+        return optax.GradientTransformation(lambda p: optax.EmptyState(), lambda g, s, params=None: (fn(g, max_delta), s))
+    return {"clip": factory}
+
+
+@mutant("elementwise-clip-upper-only", "clips only from above (no lower bound)")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    return _stateless(optax, lambda g, d: jax.tree.map(lambda x: jnp.minimum(x, d), g))
+
+
+@mutant("elementwise-clip-by-leaf-norm", "scales each leaf to norm max_delta instead of clipping elements")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def f(g, d):
+        def leaf(x):
+            n = jnp.sqrt(jnp.sum(x.astype(jnp.float32) ** 2))
+            return jnp.where(n > d, x * (d / jnp.maximum(n, 1e-30)).astype(x.dtype), x)
+        return jax.tree.map(leaf, g)
+    return _stateless(optax, f)
+
+
+@mutant("elementwise-clip-abs-bound", "uses |max_delta|: a negative bound clips like a positive one")
+def _(optax):
+    orig = optax.clip
+    return {"clip": lambda max_delta: orig(abs(max_delta) if isinstance(max_delta, float) else max_delta)}
+
+
+@mutant("elementwise-clip-nan-to-zero", "zeroes NaN before clipping")
+def _(optax):
+    return post_process(optax, "clip", lambda u, g: nan_to_zero(u))
+
+
+@mutant("elementwise-clip-bound-dtype", "casts the updates to the bound's dtype")
+def _(optax):
+    import jax
+    import jax.numpy as jnp
+
+    orig = optax.clip
+    def f(max_delta):
+        tx = orig(max_delta)
+        dt = jnp.asarray(max_delta).dtype
+        return wrap_tx(tx, update=lambda g, s, params=None: (jax.tree.map(lambda x: x.astype(dt), tx.update(g, s)[0]), s))
+    return {"clip": f}
+
+
+@mutant("elementwise-clip-upcast", "returns float32 whatever the dtype")
+def _(optax):
+    return post_process(optax, "clip", upcast)
+
+
+@mutant("elementwise-clip-extra-state", "keeps a step counter in its state")
+def _(optax):
+    import jax.numpy as jnp
+
+    orig = optax.clip
+    def f(max_delta):
+        tx = orig(max_delta)
+        return wrap_tx(tx, init=lambda p: jnp.zeros([], jnp.int32), update=lambda g, s, params=None: (tx.update(g, optax.EmptyState())[0], s + 1))
+    return {"clip": f}
+
+
+@mutant("elementwise-clip-jit-differs", "perturbs the result by 1e-3 only under jax.jit")
+def _(optax):
+    return post_process(optax, "clip", perturbed_under_jit)

@@ -1,0 +1,79 @@
+"""Mutants of optax.lion: deliberately broken variants that the contracts of
+``tests/contracts/test_lion.py`` must catch."""
+
+from __future__ import annotations
+
+from optax_gate.mutants.patches import perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.registry import family
+
+mutant = family("lion", "tests/contracts/test_lion.py")
+
+
+@mutant("lion-b1-b2-swapped", "interpolates with b2 and tracks the momentum with b1 (wrong formula constants)")
+def _(optax):
+    orig = optax.lion
+    return {"lion": lambda learning_rate, b1=0.9, b2=0.99, *a, **k: orig(learning_rate, b2, b1, *a, **k)}
+
+
+@mutant("lion-no-sign", "drops the sign: the update is the interpolated momentum itself")
+def _(optax):
+    def f(learning_rate, b1=0.9, b2=0.99, mu_dtype=None, weight_decay=1e-3, mask=None):
+        sign = optax.scale_by_lion(b1, b2, mu_dtype)
+        def update(g, s, params=None):
+            import jax
+            _, new = sign.update(g, s, params)
+            return jax.tree.map(lambda gi, m: (1 - b1) * gi + b1 * m, g, s.mu), new
+        return optax.chain(wrap_tx(sign, update=update), optax.add_decayed_weights(weight_decay, mask), optax.scale_by_learning_rate(learning_rate))
+    return {"lion": f}
+
+
+@mutant("lion-decay-unscaled", "weight decay not multiplied by the learning rate")
+def _(optax):
+    def f(learning_rate, b1=0.9, b2=0.99, mu_dtype=None, weight_decay=1e-3, mask=None):
+        return optax.chain(optax.scale_by_lion(b1, b2, mu_dtype), optax.scale_by_learning_rate(learning_rate),
+                           optax.add_decayed_weights(-weight_decay, mask))
+    return {"lion": f}
+
+
+@mutant("lion-state-float32", "keeps mu in float32 whatever the params' dtype or mu_dtype")
+def _(optax):
+    orig = optax.lion
+    def cast(s):
+        return (s[0]._replace(mu=to_f32(s[0].mu)),) + tuple(s[1:])
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, cast(s)
+        return wrap_tx(tx, init=lambda p: cast(tx.init(p)), update=update)
+    return {"lion": f}
+
+
+@mutant("lion-params-optional", "treats missing params as zeros (drops the check) and ignores the mask")
+def _(optax):
+    orig = optax.lion
+    def f(*a, mask=None, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            import jax
+            import jax.numpy as jnp
+            return tx.update(g, s, jax.tree.map(jnp.zeros_like, g) if params is None else params)
+        return wrap_tx(tx, update=update)
+    return {"lion": f}
+
+
+@mutant("lion-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    return post_process(optax, "lion", perturbed_under_jit)
+
+
+@mutant("lion-count-stuck", "the step count of the state never advances")
+def _(optax):
+    orig = optax.lion
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, new = tx.update(g, s, params)
+            return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+        return wrap_tx(tx, update=update)
+    return {"lion": f}

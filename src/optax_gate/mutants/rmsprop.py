@@ -1,0 +1,82 @@
+"""Mutants of optax.rmsprop: deliberately broken variants that the contracts of
+``tests/contracts/test_rmsprop.py`` must catch."""
+
+from __future__ import annotations
+
+from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.registry import family
+
+mutant = family("rmsprop", "tests/contracts/test_rmsprop.py")
+
+
+@mutant("rmsprop-eps-placement-flipped", "eps outside the root where it belongs inside, and the converse")
+def _(optax):
+    orig = optax.rmsprop
+    return {"rmsprop": lambda *a, eps_in_sqrt=True, **k: orig(*a, eps_in_sqrt=not eps_in_sqrt, **k)}
+
+
+@mutant("rmsprop-centered-ignored", "ignores centered=True")
+def _(optax):
+    orig = optax.rmsprop
+    return {"rmsprop": lambda *a, centered=False, **k: orig(*a, **k)}
+
+
+@mutant("rmsprop-initial-scale-ignored", "initialises nu at 0 whatever initial_scale is")
+def _(optax):
+    orig = optax.rmsprop
+    return {"rmsprop": lambda *a, initial_scale=0.0, **k: orig(*a, **k)}
+
+
+@mutant("rmsprop-decay-constant", "uses decay 0.95 whatever is given (a wrong formula constant)")
+def _(optax):
+    orig = optax.rmsprop
+    return {"rmsprop": lambda learning_rate, decay=0.9, *a, **k: orig(learning_rate, 0.95, *a, **k)}
+
+
+@mutant("rmsprop-momentum-before-lr", "accumulates the momentum trace before the learning rate")
+def _(optax):
+    orig = optax.rmsprop
+    def f(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True, centered=False, momentum=None, nesterov=False, bias_correction=False):
+        if momentum is None:
+            return orig(learning_rate, decay, eps, initial_scale, eps_in_sqrt, centered, None, nesterov, bias_correction)
+        scale = (optax.scale_by_stddev if centered else optax.scale_by_rms)(decay=decay, eps=eps, initial_scale=initial_scale, eps_in_sqrt=eps_in_sqrt, bias_correction=bias_correction)
+        return optax.chain(scale, optax.trace(decay=momentum, nesterov=nesterov), optax.scale_by_learning_rate(learning_rate))
+    return {"rmsprop": f}
+
+
+@mutant("rmsprop-state-float32", "keeps nu (and mu) in float32 whatever the params' dtype")
+def _(optax):
+    orig = optax.rmsprop
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, to_f32(s)
+        return wrap_tx(tx, init=lambda p: to_f32(tx.init(p)), update=update)
+    return {"rmsprop": f}
+
+
+@mutant("rmsprop-nan-guard", "zeroes non-finite updates and resizes mismatched gradients (no shape error)")
+def _(optax):
+    orig = optax.rmsprop
+    def f(*a, **k):
+        tx = orig(*a, **k)
+        def update(g, s, params=None):
+            import jax
+            if jax.tree.leaves(g):
+                g = lenient(lambda nu, gg: gg)(s[0].nu, g)
+            u, s = tx.update(g, s, params)
+            return nan_to_zero(u), s
+        return wrap_tx(tx, update=update)
+    return {"rmsprop": f}
+
+
+@mutant("rmsprop-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
+def _(optax):
+    return post_process(optax, "rmsprop", perturbed_under_jit)
+
+
+@mutant("rmsprop-bias-correction-forced", "always bias-corrects the moments (and keeps a count in the state)")
+def _(optax):
+    orig = optax.rmsprop
+    return {"rmsprop": lambda *a, bias_correction=False, **k: orig(*a, bias_correction=True, **k)}
