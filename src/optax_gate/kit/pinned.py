@@ -38,3 +38,24 @@ NO_TRANSFORMATION = "Some parameters have no corresponding transformation"
 #: moments or ``apply_updates`` given a None update where the state or params
 #: hold an array).
 NONE_OPERAND = "unsupported operand type"
+
+# Schedules (optax 0.2.6 ``optax/schedules/_schedule.py``).
+#: ``cosine_decay_schedule`` with ``decay_steps <= 0`` (also reached through
+#: ``warmup_cosine_decay_schedule`` when ``decay_steps == warmup_steps``).
+COSINE_DECAY_STEPS = "requires positive decay_steps"
+#: ``piecewise_constant_schedule`` with a negative scale factor.
+PIECEWISE_NEGATIVE_SCALE = "expects non-negative scale factors"
+
+# Losses (optax 0.2.6 ``optax/losses/_classification.py``, ``_regression.py``;
+# the checks are chex assertions, raised as ``AssertionError``).
+#: ``chex.assert_type([logits], float)`` / ``([labels], int)`` on a wrong dtype.
+CHEX_TYPE = "Assertion assert_type failed"
+#: ``chex.assert_equal_shape`` in ``squared_error`` (and ``l2_loss``).
+CHEX_SHAPE = "Assertion assert_equal_shape failed"
+#: ``canonicalize_axis`` of ``softmax_cross_entropy_with_integer_labels``.
+AXIS_OUT_OF_BOUNDS = "is out of bounds for array of dimension"
+#: ``softmax_cross_entropy_with_integer_labels`` with an ``axis`` of another type.
+AXIS_TYPE = "must be of type 'int' or 'tuple[int, ...]'"
+#: ``chex.warn_only_n_pos_args_in_future(n=2)`` around ``huber_loss``: a
+#: DeprecationWarning when ``delta`` is passed positionally.
+POSITIONAL_DELTA = "only the first 2 arguments can be passed positionally"
