@@ -131,13 +131,21 @@ def grad_budget(api, args64, kwargs):
     """``(ulps, scale)`` of the gradient: the softmax's normaliser sums C
     terms (``reduction(C)``, relative to 1); a sigmoid is one stage of
     roundings relative to 1; the element-wise derivatives are one stage
-    relative to the error's scale."""
+    relative to the error's scale. For ``huber_loss`` the operands also include
+    ``delta``: the derivative of its linear piece ``delta * (|e| - min(|e|,
+    delta))`` is ``delta * (sign(e) - sign(e))``, exactly 0 but formed from two
+    terms of size ``delta`` that XLA may add to the quadratic piece's ``e``
+    before they cancel (seen at e = 5.7e-6, delta = 1: an error of 2e-8, one
+    float32 ULP of 1 times a few), so the scale is ``delta`` when that is larger."""
     x = args64[0]
     if api.startswith("softmax"):
         return reduction(x.shape[-1]), 1.0
     if api == "sigmoid_binary_cross_entropy":
         return 2 * ELEMENTWISE, 1.0
-    return ELEMENTWISE, 2.0 * float(np.max(np.abs(x)) + np.max(np.abs(args64[1])))
+    scale = 2.0 * float(np.max(np.abs(x)) + np.max(np.abs(args64[1])))
+    if api == "huber_loss":
+        scale = max(scale, float(kwargs.get("delta", 1.0)))
+    return ELEMENTWISE, scale
 
 
 def loss_fn(api):
