@@ -191,3 +191,20 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     verdicts = {e["name"]: e["verdict"] for e in json.loads((tmp_path / "m" / "report.json").read_text())["environments"]}
     assert verdicts == {"optax-0.2.7": "not-verified", "optax-0.2.8": "fail", "jax-0.12.0": "not-verified",
                         "jax-0.12.0.1": "not-verified", "all-newest": "not-verified"}
+
+
+def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path):
+    """Issue 10: surface / warnings / dependencies, one row each, a cell per
+    environment with its counts, coloured by the worst."""
+    from optax_gate.gate import report_matrix
+
+    env = {"name": "optax-0.2.8", "beyond": {
+        "surface": {"status": "compared", "counts": {"broken": 1, "changed": 54, "new": 47, "noted": 0}},
+        "warnings": {"status": "compared", "counts": {"broken": 0, "changed": 0, "new": 0, "noted": 0}},
+        "dependencies": {"status": "unavailable", "counts": {"broken": 0, "changed": 0, "new": 0, "noted": 0}}}}
+    assert report_matrix.beyond_cell(env, "surface") == ("broken", "1 broken · 54 changed · 47 new")
+    assert report_matrix.beyond_cell(env, "warnings") == ("unchanged", "no differences")
+    assert report_matrix.beyond_cell(env, "dependencies") == ("unchanged", "unavailable")
+    assert report_matrix.beyond_cell({"name": "x"}, "surface") == ("not-measured", "not available")
+    assert report_matrix.matrix_beyond_rows([env]) == ["surface", "warnings", "dependencies"]
+    assert report_matrix.matrix_beyond_rows([{"name": "x", "beyond": None}]) == []

@@ -397,7 +397,8 @@ def run_matrix(args: argparse.Namespace) -> int:
     base_path = runs_dir / "baseline.json"
     baseline = _load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
     runs = {n: _load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
-    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"])
+    packages = surface.configured_packages(Path(args.project_root) / "pyproject.toml")
+    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages)
     atomic.write_text(out / "report.json", report_json.render(report))
     atomic.write_text(out / "report.md", report_matrix.markdown(report))
     atomic.write_text(out / "report.html", report_matrix.html_grid(report))

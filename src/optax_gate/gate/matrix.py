@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate.gate import compare, discovery, requirements
+from optax_gate.gate import compare, discovery, requirements, unseen
 
 PACKAGES = ("optax", "jax", "flax")
 #: Changes from the most to the least severe: the colour of an API's cell.
@@ -76,8 +76,12 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
     return envs, {p: [str(v) for v in vs] for p, vs in found.items()}
 
 
+#: The sections beyond the contracts (``optax_gate.gate.unseen``), one grid row each.
+BEYOND = ("surface", "warnings", "dependencies")
+
+
 def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environments: list[dict[str, Any]],
-          discovered: dict[str, list[str]]) -> dict[str, Any]:
+          discovered: dict[str, list[str]], packages: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The matrix report (schema 1, ``"kind": "matrix"``).
 
     Args:
@@ -86,6 +90,8 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
         run is reported not verified: "no run record").
       environments: the planned environments (``Environment.to_json()``).
       discovered: releases found per package.
+      packages: the public modules whose API surface is diffed (``[tool.
+        optax-gate] surface``); None skips the sections beyond the contracts.
 
     Returns:
       ``{"schema", "kind", "discovered", "baseline", "environments": [{name,
@@ -97,7 +103,10 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
       ``ran``: the environment ran its contracts (else every contract is
       ``gone`` there and renderers show its reason instead). ``speed``: the
       environment's speed readings against the baseline (``gate.speed``), or
-      None when not measured (``--no-speed``). ``apis``: one row
+      None when not measured (``--no-speed``). ``beyond``: ``{surface,
+      warnings, dependencies: {status, counts}}`` of the environment against
+      the baseline (``gate.unseen``; the surface and dependency diffs exist
+      even for an environment that cannot import), or None. ``apis``: one row
       per API, counts per environment, ``worst`` the most severe change
       (``WORST``); APIs and contracts that differ in an environment that ran
       come first, then by name.
@@ -106,9 +115,13 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
     for env in environments:
         run = runs.get(env["name"]) or {"label": env["name"], "status": "not-verified", "reason": "no run record", "contracts": {}}
         report = compare.compare(baseline, run)
+        beyond = None
+        if packages is not None:
+            unseen.attach(report, baseline, run, packages=packages)
+            beyond = {k: {"status": report[k].get("status"), "counts": report[k]["counts"]} for k in BEYOND}
         env_rows.append({**env, "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
                          "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", ""),
-                         "ran": run.get("status") == "ran", "speed": run.get("speed")})
+                         "ran": run.get("status") == "ran", "speed": run.get("speed"), "beyond": beyond})
         for row in report["contracts"]:
             cells.setdefault(row["id"], {"row": row, "cells": {}})["cells"][env["name"]] = {
                 "outcome": row["candidate"], "change": row["change"], "detail": row["detail"]}

@@ -48,6 +48,29 @@ def _reason(env: dict[str, Any]) -> str:
     return env.get("reason") or "; ".join(env.get("reasons") or []) or "no reason recorded"
 
 
+BEYOND_TITLES = {"surface": "API surface", "warnings": "warnings", "dependencies": "dependencies"}
+
+
+def matrix_beyond_rows(envs: list[dict[str, Any]]) -> list[str]:
+    """The sections beyond the contracts that the matrix has (none without ``packages``)."""
+    return [k for k in BEYOND_TITLES if any(e.get("beyond") for e in envs)]
+
+
+def beyond_cell(env: dict[str, Any], kind: str) -> tuple[str, str]:
+    """``(worst change, text)`` of one section in one environment, e.g.
+    ``("broken", "1 broken · 54 changed · 47 new")``; "no differences" when
+    all counts are 0; the section's status when it could not be made."""
+    section = (env.get("beyond") or {}).get(kind)
+    if not section:
+        return "not-measured", "not available"
+    counts = section["counts"]
+    worst = next((k for k in ("broken", "changed", "new", "noted") if counts.get(k)), "unchanged")
+    text = " · ".join(f"{counts[k]} {k}" for k in ("broken", "changed", "new", "noted") if counts.get(k))
+    if section.get("status") not in (None, "ok", "compared"):
+        text = f"{section['status']}" + (f": {text}" if text else "")
+    return ("new" if worst == "noted" else worst), text or "no differences"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The matrix report as Markdown text ending in a newline."""
     envs = report["environments"]
@@ -78,6 +101,8 @@ def markdown(report: dict[str, Any]) -> str:
     if any(e.get("speed") for e in envs):  # issue 12: one speed row, a cell per environment
         cells = [_cell(report_speed.matrix_cell(e.get("speed"))) if e in ran else "not run" for e in envs]
         out.append("| speed (3 training steps) | " + " | ".join(cells) + " |")
+    for kind in matrix_beyond_rows(envs):  # issue 10: one row per section beyond the contracts
+        out.append(f"| {BEYOND_TITLES[kind]} | " + " | ".join(_cell(beyond_cell(e, kind)[1]) for e in envs) + " |")
     differing = [c for c in report["contracts"] if c.get("differs")]
     out += ["", f"## Contracts that differ somewhere ({len(differing)} of {len(report['contracts'])})", ""]
     if differing and ran:
@@ -165,6 +190,12 @@ def html_grid(report: dict[str, Any]) -> str:
             text = report_speed.matrix_cell(x.get("speed")) if x in ran else "not run"
             tds.append(f'<td class="cell speed {e(change)}" style="background:{colour}">{e(text)}</td>')
         rows.append(f'<tr class="speed"><th class="api">speed<br><small>3 training steps vs baseline</small></th>{"".join(tds)}</tr>')
+    for kind in matrix_beyond_rows(envs):  # issue 10: one row per section beyond the contracts
+        tds = []
+        for x in envs:
+            change, text = beyond_cell(x, kind)
+            tds.append(f'<td class="cell beyond {e(change)}" style="background:{COLOURS.get(change, NOT_RUN)}">{e(text)}</td>')
+        rows.append(f'<tr class="beyond"><th class="api">{e(BEYOND_TITLES[kind])}<br><small>beyond the contracts</small></th>{"".join(tds)}</tr>')
     legend = " ".join(f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items())
     details = "\n".join(_api_details(a, ran, report["contracts"]) for a in apis)
     return f"""<!doctype html>
