@@ -39,3 +39,31 @@ def test_every_contract_module_has_a_mutant_family_and_back():
         if path.parent == contracts or devices.is_multidevice(module):  # built-in, mirrored in the package
             stem = path.stem.removeprefix("test_")
             assert (ROOT / "src" / "optax_gate" / "mutants" / f"{stem}.py").exists(), f"no mutants module mirrors {module}"
+
+
+def _global_names(code):
+    """Names a function (and the functions nested in it) may load as globals:
+    its names less its local variables (a local ``from ... import`` binds one)."""
+    import types
+
+    names, local = set(code.co_names), set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names - local
+
+
+def test_every_mutant_names_only_globals_its_module_defines():
+    """A mutant module split from another must import every helper it uses
+    (``upcast``, ``perturbed_under_jit``...): checked here without running
+    JAX, where the mutants session would find it only after minutes."""
+    import builtins
+    import sys
+
+    for m in mutants.load(ROOT).values():
+        module = sys.modules[m.patch.__module__]
+        code = m.patch.__code__
+        defined = set(vars(module)) | set(vars(builtins))
+        # attribute names also appear in co_names; only bare names that look like our helpers matter
+        missing = {n for n in _global_names(code) - defined if n in vars(sys.modules["optax_gate.mutants.patches"])}
+        assert not missing, f"mutant {m.name} ({module.__name__}) uses {sorted(missing)} without importing them"

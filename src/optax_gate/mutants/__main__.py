@@ -31,10 +31,12 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
     cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
-    subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
-        raise RuntimeError(f"mutant {name}: pytest did not run ({parsed.collection_errors or parsed.exitstatus})")
+        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        raise RuntimeError(f"mutant {name}: pytest did not run (exit {proc.returncode}; "
+                           f"{parsed.collection_errors or parsed.exitstatus}): {tail}")
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 

@@ -3,7 +3,7 @@ of ``tests/contracts/test_add_decayed_weights_mask.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import post_process, wrap_tx
+from optax_gate.mutants.patches import perturbed_under_jit, post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
 
 mutant = family("decay", "tests/contracts/test_add_decayed_weights_mask.py")

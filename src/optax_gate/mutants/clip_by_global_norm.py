@@ -3,7 +3,7 @@ of ``tests/contracts/test_clip_by_global_norm.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, post_process, wrap_tx
+from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
 
 mutant = family("global-norm", "tests/contracts/test_clip_by_global_norm.py")

@@ -3,7 +3,7 @@ of ``tests/contracts/test_sgd.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, none_as_zeros, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import lenient, nan_to_zero, none_as_zeros, perturbed_under_jit, post_process, to_f32, wrap_tx
 from optax_gate.mutants.registry import family
 
 mutant = family("sgd", "tests/contracts/test_sgd.py")
