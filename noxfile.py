@@ -21,6 +21,7 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -158,14 +159,22 @@ def gpu_parity(session: nox.Session) -> None:
                 env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"})
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def _run_tool(session: nox.Session, *args: str) -> None:
     """Run ``python -m optax_gate ARGS`` in a light environment (the tools lock,
     hash-checked, and this project), passing its exit status through: nox would
     turn every failure into 1, and 1 (fail) vs 2 (not verified) is the interface."""
     session.install("--require-hashes", "-r", "requirements-tools.txt")
     session.install("--no-deps", "-e", ".")
+    signal.signal(signal.SIGTERM, _interrupt)  # a CI time-out ends the gate like Ctrl-C: exit 2, not nox's 143
     try:
         session.run("python", "-m", "optax_gate", *args)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE
+        session.log("optax-gate was interrupted: not verified")
+        raise SystemExit(2) from None
     except nox.command.CommandFailed as exc:
         session.log(f"optax-gate did not pass: {exc.reason}")
         code = re.search(r"code (\d+)", exc.reason or "")

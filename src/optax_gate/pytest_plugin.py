@@ -112,6 +112,22 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
     return meta
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object):
+    """Check each contract's labels while its module is collected, so a
+    mislabelled contract is a collection error of that module (reported the
+    same way with or without pytest-xdist, where an error raised later would
+    crash the worker)."""
+    result = yield
+    for item in result if isinstance(result, list) else [result]:
+        if isinstance(item, pytest.Item):
+            try:
+                contract_metadata(item)
+            except pytest.UsageError as exc:
+                raise collector.CollectError(str(exc)) from None
+    return result
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Write the number of collected tests to ``$OPTAX_GATE_PROGRESS`` (when
     set): the gate's progress lines read it as the ``M`` of ``N/M``."""

@@ -89,6 +89,16 @@ def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
     assert result.ret != 0 and message in result.stderr.str() + result.stdout.str()
 
 
+def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
+    """With ``-n 2`` (the tests session's default) a mislabelled contract is a
+    collection error naming the label, not a crashed worker."""
+    pytester.makepyfile(test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n'
+                                   '@pytest.mark.golden\ndef test_x():\n    pass\n')
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret != 0 and "INTERNALERROR" not in out and "ERROR collecting" in out and "'nope.txt'" in out
+
+
 def test_contract_with_unknown_guide_is_refused(pytester):
     source = 'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
     result, _ = run_log(pytester, source)

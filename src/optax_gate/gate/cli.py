@@ -331,7 +331,7 @@ def _rounds(text: str) -> int:
 
 def _speed_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", action=argparse.BooleanOptionalAction, default=True,
-                   help="time three training steps in both environments, interleaved (default: on; 18 compilations, 40-70 s measured on a loaded 2-core machine)")
+                   help="time three training steps in both environments, interleaved (default: on; 18 compilations, about 20 s on an idle 2-core machine)")
     p.add_argument("--speed-budget", type=_ratio, default=None, metavar="RATIO",
                    help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)")
     p.add_argument("--speed-rounds", type=_rounds, default=speed_.ROUNDS, metavar="N",
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         runner.stop_all()
         run = getattr(args, "run_folder", None)
         where = f"; its folder {run.path} stays marked {evidence.MARKER} and the previous report is untouched" if run else ""
-        return _fail(f"interrupted ({exc or 'SIGINT'}): not verified{where}")
+        return _fail(f"interrupted ({str(exc) or 'SIGINT'}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)

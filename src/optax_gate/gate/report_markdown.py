@@ -80,8 +80,10 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
-    if found:
-        out += ["", f"## Findings ({len(found)})", "", *(finding_line(f) for f in found)]
+    beyond = report_surface.broken_lines(report)  # broken rows beyond the contracts belong up here too
+    if found or beyond:
+        out += ["", f"## Findings ({len(found) + len(beyond)})", "", *(finding_line(f) for f in found)]
+        out += [f"{len(found) + i}. {line}" for i, line in enumerate(beyond, 1)]
     out += ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]

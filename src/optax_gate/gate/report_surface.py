@@ -108,3 +108,22 @@ def markdown(report: dict[str, Any]) -> list[str]:
             out += [f"Note: {section['reason']}.", ""]
         out += render[key](section)
     return out
+
+
+def broken_lines(report: dict[str, Any]) -> list[str]:
+    """One line per ``broken`` row beyond the contracts, for the findings at
+    the top of the report (the full rows are in their sections below)."""
+    out = []
+    for row in (report.get("surface") or {}).get("rows", []):
+        if row.get("verdict") == "broken":
+            what = row["change"] + (f" (`{row['param']}`)" if row.get("param") else "")
+            out.append(f"**broken** API surface `{row['path']}`: {what}: {row.get('old') or '—'} → {row.get('new') or '—'}"
+                       " (see API surface below)")
+    for row in (report.get("dependencies") or {}).get("rows", []):
+        if row.get("verdict") == "broken":
+            out.append(f"**broken** dependency `{row['name']}`: {row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}),"
+                       " imported by your code (see Dependencies below)")
+    for row in (report.get("warnings") or {}).get("rows", []):
+        if row.get("verdict") == "broken":
+            out.append(f"**broken** new {row.get('category')}: {row.get('message', '')[:160]} (see Warnings below)")
+    return out

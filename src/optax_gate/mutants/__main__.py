@@ -61,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
             if devices.is_multidevice(mutants.AREAS[job[0]]):  # eight simulated devices, this process only
                 env = devices.env({"XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), **env})
             return env
-        results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
+        try:
+            results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
+        except RuntimeError as exc:  # a module that does not even run (mislabelled contract, broken mutant)
+            print(f"PROBLEM: {exc}")
+            print("the check stopped: fix the problem above and run it again")
+            return 1
     for area in areas:
         failing, contracts = results[(area, None)]
         if failing:
