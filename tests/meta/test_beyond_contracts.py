@@ -52,6 +52,7 @@ def test_lock_diff_names_removed_moved_added_and_who_pulled_a_package_in():
     assert (rows["jax"]["change"], rows["jax"]["level"], rows["jax"]["down"]) == ("moved", "minor", False)
     assert (rows["numpy"]["level"], rows["numpy"]["down"]) == ("patch", True)
     assert rows["ml-dtypes"]["change"] == "added"
+    assert rows["jax"]["via"] == ["requested"]  # "-r requirements.in": a direct requirement
 
 
 def test_a_removed_package_the_team_imports_is_broken(tmp_path):

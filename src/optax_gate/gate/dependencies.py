@@ -25,9 +25,16 @@ CONTRACTED = ("optax", "jax", "jaxlib", "flax")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
 
 
+def _via(entry: str) -> str:
+    """A ``# via`` entry as the report names it: ``-r <file>`` (the package is
+    listed in the requirements the lock was compiled from) is ``requested``."""
+    return "requested" if entry.startswith("-r ") else entry
+
+
 def parse_lock(text: str) -> dict[str, dict[str, Any]]:
     """``{canonical name: {"version", "via": [...]}}`` of a uv/pip-compile lock
-    (``name==version`` lines; ``# via a`` or ``# via`` then ``#   a`` lines)."""
+    (``name==version`` lines; ``# via a`` or ``# via`` then ``#   a`` lines;
+    ``-r <file>`` entries read ``requested``)."""
     out: dict[str, dict[str, Any]] = {}
     current: str | None = None
     in_via = False
@@ -41,12 +48,12 @@ def parse_lock(text: str) -> dict[str, dict[str, Any]]:
         elif current and line.startswith("# via"):
             rest = line[len("# via"):].strip()
             if rest:
-                out[current]["via"].append(rest)
+                out[current]["via"].append(_via(rest))
                 in_via = False
             else:
                 in_via = True
         elif current and in_via and line.startswith("#   "):
-            out[current]["via"].append(line[1:].strip())
+            out[current]["via"].append(_via(line[1:].strip()))
         elif not line.startswith("--hash") and not line.startswith("#"):
             in_via = False
     return out

@@ -43,10 +43,10 @@ def uv() -> str:
     return path
 
 
-def _run(stage: str, cmd: list[str], timeout: float) -> str:
+def _run(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) -> str:
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise EnvironmentFailure(stage, f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} ...") from None
     if proc.returncode != 0:
@@ -68,14 +68,16 @@ def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade
       EnvironmentFailure: stage ``resolution`` when no set of versions fits.
     """
     output.parent.mkdir(parents=True, exist_ok=True)
-    work = output.with_name(f".{output.name}.resolving")
+    work = (output.with_name(f".{output.name}.resolving")).resolve()
     shutil.copyfile(preferences, work)
+    # uv writes the input's path into the ``# via -r`` comments as it was given;
+    # run it beside the input so they name ``candidate-lock.in``, not a run folder.
     cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
-           "--python-version", python_version, str(requirements_in), "-o", str(work)]
+           "--python-version", python_version, requirements_in.name, "-o", str(work)]
     for name in upgrade:
         cmd += ["--upgrade-package", name]
     try:
-        _run("resolution", cmd, timeout)
+        _run("resolution", cmd, timeout, cwd=requirements_in.parent)
         os.replace(work, output)  # only a resolved lock ever sits at ``output``
     finally:
         work.unlink(missing_ok=True)
@@ -87,10 +89,20 @@ def digest(lock: Path) -> str:
     return hashlib.sha256(lock.read_bytes()).hexdigest()
 
 
+def pins_digest(lock: Path) -> str:
+    """SHA-256 (hex) of what a lock installs: its lines without comments, blank
+    lines and surrounding spaces. Two locks that pin the same versions with the
+    same hashes have the same pins digest whatever their ``# via`` comments say."""
+    lines = [line.strip() for line in lock.read_text(encoding="utf-8").splitlines()]
+    pins = "\n".join(line for line in lines if line and not line.startswith("#"))
+    return hashlib.sha256(pins.encode("utf-8")).hexdigest()
+
+
 def folder_for(envs_dir: Path, lock: Path) -> Path:
-    """The environment folder of a lock file: named by its content's digest, so
-    the gate and the matrix share an environment whenever they share a lock."""
-    return envs_dir / digest(lock)[:16]
+    """The environment folder of a lock file, named by its pins digest: the gate
+    and the matrix share an environment, and its compilation cache, whenever
+    they install the same pins, run after run."""
+    return envs_dir / pins_digest(lock)[:16]
 
 
 def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
@@ -110,7 +122,7 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
       EnvironmentFailure: stage ``install`` when uv cannot build it.
     """
     exe = path / "bin" / "python"
-    state = {"lock_sha256": digest(lock), "python": python}
+    state = {"pins_sha256": pins_digest(lock), "python": python}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
     if fresh:

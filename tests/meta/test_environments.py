@@ -1,0 +1,68 @@
+"""The environment folder is keyed by what a lock installs, not by its comments.
+
+A candidate lock is compiled in each run's own folder; uv names that folder in
+its ``# via -r`` comments. Were the folder keyed by the lock's bytes, every gate
+run would build a new candidate environment with an empty compilation cache.
+"""
+
+from pathlib import Path
+
+from optax_gate.gate import environments
+
+PINS = """\
+jax==0.12.0.1 \\
+    --hash=sha256:{h}
+    # via -r {via}
+numpy==2.5.5 \\
+    --hash=sha256:{h}
+    # via
+    #   -r {via}
+    #   jax
+"""
+
+
+def _lock(tmp_path: Path, name: str, via: str, h: str = "ab" * 32) -> Path:
+    path = tmp_path / name
+    path.write_text(PINS.format(via=via, h=h))
+    return path
+
+
+def test_locks_differing_only_in_comments_share_a_folder(tmp_path):
+    a = _lock(tmp_path, "a.txt", "reports/gate/runs/20261130T033828Z-fba873/candidate-lock.in")
+    b = _lock(tmp_path, "b.txt", "candidate-lock.in")
+    assert environments.digest(a) != environments.digest(b)
+    assert environments.folder_for(tmp_path, a) == environments.folder_for(tmp_path, b)
+
+
+def test_a_changed_hash_or_version_is_another_folder(tmp_path):
+    a = _lock(tmp_path, "a.txt", "candidate-lock.in")
+    b = _lock(tmp_path, "b.txt", "candidate-lock.in", h="cd" * 32)
+    c = tmp_path / "c.txt"
+    c.write_text(a.read_text().replace("numpy==2.5.5", "numpy==2.5.6"))
+    folders = {environments.folder_for(tmp_path, p) for p in (a, b, c)}
+    assert len(folders) == 3
+
+
+def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypatch):
+    """uv is run beside the input and given its bare name, so the lock's
+    ``# via -r`` comments never carry the run folder's path."""
+    seen = {}
+
+    def fake_run(stage, cmd, timeout, cwd=None):
+        seen.update(cmd=cmd, cwd=cwd)
+        Path(cmd[cmd.index("-o") + 1]).write_text("jax==0.12.0.1\n")
+        return ""
+
+    monkeypatch.setattr(environments, "uv", lambda: "uv")
+    monkeypatch.setattr(environments, "_run", fake_run)
+    run_folder = tmp_path / "runs" / "20261130T000000Z-abcdef"
+    run_folder.mkdir(parents=True)
+    req_in = run_folder / "candidate-lock.in"
+    req_in.write_text("jax==0.12.0.1\n")
+    prefs = tmp_path / "requirements-lock.txt"
+    prefs.write_text("jax==0.11.2\n")
+    out = environments.compile_lock(req_in, run_folder / "candidate-lock.txt", prefs, ["jax"], "3.12")
+    assert out.read_text() == "jax==0.12.0.1\n"
+    assert seen["cwd"] == run_folder
+    inputs = [a for a in seen["cmd"] if a.endswith(".in")]
+    assert inputs == ["candidate-lock.in"]
