@@ -5,6 +5,7 @@ its ``# via -r`` comments. Were the folder keyed by the lock's bytes, every gate
 run would build a new candidate environment with an empty compilation cache.
 """
 
+import json
 from pathlib import Path
 
 from optax_gate.gate import environments
@@ -66,3 +67,37 @@ def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypat
     assert seen["cwd"] == run_folder
     inputs = [a for a in seen["cmd"] if a.endswith(".in")]
     assert inputs == ["candidate-lock.in"]
+
+
+def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_path, monkeypatch):
+    """Packages are installed with their .pyc files (``--compile-bytecode``): with
+    PYTHONDONTWRITEBYTECODE set, each pytest process would otherwise compile jax
+    from source again. An environment recorded without them is built anew once."""
+    calls = []
+
+    def fake_run(stage, cmd, timeout, cwd=None):
+        calls.append(cmd)
+        if "venv" in cmd:
+            (tmp_path / "env" / "bin").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "env" / "bin" / "python").write_text("")
+        return ""
+
+    monkeypatch.setattr(environments, "uv", lambda: "uv")
+    monkeypatch.setattr(environments, "_run", fake_run)
+    lock = _lock(tmp_path, "lock.txt", "requirements.in")
+    env = tmp_path / "env"
+    environments.ensure(env, lock, "3.12", tmp_path)
+    lock_installs = [c for c in calls if "--require-hashes" in c]
+    assert len(lock_installs) == 1 and "--compile-bytecode" in lock_installs[0]
+
+    calls.clear()
+    environments.ensure(env, lock, "3.12", tmp_path)  # unchanged: only the project is reinstalled
+    assert not [c for c in calls if "--require-hashes" in c]
+
+    state = env / environments.STATE_FILE
+    old = json.loads(state.read_text())
+    del old["bytecode"]
+    state.write_text(json.dumps(old))
+    calls.clear()
+    environments.ensure(env, lock, "3.12", tmp_path)
+    assert [c for c in calls if "--require-hashes" in c]

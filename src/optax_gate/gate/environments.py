@@ -122,12 +122,15 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
       EnvironmentFailure: stage ``install`` when uv cannot build it.
     """
     exe = path / "bin" / "python"
-    state = {"pins_sha256": pins_digest(lock), "python": python}
+    # --compile-bytecode: with PYTHONDONTWRITEBYTECODE set, a package installed
+    # without its .pyc files is compiled from source by every process anew.
+    state = {"pins_sha256": pins_digest(lock), "python": python, "bytecode": True}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
     if fresh:
         _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
-        _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", "-r", str(lock)], timeout)
+        _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", "--compile-bytecode",
+                          "-r", str(lock)], timeout)
     _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--no-deps", "-e", str(project_root)], timeout)
     if fresh:
         state_path.write_text(json.dumps(state))
