@@ -31,7 +31,7 @@ import nox
 import nox.command
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from optax_gate.gate import compilation_cache, devices  # noqa: E402  (standard library only)
+from optax_gate.gate import compilation_cache, devices, environments, pytest_plugins  # noqa: E402  (no JAX)
 
 nox.options.default_venv_backend = "uv"
 # uv installs packages without their bytecode; where PYTHONDONTWRITEBYTECODE is set (many
@@ -50,6 +50,27 @@ def _jax_cache(session: nox.Session) -> dict[str, str]:
     """JAX's persistent compilation cache inside this session's environment
     (``OPTAX_GATE_COMPILATION_CACHE=0`` turns it off)."""
     return compilation_cache.environment(Path(session.virtualenv.location))
+
+
+def _install_project(session: nox.Session) -> None:
+    """This project, editable, without dependencies: skipped when the
+    environment already has it from the same ``pyproject.toml``
+    (``optax_gate.gate.environments.project_install_needed``)."""
+    folder = Path(session.virtualenv.location)
+    if environments.project_install_needed(folder, Path(__file__).parent):
+        session.install("--no-deps", "-e", ".")
+        environments.mark_project_installed(folder, Path(__file__).parent)
+
+
+#: The contract runs load the declared pytest plugins only, named (the
+#: environment is the lock): the same plugins as the gate's runs, and no
+#: assertion rewriting of every installed plugin's modules in every process.
+PLUGINS = pytest_plugins.args()
+
+
+def _pytest_env(session: nox.Session) -> dict[str, str]:
+    """The compilation cache and ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` (with ``PLUGINS``)."""
+    return {**_jax_cache(session), **pytest_plugins.ENV}
 
 
 #: The multi-device contracts and the environment of their own pytest process
@@ -90,13 +111,15 @@ def tests(session: nox.Session) -> None:
     # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
     session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib")
-    session.install("--no-deps", "-e", ".")
+    _install_project(session)
     single, multi = _split_multidevice(list(session.posargs))
     if single or not session.posargs:
-        # split over pytest-xdist processes, one per core (override with -- -n 0)
-        session.run("python", "-m", "pytest", "-n", "auto", *single, env=_jax_cache(session))
+        # split over pytest-xdist processes, one per core (override with -- -n 0); worksteal hands each
+        # process a contiguous half of the contracts (fewer programs traced in both) and balances the end
+        session.run("python", "-m", "pytest", *PLUGINS, "-n", "auto", "--dist", "worksteal", *single,
+                    env=_pytest_env(session))
     if multi is not None:
-        session.run("python", "-m", "pytest", *multi, env={**_jax_cache(session), **MULTIDEVICE_ENV},
+        session.run("python", "-m", "pytest", *PLUGINS, *multi, env={**_pytest_env(session), **MULTIDEVICE_ENV},
                     success_codes=[0, 5] if session.posargs else [0])
 
 
@@ -106,8 +129,8 @@ def mutants(session: nox.Session) -> None:
 
     Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
-    session.install("--no-deps", "-e", ".")
-    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_jax_cache(session))
+    _install_project(session)
+    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_pytest_env(session))
 
 
 @nox.session(python=PYTHON, name="update-snapshots")
@@ -117,7 +140,7 @@ def update_snapshots(session: nox.Session) -> None:
     The ``snapshot`` contracts' YAML files, in the pinned baseline environment. The only command that writes them;
     review the diff with ``git diff tests/contracts`` before committing."""
     session.install("--require-hashes", "-r", LOCK)
-    session.install("--no-deps", "-e", ".")
+    _install_project(session)
     session.run("python", "-m", "pytest", "tests/contracts", "-m", "snapshot", "--regen-all", "-q", *session.posargs)
     session.run("python", "-m", "pytest", MULTIDEVICE, "-m", "snapshot", "--regen-all", "-q", *session.posargs,
                 env=MULTIDEVICE_ENV)
@@ -159,7 +182,7 @@ def gpu_parity(session: nox.Session) -> None:
     jax_pin = next(line.split()[0] for line in Path(LOCK).read_text().splitlines() if line.startswith("jax=="))
     session.install("--require-hashes", "-r", LOCK)
     session.install(jax_pin.replace("jax==", "jax[cuda12]=="))
-    session.install("--no-deps", "-e", ".")
+    _install_project(session)
     session.run("python", "-m", "pytest", MULTIDEVICE, *session.posargs,
                 env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"})
 
@@ -173,7 +196,7 @@ def _run_tool(session: nox.Session, *args: str) -> None:
     hash-checked, and this project), passing its exit status through: nox would
     turn every failure into 1, and 1 (fail) vs 2 (not verified) is the interface."""
     session.install("--require-hashes", "-r", "requirements-tools.txt")
-    session.install("--no-deps", "-e", ".")
+    _install_project(session)
     signal.signal(signal.SIGTERM, _interrupt)  # a CI time-out ends the gate like Ctrl-C: exit 2, not nox's 143
     try:
         session.run("python", "-m", "optax_gate", *args)

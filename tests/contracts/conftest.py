@@ -1,5 +1,7 @@
 """Fixtures shared by the contract modules."""
 
+import gc
+
 import pytest
 
 from optax_gate.kit import dtypes
@@ -11,6 +13,19 @@ def dtype(request):
     with dtypes.precision(request.param) as dt:
         yield dt
 
+
+def pytest_collection_finish(session):
+    """Tune Python's cyclic garbage collector for the run, once the contracts
+    are collected: the objects alive now (JAX, Optax, Flax, the collected
+    items) are frozen out of every later collection, and a collection starts
+    after 20 000 net allocations instead of 700. Speed only: every cycle is
+    still collected, later. Tracing and lowering many small JAX programs
+    allocates heavily, and the default spent about 1.3 s of CPU per process on
+    collections (measured with ``gc.callbacks`` on the 2-core machine); the
+    contracts' second run took about 1 s less wall time with this."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 50)
 
 
 MULTIDEVICE = "multidevice"

@@ -49,7 +49,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
     def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress):
         calls.append((name, folder, env.get("XLA_FLAGS", "")))
         return _part(folder, 1 if "multi" in folder else 0, f"{folder}::t")
-    monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, []))
+    monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     record = runner.run(Path("py"), "baseline", tmp_path, tmp_path, timeout=100)
@@ -60,7 +60,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
 
 
 def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "probe", lambda python: ({}, None, []))
+    monkeypatch.setattr(runner, "probe", lambda python: ({}, None, [], {}))
     monkeypatch.setattr(runner, "_pytest", lambda python, name, folder, *a: None if "multi" in folder else _part(folder, 0, "a"))
     record = runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100)
     assert record["status"] == "not-verified" and "timed out" in record["reason"] and devices.MULTIDEVICE_DIR in record["reason"]

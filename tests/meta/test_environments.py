@@ -85,6 +85,7 @@ def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_pat
     monkeypatch.setattr(environments, "uv", lambda: "uv")
     monkeypatch.setattr(environments, "_run", fake_run)
     lock = _lock(tmp_path, "lock.txt", "requirements.in")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
     env = tmp_path / "env"
     environments.ensure(env, lock, "3.12", tmp_path)
     lock_installs = [c for c in calls if "--require-hashes" in c]
@@ -101,3 +102,25 @@ def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_pat
     calls.clear()
     environments.ensure(env, lock, "3.12", tmp_path)
     assert [c for c in calls if "--require-hashes" in c]
+
+
+def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_changes(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
+    env = tmp_path / "env"
+    site = env / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    assert environments.project_install_needed(env, project)  # never installed
+    environments.mark_project_installed(env, project)
+    assert environments.project_install_needed(env, project)  # recorded, but no .pth: not really there
+    (site / "__editable__.optax_gate-0.1.0.pth").write_text(str(project / "src"))
+    assert not environments.project_install_needed(env, project)
+    (project / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n[project.entry-points.pytest11]\nx = "y"\n')
+    assert environments.project_install_needed(env, project)  # new entry points
+    environments.mark_project_installed(env, project)
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    assert environments.project_install_needed(env, moved)  # the .pth points at the old folder
+    (env / environments.PROJECT_FILE).write_text("{not json")
+    assert environments.project_install_needed(env, moved)

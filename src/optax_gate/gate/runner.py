@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices, outcomes, warnings_diff
+from optax_gate.gate import devices, outcomes, pytest_plugins, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
@@ -36,19 +36,20 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
-def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]]]:
-    """Versions of the environment, its import error (None when imports work)
-    and the warnings raised while importing."""
+def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]], dict[str, list[str]]]:
+    """Versions of the environment, its import error (None when imports work),
+    the warnings raised while importing and its installed pytest plugins
+    (``{distribution: [module, ...]}``)."""
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {}, f"import check timed out after {timeout:.0f} s", []
+        return {}, f"import check timed out after {timeout:.0f} s", [], {}
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}", []
-    return data["versions"], data["import_error"], data.get("import_warnings", [])
+        return {}, f"import check crashed (exit {proc.returncode}): {' | '.join(tail)}", [], {}
+    return data["versions"], data["import_error"], data.get("import_warnings", []), data.get("pytest_plugins", {})
 
 
 def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600,
@@ -113,19 +114,21 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     """
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
-    versions, import_error, import_warnings = probe(python)
+    versions, import_error, import_warnings, plugins = probe(python)
+    # Only the declared pytest plugins load, on both sides (optax_gate.gate.pytest_plugins).
+    extra["pytest_plugins"] = {"loaded": pytest_plugins.args(plugins)[1::2], "left_out": pytest_plugins.left_out(plugins)}
     extra["warnings"] = warnings_diff.fold(import_warnings, [])
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+    env = {**os.environ, **pytest_plugins.ENV, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
     parts: list[Part] = []
     start = time.monotonic()
     for suffix, folder, multi in PARTS:  # the multi-device contracts in a process of their own
         done = (sum(p.progress[0] for p in parts), sum(p.progress[1] for p in parts))
         report = (lambda d, t, done=done: on_progress(done[0] + d, done[1] + t)) if on_progress else None
         split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
-        args = [*(pytest_args or []), *(["-n", str(workers)] if split else [])]
+        args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else [])]
         part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, timeout - (time.monotonic() - start),
                        args, devices.env(env) if multi else env, report)
         if part is None:

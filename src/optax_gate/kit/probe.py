@@ -2,7 +2,8 @@
 
 ``python -m optax_gate.kit.probe`` prints one JSON object on stdout:
 ``{"versions": {...}, "import_error": null | "<ExceptionType: message>",
-"import_warnings": [{"category", "message", "module", "lineno"}, ...]}`` and
+"import_warnings": [{"category", "message", "module", "lineno"}, ...],
+"pytest_plugins": {distribution: [module, ...]}}`` and
 exits 0 when ``optax``, ``jax`` and ``flax.nnx`` import, 3 otherwise. Versions
 come from the installed distributions' metadata, so they are known even when
 an import fails. ``import_warnings`` are the warnings raised while importing
@@ -35,6 +36,17 @@ def installed_versions() -> dict[str, str]:
             versions[name] = "not installed"
     versions["platform"] = f"{platform.system()}-{platform.machine()}"
     return versions
+
+
+def pytest_plugins() -> dict[str, list[str]]:
+    """``{distribution name: [module, ...]}`` of every installed ``pytest11``
+    entry point (the plugins pytest would autoload), modules sorted."""
+    out: dict[str, list[str]] = {}
+    for dist in metadata.distributions():
+        modules = [ep.value.split(":")[0] for ep in dist.entry_points if ep.group == "pytest11"]
+        if modules:
+            out[dist.metadata["Name"]] = sorted(set(modules))
+    return out
 
 
 def _module_of(filename: str) -> str:
@@ -88,7 +100,8 @@ def _import_error() -> str | None:
 
 def main() -> int:
     err = import_error()
-    print(json.dumps({"versions": installed_versions(), "import_error": err, "import_warnings": IMPORT_WARNINGS}))
+    print(json.dumps({"versions": installed_versions(), "import_error": err, "import_warnings": IMPORT_WARNINGS,
+                      "pytest_plugins": pytest_plugins()}))
     return 0 if err is None else 3
 
 

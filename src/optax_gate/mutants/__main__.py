@@ -17,7 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from optax_gate import mutants
-from optax_gate.gate import atomic, devices, outcomes
+from optax_gate.gate import atomic, devices, outcomes, pytest_plugins
+from optax_gate.kit import probe
+
+#: The plugins of this environment's declared pytest plugins, named (as the gate runs them).
+PLUGINS = pytest_plugins.args(probe.pytest_plugins())
 
 
 def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
@@ -28,10 +32,12 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
         usage error, crash).
     """
     log = workdir / f"{Path(module).stem}-{name or 'no-mutant'}.jsonl"
-    cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
+    cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", *PLUGINS,
+           "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
+    proc = subprocess.run(cmd, capture_output=True, text=True,
+                          env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
         tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])

@@ -1,0 +1,78 @@
+"""The pytest plugins a contract run loads: the ones this project declares,
+named one by one, never every plugin the environment happens to have.
+
+pytest loads, by default, every installed distribution's ``pytest11`` entry
+point, and marks all of that distribution's modules for assertion rewriting.
+Two reasons not to let it, in a gate:
+
+- **Same plugins on both sides.** A candidate resolution may pull in a package
+  with a pytest plugin of its own (jaxtyping, anyio and typeguard ship one);
+  loaded silently, it could change how the candidate's contracts run. With
+  ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and one ``-p MODULE`` per declared
+  plugin, both environments run the contracts with the same plugins, and the
+  run record names the installed plugins that were left out.
+- **Start-up time.** Autoloading marks all of hypothesis' modules (77) for
+  rewriting; where ``PYTHONDONTWRITEBYTECODE`` is set, pytest cannot keep the
+  rewritten bytecode and rewrites them again in every process (about 0.7 s of
+  CPU each on the 2-core machine, three or four processes a run).
+
+The environment variable is pytest's own (every pytest version reads it);
+``-p`` names the plugin's module, read from the environment's entry points
+(``optax_gate.kit.probe``) so a plugin that moves its module between versions
+still loads. No JAX or NumPy: the gate half imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from packaging.utils import canonicalize_name
+
+#: Distributions whose pytest plugins the contracts use (all pinned in
+#: ``requirements-lock.txt``): this project's own plugin (contract labels,
+#: progress, warnings), hypothesis, pytest-xdist (the split over processes),
+#: pytest-timeout (``timeout`` in ``pyproject.toml``), pytest-reportlog (the
+#: gate's outcomes), pytest-regressions and pytest-datadir (the snapshots).
+DECLARED = ("optax-gate", "hypothesis", "pytest-xdist", "pytest-timeout", "pytest-reportlog",
+            "pytest-regressions", "pytest-datadir")
+
+#: The declared plugins' entry-point modules at the baseline lock, for the nox
+#: sessions (their environment is the lock; ``tests/meta/test_pytest_plugins.py``
+#: checks this table against the installed entry points).
+AT_THE_LOCK: dict[str, tuple[str, ...]] = {
+    "optax-gate": ("optax_gate.pytest_plugin",),
+    "hypothesis": ("_hypothesis_pytestplugin",),
+    "pytest-xdist": ("xdist.plugin", "xdist.looponfail"),
+    "pytest-timeout": ("pytest_timeout",),
+    "pytest-reportlog": ("pytest_reportlog.plugin",),
+    "pytest-regressions": ("pytest_regressions.plugin",),
+    "pytest-datadir": ("pytest_datadir.plugin",),
+}
+
+#: pytest's switch: load no entry-point plugin unless named with ``-p``.
+ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def args(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
+    """``["-p", module, ...]`` for each declared distribution's plugin modules.
+
+    Args:
+      installed: ``{distribution name: [entry-point module, ...]}`` of the
+        environment's ``pytest11`` entry points (``optax_gate.kit.probe``);
+        names in any spelling (``pytest_xdist`` is ``pytest-xdist``).
+
+    Returns:
+      the arguments, in ``DECLARED`` order; a declared distribution that is not
+      installed contributes none (then what needs it fails in the run).
+    """
+    found = {canonicalize_name(name): modules for name, modules in installed.items()}
+    out: list[str] = []
+    for dist in DECLARED:
+        for module in found.get(dist, ()):
+            out += ["-p", module]
+    return out
+
+
+def left_out(installed: Mapping[str, Sequence[str]]) -> list[str]:
+    """Installed distributions with a pytest plugin that the run does not load, sorted."""
+    return sorted(str(canonicalize_name(name)) for name in installed if canonicalize_name(name) not in DECLARED)
