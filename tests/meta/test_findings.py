@@ -172,3 +172,12 @@ def test_the_parser_reads_the_tolerance_policy_message(dtype):
     assert ulp is not None and ulp.dtype == dtype and ulp.ulps == 4 and ulp.index == "1,"
     assert ulp.expected == -2.0 and ulp.relative == pytest.approx(64 * tolerances.EPS[dtype], rel=0.02)
     assert ulp.worst_ulps == pytest.approx(64, rel=0.02)
+
+
+def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
+    rows = [row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone",
+                api="optax.sgd", candidate=None) for i in range(40)]
+    line = report_markdown.finding_line(findings.group(rows, candidate_ran=False)[0])
+    assert line == ('1. <a id="f1"></a>**gone** `every API`: did not run in the candidate '
+                    '([all 40 contracts, listed below](#f1-1))')
+    assert line.count("](#") == 1

@@ -52,8 +52,13 @@ def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def finding_line(finding: dict[str, Any]) -> str:
-    """One finding as one Markdown list line, its tests linking to their rows."""
+    """One finding as one Markdown list line, its tests linking to their rows
+    (a candidate that did not run at all: one link to the first of its rows,
+    not one per test of the whole suite)."""
     k, n = finding["number"], len(finding["contracts"])
+    if finding["api"] == "every API":
+        return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** `every API`: {_cell(finding["cause"])} '
+                f'([all {n} contracts, listed below](#f{k}-1))')
     links, first = [], 1
     for name, count in finding["tests"]:
         links.append(f"[{name}](#f{k}-{first})" + (f" ×{count}" if count > 1 else ""))
