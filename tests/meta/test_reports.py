@@ -53,3 +53,11 @@ def test_json_has_the_schema_2_fields():
     row = data["contracts"][0]
     assert set(row) == {"id", "api", "guide", "kind", "defect", "baseline", "candidate", "change", "detail"}
     assert data["candidate"]["versions"]["optax"] == "0.2.8" and "contracts" not in data["candidate"]
+
+
+def test_installed_pytest_plugins_that_were_not_loaded_are_named():
+    report = sample()
+    report["candidate"]["pytest_plugins"] = {"loaded": ["xdist.plugin"], "left_out": ["jaxtyping"]}
+    report["baseline"]["pytest_plugins"] = {"loaded": ["xdist.plugin"], "left_out": []}
+    lines = [line for line in report_markdown.render(report).splitlines() if "not loaded" in line]
+    assert len(lines) == 1 and lines[0].startswith("- candidate:") and "not loaded: `jaxtyping`" in lines[0]

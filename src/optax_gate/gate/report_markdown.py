@@ -98,6 +98,8 @@ def render(report: dict[str, Any]) -> str:
             + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
             + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
+            + (f"; pytest plugins installed but not loaded: {', '.join(f'`{n}`' for n in left_out)}"
+               if (left_out := (run.get("pytest_plugins") or {}).get("left_out")) else "")
             + (f"; **from cache** `{run['from_cache']['key']}`, recorded {run['from_cache']['recorded']}"
                if run.get("from_cache") else "")
         )

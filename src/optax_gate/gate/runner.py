@@ -4,6 +4,7 @@ A *run record* (a JSON-able dict) is the evidence the comparison works from:
 
 ``{"label", "requirements", "lock", "versions", "status": "ran" |
 "not-verified", "reason", "exitstatus", "duration_s", "hypothesis_profile",
+"pytest_plugins": {"loaded": [module...], "left_out": [distribution...]},
 "warnings": [{"category", "message", "module", "when", "contracts"}],
 "contracts": {id: {"api", "guide", "kind", "outcome", "detail"}}}``
 
