@@ -124,3 +124,35 @@ def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_c
     assert environments.project_install_needed(env, moved)  # the .pth points at the old folder
     (env / environments.PROJECT_FILE).write_text("{not json")
     assert environments.project_install_needed(env, moved)
+
+
+def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs(tmp_path, monkeypatch):
+    """Each nox session has its own virtual environment (``.nox/gate``,
+    ``.nox/matrix``); both are made from the same Python. Asking for the same
+    lock from either must not rebuild the environment (a rebuild clears its
+    folder, compilation cache included)."""
+    import venv
+
+    for name in ("gate", "matrix"):
+        venv.EnvBuilder(with_pip=False).create(tmp_path / name)
+    ids = {environments.interpreter(str(tmp_path / name / "bin" / "python")) for name in ("gate", "matrix")}
+    assert len(ids) == 1 and ids.pop().split()[0].count(".") == 2
+    assert environments.interpreter(str(tmp_path / "absent" / "python")) == str(tmp_path / "absent" / "python")
+
+    calls = []
+
+    def fake_run(stage, cmd, timeout, cwd=None):
+        calls.append(cmd)
+        if "venv" in cmd:
+            (tmp_path / "env" / "bin").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "env" / "bin" / "python").write_text("")
+        return ""
+
+    monkeypatch.setattr(environments, "uv", lambda: "uv")
+    monkeypatch.setattr(environments, "_run", fake_run)
+    lock = _lock(tmp_path, "lock.txt", "requirements.in")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
+    environments.ensure(tmp_path / "env", lock, str(tmp_path / "gate" / "bin" / "python"), tmp_path)
+    calls.clear()
+    environments.ensure(tmp_path / "env", lock, str(tmp_path / "matrix" / "bin" / "python"), tmp_path)
+    assert not [c for c in calls if "venv" in c or "--require-hashes" in c]

@@ -1,7 +1,10 @@
 """Build and reuse the Python environments the contracts run in, with uv.
 
-An environment lives in a folder of its own and is rebuilt only when its lock
-file changes (a state file records the lock's SHA-256 and the interpreter).
+An environment lives in a folder named by its lock's pins digest and is rebuilt
+only when what it was built from changes (a state file records the pins digest,
+the base interpreter and that bytecode was installed): never merely because the
+gate and the matrix, each from a nox session of its own, ask for it in turn. A
+rebuild clears the folder, its compilation cache included.
 Installs go through uv's cache, so a rebuilt environment mostly links files
 already downloaded.
 """
@@ -107,6 +110,20 @@ def folder_for(envs_dir: Path, lock: Path) -> Path:
     return envs_dir / pins_digest(lock)[:16]
 
 
+def interpreter(python: str) -> str:
+    """What an environment built with ``python`` depends on: its version and
+    base installation (``3.12.1 /root/.pyenv/versions/3.12.1``), the same
+    whether ``python`` is that installation or any virtual environment made
+    from it (the gate's and the matrix's nox sessions each have their own).
+    Falls back to ``python`` itself when it cannot be run."""
+    try:
+        proc = subprocess.run([python, "-c", "import platform, sys; print(platform.python_version(), sys.base_prefix)"],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return python
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else python
+
+
 def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
     """Make ``path`` an environment with exactly ``lock`` installed, plus this
     project (editable, no dependencies); reuse it when the lock is unchanged.
@@ -126,7 +143,7 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     exe = path / "bin" / "python"
     # --compile-bytecode: with PYTHONDONTWRITEBYTECODE set, a package installed
     # without its .pyc files is compiled from source by every process anew.
-    state = {"pins_sha256": pins_digest(lock), "python": python, "bytecode": True}
+    state = {"pins_sha256": pins_digest(lock), "python": interpreter(python), "bytecode": True}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
     if fresh:
