@@ -6,6 +6,7 @@ run would build a new candidate environment with an empty compilation cache.
 """
 
 import json
+import shutil
 from pathlib import Path
 
 from optax_gate.gate import environments
@@ -156,3 +157,28 @@ def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs
     calls.clear()
     environments.ensure(tmp_path / "env", lock, str(tmp_path / "matrix" / "bin" / "python"), tmp_path)
     assert not [c for c in calls if "venv" in c or "--require-hashes" in c]
+
+
+def test_a_rebuild_keeps_the_compilation_cache(tmp_path, monkeypatch):
+    """CI restores ``<env>/jax-compilation-cache`` alone (actions/cache), so the
+    environment is built around it; ``uv venv --clear`` must not wipe it."""
+    from optax_gate.gate import compilation_cache
+
+    def fake_run(stage, cmd, timeout, cwd=None):
+        if "venv" in cmd:  # what --clear does: the folder is emptied
+            shutil.rmtree(tmp_path / "env", ignore_errors=True)
+            (tmp_path / "env" / "bin").mkdir(parents=True)
+            (tmp_path / "env" / "bin" / "python").write_text("")
+        return ""
+
+    monkeypatch.setattr(environments, "uv", lambda: "uv")
+    monkeypatch.setattr(environments, "_run", fake_run)
+    lock = _lock(tmp_path, "lock.txt", "requirements.in")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
+    cache = tmp_path / "env" / compilation_cache.FOLDER
+    (cache / "sub").mkdir(parents=True)
+    (cache / "jit_step-abc").write_bytes(b"entry")
+    (cache / "sub" / "x").write_bytes(b"y")
+    environments.ensure(tmp_path / "env", lock, "3.12", tmp_path)
+    assert (cache / "jit_step-abc").read_bytes() == b"entry" and (cache / "sub" / "x").read_bytes() == b"y"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing left aside

@@ -18,6 +18,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from optax_gate.gate import compilation_cache
+
 STATE_FILE = ".optax-gate-env.json"
 #: Records the editable install of this project in an environment.
 PROJECT_FILE = ".optax-gate-project.json"
@@ -124,6 +126,17 @@ def interpreter(python: str) -> str:
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else python
 
 
+def _set_aside(folder: Path) -> Path | None:
+    """Move ``folder`` (if it holds anything) beside its parent, out of the way
+    of a rebuild; returns where it went, else None."""
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return None
+    aside = folder.parent.with_name(f".{folder.parent.name}.{folder.name}.kept")
+    shutil.rmtree(aside, ignore_errors=True)
+    os.replace(folder, aside)
+    return aside
+
+
 def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
     """Make ``path`` an environment with exactly ``lock`` installed, plus this
     project (editable, no dependencies); reuse it when the lock is unchanged.
@@ -147,7 +160,17 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
     if fresh:
-        _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
+        # ``uv venv --clear`` empties the folder; JAX's compilation cache in it (restored
+        # alone by CI's actions/cache, or from before a rebuild of the same pins) is kept:
+        # its entries are keyed by the jax/jaxlib versions and compile options, not by Python.
+        kept = _set_aside(path / compilation_cache.FOLDER)
+        try:
+            _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
+        finally:
+            if kept is not None:
+                (path / compilation_cache.FOLDER).mkdir(parents=True, exist_ok=True)
+                shutil.copytree(kept, path / compilation_cache.FOLDER, dirs_exist_ok=True)
+                shutil.rmtree(kept, ignore_errors=True)
         _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", "--compile-bytecode",
                           "-r", str(lock)], timeout)
     if project_install_needed(path, project_root):
