@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nox
@@ -99,6 +100,24 @@ def _split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
     return single or [], second
 
 
+def _missing_paths(args: list[str]) -> list[str]:
+    """Arguments that look like test paths (``tests/...``, ``*.py``, ``::``)
+    but name nothing on disk; the value of an option (``-k EXPR``) is not one."""
+    missing, after_option = [], False
+    for a in args:
+        looks_like_path = not a.startswith("-") and ("/" in a or "::" in a or a.endswith(".py"))
+        if looks_like_path and not after_option and not Path(a.split("::")[0]).exists():
+            missing.append(a)
+        after_option = a.startswith("-") and "=" not in a and a in VALUE_OPTIONS
+    return missing
+
+
+#: pytest options whose value is the next argument (it is never taken for a path).
+VALUE_OPTIONS = {"-k", "-m", "-p", "-n", "--dist", "-c", "-o", "--rootdir", "--basetemp", "--deselect", "--ignore",
+                 "--ignore-glob", "--confcutdir", "--junitxml", "--report-log", "--maxfail", "--timeout",
+                 "--hypothesis-profile", "--hypothesis-seed", "-W", "--durations", "--tb"}
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the contracts at the pinned baseline and the suite's own tests, then the multi-device ones (args after --).
@@ -106,21 +125,48 @@ def tests(session: nox.Session) -> None:
     The multi-device contracts run in a second pytest process with eight
     simulated CPU devices (``MULTIDEVICE_ENV``). With ``-- ARGS``: options go to
     both processes (there "nothing selected", pytest's exit status 5, is
-    accepted), paths to the process they belong to."""
+    accepted in one of them, not in both), paths to the process they belong to;
+    a path that does not exist stops the session before pytest starts."""
     session.install("--require-hashes", "-r", LOCK)
     # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
     session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib")
     _install_project(session)
+    missing = _missing_paths(list(session.posargs))
+    if missing:  # pytest-xdist would only say "no tests ran", exit status 5
+        session.error(f"no such file or directory: {', '.join(missing)} (paths are relative to the project folder)")
     single, multi = _split_multidevice(list(session.posargs))
+    # With arguments, "nothing selected" (exit status 5) is accepted in one process, not in both:
+    # each process writes a JUnit file, and the selected tests are counted at the end.
+    # (Not session.create_tmp(): it points TMPDIR into the project, where pytester's runs would
+    # find this project's pyproject.toml as their rootdir.)
+    codes = [0, 5] if session.posargs else [0]
+    counted = Path(tempfile.mkdtemp(prefix="optax-gate-selected-"))
+    junit = (lambda name: [f"--junitxml={counted / name}.xml"]) if session.posargs else (lambda name: [])
     if single or not session.posargs:
         # split over pytest-xdist processes, one per core (override with -- -n 0); worksteal hands each
         # process a contiguous half of the contracts (fewer programs traced in both) and balances the end
         session.run("python", "-m", "pytest", *PLUGINS, "-n", "auto", "--dist", "worksteal", *single,
-                    env=_pytest_env(session))
+                    *junit("single"), env=_pytest_env(session), success_codes=codes)
     if multi is not None:
-        session.run("python", "-m", "pytest", *PLUGINS, *multi, env={**_pytest_env(session), **MULTIDEVICE_ENV},
-                    success_codes=[0, 5] if session.posargs else [0])
+        session.run("python", "-m", "pytest", *PLUGINS, *multi, *junit("multidevice"),
+                    env={**_pytest_env(session), **MULTIDEVICE_ENV}, success_codes=codes)
+    selected = _selected(counted)
+    shutil.rmtree(counted, ignore_errors=True)
+    if session.posargs and selected == 0:
+        session.error("no test was selected in either process (check -k / -m and the paths)")
+
+
+def _selected(folder: Path) -> int:
+    """Tests run, from the JUnit files pytest wrote into ``folder``."""
+    import xml.etree.ElementTree as ET
+
+    total = 0
+    for xml in folder.glob("*.xml"):
+        root = ET.parse(xml).getroot()
+        suites = [root] if root.tag == "testsuite" else root.iter("testsuite")
+        total += sum(int(suite.get("tests", 0)) for suite in suites)
+    return total
 
 
 @nox.session(python=PYTHON)

@@ -113,6 +113,7 @@ def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, cas
     assert seconds < 10
     report = latest_report(out)
     assert report["verdict"] == "not-verified" and any(message in r for r in report["reasons"])
+    assert len(report["reasons"]) == 1 and "\n" not in report["reasons"][0]  # one line, said once for both sides
     run = (out / "latest").resolve()
     assert not (run / "candidate-lock.txt").exists(), "no candidate lock may sit beside a report that had none"
     assert not (run / evidence.MARKER).exists()

@@ -181,3 +181,13 @@ def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
     assert line == ('1. <a id="f1"></a>**gone** `every API`: did not run in the candidate '
                     '([all 40 contracts, listed below](#f1-1))')
     assert line.count("](#") == 1
+
+
+def test_a_long_failure_message_is_cut_at_a_word_end():
+    message = ("TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
+               "got int32 instead. " + "More words follow here to pass the limit. " * 3)
+    cut = findings._shorten(message)
+    assert len(cut) <= 140 and cut.endswith("…")
+    assert message.startswith(cut[:-1]) and message[len(cut) - 1] == " "  # the next character was a space
+    assert "got int32 instead." in cut
+    assert findings._shorten("short text") == "short text"

@@ -192,9 +192,15 @@ def _normalise(text: str) -> str:
     return re.sub(r"#(?:[\s,#]*#)*", "#", text)
 
 
-def _shorten(text: str, limit: int = 110) -> str:
+def _shorten(text: str, limit: int = 140) -> str:
+    """``text`` on one line, at most ``limit`` characters: cut at a word's end
+    (mid-word only when the last space is far back), with an ellipsis."""
     text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit * 2 // 3 else cut).rstrip(" ,;:") + "…"
 
 
 def _defect_parts(row: dict[str, Any]) -> tuple[str, str, str]:

@@ -43,7 +43,8 @@ def parse_specs(specs: list[str], known: set[str], allow_extra: bool = False) ->
         try:
             req = Requirement(spec)
         except InvalidRequirement as exc:
-            raise InvalidInput(f"not a valid requirement: {spec!r} ({exc}); write it as name==version, e.g. optax==0.2.8") from None
+            why = str(exc).splitlines()[0].strip()  # packaging adds the spec again with a caret under it
+            raise InvalidInput(f"not a valid requirement: {spec!r} ({why}); write it as name==version, e.g. optax==0.2.8") from None
         name = canonicalize_name(req.name)
         if name in seen:
             raise InvalidInput(f"{name} is named twice: {seen[name]!r} and {spec!r}")
