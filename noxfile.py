@@ -32,7 +32,7 @@ import nox
 import nox.command
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from optax_gate.gate import compilation_cache, devices, environments, pytest_plugins  # noqa: E402  (no JAX)
+from optax_gate.gate import compilation_cache, devices, environments, pytest_plugins, session_args  # noqa: E402  (no JAX)
 
 nox.options.default_venv_backend = "uv"
 # uv installs packages without their bytecode; where PYTHONDONTWRITEBYTECODE is set (many
@@ -82,42 +82,6 @@ MULTIDEVICE = devices.MULTIDEVICE_DIR
 MULTIDEVICE_ENV = {"XLA_FLAGS": devices.FLAG}
 
 
-def _split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
-    """Pytest arguments of the single-device process and of the multi-device
-    one (None: no second process). Without a path among ``args`` both run,
-    with the same options; with paths, the paths inside ``MULTIDEVICE`` go to
-    the second process, the others to the first, and a path above it (``tests``,
-    ``tests/contracts``) starts the second process on the whole folder."""
-    paths = [a for a in args if not a.startswith("-") and Path(a.split("::")[0]).exists()]
-    options = [a for a in args if a not in paths]
-    if not paths:
-        return args, [*options, MULTIDEVICE]
-    multi = Path(MULTIDEVICE).resolve()
-    inside = [p for p in paths if multi == Path(p.split("::")[0]).resolve() or multi in Path(p.split("::")[0]).resolve().parents]
-    above = any(Path(p).resolve() in multi.parents for p in paths)
-    single = [*options, *(p for p in paths if p not in inside)] if len(inside) < len(paths) else None
-    second = [*options, *inside] if inside else ([*options, MULTIDEVICE] if above else None)
-    return single or [], second
-
-
-def _missing_paths(args: list[str]) -> list[str]:
-    """Arguments that look like test paths (``tests/...``, ``*.py``, ``::``)
-    but name nothing on disk; the value of an option (``-k EXPR``) is not one."""
-    missing, after_option = [], False
-    for a in args:
-        looks_like_path = not a.startswith("-") and ("/" in a or "::" in a or a.endswith(".py"))
-        if looks_like_path and not after_option and not Path(a.split("::")[0]).exists():
-            missing.append(a)
-        after_option = a.startswith("-") and "=" not in a and a in VALUE_OPTIONS
-    return missing
-
-
-#: pytest options whose value is the next argument (it is never taken for a path).
-VALUE_OPTIONS = {"-k", "-m", "-p", "-n", "--dist", "-c", "-o", "--rootdir", "--basetemp", "--deselect", "--ignore",
-                 "--ignore-glob", "--confcutdir", "--junitxml", "--report-log", "--maxfail", "--timeout",
-                 "--hypothesis-profile", "--hypothesis-seed", "-W", "--durations", "--tb"}
-
-
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the contracts at the pinned baseline and the suite's own tests, then the multi-device ones (args after --).
@@ -132,10 +96,10 @@ def tests(session: nox.Session) -> None:
     # (the environments the gate judges are built from the lock files alone, without them).
     session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib")
     _install_project(session)
-    missing = _missing_paths(list(session.posargs))
+    missing = session_args.missing_paths(list(session.posargs))
     if missing:  # pytest-xdist would only say "no tests ran", exit status 5
         session.error(f"no such file or directory: {', '.join(missing)} (paths are relative to the project folder)")
-    single, multi = _split_multidevice(list(session.posargs))
+    single, multi = session_args.split_multidevice(list(session.posargs))
     # With arguments, "nothing selected" (exit status 5) is accepted in one process, not in both:
     # each process writes a JUnit file, and the selected tests are counted at the end.
     # (Not session.create_tmp(): it points TMPDIR into the project, where pytester's runs would
@@ -151,22 +115,10 @@ def tests(session: nox.Session) -> None:
     if multi is not None:
         session.run("python", "-m", "pytest", *PLUGINS, *multi, *junit("multidevice"),
                     env={**_pytest_env(session), **MULTIDEVICE_ENV}, success_codes=codes)
-    selected = _selected(counted)
+    selected = session_args.selected(counted)
     shutil.rmtree(counted, ignore_errors=True)
     if session.posargs and selected == 0:
         session.error("no test was selected in either process (check -k / -m and the paths)")
-
-
-def _selected(folder: Path) -> int:
-    """Tests run, from the JUnit files pytest wrote into ``folder``."""
-    import xml.etree.ElementTree as ET
-
-    total = 0
-    for xml in folder.glob("*.xml"):
-        root = ET.parse(xml).getroot()
-        suites = [root] if root.tag == "testsuite" else root.iter("testsuite")
-        total += sum(int(suite.get("tests", 0)) for suite in suites)
-    return total
 
 
 @nox.session(python=PYTHON)

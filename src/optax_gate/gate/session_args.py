@@ -1,0 +1,61 @@
+"""Reading the arguments a user passes to ``./noxw -s tests -- ARGS``, and
+what the session's pytest processes selected. No JAX: the noxfile imports it.
+
+The session runs two pytest processes (the single-device contracts and the
+suite's own tests, split over pytest-xdist; then the multi-device contracts
+with eight simulated devices, ``optax_gate.gate.devices``): paths go to the
+process they belong to, options to both.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from optax_gate.gate.devices import MULTIDEVICE_DIR as MULTIDEVICE
+
+
+def missing_paths(args: list[str]) -> list[str]:
+    """Arguments that look like test paths (``tests/...``, ``*.py``, ``::``)
+    but name nothing on disk; the value of an option (``-k EXPR``) is not one."""
+    missing, after_option = [], False
+    for a in args:
+        looks_like_path = not a.startswith("-") and ("/" in a or "::" in a or a.endswith(".py"))
+        if looks_like_path and not after_option and not Path(a.split("::")[0]).exists():
+            missing.append(a)
+        after_option = a.startswith("-") and "=" not in a and a in VALUE_OPTIONS
+    return missing
+
+
+#: pytest options whose value is the next argument (it is never taken for a path).
+VALUE_OPTIONS = {"-k", "-m", "-p", "-n", "--dist", "-c", "-o", "--rootdir", "--basetemp", "--deselect", "--ignore",
+                 "--ignore-glob", "--confcutdir", "--junitxml", "--report-log", "--maxfail", "--timeout",
+                 "--hypothesis-profile", "--hypothesis-seed", "-W", "--durations", "--tb"}
+
+
+def split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """Pytest arguments of the single-device process and of the multi-device
+    one (None: no second process). Without a path among ``args`` both run,
+    with the same options; with paths, the paths inside ``MULTIDEVICE`` go to
+    the second process, the others to the first, and a path above it (``tests``,
+    ``tests/contracts``) starts the second process on the whole folder."""
+    paths = [a for a in args if not a.startswith("-") and Path(a.split("::")[0]).exists()]
+    options = [a for a in args if a not in paths]
+    if not paths:
+        return args, [*options, MULTIDEVICE]
+    multi = Path(MULTIDEVICE).resolve()
+    inside = [p for p in paths if multi == Path(p.split("::")[0]).resolve() or multi in Path(p.split("::")[0]).resolve().parents]
+    above = any(Path(p).resolve() in multi.parents for p in paths)
+    single = [*options, *(p for p in paths if p not in inside)] if len(inside) < len(paths) else None
+    second = [*options, *inside] if inside else ([*options, MULTIDEVICE] if above else None)
+    return single or [], second
+
+
+def selected(folder: Path) -> int:
+    """Tests run, from the JUnit files pytest wrote into ``folder``."""
+    total = 0
+    for xml in folder.glob("*.xml"):
+        root = ET.parse(xml).getroot()
+        suites = [root] if root.tag == "testsuite" else root.iter("testsuite")
+        total += sum(int(suite.get("tests", 0)) for suite in suites)
+    return total
