@@ -114,7 +114,7 @@ def folder_for(envs_dir: Path, lock: Path) -> Path:
 
 def interpreter(python: str) -> str:
     """What an environment built with ``python`` depends on: its version and
-    base installation (``3.12.1 /root/.pyenv/versions/3.12.1``), the same
+    base installation (``3.12.1 /usr/local``), the same
     whether ``python`` is that installation or any virtual environment made
     from it (the gate's and the matrix's nox sessions each have their own).
     Falls back to ``python`` itself when it cannot be run."""
