@@ -173,7 +173,7 @@ def mutants(session: nox.Session) -> None:
     Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
-    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_pytest_env(session))
+    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_jax_cache(session))  # it names the plugins itself
 
 
 @nox.session(python=PYTHON, name="update-snapshots")

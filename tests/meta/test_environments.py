@@ -9,6 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from optax_gate.gate import environments
 
 PINS = """\
@@ -70,23 +72,34 @@ def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypat
     assert inputs == ["candidate-lock.in"]
 
 
-def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_path, monkeypatch):
-    """Packages are installed with their .pyc files (``--compile-bytecode``): with
-    PYTHONDONTWRITEBYTECODE set, each pytest process would otherwise compile jax
-    from source again. An environment recorded without them is built anew once."""
+@pytest.fixture
+def fake_uv(tmp_path, monkeypatch):
+    """uv replaced by a recorder: ``venv`` does what ``uv venv --clear`` does to
+    the folder (empties it, leaves a ``bin/python``); other commands do nothing.
+    Returns the list of commands run; ``tmp_path`` holds a ``pyproject.toml``."""
     calls = []
 
     def fake_run(stage, cmd, timeout, cwd=None):
         calls.append(cmd)
         if "venv" in cmd:
-            (tmp_path / "env" / "bin").mkdir(parents=True, exist_ok=True)
-            (tmp_path / "env" / "bin" / "python").write_text("")
+            folder = Path(cmd[-1])
+            shutil.rmtree(folder, ignore_errors=True)
+            (folder / "bin").mkdir(parents=True)
+            (folder / "bin" / "python").write_text("")
         return ""
 
     monkeypatch.setattr(environments, "uv", lambda: "uv")
     monkeypatch.setattr(environments, "_run", fake_run)
-    lock = _lock(tmp_path, "lock.txt", "requirements.in")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
+    return calls
+
+
+def test_ensure_installs_bytecode_and_rebuilds_an_environment_without_it(tmp_path, fake_uv):
+    """Packages are installed with their .pyc files (``--compile-bytecode``): with
+    PYTHONDONTWRITEBYTECODE set, each pytest process would otherwise compile jax
+    from source again. An environment recorded without them is built anew once."""
+    calls = fake_uv
+    lock = _lock(tmp_path, "lock.txt", "requirements.in")
     env = tmp_path / "env"
     environments.ensure(env, lock, "3.12", tmp_path)
     lock_installs = [c for c in calls if "--require-hashes" in c]
@@ -127,7 +140,7 @@ def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_c
     assert environments.project_install_needed(env, moved)
 
 
-def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs(tmp_path, monkeypatch):
+def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs(tmp_path, fake_uv):
     """Each nox session has its own virtual environment (``.nox/gate``,
     ``.nox/matrix``); both are made from the same Python. Asking for the same
     lock from either must not rebuild the environment (a rebuild clears its
@@ -140,41 +153,20 @@ def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs
     assert len(ids) == 1 and ids.pop().split()[0].count(".") == 2
     assert environments.interpreter(str(tmp_path / "absent" / "python")) == str(tmp_path / "absent" / "python")
 
-    calls = []
-
-    def fake_run(stage, cmd, timeout, cwd=None):
-        calls.append(cmd)
-        if "venv" in cmd:
-            (tmp_path / "env" / "bin").mkdir(parents=True, exist_ok=True)
-            (tmp_path / "env" / "bin" / "python").write_text("")
-        return ""
-
-    monkeypatch.setattr(environments, "uv", lambda: "uv")
-    monkeypatch.setattr(environments, "_run", fake_run)
+    calls = fake_uv
     lock = _lock(tmp_path, "lock.txt", "requirements.in")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
     environments.ensure(tmp_path / "env", lock, str(tmp_path / "gate" / "bin" / "python"), tmp_path)
     calls.clear()
     environments.ensure(tmp_path / "env", lock, str(tmp_path / "matrix" / "bin" / "python"), tmp_path)
     assert not [c for c in calls if "venv" in c or "--require-hashes" in c]
 
 
-def test_a_rebuild_keeps_the_compilation_cache(tmp_path, monkeypatch):
+def test_a_rebuild_keeps_the_compilation_cache(tmp_path, fake_uv):
     """CI restores ``<env>/jax-compilation-cache`` alone (actions/cache), so the
     environment is built around it; ``uv venv --clear`` must not wipe it."""
     from optax_gate.gate import compilation_cache
 
-    def fake_run(stage, cmd, timeout, cwd=None):
-        if "venv" in cmd:  # what --clear does: the folder is emptied
-            shutil.rmtree(tmp_path / "env", ignore_errors=True)
-            (tmp_path / "env" / "bin").mkdir(parents=True)
-            (tmp_path / "env" / "bin" / "python").write_text("")
-        return ""
-
-    monkeypatch.setattr(environments, "uv", lambda: "uv")
-    monkeypatch.setattr(environments, "_run", fake_run)
     lock = _lock(tmp_path, "lock.txt", "requirements.in")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
     cache = tmp_path / "env" / compilation_cache.FOLDER
     (cache / "sub").mkdir(parents=True)
     (cache / "jit_step-abc").write_bytes(b"entry")

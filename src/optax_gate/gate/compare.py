@@ -97,9 +97,9 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     for name, run in (("baseline", baseline), ("candidate", candidate)):
         if run.get("status") != "ran":
             reasons.append(f"{name} not verified: {run.get('reason') or 'no reason recorded'}")
-    refused = [r for r in reasons if "invalid input: " in r]
-    if len(refused) == 2 and refused[0].partition("invalid input: ")[2] == refused[1].partition("invalid input: ")[2]:
-        reasons = [f"not run: invalid input: {refused[0].partition('invalid input: ')[2]}"]  # said once, not per side
+    refused = [r.partition("invalid input: ")[2] for r in reasons]
+    if len(refused) == 2 and refused[0] and refused[0] == refused[1]:
+        reasons = [f"not run: invalid input: {refused[0]}"]  # both sides refused for one reason: said once
     if not reasons:
         if not cand_c:
             reasons.append("candidate not verified: zero contracts ran")

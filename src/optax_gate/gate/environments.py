@@ -75,7 +75,7 @@ def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade
       EnvironmentFailure: stage ``resolution`` when no set of versions fits.
     """
     output.parent.mkdir(parents=True, exist_ok=True)
-    work = (output.with_name(f".{output.name}.resolving")).resolve()
+    work = output.with_name(f".{output.name}.resolving").resolve()
     shutil.copyfile(preferences, work)
     # uv writes the input's path into the ``# via -r`` comments as it was given;
     # run it beside the input so they name ``candidate-lock.in``, not a run folder.
@@ -167,10 +167,10 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
         try:
             _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
         finally:
-            if kept is not None:
-                (path / compilation_cache.FOLDER).mkdir(parents=True, exist_ok=True)
-                shutil.copytree(kept, path / compilation_cache.FOLDER, dirs_exist_ok=True)
-                shutil.rmtree(kept, ignore_errors=True)
+            if kept is not None:  # back in place, by a rename on the same file system
+                path.mkdir(parents=True, exist_ok=True)
+                shutil.rmtree(path / compilation_cache.FOLDER, ignore_errors=True)
+                os.replace(kept, path / compilation_cache.FOLDER)
         _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", "--compile-bytecode",
                           "-r", str(lock)], timeout)
     if project_install_needed(path, project_root):

@@ -53,8 +53,8 @@ AT_THE_LOCK: dict[str, tuple[str, ...]] = {
 ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
-def args(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
-    """``["-p", module, ...]`` for each declared distribution's plugin modules.
+def modules(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
+    """The plugin modules of the declared distributions that are installed.
 
     Args:
       installed: ``{distribution name: [entry-point module, ...]}`` of the
@@ -62,15 +62,16 @@ def args(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
         names in any spelling (``pytest_xdist`` is ``pytest-xdist``).
 
     Returns:
-      the arguments, in ``DECLARED`` order; a declared distribution that is not
+      the modules, in ``DECLARED`` order; a declared distribution that is not
       installed contributes none (then what needs it fails in the run).
     """
-    found = {canonicalize_name(name): modules for name, modules in installed.items()}
-    out: list[str] = []
-    for dist in DECLARED:
-        for module in found.get(dist, ()):
-            out += ["-p", module]
-    return out
+    found = {canonicalize_name(name): mods for name, mods in installed.items()}
+    return [module for dist in DECLARED for module in found.get(dist, ())]
+
+
+def args(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
+    """``["-p", module, ...]`` for each of ``modules(installed)``."""
+    return [word for module in modules(installed) for word in ("-p", module)]
 
 
 def left_out(installed: Mapping[str, Sequence[str]]) -> list[str]:

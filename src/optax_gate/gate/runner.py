@@ -117,7 +117,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     extra = {**extra, "hypothesis_profile": profile}
     versions, import_error, import_warnings, plugins = probe(python)
     # Only the declared pytest plugins load, on both sides (optax_gate.gate.pytest_plugins).
-    extra["pytest_plugins"] = {"loaded": pytest_plugins.args(plugins)[1::2], "left_out": pytest_plugins.left_out(plugins)}
+    extra["pytest_plugins"] = {"loaded": pytest_plugins.modules(plugins), "left_out": pytest_plugins.left_out(plugins)}
     extra["warnings"] = warnings_diff.fold(import_warnings, [])
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)

@@ -15,15 +15,20 @@ from pathlib import Path
 from optax_gate.gate.devices import MULTIDEVICE_DIR as MULTIDEVICE
 
 
+def _exists(arg: str) -> bool:
+    """Whether the file or folder part of a path argument (before ``::``) exists."""
+    return Path(arg.split("::")[0]).exists()
+
+
 def missing_paths(args: list[str]) -> list[str]:
     """Arguments that look like test paths (``tests/...``, ``*.py``, ``::``)
     but name nothing on disk; the value of an option (``-k EXPR``) is not one."""
     missing, after_option = [], False
     for a in args:
         looks_like_path = not a.startswith("-") and ("/" in a or "::" in a or a.endswith(".py"))
-        if looks_like_path and not after_option and not Path(a.split("::")[0]).exists():
+        if looks_like_path and not after_option and not _exists(a):
             missing.append(a)
-        after_option = a.startswith("-") and "=" not in a and a in VALUE_OPTIONS
+        after_option = a in VALUE_OPTIONS
     return missing
 
 
@@ -39,7 +44,7 @@ def split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
     with the same options; with paths, the paths inside ``MULTIDEVICE`` go to
     the second process, the others to the first, and a path above it (``tests``,
     ``tests/contracts``) starts the second process on the whole folder."""
-    paths = [a for a in args if not a.startswith("-") and Path(a.split("::")[0]).exists()]
+    paths = [a for a in args if not a.startswith("-") and _exists(a)]
     options = [a for a in args if a not in paths]
     if not paths:
         return args, [*options, MULTIDEVICE]
