@@ -22,9 +22,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, pinned, recompilation, references, strategies, trajectories
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
+from optax_gate.kit.jit_parity import updates_only
 
 pytestmark = pytest.mark.contract(api="optax.add_decayed_weights", guide=guides.WEIGHT_DECAY_MASK)
 
@@ -124,17 +125,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = layer()
     tx = optax.add_decayed_weights(WD, mask=MASK)
     state = tx.init(params)
-    update = jax.jit(tx.update)
     grads2, params2 = jax.tree.map(lambda x: x + 1, grads), jax.tree.map(lambda x: x * 3, params)
-    with recompilation.counting() as compiled:
-        jitted, _ = update(grads, state, params)
-        first = compiled.count
-        jitted2, _ = update(grads2, state, params2)
-    assert compiled.count == first, "second call with the same shapes recompiled"
-    for got, (g, p) in ((jitted, (grads, params)), (jitted2, (grads2, params2))):
-        eager, _ = tx.update(g, state, p)
-        for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(got)):
-            assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (grads2, state, params2)], ulps=ELEMENTWISE,
+                                        compare=updates_only)
 
 
 @pytest.mark.acceptance

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
+from optax_gate.kit import dtypes, guides, jit_parity, references, strategies, tolerances, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
@@ -120,23 +120,14 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = seeded_layer(steps=3, seed=13)
     p, gs = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.chain(optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9))
-    eager = trajectories.run(tx, p, gs)
+
     def one_step(params, g, state):
         updates, state = tx.update(g, state, params)
         return optax.apply_updates(params, updates), state
 
-    step = jax.jit(one_step)
-    state, jitted = tx.init(p), []
-    with recompilation.counting() as compiled:
-        for k, g in enumerate(gs):
-            p, state = step(p, g, state)
-            jitted.append(p)
-            if k == 0:
-                first = compiled.count
-    assert first > 0 and compiled.count == first, "steps 2 and 3 (same shapes) recompiled"
-    for e, j in zip(eager, jitted):
-        for a, b in zip(jax.tree.leaves(j), jax.tree.leaves(e.params)):
-            assert_close(a, np.asarray(b, np.float64), dtype=jnp.float32, ulps=tolerances.accumulated(3), what="jit vs eager")
+    calls = [(p, gs[0], tx.init(p))] + [lambda previous, g=g: (previous[0], g, previous[1]) for g in gs[1:]]
+    jit_parity.assert_jit_matches_eager(one_step, calls, ulps=tolerances.accumulated(3), compiled_first=True,
+                                        compare=lambda result: result[0])
 
 
 @pytest.mark.negative

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, pinned, recompilation, references, strategies, trajectories
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
@@ -118,14 +118,8 @@ def test_jit_matches_eager_and_does_not_recompile():
     """The jitted call equals the eager one; a second call with new values (and
     a new step size, passed as an array) compiles nothing."""
     new, old = {"w": jnp.array([4.0, -2.0])}, {"w": jnp.array([0.0, 1.0])}
-    average = jax.jit(optax.incremental_update)
-    with recompilation.counting() as compiled:
-        jitted = average(new, old, jnp.float32(0.25))
-        first = compiled.count
-        jitted2 = average(old, new, jnp.float32(0.5))
-    assert compiled.count == first, "second call with the same shapes recompiled"
-    assert_close(jitted["w"], np.asarray(optax.incremental_update(new, old, 0.25)["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
-    assert_close(jitted2["w"], np.asarray(optax.incremental_update(old, new, 0.5)["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+    jit_parity.assert_jit_matches_eager(optax.incremental_update, [(new, old, jnp.float32(0.25)), (old, new, jnp.float32(0.5))],
+                                        ulps=ELEMENTWISE)
 
 
 @pytest.mark.acceptance

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, pinned, recompilation, references, strategies, tolerances, trajectories
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, tolerances, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
@@ -136,20 +136,8 @@ def test_jit_matches_eager_and_does_not_recompile():
     compiled the step, the emitting call (the other branch of the same
     program) and further calls compile nothing."""
     ms, params, micro = guide_setup()
-    step = jax.jit(ms.update)
-    se = sj = ms.init(params)
-    ue, se = ms.update(micro[0], se, params)
-    uj, sj = step(micro[0], sj, params)
-    results = [(ue, se, uj, sj)]
-    with recompilation.counting() as compiled:
-        uj2, sj2 = step(micro[1], sj, params)
-        step(micro[0], sj2, params)
-    assert compiled.count == 0, "a later call with the same shapes recompiled"
-    ue2, se2 = ms.update(micro[1], se, params)
-    results.append((ue2, se2, uj2, sj2))
-    for ue, se, uj, sj in results:
-        assert_close(uj["w"], np.asarray(ue["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
-        assert (int(sj.mini_step), int(sj.gradient_step)) == (int(se.mini_step), int(se.gradient_step))
+    calls = [(micro[0], ms.init(params), params)] + [lambda previous, g=g: (g, previous[1], params) for g in (micro[1], micro[0])]
+    jit_parity.assert_jit_matches_eager(ms.update, calls, ulps=ELEMENTWISE)
 
 
 @pytest.mark.acceptance

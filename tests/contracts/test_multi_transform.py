@@ -25,9 +25,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, pinned, recompilation, references, references_wrappers, strategies, trajectories
+from optax_gate.kit import dtypes, jit_parity, pinned, references, references_wrappers, strategies, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
+from optax_gate.kit.jit_parity import updates_only
 
 pytestmark = pytest.mark.contract(api="optax.multi_transform",
                                   guide="docs: optax.multi_transform / optax.partition (a transformation per label)")
@@ -183,18 +184,10 @@ def test_jit_matches_eager_and_does_not_recompile():
     new values compiles nothing (labels as a callable included)."""
     params, grads = layer()
     tx = optax.multi_transform(transforms(), by_ndim)
-    step = jax.jit(tx.update)
     state = tx.init(params)
     other = jax.tree.map(lambda x: -3.0 * x, grads)
-    with recompilation.counting() as compiled:
-        got1, _ = step(grads, state, params)
-        first = compiled.count
-        got2, _ = step(other, state, params)
-    assert compiled.count == first, "second call with the same shapes recompiled"
-    for got, g in ((got1, grads), (got2, other)):
-        want = tx.update(g, state, params)[0]
-        for a, e in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
-            assert_close(a, np.asarray(e, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (other, state, params)], ulps=ELEMENTWISE,
+                                        compare=updates_only)
 
 
 @pytest.mark.negative

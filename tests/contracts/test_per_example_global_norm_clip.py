@@ -19,7 +19,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
+from optax_gate.kit import dtypes, guides, jit_parity, references, strategies, tolerances, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
@@ -184,17 +184,8 @@ def test_jit_matches_eager_and_does_not_recompile():
     new values compiles nothing."""
     grads = [jnp.array(GUIDE_GRADS), jnp.array([[1.0], [2.0]])]
     other = [jnp.array([[0.1, 0.2], [9.0, 9.0]]), jnp.array([[3.0], [0.0]])]
-    clip = jax.jit(optax.per_example_global_norm_clip, static_argnums=1)
-    with recompilation.counting() as compiled:
-        jitted = clip(grads, 1.0)
-        first = compiled.count
-        jitted_other = clip(other, 1.0)
-    assert compiled.count == first, "second call with the same shapes recompiled"
-    for g, j in ((grads, jitted), (other, jitted_other)):
-        eager = optax.per_example_global_norm_clip(g, 1.0)
-        for a, b in zip(jax.tree.leaves(eager[0]), jax.tree.leaves(j[0])):
-            assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
-        assert int(eager[1]) == int(j[1])
+    jit_parity.assert_jit_matches_eager(optax.per_example_global_norm_clip, [(grads, 1.0), (other, 1.0)], ulps=ELEMENTWISE,
+                                        static_argnums=1)
 
 
 @pytest.mark.acceptance

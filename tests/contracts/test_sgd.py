@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, pinned, recompilation, references, strategies, trajectories
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
@@ -177,17 +177,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     step, same shapes and new values, compiles nothing."""
     params, grads = guide_params()
     tx = optax.sgd(LR, momentum=0.9)
-    state = tx.init(params)
-    step = jax.jit(lambda p, g, s: one_step(tx, p, g, s))
-    with recompilation.counting() as compiled:
-        jitted = step(params, grads, state)
-        first = compiled.count
-        jitted2 = step(jitted[2], grads, jitted[1])
-    assert compiled.count == first, "second step with the same shapes recompiled"
-    eager = one_step(tx, params, grads, state)
-    eager2 = one_step(tx, eager[2], grads, eager[1])
-    for a, b in zip(jax.tree.leaves((eager, eager2)), jax.tree.leaves((jitted, jitted2))):
-        assert_close(b, np.asarray(a, np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
+    jit_parity.assert_jit_matches_eager(lambda p, g, s: one_step(tx, p, g, s),
+                                        [(params, grads, tx.init(params)), lambda previous: (previous[2], grads, previous[1])],
+                                        ulps=ELEMENTWISE)
 
 
 @pytest.mark.acceptance

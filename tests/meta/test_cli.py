@@ -137,10 +137,21 @@ def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
     assert f"--out {out}" in stderr and "(no report written)" in stderr
 
 
-@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv on PATH (./noxw -s tests puts it there)")
+def uv_env() -> dict[str, str] | None:
+    """Environment that puts uv on PATH: none needed under ``./noxw -s tests``
+    (nox puts it there); under a plain pytest, the uv ``./noxw`` installed
+    into ``.noxw/``; None when there is none."""
+    if shutil.which("uv"):
+        return {}
+    for found in sorted(ROOT.glob(".noxw/*/bin/uv")):
+        return {"PATH": f"{found.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return None
+
+
+@pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_path):
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("optax==9.9.9", out=out, timeout=120)
+    status, stdout, stderr, seconds = gate_cli("optax==9.9.9", out=out, env=uv_env(), timeout=120)
     assert status == 2 and "the candidate cannot be resolved" in stderr and "Traceback" not in stderr
     assert "baseline: running the contracts" not in stderr
     report = latest_report(out)

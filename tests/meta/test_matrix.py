@@ -180,7 +180,9 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     monkeypatch.setattr(runner, "run", fake_run)
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
-    common = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in)]
+    # --cache-dir: never the project's own baseline cache (a real gate's entry would
+    # be taken for the fake baseline, and its evidence land among these runs).
+    common = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--cache-dir", str(tmp_path / "cache")]
     assert cli.main(["matrix", "--plan", *common]) == 0
     names = [e["name"] for e in json.loads(capsys.readouterr().out)["environments"]]
     assert names == ["optax-0.2.7", "optax-0.2.8", "jax-0.12.0", "jax-0.12.0.1", "all-newest"]

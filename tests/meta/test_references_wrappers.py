@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from optax_gate.kit import references_wrappers as rw
+from optax_gate.kit import references_optimizers as ro
 
 
 def test_zero_nans_and_clip_references():
@@ -29,8 +30,8 @@ def test_warmup_cosine_reference_boundaries():
 
 
 def test_adam_first_direction_is_the_sign_and_recipe_adds_decay_times_lr():
-    d, _, _ = rw.adam_step([np.array([3.0, -4.0])], [np.zeros(2)], [np.zeros(2)], 1, 0.9, 0.999, 0.0)
-    np.testing.assert_allclose(d[0], [1.0, -1.0], rtol=1e-15)
+    _, (u,) = ro.adam_trajectory([np.zeros(2)], [[np.array([3.0, -4.0])]], 1.0, eps=0.0)  # the recipe's one Adam reference
+    np.testing.assert_allclose(-u[0], [1.0, -1.0], rtol=1e-15)
     p = rw.adamw_recipe([np.array([1.0, -1.0])], [[np.array([3.0, -4.0])]], 1e-3, weight_decay=0.1, max_norm=1.0, eps=0.0)
     np.testing.assert_allclose(p[0][0], [1.0 - 1.1e-3, -1.0 + 1.1e-3], rtol=1e-15)
 

@@ -14,10 +14,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from optax_gate.kit.references import Hyper, Leaves, at, clip_by_global_norm
+from optax_gate.kit.references import Hyper, Leaves, clip_by_global_norm
+from optax_gate.kit.references_optimizers import adam_trajectory
 
 __all__ = [
-    "zero_nans", "clip", "apply_if_finite", "warmup_cosine_decay", "adam_step", "adamw_recipe",
+    "zero_nans", "clip", "apply_if_finite", "warmup_cosine_decay", "adamw_recipe",
     "multi_steps_means",
 ]
 
@@ -95,26 +96,6 @@ def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int,
     return schedule
 
 
-def adam_step(grads: Leaves, mu: Leaves, nu: Leaves, count: int, b1: float, b2: float,
-              eps: float, eps_root: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
-    """One Adam direction (Kingma & Ba 2015, Algorithm 1), before the learning rate.
-
-    ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g**2``,
-    ``m_hat = m / (1 - b1**t)``, ``v_hat = v / (1 - b2**t)`` with ``t = count``
-    (1 for the first step), direction ``m_hat / (sqrt(v_hat + eps_root) + eps)``
-    (Optax's documented placement of ``eps`` outside and ``eps_root`` inside the
-    square root).
-
-    Returns:
-      ``(direction, m, v)`` as float64 leaves.
-    """
-    g = _f64(grads)
-    m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(mu, g)]
-    v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(nu, g)]
-    direction = [(mi / (1 - b1**count)) / (np.sqrt(vi / (1 - b2**count) + eps_root) + eps) for mi, vi in zip(m, v)]
-    return direction, m, v
-
-
 def adamw_recipe(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper, *,
                  b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
                  max_norm: float | None = None) -> list[list[np.ndarray]]:
@@ -122,7 +103,8 @@ def adamw_recipe(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate
 
     Per step ``k`` (0 for the first): the gradient is clipped by its global
     norm to ``max_norm`` (Pascanu et al. 2013, Algorithm 1; skipped when None),
-    the Adam direction ``d`` is taken (:func:`adam_step`, ``t = k + 1``), the
+    the Adam direction ``d`` is taken (``t = k + 1``; the one Adam reference,
+    :func:`optax_gate.kit.references_optimizers.adam_trajectory`), the
     decoupled weight decay is added and both are scaled by the learning rate:
     ``p <- p - lr_k * (d + wd * p)`` (Loshchilov & Hutter 2019, Algorithm 2,
     with the decay multiplied by the learning rate as Optax documents for
@@ -132,17 +114,9 @@ def adamw_recipe(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate
     Returns:
       one list of float64 leaves per step (step 1 first).
     """
-    p = _f64(params)
-    mu = [np.zeros_like(x) for x in p]
-    nu = [np.zeros_like(x) for x in p]
-    out = []
-    for k, grads in enumerate(grads_per_step):
-        g = clip_by_global_norm(grads, max_norm) if max_norm is not None else _f64(grads)
-        d, mu, nu = adam_step(g, mu, nu, k + 1, b1, b2, eps)
-        lr = at(learning_rate, k)
-        p = [pi - lr * (di + weight_decay * pi) for pi, di in zip(p, d)]
-        out.append(p)
-    return out
+    clipped = [clip_by_global_norm(g, max_norm) if max_norm is not None else _f64(g) for g in grads_per_step]
+    params_per_step, _ = adam_trajectory(params, clipped, learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
+    return params_per_step
 
 
 def multi_steps_means(grads_per_call: Sequence[Leaves], every_k: int) -> list[list[np.ndarray]]:

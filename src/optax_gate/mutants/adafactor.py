@@ -3,7 +3,7 @@ of ``tests/contracts/test_adafactor.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx, state_cast
 from optax_gate.mutants.registry import family
 
 mutant = family("adafactor", "tests/contracts/test_adafactor.py")
@@ -43,14 +43,7 @@ def _(optax):
 
 @mutant("adafactor-state-float32", "keeps the statistics in float32 whatever the params' dtype")
 def _(optax):
-    orig = optax.adafactor
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return u, to_f32(s)
-        return wrap_tx(tx, init=lambda p: to_f32(tx.init(p)), update=update)
-    return {"adafactor": f}
+    return state_cast(optax, "adafactor", to_f32)
 
 
 @mutant("adafactor-params-optional", "treats missing params as ones (drops the check) and NaNs as zeros")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, wrap_tx, state_cast, first_state_f32
 from optax_gate.mutants.registry import family
 
 mutant = family("adam", "tests/contracts/test_adam.py")
@@ -55,14 +55,7 @@ def _(optax):
 
 @mutant("adam-state-float32", "keeps the moments in float32 whatever the params' dtype")
 def _(optax):
-    orig = optax.adam
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return u, (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:])
-        return wrap_tx(tx, init=lambda p: (lambda s: (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:]))(tx.init(p)), update=update)
-    return {"adam": f}
+    return state_cast(optax, "adam", first_state_f32("mu", "nu"))
 
 
 @mutant("adam-nan-guard", "zeroes non-finite updates (hides the float16 eps underflow)")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, wrap_tx, state_cast, first_state_f32
 from optax_gate.mutants.registry import family
 
 mutant = family("adamw", "tests/contracts/test_adamw.py")
@@ -38,16 +38,7 @@ def _(optax):
 
 @mutant("adamw-state-float32", "keeps the moments in float32 whatever the params' dtype")
 def _(optax):
-    orig = optax.adamw
-    def cast(s):
-        return (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:])
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return u, cast(s)
-        return wrap_tx(tx, init=lambda p: cast(tx.init(p)), update=update)
-    return {"adamw": f}
+    return state_cast(optax, "adamw", first_state_f32("mu", "nu"))
 
 
 @mutant("adamw-params-optional", "treats missing params as zeros (drops the check) and NaNs as zeros")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import perturbed_under_jit, post_process, wrap_tx, state_cast, first_state_f32
 from optax_gate.mutants.registry import family
 
 mutant = family("lion", "tests/contracts/test_lion.py")
@@ -37,16 +37,7 @@ def _(optax):
 
 @mutant("lion-state-float32", "keeps mu in float32 whatever the params' dtype or mu_dtype")
 def _(optax):
-    orig = optax.lion
-    def cast(s):
-        return (s[0]._replace(mu=to_f32(s[0].mu)),) + tuple(s[1:])
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return u, cast(s)
-        return wrap_tx(tx, init=lambda p: cast(tx.init(p)), update=update)
-    return {"lion": f}
+    return state_cast(optax, "lion", first_state_f32("mu"))
 
 
 @mutant("lion-params-optional", "treats missing params as zeros (drops the check) and ignores the mask")

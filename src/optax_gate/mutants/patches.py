@@ -68,6 +68,31 @@ def post_process(optax, attr: str, post) -> dict[str, Any]:
         return wrap_tx(tx, update=update)
     return {attr: factory}
 
+def state_cast(optax, attr: str, cast) -> dict[str, Any]:
+    """Replace the transformation factory ``optax.<attr>`` by one whose state,
+    from ``init`` and from every ``update``, passes through ``cast(state)``
+    (the state-dtype mutants: e.g. moments kept in float32 whatever the
+    params' dtype)."""
+    orig = getattr(optax, attr)
+
+    def factory(*args, **kwargs):
+        tx = orig(*args, **kwargs)
+
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, cast(s)
+        return wrap_tx(tx, init=lambda p: cast(tx.init(p)), update=update)
+    return {attr: factory}
+
+
+def first_state_f32(*fields: str):
+    """A ``cast`` for :func:`state_cast`: the named fields of the first state
+    of a chain (``state[0]``, a NamedTuple) in float32, the rest unchanged."""
+    def cast(state):
+        return (state[0]._replace(**{f: to_f32(getattr(state[0], f)) for f in fields}),) + tuple(state[1:])
+    return cast
+
+
 def none_as_zeros(tree):
     import jax
     import jax.numpy as jnp

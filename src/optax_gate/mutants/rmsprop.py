@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx, state_cast
 from optax_gate.mutants.registry import family
 
 mutant = family("rmsprop", "tests/contracts/test_rmsprop.py")
@@ -46,14 +46,7 @@ def _(optax):
 
 @mutant("rmsprop-state-float32", "keeps nu (and mu) in float32 whatever the params' dtype")
 def _(optax):
-    orig = optax.rmsprop
-    def f(*a, **k):
-        tx = orig(*a, **k)
-        def update(g, s, params=None):
-            u, s = tx.update(g, s, params)
-            return u, to_f32(s)
-        return wrap_tx(tx, init=lambda p: to_f32(tx.init(p)), update=update)
-    return {"rmsprop": f}
+    return state_cast(optax, "rmsprop", to_f32)
 
 
 @mutant("rmsprop-nan-guard", "zeroes non-finite updates and resizes mismatched gradients (no shape error)")
