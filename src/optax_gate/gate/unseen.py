@@ -5,9 +5,11 @@ report (schema 2) by :func:`attach`.
 Verdict policy of the rows (each section's ``verdict`` per row):
 
 - API surface, with ``--usage``: a change that breaks an import or a call
-  site of the team's code is ``broken``; any other removal or
-  incompatibility, and compatible changes (a default moved, an optional
-  parameter added) are ``changed``; additions are ``new``.
+  site of the team's code is ``broken``; a removal or incompatibility whose
+  use may sit in a file that was not scanned (``usage_files.may_use``) is
+  ``cannot-tell``, never judged unaffected; any other removal or
+  incompatibility, compatible changes (a default moved, an optional
+  parameter added) and new deprecations are ``changed``; additions are ``new``.
   Without ``--usage``: a removal or incompatibility of a contracted API (the
   ``api`` of a contract, its methods included) is ``broken``; the rest
   ``changed``; additions ``new``.
@@ -16,8 +18,9 @@ Verdict policy of the rows (each section's ``verdict`` per row):
 - Dependencies: a removed package that the team's code imports (``--usage``)
   is ``broken``; every other row ``changed``.
 
-A ``broken`` row turns a ``pass`` into ``fail``; a ``not-verified`` verdict
-stays (the surface and dependency diffs are still shown: they need no import).
+A ``broken`` row turns a ``pass`` into ``fail``; ``cannot-tell`` rows and the
+files not scanned are named in the report's notes (the verdict stays: it rests
+on the contracts); a ``not-verified`` verdict stays (the surface and dependency diffs are still shown: they need no import).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import dependencies, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, surface, usage, warnings_diff
 
 SCHEMA = 2
 
@@ -46,15 +49,18 @@ def _contracted(report: dict[str, Any]) -> set[str]:
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    out = {"broken": 0, "changed": 0, "new": 0, "noted": 0}
+    out = {"broken": 0, "cannot-tell": 0, "changed": 0, "new": 0, "noted": 0}
     for r in rows:
         out[r["verdict"]] += 1
     return out
 
 
 def surface_section(base_site: Path | None, cand_site: Path | None, packages: tuple[str, ...],
-                    uses: list[usage.Use] | None, contracted: set[str]) -> dict[str, Any]:
-    """The ``surface`` section of the report."""
+                    uses: list[usage.Use] | usage.Scan | None, contracted: set[str]) -> dict[str, Any]:
+    """The ``surface`` section of the report; ``uses``: the scan of the
+    team's code (``--usage``), or None."""
+    scan = uses if isinstance(uses, usage.Scan) else None
+    uses = scan.uses if scan is not None else uses
     section: dict[str, Any] = {"packages": list(packages), "rows": []}
     missing = [side for side, site in (("baseline", base_site), ("candidate", cand_site)) if site is None or not Path(site).is_dir()]
     if missing:
@@ -71,7 +77,10 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
         if r["change"] in surface.ADDED:
             r["verdict"] = "new"
         elif uses is not None:
-            r["verdict"] = "broken" if r["breaks"] else "changed"
+            unscanned = scan.may_use(r["path"]) if scan is not None and r["change"] in surface.INCOMPATIBLE else []
+            r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned else "changed"
+            if unscanned and not r["breaks"]:
+                r["not_scanned"] = [n.path for n in unscanned]
         else:
             hit = any(r["path"] == a or r["path"].startswith(a + ".") for a in contracted)
             r["verdict"] = "broken" if hit and r["change"] in surface.INCOMPATIBLE else "changed"
@@ -98,7 +107,7 @@ def warnings_section(report: dict[str, Any], baseline: dict[str, Any], candidate
 
 
 def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None,
-                         cand_site: Path | None, uses: list[usage.Use] | None) -> dict[str, Any]:
+                         cand_site: Path | None, uses: list[usage.Use] | usage.Scan | None) -> dict[str, Any]:
     """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
     extra = {"requires_python": {"baseline": dependencies.requires_python(base_site),
                                  "candidate": dependencies.requires_python(cand_site)},
@@ -107,6 +116,8 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
     if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
         return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [],
                 "counts": _counts([]), **extra}
+    if isinstance(uses, usage.Scan):
+        uses = uses.uses
     imported = usage.imported_modules(uses) if uses is not None else None
     rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported)
     for r in rows:
@@ -116,21 +127,25 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
 
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], *,
            usage_paths: list[Path] | None = None, packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
-           fail_on_new_deprecations: bool = False) -> dict[str, Any]:
+           fail_on_new_deprecations: bool = False, usage_scan: usage.Scan | None = None) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
     sections to a report from ``optax_gate.gate.compare.compare`` and bump its
     schema to 2; a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
     and ``candidate`` are the run records (``site_packages``, ``lock_file``,
-    ``warnings``). Returns ``report``, changed in place."""
-    uses = usage.scan(usage_paths) if usage_paths else None
+    ``warnings``); ``usage_scan``: the scan of ``usage_paths`` when already
+    made (the gate scans before anything runs). Returns ``report``, changed
+    in place; with ``--usage``, each finding lists the team's call sites of its
+    APIs (``optax_gate.gate.call_sites``)."""
+    scan = usage_scan if usage_scan is not None else usage.scan(usage_paths) if usage_paths else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     report["schema"] = SCHEMA
-    report["usage"] = None if uses is None else {
-        "paths": [str(p) for p in usage_paths or []], "files": len({u.where.split(":", 1)[0] for u in uses}), "uses": len(uses)}
+    report["usage"] = None if scan is None else scan.to_json()
     start = time.monotonic()
-    report["surface"] = surface_section(sites[0], sites[1], packages, uses, _contracted(report))
+    report["surface"] = surface_section(sites[0], sites[1], packages, scan, _contracted(report))
     report["warnings"] = warnings_section(report, baseline, candidate, fail_on_new_deprecations)
-    report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], uses)
+    report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
+    if scan is not None:
+        call_sites.annotate(report, scan)
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)
@@ -140,4 +155,10 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         report["reasons"].append(f"beyond the contracts: {what} finding(s) broken")
         if report["verdict"] == "pass":
             report["verdict"] = "fail"
+    if scan is not None and scan.not_scanned:
+        unsure = report["surface"].get("counts", {}).get("cannot-tell", 0)
+        report.setdefault("notes", []).append(
+            f"--usage: {len(scan.not_scanned)} file(s) not scanned ({', '.join(n.path for n in scan.not_scanned[:3])}"
+            f"{', …' if len(scan.not_scanned) > 3 else ''}): what they use cannot be told; {unsure} API surface "
+            "change(s) read cannot-tell (see Your code)")
     return report
