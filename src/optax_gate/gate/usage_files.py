@@ -35,6 +35,7 @@ import errno
 import io
 import json
 import os
+import re
 import tokenize
 from pathlib import Path
 from typing import Iterable
@@ -42,7 +43,7 @@ from typing import Iterable
 SUFFIXES = (".py", ".ipynb")
 #: Folders never scanned for the team's code: environments, caches, reports.
 SKIPPED_FOLDERS = ("site-packages", "__pycache__", "node_modules", "venv", "reports")
-#: Cell magics whose body is Python: the magic line is blanked and the rest parsed.
+#: Cell magics whose body is Python: the magic line becomes ``pass`` and the rest is parsed.
 PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
 
 
@@ -162,9 +163,25 @@ def _cell_code(cell: dict) -> str | None:
     return text if isinstance(text, str) else None
 
 
+def _python_line(line: str) -> str:
+    """A notebook line with its IPython magic or shell command made Python of
+    the same indentation (``!pip install x`` under an ``if`` -> ``pass``;
+    ``files = !ls`` -> ``files = None``), so the cell parses and its line
+    numbers stay."""
+    stripped = line.lstrip()
+    indent = line[:len(line) - len(stripped)]
+    if stripped.startswith(("%", "!")):
+        return indent + "pass"
+    assigned = _SHELL_ASSIGNMENT.match(stripped)
+    return f"{indent}{assigned.group(1)} = None" if assigned else line
+
+
+_SHELL_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=\s*[!%]")
+
+
 def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[NotScanned]]:
-    """A notebook's code cells: IPython magics and shell lines are blanked so
-    line numbers stay those of the cell."""
+    """A notebook's code cells: IPython magics and shell lines become Python
+    (:func:`_python_line`) so line numbers stay those of the cell."""
     try:
         nb = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -188,7 +205,7 @@ def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[N
         if magic and magic not in PYTHON_CELL_MAGICS:
             problems.append(NotScanned(where, f"cell magic {magic}: not Python", text.encode("utf-8", "replace")))
             continue
-        code = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
+        code = "\n".join(_python_line(ln) for ln in lines)
         tree = _tree(code)
         if isinstance(tree, str):
             problems.append(NotScanned(where, tree, text.encode("utf-8", "replace")))
