@@ -416,6 +416,10 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
+    try:
+        args.usage_scan = check_usage(args.usage)
+    except validate.InvalidInput as exc:
+        return _fail(str(exc))
     baseline, candidate = _load(args.baseline_run), _load(args.candidate_run)
     return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
 
