@@ -132,3 +132,17 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
         "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:cell 2, dangling.py, …): what they use cannot be told; "
         "0 API surface change(s) read cannot-tell (see Your code)"]  # no environments here: the surface was not compared
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
+
+
+def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path):
+    from tests.meta.test_beyond_contracts import NEW_LOCK, OLD_LOCK
+    (tmp_path / "old.txt").write_text(OLD_LOCK)
+    (tmp_path / "new.txt").write_text(NEW_LOCK)
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "broken.py").write_text("import chex\n\ndef f(:\n")  # chex: removed in NEW_LOCK
+    section = unseen.dependencies_section({"lock_file": str(tmp_path / "old.txt")}, {"lock_file": str(tmp_path / "new.txt")},
+                                          None, None, usage.scan([team]))
+    assert {r["name"]: (r["verdict"], r.get("not_scanned")) for r in section["rows"]} == {
+        "chex": ("cannot-tell", ["broken.py"]), "jax": ("changed", None), "numpy": ("changed", None),
+        "ml-dtypes": ("changed", None)}

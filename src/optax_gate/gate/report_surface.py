@@ -107,7 +107,8 @@ def _dependencies(section: dict[str, Any]) -> list[str]:
     rows = section["rows"]
     if rows:
         body = [[r["verdict"], f"`{r['name']}`", r["change"] + (f" ({r['level']}{', down' if r['down'] else ''})" if r["level"] else ""),
-                 f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]), "<br>".join(r["uses"])] for r in rows]
+                 f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]),
+                 "<br>".join([*r["uses"], *(f"{p}: not scanned, may import it" for p in r.get("not_scanned") or [])])] for r in rows]
         out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ")
     return out
 

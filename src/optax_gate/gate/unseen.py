@@ -16,7 +16,8 @@ Verdict policy of the rows (each section's ``verdict`` per row):
 - Warnings: new in the candidate ``changed`` (``broken`` for a deprecation
   with ``--fail-on-new-deprecations``), gone ``noted``.
 - Dependencies: a removed package that the team's code imports (``--usage``)
-  is ``broken``; every other row ``changed``.
+  is ``broken``; one that a file not scanned may import ``cannot-tell``; every
+  other row ``changed``.
 
 A ``broken`` row turns a ``pass`` into ``fail``; ``cannot-tell`` rows and the
 files not scanned are named in the report's notes (the verdict stays: it rests
@@ -116,12 +117,16 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
     if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
         return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [],
                 "counts": _counts([]), **extra}
-    if isinstance(uses, usage.Scan):
-        uses = uses.uses
+    scan = uses if isinstance(uses, usage.Scan) else None
+    uses = scan.uses if scan is not None else uses
     imported = usage.imported_modules(uses) if uses is not None else None
     rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported)
     for r in rows:
-        r["verdict"] = "broken" if r["breaks"] else "changed"
+        modules = dependencies.top_level_modules(base_site, r["name"]) if scan is not None and r["change"] == "removed" else set()
+        unscanned = list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []
+        r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned else "changed"
+        if unscanned and not r["breaks"]:
+            r["not_scanned"] = unscanned
     return {"status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), **extra}
 
 
