@@ -56,6 +56,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
     (team / "a.py").write_text("import optax\noptax.adamw(1e-3\n")  # does not parse; names adamw
+    (team / "gone.py").symlink_to("missing.py")  # unread: may use anything, said once in the notes, not per finding
     base, cand = _runs()
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team]))
     by_api = {f["api"]: f for f in report["findings"]}
@@ -69,3 +70,15 @@ def test_without_usage_findings_keep_their_order_and_carry_no_sites():
     report = unseen.attach(compare.compare(base, cand), base, cand)
     assert "your_code" not in report["findings"][0]
     assert "your code" not in report_markdown.render(report)
+
+
+def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path):
+    """``optax.renamed_clip`` is ``clip`` re-exported under a second name in the
+    tiny package of test_surface: the team's ``ox.clip(...)`` is a call of it."""
+    from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+    base, cand = _runs()
+    for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
+        run["contracts"]["golden_b"]["api"] = "optax.renamed_clip"
+        run["site_packages"] = str(site)
+    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([TEAM]), packages=("optax",))
+    assert {f["api"]: f["your_code"] for f in report["findings"]}["optax.renamed_clip"] == ["train.py:8"]

@@ -7,9 +7,11 @@ the contracts are built (``optax_gate.gate.unseen``).
 - ``your_code``: the ``file:line`` of each use of the finding's APIs in the
   team's code (calls and attribute uses; the import lines when the API is only
   imported), in file order;
-- ``your_code_not_scanned``: the files under ``--usage`` that were not
-  scanned and may hold a use of those APIs (``usage_files.may_use``): "cannot
-  tell", never "not used";
+- ``your_code_not_scanned``: the files under ``--usage`` that were read but
+  not parsed and whose text names one of those APIs (``usage_files.may_use``):
+  "cannot tell", never "not used". A file that could not be read at all (a
+  dangling link, no permission) may use any API: the report's notes and its
+  "Your code" section say so once, not on every finding;
 
 and moves the findings that touch the team's code (a non-empty ``your_code``)
 first, keeping the order among each group, renumbered from 1. Rows of the
@@ -46,31 +48,54 @@ def apis_of(label: str) -> list[str]:
     return out
 
 
-def sites(scan: usage.Scan, apis: Iterable[str]) -> list[str]:
+def _definition(path: str, targets: dict[str, str]) -> str:
+    """Where ``path`` is defined (``optax.losses.huber_loss`` and
+    ``optax.huber_loss`` -> ``optax.losses._regression.huber_loss``): the
+    longest public prefix known to ``targets``, the rest kept; ``path`` itself
+    when no prefix is known."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        head = ".".join(parts[:cut])
+        if head in targets:
+            return ".".join([targets[head], *parts[cut:]])
+    return path
+
+
+def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:
     """``file:line`` of the team's uses of ``apis`` (a use of the path itself or
-    of a member below it), calls and attribute uses first found; imports only
-    when nothing else uses them. No duplicates, in scan order."""
-    apis = list(apis)
-    hits = [u for u in scan.uses if any(u.path == a or u.path.startswith(a + ".") for a in apis)]
+    of a member below it, under any public path of the same definition:
+    ``targets`` maps public paths to definitions, from the baseline's static
+    surface), calls and attribute uses first found; imports only when nothing
+    else uses them. No duplicates, in scan order."""
+    targets = targets or {}
+    wanted = {x for a in apis for x in (a, _definition(a, targets))}
+
+    def hit(path: str) -> bool:
+        return any(p == w or p.startswith(w + ".") for p in (path, _definition(path, targets)) for w in wanted)
+    hits = [u for u in scan.uses if hit(u.path)]
     used = [u.where for u in hits if u.how != "import"] or [u.where for u in hits]
     return list(dict.fromkeys(used))
 
 
 def _not_scanned(scan: usage.Scan, apis: list[str]) -> list[str]:
-    return list(dict.fromkeys(n.path for a in apis for n in scan.may_use(a)))
+    """Files read but not parsed whose text names one of ``apis`` (files not
+    read at all may use any API: the report says so once, not per finding)."""
+    return list(dict.fromkeys(n.path for a in apis for n in scan.may_use(a) if n.content is not None))
 
 
-def annotate(report: dict[str, Any], scan: usage.Scan) -> dict[str, Any]:
+def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] | None = None) -> dict[str, Any]:
     """Add ``your_code`` / ``your_code_not_scanned`` to each finding (and to the
-    warnings rows naming APIs), findings touching the team's code first.
-    Returns ``report``, changed in place."""
+    warnings rows naming APIs), findings touching the team's code first;
+    ``targets``: public path -> definition (``Entry.target`` of the baseline's
+    surface), so a use through another public path of the same function
+    counts. Returns ``report``, changed in place."""
     api_of = {row["id"]: row.get("api") or "" for row in report.get("contracts", [])}
     findings = report.get("findings")
     if isinstance(findings, list):
         for f in findings:
             labels = [api_of.get(cid, "") for cid in f.get("contracts", [])] or [f.get("api", "")]
             apis = list(dict.fromkeys(a for label in labels for a in apis_of(label)))
-            f["your_code"] = sites(scan, apis)
+            f["your_code"] = sites(scan, apis, targets)
             f["your_code_not_scanned"] = _not_scanned(scan, apis)
         findings.sort(key=lambda f: not f["your_code"])  # stable: the order among each group stays
         for number, f in enumerate(findings, 1):
@@ -78,7 +103,7 @@ def annotate(report: dict[str, Any], scan: usage.Scan) -> dict[str, Any]:
     for row in (report.get("warnings") or {}).get("rows", []):
         apis = list(row.get("apis") or [])
         if apis:
-            row["your_code"] = sites(scan, apis)
+            row["your_code"] = sites(scan, apis, targets)
     return report
 
 

@@ -26,6 +26,7 @@ on the contracts); a ``not-verified`` verdict stays (the surface and dependency 
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ from typing import Any
 from optax_gate.gate import call_sites, dependencies, surface, usage, warnings_diff
 
 SCHEMA = 2
+
+#: The static surface of one environment, read once per gate (the call sites of findings reuse it).
+_surface = functools.lru_cache(maxsize=4)(surface.surface)
 
 
 def site_packages(python: Path) -> Path | None:
@@ -68,7 +72,7 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
         return {**section, "status": "unavailable", "reason": f"no installed environment for the {' and '.join(missing)}",
                 "counts": _counts([]), "duration_s": 0.0}
     start = time.monotonic()
-    old, new = surface.surface(Path(base_site), packages), surface.surface(Path(cand_site), packages)
+    old, new = _surface(Path(base_site), tuple(packages)), _surface(Path(cand_site), tuple(packages))
     rows = surface.diff(old, new)
     if uses is not None:
         usage.match(uses, rows, old, new)
@@ -150,7 +154,8 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     report["warnings"] = warnings_section(report, baseline, candidate, fail_on_new_deprecations)
     report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:
-        call_sites.annotate(report, scan)
+        targets = {p: e.target for p, e in _surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
+        call_sites.annotate(report, scan, targets)
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)
