@@ -21,7 +21,8 @@ Verdict policy of the rows (each section's ``verdict`` per row):
 
 A ``broken`` row turns a ``pass`` into ``fail``; ``cannot-tell`` rows and the
 files not scanned are named in the report's notes (the verdict stays: it rests
-on the contracts); a ``not-verified`` verdict stays (the surface and dependency diffs are still shown: they need no import).
+on the contracts); a ``not-verified`` verdict stays (the surface and
+dependency diffs are still shown: they need no import).
 """
 
 from __future__ import annotations
