@@ -242,7 +242,8 @@ def _run_tool(session: nox.Session, *args: str) -> None:
     _install_project(session)
     signal.signal(signal.SIGTERM, _interrupt)  # a CI time-out ends the gate like Ctrl-C: exit 2, not nox's 143
     try:
-        session.run("python", "-m", "optax_gate", *args)
+        # relative paths the user gives are read from where they stand (noxw exports it; gate.user_paths)
+        session.run("python", "-m", "optax_gate", *args, env={"OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")})
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE
         session.log("optax-gate was interrupted: not verified")
         raise SystemExit(2) from None

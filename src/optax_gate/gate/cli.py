@@ -11,8 +11,10 @@ Commands:
     contracts in each, and write the report into a new run folder under
     ``--out`` (``optax_gate.gate.evidence``); ``OUT/report.md`` shows the latest
     complete run.
-    ``--usage PATH...`` scopes the API surface and dependency diffs to the
-    team's code; ``--fail-on-new-deprecations`` makes a new deprecation
+    ``--usage PATH`` (repeatable, one path each) scopes the API surface and
+    dependency diffs to the team's code and names its call sites on every
+    finding; relative paths are read from the folder ``./noxw`` was started
+    from; ``--fail-on-new-deprecations`` makes a new deprecation
     warning broken (``optax_gate.gate.unseen``).
 ``matrix [--plan | --only NAME ... | --merge] [--include-older]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
@@ -54,6 +56,7 @@ from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache,
                              report_matrix, requirements, runner, surface, unseen, validate)
 from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
 from optax_gate.gate.progress import Progress
+from optax_gate.gate.user_paths import check_usage, refuse_paths_as_specs, user_path
 
 PYTHON_VERSION = "3.12"
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -263,10 +266,12 @@ def gate(args: argparse.Namespace) -> int:
         else:
             if not args.requirements_in.is_file():
                 raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
+            refuse_paths_as_specs(args.specs, known)
             validate.parse_specs(args.specs, known, args.allow_extra)
-        for path in args.usage or []:
-            if not path.exists():
-                raise validate.InvalidInput(f"--usage {path} does not exist")
+        args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
+        if args.usage_scan is not None:
+            say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
+                f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
     except validate.InvalidInput as exc:
         print(f"optax-gate: {exc}", file=sys.stderr)
         why = f"invalid input: {exc}"
@@ -344,12 +349,14 @@ def _beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidat
                       args: argparse.Namespace) -> dict[str, Any]:
     packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
     return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
-                         fail_on_new_deprecations=args.fail_on_new_deprecations)
+                         fail_on_new_deprecations=args.fail_on_new_deprecations, usage_scan=getattr(args, "usage_scan", None))
 
 
 def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--usage", nargs="+", type=Path, default=None, metavar="PATH",
-                   help="the team's code (.py, .ipynb): scope the API surface and dependency diffs to what it uses")
+    p.add_argument("--usage", action="append", type=user_path, default=None, metavar="PATH",
+                   help="the team's code (.py, .ipynb, or a folder of them): scope the API surface and dependency diffs "
+                        "to what it uses and name its call sites on every finding; one path each, repeat it for more "
+                        "(--usage src --usage notebooks); files that cannot be scanned are listed in the report")
     p.add_argument("--fail-on-new-deprecations", action="store_true",
                    help="a deprecation warning new in the candidate is broken (for code run with -W error)")
 # ------------------------------------------------------------------------------------------------
@@ -409,25 +416,29 @@ def run_matrix(args: argparse.Namespace) -> int:
 
 
 def compare_runs(args: argparse.Namespace) -> int:
+    try:
+        args.usage_scan = check_usage(args.usage)
+    except validate.InvalidInput as exc:
+        return _fail(str(exc))
     baseline, candidate = _load(args.baseline_run), _load(args.candidate_run)
     return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
-    p.add_argument("--baseline-lock", type=Path, default=Path("requirements-lock.txt"), metavar="FILE",
+    p.add_argument("--baseline-lock", type=user_path, default=Path("requirements-lock.txt"), metavar="FILE",
                    help="hash-pinned lock of the baseline (default: %(default)s)")
-    p.add_argument("--requirements-in", type=Path, default=Path("requirements.in"), metavar="FILE",
+    p.add_argument("--requirements-in", type=user_path, default=Path("requirements.in"), metavar="FILE",
                    help="the baseline's direct requirements, which SPECs replace (default: %(default)s)")
-    p.add_argument("--out", type=Path, default=Path(out), metavar="DIR", help="output folder (default: %(default)s)")
-    p.add_argument("--envs-dir", type=Path, default=Path(".nox/gate-envs"), metavar="DIR",
+    p.add_argument("--out", type=user_path, default=Path(out), metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("--envs-dir", type=user_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where environments are built and reused, one per lock content (default: %(default)s)")
     p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
-    p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
+    p.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
     p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
                    help="run the baseline even when its result is cached (the new result replaces the entry)")
-    p.add_argument("--cache-dir", type=Path, default=Path(".nox/gate-cache"), metavar="DIR",
+    p.add_argument("--cache-dir", type=user_path, default=Path(".nox/gate-cache"), metavar="DIR",
                    help="where baseline results are cached, content-addressed (default: %(default)s)")
     p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
                    help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
@@ -443,7 +454,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("specs", nargs="*", metavar="SPEC",
                    help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; "
                         "only packages of the baseline lock unless --allow-extra")
-    g.add_argument("--candidate-lock", type=Path, default=None, metavar="FILE",
+    g.add_argument("--candidate-lock", type=user_path, default=None, metavar="FILE",
                    help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
     g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
     g.add_argument("--sequential", dest="concurrent", action="store_false",
@@ -464,12 +475,25 @@ def parser() -> argparse.ArgumentParser:
     _speed_options(m)
     m.set_defaults(func=run_matrix)
     c = sub.add_parser("compare", help="compare two run records and write the report")
-    c.add_argument("baseline_run", type=Path, help="the baseline's run record (JSON)")
-    c.add_argument("candidate_run", type=Path, help="the candidate's run record (JSON)")
-    c.add_argument("--out", type=Path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")
+    c.add_argument("baseline_run", type=user_path, help="the baseline's run record (JSON)")
+    c.add_argument("candidate_run", type=user_path, help="the candidate's run record (JSON)")
+    c.add_argument("--out", type=user_path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")
     _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     return p
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line's arguments; the gate's SPECs may sit between options
+    (``--usage src optax==0.2.8 --usage nb jax==0.12.0.1``: argparse alone
+    takes one run of them). Exits 2 on an unknown option."""
+    p = parser()
+    args, rest = p.parse_known_args(argv)
+    if rest and args.command == "gate" and not any(r.startswith("-") for r in rest):
+        args.specs += rest
+    elif rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
 
 
 def _interrupt(signum, frame):
@@ -496,7 +520,7 @@ def _crash_report(args: argparse.Namespace, reason: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
-    args = parser().parse_args(argv)
+    args = parse(argv)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)

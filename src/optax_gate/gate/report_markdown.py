@@ -3,7 +3,9 @@
 Order: the verdict, the counts and the verdict's reasons first; then the
 findings, one line each (``optax_gate.gate.findings``: the differing contracts
 grouped by API and cause, broken first), each linking to its contract rows;
-the versions side by side; then what broke, what changed (drift), what was
+each finding naming the team's call sites of its APIs with ``--usage``
+(``optax_gate.gate.call_sites``; those that touch the team's code first); the
+versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
 finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
 the unchanged contracts last, folded. Details are in plain words
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate import report_surface
+from optax_gate.gate import call_sites, report_surface
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed
 
@@ -87,7 +89,7 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"- note: {note}")
     beyond = report_surface.broken_lines(report)  # broken rows beyond the contracts belong up here too
     if found or beyond:
-        out += ["", f"## Findings ({len(found) + len(beyond)})", "", *(finding_line(f) for f in found)]
+        out += ["", f"## Findings ({len(found) + len(beyond)})", "", *(finding_line(f) + call_sites.suffix(f) for f in found)]
         out += [f"{len(found) + i}. {line}" for i, line in enumerate(beyond, 1)]
     out += ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):

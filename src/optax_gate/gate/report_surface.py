@@ -3,7 +3,9 @@
 
 :func:`headline` is one line of counts for the top of ``report.md``;
 :func:`markdown` the three sections ("API surface", "Warnings",
-"Dependencies"), each with its counts in the heading, broken rows first, and
+"Dependencies"), after the ``--usage`` scan ("Your code": files scanned and
+each file not scanned with its reason), each with its counts in the heading,
+broken rows first, and
 folded (``<details>``) beyond :data:`FOLD` rows. A report without the
 sections (schema 1, or a gate that crashed) renders nothing.
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from optax_gate.gate import call_sites
+
 FOLD = 15
-_ORDER = ("broken", "changed", "new", "noted")
+_ORDER = ("broken", "cannot-tell", "changed", "new", "noted")
 _TITLES = {"surface": "API surface", "warnings": "Warnings", "dependencies": "Dependencies"}
 
 
@@ -41,17 +45,34 @@ def _table(header: list[str], rows: list[list[str]], fold_label: str) -> list[st
     return [*lines, ""]
 
 
+def usage_lines(usage: dict[str, Any] | None) -> list[str]:
+    """The ``--usage`` scan: files scanned of those found, and each file not
+    scanned with its reason (empty without ``--usage``)."""
+    if not usage:
+        return []
+    skipped = usage.get("not_scanned") or []
+    out = ["## Your code (`--usage`)", "",
+           f"`{'` `'.join(usage['paths'])}`: {usage.get('scanned', usage['files'])} of {usage['files']} file(s) scanned, "
+           f"{len(skipped)} not scanned; {usage['uses']} use(s) found.", ""]
+    if skipped:
+        out += ["Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never unaffected):", ""]
+        out += _table(["file", "why not scanned"], [[f"`{n['path']}`", n["reason"]] for n in skipped], "files not scanned")
+    return out
+
+
 def _surface(section: dict[str, Any], usage: dict[str, Any] | None) -> list[str]:
     out = []
-    scope = (f"scoped to the team's code: {usage['uses']} use(s) in {usage['files']} file(s) of "
-             f"`{' '.join(usage['paths'])}`" if usage else "no `--usage`: removals and incompatibilities of contracted APIs are broken")
+    not_scanned = f"; {len(usage.get('not_scanned') or [])} not scanned" if usage and usage.get("not_scanned") else ""
+    scope = (f"scoped to the team's code: {usage['uses']} use(s) in {usage.get('scanned', usage['files'])} scanned file(s) of "
+             f"`{' '.join(usage['paths'])}`{not_scanned}" if usage else "no `--usage`: removals and incompatibilities of contracted APIs are broken")
     out += [f"Packages `{' '.join(section.get('packages', []))}`, read statically from each environment; {scope}.", ""]
     for verdict in _ORDER:
         rows = [r for r in section["rows"] if r["verdict"] == verdict]
         if not rows:
             continue
         body = [[f"`{r['path']}`", r["change"] + (f" `{r['param']}`" if r.get("param") else ""), r["kind"],
-                 f"{r['old']} → {r['new']}", f"`{r['where']}`" if r["where"] else "", "<br>".join(r.get("uses") or [])]
+                 f"{r['old']} → {r['new']}", f"`{r['where']}`" if r["where"] else "",
+                 "<br>".join([*(r.get("uses") or []), *(f"{p}: not scanned, may use it" for p in r.get("not_scanned") or [])])]
                 for r in rows]
         out += [f"**{verdict}** ({len(rows)})", ""]
         out += _table(["public path", "change", "kind", "old → new", "candidate definition", "team's code"], body, f"{verdict} surface rows")
@@ -86,7 +107,8 @@ def _dependencies(section: dict[str, Any]) -> list[str]:
     rows = section["rows"]
     if rows:
         body = [[r["verdict"], f"`{r['name']}`", r["change"] + (f" ({r['level']}{', down' if r['down'] else ''})" if r["level"] else ""),
-                 f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]), "<br>".join(r["uses"])] for r in rows]
+                 f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]),
+                 "<br>".join([*r["uses"], *(f"{p}: not scanned, may import it" for p in r.get("not_scanned") or [])])] for r in rows]
         out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ")
     return out
 
@@ -95,6 +117,7 @@ def markdown(report: dict[str, Any]) -> list[str]:
     """The three sections as Markdown lines (empty for a report without them)."""
     out: list[str] = []
     render = {"surface": lambda s: _surface(s, report.get("usage")), "warnings": _warnings, "dependencies": _dependencies}
+    out += usage_lines(report.get("usage"))
     for key, title in _TITLES.items():
         section = report.get(key)
         if not isinstance(section, dict):
@@ -117,8 +140,9 @@ def broken_lines(report: dict[str, Any]) -> list[str]:
     for row in (report.get("surface") or {}).get("rows", []):
         if row.get("verdict") == "broken":
             what = row["change"] + (f" (`{row['param']}`)" if row.get("param") else "")
+            where = list(dict.fromkeys(u.split(": ", 1)[0] for u in row.get("uses") or []))
             out.append(f"**broken** API surface `{row['path']}`: {what}: {row.get('old') or '—'} → {row.get('new') or '—'}"
-                       " (see API surface below)")
+                       " (see API surface below)" + call_sites.suffix({"your_code": where}))
     for row in (report.get("dependencies") or {}).get("rows", []):
         if row.get("verdict") == "broken":
             out.append(f"**broken** dependency `{row['name']}`: {row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}),"

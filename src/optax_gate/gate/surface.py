@@ -31,8 +31,13 @@ An :class:`Entry` per public path records the kind (``module``, ``class``,
 ``function``, ``attribute``, ``external``, ``unresolved``), the definition
 (``optax._src.alias.adamw``), its ``file:line`` relative to
 ``site-packages``, and for callables the parameters (name, kind, default as
-source text). A class's parameters are those of its ``__init__``, or its
-annotated fields for a ``NamedTuple``. :func:`diff` compares two surfaces.
+source text and, when it can be told statically, its value), and whether it
+is deprecated (``optax_gate.gate.deprecations``). A class's parameters are
+those of its ``__init__``, or its annotated fields for a ``NamedTuple``.
+:func:`diff` compares two surfaces: a default written differently but equal
+by value (``100`` and ``100.0``, a literal and a named constant of the same
+value) is no change; a deprecation new in the candidate is a ``deprecated``
+row.
 
 The gate half never imports optax, jax or flax (``tests/meta/test_layout.py``).
 """
@@ -48,6 +53,8 @@ from typing import Any, Iterable
 
 import griffe
 
+from optax_gate.gate import deprecations, surface_values
+
 DEFAULT_PACKAGES = ("optax", "flax.nnx")
 
 # Parameter kinds in the order Python binds them.
@@ -62,18 +69,23 @@ INCOMPATIBLE = ("removed", "moved", "kind-changed", "parameter-removed", "parame
                 "parameter-reordered", "keyword-only", "positional-only", "parameter-kind-changed",
                 "new-required-parameter", "default-removed")
 COMPATIBLE = ("default-changed", "parameter-added")
+#: New in the candidate: a deprecation read statically (``optax_gate.gate.deprecations``).
+DEPRECATED = ("deprecated",)
 ADDED = ("added",)
-CHANGE_KINDS = INCOMPATIBLE + COMPATIBLE + ADDED
+CHANGE_KINDS = INCOMPATIBLE + COMPATIBLE + DEPRECATED + ADDED
 
 
 @dataclasses.dataclass(frozen=True)
 class Param:
-    """One parameter: ``name``, ``kind`` (one of the kind constants) and
-    ``default`` (source text, or None when the parameter has none)."""
+    """One parameter: ``name``, ``kind`` (one of the kind constants),
+    ``default`` (source text, or None when the parameter has none) and
+    ``value``: the default's value as ``repr`` text when it is a literal or a
+    named constant resolved statically to one (else None)."""
 
     name: str
     kind: str
     default: str | None = None
+    value: str | None = None
 
     @property
     def required(self) -> bool:
@@ -93,6 +105,7 @@ class Entry:
     target: str
     where: str = ""
     params: tuple[Param, ...] | None = None
+    deprecated: str | None = None
 
     def signature(self) -> str:
         if self.params is None:
@@ -110,7 +123,8 @@ class Entry:
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "target": self.target, "where": self.where,
-                "params": None if self.params is None else [dataclasses.asdict(p) for p in self.params]}
+                "params": None if self.params is None else [dataclasses.asdict(p) for p in self.params],
+                "deprecated": self.deprecated}
 
 
 def configured_packages(pyproject: Path) -> tuple[str, ...]:
@@ -196,7 +210,7 @@ class StaticTree:
         return obj
 
 
-def _params(obj: Any) -> tuple[Param, ...] | None:
+def _params(obj: Any, tree: StaticTree | None = None) -> tuple[Param, ...] | None:
     kinds = {griffe.ParameterKind.positional_only: POSITIONAL_ONLY, griffe.ParameterKind.positional_or_keyword: POSITIONAL,
              griffe.ParameterKind.var_positional: VAR_POSITIONAL, griffe.ParameterKind.keyword_only: KEYWORD_ONLY,
              griffe.ParameterKind.var_keyword: VAR_KEYWORD}
@@ -208,7 +222,9 @@ def _params(obj: Any) -> tuple[Param, ...] | None:
         elif any(str(b).split(".")[-1] == "NamedTuple" for b in obj.bases):
             fields = [m for m in obj.members.values() if not m.is_alias and m.is_attribute and m.annotation is not None
                       and not m.name.startswith("_")]
-            return tuple(Param(f.name, POSITIONAL, None if f.value is None else str(f.value)) for f in sorted(fields, key=lambda f: f.lineno or 0))
+            return tuple(Param(f.name, POSITIONAL, None if f.value is None else str(f.value),
+                               None if f.value is None else surface_values.constant(str(f.value), obj.module, tree))
+                         for f in sorted(fields, key=lambda f: f.lineno or 0))
         else:
             return None
     else:
@@ -217,7 +233,8 @@ def _params(obj: Any) -> tuple[Param, ...] | None:
     for i, p in enumerate(params):
         if i == 0 and p.name in ("self", "cls") and (obj.is_class or obj.parent is not None and obj.parent.is_class):
             continue
-        out.append(Param(p.name, kinds[p.kind], None if p.default is None else str(p.default)))
+        default = None if p.default is None else str(p.default)
+        out.append(Param(p.name, kinds[p.kind], default, None if default is None else surface_values.constant(default, obj.module, tree)))
     return tuple(out)
 
 
@@ -298,7 +315,9 @@ def _entry(path: str, obj: Any, tree: StaticTree) -> Entry:
     elif final.is_module and final.filepath:
         where = f"{Path(final.filepath).relative_to(tree.root)}:1"
     kind = final.kind.value
-    return Entry(path, kind, final.path, where, _params(final) if kind in ("function", "class") else None)
+    callable_ = kind in ("function", "class")
+    return Entry(path, kind, final.path, where, _params(final, tree) if callable_ else None,
+                 deprecations.reason(final) if callable_ else None)
 
 
 def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, Entry]:
@@ -375,7 +394,7 @@ def diff_params(path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, 
             rows.append(_row(path, change, kind, f"{p.name} ({p.kind})", f"{q.name} ({q.kind})", where, p.name))
         if p.default is not None and q.default is None and q.kind not in (VAR_POSITIONAL, VAR_KEYWORD):
             rows.append(_row(path, "default-removed", kind, p.text(), q.text(), where, p.name))
-        elif p.default is not None and q.default is not None and p.default != q.default:
+        elif p.default is not None and q.default is not None and p.default != q.default and not surface_values.same_value(p, q):
             rows.append(_row(path, "default-changed", kind, p.text(), q.text(), where, p.name))
     common_old = [x for x in _positional(old) if x in n and n[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
     common_new = [x for x in _positional(new) if x in o and o[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
@@ -411,6 +430,8 @@ def diff(old: dict[str, Entry], new: dict[str, Entry]) -> list[dict[str, Any]]:
             rows.append(_row(path, "kind-changed", b.kind, a.target, b.target, b.where))
         if a.params is not None and b.params is not None:
             rows.extend(diff_params(path, b.kind, a.params, b.params, b.where))
+        if b.deprecated and not a.deprecated:
+            rows.append(_row(path, "deprecated", b.kind, "not deprecated", b.deprecated, b.where))
     return rows
 
 

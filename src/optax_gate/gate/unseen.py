@@ -5,30 +5,39 @@ report (schema 2) by :func:`attach`.
 Verdict policy of the rows (each section's ``verdict`` per row):
 
 - API surface, with ``--usage``: a change that breaks an import or a call
-  site of the team's code is ``broken``; any other removal or
-  incompatibility, and compatible changes (a default moved, an optional
-  parameter added) are ``changed``; additions are ``new``.
+  site of the team's code is ``broken``; a removal or incompatibility whose
+  use may sit in a file that was not scanned (``usage_files.may_use``) is
+  ``cannot-tell``, never judged unaffected; any other removal or
+  incompatibility, compatible changes (a default moved, an optional
+  parameter added) and new deprecations are ``changed``; additions are ``new``.
   Without ``--usage``: a removal or incompatibility of a contracted API (the
   ``api`` of a contract, its methods included) is ``broken``; the rest
   ``changed``; additions ``new``.
 - Warnings: new in the candidate ``changed`` (``broken`` for a deprecation
   with ``--fail-on-new-deprecations``), gone ``noted``.
 - Dependencies: a removed package that the team's code imports (``--usage``)
-  is ``broken``; every other row ``changed``.
+  is ``broken``; one that a file not scanned may import ``cannot-tell``; every
+  other row ``changed``.
 
-A ``broken`` row turns a ``pass`` into ``fail``; a ``not-verified`` verdict
-stays (the surface and dependency diffs are still shown: they need no import).
+A ``broken`` row turns a ``pass`` into ``fail``; ``cannot-tell`` rows and the
+files not scanned are named in the report's notes (the verdict stays: it rests
+on the contracts); a ``not-verified`` verdict stays (the surface and
+dependency diffs are still shown: they need no import).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import dependencies, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, surface, usage, warnings_diff
 
 SCHEMA = 2
+
+#: The static surface of one environment, read once per gate (the call sites of findings reuse it).
+_surface = functools.lru_cache(maxsize=4)(surface.surface)
 
 
 def site_packages(python: Path) -> Path | None:
@@ -46,22 +55,25 @@ def _contracted(report: dict[str, Any]) -> set[str]:
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    out = {"broken": 0, "changed": 0, "new": 0, "noted": 0}
+    out = {"broken": 0, "cannot-tell": 0, "changed": 0, "new": 0, "noted": 0}
     for r in rows:
         out[r["verdict"]] += 1
     return out
 
 
 def surface_section(base_site: Path | None, cand_site: Path | None, packages: tuple[str, ...],
-                    uses: list[usage.Use] | None, contracted: set[str]) -> dict[str, Any]:
-    """The ``surface`` section of the report."""
+                    uses: list[usage.Use] | usage.Scan | None, contracted: set[str]) -> dict[str, Any]:
+    """The ``surface`` section of the report; ``uses``: the scan of the
+    team's code (``--usage``), or None."""
+    scan = uses if isinstance(uses, usage.Scan) else None
+    uses = scan.uses if scan is not None else uses
     section: dict[str, Any] = {"packages": list(packages), "rows": []}
     missing = [side for side, site in (("baseline", base_site), ("candidate", cand_site)) if site is None or not Path(site).is_dir()]
     if missing:
         return {**section, "status": "unavailable", "reason": f"no installed environment for the {' and '.join(missing)}",
                 "counts": _counts([]), "duration_s": 0.0}
     start = time.monotonic()
-    old, new = surface.surface(Path(base_site), packages), surface.surface(Path(cand_site), packages)
+    old, new = _surface(Path(base_site), tuple(packages)), _surface(Path(cand_site), tuple(packages))
     rows = surface.diff(old, new)
     if uses is not None:
         usage.match(uses, rows, old, new)
@@ -71,7 +83,10 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
         if r["change"] in surface.ADDED:
             r["verdict"] = "new"
         elif uses is not None:
-            r["verdict"] = "broken" if r["breaks"] else "changed"
+            unscanned = scan.may_use(r["path"]) if scan is not None and r["change"] in surface.INCOMPATIBLE else []
+            r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned else "changed"
+            if unscanned and not r["breaks"]:
+                r["not_scanned"] = [n.path for n in unscanned]
         else:
             hit = any(r["path"] == a or r["path"].startswith(a + ".") for a in contracted)
             r["verdict"] = "broken" if hit and r["change"] in surface.INCOMPATIBLE else "changed"
@@ -98,7 +113,7 @@ def warnings_section(report: dict[str, Any], baseline: dict[str, Any], candidate
 
 
 def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None,
-                         cand_site: Path | None, uses: list[usage.Use] | None) -> dict[str, Any]:
+                         cand_site: Path | None, uses: list[usage.Use] | usage.Scan | None) -> dict[str, Any]:
     """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
     extra = {"requires_python": {"baseline": dependencies.requires_python(base_site),
                                  "candidate": dependencies.requires_python(cand_site)},
@@ -107,30 +122,41 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
     if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
         return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [],
                 "counts": _counts([]), **extra}
+    scan = uses if isinstance(uses, usage.Scan) else None
+    uses = scan.uses if scan is not None else uses
     imported = usage.imported_modules(uses) if uses is not None else None
     rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported)
     for r in rows:
-        r["verdict"] = "broken" if r["breaks"] else "changed"
+        modules = dependencies.top_level_modules(base_site, r["name"]) if scan is not None and r["change"] == "removed" else set()
+        unscanned = list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []
+        r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned else "changed"
+        if unscanned and not r["breaks"]:
+            r["not_scanned"] = unscanned
     return {"status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), **extra}
 
 
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], *,
            usage_paths: list[Path] | None = None, packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
-           fail_on_new_deprecations: bool = False) -> dict[str, Any]:
+           fail_on_new_deprecations: bool = False, usage_scan: usage.Scan | None = None) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
     sections to a report from ``optax_gate.gate.compare.compare`` and bump its
     schema to 2; a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
     and ``candidate`` are the run records (``site_packages``, ``lock_file``,
-    ``warnings``). Returns ``report``, changed in place."""
-    uses = usage.scan(usage_paths) if usage_paths else None
+    ``warnings``); ``usage_scan``: the scan of ``usage_paths`` when already
+    made (the gate scans before anything runs). Returns ``report``, changed
+    in place; with ``--usage``, each finding lists the team's call sites of its
+    APIs (``optax_gate.gate.call_sites``)."""
+    scan = usage_scan if usage_scan is not None else usage.scan(usage_paths) if usage_paths else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     report["schema"] = SCHEMA
-    report["usage"] = None if uses is None else {
-        "paths": [str(p) for p in usage_paths or []], "files": len({u.where.split(":", 1)[0] for u in uses}), "uses": len(uses)}
+    report["usage"] = None if scan is None else scan.to_json()
     start = time.monotonic()
-    report["surface"] = surface_section(sites[0], sites[1], packages, uses, _contracted(report))
+    report["surface"] = surface_section(sites[0], sites[1], packages, scan, _contracted(report))
     report["warnings"] = warnings_section(report, baseline, candidate, fail_on_new_deprecations)
-    report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], uses)
+    report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
+    if scan is not None:
+        targets = {p: e.target for p, e in _surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
+        call_sites.annotate(report, scan, targets)
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)
@@ -140,4 +166,10 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         report["reasons"].append(f"beyond the contracts: {what} finding(s) broken")
         if report["verdict"] == "pass":
             report["verdict"] = "fail"
+    if scan is not None and scan.not_scanned:
+        unsure = report["surface"].get("counts", {}).get("cannot-tell", 0)
+        report.setdefault("notes", []).append(
+            f"--usage: {len(scan.not_scanned)} file(s) not scanned ({', '.join(n.path for n in scan.not_scanned[:3])}"
+            f"{', …' if len(scan.not_scanned) > 3 else ''}): what they use cannot be told; {unsure} API surface "
+            "change(s) read cannot-tell (see Your code)")
     return report

@@ -2,7 +2,9 @@
 changes touch it (``--usage PATH...``).
 
 :func:`scan` reads ``.py`` files and the code cells of ``.ipynb`` notebooks
-with the standard ``ast`` module (nothing is imported or run) and records
+with the standard ``ast`` module (nothing is imported or run; a file that
+cannot be read or parsed is listed with its reason, never dropped:
+``optax_gate.gate.usage_files``) and records
 each *use*: an import (``import optax as ox``, ``from optax import adamw``,
 ``from flax import nnx``), an attribute chain through an imported name
 (``ox.losses.huber_loss``), and each call site with how its arguments are
@@ -29,12 +31,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
-import os
 from pathlib import Path
 from typing import Any, Iterable
 
 from optax_gate.gate import surface as surface_mod
+from optax_gate.gate import usage_files
 from optax_gate.gate.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 
 TRACKED = ("optax", "flax", "jax")
@@ -56,44 +57,6 @@ class Use:
     positional: int | None = None
     keywords: tuple[str, ...] = ()
     star_kwargs: bool = False
-
-
-def _sources(paths: Iterable[Path]) -> list[tuple[Path, str]]:
-    """``(file, display name)`` of every ``.py`` / ``.ipynb`` under ``paths``,
-    sorted; hidden folders (``.nox``, ``.venv``, ``.git``), ``venv``, ``reports``,
-    ``site-packages``, ``__pycache__`` and ``node_modules`` are skipped."""
-    out = []
-    for root in paths:
-        root = Path(root)
-        if root.is_file():
-            out.append((root, root.name))
-            continue
-        found = []
-        for folder, dirs, files in os.walk(root):
-            # prune while walking: never descend into environments or caches (.nox holds GBs)
-            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS]
-            found += [Path(folder) / f for f in files if f.endswith((".py", ".ipynb"))]
-        out += [(f, f.relative_to(root).as_posix()) for f in sorted(found)]
-    return out
-
-
-#: Folders never scanned for the team's code: environments, caches, reports.
-_SKIPPED_FOLDERS = ("site-packages", "__pycache__", "node_modules", "venv", "reports")
-
-
-def _cells(path: Path) -> list[tuple[str, str]]:
-    """``(label prefix, code)`` per code cell of a notebook; IPython magics and
-    shell lines are blanked so line numbers stay those of the cell."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    out = []
-    for i, cell in enumerate(nb.get("cells", []), start=1):
-        if cell.get("cell_type") != "code":
-            continue
-        src = cell.get("source", "")
-        text = "".join(src) if isinstance(src, list) else src
-        lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in text.splitlines()]
-        out.append((f"cell {i}:", "\n".join(lines)))
-    return out
 
 
 class _Scanner:
@@ -158,27 +121,43 @@ class _Scanner:
                     inner = inner.value
 
 
-def scan(paths: Iterable[Path]) -> list[Use]:
+@dataclasses.dataclass
+class Scan:
+    """The uses found under the ``--usage`` paths, how many files were found
+    and scanned, and the files (or notebook cells) not scanned with their
+    reasons (``optax_gate.gate.usage_files``)."""
+
+    paths: list[str]
+    uses: list[Use]
+    found: int
+    scanned: int
+    not_scanned: list[usage_files.NotScanned]
+
+    def may_use(self, public_path: str) -> list[usage_files.NotScanned]:
+        """The files not scanned that can hold a use of ``public_path``."""
+        return [n for n in self.not_scanned if usage_files.may_use(n, public_path)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"paths": self.paths, "files": self.found, "scanned": self.scanned,
+                "not_scanned": [n.to_json() for n in self.not_scanned], "uses": len(self.uses)}
+
+
+def scan(paths: Iterable[Path]) -> Scan:
     """Every use of optax / flax / jax in the ``.py`` and ``.ipynb`` files
     under ``paths``, and every import of any other module (for the dependency
-    diff). A file that does not parse is skipped (listed by
-    :func:`unparsable`)."""
+    diff). A file that cannot be read or parsed is never dropped silently:
+    it is in ``Scan.not_scanned`` with its reason."""
+    paths = [Path(p) for p in paths]
+    parsed = usage_files.parse(paths)
     uses: list[Use] = []
-    for path, name in _sources(paths):
+    for trees in parsed.trees.values():
         scanner = _Scanner()
-        parts = _cells(path) if path.suffix == ".ipynb" else [("", path.read_text(encoding="utf-8", errors="replace"))]
-        trees = []
-        for prefix, code in parts:
-            try:
-                trees.append((ast.parse(code), f"{name}:{prefix}"))
-            except SyntaxError:
-                continue
         for tree, label in trees:  # a notebook's imports hold in every later cell; be generous: in all cells
             scanner.imports(tree, label)
         for tree, label in trees:
             scanner.expressions(tree, label)
         uses.extend(scanner.uses)
-    return uses
+    return Scan([str(p) for p in paths], uses, parsed.found, parsed.scanned, parsed.not_scanned)
 
 
 def imported_modules(uses: Iterable[Use]) -> dict[str, list[str]]:
@@ -246,7 +225,9 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
         verb = {"import": "imports", "attribute": "uses", "call": "calls"}[u.how]
         for r in by_path[path]:
             change = r["change"]
-            if change in ("removed", "moved"):
+            if change == "deprecated":
+                r["uses"].append(f"{u.where}: {verb} {u.path}; deprecated in the candidate ({r['new']})")
+            elif change in ("removed", "moved"):
                 err = "ImportError" if u.how == "import" else "AttributeError"
                 where_now = f" (now {r['new']})" if change == "moved" else ""
                 r["uses"].append(f"{u.where}: {verb} {u.path}; {change} in the candidate{where_now} → {err}")

@@ -1,0 +1,121 @@
+"""The team's call sites on every finding (``--usage``), applied after the
+findings are formed (``optax_gate.gate.findings``) and the sections beyond
+the contracts are built (``optax_gate.gate.unseen``).
+
+:func:`annotate` adds to each finding of the report:
+
+- ``your_code``: the ``file:line`` of each use of the finding's APIs in the
+  team's code (calls and attribute uses; the import lines when the API is only
+  imported), in file order;
+- ``your_code_not_scanned``: the files under ``--usage`` that were read but
+  not parsed and whose text names one of those APIs (``usage_files.may_use``):
+  "cannot tell", never "not used". A file that could not be read at all (a
+  dangling link, no permission) may use any API: the report's notes and its
+  "Your code" section say so once, not on every finding;
+
+and moves the findings that touch the team's code (a non-empty ``your_code``)
+first, keeping the order among each group, renumbered from 1. Rows of the
+warnings section that name APIs get ``your_code`` too.
+
+A finding's APIs are those of its contract rows (``api`` of each row): a
+public path (``optax.adamw``), several joined by ``+``
+(``jax.shard_map+optax.sgd``), with a variant after ``@``
+(``optax.MultiSteps@shard_map``) or ``:`` (``jax.pmap:axis-name``), or
+``nnx:NAME`` for ``flax.nnx.NAME``; labels without a dotted path
+(``resume:...``) name no API.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from optax_gate.gate import usage
+
+#: Most sites named on one finding in report.md (report.json has them all).
+SHOWN = 8
+
+
+def apis_of(label: str) -> list[str]:
+    """The public paths a contract's ``api`` label names (see the module docstring)."""
+    out = []
+    for part in label.split("+"):
+        part = part.split("@", 1)[0].strip()
+        if part.startswith("nnx:"):
+            part = "flax.nnx." + part[4:]
+        part = part.split(":", 1)[0]
+        if "." in part and part not in out:
+            out.append(part)
+    return out
+
+
+def _definition(path: str, targets: dict[str, str]) -> str:
+    """Where ``path`` is defined (``optax.losses.huber_loss`` and
+    ``optax.huber_loss`` -> ``optax.losses._regression.huber_loss``): the
+    longest public prefix known to ``targets``, the rest kept; ``path`` itself
+    when no prefix is known."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        head = ".".join(parts[:cut])
+        if head in targets:
+            return ".".join([targets[head], *parts[cut:]])
+    return path
+
+
+def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:
+    """``file:line`` of the team's uses of ``apis`` (a use of the path itself or
+    of a member below it, under any public path of the same definition:
+    ``targets`` maps public paths to definitions, from the baseline's static
+    surface), calls and attribute uses first found; imports only when nothing
+    else uses them. No duplicates, in scan order."""
+    targets = targets or {}
+    wanted = {x for a in apis for x in (a, _definition(a, targets))}
+
+    def hit(path: str) -> bool:
+        return any(p == w or p.startswith(w + ".") for p in (path, _definition(path, targets)) for w in wanted)
+    hits = [u for u in scan.uses if hit(u.path)]
+    used = [u.where for u in hits if u.how != "import"] or [u.where for u in hits]
+    return list(dict.fromkeys(used))
+
+
+def _not_scanned(scan: usage.Scan, apis: list[str]) -> list[str]:
+    """Files read but not parsed whose text names one of ``apis`` (files not
+    read at all may use any API: the report says so once, not per finding)."""
+    return list(dict.fromkeys(n.path for a in apis for n in scan.may_use(a) if n.content is not None))
+
+
+def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] | None = None) -> dict[str, Any]:
+    """Add ``your_code`` / ``your_code_not_scanned`` to each finding (and to the
+    warnings rows naming APIs), findings touching the team's code first;
+    ``targets``: public path -> definition (``Entry.target`` of the baseline's
+    surface), so a use through another public path of the same function
+    counts. Returns ``report``, changed in place."""
+    api_of = {row["id"]: row.get("api") or "" for row in report.get("contracts", [])}
+    findings = report.get("findings")
+    if isinstance(findings, list):
+        for f in findings:
+            labels = [api_of.get(cid, "") for cid in f.get("contracts", [])] or [f.get("api", "")]
+            apis = list(dict.fromkeys(a for label in labels for a in apis_of(label)))
+            f["your_code"] = sites(scan, apis, targets)
+            f["your_code_not_scanned"] = _not_scanned(scan, apis)
+        findings.sort(key=lambda f: not f["your_code"])  # stable: the order among each group stays
+        for number, f in enumerate(findings, 1):
+            f["number"] = number
+    for row in (report.get("warnings") or {}).get("rows", []):
+        apis = list(row.get("apis") or [])
+        if apis:
+            row["your_code"] = sites(scan, apis, targets)
+    return report
+
+
+def suffix(item: dict[str, Any]) -> str:
+    """Markdown to append to a finding's line: ``; your code: a.py:3, b.py:9``
+    and the files not scanned that may use its APIs (empty without ``--usage``)."""
+    out = ""
+    where = item.get("your_code") or []
+    if where:
+        more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""
+        out += " — **your code**: " + ", ".join(f"`{w}`" for w in where[:SHOWN]) + more
+    unscanned = item.get("your_code_not_scanned") or []
+    if unscanned:
+        out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[:SHOWN])
+    return out

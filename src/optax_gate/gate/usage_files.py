@@ -1,0 +1,242 @@
+"""The files under ``--usage`` and their syntax trees, never failing open.
+
+:func:`parse` finds every ``.py`` and ``.ipynb`` file under the given paths
+and parses it with the standard ``ast`` module (nothing is imported or run).
+Each file ends in exactly one of two lists: parsed (its trees, one per code
+cell for a notebook), or :class:`NotScanned` with the reason in words:
+
+- ``syntax error at line N: ...`` (a ``.py`` file or a notebook cell),
+- ``undecodable bytes: not utf-8 at byte N`` (the encoding of a ``.py`` file
+  is read from its coding cookie or BOM, PEP 263; a notebook is UTF-8 JSON),
+- ``unreadable: permission denied`` (or the operating system's words),
+- ``symlink loop`` / ``dangling symlink (to TARGET)``,
+- ``not a JSON notebook: ...`` (an empty ``.ipynb`` included), ``not a
+  notebook: no list of cells``, a cell magic that is not Python
+  (``%%bash``), and a folder that cannot be listed (``unreadable folder``).
+
+Folders that are never the team's code are skipped by design, not listed:
+hidden folders (``.git``, ``.nox``, ``.venv``), ``venv``, ``site-packages``,
+``__pycache__``, ``node_modules`` and ``reports``. Folder symlinks are
+followed; one that leads back into a folder already being walked is not
+walked twice (its files are scanned once, under their first path).
+
+:func:`may_use` says whether a file that was not scanned can hold a use of a
+public path: it can unless its bytes were read and the path's last name
+(``adamw`` of ``optax.adamw``) does not occur in them; an unread file can hold
+anything. Why written by hand: ``ast`` parses, but no library reports every
+file it could not read with a reason and keeps the rest.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import errno
+import io
+import json
+import os
+import re
+import tokenize
+from pathlib import Path
+from typing import Iterable
+
+SUFFIXES = (".py", ".ipynb")
+#: Folders never scanned for the team's code: environments, caches, reports.
+SKIPPED_FOLDERS = ("site-packages", "__pycache__", "node_modules", "venv", "reports")
+#: Cell magics whose body is Python: the magic line becomes ``pass`` and the rest is parsed.
+PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
+
+
+@dataclasses.dataclass(frozen=True)
+class NotScanned:
+    """A file (``notebook.ipynb:cell N`` for one cell, ``folder/`` for a
+    folder) under ``--usage`` that was not scanned, and why. ``content``: its
+    bytes when they could be read (for :func:`may_use`), else None."""
+
+    path: str
+    reason: str
+    content: bytes | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclasses.dataclass
+class Parsed:
+    """The scan of the ``--usage`` paths: ``trees`` per scanned file (display
+    name -> ``[(tree, label prefix)]``), the files found and those not scanned."""
+
+    trees: dict[str, list[tuple[ast.AST, str]]]
+    found: int
+    not_scanned: list[NotScanned]
+
+    @property
+    def scanned(self) -> int:
+        """Files scanned whole (a notebook with a cell that does not parse is not)."""
+        partial = {n.path.split(":cell ", 1)[0] for n in self.not_scanned}
+        return sum(1 for name in self.trees if name not in partial)
+
+
+def may_use(entry: NotScanned, public_path: str) -> bool:
+    """Whether ``entry`` (not scanned) can hold a use of ``public_path``."""
+    if entry.content is None:
+        return True
+    return public_path.rsplit(".", 1)[-1].encode("ascii", "replace") in entry.content
+
+
+def _files(paths: Iterable[Path]) -> tuple[list[tuple[Path, str]], list[NotScanned]]:
+    """``(file, display name)`` of every ``.py`` / ``.ipynb`` under ``paths``,
+    sorted, and the folders that could not be listed. Names are relative to
+    their root, prefixed by the root when more than one path is given."""
+    paths = [Path(p) for p in paths]
+    out: list[tuple[Path, str]] = []
+    problems: list[NotScanned] = []
+    for root in paths:
+        prefix = f"{root.as_posix().rstrip('/')}/" if len(paths) > 1 else ""
+        if not root.is_dir():
+            out.append((root, prefix.rstrip("/") or root.name))
+            continue
+        found: list[Path] = []
+        seen = {os.path.realpath(root)}
+
+        def unreadable(exc: OSError, root: Path = root, prefix: str = prefix) -> None:
+            rel = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
+            problems.append(NotScanned(f"{prefix}{rel}/", f"unreadable folder: {(exc.strerror or str(exc)).lower()}"))
+
+        for folder, dirs, files in os.walk(root, onerror=unreadable, followlinks=True):
+            keep = []
+            for d in sorted(dirs):
+                real = os.path.realpath(os.path.join(folder, d))
+                if d.startswith(".") or d in SKIPPED_FOLDERS or real in seen:
+                    continue
+                seen.add(real)
+                keep.append(d)
+            dirs[:] = keep
+            found += [Path(folder) / f for f in files if f.endswith(SUFFIXES)]
+        out += [(f, prefix + f.relative_to(root).as_posix()) for f in sorted(found)]
+    return out, problems
+
+
+def _read(path: Path) -> bytes | str:
+    """The bytes of ``path``, or the reason they cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        if path.is_symlink() and exc.errno == errno.ELOOP:
+            return "symlink loop"
+        if path.is_symlink() and exc.errno == errno.ENOENT:
+            return f"dangling symlink (to {os.readlink(path)})"
+        if isinstance(exc, PermissionError):
+            return "unreadable: permission denied"
+        return f"unreadable: {(exc.strerror or str(exc)).lower()}"
+
+
+def _syntax(exc: SyntaxError) -> str:
+    return f"syntax error at line {exc.lineno}: {exc.msg}" if exc.lineno else f"syntax error: {exc.msg}"
+
+
+def _tree(code: str) -> ast.AST | str:
+    """The syntax tree of ``code``, or why it has none."""
+    try:
+        return ast.parse(code)
+    except SyntaxError as exc:
+        return _syntax(exc)
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes; code nested too deep for the parser
+        return f"cannot parse: {type(exc).__name__}: {exc}"
+
+
+def _python(name: str, data: bytes) -> list[tuple[ast.AST, str]] | NotScanned:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+    except SyntaxError as exc:  # an unknown coding cookie
+        return NotScanned(name, _syntax(exc), data)
+    except UnicodeDecodeError as exc:
+        return NotScanned(name, f"undecodable bytes: not {exc.encoding} at byte {exc.start}", data)
+    tree = _tree(text)
+    return NotScanned(name, tree, data) if isinstance(tree, str) else [(tree, f"{name}:")]
+
+
+def _cell_code(cell: dict) -> str | None:
+    src = cell.get("source", "")
+    text = "".join(src) if isinstance(src, list) else src
+    return text if isinstance(text, str) else None
+
+
+def _python_line(line: str) -> str:
+    """A notebook line with its IPython magic or shell command made Python of
+    the same indentation (``!pip install x`` under an ``if`` -> ``pass``;
+    ``files = !ls`` -> ``files = None``), so the cell parses and its line
+    numbers stay."""
+    stripped = line.lstrip()
+    indent = line[:len(line) - len(stripped)]
+    if stripped.startswith(("%", "!")):
+        return indent + "pass"
+    assigned = _SHELL_ASSIGNMENT.match(stripped)
+    return f"{indent}{assigned.group(1)} = None" if assigned else line
+
+
+_SHELL_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=\s*[!%]")
+
+
+def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[NotScanned]]:
+    """A notebook's code cells: IPython magics and shell lines become Python
+    (:func:`_python_line`) so line numbers stay those of the cell."""
+    try:
+        nb = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return [], [NotScanned(name, f"undecodable bytes: not utf-8 at byte {exc.start}", data)]
+    except json.JSONDecodeError as exc:
+        why = "the file is empty" if not data.strip() else f"{exc.msg} at line {exc.lineno}"
+        return [], [NotScanned(name, f"not a JSON notebook: {why}", data)]
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        return [], [NotScanned(name, "not a notebook: no list of cells (nbformat 4)", data)]
+    trees, problems = [], []
+    for i, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        where, text = f"{name}:cell {i}", _cell_code(cell)
+        if text is None:
+            problems.append(NotScanned(where, "not a notebook cell: its source is not text", data))
+            continue
+        lines = text.splitlines()
+        magic = lines[0].split()[0] if lines and lines[0].startswith("%%") and lines[0].split() else ""
+        if magic and magic not in PYTHON_CELL_MAGICS:
+            problems.append(NotScanned(where, f"cell magic {magic}: not Python", text.encode("utf-8", "replace")))
+            continue
+        code = "\n".join(_python_line(ln) for ln in lines)
+        tree = _tree(code)
+        if isinstance(tree, str):
+            problems.append(NotScanned(where, tree, text.encode("utf-8", "replace")))
+        else:
+            trees.append((tree, f"{where}:"))
+    return trees, problems
+
+
+def parse(paths: Iterable[Path]) -> Parsed:
+    """Find and parse every ``.py`` / ``.ipynb`` file under ``paths`` (files or
+    folders). Never raises for a file: each one is parsed or listed in
+    ``not_scanned`` with its reason (see the module docstring)."""
+    files, not_scanned = _files(paths)
+    trees: dict[str, list[tuple[ast.AST, str]]] = {}
+    for path, name in files:
+        data = _read(path)
+        if isinstance(data, str):
+            not_scanned.append(NotScanned(name, data))
+            continue
+        try:
+            if path.suffix == ".ipynb":
+                parts, problems = _notebook(name, data)
+                not_scanned += problems
+                if parts or not problems:
+                    trees[name] = parts
+            else:
+                result = _python(name, data)
+                if isinstance(result, NotScanned):
+                    not_scanned.append(result)
+                else:
+                    trees[name] = result
+        except Exception as exc:  # fail closed: a file the scanner trips on is listed, never dropped
+            not_scanned.append(NotScanned(name, f"scanner error: {type(exc).__name__}: {exc}", data))
+    return Parsed(trees, len(files), not_scanned)

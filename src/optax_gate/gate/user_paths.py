@@ -1,0 +1,99 @@
+"""Paths the user types, read from where the user stands, and the checks of
+``--usage`` made before anything runs.
+
+``./noxw`` changes into the project folder before it starts nox, so a
+relative path given from a subfolder (``cd tests && ../noxw -s gate --
+--usage contracts/team``) would be read from the project folder. ``noxw``
+exports the folder it was started from as ``OPTAX_GATE_INVOKED_FROM``;
+:func:`user_path` (the argparse ``type`` of every path option) joins a
+relative path to it. Defaults (``requirements-lock.txt``, ``reports/gate``)
+are not typed by the user and stay relative to the project folder. A path
+inside the current folder is kept relative (shorter in the report).
+
+``--usage`` takes one path per occurrence and is repeated
+(``--usage src --usage notebooks``): SPECs after it stay SPECs.
+:func:`refuse_paths_as_specs` refuses a SPEC that names an existing file or
+folder and no package of the baseline (``--usage a b`` would take ``b`` as a
+SPEC) with the hint ``did you mean --usage b?``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+from typing import Iterable
+
+from optax_gate.gate import requirements, usage, validate
+from optax_gate.gate.usage_files import SUFFIXES
+
+INVOKED_FROM = "OPTAX_GATE_INVOKED_FROM"
+
+
+def user_path(text: str) -> Path:
+    """``text`` as a path read from the folder the user invoked ``noxw`` from
+    (``$OPTAX_GATE_INVOKED_FROM``; the current folder when unset)."""
+    path = Path(text).expanduser()
+    base = os.environ.get(INVOKED_FROM)
+    if path.is_absolute() or not base:
+        return path
+    full = os.path.normpath(os.path.join(base, path))
+    here = os.getcwd()
+    return Path(os.path.relpath(full, here)) if full == here or full.startswith(here + os.sep) else Path(full)
+
+
+def _link_problem(path: Path) -> str | None:
+    if not path.is_symlink() or path.exists():
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop"
+    return f"is a dangling symlink (to {os.readlink(path)})"
+
+
+def check_usage(paths: Iterable[Path] | None) -> usage.Scan | None:
+    """Check each ``--usage`` path and scan the team's code (None without
+    ``--usage``): files that cannot be scanned are listed in the scan, never a
+    reason to stop.
+
+    Raises:
+      validate.InvalidInput: a path that does not exist, is a dangling
+        symlink or a symlink loop, cannot be read, or is a file that is not
+        ``.py`` / ``.ipynb``.
+    """
+    paths = list(paths or [])
+    if not paths:
+        return None
+    for path in paths:
+        link = _link_problem(path)
+        if link:
+            raise validate.InvalidInput(f"--usage {path} {link}")
+        if not path.exists():
+            where = os.environ.get(INVOKED_FROM)
+            raise validate.InvalidInput(f"--usage {path} does not exist" + (f" (read from {where})" if where else ""))
+        if not os.access(path, os.R_OK):
+            raise validate.InvalidInput(f"--usage {path} cannot be read (permission denied)")
+        if path.is_file() and not path.name.endswith(SUFFIXES):
+            raise validate.InvalidInput(f"--usage {path} is not a .py or .ipynb file (nor a folder)")
+    return usage.scan(paths)
+
+
+def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
+    """Refuse a SPEC that names an existing file or folder and is not a
+    package of the baseline lock (``known``): most likely a second path after
+    ``--usage``, which takes one.
+
+    Raises:
+      validate.InvalidInput: with the hint ``did you mean --usage PATH?``.
+    """
+    for spec in specs:
+        try:
+            named = requirements.canonical_name(spec) in known
+        except ValueError:
+            named = False
+        if not named and user_path(spec).exists():
+            raise validate.InvalidInput(
+                f"{spec!r} is a file or folder, not a requirement SPEC: did you mean --usage {spec}? "
+                "(--usage takes one path; repeat it for more: --usage src --usage notebooks)")

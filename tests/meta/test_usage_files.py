@@ -1,0 +1,148 @@
+"""The ``--usage`` scan never fails open (``optax_gate.gate.usage_files``):
+a team tree with every kind of file that cannot be scanned, beside good ones;
+each bad file is listed with its reason (worked out by hand from the bytes
+written here), the counts say scanned / not scanned, and an API change whose
+use may sit in a file not scanned reads ``cannot-tell``, never unaffected."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
+
+from optax_gate.gate import compare, report_json, report_markdown, unseen, usage  # noqa: E402
+from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
+
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells], "nbformat": 4})
+
+
+def bad_tree(root: Path, monkeypatch) -> Path:
+    """Good files and one of each kind of file that cannot be scanned."""
+    team = root / "team"
+    (team / "pkg").mkdir(parents=True)
+    (team / "train.py").write_text("import optax\n\ntx = optax.clip(g, 1.0)\n")  # scanned: breaks (clip lost max_norm)
+    (team / "pkg" / "ok.ipynb").write_text(_notebook("import optax\n", "optax.scale(1e-3)\n"))
+    (team / "pkg" / "shell.ipynb").write_text(_notebook("import optax\nif colab:\n    !pip install x\nfiles = !ls\n%%time\n",
+                                                        "%%time\noptax.needs(1)\n"))  # shell lines and %%time: Python
+    (team / "broken.py").write_text("import optax\n\ndef f(:\n    optax.renamed_clip(t, 1.0)\n")
+    (team / "latin.py").write_bytes(b"import optax\nname = '\xe9t\xe9'\n")  # latin-1 bytes, no coding cookie
+    (team / "loop.py").symlink_to("loop.py")
+    (team / "dangling.py").symlink_to("missing.py")
+    (team / "empty.ipynb").write_text("")
+    (team / "text.ipynb").write_text("print('not json')\n")
+    (team / "cells.ipynb").write_text(_notebook("import optax\n", "optax.posonly(\n"))
+    secret = team / "secret.py"
+    secret.write_text("import optax\noptax.swap(1, 2)\n")
+    secret.chmod(0)
+    if AS_ROOT:  # root reads a mode-000 file anyway: the refusal the kernel would give is simulated
+        real = Path.read_bytes
+
+        def read_bytes(self):
+            if self.name == "secret.py":
+                raise PermissionError(13, "Permission denied", str(self))
+            return real(self)
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    return team
+
+
+EXPECTED = {
+    "broken.py": "syntax error at line 3: invalid syntax",
+    "latin.py": "undecodable bytes: not utf-8 at byte 21",
+    "loop.py": "symlink loop",
+    "dangling.py": "dangling symlink (to missing.py)",
+    "empty.ipynb": "not a JSON notebook: the file is empty",
+    "text.ipynb": "not a JSON notebook: Expecting value at line 1",
+    "cells.ipynb:cell 2": "syntax error at line 1: '(' was never closed",
+    "secret.py": "unreadable: permission denied",
+}
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return bad_tree(tmp_path, monkeypatch)
+
+
+def test_every_file_is_scanned_or_listed_with_its_reason(team):
+    scan = usage.scan([team])
+    assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
+    assert (scan.found, scan.scanned) == (11, 3)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb; cells.ipynb only in part
+    assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:cell 2:1", "pkg/shell.ipynb:cell 2:2"}
+    assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [
+        {"path": k, "reason": v} for k, v in sorted(EXPECTED.items())]
+
+
+@pytest.mark.skipif(AS_ROOT, reason="root lists a mode-000 folder anyway; the file case above covers the refusal")
+def test_a_folder_that_cannot_be_listed_is_listed(tmp_path):
+    (tmp_path / "closed").mkdir()
+    (tmp_path / "closed" / "x.py").write_text("import optax\n")
+    (tmp_path / "closed").chmod(0)
+    try:
+        scan = usage.scan([tmp_path])
+    finally:
+        (tmp_path / "closed").chmod(0o755)
+    assert [(n.path, n.reason) for n in scan.not_scanned] == [("closed/", "unreadable folder: permission denied")]
+
+
+def _section(tmp_path, scan):
+    base = build(tmp_path / "base", BASE_INIT, BASE_SRC, contrib=False)
+    cand = build(tmp_path / "cand", CAND_INIT, CAND_SRC, contrib=True)
+    return unseen.surface_section(base, cand, ("optax",), scan, contracted=set())
+
+
+def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "train.py").write_text("import optax\noptax.scale(1e-3)\n")
+    (team / "broken.py").write_text("import optax\noptax.renamed_clip(t, 1.0\n")  # syntax error; names renamed_clip only
+    section = _section(tmp_path, usage.scan([team]))
+    verdicts = {(r["path"], r["change"]): (r["verdict"], r.get("not_scanned")) for r in section["rows"]}
+    assert verdicts[("optax.renamed_clip", "parameter-renamed")] == ("cannot-tell", ["broken.py"])
+    assert verdicts[("optax.posonly", "positional-only")] == ("changed", None)  # its name is nowhere in broken.py
+    assert verdicts[("optax.scale", "default-changed")] == ("changed", None)  # compatible: nothing to tell
+
+
+def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path, team):
+    scan = usage.scan([team])
+    section = _section(tmp_path, scan)
+    by = {(r["path"], r["change"], r["param"]): r["verdict"] for r in section["rows"]}
+    assert by[("optax.clip", "parameter-removed", "max_norm")] == "broken"  # train.py:3, scanned
+    incompatible_not_broken = {k: v for k, v in by.items() if v not in ("broken", "new") and k[1] not in ("default-changed", "parameter-added")}
+    assert incompatible_not_broken and set(incompatible_not_broken.values()) == {"cannot-tell"}  # loop.py etc. may use anything
+    report = {"usage": scan.to_json(), "surface": section}
+    text = "\n".join(report_markdown.report_surface.markdown(report))
+    for path, reason in EXPECTED.items():
+        assert f"| `{path}` | {reason} |" in text
+    assert "3 of 11 file(s) scanned, 8 not scanned" in text
+
+
+def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    from tests.meta.test_beyond_contracts import SCHEMA
+    from tests.meta.test_compare import record
+    base, cand = record(golden_a="passed"), record(golden_a="passed")
+    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team]))
+    assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 8
+    assert [n for n in report["notes"] if n.startswith("--usage:")] == [
+        "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:cell 2, dangling.py, …): what they use cannot be told; "
+        "0 API surface change(s) read cannot-tell (see Your code)"]  # no environments here: the surface was not compared
+    jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
+
+
+def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path):
+    from tests.meta.test_beyond_contracts import NEW_LOCK, OLD_LOCK
+    (tmp_path / "old.txt").write_text(OLD_LOCK)
+    (tmp_path / "new.txt").write_text(NEW_LOCK)
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "broken.py").write_text("import chex\n\ndef f(:\n")  # chex: removed in NEW_LOCK
+    section = unseen.dependencies_section({"lock_file": str(tmp_path / "old.txt")}, {"lock_file": str(tmp_path / "new.txt")},
+                                          None, None, usage.scan([team]))
+    assert {r["name"]: (r["verdict"], r.get("not_scanned")) for r in section["rows"]} == {
+        "chex": ("cannot-tell", ["broken.py"]), "jax": ("changed", None), "numpy": ("changed", None),
+        "ml-dtypes": ("changed", None)}

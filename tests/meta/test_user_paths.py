@@ -1,0 +1,71 @@
+"""Paths read from where the user stands, and ``--usage`` checked before
+anything runs (``optax_gate.gate.user_paths``): one path per ``--usage``,
+repeatable; a SPEC that is a path is refused with a hint; a dangling or
+looping ``--usage`` link is exit 2 up front."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate import cli, user_paths, validate
+from tests.meta.test_cli import LOCK, ROOT, gate_cli, latest_report
+
+
+def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path, monkeypatch):
+    (tmp_path / "tests" / "contracts").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(user_paths.INVOKED_FROM, str(tmp_path / "tests"))
+    assert user_paths.user_path("contracts/team") == Path("tests/contracts/team")  # inside the project: kept relative
+    assert user_paths.user_path("../../elsewhere") == Path(os.path.normpath(tmp_path / "../elsewhere"))
+    assert user_paths.user_path("/abs/x") == Path("/abs/x")
+    monkeypatch.delenv(user_paths.INVOKED_FROM)
+    assert user_paths.user_path("contracts/team") == Path("contracts/team")
+
+
+def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
+    monkeypatch.delenv(user_paths.INVOKED_FROM, raising=False)
+    args = cli.parse(["gate", "--usage", "src", "optax==0.2.8", "--usage", "notebooks", "jax==0.12.0.1"])
+    assert args.usage == [Path("src"), Path("notebooks")] and args.specs == ["optax==0.2.8", "jax==0.12.0.1"]
+    defaults = cli.parse(["gate"])
+    assert defaults.usage is None and defaults.out == Path("reports/gate")  # defaults stay the project's
+
+
+def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.setenv(user_paths.INVOKED_FROM, str(tmp_path))
+    with pytest.raises(validate.InvalidInput, match=r"'notebooks' is a file or folder, not a requirement SPEC: did you mean --usage notebooks\?"):
+        user_paths.refuse_paths_as_specs(["optax==0.2.8", "notebooks"], {"optax"})
+    user_paths.refuse_paths_as_specs(["optax==0.2.8"], {"optax"})  # no path, no refusal
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda t: (t / "gone.py").symlink_to("missing.py") or t / "gone.py", "is a dangling symlink (to missing.py)"),
+    (lambda t: (t / "self").symlink_to("self") or t / "self", "is a symlink loop"),
+    (lambda t: t / "nope", "does not exist"),
+    (lambda t: (t / "notes.md").write_text("x") and t / "notes.md", "is not a .py or .ipynb file (nor a folder)"),
+])
+def test_a_bad_usage_path_is_refused(tmp_path, make, message):
+    path = make(tmp_path)
+    with pytest.raises(validate.InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        user_paths.check_usage([path])
+
+
+def test_a_dangling_usage_link_is_exit_2_before_anything_runs(tmp_path):
+    (tmp_path / "team").symlink_to(tmp_path / "moved-away")
+    out = tmp_path / "out"
+    status, stdout, stderr, seconds = gate_cli("--candidate-lock", str(LOCK), "--usage", str(tmp_path / "team"), out=out)
+    assert status == 2 and "is a dangling symlink" in stderr and "Traceback" not in stderr, stdout + stderr
+    assert seconds < 10 and latest_report(out)["verdict"] == "not-verified"
+
+
+def test_noxw_passes_the_folder_it_was_started_from(tmp_path):
+    """noxw exports the folder before changing into the project (read by the noxfile's gate/matrix sessions)."""
+    script = (ROOT / "noxw").read_text()
+    export = script.index('export NOXW_INVOKED_FROM="$PWD"')
+    assert export < script.index('cd "$root"')
+    proc = subprocess.run(["bash", "-c", script[:script.index('cd "$root"')] + 'echo "$NOXW_INVOKED_FROM"'],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.stdout.strip() == str(tmp_path)
+    assert 'OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM"' in (ROOT / "noxfile.py").read_text()
