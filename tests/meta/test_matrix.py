@@ -85,7 +85,7 @@ def real_matrix():
             "contracts": {r["id"]: contract(r, "passed") for r in rows}}
     cand = {**base, "label": "optax-0.2.8", "versions": REAL["candidate"]["versions"],
             "contracts": {r["id"]: contract(r, r.get("candidate", "passed"),
-                                            findings._defect_parts(r)[2] if findings.is_defect_fixed(r) else r.get("detail", ""))
+                                            findings.defect_parts(r)[2] if findings.is_defect_fixed(r) else r.get("detail", ""))
                           for r in rows}}
     envs = [{"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
             {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},
