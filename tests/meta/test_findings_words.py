@@ -89,6 +89,7 @@ def test_pytest_text_in_words():
                                 "emitted. Emitted warnings: [].") == "did not warn (DeprecationWarning)"
     assert details.pytest_words("AssertionError: assert 3 == 4 + where 3 = len([1, 2, 3])") == "got 3, expected 4"
     assert details.pytest_words("AssertionError: step 1: x is 3, wanted 4") == "AssertionError: step 1: x is 3, wanted 4"
+    assert details.pytest_words("AssertionError: step 2: count assert 3 == 4 + where 3 = f()") == "step 2: count: got 3, expected 4"
     broken = findings.group([row("t.py::test_w", "Failed: DID NOT WARN. No warnings of type (<class 'FutureWarning'>,) "
                                  "were emitted. Emitted warnings: [].", api="optax.huber_loss")])
     assert broken[0]["cause"] == "did not warn (FutureWarning)"  # no "passed → failed": a broken row implies it

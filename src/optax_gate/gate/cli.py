@@ -402,6 +402,7 @@ def run_matrix(args: argparse.Namespace) -> int:
                 record = _run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints", say,
                                    requirements=[f"lock file {args.baseline_lock}"])
             else:
+                say(f"{name}: resolving {' '.join(names[name]['specs'])}")
                 record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs",
                                     out / "checkpoints", say)
                 record["speed"] = _speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", say, plot=False)

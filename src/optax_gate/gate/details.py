@@ -256,7 +256,8 @@ def pytest_words(detail: str) -> str:
         return f"did not warn ({_value(m[1])})" + (f"; warned instead: {shorten(emitted, 80)}" if emitted else "")
     parts = assertion_parts(detail)
     if parts:
-        return f"got {parts[0]}, expected {parts[1]}"
+        said = re.match(r"(?:AssertionError: )?(.*?)\s*assert ", detail)[1]  # the test's own message, if short
+        return (f"{said}: " if said and len(said) <= 80 else "") + f"got {parts[0]}, expected {parts[1]}"
     return re.sub(r" Use -v to get more diff\.?$", "", detail)
 
 

@@ -97,7 +97,7 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     if m:
         return ("raises", m["want"], row.get("kind") == "negative"), m
     words = pytest_words(detail)
-    bare = words != detail and words.startswith("got ")  # pytest's bare assert: the pattern alone says little
+    bare = bool(re.match(r"(?:AssertionError: )?assert ", detail))  # pytest's bare assert: the pattern alone says little
     return ("message", row.get("baseline"), row.get("candidate"), normalise(words),
             test_name(row["id"])[0] if bare else ""), words
 
