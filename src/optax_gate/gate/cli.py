@@ -22,7 +22,7 @@ Commands:
     (default ``reports/matrix``). ``--plan`` only prints the environments as
     JSON (for fanning out over CI runners), ``--only`` runs the named ones
     (``baseline`` included) into ``runs/``, ``--merge`` combines ``runs/``
-    into the report. A progress line at least every 30 s (``--heartbeat``)
+    into the report. A progress line at least every 25 s (``--heartbeat``)
     while an environment runs. Exit 2 when the baseline did not run; else 0
     once the report is written, or with ``--fail-on broken|changed`` (for
     scheduled jobs): 1 when an environment has a broken contract (or any
@@ -485,7 +485,7 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--fail-on", choices=matrix.FAIL_ON, default=None,
                    help="for scheduled jobs (with a full run or --merge): exit 1 when an environment has a broken contract "
                         "(broken) or any contract that differs (changed); else 2 when an environment is not verified")
-    m.add_argument("--heartbeat", type=_seconds, default=30.0, metavar="SECONDS",
+    m.add_argument("--heartbeat", type=_seconds, default=25.0, metavar="SECONDS",
                    help="longest silence on the console while an environment runs (default: %(default)s)")
     _environment_options(m, "reports/matrix")
     _speed_options(m)

@@ -1,13 +1,13 @@
 """Progress lines that never go quiet: :class:`Heartbeat` is a
 :class:`~optax_gate.gate.progress.Progress` that, when nothing was printed for
-``every`` seconds (30 by default), prints what is running and how far it got
+``every`` seconds (25 by default), prints what is running and how far it got
 (``optax-0.2.8: 412/723 contracts (still running)``), so a matrix run of
 several environments, one after the other, says something at least every
 30 s while each runs (issue 17).
 
-A background thread (standard library ``threading``) wakes about once a
-second; printing goes through one lock, so a heartbeat line never interleaves
-with a progress line.
+A background thread (standard library ``threading``) sleeps until the silence
+would reach ``every``; printing goes through one lock, so a heartbeat line
+never interleaves with a progress line.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class Heartbeat(Progress):
       stream: where lines go (default stderr, as ``Progress``).
     """
 
-    def __init__(self, every: float = 30.0, stream=None):
+    def __init__(self, every: float = 25.0, stream=None):
         super().__init__(stream)
         if not every > 0:
             raise ValueError(f"every must be > 0, got {every}")
@@ -60,13 +60,16 @@ class Heartbeat(Progress):
         self._state = ""
 
     def _beat(self) -> None:
-        while not self._stop.wait(min(1.0, self.every / 4)):
-            with self._lock:
-                quiet, state = time.monotonic() - self._last, self._state
-            if state and quiet >= self.every:
-                with self._lock:
-                    Progress.__call__(self, f"{state.removesuffix(' (still running)')} (still running)")
+        wait = self.every
+        while not self._stop.wait(wait):
+            with self._lock:  # wakes when the silence reaches `every`, not on a coarser tick
+                wait = self._last + self.every - time.monotonic()
+                if wait <= 0 and self._state:
+                    Progress.__call__(self, f"{self._state.removesuffix(' (still running)')} (still running)")
                     self._last = time.monotonic()
+                    wait = self.every
+                elif wait <= 0:
+                    wait = self.every
 
     def __enter__(self) -> Heartbeat:
         self._thread = threading.Thread(target=self._beat, name="optax-gate-heartbeat", daemon=True)
