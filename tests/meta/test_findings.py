@@ -3,7 +3,9 @@ report grouped by API and cause, and details in plain words.
 
 The main fixture, ``data/report-optax-0.2.8.json``, holds the 13 differing rows
 of the real gate report for optax 0.2.8 (jax/jaxlib 0.12.0.1) against the
-baseline, as the closing note of issues 2-5 quoted them.
+baseline, as the closing note of issues 2-5 quoted them;
+``data/report-optax-0.2.8-2026-12-01.json`` the 29 differing rows of the same
+upgrade judged by the 723-contract suite on 2026-12-01.
 """
 
 import json
@@ -17,6 +19,7 @@ from optax_gate.gate import findings, report_json, report_markdown
 from optax_gate.kit import tolerances
 
 REAL = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8.json").read_text())
+REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
 
 
 def row(cid, detail, change="broken", api="optax.sgd", kind="golden", defect="", baseline="passed", candidate="failed"):
@@ -24,16 +27,17 @@ def row(cid, detail, change="broken", api="optax.sgd", kind="golden", defect="",
             "candidate": candidate, "change": change, "detail": detail}
 
 
-def test_the_real_0_2_8_report_is_seven_findings():
+def test_the_real_0_2_8_report_is_six_findings():
+    """Seven findings before causes merged across APIs: the optimizer state
+    going bfloat16 → float32 was one for inject_hyperparams, one for MultiSteps."""
     found = findings.group(REAL["contracts"])
-    assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [
-        ("broken", "optax.MultiSteps", 4),
-        ("broken", "optax.inject_hyperparams", 3),
-        ("changed", "optax.inject_hyperparams", 2),
-        ("changed", "optax.MultiSteps", 1),
-        ("changed", "optax.add_decayed_weights", 1),
-        ("fixed", "optax.add_decayed_weights", 1),
-        ("fixed", "optax.inject_hyperparams", 1),
+    assert [(f["change"], f["api"], f["apis"], len(f["contracts"])) for f in found] == [
+        ("broken", "optax.MultiSteps", ["optax.MultiSteps"], 4),
+        ("broken", "optax.inject_hyperparams", ["optax.inject_hyperparams"], 3),
+        ("changed", "2 APIs", ["optax.MultiSteps", "optax.inject_hyperparams"], 3),
+        ("changed", "optax.add_decayed_weights", ["optax.add_decayed_weights"], 1),
+        ("fixed", "optax.add_decayed_weights", ["optax.add_decayed_weights"], 1),
+        ("fixed", "optax.inject_hyperparams", ["optax.inject_hyperparams"], 1),
     ]
     assert [f["text"] for f in found] == [
         "`optax.MultiSteps`: float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of "
@@ -41,19 +45,19 @@ def test_the_real_0_2_8_report_is_seven_findings():
         "trajectory over two full cycles ×3)",
         "`optax.inject_hyperparams`: updates come out float32 instead of bfloat16/float16 (3 contracts broken: "
         "trajectory of injected momentum sgd ×2, updates keep each leafs dtype with mixed precision params)",
-        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per "
-        "parameter; `.hyperparams` (scalars, no cost per parameter) (2 contracts changed: state snapshot ×2)",
-        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter "
-        "(1 contract changed: state snapshot)",
+        "2 APIs (`optax.MultiSteps`, `optax.inject_hyperparams`): optimizer state bfloat16 → float32: "
+        "`.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 bytes per parameter; `.hyperparams` "
+        "(scalars, no cost per parameter) (3 contracts changed: state snapshot ×3)",
         "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 "
         "(1 contract changed: state snapshot)",
         "`optax.add_decayed_weights`: known upstream defect `decay-schedule-count-stuck` no longer reproduces "
         "(add_decayed_weights with a scheduled weight decay never advances its step count, so the schedule stays "
-        "at its step-0 value forever) (1 contract fixed: scheduled weight decay stays at its first value)",
+        "at its step-0 value forever); now gives 1 where the defect gave 0 (1 contract fixed: scheduled weight decay "
+        "stays at its first value)",
         "`optax.inject_hyperparams`: known upstream defect `inject-hyperparams-first-leaf-dtype` no longer "
         "reproduces (inject_hyperparams casts hyperparameters to the dtype of the params' first leaf, so with a "
-        "bfloat16 first leaf every float32 leaf is updated with a bfloat16-rounded learning rate) "
-        "(1 contract fixed: hyperparameters take the first leafs dtype)",
+        "bfloat16 first leaf every float32 leaf is updated with a bfloat16-rounded learning rate); now the pinned "
+        "behaviour no longer holds (1 contract fixed: hyperparameters take the first leafs dtype)",
     ]
     assert sorted(c for f in found for c in f["contracts"]) == sorted(r["id"] for r in REAL["contracts"])
 
@@ -64,9 +68,9 @@ def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
     assert head[0] == "# Optax upgrade gate: FAIL"
     body = [line for line in head[1:] if line]
     assert body[0].startswith("Candidate `optax==0.2.8") and "(of 265 contracts)" in body[0]
-    assert body[1:3] == ["- **7 contract(s) broken**", "## Findings (7)"]
+    assert body[1:3] == ["- **7 contract(s) broken**", "## Findings (6)"]
     lines = body[3:]
-    assert len(lines) == 7 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 8))
+    assert len(lines) == 6 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 7))
     assert lines[0].startswith('1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors')
     assert lines[0].endswith("(4 contracts broken: [result shapes dtypes and finiteness](#f1-1), "
                              "[trajectory over two full cycles](#f1-2) ×3)")
@@ -76,7 +80,7 @@ def test_every_finding_link_lands_on_a_row_of_that_finding():
     text = report_markdown.render(REAL)
     targets = set(re.findall(r"\]\(#(f\d+(?:-\d+)?)\)", text))
     anchors = set(re.findall(r'<a id="(f\d+(?:-\d+)?)"></a>', text))
-    assert targets <= anchors and len(anchors) == 7 + 13
+    assert targets <= anchors and len(anchors) == 6 + 13
     for f in findings.group(REAL["contracts"]):
         for m, cid in enumerate(f["contracts"], 1):
             (line,) = [ln for ln in text.splitlines() if f'<a id="f{f["number"]}-{m}">' in ln]
@@ -85,8 +89,8 @@ def test_every_finding_link_lands_on_a_row_of_that_finding():
 
 def test_findings_are_in_report_json():
     data = json.loads(report_json.render({**REAL, "findings": findings.group(REAL["contracts"])}))
-    assert [f["number"] for f in data["findings"]] == list(range(1, 8))
-    assert set(data["findings"][0]) == {"number", "change", "api", "cause", "key", "contracts", "tests", "text"}
+    assert [f["number"] for f in data["findings"]] == list(range(1, 7))
+    assert set(data["findings"][0]) == {"number", "change", "api", "apis", "cause", "key", "contracts", "tests", "text"}
     assert data["findings"][0]["key"] == "numeric" and data["findings"][0]["tests"][1] == ["trajectory over two full cycles", 3]
 
 
@@ -100,14 +104,13 @@ def test_same_pattern_groups_across_parameters_numbers_and_steps():
         row("t.py::test_d", "AssertionError: step 1: x is 3, wanted 4", api="optax.adam"),
     ]
     found = findings.group(rows)
-    assert [(f["api"], [c.split("::")[1] for c in f["contracts"]]) for f in found] == [
-        ("optax.sgd", ["test_a[float16]", "test_a[bfloat16]", "test_b"]),
-        ("optax.adam", ["test_d"]),
-        ("optax.sgd", ["test_e"]),
-        ("optax.sgd", ["test_c"]),
+    assert [(f["apis"], [c.split("::")[1] for c in f["contracts"]]) for f in found] == [
+        (["optax.adam", "optax.sgd"], ["test_a[float16]", "test_a[bfloat16]", "test_b", "test_d"]),  # one cause, two APIs
+        (["optax.sgd"], ["test_e"]),
+        (["optax.sgd"], ["test_c"]),
     ]
-    assert found[0]["text"] == ("`optax.sgd`: passed → failed: AssertionError: step 1: x is 3, wanted 4 "
-                                "(3 contracts broken: a ×2, b)")
+    assert found[0]["text"] == ("2 APIs (`optax.adam`, `optax.sgd`): AssertionError: step 1: x is 3, wanted 4 "
+                                "(4 contracts broken: a ×2, b, d)")
 
 
 def test_numeric_findings_split_by_dtype_and_order_by_change():
@@ -128,7 +131,8 @@ def test_a_candidate_that_did_not_run_is_one_gone_finding():
                 api=f"optax.{api}", candidate=None) for i, api in enumerate(["sgd", "adam", "sgd"])]
     found = findings.group(rows, candidate_ran=False)
     assert [(f["api"], f["cause"], len(f["contracts"])) for f in found] == [("every API", "did not run in the candidate", 3)]
-    assert len(findings.group(rows, candidate_ran=True)) == 2  # it ran: gone contracts are a finding per API
+    (gone,) = findings.group(rows, candidate_ran=True)  # it ran: the gone contracts are one finding naming their APIs
+    assert gone["api"] == "2 APIs" and gone["apis"] == ["optax.adam", "optax.sgd"]
 
 
 def test_plain_detail_of_an_ulp_figure():
@@ -141,9 +145,12 @@ def test_plain_detail_of_an_ulp_figure():
 
 def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
     ms = next(r for r in REAL["contracts"] if r["id"].endswith("test_multi_steps.py::test_state_snapshot[bfloat16]"))
-    assert findings.plain_detail(ms).endswith(" — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter")
+    assert findings.plain_detail(ms) == (
+        "dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; `.acc_grads['kernel']` bfloat16[3,2] → float32[3,2]"
+        " — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter")
     value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
-    assert findings.plain_detail(value_only) == value_only["detail"]
+    assert findings.plain_detail(value_only) == (
+        "value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)")
     f64 = findings.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
     assert findings.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
                                         "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
@@ -186,8 +193,8 @@ def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
 def test_a_long_failure_message_is_cut_at_a_word_end():
     message = ("TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
                "got int32 instead. " + "More words follow here to pass the limit. " * 3)
-    cut = findings._shorten(message)
+    cut = findings.shorten(message)
     assert len(cut) <= 140 and cut.endswith("…")
     assert message.startswith(cut[:-1]) and message[len(cut) - 1] == " "  # the next character was a space
     assert "got int32 instead." in cut
-    assert findings._shorten("short text") == "short text"
+    assert findings.shorten("short text") == "short text"

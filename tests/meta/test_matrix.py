@@ -85,7 +85,7 @@ def real_matrix():
             "contracts": {r["id"]: contract(r, "passed") for r in rows}}
     cand = {**base, "label": "optax-0.2.8", "versions": REAL["candidate"]["versions"],
             "contracts": {r["id"]: contract(r, r.get("candidate", "passed"),
-                                            findings._defect_parts(r)[2] if findings.is_defect_fixed(r) else r.get("detail", ""))
+                                            findings.defect_parts(r)[2] if findings.is_defect_fixed(r) else r.get("detail", ""))
                           for r in rows}}
     envs = [{"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
             {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},
@@ -172,7 +172,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed"}
 
-    def fake_run(python, label, *a, checkpoints=None, **extra):
+    def fake_run(python, label, *a, checkpoints=None, on_progress=None, **extra):
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
         return {**record(golden_a=outcomes[label]), "label": label, **extra}

@@ -29,7 +29,7 @@ def test_findings_come_after_the_verdict_and_in_the_json():
     assert [(f["change"], len(f["contracts"])) for f in report["findings"]] == [("broken", 1), ("changed", 1), ("fixed", 1)]
     text = report_markdown.render(report)
     assert text.index("- **1 contract(s) broken**") < text.index("## Findings (3)") < text.index("## Versions")
-    assert '1. <a id="f1"></a>**broken** `optax.sgd`: passed → failed: failed detail (1 contract broken: [golden b](#f1-1))' in text
+    assert '1. <a id="f1"></a>**broken** `optax.sgd`: failed detail (1 contract broken: [golden b](#f1-1))' in text
     assert '| <a id="f1-1"></a>[F1](#f1) `golden_b` |' in text
     assert json.loads(report_json.render(report))["findings"][0]["contracts"] == ["golden_b"]
 

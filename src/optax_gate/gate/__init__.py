@@ -5,7 +5,8 @@ sets), ``environments`` (build and reuse environments with uv), ``runner``
 (probe an environment and run the contracts there, in a subprocess),
 ``outcomes`` (fold a pytest report log into contract outcomes), ``compare``
 (change and verdict logic), ``findings`` (group contract changes into
-findings), ``report_json``, ``report_markdown`` and ``report_matrix``
+findings, by cause across APIs), ``details`` (failure details in plain words),
+``heartbeat`` (progress lines that never go quiet), ``report_json``, ``report_markdown`` and ``report_matrix``
 (renderers), ``matrix`` and ``discovery`` (the release matrix), ``atomic``
 (atomic file writes).
 

@@ -24,8 +24,11 @@ Commands:
     (default ``reports/matrix``). ``--plan`` only prints the environments as
     JSON (for fanning out over CI runners), ``--only`` runs the named ones
     (``baseline`` included) into ``runs/``, ``--merge`` combines ``runs/``
-    into the report. Exit 0 when the report was written with a verified
-    baseline, 2 otherwise; per-environment verdicts are in the report.
+    into the report. A progress line at least every 25 s (``--heartbeat``)
+    while an environment runs. Exit 2 when the baseline did not run; else 0
+    once the report is written, or with ``--fail-on broken|changed`` (for
+    scheduled jobs): 1 when an environment has a broken contract (or any
+    differing one), else 2 when an environment is not verified, else 0.
 ``compare BASELINE_RUN CANDIDATE_RUN``
     Compare two run records (``evidence/<label>.json``) and write the reports.
 
@@ -55,6 +58,7 @@ from typing import Any
 from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
                              report_matrix, requirements, runner, surface, unseen, validate)
 from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
+from optax_gate.gate.heartbeat import Heartbeat
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.user_paths import check_usage, refuse_paths_as_specs, user_path
 
@@ -210,14 +214,14 @@ def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Pat
 
 
 def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace, folder: Path,
-               checkpoints: Path) -> dict[str, Any]:
+               checkpoints: Path, progress: Progress | None = None) -> dict[str, Any]:
     """Resolve ``specs`` into ``lock_path``, then run it (the matrix's environments)."""
     _forget_previous_evidence(label, folder)
     try:
         lock = _resolve(specs, lock_path, args)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), requirements=specs)
-    return _run_lock(label, lock, args, folder, checkpoints, requirements=specs)
+    return _run_lock(label, lock, args, folder, checkpoints, progress, requirements=specs)
 
 
 def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
@@ -366,9 +370,18 @@ def _load(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def run_matrix(args: argparse.Namespace) -> int:
     out = args.out
     plan_path = out / "plan.json"
+    if args.fail_on and not args.merge and (args.only or args.plan):
+        return _fail("--fail-on judges the merged report: give it to a full run or to --merge, not to --plan or --only")
     if args.merge or (args.only and plan_path.exists()):
         # Merge, and runners fanned out by CI, use the plan already made: every
         # runner sees the same environments even if a release appears meanwhile.
@@ -389,15 +402,22 @@ def run_matrix(args: argparse.Namespace) -> int:
     if unknown:
         print(f"optax-gate: not in the plan: {unknown}; planned: {sorted(names)}", file=sys.stderr)
         return 2
-    for name in wanted:
-        if name == "baseline":
-            record = _run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints",
-                               requirements=[f"lock file {args.baseline_lock}"])
-        else:
-            record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs", out / "checkpoints")
-            record["speed"] = _speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", plot=False)
-        _save_run(record, out / "runs")
-        print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}", flush=True)
+    with Heartbeat(args.heartbeat) as say:  # a line at least every --heartbeat seconds while an environment runs
+        for i, name in enumerate(wanted, 1):
+            say(f"{name}: environment {i} of {len(wanted)}")
+            if name == "baseline":
+                record = _run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints", say,
+                                   requirements=[f"lock file {args.baseline_lock}"])
+            else:
+                say(f"{name}: resolving {' '.join(names[name]['specs'])}")
+                record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs",
+                                    out / "checkpoints", say)
+                record["speed"] = _speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", say, plot=False)
+            _save_run(record, out / "runs")
+            say.idle()
+            cached = record.get("from_cache")
+            origin = f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
+            print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}{origin}", flush=True)
     if args.only:
         return 0
     runs_dir = out / "runs"
@@ -406,13 +426,15 @@ def run_matrix(args: argparse.Namespace) -> int:
     runs = {n: _load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
     packages = surface.configured_packages(Path(args.project_root) / "pyproject.toml")
     report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages)
+    report["exit"] = matrix.exit_status(report, args.fail_on)
     atomic.write_text(out / "report.json", report_json.render(report))
     atomic.write_text(out / "report.md", report_matrix.markdown(report))
     atomic.write_text(out / "report.html", report_matrix.html_grid(report))
     for e in report["environments"]:
         print(f"optax-gate: {e['name']:24s} {e['verdict']:13s} {'; '.join(e['reasons'])}")
     print(f"optax-gate: matrix report — {out / 'report.md'}, {out / 'report.html'}")
-    return 0 if baseline.get("status") == "ran" else 2
+    print(f"optax-gate: {matrix.exit_words(report['exit'])}")
+    return report["exit"]["status"]
 
 
 def compare_runs(args: argparse.Namespace) -> int:
@@ -471,6 +493,11 @@ def parser() -> argparse.ArgumentParser:
     what.add_argument("--only", action="append", metavar="NAME", help="run only these environments (and 'baseline')")
     what.add_argument("--merge", action="store_true", help="combine the runs in OUT/runs into the report")
     m.add_argument("--include-older", action="store_true", help="also plan releases older than the baseline")
+    m.add_argument("--fail-on", choices=matrix.FAIL_ON, default=None,
+                   help="for scheduled jobs (with a full run or --merge): exit 1 when an environment has a broken contract "
+                        "(broken) or any contract that differs (changed); else 2 when an environment is not verified")
+    m.add_argument("--heartbeat", type=_seconds, default=25.0, metavar="SECONDS",
+                   help="longest silence on the console while an environment runs (default: %(default)s)")
     _environment_options(m, "reports/matrix")
     _speed_options(m)
     m.set_defaults(func=run_matrix)

@@ -152,3 +152,54 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
             "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
             "environments": env_rows, "apis": sorted(apis.values(), key=lambda a: (not a["differs"], a["api"])),
             "contracts": contracts}
+
+
+#: ``--fail-on`` levels: which environments count as failing a scheduled job.
+FAIL_ON = ("broken", "changed")
+
+
+def meets(env: dict[str, Any], fail_on: str) -> bool:
+    """Whether an environment row of :func:`merge` meets ``--fail-on``:
+    ``broken``: its verdict is ``fail`` (a contract broken, or a broken row
+    beyond the contracts); ``changed``: that, or any contract that is not
+    ``unchanged`` (broken, changed, fixed, new, gone)."""
+    if env["verdict"] == "fail":
+        return True
+    return fail_on == "changed" and env.get("ran", False) and any(
+        n for k, n in env["summary"].items() if k != "unchanged")
+
+
+def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
+    """The exit status of a matrix run and why: ``{"fail_on", "met_by",
+    "not_verified", "status", "baseline_ran"}``.
+
+    - 2 when the baseline did not run (nothing can be judged);
+    - without ``fail_on``: 0 (the verdicts are in the report);
+    - with it: 1 when an environment meets it (:func:`meets`); else 2 when an
+      environment is not verified (fail closed: an environment that could not
+      be resolved, installed, imported or run is never a pass); else 0.
+    """
+    not_verified = [e["name"] for e in report["environments"] if e["verdict"] == "not-verified"]
+    met = [e["name"] for e in report["environments"] if fail_on and meets(e, fail_on)]
+    if report["baseline"].get("status") != "ran":
+        status = 2
+    elif not fail_on:
+        status = 0
+    else:
+        status = 1 if met else 2 if not_verified else 0
+    return {"fail_on": fail_on, "met_by": met, "not_verified": not_verified, "status": status,
+            "baseline_ran": report["baseline"].get("status") == "ran"}
+
+
+def exit_words(result: dict[str, Any]) -> str:
+    """One line for the console and the report: why the run exits as it does."""
+    status, fail_on = result["status"], result["fail_on"]
+    if not result["baseline_ran"]:
+        return f"exit {status}: the baseline did not run"
+    if not fail_on:
+        return f"exit {status}: the report is written (no --fail-on: verdicts per environment above)"
+    if result["met_by"]:
+        return f"exit {status}: --fail-on {fail_on} met by {', '.join(result['met_by'])}"
+    if result["not_verified"]:
+        return f"exit {status}: --fail-on {fail_on} not met, but not verified: {', '.join(result['not_verified'])}"
+    return f"exit {status}: no environment meets --fail-on {fail_on}"

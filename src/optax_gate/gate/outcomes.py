@@ -17,6 +17,7 @@ Only tests whose reports carry the ``contract_api`` user property (set by
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,51 @@ def snapshot_diff(message: str) -> str:
     return "snapshot drift: " + "; ".join(moved) if moved else "snapshot differs (see the pytest output)"
 
 
+_RAISES = re.compile(r"^\s*with\s+pytest\.raises\(\s*(\([^)]*\)|[\w.]+)")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))(?::|$)")
+
+
+def expected_raise(longrepr: dict[str, Any]) -> str:
+    """The exception type a ``with pytest.raises(T):`` block expected, when the
+    failing line of a traceback entry sits inside one (``"AssertionError"``,
+    ``"TypeError, ValueError"`` for a tuple); "" otherwise.
+
+    Read from the traceback's source lines (pytest's long form: the test's
+    lines up to the failing one, marked ``>``), innermost block first."""
+    for entry in reversed((longrepr.get("reprtraceback") or {}).get("reprentries") or []):
+        lines = (entry.get("data") or {}).get("lines") or []
+        failing = next((i for i, ln in enumerate(lines) if ln.startswith(">")), None)
+        if failing is None:
+            continue
+        indent = len(lines[failing][1:]) - len(lines[failing][1:].lstrip())
+        for line in reversed(lines[:failing]):
+            code = line[1:] if line[:1] in "> " else line
+            if not code.strip():
+                continue
+            depth = len(code) - len(code.lstrip())
+            if depth >= indent:
+                continue
+            indent = depth
+            m = _RAISES.match(code)
+            if m:
+                return ", ".join(n.strip().rsplit(".", 1)[-1] for n in m[1].strip("()").split(",") if n.strip())
+            if code.lstrip().startswith(("def ", "class ")):
+                break
+    return ""
+
+
+def _raised_instead(longrepr: dict[str, Any], text: str) -> str:
+    """``"raised TypeError instead of AssertionError: <message>"`` when an
+    exception escaped a ``pytest.raises`` block that expected another type
+    (pytest itself then shows only the escaped exception); ``text`` otherwise."""
+    m = _EXCEPTION.match(text)
+    expected = expected_raise(longrepr) if m else ""
+    if not expected or m[1].rsplit(".", 1)[-1] in expected.split(", "):
+        return text
+    rest = text[m.end():]
+    return f"raised {m[1]} instead of {expected}" + (f":{rest}" if rest.strip() else "")
+
+
 def _message(report: dict[str, Any]) -> str:
     """Short reason of a failed or skipped report (one line, 300 chars)."""
     longrepr = report.get("longrepr")
@@ -66,7 +112,7 @@ def _message(report: dict[str, Any]) -> str:
     if isinstance(longrepr, dict):
         crash = longrepr.get("reprcrash") or {}
         text = crash.get("message") or ""
-        text = snapshot_diff(text) or text
+        text = snapshot_diff(text) or _raised_instead(longrepr, text)
         if not text:
             text = str(longrepr.get("longrepr", ""))
     elif isinstance(longrepr, list) and len(longrepr) == 3:  # skip: (path, line, reason)

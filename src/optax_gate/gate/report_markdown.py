@@ -2,7 +2,7 @@
 
 Order: the verdict, the counts and the verdict's reasons first; then the
 findings, one line each (``optax_gate.gate.findings``: the differing contracts
-grouped by API and cause, broken first), each linking to its contract rows;
+grouped by cause, across APIs, broken first), each linking to its contract rows;
 each finding naming the team's call sites of its APIs with ``--usage``
 (``optax_gate.gate.call_sites``; those that touch the team's code first); the
 versions side by side; then what broke, what changed (drift), what was
@@ -10,9 +10,10 @@ fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
 finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
 the unchanged contracts last, folded. Details are in plain words
 (``findings.plain_detail``): ULP figures with the error, the relative error and
-the tolerance; optimizer state dtype changes with their bytes per parameter;
-"defect no longer reproduces" for a pinned upstream defect that stopped
-reproducing instead of its ``passed → failed``.
+the tolerance; a snapshot drift says what drifted (``drift: dtype``) and
+optimizer state dtype changes their bytes per parameter; "defect no longer
+reproduces" for a pinned upstream defect that stopped reproducing, with what
+happens now; never ``passed → failed`` for either (``optax_gate.gate.details``).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def finding_line(finding: dict[str, Any]) -> str:
     for name, count in finding["tests"]:
         links.append(f"[{name}](#f{k}-{first})" + (f" ×{count}" if count > 1 else ""))
         first += count
-    return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** `{_cell(finding["api"])}`: {_cell(finding["cause"])} '
+    who = findings_.subject([_cell(a) for a in finding.get("apis") or [finding["api"]]])
+    return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** {who}: {_cell(finding["cause"])} '
             f'({n} contract{"s" if n > 1 else ""} {finding["change"]}: {", ".join(links)})')
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate import findings, report_speed, speed
+from optax_gate.gate import findings, matrix, report_speed, speed
 from optax_gate.gate.matrix import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
@@ -79,7 +79,11 @@ def markdown(report: dict[str, Any]) -> str:
     found = ", ".join(f"{p}: {', '.join(vs) or 'none'}" for p, vs in report["discovered"].items())
     out += [f"Releases found on the index newer than the baseline — {found}.", ""]
     base = report["baseline"].get("versions") or {}
-    out += [f"Baseline: {', '.join(f'{k} {base.get(k, '?')}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**.", ""]
+    cached = report["baseline"].get("from_cache")
+    origin = f", taken from the cache `{cached['key']}`, recorded {cached['recorded']}" if cached else ""
+    out += [f"Baseline: {', '.join(f'{k} {base.get(k, '?')}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**{origin}.", ""]
+    if report.get("exit"):  # issue 17: what a scheduled job's exit status says (``matrix.exit_status``)
+        out += [f"**Exit status {report['exit']['status']}**: {_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.", ""]
     out += ["| environment | verdict | broken | changed | fixed | gone | reason |", "|---|---|---|---|---|---|---|"]
     for e in envs:
         s = e["summary"]

@@ -1,0 +1,332 @@
+"""A contract's failure detail in plain words, and the parsers behind them
+(``optax_gate.gate.findings`` groups findings with the same parsers).
+
+What a detail becomes (:func:`plain_detail`, :func:`outcome_words`):
+
+- an ULP figure (``kit.tolerances.assert_close``'s message) gets the error,
+  the relative error and the tolerance it was measured against;
+- a snapshot drift says what drifted (``dtype``, ``shape``, ``value``, a leaf
+  added or removed) with each leaf's old and new signature, the cost in bytes
+  per parameter of a dtype change, and for a counter the difference against
+  its budget (recorded exactly: 0); its outcome cell says ``drift: dtype``, not
+  ``passed → failed``;
+- a pinned upstream defect that stopped reproducing says which defect (the
+  ledger's reason, ``tests/contracts/known_defects.toml``) and what happens
+  now, in words;
+- pytest's own text is read, not quoted: ``assert 1 == 0 + where …`` becomes
+  ``got 1, expected 0``; ``Use -v to get more diff`` and the ``+ where`` chains
+  go; ``DID NOT RAISE <class 'TypeError'>`` becomes ``did not raise
+  TypeError``; ``DID NOT WARN …`` becomes ``did not warn
+  (DeprecationWarning)``; the runner's ``raised X instead of Y`` stays.
+
+No NumPy here (the gate never imports the libraries under test); the machine
+epsilons repeat ``optax_gate.kit.tolerances.EPS`` (a meta test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Machine epsilon per dtype name, as ``optax_gate.kit.tolerances.EPS``.
+EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+#: Bytes per element of the dtypes a snapshot signature names.
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+            "int8": 1, "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
+DEFECT_PREFIX = "known upstream defect no longer reproduces"
+DTYPE = r"(?:bfloat16|float16|float32|float64|u?int(?:8|16|32|64)|bool|complex64|complex128)"
+_ULP = re.compile(
+    r"(?P<what>[^:]*): element \((?P<index>[^)]*)\) is (?P<actual>.+?), expected (?P<expected>.+?) "
+    r"\(error (?P<error>\S+), bound (?P<bound>\S+) = (?P<ulps>\d+) ULP of (?P<dtype>\w+); "
+    r"worst error (?P<worst>\S+) ULP\)")
+NP_SCALAR = re.compile(r"np\.(?:float|int)\d+\(([^()]*)\)")
+_SIGNATURE = re.compile(rf"^(?P<dtype>{DTYPE})\[(?P<shape>[^\]]*)\](?:=(?P<value>.*))?$")
+#: The runner's words for an exception that escaped ``pytest.raises`` (``optax_gate.gate.outcomes``).
+RAISED = re.compile(r"^raised (?P<got>[\w.]+) instead of (?P<want>[\w., ]+?)(?::\s*(?P<message>.*))?$")
+
+
+def number(x: float) -> str:
+    """``x`` with two significant digits, exponent without padding: ``3.8e-9``."""
+    text = f"{x:.2g}"
+    return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), text)
+
+
+def _float(text: str) -> float:
+    m = NP_SCALAR.fullmatch(text.strip())
+    try:
+        return float(m.group(1) if m else text)
+    except ValueError:
+        return float("nan")
+
+
+@dataclass(frozen=True)
+class Ulp:
+    """One ``assert_close`` failure: worst element, its error, the bound."""
+
+    what: str
+    index: str
+    actual: float
+    expected: float
+    error: float
+    bound: float
+    ulps: int
+    dtype: str
+    worst_ulps: float
+    span: tuple[int, int]  # where the message sits in the detail
+
+    @property
+    def relative(self) -> float:
+        """Error of the element relative to its expected value (or to the
+        bound's scale when the expected value is zero)."""
+        if self.expected:
+            return abs(self.error / self.expected)
+        scale = self.bound / (self.ulps * EPS.get(self.dtype, float("nan"))) if self.ulps else 0.0
+        return self.error / scale if scale else float("inf")
+
+    @property
+    def worst_relative(self) -> float:
+        """Worst error of the leaf relative to its largest expected value."""
+        return self.worst_ulps * EPS.get(self.dtype, float("nan"))
+
+
+def parse_ulp(detail: str) -> Ulp | None:
+    """The ``kit.tolerances.assert_close`` message in ``detail``, or None."""
+    m = _ULP.search(detail or "")
+    if not m:
+        return None
+    return Ulp(m["what"].strip(), m["index"], _float(m["actual"]), _float(m["expected"]), float(m["error"]),
+               float(m["bound"]), int(m["ulps"]), m["dtype"], float(m["worst"]),
+               (m.start("what") + len(m["what"]) - len(m["what"].lstrip()), m.end()))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One leaf of a snapshot drift: ``path: old -> new`` (signatures
+    ``dtype[shape]`` or ``dtype[shape]=value``; ``absent``)."""
+
+    path: str
+    old: str
+    new: str
+
+    def _part(self, sig: str, name: str) -> str | None:
+        m = _SIGNATURE.match(sig)
+        return m[name] if m else None
+
+    @property
+    def dtypes(self) -> tuple[str | None, str | None]:
+        return self._part(self.old, "dtype"), self._part(self.new, "dtype")
+
+    @property
+    def shapes(self) -> tuple[str | None, str | None]:
+        return self._part(self.old, "shape"), self._part(self.new, "shape")
+
+    @property
+    def values(self) -> tuple[str | None, str | None]:
+        return self._part(self.old, "value"), self._part(self.new, "value")
+
+    @property
+    def what(self) -> str:
+        """What drifted: ``added``, ``removed``, ``dtype``, ``shape`` or ``value``."""
+        if self.old == "absent" or self.new == "absent":
+            return "added" if self.old == "absent" else "removed"
+        if self.dtypes[0] != self.dtypes[1]:
+            return "dtype"
+        return "shape" if self.shapes[0] != self.shapes[1] else "value"
+
+    @property
+    def slot(self) -> str:
+        """The state entry the leaf belongs to: the path without its last key
+        (``.acc_grads['bias']`` -> ``.acc_grads``)."""
+        return re.sub(r"(\['[^']*'\]|\[\d+\]|\.\w+)$", "", self.path) or self.path
+
+
+def parse_drift(detail: str) -> list[Drift]:
+    """The leaves of a ``snapshot drift: path: old -> new; ...`` detail
+    (``optax_gate.gate.outcomes.snapshot_diff``), or [] for another detail."""
+    if not (detail or "").startswith("snapshot drift: "):
+        return []
+    leaves = []
+    for item in detail[len("snapshot drift: "):].split("; "):
+        path, sep, change = item.rpartition(": ")
+        old, arrow, new = change.partition(" -> ")
+        if sep and arrow:
+            leaves.append(Drift(path, old, new))
+    return leaves
+
+
+def state_cost(leaves: list[Drift], name_dtypes: bool = True) -> list[str]:
+    """What a dtype change of optimizer state costs, per state entry:
+    ``"`.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter"``; entries
+    of scalars (hyperparameters, counters) cost nothing per parameter and come
+    last. ``name_dtypes=False`` leaves out the dtypes (said once elsewhere)."""
+    slots: dict[str, list[Drift]] = {}
+    for leaf in leaves:
+        old, new = leaf.dtypes
+        if old and new and old != new:
+            slots.setdefault(leaf.slot, []).append(leaf)
+    per_parameter, scalars = [], []
+    for slot, group in slots.items():
+        pairs = sorted({leaf.dtypes for leaf in group})
+        change = " " + ", ".join(f"{o} → {n}" for o, n in pairs) if name_dtypes else ""
+        if all(leaf.shapes[0] == "" for leaf in group):
+            scalars.append(f"`{slot}`{change} (scalars, no cost per parameter)")
+            continue
+        before = "/".join(sorted({str(ITEMSIZE.get(o, "?")) for o, _ in pairs}))
+        after = "/".join(sorted({str(ITEMSIZE.get(n, "?")) for _, n in pairs}))
+        per_parameter.append(f"`{slot}`{change}{':' if name_dtypes else ''} {before} → {after} bytes per parameter")
+    return per_parameter + scalars
+
+
+def drift_kinds(leaves: list[Drift]) -> str:
+    """What drifted, most telling first: ``"dtype"``, ``"dtype, shape"``, ``"value"``."""
+    found = {leaf.what for leaf in leaves}
+    return ", ".join(k for k in ("dtype", "shape", "added", "removed", "value") if k in found)
+
+
+def _leaf_words(leaf: Drift) -> str:
+    if leaf.what == "value":
+        old, new = leaf.values
+        try:
+            diff = f"off by {abs(int(new) - int(old))}, budget 0 (a counter, recorded exactly)"
+        except (TypeError, ValueError):
+            diff = "budget 0 (recorded exactly)"
+        return f"`{leaf.path}` {old} → {new}: {diff}"
+    if leaf.what in ("added", "removed"):
+        return f"`{leaf.path}` {leaf.what} ({leaf.new if leaf.what == 'added' else leaf.old})"
+    return f"`{leaf.path}` {leaf.old} → {leaf.new}"
+
+
+def drift_words(leaves: list[Drift]) -> str:
+    """A snapshot drift in words: what drifted, each leaf, what a dtype change costs."""
+    text = f"{drift_kinds(leaves)} drift: " + "; ".join(_leaf_words(leaf) for leaf in leaves)
+    costs = state_cost(leaves)
+    return text + (" — costs: " + "; ".join(costs) if costs else "")
+
+
+def normalise(text: str) -> str:
+    """A detail's pattern: numbers, quoted values, NumPy scalars and indices -> ``#``."""
+    text = NP_SCALAR.sub("#", text or "")
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "#", text)
+    text = re.sub(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", "#", text)
+    return re.sub(r"#(?:[\s,#]*#)*", "#", text)
+
+
+def shorten(text: str, limit: int = 140) -> str:
+    """``text`` on one line, at most ``limit`` characters: cut at a word's end
+    (mid-word only when the last space is far back), with an ellipsis."""
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit * 2 // 3 else cut).rstrip(" ,;:") + "…"
+
+
+def _value(text: str) -> str:
+    """A repr in pytest's assertion text, in plain words: ``dtype('float32')``,
+    ``<class 'jax.numpy.float32'>``, ``dtype(bfloat16)`` -> ``float32``/``bfloat16``."""
+    text = re.sub(r"dtype\('?(\w+)'?\)|<class '(?:[\w.]+\.)?(\w+)'>", lambda m: m[1] or m[2], text.strip())
+    return NP_SCALAR.sub(r"\1", text)
+
+
+def assertion_parts(detail: str) -> tuple[str, str] | None:
+    """(got, expected) of pytest's rewritten ``assert GOT == EXPECTED`` text
+    (the first difference of a sequence when pytest names one), or None."""
+    m = re.search(r"(?:^|\s)assert (?P<expr>.*)", detail or "")
+    if not m:
+        return None
+    expr = re.split(r" \+ (?:where|and) | \+ \S*…$| Use -v to get more diff| Full diff:", m["expr"])[0]
+    at = re.search(r"At index (\d+) diff: (.+?) != (.+)$", expr)
+    if at:
+        return f"{_value(at[2])} at index {at[1]}", _value(at[3])
+    eq = re.fullmatch(r"(.+?) == (.+?)", expr.strip())
+    return (_value(eq[1]), _value(eq[2])) if eq else None
+
+
+def pytest_words(detail: str) -> str:
+    """pytest's text in a detail, read (see the module docstring); other text unchanged."""
+    detail = " ".join((detail or "").split())
+    m = re.match(r"(?:Failed: )?DID NOT RAISE (?:<class '(?:[\w.]+\.)?(\w+)'>|(\S+))", detail)
+    if m:
+        return f"did not raise {m[1] or m[2]}"
+    m = re.match(r"(?:Failed: )?DID NOT WARN\. No warnings of type \((.*?),?\) were emitted\.(?: Emitted warnings: (.*?)\.?$)?", detail)
+    if m:
+        emitted = m[2] if m[2] and m[2] != "[]" else ""
+        return f"did not warn ({_value(m[1])})" + (f"; warned instead: {shorten(emitted, 80)}" if emitted else "")
+    parts = assertion_parts(detail)
+    if parts:
+        said = re.match(r"(?:AssertionError: )?(.*?)\s*assert ", detail)[1]  # the test's own message, if short
+        return (f"{said}: " if said and len(said) <= 80 else "") + f"got {parts[0]}, expected {parts[1]}"
+    return re.sub(r" Use -v to get more diff\.?$", "", detail)
+
+
+def defect_parts(row: dict[str, Any]) -> tuple[str, str, str]:
+    """(id, reason, what happens now: the contract's failure detail) of a fixed
+    row pinning a defect."""
+    defect = row.get("defect") or ""
+    ident, _, reason = defect.partition(": ")
+    prefix = f"{DEFECT_PREFIX} ({defect}); now: "
+    detail = row.get("detail") or ""
+    return ident, reason, detail[len(prefix):] if detail.startswith(prefix) else ""
+
+
+def now_words(now: str) -> str:
+    """What happens now that a pinned defect no longer reproduces, from the
+    pinning contract's failure detail, in words."""
+    parts = assertion_parts(now)
+    if parts:
+        return f"gives {parts[0]} where the defect gave {parts[1]}"
+    m = re.match(r"(?:Failed: )?DID NOT RAISE", now or "")
+    if m:
+        return "no longer " + pytest_words(now).removeprefix("did not ")
+    m = RAISED.match(now or "")
+    if m:
+        return f"raises {m['got']} instead of {m['want']}" + (f": {shorten(m['message'], 90)}" if m["message"] else "")
+    m = re.match(r"([A-Za-z_][\w.]*(?:Error|Exception)): (.*)", now or "")
+    if m:
+        return f"raises {m[1]}: {shorten(m[2], 90)}"
+    return shorten(pytest_words(now), 110) if now.strip(" …") else "the pinned behaviour no longer holds"
+
+
+def is_defect_fixed(row: dict[str, Any]) -> bool:
+    """A pinned upstream defect that stopped reproducing (the contract now fails)."""
+    return row.get("change") == "fixed" and bool(row.get("defect")) and row.get("candidate") in ("failed", "error")
+
+
+def plain_detail(row: dict[str, Any]) -> str:
+    """A contract row's detail in plain words (see the module docstring); the
+    detail unchanged when no pattern applies."""
+    detail = row.get("detail") or ""
+    if is_defect_fixed(row):
+        ident, reason, now = defect_parts(row)
+        return f"{ident}: {reason}; now: {now_words(now)}"
+    ulp = parse_ulp(detail)
+    if ulp:
+        start, end = ulp.span
+        head = NP_SCALAR.sub(r"\1", detail[:start])
+        words = (f"{ulp.what}: element ({ulp.index}) is {ulp.actual!r}, expected {ulp.expected!r}: "
+                 f"off by {number(ulp.error)} (relative {number(ulp.relative)}; worst {number(ulp.worst_ulps)} ULP of {ulp.dtype}), "
+                 f"allowed {ulp.ulps} ULP of {ulp.dtype} = {number(ulp.bound)}")
+        return head + words + detail[end:]
+    leaves = parse_drift(detail)
+    if leaves:
+        return drift_words(leaves)
+    if detail.startswith("was: "):
+        return "was: " + pytest_words(detail[len("was: "):])
+    return pytest_words(detail)
+
+
+def outcome_words(row: dict[str, Any]) -> str:
+    """The ``baseline → candidate`` cell: outcomes, or what they mean: a pinned
+    defect that stopped reproducing, a snapshot that drifted (and what)."""
+    if is_defect_fixed(row):
+        return "defect no longer reproduces"
+    b, c = row.get("baseline"), row.get("candidate")
+    if row.get("kind") == "snapshot" and b == "passed" and c in ("failed", "error"):
+        leaves = parse_drift(row.get("detail") or "")
+        if leaves:
+            return f"drift: {drift_kinds(leaves)}"
+        if parse_ulp(row.get("detail") or ""):
+            return "drift: value beyond budget"
+    return f"{b if b is not None else 'did not run'} → {c if c is not None else 'did not run'}"

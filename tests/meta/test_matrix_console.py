@@ -1,0 +1,144 @@
+"""Issue 17, item 5: a matrix run is never quiet for long (a progress line at
+least every ``--heartbeat`` seconds per running environment), says when the
+baseline comes from the cache, and ``--fail-on broken|changed`` gives a
+scheduled job an exit status to act on. Fake environments and a fake package
+index, as in ``test_matrix.py``."""
+
+import json
+import re
+import time
+
+import pytest
+
+from optax_gate.gate import baseline_cache, cli, environments, matrix, runner
+from optax_gate.gate.heartbeat import Heartbeat
+from tests.meta.test_compare import record
+from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
+
+
+@pytest.fixture
+def fake_matrix(tmp_path, monkeypatch):
+    """Fake index, resolver, installs and contract runs: each environment runs
+    10 contracts, says 3/10 early, then is quiet for ``quiet`` seconds."""
+    monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
+    monkeypatch.setattr(environments, "compile_lock", lambda req_in, out, *a, **k: out.write_text(req_in.read_text()) and out)
+    monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
+    state = {"quiet": 0.0, "outcomes": {"baseline": "passed"}, "ran": []}
+
+    def fake_run(python, label, *a, checkpoints=None, on_progress=None, **extra):
+        state["ran"].append(label)
+        if on_progress:
+            on_progress(0, 0)  # still collecting
+            on_progress(3, 10)
+        time.sleep(state["quiet"])
+        outcome = state["outcomes"].get(label)
+        if outcome is None:
+            return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
+        return {**record(golden_a=outcome), "label": label, **extra}
+
+    monkeypatch.setattr(runner, "run", fake_run)
+    req_in = tmp_path / "requirements.in"
+    req_in.write_text(REQUIREMENTS_IN)
+    state["args"] = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--no-speed"]
+    return state
+
+
+def test_a_running_environment_says_how_far_it_got_at_least_every_heartbeat(fake_matrix, capsys):
+    fake_matrix["quiet"] = 1.0
+    fake_matrix["outcomes"]["optax-0.2.8"] = "passed"
+    assert cli.main(["matrix", "--only", "baseline", "--only", "optax-0.2.8", "--heartbeat", "0.2", *fake_matrix["args"]]) == 0
+    err = capsys.readouterr().err
+    for name in ("baseline", "optax-0.2.8"):  # per running environment, while its contracts run
+        beats = re.findall(rf"\[ *([\d.]+) s\] {re.escape(name)}: 3/10 contracts \(still running\)", err)
+        assert len(beats) >= 2, err
+    stamps = [float(t) for t in re.findall(r"optax-gate \[ *([\d.]+) s\]", err)]
+    assert max(b - a for a, b in zip(stamps, stamps[1:])) < 0.2 + 0.5  # never quiet much past the heartbeat
+    assert "environment 1 of 2" in err and "environment 2 of 2" in err
+
+
+def test_no_heartbeat_between_environments_or_after_the_run():
+    lines = []
+
+    class Sink:
+        def write(self, text):
+            lines.append(text)
+
+        def flush(self):
+            pass
+
+    with Heartbeat(every=0.05, stream=Sink()) as say:
+        say("optax-0.2.8: building (or reusing) its environment")
+        time.sleep(0.3)
+        say.idle()
+        n = len(lines)
+        time.sleep(0.3)
+    assert any("building (or reusing) its environment (still running)" in line for line in lines)
+    assert len(lines) == n  # idle: quiet
+    with pytest.raises(ValueError):
+        Heartbeat(every=0)
+
+
+def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, capsys, monkeypatch):
+    cached = {**record(golden_a="passed"), "label": "baseline",
+              "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"}}
+    monkeypatch.setattr(baseline_cache, "key_inputs", lambda *a: {"lock": "x"})
+    monkeypatch.setattr(baseline_cache, "fetch", lambda *a: (cached, ""))
+    assert cli.main(["matrix", "--only", "baseline", *fake_matrix["args"]]) == 0
+    out = capsys.readouterr().out
+    assert "optax-gate: baseline: ran  — baseline taken from the cache (a1b2c3, recorded 2026-12-01T02:00:00Z)" in out
+    assert fake_matrix["ran"] == []  # no contract ran
+    assert cli.main(["matrix", "--merge", *fake_matrix["args"][:2]]) == 0  # no --fail-on: the report is written
+    report = (fake_matrix["args"][1] + "/report.md")
+    assert "taken from the cache `a1b2c3`, recorded 2026-12-01T02:00:00Z" in open(report).read()
+
+
+def merge_with(tmp_path, runs):
+    envs, found = matrix.plan(REQUIREMENTS_IN, fetch=fake_fetch)
+    (tmp_path / "runs").mkdir(exist_ok=True)
+    (tmp_path / "plan.json").write_text(json.dumps({"discovered": found, "environments": [e.to_json() for e in envs]}))
+    (tmp_path / "runs" / "baseline.json").write_text(json.dumps(record(golden_a="passed", snapshot_s="passed")))
+    for name in [e.name for e in envs]:
+        run = runs.get(name, record(golden_a="passed", snapshot_s="passed"))
+        (tmp_path / "runs" / f"{name}.json").write_text(json.dumps(run))
+
+
+@pytest.mark.parametrize(("runs", "fail_on", "status", "met"), [
+    ({}, None, 0, []),
+    ({}, "broken", 0, []),
+    ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, None, 0, []),  # without --fail-on: as before
+    ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, "broken", 1, ["optax-0.2.8"]),
+    ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "broken", 0, []),  # a snapshot drift is changed
+    ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "changed", 1, ["jax-0.12.0"]),
+    ({"optax-0.2.7": record("not-verified", "import failed: X")}, "broken", 2, []),  # fail closed
+    ({"optax-0.2.7": record("not-verified", "import failed: X"), "all-newest": record(golden_a="failed", snapshot_s="passed")},
+     "changed", 1, ["all-newest"]),
+])
+def test_fail_on_gives_a_scheduled_job_an_exit_status(tmp_path, capsys, runs, fail_on, status, met):
+    merge_with(tmp_path, runs)
+    assert cli.main(["matrix", "--merge", "--out", str(tmp_path), *(["--fail-on", fail_on] if fail_on else [])]) == status
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["exit"]["status"] == status and report["exit"]["met_by"] == met
+    out = capsys.readouterr().out
+    assert f"optax-gate: exit {status}: " in out
+    text = (tmp_path / "report.md").read_text()
+    assert f"**Exit status {status}**" in text
+
+
+def test_a_baseline_that_did_not_run_is_exit_2_whatever_fail_on_says(tmp_path):
+    merge_with(tmp_path, {})
+    (tmp_path / "runs" / "baseline.json").write_text(json.dumps(record("not-verified", "install failed")))
+    assert cli.main(["matrix", "--merge", "--out", str(tmp_path), "--fail-on", "broken"]) == 2
+    assert cli.main(["matrix", "--merge", "--out", str(tmp_path)]) == 2
+
+
+def test_fail_on_is_refused_where_no_report_is_judged(tmp_path, capsys):
+    assert cli.main(["matrix", "--only", "baseline", "--fail-on", "broken", "--out", str(tmp_path)]) == 2
+    assert "--fail-on judges the merged report" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["matrix", "--merge", "--fail-on", "everything", "--out", str(tmp_path)])
+
+
+def test_the_scheduled_workflow_fails_on_broken():
+    from pathlib import Path
+    text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
+    assert "./noxw -s matrix -- --merge --fail-on broken" in text
