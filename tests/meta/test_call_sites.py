@@ -35,6 +35,9 @@ def _runs():
         run["contracts"]["golden_a"]["api"] = "optax.adamw"
         run["contracts"]["golden_b"]["api"] = "optax.clip"
         run["contracts"]["golden_c"]["api"] = "jax.jit+optax.swap"
+    # three causes, so that findings.group (one finding per cause, across APIs) keeps three findings
+    for cid, why in (("golden_a", "KeyError: mu"), ("golden_b", "TypeError: max_delta"), ("golden_c", "ValueError: donated")):
+        cand["contracts"][cid]["detail"] = why
     return base, cand
 
 
