@@ -50,8 +50,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
-                             report_matrix, requirements, runner, surface, unseen, validate)
+from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, extras, late, matrix, report_json,
+                             report_markdown, report_matrix, requirements, runner, surface, unseen, validate)
 from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
 from optax_gate.gate.progress import Progress
 
@@ -69,10 +69,22 @@ def _fail(message: str) -> int:
     return NOT_VERIFIED
 
 
-def write_reports(report: dict[str, Any], out: Path) -> int:
-    """Write ``report.json`` and ``report.md`` atomically; return the exit status."""
-    atomic.write_text(out / "report.json", report_json.render(report))
-    atomic.write_text(out / "report.md", report_markdown.render(report))
+def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | None = None) -> int:
+    """Write ``report.json`` and ``report.md`` atomically; return the exit status.
+    With ``phases``, a report that cannot be rendered is recorded as a failure
+    of the report writing and written in its plain form (``late.fallback_markdown``).
+
+    Raises:
+      OSError: a file could not be written (the files already there stay whole).
+    """
+    if phases is None:
+        texts = report_json.render(report), report_markdown.render(report)
+    else:
+        markdown = phases.run("report writing", lambda: report_markdown.render(report))
+        phases.record(report)
+        texts = report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report)
+    atomic.write_text(out / "report.json", texts[0])
+    atomic.write_text(out / "report.md", texts[1])
     print(f"optax-gate: verdict {report['verdict']} — {out / 'report.md'}")
     for reason in report["reasons"]:
         print(f"optax-gate:   {reason}")
@@ -105,6 +117,7 @@ class Side:
     jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
     record: dict[str, Any] | None = None
     cache_inputs: dict[str, Any] | None = None
+    probed: runner.Probe | None = None
 
 
 def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
@@ -132,6 +145,11 @@ def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, che
             side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
         else:
             say(f"baseline: not taken from the cache ({why})")
+    if side.record is None:  # the import check, before any contract runs on either side
+        say(f"{label}: checking its imports")
+        side.probed = runner.probe(side.python)
+        if side.probed[1]:
+            side.record = runner.run(side.python, label, args.project_root, folder, args.timeout, probed=side.probed, **extra)
     return side
 
 
@@ -156,7 +174,7 @@ def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None, 
     say(f"{side.label}: running the contracts")
     record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
                         on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
-                        workers=workers, **side.extra)
+                        workers=workers, probed=side.probed, **side.extra)
     if side.cache_inputs is not None:
         entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
                                      sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
@@ -218,18 +236,32 @@ def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Nam
 
 
 def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-            say: Progress, speed: dict[str, Any] | None = None) -> int:
-    """Compare, write the run's reports, mark it complete and current."""
+            say: Progress, speed: dict[str, Any] | None = None, phases: late.LatePhases | None = None,
+            refused: str = "") -> int:
+    """Compare, write the run's reports, mark it complete and current.
+
+    Each phase after the contracts runs under ``phases``: its error is
+    recorded in the report (verdict not-verified) beside both sides'
+    contracts. A report that cannot be written, or linked, leaves the run
+    marked incomplete and the previous complete run linked: exit 2."""
+    phases = phases or late.LatePhases()
     say("comparing and writing the report")
     for record in (baseline, candidate):
-        _save_run(record, run.evidence)
-    report = _beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
+        phases.run("run records", lambda record=record: _save_run(record, run.evidence))
+    report = compare.compare(baseline, candidate)
     report["run"] = run.name
-    speed_.attach(report, speed)
+    phases.run("API surface, warnings and dependency diff", lambda: _beyond_contracts(report, baseline, candidate, args))
+    phases.run("speed readings", lambda: speed_.attach(report, speed))
     if run.candidate_lock.exists():
-        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)}
-    status = write_reports(report, run.path)
-    evidence.complete(run, args.keep)
+        report["candidate_lock"] = phases.run("candidate lock digest", lambda: {
+            "file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)})
+    phases.record(report)
+    try:
+        status = write_reports(report, run.path, phases)
+        evidence.complete(run, args.keep, refused=refused)
+    except OSError as exc:
+        return _fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
+                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows the previous complete run")
     print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
     return status
 
@@ -238,39 +270,58 @@ def _skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
     return runner.not_verified(label, f"not run: {why}", **extra)
 
 
+def _check_inputs(args: argparse.Namespace) -> None:
+    """Raises validate.InvalidInput for the first input that cannot be used."""
+    known = validate.lock_packages(args.baseline_lock, "baseline lock")
+    if args.candidate_lock:
+        validate.lock_packages(args.candidate_lock, "candidate lock")
+    else:
+        if not args.requirements_in.is_file():
+            raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
+        validate.parse_specs(args.specs, known, args.allow_extra)
+    for path in args.usage or []:
+        if not path.exists():
+            raise validate.InvalidInput(f"--usage {path} does not exist")
+
+
+def _stopped(failed: Side, other: str, say: Progress) -> dict[str, Any]:
+    """The record of the side ``other`` that does not run because ``failed``
+    could not be installed or imported (no verdict is possible without both)."""
+    cause = failed.record.get("reason", "") if failed.record else ""
+    say(f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}")
+    return _skipped(other, f"the {failed.label} could not be installed or imported")
+
+
 def gate(args: argparse.Namespace) -> int:
     say = Progress()
     if args.candidate_lock and args.specs:
         return _fail("give either requirement SPECs or --candidate-lock, not both")
-    if args.keep < 1:
-        return _fail(f"--keep must be at least 1, got {args.keep}")
     try:
         validate.writable_folder(args.out)
+        run = args.run_folder = evidence.start(args.out, sys.argv)
     except validate.InvalidInput as exc:
         return _fail(f"{exc} (no report written)")
-    run = args.run_folder = evidence.start(args.out, sys.argv)
+    except OSError as exc:
+        return _fail(f"no run folder can be made under {args.out / 'runs'}: {exc.strerror or exc} (no report written; "
+                     f"{args.out / 'report.md'} still shows the previous complete run)")
     say(f"run folder {run.path}")
     base_req = [f"lock file {args.baseline_lock}"]
     if args.candidate_lock:
         cand_req = [f"lock file {args.candidate_lock}"]
     else:
         cand_req = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
-    try:
-        say("checking the inputs")
-        known = validate.lock_packages(args.baseline_lock, "baseline lock")
-        if args.candidate_lock:
-            validate.lock_packages(args.candidate_lock, "candidate lock")
-        else:
-            if not args.requirements_in.is_file():
-                raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
-            validate.parse_specs(args.specs, known, args.allow_extra)
-        for path in args.usage or []:
-            if not path.exists():
-                raise validate.InvalidInput(f"--usage {path} does not exist")
-    except validate.InvalidInput as exc:
+
+    def refuse(exc: validate.InvalidInput) -> int:
         print(f"optax-gate: {exc}", file=sys.stderr)
         why = f"invalid input: {exc}"
-        return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req), args, say)
+        return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
+                       args, say, refused=str(exc))
+
+    try:
+        say("checking the inputs")
+        _check_inputs(args)
+    except validate.InvalidInput as exc:
+        return refuse(exc)
     if args.candidate_lock:
         shutil.copyfile(args.candidate_lock, run.candidate_lock)
     else:
@@ -281,12 +332,23 @@ def gate(args: argparse.Namespace) -> int:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
                            runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
-    sides = (_prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req),
-             _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req))
-    baseline, candidate = _run_both(*sides, args, say)
-    speed = _speed(args, args.baseline_lock, run.candidate_lock, candidate, run.path, say,
-                   pythons=tuple(getattr(side, "python", None) for side in sides))
-    return _finish(run, baseline, candidate, args, say, speed)
+        try:
+            extras.check(args.specs, run.candidate_lock, args.python)
+        except validate.InvalidInput as exc:
+            return refuse(exc)
+    # Fail fast: each side is installed and its imports checked before either runs a contract;
+    # one that fails stops the gate there.
+    baseline = _prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
+    if baseline.record is not None and baseline.record.get("status") != "ran":
+        return _finish(run, baseline.record, {**_stopped(baseline, "candidate", say), "requirements": cand_req}, args, say)
+    candidate = _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
+    if candidate.record is not None:
+        return _finish(run, {**_stopped(candidate, "baseline", say), "requirements": base_req}, candidate.record, args, say)
+    base_record, cand_record = _run_both(baseline, candidate, args, say)
+    phases = late.LatePhases()
+    speed = phases.run("speed readings", lambda: _speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
+                                                          pythons=(baseline.python, candidate.python)))
+    return _finish(run, base_record, cand_record, args, say, speed, phases)
 
 
 # ---- speed drift (issue 12, items 3-4): separate from the contract runs --------------------------------
@@ -313,6 +375,20 @@ def _speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, 
     if plot:
         report_speed.write_plot(result, folder)
     return result
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
 
 
 def _ratio(text: str) -> float:
@@ -424,7 +500,7 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
     p.add_argument("--project-root", type=Path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
-    p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--timeout", type=_seconds, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
     p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
                    help="run the baseline even when its result is cached (the new result replaces the entry)")
     p.add_argument("--cache-dir", type=Path, default=Path(".nox/gate-cache"), metavar="DIR",
@@ -449,7 +525,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--sequential", dest="concurrent", action="store_false",
                    help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
                         "when both need a run)")
-    g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
+    g.add_argument("--keep", type=_count, default=10, metavar="N",
+                   help="complete runs kept under OUT/runs, at least 1; runs that refused their input do not count (default: %(default)s)")
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
     _speed_options(g)
@@ -478,17 +555,24 @@ def _interrupt(signum, frame):
 
 def _crash_report(args: argparse.Namespace, reason: str) -> int:
     """Write a not-verified report for a crash of the gate itself, into the
-    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens."""
+    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens.
+    Never over a report the run already wrote, and never over the ``report.md``
+    / ``report.json`` links of a gate output folder (a report of no run)."""
     empty = runner.not_verified("?", reason)
     report = compare.compare(empty, empty)
     run = getattr(args, "run_folder", None)
     try:
         if run is not None:
+            if (run.path / "report.json").exists():
+                return NOT_VERIFIED
             report["run"] = run.name
             write_reports(report, run.path)
             evidence.complete(run, args.keep)
         else:
-            write_reports(report, getattr(args, "out", Path("reports/gate")))
+            out = getattr(args, "out", Path("reports/gate"))
+            if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):
+                return NOT_VERIFIED
+            write_reports(report, out)
     except OSError as exc:
         print(f"optax-gate: could not write the report either: {exc}", file=sys.stderr)
     return NOT_VERIFIED

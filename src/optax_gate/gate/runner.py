@@ -37,7 +37,10 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
-def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]], dict[str, list[str]]]:
+Probe = tuple[dict[str, str], "str | None", list[dict[str, Any]], dict[str, list[str]]]
+
+
+def probe(python: Path, timeout: float = 300) -> Probe:
     """Versions of the environment, its import error (None when imports work),
     the warnings raised while importing and its installed pytest plugins
     (``{distribution: [module, ...]}``)."""
@@ -45,6 +48,8 @@ def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | Non
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {}, f"import check timed out after {timeout:.0f} s", [], {}
+    except OSError as exc:
+        return {}, f"import check could not start {python}: {exc.strerror or exc}", [], {}
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -90,8 +95,8 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
         pytest_args: list[str] | None = None, checkpoints: Path | None = None,
         on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
-        workers: int = 0, **extra: Any) -> dict[str, Any]:
-    """Probe ``python``'s environment, then run the contracts there.
+        workers: int = 0, probed: Probe | None = None, **extra: Any) -> dict[str, Any]:
+    """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
       python: the environment's interpreter.
@@ -108,6 +113,9 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       extra_env: environment variables for pytest (e.g. the compilation cache).
       workers: split the single-device contracts over this many pytest-xdist
         processes, when the environment has pytest-xdist (0: one process).
+      probed: the result of :func:`probe` when the caller already checked the
+        imports (the gate does, before either side runs: one side that cannot
+        import stops the gate before the other starts its contracts).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -115,7 +123,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     """
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
-    versions, import_error, import_warnings, plugins = probe(python)
+    versions, import_error, import_warnings, plugins = probed or probe(python)
     # Only the declared pytest plugins load, on both sides (optax_gate.gate.pytest_plugins).
     extra["pytest_plugins"] = {"loaded": pytest_plugins.modules(plugins), "left_out": pytest_plugins.left_out(plugins)}
     extra["warnings"] = warnings_diff.fold(import_warnings, [])
