@@ -40,7 +40,7 @@ def provided(name: str, version: str, python: str, timeout: float = 300) -> set[
       environments.EnvironmentFailure: uv cannot fetch the package.
     """
     with tempfile.TemporaryDirectory(prefix="optax-gate-extras-") as tmp:
-        environments.run_uv("resolution", ["pip", "install", "--quiet", "--no-deps", "--no-compile", "--python", python,
+        environments.run_uv("resolution", ["pip", "install", "--quiet", "--no-deps", "--python", python,
                                            "--target", tmp, f"{name}=={version}"], timeout)
         dists = [d for d in importlib.metadata.distributions(path=[tmp]) if canonicalize_name(d.metadata["Name"]) == name]
         if not dists:
