@@ -223,7 +223,7 @@ def test_a_complete_run_becomes_latest_with_readable_reports_and_its_own_lock(tm
         assert stat.S_IMODE((run / name).stat().st_mode) & 0o044 == 0o044, f"{name} is not readable by others"
     assert (run / "candidate-lock.txt").read_bytes() == LOCK.read_bytes()
     assert latest_report(out)["candidate_lock"]["sha256"] == environments.digest(LOCK)
-    for phase in ("checking the inputs", "baseline: running the contracts", "baseline: 8/8 contracts", "candidate: 8/8 contracts", "writing the report"):
+    for phase in ("checking the inputs", "baseline: running the contracts", "baseline: 16/16 contracts", "candidate: 16/16 contracts", "writing the report"):
         assert phase in proc.stderr
 
 

@@ -108,3 +108,64 @@ def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
     run = (out / evidence.LATEST).resolve()
     assert (run / evidence.REFUSED).exists()
     assert "defines no extra named 'examples'" in json.loads((out / "report.json").read_text())["reasons"][0]
+
+
+def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, monkeypatch):
+    """The single-device process collects 10 contracts, the multi-device one 4:
+    every progress call says 14, and the multi-device contracts run only once
+    the single-device process has ended (its go file)."""
+    from optax_gate.gate import devices, outcomes
+
+    calls, events = [], []
+
+    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None):
+        if folder == devices.MULTIDEVICE_DIR:
+            on_progress(0, 0)  # still collecting
+            on_progress(0, 4)
+            go = Path(env["OPTAX_GATE_GO"])
+            deadline = time.monotonic() + 10
+            while not go.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            events.append("multi-device contracts run")
+            on_progress(2, 4)
+            return runner.Part(folder, 0, "", outcomes.ReportLog(), (4, 4))
+        time.sleep(0.2)  # collects longer than the multi-device process
+        on_progress(0, 10)
+        on_progress(6, 10)
+        events.append("single-device process ended")
+        return runner.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
+
+    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100, probed=PROBE_OK, on_progress=lambda d, t: calls.append((d, t)))
+    assert events == ["single-device process ended", "multi-device contracts run"]
+    assert calls and {t for _, t in calls} == {14}, calls
+    assert calls[-1] == (14, 14) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_path):
+    """The plugin's side of the fixed total (``$OPTAX_GATE_GO``), on a real pytest run."""
+    import os
+    import sys
+
+    (tmp_path / "test_one.py").write_text(
+        "import pathlib, pytest\nfrom optax_gate.kit import guides\n\n"
+        "@pytest.mark.contract(api='optax.sgd', guide=guides.SGD_STEP)\n@pytest.mark.golden\n"
+        f"def test_runs():\n    pathlib.Path({str(tmp_path / 'ran')!r}).write_text('x')\n")
+    count, go = tmp_path / "count", tmp_path / "go"
+    env = {**os.environ, "OPTAX_GATE_PROGRESS": str(count), "OPTAX_GATE_GO": str(go)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not count.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert count.read_text().strip() == "1"
+        time.sleep(1.0)
+        assert proc.poll() is None and not (tmp_path / "ran").exists(), "the contracts ran before their go file"
+        go.touch()
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    assert (tmp_path / "ran").exists()
