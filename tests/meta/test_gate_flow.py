@@ -169,3 +169,21 @@ def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_
             proc.kill()
     assert proc.returncode == 0, output
     assert (tmp_path / "ran").exists()
+
+
+def _help(*command):
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "optax_gate", *command, "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses():
+    for command in ((), ("gate",), ("matrix",), ("compare",)):
+        assert "``" not in _help(*command), f"reST markup in {command} --help"
+    matrix = _help("matrix")
+    assert "Discover the releases of optax" in matrix and "Exit status (matrix):" in matrix and "  2  " in matrix
+    fail = _help("gate").split("  1  fail:", 1)[1].split("  2  ", 1)[0]
+    for broken_row in ("--usage", "contracted API", "dependency removed", "--fail-on-new-deprecations", "--speed-budget"):
+        assert broken_row in fail, f"the exit status 1 line does not name {broken_row}"

@@ -22,18 +22,29 @@ Commands:
     (default ``reports/matrix``). ``--plan`` only prints the environments as
     JSON (for fanning out over CI runners), ``--only`` runs the named ones
     (``baseline`` included) into ``runs/``, ``--merge`` combines ``runs/``
-    into the report. Exit 0 when the report was written with a verified
-    baseline, 2 otherwise; per-environment verdicts are in the report.
+    into the report; per-environment verdicts are in the report.
 ``compare BASELINE_RUN CANDIDATE_RUN``
     Compare two run records (``evidence/<label>.json``) and write the reports.
 
-Exit status:
-  0  pass: no contract broke
-  1  fail: at least one contract broke
-  2  not verified: a bad input (spec, lock file, output folder), an
-     environment that could not be resolved, installed or imported, pytest
-     crashed or timed out, zero contracts ran, a contract went missing, the
-     run was interrupted, or the gate itself failed
+Exit status (gate, compare):
+  0  pass: no contract broke and no row beyond the contracts is broken
+  1  fail: a contract broke, or a broken row beyond the contracts: an API
+     surface change that breaks an import or call site of the team's code
+     (--usage; without it, a contracted API removed or made incompatible), a
+     dependency removed that the team's code imports (--usage), a new
+     deprecation warning (--fail-on-new-deprecations), or a training step
+     slower than --speed-budget
+  2  not verified: a bad input (spec, extra, lock file, output folder), an
+     environment that could not be resolved, installed or imported (the
+     other side is then not run), pytest crashed or timed out, zero
+     contracts ran, a contract went missing, the run was interrupted, or the
+     gate itself failed (a failure after the contracts ran keeps them in the
+     report, with the phase named)
+
+Exit status (matrix):
+  0  the report was written with a verified baseline
+  2  the baseline was not verified, no plan to merge, or an environment name
+     not in the plan
 """
 
 from __future__ import annotations
@@ -510,12 +521,20 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
+def _help(start: str, end: str | None = None) -> str:
+    """The part of the module docstring from ``start`` up to ``end``, as plain
+    help text (reST's double backticks dropped)."""
+    text = __doc__[__doc__.index(start):]
+    text = text[:text.index(end)] if end else text
+    return text.replace("``", "")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="optax-gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="optax-gate", description=_help(__doc__[:8]), formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("gate", help="run the contracts in the baseline and a candidate, write the report",
-                       description="Judge an upgrade: " + __doc__.split("``gate [SPEC ...]``", 1)[1].split("``matrix", 1)[0]
-                       + "\n" + __doc__[__doc__.index("Exit status:"):], formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Judge an upgrade:\n" + _help("``gate [SPEC ...]``", "``matrix")
+                       + "\n" + _help("Exit status (gate", "Exit status (matrix"), formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("specs", nargs="*", metavar="SPEC",
                    help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; "
                         "only packages of the baseline lock unless --allow-extra")
@@ -531,7 +550,9 @@ def parser() -> argparse.ArgumentParser:
     _beyond_contracts_options(g)
     _speed_options(g)
     g.set_defaults(func=gate)
-    m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
+    m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline",
+                       description="The release matrix:\n" + _help("``matrix", "``compare") + "\n" + _help("Exit status (matrix"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     what = m.add_mutually_exclusive_group()
     what.add_argument("--plan", action="store_true", help="print the planned environments as JSON and stop")
     what.add_argument("--only", action="append", metavar="NAME", help="run only these environments (and 'baseline')")
