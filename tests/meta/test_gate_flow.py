@@ -46,8 +46,8 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     other = "candidate" if failing == "baseline" else "baseline"
     assert code == 2
     assert ran == [], "a contract run started although one side cannot be installed or imported"
-    if failing == "baseline":
-        assert built == ["baseline"], "the candidate was built although the baseline cannot be installed or imported"
+    if failing == "baseline" and stage == "install":
+        assert built == ["baseline"], "the candidate was built although the baseline cannot be installed"
     report = json.loads((out / "report.json").read_text())
     cause = "install failed: no matching distribution" if stage == "install" else "import failed: ImportError"
     assert cause in report[failing]["reason"]

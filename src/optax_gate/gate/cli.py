@@ -156,12 +156,22 @@ def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, che
             side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
         else:
             say(f"baseline: not taken from the cache ({why})")
-    if side.record is None:  # the import check, before any contract runs on either side
-        say(f"{label}: checking its imports")
-        side.probed = runner.probe(side.python)
-        if side.probed[1]:
-            side.record = runner.run(side.python, label, args.project_root, folder, args.timeout, probed=side.probed, **extra)
     return side
+
+
+def _check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """The import check of each side that will run its contracts, the sides at
+    the same time, before any contract runs; a side that fails it gets its
+    final not-verified record."""
+    todo = [side for side in sides if side.record is None]
+    for side in todo:
+        say(f"{side.label}: checking its imports")
+    with ThreadPoolExecutor(max_workers=max(len(todo), 1)) as pool:
+        probes = list(pool.map(lambda side: runner.probe(side.python), todo))
+    for side, probed in zip(todo, probes):
+        side.probed = probed
+        if probed[1]:
+            side.record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, probed=probed, **side.extra)
 
 
 def _write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -201,6 +211,7 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, ch
     baseline writes the resume ``checkpoints``."""
     say = progress or (lambda message: None)
     side = _prepare(label, lock, args, folder, checkpoints, say, **extra)
+    _check_imports((side,), args, say)
     if side.record is None and label == "baseline":
         _write_checkpoints(side, args, say)
     return _contracts(side, args, progress)
@@ -258,7 +269,7 @@ def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[s
     phases = phases or late.LatePhases()
     say("comparing and writing the report")
     for record in (baseline, candidate):
-        phases.run("run records", lambda record=record: _save_run(record, run.evidence))
+        phases.run("writing of the run records", lambda record=record: _save_run(record, run.evidence))
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
     phases.run("API surface, warnings and dependency diff", lambda: _beyond_contracts(report, baseline, candidate, args))
@@ -293,6 +304,11 @@ def _check_inputs(args: argparse.Namespace) -> None:
     for path in args.usage or []:
         if not path.exists():
             raise validate.InvalidInput(f"--usage {path} does not exist")
+
+
+def _failed(side: Side) -> bool:
+    """Whether a prepared side already has a record that is not verified."""
+    return side.record is not None and side.record.get("status") != "ran"
 
 
 def _stopped(failed: Side, other: str, say: Progress) -> dict[str, Any]:
@@ -347,14 +363,24 @@ def gate(args: argparse.Namespace) -> int:
             extras.check(args.specs, run.candidate_lock, args.python)
         except validate.InvalidInput as exc:
             return refuse(exc)
-    # Fail fast: each side is installed and its imports checked before either runs a contract;
-    # one that fails stops the gate there.
+    # Fail fast: both sides are installed (the baseline first), then their imports checked, before
+    # either runs a contract; a side that fails stops the gate there.
+    def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
+        records = {failed.label: failed.record, other: other_record or {**_stopped(failed, other, say), "requirements": other_req}}
+        if other_record:
+            _stopped(failed, other, say)
+        return _finish(run, records["baseline"], records["candidate"], args, say)
+
     baseline = _prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
-    if baseline.record is not None and baseline.record.get("status") != "ran":
-        return _finish(run, baseline.record, {**_stopped(baseline, "candidate", say), "requirements": cand_req}, args, say)
+    if _failed(baseline):
+        return stop(baseline, "candidate", None, cand_req)
     candidate = _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
-    if candidate.record is not None:
-        return _finish(run, {**_stopped(candidate, "baseline", say), "requirements": base_req}, candidate.record, args, say)
+    if not _failed(candidate):
+        _check_imports((baseline, candidate), args, say)
+    if _failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report
+        return stop(baseline, "candidate", candidate.record, cand_req)
+    if _failed(candidate):  # a cached baseline result stays
+        return stop(candidate, "baseline", baseline.record, base_req)
     base_record, cand_record = _run_both(baseline, candidate, args, say)
     phases = late.LatePhases()
     speed = phases.run("speed readings", lambda: _speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
