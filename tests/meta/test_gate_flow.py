@@ -106,7 +106,7 @@ def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
     assert status == 2 and "defines no extra named 'examples' (its extras: " in stderr and "Traceback" not in stderr
     assert not (tmp_path / "envs").exists()
     run = (out / evidence.LATEST).resolve()
-    assert (run / evidence.REFUSED).exists()
+    assert (run / evidence.REFUSED).exists() and not (run / "candidate-lock.txt").exists()
     assert "defines no extra named 'examples'" in json.loads((out / "report.json").read_text())["reasons"][0]
 
 

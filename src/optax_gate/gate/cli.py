@@ -274,9 +274,9 @@ def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[s
     report["run"] = run.name
     phases.run("API surface, warnings and dependency diff", lambda: _beyond_contracts(report, baseline, candidate, args))
     phases.run("speed readings", lambda: speed_.attach(report, speed))
-    if run.candidate_lock.exists():
-        report["candidate_lock"] = phases.run("candidate lock digest", lambda: {
-            "file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)})
+    digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
+    if digest:
+        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
     phases.record(report)
     try:
         status = write_reports(report, run.path, phases)
@@ -341,6 +341,7 @@ def gate(args: argparse.Namespace) -> int:
     def refuse(exc: validate.InvalidInput) -> int:
         print(f"optax-gate: {exc}", file=sys.stderr)
         why = f"invalid input: {exc}"
+        run.candidate_lock.unlink(missing_ok=True)  # no lock beside a report that judged none
         return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
                        args, say, refused=str(exc))
 
@@ -355,20 +356,18 @@ def gate(args: argparse.Namespace) -> int:
         say("resolving the candidate (" + " ".join(cand_req) + ")")
         try:
             _resolve(args.specs or list(requirements.NEWEST_DEFAULT), run.candidate_lock, args)
+            extras.check(args.specs, run.candidate_lock, args.python)
+        except validate.InvalidInput as exc:
+            return refuse(exc)
         except environments.EnvironmentFailure as exc:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
                            runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
-        try:
-            extras.check(args.specs, run.candidate_lock, args.python)
-        except validate.InvalidInput as exc:
-            return refuse(exc)
     # Fail fast: both sides are installed (the baseline first), then their imports checked, before
     # either runs a contract; a side that fails stops the gate there.
     def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
-        records = {failed.label: failed.record, other: other_record or {**_stopped(failed, other, say), "requirements": other_req}}
-        if other_record:
-            _stopped(failed, other, say)
+        stopped = {**_stopped(failed, other, say), "requirements": other_req}
+        records = {failed.label: failed.record, other: other_record or stopped}
         return _finish(run, records["baseline"], records["candidate"], args, say)
 
     baseline = _prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
@@ -547,7 +546,7 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
-def _help(start: str, end: str | None = None) -> str:
+def _help(start: str = "", end: str | None = None) -> str:
     """The part of the module docstring from ``start`` up to ``end``, as plain
     help text (reST's double backticks dropped)."""
     text = __doc__[__doc__.index(start):]
@@ -556,7 +555,7 @@ def _help(start: str, end: str | None = None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="optax-gate", description=_help(__doc__[:8]), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="optax-gate", description=_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("gate", help="run the contracts in the baseline and a candidate, write the report",
                        description="Judge an upgrade:\n" + _help("``gate [SPEC ...]``", "``matrix")
