@@ -110,7 +110,9 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       pytest_args: extra pytest arguments (e.g. ``-k``).
       checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
       on_progress: called with ``(finished, collected)`` tests every few
-        seconds while pytest runs (from its report log).
+        seconds while pytest runs (from the report logs), summed over the
+        pytest processes and only once each has collected: the total does
+        not change during the run.
       extra_env: environment variables for pytest (e.g. the compilation cache).
       workers: split the single-device contracts over this many pytest-xdist
         processes, when the environment has pytest-xdist (0: one process).
