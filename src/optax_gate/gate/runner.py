@@ -205,6 +205,9 @@ def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, dead
         except BaseException:
             stop.set()
             raise
+        finally:
+            for path in go:
+                path.unlink(missing_ok=True)
     return parts
 
 
