@@ -174,6 +174,8 @@ else:
     junit = next(a.split("=", 1)[1] for a in args if a.startswith("--junitxml="))
     n = {tests}
     open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(n))
+    while os.environ.get("OPTAX_GATE_GO") and not os.path.exists(os.environ["OPTAX_GATE_GO"]):  # as the plugin does
+        time.sleep(0.01)
     with open(log, "w") as f:
         item = {{"nodeid": "tests/contracts/test_x.py::test_{{i}}", "type": "Function"}}
         f.write(json.dumps({{"$report_type": "CollectReport", "nodeid": "tests/contracts/test_x.py", "outcome": "passed",
