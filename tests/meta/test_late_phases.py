@@ -157,3 +157,17 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     assert md.startswith("# Optax upgrade gate: NOT-VERIFIED") and reason in md
     assert "tests/contracts/test_x.py::test_7" in md
     assert reason.split(": RuntimeError")[0] in proc.stderr
+
+
+def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_links(tmp_path):
+    out = tmp_path / "out"
+    assert run_gate(tmp_path).returncode == 0
+    linked, report_md = links(out), (out / "report.md").read_bytes()
+    patch = _raise_in("evidence", "link boom") + "_module.complete = _boom\n"
+    proc = run_gate(tmp_path, patch, ("--no-cache",))
+    assert proc.returncode == 2 and "the gate itself failed: RuntimeError: link boom" in proc.stderr
+    assert links(out) == linked and (out / "report.md").read_bytes() == report_md
+    new = [run for run in (out / "runs").iterdir() if (run / evidence.MARKER).exists()]
+    assert len(new) == 1
+    report = json.loads((new[0] / "report.json").read_text())
+    assert report["verdict"] == "pass" and len(report["contracts"]) == 8, "the run's own report was replaced"

@@ -619,8 +619,8 @@ def _crash_report(args: argparse.Namespace, reason: str) -> int:
             if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):
                 return NOT_VERIFIED
             write_reports(report, out)
-    except OSError as exc:
-        print(f"optax-gate: could not write the report either: {exc}", file=sys.stderr)
+    except Exception as exc:  # 2 whatever happens: never the exit status of a verdict
+        print(f"optax-gate: could not write the report either: {type(exc).__name__}: {exc}", file=sys.stderr)
     return NOT_VERIFIED
 
 
