@@ -383,7 +383,9 @@ def gate(args: argparse.Namespace) -> int:
     base_record, cand_record = _run_both(baseline, candidate, args, say)
     phases = late.LatePhases()
     speed = phases.run("speed readings", lambda: _speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
-                                                          pythons=(baseline.python, candidate.python)))
+                                                          plot=False, pythons=(baseline.python, candidate.python)))
+    if speed is not None:  # the readings stay in the report even if their plot fails
+        phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
     return _finish(run, base_record, cand_record, args, say, speed, phases)
 
 
