@@ -13,7 +13,9 @@
   ``known_defect(ID)`` pins a defective baseline behaviour; ``ID`` must be in
   the ledger, and the report says ``fixed`` when a candidate changes it.
 - Writes the number of collected tests to ``$OPTAX_GATE_PROGRESS`` when set
-  (the gate's progress lines).
+  (the gate's progress lines); with ``$OPTAX_GATE_GO`` set too, then waits
+  until that file exists before running them (the gate collects its second
+  process while the first runs, so the contract total is known once).
 - Prints the versions of python, optax, jax, jaxlib, flax and numpy, and the
   hypothesis profile, in the session header (guides' acceptance criterion 1).
 - Records every warning raised while a test runs (``pytest_warning_recorded``:
@@ -134,6 +136,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     path = os.environ.get("OPTAX_GATE_PROGRESS")
     if path and session.items:  # under pytest-xdist each worker collects the whole run
         Path(path).write_text(f"{len(session.items)}\n", encoding="utf-8")
+        go = os.environ.get("OPTAX_GATE_GO")
+        if go:
+            _wait_for(Path(go))
+
+
+def _wait_for(go: Path, poll_s: float = 0.05) -> None:
+    """Wait until ``go`` exists; stop the session if the process that
+    started this one is gone (nobody would ever create it)."""
+    import time
+
+    parent = os.getppid()
+    while not go.exists():
+        if os.getppid() != parent:
+            pytest.exit("the gate that started this run is gone", returncode=pytest.ExitCode.INTERRUPTED)
+        time.sleep(poll_s)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -32,13 +32,25 @@ Commands:
 ``compare BASELINE_RUN CANDIDATE_RUN``
     Compare two run records (``evidence/<label>.json``) and write the reports.
 
-Exit status:
-  0  pass: no contract broke
-  1  fail: at least one contract broke
-  2  not verified: a bad input (spec, lock file, output folder), an
-     environment that could not be resolved, installed or imported, pytest
-     crashed or timed out, zero contracts ran, a contract went missing, the
-     run was interrupted, or the gate itself failed
+Exit status (gate, compare):
+  0  pass: no contract broke and no row beyond the contracts is broken
+  1  fail: a contract broke, or a broken row beyond the contracts: an API
+     surface change that breaks an import or call site of the team's code
+     (--usage; without it, a contracted API removed or made incompatible), a
+     dependency removed that the team's code imports (--usage), a new
+     deprecation warning (--fail-on-new-deprecations), or a training step
+     slower than --speed-budget
+  2  not verified: a bad input (spec, extra, lock file, output folder), an
+     environment that could not be resolved, installed or imported (the
+     other side is then not run), pytest crashed or timed out, zero
+     contracts ran, a contract went missing, the run was interrupted, or the
+     gate itself failed (a failure after the contracts ran keeps them in the
+     report, with the phase named)
+
+Exit status (matrix):
+  0  the report was written with a verified baseline
+  2  the baseline was not verified, no plan to merge, or an environment name
+     not in the plan
 """
 
 from __future__ import annotations
@@ -55,8 +67,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, matrix, report_json, report_markdown,
-                             report_matrix, requirements, runner, surface, unseen, validate)
+from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, extras, late, matrix, report_json,
+                             report_markdown, report_matrix, requirements, runner, surface, unseen, validate)
 from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
 from optax_gate.gate.heartbeat import Heartbeat
 from optax_gate.gate.progress import Progress
@@ -76,10 +88,22 @@ def _fail(message: str) -> int:
     return NOT_VERIFIED
 
 
-def write_reports(report: dict[str, Any], out: Path) -> int:
-    """Write ``report.json`` and ``report.md`` atomically; return the exit status."""
-    atomic.write_text(out / "report.json", report_json.render(report))
-    atomic.write_text(out / "report.md", report_markdown.render(report))
+def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | None = None) -> int:
+    """Write ``report.json`` and ``report.md`` atomically; return the exit status.
+    With ``phases``, a report that cannot be rendered is recorded as a failure
+    of the report writing and written in its plain form (``late.fallback_markdown``).
+
+    Raises:
+      OSError: a file could not be written (the files already there stay whole).
+    """
+    if phases is None:
+        texts = report_json.render(report), report_markdown.render(report)
+    else:
+        markdown = phases.run("report writing", lambda: report_markdown.render(report))
+        phases.record(report)
+        texts = report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report)
+    atomic.write_text(out / "report.json", texts[0])
+    atomic.write_text(out / "report.md", texts[1])
     print(f"optax-gate: verdict {report['verdict']} — {out / 'report.md'}")
     for reason in report["reasons"]:
         print(f"optax-gate:   {reason}")
@@ -112,6 +136,7 @@ class Side:
     jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
     record: dict[str, Any] | None = None
     cache_inputs: dict[str, Any] | None = None
+    probed: runner.Probe | None = None
 
 
 def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
@@ -142,6 +167,21 @@ def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, che
     return side
 
 
+def _check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """The import check of each side that will run its contracts, the sides at
+    the same time, before any contract runs; a side that fails it gets its
+    final not-verified record."""
+    todo = [side for side in sides if side.record is None]
+    for side in todo:
+        say(f"{side.label}: checking its imports")
+    with ThreadPoolExecutor(max_workers=max(len(todo), 1)) as pool:
+        probes = list(pool.map(lambda side: runner.probe(side.python), todo))
+    for side, probed in zip(todo, probes):
+        side.probed = probed
+        if probed[1]:
+            side.record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, probed=probed, **side.extra)
+
+
 def _write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
     """The baseline writes the checkpoints every environment resumes from."""
     say("baseline: writing the resume checkpoints")
@@ -163,7 +203,7 @@ def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None, 
     say(f"{side.label}: running the contracts")
     record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
                         on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
-                        workers=workers, **side.extra)
+                        workers=workers, probed=side.probed, **side.extra)
     if side.cache_inputs is not None:
         entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
                                      sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
@@ -179,6 +219,7 @@ def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, ch
     baseline writes the resume ``checkpoints``."""
     say = progress or (lambda message: None)
     side = _prepare(label, lock, args, folder, checkpoints, say, **extra)
+    _check_imports((side,), args, say)
     if side.record is None and label == "baseline":
         _write_checkpoints(side, args, say)
     return _contracts(side, args, progress)
@@ -225,18 +266,32 @@ def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Nam
 
 
 def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-            say: Progress, speed: dict[str, Any] | None = None) -> int:
-    """Compare, write the run's reports, mark it complete and current."""
+            say: Progress, speed: dict[str, Any] | None = None, phases: late.LatePhases | None = None,
+            refused: str = "") -> int:
+    """Compare, write the run's reports, mark it complete and current.
+
+    Each phase after the contracts runs under ``phases``: its error is
+    recorded in the report (verdict not-verified) beside both sides'
+    contracts. A report that cannot be written, or linked, leaves the run
+    marked incomplete and the previous complete run linked: exit 2."""
+    phases = phases or late.LatePhases()
     say("comparing and writing the report")
     for record in (baseline, candidate):
-        _save_run(record, run.evidence)
-    report = _beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
+        phases.run("writing of the run records", lambda record=record: _save_run(record, run.evidence))
+    report = compare.compare(baseline, candidate)
     report["run"] = run.name
-    speed_.attach(report, speed)
-    if run.candidate_lock.exists():
-        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": environments.digest(run.candidate_lock)}
-    status = write_reports(report, run.path)
-    evidence.complete(run, args.keep)
+    phases.run("API surface, warnings and dependency diff", lambda: _beyond_contracts(report, baseline, candidate, args))
+    phases.run("speed readings", lambda: speed_.attach(report, speed))
+    digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
+    if digest:
+        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
+    phases.record(report)
+    try:
+        status = write_reports(report, run.path, phases)
+        evidence.complete(run, args.keep, refused=refused)
+    except OSError as exc:
+        return _fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
+                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows the previous complete run")
     print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
     return status
 
@@ -245,57 +300,103 @@ def _skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
     return runner.not_verified(label, f"not run: {why}", **extra)
 
 
+def _check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """Raises validate.InvalidInput for the first input that cannot be used."""
+    known = validate.lock_packages(args.baseline_lock, "baseline lock")
+    if args.candidate_lock:
+        validate.lock_packages(args.candidate_lock, "candidate lock")
+    else:
+        if not args.requirements_in.is_file():
+            raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
+        refuse_paths_as_specs(args.specs, known)
+        validate.parse_specs(args.specs, known, args.allow_extra)
+    args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
+    if args.usage_scan is not None:
+        say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
+            f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
+
+
+def _failed(side: Side) -> bool:
+    """Whether a prepared side already has a record that is not verified."""
+    return side.record is not None and side.record.get("status") != "ran"
+
+
+def _stopped(failed: Side, other: str, say: Progress) -> dict[str, Any]:
+    """The record of the side ``other`` that does not run because ``failed``
+    could not be installed or imported (no verdict is possible without both)."""
+    cause = failed.record.get("reason", "") if failed.record else ""
+    say(f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}")
+    return _skipped(other, f"the {failed.label} could not be installed or imported")
+
+
 def gate(args: argparse.Namespace) -> int:
     say = Progress()
     if args.candidate_lock and args.specs:
         return _fail("give either requirement SPECs or --candidate-lock, not both")
-    if args.keep < 1:
-        return _fail(f"--keep must be at least 1, got {args.keep}")
     try:
         validate.writable_folder(args.out)
+        run = args.run_folder = evidence.start(args.out, sys.argv)
     except validate.InvalidInput as exc:
         return _fail(f"{exc} (no report written)")
-    run = args.run_folder = evidence.start(args.out, sys.argv)
+    except OSError as exc:
+        return _fail(f"no run folder can be made under {args.out / 'runs'}: {exc.strerror or exc} (no report written; "
+                     f"{args.out / 'report.md'} still shows the previous complete run)")
     say(f"run folder {run.path}")
     base_req = [f"lock file {args.baseline_lock}"]
     if args.candidate_lock:
         cand_req = [f"lock file {args.candidate_lock}"]
     else:
         cand_req = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
-    try:
-        say("checking the inputs")
-        known = validate.lock_packages(args.baseline_lock, "baseline lock")
-        if args.candidate_lock:
-            validate.lock_packages(args.candidate_lock, "candidate lock")
-        else:
-            if not args.requirements_in.is_file():
-                raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
-            refuse_paths_as_specs(args.specs, known)
-            validate.parse_specs(args.specs, known, args.allow_extra)
-        args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
-        if args.usage_scan is not None:
-            say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
-                f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
-    except validate.InvalidInput as exc:
+
+    def refuse(exc: validate.InvalidInput) -> int:
         print(f"optax-gate: {exc}", file=sys.stderr)
         why = f"invalid input: {exc}"
-        return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req), args, say)
+        run.candidate_lock.unlink(missing_ok=True)  # no lock beside a report that judged none
+        return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
+                       args, say, refused=str(exc))
+
+    try:
+        say("checking the inputs")
+        _check_inputs(args, say)
+    except validate.InvalidInput as exc:
+        return refuse(exc)
     if args.candidate_lock:
         shutil.copyfile(args.candidate_lock, run.candidate_lock)
     else:
         say("resolving the candidate (" + " ".join(cand_req) + ")")
         try:
             _resolve(args.specs or list(requirements.NEWEST_DEFAULT), run.candidate_lock, args)
+            extras.check(args.specs, run.candidate_lock, args.python)
+        except validate.InvalidInput as exc:
+            return refuse(exc)
         except environments.EnvironmentFailure as exc:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
                            runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
-    sides = (_prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req),
-             _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req))
-    baseline, candidate = _run_both(*sides, args, say)
-    speed = _speed(args, args.baseline_lock, run.candidate_lock, candidate, run.path, say,
-                   pythons=tuple(getattr(side, "python", None) for side in sides))
-    return _finish(run, baseline, candidate, args, say, speed)
+    # Fail fast: both sides are installed (the baseline first), then their imports checked, before
+    # either runs a contract; a side that fails stops the gate there.
+    def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
+        stopped = {**_stopped(failed, other, say), "requirements": other_req}
+        records = {failed.label: failed.record, other: other_record or stopped}
+        return _finish(run, records["baseline"], records["candidate"], args, say)
+
+    baseline = _prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
+    if _failed(baseline):
+        return stop(baseline, "candidate", None, cand_req)
+    candidate = _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
+    if not _failed(candidate):
+        _check_imports((baseline, candidate), args, say)
+    if _failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report
+        return stop(baseline, "candidate", candidate.record, cand_req)
+    if _failed(candidate):  # a cached baseline result stays
+        return stop(candidate, "baseline", baseline.record, base_req)
+    base_record, cand_record = _run_both(baseline, candidate, args, say)
+    phases = late.LatePhases()
+    speed = phases.run("speed readings", lambda: _speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
+                                                          plot=False, pythons=(baseline.python, candidate.python)))
+    if speed is not None:  # the readings stay in the report even if their plot fails
+        phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
+    return _finish(run, base_record, cand_record, args, say, speed, phases)
 
 
 # ---- speed drift (issue 12, items 3-4): separate from the contract runs --------------------------------
@@ -322,6 +423,20 @@ def _speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, 
     if plot:
         report_speed.write_plot(result, folder)
     return result
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
 
 
 def _ratio(text: str) -> float:
@@ -368,13 +483,6 @@ def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
 
 def _load(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 def run_matrix(args: argparse.Namespace) -> int:
@@ -457,7 +565,7 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
     p.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
-    p.add_argument("--timeout", type=float, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--timeout", type=_seconds, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
     p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
                    help="run the baseline even when its result is cached (the new result replaces the entry)")
     p.add_argument("--cache-dir", type=user_path, default=Path(".nox/gate-cache"), metavar="DIR",
@@ -467,12 +575,20 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
+def _help(start: str = "", end: str | None = None) -> str:
+    """The part of the module docstring from ``start`` up to ``end``, as plain
+    help text (reST's double backticks dropped)."""
+    text = __doc__[__doc__.index(start):]
+    text = text[:text.index(end)] if end else text
+    return text.replace("``", "")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="optax-gate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="optax-gate", description=_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("gate", help="run the contracts in the baseline and a candidate, write the report",
-                       description="Judge an upgrade: " + __doc__.split("``gate [SPEC ...]``", 1)[1].split("``matrix", 1)[0]
-                       + "\n" + __doc__[__doc__.index("Exit status:"):], formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Judge an upgrade:\n" + _help("``gate [SPEC ...]``", "``matrix")
+                       + "\n" + _help("Exit status (gate", "Exit status (matrix"), formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("specs", nargs="*", metavar="SPEC",
                    help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; "
                         "only packages of the baseline lock unless --allow-extra")
@@ -482,12 +598,15 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--sequential", dest="concurrent", action="store_false",
                    help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
                         "when both need a run)")
-    g.add_argument("--keep", type=int, default=10, metavar="N", help="complete runs kept under OUT/runs (default: %(default)s)")
+    g.add_argument("--keep", type=_count, default=10, metavar="N",
+                   help="complete runs kept under OUT/runs, at least 1; runs that refused their input do not count (default: %(default)s)")
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
     _speed_options(g)
     g.set_defaults(func=gate)
-    m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline")
+    m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline",
+                       description="The release matrix:\n" + _help("``matrix", "``compare") + "\n" + _help("Exit status (matrix"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     what = m.add_mutually_exclusive_group()
     what.add_argument("--plan", action="store_true", help="print the planned environments as JSON and stop")
     what.add_argument("--only", action="append", metavar="NAME", help="run only these environments (and 'baseline')")
@@ -529,19 +648,26 @@ def _interrupt(signum, frame):
 
 def _crash_report(args: argparse.Namespace, reason: str) -> int:
     """Write a not-verified report for a crash of the gate itself, into the
-    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens."""
+    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens.
+    Never over a report the run already wrote, and never over the ``report.md``
+    / ``report.json`` links of a gate output folder (a report of no run)."""
     empty = runner.not_verified("?", reason)
     report = compare.compare(empty, empty)
     run = getattr(args, "run_folder", None)
     try:
         if run is not None:
+            if (run.path / "report.json").exists():
+                return NOT_VERIFIED
             report["run"] = run.name
             write_reports(report, run.path)
             evidence.complete(run, args.keep)
         else:
-            write_reports(report, getattr(args, "out", Path("reports/gate")))
-    except OSError as exc:
-        print(f"optax-gate: could not write the report either: {exc}", file=sys.stderr)
+            out = getattr(args, "out", Path("reports/gate"))
+            if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):
+                return NOT_VERIFIED
+            write_reports(report, out)
+    except Exception as exc:  # 2 whatever happens: never the exit status of a verdict
+        print(f"optax-gate: could not write the report either: {type(exc).__name__}: {exc}", file=sys.stderr)
     return NOT_VERIFIED
 
 

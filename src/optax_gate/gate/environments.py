@@ -62,6 +62,15 @@ def _run(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) ->
     return proc.stdout
 
 
+def run_uv(stage: str, args: list[str], timeout: float) -> str:
+    """Run ``uv ARGS``; its standard output.
+
+    Raises:
+      EnvironmentFailure: ``stage``, with the tail of uv's output, when uv fails or times out.
+    """
+    return _run(stage, [uv(), *args], timeout)
+
+
 def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade: list[str],
                  python_version: str, timeout: float = 600) -> Path:
     """Resolve ``requirements_in`` into a hash-pinned lock at ``output``.

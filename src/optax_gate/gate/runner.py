@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,10 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
-def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | None, list[dict[str, Any]], dict[str, list[str]]]:
+Probe = tuple[dict[str, str], "str | None", list[dict[str, Any]], dict[str, list[str]]]
+
+
+def probe(python: Path, timeout: float = 300) -> Probe:
     """Versions of the environment, its import error (None when imports work),
     the warnings raised while importing and its installed pytest plugins
     (``{distribution: [module, ...]}``)."""
@@ -45,6 +49,8 @@ def probe(python: Path, timeout: float = 300) -> tuple[dict[str, str], str | Non
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {}, f"import check timed out after {timeout:.0f} s", [], {}
+    except OSError as exc:
+        return {}, f"import check could not start {python}: {exc.strerror or exc}", [], {}
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -90,8 +96,8 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
         pytest_args: list[str] | None = None, checkpoints: Path | None = None,
         on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
-        workers: int = 0, **extra: Any) -> dict[str, Any]:
-    """Probe ``python``'s environment, then run the contracts there.
+        workers: int = 0, probed: Probe | None = None, **extra: Any) -> dict[str, Any]:
+    """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
       python: the environment's interpreter.
@@ -104,10 +110,15 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       pytest_args: extra pytest arguments (e.g. ``-k``).
       checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
       on_progress: called with ``(finished, collected)`` tests every few
-        seconds while pytest runs (from its report log).
+        seconds while pytest runs (from the report logs), summed over the
+        pytest processes and only once each has collected: the total does
+        not change during the run.
       extra_env: environment variables for pytest (e.g. the compilation cache).
       workers: split the single-device contracts over this many pytest-xdist
         processes, when the environment has pytest-xdist (0: one process).
+      probed: the result of :func:`probe` when the caller already checked the
+        imports (the gate does, before either side runs: one side that cannot
+        import stops the gate before the other starts its contracts).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -115,7 +126,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     """
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
-    versions, import_error, import_warnings, plugins = probe(python)
+    versions, import_error, import_warnings, plugins = probed or probe(python)
     # Only the declared pytest plugins load, on both sides (optax_gate.gate.pytest_plugins).
     extra["pytest_plugins"] = {"loaded": pytest_plugins.modules(plugins), "left_out": pytest_plugins.left_out(plugins)}
     extra["warnings"] = warnings_diff.fold(import_warnings, [])
@@ -123,24 +134,16 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **pytest_plugins.ENV, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
-    parts: list[Part] = []
     start = time.monotonic()
-    for suffix, folder, multi in PARTS:  # the multi-device contracts in a process of their own
-        done = (sum(p.progress[0] for p in parts), sum(p.progress[1] for p in parts))
-        report = (lambda d, t, done=done: on_progress(done[0] + d, done[1] + t)) if on_progress else None
-        split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
-        args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else [])]
-        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, timeout - (time.monotonic() - start),
-                       args, devices.env(env) if multi else env, report)
-        if part is None:
-            return not_verified(label, f"contracts timed out after {timeout:.0f} s ({folder})", versions=versions, **extra)
-        parts.append(part)
+    parts = _run_parts(python, label, project_root, out_dir, start + timeout, pytest_args, workers, versions, plugins, env,
+                       on_progress)
+    late = next((i for i, part in enumerate(parts) if part is None), None)
+    if late is not None:
+        return not_verified(label, f"contracts timed out after {timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     contracts = {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
                  for p in parts for cid, c in p.log.contracts.items()}
-    if on_progress:
-        on_progress(len(contracts), len(contracts))
     record = {
         "label": label, "versions": versions, "status": "ran", "reason": "",
         "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
@@ -153,6 +156,59 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     elif not contracts:
         record.update(status="not-verified", reason="zero contracts ran")
     return record
+
+
+def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, deadline: float, pytest_args: list[str] | None,
+               workers: int, versions: dict[str, str], plugins: dict[str, list[str]], env: dict[str, str],
+               on_progress: Callable[[int, int], None] | None) -> list[Part | None]:
+    """Run the pytest processes of :data:`PARTS` one after the other, each
+    after the previous one ends; the later ones start at once, collect, write
+    their count and wait for their go file (``$OPTAX_GATE_GO``), so that
+    ``on_progress`` gets one total, all processes' counts summed, from its
+    first call on. A part that times out (None) stops the ones after it."""
+    stop = threading.Event()
+    counts = [[0, 0, False] for _ in PARTS]  # finished, collected, collected count final
+    lock = threading.Lock()
+
+    def report(i: int, done: int, total: int, final: bool = False) -> None:
+        with lock:
+            counts[i] = [done, max(total, counts[i][1]) if not final else total, final or counts[i][2] or total > 0]
+            if on_progress and all(c[2] for c in counts):
+                on_progress(sum(c[0] for c in counts), sum(c[1] for c in counts))
+
+    def launch(i: int) -> Part | None:
+        suffix, folder, multi = PARTS[i]
+        split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
+        args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else [])]
+        part_env = devices.env(env) if multi else env
+        if i:
+            part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
+        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, deadline - time.monotonic(), args, part_env,
+                       lambda d, t: report(i, d, t), stop)
+        if part is not None:
+            report(i, *part.progress, final=True)
+        return part
+
+    go = [out_dir / f"{label}{suffix}.go" for suffix, _, _ in PARTS]
+    for path in go:
+        path.unlink(missing_ok=True)
+    with ThreadPoolExecutor(max_workers=max(len(PARTS) - 1, 1)) as pool:
+        later = [pool.submit(launch, i) for i in range(1, len(PARTS))]
+        try:
+            parts = [launch(0)]
+            for i, future in enumerate(later, 1):
+                if parts[-1] is None:
+                    stop.set()
+                else:
+                    go[i].touch()
+                parts.append(future.result())
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            for path in go:
+                path.unlink(missing_ok=True)
+    return parts
 
 
 #: The pytest processes of one contract run: (file name suffix, folder,
@@ -179,10 +235,10 @@ class Part:
 
 def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
             pytest_args: list[str] | None, env: dict[str, str],
-            on_progress: Callable[[int, int], None] | None) -> Part | None:
+            on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None) -> Part | None:
     """Run pytest on ``folder`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
     ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to ``out_dir``. None when
-    it timed out (the process is killed)."""
+    it timed out or ``stop`` was set (the process is killed)."""
     if timeout <= 0:
         return None
     log = out_dir / f"{name}.reportlog.jsonl"
@@ -209,7 +265,7 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
                 except subprocess.TimeoutExpired:
                     if on_progress:
                         on_progress(*_count_progress(log, collected))
-                    if time.monotonic() - start > timeout:
+                    if time.monotonic() - start > timeout or (stop is not None and stop.is_set()):
                         proc.kill()
                         proc.wait()
                         return None

@@ -1,0 +1,189 @@
+"""The gate's flow (``optax_gate.gate.cli.gate``): a side that cannot be
+installed or imported stops the gate before the other side runs a contract;
+refused runs do not push complete runs out of ``--keep``; inputs refused by
+their options (``--timeout``, ``--keep``) and extras a package does not define."""
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate import cli, environments, evidence, extras, runner, validate
+from tests.meta.test_cli import LOCK, ROOT, gate_cli
+from tests.meta.test_late_phases import run_gate
+
+PROBE_OK = ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
+
+
+@pytest.mark.parametrize("stage", ["install", "import"])
+@pytest.mark.parametrize("failing", ["baseline", "candidate"])
+def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract_runs(tmp_path, monkeypatch, capsys, failing, stage):
+    built, ran = [], []
+
+    def side_of(lock):
+        return "candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"
+
+    def ensure(folder, lock, *args, **kwargs):
+        built.append(side_of(lock))
+        if stage == "install" and side_of(lock) == failing:
+            raise environments.EnvironmentFailure("install", "no matching distribution for optax==9.9.9")
+        return tmp_path / side_of(lock) / "bin" / "python"
+
+    def probe(python):
+        if stage == "import" and python.parent.parent.name == failing:
+            return {"python": "3.12"}, "ImportError: cannot import name 'nnx'", [], {}
+        return PROBE_OK
+
+    monkeypatch.setattr(environments, "ensure", ensure)
+    monkeypatch.setattr(runner, "probe", probe)
+    monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
+    monkeypatch.setattr(runner, "_pytest", lambda *a, **k: ran.append(a[1]))
+    out = tmp_path / "out"
+    code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-speed"])
+    other = "candidate" if failing == "baseline" else "baseline"
+    assert code == 2
+    assert ran == [], "a contract run started although one side cannot be installed or imported"
+    if failing == "baseline" and stage == "install":
+        assert built == ["baseline"], "the candidate was built although the baseline cannot be installed"
+    report = json.loads((out / "report.json").read_text())
+    cause = "install failed: no matching distribution" if stage == "install" else "import failed: ImportError"
+    assert cause in report[failing]["reason"]
+    assert report[other]["reason"] == f"not run: the {failing} could not be installed or imported"
+    assert f"{failing} cannot be installed or imported, so the {other} is not run" in capsys.readouterr().err
+
+
+def test_refused_runs_do_not_push_complete_runs_out_of_keep(tmp_path):
+    out = tmp_path / "out"
+    assert run_gate(tmp_path, extra=["--keep", "1"]).returncode == 0
+    complete = (out / evidence.LATEST).resolve()
+    for _ in range(2):
+        refused = run_gate(tmp_path, extra=["--keep", "1", "--usage", str(tmp_path / "missing")])
+        assert refused.returncode == 2 and "does not exist" in refused.stderr
+    latest = (out / evidence.LATEST).resolve()
+    assert (latest / evidence.REFUSED).read_text().startswith("--usage")
+    assert sorted((out / "runs").iterdir()) == sorted([complete, latest]), "a complete run was pruned for refused ones"
+    assert run_gate(tmp_path, extra=["--keep", "1"]).returncode == 0
+    assert list((out / "runs").iterdir()) == [(out / evidence.LATEST).resolve()]
+
+
+@pytest.mark.parametrize(("option", "value"), [("--timeout", "0"), ("--timeout", "-5"), ("--timeout", "nan"), ("--keep", "0")])
+def test_a_time_limit_or_keep_below_one_is_refused(tmp_path, capsys, option, value):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["gate", "optax==0.2.8", option, value, "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2 and f"argument {option}: must be" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def _fake_wheel(extras_defined):
+    def run_uv(stage, args, timeout):
+        target = Path(args[args.index("--target") + 1])
+        name, version = args[-1].split("==")
+        info = target / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                       + "".join(f"Provides-Extra: {e}\n" for e in extras_defined))
+        return ""
+    return run_uv
+
+
+def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones(monkeypatch):
+    monkeypatch.setattr(environments, "run_uv", _fake_wheel(["docs", "test"]))
+    with pytest.raises(validate.InvalidInput, match=r"optax 0\.2\.6 defines no extra named 'examples' \(its extras: docs, test\)"):
+        extras.check(["jax==0.11.2", "optax[examples]==0.2.6"], LOCK, "python3")
+    extras.check(["optax[Docs]==0.2.6"], LOCK, "python3")  # names compared as PEP 685 normalises them
+    monkeypatch.setattr(environments, "run_uv", _fake_wheel([]))
+    with pytest.raises(validate.InvalidInput, match=r"\(its extras: none\)"):
+        extras.check(["optax[docs]"], LOCK, "python3")
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv on PATH (./noxw -s tests puts it there)")
+def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
+    out = tmp_path / "out"
+    status, stdout, stderr, seconds = gate_cli("optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out, timeout=300)
+    assert status == 2 and "defines no extra named 'examples' (its extras: " in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "envs").exists()
+    run = (out / evidence.LATEST).resolve()
+    assert (run / evidence.REFUSED).exists() and not (run / "candidate-lock.txt").exists()
+    assert "defines no extra named 'examples'" in json.loads((out / "report.json").read_text())["reasons"][0]
+
+
+def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, monkeypatch):
+    """The single-device process collects 10 contracts, the multi-device one 4:
+    every progress call says 14, and the multi-device contracts run only once
+    the single-device process has ended (its go file)."""
+    from optax_gate.gate import devices, outcomes
+
+    calls, events = [], []
+
+    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None):
+        if folder == devices.MULTIDEVICE_DIR:
+            on_progress(0, 0)  # still collecting
+            on_progress(0, 4)
+            go = Path(env["OPTAX_GATE_GO"])
+            deadline = time.monotonic() + 10
+            while not go.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            events.append("multi-device contracts run")
+            on_progress(2, 4)
+            return runner.Part(folder, 0, "", outcomes.ReportLog(), (4, 4))
+        time.sleep(0.2)  # collects longer than the multi-device process
+        on_progress(0, 10)
+        on_progress(6, 10)
+        events.append("single-device process ended")
+        return runner.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
+
+    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100, probed=PROBE_OK, on_progress=lambda d, t: calls.append((d, t)))
+    assert events == ["single-device process ended", "multi-device contracts run"]
+    assert calls and {t for _, t in calls} == {14}, calls
+    assert calls[-1] == (14, 14) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_path):
+    """The plugin's side of the fixed total (``$OPTAX_GATE_GO``), on a real pytest run."""
+    import os
+    import sys
+
+    (tmp_path / "test_one.py").write_text(
+        "import pathlib, pytest\nfrom optax_gate.kit import guides\n\n"
+        "@pytest.mark.contract(api='optax.sgd', guide=guides.SGD_STEP)\n@pytest.mark.golden\n"
+        f"def test_runs():\n    pathlib.Path({str(tmp_path / 'ran')!r}).write_text('x')\n")
+    count, go = tmp_path / "count", tmp_path / "go"
+    env = {**os.environ, "OPTAX_GATE_PROGRESS": str(count), "OPTAX_GATE_GO": str(go)}
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not count.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert count.read_text().strip() == "1"
+        time.sleep(1.0)
+        assert proc.poll() is None and not (tmp_path / "ran").exists(), "the contracts ran before their go file"
+        go.touch()
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    assert (tmp_path / "ran").exists()
+
+
+def _help(*command):
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "optax_gate", *command, "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses():
+    for command in ((), ("gate",), ("matrix",), ("compare",)):
+        assert "``" not in _help(*command), f"reST markup in {command} --help"
+    matrix = _help("matrix")
+    assert "Discover the releases of optax" in matrix and "Exit status (matrix):" in matrix and "  2  " in matrix
+    fail = _help("gate").split("  1  fail:", 1)[1].split("  2  ", 1)[0]
+    for broken_row in ("--usage", "contracted API", "dependency removed", "--fail-on-new-deprecations", "--speed-budget"):
+        assert broken_row in fail, f"the exit status 1 line does not name {broken_row}"
