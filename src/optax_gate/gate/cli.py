@@ -32,6 +32,10 @@ Commands:
 ``compare BASELINE_RUN CANDIDATE_RUN``
     Compare two run records (``evidence/<label>.json``) and write the reports.
 
+The flows live in optax_gate.gate.gate_flow (gate, compare) and
+optax_gate.gate.matrix_flow (matrix); one side of a comparison in
+optax_gate.gate.sides.
+
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
   1  fail: a contract broke, or a broken row beyond the contracts: an API
@@ -48,381 +52,33 @@ Exit status (gate, compare):
      report, with the phase named)
 
 Exit status (matrix):
-  0  the report was written with a verified baseline
-  2  the baseline was not verified, no plan to merge, or an environment name
-     not in the plan
+  0  the report was written with a verified baseline (and, with --fail-on,
+     no environment met it and every environment was verified)
+  1  with --fail-on broken|changed: an environment has a broken contract
+     (broken) or any contract that differs (changed)
+  2  the baseline was not verified, no plan to merge, an environment name
+     not in the plan, or (with --fail-on) an environment not verified
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import shutil
 import signal
 import sys
 import traceback
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from optax_gate.gate import (atomic, baseline_cache, compare, compilation_cache, environments, evidence, extras, late, matrix, report_json,
-                             report_markdown, report_matrix, requirements, runner, surface, unseen, validate)
-from optax_gate.gate import report_speed, speed as speed_  # issue 12: speed drift
-from optax_gate.gate.heartbeat import Heartbeat
-from optax_gate.gate.progress import Progress
-from optax_gate.gate.user_paths import check_usage, refuse_paths_as_specs, user_path
+from optax_gate.gate import evidence, matrix, runner
+from optax_gate.gate import speed as speed_
+from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
+from optax_gate.gate.matrix_flow import run_matrix
+from optax_gate.gate.user_paths import user_path
 
-PYTHON_VERSION = "3.12"
-#: Exit status of the gate's own failures (bad input, crash, interruption).
-NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
+__all__ = ["NOT_VERIFIED", "main", "parse", "parser"]
 
 
 class Interrupted(Exception):
     """SIGINT or SIGTERM reached the gate."""
-
-
-def _fail(message: str) -> int:
-    print(f"optax-gate: {message}", file=sys.stderr)
-    return NOT_VERIFIED
-
-
-def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | None = None) -> int:
-    """Write ``report.json`` and ``report.md`` atomically; return the exit status.
-    With ``phases``, a report that cannot be rendered is recorded as a failure
-    of the report writing and written in its plain form (``late.fallback_markdown``).
-
-    Raises:
-      OSError: a file could not be written (the files already there stay whole).
-    """
-    if phases is None:
-        texts = report_json.render(report), report_markdown.render(report)
-    else:
-        markdown = phases.run("report writing", lambda: report_markdown.render(report))
-        phases.record(report)
-        texts = report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report)
-    atomic.write_text(out / "report.json", texts[0])
-    atomic.write_text(out / "report.md", texts[1])
-    print(f"optax-gate: verdict {report['verdict']} — {out / 'report.md'}")
-    for reason in report["reasons"]:
-        print(f"optax-gate:   {reason}")
-    return compare.EXIT_STATUS[report["verdict"]]
-
-
-def _save_run(record: dict[str, Any], folder: Path) -> None:
-    atomic.write_text(folder / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
-
-
-def _forget_previous_evidence(label: str, folder: Path) -> None:
-    """Remove the files an earlier run of ``label`` left in ``folder`` (the
-    matrix reuses ``runs/``), so a run that stops early never sits beside
-    evidence that is not its own."""
-    for old in folder.glob(f"{label}.*"):
-        old.unlink()
-
-
-@dataclasses.dataclass
-class Side:
-    """One side of a comparison, prepared: its environment built and its
-    cache looked up. ``record`` is already final when the side needs no
-    contract run (taken from the cache, or not verified)."""
-
-    label: str
-    folder: Path
-    checkpoints: Path
-    extra: dict[str, Any]
-    python: Path | None = None
-    jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
-    record: dict[str, Any] | None = None
-    cache_inputs: dict[str, Any] | None = None
-    probed: runner.Probe | None = None
-
-
-def _prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
-             say: Callable[[str], None], **extra: Any) -> Side:
-    """Build (or reuse) the environment of ``lock``; for the baseline, take its
-    result from the cache when a verified entry exists."""
-    _forget_previous_evidence(label, folder)
-    say(f"{label}: building (or reusing) its environment")
-    env_folder = environments.folder_for(args.envs_dir, lock)
-    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
-    side = Side(label, folder, checkpoints, extra)
-    try:
-        side.python = environments.ensure(env_folder, lock, args.python, args.project_root)
-    except environments.EnvironmentFailure as exc:
-        side.record = runner.not_verified(label, str(exc), **extra)
-        return side
-    side.jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
-    extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
-    extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
-    if label == "baseline" and args.baseline_cache:
-        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root)
-        cached, why = baseline_cache.fetch(args.cache_dir, side.cache_inputs, folder, checkpoints)
-        if cached is not None:
-            say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
-            side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
-        else:
-            say(f"baseline: not taken from the cache ({why})")
-    return side
-
-
-def _check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callable[[str], None]) -> None:
-    """The import check of each side that will run its contracts, the sides at
-    the same time, before any contract runs; a side that fails it gets its
-    final not-verified record."""
-    todo = [side for side in sides if side.record is None]
-    for side in todo:
-        say(f"{side.label}: checking its imports")
-    with ThreadPoolExecutor(max_workers=max(len(todo), 1)) as pool:
-        probes = list(pool.map(lambda side: runner.probe(side.python), todo))
-    for side, probed in zip(todo, probes):
-        side.probed = probed
-        if probed[1]:
-            side.record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, probed=probed, **side.extra)
-
-
-def _write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
-    """The baseline writes the checkpoints every environment resumes from."""
-    say("baseline: writing the resume checkpoints")
-    side.extra["checkpoint_writer"] = runner.write_checkpoints(
-        side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
-
-
-#: pytest-xdist processes of a contract run that has the machine to itself
-#: (one side at a time); two sides at once run one process each.
-ALONE_WORKERS = 2
-
-
-def _contracts(side: Side, args: argparse.Namespace, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
-    """Run the contracts of a prepared side (unless its record is final); a
-    verified baseline run is stored in the cache."""
-    if side.record is not None:
-        return side.record
-    say = progress or (lambda message: None)
-    say(f"{side.label}: running the contracts")
-    record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
-                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
-                        workers=workers, probed=side.probed, **side.extra)
-    if side.cache_inputs is not None:
-        entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
-                                     sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
-        if entry is not None:
-            say(f"baseline: stored in the cache as {entry.name}")
-    return record
-
-
-def _run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
-              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
-    """Build (or reuse) the environment of ``lock`` and run the contracts there
-    (one side at a time: the matrix); evidence goes to ``folder``; the
-    baseline writes the resume ``checkpoints``."""
-    say = progress or (lambda message: None)
-    side = _prepare(label, lock, args, folder, checkpoints, say, **extra)
-    _check_imports((side,), args, say)
-    if side.record is None and label == "baseline":
-        _write_checkpoints(side, args, say)
-    return _contracts(side, args, progress)
-
-
-def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run the contracts of both sides. The checkpoints come first (the
-    candidate resumes from them); then, when both sides need a run, the two
-    pytest processes run at the same time unless ``--sequential``."""
-    if baseline.record is None:
-        _write_checkpoints(baseline, args, say)
-    if baseline.record is None and candidate.record is None and args.concurrent:
-        say("running both sides at the same time (--sequential to run one after the other)")
-        pool = ThreadPoolExecutor(max_workers=2)
-        try:
-            futures = [pool.submit(_contracts, side, args, say, 0) for side in (baseline, candidate)]
-            return futures[0].result(), futures[1].result()
-        finally:  # on an interruption, do not wait here: main() stops the pytest processes
-            pool.shutdown(wait=False, cancel_futures=True)
-    return _contracts(baseline, args, say), _contracts(candidate, args, say)
-
-
-def _resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
-    """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``.
-
-    Raises:
-      environments.EnvironmentFailure: the resolver found no set of versions.
-    """
-    text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
-    req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
-    upgrade = [requirements.canonical_name(s) for s in specs]
-    return environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
-
-
-def _run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace, folder: Path,
-               checkpoints: Path, progress: Progress | None = None) -> dict[str, Any]:
-    """Resolve ``specs`` into ``lock_path``, then run it (the matrix's environments)."""
-    _forget_previous_evidence(label, folder)
-    try:
-        lock = _resolve(specs, lock_path, args)
-    except environments.EnvironmentFailure as exc:
-        return runner.not_verified(label, str(exc), requirements=specs)
-    return _run_lock(label, lock, args, folder, checkpoints, progress, requirements=specs)
-
-
-def _finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-            say: Progress, speed: dict[str, Any] | None = None, phases: late.LatePhases | None = None,
-            refused: str = "") -> int:
-    """Compare, write the run's reports, mark it complete and current.
-
-    Each phase after the contracts runs under ``phases``: its error is
-    recorded in the report (verdict not-verified) beside both sides'
-    contracts. A report that cannot be written, or linked, leaves the run
-    marked incomplete and the previous complete run linked: exit 2."""
-    phases = phases or late.LatePhases()
-    say("comparing and writing the report")
-    for record in (baseline, candidate):
-        phases.run("writing of the run records", lambda record=record: _save_run(record, run.evidence))
-    report = compare.compare(baseline, candidate)
-    report["run"] = run.name
-    phases.run("API surface, warnings and dependency diff", lambda: _beyond_contracts(report, baseline, candidate, args))
-    phases.run("speed readings", lambda: speed_.attach(report, speed))
-    digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
-    if digest:
-        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
-    phases.record(report)
-    try:
-        status = write_reports(report, run.path, phases)
-        evidence.complete(run, args.keep, refused=refused)
-    except OSError as exc:
-        return _fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
-                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows the previous complete run")
-    print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
-    return status
-
-
-def _skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
-    return runner.not_verified(label, f"not run: {why}", **extra)
-
-
-def _check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
-    """Raises validate.InvalidInput for the first input that cannot be used."""
-    known = validate.lock_packages(args.baseline_lock, "baseline lock")
-    if args.candidate_lock:
-        validate.lock_packages(args.candidate_lock, "candidate lock")
-    else:
-        if not args.requirements_in.is_file():
-            raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
-        refuse_paths_as_specs(args.specs, known)
-        validate.parse_specs(args.specs, known, args.allow_extra)
-    args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
-    if args.usage_scan is not None:
-        say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
-            f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
-
-
-def _failed(side: Side) -> bool:
-    """Whether a prepared side already has a record that is not verified."""
-    return side.record is not None and side.record.get("status") != "ran"
-
-
-def _stopped(failed: Side, other: str, say: Progress) -> dict[str, Any]:
-    """The record of the side ``other`` that does not run because ``failed``
-    could not be installed or imported (no verdict is possible without both)."""
-    cause = failed.record.get("reason", "") if failed.record else ""
-    say(f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}")
-    return _skipped(other, f"the {failed.label} could not be installed or imported")
-
-
-def gate(args: argparse.Namespace) -> int:
-    say = Progress()
-    if args.candidate_lock and args.specs:
-        return _fail("give either requirement SPECs or --candidate-lock, not both")
-    try:
-        validate.writable_folder(args.out)
-        run = args.run_folder = evidence.start(args.out, sys.argv)
-    except validate.InvalidInput as exc:
-        return _fail(f"{exc} (no report written)")
-    except OSError as exc:
-        return _fail(f"no run folder can be made under {args.out / 'runs'}: {exc.strerror or exc} (no report written; "
-                     f"{args.out / 'report.md'} still shows the previous complete run)")
-    say(f"run folder {run.path}")
-    base_req = [f"lock file {args.baseline_lock}"]
-    if args.candidate_lock:
-        cand_req = [f"lock file {args.candidate_lock}"]
-    else:
-        cand_req = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
-
-    def refuse(exc: validate.InvalidInput) -> int:
-        print(f"optax-gate: {exc}", file=sys.stderr)
-        why = f"invalid input: {exc}"
-        run.candidate_lock.unlink(missing_ok=True)  # no lock beside a report that judged none
-        return _finish(run, _skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
-                       args, say, refused=str(exc))
-
-    try:
-        say("checking the inputs")
-        _check_inputs(args, say)
-    except validate.InvalidInput as exc:
-        return refuse(exc)
-    if args.candidate_lock:
-        shutil.copyfile(args.candidate_lock, run.candidate_lock)
-    else:
-        say("resolving the candidate (" + " ".join(cand_req) + ")")
-        try:
-            _resolve(args.specs or list(requirements.NEWEST_DEFAULT), run.candidate_lock, args)
-            extras.check(args.specs, run.candidate_lock, args.python)
-        except validate.InvalidInput as exc:
-            return refuse(exc)
-        except environments.EnvironmentFailure as exc:
-            print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
-            return _finish(run, _skipped("baseline", "the candidate could not be resolved", requirements=base_req),
-                           runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
-    # Fail fast: both sides are installed (the baseline first), then their imports checked, before
-    # either runs a contract; a side that fails stops the gate there.
-    def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
-        stopped = {**_stopped(failed, other, say), "requirements": other_req}
-        records = {failed.label: failed.record, other: other_record or stopped}
-        return _finish(run, records["baseline"], records["candidate"], args, say)
-
-    baseline = _prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
-    if _failed(baseline):
-        return stop(baseline, "candidate", None, cand_req)
-    candidate = _prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
-    if not _failed(candidate):
-        _check_imports((baseline, candidate), args, say)
-    if _failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report
-        return stop(baseline, "candidate", candidate.record, cand_req)
-    if _failed(candidate):  # a cached baseline result stays
-        return stop(candidate, "baseline", baseline.record, base_req)
-    base_record, cand_record = _run_both(baseline, candidate, args, say)
-    phases = late.LatePhases()
-    speed = phases.run("speed readings", lambda: _speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
-                                                          plot=False, pythons=(baseline.python, candidate.python)))
-    if speed is not None:  # the readings stay in the report even if their plot fails
-        phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
-    return _finish(run, base_record, cand_record, args, say, speed, phases)
-
-
-# ---- speed drift (issue 12, items 3-4): separate from the contract runs --------------------------------
-def _speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, candidate: dict[str, Any],
-           folder: Path, say: Progress | None = None, plot: bool = True,
-           pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
-    """Time the training steps of both environments, interleaved (``gate.speed``),
-    and draw the plot into ``folder``; None under ``--no-speed``. Measured here,
-    in this run, even when a contract result comes from the baseline cache.
-    ``pythons``: the environments' interpreters when already built (else built here)."""
-    if not args.speed:
-        return None
-    if candidate.get("status") != "ran":
-        return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
-    if say:
-        say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
-    try:
-        if len(pythons) != 2 or not all(pythons):
-            pythons = tuple(environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python,
-                                                args.project_root) for lock in (baseline_lock, candidate_lock))
-    except environments.EnvironmentFailure as exc:
-        return speed_.not_measured(str(exc), args.speed_budget)
-    result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
-    if plot:
-        report_speed.write_plot(result, folder)
-    return result
 
 
 def _seconds(text: str) -> float:
@@ -460,15 +116,6 @@ def _speed_options(p: argparse.ArgumentParser) -> None:
                    help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)")
     p.add_argument("--speed-rounds", type=_rounds, default=speed_.ROUNDS, metavar="N",
                    help="compile rounds of the speed readings, at least 2 (default: %(default)s)")
-# ---- end of speed drift -----------------------------------------------------------------------------------
-
-
-# --- beyond the contracts (issue 10): API surface, warnings, dependencies ----------------------
-def _beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
-                      args: argparse.Namespace) -> dict[str, Any]:
-    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
-    return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
-                         fail_on_new_deprecations=args.fail_on_new_deprecations, usage_scan=getattr(args, "usage_scan", None))
 
 
 def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
@@ -478,80 +125,6 @@ def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
                         "(--usage src --usage notebooks); files that cannot be scanned are listed in the report")
     p.add_argument("--fail-on-new-deprecations", action="store_true",
                    help="a deprecation warning new in the candidate is broken (for code run with -W error)")
-# ------------------------------------------------------------------------------------------------
-
-
-def _load(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
-def run_matrix(args: argparse.Namespace) -> int:
-    out = args.out
-    plan_path = out / "plan.json"
-    if args.fail_on and not args.merge and (args.only or args.plan):
-        return _fail("--fail-on judges the merged report: give it to a full run or to --merge, not to --plan or --only")
-    if args.merge or (args.only and plan_path.exists()):
-        # Merge, and runners fanned out by CI, use the plan already made: every
-        # runner sees the same environments even if a release appears meanwhile.
-        if not plan_path.exists():
-            print(f"optax-gate: no {plan_path}; run the plan first (--plan or a full matrix run)", file=sys.stderr)
-            return 2
-        plan = _load(plan_path)
-    else:
-        envs, discovered = matrix.plan(args.requirements_in.read_text(encoding="utf-8"), include_older=args.include_older)
-        plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
-        atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
-        if args.plan:
-            print(json.dumps(plan, indent=2))
-            return 0
-    names = {e["name"]: e for e in plan["environments"]}
-    wanted = args.only or ([] if args.merge else ["baseline", *names])
-    unknown = [n for n in wanted if n != "baseline" and n not in names]
-    if unknown:
-        print(f"optax-gate: not in the plan: {unknown}; planned: {sorted(names)}", file=sys.stderr)
-        return 2
-    with Heartbeat(args.heartbeat) as say:  # a line at least every --heartbeat seconds while an environment runs
-        for i, name in enumerate(wanted, 1):
-            say(f"{name}: environment {i} of {len(wanted)}")
-            if name == "baseline":
-                record = _run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints", say,
-                                   requirements=[f"lock file {args.baseline_lock}"])
-            else:
-                say(f"{name}: resolving {' '.join(names[name]['specs'])}")
-                record = _run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs",
-                                    out / "checkpoints", say)
-                record["speed"] = _speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", say, plot=False)
-            _save_run(record, out / "runs")
-            say.idle()
-            cached = record.get("from_cache")
-            origin = f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
-            print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}{origin}", flush=True)
-    if args.only:
-        return 0
-    runs_dir = out / "runs"
-    base_path = runs_dir / "baseline.json"
-    baseline = _load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
-    runs = {n: _load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
-    packages = surface.configured_packages(Path(args.project_root) / "pyproject.toml")
-    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages)
-    report["exit"] = matrix.exit_status(report, args.fail_on)
-    atomic.write_text(out / "report.json", report_json.render(report))
-    atomic.write_text(out / "report.md", report_matrix.markdown(report))
-    atomic.write_text(out / "report.html", report_matrix.html_grid(report))
-    for e in report["environments"]:
-        print(f"optax-gate: {e['name']:24s} {e['verdict']:13s} {'; '.join(e['reasons'])}")
-    print(f"optax-gate: matrix report — {out / 'report.md'}, {out / 'report.html'}")
-    print(f"optax-gate: {matrix.exit_words(report['exit'])}")
-    return report["exit"]["status"]
-
-
-def compare_runs(args: argparse.Namespace) -> int:
-    try:
-        args.usage_scan = check_usage(args.usage)
-    except validate.InvalidInput as exc:
-        return _fail(str(exc))
-    baseline, candidate = _load(args.baseline_run), _load(args.candidate_run)
-    return write_reports(_beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
@@ -646,31 +219,6 @@ def _interrupt(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
-def _crash_report(args: argparse.Namespace, reason: str) -> int:
-    """Write a not-verified report for a crash of the gate itself, into the
-    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens.
-    Never over a report the run already wrote, and never over the ``report.md``
-    / ``report.json`` links of a gate output folder (a report of no run)."""
-    empty = runner.not_verified("?", reason)
-    report = compare.compare(empty, empty)
-    run = getattr(args, "run_folder", None)
-    try:
-        if run is not None:
-            if (run.path / "report.json").exists():
-                return NOT_VERIFIED
-            report["run"] = run.name
-            write_reports(report, run.path)
-            evidence.complete(run, args.keep)
-        else:
-            out = getattr(args, "out", Path("reports/gate"))
-            if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):
-                return NOT_VERIFIED
-            write_reports(report, out)
-    except Exception as exc:  # 2 whatever happens: never the exit status of a verdict
-        print(f"optax-gate: could not write the report either: {type(exc).__name__}: {exc}", file=sys.stderr)
-    return NOT_VERIFIED
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     args = parse(argv)
@@ -681,10 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         runner.stop_all()
         run = getattr(args, "run_folder", None)
         where = f"; its folder {run.path} stays marked {evidence.MARKER} and the previous report is untouched" if run else ""
-        return _fail(f"interrupted ({str(exc) or 'SIGINT'}): not verified{where}")
+        return fail(f"interrupted ({str(exc) or 'SIGINT'}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return _crash_report(args, f"gate error: {type(exc).__name__}: {exc}")
+        return crash_report(args, f"gate error: {type(exc).__name__}: {exc}")
     finally:
         signal.signal(signal.SIGTERM, previous)

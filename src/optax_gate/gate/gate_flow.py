@@ -1,0 +1,218 @@
+"""The gate's flow (``python -m optax_gate gate``): check the inputs, resolve
+the candidate, install both sides and check their imports (a side that cannot
+stops the gate at once), run both sides' contracts, then the late phases
+(``optax_gate.gate.late``), and write the report into its run folder
+(``optax_gate.gate.evidence``). Also ``compare`` of two run records, and the
+report of a crash of the gate itself."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import (atomic, compare, environments, evidence, extras, late, report_json, report_markdown, report_speed,
+                             requirements, runner, validate)
+from optax_gate.gate import speed as speed_
+from optax_gate.gate.progress import Progress
+from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve, run_both, save_run,
+                                   skipped)
+from optax_gate.gate.user_paths import check_usage, refuse_paths_as_specs
+
+#: Exit status of the gate's own failures (bad input, crash, interruption).
+NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
+
+
+def fail(message: str) -> int:
+    """Say ``message`` on stderr; return the not-verified exit status."""
+    print(f"optax-gate: {message}", file=sys.stderr)
+    return NOT_VERIFIED
+
+
+def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | None = None) -> int:
+    """Write ``report.json`` and ``report.md`` atomically; return the exit status.
+    With ``phases``, a report that cannot be rendered is recorded as a failure
+    of the report writing and written in its plain form (``late.fallback_markdown``).
+
+    Raises:
+      OSError: a file could not be written (the files already there stay whole).
+    """
+    if phases is None:
+        texts = report_json.render(report), report_markdown.render(report)
+    else:
+        markdown = phases.run("report writing", lambda: report_markdown.render(report))
+        phases.record(report)
+        texts = report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report)
+    atomic.write_text(out / "report.json", texts[0])
+    atomic.write_text(out / "report.md", texts[1])
+    print(f"optax-gate: verdict {report['verdict']} — {out / 'report.md'}")
+    for reason in report["reasons"]:
+        print(f"optax-gate:   {reason}")
+    return compare.EXIT_STATUS[report["verdict"]]
+
+
+def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
+            say: Progress, speed: dict[str, Any] | None = None, phases: late.LatePhases | None = None,
+            refused: str = "") -> int:
+    """Compare, write the run's reports, mark it complete and current.
+
+    Each phase after the contracts runs under ``phases``: its error is
+    recorded in the report (verdict not-verified) beside both sides'
+    contracts. A report that cannot be written, or linked, leaves the run
+    marked incomplete and the previous complete run linked: exit 2."""
+    phases = phases or late.LatePhases()
+    say("comparing and writing the report")
+    for record in (baseline, candidate):
+        phases.run("writing of the run records", lambda record=record: save_run(record, run.evidence))
+    report = compare.compare(baseline, candidate)
+    report["run"] = run.name
+    phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args))
+    phases.run("speed readings", lambda: speed_.attach(report, speed))
+    digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
+    if digest:
+        report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
+    phases.record(report)
+    try:
+        status = write_reports(report, run.path, phases)
+        evidence.complete(run, args.keep, refused=refused)
+    except OSError as exc:
+        return fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
+                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows the previous complete run")
+    print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
+    return status
+
+
+def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """Raises validate.InvalidInput for the first input that cannot be used."""
+    known = validate.lock_packages(args.baseline_lock, "baseline lock")
+    if args.candidate_lock:
+        validate.lock_packages(args.candidate_lock, "candidate lock")
+    else:
+        if not args.requirements_in.is_file():
+            raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
+        refuse_paths_as_specs(args.specs, known)
+        validate.parse_specs(args.specs, known, args.allow_extra)
+    args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
+    if args.usage_scan is not None:
+        say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
+            f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
+
+
+def failed(side: Side) -> bool:
+    """Whether a prepared side already has a record that is not verified."""
+    return side.record is not None and side.record.get("status") != "ran"
+
+
+def stopped_record(failed: Side, other: str, say: Progress) -> dict[str, Any]:
+    """The record of the side ``other`` that does not run because ``failed``
+    could not be installed or imported (no verdict is possible without both)."""
+    cause = failed.record.get("reason", "") if failed.record else ""
+    say(f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}")
+    return skipped(other, f"the {failed.label} could not be installed or imported")
+
+
+def gate(args: argparse.Namespace) -> int:
+    say = Progress()
+    if args.candidate_lock and args.specs:
+        return fail("give either requirement SPECs or --candidate-lock, not both")
+    try:
+        validate.writable_folder(args.out)
+        run = args.run_folder = evidence.start(args.out, sys.argv)
+    except validate.InvalidInput as exc:
+        return fail(f"{exc} (no report written)")
+    except OSError as exc:
+        return fail(f"no run folder can be made under {args.out / 'runs'}: {exc.strerror or exc} (no report written; "
+                     f"{args.out / 'report.md'} still shows the previous complete run)")
+    say(f"run folder {run.path}")
+    base_req = [f"lock file {args.baseline_lock}"]
+    if args.candidate_lock:
+        cand_req = [f"lock file {args.candidate_lock}"]
+    else:
+        cand_req = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
+
+    def refuse(exc: validate.InvalidInput) -> int:
+        print(f"optax-gate: {exc}", file=sys.stderr)
+        why = f"invalid input: {exc}"
+        run.candidate_lock.unlink(missing_ok=True)  # no lock beside a report that judged none
+        return finish(run, skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
+                       args, say, refused=str(exc))
+
+    try:
+        say("checking the inputs")
+        check_inputs(args, say)
+    except validate.InvalidInput as exc:
+        return refuse(exc)
+    if args.candidate_lock:
+        shutil.copyfile(args.candidate_lock, run.candidate_lock)
+    else:
+        say("resolving the candidate (" + " ".join(cand_req) + ")")
+        try:
+            resolve(args.specs or list(requirements.NEWEST_DEFAULT), run.candidate_lock, args)
+            extras.check(args.specs, run.candidate_lock, args.python)
+        except validate.InvalidInput as exc:
+            return refuse(exc)
+        except environments.EnvironmentFailure as exc:
+            print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
+            return finish(run, skipped("baseline", "the candidate could not be resolved", requirements=base_req),
+                           runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
+    # Fail fast: both sides are installed (the baseline first), then their imports checked, before
+    # either runs a contract; a side that fails stops the gate there.
+    def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
+        stopped = {**stopped_record(failed, other, say), "requirements": other_req}
+        records = {failed.label: failed.record, other: other_record or stopped}
+        return finish(run, records["baseline"], records["candidate"], args, say)
+
+    baseline = prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
+    if failed(baseline):
+        return stop(baseline, "candidate", None, cand_req)
+    candidate = prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
+    if not failed(candidate):
+        check_imports((baseline, candidate), args, say)
+    if failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report
+        return stop(baseline, "candidate", candidate.record, cand_req)
+    if failed(candidate):  # a cached baseline result stays
+        return stop(candidate, "baseline", baseline.record, base_req)
+    base_record, cand_record = run_both(baseline, candidate, args, say)
+    phases = late.LatePhases()
+    speed = phases.run("speed readings", lambda: measure_speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
+                                                          plot=False, pythons=(baseline.python, candidate.python)))
+    if speed is not None:  # the readings stay in the report even if their plot fails
+        phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
+    return finish(run, base_record, cand_record, args, say, speed, phases)
+
+
+def compare_runs(args: argparse.Namespace) -> int:
+    try:
+        args.usage_scan = check_usage(args.usage)
+    except validate.InvalidInput as exc:
+        return fail(str(exc))
+    baseline, candidate = load(args.baseline_run), load(args.candidate_run)
+    return write_reports(beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
+
+
+def crash_report(args: argparse.Namespace, reason: str) -> int:
+    """Write a not-verified report for a crash of the gate itself, into the
+    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens.
+    Never over a report the run already wrote, and never over the ``report.md``
+    / ``report.json`` links of a gate output folder (a report of no run)."""
+    empty = runner.not_verified("?", reason)
+    report = compare.compare(empty, empty)
+    run = getattr(args, "run_folder", None)
+    try:
+        if run is not None:
+            if (run.path / "report.json").exists():
+                return NOT_VERIFIED
+            report["run"] = run.name
+            write_reports(report, run.path)
+            evidence.complete(run, args.keep)
+        else:
+            out = getattr(args, "out", Path("reports/gate"))
+            if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):
+                return NOT_VERIFIED
+            write_reports(report, out)
+    except Exception as exc:  # 2 whatever happens: never the exit status of a verdict
+        print(f"optax-gate: could not write the report either: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return NOT_VERIFIED

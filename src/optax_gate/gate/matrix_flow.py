@@ -1,0 +1,76 @@
+"""The matrix flow (``python -m optax_gate matrix``): plan the environments
+(``optax_gate.gate.matrix``), run each one's side (``optax_gate.gate.sides``)
+into ``runs/`` with a heartbeat on the console, merge the runs into the grid
+and write ``report.md``, ``report.json`` and ``report.html``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from optax_gate.gate import atomic, matrix, report_json, report_matrix, runner, surface
+from optax_gate.gate.gate_flow import fail
+from optax_gate.gate.heartbeat import Heartbeat
+from optax_gate.gate.sides import load, measure_speed, run_lock, run_specs, save_run
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    out = args.out
+    plan_path = out / "plan.json"
+    if args.fail_on and not args.merge and (args.only or args.plan):
+        return fail("--fail-on judges the merged report: give it to a full run or to --merge, not to --plan or --only")
+    if args.merge or (args.only and plan_path.exists()):
+        # Merge, and runners fanned out by CI, use the plan already made: every
+        # runner sees the same environments even if a release appears meanwhile.
+        if not plan_path.exists():
+            print(f"optax-gate: no {plan_path}; run the plan first (--plan or a full matrix run)", file=sys.stderr)
+            return 2
+        plan = load(plan_path)
+    else:
+        envs, discovered = matrix.plan(args.requirements_in.read_text(encoding="utf-8"), include_older=args.include_older)
+        plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
+        atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
+        if args.plan:
+            print(json.dumps(plan, indent=2))
+            return 0
+    names = {e["name"]: e for e in plan["environments"]}
+    wanted = args.only or ([] if args.merge else ["baseline", *names])
+    unknown = [n for n in wanted if n != "baseline" and n not in names]
+    if unknown:
+        print(f"optax-gate: not in the plan: {unknown}; planned: {sorted(names)}", file=sys.stderr)
+        return 2
+    with Heartbeat(args.heartbeat) as say:  # a line at least every --heartbeat seconds while an environment runs
+        for i, name in enumerate(wanted, 1):
+            say(f"{name}: environment {i} of {len(wanted)}")
+            if name == "baseline":
+                record = run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints", say,
+                                   requirements=[f"lock file {args.baseline_lock}"])
+            else:
+                say(f"{name}: resolving {' '.join(names[name]['specs'])}")
+                record = run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs",
+                                    out / "checkpoints", say)
+                record["speed"] = measure_speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", say, plot=False)
+            save_run(record, out / "runs")
+            say.idle()
+            cached = record.get("from_cache")
+            origin = f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
+            print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}{origin}", flush=True)
+    if args.only:
+        return 0
+    runs_dir = out / "runs"
+    base_path = runs_dir / "baseline.json"
+    baseline = load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
+    runs = {n: load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
+    packages = surface.configured_packages(Path(args.project_root) / "pyproject.toml")
+    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages)
+    report["exit"] = matrix.exit_status(report, args.fail_on)
+    atomic.write_text(out / "report.json", report_json.render(report))
+    atomic.write_text(out / "report.md", report_matrix.markdown(report))
+    atomic.write_text(out / "report.html", report_matrix.html_grid(report))
+    for e in report["environments"]:
+        print(f"optax-gate: {e['name']:24s} {e['verdict']:13s} {'; '.join(e['reasons'])}")
+    print(f"optax-gate: matrix report — {out / 'report.md'}, {out / 'report.html'}")
+    print(f"optax-gate: {matrix.exit_words(report['exit'])}")
+    return report["exit"]["status"]

@@ -1,0 +1,218 @@
+"""One side of a comparison (the baseline, a candidate, a matrix environment):
+its environment built or reused, its imports checked, its result taken from
+the baseline cache or its contracts run, its speed readings and the diffs
+beyond the contracts. Shared by the gate flow (``optax_gate.gate.gate_flow``)
+and the matrix flow (``optax_gate.gate.matrix_flow``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import (atomic, baseline_cache, compilation_cache, environments, report_speed, requirements, runner, surface,
+                             unseen)
+from optax_gate.gate import speed as speed_
+from optax_gate.gate.progress import Progress
+
+
+PYTHON_VERSION = "3.12"
+
+
+def save_run(record: dict[str, Any], folder: Path) -> None:
+    atomic.write_text(folder / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def forget_previous_evidence(label: str, folder: Path) -> None:
+    """Remove the files an earlier run of ``label`` left in ``folder`` (the
+    matrix reuses ``runs/``), so a run that stops early never sits beside
+    evidence that is not its own."""
+    for old in folder.glob(f"{label}.*"):
+        old.unlink()
+
+
+@dataclasses.dataclass
+class Side:
+    """One side of a comparison, prepared: its environment built and its
+    cache looked up. ``record`` is already final when the side needs no
+    contract run (taken from the cache, or not verified)."""
+
+    label: str
+    folder: Path
+    checkpoints: Path
+    extra: dict[str, Any]
+    python: Path | None = None
+    jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    record: dict[str, Any] | None = None
+    cache_inputs: dict[str, Any] | None = None
+    probed: runner.Probe | None = None
+
+
+def prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+             say: Callable[[str], None], **extra: Any) -> Side:
+    """Build (or reuse) the environment of ``lock``; for the baseline, take its
+    result from the cache when a verified entry exists."""
+    forget_previous_evidence(label, folder)
+    say(f"{label}: building (or reusing) its environment")
+    env_folder = environments.folder_for(args.envs_dir, lock)
+    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
+    side = Side(label, folder, checkpoints, extra)
+    try:
+        side.python = environments.ensure(env_folder, lock, args.python, args.project_root)
+    except environments.EnvironmentFailure as exc:
+        side.record = runner.not_verified(label, str(exc), **extra)
+        return side
+    side.jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
+    extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
+    if label == "baseline" and args.baseline_cache:
+        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root)
+        cached, why = baseline_cache.fetch(args.cache_dir, side.cache_inputs, folder, checkpoints)
+        if cached is not None:
+            say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
+            side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
+        else:
+            say(f"baseline: not taken from the cache ({why})")
+    return side
+
+
+def check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """The import check of each side that will run its contracts, the sides at
+    the same time, before any contract runs; a side that fails it gets its
+    final not-verified record."""
+    todo = [side for side in sides if side.record is None]
+    for side in todo:
+        say(f"{side.label}: checking its imports")
+    with ThreadPoolExecutor(max_workers=max(len(todo), 1)) as pool:
+        probes = list(pool.map(lambda side: runner.probe(side.python), todo))
+    for side, probed in zip(todo, probes):
+        side.probed = probed
+        if probed[1]:
+            side.record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, probed=probed, **side.extra)
+
+
+def write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """The baseline writes the checkpoints every environment resumes from."""
+    say("baseline: writing the resume checkpoints")
+    side.extra["checkpoint_writer"] = runner.write_checkpoints(
+        side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
+
+
+#: pytest-xdist processes of a contract run that has the machine to itself
+#: (one side at a time); two sides at once run one process each.
+ALONE_WORKERS = 2
+
+
+def contracts(side: Side, args: argparse.Namespace, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
+    """Run the contracts of a prepared side (unless its record is final); a
+    verified baseline run is stored in the cache."""
+    if side.record is not None:
+        return side.record
+    say = progress or (lambda message: None)
+    say(f"{side.label}: running the contracts")
+    record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
+                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
+                        workers=workers, probed=side.probed, **side.extra)
+    if side.cache_inputs is not None:
+        entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
+                                     sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
+        if entry is not None:
+            say(f"baseline: stored in the cache as {entry.name}")
+    return record
+
+
+def run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
+              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
+    """Build (or reuse) the environment of ``lock`` and run the contracts there
+    (one side at a time: the matrix); evidence goes to ``folder``; the
+    baseline writes the resume ``checkpoints``."""
+    say = progress or (lambda message: None)
+    side = prepare(label, lock, args, folder, checkpoints, say, **extra)
+    check_imports((side,), args, say)
+    if side.record is None and label == "baseline":
+        write_checkpoints(side, args, say)
+    return contracts(side, args, progress)
+
+
+def run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the contracts of both sides. The checkpoints come first (the
+    candidate resumes from them); then, when both sides need a run, the two
+    pytest processes run at the same time unless ``--sequential``."""
+    if baseline.record is None:
+        write_checkpoints(baseline, args, say)
+    if baseline.record is None and candidate.record is None and args.concurrent:
+        say("running both sides at the same time (--sequential to run one after the other)")
+        pool = ThreadPoolExecutor(max_workers=2)
+        try:
+            futures = [pool.submit(contracts, side, args, say, 0) for side in (baseline, candidate)]
+            return futures[0].result(), futures[1].result()
+        finally:  # on an interruption, do not wait here: main() stops the pytest processes
+            pool.shutdown(wait=False, cancel_futures=True)
+    return contracts(baseline, args, say), contracts(candidate, args, say)
+
+
+def resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
+    """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``.
+
+    Raises:
+      environments.EnvironmentFailure: the resolver found no set of versions.
+    """
+    text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
+    req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
+    upgrade = [requirements.canonical_name(s) for s in specs]
+    return environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
+
+
+def run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace, folder: Path,
+               checkpoints: Path, progress: Progress | None = None) -> dict[str, Any]:
+    """Resolve ``specs`` into ``lock_path``, then run it (the matrix's environments)."""
+    forget_previous_evidence(label, folder)
+    try:
+        lock = resolve(specs, lock_path, args)
+    except environments.EnvironmentFailure as exc:
+        return runner.not_verified(label, str(exc), requirements=specs)
+    return run_lock(label, lock, args, folder, checkpoints, progress, requirements=specs)
+
+
+def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
+    return runner.not_verified(label, f"not run: {why}", **extra)
+
+
+def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, candidate: dict[str, Any],
+           folder: Path, say: Progress | None = None, plot: bool = True,
+           pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
+    """Time the training steps of both environments, interleaved (``gate.speed``),
+    and draw the plot into ``folder``; None under ``--no-speed``. Measured here,
+    in this run, even when a contract result comes from the baseline cache.
+    ``pythons``: the environments' interpreters when already built (else built here)."""
+    if not args.speed:
+        return None
+    if candidate.get("status") != "ran":
+        return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
+    if say:
+        say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
+    try:
+        if len(pythons) != 2 or not all(pythons):
+            pythons = tuple(environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python,
+                                                args.project_root) for lock in (baseline_lock, candidate_lock))
+    except environments.EnvironmentFailure as exc:
+        return speed_.not_measured(str(exc), args.speed_budget)
+    result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
+    if plot:
+        report_speed.write_plot(result, folder)
+    return result
+
+
+def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
+                      args: argparse.Namespace) -> dict[str, Any]:
+    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+    return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
+                         fail_on_new_deprecations=args.fail_on_new_deprecations, usage_scan=getattr(args, "usage_scan", None))
+
+
+def load(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
