@@ -81,32 +81,21 @@ class Interrupted(Exception):
     """SIGINT or SIGTERM reached the gate."""
 
 
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not value > 0:  # NaN included
-        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, got {text}")
-    return value
+def _at_least(convert, minimum: float, strict: bool, words: str):
+    """An argparse ``type``: ``convert(text)`` when it is above ``minimum``
+    (``strict``) or at least ``minimum``; NaN is refused either way."""
+    def check(text: str):
+        value = convert(text)
+        if not (value > minimum if strict else value >= minimum):
+            raise argparse.ArgumentTypeError(f"must be {words}, got {text}")
+        return value
+    return check
 
 
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
-def _ratio(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive ratio, got {text}")
-    return value
-
-
-def _rounds(text: str) -> int:
-    value = int(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be at least 2, got {text}")
-    return value
+_seconds = _at_least(float, 0, True, "a number of seconds greater than 0")
+_count = _at_least(int, 1, False, "at least 1")
+_ratio = _at_least(float, 0, True, "a positive ratio")
+_rounds = _at_least(int, 2, False, "at least 2")
 
 
 def _speed_options(p: argparse.ArgumentParser) -> None:
