@@ -7,7 +7,8 @@ its arguments (``functools.wraps`` keeps its signature for the by-name
 filling) and returns a transformation whose ``init``/``update`` is perturbed in
 one way: extra arguments refused or accepted, a state leaf whose dtype
 changes, updates that differ only under ``jax.jit``, NaN for all-zero
-gradients, a ``None`` leaf refused, a rank-0 update reshaped, or a
+gradients, a ``None`` leaf refused, a rank-0 update reshaped, two float
+hyperparameters swapped, or a
 "repaired" transformation (errors swallowed, shapes and non-finite values
 fixed, weak types made strong) that removes every pinned baseline defect.
 """
@@ -174,3 +175,30 @@ def repaired(optax):
             return jax.tree.map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), u), strong(s)
         return _tx(init, update)
     return _every(make)
+
+
+@mutant("surface-swapped-args", "each factory's first two float hyperparameters with defaults swapped (b1 for b2, ...)")
+def swapped_args(optax):
+    import inspect
+
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    for path, entry in TRANSFORMATIONS.items():
+        if entry.left_out or entry.builder is not None:
+            continue
+        module, _, attr = path.rpartition(".")
+        module = importlib.import_module(module)
+        orig = getattr(module, attr)
+        floats = [p.name for p in inspect.signature(orig).parameters.values()
+                  if isinstance(p.default, float) and not isinstance(p.default, bool)][:2]
+        if len(floats) < 2:
+            continue
+
+        def factory(*a, _orig=orig, _names=tuple(floats), **k):
+            bound = inspect.signature(_orig).bind_partial(*a, **k)
+            bound.apply_defaults()
+            x, y = _names
+            bound.arguments[x], bound.arguments[y] = bound.arguments[y], bound.arguments[x]
+            return _orig(*bound.args, **bound.kwargs)
+        setattr(module, attr, functools.wraps(orig)(factory))
+    return {}
