@@ -33,9 +33,18 @@ CONTRACTED = [e for e in TRANSFORMATIONS.values() if not e.left_out]
 RUNNING = [e for e in CONTRACTED if e.expect.get("scan_carry", "ok") == "ok"]
 
 
+def _timeout(entry):
+    """The first contract of an API to run computes its whole probe; an eager
+    line search takes minutes on a loaded 2-core machine."""
+    return [pytest.mark.timeout(SLOW_TIMEOUT_S)] if entry.slow else []
+
+
+SLOW_TIMEOUT_S = 600
+
+
 def _case(entry, prop):
     expected = entry.expect.get(prop, "ok")
-    marks = [pytest.mark.contract(api=entry.path, guide=GUIDE)]
+    marks = [pytest.mark.contract(api=entry.path, guide=GUIDE), *_timeout(entry)]
     if expected == "ok":
         marks.append(pytest.mark.acceptance)
     else:
@@ -57,8 +66,8 @@ def test_protocol(path, prop, expected):
 
 
 def _snapshot(entry):
-    return pytest.param(entry.path, marks=[pytest.mark.contract(api=entry.path, guide=GUIDE), pytest.mark.snapshot],
-                        id=entry.path)
+    return pytest.param(entry.path, id=entry.path,
+                        marks=[pytest.mark.contract(api=entry.path, guide=GUIDE), pytest.mark.snapshot, *_timeout(entry)])
 
 
 @pytest.mark.parametrize("path", [_snapshot(e) for e in RUNNING])

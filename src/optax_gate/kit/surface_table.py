@@ -20,6 +20,8 @@ An :class:`Entry` gives
 - ``skip_leaves``: leaves of the representative PyTree left out of every
   property but ``init_update`` (which always gets the whole PyTree), for a
   documented limit or a pinned defect on one rank;
+- ``slow``: the probe takes long (eager line searches re-trace their loop on
+  every call): its contracts get a longer pytest timeout;
 - ``left_out``: why the API has no generated contracts (then it is still
   called once by the sweep where it can be).
 
@@ -59,6 +61,7 @@ class Entry:
     defects: dict[str, str] = field(default_factory=dict)
     left_out: str = ""
     skip_leaves: tuple[str, ...] = ()
+    slow: bool = False
 
 
 def _inject(factory: Any) -> Any:
@@ -133,12 +136,13 @@ _ENTRIES = [
     _t("optax.contrib.scale_by_cocob", expect=_PLAIN), _t("optax.contrib.scale_by_muon", expect={**_PLAIN, **_MUON}, defects={k: _MUON_DEFECT for k in _MUON}),
     _t("optax.contrib.scale_by_simplified_ademamix", expect={**_PLAIN, "no_recompile": _RECOMPILES}), _t("optax.contrib.schedule_free"),
     _t("optax.contrib.schedule_free_adamw"), _t("optax.contrib.schedule_free_sgd"),
-    _t("optax.contrib.simplified_ademamix", expect={"no_recompile": _RECOMPILES}), _t("optax.contrib.sophia", needs=("obj_fn",)),
+    _t("optax.contrib.simplified_ademamix", expect={"no_recompile": _RECOMPILES}), _t("optax.contrib.sophia", needs=("obj_fn",), slow=True),
     _t("optax.contrib.split_real_and_imaginary", expect=_PLAIN),
     _t("optax.ema", expect=_PLAIN, aliases=(_T + "ema",)), _t("optax.flatten", aliases=(_T + "flatten",)),
     _t("optax.freeze", aliases=(_T + "freeze",)), _t("optax.fromage"), _t("optax.identity", expect=_PLAIN),
     _t("optax.keep_params_nonnegative", expect=_PLAIN, aliases=(_T + "keep_params_nonnegative",)),
-    _t("optax.lamb"), _t("optax.lars"), _t("optax.lbfgs", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn")), _t("optax.lion"),
+    _t("optax.lamb"), _t("optax.lars"), _t("optax.lbfgs", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn"),
+       slow=True), _t("optax.lion"),
     _t("optax.lookahead", left_out="params must be a LookaheadParams pair (fast, slow), not the representative PyTree"),
     _t("optax.masked", aliases=(_T + "masked",)),
     _t("optax.multi_transform", aliases=("optax.partition", _T + "partition")),
@@ -149,7 +153,8 @@ _ENTRIES = [
     _t("optax.polyak_sgd", needs=("value",)), _t("optax.radam"), _t("optax.rmsprop"), _t("optax.rprop"),
     _t("optax.scale", expect=_PLAIN), _t("optax.scale_by_adadelta", expect=_PLAIN), _t("optax.scale_by_adam", expect=_PLAIN), _t("optax.scale_by_adamax", expect=_PLAIN),
     _t("optax.scale_by_adan", expect=_PLAIN), _t("optax.scale_by_amsgrad", expect=_PLAIN),
-    _t("optax.scale_by_backtracking_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn")),
+    _t("optax.scale_by_backtracking_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn"),
+       slow=True),
     _t("optax.scale_by_belief", expect=_PLAIN), _t("optax.scale_by_distance_over_gradients", expect={**_PLAIN, "init_update": "leaf r0: float32[1] for float32[]"}, skip_leaves=("r0",),
        defects={"init_update": known_defect("distance-over-gradients-scalar-leaf-shape")}), _t("optax.scale_by_lbfgs", expect=_PLAIN),
     _t("optax.scale_by_learning_rate", expect=_PLAIN), _t("optax.scale_by_lion", expect=_PLAIN), _t("optax.scale_by_novograd", expect=_PLAIN),
@@ -159,7 +164,8 @@ _ENTRIES = [
     _t("optax.scale_by_sign", expect=_PLAIN), _t("optax.scale_by_sm3", expect={**_PLAIN, "init_update": "IndexError"}, skip_leaves=("r0",),
        defects={"init_update": known_defect("sm3-scalar-leaf-index-error")}), _t("optax.scale_by_stddev", expect=_PLAIN),
     _t("optax.scale_by_trust_ratio", expect=_PLAIN), _t("optax.scale_by_yogi", expect=_PLAIN),
-    _t("optax.scale_by_zoom_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn")),
+    _t("optax.scale_by_zoom_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn"),
+       slow=True),
     _t("optax.selective_transform", aliases=(_T + "selective_transform",)), _t("optax.set_to_zero", expect=_PLAIN),
     _t("optax.sgd"), _t("optax.sign_sgd"), _t("optax.sm3", expect={"init_update": "IndexError"}, skip_leaves=("r0",),
        defects={"init_update": known_defect("sm3-scalar-leaf-index-error")}),
