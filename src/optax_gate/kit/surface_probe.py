@@ -29,7 +29,7 @@ from optax_gate.kit.trees import signature
 
 STEPS = 3
 #: The protocol properties, in report order (each one contract per API).
-PROPERTIES = ("init_update", "scan_carry", "jit_eager", "no_recompile", "none_leaf", "zero_grads_finite",
+PROPERTIES = ("init_update", "scan_carry", "trajectory_finite", "jit_eager", "no_recompile", "none_leaf", "zero_grads_finite",
               "unknown_kwarg", "value_float", "value_array")
 
 
@@ -129,6 +129,9 @@ def protocol(path: str) -> dict[str, Any]:
                 traj[f"s{k + 1}/{name}"] = np.asarray(seen[name][k])
     out["scan_carry"] = _outcome(scan_carry)
     out["trajectory"] = traj
+    bad = sorted({key.split("/")[1] for key, x in traj.items() if not np.all(np.isfinite(x))})
+    out["trajectory_finite"] = (f"scan: {out['scan_carry']}" if not traj else
+                                f"nonfinite: {' '.join(bad)}" if bad else "ok")
 
     def jit_eager():
         if "params" not in eager:

@@ -101,7 +101,7 @@ _RECOMPILES = "recompiled 1 time(s)"
 #: ``contrib.scale_by_muon()`` with its default ``weight_dimension_numbers=None``
 #: on a dict PyTree: ``jax.tree.map`` structure error in ``update``.
 _MUON = {p: "ValueError" for p in ("init_update", "scan_carry", "no_recompile", "none_leaf", "zero_grads_finite")} | {
-    "jit_eager": "eager step: ValueError"}
+    "jit_eager": "eager step: ValueError", "trajectory_finite": "scan: ValueError"}
 _MUON_DEFECT = known_defect("scale-by-muon-default-dimension-numbers")
 _ENTRIES = [
     _t("optax.adabelief"), _t("optax.adadelta"), _t("optax.adafactor"), _t("optax.adagrad"), _t("optax.adam"),
@@ -155,8 +155,10 @@ _ENTRIES = [
     _t("optax.scale_by_adan", expect=_PLAIN), _t("optax.scale_by_amsgrad", expect=_PLAIN),
     _t("optax.scale_by_backtracking_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn"),
        slow=True),
-    _t("optax.scale_by_belief", expect=_PLAIN), _t("optax.scale_by_distance_over_gradients", expect={**_PLAIN, "init_update": "leaf r0: float32[1] for float32[]"}, skip_leaves=("r0",),
-       defects={"init_update": known_defect("distance-over-gradients-scalar-leaf-shape")}), _t("optax.scale_by_lbfgs", expect=_PLAIN),
+    _t("optax.scale_by_belief", expect=_PLAIN), _t("optax.scale_by_distance_over_gradients", expect={**_PLAIN, "init_update": "leaf r0: float32[1] for float32[]",
+                                                     "trajectory_finite": "nonfinite: r1 r2 r3 r4 r5"},
+       skip_leaves=("r0",), defects={"init_update": known_defect("distance-over-gradients-scalar-leaf-shape"),
+                                     "trajectory_finite": known_defect("distance-over-gradients-swapped-arguments")}), _t("optax.scale_by_lbfgs", expect=_PLAIN),
     _t("optax.scale_by_learning_rate", expect=_PLAIN), _t("optax.scale_by_lion", expect=_PLAIN), _t("optax.scale_by_novograd", expect=_PLAIN),
     _t("optax.scale_by_optimistic_gradient", expect=_PLAIN), _t("optax.scale_by_param_block_norm", expect=_PLAIN),
     _t("optax.scale_by_param_block_rms", expect=_PLAIN), _t("optax.scale_by_polyak", needs=("value",)), _t("optax.scale_by_radam", expect=_PLAIN),
