@@ -202,3 +202,10 @@ def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
     assert {f["api"]: f["text"].split(": ", 1)[1].split(" (")[0] for f in found} == {
         "optax.signum": "new, not contracted: public in the candidate, in no table of the generated surface contracts",
         "optax.other": "runs only in the candidate"}
+
+
+def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_state():
+    rows = [row("tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]",
+                "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.adan", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.adan`: other updates come out non-finite: `nan_param` '[''r3'']' → none")

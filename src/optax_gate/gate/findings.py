@@ -14,6 +14,8 @@ cause              detail it recognises                                         
                    a, expected e (error E, bound B = N ULP of DTYPE; worst
                    error W ULP)``
 ``dtype``          ``expected DTYPE, got ...: DTYPE``                            dtypes got instead
+``nonfinite``      snapshot drift of the generated non-finite record only        the input classes
+                   (``nan_param: '[''r3'']' -> none``)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
                    (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs
 ``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
@@ -22,6 +24,7 @@ cause              detail it recognises                                         
 ``message``        anything else                                                 the message with numbers,
                                                                                  quoted values and step or
                                                                                  leaf indices replaced by ``#``
+``new-uncontracted``  ``new, not contracted``: a public name no surface table knows  the API
 ``new``/``gone``   ran in only one environment                                   (one cause; every API
                                                                                  together when the candidate
                                                                                  did not run at all)
@@ -203,6 +206,10 @@ def _shorten(text: str, limit: int = 140) -> str:
     return (cut[:space] if space > limit * 2 // 3 else cut).rstrip(" ,;:") + "…"
 
 
+#: Input classes of the generated non-finite snapshot
+#: (``optax_gate.kit.surface_probe.nonfinite``): a drift of these keys is about
+#: which updates come out non-finite, not about the optimizer state.
+NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
@@ -234,6 +241,8 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     if change == "fixed":
         return ("was", _normalise(detail)), detail.removeprefix("was: ")
     leaves = parse_drift(detail)
+    if leaves and all(leaf.path in NONFINITE_CLASSES for leaf in leaves):
+        return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves:
         pairs = tuple(sorted({leaf.dtypes for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]}))
         if pairs:
@@ -285,6 +294,10 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     if kind == "state-shape":
         leaf = next(leaf for leaf in evidence[0] if leaf.shapes[0] != leaf.shapes[1])
         return f"optimizer state changes shape: `{leaf.path}` [{leaf.shapes[0]}] → [{leaf.shapes[1]}]"
+    if kind == "nonfinite":
+        leaf = evidence[0][0]
+        more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
+        return f"other updates come out non-finite: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
     if kind == "state-value":
         leaf = evidence[0][0]
         old, new = (leaf.old.partition("=")[2] or leaf.old), (leaf.new.partition("=")[2] or leaf.new)
