@@ -198,3 +198,21 @@ def test_a_long_failure_message_is_cut_at_a_word_end():
     assert message.startswith(cut[:-1]) and message[len(cut) - 1] == " "  # the next character was a space
     assert "got int32 instead." in cut
     assert findings.shorten("short text") == "short text"
+
+
+def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
+    rows = [row("tests/contracts/test_surface_sweep.py::test_known[optax.signum]",
+                "Skipped: new, not contracted: optax.signum (transformation) is public in optax 0.2.8",
+                change="new", api="optax.signum", kind="acceptance", baseline=None, candidate="skipped"),
+            row("t.py::test_x", "", change="new", api="optax.other", baseline=None, candidate="passed")]
+    found = findings.group(rows)
+    assert {f["api"]: f["text"].split(": ", 1)[1].split(" (")[0] for f in found} == {
+        "optax.signum": "new, not contracted: public in the candidate, in no table of the generated surface contracts",
+        "optax.other": "runs only in the candidate"}
+
+
+def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_state():
+    rows = [row("tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]",
+                "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.adan", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.adan`: other updates come out non-finite: `nan_param` '[''r3'']' → none")

@@ -82,6 +82,17 @@ ELEMENTWISE = 4
 #: Budget: ELEMENTWISE per step for 50 steps.
 INJECT_DRIFT = 50 * 4
 
+#: One step of an arbitrary public transformation (the generated surface
+#: contracts, ``optax_gate.kit.surface_probe``), float32, jit against eager:
+#: XLA fuses and reorders a step's elementwise stages under ``jit``; a step of
+#: the surface is at most eight such stages (moments, bias correction, root,
+#: division, scaling, clipping, decay, the update) plus a norm over the
+#: representative PyTree's 23 elements. Scale: the params' magnitude, 1.
+SURFACE_STEP = 8 * ELEMENTWISE + (ELEMENTWISE + 2 * 23)
+#: The generated trajectory snapshots: three such steps carried in a scan
+#: (``accumulated(3, SURFACE_STEP)``), as both ``atol`` and ``rtol`` in ULPs.
+SURFACE_TRAJECTORY = 3 * SURFACE_STEP
+
 #: Machine epsilon per dtype name; bfloat16 is not a NumPy dtype, hence a table.
 EPS: dict[str, float] = {
     "float64": 2.0**-52,

@@ -1,0 +1,214 @@
+"""Run one public transformation through the protocol and record what it does
+(needs the environment's optax and JAX).
+
+:func:`protocol` answers, for one table entry, each protocol property with an
+*outcome* string: ``"ok"`` when the property holds, else the exception's type
+name (``"TypeError"``) or a short reason (``"nonfinite: r2"``,
+``"dtype: r1 float32 -> float64"``). The contracts compare each outcome with
+the one the table pins for the baseline. Everything is computed once per API
+and process (:func:`protocol` is cached) so that one test per property costs
+one run.
+
+Inputs: ``surface_build.params()`` (float32, ranks 0-5 and an empty leaf),
+seeded gradients; ``value``/``grad``/``value_fn`` (and ``obj_fn``) from
+``surface_build.model`` where the entry ``needs`` them.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from optax_gate.kit import recompilation, surface_build, tolerances
+from optax_gate.kit.surface_table import TRANSFORMATIONS, Entry
+from optax_gate.kit.trees import signature
+
+STEPS = 3
+#: The protocol properties, in report order (each one contract per API).
+PROPERTIES = ("init_update", "scan_carry", "trajectory_finite", "jit_eager", "no_recompile", "none_leaf", "zero_grads_finite",
+              "unknown_kwarg", "value_float", "value_array")
+
+
+def _extra(entry: Entry, p: Any) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if entry.needs:
+        value, grad = surface_build.value_and_grad()(p)
+        for name in entry.needs:
+            kwargs[name] = {"value": value, "grad": grad, "value_fn": surface_build.model,
+                            "obj_fn": surface_build.model}[name]
+    return kwargs
+
+
+def _grads(entry: Entry, p: Any, g: Any) -> Any:
+    """The gradient a step uses: the model's own where the entry needs
+    ``grad=`` (a line search checks that they agree), else the seeded one."""
+    return surface_build.value_and_grad()(p)[1] if "grad" in entry.needs else g
+
+
+def _outcome(fn: Any) -> str:
+    try:
+        return fn() or "ok"
+    except Exception as exc:  # the outcome *is* the exception type
+        return type(exc).__name__
+
+
+def _check_like(updates: Any, p: Any) -> str | None:
+    if jax.tree.structure(updates) != jax.tree.structure(p):
+        return f"structure: {jax.tree.structure(updates)}"
+    for name in p:
+        if p[name] is None:
+            continue
+        u, q = jnp.asarray(updates[name]), p[name]
+        if u.shape != q.shape or u.dtype != q.dtype:
+            return f"leaf {name}: {u.dtype}{list(u.shape)} for {q.dtype}{list(q.shape)}"
+    return None
+
+
+def _nonfinite(tree: Any) -> list[str]:
+    return sorted(jax.tree_util.keystr(k) for k, x in jax.tree_util.tree_flatten_with_path(tree)[0]
+                  if x is not None and not bool(jnp.all(jnp.isfinite(x))))
+
+
+def build(entry: Entry, **overrides: Any) -> Any:
+    """The entry's transformation (its overrides, then ``overrides``)."""
+    return surface_build.build(entry.path, {**entry.args, **overrides}, entry.builder)
+
+
+@functools.cache
+def protocol(path: str) -> dict[str, Any]:
+    """``{property: outcome}`` for :data:`PROPERTIES`, plus ``"trajectory"``
+    (params after each of :data:`STEPS` jitted scan steps, ``{"s1/r2": array}``)
+    and ``"nonfinite"`` (which leaves come out non-finite, per input class).
+
+    Raises:
+      AttributeError: the path does not exist (a removed API); building or
+        running errors are outcomes, not raised.
+    """
+    entry = TRANSFORMATIONS[path]
+    surface_build.resolve(path)
+    full, p, gs = surface_build.params(), surface_build.params(skip=entry.skip_leaves), \
+        surface_build.grads_per_step(STEPS, skip=entry.skip_leaves)
+    out: dict[str, Any] = {}
+    try:
+        tx = build(entry)
+    except Exception as exc:
+        return {prop: f"build: {type(exc).__name__}" for prop in PROPERTIES} | {"trajectory": {}, "nonfinite": {}}
+
+    def step(params, state, g):
+        u, state = tx.update(_grads(entry, params, g), state, params, **_extra(entry, params))
+        return jax.tree.map(lambda a, b: a + b, params, u), state, u
+
+    eager: dict[str, Any] = {}
+
+    def init_update():
+        g = surface_build.params(seed=1)
+        u, _ = tx.update(_grads(entry, full, g), tx.init(full), full, **_extra(entry, full))
+        return _check_like(u, full) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
+    out["init_update"] = _outcome(init_update)
+
+    def eager_step():
+        eager["params"], eager["state"], _ = step(p, tx.init(p), gs[0])
+    eager_error = _outcome(eager_step)
+
+    traj: dict[str, np.ndarray] = {}
+    jitted = jax.jit(step)
+
+    def scan_carry():
+        def body(carry, g):
+            params, state = carry
+            params, state, _ = step(params, state, g)
+            return (params, state), params
+        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *gs)
+        _, seen = jax.jit(lambda q, s: jax.lax.scan(body, (q, s), stacked))(p, tx.init(p))
+        for k in range(STEPS):
+            for name in p:
+                traj[f"s{k + 1}/{name}"] = np.asarray(seen[name][k])
+    out["scan_carry"] = _outcome(scan_carry)
+    out["trajectory"] = traj
+    bad = sorted({key.split("/")[1] for key, x in traj.items() if not np.all(np.isfinite(x))})
+    out["trajectory_finite"] = (f"scan: {out['scan_carry']}" if not traj else
+                                f"nonfinite: {' '.join(bad)}" if bad else "ok")
+
+    def jit_eager():
+        if "params" not in eager:
+            return f"eager step: {eager_error}"
+        params, state, _ = jitted(p, tx.init(p), gs[0])
+        for name in p:
+            tolerances.assert_close(params[name], np.asarray(eager["params"][name], np.float64), dtype="float32",
+                                    ulps=tolerances.SURFACE_STEP, scale=1.0, what=f"params[{name!r}] jit vs eager")
+    out["jit_eager"] = _outcome(jit_eager)
+
+    def no_recompile():
+        state = tx.init(p)
+        params, state, _ = jitted(p, state, gs[0])
+        with recompilation.counting() as seen:
+            jitted(params, state, gs[1])
+        return f"recompiled {seen.count} time(s)" if seen.count else None
+    out["no_recompile"] = _outcome(no_recompile)
+
+    def none_leaf():  # optax's convention: None in the params and the gradients alike
+        q, g = {**p, "r1": None}, {**gs[0], "r1": None}
+        u, state = tx.update(_grads(entry, q, g), tx.init(q), q, **_extra(entry, q))
+        return _check_like(u, q) or None
+    out["none_leaf"] = _outcome(none_leaf)
+
+    def zero_grads_finite():
+        zeros = jax.tree.map(jnp.zeros_like, p)
+        u, _ = tx.update(zeros, tx.init(p), p, **_extra(entry, p))
+        bad = _nonfinite(u)
+        return f"nonfinite: {' '.join(bad)}" if bad else None
+    out["zero_grads_finite"] = _outcome(zero_grads_finite)
+
+    def call_with(**kwargs):
+        return lambda: (tx.update(_grads(entry, p, gs[0]), tx.init(p), p, **{**_extra(entry, p), **kwargs}), None)[1]
+    out["unknown_kwarg"] = _outcome(call_with(not_an_argument=1.0))
+    out["value_float"] = _outcome(call_with(value=1.0))
+    out["value_array"] = _outcome(call_with(value=jnp.asarray(1.0, jnp.float32)))
+    out["nonfinite"] = nonfinite(entry, tx, p, gs[0])
+    out["state"] = signature(eager["state"]) if "state" in eager else f"eager step: {eager_error}"
+    return out
+
+
+def state_signature(path: str) -> Any:
+    """``trees.signature`` of the state after one eager step (or why there is none)."""
+    return protocol(path)["state"]
+
+
+def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
+    """Which update leaves come out non-finite, per input class: NaN in the
+    first non-empty gradient leaf and inf in the last; NaN in a middle param leaf; the same NaN/inf
+    gradients with every edge hyperparameter the factory has (learning rate,
+    weight decay, momentum, decay) at zero. Each value is the leaf paths, or
+    the exception's type name."""
+    def poison(x, v):
+        return x.ravel().at[0].set(v).reshape(x.shape)
+    sized = [n for n in p if p[n].size]
+    bad_g = {**g, sized[0]: poison(g[sized[0]], jnp.nan), sized[-1]: poison(g[sized[-1]], jnp.inf)}
+    bad_p = {**p, sized[len(sized) // 2]: poison(p[sized[len(sized) // 2]], jnp.nan)}
+
+    def leaves(t, params, grads):
+        def run():
+            u, _ = t.update(_grads(entry, params, grads), t.init(params), params, **_extra(entry, params))
+            return " ".join(_nonfinite(u)) or "none"
+        return _outcome(run)
+    out = {"nan_inf_grads": leaves(tx, p, bad_g), "nan_param": leaves(tx, bad_p, g)}
+    import inspect
+
+    fn = surface_build.resolve(entry.path)
+    try:
+        names = set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = set()
+    edge = {n: 0.0 for n in ("learning_rate", "weight_decay", "momentum", "decay") if n in names}
+    if edge and entry.builder is None:
+        try:
+            zero = build(entry, **edge)
+        except Exception as exc:
+            out["zero_hyperparams"] = f"build: {type(exc).__name__}"
+        else:
+            out["zero_hyperparams"] = leaves(zero, p, bad_g)
+    return out
