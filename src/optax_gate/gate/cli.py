@@ -77,8 +77,10 @@ from optax_gate.gate.user_paths import user_path
 __all__ = ["NOT_VERIFIED", "main", "parse", "parser"]
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM reached the gate."""
+class Interrupted(BaseException):
+    """SIGTERM reached the gate. A ``BaseException``, like the
+    ``KeyboardInterrupt`` of SIGINT, so that no ``except Exception`` on the
+    way (a late phase's failure, a crash report) takes it for an error."""
 
 
 def _at_least(convert, minimum: float, strict: bool, words: str):
