@@ -99,6 +99,15 @@ def lock_packages(path: Path, what: str) -> set[str]:
     return names
 
 
+def shown(path: Path) -> str:
+    """``path`` as a refusal names it: as the user typed it (``typed``, set by
+    ``optax_gate.gate.user_paths.user_path``), followed by ``(= ABSOLUTE)``
+    when the absolute path it was read as reads differently."""
+    typed = getattr(path, "typed", "") or str(path)
+    full = os.path.abspath(path)
+    return typed if typed == full else f"{typed} (= {full})"
+
+
 def writable_folder(path: Path) -> None:
     """Create ``path`` if needed and check a file can be written in it.
 
@@ -106,11 +115,11 @@ def writable_folder(path: Path) -> None:
       InvalidInput: ``path`` is a file, or cannot be created or written.
     """
     if path.exists() and not path.is_dir():
-        raise InvalidInput(f"--out {path} exists and is not a folder")
+        raise InvalidInput(f"--out {shown(path)} exists and is not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=path)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise InvalidInput(f"--out {path} is not writable: {exc.strerror or exc}") from None
+        raise InvalidInput(f"--out {shown(path)} is not writable: {exc.strerror or exc}") from None
