@@ -95,6 +95,9 @@ def _write(path, text):
 BAD_INPUTS = {
     "malformed spec": (lambda t: ["optax=>0.2"], "not a valid requirement: 'optax=>0.2'"),
     "unknown package": (lambda t: ["optx==0.2.8"], "the baseline does not require a package named 'optx' (did you mean optax?)"),
+    "missing path after --usage": (lambda t: ["--usage", "src", "notebooks"], "the baseline does not require a package named "
+                                   "'notebooks'; pass --allow-extra to add a new package to the candidate; if it is a path: "
+                                   "--usage notebooks (one path per --usage)"),
     "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], f"candidate lock {{t}}/nope.txt does not exist"),
     "candidate lock empty": (lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")], "pins no package (empty lock file)"),
     "candidate lock without hashes": (lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")], "optax==0.2.8 has no --hash"),

@@ -87,3 +87,14 @@ def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch)
     with pytest.raises(validate.InvalidInput) as refused:
         validate.writable_folder(user_paths.user_path("../README.md"))
     assert str(refused.value) == f"--out ../README.md (= {tmp_path / 'README.md'}) exists and is not a folder"
+
+
+@pytest.mark.parametrize("spec, path_like", [("notebooks", True), ("src/nb", True), ("./nb", True), ("nb.v2", True),
+                                             ("optx", False), ("rich==13", False), ("optax-x[cpu]", False)])
+def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
+    """A bare SPEC (no version, no extras) that is no package of the baseline and looks like a path (a / or a
+    ., or close to no package) may be a second path after --usage that does not exist."""
+    with pytest.raises(validate.InvalidInput) as refused:
+        validate.parse_specs(["optax==0.2.8", spec], {"optax", "jax"})
+    hint = f"if it is a path: --usage {spec} (one path per --usage)"
+    assert (hint in str(refused.value)) == path_like, str(refused.value)
