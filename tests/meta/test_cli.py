@@ -122,6 +122,19 @@ def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, cas
     assert not (run / evidence.MARKER).exists()
 
 
+def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "bad.py").write_text("import optax\ndef f(:\n")  # not scanned: a note in a report of a run that ran
+    out = tmp_path / "out"
+    status, stdout, stderr, seconds = gate_cli("optx==0.2.8", "--usage", str(team), out=out)
+    assert status == 2 and "the baseline does not require a package named 'optx'" in stderr, stdout + stderr
+    assert "writing the refusal report" in stderr and "comparing and writing the report" not in stderr
+    report = latest_report(out)
+    assert report["usage"] is None and not [n for n in report.get("notes", []) if "--usage" in n]
+    assert "not scanned" not in (out / "report.md").read_text()
+
+
 def test_an_unknown_package_is_accepted_with_allow_extra():
     from optax_gate.gate import validate
 
