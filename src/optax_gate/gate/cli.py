@@ -7,8 +7,10 @@ Commands:
     Check the inputs, resolve the candidate (the baseline's requirements with
     the packages named by ``SPEC`` replaced, e.g. ``optax==0.2.8``; with no
     ``SPEC``, the newest releases of optax, jax, jaxlib and flax) or take
-    ``--candidate-lock``, then build (or reuse) both environments, run the
-    contracts in each, and write the report into a new run folder under
+    ``--candidate-lock``; a SPEC ``optax @ git+URL@REF``, ``optax @
+    file:///CHECKOUT`` or ``--source optax=PATH_OR_URL@REF`` builds optax (or
+    flax) from that commit and judges its wheel), then build (or reuse) both
+    environments, run the contracts in each, and write the report into a new run folder under
     ``--out``; ``OUT/report.md`` shows the latest complete run.
     ``--usage PATH`` (repeatable, one path each) scopes the API surface and
     dependency diffs to the team's code and names its call sites on every
@@ -160,6 +162,11 @@ def parser() -> argparse.ArgumentParser:
                         "only packages of the baseline lock unless --allow-extra")
     g.add_argument("--candidate-lock", type=user_path, default=None, metavar="FILE",
                    help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
+    g.add_argument("--source", action="append", default=None, metavar="NAME=PATH_OR_URL[@REF]",
+                   help="build optax or flax from a git repository (a local checkout or bare repository, or a URL) at REF "
+                        "(default: HEAD, a remote's default branch) and judge that wheel; repeatable; the same as the SPEC "
+                        "'optax @ git+URL@REF' or, for a local checkout's HEAD, 'optax @ file:///PATH'. jax and jaxlib are "
+                        "compiled and are refused")
     g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
     g.add_argument("--sequential", dest="concurrent", action="store_false",
                    help="run the baseline's and the candidate's contracts one after the other (default: at the same time "

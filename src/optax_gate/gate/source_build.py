@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from optax_gate.gate import atomic
-from optax_gate.gate.environments import uv
+from optax_gate.gate.environments import EnvironmentFailure, uv
 
 #: The file that marks a complete cache entry; written last, atomically.
 BUILT_FILE = "built.json"
@@ -194,7 +194,11 @@ def cached(cache_dir: Path, sha: str) -> BuiltWheel | None:
 
 def _uv_build(source: Path, out: Path, timeout: float) -> Path:
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
-    cmd = [uv(), "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)]
+    try:
+        exe = uv()
+    except EnvironmentFailure as exc:
+        raise SourceBuildError("build", exc.message) from None
+    cmd = [exe, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
