@@ -17,9 +17,10 @@ Commands:
     finding; relative paths are read from the folder ``./noxw`` was started
     from; ``--fail-on-new-deprecations`` makes a new deprecation
     warning broken.
-``matrix [--plan | --only NAME ... | --merge] [--include-older]``
+``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
-    baseline on the package index, run the contracts in the baseline and in
+    baseline on the package index (``--upstream``: and optax's and flax's
+    default branches, built from source, marked unreleased), run the contracts in the baseline and in
     each candidate environment, and write
     ``report.md``, ``report.json`` and ``report.html`` to ``--out``
     (default ``reports/matrix``). ``--plan`` only prints the environments as
@@ -185,6 +186,9 @@ def parser() -> argparse.ArgumentParser:
     what.add_argument("--only", action="append", metavar="NAME", help="run only these environments (and 'baseline')")
     what.add_argument("--merge", action="store_true", help="combine the runs in OUT/runs into the report")
     m.add_argument("--include-older", action="store_true", help="also plan releases older than the baseline")
+    m.add_argument("--upstream", action="store_true",
+                   help="also plan optax-main and flax-main: each package built from its public repository's default "
+                        "branch (unreleased), the rest at baseline")
     m.add_argument("--fail-on", choices=matrix.FAIL_ON, default=None,
                    help="for scheduled jobs (with a full run or --merge): exit 1 when an environment has a broken contract "
                         "(broken) or any contract that differs (changed); else 2 when an environment is not verified")
