@@ -225,7 +225,8 @@ def markdown(run: dict[str, Any]) -> list[str]:
     out = []
     for entry in run.get("sources") or []:
         if entry["status"] != "built":
-            out.append(f"- **{entry['package']} from source: build failed** — {entry['message']}")
+            out.append(f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at `{entry['ref']}`; "
+                       "the reason above)")
             continue
         c = entry["commit"]
         pr = f" (#{c['pr']})" if c.get("pr") and f"#{c['pr']}" not in c["subject"] else ""
