@@ -51,6 +51,8 @@ def test_source_option_takes_path_or_url_and_an_optional_ref(tmp_path):
     assert source_specs.from_option("flax=git@github.com:google/flax.git").ref == "HEAD"
     assert source_specs.from_option("flax=git@github.com:google/flax.git").repo == "git@github.com:google/flax.git"
     assert source_specs.from_option("optax=https://example.org/optax@main").repo == "https://example.org/optax"
+    assert source_specs.from_option("flax=ssh://git@github.com/google/flax.git") == SourceSpec(
+        "flax", "ssh://git@github.com/google/flax.git", "HEAD", "--source flax=ssh://git@github.com/google/flax.git")
     for bad in ("optax", "optax=", "=x"):
         with pytest.raises(InvalidInput, match="NAME=PATH_OR_URL"):
             source_specs.from_option(bad)

@@ -18,6 +18,7 @@ from optax_gate.gate import (atomic, baseline_cache, compilation_cache, environm
                              source_specs, surface, unseen)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
+from optax_gate.gate.validate import InvalidInput
 
 
 PYTHON_VERSION = "3.12"
@@ -203,6 +204,8 @@ def run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Name
         return runner.not_verified(label, str(exc), requirements=specs)
     except source_specs.SourceFailure as exc:
         return runner.not_verified(label, str(exc), requirements=specs, sources=[exc.record])
+    except InvalidInput as exc:  # a plan asking for jax from source, say
+        return runner.not_verified(label, f"invalid input: {exc}", requirements=specs)
     return run_lock(label, lock_path, args, folder, checkpoints, progress, requirements=specs,
                     **({"sources": built} if built else {}))
 

@@ -58,9 +58,11 @@ class SourceFailure(Exception):
 
 def _split_ref(location: str) -> tuple[str, str]:
     """``(repository, ref)`` of ``LOCATION[@REF]``: the text after the last
-    ``@`` is a ref unless it holds ``:`` or is empty (``git@host:path``)."""
+    ``@`` is a ref unless it is empty, holds ``:`` (``git@host:path``) or
+    the ``@`` ends a URL's user name (``ssh://git@host/path``)."""
     head, at, ref = location.rpartition("@")
-    if not at or not head or not ref or ":" in ref or head.endswith(("://", "/")):
+    userinfo = "://" in head and "/" not in head.split("://", 1)[1]  # ssh://git@host/path: no ref
+    if not at or not head or not ref or ":" in ref or head.endswith(("://", "/")) or userinfo:
         return location, "HEAD"
     return head, ref
 
