@@ -216,3 +216,12 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
                 "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.adan", kind="snapshot")]
     (found,) = findings.group(rows)
     assert found["text"].startswith("`optax.adan`: other updates come out non-finite: `nan_param` '[''r3'']' → none")
+
+
+def test_a_drift_of_the_generated_loss_edge_snapshot_names_the_loss_output():
+    rows = [row("tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
+                "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X",
+                change="changed", api="optax.l2_loss", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.l2_loss`: the loss differs at an edge input: `loss_value` "
+                                    "ok float32[0, 3] → non-finite float32[] X")

@@ -20,6 +20,8 @@ cause              detail it recognises                                         
                    ``optax_gate.gate.outcomes``)                                 "input checks")
 ``nonfinite``      snapshot drift of the generated non-finite record only        the input classes
                    (``nan_param: '[''r3'']' -> none``)
+``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,
+                   (``loss_value: ok float32[2] .. -> non-finite ...``)          gradient)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
                    (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs
 ``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
@@ -67,6 +69,10 @@ _STANDARD = {"broken": ("passed", "failed"), "fixed": ("failed", "passed")}  # o
 #: (``optax_gate.kit.surface_probe.nonfinite``): a drift of these keys is about
 #: which updates come out non-finite, not about the optimizer state.
 NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
+#: Outputs of the generated loss edge-input snapshot
+#: (``tests/contracts/test_surface_loss_edges.py``): a drift of these keys is
+#: about a loss at an edge input, not about the optimizer state.
+LOSS_EDGE_OUTPUTS = ("loss_grad", "loss_value")
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
@@ -94,6 +100,8 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     leaves = parse_drift(detail)
     if leaves and all(leaf.path in NONFINITE_CLASSES for leaf in leaves):
         return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
+        return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves:
         pairs = tuple(sorted({leaf.dtypes for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]}))
         if pairs:
@@ -155,6 +163,10 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         leaf = evidence[0][0]
         more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
         return f"other updates come out non-finite: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
+    if kind == "loss-edge":
+        leaf = evidence[0][0]
+        more = " (and its gradient)" if len(evidence[0]) > 1 else ""
+        return f"the loss differs at an edge input: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
     if kind == "state-value":
         leaf = evidence[0][0]
         old, new = (leaf.old.partition("=")[2] or leaf.old), (leaf.new.partition("=")[2] or leaf.new)
