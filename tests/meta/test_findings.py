@@ -225,3 +225,11 @@ def test_a_drift_of_the_generated_loss_edge_snapshot_names_the_loss_output():
     (found,) = findings.group(rows)
     assert found["text"].startswith("`optax.l2_loss`: the loss differs at an edge input: `loss_value` "
                                     "ok float32[0, 3] → non-finite float32[] X")
+
+
+def test_a_drift_of_the_generated_dtype_variant_names_the_dtype():
+    rows = [row("tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
+                "snapshot drift: init_update_bfloat16: IndexError -> ok",
+                change="changed", api="optax.sm3", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.sm3`: the update of a bfloat16 PyTree differs: IndexError → ok")

@@ -22,6 +22,8 @@ cause              detail it recognises                                         
                    (``nan_param: '[''r3'']' -> none``)
 ``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,
                    (``loss_value: ok float32[2] .. -> non-finite ...``)          gradient)
+``dtype-variant``  snapshot drift of the generated bfloat16/complex64             the dtype
+                   ``init_update`` record
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
                    (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs
 ``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
@@ -73,6 +75,10 @@ NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
 #: (``tests/contracts/test_surface_loss_edges.py``): a drift of these keys is
 #: about a loss at an edge input, not about the optimizer state.
 LOSS_EDGE_OUTPUTS = ("loss_grad", "loss_value")
+#: Keys of the generated dtype variants of ``init_update``
+#: (``tests/contracts/test_surface_dtypes.py``): about the update of a
+#: bfloat16 or complex64 PyTree, not about the optimizer state.
+DTYPE_VARIANTS = ("init_update_bfloat16", "init_update_complex64")
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
@@ -102,6 +108,8 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
         return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
+        return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves:
         pairs = tuple(sorted({leaf.dtypes for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]}))
         if pairs:
@@ -167,6 +175,9 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         leaf = evidence[0][0]
         more = " (and its gradient)" if len(evidence[0]) > 1 else ""
         return f"the loss differs at an edge input: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
+    if kind == "dtype-variant":
+        leaf = evidence[0][0]
+        return f"the update of a {leaf.path.rpartition('_')[2]} PyTree differs: {leaf.old} → {leaf.new}"
     if kind == "state-value":
         leaf = evidence[0][0]
         old, new = (leaf.old.partition("=")[2] or leaf.old), (leaf.new.partition("=")[2] or leaf.new)

@@ -212,3 +212,37 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
         else:
             out["zero_hyperparams"] = leaves(zero, p, bad_g)
     return out
+
+
+#: The dtype variants of ``init_update`` (``tests/contracts/test_surface_dtypes.py``).
+VARIANT_DTYPES = ("bfloat16", "complex64")
+
+
+def variant_tree(dtype: str, seed: int) -> dict[str, jax.Array]:
+    """The representative PyTree (ranks 0-5 and an empty leaf) in ``dtype``:
+    bfloat16 rounds the float32 values; complex64 takes a second seeded tree
+    (``seed + 100``) as the imaginary part, so no imaginary part is zero."""
+    if dtype == "complex64":
+        re, im = surface_build.params(seed=seed), surface_build.params(seed=seed + 100)
+        return jax.tree.map(lambda a, b: (a + 1j * b).astype(jnp.complex64), re, im)
+    return surface_build.params(jnp.dtype(dtype), seed)
+
+
+@functools.cache
+def init_update_variant(path: str, dtype: str) -> str:
+    """``init_update``'s outcome for params and gradients of ``dtype``
+    (:func:`variant_tree`): ``"ok"`` (structure, shapes and dtypes as the
+    params', finite), ``"leaf r1: float32[3] for bfloat16[3]"``,
+    ``"nonfinite: ['r2']"``, ``"build: <type>"`` or the exception's type."""
+    entry = TRANSFORMATIONS[path]
+    surface_build.resolve(path)
+    p, g = variant_tree(dtype, 0), variant_tree(dtype, 1)
+    try:
+        tx = build(entry)
+    except Exception as exc:
+        return f"build: {type(exc).__name__}"
+
+    def run():
+        u, _ = tx.update(_grads(entry, p, g), tx.init(p), p, **_extra(entry, p))
+        return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
+    return _outcome(run)
