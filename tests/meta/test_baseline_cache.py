@@ -49,6 +49,13 @@ def test_where_the_compilation_cache_lives_does_not_change_the_key(project):
     assert baseline_cache.key(inputs(project)) == baseline_cache.key(inputs(project, JAX_COMPILATION_CACHE_DIR="/elsewhere"))
 
 
+def test_the_folder_noxw_was_started_from_does_not_change_the_key(project):
+    """noxw exports OPTAX_GATE_INVOKED_FROM (for reading the user's relative paths): a gate started from a
+    subfolder reuses the baseline cached by one started from the project root."""
+    root = baseline_cache.key(inputs(project, OPTAX_GATE_INVOKED_FROM="/team/project"))
+    assert baseline_cache.key(inputs(project, OPTAX_GATE_INVOKED_FROM="/team/project/tests")) == root
+
+
 def stored(project, tmp_path):
     evidence = tmp_path / "run" / "evidence"
     evidence.mkdir(parents=True)

@@ -85,3 +85,37 @@ def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path)
         run["site_packages"] = str(site)
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([TEAM]), packages=("optax",))
     assert {f["api"]: f["your_code"] for f in report["findings"]}["optax.renamed_clip"] == ["train.py:8"]
+
+
+def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only_the_calls_it_breaks(tmp_path):
+    """The tiny optax of test_surface makes ``losses.loss``'s ``delta`` keyword-only: fake_team's train.py:9
+    passes it positionally (breaks), train.py:10 by keyword (unaffected). The broken surface rows are findings
+    in report.json as in report.md; the surface row's finding names train.py:9 only; the contract finding on
+    the same API names both calls, each with the surface diff's word on it."""
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    from optax_gate.gate import report_json
+    from tests.meta.test_beyond_contracts import SCHEMA
+    from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+    base, cand = _runs()
+    for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
+        run["contracts"]["golden_b"]["api"] = "optax.losses.loss"
+        run["site_packages"] = str(site)
+    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([TEAM]), packages=("optax",))
+    found = report["findings"]
+    text = report_markdown.render(report)
+    lines = text.split(f"## Findings ({len(found)})\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [ln.split(". ", 1)[0] for ln in lines] == [str(f["number"]) for f in found] == [str(k) for k in range(1, len(found) + 1)]
+    assert {f["section"] for f in found} == {"contracts", "surface"} and len(found) == 3 + report["surface"]["counts"]["broken"]
+    delta = next(f for f in found if f["section"] == "surface" and f["api"] == "optax.losses.loss")
+    assert delta["change"] == "broken" and delta["cause"].startswith("keyword-only (delta): ")
+    assert delta["your_code"] == ["train.py:9"]  # train.py:10 passes delta by keyword: unaffected, not named
+    assert lines[delta["number"] - 1].endswith("(see API surface below) — **your code**: `train.py:9`")
+    contract = next(f for f in found if f["section"] == "contracts" and f["api"] == "optax.losses.loss")
+    assert contract["your_code"] == ["train.py:9", "train.py:10"]
+    assert contract["your_code_notes"] == {"train.py:9": "breaks: delta is keyword-only in the candidate",
+                                           "train.py:10": "passes delta by keyword; does not pass axis"}
+    assert lines[contract["number"] - 1].endswith("— **your code**: `train.py:9` (breaks: delta is keyword-only in the candidate), "
+                                                  "`train.py:10` (passes delta by keyword; does not pass axis)")
+    jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))

@@ -95,6 +95,9 @@ def _write(path, text):
 BAD_INPUTS = {
     "malformed spec": (lambda t: ["optax=>0.2"], "not a valid requirement: 'optax=>0.2'"),
     "unknown package": (lambda t: ["optx==0.2.8"], "the baseline does not require a package named 'optx' (did you mean optax?)"),
+    "missing path after --usage": (lambda t: ["--usage", "src", "notebooks"], "the baseline does not require a package named "
+                                   "'notebooks'; pass --allow-extra to add a new package to the candidate; if it is a path: "
+                                   "--usage notebooks (one path per --usage)"),
     "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], f"candidate lock {{t}}/nope.txt does not exist"),
     "candidate lock empty": (lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")], "pins no package (empty lock file)"),
     "candidate lock without hashes": (lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")], "optax==0.2.8 has no --hash"),
@@ -117,6 +120,19 @@ def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, cas
     run = (out / "latest").resolve()
     assert not (run / "candidate-lock.txt").exists(), "no candidate lock may sit beside a report that had none"
     assert not (run / evidence.MARKER).exists()
+
+
+def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "bad.py").write_text("import optax\ndef f(:\n")  # not scanned: a note in a report of a run that ran
+    out = tmp_path / "out"
+    status, stdout, stderr, seconds = gate_cli("optx==0.2.8", "--usage", str(team), out=out)
+    assert status == 2 and "the baseline does not require a package named 'optx'" in stderr, stdout + stderr
+    assert "writing the refusal report" in stderr and "comparing and writing the report" not in stderr
+    report = latest_report(out)
+    assert report["usage"] is None and not [n for n in report.get("notes", []) if "--usage" in n]
+    assert "not scanned" not in (out / "report.md").read_text()
 
 
 def test_an_unknown_package_is_accepted_with_allow_extra():

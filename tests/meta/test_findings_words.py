@@ -152,3 +152,48 @@ def test_an_exception_escaping_pytest_raises_names_what_was_expected(pytester):
     assert got["test_right_type_wrong_message"].startswith("AssertionError: Regex pattern did not match")
     assert got["test_outside_the_block"] == "TypeError: negative: -4"
     assert outcomes.expected_raise({}) == ""
+
+
+# pytest-regressions' ndarrays_regression message for two arrays and a scalar (the generated surface
+# contracts' value snapshots): the shape of the text as pytest-regressions 2.x writes it.
+NDARRAYS_MESSAGE = """AssertionError: Values are not sufficiently close.
+To update values, use --force-regen option.
+
+result:
+  Shape: (2,)
+  Number of differences: 2 / 2 (100.0%)
+  Statistics are computed for differing elements only.
+  Stats for abs(obtained - expected):
+    Max:     0.07051432132720947
+    Mean:    0.0682058036327362
+  Stats for abs(obtained - expected) / abs(expected):
+    Max:     0.22222210466861725
+    Mean:    0.20096755027770996
+  Individual errors:
+          Index              Obtained              Expected            Difference
+              0            0.32185757             0.3923719           -0.07051432
+
+loss:
+  Shape: ()
+  Number of differences: 1 / 1 (100.0%)
+  Individual errors:
+          Index              Obtained              Expected            Difference
+             ()            0.10832782            0.18075344           -0.07242562
+"""
+
+
+def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
+    detail = outcomes.values_drift(NDARRAYS_MESSAGE)
+    assert detail == ("snapshot drift of values: `result` 2 of 2 elements, largest 0.071 (relative 0.22); "
+                      "`loss` 1 of 1 elements: 0.1083 where 0.1808 was recorded")
+    rows = [row("tests/contracts/test_surface_sweep.py::test_values[optax.losses.dice_loss]", detail,
+                change="changed", api="optax.losses.dice_loss", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert "passed → failed" not in found["text"] and "force-regen" not in found["text"]
+    assert found["text"].startswith("`optax.losses.dice_loss`: snapshot drift of values: `result` 2 of 2 elements")
+    assert details.outcome_words(rows[0]) == "drift: value beyond budget"
+    assert outcomes.values_drift("AssertionError: assert 1 == 2") == ""
+
+
+def test_pytests_string_diff_is_not_part_of_the_expected_value():
+    assert details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError") == "got 'TypeError', expected 'ok'"

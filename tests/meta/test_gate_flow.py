@@ -187,3 +187,10 @@ def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses():
     fail = _help("gate").split("  1  fail:", 1)[1].split("  2  ", 1)[0]
     for broken_row in ("--usage", "contracted API", "dependency removed", "--fail-on-new-deprecations", "--speed-budget"):
         assert broken_row in fail, f"the exit status 1 line does not name {broken_row}"
+
+
+def test_help_names_no_internal_module_and_explains_compare():
+    for command in ((), ("gate",), ("matrix",), ("compare",)):
+        assert "optax_gate." not in _help(*command), f"an internal module name in {command} --help"
+    compare = _help("compare")
+    assert "Compare two run records" in compare and "Exit status (gate, compare):" in compare and "  2  not verified" in compare

@@ -175,3 +175,28 @@ def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_
     assert len(new) == 1
     report = json.loads((new[0] / "report.json").read_text())
     assert report["verdict"] == "pass" and len(report["contracts"]) == 8, "the run's own report was replaced"
+
+
+def _signal_in(module: str, name: str, sig: str) -> str:
+    """Patch code: ``module.name`` sends ``sig`` to the gate itself and waits (a late phase interrupted by Ctrl-C
+    (SIGINT) or by a SIGTERM, e.g. from noxw passing Ctrl-C on)."""
+    return f'''
+import importlib, os, signal, time
+def _stop(*args, **kwargs):
+    os.kill(os.getpid(), signal.{sig})
+    time.sleep(30)
+setattr(importlib.import_module("optax_gate.gate.{module}"), {name!r}, _stop)
+'''
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(("module", "name"), [("speed", "measure"), ("unseen", "attach")])
+def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tmp_path, module, name, sig):
+    out = tmp_path / "out"
+    assert run_gate(tmp_path).returncode == 0
+    linked, report_md = links(out), (out / "report.md").read_bytes()
+    proc = run_gate(tmp_path, _signal_in(module, name, sig))
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "gate error" not in proc.stderr, proc.stderr
+    assert f"interrupted ({sig}): not verified; its folder" in proc.stderr and evidence.MARKER in proc.stderr
+    assert links(out) == linked and (out / "report.md").read_bytes() == report_md

@@ -263,3 +263,25 @@ def test_a_report_with_speed_readings_fits_the_report_schema():
     bad["speed"]["readings"][0]["change"] = "slower"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_an_interruption_stops_the_workers_at_once_and_propagates(tmp_path, monkeypatch):
+    """Ctrl-C (or the gate's SIGTERM) while the workers start: no worker outlives the speed readings, none is
+    waited for, and the interruption reaches the gate's command line (not a not-measured result)."""
+    import subprocess
+    import sys
+    import time
+
+    slow = tmp_path / "slow-python"  # never reads its commands, never answers; its path on its command line
+    slow.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(300)' {slow}\n")
+    slow.chmod(0o755)
+
+    def interrupted(self, timeout):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(speed.Worker, "answer", interrupted)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        speed.measure(slow, slow, ROOT)
+    assert time.monotonic() - start < 5, "the interrupted gate waited for its speed workers"
+    left = subprocess.run(["pgrep", "-f", str(slow)], capture_output=True, text=True).stdout.split()
+    assert not left, f"speed workers outlived the interruption: {left}"

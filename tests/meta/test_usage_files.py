@@ -32,6 +32,7 @@ def bad_tree(root: Path, monkeypatch) -> Path:
                                                         "%%time\noptax.needs(1)\n"))  # shell lines and %%time: Python
     (team / "broken.py").write_text("import optax\n\ndef f(:\n    optax.renamed_clip(t, 1.0)\n")
     (team / "latin.py").write_bytes(b"import optax\nname = '\xe9t\xe9'\n")  # latin-1 bytes, no coding cookie
+    (team / "comment.py").write_bytes(b"# caf\xe9\nimport optax\n")  # latin-1 on line 1: tokenize's coding-cookie check
     (team / "loop.py").symlink_to("loop.py")
     (team / "dangling.py").symlink_to("missing.py")
     (team / "empty.ipynb").write_text("")
@@ -54,6 +55,7 @@ def bad_tree(root: Path, monkeypatch) -> Path:
 EXPECTED = {
     "broken.py": "syntax error at line 3: invalid syntax",
     "latin.py": "undecodable bytes: not utf-8 at byte 21",
+    "comment.py": "undecodable bytes: not utf-8 at byte 5",
     "loop.py": "symlink loop",
     "dangling.py": "dangling symlink (to missing.py)",
     "empty.ipynb": "not a JSON notebook: the file is empty",
@@ -71,7 +73,7 @@ def team(tmp_path, monkeypatch):
 def test_every_file_is_scanned_or_listed_with_its_reason(team):
     scan = usage.scan([team])
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
-    assert (scan.found, scan.scanned) == (11, 3)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb; cells.ipynb only in part
+    assert (scan.found, scan.scanned) == (12, 3)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb; cells.ipynb only in part
     assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:cell 2:1", "pkg/shell.ipynb:cell 2:2"}
     assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [
         {"path": k, "reason": v} for k, v in sorted(EXPECTED.items())]
@@ -118,7 +120,7 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path,
     text = "\n".join(report_markdown.report_surface.markdown(report))
     for path, reason in EXPECTED.items():
         assert f"| `{path}` | {reason} |" in text
-    assert "3 of 11 file(s) scanned, 8 not scanned" in text
+    assert "3 of 12 file(s) scanned, 9 not scanned" in text
 
 
 def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
@@ -127,9 +129,9 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     from tests.meta.test_compare import record
     base, cand = record(golden_a="passed"), record(golden_a="passed")
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team]))
-    assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 8
+    assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 9
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
-        "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:cell 2, dangling.py, …): what they use cannot be told; "
+        "--usage: 9 file(s) not scanned (broken.py, cells.ipynb:cell 2, comment.py, …): what they use cannot be told; "
         "0 API surface change(s) read cannot-tell (see Your code)"]  # no environments here: the surface was not compared
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 

@@ -69,3 +69,32 @@ def test_noxw_passes_the_folder_it_was_started_from(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout.strip() == str(tmp_path)
     assert 'OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM"' in (ROOT / "noxfile.py").read_text()
+
+
+def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch):
+    """From a subfolder, a refusal names the path as the user typed it and the absolute path it was read as;
+    an absolute path as typed, with no "(read from ...)"."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "README.md").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(user_paths.INVOKED_FROM, str(tmp_path / "tests"))
+    with pytest.raises(validate.InvalidInput) as refused:
+        user_paths.check_usage([user_paths.user_path("../nothere")])
+    assert str(refused.value) == f"--usage ../nothere (= {tmp_path / 'nothere'}) does not exist"
+    with pytest.raises(validate.InvalidInput) as refused:
+        user_paths.check_usage([user_paths.user_path(str(tmp_path / "gone"))])
+    assert str(refused.value) == f"--usage {tmp_path / 'gone'} does not exist"
+    with pytest.raises(validate.InvalidInput) as refused:
+        validate.writable_folder(user_paths.user_path("../README.md"))
+    assert str(refused.value) == f"--out ../README.md (= {tmp_path / 'README.md'}) exists and is not a folder"
+
+
+@pytest.mark.parametrize("spec, path_like", [("notebooks", True), ("src/nb", True), ("./nb", True), ("nb.v2", True),
+                                             ("optx", False), ("rich==13", False), ("optax-x[cpu]", False)])
+def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
+    """A bare SPEC (no version, no extras) that is no package of the baseline and looks like a path (a / or a
+    ., or close to no package) may be a second path after --usage that does not exist."""
+    with pytest.raises(validate.InvalidInput) as refused:
+        validate.parse_specs(["optax==0.2.8", spec], {"optax", "jax"})
+    hint = f"if it is a path: --usage {spec} (one path per --usage)"
+    assert (hint in str(refused.value)) == path_like, str(refused.value)

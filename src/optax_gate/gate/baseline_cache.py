@@ -38,8 +38,10 @@ from typing import Any
 from optax_gate.gate import atomic
 
 #: Environment variables that do not change outcomes (where the compilation
-#: cache lives; the gate's own progress and warning files).
-IGNORED_ENV = ("JAX_COMPILATION_CACHE_DIR", "OPTAX_GATE_PROGRESS", "OPTAX_GATE_WARNINGS", "OPTAX_GATE_CHECKPOINTS")
+#: cache lives; the gate's own progress and warning files; the folder noxw was
+#: started from).
+IGNORED_ENV = ("JAX_COMPILATION_CACHE_DIR", "OPTAX_GATE_PROGRESS", "OPTAX_GATE_WARNINGS", "OPTAX_GATE_CHECKPOINTS",
+               "OPTAX_GATE_INVOKED_FROM")
 ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 MANIFEST = "manifest.json"
 RECORD = "record.json"

@@ -7,6 +7,12 @@ the contracts are built (``optax_gate.gate.unseen``).
 - ``your_code``: the ``file:line`` of each use of the finding's APIs in the
   team's code (calls and attribute uses; the import lines when the API is only
   imported), in file order;
+- ``your_code_notes`` (only where the finding's APIs have API surface rows
+  judging the team's calls): ``file:line`` -> what binding that call to both
+  signatures says (:func:`binding_notes`): a contract's behaviour change may
+  touch any call, so every site stays listed, with the surface diff's word on
+  each (``breaks: delta is keyword-only in the candidate``, ``passes delta by
+  keyword``);
 - ``your_code_not_scanned``: the files under ``--usage`` that were read but
   not parsed and whose text names one of those APIs (``usage_files.may_use``):
   "cannot tell", never "not used". A file that could not be read at all (a
@@ -61,17 +67,41 @@ def _definition(path: str, targets: dict[str, str]) -> str:
     return path
 
 
+def _matcher(apis: Iterable[str], targets: dict[str, str]):
+    """Whether a public path is one of ``apis`` or below one, under any public path of the same definition."""
+    wanted = {x for a in apis for x in (a, _definition(a, targets))}
+
+    def hit(path: str) -> bool:
+        return any(p == w or p.startswith(w + ".") for p in (path, _definition(path, targets)) for w in wanted)
+    return hit
+
+
+def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+    """``file:line`` -> what the API surface diff says of that use of ``apis``
+    (``row["sites"]`` of the surface rows of those APIs, ``usage.match``):
+    the notes of its most severe verdict (``usage.SITE_VERDICTS``), joined by
+    ``; `` (``breaks: delta is keyword-only in the candidate``; ``passes delta
+    by keyword``). Empty where no surface row judges the API's calls."""
+    hit = _matcher(apis, targets or {})
+    found: dict[str, list[tuple[int, str]]] = {}
+    for row in (report.get("surface") or {}).get("rows", []):
+        if hit(row.get("path", "")):
+            for site in row.get("sites") or []:
+                found.setdefault(site["where"], []).append((usage.SITE_VERDICTS.index(site["verdict"]), site["note"]))
+    out = {}
+    for where, notes in found.items():
+        worst = min(rank for rank, _ in notes)
+        out[where] = "; ".join(dict.fromkeys(note for rank, note in notes if rank == worst))
+    return out
+
+
 def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:
     """``file:line`` of the team's uses of ``apis`` (a use of the path itself or
     of a member below it, under any public path of the same definition:
     ``targets`` maps public paths to definitions, from the baseline's static
     surface), calls and attribute uses first found; imports only when nothing
     else uses them. No duplicates, in scan order."""
-    targets = targets or {}
-    wanted = {x for a in apis for x in (a, _definition(a, targets))}
-
-    def hit(path: str) -> bool:
-        return any(p == w or p.startswith(w + ".") for p in (path, _definition(path, targets)) for w in wanted)
+    hit = _matcher(apis, targets or {})
     hits = [u for u in scan.uses if hit(u.path)]
     used = [u.where for u in hits if u.how != "import"] or [u.where for u in hits]
     return list(dict.fromkeys(used))
@@ -97,6 +127,9 @@ def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] |
             apis = list(dict.fromkeys(a for label in labels for a in apis_of(label)))
             f["your_code"] = sites(scan, apis, targets)
             f["your_code_not_scanned"] = _not_scanned(scan, apis)
+            notes = binding_notes(report, apis, targets)
+            if any(w in notes for w in f["your_code"]):
+                f["your_code_notes"] = {w: notes[w] for w in f["your_code"] if w in notes}
         findings.sort(key=lambda f: not f["your_code"])  # stable: the order among each group stays
         for number, f in enumerate(findings, 1):
             f["number"] = number
@@ -114,7 +147,8 @@ def suffix(item: dict[str, Any]) -> str:
     where = item.get("your_code") or []
     if where:
         more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""
-        out += " — **your code**: " + ", ".join(f"`{w}`" for w in where[:SHOWN]) + more
+        notes = item.get("your_code_notes") or {}
+        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" ({notes[w]})" if w in notes else "") for w in where[:SHOWN]) + more
     unscanned = item.get("your_code_not_scanned") or []
     if unscanned:
         out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[:SHOWN])

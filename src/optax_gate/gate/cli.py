@@ -9,17 +9,16 @@ Commands:
     ``SPEC``, the newest releases of optax, jax, jaxlib and flax) or take
     ``--candidate-lock``, then build (or reuse) both environments, run the
     contracts in each, and write the report into a new run folder under
-    ``--out`` (``optax_gate.gate.evidence``); ``OUT/report.md`` shows the latest
-    complete run.
+    ``--out``; ``OUT/report.md`` shows the latest complete run.
     ``--usage PATH`` (repeatable, one path each) scopes the API surface and
     dependency diffs to the team's code and names its call sites on every
     finding; relative paths are read from the folder ``./noxw`` was started
     from; ``--fail-on-new-deprecations`` makes a new deprecation
-    warning broken (``optax_gate.gate.unseen``).
+    warning broken.
 ``matrix [--plan | --only NAME ... | --merge] [--include-older]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index, run the contracts in the baseline and in
-    each candidate environment (``optax_gate.gate.matrix``), and write
+    each candidate environment, and write
     ``report.md``, ``report.json`` and ``report.html`` to ``--out``
     (default ``reports/matrix``). ``--plan`` only prints the environments as
     JSON (for fanning out over CI runners), ``--only`` runs the named ones
@@ -30,11 +29,10 @@ Commands:
     scheduled jobs): 1 when an environment has a broken contract (or any
     differing one), else 2 when an environment is not verified, else 0.
 ``compare BASELINE_RUN CANDIDATE_RUN``
-    Compare two run records (``evidence/<label>.json``) and write the reports.
-
-The flows live in optax_gate.gate.gate_flow (gate, compare) and
-optax_gate.gate.matrix_flow (matrix); one side of a comparison in
-optax_gate.gate.sides.
+    Compare two run records (``evidence/baseline.json`` and
+    ``evidence/candidate.json`` of gate runs, e.g. a baseline and a candidate
+    run on different machines) and write ``report.md`` and ``report.json`` to
+    ``--out`` (``--usage`` as for ``gate``); exit status as the gate's.
 
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
@@ -74,11 +72,17 @@ from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, 
 from optax_gate.gate.matrix_flow import run_matrix
 from optax_gate.gate.user_paths import user_path
 
+# The flows live in gate_flow (gate, compare) and matrix_flow (matrix); one
+# side of a comparison in sides (all under optax_gate.gate); the run folder in
+# evidence, the sections beyond the contracts in unseen, the matrix in matrix.
+
 __all__ = ["NOT_VERIFIED", "main", "parse", "parser"]
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM reached the gate."""
+class Interrupted(BaseException):
+    """SIGTERM reached the gate. A ``BaseException``, like the
+    ``KeyboardInterrupt`` of SIGINT, so that no ``except Exception`` on the
+    way (a late phase's failure, a crash report) takes it for an error."""
 
 
 def _at_least(convert, minimum: float, strict: bool, words: str):
@@ -182,7 +186,9 @@ def parser() -> argparse.ArgumentParser:
     _environment_options(m, "reports/matrix")
     _speed_options(m)
     m.set_defaults(func=run_matrix)
-    c = sub.add_parser("compare", help="compare two run records and write the report")
+    c = sub.add_parser("compare", help="compare two run records and write the report",
+                       description="Compare two runs:\n" + _help("``compare", "Exit status (gate")
+                       + "\n" + _help("Exit status (gate", "Exit status (matrix"), formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("baseline_run", type=user_path, help="the baseline's run record (JSON)")
     c.add_argument("candidate_run", type=user_path, help="the candidate's run record (JSON)")
     c.add_argument("--out", type=user_path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")

@@ -236,7 +236,8 @@ def assertion_parts(detail: str) -> tuple[str, str] | None:
     m = re.search(r"(?:^|\s)assert (?P<expr>.*)", detail or "")
     if not m:
         return None
-    expr = re.split(r" \+ (?:where|and) | \+ \S*…$| Use -v to get more diff| Full diff:", m["expr"])[0]
+    # cut pytest's explanation: "+ where", its string diff ("'a' == 'b' - b + a"), "Full diff"
+    expr = re.split(r" \+ (?:where|and) | \+ \S*…$| Use -v to get more diff| Full diff:|(?<=') - ", m["expr"])[0]
     at = re.search(r"At index (\d+) diff: (.+?) != (.+)$", expr)
     if at:
         return f"{_value(at[2])} at index {at[1]}", _value(at[3])
@@ -327,6 +328,6 @@ def outcome_words(row: dict[str, Any]) -> str:
         leaves = parse_drift(row.get("detail") or "")
         if leaves:
             return f"drift: {drift_kinds(leaves)}"
-        if parse_ulp(row.get("detail") or ""):
+        if parse_ulp(row.get("detail") or "") or (row.get("detail") or "").startswith("snapshot drift of values"):
             return "drift: value beyond budget"
     return f"{b if b is not None else 'did not run'} → {c if c is not None else 'did not run'}"

@@ -201,7 +201,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         return f"{what} {got} instead of {key[1]}" + (f": {shorten(first, 90)}" if first else "")
     first = evidence[0]
     b, c = rows[0].get("baseline"), rows[0].get("candidate")
-    outcomes = "" if _STANDARD.get(rows[0]["change"]) == (b, c) else f"{b} → {c}"
+    drift = rows[0].get("kind") == "snapshot" and (b, c) == ("passed", "failed")  # the detail says what drifted
+    outcomes = "" if drift or _STANDARD.get(rows[0]["change"]) == (b, c) else f"{b} → {c}"
     return ": ".join(part for part in (outcomes, shorten(first)) if part)
 
 

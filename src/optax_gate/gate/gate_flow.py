@@ -62,14 +62,16 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     Each phase after the contracts runs under ``phases``: its error is
     recorded in the report (verdict not-verified) beside both sides'
     contracts. A report that cannot be written, or linked, leaves the run
-    marked incomplete and the previous complete run linked: exit 2."""
+    marked incomplete and the previous complete run linked: exit 2. A run
+    that ``refused`` its input judged nothing: its report leaves the
+    ``--usage`` scan and its notes out."""
     phases = phases or late.LatePhases()
-    say("comparing and writing the report")
+    say("writing the refusal report" if refused else "comparing and writing the report")
     for record in (baseline, candidate):
         phases.run("writing of the run records", lambda record=record: save_run(record, run.evidence))
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
-    phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args))
+    phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args, usage=not refused))
     phases.run("speed readings", lambda: speed_.attach(report, speed))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:

@@ -46,7 +46,9 @@ class LatePhases:
     def run(self, phase: str, action: Callable[[], T], default: T | None = None) -> T | None:
         """``action()``; on an exception, record it as ``phase``'s failure
         (a more precise phase when it came from a module of :data:`_WHERE`),
-        print it with its traceback on stderr and return ``default``."""
+        print it with its traceback on stderr and return ``default``. An
+        interruption (``KeyboardInterrupt``, the cli's ``Interrupted`` on
+        SIGTERM: both ``BaseException``) is no phase failure: it propagates."""
         try:
             return action()
         except Exception as exc:  # fail closed: recorded as not verified, the evidence so far kept

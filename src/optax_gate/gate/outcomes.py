@@ -105,6 +105,29 @@ def _raised_instead(longrepr: dict[str, Any], text: str) -> str:
     return f"raised {m[1]} instead of {expected}" + (f":{rest}" if rest.strip() else "")
 
 
+def values_drift(message: str) -> str:
+    """What moved, from a ``pytest-regressions`` ``ndarrays_regression``
+    message ("Values are not sufficiently close"): per array, how many
+    elements differ, of how many, and the largest absolute and relative
+    difference; "" when the message is not such a comparison."""
+    if "Values are not sufficiently close" not in message:
+        return ""
+    arrays = []
+    for block in re.finditer(r"^(?P<name>\S[^\n]*):\n\s+Shape: (?P<shape>\([^)]*\))\n\s+Number of differences: (?P<n>\d+) / (?P<of>\d+)[^\n]*"
+                             r"(?P<rest>(?:\n[ \t]+.*)*)", message, re.M):
+        maxima = [float(x) for x in re.findall(r"Max:\s+(\S+)", block["rest"])]
+        first = re.search(r"Difference\n\s+\S+\s+(\S+)\s+(\S+)\s+\S+", block["rest"])
+        if maxima and maxima[0] == maxima[0]:  # not NaN
+            moved = f", largest {maxima[0]:.2g}" + (f" (relative {maxima[1]:.2g})" if len(maxima) > 1 else "")
+        elif maxima:
+            moved = ", where the recorded values were not finite"
+        else:  # a scalar: pytest-regressions gives no statistics, only the element
+            moved = f": {float(first[1]):.4g} where {float(first[2]):.4g} was recorded" if first else ""
+        arrays.append(f"`{block['name']}` {block['n']} of {block['of']} elements{moved}")
+    shown = "; ".join(arrays[:3]) + (f"; and {len(arrays) - 3} more arrays" if len(arrays) > 3 else "")
+    return "snapshot drift of values: " + (shown or "beyond the recorded tolerance")
+
+
 def _message(report: dict[str, Any]) -> str:
     """Short reason of a failed or skipped report (one line, 300 chars)."""
     longrepr = report.get("longrepr")
@@ -112,7 +135,7 @@ def _message(report: dict[str, Any]) -> str:
     if isinstance(longrepr, dict):
         crash = longrepr.get("reprcrash") or {}
         text = crash.get("message") or ""
-        text = snapshot_diff(text) or _raised_instead(longrepr, text)
+        text = snapshot_diff(text) or values_drift(text) or _raised_instead(longrepr, text)
         if not text:
             text = str(longrepr.get("longrepr", ""))
     elif isinstance(longrepr, list) and len(longrepr) == 3:  # skip: (path, line, reason)

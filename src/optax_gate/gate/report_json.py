@@ -3,10 +3,14 @@
 
 Top-level keys: ``schema`` (2), ``verdict`` (``pass`` | ``fail`` |
 ``not-verified``), ``reasons``, ``notes``, ``summary`` (count per change),
-``findings`` (the differing contracts grouped by API and cause, in report
-order: ``{"number", "change", "api", "cause", "key", "contracts": [ids],
-"tests": [[test in plain words, count]], "text"}``, see
-``optax_gate.gate.findings``; absent in reports written before it existed),
+``findings`` (report.md's findings, same list and order: the differing
+contracts grouped by cause, ``{"number", "section": "contracts", "change",
+"api", "apis", "cause", "key", "contracts": [ids], "tests": [[test in plain
+words, count]], "text"}``, see ``optax_gate.gate.findings``, then each broken
+row beyond the contracts, ``section`` ``surface`` / ``dependencies`` /
+``warnings``, see ``optax_gate.gate.report_surface.broken_findings``; with
+``--usage``, ``your_code``, ``your_code_not_scanned`` and ``your_code_notes``,
+see ``optax_gate.gate.call_sites``; absent in reports written before it existed),
 ``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with
 python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 ``duration_s``, ``hypothesis_profile``), and ``contracts``: a list of

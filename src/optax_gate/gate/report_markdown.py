@@ -89,10 +89,10 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
-    beyond = report_surface.broken_lines(report)  # broken rows beyond the contracts belong up here too
-    if found or beyond:
-        out += ["", f"## Findings ({len(found) + len(beyond)})", "", *(finding_line(f) + call_sites.suffix(f) for f in found)]
-        out += [f"{len(found) + i}. {line}" for i, line in enumerate(beyond, 1)]
+    if found:  # the contract findings, then the broken rows beyond the contracts (report.json's list, section by section)
+        out += ["", f"## Findings ({len(found)})", ""]
+        out += [finding_line(f) + call_sites.suffix(f) if f.get("section", "contracts") == "contracts"
+                else report_surface.finding_line(f) for f in found]
     out += ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]

@@ -133,21 +133,52 @@ def markdown(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def broken_lines(report: dict[str, Any]) -> list[str]:
-    """One line per ``broken`` row beyond the contracts, for the findings at
-    the top of the report (the full rows are in their sections below)."""
+#: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).
+_BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"),
+           "warnings": ("new", "Warnings")}
+
+
+def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> dict[str, Any]:
+    finding = {"section": section, "change": "broken", "api": api, "cause": cause, "contracts": [],
+               "text": f"broken {_BEYOND[section][0]} {api}: {cause}"}
+    if your_code is not None:
+        finding["your_code"] = list(dict.fromkeys(your_code))
+    return finding
+
+
+def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One finding per ``broken`` row beyond the contracts (API surface,
+    dependencies, warnings), for ``report["findings"]`` after the contract
+    findings (``optax_gate.gate.unseen.attach`` numbers them on); the full
+    rows are in their sections. With ``--usage``, ``your_code`` of a surface
+    row's finding holds only the sites whose binding breaks or cannot be told
+    (``row["sites"]``, ``optax_gate.gate.usage.match``), not those it judged
+    unaffected; a warning's, the sites of the APIs it names."""
+    scanned = bool(report.get("usage"))
     out = []
     for row in (report.get("surface") or {}).get("rows", []):
         if row.get("verdict") == "broken":
-            what = row["change"] + (f" (`{row['param']}`)" if row.get("param") else "")
-            where = list(dict.fromkeys(u.split(": ", 1)[0] for u in row.get("uses") or []))
-            out.append(f"**broken** API surface `{row['path']}`: {what}: {row.get('old') or '—'} → {row.get('new') or '—'}"
-                       " (see API surface below)" + call_sites.suffix({"your_code": where}))
+            what = row["change"] + (f" ({row['param']})" if row.get("param") else "")
+            if "sites" in row:
+                where = [s["where"] for s in row["sites"] if s["verdict"] in ("breaks", "cannot-tell")]
+            else:  # rows matched before sites were recorded
+                where = [u.split(": ", 1)[0] for u in row.get("uses") or []]
+            out.append(_beyond("surface", row["path"], f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}",
+                               where if scanned else None))
     for row in (report.get("dependencies") or {}).get("rows", []):
         if row.get("verdict") == "broken":
-            out.append(f"**broken** dependency `{row['name']}`: {row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}),"
-                       " imported by your code (see Dependencies below)")
+            out.append(_beyond("dependencies", row["name"], f"{row['change']} ({row.get('old') or '—'} → "
+                               f"{row.get('new') or '—'}), imported by your code", None))
     for row in (report.get("warnings") or {}).get("rows", []):
         if row.get("verdict") == "broken":
-            out.append(f"**broken** new {row.get('category')}: {row.get('message', '')[:160]} (see Warnings below)")
+            out.append(_beyond("warnings", str(row.get("category")), row.get("message", "")[:160],
+                               row.get("your_code") if scanned else None))
     return out
+
+
+def finding_line(finding: dict[str, Any]) -> str:
+    """The Markdown line of a finding from :func:`broken_findings`, numbered."""
+    names, section = _BEYOND[finding["section"]]
+    api = finding["api"] if finding["section"] == "warnings" else f"`{finding['api']}`"
+    return (f"{finding['number']}. **broken** {names} {api}: {finding['cause']} (see {section} below)"
+            + call_sites.suffix(finding))

@@ -208,10 +208,13 @@ def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock:
 
 
 def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
-                      args: argparse.Namespace) -> dict[str, Any]:
+                      args: argparse.Namespace, usage: bool = True) -> dict[str, Any]:
+    """``unseen.attach`` with the options of ``args``; ``usage=False`` leaves
+    ``--usage`` out (a refused run judged nothing of the team's code)."""
     packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
-    return unseen.attach(report, baseline, candidate, usage_paths=args.usage, packages=packages,
-                         fail_on_new_deprecations=args.fail_on_new_deprecations, usage_scan=getattr(args, "usage_scan", None))
+    return unseen.attach(report, baseline, candidate, usage_paths=args.usage if usage else None, packages=packages,
+                         fail_on_new_deprecations=args.fail_on_new_deprecations,
+                         usage_scan=getattr(args, "usage_scan", None) if usage else None)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -329,6 +329,10 @@ def measure(baseline_python: Path, candidate_python: Path, project_root: Path, r
         result["readings"] = readings(result["raw"], budget)
     except SpeedFailure as exc:
         result["reason"] = str(exc)
+    except BaseException:  # Ctrl-C, the gate's SIGTERM: stop the workers now, no polite quit, and pass it on
+        for worker in workers.values():
+            worker.proc.kill()
+        raise
     finally:
         for worker in workers.values():
             worker.close()

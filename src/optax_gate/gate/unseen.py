@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, report_surface, surface, usage, warnings_diff
 
 SCHEMA = 2
 
@@ -157,6 +157,11 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     if scan is not None:
         targets = {p: e.target for p, e in _surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
         call_sites.annotate(report, scan, targets)
+    if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
+        beyond = report_surface.broken_findings(report)
+        report["findings"] = [{**f, "section": "contracts"} for f in report["findings"]] + beyond
+        for number, f in enumerate(report["findings"], 1):
+            f["number"] = number
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)

@@ -207,15 +207,34 @@ def _longest(path: str, known: set[str]) -> str | None:
     return None
 
 
+#: A site's verdict on a surface row, most severe first: the use raises or
+#: binds differently; its binding cannot be read (``*args``/``**kwargs``);
+#: the change touches it without breaking it (deprecated, a default it relies
+#: on, another change); the change does not touch it.
+SITE_VERDICTS = ("breaks", "cannot-tell", "affected", "unaffected")
+
+
+def _site(row: dict[str, Any], where: str, sentence: str, verdict: str, note: str) -> None:
+    row["uses"].append(f"{where}: {sentence}")
+    row["sites"].append({"where": where, "verdict": verdict, "note": note})
+    if verdict == "breaks":
+        row["breaks"] = True
+
+
 def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mod.Entry],
           new: dict[str, surface_mod.Entry]) -> None:
     """Attach to each surface row the team's sites it touches: ``row["uses"]``
-    (one sentence per site) and ``row["breaks"]`` (True when one of them
-    raises in the candidate). Rows are changed in place."""
+    (one sentence per site), ``row["sites"]`` (per site ``{"where",
+    "verdict", "note"}``: the verdict of binding the use to both signatures,
+    one of :data:`SITE_VERDICTS`, and a few words for the findings, e.g.
+    ``breaks: delta is keyword-only in the candidate`` or ``passes delta by
+    keyword``) and ``row["breaks"]`` (True when one of them raises in the
+    candidate). Rows are changed in place."""
     known = set(old) | set(new)
     by_path: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         r.setdefault("uses", [])
+        r.setdefault("sites", [])
         r.setdefault("breaks", False)
         by_path.setdefault(r["path"], []).append(r)
     for u in uses:
@@ -226,19 +245,19 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
         for r in by_path[path]:
             change = r["change"]
             if change == "deprecated":
-                r["uses"].append(f"{u.where}: {verb} {u.path}; deprecated in the candidate ({r['new']})")
+                _site(r, u.where, f"{verb} {u.path}; deprecated in the candidate ({r['new']})", "affected", "deprecated")
             elif change in ("removed", "moved"):
                 err = "ImportError" if u.how == "import" else "AttributeError"
                 where_now = f" (now {r['new']})" if change == "moved" else ""
-                r["uses"].append(f"{u.where}: {verb} {u.path}; {change} in the candidate{where_now} → {err}")
-                r["breaks"] = True
+                _site(r, u.where, f"{verb} {u.path}; {change} in the candidate{where_now} → {err}", "breaks",
+                      f"breaks: {change} → {err}")
             elif u.how == "call" and u.path == path and old[path].params is not None and new[path].params is not None:
                 parent = old.get(path.rsplit(".", 1)[0])
                 if parent is not None and parent.kind == "class" and u.positional:  # Class.method(instance, ...)
                     u = dataclasses.replace(u, positional=u.positional - 1)
                 _judge_call(u, r, old[path].params, new[path].params)
             elif change != "added":
-                r["uses"].append(f"{u.where}: {verb} {u.path} ({change}: {r['old']} → {r['new']})")
+                _site(r, u.where, f"{verb} {u.path} ({change}: {r['old']} → {r['new']})", "affected", f"{verb} it: {change}")
 
 
 def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[Param, ...]) -> None:
@@ -246,8 +265,8 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
     n = u.positional
     how = f"with {n} positional argument{'' if n == 1 else 's'}" + (f" and keywords {', '.join(u.keywords)}" if u.keywords else "")
     if u.positional is None or u.star_kwargs:
-        row["uses"].append(f"{u.where}: calls {u.path} with *args/**kwargs; cannot tell whether {change} of "
-                           f"{param or row['old']} affects it")
+        _site(row, u.where, f"calls {u.path} with *args/**kwargs; cannot tell whether {change} of {param or row['old']} "
+              "affects it", "cannot-tell", "cannot tell: *args/**kwargs")
         return
     if change == "added":
         return
@@ -255,23 +274,23 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
     new_landed, new_err = bind(new, u.positional, u.keywords)
     own = change not in ("parameter-reordered", "new-required-parameter", "default-changed", "default-removed") and param
     if own and param not in old_landed and param not in u.keywords:  # a failure, if any, belongs to another row
-        row["uses"].append(f"{u.where}: calls {u.path} {how}; does not pass {param}, unaffected")
+        _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
     elif new_err and not old_err:
-        row["uses"].append(f"{u.where}: calls {u.path} {how}; {_because(row)} → TypeError ({new_err})")
-        row["breaks"] = True
+        _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → TypeError ({new_err})", "breaks",
+              f"breaks: {_because(row)}")
     elif not new_err and not old_err and old_landed != new_landed:
-        moved = [f"argument {i + 1} binds to {b} instead of {a}" for i, (a, b) in enumerate(zip(old_landed, new_landed)) if a != b]
-        row["uses"].append(f"{u.where}: calls {u.path} {how}; {_because(row)} → {'; '.join(moved)} (silently)")
-        row["breaks"] = True
+        moved = "; ".join(f"argument {i + 1} binds to {b} instead of {a}" for i, (a, b) in enumerate(zip(old_landed, new_landed)) if a != b)
+        _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → {moved} (silently)", "breaks", f"breaks: {moved} (silently)")
     elif change in ("default-changed", "default-removed") and param not in u.keywords and param not in new_landed:
-        row["uses"].append(f"{u.where}: calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}")
+        _site(row, u.where, f"calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}", "affected",
+              f"relies on the default of {param}")
     elif param and (param in u.keywords or param in new_landed):
         passed = "by keyword" if param in u.keywords else "positionally"
-        row["uses"].append(f"{u.where}: calls {u.path} {how}; passes {param} {passed}, unaffected")
+        _site(row, u.where, f"calls {u.path} {how}; passes {param} {passed}, unaffected", "unaffected", f"passes {param} {passed}")
     elif param:
-        row["uses"].append(f"{u.where}: calls {u.path} {how}; does not pass {param}, unaffected")
+        _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
     else:
-        row["uses"].append(f"{u.where}: calls {u.path} {how}; unaffected")
+        _site(row, u.where, f"calls {u.path} {how}; unaffected", "unaffected", "unaffected")
 
 
 def _because(row: dict[str, Any]) -> str:

@@ -149,7 +149,11 @@ def _python(name: str, data: bytes) -> list[tuple[ast.AST, str]] | NotScanned:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
-    except SyntaxError as exc:  # an unknown coding cookie
+    except SyntaxError as exc:  # an unknown coding cookie, or bytes not utf-8 in the first two lines
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as undecodable:
+            return NotScanned(name, f"undecodable bytes: not utf-8 at byte {undecodable.start}", data)
         return NotScanned(name, _syntax(exc), data)
     except UnicodeDecodeError as exc:
         return NotScanned(name, f"undecodable bytes: not {exc.encoding} at byte {exc.start}", data)

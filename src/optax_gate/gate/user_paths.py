@@ -30,16 +30,26 @@ from optax_gate.gate.usage_files import SUFFIXES
 INVOKED_FROM = "OPTAX_GATE_INVOKED_FROM"
 
 
+class UserPath(type(Path())):
+    """A path the user typed; ``typed`` keeps the text as typed, for refusals
+    (``validate.shown``)."""
+
+    typed = ""
+
+
 def user_path(text: str) -> Path:
     """``text`` as a path read from the folder the user invoked ``noxw`` from
-    (``$OPTAX_GATE_INVOKED_FROM``; the current folder when unset)."""
+    (``$OPTAX_GATE_INVOKED_FROM``; the current folder when unset), a
+    :class:`UserPath` that remembers ``text``."""
     path = Path(text).expanduser()
     base = os.environ.get(INVOKED_FROM)
-    if path.is_absolute() or not base:
-        return path
-    full = os.path.normpath(os.path.join(base, path))
-    here = os.getcwd()
-    return Path(os.path.relpath(full, here)) if full == here or full.startswith(here + os.sep) else Path(full)
+    if not path.is_absolute() and base:
+        full = os.path.normpath(os.path.join(base, path))
+        here = os.getcwd()
+        path = Path(os.path.relpath(full, here)) if full == here or full.startswith(here + os.sep) else Path(full)
+    out = UserPath(path)
+    out.typed = text
+    return out
 
 
 def _link_problem(path: Path) -> str | None:
@@ -69,14 +79,13 @@ def check_usage(paths: Iterable[Path] | None) -> usage.Scan | None:
     for path in paths:
         link = _link_problem(path)
         if link:
-            raise validate.InvalidInput(f"--usage {path} {link}")
+            raise validate.InvalidInput(f"--usage {validate.shown(path)} {link}")
         if not path.exists():
-            where = os.environ.get(INVOKED_FROM)
-            raise validate.InvalidInput(f"--usage {path} does not exist" + (f" (read from {where})" if where else ""))
+            raise validate.InvalidInput(f"--usage {validate.shown(path)} does not exist")
         if not os.access(path, os.R_OK):
-            raise validate.InvalidInput(f"--usage {path} cannot be read (permission denied)")
+            raise validate.InvalidInput(f"--usage {validate.shown(path)} cannot be read (permission denied)")
         if path.is_file() and not path.name.endswith(SUFFIXES):
-            raise validate.InvalidInput(f"--usage {path} is not a .py or .ipynb file (nor a folder)")
+            raise validate.InvalidInput(f"--usage {validate.shown(path)} is not a .py or .ipynb file (nor a folder)")
     return usage.scan(paths)
 
 

@@ -36,23 +36,30 @@ def parse_specs(specs: list[str], known: set[str], allow_extra: bool = False) ->
     Raises:
       InvalidInput: a spec that is not PEP 508 (``optax=>0.2``), a package the
         baseline does not require (without ``allow_extra``; a typo such as
-        ``optx`` lands here), or a package named twice.
+        ``optx`` lands here), or a package named twice. A bare SPEC (no
+        version, no extras) that looks like a path (``/`` or ``.`` in it, or
+        close to no package of the baseline) gets the hint ``if it is a path:
+        --usage SPEC``: a second path after ``--usage`` that does not exist.
     """
     parsed, seen = [], {}
     for spec in specs:
+        path_hint = f"; if it is a path: --usage {spec} (one path per --usage)"  # a second path after --usage, missing
         try:
             req = Requirement(spec)
         except InvalidRequirement as exc:
             why = str(exc).splitlines()[0].strip()  # packaging adds the spec again with a caret under it
-            raise InvalidInput(f"not a valid requirement: {spec!r} ({why}); write it as name==version, e.g. optax==0.2.8") from None
+            raise InvalidInput(f"not a valid requirement: {spec!r} ({why}); write it as name==version, e.g. optax==0.2.8"
+                               + (path_hint if "/" in spec or spec.startswith(".") else "")) from None
         name = canonicalize_name(req.name)
         if name in seen:
             raise InvalidInput(f"{name} is named twice: {seen[name]!r} and {spec!r}")
         if name not in known and not allow_extra:
             close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            bare = not (req.specifier or req.extras or req.url or req.marker)
             raise InvalidInput(f"{spec!r}: the baseline does not require a package named {name!r}{hint}; "
-                               "pass --allow-extra to add a new package to the candidate")
+                               "pass --allow-extra to add a new package to the candidate"
+                               + (path_hint if bare and ("." in spec or not close) else ""))
         seen[name] = spec
         parsed.append(req)
     return parsed
@@ -99,6 +106,15 @@ def lock_packages(path: Path, what: str) -> set[str]:
     return names
 
 
+def shown(path: Path) -> str:
+    """``path`` as a refusal names it: as the user typed it (``typed``, set by
+    ``optax_gate.gate.user_paths.user_path``), followed by ``(= ABSOLUTE)``
+    when the absolute path it was read as reads differently."""
+    typed = getattr(path, "typed", "") or str(path)
+    full = os.path.abspath(path)
+    return typed if typed == full else f"{typed} (= {full})"
+
+
 def writable_folder(path: Path) -> None:
     """Create ``path`` if needed and check a file can be written in it.
 
@@ -106,11 +122,11 @@ def writable_folder(path: Path) -> None:
       InvalidInput: ``path`` is a file, or cannot be created or written.
     """
     if path.exists() and not path.is_dir():
-        raise InvalidInput(f"--out {path} exists and is not a folder")
+        raise InvalidInput(f"--out {shown(path)} exists and is not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=path)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise InvalidInput(f"--out {path} is not writable: {exc.strerror or exc}") from None
+        raise InvalidInput(f"--out {shown(path)} is not writable: {exc.strerror or exc}") from None
