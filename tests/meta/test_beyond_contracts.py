@@ -157,3 +157,22 @@ def test_not_verified_stays_not_verified(tmp_path):
     assert report["verdict"] == "not-verified"
     assert report["warnings"]["reason"].startswith("contracts did not run in both environments")
     assert report["dependencies"]["status"] == "compared"
+
+
+def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
+    """Issue 17 item 6 (one cause, one finding): without --usage every removal
+    or incompatibility of a contracted API is broken, and with the generated
+    surface contracts every public API is contracted; six names removed with
+    their module are one finding, not six."""
+    from optax_gate.gate import report_surface
+
+    removed = [{"path": f"optax.monte_carlo.f{i}", "change": "removed", "verdict": "broken", "old": "function", "new": ""}
+               for i in range(6)]
+    keyword = [{"path": "optax.huber_loss", "change": "keyword-only", "param": "delta", "verdict": "broken",
+                "old": "delta (positional or keyword)", "new": "delta (keyword-only)"}]
+    found = report_surface.broken_findings({"surface": {"rows": removed + keyword}})
+    assert [(f["api"], f["cause"].split(":")[0]) for f in found] == [("6 names", "removed"), ("optax.huber_loss", "keyword-only (delta)")]
+    assert found[0]["apis"] == [r["path"] for r in removed]
+    found[0]["number"] = 1
+    line = report_surface.finding_line(found[0])
+    assert line.startswith("1. **broken** API surface 6 names: removed: `optax.monte_carlo.f0`") and "and" not in line.split("(see")[0][-30:]

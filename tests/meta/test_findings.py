@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate import findings, report_json, report_markdown
+from optax_gate.gate import details, findings, report_json, report_markdown
 from optax_gate.kit import tolerances
 
 REAL = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8.json").read_text())
@@ -215,7 +215,9 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
     rows = [row("tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]",
                 "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.adan", kind="snapshot")]
     (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.adan`: other updates come out non-finite: `nan_param` '[''r3'']' → none")
+    assert found["text"].startswith("`optax.adan`: other updates come out non-finite: `nan_param`: leaves r3 in the baseline, "
+                                    "none now")
+    assert details.outcome_words(rows[0]) == "drift: value" and "None → None" not in details.plain_detail(rows[0])
 
 
 def test_a_drift_of_the_generated_loss_edge_snapshot_names_the_loss_output():

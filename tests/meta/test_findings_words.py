@@ -197,3 +197,12 @@ def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
 
 def test_pytests_string_diff_is_not_part_of_the_expected_value():
     assert details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError") == "got 'TypeError', expected 'ok'"
+
+
+def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index():
+    """A 2-d array's index is a tuple with a space (``(0, 1)``): the mutants session crashed on it once."""
+    message = ("AssertionError: Values are not sufficiently close.\n\nloss:\n  Shape: (2, 2)\n"
+               "  Number of differences: 1 / 4 (25.0%)\n  Individual errors:\n"
+               "          Index              Obtained              Expected            Difference\n"
+               "         (0, 1)                   0.5                  0.25                  0.25\n")
+    assert outcomes.values_drift(message) == "snapshot drift of values: `loss` 1 of 4 elements: 0.5 where 0.25 was recorded"

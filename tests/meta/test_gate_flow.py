@@ -4,7 +4,6 @@ refused runs do not push complete runs out of ``--keep``; inputs refused by
 their options (``--timeout``, ``--keep``) and extras a package does not define."""
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import cli, environments, evidence, extras, runner, validate
-from tests.meta.test_cli import LOCK, ROOT, gate_cli
+from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
 from tests.meta.test_late_phases import run_gate
 
 PROBE_OK = ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
@@ -99,10 +98,11 @@ def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones
         extras.check(["optax[docs]"], LOCK, "python3")
 
 
-@pytest.mark.skipif(shutil.which("uv") is None, reason="needs uv on PATH (./noxw -s tests puts it there)")
+@pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out, timeout=300)
+    status, stdout, stderr, seconds = gate_cli("optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out,
+                                               env=uv_env(), timeout=300)
     assert status == 2 and "defines no extra named 'examples' (its extras: " in stderr and "Traceback" not in stderr
     assert not (tmp_path / "envs").exists()
     run = (out / evidence.LATEST).resolve()

@@ -1,5 +1,6 @@
 """The tolerance policy (``optax_gate.kit.tolerances``) bites where it should."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -50,3 +51,17 @@ def test_reduction_budget_grows_with_terms_and_rejects_negatives():
     assert tolerances.reduction(0) == ELEMENTWISE and tolerances.reduction(10) == ELEMENTWISE + 20
     with pytest.raises(ValueError):
         tolerances.reduction(-1)
+
+
+def test_no_bound_is_below_the_smallest_normal_number():
+    """XLA on CPU flushes subnormals to zero: an expected -1.4e-46 (below
+    float32's smallest normal) may come out as -0.0 and passes, while an error
+    of twice the smallest normal still fails."""
+    tiny = float(np.finfo(np.float32).tiny)
+    assert tolerances.bound(np.array([-1.4e-46]), np.float32, 6).min() == tiny
+    tolerances.assert_close(np.array([-0.0]), np.array([-1.4e-46]), dtype=np.float32, ulps=6)
+    with pytest.raises(AssertionError):
+        tolerances.assert_close(np.array([2 * tiny]), np.array([0.0]), dtype=np.float32, ulps=6)
+    for name in ("float64", "float32", "bfloat16"):  # flushed to zero below their smallest normal
+        assert tolerances.TINY[name] == float(ml_dtypes.finfo(name).tiny)
+    assert tolerances.TINY["float16"] == float(ml_dtypes.finfo("float16").smallest_subnormal)

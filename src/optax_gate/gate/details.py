@@ -184,7 +184,22 @@ def drift_kinds(leaves: list[Drift]) -> str:
     return ", ".join(k for k in ("dtype", "shape", "added", "removed", "value") if k in found)
 
 
+#: Input classes of the generated non-finite snapshot
+#: (``optax_gate.kit.surface_probe.nonfinite``): their recorded value is the list
+#: of update leaves (``r0`` … ``r5``, by rank) that come out non-finite, or ``none``.
+NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
+
+
+def nonfinite_leaves(value: str) -> str:
+    """A recorded non-finite list in words: ``'[''r3'']'`` -> ``r3``; ``none`` -> ``none``."""
+    leaves = re.findall(r"r\d+", value or "")
+    return " ".join(dict.fromkeys(leaves)) if leaves else (value or "").strip("'\" ") or "none"
+
+
 def _leaf_words(leaf: Drift) -> str:
+    if leaf.path in NONFINITE_CLASSES:
+        return (f"`{leaf.path}`: non-finite update leaves {nonfinite_leaves(leaf.old)} in the baseline, "
+                f"{nonfinite_leaves(leaf.new)} now")
     if leaf.what == "value":
         old, new = leaf.values
         try:

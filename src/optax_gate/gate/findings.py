@@ -56,9 +56,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.details import (DTYPE, EPS, ITEMSIZE, RAISED, Drift, Ulp, defect_parts, is_defect_fixed,  # noqa: F401
-                                     normalise, now_words, number, outcome_words, parse_drift, parse_ulp, plain_detail,
-                                     pytest_words, shorten, state_cost)
+from optax_gate.gate.details import (DTYPE, EPS, ITEMSIZE, NONFINITE_CLASSES, RAISED, Drift, Ulp,  # noqa: F401
+                                     defect_parts, is_defect_fixed, nonfinite_leaves, normalise, now_words, number,
+                                     outcome_words, parse_drift, parse_ulp, plain_detail, pytest_words, shorten,
+                                     state_cost)
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
 #: At most this many APIs are named in a finding's line (its rows name them all).
@@ -67,10 +68,6 @@ _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<g
 _STANDARD = {"broken": ("passed", "failed"), "fixed": ("failed", "passed")}  # outcomes a change implies
 
 
-#: Input classes of the generated non-finite snapshot
-#: (``optax_gate.kit.surface_probe.nonfinite``): a drift of these keys is about
-#: which updates come out non-finite, not about the optimizer state.
-NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
 #: Outputs of the generated loss edge-input snapshot
 #: (``tests/contracts/test_surface_loss_edges.py``): a drift of these keys is
 #: about a loss at an edge input, not about the optimizer state.
@@ -170,7 +167,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     if kind == "nonfinite":
         leaf = evidence[0][0]
         more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
-        return f"other updates come out non-finite: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
+        return (f"other updates come out non-finite: `{leaf.path}`: leaves {nonfinite_leaves(leaf.old)} in the baseline, "
+                f"{nonfinite_leaves(leaf.new)} now{more}")
     if kind == "loss-edge":
         leaf = evidence[0][0]
         more = " (and its gradient)" if len(evidence[0]) > 1 else ""

@@ -105,6 +105,17 @@ def _raised_instead(longrepr: dict[str, Any], text: str) -> str:
     return f"raised {m[1]} instead of {expected}" + (f":{rest}" if rest.strip() else "")
 
 
+def _numbers(text: str) -> list[float]:
+    """The numbers of a line of pytest-regressions' table, in order (nan and inf included)."""
+    out = []
+    for token in text.split():
+        try:
+            out.append(float(token.strip("(),")))
+        except ValueError:
+            pass
+    return out
+
+
 def values_drift(message: str) -> str:
     """What moved, from a ``pytest-regressions`` ``ndarrays_regression``
     message ("Values are not sufficiently close"): per array, how many
@@ -116,13 +127,14 @@ def values_drift(message: str) -> str:
     for block in re.finditer(r"^(?P<name>\S[^\n]*):\n\s+Shape: (?P<shape>\([^)]*\))\n\s+Number of differences: (?P<n>\d+) / (?P<of>\d+)[^\n]*"
                              r"(?P<rest>(?:\n[ \t]+.*)*)", message, re.M):
         maxima = [float(x) for x in re.findall(r"Max:\s+(\S+)", block["rest"])]
-        first = re.search(r"Difference\n\s+\S+\s+(\S+)\s+(\S+)\s+\S+", block["rest"])
+        row = re.search(r"Difference\n([^\n]*)", block["rest"])  # the first element: index (a tuple may hold spaces), obtained, expected, difference
+        first = _numbers(row[1])[-3:] if row else []
         if maxima and maxima[0] == maxima[0]:  # not NaN
             moved = f", largest {maxima[0]:.2g}" + (f" (relative {maxima[1]:.2g})" if len(maxima) > 1 else "")
         elif maxima:
             moved = ", where the recorded values were not finite"
         else:  # a scalar: pytest-regressions gives no statistics, only the element
-            moved = f": {float(first[1]):.4g} where {float(first[2]):.4g} was recorded" if first else ""
+            moved = f": {first[0]:.4g} where {first[1]:.4g} was recorded" if len(first) == 3 else ""
         arrays.append(f"`{block['name']}` {block['n']} of {block['of']} elements{moved}")
     shown = "; ".join(arrays[:3]) + (f"; and {len(arrays) - 3} more arrays" if len(arrays) > 3 else "")
     return "snapshot drift of values: " + (shown or "beyond the recorded tolerance")

@@ -45,6 +45,10 @@ budget             ulps                    reason
                                            and converted to the result's dtype.
 =================  ======================  =========================================
 
+Floor: no bound is below ``TINY``: the smallest normal number where XLA on CPU
+flushes subnormals to zero (2**-126 for float32 and bfloat16, 2**-1022 for
+float64), and float16's smallest subnormal (2**-24), the spacing near zero.
+
 Machine epsilons (``numpy.finfo(dtype).eps``; bfloat16 from its 8-bit
 significand):
 
@@ -99,6 +103,18 @@ EPS: dict[str, float] = {
     "float32": 2.0**-23,
     "float16": 2.0**-10,
     "bfloat16": 2.0**-7,
+}
+
+#: The floor of every bound (see :func:`bound`): the smallest normal number
+#: (``numpy.finfo(dtype).tiny``) where XLA on CPU flushes subnormals to zero
+#: (float64, float32, and bfloat16, computed through float32); for float16,
+#: whose subnormals survive (computed in float32, rounded once), its smallest
+#: subnormal 2**-24, the spacing of floats near zero.
+TINY: dict[str, float] = {
+    "float64": 2.0**-1022,
+    "float32": 2.0**-126,
+    "float16": 2.0**-24,
+    "bfloat16": 2.0**-126,
 }
 
 
@@ -166,13 +182,19 @@ def bound(expected: np.ndarray, dtype: Any, ulps: int, scale: float | None = Non
       ulps: budget in ULPs (``EXACT``, ``ELEMENTWISE`` or ``reduction(n)``).
       scale: magnitude of the operands; defaults to ``max(|expected|)``.
 
+    The bound is never below the dtype's smallest normal number (``TINY``):
+    XLA on CPU flushes subnormal results and operands to zero (FTZ/DAZ), so a
+    result whose exact value lies below it may come out as 0 (hypothesis found
+    ``wd = 1.4e-45`` in a chain's decay: expected -1.4e-46, got -0.0).
+
     Returns:
       float64 array of ``expected``'s shape.
     """
     expected = np.asarray(expected, dtype=np.float64)
     if scale is None:
         scale = float(np.max(np.abs(expected), initial=0.0))
-    return ulps * eps(dtype) * np.maximum(np.abs(expected), scale)
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    return np.maximum(ulps * eps(dtype) * np.maximum(np.abs(expected), scale), TINY[name])
 
 
 def ulp_distance(actual: Any, expected: Any, dtype: Any) -> float:
