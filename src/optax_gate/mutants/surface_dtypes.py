@@ -8,7 +8,7 @@ not float32 at ``init``.
 from __future__ import annotations
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_transformations import _every, _tx
+from optax_gate.mutants.surface_transformations import _every, _post_every, _tx
 
 mutant = family("surface_dtypes", "tests/contracts/test_surface_dtypes.py")
 
@@ -17,12 +17,7 @@ def _map_updates(change):
     """Every transformation's updates passed leaf by leaf through ``change``."""
     import jax
 
-    def make(tx):
-        def update(u, s, params=None, **extra):
-            updates, state = tx.update(u, s, params, **extra)
-            return jax.tree.map(change, updates), state
-        return _tx(tx.init, update)
-    return _every(make)
+    return _post_every(lambda u, g, params: jax.tree.map(change, u))
 
 
 @mutant("surface-dtypes-bf16-to-f32", "bfloat16 updates come out as float32 (an upcast left in)")
