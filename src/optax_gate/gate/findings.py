@@ -66,6 +66,7 @@ from optax_gate.gate.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp,
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
+_OUTCOMES = re.compile(r"(?:AssertionError: )?assert '([^']*)' == '([^']*)'")
 _STANDARD = {"broken": ("passed", "failed"), "fixed": ("failed", "passed")}  # outcomes a change implies
 
 
@@ -140,8 +141,11 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("raises", m["want"], row.get("kind") == "negative"), m
     words = pytest_words(detail)
     bare = bool(re.match(r"(?:AssertionError: )?assert ", detail))  # pytest's bare assert: the pattern alone says little
+    # two recorded outcomes compared (``assert 'ok' == 'ValueError'``): the expected one is part of the
+    # cause, or 'ok' where 'ValueError' was expected and 'ok' where a recompilation was would read as one
+    outcomes = _OUTCOMES.match(detail)
     return ("message", row.get("baseline"), row.get("candidate"), normalise(words),
-            test_name(row["id"])[0] if bare else ""), words
+            test_name(row["id"])[0] if bare else "", outcomes.groups() if outcomes else ()), words
 
 
 def _subject(matches: list[re.Match]) -> str:
