@@ -239,11 +239,12 @@ def test_a_drift_of_the_generated_dtype_variant_names_the_dtype():
 
 def test_a_drift_of_the_generated_edge_hyperparameter_snapshot_names_the_edge():
     rows = [row("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
-                "snapshot drift: weight_decay=0/nan_inf_params: updates r1 r3 | state none -> updates none | state none",
+                "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; "
+                "weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent",
                 change="changed", api="optax.adamw", kind="snapshot")]
     (found,) = findings.group(rows)
     assert found["text"].startswith("`optax.adamw`: with `weight_decay=0` and nan inf params, other outputs come out "
-                                    "non-finite: updates r1 r3 | state none in the baseline, updates none | state none now")
+                                    "non-finite: `updates` r1,r3 in the baseline, none now (and 1 more outputs)")
 
 
 def test_a_drift_of_the_generated_x64_snapshot_says_under_x64_not_state_cost():

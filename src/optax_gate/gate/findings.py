@@ -25,7 +25,7 @@ cause              detail it recognises                                         
 ``dtype-variant``  snapshot drift of the generated bfloat16/complex64             the dtype
                    ``init_update`` record
 ``edge-hyper``     snapshot drift of the generated edge-hyperparameter record    the keys
-                   (``weight_decay=0/nan_inf_params: updates r1 r3 | ...``)
+                   (``weight_decay=0/nan_inf_params/updates: r1,r3 -> none``)
 ``x64``            snapshot drift of the generated x64 record of a schedule or   the outputs
                    loss (``x64_int32_steps: float32[10] finite -> ...``)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
@@ -79,9 +79,10 @@ LOSS_EDGE_OUTPUTS = ("loss_grad", "loss_value")
 #: bfloat16 or complex64 PyTree, not about the optimizer state.
 DTYPE_VARIANTS = ("init_update_bfloat16", "init_update_complex64")
 #: Keys of the generated edge-hyperparameter snapshot
-#: (``optax_gate.kit.surface_edges``): ``<hyperparameter>=0/<input class>``,
-#: about which outputs come out non-finite, not about the optimizer state.
-EDGE_KEY = re.compile(r"^\w+=0/\w+$")
+#: (``optax_gate.kit.surface_edges``): ``<hyperparameter>=0/<input class>[/updates
+#: or /state/<entry>]``, about which outputs come out non-finite, not about the
+#: optimizer state's structure (an entry absent from a record is finite).
+EDGE_KEY = re.compile(r"^\w+=0/\w+(?:/.*)?$")
 #: Key prefix of the generated x64 snapshots (``tests/contracts/test_surface_x64.py``):
 #: a schedule's or loss's output under ``jax_enable_x64``, not optimizer state.
 X64_PREFIX = "x64"
@@ -198,10 +199,12 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         return f"under x64 the output differs: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
     if kind == "edge-hyper":
         leaf = evidence[0][0]
-        name, _, inputs = leaf.path.partition("=0/")
-        more = f" (and {len(evidence[0]) - 1} more)" if len(evidence[0]) > 1 else ""
+        name, _, rest = leaf.path.partition("=0/")
+        inputs, _, output = rest.partition("/")
+        old, new = ("none" if v == "absent" else v for v in (leaf.old, leaf.new))
+        more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
         return (f"with `{name}=0` and {inputs.replace('_', ' ')}, other outputs come out non-finite: "
-                f"{leaf.old} in the baseline, {leaf.new} now{more}")
+                f"`{output or 'the update'}` {old} in the baseline, {new} now{more}")
     if kind == "state-value":
         leaf = evidence[0][0]
         old, new = (leaf.old.partition("=")[2] or leaf.old), (leaf.new.partition("=")[2] or leaf.new)

@@ -12,10 +12,13 @@ once, eagerly, from a fresh ``init``, on each non-finite input class
 - ``nan_inf_params``: NaN in the first element of a middle param leaf,
   ``+inf`` in the first element of the second one (gradients finite).
 
-The outcome of each (hyperparameter, input) pair says which outputs come out
-non-finite: ``"updates r0 r5 | state .mu(r0 r5) .nu(r0 r5)"`` (update leaves
-by name; state entries by path, with the params leaves they hold), ``none``
-for a finite output, ``"build <type>"`` or ``"raises <type>"``. Inputs:
+The record of each (hyperparameter, input) pair says which outputs come out
+non-finite, one short line per output so that a snapshot file never folds a
+value onto a second line: ``"weight_decay=0/nan_inf_params/updates": "r1,r3"``
+(update leaves by name, ``none`` when all are finite) and one
+``".../state/<entry>": "r1,r3"`` per non-finite state entry (the params leaves
+it holds, ``all`` for a scalar entry; ``[0].mu['r1']`` is entry ``[0].mu``);
+or ``"<hyperparameter>=0/<input>": "build <type>"``/``"raises <type>"``. Inputs:
 ``surface_build.params`` (the representative float32 PyTree), gradients of
 seed 1; ``value=``/``grad=`` from the model where the entry needs them.
 """
@@ -73,24 +76,25 @@ def _bad(x: Any) -> bool:
     return x is not None and jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact) and not bool(jnp.all(jnp.isfinite(x)))
 
 
-def describe(updates: Any, state: Any) -> str:
-    """Which leaves of ``updates`` and ``state`` are non-finite, in words."""
-    ups = [n for n, x in updates.items() if _bad(x)] if isinstance(updates, dict) else ["(not a dict)"]
-    slots: dict[str, list[str]] = {}
+def describe(prefix: str, updates: Any, state: Any) -> dict[str, str]:
+    """Which leaves of ``updates`` and ``state`` are non-finite, keyed under
+    ``prefix`` (see the module docstring)."""
+    ups = [n for n, x in updates.items() if _bad(x)] if isinstance(updates, dict) else ["not-a-dict"]
+    out = {f"{prefix}/updates": ",".join(ups) or "none"}
     for key, x in jax.tree_util.tree_flatten_with_path(state)[0]:
         if _bad(x):
             path = jax.tree_util.keystr(key)
             leaf = re.search(r"\['(r\d|empty)'\]$", path)
-            slot = path[:leaf.start()] if leaf else path
-            slots.setdefault(slot, []).extend([leaf[1]] if leaf else [])
-    state_words = " ".join(f"{s}({' '.join(v)})" if v else s for s, v in slots.items())
-    return f"updates {' '.join(ups) or 'none'} | state {state_words or 'none'}"
+            slot = re.sub(r"\['([^']*)'\]", r".\1", path[:leaf.start()] if leaf else path)
+            entry = f"{prefix}/state/{slot}"
+            out[entry] = ",".join(filter(None, [out.get(entry, ""), leaf[1] if leaf else "all"]))
+    return out
 
 
 @functools.cache
 def outcomes(path: str) -> dict[str, str]:
-    """``{"<hyperparameter>=0/<input>": outcome}`` for every edge
-    hyperparameter of the entry (see the module docstring).
+    """The records of every edge hyperparameter of the entry and input class
+    (see the module docstring).
 
     Raises:
       AttributeError: the path does not exist (a removed API).
@@ -109,7 +113,7 @@ def outcomes(path: str) -> dict[str, str]:
         for kind, (params, grads) in inputs(p, g).items():
             try:
                 u, state = tx.update(_grads(entry, params, grads), tx.init(params), params, **_extra(entry, params))
-                out[f"{name}=0/{kind}"] = describe(u, state)
+                out.update(describe(f"{name}=0/{kind}", u, state))
             except Exception as exc:  # the outcome is the exception's type
                 out[f"{name}=0/{kind}"] = f"raises {type(exc).__name__}"
     return out
