@@ -16,6 +16,9 @@ not correctness): the params after three jitted ``jax.lax.scan`` steps on the
 seeded representative PyTree (``ndarrays_regression``, compared within
 ``tolerances.SURFACE_TRAJECTORY`` float32 ULPs), and which update leaves come
 out non-finite per input class, with the optimizer state's signature
+(``data_regression``); and for each edge hyperparameter the factory takes
+(zero learning rate, weight decay, momentum, decay: ``surface_edges``) meeting
+NaN/inf gradients or params, which update and state leaves come out non-finite
 (``data_regression``).
 """
 
@@ -23,9 +26,8 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_probe, tolerances
+from optax_gate.kit import surface_edges, surface_probe, tolerances
 from optax_gate.kit.surface_table import TRANSFORMATIONS
-from optax_gate.kit.trees import signature
 
 GUIDE = "docs: optax 0.2.6 GradientTransformation protocol (optax/_src/base.py), each factory's docstring"
 CONTRACTED = [e for e in TRANSFORMATIONS.values() if not e.left_out]
@@ -86,3 +88,14 @@ def test_nonfinite_and_state(path, data_regression):
     (baseline snapshot)."""
     data_regression.check({"nonfinite": surface_probe.protocol(path)["nonfinite"],
                            "state": surface_probe.state_signature(path)})
+
+
+#: The APIs with an edge hyperparameter (``surface_edges.names``).
+EDGED = [e for e in CONTRACTED if surface_edges.names(e)]
+
+
+@pytest.mark.parametrize("path", [_snapshot(e) for e in EDGED])
+def test_edge_hyperparams(path, data_regression):
+    """Each edge hyperparameter at zero meeting NaN/inf gradients or params:
+    which update and state leaves come out non-finite (baseline snapshot)."""
+    data_regression.check(surface_edges.outcomes(path))

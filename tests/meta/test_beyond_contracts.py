@@ -176,3 +176,17 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     found[0]["number"] = 1
     line = report_surface.finding_line(found[0])
     assert line.startswith("1. **broken** API surface 6 names: removed: `optax.monte_carlo.f0`") and "and" not in line.split("(see")[0][-30:]
+
+
+def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
+    """One rule for "list of APIs" in a finding's line (``details.named_list``):
+    the merged API-surface finding and the contract finding across APIs both
+    name ``details.NAMED`` and say how many more."""
+    from optax_gate.gate import details, findings, report_surface
+
+    paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]
+    rows = [{"path": p, "change": "removed", "verdict": "broken", "old": "function", "new": ""} for p in paths]
+    (found,) = report_surface.broken_findings({"surface": {"rows": rows}})
+    listed = f"`optax.f{details.NAMED - 1:02d}`, and 3 more"
+    assert found["cause"].endswith(listed) and f"`optax.f{details.NAMED:02d}`" not in found["cause"]
+    assert findings.subject(paths).endswith(listed + ")")

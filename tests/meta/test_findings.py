@@ -137,7 +137,7 @@ def test_a_candidate_that_did_not_run_is_one_gone_finding():
 
 def test_plain_detail_of_an_ulp_figure():
     detail = REAL["contracts"][3]["detail"]
-    assert findings.plain_detail(REAL["contracts"][3]) == (
+    assert details.plain_detail(REAL["contracts"][3]) == (
         "AssertionError: emitted update: element (0,) is -0.11549644755374272, expected -0.1154964479961693: "
         "off by 4.4e-10 (relative 3.8e-9; worst 1.7e7 ULP of float64), allowed 8 ULP of float64 = 2.1e-16")
     assert "(error 4.42e-10, bound 2.05e-16 = 8 ULP of float64" in detail  # the report.json keeps the message
@@ -145,22 +145,22 @@ def test_plain_detail_of_an_ulp_figure():
 
 def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
     ms = next(r for r in REAL["contracts"] if r["id"].endswith("test_multi_steps.py::test_state_snapshot[bfloat16]"))
-    assert findings.plain_detail(ms) == (
+    assert details.plain_detail(ms) == (
         "dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; `.acc_grads['kernel']` bfloat16[3,2] → float32[3,2]"
         " — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter")
     value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
-    assert findings.plain_detail(value_only) == (
+    assert details.plain_detail(value_only) == (
         "value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)")
-    f64 = findings.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
-    assert findings.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
+    f64 = details.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
+    assert details.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
                                         "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
 
 
 def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
     fixed = REAL["contracts"][-2]
-    assert findings.outcome_words(fixed) == "defect no longer reproduces"
-    assert findings.plain_detail(fixed).startswith("decay-schedule-count-stuck: add_decayed_weights with a scheduled")
-    assert findings.outcome_words(REAL["contracts"][0]) == "passed → failed"
+    assert details.outcome_words(fixed) == "defect no longer reproduces"
+    assert details.plain_detail(fixed).startswith("decay-schedule-count-stuck: add_decayed_weights with a scheduled")
+    assert details.outcome_words(REAL["contracts"][0]) == "passed → failed"
     text = report_markdown.render(REAL)
     assert "| negative | defect no longer reproduces | decay-schedule-count-stuck:" in text
     assert "| negative | passed → failed |" not in text
@@ -170,12 +170,12 @@ def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
 def test_the_parser_reads_the_tolerance_policy_message(dtype):
     """The gate parses ``kit.tolerances.assert_close``'s message; both sides
     must keep agreeing (and the gate's epsilons must be the policy's)."""
-    assert findings.EPS == tolerances.EPS
+    assert details.EPS == tolerances.EPS
     expected = np.array([0.5, -2.0, 0.25])
     actual = expected * (1 + 64 * tolerances.EPS[dtype])
     with pytest.raises(AssertionError) as info:
         tolerances.assert_close(actual, expected, dtype=dtype, ulps=tolerances.ELEMENTWISE, what="params at step 2, leaf 0")
-    ulp = findings.parse_ulp(f"AssertionError: {info.value}")
+    ulp = details.parse_ulp(f"AssertionError: {info.value}")
     assert ulp is not None and ulp.dtype == dtype and ulp.ulps == 4 and ulp.index == "1,"
     assert ulp.expected == -2.0 and ulp.relative == pytest.approx(64 * tolerances.EPS[dtype], rel=0.02)
     assert ulp.worst_ulps == pytest.approx(64, rel=0.02)
@@ -193,11 +193,11 @@ def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
 def test_a_long_failure_message_is_cut_at_a_word_end():
     message = ("TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
                "got int32 instead. " + "More words follow here to pass the limit. " * 3)
-    cut = findings.shorten(message)
+    cut = details.shorten(message)
     assert len(cut) <= 140 and cut.endswith("…")
     assert message.startswith(cut[:-1]) and message[len(cut) - 1] == " "  # the next character was a space
     assert "got int32 instead." in cut
-    assert findings.shorten("short text") == "short text"
+    assert details.shorten("short text") == "short text"
 
 
 def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
@@ -218,3 +218,53 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
     assert found["text"].startswith("`optax.adan`: other updates come out non-finite: `nan_param`: leaves r3 in the baseline, "
                                     "none now")
     assert details.outcome_words(rows[0]) == "drift: value" and "None → None" not in details.plain_detail(rows[0])
+
+
+def test_a_drift_of_the_generated_loss_edge_snapshot_names_the_loss_output():
+    rows = [row("tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
+                "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X",
+                change="changed", api="optax.l2_loss", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.l2_loss`: the loss differs at an edge input: `loss_value` "
+                                    "ok float32[0, 3] → non-finite float32[] X")
+
+
+def test_a_drift_of_the_generated_dtype_variant_names_the_dtype():
+    rows = [row("tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
+                "snapshot drift: init_update_bfloat16: IndexError -> ok",
+                change="changed", api="optax.sm3", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.sm3`: the update of a bfloat16 PyTree differs: IndexError → ok")
+
+
+def test_a_drift_of_the_generated_edge_hyperparameter_snapshot_names_the_edge():
+    rows = [row("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
+                "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; "
+                "weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent",
+                change="changed", api="optax.adamw", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.adamw`: with `weight_decay=0` and nan inf params, other outputs come out "
+                                    "non-finite: `updates` r1,r3 in the baseline, none now (and 1 more outputs)")
+
+
+def test_a_drift_of_the_generated_x64_snapshot_says_under_x64_not_state_cost():
+    rows = [row("tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
+                "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite",
+                change="changed", api="optax.linear_schedule", kind="snapshot")]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` "
+                                    "float32[10] finite → float64[10] finite")
+
+
+def test_outcomes_compared_are_one_cause_only_when_the_expected_outcome_is_the_same():
+    """Seen in the 0.2.8 gate: adaptive_grad_clip's init_update (ValueError -> ok) and three
+    no_recompile contracts (recompiled 1 time(s) -> ok) read as one finding 'expected ValueError'."""
+    rows = [row(f"tests/contracts/test_surface_transformations.py::test_protocol[{api}-{prop}]",
+                f"AssertionError: assert 'ok' == '{want}' - {want} + ok", change="changed", api=api, kind="snapshot")
+            for api, prop, want in (("optax.adaptive_grad_clip", "init_update", "ValueError"),
+                                    ("optax.contrib.reduce_on_plateau", "no_recompile", "recompiled 1 time(s)"),
+                                    ("optax.contrib.simplified_ademamix", "no_recompile", "recompiled 1 time(s)"))]
+    found = findings.group(rows)
+    assert sorted(f["apis"] if "apis" in f else [f["api"]] for f in found) == [
+        ["optax.adaptive_grad_clip"], ["optax.contrib.reduce_on_plateau", "optax.contrib.simplified_ademamix"]]
+    assert all("ValueError" not in f["text"] for f in found if "adaptive" not in f["text"])

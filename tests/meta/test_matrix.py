@@ -4,7 +4,7 @@ fake package index (no network)."""
 import json
 import re
 
-from optax_gate.gate import cli, discovery, findings, matrix, report_matrix
+from optax_gate.gate import cli, details, discovery, findings, matrix, report_matrix
 from tests.meta.test_compare import record
 from tests.meta.test_findings import REAL
 
@@ -85,7 +85,7 @@ def real_matrix():
             "contracts": {r["id"]: contract(r, "passed") for r in rows}}
     cand = {**base, "label": "optax-0.2.8", "versions": REAL["candidate"]["versions"],
             "contracts": {r["id"]: contract(r, r.get("candidate", "passed"),
-                                            findings.defect_parts(r)[2] if findings.is_defect_fixed(r) else r.get("detail", ""))
+                                            details.defect_parts(r)[2] if details.is_defect_fixed(r) else r.get("detail", ""))
                           for r in rows}}
     envs = [{"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
             {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},

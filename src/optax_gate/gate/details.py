@@ -190,6 +190,19 @@ def drift_kinds(leaves: list[Drift]) -> str:
 NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
 
 
+#: At most this many names are listed in a finding's line (its rows, or its
+#: report section, name them all): contract findings across APIs and merged
+#: API-surface findings alike.
+NAMED = 10
+
+
+def named_list(names: list[str]) -> str:
+    """The first :data:`NAMED` names backticked, then how many more:
+    ```a`, `b`, and 3 more``."""
+    named = ", ".join(f"`{n}`" for n in names[:NAMED])
+    return named + (f", and {len(names) - NAMED} more" if len(names) > NAMED else "")
+
+
 def nonfinite_leaves(value: str) -> str:
     """A recorded non-finite list in words: ``'[''r3'']'`` -> ``r3``; ``none`` -> ``none``."""
     leaves = re.findall(r"r\d+", value or "")

@@ -20,6 +20,14 @@ cause              detail it recognises                                         
                    ``optax_gate.gate.outcomes``)                                 "input checks")
 ``nonfinite``      snapshot drift of the generated non-finite record only        the input classes
                    (``nan_param: '[''r3'']' -> none``)
+``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,
+                   (``loss_value: ok float32[2] .. -> non-finite ...``)          gradient)
+``dtype-variant``  snapshot drift of the generated bfloat16/complex64             the dtype
+                   ``init_update`` record
+``edge-hyper``     snapshot drift of the generated edge-hyperparameter record    the keys
+                   (``weight_decay=0/nan_inf_params/updates: r1,r3 -> none``)
+``x64``            snapshot drift of the generated x64 record of a schedule or   the outputs
+                   loss (``x64_int32_steps: float32[10] finite -> ...``)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
                    (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs
 ``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
@@ -52,18 +60,32 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.details import (DTYPE, EPS, ITEMSIZE, NONFINITE_CLASSES, RAISED, Drift, Ulp,  # noqa: F401
-                                     defect_parts, is_defect_fixed, nonfinite_leaves, normalise, now_words, number,
-                                     outcome_words, parse_drift, parse_ulp, plain_detail, pytest_words, shorten,
-                                     state_cost)
+from optax_gate.gate.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, named_list,
+                                     nonfinite_leaves, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
+                                     shorten, state_cost)
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
-#: At most this many APIs are named in a finding's line (its rows name them all).
-NAMED_APIS = 10
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
+_OUTCOMES = re.compile(r"(?:AssertionError: )?assert '([^']*)' == '([^']*)'")
 _STANDARD = {"broken": ("passed", "failed"), "fixed": ("failed", "passed")}  # outcomes a change implies
 
 
+#: Outputs of the generated loss edge-input snapshot
+#: (``tests/contracts/test_surface_loss_edges.py``): a drift of these keys is
+#: about a loss at an edge input, not about the optimizer state.
+LOSS_EDGE_OUTPUTS = ("loss_grad", "loss_value")
+#: Keys of the generated dtype variants of ``init_update``
+#: (``tests/contracts/test_surface_dtypes.py``): about the update of a
+#: bfloat16 or complex64 PyTree, not about the optimizer state.
+DTYPE_VARIANTS = ("init_update_bfloat16", "init_update_complex64")
+#: Keys of the generated edge-hyperparameter snapshot
+#: (``optax_gate.kit.surface_edges``): ``<hyperparameter>=0/<input class>[/updates
+#: or /state/<entry>]``, about which outputs come out non-finite, not about the
+#: optimizer state's structure (an entry absent from a record is finite).
+EDGE_KEY = re.compile(r"^\w+=0/\w+(?:/.*)?$")
+#: Key prefix of the generated x64 snapshots (``tests/contracts/test_surface_x64.py``):
+#: a schedule's or loss's output under ``jax_enable_x64``, not optimizer state.
+X64_PREFIX = "x64"
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
@@ -91,6 +113,14 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     leaves = parse_drift(detail)
     if leaves and all(leaf.path in NONFINITE_CLASSES for leaf in leaves):
         return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
+        return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
+        return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
+        return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
+        return ("x64", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves:
         pairs = tuple(sorted({leaf.dtypes for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]}))
         if pairs:
@@ -112,8 +142,11 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("raises", m["want"], row.get("kind") == "negative"), m
     words = pytest_words(detail)
     bare = bool(re.match(r"(?:AssertionError: )?assert ", detail))  # pytest's bare assert: the pattern alone says little
+    # two recorded outcomes compared (``assert 'ok' == 'ValueError'``): the expected one is part of the
+    # cause, or 'ok' where 'ValueError' was expected and 'ok' where a recompilation was would read as one
+    outcomes = _OUTCOMES.match(detail)
     return ("message", row.get("baseline"), row.get("candidate"), normalise(words),
-            test_name(row["id"])[0] if bare else ""), words
+            test_name(row["id"])[0] if bare else "", outcomes.groups() if outcomes else ()), words
 
 
 def _subject(matches: list[re.Match]) -> str:
@@ -153,6 +186,25 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
         return (f"other updates come out non-finite: `{leaf.path}`: leaves {nonfinite_leaves(leaf.old)} in the baseline, "
                 f"{nonfinite_leaves(leaf.new)} now{more}")
+    if kind == "loss-edge":
+        leaf = evidence[0][0]
+        more = " (and its gradient)" if len(evidence[0]) > 1 else ""
+        return f"the loss differs at an edge input: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
+    if kind == "dtype-variant":
+        leaf = evidence[0][0]
+        return f"the update of a {leaf.path.rpartition('_')[2]} PyTree differs: {leaf.old} → {leaf.new}"
+    if kind == "x64":
+        leaf = evidence[0][0]
+        more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
+        return f"under x64 the output differs: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
+    if kind == "edge-hyper":
+        leaf = evidence[0][0]
+        name, _, rest = leaf.path.partition("=0/")
+        inputs, _, output = rest.partition("/")
+        old, new = ("none" if v == "absent" else v for v in (leaf.old, leaf.new))
+        more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
+        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, other outputs come out non-finite: "
+                f"`{output or 'the update'}` {old} in the baseline, {new} now{more}")
     if kind == "state-value":
         leaf = evidence[0][0]
         old, new = (leaf.old.partition("=")[2] or leaf.old), (leaf.new.partition("=")[2] or leaf.new)
@@ -192,11 +244,10 @@ def test_name(contract_id: str) -> tuple[str, str]:
 
 def subject(apis: list[str]) -> str:
     """Who a finding is about: ```optax.sgd```, or ``3 APIs (`a`, `b`, `c`)``
-    (at most ``NAMED_APIS`` named)."""
+    (``details.named_list``: at most ``details.NAMED`` named)."""
     if len(apis) == 1:
         return f"`{apis[0]}`"
-    named = ", ".join(f"`{a}`" for a in apis[:NAMED_APIS])
-    return f"{len(apis)} APIs ({named}{f', and {len(apis) - NAMED_APIS} more' if len(apis) > NAMED_APIS else ''})"
+    return f"{len(apis)} APIs ({named_list(apis)})"
 
 
 def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
 finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
 the unchanged contracts last, folded. Details are in plain words
-(``findings.plain_detail``): ULP figures with the error, the relative error and
+(``details.plain_detail``): ULP figures with the error, the relative error and
 the tolerance; a snapshot drift says what drifted (``drift: dtype``) and
 optimizer state dtype changes their bytes per parameter; "defect no longer
 reproduces" for a pinned upstream defect that stopped reproducing, with what
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate import call_sites, report_surface
+from optax_gate.gate import call_sites, details, report_surface
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, source_specs
 
@@ -124,7 +124,7 @@ def render(report: dict[str, Any]) -> str:
             mark = f'<a id="f{k}-{m}"></a>[F{k}](#f{k}) ' if k else ""
             out.append(
                 f"| {mark}`{_cell(r['id'])}` | `{_cell(r['api'])}` | {_cell(r['guide'])} | {r['kind']} | "
-                f"{_cell(findings_.outcome_words(r))} | {_cell(findings_.plain_detail(r))} |"
+                f"{_cell(details.outcome_words(r))} | {_cell(details.plain_detail(r))} |"
             )
         out += ["", "</details>", ""] if change == "gone" else [""]
     unchanged = [r for r in report["contracts"] if r["change"] == "unchanged"]

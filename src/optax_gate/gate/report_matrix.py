@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate import findings, matrix, report_speed, speed
+from optax_gate.gate import details, findings, matrix, report_speed, speed
 from optax_gate.gate.matrix import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
@@ -138,7 +138,7 @@ def _contract_line(c: dict[str, Any], cell: dict[str, Any]) -> str:
     row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
     return (f'<li><b class="{e(cell["change"])}">{e(cell["change"])}</b> {e(name)}'
             + (f" <code>[{e(params)}]</code>" if params else "")
-            + f' <span class="detail">{e(findings.outcome_words(row))}: {e(findings.plain_detail(row))}</span></li>')
+            + f' <span class="detail">{e(details.outcome_words(row))}: {e(details.plain_detail(row))}</span></li>')
 
 
 def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, Any]]) -> str:
@@ -168,7 +168,7 @@ def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[d
         for x in ran:
             cell = c["cells"].get(x["name"], {"change": "gone", "outcome": None, "detail": ""})
             row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
-            tip = f'{findings.outcome_words(row)}: {findings.plain_detail(row)}'
+            tip = f'{details.outcome_words(row)}: {details.plain_detail(row)}'
             tds.append(f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>')
         rows.append(f'<tr><th class="id" title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>{"".join(tds)}</tr>')
     return (f'<details class="api" id="api-{e(a["api"])}"><summary><b>{e(a["api"])}</b>: {a["contracts"]} contracts, '

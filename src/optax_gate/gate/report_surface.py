@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from optax_gate.gate import call_sites
+from optax_gate.gate.details import named_list
 
 FOLD = 15
 _ORDER = ("broken", "cannot-tell", "changed", "new", "noted")
@@ -133,8 +134,6 @@ def markdown(report: dict[str, Any]) -> list[str]:
     return out
 
 
-#: At most this many public paths are named in a merged surface finding's line (the section names them all).
-NAMED = 8
 #: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).
 _BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"),
            "warnings": ("new", "Warnings")}
@@ -177,7 +176,7 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
                                where if scanned else None))
             continue
         paths = list(dict.fromkeys(r["path"] for r in rows))
-        named = ", ".join(f"`{p}`" for p in paths[:NAMED]) + (f" and {len(paths) - NAMED} more" if len(paths) > NAMED else "")
+        named = named_list(paths)  # the section names them all
         params = [r["param"] for r in rows if r.get("param")]
         detail = f" ({len(params)} parameters)" if params else ""
         finding = _beyond("surface", f"{len(paths)} names", f"{kind}{detail}: {named}", where if scanned else None)

@@ -259,6 +259,20 @@ CALLS: dict[str, tuple[str, tuple[str, ...], Any]] = {
         _np().ones(2), state=_lbfgs_state())),
 }
 
+#: Losses (of the edge-input snapshots, ``test_surface_loss_edges.py``) whose first argument is logits (unnormalized log-probabilities,
+#: scores) or log-probabilities, per their docstrings.
+LOGITS = {
+    "optax.softmax_cross_entropy", "optax.softmax_cross_entropy_with_integer_labels",
+    "optax.safe_softmax_cross_entropy", "optax.sigmoid_binary_cross_entropy", "optax.sigmoid_focal_loss",
+    "optax.ctc_loss", "optax.ctc_loss_with_forward_probs", "optax.kl_divergence", "optax.convex_kl_divergence",
+    _L + "kl_divergence_with_log_targets", _L + "poly_loss_cross_entropy", _L + "sparsemax_loss",
+    _L + "multiclass_sparsemax_loss", _L + "multiclass_hinge_loss", _L + "multiclass_perceptron_loss",
+    _L + "ranking_softmax_loss", _L + "binary_dice_loss", _L + "dice_loss", _L + "multiclass_generalized_dice_loss",
+}
+
+#: The position of a loss's targets where it is not the second argument.
+TARGET_ARG = {"optax.smooth_labels": 0, "optax.ctc_loss": 2, "optax.ctc_loss_with_forward_probs": 2}
+
 #: The baseline's outcome of a call that does not return, pinned as
 #: (exception type name, ledger id of the defect) where it fails on a
 #: documented input.

@@ -104,18 +104,24 @@ def protocol(path: str) -> dict[str, Any]:
 
     eager: dict[str, Any] = {}
 
+    def eager_step():
+        eager["update"], eager["state"] = tx.update(_grads(entry, p, gs[0]), tx.init(p), p, **_extra(entry, p))
+        eager["params"] = jax.tree.map(lambda a, b: a + b, p, eager["update"])
+    eager_error = _outcome(eager_step)
+
     def init_update():
-        g = surface_build.params(seed=1)
-        u, _ = tx.update(_grads(entry, full, g), tx.init(full), full, **_extra(entry, full))
+        if entry.skip_leaves:  # the probe's PyTree lacks leaves: the whole one here
+            g = surface_build.params(seed=1)
+            u, _ = tx.update(_grads(entry, full, g), tx.init(full), full, **_extra(entry, full))
+        elif "update" in eager:  # the same inputs as the eager step's (grads_per_step starts at seed 1)
+            u = eager["update"]
+        else:
+            return eager_error
         return _check_like(u, full) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
     out["init_update"] = _outcome(init_update)
 
-    def eager_step():
-        eager["params"], eager["state"], _ = step(p, tx.init(p), gs[0])
-    eager_error = _outcome(eager_step)
-
     traj: dict[str, np.ndarray] = {}
-    jitted = jax.jit(step)
+    scan: dict[str, Any] = {}
 
     def scan_carry():
         def body(carry, g):
@@ -123,7 +129,8 @@ def protocol(path: str) -> dict[str, Any]:
             params, state, _ = step(params, state, g)
             return (params, state), params
         stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *gs)
-        _, seen = jax.jit(lambda q, s: jax.lax.scan(body, (q, s), stacked))(p, tx.init(p))
+        scan["fn"] = jax.jit(lambda q, s: jax.lax.scan(body, (q, s), stacked))
+        scan["carry"], seen = scan["fn"](p, tx.init(p))
         for k in range(STEPS):
             for name in p:
                 traj[f"s{k + 1}/{name}"] = np.asarray(seen[name][k])
@@ -132,21 +139,27 @@ def protocol(path: str) -> dict[str, Any]:
     bad = sorted({key.split("/")[1] for key, x in traj.items() if not np.all(np.isfinite(x))})
     out["trajectory_finite"] = (f"scan: {out['scan_carry']}" if not traj else
                                 f"nonfinite: {' '.join(bad)}" if bad else "ok")
+    # jit and recompilation are read off the scan's program (its first step; a second call with the
+    # carry it returned), one compiled program per API; a jitted single step only where the scan fails.
+    jitted = jax.jit(step)
 
     def jit_eager():
         if "params" not in eager:
             return f"eager step: {eager_error}"
-        params, state, _ = jitted(p, tx.init(p), gs[0])
+        params = {name: traj[f"s1/{name}"] for name in p} if traj else jitted(p, tx.init(p), gs[0])[0]
         for name in p:
             tolerances.assert_close(params[name], np.asarray(eager["params"][name], np.float64), dtype="float32",
                                     ulps=tolerances.SURFACE_STEP, scale=1.0, what=f"params[{name!r}] jit vs eager")
     out["jit_eager"] = _outcome(jit_eager)
 
     def no_recompile():
-        state = tx.init(p)
-        params, state, _ = jitted(p, state, gs[0])
-        with recompilation.counting() as seen:
-            jitted(params, state, gs[1])
+        if "carry" in scan:
+            with recompilation.counting() as seen:
+                scan["fn"](*scan["carry"])
+        else:
+            params, state, _ = jitted(p, tx.init(p), gs[0])
+            with recompilation.counting() as seen:
+                jitted(params, state, gs[1])
         return f"recompiled {seen.count} time(s)" if seen.count else None
     out["no_recompile"] = _outcome(no_recompile)
 
@@ -212,3 +225,37 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
         else:
             out["zero_hyperparams"] = leaves(zero, p, bad_g)
     return out
+
+
+#: The dtype variants of ``init_update`` (``tests/contracts/test_surface_dtypes.py``).
+VARIANT_DTYPES = ("bfloat16", "complex64")
+
+
+def variant_tree(dtype: str, seed: int) -> dict[str, jax.Array]:
+    """The representative PyTree (ranks 0-5 and an empty leaf) in ``dtype``:
+    bfloat16 rounds the float32 values; complex64 takes a second seeded tree
+    (``seed + 100``) as the imaginary part, so no imaginary part is zero."""
+    if dtype == "complex64":
+        re, im = surface_build.params(seed=seed), surface_build.params(seed=seed + 100)
+        return jax.tree.map(lambda a, b: (a + 1j * b).astype(jnp.complex64), re, im)
+    return surface_build.params(jnp.dtype(dtype), seed)
+
+
+@functools.cache
+def init_update_variant(path: str, dtype: str) -> str:
+    """``init_update``'s outcome for params and gradients of ``dtype``
+    (:func:`variant_tree`): ``"ok"`` (structure, shapes and dtypes as the
+    params', finite), ``"leaf r1: float32[3] for bfloat16[3]"``,
+    ``"nonfinite: ['r2']"``, ``"build: <type>"`` or the exception's type."""
+    entry = TRANSFORMATIONS[path]
+    surface_build.resolve(path)
+    p, g = variant_tree(dtype, 0), variant_tree(dtype, 1)
+    try:
+        tx = build(entry)
+    except Exception as exc:
+        return f"build: {type(exc).__name__}"
+
+    def run():
+        u, _ = tx.update(_grads(entry, p, g), tx.init(p), p, **_extra(entry, p))
+        return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
+    return _outcome(run)

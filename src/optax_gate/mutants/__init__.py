@@ -38,7 +38,7 @@ FAMILIES = (
     "adam", "adamw", "lion", "rmsprop", "adafactor",
     "sharded_state", "data_parallel", "resume_across_devices",
     "zero_nans", "apply_if_finite", "clip", "multi_transform", "training_recipes",
-    "schedules", "losses", "surface_transformations", "surface_sweep",
+    "schedules", "losses", "surface_transformations", "surface_sweep", "surface_loss_edges", "surface_dtypes", "surface_x64",
 )
 
 

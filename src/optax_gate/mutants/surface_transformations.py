@@ -7,7 +7,7 @@ its arguments (``functools.wraps`` keeps its signature for the by-name
 filling) and returns a transformation whose ``init``/``update`` is perturbed in
 one way: extra arguments refused or accepted, a state leaf whose dtype
 changes, updates that differ only under ``jax.jit``, NaN for all-zero
-gradients, a ``None`` leaf refused, a rank-0 update reshaped, two float
+gradients, NaN everywhere once any gradient or param is non-finite, a ``None`` leaf refused, a rank-0 update reshaped, two float
 hyperparameters swapped, or a
 "repaired" transformation (errors swallowed, shapes and non-finite values
 fixed, weak types made strong) that removes every pinned baseline defect.
@@ -97,17 +97,23 @@ def state_dtype(optax):
     return _every(make)
 
 
+def _post_every(post: Any) -> dict[str, Any]:
+    """Every table factory's updates passed through ``post(updates, grads,
+    params)`` after the real ``update`` (the state as it returns it)."""
+    def make(tx):
+        def update(g, s, params=None, **extra):
+            u, s = tx.update(g, s, params, **extra)
+            return post(u, g, params), s
+        return _tx(tx.init, update)
+    return _every(make)
+
+
 @mutant("surface-jit-differs", "updates scaled by 1.001 and shifted by 1e-3 only under jax.jit")
 def jit_differs(optax):
     import jax
 
-    def make(tx):
-        def update(g, s, params=None, **extra):
-            u, s = tx.update(g, s, params, **extra)
-            # scaled and shifted: a pure shift cancels where a wrapper negates an inner update (contrib.sam)
-            return (jax.tree.map(lambda x: x * 1.001 + 1e-3, u) if traced(g) else u), s
-        return _tx(tx.init, update)
-    return _every(make)
+    # scaled and shifted: a pure shift cancels where a wrapper negates an inner update (contrib.sam)
+    return _post_every(lambda u, g, params: jax.tree.map(lambda x: x * 1.001 + 1e-3, u) if traced(g) else u)
 
 
 @mutant("surface-nan-for-zero-grads", "NaN updates when every gradient is zero")
@@ -115,13 +121,21 @@ def nan_zero_grads(optax):
     import jax
     import jax.numpy as jnp
 
-    def make(tx):
-        def update(g, s, params=None, **extra):
-            u, s = tx.update(g, s, params, **extra)
-            total = sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(g))
-            return jax.tree.map(lambda x: x + jnp.where(total == 0, jnp.nan, 0.0).astype(x.dtype), u), s
-        return _tx(tx.init, update)
-    return _every(make)
+    def post(u, g, params):
+        total = sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(g))
+        return jax.tree.map(lambda x: x + jnp.where(total == 0, jnp.nan, 0.0).astype(x.dtype), u)
+    return _post_every(post)
+
+
+@mutant("surface-nonfinite-spreads", "a NaN or inf anywhere in the gradients or params makes every update leaf NaN")
+def nonfinite_spreads(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def post(u, g, params):
+        total = sum(jnp.sum(x) for x in jax.tree.leaves((g, params)))
+        return jax.tree.map(lambda x: x + (0.0 * total).astype(x.dtype), u)
+    return _post_every(post)
 
 
 @mutant("surface-none-leaf-refused", "update raises TypeError for a None gradient leaf")
@@ -142,12 +156,7 @@ def scalar_reshaped(optax):
     import jax
     import jax.numpy as jnp
 
-    def make(tx):
-        def update(g, s, params=None, **extra):
-            u, s = tx.update(g, s, params, **extra)
-            return jax.tree.map(lambda x: jnp.reshape(x, (1,)) if jnp.ndim(x) == 0 else x, u), s
-        return _tx(tx.init, update)
-    return _every(make)
+    return _post_every(lambda u, g, params: jax.tree.map(lambda x: jnp.reshape(x, (1,)) if jnp.ndim(x) == 0 else x, u))
 
 
 @mutant("surface-repaired", "errors swallowed, update shapes and non-finite values fixed, weak types made strong")

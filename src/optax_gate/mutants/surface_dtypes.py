@@ -1,0 +1,48 @@
+"""Mutants of the generated dtype variants of ``init_update``
+(``tests/contracts/test_surface_dtypes.py``): every table factory (wrapped as
+in ``surface_transformations``) returning float32 updates for bfloat16 ones,
+dropping the imaginary part of complex updates, or refusing a PyTree that is
+not float32 at ``init``.
+"""
+
+from __future__ import annotations
+
+from optax_gate.mutants.registry import family
+from optax_gate.mutants.surface_transformations import _every, _post_every, _tx
+
+mutant = family("surface_dtypes", "tests/contracts/test_surface_dtypes.py")
+
+
+def _map_updates(change):
+    """Every transformation's updates passed leaf by leaf through ``change``."""
+    import jax
+
+    return _post_every(lambda u, g, params: jax.tree.map(change, u))
+
+
+@mutant("surface-dtypes-bf16-to-f32", "bfloat16 updates come out as float32 (an upcast left in)")
+def bf16_to_f32(optax):
+    import jax.numpy as jnp
+
+    return _map_updates(lambda x: x.astype(jnp.float32) if jnp.asarray(x).dtype == jnp.bfloat16 else x)
+
+
+@mutant("surface-dtypes-complex-real", "complex updates lose their imaginary part (real float32 updates)")
+def complex_real(optax):
+    import jax.numpy as jnp
+
+    return _map_updates(lambda x: jnp.real(x) if jnp.iscomplexobj(x) else x)
+
+
+@mutant("surface-dtypes-refuse", "init refuses params that are not float32 (NotImplementedError)")
+def refuse(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def make(tx):
+        def init(params):
+            if any(jnp.asarray(x).dtype != jnp.float32 for x in jax.tree.leaves(params)):
+                raise NotImplementedError("only float32 params")
+            return tx.init(params)
+        return _tx(init, tx.update)
+    return _every(make)
