@@ -1,0 +1,82 @@
+"""How a finding's bisection reads (``optax_gate.gate.bisect_flow``'s
+``bisect`` entries): ``changed by <short sha> <subject> (#<PR>, <date>)``
+linking the commit and the pull request on the package's public repository;
+a range ``changed by one of N commits: ...`` with why the others were not
+tested; or ``not bisected: <why>``. Used by report.md and the matrix grid."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+#: Commits of a range named in a line (the report.json entry lists them all).
+NAMED = 5
+
+
+def _date(commit: dict[str, Any]) -> str:
+    return str(commit.get("date", ""))[:10]
+
+
+def _subject(c: dict[str, Any]) -> str:
+    """The subject without its trailing ``(#N)`` (the PR is named after it)."""
+    subject = str(c.get("subject", ""))
+    return re.sub(rf"\s*\(#{c['pr']}\)\s*$", "", subject) if c.get("pr") else subject
+
+
+def _md_commit(c: dict[str, Any]) -> str:
+    pr = f"[#{c['pr']}]({c['pr_url']}), " if c.get("pr") else ""
+    subject = _subject(c).replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
+    return f"[`{c['short']}`]({c['url']}) {subject} ({pr}{_date(c)})"
+
+
+def _text_commit(c: dict[str, Any]) -> str:
+    pr = f"#{c['pr']}, " if c.get("pr") else ""
+    return f"{c['short']} {_subject(c)} ({pr}{_date(c)})"
+
+
+def words(entry: dict[str, Any], markdown: bool = False) -> str:
+    """One bisection entry in words (Markdown links with ``markdown``)."""
+    one = _md_commit if markdown else _text_commit
+    package = f"{entry['package']} " if entry.get("package") else ""
+    if entry["status"] == "found":
+        return f"changed by {package}{one(entry['commits'][0])}"
+    if entry["status"] == "range":
+        commits = entry["commits"]
+        named = "; ".join(one(c) for c in commits[:NAMED]) + (f"; and {len(commits) - NAMED} more" if len(commits) > NAMED else "")
+        reasons = sorted(set(entry.get("skipped", {}).values()))
+        why = f" ({len(entry.get('skipped', {}))} could not be tested: {reasons[0]}" + (" …" if len(reasons) > 1 else "") + ")"
+        return f"changed by {package}one of {len(commits)} commits: {named}{why}"
+    return f"not bisected{f' ({package.strip()})' if package else ''}: {entry.get('reason', '')}"
+
+
+def markdown_lines(finding: dict[str, Any]) -> list[str]:
+    """The lines under a finding in report.md (none without a bisection)."""
+    return [f"   - {words(entry, markdown=True)}" for entry in finding.get("bisect") or []]
+
+
+def html_items(entries: list[dict[str, Any]]) -> str:
+    """The entries as HTML (the matrix grid), linking the commit."""
+    out = []
+    for entry in entries:
+        text = html.escape(words(entry))
+        if entry["status"] == "found":
+            text = f'<a href="{html.escape(entry["commits"][0]["url"])}">{text}</a>'
+        out.append(f'<span class="bisect">{text}</span>')
+    return "<br>".join(out)
+
+
+def summary_line(report: dict[str, Any]) -> str:
+    """One line on the bisection as a whole ("" without one)."""
+    b = report.get("bisect")
+    if not b:
+        return ""
+    parts = []
+    for name, p in (b.get("packages") or {}).items():
+        if p.get("error"):
+            parts.append(f"{name}: not bisected ({p['error']})")
+        else:
+            parts.append(f"{name} {p.get('from')}..{p.get('to')}: {p.get('commits')} first-parent commits, "
+                         f"{p.get('built', 0)} built, {p.get('searches', 0)} search(es)")
+    error = f"; {b['error']}" if b.get("error") else ""
+    return f"- bisection ({b.get('duration_s', 0):.0f} s): " + ("; ".join(parts) or "nothing bisected") + error
