@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import bisect_command, bisect_flow, compare, report_markdown, source_build
+from optax_gate.gate import bisect_command, bisect_flow, compare, report_json, report_markdown, source_build
 from optax_gate.gate.bisect_history import first_parent, release_commit
 from optax_gate.gate.bisect_probe import Prober
 from optax_gate.gate.bisect_search import Answer, Target, Unusable, search
@@ -138,6 +138,9 @@ def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
         assert entry["commits"][0]["url"] == f"https://github.com/google-deepmind/optax/commit/{shas[5]}"
         assert (entry["from"], entry["to"]) == ("v0.1.0", "v0.2.0")
     assert summary["packages"]["optax"]["commits"] == 6 and summary["packages"]["optax"]["searches"] == 2
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report.schema.json").read_text())
+    jsonschema.validate(json.loads(report_json.render(report)), schema)  # schema 3: the bisect fields
     text = report_markdown.render(report)
     assert (f"   - changed by optax [`{shas[5][:7]}`](https://github.com/google-deepmind/optax/commit/{shas[5]}) "
             "Change the value ([#42](https://github.com/google-deepmind/optax/pull/42), 20") in text
@@ -173,11 +176,12 @@ def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, proj
 def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(tmp_path, project):
     tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
     prober = Prober("optax", tmp_path / "repo", Path(sys.executable), project, tmp_path / "cache", 120)
-    target = prober.install(git(tmp_path / "repo", "rev-parse", "v0.1.0"))
-    prober.check_import(target)  # comes from the build's folder
-    shutil.rmtree(target / "optax")
+    paths = prober.paths(git(tmp_path / "repo", "rev-parse", "v0.1.0"))
+    assert len(paths) == 1  # the tiny package requires nothing
+    prober.check_import(paths)  # comes from the build's folder
+    shutil.rmtree(paths[0] / "optax")
     with pytest.raises(Unusable, match="imports from .*, not from the commit's build"):
-        prober.check_import(target)
+        prober.check_import(paths)
 
 
 def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reason(tmp_path):
@@ -275,3 +279,17 @@ def test_release_tags_and_first_parent_commits_of_a_real_repository(tmp_path):
     assert side not in first_parent(repo, shas[0], merged)
     with pytest.raises(Exception, match="no release tag v9.9"):
         release_commit(repo, "9.9")
+
+
+@needs_uv
+def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(tmp_path, project):
+    shas = tiny_history(tmp_path / "repo", change_at=2, broken_at=9)
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report["candidate"]["sources"] = [{"package": "optax", "repository": str(tmp_path / "repo"), "ref": "main", "status": "built",
+                                       "commit": {"sha": shas[4], "short": shas[4][:7]}}]
+    summary = bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), project,
+                                                                      tmp_path / "cache", 120), {}, tmp_path / "cache")
+    (entry,) = report["findings"][0]["bisect"]
+    assert entry["status"] == "found" and entry["commits"][0]["sha"] == shas[2], entry
+    assert (entry["from"], entry["to"]) == ("v0.1.0", shas[4][:12])
+    assert summary["packages"]["optax"]["history"] == str(tmp_path / "repo") and summary["packages"]["optax"]["commits"] == 4

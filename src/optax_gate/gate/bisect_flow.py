@@ -53,11 +53,17 @@ def moved(report: dict[str, Any]) -> list[str]:
     return [p for p in PUBLIC if b.get(p) and c.get(p) and (b[p] != c[p] or candidate_source(report, p))]
 
 
+def _source(report: dict[str, Any], package: str) -> dict[str, Any]:
+    """The candidate's built source entry of ``package`` (``candidate.sources``, ``source_specs``), else {}."""
+    for entry in report["candidate"].get("sources") or []:
+        if entry.get("package") == package and entry.get("status") == "built" and (entry.get("commit") or {}).get("sha"):
+            return entry
+    return {}
+
+
 def candidate_source(report: dict[str, Any], package: str) -> str:
-    """The commit a source candidate built ``package`` from, else "" (a release: its tag is the end).
-    Read from the candidate record's ``source`` (``{package: {"sha", ...}}``)."""
-    source = (report["candidate"].get("source") or {}).get(package) or {}
-    return str(source.get("sha") or source.get("commit", {}).get("sha") or "") if isinstance(source, dict) else ""
+    """The commit SHA a source candidate built ``package`` from, else "" (a release: its tag is the end)."""
+    return _source(report, package).get("commit", {}).get("sha", "")
 
 
 def not_bisected(package: str, why: str) -> dict[str, Any]:
@@ -83,10 +89,11 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
              histories: dict[str, str], cache_dir: Path, say: Callable[[str], None]) -> dict[str, Any]:
     """Bisect ``package`` for the findings ``found``; put each answer into its finding."""
     versions = (report["baseline"]["versions"][package], report["candidate"]["versions"][package])
-    where = histories.get(package) or PUBLIC[package]
+    # a source candidate's own repository holds its commit: the default history then (--history wins)
+    where = histories.get(package) or _source(report, package).get("repository") or PUBLIC[package]
     summary: dict[str, Any] = {"history": where}
     try:
-        repo = open_history(package, histories.get(package), cache_dir)
+        repo = open_history(package, where, cache_dir)
         old_tag, old = release_commit(repo, versions[0])
         source = candidate_source(report, package)
         new_name, new = (source[:12], resolve(repo, source)) if source else release_commit(repo, versions[1])

@@ -5,7 +5,8 @@ The environment itself is never changed: the commit's wheel is installed
 without dependencies into a folder of its own (``uv pip install --no-deps
 --target``, cached by commit SHA beside the wheels), and the contracts run in
 the candidate's interpreter with ``PYTHONPATH`` naming that folder, so its
-package shadows the installed one. Before the contracts run, an import check
+package shadows the installed one; requirements of that commit the
+environment lacks go into a second folder (``bisect_deps``). Before the contracts run, an import check
 proves the package really comes from that folder; a commit that cannot be
 built, installed or imported is :class:`~optax_gate.gate.bisect_search.Unusable`.
 """
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate import devices, outcomes, pytest_plugins, source_build
+from optax_gate.gate import bisect_deps, devices, outcomes, pytest_plugins, source_build
 from optax_gate.gate.bisect_search import Unusable
 from optax_gate.gate.environments import uv
 
@@ -50,6 +51,7 @@ class Prober:
         self.env, self.build = dict(env or {}), build
         #: commit SHA -> seconds spent building and installing it (0 when cached)
         self.built: dict[str, float] = {}
+        self._paths: dict[str, list[Path]] = {}
 
     def install(self, sha: str) -> Path:
         """The folder holding the package built at ``sha`` (built and installed once).
@@ -86,14 +88,31 @@ class Prober:
         self.built[sha] = round(time.monotonic() - start, 1)
         return target
 
-    def _env(self, target: Path) -> dict[str, str]:
-        return {**os.environ, **pytest_plugins.ENV, **self.env, "PYTHONPATH": str(target)}
+    def paths(self, sha: str) -> list[Path]:
+        """The ``PYTHONPATH`` of ``sha``: its build, then the requirements it
+        needs that the environment lacks (``bisect_deps``), once per commit.
 
-    def check_import(self, target: Path) -> None:
-        """Raises Unusable when the package does not import, or imports from elsewhere than ``target``."""
+        Raises:
+          Unusable: it cannot be built or installed, or its missing requirements cannot.
+        """
+        if sha not in self._paths:
+            target = self.install(sha)
+            try:
+                deps = bisect_deps.install_missing(self.python, target, self.cache_dir, self.timeout)
+            except (bisect_deps.DepsFailure, subprocess.TimeoutExpired) as exc:
+                raise Unusable(f"cannot be installed: {exc}") from None
+            self._paths[sha] = [target, *([deps] if deps else [])]
+        return self._paths[sha]
+
+    def _env(self, paths: list[Path]) -> dict[str, str]:
+        return {**os.environ, **pytest_plugins.ENV, **self.env, "PYTHONPATH": os.pathsep.join(str(p) for p in paths)}
+
+    def check_import(self, paths: list[Path]) -> None:
+        """Raises Unusable when the package does not import, or imports from elsewhere than its build (``paths[0]``)."""
+        target = paths[0]
         try:
             proc = subprocess.run([str(self.python), "-c", _WHERE, self.package], capture_output=True, text=True,
-                                  timeout=self.timeout, env=self._env(target), cwd=self.project_root)
+                                  timeout=self.timeout, env=self._env(paths), cwd=self.project_root)
         except subprocess.TimeoutExpired:
             raise Unusable(f"cannot be imported: the import timed out after {self.timeout:.0f} s") from None
         if proc.returncode != 0:
@@ -104,20 +123,20 @@ class Prober:
             raise Unusable(f"imports from {where}, not from the commit's build in {target}")
 
     def __call__(self, sha: str, contracts: list[str]) -> dict[str, str]:
-        target = self.install(sha)
-        self.check_import(target)
+        paths = self.paths(sha)
+        self.check_import(paths)
         multi = [c for c in contracts if devices.is_multidevice(c.split("::", 1)[0])]
         single = [c for c in contracts if c not in multi]
         found: dict[str, str] = {}
         for ids, multidevice in ((single, False), (multi, True)):
             if ids:
-                found.update(self._pytest(target, ids, multidevice))
+                found.update(self._pytest(paths, ids, multidevice))
         return found
 
-    def _pytest(self, target: Path, ids: list[str], multidevice: bool) -> dict[str, str]:
+    def _pytest(self, paths: list[Path], ids: list[str], multidevice: bool) -> dict[str, str]:
         with tempfile.TemporaryDirectory(prefix="optax-gate-bisect-") as tmp:
             log = Path(tmp) / "reportlog.jsonl"
-            env = self._env(target)
+            env = self._env(paths)
             cmd = [str(self.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_plugins.args(),
                    f"--report-log={log}", *ids]
             try:

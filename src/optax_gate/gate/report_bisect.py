@@ -2,11 +2,10 @@
 ``bisect`` entries): ``changed by <short sha> <subject> (#<PR>, <date>)``
 linking the commit and the pull request on the package's public repository;
 a range ``changed by one of N commits: ...`` with why the others were not
-tested; or ``not bisected: <why>``. Used by report.md and the matrix grid."""
+tested; or ``not bisected: <why>``. Used by report.md."""
 
 from __future__ import annotations
 
-import html
 import re
 from typing import Any
 
@@ -53,17 +52,6 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
 def markdown_lines(finding: dict[str, Any]) -> list[str]:
     """The lines under a finding in report.md (none without a bisection)."""
     return [f"   - {words(entry, markdown=True)}" for entry in finding.get("bisect") or []]
-
-
-def html_items(entries: list[dict[str, Any]]) -> str:
-    """The entries as HTML (the matrix grid), linking the commit."""
-    out = []
-    for entry in entries:
-        text = html.escape(words(entry))
-        if entry["status"] == "found":
-            text = f'<a href="{html.escape(entry["commits"][0]["url"])}">{text}</a>'
-        out.append(f'<span class="bisect">{text}</span>')
-    return "<br>".join(out)
 
 
 def summary_line(report: dict[str, Any]) -> str:
