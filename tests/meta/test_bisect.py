@@ -293,3 +293,16 @@ def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(t
     assert entry["status"] == "found" and entry["commits"][0]["sha"] == shas[2], entry
     assert (entry["from"], entry["to"]) == ("v0.1.0", shas[4][:12])
     assert summary["packages"]["optax"]["history"] == str(tmp_path / "repo") and summary["packages"]["optax"]["commits"] == 4
+
+
+@pytest.mark.parametrize(("change", "status", "most"), [(115, "found", 14), (40, "range", 82)])
+def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(change, status, most):
+    """optax's history between v0.2.6 and v0.2.8 has dozens of commits in a row that set a jax option
+    jax 0.12 lacks. A change outside such a block is found without testing the block commit by commit;
+    one inside it gets the block as its range (every commit of it tried: none can be told apart)."""
+    commits = [str(i) for i in range(130)]
+    target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
+    calls: list = []
+    (answer,) = search(commits, [target], _probe(change=change, unusable=set(range(30, 100)), calls=calls)).values()
+    assert answer.status == status and answer.commits == ([str(change)] if status == "found" else [str(i) for i in range(30, 101)])
+    assert len(calls) <= most, f"{len(calls)} commits tested: {[i for i, _ in calls]}"

@@ -144,7 +144,7 @@ def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], h
         for f in found:
             f["bisect"] = [not_bisected("", str(exc))]
     except BaseException as exc:
-        why = f"bisection failed: {type(exc).__name__}: {exc}" if isinstance(exc, Exception) else f"interrupted ({type(exc).__name__})"
+        why = f"bisection failed: {type(exc).__name__}: {exc}" if isinstance(exc, Exception) else f"interrupted ({str(exc) or type(exc).__name__})"
         summary["error"] = why
         for f in found:
             done = {e["package"] for e in f.get("bisect", [])}

@@ -145,7 +145,7 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
         live = [s for s in live if s.answer is None]
         if not live:
             break
-        wants = [_middle(s.untested(unusable), (s.lo + s.hi) / 2) for s in live]
+        wants = [_next(s, unusable) for s in live]
         i = max(wants, key=wants.count)  # the commit most searches want next (the first such on a tie)
         wanting = [s for s in live if s.lo < i < s.hi and i not in s.skip]
         run(i, wanting)
@@ -162,8 +162,21 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
     return {t: dataclasses.replace(s.answer, tested=s.tested, duration_s=round(s.seconds, 1)) for t, s in states.items()}
 
 
-def _middle(left: list[int], mid: float) -> int:
-    return min(left, key=lambda i: (abs(i - mid), i))
+def _next(s: _State, unusable: dict[int, str]) -> int:
+    """The commit a search tests next: the middle of the longest run of
+    untested commits between its ends. Without skipped commits that is the
+    middle of the range (a plain bisection); with some, the search does not
+    walk along a block of them commit by commit while the rest of the range
+    is still open (optax's commits that set a jax option a newer jax lacks
+    are dozens in a row)."""
+    runs: list[list[int]] = [[]]
+    for i in range(s.lo + 1, s.hi):
+        if i in s.skip or i in unusable:
+            runs.append([])
+        else:
+            runs[-1].append(i)
+    longest = max(runs, key=len)  # the first of equal length: the older commits first
+    return longest[(len(longest) - 1) // 2]
 
 
 def _settle(s: _State, commits: Sequence[str], unusable: dict[int, str]) -> Answer:
