@@ -306,3 +306,27 @@ def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(chang
     (answer,) = search(commits, [target], _probe(change=change, unusable=set(range(30, 100)), calls=calls)).values()
     assert answer.status == status and answer.commits == ([str(change)] if status == "found" else [str(i) for i in range(30, 101)])
     assert len(calls) <= most, f"{len(calls)} commits tested: {[i for i, _ in calls]}"
+
+
+def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp_path, monkeypatch, capsys):
+    """``gate --bisect``: the run's complete report is bisected in place; SIGTERM during the bisection
+    (the cli's ``Interrupted``) ends the bisection only, the report saying so, the gate's status untouched."""
+    from optax_gate.gate.cli import Interrupted
+
+    run = tmp_path / "run"
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bisect_flow.write(report, run)
+
+    def stopped(sha, contracts):
+        raise Interrupted("SIGTERM")
+
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, args, folder: lambda package, repo: stopped)
+    monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
+    monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
+    monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, new])
+    args = type("Args", (), {"history": None, "bisect_cache": tmp_path / "cache"})()
+    bisect_command.after_gate(run, Path(sys.executable), args, lambda message: None)  # returns: no exception
+    after = json.loads((run / "report.json").read_text())
+    assert after["verdict"] == report["verdict"] == "fail"
+    assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (SIGTERM)"
+    assert "bisection was interrupted" in capsys.readouterr().err
