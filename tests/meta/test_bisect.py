@@ -23,19 +23,12 @@ from optax_gate.gate.bisect_history import first_parent, release_commit
 from optax_gate.gate.bisect_probe import Prober
 from optax_gate.gate.bisect_search import Answer, Target, Unusable, search
 from tests.meta.test_cli import uv_env
+from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
 
 needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 
-PYPROJECT = """[build-system]
-requires = ["flit_core >=3.2,<4"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "optax"
-version = "0.1.0"
-description = "a tiny stand-in"
-"""
+PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"')  # the tiny package, named optax
 CONTRACT = "tests/contracts/test_tiny.py::test_value_is_one"
 OTHER = "tests/contracts/test_tiny.py::test_value_below_two"
 CONTRACTS = '''import pytest

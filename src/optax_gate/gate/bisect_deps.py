@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from optax_gate.gate.environments import uv
@@ -30,6 +31,7 @@ from optax_gate.gate.environments import uv
 _UNMET = r"""
 import json, sys
 from importlib import metadata
+from collections.abc import Callable
 from pathlib import Path
 from packaging.requirements import Requirement
 missing = set()
@@ -47,7 +49,7 @@ print(json.dumps(sorted(missing)))
 
 
 class DepsFailure(Exception):
-    """The missing requirements cannot be found or installed (uv's or Python's reason)."""
+    """Something cannot be installed: uv's or Python's reason."""
 
 
 def _canonical(name: str) -> str:
@@ -96,30 +98,51 @@ def install_missing(python: Path, folder: Path, cache_dir: Path, timeout: float)
     missing = unmet(python, folder, timeout)
     if not missing:
         return None
-    run_env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
-    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout, env=run_env)
+    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
     if freeze.returncode != 0:
         raise DepsFailure(f"the environment's packages cannot be listed: {_tail(freeze)}")
     pins = [line for line in freeze.stdout.splitlines() if "==" in line]
     key = hashlib.sha256(json.dumps([missing, pins]).encode()).hexdigest()[:16]
-    target = cache_dir / "deps" / key
+    constraints = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8")
+    with constraints:
+        constraints.write("\n".join(pins) + "\n")
+    try:
+        return install_into(cache_dir / "deps" / key, python, ["-c", constraints.name, *missing], timeout,
+                            after=lambda folder: _prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}))
+    except DepsFailure as exc:
+        raise DepsFailure(f"its missing requirements ({', '.join(missing)}) cannot be installed: {exc}") from None
+    finally:
+        os.unlink(constraints.name)
+
+
+def install_into(target: Path, python: Path, args: list[str], timeout: float,
+                 after: Callable[[Path], None] | None = None) -> Path:
+    """``uv pip install --target`` of ``args`` for ``python``'s interpreter,
+    whole or not at all: into a fresh folder beside ``target``, ``after`` it,
+    marked complete and renamed into place. An existing complete ``target``
+    is returned as it is.
+
+    Raises:
+      DepsFailure: uv failed (its error line) or timed out.
+    """
     if (target / ".complete").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=target.parent))
+    partial = Path(tempfile.mkdtemp(prefix=f".{target.name[:24]}-", dir=target.parent))
     try:
-        constraints = partial / ".constraints.txt"
-        constraints.write_text("\n".join(pins) + "\n", encoding="utf-8")
-        proc = subprocess.run([uv(), "pip", "install", "--quiet", "--python", str(python), "--target", str(partial),
-                               "-c", str(constraints), *missing], capture_output=True, text=True, timeout=timeout, env=run_env)
+        proc = subprocess.run([uv(), "pip", "install", "--quiet", "--python", str(python), "--target", str(partial), *args],
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
         if proc.returncode != 0:
-            raise DepsFailure(f"its missing requirements ({', '.join(missing)}) cannot be installed: {_tail(proc)}")
-        _prune(partial, {_canonical(pin.split("==", 1)[0]) for pin in pins})
-        (partial / ".complete").write_text(json.dumps(missing) + "\n", encoding="utf-8")
+            raise DepsFailure(_tail(proc))
+        if after:
+            after(partial)
+        (partial / ".complete").write_text(" ".join(args) + "\n", encoding="utf-8")
         shutil.rmtree(target, ignore_errors=True)
         os.replace(partial, target)
     except subprocess.TimeoutExpired:
-        raise DepsFailure(f"installing its missing requirements timed out after {timeout:.0f} s") from None
+        raise DepsFailure(f"uv timed out after {timeout:.0f} s") from None
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return target

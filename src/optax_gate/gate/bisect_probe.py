@@ -14,7 +14,6 @@ built, installed or imported is :class:`~optax_gate.gate.bisect_search.Unusable`
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,6 @@ from pathlib import Path
 
 from optax_gate.gate import bisect_deps, devices, outcomes, pytest_plugins, source_build
 from optax_gate.gate.bisect_search import Unusable
-from optax_gate.gate.environments import uv
 
 #: Prints the imported package's file (no package name is imported by the gate itself).
 _WHERE = "import importlib, sys; print(importlib.import_module(sys.argv[1]).__file__)"
@@ -68,23 +66,10 @@ class Prober:
             wheel = self.build(self.repo, sha, self.cache_dir, self.timeout)
         except source_build.SourceBuildError as exc:
             raise Unusable(f"cannot be built: {exc}") from None
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f".{self.package}-{sha[:12]}-", dir=target.parent))
         try:
-            proc = subprocess.run([uv(), "pip", "install", "--quiet", "--no-deps", "--python", str(self.python),
-                                   "--target", str(partial), str(wheel.path)],
-                                  capture_output=True, text=True, timeout=self.timeout,
-                                  env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
-            if proc.returncode != 0:
-                lines = (proc.stderr or proc.stdout).strip().splitlines()
-                raise Unusable("cannot be installed: " + " | ".join(([line for line in lines if line.startswith("error")] or lines)[:3]))
-            (partial / ".complete").write_text(wheel.sha256 + "\n", encoding="utf-8")
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(partial, target)
-        except subprocess.TimeoutExpired:
-            raise Unusable(f"cannot be installed: uv timed out after {self.timeout:.0f} s") from None
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
+            bisect_deps.install_into(target, self.python, ["--no-deps", str(wheel.path)], self.timeout)
+        except bisect_deps.DepsFailure as exc:
+            raise Unusable(f"cannot be installed: {exc}") from None
         self.built[sha] = round(time.monotonic() - start, 1)
         return target
 
