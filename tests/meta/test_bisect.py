@@ -229,8 +229,8 @@ def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named():
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
     (answer,) = search(commits, [target], _probe(change=0), ends=("v1", "v2")).values()
     assert answer.status == "not-bisected" and "already gives the candidate's outcomes" in answer.reason
-    (answer,) = search(commits, [target], _probe(change=99)).values()
-    assert answer.status == "not-bisected" and "still gives the baseline's outcomes" in answer.reason
+    (answer,) = search(commits, [target], _probe(change=99), environment="baseline").values()
+    assert answer.status == "not-bisected" and "still gives the baseline's outcomes in the baseline environment" in answer.reason
     (answer,) = search(commits, [target], _probe(change=4, unusable={0})).values()
     assert answer.status == "not-bisected" and "cannot be tested: cannot be built" in answer.reason
 

@@ -37,7 +37,8 @@ def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, args: arg
     """
     histories = parse_histories(args.history)
     try:
-        bisect_flow.attach(report, _prober_factory(python, args, run_folder), histories, args.bisect_cache, say)
+        bisect_flow.attach(report, _prober_factory(python, args, run_folder), histories, args.bisect_cache, say,
+                           getattr(args, "bisect_env", "candidate"))
     except Exception:  # recorded in the report ("not bisected: bisection failed: ..."); the verdict stays
         import traceback
 
@@ -83,15 +84,17 @@ def command(args: argparse.Namespace) -> int:
     if (run_folder / evidence.MARKER).exists():
         print(f"optax-gate: {run_folder} is marked {evidence.MARKER}: bisect a complete run", file=sys.stderr)
         return NOT_VERIFIED
-    lock = run_folder / "candidate-lock.txt"
+    side = args.bisect_env
+    lock = run_folder / "candidate-lock.txt" if side == "candidate" else args.baseline_lock
     if not lock.exists():
-        print(f"optax-gate: {run_folder} has no candidate-lock.txt: not a gate run folder", file=sys.stderr)
+        print(f"optax-gate: {lock} does not exist: {run_folder} is not a gate run folder" if side == "candidate"
+              else f"optax-gate: --baseline-lock {lock} does not exist", file=sys.stderr)
         return NOT_VERIFIED
-    say(f"candidate: building (or reusing) its environment from {lock}")
+    say(f"{side}: building (or reusing) its environment from {lock}")
     try:
         python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
     except environments.EnvironmentFailure as exc:
-        print(f"optax-gate: the candidate's environment cannot be built: {exc}", file=sys.stderr)
+        print(f"optax-gate: the {side}'s environment cannot be built: {exc}", file=sys.stderr)
         return NOT_VERIFIED
     bisect_run(report, run_folder, python, args, say)
     return 0

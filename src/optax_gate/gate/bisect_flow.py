@@ -86,12 +86,12 @@ def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str]) -> d
 
 
 def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], make_prober: Callable[[str, Path], Prober],
-             histories: dict[str, str], cache_dir: Path, say: Callable[[str], None]) -> dict[str, Any]:
+             histories: dict[str, str], cache_dir: Path, say: Callable[[str], None], environment: str) -> dict[str, Any]:
     """Bisect ``package`` for the findings ``found``; put each answer into its finding."""
     versions = (report["baseline"]["versions"][package], report["candidate"]["versions"][package])
     # a source candidate's own repository holds its commit: the default history then (--history wins)
     where = histories.get(package) or _source(report, package).get("repository") or PUBLIC[package]
-    summary: dict[str, Any] = {"history": where}
+    summary: dict[str, Any] = {"history": where, "environment": environment}
     try:
         repo = open_history(package, where, cache_dir)
         old_tag, old = release_commit(repo, versions[0])
@@ -107,7 +107,7 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
     rows = {r["id"]: r for r in report["contracts"]}
     targets = {f["number"]: Target.of([rows[c] for c in f["contracts"] if c in rows]) for f in found}
     prober = make_prober(package, repo)
-    answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say)
+    answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, environment=environment)
     for f in found:
         f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name)))
     summary.update({"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)})
@@ -115,14 +115,17 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
 
 
 def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], histories: dict[str, str], cache_dir: Path,
-           say: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+           say: Callable[[str], None] = lambda message: None, environment: str = "candidate") -> dict[str, Any]:
     """Bisect every eligible finding of ``report`` (in place); return ``report["bisect"]``.
 
     Args:
       report: a gate report (``report.json``'s content).
-      make_prober: ``(package, git directory) -> Prober`` for the candidate's environment.
+      make_prober: ``(package, git directory) -> Prober`` for the environment the commits run in.
       histories: ``--history`` locations by package (else the public repository).
       cache_dir: wheels, installs and cloned histories.
+      environment: which side's environment that is (``candidate``, the
+        default, or ``baseline``: the package varied alone, every other
+        package at the baseline's version).
 
     A failure or an interruption (any ``BaseException``, re-raised) leaves
     each finding not answered yet "not bisected: <why>" and ``error`` set.
@@ -138,7 +141,7 @@ def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], h
         if not packages:
             raise _Nothing("no pure-Python package (optax, flax) moved; compiled packages (jax, jaxlib) are not built from source")
         for package in packages:
-            summary["packages"][package] = _package(report, package, found, make_prober, histories, cache_dir, say)
+            summary["packages"][package] = _package(report, package, found, make_prober, histories, cache_dir, say, environment)
     except _Nothing as exc:
         summary["error"] = str(exc)
         for f in found:

@@ -90,7 +90,7 @@ Probe = Callable[[str, list[str]], dict[str, str]]
 
 
 def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends: tuple[str, str] = ("baseline end", "candidate end"),
-           say: Callable[[str], None] = lambda message: None) -> dict[Target, Answer]:
+           say: Callable[[str], None] = lambda message: None, environment: str = "candidate") -> dict[Target, Answer]:
     """Search every target over ``commits`` (oldest first, at least two).
 
     Args:
@@ -100,6 +100,7 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
         :class:`Unusable` for a commit that cannot be built, installed or
         imported. Called at most once per commit and contract.
       ends: how the answers name the two ends (e.g. ``("v0.2.6", "v0.2.8")``).
+      environment: which side's environment ``probe`` runs in (for the answers' words).
       say: progress lines.
 
     Returns:
@@ -135,7 +136,7 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
                 continue
             got = s.target.side(seen[i])
             if got != want:
-                s.answer = Answer("not-bisected", reason=_end_reason(name, want, got, s.target, seen[i]))
+                s.answer = Answer("not-bisected", reason=_end_reason(name, want, got, s.target, seen[i], environment))
     while True:
         live = [s for s in states.values() if s.answer is None]
         for s in live:
@@ -193,11 +194,12 @@ def _outcomes(target: Target, outcomes: dict[str, str]) -> str:
     return ", ".join(got[:3]) + (f" and {len(got) - 3} more" if len(got) > 3 else "")
 
 
-def _end_reason(name: str, want: str, got: str, target: Target, outcomes: dict[str, str]) -> str:
+def _end_reason(name: str, want: str, got: str, target: Target, outcomes: dict[str, str], environment: str) -> str:
     if want == "old" and got == "new":
-        return (f"the {name} already gives the candidate's outcomes in the candidate environment: the change is not in "
+        return (f"the {name} already gives the candidate's outcomes in the {environment} environment: the change is not in "
                 f"this package's history between the two ends (another package moved it)")
     if want == "new" and got == "old":
-        return f"the {name} still gives the baseline's outcomes when installed alone: the change needs another package too"
+        return (f"the {name} still gives the baseline's outcomes in the {environment} environment: the change needs another "
+                f"package too")
     wanted = "baseline's" if want == "old" else "candidate's"
     return f"the {name} does not reproduce the {wanted} outcomes ({_outcomes(target, outcomes)})"

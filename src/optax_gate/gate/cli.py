@@ -162,6 +162,10 @@ def _bisect_options(p: argparse.ArgumentParser) -> None:
                         "default: its public repository); one each, e.g. --history optax=../optax")
     p.add_argument("--bisect-cache", type=user_path, default=Path(".nox/gate-cache/bisect"), metavar="DIR",
                    help="wheels built per commit SHA, their installs and cloned histories (default: %(default)s)")
+    p.add_argument("--bisect-env", choices=("candidate", "baseline"), default="candidate",
+                   help="whose environment the commits are installed into: the candidate's (default), or the baseline's, "
+                        "where the package is the only thing that moves (for commits that need another version of jax "
+                        "than the candidate's)")
     p.add_argument("--bisect-timeout", type=_seconds, default=600, metavar="SECONDS",
                    help="time limit of one build, import check or contract run of a bisection step (default: %(default)s)")
 
@@ -230,6 +234,8 @@ def parser() -> argparse.ArgumentParser:
                    help="a gate output folder (its latest complete run) or run folder (default: %(default)s)")
     b.add_argument("--envs-dir", type=user_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where the candidate's environment is built or reused (default: %(default)s)")
+    b.add_argument("--baseline-lock", type=user_path, default=Path("requirements-lock.txt"), metavar="FILE",
+                   help="the baseline's lock, for --bisect-env baseline (default: %(default)s)")
     b.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
     b.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")

@@ -186,7 +186,7 @@ def gate(args: argparse.Namespace) -> int:
     status = finish(run, base_record, cand_record, args, say, speed, phases)
     if getattr(args, "bisect", False) and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
         say("bisecting the findings (--bisect)")
-        bisect_command.after_gate(run.path, candidate.python, args, say)
+        bisect_command.after_gate(run.path, candidate.python if args.bisect_env == "candidate" else baseline.python, args, say)
     return status
 
 
