@@ -323,3 +323,28 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
     assert after["verdict"] == report["verdict"] == "fail"
     assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (SIGTERM)"
     assert "bisection was interrupted" in capsys.readouterr().err
+
+
+_AFTER = '''
+from optax_gate.gate import bisect_command, evidence
+def _after(run, python, args, say):
+    (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{args.bisect_env}")
+bisect_command.after_gate = _after
+'''
+
+
+@pytest.mark.parametrize("extra", [(), ("--bisect",), ("--bisect", "--bisect-env", "baseline")])
+def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, extra):
+    """The wiring in the gate's flow, with the fake environments of ``test_cli``: ``--bisect`` starts the
+    bisection after the run is complete (its report written and linked), with the chosen side's interpreter."""
+    from tests.meta.test_late_phases import run_gate
+
+    proc = run_gate(tmp_path, _AFTER, extra)
+    assert proc.returncode == 0, proc.stderr
+    called = (tmp_path / "out" / "latest").resolve() / "bisect-called"
+    if not extra:
+        assert not called.exists()
+        return
+    python, complete, written, side = called.read_text().split("|")
+    assert (complete, written, side) == ("True", "True", extra[-1] if len(extra) > 1 else "candidate")
+    assert Path(python).name == "fake-python" or "fake-python" in python
