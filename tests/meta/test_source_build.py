@@ -157,6 +157,7 @@ def test_a_url_is_cloned_bare_into_the_cache_and_fetched_again(repo, tmp_path):
     info = source_build.commit_info(url, "main", cache_dir=cache)
     assert (info.sha, info.pr) == (new, 7)
     assert list((cache / "repos").iterdir()) == clones
+    assert source_build.commit_info(url, "main").sha == new  # no cache: a temporary clone
     # a bare local path works as well, read in place
     assert source_build.commit_info(bare, "main").sha == new
 

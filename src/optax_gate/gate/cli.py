@@ -7,17 +7,20 @@ Commands:
     Check the inputs, resolve the candidate (the baseline's requirements with
     the packages named by ``SPEC`` replaced, e.g. ``optax==0.2.8``; with no
     ``SPEC``, the newest releases of optax, jax, jaxlib and flax) or take
-    ``--candidate-lock``, then build (or reuse) both environments, run the
-    contracts in each, and write the report into a new run folder under
+    ``--candidate-lock``; a SPEC ``optax @ git+URL@REF``, ``optax @
+    file:///CHECKOUT`` or ``--source optax=PATH_OR_URL@REF`` builds optax (or
+    flax) from that commit and judges its wheel), then build (or reuse) both
+    environments, run the contracts in each, and write the report into a new run folder under
     ``--out``; ``OUT/report.md`` shows the latest complete run.
     ``--usage PATH`` (repeatable, one path each) scopes the API surface and
     dependency diffs to the team's code and names its call sites on every
     finding; relative paths are read from the folder ``./noxw`` was started
     from; ``--fail-on-new-deprecations`` makes a new deprecation
     warning broken.
-``matrix [--plan | --only NAME ... | --merge] [--include-older]``
+``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
-    baseline on the package index, run the contracts in the baseline and in
+    baseline on the package index (``--upstream``: and optax's and flax's
+    default branches, built from source, marked unreleased), run the contracts in the baseline and in
     each candidate environment, and write
     ``report.md``, ``report.json`` and ``report.html`` to ``--out``
     (default ``reports/matrix``). ``--plan`` only prints the environments as
@@ -189,6 +192,11 @@ def parser() -> argparse.ArgumentParser:
                         "only packages of the baseline lock unless --allow-extra")
     g.add_argument("--candidate-lock", type=user_path, default=None, metavar="FILE",
                    help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
+    g.add_argument("--source", action="append", default=None, metavar="NAME=PATH_OR_URL[@REF]",
+                   help="build optax or flax from a git repository (a local checkout or bare repository, or a URL) at REF "
+                        "(default: HEAD, a remote's default branch) and judge that wheel; repeatable; the same as the SPEC "
+                        "'optax @ git+URL@REF' or, for a local checkout's HEAD, 'optax @ file:///PATH'. jax and jaxlib are "
+                        "compiled and are refused")
     g.add_argument("--allow-extra", action="store_true", help="let SPECs add packages the baseline does not require")
     g.add_argument("--sequential", dest="concurrent", action="store_false",
                    help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
@@ -211,6 +219,9 @@ def parser() -> argparse.ArgumentParser:
     what.add_argument("--only", action="append", metavar="NAME", help="run only these environments (and 'baseline')")
     what.add_argument("--merge", action="store_true", help="combine the runs in OUT/runs into the report")
     m.add_argument("--include-older", action="store_true", help="also plan releases older than the baseline")
+    m.add_argument("--upstream", action="store_true",
+                   help="also plan optax-main and flax-main: each package built from its public repository's default "
+                        "branch (unreleased), the rest at baseline")
     m.add_argument("--fail-on", choices=matrix.FAIL_ON, default=None,
                    help="for scheduled jobs (with a full run or --merge): exit 1 when an environment has a broken contract "
                         "(broken) or any contract that differs (changed); else 2 when an environment is not verified")

@@ -23,6 +23,16 @@ from packaging.version import InvalidVersion, Version
 
 CONTRACTED = ("optax", "jax", "jaxlib", "flax")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
+#: ``name @ URL``: a direct reference, such as a wheel built from source (``optax_gate.gate.source_specs``).
+_DIRECT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*@\s*([^\s;\\]+)")
+
+
+def _direct_version(url: str) -> str:
+    """The version in a direct reference's wheel file name (``…/optax-0.2.9.dev0-py3-none-any.whl``
+    is ``0.2.9.dev0``), else the URL itself."""
+    name = url.rsplit("/", 1)[-1]
+    parts = name[: -len(".whl")].split("-") if name.endswith(".whl") else []
+    return parts[1] if len(parts) >= 5 else url
 
 
 def _via(entry: str) -> str:
@@ -40,10 +50,11 @@ def parse_lock(text: str) -> dict[str, dict[str, Any]]:
     in_via = False
     for raw in text.splitlines():
         line = raw.strip()
-        m = _PIN.match(raw)
+        m = _PIN.match(raw) or _DIRECT.match(raw)
         if m:
             current = canonicalize_name(m.group(1))
-            out[current] = {"version": m.group(2), "via": []}
+            version = m.group(2) if m.re is _PIN else _direct_version(m.group(2))
+            out[current] = {"version": version, "via": []}
             in_via = False
         elif current and line.startswith("# via"):
             rest = line[len("# via"):].strip()

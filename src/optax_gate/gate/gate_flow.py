@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, bisect_command, compare, environments, evidence, extras, late, report_json, report_markdown, report_speed,
-                             requirements, runner, validate)
+from optax_gate.gate import (atomic, bisect_command, compare, environments, evidence, extras, late, report_json, report_markdown,
+                             report_speed, requirements, runner, source_specs, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
-from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve, run_both, save_run,
-                                   skipped)
+from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
+                                   save_run, skipped)
 from optax_gate.gate.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -97,6 +97,7 @@ def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
             raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
         refuse_paths_as_specs(args.specs, known)
         validate.parse_specs(args.specs, known, args.allow_extra)
+        args.plain_specs, args.sources = source_specs.split(args.specs, getattr(args, "source", None))
     args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
     if args.usage_scan is not None:
         say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
@@ -118,8 +119,8 @@ def stopped_record(failed: Side, other: str, say: Progress) -> dict[str, Any]:
 
 def gate(args: argparse.Namespace) -> int:
     say = Progress()
-    if args.candidate_lock and args.specs:
-        return fail("give either requirement SPECs or --candidate-lock, not both")
+    if args.candidate_lock and (args.specs or getattr(args, "source", None)):
+        return fail("give either requirement SPECs (or --source) or --candidate-lock, not both")
     try:
         validate.writable_folder(args.out)
         run = args.run_folder = evidence.start(args.out, sys.argv)
@@ -133,7 +134,9 @@ def gate(args: argparse.Namespace) -> int:
     if args.candidate_lock:
         cand_req = [f"lock file {args.candidate_lock}"]
     else:
-        cand_req = args.specs or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
+        cand_req = [*args.specs, *(f"--source {text}" for text in getattr(args, "source", None) or [])]
+        cand_req = cand_req or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
+    cand_extra: dict[str, Any] = {}
 
     def refuse(exc: validate.InvalidInput) -> int:
         print(f"optax-gate: {exc}", file=sys.stderr)
@@ -151,15 +154,22 @@ def gate(args: argparse.Namespace) -> int:
         shutil.copyfile(args.candidate_lock, run.candidate_lock)
     else:
         say("resolving the candidate (" + " ".join(cand_req) + ")")
+        plain, sources = getattr(args, "plain_specs", args.specs), getattr(args, "sources", [])
         try:
-            resolve(args.specs or list(requirements.NEWEST_DEFAULT), run.candidate_lock, args)
-            extras.check(args.specs, run.candidate_lock, args.python)
+            if built := resolve_sources(plain or ([] if sources else list(requirements.NEWEST_DEFAULT)), sources,
+                                        run.candidate_lock, args, say):
+                cand_extra["sources"] = built
+            extras.check(plain, run.candidate_lock, args.python)
         except validate.InvalidInput as exc:
             return refuse(exc)
         except environments.EnvironmentFailure as exc:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return finish(run, skipped("baseline", "the candidate could not be resolved", requirements=base_req),
                            runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
+        except source_specs.SourceFailure as exc:
+            print(f"optax-gate: the candidate cannot be built from source: {exc}", file=sys.stderr)
+            return finish(run, skipped("baseline", "the candidate could not be built from source", requirements=base_req),
+                           runner.not_verified("candidate", str(exc), requirements=cand_req, sources=[exc.record]), args, say)
     # Fail fast: both sides are installed (the baseline first), then their imports checked, before
     # either runs a contract; a side that fails stops the gate there.
     def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
@@ -170,7 +180,7 @@ def gate(args: argparse.Namespace) -> int:
     baseline = prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
     if failed(baseline):
         return stop(baseline, "candidate", None, cand_req)
-    candidate = prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req)
+    candidate = prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req, **cand_extra)
     if not failed(candidate):
         check_imports((baseline, candidate), args, say)
     if failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report

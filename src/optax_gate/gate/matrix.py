@@ -7,7 +7,10 @@ Environments (each judged against the pinned baseline):
 - one per release of jax newer than the baseline's, with the jaxlib of the same
   version when the index has one (else jaxlib left to the resolver);
 - one per release of flax newer than the baseline's;
-- ``all-newest``: the newest optax, jax (+ jaxlib) and flax together.
+- ``all-newest``: the newest optax, jax (+ jaxlib) and flax together;
+- with ``upstream``: ``optax-main`` and ``flax-main``, each package built from
+  its public repository's default branch (``optax_gate.gate.source_specs``),
+  the rest at baseline; marked ``unreleased``.
 
 With ``include_older`` the older releases are planned too. Nothing here needs a
 code change when a release appears: the list is read from the index each time
@@ -23,6 +26,8 @@ from typing import Any
 from optax_gate.gate import compare, discovery, requirements, unseen
 
 PACKAGES = ("optax", "jax", "flax")
+#: The public repositories of the upstream-dev environments (``--upstream``), built at their default branch.
+UPSTREAM = {"optax": "https://github.com/google-deepmind/optax", "flax": "https://github.com/google/flax"}
 #: Changes from the most to the least severe: the colour of an API's cell.
 WORST = ("broken", "gone", "changed", "new", "fixed", "unchanged")
 
@@ -30,11 +35,13 @@ WORST = ("broken", "gone", "changed", "new", "fixed", "unchanged")
 @dataclass(frozen=True)
 class Environment:
     """A candidate environment: a name (also its file name) and the requirement
-    specs that replace the baseline's."""
+    specs that replace the baseline's; ``unreleased`` when a package is built
+    from an unreleased commit (``--upstream``)."""
 
     name: str
     specs: tuple[str, ...]
     why: str
+    unreleased: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "specs": list(self.specs)}
@@ -50,8 +57,17 @@ def baseline_pins(requirements_in: str) -> dict[str, str]:
     return pins
 
 
-def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_older: bool = False) -> tuple[list[Environment], dict[str, list[str]]]:
-    """The candidate environments and the releases discovered per package.
+def upstream_environments() -> list[Environment]:
+    """``optax-main`` and ``flax-main``: each package built from its public
+    repository's default branch (``git+URL`` without a ref), the rest at baseline."""
+    return [Environment(f"{name}-main", (f"{name} @ git+{url}",), f"{name}'s default branch ({url}), unreleased; the rest at baseline",
+                        unreleased=True) for name, url in UPSTREAM.items()]
+
+
+def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_older: bool = False,
+         upstream: bool = False) -> tuple[list[Environment], dict[str, list[str]]]:
+    """The candidate environments and the releases discovered per package
+    (``upstream``: the two upstream-dev environments last).
 
     Raises:
       KeyError: when requirements.in does not pin one of optax, jax, flax.
@@ -73,6 +89,8 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
         specs = [f"optax=={newest.get('optax', pins['optax'])}", *jax_specs(newest.get("jax", pins["jax"])),
                  f"flax=={newest.get('flax', pins['flax'])}"]
         envs.append(Environment("all-newest", tuple(specs), "the newest optax, jax/jaxlib and flax together"))
+    if upstream:
+        envs += upstream_environments()
     return envs, {p: [str(v) for v in vs] for p, vs in found.items()}
 
 
@@ -95,8 +113,8 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
 
     Returns:
       ``{"schema", "kind", "discovered", "baseline", "environments": [{name,
-      specs, why, verdict, reasons, summary, versions, status, reason, ran,
-      speed}],
+      specs, why, unreleased, sources, verdict, reasons, summary, versions,
+      status, reason, ran, speed}],
       "apis": [{api, contracts, differs, cells: {env: {broken, changed, fixed,
       new, gone, unchanged, worst}}}], "contracts": [{id, api, guide, kind,
       defect, baseline, differs, cells: {env: {outcome, change, detail}}}]}``.
@@ -106,7 +124,9 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
       None when not measured (``--no-speed``). ``beyond``: ``{surface,
       warnings, dependencies: {status, counts}}`` of the environment against
       the baseline (``gate.unseen``; the surface and dependency diffs exist
-      even for an environment that cannot import), or None. ``apis``: one row
+      even for an environment that cannot import), or None. ``unreleased``:
+      a package is built from an unreleased commit; ``sources``: the run
+      record's packages built from source (``source_specs.record``), else []. ``apis``: one row
       per API, counts per environment, ``worst`` the most severe change
       (``WORST``); APIs and contracts that differ in an environment that ran
       come first, then by name.
@@ -119,7 +139,8 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
         if packages is not None:
             unseen.attach(report, baseline, run, packages=packages)
             beyond = {k: {"status": report[k].get("status"), "counts": report[k]["counts"]} for k in BEYOND}
-        env_rows.append({**env, "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
+        env_rows.append({**env, "unreleased": bool(env.get("unreleased")), "sources": run.get("sources") or [],
+                         "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
                          "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", ""),
                          "ran": run.get("status") == "ran", "speed": run.get("speed"), "beyond": beyond})
         for row in report["contracts"]:

@@ -29,7 +29,8 @@ def run_matrix(args: argparse.Namespace) -> int:
             return 2
         plan = load(plan_path)
     else:
-        envs, discovered = matrix.plan(args.requirements_in.read_text(encoding="utf-8"), include_older=args.include_older)
+        envs, discovered = matrix.plan(args.requirements_in.read_text(encoding="utf-8"), include_older=args.include_older,
+                                         upstream=args.upstream)
         plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
         atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
         if args.plan:

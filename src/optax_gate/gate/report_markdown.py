@@ -23,7 +23,7 @@ from typing import Any
 
 from optax_gate.gate import call_sites, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
-from optax_gate.gate import report_speed
+from optax_gate.gate import report_speed, source_specs
 
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
@@ -90,6 +90,7 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
+    out += source_specs.markdown(report["candidate"])  # the commit of a package built from source
     if report.get("bisect"):
         out.append(report_bisect.summary_line(report))
     if found:  # the contract findings, then the broken rows beyond the contracts (report.json's list, section by section)

@@ -48,6 +48,16 @@ def _reason(env: dict[str, Any]) -> str:
     return env.get("reason") or "; ".join(env.get("reasons") or []) or "no reason recorded"
 
 
+def unreleased_words(env: dict[str, Any]) -> str:
+    """``"unreleased, optax 2edbcbe2 2026-08-07"`` for an environment built
+    from an unreleased commit (the commit once it was built), else ""."""
+    if not env.get("unreleased"):
+        return ""
+    built = [f"{s['package']} {s['commit']['short']} {s['commit']['date'][:10]}"
+             for s in env.get("sources") or [] if s.get("commit")]
+    return ", ".join(["unreleased", *built])
+
+
 BEYOND_TITLES = {"surface": "API surface", "warnings": "warnings", "dependencies": "dependencies"}
 
 
@@ -87,11 +97,13 @@ def markdown(report: dict[str, Any]) -> str:
     out += ["| environment | verdict | broken | changed | fixed | gone | reason |", "|---|---|---|---|---|---|---|"]
     for e in envs:
         s = e["summary"]
-        out.append(f"| `{e['name']}` ({' '.join(e['specs'])}) | **{e['verdict']}** | {s['broken']} | {s['changed']} | "
+        mark = f" **{unreleased_words(e)}**" if e.get("unreleased") else ""
+        out.append(f"| `{e['name']}`{mark} ({' '.join(e['specs'])}) | **{e['verdict']}** | {s['broken']} | {s['changed']} | "
                    f"{s['fixed']} | {s['gone']} | {_cell('; '.join(e['reasons']))} |")
     out += ["", "## APIs × environments", "",
             "Each cell: contracts of the API that changed in that environment; an environment that did not run says so once.", ""]
-    out += ["| API | " + " | ".join(f"`{e['name']}`" for e in envs) + " |", "|---|" + "---|" * len(envs)]
+    out += ["| API | " + " | ".join(f"`{e['name']}`" + (" (unreleased)" if e.get("unreleased") else "") for e in envs) + " |",
+            "|---|" + "---|" * len(envs)]
     for i, a in enumerate(report.get("apis", [])):
         cells = []
         for e in envs:
@@ -174,7 +186,9 @@ def html_grid(report: dict[str, Any]) -> str:
     e = html.escape
     head = "".join(
         f'<th style="background:{VERDICT_COLOURS[x["verdict"]]};color:#fff" title="{e(" ".join(x["specs"]))}">'
-        f'{e(x["name"])}<br><small>{e(x["verdict"])}</small></th>' for x in envs)
+        f'{e(x["name"])}<br><small>{e(x["verdict"])}</small>'
+        + (f'<br><small class="unreleased"><i>{e(unreleased_words(x))}</i></small>' if x.get("unreleased") else "")
+        + '</th>' for x in envs)
     rows = []
     for i, a in enumerate(apis):
         tds = []

@@ -14,13 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, baseline_cache, compilation_cache, environments, report_speed, requirements, runner, surface,
-                             unseen)
+from optax_gate.gate import (atomic, baseline_cache, compilation_cache, environments, report_speed, requirements, runner,
+                             source_specs, surface, unseen)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
+from optax_gate.gate.validate import InvalidInput
 
 
 PYTHON_VERSION = "3.12"
+#: Seconds allowed to each git or uv step of a build from source.
+SOURCE_TIMEOUT = 600
 
 
 def save_run(record: dict[str, Any], folder: Path) -> None:
@@ -167,15 +170,44 @@ def resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path
     return environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
 
 
+def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, args: argparse.Namespace,
+                    say: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Build the wheel of each source candidate (cached under
+    ``--cache-dir``/source by commit), resolve ``specs`` with those wheels into
+    ``lock_path`` and check that the lock pins each wheel by its SHA-256.
+
+    Returns:
+      the source candidates' report records (``source_specs.record``), empty without any.
+
+    Raises:
+      source_specs.SourceFailure: a build failed, or the lock does not pin a wheel by its hash.
+      environments.EnvironmentFailure: the resolver found no set of versions.
+    """
+    records: list[dict[str, Any]] = []
+    if sources:
+        wheels, records = source_specs.build(sources, Path(args.cache_dir) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
+        specs = [*specs, *wheels]
+    resolve(specs, lock_path, args)
+    source_specs.check_lock(lock_path, records)
+    return records
+
+
 def run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace, folder: Path,
                checkpoints: Path, progress: Progress | None = None) -> dict[str, Any]:
-    """Resolve ``specs`` into ``lock_path``, then run it (the matrix's environments)."""
+    """Resolve ``specs`` into ``lock_path`` (a source spec built first), then
+    run it (the matrix's environments)."""
     forget_previous_evidence(label, folder)
     try:
-        lock = resolve(specs, lock_path, args)
+        plain, sources = source_specs.split(specs, None)
+        built = resolve_sources(plain, sources, lock_path, args, progress)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), requirements=specs)
-    return run_lock(label, lock, args, folder, checkpoints, progress, requirements=specs)
+    except source_specs.SourceFailure as exc:
+        return runner.not_verified(label, str(exc), requirements=specs, sources=[exc.record])
+    except InvalidInput as exc:  # a plan asking for jax from source, say
+        return runner.not_verified(label, f"invalid input: {exc}", requirements=specs)
+    return run_lock(label, lock_path, args, folder, checkpoints, progress, requirements=specs,
+                    **({"sources": built} if built else {}))
 
 
 def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:

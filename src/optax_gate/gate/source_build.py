@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from optax_gate.gate import atomic
-from optax_gate.gate.environments import uv
+from optax_gate.gate.environments import EnvironmentFailure, uv
 
 #: The file that marks a complete cache entry; written last, atomically.
 BUILT_FILE = "built.json"
@@ -97,13 +97,13 @@ def _git(stage: str, args: list[str], timeout: float, cwd: Path | None = None) -
     return proc.stdout
 
 
-def mirror(repo: str | os.PathLike[str], cache_dir: Path | None, timeout: float = 600) -> Path:
+def mirror(repo: str | os.PathLike[str], cache_dir: Path, timeout: float = 600) -> Path:
     """A local git directory holding ``repo``'s history.
 
     A local path is returned as it is (checked to be a repository). A URL is
     cloned bare into ``cache_dir/repos/`` the first time (into a temporary
     folder renamed into place) and fetched (branches and tags) every later
-    time; without ``cache_dir`` it goes to a new temporary folder.
+    time.
 
     Raises:
       SourceBuildError: stage ``fetch`` when the path is no repository or the
@@ -116,7 +116,7 @@ def mirror(repo: str | os.PathLike[str], cache_dir: Path | None, timeout: float 
         _git("fetch", ["-C", str(path), "rev-parse", "--git-dir"], timeout)
         return path
     url = str(repo)
-    root = Path(cache_dir or tempfile.mkdtemp(prefix="optax-gate-src-")) / "repos"
+    root = Path(cache_dir) / "repos"
     root.mkdir(parents=True, exist_ok=True)
     local = root / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
     if local.is_dir():
@@ -148,13 +148,18 @@ def _commit(git_dir: Path, ref: str, timeout: float) -> Commit:
 
 def commit_info(repo: str | os.PathLike[str], ref: str, cache_dir: Path | None = None,
                 timeout: float = 600) -> Commit:
-    """The commit ``ref`` (branch, tag, SHA, ``HEAD``) names in ``repo``.
+    """The commit ``ref`` (branch, tag, SHA, ``HEAD``) names in ``repo``; a URL
+    is cloned into ``cache_dir`` (see ``mirror``), or, without one, into a
+    temporary folder removed afterwards.
 
     Raises:
       SourceBuildError: stage ``fetch`` when the repository cannot be read or
         fetched, or has no such ref.
     """
-    return _commit(mirror(repo, cache_dir, timeout), ref, timeout)
+    if cache_dir is None and is_url(repo):
+        with tempfile.TemporaryDirectory(prefix="optax-gate-src-") as tmp:
+            return _commit(mirror(repo, Path(tmp), timeout), ref, timeout)
+    return _commit(mirror(repo, Path(cache_dir or "."), timeout), ref, timeout)
 
 
 def dirty(repo: str | os.PathLike[str], timeout: float = 60) -> list[str]:
@@ -194,7 +199,11 @@ def cached(cache_dir: Path, sha: str) -> BuiltWheel | None:
 
 def _uv_build(source: Path, out: Path, timeout: float) -> Path:
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
-    cmd = [uv(), "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)]
+    try:
+        exe = uv()
+    except EnvironmentFailure as exc:
+        raise SourceBuildError("build", exc.message) from None
+    cmd = [exe, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
