@@ -348,3 +348,18 @@ def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, ex
     python, complete, written, side = called.read_text().split("|")
     assert (complete, written, side) == ("True", "True", extra[-1] if len(extra) > 1 else "candidate")
     assert Path(python).name == "fake-python" or "fake-python" in python
+
+
+def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
+    from optax_gate.gate import report_bisect
+
+    commits = [{"sha": f"{i + 1:x}" * 40, "short": f"{i:08x}", "date": f"2025-10-{i + 1:02d}T00:00:00+00:00", "subject": f"Commit {i}",
+                "pr": None, "url": f"u{i}", "pr_url": ""} for i in range(7)]
+    entry = {"package": "optax", "status": "range", "reason": "", "commits": commits,
+             "skipped": {c["sha"][:12]: "cannot be imported: AttributeError: x" for c in commits[:-1]}}
+    text = report_bisect.words(entry)
+    assert text == ("changed by optax one of 7 commits: from 00000000 Commit 0 (2025-10-01) to 00000006 Commit 6 (2025-10-07) "
+                    "(6 could not be tested: cannot be imported: AttributeError: x)"), text
+    short = report_bisect.words({**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}})
+    assert short == ("changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) "
+                     "(1 could not be tested: cannot be built: y)"), short

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: Commits of a range named in a line (the report.json entry lists them all).
+#: Commits of a range named one by one in a line; a longer range is named by its two ends
+#: (the report.json entry lists them all).
 NAMED = 5
 
 
@@ -42,7 +43,10 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
         return f"changed by {package}{one(entry['commits'][0])}"
     if entry["status"] == "range":
         commits = entry["commits"]
-        named = "; ".join(one(c) for c in commits[:NAMED]) + (f"; and {len(commits) - NAMED} more" if len(commits) > NAMED else "")
+        if len(commits) <= NAMED:
+            named = "; ".join(one(c) for c in commits)
+        else:  # the two ends of the range (report.json lists every commit)
+            named = f"from {one(commits[0])} to {one(commits[-1])}"
         reasons = sorted(set(entry.get("skipped", {}).values()))
         why = f" ({len(entry.get('skipped', {}))} could not be tested: {reasons[0]}" + (" …" if len(reasons) > 1 else "") + ")"
         return f"changed by {package}one of {len(commits)} commits: {named}{why}"
