@@ -8,6 +8,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   "skipped: no accelerator: REASON" and exits 0 without them (not in ``.ci/run``).
 - ``gate -- [SPEC ...]``: baseline vs candidate, writes ``reports/gate/``;
   exit 0 pass, 1 fail, 2 not verified (see ``./noxw -s gate -- --help``).
+- ``bisect -- [DIR]``: the first optax/flax commit behind each finding of a
+  finished gate report (``docs/bisect.md``); the gate does it with ``--bisect``.
 - ``matrix``: every newer release found on the index, one environment each
   plus all-newest; ``reports/matrix/`` with a colour grid.
 - ``mutants``: every contract fails under at least one deliberately broken
@@ -259,6 +261,15 @@ def gate(session: nox.Session) -> None:
 
     ``./noxw -s gate -- --help`` lists the options and the exit statuses."""
     _run_tool(session, "gate", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bisect(session: nox.Session) -> None:
+    """Name the optax/flax commit behind each finding of a gate report: ./noxw -s bisect -- [DIR] --history optax=PATH.
+
+    ``DIR``: a gate output folder (default ``reports/gate``, its latest complete
+    run) or a run folder; ``./noxw -s bisect -- --help`` lists the options."""
+    _run_tool(session, "bisect", *session.posargs)
 
 
 @nox.session(python=PYTHON)

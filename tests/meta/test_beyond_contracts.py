@@ -1,4 +1,4 @@
-"""Dependency diff, warnings diff, the schema-2 report (validated against
+"""Dependency diff, warnings diff, the schema-3 report (validated against
 ``src/optax_gate/gate/report.schema.json``) and its Markdown sections."""
 
 import json
@@ -132,7 +132,7 @@ def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
     jsonschema.Draft202012Validator.check_schema(schema)
     report = json.loads(report_json.render(sample_report(tmp_path, candidate_ran)))
     jsonschema.validate(report, schema)
-    crashed = compare.compare(record(), record())  # what the gate writes after crashing: no sections, still schema 2
+    crashed = compare.compare(record(), record())  # what the gate writes after crashing: no sections, still schema 3
     jsonschema.validate(json.loads(report_json.render(crashed)), schema)
     broken = dict(report, schema=1)
     with pytest.raises(jsonschema.ValidationError):
@@ -141,7 +141,7 @@ def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
 
 def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_sections(tmp_path):
     report = sample_report(tmp_path)
-    assert report["schema"] == 2 and report["verdict"] == "fail"
+    assert report["schema"] == 3 and report["verdict"] == "fail"
     assert report["reasons"] == ["beyond the contracts: 1 warnings finding(s) broken"]
     assert report["surface"]["status"] == "unavailable" and report["dependencies"]["counts"]["changed"] == 4
     text = report_markdown.render(report)

@@ -48,7 +48,7 @@ def test_markdown_escapes_pipes_in_details():
 
 def test_json_has_the_schema_2_fields():
     data = json.loads(report_json.render(sample()))
-    assert data["schema"] == 2 and data["verdict"] == "fail"
+    assert data["schema"] == 3 and data["verdict"] == "fail"
     assert set(data) >= {"baseline", "candidate", "contracts", "summary", "reasons"}
     row = data["contracts"][0]
     assert set(row) == {"id", "api", "guide", "kind", "defect", "baseline", "candidate", "change", "detail"}

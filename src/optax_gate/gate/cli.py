@@ -37,6 +37,20 @@ Commands:
     run on different machines) and write ``report.md`` and ``report.json`` to
     ``--out`` (``--usage`` as for ``gate``); exit status as the gate's.
 
+``bisect [DIR]``
+    For each broken, changed or fixed finding of a complete gate run (DIR: a
+    gate output folder or one of its run folders; default reports/gate)
+    whose moved package is pure Python (optax, flax), find the first-parent
+    commit between the baseline's release tag and the candidate's that
+    changed it: each tested commit is built once (cached by SHA) and only the
+    finding's contracts run in the candidate's environment with that package
+    replaced. ``--history optax=PATH_OR_URL`` says where the history is read
+    (default: the public repository). The report is rewritten with
+    ``changed by <sha> <subject> (#PR, date)`` under each finding, or "not
+    bisected: <why>"; its verdict does not change. ``gate --bisect`` does
+    the same once the gate's report is complete. Exit 0 once written, 2 when
+    the report or the candidate's environment cannot be used.
+
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
   1  fail: a contract broke, or a broken row beyond the contracts: an API
@@ -69,7 +83,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate import evidence, matrix, runner
+from optax_gate.gate import bisect_command, evidence, matrix, runner
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
@@ -144,6 +158,21 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")
 
 
+def _bisect_options(p: argparse.ArgumentParser) -> None:
+    """``--history``, ``--bisect-cache``, ``--bisect-timeout`` (``gate --bisect`` and ``bisect``)."""
+    p.add_argument("--history", action="append", default=None, metavar="PACKAGE=PATH_OR_URL",
+                   help="where a pure-Python package's git history is read for the bisection (a local repository or a URL; "
+                        "default: its public repository); one each, e.g. --history optax=../optax")
+    p.add_argument("--bisect-cache", type=user_path, default=Path(".nox/gate-cache/bisect"), metavar="DIR",
+                   help="wheels built per commit SHA, their installs and cloned histories (default: %(default)s)")
+    p.add_argument("--bisect-env", choices=("candidate", "baseline"), default="candidate",
+                   help="whose environment the commits are installed into: the candidate's (default), or the baseline's, "
+                        "where the package is the only thing that moves (for commits that need another version of jax "
+                        "than the candidate's)")
+    p.add_argument("--bisect-timeout", type=_seconds, default=600, metavar="SECONDS",
+                   help="time limit of one build, import check or contract run of a bisection step (default: %(default)s)")
+
+
 def _help(start: str = "", end: str | None = None) -> str:
     """The part of the module docstring from ``start`` up to ``end``, as plain
     help text (reST's double backticks dropped)."""
@@ -177,6 +206,10 @@ def parser() -> argparse.ArgumentParser:
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
     _speed_options(g)
+    g.add_argument("--bisect", action="store_true",
+                   help="after the report is complete, name the optax/flax commit that changed each broken, changed or "
+                        "fixed finding (builds commits from source; see --history)")
+    _bisect_options(g)
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline",
                        description="The release matrix:\n" + _help("``matrix", "``compare") + "\n" + _help("Exit status (matrix"),
@@ -198,13 +231,29 @@ def parser() -> argparse.ArgumentParser:
     _speed_options(m)
     m.set_defaults(func=run_matrix)
     c = sub.add_parser("compare", help="compare two run records and write the report",
-                       description="Compare two runs:\n" + _help("``compare", "Exit status (gate")
+                       description="Compare two runs:\n" + _help("``compare", "``bisect")
                        + "\n" + _help("Exit status (gate", "Exit status (matrix"), formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("baseline_run", type=user_path, help="the baseline's run record (JSON)")
     c.add_argument("candidate_run", type=user_path, help="the candidate's run record (JSON)")
     c.add_argument("--out", type=user_path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")
     _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
+    b = sub.add_parser("bisect", help="name the commit behind each finding of an existing gate report",
+                       description="Bisect a report:\n" + _help("``bisect", "Exit status (gate"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("report", nargs="?", type=user_path, default=Path("reports/gate"), metavar="DIR",
+                   help="a gate output folder (its latest complete run) or run folder (default: %(default)s)")
+    b.add_argument("--envs-dir", type=user_path, default=Path(".nox/gate-envs"), metavar="DIR",
+                   help="where the candidate's environment is built or reused (default: %(default)s)")
+    b.add_argument("--baseline-lock", type=user_path, default=Path("requirements-lock.txt"), metavar="FILE",
+                   help="the baseline's lock, for --bisect-env baseline (default: %(default)s)")
+    b.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
+    b.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
+                   help="the project folder holding tests/contracts (default: the current folder)")
+    b.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
+                   help="compile every program afresh (default: JAX's persistent compilation cache of the environment)")
+    _bisect_options(b)
+    b.set_defaults(func=bisect_command.command)
     return p
 
 

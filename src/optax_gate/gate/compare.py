@@ -56,7 +56,7 @@ def classify(baseline: str | None, candidate: str | None, kind: str, defect: boo
 
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    """Build the report body (schema 2; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
+    """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
 
     Args:
       baseline, candidate: run records as written by ``optax_gate.gate.runner``:
@@ -65,7 +65,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "outcome", "detail"}}, ...}``.
 
     Returns:
-      ``{"schema": 2, "verdict", "reasons", "notes", "summary", "findings",
+      ``{"schema": 3, "verdict", "reasons", "notes", "summary", "findings",
       "baseline", "candidate", "contracts": [...]}``; contracts sorted by
       change severity, then id; ``findings`` groups the differing contracts
       by API and cause (``optax_gate.gate.findings.group``).
@@ -116,7 +116,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     else:
         verdict = "pass"
     return {
-        "schema": 2,
+        "schema": 3,
         "verdict": verdict,
         "reasons": reasons,
         "notes": notes,

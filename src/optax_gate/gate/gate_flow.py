@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compare, environments, evidence, extras, late, report_json, report_markdown, report_speed,
-                             requirements, runner, source_specs, validate)
+from optax_gate.gate import (atomic, bisect_command, compare, environments, evidence, extras, late, report_json, report_markdown,
+                             report_speed, requirements, runner, source_specs, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -193,7 +193,11 @@ def gate(args: argparse.Namespace) -> int:
                                                           plot=False, pythons=(baseline.python, candidate.python)))
     if speed is not None:  # the readings stay in the report even if their plot fails
         phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
-    return finish(run, base_record, cand_record, args, say, speed, phases)
+    status = finish(run, base_record, cand_record, args, say, speed, phases)
+    if getattr(args, "bisect", False) and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
+        say("bisecting the findings (--bisect)")
+        bisect_command.after_gate(run.path, candidate.python if args.bisect_env == "candidate" else baseline.python, args, say)
+    return status
 
 
 def compare_runs(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""JSON rendering of a gate report (schema 2, for machines; JSON Schema in
+"""JSON rendering of a gate report (schema 3, for machines; JSON Schema in
 ``report.schema.json`` beside this module, checked by tests/meta).
 
 Top-level keys: ``schema`` (2), ``verdict`` (``pass`` | ``fail`` |
@@ -20,7 +20,10 @@ defect the contract pins, else "") where ``baseline``/``candidate`` is an outcom
 error, skipped, xfailed) or null when the contract did not run there.
 Schema 2 adds ``usage``, ``surface``, ``warnings``, ``dependencies`` and
 ``beyond_contracts_s`` (``optax_gate.gate.unseen``; absent from a report
-written after the gate itself crashed).
+written after the gate itself crashed) Schema 3 adds the bisection
+(``--bisect``, ``optax_gate.gate.bisect_flow``): ``bisect`` on each broken,
+changed or fixed contract finding and a top-level ``bisect`` summary; both
+absent without one.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Order: the verdict, the counts and the verdict's reasons first; then the
 findings, one line each (``optax_gate.gate.findings``: the differing contracts
 grouped by cause, across APIs, broken first), each linking to its contract rows;
 each finding naming the team's call sites of its APIs with ``--usage``
-(``optax_gate.gate.call_sites``; those that touch the team's code first); the
+(``optax_gate.gate.call_sites``; those that touch the team's code first) and,
+with ``--bisect``, the commit that changed it (``optax_gate.gate.report_bisect``); the
 versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
 finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate import call_sites, details, report_surface
+from optax_gate.gate import call_sites, details, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, source_specs
 
@@ -90,10 +91,15 @@ def render(report: dict[str, Any]) -> str:
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
     out += source_specs.markdown(report["candidate"])  # the commit of a package built from source
+    if report.get("bisect"):
+        out.append(report_bisect.summary_line(report))
     if found:  # the contract findings, then the broken rows beyond the contracts (report.json's list, section by section)
         out += ["", f"## Findings ({len(found)})", ""]
-        out += [finding_line(f) + call_sites.suffix(f) if f.get("section", "contracts") == "contracts"
-                else report_surface.finding_line(f) for f in found]
+        for f in found:
+            if f.get("section", "contracts") == "contracts":
+                out += [finding_line(f) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+            else:
+                out.append(report_surface.finding_line(f))
     out += ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]

@@ -34,7 +34,7 @@ from typing import Any
 
 from optax_gate.gate import call_sites, dependencies, report_surface, surface, usage, warnings_diff
 
-SCHEMA = 2
+SCHEMA = 3
 
 #: The static surface of one environment, read once per gate (the call sites of findings reuse it).
 _surface = functools.lru_cache(maxsize=4)(surface.surface)

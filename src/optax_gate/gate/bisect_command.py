@@ -1,0 +1,100 @@
+"""The two ways a bisection runs: after the gate's report is complete
+(``gate --bisect``) and on an existing report (``python -m optax_gate bisect
+[DIR]``, the ``bisect`` nox session). Either way the finished report is
+written first and kept: the bisection rewrites it atomically with its answers,
+also when it fails or is interrupted ("not bisected: <why>" on each finding)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import bisect_flow, compilation_cache, environments, evidence
+from optax_gate.gate.bisect_history import parse_histories
+from optax_gate.gate.bisect_probe import Prober
+
+#: Exit status of the bisect command when the report or its environment cannot be used.
+NOT_VERIFIED = 2
+
+
+def _prober_factory(python: Path, args: argparse.Namespace, run_folder: Path) -> Callable[[str, Path], Prober]:
+    env = dict(compilation_cache.environment(Path(python).parent.parent, args.compilation_cache))
+    if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
+        env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
+    return lambda package, repo: Prober(package, repo, python, args.project_root, args.bisect_cache, args.bisect_timeout, env)
+
+
+def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, args: argparse.Namespace,
+               say: Callable[[str], None]) -> None:
+    """Bisect ``report`` (the run folder's) and write it back, whatever happens.
+
+    Raises:
+      ValueError: a ``--history`` value cannot be used (nothing written).
+    """
+    histories = parse_histories(args.history)
+    try:
+        bisect_flow.attach(report, _prober_factory(python, args, run_folder), histories, args.bisect_cache, say,
+                           getattr(args, "bisect_env", "candidate"))
+    except Exception:  # recorded in the report ("not bisected: bisection failed: ..."); the verdict stays
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        bisect_flow.write(report, run_folder)
+        say(f"bisection written into {run_folder / 'report.md'} ({report['bisect'].get('error') or 'done'})")
+
+
+def after_gate(run_folder: Path, python: Path | None, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """``gate --bisect``: bisect the complete run's report. An interruption is
+    recorded and ends the bisection only: the gate's exit status stays the verdict's."""
+    path = run_folder / "report.json"
+    if python is None or not path.exists():
+        say("bisection skipped: the candidate's environment or the report is missing")
+        return
+    try:
+        bisect_run(json.loads(path.read_text(encoding="utf-8")), run_folder, python, args, say)
+    except KeyboardInterrupt:
+        print("optax-gate: the bisection was interrupted; the report says 'not bisected: interrupted'", file=sys.stderr)
+    except BaseException as exc:  # the cli's Interrupted (SIGTERM) is a BaseException too
+        if type(exc).__name__ != "Interrupted":
+            raise
+        print("optax-gate: the bisection was interrupted; the report says 'not bisected: interrupted'", file=sys.stderr)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``python -m optax_gate bisect [DIR]``: 0 once the report carries the
+    bisection (whatever its answers), 2 when the report, the ``--history``
+    values or the candidate's environment cannot be used."""
+    def say(message: str) -> None:
+        print(f"optax-gate: {message}", flush=True)
+
+    where = Path(args.report)
+    path = where / "report.json" if where.is_dir() else where
+    try:
+        run_folder = path.resolve(strict=True).parent  # a gate output folder's report.json links into its latest run
+        report = json.loads(path.read_text(encoding="utf-8"))
+        parse_histories(args.history)
+    except (OSError, ValueError) as exc:
+        print(f"optax-gate: cannot bisect {path}: {exc}", file=sys.stderr)
+        return NOT_VERIFIED
+    if (run_folder / evidence.MARKER).exists():
+        print(f"optax-gate: {run_folder} is marked {evidence.MARKER}: bisect a complete run", file=sys.stderr)
+        return NOT_VERIFIED
+    side = args.bisect_env
+    lock = run_folder / "candidate-lock.txt" if side == "candidate" else args.baseline_lock
+    if not lock.exists():
+        print(f"optax-gate: {lock} does not exist: {run_folder} is not a gate run folder" if side == "candidate"
+              else f"optax-gate: --baseline-lock {lock} does not exist", file=sys.stderr)
+        return NOT_VERIFIED
+    say(f"{side}: building (or reusing) its environment from {lock}")
+    try:
+        python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
+    except environments.EnvironmentFailure as exc:
+        print(f"optax-gate: the {side}'s environment cannot be built: {exc}", file=sys.stderr)
+        return NOT_VERIFIED
+    bisect_run(report, run_folder, python, args, say)
+    return 0

@@ -1,0 +1,168 @@
+"""Bisection of a finished gate report: for each broken, changed or fixed
+finding, the first commit of the moved pure-Python package (optax, flax) that
+gives the candidate's outcomes (``gate --bisect``, ``python -m optax_gate
+bisect RUN``).
+
+The search walks the package's first-parent commits from the baseline's
+release tag to the candidate's (``optax_gate.gate.bisect_search``); each
+tested commit is built once, cached by SHA, and only the findings' contracts
+run in the candidate's environment with the package replaced
+(``optax_gate.gate.bisect_probe``). The answer goes into each finding as
+``bisect``: a list, one entry per moved package::
+
+    {"package", "status": "found" | "range" | "not-bisected", "reason",
+     "commits": [{"sha", "short", "date", "subject", "pr", "url", "pr_url"}],
+     "skipped": {short sha: why}, "from", "to", "tested", "duration_s"}
+
+and the report gets ``bisect``: ``{"packages": {name: {"history", "from",
+"to", "commits", "built", "build_s"}}, "duration_s", "error"}``. The
+verdict never changes. A bisection that fails or is interrupted leaves every
+finding it had not answered "not bisected: <why>"; the caller writes the
+report either way (``write``), atomically, over the finished one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import atomic, report_json, report_markdown, source_build
+from optax_gate.gate import findings as findings_
+from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, links, open_history, release_commit, resolve
+from optax_gate.gate.bisect_probe import Prober
+from optax_gate.gate.bisect_search import Answer, Target, search
+
+#: The changes a bisection looks for (new/gone contracts have no old outcome to lose).
+CHANGES = ("broken", "changed", "fixed")
+
+
+def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's contract findings a bisection answers (``findings`` made when missing)."""
+    if "findings" not in report:
+        report["findings"] = findings_.group(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+    return [f for f in report["findings"]
+            if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
+
+
+def moved(report: dict[str, Any]) -> list[str]:
+    """The pure-Python packages whose version (or source commit) differs between the sides."""
+    b, c = report["baseline"].get("versions") or {}, report["candidate"].get("versions") or {}
+    return [p for p in PUBLIC if b.get(p) and c.get(p) and (b[p] != c[p] or candidate_source(report, p))]
+
+
+def _source(report: dict[str, Any], package: str) -> dict[str, Any]:
+    """The candidate's built source entry of ``package`` (``candidate.sources``, ``source_specs``), else {}."""
+    for entry in report["candidate"].get("sources") or []:
+        if entry.get("package") == package and entry.get("status") == "built" and (entry.get("commit") or {}).get("sha"):
+            return entry
+    return {}
+
+
+def candidate_source(report: dict[str, Any], package: str) -> str:
+    """The commit SHA a source candidate built ``package`` from, else "" (a release: its tag is the end)."""
+    return _source(report, package).get("commit", {}).get("sha", "")
+
+
+def not_bisected(package: str, why: str) -> dict[str, Any]:
+    return {"package": package, "status": "not-bisected", "reason": why, "commits": [], "skipped": {}}
+
+
+def _commit(repo: Path, package: str, sha: str) -> dict[str, Any]:
+    info = dataclasses.asdict(source_build.commit_info(repo, sha))
+    return {**info, **links(package, info["sha"], info["pr"])}
+
+
+def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str]) -> dict[str, Any]:
+    if answer.status == "not-bisected":
+        entry = not_bisected(package, answer.reason)
+    else:
+        entry = {"package": package, "status": answer.status, "reason": answer.reason,
+                 "commits": [_commit(repo, package, sha) for sha in answer.commits],
+                 "skipped": {sha[:12]: why for sha, why in answer.skipped.items()}}
+    return {**entry, "from": ends[0], "to": ends[1], "tested": answer.tested, "duration_s": answer.duration_s}
+
+
+def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], make_prober: Callable[[str, Path], Prober],
+             histories: dict[str, str], cache_dir: Path, say: Callable[[str], None], environment: str) -> dict[str, Any]:
+    """Bisect ``package`` for the findings ``found``; put each answer into its finding."""
+    versions = (report["baseline"]["versions"][package], report["candidate"]["versions"][package])
+    # a source candidate's own repository holds its commit: the default history then (--history wins)
+    where = histories.get(package) or _source(report, package).get("repository") or PUBLIC[package]
+    summary: dict[str, Any] = {"history": where, "environment": environment}
+    try:
+        repo = open_history(package, where, cache_dir)
+        old_tag, old = release_commit(repo, versions[0])
+        source = candidate_source(report, package)
+        new_name, new = (source[:12], resolve(repo, source)) if source else release_commit(repo, versions[1])
+        commits = first_parent(repo, old, new)
+    except NoHistory as exc:
+        for f in found:
+            f.setdefault("bisect", []).append(not_bisected(package, str(exc)))
+        return {**summary, "error": str(exc)}
+    summary.update({"from": old_tag, "to": new_name, "commits": len(commits) - 1})
+    say(f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, {len(found)} finding(s)")
+    rows = {r["id"]: r for r in report["contracts"]}
+    targets = {f["number"]: Target.of([rows[c] for c in f["contracts"] if c in rows]) for f in found}
+    prober = make_prober(package, repo)
+    answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, environment=environment)
+    for f in found:
+        f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name)))
+    summary.update({"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)})
+    return summary
+
+
+def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], histories: dict[str, str], cache_dir: Path,
+           say: Callable[[str], None] = lambda message: None, environment: str = "candidate") -> dict[str, Any]:
+    """Bisect every eligible finding of ``report`` (in place); return ``report["bisect"]``.
+
+    Args:
+      report: a gate report (``report.json``'s content).
+      make_prober: ``(package, git directory) -> Prober`` for the environment the commits run in.
+      histories: ``--history`` locations by package (else the public repository).
+      cache_dir: wheels, installs and cloned histories.
+      environment: which side's environment that is (``candidate``, the
+        default, or ``baseline``: the package varied alone, every other
+        package at the baseline's version).
+
+    A failure or an interruption (any ``BaseException``, re-raised) leaves
+    each finding not answered yet "not bisected: <why>" and ``error`` set.
+    """
+    start = time.monotonic()
+    found = eligible(report)
+    summary: dict[str, Any] = {"packages": {}, "duration_s": 0.0}
+    report["bisect"] = summary
+    packages = moved(report)
+    try:
+        if report["candidate"].get("status") != "ran" or report["baseline"].get("status") != "ran":
+            raise _Nothing("a side did not run its contracts")
+        if not packages:
+            raise _Nothing("no pure-Python package (optax, flax) moved; compiled packages (jax, jaxlib) are not built from source")
+        for package in packages:
+            summary["packages"][package] = _package(report, package, found, make_prober, histories, cache_dir, say, environment)
+    except _Nothing as exc:
+        summary["error"] = str(exc)
+        for f in found:
+            f["bisect"] = [not_bisected("", str(exc))]
+    except BaseException as exc:
+        why = f"bisection failed: {type(exc).__name__}: {exc}" if isinstance(exc, Exception) else f"interrupted ({str(exc) or type(exc).__name__})"
+        summary["error"] = why
+        for f in found:
+            done = {e["package"] for e in f.get("bisect", [])}
+            f["bisect"] = f.get("bisect", []) + [not_bisected(p, why) for p in packages if p not in done]
+        raise
+    finally:
+        summary["duration_s"] = round(time.monotonic() - start, 1)
+    return summary
+
+
+class _Nothing(Exception):
+    """Nothing to bisect (the reason in the message)."""
+
+
+def write(report: dict[str, Any], folder: Path) -> None:
+    """Write ``report.json`` and ``report.md`` into ``folder`` atomically (the verdict as it was)."""
+    atomic.write_text(folder / "report.json", report_json.render(report))
+    atomic.write_text(folder / "report.md", report_markdown.render(report))

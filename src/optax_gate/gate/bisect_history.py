@@ -1,0 +1,130 @@
+"""A pure-Python package's git history for a bisection: where it is read
+from, its release tags, and the first-parent commits between two refs.
+``git`` runs as a subprocess (no Python git library: the gate needs five
+plumbing commands, and git's own messages are what a report should quote).
+
+The history is ``--history PACKAGE=PATH_OR_URL``: a local repository (bare or
+not, read only), or a URL cloned once (bare) under the cache folder
+(``optax_gate.gate.source_build.mirror``, shared with source candidates). The default is the package's public
+repository (:data:`PUBLIC`); where it cannot be reached, :class:`NoHistory`
+carries git's own reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from optax_gate.gate import source_build
+
+#: The pure-Python packages a bisection can build from source -> their public repository
+#: (the default history, and the base of the links in reports).
+PUBLIC = {"optax": "https://github.com/google-deepmind/optax", "flax": "https://github.com/google/flax"}
+#: Seconds a clone or fetch of a history may take.
+CLONE_TIMEOUT = 600
+
+
+class NoHistory(Exception):
+    """The history cannot be read (git's reason in the message)."""
+
+
+def git(repo: Path | None, *args: str, timeout: float = 120) -> str:
+    """``git -C repo ARGS``'s stdout, stripped.
+
+    Raises:
+      NoHistory: git failed (its last stderr line), timed out or is missing.
+    """
+    cmd = ["git", *(["-C", str(repo)] if repo else []), *args]
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise NoHistory(f"git {args[0]} timed out after {timeout:.0f} s") from None
+    except OSError as exc:
+        raise NoHistory(f"git cannot run: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        raise NoHistory(lines[-1].strip() if lines else f"git {args[0]} exited {proc.returncode}")
+    return proc.stdout.strip()
+
+
+def parse_histories(values: list[str] | None) -> dict[str, str]:
+    """``--history PACKAGE=PATH_OR_URL`` options -> {package: location}.
+
+    Raises:
+      ValueError: a value without ``=``, or a package outside :data:`PUBLIC`.
+    """
+    out = {}
+    for value in values or []:
+        name, sep, where = value.partition("=")
+        name = name.strip().lower()
+        if not sep or not where:
+            raise ValueError(f"--history {value}: expected PACKAGE=PATH_OR_URL (e.g. optax=../optax)")
+        if name not in PUBLIC:
+            raise ValueError(f"--history {value}: only pure-Python packages can be bisected ({', '.join(PUBLIC)}); "
+                             f"{name} is compiled or not contracted")
+        out[name] = where
+    return out
+
+
+def open_history(package: str, where: str | None, cache_dir: Path) -> Path:
+    """The git directory to read ``package``'s history from: ``where`` (or
+    the public repository) through ``source_build.mirror``: a local folder
+    read in place, a URL cloned bare once under ``cache_dir`` and fetched again.
+
+    Raises:
+      NoHistory: not a repository, or the URL cannot be cloned or fetched (git's reason).
+    """
+    try:
+        return source_build.mirror(where or PUBLIC[package], cache_dir, CLONE_TIMEOUT)
+    except source_build.SourceBuildError as exc:
+        raise NoHistory(exc.message) from None
+
+
+def release_commit(repo: Path, version: str) -> tuple[str, str]:
+    """(tag, commit SHA) of release ``version`` (tag ``vX.Y.Z`` or ``X.Y.Z``).
+
+    Raises:
+      NoHistory: no such tag.
+    """
+    for tag in (f"v{version}", version):
+        try:
+            return tag, git(repo, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}")
+        except NoHistory:
+            continue
+    raise NoHistory(f"no release tag v{version} (or {version}) in the history")
+
+
+def resolve(repo: Path, ref: str) -> str:
+    """The commit SHA of ``ref`` (a SHA, tag or branch).
+
+    Raises:
+      NoHistory: ``ref`` names no commit.
+    """
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except NoHistory:
+        raise NoHistory(f"{ref} names no commit in the history") from None
+
+
+def first_parent(repo: Path, old: str, new: str) -> list[str]:
+    """``[old, c1, ..., new]``: ``old`` then the first-parent commits after it
+    up to ``new``, oldest first (the commits of ``main`` that landed, one per
+    merged change).
+
+    Raises:
+      NoHistory: ``old`` is not an ancestor of ``new``.
+    """
+    try:
+        git(repo, "merge-base", "--is-ancestor", old, new)
+    except NoHistory:
+        raise NoHistory(f"{old[:12]} is not an ancestor of {new[:12]}: no history runs from one to the other") from None
+    listed = git(repo, "rev-list", "--first-parent", "--reverse", f"{old}..{new}").split()
+    return [old, *listed]
+
+
+def links(package: str, sha: str, pr: int | str | None) -> dict[str, str]:
+    """``{"url": commit link, "pr_url": pull request link or ""}`` on the public repository."""
+    base = PUBLIC[package]
+    return {"url": f"{base}/commit/{sha}", "pr_url": f"{base}/pull/{pr}" if pr else ""}

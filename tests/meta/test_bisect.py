@@ -1,0 +1,365 @@
+"""Meta tests of the bisection (gate/bisect_*.py) on synthetic git
+repositories of a tiny package named ``optax`` (seven first-parent commits:
+one that does not build, one that changes the value a tiny contract pins).
+
+The candidate environment is this tests session's own Python: it has the
+real optax installed, so the contract runs also prove that the commit's build
+shadows the installed package (the import check). Each commit's wheel is
+built for real (``uv build``, ``source_build``), installed with ``uv pip
+install --target`` and the tiny contract run by pytest with the suite's plugin,
+as in a gate run; only the project folder is a small one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate import bisect_command, bisect_flow, compare, report_json, report_markdown, source_build
+from optax_gate.gate.bisect_history import first_parent, release_commit
+from optax_gate.gate.bisect_probe import Prober
+from optax_gate.gate.bisect_search import Answer, Target, Unusable, search
+from tests.meta.test_cli import uv_env
+from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
+from tests.meta.test_source_build import commit, git
+
+needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
+
+PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"')  # the tiny package, named optax
+CONTRACT = "tests/contracts/test_tiny.py::test_value_is_one"
+OTHER = "tests/contracts/test_tiny.py::test_value_below_two"
+CONTRACTS = '''import pytest
+from optax_gate.kit import guides
+
+
+@pytest.mark.contract(api="optax.VALUE", guide=guides.SGD_STEP)
+@pytest.mark.golden
+def test_value_is_one():
+    import optax
+    assert optax.VALUE == 1
+
+
+@pytest.mark.contract(api="optax.VALUE", guide=guides.SGD_STEP)
+@pytest.mark.golden
+def test_value_below_two():
+    import optax
+    assert optax.VALUE < 2
+'''
+
+
+def tiny_history(path: Path, change_at: int, broken_at: int) -> list[str]:
+    """Commits 0..6 (0 tagged v0.1.0, 6 tagged v0.2.0): ``change_at`` sets
+    VALUE = 2 (subject with PR #42), ``broken_at`` has an unparsable
+    pyproject.toml (the next commit mends it). Returns the SHAs."""
+    path.mkdir(parents=True)
+    git(path, "init", "--quiet", "-b", "main")
+    shas, value = [], 1
+    for i in range(7):
+        files = {"pyproject.toml": PYPROJECT, f"notes/{i}.txt": f"commit {i}\n"}
+        if i == change_at:
+            value = 2
+        files["optax/__init__.py"] = f'"""tiny."""\nVALUE = {value}\n'
+        if i == broken_at:
+            files["pyproject.toml"] = "[build-system\n"
+        subject = "Change the value (#42)" if i == change_at else f"Commit {i}"
+        shas.append(commit(path, files, subject))
+        if i in (0, 6):
+            git(path, "tag", "v0.1.0" if i == 0 else "v0.2.0")
+    return shas
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("project")
+    (root / "tests" / "contracts").mkdir(parents=True)
+    (root / "tests" / "contracts" / "test_tiny.py").write_text(CONTRACTS)
+    return root
+
+
+class Counting:
+    """``source_build.build_wheel`` counting its calls per commit."""
+
+    def __init__(self):
+        self.calls: dict[str, int] = {}
+
+    def __call__(self, repo, ref, cache_dir, timeout):
+        self.calls[ref] = self.calls.get(ref, 0) + 1
+        return source_build.build_wheel(repo, ref, cache_dir, timeout)
+
+
+def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
+    contracts = {cid: {"api": "optax.VALUE", "guide": "g", "kind": "golden", "outcome": o,
+                       "detail": "" if o == "passed" else "AssertionError: assert 2 == 1"} for cid, o in outcomes.items()}
+    return {"label": label, "status": "ran", "reason": "", "requirements": [f"optax=={version}"],
+            "versions": {"optax": version, "jax": "1", "python": "3.12"}, "contracts": contracts}
+
+
+def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> dict:
+    return compare.compare(record("baseline", "0.1.0", baseline), record("candidate", "0.2.0", candidate))
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory, project):
+    """The search on a history whose commit 5 changes the value and commit 3
+    does not build: two findings (two contracts whose outcomes change at the
+    same commit), run twice over one cache."""
+    tmp = tmp_path_factory.mktemp("found")
+    shas = tiny_history(tmp / "repo", change_at=5, broken_at=3)
+    builds = Counting()
+    report = report_of({CONTRACT: "passed", OTHER: "passed"}, {CONTRACT: "failed", OTHER: "failed"})
+    assert [f["contracts"] for f in report["findings"]] in ([[CONTRACT], [OTHER]], [[OTHER], [CONTRACT]])  # two findings
+
+    def make(package, repo):
+        return Prober(package, repo, Path(sys.executable), project, tmp / "cache", 120, build=builds)
+    summary = bisect_flow.attach(report, make, {"optax": str(tmp / "repo")}, tmp / "cache")
+    again = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bisect_flow.attach(again, make, {"optax": str(tmp / "repo")}, tmp / "cache")
+    return shas, report, summary, builds, again, tmp
+
+
+@needs_uv
+def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
+    shas, report, summary, _, _, _ = found
+    for finding in report["findings"]:
+        (entry,) = finding["bisect"]
+        assert entry["status"] == "found", entry
+        assert entry["commits"][0]["sha"] == shas[5]
+        assert entry["commits"][0]["pr"] == 42 and entry["commits"][0]["subject"] == "Change the value (#42)"
+        assert entry["commits"][0]["url"] == f"https://github.com/google-deepmind/optax/commit/{shas[5]}"
+        assert (entry["from"], entry["to"]) == ("v0.1.0", "v0.2.0")
+    assert summary["packages"]["optax"]["commits"] == 6 and summary["packages"]["optax"]["searches"] == 2
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    schema = json.loads((Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report.schema.json").read_text())
+    jsonschema.validate(json.loads(report_json.render(report)), schema)  # schema 3: the bisect fields
+    text = report_markdown.render(report)
+    assert (f"   - changed by optax [`{shas[5][:7]}`](https://github.com/google-deepmind/optax/commit/{shas[5]}) "
+            "Change the value ([#42](https://github.com/google-deepmind/optax/pull/42), 20") in text
+
+
+@needs_uv
+def test_each_commit_is_built_once_across_findings_and_runs(found):
+    shas, _, summary, builds, again, tmp = found
+    assert builds.calls, "nothing was built"
+    # two findings, two bisections over one cache: each commit built once; a failed build is tried again
+    # in the second run only (it may have failed for a passing reason, such as the index being down)
+    assert builds.calls.pop(shas[3]) == 2, "the unbuildable commit was not tried once per run"
+    assert set(builds.calls.values()) == {1}, builds.calls
+    built = {p.name for p in (tmp / "cache" / "wheels").iterdir() if (p / source_build.BUILT_FILE).exists()}
+    assert built == set(builds.calls)
+    assert again["findings"][0]["bisect"][0]["commits"][0]["sha"] == shas[5]
+
+
+@needs_uv
+def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, project):
+    shas = tiny_history(tmp_path / "repo", change_at=3, broken_at=2)
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), project, tmp_path / "cache", 120),
+                       {"optax": str(tmp_path / "repo")}, tmp_path / "cache")
+    (entry,) = report["findings"][0]["bisect"]
+    assert entry["status"] == "range", entry
+    assert [c["sha"] for c in entry["commits"]] == [shas[2], shas[3]]
+    assert "cannot be built" in entry["skipped"][shas[2][:12]] and "build stage" in entry["skipped"][shas[2][:12]]
+    assert "one of 2 commits" in report_markdown.render(report)
+
+
+@needs_uv
+def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(tmp_path, project):
+    tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
+    prober = Prober("optax", tmp_path / "repo", Path(sys.executable), project, tmp_path / "cache", 120)
+    paths = prober.paths(git(tmp_path / "repo", "rev-parse", "v0.1.0"))
+    assert len(paths) == 1  # the tiny package requires nothing
+    prober.check_import(paths)  # comes from the build's folder
+    shutil.rmtree(paths[0] / "optax")
+    with pytest.raises(Unusable, match="imports from .*, not from the commit's build"):
+        prober.check_import(paths)
+
+
+def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reason(tmp_path):
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    verdict = report["verdict"]
+    missing = (tmp_path / "nothere.git").as_uri()
+    bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"), {"optax": missing}, tmp_path / "cache")
+    (entry,) = report["findings"][0]["bisect"]
+    assert entry["status"] == "not-bisected" and "nothere.git" in entry["reason"], entry
+    assert report["verdict"] == verdict and report["bisect"]["packages"]["optax"]["error"]
+    assert "   - not bisected (optax): " in report_markdown.render(report)
+
+
+def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bisect_flow.write(report, run)
+    before = json.loads((run / "report.json").read_text())
+
+    def interrupted(sha, contracts):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, args, folder: lambda package, repo: interrupted)
+    monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
+    monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
+    monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, "c1", new])
+    args = type("Args", (), {"history": None, "bisect_cache": tmp_path / "cache"})()
+    with pytest.raises(KeyboardInterrupt):
+        bisect_command.bisect_run(before, run, Path(sys.executable), args, lambda message: None)
+    after = json.loads((run / "report.json").read_text())
+    assert after["verdict"] == before["verdict"] and after["contracts"] == before["contracts"]
+    assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (KeyboardInterrupt)"
+    assert "not bisected (optax): interrupted" in (run / "report.md").read_text()
+
+
+# The search alone, with probes that need no build: the ends, the other outcomes, shared probes.
+
+def _probe(change: int, unusable: set[int] = frozenset(), other: set[int] = frozenset(), calls: list | None = None):
+    def probe(sha: str, contracts: list[str]) -> dict[str, str]:
+        i = int(sha)
+        if calls is not None:
+            calls.append((i, tuple(contracts)))
+        if i in unusable:
+            raise Unusable("cannot be built: no")
+        outcome = "error" if i in other else "failed" if i >= change else "passed"
+        return {c: outcome for c in contracts}
+    return probe
+
+
+def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named():
+    commits = [str(i) for i in range(10)]
+    target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
+    (answer,) = search(commits, [target], _probe(change=0), ends=("v1", "v2")).values()
+    assert answer.status == "not-bisected" and "already gives the candidate's outcomes" in answer.reason
+    (answer,) = search(commits, [target], _probe(change=99), environment="baseline").values()
+    assert answer.status == "not-bisected" and "still gives the baseline's outcomes in the baseline environment" in answer.reason
+    (answer,) = search(commits, [target], _probe(change=4, unusable={0})).values()
+    assert answer.status == "not-bisected" and "cannot be tested: cannot be built" in answer.reason
+
+
+def test_searches_share_each_commit_and_outcomes_of_neither_side_are_skipped():
+    commits = [str(i) for i in range(40)]
+    a = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
+    b = Target.of([{"id": "b", "baseline": "passed", "candidate": "failed"}])
+    calls: list = []
+    answers = search(commits, [a, b, a], _probe(change=17, other={16}, calls=calls))
+    assert answers[a].status == answers[b].status == "range" and answers[a].commits == answers[b].commits == ["16", "17"]
+    assert "neither the baseline's nor the candidate's" in answers[a].skipped["16"]
+    probed = [i for i, _ in calls]
+    assert len(probed) == len(set(probed)), "a commit was run twice"
+    assert all(set(c) == {"a", "b"} for _, c in calls), "the two searches did not share a run"
+    assert isinstance(answers[a], Answer) and answers[a].tested == len(probed)
+
+
+@pytest.mark.parametrize("change", [1, 2, 13, 38, 39])
+def test_the_search_finds_every_position(change):
+    commits = [str(i) for i in range(40)]
+    target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
+    (answer,) = search(commits, [target], _probe(change=change, unusable={c for c in (5, 20, 30) if c != change})).values()
+    assert answer.status == "found" and answer.commits == [str(change)], answer
+
+
+@needs_uv
+def test_release_tags_and_first_parent_commits_of_a_real_repository(tmp_path):
+    shas = tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
+    repo = tmp_path / "repo"
+    assert release_commit(repo, "0.1.0") == ("v0.1.0", shas[0])
+    assert first_parent(repo, shas[0], shas[6]) == shas
+    git(repo, "checkout", "--quiet", "-b", "side", shas[2])
+    side = commit(repo, {"side.txt": "x"}, "side")
+    git(repo, "checkout", "--quiet", "main")
+    git(repo, "merge", "--quiet", "--no-ff", "-m", "Merge pull request #7 from a/side", "side")
+    merged = git(repo, "rev-parse", "HEAD")
+    assert first_parent(repo, shas[0], merged) == [*shas, merged]  # the side branch's commit is not walked
+    assert side not in first_parent(repo, shas[0], merged)
+    with pytest.raises(Exception, match="no release tag v9.9"):
+        release_commit(repo, "9.9")
+
+
+@needs_uv
+def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(tmp_path, project):
+    shas = tiny_history(tmp_path / "repo", change_at=2, broken_at=9)
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    report["candidate"]["sources"] = [{"package": "optax", "repository": str(tmp_path / "repo"), "ref": "main", "status": "built",
+                                       "commit": {"sha": shas[4], "short": shas[4][:7]}}]
+    summary = bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), project,
+                                                                      tmp_path / "cache", 120), {}, tmp_path / "cache")
+    (entry,) = report["findings"][0]["bisect"]
+    assert entry["status"] == "found" and entry["commits"][0]["sha"] == shas[2], entry
+    assert (entry["from"], entry["to"]) == ("v0.1.0", shas[4][:12])
+    assert summary["packages"]["optax"]["history"] == str(tmp_path / "repo") and summary["packages"]["optax"]["commits"] == 4
+
+
+@pytest.mark.parametrize(("change", "status", "most"), [(115, "found", 14), (40, "range", 82)])
+def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(change, status, most):
+    """optax's history between v0.2.6 and v0.2.8 has dozens of commits in a row that set a jax option
+    jax 0.12 lacks. A change outside such a block is found without testing the block commit by commit;
+    one inside it gets the block as its range (every commit of it tried: none can be told apart)."""
+    commits = [str(i) for i in range(130)]
+    target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
+    calls: list = []
+    (answer,) = search(commits, [target], _probe(change=change, unusable=set(range(30, 100)), calls=calls)).values()
+    assert answer.status == status and answer.commits == ([str(change)] if status == "found" else [str(i) for i in range(30, 101)])
+    assert len(calls) <= most, f"{len(calls)} commits tested: {[i for i, _ in calls]}"
+
+
+def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp_path, monkeypatch, capsys):
+    """``gate --bisect``: the run's complete report is bisected in place; SIGTERM during the bisection
+    (the cli's ``Interrupted``) ends the bisection only, the report saying so, the gate's status untouched."""
+    from optax_gate.gate.cli import Interrupted
+
+    run = tmp_path / "run"
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bisect_flow.write(report, run)
+
+    def stopped(sha, contracts):
+        raise Interrupted("SIGTERM")
+
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, args, folder: lambda package, repo: stopped)
+    monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
+    monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
+    monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, new])
+    args = type("Args", (), {"history": None, "bisect_cache": tmp_path / "cache"})()
+    bisect_command.after_gate(run, Path(sys.executable), args, lambda message: None)  # returns: no exception
+    after = json.loads((run / "report.json").read_text())
+    assert after["verdict"] == report["verdict"] == "fail"
+    assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (SIGTERM)"
+    assert "bisection was interrupted" in capsys.readouterr().err
+
+
+_AFTER = '''
+from optax_gate.gate import bisect_command, evidence
+def _after(run, python, args, say):
+    (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{args.bisect_env}")
+bisect_command.after_gate = _after
+'''
+
+
+@pytest.mark.parametrize("extra", [(), ("--bisect",), ("--bisect", "--bisect-env", "baseline")])
+def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, extra):
+    """The wiring in the gate's flow, with the fake environments of ``test_cli``: ``--bisect`` starts the
+    bisection after the run is complete (its report written and linked), with the chosen side's interpreter."""
+    from tests.meta.test_late_phases import run_gate
+
+    proc = run_gate(tmp_path, _AFTER, extra)
+    assert proc.returncode == 0, proc.stderr
+    called = (tmp_path / "out" / "latest").resolve() / "bisect-called"
+    if not extra:
+        assert not called.exists()
+        return
+    python, complete, written, side = called.read_text().split("|")
+    assert (complete, written, side) == ("True", "True", extra[-1] if len(extra) > 1 else "candidate")
+    assert Path(python).name == "fake-python" or "fake-python" in python
+
+
+def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
+    from optax_gate.gate import report_bisect
+
+    commits = [{"sha": f"{i + 1:x}" * 40, "short": f"{i:08x}", "date": f"2025-10-{i + 1:02d}T00:00:00+00:00", "subject": f"Commit {i}",
+                "pr": None, "url": f"u{i}", "pr_url": ""} for i in range(7)]
+    entry = {"package": "optax", "status": "range", "reason": "", "commits": commits,
+             "skipped": {c["sha"][:12]: "cannot be imported: AttributeError: x" for c in commits[:-1]}}
+    text = report_bisect.words(entry)
+    assert text == ("changed by optax one of 7 commits: from 00000000 Commit 0 (2025-10-01) to 00000006 Commit 6 (2025-10-07) "
+                    "(6 could not be tested: cannot be imported: AttributeError: x)"), text
+    short = report_bisect.words({**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}})
+    assert short == ("changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) "
+                     "(1 could not be tested: cannot be built: y)"), short
