@@ -205,3 +205,32 @@ def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypat
 def test_fail_on_changed_fails_a_pass_with_a_difference(summary, fail_on, status):
     assert action_run.status_of(0, {"verdict": "pass", "summary": summary}, fail_on) == ("pass", status)
     assert action_run.status_of(2, None, fail_on) == ("not-verified", 2)
+
+
+MUTANTS_FILE = '''from optax_gate.mutants import family
+
+mutant = family("team-tiny-scale", "test_scale.py")  # relative: read from this file's folder
+
+
+@mutant("team-tiny-scale-{name}", "{what}")
+def _(optax):
+    orig = optax.scale
+    return {{"scale": lambda step_size: orig({factor} * step_size)}}
+'''
+
+
+@pytest.mark.parametrize(("factor", "caught"), [(2, True), (1, False)])
+def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, factor, caught):
+    """``python -m optax_gate.mutants --contracts DIR``: the folder's ``*_mutants.py`` is found and its
+    contracts run under each mutant; a mutant that changes nothing is a problem (the check can fail)."""
+    team = team_repo(tmp_path, {"test_scale.py": CONTRACTS["test_scale.py"]})
+    (team / "contracts" / "scale_mutants.py").write_text(MUTANTS_FILE.format(
+        name="doubles" if caught else "same", what="doubles the step size" if caught else "changes nothing", factor=factor))
+    site = fake_side(tmp_path, "baseline").parent.parent / "lib" / "python3.12" / "site-packages"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]), "OPTAX_GATE_INVOKED_FROM": str(team)}
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.mutants", "--contracts", "contracts", "--area", "team-tiny-scale"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if caught:
+        assert proc.returncode == 0 and "1 contracts, 1 mutants, 0 problems" in proc.stdout, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 1 and "mutant team-tiny-scale-same (changes nothing) is caught by no contract" in proc.stdout
