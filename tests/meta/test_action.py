@@ -234,3 +234,11 @@ def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, fact
         assert proc.returncode == 0 and "1 contracts, 1 mutants, 0 problems" in proc.stdout, proc.stdout + proc.stderr
     else:
         assert proc.returncode == 1 and "mutant team-tiny-scale-same (changes nothing) is caught by no contract" in proc.stdout
+
+
+def test_a_pass_without_a_readable_report_is_not_verified(tmp_path):
+    team = team_repo(tmp_path)
+    env = {**action_env(tmp_path, team), "OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", "pass"])}  # exit 0, no report
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "report.json cannot be read" in proc.stderr
+    assert "verdict=not-verified\nexit-status=2\nreport=\n" in (tmp_path / "github-output").read_text()

@@ -124,7 +124,11 @@ def gate() -> int:
     print("optax-gate action: " + shlex.join(cmd), flush=True)
     gate_status = subprocess.run(cmd, cwd=workspace()).returncode
     report_md = out / "report.md"
-    report = json.loads((out / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
+    try:  # a pass or fail without a readable report is not verified (fail closed)
+        report = json.loads((out / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
+    except (OSError, ValueError) as exc:
+        print(f"optax-gate action: the gate's report.json cannot be read ({exc}): not verified", file=sys.stderr)
+        report = None
     verdict, status = status_of(gate_status, report, fail_on)
     if status != gate_status:
         print(f"optax-gate action: fail-on changed: contracts differ from the baseline, exit status {status}")
