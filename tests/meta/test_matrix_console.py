@@ -83,7 +83,7 @@ def test_no_heartbeat_between_environments_or_after_the_run():
 def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, capsys, monkeypatch):
     cached = {**record(golden_a="passed"), "label": "baseline",
               "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"}}
-    monkeypatch.setattr(baseline_cache, "key_inputs", lambda *a: {"lock": "x"})
+    monkeypatch.setattr(baseline_cache, "key_inputs", lambda *a, **k: {"lock": "x"})
     monkeypatch.setattr(baseline_cache, "fetch", lambda *a: (cached, ""))
     assert cli.main(["matrix", "--only", "baseline", *fake_matrix["args"]]) == 0
     out = capsys.readouterr().out

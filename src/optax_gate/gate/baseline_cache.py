@@ -8,6 +8,7 @@ The cache key is the SHA-256 of all of it:
 - every file of the contracts (``tests/contracts/**``: modules, snapshots,
   ledger, conftests) and of this package (``src/optax_gate/**``), plus the
   root ``conftest.py`` and ``pyproject.toml`` (pytest's configuration);
+- every file of the team's contract folders (``gate --contracts DIR``), when given;
 - the Python version, the operating system and the machine;
 - the hypothesis profile and every environment variable the suite or JAX
   reads (``OPTAX_GATE_*``, ``JAX_*``, ``XLA_*``), except the compilation
@@ -35,7 +36,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import atomic
+from optax_gate.gate import atomic, team_contracts
 
 #: Environment variables that do not change outcomes (where the compilation
 #: cache lives; the gate's own progress and warning files; the folder noxw was
@@ -64,15 +65,19 @@ def _tree_digest(project_root: Path) -> dict[str, str]:
     return {p.relative_to(project_root).as_posix(): _sha256(p) for p in sorted(files) if p.exists()}
 
 
-def key_inputs(lock: Path, project_root: Path, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def key_inputs(lock: Path, project_root: Path, environ: dict[str, str] | None = None,
+               team_dirs: list[Path] | None = None) -> dict[str, Any]:
     """Everything the baseline's outcomes depend on (see the module docstring)."""
     environ = dict(os.environ if environ is None else environ)
     env = {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}
     env.setdefault("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     files = _tree_digest(project_root)
+    team = {"team_contracts": [team_contracts.label(d) for d in team_dirs],
+            "team_contracts_sha256": team_contracts.digest(team_dirs)} if team_dirs else {}
     return {
         "lock_sha256": _sha256(lock),
         "files_sha256": hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest(),
+        **team,
         "python": platform.python_version(),
         "platform": f"{platform.system()}-{platform.machine()}",
         "environment": env,

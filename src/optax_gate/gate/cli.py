@@ -15,7 +15,10 @@ Commands:
     ``--usage PATH`` (repeatable, one path each) scopes the API surface and
     dependency diffs to the team's code and names its call sites on every
     finding; relative paths are read from the folder ``./noxw`` was started
-    from; ``--fail-on-new-deprecations`` makes a new deprecation
+    from; ``--contracts DIR`` (repeatable) runs the team's own contract
+    modules from its folder beside ours (a missing or empty folder: exit 2
+    before anything is built; one that fails in the baseline: not
+    verified, named); ``--fail-on-new-deprecations`` makes a new deprecation
     warning broken.
 ``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
@@ -201,6 +204,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--sequential", dest="concurrent", action="store_false",
                    help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
                         "when both need a run)")
+    g.add_argument("--contracts", action="append", type=user_path, default=None, metavar="DIR",
+                   help="a folder of the team's own contract modules (test_*.py, labelled as in tests/contracts/team/), run "
+                        "beside ours in both environments; repeat it for more")
     g.add_argument("--keep", type=_count, default=10, metavar="N",
                    help="complete runs kept under OUT/runs, at least 1; runs that refused their input do not count (default: %(default)s)")
     _environment_options(g, "reports/gate")

@@ -19,7 +19,8 @@ change         when
 
 Verdict (fail closed): ``not-verified`` when either environment could not be
 installed, imported or run to completion, when no contract ran in the
-candidate, or when a contract of the baseline did not run there (``gone``);
+candidate, when a contract of the baseline did not run there (``gone``), or
+when one of the team's own contracts (``--contracts``) fails in the baseline;
 else ``fail`` when a contract is ``broken``; else ``pass``.
 Exit statuses: pass 0, fail 1, not-verified 2.
 """
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from optax_gate.gate import findings
+from optax_gate.gate import findings, team_contracts
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}
@@ -105,6 +106,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             reasons.append("candidate not verified: zero contracts ran")
         if summary["gone"]:
             reasons.append(f"candidate not verified: {summary['gone']} contract(s) of the baseline did not run")
+        team_failing = team_contracts.failing_at_baseline(base_c)
+        if team_failing:
+            reasons.append(f"baseline not verified: {len(team_failing)} of the team's own contract(s) fail in the baseline, "
+                           f"so they cannot judge the candidate: {', '.join(team_failing)}")
     failing_base = sum(1 for r in base_c.values() if r["outcome"] in _FAILING)
     notes = [f"{failing_base} contract(s) already fail in the baseline"] if failing_base else []
 

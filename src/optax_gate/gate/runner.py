@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices, outcomes, pytest_plugins, warnings_diff
+from optax_gate.gate import devices, outcomes, pytest_plugins, team_contracts, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
@@ -96,7 +96,7 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
         pytest_args: list[str] | None = None, checkpoints: Path | None = None,
         on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
-        workers: int = 0, probed: Probe | None = None, **extra: Any) -> dict[str, Any]:
+        workers: int = 0, probed: Probe | None = None, team_dirs: list[Path] | None = None, **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
@@ -136,14 +136,14 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     env = {**os.environ, **pytest_plugins.ENV, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
     start = time.monotonic()
     parts = _run_parts(python, label, project_root, out_dir, start + timeout, pytest_args, workers, versions, plugins, env,
-                       on_progress)
+                       on_progress, team_contracts.pytest_args(team_dirs or [], project_root))
     late = next((i for i, part in enumerate(parts) if part is None), None)
     if late is not None:
         return not_verified(label, f"contracts timed out after {timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
-    contracts = {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
-                 for p in parts for cid, c in p.log.contracts.items()}
+    contracts = team_contracts.rename({cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
+                                       for p in parts for cid, c in p.log.contracts.items()}, team_dirs or [], CONTRACTS_DIR)
     record = {
         "label": label, "versions": versions, "status": "ran", "reason": "",
         "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
@@ -160,12 +160,13 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
 
 def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, deadline: float, pytest_args: list[str] | None,
                workers: int, versions: dict[str, str], plugins: dict[str, list[str]], env: dict[str, str],
-               on_progress: Callable[[int, int], None] | None) -> list[Part | None]:
+               on_progress: Callable[[int, int], None] | None, team_args: list[str] | None = None) -> list[Part | None]:
     """Run the pytest processes of :data:`PARTS` one after the other, each
     after the previous one ends; the later ones start at once, collect, write
     their count and wait for their go file (``$OPTAX_GATE_GO``), so that
     ``on_progress`` gets one total, all processes' counts summed, from its
-    first call on. A part that times out (None) stops the ones after it."""
+    first call on. A part that times out (None) stops the ones after it.
+    ``team_args`` (the team's contract folders) go to the single-device process."""
     stop = threading.Event()
     counts = [[0, 0, False] for _ in PARTS]  # finished, collected, collected count final
     lock = threading.Lock()
@@ -179,7 +180,8 @@ def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, dead
     def launch(i: int) -> Part | None:
         suffix, folder, multi = PARTS[i]
         split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
-        args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else [])]
+        args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else []),
+                *([] if multi else team_args or [])]
         part_env = devices.env(env) if multi else env
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}

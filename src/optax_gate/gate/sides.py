@@ -73,7 +73,7 @@ def prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, chec
     extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
     if label == "baseline" and args.baseline_cache:
-        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root)
+        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root, team_dirs=getattr(args, "team_dirs", None))
         cached, why = baseline_cache.fetch(args.cache_dir, side.cache_inputs, folder, checkpoints)
         if cached is not None:
             say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
@@ -119,7 +119,7 @@ def contracts(side: Side, args: argparse.Namespace, progress: Progress | None, w
     say(f"{side.label}: running the contracts")
     record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
                         on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
-                        workers=workers, probed=side.probed, **side.extra)
+                        workers=workers, probed=side.probed, team_dirs=getattr(args, "team_dirs", None), **side.extra)
     if side.cache_inputs is not None:
         entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
                                      sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)

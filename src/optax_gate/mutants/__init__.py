@@ -24,8 +24,10 @@ the converse one (does every *test* fail under some mutant).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -46,6 +48,19 @@ FAMILIES = (
 #: under the contracts folder, beside the contract module they break (pytest
 #: does not collect them: they do not match ``test_*.py``).
 TEAM_PATTERN = "tests/contracts/**/*_mutants.py"
+#: The team's contract folders outside the project (``--contracts DIR`` of the
+#: check; ``os.pathsep``-separated, so that the pytest processes see them too):
+#: their ``*_mutants.py`` files are loaded as well, and a family's module path
+#: given relative there (``family("team-adam", "test_adam.py")``) is read from
+#: the folder of its mutants file.
+TEAM_DIRS_ENV = "OPTAX_GATE_TEAM_CONTRACTS"
+
+
+def _exec(path: Path, module_name: str) -> None:
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
 
 
 def load(root: Path | None = None) -> dict[str, Mutant]:
@@ -62,13 +77,19 @@ def load(root: Path | None = None) -> dict[str, Mutant]:
         importlib.import_module(f"optax_gate.mutants.{name}")
     for path in sorted((root or Path.cwd()).glob(TEAM_PATTERN)):
         module_name = f"optax_gate_team_mutants.{path.stem}"
-        if module_name in sys.modules:
-            continue
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
+        if module_name not in sys.modules:
+            _exec(path, module_name)
+    for folder in (Path(d) for d in os.environ.get(TEAM_DIRS_ENV, "").split(os.pathsep) if d):
+        for path in sorted(folder.resolve().rglob("*_mutants.py")):
+            module_name = f"optax_gate_team_mutants.outside_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+            if module_name in sys.modules:
+                continue
+            before = set(AREAS)
+            _exec(path, module_name)
+            for area in set(AREAS) - before:
+                if not Path(AREAS[area]).is_absolute():
+                    AREAS[area] = str(path.parent / AREAS[area])
     return MUTANTS
 
 
-__all__ = ["AREAS", "FAMILIES", "MUTANTS", "TEAM_PATTERN", "Mutant", "family", "load"]
+__all__ = ["AREAS", "FAMILIES", "MUTANTS", "TEAM_DIRS_ENV", "TEAM_PATTERN", "Mutant", "family", "load"]

@@ -1,4 +1,9 @@
-"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--json FILE]``.
+"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--contracts DIR ...] [--json FILE]``.
+
+``--contracts DIR`` adds a folder of the team's own contracts outside the
+project (as ``gate --contracts``): its ``*_mutants.py`` files are loaded
+(``optax_gate.mutants.TEAM_DIRS_ENV``) and their modules run with this
+project's pytest configuration.
 
 Runs each family's contract module once without a mutant (every contract must
 pass) and once per mutant, and fails (exit 1) unless every mutant is caught by
@@ -18,6 +23,7 @@ from pathlib import Path
 
 from optax_gate import mutants
 from optax_gate.gate import atomic, devices, outcomes, pytest_plugins
+from optax_gate.gate.user_paths import user_path
 from optax_gate.kit import probe
 
 #: The plugins of this environment's declared pytest plugins, named (as the gate runs them).
@@ -32,7 +38,8 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
         usage error, crash).
     """
     log = workdir / f"{Path(module).stem}-{name or 'no-mutant'}.jsonl"
-    cmd = [sys.executable, "-m", "pytest", module, "-q", "-p", "no:cacheprovider", *PLUGINS,
+    outside = ["-c", "pyproject.toml", "--rootdir", "."] if Path(module).is_absolute() else []  # a team folder's (--contracts)
+    cmd = [sys.executable, "-m", "pytest", module, *outside, "-q", "-p", "no:cacheprovider", *PLUGINS,
            "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
@@ -47,10 +54,21 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
 
 
 def main(argv: list[str] | None = None) -> int:
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--contracts", action="append", type=user_path, default=[])
+    known, _ = first.parse_known_args(argv)
+    missing = [str(d) for d in known.contracts if not d.is_dir()]
+    if missing:
+        print(f"--contracts: no such folder: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if known.contracts:  # the pytest processes load the same team mutants files (the plugin calls mutants.load)
+        os.environ[mutants.TEAM_DIRS_ENV] = os.pathsep.join(str(d.resolve()) for d in known.contracts)
     registry = mutants.load()
     p = argparse.ArgumentParser(prog="python -m optax_gate.mutants",
                                 description="Every contract must fail under some mutant; every mutant must be caught.")
     p.add_argument("--area", action="append", choices=sorted(mutants.AREAS), help="limit to these API families")
+    p.add_argument("--contracts", action="append", type=user_path, metavar="DIR",
+                   help="a folder of the team's own contracts and their *_mutants.py outside the project (as gate --contracts)")
     p.add_argument("--json", type=Path, help="write the kill matrix (contract -> mutants that fail it) here")
     args = p.parse_args(argv)
     areas = args.area or sorted(mutants.AREAS)

@@ -1,0 +1,121 @@
+"""``comment`` of the action's entry script: the gate's findings as one
+comment on the pull request, through the ``gh`` CLI (``gh api``).
+
+The comment starts with a hidden marker (:data:`MARKER`); a later run finds
+the comment holding it and edits it in place (``PATCH``) instead of adding a
+second one. Its body is the report's head, from the verdict line to the end
+of the findings (``report.md`` up to ``## Versions``), and a link to the full
+report: ``$ARTIFACT_URL`` (``actions/upload-artifact``'s ``artifact-url``
+output) or else the run's page, from ``GITHUB_SERVER_URL``,
+``GITHUB_REPOSITORY`` and ``GITHUB_RUN_ID``.
+
+Commenting never changes the gate's verdict or exit status: this command
+exits 0 whatever happens and says in the log why nothing was posted (not a
+pull request, no report, no ``gh``, a token without the permission: HTTP 403,
+any other ``gh`` failure).
+
+Inputs: ``INPUT_REPORT`` (the ``report.md`` path; the gate step's ``report``
+output), ``GITHUB_EVENT_PATH`` (the pull request's number), ``GH_TOKEN``
+(read by ``gh`` itself).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+MARKER = "<!-- optax-gate -->"
+#: Longest comment body GitHub accepts is 65 536 characters.
+BODY_LIMIT = 60_000
+
+
+def say(message: str) -> None:
+    print(f"optax-gate comment: {message}", flush=True)
+
+
+def pull_request() -> int | None:
+    """The pull request's number from the event payload, or None."""
+    path = os.environ.get("GITHUB_EVENT_PATH")
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):
+        return None
+    number = (event.get("pull_request") or {}).get("number") or event.get("number")
+    return int(number) if number else None
+
+
+def report_url() -> str:
+    if os.environ.get("ARTIFACT_URL"):
+        return os.environ["ARTIFACT_URL"]
+    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
+    return f"{server}/{os.environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{os.environ.get('GITHUB_RUN_ID', '')}"
+
+
+def body(report_md: str, url: str) -> str:
+    """The comment: the marker, the report up to its versions section (the verdict, reasons and findings), the link."""
+    head = report_md.split("\n## Versions", 1)[0].rstrip()
+    if len(head) > BODY_LIMIT:
+        head = head[:BODY_LIMIT].rsplit("\n", 1)[0] + "\n\n… (cut here: the findings go on in the full report)"
+    return f"{MARKER}\n{head}\n\n[Full report (report.md, report.json, evidence)]({url})\n"
+
+
+class GhFailed(Exception):
+    pass
+
+
+def gh(*args: str) -> str:
+    try:
+        proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise GhFailed("the gh command was not found") from None
+    except subprocess.TimeoutExpired:
+        raise GhFailed("gh did not answer within 120 s") from None
+    if proc.returncode != 0:
+        raise GhFailed((proc.stderr or proc.stdout).strip().splitlines()[-1:][0] if (proc.stderr or proc.stdout).strip()
+                       else f"gh exit status {proc.returncode}")
+    return proc.stdout
+
+
+def existing(repo: str, number: int) -> int | None:
+    """The id of this action's comment on the pull request (the first holding :data:`MARKER`), or None."""
+    pages = json.loads(gh("--paginate", "--slurp", f"repos/{repo}/issues/{number}/comments") or "[]")
+    comments = [c for page in pages for c in (page if isinstance(page, list) else [page])]
+    return next((c["id"] for c in comments if MARKER in (c.get("body") or "")), None)
+
+
+def post(repo: str, number: int, text: str) -> str:
+    """Create or update the comment; returns what was done."""
+    found = existing(repo, number)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
+        json.dump({"body": text}, f)
+    try:
+        if found is None:
+            gh("-X", "POST", f"repos/{repo}/issues/{number}/comments", "--input", f.name)
+            return "created"
+        gh("-X", "PATCH", f"repos/{repo}/issues/comments/{found}", "--input", f.name)
+        return f"updated (comment {found})"
+    finally:
+        os.unlink(f.name)
+
+
+def main() -> int:
+    number, repo = pull_request(), os.environ.get("GITHUB_REPOSITORY", "")
+    report = Path(os.environ.get("INPUT_REPORT", "").strip() or "missing-report.md")
+    if number is None or not repo:
+        say("not a pull request (no number in GITHUB_EVENT_PATH or no GITHUB_REPOSITORY): nothing posted")
+        return 0
+    if not report.is_file():
+        text = f"{MARKER}\n# Optax upgrade gate: NOT-VERIFIED\n\nThe gate wrote no report (see the job's log).\n\n[The run]({report_url()})\n"
+    else:
+        text = body(report.read_text(encoding="utf-8"), report_url())
+    try:
+        done = post(repo, number, text)
+    except GhFailed as exc:
+        why = "the token lacks the permission (give the job `pull-requests: write`)" if "403" in str(exc) else "gh failed"
+        say(f"nothing posted: {why}: {exc}; the gate's verdict and exit status are unchanged")
+        return 0
+    say(f"{done} on {repo}#{number}")
+    return 0

@@ -1,0 +1,167 @@
+"""``keys`` and ``gate`` of the action's entry script (``optax_gate.action``).
+
+Inputs (environment variables, as ``action.yml`` passes them; lists are one
+item per line or separated by spaces; paths are read from the team's
+workspace, ``$GITHUB_WORKSPACE`` or the current folder):
+
+``INPUT_CANDIDATE``       requirement SPECs (``optax==0.2.8 jax==0.12.0.1``)
+``INPUT_CANDIDATE_LOCK``  or the team's hash-pinned lock file the pull request changes
+``INPUT_USAGE``           the team's code (default ``.``: the whole workspace)
+``INPUT_CONTRACTS``       folders of the team's own contracts (``gate --contracts``)
+``INPUT_BASELINE_LOCK``   the baseline lock (default: this project's ``requirements-lock.txt``)
+``INPUT_FAIL_ON``         ``broken`` (default) or ``changed``
+``INPUT_SPEED``           ``true`` (default) or ``false``
+``INPUT_OUT``             the report folder (default ``$RUNNER_TEMP/optax-gate``)
+
+Exit status (also the ``exit-status`` output): the gate's (0 pass, 1 fail,
+2 not verified), except that ``fail-on: changed`` turns a pass with any
+contract that differs (changed, fixed, new, gone) into 1, the rule of
+``matrix --fail-on changed`` (``optax_gate.gate.matrix.meets``; restated here
+because this script runs before the tools lock is installed). An input this
+script cannot use is 2, said on stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(os.environ.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[3])
+FAIL_ON = ("broken", "changed")
+#: GitHub's limit of one step's job summary is 1 MiB.
+SUMMARY_LIMIT = 1_000_000
+
+
+def _items(name: str, default: str = "") -> list[str]:
+    return shlex.split(os.environ.get(name, "").strip() or default)
+
+
+def _flag(name: str, default: bool) -> bool:
+    text = os.environ.get(name, "").strip().lower()
+    if text in ("", "true", "false"):
+        return default if text == "" else text == "true"
+    raise ValueError(f"{name.removeprefix('INPUT_').lower().replace('_', '-')}: expected true or false, got {text!r}")
+
+
+def workspace() -> Path:
+    return Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+
+
+def gate_args(out: Path) -> list[str]:
+    """The ``gate`` arguments of the inputs.
+
+    Raises:
+      ValueError: an input that is not one of its allowed values.
+    """
+    args = list(_items("INPUT_CANDIDATE"))
+    lock = os.environ.get("INPUT_CANDIDATE_LOCK", "").strip()
+    if lock:
+        args += ["--candidate-lock", lock]
+    baseline = os.environ.get("INPUT_BASELINE_LOCK", "").strip()
+    args += ["--baseline-lock", baseline or str(ROOT / "requirements-lock.txt")]
+    for path in _items("INPUT_USAGE", "."):
+        args += ["--usage", path]
+    for folder in _items("INPUT_CONTRACTS"):
+        args += ["--contracts", folder]
+    args += ["--out", str(out)]
+    if not _flag("INPUT_SPEED", True):
+        args.append("--no-speed")
+    return args
+
+
+def command() -> list[str]:
+    """How the gate is started: ``ROOT/noxw -s gate --`` (``OPTAX_GATE_ACTION_GATE``, a JSON list, replaces it)."""
+    replaced = os.environ.get("OPTAX_GATE_ACTION_GATE")
+    return json.loads(replaced) if replaced else [str(ROOT / "noxw"), "-s", "gate", "--"]
+
+
+def status_of(gate_status: int, report: dict | None, fail_on: str) -> tuple[str, int]:
+    """(verdict, the action's exit status) from the gate's exit status and its report."""
+    if gate_status not in (0, 1) or report is None:
+        return "not-verified", 2
+    verdict = report.get("verdict", "not-verified")
+    if gate_status == 0 and fail_on == "changed" and any(n for k, n in report.get("summary", {}).items() if k != "unchanged"):
+        return verdict, 1
+    return verdict, gate_status
+
+
+def _append(variable: str, text: str) -> None:
+    target = os.environ.get(variable)
+    if target:
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(text)
+
+
+def summary(report_md: Path | None, verdict: str, status: int, fail_on: str) -> str:
+    """The job summary: the report (its verdict and findings first), cut to GitHub's limit."""
+    head = f"optax-gate: verdict **{verdict}**, exit status {status} (fail-on: {fail_on})\n\n"
+    if report_md is None:
+        return head + "The gate wrote no report: not verified (see the step's log).\n"
+    text = report_md.read_text(encoding="utf-8")
+    if len(head.encode()) + len(text.encode()) > SUMMARY_LIMIT:
+        text = text.encode()[:SUMMARY_LIMIT - 2000].decode(errors="ignore") + "\n\n… cut here (GitHub's 1 MiB limit): the whole report is in the artifact.\n"
+    return head + text
+
+
+def gate() -> int:
+    try:
+        fail_on = os.environ.get("INPUT_FAIL_ON", "").strip() or "broken"
+        if fail_on not in FAIL_ON:
+            raise ValueError(f"fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+        out = Path(os.environ.get("INPUT_OUT", "").strip() or Path(os.environ.get("RUNNER_TEMP") or workspace()) / "optax-gate")
+        out = out if out.is_absolute() else workspace() / out
+        args = gate_args(out)
+    except ValueError as exc:
+        print(f"optax-gate action: {exc} (not verified)", file=sys.stderr)
+        _append("GITHUB_OUTPUT", "verdict=not-verified\nexit-status=2\nreport=\n")
+        return 2
+    cmd = [*command(), *args]
+    print("optax-gate action: " + shlex.join(cmd), flush=True)
+    gate_status = subprocess.run(cmd, cwd=workspace()).returncode
+    report_md = out / "report.md"
+    try:  # a pass or fail without a readable report is not verified (fail closed)
+        report = json.loads((out / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
+    except (OSError, ValueError) as exc:
+        print(f"optax-gate action: the gate's report.json cannot be read ({exc}): not verified", file=sys.stderr)
+        report = None
+    verdict, status = status_of(gate_status, report, fail_on)
+    if status != gate_status:
+        print(f"optax-gate action: fail-on changed: contracts differ from the baseline, exit status {status}")
+    shown = report_md if report_md.exists() and gate_status in (0, 1, 2) else None
+    _append("GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={out / 'latest'}\n")
+    _append("GITHUB_STEP_SUMMARY", summary(shown, verdict, status, fail_on))
+    print(f"optax-gate action: verdict {verdict}, exit status {status}; report {shown or 'none'}")
+    return status
+
+
+#: What each actions/cache step's key hashes, relative to the action's folder
+#: (the baseline lock, the contracts, this package and pytest's configuration).
+KEY_FILES = {"uv": ("requirements-lock.txt", "requirements-tools.txt"),
+             "gate": ("requirements-lock.txt", "tests/contracts", "src/optax_gate", "conftest.py", "pyproject.toml")}
+
+
+def _digest(paths: list[Path]) -> str:
+    h = hashlib.sha256()
+    for top in paths:
+        files = sorted(p for p in top.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if top.is_dir() else [top]
+        for path in files:
+            if path.exists():
+                h.update(path.relative_to(top.parent).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def keys() -> int:
+    """Write ``uv`` and ``gate`` (cache keys) to ``$GITHUB_OUTPUT``, and print them.
+    The gate's key also covers the baseline lock input and the team's contract folders."""
+    system = os.environ.get("RUNNER_OS", sys.platform)
+    extra = [workspace() / p for p in (*_items("INPUT_CONTRACTS"), os.environ.get("INPUT_BASELINE_LOCK", "").strip()) if p]
+    text = (f"uv=uv-{system}-{_digest([ROOT / p for p in KEY_FILES['uv']])}\n"
+            f"gate=gate-{system}-{_digest([ROOT / p for p in KEY_FILES['gate']] + extra)}\n")
+    _append("GITHUB_OUTPUT", text)
+    print(text, end="")
+    return 0

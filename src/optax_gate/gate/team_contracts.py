@@ -1,0 +1,105 @@
+"""The team's own contracts where they live (``gate --contracts DIR``,
+repeatable): contract modules in the team's repository, run beside ours.
+
+- :func:`check` refuses, before anything is built, a folder that does not
+  exist, is no folder, or holds no contract module (``test_*.py``).
+- :func:`pytest_args` adds the folders to the single-device pytest process of
+  each side, with this project's ``pyproject.toml`` named as the configuration
+  (``-c``) and this project as the root folder: the team's own
+  ``pyproject.toml`` or ``pytest.ini`` is not read (it is not what the
+  contracts were written against), and the same plugin checks their labels
+  (``contract(api=..., guide=...)`` and one kind, as in
+  ``tests/contracts/team/``). The kit (``optax_gate.kit``) is installed in both
+  environments, so ``from optax_gate.kit.tolerances import assert_close`` works.
+- pytest names a module outside the project folder by its path inside the
+  folder given (``test_adam.py::test_first_step``); :func:`rename` prefixes
+  the folder as the user typed it (``contracts/test_adam.py::test_first_step``)
+  and marks the contract ``team`` with that label.
+- :func:`digest` feeds the folders' files into the baseline cache key.
+- :func:`failing_at_baseline`: a team contract that fails or errors in the
+  baseline cannot judge the candidate, so the run is not verified, naming it
+  (``optax_gate.gate.compare``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import validate
+
+PATTERN = "test_*.py"
+
+
+def label(folder: Path) -> str:
+    """The folder as the user typed it, without a trailing slash or ``./``."""
+    text = (getattr(folder, "typed", "") or str(folder)).rstrip("/")
+    return text[2:] if text.startswith("./") else text
+
+
+def _modules(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob(PATTERN) if p.is_file() and "__pycache__" not in p.parts)
+
+
+def check(folders: Iterable[Path] | None) -> list[Path]:
+    """The ``--contracts`` folders, checked; [] without any.
+
+    Raises:
+      validate.InvalidInput: a folder that does not exist, is a file, or has
+        no ``test_*.py`` module in it (or below it).
+    """
+    out = []
+    for folder in folders or []:
+        if not folder.exists():
+            raise validate.InvalidInput(f"--contracts {validate.shown(folder)} does not exist")
+        if not folder.is_dir():
+            raise validate.InvalidInput(f"--contracts {validate.shown(folder)} is not a folder")
+        if not _modules(folder):
+            raise validate.InvalidInput(f"--contracts {validate.shown(folder)} holds no contract module ({PATTERN})")
+        out.append(folder)
+    return out
+
+
+def pytest_args(folders: list[Path], project_root: Path) -> list[str]:
+    """Arguments that add ``folders`` to a pytest run started in ``project_root``."""
+    if not folders:
+        return []
+    root = Path(project_root).absolute()
+    return ["-c", str(root / "pyproject.toml"), "--rootdir", str(root), *(str(Path(f).absolute()) for f in folders)]
+
+
+def rename(contracts: dict[str, dict[str, Any]], folders: list[Path], ours: str) -> dict[str, dict[str, Any]]:
+    """``contracts`` (id -> record) with the ids of the team's contracts
+    (those not under ``ours``, e.g. ``tests/contracts``) prefixed with their
+    folder's :func:`label` and marked ``team``; the first folder holding the
+    module wins."""
+    if not folders:
+        return contracts
+    out = {}
+    for cid, rec in contracts.items():
+        module = cid.split("::", 1)[0]
+        owner = None if cid.startswith(ours + "/") else next((f for f in folders if (Path(f) / module).is_file()), None)
+        if owner is None:
+            out[cid] = rec
+        else:
+            out[f"{label(owner)}/{cid}"] = {**rec, "team": label(owner)}
+    return out
+
+
+def digest(folders: list[Path]) -> str:
+    """SHA-256 over every file of ``folders`` (path inside its folder, bytes),
+    in order; caches and compiled files left out."""
+    h = hashlib.sha256()
+    for i, folder in enumerate(folders):
+        for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                           and not p.name.endswith((".pyc", ".obtained.yml"))):
+            h.update(f"{i}:{path.relative_to(folder).as_posix()}\0".encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def failing_at_baseline(baseline_contracts: dict[str, dict[str, Any]]) -> list[str]:
+    """Ids of the team's contracts that failed or errored in the baseline."""
+    return sorted(cid for cid, rec in baseline_contracts.items() if rec.get("team") and rec.get("outcome") in ("failed", "error"))

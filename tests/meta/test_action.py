@@ -1,0 +1,244 @@
+"""The GitHub Action's entry script (``python -m optax_gate.action``, what
+``action.yml`` runs) on a fake team repository, outside GitHub.
+
+The team's repository (made here) has its own ``src/`` that calls optax, its
+own lock, and two contracts of its own (``contracts/``). The two environments
+are fakes (as in ``test_cli``): an interpreter script whose ``site-packages``
+holds a tiny pure-Python ``optax`` (the candidate's ``scale`` multiplies by
+twice the step size), whose import check and checkpoint writer answer at
+once, and whose contract run is the real pytest with this project's plugin on
+the team's folder only (our 2 780 contracts would take minutes); the
+multi-device process reports no contract. So the labels, the ids, the report,
+the call sites and the outputs are the gate's own, in about two seconds."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optax_gate.action import run as action_run
+from optax_gate.kit import probe
+from tests.meta.test_cli import LOCK, ROOT
+
+TINY_OPTAX = {
+    "baseline": "def scale(step_size):\n    return lambda g: [step_size * x for x in g]\n\n\n"
+                "def clip(max_delta):\n    return lambda g: [max(-max_delta, min(max_delta, x)) for x in g]\n",
+    "candidate": "def scale(step_size):\n    return lambda g: [2 * step_size * x for x in g]\n\n\n"
+                 "def clip(max_delta):\n    return lambda g: [max(-max_delta, min(max_delta, x)) for x in g]\n",
+}
+
+FAKE_PYTHON = '''#!{python}
+import json, os, sys, time
+args = sys.argv[1:]
+here = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
+site = os.path.join(here, "lib", "python3.12", "site-packages")
+if args[:2] == ["-m", "optax_gate.kit.probe"]:
+    print(json.dumps({{"versions": {{"python": "3.12.0", "optax": {version!r}}}, "import_error": None,
+                      "import_warnings": [], "pytest_plugins": {plugins!r}}}))
+elif args[:2] == ["-m", "optax_gate.kit.resume"]:
+    os.makedirs(args[3], exist_ok=True)
+    open(os.path.join(args[3], "meta.json"), "w").write("{{}}")
+elif args[:2] == ["-m", "pytest"] and args[2] == "tests/contracts/multidevice":  # no multi-device contract here
+    log = next(a.split("=", 1)[1] for a in args if a.startswith("--report-log="))
+    open(os.environ["OPTAX_GATE_PROGRESS"], "w").write("0")
+    while os.environ.get("OPTAX_GATE_GO") and not os.path.exists(os.environ["OPTAX_GATE_GO"]):
+        time.sleep(0.01)
+    open(log, "w").write(json.dumps({{"$report_type": "SessionFinish", "exitstatus": 0}}) + "\\n")
+elif args[:2] == ["-m", "pytest"]:  # the real pytest, on the team's folders only, with the tiny optax
+    os.environ["PYTHONPATH"] = os.pathsep.join([site, os.environ.get("PYTHONPATH", "")])
+    rest = [a for a in args[2:] if a != "tests/contracts"]
+    os.execv({python!r}, [{python!r}, "-m", "pytest", *rest])
+else:
+    sys.exit("fake python: unexpected " + " ".join(args))
+'''
+
+DRIVER = '''
+import os, sys
+from pathlib import Path
+os.environ["OPTAX_GATE_INVOKED_FROM"] = os.getcwd()  # as noxw does: the user's paths are read from the team's folder
+os.chdir({root!r})
+from optax_gate.gate import cli, environments
+environments.ensure = lambda folder, lock, *a, **k: Path({fakes!r}["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"])
+sys.exit(cli.main(["gate", "--cache-dir", {cache!r}, "--envs-dir", {envs!r}, *sys.argv[1:]]))
+'''
+
+CONTRACTS = {
+    "test_scale.py": '''import optax
+import pytest
+
+pytestmark = pytest.mark.contract(api="optax.scale", guide="team: src/teamapp/train.py halves the updates")
+
+
+@pytest.mark.golden
+def test_halves_the_update():
+    """0.5 * [2, -4] = [1, -2], exact."""
+    assert optax.scale(0.5)([2.0, -4.0]) == [1.0, -2.0]
+''',
+    "test_clip.py": '''import optax
+import pytest
+
+pytestmark = pytest.mark.contract(api="optax.clip", guide="team: src/teamapp/train.py clips at 1")
+
+
+@pytest.mark.golden
+def test_clips_at_max_delta():
+    """[3, -0.5, -7] clipped at 1 is [1, -0.5, -1]."""
+    assert optax.clip(1.0)([3.0, -0.5, -7.0]) == [1.0, -0.5, -1.0]
+''',
+}
+
+TRAIN = "import optax\n\nshrink = optax.scale(0.5)\nbound = optax.clip(1.0)\n"
+
+
+def fake_side(tmp_path: Path, side: str) -> Path:
+    python = tmp_path / "envs" / side / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    site = tmp_path / "envs" / side / "lib" / "python3.12" / "site-packages" / "optax"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text(TINY_OPTAX[side])
+    python.write_text(FAKE_PYTHON.format(python=sys.executable, version="0.2.6" if side == "baseline" else "0.2.8",
+                                         plugins=probe.pytest_plugins()))
+    python.chmod(0o755)
+    return python
+
+
+def team_repo(tmp_path: Path, contracts: dict[str, str] = CONTRACTS) -> Path:
+    team = tmp_path / "team"
+    (team / "src" / "teamapp").mkdir(parents=True)
+    (team / "src" / "teamapp" / "train.py").write_text(TRAIN)
+    (team / "contracts").mkdir()
+    for name, text in contracts.items():
+        (team / "contracts" / name).write_text(text)
+    shutil.copyfile(LOCK, team / "requirements-lock.txt")  # the team's own lock (a bump pull request changes it)
+    subprocess.run(["git", "init", "-q", str(team)], check=True)
+    return team
+
+
+def action_env(tmp_path: Path, team: Path, **inputs: str) -> dict[str, str]:
+    fakes = {side: str(fake_side(tmp_path, side)) for side in ("baseline", "candidate")}
+    driver = DRIVER.format(root=str(ROOT), fakes=fakes, cache=str(tmp_path / "cache"), envs=str(tmp_path / "gate-envs"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
+    env.update({"OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", driver]), "GITHUB_WORKSPACE": str(team),
+                "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_OUTPUT": str(tmp_path / "github-output"),
+                "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "PYTHONPATH": str(ROOT / "src"),
+                "INPUT_CANDIDATE_LOCK": "requirements-lock.txt", "INPUT_USAGE": "src", "INPUT_CONTRACTS": "contracts",
+                "INPUT_SPEED": "false"})
+    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    return env
+
+
+def run_action(tmp_path: Path, team: Path, **inputs: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=action_env(tmp_path, team, **inputs),
+                          capture_output=True, text=True, timeout=120)
+    outputs = dict(line.split("=", 1) for line in (tmp_path / "github-output").read_text().splitlines())
+    return proc, outputs
+
+
+def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contracts(tmp_path):
+    team = team_repo(tmp_path)
+    proc, outputs = run_action(tmp_path, team)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert outputs["verdict"] == "fail" and outputs["exit-status"] == "1"
+    report_md = Path(outputs["report"])
+    report = json.loads(report_md.with_name("report.json").read_text())
+    rows = {r["id"]: (r["api"], r["guide"], r["change"]) for r in report["contracts"]}
+    assert rows == {
+        "contracts/test_scale.py::test_halves_the_update": ("optax.scale", "team: src/teamapp/train.py halves the updates", "broken"),
+        "contracts/test_clip.py::test_clips_at_max_delta": ("optax.clip", "team: src/teamapp/train.py clips at 1", "unchanged"),
+    }
+    scale = next(f for f in report["findings"] if f.get("api") == "optax.scale")
+    assert scale["your_code"] == ["teamapp/train.py:3"]  # relative to the usage path (src), as everywhere in the report
+    text = report_md.read_text()
+    assert "`teamapp/train.py:3`" in text and "contracts/test_scale.py::test_halves_the_update" in text
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("optax-gate: verdict **fail**, exit status 1") and "# Optax upgrade gate: FAIL" in summary
+    assert (Path(outputs["report-folder"]) / "report.json").is_file()  # what the artifact step uploads
+
+
+def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_path):
+    """A second folder of the team's (given by its absolute path) holds a contract that fails in the baseline."""
+    fixed = CONTRACTS["test_scale.py"].replace("[1.0, -2.0]", "[2.0, -4.0]").replace("test_halves_the_update", "test_doubles")
+    team = team_repo(tmp_path, {"test_clip.py": CONTRACTS["test_clip.py"]})
+    shutil.copytree(team / "contracts", tmp_path / "ours")
+    (tmp_path / "ours" / "test_clip.py").unlink()
+    (tmp_path / "ours" / "test_scale.py").write_text(fixed)
+    proc, outputs = run_action(tmp_path, team, contracts=f"contracts {tmp_path / 'ours'}")
+    assert outputs["verdict"] == "not-verified" and proc.returncode == 2
+    report = json.loads(Path(outputs["report"]).with_name("report.json").read_text())
+    assert any("ours/test_scale.py::test_doubles" in r and "fail in the baseline" in r for r in report["reasons"]), report["reasons"]
+
+
+@pytest.mark.parametrize("case", ["missing", "empty"])
+def test_a_missing_or_empty_contracts_folder_is_refused_before_anything_is_built(tmp_path, case):
+    team = team_repo(tmp_path)
+    if case == "empty":
+        (team / "nothing").mkdir()
+        (team / "nothing" / "helpers.py").write_text("")
+    proc, outputs = run_action(tmp_path, team, contracts="nothing")
+    assert proc.returncode == 2 and outputs["verdict"] == "not-verified"
+    why = "does not exist" if case == "missing" else "holds no contract module (test_*.py)"
+    assert f"--contracts nothing (= {team / 'nothing'}) {why}" in proc.stderr
+    assert not (tmp_path / "gate-envs").exists() and "running the contracts" not in proc.stderr
+
+
+def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    for name, value, said in (("INPUT_FAIL_ON", "sometimes", "fail-on: expected one of broken, changed"),
+                              ("INPUT_SPEED", "yes", "speed: expected true or false")):
+        monkeypatch.setenv(name, value)
+        assert action_run.gate() == 2
+        assert said in capsys.readouterr().err
+        monkeypatch.delenv(name)
+    assert out.read_text().count("exit-status=2") == 2
+
+
+@pytest.mark.parametrize(("summary", "fail_on", "status"), [
+    ({"unchanged": 3, "fixed": 1}, "broken", 0),
+    ({"unchanged": 3, "fixed": 1}, "changed", 1),
+    ({"unchanged": 4, "fixed": 0}, "changed", 0),
+])
+def test_fail_on_changed_fails_a_pass_with_a_difference(summary, fail_on, status):
+    assert action_run.status_of(0, {"verdict": "pass", "summary": summary}, fail_on) == ("pass", status)
+    assert action_run.status_of(2, None, fail_on) == ("not-verified", 2)
+
+
+MUTANTS_FILE = '''from optax_gate.mutants import family
+
+mutant = family("team-tiny-scale", "test_scale.py")  # relative: read from this file's folder
+
+
+@mutant("team-tiny-scale-{name}", "{what}")
+def _(optax):
+    orig = optax.scale
+    return {{"scale": lambda step_size: orig({factor} * step_size)}}
+'''
+
+
+@pytest.mark.parametrize(("factor", "caught"), [(2, True), (1, False)])
+def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, factor, caught):
+    """``python -m optax_gate.mutants --contracts DIR``: the folder's ``*_mutants.py`` is found and its
+    contracts run under each mutant; a mutant that changes nothing is a problem (the check can fail)."""
+    team = team_repo(tmp_path, {"test_scale.py": CONTRACTS["test_scale.py"]})
+    (team / "contracts" / "scale_mutants.py").write_text(MUTANTS_FILE.format(
+        name="doubles" if caught else "same", what="doubles the step size" if caught else "changes nothing", factor=factor))
+    site = fake_side(tmp_path, "baseline").parent.parent / "lib" / "python3.12" / "site-packages"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]), "OPTAX_GATE_INVOKED_FROM": str(team)}
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.mutants", "--contracts", "contracts", "--area", "team-tiny-scale"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if caught:
+        assert proc.returncode == 0 and "1 contracts, 1 mutants, 0 problems" in proc.stdout, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 1 and "mutant team-tiny-scale-same (changes nothing) is caught by no contract" in proc.stdout
+
+
+def test_a_pass_without_a_readable_report_is_not_verified(tmp_path):
+    team = team_repo(tmp_path)
+    env = {**action_env(tmp_path, team), "OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", "pass"])}  # exit 0, no report
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "report.json cannot be read" in proc.stderr
+    assert "verdict=not-verified\nexit-status=2\nreport=\n" in (tmp_path / "github-output").read_text()

@@ -1,0 +1,113 @@
+"""The action's pull-request comment (``python -m optax_gate.action comment``)
+against a fake ``gh`` on PATH: an executable that records its calls and
+answers ``gh api`` from a JSON file of comments (or with HTTP 403)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from optax_gate.action.comment import MARKER
+from tests.meta.test_cli import ROOT
+
+FAKE_GH = '''#!{python}
+import json, sys
+state_file = {state!r}
+state = json.load(open(state_file))
+args = sys.argv[1:]
+open({calls!r}, "a").write(json.dumps(args) + "\\n")
+if state.get("status") == 403:
+    sys.stderr.write("gh: Resource not accessible by integration (HTTP 403)\\n")
+    sys.exit(1)
+assert args[0] == "api", args
+method = args[args.index("-X") + 1] if "-X" in args else "GET"
+path = next(a for a in args[1:] if a.startswith("repos/"))
+if method == "GET":
+    print(json.dumps([state["comments"]]))  # --paginate --slurp: a list of pages
+else:
+    body = json.load(open(args[args.index("--input") + 1]))["body"]
+    if method == "POST":
+        state["comments"].append({{"id": 100 + len(state["comments"]), "body": body}})
+    else:
+        cid = int(path.rsplit("/", 1)[1])
+        next(c for c in state["comments"] if c["id"] == cid)["body"] = body
+    json.dump(state, open(state_file, "w"))
+    print("{{}}")
+'''
+
+REPORT = """# Optax upgrade gate: FAIL
+
+Candidate `lock file requirements-lock.txt` against the baseline `lock file x`: 1 broken, 0 changed.
+
+- **1 contract(s) broken**
+
+## Findings (1)
+
+1. `optax.scale`: 0.5 * [2, -4] is [2, -4] now — **your code**: `teamapp/train.py:3`
+
+## Versions
+
+- optax 0.2.6 → 0.2.8
+"""
+
+
+def setup(tmp_path, status=None):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    state = tmp_path / "gh-state.json"
+    state.write_text(json.dumps({"comments": [{"id": 7, "body": "LGTM"}], **({"status": status} if status else {})}))
+    gh = bin_dir / "gh"
+    gh.write_text(FAKE_GH.format(python=sys.executable, state=str(state), calls=str(tmp_path / "gh-calls.jsonl")))
+    gh.chmod(0o755)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 42}}))
+    report = tmp_path / "report.md"
+    report.write_text(REPORT)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ARTIFACT_"))},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT / "src"),
+           "GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": "team/repo", "GITHUB_SERVER_URL": "https://github.example",
+           "GITHUB_RUN_ID": "9001", "INPUT_REPORT": str(report)}
+    return env, state
+
+
+def comment(env):
+    return subprocess.run([sys.executable, "-m", "optax_gate.action", "comment"], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_one_comment_created_then_updated_in_place(tmp_path):
+    env, state = setup(tmp_path)
+    first = comment(env)
+    assert first.returncode == 0 and "created on team/repo#42" in first.stdout, first.stdout + first.stderr
+    comments = json.loads(state.read_text())["comments"]
+    assert [c["id"] for c in comments] == [7, 101]
+    body = comments[1]["body"]
+    assert body.startswith(MARKER + "\n# Optax upgrade gate: FAIL")
+    assert "1. `optax.scale`" in body and "`teamapp/train.py:3`" in body and "## Versions" not in body
+    assert body.rstrip().endswith("(https://github.example/team/repo/actions/runs/9001)")
+
+    (tmp_path / "report.md").write_text(REPORT.replace("FAIL", "PASS"))
+    second = comment({**env, "ARTIFACT_URL": "https://github.example/team/repo/actions/runs/9001/artifacts/5"})
+    assert second.returncode == 0 and "updated (comment 101)" in second.stdout
+    comments = json.loads(state.read_text())["comments"]
+    assert [c["id"] for c in comments] == [7, 101], "a second comment was added instead of updating the first"
+    assert "# Optax upgrade gate: PASS" in comments[1]["body"] and comments[1]["body"].rstrip().endswith("/artifacts/5)")
+    methods = [call[call.index("-X") + 1] if "-X" in call else "GET" for call in map(json.loads, (tmp_path / "gh-calls.jsonl").read_text().splitlines())]
+    assert methods == ["GET", "POST", "GET", "PATCH"]
+
+
+def test_a_token_without_permission_posts_nothing_and_says_so(tmp_path):
+    env, state = setup(tmp_path, status=403)
+    proc = comment(env)
+    assert proc.returncode == 0
+    assert "nothing posted: the token lacks the permission" in proc.stdout and "HTTP 403" in proc.stdout
+    assert "the gate's verdict and exit status are unchanged" in proc.stdout
+    assert json.loads(state.read_text())["comments"] == [{"id": 7, "body": "LGTM"}]
+
+
+def test_outside_a_pull_request_nothing_is_posted(tmp_path):
+    env, state = setup(tmp_path)
+    Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps({"schedule": "17 5 * * 1"}))
+    proc = comment(env)
+    assert proc.returncode == 0 and "not a pull request" in proc.stdout
+    assert not (tmp_path / "gh-calls.jsonl").exists()
