@@ -363,3 +363,30 @@ def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
     short = report_bisect.words({**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}})
     assert short == ("changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) "
                      "(1 could not be tested: cannot be built: y)"), short
+
+
+@needs_uv
+def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_still_are(tmp_path, project):
+    # a team contract (gate --contracts) lives outside the project: re-running its id per commit would fail
+    # for every commit and turn the whole search into "cannot be tested"; it is named as not bisected instead
+    shas = tiny_history(tmp_path / "repo", change_at=4, broken_at=None)
+    base, cand = record("baseline", "0.1.0", {CONTRACT: "passed"}), record("candidate", "0.2.0", {CONTRACT: "failed"})
+    team = {"api": "optax.sgd", "guide": "team: train.py", "kind": "golden", "team": "contracts"}
+    base["contracts"]["contracts/test_sgd.py::test_step"] = {**team, "outcome": "passed", "detail": ""}
+    cand["contracts"]["contracts/test_sgd.py::test_step"] = {**team, "outcome": "error", "detail": "TypeError: x"}
+    report = compare.compare(base, cand)
+    assert {r["id"]: r.get("team") for r in report["contracts"]}["contracts/test_sgd.py::test_step"] == "contracts"
+    probed: list[list[str]] = []
+
+    class Recording(Prober):
+        def __call__(self, sha, contracts):
+            probed.append(list(contracts))
+            return super().__call__(sha, contracts)
+
+    def make(package, repo):
+        return Recording(package, repo, Path(sys.executable), project, tmp_path / "cache", 120)
+    bisect_flow.attach(report, make, {"optax": str(tmp_path / "repo")}, tmp_path / "cache")
+    by_contract = {tuple(f["contracts"]): f["bisect"][0] for f in report["findings"]}
+    assert by_contract[("contracts/test_sgd.py::test_step",)] == bisect_flow.not_bisected("optax", bisect_flow.TEAM_ONLY)
+    assert by_contract[(CONTRACT,)]["status"] == "found" and by_contract[(CONTRACT,)]["commits"][0]["sha"] == shas[4]
+    assert probed and all("contracts/test_sgd.py::test_step" not in ids for ids in probed)

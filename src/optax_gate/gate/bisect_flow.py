@@ -37,6 +37,8 @@ from optax_gate.gate.bisect_search import Answer, Target, search
 
 #: The changes a bisection looks for (new/gone contracts have no old outcome to lose).
 CHANGES = ("broken", "changed", "fixed")
+#: Why a finding of the team's own contracts only (``gate --contracts``) gets no commit.
+TEAM_ONLY = "its contracts are the team's own (--contracts), which a bisection does not re-run"
 
 
 def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,7 +106,13 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
         return {**summary, "error": str(exc)}
     summary.update({"from": old_tag, "to": new_name, "commits": len(commits) - 1})
     say(f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, {len(found)} finding(s)")
-    rows = {r["id"]: r for r in report["contracts"]}
+    # the team's own contracts (gate --contracts) live outside the project and are not re-run per commit
+    rows = {r["id"]: r for r in report["contracts"] if not r.get("team")}
+    ours = [f for f in found if any(c in rows for c in f["contracts"])]
+    for f in found:
+        if f not in ours:
+            f.setdefault("bisect", []).append(not_bisected(package, TEAM_ONLY))
+    found = ours
     targets = {f["number"]: Target.of([rows[c] for c in f["contracts"] if c in rows]) for f in found}
     prober = make_prober(package, repo)
     answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, environment=environment)

@@ -90,6 +90,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             "id": cid, "api": meta["api"], "guide": meta["guide"], "kind": meta["kind"], "defect": defect,
             "baseline": b["outcome"] if b else None, "candidate": c["outcome"] if c else None,
             "change": change, "detail": detail,
+            **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
         })
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))
     summary = Counter(r["change"] for r in rows)
