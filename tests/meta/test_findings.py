@@ -220,40 +220,27 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
     assert details.outcome_words(rows[0]) == "drift: value" and "None → None" not in details.plain_detail(rows[0])
 
 
-def test_a_drift_of_the_generated_loss_edge_snapshot_names_the_loss_output():
-    rows = [row("tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
-                "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X",
-                change="changed", api="optax.l2_loss", kind="snapshot")]
-    (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.l2_loss`: the loss differs at an edge input: `loss_value` "
-                                    "ok float32[0, 3] → non-finite float32[] X")
-
-
-def test_a_drift_of_the_generated_dtype_variant_names_the_dtype():
-    rows = [row("tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
-                "snapshot drift: init_update_bfloat16: IndexError -> ok",
-                change="changed", api="optax.sm3", kind="snapshot")]
-    (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.sm3`: the update of a bfloat16 PyTree differs: IndexError → ok")
-
-
-def test_a_drift_of_the_generated_edge_hyperparameter_snapshot_names_the_edge():
-    rows = [row("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
-                "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; "
-                "weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent",
-                change="changed", api="optax.adamw", kind="snapshot")]
-    (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.adamw`: with `weight_decay=0` and nan inf params, other outputs come out "
-                                    "non-finite: `updates` r1,r3 in the baseline, none now (and 1 more outputs)")
-
-
-def test_a_drift_of_the_generated_x64_snapshot_says_under_x64_not_state_cost():
-    rows = [row("tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
-                "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite",
-                change="changed", api="optax.linear_schedule", kind="snapshot")]
-    (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` "
-                                    "float32[10] finite → float64[10] finite")
+@pytest.mark.parametrize("cid, detail, api, text", [
+    ("tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
+     "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X", "optax.l2_loss",
+     "`optax.l2_loss`: the loss differs at an edge input: `loss_value` ok float32[0, 3] → non-finite float32[] X"),
+    ("tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
+     "snapshot drift: init_update_bfloat16: IndexError -> ok", "optax.sm3",
+     "`optax.sm3`: the update of a bfloat16 PyTree differs: IndexError → ok"),
+    ("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
+     "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; "
+     "weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent", "optax.adamw",
+     "`optax.adamw`: with `weight_decay=0` and nan inf params, other outputs come out "
+     "non-finite: `updates` r1,r3 in the baseline, none now (and 1 more outputs)"),
+    ("tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
+     "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite", "optax.linear_schedule",
+     "`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` float32[10] finite → float64[10] finite"),
+], ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64"])
+def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
+    """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,
+    x64 says so (not an optimizer-state cost)."""
+    (found,) = findings.group([row(cid, detail, change="changed", api=api, kind="snapshot")])
+    assert found["text"].startswith(text)
 
 
 def test_outcomes_compared_are_one_cause_only_when_the_expected_outcome_is_the_same():

@@ -20,6 +20,7 @@ from optax_gate.gate import dependencies, source_specs
 from optax_gate.gate.source_specs import SourceFailure, SourceSpec
 from optax_gate.gate.validate import InvalidInput
 from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, uv_env
+from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
 
 SCHEMA = json.loads((ROOT / "src/optax_gate/gate/report.schema.json").read_text())
@@ -108,15 +109,8 @@ def test_the_lock_must_pin_the_built_wheel_by_its_own_hash(tmp_path):
 
 
 # --- the gate end to end: a tiny "optax" in a synthetic repository, fake environments ---------------
-PYPROJECT = """[build-system]
-requires = ["flit_core >=3.2,<4"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "optax"
-version = "0.2.9.dev0"
-description = "a tiny stand-in"
-"""
+# the tiny package of test_source_build, named optax at an unreleased version
+PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"').replace('version = "0.1.0"', 'version = "0.2.9.dev0"')
 DRIVER = """
 import sys
 from pathlib import Path
