@@ -23,6 +23,19 @@ def test_importing_every_gate_module_imports_no_library_under_test():
     assert out.strip() == "[]", f"the gate half imports {out.strip()} (modules: {modules})"
 
 
+def test_the_mutants_entry_point_starts_without_the_report_tools():
+    """The mutants session's environment holds the baseline lock and this project only, not the report
+    tools the tests session adds (griffe, jsonschema, matplotlib): its entry point, ``--contracts``
+    parsing included, must start without them (seen crashing when it imported the --usage checks)."""
+    code = ("import runpy, sys\n"
+            "for name in ('griffe', 'jsonschema', 'matplotlib'):\n"
+            "    sys.modules[name] = None  # import of it raises ImportError\n"
+            "sys.argv = ['optax_gate.mutants', '--help']\n"
+            "runpy.run_module('optax_gate.mutants', run_name='__main__')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and "--contracts" in done.stdout, done.stderr[-2000:]
+
+
 def test_every_contract_module_has_a_mutant_family_and_back():
     """Built-in contract modules (``tests/contracts/test_*.py`` and
     ``tests/contracts/multidevice/test_*.py``) have a mirroring

@@ -9,23 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, user_paths, validate
+from optax_gate.gate import cli, typed_path, user_paths, validate
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, latest_report
 
 
 def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path, monkeypatch):
     (tmp_path / "tests" / "contracts").mkdir(parents=True)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(user_paths.INVOKED_FROM, str(tmp_path / "tests"))
-    assert user_paths.user_path("contracts/team") == Path("tests/contracts/team")  # inside the project: kept relative
-    assert user_paths.user_path("../../elsewhere") == Path(os.path.normpath(tmp_path / "../elsewhere"))
-    assert user_paths.user_path("/abs/x") == Path("/abs/x")
-    monkeypatch.delenv(user_paths.INVOKED_FROM)
-    assert user_paths.user_path("contracts/team") == Path("contracts/team")
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tests"))
+    assert typed_path.user_path("contracts/team") == Path("tests/contracts/team")  # inside the project: kept relative
+    assert typed_path.user_path("../../elsewhere") == Path(os.path.normpath(tmp_path / "../elsewhere"))
+    assert typed_path.user_path("/abs/x") == Path("/abs/x")
+    monkeypatch.delenv(typed_path.INVOKED_FROM)
+    assert typed_path.user_path("contracts/team") == Path("contracts/team")
 
 
 def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
-    monkeypatch.delenv(user_paths.INVOKED_FROM, raising=False)
+    monkeypatch.delenv(typed_path.INVOKED_FROM, raising=False)
     args = cli.parse(["gate", "--usage", "src", "optax==0.2.8", "--usage", "notebooks", "jax==0.12.0.1"])
     assert args.usage == [Path("src"), Path("notebooks")] and args.specs == ["optax==0.2.8", "jax==0.12.0.1"]
     defaults = cli.parse(["gate"])
@@ -34,7 +34,7 @@ def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
 
 def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
     (tmp_path / "notebooks").mkdir()
-    monkeypatch.setenv(user_paths.INVOKED_FROM, str(tmp_path))
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
     with pytest.raises(validate.InvalidInput, match=r"'notebooks' is a file or folder, not a requirement SPEC: did you mean --usage notebooks\?"):
         user_paths.refuse_paths_as_specs(["optax==0.2.8", "notebooks"], {"optax"})
     user_paths.refuse_paths_as_specs(["optax==0.2.8"], {"optax"})  # no path, no refusal
@@ -77,15 +77,15 @@ def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch)
     (tmp_path / "tests").mkdir()
     (tmp_path / "README.md").write_text("x")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv(user_paths.INVOKED_FROM, str(tmp_path / "tests"))
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tests"))
     with pytest.raises(validate.InvalidInput) as refused:
-        user_paths.check_usage([user_paths.user_path("../nothere")])
+        user_paths.check_usage([typed_path.user_path("../nothere")])
     assert str(refused.value) == f"--usage ../nothere (= {tmp_path / 'nothere'}) does not exist"
     with pytest.raises(validate.InvalidInput) as refused:
-        user_paths.check_usage([user_paths.user_path(str(tmp_path / "gone"))])
+        user_paths.check_usage([typed_path.user_path(str(tmp_path / "gone"))])
     assert str(refused.value) == f"--usage {tmp_path / 'gone'} does not exist"
     with pytest.raises(validate.InvalidInput) as refused:
-        validate.writable_folder(user_paths.user_path("../README.md"))
+        validate.writable_folder(typed_path.user_path("../README.md"))
     assert str(refused.value) == f"--out ../README.md (= {tmp_path / 'README.md'}) exists and is not a folder"
 
 

@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 
 from optax_gate.gate import source_build
 from optax_gate.gate.requirements import canonical_name
-from optax_gate.gate.user_paths import user_path
+from optax_gate.gate.typed_path import user_path
 from optax_gate.gate.validate import InvalidInput
 
 #: Packages the gate builds from source: pure Python, a wheel in seconds.

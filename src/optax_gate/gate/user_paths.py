@@ -1,14 +1,6 @@
-"""Paths the user types, read from where the user stands, and the checks of
-``--usage`` made before anything runs.
-
-``./noxw`` changes into the project folder before it starts nox, so a
-relative path given from a subfolder (``cd tests && ../noxw -s gate --
---usage contracts/team``) would be read from the project folder. ``noxw``
-exports the folder it was started from as ``OPTAX_GATE_INVOKED_FROM``;
-:func:`user_path` (the argparse ``type`` of every path option) joins a
-relative path to it. Defaults (``requirements-lock.txt``, ``reports/gate``)
-are not typed by the user and stay relative to the project folder. A path
-inside the current folder is kept relative (shorter in the report).
+"""The checks of the paths the user types (``--usage``) made before anything
+runs. The paths themselves are read from where the user stands
+(:mod:`optax_gate.gate.typed_path`).
 
 ``--usage`` takes one path per occurrence and is repeated
 (``--usage src --usage notebooks``): SPECs after it stay SPECs.
@@ -25,32 +17,8 @@ from pathlib import Path
 from typing import Iterable
 
 from optax_gate.gate import requirements, usage, validate
+from optax_gate.gate.typed_path import user_path
 from optax_gate.gate.usage_files import SUFFIXES
-
-INVOKED_FROM = "OPTAX_GATE_INVOKED_FROM"
-
-
-class UserPath(type(Path())):
-    """A path the user typed; ``typed`` keeps the text as typed, for refusals
-    (``validate.shown``)."""
-
-    typed = ""
-
-
-def user_path(text: str) -> Path:
-    """``text`` as a path read from the folder the user invoked ``noxw`` from
-    (``$OPTAX_GATE_INVOKED_FROM``; the current folder when unset), a
-    :class:`UserPath` that remembers ``text``."""
-    path = Path(text).expanduser()
-    base = os.environ.get(INVOKED_FROM)
-    if not path.is_absolute() and base:
-        full = os.path.normpath(os.path.join(base, path))
-        here = os.getcwd()
-        path = Path(os.path.relpath(full, here)) if full == here or full.startswith(here + os.sep) else Path(full)
-    out = UserPath(path)
-    out.typed = text
-    return out
-
 
 def _link_problem(path: Path) -> str | None:
     if not path.is_symlink() or path.exists():
