@@ -390,3 +390,61 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
     assert by_contract[("contracts/test_sgd.py::test_step",)] == bisect_flow.not_bisected("optax", bisect_flow.TEAM_ONLY)
     assert by_contract[(CONTRACT,)]["status"] == "found" and by_contract[(CONTRACT,)]["commits"][0]["sha"] == shas[4]
     assert probed and all("contracts/test_sgd.py::test_step" not in ids for ids in probed)
+
+
+def test_a_second_bisection_replaces_the_first_answers(tmp_path):
+    # seen by a new user: a rerun of the bisect session appended a second set of 'changed by' lines
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    for missing in ("nothere.git", "gone.git"):
+        bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"),
+                           {"optax": (tmp_path / missing).as_uri()}, tmp_path / "cache")
+    (entry,) = report["findings"][0]["bisect"]
+    assert "gone.git" in entry["reason"]
+    assert report_markdown.render(report).count("not bisected (optax)") == 1
+
+
+def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anything_runs(tmp_path):
+    from optax_gate.gate.bisect_history import parse_histories
+    with pytest.raises(ValueError, match="unknown package 'optx': did you mean optax"):
+        parse_histories(["optx=../optax"])
+    with pytest.raises(ValueError, match="not a git repository: .*no such folder"):
+        parse_histories([f"optax={tmp_path / 'nope'}"])
+    with pytest.raises(ValueError, match="not a git repository"):
+        parse_histories([f"optax={tmp_path}"])
+    (tmp_path / "repo").mkdir()
+    git(tmp_path / "repo", "init", "--quiet", "-b", "main")
+    assert parse_histories([f"optax={tmp_path / 'repo'}"]) == {"optax": str(tmp_path / "repo")}
+    assert parse_histories(["flax=https://example.org/flax"]) == {"flax": "https://example.org/flax"}  # tried when run
+
+
+def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_did_not_verify(tmp_path, capsys):
+    # seen by a new user: after one mistyped gate, 'bisect' on the output folder said 'is not a gate run folder'
+    out = tmp_path / "out"
+    good, refused = out / "runs" / "20261201T070000Z-a", out / "runs" / "20261201T080000Z-b"
+    bisect_flow.write(report_of({CONTRACT: "passed"}, {CONTRACT: "failed"}), good)
+    bad = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    bad["candidate"] = {**bad["candidate"], "status": "not-run"}
+    bad["reasons"] = ["candidate not verified: invalid input"]
+    bisect_flow.write(bad, refused)
+    (out / "report.json").symlink_to(refused / "report.json")
+    args = type("Args", (), {"report": str(refused), "history": [f"optax={tmp_path / 'nope'}"], "bisect_env": "candidate"})()
+    assert bisect_command.command(args) == bisect_command.NOT_VERIFIED
+    assert "not a git repository" in capsys.readouterr().err  # the history is checked first
+    args.history = None
+    before = (refused / "report.md").read_text()
+    assert bisect_command.command(args) == bisect_command.NOT_VERIFIED
+    assert "was not verified (candidate not verified: invalid input): nothing to bisect" in capsys.readouterr().err
+    assert (refused / "report.md").read_text() == before  # left as it is
+    args.report = str(out)
+    args.baseline_lock = tmp_path / "none.txt"
+    assert bisect_command.command(args) == bisect_command.NOT_VERIFIED  # the good run has no candidate lock here
+    said = capsys.readouterr()
+    assert f"bisecting the newest run that ran both sides: {good.name}" in said.out
+    assert f"{good / 'candidate-lock.txt'} does not exist" in said.err
+
+
+def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
+    from tests.meta.test_cli import gate_cli
+    status, _, stderr, seconds = gate_cli("optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}",
+                                          out=tmp_path / "out", timeout=60)
+    assert status == 2 and "not a git repository" in stderr and seconds < 15, (status, stderr[-500:], seconds)

@@ -235,3 +235,18 @@ def test_a_lock_that_pins_another_hash_than_the_built_wheels_is_not_verified(tmp
     report, _, _ = latest(tmp_path)
     assert "does not pin the optax wheel built from source by its SHA-256" in report["candidate"]["reason"]
     assert "f" * 64 in report["candidate"]["reason"]
+
+
+def test_a_file_spec_with_a_ref_a_missing_folder_or_a_subfolder_of_a_checkout_is_refused_in_the_gates_words(tmp_path):
+    # seen by a new user: uv's parser error on 'file:///checkout@v0.2.6', uv's 'Distribution not found' on a typo,
+    # and a subfolder of a checkout accepted, building the enclosing repository's HEAD without a word
+    checkout = tmp_path / "optax"
+    git(checkout.parent, "init", "--quiet", "-b", "main", str(checkout))
+    (checkout / "docs").mkdir()
+    with pytest.raises(InvalidInput, match=r"takes no @REF; name the commit with --source NAME=.*optax@v0.2.6"):
+        source_specs.from_spec(f"optax @ {checkout.as_uri()}@v0.2.6")
+    with pytest.raises(InvalidInput, match="no such file or folder"):
+        source_specs.from_spec(f"optax @ {(tmp_path / 'optx').as_uri()}")
+    with pytest.raises(InvalidInput, match=r"inside the git checkout .*optax, not its top"):
+        source_specs.from_spec(f"optax @ {(checkout / 'docs').as_uri()}")
+    assert source_specs.from_spec(f"optax @ {checkout.as_uri()}").repo == str(checkout)

@@ -65,6 +65,25 @@ def after_gate(run_folder: Path, python: Path | None, args: argparse.Namespace, 
         print("optax-gate: the bisection was interrupted; the report says 'not bisected: interrupted'", file=sys.stderr)
 
 
+def _ran(report: dict[str, Any]) -> bool:
+    return all(report.get(side, {}).get("status") == "ran" for side in ("baseline", "candidate"))
+
+
+def _why(report: dict[str, Any]) -> str:
+    return "; ".join(report.get("reasons") or []) or "a side did not run its contracts"
+
+
+def _newest_ran(runs: Path) -> Path | None:
+    """The newest complete run folder under ``runs`` whose report ran both sides."""
+    for folder in sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True):
+        try:
+            if not (folder / evidence.MARKER).exists() and _ran(json.loads((folder / "report.json").read_text(encoding="utf-8"))):
+                return folder
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def command(args: argparse.Namespace) -> int:
     """``python -m optax_gate bisect [DIR]``: 0 once the report carries the
     bisection (whatever its answers), 2 when the report, the ``--history``
@@ -75,11 +94,27 @@ def command(args: argparse.Namespace) -> int:
     where = Path(args.report)
     path = where / "report.json" if where.is_dir() else where
     try:
+        parse_histories(args.history)  # a --history typo is refused before anything is touched
         run_folder = path.resolve(strict=True).parent  # a gate output folder's report.json links into its latest run
         report = json.loads(path.read_text(encoding="utf-8"))
-        parse_histories(args.history)
+    except FileNotFoundError:
+        print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)",
+              file=sys.stderr)
+        return NOT_VERIFIED
     except (OSError, ValueError) as exc:
         print(f"optax-gate: cannot bisect {path}: {exc}", file=sys.stderr)
+        return NOT_VERIFIED
+    if not _ran(report) and (where / "runs").is_dir():  # an output folder whose latest run was refused or not verified
+        newest = _newest_ran(where / "runs")
+        if newest is None:
+            print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect", file=sys.stderr)
+            return NOT_VERIFIED
+        say(f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run that ran "
+            f"both sides: {newest.name}")
+        run_folder, report = newest, json.loads((newest / "report.json").read_text(encoding="utf-8"))
+    if not _ran(report):
+        print(f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is left as it is",
+              file=sys.stderr)
         return NOT_VERIFIED
     if (run_folder / evidence.MARKER).exists():
         print(f"optax-gate: {run_folder} is marked {evidence.MARKER}: bisect a complete run", file=sys.stderr)

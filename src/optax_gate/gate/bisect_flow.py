@@ -140,6 +140,8 @@ def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], h
     """
     start = time.monotonic()
     found = eligible(report)
+    for f in report["findings"]:  # a bisection replaces the answers of an earlier one (a rerun, gate --bisect then bisect)
+        f.pop("bisect", None)
     summary: dict[str, Any] = {"packages": {}, "duration_s": 0.0}
     report["bisect"] = summary
     packages = moved(report)

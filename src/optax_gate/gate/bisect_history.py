@@ -12,11 +12,13 @@ carries git's own reason.
 
 from __future__ import annotations
 
+import difflib
 import os
 import subprocess
 from pathlib import Path
 
 from optax_gate.gate import source_build
+from optax_gate.gate.typed_path import user_path
 
 #: The pure-Python packages a bisection can build from source -> their public repository
 #: (the default history, and the base of the links in reports).
@@ -52,8 +54,14 @@ def git(repo: Path | None, *args: str, timeout: float = 120) -> str:
 def parse_histories(values: list[str] | None) -> dict[str, str]:
     """``--history PACKAGE=PATH_OR_URL`` options -> {package: location}.
 
+    A local path is read from where the user stands (``typed_path.user_path``)
+    and must be a git repository (a checkout or a bare one) now, so a typo is
+    refused before anything runs; a URL is only tried when the bisection runs.
+
     Raises:
-      ValueError: a value without ``=``, or a package outside :data:`PUBLIC`.
+      ValueError: a value without ``=``, a package outside :data:`PUBLIC`
+        (with the closest name as a hint), or a local path that does not exist
+        or is no git repository (git's reason).
     """
     out = {}
     for value in values or []:
@@ -62,8 +70,16 @@ def parse_histories(values: list[str] | None) -> dict[str, str]:
         if not sep or not where:
             raise ValueError(f"--history {value}: expected PACKAGE=PATH_OR_URL (e.g. optax=../optax)")
         if name not in PUBLIC:
-            raise ValueError(f"--history {value}: only pure-Python packages can be bisected ({', '.join(PUBLIC)}); "
-                             f"{name} is compiled or not contracted")
+            close = difflib.get_close_matches(name, list(PUBLIC), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ValueError(f"--history {value}: unknown package {name!r}: {hint}only the pure-Python packages "
+                             f"{' and '.join(PUBLIC)} can be bisected (jax and jaxlib are compiled)")
+        if not source_build.is_url(where):
+            where = str(user_path(where))
+            try:
+                source_build.mirror(where, Path("."), CLONE_TIMEOUT)  # a local path: only checked, nothing written
+            except source_build.SourceBuildError as exc:
+                raise ValueError(f"--history {value}: not a git repository: {exc.message}") from None
         out[name] = where
     return out
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, bisect_command, compare, environments, evidence, extras, late, report_json, report_markdown,
-                             report_speed, requirements, runner, source_specs, team_contracts, validate)
+from optax_gate.gate import (atomic, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_json,
+                             report_markdown, report_speed, requirements, runner, source_specs, team_contracts, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -99,6 +99,11 @@ def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         validate.parse_specs(args.specs, known, args.allow_extra)
         args.plain_specs, args.sources = source_specs.split(args.specs, getattr(args, "source", None))
     args.team_dirs = team_contracts.check(getattr(args, "contracts", None))
+    if getattr(args, "bisect", False):
+        try:  # a --history typo is refused now, not after the whole gate
+            bisect_history.parse_histories(args.history)
+        except ValueError as exc:
+            raise validate.InvalidInput(str(exc)) from None
     args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
     if args.usage_scan is not None:
         say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "

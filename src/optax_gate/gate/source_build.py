@@ -97,6 +97,15 @@ def _git(stage: str, args: list[str], timeout: float, cwd: Path | None = None) -
     return proc.stdout
 
 
+def git_output(args: list[str], timeout: float = 60) -> str:
+    """``git ARGS``'s standard output.
+
+    Raises:
+      SourceBuildError: stage ``fetch``, with git's message, when git fails.
+    """
+    return _git("fetch", args, timeout)
+
+
 def mirror(repo: str | os.PathLike[str], cache_dir: Path, timeout: float = 600) -> Path:
     """A local git directory holding ``repo``'s history.
 

@@ -79,6 +79,29 @@ def _check_name(name: str, given: str) -> str:
     return name
 
 
+def _check_checkout(folder: str, spec: str) -> None:
+    """Refuse a ``file://`` SPEC that names no folder, a ``PATH@REF`` (that form
+    takes no ref), or a folder inside a git checkout rather than its top.
+
+    Raises:
+      InvalidInput: saying which, and the form to use instead.
+    """
+    path = Path(folder)
+    if not path.exists():
+        base, at, ref = folder.rpartition("@")
+        if at and Path(base).is_dir():
+            raise InvalidInput(f"{spec!r}: a file:// SPEC builds the checkout's current commit and takes no @REF; "
+                               f"name the commit with --source NAME={base}@{ref} or 'NAME @ git+file://{base}@{ref}'")
+        raise InvalidInput(f"{spec!r}: no such file or folder: {folder}")
+    try:
+        top = source_build.git_output(["-C", folder, "rev-parse", "--show-toplevel"]).strip()
+    except source_build.SourceBuildError:
+        return  # not a checkout (a bare repository, or no repository: the build says which)
+    if top and Path(top).resolve() != path.resolve():
+        raise InvalidInput(f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; "
+                           f"name the checkout itself: file://{top}")
+
+
 def from_spec(spec: str) -> SourceSpec | None:
     """The source candidate a SPEC asks for, or None for an ordinary requirement
     (a version, or a URL of a wheel or sdist file).
@@ -99,8 +122,9 @@ def from_spec(spec: str) -> SourceSpec | None:
             repo = urllib.request.url2pathname(urllib.parse.urlparse(repo).path)
     elif url.startswith("file:"):
         repo, ref = urllib.request.url2pathname(urllib.parse.urlparse(url).path), "HEAD"
-        if not Path(repo).is_dir():
+        if Path(repo).is_file():
             return None  # a wheel or sdist file: uv installs it as it is
+        _check_checkout(repo, spec)
     else:
         return None
     return SourceSpec(_check_name(req.name, spec), repo, ref, spec.strip())
