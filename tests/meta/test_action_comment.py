@@ -8,15 +8,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from optax_gate.action.comment import MARKER
 from tests.meta.test_cli import ROOT
 
 FAKE_GH = '''#!{python}
-import json, sys
+import json, os, sys
 state_file = {state!r}
 state = json.load(open(state_file))
 args = sys.argv[1:]
 open({calls!r}, "a").write(json.dumps(args) + "\\n")
+open({calls!r} + ".tokens", "a").write(json.dumps(os.environ.get("GH_TOKEN")) + "\\n")
 if state.get("status") == 403:
     sys.stderr.write("gh: Resource not accessible by integration (HTTP 403)\\n")
     sys.exit(1)
@@ -64,7 +67,7 @@ def setup(tmp_path, status=None):
     event.write_text(json.dumps({"pull_request": {"number": 42}}))
     report = tmp_path / "report.md"
     report.write_text(REPORT)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ARTIFACT_"))},
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ARTIFACT_", "GH_"))},
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT / "src"),
            "GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": "team/repo", "GITHUB_SERVER_URL": "https://github.example",
            "GITHUB_RUN_ID": "9001", "INPUT_REPORT": str(report)}
@@ -111,3 +114,20 @@ def test_outside_a_pull_request_nothing_is_posted(tmp_path):
     proc = comment(env)
     assert proc.returncode == 0 and "not a pull request" in proc.stdout
     assert not (tmp_path / "gh-calls.jsonl").exists()
+
+
+@pytest.mark.parametrize("given, seen", [({"INPUT_TOKEN": "input-token"}, "input-token"),
+                                         ({"GH_TOKEN": "gh-token", "INPUT_TOKEN": "input-token"}, "gh-token"),
+                                         ({"GH_TOKEN": "", "INPUT_TOKEN": "input-token"}, "input-token"),
+                                         ({}, None)])
+def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_path, given, seen):
+    """``INPUT_TOKEN`` (docs/action.md: the inputs as ``INPUT_*``) is gh's ``GH_TOKEN`` when that is unset or empty."""
+    env, state = setup(tmp_path)
+    proc = comment({**env, **given})
+    assert proc.returncode == 0 and "created on team/repo#42" in proc.stdout, proc.stdout + proc.stderr
+    tokens = {json.loads(line) for line in (tmp_path / "gh-calls.jsonl.tokens").read_text().splitlines()}
+    assert tokens == {seen}
+    said = "no token given" in proc.stdout
+    assert said == (seen is None), proc.stdout
+    if said:
+        assert proc.stdout.index("no token given") < proc.stdout.index("created on")

@@ -16,7 +16,11 @@ any other ``gh`` failure).
 
 Inputs: ``INPUT_REPORT`` (the ``report.md`` path; the gate step's ``report``
 output), ``GITHUB_EVENT_PATH`` (the pull request's number), ``GH_TOKEN``
-(read by ``gh`` itself).
+(read by ``gh`` itself; ``action.yml`` sets it from the ``token`` input) or
+else ``INPUT_TOKEN`` (the ``token`` input as an ``INPUT_*`` variable, as when
+the script runs outside GitHub), handed to ``gh`` as ``GH_TOKEN``. With
+neither, the log says "no token given" and ``gh`` is tried with its own
+login (``GITHUB_TOKEN`` or ``gh auth login``).
 """
 
 from __future__ import annotations
@@ -66,9 +70,17 @@ class GhFailed(Exception):
     pass
 
 
+def gh_env() -> dict[str, str]:
+    """The environment of ``gh``: this one, with ``GH_TOKEN`` from ``INPUT_TOKEN`` when unset or empty."""
+    env = dict(os.environ)
+    if not env.get("GH_TOKEN", "").strip() and env.get("INPUT_TOKEN", "").strip():
+        env["GH_TOKEN"] = env["INPUT_TOKEN"].strip()
+    return env
+
+
 def gh(*args: str) -> str:
     try:
-        proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True, timeout=120, env=gh_env())
     except FileNotFoundError:
         raise GhFailed("the gh command was not found") from None
     except subprocess.TimeoutExpired:
@@ -111,6 +123,8 @@ def main() -> int:
         text = f"{MARKER}\n# Optax upgrade gate: NOT-VERIFIED\n\nThe gate wrote no report (see the job's log).\n\n[The run]({report_url()})\n"
     else:
         text = body(report.read_text(encoding="utf-8"), report_url())
+    if not gh_env().get("GH_TOKEN", "").strip():
+        say("no token given (neither GH_TOKEN nor INPUT_TOKEN is set): trying gh's own login")
     try:
         done = post(repo, number, text)
     except GhFailed as exc:
