@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.action.comment import MARKER
+from optax_gate.gate import report_markdown, report_surface
 from tests.meta.test_cli import ROOT
 
 FAKE_GH = '''#!{python}
@@ -131,3 +132,24 @@ def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_p
     assert said == (seen is None), proc.stdout
     if said:
         assert proc.stdout.index("no token given") < proc.stdout.index("created on")
+
+
+def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(tmp_path):
+    """The findings as report.md writes them (``report_markdown``/``report_surface.finding_line``): their links
+    to rows and sections after ``## Versions`` point nowhere in a comment, so they become plain text."""
+    contract = report_markdown.finding_line({
+        "number": 1, "change": "broken", "api": "optax.adam", "cause": "the first step differs",
+        "contracts": ["a", "b", "c"], "tests": [("test_first_step[float32]", 1), ("edge hyperparams", 2)]})
+    beyond = report_surface.finding_line({"number": 2, "section": "surface", "api": "optax.foo", "cause": "removed"})
+    external = "See [the Optax changelog](https://github.com/google-deepmind/optax/releases#v0.2.8)."
+    env, state = setup(tmp_path)
+    (tmp_path / "report.md").write_text(REPORT.replace("1. `optax.scale`: 0.5 * [2, -4] is [2, -4] now — **your code**: `teamapp/train.py:3`",
+                                                       f"{contract}\n{beyond}\n\n{external}"))
+    assert '<a id="f1"></a>' in contract and "](#f1-2)" in contract and "(see API surface below)" in beyond  # what report.md holds
+    proc = comment(env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = json.loads(state.read_text())["comments"][1]["body"]
+    assert "](#" not in text and "<a id=" not in text and " below)" not in text, text
+    assert "1. **broken** `optax.adam`: the first step differs (3 contracts broken: test_first_step[float32], edge hyperparams ×2)" in text
+    assert "2. **broken** API surface `optax.foo`: removed (see API surface in the full report)" in text
+    assert external in text
