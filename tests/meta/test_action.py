@@ -209,6 +209,25 @@ def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypat
     assert out.read_text().count("exit-status=2") == 2
 
 
+@pytest.mark.parametrize("runner_temp", [False, True])
+def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(tmp_path, monkeypatch, runner_temp):
+    """docs/action.md: outside GitHub (no ``RUNNER_TEMP``) the report goes to ``optax-gate/`` in the team's
+    folder (teams may add it to .gitignore); in the action to ``$RUNNER_TEMP/optax-gate``, outside the workspace."""
+    for name in [k for k in os.environ if k.startswith(("INPUT_", "GITHUB_", "RUNNER_"))]:
+        monkeypatch.delenv(name)
+    team = tmp_path / "team"
+    team.mkdir()
+    monkeypatch.chdir(team)
+    if runner_temp:
+        monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
+    args_file = tmp_path / "gate-args.json"
+    monkeypatch.setenv("OPTAX_GATE_ACTION_GATE", json.dumps(
+        [sys.executable, "-c", f"import json, sys; json.dump(sys.argv[1:], open({str(args_file)!r}, 'w')); sys.exit(2)"]))
+    assert action_run.gate() == 2
+    args = json.loads(args_file.read_text())
+    assert Path(args[args.index("--out") + 1]) == (tmp_path / "runner-temp" if runner_temp else team) / "optax-gate"
+
+
 @pytest.mark.parametrize(("summary", "fail_on", "status"), [
     ({"unchanged": 3, "fixed": 1}, "broken", 0),
     ({"unchanged": 3, "fixed": 1}, "changed", 1),
