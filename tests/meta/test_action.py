@@ -172,16 +172,28 @@ def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_p
     assert any("ours/test_scale.py::test_doubles" in r and "fail in the baseline" in r for r in report["reasons"]), report["reasons"]
 
 
-@pytest.mark.parametrize("case", ["missing", "empty"])
-def test_a_missing_or_empty_contracts_folder_is_refused_before_anything_is_built(tmp_path, case):
+BROKEN_MODULES = {  # a contract module that does not compile: its bytes, and what the refusal says after the folder
+    "syntax": (b"import optax\n\n\ndef test_x(:\n    pass\n",
+               ": a contract module does not compile: nothing/sub/test_broken.py:4: SyntaxError: invalid syntax"),
+    "undecodable": (b"import optax\nNAME = '\xff'\n",
+                    ": a contract module does not compile: nothing/sub/test_broken.py:2: SyntaxError: (unicode error) "
+                    "'utf-8' codec can't decode byte 0xff"),
+}
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", *BROKEN_MODULES])
+def test_a_missing_empty_or_broken_contracts_folder_is_refused_before_anything_is_built(tmp_path, case):
     team = team_repo(tmp_path)
-    if case == "empty":
-        (team / "nothing").mkdir()
+    if case != "missing":
+        (team / "nothing" / "sub").mkdir(parents=True)
         (team / "nothing" / "helpers.py").write_text("")
+    if case in BROKEN_MODULES:
+        (team / "nothing" / "test_fine.py").write_text(CONTRACTS["test_clip.py"])
+        (team / "nothing" / "sub" / "test_broken.py").write_bytes(BROKEN_MODULES[case][0])
     proc, outputs = run_action(tmp_path, team, contracts="nothing")
     assert proc.returncode == 2 and outputs["verdict"] == "not-verified"
-    why = "does not exist" if case == "missing" else "holds no contract module (test_*.py)"
-    assert f"--contracts nothing (= {team / 'nothing'}) {why}" in proc.stderr
+    why = {"missing": " does not exist", "empty": " holds no contract module (test_*.py)"}.get(case) or BROKEN_MODULES[case][1]
+    assert f"--contracts nothing (= {team / 'nothing'}){why}" in proc.stderr, proc.stderr
     assert not (tmp_path / "gate-envs").exists() and "running the contracts" not in proc.stderr
 
 
@@ -195,6 +207,25 @@ def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypat
         assert said in capsys.readouterr().err
         monkeypatch.delenv(name)
     assert out.read_text().count("exit-status=2") == 2
+
+
+@pytest.mark.parametrize("runner_temp", [False, True])
+def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(tmp_path, monkeypatch, runner_temp):
+    """docs/action.md: outside GitHub (no ``RUNNER_TEMP``) the report goes to ``optax-gate/`` in the team's
+    folder (teams may add it to .gitignore); in the action to ``$RUNNER_TEMP/optax-gate``, outside the workspace."""
+    for name in [k for k in os.environ if k.startswith(("INPUT_", "GITHUB_", "RUNNER_"))]:
+        monkeypatch.delenv(name)
+    team = tmp_path / "team"
+    team.mkdir()
+    monkeypatch.chdir(team)
+    if runner_temp:
+        monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
+    args_file = tmp_path / "gate-args.json"
+    monkeypatch.setenv("OPTAX_GATE_ACTION_GATE", json.dumps(
+        [sys.executable, "-c", f"import json, sys; json.dump(sys.argv[1:], open({str(args_file)!r}, 'w')); sys.exit(2)"]))
+    assert action_run.gate() == 2
+    args = json.loads(args_file.read_text())
+    assert Path(args[args.index("--out") + 1]) == (tmp_path / "runner-temp" if runner_temp else team) / "optax-gate"
 
 
 @pytest.mark.parametrize(("summary", "fail_on", "status"), [

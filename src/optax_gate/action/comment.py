@@ -4,8 +4,9 @@ comment on the pull request, through the ``gh`` CLI (``gh api``).
 The comment starts with a hidden marker (:data:`MARKER`); a later run finds
 the comment holding it and edits it in place (``PATCH``) instead of adding a
 second one. Its body is the report's head, from the verdict line to the end
-of the findings (``report.md`` up to ``## Versions``), and a link to the full
-report: ``$ARTIFACT_URL`` (``actions/upload-artifact``'s ``artifact-url``
+of the findings (``report.md`` up to ``## Versions``) with its in-page
+navigation taken out (:func:`plain`: the anchors and the sections they point
+to are not in the comment), and a link to the full report: ``$ARTIFACT_URL`` (``actions/upload-artifact``'s ``artifact-url``
 output) or else the run's page, from ``GITHUB_SERVER_URL``,
 ``GITHUB_REPOSITORY`` and ``GITHUB_RUN_ID``.
 
@@ -16,13 +17,18 @@ any other ``gh`` failure).
 
 Inputs: ``INPUT_REPORT`` (the ``report.md`` path; the gate step's ``report``
 output), ``GITHUB_EVENT_PATH`` (the pull request's number), ``GH_TOKEN``
-(read by ``gh`` itself).
+(read by ``gh`` itself; ``action.yml`` sets it from the ``token`` input) or
+else ``INPUT_TOKEN`` (the ``token`` input as an ``INPUT_*`` variable, as when
+the script runs outside GitHub), handed to ``gh`` as ``GH_TOKEN``. With
+neither, the log says "no token given" and ``gh`` is tried with its own
+login (``GITHUB_TOKEN`` or ``gh auth login``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -54,9 +60,27 @@ def report_url() -> str:
     return f"{server}/{os.environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{os.environ.get('GITHUB_RUN_ID', '')}"
 
 
+#: ``<a id="f4"></a>``: an anchor of report.md (``optax_gate.gate.report_markdown``).
+ANCHOR = re.compile(r'<a id="[^"]*"></a>')
+#: ``[text](#f4-1)``: a link to an anchor of the same page; the text may hold
+#: one level of brackets (a parametrized test: ``test_x[float32]``).
+IN_PAGE_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(#[^)\s]*\)")
+#: ``(see API surface below)``: a finding beyond the contracts pointing to its section (``report_surface``).
+SEE_BELOW = re.compile(r"\(see ([^()]*?) below\)")
+
+
+def plain(markdown: str) -> str:
+    """``markdown`` without in-page navigation: links to ``#anchors`` become
+    their text, anchor tags go, and "see SECTION below" points to the full
+    report (those sections are after ``## Versions``, not in the comment).
+    Links to other pages are kept."""
+    text = IN_PAGE_LINK.sub(r"\1", ANCHOR.sub("", markdown))
+    return SEE_BELOW.sub(r"(see \1 in the full report)", text)
+
+
 def body(report_md: str, url: str) -> str:
-    """The comment: the marker, the report up to its versions section (the verdict, reasons and findings), the link."""
-    head = report_md.split("\n## Versions", 1)[0].rstrip()
+    """The comment: the marker, the report up to its versions section (the verdict, reasons and findings) as :func:`plain` text, the link."""
+    head = plain(report_md.split("\n## Versions", 1)[0]).rstrip()
     if len(head) > BODY_LIMIT:
         head = head[:BODY_LIMIT].rsplit("\n", 1)[0] + "\n\n… (cut here: the findings go on in the full report)"
     return f"{MARKER}\n{head}\n\n[Full report (report.md, report.json, evidence)]({url})\n"
@@ -66,9 +90,17 @@ class GhFailed(Exception):
     pass
 
 
+def gh_env() -> dict[str, str]:
+    """The environment of ``gh``: this one, with ``GH_TOKEN`` from ``INPUT_TOKEN`` when unset or empty."""
+    env = dict(os.environ)
+    if not env.get("GH_TOKEN", "").strip() and env.get("INPUT_TOKEN", "").strip():
+        env["GH_TOKEN"] = env["INPUT_TOKEN"].strip()
+    return env
+
+
 def gh(*args: str) -> str:
     try:
-        proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True, timeout=120, env=gh_env())
     except FileNotFoundError:
         raise GhFailed("the gh command was not found") from None
     except subprocess.TimeoutExpired:
@@ -111,6 +143,8 @@ def main() -> int:
         text = f"{MARKER}\n# Optax upgrade gate: NOT-VERIFIED\n\nThe gate wrote no report (see the job's log).\n\n[The run]({report_url()})\n"
     else:
         text = body(report.read_text(encoding="utf-8"), report_url())
+    if not gh_env().get("GH_TOKEN", "").strip():
+        say("no token given (neither GH_TOKEN nor INPUT_TOKEN is set): trying gh's own login")
     try:
         done = post(repo, number, text)
     except GhFailed as exc:

@@ -2,7 +2,11 @@
 repeatable): contract modules in the team's repository, run beside ours.
 
 - :func:`check` refuses, before anything is built, a folder that does not
-  exist, is no folder, or holds no contract module (``test_*.py``).
+  exist, is no folder, holds no contract module (``test_*.py``), or holds one
+  that does not compile (a syntax error, bytes that are not its encoding):
+  builtin ``compile()``, nothing imported, so the refusal names the file, the
+  line and Python's message instead of pytest's collection banner after a
+  full environment build.
 - :func:`pytest_args` adds the folders to the single-device pytest process of
   each side, with this project's ``pyproject.toml`` named as the configuration
   (``-c``) and this project as the root folder: the team's own
@@ -43,12 +47,26 @@ def _modules(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob(PATTERN) if p.is_file() and "__pycache__" not in p.parts)
 
 
+def _compile_error(folder: Path, module: Path) -> str | None:
+    """``FOLDER/test_x.py:LINE: SyntaxError: MESSAGE`` when ``module`` does
+    not compile (or cannot be read), else None; the module is not run."""
+    where = f"{label(folder)}/{module.relative_to(folder).as_posix()}"
+    try:
+        compile(module.read_bytes(), where, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # also IndentationError and undecodable bytes ("(unicode error) ...")
+        return f"{where}{f':{exc.lineno}' if exc.lineno else ''}: {type(exc).__name__}: {exc.msg}"
+    except (ValueError, OSError) as exc:  # null bytes (older Pythons), an unreadable file
+        return f"{where}: {type(exc).__name__}: {exc}"
+    return None
+
+
 def check(folders: Iterable[Path] | None) -> list[Path]:
     """The ``--contracts`` folders, checked; [] without any.
 
     Raises:
-      validate.InvalidInput: a folder that does not exist, is a file, or has
-        no ``test_*.py`` module in it (or below it).
+      validate.InvalidInput: a folder that does not exist, is a file, has
+        no ``test_*.py`` module in it (or below it), or has one that does not
+        compile (named ``FOLDER/test_x.py:LINE: SyntaxError: MESSAGE``).
     """
     out = []
     for folder in folders or []:
@@ -56,8 +74,13 @@ def check(folders: Iterable[Path] | None) -> list[Path]:
             raise validate.InvalidInput(f"--contracts {validate.shown(folder)} does not exist")
         if not folder.is_dir():
             raise validate.InvalidInput(f"--contracts {validate.shown(folder)} is not a folder")
-        if not _modules(folder):
+        modules = _modules(folder)
+        if not modules:
             raise validate.InvalidInput(f"--contracts {validate.shown(folder)} holds no contract module ({PATTERN})")
+        for module in modules:
+            error = _compile_error(folder, module)
+            if error:
+                raise validate.InvalidInput(f"--contracts {validate.shown(folder)}: a contract module does not compile: {error}")
         out.append(folder)
     return out
 
