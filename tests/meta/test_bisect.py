@@ -448,3 +448,28 @@ def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
     status, _, stderr, seconds = gate_cli("optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}",
                                           out=tmp_path / "out", timeout=60)
     assert status == 2 and "not a git repository" in stderr and seconds < 15, (status, stderr[-500:], seconds)
+
+
+def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
+    # seen by a new user: a range over a block of commits that cannot be imported named only the block's two
+    # ends; 'Remove monte_carlo folder' sat inside it unnamed. The range's commits touching the source of the
+    # finding's APIs are named as the ones to read first.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "-b", "main")
+    shas = [commit(repo, {"optax/_losses.py": "def huber_loss(x):\n    return x\n", "optax/_losses_test.py": "def huber_loss(): pass\n",
+                          "notes.txt": "0\n"}, "first")]
+    git(repo, "tag", "v0.1.0")
+    shas.append(commit(repo, {"notes.txt": "1\n"}, "Notes only"))
+    shas.append(commit(repo, {"optax/_losses.py": "def huber_loss(x, *, delta=1.0):\n    return x\n"}, "Keyword-only delta (#7)"))
+    shas.append(commit(repo, {"notes.txt": "3\n"}, "More notes"))
+    files = bisect_flow.source_files(repo, "v0.1.0", ["optax.huber_loss", "recipe:none-gradients", "optax.nothere"])
+    assert files == ["optax/_losses.py"]  # the test module's def is left out; a recipe or an unknown name adds none
+    assert bisect_flow.suspects(repo, shas[1:], ("v0.1.0", shas[-1]), files) == [shas[2]]
+    entry = bisect_flow._entry("optax", Answer("range", shas[1:], skipped={shas[1]: "cannot be imported: X", shas[3]: "cannot be imported: X"}),
+                               repo, ("v0.1.0", shas[-1]), ["optax.huber_loss"])
+    assert [c["sha"] for c in entry["suspects"]] == [shas[2]] and entry["source_files"] == files
+    from optax_gate.gate import report_bisect
+    line = report_bisect.words(entry)
+    assert line.endswith(f"; of them, 1 touch the APIs' source (optax/_losses.py): {shas[2][:7]} Keyword-only delta (#7, "
+                         f"{entry['suspects'][0]['date'][:10]})"), line

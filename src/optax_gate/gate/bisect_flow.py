@@ -31,7 +31,7 @@ from typing import Any
 
 from optax_gate.gate import atomic, report_json, report_markdown, source_build
 from optax_gate.gate import findings as findings_
-from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, links, open_history, release_commit, resolve
+from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
 from optax_gate.gate.bisect_probe import Prober
 from optax_gate.gate.bisect_search import Answer, Target, search
 
@@ -77,13 +77,44 @@ def _commit(repo: Path, package: str, sha: str) -> dict[str, Any]:
     return {**info, **links(package, info["sha"], info["pr"])}
 
 
-def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str]) -> dict[str, Any]:
+def source_files(repo: Path, old: str, apis: list[str]) -> list[str]:
+    """The files that define ``apis`` (``def NAME``/``class NAME`` of each
+    API's last name) at commit ``old``, tests left out: where to look inside
+    a range the search could not narrow. Names that are no identifiers
+    (``recipe:...``) have none."""
+    files: set[str] = set()
+    for api in apis:
+        name = api.rsplit(".", 1)[-1]
+        if not name.isidentifier():
+            continue
+        try:
+            out = git(repo, "grep", "-l", "-w", "-E", f"^[[:space:]]*(def|class) {name}", old, "--", "*.py")
+        except NoHistory:  # no match: git grep exits 1
+            continue
+        files.update(path for line in out.splitlines() for path in [line.partition(":")[2]]
+                     if path and not path.endswith("_test.py") and "/tests/" not in path)
+    return sorted(files)
+
+
+def suspects(repo: Path, commits: list[str], ends: tuple[str, str], files: list[str]) -> list[str]:
+    """Those of ``commits`` (a range) whose first-parent change touches ``files``, oldest first."""
+    if not files:
+        return []
+    touching = set(git(repo, "log", "--first-parent", "--format=%H", f"{ends[0]}..{ends[1]}", "--", *files).split())
+    return [sha for sha in commits if sha in touching]
+
+
+def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis: list[str] | None = None) -> dict[str, Any]:
     if answer.status == "not-bisected":
         entry = not_bisected(package, answer.reason)
     else:
         entry = {"package": package, "status": answer.status, "reason": answer.reason,
                  "commits": [_commit(repo, package, sha) for sha in answer.commits],
                  "skipped": {sha[:12]: why for sha, why in answer.skipped.items()}}
+        if answer.status == "range" and apis:
+            files = source_files(repo, ends[0], apis)
+            entry["source_files"] = files
+            entry["suspects"] = [_commit(repo, package, sha) for sha in suspects(repo, answer.commits, ends, files)]
     return {**entry, "from": ends[0], "to": ends[1], "tested": answer.tested, "duration_s": answer.duration_s}
 
 
@@ -117,7 +148,8 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
     prober = make_prober(package, repo)
     answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, environment=environment)
     for f in found:
-        f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name)))
+        f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name),
+                                                 f.get("apis") or [f.get("api", "")]))
     summary.update({"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)})
     return summary
 

@@ -35,6 +35,18 @@ def _text_commit(c: dict[str, Any]) -> str:
     return f"{c['short']} {_subject(c)} ({pr}{_date(c)})"
 
 
+def _suspects(entry: dict[str, Any], one) -> str:
+    """A range's commits that touch the APIs' source files (``bisect_flow.suspects``), the likely ones."""
+    if "suspects" not in entry:
+        return ""
+    files = entry.get("source_files") or []
+    where = ", ".join(files[:3]) + (" …" if len(files) > 3 else "")
+    if not entry["suspects"]:
+        return f"; none of them touches the APIs' source ({where})" if files else ""
+    named = "; ".join(one(c) for c in entry["suspects"][:NAMED]) + (" …" if len(entry["suspects"]) > NAMED else "")
+    return f"; of them, {len(entry['suspects'])} touch the APIs' source ({where}): {named}"
+
+
 def words(entry: dict[str, Any], markdown: bool = False) -> str:
     """One bisection entry in words (Markdown links with ``markdown``)."""
     one = _md_commit if markdown else _text_commit
@@ -49,7 +61,7 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
             named = f"from {one(commits[0])} to {one(commits[-1])}"
         reasons = sorted(set(entry.get("skipped", {}).values()))
         why = f" ({len(entry.get('skipped', {}))} could not be tested: {reasons[0]}" + (" …" if len(reasons) > 1 else "") + ")"
-        return f"changed by {package}one of {len(commits)} commits: {named}{why}"
+        return f"changed by {package}one of {len(commits)} commits: {named}{why}{_suspects(entry, one)}"
     return f"not bisected{f' ({package.strip()})' if package else ''}: {entry.get('reason', '')}"
 
 
