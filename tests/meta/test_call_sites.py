@@ -120,6 +120,6 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     assert contract["your_code"] == ["train.py:9", "train.py:10"]
     assert contract["your_code_notes"] == {"train.py:9": "breaks: delta is keyword-only in the candidate",
                                            "train.py:10": "passes delta by keyword; does not pass axis"}
-    assert lines[contract["number"] - 1].endswith("— **your code**: `train.py:9` (breaks: delta is keyword-only in the candidate), "
-                                                  "`train.py:10` (passes delta by keyword; does not pass axis)")
+    assert lines[contract["number"] - 1].endswith("— **your code**: `train.py:9` (API surface: breaks: delta is keyword-only in the candidate), "
+                                                  "`train.py:10` (API surface: passes delta by keyword; does not pass axis)")
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))

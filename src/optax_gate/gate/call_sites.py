@@ -148,7 +148,7 @@ def suffix(item: dict[str, Any]) -> str:
     if where:
         more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""
         notes = item.get("your_code_notes") or {}
-        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" ({notes[w]})" if w in notes else "") for w in where[:SHOWN]) + more
+        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "") for w in where[:SHOWN]) + more
     unscanned = item.get("your_code_not_scanned") or []
     if unscanned:
         out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[:SHOWN])
