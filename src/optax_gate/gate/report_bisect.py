@@ -42,9 +42,9 @@ def _suspects(entry: dict[str, Any], one) -> str:
     files = entry.get("source_files") or []
     where = ", ".join(files[:3]) + (" …" if len(files) > 3 else "")
     if not entry["suspects"]:
-        return f"; none of them touches the APIs' source ({where})" if files else ""
+        return f" (none of them touches the APIs' source: {where})" if files else ""
     named = "; ".join(one(c) for c in entry["suspects"][:NAMED]) + (" …" if len(entry["suspects"]) > NAMED else "")
-    return f"; of them, {len(entry['suspects'])} touch the APIs' source ({where}): {named}"
+    return f", most likely the {len(entry['suspects'])} touching the APIs' source ({where}): {named}; the range runs"
 
 
 def words(entry: dict[str, Any], markdown: bool = False) -> str:
@@ -61,7 +61,8 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
             named = f"from {one(commits[0])} to {one(commits[-1])}"
         reasons = sorted(set(entry.get("skipped", {}).values()))
         why = f" ({len(entry.get('skipped', {}))} could not be tested: {reasons[0]}" + (" …" if len(reasons) > 1 else "") + ")"
-        return f"changed by {package}one of {len(commits)} commits: {named}{why}{_suspects(entry, one)}"
+        likely = _suspects(entry, one)  # the commits to read first, before the range's ends
+        return f"changed by {package}one of {len(commits)} commits{likely}: {named}{why}"
     return f"not bisected{f' ({package.strip()})' if package else ''}: {entry.get('reason', '')}"
 
 
