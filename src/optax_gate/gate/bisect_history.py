@@ -13,8 +13,6 @@ carries git's own reason.
 from __future__ import annotations
 
 import difflib
-import os
-import subprocess
 from pathlib import Path
 
 from optax_gate.gate import source_build
@@ -32,23 +30,15 @@ class NoHistory(Exception):
 
 
 def git(repo: Path | None, *args: str, timeout: float = 120) -> str:
-    """``git -C repo ARGS``'s stdout, stripped.
+    """``git ARGS``'s stdout in ``repo``, stripped (``source_build.git_output``).
 
     Raises:
-      NoHistory: git failed (its last stderr line), timed out or is missing.
+      NoHistory: git failed, timed out or is missing (git's reason).
     """
-    cmd = ["git", *(["-C", str(repo)] if repo else []), *args]
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise NoHistory(f"git {args[0]} timed out after {timeout:.0f} s") from None
-    except OSError as exc:
-        raise NoHistory(f"git cannot run: {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-        raise NoHistory(lines[-1].strip() if lines else f"git {args[0]} exited {proc.returncode}")
-    return proc.stdout.strip()
+        return source_build.git_output(list(args), timeout, cwd=repo).strip()
+    except source_build.SourceBuildError as exc:
+        raise NoHistory(exc.message) from None
 
 
 def parse_histories(values: list[str] | None) -> dict[str, str]:

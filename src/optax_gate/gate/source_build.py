@@ -97,13 +97,16 @@ def _git(stage: str, args: list[str], timeout: float, cwd: Path | None = None) -
     return proc.stdout
 
 
-def git_output(args: list[str], timeout: float = 60) -> str:
-    """``git ARGS``'s standard output.
+def git_output(args: list[str], timeout: float = 60, cwd: Path | None = None) -> str:
+    """``git ARGS``'s standard output (run in ``cwd``), without prompts and in
+    the C locale: the one git runner of the tool half (the bisection's history
+    reads go through it too).
 
     Raises:
-      SourceBuildError: stage ``fetch``, with git's message, when git fails.
+      SourceBuildError: stage ``fetch``, with git's message, when git fails,
+        times out or cannot run.
     """
-    return _git("fetch", args, timeout)
+    return _git("fetch", args, timeout, cwd)
 
 
 def mirror(repo: str | os.PathLike[str], cache_dir: Path, timeout: float = 600) -> Path:
