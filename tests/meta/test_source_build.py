@@ -108,14 +108,14 @@ def test_builds_each_commit_once_and_leaves_the_checkout_alone(repo, tmp_path):
     assert git(repo, "worktree", "list").count("\n") == 0
     assert sorted(p.name for p in (cache / "wheels").iterdir()) == sorted([built.commit.sha, old.commit.sha])
 
-    # a second call for the same commit builds nothing: uv is not even looked up
+    # a second call for the same commit builds nothing: uv is not even run
     mtime = built.path.stat().st_mtime_ns
-    real_uv = source_build.uv
-    source_build.uv = lambda: (_ for _ in ()).throw(AssertionError("built again"))
+    real_uv = source_build.run_uv
+    source_build.run_uv = lambda *args, **kwargs: (_ for _ in ()).throw(AssertionError("built again"))
     try:
         again = source_build.build_wheel(repo, built.commit.sha, cache, timeout=300)
     finally:
-        source_build.uv = real_uv
+        source_build.run_uv = real_uv
     assert again == built and again.path.stat().st_mtime_ns == mtime
 
 

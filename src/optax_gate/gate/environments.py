@@ -58,7 +58,8 @@ def _run(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) ->
         raise EnvironmentFailure(stage, f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} ...") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-        raise EnvironmentFailure(stage, " | ".join(line.strip() for line in tail if line.strip()))
+        raise EnvironmentFailure(stage, " | ".join(line.strip() for line in tail if line.strip()) or
+                                 f"{Path(cmd[0]).name} {cmd[1]} exited {proc.returncode}")
     return proc.stdout
 
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from optax_gate.gate import atomic
-from optax_gate.gate.environments import EnvironmentFailure, uv
+from optax_gate.gate.environments import EnvironmentFailure, run_uv
 
 #: The file that marks a complete cache entry; written last, atomically.
 BUILT_FILE = "built.json"
@@ -210,20 +210,10 @@ def cached(cache_dir: Path, sha: str) -> BuiltWheel | None:
 
 
 def _uv_build(source: Path, out: Path, timeout: float) -> Path:
-    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
-    try:
-        exe = uv()
+    try:  # the environments' uv runner: no Python downloads, the tail of uv's output on failure
+        run_uv("build", ["build", "--wheel", "--quiet", "--out-dir", str(out), str(source)], timeout)
     except EnvironmentFailure as exc:
         raise SourceBuildError("build", exc.message) from None
-    cmd = [exe, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise SourceBuildError("build", f"uv build timed out after {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-        raise SourceBuildError("build", " | ".join(line.strip() for line in tail if line.strip()) or
-                               f"uv build exited {proc.returncode}")
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
         raise SourceBuildError("build", f"uv build made {len(wheels)} wheels, expected one")
