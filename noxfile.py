@@ -270,7 +270,7 @@ def gate(session: nox.Session) -> None:
 def bisect(session: nox.Session) -> None:
     """Name the optax/flax commit behind each finding of a gate report: ./noxw -s bisect -- [DIR] --history optax=PATH.
 
-    ``DIR``: a gate output folder (default ``reports/gate``, its latest complete
+    ``DIR``: a gate output folder (default ``reports/gate``, its latest judged
     run) or a run folder; ``./noxw -s bisect -- --help`` lists the options."""
     _run_tool(session, "bisect", *session.posargs)
 

@@ -197,6 +197,34 @@ def test_a_missing_empty_or_broken_contracts_folder_is_refused_before_anything_i
     assert not (tmp_path / "gate-envs").exists() and "running the contracts" not in proc.stderr
 
 
+def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_the_judged_report(tmp_path):
+    """docs/action.md: the ``report`` output, the job summary (and so the comment) show *this* run's report,
+    a refusal included; the output folder's ``report.md`` keeps showing the last run that judged both sides."""
+    team = team_repo(tmp_path)
+    env = action_env(tmp_path, team)
+
+    def action(**inputs):
+        proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, capture_output=True, text=True,
+                              env={**env, **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}}, timeout=120)
+        return proc, dict(line.split("=", 1) for line in (tmp_path / "github-output").read_text().splitlines())
+
+    proc, judged = action()
+    assert proc.returncode == 1 and judged["verdict"] == "fail", proc.stdout + proc.stderr
+    out = tmp_path / "runner-temp" / "optax-gate"
+    judged_md = (out / "report.md").read_text()
+    assert Path(judged["report"]).read_text() == judged_md and Path(judged["report-folder"]) == (out / "latest").resolve()
+    (tmp_path / "summary.md").unlink()
+    proc, refused = action(contracts="nothing")  # refused: the folder does not exist
+    assert proc.returncode == 2 and refused["verdict"] == "not-verified" and refused["exit-status"] == "2"
+    shown = Path(refused["report"])
+    assert shown != Path(judged["report"]) and shown.parent == Path(refused["report-folder"])
+    assert "does not exist" in shown.read_text() and shown.read_text().startswith("# Optax upgrade gate: NOT-VERIFIED")
+    summary = (tmp_path / "summary.md").read_text()
+    assert "# Optax upgrade gate: NOT-VERIFIED" in summary and "does not exist" in summary
+    assert (out / "report.md").read_text() == judged_md, "the refusal replaced the judged run's report"
+    assert f"{out / 'report.md'} still shows the run of" in proc.stdout and "(verdict fail)" in proc.stdout
+
+
 def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))

@@ -36,7 +36,19 @@ def gate_cli(*args, out, env=None, timeout=60):
 
 
 def latest_report(out):
+    """The report of the newest run that judged both sides (``report.json``)."""
     return json.loads((out / "report.json").read_text())
+
+
+def not_judged_report(out):
+    """The report of the newest run that judged nothing: refused or stopped before both sides ran (``not-judged.json``)."""
+    return json.loads((out / "not-judged.json").read_text())
+
+
+def newest_run(out) -> Path:
+    """The newest complete run folder, judged or not."""
+    return max(((out / name).resolve() for name in (evidence.LATEST, evidence.NOT_JUDGED_LINK) if (out / name).exists()),
+               key=lambda p: p.name)
 
 
 @pytest.mark.parametrize(
@@ -62,7 +74,7 @@ def test_an_install_failure_is_reported_not_verified(tmp_path, monkeypatch):
     monkeypatch.setattr(environments, "ensure", fail)
     monkeypatch.setattr(environments, "compile_lock", resolved)
     code = cli.main(["gate", "jaxlib==9.9", "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")])
-    report = latest_report(tmp_path)
+    report = not_judged_report(tmp_path)
     assert code == 2 and report["verdict"] == "not-verified"
     assert "install failed: no matching distribution for jaxlib==9.9" in report["reasons"][0]
     assert report["candidate_lock"]["sha256"] == environments.digest(LOCK)
@@ -76,7 +88,8 @@ def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monk
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
     code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")])
-    report = latest_report(tmp_path)
+    report = not_judged_report(tmp_path)
+    assert not (tmp_path / "report.json").exists(), "a crash's report (no contract judged) became report.json"
     assert code == 2 and report["reasons"][0].startswith("baseline not verified: gate error: KeyError")
     assert "the gate itself failed: KeyError" in capsys.readouterr().err
 
@@ -114,10 +127,10 @@ def test_a_bad_input_answers_in_seconds_with_exit_2_and_the_reason(tmp_path, cas
     assert status == 2, stdout + stderr
     assert message in stderr and "Traceback" not in stderr
     assert seconds < 10
-    report = latest_report(out)
+    report = not_judged_report(out)
     assert report["verdict"] == "not-verified" and any(message in r for r in report["reasons"])
     assert len(report["reasons"]) == 1 and "\n" not in report["reasons"][0]  # one line, said once for both sides
-    run = (out / "latest").resolve()
+    run = (out / evidence.NOT_JUDGED_LINK).resolve()
     assert not (run / "candidate-lock.txt").exists(), "no candidate lock may sit beside a report that had none"
     assert not (run / evidence.MARKER).exists()
 
@@ -130,9 +143,9 @@ def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
     status, stdout, stderr, seconds = gate_cli("optx==0.2.8", "--usage", str(team), out=out)
     assert status == 2 and "the baseline does not require a package named 'optx'" in stderr, stdout + stderr
     assert "writing the refusal report" in stderr and "comparing and writing the report" not in stderr
-    report = latest_report(out)
+    report = not_judged_report(out)
     assert report["usage"] is None and not [n for n in report.get("notes", []) if "--usage" in n]
-    assert "not scanned" not in (out / "report.md").read_text()
+    assert "not scanned" not in (out / "not-judged.md").read_text()
 
 
 def test_an_unknown_package_is_accepted_with_allow_extra():
@@ -170,10 +183,10 @@ def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_pat
     status, stdout, stderr, seconds = gate_cli("optax==9.9.9", out=out, env=uv_env(), timeout=120)
     assert status == 2 and "the candidate cannot be resolved" in stderr and "Traceback" not in stderr
     assert "baseline: running the contracts" not in stderr
-    report = latest_report(out)
+    report = not_judged_report(out)
     assert report["baseline"]["reason"] == "not run: the candidate could not be resolved"
     assert "optax" in report["candidate"]["reason"] and "9.9.9" in report["candidate"]["reason"]
-    assert not ((out / "latest").resolve() / "candidate-lock.txt").exists()
+    assert not ((out / evidence.NOT_JUDGED_LINK).resolve() / "candidate-lock.txt").exists()
 
 
 def test_help_explains_every_option_and_the_exit_statuses():

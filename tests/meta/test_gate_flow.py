@@ -47,7 +47,8 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     assert ran == [], "a contract run started although one side cannot be installed or imported"
     if failing == "baseline" and stage == "install":
         assert built == ["baseline"], "the candidate was built although the baseline cannot be installed"
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads((out / "not-judged.json").read_text())  # stopped before both sides ran: judged nothing
+    assert not (out / "report.json").exists()
     cause = "install failed: no matching distribution" if stage == "install" else "import failed: ImportError"
     assert cause in report[failing]["reason"]
     assert report[other]["reason"] == f"not run: the {failing} could not be installed or imported"
@@ -61,11 +62,12 @@ def test_refused_runs_do_not_push_complete_runs_out_of_keep(tmp_path):
     for _ in range(2):
         refused = run_gate(tmp_path, extra=["--keep", "1", "--usage", str(tmp_path / "missing")])
         assert refused.returncode == 2 and "does not exist" in refused.stderr
-    latest = (out / evidence.LATEST).resolve()
-    assert (latest / evidence.REFUSED).read_text().startswith("--usage")
-    assert sorted((out / "runs").iterdir()) == sorted([complete, latest]), "a complete run was pruned for refused ones"
+    assert (out / evidence.LATEST).resolve() == complete, "a refused run replaced the complete one as latest"
+    refused = (out / evidence.NOT_JUDGED_LINK).resolve()
+    assert (refused / evidence.NOT_JUDGED).read_text().startswith("refused: --usage")
+    assert sorted((out / "runs").iterdir()) == sorted([complete, refused]), "a complete run was pruned for refused ones"
     assert run_gate(tmp_path, extra=["--keep", "1"]).returncode == 0
-    assert list((out / "runs").iterdir()) == [(out / evidence.LATEST).resolve()]
+    assert sorted((out / "runs").iterdir()) == sorted([(out / evidence.LATEST).resolve(), refused])
 
 
 @pytest.mark.parametrize(("option", "value"), [("--timeout", "0"), ("--timeout", "-5"), ("--timeout", "nan"), ("--keep", "0")])
@@ -105,9 +107,9 @@ def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
                                                env=uv_env(), timeout=300)
     assert status == 2 and "defines no extra named 'examples' (its extras: " in stderr and "Traceback" not in stderr
     assert not (tmp_path / "envs").exists()
-    run = (out / evidence.LATEST).resolve()
-    assert (run / evidence.REFUSED).exists() and not (run / "candidate-lock.txt").exists()
-    assert "defines no extra named 'examples'" in json.loads((out / "report.json").read_text())["reasons"][0]
+    run = (out / evidence.NOT_JUDGED_LINK).resolve()
+    assert (run / evidence.NOT_JUDGED).exists() and not (run / "candidate-lock.txt").exists()
+    assert "defines no extra named 'examples'" in json.loads((out / "not-judged.json").read_text())["reasons"][0]
 
 
 def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, monkeypatch):

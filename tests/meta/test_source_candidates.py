@@ -19,7 +19,7 @@ import pytest
 from optax_gate.gate import dependencies, source_specs
 from optax_gate.gate.source_specs import SourceFailure, SourceSpec
 from optax_gate.gate.validate import InvalidInput
-from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, uv_env
+from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
 
@@ -81,7 +81,7 @@ def test_jax_from_source_is_refused_by_the_gate_within_seconds(tmp_path):
     status, _, stderr, seconds = gate_cli("jax @ git+https://github.com/jax-ml/jax@main", out=out, timeout=60)
     assert status == 2 and "jax cannot be built from source" in stderr and "compiled" in stderr
     assert seconds < 15, f"took {seconds:.1f} s"
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads((out / "not-judged.json").read_text())
     assert report["verdict"] == "not-verified" and "published release or pre-release" in report["candidate"]["reason"]
 
 
@@ -146,7 +146,8 @@ def fake_gate(tmp_path: Path, *args: str, patch: str = "") -> subprocess.Complet
 
 
 def latest(tmp_path: Path) -> tuple[dict, str, Path]:
-    run = (tmp_path / "out" / "latest").resolve()
+    """The newest complete run (judged or not): its report, its markdown, its folder."""
+    run = newest_run(tmp_path / "out")
     return json.loads((run / "report.json").read_text()), (run / "report.md").read_text(), run
 
 
@@ -212,7 +213,7 @@ def test_a_failed_build_is_not_verified_with_its_message(tmp_path, tiny_optax, w
     [entry] = report["candidate"]["sources"]
     assert entry["status"] == "failed" and entry["commit"] is None and says in entry["message"]
     assert "**optax from source: build failed**" in markdown
-    assert not (tmp_path / "out" / "latest" / "candidate-lock.txt").exists()
+    assert not (newest_run(tmp_path / "out") / "candidate-lock.txt").exists()
     assert time.monotonic() - start < 120
 
 

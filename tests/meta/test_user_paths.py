@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import cli, typed_path, user_paths, validate
-from tests.meta.test_cli import LOCK, ROOT, gate_cli, latest_report
+from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 
 
 def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path, monkeypatch):
@@ -57,7 +57,7 @@ def test_a_dangling_usage_link_is_exit_2_before_anything_runs(tmp_path):
     out = tmp_path / "out"
     status, stdout, stderr, seconds = gate_cli("--candidate-lock", str(LOCK), "--usage", str(tmp_path / "team"), out=out)
     assert status == 2 and "is a dangling symlink" in stderr and "Traceback" not in stderr, stdout + stderr
-    assert seconds < 10 and latest_report(out)["verdict"] == "not-verified"
+    assert seconds < 10 and not_judged_report(out)["verdict"] == "not-verified"
 
 
 def test_noxw_passes_the_folder_it_was_started_from(tmp_path):

@@ -19,6 +19,11 @@ contract that differs (changed, fixed, new, gone) into 1, the rule of
 ``matrix --fail-on changed`` (``optax_gate.gate.matrix.meets``; restated here
 because this script runs before the tools lock is installed). An input this
 script cannot use is 2, said on stderr.
+
+Outputs: ``report`` is *this* run's ``report.md`` (the run folder the gate
+made, a refusal's included), ``report-folder`` that run folder (what the
+artifact step uploads); ``OUT/report.md`` itself keeps showing the last run
+that judged both sides (``optax_gate.gate.evidence``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+from optax_gate.gate import evidence  # standard library only, like this script
 
 ROOT = Path(os.environ.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[3])
 FAIL_ON = ("broken", "changed")
@@ -108,6 +115,22 @@ def summary(report_md: Path | None, verdict: str, status: int, fail_on: str) -> 
     return head + text
 
 
+def run_folders(out: Path) -> set[str]:
+    """The names of the run folders under ``out/runs`` now (none when it does not exist)."""
+    try:
+        return {p.name for p in (out / "runs").iterdir() if p.is_dir()}
+    except OSError:
+        return set()
+
+
+def this_run(out: Path, before: set[str]) -> Path | None:
+    """The run folder the gate just made under ``out/runs`` (the newest folder not in ``before``), judged or
+    not: the action shows *this* run's report, a refusal included, while ``out/report.md`` keeps showing
+    the last run that judged both sides (``optax_gate.gate.evidence``). None when the gate made none."""
+    new = sorted(run_folders(out) - before)
+    return out / "runs" / new[-1] if new else None
+
+
 def gate() -> int:
     try:
         fail_on = os.environ.get("INPUT_FAIL_ON", "").strip() or "broken"
@@ -122,18 +145,22 @@ def gate() -> int:
         return 2
     cmd = [*command(), *args]
     print("optax-gate action: " + shlex.join(cmd), flush=True)
+    before = run_folders(out)
     gate_status = subprocess.run(cmd, cwd=workspace()).returncode
-    report_md = out / "report.md"
+    run = this_run(out, before)
+    report_md = (run or out) / "report.md"
     try:  # a pass or fail without a readable report is not verified (fail closed)
-        report = json.loads((out / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
+        report = json.loads(((run or out) / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
     except (OSError, ValueError) as exc:
         print(f"optax-gate action: the gate's report.json cannot be read ({exc}): not verified", file=sys.stderr)
         report = None
     verdict, status = status_of(gate_status, report, fail_on)
     if status != gate_status:
         print(f"optax-gate action: fail-on changed: contracts differ from the baseline, exit status {status}")
-    shown = report_md if report_md.exists() and gate_status in (0, 1, 2) else None
-    _append("GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={out / 'latest'}\n")
+    shown = report_md if run is not None and report_md.exists() and gate_status in (0, 1, 2) else None
+    if shown is not None and not evidence.is_judged(run):
+        print(f"optax-gate action: this run judged nothing; {out / 'report.md'} still shows {evidence.shown(out)}")
+    _append("GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={run or ''}\n")
     _append("GITHUB_STEP_SUMMARY", summary(shown, verdict, status, fail_on))
     print(f"optax-gate action: verdict {verdict}, exit status {status}; report {shown or 'none'}")
     return status

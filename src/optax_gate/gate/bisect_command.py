@@ -66,7 +66,7 @@ def after_gate(run_folder: Path, python: Path | None, args: argparse.Namespace, 
 
 
 def _ran(report: dict[str, Any]) -> bool:
-    return all(report.get(side, {}).get("status") == "ran" for side in ("baseline", "candidate"))
+    return evidence.judged(report)  # the rule that makes a run ``latest``: both sides' contracts ran
 
 
 def _why(report: dict[str, Any]) -> str:
@@ -98,8 +98,12 @@ def command(args: argparse.Namespace) -> int:
         run_folder = path.resolve(strict=True).parent  # a gate output folder's report.json links into its latest run
         report = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)",
-              file=sys.stderr)
+        if where.is_dir() and (where / "runs").is_dir():  # an output folder where no run has judged both sides yet
+            shown = f" (the newest run that judged nothing: {where / 'not-judged.md'})" if (where / "not-judged.md").exists() else ""
+            print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect{shown}", file=sys.stderr)
+        else:
+            print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)",
+                  file=sys.stderr)
         return NOT_VERIFIED
     except (OSError, ValueError) as exc:
         print(f"optax-gate: cannot bisect {path}: {exc}", file=sys.stderr)

@@ -11,7 +11,8 @@ Commands:
     file:///CHECKOUT`` or ``--source optax=PATH_OR_URL@REF`` builds optax (or
     flax) from that commit and judges its wheel), then build (or reuse) both
     environments, run the contracts in each, and write the report into a new run folder under
-    ``--out``; ``OUT/report.md`` shows the latest complete run.
+    ``--out``; ``OUT/report.md`` shows the latest run that judged both sides
+    (``OUT/not-judged.md`` the newest that did not: refused or stopped early).
     ``--usage PATH`` (repeatable, one path each) scopes the API surface and
     dependency diffs to the team's code and names its call sites on every
     finding; relative paths are read from the folder ``./noxw`` was started
@@ -208,7 +209,8 @@ def parser() -> argparse.ArgumentParser:
                    help="a folder of the team's own contract modules (test_*.py, labelled as in tests/contracts/team/), run "
                         "beside ours in both environments; repeat it for more")
     g.add_argument("--keep", type=_count, default=10, metavar="N",
-                   help="complete runs kept under OUT/runs, at least 1; runs that refused their input do not count (default: %(default)s)")
+                   help="runs that judged both sides kept under OUT/runs, at least 1; a run refused or stopped before both sides "
+                        "ran does not count (only the newest such run is kept, OUT/not-judged.md) (default: %(default)s)")
     _environment_options(g, "reports/gate")
     _beyond_contracts_options(g)
     _speed_options(g)
@@ -248,7 +250,7 @@ def parser() -> argparse.ArgumentParser:
                        description="Bisect a report:\n" + _help("``bisect", "Exit status (gate"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("report", nargs="?", type=user_path, default=Path("reports/gate"), metavar="DIR",
-                   help="a gate output folder (its latest complete run) or run folder (default: %(default)s)")
+                   help="a gate output folder (its latest run that judged both sides) or run folder (default: %(default)s)")
     b.add_argument("--envs-dir", type=user_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where the candidate's environment is built or reused (default: %(default)s)")
     b.add_argument("--baseline-lock", type=user_path, default=Path("requirements-lock.txt"), metavar="FILE",
@@ -289,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Interrupted) as exc:
         runner.stop_all()
         run = getattr(args, "run_folder", None)
-        where = f"; its folder {run.path} stays marked {evidence.MARKER} and the previous report is untouched" if run else ""
+        where = (f"; its folder {run.path} stays marked {evidence.MARKER} and {run.root / 'report.md'} still shows "
+                 f"{evidence.shown(run.root)}") if run else ""
         return fail(f"interrupted ({str(exc) or 'SIGINT'}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()

@@ -1,25 +1,34 @@
-"""The gate's evidence folders: one folder per run, made current only once whole.
+"""The gate's evidence folders: one folder per run, made current only once whole,
+and kept by what it judged.
 
 Layout under ``--out`` (default ``reports/gate``)::
 
     runs/<UTC time, µs>-<short id>/  one gate run (names sort in start order): report.md, report.json,
         INCOMPLETE                present until the run's report is written and linked
-        REFUSED                   the run refused its input (no contract ran); kept only while latest
+        NOT-JUDGED                the run did not judge both sides (why, one line): it was refused, or it
+                                  stopped before both sides' contracts ran
         candidate-lock.txt        the candidate's lock (absent when there was none)
         evidence/                 run records, pytest output, report logs, JUnit XML
         checkpoints/              the baseline's resume checkpoints
-    latest -> runs/<...>          the newest *complete* run (a symlink, replaced atomically)
+    latest -> runs/<...>          the newest complete run that judged both sides (a symlink, replaced atomically)
     report.md -> latest/report.md, report.json -> latest/report.json
+    not-judged -> runs/<...>      the newest complete run that judged nothing
+    not-judged.md -> not-judged/report.md, not-judged.json -> not-judged/report.json
 
+A run *judged* when both sides' contracts ran (:func:`judged`, the rule of
+the bisection too); whatever its verdict, it becomes ``latest``. A run that
+was refused, or stopped before both sides ran (a candidate that cannot be
+resolved, installed or imported, a crash of the gate), moves only the
+``not-judged`` links: ``report.md`` keeps showing the last run that judged.
 A run that is interrupted (Ctrl-C, SIGTERM, a crash that kills the process)
-keeps its ``INCOMPLETE`` marker and never becomes ``latest``; the previous
-complete run and its evidence are untouched, because no run writes outside its
-own folder. An output folder that cannot be written at some point leaves the
-same state: the links are made in a temporary name first, and the marker goes
-only once they exist, so the previous complete run stays the one linked.
-Older runs are pruned to ``keep`` complete ones (the current one included);
-refused runs never count toward ``keep`` and are deleted once no longer
-``latest``; incomplete folders of processes no longer alive are pruned too.
+keeps its ``INCOMPLETE`` marker and moves no link; the previous runs and their
+evidence are untouched, because no run writes outside its own folder. An
+output folder that cannot be written at some point leaves the same state: the
+links are made in a temporary name first, and the marker goes only once they
+exist, so the previous runs stay the ones linked.
+Older runs are pruned to ``keep`` judged ones (the current one included); runs
+that judged nothing never count toward ``keep`` and only the newest one is
+kept; incomplete folders of processes no longer alive are pruned too.
 """
 
 from __future__ import annotations
@@ -35,11 +44,16 @@ from pathlib import Path
 from optax_gate.gate import atomic
 
 MARKER = "INCOMPLETE"
-#: Marks a run that refused its input (``complete(..., refused=...)``).
-REFUSED = "REFUSED"
+#: Marks a complete run that did not judge both sides (``complete(..., judged=False)``); holds why.
+NOT_JUDGED = "NOT-JUDGED"
+#: The marker of refused runs before NOT-JUDGED existed; such folders are read as not judged.
+OLD_REFUSED = "REFUSED"
 LATEST = "latest"
-#: Files at the top of ``--out`` that always show the latest complete run.
+#: Files at the top of ``--out`` that always show the latest run that judged both sides.
 CURRENT = ("report.md", "report.json")
+#: The link to the newest run that judged nothing, and its report files at the top of ``--out``.
+NOT_JUDGED_LINK = "not-judged"
+NOT_JUDGED_FILES = {"not-judged.md": "report.md", "not-judged.json": "report.json"}
 
 
 @dataclass(frozen=True)
@@ -83,32 +97,70 @@ def is_complete(path: Path) -> bool:
     return path.is_dir() and not (path / MARKER).exists()
 
 
-def complete(run: RunFolder, keep: int, refused: str = "") -> None:
-    """Mark ``run`` complete and make it ``latest``; then prune old runs.
+def is_judged(path: Path) -> bool:
+    """Whether the run folder ``path`` is complete and judged both sides."""
+    return is_complete(path) and not (path / NOT_JUDGED).exists() and not (path / OLD_REFUSED).exists()
+
+
+def judged(report: dict) -> bool:
+    """Whether ``report`` (a gate report, ``report.json``'s dict) judged both
+    sides: the baseline's and the candidate's contracts both ran (``status``
+    ``"ran"``), whatever the verdict. A refusal, a side that could not be
+    resolved, installed or imported, or a crash before both ran is not."""
+    return all((report.get(side) or {}).get("status") == "ran" for side in ("baseline", "candidate"))
+
+
+def stamp_time(name: str) -> str:
+    """``20261201T153012.123456Z-ab12cd`` (a run folder's name) as ``2026-12-01 15:30 UTC``; the name itself if it is not one."""
+    try:
+        return dt.datetime.strptime(name.split("-", 1)[0], "%Y%m%dT%H%M%S.%fZ").strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return name
+
+
+def shown(root: Path) -> str:
+    """What ``root/report.md`` shows, in words: ``the run of 2026-12-01 15:30 UTC
+    (verdict fail)``, or ``no run yet`` when no run in ``root`` judged both sides."""
+    latest = root / LATEST
+    if not latest.exists():
+        return "no run yet (no run here has judged both sides)"
+    try:
+        verdict = json.loads((latest / "report.json").read_text(encoding="utf-8")).get("verdict", "?")
+    except (OSError, ValueError):
+        verdict = "unreadable"
+    return f"the run of {stamp_time(latest.resolve().name)} (verdict {verdict})"
+
+
+def complete(run: RunFolder, keep: int, judged: bool = False, why: str = "") -> None:
+    """Mark ``run`` complete; make it ``latest`` when it ``judged`` both sides
+    (:func:`judged` of its report), else ``not-judged`` (its marker
+    ``NOT-JUDGED`` holds ``why``); then prune old runs. The default is not
+    judged: a run counts toward ``keep`` only when its caller says it judged.
 
     The order keeps every state consistent: the marker goes only after the
     report files are in place (the caller writes them first) and after the new
-    links exist under temporary names; ``latest`` and the report links then
-    move by atomic renames of symlinks. ``refused``: why the run refused its
-    input (written to ``REFUSED``; such a run does not count toward ``keep``).
+    links exist under temporary names; the links then move by atomic renames
+    of symlinks. A run that judged nothing never moves ``latest`` nor
+    ``report.md`` / ``report.json``.
 
     Raises:
       OSError: the links or the marker could not be written or removed; the
         previous links are then untouched and ``run`` stays incomplete.
     """
-    links = [(run.root / LATEST, Path("runs") / run.name)]
-    for name in CURRENT:
+    head, files = (LATEST, {name: name for name in CURRENT}) if judged else (NOT_JUDGED_LINK, NOT_JUDGED_FILES)
+    links = [(run.root / head, Path("runs") / run.name)]
+    for name, target in files.items():
         link = run.root / name
-        if not (link.is_symlink() and os.readlink(link) == f"{LATEST}/{name}"):
-            links.append((link, Path(LATEST) / name))
+        if not (link.is_symlink() and os.readlink(link) == f"{head}/{target}"):
+            links.append((link, Path(head) / target))
     made: list[tuple[Path, Path]] = []
     try:
         for link, target in links:
             tmp = link.with_name(f".{link.name}.{secrets.token_hex(4)}.tmp")
             os.symlink(target, tmp)
             made.append((tmp, link))
-        if refused:
-            atomic.write_text(run.path / REFUSED, refused + "\n")
+        if not judged:
+            atomic.write_text(run.path / NOT_JUDGED, (" ".join(why.split()) or "not both sides' contracts ran") + "\n")
         (run.path / MARKER).unlink()
     except BaseException:
         for tmp, _ in made:
@@ -133,20 +185,20 @@ def _alive(pid: int) -> bool:
 
 
 def prune(root: Path, keep: int, current: Path) -> list[Path]:
-    """Delete complete runs beyond the newest ``keep``, refused runs, and
-    incomplete runs whose process is gone; never ``current`` nor the run
-    ``latest`` points to. Refused runs do not count toward ``keep``.
-    Returns the folders deleted."""
+    """Delete judged runs beyond the newest ``keep``, runs that judged nothing
+    but the one ``not-judged`` points to, and incomplete runs whose process is
+    gone; never ``current`` nor a linked run. Runs that judged nothing do not
+    count toward ``keep``. Returns the folders deleted."""
     runs = sorted((p for p in (root / "runs").iterdir() if p.is_dir()), reverse=True)
-    latest = (root / LATEST).resolve() if (root / LATEST).exists() else None
+    linked = {(root / name).resolve() for name in (LATEST, NOT_JUDGED_LINK) if (root / name).exists()}
     kept, removed = 0, []
     for path in runs:
-        complete, refused = is_complete(path), (path / REFUSED).exists()
-        if complete and not refused:
+        complete, counted = is_complete(path), is_judged(path)
+        if counted:
             kept += 1
-        if path == current or path.resolve() == latest:
+        if path == current or path.resolve() in linked:
             continue
-        if complete and not refused and kept <= keep:
+        if counted and kept <= keep:
             continue
         if not complete:
             try:

@@ -62,9 +62,10 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     Each phase after the contracts runs under ``phases``: its error is
     recorded in the report (verdict not-verified) beside both sides'
     contracts. A report that cannot be written, or linked, leaves the run
-    marked incomplete and the previous complete run linked: exit 2. A run
-    that ``refused`` its input judged nothing: its report leaves the
-    ``--usage`` scan and its notes out."""
+    marked incomplete and the previous runs linked: exit 2. A run that
+    judged both sides (``evidence.judged``) becomes ``latest``; one that did
+    not moves only the ``not-judged`` links. A run that ``refused`` its input
+    judged nothing: its report leaves the ``--usage`` scan and its notes out."""
     phases = phases or late.LatePhases()
     say("writing the refusal report" if refused else "comparing and writing the report")
     for record in (baseline, candidate):
@@ -77,14 +78,25 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     if digest:
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
     phases.record(report)
+    judged = evidence.judged(report)
     try:
         status = write_reports(report, run.path, phases)
-        evidence.complete(run, args.keep, refused=refused)
+        evidence.complete(run, args.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"]))
     except OSError as exc:
         return fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
-                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows the previous complete run")
-    print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
+                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows {evidence.shown(run.root)}")
+    if judged:
+        print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
+    else:
+        say_not_judged(run)
     return status
+
+
+def say_not_judged(run: evidence.RunFolder) -> None:
+    """The console line of a run that judged nothing: where its report is, and what ``report.md`` still shows."""
+    print(f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
+          f"{run.root / 'not-judged.md'} (run folder {run.path}); {run.root / 'report.md'} still shows "
+          f"{evidence.shown(run.root)}")
 
 
 def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -134,7 +146,7 @@ def gate(args: argparse.Namespace) -> int:
         return fail(f"{exc} (no report written)")
     except OSError as exc:
         return fail(f"no run folder can be made under {args.out / 'runs'}: {exc.strerror or exc} (no report written; "
-                     f"{args.out / 'report.md'} still shows the previous complete run)")
+                     f"{args.out / 'report.md'} still shows {evidence.shown(args.out)})")
     say(f"run folder {run.path}")
     base_req = [f"lock file {args.baseline_lock}"]
     if args.candidate_lock:
@@ -229,7 +241,8 @@ def crash_report(args: argparse.Namespace, reason: str) -> int:
                 return NOT_VERIFIED
             report["run"] = run.name
             write_reports(report, run.path)
-            evidence.complete(run, args.keep)
+            evidence.complete(run, args.keep, judged=False, why=reason)  # a report of no contract: never latest
+            say_not_judged(run)
         else:
             out = getattr(args, "out", Path("reports/gate"))
             if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):

@@ -1,0 +1,101 @@
+"""Runs are kept by what they judged (``optax_gate.gate.evidence``): only a run
+whose two sides' contracts both ran counts toward ``--keep`` and becomes
+``latest`` / ``report.md``; a run refused, or stopped before both sides ran,
+moves only ``not-judged.md`` and never prunes a run that judged. Through the
+gate's command line with the fake environment of ``test_cli``.
+
+The scenario a new user met: after a 20-minute gate, a few mistyped or
+unresolvable gates (exit 2 in under 2 s each) deleted the real run and made
+``report.md`` read "NOT-VERIFIED ... 0 of 0 contracts"."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from optax_gate.gate import evidence
+from tests.meta.test_cli import ROOT, fake_gate, snapshot
+
+#: The fake gate's driver, without a candidate lock: the candidate's resolution fails as uv's does for a
+#: version that does not exist (exit 2 before any environment is built).
+UNRESOLVABLE = '''
+import sys
+from pathlib import Path
+from optax_gate.gate import cli, environments
+def no_solution(*args, **kwargs):
+    raise environments.EnvironmentFailure("resolution", "No solution found: optax==0.2.99 is not on the index")
+environments.compile_lock = no_solution
+environments.ensure = lambda *a, **k: (_ for _ in ()).throw(AssertionError("an environment was built"))
+sys.exit(cli.main(["gate", "optax==0.2.99", "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}]))
+'''
+
+
+def _run(cmd):
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.timeout(600)  # 21 gate processes of about 1-2 s each, slower on a loaded machine
+def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_run(tmp_path):
+    out = tmp_path / "out"
+    judged = _run(fake_gate(tmp_path, pause=0))
+    assert judged.returncode == 0, judged.stderr
+    run = (out / evidence.LATEST).resolve()
+    kept, report_md = snapshot(run), (out / "report.md").read_text()
+    assert report_md.startswith("# Optax upgrade gate: PASS")
+    refusal = fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")])  # refused: the path does not exist
+    unresolvable = [sys.executable, "-c", UNRESOLVABLE.format(out=str(out), cache=str(tmp_path / "cache"))]
+    for i in range(10):
+        for kind, cmd, said, why in (("refusal", refusal, "does not exist", "does not exist"),
+                                     ("unresolvable", unresolvable, "cannot be resolved", "optax==0.2.99 is not on the index")):
+            proc = _run(cmd)
+            assert proc.returncode == 2 and said in proc.stderr, f"{kind} {i}: {proc.stdout}{proc.stderr}"
+            assert "Traceback" not in proc.stderr
+            # its own console line: where its report is, and what report.md still shows
+            assert f"its report is {out / 'not-judged.md'}" in proc.stdout, proc.stdout
+            assert f"{out / 'report.md'} still shows the run of {evidence.stamp_time(run.name)} (verdict pass)" in proc.stdout
+            newest = (out / evidence.NOT_JUDGED_LINK).resolve()
+            assert newest != run and (out / "not-judged.md").read_text() == (newest / "report.md").read_text()
+            assert "NOT-VERIFIED" in (out / "not-judged.md").read_text()
+            assert why in " ".join(json.loads((out / "not-judged.json").read_text())["reasons"])
+            assert why in (newest / evidence.NOT_JUDGED).read_text()
+    # the judged run survives whole, and report.md / report.json still show it
+    assert (out / evidence.LATEST).resolve() == run and snapshot(run) == kept
+    assert (out / "report.md").read_text() == report_md
+    assert json.loads((out / "report.json").read_text())["verdict"] == "pass"
+    # only the newest run that judged nothing is kept beside it
+    assert sorted((out / "runs").iterdir()) == sorted([run, (out / evidence.NOT_JUDGED_LINK).resolve()])
+
+
+def test_judged_runs_count_toward_keep_and_a_newer_judged_run_moves_latest(tmp_path):
+    out = tmp_path / "out"
+    firsts = []
+    for _ in range(2):
+        assert _run(fake_gate(tmp_path, pause=0, extra=["--keep", "2"])).returncode == 0
+        firsts.append((out / evidence.LATEST).resolve())
+    refused = _run(fake_gate(tmp_path, pause=0, extra=["--keep", "2", "--usage", str(tmp_path / "missing")]))
+    assert refused.returncode == 2
+    assert sorted(p for p in (out / "runs").iterdir() if evidence.is_judged(p)) == firsts
+    third = _run(fake_gate(tmp_path, pause=0, extra=["--keep", "2"]))
+    assert third.returncode == 0 and "now shows it" in third.stdout
+    latest = (out / evidence.LATEST).resolve()
+    judged = sorted(p for p in (out / "runs").iterdir() if evidence.is_judged(p))
+    assert judged == [firsts[1], latest], "--keep 2 keeps the two newest judged runs"
+    assert (out / evidence.NOT_JUDGED_LINK).resolve().is_dir(), "the newest run that judged nothing stays until a newer one"
+
+
+def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(tmp_path):
+    out = tmp_path / "out"
+    proc = _run(fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")]))
+    assert proc.returncode == 2
+    assert f"{out / 'report.md'} still shows no run yet" in proc.stdout
+    assert not (out / "report.md").exists() and not (out / evidence.LATEST).exists()
+    assert json.loads((out / "not-judged.json").read_text())["verdict"] == "not-verified"
+
+
+def test_a_report_judged_only_when_both_sides_ran():
+    ran, stopped = {"status": "ran"}, {"status": "not-verified"}
+    assert evidence.judged({"baseline": ran, "candidate": ran})
+    assert not evidence.judged({"baseline": ran, "candidate": stopped})
+    assert not evidence.judged({"baseline": stopped, "candidate": ran})
+    assert not evidence.judged({})
