@@ -314,6 +314,28 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
         assert others and all((p / evidence.MARKER).exists() for p in others), "an interrupted run is not marked incomplete"
 
 
+def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate_stops(tmp_path):
+    """Ctrl-C under ./noxw: the terminal sends SIGINT to the whole process group (nox, the gate, its
+    pytest processes), and nox sends the gate SIGTERM 0.3 s later if it has not ended. Here SIGTERM
+    follows at once, so it reaches the gate while it is still stopping: it was reported as
+    "interrupted (SIGTERM)" (the later exception replaced the first)."""
+    cmd = fake_gate(tmp_path, pause=0.2, tests=20)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    said = []
+    for line in proc.stderr:
+        said.append(line)
+        if "running the contracts" in line:
+            break
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C
+    proc.send_signal(signal.SIGTERM)  # nox's shutdown_process, early
+    _, stderr = proc.communicate(timeout=60)
+    stderr = "".join(said) + stderr
+    assert proc.returncode == 2 and "Traceback" not in stderr, stderr
+    assert "interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr, stderr
+
+
 def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
     runs = tmp_path / "pytest-runs"
     first = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)

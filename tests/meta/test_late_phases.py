@@ -198,5 +198,6 @@ def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tm
     proc = run_gate(tmp_path, _signal_in(module, name, sig))
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "gate error" not in proc.stderr, proc.stderr
-    assert f"interrupted ({sig}): not verified; its folder" in proc.stderr and evidence.MARKER in proc.stderr
+    said = {"SIGINT": "SIGINT, Ctrl-C", "SIGTERM": "SIGTERM"}[sig]
+    assert f"interrupted ({said}): not verified; its folder" in proc.stderr and evidence.MARKER in proc.stderr
     assert links(out) == linked and (out / "report.md").read_bytes() == report_md

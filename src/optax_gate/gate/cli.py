@@ -278,25 +278,57 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+#: The signals that reached the gate, in order: the first one is the cause. Ctrl-C under ``./noxw``
+#: reaches the gate as SIGINT, and nox sends SIGTERM when the gate has not ended soon after, which may
+#: arrive while the gate is still stopping; the later exception then replaces the first.
+_SIGNALS: list[str] = []
+_WORDS = {"SIGINT": "SIGINT, Ctrl-C", "SIGTERM": "SIGTERM"}
+#: Set once main() handles the interruption: a later signal is only recorded (the handling is short: kill, print).
+_STOPPING: list[bool] = []
+
+
 def _interrupt(signum, frame):
-    raise Interrupted(signal.Signals(signum).name)
+    _SIGNALS.append(signal.Signals(signum).name)
+    if not _STOPPING:
+        raise Interrupted(signal.Signals(signum).name)
+
+
+def _ctrl_c(signum, frame):
+    _SIGNALS.append("SIGINT")
+    if not _STOPPING:
+        raise KeyboardInterrupt
+
+
+def interruption(exc: BaseException) -> str:
+    """Which signal interrupted the gate: the first that came (``SIGINT, Ctrl-C`` or ``SIGTERM``), and any later one."""
+    first = _SIGNALS[0] if _SIGNALS else ("SIGTERM" if isinstance(exc, Interrupted) else "SIGINT")
+    later = sorted({name for name in _SIGNALS[1:] if name != first})
+    return _WORDS.get(first, first) + "".join(f"; then {name}" for name in later)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     args = parse(argv)
+    _SIGNALS.clear()
+    _STOPPING.clear()
     previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:  # not when SIGINT is ignored (a background job)
+        signal.signal(signal.SIGINT, _ctrl_c)
     try:
         return args.func(args)
     except (KeyboardInterrupt, Interrupted) as exc:
+        _STOPPING.append(True)
         runner.stop_all()
         run = getattr(args, "run_folder", None)
         where = (f"; its folder {run.path} stays marked {evidence.MARKER} and {run.root / 'report.md'} still shows "
                  f"{evidence.shown(run.root)}") if run else ""
-        return fail(f"interrupted ({str(exc) or 'SIGINT'}): not verified{where}")
+        return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return crash_report(args, f"gate error: {type(exc).__name__}: {exc}")
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
