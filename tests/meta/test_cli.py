@@ -167,14 +167,15 @@ def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
 
 
 def uv_env() -> dict[str, str] | None:
-    """Environment that puts uv on PATH: none needed under ``./noxw -s tests``
-    (nox puts it there); under a plain pytest, the uv ``./noxw`` installed
-    into ``.noxw/``; None when there is none."""
-    if shutil.which("uv"):
-        return {}
-    for found in sorted(ROOT.glob(".noxw/*/bin/uv")):
-        return {"PATH": f"{found.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return None
+    """Extra environment for a test that needs uv: none (``{}``) when the gate
+    finds uv (``environments.uv``: on PATH, or the one ``./noxw`` installed into
+    ``.noxw/``), the same way the gate's own builds find it, in this process and
+    in the gate's; None when it finds none (the test is skipped)."""
+    try:
+        environments.uv()
+    except environments.EnvironmentFailure:
+        return None
+    return {}
 
 
 @pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")

@@ -174,3 +174,18 @@ def test_a_rebuild_keeps_the_compilation_cache(tmp_path, fake_uv):
     environments.ensure(tmp_path / "env", lock, "3.12", tmp_path)
     assert (cache / "jit_step-abc").read_bytes() == b"entry" and (cache / "sub" / "x").read_bytes() == b"y"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing left aside
+
+
+def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(monkeypatch):
+    """``python -m pytest tests/meta`` outside nox: uv is not on PATH; the tests' skip check found the uv
+    ``./noxw`` installed into ``.noxw/`` while the bisection's build looked on PATH only, so the bisection
+    test ran and failed ("not-bisected"). Both now ask ``environments.uv``."""
+    from tests.meta.test_cli import ROOT, uv_env
+
+    installed = ROOT / ".noxw" / "venv" / "bin" / "uv"
+    if not installed.exists():
+        pytest.skip("./noxw has not installed uv into .noxw/ in this checkout")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert environments.uv() == str(installed)
+    assert uv_env() == {}
+    assert "uv" in environments.run_uv("install", ["--version"], timeout=60)

@@ -38,15 +38,24 @@ class EnvironmentFailure(Exception):
         self.stage, self.message = stage, message
 
 
+#: Where ``./noxw`` installs uv (with nox, from requirements-tools.txt) in this project's checkout.
+NOXW_UV = Path(__file__).resolve().parents[3] / ".noxw" / "venv" / "bin" / "uv"
+
+
 def uv() -> str:
-    """Path of the ``uv`` executable.
+    """Path of the ``uv`` executable: the one on PATH (``./noxw`` and nox put it
+    there), else the one ``./noxw`` installed into this checkout's ``.noxw/``
+    (a plain ``python -m pytest``); every caller (a build, a resolution, a
+    test's skip check) finds it this one way.
 
     Raises:
-      EnvironmentFailure: when uv is not on PATH (run through ``./noxw``).
+      EnvironmentFailure: when neither exists (run ``./noxw`` once).
     """
     path = shutil.which("uv")
+    if path is None and os.access(NOXW_UV, os.X_OK):
+        path = str(NOXW_UV)
     if path is None:
-        raise EnvironmentFailure("install", "uv not found on PATH; run the gate through ./noxw")
+        raise EnvironmentFailure("install", "uv not found on PATH nor in .noxw/ (run ./noxw once); run the gate through ./noxw")
     return path
 
 
