@@ -40,10 +40,10 @@ EXPECTED = {
         "teamlib/model.py:12: calls optax.State.step with 2 positional arguments; lr is keyword-only in the candidate → "
         "TypeError (takes 1 positional argument(s) but 2 were given; lr keyword-only)"],
     ("optax.needs", "new-required-parameter", "broken"): [
-        "notebooks/explore.ipynb:cell 3:2: calls optax.needs with 1 positional argument; y is a new required parameter "
+        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):2: calls optax.needs with 1 positional argument; y is a new required parameter "
         "in the candidate → TypeError (missing required argument(s): y)"],
     ("optax.mover", "moved", "broken"): [
-        "notebooks/explore.ipynb:cell 3:3: calls optax.mover; moved in the candidate (now optax.contrib.mover) → AttributeError"],
+        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):3: calls optax.mover; moved in the candidate (now optax.contrib.mover) → AttributeError"],
 }
 
 
@@ -78,11 +78,11 @@ def test_without_usage_only_contracted_apis_break(tmp_path):
 def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports():
     uses = usage.scan([TEAM]).uses
     imports = usage.imported_modules(uses)
-    assert imports["chex"] == ["teamlib/model.py:2"] and imports["jax"] == ["notebooks/explore.ipynb:cell 1:3"]
+    assert imports["chex"] == ["teamlib/model.py:2"] and imports["jax"] == ["notebooks/explore.ipynb:code cell 1 (cell 1 of the notebook):3"]
     calls = {(u.where, u.path, u.positional, u.keywords) for u in uses if u.how == "call"}
     assert ("train.py:7", "optax.scale", 1, ()) in calls  # `import optax as ox`
     assert ("train.py:10", "optax.losses.loss", 2, ("delta",)) in calls  # `from optax import losses`
-    assert ("notebooks/explore.ipynb:cell 3:1", "jax.numpy.ones", 1, ()) in calls  # magic line blanked, cells share imports
+    assert ("notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):1", "jax.numpy.ones", 1, ()) in calls  # magic line blanked, cells share imports
 
 
 @pytest.mark.parametrize("params, positional, keywords, error", [

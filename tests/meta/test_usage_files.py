@@ -60,7 +60,7 @@ EXPECTED = {
     "dangling.py": "dangling symlink (to missing.py)",
     "empty.ipynb": "not a JSON notebook: the file is empty",
     "text.ipynb": "not a JSON notebook: Expecting value at line 1",
-    "cells.ipynb:cell 2": "syntax error at line 1: '(' was never closed",
+    "cells.ipynb:code cell 2 (cell 2 of the notebook)": "syntax error at line 1: '(' was never closed",
     "secret.py": "unreadable: permission denied",
 }
 
@@ -74,7 +74,8 @@ def test_every_file_is_scanned_or_listed_with_its_reason(team):
     scan = usage.scan([team])
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
     assert (scan.found, scan.scanned) == (12, 3)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb; cells.ipynb only in part
-    assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:cell 2:1", "pkg/shell.ipynb:cell 2:2"}
+    assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:code cell 2 (cell 2 of the notebook):1",
+                                                                  "pkg/shell.ipynb:code cell 2 (cell 2 of the notebook):2"}
     assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [
         {"path": k, "reason": v} for k, v in sorted(EXPECTED.items())]
 
@@ -131,7 +132,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team]))
     assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 9
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
-        "--usage: 9 file(s) not scanned (broken.py, cells.ipynb:cell 2, comment.py, …): what they use cannot be told; "
+        "--usage: 9 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
         "0 API surface change(s) read cannot-tell (see Your code)"]  # no environments here: the surface was not compared
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 
@@ -148,3 +149,20 @@ def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path
     assert {r["name"]: (r["verdict"], r.get("not_scanned")) for r in section["rows"]} == {
         "chex": ("cannot-tell", ["broken.py"]), "jax": ("changed", None), "numpy": ("changed", None),
         "ml-dtypes": ("changed", None)}
+
+
+def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both_ways(tmp_path):
+    """``!pip install \\`` then an indented ``optax`` is one IPython shell command (a valid cell): it was
+    reported as a syntax error. A cell's name counts code cells (markdown not counted) and says its
+    place among all cells: "cell 3" alone counted the markdown cell before it."""
+    team = tmp_path / "team"
+    team.mkdir()
+    cells = [{"cell_type": "markdown", "source": "# Training\n"},
+             {"cell_type": "code", "source": "!pip install \\\n    optax==0.2.6 \\\n    flax\nimport optax\n"},
+             {"cell_type": "code", "source": "if True:\n    files = !ls \\\n        -l\n    tx = optax.adamw(1e-3)\n"},
+             {"cell_type": "code", "source": "x = (1 +\n"}]
+    (team / "nb.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
+    scan = usage.scan([team])
+    assert [(n.path, n.reason) for n in scan.not_scanned] == [
+        ("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")]
+    assert {u.where for u in scan.uses if u.how == "call"} == {"nb.ipynb:code cell 2 (cell 3 of the notebook):4"}

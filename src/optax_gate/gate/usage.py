@@ -45,7 +45,7 @@ TRACKED = ("optax", "flax", "jax")
 class Use:
     """One use of a tracked name in the team's code.
 
-    ``where`` is ``file:line`` (``notebook.ipynb:cell N:line`` for a
+    ``where`` is ``file:line`` (``notebook.ipynb:code cell N (cell M of the notebook):line`` for a
     notebook), relative to the scanned root; ``how`` is ``import``,
     ``attribute`` or ``call``; for a call, ``positional`` is the number of
     positional arguments (None with ``*args``), ``keywords`` their names and

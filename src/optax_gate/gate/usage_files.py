@@ -3,7 +3,7 @@
 :func:`parse` finds every ``.py`` and ``.ipynb`` file under the given paths
 and parses it with the standard ``ast`` module (nothing is imported or run).
 Each file ends in exactly one of two lists: parsed (its trees, one per code
-cell for a notebook), or :class:`NotScanned` with the reason in words:
+cell for a notebook, named by :func:`cell_name`), or :class:`NotScanned` with the reason in words:
 
 - ``syntax error at line N: ...`` (a ``.py`` file or a notebook cell),
 - ``undecodable bytes: not utf-8 at byte N`` (the encoding of a ``.py`` file
@@ -47,9 +47,20 @@ SKIPPED_FOLDERS = ("site-packages", "__pycache__", "node_modules", "venv", "repo
 PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
 
 
+#: How a notebook cell is named after its file: ``nb.ipynb:code cell 2 (cell 3 of the notebook)``.
+CELL = ":code cell "
+
+
+def cell_name(code: int, cell: int) -> str:
+    """A notebook cell's name a reader finds either way: the ``code``-th code
+    cell (markdown and raw cells not counted, as a reader of the code counts)
+    and its place among all the notebook's cells (``cell``, as editors number them)."""
+    return f"{CELL[1:]}{code} (cell {cell} of the notebook)"
+
+
 @dataclasses.dataclass(frozen=True)
 class NotScanned:
-    """A file (``notebook.ipynb:cell N`` for one cell, ``folder/`` for a
+    """A file (``notebook.ipynb:code cell N (cell M of the notebook)`` for one cell, ``folder/`` for a
     folder) under ``--usage`` that was not scanned, and why. ``content``: its
     bytes when they could be read (for :func:`may_use`), else None."""
 
@@ -73,7 +84,7 @@ class Parsed:
     @property
     def scanned(self) -> int:
         """Files scanned whole (a notebook with a cell that does not parse is not)."""
-        partial = {n.path.split(":cell ", 1)[0] for n in self.not_scanned}
+        partial = {n.path.split(CELL, 1)[0] for n in self.not_scanned}
         return sum(1 for name in self.trees if name not in partial)
 
 
@@ -180,6 +191,25 @@ def _python_line(line: str) -> str:
     return f"{indent}{assigned.group(1)} = None" if assigned else line
 
 
+def _python_lines(lines: list[str]) -> list[str]:
+    """:func:`_python_line` of each line; a magic or shell line that ends in a
+    backslash goes on in the next line (IPython joins them: ``!pip install \\``
+    then ``    optax``), so each continuation line becomes ``pass`` too, at the
+    first line's indentation. A Python line's own backslash is left to Python."""
+    out: list[str] = []
+    indent: str | None = None  # the indentation of the magic line being continued; None when none is
+    for line in lines:
+        if indent is not None:
+            out.append(indent + "pass")
+        else:
+            out.append(_python_line(line))
+            if out[-1] != line:  # a magic or shell line
+                indent = line[:len(line) - len(line.lstrip())]
+        if not line.rstrip().endswith("\\"):
+            indent = None
+    return out
+
+
 _SHELL_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=\s*[!%]")
 
 
@@ -197,10 +227,12 @@ def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[N
     if not isinstance(cells, list):
         return [], [NotScanned(name, "not a notebook: no list of cells (nbformat 4)", data)]
     trees, problems = [], []
+    code_cells = 0
     for i, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        where, text = f"{name}:cell {i}", _cell_code(cell)
+        code_cells += 1
+        where, text = f"{name}:{cell_name(code_cells, i)}", _cell_code(cell)
         if text is None:
             problems.append(NotScanned(where, "not a notebook cell: its source is not text", data))
             continue
@@ -209,7 +241,7 @@ def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[N
         if magic and magic not in PYTHON_CELL_MAGICS:
             problems.append(NotScanned(where, f"cell magic {magic}: not Python", text.encode("utf-8", "replace")))
             continue
-        code = "\n".join(_python_line(ln) for ln in lines)
+        code = "\n".join(_python_lines(lines))
         tree = _tree(code)
         if isinstance(tree, str):
             problems.append(NotScanned(where, tree, text.encode("utf-8", "replace")))
