@@ -151,9 +151,9 @@ def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contr
         "contracts/test_clip.py::test_clips_at_max_delta": ("optax.clip", "team: src/teamapp/train.py clips at 1", "unchanged"),
     }
     scale = next(f for f in report["findings"] if f.get("api") == "optax.scale")
-    assert scale["your_code"] == ["teamapp/train.py:3"]  # relative to the usage path (src), as everywhere in the report
+    assert scale["your_code"] == ["src/teamapp/train.py:3"]  # relative to the team's workspace, where the gate started
     text = report_md.read_text()
-    assert "`teamapp/train.py:3`" in text and "contracts/test_scale.py::test_halves_the_update" in text
+    assert "`src/teamapp/train.py:3`" in text and "contracts/test_scale.py::test_halves_the_update" in text
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("optax-gate: verdict **fail**, exit status 1") and "# Optax upgrade gate: FAIL" in summary
     assert (Path(outputs["report-folder"]) / "report.json").is_file()  # what the artifact step uploads

@@ -162,7 +162,7 @@ def test_usage_names_the_teams_call_sites_of_newly_deprecated_apis(tmp_path, row
     team.mkdir()
     (team / "train.py").write_text("import optax\nfrom optax import dep2\n\noptax.dep1(1)\ny = dep2(2)\noptax.warned(3)\n")
     base, cand = tmp_path / "base", tmp_path / "cand"
-    section = unseen.surface_section(base, cand, ("optax",), usage.scan([team]), contracted=set())
+    section = unseen.surface_section(base, cand, ("optax",), usage.scan([team], base=team), contracted=set())
     got = {r["path"]: (r["verdict"], r["uses"]) for r in section["rows"] if r["change"] == "deprecated"}
     assert got["optax.dep1"] == ("changed", ["train.py:4: calls optax.dep1; deprecated in the candidate (@deprecated('use same'))"])
     assert got["optax.dep2"] == ("changed", ["train.py:2: imports optax.dep2; deprecated in the candidate (.. deprecated:: 0.2.8)",

@@ -51,7 +51,7 @@ EXPECTED = {
 def section(tmp_path):
     base = build(tmp_path / "base", BASE_INIT, BASE_SRC, contrib=False)
     cand = build(tmp_path / "cand", CAND_INIT, CAND_SRC, contrib=True)
-    return unseen.surface_section(base, cand, ("optax",), usage.scan([TEAM]), contracted=set())
+    return unseen.surface_section(base, cand, ("optax",), usage.scan([TEAM], base=TEAM), contracted=set())
 
 
 def test_the_fake_team_repository_gives_exactly_the_expected_rows(section):
@@ -76,7 +76,7 @@ def test_without_usage_only_contracted_apis_break(tmp_path):
 
 
 def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports():
-    uses = usage.scan([TEAM]).uses
+    uses = usage.scan([TEAM], base=TEAM).uses
     imports = usage.imported_modules(uses)
     assert imports["chex"] == ["teamlib/model.py:2"] and imports["jax"] == ["notebooks/explore.ipynb:code cell 1 (cell 1 of the notebook):3"]
     calls = {(u.where, u.path, u.positional, u.keywords) for u in uses if u.how == "call"}

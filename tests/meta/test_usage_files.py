@@ -71,7 +71,7 @@ def team(tmp_path, monkeypatch):
 
 
 def test_every_file_is_scanned_or_listed_with_its_reason(team):
-    scan = usage.scan([team])
+    scan = usage.scan([team], base=team)
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
     assert (scan.found, scan.scanned) == (12, 3)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb; cells.ipynb only in part
     assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:code cell 2 (cell 2 of the notebook):1",
@@ -86,7 +86,7 @@ def test_a_folder_that_cannot_be_listed_is_listed(tmp_path):
     (tmp_path / "closed" / "x.py").write_text("import optax\n")
     (tmp_path / "closed").chmod(0)
     try:
-        scan = usage.scan([tmp_path])
+        scan = usage.scan([tmp_path], base=tmp_path)
     finally:
         (tmp_path / "closed").chmod(0o755)
     assert [(n.path, n.reason) for n in scan.not_scanned] == [("closed/", "unreadable folder: permission denied")]
@@ -103,7 +103,7 @@ def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path):
     team.mkdir()
     (team / "train.py").write_text("import optax\noptax.scale(1e-3)\n")
     (team / "broken.py").write_text("import optax\noptax.renamed_clip(t, 1.0\n")  # syntax error; names renamed_clip only
-    section = _section(tmp_path, usage.scan([team]))
+    section = _section(tmp_path, usage.scan([team], base=team))
     verdicts = {(r["path"], r["change"]): (r["verdict"], r.get("not_scanned")) for r in section["rows"]}
     assert verdicts[("optax.renamed_clip", "parameter-renamed")] == ("cannot-tell", ["broken.py"])
     assert verdicts[("optax.posonly", "positional-only")] == ("changed", None)  # its name is nowhere in broken.py
@@ -111,7 +111,7 @@ def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path):
 
 
 def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path, team):
-    scan = usage.scan([team])
+    scan = usage.scan([team], base=team)
     section = _section(tmp_path, scan)
     by = {(r["path"], r["change"], r["param"]): r["verdict"] for r in section["rows"]}
     assert by[("optax.clip", "parameter-removed", "max_norm")] == "broken"  # train.py:3, scanned
@@ -129,7 +129,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_compare import record
     base, cand = record(golden_a="passed"), record(golden_a="passed")
-    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team]))
+    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team], base=team))
     assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 9
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
         "--usage: 9 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
@@ -145,7 +145,7 @@ def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path
     team.mkdir()
     (team / "broken.py").write_text("import chex\n\ndef f(:\n")  # chex: removed in NEW_LOCK
     section = unseen.dependencies_section({"lock_file": str(tmp_path / "old.txt")}, {"lock_file": str(tmp_path / "new.txt")},
-                                          None, None, usage.scan([team]))
+                                          None, None, usage.scan([team], base=team))
     assert {r["name"]: (r["verdict"], r.get("not_scanned")) for r in section["rows"]} == {
         "chex": ("cannot-tell", ["broken.py"]), "jax": ("changed", None), "numpy": ("changed", None),
         "ml-dtypes": ("changed", None)}
@@ -162,7 +162,7 @@ def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both
              {"cell_type": "code", "source": "if True:\n    files = !ls \\\n        -l\n    tx = optax.adamw(1e-3)\n"},
              {"cell_type": "code", "source": "x = (1 +\n"}]
     (team / "nb.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
-    scan = usage.scan([team])
+    scan = usage.scan([team], base=team)
     assert [(n.path, n.reason) for n in scan.not_scanned] == [
         ("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")]
     assert {u.where for u in scan.uses if u.how == "call"} == {"nb.ipynb:code cell 2 (cell 3 of the notebook):4"}

@@ -98,3 +98,24 @@ def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
         validate.parse_specs(["optax==0.2.8", spec], {"optax", "jax"})
     hint = f"if it is a path: --usage {spec} (one path per --usage)"
     assert (hint in str(refused.value)) == path_like, str(refused.value)
+
+
+@pytest.mark.parametrize("usage", [["src"], ["src", "notebooks", "../shared"]])
+def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkeypatch, usage):
+    """``--usage src`` named ``src/train.py`` as ``train.py`` (ambiguous once a second folder holds a
+    ``train.py``), and several ``--usage`` paths were prefixed as the gate read them (absolute paths
+    outside the project). Now every file is named relative to where the user stood when they started the
+    gate, with ``../`` for a path outside it: never absolute, never ambiguous; report.json the same."""
+    team, shared = tmp_path / "team", tmp_path / "shared"
+    for folder in (team / "src", team / "notebooks", shared):
+        folder.mkdir(parents=True)
+        (folder / "train.py").write_text("import optax\n\ntx = optax.adamw(1e-3)\n")
+    project = tmp_path / "project"  # the gate runs in its own folder, as under ./noxw
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(team))
+    scan = user_paths.check_usage([typed_path.user_path(p) for p in usage])
+    named = sorted(u.where for u in scan.uses if u.how == "call")
+    want = {"src": "src/train.py:3", "notebooks": "notebooks/train.py:3", "../shared": "../shared/train.py:3"}
+    assert named == sorted(want[p] for p in usage)
+    assert not any(os.path.isabs(name) for name in named)

@@ -46,7 +46,7 @@ class Use:
     """One use of a tracked name in the team's code.
 
     ``where`` is ``file:line`` (``notebook.ipynb:code cell N (cell M of the notebook):line`` for a
-    notebook), relative to the scanned root; ``how`` is ``import``,
+    notebook), relative to the folder the user started the gate from; ``how`` is ``import``,
     ``attribute`` or ``call``; for a call, ``positional`` is the number of
     positional arguments (None with ``*args``), ``keywords`` their names and
     ``star_kwargs`` whether ``**kwargs`` is passed."""
@@ -142,13 +142,15 @@ class Scan:
                 "not_scanned": [n.to_json() for n in self.not_scanned], "uses": len(self.uses)}
 
 
-def scan(paths: Iterable[Path]) -> Scan:
+def scan(paths: Iterable[Path], base: Path | None = None) -> Scan:
     """Every use of optax / flax / jax in the ``.py`` and ``.ipynb`` files
     under ``paths``, and every import of any other module (for the dependency
     diff). A file that cannot be read or parsed is never dropped silently:
-    it is in ``Scan.not_scanned`` with its reason."""
+    it is in ``Scan.not_scanned`` with its reason. Files are named relative to
+    ``base`` (default: the folder the user started the gate from,
+    ``usage_files.user_folder``)."""
     paths = [Path(p) for p in paths]
-    parsed = usage_files.parse(paths)
+    parsed = usage_files.parse(paths, base)
     uses: list[Use] = []
     for trees in parsed.trees.values():
         scanner = _Scanner()

@@ -40,6 +40,8 @@ import tokenize
 from pathlib import Path
 from typing import Iterable
 
+from optax_gate.gate.typed_path import INVOKED_FROM
+
 SUFFIXES = (".py", ".ipynb")
 #: Folders never scanned for the team's code: environments, caches, reports.
 SKIPPED_FOLDERS = ("site-packages", "__pycache__", "node_modules", "venv", "reports")
@@ -95,24 +97,38 @@ def may_use(entry: NotScanned, public_path: str) -> bool:
     return public_path.rsplit(".", 1)[-1].encode("ascii", "replace") in entry.content
 
 
-def _files(paths: Iterable[Path]) -> tuple[list[tuple[Path, str]], list[NotScanned]]:
+def user_folder() -> str:
+    """The folder the user stood in when they started the gate (``$OPTAX_GATE_INVOKED_FROM``, which
+    ``./noxw`` exports; ``optax_gate.gate.typed_path``), else the current folder: the files of the scan
+    are named relative to it."""
+    return os.path.abspath(os.environ.get(INVOKED_FROM) or os.getcwd())
+
+
+def display_name(path: Path, base: str) -> str:
+    """``path`` named for the report: relative to ``base`` (the user's folder), ``../`` steps included
+    when it lies outside, so a name is never absolute and never ambiguous between ``--usage`` paths
+    (``src/train.py``, not ``train.py`` of ``--usage src``)."""
+    return Path(os.path.relpath(os.path.abspath(path), base)).as_posix()
+
+
+def _files(paths: Iterable[Path], base: str | None = None) -> tuple[list[tuple[Path, str]], list[NotScanned]]:
     """``(file, display name)`` of every ``.py`` / ``.ipynb`` under ``paths``,
-    sorted, and the folders that could not be listed. Names are relative to
-    their root, prefixed by the root when more than one path is given."""
+    sorted, and the folders that could not be listed. Names are
+    :func:`display_name` relative to ``base`` (default :func:`user_folder`)."""
     paths = [Path(p) for p in paths]
+    base = base or user_folder()
     out: list[tuple[Path, str]] = []
     problems: list[NotScanned] = []
     for root in paths:
-        prefix = f"{root.as_posix().rstrip('/')}/" if len(paths) > 1 else ""
         if not root.is_dir():
-            out.append((root, prefix.rstrip("/") or root.name))
+            out.append((root, display_name(root, base)))
             continue
         found: list[Path] = []
         seen = {os.path.realpath(root)}
 
-        def unreadable(exc: OSError, root: Path = root, prefix: str = prefix) -> None:
-            rel = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
-            problems.append(NotScanned(f"{prefix}{rel}/", f"unreadable folder: {(exc.strerror or str(exc)).lower()}"))
+        def unreadable(exc: OSError, root: Path = root) -> None:
+            problems.append(NotScanned(display_name(Path(exc.filename or root), base) + "/",
+                                       f"unreadable folder: {(exc.strerror or str(exc)).lower()}"))
 
         for folder, dirs, files in os.walk(root, onerror=unreadable, followlinks=True):
             keep = []
@@ -124,7 +140,7 @@ def _files(paths: Iterable[Path]) -> tuple[list[tuple[Path, str]], list[NotScann
                 keep.append(d)
             dirs[:] = keep
             found += [Path(folder) / f for f in files if f.endswith(SUFFIXES)]
-        out += [(f, prefix + f.relative_to(root).as_posix()) for f in sorted(found)]
+        out += [(f, display_name(f, base)) for f in sorted(found)]
     return out, problems
 
 
@@ -250,11 +266,11 @@ def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[N
     return trees, problems
 
 
-def parse(paths: Iterable[Path]) -> Parsed:
+def parse(paths: Iterable[Path], base: Path | None = None) -> Parsed:
     """Find and parse every ``.py`` / ``.ipynb`` file under ``paths`` (files or
     folders). Never raises for a file: each one is parsed or listed in
     ``not_scanned`` with its reason (see the module docstring)."""
-    files, not_scanned = _files(paths)
+    files, not_scanned = _files(paths, os.path.abspath(base) if base is not None else None)
     trees: dict[str, list[tuple[ast.AST, str]]] = {}
     for path, name in files:
         data = _read(path)
