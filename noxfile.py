@@ -48,6 +48,7 @@ nox.options.sessions = ["tests"]
 
 PYTHON = "3.12"
 LOCK = "requirements-lock.txt"
+ROOT = Path(__file__).resolve().parent
 
 
 def _start_alongside(session: nox.Session, cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, Path]:
@@ -128,10 +129,14 @@ def tests(session: nox.Session) -> None:
     # (the environments the gate judges are built from the lock files alone, without them).
     session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib")
     _install_project(session)
-    missing = session_args.missing_paths(list(session.posargs))
+    # test paths are read from where the user stands, as the gate reads its paths (noxw exports it)
+    invoked_from = os.environ.get("NOXW_INVOKED_FROM") or str(ROOT)
+    posargs = session_args.read_paths(list(session.posargs), invoked_from, ROOT)
+    missing = session_args.missing_paths(posargs)
     if missing:  # pytest-xdist would only say "no tests ran", exit status 5
-        session.error(f"no such file or directory: {', '.join(missing)} (paths are relative to the project folder)")
-    single, multi = session_args.split_multidevice(list(session.posargs))
+        session.error(f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw "
+                      f"from, {invoked_from}, else from the project folder, {ROOT})")
+    single, multi = session_args.split_multidevice(posargs)
     # With arguments, "nothing selected" (exit status 5) is accepted in one process, not in both:
     # each process writes a JUnit file, and the selected tests are counted at the end.
     # (Not session.create_tmp(): it points TMPDIR into the project, where pytester's runs would

@@ -36,3 +36,24 @@ def test_selected_counts_the_tests_of_every_junit_file(tmp_path):
     assert session_args.selected(tmp_path) == 0
     (tmp_path / "multidevice.xml").write_text('<testsuite name="pytest" tests="3"/>')
     assert session_args.selected(tmp_path) == 3
+
+
+def test_paths_are_read_from_where_the_user_stands_as_the_gate_reads_its_paths(project):
+    """``cd tests && ../noxw -s tests -- meta/test_x.py`` named nothing (read from the project folder),
+    while ``gate --usage`` reads from where the user stands. Both read from there now; a path that names
+    nothing from there keeps the project folder's meaning (the missing-path error says both)."""
+    (project / "tests" / "meta" / "test_x.py").write_text("")
+    outside = project.parent / "elsewhere"
+    outside.mkdir(exist_ok=True)
+    (outside / "test_team.py").write_text("")
+    user = project / "tests"
+    assert session_args.read_paths(["meta/test_x.py::test_a", "-k", "meta", "contracts"], user, project) == [
+        "tests/meta/test_x.py::test_a", "-k", "meta", "tests/contracts"]
+    assert session_args.read_paths(["../../elsewhere/test_team.py"], user, project) == [str(outside / "test_team.py")]
+    assert session_args.read_paths(["tests/meta"], user, project) == ["tests/meta"]  # the project folder's meaning
+    assert session_args.read_paths(["meta/test_x.py"], None, project) == ["meta/test_x.py"]
+    assert session_args.read_paths(["tests/meta/test_x.py"], project, project) == ["tests/meta/test_x.py"]
+    from tests.meta.test_cli import ROOT  # the session reads $NOXW_INVOKED_FROM and names both folders on a miss
+    text = (ROOT / "noxfile.py").read_text()
+    assert 'session_args.read_paths(list(session.posargs), invoked_from, ROOT)' in text
+    assert "a path is read from the folder you ran ./noxw" in text

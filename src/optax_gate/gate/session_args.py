@@ -9,6 +9,7 @@ process they belong to, options to both.
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,6 +19,39 @@ from optax_gate.gate.devices import MULTIDEVICE_DIR as MULTIDEVICE
 def _exists(arg: str) -> bool:
     """Whether the file or folder part of a path argument (before ``::``) exists."""
     return Path(arg.split("::")[0]).exists()
+
+
+def _read_one(arg: str, user: Path, project: Path) -> str:
+    """One test path (``file`` or ``file::test``) read from ``user``, else
+    from ``project`` (see :func:`read_paths`); others unchanged."""
+    file, sep, node = arg.partition("::")
+    if not file or Path(file).is_absolute():
+        return arg
+    mine = Path(os.path.normpath(user / file))
+    if not mine.exists():  # not from where the user stands: the project folder's meaning, if it names something
+        return arg
+    try:
+        shown = mine.relative_to(project).as_posix() or "."
+    except ValueError:
+        shown = str(mine)
+    return shown + sep + node
+
+
+def read_paths(args: list[str], user: str | Path | None, project: Path) -> list[str]:
+    """``args`` with each test path read as the gate reads its paths: from the
+    folder the user ran ``./noxw`` from (``user``, ``$NOXW_INVOKED_FROM``),
+    written relative to ``project`` (pytest runs there) or absolute outside
+    it; a path that names nothing from there keeps the project folder's
+    meaning (what it meant before, and what it means from the project folder
+    itself). Options and their values (``-k EXPR``) are left as they are."""
+    if not user:
+        return list(args)
+    user, project = Path(user).resolve(), Path(project).resolve()
+    out, after_option = [], False
+    for a in args:
+        out.append(a if a.startswith("-") or after_option else _read_one(a, user, project))
+        after_option = a in VALUE_OPTIONS
+    return out
 
 
 def missing_paths(args: list[str]) -> list[str]:
