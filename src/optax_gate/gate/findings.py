@@ -61,7 +61,7 @@ import re
 from typing import Any
 
 from optax_gate.gate.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, named_list,
-                                     nonfinite_leaves, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
+                                     nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
                                      shorten, state_cost)
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
@@ -98,6 +98,13 @@ def _size(ulp: Ulp) -> str:
     return narrower[0] if narrower else ""
 
 
+def _direction(leaves: list[Any]) -> str:
+    """fewer / more / other non-finite outputs over every leaf of a drift
+    (``details.nonfinite_direction``); mixed directions are "other"."""
+    found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves}
+    return found.pop() if len(found) == 1 else "other"
+
+
 def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
@@ -112,13 +119,13 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("was", normalise(detail)), detail.removeprefix("was: ")
     leaves = parse_drift(detail)
     if leaves and all(leaf.path in NONFINITE_CLASSES for leaf in leaves):
-        return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves))), leaves
+        return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
         return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
         return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
-        return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves))), leaves
+        return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
         return ("x64", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves:
@@ -184,8 +191,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     if kind == "nonfinite":
         leaf = evidence[0][0]
         more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
-        return (f"other updates come out non-finite: `{leaf.path}`: leaves {nonfinite_leaves(leaf.old)} in the baseline, "
-                f"{nonfinite_leaves(leaf.new)} now{more}")
+        return (f"{nonfinite_words(key[2])}: `{leaf.path}`: update leaves {nonfinite_leaves(leaf.old)} non-finite in the "
+                f"baseline, {nonfinite_leaves(leaf.new)} now{more}")
     if kind == "loss-edge":
         leaf = evidence[0][0]
         more = " (and its gradient)" if len(evidence[0]) > 1 else ""
@@ -203,7 +210,7 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         inputs, _, output = rest.partition("/")
         old, new = ("none" if v == "absent" else v for v in (leaf.old, leaf.new))
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
-        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, other outputs come out non-finite: "
+        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(key[2])}: "
                 f"`{output or 'the update'}` {old} in the baseline, {new} now{more}")
     if kind == "state-value":
         leaf = evidence[0][0]

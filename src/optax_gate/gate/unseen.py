@@ -108,8 +108,17 @@ def warnings_section(report: dict[str, Any], baseline: dict[str, Any], candidate
         return {"status": "unavailable", "reason": "no warning records (an environment was not probed)", "rows": [],
                 "counts": _counts([])}
     rows = warnings_diff.diff(base, cand, apis, fail_on_new_deprecations)
-    return {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows),
-            "fail_on_new_deprecations": fail_on_new_deprecations}
+    section = {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows),
+               "fail_on_new_deprecations": fail_on_new_deprecations}
+    own = {side: len(warnings_diff.own(record.get("warnings") or [])) for side, record in (("baseline", baseline), ("candidate", candidate))}
+    if any(own.values()):  # JAX about the gate's compilation cache: neither side's warning
+        discarded = sum(len(r.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
+        section["own"] = {**own, "discarded": discarded}
+        section["reason"] = "; ".join(filter(None, [reason, (
+            f"left out: {sum(own.values())} warning(s) about the gate's own compilation cache (baseline {own['baseline']}, "
+            f"candidate {own['candidate']}), not the code under test; {discarded} corrupt cache entr"
+            f"{'y' if discarded == 1 else 'ies'} discarded, compiled again next run")]))
+    return section
 
 
 def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None,
