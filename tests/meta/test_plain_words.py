@@ -178,3 +178,13 @@ def test_only_jaxs_cache_warnings_are_the_gates_own():
     assert compilation_cache.is_own_warning({"message": "Error writing persistent compilation cache entry for 'jit_f': x"})
     assert not compilation_cache.is_own_warning({"message": "optax.ntxent is deprecated; reading the cache entry"})
     assert not compilation_cache.is_own_warning({"message": json.dumps(OWN)})  # quoted inside another message
+
+
+def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_element():
+    """The 723-contract report of 2026-12-01 holds the detail as the runner cut it then."""
+    report = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
+    (r,) = [r for r in report["contracts"] if "signature_names_kinds_and_defaults[huber_loss]" in r["id"]]
+    assert r["detail"].endswith("('delta', 'POSITIONAL_OR_KEYWORD', 1")
+    assert details.plain_detail(r).endswith("expected ('delta', 'POSITIONAL_OR_KEYWORD', …)")
+    (found,) = [f for f in findings.group([r])]
+    assert "'POSITIONAL_OR_KEYWORD', …)" in found["cause"] and _balanced(found["cause"].replace("…", ""))

@@ -314,6 +314,23 @@ def cut(text: str, limit: int) -> str:
     return text[:i].rstrip(" ,;:") + "…"
 
 
+def close_cut(value: str) -> str:
+    """A value a older report cut inside a tuple or list (``('delta',
+    'POSITIONAL_OR_KEYWORD', 1``) back to its last whole element, its brackets
+    closed: ``('delta', 'POSITIONAL_OR_KEYWORD', …)``; a whole value unchanged."""
+    depth = 0
+    for ch in re.sub(r"'[^']*'|\"[^\"]*\"", "", value):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+    if depth <= 0 and value.count("'") % 2 == 0:
+        return value
+    inside = [(i, closing) for i, closing in _cut_points(value) if closing]
+    if not inside:
+        return value + "…"
+    i, closing = inside[-1]
+    return value[:i] + " …" + closing
+
+
 def shorten(text: str, limit: int = 140) -> str:
     """``text`` on one line, at most about ``limit`` characters, cut with
     :func:`cut` (never inside a quoted or bracketed value; a cut inside a
@@ -324,7 +341,7 @@ def shorten(text: str, limit: int = 140) -> str:
 def _value(text: str) -> str:
     """A repr in pytest's assertion text, in plain words: ``dtype('float32')``,
     ``<class 'jax.numpy.float32'>``, ``dtype(bfloat16)`` -> ``float32``/``bfloat16``."""
-    text = text.strip()
+    text = close_cut(text.strip())
     if text.endswith(("]…", ")…", "'…")):  # a whole value, then a cut of what followed it
         text = text[:-1]
     text = re.sub(r"dtype\('?(\w+)'?\)|<class '(?:[\w.]+\.)?(\w+)'>", lambda m: m[1] or m[2], text)

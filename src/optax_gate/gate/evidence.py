@@ -9,7 +9,7 @@ Layout under ``--out`` (default ``reports/gate``)::
         evidence/                 run records, pytest output, report logs, JUnit XML
         checkpoints/              the baseline's resume checkpoints
     latest -> runs/<...>          the newest *complete* run (a symlink, replaced atomically)
-    report.md -> latest/report.md, report.json -> latest/report.json
+    report.md -> latest/report.md, report.json -> latest/report.json, report.html -> latest/report.html
 
 A run that is interrupted (Ctrl-C, SIGTERM, a crash that kills the process)
 keeps its ``INCOMPLETE`` marker and never becomes ``latest``; the previous
@@ -39,7 +39,7 @@ MARKER = "INCOMPLETE"
 REFUSED = "REFUSED"
 LATEST = "latest"
 #: Files at the top of ``--out`` that always show the latest complete run.
-CURRENT = ("report.md", "report.json")
+CURRENT = ("report.md", "report.json", "report.html")
 
 
 @dataclass(frozen=True)
