@@ -44,7 +44,7 @@ TEAM_ONLY = "its contracts are the team's own (--contracts), which a bisection d
 def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's contract findings a bisection answers (``findings`` made when missing)."""
     if "findings" not in report:
-        report["findings"] = findings_.group(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+        report["findings"] = findings_.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
     return [f for f in report["findings"]
             if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
 

@@ -365,7 +365,7 @@ def assertion_parts(detail: str) -> tuple[str, str] | None:
 
 #: Two recorded outcomes compared by a generated contract (``assert 'ok' ==
 #: 'recompiled 1 time(s)'``: got, then the baseline's recorded value).
-OUTCOME_PAIR = re.compile(r"(?:AssertionError: )?assert '([^']*)' == '([^']*)'")
+OUTCOME_PAIR = re.compile(r"(?:^|\s)assert '([^']*)' == '([^']*)'")
 
 
 def _outcome_verb(value: str) -> tuple[str, str]:
@@ -414,8 +414,8 @@ def pytest_words(detail: str) -> str:
     if m:
         emitted = m[2] if m[2] and m[2] != "[]" else ""
         return f"did not warn ({_value(m[1])})" + (f"; warned instead: {shorten(emitted, 80)}" if emitted else "")
-    pair = OUTCOME_PAIR.match(detail)
-    if pair:
+    pair = OUTCOME_PAIR.search(detail)
+    if pair:  # the test's own message before it repeats what the outcomes say
         return outcome_change(pair[1], pair[2])
     parts = assertion_parts(detail)
     if parts:

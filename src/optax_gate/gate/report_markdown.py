@@ -67,7 +67,7 @@ def _versions(report: dict[str, Any]) -> list[str]:
 def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     if "findings" in report:
         return report["findings"]
-    return findings_.group(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+    return findings_.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
 
 
 def sample(finding: dict[str, Any], limit: int | None = None) -> list[str]:
@@ -107,7 +107,7 @@ def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
         first += count
     who = findings_.subject([_cell(a) for a in finding.get("apis") or [finding["api"]]])
     return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** {who}: {_cell(finding["cause"])} '
-            f'({n} contract{"s" if n > 1 else ""} {finding["change"]}: {", ".join(links)})')
+            f'({findings_.contracts_words(finding)}: {", ".join(links)})')
 
 
 class Page:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, report_surface, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, findings, report_surface, surface, usage, warnings_diff
 
 SCHEMA = 3
 
@@ -168,9 +168,10 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         call_sites.annotate(report, scan, targets)
     if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         beyond = report_surface.broken_findings(report)
-        report["findings"] = [{**f, "section": "contracts"} for f in report["findings"]] + beyond
-        for number, f in enumerate(report["findings"], 1):
-            f["number"] = number
+        # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
+        # across the contracts, the API surface and the warnings (optax_gate.gate.findings.merge renumbers)
+        report["findings"] = findings.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,
+                                            report.get("contracts", []))
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)
