@@ -63,11 +63,14 @@ def test_the_synthetic_report_is_as_large_as_promised(big):
 def test_report_md_holds_every_finding_and_a_bounded_sample_of_rows(big):
     report, md = big
     assert all(f'<a id="f{f["number"]}"></a>' in md for f in report["findings"])
+    budget = report_markdown.ROW_BUDGET
     for f in report["findings"]:
         shown = sum(f'<a id="f{f["number"]}-' in line for line in md.splitlines() if line.startswith("|"))
-        assert shown == min(len(f["contracts"]), report_markdown.SAMPLE), f["number"]
+        assert shown == min(len(f["contracts"]), report_markdown.SAMPLE, budget), f["number"]
+        budget -= shown
+    assert budget == 0 and len(md.encode()) < 400_000  # 700 finding lines and 250 rows
     left = sum(int(m[1]) for m in re.finditer(r"^(\d+) more \w+ rows? not shown", md, re.M))
-    assert left == 5000 - 700 * report_markdown.SAMPLE + sum(max(0, report_markdown.SAMPLE - len(f["contracts"])) for f in report["findings"])
+    assert left == 5000 - report_markdown.ROW_BUDGET
     assert "every row is in `report.html`" in md
     assert "tests/contracts/test_u.py::test_same[17]" not in md and "## Unchanged (3000)" in md
     surface_rows = [line for line in md.splitlines() if line.startswith("| `optax.new_")]
@@ -132,7 +135,7 @@ def test_the_pr_comment_and_the_job_summary_stay_inside_githubs_limits_and_link_
     monkeypatch.setenv("GITHUB_RUN_ID", "42")
     monkeypatch.setenv("INPUT_ARTIFACT_NAME", "gate-report")
     huge = tmp_path / "report.md"
-    huge.write_text(md * 4)  # whatever report.md holds: far beyond 1 MiB
+    huge.write_text(md * 8)  # whatever report.md holds: far beyond 1 MiB
     text = run.summary(huge, "fail", 1, "broken")
     assert len(text.encode()) <= run.SUMMARY_LIMIT <= GITHUB_SUMMARY
     assert "**gate-report** of [this run](https://github.com/team/repo/actions/runs/42)" in text

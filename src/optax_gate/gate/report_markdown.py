@@ -13,7 +13,8 @@ the unchanged contracts counted (listed in ``report.html`` and ``report.json``).
 
 Sized for a person and for GitHub (issue 25): report.md holds the verdict,
 every finding, and a bounded sample of each finding's contract rows
-(:data:`SAMPLE`: the first row of each of its tests, then its next rows),
+(:data:`SAMPLE`: the first row of each of its tests, then its next rows;
+:data:`ROW_BUDGET` rows in all),
 saying how many rows were left out and where they are; the tables beyond the
 contracts hold at most ``report_surface.MARKDOWN_ROWS`` rows each. Every row
 is in ``report.json`` and in ``report.html`` (``optax_gate.gate.report_html``,
@@ -38,6 +39,9 @@ from optax_gate.gate import report_speed, source_specs
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
 SAMPLE = 5
+#: Contract rows report.md shows in all, whatever the number of findings (the
+#: findings after the budget is spent are listed without rows; report.html has them).
+ROW_BUDGET = 250
 #: Findings named in a "rows not shown" line.
 NAMED_FINDINGS = 10
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
@@ -120,8 +124,15 @@ class Page:
         self.findings = _findings(report)
         self.full = limit is None
         contract_findings = [f for f in self.findings if f.get("section", "contracts") == "contracts"]
-        self.shown: set[str] | None = None if self.full else {
-            cid for f in contract_findings for cid in sample(f, limit)}
+        self.shown: set[str] | None = None
+        if not self.full:  # at most `limit` rows a finding, at most ROW_BUDGET in all (the first findings first)
+            self.shown, left = set(), ROW_BUDGET
+            for f in contract_findings:
+                if left <= 0:
+                    break
+                rows = sample(f, min(limit, left)) if limit else []
+                self.shown.update(rows)
+                left -= len(rows)
         self.anchor = {cid: (f["number"], m) for f in contract_findings for m, cid in enumerate(f["contracts"], 1)}
 
     def is_shown(self, cid: str) -> bool:
@@ -220,7 +231,7 @@ def _rows_section(page: Page) -> list[str]:
             which = ", ".join(f"F{k}: {n}" for k, n in list(per.items())[:NAMED_FINDINGS])
             more = f", and {len(per) - NAMED_FINDINGS} more findings" if len(per) > NAMED_FINDINGS else ""
             out += ["", f"{left} more {change} row{'s' if left > 1 else ''} not shown ({which}{more}; at most {SAMPLE} per "
-                        f"finding here): every row is in {ELSEWHERE}."]
+                        f"finding and {ROW_BUDGET} in all here): every row is in {ELSEWHERE}."]
         out += ["", "</details>", ""] if change == "gone" else [""]
     return out
 
