@@ -149,3 +149,13 @@ def test_a_joined_finding_validates_against_the_schema():
     _, after = gate_findings(monte_carlo_report())
     jsonschema.validate(after, schema["properties"]["findings"])
     assert after[0]["key"] == "merged"
+
+
+def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
+    """The defect's twin says its failure once; another change of the same API keeps its own words."""
+    rows = none_gradients_rows() + [row("tests/contracts/test_training_recipes.py::test_trajectory[none]",
+                                        "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst "
+                                        "error 2e6 ULP)", api="recipe:none-gradients", kind="golden")]
+    (f,) = findings.of_report(rows)
+    assert f["cause"].count("pytree structure error") == 1 and "element (0) is 1.5, expected 1.25" in f["cause"]
+    assert f["changes"] == {"broken": 2, "fixed": 1}

@@ -456,16 +456,23 @@ def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[
     return out
 
 
-def _part(f: dict[str, Any]) -> dict[str, Any]:
+def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a joined finding keeps of one of its findings: change, section,
+    cause in words, contract count, names; ``pattern``: its rows' failure
+    pattern (:func:`_failure`; a fixed defect: what happens now) when they
+    share one, else ""; ``gone``: every row says a name does not exist."""
     where = {"surface": "API surface: ", "warnings": "warning: ", "dependencies": "dependency: "}.get(_section(f), "")
+    mine = [rows_of[c] for c in f["contracts"] if c in rows_of]
+    patterns = {_failure(defect_parts(r)[2] if is_defect_fixed(r) else r.get("detail") or "") for r in mine}
     return {"change": f["change"], "section": _section(f), "cause": where + f["cause"], "contracts": len(f["contracts"]),
-            "names": _names(f)}
+            "names": _names(f), "pattern": patterns.pop() if len(patterns) == 1 else "",
+            "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine)}
 
 
 def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """One finding of several (``group``, in report order) of one cause;
     ``rows_of``: the report's contract rows by id."""
-    parts = [p for f in group for p in (f.get("parts") or [_part(f)])]
+    parts = [p for f in group for p in (f.get("parts") or [_part(f, rows_of)])]
     for p in parts:  # in a joined line a defect is named, its reason is in its row
         m = re.match(r"known upstream defect `([^`]*)` no longer reproduces \(.*\); now (.*)$", p["cause"])
         if m:
@@ -488,8 +495,7 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
         ident = re.match(r"known upstream defect `([^`]*)`", defect["cause"])[1]
         now = defect["cause"].rsplit("; now ", 1)[-1]
         cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
-        others = [p["cause"] for p in parts if p is not defect and _failure(p["cause"]) != _failure(now)
-                  and not p["cause"].startswith(("ValueError", "TypeError")) and p["section"] != "contracts"]
+        others = [p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])]
     elif removed:
         ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]
         failing = [c for c in ids if missing_name((rows_of.get(c) or {}).get("detail") or "")]
@@ -500,7 +506,8 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
         if gone:
             said.append(f"API surface: {len(gone)} name{'s' if len(gone) != 1 else ''} removed")
         cause = f"`{removed[0]}` is gone from the candidate: " + "; ".join(said)
-        others = [p["cause"] for p in parts if p["section"] not in ("contracts", "surface")]
+        others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith(
+            "API surface: removed"))]
     else:
         cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
         others = [p["cause"] for p in parts if p["cause"] != cause]
@@ -523,7 +530,9 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
     n = len(merged["contracts"])
     listed = ", ".join(f"{name} ×{k}" if k > 1 else name for name, k in tests)
     merged["text"] = f"{subject(merged['apis'])}: {cause}" + (f" ({contracts_words(merged)}: {listed})" if n else "")
-    merged.pop("bisect", None) if len(group) > 1 and not all(f.get("bisect") == group[0].get("bisect") for f in group) else None
+    if any(f.get("bisect") != group[0].get("bisect") for f in group):  # several bisections: their entries, once each
+        merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or []
+                            if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
     return merged
 
 
