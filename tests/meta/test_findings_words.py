@@ -42,11 +42,11 @@ def test_the_rows_of_a_merged_finding_sit_together_test_by_test():
             row("b.py::test_x", "boom", api="optax.b")]
     for report in ({**REAL_723, "contracts": rows, "findings": findings.group(rows)}, REAL_723):
         text = report_markdown.render(report)
-        for f in findings.group(report["contracts"]):
+        for f in findings.of_report(report["contracts"]):
             names = [findings.test_name(cid)[0] for cid in f["contracts"]]
             assert names == [name for name, k in f["tests"] for _ in range(k)]
             line = next(ln for ln in text.splitlines() if ln.startswith(f'{f["number"]}. <a id="f{f["number"]}"></a>'))
-            for name, anchor in re.findall(r"\[([^\]]+)\]\(#(f\d+-\d+)\)", line):
+            for name, anchor in re.findall(r"\[([^\]]+)\]\(#(f\d+-\d+)\)", line):  # links only to rows on the page
                 (target,) = [ln for ln in text.splitlines() if f'<a id="{anchor}">' in ln]
                 assert f"::test_{name.replace(' ', '_')}" in target
 
@@ -196,7 +196,7 @@ def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
 
 
 def test_pytests_string_diff_is_not_part_of_the_expected_value():
-    assert details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError") == "got 'TypeError', expected 'ok'"
+    assert details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError") == "now raises TypeError (ok in the baseline)"
 
 
 def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index():

@@ -137,6 +137,9 @@ LATE = {
                        "gate error in the speed readings: RuntimeError: timer boom"),
     "report writing": (_raise_in("report_markdown", "render boom") + "_module.render = _boom\n", (),
                        "gate error in the report writing: RuntimeError: render boom"),
+    # report.html fails alone: report.md is rendered again with the verdict not verified, report.html is the plain page
+    "report.html writing": (_raise_in("report_html", "html boom") + "_module.render = _boom\n", (),
+                            "gate error in the report writing (report.html): RuntimeError: html boom"),
 }
 
 
@@ -159,7 +162,12 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
     md = (out / "report.md").read_text()
     assert md.startswith("# Optax upgrade gate: NOT-VERIFIED") and reason in md
-    assert "tests/contracts/test_x.py::test_7" in md
+    # every row: in report.html, and in report.md's plain form when the renderer itself failed
+    page = (out / "report.html").read_text()
+    if "html boom" in reason:  # the plain page says where the report is
+        assert "could not be rendered in full" in page and "NOT-VERIFIED" in page and "## Unchanged (8)" in md
+    else:
+        assert "tests/contracts/test_x.py::test_7" in (md if "render boom" in reason else page)
     assert reason.split(": RuntimeError")[0] in proc.stderr
 
 

@@ -9,6 +9,9 @@ from tests.meta.test_compare import record
 def sample():
     base = record(golden_a="passed", golden_b="passed", snapshot_c="passed", golden_d="failed")
     cand = record(golden_a="passed", golden_b="failed", snapshot_c="failed", golden_d="passed")
+    for i, cid in enumerate(("snapshot_c", "golden_d")):  # three APIs: one API's changes would be one finding (findings.merge)
+        for rec in (base, cand):
+            rec["contracts"][cid]["api"] = f"optax.api_{'cd'[i]}"
     base["versions"] = {"optax": "0.2.6", "jax": "0.11.2"}
     cand["versions"] = {"optax": "0.2.8", "jax": "0.11.2"}
     base["requirements"], cand["requirements"] = ["lock file requirements-lock.txt"], ["optax==0.2.8"]

@@ -34,8 +34,38 @@ import tempfile
 from pathlib import Path
 
 MARKER = "<!-- optax-gate -->"
-#: Longest comment body GitHub accepts is 65 536 characters.
+#: Longest comment body GitHub accepts is 65 536 characters; the body is built
+#: to stay under this (:func:`fit`), whatever the report's size.
 BODY_LIMIT = 60_000
+#: A finding's line in report.md (``optax_gate.gate.report_markdown.finding_line``).
+FINDING_LINE = re.compile(r"^\d+\. ")
+
+
+def fit(markdown: str, limit: int, more: str) -> str:
+    """``markdown`` cut to whole lines so that the text returned, ``more``
+    included, is at most ``limit`` characters and UTF-8 bytes: the lines that
+    fit, an open ``<details>`` closed, then a line saying how many findings
+    (report.md's numbered lines) and lines were left out, then ``more``
+    (where the whole report is). The text unchanged, with ``more``, when it fits."""
+    lines = markdown.rstrip("\n").split("\n")
+    whole = "\n".join(lines) + "\n\n" + more
+    if len(whole.encode()) <= limit:
+        return whole
+    budget = limit - len(more.encode()) - 300  # room for the closing tags and the line saying what was left out
+    kept: list[str] = []
+    size, depth = 0, 0
+    for line in lines:
+        cost = len(line.encode()) + 1
+        if size + cost > budget:
+            break
+        kept.append(line)
+        size += cost
+        depth += line.count("<details") - line.count("</details>")
+    left = lines[len(kept):]
+    findings = sum(1 for line in left if FINDING_LINE.match(line))
+    what = f"{findings} more finding(s) and {len(left) - findings} more line(s)" if findings else f"{len(left)} more line(s)"
+    closing = ["", "</details>"] * max(depth, 0)
+    return "\n".join([*kept, *closing, "", f"… cut here to stay inside GitHub's limit: {what} are in the full report."]) + "\n\n" + more
 
 
 def say(message: str) -> None:
@@ -79,11 +109,12 @@ def plain(markdown: str) -> str:
 
 
 def body(report_md: str, url: str) -> str:
-    """The comment: the marker, the report up to its versions section (the verdict, reasons and findings) as :func:`plain` text, the link."""
+    """The comment: the marker, the report up to its versions section (the
+    verdict, reasons and findings) as :func:`plain` text, the link; at most
+    :data:`BODY_LIMIT` characters by construction (:func:`fit`)."""
     head = plain(report_md.split("\n## Versions", 1)[0]).rstrip()
-    if len(head) > BODY_LIMIT:
-        head = head[:BODY_LIMIT].rsplit("\n", 1)[0] + "\n\n… (cut here: the findings go on in the full report)"
-    return f"{MARKER}\n{head}\n\n[Full report (report.md, report.json, evidence)]({url})\n"
+    link = f"[Full report (report.html: every row, folded; report.md; report.json; evidence)]({url})\n"
+    return fit(f"{MARKER}\n{head}", BODY_LIMIT, link)
 
 
 class GhFailed(Exception):

@@ -36,11 +36,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from optax_gate.action import comment
 from optax_gate.gate import evidence  # standard library only, like this script
 
 ROOT = Path(os.environ.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[3])
 FAIL_ON = ("broken", "changed")
-#: GitHub's limit of one step's job summary is 1 MiB.
+#: GitHub's limit of one step's job summary is 1 MiB; the summary is built to
+#: stay under this (``comment.fit``), whatever the report's size.
 SUMMARY_LIMIT = 1_000_000
 
 
@@ -104,15 +106,24 @@ def _append(variable: str, text: str) -> None:
             f.write(text)
 
 
+def run_url() -> str:
+    """This workflow run's page (its artifacts are listed there)."""
+    server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
+    return f"{server}/{os.environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{os.environ.get('GITHUB_RUN_ID', '')}"
+
+
 def summary(report_md: Path | None, verdict: str, status: int, fail_on: str) -> str:
-    """The job summary: the report (its verdict and findings first), cut to GitHub's limit."""
+    """The job summary: report.md (its verdict and findings first, a sample of
+    rows per finding), cut to whole lines within GitHub's limit
+    (:data:`SUMMARY_LIMIT`, ``comment.fit``), and where the whole report is:
+    the artifact (``INPUT_ARTIFACT_NAME``) on this run's page."""
     head = f"optax-gate: verdict **{verdict}**, exit status {status} (fail-on: {fail_on})\n\n"
     if report_md is None:
         return head + "The gate wrote no report: not verified (see the step's log).\n"
-    text = report_md.read_text(encoding="utf-8")
-    if len(head.encode()) + len(text.encode()) > SUMMARY_LIMIT:
-        text = text.encode()[:SUMMARY_LIMIT - 2000].decode(errors="ignore") + "\n\n… cut here (GitHub's 1 MiB limit): the whole report is in the artifact.\n"
-    return head + text
+    artifact = os.environ.get("INPUT_ARTIFACT_NAME", "").strip() or "upgrade-gate-report"
+    link = (f"Every row, folded per finding: `report.html` in the artifact **{artifact}** of [this run]({run_url()}) "
+            "(with report.md, report.json and the evidence).\n")
+    return comment.fit(head + report_md.read_text(encoding="utf-8"), SUMMARY_LIMIT, link)
 
 
 def run_folders(out: Path) -> set[str]:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import atomic, report_json, report_markdown, source_build
+from optax_gate.gate import atomic, report_html, report_json, report_markdown, source_build
 from optax_gate.gate import findings as findings_
 from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
 from optax_gate.gate.bisect_probe import Prober
@@ -44,7 +44,7 @@ TEAM_ONLY = "its contracts are the team's own (--contracts), which a bisection d
 def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's contract findings a bisection answers (``findings`` made when missing)."""
     if "findings" not in report:
-        report["findings"] = findings_.group(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+        report["findings"] = findings_.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
     return [f for f in report["findings"]
             if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
 
@@ -205,6 +205,7 @@ class _Nothing(Exception):
 
 
 def write(report: dict[str, Any], folder: Path) -> None:
-    """Write ``report.json`` and ``report.md`` into ``folder`` atomically (the verdict as it was)."""
+    """Write ``report.json``, ``report.md`` and ``report.html`` into ``folder`` atomically (the verdict as it was)."""
     atomic.write_text(folder / "report.json", report_json.render(report))
     atomic.write_text(folder / "report.md", report_markdown.render(report))
+    atomic.write_text(folder / "report.html", report_html.render(report))

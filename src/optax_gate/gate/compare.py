@@ -69,7 +69,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
       ``{"schema": 3, "verdict", "reasons", "notes", "summary", "findings",
       "baseline", "candidate", "contracts": [...]}``; contracts sorted by
       change severity, then id; ``findings`` groups the differing contracts
-      by API and cause (``optax_gate.gate.findings.group``).
+      by API and cause, then by upstream cause (``optax_gate.gate.findings.of_report``).
     """
     base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
     rows = []
@@ -127,7 +127,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "reasons": reasons,
         "notes": notes,
         "summary": {k: summary.get(k, 0) for k in CHANGES},
-        "findings": findings.group(rows, candidate_ran=candidate.get("status") == "ran"),
+        "findings": findings.of_report(rows, candidate_ran=candidate.get("status") == "ran"),
         "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
         "candidate": {k: v for k, v in candidate.items() if k != "contracts"},
         "contracts": rows,

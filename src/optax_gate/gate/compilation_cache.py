@@ -14,12 +14,26 @@ contract outcomes as an uncached one (``tests/meta/test_compilation_cache.py``);
 a program served from the cache still counts as a compilation in
 ``optax_gate.kit.recompilation``, so the "does not recompile" contracts keep
 their meaning with the cache on.
+
+The cache is the gate's machinery, not the code under test: a warning JAX
+raises about it (:data:`OWN_WARNINGS`, e.g. "Error reading persistent
+compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing
+data: incomplete or truncated stream", an entry cut short when a run was
+killed while JAX wrote it) is never a warning of the candidate
+(``optax_gate.gate.warnings_diff`` leaves it out and counts it). JAX goes on
+after such a read (it compiles the program again), but never replaces an
+entry already on disk (``jax._src.lru_cache.LRUCache.put`` returns when the
+file exists, read in jax 0.11.2), so the runner discards the corrupt entries
+(:func:`discard_corrupt`) once the side's contracts have run.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import zlib
 from pathlib import Path
+from typing import Any
 
 #: Set to ``0`` to turn the cache off everywhere.
 SWITCH = "OPTAX_GATE_COMPILATION_CACHE"
@@ -42,3 +56,60 @@ def environment(env_folder: Path, on: bool = True) -> dict[str, str]:
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }
+
+
+#: Warnings JAX raises about its persistent compilation cache (jax 0.11.2,
+#: ``jax._src.compiler``: ``_cache_read``, ``_is_executable_in_cache``,
+#: ``_cache_write``; ``jax._src.lru_cache``: an entry over the size limit).
+OWN_WARNINGS = re.compile(r"^(?:Error (?:reading|writing) persistent compilation cache entry|"
+                          r"Persistent compilation cache inconsistency|Cache value for key .* exceeds the maximum cache size)")
+#: JAX's file names of one cache entry (``jax._src.lru_cache``): the compressed
+#: executable and its access time.
+ENTRY, ATIME = "-cache", "-atime"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def is_own_warning(warning: dict[str, Any]) -> bool:
+    """Whether a warning record (``{"category", "message", ...}``) is JAX's
+    about the gate's compilation cache (:data:`OWN_WARNINGS`)."""
+    return bool(OWN_WARNINGS.match(str(warning.get("message") or "")))
+
+
+def _whole(data: bytes) -> bool:
+    """Whether a cache entry's bytes are one complete compressed stream: zlib
+    (JAX's choice without zstandard, Python 3.12) decompresses to its end;
+    a zstd frame (``_ZSTD_MAGIC``, not readable without zstandard) counts as
+    whole unless empty."""
+    if data.startswith(_ZSTD_MAGIC):
+        return len(data) > len(_ZSTD_MAGIC)
+    d = zlib.decompressobj()
+    try:
+        while data:
+            d.decompress(data, 1 << 20)  # bounded output per step: an entry is tens of MB at most
+            data = d.unconsumed_tail
+    except zlib.error:
+        return False
+    return d.eof
+
+
+def discard_corrupt(folder: Path | str | None) -> list[str]:
+    """Delete the entries of the cache in ``folder`` that are not whole
+    (:func:`_whole`) with their access-time files; the next run compiles those
+    programs again and writes them whole. Returns the names discarded (none
+    when ``folder`` is empty, None or absent).
+
+    Deleting is safe while no process of the environment runs: the runner
+    calls it after the side's pytest processes have exited."""
+    if not folder or not Path(folder).is_dir():
+        return []
+    gone = []
+    for entry in sorted(Path(folder).glob(f"*{ENTRY}")):
+        try:
+            whole = _whole(entry.read_bytes())
+        except OSError:
+            continue
+        if not whole:
+            entry.unlink(missing_ok=True)
+            entry.with_name(entry.name[: -len(ENTRY)] + ATIME).unlink(missing_ok=True)
+            gone.append(entry.name)
+    return gone

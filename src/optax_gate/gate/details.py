@@ -209,10 +209,44 @@ def nonfinite_leaves(value: str) -> str:
     return " ".join(dict.fromkeys(leaves)) if leaves else (value or "").strip("'\" ") or "none"
 
 
+def _nonfinite_set(value: str) -> set[str] | None:
+    """The leaves of a recorded non-finite list (``r3 r5``, ``none``: empty),
+    or None for ``all`` (every output) and for a value that lists none."""
+    words = nonfinite_leaves(value)
+    if words in ("none", "absent"):
+        return set()
+    leaves = set(re.findall(r"r\d+", words))
+    return leaves or None
+
+
+def nonfinite_direction(old: str, new: str) -> str:
+    """``"fewer"``, ``"more"`` or ``"other"``: how the non-finite outputs of a
+    generated record moved from ``old`` (baseline) to ``new`` (candidate).
+    ``none``/``absent`` is no output, ``all`` every output; leaf lists compare
+    as sets (``r1 r3`` -> ``r3`` is fewer, ``r3`` -> ``r1 r3`` more)."""
+    a, b = _nonfinite_set(old), _nonfinite_set(new)
+    if a == b:
+        return "other"
+    if b == set() or a is None and b is not None:
+        return "fewer"
+    if a == set() or b is None and a is not None:
+        return "more"
+    if a is not None and b is not None:
+        return "fewer" if b < a else "more" if a < b else "other"
+    return "other"
+
+
+def nonfinite_words(direction: str) -> str:
+    """``"fewer non-finite outputs"`` / ``"more non-finite outputs"`` /
+    ``"other outputs come out non-finite"`` (the same number, other leaves)."""
+    return {"fewer": "fewer non-finite outputs", "more": "more non-finite outputs"}.get(
+        direction, "other outputs come out non-finite")
+
+
 def _leaf_words(leaf: Drift) -> str:
     if leaf.path in NONFINITE_CLASSES:
-        return (f"`{leaf.path}`: non-finite update leaves {nonfinite_leaves(leaf.old)} in the baseline, "
-                f"{nonfinite_leaves(leaf.new)} now")
+        return (f"{nonfinite_words(nonfinite_direction(leaf.old, leaf.new))}: `{leaf.path}`: non-finite update leaves "
+                f"{nonfinite_leaves(leaf.old)} in the baseline, {nonfinite_leaves(leaf.new)} now")
     if leaf.what == "value":
         old, new = leaf.values
         try:
@@ -240,21 +274,77 @@ def normalise(text: str) -> str:
     return re.sub(r"#(?:[\s,#]*#)*", "#", text)
 
 
-def shorten(text: str, limit: int = 140) -> str:
-    """``text`` on one line, at most ``limit`` characters: cut at a word's end
-    (mid-word only when the last space is far back), with an ellipsis."""
-    text = " ".join((text or "").split())
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _cut_points(text: str) -> list[tuple[int, str]]:
+    """Where ``text`` may be cut without cutting a value: (index of a space,
+    the brackets open there, closed in reverse), outside quotes, after a
+    complete token (a space at depth 0, or after a ``,`` inside brackets)."""
+    points, stack, quote = [], [], ""
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = ""
+        elif ch in "'\"" and (i == 0 or not text[i - 1].isalnum()):  # an apostrophe inside a word opens nothing
+            quote = ch
+        elif ch in _CLOSE:
+            stack.append(_CLOSE[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+        elif ch == " " and (not stack or text[i - 1] == ","):
+            points.append((i, "".join(reversed(stack))))
+    return points
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` in at most about ``limit`` characters, never cut inside a
+    value: at a space outside quotes and brackets, or after a complete
+    element of a tuple or list, whose brackets are then closed
+    (``expected ('delta', 'POSITIONAL_OR_KEYWORD', …)``), with an ellipsis.
+    Text that fits is returned unchanged."""
     if len(text) <= limit:
         return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit * 2 // 3 else cut).rstrip(" ,;:") + "…"
+    fits = [(i, closing) for i, closing in _cut_points(text) if i + 2 + len(closing) <= limit]
+    if not fits:
+        return text[: limit - 1].rstrip() + "…"
+    i, closing = fits[-1]
+    if closing:  # after an element's comma: the comma stays, the brackets close
+        return text[:i] + " …" + closing
+    return text[:i].rstrip(" ,;:") + "…"
+
+
+def close_cut(value: str) -> str:
+    """A value a older report cut inside a tuple or list (``('delta',
+    'POSITIONAL_OR_KEYWORD', 1``) back to its last whole element, its brackets
+    closed: ``('delta', 'POSITIONAL_OR_KEYWORD', …)``; a whole value unchanged."""
+    depth = 0
+    for ch in re.sub(r"'[^']*'|\"[^\"]*\"", "", value):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+    if depth <= 0 and value.count("'") % 2 == 0:
+        return value
+    inside = [(i, closing) for i, closing in _cut_points(value) if closing]
+    if not inside:
+        return value + "…"
+    i, closing = inside[-1]
+    return value[:i] + " …" + closing
+
+
+def shorten(text: str, limit: int = 140) -> str:
+    """``text`` on one line, at most about ``limit`` characters, cut with
+    :func:`cut` (never inside a quoted or bracketed value; a cut inside a
+    tuple closes it: ``('delta', …)``)."""
+    return cut(" ".join((text or "").split()), limit)
 
 
 def _value(text: str) -> str:
     """A repr in pytest's assertion text, in plain words: ``dtype('float32')``,
     ``<class 'jax.numpy.float32'>``, ``dtype(bfloat16)`` -> ``float32``/``bfloat16``."""
-    text = re.sub(r"dtype\('?(\w+)'?\)|<class '(?:[\w.]+\.)?(\w+)'>", lambda m: m[1] or m[2], text.strip())
+    text = close_cut(text.strip())
+    if text.endswith(("]…", ")…", "'…")):  # a whole value, then a cut of what followed it
+        text = text[:-1]
+    text = re.sub(r"dtype\('?(\w+)'?\)|<class '(?:[\w.]+\.)?(\w+)'>", lambda m: m[1] or m[2], text)
     return NP_SCALAR.sub(r"\1", text)
 
 
@@ -273,6 +363,47 @@ def assertion_parts(detail: str) -> tuple[str, str] | None:
     return (_value(eq[1]), _value(eq[2])) if eq else None
 
 
+#: Two recorded outcomes compared by a generated contract (``assert 'ok' ==
+#: 'recompiled 1 time(s)'``: got, then the baseline's recorded value).
+OUTCOME_PAIR = re.compile(r"(?:^|\s)assert '([^']*)' == '([^']*)'")
+
+
+def _outcome_verb(value: str) -> tuple[str, str]:
+    """A recorded outcome of a generated contract (``optax_gate.kit.surface_probe``)
+    as (present, past) verb phrases: ``recompiled 1 time(s)`` -> ``recompiles``,
+    ``recompiled 1 time``; ``eager step: ValueError`` -> ``raises ValueError
+    (eager step)``; ``nonfinite: ...`` -> ``comes out non-finite``; another
+    value quoted."""
+    m = re.fullmatch(r"recompiled (\d+) time\(s\)", value)
+    if m:
+        return "recompiles", f"recompiled {m[1]} time{'s' if m[1] != '1' else ''}"
+    m = re.fullmatch(r"(?:([\w ]+): )?([A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit))", value)
+    if m:
+        where = f" ({m[1]})" if m[1] else ""
+        return f"raises {m[2]}{where}", f"raised {m[2]}{where}"
+    if value.startswith("nonfinite"):
+        return "comes out non-finite", "came out non-finite"
+    return f"gives {value!r}", f"gave {value!r}"
+
+
+def outcome_change(got: str, expected: str) -> str:
+    """Words for a recorded outcome that moved, direction first: ``('ok',
+    'recompiled 1 time(s)')`` -> ``no longer recompiles (the baseline
+    recompiled 1 time)``; ``('TypeError', 'ok')`` -> ``now raises TypeError
+    (ok in the baseline)``."""
+    if got == "ok":
+        present, past = _outcome_verb(expected)
+        return f"no longer {present.split(' (')[0]} (the baseline {past})"
+    if expected == "ok":
+        return f"now {_outcome_verb(got)[0]} (ok in the baseline)"
+    return f"now {_outcome_verb(got)[0]} (the baseline {_outcome_verb(expected)[1]})"
+
+
+#: pytest's rewritten assertion without ``==`` (``assert False + where False =
+#: bool(...)``), after the test's own message if any.
+BARE_ASSERT = re.compile(r"^(?:AssertionError: )?(?P<said>.*?)(?:^|\s)assert (?P<expr>.*)$")
+
+
 def pytest_words(detail: str) -> str:
     """pytest's text in a detail, read (see the module docstring); other text unchanged."""
     detail = " ".join((detail or "").split())
@@ -283,10 +414,21 @@ def pytest_words(detail: str) -> str:
     if m:
         emitted = m[2] if m[2] and m[2] != "[]" else ""
         return f"did not warn ({_value(m[1])})" + (f"; warned instead: {shorten(emitted, 80)}" if emitted else "")
+    pair = OUTCOME_PAIR.search(detail)
+    if pair:  # the test's own message before it repeats what the outcomes say
+        return outcome_change(pair[1], pair[2])
     parts = assertion_parts(detail)
     if parts:
         said = re.match(r"(?:AssertionError: )?(.*?)\s*assert ", detail)[1]  # the test's own message, if short
         return (f"{said}: " if said and len(said) <= 80 else "") + f"got {parts[0]}, expected {parts[1]}"
+    bare = BARE_ASSERT.search(detail)
+    if bare:  # ``assert False + where False = bool(Array(False...))``: pytest's introspection is not for a reader
+        said = bare["said"].strip()
+        if said:
+            return shorten(said, 140)
+        expr = re.split(r" \+ (?:where|and) ", bare["expr"])[0].strip()
+        return "the contract's check is false" if expr in ("False", "None", "0", "[]", "()", "") else \
+            f"the contract's check `{shorten(expr, 80)}` is false"
     return re.sub(r" Use -v to get more diff\.?$", "", detail)
 
 
@@ -315,7 +457,9 @@ def now_words(now: str) -> str:
     m = re.match(r"([A-Za-z_][\w.]*(?:Error|Exception)): (.*)", now or "")
     if m:
         return f"raises {m[1]}: {shorten(m[2], 90)}"
-    return shorten(pytest_words(now), 110) if now.strip(" …") else "the pinned behaviour no longer holds"
+    if not now.strip(" …") or (BARE_ASSERT.search(now) and not BARE_ASSERT.search(now)["said"].strip()):
+        return "the pinned behaviour no longer holds"  # pytest's bare assert: its introspection says nothing to a reader
+    return shorten(pytest_words(now), 110)
 
 
 def is_defect_fixed(row: dict[str, Any]) -> bool:

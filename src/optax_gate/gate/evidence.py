@@ -11,9 +11,9 @@ Layout under ``--out`` (default ``reports/gate``)::
         evidence/                 run records, pytest output, report logs, JUnit XML
         checkpoints/              the baseline's resume checkpoints
     latest -> runs/<...>          the newest complete run that judged both sides (a symlink, replaced atomically)
-    report.md -> latest/report.md, report.json -> latest/report.json
+    report.md -> latest/report.md, report.json -> latest/report.json, report.html -> latest/report.html
     not-judged -> runs/<...>      the newest complete run that judged nothing
-    not-judged.md -> not-judged/report.md, not-judged.json -> not-judged/report.json
+    not-judged.md -> not-judged/report.md, not-judged.json, not-judged.html likewise
 
 A run *judged* when both sides' contracts ran (:func:`judged`, the rule of
 the bisection too); whatever its verdict, it becomes ``latest``. A run that
@@ -50,10 +50,10 @@ NOT_JUDGED = "NOT-JUDGED"
 OLD_REFUSED = "REFUSED"
 LATEST = "latest"
 #: Files at the top of ``--out`` that always show the latest run that judged both sides.
-CURRENT = ("report.md", "report.json")
+CURRENT = ("report.md", "report.json", "report.html")
 #: The link to the newest run that judged nothing, and its report files at the top of ``--out``.
 NOT_JUDGED_LINK = "not-judged"
-NOT_JUDGED_FILES = {"not-judged.md": "report.md", "not-judged.json": "report.json"}
+NOT_JUDGED_FILES = {"not-judged.md": "report.md", "not-judged.json": "report.json", "not-judged.html": "report.html"}
 
 
 @dataclass(frozen=True)

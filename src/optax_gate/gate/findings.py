@@ -48,7 +48,51 @@ cause              detail it recognises                                         
 
 Parametrize ids never enter a key (they are in the contract id, not the
 detail), so ``test_x[float16]`` and ``test_x[bfloat16]`` failing the same way
-are one finding. Findings are ordered broken, changed, fixed, new, gone, then
+are one finding.
+
+One upstream cause, one finding (:func:`merge`, :func:`of_report`). The
+grouping above joins contracts that fail *the same way*; one upstream change
+often fails in several ways, in several kinds of evidence (hand-written
+contracts, the generated sweep, the API surface, the warnings). ``merge``
+then joins, transitively, the findings that are evidence of one cause,
+recognised as follows (``broken``/``changed``/``fixed`` findings only; ``new``
+and ``gone`` say where a contract ran, not what changed):
+
+==============  =============================================================  ===========================
+cause           recognised by                                                  joins
+==============  =============================================================  ===========================
+``removed``     every row of a contract finding says one dotted name does not  the contract findings of
+                exist (``No module named 'optax.monte_carlo'``, ``module       that name, the API surface
+                'optax' has no attribute 'x'``, ``cannot import name 'x' from  rows ``removed`` at or under
+                'optax.y'``)                                                   it (a "removed: N names"
+                                                                               finding is split by such
+                                                                               names first), a warning
+                                                                               naming it
+``defect-now``  a pinned upstream defect that no longer reproduces because     the defect's finding and
+                the contract now fails otherwise, and a ``broken``/``changed``  that one: **one**
+                finding of the same API failing the same way (the failures'    ``changed`` finding, "known
+                patterns equal: pytest's words, numbers and quoted values      upstream defect X no longer
+                replaced, ``raised X instead of Y`` read as ``X: message``)    reproduces; it now raises
+                                                                               ValueError …", never broken
+                                                                               and fixed at once
+``api``         findings about one API only (a contract finding of one API,    all of them: one release's
+                an API surface row of one public path)                         changes to one API are read
+                                                                               as one change
+==============  =============================================================  ===========================
+
+Findings that concern several APIs are joined only through ``removed`` and
+``defect-now``, never through one of their APIs (``api``): a cause shared by
+six losses stays apart from one loss's other change. A joined finding takes
+the place of the first of its parts, and the most severe change of its parts
+(``broken`` > ``changed`` > ``fixed``; ``changed`` for ``defect-now``); its
+``parts`` keep each joined finding's change, section and cause, ``changes``
+its contract rows per change, ``causes`` the keys that joined it; its line
+says every part's cause once and counts the rows per change ("2 contracts:
+1 broken, 1 fixed"). The ``api`` rule is a heuristic: two unrelated changes
+to one API in one release read as one finding whose line names both. On the
+723-contract optax 0.2.8 report (``tests/meta/data``): 12 findings → 8.
+
+Findings are ordered broken, changed, fixed, new, gone, then
 by the number of contracts (most first), then API. Each is one line:
 ``"`optax.MultiSteps`: <cause> (4 contracts broken: <tests>)"``, or for a cause
 shared by several APIs ``"6 APIs (`optax.huber_loss`, …): <cause> (9 contracts
@@ -61,7 +105,7 @@ import re
 from typing import Any
 
 from optax_gate.gate.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, named_list,
-                                     nonfinite_leaves, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
+                                     nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
                                      shorten, state_cost)
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
@@ -98,6 +142,13 @@ def _size(ulp: Ulp) -> str:
     return narrower[0] if narrower else ""
 
 
+def _direction(leaves: list[Any]) -> str:
+    """fewer / more / other non-finite outputs over every leaf of a drift
+    (``details.nonfinite_direction``); mixed directions are "other"."""
+    found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves}
+    return found.pop() if len(found) == 1 else "other"
+
+
 def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
@@ -112,13 +163,13 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("was", normalise(detail)), detail.removeprefix("was: ")
     leaves = parse_drift(detail)
     if leaves and all(leaf.path in NONFINITE_CLASSES for leaf in leaves):
-        return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves))), leaves
+        return ("nonfinite", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
         return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
         return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
-        return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves))), leaves
+        return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
         return ("x64", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves:
@@ -184,8 +235,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     if kind == "nonfinite":
         leaf = evidence[0][0]
         more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
-        return (f"other updates come out non-finite: `{leaf.path}`: leaves {nonfinite_leaves(leaf.old)} in the baseline, "
-                f"{nonfinite_leaves(leaf.new)} now{more}")
+        return (f"{nonfinite_words(key[2])}: `{leaf.path}`: update leaves {nonfinite_leaves(leaf.old)} non-finite in the "
+                f"baseline, {nonfinite_leaves(leaf.new)} now{more}")
     if kind == "loss-edge":
         leaf = evidence[0][0]
         more = " (and its gradient)" if len(evidence[0]) > 1 else ""
@@ -203,7 +254,7 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         inputs, _, output = rest.partition("/")
         old, new = ("none" if v == "absent" else v for v in (leaf.old, leaf.new))
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
-        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, other outputs come out non-finite: "
+        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(key[2])}: "
                 f"`{output or 'the update'}` {old} in the baseline, {new} now{more}")
     if kind == "state-value":
         leaf = evidence[0][0]
@@ -299,3 +350,244 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
             "text": f"{who}: {cause} ({n} contract{'s' if n > 1 else ''} {change}: {listed})",
         })
     return findings
+
+
+def of_report(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[str, Any]]:
+    """The findings of a report's contract rows: :func:`group` (one per failure
+    pattern, across APIs), then :func:`merge` (one per upstream cause)."""
+    return merge(group(rows, candidate_ran), rows)
+
+
+# ---------------------------------------------------------------- one upstream cause, one finding
+
+#: The dotted name a failure says is missing: ``No module named 'optax.monte_carlo'``,
+#: ``module 'optax' has no attribute 'monte_carlo'``, ``cannot import name 'x' from 'optax.y'``.
+_MISSING = (re.compile(r"No module named '(?P<name>[\w.]+)'"),
+            re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'"),
+            re.compile(r"cannot import name '(?P<attr>\w+)' from '(?P<module>[\w.]+)'"))
+#: Changes a merge may join (``new`` and ``gone`` say where a contract ran, not what it found).
+_MERGED = ("broken", "changed", "fixed")
+
+
+def missing_name(detail: str) -> str:
+    """The dotted name a failure detail says does not exist (see :data:`_MISSING`), or ""."""
+    for pattern in _MISSING:
+        m = pattern.search(detail or "")
+        if m:
+            return m["name"] if "name" in m.groupdict() else f"{m['module']}.{m['attr']}"
+    return ""
+
+
+def _failure(text: str) -> str:
+    """A failure's pattern for comparing two of them: pytest's words, numbers
+    and quoted values replaced, the runner's ``raised X instead of Y``
+    reduced to ``X: message``, cut to 80 characters."""
+    text = pytest_words(text or "")
+    m = RAISED.match(text)
+    if m:
+        text = f"{m['got']}: {m['message'] or ''}"
+    return normalise(text)[:80]
+
+
+def _section(f: dict[str, Any]) -> str:
+    return f.get("section", "contracts")
+
+
+def _names(f: dict[str, Any]) -> list[str]:
+    """The APIs (contract findings) or public paths (API surface) a finding concerns."""
+    return list(f.get("apis") or [f["api"]])
+
+
+def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str]) -> list[tuple]:
+    """The upstream causes a finding is evidence of (see the module docstring):
+    ``("removed", name)``, ``("defect-now", api, failure)``, ``("api", api)``."""
+    if f["change"] not in _MERGED:
+        return []
+    keys: list[tuple] = []
+    names = _names(f)
+    mine = [rows[c] for c in f["contracts"] if c in rows]
+    if _section(f) == "contracts":
+        gone = {missing_name(r.get("detail") or "") for r in mine}
+        if len(gone) == 1 and "" not in gone:
+            keys.append(("removed", gone.pop()))
+        if f.get("key") == "defect" or any(is_defect_fixed(r) for r in mine):
+            now = {_failure(defect_parts(r)[2]) for r in mine if is_defect_fixed(r)}
+            keys += [("defect-now", api, n) for api in names for n in now if n]
+        elif mine and f["change"] in ("broken", "changed"):
+            failures = {_failure(r.get("detail") or "") for r in mine}
+            if len(failures) == 1:
+                failure = failures.pop()
+                keys += [("defect-now", api, failure) for api in names]
+    elif _section(f) == "surface" and f["cause"].startswith("removed"):
+        for name in removed:
+            if all(n == name or n.startswith(name + ".") for n in names):
+                keys.append(("removed", name))
+    elif _section(f) == "warnings":
+        keys += [("removed", name) for name in removed if re.search(rf"\b{re.escape(name)}\b", f["cause"])]
+    if len(names) == 1 and _section(f) in ("contracts", "surface"):
+        keys.append(("api", names[0]))
+    return keys
+
+
+def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[str, Any]]:
+    """An API surface finding "removed: N names" whose names fall under
+    several removed modules named by contract failures: one finding per such
+    module (and one for the rest), so that each joins its own cause."""
+    out = []
+    for f in found:
+        names = _names(f)
+        if _section(f) != "surface" or not f["cause"].startswith("removed") or len(names) < 2:
+            out.append(f)
+            continue
+        groups: dict[str, list[str]] = {}
+        for n in names:
+            under = next((m for m in sorted(removed, key=len) if n == m or n.startswith(m + ".")), "")
+            groups.setdefault(under, []).append(n)
+        if len(groups) == 1:
+            out.append(f)
+            continue
+        for _, part in sorted(groups.items(), key=lambda g: g[0] == ""):
+            piece = {**f, "apis": part, "api": part[0] if len(part) == 1 else f"{len(part)} names",
+                     "cause": f"removed: {named_list(part)}"}
+            if len(part) == 1:  # one name: named as a single surface row is
+                del piece["apis"]
+            piece["text"] = f"broken API surface {piece['api']}: {piece['cause']}"
+            out.append(piece)
+    return out
+
+
+def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a joined finding keeps of one of its findings: change, section,
+    cause in words, contract count, names; ``pattern``: its rows' failure
+    pattern (:func:`_failure`; a fixed defect: what happens now) when they
+    share one, else ""; ``gone``: every row says a name does not exist."""
+    where = {"surface": "API surface: ", "warnings": "warning: ", "dependencies": "dependency: "}.get(_section(f), "")
+    mine = [rows_of[c] for c in f["contracts"] if c in rows_of]
+    patterns = {_failure(defect_parts(r)[2] if is_defect_fixed(r) else r.get("detail") or "") for r in mine}
+    return {"change": f["change"], "section": _section(f), "cause": where + f["cause"], "contracts": len(f["contracts"]),
+            "names": _names(f), "pattern": patterns.pop() if len(patterns) == 1 else "",
+            "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine)}
+
+
+def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One finding of several (``group``, in report order) of one cause;
+    ``rows_of``: the report's contract rows by id."""
+    parts = [p for f in group for p in (f.get("parts") or [_part(f, rows_of)])]
+    for p in parts:  # in a joined line a defect is named, its reason is in its row
+        m = re.match(r"known upstream defect `([^`]*)` no longer reproduces \(.*\); now (.*)$", p["cause"])
+        if m:
+            p["cause"] = f"known upstream defect `{m[1]}` no longer reproduces; now {m[2]}"
+    contract = [f for f in group if _section(f) == "contracts"]
+    changes: dict[str, int] = {}
+    for f in contract:
+        for change, n in (f.get("changes") or {f["change"]: len(f["contracts"])}).items():
+            changes[change] = changes.get(change, 0) + n
+    names = list(dict.fromkeys(n for f in group for n in _names(f)))
+    apis = sorted({n for f in contract for n in _names(f)}) or names
+    defect = next((p for p in parts if p["cause"].startswith("known upstream defect")), None)
+    now_kind = [k for k in keys if k[0] == "defect-now"]
+    severity = min((ORDER.index(p["change"]) for p in parts), default=0)
+    change = ORDER[severity]
+    removed = sorted({k[1] for k in keys if k[0] == "removed"}, key=len)
+    if defect is not None and now_kind and all(p["change"] != "fixed" or p is defect for p in parts):
+        # a known defect whose behaviour changed into another failure: one `changed` finding saying both
+        change = "changed"
+        ident = re.match(r"known upstream defect `([^`]*)`", defect["cause"])[1]
+        now = defect["cause"].rsplit("; now ", 1)[-1]
+        cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
+        others = [p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])]
+    elif removed:
+        ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]
+        failing = [c for c in ids if missing_name((rows_of.get(c) or {}).get("detail") or "")]
+        errors = sorted({e for c in failing for e in re.findall(r"\b(ModuleNotFoundError|ImportError|AttributeError)\b",
+                                                              rows_of[c].get("detail") or "")}) or ["an error"]
+        said = [f"importing or calling it raises {'/'.join(errors)}"]
+        gone = [n for p in parts if p["section"] == "surface" for n in p["names"]]
+        if gone:
+            said.append(f"API surface: {len(gone)} name{'s' if len(gone) != 1 else ''} removed")
+        cause = f"`{removed[0]}` is gone from the candidate: " + "; ".join(said)
+        others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith(
+            "API surface: removed"))]
+    else:
+        cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
+        others = [p["cause"] for p in parts if p["cause"] != cause]
+    cause = "; ".join([cause, *dict.fromkeys(others)])
+    ids = [c for f in contract for c in f["contracts"]]
+    order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
+    ids.sort(key=lambda c: order.index(test_name(c)[0]))
+    tests: list[list[Any]] = [[name, sum(test_name(c)[0] == name for c in ids)] for name in order]
+    merged = {**group[0], "change": change, "apis": apis if contract else names, "cause": cause,
+              "contracts": ids, "tests": tests, "parts": parts,
+              "changes": changes, "causes": sorted({"/".join(map(str, k)) for k in keys})}
+    merged["section"] = "contracts" if contract else _section(group[0])
+    merged["api"] = (merged["apis"][0] if len(merged["apis"]) == 1 else f"{len(merged['apis'])} APIs") if contract else group[0]["api"]
+    merged["key"] = "merged"
+    for field in ("your_code", "your_code_not_scanned"):
+        if any(field in f for f in group):
+            merged[field] = list(dict.fromkeys(w for f in group for w in f.get(field) or []))
+    if any("your_code_notes" in f for f in group):
+        merged["your_code_notes"] = {k: v for f in group for k, v in (f.get("your_code_notes") or {}).items()}
+    n = len(merged["contracts"])
+    listed = ", ".join(f"{name} ×{k}" if k > 1 else name for name, k in tests)
+    merged["text"] = f"{subject(merged['apis'])}: {cause}" + (f" ({contracts_words(merged)}: {listed})" if n else "")
+    if any(f.get("bisect") != group[0].get("bisect") for f in group):  # several bisections: their entries, once each
+        merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or []
+                            if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
+    return merged
+
+
+def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One finding per upstream cause, across evidence kinds and APIs (see the
+    module docstring, "One cause, one finding"): findings that share a cause
+    (:func:`_causes`) are joined, transitively, into the place of the first;
+    ``parts`` of the joined finding keeps each one's change, section and cause.
+    The findings are renumbered from 1. ``rows``: the report's contracts."""
+    by_id = {r["id"]: r for r in rows}
+    removed = {missing_name(r.get("detail") or "") for r in rows if r.get("change") in _MERGED} - {""}
+    found = _split_removed(found, removed)
+    keys = [_causes(f, by_id, removed) for f in found]
+    defects = {k for f, ks in zip(found, keys) if f.get("key") == "defect" for k in ks if k[0] == "defect-now"}
+    keys = [[k for k in ks if k[0] != "defect-now" or k in defects] for ks in keys]  # only a defect's failure joins
+    owner: dict[tuple, int] = {}
+    parent = list(range(len(found)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, ks in enumerate(keys):
+        for k in ks:
+            if k in owner:
+                a, b = root(owner[k]), root(i)
+                parent[max(a, b)] = min(a, b)
+            else:
+                owner[k] = i
+    groups: dict[int, list[int]] = {}
+    for i in range(len(found)):
+        groups.setdefault(root(i), []).append(i)
+    out = []
+    for first, members in sorted(groups.items()):
+        if len(members) == 1:
+            out.append(found[first])
+            continue
+        shared = [k for k in {k for i in members for k in keys[i]}
+                  if sum(k in keys[i] for i in members) > 1]  # the keys that joined them
+        out.append(_join([found[i] for i in members], set(shared), by_id))
+    scoped = any("your_code" in f for f in out)  # --usage: the findings touching the team's code stay first
+    out.sort(key=lambda f: (scoped and not f.get("your_code"), _section(f) != "contracts", ORDER.index(f["change"])))
+    for number, f in enumerate(out, 1):
+        f["number"] = number
+    return out
+
+
+def contracts_words(finding: dict[str, Any]) -> str:
+    """``"3 contracts broken"``, or for a finding joining several changes
+    ``"3 contracts: 2 broken, 1 fixed"``."""
+    n = len(finding["contracts"])
+    changes = finding.get("changes") or {}
+    head = f"{n} contract{'s' if n > 1 else ''}"
+    if len(changes) > 1:
+        return head + ": " + ", ".join(f"{k} {c}" for c, k in sorted(changes.items(), key=lambda i: ORDER.index(i[0])))
+    return f"{head} {finding['change']}"

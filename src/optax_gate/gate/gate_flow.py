@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_json,
+from optax_gate.gate import (atomic, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_html, report_json,
                              report_markdown, report_speed, requirements, runner, source_specs, team_contracts, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
@@ -33,21 +33,28 @@ def fail(message: str) -> int:
 
 
 def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | None = None) -> int:
-    """Write ``report.json`` and ``report.md`` atomically; return the exit status.
+    """Write ``report.json``, ``report.md`` and ``report.html`` atomically; return the exit status.
     With ``phases``, a report that cannot be rendered is recorded as a failure
-    of the report writing and written in its plain form (``late.fallback_markdown``).
+    of the report writing and written in its plain form (``late.fallback_markdown``;
+    report.html then says only that, and points to report.md and report.json).
 
     Raises:
       OSError: a file could not be written (the files already there stay whole).
     """
     if phases is None:
-        texts = report_json.render(report), report_markdown.render(report)
+        texts = report_json.render(report), report_markdown.render(report), report_html.render(report)
     else:
         markdown = phases.run("report writing", lambda: report_markdown.render(report))
+        page = phases.run("report writing (report.html)", lambda: report_html.render(report)) if markdown is not None else None
+        if markdown is not None and page is None:  # report.md says so too: its verdict is now not verified
+            phases.record(report)
+            markdown = phases.run("report writing", lambda: report_markdown.render(report))
         phases.record(report)
-        texts = report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report)
+        texts = (report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report),
+                 page if page is not None else report_html.fallback(report))
     atomic.write_text(out / "report.json", texts[0])
     atomic.write_text(out / "report.md", texts[1])
+    atomic.write_text(out / "report.html", texts[2])
     print(f"optax-gate: verdict {report['verdict']} — {out / 'report.md'}")
     for reason in report["reasons"]:
         print(f"optax-gate:   {reason}")

@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate import details
+
+
 @dataclass
 class ContractOutcome:
     """Outcome of one contract test in one environment."""
@@ -140,8 +143,15 @@ def values_drift(message: str) -> str:
     return "snapshot drift of values: " + (shown or "beyond the recorded tolerance")
 
 
+#: Characters of a failure message kept in a contract row's detail (more when
+#: pytest's "At index N diff" of two sequences ends later, up to twice this).
+MESSAGE_LIMIT = 300
+
+
 def _message(report: dict[str, Any]) -> str:
-    """Short reason of a failed or skipped report (one line, 300 chars)."""
+    """Short reason of a failed or skipped report: one line, about
+    :data:`MESSAGE_LIMIT` characters, never cut inside a value
+    (``details.shorten``)."""
     longrepr = report.get("longrepr")
     text = ""
     if isinstance(longrepr, dict):
@@ -159,7 +169,10 @@ def _message(report: dict[str, Any]) -> str:
     if report.get("wasxfail"):
         text = text or f"xfail: {report['wasxfail']}"
     text = " ".join(text.split())
-    return text[:300]
+    # pytest's first difference of two sequences is the telling part: kept whole when not far beyond the limit
+    at = re.search(r" At index \d+ diff: .*? != .*?(?= Full diff:| Use -v|$)", text)
+    limit = max(MESSAGE_LIMIT, at.end() + 2 if at and at.end() <= 2 * MESSAGE_LIMIT else 0)
+    return details.shorten(text, limit)  # never cut inside a value (a tuple pytest compared)
 
 
 def _outcome(when: str, report: dict[str, Any]) -> str | None:

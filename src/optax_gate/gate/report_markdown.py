@@ -9,7 +9,18 @@ with ``--bisect``, the commit that changed it (``optax_gate.gate.report_bisect``
 versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
 finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
-the unchanged contracts last, folded. Details are in plain words
+the unchanged contracts counted (listed in ``report.html`` and ``report.json``).
+
+Sized for a person and for GitHub (issue 25): report.md holds the verdict,
+every finding, and a bounded sample of each finding's contract rows
+(:data:`SAMPLE`: the first row of each of its tests, then its next rows;
+:data:`ROW_BUDGET` rows in all),
+saying how many rows were left out and where they are; the tables beyond the
+contracts hold at most ``report_surface.MARKDOWN_ROWS`` rows each. Every row
+is in ``report.json`` and in ``report.html`` (``optax_gate.gate.report_html``,
+folded per finding). The sections are :data:`SECTIONS`, rendered in order: a
+section above the findings is one entry inserted before ``"findings"``
+(:func:`add_section`). Details are in plain words
 (``details.plain_detail``): ULP figures with the error, the relative error and
 the tolerance; a snapshot drift says what drifted (``drift: dtype``) and
 optimizer state dtype changes their bytes per parameter; "defect no longer
@@ -19,12 +30,20 @@ happens now; never ``passed → failed`` for either (``optax_gate.gate.details``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from optax_gate.gate import call_sites, details, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, source_specs
 
+#: Contract rows report.md shows per finding (every row is in report.html and report.json).
+SAMPLE = 5
+#: Contract rows report.md shows in all, whatever the number of findings (the
+#: findings after the budget is spent are listed without rows; report.html has them).
+ROW_BUDGET = 250
+#: Findings named in a "rows not shown" line.
+NAMED_FINDINGS = 10
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
     "broken": "Broken: passed in the baseline, fail in the candidate",
@@ -52,32 +71,78 @@ def _versions(report: dict[str, Any]) -> list[str]:
 def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     if "findings" in report:
         return report["findings"]
-    return findings_.group(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+    return findings_.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
 
 
-def finding_line(finding: dict[str, Any]) -> str:
+def sample(finding: dict[str, Any], limit: int | None = None) -> list[str]:
+    """The contract ids of ``finding`` report.md shows, in the finding's order:
+    the first row of each of its tests, then its next rows, up to ``limit``
+    (default :data:`SAMPLE`; None: all)."""
+    limit = SAMPLE if limit is None else limit
+    ids = finding["contracts"]
+    if len(ids) <= limit:
+        return list(ids)
+    chosen: set[str] = set()
+    first = 0
+    for _, count in finding.get("tests") or []:  # one row of each test first
+        if len(chosen) < limit and first < len(ids):
+            chosen.add(ids[first])
+        first += count
+    for cid in ids:
+        if len(chosen) >= limit:
+            break
+        chosen.add(cid)
+    return [cid for cid in ids if cid in chosen]
+
+
+def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
     """One finding as one Markdown list line, its tests linking to their rows
     (a candidate that did not run at all: one link to the first of its rows,
-    not one per test of the whole suite)."""
+    not one per test of the whole suite). ``shown``: the contract ids whose rows
+    are on the page (a test whose first row is not is named without a link)."""
     k, n = finding["number"], len(finding["contracts"])
     if finding["api"] == "every API":
         return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** `every API`: {_cell(finding["cause"])} '
                 f'([all {n} contracts, listed below](#f{k}-1))')
     links, first = [], 1
     for name, count in finding["tests"]:
-        links.append(f"[{name}](#f{k}-{first})" + (f" ×{count}" if count > 1 else ""))
+        linked = shown is None or finding["contracts"][first - 1] in shown
+        links.append((f"[{name}](#f{k}-{first})" if linked else name) + (f" ×{count}" if count > 1 else ""))
         first += count
     who = findings_.subject([_cell(a) for a in finding.get("apis") or [finding["api"]]])
     return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** {who}: {_cell(finding["cause"])} '
-            f'({n} contract{"s" if n > 1 else ""} {finding["change"]}: {", ".join(links)})')
+            f'({findings_.contracts_words(finding)}: {", ".join(links)})')
 
 
-def render(report: dict[str, Any]) -> str:
-    """The report as Markdown text ending in a newline."""
-    verdict = report["verdict"]
+class Page:
+    """What every section of one rendering shares: the report, its findings,
+    the contract ids shown (None: every row, for report.html's full form),
+    and each contract's (finding, row) anchor numbers."""
+
+    def __init__(self, report: dict[str, Any], limit: int | None = SAMPLE):
+        self.report = report
+        self.findings = _findings(report)
+        self.full = limit is None
+        contract_findings = [f for f in self.findings if f.get("section", "contracts") == "contracts"]
+        self.shown: set[str] | None = None
+        if not self.full:  # at most `limit` rows a finding, at most ROW_BUDGET in all (the first findings first)
+            self.shown, left = set(), ROW_BUDGET
+            for f in contract_findings:
+                if left <= 0:
+                    break
+                rows = sample(f, min(limit, left)) if limit else []
+                self.shown.update(rows)
+                left -= len(rows)
+        self.anchor = {cid: (f["number"], m) for f in contract_findings for m, cid in enumerate(f["contracts"], 1)}
+
+    def is_shown(self, cid: str) -> bool:
+        return self.shown is None or cid in self.shown or cid not in self.anchor
+
+
+def _verdict(page: Page) -> list[str]:
+    report = page.report
     s = report["summary"]
-    found = _findings(report)
-    out = [f"# Optax upgrade gate: {verdict.upper()}", ""]
+    out = [f"# Optax upgrade gate: {report['verdict'].upper()}", ""]
     out.append(
         f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
         f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`: "
@@ -93,14 +158,26 @@ def render(report: dict[str, Any]) -> str:
     out += source_specs.markdown(report["candidate"])  # the commit of a package built from source
     if report.get("bisect"):
         out.append(report_bisect.summary_line(report))
-    if found:  # the contract findings, then the broken rows beyond the contracts (report.json's list, section by section)
-        out += ["", f"## Findings ({len(found)})", ""]
-        for f in found:
-            if f.get("section", "contracts") == "contracts":
-                out += [finding_line(f) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
-            else:
-                out.append(report_surface.finding_line(f))
-    out += ["", "## Versions", "", *_versions(report), ""]
+    return out
+
+
+def _findings_section(page: Page) -> list[str]:
+    """The findings, one line each: the contract findings, then the broken rows
+    beyond the contracts (report.json's list, section by section)."""
+    if not page.findings:
+        return []
+    out = ["", f"## Findings ({len(page.findings)})", ""]
+    for f in page.findings:
+        if f.get("section", "contracts") == "contracts":
+            out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+        else:
+            out.append(report_surface.finding_line(f))
+    return out
+
+
+def _versions_section(page: Page) -> list[str]:
+    report = page.report
+    out = ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]
         out.append(
@@ -115,30 +192,95 @@ def render(report: dict[str, Any]) -> str:
                if run.get("from_cache") else "")
         )
     out.append("")
-    anchor = {cid: (f["number"], m) for f in found for m, cid in enumerate(f["contracts"], 1)}
+    return out
+
+
+#: Where the rows report.md leaves out are (said under each table that left some out).
+ELSEWHERE = "`report.html` (beside this file, folded by finding) and `report.json` (`contracts`)"
+
+
+def row_cells(r: dict[str, Any]) -> list[str]:
+    """A contract row's cells after its id: API, guide, kind, outcomes, detail in plain words."""
+    return [f"`{_cell(r['api'])}`", _cell(r["guide"]), r["kind"], _cell(details.outcome_words(r)), _cell(details.plain_detail(r))]
+
+
+def _rows_section(page: Page) -> list[str]:
+    """What broke, changed, was fixed, is new or gone: a table per change, rows
+    ordered by finding; in report.md only the sampled rows (:func:`sample`)."""
+    out: list[str] = []
     for change, heading in _HEADINGS.items():
-        rows = sorted((r for r in report["contracts"] if r["change"] == change),
-                      key=lambda r: (anchor.get(r["id"], (0, 0)), r["id"]))
+        rows = sorted((r for r in page.report["contracts"] if r["change"] == change),
+                      key=lambda r: (page.anchor.get(r["id"], (0, 0)), r["id"]))
         if not rows:
             continue
+        shown = [r for r in rows if page.is_shown(r["id"])]
         out += [f"## {heading} ({len(rows)})", ""]
         if change == "gone":  # usually all of them, for a candidate that did not run: fold
             out += ["<details><summary>contracts that ran in the baseline only</summary>", ""]
         out += ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
-        for r in rows:
-            k, m = anchor.get(r["id"], (0, 0))
+        for r in shown:
+            k, m = page.anchor.get(r["id"], (0, 0))
             mark = f'<a id="f{k}-{m}"></a>[F{k}](#f{k}) ' if k else ""
-            out.append(
-                f"| {mark}`{_cell(r['id'])}` | `{_cell(r['api'])}` | {_cell(r['guide'])} | {r['kind']} | "
-                f"{_cell(details.outcome_words(r))} | {_cell(details.plain_detail(r))} |"
-            )
+            out.append(f"| {mark}`{_cell(r['id'])}` | " + " | ".join(row_cells(r)) + " |")
+        left = len(rows) - len(shown)
+        if left:
+            per: dict[int, int] = {}
+            for r in rows:
+                if not page.is_shown(r["id"]):
+                    per[page.anchor[r["id"]][0]] = per.get(page.anchor[r["id"]][0], 0) + 1
+            which = ", ".join(f"F{k}: {n}" for k, n in list(per.items())[:NAMED_FINDINGS])
+            more = f", and {len(per) - NAMED_FINDINGS} more findings" if len(per) > NAMED_FINDINGS else ""
+            out += ["", f"{left} more {change} row{'s' if left > 1 else ''} not shown ({which}{more}; at most {SAMPLE} per "
+                        f"finding and {ROW_BUDGET} in all here): every row is in {ELSEWHERE}."]
         out += ["", "</details>", ""] if change == "gone" else [""]
-    unchanged = [r for r in report["contracts"] if r["change"] == "unchanged"]
-    if unchanged:
-        out += [f"## Unchanged ({len(unchanged)})", "", "<details><summary>contracts with the same outcome in both</summary>", ""]
-        out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
-        out += ["", "</details>", ""]
-    out += report_surface.markdown(report)  # beyond the contracts (issue 10): API surface, warnings, dependencies
-    out += report_speed.section(report)  # issue 12: speed drift (empty without a speed result)
-    out += ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Machine-readable: `report.json` beside this file."]
+    return out
+
+
+def _unchanged_section(page: Page) -> list[str]:
+    unchanged = [r for r in page.report["contracts"] if r["change"] == "unchanged"]
+    if not unchanged:
+        return []
+    if not page.full:
+        return [f"## Unchanged ({len(unchanged)})", "", f"Same outcome in both: listed in {ELSEWHERE}.", ""]
+    out = [f"## Unchanged ({len(unchanged)})", "", "<details><summary>contracts with the same outcome in both</summary>", ""]
+    out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
+    return out + ["", "</details>", ""]
+
+
+def _beyond_section(page: Page) -> list[str]:
+    """API surface, warnings, dependencies (issue 10), then speed (issue 12)."""
+    return report_surface.markdown(page.report, None if page.full else report_surface.MARKDOWN_ROWS) + report_speed.section(page.report)
+
+
+def _footer(page: Page) -> list[str]:
+    return ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Every row: `report.html` (folded, for a browser) and "
+            "`report.json` (for machines) beside this file."]
+
+
+#: report.md's sections, rendered in this order: ``(name, lines of a Page)``.
+#: The Markdown head the pull-request comment and the job summary show is
+#: everything before ``"versions"``.
+SECTIONS: list[tuple[str, Callable[[Page], list[str]]]] = [
+    ("verdict", _verdict), ("findings", _findings_section), ("versions", _versions_section), ("rows", _rows_section),
+    ("unchanged", _unchanged_section), ("beyond", _beyond_section), ("footer", _footer)]
+
+
+def add_section(name: str, lines: Callable[[Page], list[str]], before: str = "findings") -> None:
+    """Render ``lines`` (a function of a :class:`Page`: ``page.report``,
+    ``page.findings``) as section ``name`` just above section ``before``
+    (default: above the findings, under the verdict). Adding a name twice
+    replaces the first."""
+    SECTIONS[:] = [entry for entry in SECTIONS if entry[0] != name]
+    at = next(i for i, (n, _) in enumerate(SECTIONS) if n == before)
+    SECTIONS.insert(at, (name, lines))
+
+
+def render(report: dict[str, Any], limit: int | None = SAMPLE) -> str:
+    """The report as Markdown text ending in a newline: :data:`SECTIONS` in
+    order. ``limit``: contract rows shown per finding (None: every row, the
+    tables beyond the contracts whole too)."""
+    page = Page(report, limit)
+    out: list[str] = []
+    for _, lines in SECTIONS:
+        out += lines(page)
     return "\n".join(out) + "\n"

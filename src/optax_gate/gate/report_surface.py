@@ -6,7 +6,9 @@
 "Dependencies"), after the ``--usage`` scan ("Your code": files scanned and
 each file not scanned with its reason), each with its counts in the heading,
 broken rows first, and
-folded (``<details>``) beyond :data:`FOLD` rows. A report without the
+folded (``<details>``) beyond :data:`FOLD` rows; in report.md at most
+:data:`MARKDOWN_ROWS` rows a table, saying how many more report.html and
+report.json hold. A report without the
 sections (schema 1, or a gate that crashed) renders nothing.
 """
 
@@ -18,6 +20,9 @@ from optax_gate.gate import call_sites
 from optax_gate.gate.details import named_list
 
 FOLD = 15
+#: Rows of one table report.md shows (the first ones: broken first); every row
+#: is in report.html and report.json.
+MARKDOWN_ROWS = 20
 _ORDER = ("broken", "cannot-tell", "changed", "new", "noted")
 _TITLES = {"surface": "API surface", "warnings": "Warnings", "dependencies": "Dependencies"}
 
@@ -38,15 +43,17 @@ def headline(report: dict[str, Any]) -> list[str]:
     return [f"Beyond the contracts — {'; '.join(parts)}.", ""] if parts else []
 
 
-def _table(header: list[str], rows: list[list[str]], fold_label: str) -> list[str]:
+def _table(header: list[str], rows: list[list[str]], fold_label: str, limit: int | None = None) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in (rows if limit is None else rows[:limit])]
+    if limit is not None and len(rows) > limit:
+        lines += ["", f"{len(rows) - limit} more {fold_label} not shown here: every row is in `report.html` and `report.json`."]
     if len(rows) > FOLD:
         return [f"<details><summary>{len(rows)} {fold_label}</summary>", "", *lines, "", "</details>", ""]
     return [*lines, ""]
 
 
-def usage_lines(usage: dict[str, Any] | None) -> list[str]:
+def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[str]:
     """The ``--usage`` scan: files scanned of those found, and each file not
     scanned with its reason (empty without ``--usage``)."""
     if not usage:
@@ -57,11 +64,11 @@ def usage_lines(usage: dict[str, Any] | None) -> list[str]:
            f"{len(skipped)} not scanned; {usage['uses']} use(s) found.", ""]
     if skipped:
         out += ["Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never unaffected):", ""]
-        out += _table(["file", "why not scanned"], [[f"`{n['path']}`", n["reason"]] for n in skipped], "files not scanned")
+        out += _table(["file", "why not scanned"], [[f"`{n['path']}`", n["reason"]] for n in skipped], "files not scanned", limit)
     return out
 
 
-def _surface(section: dict[str, Any], usage: dict[str, Any] | None) -> list[str]:
+def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int | None = None) -> list[str]:
     out = []
     not_scanned = f"; {len(usage.get('not_scanned') or [])} not scanned" if usage and usage.get("not_scanned") else ""
     scope = (f"scoped to the team's code: {usage['uses']} use(s) in {usage.get('scanned', usage['files'])} scanned file(s) of "
@@ -76,11 +83,11 @@ def _surface(section: dict[str, Any], usage: dict[str, Any] | None) -> list[str]
                  "<br>".join([*(r.get("uses") or []), *(f"{p}: not scanned, may use it" for p in r.get("not_scanned") or [])])]
                 for r in rows]
         out += [f"**{verdict}** ({len(rows)})", ""]
-        out += _table(["public path", "change", "kind", "old → new", "candidate definition", "team's code"], body, f"{verdict} surface rows")
+        out += _table(["public path", "change", "kind", "old → new", "candidate definition", "team's code"], body, f"{verdict} surface rows", limit)
     return out
 
 
-def _warnings(section: dict[str, Any]) -> list[str]:
+def _warnings(section: dict[str, Any], limit: int | None = None) -> list[str]:
     out = []
     if section.get("fail_on_new_deprecations"):
         out += ["`--fail-on-new-deprecations`: a new deprecation is broken.", ""]
@@ -93,11 +100,11 @@ def _warnings(section: dict[str, Any]) -> list[str]:
                  (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—"]
                 for r in rows]
         out += [f"**{verdict}** ({len(rows)})", ""]
-        out += _table(["change", "when", "category", "message", "module", "API", "contracts"], body, f"{verdict} warnings")
+        out += _table(["change", "when", "category", "message", "module", "API", "contracts"], body, f"{verdict} warnings", limit)
     return out
 
 
-def _dependencies(section: dict[str, Any]) -> list[str]:
+def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str]:
     out = []
     rp = section.get("requires_python") or {}
     tags = section.get("jaxlib_tags") or {}
@@ -110,15 +117,17 @@ def _dependencies(section: dict[str, Any]) -> list[str]:
         body = [[r["verdict"], f"`{r['name']}`", r["change"] + (f" ({r['level']}{', down' if r['down'] else ''})" if r["level"] else ""),
                  f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]),
                  "<br>".join([*r["uses"], *(f"{p}: not scanned, may import it" for p in r.get("not_scanned") or [])])] for r in rows]
-        out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ")
+        out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ", limit)
     return out
 
 
-def markdown(report: dict[str, Any]) -> list[str]:
-    """The three sections as Markdown lines (empty for a report without them)."""
+def markdown(report: dict[str, Any], limit: int | None = None) -> list[str]:
+    """The three sections as Markdown lines (empty for a report without them);
+    ``limit``: rows a table shows (None: all)."""
     out: list[str] = []
-    render = {"surface": lambda s: _surface(s, report.get("usage")), "warnings": _warnings, "dependencies": _dependencies}
-    out += usage_lines(report.get("usage"))
+    render = {"surface": lambda s: _surface(s, report.get("usage"), limit), "warnings": lambda s: _warnings(s, limit),
+              "dependencies": lambda s: _dependencies(s, limit)}
+    out += usage_lines(report.get("usage"), limit)
     for key, title in _TITLES.items():
         section = report.get(key)
         if not isinstance(section, dict):

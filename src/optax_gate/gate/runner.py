@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices, outcomes, pytest_plugins, team_contracts, warnings_diff
+from optax_gate.gate import compilation_cache, devices, outcomes, pytest_plugins, team_contracts, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
@@ -142,6 +142,8 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
         return not_verified(label, f"contracts timed out after {timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
+    if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
+        extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(env.get("JAX_COMPILATION_CACHE_DIR"))
     contracts = team_contracts.rename({cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
                                        for p in parts for cid, c in p.log.contracts.items()}, team_dirs or [], CONTRACTS_DIR)
     record = {

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, report_surface, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, findings, report_surface, surface, usage, warnings_diff
 
 SCHEMA = 3
 
@@ -108,8 +108,17 @@ def warnings_section(report: dict[str, Any], baseline: dict[str, Any], candidate
         return {"status": "unavailable", "reason": "no warning records (an environment was not probed)", "rows": [],
                 "counts": _counts([])}
     rows = warnings_diff.diff(base, cand, apis, fail_on_new_deprecations)
-    return {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows),
-            "fail_on_new_deprecations": fail_on_new_deprecations}
+    section = {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows),
+               "fail_on_new_deprecations": fail_on_new_deprecations}
+    own = {side: len(warnings_diff.own(record.get("warnings") or [])) for side, record in (("baseline", baseline), ("candidate", candidate))}
+    if any(own.values()):  # JAX about the gate's compilation cache: neither side's warning
+        discarded = sum(len(r.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
+        section["own"] = {**own, "discarded": discarded}
+        section["reason"] = "; ".join(filter(None, [reason, (
+            f"left out: {sum(own.values())} warning(s) about the gate's own compilation cache (baseline {own['baseline']}, "
+            f"candidate {own['candidate']}), not the code under test; {discarded} corrupt cache entr"
+            f"{'y' if discarded == 1 else 'ies'} discarded, compiled again next run")]))
+    return section
 
 
 def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None,
@@ -159,9 +168,10 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         call_sites.annotate(report, scan, targets)
     if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         beyond = report_surface.broken_findings(report)
-        report["findings"] = [{**f, "section": "contracts"} for f in report["findings"]] + beyond
-        for number, f in enumerate(report["findings"], 1):
-            f["number"] = number
+        # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
+        # across the contracts, the API surface and the warnings (optax_gate.gate.findings.merge renumbers)
+        report["findings"] = findings.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,
+                                            report.get("contracts", []))
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)

@@ -11,7 +11,10 @@ test raised to ``<label>.warnings.json``. :func:`fold` groups them by
 A warning new in the candidate is ``changed`` (``broken`` for a deprecation,
 ``DeprecationWarning`` / ``PendingDeprecationWarning`` / ``FutureWarning`` and
 subclasses by name, under ``--fail-on-new-deprecations``: code run with
-``-W error`` breaks on it); a warning gone is ``noted``.
+``-W error`` breaks on it); a warning gone is ``noted``. A warning about the
+gate's own machinery (JAX's about the gate's compilation cache,
+``optax_gate.gate.compilation_cache.OWN_WARNINGS``) is neither side's: it is
+left out of the rows (:func:`own` counts it for the report's note).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Iterable
+
+from optax_gate.gate import compilation_cache
 
 DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
 
@@ -62,6 +67,8 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
         return w["when"], w["category"], w["message"], w["module"]
 
     def keep(w: dict[str, Any]) -> bool:
+        if compilation_cache.is_own_warning(w):  # the gate's machinery, not the environment under test
+            return False
         return w["when"] == "import" or not w["contracts"] or any(c in apis for c in w["contracts"])
 
     base = {key(w): w for w in baseline if keep(w)}
@@ -79,3 +86,9 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
                      "contracts": contracts, "apis": sorted({apis[c] for c in contracts if c in apis})})
     rows.sort(key=lambda r: (r["change"] != "new", r["when"], r["category"], r["message"]))
     return rows
+
+
+def own(warnings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The folded warnings about the gate's own machinery (its compilation
+    cache), left out of :func:`diff`."""
+    return [w for w in warnings if compilation_cache.is_own_warning(w)]

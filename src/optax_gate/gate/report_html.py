@@ -1,0 +1,222 @@
+"""``report.html``: the whole report for a browser, folded (issue 25).
+
+``report.md`` holds the verdict, the findings and a sample of rows
+(``optax_gate.gate.report_markdown.SAMPLE`` per finding); this page holds every
+row, folded so that a person opens only what they want: one ``<details>`` per
+finding (its line as the summary, all its contract rows inside, each row with
+the anchor ``f<N>-<M>`` report.md uses), then one per section (versions, the
+unchanged contracts, API surface, warnings, dependencies, speed), closed. The
+page is one self-contained file: inline CSS, no JavaScript, no fetched
+resource (a speed plot is linked by its relative name, as in report.md).
+
+Built from report.md's own sections in their full form
+(``report_markdown.render(report, limit=None)`` section by section), turned
+into HTML by :func:`markdown_html`, a converter of the small Markdown subset
+the report writes (headings, tables, lists, paragraphs, ``<details>``,
+inline code, bold, links, the report's own ``<a id>`` anchors and ``<br>``);
+every other ``<``, ``>`` and ``&`` is escaped. Written because the gate's
+tools environment has no Markdown library (``requirements-tools.txt``), and the
+subset is small. Standard library only (``html``, ``re``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from optax_gate.gate import call_sites, report_bisect, report_markdown, report_surface
+
+#: The report's own tags kept as they are (everything else is escaped).
+_TAGS = re.compile(r'(<a id="[\w-]+"></a>|<br>|<details>|</details>|<summary>|</summary>|<details><summary>)')
+_CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])+)\]\(([^)\s]+)\)")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+STYLE = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1400px;padding:1em 2em;color:#1f2328}
+h1{font-size:1.7em;margin:.2em 0}h2{font-size:1.25em;margin:1.2em 0 .4em;border-bottom:1px solid #d0d7de}
+.verdict-fail{color:#cf222e}.verdict-pass{color:#1a7f37}.verdict-not-verified{color:#9a6700}
+code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f6f8fa;padding:0 .25em;border-radius:4px;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:13px;width:100%}
+th,td{border:1px solid #d0d7de;padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:break-word}
+table.rows td:nth-child(4),table.rows td:nth-child(5){white-space:nowrap}table.rows td:first-child{width:28%}
+th{background:#f6f8fa}tr:target,td:target{background:#fff8c5}
+details{margin:.25em 0;border:1px solid #d0d7de;border-radius:6px;padding:.3em .7em}
+details[open]{background:#fcfcfd}summary{cursor:pointer}
+details.finding>summary{list-style-position:outside;margin-left:1em}
+.change{display:inline-block;min-width:4.6em;font-weight:600;border-radius:4px;padding:0 .35em;margin-right:.3em;text-align:center}
+.broken{background:#ffebe9;color:#cf222e}.changed{background:#fff8c5;color:#7d4e00}.fixed{background:#dafbe1;color:#1a7f37}
+.new,.gone{background:#ddf4ff;color:#0969da}
+.note{color:#59636e}.where{margin:.3em 0}
+"""
+
+
+def inline(text: str) -> str:
+    """One line of the report's Markdown as HTML: the report's own tags kept,
+    everything else escaped, then code spans, bold and links."""
+    out = []
+    for part in _TAGS.split(text):
+        if _TAGS.fullmatch(part or " "):
+            out.append(part)
+            continue
+        codes: list[str] = []
+
+        def keep(m: re.Match) -> str:
+            codes.append(f"<code>{html.escape(m[1].replace(chr(92) + '|', '|'))}</code>")
+            return f"\0{len(codes) - 1}\0"
+
+        piece = _CODE.sub(keep, part.replace("\\|", "|"))
+        piece = html.escape(piece, quote=False)
+        piece = _IMAGE.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1] or "image"}</a>', piece)
+        piece = _LINK.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', piece)
+        piece = _BOLD.sub(r"<strong>\1</strong>", piece)
+        out.append(re.sub("\0(\\d+)\0", lambda m: codes[int(m[1])], piece))
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def markdown_html(lines: list[str], table_class: str = "") -> str:
+    """The report's Markdown lines as HTML (see the module docstring);
+    ``table_class``: the class of its tables (``rows``: contract rows)."""
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if line.startswith("|") and i + 1 < n and re.fullmatch(r"\|(?:-+\|)+", lines[i + 1].strip()):
+            out.append((f'<table class="{table_class}">' if table_class else "<table>") + "<thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in _cells(line)) + "</tr></thead><tbody>")
+            i += 2
+            while i < n and lines[i].startswith("|"):
+                cells = _cells(lines[i])
+                anchor = re.match(r'<a id="([\w-]+)"></a>', cells[0]) if cells else None
+                tr = f'<tr id="{anchor[1]}">' if anchor else "<tr>"
+                if anchor:  # the id moves to the row (highlighted when it is the target)
+                    cells[0] = cells[0].replace(anchor[0], "", 1)
+                out.append(tr + "".join(f"<td>{inline(c)}</td>" for c in cells) + "</tr>")
+                i += 1
+            out.append("</tbody></table>")
+            continue
+        m = re.match(r"(#{1,3}) (.*)", line)
+        if m:
+            level = len(m[1])
+            out.append(f"<h{level}>{inline(m[2])}</h{level}>")
+        elif line.startswith(("- ", "   - ")):
+            items = []
+            while i < n and lines[i].startswith(("- ", "   - ")):
+                items.append(f"<li>{inline(lines[i].strip()[2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif re.match(r"\d+\. ", line):
+            items = []
+            while i < n and re.match(r"\d+\. |   - ", lines[i]):
+                items.append(f"<li>{inline(re.sub(r'^(?:\d+\.|   -) ', '', lines[i]))}</li>")
+                i += 1
+            out.append("<ol>" + "".join(items) + "</ol>")
+            continue
+        elif _TAGS.fullmatch(line.strip()) or line.strip().startswith("<details><summary>"):
+            out.append(inline(line))
+        elif line.startswith("---"):
+            out.append("<hr>")
+        else:
+            out.append(f"<p>{inline(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
+def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
+    k, change = finding["number"], finding["change"]
+    if finding.get("section", "contracts") != "contracts":
+        line = report_surface.finding_line(finding).split(". ", 1)[1]
+        return (f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
+                f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">The whole row is in its section below.</p></details>')
+    line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{change}** ")
+    head = f'<span class="change {change}">{change}</span> {k}. {inline(line)}'
+    body = []
+    suffix = call_sites.suffix(finding)
+    if suffix:
+        body.append(f'<p class="where">{inline(suffix.removeprefix(" — "))}</p>')
+    body += [f"<p>{inline(b.strip().removeprefix('- '))}</p>" for b in report_bisect.markdown_lines(finding)]
+    table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
+    for m, cid in enumerate(finding["contracts"], 1):
+        r = rows.get(cid)
+        if r is not None:
+            table.append(f'| <a id="f{k}-{m}"></a>`{report_markdown._cell(cid)}` | ' + " | ".join(report_markdown.row_cells(r)) + " |")
+    body.append(markdown_html(table, "rows"))
+    return f'<details class="finding" id="f{k}"><summary>{head}</summary>\n' + "\n".join(body) + "\n</details>"
+
+
+def _folded(title: str, lines: list[str], open_: bool = False) -> str:
+    if not lines:
+        return ""
+    return f"<details{' open' if open_ else ''}><summary><strong>{inline(title)}</strong></summary>\n{markdown_html(lines)}\n</details>"
+
+
+def _split(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """A section's lines cut at its ``## `` headings: [(heading, body lines)]."""
+    parts: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("## "):
+            parts.append((line[3:], []))
+        elif parts:
+            parts[-1][1].append(line)
+        elif line.strip():
+            parts.append(("", [line]))
+    return parts
+
+
+def render(report: dict[str, Any]) -> str:
+    """The whole report as one self-contained HTML page (see the module docstring)."""
+    page = report_markdown.Page(report, limit=None)
+    verdict = report["verdict"]
+    sections = dict(report_markdown.SECTIONS)
+    head = sections["verdict"](page)
+    title = head[0].removeprefix("# ")
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
+           f'<h1 class="verdict-{html.escape(verdict)}">{html.escape(title)}</h1>', markdown_html(head[1:])]
+    for name, lines in report_markdown.SECTIONS:  # sections others add above the findings (e.g. your code), as report.md
+        if name not in ("verdict", "findings", "versions", "rows", "unchanged", "beyond", "footer"):
+            out.append(markdown_html(lines(page)))
+        if name == "findings":
+            break
+    rows = {r["id"]: r for r in report["contracts"]}
+    if page.findings:
+        out.append(f"<h2>Findings ({len(page.findings)})</h2>")
+        out.append('<p class="note">Each finding folds its contract rows: click to open.</p>')
+        out += [_finding(page, f, rows) for f in page.findings]
+    out.append("<h2>Details</h2>")
+    for heading, body in _split(sections["versions"](page)):
+        out.append(_folded(heading, body))
+    differing = [r for r in report["contracts"] if r["change"] not in ("unchanged",) and r["id"] not in page.anchor]
+    if differing:  # rows in no finding (none today: kept so that no row is ever missing)
+        table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
+        table += [f"| `{report_markdown._cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |" for r in differing]
+        out.append(_folded(f"Rows in no finding ({len(differing)})", table))
+    for heading, body in _split(sections["unchanged"](page)):
+        out.append(_folded(heading, [b for b in body if not b.startswith(("<details>", "</details>"))]))
+    for heading, body in _split(sections["beyond"](page)):
+        out.append(_folded(heading, body))
+    out.append(markdown_html(sections["footer"](page)))
+    out.append("</body></html>")
+    return "\n".join(part for part in out if part) + "\n"
+
+
+
+def fallback(report: dict[str, Any]) -> str:
+    """A minimal page when the full one cannot be rendered: the verdict, the
+    reasons, and where the whole report is (``report.md``, ``report.json``)."""
+    verdict = str(report.get("verdict", "not-verified"))
+    reasons = "".join(f"<li>{html.escape(str(r))}</li>" for r in report.get("reasons", []))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Optax upgrade gate: "
+            f"{html.escape(verdict.upper())}</title></head><body><h1>Optax upgrade gate: {html.escape(verdict.upper())}</h1>"
+            f"<ul>{reasons}</ul><p>This page could not be rendered in full: <a href=\"report.md\">report.md</a> and "
+            "<a href=\"report.json\">report.json</a> beside it hold the report.</p></body></html>\n")

@@ -1,0 +1,161 @@
+"""One upstream cause, one finding (issue 25, item 2): ``findings.merge``
+joins the findings of one cause across evidence kinds (hand-written
+contracts, the generated sweep, the API surface, warnings) and across APIs.
+
+The rows are shaped as the optax 0.2.8 gate wrote them (2026-12-01): the
+removal of ``optax.monte_carlo`` (four findings: two broken, one changed, one
+API surface), ``recipe:none-gradients`` (broken, now raises ValueError, and
+fixed, its pinned defect no longer reproducing - the same ValueError), and
+one API's several changes."""
+
+import json
+from pathlib import Path
+
+from optax_gate.gate import findings, report_markdown, report_surface
+
+REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
+MC = "optax.monte_carlo"
+GONE = f"ModuleNotFoundError: No module named '{MC}'"
+
+
+def row(cid, detail, change="broken", api="optax.sgd", kind="acceptance", defect="", baseline="passed", candidate="failed"):
+    return {"id": cid, "api": api, "guide": "g", "kind": kind, "defect": defect, "baseline": baseline,
+            "candidate": candidate, "change": change, "detail": detail}
+
+
+def monte_carlo_report():
+    sweep = "tests/contracts/test_surface_sweep.py"
+    apis = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians", "score_function_jacobians")]
+    rows = [row(f"{sweep}::test_known[{a}]", GONE, api=a) for a in apis]
+    rows += [row(f"{sweep}::test_called[{a}]", f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' "
+                 "assert 'ModuleNotFoundError' == 'ok'", api=a) for a in apis[:2]]
+    rows.append(row(f"{sweep}::test_called[{MC}.measure_valued_jacobians]",
+                    f"AssertionError: {MC}.measure_valued_jacobians raised ModuleNotFoundError: No module named '{MC}' "
+                    "assert 'ModuleNotFoundError' == 'TypeError'", change="changed", api=f"{MC}.measure_valued_jacobians",
+                    kind="snapshot"))
+    rows.append(row("tests/contracts/test_sgd.py::test_golden", "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP "
+                    "of float32; worst error 2e6 ULP)", kind="golden"))
+    removed = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians")] + ["optax.old_alias"]
+    surface = {"status": "compared", "rows": [{"path": p, "change": "removed", "kind": "function", "old": "def f()", "new": "",
+                                               "where": "", "verdict": "broken", "uses": []} for p in removed]}
+    return {"contracts": rows, "surface": surface}
+
+
+def gate_findings(report):
+    """As the gate forms them: the contract findings, the broken rows beyond the contracts, merged
+    (``optax_gate.gate.unseen.attach``)."""
+    contract = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
+    return contract, findings.merge(contract + report_surface.broken_findings(report), report["contracts"])
+
+
+def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_surface():
+    report = monte_carlo_report()
+    before, after = gate_findings(report)
+    beyond = report_surface.broken_findings(report)
+    about_mc = [f for f in before + beyond if any(MC in a for a in f.get("apis") or [f["api"]])]
+    assert sorted(f["change"] for f in about_mc) == ["broken", "broken", "broken", "changed"]  # as read on 0.2.8: four
+    (mc,) = [f for f in after if any(MC in a for a in f.get("apis") or [f["api"]])]
+    assert mc["change"] == "broken" and mc["section"] == "contracts" and len(mc["contracts"]) == 7
+    assert mc["cause"] == (f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; "
+                           "API surface: 3 names removed")
+    assert mc["changes"] == {"broken": 6, "changed": 1}
+    assert {p["section"] for p in mc["parts"]} == {"contracts", "surface"} and "removed/optax.monte_carlo" in mc["causes"]
+    assert mc["text"].endswith("(7 contracts: 6 broken, 1 changed: known ×4, called ×3)")
+    # the unrelated removal and the unrelated numeric finding stay their own
+    rest = [f for f in after if f is not mc]
+    assert sorted(f.get("section") for f in rest) == ["contracts", "surface"]
+    assert [f["apis"] if "apis" in f else [f["api"]] for f in rest if f["section"] == "surface"] == [["optax.old_alias"]]
+    assert [f["number"] for f in after] == [1, 2, 3]
+
+
+def none_gradients_rows():
+    now = ("ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key path, the prefix "
+           "pytree tree_map tree has a subtree of type")
+    defect = "adam-none-gradient-drops-moments: adam/adamw given a None gradient leaf replace that leaf's mu and nu by None"
+    recipe = "tests/contracts/test_training_recipes.py"
+    return [row(f"{recipe}::test_a_none_gradient_leaf_gives_a_none_update", now, api="recipe:none-gradients"),
+            row(f"{recipe}::test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step",
+                f"known upstream defect no longer reproduces ({defect}); now: {now}", change="fixed", api="recipe:none-gradients",
+                defect=defect, baseline="passed", candidate="failed")]
+
+
+def test_a_defect_that_now_fails_otherwise_is_one_changed_finding_saying_both():
+    rows = none_gradients_rows()
+    assert sorted(f["change"] for f in findings.group(rows)) == ["broken", "fixed"]  # as read on 0.2.8
+    (f,) = findings.of_report(rows)
+    assert f["change"] == "changed" and f["changes"] == {"broken": 1, "fixed": 1}
+    assert f["cause"].startswith("known upstream defect `adam-none-gradient-drops-moments` no longer reproduces; it now raises "
+                                 "ValueError: pytree structure error")
+    assert f["cause"].count("pytree structure error") == 1  # said once, not once per part
+    line = report_markdown.finding_line(f)
+    assert "**changed**" in line and "**broken**" not in line and "**fixed**" not in line
+    assert "(2 contracts: 1 broken, 1 fixed: " in line
+
+
+def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
+    api = "optax.apply_if_finite"
+    gen = "tests/contracts/test_surface_transformations.py"
+    rows = [row(f"{gen}::test_nonfinite_and_state[{api}]", "snapshot drift: notfinite_count: int32[]=0 -> int32[]=1",
+                change="changed", api=api, kind="snapshot"),
+            row(f"{gen}::test_nonfinite_and_state[{api}-classes]", "snapshot drift: nan_inf_grads: '[''r0'']' -> none",
+                change="changed", api=api, kind="snapshot"),
+            row(f"{gen}::test_edge_hyperparams[{api}]", "snapshot drift: max_consecutive_errors=0/nan_inf_params/updates: r1 -> none",
+                change="changed", api=api, kind="snapshot"),
+            row("tests/contracts/test_apply_if_finite.py::test_counters", "AssertionError: assert 2 == 1", api=api, kind="golden"),
+            row("tests/contracts/test_x.py::test_state[a]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed",
+                api="optax.a", kind="snapshot"),
+            row("tests/contracts/test_x.py::test_state[b]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed",
+                api="optax.b", kind="snapshot")]
+    assert len(findings.group(rows)) == 5
+    found = findings.of_report(rows)
+    assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [("broken", api, 4), ("changed", "2 APIs", 2)]
+    assert len(found[0]["parts"]) == 4 and "fewer non-finite outputs" in found[0]["cause"]
+
+
+def test_the_723_contract_report_is_8_findings_one_per_upstream_cause():
+    before = findings.group(REAL_723["contracts"])
+    after = findings.of_report(REAL_723["contracts"])
+    assert (len(before), len(after)) == (12, 8)
+    joined = {f["api"]: (f["change"], sorted(p["change"] for p in f["parts"])) for f in after if "parts" in f}
+    assert joined == {"optax.inject_hyperparams": ("broken", ["broken", "fixed"]),
+                      "optax.huber_loss": ("broken", ["broken", "broken"]),
+                      "recipe:none-gradients": ("changed", ["broken", "fixed"]),
+                      "optax.add_decayed_weights": ("changed", ["changed", "fixed"])}
+    assert sorted(c for f in after for c in f["contracts"]) == sorted(r["id"] for r in REAL_723["contracts"])
+    assert not any(f["change"] in ("broken", "fixed") and f["api"] == "recipe:none-gradients" for f in after)
+
+
+def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
+    rows = none_gradients_rows() + [row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None,
+                                        candidate="passed")]
+    once = findings.of_report(rows)
+    twice = findings.merge([dict(f) for f in once], rows)
+    assert [(f["change"], f["contracts"]) for f in once] == [(f["change"], f["contracts"]) for f in twice]
+    assert [f["change"] for f in once] == ["changed", "new"]
+
+
+def test_a_warning_naming_a_removed_module_joins_its_removal():
+    report = monte_carlo_report()
+    report["warnings"] = {"rows": [{"verdict": "broken", "category": "DeprecationWarning",
+                                    "message": f"{MC} is deprecated and will be removed", "your_code": []}]}
+    _, after = gate_findings(report)
+    (mc,) = [f for f in after if MC in f["cause"]]
+    assert "warning: " + f"{MC} is deprecated" in mc["cause"] and not any(f["section"] == "warnings" for f in after)
+
+
+def test_a_joined_finding_validates_against_the_schema():
+    jsonschema = __import__("pytest").importorskip("jsonschema", reason="jsonschema comes with the tools lock")
+    schema = json.loads((Path(__file__).parents[2] / "src" / "optax_gate" / "gate" / "report.schema.json").read_text())
+    _, after = gate_findings(monte_carlo_report())
+    jsonschema.validate(after, schema["properties"]["findings"])
+    assert after[0]["key"] == "merged"
+
+
+def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
+    """The defect's twin says its failure once; another change of the same API keeps its own words."""
+    rows = none_gradients_rows() + [row("tests/contracts/test_training_recipes.py::test_trajectory[none]",
+                                        "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst "
+                                        "error 2e6 ULP)", api="recipe:none-gradients", kind="golden")]
+    (f,) = findings.of_report(rows)
+    assert f["cause"].count("pytree structure error") == 1 and "element (0) is 1.5, expected 1.25" in f["cause"]
+    assert f["changes"] == {"broken": 2, "fixed": 1}

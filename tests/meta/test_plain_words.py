@@ -1,0 +1,190 @@
+"""Plain words in a report's rows and findings (issue 25, item 3): direction
+words that match the change, values never cut inside a token, no raw pytest
+introspection, and the gate's own compilation-cache warnings never reported
+as the candidate's (a corrupt cache entry is discarded).
+
+The texts are those of the optax 0.2.8 gate report read on 2026-12-01."""
+
+import json
+import re
+import zlib
+
+import pytest
+
+from optax_gate.gate import compilation_cache, details, findings, outcomes, unseen, warnings_diff
+
+
+def row(cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"):
+    return {"id": cid, "api": api, "guide": "g", "kind": kind, "defect": defect, "baseline": baseline,
+            "candidate": candidate, "change": change, "detail": detail}
+
+
+# ------------------------------------------------------------------ direction words
+
+
+@pytest.mark.parametrize("detail, words", [
+    ("snapshot drift: nan_param: '[''r3'']' -> none", "fewer non-finite outputs"),
+    ("snapshot drift: nan_param: none -> '[''r3'']'", "more non-finite outputs"),
+    ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'', ''r3'']'", "more non-finite outputs"),
+    ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'']'", "other outputs come out non-finite"),
+])
+def test_a_nonfinite_drift_says_fewer_or_more(detail, words):
+    """Read on 0.2.8: "other updates come out non-finite: `nan_param`: leaves r3 in the baseline, none now"
+    meant fewer NaNs now."""
+    r = row("tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]", detail)
+    (found,) = findings.group([r])
+    assert found["cause"].startswith(words + ": `nan_param`"), found["cause"]
+    assert details.plain_detail(r).split(": `")[0].endswith(words)
+
+
+def test_fewer_and_more_nonfinite_are_not_one_finding():
+    rows = [row(f"t.py::test_nonfinite_and_state[{api}]", detail, api=api)
+            for api, detail in (("optax.adan", "snapshot drift: nan_param: '[''r3'']' -> none"),
+                                ("optax.sgd", "snapshot drift: nan_param: none -> '[''r3'']'"))]
+    assert sorted(f["cause"].split(":")[0] for f in findings.group(rows)) == ["fewer non-finite outputs", "more non-finite outputs"]
+
+
+def test_an_edge_hyperparameter_drift_to_none_is_fewer():
+    r = row("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
+            "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none", api="optax.adamw")
+    (found,) = findings.group([r])
+    assert found["cause"] == ("with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the "
+                              "baseline, none now")
+
+
+@pytest.mark.parametrize("got, want, words", [
+    ("ok", "recompiled 1 time(s)", "no longer recompiles (the baseline recompiled 1 time)"),
+    ("recompiled 2 time(s)", "ok", "now recompiles (ok in the baseline)"),
+    ("ok", "ValueError", "no longer raises ValueError (the baseline raised ValueError)"),
+    ("TypeError", "ok", "now raises TypeError (ok in the baseline)"),
+])
+def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
+    """Read on 0.2.8: "changed: got 'ok', expected 'recompiled 1 time(s)'" reads as a regression; it is
+    an improvement."""
+    r = row(f"tests/contracts/test_surface_transformations.py::test_protocol[optax.lbfgs-no_recompile]",
+            f"AssertionError: assert '{got}' == '{want}' - {want} + {got}", api="optax.lbfgs")
+    assert details.plain_detail(r) == words
+    (found,) = findings.group([r])
+    assert found["cause"] == words and "expected" not in found["text"]
+
+
+# ------------------------------------------------------------------ values never cut inside a token
+
+# pytest 9's crash message of test_losses.py::test_signature_names_kinds_and_defaults[huber_loss] at optax 0.2.8
+SIGNATURE_MESSAGE = (
+    "AssertionError: [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
+    "('delta', 'KEYWORD_ONLY', 1.0)]\nassert [('prediction...D_ONLY', 1.0)] == [('prediction...EYWORD', 1.0)]\n  \n"
+    "  At index 2 diff: ('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)\n  Use -v to get more diff")
+
+
+def _balanced(text):
+    depth = 0
+    for ch in re.sub(r"'[^']*'", "", text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+    return depth == 0 and text.count("'") % 2 == 0
+
+
+def test_a_row_detail_keeps_the_first_difference_whole():
+    """Read on 0.2.8: "expected ('delta', 'POSITIONAL_OR_KEYWORD', 1" (the detail was cut at 300 characters)."""
+    detail = outcomes._message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
+    assert "('delta', 'POSITIONAL_OR_KEYWORD', 1.0)" in detail
+    r = row("tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]", detail,
+            change="broken", api="optax.huber_loss", kind="negative")
+    words = details.plain_detail(r)
+    assert words.endswith("expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)"), words
+
+
+@pytest.mark.parametrize("limit", range(20, 200, 7))
+def test_a_cut_never_falls_inside_a_value(limit):
+    text = ("got [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
+            "('delta', 'KEYWORD_ONLY', 1.0)] at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)")
+    short = details.shorten(text, limit)
+    assert len(short) <= limit + 4 and _balanced(short.replace("…", "")), short
+    if short != text:  # what is kept ends where a token of the text ends
+        head = short.rstrip(")]").removesuffix("…").rstrip(" ")
+        assert text.startswith(head) and text[len(head)] in " ,", short
+
+
+def test_a_long_message_in_a_row_detail_is_cut_outside_quotes():
+    message = "ValueError: " + " ".join(f"'word{i} with spaces'" for i in range(60))
+    detail = outcomes._message({"longrepr": {"reprcrash": {"message": message}}})
+    assert len(detail) <= outcomes.MESSAGE_LIMIT and detail.endswith("'…") and detail.count("'") % 2 == 0
+
+
+# ------------------------------------------------------------------ no raw pytest introspection
+
+BARE = "assert False + where False = bool(Array(False, dtype=bool))"
+
+
+def test_a_fixed_defect_row_never_prints_pytest_introspection():
+    """Read on 0.2.8: a fixed row printed "now assert False + where False = bool(Array(False…"."""
+    r = row("tests/contracts/test_known_defects.py::test_nan_guard", f"{details.DEFECT_PREFIX} (d-1: a reason); now: {BARE}",
+            change="fixed", api="optax.sgd", kind="golden", defect="d-1: a reason", baseline="passed", candidate="failed")
+    for text in (details.plain_detail(r), findings.group([r])[0]["text"]):
+        assert "assert" not in text and "where" not in text and "Array(" not in text, text
+    assert details.plain_detail(r) == "d-1: a reason; now: the pinned behaviour no longer holds"
+
+
+@pytest.mark.parametrize("detail, words", [
+    (BARE, "the contract's check is false"),
+    ("AssertionError: momentum was not applied " + BARE, "momentum was not applied"),
+    ("assert x is None + where x = f()", "the contract's check `x is None` is false"),
+])
+def test_a_bare_assert_is_read_not_quoted(detail, words):
+    r = row("t.py::test_x", detail, change="broken", kind="golden")
+    assert details.plain_detail(r) == words
+    assert "where" not in findings.group([r])[0]["text"]
+    assert details.plain_detail(dict(r, change="fixed", detail="was: " + detail)) == "was: " + words
+
+
+# ------------------------------------------------------------------ the gate's own compilation cache
+
+OWN = ("Error reading persistent compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing data: "
+       "incomplete or truncated stream")
+
+
+def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
+    return warnings_diff.fold([], [{"category": "UserWarning", "message": m, "module": "jax._src.compiler", "when": "runtest",
+                                    "nodeid": nodeid} for m in messages])
+
+
+def test_a_compilation_cache_warning_is_never_the_candidates():
+    """Read on 0.2.8: jax's cache read error was a new warning of optax.ntxent."""
+    apis = {"tests/contracts/test_losses.py::test_ntxent": "optax.ntxent"}
+    rows = warnings_diff.diff(_folded(), _folded(OWN, "a real new warning"), apis)
+    assert [r["message"] for r in rows] == ["a real new warning"]
+    report = {"contracts": [{"id": c, "api": a} for c, a in apis.items()]}
+    section = unseen.warnings_section(report, {"status": "ran", "warnings": _folded()},
+                                      {"status": "ran", "warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]},
+                                      False)
+    assert section["rows"] == [] and section["own"] == {"baseline": 0, "candidate": 1, "discarded": 1}
+    assert "gate's own compilation cache" in section["reason"] and "1 corrupt cache entry discarded" in section["reason"]
+
+
+def test_a_corrupt_cache_entry_is_discarded_and_a_whole_one_kept(tmp_path):
+    whole = zlib.compress(b"executable" * 1000)
+    (tmp_path / "good-cache").write_bytes(whole)
+    (tmp_path / "cut-cache").write_bytes(whole[: len(whole) // 2])  # a run killed while JAX wrote it
+    (tmp_path / "cut-atime").write_bytes(b"12345678")
+    (tmp_path / "junk-cache").write_bytes(b"not zlib at all")
+    assert compilation_cache.discard_corrupt(tmp_path) == ["cut-cache", "junk-cache"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good-cache"]
+    assert compilation_cache.discard_corrupt(tmp_path / "absent") == [] and compilation_cache.discard_corrupt(None) == []
+
+
+def test_only_jaxs_cache_warnings_are_the_gates_own():
+    assert compilation_cache.is_own_warning({"message": OWN})
+    assert compilation_cache.is_own_warning({"message": "Error writing persistent compilation cache entry for 'jit_f': x"})
+    assert not compilation_cache.is_own_warning({"message": "optax.ntxent is deprecated; reading the cache entry"})
+    assert not compilation_cache.is_own_warning({"message": json.dumps(OWN)})  # quoted inside another message
+
+
+def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_element():
+    """The 723-contract report of 2026-12-01 holds the detail as the runner cut it then."""
+    report = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
+    (r,) = [r for r in report["contracts"] if "signature_names_kinds_and_defaults[huber_loss]" in r["id"]]
+    assert r["detail"].endswith("('delta', 'POSITIONAL_OR_KEYWORD', 1")
+    assert details.plain_detail(r).endswith("expected ('delta', 'POSITIONAL_OR_KEYWORD', …)")
+    (found,) = [f for f in findings.group([r])]
+    assert "'POSITIONAL_OR_KEYWORD', …)" in found["cause"] and _balanced(found["cause"].replace("…", ""))
