@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import (atomic, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_json,
-                             report_markdown, report_speed, requirements, runner, source_specs, team_contracts, validate)
+                             report_markdown, report_speed, requirements, runner, scope, source_specs, team_contracts, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -72,6 +72,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
     phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args, usage=not refused))
+    phases.run("scope of the findings", lambda: scope.apply_args(report, args, usage=not refused))
     phases.run("speed readings", lambda: speed_.attach(report, speed))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
@@ -212,7 +213,8 @@ def compare_runs(args: argparse.Namespace) -> int:
     except validate.InvalidInput as exc:
         return fail(str(exc))
     baseline, candidate = load(args.baseline_run), load(args.candidate_run)
-    return write_reports(beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
+    report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
+    return write_reports(scope.apply_args(report, args), args.out)
 
 
 def crash_report(args: argparse.Namespace, reason: str) -> int:
