@@ -160,12 +160,19 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
 
 
 def apply_args(report: dict[str, Any], args: Any, by: str | None = None, usage: bool = True) -> dict[str, Any]:
-    """:func:`apply` with the gate's options: ``--usage`` scopes the findings
+    """:func:`apply` with the gate's options: ``--usage`` attributes each
+    finding's call sites (``optax_gate.gate.attribution``) and scopes the findings
     not yet scoped (:func:`usage_decision`; ``usage=False``: a refused run,
     which judged nothing of the team's code), ``--fail-on`` (default
     ``broken``). ``by``: the evidence that already scoped the findings
     (``run``), if any; then ``--usage`` is not consulted."""
     scan = getattr(args, "usage_scan", None) if usage else None
+    if scan is not None and isinstance(report.get("findings"), list):
+        from pathlib import Path
+
+        from optax_gate.gate import attribution, surface
+        packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+        attribution.for_report(report, scan, packages)
     if by is None and scan is not None:
         by = "usage"
         unread = any(n.content is None for n in scan.not_scanned)
