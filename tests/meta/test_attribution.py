@@ -135,3 +135,13 @@ def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
     assert "optax.add_decayed_weights" not in reached["optax.adam"]
     assert {"optax.cosine_decay_schedule", "optax.linear_schedule", "optax.join_schedules"} <= set(reached["optax.warmup_cosine_decay_schedule"])
     assert "optax.adamw" not in reached["optax.adamw"]  # itself (and its aliases) left out
+
+
+def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another():
+    """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
+    exception type changed: that finding says not affected and names the other cause."""
+    use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
+    verdict, why = attribution._judge(use, {"raises": "AssertionError", "negative": True}, True, {},
+                                      "breaks: delta is keyword-only in the candidate", [])
+    assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
+    assert attribution._judge(use, {}, True, {}, "breaks: delta is keyword-only in the candidate", [])[0] == "affected"

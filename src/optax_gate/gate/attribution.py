@@ -121,13 +121,14 @@ def _judge(use: usage.Use, config: dict[str, Any], direct: bool, defaults: dict[
            caught: list[str]) -> tuple[str, str]:
     """(verdict, why) of one use of a finding's APIs."""
     given = dict(use.arguments)
-    if note.startswith("breaks"):
-        return "affected", f"API surface: {note}"
-    if config.get("raises") and config.get("negative"):
+    if config.get("raises") and config.get("negative"):  # a misuse's error: the signature's own changes are another cause
+        also = f"; this line breaks for another cause (API surface: {note})" if note.startswith("breaks") else ""
         if not caught:
             return "not-affected", (f"the change is to a misuse's error ({config['raises']} before); only a call that already "
-                                    f"raises there meets it, and your code catches {config['raises']} nowhere")
-        return "cannot-tell", f"your code catches {config['raises']} at {', '.join(caught[:3])}: cannot tell without --run"
+                                    f"raises there meets it, and your code catches {config['raises']} nowhere{also}")
+        return "cannot-tell", f"your code catches {config['raises']} at {', '.join(caught[:3])}{also}: cannot tell without --run"
+    if note.startswith("breaks"):
+        return "affected", f"API surface: {note}"
     keywords = config.get("keywords") or {}
     if keywords:
         if not direct:
