@@ -145,3 +145,24 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
                                       "breaks: delta is keyword-only in the candidate", [])
     assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
     assert attribution._judge(use, {}, True, {}, "breaks: delta is keyword-only in the candidate", [])[0] == "affected"
+
+
+def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
+    """A call whose arguments run over several lines was also recorded as an attribute use of its
+    function (the scanner sorted the call after its own ``func``): nanodo's optimizer.py:176."""
+    team = '''import optax
+
+def make(wd):
+    loss_fn = optax.softmax_cross_entropy_with_integer_labels
+    return optax.adamw(
+        1e-3,
+        weight_decay=wd,
+    ), loss_fn
+'''
+    report, scan = _report(tmp_path, team)
+    assert [(u.where, u.how) for u in scan.uses if u.path == "optax.adamw"] == [("train.py:5", "call")]
+    found = _by_api(report)
+    (a,) = found["optax.adamw"]["your_code_attribution"].values()
+    assert a["calls"] == "calls this API" and a["why"] == "passes weight_decay=wd (known at run time): cannot tell without --run"
+    (loss,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
+    assert loss["verdict"] == "not-affected" and loss["calls"] == "uses this API"

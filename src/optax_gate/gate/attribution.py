@@ -221,7 +221,9 @@ def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[s
                 continue
             calls = "calls this API" if direct and use.how == "call" else (
                 f"calls {use.path}, built from {', '.join(via[:3])}" if via else f"{'imports' if use.how == 'import' else 'uses'} this API")
-            if use.how != "call":
+            if use.how != "call" and config.get("raises") and config.get("negative"):  # passed on, called elsewhere
+                verdict, why = _judge(use, config, direct, {}, "", caught)
+            elif use.how != "call":
                 verdict, why = "cannot-tell", "not a call: cannot tell without --run"
             else:
                 defaults = _defaults(signatures, call_sites._definition(use.path, targets)) or _defaults(signatures, use.path)

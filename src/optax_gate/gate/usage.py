@@ -114,7 +114,7 @@ class _Scanner:
     def expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
         nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
-                       key=lambda n: (n.lineno, n.col_offset, -getattr(n, "end_col_offset", 0)))
+                       key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)))
         for node in nodes:
             if isinstance(node, ast.Call):
                 path = self._dotted(node.func)
