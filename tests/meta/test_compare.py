@@ -132,3 +132,12 @@ def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail,
 def test_the_same_failure_in_both_stays_unchanged(base_detail, cand_detail):
     row = _failing_both(base_detail, cand_detail, "error")
     assert row["change"] == "unchanged" and "baseline_detail" not in row
+
+
+def test_a_finding_of_contracts_that_fail_differently_says_so_once():
+    base, cand = record(golden_a="failed"), record(golden_a="failed")
+    base["contracts"]["golden_a"]["detail"] = "ValueError: Shape mismatch: got (4, 5) and (5,)."
+    cand["contracts"]["golden_a"]["detail"] = "ValueError: Shapes differ: got (4, 5) and (5,)."
+    (finding,) = compare.compare(base, cand)["findings"]
+    assert finding["change"] == "changed"
+    assert finding["cause"].startswith("fails differently: ValueError: Shapes differ") and "failed → failed" not in finding["cause"]
