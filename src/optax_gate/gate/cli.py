@@ -22,8 +22,7 @@ Commands:
     warning broken. With ``--usage`` the verdict is the team's: a broken
     finding on APIs its code does not reach (or whose every call its literal
     arguments rule out) is listed under "Optax changed elsewhere" and does
-    not fail the gate; ``--fail-on all`` lets every finding set the verdict
-    (``optax_gate.gate.scope``).
+    not fail the gate; ``--fail-on all`` lets every finding set the verdict.
 ``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index (``--upstream``: and optax's and flax's
