@@ -102,7 +102,7 @@ def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None 
     surface), calls and attribute uses first found; imports only when nothing
     else uses them. No duplicates, in scan order."""
     hit = _matcher(apis, targets or {})
-    hits = [u for u in scan.uses if hit(u.path)]
+    hits = [u for u in scan.uses if u.how != "catch" and hit(u.path)]
     used = [u.where for u in hits if u.how != "import"] or [u.where for u in hits]
     return list(dict.fromkeys(used))
 
@@ -145,7 +145,10 @@ def suffix(item: dict[str, Any]) -> str:
     and the files not scanned that may use its APIs (empty without ``--usage``)."""
     out = ""
     where = item.get("your_code") or []
-    if where:
+    if item.get("your_code_attribution"):  # what each line's arguments say (optax_gate.gate.attribution)
+        from optax_gate.gate import attribution
+        out += attribution.suffix(item)
+    elif where:
         more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""
         notes = item.get("your_code_notes") or {}
         out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "") for w in where[:SHOWN]) + more

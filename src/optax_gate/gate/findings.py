@@ -280,7 +280,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     first = evidence[0]
     b, c = rows[0].get("baseline"), rows[0].get("candidate")
     drift = rows[0].get("kind") == "snapshot" and (b, c) == ("passed", "failed")  # the detail says what drifted
-    outcomes = "" if drift or _STANDARD.get(rows[0]["change"]) == (b, c) else f"{b} → {c}"
+    again = (rows[0].get("detail") or "").startswith("fails differently")  # compare.py: both failed, another failure
+    outcomes = "" if drift or again or _STANDARD.get(rows[0]["change"]) == (b, c) else f"{b} → {c}"
     return ": ".join(part for part in (outcomes, shorten(first)) if part)
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from optax_gate.gate import call_sites, details, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
-from optax_gate.gate import report_speed, source_specs
+from optax_gate.gate import report_speed, scope, source_specs
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
 SAMPLE = 5
@@ -163,15 +163,24 @@ def _verdict(page: Page) -> list[str]:
 
 def _findings_section(page: Page) -> list[str]:
     """The findings, one line each: the contract findings, then the broken rows
-    beyond the contracts (report.json's list, section by section)."""
+    beyond the contracts (report.json's list, section by section); with a scope
+    (``optax_gate.gate.scope``: --usage, --run), the team's findings first and
+    those its code does not reach under "Optax changed elsewhere"."""
     if not page.findings:
         return []
-    out = ["", f"## Findings ({len(page.findings)})", ""]
-    for f in page.findings:
-        if f.get("section", "contracts") == "contracts":
-            out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
-        else:
-            out.append(report_surface.finding_line(f))
+    out: list[str] = []
+    yours, elsewhere = scope.split(page.findings)  # findings the team's code does not reach do not set the verdict
+    for heading, group in (("Findings", yours), (scope.ELSEWHERE_HEADING, elsewhere)):
+        if not group:
+            continue
+        out += ["", f"## {heading} ({len(group)})", ""]
+        if group is elsewhere:
+            out += ["Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do).", ""]
+        for f in group:
+            if f.get("section", "contracts") == "contracts":
+                out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+            else:
+                out.append(report_surface.finding_line(f))
     return out
 
 

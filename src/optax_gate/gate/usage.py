@@ -57,6 +57,10 @@ class Use:
     positional: int | None = None
     keywords: tuple[str, ...] = ()
     star_kwargs: bool = False
+    #: a call's arguments as source text, positional ones by index (``"0"``)
+    #: and keywords by name: ``(("0", "1e-3"), ("weight_decay", "0.1"))``;
+    #: read by ``optax_gate.gate.attribution`` (literal values, dtype names).
+    arguments: tuple[tuple[str, str], ...] = ()
 
 
 class _Scanner:
@@ -95,10 +99,22 @@ class _Scanner:
             return f"{base}.{node.attr}" if base else None
         return None
 
+    def catches(self, tree: ast.AST, label: str) -> None:
+        """``except T`` clauses and ``pytest.raises(T)`` / ``raises(T)`` calls,
+        as uses ``how="catch"`` whose ``path`` is ``T``'s source text
+        (``optax_gate.gate.attribution``: does the team's code catch an
+        exception type a finding changes?)."""
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ExceptHandler):
+                self.uses.append(Use(f"{label}{node.lineno}", ast.unparse(node.type) if node.type else "BaseException", "catch"))
+            elif (isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Name, ast.Attribute))
+                  and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "raises"):
+                self.uses.append(Use(f"{label}{node.lineno}", ast.unparse(node.args[0]), "catch"))
+
     def expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
         nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
-                       key=lambda n: (n.lineno, n.col_offset, -getattr(n, "end_col_offset", 0)))
+                       key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)))
         for node in nodes:
             if isinstance(node, ast.Call):
                 path = self._dotted(node.func)
@@ -109,7 +125,8 @@ class _Scanner:
                 self.uses.append(Use(f"{label}{node.lineno}", path, "call",
                                      None if star else len(node.args),
                                      tuple(k.arg for k in node.keywords if k.arg is not None),
-                                     any(k.arg is None for k in node.keywords)))
+                                     any(k.arg is None for k in node.keywords),
+                                     _arguments(node)))
             if isinstance(node, ast.Attribute) and id(node) not in covered:
                 path = self._dotted(node)
                 if path is not None:
@@ -119,6 +136,18 @@ class _Scanner:
                 while isinstance(inner, ast.Attribute):  # only the longest chain counts
                     covered.add(id(inner))
                     inner = inner.value
+
+
+def _arguments(node: ast.Call) -> tuple[tuple[str, str], ...]:
+    """A call's arguments as source text (``ast.unparse``), positional ones
+    by index, up to the first ``*args``; keywords by name."""
+    out = []
+    for i, a in enumerate(node.args):
+        if isinstance(a, ast.Starred):
+            break
+        out.append((str(i), ast.unparse(a)))
+    out += [(k.arg, ast.unparse(k.value)) for k in node.keywords if k.arg is not None]
+    return tuple(out)
 
 
 @dataclasses.dataclass
@@ -158,6 +187,7 @@ def scan(paths: Iterable[Path], base: Path | None = None) -> Scan:
             scanner.imports(tree, label)
         for tree, label in trees:
             scanner.expressions(tree, label)
+            scanner.catches(tree, label)
         uses.extend(scanner.uses)
     return Scan([str(p) for p in paths], uses, parsed.found, parsed.scanned, parsed.not_scanned)
 
@@ -240,6 +270,8 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
         r.setdefault("breaks", False)
         by_path.setdefault(r["path"], []).append(r)
     for u in uses:
+        if u.how == "catch":  # an except clause: not a use of the API
+            continue
         path = _longest(u.path, known)
         if path is None or path not in by_path:
             continue

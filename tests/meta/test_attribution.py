@@ -1,0 +1,168 @@
+"""Honest static attribution (``optax_gate.gate.attribution``): a finding's
+configuration comes from its contract cases' labels; each line of the team's
+code is affected, not affected or "cannot tell without --run" by its literal
+arguments; APIs reached through composition count
+(``optax_gate.kit.composition``, probed in the tests' environment, optax 0.2.6).
+The expected verdicts were worked out by hand from the team file below."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from optax_gate.gate import attribution, compare, scope, usage
+from optax_gate.gate.surface import POSITIONAL, Param
+
+TEAM = '''import optax
+
+def make(wd, mu):
+    a = optax.adamw(1e-3, weight_decay=0.1)
+    b = optax.adamw(1e-3, weight_decay=0.0)
+    c = optax.adamw(1e-3, weight_decay=wd)
+    d = optax.adamw(1e-3)
+    e = optax.adam(1e-3)
+    f = optax.scale_by_adam(mu_dtype="float32")
+    loss = optax.softmax_cross_entropy_with_integer_labels(mu, wd)
+    return a, b, c, d, e, f, loss
+'''
+CATCHING = '''import optax
+
+def check(x, y):
+    try:
+        return optax.softmax_cross_entropy_with_integer_labels(x, y)
+    except AssertionError:
+        return None
+'''
+#: optax 0.2.6's adamw: weight_decay defaults to 1e-4 (read in optax/_src/alias.py)
+SIGNATURES = {"optax.adamw": (Param("learning_rate", POSITIONAL), Param("weight_decay", POSITIONAL, "0.0001", "0.0001"))}
+#: what the composition probe reports for these two (checked by the probe test below)
+REACHED = {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}, "optax.adam": {"optax.scale_by_adam"}}
+
+
+def _record(contracts):
+    return {"label": "x", "status": "ran", "reason": "", "versions": {},
+            "contracts": {cid: {"api": api, "guide": "g", "kind": kind, "outcome": outcome, "detail": detail}
+                          for cid, (api, kind, outcome, detail) in contracts.items()}}
+
+
+def _report(tmp_path, team_text=TEAM):
+    base = _record({
+        "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "passed", ""),
+        "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "passed", ""),
+        "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "passed", ""),
+    })
+    cand = _record({
+        "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "failed",
+                                                  "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"),
+        "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "failed",
+                                                            "snapshot drift: [0].mu['r1']: bfloat16[3] -> float32[3]"),
+        "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "failed",
+                                            "raised TypeError instead of AssertionError: labels must be integers"),
+    })
+    team = tmp_path / "team"
+    team.mkdir(exist_ok=True)
+    (team / "train.py").write_text(team_text)
+    scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
+    report = compare.compare(base, cand)
+    from optax_gate.gate import call_sites
+    call_sites.annotate(report, scan)
+    attribution.attribute(report, scan, REACHED, {}, SIGNATURES)
+    return report, scan
+
+
+def _by_api(report):
+    return {f["api"]: f for f in report["findings"]}
+
+
+def test_a_finding_carries_the_configuration_of_its_cases(tmp_path):
+    found = _by_api(_report(tmp_path)[0])
+    assert found["optax.adamw"]["configuration"] == {"keywords": {"weight_decay": "0"}}
+    assert found["optax.scale_by_adam"]["configuration"] == {"dtypes": ["bfloat16"], "leaves": ["[0].mu['r1']"]}
+    assert found["optax.softmax_cross_entropy_with_integer_labels"]["configuration"] == {"raises": "AssertionError", "negative": True}
+
+
+def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path):
+    found = _by_api(_report(tmp_path)[0])
+    edge = {w: a["verdict"] for w, a in found["optax.adamw"]["your_code_attribution"].items()}
+    # 0.1 is not 0; 0.0 is; a variable is known at run time; the default 1e-4 is not 0
+    assert edge == {"train.py:4": "not-affected", "train.py:5": "affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}
+    assert "weight_decay=0.1; the finding is about weight_decay=0" in found["optax.adamw"]["your_code_attribution"]["train.py:4"]["why"]
+    state = found["optax.scale_by_adam"]["your_code_attribution"]
+    # adamw and adam are built from scale_by_adam: reached through composition, the params' dtype decides
+    assert state["train.py:8"] == {"verdict": "cannot-tell", "calls": "calls optax.adam, built from optax.scale_by_adam",
+                                   "why": "the finding is about bfloat16 state; the params' dtype is known at run time: "
+                                          "cannot tell without --run"}
+    assert state["train.py:4"]["calls"] == "calls optax.adamw, built from optax.scale_by_adam"
+    # mu_dtype= sets the dtype of the .mu entry the finding is about
+    assert state["train.py:9"]["verdict"] == "not-affected" and "mu_dtype" in state["train.py:9"]["why"]
+    assert set(found["optax.scale_by_adam"]["your_code"]) >= {"train.py:4", "train.py:8", "train.py:9"}
+    loss = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"]
+    assert loss == {"train.py:10": {"verdict": "not-affected", "calls": "calls this API", "why": loss["train.py:10"]["why"]}}
+    assert "catches AssertionError nowhere" in loss["train.py:10"]["why"]
+
+
+def test_a_team_that_catches_the_old_exception_cannot_be_told(tmp_path):
+    found = _by_api(_report(tmp_path, CATCHING)[0])
+    (a,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
+    assert a["verdict"] == "cannot-tell" and "train.py:6" in a["why"]
+
+
+def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path):
+    report, scan = _report(tmp_path)
+    scope.scope_findings(report, scope.usage_decision(unread=False))
+    scope.apply(report, "broken", by="usage")
+    got = {f["api"]: f["scope"] for f in report["findings"]}
+    assert got == {"optax.adamw": "yours", "optax.scale_by_adam": "yours", "optax.softmax_cross_entropy_with_integer_labels": "elsewhere"}
+    assert report["verdict"] == "pass"  # the one broken finding (the negative contract) is not the team's
+    text = attribution.suffix(next(f for f in report["findings"] if f["api"] == "optax.adamw"))
+    assert text.index("`train.py:5` calls this API: **affected**") < text.index("`train.py:6`") < text.index("`train.py:4`")
+    assert "`train.py:4` calls this API: not affected (passes weight_decay=0.1" in text
+
+
+def test_the_scanner_keeps_arguments_as_source_text_and_except_clauses(tmp_path):
+    scan = _report(tmp_path, CATCHING)[1]
+    (call,) = [u for u in scan.uses if u.how == "call"]
+    assert call.arguments == (("0", "x"), ("1", "y"))
+    assert [(u.where, u.path) for u in scan.uses if u.how == "catch"] == [("train.py:6", "AssertionError")]
+
+
+def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
+    pytest.importorskip("optax")
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.composition"], capture_output=True, text=True, timeout=300)
+    reached = json.loads(proc.stdout.strip().splitlines()[-1])["reached"]
+    assert {"optax.scale_by_adam", "optax.add_decayed_weights", "optax.scale_by_learning_rate"} <= set(reached["optax.adamw"])
+    assert "optax.add_decayed_weights" not in reached["optax.adam"]
+    assert {"optax.cosine_decay_schedule", "optax.linear_schedule", "optax.join_schedules"} <= set(reached["optax.warmup_cosine_decay_schedule"])
+    assert "optax.adamw" not in reached["optax.adamw"]  # itself (and its aliases) left out
+
+
+def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another():
+    """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
+    exception type changed: that finding says not affected and names the other cause."""
+    use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
+    verdict, why = attribution._judge(use, {"raises": "AssertionError", "negative": True}, True, {},
+                                      "breaks: delta is keyword-only in the candidate", [])
+    assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
+    assert attribution._judge(use, {}, True, {}, "breaks: delta is keyword-only in the candidate", [])[0] == "affected"
+
+
+def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
+    """A call whose arguments run over several lines was also recorded as an attribute use of its
+    function (the scanner sorted the call after its own ``func``): nanodo's optimizer.py:176."""
+    team = '''import optax
+
+def make(wd):
+    loss_fn = optax.softmax_cross_entropy_with_integer_labels
+    return optax.adamw(
+        1e-3,
+        weight_decay=wd,
+    ), loss_fn
+'''
+    report, scan = _report(tmp_path, team)
+    assert [(u.where, u.how) for u in scan.uses if u.path == "optax.adamw"] == [("train.py:5", "call")]
+    found = _by_api(report)
+    (a,) = found["optax.adamw"]["your_code_attribution"].values()
+    assert a["calls"] == "calls this API" and a["why"] == "passes weight_decay=wd (known at run time): cannot tell without --run"
+    (loss,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
+    assert loss["verdict"] == "not-affected" and loss["calls"] == "uses this API"
