@@ -245,3 +245,35 @@ def test_a_corrupt_entry_is_run_again(tmp_path):
     ran, _ = runs_since(tmp_path, seen)
     assert [m for _, modules in ran for m in modules] == [module], ran
     assert "discarded" in stderr
+
+
+def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path, monkeypatch):
+    import argparse
+
+    from optax_gate.gate import sides
+
+    timed = []
+
+    def measure(*args, **kwargs):
+        timed.append(args)
+        return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
+
+    monkeypatch.setattr(sides.speed_, "measure", measure)
+    base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
+    base.write_text("optax==0.2.6\n")
+    cand.write_text("optax==0.2.8\n")
+    args = argparse.Namespace(speed=True, cache_dir=tmp_path / "cache", baseline_cache=True, project_root=ROOT, speed_rounds=3,
+                              speed_budget=None)
+
+    def speed(**changes):
+        return sides.measure_speed(argparse.Namespace(**{**vars(args), **changes}), base, cand, {"status": "ran"}, tmp_path,
+                                   plot=False, pythons=(Path("b"), Path("c")))
+
+    first = speed()
+    assert len(timed) == 1 and "from_cache" not in first
+    again = speed()
+    assert len(timed) == 1 and again["from_cache"]["recorded"] and again["duration_s"] == 20.0
+    speed(speed_rounds=4)  # other rounds: measured again
+    assert len(timed) == 2
+    speed(baseline_cache=False)  # --no-cache
+    assert len(timed) == 3

@@ -35,7 +35,12 @@ Entries live in ``<cache dir>/results/`` under names no other format uses
 - ``side-<key>.json``: what the side's run says beyond its modules (versions,
   loaded pytest plugins, the hypothesis profile, import warnings);
 - ``checkpoints-<key>/``: the resume checkpoints written in the baseline's
-  environment, with a manifest of each file's SHA-256.
+  environment, with a manifest of each file's SHA-256;
+- ``speed-<key>.json``: the speed readings of one pair of environments
+  (:func:`speed_inputs`: both locks, the timed set-ups' and the statistics'
+  sources, the rounds and budget, Python, platform, environment), so a gate
+  re-judging the same candidate (another ``--usage``) does not time its steps
+  again; the report says when they were measured.
 
 Each file entry is one JSON document written atomically (``gate/atomic.py``),
 carrying its key, its inputs and the SHA-256 of its payload. An entry is used
@@ -323,6 +328,40 @@ def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) 
     how many of the ``total`` units came from the cache."""
     return {"key": key(side), "recorded": min(p["recorded"] for p in cached.values()),
             "modules": len(cached), "of": total}
+
+
+# ------------------------------------------------------------------ speed readings
+
+
+def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, rounds: int, budget: float | None,
+                 environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """What the speed readings of a pair of environments depend on: both locks,
+    the timed set-ups (``kit/speed.py``, ``kit/models.py``) and the statistics
+    (``gate/speed.py``), the rounds and budget, Python, platform, environment."""
+    root = Path(project_root)
+    environ = dict(os.environ if environ is None else environ)
+    sources = [root / "src/optax_gate/kit/speed.py", root / "src/optax_gate/kit/models.py", root / "src/optax_gate/gate/speed.py"]
+    return {"format": FORMAT, "baseline_lock_sha256": _sha256(baseline_lock), "candidate_lock_sha256": _sha256(candidate_lock),
+            "sources_sha256": _digest_json({p.relative_to(root).as_posix(): _sha256(p) for p in sources if p.is_file()}),
+            "rounds": rounds, "budget": budget, "python": platform.python_version(),
+            "platform": f"{platform.system()}-{platform.machine()}",
+            "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}}
+
+
+def fetch_speed(cache_dir: Path, inputs: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The cached speed result of ``inputs`` with ``from_cache`` ({key, recorded}) added, or ``(None, why)``."""
+    entry, why = _read(_folder(cache_dir) / f"speed-{key(inputs)}.json", "speed", inputs)
+    if entry is None:
+        return None, why
+    return {**entry["payload"], "from_cache": {"key": entry["key"], "recorded": entry["recorded"]}}, ""
+
+
+def store_speed(cache_dir: Path, inputs: dict[str, Any], result: dict[str, Any]) -> Path | None:
+    """Store a measured speed result (its plot's file name left out); None when not measured."""
+    if result.get("status") != "measured":
+        return None
+    payload = {k: v for k, v in result.items() if k not in ("plot", "plot_missing", "from_cache")}
+    return _write(_folder(cache_dir) / f"speed-{key(inputs)}.json", "speed", inputs, payload)
 
 
 # ------------------------------------------------------------------ checkpoints

@@ -283,13 +283,25 @@ def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock:
            folder: Path, say: Progress | None = None, plot: bool = True,
            pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
     """Time the training steps of both environments, interleaved (``gate.speed``),
-    and draw the plot into ``folder``; None under ``--no-speed``. Measured here,
-    in this run, even when a contract result comes from the baseline cache.
+    and draw the plot into ``folder``; None under ``--no-speed``. A measured
+    result is cached by both locks (``results_cache.speed_inputs``): a gate
+    re-judging the same pair takes it from there (``from_cache`` says when it
+    was measured) unless ``--no-cache``.
     ``pythons``: the environments' interpreters when already built (else built here)."""
     if not args.speed:
         return None
     if candidate.get("status") != "ran":
         return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
+    inputs = None
+    if getattr(args, "cache_dir", None) is not None:
+        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, args.project_root, args.speed_rounds, args.speed_budget)
+        cached, _ = results_cache.fetch_speed(args.cache_dir, inputs) if args.baseline_cache else (None, "")
+        if cached is not None:
+            if say:
+                say(f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}")
+            if plot:
+                report_speed.write_plot(cached, folder)
+            return cached
     if say:
         say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
     try:
@@ -299,6 +311,8 @@ def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock:
     except environments.EnvironmentFailure as exc:
         return speed_.not_measured(str(exc), args.speed_budget)
     result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
+    if inputs is not None:
+        results_cache.store_speed(args.cache_dir, inputs, result)
     if plot:
         report_speed.write_plot(result, folder)
     return result
