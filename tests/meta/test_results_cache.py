@@ -277,3 +277,36 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
     assert len(timed) == 2
     speed(baseline_cache=False)  # --no-cache
     assert len(timed) == 3
+
+
+def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch):
+    """run_both starts reading both environments' surfaces before the contracts
+    end, so the late phase's diff finds them read (unseen's cached reader)."""
+    import argparse
+    import threading
+
+    from optax_gate.gate import sides, unseen
+
+    sites = [tmp_path / "base-site", tmp_path / "cand-site"]
+    for site in sites:
+        site.mkdir()
+    read, contracts_running = [], threading.Event()
+
+    def surface(site, packages):
+        read.append((site, contracts_running.is_set()))
+        return {}
+
+    def contracts(side, args, progress, workers=2):
+        contracts_running.set()
+        deadline = __import__("time").monotonic() + 10
+        while len(read) < 2 and __import__("time").monotonic() < deadline:
+            __import__("time").sleep(0.01)
+        return {"label": side.label, "status": "ran", "contracts": {}, "surfaces_read_by_then": len(read)}
+
+    monkeypatch.setattr(unseen, "_surface", surface)
+    monkeypatch.setattr(sides, "contracts", contracts)
+    monkeypatch.setattr(sides, "write_checkpoints", lambda side, args, say: None)
+    made = [sides.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)}) for label, site in zip(("baseline", "candidate"), sites)]
+    base, cand = sides.run_both(*made, argparse.Namespace(concurrent=False, project_root=ROOT), lambda m: None)
+    assert [s for s, _ in read] == sites
+    assert cand["surfaces_read_by_then"] == 2  # read beside the contracts, not after them

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -205,10 +206,47 @@ def run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, che
     return contracts(side, args, progress)
 
 
+def read_surfaces(sides: tuple[Side, ...], args: argparse.Namespace) -> threading.Thread | None:
+    """Start reading the environments' API surfaces (``unseen._surface``, a
+    cached reader: the late phase's diff then finds them read) in a thread of
+    this process while the contracts run in others: about 3 s of CPU per
+    environment, taken off the gate's serial tail. An error here is ignored:
+    the late phase reads again and records it. None when there is nothing to read."""
+    sites = [Path(side.extra["site_packages"]) for side in sides if side.extra.get("site_packages")]
+    if len(sites) != 2 or not all(site.is_dir() for site in sites) or (
+            all(side.record is not None for side in sides)):
+        return None
+    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+
+    def read() -> None:
+        for site in sites:
+            try:
+                unseen._surface(site, tuple(packages))
+            except Exception:  # recorded by the late phase, which reads again
+                return
+
+    thread = threading.Thread(target=read, name="read-surfaces", daemon=True)
+    thread.start()
+    return thread
+
+
+#: Seconds the gate waits, after the contracts, for the surfaces read beside them.
+SURFACE_WAIT_S = 120
+
+
 def run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run the contracts of both sides. The checkpoints come first (the
-    candidate resumes from them); then, when both sides need a run, the two
-    pytest processes run at the same time unless ``--sequential``."""
+    """Run the contracts of both sides, the API surfaces read beside them
+    (:func:`read_surfaces`). The checkpoints come first (the candidate
+    resumes from them); then, when both sides need a run, the two pytest
+    processes run at the same time unless ``--sequential``."""
+    reading = read_surfaces((baseline, candidate), args)
+    records = _run_both(baseline, candidate, args, say)  # an interruption does not wait for the (daemon) reader
+    if reading is not None:
+        reading.join(SURFACE_WAIT_S)
+    return records
+
+
+def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
     if baseline.record is None or candidate.record is None:
         write_checkpoints(baseline, args, say)
         candidate.checkpoints_ready = baseline.checkpoints_ready
