@@ -303,7 +303,7 @@ def assemble(label: str, header: dict[str, Any], cached: dict[str, dict[str, Any
     """The run record of a side whose every unit came from the cache."""
     contracts = {cid: r for payload in cached.values() for cid, r in payload["contracts"].items()}
     failing = any(r.get("outcome") in ("failed", "error") for r in contracts.values())
-    return {"label": label, "status": "ran", "reason": "", "exitstatus": 1 if failing else 0, "duration_s": 0.0,
+    return {"label": label, "status": "ran", "reason": "", "exitstatus": 1 if failing else 0, "duration_s": None,  # nothing ran
             **{f: header.get(f) for f in SIDE_FIELDS}, **extra,
             "warnings": merge_warnings(header.get("warnings") or [], *(p["warnings"] for p in cached.values())),
             "contracts": contracts}
