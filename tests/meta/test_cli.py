@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, environments, evidence, runner
+from optax_gate.gate import cli, environments, evidence, results_cache, runner
 from tests.meta.test_compare import record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -213,23 +213,40 @@ else:
     log = next(a.split("=", 1)[1] for a in args if a.startswith("--report-log="))
     open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-runs"), "a").write(os.path.basename(log) + "\\n")
     junit = next(a.split("=", 1)[1] for a in args if a.startswith("--junitxml="))
+    valued = ("-c", "--rootdir", "-p", "-n", "--dist")  # the paths given: {tests} contracts in each module found there
+    modules = []
+    for i, a in enumerate(args[2:], 2):
+        if a.startswith("-") or args[i - 1] in valued:
+            continue
+        if os.path.isabs(a):  # a team folder: pytest names its modules by their path inside it
+            modules += sorted(os.path.relpath(os.path.join(d, f), a) for d, _, fs in os.walk(a) for f in fs
+                              if f.startswith("test_") and f.endswith(".py"))
+        elif os.path.isdir(a):
+            modules += sorted(os.path.join(d, f) for d, _, fs in os.walk(a) for f in fs if f.startswith("test_")
+                              and f.endswith(".py") and (a.endswith("multidevice") or "multidevice" not in d))
+        else:
+            modules.append(a)
+    with open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-modules"), "a") as ran:
+        ran.write(json.dumps([os.path.basename(log), modules]) + "\\n")
     n = {tests}
-    open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(n))
+    open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(n * len(modules)))
     while os.environ.get("OPTAX_GATE_GO") and not os.path.exists(os.environ["OPTAX_GATE_GO"]):  # as the plugin does
         time.sleep(0.01)
     with open(log, "w") as f:
-        item = {{"nodeid": "tests/contracts/test_x.py::test_{{i}}", "type": "Function"}}
-        f.write(json.dumps({{"$report_type": "CollectReport", "nodeid": "tests/contracts/test_x.py", "outcome": "passed",
-                             "result": [dict(item, nodeid=item["nodeid"].format(i=i)) for i in range(n)]}}) + "\\n")
+        for m in modules:
+            f.write(json.dumps({{"$report_type": "CollectReport", "nodeid": m, "outcome": "passed",
+                                 "result": [{{"nodeid": f"{{m}}::test_{{i}}", "type": "Function"}} for i in range(n)]}}) + "\\n")
         for i in range(n):
             time.sleep({pause})
             props = [["contract_api", "optax.x"], ["contract_guide", "g"], ["contract_kind", "golden"]]
-            for when in ("setup", "call", "teardown"):
-                f.write(json.dumps({{"$report_type": "TestReport", "nodeid": f"tests/contracts/test_x.py::test_{{i}}",
-                                     "when": when, "outcome": "passed", "user_properties": props}}) + "\\n")
+            for m in modules:
+                for when in ("setup", "call", "teardown"):
+                    f.write(json.dumps({{"$report_type": "TestReport", "nodeid": f"{{m}}::test_{{i}}",
+                                         "when": when, "outcome": "passed", "user_properties": props}}) + "\\n")
             f.flush()
-        f.write(json.dumps({{"$report_type": "SessionFinish", "exitstatus": 0}}) + "\\n")
+        f.write(json.dumps({{"$report_type": "SessionFinish", "exitstatus": 0 if modules else 5}}) + "\\n")
     open(junit, "w").write("<testsuites/>")
+    sys.exit(0 if modules else 5)
 '''
 
 DRIVER = '''
@@ -241,13 +258,18 @@ sys.exit(cli.main(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--ke
 '''
 
 
-def fake_gate(tmp_path, pause=0.05, tests=8, extra=()):
+#: What the fake gate's contract runs give: 8 contracts in each contract module of this project.
+FAKE_CONTRACTS = 8 * len(results_cache.units(ROOT))
+FAKE_ID = f"{results_cache.units(ROOT)[0].name}::test_7"
+
+
+def fake_gate(tmp_path, pause=0.05, tests=8, extra=(), lock=LOCK):
     """The gate's command line with every environment replaced by a fake
     interpreter (its own cache folder: fake results never reach the real cache)."""
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE_PYTHON.format(python=sys.executable, pause=pause, tests=tests))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    driver = DRIVER.format(fake=str(fake), lock=str(LOCK), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra))
+    driver = DRIVER.format(fake=str(fake), lock=str(lock), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra))
     return [sys.executable, "-c", driver]
 
 
@@ -266,8 +288,10 @@ def test_a_complete_run_becomes_latest_with_readable_reports_and_its_own_lock(tm
         assert stat.S_IMODE((run / name).stat().st_mode) & 0o044 == 0o044, f"{name} is not readable by others"
     assert (run / "candidate-lock.txt").read_bytes() == LOCK.read_bytes()
     assert latest_report(out)["candidate_lock"]["sha256"] == environments.digest(LOCK)
-    for phase in ("checking the inputs", "baseline: running the contracts", "baseline: 16/16 contracts", "candidate: 16/16 contracts", "writing the report"):
+    for phase in ("checking the inputs", "baseline: running the contracts", "writing the report"):
         assert phase in proc.stderr
+    for side in ("baseline", "candidate"):
+        assert f"{side}: {FAKE_CONTRACTS}/{FAKE_CONTRACTS} contracts" in proc.stderr
 
 
 def test_old_runs_are_pruned_to_keep(tmp_path):
@@ -287,8 +311,9 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
     import random
 
     out = tmp_path / "out"
-    cmd = fake_gate(tmp_path, pause=0.1, tests=12)
-    assert subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=60).returncode == 0  # stores the baseline
+    # --no-cache: both sides run their contracts in every attempt (a cached result leaves nothing to interrupt)
+    cmd = fake_gate(tmp_path, pause=0.1, tests=12, extra=["--no-cache"])
+    assert subprocess.run(cmd, cwd=ROOT, capture_output=True, timeout=60).returncode == 0
     timed = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     timed.stderr.readline()
     start = time.monotonic()
@@ -340,10 +365,14 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
 def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
     runs = tmp_path / "pytest-runs"
     first = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert first.returncode == 0 and "baseline: stored in the cache as" in first.stderr
+    assert first.returncode == 0 and "baseline: not taken from the cache" in first.stderr
+    assert "contract module(s) stored in the cache" in first.stderr
     ran_first = runs.read_text().split()
-    second = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert second.returncode == 0 and "baseline: from cache" in second.stderr
+    # another candidate (a lock with one more line): its results are not the baseline's
+    other_lock = tmp_path / "other-lock.txt"
+    other_lock.write_text(LOCK.read_text() + "# another candidate\n")
+    second = subprocess.run(fake_gate(tmp_path, pause=0, lock=other_lock), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0 and "baseline: from cache" in second.stderr, second.stderr
     ran_second = runs.read_text().split()[len(ran_first):]
     assert all(name.startswith("candidate") for name in ran_second) and ran_second
     report = latest_report(tmp_path / "out")
@@ -351,4 +380,5 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
     assert ((tmp_path / "out" / "latest").resolve() / "checkpoints" / "meta.json").exists()
     third = subprocess.run(fake_gate(tmp_path, pause=0, extra=["--no-cache"]), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert third.returncode == 0 and "from cache" not in third.stderr
-    assert any(name.startswith("baseline") for name in runs.read_text().split()[len(ran_first) + len(ran_second):])
+    ran_third = runs.read_text().split()[len(ran_first) + len(ran_second):]
+    assert any(n.startswith("baseline") for n in ran_third) and any(n.startswith("candidate") for n in ran_third)

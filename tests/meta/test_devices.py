@@ -46,7 +46,7 @@ def _part(folder, code, *contracts, errors=()):
 def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
     calls = []
 
-    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None):
+    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None, paths=None):
         calls.append((name, folder, env.get("XLA_FLAGS", "")))
         return _part(folder, 1 if "multi" in folder else 0, f"{folder}::t")
     monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))

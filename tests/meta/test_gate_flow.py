@@ -120,7 +120,7 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
 
     calls, events = [], []
 
-    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None):
+    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None, paths=None):
         if folder == devices.MULTIDEVICE_DIR:
             on_progress(0, 0)  # still collecting
             on_progress(0, 4)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import evidence
-from tests.meta.test_cli import ROOT, fake_gate, snapshot
+from tests.meta.test_cli import FAKE_CONTRACTS, FAKE_ID, ROOT, fake_gate, snapshot
 
 SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report.schema.json"
 
@@ -157,7 +157,7 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     assert report["verdict"] == "not-verified" and report["reasons"][0] == reason
     assert [e["phase"] for e in report["gate_errors"]] == [reason.split(": RuntimeError")[0].removeprefix("gate error in the ")]
     assert report["baseline"]["status"] == report["candidate"]["status"] == "ran"
-    assert len(report["contracts"]) == 8
+    assert len(report["contracts"]) == FAKE_CONTRACTS
     assert all(r["baseline"] == r["candidate"] == "passed" for r in report["contracts"])
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
     md = (out / "report.md").read_text()
@@ -165,9 +165,9 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     # every row: in report.html, and in report.md's plain form when the renderer itself failed
     page = (out / "report.html").read_text()
     if "html boom" in reason:  # the plain page says where the report is
-        assert "could not be rendered in full" in page and "NOT-VERIFIED" in page and "## Unchanged (8)" in md
+        assert "could not be rendered in full" in page and "NOT-VERIFIED" in page and f"## Unchanged ({FAKE_CONTRACTS})" in md
     else:
-        assert "tests/contracts/test_x.py::test_7" in (md if "render boom" in reason else page)
+        assert FAKE_ID in (md if "render boom" in reason else page)
     assert reason.split(": RuntimeError")[0] in proc.stderr
 
 
@@ -182,7 +182,7 @@ def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_
     new = [run for run in (out / "runs").iterdir() if (run / evidence.MARKER).exists()]
     assert len(new) == 1
     report = json.loads((new[0] / "report.json").read_text())
-    assert report["verdict"] == "pass" and len(report["contracts"]) == 8, "the run's own report was replaced"
+    assert report["verdict"] == "pass" and len(report["contracts"]) == FAKE_CONTRACTS, "the run's own report was replaced"
 
 
 def _signal_in(module: str, name: str, sig: str) -> str:

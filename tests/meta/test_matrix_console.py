@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from optax_gate.gate import baseline_cache, cli, environments, matrix, runner
+from optax_gate.gate import cli, environments, matrix, runner, sides
 from optax_gate.gate.heartbeat import Heartbeat
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
@@ -83,8 +83,10 @@ def test_no_heartbeat_between_environments_or_after_the_run():
 def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, capsys, monkeypatch):
     cached = {**record(golden_a="passed"), "label": "baseline",
               "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"}}
-    monkeypatch.setattr(baseline_cache, "key_inputs", lambda *a, **k: {"lock": "x"})
-    monkeypatch.setattr(baseline_cache, "fetch", lambda *a: (cached, ""))
+    def look_up(side, lock, args, say):  # every contract module of the baseline found in the cache
+        side.record = {**cached, **side.extra}
+
+    monkeypatch.setattr(sides, "look_up", look_up)
     assert cli.main(["matrix", "--only", "baseline", *fake_matrix["args"]]) == 0
     out = capsys.readouterr().out
     assert "optax-gate: baseline: ran  — baseline taken from the cache (a1b2c3, recorded 2026-12-01T02:00:00Z)" in out

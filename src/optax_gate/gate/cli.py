@@ -162,9 +162,11 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=_seconds, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
     p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
-                   help="run the baseline even when its result is cached (the new result replaces the entry)")
+                   help="run both sides' contracts and time their steps even when the results are cached (the new results "
+                        "replace the entries)")
     p.add_argument("--cache-dir", type=user_path, default=Path(".nox/gate-cache"), metavar="DIR",
-                   help="where baseline results are cached, content-addressed (default: %(default)s)")
+                   help="where contract results (per module, every side) and speed readings are cached, content-addressed "
+                        "(default: %(default)s)")
     p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
                    help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; "
                         "also off with OPTAX_GATE_COMPILATION_CACHE=0)")

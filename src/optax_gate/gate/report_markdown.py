@@ -198,6 +198,8 @@ def _versions_section(page: Page) -> list[str]:
             + (f"; pytest plugins installed but not loaded: {', '.join(f'`{n}`' for n in left_out)}"
                if (left_out := (run.get("pytest_plugins") or {}).get("left_out")) else "")
             + (f"; **from cache** `{run['from_cache']['key']}`, recorded {run['from_cache']['recorded']}"
+               + (f" ({c['modules']} of {c['of']} contract modules; the others ran now)"
+                  if (c := run['from_cache']).get("modules", c.get("of")) != c.get("of") else "")
                if run.get("from_cache") else "")
         )
     out.append("")

@@ -47,6 +47,8 @@ def section(report: dict[str, Any]) -> list[str]:
         f"({result['rounds']} compile rounds, {result['rounds'] * result.get('step_slots', 1)} step-time slots, "
         f"{result.get('duration_s', 0):.0f} s): {s.get('changed', 0)} changed, {s.get('broken', 0)} broken, "
         f"{s.get('unchanged', 0)} within noise"
+        + (f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same two environments"
+           if result.get("from_cache") else "")
         + (f"; budget: a step slower than x{budget:g} is broken" if budget is not None
            else "; informational (`--speed-budget X` makes a step slower than xX broken)") + ".")
     out += ["", "Step: steady-state seconds per training step (median of the repeats, range in brackets); compile: "

@@ -96,7 +96,8 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
 def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
         pytest_args: list[str] | None = None, checkpoints: Path | None = None,
         on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
-        workers: int = 0, probed: Probe | None = None, team_dirs: list[Path] | None = None, **extra: Any) -> dict[str, Any]:
+        workers: int = 0, probed: Probe | None = None, team_dirs: list[Path] | None = None,
+        targets: list[list[str]] | None = None, **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
@@ -119,6 +120,12 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
       probed: the result of :func:`probe` when the caller already checked the
         imports (the gate does, before either side runs: one side that cannot
         import stops the gate before the other starts its contracts).
+      team_dirs: the team's contract folders (``gate --contracts``), run in the
+        single-device process.
+      targets: per pytest process of :data:`PARTS`, the contract modules to
+        run (paths relative to ``project_root``) instead of its whole folder;
+        a process with no module and no team folder is not started. None:
+        every module (the results cache asks for the modules it lacks).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -136,7 +143,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     env = {**os.environ, **pytest_plugins.ENV, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
     start = time.monotonic()
     parts = _run_parts(python, label, project_root, out_dir, start + timeout, pytest_args, workers, versions, plugins, env,
-                       on_progress, team_contracts.pytest_args(team_dirs or [], project_root))
+                       on_progress, team_contracts.pytest_args(team_dirs or [], project_root), targets)
     late = next((i for i, part in enumerate(parts) if part is None), None)
     if late is not None:
         return not_verified(label, f"contracts timed out after {timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
@@ -151,7 +158,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
         "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
         "duration_s": duration, **extra, "contracts": contracts,
     }
-    problem = merge_problems(parts, selected=bool(pytest_args))
+    problem = merge_problems(parts, selected=bool(pytest_args) or targets is not None)
     if problem:
         bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
         record.update(status="not-verified", reason=problem, exitstatus=bad)
@@ -162,13 +169,16 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
 
 def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, deadline: float, pytest_args: list[str] | None,
                workers: int, versions: dict[str, str], plugins: dict[str, list[str]], env: dict[str, str],
-               on_progress: Callable[[int, int], None] | None, team_args: list[str] | None = None) -> list[Part | None]:
+               on_progress: Callable[[int, int], None] | None, team_args: list[str] | None = None,
+               targets: list[list[str]] | None = None) -> list[Part | None]:
     """Run the pytest processes of :data:`PARTS` one after the other, each
     after the previous one ends; the later ones start at once, collect, write
     their count and wait for their go file (``$OPTAX_GATE_GO``), so that
     ``on_progress`` gets one total, all processes' counts summed, from its
     first call on. A part that times out (None) stops the ones after it.
-    ``team_args`` (the team's contract folders) go to the single-device process."""
+    ``team_args`` (the team's contract folders) go to the single-device process;
+    ``targets`` (per process, the modules to run instead of its folder): a
+    process left with nothing to run is not started (an empty part)."""
     stop = threading.Event()
     counts = [[0, 0, False] for _ in PARTS]  # finished, collected, collected count final
     lock = threading.Lock()
@@ -181,6 +191,10 @@ def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, dead
 
     def launch(i: int) -> Part | None:
         suffix, folder, multi = PARTS[i]
+        paths = None if targets is None else list(targets[i])
+        if paths is not None and not paths and (multi or not team_args):
+            report(i, 0, 0, final=True)
+            return Part(folder, 0, "", outcomes.ReportLog())
         split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
         args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else []),
                 *([] if multi else team_args or [])]
@@ -188,7 +202,7 @@ def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, dead
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
         part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, deadline - time.monotonic(), args, part_env,
-                       lambda d, t: report(i, d, t), stop)
+                       lambda d, t: report(i, d, t), stop, paths)
         if part is not None:
             report(i, *part.progress, final=True)
         return part
@@ -239,8 +253,9 @@ class Part:
 
 def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
             pytest_args: list[str] | None, env: dict[str, str],
-            on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None) -> Part | None:
-    """Run pytest on ``folder`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
+            on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None,
+            paths: list[str] | None = None) -> Part | None:
+    """Run pytest on ``folder`` (or on ``paths`` inside it) within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
     ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to ``out_dir``. None when
     it timed out or ``stop`` was set (the process is killed)."""
     if timeout <= 0:
@@ -250,7 +265,7 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
     output = out_dir / f"{name}.pytest.txt"
     collected = out_dir / f"{name}.collected"
     collected.unlink(missing_ok=True)
-    cmd = [str(python), "-m", "pytest", folder, "-q", "-p", "no:cacheprovider",
+    cmd = [str(python), "-m", "pytest", *([folder] if paths is None else paths), "-q", "-p", "no:cacheprovider",
            f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
     start = time.monotonic()
     warnings_file = out_dir / f"{name}.warnings.json"

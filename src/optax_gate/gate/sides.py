@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, baseline_cache, compilation_cache, environments, report_speed, requirements, runner,
+from optax_gate.gate import (atomic, compilation_cache, environments, report_speed, requirements, results_cache, runner,
                              source_specs, surface, unseen)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
@@ -41,8 +42,11 @@ def forget_previous_evidence(label: str, folder: Path) -> None:
 @dataclasses.dataclass
 class Side:
     """One side of a comparison, prepared: its environment built and its
-    cache looked up. ``record`` is already final when the side needs no
-    contract run (taken from the cache, or not verified)."""
+    cached results looked up. ``record`` is already final when the side needs
+    no contract run (every module taken from the cache, or not verified).
+    ``units`` are the side's contract modules (``results_cache.Unit``),
+    ``cached`` the results found for some of them (by unit name),
+    ``cache_inputs`` the side's cache inputs (what its results are stored under)."""
 
     label: str
     folder: Path
@@ -53,12 +57,57 @@ class Side:
     record: dict[str, Any] | None = None
     cache_inputs: dict[str, Any] | None = None
     probed: runner.Probe | None = None
+    units: list[results_cache.Unit] = dataclasses.field(default_factory=list)
+    cached: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: the resume checkpoints are in ``checkpoints`` (written or from the cache):
+    #: only then are its results stored.
+    checkpoints_ready: bool = False
+
+    @property
+    def pending(self) -> list[results_cache.Unit]:
+        """The units whose results are not cached."""
+        return [u for u in self.units if u.name not in self.cached]
+
+
+def _cache_words(side: Side, why: list[str]) -> str:
+    found, total = len(side.cached), len(side.units)
+    discarded = [w for w in why if "discarded" in w]
+    tail = f"; {len(discarded)} doubtful entr{'y' if len(discarded) == 1 else 'ies'} discarded: {discarded[0]}" if discarded else ""
+    if found == total:
+        return f"{side.label}: from cache {results_cache.key(side.cache_inputs)}, all {total} contract modules"
+    if not found:
+        return f"{side.label}: not taken from the cache (no entry for its {total} contract modules{tail})"
+    return (f"{side.label}: {found} of {total} contract modules from cache {results_cache.key(side.cache_inputs)}; "
+            f"running the other {total - found}: " + ", ".join(u.name for u in side.pending[:5])
+            + (", ..." if total - found > 5 else "") + tail)
+
+
+def look_up(side: Side, lock: Path, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """Find the side's cached results per contract module; a side whose every
+    module (and its header) is cached gets its final record."""
+    side.units = results_cache.units(args.project_root, getattr(args, "team_dirs", None))
+    side.cache_inputs = results_cache.side_inputs(lock, args.baseline_lock, args.project_root)
+    if not args.baseline_cache:  # --no-cache: run everything, store the new results
+        say(f"{side.label}: not taken from the cache (--no-cache)")
+        return
+    why = []
+    for unit in side.units:
+        got, reason = results_cache.fetch_unit(args.cache_dir, side.cache_inputs, unit)
+        if got is not None:
+            side.cached[unit.name] = got
+        else:
+            why.append(reason)
+    header, reason = results_cache.fetch_side(args.cache_dir, side.cache_inputs) if side.cached else (None, "")
+    say(_cache_words(side, why))
+    if side.units and not side.pending and header is not None:
+        side.record = {**results_cache.assemble(side.label, header, side.cached, **side.extra),
+                       "from_cache": results_cache.origin(side.cache_inputs, side.cached, len(side.units))}
 
 
 def prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
              say: Callable[[str], None], **extra: Any) -> Side:
-    """Build (or reuse) the environment of ``lock``; for the baseline, take its
-    result from the cache when a verified entry exists."""
+    """Build (or reuse) the environment of ``lock``; take the results of its
+    contract modules from the cache where a verified entry exists."""
     forget_previous_evidence(label, folder)
     say(f"{label}: building (or reusing) its environment")
     env_folder = environments.folder_for(args.envs_dir, lock)
@@ -72,14 +121,7 @@ def prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, chec
     side.jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
     extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
-    if label == "baseline" and args.baseline_cache:
-        side.cache_inputs = baseline_cache.key_inputs(lock, args.project_root, team_dirs=getattr(args, "team_dirs", None))
-        cached, why = baseline_cache.fetch(args.cache_dir, side.cache_inputs, folder, checkpoints)
-        if cached is not None:
-            say(f"baseline: from cache {cached['from_cache']['key']}, recorded {cached['from_cache']['recorded']}")
-            side.record = {**cached, **extra, "from_cache": cached["from_cache"]}
-        else:
-            say(f"baseline: not taken from the cache ({why})")
+    look_up(side, lock, args, say)
     return side
 
 
@@ -99,10 +141,22 @@ def check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callab
 
 
 def write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
-    """The baseline writes the checkpoints every environment resumes from."""
+    """The baseline provides the checkpoints every environment resumes from:
+    taken from the cache when an entry for its inputs exists, else written in
+    its environment (and stored)."""
+    if side.cache_inputs is not None and args.baseline_cache:
+        why = results_cache.fetch_checkpoints(args.cache_dir, side.cache_inputs, side.checkpoints)
+        if not why:
+            say("baseline: resume checkpoints from the cache")
+            side.extra["checkpoint_writer"] = "written"
+            side.checkpoints_ready = True
+            return
     say("baseline: writing the resume checkpoints")
     side.extra["checkpoint_writer"] = runner.write_checkpoints(
         side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
+    side.checkpoints_ready = side.extra["checkpoint_writer"] == "written"
+    if side.checkpoints_ready and side.cache_inputs is not None:
+        results_cache.store_checkpoints(args.cache_dir, side.cache_inputs, side.checkpoints)
 
 
 #: pytest-xdist processes of a contract run that has the machine to itself
@@ -111,20 +165,29 @@ ALONE_WORKERS = 2
 
 
 def contracts(side: Side, args: argparse.Namespace, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
-    """Run the contracts of a prepared side (unless its record is final); a
-    verified baseline run is stored in the cache."""
+    """Run the contract modules of a prepared side that the cache lacks
+    (unless its record is final), join the cached ones, and store what ran
+    when the run is verified and its resume checkpoints were there."""
     if side.record is not None:
         return side.record
     say = progress or (lambda message: None)
-    say(f"{side.label}: running the contracts")
+    pending = side.pending
+    partial = bool(side.cached)
+    say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
+    team = [u for u in pending if u.team]
+    targets = [[u.target for u in pending if not u.team and u.part == i] for i in range(len(runner.PARTS))] if partial else None
+    team_dirs = [d for d in getattr(args, "team_dirs", None) or [] if any(u.target == str(d) for u in team)]
     record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
                         on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
-                        workers=workers, probed=side.probed, team_dirs=getattr(args, "team_dirs", None), **side.extra)
-    if side.cache_inputs is not None:
-        entry = baseline_cache.store(args.cache_dir, side.cache_inputs, record,
-                                     sorted(side.folder.glob(f"{side.label}.*")), side.checkpoints)
-        if entry is not None:
-            say(f"baseline: stored in the cache as {entry.name}")
+                        workers=workers, probed=side.probed, team_dirs=team_dirs, targets=targets, **side.extra)
+    if side.cache_inputs is not None and side.checkpoints_ready:
+        stored = results_cache.store(args.cache_dir, side.cache_inputs, record, pending)
+        if stored:
+            say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
+    if partial:
+        record = results_cache.join(record, side.cached)
+        if record.get("status") == "ran":
+            record["from_cache"] = results_cache.origin(side.cache_inputs, side.cached, len(side.units))
     return record
 
 
@@ -136,17 +199,57 @@ def run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, che
     say = progress or (lambda message: None)
     side = prepare(label, lock, args, folder, checkpoints, say, **extra)
     check_imports((side,), args, say)
-    if side.record is None and label == "baseline":
-        write_checkpoints(side, args, say)
+    if label == "baseline" and side.python is not None and (side.record is None or side.record.get("status") == "ran"):
+        write_checkpoints(side, args, say)  # the other environments resume from them, even when this one is cached
+    else:
+        side.checkpoints_ready = checkpoints.is_dir() and any(checkpoints.iterdir())
     return contracts(side, args, progress)
 
 
+def read_surfaces(sides: tuple[Side, ...], args: argparse.Namespace) -> threading.Thread | None:
+    """Start reading the environments' API surfaces (``unseen._surface``, a
+    cached reader: the late phase's diff then finds them read) in a thread of
+    this process while the contracts run in others: about 3 s of CPU per
+    environment, taken off the gate's serial tail. An error here is ignored:
+    the late phase reads again and records it. None when there is nothing to read."""
+    sites = [Path(side.extra["site_packages"]) for side in sides if side.extra.get("site_packages")]
+    if len(sites) != 2 or not all(site.is_dir() for site in sites) or (
+            all(side.record is not None for side in sides)):
+        return None
+    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+
+    def read() -> None:
+        for site in sites:
+            try:
+                unseen._surface(site, tuple(packages))
+            except Exception:  # recorded by the late phase, which reads again
+                return
+
+    thread = threading.Thread(target=read, name="read-surfaces", daemon=True)
+    thread.start()
+    return thread
+
+
+#: Seconds the gate waits, after the contracts, for the surfaces read beside them.
+SURFACE_WAIT_S = 120
+
+
 def run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run the contracts of both sides. The checkpoints come first (the
-    candidate resumes from them); then, when both sides need a run, the two
-    pytest processes run at the same time unless ``--sequential``."""
-    if baseline.record is None:
+    """Run the contracts of both sides, the API surfaces read beside them
+    (:func:`read_surfaces`). The checkpoints come first (the candidate
+    resumes from them); then, when both sides need a run, the two pytest
+    processes run at the same time unless ``--sequential``."""
+    reading = read_surfaces((baseline, candidate), args)
+    records = _run_both(baseline, candidate, args, say)  # an interruption does not wait for the (daemon) reader
+    if reading is not None:
+        reading.join(SURFACE_WAIT_S)
+    return records
+
+
+def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+    if baseline.record is None or candidate.record is None:
         write_checkpoints(baseline, args, say)
+        candidate.checkpoints_ready = baseline.checkpoints_ready
     if baseline.record is None and candidate.record is None and args.concurrent:
         say("running both sides at the same time (--sequential to run one after the other)")
         pool = ThreadPoolExecutor(max_workers=2)
@@ -218,13 +321,25 @@ def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock:
            folder: Path, say: Progress | None = None, plot: bool = True,
            pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
     """Time the training steps of both environments, interleaved (``gate.speed``),
-    and draw the plot into ``folder``; None under ``--no-speed``. Measured here,
-    in this run, even when a contract result comes from the baseline cache.
+    and draw the plot into ``folder``; None under ``--no-speed``. A measured
+    result is cached by both locks (``results_cache.speed_inputs``): a gate
+    re-judging the same pair takes it from there (``from_cache`` says when it
+    was measured) unless ``--no-cache``.
     ``pythons``: the environments' interpreters when already built (else built here)."""
     if not args.speed:
         return None
     if candidate.get("status") != "ran":
         return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
+    inputs = None
+    if getattr(args, "cache_dir", None) is not None:
+        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, args.project_root, args.speed_rounds, args.speed_budget)
+        cached, _ = results_cache.fetch_speed(args.cache_dir, inputs) if args.baseline_cache else (None, "")
+        if cached is not None:
+            if say:
+                say(f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}")
+            if plot:
+                report_speed.write_plot(cached, folder)
+            return cached
     if say:
         say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
     try:
@@ -234,6 +349,8 @@ def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock:
     except environments.EnvironmentFailure as exc:
         return speed_.not_measured(str(exc), args.speed_budget)
     result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
+    if inputs is not None:
+        results_cache.store_speed(args.cache_dir, inputs, result)
     if plot:
         report_speed.write_plot(result, folder)
     return result
