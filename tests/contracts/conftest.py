@@ -1,6 +1,8 @@
 """Fixtures shared by the contract modules."""
 
 import gc
+import os
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,34 @@ def pytest_collection_finish(session):
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 50, 50)
+
+
+#: The gate's snapshot folder for a baseline that is not the pinned one
+#: (``optax_gate.gate.baseline_snapshots``): the snapshot contracts read (and,
+#: with :data:`RECORD`, write) their files there, under the same relative
+#: paths as the committed ones, instead of ``tests/contracts/<module>/``.
+SNAPSHOT_DIR = "OPTAX_GATE_SNAPSHOT_DIR"
+#: Set to 1 on the baseline side of such a gate: re-record every snapshot
+#: (pytest-regressions' ``--regen-all``) into :data:`SNAPSHOT_DIR`.
+RECORD = "OPTAX_GATE_RECORD_SNAPSHOTS"
+
+
+def pytest_configure(config):
+    if os.environ.get(SNAPSHOT_DIR) and os.environ.get(RECORD) == "1":
+        config.option.regen_all = True
+
+
+@pytest.fixture
+def original_datadir(request):
+    """Where a snapshot contract's recorded files are: pytest-datadir's
+    ``tests/contracts/<module>/`` (the files recorded at the pinned baseline),
+    or the same relative path under ``$OPTAX_GATE_SNAPSHOT_DIR`` when the gate
+    records the team's own baseline (``optax_gate.gate.baseline_snapshots``)."""
+    own = Path(request.path).with_suffix("")
+    root = os.environ.get(SNAPSHOT_DIR)
+    if not root:
+        return own
+    return Path(root) / own.relative_to(request.config.rootpath)
 
 
 MULTIDEVICE = "multidevice"

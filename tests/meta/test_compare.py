@@ -102,3 +102,33 @@ def test_rows_are_ordered_by_severity():
     r = compare.compare(record(golden_a="passed", golden_b="passed", golden_c="failed"),
                         record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed"))
     assert [row["change"] for row in r["contracts"]] == ["broken", "fixed", "new", "unchanged"]
+
+
+def _failing_both(base_detail, cand_detail, outcome="failed"):
+    base, cand = record(golden_a=outcome), record(golden_a=outcome)
+    base["contracts"]["golden_a"]["detail"], cand["contracts"]["golden_a"]["detail"] = base_detail, cand_detail
+    return compare.compare(base, cand)["contracts"][0]
+
+
+@pytest.mark.parametrize("base_detail, cand_detail", [
+    ("TypeError: bad dtype", "ValueError: bad dtype"),                         # another exception type
+    ("ValueError: shapes (2,) and (3,)", "ValueError: rank mismatch"),          # another message
+    ("element (0) is 1.5, expected 1.0 (error 0.5)", "element (0) is 2.5, expected 1.0 (error 1.5)"),  # other values
+])
+def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail, cand_detail):
+    row = _failing_both(base_detail, cand_detail)
+    assert row["change"] == "changed"
+    assert row["baseline_detail"] == base_detail
+    assert row["detail"] == f"fails differently: {cand_detail} (baseline: {base_detail})"
+
+
+@pytest.mark.parametrize("base_detail, cand_detail", [
+    ("TypeError: bad dtype", "TypeError:   bad  dtype"),
+    ("AssertionError: <object at 0x7f3a2b1c0d90> != 1", "AssertionError: <object at 0x7f99aa11bb22> != 1"),
+    ("ImportError: /e/.nox/gate-envs/aa11/lib/python3.12/site-packages/optax/x.py: y",
+     "ImportError: /e/.nox/gate-envs/bb22/lib/python3.12/site-packages/optax/x.py: y"),
+    ("Timeout after 12.5 s", "Timeout after 13.1 s"),
+])
+def test_the_same_failure_in_both_stays_unchanged(base_detail, cand_detail):
+    row = _failing_both(base_detail, cand_detail, "error")
+    assert row["change"] == "unchanged" and "baseline_detail" not in row

@@ -9,7 +9,9 @@ workspace, ``$GITHUB_WORKSPACE`` or the current folder):
 ``INPUT_USAGE``           the team's code (default ``.``: the whole workspace)
 ``INPUT_CONTRACTS``       folders of the team's own contracts (``gate --contracts``)
 ``INPUT_BASELINE_LOCK``   the baseline lock (default: this project's ``requirements-lock.txt``)
-``INPUT_FAIL_ON``         ``broken`` (default) or ``changed``
+``INPUT_FAIL_ON``         ``broken`` (default), ``changed`` or ``all`` (``gate --fail-on all``:
+                          a broken finding fails the check even where the team's code
+                          does not reach it)
 ``INPUT_SPEED``           ``true`` (default) or ``false``
 ``INPUT_OUT``             the report folder (default ``$RUNNER_TEMP/optax-gate``)
 
@@ -32,7 +34,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(os.environ.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[3])
-FAIL_ON = ("broken", "changed")
+FAIL_ON = ("broken", "changed", "all")
 #: GitHub's limit of one step's job summary is 1 MiB.
 SUMMARY_LIMIT = 1_000_000
 
@@ -69,6 +71,8 @@ def gate_args(out: Path) -> list[str]:
     for folder in _items("INPUT_CONTRACTS"):
         args += ["--contracts", folder]
     args += ["--out", str(out)]
+    if os.environ.get("INPUT_FAIL_ON", "").strip() == "all":
+        args += ["--fail-on", "all"]
     if not _flag("INPUT_SPEED", True):
         args.append("--no-speed")
     return args

@@ -19,7 +19,11 @@ Commands:
     modules from its folder beside ours (a missing or empty folder: exit 2
     before anything is built; one that fails in the baseline: not
     verified, named); ``--fail-on-new-deprecations`` makes a new deprecation
-    warning broken.
+    warning broken. With ``--usage`` the verdict is the team's: a broken
+    finding on APIs its code does not reach (or whose every call its literal
+    arguments rule out) is listed under "Optax changed elsewhere" and does
+    not fail the gate; ``--fail-on all`` lets every finding set the verdict
+    (``optax_gate.gate.scope``).
 ``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index (``--upstream``: and optax's and flax's
@@ -56,7 +60,8 @@ Commands:
 
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
-  1  fail: a contract broke, or a broken row beyond the contracts: an API
+  1  fail: a contract broke (with --usage: one of a finding your code
+     reaches; --fail-on all: any), or a broken row beyond the contracts: an API
      surface change that breaks an import or call site of the team's code
      (--usage; without it, a contracted API removed or made incompatible), a
      dependency removed that the team's code imports (--usage), a new
@@ -86,7 +91,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate import bisect_command, evidence, matrix, runner
+from optax_gate.gate import bisect_command, evidence, matrix, runner, scope
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
@@ -136,6 +141,10 @@ def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
                    help="the team's code (.py, .ipynb, or a folder of them): scope the API surface and dependency diffs "
                         "to what it uses and name its call sites on every finding; one path each, repeat it for more "
                         "(--usage src --usage notebooks); files that cannot be scanned are listed in the report")
+    p.add_argument("--fail-on", choices=scope.FAIL_ON, default="broken",
+                   help="broken (default): a broken finding fails the gate when it is the team's (with --usage: on APIs "
+                        "its code reaches and not ruled out by its calls' literal arguments); the others are listed under "
+                        "'Optax changed elsewhere'. all: every broken finding fails the gate, whatever its scope")
     p.add_argument("--fail-on-new-deprecations", action="store_true",
                    help="a deprecation warning new in the candidate is broken (for code run with -W error)")
 

@@ -5,9 +5,13 @@
 =============  ==============================================================
 change         when
 =============  ==============================================================
-``unchanged``  same outcome in both.
+``unchanged``  same outcome in both (for a failure or error in both: the same
+               failure, ``outcomes.failure_signature`` of both details equal).
 ``broken``     passed in the baseline, failed or errored in the candidate.
-``changed``    any other difference; also a ``snapshot`` contract that stops
+``changed``    any other difference, a contract that fails in both with another
+               failure (another exception type or message, other values: the
+               row's detail says both, ``baseline_detail`` holds the
+               baseline's); also a ``snapshot`` contract that stops
                passing (drift from a value recorded at the baseline, not a
                broken promise).
 ``fixed``      failed, errored or xfailed in the baseline, passes now; or a
@@ -30,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from optax_gate.gate import findings, team_contracts
+from optax_gate.gate import findings, outcomes, team_contracts
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}
@@ -56,6 +60,12 @@ def classify(baseline: str | None, candidate: str | None, kind: str, defect: boo
     return "changed"
 
 
+def fails_differently(baseline_detail: str, candidate_detail: str) -> bool:
+    """Whether two details of a contract failing in both environments are
+    different failures (``outcomes.failure_signature``)."""
+    return outcomes.failure_signature(baseline_detail) != outcomes.failure_signature(candidate_detail)
+
+
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
     """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
 
@@ -78,7 +88,12 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         meta = c or b
         defect = meta.get("defect", "")
         change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
-        if change == "fixed" and defect and c["outcome"] in _FAILING:
+        other_failure = change == "unchanged" and b["outcome"] in _FAILING and fails_differently(b["detail"], c["detail"])
+        if other_failure:
+            change = "changed"
+        if other_failure:
+            detail = f"fails differently: {c['detail']} (baseline: {b['detail']})"
+        elif change == "fixed" and defect and c["outcome"] in _FAILING:
             detail = f"known upstream defect no longer reproduces ({defect}); now: {c['detail']}"
         elif change == "fixed":
             detail = f"was: {b['detail']}" if b["detail"] else ""
@@ -91,6 +106,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             "baseline": b["outcome"] if b else None, "candidate": c["outcome"] if c else None,
             "change": change, "detail": detail,
             **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
+            **({"baseline_detail": b["detail"]} if other_failure else {}),
         })
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))
     summary = Counter(r["change"] for r in rows)

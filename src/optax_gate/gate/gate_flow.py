@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_json,
-                             report_markdown, report_speed, requirements, runner, source_specs, team_contracts, validate)
+from optax_gate.gate import (atomic, baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late,
+                             report_json, report_markdown, report_speed, requirements, runner, scope, source_specs, team_contracts, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -71,7 +71,11 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         phases.run("writing of the run records", lambda record=record: save_run(record, run.evidence))
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
+    if baseline.get("snapshots"):
+        report["notes"].append(f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
+                               "the baseline lock is not the pinned one")
     phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args, usage=not refused))
+    phases.run("scope of the findings", lambda: scope.apply_args(report, args, usage=not refused))
     phases.run("speed readings", lambda: speed_.attach(report, speed))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
@@ -193,6 +197,7 @@ def gate(args: argparse.Namespace) -> int:
         return stop(baseline, "candidate", candidate.record, cand_req)
     if failed(candidate):  # a cached baseline result stays
         return stop(candidate, "baseline", baseline.record, base_req)
+    baseline_snapshots.arrange(baseline, candidate, args, run.evidence, say)  # a team's baseline: its own snapshots
     base_record, cand_record = run_both(baseline, candidate, args, say)
     phases = late.LatePhases()
     speed = phases.run("speed readings", lambda: measure_speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
@@ -212,7 +217,8 @@ def compare_runs(args: argparse.Namespace) -> int:
     except validate.InvalidInput as exc:
         return fail(str(exc))
     baseline, candidate = load(args.baseline_run), load(args.candidate_run)
-    return write_reports(beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args), args.out)
+    report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
+    return write_reports(scope.apply_args(report, args), args.out)
 
 
 def crash_report(args: argparse.Namespace, reason: str) -> int:

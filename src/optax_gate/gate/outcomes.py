@@ -60,6 +60,28 @@ def snapshot_diff(message: str) -> str:
     return "snapshot drift: " + "; ".join(moved) if moved else "snapshot differs (see the pytest output)"
 
 
+#: What differs between two runs of one failure without being the failure: a memory
+#: address, a folder of the environment or of pytest's temporary files, a duration.
+_VOLATILE = (
+    (re.compile(r"0x[0-9a-fA-F]{6,}"), "0x#"),
+    (re.compile(r"\S*/(?:site-packages|dist-packages)/"), "<site>/"),
+    (re.compile(r"\S*/pytest-of-[^/\s]+/pytest-\d+/"), "<tmp>/"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|seconds)\b"), "<time>"),
+)
+
+
+def failure_signature(detail: str) -> str:
+    """A failure's detail without what differs between two runs of the same
+    failure (memory addresses, the environment's ``site-packages`` folder,
+    pytest's temporary folders, durations), its exception type, message and
+    values kept: two contracts failing in both environments with different
+    signatures fail differently (``optax_gate.gate.compare``: ``changed``)."""
+    text = " ".join((detail or "").split())
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text
+
+
 _RAISES = re.compile(r"^\s*with\s+pytest\.raises\(\s*(\([^)]*\)|[\w.]+)")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))(?::|$)")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from optax_gate.gate import call_sites, details, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
-from optax_gate.gate import report_speed, source_specs
+from optax_gate.gate import report_speed, scope, source_specs
 
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
@@ -93,9 +93,14 @@ def render(report: dict[str, Any]) -> str:
     out += source_specs.markdown(report["candidate"])  # the commit of a package built from source
     if report.get("bisect"):
         out.append(report_bisect.summary_line(report))
-    if found:  # the contract findings, then the broken rows beyond the contracts (report.json's list, section by section)
-        out += ["", f"## Findings ({len(found)})", ""]
-        for f in found:
+    yours, elsewhere = scope.split(found)  # scope.py: findings the team's code does not reach do not set the verdict
+    for heading, group in (("Findings", yours), (scope.ELSEWHERE_HEADING, elsewhere)):
+        if not group:  # the contract findings, then the broken rows beyond the contracts (report.json's list, section by section)
+            continue
+        out += ["", f"## {heading} ({len(group)})", ""]
+        if group is elsewhere:
+            out += ["Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do).", ""]
+        for f in group:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
             else:

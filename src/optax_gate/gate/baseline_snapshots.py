@@ -1,0 +1,72 @@
+"""Snapshots of the team's own baseline (``--baseline-lock`` other than ours).
+
+The ``snapshot`` contracts compare what an environment computes with files
+recorded at the pinned baseline (``tests/contracts/<module>/*.yml``, written
+by ``./noxw -s update-snapshots``). Against another baseline (a team still on
+optax 0.2.8, say) they would measure the candidate's distance from optax
+0.2.6, not from the team's baseline, and fail on both sides alike. So when
+the baseline lock is not the pinned one (its pins differ from
+``requirements-lock.txt``: ``environments.pins_digest``), the gate:
+
+1. runs the baseline with ``OPTAX_GATE_RECORD_SNAPSHOTS=1`` and
+   ``OPTAX_GATE_SNAPSHOT_DIR=<run>/evidence/snapshots-baseline``: every
+   snapshot contract re-records its files there (pytest-regressions'
+   ``--regen-all``; ``tests/contracts/conftest.py`` points pytest-datadir's
+   ``original_datadir`` there), so it passes at the baseline by construction;
+2. runs the candidate afterwards (never at the same time) with the same
+   ``OPTAX_GATE_SNAPSHOT_DIR``: its snapshot contracts compare with the
+   baseline recorded in this gate.
+
+The baseline's result is then not taken from, nor stored in, the baseline
+cache (an entry holds no snapshot folder). The committed files are never
+written. The team's own contract folders (``--contracts``) keep their own
+snapshot files.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from optax_gate.gate import environments
+
+#: Environment variables read by ``tests/contracts/conftest.py``.
+SNAPSHOT_DIR = "OPTAX_GATE_SNAPSHOT_DIR"
+RECORD = "OPTAX_GATE_RECORD_SNAPSHOTS"
+#: The folder of the baseline's snapshots in a run's evidence folder.
+FOLDER = "snapshots-baseline"
+PINNED_LOCK = "requirements-lock.txt"
+
+
+def is_pinned(baseline_lock: Path, project_root: Path) -> bool:
+    """Whether ``baseline_lock`` installs what the project's own lock does
+    (same pins and hashes; comments may differ). A project without its lock
+    counts as pinned (nothing to compare the recorded files with)."""
+    ours = Path(project_root) / PINNED_LOCK
+    if not ours.is_file():
+        return True
+    return environments.pins_digest(Path(baseline_lock)) == environments.pins_digest(ours)
+
+
+def arrange(baseline, candidate, args: argparse.Namespace, evidence: Path, say: Callable[[str], None]) -> Path | None:
+    """Set up both prepared sides (``sides.Side``) for a baseline that is not
+    the pinned one: the baseline records its snapshots into
+    ``evidence/snapshots-baseline``, the candidate compares with them, the two
+    run one after the other, the baseline cache is bypassed. Returns the
+    folder, or None (nothing changed) for the pinned baseline."""
+    if is_pinned(args.baseline_lock, args.project_root):
+        return None
+    folder = (Path(evidence) / FOLDER).absolute()
+    folder.mkdir(parents=True, exist_ok=True)
+    if baseline.record is not None and baseline.record.get("from_cache"):
+        say("baseline: the cached result is not used: the baseline is not the pinned one, its snapshots are recorded in this gate")
+        baseline.record = None
+    baseline.cache_inputs = None
+    baseline.jax_env = {**baseline.jax_env, SNAPSHOT_DIR: str(folder), RECORD: "1"}
+    candidate.jax_env = {**candidate.jax_env, SNAPSHOT_DIR: str(folder)}
+    baseline.extra["snapshots"] = candidate.extra["snapshots"] = f"evidence/{FOLDER} (recorded by the baseline in this gate)"
+    args.concurrent = False
+    say(f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the candidate's snapshot "
+        "contracts compare with them (the two sides run one after the other)")
+    return folder

@@ -1,0 +1,173 @@
+"""Whose finding is it: the team's (``yours``) or Optax's alone (``elsewhere``).
+
+A gate judges Optax deeply, but the team asks about its own code. When the
+gate has evidence of what the team's code reaches (today ``--usage``: the
+static attribution of ``optax_gate.gate.attribution``; ``--run``: the traced
+team run), each finding gets a ``scope``:
+
+=============  ================================================================
+scope          meaning
+=============  ================================================================
+``yours``      the team's code reaches the finding's APIs and nothing rules it
+               out: the finding sets the verdict.
+``elsewhere``  Optax changed, but not where the team's code goes (no call of
+               its APIs, or every call's literal arguments exclude it): listed
+               under "Optax changed elsewhere" in report.md, does not set the
+               verdict.
+=============  ================================================================
+
+Without such evidence every finding is ``yours`` (today's behaviour), and
+``--fail-on all`` keeps today's behaviour whatever the evidence: every
+finding sets the verdict. ``scope_why`` says in a few words what decided the
+scope.
+
+The verdict is recomputed from the ``yours`` findings only: the contracts of
+``broken`` contract findings are counted (``compare.compare`` counted every
+broken contract); a verdict that was ``fail`` for broken contracts alone
+becomes ``pass`` when none of them is the team's, with a note naming how many
+broken contracts were left elsewhere. ``not-verified`` is never changed (fail
+closed), and the broken rows beyond the contracts (surface, dependencies,
+warnings: already scoped to the team's code by ``--usage``) keep their say.
+
+Another source of evidence (the traced run) sets the scope of each finding
+with :func:`set_scope` and then calls :func:`apply` with its ``by`` name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+SCOPES = ("yours", "elsewhere")
+#: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
+#: team's scope; ``all`` on any broken finding, whatever its scope.
+FAIL_ON = ("broken", "all")
+#: The report.md heading of the findings that do not set the verdict.
+ELSEWHERE_HEADING = "Optax changed elsewhere"
+_CONTRACTS_BROKEN = re.compile(r"^\d+ contract\(s\) broken\b")
+
+
+def set_scope(finding: dict[str, Any], scope: str, why: str = "") -> None:
+    """Give one finding its scope (one of :data:`SCOPES`) and the words that decided it.
+
+    Raises:
+      ValueError: ``scope`` is not one of :data:`SCOPES`.
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    finding["scope"] = scope
+    if why:
+        finding["scope_why"] = why
+
+
+def scope_findings(report: dict[str, Any], decide: Callable[[dict[str, Any]], tuple[str, str] | None]) -> None:
+    """Set the scope of each finding not yet scoped: ``decide(finding)``
+    returns ``(scope, why)``, or None to leave the finding to the default
+    (``yours``)."""
+    for f in report.get("findings") or []:
+        if "scope" in f:
+            continue
+        got = decide(f)
+        if got is not None:
+            set_scope(f, *got)
+
+
+def is_yours(finding: dict[str, Any]) -> bool:
+    return finding.get("scope", "yours") == "yours"
+
+
+def split(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the team's findings, those elsewhere), each in report order."""
+    return [f for f in found if is_yours(f)], [f for f in found if not is_yours(f)]
+
+
+def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None) -> dict[str, Any]:
+    """Scope the report's verdict.
+
+    Args:
+      report: a report whose findings may carry a ``scope`` (set by
+        :func:`set_scope`); a finding without one is ``yours``.
+      fail_on: ``broken`` (the verdict counts the ``yours`` findings) or
+        ``all`` (every finding counts, as without a scope).
+      by: what set the scopes (``usage``, ``run``), or None when nothing did:
+        then every finding is ``yours``.
+
+    Returns ``report``, changed in place: every finding gets ``scope``; the
+    findings are ordered yours first (their order kept within each group) and
+    renumbered from 1; ``report["scope"] = {"by", "fail_on", "elsewhere",
+    "broken_elsewhere"}``; the verdict and reasons as the module docstring says.
+
+    Raises:
+      ValueError: ``fail_on`` is not one of :data:`FAIL_ON`.
+    """
+    if fail_on not in FAIL_ON:
+        raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    found = report.get("findings")
+    if not isinstance(found, list):
+        return report
+    for f in found:
+        if by is None or "scope" not in f:
+            f["scope"] = "yours"
+            if by is None:
+                f.pop("scope_why", None)
+    yours, elsewhere = split(found)
+    found[:] = yours + elsewhere
+    for number, f in enumerate(found, 1):
+        f["number"] = number
+    contracts = [f for f in found if f.get("section", "contracts") == "contracts" and f["change"] == "broken"]
+    counted = contracts if fail_on == "all" else [f for f in contracts if is_yours(f)]
+    left_out = sum(len(f["contracts"]) for f in contracts if f not in counted)
+    report["scope"] = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
+    if not left_out or report.get("verdict") != "fail":
+        return report
+    n = sum(len(f["contracts"]) for f in counted)
+    reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
+    if n:
+        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by})")
+    report["reasons"] = reasons
+    if not reasons:
+        report["verdict"] = "pass"
+    report.setdefault("notes", []).append(
+        f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
+        "set the verdict (--fail-on all: they do)")
+    return report
+
+
+def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] | None]:
+    """The ``--usage`` scope of a contract finding: ``yours`` when the team's
+    code uses one of its APIs (``your_code``) or a file not parsed may
+    (``your_code_not_scanned``), or when a file could not be read at all
+    (``unread``: it may use anything; fail closed); else ``elsewhere``. A
+    finding whose every call site is ``not affected`` by its literal
+    arguments (``attribution``'s ``your_code_attribution``) is ``elsewhere``.
+    Findings beyond the contracts are left ``yours``: ``--usage`` already
+    scoped them."""
+    def decide(f: dict[str, Any]) -> tuple[str, str] | None:
+        if f.get("section", "contracts") != "contracts":
+            return None
+        sites = f.get("your_code") or []
+        attributed = f.get("your_code_attribution") or {}
+        if unread:
+            return "yours", "a file under --usage could not be read: it may use any API"
+        if f.get("your_code_not_scanned"):
+            return "yours", "a file not scanned may use its APIs"
+        if not sites:
+            return "elsewhere", "your code does not use its APIs"
+        if attributed and all((attributed.get(w) or {}).get("verdict") == "not-affected" for w in sites):
+            return "elsewhere", "every call of its APIs is not affected (its literal arguments rule it out)"
+        return "yours", "your code uses its APIs"
+    return decide
+
+
+def apply_args(report: dict[str, Any], args: Any, by: str | None = None, usage: bool = True) -> dict[str, Any]:
+    """:func:`apply` with the gate's options: ``--usage`` scopes the findings
+    not yet scoped (:func:`usage_decision`; ``usage=False``: a refused run,
+    which judged nothing of the team's code), ``--fail-on`` (default
+    ``broken``). ``by``: the evidence that already scoped the findings
+    (``run``), if any; then ``--usage`` is not consulted."""
+    scan = getattr(args, "usage_scan", None) if usage else None
+    if by is None and scan is not None:
+        by = "usage"
+        unread = any(n.content is None for n in scan.not_scanned)
+        scope_findings(report, usage_decision(unread))
+    return apply(report, getattr(args, "fail_on", None) or "broken", by)

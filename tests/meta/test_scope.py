@@ -1,0 +1,122 @@
+"""Whose finding is it (``optax_gate.gate.scope``): with ``--usage`` a broken
+finding on an API the team's code does not use is listed under "Optax changed
+elsewhere" and does not set the verdict; ``--fail-on all`` keeps the old
+verdict; without a scope every finding is the team's. The fake team
+(``tests/meta/fake_team``) calls ``optax.clip`` and ``optax.swap`` and never
+``optax.adamw`` (read by hand)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
+
+from optax_gate.gate import compare, report_markdown, scope, unseen, usage  # noqa: E402
+from tests.meta.test_call_sites import _runs  # noqa: E402
+
+TEAM = Path(__file__).parent / "fake_team"
+
+
+class Args:
+    def __init__(self, scan=None, fail_on=None):
+        self.usage_scan, self.fail_on = scan, fail_on
+
+
+def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = None, team: Path = TEAM):
+    base, cand = _runs()
+    if only_adamw:  # the two contracts of the APIs the team calls pass again: only adamw's is broken
+        for cid in ("golden_b", "golden_c"):
+            cand["contracts"][cid]["outcome"] = "passed"
+    the_scan = usage.scan([team]) if scan else None
+    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=the_scan)
+    return scope.apply_args(report, Args(the_scan, fail_on))
+
+
+def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate():
+    report = _report(only_adamw=True)
+    (f,) = report["findings"]
+    assert f["api"] == "optax.adamw" and f["scope"] == "elsewhere" and f["scope_why"] == "your code does not use its APIs"
+    assert report["verdict"] == "pass" and report["reasons"] == []
+    assert report["scope"] == {"by": "usage", "fail_on": "broken", "elsewhere": 1, "broken_elsewhere": 1}
+    assert any("1 broken contract(s) where your code does not go (usage)" in n for n in report["notes"])
+    text = report_markdown.render(report)
+    assert text.startswith("# Optax upgrade gate: PASS")
+    assert "## Findings" not in text
+    section = text.split("## Optax changed elsewhere (1)\n\n", 1)[1].split("\n## ", 1)[0]
+    assert "do not set the verdict" in section and "**broken** `optax.adamw`" in section
+
+
+def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
+    report = _report()
+    got = [(f["number"], f["api"], f["scope"]) for f in report["findings"]]
+    assert got == [(1, "jax.jit+optax.swap", "yours"), (2, "optax.clip", "yours"), (3, "optax.adamw", "elsewhere")]
+    assert report["verdict"] == "fail"
+    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage)"]
+    text = report_markdown.render(report)
+    assert text.index("## Findings (2)") < text.index("## Optax changed elsewhere (1)") < text.index("## Versions")
+    assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the numbers
+
+
+def test_fail_on_all_keeps_todays_verdict():
+    report = _report(only_adamw=True, fail_on="all")
+    assert report["findings"][0]["scope"] == "elsewhere"  # still listed as elsewhere...
+    assert report["verdict"] == "fail" and report["reasons"] == ["1 contract(s) broken"]  # ...but it sets the verdict
+    assert report["scope"]["fail_on"] == "all" and report["scope"]["broken_elsewhere"] == 0
+
+
+def test_without_usage_every_finding_is_the_teams():
+    report = _report(only_adamw=True, scan=False)
+    assert [f["scope"] for f in report["findings"]] == ["yours"]
+    assert report["verdict"] == "fail" and report["scope"]["by"] is None
+    assert "Optax changed elsewhere" not in report_markdown.render(report)
+
+
+def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_stays_the_teams(tmp_path):
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "gone.py").symlink_to("missing.py")
+    report = _report(only_adamw=True, team=team)
+    assert report["findings"][0]["scope"] == "yours" and report["verdict"] == "fail"
+
+
+def test_not_verified_is_never_scoped_into_a_pass():
+    report = {"verdict": "not-verified", "reasons": ["candidate not verified: x"],
+              "findings": [{"number": 1, "change": "broken", "contracts": ["a"], "section": "contracts"}]}
+    scope.set_scope(report["findings"][0], "elsewhere", "not reached")
+    scope.apply(report, "broken", by="run")
+    assert report["verdict"] == "not-verified" and report["reasons"] == ["candidate not verified: x"]
+
+
+def test_another_source_of_evidence_sets_the_scope_first():
+    """The traced run (``--run``) scopes each finding itself; ``--usage`` is then not consulted."""
+    base, cand = _runs()
+    the_scan = usage.scan([TEAM])
+    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=the_scan)
+    for f in report["findings"]:
+        scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
+    scope.apply_args(report, Args(the_scan), by="run")
+    assert [(f["api"], f["scope"]) for f in report["findings"]] == [
+        ("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
+    assert report["reasons"] == ["1 contract(s) broken where your code goes (run)"]
+    with pytest.raises(ValueError):
+        scope.set_scope(report["findings"][0], "mine")
+
+
+def test_report_json_with_scopes_follows_the_schema():
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    from optax_gate.gate import report_json
+    from tests.meta.test_beyond_contracts import SCHEMA
+    jsonschema.validate(json.loads(report_json.render(_report())), json.loads(SCHEMA.read_text()))
+
+
+def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
+    from optax_gate.action import run
+    from optax_gate.gate import cli
+    assert cli.parser().parse_args(["gate", "--fail-on", "all"]).fail_on == "all"
+    assert cli.parser().parse_args(["gate"]).fail_on == "broken"
+    assert cli.parser().parse_args(["compare", "a.json", "b.json", "--fail-on", "all"]).fail_on == "all"
+    monkeypatch.setenv("INPUT_FAIL_ON", "all")
+    assert run.gate_args(tmp_path)[-2:] == ["--fail-on", "all"]
+    monkeypatch.setenv("INPUT_FAIL_ON", "broken")
+    assert "--fail-on" not in run.gate_args(tmp_path)
