@@ -23,7 +23,12 @@ Commands:
     finding on APIs its code does not reach (or whose every call its literal
     arguments rule out) is listed under "Optax changed elsewhere" and does
     not fail the gate; ``--fail-on all`` lets every finding set the verdict
-    (``optax_gate.gate.scope``).
+    (``optax_gate.gate.scope``). ``--run CMD`` runs the team's own command
+    (a few training steps, its tests) in both environments under a recorder
+    of its Optax calls, in ``--run-dir`` (default: the current folder): the
+    verdict is then about the team's run (``optax_gate.gate.team_run``):
+    FAIL when it breaks or diverges, PASS when it does not, whatever Optax
+    changed elsewhere.
 ``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index (``--upstream``: and optax's and flax's
@@ -216,6 +221,14 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--contracts", action="append", type=user_path, default=None, metavar="DIR",
                    help="a folder of the team's own contract modules (test_*.py, labelled as in tests/contracts/team/), run "
                         "beside ours in both environments; repeat it for more")
+    g.add_argument("--run", default=None, metavar="CMD",
+                   help="the team's own command (e.g. \"python train.py --steps 3\" or \"pytest tests\"), run with bash in "
+                        "--run-dir in the baseline (twice) and the candidate, the team's Optax calls traced: the verdict "
+                        "is about the team's run, its first divergence named at its line (docs/team-run.md)")
+    g.add_argument("--run-dir", type=user_path, default=None, metavar="DIR",
+                   help="the team's folder, where --run runs (importable, with its src/ if any; default: the current folder)")
+    g.add_argument("--run-timeout", type=_seconds, default=1800, metavar="SECONDS",
+                   help="time limit of one run of --run (default: %(default)s)")
     g.add_argument("--keep", type=_count, default=10, metavar="N",
                    help="complete runs kept under OUT/runs, at least 1; runs that refused their input do not count (default: %(default)s)")
     _environment_options(g, "reports/gate")

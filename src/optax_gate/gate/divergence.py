@@ -19,8 +19,10 @@ differs; or a value differs beyond the ULP budget (:func:`leaf_error`). A call
 made on one side only differs too. A difference is a *cause* when the call's
 inputs are the same on both sides (same signature, input values within the
 budget) and a *consequence* otherwise, or when an earlier call already
-differed and this one happens on one side only. The first difference in
-execution order is named as the first divergence.
+differed and this one happens on one side only; the result of the team's
+jitted function (``jax.jit(step)``) is a consequence when a call traced
+inside it differed first in that run. The first difference in execution order
+is named as the first divergence.
 
 The ULP policy is the kit's (``optax_gate.kit.tolerances``, which imports
 numpy and so cannot be imported here): its numbers are repeated below and
@@ -345,10 +347,16 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             if diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
     found.sort(key=lambda pair: pair[0])
-    rows = []
+    rows, inner = [], False
     for i, (_, row) in enumerate(found):
         one_sided = row["side"] != "both"
         row["role"] = "consequence" if (row.pop("inputs_differ") and (not one_sided or i > 0)) else "cause"
+        if row["api"].startswith("jax.jit("):  # the team's jitted function: explained by a call inside it that differed first
+            if inner:
+                row["role"] = "consequence"
+            inner = False
+        elif row["phase"] != "call":
+            inner = True
         rows.append(row)
     causes = [r for r in rows if r["role"] == "cause"]
     sites = list(dict.fromkeys(r["site"] for r in causes))

@@ -23,7 +23,7 @@ from typing import Any
 
 from optax_gate.gate import call_sites, details, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
-from optax_gate.gate import report_speed, scope, source_specs
+from optax_gate.gate import report_speed, report_team_run, scope, source_specs
 
 VERSION_KEYS = ("python", "optax", "jax", "jaxlib", "flax", "numpy", "platform")
 _HEADINGS = {
@@ -78,6 +78,9 @@ def render(report: dict[str, Any]) -> str:
     s = report["summary"]
     found = _findings(report)
     out = [f"# Optax upgrade gate: {verdict.upper()}", ""]
+    if report.get("team_run"):  # gate --run: the team's own run opens the report
+        out += [f"- **{reason}**" for reason in report["reasons"]]
+        out += report_team_run.section(report)
     out.append(
         f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
         f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`: "
@@ -86,7 +89,7 @@ def render(report: dict[str, Any]) -> str:
     )
     out.append("")
     out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
-    for reason in report["reasons"]:
+    for reason in report["reasons"] if not report.get("team_run") else []:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")

@@ -249,3 +249,24 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
             report["verdict"] = "fail"
         report["reasons"].insert(0, why)
     return report
+
+
+def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec | None:
+    """The ``--run`` inputs, checked before anything runs; None without ``--run``.
+
+    Raises:
+      validate.InvalidInput: an empty command, or a ``--run-dir`` that is not a folder.
+    """
+    from optax_gate.gate import validate
+    from optax_gate.gate.typed_path import INVOKED_FROM
+
+    if command is None:
+        if run_dir is not None:
+            raise validate.InvalidInput("--run-dir is given without --run")
+        return None
+    if not command.strip():
+        raise validate.InvalidInput("--run is empty: give the team's command, e.g. --run \"python train.py --steps 3\"")
+    folder = Path(run_dir) if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
+    if not folder.is_dir():
+        raise validate.InvalidInput(f"--run-dir {folder} is not a folder")
+    return RunSpec(command, folder.resolve(), timeout)

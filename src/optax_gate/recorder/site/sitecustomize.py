@@ -10,10 +10,12 @@ import sys
 
 
 def _chain() -> None:
-    """Run the next ``sitecustomize`` on ``sys.path`` (the environment's own), if any."""
+    """Run the next ``sitecustomize`` on ``sys.path`` after this one's folder (the environment's own), if any."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for entry in sys.path:
-        if not entry or os.path.abspath(entry) == here:
+    entries = [os.path.abspath(e) if e else "" for e in sys.path]
+    after = entries.index(here) + 1 if here in entries else len(entries)
+    for entry in entries[after:]:
+        if not entry:
             continue
         path = os.path.join(entry, "sitecustomize.py")
         if os.path.isfile(path):
