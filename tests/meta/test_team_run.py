@@ -272,6 +272,7 @@ def test_verdict_is_about_the_team_run():
     report = team_run.apply(_report("optax.adam"), _team("diverged", [cause]))
     assert report["verdict"] == "fail" and report["findings"][0]["scope"] == "yours"
     assert report["reasons"][0].startswith("your run diverges at train.py:7")
+    _validates(report)
     text = report_markdown.render(report)
     your_code = text[text.index("## Your code"):]
     assert "`train.py:7` `optax.adam(...).update`: result values: largest error 40 ULP" in your_code
@@ -283,3 +284,24 @@ def test_a_run_not_verified_makes_the_gate_not_verified():
     report = team_run.apply(_report("optax.adam"), team)
     assert report["verdict"] == "not-verified"
     assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: boom)"
+
+
+def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
+    """action.yml's ``run:`` reaches the gate as ``--run CMD`` (and not at all when empty)."""
+    from optax_gate.action import run as action_run
+    monkeypatch.setenv("INPUT_RUN", "python train.py --steps 3")
+    args = action_run.gate_args(tmp_path)
+    assert args[args.index("--run") + 1] == "python train.py --steps 3"
+    monkeypatch.setenv("INPUT_RUN", "")
+    assert "--run" not in action_run.gate_args(tmp_path)
+
+
+def _validates(report: dict) -> None:
+    """``report`` (its ``team_run`` included) validates against report.schema.json."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    schema = json.loads((Path(team_run.__file__).parent / "report.schema.json").read_text())
+    jsonschema.validate(json.loads(json.dumps(report)), schema)
+    bad = json.loads(json.dumps(report))
+    bad["team_run"]["outcome"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
