@@ -26,9 +26,9 @@ Commands:
     (``optax_gate.gate.scope``). ``--run CMD`` runs the team's own command
     (a few training steps, its tests) in both environments under a recorder
     of its Optax calls, in ``--run-dir`` (default: the current folder): the
-    verdict is then about the team's run (``optax_gate.gate.team_run``):
-    FAIL when it breaks or diverges, PASS when it does not, whatever Optax
-    changed elsewhere.
+    verdict is then about the team's run (docs/team-run.md): FAIL when it
+    breaks or diverges, PASS when it does not, whatever Optax changed
+    elsewhere.
 ``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index (``--upstream``: and optax's and flax's
@@ -66,7 +66,8 @@ Commands:
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
   1  fail: a contract broke (with --usage: one of a finding your code
-     reaches; --fail-on all: any), or a broken row beyond the contracts: an API
+     reaches; --fail-on all: any), the team's run (--run) breaks or
+     diverges, or a broken row beyond the contracts: an API
      surface change that breaks an import or call site of the team's code
      (--usage; without it, a contracted API removed or made incompatible), a
      dependency removed that the team's code imports (--usage), a new
@@ -75,7 +76,8 @@ Exit status (gate, compare):
   2  not verified: a bad input (spec, extra, lock file, output folder), an
      environment that could not be resolved, installed or imported (the
      other side is then not run), pytest crashed or timed out, zero
-     contracts ran, a contract went missing, the run was interrupted, or the
+     contracts ran, a contract went missing, the team's run (--run) fails in
+     the baseline or is not deterministic, the run was interrupted, or the
      gate itself failed (a failure after the contracts ran keeps them in the
      report, with the phase named)
 
