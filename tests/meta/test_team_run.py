@@ -305,3 +305,47 @@ def _validates(report: dict) -> None:
     bad["team_run"]["outcome"] = "fine"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+RUN_SCRIPTS = {
+    "affected": "import optax\n\nprint(optax.scale(0.5)([2.0, -4.0]))\n",  # the tiny candidate's scale doubles
+    "unaffected": "import optax\n\nprint(optax.clip(1.0)([3.0, -0.5]))\n",
+}
+
+
+@pytest.mark.parametrize("case", ["affected", "unaffected"])
+def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatch, case):
+    """End to end through the action and the gate (test_action's fake
+    environments: a tiny pure-Python optax whose candidate ``scale`` doubles;
+    here their ``python`` runs anything else with the real interpreter and
+    that optax): a team whose run calls ``scale`` gets FAIL naming its line
+    first in report.md and the job summary; one whose run calls only ``clip``
+    gets PASS, the broken ``scale`` contract under "Optax changed elsewhere"."""
+    from tests.meta import test_action
+    fake = test_action.FAKE_PYTHON.replace(
+        'else:\n    sys.exit("fake python: unexpected " + " ".join(args))',
+        'else:  # the team\'s command (gate --run): the real interpreter with the tiny optax\n'
+        '    os.environ["PYTHONPATH"] = os.pathsep.join([os.environ.get("PYTHONPATH", ""), site])\n'
+        '    os.execv({python!r}, [{python!r}, *args])')
+    assert fake != test_action.FAKE_PYTHON
+    monkeypatch.setattr(test_action, "FAKE_PYTHON", fake)
+    team = test_action.team_repo(tmp_path)
+    (team / "train.py").write_text(RUN_SCRIPTS[case])
+    proc, outputs = test_action.run_action(tmp_path, team, run="python train.py")
+    report_md = Path(outputs["report"])
+    report = json.loads(report_md.with_name("report.json").read_text())
+    text, summary = report_md.read_text(), (tmp_path / "summary.md").read_text()
+    scale = next(f for f in report["findings"] if f.get("api") == "optax.scale")
+    if case == "affected":
+        assert proc.returncode == 1 and outputs["verdict"] == "fail", proc.stdout + proc.stderr
+        assert report["team_run"]["outcome"] == "diverged" and report["team_run"]["sites"] == ["train.py:3"]
+        assert scale["scope"] == "yours"
+        opening = text.split("\n## ", 2)[1]
+        assert opening.startswith("Your code") and "- `train.py:3` `optax.scale(...)(...)`: result[0]: 1.0 → 2.0" in opening
+        assert f"[F{scale['number']}](#f{scale['number']})" in opening
+        assert "## Your code" in summary
+    else:
+        assert proc.returncode == 0 and outputs["verdict"] == "pass", proc.stdout + proc.stderr
+        assert report["team_run"]["outcome"] == "same"
+        assert scale["scope"] == "elsewhere" and "## Optax changed elsewhere" in text
+        assert text.index("## Your code") < text.index("## Optax changed elsewhere")
