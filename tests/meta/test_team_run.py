@@ -349,3 +349,17 @@ def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatc
         assert report["team_run"]["outcome"] == "same"
         assert scale["scope"] == "elsewhere" and "## Optax changed elsewhere" in text
         assert text.index("## Your code") < text.index("## Optax changed elsewhere")
+
+
+def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch):
+    """The gate knows its environments by paths relative to the project
+    (``.nox/gate-envs/<hash>/bin/python``) but runs the team's command in
+    --run-dir: PATH, VIRTUAL_ENV, PYTHONPATH and the trace folder must be
+    absolute (seen: the real gate's baseline ran the system python, 'No module named jax')."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "team" / "src").mkdir(parents=True)
+    env = team_run.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
+    assert env["PATH"].split(os.pathsep)[0] == str(tmp_path / ".nox/gate-envs/abc/bin")
+    assert env["VIRTUAL_ENV"] == str(tmp_path / ".nox/gate-envs/abc")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(team_run.RECORDER_SITE), str(tmp_path / "team"), str(tmp_path / "team/src")]
+    assert env["OPTAX_GATE_TRACE"] == str(tmp_path / "evidence/trace")

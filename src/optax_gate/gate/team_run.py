@@ -67,12 +67,13 @@ class RunSpec:
 def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
     """The environment variables of one run of the team's command (see the module docstring)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
-    bin_dir = Path(python).parent
+    bin_dir = Path(os.path.abspath(python)).parent  # the gate's own paths are relative to the project; the command runs elsewhere
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
     env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    run_dir = Path(os.path.abspath(run_dir))
     paths = [str(RECORDER_SITE), str(run_dir)] + ([str(run_dir / "src")] if (run_dir / "src").is_dir() else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env[TRACE_ENV] = str(trace)
+    env[TRACE_ENV] = os.path.abspath(trace)
     env[ROOT_ENV] = str(run_dir)
     return env
 
