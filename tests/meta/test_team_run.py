@@ -277,6 +277,9 @@ def test_verdict_is_about_the_team_run():
     your_code = text[text.index("## Your code"):]
     assert "`train.py:7` `optax.adam(...).update`: result values: largest error 40 ULP" in your_code
     assert "[F1](#f1)" in your_code.splitlines()[4]
+    from optax_gate.action import comment
+    posted = comment.body(text, "https://example.org/report")  # the pull-request comment opens with it too
+    assert posted.split("\n## ")[1].startswith("Your code") and "`train.py:7`" in posted
 
 
 def test_a_run_not_verified_makes_the_gate_not_verified():
