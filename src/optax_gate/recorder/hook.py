@@ -24,14 +24,20 @@ environment's prefix) and no recorded call is already running on the thread
 folder), ``api``, ``call`` (``call``, ``init``, ``update``, ``()`` for a
 returned function), ``args`` (abstract signatures, positional and keyword
 apart), ``warnings`` (category and message of each ``warnings.warn`` during the
-call), ``exception`` (type and message) or ``out`` (the result's PyTree
-structure and leaves). Under a JAX transformation (``jit``, ``grad``, ``vmap``:
-the result's leaves are tracers) the event holds the abstract leaves
-(``traced``: true) and a ``jax.debug.callback`` (unordered: ordered effects
-cannot be vmapped) writes ``{"of": event seq, "out": ...}`` each time the
-compiled program runs. Nothing the team's code computes is changed: arguments
-and results are passed through untouched (checked bit for bit by
-``tests/meta/test_team_run.py``).
+call), ``exception`` (type and message), ``in`` (the values of its array
+inputs) and ``out`` (the result's PyTree structure and leaves).
+
+Under a JAX transformation the leaves are tracers: the event holds the
+abstract leaves (``traced``: true). Values inside a function the team jitted
+come from its *shadow* (:class:`_Recorded`): a copy jitted under a JAX user
+context of its own, whose Optax calls add a ``jax.debug.callback`` (unordered:
+ordered effects cannot be vmapped) writing ``{"of": event seq, "in", "out"}``
+each time it runs; the team's own program is compiled without any callback
+and its results are recorded where the team gets them (``jax.jit(<name>)``).
+Elsewhere (``jax.grad`` or ``lax.scan`` in eager code, ``nnx.jit``) a traced
+call keeps its abstract signature only. Nothing the team's code computes is
+changed: arguments and results are passed through untouched (checked bit for
+bit by ``tests/meta/test_team_run.py``).
 
 Each process writes its own file ``trace-<pid>.jsonl`` into the folder
 ``OPTAX_GATE_TRACE``, its first line ``{"trace": VERSION, "pid", "start",
