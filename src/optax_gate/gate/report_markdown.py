@@ -102,7 +102,9 @@ def render(report: dict[str, Any]) -> str:
             continue
         out += ["", f"## {heading} ({len(group)})", ""]
         if group is elsewhere:
-            out += ["Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do).", ""]
+            out += [("Your run does not diverge at these (it may call their APIs: their call sites are named), so they do not set "
+                     "the verdict (`--fail-on all`: they do)." if (report.get("scope") or {}).get("by") == "run" else
+                     "Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do)."), ""]
         for f in group:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
