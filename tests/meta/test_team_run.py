@@ -366,3 +366,25 @@ def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch
     assert env["VIRTUAL_ENV"] == str(tmp_path / ".nox/gate-envs/abc")
     assert env["PYTHONPATH"].split(os.pathsep) == [str(team_run.RECORDER_SITE), str(tmp_path / "team"), str(tmp_path / "team/src")]
     assert env["OPTAX_GATE_TRACE"] == str(tmp_path / "evidence/trace")
+
+
+def test_an_affected_line_names_the_findings_that_speak_of_its_change():
+    """The mixed-precision team's MultiSteps.init line: of the two findings
+    on MultiSteps (optax 0.2.8 report), the state dtype change explains it,
+    the float64 precision one does not; a failing run is named by its error
+    line, not by JAX's note printed after it."""
+    report = {"findings": [
+        {"number": 1, "change": "broken", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"],
+         "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64"},
+        {"number": 2, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"],
+         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter"},
+        {"number": 3, "change": "broken", "api": "optax.adam", "apis": ["optax.adam"], "cause": "state bfloat16 → float32"}],
+        "team_run": {"sites": ["train.py:34"], "causes": [
+            {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None,
+             "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]}]}}
+    assert [line["findings"] for line in team_run.affected(report)] == [[2]]
+    tail = ("Traceback (most recent call last):\n  File \"train.py\", line 21, in loss_fn\n"
+            "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
+            "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n")
+    assert team_run._why({"error": "", "exit": 1, "tail": tail}) == \
+        "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"

@@ -49,7 +49,7 @@ def section(report: dict[str, Any]) -> list[str]:
                       "beyond the ULP budget, no exception or warning appears or disappears.", ""]
     out.append("")
     if outcome == "broke":
-        out.append(f"**Your run fails in the candidate**: {_cell(team.get('reason'))}")
+        out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
         out.append("")
     for line in team.get("affected") or []:
         changes = line["changes"][:SHOWN] + ([f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else [])

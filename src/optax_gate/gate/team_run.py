@@ -122,10 +122,17 @@ def _failed(row: dict[str, Any]) -> bool:
     return row["exit"] != 0
 
 
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
+
+
 def _why(row: dict[str, Any]) -> str:
+    """The exit status and the error line of a run's output (the last line
+    that names an exception, else the last line)."""
     if row["error"]:
         return row["error"]
-    last = [line for line in row["tail"].strip().splitlines() if line.strip()][-1:] or ["(no output)"]
+    lines = [line.strip() for line in row["tail"].strip().splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR_LINE.match(line)]
+    last = (errors or lines)[-1:] or ["(no output)"]
     return f"exit {row['exit']}: {last[0][:300]}"
 
 
@@ -172,8 +179,8 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
     if _failed(cand):
         result["outcome"] = "broke"
         result["raised_at"] = _raised_at(cand["tail"], spec.run_dir)
-        result["reason"] = f"your run fails in the candidate ({_why(cand)})" + (f", raised at {result['raised_at']}"
-                                                                              if result["raised_at"] else "")
+        result["failure"] = _why(cand) + (f", raised at {result['raised_at']}" if result["raised_at"] else "")
+        result["reason"] = f"your run fails in the candidate ({result['failure']})"
     elif diff["differing"]:
         result["outcome"] = "diverged"
     else:
@@ -194,10 +201,22 @@ def finding_apis(finding: dict[str, Any]) -> list[str]:
     return list(finding.get("apis") or [finding.get("api", "")])
 
 
+_STOP = {"the", "a", "an", "of", "to", "in", "is", "at", "by", "or", "and", "not", "no", "now", "but", "be", "was", "were",
+         "with", "from", "for", "on", "instead", "result", "results", "got", "expected", "given", "only", "input", "inputs"}
+
+
+def _words(text: str) -> set[str]:
+    """The words of a change or a finding's cause that can tie them: dtype, error and argument names (no digits, no stop words)."""
+    return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
+
+
 def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's "Your code" lines: per site of a cause (in order), its
     APIs, what changed there (the causes' texts, largest ULP error) and the
-    findings on the same APIs (their numbers, surface findings first)."""
+    findings on the same APIs that explain it (their numbers): those whose
+    cause shares words with the change (a dtype, an error, an argument's
+    name), at least half as many as the best one's, most first, surface
+    findings first; all of them when none shares a word."""
     team = report.get("team_run") or {}
     lines = []
     for site in team.get("sites") or []:
@@ -206,7 +225,12 @@ def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
         shorts = {_short_api(a) for a in apis}
         related = [f for f in report.get("findings") or []
                    if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
-        related.sort(key=lambda f: f.get("section", "contracts") == "contracts")
+        words = _words(" ".join(t for c in causes for t in c["texts"]))
+        overlap = {id(f): len(words & _words(str(f.get("cause") or f.get("text") or ""))) for f in related}
+        best = max(overlap.values(), default=0)
+        if best:  # the findings that speak of what changed here (its dtypes, its error, its argument), at least half as much as the best
+            related = [f for f in related if 2 * overlap[id(f)] >= best]
+        related.sort(key=lambda f: (-overlap[id(f)], f.get("section", "contracts") == "contracts"))
         ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
         lines.append({"site": site, "apis": apis, "calls": list(dict.fromkeys(c["call"] for c in causes)),
                       "changes": list(dict.fromkeys(t for c in causes for t in c["texts"])),
