@@ -283,10 +283,14 @@ def test_verdict_is_about_the_team_run():
 
 
 def test_a_run_not_verified_makes_the_gate_not_verified():
-    team = {**_team("not-verified"), "reason": "the team's run fails in the baseline (exit 1: boom)"}
+    team = {**_team("not-verified"), "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
+            "runs": [{"label": "baseline", "exit": 1, "seconds": 1.0, "tail": "Traceback\nRuntimeError: boom\n", "log": "team-run-baseline.log"}]}
     report = team_run.apply(_report("optax.adam"), team)
     assert report["verdict"] == "not-verified"
-    assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: boom)"
+    assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: RuntimeError: boom)"
+    text = report_markdown.render(report)
+    assert "**Not verified**: the team's run fails in the baseline" in text
+    assert "```\nTraceback\nRuntimeError: boom\n```" in text  # its output's tail
 
 
 def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):

@@ -15,6 +15,8 @@ from typing import Any
 
 #: Changes listed per affected line.
 SHOWN = 4
+#: Lines of a failing run's output shown in report.md.
+TAIL_LINES = 15
 
 
 def _cell(text: Any) -> str:
@@ -32,6 +34,16 @@ def _finding_words(report: dict[str, Any], numbers: list[int]) -> str:
     return "; ".join(words) + more
 
 
+def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
+    """The end of a run's output, folded (the whole log is in the run folder's evidence)."""
+    if not runs or not runs[0].get("tail", "").strip():
+        return []
+    run = runs[0]
+    text = "\n".join(run["tail"].rstrip().splitlines()[-lines:]).replace("```", "` ` `")
+    return [f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>", "",
+            "```", text, "```", "", "</details>"]
+
+
 def section(report: dict[str, Any]) -> list[str]:
     """Markdown lines of the "Your code" section; empty without ``--run``."""
     team = report.get("team_run")
@@ -43,14 +55,14 @@ def section(report: dict[str, Any]) -> list[str]:
     out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced in both environments ({timing})."]
     outcome = team.get("outcome")
     if outcome == "not-verified":
-        return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", ""]
+        return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
         return out + ["", f"**Your run computes the same** in the candidate: {team.get('compared', 0)} calls compared, none differs "
                       "beyond the ULP budget, no exception or warning appears or disappears.", ""]
     out.append("")
     if outcome == "broke":
         out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
-        out.append("")
+        out += ["", *_tail([r for r in runs if r["label"] == "candidate"]), ""]
     for line in team.get("affected") or []:
         changes = line["changes"][:SHOWN] + ([f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else [])
         text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {_cell('; '.join(changes))}"
