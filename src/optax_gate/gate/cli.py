@@ -22,8 +22,8 @@ Commands:
     warning broken. With ``--usage`` the verdict is the team's: a broken
     finding on APIs its code does not reach (or whose every call its literal
     arguments rule out) is listed under "Optax changed elsewhere" and does
-    not fail the gate; ``--fail-on all`` lets every finding set the verdict
-    (``optax_gate.gate.scope``). ``--run CMD`` runs the team's own command
+    not fail the gate; ``--fail-on all`` lets every finding set the verdict.
+    ``--run CMD`` runs the team's own command
     (a few training steps, its tests) in both environments under a recorder
     of its Optax calls, in ``--run-dir`` (default: the current folder): the
     verdict is then about the team's run (docs/team-run.md): FAIL when it
