@@ -392,3 +392,14 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
             "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n")
     assert team_run._why({"error": "", "exit": 1, "tail": tail}) == \
         "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
+
+
+def test_run_inputs_are_refused_before_anything_runs(tmp_path):
+    """An empty --run, a --run-dir that is not a folder, a --run-dir without --run: refused (exit 2, with the reason)."""
+    from optax_gate.gate import validate
+    for command, run_dir, said in (("  ", None, "--run is empty"), ("python train.py", tmp_path / "nope", "is not a folder"),
+                                   (None, tmp_path, "--run-dir is given without --run")):
+        with pytest.raises(validate.InvalidInput, match=said):
+            team_run.check(command, run_dir, 60)
+    assert team_run.check(None, None, 60) is None
+    assert team_run.check("python train.py", tmp_path, 60) == team_run.RunSpec("python train.py", tmp_path.resolve(), 60)
