@@ -225,14 +225,17 @@ def _call(site, api, call, out, inputs=(), **extra):
 def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
     """Hand-written traces: a value 2 ULP off is within the budget (4 ULP
     for a first call); the first call beyond it (same inputs) is the cause;
-    the next call, whose input differs, a consequence; a call made in the
-    candidate only comes after them."""
+    the params' apply_updates, whose input differs, a consequence; an update
+    whose input differs is not judged on its values (an inherited error may
+    grow there); a call made in the candidate only comes after them."""
     one = 1.0 + 2 ** -22  # 2 ULP above 1.0 in float32
     far = 1.0 + 2 ** -18  # 32 ULP
     base = [_call("a.py:1", "optax.x", "call", _leaf([1.0])), _call("a.py:2", "optax.y", "call", _leaf([2.0]), [_leaf([1.0])]),
-            _call("a.py:3", "optax.z", "call", _leaf([3.0]), [_leaf([2.0])])]
+            _call("a.py:3", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
+            _call("a.py:5", "optax.adam", "update", _leaf([3.0]), [_leaf([2.0])])]
     cand = [_call("a.py:1", "optax.x", "call", _leaf([one])), _call("a.py:2", "optax.y", "call", _leaf([2.0 * far]), [_leaf([1.0])]),
-            _call("a.py:3", "optax.z", "call", _leaf([3.5]), [_leaf([2.0 * far])]),
+            _call("a.py:3", "optax.apply_updates", "call", _leaf([3.5]), [_leaf([2.0 * far])]),
+            _call("a.py:5", "optax.adam", "update", _leaf([9.0]), [_leaf([2.0 * far])]),
             _call("a.py:4", "optax.w", "call", _leaf([1.0]))]
     result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
     rows = [(d["site"], d["role"], d["kinds"]) for d in result["divergences"]]
@@ -403,3 +406,16 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
             team_run.check(command, run_dir, 60)
     assert team_run.check(None, None, 60) is None
     assert team_run.check("python train.py", tmp_path, 60) == team_run.RunSpec("python train.py", tmp_path.resolve(), 60)
+
+
+def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tmp_path):
+    """The tiny team without jit, against the candidate whose sgd steps 1.5
+    times further: step 1's update is the cause (its inputs identical), the
+    params (apply_updates) of both steps are consequences; step 2's update,
+    whose inputs already differ, is not judged on its values."""
+    folder = team(tmp_path, "tiny")
+    spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
+    update, apply = line_of(folder, "tx.update("), line_of(folder, "optax.apply_updates(")
+    rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
+    assert rows == [(update, 1, "cause"), (apply, 1, "consequence"), (apply, 2, "consequence")]

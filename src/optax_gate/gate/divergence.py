@@ -32,6 +32,11 @@ numpy and so cannot be imported here): its numbers are repeated below and
 :func:`bound`); its budget is ``accumulated(n, ELEMENTWISE)`` ULPs for the
 n-th occurrence of the call (a step's elementwise stages, their errors adding
 up from one training step to the next). Integers and booleans must be equal.
+Values are judged where an error is born (the call's inputs bit-identical on
+both sides) and where the team keeps them (:data:`KEPT`: the results of its
+jitted function, ``apply_updates``): an error inherited from earlier calls
+may grow through an ill-conditioned step (Adam's ``m / sqrt(v)``: 91 ULP
+measured on an update whose params moved 2 ULP) without being a divergence.
 A leaf too big to be stored whole is compared at its stored elements; a
 difference elsewhere (its SHA-256 differs) is noted, not measured.
 """
@@ -93,6 +98,16 @@ def leaf_error(base: dict[str, Any], cand: dict[str, Any]) -> float:
             return math.inf
         worst = max(worst, abs(x - y) / max(EPS[dtype] * max(abs(x), scale), TINY[dtype]))
     return worst
+
+
+#: APIs whose results the team keeps from step to step (its params, its optimizer): judged on their values even when
+#: their inputs already differ (an eager call; the result of the team's jitted function always is).
+KEPT = ("apply_updates", "incremental_update", "flax.nnx.Optimizer")
+
+
+def kept(api: str) -> bool:
+    """Whether a call's result is one the team keeps (:data:`KEPT`, or its jitted function's ``jax.jit(...)``)."""
+    return api.startswith("jax.jit(") or api == "flax.nnx.Optimizer" or api.rsplit(".", 1)[-1] in KEPT
 
 
 def budget(occurrence: int) -> int:
@@ -294,10 +309,10 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             if any(": dtype " not in t and ": shape " not in t for t in structural):
                 kinds.append("values")
             texts += structural
-            # values judged where the error is born (inputs bit-identical) or where the team gets them (a result of
-            # its own call: eager, or its jitted function's); inside a jitted function, an inherited error may grow
-            # through an ill-conditioned step (Adam's m / sqrt(v)) without the team's results moving
-            judged = identical or base["phase"] == "call"
+            # values judged where the error is born (inputs bit-identical) or where the team keeps them (its params:
+            # its jitted function's results, apply_updates); elsewhere an inherited error may grow through an
+            # ill-conditioned step (Adam's m / sqrt(v)) without the team's params moving
+            judged = identical or (base["phase"] == "call" and kept(base["api"]))
             if beyond and worst > budget(occurrence) and judged:
                 kinds.append("values")
                 texts += [t for t in out_texts if "ULP" in t]
