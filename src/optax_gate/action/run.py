@@ -8,6 +8,7 @@ workspace, ``$GITHUB_WORKSPACE`` or the current folder):
 ``INPUT_CANDIDATE_LOCK``  or the team's hash-pinned lock file the pull request changes
 ``INPUT_USAGE``           the team's code (default ``.``: the whole workspace)
 ``INPUT_CONTRACTS``       folders of the team's own contracts (``gate --contracts``)
+``INPUT_RUN``             the team's own command (``gate --run``), run in the workspace
 ``INPUT_BASELINE_LOCK``   the baseline lock (default: this project's ``requirements-lock.txt``)
 ``INPUT_FAIL_ON``         ``broken`` (default), ``changed`` or ``all`` (``gate --fail-on all``:
                           a broken finding fails the check even where the team's code
@@ -79,6 +80,9 @@ def gate_args(out: Path) -> list[str]:
         args += ["--usage", path]
     for folder in _items("INPUT_CONTRACTS"):
         args += ["--contracts", folder]
+    run = os.environ.get("INPUT_RUN", "").strip()
+    if run:  # the team's command, run in the workspace (the folder the gate is started from)
+        args += ["--run", run]
     args += ["--out", str(out)]
     if os.environ.get("INPUT_FAIL_ON", "").strip() == "all":
         args += ["--fail-on", "all"]

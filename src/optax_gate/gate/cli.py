@@ -24,6 +24,12 @@ Commands:
     finding on APIs its code does not reach (or whose every call its literal
     arguments rule out) is listed under "Optax changed elsewhere" and does
     not fail the gate; ``--fail-on all`` lets every finding set the verdict.
+    ``--run CMD`` runs the team's own command
+    (a few training steps, its tests) in both environments under a recorder
+    of its Optax calls, in ``--run-dir`` (default: the current folder): the
+    verdict is then about the team's run (docs/team-run.md): FAIL when it
+    breaks or diverges, PASS when it does not, whatever Optax changed
+    elsewhere.
 ``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index (``--upstream``: and optax's and flax's
@@ -61,7 +67,8 @@ Commands:
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
   1  fail: a contract broke (with --usage: one of a finding your code
-     reaches; --fail-on all: any), or a broken row beyond the contracts: an API
+     reaches; --fail-on all: any), the team's run (--run) breaks or
+     diverges, or a broken row beyond the contracts: an API
      surface change that breaks an import or call site of the team's code
      (--usage; without it, a contracted API removed or made incompatible), a
      dependency removed that the team's code imports (--usage), a new
@@ -70,7 +77,8 @@ Exit status (gate, compare):
   2  not verified: a bad input (spec, extra, lock file, output folder), an
      environment that could not be resolved, installed or imported (the
      other side is then not run), pytest crashed or timed out, zero
-     contracts ran, a contract went missing, the run was interrupted, or the
+     contracts ran, a contract went missing, the team's run (--run) fails in
+     the baseline or is not deterministic, the run was interrupted, or the
      gate itself failed (a failure after the contracts ran keeps them in the
      report, with the phase named)
 
@@ -218,6 +226,14 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--contracts", action="append", type=user_path, default=None, metavar="DIR",
                    help="a folder of the team's own contract modules (test_*.py, labelled as in tests/contracts/team/), run "
                         "beside ours in both environments; repeat it for more")
+    g.add_argument("--run", default=None, metavar="CMD",
+                   help="the team's own command (e.g. \"python train.py --steps 3\" or \"pytest tests\"), run with bash in "
+                        "--run-dir in the baseline (twice) and the candidate, the team's Optax calls traced: the verdict "
+                        "is about the team's run, its first divergence named at its line (docs/team-run.md)")
+    g.add_argument("--run-dir", type=user_path, default=None, metavar="DIR",
+                   help="the team's folder, where --run runs (importable, with its src/ if any; default: the current folder)")
+    g.add_argument("--run-timeout", type=_seconds, default=1800, metavar="SECONDS",
+                   help="time limit of one run of --run (default: %(default)s)")
     g.add_argument("--keep", type=_count, default=10, metavar="N",
                    help="runs that judged both sides kept under OUT/runs, at least 1; a run refused or stopped before both sides "
                         "ran does not count (only the newest such run is kept, OUT/not-judged.md) (default: %(default)s)")

@@ -16,7 +16,7 @@ from typing import Any
 
 from optax_gate.gate import (atomic, baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late,
                              report_html, report_json, report_markdown, report_speed, requirements, runner, scope, source_specs, team_contracts,
-                             validate)
+                             team_run, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -84,7 +84,11 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         report["notes"].append(f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
                                "the baseline lock is not the pinned one")
     phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args, usage=not refused))
-    phases.run("scope of the findings", lambda: scope.apply_args(report, args, usage=not refused))
+    team = getattr(args, "team_run_result", None) if not refused else None
+    if team is not None:  # --run: the team's run scopes the findings and sets the verdict
+        phases.run("your run (--run)", lambda: team_run.apply(report, team, getattr(args, "fail_on", None) or "broken"))
+    else:
+        phases.run("scope of the findings", lambda: scope.apply_args(report, args, usage=not refused))
     phases.run("speed readings", lambda: speed_.attach(report, speed))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
@@ -128,6 +132,7 @@ def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
             bisect_history.parse_histories(args.history)
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
+    args.run_spec = team_run.check(getattr(args, "run", None), getattr(args, "run_dir", None), getattr(args, "run_timeout", 1800))
     args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
     if args.usage_scan is not None:
         say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
@@ -218,6 +223,8 @@ def gate(args: argparse.Namespace) -> int:
     if failed(candidate):  # a cached baseline result stays
         return stop(candidate, "baseline", baseline.record, base_req)
     baseline_snapshots.arrange(baseline, candidate, args, run.evidence, say)  # a team's baseline: its own snapshots
+    if getattr(args, "run_spec", None) is not None:  # the team's own run first: quick, and its verdict is the one asked for
+        args.team_run_result = team_run.run(args.run_spec, (baseline.python, candidate.python), run.evidence, say)
     base_record, cand_record = run_both(baseline, candidate, args, say)
     phases = late.LatePhases()
     speed = phases.run("speed readings", lambda: measure_speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,

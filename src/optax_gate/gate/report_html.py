@@ -25,7 +25,7 @@ import html
 import re
 from typing import Any
 
-from optax_gate.gate import call_sites, report_bisect, report_markdown, report_surface
+from optax_gate.gate import call_sites, report_bisect, report_markdown, report_surface, scope
 
 #: The report's own tags kept as they are (everything else is escaped).
 _TAGS = re.compile(r'(<a id="[\w-]+"></a>|<br>|<details>|</details>|<summary>|</summary>|<details><summary>)')
@@ -189,10 +189,16 @@ def render(report: dict[str, Any]) -> str:
         if name == "findings":
             break
     rows = {r["id"]: r for r in report["contracts"]}
-    if page.findings:
-        out.append(f"<h2>Findings ({len(page.findings)})</h2>")
-        out.append('<p class="note">Each finding folds its contract rows: click to open.</p>')
-        out += [_finding(page, f, rows) for f in page.findings]
+    yours, elsewhere = scope.split(page.findings)  # as report.md: the team's findings, then those its code does not reach
+    for heading, group in (("Findings", yours), (scope.ELSEWHERE_HEADING, elsewhere)):
+        if not group:
+            continue
+        out.append(f"<h2>{html.escape(heading)} ({len(group)})</h2>")
+        note = "Each finding folds its contract rows: click to open."
+        if group is elsewhere:
+            note = "These do not set the verdict (<code>--fail-on all</code>: they do). " + note
+        out.append(f'<p class="note">{note}</p>')
+        out += [_finding(page, f, rows) for f in group]
     out.append("<h2>Details</h2>")
     for heading, body in _split(sections["versions"](page)):
         out.append(_folded(heading, body))

@@ -35,7 +35,7 @@ from typing import Any
 
 from optax_gate.gate import call_sites, details, report_bisect, report_surface
 from optax_gate.gate import findings as findings_
-from optax_gate.gate import report_speed, scope, source_specs
+from optax_gate.gate import report_speed, report_team_run, scope, source_specs
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
 SAMPLE = 5
@@ -143,6 +143,9 @@ def _verdict(page: Page) -> list[str]:
     report = page.report
     s = report["summary"]
     out = [f"# Optax upgrade gate: {report['verdict'].upper()}", ""]
+    if report.get("team_run"):  # gate --run: the team's own run opens the report
+        out += [f"- **{reason}**" for reason in report["reasons"]]
+        out += report_team_run.section(report)
     out.append(
         f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
         f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`: "
@@ -151,7 +154,7 @@ def _verdict(page: Page) -> list[str]:
     )
     out.append("")
     out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
-    for reason in report["reasons"]:
+    for reason in report["reasons"] if not report.get("team_run") else []:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
@@ -175,7 +178,9 @@ def _findings_section(page: Page) -> list[str]:
             continue
         out += ["", f"## {heading} ({len(group)})", ""]
         if group is elsewhere:
-            out += ["Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do).", ""]
+            out += [("Your run does not diverge at these (it may call their APIs: their call sites are named), so they do not set "
+                     "the verdict (`--fail-on all`: they do)." if (page.report.get("scope") or {}).get("by") == "run" else
+                     "Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do)."), ""]
         for f in group:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit

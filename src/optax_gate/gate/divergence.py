@@ -1,0 +1,389 @@
+"""First divergence of the team's run (``gate --run``): two traces written by
+the recorder (``optax_gate.recorder``), compared call by call in pure Python
+(no numpy: this is the gate half).
+
+A trace is read into *observations* (:func:`read`), in execution order: an
+eager call (``phase`` ``call``), a call traced under a JAX transformation
+(``trace``: its arguments' abstract signature, its exception or warnings),
+and each run of a traced call's compiled program (``run``: the values its
+host callback saw). Observations with the same key (``site``, ``api``,
+``call``, ``phase``) are matched in order of occurrence: the n-th call of
+``optax.adam(...).update`` at ``train.py:40`` in the baseline with the n-th in
+the candidate.
+
+A matched pair differs (:func:`differences`) when an exception appears,
+disappears or changes; a warning appears or disappears; the arguments'
+abstract signature differs (PyTree structure, dtype, shape, Python scalar
+type or literal value); the result's PyTree structure, a leaf's dtype or shape
+differs; or a value differs beyond the ULP budget (:func:`leaf_error`). A call
+made on one side only differs too. A difference is a *cause* when the call's
+inputs are the same on both sides (same signature, input values within the
+budget) and a *consequence* otherwise, or when an earlier call already
+differed and this one happens on one side only; the result of the team's
+jitted function (``jax.jit(step)``) is a consequence when a call traced
+inside it differed first in that run. The first difference in execution order
+is named as the first divergence.
+
+The ULP policy is the kit's (``optax_gate.kit.tolerances``, which imports
+numpy and so cannot be imported here): its numbers are repeated below and
+``tests/meta/test_team_run.py`` checks they agree. A value's error is
+``|a - b| / (eps(dtype) * max(|b|, scale))`` with ``scale`` the largest
+``|b|`` of the leaf's stored elements, floored at ``TINY`` (the kit's
+:func:`bound`); its budget is ``accumulated(n, ELEMENTWISE)`` ULPs for the
+n-th occurrence of the call (a step's elementwise stages, their errors adding
+up from one training step to the next). Integers and booleans must be equal.
+Values are judged where an error is born (the call's inputs bit-identical on
+both sides) and where the team keeps them (:data:`KEPT`: the results of its
+jitted function, ``apply_updates``): an error inherited from earlier calls
+may grow through an ill-conditioned step (Adam's ``m / sqrt(v)``: 91 ULP
+measured on an update whose params moved 2 ULP) without being a divergence.
+A leaf too big to be stored whole is compared at its stored elements; a
+difference elsewhere (its SHA-256 differs) is noted, not measured.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+#: ``optax_gate.kit.tolerances.ELEMENTWISE``.
+ELEMENTWISE = 4
+#: ``optax_gate.kit.tolerances.EPS``.
+EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+#: ``optax_gate.kit.tolerances.TINY``.
+TINY = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-24, "bfloat16": 2.0**-126}
+
+_FORMATS = {"float64": "d", "float32": "f", "float16": "e", "int64": "q", "int32": "i", "int16": "h", "int8": "b",
+            "uint64": "Q", "uint32": "I", "uint16": "H", "uint8": "B", "bool": "?"}
+_SIZES = {"d": 8, "q": 8, "Q": 8, "f": 4, "i": 4, "I": 4, "e": 2, "h": 2, "H": 2, "b": 1, "B": 1, "?": 1}
+
+
+def decode(leaf: dict[str, Any]) -> list[float] | list[int] | None:
+    """The stored elements of one leaf as Python numbers (bfloat16 widened
+    exactly to float); None for a dtype this module cannot read (compared by
+    its bytes instead)."""
+    raw = base64.b64decode(leaf.get("data") or "")
+    dtype = leaf.get("dtype", "")
+    if dtype == "bfloat16":
+        return [struct.unpack("<f", b"\x00\x00" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+    fmt = _FORMATS.get(dtype)
+    if fmt is None:
+        return None
+    return list(struct.unpack(f"<{len(raw) // _SIZES[fmt]}{fmt}", raw))
+
+
+def leaf_error(base: dict[str, Any], cand: dict[str, Any]) -> float:
+    """Largest error of ``cand``'s stored elements against ``base``'s, in
+    ULPs of the dtype (see the module docstring); 0 when equal, ``inf`` for a
+    NaN or infinity on one side only, or any difference of integers, booleans
+    or unreadable dtypes. Both leaves must have the same dtype and shape."""
+    if base.get("data") == cand.get("data"):
+        return 0.0
+    b, c = decode(base), decode(cand)
+    dtype = base.get("dtype", "")
+    if b is None or c is None or len(b) != len(c) or dtype not in EPS:
+        return math.inf
+    finite = [abs(x) for x in b if math.isfinite(x)]
+    scale = max(finite, default=0.0)
+    worst = 0.0
+    for x, y in zip(b, c):
+        if x == y or (math.isnan(x) and math.isnan(y)):
+            continue
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return math.inf
+        worst = max(worst, abs(x - y) / max(EPS[dtype] * max(abs(x), scale), TINY[dtype]))
+    return worst
+
+
+#: APIs whose results the team keeps from step to step (its params, its optimizer): judged on their values even when
+#: their inputs already differ (an eager call; the result of the team's jitted function always is).
+KEPT = ("apply_updates", "incremental_update", "flax.nnx.Optimizer")
+
+
+def kept(api: str) -> bool:
+    """Whether a call's result is one the team keeps (:data:`KEPT`, or its jitted function's ``jax.jit(...)``)."""
+    return api.startswith("jax.jit(") or api == "flax.nnx.Optimizer" or api.rsplit(".", 1)[-1] in KEPT
+
+
+def budget(occurrence: int) -> int:
+    """ULP budget of the ``occurrence``-th (1-based) call of one site: ``accumulated(occurrence, ELEMENTWISE)``."""
+    return max(occurrence, 1) * ELEMENTWISE
+
+
+def read(folder: Path) -> list[dict[str, Any]]:
+    """The observations of the trace files in ``folder`` (one per process,
+    ordered by process start), in execution order. Each is ``{"site", "api",
+    "call", "phase", "args", "warnings", "exception", "in", "out", "order"}``.
+    Host-callback values of one compiled program arrive together: within a
+    run of consecutive ``run`` observations they are ordered by occurrence,
+    then by the order their calls were traced in (the program's order; the
+    callbacks are unordered effects).
+
+    Raises:
+      ValueError: a trace file is not the recorder's (bad JSON, no header).
+    """
+    files = []
+    for path in sorted(Path(folder).glob("trace-*.jsonl")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        try:
+            header = json.loads(lines[0]) if lines else {}
+            events = [json.loads(line) for line in lines[1:] if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path.name} is not a trace: {exc}") from None
+        if "trace" not in header:
+            raise ValueError(f"{path.name} has no trace header")
+        files.append((header.get("start", 0.0), path.name, events))
+    observations: list[dict[str, Any]] = []
+    for process, (_, _, events) in enumerate(sorted(files)):
+        by_seq = {e["seq"]: e for e in events if "of" not in e}
+        block: list[dict[str, Any]] = []
+        seen: Counter = Counter()
+
+        def flush() -> None:
+            block.sort(key=lambda o: o["order"])
+            observations.extend(block)
+            block.clear()
+            seen.clear()
+
+        for event in events:
+            if "of" in event:
+                traced = by_seq.get(event["of"])
+                if traced is None:
+                    continue
+                seen[event["of"]] += 1
+                out = dict(traced.get("out") or {})
+                out["leaves"] = _merge(out.get("leaves") or [], event.get("out") or [])
+                block.append({"site": traced["site"], "api": traced["api"], "call": traced["call"], "phase": "run",
+                              "args": None, "warnings": [], "exception": None, "in": event.get("in") or [],
+                              "out": out, "order": (process, seen[event["of"]], event["of"], event["seq"])})
+                continue
+            flush()
+            observations.append({"site": event["site"], "api": event["api"], "call": event["call"],
+                                 "phase": "trace" if event.get("traced") else "call", "args": event.get("args"),
+                                 "warnings": event.get("warnings") or [], "exception": event.get("exception"),
+                                 "in": event.get("in") or [], "out": None if event.get("traced") else event.get("out"),
+                                 "record_error": event.get("record_error"), "order": (process, event["seq"])})
+        flush()
+    return observations
+
+
+def _merge(abstract: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The traced result's leaves with the callback's values in place of its array leaves."""
+    out, it = [], iter(stored)
+    for leaf in abstract:
+        out.append(next(it, leaf) if "dtype" in leaf else leaf)
+    return out
+
+
+def describe(obs: dict[str, Any]) -> str:
+    """``optax.adam(...).update`` for an observation's API and call."""
+    return {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
+
+
+def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occurrence: int, what: str,
+                   paths: list[str] | None = None) -> tuple[list[str], float, bool]:
+    """Differences of two leaf lists: (texts, largest ULP error, beyond budget)."""
+    texts, worst, beyond = [], 0.0, False
+    if len(base) != len(cand):
+        return [f"{what}: {len(base)} → {len(cand)} leaves"], 0.0, True
+    for i, (b, c) in enumerate(zip(base, cand)):
+        name = f"{what}{(paths or [''] * len(base))[i] if paths and i < len(paths) else f'[{i}]'}"
+        if "dtype" not in b or "dtype" not in c:
+            if b != c:
+                texts.append(f"{name}: {_short(b)} → {_short(c)}")
+                beyond = True
+            continue
+        if b["dtype"] != c["dtype"]:
+            texts.append(f"{name}: dtype {b['dtype']} → {c['dtype']}")
+            beyond = True
+            continue
+        if b.get("shape") != c.get("shape"):
+            texts.append(f"{name}: shape {tuple(b.get('shape') or [])} → {tuple(c.get('shape') or [])}")
+            beyond = True
+            continue
+        if not b.get("n") or not c.get("n"):
+            continue  # not stored (the trace's byte budget was spent): its digest only
+        error = leaf_error(b, c)
+        worst = max(worst, error)
+        if error > budget(occurrence):
+            beyond = True
+    if worst > budget(occurrence):
+        texts.append(f"{what} values: largest error {_ulps(worst)} ULP (budget {budget(occurrence)})")
+    return texts, worst, beyond
+
+
+def _ulps(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.3g}"
+
+
+def _short(leaf: dict[str, Any]) -> str:
+    if "py" in leaf:
+        return f"{leaf['value']}"
+    if "dtype" in leaf:
+        return f"{leaf['dtype']}{list(leaf.get('shape') or [])}"
+    return str(leaf.get("callable") or leaf.get("type") or leaf)
+
+
+def _signature_texts(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[str]:
+    if base == cand:
+        return []
+    if not base or not cand:
+        return ["arguments not recorded on one side"]
+    texts = []
+    b_pos, c_pos = base.get("positional", []), cand.get("positional", [])
+    if len(b_pos) != len(c_pos):
+        texts.append(f"{len(b_pos)} → {len(c_pos)} positional arguments")
+    for i, (b, c) in enumerate(zip(b_pos, c_pos)):
+        texts += _one_signature(f"argument {i + 1}", b, c)
+    bk, ck = base.get("keyword", {}), cand.get("keyword", {})
+    for k in sorted(set(bk) | set(ck)):
+        if k not in bk or k not in ck:
+            texts.append(f"keyword {k} given on one side only")
+        else:
+            texts += _one_signature(k, bk[k], ck[k])
+    return texts or ["arguments differ"]
+
+
+def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]:
+    if b == c:
+        return []
+    if b.get("tree") != c.get("tree"):
+        return [f"{name}: PyTree structure differs"]
+    for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []))):
+        if x != y:
+            return [f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {_short(x)} → {_short(y)}"
+                    + (" (weak type)" if x.get("weak_type") != y.get("weak_type") else "")]
+    return [f"{name} differs"]
+
+
+def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> dict[str, Any] | None:
+    """What differs between two matched observations, or None.
+
+    Returns:
+      ``{"kinds": [...], "texts": [...], "max_ulps", "inputs_differ"}``;
+      kinds among ``exception``, ``warning``, ``arguments``, ``structure``,
+      ``dtype``, ``shape``, ``values``.
+    """
+    kinds, texts = [], []
+    be, ce = base.get("exception"), cand.get("exception")
+    if be != ce:
+        kinds.append("exception")
+        if be is None:
+            texts.append(f"raises {ce['type']}: {ce['message'][:200]}")
+        elif ce is None:
+            texts.append(f"no longer raises {be['type']}")
+        else:
+            texts.append(f"raises {ce['type']}: {ce['message'][:200]} (was {be['type']})")
+    bw = Counter((w["category"], w["message"]) for w in base.get("warnings") or [])
+    cw = Counter((w["category"], w["message"]) for w in cand.get("warnings") or [])
+    if bw != cw:
+        kinds.append("warning")
+        texts += [f"warns {cat}: {msg[:200]}" for cat, msg in (cw - bw)]
+        texts += [f"no longer warns {cat}: {msg[:200]}" for cat, msg in (bw - cw)]
+    sig = _signature_texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
+    in_texts, in_err, in_beyond = _leaves_differ(base.get("in") or [], cand.get("in") or [], occurrence, "input")
+    identical = not sig and not in_texts and in_err == 0.0 and all(
+        b.get("sha256") == c.get("sha256") for b, c in zip(base.get("in") or [], cand.get("in") or []))
+    inputs_differ = bool(sig) or in_beyond
+    if sig:
+        kinds.append("arguments")
+        texts += sig
+    worst = 0.0
+    bo, co = base.get("out"), cand.get("out")
+    if bo is not None and co is not None:
+        if bo.get("tree") != co.get("tree"):
+            kinds.append("structure")
+            texts.append("result's PyTree structure differs")
+        else:
+            out_texts, worst, beyond = _leaves_differ(bo.get("leaves") or [], co.get("leaves") or [], occurrence, "result",
+                                                      bo.get("paths"))
+            structural = [t for t in out_texts if "ULP" not in t]
+            for kind in ("dtype", "shape"):
+                if any(f": {kind} " in t for t in structural):
+                    kinds.append(kind)
+            if any(": dtype " not in t and ": shape " not in t for t in structural):
+                kinds.append("values")
+            texts += structural
+            # values judged where the error is born (inputs bit-identical) or where the team keeps them (its params:
+            # its jitted function's results, apply_updates); elsewhere an inherited error may grow through an
+            # ill-conditioned step (Adam's m / sqrt(v)) without the team's params moving
+            judged = identical or (base["phase"] == "call" and kept(base["api"]))
+            if beyond and worst > budget(occurrence) and judged:
+                kinds.append("values")
+                texts += [t for t in out_texts if "ULP" in t]
+    if not kinds:
+        return None
+    return {"kinds": list(dict.fromkeys(kinds)), "texts": texts, "max_ulps": None if math.isinf(worst) else worst,
+            "inputs_differ": inputs_differ}
+
+
+def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], limit: int = 50) -> dict[str, Any]:
+    """Compare two runs' observations (:func:`read`).
+
+    Returns:
+      ``{"compared", "differing", "first", "causes", "divergences", "sites"}``:
+      ``compared`` matched pairs, ``differing`` the number of calls that
+      differ, ``divergences`` the first ``limit`` of them in execution order
+      (``{"site", "call", "phase", "occurrence", "kinds", "texts",
+      "max_ulps", "budget_ulps", "role": "cause" | "consequence", "side"}``,
+      ``side`` ``both`` or the one side the call happened on), ``first`` the
+      first of them (or None), ``causes`` every cause (never cut), and
+      ``sites`` the sites of the causes in order, each once.
+    """
+    def keyed(observations):
+        groups = defaultdict(list)
+        for obs in observations:
+            groups[(obs["site"], obs["api"], obs["call"], obs["phase"])].append(obs)
+        return groups
+
+    b_groups, c_groups = keyed(baseline), keyed(candidate)
+    b_index = {id(o): i for i, o in enumerate(baseline)}
+    c_index = {id(o): i for i, o in enumerate(candidate)}
+    found, compared = [], 0
+    for key in set(b_groups) | set(c_groups):
+        bs, cs = b_groups.get(key, []), c_groups.get(key, [])
+        for n in range(max(len(bs), len(cs))):
+            b, c = (bs[n] if n < len(bs) else None), (cs[n] if n < len(cs) else None)
+            base_row = {"site": key[0], "api": key[1], "call": describe((b or c)), "phase": key[3], "occurrence": n + 1,
+                        "budget_ulps": budget(n + 1)}
+            if b is None or c is None:
+                one = "baseline" if c is None else "candidate"
+                found.append((_position(b, c, b_index, c_index, baseline, candidate),
+                              {**base_row, "kinds": ["one side only"], "texts": [f"called in the {one} only"],
+                               "max_ulps": None, "side": one, "inputs_differ": True}))
+                continue
+            compared += 1
+            diff = differences(b, c, n + 1)
+            if diff:
+                found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
+    found.sort(key=lambda pair: pair[0])
+    rows, inner = [], False
+    for i, (_, row) in enumerate(found):
+        one_sided = row["side"] != "both"
+        row["role"] = "consequence" if (row.pop("inputs_differ") and (not one_sided or i > 0)) else "cause"
+        if row["api"].startswith("jax.jit("):  # the team's jitted function: explained by a call inside it that differed first
+            if inner:
+                row["role"] = "consequence"
+            inner = False
+        elif row["phase"] != "call":
+            inner = True
+        rows.append(row)
+    causes = [r for r in rows if r["role"] == "cause"]
+    sites = list(dict.fromkeys(r["site"] for r in causes))
+    return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
+            "divergences": rows[:limit], "sites": sites}
+
+
+def _position(b, c, b_index, c_index, baseline, candidate) -> tuple[int, int]:
+    """Where a one-sided call sits in the baseline's order: its own index, or
+    (for a candidate-only call) the index of the baseline call matched to the
+    candidate observation just before it."""
+    if b is not None:
+        return (b_index[id(b)], 0)
+    i = c_index[id(c)]
+    return (len(baseline) if i >= len(baseline) else i, 1)

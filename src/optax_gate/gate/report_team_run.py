@@ -1,0 +1,78 @@
+"""The "Your code" section of report.md (``gate --run``): the team's run,
+traced on both sides (``optax_gate.gate.team_run``), opens the report.
+
+One line per affected line of the team's code (a call that caused a
+divergence, in execution order): the Optax calls there, what changed (an
+exception that appears, a dtype, a shape, values beyond the ULP budget with the
+largest error), and the findings on the same APIs that explain it (linked to
+``#f<N>``); then the count of later calls that differ as a consequence, the
+runs' exit statuses and times. A run that could not be verified says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Changes listed per affected line.
+SHOWN = 4
+#: Lines of a failing run's output shown in report.md.
+TAIL_LINES = 15
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _finding_words(report: dict[str, Any], numbers: list[int]) -> str:
+    by_number = {f.get("number"): f for f in report.get("findings") or []}
+    words = []
+    for n in numbers[:SHOWN]:
+        f = by_number.get(n)
+        if f is not None:
+            words.append(f'[F{n}](#f{n}) {_cell(f.get("cause") or f.get("text") or f.get("change"))[:160]}')
+    more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
+    return "; ".join(words) + more
+
+
+def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
+    """The end of a run's output, folded (the whole log is in the run folder's evidence)."""
+    if not runs or not runs[0].get("tail", "").strip():
+        return []
+    run = runs[0]
+    text = "\n".join(run["tail"].rstrip().splitlines()[-lines:]).replace("```", "` ` `")
+    return [f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>", "",
+            "```", text, "```", "", "</details>"]
+
+
+def section(report: dict[str, Any]) -> list[str]:
+    """Markdown lines of the "Your code" section; empty without ``--run``."""
+    team = report.get("team_run")
+    if not team:
+        return []
+    runs = team.get("runs") or []
+    timing = ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls"
+                       for r in runs)
+    out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced in both environments ({timing})."]
+    outcome = team.get("outcome")
+    if outcome == "not-verified":
+        return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
+    if outcome == "same":
+        return out + ["", f"**Your run computes the same** in the candidate: {team.get('compared', 0)} calls compared, none differs "
+                      "beyond the ULP budget, no exception or warning appears or disappears.", ""]
+    out.append("")
+    if outcome == "broke":
+        out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
+        out += ["", *_tail([r for r in runs if r["label"] == "candidate"]), ""]
+    for line in team.get("affected") or []:
+        changes = line["changes"][:SHOWN] + ([f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else [])
+        text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {_cell('; '.join(changes))}"
+        if line.get("findings"):
+            text += f" — explained by {_finding_words(report, line['findings'])}"
+        out.append(text)
+    consequences = team.get("differing", 0) - len(team.get("causes") or [])
+    if consequences > 0:
+        out.append(f"- then {consequences} later call(s) differ as a consequence (report.json `team_run.divergences`)")
+    first = team.get("first")
+    if first:
+        out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
+    return out + [""]

@@ -1,0 +1,297 @@
+"""The team's own run (``gate --run CMD``): run the team's command in the
+baseline's environment twice and in the candidate's once, each under the
+recorder (``optax_gate.recorder``), compare the traces
+(``optax_gate.gate.divergence``) and give the report its ``team_run`` and the
+verdict about the team.
+
+How ``CMD`` runs: through ``bash -c`` with the working folder ``--run-dir``
+(default: the folder the gate was started from), ``PATH`` starting with the
+environment's ``bin/`` (so ``python``, ``pytest`` are the environment's),
+``VIRTUAL_ENV`` set to it, and ``PYTHONPATH`` = the recorder's start-up folder,
+the team's folder and its ``src/`` when there is one (the team's code is
+importable as its own tests import it; an inherited ``PYTHONPATH`` is dropped
+so both sides see the same code). Nothing else of the command changes.
+
+Outcome (``team_run["outcome"]``):
+
+===============  ==============================================================
+outcome          when
+===============  ==============================================================
+``same``         the candidate's trace matches the baseline's: no call differs
+                 beyond the ULP budget, no exception or warning appears.
+``diverged``     a call differs (``divergence.compare``): FAIL.
+``broke``        the run exits non-zero (or times out) in the candidate only:
+                 FAIL, named at the line that raised.
+``not-verified`` the run cannot start, fails or times out in the baseline,
+                 records no Optax call from the team's files, or its two
+                 baseline runs differ (not deterministic): exit 2.
+===============  ==============================================================
+
+With ``--run`` each contract finding gets its scope (``optax_gate.gate.scope``):
+``yours`` when one of its APIs is an API whose call caused a divergence of the
+run, else ``elsewhere`` ("Optax changed elsewhere": it does not set the
+verdict; ``--fail-on all`` keeps today's verdict).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import divergence
+from optax_gate.recorder import ROOT_ENV, TRACE_ENV
+
+#: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
+RECORDER_SITE = Path(__file__).resolve().parent.parent / "recorder" / "site"
+#: Characters of the command's output kept in the report (its end).
+TAIL_CHARS = 2000
+#: Divergences listed in report.json (all are counted).
+LISTED = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """What ``--run`` asks: the command, the team's folder, the time limit of one run (seconds)."""
+
+    command: str
+    run_dir: Path
+    timeout: float
+
+
+def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
+    """The environment variables of one run of the team's command (see the module docstring)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    bin_dir = Path(os.path.abspath(python)).parent  # the gate's own paths are relative to the project; the command runs elsewhere
+    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
+    env["VIRTUAL_ENV"] = str(bin_dir.parent)
+    run_dir = Path(os.path.abspath(run_dir))
+    paths = [str(RECORDER_SITE), str(run_dir)] + ([str(run_dir / "src")] if (run_dir / "src").is_dir() else [])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env[TRACE_ENV] = os.path.abspath(trace)
+    env[ROOT_ENV] = str(run_dir)
+    return env
+
+
+def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str, Any]:
+    """Run the command once in ``python``'s environment; its trace goes to
+    ``folder/team-run-<label>/``, its output to ``folder/team-run-<label>.log``.
+
+    Returns:
+      ``{"label", "exit" (None: could not start or timed out), "seconds",
+      "timed_out", "error", "tail", "log", "trace"}``.
+    """
+    trace, log = folder / f"team-run-{label}", folder / f"team-run-{label}.log"
+    shutil.rmtree(trace, ignore_errors=True)
+    trace.mkdir(parents=True)
+    start = time.monotonic()
+    row: dict[str, Any] = {"label": label, "exit": None, "timed_out": False, "error": "", "log": log.name, "trace": trace.name}
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.run(["bash", "-c", spec.command], cwd=spec.run_dir, env=environment(python, spec.run_dir, trace),
+                                  stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=spec.timeout)
+        row["exit"] = proc.returncode
+    except subprocess.TimeoutExpired:
+        row["timed_out"] = True
+        row["error"] = f"timed out after {spec.timeout:.0f} s"
+    except OSError as exc:
+        row["error"] = f"could not start: {exc.strerror or exc}"
+    row["seconds"] = round(time.monotonic() - start, 2)
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    row["tail"] = text[-TAIL_CHARS:]
+    return row
+
+
+def _raised_at(tail: str, run_dir: Path) -> str:
+    """The last ``file:line`` of the team's files in a Python traceback of ``tail``, or ""."""
+    root = str(Path(run_dir).resolve())
+    found = ""
+    for path, line in re.findall(r'File "([^"]+)", line (\d+)', tail):
+        resolved = str(Path(path).resolve()) if os.path.isabs(path) else str((Path(run_dir) / path).resolve())
+        if resolved.startswith(root + os.sep) and "site-packages" not in resolved:
+            found = f"{os.path.relpath(resolved, root)}:{line}"
+    return found
+
+
+def _failed(row: dict[str, Any]) -> bool:
+    return row["exit"] != 0
+
+
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
+
+
+def _why(row: dict[str, Any]) -> str:
+    """The exit status and the error line of a run's output (the last line
+    that names an exception, else the last line)."""
+    if row["error"]:
+        return row["error"]
+    lines = [line.strip() for line in row["tail"].strip().splitlines() if line.strip()]
+    errors = [line for line in lines if _ERROR_LINE.match(line)]
+    last = (errors or lines)[-1:] or ["(no output)"]
+    return f"exit {row['exit']}: {last[0][:300]}"
+
+
+def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda message: None) -> dict[str, Any]:
+    """Run the command (baseline, baseline again, candidate) and compare.
+
+    Returns the report's ``team_run`` (``{"command", "run_dir", "outcome",
+    "reason", "runs", "compared", "differing", "first", "divergences",
+    "causes", "sites", "raised_at"}``, see the module docstring for
+    ``outcome``). Never raises for what the command does.
+    """
+    result: dict[str, Any] = {"command": spec.command, "run_dir": str(spec.run_dir), "runs": [], "outcome": "not-verified",
+                              "reason": "", "compared": 0, "differing": 0, "first": None, "divergences": [], "causes": [],
+                              "sites": [], "raised_at": ""}
+    traces = {}
+    for label, python in (("baseline", pythons[0]), ("baseline-repeat", pythons[0]), ("candidate", pythons[1])):
+        say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
+        row = run_once(spec, python, label, folder)
+        try:
+            traces[label] = divergence.read(folder / row["trace"])
+        except (OSError, ValueError) as exc:
+            row["error"] = row["error"] or f"its trace cannot be read: {exc}"
+            traces[label] = []
+        row["calls"] = len(traces[label])
+        result["runs"].append(row)
+        if label == "baseline" and (_failed(row) or not traces[label]):
+            result["reason"] = (f"the team's run fails in the baseline ({_why(row)})" if _failed(row) else
+                                "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)")
+            return result
+        if label == "baseline-repeat":
+            again = divergence.compare(traces["baseline"], traces[label])
+            if _failed(row) or again["differing"]:
+                first = again["first"]
+                result["reason"] = ("the team's run is not deterministic: " +
+                                    (f"its two baseline runs differ first at {first['site']} {first['call']}: {'; '.join(first['texts'])}"
+                                     if first else f"the second baseline run fails ({_why(row)})"))
+                return result
+    cand = result["runs"][-1]
+    if cand["timed_out"] or (cand["exit"] is None and cand["error"]):
+        result["reason"] = f"the team's run in the candidate: {cand['error']}"
+        return result
+    diff = divergence.compare(traces["baseline"], traces["candidate"], LISTED)
+    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites")})
+    if _failed(cand):
+        result["outcome"] = "broke"
+        result["raised_at"] = _raised_at(cand["tail"], spec.run_dir)
+        result["failure"] = _why(cand) + (f", raised at {result['raised_at']}" if result["raised_at"] else "")
+        result["reason"] = f"your run fails in the candidate ({result['failure']})"
+    elif diff["differing"]:
+        result["outcome"] = "diverged"
+    else:
+        result["outcome"] = "same"
+    return result
+
+
+def _short_api(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def cause_apis(team_run: dict[str, Any]) -> set[str]:
+    """The APIs (short names: ``adamw``, ``MultiSteps``) of the calls that caused a divergence."""
+    return {_short_api(c["api"]) for c in team_run.get("causes") or []}
+
+
+def finding_apis(finding: dict[str, Any]) -> list[str]:
+    return list(finding.get("apis") or [finding.get("api", "")])
+
+
+_STOP = {"the", "a", "an", "of", "to", "in", "is", "at", "by", "or", "and", "not", "no", "now", "but", "be", "was", "were",
+         "with", "from", "for", "on", "instead", "result", "results", "got", "expected", "given", "only", "input", "inputs"}
+
+
+def _words(text: str) -> set[str]:
+    """The words of a change or a finding's cause that can tie them: dtype, error and argument names (no digits, no stop words)."""
+    return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's "Your code" lines: per site of a cause (in order), its
+    APIs, what changed there (the causes' texts, largest ULP error) and the
+    findings on the same APIs that explain it (their numbers): those whose
+    cause shares words with the change (a dtype, an error, an argument's
+    name), at least half as many as the best one's, most first, surface
+    findings first; all of them when none shares a word."""
+    team = report.get("team_run") or {}
+    lines = []
+    for site in team.get("sites") or []:
+        causes = [c for c in team.get("causes") or [] if c["site"] == site]
+        apis = list(dict.fromkeys(c["api"] for c in causes))
+        shorts = {_short_api(a) for a in apis}
+        related = [f for f in report.get("findings") or []
+                   if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
+        words = _words(" ".join(t for c in causes for t in c["texts"]))
+        overlap = {id(f): len(words & _words(str(f.get("cause") or f.get("text") or ""))) for f in related}
+        best = max(overlap.values(), default=0)
+        if best:  # the findings that speak of what changed here (its dtypes, its error, its argument), at least half as much as the best
+            related = [f for f in related if 2 * overlap[id(f)] >= best]
+        related.sort(key=lambda f: (-overlap[id(f)], f.get("section", "contracts") == "contracts"))
+        ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
+        lines.append({"site": site, "apis": apis, "calls": list(dict.fromkeys(c["call"] for c in causes)),
+                      "changes": list(dict.fromkeys(t for c in causes for t in c["texts"])),
+                      "max_ulps": max(ulps) if ulps else None, "findings": [f["number"] for f in related]})
+    return lines
+
+
+def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
+    """Put ``team_run`` into the report and make the verdict the team's (see the
+    module docstring): the findings are scoped (``scope.apply``, ``by`` run),
+    a run that broke or diverged fails the gate, one not verified makes it
+    not verified. ``team_run["affected"]`` gets the "Your code" lines.
+    Returns ``report``, changed in place."""
+    from optax_gate.gate import scope
+
+    report["team_run"] = team_run
+    outcome = team_run["outcome"]
+    if outcome != "not-verified":
+        apis = cause_apis(team_run)
+        for f in report.get("findings") or []:
+            if f.get("section", "contracts") != "contracts":
+                continue
+            hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
+            if hit:
+                scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}")
+            else:
+                scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
+        scope.apply(report, fail_on, "run")
+    team_run["affected"] = affected(report)
+    if outcome == "not-verified":
+        report["verdict"] = "not-verified"
+        report["reasons"].insert(0, f"--run not verified: {team_run['reason']}")
+    elif outcome in ("diverged", "broke"):
+        first = team_run.get("first")
+        where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or "?"
+        why = (f"your run diverges at {where}" + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})"
+                                                  if first else ""))
+        if outcome == "broke":
+            why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
+        if report.get("verdict") != "not-verified":
+            report["verdict"] = "fail"
+        report["reasons"].insert(0, why)
+    return report
+
+
+def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec | None:
+    """The ``--run`` inputs, checked before anything runs; None without ``--run``.
+
+    Raises:
+      validate.InvalidInput: an empty command, or a ``--run-dir`` that is not a folder.
+    """
+    from optax_gate.gate import validate
+    from optax_gate.gate.typed_path import INVOKED_FROM
+
+    if command is None:
+        if run_dir is not None:
+            raise validate.InvalidInput("--run-dir is given without --run")
+        return None
+    if not command.strip():
+        raise validate.InvalidInput("--run is empty: give the team's command, e.g. --run \"python train.py --steps 3\"")
+    folder = Path(run_dir) if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
+    if not folder.is_dir():
+        raise validate.InvalidInput(f"--run-dir {folder} is not a folder")
+    return RunSpec(command, folder.resolve(), timeout)

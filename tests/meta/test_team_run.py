@@ -1,0 +1,421 @@
+"""``gate --run``: the recorder of the team's run (``optax_gate.recorder``),
+the first divergence (``optax_gate.gate.divergence``) and the verdict about
+the team (``optax_gate.gate.team_run``), on small team repositories in
+``tests/meta/teams/`` (``tiny``: SGD with a jitted step; ``f32`` and
+``mixed``: the two teams of docs/team-run.md).
+
+The runs are real: the team's script runs in this test environment (the
+baseline's jax and optax) under the recorder. A *candidate* is the same
+interpreter behind a wrapper ``bin/python`` whose ``PYTHONPATH`` starts with a
+folder holding a ``sitecustomize.py`` that *plants* a change into optax (its
+``huber_loss`` made keyword-only, its ``sgd`` stepping 1.5 times further) and
+then runs the recorder's own ``sitecustomize``.
+
+``OPTAX_GATE_TEAM_RUN_PYTHON`` runs the on/off test with another interpreter
+(a gate environment's): host callbacks inside a jitted program moved a float32
+loss by 1 ULP under jax 0.12.0.1, not under the baseline's jax 0.11.2, so the
+recorder's shadow programs are only put to the test there.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate import compare, divergence, report_markdown, scope, team_run
+from optax_gate.kit import tolerances
+
+TEAMS = Path(__file__).parent / "teams"
+PYTHON = Path(os.environ.get("OPTAX_GATE_TEAM_RUN_PYTHON") or sys.executable)
+
+PLANTS = {
+    "huber-keyword-only": '''
+import optax
+_huber = optax.huber_loss
+def huber_loss(predictions, targets=None, *, delta=1.0):
+    return _huber(predictions, targets, delta=delta)
+huber_loss.__module__ = "optax.losses"
+optax.huber_loss = optax.losses.huber_loss = huber_loss
+''',
+    "sgd-further": '''
+import optax
+_sgd = optax.sgd
+def sgd(learning_rate, *args, **kwargs):
+    return _sgd(learning_rate * 1.5, *args, **kwargs)
+sgd.__module__ = "optax._src.alias"
+optax.sgd = sgd
+''',
+}
+
+CHAIN = '''
+import os, sys, importlib.util
+here = os.path.dirname(os.path.abspath(__file__))
+entries = [os.path.abspath(e) if e else "" for e in sys.path]
+for entry in entries[entries.index(here) + 1:]:
+    path = os.path.join(entry, "sitecustomize.py")
+    if entry and os.path.isfile(path):
+        spec = importlib.util.spec_from_file_location("_next_sitecustomize", path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        break
+'''
+
+
+def team(tmp_path: Path, name: str) -> Path:
+    folder = tmp_path / f"team-{name}"
+    shutil.copytree(TEAMS / name, folder)
+    return folder
+
+
+def candidate(tmp_path: Path, plant: str) -> Path:
+    """A candidate interpreter: this one, with ``plant`` changed in optax at start-up."""
+    site = tmp_path / f"plant-{plant}"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(PLANTS[plant] + CHAIN)
+    python = tmp_path / f"cand-{plant}" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/bash\nexport PYTHONPATH="{site}:$PYTHONPATH"\nexec {PYTHON} "$@"\n')
+    python.chmod(0o755)
+    return python
+
+
+def line_of(folder: Path, text: str, file: str = "train.py") -> str:
+    lines = (folder / file).read_text().splitlines()
+    return f"{file}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+
+
+def record(folder: Path, command: str, trace: Path | None) -> subprocess.CompletedProcess:
+    """Run ``command`` in ``folder`` like the gate does, recording into ``trace`` (None: recorder off)."""
+    env = team_run.environment(PYTHON, folder, trace or folder / "unused")
+    if trace is None:
+        env.pop("OPTAX_GATE_TRACE")
+    return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name, command", [("tiny", "python train.py 3 --out w.npy"),
+                                           ("f32", "python train.py --steps 3 --out params.npz")])
+def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, command):
+    """The team's results (its saved params, bit for bit, and its printed
+    losses: 9 significant digits, exact for float32) are the same with the
+    recorder on and off, a jitted training step included; and the recorder
+    did record (its shadow's values of the step's Optax calls)."""
+    results = {}
+    for mode in ("off", "on"):
+        folder = team(tmp_path / mode, name)
+        proc = record(folder, command, folder / "trace" if mode == "on" else None)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = folder / ("w.npy" if name == "tiny" else "params.npz")
+        results[mode] = (proc.stdout, out.read_bytes() if name == "tiny" else _npz_arrays(out))
+        if mode == "on":
+            observed = divergence.read(folder / "trace")
+            assert any(o["phase"] == "run" and o["out"]["leaves"] and o["out"]["leaves"][0].get("n") for o in observed)
+    assert results["on"] == results["off"]
+
+
+def _npz_arrays(path: Path) -> dict:
+    import numpy as np
+    with np.load(path) as data:
+        return {k: data[k].tobytes() for k in data}
+
+
+def test_recording_under_jit_records_each_step_values(tmp_path):
+    """Under ``jit`` the step's Optax calls are recorded once at trace time
+    (abstract) and once per step with their values (host callbacks of the
+    shadow program): the last ``apply_updates`` result is the saved params,
+    bit for bit; the update's values are SGD's -0.1 * grads."""
+    import numpy as np
+    folder = team(tmp_path, "tiny")
+    proc = record(folder, "python train.py 3 --out w.npy", folder / "trace")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    observed = divergence.read(folder / "trace")
+    apply_site = line_of(folder, "optax.apply_updates(")
+    traced = [o for o in observed if o["site"] == apply_site and o["phase"] == "trace"]
+    runs = [o for o in observed if o["site"] == apply_site and o["phase"] == "run"]
+    assert len(traced) == 1 and traced[0]["out"] is None
+    assert len(runs) == 3
+    last = runs[-1]["out"]["leaves"][0]
+    assert last["dtype"] == "float32" and last["shape"] == [4]
+    assert divergence.decode(last) == np.load(folder / "w.npy").tolist()
+    update = [o for o in observed if o["site"] == line_of(folder, "tx.update(") and o["phase"] == "run"][0]
+    grads, updates = divergence.decode(update["in"][0]), divergence.decode(update["out"]["leaves"][0])
+    assert updates == [float(np.float32(-0.1) * np.float32(g)) for g in grads]
+
+
+def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path):
+    """A candidate whose sgd steps 1.5 times further: the first divergence is
+    the update of step 1 at its line (inputs identical, values beyond the
+    budget): the cause; the results of the jitted step, both steps, follow
+    as consequences, in execution order."""
+    folder = team(tmp_path, "tiny")
+    spec = team_run.RunSpec("python train.py 2", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
+    assert result["outcome"] == "diverged", result["reason"]
+    update = line_of(folder, "tx.update(")
+    assert result["first"]["site"] == update and result["first"]["occurrence"] == 1 and "values" in result["first"]["kinds"]
+    assert result["first"]["role"] == "cause"
+    assert result["sites"] == [update]
+    step = line_of(folder, "= step(params, state)")
+    roles = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
+    # inside the jitted step, a call whose inputs already differ is not judged on its values (an inherited error);
+    # the step's results, where the team gets them, are: both steps differ, as consequences of the update
+    assert roles == [(update, 1, "cause"), (step, 1, "consequence"), (step, 2, "consequence")]
+
+
+def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(tmp_path):
+    """The mixed-precision team passes huber_loss's delta positionally; a
+    candidate where it is keyword-only raises TypeError there: the run broke,
+    named at the huber_loss line, as the cause."""
+    folder = team(tmp_path, "mixed")
+    spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "huber-keyword-only")), tmp_path)
+    huber = line_of(folder, "optax.huber_loss(")
+    assert result["outcome"] == "broke", result["reason"]
+    assert result["sites"] == [huber]
+    cause = result["causes"][0]
+    assert cause["kinds"][0] == "exception" and "TypeError" in cause["texts"][0]
+    assert result["raised_at"] == huber
+
+
+def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
+    """Two baseline runs of a script seeded from the clock differ: not
+    verified, naming the first call that differs."""
+    folder = team(tmp_path, "tiny")
+    spec = team_run.RunSpec("python train.py 1 --random", folder, 300)
+    result = team_run.run(spec, (PYTHON, PYTHON), tmp_path)
+    assert result["outcome"] == "not-verified"
+    # the data is a constant of the jitted step: its Optax calls' inputs differ already, so the step's result,
+    # where the team gets it, is the first call that differs
+    assert result["reason"].startswith(f"the team's run is not deterministic: its two baseline runs differ first at "
+                                       f"{line_of(folder, '= step(params, state)')} jax.jit(step)(...): result values")
+    assert [r["label"] for r in result["runs"]] == ["baseline", "baseline-repeat"]  # the candidate is not run
+
+
+def test_the_ulp_policy_is_the_kits():
+    assert divergence.ELEMENTWISE == tolerances.ELEMENTWISE
+    assert divergence.EPS == tolerances.EPS
+    assert divergence.TINY == tolerances.TINY
+
+
+def _leaf(values, dtype="float32"):
+    import base64
+    import struct
+    fmt = {"float32": "f", "int32": "i"}[dtype]
+    raw = struct.pack(f"<{len(values)}{fmt}", *values)
+    return {"dtype": dtype, "shape": [len(values)], "n": len(values), "stride": 1,
+            "data": base64.b64encode(raw).decode(), "sha256": str(hash(raw))}
+
+
+def _trace(folder: Path, events: list[dict]) -> Path:
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"trace": 1, "pid": 1, "start": 0.0, "argv": []})]
+    for seq, event in enumerate(events, 1):
+        lines.append(json.dumps({**event, "seq": seq}))
+    (folder / "trace-1.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _call(site, api, call, out, inputs=(), **extra):
+    return {"site": site, "api": api, "call": call, "args": {"positional": [], "keyword": {}}, "warnings": [],
+            "in": list(inputs), "out": {"tree": "PyTreeDef(*)", "paths": [""], "leaves": [out]}, **extra}
+
+
+def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
+    """Hand-written traces: a value 2 ULP off is within the budget (4 ULP
+    for a first call); the first call beyond it (same inputs) is the cause;
+    the params' apply_updates, whose input differs, a consequence; an update
+    whose input differs is not judged on its values (an inherited error may
+    grow there); a call made in the candidate only comes after them."""
+    one = 1.0 + 2 ** -22  # 2 ULP above 1.0 in float32
+    far = 1.0 + 2 ** -18  # 32 ULP
+    base = [_call("a.py:1", "optax.x", "call", _leaf([1.0])), _call("a.py:2", "optax.y", "call", _leaf([2.0]), [_leaf([1.0])]),
+            _call("a.py:3", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
+            _call("a.py:5", "optax.adam", "update", _leaf([3.0]), [_leaf([2.0])])]
+    cand = [_call("a.py:1", "optax.x", "call", _leaf([one])), _call("a.py:2", "optax.y", "call", _leaf([2.0 * far]), [_leaf([1.0])]),
+            _call("a.py:3", "optax.apply_updates", "call", _leaf([3.5]), [_leaf([2.0 * far])]),
+            _call("a.py:5", "optax.adam", "update", _leaf([9.0]), [_leaf([2.0 * far])]),
+            _call("a.py:4", "optax.w", "call", _leaf([1.0]))]
+    result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    rows = [(d["site"], d["role"], d["kinds"]) for d in result["divergences"]]
+    assert rows == [("a.py:2", "cause", ["values"]), ("a.py:3", "consequence", ["values"]),
+                    ("a.py:4", "consequence", ["one side only"])]
+    assert result["first"]["site"] == "a.py:2" and result["sites"] == ["a.py:2"]
+    assert 31 < result["first"]["max_ulps"] < 33
+
+
+def _report(broken_api: str) -> dict:
+    def record(outcome):
+        return {"label": "x", "status": "ran", "versions": {}, "contracts": {
+            f"{broken_api}:golden": {"api": broken_api, "guide": "g", "kind": "golden", "outcome": outcome, "detail": "AssertionError: x"}}}
+    return compare.compare(record("passed"), record("failed"))
+
+
+def _team(outcome, causes=()):
+    return {"command": "python train.py", "run_dir": "/team", "outcome": outcome, "reason": "", "runs": [], "compared": 5,
+            "differing": len(causes), "first": causes[0] if causes else None, "divergences": list(causes),
+            "causes": list(causes), "sites": [c["site"] for c in causes], "raised_at": ""}
+
+
+def test_verdict_is_about_the_team_run():
+    """A broken contract on an API the run did not diverge at: PASS, the
+    finding under "Optax changed elsewhere" (--fail-on all: FAIL). A run that
+    diverges at a call of that API: FAIL, the finding is yours and "Your
+    code" opens the report naming the line, what changed and the finding."""
+    report = team_run.apply(_report("optax.adam"), _team("same"))
+    assert report["verdict"] == "pass" and report["findings"][0]["scope"] == "elsewhere"
+    text = report_markdown.render(report)
+    assert text.index("## Your code") < text.index(f"## {scope.ELSEWHERE_HEADING}")
+    assert "computes the same" in text and "Your run does not diverge at these" in text
+    assert team_run.apply(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
+    cause = {"site": "train.py:7", "api": "optax.adam", "call": "optax.adam(...).update", "phase": "run", "occurrence": 1,
+             "kinds": ["values"], "texts": ["result values: largest error 40 ULP (budget 4)"], "max_ulps": 40.0,
+             "budget_ulps": 4, "role": "cause", "side": "both"}
+    report = team_run.apply(_report("optax.adam"), _team("diverged", [cause]))
+    assert report["verdict"] == "fail" and report["findings"][0]["scope"] == "yours"
+    assert report["reasons"][0].startswith("your run diverges at train.py:7")
+    _validates(report)
+    text = report_markdown.render(report)
+    your_code = text[text.index("## Your code"):]
+    assert "`train.py:7` `optax.adam(...).update`: result values: largest error 40 ULP" in your_code
+    assert "[F1](#f1)" in your_code.splitlines()[4]
+    from optax_gate.action import comment
+    posted = comment.body(text, "https://example.org/report")  # the pull-request comment opens with it too
+    assert posted.split("\n## ")[1].startswith("Your code") and "`train.py:7`" in posted
+
+
+def test_a_run_not_verified_makes_the_gate_not_verified():
+    team = {**_team("not-verified"), "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
+            "runs": [{"label": "baseline", "exit": 1, "seconds": 1.0, "tail": "Traceback\nRuntimeError: boom\n", "log": "team-run-baseline.log"}]}
+    report = team_run.apply(_report("optax.adam"), team)
+    assert report["verdict"] == "not-verified"
+    assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: RuntimeError: boom)"
+    text = report_markdown.render(report)
+    assert "**Not verified**: the team's run fails in the baseline" in text
+    assert "```\nTraceback\nRuntimeError: boom\n```" in text  # its output's tail
+
+
+def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
+    """action.yml's ``run:`` reaches the gate as ``--run CMD`` (and not at all when empty)."""
+    from optax_gate.action import run as action_run
+    monkeypatch.setenv("INPUT_RUN", "python train.py --steps 3")
+    args = action_run.gate_args(tmp_path)
+    assert args[args.index("--run") + 1] == "python train.py --steps 3"
+    monkeypatch.setenv("INPUT_RUN", "")
+    assert "--run" not in action_run.gate_args(tmp_path)
+
+
+def _validates(report: dict) -> None:
+    """``report`` (its ``team_run`` included) validates against report.schema.json."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    schema = json.loads((Path(team_run.__file__).parent / "report.schema.json").read_text())
+    jsonschema.validate(json.loads(json.dumps(report)), schema)
+    bad = json.loads(json.dumps(report))
+    bad["team_run"]["outcome"] = "fine"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+RUN_SCRIPTS = {
+    "affected": "import optax\n\nprint(optax.scale(0.5)([2.0, -4.0]))\n",  # the tiny candidate's scale doubles
+    "unaffected": "import optax\n\nprint(optax.clip(1.0)([3.0, -0.5]))\n",
+}
+
+
+@pytest.mark.parametrize("case", ["affected", "unaffected"])
+def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatch, case):
+    """End to end through the action and the gate (test_action's fake
+    environments: a tiny pure-Python optax whose candidate ``scale`` doubles;
+    here their ``python`` runs anything else with the real interpreter and
+    that optax): a team whose run calls ``scale`` gets FAIL naming its line
+    first in report.md and the job summary; one whose run calls only ``clip``
+    gets PASS, the broken ``scale`` contract under "Optax changed elsewhere"."""
+    from tests.meta import test_action
+    fake = test_action.FAKE_PYTHON.replace(
+        'else:\n    sys.exit("fake python: unexpected " + " ".join(args))',
+        'else:  # the team\'s command (gate --run): the real interpreter with the tiny optax\n'
+        '    os.environ["PYTHONPATH"] = os.pathsep.join([os.environ.get("PYTHONPATH", ""), site])\n'
+        '    os.execv({python!r}, [{python!r}, *args])')
+    assert fake != test_action.FAKE_PYTHON
+    monkeypatch.setattr(test_action, "FAKE_PYTHON", fake)
+    team = test_action.team_repo(tmp_path)
+    (team / "train.py").write_text(RUN_SCRIPTS[case])
+    proc, outputs = test_action.run_action(tmp_path, team, run="python train.py")
+    report_md = Path(outputs["report"])
+    report = json.loads(report_md.with_name("report.json").read_text())
+    text, summary = report_md.read_text(), (tmp_path / "summary.md").read_text()
+    scale = next(f for f in report["findings"] if f.get("api") == "optax.scale")
+    if case == "affected":
+        assert proc.returncode == 1 and outputs["verdict"] == "fail", proc.stdout + proc.stderr
+        assert report["team_run"]["outcome"] == "diverged" and report["team_run"]["sites"] == ["train.py:3"]
+        assert scale["scope"] == "yours"
+        opening = text.split("\n## ", 2)[1]
+        assert opening.startswith("Your code") and "- `train.py:3` `optax.scale(...)(...)`: result[0]: 1.0 → 2.0" in opening
+        assert f"[F{scale['number']}](#f{scale['number']})" in opening
+        assert "## Your code" in summary
+    else:
+        assert proc.returncode == 0 and outputs["verdict"] == "pass", proc.stdout + proc.stderr
+        assert report["team_run"]["outcome"] == "same"
+        assert scale["scope"] == "elsewhere" and "## Optax changed elsewhere" in text
+        assert text.index("## Your code") < text.index("## Optax changed elsewhere")
+
+
+def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch):
+    """The gate knows its environments by paths relative to the project
+    (``.nox/gate-envs/<hash>/bin/python``) but runs the team's command in
+    --run-dir: PATH, VIRTUAL_ENV, PYTHONPATH and the trace folder must be
+    absolute (seen: the real gate's baseline ran the system python, 'No module named jax')."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "team" / "src").mkdir(parents=True)
+    env = team_run.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
+    assert env["PATH"].split(os.pathsep)[0] == str(tmp_path / ".nox/gate-envs/abc/bin")
+    assert env["VIRTUAL_ENV"] == str(tmp_path / ".nox/gate-envs/abc")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(team_run.RECORDER_SITE), str(tmp_path / "team"), str(tmp_path / "team/src")]
+    assert env["OPTAX_GATE_TRACE"] == str(tmp_path / "evidence/trace")
+
+
+def test_an_affected_line_names_the_findings_that_speak_of_its_change():
+    """The mixed-precision team's MultiSteps.init line: of the two findings
+    on MultiSteps (optax 0.2.8 report), the state dtype change explains it,
+    the float64 precision one does not; a failing run is named by its error
+    line, not by JAX's note printed after it."""
+    report = {"findings": [
+        {"number": 1, "change": "broken", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"],
+         "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64"},
+        {"number": 2, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"],
+         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter"},
+        {"number": 3, "change": "broken", "api": "optax.adam", "apis": ["optax.adam"], "cause": "state bfloat16 → float32"}],
+        "team_run": {"sites": ["train.py:34"], "causes": [
+            {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None,
+             "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]}]}}
+    assert [line["findings"] for line in team_run.affected(report)] == [[2]]
+    tail = ("Traceback (most recent call last):\n  File \"train.py\", line 21, in loss_fn\n"
+            "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
+            "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n")
+    assert team_run._why({"error": "", "exit": 1, "tail": tail}) == \
+        "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
+
+
+def test_run_inputs_are_refused_before_anything_runs(tmp_path):
+    """An empty --run, a --run-dir that is not a folder, a --run-dir without --run: refused (exit 2, with the reason)."""
+    from optax_gate.gate import validate
+    for command, run_dir, said in (("  ", None, "--run is empty"), ("python train.py", tmp_path / "nope", "is not a folder"),
+                                   (None, tmp_path, "--run-dir is given without --run")):
+        with pytest.raises(validate.InvalidInput, match=said):
+            team_run.check(command, run_dir, 60)
+    assert team_run.check(None, None, 60) is None
+    assert team_run.check("python train.py", tmp_path, 60) == team_run.RunSpec("python train.py", tmp_path.resolve(), 60)
+
+
+def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tmp_path):
+    """The tiny team without jit, against the candidate whose sgd steps 1.5
+    times further: step 1's update is the cause (its inputs identical), the
+    params (apply_updates) of both steps are consequences; step 2's update,
+    whose inputs already differ, is not judged on its values."""
+    folder = team(tmp_path, "tiny")
+    spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
+    update, apply = line_of(folder, "tx.update("), line_of(folder, "optax.apply_updates(")
+    rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
+    assert rows == [(update, 1, "cause"), (apply, 1, "consequence"), (apply, 2, "consequence")]
