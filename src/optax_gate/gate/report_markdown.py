@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate import call_sites, details, report_bisect, report_surface
+from optax_gate.gate import call_sites, details, report_bisect, report_surface, upstream_tests
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, source_specs
 
@@ -98,8 +98,11 @@ def render(report: dict[str, Any]) -> str:
         for f in found:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+            elif f["section"] == "upstream-tests":
+                out.append(upstream_tests.finding_line(f))
             else:
                 out.append(report_surface.finding_line(f))
+    out += upstream_tests.markdown(report)  # --upstream-tests: the cross-run of optax's own tests
     out += ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]
