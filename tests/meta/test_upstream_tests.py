@@ -152,3 +152,20 @@ def test_markdown_lists_what_could_not_be_told(section):
     assert "could not tell `alpha_test.py::ScaleTest::test_flaky_everywhere`: fails in its own environment" in text
     assert up.finding_line(report["findings"][0]).startswith("1. **changed** `optax.alpha.scale`")
     assert up.markdown({"verdict": "pass"}) == []
+
+
+def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
+    """``bisect_deps._prune`` (shared by the overlays here and the bisection's
+    missing requirements) removes the distributions the environment has: a
+    ``NAME-VERSION.dist-info`` folder is NAME's (it read ``numpy-2.5.5.dist``
+    before, and the environment's numpy was shadowed)."""
+    from optax_gate.gate import bisect_deps
+
+    for name, version, top in (("numpy", "2.5.5", "numpy"), ("scikit_learn", "1.9.1", "sklearn")):
+        info = tmp_path / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (tmp_path / top).mkdir()
+        (tmp_path / top / "__init__.py").write_text("", encoding="utf-8")
+        (info / "RECORD").write_text(f"{top}/__init__.py,,\n{info.name}/RECORD,,\n", encoding="utf-8")
+    bisect_deps._prune(tmp_path, {"numpy"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scikit_learn-1.9.1.dist-info", "sklearn"]

@@ -313,7 +313,7 @@ def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
 
 def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, timeout: float, extra_env: dict[str, str],
                 workers: int) -> None:
-    cmd = [str(python), "-m", "pytest", *_PYTEST, "--rootdir", str(root), "-c", str(root / "pytest.ini"),
+    cmd = [os.path.abspath(python), "-m", "pytest", *_PYTEST, "--rootdir", str(root), "-c", str(root / "pytest.ini"),
            "--junitxml", str(xml), *(["-n", str(workers)] if workers > 1 else []), *files]
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **extra_env}
     try:
