@@ -76,7 +76,7 @@ DISTRIBUTIONS = {"absl": "absl-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
 API, INFRA, BEHAVIOUR = "api", "could not tell", "behaviour"
 #: pytest's own plugins that would change the run (our plugin's entry point, the cache).
 _PYTEST = ["-q", "-p", "no:cacheprovider", "-p", "no:optax_gate", "--import-mode=importlib", "-o", "addopts=",
-           "-o", "junit_family=xunit1"]
+           "-o", "junit_family=xunit1", "--continue-on-collection-errors"]
 _NAME_ONE_SIDE = [
     re.compile(r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>optax[\w.]*)'"),
     re.compile(r"module '(?P<module>optax[\w.]*)' has no attribute '(?P<name>\w+)'"),
@@ -307,7 +307,7 @@ def findings(directions: list[Direction]) -> list[dict[str, Any]]:
 
 def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
     """``extra`` with the overlay ``folder`` first on its ``PYTHONPATH``."""
-    paths = [p for p in (str(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
+    paths = [p for p in (os.path.abspath(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
     return {**extra, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
 
 
@@ -317,9 +317,12 @@ def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, timeout: 
            "--junitxml", str(xml), *(["-n", str(workers)] if workers > 1 else []), *files]
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **extra_env}
     try:
-        subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise CrossRunFailure(f"pytest timed out after {timeout:.0f} s") from None
+    if proc.returncode not in (0, 1):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
+        tail = [line for line in (proc.stdout + proc.stderr).strip().splitlines() if line.strip()][-3:]
+        raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
 
 
 def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], cache_dir: Path, timeout: float,
