@@ -196,12 +196,15 @@ def describe(thunk: Any, errors: dict[str, str] | None = None, key: str = "") ->
         return f"ok shape ({','.join(map(str, out))})"
     if isinstance(out, (np.dtype, type)) or hasattr(out, "dtype") and not hasattr(out, "shape"):
         return f"ok dtype {np.dtype(out).name}"
+    jnp = _jnp()
     leaves = jax.tree.leaves(out)
     arrays = [np.asarray(x) for x in leaves]
-    bad = any(a.dtype.kind in "fc" and not np.all(np.isfinite(a)) for a in arrays)
+    inexact = [jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays]  # bfloat16's NumPy kind is 'V', not 'f'
+    bad = any(f and not np.all(np.isfinite(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))
+              for a, f in zip(arrays, inexact))
     if len(arrays) == 1 and arrays[0].ndim == 0 and not isinstance(out, dict):
         a = arrays[0]
-        val = _value(float(a.real)) if a.dtype.kind in "fc" else str(a)
+        val = _value(float(np.real(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))) if inexact[0] else str(a)
         return f"{'non-finite' if bad else 'ok'} {a.dtype.name}[] {val}"
     sig = ",".join(f"{a.dtype.name}[{','.join(map(str, a.shape))}]" for a in arrays) or "no leaves"
     return f"{'non-finite' if bad else 'ok'} {sig}{'' if bad else ' finite'}"
