@@ -40,6 +40,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from optax_gate.kit.surface_table import known_defect
+
 # --------------------------------------------------------------------- trees
 
 #: Corner PyTrees: name -> (leaves as (dtype, shape), why it is a corner).
@@ -146,6 +148,14 @@ LOSS_CORNERS: dict[str, str] = {
 #: JVP rule, vmapped, and doubled the grid's time, beyond its budget on a
 #: 2-core machine).
 LOSS_OUTPUTS = ("value", "grad", "jvp")
+#: Baseline defects the loss grid shows on a documented input: (path, corner)
+#: -> ledger id. The grid's contract is one snapshot per loss, so it is not
+#: marked ``known_defect`` (a change at another corner would read ``fixed``):
+#: the ledger keeps the defect, this table says where the grid shows it.
+LOSS_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.squared_error", "broadcast"): known_defect("squared-error-broadcastable-targets-refused"),
+    ("optax.l2_loss", "broadcast"): known_defect("squared-error-broadcastable-targets-refused"),
+}
 #: Losses the grid leaves out at a corner, with the reason: (path, corner) -> why.
 LOSS_LEFT_OUT: dict[tuple[str, str], str] = {
     ("optax.ctc_loss", "broadcast"): "CTC's second argument is a padding mask, not targets",
