@@ -133,6 +133,11 @@ def test_attach_keeps_the_verdict(section):
     ("ModuleNotFoundError: No module named 'chex'", "baseline", (up.INFRA, "")),
     ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (up.INFRA, "")),
     ("fixture 'mocker' not found", "baseline", (up.INFRA, "")),
+    # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
+    ("ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?",
+     "candidate", (up.INFRA, "")),
+    ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (up.INFRA, "")),
+    ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (up.API, "new")),
     ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (up.BEHAVIOUR, "changed")),
 ])
 def test_classify(text, side, want):

@@ -87,6 +87,8 @@ _NAME_ONE_SIDE = [
 _INFRA = [
     re.compile(r"No module named '(?!optax)(?P<module>[\w.]+)'"),
     re.compile(r"cannot import name '\w+' from '(?P<module>[\w.]*(?:_test|test_utils|testing)[\w.]*)'"),
+    re.compile(r"cannot import name '(?P<module>\w*(?:_test|test_utils|testing)\w*)'"),  # the helper module itself
+    re.compile(r"No module named '(?P<module>optax[\w.]*(?:_test|test_utils|testing)\w*)'"),
     re.compile(r"cannot import name '\w+' from '(?!optax)(?P<module>[\w.]+)'"),
     re.compile(r"fixture '\w+' not found"),
     re.compile(r"UnparsedFlagAccessError|flags\._exceptions"),
