@@ -52,9 +52,13 @@ _ALPHA_TEST = {
         ''',
     "candidate": '''
         from optax import alpha
+        from optax import test_utils
 
         def test_scale_offset():
             assert alpha.scale(1, offset=1) == 4
+
+        def test_with_the_candidates_helper():
+            assert test_utils.twice(2) == 4
         ''',
 }
 
@@ -66,6 +70,8 @@ def _site(tmp_path: Path, side: str) -> Path:
     (pkg / "alpha.py").write_text(textwrap.dedent(_ALPHA[side]), encoding="utf-8")
     (pkg / "alpha_test.py").write_text(textwrap.dedent(_ALPHA_TEST[side]), encoding="utf-8")
     (pkg / "beta.py").write_text("def same():\n    return 0\n", encoding="utf-8")  # identical: its test never runs
+    if side == "candidate":  # a test helper new on the candidate's side
+        (pkg / "test_utils.py").write_text("def twice(x):\n    return 2 * x\n", encoding="utf-8")
     (pkg / "beta_test.py").write_text("def test_same():\n    assert False\n", encoding="utf-8")
     return tmp_path / side
 
@@ -105,7 +111,7 @@ def test_baseline_tests_in_the_candidate(section):
 
 def test_candidate_tests_in_the_baseline(section):
     d, f = _failures(section, "candidate tests in the baseline")
-    assert (d["ran"], d["failed"]) == (1, 1)
+    assert (d["ran"], d["failed"]) == (2, 1)  # the test using the candidate's helper runs (and passes) in the baseline
     assert (f["test_scale_offset"]["kind"], f["test_scale_offset"]["change"]) == (up.API, "new")
     assert f["test_scale_offset"]["subject"] == "scale(..., offset=)"
 

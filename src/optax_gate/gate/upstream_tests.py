@@ -10,6 +10,10 @@ so they test the environment's optax) and pytest runs there with the other
 environment's interpreter (``--import-mode=importlib``, this project's plugin
 and the cache off, a JUnit XML report read back here).
 
+A test helper module shipped on the tests' side (``optax/_src/test_utils.py``,
+new in 0.2.8) is registered under its optax name by a ``conftest.py`` of the
+run when the environment's optax lacks it (its own wins).
+
 Test dependencies the environment lacks (``chex`` in the 0.2.8 environment,
 ``absl-py``...) are never installed into the locked environment: they go into
 an overlay folder of their own (``uv pip install --target``, the environment's
@@ -127,9 +131,11 @@ class Direction:
 
 
 def module_files(pkg: Path) -> dict[str, bytes]:
-    """Relative posix path -> SHA-256 of each non-test ``.py`` file of the optax package folder ``pkg``."""
+    """Relative posix path -> SHA-256 of each ``.py`` file of the optax package
+    folder ``pkg`` that is neither a test nor a test helper (:data:`HELPER_NAMES`)."""
     return {p.relative_to(pkg).as_posix(): hashlib.sha256(p.read_bytes()).digest()
-            for p in sorted(pkg.rglob("*.py")) if not p.name.endswith("_test.py") and "__pycache__" not in p.parts}
+            for p in sorted(pkg.rglob("*.py")) if not p.name.endswith("_test.py") and "__pycache__" not in p.parts
+            and not any(h in p.stem for h in HELPER_NAMES)}
 
 
 def changed_modules(base: Path, cand: Path) -> list[str]:
@@ -307,6 +313,38 @@ def findings(directions: list[Direction]) -> list[dict[str, Any]]:
     return out
 
 
+#: Test helper modules shipped beside the tests (``optax/_src/test_utils.py`` in 0.2.8): names containing these.
+HELPER_NAMES = ("test_utils", "testing")
+#: Written into the run's folder: registers the test side's helper modules
+#: under their optax names when the environment's optax lacks them (its own
+#: wins), so that a test importing a helper new on its side can still run.
+_CONFTEST = """\
+import importlib, importlib.util, sys
+from pathlib import Path
+_HELPERS = Path(__file__).parent / "_optax_helpers"
+for path in sorted(_HELPERS.rglob("*.py")):
+    name = "optax." + ".".join(path.relative_to(_HELPERS).with_suffix("").parts)
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            parent, _, leaf = name.rpartition(".")
+            setattr(importlib.import_module(parent), leaf, module)
+        except Exception:  # the helper needs what this optax lacks: its tests read could-not-tell
+            sys.modules.pop(name, None)
+"""
+
+
+def helpers(pkg: Path) -> list[str]:
+    """The test helper modules (relative paths) shipped in the optax package folder ``pkg``."""
+    return sorted(p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")
+                  if not p.name.endswith("_test.py") and any(h in p.stem for h in HELPER_NAMES) and "__pycache__" not in p.parts)
+
+
 def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
     """``extra`` with the overlay ``folder`` first on its ``PYTHONPATH``."""
     paths = [p for p in (os.path.abspath(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
@@ -341,6 +379,10 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
     with tempfile.TemporaryDirectory(prefix="optax-upstream-tests-") as tmp:
         root = Path(tmp)
         (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        (root / "conftest.py").write_text(_CONFTEST, encoding="utf-8")
+        for rel in helpers(pkg[d.tests_of]):
+            (root / "_optax_helpers" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pkg[d.tests_of] / rel, root / "_optax_helpers" / rel)
         for rel in d.files:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(pkg[d.tests_of] / rel, root / rel)
