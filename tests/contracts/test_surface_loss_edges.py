@@ -31,6 +31,7 @@ import pytest
 
 from optax_gate.kit import surface_build
 from optax_gate.kit.surface_calls import CALLS, EXPECT, LOGITS, TARGET_ARG
+from optax_gate.kit.surface_corners import sweep_inputs
 
 GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes"
 
@@ -38,17 +39,6 @@ GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments
 LOSSES = [p for p, (kind, _, _) in CALLS.items() if kind == "loss" and p not in EXPECT and "make_" not in p]
 
 EDGES = ("neg_inf_logits", "zero_targets", "empty_batch")
-
-
-def sweep_inputs(path: str) -> tuple[tuple, dict]:
-    """The positional and keyword arguments the sweep calls ``path`` with."""
-    captured = {}
-
-    def spy(*args, **kwargs):
-        captured["args"], captured["kwargs"] = args, kwargs
-        return jnp.zeros(())
-    CALLS[path][2](spy)
-    return tuple(captured["args"]), dict(captured["kwargs"])
 
 
 def edge_inputs(path: str, edge: str) -> tuple[list, dict]:

@@ -73,7 +73,7 @@ def unmet(python: Path, folder: Path, timeout: float) -> list[str]:
 def _prune(folder: Path, present: set[str]) -> None:
     """Remove from ``folder`` every distribution named in ``present`` (by its RECORD)."""
     for info in folder.glob("*.dist-info"):
-        name = _canonical(info.name.rsplit("-", 1)[0])
+        name = _canonical(info.name.removesuffix(".dist-info").rsplit("-", 1)[0])  # NAME-VERSION.dist-info
         if name not in present:
             continue
         record = info / "RECORD"

@@ -244,6 +244,10 @@ def parser() -> argparse.ArgumentParser:
                    help="after the report is complete, name the optax/flax commit that changed each broken, changed or "
                         "fixed finding (builds commits from source; see --history)")
     _bisect_options(g)
+    g.add_argument("--upstream-tests", action="store_true",
+                   help="also run optax's own shipped tests of the modules that differ across: the baseline's in the candidate "
+                        "environment and the candidate's in the baseline's (findings listed, the verdict unchanged; "
+                        "docs/upstream-tests.md)")
     g.set_defaults(func=gate)
     m = sub.add_parser("matrix", help="every newer release of optax, jax/jaxlib and flax against the baseline",
                        description="The release matrix:\n" + _help("``matrix", "``compare") + "\n" + _help("Exit status (matrix"),

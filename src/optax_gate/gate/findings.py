@@ -28,6 +28,8 @@ cause              detail it recognises                                         
                    (``weight_decay=0/nan_inf_params/updates: r1,r3 -> none``)
 ``x64``            snapshot drift of the generated x64 record of a schedule or   the outputs
                    loss (``x64_int32_steps: float32[10] finite -> ...``)
+``corner``         snapshot drift of the corner grids (``corner.empty_leaf:      the corners
+                   raises ValueError -> ok float32[] 1``; :func:`corner_cause`)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
                    (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs
 ``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
@@ -130,9 +132,30 @@ EDGE_KEY = re.compile(r"^\w+=0/\w+(?:/.*)?$")
 #: Key prefix of the generated x64 snapshots (``tests/contracts/test_surface_x64.py``):
 #: a schedule's or loss's output under ``jax_enable_x64``, not optimizer state.
 X64_PREFIX = "x64"
+#: Key prefix of the corner-grid snapshots (``optax_gate.kit.surface_corners``):
+#: an API's outcome at one corner input (an empty leaf, a -inf logit in forward
+#: mode, a wrapper's bfloat16 state through a scan), not optimizer state.
+CORNER_PREFIX = "corner."
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
+
+
+def corner_cause(leaves: list[Any]) -> tuple | None:
+    """The ``corner`` cause of a drift of the corner-grid snapshots
+    (``tests/contracts/test_surface_corners_*.py``: keys ``corner.<corner>[/<output>]``),
+    grouped by the corners that moved; None for another drift."""
+    if leaves and all(leaf.path.startswith(CORNER_PREFIX) for leaf in leaves):
+        return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX):] for leaf in leaves)))
+    return None
+
+
+def corner_text(evidence: list[Any]) -> str:
+    """A corner drift in words: the first corner's outcome in the baseline and now, and how many more moved."""
+    leaf = evidence[0][0]
+    old, new = ("nothing" if v == "absent" else v for v in (leaf.old, leaf.new))
+    more = f" (and {len(evidence[0]) - 1} more corners)" if len(evidence[0]) > 1 else ""
+    return f"at corner `{leaf.path[len(CORNER_PREFIX):]}` the outcome differs: {old} in the baseline, {new} now{more}"
 
 
 def _size(ulp: Ulp) -> str:
@@ -172,6 +195,8 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
         return ("x64", tuple(sorted(leaf.path for leaf in leaves))), leaves
+    if corner_cause(leaves):
+        return corner_cause(leaves), leaves
     if leaves:
         pairs = tuple(sorted({leaf.dtypes for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]}))
         if pairs:
@@ -248,6 +273,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         leaf = evidence[0][0]
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
         return f"under x64 the output differs: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
+    if kind == "corner":
+        return corner_text(evidence)
     if kind == "edge-hyper":
         leaf = evidence[0][0]
         name, _, rest = leaf.path.partition("=0/")

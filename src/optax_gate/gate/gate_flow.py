@@ -16,7 +16,7 @@ from typing import Any
 
 from optax_gate.gate import (atomic, baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late,
                              report_html, report_json, report_markdown, report_speed, requirements, runner, scope, source_specs, team_contracts,
-                             team_run, validate)
+                             team_run, upstream_tests, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -90,6 +90,8 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     else:
         phases.run("scope of the findings", lambda: scope.apply_args(report, args, usage=not refused))
     phases.run("speed readings", lambda: speed_.attach(report, speed))
+    if getattr(args, "upstream_tests", False) and not refused:
+        phases.run("upstream tests cross-run (--upstream-tests)", lambda: upstream_cross_run(report, baseline, candidate, args, say))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
@@ -113,6 +115,27 @@ def say_not_judged(run: evidence.RunFolder) -> None:
     print(f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
           f"{run.root / 'not-judged.md'} (run folder {run.path}); {run.root / 'report.md'} still shows "
           f"{evidence.shown(run.root)}")
+
+
+def upstream_cross_run(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
+                       say: Progress) -> None:
+    """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream_tests``)
+    when both sides ran; its section and findings go into ``report``.
+
+    Raises:
+      upstream_tests.CrossRunFailure: it could not run (a late phase's failure: not verified).
+    """
+    if baseline.get("status") != "ran" or candidate.get("status") != "ran":
+        return
+    pythons = getattr(args, "side_pythons", None)
+    if not pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
+        raise upstream_tests.CrossRunFailure("the two environments' interpreters or site-packages are not known")
+    say("upstream tests: cross-running optax's shipped tests of the modules that differ")
+    envs = dict(zip(("baseline", "candidate"), getattr(args, "side_jax_env", ({}, {}))))
+    section = upstream_tests.cross_run({"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
+                                       dict(zip(("baseline", "candidate"), map(Path, pythons))), args.cache_dir,
+                                       timeout=args.timeout, extra_env=envs, say=say)
+    upstream_tests.attach(report, section)
 
 
 def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -226,6 +249,8 @@ def gate(args: argparse.Namespace) -> int:
     if getattr(args, "run_spec", None) is not None:  # the team's own run first: quick, and its verdict is the one asked for
         args.team_run_result = team_run.run(args.run_spec, (baseline.python, candidate.python), run.evidence, say)
     base_record, cand_record = run_both(baseline, candidate, args, say)
+    args.side_pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
+    args.side_jax_env = (baseline.jax_env, candidate.jax_env)
     phases = late.LatePhases()
     speed = phases.run("speed readings", lambda: measure_speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
                                                           plot=False, pythons=(baseline.python, candidate.python)))

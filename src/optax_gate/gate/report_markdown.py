@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate import call_sites, details, report_bisect, report_surface
+from optax_gate.gate import call_sites, details, report_bisect, report_surface, upstream_tests
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, report_team_run, scope, source_specs
 
@@ -184,8 +184,11 @@ def _findings_section(page: Page) -> list[str]:
         for f in group:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+            elif f["section"] == "upstream-tests":
+                out.append(upstream_tests.finding_line(f))
             else:
                 out.append(report_surface.finding_line(f))
+    out += upstream_tests.markdown(page.report)  # --upstream-tests: the cross-run of optax's own tests
     return out
 
 

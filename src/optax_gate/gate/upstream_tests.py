@@ -1,0 +1,518 @@
+"""Optax's own tests, cross-run between the two versions (``gate --upstream-tests``).
+
+Optax's wheels ship their ``*_test.py`` files beside the modules. For each
+module whose source differs between the two installed optax packages (bytes
+compared; a module on one side only counts), the baseline's shipped
+``<module>_test.py`` runs in the candidate environment and the candidate's in
+the baseline environment: the files are copied out of ``site-packages`` into a
+temporary folder (their imports are absolute, ``from optax._src import ...``,
+so they test the environment's optax) and pytest runs there with the other
+environment's interpreter (``--import-mode=importlib``, this project's plugin
+and the cache off, a JUnit XML report read back here).
+
+A test helper module shipped on the tests' side (``optax/_src/test_utils.py``,
+new in 0.2.8) is registered under its optax name by a ``conftest.py`` of the
+run when the environment's optax lacks it (its own wins).
+
+Test dependencies the environment lacks (``chex`` in the 0.2.8 environment,
+``absl-py``...) are never installed into the locked environment: they go into
+an overlay folder of their own (``uv pip install --target``, the environment's
+versions as constraints, as ``optax_gate.gate.bisect_deps`` does), put on
+``PYTHONPATH`` for the run only, and named in the report.
+
+Each failure is classified (:func:`classify`), by the first error line of its
+JUnit text:
+
+- a name or keyword that exists on one side only (``cannot import name 'X'
+  from 'optax...'``, ``module 'optax...' has no attribute 'X'``, ``No module
+  named 'optax.X'``, ``got an unexpected keyword argument 'k'``, ``missing 1
+  required positional argument``): ``gone`` when the baseline's test fails in
+  the candidate, ``new`` when the candidate's test fails in the baseline;
+- a helper or test-infrastructure difference (an import of a test helper
+  module or a package outside optax, a missing fixture, absl flags) or a test
+  that fails in its own environment too (a control re-run of just the failing
+  tests there): ``could not tell`` (listed, never a finding);
+- everything else: a behaviour change, a ``changed`` finding naming the
+  upstream test (``module::Class::test``) and its API (the longest public name
+  of the tested module that the test's class or name spells, else the module).
+
+Failures with one cause (direction, class, API and the error line with its
+numbers and quoted values replaced by ``#``) are one finding. How it combines
+with the contracts: the cross-run's findings are appended to the report's
+findings (section ``upstream-tests``) and its counts to ``notes``; they never
+change the verdict (a behaviour that upstream pinned and then changed is
+``changed``, never ``broken``: upstream changes its own tests on purpose, and a
+test's expected value is upstream's, not the team's contract). A cross-run that
+cannot run at all is a failed late phase of the gate (``optax_gate.gate.late``):
+the verdict is then not-verified.
+
+Standard library only; the tests run in the environments as a subprocess.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate import bisect_deps
+from optax_gate.gate.details import normalise, shorten
+from optax_gate.gate.environments import uv
+
+#: Directions: (label, tests of which side, run in which environment).
+DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),
+              ("candidate tests in the baseline", "candidate", "baseline"))
+#: Import name -> distribution name of the test dependencies that differ.
+DISTRIBUTIONS = {"absl": "absl-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
+#: Classes of a failure (:func:`classify`).
+API, INFRA, BEHAVIOUR = "api", "could not tell", "behaviour"
+#: pytest's own plugins that would change the run (our plugin's entry point, the cache).
+_PYTEST = ["-q", "-p", "no:cacheprovider", "-p", "no:optax_gate", "--import-mode=importlib", "-o", "addopts=",
+           "-o", "junit_family=xunit1", "--continue-on-collection-errors"]
+_NAME_ONE_SIDE = [
+    re.compile(r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>optax[\w.]*)'"),
+    re.compile(r"module '(?P<module>optax[\w.]*)' has no attribute '(?P<name>\w+)'"),
+    re.compile(r"No module named '(?P<module>optax[\w.]*?)\.?(?P<name>\w+)'"),
+    re.compile(r"(?P<name>[\w.]+)\(\) got an unexpected keyword argument '(?P<keyword>\w+)'"),
+    re.compile(r"(?P<name>[\w.]+)\(\) missing \d+ required (?:positional|keyword-only) arguments?: '(?P<keyword>\w+)'"),
+]
+_INFRA = [
+    re.compile(r"No module named '(?!optax)(?P<module>[\w.]+)'"),
+    re.compile(r"cannot import name '\w+' from '(?P<module>[\w.]*(?:_test|test_utils|testing)[\w.]*)'"),
+    re.compile(r"cannot import name '(?P<module>\w*(?:_test|test_utils|testing)\w*)'"),  # the helper module itself
+    re.compile(r"No module named '(?P<module>optax[\w.]*(?:_test|test_utils|testing)\w*)'"),
+    re.compile(r"cannot import name '\w+' from '(?!optax)(?P<module>[\w.]+)'"),
+    re.compile(r"fixture '\w+' not found"),
+    re.compile(r"UnparsedFlagAccessError|flags\._exceptions"),
+]
+
+
+class CrossRunFailure(Exception):
+    """The cross-run could not run: a missing package folder, pytest that
+    produced no report, an overlay that cannot be installed."""
+
+
+@dataclass
+class Failure:
+    """One failing upstream test of one direction."""
+
+    test: str  # module::Class::test, module the file's path under optax/
+    text: str  # the error's first line (type: message)
+    kind: str = ""  # API, INFRA or BEHAVIOUR
+    subject: str = ""  # the name or keyword (API), the reason (INFRA), the API (BEHAVIOUR)
+    change: str = ""  # new/gone (API), changed (BEHAVIOUR), "" (INFRA)
+
+
+@dataclass
+class Direction:
+    """The run of one direction."""
+
+    label: str
+    tests_of: str
+    env: str
+    files: list[str] = field(default_factory=list)
+    ran: int = 0
+    failed: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    overlay: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+def module_files(pkg: Path) -> dict[str, bytes]:
+    """Relative posix path -> SHA-256 of each ``.py`` file of the optax package
+    folder ``pkg`` that is neither a test nor a test helper (:data:`HELPER_NAMES`)."""
+    return {p.relative_to(pkg).as_posix(): hashlib.sha256(p.read_bytes()).digest()
+            for p in sorted(pkg.rglob("*.py")) if not p.name.endswith("_test.py") and "__pycache__" not in p.parts
+            and not any(h in p.stem for h in HELPER_NAMES)}
+
+
+def changed_modules(base: Path, cand: Path) -> list[str]:
+    """The modules (relative paths) whose source differs between the two package folders, or on one side only."""
+    a, b = module_files(base), module_files(cand)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def tests_of(pkg: Path, modules: list[str]) -> list[str]:
+    """The shipped test files (relative paths) of ``modules`` in ``pkg``: ``x/y.py`` -> ``x/y_test.py``."""
+    return [t for m in modules if (pkg / (t := m[:-3] + "_test.py")).is_file()]
+
+
+def imports(files: list[Path]) -> set[str]:
+    """The top-level module names the files import (read with ``ast``; relative imports left out)."""
+    names = set()
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names)
+
+
+def missing(python: Path, names: set[str], timeout: float = 120) -> list[str]:
+    """The names of ``names`` that ``python``'s environment cannot import (``importlib.util.find_spec``)."""
+    code = ("import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) "
+            "if importlib.util.find_spec(n) is None)))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([str(python), "-c", code, json.dumps(sorted(names))], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise CrossRunFailure(f"the environment's imports cannot be checked: {shorten(proc.stderr, 200)}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def overlay(python: Path, names: list[str], cache_dir: Path, timeout: float) -> Path | None:
+    """A folder with the distributions of ``names`` for ``python``, resolved
+    with the environment's versions as constraints and without them (None
+    when ``names`` is empty). Never installs into the environment itself.
+
+    Raises:
+      CrossRunFailure: uv could not list the environment or install them.
+    """
+    if not names:
+        return None
+    wanted = sorted(DISTRIBUTIONS.get(n, n) for n in names)
+    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    if freeze.returncode != 0:
+        raise CrossRunFailure(f"the environment's packages cannot be listed: {shorten(freeze.stderr, 200)}")
+    pins = [line for line in freeze.stdout.splitlines() if "==" in line]
+    key = hashlib.sha256(json.dumps([wanted, pins]).encode()).hexdigest()[:16]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as constraints:
+        constraints.write("\n".join(pins) + "\n")
+    try:
+        present = {re.sub(r"[-_.]+", "-", p.split("==", 1)[0]).lower() for p in pins}
+        return bisect_deps.install_into(cache_dir / "upstream-tests-deps" / key, python, ["-c", constraints.name, *wanted], timeout,
+                                        after=lambda folder: bisect_deps._prune(folder, present))
+    except bisect_deps.DepsFailure as exc:
+        raise CrossRunFailure(f"the test dependencies {', '.join(wanted)} cannot be installed beside the environment: {exc}") from None
+    finally:
+        os.unlink(constraints.name)
+
+
+def first_line(text: str) -> str:
+    """The error line of a JUnit failure text: the last ``E   `` line naming an
+    exception (``E   TypeError: ...``), else the message's first line."""
+    errors = [line[1:].strip() for line in (text or "").splitlines() if line.startswith("E ")]
+    named = [e for e in errors if re.match(r"[\w.]*(?:Error|Exception|Failed|Warning)\b|[\w.]+Error:", e)]
+    pick = named[-1] if named else errors[0] if errors else (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return " ".join(pick.split())
+
+
+def read_junit(xml_text: str, files: list[str]) -> tuple[int, list[Failure]]:
+    """(tests run, failures) of a pytest JUnit XML report (xunit1) of a run of
+    the test ``files`` (relative paths under optax, copied under the run's
+    root with the same paths). A collection error counts as one failing test
+    named after its file."""
+    modules = {f[:-3].replace("/", "."): f for f in files}
+    root = ET.fromstring(xml_text)
+    ran, failed = 0, []
+    for case in root.iter("testcase"):
+        if case.find("skipped") is not None:
+            continue
+        ran += 1
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if bad is None:
+            continue
+        dotted = case.get("classname") or ""
+        file_ = next((f for m, f in sorted(modules.items(), key=lambda kv: -len(kv[0])) if dotted == m or dotted.startswith(m + ".")), "")
+        if not file_:  # a collection error: its name is the module's
+            file_ = modules.get(case.get("name", ""), case.get("name", "?"))
+            test = file_
+        else:
+            cls = dotted[len(file_[:-3]) + 1:]
+            test = "::".join(part for part in (file_, cls, case.get("name", "")) if part)
+        failed.append(Failure(test=test, text=first_line((bad.text or "") or bad.get("message", "")) or bad.get("message", "")))
+    return ran, failed
+
+
+def classify(failure: Failure, tests_of_side: str) -> Failure:
+    """Set ``failure``'s kind, subject and change (see the module docstring).
+    ``tests_of_side``: whose tests these are (``baseline``: a name missing in
+    the other environment is ``gone``; ``candidate``: ``new``)."""
+    text = failure.text
+    for pattern in _INFRA:
+        m = pattern.search(text)
+        if m:
+            failure.kind, failure.change = INFRA, ""
+            failure.subject = f"test helper or dependency `{m.groupdict().get('module') or m[0]}`"
+            return failure
+    for pattern in _NAME_ONE_SIDE:
+        m = pattern.search(text)
+        if m:
+            parts = m.groupdict()
+            name = ".".join(p for p in (parts.get("module"), parts.get("name")) if p)
+            failure.kind = API
+            failure.subject = f"{name}(..., {parts['keyword']}=)" if parts.get("keyword") else name
+            failure.change = "gone" if tests_of_side == "baseline" else "new"
+            return failure
+    failure.kind, failure.change = BEHAVIOUR, "changed"
+    return failure
+
+
+def public_names(source: str) -> list[str]:
+    """The public top-level function and class names of a module's source."""
+    tree = ast.parse(source)
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def api_of(test: str, names: list[str], module: str) -> str:
+    """The API a failing upstream test is about: the longest of the tested
+    module's public ``names`` that its class or test name spells
+    (``ScaleGradientTest::test_scale_gradient_pytree`` -> ``scale_gradient``),
+    as ``optax.<module path>.<name>``; the module itself when none does."""
+    parts = test.split("::")[1:]
+    spelled = "_" + "_".join(_snake(p) for p in parts) + "_"
+    hits = [n for n in names if f"_{_snake(n)}_" in spelled or f"_{n.lower()}_" in spelled]
+    dotted = "optax." + module[:-3].replace("/", ".")
+    return f"{dotted}.{max(hits, key=len)}" if hits else dotted
+
+
+def findings(directions: list[Direction]) -> list[dict[str, Any]]:
+    """The report findings of the classified failures (API and behaviour;
+    infrastructure failures are listed in the section, not here): one per
+    (direction, kind, change, subject, error pattern), in the report's finding
+    form (section ``upstream-tests``, ``contracts`` holding the upstream tests)."""
+    groups: dict[tuple, list[Failure]] = {}
+    for d in directions:
+        for f in d.failed:
+            if f.kind == INFRA:
+                continue
+            pattern = "" if f.kind == API else normalise(f.text)
+            groups.setdefault((d.label, f.kind, f.change, f.subject, pattern), []).append(f)
+    out = []
+    order = {"changed": 0, "new": 1, "gone": 2}
+    for (label, kind, change, subject, _), fails in sorted(groups.items(), key=lambda kv: (order[kv[0][2]], -len(kv[1]), kv[0][3])):
+        tests = [f.test for f in fails]
+        if kind == API:
+            side = "the baseline" if change == "gone" else "the candidate"
+            cause = f"upstream tests ({label}): `{subject}` exists in {side} only"
+        else:
+            cause = f"upstream tests ({label}) fail: {shorten(fails[0].text, 110)}"
+        named = ", ".join(f"`{t}`" for t in tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
+        out.append({"section": "upstream-tests", "change": change, "api": subject if kind == BEHAVIOUR else subject.split("(")[0],
+                    "apis": [subject if kind == BEHAVIOUR else subject.split("(")[0]], "cause": cause, "key": f"upstream-{kind}",
+                    "contracts": tests, "tests": [[t, 1] for t in tests],
+                    "text": f"`{subject}`: {cause} ({len(tests)} upstream test{'s' if len(tests) > 1 else ''}: {named})"})
+    return out
+
+
+#: Test helper modules shipped beside the tests (``optax/_src/test_utils.py`` in 0.2.8): names containing these.
+HELPER_NAMES = ("test_utils", "testing")
+#: Written into the run's folder: registers the test side's helper modules
+#: under their optax names when the environment's optax lacks them (its own
+#: wins), so that a test importing a helper new on its side can still run.
+_CONFTEST = """\
+import importlib, importlib.util, sys
+from pathlib import Path
+_HELPERS = Path(__file__).parent / "_optax_helpers"
+for path in sorted(_HELPERS.rglob("*.py")):
+    name = "optax." + ".".join(path.relative_to(_HELPERS).with_suffix("").parts)
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        try:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            parent, _, leaf = name.rpartition(".")
+            setattr(importlib.import_module(parent), leaf, module)
+        except Exception:  # the helper needs what this optax lacks: its tests read could-not-tell
+            sys.modules.pop(name, None)
+"""
+
+
+def helpers(pkg: Path) -> list[str]:
+    """The test helper modules (relative paths) shipped in the optax package folder ``pkg``."""
+    return sorted(p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")
+                  if not p.name.endswith("_test.py") and any(h in p.stem for h in HELPER_NAMES) and "__pycache__" not in p.parts)
+
+
+def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
+    """``extra`` with the overlay ``folder`` first on its ``PYTHONPATH``."""
+    paths = [p for p in (os.path.abspath(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
+    return {**extra, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
+
+
+def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, timeout: float, extra_env: dict[str, str],
+                workers: int) -> None:
+    cmd = [os.path.abspath(python), "-m", "pytest", *_PYTEST, "--rootdir", str(root), "-c", str(root / "pytest.ini"),
+           "--junitxml", str(xml), *(["-n", str(workers)] if workers > 1 else []), *files]
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **extra_env}
+    try:
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise CrossRunFailure(f"pytest timed out after {timeout:.0f} s") from None
+    if proc.returncode not in (0, 1):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
+        tail = [line for line in (proc.stdout + proc.stderr).strip().splitlines() if line.strip()][-3:]
+        raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
+
+
+def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], cache_dir: Path, timeout: float,
+                  extra_env: dict[str, dict[str, str]], workers: int = 2) -> Direction:
+    """Run ``d``'s test files (already chosen in ``d.files``) of ``pkg[d.tests_of]``
+    with ``pythons[d.env]``; a control re-run of the failing tests with
+    ``pythons[d.tests_of]`` (their own environment) turns those that fail there
+    too into ``could not tell``. Fills ``d`` in place.
+
+    Raises:
+      CrossRunFailure: no JUnit report came back, or the overlay cannot be installed.
+    """
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="optax-upstream-tests-") as tmp:
+        root = Path(tmp)
+        (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        (root / "conftest.py").write_text(_CONFTEST, encoding="utf-8")
+        for rel in helpers(pkg[d.tests_of]):
+            (root / "_optax_helpers" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pkg[d.tests_of] / rel, root / "_optax_helpers" / rel)
+        for rel in d.files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pkg[d.tests_of] / rel, root / rel)
+        needed = imports([root / rel for rel in d.files]) - {"optax"}
+        lacking = missing(pythons[d.env], needed | {"xdist"})
+        if "xdist" in lacking:  # pytest-xdist is the environment's; without it the run is serial
+            lacking.remove("xdist")
+            workers = 1
+        d.overlay = sorted(DISTRIBUTIONS.get(n, n) for n in lacking)
+        folder = overlay(pythons[d.env], lacking, cache_dir, timeout)
+        env = _with_overlay(extra_env.get(d.env, {}), folder)
+        xml = root / "junit.xml"
+        _run_pytest(pythons[d.env], root, d.files, xml, timeout, env, workers)
+        if not xml.is_file():
+            raise CrossRunFailure(f"pytest wrote no report for the {d.label}")
+        d.ran, d.failed = read_junit(xml.read_text(encoding="utf-8"), d.files)
+        for f in d.failed:
+            classify(f, d.tests_of)
+        suspects = [f for f in d.failed if f.kind != INFRA]
+        if suspects:  # the control: do they pass in their own environment?
+            home_lacking = missing(pythons[d.tests_of], needed)
+            home = overlay(pythons[d.tests_of], home_lacking, cache_dir, timeout)
+            control = root / "control.xml"
+            _run_pytest(pythons[d.tests_of], root, sorted({f.test for f in suspects}), control, timeout,
+                        _with_overlay(extra_env.get(d.tests_of, {}), home), workers)
+            if not control.is_file():
+                raise CrossRunFailure(f"pytest wrote no report for the control run of the {d.label}")
+            at_home = {f.test for f in read_junit(control.read_text(encoding="utf-8"), d.files)[1]}
+            for f in suspects:
+                if f.test in at_home or f.test.split("::")[0] in at_home:
+                    f.kind, f.change, f.subject = INFRA, "", f"fails in its own environment ({d.tests_of}) too"
+    d.seconds = round(time.monotonic() - start, 1)
+    return d
+
+
+def cross_run(sites: dict[str, Path], pythons: dict[str, Path], cache_dir: Path, timeout: float = 1800,
+              extra_env: dict[str, dict[str, str]] | None = None, say: Callable[[str], None] = print,
+              workers: int = 2) -> dict[str, Any]:
+    """The report's ``upstream_tests`` section: both directions run and classified.
+
+    Args:
+      sites: ``{"baseline": site-packages, "candidate": site-packages}`` (each holding ``optax/``).
+      pythons: the two environments' interpreters, by the same keys.
+      cache_dir: where the overlays of missing test dependencies are kept.
+      timeout: seconds for each pytest run.
+      extra_env: per side, environment variables of its processes (its compilation cache).
+
+    Returns:
+      ``{"changed_modules", "directions": [{"label", "files", "ran", "failed", "seconds", "overlay",
+      "failures": [{"test", "text", "kind", "subject", "change"}]}], "findings", "seconds"}``.
+
+    Raises:
+      CrossRunFailure: an optax package folder is missing, or a run gave no report.
+    """
+    start = time.monotonic()
+    pkg = {side: Path(site) / "optax" for side, site in sites.items()}
+    for side, folder in pkg.items():
+        if not (folder / "__init__.py").is_file():
+            raise CrossRunFailure(f"the {side} has no installed optax package at {folder}")
+    changed = changed_modules(pkg["baseline"], pkg["candidate"])
+    say(f"upstream tests: {len(changed)} optax modules differ")
+    directions = []
+    for label, tests_side, env_side in DIRECTIONS:
+        d = Direction(label, tests_side, env_side, files=tests_of(pkg[tests_side], changed))
+        say(f"upstream tests: {label}: {len(d.files)} test files")
+        if d.files:
+            run_direction(d, pkg, pythons, cache_dir, timeout, extra_env or {}, workers)
+        say(f"upstream tests: {label}: {d.ran} run, {len(d.failed)} failed ({d.seconds:.0f} s)")
+        directions.append(d)
+    names: dict[str, list[str]] = {}
+    for d in directions:
+        for f in d.failed:
+            if f.kind == BEHAVIOUR:
+                module = f.test.split("::")[0].replace("_test.py", ".py")
+                src = pkg[d.tests_of] / module
+                if module not in names:
+                    names[module] = public_names(src.read_text(encoding="utf-8")) if src.is_file() else []
+                f.subject = api_of(f.test, names[module], module)
+    return {"changed_modules": changed,
+            "directions": [{"label": d.label, "files": d.files, "ran": d.ran, "failed": len(d.failed), "seconds": d.seconds,
+                            "overlay": d.overlay, "failures": [vars(f) for f in d.failed]} for d in directions],
+            "findings": findings(directions), "seconds": round(time.monotonic() - start, 1)}
+
+
+def attach(report: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
+    """Add the cross-run ``section`` to ``report``: ``upstream_tests``, its
+    findings after the others (renumbered), one note with its counts. The
+    verdict and its reasons are not touched (see the module docstring)."""
+    report["upstream_tests"] = section
+    if isinstance(report.get("findings"), list):
+        report["findings"] = report["findings"] + section["findings"]
+        for number, f in enumerate(report["findings"], 1):
+            f["number"] = number
+    counts = {}
+    for d in section["directions"]:
+        for f in d["failures"]:
+            counts[f["kind"]] = counts.get(f["kind"], 0) + 1
+    words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none failed"
+    runs = "; ".join(f"{d['label']}: {d['ran']} run, {d['failed']} failed" for d in section["directions"])
+    report.setdefault("notes", []).append(
+        f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): {runs} "
+        f"({words}); its {len(section['findings'])} finding(s) are listed, they do not change the verdict")
+    return report
+
+
+def finding_line(finding: dict[str, Any]) -> str:
+    """The Markdown line of a cross-run finding, numbered."""
+    return (f"{finding['number']}. **{finding['change']}** {finding['text']} "
+            "(see [upstream tests, cross-run](#upstream-tests-cross-run) below)")
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The report's "Upstream tests, cross-run" section (nothing without ``--upstream-tests``):
+    per direction the counts and time, the overlay, and the failures that could not be told."""
+    section = report.get("upstream_tests")
+    if not section:
+        return []
+    out = ["", "## Upstream tests, cross-run", "",
+           f"{len(section['changed_modules'])} optax modules differ; their shipped tests ran across in {section['seconds']:.0f} s. "
+           "Findings from here are listed with the others and do not change the verdict.", ""]
+    for d in section["directions"]:
+        kinds: dict[str, int] = {}
+        for f in d["failures"]:
+            kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+        out.append(f"- {d['label']}: {len(d['files'])} test files, {d['ran']} tests run, {d['failed']} failed "
+                   f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
+                   + (f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}" if d["overlay"] else ""))
+        unknown = [f for f in d["failures"] if f["kind"] == INFRA]
+        for f in unknown[:20]:
+            out.append(f"  - could not tell `{f['test']}`: {f['subject']} ({shorten(f['text'], 100)})")
+        if len(unknown) > 20:
+            out.append(f"  - … and {len(unknown) - 20} more (report.json)")
+    return out

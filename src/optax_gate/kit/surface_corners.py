@@ -1,0 +1,405 @@
+"""Corner grids per API family (issue 27 item 1): the inputs just beside the
+sweep's one representative call, where changes between releases hide.
+
+The tables below are data: a reader sees which corners each API gets and, in
+``*_LEFT_OUT``, which APIs get none and why. The functions at the end run one
+grid cell and say its outcome in one short line that a snapshot file keeps on
+one line (no ``"; "``, ``" -> "`` or ``": "``, so a drift reads as one finding
+cause per cell, ``optax_gate.gate.findings``' ``corner`` cause):
+
+- ``ok float32[] 3`` (a 0-d result: dtype, shape, value to 4 significant
+  digits, coarse enough that a 1-ULP change of a reduction's order between
+  JAX releases seldom moves it: the values are the sweep's, the corners are
+  about raising, dtypes and finiteness), ``ok float32[2],int32[] finite`` (a PyTree's leaves), ``ok python
+  float -inf`` (a Python scalar), ``ok dtype float32``;
+- ``non-finite float32[] nan`` (a result with a NaN or an infinity where the
+  corner is finite);
+- ``raises ValueError`` (the exception's type).
+
+Families (each a contract module ``tests/contracts/test_surface_corners_<family>.py``):
+
+- ``trees``: every tree utility and norm of :data:`TREE_CALLS` on each corner
+  PyTree of :data:`TREES` (an empty size-0 leaf, a PyTree of only empty
+  leaves, no leaves, 0-d leaves, every rank 0-5, int32, mixed float32/int32/
+  bfloat16 leaves, bfloat16);
+- ``wrappers``: each wrapper of :data:`WRAPPERS` around each inner optimizer
+  of :data:`INNERS` (the Adam family with and without ``mu_dtype``) over
+  float32, bfloat16 and float16 params (:data:`PARAM_DTYPES`), three steps
+  carried through ``jax.lax.scan`` (the carry's structure and dtypes must stay
+  fixed, or the scan raises TypeError);
+- ``losses``: each loss of the sweep at the corners of :data:`LOSS_CORNERS`
+  (a ``-inf``/``+inf`` logit, an empty batch, integer inputs, a broadcastable
+  and a mismatched targets shape): the value, the reverse-mode gradient and
+  the forward-mode derivative (``jax.jvp`` along ones).
+
+Importing this module imports no library under test.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from optax_gate.kit.surface_table import known_defect
+
+# --------------------------------------------------------------------- trees
+
+#: Corner PyTrees: name -> (leaves as (dtype, shape), why it is a corner).
+TREES: dict[str, tuple[tuple[tuple[str, tuple[int, ...]], ...], str]] = {
+    "empty_leaf": ((("float32", (2,)), ("float32", (0,))), "a size-0 leaf beside a non-empty one (an unused or pruned parameter)"),
+    "only_empty": ((("float32", (0,)),), "every leaf empty: a reduction has no element"),
+    "no_leaves": ((), "an empty dict: nothing to reduce"),
+    "scalar_leaf": ((("float32", ()),), "one 0-d leaf (a scalar parameter)"),
+    "ranks_0_5": (tuple(("float32", (2,) * r) for r in range(6)), "one leaf of each rank 0 to 5"),
+    "int32": ((("int32", (3,)), ("int32", ())), "integer leaves (a step counter in a state)"),
+    "mixed": ((("float32", (2,)), ("int32", (2,)), ("bfloat16", (2,))), "float32, int32 and bfloat16 leaves together"),
+    "bfloat16": ((("bfloat16", (3,)), ("bfloat16", (2, 2))), "bfloat16 leaves (mixed-precision params)"),
+}
+
+#: Tree utilities and norms: (path, call form, keyword arguments). Call forms:
+#: ``tree`` fn(t); ``two`` fn(t, t2) (t2 the same structure, other values);
+#: ``scalar_tree`` fn(0.5, t); ``add_scale`` fn(t, 0.5, t2); ``clip`` fn(t,
+#: -1.0, 1.0); ``cast`` fn(t, float16); ``where`` fn(True, t, t2). A keyword
+#: value ``"inf"`` means ``math.inf`` (kept as text so the table stays data).
+TREE_CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("optax.tree.max", "tree", {}), ("optax.tree.min", "tree", {}), ("optax.tree.sum", "tree", {}),
+    ("optax.tree.norm", "tree", {}), ("optax.tree.norm", "tree", {"squared": True}),
+    ("optax.tree.norm", "tree", {"ord": 1}), ("optax.tree.norm", "tree", {"ord": "inf"}),
+    ("optax.global_norm", "tree", {}), ("optax.tree.size", "tree", {}), ("optax.tree.dtype", "tree", {}),
+    ("optax.tree.batch_shape", "tree", {}), ("optax.tree.vdot", "two", {}), ("optax.tree.add", "two", {}),
+    ("optax.tree.sub", "two", {}), ("optax.tree.mul", "two", {}), ("optax.tree.div", "two", {}),
+    ("optax.tree.scale", "scalar_tree", {}), ("optax.tree.add_scale", "add_scale", {}),
+    ("optax.tree.clip", "clip", {}), ("optax.tree.cast", "cast", {}), ("optax.tree.where", "where", {}),
+    ("optax.tree.allclose", "two", {}),
+)
+
+#: Tree utilities of the sweep with no corner grid, and why.
+TREE_LEFT_OUT: dict[str, str] = {
+    "optax.tree.get": "looks a key up by name: the corners are about leaves' shapes and dtypes, not keys",
+    "optax.tree.get_all_with_path": "looks keys up by name (as optax.tree.get)",
+    "optax.tree.set": "replaces leaves by key (as optax.tree.get)",
+    "optax.tree.random_like": "needs a PRNG key; its draws on a new shape are values, not a corner outcome",
+    "optax.tree.split_key_like": "splits a PRNG key per leaf: a leaf's shape does not enter",
+    "optax.tree.unwrap_random_key_data": "takes PRNG keys, not numeric leaves",
+    "optax.tree.cast_like": "casts to another tree's dtypes: covered by optax.tree.cast on the mixed corner",
+    "optax.tree.zeros_like": "a leaf-wise jnp.zeros_like: no reduction, no dtype rule of its own (time budget)",
+    "optax.tree.ones_like": "a leaf-wise jnp.ones_like (as optax.tree.zeros_like)",
+    "optax.tree.full_like": "a leaf-wise jnp.full_like (as optax.tree.zeros_like)",
+    "optax.tree.real": "a leaf-wise jnp.real: complex leaves are the x64/dtype contracts' (time budget)",
+    "optax.tree.conj": "a leaf-wise jnp.conj (as optax.tree.real)",
+    "optax.tree_map_params": "maps over an optimizer state, not a params PyTree (the wrappers family carries states)",
+    "optax.bias_correction": "a moment's arithmetic (optimizer internals), through the wrappers family",
+    "optax.update_moment": "a moment's arithmetic (optimizer internals), through the wrappers family",
+    "optax.update_infinity_moment": "a moment's arithmetic (optimizer internals), through the wrappers family",
+    "optax.update_moment_per_elem_norm": "a moment's arithmetic (optimizer internals), through the wrappers family",
+}
+
+
+def tree_case_id(path: str, kwargs: dict[str, Any]) -> str:
+    """``optax.tree.norm[ord=1]``: a call of :data:`TREE_CALLS` as one contract id."""
+    return path + (f"[{','.join(f'{k}={v}' for k, v in kwargs.items())}]" if kwargs else "")
+
+
+# ------------------------------------------------------------------ wrappers
+
+#: Wrappers around an inner optimizer: name -> (API path, how it is built
+#: around ``inner``: a form of :func:`wrap`).
+WRAPPERS: dict[str, str] = {
+    "optax.MultiSteps": "multi_steps",
+    "optax.inject_hyperparams": "inject",
+    "optax.masked": "masked",
+    "optax.chain": "chain",
+    "optax.apply_if_finite": "apply_if_finite",
+}
+#: Inner optimizers: name -> (factory path, keyword arguments; a dtype as text).
+INNERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "adam": ("optax.adam", {"learning_rate": 0.1}),
+    "adam_mu_bfloat16": ("optax.adam", {"learning_rate": 0.1, "mu_dtype": "bfloat16"}),
+    "adam_mu_float32": ("optax.adam", {"learning_rate": 0.1, "mu_dtype": "float32"}),
+    "adamw_mu_bfloat16": ("optax.adamw", {"learning_rate": 0.1, "mu_dtype": "bfloat16"}),
+    "nadam": ("optax.nadam", {"learning_rate": 0.1}),
+}
+#: Param dtypes every wrapper x inner pair is carried over.
+PARAM_DTYPES = ("float32", "bfloat16", "float16")
+#: Steps of the scan (MultiSteps with every_k_schedule=2 applies once, then accumulates).
+SCAN_STEPS = 3
+#: Wrappers and set-ups without a grid, and why.
+WRAPPER_LEFT_OUT: dict[str, str] = {
+    "optax.multi_transform": "labels split the PyTree between two inner optimizers: optax.masked covers one inner on part of it",
+    "optax.inject_stateful_hyperparams": "the same state layout as optax.inject_hyperparams for a plain float hyperparameter",
+    "optax.lookahead": "params must be a LookaheadParams pair, not a plain PyTree",
+}
+
+
+# -------------------------------------------------------------------- losses
+
+#: Loss corners: name -> what changes in the sweep's inputs.
+LOSS_CORNERS: dict[str, str] = {
+    "neg_inf_logit": "the last entry of the first argument is -inf (a masked class; logits and log-probabilities only)",
+    "pos_inf_logit": "the last entry of the first argument is +inf (logits and log-probabilities only)",
+    "empty_batch": "every argument's leading (batch) axis sliced to size 0",
+    "int_inputs": "the first argument as int32 (the values truncated): a loss of integer predictions",
+    "broadcast": "the second argument reduced to its first row, shape (1, ...): broadcastable against the batch",
+    "mismatch": "the second argument with one entry fewer on its last axis: shapes that do not broadcast",
+}
+#: What is recorded at each loss corner: the value, the reverse-mode gradient
+#: of the summed loss, and its forward-mode derivative along ones (``jax.jvp``;
+#: ``jax.jacfwd`` is left out: it pushes the one-hot tangents through the same
+#: JVP rule, vmapped, and doubled the grid's time, beyond its budget on a
+#: 2-core machine).
+LOSS_OUTPUTS = ("value", "grad", "jvp")
+#: Baseline defects the loss grid shows on a documented input: (path, corner)
+#: -> ledger id. The grid's contract is one snapshot per loss, so it is not
+#: marked ``known_defect`` (a change at another corner would read ``fixed``):
+#: the ledger keeps the defect, this table says where the grid shows it.
+LOSS_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.squared_error", "broadcast"): known_defect("squared-error-broadcastable-targets-refused"),
+    ("optax.l2_loss", "broadcast"): known_defect("squared-error-broadcastable-targets-refused"),
+}
+#: Losses the grid leaves out at a corner, with the reason: (path, corner) -> why.
+LOSS_LEFT_OUT: dict[tuple[str, str], str] = {
+    ("optax.ctc_loss", "broadcast"): "CTC's second argument is a padding mask, not targets",
+    ("optax.ctc_loss", "mismatch"): "CTC's second argument is a padding mask, not targets",
+    ("optax.ctc_loss_with_forward_probs", "broadcast"): "CTC's second argument is a padding mask, not targets",
+    ("optax.ctc_loss_with_forward_probs", "mismatch"): "CTC's second argument is a padding mask, not targets",
+}
+
+
+# ----------------------------------------------------------------- outcomes
+
+def _jnp():
+    import jax.numpy as jnp
+
+    return jnp
+
+
+def _value(x: float) -> str:
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:.4g}"
+
+
+def message(exc: BaseException, limit: int = 50) -> str:
+    """An exception's message on one line, kept clear of the snapshot drift's
+    separators (``": "`` -> ``" - "``, ``"; "`` -> ``", "``, ``"->"`` -> ``"to"``)."""
+    text = " ".join(str(exc).split()).replace(": ", " - ").replace("; ", ", ").replace("->", "to")
+    return text[:limit]
+
+
+def describe(thunk: Any, errors: dict[str, str] | None = None, key: str = "") -> str:
+    """The outcome of ``thunk()`` in one line (see the module docstring); with
+    ``errors``, an exception's message (:func:`message`) is put there under
+    ``key`` (a line of its own: the snapshot's lines stay under 80 characters,
+    so that YAML never folds one)."""
+    import jax
+    import numpy as np
+
+    try:
+        out = thunk()
+    except Exception as exc:  # the outcome is the exception's type
+        if errors is not None:
+            errors[key] = message(exc)
+        return f"raises {type(exc).__name__}"
+    if isinstance(out, bool) or out is None:
+        return f"ok python {type(out).__name__.lower()} {out}"
+    if isinstance(out, (int, float)):
+        return f"{'ok' if math.isfinite(out) else 'non-finite'} python {type(out).__name__} {_value(float(out))}"
+    if isinstance(out, tuple) and all(isinstance(v, int) for v in out):
+        return f"ok shape ({','.join(map(str, out))})"
+    if isinstance(out, (np.dtype, type)) or hasattr(out, "dtype") and not hasattr(out, "shape"):
+        return f"ok dtype {np.dtype(out).name}"
+    jnp = _jnp()
+    leaves = jax.tree.leaves(out)
+    arrays = [np.asarray(x) for x in leaves]
+    inexact = [jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays]  # bfloat16's NumPy kind is 'V', not 'f'
+    bad = any(f and not np.all(np.isfinite(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))
+              for a, f in zip(arrays, inexact))
+    if len(arrays) == 1 and arrays[0].ndim == 0 and not isinstance(out, dict):
+        a = arrays[0]
+        val = _value(float(np.real(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))) if inexact[0] else str(a)
+        return f"{'non-finite' if bad else 'ok'} {a.dtype.name}[] {val}"
+    sig = ",".join(f"{a.dtype.name}[{','.join(map(str, a.shape))}]" for a in arrays) or "no leaves"
+    return f"{'non-finite' if bad else 'ok'} {sig}{'' if bad else ' finite'}"
+
+
+def tree(name: str, seed: int = 0) -> dict[str, Any]:
+    """The corner PyTree ``name`` of :data:`TREES`: leaves ``l0``, ``l1``...
+    with seeded values in [-2, 2] (integers for int32), a negative first entry."""
+    import numpy as np
+
+    jnp = _jnp()
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i, (dtype, shape) in enumerate(TREES[name][0]):
+        x = rng.uniform(-2.0, 2.0, size=shape)
+        if x.size:
+            x.flat[0] = -abs(x.flat[0]) - 0.5
+        out[f"l{i}"] = jnp.asarray(np.round(x) if dtype == "int32" else x, dtype=dtype)
+    return out
+
+
+def tree_outcome(path: str, form: str, kwargs: dict[str, Any], corner: str) -> str:
+    """The outcome of the tree utility ``path`` called in ``form`` on the corner PyTree ``corner``."""
+    from optax_gate.kit import surface_build
+
+    jnp = _jnp()
+    fn = surface_build.resolve(path)
+    kw = {k: (math.inf if v == "inf" else v) for k, v in kwargs.items()}
+    t, t2 = tree(corner), tree(corner, seed=1)
+    calls = {
+        "tree": lambda: fn(t, **kw), "two": lambda: fn(t, t2, **kw), "scalar_tree": lambda: fn(0.5, t, **kw),
+        "add_scale": lambda: fn(t, 0.5, t2, **kw), "clip": lambda: fn(t, -1.0, 1.0, **kw),
+        "cast": lambda: fn(t, jnp.float16, **kw), "where": lambda: fn(True, t, t2, **kw),
+    }
+    return describe(calls[form])
+
+
+def _dtype(name: Any) -> Any:
+    return getattr(_jnp(), name) if isinstance(name, str) and name in ("bfloat16", "float16", "float32") else name
+
+
+def inner(name: str) -> Any:
+    """The inner optimizer ``name`` of :data:`INNERS`, built."""
+    from optax_gate.kit import surface_build
+
+    path, kwargs = INNERS[name]
+    return surface_build.resolve(path)(**{k: _dtype(v) for k, v in kwargs.items()})
+
+
+def wrap(wrapper: str, inner_name: str) -> Any:
+    """The wrapper ``wrapper`` (a key of :data:`WRAPPERS`) around the inner optimizer ``inner_name``."""
+    import optax
+
+    from optax_gate.kit import surface_build
+
+    fn = surface_build.resolve(wrapper)
+    form = WRAPPERS[wrapper]
+    if form == "multi_steps":
+        return fn(inner(inner_name), every_k_schedule=2)
+    if form == "inject":  # a dtype is callable: named static, as inject_hyperparams' docstring asks of non-schedule callables
+        path, kwargs = INNERS[inner_name]
+        static = tuple(k for k in kwargs if k.endswith("_dtype"))
+        return fn(surface_build.resolve(path), static_args=static)(**{k: _dtype(v) for k, v in kwargs.items()})
+    if form == "masked":
+        return fn(inner(inner_name), lambda p: {k: k != "b" for k in p})
+    if form == "chain":
+        return fn(inner(inner_name), optax.scale(1.0))
+    return fn(inner(inner_name), max_consecutive_errors=2)
+
+
+def wrapper_outcome(wrapper: str, inner_name: str, dtype: str) -> str:
+    """:data:`SCAN_STEPS` jitted steps of ``wrap(wrapper, inner_name)`` carried
+    through ``jax.lax.scan`` on params ``{"w": [3], "b": [2, 2]}`` of ``dtype``
+    (seeded gradients of the same dtype): ``ok params bfloat16 state
+    bfloat16,float32,int32`` (the dtypes of the params and of the state's
+    leaves after the scan), ``non-finite ...`` or ``raises <type>``."""
+    import jax
+    import numpy as np
+
+    import optax
+
+    jnp = _jnp()
+
+    def run():
+        rng = np.random.default_rng(0)
+        params = {"w": jnp.asarray(rng.uniform(-1, 1, 3), dtype), "b": jnp.asarray(rng.uniform(-1, 1, (2, 2)), dtype)}
+        grads = jax.tree.map(lambda x: jnp.stack([x * (k + 1) for k in range(SCAN_STEPS)]), params)
+        tx = wrap(wrapper, inner_name)
+
+        def step(carry, g):
+            p, s = carry
+            u, s = tx.update(g, s, p)
+            return (optax.apply_updates(p, u), s), None
+        return jax.jit(lambda p: jax.lax.scan(step, (p, tx.init(p)), grads)[0])(params)
+
+    try:
+        p, state = run()
+    except Exception as exc:  # the outcome is the exception's type
+        return f"raises {type(exc).__name__}"
+    leaves = [np.asarray(x) for x in jax.tree.leaves(p)]
+    bad = any(not np.all(np.isfinite(x.astype(np.float32))) for x in leaves)
+    pd = ",".join(sorted({x.dtype.name for x in leaves}))
+    sd = ",".join(sorted({np.asarray(x).dtype.name for x in jax.tree.leaves(state)}))
+    return f"{'non-finite' if bad else 'ok'} params {pd} state {sd}"
+
+
+def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) -> dict[str, str]:
+    """The loss ``path`` at ``corner`` (its inputs ``args``/``kwargs`` already
+    changed): one outcome per :data:`LOSS_OUTPUTS` key, ``<corner>/<output>``.
+    Derivatives are of the summed floating result with respect to the first
+    argument (as float32; the int_inputs corner differentiates the float
+    values that were truncated)."""
+    import jax
+
+    from optax_gate.kit import surface_build
+
+    jnp = _jnp()
+    fn = surface_build.resolve(path)
+    first = jnp.asarray(args[0]).astype(jnp.float32)
+
+    def total(x):
+        out = fn(x.astype(jnp.asarray(args[0]).dtype) if corner == "int_inputs" else x, *args[1:], **kwargs)
+        return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating))
+
+    def tangent():
+        return jnp.ones_like(first)
+    errors: dict[str, str] = {}
+    return {
+        f"{corner}/value": describe(lambda: fn(*args, **kwargs), errors, f"{corner}/error"),
+        f"{corner}/grad": describe(lambda: jax.grad(total)(first)),
+        f"{corner}/jvp": describe(lambda: jax.jvp(total, (first,), (tangent(),))[1]),
+        **errors,
+    }
+
+
+def sweep_inputs(path: str) -> tuple[tuple, dict]:
+    """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls the loss ``path`` with."""
+    from optax_gate.kit.surface_calls import CALLS
+
+    captured = {}
+
+    def spy(*args, **kwargs):
+        captured["args"], captured["kwargs"] = args, kwargs
+        return _jnp().zeros(())
+    CALLS[path][2](spy)
+    return tuple(captured["args"]), dict(captured["kwargs"])
+
+
+def loss_corners(path: str) -> list[str]:
+    """The corners of :data:`LOSS_CORNERS` the loss ``path`` gets: the
+    infinite logits for logits/log-probability losses only
+    (``surface_calls.LOGITS``), the targets' corners where the second
+    argument is an array, none of ``LOSS_LEFT_OUT``."""
+    import jax
+
+    from optax_gate.kit.surface_calls import LOGITS
+
+    args, _ = sweep_inputs(path)
+    out = []
+    for corner in LOSS_CORNERS:
+        if (path, corner) in LOSS_LEFT_OUT or ("inf_logit" in corner and path not in LOGITS):
+            continue
+        if corner in ("broadcast", "mismatch") and (len(args) < 2 or not isinstance(args[1], jax.Array) or not args[1].ndim):
+            continue
+        out.append(corner)
+    return out
+
+
+def loss_inputs(path: str, corner: str) -> tuple[list, dict]:
+    """The sweep's arguments of ``path`` changed at ``corner`` (see :data:`LOSS_CORNERS`)."""
+    import jax
+
+    jnp = _jnp()
+    args, kwargs = sweep_inputs(path)
+    args = [jnp.asarray(a) if isinstance(a, jax.Array) else a for a in args]
+    first = jnp.asarray(args[0])
+    if corner in ("neg_inf_logit", "pos_inf_logit"):
+        args[0] = first.astype(jnp.float32).at[(-1,) * first.ndim].set(-jnp.inf if corner == "neg_inf_logit" else jnp.inf)
+    elif corner == "empty_batch":
+        batch = first.shape[0]
+        args = [a[:0] if isinstance(a, jax.Array) and a.ndim and a.shape[0] == batch else a for a in args]
+    elif corner == "int_inputs":
+        args[0] = jnp.round(first).astype(jnp.int32)
+    elif corner == "broadcast":
+        args[1] = args[1][:1]
+    elif corner == "mismatch":
+        args[1] = args[1][..., :-1] if args[1].shape[-1] > 1 else jnp.concatenate([args[1], args[1]], axis=-1)
+    return args, kwargs

@@ -1,0 +1,69 @@
+"""Mutants of the wrappers' corner grid
+(``tests/contracts/test_surface_corners_wrappers.py``): the inner Adam
+family's ``mu_dtype`` ignored, a state that changes dtype after the first
+update (a ``jax.lax.scan`` carry then raises TypeError), and NaN updates for
+half-precision params. Each one replaces the inner factories of the grid
+(``surface_corners.INNERS``) and returns {}.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from optax_gate.mutants.registry import family
+from optax_gate.mutants.surface_sweep import _replace
+
+mutant = family("surface_corners_wrappers", "tests/contracts/test_surface_corners_wrappers.py")
+
+
+def _inners() -> list[str]:
+    from optax_gate.kit.surface_corners import INNERS
+
+    return list(dict.fromkeys(p for p, _ in INNERS.values()))
+
+
+def _around(change):
+    """Every inner factory's transformation passed through ``change(tx)``."""
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            return change(orig(*args, **kwargs))
+        return factory
+    return _replace(_inners(), make)
+
+
+@mutant("surface-corners-wrappers-mu-dtype-ignored", "the Adam family ignores mu_dtype (its first moment in the params' dtype)")
+def mu_dtype_ignored(optax):
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, mu_dtype=None, **kwargs):
+            return orig(*args, **kwargs)
+        return factory
+    return _replace(_inners(), make)
+
+
+@mutant("surface-corners-wrappers-state-upcast", "update returns the state's floating leaves as float32 (init keeps "
+        "their dtype): a jax.lax.scan carry of half-precision state raises TypeError")
+def state_upcast(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def change(tx):
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return u, jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, s)
+        return optax.GradientTransformation(tx.init, update)
+    return _around(change)
+
+
+@mutant("surface-corners-wrappers-half-nan", "updates of bfloat16/float16 params come out NaN")
+def half_nan(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def change(tx):
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return jax.tree.map(lambda x: x * jnp.nan if x.dtype in (jnp.bfloat16, jnp.float16) else x, u), s
+        return optax.GradientTransformation(tx.init, update)
+    return _around(change)

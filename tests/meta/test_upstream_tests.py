@@ -1,0 +1,190 @@
+"""The cross-run of optax's own tests (``optax_gate.gate.upstream_tests``), on
+two fake optax packages run with this interpreter: which modules differ, which
+test files run where, how each failure is classified, the control run in the
+test's own environment, the findings and how they join a report."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate import upstream_tests as up
+
+#: Two pytest runs per direction (the run and its control), 20 s on a loaded 2-core machine.
+pytestmark = pytest.mark.timeout(300)
+
+_ALPHA = {
+    "baseline": '''
+        def scale(x):
+            return 2 * x
+
+        def gone_fn():
+            return 1
+        ''',
+    "candidate": '''
+        def scale(x, *, offset=0):
+            return 3 * x + offset
+        ''',
+}
+_ALPHA_TEST = {
+    "baseline": '''
+        import unittest
+        from optax import alpha
+
+        class ScaleTest(unittest.TestCase):
+            def test_scale_doubles(self):
+                self.assertEqual(alpha.scale(2), 4)
+
+            def test_scale_doubles_again(self):
+                self.assertEqual(alpha.scale(5), 10)
+
+            def test_gone_fn(self):
+                self.assertEqual(alpha.gone_fn(), 1)
+
+            def test_flaky_everywhere(self):
+                self.assertEqual(1, 2)
+
+        def test_helper():
+            from optax import test_helpers_only_here  # noqa: F401
+        ''',
+    "candidate": '''
+        from optax import alpha
+        from optax import test_utils
+
+        def test_scale_offset():
+            assert alpha.scale(1, offset=1) == 4
+
+        def test_with_the_candidates_helper():
+            assert test_utils.twice(2) == 4
+        ''',
+}
+
+
+def _site(tmp_path: Path, side: str) -> Path:
+    pkg = tmp_path / side / "optax"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "alpha.py").write_text(textwrap.dedent(_ALPHA[side]), encoding="utf-8")
+    (pkg / "alpha_test.py").write_text(textwrap.dedent(_ALPHA_TEST[side]), encoding="utf-8")
+    (pkg / "beta.py").write_text("def same():\n    return 0\n", encoding="utf-8")  # identical: its test never runs
+    if side == "candidate":  # a test helper new on the candidate's side
+        (pkg / "test_utils.py").write_text("def twice(x):\n    return 2 * x\n", encoding="utf-8")
+    (pkg / "beta_test.py").write_text("def test_same():\n    assert False\n", encoding="utf-8")
+    return tmp_path / side
+
+
+@pytest.fixture(scope="module")
+def section(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cross")
+    sites = {side: _site(tmp, side) for side in ("baseline", "candidate")}
+    py = Path(sys.executable)
+    return up.cross_run(sites, {"baseline": py, "candidate": py}, tmp / "cache", timeout=300,
+                        extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()},
+                        say=lambda _: None, workers=1)
+
+
+def _failures(section, label):
+    d = next(d for d in section["directions"] if d["label"] == label)
+    return d, {f["test"].rsplit("::", 1)[-1]: f for f in d["failures"]}
+
+
+def test_only_the_tests_of_differing_modules_run(section):
+    assert section["changed_modules"] == ["alpha.py"]
+    assert [d["files"] for d in section["directions"]] == [["alpha_test.py"], ["alpha_test.py"]]
+
+
+def test_baseline_tests_in_the_candidate(section):
+    d, f = _failures(section, "baseline tests in the candidate")
+    assert d["ran"] == 5 and d["failed"] == 5
+    assert (f["test_scale_doubles"]["kind"], f["test_scale_doubles"]["change"]) == (up.BEHAVIOUR, "changed")
+    assert f["test_scale_doubles"]["subject"] == "optax.alpha.scale"  # the API the test's name spells
+    assert f["test_scale_doubles"]["test"] == "alpha_test.py::ScaleTest::test_scale_doubles"
+    assert (f["test_gone_fn"]["kind"], f["test_gone_fn"]["change"], f["test_gone_fn"]["subject"]) == (
+        up.API, "gone", "optax.alpha.gone_fn")
+    assert f["test_helper"]["kind"] == up.INFRA  # a test helper missing: could not tell
+    assert f["test_flaky_everywhere"]["kind"] == up.INFRA  # fails in its own environment too (the control run)
+    assert "own environment" in f["test_flaky_everywhere"]["subject"]
+
+
+def test_candidate_tests_in_the_baseline(section):
+    d, f = _failures(section, "candidate tests in the baseline")
+    assert (d["ran"], d["failed"]) == (2, 1)  # the test using the candidate's helper runs (and passes) in the baseline
+    assert (f["test_scale_offset"]["kind"], f["test_scale_offset"]["change"]) == (up.API, "new")
+    assert f["test_scale_offset"]["subject"] == "scale(..., offset=)"
+
+
+def test_findings_merge_one_cause_and_leave_out_what_cannot_be_told(section):
+    texts = [(f["change"], f["api"], len(f["contracts"])) for f in section["findings"]]
+    # the two doubling tests fail with one message pattern: one finding
+    assert texts == [("changed", "optax.alpha.scale", 2), ("new", "scale", 1), ("gone", "optax.alpha.gone_fn", 1)]
+    assert all(f["section"] == "upstream-tests" for f in section["findings"])
+
+
+def test_attach_keeps_the_verdict(section):
+    report = {"verdict": "pass", "reasons": [], "findings": [{"number": 1, "change": "broken", "section": "contracts"}]}
+    up.attach(report, section)
+    assert report["verdict"] == "pass" and report["reasons"] == []
+    assert [f["number"] for f in report["findings"]] == [1, 2, 3, 4]
+    assert "do not change the verdict" in report["notes"][0]
+
+
+@pytest.mark.parametrize(("text", "side", "want"), [
+    ("ImportError: cannot import name 'tree_norm' from 'optax.tree_utils'", "baseline", (up.API, "gone")),
+    ("AttributeError: module 'optax.contrib' has no attribute 'galore'", "candidate", (up.API, "new")),
+    ("ModuleNotFoundError: No module named 'optax.monte_carlo'", "baseline", (up.API, "gone")),
+    ("TypeError: huber_loss() got an unexpected keyword argument 'delta'", "candidate", (up.API, "new")),
+    ("ModuleNotFoundError: No module named 'chex'", "baseline", (up.INFRA, "")),
+    ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (up.INFRA, "")),
+    ("fixture 'mocker' not found", "baseline", (up.INFRA, "")),
+    # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
+    ("ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?",
+     "candidate", (up.INFRA, "")),
+    ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (up.INFRA, "")),
+    ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (up.API, "new")),
+    ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (up.BEHAVIOUR, "changed")),
+])
+def test_classify(text, side, want):
+    f = up.classify(up.Failure("m_test.py::T::test", text), side)
+    assert (f.kind, f.change) == want
+
+
+def test_first_line_picks_the_exception():
+    text = "self = <x>\n    def test():\nE   ValueError: bad shape (2, 3)\nE   + where 1 = f()\n"
+    assert up.first_line(text) == "ValueError: bad shape (2, 3)"
+
+
+def test_markdown_lists_what_could_not_be_told(section):
+    report = up.attach({"verdict": "pass", "reasons": [], "findings": []}, section)
+    text = "\n".join(up.markdown(report))
+    assert "## Upstream tests, cross-run" in text
+    assert "could not tell `alpha_test.py::ScaleTest::test_flaky_everywhere`: fails in its own environment" in text
+    assert up.finding_line(report["findings"][0]).startswith("1. **changed** `optax.alpha.scale`")
+    assert up.markdown({"verdict": "pass"}) == []
+
+
+def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
+    """``bisect_deps._prune`` (shared by the overlays here and the bisection's
+    missing requirements) removes the distributions the environment has: a
+    ``NAME-VERSION.dist-info`` folder is NAME's (it read ``numpy-2.5.5.dist``
+    before, and the environment's numpy was shadowed)."""
+    from optax_gate.gate import bisect_deps
+
+    for name, version, top in (("numpy", "2.5.5", "numpy"), ("scikit_learn", "1.9.1", "sklearn")):
+        info = tmp_path / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (tmp_path / top).mkdir()
+        (tmp_path / top / "__init__.py").write_text("", encoding="utf-8")
+        (info / "RECORD").write_text(f"{top}/__init__.py,,\n{info.name}/RECORD,,\n", encoding="utf-8")
+    bisect_deps._prune(tmp_path, {"numpy"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scikit_learn-1.9.1.dist-info", "sklearn"]
+
+
+def test_the_overlay_is_found_from_the_temporary_folder():
+    """pytest runs in a temporary folder: a relative --cache-dir overlay on PYTHONPATH
+    found nothing there (seen: 36 'No module named chex' on 0.2.6 -> 0.2.8)."""
+    env = up._with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
+    first, second = env["PYTHONPATH"].split(":")
+    assert Path(first).is_absolute() and first.endswith(".nox/gate-cache/deps") and second == "/x"
