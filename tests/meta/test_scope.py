@@ -120,3 +120,37 @@ def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
     assert run.gate_args(tmp_path)[-2:] == ["--fail-on", "all"]
     monkeypatch.setenv("INPUT_FAIL_ON", "broken")
     assert "--fail-on" not in run.gate_args(tmp_path)
+
+
+def _verdict_of(found: list[dict], by: str = "usage") -> dict:
+    report = {"verdict": "fail", "reasons": ["3 contract(s) broken"], "notes": [], "findings": found}
+    return scope.apply(report, "broken", by)
+
+
+def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_counted_once():
+    """A known defect that now raises is one ``changed`` finding holding a broken and a fixed row
+    (``findings.merge``): its broken row counts where the team's code goes, and only the broken rows
+    are counted (the trial's report said 2 + 37 broken of 34)."""
+    joined = {"section": "contracts", "change": "changed", "contracts": ["a", "b"], "changes": {"broken": 1, "fixed": 1},
+              "scope": "yours", "api": "optax.adam"}
+    other = {"section": "contracts", "change": "broken", "contracts": ["c", "d"], "scope": "elsewhere", "api": "optax.lion"}
+    report = _verdict_of([joined, other])
+    assert report["verdict"] == "fail"
+    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage)"]
+    assert report["scope"]["broken_elsewhere"] == 2
+    joined["scope"], other["scope"] = "elsewhere", "yours"
+    report = _verdict_of([joined, other])
+    assert report["scope"]["broken_elsewhere"] == 1 and report["reasons"] == ["2 contract(s) broken where your code goes (usage)"]
+
+
+def test_a_recipe_finding_is_the_teams_when_usage_alone_cannot_tell():
+    """A contract pinning a training recipe (``recipe:none-gradients``: adamw, clip and a schedule
+    together) names no one API to look for in the team's code: with ``--usage`` alone it stays the
+    team's (cannot tell without --run), never "your code does not use its APIs" (a new user's
+    adam code with a None gradient leaf breaks on 0.2.8, and the gate said PASS)."""
+    decide = scope.usage_decision(unread=False)
+    recipe = {"section": "contracts", "change": "changed", "api": "recipe:none-gradients", "apis": ["recipe:none-gradients"],
+              "contracts": ["a"], "your_code": []}
+    got = decide(recipe)
+    assert got[0] == "yours" and "cannot be told without --run" in got[1]
+    assert decide({**recipe, "api": "optax.adam", "apis": ["optax.adam"]}) == ("elsewhere", "your code does not use its APIs")

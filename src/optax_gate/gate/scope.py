@@ -47,6 +47,10 @@ ELSEWHERE_HEADING = "Optax changed elsewhere"
 _CONTRACTS_BROKEN = re.compile(r"^\d+ contract\(s\) broken\b")
 
 
+#: The API label of a contract that pins a training recipe (tests/contracts/test_training_recipes.py), not one API.
+RECIPE_PREFIX = "recipe:"
+
+
 def set_scope(finding: dict[str, Any], scope: str, why: str = "") -> None:
     """Give one finding its scope (one of :data:`SCOPES`) and the words that decided it.
 
@@ -70,6 +74,16 @@ def scope_findings(report: dict[str, Any], decide: Callable[[dict[str, Any]], tu
         got = decide(f)
         if got is not None:
             set_scope(f, *got)
+
+
+def broken_rows(finding: dict[str, Any]) -> int:
+    """The broken contract rows of a finding: all of them for a ``broken``
+    finding; for one that joins several changes of one cause
+    (``findings.merge``, e.g. a known defect that now raises: ``changed``
+    with ``changes = {"broken": 1, "fixed": 1}``), its ``broken`` count."""
+    if finding.get("changes"):
+        return int(finding["changes"].get("broken", 0))
+    return len(finding.get("contracts") or []) if finding.get("change") == "broken" else 0
 
 
 def is_yours(finding: dict[str, Any]) -> bool:
@@ -114,13 +128,13 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     found[:] = yours + elsewhere
     for number, f in enumerate(found, 1):
         f["number"] = number
-    contracts = [f for f in found if f.get("section", "contracts") == "contracts" and f["change"] == "broken"]
+    contracts = [f for f in found if f.get("section", "contracts") == "contracts" and broken_rows(f)]
     counted = contracts if fail_on == "all" else [f for f in contracts if is_yours(f)]
-    left_out = sum(len(f["contracts"]) for f in contracts if f not in counted)
+    left_out = sum(broken_rows(f) for f in contracts if f not in counted)
     report["scope"] = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
     if not left_out or report.get("verdict") != "fail":
         return report
-    n = sum(len(f["contracts"]) for f in counted)
+    n = sum(broken_rows(f) for f in counted)
     reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
     if n:
         reasons.insert(0, f"{n} contract(s) broken where your code goes ({by})")
@@ -151,6 +165,10 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
             return "yours", "a file under --usage could not be read: it may use any API"
         if f.get("your_code_not_scanned"):
             return "yours", "a file not scanned may use its APIs"
+        apis = f.get("apis") or [f.get("api", "")]
+        if not sites and any(str(a).startswith(RECIPE_PREFIX) for a in apis):  # fail closed: no one API to look for
+            return "yours", ("its contracts pin a training recipe (several APIs together), not one API: which of your lines it "
+                             "reaches cannot be told without --run")
         if not sites:
             return "elsewhere", "your code does not use its APIs"
         if attributed and all((attributed.get(w) or {}).get("verdict") == "not-affected" for w in sites):
