@@ -99,3 +99,20 @@ def test_a_report_judged_only_when_both_sides_ran():
     assert not evidence.judged({"baseline": ran, "candidate": stopped})
     assert not evidence.judged({"baseline": stopped, "candidate": ran})
     assert not evidence.judged({})
+
+
+def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_differences():
+    """A new user's refusal report read "0 broken, ... (of 0 contracts)", "API surface (no differences)"
+    and "Dependencies ... resolution failed?": a run that compared nothing says so, with its reason and
+    each side's status, in report.md and report.html alike."""
+    from optax_gate.gate import compare, report_html, report_markdown, runner, unseen
+    why = "invalid input: --contracts /tmp/no-such-contracts does not exist"
+    base = runner.not_verified("baseline", why, requirements=["lock file requirements-lock.txt"])
+    cand = runner.not_verified("candidate", why, requirements=["optax==0.2.8"])
+    report = unseen.attach(compare.compare(base, cand), base, cand)
+    md, page = report_markdown.render(report), report_html.render(report)
+    assert md.startswith("# Optax upgrade gate: NOT-VERIFIED")
+    for text in (md, page):
+        assert "nothing was compared" in text and "does not exist" in text
+        assert "of 0 contracts" not in text and "no differences" not in text and "resolution failed" not in text
+    assert "## Versions" in md

@@ -207,9 +207,9 @@ def render(report: dict[str, Any]) -> str:
         table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
         table += [f"| `{report_markdown._cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |" for r in differing]
         out.append(_folded(f"Rows in no finding ({len(differing)})", table))
-    for heading, body in _split(sections["unchanged"](page)):
+    for heading, body in _split(sections["unchanged"](page)) if page.judged else []:
         out.append(_folded(heading, [b for b in body if not b.startswith(("<details>", "</details>"))]))
-    for heading, body in _split(sections["beyond"](page)):
+    for heading, body in _split(sections["beyond"](page)) if page.judged else []:  # nothing compared: no "no differences"
         out.append(_folded(heading, body))
     out.append(markdown_html(sections["footer"](page)))
     out.append("</body></html>")

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate import call_sites, details, report_bisect, report_surface, upstream_tests
+from optax_gate.gate import call_sites, details, evidence, report_bisect, report_surface, upstream_tests
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, report_team_run, scope, source_specs
 
@@ -121,6 +121,7 @@ class Page:
 
     def __init__(self, report: dict[str, Any], limit: int | None = SAMPLE):
         self.report = report
+        self.judged = evidence.judged(report)  # both sides' contracts ran
         self.findings = _findings(report)
         self.full = limit is None
         contract_findings = [f for f in self.findings if f.get("section", "contracts") == "contracts"]
@@ -146,14 +147,16 @@ def _verdict(page: Page) -> list[str]:
     if report.get("team_run"):  # gate --run: the team's own run opens the report
         out += [f"- **{reason}**" for reason in report["reasons"]]
         out += report_team_run.section(report)
-    out.append(
-        f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
-        f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`: "
-        + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
-        + f" (of {sum(s.values())} contracts)."
-    )
-    out.append("")
-    out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
+    against = (f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
+               f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`")
+    if not page.judged:  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
+        out += [f"{against}: nothing was compared (the contracts of both sides did not run); the reason is below and "
+                "in the Versions table.", ""]
+    else:
+        out.append(f"{against}: " + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
+                   + f" (of {sum(s.values())} contracts).")
+        out.append("")
+        out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
     for reason in report["reasons"] if not report.get("team_run") else []:
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
@@ -284,6 +287,11 @@ SECTIONS: list[tuple[str, Callable[[Page], list[str]]]] = [
     ("unchanged", _unchanged_section), ("beyond", _beyond_section), ("footer", _footer)]
 
 
+#: The sections of a report that judged nothing (a refusal, a side that never ran): the verdict with
+#: its reason, each side's status and the footer; no rows, no "no differences" beyond the contracts.
+NOT_JUDGED_SECTIONS = ("verdict", "versions", "footer")
+
+
 def add_section(name: str, lines: Callable[[Page], list[str]], before: str = "findings") -> None:
     """Render ``lines`` (a function of a :class:`Page`: ``page.report``,
     ``page.findings``) as section ``name`` just above section ``before``
@@ -300,6 +308,7 @@ def render(report: dict[str, Any], limit: int | None = SAMPLE) -> str:
     tables beyond the contracts whole too)."""
     page = Page(report, limit)
     out: list[str] = []
-    for _, lines in SECTIONS:
-        out += lines(page)
+    for name, lines in SECTIONS:
+        if page.judged or name in NOT_JUDGED_SECTIONS:
+            out += lines(page)
     return "\n".join(out) + "\n"
