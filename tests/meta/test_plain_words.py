@@ -188,3 +188,11 @@ def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_eleme
     assert details.plain_detail(r).endswith("expected ('delta', 'POSITIONAL_OR_KEYWORD', …)")
     (found,) = [f for f in findings.group([r])]
     assert "'POSITIONAL_OR_KEYWORD', …)" in found["cause"] and _balanced(found["cause"].replace("…", ""))
+
+
+def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
+    """A new user's rows read "`weight_decay=0/nan_inf_params/updates` None → None: budget 0" where the
+    record went from ``r1,r3`` to ``none``: a drift of recorded words says the words."""
+    from optax_gate.gate import details
+    text = details.drift_words(details.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
+    assert "None → None" not in text and "r1,r3 → none" in text, text

@@ -249,6 +249,8 @@ def _leaf_words(leaf: Drift) -> str:
                 f"{nonfinite_leaves(leaf.old)} in the baseline, {nonfinite_leaves(leaf.new)} now")
     if leaf.what == "value":
         old, new = leaf.values
+        if old is None and new is None:  # a recorded word, not a typed value (``r1,r3`` -> ``none``): say the words
+            old, new = leaf.old, leaf.new
         try:
             diff = f"off by {abs(int(new) - int(old))}, budget 0 (a counter, recorded exactly)"
         except (TypeError, ValueError):
