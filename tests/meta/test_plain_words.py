@@ -196,3 +196,16 @@ def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
     from optax_gate.gate import details
     text = details.drift_words(details.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
     assert "None → None" not in text and "r1,r3 → none" in text, text
+
+
+def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_direction():
+    """A new user read "other outputs come out non-finite: `state/[1].e_g` r1,r3 in the baseline, none
+    now": the shown output has fewer non-finite leaves; the others moved another way."""
+    from optax_gate.gate import findings
+    rows = [{"id": "t::test_edge[optax.adafactor]", "api": "optax.adafactor", "kind": "snapshot", "change": "changed",
+             "baseline": "passed", "candidate": "failed",
+             "detail": "snapshot drift: weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> none; "
+                       "weight_decay=0/nan_inf_params/updates: none -> r1"}]
+    (f,) = findings.group(rows)
+    assert "fewer non-finite outputs: `state/[1].e_g` r1,r3 in the baseline, none now" in f["cause"], f["cause"]
+    assert "not all the same way" in f["cause"]

@@ -281,7 +281,10 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         inputs, _, output = rest.partition("/")
         old, new = ("none" if v == "absent" else v for v in (leaf.old, leaf.new))
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
-        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(key[2])}: "
+        shown = nonfinite_direction(leaf.old, leaf.new)  # the words match the output shown, whatever the others did
+        if key[2] == "other" and shown != "other" and len(evidence[0]) > 1:
+            more = f" (and {len(evidence[0]) - 1} more outputs, not all the same way)"
+        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(shown if key[2] == 'other' else key[2])}: "
                 f"`{output or 'the update'}` {old} in the baseline, {new} now{more}")
     if kind == "state-value":
         leaf = evidence[0][0]
