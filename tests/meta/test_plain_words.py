@@ -209,3 +209,13 @@ def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_di
     (f,) = findings.group(rows)
     assert "fewer non-finite outputs: `state/[1].e_g` r1,r3 in the baseline, none now" in f["cause"], f["cause"]
     assert "not all the same way" in f["cause"]
+
+
+def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_failed():
+    """Rows under "Changed" read ``passed → failed`` (what broken means) for recorded outcomes that
+    moved ("no longer recompiles"); a snapshot row's outcome cell says it drifted (docs/report.md)."""
+    from optax_gate.gate import details
+    row = {"kind": "snapshot", "baseline": "passed", "candidate": "failed", "change": "changed",
+           "detail": "AssertionError: assert 'ok' == 'recompiled 1 time(s)'"}
+    assert details.outcome_words(row) == "drift from the baseline's record"
+    assert details.outcome_words({**row, "kind": "golden", "change": "broken"}) == "passed → failed"

@@ -504,4 +504,5 @@ def outcome_words(row: dict[str, Any]) -> str:
             return f"drift: {drift_kinds(leaves)}"
         if parse_ulp(row.get("detail") or "") or (row.get("detail") or "").startswith("snapshot drift of values"):
             return "drift: value beyond budget"
+        return "drift from the baseline's record"  # a snapshot that stops matching drifted; it never reads passed → failed
     return f"{b if b is not None else 'did not run'} → {c if c is not None else 'did not run'}"
