@@ -359,7 +359,11 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     _, stderr = proc.communicate(timeout=60)
     stderr = "".join(said) + stderr
     assert proc.returncode == 2 and "Traceback" not in stderr, stderr
-    assert "interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr, stderr
+    # the SIGTERM may reach the gate before or after it has said why it stops (a race of two processes):
+    # either way the cause named is the first signal, Ctrl-C, never SIGTERM
+    assert ("interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr
+            or "interrupted (SIGINT, Ctrl-C): not verified" in stderr), stderr
+    assert "interrupted (SIGTERM" not in stderr, stderr
 
 
 def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
