@@ -116,3 +116,19 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
         assert "nothing was compared" in text and "does not exist" in text
         assert "of 0 contracts" not in text and "no differences" not in text and "resolution failed" not in text
     assert "## Versions" in md
+
+
+def test_the_speed_plot_the_report_links_to_is_found_beside_the_report_md_link(tmp_path):
+    """report.md shows ``![...](speed.svg)``; opened as OUT/report.md (a link to latest/report.md) a
+    browser looks for OUT/speed.svg, which a new user found missing: it is linked there too."""
+    root = tmp_path / "out"
+    run = evidence.start(root, ["gate"])
+    for name in (*evidence.CURRENT, "speed.svg"):
+        (run.path / name).write_text(name)
+    evidence.complete(run, keep=3, judged=True)
+    assert (root / "speed.svg").read_text() == "speed.svg"
+    quiet = evidence.start(root, ["gate", "--no-speed"])  # a run without the plot makes no such link of its own
+    for name in evidence.CURRENT:
+        (quiet.path / name).write_text(name)
+    evidence.complete(quiet, keep=3, judged=True)
+    assert (root / "report.md").resolve().parent == quiet.path

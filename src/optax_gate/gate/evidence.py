@@ -12,6 +12,7 @@ Layout under ``--out`` (default ``reports/gate``)::
         checkpoints/              the baseline's resume checkpoints
     latest -> runs/<...>          the newest complete run that judged both sides (a symlink, replaced atomically)
     report.md -> latest/report.md, report.json -> latest/report.json, report.html -> latest/report.html
+    speed.svg -> latest/speed.svg   when that run has the plot (its report shows it by that relative path)
     not-judged -> runs/<...>      the newest complete run that judged nothing
     not-judged.md -> not-judged/report.md, not-judged.json, not-judged.html likewise
 
@@ -51,6 +52,9 @@ OLD_REFUSED = "REFUSED"
 LATEST = "latest"
 #: Files at the top of ``--out`` that always show the latest run that judged both sides.
 CURRENT = ("report.md", "report.json", "report.html")
+#: Files of a run that its report links to by a relative path (``![...](speed.svg)``): linked at
+#: the top of ``--out`` too when the run has them, so ``report.md``/``report.html`` there find them.
+LINKED_FROM_REPORT = ("speed.svg",)
 #: The link to the newest run that judged nothing, and its report files at the top of ``--out``.
 NOT_JUDGED_LINK = "not-judged"
 NOT_JUDGED_FILES = {"not-judged.md": "report.md", "not-judged.json": "report.json", "not-judged.html": "report.html"}
@@ -148,6 +152,8 @@ def complete(run: RunFolder, keep: int, judged: bool = False, why: str = "") -> 
         previous links are then untouched and ``run`` stays incomplete.
     """
     head, files = (LATEST, {name: name for name in CURRENT}) if judged else (NOT_JUDGED_LINK, NOT_JUDGED_FILES)
+    if judged:  # files the reports link to by a relative path (the speed plot): beside the report.md link too
+        files.update({name: name for name in LINKED_FROM_REPORT if (run.path / name).exists()})
     links = [(run.root / head, Path("runs") / run.name)]
     for name, target in files.items():
         link = run.root / name
