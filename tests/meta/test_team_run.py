@@ -419,3 +419,14 @@ def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tm
     update, apply = line_of(folder, "tx.update("), line_of(folder, "optax.apply_updates(")
     rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
     assert rows == [(update, 1, "cause"), (apply, 1, "consequence"), (apply, 2, "consequence")]
+
+
+def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
+    """The real 0.2.8 report's "Your code" line read "`.hyperparams` (scalars, no cost ; F6 ... (and": the
+    explaining finding's words were sliced at 160 characters mid-parenthesis."""
+    from optax_gate.gate import report_team_run
+    cause = ("optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 "
+             "bytes per parameter; `.hyperparams` (scalars, no cost per parameter)")
+    words = report_team_run._finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
+    assert words.startswith("[F5](#f5) optimizer state bfloat16 → float32") and "…" in words, words
+    assert words.count("(") == words.count(")"), words  # a cut closes its brackets (details.cut)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from optax_gate.gate import details
+
 #: Changes listed per affected line.
 SHOWN = 4
 #: Lines of a failing run's output shown in report.md.
@@ -29,7 +31,7 @@ def _finding_words(report: dict[str, Any], numbers: list[int]) -> str:
     for n in numbers[:SHOWN]:
         f = by_number.get(n)
         if f is not None:
-            words.append(f'[F{n}](#f{n}) {_cell(f.get("cause") or f.get("text") or f.get("change"))[:160]}')
+            words.append(f'[F{n}](#f{n}) {details.cut(_cell(f.get("cause") or f.get("text") or f.get("change")), 160)}')
     more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
     return "; ".join(words) + more
 
