@@ -386,3 +386,16 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
     assert third.returncode == 0 and "from cache" not in third.stderr
     ran_third = runs.read_text().split()[len(ran_first) + len(ran_second):]
     assert any(n.startswith("baseline") for n in ran_third) and any(n.startswith("candidate") for n in ran_third)
+
+
+def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
+    """A new user's ``gate optax==0.2.8 --bogus-option`` printed the top-level usage
+    (``optax-gate [-h] {gate,matrix,compare,bisect}``): the gate's own usage, exit 2, and a near option."""
+    from optax_gate.gate import cli
+    with pytest.raises(SystemExit) as stop:
+        cli.parse(["gate", "optax==0.2.8", "--contract", "x", "--bogus-option"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "usage: optax-gate gate" in err and "unrecognized arguments: --bogus-option" in err, err
+    with pytest.raises(SystemExit):
+        cli.parse(["gate", "--keepp", "3"])
+    assert "did you mean --keep?" in capsys.readouterr().err

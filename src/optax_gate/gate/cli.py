@@ -94,6 +94,7 @@ Exit status (matrix):
 from __future__ import annotations
 
 import argparse
+import difflib
 import signal
 import sys
 import traceback
@@ -303,8 +304,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args, rest = p.parse_known_args(argv)
     if rest and args.command == "gate" and not any(r.startswith("-") for r in rest):
         args.specs += rest
-    elif rest:
-        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    elif rest:  # the command's own usage (``optax-gate gate [-h] ...``), with a close option named where there is one
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+        known = [o for a in sub._actions for o in a.option_strings]
+        near = difflib.get_close_matches(next((r.split("=")[0] for r in rest if r.startswith("-")), ""), known, n=1)
+        sub.error(f"unrecognized arguments: {' '.join(rest)}" + (f" (did you mean {near[0]}?)" if near else ""))
     return args
 
 
