@@ -88,6 +88,36 @@ def _prune(folder: Path, present: set[str]) -> None:
             empty.rmdir()
 
 
+class ListingFailure(DepsFailure):
+    """The environment's installed packages could not be listed (``uv pip freeze``)."""
+
+
+def install_beside(python: Path, names: list[str], root: Path, timeout: float) -> Path:
+    """A folder under ``root`` with the distributions ``names`` for
+    ``python``'s interpreter, resolved with the environment's own versions as
+    constraints and pruned of them (:func:`_prune`): never installed into the
+    environment itself. Cached by (``names``, the environment's pins).
+
+    Raises:
+      ListingFailure: the environment's packages cannot be listed.
+      DepsFailure: they cannot be resolved or installed with the environment's versions.
+    """
+    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    if freeze.returncode != 0:
+        raise ListingFailure(f"the environment's packages cannot be listed: {_tail(freeze)}")
+    pins = [line for line in freeze.stdout.splitlines() if "==" in line]
+    key = hashlib.sha256(json.dumps([names, pins]).encode()).hexdigest()[:16]
+    constraints = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8")
+    with constraints:
+        constraints.write("\n".join(pins) + "\n")
+    try:
+        return install_into(root / key, python, ["-c", constraints.name, *names], timeout,
+                            after=lambda folder: _prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}))
+    finally:
+        os.unlink(constraints.name)
+
+
 def install_missing(python: Path, folder: Path, cache_dir: Path, timeout: float) -> Path | None:
     """A folder with the requirements of ``folder``'s distributions that the
     environment lacks (None when it lacks none).
@@ -98,22 +128,12 @@ def install_missing(python: Path, folder: Path, cache_dir: Path, timeout: float)
     missing = unmet(python, folder, timeout)
     if not missing:
         return None
-    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
-    if freeze.returncode != 0:
-        raise DepsFailure(f"the environment's packages cannot be listed: {_tail(freeze)}")
-    pins = [line for line in freeze.stdout.splitlines() if "==" in line]
-    key = hashlib.sha256(json.dumps([missing, pins]).encode()).hexdigest()[:16]
-    constraints = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8")
-    with constraints:
-        constraints.write("\n".join(pins) + "\n")
     try:
-        return install_into(cache_dir / "deps" / key, python, ["-c", constraints.name, *missing], timeout,
-                            after=lambda folder: _prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}))
+        return install_beside(python, missing, cache_dir / "deps", timeout)
+    except ListingFailure:
+        raise
     except DepsFailure as exc:
         raise DepsFailure(f"its missing requirements ({', '.join(missing)}) cannot be installed: {exc}") from None
-    finally:
-        os.unlink(constraints.name)
 
 
 def install_into(target: Path, python: Path, args: list[str], timeout: float,

@@ -69,7 +69,6 @@ from typing import Any
 
 from optax_gate.gate import bisect_deps
 from optax_gate.gate.details import normalise, shorten
-from optax_gate.gate.environments import uv
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),
@@ -184,22 +183,12 @@ def overlay(python: Path, names: list[str], cache_dir: Path, timeout: float) -> 
     if not names:
         return None
     wanted = sorted(DISTRIBUTIONS.get(n, n) for n in names)
-    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
-    if freeze.returncode != 0:
-        raise CrossRunFailure(f"the environment's packages cannot be listed: {shorten(freeze.stderr, 200)}")
-    pins = [line for line in freeze.stdout.splitlines() if "==" in line]
-    key = hashlib.sha256(json.dumps([wanted, pins]).encode()).hexdigest()[:16]
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as constraints:
-        constraints.write("\n".join(pins) + "\n")
     try:
-        present = {re.sub(r"[-_.]+", "-", p.split("==", 1)[0]).lower() for p in pins}
-        return bisect_deps.install_into(cache_dir / "upstream-tests-deps" / key, python, ["-c", constraints.name, *wanted], timeout,
-                                        after=lambda folder: bisect_deps._prune(folder, present))
+        return bisect_deps.install_beside(python, wanted, cache_dir / "upstream-tests-deps", timeout)
+    except bisect_deps.ListingFailure as exc:
+        raise CrossRunFailure(str(exc)) from None
     except bisect_deps.DepsFailure as exc:
         raise CrossRunFailure(f"the test dependencies {', '.join(wanted)} cannot be installed beside the environment: {exc}") from None
-    finally:
-        os.unlink(constraints.name)
 
 
 def first_line(text: str) -> str:
