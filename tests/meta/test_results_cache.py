@@ -247,6 +247,23 @@ def test_a_corrupt_entry_is_run_again(tmp_path):
     assert "discarded" in stderr
 
 
+def test_module_entries_without_their_side_entry_run_again(tmp_path):
+    """Every module's entry is there but the side's own entry (versions,
+    plugins, import warnings) is gone or doubtful: the side runs again as a
+    whole, never zero contracts (which read "not verified")."""
+    lock = candidate_lock(tmp_path)
+    gate(tmp_path, lock=lock)
+    _, seen = runs_since(tmp_path, 0)
+    for entry in (tmp_path / "cache" / "results").glob("side-*.json"):
+        entry.unlink()
+    stderr = gate(tmp_path, lock=lock)
+    ran, _ = runs_since(tmp_path, seen)
+    assert {side for side in ("baseline", "candidate") if any(log.startswith(side) for log, _ in ran)} == {"baseline", "candidate"}, ran
+    assert "side's own entry" in stderr, stderr
+    report = latest_report(tmp_path / "out")
+    assert report["verdict"] == "pass" and report["candidate"]["status"] == "ran", report["verdict"]
+
+
 def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path, monkeypatch):
     import argparse
 

@@ -98,6 +98,11 @@ def look_up(side: Side, lock: Path, args: argparse.Namespace, say: Callable[[str
         else:
             why.append(reason)
     header, reason = results_cache.fetch_side(args.cache_dir, side.cache_inputs) if side.cached else (None, "")
+    if side.cached and not side.pending and header is None:  # a side's versions and plugins come only from a run of it
+        say(f"{side.label}: {len(side.cached)} contract module(s) cached, but the side's own entry is not usable "
+            f"({reason or 'missing'}): running all of its modules again")
+        side.cached.clear()
+        why = []
     say(_cache_words(side, why))
     if side.units and not side.pending and header is not None:
         side.record = {**results_cache.assemble(side.label, header, side.cached, **side.extra),
