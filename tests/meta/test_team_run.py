@@ -430,3 +430,21 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
     words = report_team_run._finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
     assert words.startswith("[F5](#f5) optimizer state bfloat16 → float32") and "…" in words, words
     assert words.count("(") == words.count(")"), words  # a cut closes its brackets (details.cut)
+
+
+def test_an_affected_line_names_the_commit_the_bisection_found():
+    """With --bisect, a "Your code" line says which upstream commit changed it (issue 26: "the contracts and
+    commits that explain it"), not only the finding: a found commit by its short sha and subject, a range by
+    its size; a finding that was not bisected adds nothing."""
+    from optax_gate.gate import report_team_run
+    commit = {"sha": "7a58a58f" + "0" * 32, "short": "7a58a58f", "subject": "MultiSteps: accumulate in float32 (#1234)",
+              "pr": 1234, "pr_url": "https://github.com/google-deepmind/optax/pull/1234",
+              "url": "https://github.com/google-deepmind/optax/commit/7a58a58f", "date": "2025-10-02T00:00:00+00:00"}
+    report = {"findings": [
+        {"number": 5, "cause": "optimizer state bfloat16 → float32", "bisect": [{"status": "found", "package": "optax", "commits": [commit]}]},
+        {"number": 6, "cause": "keyword-only", "bisect": [{"status": "range", "package": "optax", "commits": [commit] * 12, "skipped": {}}]},
+        {"number": 7, "cause": "other", "bisect": [{"status": "not-bisected", "reason": "no contract"}]}]}
+    words = report_team_run._finding_words(report, [5, 6, 7])
+    assert "[F5](#f5) optimizer state bfloat16 → float32, changed by optax [`7a58a58f`]" in words, words
+    assert "[F6](#f6) keyword-only, changed by optax one of 12 commits" in words, words
+    assert "[F7](#f7) other;" not in words and words.endswith("[F7](#f7) other"), words

@@ -5,7 +5,7 @@ One line per affected line of the team's code (a call that caused a
 divergence, in execution order): the Optax calls there, what changed (an
 exception that appears, a dtype, a shape, values beyond the ULP budget with the
 largest error), and the findings on the same APIs that explain it (linked to
-``#f<N>``); then the count of later calls that differ as a consequence, the
+``#f<N>``, with the upstream commit ``--bisect`` found for each); then the count of later calls that differ as a consequence, the
 runs' exit statuses and times. A run that could not be verified says why.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate import details
+from optax_gate.gate import details, report_bisect
 
 #: Changes listed per affected line.
 SHOWN = 4
@@ -25,13 +25,27 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _commits(finding: dict[str, Any]) -> str:
+    """The upstream commit(s) ``--bisect`` found for a finding (``, changed by optax 7a58a58f ...``; a
+    range by its size, its commits under the finding), or "" without a bisection."""
+    out = []
+    for entry in finding.get("bisect") or []:
+        package = f"{entry['package']} " if entry.get("package") else ""
+        if entry.get("status") == "found":
+            out.append(report_bisect.words(entry, markdown=True))
+        elif entry.get("status") == "range":
+            out.append(f"changed by {package}one of {len(entry.get('commits') or [])} commits")
+    return "".join(f", {w}" for w in out)
+
+
 def _finding_words(report: dict[str, Any], numbers: list[int]) -> str:
     by_number = {f.get("number"): f for f in report.get("findings") or []}
     words = []
     for n in numbers[:SHOWN]:
         f = by_number.get(n)
         if f is not None:
-            words.append(f'[F{n}](#f{n}) {details.cut(_cell(f.get("cause") or f.get("text") or f.get("change")), 160)}')
+            words.append(f'[F{n}](#f{n}) {details.cut(_cell(f.get("cause") or f.get("text") or f.get("change")), 160)}'
+                         + _commits(f))
     more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
     return "; ".join(words) + more
 
