@@ -72,6 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)"
     )
+    config.addinivalue_line(
+        "markers", "configuration(**keywords): the keyword arguments the contract's configuration fixes, in words "
+        "(weight_decay='a schedule'), so that a team's literal arguments can rule a finding out (gate --usage)"
+    )
     config.stash[_LEDGER] = load_ledger(config.rootpath / config.getini("known_defects"))
     for kind, meaning in guides.KINDS.items():
         config.addinivalue_line("markers", f"{kind}: {meaning}")
@@ -111,6 +115,12 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
         if ident not in ledger:
             raise pytest.UsageError(f"{item.nodeid}: known_defect({ident!r}) is not in the ledger {item.config.getini('known_defects')}")
         meta["defect"] = f"{ident}: {ledger[ident]}"
+    configuration = item.get_closest_marker("configuration")
+    if configuration is not None:
+        if configuration.args or not configuration.kwargs or not all(isinstance(v, str) and v for v in configuration.kwargs.values()):
+            raise pytest.UsageError(f"{item.nodeid}: configuration() takes keywords whose values are words "
+                                    f"(weight_decay='a schedule'), got {configuration.args} {configuration.kwargs}")
+        meta["configuration"] = json.dumps(configuration.kwargs, sort_keys=True)
     return meta
 
 

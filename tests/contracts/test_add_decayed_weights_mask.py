@@ -152,6 +152,7 @@ def test_trajectory_decay_kernel_only_with_momentum_sgd(dtype_name, schedule):
 
 @pytest.mark.negative
 @pytest.mark.known_defect("decay-schedule-count-stuck")
+@pytest.mark.configuration(weight_decay="a schedule")
 def test_scheduled_weight_decay_stays_at_its_first_value():
     """A weight decay scheduled from 0.1 to 0 over 2 steps should decay the
     kernel by 0.1, 0.05, 0 on steps 1-3; at the baseline its count never

@@ -166,3 +166,59 @@ def make(wd):
     assert a["calls"] == "calls this API" and a["why"] == "passes weight_decay=wd (known at run time): cannot tell without --run"
     (loss,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
     assert loss["verdict"] == "not-affected" and loss["calls"] == "uses this API"
+
+
+#: what the composition probe reports of adamw's arguments (checked by the probe test below)
+PASSES = {"optax.adamw": {"weight_decay": {"optax.add_decayed_weights:weight_decay"},
+                          "learning_rate": {"optax.scale_by_learning_rate:learning_rate"}}}
+
+
+def _decay_report(tmp_path, configuration=None, passes=PASSES):
+    """A finding on ``optax.add_decayed_weights`` (the part adamw is built from): an edge snapshot about
+    ``weight_decay=0``, or a hand-written contract whose configuration marker says what it fixes."""
+    cid = "test_decay.py::test_scheduled" if configuration else "test_decay.py::test_edge[optax.add_decayed_weights]"
+    detail = "assert 1 == 0" if configuration else "snapshot drift: weight_decay=0/nan_inf_params/updates: r1 -> none"
+    base, cand = (_record({cid: ("optax.add_decayed_weights", "snapshot", outcome, d)}) for outcome, d in (("passed", ""), ("failed", detail)))
+    if configuration:
+        for record in (base, cand):
+            record["contracts"][cid]["configuration"] = json.dumps(configuration)
+    team = tmp_path / "team"
+    team.mkdir(exist_ok=True)
+    (team / "train.py").write_text(TEAM)
+    scan = usage.scan([team], base=team)
+    report = compare.compare(base, cand)
+    from optax_gate.gate import call_sites
+    call_sites.annotate(report, scan)
+    attribution.attribute(report, scan, REACHED, {}, SIGNATURES, passes)
+    (finding,) = report["findings"]
+    return {w: a["verdict"] for w, a in finding["your_code_attribution"].items() if "adamw" in a["calls"]}, finding
+
+
+def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp_path):
+    """adamw hands weight_decay to add_decayed_weights unchanged (the probe's "passes"): a finding about the
+    part's weight_decay=0 is judged by the adamw line's own literal; without that knowledge it cannot be told."""
+    verdicts, _ = _decay_report(tmp_path)
+    assert verdicts == {"train.py:4": "not-affected", "train.py:5": "affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}
+    blind, _ = _decay_report(tmp_path, passes={})
+    assert set(blind.values()) == {"cannot-tell"}, blind
+
+
+def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_path):
+    """The scheduled weight decay contract (test_add_decayed_weights_mask.py) declares
+    configuration(weight_decay="a schedule"): a literal 0.1, 0.0 or the default 1e-4 is not a schedule;
+    a variable may hold one."""
+    verdicts, finding = _decay_report(tmp_path, configuration={"weight_decay": "a schedule"})
+    assert finding["configuration"] == {"keywords": {"weight_decay": "a schedule"}}
+    assert finding["contract_rows"][0]["configuration"] == {"weight_decay": "a schedule"} if "contract_rows" in finding else True
+    assert verdicts == {"train.py:4": "not-affected", "train.py:5": "not-affected", "train.py:6": "cannot-tell",
+                        "train.py:7": "not-affected"}, verdicts
+
+
+def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
+    pytest.importorskip("optax")
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.composition"], capture_output=True, text=True, timeout=300)
+    passes = json.loads(proc.stdout.strip().splitlines()[-1])["passes"]
+    for path, arguments in PASSES.items():
+        for name, parts in arguments.items():
+            assert parts <= set(passes[path][name]), (path, name, passes[path])
+    assert "b1" not in passes.get("optax.sgd", {})  # only arguments the constructor takes

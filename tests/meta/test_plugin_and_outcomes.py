@@ -138,3 +138,28 @@ def test_snapshot_diff_names_each_moved_leaf_once():
         "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]; .gone: int32[]=0 -> absent"
     )
     assert outcomes.snapshot_diff("AssertionError: 1 != 2") == ""
+
+
+def test_a_configuration_marker_travels_to_the_outcome_and_only_words_are_taken(pytester):
+    """``configuration(weight_decay="a schedule")`` reaches the report log and the parsed outcome (the static
+    attribution reads it); a marker with a non-word value is a collection error of its module."""
+    source = '''
+import pytest
+from optax_gate.kit import guides
+
+pytestmark = pytest.mark.contract(api="optax.add_decayed_weights", guide=guides.SGD_STEP)
+
+@pytest.mark.golden
+@pytest.mark.configuration(weight_decay="a schedule")
+def test_scheduled():
+    pass
+
+@pytest.mark.golden
+def test_plain():
+    pass
+'''
+    _, log = run_log(pytester, source)
+    assert log.contracts["test_sample.py::test_scheduled"].configuration == '{"weight_decay": "a schedule"}'
+    assert log.contracts["test_sample.py::test_plain"].configuration == ""
+    _, bad = run_log(pytester, source.replace('weight_decay="a schedule"', "weight_decay=0.1"))
+    assert bad.contracts == {} and "configuration() takes keywords whose values are words" in " ".join(bad.collection_errors)

@@ -13,6 +13,10 @@ edge-hyperparameter ``keywords``: ``{"weight_decay": "0"}`` from the record key
 snapshot            ``weight_decay=0/nan_inf_params/updates``
                     (``optax_gate.kit.surface_edges``)
 dtype variants      ``dtypes``: ``bfloat16`` from ``init_update_bfloat16``
+a configuration     ``keywords``: ``{"weight_decay": "a schedule"}``, the
+marker              contract's ``configuration(...)`` marker (a hand-written
+                    contract states what it fixes; compared as words, so a
+                    literal ``0.1`` is not "a schedule")
 state-dtype drift   ``dtypes``: the state's old dtype (``bfloat16`` -> ``float32``:
                     bfloat16 params); ``leaves``: the state entries
 x64 record          ``x64``: True (``jax_enable_x64`` on)
@@ -35,7 +39,8 @@ Each of the team's uses of the finding's APIs (:func:`attribute`) is one of
   baseline meets it);
 - ``cannot-tell``: what decides it is known only at run time (the params'
   dtype, a value passed through a variable, x64 mode, a keyword reached
-  through composition) -- "cannot tell without --run".
+  through composition that the constructor does not hand on unchanged) --
+  "cannot tell without --run".
 
 Every use is named as "calls this API" (or "calls X, built from Y": a finding
 on ``optax.scale_by_adam`` reaches a line that calls ``optax.adamw``,
@@ -86,6 +91,7 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "raises":
             out["raises"], out["negative"] = key[1], bool(key[2])
         dtypes += _DTYPE_WORD.findall(test_name(row["id"])[1])
+        keywords.update(row.get("configuration") or {})  # the contract's configuration marker, in words
     if keywords:
         out["keywords"] = keywords
     if dtypes:
@@ -118,8 +124,10 @@ def catches(scan: usage.Scan, exception: str) -> list[str]:
 
 
 def _judge(use: usage.Use, config: dict[str, Any], direct: bool, defaults: dict[str, str], note: str,
-           caught: list[str]) -> tuple[str, str]:
-    """(verdict, why) of one use of a finding's APIs."""
+           caught: list[str], handed: dict[str, str] | None = None) -> tuple[str, str]:
+    """(verdict, why) of one use of a finding's APIs; ``handed``: the finding's
+    keyword -> the called constructor's own argument that reaches the part
+    unchanged (``composition`` ``passes``), for a use through composition."""
     given = dict(use.arguments)
     if config.get("raises") and config.get("negative"):  # a misuse's error: the signature's own changes are another cause
         also = f"; this line breaks for another cause (API surface: {note})" if note.startswith("breaks") else ""
@@ -132,7 +140,9 @@ def _judge(use: usage.Use, config: dict[str, Any], direct: bool, defaults: dict[
     keywords = config.get("keywords") or {}
     if keywords:
         if not direct:
-            return "cannot-tell", f"the finding is about {_kw(keywords)} of a part it is built from: cannot tell without --run"
+            if not all(name in (handed or {}) for name in keywords):
+                return "cannot-tell", f"the finding is about {_kw(keywords)} of a part it is built from: cannot tell without --run"
+            keywords = {handed[name]: want for name, want in keywords.items()}  # the part gets the constructor's argument as given
         for name, want in keywords.items():
             if name in given:
                 ok, value = _literal(given[name])
@@ -166,6 +176,20 @@ def _judge(use: usage.Use, config: dict[str, Any], direct: bool, defaults: dict[
     return "cannot-tell", "cannot tell without --run"
 
 
+def _handed(path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str],
+            keywords: dict[str, str]) -> dict[str, str]:
+    """The finding's keyword -> the argument of the constructor at ``path``
+    that reaches one of the parts ``via`` unchanged under that name."""
+    arguments = passes.get(path) or passes.get(call_sites._definition(path, targets)) or {}
+    parts = set(via) | {call_sites._definition(p, targets) for p in via}
+    out = {}
+    for name in keywords:
+        for outer, reaches in arguments.items():
+            if any(r.rpartition(":")[2] == name and r.rpartition(":")[0] in parts for r in reaches):
+                out[name] = outer
+    return out
+
+
 def _kw(keywords: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in keywords.items())
 
@@ -176,7 +200,8 @@ def _defaults(surface_params: dict[str, Any], path: str) -> dict[str, str]:
 
 
 def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[str]] | None = None,
-              targets: dict[str, str] | None = None, signatures: dict[str, Any] | None = None) -> dict[str, Any]:
+              targets: dict[str, str] | None = None, signatures: dict[str, Any] | None = None,
+              passes: dict[str, dict[str, set[str]]] | None = None) -> dict[str, Any]:
     """Add to each contract finding ``configuration`` (:func:`configuration`)
     and ``your_code_attribution``: ``file:line`` -> ``{"verdict", "why",
     "calls"}`` for each use of its APIs, directly or through a constructor
@@ -191,10 +216,14 @@ def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[s
         aliases count.
       signatures: public path -> the baseline's ``surface.Param`` tuple, for
         defaults.
+      passes: ``composition.of_records``' third answer: public path -> {its
+        argument: {"part:argument"}}, the arguments a constructor hands to a
+        part unchanged (so ``adamw(weight_decay=0.1)`` is judged against a
+        finding about ``add_decayed_weights``' ``weight_decay=0``).
 
     Returns ``report``, changed in place.
     """
-    reached, targets, signatures = reached or {}, targets or {}, signatures or {}
+    reached, targets, signatures, passes = reached or {}, targets or {}, signatures or {}, passes or {}
     rows = {row["id"]: row for row in report.get("contracts", [])}
     for f in report.get("findings") or []:
         if f.get("section", "contracts") != "contracts" or "your_code" not in f:
@@ -227,7 +256,8 @@ def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[s
                 verdict, why = "cannot-tell", "not a call: cannot tell without --run"
             else:
                 defaults = _defaults(signatures, call_sites._definition(use.path, targets)) or _defaults(signatures, use.path)
-                verdict, why = _judge(use, config, direct, defaults, notes.get(use.where, ""), caught)
+                verdict, why = _judge(use, config, direct, defaults, notes.get(use.where, ""), caught,
+                                      _handed(use.path, via, passes, targets, config.get("keywords") or {}))
             old = out.get(use.where)
             if old is None or VERDICTS.index(verdict) < VERDICTS.index(old["verdict"]):  # one line, its most severe use
                 out[use.where] = {"verdict": verdict, "why": why, "calls": calls}
@@ -271,13 +301,13 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
 
     from optax_gate.gate import composition, unseen
 
-    reached, errors = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
+    reached, errors, passes = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
     site = (report.get("baseline") or {}).get("site_packages")
     entries = unseen._surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
     targets = {p: e.target for p, e in entries.items()}
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
-    attribute(report, scan, reached, targets, signatures)
+    attribute(report, scan, reached, targets, signatures, passes)
     report["attribution"] = {"composition": {"constructors": len(reached), "errors": errors}, "lines": summary(report.get("findings") or [])}
     if errors:
         report.setdefault("notes", []).append("--usage: what the constructors are built from could not be probed ("

@@ -31,6 +31,7 @@ Exit statuses: pass 0, fail 1, not-verified 2.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -65,6 +66,15 @@ def fails_differently(baseline_detail: str, candidate_detail: str) -> bool:
     different failures (``outcomes.failure_signature``)."""
     return outcomes.failure_signature(baseline_detail) != outcomes.failure_signature(candidate_detail)
 
+
+
+def _configuration(meta: dict[str, Any]) -> dict[str, str]:
+    """The keywords a contract's configuration marker fixes (``optax_gate.pytest_plugin``), or {}."""
+    try:
+        value = json.loads(meta.get("configuration") or "{}")
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
     """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
@@ -107,6 +117,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             "change": change, "detail": detail,
             **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
             **({"baseline_detail": b["detail"]} if other_failure else {}),
+            **({"configuration": _configuration(meta)} if _configuration(meta) else {}),
         })
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))
     summary = Counter(r["change"] for r in rows)

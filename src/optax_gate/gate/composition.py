@@ -27,7 +27,7 @@ def python_of(site_packages: str | Path) -> Path:
 
 def probe(python: Path, timeout: float = TIMEOUT) -> dict[str, Any]:
     """The probe's answer in the environment of ``python``:
-    ``{"optax", "reached": {path: [paths]}, "built", "not_built"}``, or
+    ``{"optax", "reached": {path: [paths]}, "passes", "built", "not_built"}``, or
     ``{"error": why}`` when it could not run (never raises)."""
     if not Path(python).exists():
         return {"error": f"no interpreter at {python}"}
@@ -41,11 +41,14 @@ def probe(python: Path, timeout: float = TIMEOUT) -> dict[str, Any]:
         return {"error": f"the composition probe failed: {tail or exc}"}
 
 
-def of_records(*records: dict[str, Any]) -> tuple[dict[str, set[str]], list[str]]:
+def of_records(*records: dict[str, Any]) -> tuple[dict[str, set[str]], list[str], dict[str, dict[str, set[str]]]]:
     """(public path -> public paths it is built from, joined over the
     environments of ``records``; the reasons of the environments that could
-    not be probed). A record without ``site_packages`` cannot be probed."""
+    not be probed; public path -> {its argument: {"part:argument" it reaches
+    unchanged}}, joined the same way). A record without ``site_packages``
+    cannot be probed."""
     reached: dict[str, set[str]] = {}
+    passes: dict[str, dict[str, set[str]]] = {}
     errors = []
     for record in records:
         site = record.get("site_packages")
@@ -55,4 +58,7 @@ def of_records(*records: dict[str, Any]) -> tuple[dict[str, set[str]], list[str]
             continue
         for path, parts in answer.get("reached", {}).items():
             reached.setdefault(path, set()).update(parts)
-    return reached, errors
+        for path, arguments in (answer.get("passes") or {}).items():
+            for name, parts in arguments.items():
+                passes.setdefault(path, {}).setdefault(name, set()).update(parts)
+    return reached, errors, passes

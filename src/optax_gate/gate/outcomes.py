@@ -36,6 +36,7 @@ class ContractOutcome:
     outcome: str
     detail: str = ""
     defect: str = ""  # "id: reason" when the contract pins a known upstream defect
+    configuration: str = ""  # JSON of the configuration marker's keywords ({"weight_decay": "a schedule"}), or ""
 
 
 @dataclass
@@ -247,6 +248,6 @@ def parse(path: str | Path) -> ReportLog:
                 log.contracts[nodeid] = ContractOutcome(
                     id=nodeid, api=props["contract_api"], guide=props["contract_guide"],
                     kind=props["contract_kind"], outcome=outcome, detail=_message(report) if outcome != "passed" else "",
-                    defect=props.get("contract_defect", ""),
+                    defect=props.get("contract_defect", ""), configuration=props.get("contract_configuration", ""),
                 )
     return log

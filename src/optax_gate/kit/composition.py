@@ -2,8 +2,8 @@
 construction in the environment under test (needs its optax and JAX).
 
 ``python -m optax_gate.kit.composition`` prints one JSON line:
-``{"optax": VERSION, "reached": {path: [public paths entered]}, "not_built":
-{path: reason}}``. For every public callable and class of the enumerated
+``{"optax": VERSION, "reached": {path: [public paths entered]}, "passes":
+{path: {argument: ["part:argument", ...]}}, "not_built": {path: reason}}``. For every public callable and class of the enumerated
 modules (``surface_enum.modules``: ``optax`` and its public sub-modules), the
 probe calls it once with arguments filled by name (the generated surface
 contracts' ``surface_build.fill``, the table's arguments or builder where
@@ -18,6 +18,14 @@ optimizer the filler makes) are not counted: they are not entered from the
 constructor's frame. Only construction is followed, not ``init``/``update``.
 A callable that cannot be built with such arguments (a loss needs arrays) is
 listed in ``not_built`` with the reason, never guessed.
+
+``"passes"`` says which of a constructor's float hyperparameters reach a part
+unchanged: ``{"optax.adamw": {"weight_decay": ["optax.add_decayed_weights:weight_decay"]}}``.
+Each float argument is given as an object of its own, and a part's frame whose
+argument *is* that object (identity, at the part's call) received it as it was
+given; a value the constructor transforms first (``-learning_rate``) is not
+followed. So a finding about ``add_decayed_weights(weight_decay=...)`` can be
+judged by the literal ``weight_decay=`` of a team's ``adamw`` call.
 
 Why this is written here: no library reports which public functions a call
 reaches; ``sys.setprofile`` sees every Python-level call.
@@ -108,6 +116,7 @@ def probe() -> dict[str, Any]:
         if code is not None:
             codes.setdefault(code, []).append(path)
     reached: dict[str, list[str]] = {}
+    passes: dict[str, dict[str, list[str]]] = {}
     not_built: dict[str, str] = {}
     for path, obj in public.items():
         own = _code(obj)
@@ -116,10 +125,22 @@ def probe() -> dict[str, Any]:
             not_built[path] = got
             continue
         builder, kwargs = got
+        # each float hyperparameter its own object, so that a part receiving it is told apart by identity
+        # (float defaults given explicitly, the same value)
+        if builder is None:
+            try:
+                defaults = {q.name: q.default for q in inspect.signature(obj).parameters.values()
+                            if type(q.default) is float and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)}
+            except (TypeError, ValueError):
+                defaults = {}
+            kwargs = {**defaults, **kwargs}
+        floats = {k: float(repr(v)) for k, v in kwargs.items() if type(v) is float}
+        kwargs = {**kwargs, **floats}
         entered: set[str] = set()
+        handed: dict[str, set[str]] = {}
         depth = [0]
 
-        def profile(frame, event, arg, own=own, entered=entered, depth=depth):
+        def profile(frame, event, arg, own=own, entered=entered, depth=depth, floats=floats, handed=handed):
             if event != "call":
                 if event == "return" and frame.f_code is own:
                     depth[0] -= 1
@@ -129,6 +150,13 @@ def probe() -> dict[str, Any]:
                 return
             if depth[0] > 0 and frame.f_code in codes:
                 entered.update(codes[frame.f_code])
+                if floats:
+                    args = frame.f_code.co_varnames[:frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount]
+                    local = frame.f_locals
+                    for outer, value in floats.items():
+                        for name in args:
+                            if local.get(name) is value:
+                                handed.setdefault(outer, set()).update(f"{p}:{name}" for p in codes[frame.f_code])
 
         sys.setprofile(profile)
         try:
@@ -141,8 +169,11 @@ def probe() -> dict[str, Any]:
             sys.setprofile(None)
         aliases = set(codes.get(own, [path]))
         reached[path] = sorted(entered - aliases)
+        kept = {outer: sorted(h for h in hs if h.partition(":")[0] not in aliases) for outer, hs in handed.items()}
+        if any(kept.values()):
+            passes[path] = {outer: hs for outer, hs in sorted(kept.items()) if hs}
     return {"optax": optax.__version__, "reached": {k: v for k, v in sorted(reached.items()) if v},
-            "built": len(reached), "not_built": not_built}
+            "passes": dict(sorted(passes.items())), "built": len(reached), "not_built": not_built}
 
 
 if __name__ == "__main__":
