@@ -25,3 +25,18 @@ def test_canonical_name(spec, name):
 def test_bad_specs_raise(specs):
     with pytest.raises(ValueError):
         requirements.replace(BASE, specs)
+
+
+def test_a_pin_the_baseline_lock_contradicts_takes_the_lock_version():
+    """A team's --baseline-lock on jax 0.12.0.1 with the project's requirements.in (jax==0.11.2): a candidate
+    naming only optax kept jax==0.11.2 and moved jax backwards (seen on a real gate: optax main from source
+    against a 0.2.8 lock came with jax 0.11.2). The packages a candidate does not name keep the baseline
+    lock's versions; a spec still wins, and unpinned lines stay as they are."""
+    pins = {"optax": "0.2.8", "jax": "0.12.0.1", "jaxlib": "0.12.0.1", "numpy": "2.5.5"}
+    text, moved = requirements.replace_held(BASE, ["optax @ file:///src"], pins)
+    lines = text.splitlines()
+    assert "jax==0.12.0.1" in lines and "jaxlib==0.12.0.1" in lines and "optax @ file:///src" in lines, lines
+    assert moved == ["jax==0.11.2 → jax==0.12.0.1 (the baseline lock's)", "jaxlib==0.11.2 → jaxlib==0.12.0.1 (the baseline lock's)"], moved
+    text, moved = requirements.replace_held(BASE, ["jax==0.12.1"], pins)
+    assert "jax==0.12.1" in text.splitlines() and "jax==0.12.0.1" not in text.splitlines()
+    assert requirements.replace_held(BASE, ["optax==0.2.8"], {})[1] == []  # the pinned baseline: nothing moves

@@ -6,6 +6,12 @@ named packages replaced.
 packages it names and adds the others; the candidate lock is then compiled
 with the baseline lock as preferences, so every package the candidate does not
 name keeps its baseline version unless the resolver must move it.
+
+A team's own baseline lock (``--baseline-lock``) may pin other versions than
+``requirements.in`` does (jax 0.12.0.1 against ``jax==0.11.2``): an exact pin
+there that the baseline lock contradicts takes the lock's version
+(:func:`replace_held`), else a candidate naming only optax would move jax
+backwards.
 """
 
 from __future__ import annotations
@@ -55,3 +61,28 @@ def replace(requirements_in: str, specs: list[str]) -> str:
         lines.append(by_name.get(name, line))
     lines += [spec for name, spec in by_name.items() if name not in seen]
     return "\n".join(lines) + "\n"
+
+
+_EXACT = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?\s*==\s*([^\s;]+)\s*$")
+
+
+def replace_held(requirements_in: str, specs: list[str], pins: dict[str, str]) -> tuple[str, list[str]]:
+    """:func:`replace`, with each exact pin (``name==X``) that the specs do not
+    name and the baseline lock's ``pins`` (canonical name -> version) contradict
+    set to the lock's version; returns the text and the moves in words
+    (``"jax==0.11.2 → jax==0.12.0.1 (the baseline lock's)"``).
+
+    Raises:
+      ValueError: as :func:`replace`.
+    """
+    named = {canonical_name(spec) for spec in specs}
+    lines, moved = [], []
+    for raw in requirements_in.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            name, m = canonical_name(line), _EXACT.match(line)
+            if m and name not in named and name in pins and pins[name] != m.group(1):
+                moved.append(f"{line} → {name}=={pins[name]} (the baseline lock's)")
+                line = f"{name}=={pins[name]}"
+        lines.append(line)
+    return replace("\n".join(lines) + "\n", specs), moved

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compilation_cache, environments, report_speed, requirements, results_cache, runner,
+from optax_gate.gate import (atomic, compilation_cache, environments, extras, report_speed, requirements, results_cache, runner,
                              source_specs, surface, unseen)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
@@ -266,13 +266,19 @@ def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Pr
     return contracts(baseline, args, say), contracts(candidate, args, say)
 
 
-def resolve(specs: list[str], lock_path: Path, args: argparse.Namespace) -> Path:
-    """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``.
+def resolve(specs: list[str], lock_path: Path, args: argparse.Namespace, say: Callable[[str], None] | None = None) -> Path:
+    """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``
+    (a pin the baseline lock contradicts takes the lock's version:
+    ``requirements.replace_held``; ``say`` is told which).
 
     Raises:
       environments.EnvironmentFailure: the resolver found no set of versions.
     """
-    text = requirements.replace(args.requirements_in.read_text(encoding="utf-8"), specs)
+    text, moved = requirements.replace_held(args.requirements_in.read_text(encoding="utf-8"), specs,
+                                            extras.pinned(args.baseline_lock))
+    if moved and say:
+        say(f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} "
+            f"(pinned differently in {args.requirements_in})")
     req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
     upgrade = [requirements.canonical_name(s) for s in specs]
     return environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
@@ -295,7 +301,7 @@ def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lo
     if sources:
         wheels, records = source_specs.build(sources, Path(args.cache_dir) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
         specs = [*specs, *wheels]
-    resolve(specs, lock_path, args)
+    resolve(specs, lock_path, args, say)
     source_specs.check_lock(lock_path, records)
     return records
 
