@@ -2,7 +2,8 @@
 (``optax_gate.kit.surface_corners``: ``transformation_corners`` over each
 factory's signature; issue 27).
 
-``test_transformation_corners[api]``: one eager ``init`` + ``update`` at each
+``test_transformation_corners[api]`` (each API with a corner,
+``transformation_grid``): one eager ``init`` + ``update`` at each
 corner derived from the factory's signature: every floating hyperparameter
 given as a 0-d float32 and as a 0-d bfloat16 array (``HYPER_FORMS``), each
 boolean option flipped (``nesterov``, ``centered``, ``bias_correction``...),
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit.surface_corners import transformation_paths, transformation_record
+from optax_gate.kit.surface_corners import transformation_grid, transformation_record
 
 GUIDE = ("docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, transform.py, contrib/*.py): each "
          "option's meaning (mu_dtype: 'the dtype of the first order accumulator'), hyperparameters as scalars or "
@@ -30,7 +31,7 @@ GUIDE = ("docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, tr
 
 @pytest.mark.parametrize("path", [
     pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=GUIDE), pytest.mark.snapshot])
-    for p in transformation_paths()])
+    for p in transformation_grid()])
 def test_transformation_corners(path, data_regression):
     """Updates' and state's dtypes, the update's norm, finiteness or the error at each corner (baseline snapshot)."""
     data_regression.check(transformation_record(path))

@@ -30,7 +30,16 @@ Families (each a contract module ``tests/contracts/test_surface_corners_<family>
 - ``losses``: each loss of the sweep at the corners of :data:`LOSS_CORNERS`
   (a ``-inf``/``+inf`` logit, an empty batch, integer inputs, a broadcastable
   and a mismatched targets shape): the value, the reverse-mode gradient and
-  the forward-mode derivative (``jax.jvp`` along ones).
+  the forward-mode derivative (``jax.jvp`` along ones);
+- ``schedules``: each schedule of the sweep at the degenerate configurations
+  derived from its signature's parameter names (:data:`SCHEDULE_PARAMS`:
+  zero-length and one-step intervals, boundaries at 0 and at the end,
+  fractions at 0 and 1...), at :data:`SCHEDULE_STEPS` given in each of
+  :data:`SCHEDULE_MODES` (a Python int, an int32 array, under ``jax.jit``);
+- ``transformations``: each transformation of the surface table at the
+  corners derived from its factory's signature (:func:`transformation_corners`:
+  typed floating hyperparameters, booleans flipped, ``*_dtype`` options,
+  ``value=`` positive, zero and negative for the value-driven ones).
 
 Importing this module imports no library under test.
 """
@@ -439,6 +448,18 @@ SCHEDULE_PARAMS: dict[str, tuple[tuple[Any, str], ...]] = {
                               ({}, "no boundary")),
     "boundaries": (([0], "a boundary at step 0"), ([SCHEDULE_END], "a boundary at the end")),
 }
+#: Baseline defects the schedule grid shows on a documented input: (path,
+#: corner) -> ledger id. As ``LOSS_DEFECTS``: the grid's contract is one
+#: snapshot per schedule, not marked ``known_defect``; this table says where
+#: the grid shows the ledger's defect.
+SCHEDULE_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.piecewise_interpolate_schedule", "boundaries_and_scales={0}"):
+        known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.linear_onecycle_schedule", "pct_start=0.0"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.linear_onecycle_schedule", "transition_steps=1"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.cosine_onecycle_schedule", "pct_start=0.0"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.cosine_onecycle_schedule", "transition_steps=1"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+}
 #: Schedules of the sweep with no corner grid, and why.
 SCHEDULE_LEFT_OUT: dict[str, str] = {
     "optax.sgdr_schedule": "its cosine_kwargs are warmup_cosine_decay_schedule's arguments, gridded there",
@@ -564,6 +585,8 @@ DTYPE_OPTION_VALUES = {"bfloat16": "float32", "float32": "bfloat16"}
 #: Boolean options are flipped from their default, one at a time, except:
 OPTIONS_LEFT_OUT: dict[str, str] = {
     "verbose": "prints the line search's progress (jax.debug.print): an output, not another code path of the values",
+    "forward_extra_args": "whether update's extra arguments reach the inner transformation: the grid passes none",
+    "mask_compatible_extra_args": "whether extra arguments are masked along with the updates: the grid passes none",
 }
 #: Values given to ``update(..., value=...)`` by the value-driven
 #: transformations (those whose table entry needs ``value``): positive, zero,
@@ -573,6 +596,12 @@ VALUE_CORNERS = (1.0, 0.0, -1.0)
 #: params keep (less the entry's ``skip_leaves``): a vector and a matrix, so
 #: that a matrix-only transformation (muon) and a factored one see a matrix.
 TRANSFORMATION_LEAVES = ("r1", "r2")
+#: Arguments the grid adds to the table entry's, so that an option takes
+#: effect: path -> (arguments, why).
+CORNER_ARGS: dict[str, tuple[dict[str, Any], str]] = {
+    "optax.scale_by_learning_rate": ({"learning_rate": 0.1}, "learning_rate=None is the identity (transform.py: "
+                                     "'None means no scaling'), where flip_sign does nothing"),
+}
 #: Transformations of the table with no corner grid, and why (besides the
 #: table's own ``left_out``).
 TRANSFORMATION_LEFT_OUT: dict[str, str] = {
@@ -582,6 +611,16 @@ TRANSFORMATION_LEFT_OUT: dict[str, str] = {
                     "machine (the grid's budget); its value corners are shift-invariant (the search compares "
                     "differences of value_fn), optax.scale_by_backtracking_linesearch has them"),
     "optax.scale_by_zoom_linesearch": "as optax.lbfgs: 2 s per eager corner, value corners shift-invariant",
+    "optax.contrib.scale_by_muon": ("its default weight_dimension_numbers=None raises on a dict of params (ledger "
+                                    "scale-by-muon-default-dimension-numbers): every corner raises that one error; "
+                                    "optax.contrib.muon, which wraps it, has the grid"),
+}
+
+
+#: Baseline defects the transformation grid shows on a documented input
+#: (as :data:`SCHEDULE_DEFECTS`): (path, corner) -> ledger id.
+TRANSFORMATION_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.scale_by_novograd", "mu_dtype=float32"): known_defect("novograd-mu-dtype-cond-branches"),
 }
 
 
@@ -590,6 +629,26 @@ def transformation_paths() -> list[str]:
     from optax_gate.kit.surface_table import TRANSFORMATIONS
 
     return [p for p, e in TRANSFORMATIONS.items() if not e.left_out and p not in TRANSFORMATION_LEFT_OUT]
+
+
+def transformation_grid() -> list[str]:
+    """The paths of :func:`transformation_paths` with at least one corner
+    (:func:`transformation_corners`; a path that no longer resolves is kept,
+    its contract then fails). The others take no option, no floating
+    hyperparameter and no value (``optax.identity``, ``optax.scale_by_sign``...)."""
+    out = []
+    for path in transformation_paths():
+        try:
+            if transformation_corners(path):
+                out.append(path)
+        except Exception:  # a removed or changed API: its contract says how
+            out.append(path)
+    return out
+
+
+def _args(entry: Any) -> dict[str, Any]:
+    """The table entry's arguments and the grid's own (:data:`CORNER_ARGS`)."""
+    return {**entry.args, **CORNER_ARGS.get(entry.path, ({}, ""))[0]}
 
 
 def _floats(fn: Any, entry: Any) -> dict[str, float]:
@@ -601,7 +660,7 @@ def _floats(fn: Any, entry: Any) -> dict[str, float]:
 
     if entry.builder is not None:
         return {}
-    filled = surface_build.fill(fn, entry.args)
+    filled = surface_build.fill(fn, _args(entry))
     out = {}
     for name, p in inspect.signature(fn).parameters.items():
         value = filled.get(name, p.default)
@@ -628,7 +687,7 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
     if entry.builder is None and _floats(fn, entry):
         out.update({f"hyper={form}": ({"__hyper__": form}, "float32", None) for form in HYPER_FORMS})
     for name, p in inspect.signature(fn).parameters.items():
-        if name in OPTIONS_LEFT_OUT or name in entry.args:
+        if name in OPTIONS_LEFT_OUT or name in _args(entry):
             continue
         if isinstance(p.default, bool):
             out[f"{name}={not p.default}"] = ({name: not p.default}, "float32", None)
@@ -640,12 +699,19 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
     return out
 
 
+#: Short dtype names of the transformation grid's lines (a line stays under
+#: 80 characters, so that YAML never folds it).
+SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int32": "i32",
+                "int64": "i64", "bool": "bool", "key<fry>": "key"}
+
+
 def _dtype_name(x: Any) -> str:
-    """A leaf's dtype name (``key<fry>`` for a typed PRNG key, which NumPy cannot hold)."""
+    """A leaf's short dtype name (:data:`SHORT_DTYPES`; ``key`` for a typed PRNG key, which NumPy cannot hold)."""
     import numpy as np
 
     dtype = getattr(x, "dtype", None)
-    return str(dtype) if dtype is not None else np.asarray(x).dtype.name
+    name = str(dtype) if dtype is not None else np.asarray(x).dtype.name
+    return SHORT_DTYPES.get(name, name)
 
 
 def _state_text(state: Any) -> str:
@@ -659,9 +725,10 @@ def _state_text(state: Any) -> str:
 
 def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any,
                            errors: dict[str, str], key: str) -> str:
-    """One eager ``init`` + ``update`` of ``path`` at a corner: ``ok u float32
-    |u| 0.123 s float32x4,int32x1`` (the updates' dtypes, their global norm to
-    3 significant digits, the state's leaves counted per dtype), ``non-finite
+    """One eager ``init`` + ``update`` of ``path`` at a corner: ``ok u f32 |u|
+    0.123 u0 -0.05 s f32x4,i32x1`` (the updates' dtypes, their global norm and
+    the first entry of the first non-empty leaf to 3 significant digits, the
+    state's leaves counted per dtype; short dtype names, :data:`SHORT_DTYPES`), ``non-finite
     ...`` (a NaN or an infinity in the updates or the state), ``build <type>``
     or ``raises <type>`` (the message in ``errors[key]``). Params: the leaves
     :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``,
@@ -687,7 +754,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
         if entry.builder is not None:
             tx = entry.builder(functools.partial(fn, **opts))
         else:
-            tx = surface_build.build(path, {**entry.args, **opts})
+            tx = surface_build.build(path, {**_args(entry), **opts})
     except Exception as exc:  # the outcome is the exception's type
         errors[key] = message(exc)
         return f"build {type(exc).__name__}"
@@ -713,9 +780,11 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     def finite(a):
         return not jnp.issubdtype(a.dtype, jnp.inexact) or bool(np.all(np.isfinite(a.astype(np.float32))))
     bad = not all(finite(a) for a in leaves + states)
-    udt = ",".join(dict.fromkeys(a.dtype.name for a in leaves)) or "none"
-    norm = math.sqrt(sum(float(np.sum(np.square(a.astype(np.float64)))) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)))
-    return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} s {_state_text(s)}"
+    udt = ",".join(dict.fromkeys(_dtype_name(a) for a in leaves)) or "none"
+    floats = [a.astype(np.float64) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)]
+    norm = math.sqrt(sum(float(np.sum(np.square(a))) for a in floats))
+    first = next((float(a.ravel()[0]) for a in floats if a.size), math.nan)
+    return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}"
 
 
 def _value3(x: float) -> str:
