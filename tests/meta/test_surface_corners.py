@@ -49,3 +49,114 @@ def test_other_corners_are_other_causes():
                  "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] 1", "optax.tree.max")]
     assert len(findings.group(rows)) == 2
     assert findings.corner_cause([]) is None
+
+
+# ------------------------------------------------------ schedules, transformations
+
+def test_every_schedule_has_a_grid_or_a_reason():
+    schedules = {p for p, (kind, _, _) in CALLS.items() if kind == "schedule"}
+    assert set(sc.SCHEDULE_LEFT_OUT) <= schedules and all(sc.SCHEDULE_LEFT_OUT.values())
+    assert {len(values) for values in sc.SCHEDULE_PARAMS.values()} <= {1, 2, 3}
+    assert all(why for values in sc.SCHEDULE_PARAMS.values() for _, why in values)
+    assert sc.SCHEDULE_MODES == ("int", "int32", "jit") and 0 in sc.SCHEDULE_STEPS and 1 in sc.SCHEDULE_STEPS
+
+
+def _fake_schedule(init_value, transition_steps, pct_start=0.3, staircase=False, end_value=None):
+    """A schedule factory's signature: corners come from its parameter names."""
+    import jax.numpy as jnp
+
+    if transition_steps < 0:
+        raise ValueError("negative")
+
+    def schedule(count):
+        if transition_steps == 0:
+            return float("nan")
+        return jnp.asarray(init_value, jnp.float32) * jnp.int32(count != 1) + (int(count) if pct_start == 0 else 0)
+    return schedule
+
+
+def test_schedule_corners_come_from_the_signature(monkeypatch):
+    """One corner per degenerate value of each parameter the signature has;
+    a value the sweep's call already gives is no corner; end_value (not in
+    the table) gets none."""
+    from optax_gate.kit import surface_build
+
+    monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
+    monkeypatch.setattr(sc, "_sweep_call", lambda path: ((1.0,), {"transition_steps": 1}))
+    corners = sc.schedule_corners("fake.schedule")
+    assert list(corners) == ["base", "transition_steps=0", "pct_start=0.0", "pct_start=1.0", "staircase=True"]
+    assert corners["transition_steps=0"] == {"init_value": 1.0, "transition_steps": 0}
+    assert corners["staircase=True"] == {"init_value": 1.0, "transition_steps": 1, "staircase": True}
+
+
+def test_schedule_outcomes_per_step_form(monkeypatch):
+    """Each step form is its own line: a Python float, a NaN, a jit-only
+    failure (int() of a traced step) and a build error read as such."""
+    from optax_gate.kit import surface_build
+
+    monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
+    monkeypatch.setattr(sc, "_sweep_call", lambda path: ((1.0,), {"transition_steps": 5}))
+    record = sc.schedule_record("fake.schedule")
+    assert record["corner.base/int"] == "ok float32 1 0 1 1 1"
+    assert record["corner.base/jit"] == "ok float32 1 0 1 1 1"
+    assert record["corner.transition_steps=0/int32"] == "non-finite py float nan nan nan nan nan"
+    assert record["corner.pct_start=0.0/int32"] == "ok float32 1 1 3 21 22"
+    assert record["corner.pct_start=0.0/jit"].startswith("raises ConcretizationTypeError")
+    assert record["corner.pct_start=0.0/jit/error"]
+    assert all(len(k) + len(v) < 100 and "; " not in v and " -> " not in v for k, v in record.items())
+
+
+def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch):
+    from optax_gate.kit import surface_build
+
+    monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
+    out = sc.schedule_outcomes("fake.schedule", "transition_steps=-1", {"init_value": 1.0, "transition_steps": -1})
+    assert out == {"transition_steps=-1": "build ValueError", "transition_steps=-1/error": "negative"}
+
+
+def test_transformation_corners_come_from_the_signature(monkeypatch):
+    """Typed hyperparameters (when the factory has a floating one), each
+    boolean flipped, each *_dtype option both ways, value corners for an entry
+    that needs value=; verbose and the table's own arguments are no corner."""
+    from optax_gate.kit import surface_build, surface_table
+
+    def factory(learning_rate, b1=0.9, nesterov=False, mu_dtype=None, verbose=False, flag=True):
+        raise AssertionError("not built")
+    monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
+    monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx",
+                        surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",)))
+    corners = sc.transformation_corners("fake.tx")
+    assert list(corners) == ["hyper=float32", "hyper=bfloat16", "nesterov=True", "mu_dtype=bfloat16",
+                             "mu_dtype=float32", "value=1", "value=0", "value=-1"]
+    assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
+    assert corners["value=-1"] == ({}, "float32", -1.0)
+    assert sc._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
+
+
+def test_every_transformation_has_a_grid_or_a_reason():
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    paths = set(sc.transformation_paths())
+    assert not paths & set(sc.TRANSFORMATION_LEFT_OUT) and set(sc.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
+    assert paths | set(sc.TRANSFORMATION_LEFT_OUT) | {p for p, e in TRANSFORMATIONS.items() if e.left_out} == set(TRANSFORMATIONS)
+    assert all(sc.TRANSFORMATION_LEFT_OUT.values()) and all(sc.OPTIONS_LEFT_OUT.values())
+    assert sc.HYPER_FORMS == ("float32", "bfloat16") and sorted(sc.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
+
+
+def test_the_grids_defects_are_in_their_recorded_snapshots():
+    """Each (API, corner) of SCHEDULE_DEFECTS / TRANSFORMATION_DEFECTS shows
+    the ledger's defect in the committed baseline snapshot: NaN at a Python-int
+    step, or the error raised."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "contracts"
+
+    def snapshot(module, test, path):
+        return (root / module / f"{test}_{path.replace('.', '_')}_.yml").read_text()
+    for (path, corner), ident in sc.SCHEDULE_DEFECTS.items():
+        text = snapshot("test_surface_corners_schedules", "test_schedule_corners", path)
+        assert f"corner.{corner}/int: non-finite py float64 nan" in text, (path, corner, ident)
+        assert f"corner.{corner}/int32: ok " in text, (path, corner, ident)
+    for (path, corner), ident in sc.TRANSFORMATION_DEFECTS.items():
+        text = snapshot("test_surface_corners_transformations", "test_transformation_corners", path)
+        assert f"corner.{corner}: raises TypeError" in text, (path, corner, ident)

@@ -30,7 +30,16 @@ Families (each a contract module ``tests/contracts/test_surface_corners_<family>
 - ``losses``: each loss of the sweep at the corners of :data:`LOSS_CORNERS`
   (a ``-inf``/``+inf`` logit, an empty batch, integer inputs, a broadcastable
   and a mismatched targets shape): the value, the reverse-mode gradient and
-  the forward-mode derivative (``jax.jvp`` along ones).
+  the forward-mode derivative (``jax.jvp`` along ones);
+- ``schedules``: each schedule of the sweep at the degenerate configurations
+  derived from its signature's parameter names (:data:`SCHEDULE_PARAMS`:
+  zero-length and one-step intervals, boundaries at 0 and at the end,
+  fractions at 0 and 1...), at :data:`SCHEDULE_STEPS` given in each of
+  :data:`SCHEDULE_MODES` (a Python int, an int32 array, under ``jax.jit``);
+- ``transformations``: each transformation of the surface table at the
+  corners derived from its factory's signature (:func:`transformation_corners`:
+  typed floating hyperparameters, booleans flipped, ``*_dtype`` options,
+  ``value=`` positive, zero and negative for the value-driven ones).
 
 Importing this module imports no library under test.
 """
@@ -403,3 +412,391 @@ def loss_inputs(path: str, corner: str) -> tuple[list, dict]:
     elif corner == "mismatch":
         args[1] = args[1][..., :-1] if args[1].shape[-1] > 1 else jnp.concatenate([args[1], args[1]], axis=-1)
     return args, kwargs
+
+
+# ----------------------------------------------------------------- schedules
+
+#: The last step the schedule grid evaluates but one: the sweep's horizon
+#: (``surface_calls``' schedules end at 20 steps), where "a boundary at the
+#: end" is put.
+SCHEDULE_END = 20
+#: Steps each schedule configuration is evaluated at: 0, 1 and 2 (around a
+#: zero-length or one-step interval), the end and one past it.
+SCHEDULE_STEPS = (0, 1, 2, SCHEDULE_END, SCHEDULE_END + 1)
+#: How each step is given: a Python int (eager), a 0-d int32 array (eager),
+#: and a 0-d int32 array to the schedule under ``jax.jit`` (one compilation
+#: per configuration).
+SCHEDULE_MODES = ("int", "int32", "jit")
+#: Degenerate values per parameter *name*: a schedule whose signature has the
+#: parameter gets each value as a corner (one at a time, the sweep's other
+#: arguments kept), unless its sweep call already gives that value. name ->
+#: ((value, why), ...).
+SCHEDULE_PARAMS: dict[str, tuple[tuple[Any, str], ...]] = {
+    "transition_steps": ((0, "a zero-length interval (documented: the schedule is then constant)"),
+                         (1, "a one-step interval")),
+    "decay_steps": ((0, "a zero-length decay"), (1, "a one-step decay")),
+    "warmup_steps": ((0, "no warmup: the join's boundary at step 0"), (1, "a one-step warmup")),
+    "transition_begin": ((0, "the interval begins at step 0"),),
+    "pct_start": ((0.0, "a fraction at 0: no rising phase"), (1.0, "a fraction at 1: no falling phase")),
+    "pct_final": ((1.0, "a fraction at 1: the second phase ends at the last step"),),
+    "alpha": ((0.0, "a fraction at 0: decays to zero"), (1.0, "a fraction at 1: no decay")),
+    "decay_rate": ((0.0, "a rate of 0 (documented: logged, a constant schedule)"), (1.0, "a rate of 1: no decay")),
+    "peak_value": ((0.0, "a peak of zero (warmup_cosine_decay divides end_value by it)"),),
+    "staircase": ((True, "the integer-division code path"),),
+    "interpolate_type": (("linear", "the other interpolation"),),
+    "boundaries_and_scales": (({0: 0.5}, "a boundary at step 0"), ({SCHEDULE_END: 0.5}, "a boundary at the end"),
+                              ({}, "no boundary")),
+    "boundaries": (([0], "a boundary at step 0"), ([SCHEDULE_END], "a boundary at the end")),
+}
+#: Baseline defects the schedule grid shows on a documented input: (path,
+#: corner) -> ledger id. As ``LOSS_DEFECTS``: the grid's contract is one
+#: snapshot per schedule, not marked ``known_defect``; this table says where
+#: the grid shows the ledger's defect.
+SCHEDULE_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.piecewise_interpolate_schedule", "boundaries_and_scales={0}"):
+        known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.linear_onecycle_schedule", "pct_start=0.0"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.linear_onecycle_schedule", "transition_steps=1"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.cosine_onecycle_schedule", "pct_start=0.0"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.cosine_onecycle_schedule", "transition_steps=1"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+}
+#: Schedules of the sweep with no corner grid, and why.
+SCHEDULE_LEFT_OUT: dict[str, str] = {
+    "optax.sgdr_schedule": "its cosine_kwargs are warmup_cosine_decay_schedule's arguments, gridded there",
+}
+
+
+def _sweep_call(path: str) -> tuple[tuple, dict]:
+    """The arguments the sweep (``surface_calls.CALLS``) calls ``path`` with."""
+    from optax_gate.kit.surface_calls import CALLS
+
+    captured = {}
+
+    def spy(*args, **kwargs):
+        captured["args"], captured["kwargs"] = args, kwargs
+        return _jnp().zeros(())
+    CALLS[path][2](spy)
+    return tuple(captured["args"]), dict(captured["kwargs"])
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):  # boundaries_and_scales: the boundaries (the scales are the table's)
+        return "{" + ",".join(map(str, value)) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
+    return str(value)
+
+
+def schedule_corners(path: str) -> dict[str, dict[str, Any]]:
+    """Corner name -> the schedule's keyword arguments: ``base`` (the sweep's
+    call) and, for each parameter of the signature in
+    :data:`SCHEDULE_PARAMS`, ``<name>=<value>`` with that one value changed
+    (a value the sweep's call already has is no corner)."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+
+    fn = surface_build.resolve(path)
+    sig = inspect.signature(fn)
+    args, kwargs = _sweep_call(path)
+    base = dict(sig.bind_partial(*args, **kwargs).arguments)
+    out = {"base": base}
+    for name, param in sig.parameters.items():
+        for value, _why in SCHEDULE_PARAMS.get(name, ()):
+            current = base.get(name, param.default)
+            if type(current) is type(value) and current == value:
+                continue
+            out[f"{name}={_text(value)}"] = {**base, name: value}
+    return out
+
+
+def _result(x: Any) -> tuple[str, str, bool]:
+    """(dtype text, value text, finite) of one schedule value."""
+    import numpy as np
+
+    if isinstance(x, (bool, int, float)):
+        f = float(x)
+        return f"py {type(x).__name__}", _value(f), math.isfinite(f)
+    a = np.asarray(x)
+    kind = a.dtype.name + ("" if a.ndim == 0 else f"[{','.join(map(str, a.shape))}]")
+    weak = " weak" if getattr(x, "weak_type", False) else ""
+    f = float(a.astype(np.float32).ravel()[0]) if a.size else math.nan
+    return kind + weak, _value(f), math.isfinite(f)
+
+
+def schedule_outcomes(path: str, corner: str, kwargs: dict[str, Any]) -> dict[str, str]:
+    """The schedule ``path`` built with ``kwargs``, evaluated at
+    :data:`SCHEDULE_STEPS` in each of :data:`SCHEDULE_MODES`: one line per
+    mode, ``<corner>/<mode>``: ``ok float32 weak 1 0.5 0.25 0.1 0.1`` (the
+    dtypes, " weak" for a weakly typed array, ``py float`` for a Python
+    number (``py float64`` for NumPy's float64); the values at each step to 4 significant digits), ``non-finite
+    ...`` when a value is NaN or infinite, or ``raises <type>`` (the message
+    under ``<corner>/<mode>/error``); a schedule that cannot be built is one
+    line ``<corner>: build <type>`` (the message under ``<corner>/error``)."""
+    import jax
+
+    from optax_gate.kit import surface_build
+
+    jnp = _jnp()
+    out: dict[str, str] = {}
+    try:
+        schedule = surface_build.resolve(path)(**kwargs)
+    except Exception as exc:  # the outcome is the exception's type
+        out[corner] = f"build {type(exc).__name__}"
+        out[f"{corner}/error"] = message(exc)
+        return out
+    steps32 = [jnp.asarray(s, jnp.int32) for s in SCHEDULE_STEPS]
+    calls = {"int": lambda: [schedule(s) for s in SCHEDULE_STEPS],
+             "int32": lambda: [schedule(s) for s in steps32],
+             "jit": lambda: (lambda f: [f(s) for s in steps32])(jax.jit(schedule))}
+    for mode in SCHEDULE_MODES:
+        key = f"{corner}/{mode}"
+        try:
+            results = [_result(x) for x in calls[mode]()]
+        except Exception as exc:  # the outcome is the exception's type
+            out[key] = f"raises {type(exc).__name__}"
+            out[f"{key}/error"] = message(exc)
+            continue
+        kinds = "/".join(dict.fromkeys(k for k, _, _ in results))
+        status = "ok" if all(f for _, _, f in results) else "non-finite"
+        out[key] = f"{status} {kinds} {' '.join(v for _, v, _ in results)}"
+    return out
+
+
+def schedule_record(path: str) -> dict[str, str]:
+    """Every corner of :func:`schedule_corners` with its outcomes, keys ``corner.<corner>/<mode>``."""
+    out: dict[str, str] = {}
+    for corner, kwargs in schedule_corners(path).items():
+        out.update({f"corner.{k}": v for k, v in schedule_outcomes(path, corner, kwargs).items()})
+    return out
+
+
+# ----------------------------------------------------------- transformations
+
+#: How each floating hyperparameter is given, all at once (those with a
+#: Python-float default and the required ones filled by name), over float32
+#: params: 0-d float32 arrays and 0-d bfloat16 arrays. Python floats are the
+#: sweep's own call (its protocol contracts record that one); a factory with
+#: no floating hyperparameter gets no such corner.
+HYPER_FORMS = ("float32", "bfloat16")
+#: A ``*_dtype`` option is set to bfloat16 over float32 params, and to float32
+#: over bfloat16 params: option value -> the params' dtype.
+DTYPE_OPTION_VALUES = {"bfloat16": "float32", "float32": "bfloat16"}
+#: Boolean options are flipped from their default, one at a time, except:
+OPTIONS_LEFT_OUT: dict[str, str] = {
+    "verbose": "prints the line search's progress (jax.debug.print): an output, not another code path of the values",
+    "forward_extra_args": "whether update's extra arguments reach the inner transformation: the grid passes none",
+    "mask_compatible_extra_args": "whether extra arguments are masked along with the updates: the grid passes none",
+}
+#: Values given to ``update(..., value=...)`` by the value-driven
+#: transformations (those whose table entry needs ``value``): positive, zero,
+#: negative; a ``value_fn`` is shifted to agree (``model(q) - model(p) + v``).
+VALUE_CORNERS = (1.0, 0.0, -1.0)
+#: Leaves of the representative PyTree (``surface_build.params``) the grid's
+#: params keep (less the entry's ``skip_leaves``): a vector and a matrix, so
+#: that a matrix-only transformation (muon) and a factored one see a matrix.
+TRANSFORMATION_LEAVES = ("r1", "r2")
+#: Arguments the grid adds to the table entry's, so that an option takes
+#: effect: path -> (arguments, why).
+CORNER_ARGS: dict[str, tuple[dict[str, Any], str]] = {
+    "optax.scale_by_learning_rate": ({"learning_rate": 0.1}, "learning_rate=None is the identity (transform.py: "
+                                     "'None means no scaling'), where flip_sign does nothing"),
+}
+#: Transformations of the table with no corner grid, and why (besides the
+#: table's own ``left_out``).
+TRANSFORMATION_LEFT_OUT: dict[str, str] = {
+    "optax.chain": "takes transformations only: no option, no hyperparameter of its own",
+    "optax.named_chain": "takes named transformations only (as optax.chain)",
+    "optax.lbfgs": ("an eager zoom line search re-traces its loop on every call: about 2 s per corner on the 2-core "
+                    "machine (the grid's budget); its value corners are shift-invariant (the search compares "
+                    "differences of value_fn), optax.scale_by_backtracking_linesearch has them"),
+    "optax.scale_by_zoom_linesearch": "as optax.lbfgs: 2 s per eager corner, value corners shift-invariant",
+    "optax.contrib.scale_by_muon": ("its default weight_dimension_numbers=None raises on a dict of params (ledger "
+                                    "scale-by-muon-default-dimension-numbers): every corner raises that one error; "
+                                    "optax.contrib.muon, which wraps it, has the grid"),
+}
+
+
+#: Baseline defects the transformation grid shows on a documented input
+#: (as :data:`SCHEDULE_DEFECTS`): (path, corner) -> ledger id.
+TRANSFORMATION_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.scale_by_novograd", "mu_dtype=float32"): known_defect("novograd-mu-dtype-cond-branches"),
+}
+
+
+def transformation_paths() -> list[str]:
+    """The table's transformations that get a grid (not ``left_out``, not in :data:`TRANSFORMATION_LEFT_OUT`)."""
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    return [p for p, e in TRANSFORMATIONS.items() if not e.left_out and p not in TRANSFORMATION_LEFT_OUT]
+
+
+def transformation_grid() -> list[str]:
+    """The paths of :func:`transformation_paths` with at least one corner
+    (:func:`transformation_corners`; a path that no longer resolves is kept,
+    its contract then fails). The others take no option, no floating
+    hyperparameter and no value (``optax.identity``, ``optax.scale_by_sign``...)."""
+    out = []
+    for path in transformation_paths():
+        try:
+            if transformation_corners(path):
+                out.append(path)
+        except Exception:  # a removed or changed API: its contract says how
+            out.append(path)
+    return out
+
+
+def _args(entry: Any) -> dict[str, Any]:
+    """The table entry's arguments and the grid's own (:data:`CORNER_ARGS`)."""
+    return {**entry.args, **CORNER_ARGS.get(entry.path, ({}, ""))[0]}
+
+
+def _floats(fn: Any, entry: Any) -> dict[str, float]:
+    """The floating hyperparameters of ``fn`` (Python-float defaults, and the
+    required ones :func:`surface_build.fill` gives a float), with their values."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+
+    if entry.builder is not None:
+        return {}
+    filled = surface_build.fill(fn, _args(entry))
+    out = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        value = filled.get(name, p.default)
+        if type(value) is float:
+            out[name] = value
+    return out
+
+
+def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, Any]]:
+    """Corner name -> (option overrides, params dtype, value or None), derived
+    from the factory's signature: ``hyper=<form>`` per :data:`HYPER_FORMS`
+    (not for a builder entry: its builder fixes the hyperparameters); each
+    boolean flipped (``nesterov=True``); each ``*_dtype`` option per
+    :data:`DTYPE_OPTION_VALUES` (``mu_dtype=bfloat16``); for a value-driven
+    entry, ``value=<v>`` per :data:`VALUE_CORNERS`."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    entry = TRANSFORMATIONS[path]
+    fn = surface_build.resolve(path)
+    out: dict[str, tuple[dict[str, Any], str, Any]] = {}
+    if entry.builder is None and _floats(fn, entry):
+        out.update({f"hyper={form}": ({"__hyper__": form}, "float32", None) for form in HYPER_FORMS})
+    for name, p in inspect.signature(fn).parameters.items():
+        if name in OPTIONS_LEFT_OUT or name in _args(entry):
+            continue
+        if isinstance(p.default, bool):
+            out[f"{name}={not p.default}"] = ({name: not p.default}, "float32", None)
+        elif name.endswith("_dtype"):
+            for value, pdtype in DTYPE_OPTION_VALUES.items():
+                out[f"{name}={value}"] = ({name: value}, pdtype, None)
+    if "value" in entry.needs:
+        out.update({f"value={v:g}": ({}, "float32", v) for v in VALUE_CORNERS})
+    return out
+
+
+#: Short dtype names of the transformation grid's lines (a line stays under
+#: 80 characters, so that YAML never folds it).
+SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int32": "i32",
+                "int64": "i64", "bool": "bool", "key<fry>": "key"}
+
+
+def _dtype_name(x: Any) -> str:
+    """A leaf's short dtype name (:data:`SHORT_DTYPES`; ``key`` for a typed PRNG key, which NumPy cannot hold)."""
+    import numpy as np
+
+    dtype = getattr(x, "dtype", None)
+    name = str(dtype) if dtype is not None else np.asarray(x).dtype.name
+    return SHORT_DTYPES.get(name, name)
+
+
+def _state_text(state: Any) -> str:
+    import collections
+
+    import jax
+
+    counts = collections.Counter(_dtype_name(x) for x in jax.tree.leaves(state))
+    return ",".join(f"{k}x{n}" for k, n in sorted(counts.items())) or "none"
+
+
+def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any,
+                           errors: dict[str, str], key: str) -> str:
+    """One eager ``init`` + ``update`` of ``path`` at a corner: ``ok u f32 |u|
+    0.123 u0 -0.05 s f32x4,i32x1`` (the updates' dtypes, their global norm and
+    the first entry of the first non-empty leaf to 3 significant digits, the
+    state's leaves counted per dtype; short dtype names, :data:`SHORT_DTYPES`), ``non-finite
+    ...`` (a NaN or an infinity in the updates or the state), ``build <type>``
+    or ``raises <type>`` (the message in ``errors[key]``). Params: the leaves
+    :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``,
+    gradients of seed 1 (the model's where the entry needs ``grad``)."""
+    import functools
+
+    import jax
+    import numpy as np
+
+    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface_probe import _extra, _grads
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    jnp = _jnp()
+    entry = TRANSFORMATIONS[path]
+    fn = surface_build.resolve(path)
+    opts = {k: v for k, v in overrides.items() if k != "__hyper__"}
+    opts = {k: (_dtype(v) if k.endswith("_dtype") else v) for k, v in opts.items()}
+    form = overrides.get("__hyper__")
+    if form:
+        opts.update({k: jnp.asarray(v, _dtype(form)) for k, v in _floats(fn, entry).items()})
+    try:
+        if entry.builder is not None:
+            tx = entry.builder(functools.partial(fn, **opts))
+        else:
+            tx = surface_build.build(path, {**_args(entry), **opts})
+    except Exception as exc:  # the outcome is the exception's type
+        errors[key] = message(exc)
+        return f"build {type(exc).__name__}"
+    skip = set(entry.skip_leaves)
+    keep = [n for n in TRANSFORMATION_LEAVES if n not in skip] or [n for n in surface_build.SHAPES if n not in skip]
+    drop = tuple(n for n in surface_build.SHAPES if n not in keep)
+    p = surface_build.params(_dtype(pdtype), skip=drop)
+    g = surface_build.params(_dtype(pdtype), seed=1, skip=drop)
+    try:
+        extra = _extra(entry, p)
+        if value is not None:
+            extra["value"] = jnp.asarray(value, jnp.float32)
+            if "value_fn" in extra:
+                shift = value - float(surface_build.model(p))
+                extra["value_fn"] = lambda q: surface_build.model(q) + shift
+        u, s = tx.update(_grads(entry, p, g), tx.init(p), p, **extra)
+        leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
+        states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
+    except Exception as exc:  # the outcome is the exception's type
+        errors[key] = message(exc)
+        return f"raises {type(exc).__name__}"
+
+    def finite(a):
+        return not jnp.issubdtype(a.dtype, jnp.inexact) or bool(np.all(np.isfinite(a.astype(np.float32))))
+    bad = not all(finite(a) for a in leaves + states)
+    udt = ",".join(dict.fromkeys(_dtype_name(a) for a in leaves)) or "none"
+    floats = [a.astype(np.float64) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)]
+    norm = math.sqrt(sum(float(np.sum(np.square(a))) for a in floats))
+    first = next((float(a.ravel()[0]) for a in floats if a.size), math.nan)
+    return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}"
+
+
+def _value3(x: float) -> str:
+    return "nan" if math.isnan(x) else "inf" if math.isinf(x) else f"{x:.3g}"
+
+
+def transformation_record(path: str) -> dict[str, str]:
+    """Every corner of :func:`transformation_corners` with its outcome, keys
+    ``corner.<corner>`` (and ``corner.<corner>/error`` for a message)."""
+    out: dict[str, str] = {}
+    for corner, (overrides, pdtype, value) in transformation_corners(path).items():
+        errors: dict[str, str] = {}
+        out[f"corner.{corner}"] = transformation_outcome(path, overrides, pdtype, value, errors, f"corner.{corner}/error")
+        out.update(errors)
+    return out

@@ -1,0 +1,90 @@
+"""Mutants of the transformations' corner grid
+(``tests/contracts/test_surface_corners_transformations.py``): every
+``*_dtype`` option ignored, a typed (0-d array) hyperparameter that sets the
+updates' dtype, boolean options ignored, and NaN updates for a negative
+``value``. Each one replaces the factories of the grid
+(``surface_corners.transformation_paths``) and returns {}.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from optax_gate.mutants.registry import family
+from optax_gate.mutants.surface_sweep import _replace
+
+mutant = family("surface_corners_transformations", "tests/contracts/test_surface_corners_transformations.py")
+
+
+def _paths() -> list[str]:
+    from optax_gate.kit.surface_corners import transformation_paths
+
+    return transformation_paths()
+
+
+def _dropping(drop):
+    """Every grid factory called without the keyword arguments ``drop(name, value)`` selects."""
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            return orig(*args, **{k: v for k, v in kwargs.items() if not drop(k, v)})
+        return factory
+    return _replace(_paths(), make)
+
+
+def _with_update(optax, tx, change):
+    """``tx`` whose update passes its result through ``change(updates, extra)``."""
+    def update(updates, state, params=None, **extra):
+        u, s = tx.update(updates, state, params, **extra)
+        return change(u, extra), s
+    return optax.GradientTransformationExtraArgs(tx.init, update)
+
+
+@mutant("surface-corners-transformations-dtype-option-ignored", "every *_dtype option (mu_dtype, accumulator_dtype, "
+        "state_dtype, hyperparam_dtype...) is ignored: the state follows the params' dtype")
+def dtype_option_ignored(optax):
+    return _dropping(lambda name, value: name.endswith("_dtype"))
+
+
+@mutant("surface-corners-transformations-typed-hyper-dtype", "a hyperparameter given as a 0-d array sets the updates' "
+        "dtype (bfloat16 hyperparameters give bfloat16 updates for float32 params)")
+def typed_hyper_dtype(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
+            typed = [v.dtype for v in kwargs.values() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)]
+            if not typed:
+                return tx
+            return _with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: x.astype(typed[0]), u))
+        return factory
+    return _replace(_paths(), make)
+
+
+@mutant("surface-corners-transformations-flag-ignored", "boolean options (nesterov, centered, bias_correction...) "
+        "are ignored: the default code path always")
+def flag_ignored(optax):
+    return _dropping(lambda name, value: isinstance(value, bool))
+
+
+@mutant("surface-corners-transformations-negative-value-nan", "a value-driven transformation gives NaN updates for "
+        "a negative value")
+def negative_value_nan(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            def change(u, extra):
+                if "value" in extra and float(extra["value"]) < 0:
+                    return jax.tree.map(lambda x: x * jnp.nan, u)
+                return u
+            return _with_update(optax, orig(*args, **kwargs), change)
+        return factory
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    return _replace([p for p in _paths() if "value" in TRANSFORMATIONS[p].needs], make)

@@ -1,0 +1,40 @@
+"""Corner grid of the schedules of the sweep (``optax_gate.kit.surface_corners``:
+``SCHEDULE_PARAMS`` over each schedule's signature x ``SCHEDULE_STEPS`` x
+``SCHEDULE_MODES``; issue 27).
+
+``test_schedule_corners[schedule]``: the sweep's configuration (``base``) and
+each degenerate one derived from the signature's parameter names (a
+zero-length and a one-step interval, a boundary at step 0 and at the end,
+fractions at 0 and 1, a decay rate of 0 and 1, ``staircase``, the other
+interpolation), evaluated at steps 0, 1, 2, 20 and 21 given as a Python int,
+as a 0-d int32 array, and as a 0-d int32 array under ``jax.jit``: the values'
+dtypes (weak type included), the values to 4 significant digits and their
+finiteness; or the exception's type and message. A labelled snapshot of optax
+0.2.6 (``data_regression``, one line per corner and step form, recorded by
+``./noxw -s update-snapshots -- -k corners``): a schedule that starts to
+give NaN at a one-step interval, or a Python float where it gave an array,
+reads ``changed``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from optax_gate.kit.surface_calls import CALLS
+from optax_gate.kit.surface_corners import SCHEDULE_LEFT_OUT, schedule_record
+
+GUIDE = ("docs: optax 0.2.6 schedules' docstrings (optax/schedules/_schedule.py, _join.py): the arguments' meaning, "
+         "'if transition_steps <= 0 the schedule is constant'; a schedule takes a step count, int or array")
+#: The schedules of the sweep with a grid.
+SCHEDULES = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p not in SCHEDULE_LEFT_OUT]
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=GUIDE), pytest.mark.snapshot]) for p in SCHEDULES])
+def test_schedule_corners(path, data_regression):
+    """Values, dtypes and finiteness at each degenerate configuration and step form (baseline snapshot)."""
+    with warnings.catch_warnings():  # NumPy's 'invalid value' at a zero-length interval: the record says NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        data_regression.check(schedule_record(path))
