@@ -448,3 +448,35 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
     assert "[F5](#f5) optimizer state bfloat16 → float32, changed by optax [`7a58a58f`]" in words, words
     assert "[F6](#f6) keyword-only, changed by optax one of 12 commits" in words, words
     assert "[F7](#f7) other;" not in words and words.endswith("[F7](#f7) other"), words
+
+
+def test_only_the_findings_that_explain_a_divergence_are_the_teams():
+    """The real 0.2.8 gate of the mixed team: its run raised at huber_loss (delta keyword-only) and its
+    MultiSteps.init state turned float32. Findings on those APIs that do not speak of what changed there
+    (input checks on integer inputs; float64 precision) were scoped "yours" and counted as 16 broken
+    contracts where the team's code goes. Only the explaining ones are the team's; the others move to
+    "elsewhere", saying the run calls that API but diverges there for another cause."""
+    findings = [
+        {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss", "optax.l2_loss"], "contracts": ["a"],
+         "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype"},
+        {"number": 2, "change": "broken", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"], "contracts": ["b"],
+         "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64"},
+        {"number": 3, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
+         "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
+                  "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)"},
+        {"number": 4, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"], "contracts": ["d"],
+         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter"}]
+    causes = [
+        {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None, "role": "cause",
+         "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]},
+        {"site": "train.py:21", "api": "optax.huber_loss", "call": "optax.huber_loss(...)", "max_ulps": None, "role": "cause",
+         "texts": ["raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
+                   "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args "
+                   "will become keyword-only soon"]}]  # the real run's texts (report.json team_run.causes)
+    report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
+    team_run.apply(report, _team("broke", causes))
+    scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
+    assert scopes == {"input checks": "elsewhere", "float64 resu": "elsewhere", "did not warn": "yours", "optimizer st": "yours"}, scopes
+    moved = next(f for f in report["findings"] if f["cause"].startswith("input checks"))
+    assert "diverges there for another cause" in moved["scope_why"], moved
+    assert report["verdict"] == "fail"

@@ -210,19 +210,16 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The report's "Your code" lines: per site of a cause (in order), its
-    APIs, what changed there (the causes' texts, largest ULP error) and the
-    findings on the same APIs that explain it (their numbers): those whose
-    cause shares words with the change (a dtype, an error, an argument's
-    name), at least half as many as the best one's, most first, surface
-    findings first; all of them when none shares a word."""
+def _explaining(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Per site of a cause (in order): (site, its causes, the findings on the
+    same APIs that explain it): those whose cause shares words with the change
+    (a dtype, an error, an argument's name), at least half as many as the best
+    one's, most first, surface findings first; all of them when none shares a word."""
     team = report.get("team_run") or {}
-    lines = []
+    out = []
     for site in team.get("sites") or []:
         causes = [c for c in team.get("causes") or [] if c["site"] == site]
-        apis = list(dict.fromkeys(c["api"] for c in causes))
-        shorts = {_short_api(a) for a in apis}
+        shorts = {_short_api(c["api"]) for c in causes}
         related = [f for f in report.get("findings") or []
                    if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
         words = _words(" ".join(t for c in causes for t in c["texts"]))
@@ -231,6 +228,17 @@ def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
         if best:  # the findings that speak of what changed here (its dtypes, its error, its argument), at least half as much as the best
             related = [f for f in related if 2 * overlap[id(f)] >= best]
         related.sort(key=lambda f: (-overlap[id(f)], f.get("section", "contracts") == "contracts"))
+        out.append((site, causes, related))
+    return out
+
+
+def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's "Your code" lines: per site of a cause (in order), its
+    APIs, what changed there (the causes' texts, largest ULP error) and the
+    findings that explain it (their numbers, :func:`_explaining`)."""
+    lines = []
+    for site, causes, related in _explaining(report):
+        apis = list(dict.fromkeys(c["api"] for c in causes))
         ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
         lines.append({"site": site, "apis": apis, "calls": list(dict.fromkeys(c["call"] for c in causes)),
                       "changes": list(dict.fromkeys(t for c in causes for t in c["texts"])),
@@ -250,12 +258,15 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     outcome = team_run["outcome"]
     if outcome != "not-verified":
         apis = cause_apis(team_run)
+        explaining = {id(f) for _, _, related in _explaining(report) for f in related}
         for f in report.get("findings") or []:
             if f.get("section", "contracts") != "contracts":
                 continue
             hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
-            if hit:
-                scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}")
+            if hit and id(f) in explaining:
+                scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
+            elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
+                scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
             else:
                 scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
         scope.apply(report, fail_on, "run")
