@@ -480,3 +480,23 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
     moved = next(f for f in report["findings"] if f["cause"].startswith("input checks"))
     assert "diverges there for another cause" in moved["scope_why"], moved
     assert report["verdict"] == "fail"
+
+
+def test_the_failing_runs_output_leaves_out_the_recorders_frames():
+    """The real candidate run's traceback showed two frames of optax_gate/recorder/hook.py between the
+    team's huber_loss line and the TypeError: a reader took them for the gate's own failure."""
+    from optax_gate.gate import report_team_run
+    tail = ('Traceback (most recent call last):\n'
+            '  File "/tmp/team-mixed/train.py", line 21, in loss_fn\n'
+            '    return optax.huber_loss(pred, y.astype(jnp.bfloat16), 1.0).mean()\n'
+            '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n'
+            '  File "/x/src/optax_gate/recorder/hook.py", line 196, in wrapper\n'
+            '    return _call(api, kind, fn, args, kwargs, sys._getframe(1))\n'
+            '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n'
+            '  File "/x/src/optax_gate/recorder/hook.py", line 165, in _call\n'
+            '    return _wrap_result(api, fn(*args, **kwargs))\n'
+            'TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n')
+    text = "\n".join(report_team_run._tail([{"label": "candidate", "tail": tail, "log": "team-run-candidate.log"}]))
+    assert "recorder/hook.py" not in text and "_wrap_result" not in text, text
+    assert 'train.py", line 21' in text and "TypeError: huber_loss()" in text
+    assert "2 frame(s) left out" in text

@@ -11,6 +11,7 @@ runs' exit statuses and times. A run that could not be verified says why.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from optax_gate.gate import details, report_bisect
@@ -50,12 +51,34 @@ def _finding_words(report: dict[str, Any], numbers: list[int]) -> str:
     return "; ".join(words) + more
 
 
+_RECORDER_FRAME = re.compile(r'^\s*File ".*[/\\]optax_gate[/\\]recorder[/\\]')
+
+
+def _without_recorder(text: str) -> tuple[list[str], int]:
+    """A traceback's lines without the frames of the gate's own recorder (its
+    wrapper sits between the team's call and Optax's; the log keeps them), and
+    how many frames were left out."""
+    out, dropped, skipping = [], 0, False
+    for line in text.splitlines():
+        if _RECORDER_FRAME.match(line):
+            dropped, skipping = dropped + 1, True
+            continue
+        if skipping and line.startswith("    "):  # the frame's source line and its ^^^ marks
+            continue
+        skipping = False
+        out.append(line)
+    return out, dropped
+
+
 def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
-    """The end of a run's output, folded (the whole log is in the run folder's evidence)."""
+    """The end of a run's output, folded (the whole log is in the run folder's
+    evidence), without the recorder's frames."""
     if not runs or not runs[0].get("tail", "").strip():
         return []
     run = runs[0]
-    text = "\n".join(run["tail"].rstrip().splitlines()[-lines:]).replace("```", "` ` `")
+    kept, dropped = _without_recorder(run["tail"].rstrip())
+    note = [f"(the gate's recorder: {dropped} frame(s) left out here; the log has them)"] if dropped else []
+    text = "\n".join(kept[-lines:] + note).replace("```", "` ` `")
     return [f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>", "",
             "```", text, "```", "", "</details>"]
 
