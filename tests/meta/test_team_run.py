@@ -500,3 +500,24 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
     assert "recorder/hook.py" not in text and "_wrap_result" not in text, text
     assert 'train.py", line 21' in text and "TypeError: huber_loss()" in text
     assert "2 frame(s) left out" in text
+
+
+def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_path, monkeypatch):
+    """A new user's --run "python nope.py" failed in the baseline in a second, then the gate ran both
+    sides' 6,500 contracts for half an hour to say "not verified" (and the report of that replaced the
+    last judged one). The team's run comes first: when it cannot be verified, no contract runs, the
+    gate says so at once (exit 2) and the run judged nothing (report.md keeps the last judged run)."""
+    from tests.meta import test_action
+    fake = test_action.FAKE_PYTHON.replace(
+        'else:\n    sys.exit("fake python: unexpected " + " ".join(args))',
+        'else:  # the team\'s command (gate --run): the real interpreter with the tiny optax\n'
+        '    os.environ["PYTHONPATH"] = os.pathsep.join([os.environ.get("PYTHONPATH", ""), site])\n'
+        '    os.execv({python!r}, [{python!r}, *args])')
+    monkeypatch.setattr(test_action, "FAKE_PYTHON", fake)
+    team = test_action.team_repo(tmp_path)
+    proc, outputs = test_action.run_action(tmp_path, team, run="python nope.py")
+    assert proc.returncode == 2 and outputs["verdict"] == "not-verified", proc.stdout + proc.stderr
+    report = json.loads(Path(outputs["report"]).with_name(Path(outputs["report"]).name.replace(".md", ".json")).read_text())
+    assert report["team_run"]["outcome"] == "not-verified"
+    assert report["baseline"]["status"] != "ran" and report["candidate"]["status"] != "ran", (report["baseline"], report["candidate"])
+    assert "the contracts were not run" in report["baseline"]["reason"], report["baseline"]["reason"]

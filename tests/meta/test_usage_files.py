@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import compare, report_json, report_markdown, unseen, usage  # noqa: E402
+from optax_gate.gate import compare, report_json, report_markdown, unseen, usage, usage_files  # noqa: E402
 from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -166,3 +166,19 @@ def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both
     assert [(n.path, n.reason) for n in scan.not_scanned] == [
         ("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")]
     assert {u.where for u in scan.uses if u.how == "call"} == {"nb.ipynb:code cell 2 (cell 3 of the notebook):4"}
+
+
+def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
+    """A new user's --usage folder with a dangling symlink: listed, but it made every finding 'yours'
+    (an unread file may use anything: fail closed), so a team whose code uses neither API got FAIL. There
+    is no file behind it, so no code: it holds no use; a file that cannot be read still may."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "train.py").write_text("import optax\nopt = optax.adam(1e-3)\n")
+    (team / "gone.py").symlink_to("missing.py")
+    (team / "loop.py").symlink_to("loop.py")
+    scan = usage.scan([team], base=team)
+    assert sorted((n.path, n.reason) for n in scan.not_scanned) == [("gone.py", "dangling symlink (to missing.py)"),
+                                                                   ("loop.py", "symlink loop")]
+    assert all(n.content == b"" for n in scan.not_scanned)
+    assert not any(usage_files.may_use(n, "optax.adamw") for n in scan.not_scanned)

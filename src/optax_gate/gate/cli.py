@@ -169,7 +169,8 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
     p.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
-    p.add_argument("--timeout", type=_seconds, default=1800, metavar="SECONDS", help="time limit of one pytest run (default: %(default)s)")
+    p.add_argument("--timeout", type=_seconds, default=3600, metavar="SECONDS",
+                   help="time limit of one pytest run (default: %(default)s; a first gate runs 3,400 contracts a side, 30 min and more on a loaded 2-core machine)")
     p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
                    help="run both sides' contracts and time their steps even when the results are cached (the new results "
                         "replace the entries)")

@@ -23,7 +23,8 @@ walked twice (its files are scanned once, under their first path).
 :func:`may_use` says whether a file that was not scanned can hold a use of a
 public path: it can unless its bytes were read and the path's last name
 (``adamw`` of ``optax.adamw``) does not occur in them; an unread file can hold
-anything. Why written by hand: ``ast`` parses, but no library reports every
+anything, except a dangling symlink or a symlink loop: there is no file, so
+no code (its content counts as empty). Why written by hand: ``ast`` parses, but no library reports every
 file it could not read with a reason and keeps the rest.
 """
 
@@ -274,8 +275,8 @@ def parse(paths: Iterable[Path], base: Path | None = None) -> Parsed:
     trees: dict[str, list[tuple[ast.AST, str]]] = {}
     for path, name in files:
         data = _read(path)
-        if isinstance(data, str):
-            not_scanned.append(NotScanned(name, data))
+        if isinstance(data, str):  # a symlink to nothing holds no code (Python cannot import or run it either)
+            not_scanned.append(NotScanned(name, data, b"" if data == "symlink loop" or data.startswith("dangling symlink") else None))
             continue
         try:
             if path.suffix == ".ipynb":
