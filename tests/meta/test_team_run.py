@@ -521,3 +521,19 @@ def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_p
     assert report["team_run"]["outcome"] == "not-verified"
     assert report["baseline"]["status"] != "ran" and report["candidate"]["status"] != "ran", (report["baseline"], report["candidate"])
     assert "the contracts were not run" in report["baseline"]["reason"], report["baseline"]["reason"]
+
+
+def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_before_it(tmp_path):
+    """The trial's float32 team: its jitted step's params came out 15 ULP apart at the third step (budget 12)
+    because JAX's random initialisation differed by 1 ULP; no Optax call differed. The line said only
+    "largest error 15.3 ULP" and a reader blamed Optax: it now says the inputs already differed."""
+    two = 2.0 * (1.0 + 2 ** -22)  # 2 ULP
+    far = 1.0 + 2 ** -18  # 32 ULP
+    base = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([1.0]), [_leaf([2.0])])]
+    cand = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([two])])]
+    result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    (row,) = result["divergences"]
+    assert row["kinds"] == ["values"] and any("inputs already differed by up to 2 ULP" in t for t in row["texts"]), row["texts"]
+    same_in = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([2.0])])]
+    (row,) = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", same_in)))["divergences"]
+    assert not any("inputs already differed" in t for t in row["texts"]), row["texts"]

@@ -316,6 +316,9 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             if beyond and worst > budget(occurrence) and judged:
                 kinds.append("values")
                 texts += [t for t in out_texts if "ULP" in t]
+                if not identical and in_err > 0:  # a kept result: the error may be born before it (JAX, the model, the data)
+                    texts.append(f"its inputs already differed by up to {_ulps(in_err)} ULP (within the budget): the change "
+                                 "may be born before it, in code that is not an Optax call (JAX, the model, the data)")
     if not kinds:
         return None
     return {"kinds": list(dict.fromkeys(kinds)), "texts": texts, "max_ulps": None if math.isinf(worst) else worst,
