@@ -72,10 +72,14 @@ def test_without_usage_every_finding_is_the_teams():
     assert "Optax changed elsewhere" not in report_markdown.render(report)
 
 
-def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_stays_the_teams(tmp_path):
+def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_stays_the_teams(tmp_path, monkeypatch):
+    """(A dangling symlink no longer serves here: there is no file behind it, so no code.)"""
+    from optax_gate.gate import usage_files
     team = tmp_path / "team"
     team.mkdir()
-    (team / "gone.py").symlink_to("missing.py")
+    (team / "secret.py").write_text("import optax\n")
+    read = usage_files._read
+    monkeypatch.setattr(usage_files, "_read", lambda path: "unreadable: permission denied" if path.name == "secret.py" else read(path))
     report = _report(only_adamw=True, team=team)
     assert report["findings"][0]["scope"] == "yours" and report["verdict"] == "fail"
 
@@ -154,3 +158,15 @@ def test_a_recipe_finding_is_the_teams_when_usage_alone_cannot_tell():
     got = decide(recipe)
     assert got[0] == "yours" and "cannot be told without --run" in got[1]
     assert decide({**recipe, "api": "optax.adam", "apis": ["optax.adam"]}) == ("elsewhere", "your code does not use its APIs")
+
+
+def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
+    """The real 0.2.8 finding "MultiSteps, recipe:multisteps(adamw+warmup-cosine+clip): float64 results have
+    float32-sized errors" joins MultiSteps' contracts and the recipe that wraps it: a new user's team that
+    never calls MultiSteps got FAIL from it (the recipe label kept it "yours"). The API it names decides."""
+    decide = scope.usage_decision(unread=False)
+    joined = {"section": "contracts", "change": "broken", "api": "optax.MultiSteps",
+              "apis": ["optax.MultiSteps", "recipe:multisteps(adamw+warmup-cosine+clip)"], "contracts": ["a", "b"], "your_code": []}
+    got = decide(joined)
+    assert got[0] == "elsewhere" and "optax.MultiSteps" in got[1], got
+    assert decide({**joined, "your_code": ["train.py:3"]})[0] == "yours"

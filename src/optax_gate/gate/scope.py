@@ -166,6 +166,9 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
         if f.get("your_code_not_scanned"):
             return "yours", "a file not scanned may use its APIs"
         apis = f.get("apis") or [f.get("api", "")]
+        named = [a for a in apis if not str(a).startswith(RECIPE_PREFIX)]
+        if not sites and named and len(named) < len(apis):  # a recipe joined to the API(s) it goes through: they decide
+            return "elsewhere", f"your code does not use its APIs ({', '.join(named[:3])}; the recipe's contracts go through them)"
         if not sites and any(str(a).startswith(RECIPE_PREFIX) for a in apis):  # fail closed: no one API to look for
             return "yours", ("its contracts pin a training recipe (several APIs together), not one API: which of your lines it "
                              "reaches cannot be told without --run")
