@@ -59,7 +59,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
     (team / "a.py").write_text("import optax\noptax.adamw(1e-3\n")  # does not parse; names adamw
-    (team / "gone.py").symlink_to("missing.py")  # unread: may use anything, said once in the notes, not per finding
+    (team / "gone.py").symlink_to("missing.py")  # listed; no file behind it, so no code (not per finding)
     base, cand = _runs()
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team], base=team))
     by_api = {f["api"]: f for f in report["findings"]}
