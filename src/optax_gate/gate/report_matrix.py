@@ -81,6 +81,38 @@ def beyond_cell(env: dict[str, Any], kind: str) -> tuple[str, str]:
     return ("new" if worst == "noted" else worst), text or "no differences"
 
 
+#: Findings of one environment's cross-run listed in report.md (all are in report.json).
+UPSTREAM_FINDINGS_SHOWN = 30
+
+
+def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
+    """The "Upstream tests, cross-run" section (``matrix --upstream-tests``;
+    nothing when no environment has one): per environment its counts per
+    direction and its findings, or why it could not run."""
+    rows = [e for e in envs if e.get("upstream_tests")]
+    if not rows:
+        return []
+    out = ["", "## Upstream tests, cross-run", "",
+           "Optax's own shipped tests of the modules that differ, run across: the baseline's in the environment and the "
+           "environment's in the baseline's (docs/upstream-tests.md). Their findings "
+           "do not change the verdicts above; a cross-run that could not run leaves its environment not verified.", ""]
+    for e in rows:
+        up = e["upstream_tests"]
+        if up["status"] != "ran":
+            out.append(f"- `{e['name']}`: could not run: {_cell(up['error'])} (not verified)")
+            continue
+        out.append(f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s")
+        for d in up["directions"]:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(d["kinds"].items())) or "none"
+            out.append(f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), "
+                       f"{d['seconds']:.0f} s")
+        for f in up["findings"][:UPSTREAM_FINDINGS_SHOWN]:
+            out.append(f"  - **{f['change']}** {_cell(f['text'])}")
+        if len(up["findings"]) > UPSTREAM_FINDINGS_SHOWN:
+            out.append(f"  - … and {len(up['findings']) - UPSTREAM_FINDINGS_SHOWN} more (report.json)")
+    return out
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The matrix report as Markdown text ending in a newline."""
     envs = report["environments"]
@@ -128,6 +160,7 @@ def markdown(report: dict[str, Any]) -> str:
     not_run = [e["name"] for e in envs if e not in ran]
     if not_run:
         out += ["", f"Not run, so left out of the contract table: {', '.join(f'`{n}`' for n in not_run)} (reasons above)."]
+    out += upstream_tests_section(envs)
     out += ["", "The colour grid is `report.html` beside this file; per-environment evidence is in `runs/`."]
     return "\n".join(out) + "\n"
 
