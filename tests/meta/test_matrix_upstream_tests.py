@@ -130,3 +130,18 @@ def test_the_scheduled_workflow_cross_runs_each_environment():
     text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
     assert './noxw -s matrix -- --only "${ENVIRONMENT}" --upstream-tests' in text
     assert "./noxw -s matrix -- --merge --fail-on broken --upstream-tests" in text
+
+
+def test_the_grid_has_a_cross_run_row(tmp_path, monkeypatch, capsys):
+    """One row in the API grid (report.md and report.html), a cell per
+    environment: its findings by change, or that it could not run."""
+    _, md, _, out = _fan_out(tmp_path, monkeypatch, capsys, ["--upstream-tests"], ["--upstream-tests"])
+    row = next(line for line in md.splitlines() if line.startswith("| upstream tests (cross-run) |"))
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    names = ["optax-0.2.7", "optax-0.2.8", "jax-0.12.0", "jax-0.12.0.1", "all-newest"]
+    by = dict(zip(names, cells))
+    assert by["all-newest"] == "1 finding: 1 changed (1 could not tell)"
+    assert by["jax-0.12.0.1"].startswith("could not run") and by["optax-0.2.7"] == "not run"
+    page = (out / "report.html").read_text()
+    assert '<tr class="upstream-tests"><th class="api">upstream tests (cross-run)' in page
+    assert page.count('<td class="cell upstream-tests changed"') == 2
