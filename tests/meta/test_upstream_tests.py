@@ -188,3 +188,69 @@ def test_the_overlay_is_found_from_the_temporary_folder():
     env = up._with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
     first, second = env["PYTHONPATH"].split(":")
     assert Path(first).is_absolute() and first.endswith(".nox/gate-cache/deps") and second == "/x"
+
+
+_GAMMA = {"baseline": "def kept():\n    return 1\n", "candidate": "def kept():\n    return 2\n\ndef only_new():\n    return 3\n"}
+_MARK = '''
+import os
+
+def _mark(what):
+    with open(os.environ["XRUN_MARKS"], "a", encoding="utf-8") as f:
+        f.write(what + "\\n")
+'''
+_GAMMA_TEST = {
+    "baseline": _MARK + '''
+from optax import gamma
+
+def test_passes_everywhere():
+    _mark("passes")
+
+def test_kept():
+    _mark("kept")
+    assert gamma.kept() == 1
+''',
+    # fails to collect in the baseline (a name new in the candidate); collects at home
+    "candidate": '''
+from optax.gamma import only_new
+''' + _MARK + '''
+def test_only_new():
+    _mark("only_new ran")
+    assert only_new() == 3
+''',
+}
+#: fails to collect on both sides: its control (collecting at home) fails too
+_DELTA_TEST = "from optax.delta import nowhere  # noqa: F401\n\ndef test_nowhere():\n    pass\n"
+
+
+def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_collect(tmp_path):
+    """The control run in the tests' own environment re-runs just the failing
+    test ids, and a file that failed to collect is only collected there
+    (``--collect-only``), never run whole: optax's ``alias_test.py`` has
+    thousands of tests, and its whole re-run took as long as the cross-run
+    itself (0.2.6 -> 0.2.8). The tests write a line per run into a marks file."""
+    sites = {}
+    for side in ("baseline", "candidate"):
+        pkg = tmp_path / side / "optax"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("", encoding="utf-8")
+        (pkg / "gamma.py").write_text(_GAMMA[side], encoding="utf-8")
+        (pkg / "gamma_test.py").write_text(_GAMMA_TEST[side], encoding="utf-8")
+        (pkg / "delta.py").write_text(f"SIDE = {side!r}\n", encoding="utf-8")
+        if side == "candidate":
+            (pkg / "delta_test.py").write_text(_DELTA_TEST, encoding="utf-8")
+        sites[side] = tmp_path / side
+    marks = tmp_path / "marks.txt"
+    py = Path(sys.executable)
+    section = up.cross_run(sites, {"baseline": py, "candidate": py}, tmp_path / "cache", timeout=300,
+                           extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)} for side, site in sites.items()},
+                           say=lambda _: None, workers=1)
+    base, cand = section["directions"]
+    assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [
+        ("gamma_test.py::test_kept", up.BEHAVIOUR, "changed")]
+    got = {f["test"]: (f["kind"], f["change"], f["subject"]) for f in cand["failures"]}
+    assert got["gamma_test.py"] == (up.API, "new", "optax.gamma.only_new")  # it collects at home: still new
+    assert got["delta_test.py"][0] == up.INFRA and "own environment" in got["delta_test.py"][2]
+    # the main run ran both baseline tests once, the control only the failing one; no candidate test ran anywhere
+    assert sorted(marks.read_text(encoding="utf-8").split("\n")[:-1]) == ["kept", "kept", "passes"]
+    assert base["control"]["tests"] == 1 and base["control"]["files"] == 0
+    assert cand["control"]["tests"] == 0 and cand["control"]["files"] == 2

@@ -30,7 +30,7 @@ Commands:
     verdict is then about the team's run (docs/team-run.md): FAIL when it
     breaks or diverges, PASS when it does not, whatever Optax changed
     elsewhere.
-``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream]``
+``matrix [--plan | --only NAME ... | --merge] [--include-older] [--upstream] [--upstream-tests]``
     Discover the releases of optax, jax/jaxlib and flax newer than the
     baseline on the package index (``--upstream``: and optax's and flax's
     default branches, built from source, marked unreleased), run the contracts in the baseline and in
@@ -39,7 +39,11 @@ Commands:
     (default ``reports/matrix``). ``--plan`` only prints the environments as
     JSON (for fanning out over CI runners), ``--only`` runs the named ones
     (``baseline`` included) into ``runs/``, ``--merge`` combines ``runs/``
-    into the report. A progress line at least every 25 s (``--heartbeat``)
+    into the report. ``--upstream-tests``: each candidate environment that
+    ran its contracts also cross-runs optax's own shipped tests against the
+    baseline's environment; the report shows its counts and findings per
+    environment, the verdicts unchanged, and one that cannot run leaves its
+    environment not verified. A progress line at least every 25 s (``--heartbeat``)
     while an environment runs. Exit 2 when the baseline did not run; else 0
     once the report is written, or with ``--fail-on broken|changed`` (for
     scheduled jobs): 1 when an environment has a broken contract (or any
@@ -265,6 +269,11 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--fail-on", choices=matrix.FAIL_ON, default=None,
                    help="for scheduled jobs (with a full run or --merge): exit 1 when an environment has a broken contract "
                         "(broken) or any contract that differs (changed); else 2 when an environment is not verified")
+    m.add_argument("--upstream-tests", action="store_true",
+                   help="in each candidate environment that ran its contracts, also cross-run optax's own shipped tests "
+                        "against the baseline's environment (with --merge: expect it in every such run record); its counts "
+                        "and findings are shown per environment, the verdicts unchanged; one that cannot run leaves its "
+                        "environment not verified (docs/upstream-tests.md)")
     m.add_argument("--heartbeat", type=_seconds, default=25.0, metavar="SECONDS",
                    help="longest silence on the console while an environment runs (default: %(default)s)")
     _environment_options(m, "reports/matrix")

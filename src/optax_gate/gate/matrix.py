@@ -98,8 +98,42 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
 BEYOND = ("surface", "warnings", "dependencies")
 
 
+#: The reason's start of an environment whose cross-run of optax's own tests failed (as the gate's failed late phase).
+CROSS_RUN_PHASE = "gate error in the upstream tests cross-run (--upstream-tests): "
+
+
+def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
+    """An environment's cross-run of optax's own tests (``upstream_tests``
+    in its run record, written by ``matrix --upstream-tests``) for the merged
+    report: None when its contracts did not run, or when the run record has
+    none and none is ``expected``; ``{"status": "failed", "error"}`` when it
+    could not run, ``{"status": "missing", "error"}`` when it is expected and
+    absent; else ``{"status": "ran", "seconds", "modules", "directions":
+    [{"label", "files", "ran", "failed", "seconds", "kinds", "control"}],
+    "findings"}`` (``kinds``: failures per class, ``upstream_tests.classify``;
+    ``findings``: the cross-run's, in the gate's finding form)."""
+    if run.get("status") != "ran":
+        return None
+    section = run.get("upstream_tests")
+    if section is None:
+        return {"status": "missing", "error": "no upstream tests cross-run in its run record (its runner ran without "
+                                              "--upstream-tests)"} if expected else None
+    if section.get("error"):
+        return {"status": "failed", "error": section["error"]}
+    directions = []
+    for d in section["directions"]:
+        kinds: dict[str, int] = {}
+        for f in d["failures"]:
+            kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+        directions.append({"label": d["label"], "files": len(d["files"]), "ran": d["ran"], "failed": d["failed"],
+                           "seconds": d["seconds"], "kinds": kinds, "control": d.get("control")})
+    return {"status": "ran", "seconds": section["seconds"], "modules": len(section["changed_modules"]),
+            "directions": directions, "findings": section["findings"]}
+
+
 def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environments: list[dict[str, Any]],
-          discovered: dict[str, list[str]], packages: tuple[str, ...] | None = None) -> dict[str, Any]:
+          discovered: dict[str, list[str]], packages: tuple[str, ...] | None = None,
+          upstream_tests: bool = False) -> dict[str, Any]:
     """The matrix report (schema 1, ``"kind": "matrix"``).
 
     Args:
@@ -110,6 +144,8 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
       discovered: releases found per package.
       packages: the public modules whose API surface is diffed (``[tool.
         optax-gate] surface``); None skips the sections beyond the contracts.
+      upstream_tests: every environment that ran its contracts must have
+        cross-run optax's own tests (``matrix --upstream-tests``).
 
     Returns:
       ``{"schema", "kind", "discovered", "baseline", "environments": [{name,
@@ -129,7 +165,11 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
       record's packages built from source (``source_specs.record``), else []. ``apis``: one row
       per API, counts per environment, ``worst`` the most severe change
       (``WORST``); APIs and contracts that differ in an environment that ran
-      come first, then by name.
+      come first, then by name. ``upstream_tests``: :func:`upstream_row`;
+      its findings never change the verdict, but a cross-run that could not
+      run (or is missing when ``upstream_tests``) makes it ``not-verified``,
+      the reason first (:data:`CROSS_RUN_PHASE`), as a failed late phase of
+      the gate does.
     """
     env_rows, cells = [], {}
     for env in environments:
@@ -139,8 +179,12 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
         if packages is not None:
             unseen.attach(report, baseline, run, packages=packages)
             beyond = {k: {"status": report[k].get("status"), "counts": report[k]["counts"]} for k in BEYOND}
+        upstream = upstream_row(run, upstream_tests)
+        if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
+            report["verdict"], report["reasons"] = "not-verified", [CROSS_RUN_PHASE + upstream["error"], *report["reasons"]]
         env_rows.append({**env, "unreleased": bool(env.get("unreleased")), "sources": run.get("sources") or [],
                          "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
+                         "upstream_tests": upstream,
                          "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", ""),
                          "ran": run.get("status") == "ran", "speed": run.get("speed"), "beyond": beyond})
         for row in report["contracts"]:

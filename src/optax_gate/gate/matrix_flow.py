@@ -8,9 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from optax_gate.gate import atomic, matrix, report_json, report_matrix, runner, surface
+from optax_gate.gate import (atomic, compilation_cache, environments, matrix, report_json, report_matrix, runner, surface, unseen,
+                             upstream_tests)
 from optax_gate.gate.gate_flow import fail
 from optax_gate.gate.heartbeat import Heartbeat
 from optax_gate.gate.sides import load, measure_speed, run_lock, run_specs, save_run
@@ -53,6 +57,8 @@ def run_matrix(args: argparse.Namespace) -> int:
                 record = run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs",
                                     out / "checkpoints", say)
                 record["speed"] = measure_speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", say, plot=False)
+                if getattr(args, "upstream_tests", False) and record.get("status") == "ran":
+                    record["upstream_tests"] = cross_run(name, out / "locks" / f"{name}.txt", args, say)
             save_run(record, out / "runs")
             say.idle()
             cached = record.get("from_cache")
@@ -65,7 +71,8 @@ def run_matrix(args: argparse.Namespace) -> int:
     baseline = load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
     runs = {n: load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
     packages = surface.configured_packages(Path(args.project_root) / "pyproject.toml")
-    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages)
+    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages,
+                          upstream_tests=getattr(args, "upstream_tests", False))
     report["exit"] = matrix.exit_status(report, args.fail_on)
     atomic.write_text(out / "report.json", report_json.render(report))
     atomic.write_text(out / "report.md", report_matrix.markdown(report))
@@ -75,3 +82,29 @@ def run_matrix(args: argparse.Namespace) -> int:
     print(f"optax-gate: matrix report — {out / 'report.md'}, {out / 'report.html'}")
     print(f"optax-gate: {matrix.exit_words(report['exit'])}")
     return report["exit"]["status"]
+
+
+def cross_run(name: str, lock: Path, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+    """``--upstream-tests``: optax's own shipped tests of the modules that
+    differ, cross-run between the baseline's environment (built or reused
+    here, as the speed readings do) and the environment ``name`` of ``lock``
+    (``optax_gate.gate.upstream_tests.cross_run``); its section for the run
+    record. One that cannot run (an environment not built, no site-packages,
+    a crash of the cross-run) gives ``{"error": "Type: message"}``: the merge
+    then reports the environment not verified (``matrix.upstream_row``)."""
+    try:
+        pythons, sites, jax_env = {}, {}, {}
+        for side, side_lock in (("baseline", args.baseline_lock), ("candidate", lock)):
+            folder = environments.folder_for(args.envs_dir, side_lock)
+            pythons[side] = environments.ensure(folder, side_lock, args.python, args.project_root)
+            site = unseen.site_packages(pythons[side])
+            if site is None:
+                raise upstream_tests.CrossRunFailure(f"the {side}'s site-packages cannot be found")
+            sites[side] = Path(site)
+            jax_env[side] = compilation_cache.environment(folder, args.compilation_cache)
+        say(f"{name}: upstream tests: cross-running optax's shipped tests of the modules that differ")
+        return upstream_tests.cross_run(sites, pythons, args.cache_dir, timeout=args.timeout, extra_env=jax_env, say=say)
+    except Exception as exc:  # fail closed: recorded, the environment then not verified; the contract results kept
+        traceback.print_exc()
+        print(f"optax-gate: {name}: the upstream tests cross-run could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return {"error": f"{type(exc).__name__}: {exc}"}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate import details, findings, matrix, report_speed, speed
+from optax_gate.gate import details, findings, matrix, report_speed, speed, upstream_tests
 from optax_gate.gate.matrix import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
@@ -81,6 +81,56 @@ def beyond_cell(env: dict[str, Any], kind: str) -> tuple[str, str]:
     return ("new" if worst == "noted" else worst), text or "no differences"
 
 
+def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
+    """(colour key, text) of an environment's cell in the grid's cross-run
+    row: its findings by change (``changed``, ``new``, ``gone``; the cell
+    coloured by the first that occurs) and its failures that could not be
+    told; ``could not run: ...`` or ``not run`` (its contracts did not run)."""
+    up = env.get("upstream_tests")
+    if not up:
+        return "not-run", "not run"
+    if up["status"] != "ran":
+        return "not-verified", f"could not run: {up['error']}"
+    counts = {k: sum(1 for f in up["findings"] if f["change"] == k) for k in ("changed", "new", "gone")}
+    unknown = sum(d["kinds"].get(upstream_tests.INFRA, 0) for d in up["directions"])
+    n = len(up["findings"])
+    text = f"{n} finding{'' if n == 1 else 's'}" + (": " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) if n else "")
+    text += f" ({unknown} could not tell)" if unknown else ""
+    return next((k for k, v in counts.items() if v), "unchanged"), text
+
+
+#: Findings of one environment's cross-run listed in report.md (all are in report.json).
+UPSTREAM_FINDINGS_SHOWN = 30
+
+
+def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
+    """The "Upstream tests, cross-run" section (``matrix --upstream-tests``;
+    nothing when no environment has one): per environment its counts per
+    direction and its findings, or why it could not run."""
+    rows = [e for e in envs if e.get("upstream_tests")]
+    if not rows:
+        return []
+    out = ["", "## Upstream tests, cross-run", "",
+           "Optax's own shipped tests of the modules that differ, run across: the baseline's in the environment and the "
+           "environment's in the baseline's (docs/upstream-tests.md). Their findings "
+           "do not change the verdicts above; a cross-run that could not run leaves its environment not verified.", ""]
+    for e in rows:
+        up = e["upstream_tests"]
+        if up["status"] != "ran":
+            out.append(f"- `{e['name']}`: could not run: {_cell(up['error'])} (not verified)")
+            continue
+        out.append(f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s")
+        for d in up["directions"]:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(d["kinds"].items())) or "none"
+            out.append(f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), "
+                       f"{d['seconds']:.0f} s")
+        for f in up["findings"][:UPSTREAM_FINDINGS_SHOWN]:
+            out.append(f"  - **{f['change']}** {_cell(f['text'])}")
+        if len(up["findings"]) > UPSTREAM_FINDINGS_SHOWN:
+            out.append(f"  - … and {len(up['findings']) - UPSTREAM_FINDINGS_SHOWN} more (report.json)")
+    return out
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The matrix report as Markdown text ending in a newline."""
     envs = report["environments"]
@@ -119,6 +169,8 @@ def markdown(report: dict[str, Any]) -> str:
         out.append("| speed (3 training steps) | " + " | ".join(cells) + " |")
     for kind in matrix_beyond_rows(envs):  # issue 10: one row per section beyond the contracts
         out.append(f"| {BEYOND_TITLES[kind]} | " + " | ".join(_cell(beyond_cell(e, kind)[1]) for e in envs) + " |")
+    if any(e.get("upstream_tests") for e in envs):  # issue 27: optax's own tests, cross-run (section below)
+        out.append("| upstream tests (cross-run) | " + " | ".join(_cell(upstream_cell(e)[1]) for e in envs) + " |")
     differing = [c for c in report["contracts"] if c.get("differs")]
     out += ["", f"## Contracts that differ somewhere ({len(differing)} of {len(report['contracts'])})", ""]
     if differing and ran:
@@ -128,6 +180,7 @@ def markdown(report: dict[str, Any]) -> str:
     not_run = [e["name"] for e in envs if e not in ran]
     if not_run:
         out += ["", f"Not run, so left out of the contract table: {', '.join(f'`{n}`' for n in not_run)} (reasons above)."]
+    out += upstream_tests_section(envs)
     out += ["", "The colour grid is `report.html` beside this file; per-environment evidence is in `runs/`."]
     return "\n".join(out) + "\n"
 
@@ -214,6 +267,14 @@ def html_grid(report: dict[str, Any]) -> str:
             change, text = beyond_cell(x, kind)
             tds.append(f'<td class="cell beyond {e(change)}" style="background:{COLOURS.get(change, NOT_RUN)}">{e(text)}</td>')
         rows.append(f'<tr class="beyond"><th class="api">{e(BEYOND_TITLES[kind])}<br><small>beyond the contracts</small></th>{"".join(tds)}</tr>')
+    if any(x.get("upstream_tests") for x in envs):  # issue 27: optax's own tests, cross-run (never the verdict)
+        tds = []
+        for x in envs:
+            change, text = upstream_cell(x)
+            colour = VERDICT_COLOURS["not-verified"] if change == "not-verified" else COLOURS.get(change, NOT_RUN)
+            tds.append(f'<td class="cell upstream-tests {e(change)}" style="background:{colour}">{e(text)}</td>')
+        rows.append(f'<tr class="upstream-tests"><th class="api">upstream tests (cross-run)<br><small>optax\'s own tests, '
+                    f'not the verdict</small></th>{"".join(tds)}</tr>')
     legend = " ".join(f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items())
     details = "\n".join(_api_details(a, ran, report["contracts"]) for a in apis)
     return f"""<!doctype html>

@@ -30,8 +30,9 @@ JUnit text:
   the candidate, ``new`` when the candidate's test fails in the baseline;
 - a helper or test-infrastructure difference (an import of a test helper
   module or a package outside optax, a missing fixture, absl flags) or a test
-  that fails in its own environment too (a control re-run of just the failing
-  tests there): ``could not tell`` (listed, never a finding);
+  that fails in its own environment too (the control run there: the failing
+  test ids re-run, a file that failed to collect only collected, ``--collect-only``):
+  ``could not tell`` (listed, never a finding);
 - everything else: a behaviour change, a ``changed`` finding naming the
   upstream test (``module::Class::test``) and its API (the longest public name
   of the tested module that the test's class or name spells, else the module).
@@ -127,6 +128,10 @@ class Direction:
     seconds: float = 0.0
     overlay: list[str] = field(default_factory=list)
     error: str = ""
+    #: the control run in the tests' own environment: failing test ids re-run, files that failed to collect collected
+    control_tests: int = 0
+    control_files: int = 0
+    control_seconds: float = 0.0
 
 
 def module_files(pkg: Path) -> dict[str, bytes]:
@@ -341,25 +346,59 @@ def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
 
 
 def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, timeout: float, extra_env: dict[str, str],
-                workers: int) -> None:
+                workers: int, collect_only: bool = False) -> None:
     cmd = [os.path.abspath(python), "-m", "pytest", *_PYTEST, "--rootdir", str(root), "-c", str(root / "pytest.ini"),
-           "--junitxml", str(xml), *(["-n", str(workers)] if workers > 1 else []), *files]
+           "--junitxml", str(xml), *(["-n", str(workers)] if workers > 1 else []),
+           *(["--collect-only"] if collect_only else []), *files]
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **extra_env}
     try:
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise CrossRunFailure(f"pytest timed out after {timeout:.0f} s") from None
-    if proc.returncode not in (0, 1):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
+    if proc.returncode not in ((0, 1, 5) if collect_only else (0, 1)):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
         tail = [line for line in (proc.stdout + proc.stderr).strip().splitlines() if line.strip()][-3:]
         raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
+
+
+def control(python: Path, root: Path, d: Direction, suspects: list[Failure], timeout: float, env: dict[str, str],
+            workers: int) -> set[str]:
+    """The control run of ``suspects`` (failures of the cross-run) with
+    ``python``, their own environment, in the run's folder ``root``: the
+    failing test ids re-run (``file::Class::test``; nothing else of their
+    files), and each file that failed to collect (a failure named after its
+    file) only collected (``--collect-only``: whether it imports there; its
+    tests are not run, so optax's ``alias_test.py`` costs its import, not its
+    thousands of tests). Returns the names (test ids, files) that fail there
+    too; records in ``d`` (whose ``files`` were copied into ``root``) how
+    many tests re-ran and files were collected.
+
+    Raises:
+      CrossRunFailure: pytest wrote no report.
+    """
+    ids = sorted({f.test for f in suspects if "::" in f.test})
+    files = sorted({f.test for f in suspects if "::" not in f.test})
+    failing: set[str] = set()
+    for names, xml, collect in ((ids, "control.xml", False), (files, "control-collect.xml", True)):
+        if not names:
+            continue
+        _run_pytest(python, root, names, root / xml, timeout, env, 1 if collect else min(workers, len(names)),
+                    collect_only=collect)
+        if not (root / xml).is_file():
+            raise CrossRunFailure(f"pytest wrote no report for the control run of {len(names)} "
+                                  f"{'file' if collect else 'test'}{'s' if len(names) > 1 else ''}")
+        failing |= {f.test for f in read_junit((root / xml).read_text(encoding="utf-8"), d.files)[1]}
+    d.control_tests, d.control_files = len(ids), len(files)
+    return failing
 
 
 def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], cache_dir: Path, timeout: float,
                   extra_env: dict[str, dict[str, str]], workers: int = 2) -> Direction:
     """Run ``d``'s test files (already chosen in ``d.files``) of ``pkg[d.tests_of]``
-    with ``pythons[d.env]``; a control re-run of the failing tests with
-    ``pythons[d.tests_of]`` (their own environment) turns those that fail there
-    too into ``could not tell``. Fills ``d`` in place.
+    with ``pythons[d.env]``; a control run of the failures with
+    ``pythons[d.tests_of]``, their own environment (:func:`control`: the
+    failing test ids re-run, the files that failed to collect only
+    collected), turns those that fail there too into ``could not tell``.
+    Fills ``d`` in place.
 
     Raises:
       CrossRunFailure: no JUnit report came back, or the overlay cannot be installed.
@@ -391,18 +430,16 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
         for f in d.failed:
             classify(f, d.tests_of)
         suspects = [f for f in d.failed if f.kind != INFRA]
-        if suspects:  # the control: do they pass in their own environment?
+        if suspects:  # the control: do they pass (or collect) in their own environment?
+            control_start = time.monotonic()
             home_lacking = missing(pythons[d.tests_of], needed)
             home = overlay(pythons[d.tests_of], home_lacking, cache_dir, timeout)
-            control = root / "control.xml"
-            _run_pytest(pythons[d.tests_of], root, sorted({f.test for f in suspects}), control, timeout,
-                        _with_overlay(extra_env.get(d.tests_of, {}), home), workers)
-            if not control.is_file():
-                raise CrossRunFailure(f"pytest wrote no report for the control run of the {d.label}")
-            at_home = {f.test for f in read_junit(control.read_text(encoding="utf-8"), d.files)[1]}
+            at_home = control(pythons[d.tests_of], root, d, suspects, timeout,
+                              _with_overlay(extra_env.get(d.tests_of, {}), home), workers)
             for f in suspects:
                 if f.test in at_home or f.test.split("::")[0] in at_home:
                     f.kind, f.change, f.subject = INFRA, "", f"fails in its own environment ({d.tests_of}) too"
+            d.control_seconds = round(time.monotonic() - control_start, 1)
     d.seconds = round(time.monotonic() - start, 1)
     return d
 
@@ -421,7 +458,8 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], cache_dir: Path,
 
     Returns:
       ``{"changed_modules", "directions": [{"label", "files", "ran", "failed", "seconds", "overlay",
-      "failures": [{"test", "text", "kind", "subject", "change"}]}], "findings", "seconds"}``.
+      "control": {"tests", "files", "seconds"}, "failures": [{"test", "text", "kind", "subject", "change"}]}],
+      "findings", "seconds"}``; ``control``: the control run's re-run test ids, collected files and seconds.
 
     Raises:
       CrossRunFailure: an optax package folder is missing, or a run gave no report.
@@ -452,7 +490,8 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], cache_dir: Path,
                 f.subject = api_of(f.test, names[module], module)
     return {"changed_modules": changed,
             "directions": [{"label": d.label, "files": d.files, "ran": d.ran, "failed": len(d.failed), "seconds": d.seconds,
-                            "overlay": d.overlay, "failures": [vars(f) for f in d.failed]} for d in directions],
+                            "overlay": d.overlay, "control": {"tests": d.control_tests, "files": d.control_files, "seconds": d.control_seconds},
+                            "failures": [vars(f) for f in d.failed]} for d in directions],
             "findings": findings(directions), "seconds": round(time.monotonic() - start, 1)}
 
 
@@ -483,6 +522,13 @@ def finding_line(finding: dict[str, Any]) -> str:
             "(see [upstream tests, cross-run](#upstream-tests-cross-run) below)")
 
 
+def _control_words(control: dict[str, Any] | None) -> str:
+    if not control or not (control["tests"] or control["files"]):
+        return ""
+    return (f"; control run in the tests' own environment ({control['seconds']:.0f} s): {control['tests']} failing tests re-run, "
+            f"{control['files']} files that failed to collect collected only")
+
+
 def markdown(report: dict[str, Any]) -> list[str]:
     """The report's "Upstream tests, cross-run" section (nothing without ``--upstream-tests``):
     per direction the counts and time, the overlay, and the failures that could not be told."""
@@ -498,7 +544,8 @@ def markdown(report: dict[str, Any]) -> list[str]:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         out.append(f"- {d['label']}: {len(d['files'])} test files, {d['ran']} tests run, {d['failed']} failed "
                    f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
-                   + (f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}" if d["overlay"] else ""))
+                   + (f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}" if d["overlay"] else "")
+                   + _control_words(d.get("control")))
         unknown = [f for f in d["failures"] if f["kind"] == INFRA]
         for f in unknown[:20]:
             out.append(f"  - could not tell `{f['test']}`: {f['subject']} ({shorten(f['text'], 100)})")
