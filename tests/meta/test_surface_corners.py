@@ -82,7 +82,7 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
     from optax_gate.kit import surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    monkeypatch.setattr(sc, "_sweep_call", lambda path: ((1.0,), {"transition_steps": 1}))
+    monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 1}))
     corners = sc.schedule_corners("fake.schedule")
     assert list(corners) == ["base", "transition_steps=0", "pct_start=0.0", "pct_start=1.0", "staircase=True"]
     assert corners["transition_steps=0"] == {"init_value": 1.0, "transition_steps": 0}
@@ -95,7 +95,7 @@ def test_schedule_outcomes_per_step_form(monkeypatch):
     from optax_gate.kit import surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    monkeypatch.setattr(sc, "_sweep_call", lambda path: ((1.0,), {"transition_steps": 5}))
+    monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 5}))
     record = sc.schedule_record("fake.schedule")
     assert record["corner.base/int"] == "ok float32 1 0 1 1 1"
     assert record["corner.base/jit"] == "ok float32 1 0 1 1 1"

@@ -360,7 +360,7 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
 
 
 def sweep_inputs(path: str) -> tuple[tuple, dict]:
-    """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls the loss ``path`` with."""
+    """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls ``path`` with (a loss, a schedule)."""
     from optax_gate.kit.surface_calls import CALLS
 
     captured = {}
@@ -466,19 +466,6 @@ SCHEDULE_LEFT_OUT: dict[str, str] = {
 }
 
 
-def _sweep_call(path: str) -> tuple[tuple, dict]:
-    """The arguments the sweep (``surface_calls.CALLS``) calls ``path`` with."""
-    from optax_gate.kit.surface_calls import CALLS
-
-    captured = {}
-
-    def spy(*args, **kwargs):
-        captured["args"], captured["kwargs"] = args, kwargs
-        return _jnp().zeros(())
-    CALLS[path][2](spy)
-    return tuple(captured["args"]), dict(captured["kwargs"])
-
-
 def _text(value: Any) -> str:
     if isinstance(value, dict):  # boundaries_and_scales: the boundaries (the scales are the table's)
         return "{" + ",".join(map(str, value)) + "}"
@@ -498,7 +485,7 @@ def schedule_corners(path: str) -> dict[str, dict[str, Any]]:
 
     fn = surface_build.resolve(path)
     sig = inspect.signature(fn)
-    args, kwargs = _sweep_call(path)
+    args, kwargs = sweep_inputs(path)
     base = dict(sig.bind_partial(*args, **kwargs).arguments)
     out = {"base": base}
     for name, param in sig.parameters.items():
