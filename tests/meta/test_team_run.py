@@ -520,7 +520,7 @@ def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_p
     report = json.loads(Path(outputs["report"]).with_name(Path(outputs["report"]).name.replace(".md", ".json")).read_text())
     assert report["team_run"]["outcome"] == "not-verified"
     assert report["baseline"]["status"] != "ran" and report["candidate"]["status"] != "ran", (report["baseline"], report["candidate"])
-    assert "the contracts were not run" in report["baseline"]["reason"], report["baseline"]["reason"]
+    assert report["baseline"]["reason"] == "not run: --run could not be verified, so no contract ran", report["baseline"]["reason"]
 
 
 def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_before_it(tmp_path):

@@ -249,8 +249,8 @@ def gate(args: argparse.Namespace) -> int:
     if getattr(args, "run_spec", None) is not None:  # the team's own run first: quick, and its verdict is the one asked for
         args.team_run_result = team_run.run(args.run_spec, (baseline.python, candidate.python), run.evidence, say)
         if args.team_run_result["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
-            why = f"the contracts were not run: --run not verified ({args.team_run_result['reason']})"
-            say(f"{why}; fix the command (or leave --run out) and run the gate again")
+            why = "--run could not be verified, so no contract ran"
+            say(f"{why} ({args.team_run_result['reason']}); fix the command (or leave --run out) and run the gate again")
             return finish(run, skipped("baseline", why, requirements=base_req), skipped("candidate", why, requirements=cand_req),
                           args, say)
     base_record, cand_record = run_both(baseline, candidate, args, say)
