@@ -399,3 +399,28 @@ def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
     with pytest.raises(SystemExit):
         cli.parse(["gate", "--keepp", "3"])
     assert "did you mean --keep?" in capsys.readouterr().err
+
+
+def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, monkeypatch):
+    """CI hung once in test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate_stops: a
+    side's worker thread can pass the "is the gate stopping?" check, the interruption then kills every live
+    pytest process, and the thread starts its next one, which nobody stops (the gate waits for that thread
+    at exit). Here the interruption lands exactly there: the process must still be stopped, at once."""
+    import threading as threading_
+    from optax_gate.gate import runner
+    real = runner.subprocess.Popen
+    stopper: list[threading_.Thread] = []
+
+    def popen_as_the_gate_stops(*args, **kwargs):
+        stopper.append(threading_.Thread(target=runner.stop_all))
+        stopper[0].start()
+        time.sleep(0.2)  # stop_all has run (or waits for the process to be registered)
+        return real([sys.executable, "-c", "import time; time.sleep(30)"], **{k: v for k, v in kwargs.items() if k != "cwd"})
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen_as_the_gate_stops)
+    monkeypatch.setattr(runner, "_STOP", threading_.Event())
+    monkeypatch.setattr(runner, "_LIVE", set())
+    start = time.monotonic()
+    part = runner._pytest(Path(sys.executable), "x", "tests", ROOT, tmp_path, 60, None, {}, None)
+    assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (part, time.monotonic() - start)  # killed
+    stopper[0].join(5)

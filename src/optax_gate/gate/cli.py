@@ -333,13 +333,15 @@ _STOPPING: list[bool] = []
 
 def _interrupt(signum, frame):
     _SIGNALS.append(signal.Signals(signum).name)
-    if not _STOPPING:
+    if not _STOPPING:  # stopping from now on: a second signal while this one unwinds is only recorded
+        _STOPPING.append(True)
         raise Interrupted(signal.Signals(signum).name)
 
 
 def _ctrl_c(signum, frame):
     _SIGNALS.append("SIGINT")
     if not _STOPPING:
+        _STOPPING.append(True)
         raise KeyboardInterrupt
 
 

@@ -271,11 +271,12 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
     warnings_file = out_dir / f"{name}.warnings.json"
     warnings_file.unlink(missing_ok=True)
     env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
-    if _STOP.is_set():  # the gate is being interrupted: start nothing new
-        return None
     with open(output, "w", encoding="utf-8") as sink:
-        proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
-        _LIVE.add(proc)
+        with _LIVE_LOCK:  # checked and registered at once: stop_all() cannot fall between the two
+            if _STOP.is_set():  # the gate is being interrupted: start nothing new
+                return None
+            proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+            _LIVE.add(proc)
         try:
             while True:
                 try:
@@ -284,7 +285,7 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
                 except subprocess.TimeoutExpired:
                     if on_progress:
                         on_progress(*_count_progress(log, collected))
-                    if time.monotonic() - start > timeout or (stop is not None and stop.is_set()):
+                    if time.monotonic() - start > timeout or (stop is not None and stop.is_set()) or _STOP.is_set():
                         proc.kill()
                         proc.wait()
                         return None
@@ -301,14 +302,17 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
 #: pytest processes running now (contract runs may go on in worker threads).
 _LIVE: set[subprocess.Popen] = set()
 _STOP = threading.Event()
+_LIVE_LOCK = threading.Lock()
 
 
 def stop_all() -> None:
     """Kill every running pytest process and start no new one: called when the
     gate is interrupted, so no contract run outlives it (worker threads then
     see their process end and return not-verified records)."""
-    _STOP.set()
-    for proc in list(_LIVE):
+    with _LIVE_LOCK:
+        _STOP.set()
+        live = list(_LIVE)
+    for proc in live:
         proc.kill()
 
 
