@@ -487,7 +487,7 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
     team's huber_loss line and the TypeError: a reader took them for the gate's own failure."""
     from optax_gate.gate import report_team_run
     tail = ('Traceback (most recent call last):\n'
-            '  File "/tmp/team-mixed/train.py", line 21, in loss_fn\n'
+            '  File "/src/team/train.py", line 21, in loss_fn\n'
             '    return optax.huber_loss(pred, y.astype(jnp.bfloat16), 1.0).mean()\n'
             '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n'
             '  File "/x/src/optax_gate/recorder/hook.py", line 196, in wrapper\n'
