@@ -100,8 +100,11 @@ def _arguments(path: str, obj: Any) -> tuple[Any, dict[str, Any]] | str:
             overrides.setdefault(p.name, SCHEDULE_ARGUMENTS[p.name])
         if p.default is p.empty and p.name == "opt":  # MultiSteps' inner optimizer, as the filler's other inner ones
             overrides.setdefault("opt", surface_build.Fresh(surface_build._sgd))
+    # float defaults given explicitly (the same values), so that the probe can follow them into the parts
+    defaults = {p.name: p.default for p in params.values()
+                if type(p.default) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     try:
-        return None, surface_build.fill(obj, overrides)
+        return None, {**defaults, **surface_build.fill(obj, overrides)}
     except KeyError as exc:
         return f"a required argument has no value by name: {exc.args[0]}"
 
@@ -126,14 +129,6 @@ def probe() -> dict[str, Any]:
             continue
         builder, kwargs = got
         # each float hyperparameter its own object, so that a part receiving it is told apart by identity
-        # (float defaults given explicitly, the same value)
-        if builder is None:
-            try:
-                defaults = {q.name: q.default for q in inspect.signature(obj).parameters.values()
-                            if type(q.default) is float and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)}
-            except (TypeError, ValueError):
-                defaults = {}
-            kwargs = {**defaults, **kwargs}
         floats = {k: float(repr(v)) for k, v in kwargs.items() if type(v) is float}
         kwargs = {**kwargs, **floats}
         entered: set[str] = set()
