@@ -303,6 +303,8 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
 _LIVE: set[subprocess.Popen] = set()
 _STOP = threading.Event()
 _LIVE_LOCK = threading.Lock()
+#: Seconds stop_all() waits for each killed pytest process to be gone.
+KILL_WAIT_S = 10
 
 
 def stop_all() -> None:
@@ -314,6 +316,11 @@ def stop_all() -> None:
         live = list(_LIVE)
     for proc in live:
         proc.kill()
+    for proc in live:  # gone before the gate reports the interruption and exits, not only signalled
+        try:
+            proc.wait(timeout=KILL_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def merge_problems(parts: list[Part], selected: bool = False) -> str:
