@@ -170,7 +170,7 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
                for i in range(6)]
     keyword = [{"path": "optax.huber_loss", "change": "keyword-only", "param": "delta", "verdict": "broken",
                 "old": "delta (positional or keyword)", "new": "delta (keyword-only)"}]
-    found = report_surface.broken_findings({"surface": {"rows": removed + keyword}})
+    found = unseen.broken_findings({"surface": {"rows": removed + keyword}})
     assert [(f["api"], f["cause"].split(":")[0]) for f in found] == [("6 names", "removed"), ("optax.huber_loss", "keyword-only (delta)")]
     assert found[0]["apis"] == [r["path"] for r in removed]
     found[0]["number"] = 1
@@ -186,7 +186,7 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
 
     paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]
     rows = [{"path": p, "change": "removed", "verdict": "broken", "old": "function", "new": ""} for p in paths]
-    (found,) = report_surface.broken_findings({"surface": {"rows": rows}})
+    (found,) = unseen.broken_findings({"surface": {"rows": rows}})
     listed = f"`optax.f{details.NAMED - 1:02d}`, and 3 more"
     assert found["cause"].endswith(listed) and f"`optax.f{details.NAMED:02d}`" not in found["cause"]
     assert findings.subject(paths).endswith(listed + ")")

@@ -11,7 +11,7 @@ one API's several changes."""
 import json
 from pathlib import Path
 
-from optax_gate.gate import findings, report_markdown, report_surface
+from optax_gate.gate import findings, report_markdown, unseen
 
 REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
 MC = "optax.monte_carlo"
@@ -45,13 +45,13 @@ def gate_findings(report):
     """As the gate forms them: the contract findings, the broken rows beyond the contracts, merged
     (``optax_gate.gate.unseen.attach``)."""
     contract = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
-    return contract, findings.merge(contract + report_surface.broken_findings(report), report["contracts"])
+    return contract, findings.merge(contract + unseen.broken_findings(report), report["contracts"])
 
 
 def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_surface():
     report = monte_carlo_report()
     before, after = gate_findings(report)
-    beyond = report_surface.broken_findings(report)
+    beyond = unseen.broken_findings(report)
     about_mc = [f for f in before + beyond if any(MC in a for a in f.get("apis") or [f["api"]])]
     assert sorted(f["change"] for f in about_mc) == ["broken", "broken", "broken", "changed"]  # as read on 0.2.8: four
     (mc,) = [f for f in after if any(MC in a for a in f.get("apis") or [f["api"]])]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import cli, typed_path, user_paths, validate
+from optax_gate.gate import usage as usage_mod
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 
 
@@ -114,7 +115,7 @@ def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkey
     project.mkdir()
     monkeypatch.chdir(project)
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(team))
-    scan = user_paths.check_usage([typed_path.user_path(p) for p in usage])
+    scan = usage_mod.scan(user_paths.check_usage([typed_path.user_path(p) for p in usage]))
     named = sorted(u.where for u in scan.uses if u.how == "call")
     want = {"src": "src/train.py:3", "notebooks": "notebooks/train.py:3", "../shared": "../shared/train.py:3"}
     assert named == sorted(want[p] for p in usage)

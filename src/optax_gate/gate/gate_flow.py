@@ -16,7 +16,7 @@ from typing import Any
 
 from optax_gate.gate import (atomic, baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late,
                              report_html, report_json, report_markdown, report_speed, requirements, runner, scope, source_specs, team_contracts,
-                             team_run, upstream_tests, validate)
+                             team_run, upstream_tests, usage, validate)
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
@@ -156,7 +156,7 @@ def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
     args.run_spec = team_run.check(getattr(args, "run", None), getattr(args, "run_dir", None), getattr(args, "run_timeout", 1800))
-    args.usage_scan = check_usage(args.usage)  # before anything runs; unreadable files are listed, not fatal
+    args.usage_scan = usage.scan(check_usage(args.usage)) if args.usage else None  # before anything runs; unreadable files are listed, not fatal
     if args.usage_scan is not None:
         say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
             f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
@@ -270,7 +270,7 @@ def gate(args: argparse.Namespace) -> int:
 
 def compare_runs(args: argparse.Namespace) -> int:
     try:
-        args.usage_scan = check_usage(args.usage)
+        args.usage_scan = usage.scan(check_usage(args.usage)) if args.usage else None
     except validate.InvalidInput as exc:
         return fail(str(exc))
     baseline, candidate = load(args.baseline_run), load(args.candidate_run)

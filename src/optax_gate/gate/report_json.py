@@ -8,7 +8,7 @@ contracts grouped by cause, ``{"number", "section": "contracts", "change",
 "api", "apis", "cause", "key", "contracts": [ids], "tests": [[test in plain
 words, count]], "text"}``, see ``optax_gate.gate.findings``, then each broken
 row beyond the contracts, ``section`` ``surface`` / ``dependencies`` /
-``warnings``, see ``optax_gate.gate.report_surface.broken_findings``; with
+``warnings``, see ``optax_gate.gate.unseen.broken_findings``; with
 ``--usage``, ``your_code``, ``your_code_not_scanned`` and ``your_code_notes``,
 see ``optax_gate.gate.call_sites``; absent in reports written before it existed),
 ``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate import call_sites
-from optax_gate.gate.details import named_list
+from optax_gate.gate import call_sites, unseen
+
 
 FOLD = 15
 #: Rows of one table report.md shows (the first ones: broken first); every row
@@ -144,67 +144,9 @@ def markdown(report: dict[str, Any], limit: int | None = None) -> list[str]:
 
 
 #: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).
-_BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"),
-           "warnings": ("new", "Warnings")}
-
-
-def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> dict[str, Any]:
-    finding = {"section": section, "change": "broken", "api": api, "cause": cause, "contracts": [],
-               "text": f"broken {_BEYOND[section][0]} {api}: {cause}"}
-    if your_code is not None:
-        finding["your_code"] = list(dict.fromkeys(your_code))
-    return finding
-
-
-def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One finding per ``broken`` row beyond the contracts (API surface rows:
-    one per kind of change, across the names it hits, e.g. "removed: 6
-    names"; dependencies, warnings: one per row), for ``report["findings"]`` after the contract
-    findings (``optax_gate.gate.unseen.attach`` numbers them on); the full
-    rows are in their sections. With ``--usage``, ``your_code`` of a surface
-    row's finding holds only the sites whose binding breaks or cannot be told
-    (``row["sites"]``, ``optax_gate.gate.usage.match``), not those it judged
-    unaffected; a warning's, the sites of the APIs it names."""
-    scanned = bool(report.get("usage"))
-    out = []
-    by_kind: dict[str, list[dict[str, Any]]] = {}  # one finding per kind of change, across names (one cause)
-    for row in (report.get("surface") or {}).get("rows", []):
-        if row.get("verdict") == "broken":
-            by_kind.setdefault(row["change"], []).append(row)
-    for kind, rows in by_kind.items():
-        where: list[str] = []
-        for row in rows:
-            if "sites" in row:
-                where += [s["where"] for s in row["sites"] if s["verdict"] in ("breaks", "cannot-tell")]
-            else:  # rows matched before sites were recorded
-                where += [u.split(": ", 1)[0] for u in row.get("uses") or []]
-        if len(rows) == 1:
-            row = rows[0]
-            what = kind + (f" ({row['param']})" if row.get("param") else "")
-            out.append(_beyond("surface", row["path"], f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}",
-                               where if scanned else None))
-            continue
-        paths = list(dict.fromkeys(r["path"] for r in rows))
-        named = named_list(paths)  # the section names them all
-        params = [r["param"] for r in rows if r.get("param")]
-        detail = f" ({len(params)} parameters)" if params else ""
-        finding = _beyond("surface", f"{len(paths)} names", f"{kind}{detail}: {named}", where if scanned else None)
-        finding["apis"] = paths
-        out.append(finding)
-    for row in (report.get("dependencies") or {}).get("rows", []):
-        if row.get("verdict") == "broken":
-            out.append(_beyond("dependencies", row["name"], f"{row['change']} ({row.get('old') or '—'} → "
-                               f"{row.get('new') or '—'}), imported by your code", None))
-    for row in (report.get("warnings") or {}).get("rows", []):
-        if row.get("verdict") == "broken":
-            out.append(_beyond("warnings", str(row.get("category")), row.get("message", "")[:160],
-                               row.get("your_code") if scanned else None))
-    return out
-
-
 def finding_line(finding: dict[str, Any]) -> str:
-    """The Markdown line of a finding from :func:`broken_findings`, numbered."""
-    names, section = _BEYOND[finding["section"]]
+    """The Markdown line of a finding from :func:`optax_gate.gate.unseen.broken_findings`, numbered."""
+    names, section = unseen.BEYOND[finding["section"]]
     api = finding["api"] if finding["section"] == "warnings" or "apis" in finding else f"`{finding['api']}`"
     return (f"{finding['number']}. **broken** {names} {api}: {finding['cause']} (see {section} below)"
             + call_sites.suffix(finding))

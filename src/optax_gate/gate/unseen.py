@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, findings, report_surface, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, findings, surface, usage, warnings_diff
+from optax_gate.gate.details import named_list
 
 SCHEMA = 3
 
@@ -144,6 +145,65 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
     return {"status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), **extra}
 
 
+#: Each section beyond the contracts: (the words before a finding's API, the section's heading).
+BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"),
+          "warnings": ("new", "Warnings")}
+
+
+def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> dict[str, Any]:
+    finding = {"section": section, "change": "broken", "api": api, "cause": cause, "contracts": [],
+               "text": f"broken {BEYOND[section][0]} {api}: {cause}"}
+    if your_code is not None:
+        finding["your_code"] = list(dict.fromkeys(your_code))
+    return finding
+
+
+def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One finding per ``broken`` row beyond the contracts (API surface rows:
+    one per kind of change, across the names it hits, e.g. "removed: 6
+    names"; dependencies, warnings: one per row), for ``report["findings"]`` after the contract
+    findings (:func:`attach` numbers them on); the full
+    rows are in their sections. With ``--usage``, ``your_code`` of a surface
+    row's finding holds only the sites whose binding breaks or cannot be told
+    (``row["sites"]``, ``optax_gate.gate.usage.match``), not those it judged
+    unaffected; a warning's, the sites of the APIs it names."""
+    scanned = bool(report.get("usage"))
+    out = []
+    by_kind: dict[str, list[dict[str, Any]]] = {}  # one finding per kind of change, across names (one cause)
+    for row in (report.get("surface") or {}).get("rows", []):
+        if row.get("verdict") == "broken":
+            by_kind.setdefault(row["change"], []).append(row)
+    for kind, rows in by_kind.items():
+        where: list[str] = []
+        for row in rows:
+            if "sites" in row:
+                where += [s["where"] for s in row["sites"] if s["verdict"] in ("breaks", "cannot-tell")]
+            else:  # rows matched before sites were recorded
+                where += [u.split(": ", 1)[0] for u in row.get("uses") or []]
+        if len(rows) == 1:
+            row = rows[0]
+            what = kind + (f" ({row['param']})" if row.get("param") else "")
+            out.append(_beyond("surface", row["path"], f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}",
+                               where if scanned else None))
+            continue
+        paths = list(dict.fromkeys(r["path"] for r in rows))
+        named = named_list(paths)  # the section names them all
+        params = [r["param"] for r in rows if r.get("param")]
+        detail = f" ({len(params)} parameters)" if params else ""
+        finding = _beyond("surface", f"{len(paths)} names", f"{kind}{detail}: {named}", where if scanned else None)
+        finding["apis"] = paths
+        out.append(finding)
+    for row in (report.get("dependencies") or {}).get("rows", []):
+        if row.get("verdict") == "broken":
+            out.append(_beyond("dependencies", row["name"], f"{row['change']} ({row.get('old') or '—'} → "
+                               f"{row.get('new') or '—'}), imported by your code", None))
+    for row in (report.get("warnings") or {}).get("rows", []):
+        if row.get("verdict") == "broken":
+            out.append(_beyond("warnings", str(row.get("category")), row.get("message", "")[:160],
+                               row.get("your_code") if scanned else None))
+    return out
+
+
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], *,
            usage_paths: list[Path] | None = None, packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
            fail_on_new_deprecations: bool = False, usage_scan: usage.Scan | None = None) -> dict[str, Any]:
@@ -167,7 +227,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         targets = {p: e.target for p, e in _surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
         call_sites.annotate(report, scan, targets)
     if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
-        beyond = report_surface.broken_findings(report)
+        beyond = broken_findings(report)
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
         # across the contracts, the API surface and the warnings (optax_gate.gate.findings.merge renumbers)
         report["findings"] = findings.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,

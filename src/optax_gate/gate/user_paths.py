@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from optax_gate.gate import requirements, usage, validate
+from optax_gate.gate import requirements, validate
 from optax_gate.gate.typed_path import user_path
 from optax_gate.gate.usage_files import SUFFIXES
 
@@ -31,10 +31,11 @@ def _link_problem(path: Path) -> str | None:
     return f"is a dangling symlink (to {os.readlink(path)})"
 
 
-def check_usage(paths: Iterable[Path] | None) -> usage.Scan | None:
-    """Check each ``--usage`` path and scan the team's code (None without
-    ``--usage``): files that cannot be scanned are listed in the scan, never a
-    reason to stop.
+def check_usage(paths: Iterable[Path] | None) -> list[Path]:
+    """Check each ``--usage`` path before anything runs; returns the paths
+    (empty without ``--usage``). The team's code is then scanned
+    (``optax_gate.gate.usage.scan``): files that cannot be scanned are listed
+    in the scan, never a reason to stop.
 
     Raises:
       validate.InvalidInput: a path that does not exist, is a dangling
@@ -42,8 +43,6 @@ def check_usage(paths: Iterable[Path] | None) -> usage.Scan | None:
         ``.py`` / ``.ipynb``.
     """
     paths = list(paths or [])
-    if not paths:
-        return None
     for path in paths:
         link = _link_problem(path)
         if link:
@@ -54,7 +53,7 @@ def check_usage(paths: Iterable[Path] | None) -> usage.Scan | None:
             raise validate.InvalidInput(f"--usage {validate.shown(path)} cannot be read (permission denied)")
         if path.is_file() and not path.name.endswith(SUFFIXES):
             raise validate.InvalidInput(f"--usage {validate.shown(path)} is not a .py or .ipynb file (nor a folder)")
-    return usage.scan(paths)
+    return paths
 
 
 def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
