@@ -16,7 +16,8 @@ UNDER_TEST = ("jax", "jaxlib", "optax", "flax", "orbax", "numpy")
 def test_importing_every_gate_module_imports_no_library_under_test():
     """A gate that imports JAX could not judge a candidate whose JAX does not
     import; nor should the tool environment need JAX at all."""
-    modules = [f"optax_gate.gate.{p.stem}" for p in sorted(GATE.glob("*.py")) if p.stem != "__init__"]
+    modules = [".".join(("optax_gate", "gate", *p.relative_to(GATE).with_suffix("").parts)).removesuffix(".__init__")
+               for p in sorted(GATE.rglob("*.py"))]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
             + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({UNDER_TEST!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

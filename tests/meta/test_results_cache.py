@@ -94,7 +94,7 @@ def test_every_gate_module_the_runner_imports_is_a_key_input():
     directly or through another) must be in RUN_MODULES, or changing it
     would reuse results it no longer gives."""
     gate = ROOT / "src/optax_gate/gate"
-    seen, todo = set(), ["runner"]
+    seen, todo = set(), [str(next(gate.rglob("runner.py")).relative_to(gate).with_suffix(""))]
     while todo:
         name = todo.pop()
         if name in seen:
@@ -102,10 +102,11 @@ def test_every_gate_module_the_runner_imports_is_a_key_input():
         seen.add(name)
         tree = ast.parse((gate / f"{name}.py").read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module == "optax_gate.gate":
-                todo += [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.gate."):
-                todo.append(node.module.rsplit(".", 1)[1])
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.gate"):
+                under = node.module.removeprefix("optax_gate.gate").lstrip(".").replace(".", "/")
+                for alias in node.names:  # a module of a subpackage, or a name from a module
+                    module = f"{under}/{alias.name}".lstrip("/")
+                    todo.append(module if (gate / f"{module}.py").is_file() else under)
     missing = sorted(f"src/optax_gate/gate/{m}.py" for m in seen if f"src/optax_gate/gate/{m}.py" not in results_cache.RUN_MODULES)
     assert not missing
 
