@@ -1,10 +1,10 @@
-"""Atomic writes (``optax_gate.gate.atomic``): never a half-written report."""
+"""Atomic writes (``optax_gate.gate.base.atomic``): never a half-written report."""
 
 import os
 
 import pytest
 
-from optax_gate.gate import atomic
+from optax_gate.gate.base import atomic
 
 
 def test_writes_and_creates_folders(tmp_path):

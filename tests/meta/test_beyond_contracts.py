@@ -182,7 +182,8 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     """One rule for "list of APIs" in a finding's line (``details.named_list``):
     the merged API-surface finding and the contract finding across APIs both
     name ``details.NAMED`` and say how many more."""
-    from optax_gate.gate import details, findings, report_surface
+    from optax_gate.gate import findings, report_surface
+    from optax_gate.gate.base import details
 
     paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]
     rows = [{"path": p, "change": "removed", "verdict": "broken", "old": "function", "new": ""} for p in paths]

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate import details, findings, report_json, report_markdown
+from optax_gate.gate import findings, report_json, report_markdown
+from optax_gate.gate.base import details
 from optax_gate.kit import tolerances
 
 REAL = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8.json").read_text())

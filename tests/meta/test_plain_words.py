@@ -11,7 +11,8 @@ import zlib
 
 import pytest
 
-from optax_gate.gate import compilation_cache, details, findings, outcomes, unseen, warnings_diff
+from optax_gate.gate import compilation_cache, findings, outcomes, unseen, warnings_diff
+from optax_gate.gate.base import details
 
 
 def row(cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"):
@@ -193,7 +194,7 @@ def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_eleme
 def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
     """A new user's rows read "`weight_decay=0/nan_inf_params/updates` None → None: budget 0" where the
     record went from ``r1,r3`` to ``none``: a drift of recorded words says the words."""
-    from optax_gate.gate import details
+    from optax_gate.gate.base import details
     text = details.drift_words(details.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
     assert "None → None" not in text and "r1,r3 → none" in text, text
 
@@ -214,7 +215,7 @@ def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_di
 def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_failed():
     """Rows under "Changed" read ``passed → failed`` (what broken means) for recorded outcomes that
     moved ("no longer recompiles"); a snapshot row's outcome cell says it drifted (docs/report.md)."""
-    from optax_gate.gate import details
+    from optax_gate.gate.base import details
     row = {"kind": "snapshot", "baseline": "passed", "candidate": "failed", "change": "changed",
            "detail": "AssertionError: assert 'ok' == 'recompiled 1 time(s)'"}
     assert details.outcome_words(row) == "drift from the baseline's record"

@@ -42,7 +42,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from optax_gate.gate import atomic
+from optax_gate.gate.base import atomic
 
 MARKER = "INCOMPLETE"
 #: Marks a complete run that did not judge both sides (``complete(..., judged=False)``); holds why.

@@ -5,7 +5,7 @@ A *finding* is the set of contracts with one change (``broken``, ``changed``,
 ``fixed``, ``new``, ``gone``) whose failure details share one cause, across
 APIs: one upstream change that breaks nine losses is one finding listing the
 losses, not nine. The cause is read from the detail's pattern
-(``optax_gate.gate.details`` parses it and says it in words):
+(``optax_gate.gate.base.details`` parses it and says it in words):
 
 =================  ============================================================  =======================
 cause              detail it recognises                                          grouped by
@@ -106,7 +106,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, named_list,
+from optax_gate.gate.base.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, named_list,
                                      nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
                                      shorten, state_cost)
 

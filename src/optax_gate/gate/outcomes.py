@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import details
+from optax_gate.gate.base import details
 
 
 @dataclass

@@ -25,7 +25,7 @@ section above the findings is one entry inserted before ``"findings"``
 the tolerance; a snapshot drift says what drifted (``drift: dtype``) and
 optimizer state dtype changes their bytes per parameter; "defect no longer
 reproduces" for a pinned upstream defect that stopped reproducing, with what
-happens now; never ``passed → failed`` for either (``optax_gate.gate.details``).
+happens now; never ``passed → failed`` for either (``optax_gate.gate.base.details``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate import call_sites, details, evidence, report_bisect, report_surface, upstream_tests
+from optax_gate.gate import call_sites, evidence, report_bisect, report_surface, upstream_tests
+from optax_gate.gate.base import details
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, report_team_run, scope, source_specs
 

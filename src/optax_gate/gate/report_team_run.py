@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate import details, report_bisect
+from optax_gate.gate import report_bisect
+from optax_gate.gate.base import details
 
 #: Changes listed per affected line.
 SHOWN = 4

@@ -42,7 +42,7 @@ Entries live in ``<cache dir>/results/`` under names no other format uses
   re-judging the same candidate (another ``--usage``) does not time its steps
   again; the report says when they were measured.
 
-Each file entry is one JSON document written atomically (``gate/atomic.py``),
+Each file entry is one JSON document written atomically (``gate/base/atomic.py``),
 carrying its key, its inputs and the SHA-256 of its payload. An entry is used
 only when it parses, names the same key and inputs, and its payload still has
 its digest; anything else (truncated, edited, another format) is deleted and
@@ -64,7 +64,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import atomic, devices, team_contracts
+from optax_gate.gate import devices, team_contracts
+from optax_gate.gate.base import atomic
 
 FORMAT = "results-v1"
 CONTRACTS_DIR = "tests/contracts"
@@ -84,7 +85,7 @@ RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
                "src/optax_gate/gate/pytest_plugins.py", "src/optax_gate/gate/devices.py",
                "src/optax_gate/gate/team_contracts.py", "src/optax_gate/gate/warnings_diff.py",
                "src/optax_gate/gate/validate.py", "src/optax_gate/gate/compilation_cache.py",
-               "src/optax_gate/gate/details.py")
+               "src/optax_gate/gate/base/details.py")
 MANIFEST = "manifest.json"
 _SKIP_SUFFIXES = (".pyc", ".obtained.yml")
 

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import (atomic, compilation_cache, environments, extras, report_speed, requirements, results_cache, runner,
-                             source_specs, surface, unseen)
+from optax_gate.gate import compilation_cache, environments, extras, report_speed, requirements, results_cache, runner, source_specs, surface, unseen
+from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.validate import InvalidInput

@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from optax_gate.gate import atomic
+from optax_gate.gate.base import atomic
 from optax_gate.gate.environments import EnvironmentFailure, run_uv
 
 #: The file that marks a complete cache entry; written last, atomically.

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import call_sites, dependencies, findings, surface, usage, warnings_diff
-from optax_gate.gate.details import named_list
+from optax_gate.gate.base.details import named_list
 
 SCHEMA = 3
 

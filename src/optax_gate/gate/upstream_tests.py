@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import bisect_deps
-from optax_gate.gate.details import normalise, shorten
+from optax_gate.gate.base.details import normalise, shorten
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),

@@ -29,7 +29,7 @@ import optax
 import orbax.checkpoint as ocp
 from flax import nnx
 
-from optax_gate.gate import atomic
+from optax_gate.gate.base import atomic
 from optax_gate.kit.models import MLP
 from optax_gate.kit.probe import installed_versions
 
