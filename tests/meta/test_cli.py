@@ -149,7 +149,7 @@ def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
 
 
 def test_an_unknown_package_is_accepted_with_allow_extra():
-    from optax_gate.gate import validate
+    from optax_gate.gate.inputs import validate
 
     known = validate.lock_packages(LOCK, "baseline lock")
     assert "optax" in known and "ml-dtypes" in known  # transitive packages of the baseline may be moved too

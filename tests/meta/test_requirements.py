@@ -1,8 +1,8 @@
-"""Candidate requirement sets (``optax_gate.gate.requirements``)."""
+"""Candidate requirement sets (``optax_gate.gate.inputs.requirements``)."""
 
 import pytest
 
-from optax_gate.gate import requirements
+from optax_gate.gate.inputs import requirements
 
 BASE = "# comment\noptax==0.2.6\njax==0.11.2\njaxlib==0.11.2\nflax==0.12.12\nnumpy\n\npytest  # runner\n"
 

@@ -74,7 +74,7 @@ def test_without_usage_every_finding_is_the_teams():
 
 def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_stays_the_teams(tmp_path, monkeypatch):
     """(A dangling symlink no longer serves here: there is no file behind it, so no code.)"""
-    from optax_gate.gate import usage_files
+    from optax_gate.gate.inputs import usage_files
     team = tmp_path / "team"
     team.mkdir()
     (team / "secret.py").write_text("import optax\n")

@@ -1,4 +1,4 @@
-"""The ``--usage`` scan never fails open (``optax_gate.gate.usage_files``):
+"""The ``--usage`` scan never fails open (``optax_gate.gate.inputs.usage_files``):
 a team tree with every kind of file that cannot be scanned, beside good ones;
 each bad file is listed with its reason (worked out by hand from the bytes
 written here), the counts say scanned / not scanned, and an API change whose
@@ -12,7 +12,8 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import compare, report_json, report_markdown, unseen, usage, usage_files  # noqa: E402
+from optax_gate.gate import compare, report_json, report_markdown, unseen, usage  # noqa: E402
+from optax_gate.gate.inputs import usage_files  # noqa: E402
 from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

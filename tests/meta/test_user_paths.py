@@ -1,5 +1,5 @@
 """Paths read from where the user stands, and ``--usage`` checked before
-anything runs (``optax_gate.gate.user_paths``): one path per ``--usage``,
+anything runs (``optax_gate.gate.inputs.user_paths``): one path per ``--usage``,
 repeatable; a SPEC that is a path is refused with a hint; a dangling or
 looping ``--usage`` link is exit 2 up front."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, typed_path, user_paths, validate
+from optax_gate.gate import cli
+from optax_gate.gate.inputs import typed_path, user_paths, validate
 from optax_gate.gate import usage as usage_mod
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 

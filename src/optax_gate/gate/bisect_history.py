@@ -16,7 +16,7 @@ import difflib
 from pathlib import Path
 
 from optax_gate.gate import source_build
-from optax_gate.gate.typed_path import user_path
+from optax_gate.gate.inputs.typed_path import user_path
 
 #: The pure-Python packages a bisection can build from source -> their public repository
 #: (the default history, and the base of the links in reports).

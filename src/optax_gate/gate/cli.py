@@ -108,7 +108,7 @@ from optax_gate.gate import bisect_command, evidence, matrix, runner, scope
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
-from optax_gate.gate.typed_path import user_path
+from optax_gate.gate.inputs.typed_path import user_path
 
 # The flows live in gate_flow (gate, compare) and matrix_flow (matrix); one
 # side of a comparison in sides (all under optax_gate.gate); the run folder in

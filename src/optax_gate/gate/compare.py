@@ -35,7 +35,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from optax_gate.gate import findings, outcomes, team_contracts
+from optax_gate.gate import findings, outcomes
+from optax_gate.gate.inputs import team_contracts
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}

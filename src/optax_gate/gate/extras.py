@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from optax_gate.gate import environments
-from optax_gate.gate.validate import InvalidInput
+from optax_gate.gate.inputs.validate import InvalidInput
 
 
 def pinned(lock: Path) -> dict[str, str]:

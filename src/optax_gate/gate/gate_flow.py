@@ -14,13 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_html, report_json, report_markdown, report_speed, requirements, runner, scope, source_specs, team_contracts, team_run, upstream_tests, usage, validate
+from optax_gate.gate import baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_html, report_json, report_markdown, report_speed, runner, scope, source_specs, team_run, upstream_tests, usage
+from optax_gate.gate.inputs import requirements, team_contracts, validate
 from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
                                    save_run, skipped)
-from optax_gate.gate.user_paths import check_usage, refuse_paths_as_specs
+from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
 NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate.gate import compare, discovery, requirements, unseen
+from optax_gate.gate import compare, discovery, unseen
+from optax_gate.gate.inputs import requirements
 
 PACKAGES = ("optax", "jax", "flax")
 #: The public repositories of the upstream-dev environments (``--upstream``), built at their default branch.

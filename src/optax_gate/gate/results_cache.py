@@ -64,7 +64,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices, team_contracts
+from optax_gate.gate import devices
+from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.base import atomic
 
 FORMAT = "results-v1"
@@ -83,8 +84,8 @@ ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
                "src/optax_gate/gate/runner.py", "src/optax_gate/gate/outcomes.py",
                "src/optax_gate/gate/pytest_plugins.py", "src/optax_gate/gate/devices.py",
-               "src/optax_gate/gate/team_contracts.py", "src/optax_gate/gate/warnings_diff.py",
-               "src/optax_gate/gate/validate.py", "src/optax_gate/gate/compilation_cache.py",
+               "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/warnings_diff.py",
+               "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/compilation_cache.py",
                "src/optax_gate/gate/base/details.py")
 MANIFEST = "manifest.json"
 _SKIP_SUFFIXES = (".pyc", ".obtained.yml")

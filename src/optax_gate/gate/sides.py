@@ -15,11 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import compilation_cache, environments, extras, report_speed, requirements, results_cache, runner, source_specs, surface, unseen
+from optax_gate.gate import compilation_cache, environments, extras, report_speed, results_cache, runner, source_specs, surface, unseen
+from optax_gate.gate.inputs import requirements
 from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.progress import Progress
-from optax_gate.gate.validate import InvalidInput
+from optax_gate.gate.inputs.validate import InvalidInput
 
 
 PYTHON_VERSION = "3.12"

@@ -293,8 +293,8 @@ def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec 
     Raises:
       validate.InvalidInput: an empty command, or a ``--run-dir`` that is not a folder.
     """
-    from optax_gate.gate import validate
-    from optax_gate.gate.typed_path import INVOKED_FROM
+    from optax_gate.gate.inputs import validate
+    from optax_gate.gate.inputs.typed_path import INVOKED_FROM
 
     if command is None:
         if run_dir is not None:

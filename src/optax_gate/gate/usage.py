@@ -4,7 +4,7 @@ changes touch it (``--usage PATH...``).
 :func:`scan` reads ``.py`` files and the code cells of ``.ipynb`` notebooks
 with the standard ``ast`` module (nothing is imported or run; a file that
 cannot be read or parsed is listed with its reason, never dropped:
-``optax_gate.gate.usage_files``) and records
+``optax_gate.gate.inputs.usage_files``) and records
 each *use*: an import (``import optax as ox``, ``from optax import adamw``,
 ``from flax import nnx``), an attribute chain through an imported name
 (``ox.losses.huber_loss``), and each call site with how its arguments are
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from optax_gate.gate import surface as surface_mod
-from optax_gate.gate import usage_files
+from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 
 TRACKED = ("optax", "flax", "jax")
@@ -154,7 +154,7 @@ def _arguments(node: ast.Call) -> tuple[tuple[str, str], ...]:
 class Scan:
     """The uses found under the ``--usage`` paths, how many files were found
     and scanned, and the files (or notebook cells) not scanned with their
-    reasons (``optax_gate.gate.usage_files``)."""
+    reasons (``optax_gate.gate.inputs.usage_files``)."""
 
     paths: list[str]
     uses: list[Use]

@@ -1,6 +1,6 @@
 """The checks of the paths the user types (``--usage``) made before anything
 runs. The paths themselves are read from where the user stands
-(:mod:`optax_gate.gate.typed_path`).
+(:mod:`optax_gate.gate.inputs.typed_path`).
 
 ``--usage`` takes one path per occurrence and is repeated
 (``--usage src --usage notebooks``): SPECs after it stay SPECs.
@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from optax_gate.gate import requirements, validate
-from optax_gate.gate.typed_path import user_path
-from optax_gate.gate.usage_files import SUFFIXES
+from optax_gate.gate.inputs import requirements, validate
+from optax_gate.gate.inputs.typed_path import user_path
+from optax_gate.gate.inputs.usage_files import SUFFIXES
 
 def _link_problem(path: Path) -> str | None:
     if not path.is_symlink() or path.exists():

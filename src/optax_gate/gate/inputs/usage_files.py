@@ -41,7 +41,7 @@ import tokenize
 from pathlib import Path
 from typing import Iterable
 
-from optax_gate.gate.typed_path import INVOKED_FROM
+from optax_gate.gate.inputs.typed_path import INVOKED_FROM
 
 SUFFIXES = (".py", ".ipynb")
 #: Folders never scanned for the team's code: environments, caches, reports.
@@ -100,7 +100,7 @@ def may_use(entry: NotScanned, public_path: str) -> bool:
 
 def user_folder() -> str:
     """The folder the user stood in when they started the gate (``$OPTAX_GATE_INVOKED_FROM``, which
-    ``./noxw`` exports; ``optax_gate.gate.typed_path``), else the current folder: the files of the scan
+    ``./noxw`` exports; ``optax_gate.gate.inputs.typed_path``), else the current folder: the files of the scan
     are named relative to it."""
     return os.path.abspath(os.environ.get(INVOKED_FROM) or os.getcwd())
 

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import validate
+from optax_gate.gate.inputs import validate
 
 PATTERN = "test_*.py"
 
