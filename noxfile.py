@@ -35,7 +35,8 @@ import nox
 import nox.command
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from optax_gate.gate import compilation_cache, devices, environments, pytest_plugins, session_args  # noqa: E402  (no JAX)
+from optax_gate.gate import devices, pytest_plugins, session_args  # noqa: E402  (no JAX)
+from optax_gate.gate.install import compilation_cache, environments  # noqa: E402  (no JAX)
 
 nox.options.default_venv_backend = "uv"
 # uv installs packages without their bytecode; where PYTHONDONTWRITEBYTECODE is set (many
@@ -88,7 +89,7 @@ def _jax_cache(session: nox.Session) -> dict[str, str]:
 def _install_project(session: nox.Session) -> None:
     """This project, editable, without dependencies: skipped when the
     environment already has it from the same ``pyproject.toml``
-    (``optax_gate.gate.environments.project_install_needed``)."""
+    (``optax_gate.gate.install.environments.project_install_needed``)."""
     folder = Path(session.virtualenv.location)
     if environments.project_install_needed(folder, Path(__file__).parent):
         session.install("--no-deps", "-e", ".")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, environments, evidence, results_cache, runner
+from optax_gate.gate import cli, evidence, results_cache, runner
+from optax_gate.gate.install import environments
 from tests.meta.test_compare import record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -252,7 +253,8 @@ else:
 DRIVER = '''
 import sys
 from pathlib import Path
-from optax_gate.gate import cli, environments
+from optax_gate.gate import cli
+from optax_gate.gate.install import environments
 environments.ensure = lambda *a, **k: Path({fake!r})
 sys.exit(cli.main(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}, *{extra!r}]))
 '''

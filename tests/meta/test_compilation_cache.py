@@ -1,5 +1,5 @@
 """JAX's persistent compilation cache changes speed, never outcomes
-(``optax_gate.gate.compilation_cache``)."""
+(``optax_gate.gate.install.compilation_cache``)."""
 
 import os
 import subprocess
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import compilation_cache, outcomes
+from optax_gate.gate import outcomes
+from optax_gate.gate.install import compilation_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "tests/contracts/test_incremental_update.py"  # golden, property, trajectories, jit/no-recompile

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import environments
+from optax_gate.gate.install import environments
 
 PINS = """\
 jax==0.12.0.1 \\
@@ -164,7 +164,7 @@ def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs
 def test_a_rebuild_keeps_the_compilation_cache(tmp_path, fake_uv):
     """CI restores ``<env>/jax-compilation-cache`` alone (actions/cache), so the
     environment is built around it; ``uv venv --clear`` must not wipe it."""
-    from optax_gate.gate import compilation_cache
+    from optax_gate.gate.install import compilation_cache
 
     lock = _lock(tmp_path, "lock.txt", "requirements.in")
     cache = tmp_path / "env" / compilation_cache.FOLDER

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, environments, evidence, extras, runner
+from optax_gate.gate import cli, evidence, runner
+from optax_gate.gate.install import environments, extras
 from optax_gate.gate.inputs import validate
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
 from tests.meta.test_late_phases import run_gate

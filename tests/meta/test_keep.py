@@ -22,7 +22,8 @@ from tests.meta.test_cli import ROOT, fake_gate, snapshot
 UNRESOLVABLE = '''
 import sys
 from pathlib import Path
-from optax_gate.gate import cli, environments
+from optax_gate.gate import cli
+from optax_gate.gate.install import environments
 def no_solution(*args, **kwargs):
     raise environments.EnvironmentFailure("resolution", "No solution found: optax==0.2.99 is not on the index")
 environments.compile_lock = no_solution

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from optax_gate.gate import cli, environments, matrix, runner, sides
+from optax_gate.gate import cli, matrix, runner, sides
+from optax_gate.gate.install import environments
 from optax_gate.gate.heartbeat import Heartbeat
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch

@@ -1,4 +1,4 @@
-"""Meta tests of gate/source_build.py on a synthetic git repository of a tiny
+"""Meta tests of gate/install/source_build.py on a synthetic git repository of a tiny
 pure-Python package built in tmp_path (no network beyond the package index,
 which uv needs for the build backend)."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import source_build
-from optax_gate.gate.source_build import SourceBuildError
+from optax_gate.gate.install import source_build
+from optax_gate.gate.install.source_build import SourceBuildError
 from tests.meta.test_cli import uv_env
 
 pytestmark = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")

@@ -1,4 +1,4 @@
-"""Source candidates (gate/source_specs.py): the specs that ask for one, the
+"""Source candidates (gate/install/source_specs.py): the specs that ask for one, the
 refusal of compiled packages, and the gate end to end on a synthetic git
 repository of a tiny package named optax (fake environments; the wheel is
 really built and really pinned by uv)."""
@@ -16,8 +16,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from optax_gate.gate import dependencies, source_specs
-from optax_gate.gate.source_specs import SourceFailure, SourceSpec
+from optax_gate.gate import dependencies
+from optax_gate.gate.install import source_specs
+from optax_gate.gate.install.source_specs import SourceFailure, SourceSpec
 from optax_gate.gate.inputs.validate import InvalidInput
 from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
@@ -114,7 +115,8 @@ PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"').replace
 DRIVER = """
 import sys
 from pathlib import Path
-from optax_gate.gate import cli, environments
+from optax_gate.gate import cli
+from optax_gate.gate.install import environments
 environments.ensure = lambda *a, **k: Path({fake!r})
 {patch}
 sys.exit(cli.main(["gate", *{args!r}, "--out", {out!r}, "--cache-dir", {cache!r}, "--no-speed",

@@ -170,7 +170,7 @@ def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
     missing requirements) removes the distributions the environment has: a
     ``NAME-VERSION.dist-info`` folder is NAME's (it read ``numpy-2.5.5.dist``
     before, and the environment's numpy was shadowed)."""
-    from optax_gate.gate import bisect_deps
+    from optax_gate.gate.install import missing_requirements as bisect_deps
 
     for name, version, top in (("numpy", "2.5.5", "numpy"), ("scikit_learn", "1.9.1", "sklearn")):
         info = tmp_path / f"{name}-{version}.dist-info"

@@ -29,7 +29,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate import environments
+from optax_gate.gate.install import environments
 
 #: Environment variables read by ``tests/contracts/conftest.py``.
 SNAPSHOT_DIR = "OPTAX_GATE_SNAPSHOT_DIR"

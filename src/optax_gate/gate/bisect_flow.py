@@ -29,7 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import report_html, report_json, report_markdown, source_build
+from optax_gate.gate import report_html, report_json, report_markdown
+from optax_gate.gate.install import source_build
 from optax_gate.gate.base import atomic
 from optax_gate.gate import findings as findings_
 from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve

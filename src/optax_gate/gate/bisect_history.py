@@ -5,7 +5,7 @@ plumbing commands, and git's own messages are what a report should quote).
 
 The history is ``--history PACKAGE=PATH_OR_URL``: a local repository (bare or
 not, read only), or a URL cloned once (bare) under the cache folder
-(``optax_gate.gate.source_build.mirror``, shared with source candidates). The default is the package's public
+(``optax_gate.gate.install.source_build.mirror``, shared with source candidates). The default is the package's public
 repository (:data:`PUBLIC`); where it cannot be reached, :class:`NoHistory`
 carries git's own reason.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from optax_gate.gate import source_build
+from optax_gate.gate.install import source_build
 from optax_gate.gate.inputs.typed_path import user_path
 
 #: The pure-Python packages a bisection can build from source -> their public repository

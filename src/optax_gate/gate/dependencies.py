@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 CONTRACTED = ("optax", "jax", "jaxlib", "flax")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)")
-#: ``name @ URL``: a direct reference, such as a wheel built from source (``optax_gate.gate.source_specs``).
+#: ``name @ URL``: a direct reference, such as a wheel built from source (``optax_gate.gate.install.source_specs``).
 _DIRECT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*@\s*([^\s;\\]+)")
 
 

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import baseline_snapshots, bisect_command, bisect_history, compare, environments, evidence, extras, late, report_html, report_json, report_markdown, report_speed, runner, scope, source_specs, team_run, upstream_tests, usage
+from optax_gate.gate import baseline_snapshots, bisect_command, bisect_history, compare, evidence, late, report_html, report_json, report_markdown, report_speed, runner, scope, team_run, upstream_tests, usage
+from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.inputs import requirements, team_contracts, validate
 from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_

@@ -9,7 +9,7 @@ Environments (each judged against the pinned baseline):
 - one per release of flax newer than the baseline's;
 - ``all-newest``: the newest optax, jax (+ jaxlib) and flax together;
 - with ``upstream``: ``optax-main`` and ``flax-main``, each package built from
-  its public repository's default branch (``optax_gate.gate.source_specs``),
+  its public repository's default branch (``optax_gate.gate.install.source_specs``),
   the rest at baseline; marked ``unreleased``.
 
 With ``include_older`` the older releases are planned too. Nothing here needs a

@@ -36,7 +36,8 @@ from typing import Any
 from optax_gate.gate import call_sites, evidence, report_bisect, report_surface, upstream_tests
 from optax_gate.gate.base import details
 from optax_gate.gate import findings as findings_
-from optax_gate.gate import report_speed, report_team_run, scope, source_specs
+from optax_gate.gate import report_speed, report_team_run, scope
+from optax_gate.gate.install import source_specs
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
 SAMPLE = 5

@@ -85,7 +85,7 @@ RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
                "src/optax_gate/gate/runner.py", "src/optax_gate/gate/outcomes.py",
                "src/optax_gate/gate/pytest_plugins.py", "src/optax_gate/gate/devices.py",
                "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/warnings_diff.py",
-               "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/compilation_cache.py",
+               "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/install/compilation_cache.py",
                "src/optax_gate/gate/base/details.py")
 MANIFEST = "manifest.json"
 _SKIP_SUFFIXES = (".pyc", ".obtained.yml")

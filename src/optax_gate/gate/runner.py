@@ -26,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import compilation_cache, devices, outcomes, pytest_plugins, warnings_diff
+from optax_gate.gate import devices, outcomes, pytest_plugins, warnings_diff
+from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.inputs import team_contracts
 
 CONTRACTS_DIR = "tests/contracts"

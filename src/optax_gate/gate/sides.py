@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import compilation_cache, environments, extras, report_speed, results_cache, runner, source_specs, surface, unseen
+from optax_gate.gate import report_speed, results_cache, runner, surface, unseen
+from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_

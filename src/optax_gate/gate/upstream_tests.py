@@ -17,7 +17,7 @@ run when the environment's optax lacks it (its own wins).
 Test dependencies the environment lacks (``chex`` in the 0.2.8 environment,
 ``absl-py``...) are never installed into the locked environment: they go into
 an overlay folder of their own (``uv pip install --target``, the environment's
-versions as constraints, as ``optax_gate.gate.bisect_deps`` does), put on
+versions as constraints, as ``optax_gate.gate.install.missing_requirements`` does), put on
 ``PYTHONPATH`` for the run only, and named in the report.
 
 Each failure is classified (:func:`classify`), by the first error line of its
@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import bisect_deps
+from optax_gate.gate.install import missing_requirements as bisect_deps
 from optax_gate.gate.base.details import normalise, shorten
 
 #: Directions: (label, tests of which side, run in which environment).

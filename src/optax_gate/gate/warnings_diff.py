@@ -13,7 +13,7 @@ A warning new in the candidate is ``changed`` (``broken`` for a deprecation,
 subclasses by name, under ``--fail-on-new-deprecations``: code run with
 ``-W error`` breaks on it); a warning gone is ``noted``. A warning about the
 gate's own machinery (JAX's about the gate's compilation cache,
-``optax_gate.gate.compilation_cache.OWN_WARNINGS``) is neither side's: it is
+``optax_gate.gate.install.compilation_cache.OWN_WARNINGS``) is neither side's: it is
 left out of the rows (:func:`own` counts it for the report's note).
 """
 
@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from optax_gate.gate import compilation_cache
+from optax_gate.gate.install import compilation_cache
 
 DEPRECATIONS = ("DeprecationWarning", "PendingDeprecationWarning", "FutureWarning")
 

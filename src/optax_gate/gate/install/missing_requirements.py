@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate.environments import uv
+from optax_gate.gate.install.environments import uv
 
 #: Run by the environment's interpreter on the commit's install folder: the
 #: requirements (``Requires-Dist``, markers evaluated without extras) whose

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from optax_gate.gate.base import atomic
-from optax_gate.gate.environments import EnvironmentFailure, run_uv
+from optax_gate.gate.install.environments import EnvironmentFailure, run_uv
 
 #: The file that marks a complete cache entry; written last, atomically.
 BUILT_FILE = "built.json"

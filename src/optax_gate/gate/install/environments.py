@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from optax_gate.gate import compilation_cache
+from optax_gate.gate.install import compilation_cache
 
 STATE_FILE = ".optax-gate-env.json"
 #: Records the editable install of this project in an environment.
@@ -39,7 +39,7 @@ class EnvironmentFailure(Exception):
 
 
 #: Where ``./noxw`` installs uv (with nox, from requirements-tools.txt) in this project's checkout.
-NOXW_UV = Path(__file__).resolve().parents[3] / ".noxw" / "venv" / "bin" / "uv"
+NOXW_UV = Path(__file__).resolve().parents[4] / ".noxw" / "venv" / "bin" / "uv"
 
 
 def uv() -> str:

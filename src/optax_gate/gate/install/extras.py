@@ -19,7 +19,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from optax_gate.gate import environments
+from optax_gate.gate.install import environments
 from optax_gate.gate.inputs.validate import InvalidInput
 
 

@@ -9,7 +9,7 @@ Three ways to ask for one:
   uncommitted changes are not in the wheel, and the report says so);
 - ``--source optax=PATH_OR_URL@REF`` (``@REF`` optional: HEAD).
 
-The wheel is built by ``optax_gate.gate.source_build`` (cached by commit SHA)
+The wheel is built by ``optax_gate.gate.install.source_build`` (cached by commit SHA)
 and enters the candidate's requirements as ``optax @ file:///…/x.whl``; the
 compiled lock pins it by the wheel's SHA-256 (checked here), so the install
 stays hash-checked. jax and jaxlib are compiled (C++ and XLA): refused.
@@ -26,7 +26,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from optax_gate.gate import source_build
+from optax_gate.gate.install import source_build
 from optax_gate.gate.inputs.requirements import canonical_name
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.inputs.validate import InvalidInput
