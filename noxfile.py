@@ -35,7 +35,7 @@ import nox
 import nox.command
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from optax_gate.gate import devices, pytest_plugins, session_args  # noqa: E402  (no JAX)
+from optax_gate.gate.run import devices, pytest_plugins, session_args  # noqa: E402  (no JAX)
 from optax_gate.gate.install import compilation_cache, environments  # noqa: E402  (no JAX)
 
 nox.options.default_venv_backend = "uv"
@@ -108,7 +108,7 @@ def _pytest_env(session: nox.Session) -> dict[str, str]:
 
 
 #: The multi-device contracts and the environment of their own pytest process
-#: (from ``optax_gate.gate.devices``):
+#: (from ``optax_gate.gate.run.devices``):
 #: JAX reads the device count once, before its CPU backend starts, so the eight
 #: simulated devices must not reach the single-device contracts' process.
 MULTIDEVICE = devices.MULTIDEVICE_DIR

@@ -35,6 +35,6 @@ def _case(entry, dtype):
 @pytest.mark.parametrize(("path", "dtype"), [_case(e, d) for e in CONTRACTED for d in surface_probe.VARIANT_DTYPES])
 def test_init_update_dtype(path, dtype, data_regression):
     """One init/update on a PyTree of ``dtype``: the outcome (baseline snapshot)."""
-    # no ": " in the value: a drift then reads as one "key: old -> new" (optax_gate.gate.outcomes.snapshot_diff)
+    # no ": " in the value: a drift then reads as one "key: old -> new" (optax_gate.gate.run.outcomes.snapshot_diff)
     outcome = surface_probe.init_update_variant(path, dtype).replace(": ", " ")
     data_regression.check({f"init_update_{dtype}": outcome})

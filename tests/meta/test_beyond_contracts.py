@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import compare, dependencies, report_json, report_markdown, unseen, warnings_diff
+from optax_gate.gate import compare, dependencies, report_json, report_markdown, unseen
+from optax_gate.gate.run import warnings_diff
 from optax_gate.kit import probe
 from tests.meta.test_compare import record
 

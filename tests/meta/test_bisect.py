@@ -328,7 +328,8 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
 
 
 _AFTER = '''
-from optax_gate.gate import bisect_command, evidence
+from optax_gate.gate import bisect_command
+from optax_gate.gate.run import evidence
 def _after(run, python, args, say):
     (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{args.bisect_env}")
 bisect_command.after_gate = _after

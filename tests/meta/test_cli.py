@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, evidence, results_cache, runner
+from optax_gate.gate import cli
+from optax_gate.gate.run import evidence, results_cache, runner
 from optax_gate.gate.install import environments
 from tests.meta.test_compare import record
 
@@ -409,7 +410,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     pytest process, and the thread starts its next one, which nobody stops (the gate waits for that thread
     at exit). Here the interruption lands exactly there: the process must still be stopped, at once."""
     import threading as threading_
-    from optax_gate.gate import runner
+    from optax_gate.gate.run import runner
     real = runner.subprocess.Popen
     stopper: list[threading_.Thread] = []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import outcomes
+from optax_gate.gate.run import outcomes
 from optax_gate.gate.install import compilation_cache
 
 ROOT = Path(__file__).resolve().parents[2]

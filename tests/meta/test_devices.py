@@ -4,7 +4,7 @@ folder, who sets them, and how the gate merges the two pytest processes."""
 import types
 from pathlib import Path
 
-from optax_gate.gate import devices, outcomes, runner
+from optax_gate.gate.run import devices, outcomes, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,8 @@ runner's words for an exception that escaped ``pytest.raises``."""
 
 import re
 
-from optax_gate.gate import findings, outcomes, report_markdown
+from optax_gate.gate import findings, report_markdown
+from optax_gate.gate.run import outcomes
 from optax_gate.gate.base import details
 from tests.meta.test_findings import REAL, REAL_723, row
 from tests.meta.test_plugin_and_outcomes import run_log

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, evidence, runner
+from optax_gate.gate import cli
+from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.install import environments, extras
 from optax_gate.gate.inputs import validate
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
@@ -118,7 +119,7 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
     """The single-device process collects 10 contracts, the multi-device one 4:
     every progress call says 14, and the multi-device contracts run only once
     the single-device process has ended (its go file)."""
-    from optax_gate.gate import devices, outcomes
+    from optax_gate.gate.run import devices, outcomes
 
     calls, events = [], []
 

@@ -1,4 +1,4 @@
-"""Runs are kept by what they judged (``optax_gate.gate.evidence``): only a run
+"""Runs are kept by what they judged (``optax_gate.gate.run.evidence``): only a run
 whose two sides' contracts both ran counts toward ``--keep`` and becomes
 ``latest`` / ``report.md``; a run refused, or stopped before both sides ran,
 moves only ``not-judged.md`` and never prunes a run that judged. Through the
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from optax_gate.gate import evidence
+from optax_gate.gate.run import evidence
 from tests.meta.test_cli import ROOT, fake_gate, snapshot
 
 #: The fake gate's driver, without a candidate lock: the candidate's resolution fails as uv's does for a
@@ -106,7 +106,8 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     """A new user's refusal report read "0 broken, ... (of 0 contracts)", "API surface (no differences)"
     and "Dependencies ... resolution failed?": a run that compared nothing says so, with its reason and
     each side's status, in report.md and report.html alike."""
-    from optax_gate.gate import compare, report_html, report_markdown, runner, unseen
+    from optax_gate.gate import compare, report_html, report_markdown, unseen
+    from optax_gate.gate.run import runner
     why = "invalid input: --contracts /tmp/no-such-contracts does not exist"
     base = runner.not_verified("baseline", why, requirements=["lock file requirements-lock.txt"])
     cand = runner.not_verified("candidate", why, requirements=["optax==0.2.8"])

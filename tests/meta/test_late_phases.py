@@ -1,6 +1,6 @@
 """Late phases keep earlier evidence, and an output folder that cannot be
 written at any point keeps the previous report linked and whole
-(``optax_gate.gate.late``, ``optax_gate.gate.evidence``), through the gate's
+(``optax_gate.gate.late``, ``optax_gate.gate.run.evidence``), through the gate's
 command line with the fake environment of ``test_cli``.
 
 The tests run as root in CI, where ``chmod`` stops no write: a folder is made
@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import evidence
+from optax_gate.gate.run import evidence
 from tests.meta.test_cli import FAKE_CONTRACTS, FAKE_ID, ROOT, fake_gate, snapshot
 
 SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report.schema.json"
 
 DENY = '''
 import builtins, errno, io, os
-from optax_gate.gate import progress
+from optax_gate.gate.run import progress
 _ROOT = os.path.realpath({root!r})
 _ONLY_TOP = {only_top!r}
 _state = {{"on": {phase!r} == ""}}
@@ -114,7 +114,7 @@ def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_link
 
 
 def _raise_in(module: str, message: str) -> str:
-    """Patch code: ``module.NAME`` raises ``RuntimeError(message)`` from within ``module`` (its globals)."""
+    """Patch code (``module`` below ``optax_gate.gate``, e.g. ``beyond.unseen``): ``module.NAME`` raises ``RuntimeError(message)`` from within ``module`` (its globals)."""
     return f'''
 import types, importlib
 def _boom(*args, **kwargs):
@@ -175,7 +175,7 @@ def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0
     linked, report_md = links(out), (out / "report.md").read_bytes()
-    patch = _raise_in("evidence", "link boom") + "_module.complete = _boom\n"
+    patch = _raise_in("run.evidence", "link boom") + "_module.complete = _boom\n"
     proc = run_gate(tmp_path, patch, ("--no-cache",))
     assert proc.returncode == 2 and "the gate itself failed: RuntimeError: link boom" in proc.stderr
     assert links(out) == linked and (out / "report.md").read_bytes() == report_md

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from optax_gate import mutants
-from optax_gate.gate import devices
+from optax_gate.gate.run import devices
 
 ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "src" / "optax_gate" / "gate"

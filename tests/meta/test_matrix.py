@@ -162,7 +162,7 @@ def test_cli_merge_without_a_plan_is_not_verified(tmp_path):
 def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypatch, capsys):
     """The CI fan-out without GitHub: --plan lists the environments, each
     runner runs --only NAME into runs/, the merge step combines them."""
-    from optax_gate.gate import runner
+    from optax_gate.gate.run import runner
     from optax_gate.gate.install import environments
 
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from optax_gate.gate import cli, matrix, runner, sides
+from optax_gate.gate import cli, matrix, sides
+from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments
-from optax_gate.gate.heartbeat import Heartbeat
+from optax_gate.gate.run.heartbeat import Heartbeat
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 

@@ -11,7 +11,8 @@ import zlib
 
 import pytest
 
-from optax_gate.gate import findings, outcomes, unseen, warnings_diff
+from optax_gate.gate import findings, unseen
+from optax_gate.gate.run import outcomes, warnings_diff
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.base import details
 

@@ -3,7 +3,7 @@
 
 import pytest
 
-from optax_gate.gate import outcomes
+from optax_gate.gate.run import outcomes
 
 pytest_plugins = ["pytester"]
 

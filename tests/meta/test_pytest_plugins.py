@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from optax_gate.gate import pytest_plugins
+from optax_gate.gate.run import pytest_plugins
 from optax_gate.kit import probe
 
 

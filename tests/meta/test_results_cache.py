@@ -1,4 +1,4 @@
-"""The contract results cache (``optax_gate.gate.results_cache``): results are
+"""The contract results cache (``optax_gate.gate.run.results_cache``): results are
 stored per contract module for every side; any change that can move an
 outcome changes a key (a module's change only its own), a doubtful entry is
 re-run, and a gate runs only the modules the cache lacks."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import results_cache
+from optax_gate.gate.run import results_cache
 from tests.meta.test_cli import LOCK, ROOT, fake_gate, latest_report
 
 
@@ -66,8 +66,8 @@ def test_every_input_shared_by_the_modules_changes_every_key(project, change):
     elif change == "pytest config":
         (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\ntimeout = 5\n")
     elif change == "runner":
-        (project / "src/optax_gate/gate").mkdir(parents=True)
-        (project / "src/optax_gate/gate/runner.py").write_text("PARTS = ()\n")
+        (project / "src/optax_gate/gate/run").mkdir(parents=True)
+        (project / "src/optax_gate/gate/run/runner.py").write_text("PARTS = ()\n")
     after = unit_keys(project, **env)
     assert all(after[name] != before[name] for name in before)
 

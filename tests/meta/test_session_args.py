@@ -1,10 +1,10 @@
 """``./noxw -s tests -- ARGS``: which process gets what, mistyped paths, and
-what the processes selected (``optax_gate.gate.session_args``)."""
+what the processes selected (``optax_gate.gate.run.session_args``)."""
 
 import pytest
 
-from optax_gate.gate import session_args
-from optax_gate.gate.devices import MULTIDEVICE_DIR
+from optax_gate.gate.run import session_args
+from optax_gate.gate.run.devices import MULTIDEVICE_DIR
 
 
 @pytest.fixture

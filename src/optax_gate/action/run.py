@@ -26,7 +26,7 @@ script cannot use is 2, said on stderr.
 Outputs: ``report`` is *this* run's ``report.md`` (the run folder the gate
 made, a refusal's included), ``report-folder`` that run folder (what the
 artifact step uploads); ``OUT/report.md`` itself keeps showing the last run
-that judged both sides (``optax_gate.gate.evidence``).
+that judged both sides (``optax_gate.gate.run.evidence``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 
 from optax_gate.action import comment
-from optax_gate.gate import evidence  # standard library only, like this script
+from optax_gate.gate.run import evidence  # standard library only, like this script
 
 ROOT = Path(os.environ.get("GITHUB_ACTION_PATH") or Path(__file__).resolve().parents[3])
 FAIL_ON = ("broken", "changed", "all")
@@ -145,7 +145,7 @@ def run_folders(out: Path) -> set[str]:
 def this_run(out: Path, before: set[str]) -> Path | None:
     """The run folder the gate just made under ``out/runs`` (the newest folder not in ``before``), judged or
     not: the action shows *this* run's report, a refusal included, while ``out/report.md`` keeps showing
-    the last run that judged both sides (``optax_gate.gate.evidence``). None when the gate made none."""
+    the last run that judged both sides (``optax_gate.gate.run.evidence``). None when the gate made none."""
     new = sorted(run_folders(out) - before)
     return out / "runs" / new[-1] if new else None
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import bisect_flow, evidence
+from optax_gate.gate import bisect_flow
+from optax_gate.gate.run import evidence
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.bisect_history import parse_histories
 from optax_gate.gate.bisect_probe import Prober

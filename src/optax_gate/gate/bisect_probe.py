@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate import devices, outcomes, pytest_plugins
+from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.install import missing_requirements as bisect_deps
 from optax_gate.gate.install import source_build
 from optax_gate.gate.bisect_search import Unusable

@@ -104,7 +104,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate import bisect_command, evidence, matrix, runner, scope
+from optax_gate.gate import bisect_command, matrix, scope
+from optax_gate.gate.run import evidence, runner
 from optax_gate.gate import speed as speed_
 from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix

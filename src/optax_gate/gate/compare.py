@@ -35,7 +35,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from optax_gate.gate import findings, outcomes
+from optax_gate.gate import findings
+from optax_gate.gate.run import outcomes
 from optax_gate.gate.inputs import team_contracts
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
@@ -81,7 +82,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.unseen``) from two environment runs.
 
     Args:
-      baseline, candidate: run records as written by ``optax_gate.gate.runner``:
+      baseline, candidate: run records as written by ``optax_gate.gate.run.runner``:
         ``{"label", "requirements", "versions", "status": "ran" |
         "not-verified", "reason", "contracts": {id: {"api", "guide", "kind",
         "outcome", "detail"}}, ...}``.

@@ -17,7 +17,7 @@ cause              detail it recognises                                         
 ``dtype``          ``expected DTYPE, got ...: DTYPE``                            dtypes got instead
 ``raises``         an exception escaped ``pytest.raises`` expecting another      the type expected
                    (``raised TypeError instead of AssertionError: ...``,         (``negative`` contracts:
-                   ``optax_gate.gate.outcomes``)                                 "input checks")
+                   ``optax_gate.gate.run.outcomes``)                                 "input checks")
 ``nonfinite``      snapshot drift of the generated non-finite record only        the input classes
                    (``nan_param: '[''r3'']' -> none``)
 ``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,

@@ -2,7 +2,7 @@
 the candidate, install both sides and check their imports (a side that cannot
 stops the gate at once), run both sides' contracts, then the late phases
 (``optax_gate.gate.late``), and write the report into its run folder
-(``optax_gate.gate.evidence``). Also ``compare`` of two run records, and the
+(``optax_gate.gate.run.evidence``). Also ``compare`` of two run records, and the
 report of a crash of the gate itself."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import baseline_snapshots, bisect_command, bisect_history, compare, evidence, late, report_html, report_json, report_markdown, report_speed, runner, scope, team_run, upstream_tests, usage
+from optax_gate.gate import bisect_command, bisect_history, compare, late, report_html, report_json, report_markdown, report_speed, scope, team_run, upstream_tests, usage
+from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.inputs import requirements, team_contracts, validate
 from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_
-from optax_gate.gate.progress import Progress
+from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
                                    save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs

@@ -26,7 +26,7 @@ _WHERE = {
     "optax_gate.gate.call_sites": "call sites on findings (--usage)",
     "optax_gate.gate.surface": "API surface diff",
     "optax_gate.gate.dependencies": "dependency diff",
-    "optax_gate.gate.warnings_diff": "warnings diff",
+    "optax_gate.gate.run.warnings_diff": "warnings diff",
 }
 
 

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import matrix, report_json, report_matrix, runner, surface, unseen, upstream_tests
+from optax_gate.gate import matrix, report_json, report_matrix, surface, unseen, upstream_tests
+from optax_gate.gate.run import runner
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.base import atomic
 from optax_gate.gate.gate_flow import fail
-from optax_gate.gate.heartbeat import Heartbeat
+from optax_gate.gate.run.heartbeat import Heartbeat
 from optax_gate.gate.sides import load, measure_speed, run_lock, run_specs, save_run
 
 

@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate import call_sites, evidence, report_bisect, report_surface, upstream_tests
+from optax_gate.gate import call_sites, report_bisect, report_surface, upstream_tests
+from optax_gate.gate.run import evidence
 from optax_gate.gate.base import details
 from optax_gate.gate import findings as findings_
 from optax_gate.gate import report_speed, report_team_run, scope

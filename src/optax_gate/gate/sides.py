@@ -15,12 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import report_speed, results_cache, runner, surface, unseen
+from optax_gate.gate import report_speed, surface, unseen
+from optax_gate.gate.run import results_cache, runner
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.base import atomic
 from optax_gate.gate import speed as speed_
-from optax_gate.gate.progress import Progress
+from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.inputs.validate import InvalidInput
 
 

@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, findings, surface, usage, warnings_diff
+from optax_gate.gate import call_sites, dependencies, findings, surface, usage
+from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.base.details import named_list
 
 SCHEMA = 3

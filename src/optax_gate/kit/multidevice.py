@@ -4,7 +4,7 @@ in words, and the collectives of a compiled program (need JAX).
 
 The contracts run in their own pytest process started with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` (see
-``optax_gate.gate.devices``): the flag must be set before JAX creates its CPU
+``optax_gate.gate.run.devices``): the flag must be set before JAX creates its CPU
 backend, and it must not reach the single-device contracts' process, whose
 programs would otherwise be compiled for a host split into eight devices.
 """

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from optax_gate import mutants
-from optax_gate.gate import devices, outcomes, pytest_plugins
+from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.kit import probe

@@ -3,7 +3,7 @@
 They run in their own pytest process started with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` (``./noxw -s tests``,
 the gate's runner and the mutants check set it, see
-``optax_gate.gate.devices``). Anywhere else this conftest stops the session
+``optax_gate.gate.run.devices``). Anywhere else this conftest stops the session
 with a usage error (exit status 4) that says so: never a silent skip, because a
 gate that skipped them would report a multi-device regression as "unchanged".
 """

@@ -42,7 +42,7 @@ _ULP = re.compile(
     r"worst error (?P<worst>\S+) ULP\)")
 NP_SCALAR = re.compile(r"np\.(?:float|int)\d+\(([^()]*)\)")
 _SIGNATURE = re.compile(rf"^(?P<dtype>{DTYPE})\[(?P<shape>[^\]]*)\](?:=(?P<value>.*))?$")
-#: The runner's words for an exception that escaped ``pytest.raises`` (``optax_gate.gate.outcomes``).
+#: The runner's words for an exception that escaped ``pytest.raises`` (``optax_gate.gate.run.outcomes``).
 RAISED = re.compile(r"^raised (?P<got>[\w.]+) instead of (?P<want>[\w., ]+?)(?::\s*(?P<message>.*))?$")
 
 
@@ -143,7 +143,7 @@ class Drift:
 
 def parse_drift(detail: str) -> list[Drift]:
     """The leaves of a ``snapshot drift: path: old -> new; ...`` detail
-    (``optax_gate.gate.outcomes.snapshot_diff``), or [] for another detail."""
+    (``optax_gate.gate.run.outcomes.snapshot_diff``), or [] for another detail."""
     if not (detail or "").startswith("snapshot drift: "):
         return []
     leaves = []

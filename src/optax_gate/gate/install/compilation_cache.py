@@ -20,7 +20,7 @@ raises about it (:data:`OWN_WARNINGS`, e.g. "Error reading persistent
 compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing
 data: incomplete or truncated stream", an entry cut short when a run was
 killed while JAX wrote it) is never a warning of the candidate
-(``optax_gate.gate.warnings_diff`` leaves it out and counts it). JAX goes on
+(``optax_gate.gate.run.warnings_diff`` leaves it out and counts it). JAX goes on
 after such a read (it compiles the program again), but never replaces an
 entry already on disk (``jax._src.lru_cache.LRUCache.put`` returns when the
 file exists, read in jax 0.11.2), so the runner discards the corrupt entries

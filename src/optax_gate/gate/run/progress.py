@@ -24,7 +24,7 @@ class Progress:
         print(f"optax-gate [{time.monotonic() - self.start:6.1f} s] {message}", file=self.stream, flush=True)
 
     def contracts(self, label: str):
-        """A ``(done, total)`` callback for :func:`optax_gate.gate.runner.run`
+        """A ``(done, total)`` callback for :func:`optax_gate.gate.run.runner.run`
         that prints at each tenth of the contracts (and at the end)."""
         last = {"tenth": -1}
 

@@ -64,7 +64,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices
+from optax_gate.gate.run import devices
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.base import atomic
 
@@ -82,9 +82,9 @@ ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 #: report log (``tests/meta/test_results_cache.py`` checks that every gate
 #: module the runner imports is here).
 RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
-               "src/optax_gate/gate/runner.py", "src/optax_gate/gate/outcomes.py",
-               "src/optax_gate/gate/pytest_plugins.py", "src/optax_gate/gate/devices.py",
-               "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/warnings_diff.py",
+               "src/optax_gate/gate/run/runner.py", "src/optax_gate/gate/run/outcomes.py",
+               "src/optax_gate/gate/run/pytest_plugins.py", "src/optax_gate/gate/run/devices.py",
+               "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/run/warnings_diff.py",
                "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/install/compilation_cache.py",
                "src/optax_gate/gate/base/details.py")
 MANIFEST = "manifest.json"

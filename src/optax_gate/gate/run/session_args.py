@@ -3,7 +3,7 @@ what the session's pytest processes selected. No JAX: the noxfile imports it.
 
 The session runs two pytest processes (the single-device contracts and the
 suite's own tests, split over pytest-xdist; then the multi-device contracts
-with eight simulated devices, ``optax_gate.gate.devices``): paths go to the
+with eight simulated devices, ``optax_gate.gate.run.devices``): paths go to the
 process they belong to, options to both.
 """
 
@@ -13,7 +13,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from optax_gate.gate.devices import MULTIDEVICE_DIR as MULTIDEVICE
+from optax_gate.gate.run.devices import MULTIDEVICE_DIR as MULTIDEVICE
 
 
 def _exists(arg: str) -> bool:

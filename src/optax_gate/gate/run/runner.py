@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import devices, outcomes, pytest_plugins, warnings_diff
+from optax_gate.gate.run import devices, outcomes, pytest_plugins, warnings_diff
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.inputs import team_contracts
 
@@ -136,7 +136,7 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     profile = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     extra = {**extra, "hypothesis_profile": profile}
     versions, import_error, import_warnings, plugins = probed or probe(python)
-    # Only the declared pytest plugins load, on both sides (optax_gate.gate.pytest_plugins).
+    # Only the declared pytest plugins load, on both sides (optax_gate.gate.run.pytest_plugins).
     extra["pytest_plugins"] = {"loaded": pytest_plugins.modules(plugins), "left_out": pytest_plugins.left_out(plugins)}
     extra["warnings"] = warnings_diff.fold(import_warnings, [])
     if import_error:
@@ -233,7 +233,7 @@ def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, dead
 
 #: The pytest processes of one contract run: (file name suffix, folder,
 #: multi-device). The multi-device contracts need eight simulated CPU devices
-#: configured before JAX starts (``optax_gate.gate.devices``), so they run in a
+#: configured before JAX starts (``optax_gate.gate.run.devices``), so they run in a
 #: second process (``<label>.multidevice.*`` files); their outcomes join the
 #: same record, and a failure or time-out of either process fails closed.
 PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, True))
@@ -243,7 +243,7 @@ PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, T
 class Part:
     """One pytest process of a contract run: its folder, exit status, the
     tail of its output, its report log, its last (finished, collected) and the
-    warnings its contracts raised (``optax_gate.gate.warnings_diff``)."""
+    warnings its contracts raised (``optax_gate.gate.run.warnings_diff``)."""
 
     folder: str
     returncode: int
