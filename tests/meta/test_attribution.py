@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from optax_gate.gate import attribution, compare, scope, usage
+from optax_gate.gate import attribution, scope, usage
+from optax_gate.gate.judge import compare
 from optax_gate.gate.surface import POSITIONAL, Param
 
 TEAM = '''import optax

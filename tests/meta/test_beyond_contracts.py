@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import compare, dependencies, report_json, report_markdown, unseen
+from optax_gate.gate import dependencies, report_json, report_markdown, unseen
+from optax_gate.gate.judge import compare
 from optax_gate.gate.run import warnings_diff
 from optax_gate.kit import probe
 from tests.meta.test_compare import record
@@ -183,7 +184,8 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     """One rule for "list of APIs" in a finding's line (``details.named_list``):
     the merged API-surface finding and the contract finding across APIs both
     name ``details.NAMED`` and say how many more."""
-    from optax_gate.gate import findings, report_surface
+    from optax_gate.gate import report_surface
+    from optax_gate.gate.judge import findings
     from optax_gate.gate.base import details
 
     paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import bisect_command, bisect_flow, compare, report_json, report_markdown
+from optax_gate.gate import bisect_command, bisect_flow, report_json, report_markdown
+from optax_gate.gate.judge import compare
 from optax_gate.gate.install import source_build
 from optax_gate.gate.bisect_history import first_parent, release_commit
 from optax_gate.gate.bisect_probe import Prober

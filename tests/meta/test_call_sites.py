@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import call_sites, compare, report_markdown, unseen, usage  # noqa: E402
+from optax_gate.gate import call_sites, report_markdown, unseen, usage  # noqa: E402
+from optax_gate.gate.judge import compare  # noqa: E402
 from tests.meta.test_compare import record  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"

@@ -1,8 +1,8 @@
-"""The change and verdict logic of ``optax_gate.gate.compare``."""
+"""The change and verdict logic of ``optax_gate.gate.judge.compare``."""
 
 import pytest
 
-from optax_gate.gate import compare
+from optax_gate.gate.judge import compare
 
 
 def record(status="ran", reason="", **outcomes):

@@ -1,4 +1,4 @@
-"""Findings (``optax_gate.gate.findings``): the differing contracts of a gate
+"""Findings (``optax_gate.gate.judge.findings``): the differing contracts of a gate
 report grouped by API and cause, and details in plain words.
 
 The main fixture, ``data/report-optax-0.2.8.json``, holds the 13 differing rows
@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate import findings, report_json, report_markdown
+from optax_gate.gate import report_json, report_markdown
+from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
 from optax_gate.kit import tolerances
 

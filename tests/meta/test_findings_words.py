@@ -5,7 +5,8 @@ runner's words for an exception that escaped ``pytest.raises``."""
 
 import re
 
-from optax_gate.gate import findings, report_markdown
+from optax_gate.gate import report_markdown
+from optax_gate.gate.judge import findings
 from optax_gate.gate.run import outcomes
 from optax_gate.gate.base import details
 from tests.meta.test_findings import REAL, REAL_723, row

@@ -4,7 +4,8 @@ fake package index (no network)."""
 import json
 import re
 
-from optax_gate.gate import cli, discovery, findings, matrix, report_matrix
+from optax_gate.gate import cli, discovery, matrix, report_matrix
+from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
 from tests.meta.test_compare import record
 from tests.meta.test_findings import REAL

@@ -11,7 +11,8 @@ one API's several changes."""
 import json
 from pathlib import Path
 
-from optax_gate.gate import findings, report_markdown, unseen
+from optax_gate.gate import report_markdown, unseen
+from optax_gate.gate.judge import findings
 
 REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
 MC = "optax.monte_carlo"

@@ -11,7 +11,8 @@ import zlib
 
 import pytest
 
-from optax_gate.gate import findings, unseen
+from optax_gate.gate import unseen
+from optax_gate.gate.judge import findings
 from optax_gate.gate.run import outcomes, warnings_diff
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.base import details
@@ -204,7 +205,7 @@ def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
 def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_direction():
     """A new user read "other outputs come out non-finite: `state/[1].e_g` r1,r3 in the baseline, none
     now": the shown output has fewer non-finite leaves; the others moved another way."""
-    from optax_gate.gate import findings
+    from optax_gate.gate.judge import findings
     rows = [{"id": "t::test_edge[optax.adafactor]", "api": "optax.adafactor", "kind": "snapshot", "change": "changed",
              "baseline": "passed", "candidate": "failed",
              "detail": "snapshot drift: weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> none; "

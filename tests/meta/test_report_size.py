@@ -15,7 +15,7 @@ import pytest
 
 from optax_gate.action import comment, run
 from optax_gate.gate import report_html, report_json, report_markdown, report_surface
-from optax_gate.gate import findings as findings_
+from optax_gate.gate.judge import findings as findings_
 
 GITHUB_COMMENT = 65_536  # characters
 GITHUB_SUMMARY = 1024 * 1024  # bytes

@@ -2,7 +2,8 @@
 
 import json
 
-from optax_gate.gate import compare, report_json, report_markdown
+from optax_gate.gate import report_json, report_markdown
+from optax_gate.gate.judge import compare
 from tests.meta.test_compare import record
 
 

@@ -12,7 +12,8 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import compare, report_markdown, scope, unseen, usage  # noqa: E402
+from optax_gate.gate import report_markdown, scope, unseen, usage  # noqa: E402
+from optax_gate.gate.judge import compare  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"

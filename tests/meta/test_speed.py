@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import compare, matrix, report_markdown, report_matrix, report_speed, speed
+from optax_gate.gate import matrix, report_markdown, report_matrix, report_speed, speed
+from optax_gate.gate.judge import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 

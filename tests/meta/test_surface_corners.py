@@ -3,7 +3,7 @@ drift of their snapshots reads as a finding (``findings.corner_cause``)."""
 
 from __future__ import annotations
 
-from optax_gate.gate import findings
+from optax_gate.gate.judge import findings
 from optax_gate.kit import surface_corners as sc
 from optax_gate.kit.surface_calls import CALLS
 

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import compare, divergence, report_markdown, scope, team_run
+from optax_gate.gate import divergence, report_markdown, scope, team_run
+from optax_gate.gate.judge import compare
 from optax_gate.kit import tolerances
 
 TEAMS = Path(__file__).parent / "teams"

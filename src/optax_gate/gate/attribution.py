@@ -57,7 +57,7 @@ import re
 from typing import Any, Iterable
 
 from optax_gate.gate import call_sites, usage
-from optax_gate.gate.findings import EDGE_KEY, _cause, test_name
+from optax_gate.gate.judge.findings import EDGE_KEY, _cause, test_name
 
 VERDICTS = ("affected", "cannot-tell", "not-affected")
 DTYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")

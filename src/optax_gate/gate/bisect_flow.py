@@ -32,7 +32,7 @@ from typing import Any
 from optax_gate.gate import report_html, report_json, report_markdown
 from optax_gate.gate.install import source_build
 from optax_gate.gate.base import atomic
-from optax_gate.gate import findings as findings_
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
 from optax_gate.gate.bisect_probe import Prober
 from optax_gate.gate.bisect_search import Answer, Target, search

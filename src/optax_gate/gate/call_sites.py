@@ -1,5 +1,5 @@
 """The team's call sites on every finding (``--usage``), applied after the
-findings are formed (``optax_gate.gate.findings``) and the sections beyond
+findings are formed (``optax_gate.gate.judge.findings``) and the sections beyond
 the contracts are built (``optax_gate.gate.unseen``).
 
 :func:`annotate` adds to each finding of the report:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import bisect_command, bisect_history, compare, late, report_html, report_json, report_markdown, report_speed, scope, team_run, upstream_tests, usage
+from optax_gate.gate import bisect_command, bisect_history, late, report_html, report_json, report_markdown, report_speed, scope, team_run, upstream_tests, usage
+from optax_gate.gate.judge import compare
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.inputs import requirements, team_contracts, validate

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate.gate import compare, discovery, unseen
+from optax_gate.gate import discovery, unseen
+from optax_gate.gate.judge import compare
 from optax_gate.gate.inputs import requirements
 
 PACKAGES = ("optax", "jax", "flax")

@@ -6,7 +6,7 @@ Top-level keys: ``schema`` (2), ``verdict`` (``pass`` | ``fail`` |
 ``findings`` (report.md's findings, same list and order: the differing
 contracts grouped by cause, ``{"number", "section": "contracts", "change",
 "api", "apis", "cause", "key", "contracts": [ids], "tests": [[test in plain
-words, count]], "text"}``, see ``optax_gate.gate.findings``, then each broken
+words, count]], "text"}``, see ``optax_gate.gate.judge.findings``, then each broken
 row beyond the contracts, ``section`` ``surface`` / ``dependencies`` /
 ``warnings``, see ``optax_gate.gate.unseen.broken_findings``; with
 ``--usage``, ``your_code``, ``your_code_not_scanned`` and ``your_code_notes``,

@@ -1,7 +1,7 @@
 """Markdown rendering of a gate report, for a person deciding an upgrade.
 
 Order: the verdict, the counts and the verdict's reasons first; then the
-findings, one line each (``optax_gate.gate.findings``: the differing contracts
+findings, one line each (``optax_gate.gate.judge.findings``: the differing contracts
 grouped by cause, across APIs, broken first), each linking to its contract rows;
 each finding naming the team's call sites of its APIs with ``--usage``
 (``optax_gate.gate.call_sites``; those that touch the team's code first) and,
@@ -36,7 +36,7 @@ from typing import Any
 from optax_gate.gate import call_sites, report_bisect, report_surface, upstream_tests
 from optax_gate.gate.run import evidence
 from optax_gate.gate.base import details
-from optax_gate.gate import findings as findings_
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate import report_speed, report_team_run, scope
 from optax_gate.gate.install import source_specs
 

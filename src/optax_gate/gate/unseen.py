@@ -32,7 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, findings, surface, usage
+from optax_gate.gate import call_sites, dependencies, surface, usage
+from optax_gate.gate.judge import findings
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.base.details import named_list
 
@@ -209,7 +210,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
            usage_paths: list[Path] | None = None, packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
            fail_on_new_deprecations: bool = False, usage_scan: usage.Scan | None = None) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
-    sections to a report from ``optax_gate.gate.compare.compare`` and bump its
+    sections to a report from ``optax_gate.gate.judge.compare.compare`` and bump its
     schema to 2; a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
     and ``candidate`` are the run records (``site_packages``, ``lock_file``,
     ``warnings``); ``usage_scan``: the scan of ``usage_paths`` when already
@@ -230,7 +231,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         beyond = broken_findings(report)
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
-        # across the contracts, the API surface and the warnings (optax_gate.gate.findings.merge renumbers)
+        # across the contracts, the API surface and the warnings (optax_gate.gate.judge.findings.merge renumbers)
         report["findings"] = findings.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,
                                             report.get("contracts", []))
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)

@@ -5,7 +5,7 @@ The tables below are data: a reader sees which corners each API gets and, in
 ``*_LEFT_OUT``, which APIs get none and why. The functions at the end run one
 grid cell and say its outcome in one short line that a snapshot file keeps on
 one line (no ``"; "``, ``" -> "`` or ``": "``, so a drift reads as one finding
-cause per cell, ``optax_gate.gate.findings``' ``corner`` cause):
+cause per cell, ``optax_gate.gate.judge.findings``' ``corner`` cause):
 
 - ``ok float32[] 3`` (a 0-d result: dtype, shape, value to 4 significant
   digits, coarse enough that a 1-ULP change of a reduction's order between

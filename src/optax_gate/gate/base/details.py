@@ -1,5 +1,5 @@
 """A contract's failure detail in plain words, and the parsers behind them
-(``optax_gate.gate.findings`` groups findings with the same parsers).
+(``optax_gate.gate.judge.findings`` groups findings with the same parsers).
 
 What a detail becomes (:func:`plain_detail`, :func:`outcome_words`):
 

@@ -22,7 +22,7 @@ repeatable): contract modules in the team's repository, run beside ours.
 - :func:`digest` feeds the folders' files into the baseline cache key.
 - :func:`failing_at_baseline`: a team contract that fails or errors in the
   baseline cannot judge the candidate, so the run is not verified, naming it
-  (``optax_gate.gate.compare``).
+  (``optax_gate.gate.judge.compare``).
 """
 
 from __future__ import annotations

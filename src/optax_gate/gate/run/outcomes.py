@@ -79,7 +79,7 @@ def failure_signature(detail: str) -> str:
     failure (memory addresses, the environment's ``site-packages`` folder,
     pytest's temporary folders, durations), its exception type, message and
     values kept: two contracts failing in both environments with different
-    signatures fail differently (``optax_gate.gate.compare``: ``changed``)."""
+    signatures fail differently (``optax_gate.gate.judge.compare``: ``changed``)."""
     text = " ".join((detail or "").split())
     for pattern, repl in _VOLATILE:
         text = pattern.sub(repl, text)

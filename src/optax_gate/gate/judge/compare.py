@@ -35,7 +35,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from optax_gate.gate import findings
+from optax_gate.gate.judge import findings
 from optax_gate.gate.run import outcomes
 from optax_gate.gate.inputs import team_contracts
 
@@ -91,7 +91,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
       ``{"schema": 3, "verdict", "reasons", "notes", "summary", "findings",
       "baseline", "candidate", "contracts": [...]}``; contracts sorted by
       change severity, then id; ``findings`` groups the differing contracts
-      by API and cause, then by upstream cause (``optax_gate.gate.findings.of_report``).
+      by API and cause, then by upstream cause (``optax_gate.gate.judge.findings.of_report``).
     """
     base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
     rows = []
