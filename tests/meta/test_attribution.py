@@ -1,4 +1,4 @@
-"""Honest static attribution (``optax_gate.gate.attribution``): a finding's
+"""Honest static attribution (``optax_gate.gate.beyond.attribution``): a finding's
 configuration comes from its contract cases' labels; each line of the team's
 code is affected, not affected or "cannot tell without --run" by its literal
 arguments; APIs reached through composition count
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from optax_gate.gate import attribution, scope, usage
+from optax_gate.gate.beyond import attribution, scope, usage
 from optax_gate.gate.judge import compare
-from optax_gate.gate.surface import POSITIONAL, Param
+from optax_gate.gate.beyond.surface import POSITIONAL, Param
 
 TEAM = '''import optax
 
@@ -66,7 +66,7 @@ def _report(tmp_path, team_text=TEAM):
     (team / "train.py").write_text(team_text)
     scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
     report = compare.compare(base, cand)
-    from optax_gate.gate import call_sites
+    from optax_gate.gate.beyond import call_sites
     call_sites.annotate(report, scan)
     attribution.attribute(report, scan, REACHED, {}, SIGNATURES)
     return report, scan
@@ -188,7 +188,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     (team / "train.py").write_text(TEAM)
     scan = usage.scan([team], base=team)
     report = compare.compare(base, cand)
-    from optax_gate.gate import call_sites
+    from optax_gate.gate.beyond import call_sites
     call_sites.annotate(report, scan)
     attribution.attribute(report, scan, REACHED, {}, SIGNATURES, passes)
     (finding,) = report["findings"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import dependencies, report_json, report_markdown, unseen
+from optax_gate.gate import report_json, report_markdown
+from optax_gate.gate.beyond import dependencies, unseen
 from optax_gate.gate.judge import compare
 from optax_gate.gate.run import warnings_diff
 from optax_gate.kit import probe

@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from optax_gate.gate import unseen
+from optax_gate.gate.beyond import unseen
 from optax_gate.gate.judge import findings
 from optax_gate.gate.run import outcomes, warnings_diff
 from optax_gate.gate.install import compilation_cache

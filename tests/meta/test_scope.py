@@ -1,4 +1,4 @@
-"""Whose finding is it (``optax_gate.gate.scope``): with ``--usage`` a broken
+"""Whose finding is it (``optax_gate.gate.beyond.scope``): with ``--usage`` a broken
 finding on an API the team's code does not use is listed under "Optax changed
 elsewhere" and does not set the verdict; ``--fail-on all`` keeps the old
 verdict; without a scope every finding is the team's. The fake team
@@ -12,7 +12,8 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import report_markdown, scope, unseen, usage  # noqa: E402
+from optax_gate.gate import report_markdown  # noqa: E402
+from optax_gate.gate.beyond import scope, unseen, usage  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 

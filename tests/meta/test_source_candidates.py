@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from optax_gate.gate import dependencies
+from optax_gate.gate.beyond import dependencies
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.install.source_specs import SourceFailure, SourceSpec
 from optax_gate.gate.inputs.validate import InvalidInput

@@ -1,4 +1,4 @@
-"""Speed drift readings (``optax_gate.gate.speed``), their report section
+"""Speed drift readings (``optax_gate.gate.beyond.speed``), their report section
 (``gate.report_speed``) and the matrix's speed row.
 
 The statistics are checked on synthetic timings (expected changes are known by
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import matrix, report_markdown, report_matrix, report_speed, speed
+from optax_gate.gate import matrix, report_markdown, report_matrix, report_speed
+from optax_gate.gate.beyond import speed
 from optax_gate.gate.judge import compare
 
 ROOT = Path(__file__).resolve().parents[2]

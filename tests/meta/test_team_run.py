@@ -1,6 +1,6 @@
 """``gate --run``: the recorder of the team's run (``optax_gate.recorder``),
-the first divergence (``optax_gate.gate.divergence``) and the verdict about
-the team (``optax_gate.gate.team_run``), on small team repositories in
+the first divergence (``optax_gate.gate.beyond.divergence``) and the verdict about
+the team (``optax_gate.gate.beyond.team_run``), on small team repositories in
 ``tests/meta/teams/`` (``tiny``: SGD with a jitted step; ``f32`` and
 ``mixed``: the two teams of docs/team-run.md).
 
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import divergence, report_markdown, scope, team_run
+from optax_gate.gate import report_markdown
+from optax_gate.gate.beyond import divergence, scope, team_run
 from optax_gate.gate.judge import compare
 from optax_gate.kit import tolerances
 
@@ -310,7 +311,7 @@ def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
 def _validates(report: dict) -> None:
     """``report`` (its ``team_run`` included) validates against report.schema.json."""
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    schema = json.loads((Path(team_run.__file__).parent / "report.schema.json").read_text())
+    schema = json.loads((Path(team_run.__file__).parents[1] / "report.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(report)), schema)
     bad = json.loads(json.dumps(report))
     bad["team_run"]["outcome"] = "fine"

@@ -1,4 +1,4 @@
-"""The cross-run of optax's own tests (``optax_gate.gate.upstream_tests``), on
+"""The cross-run of optax's own tests (``optax_gate.gate.beyond.upstream_tests``), on
 two fake optax packages run with this interpreter: which modules differ, which
 test files run where, how each failure is classified, the control run in the
 test's own environment, the findings and how they join a report."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import upstream_tests as up
+from optax_gate.gate.beyond import upstream_tests as up
 
 #: Two pytest runs per direction (the run and its control), 20 s on a loaded 2-core machine.
 pytestmark = pytest.mark.timeout(300)

@@ -1,4 +1,4 @@
-"""Usage scope (``optax_gate.gate.usage``): the fake team repository in
+"""Usage scope (``optax_gate.gate.beyond.usage``): the fake team repository in
 ``tests/meta/fake_team/`` (a script, a module of a package, a notebook) is
 scanned and matched against the surface diff of the tiny package of
 ``test_surface``; each expected sentence was worked out by hand from the two
@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import surface, unseen, usage  # noqa: E402
+from optax_gate.gate.beyond import surface, unseen, usage  # noqa: E402
 from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"

@@ -11,7 +11,7 @@ import pytest
 
 from optax_gate.gate import cli
 from optax_gate.gate.inputs import typed_path, user_paths, validate
-from optax_gate.gate import usage as usage_mod
+from optax_gate.gate.beyond import usage as usage_mod
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 
 

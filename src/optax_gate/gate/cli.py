@@ -104,9 +104,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate import bisect_command, matrix, scope
+from optax_gate.gate import bisect_command, matrix
+from optax_gate.gate.beyond import scope
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate import speed as speed_
+from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
 from optax_gate.gate.inputs.typed_path import user_path

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import bisect_command, bisect_history, late, report_html, report_json, report_markdown, report_speed, scope, team_run, upstream_tests, usage
+from optax_gate.gate import bisect_command, bisect_history, late, report_html, report_json, report_markdown, report_speed
+from optax_gate.gate.beyond import scope, team_run, upstream_tests, usage
 from optax_gate.gate.judge import compare
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.inputs import requirements, team_contracts, validate
 from optax_gate.gate.base import atomic
-from optax_gate.gate import speed as speed_
+from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
                                    save_run, skipped)
@@ -122,7 +123,7 @@ def say_not_judged(run: evidence.RunFolder) -> None:
 
 def upstream_cross_run(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
                        say: Progress) -> None:
-    """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream_tests``)
+    """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.beyond.upstream_tests``)
     when both sides ran; its section and findings go into ``report``.
 
     Raises:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate.gate import discovery, unseen
+from optax_gate.gate import discovery
+from optax_gate.gate.beyond import unseen
 from optax_gate.gate.judge import compare
 from optax_gate.gate.inputs import requirements
 
@@ -96,7 +97,7 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
     return envs, {p: [str(v) for v in vs] for p, vs in found.items()}
 
 
-#: The sections beyond the contracts (``optax_gate.gate.unseen``), one grid row each.
+#: The sections beyond the contracts (``optax_gate.gate.beyond.unseen``), one grid row each.
 BEYOND = ("surface", "warnings", "dependencies")
 
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import matrix, report_json, report_matrix, surface, unseen, upstream_tests
+from optax_gate.gate import matrix, report_json, report_matrix
+from optax_gate.gate.beyond import surface, unseen, upstream_tests
 from optax_gate.gate.run import runner
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.base import atomic
@@ -90,7 +91,7 @@ def cross_run(name: str, lock: Path, args: argparse.Namespace, say: Callable[[st
     """``--upstream-tests``: optax's own shipped tests of the modules that
     differ, cross-run between the baseline's environment (built or reused
     here, as the speed readings do) and the environment ``name`` of ``lock``
-    (``optax_gate.gate.upstream_tests.cross_run``); its section for the run
+    (``optax_gate.gate.beyond.upstream_tests.cross_run``); its section for the run
     record. One that cannot run (an environment not built, no site-packages,
     a crash of the cross-run) gives ``{"error": "Type: message"}``: the merge
     then reports the environment not verified (``matrix.upstream_row``)."""

@@ -25,7 +25,8 @@ import html
 import re
 from typing import Any
 
-from optax_gate.gate import call_sites, report_bisect, report_markdown, report_surface, scope
+from optax_gate.gate import report_bisect, report_markdown, report_surface
+from optax_gate.gate.beyond import call_sites, scope
 
 #: The report's own tags kept as they are (everything else is escaped).
 _TAGS = re.compile(r'(<a id="[\w-]+"></a>|<br>|<details>|</details>|<summary>|</summary>|<details><summary>)')

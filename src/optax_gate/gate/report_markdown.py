@@ -4,7 +4,7 @@ Order: the verdict, the counts and the verdict's reasons first; then the
 findings, one line each (``optax_gate.gate.judge.findings``: the differing contracts
 grouped by cause, across APIs, broken first), each linking to its contract rows;
 each finding naming the team's call sites of its APIs with ``--usage``
-(``optax_gate.gate.call_sites``; those that touch the team's code first) and,
+(``optax_gate.gate.beyond.call_sites``; those that touch the team's code first) and,
 with ``--bisect``, the commit that changed it (``optax_gate.gate.report_bisect``); the
 versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
@@ -33,11 +33,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate import call_sites, report_bisect, report_surface, upstream_tests
+from optax_gate.gate import report_bisect, report_surface
+from optax_gate.gate.beyond import call_sites, upstream_tests
 from optax_gate.gate.run import evidence
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings as findings_
-from optax_gate.gate import report_speed, report_team_run, scope
+from optax_gate.gate import report_speed, report_team_run
+from optax_gate.gate.beyond import scope
 from optax_gate.gate.install import source_specs
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
@@ -173,7 +175,7 @@ def _verdict(page: Page) -> list[str]:
 def _findings_section(page: Page) -> list[str]:
     """The findings, one line each: the contract findings, then the broken rows
     beyond the contracts (report.json's list, section by section); with a scope
-    (``optax_gate.gate.scope``: --usage, --run), the team's findings first and
+    (``optax_gate.gate.beyond.scope``: --usage, --run), the team's findings first and
     those its code does not reach under "Optax changed elsewhere"."""
     if not page.findings:
         return []

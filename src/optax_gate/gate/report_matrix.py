@@ -21,7 +21,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate import matrix, report_speed, speed, upstream_tests
+from optax_gate.gate import matrix, report_speed
+from optax_gate.gate.beyond import speed, upstream_tests
 from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
 from optax_gate.gate.matrix import WORST

@@ -15,12 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import report_speed, surface, unseen
+from optax_gate.gate import report_speed
+from optax_gate.gate.beyond import surface, unseen
 from optax_gate.gate.run import results_cache, runner
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.base import atomic
-from optax_gate.gate import speed as speed_
+from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.inputs.validate import InvalidInput
 
@@ -119,7 +120,7 @@ def prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, chec
     forget_previous_evidence(label, folder)
     say(f"{label}: building (or reusing) its environment")
     env_folder = environments.folder_for(args.envs_dir, lock)
-    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.unseen)
+    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.beyond.unseen)
     side = Side(label, folder, checkpoints, extra)
     try:
         side.python = environments.ensure(env_folder, lock, args.python, args.project_root)

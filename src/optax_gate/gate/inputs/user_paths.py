@@ -34,7 +34,7 @@ def _link_problem(path: Path) -> str | None:
 def check_usage(paths: Iterable[Path] | None) -> list[Path]:
     """Check each ``--usage`` path before anything runs; returns the paths
     (empty without ``--usage``). The team's code is then scanned
-    (``optax_gate.gate.usage.scan``): files that cannot be scanned are listed
+    (``optax_gate.gate.beyond.usage.scan``): files that cannot be scanned are listed
     in the scan, never a reason to stop.
 
     Raises:

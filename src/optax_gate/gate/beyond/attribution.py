@@ -45,9 +45,9 @@ Each of the team's uses of the finding's APIs (:func:`attribute`) is one of
 Every use is named as "calls this API" (or "calls X, built from Y": a finding
 on ``optax.scale_by_adam`` reaches a line that calls ``optax.adamw``,
 composition found by construction in each environment,
-``optax_gate.gate.composition``). A ``not-affected`` use is never listed as
+``optax_gate.gate.beyond.composition``). A ``not-affected`` use is never listed as
 affected; a finding whose every use is ``not-affected`` is scoped elsewhere
-(``optax_gate.gate.scope``).
+(``optax_gate.gate.beyond.scope``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import ast
 import re
 from typing import Any, Iterable
 
-from optax_gate.gate import call_sites, usage
+from optax_gate.gate.beyond import call_sites, usage
 from optax_gate.gate.judge.findings import EDGE_KEY, _cause, test_name
 
 VERDICTS = ("affected", "cannot-tell", "not-affected")
@@ -294,12 +294,12 @@ def summary(findings: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ...]) -> dict[str, Any]:
     """:func:`attribute` with what the report's environments say: the
-    composition probe of both (``optax_gate.gate.composition``), the
+    composition probe of both (``optax_gate.gate.beyond.composition``), the
     baseline's static surface (aliases, defaults). A probe that cannot run
     is a note (uses through composition are then not seen)."""
     from pathlib import Path
 
-    from optax_gate.gate import composition, unseen
+    from optax_gate.gate.beyond import composition, unseen
 
     reached, errors, passes = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
     site = (report.get("baseline") or {}).get("site_packages")

@@ -1,6 +1,6 @@
 """The team's call sites on every finding (``--usage``), applied after the
 findings are formed (``optax_gate.gate.judge.findings``) and the sections beyond
-the contracts are built (``optax_gate.gate.unseen``).
+the contracts are built (``optax_gate.gate.beyond.unseen``).
 
 :func:`annotate` adds to each finding of the report:
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from optax_gate.gate import usage
+from optax_gate.gate.beyond import usage
 
 #: Most sites named on one finding in report.md (report.json has them all).
 SHOWN = 8
@@ -145,8 +145,8 @@ def suffix(item: dict[str, Any]) -> str:
     and the files not scanned that may use its APIs (empty without ``--usage``)."""
     out = ""
     where = item.get("your_code") or []
-    if item.get("your_code_attribution"):  # what each line's arguments say (optax_gate.gate.attribution)
-        from optax_gate.gate import attribution
+    if item.get("your_code_attribution"):  # what each line's arguments say (optax_gate.gate.beyond.attribution)
+        from optax_gate.gate.beyond import attribution
         out += attribution.suffix(item)
     elif where:
         more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""

@@ -1,7 +1,7 @@
 """The team's own run (``gate --run CMD``): run the team's command in the
 baseline's environment twice and in the candidate's once, each under the
 recorder (``optax_gate.recorder``), compare the traces
-(``optax_gate.gate.divergence``) and give the report its ``team_run`` and the
+(``optax_gate.gate.beyond.divergence``) and give the report its ``team_run`` and the
 verdict about the team.
 
 How ``CMD`` runs: through ``bash -c`` with the working folder ``--run-dir``
@@ -27,7 +27,7 @@ outcome          when
                  baseline runs differ (not deterministic): exit 2.
 ===============  ==============================================================
 
-With ``--run`` each contract finding gets its scope (``optax_gate.gate.scope``):
+With ``--run`` each contract finding gets its scope (``optax_gate.gate.beyond.scope``):
 ``yours`` when one of its APIs is an API whose call caused a divergence of the
 run, else ``elsewhere`` ("Optax changed elsewhere": it does not set the
 verdict; ``--fail-on all`` keeps today's verdict).
@@ -44,11 +44,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import divergence
+from optax_gate.gate.beyond import divergence
 from optax_gate.recorder import ROOT_ENV, TRACE_ENV
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
-RECORDER_SITE = Path(__file__).resolve().parent.parent / "recorder" / "site"
+RECORDER_SITE = Path(__file__).resolve().parents[2] / "recorder" / "site"
 #: Characters of the command's output kept in the report (its end).
 TAIL_CHARS = 2000
 #: Divergences listed in report.json (all are counted).
@@ -252,7 +252,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     a run that broke or diverged fails the gate, one not verified makes it
     not verified. ``team_run["affected"]`` gets the "Your code" lines.
     Returns ``report``, changed in place."""
-    from optax_gate.gate import scope
+    from optax_gate.gate.beyond import scope
 
     report["team_run"] = team_run
     outcome = team_run["outcome"]

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import call_sites, dependencies, surface, usage
+from optax_gate.gate.beyond import call_sites, dependencies, surface, usage
 from optax_gate.gate.judge import findings
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.base.details import named_list
@@ -167,7 +167,7 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     findings (:func:`attach` numbers them on); the full
     rows are in their sections. With ``--usage``, ``your_code`` of a surface
     row's finding holds only the sites whose binding breaks or cannot be told
-    (``row["sites"]``, ``optax_gate.gate.usage.match``), not those it judged
+    (``row["sites"]``, ``optax_gate.gate.beyond.usage.match``), not those it judged
     unaffected; a warning's, the sites of the APIs it names."""
     scanned = bool(report.get("usage"))
     out = []
@@ -216,7 +216,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     ``warnings``); ``usage_scan``: the scan of ``usage_paths`` when already
     made (the gate scans before anything runs). Returns ``report``, changed
     in place; with ``--usage``, each finding lists the team's call sites of its
-    APIs (``optax_gate.gate.call_sites``)."""
+    APIs (``optax_gate.gate.beyond.call_sites``)."""
     scan = usage_scan if usage_scan is not None else usage.scan(usage_paths) if usage_paths else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     report["schema"] = SCHEMA

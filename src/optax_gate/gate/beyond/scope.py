@@ -2,7 +2,7 @@
 
 A gate judges Optax deeply, but the team asks about its own code. When the
 gate has evidence of what the team's code reaches (today ``--usage``: the
-static attribution of ``optax_gate.gate.attribution``; ``--run``: the traced
+static attribution of ``optax_gate.gate.beyond.attribution``; ``--run``: the traced
 team run), each finding gets a ``scope``:
 
 =============  ================================================================
@@ -182,7 +182,7 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
 
 def apply_args(report: dict[str, Any], args: Any, by: str | None = None, usage: bool = True) -> dict[str, Any]:
     """:func:`apply` with the gate's options: ``--usage`` attributes each
-    finding's call sites (``optax_gate.gate.attribution``) and scopes the findings
+    finding's call sites (``optax_gate.gate.beyond.attribution``) and scopes the findings
     not yet scoped (:func:`usage_decision`; ``usage=False``: a refused run,
     which judged nothing of the team's code), ``--fail-on`` (default
     ``broken``). ``by``: the evidence that already scoped the findings
@@ -191,7 +191,7 @@ def apply_args(report: dict[str, Any], args: Any, by: str | None = None, usage: 
     if scan is not None and isinstance(report.get("findings"), list):
         from pathlib import Path
 
-        from optax_gate.gate import attribution, surface
+        from optax_gate.gate.beyond import attribution, surface
         packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
         attribution.for_report(report, scan, packages)
     if by is None and scan is not None:
