@@ -4,7 +4,9 @@ fake package index (no network)."""
 import json
 import re
 
-from optax_gate.gate import cli, discovery, matrix, report_matrix
+from optax_gate.gate import cli, report_matrix
+from optax_gate.gate.matrix import discovery
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
 from tests.meta.test_compare import record

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from optax_gate.gate import cli, matrix, sides
+from optax_gate.gate import cli, sides
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments
 from optax_gate.gate.run.heartbeat import Heartbeat

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli, matrix
+from optax_gate.gate import cli
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments
 from tests.meta.test_compare import record

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from optax_gate.gate import cli, matrix
+from optax_gate.gate import cli
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import unseen, upstream_tests
 from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments

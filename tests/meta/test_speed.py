@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import matrix, report_markdown, report_matrix, report_speed
+from optax_gate.gate import report_markdown, report_matrix, report_speed
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import speed
 from optax_gate.gate.judge import compare
 

@@ -19,7 +19,7 @@ workspace, ``$GITHUB_WORKSPACE`` or the current folder):
 Exit status (also the ``exit-status`` output): the gate's (0 pass, 1 fail,
 2 not verified), except that ``fail-on: changed`` turns a pass with any
 contract that differs (changed, fixed, new, gone) into 1, the rule of
-``matrix --fail-on changed`` (``optax_gate.gate.matrix.meets``; restated here
+``matrix --fail-on changed`` (``optax_gate.gate.matrix.plan.meets``; restated here
 because this script runs before the tools lock is installed). An input this
 script cannot use is 2, said on stderr.
 

@@ -104,7 +104,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate import bisect_command, matrix
+from optax_gate.gate import bisect_command
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import scope
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.beyond import speed as speed_

@@ -1,5 +1,5 @@
 """The matrix flow (``python -m optax_gate matrix``): plan the environments
-(``optax_gate.gate.matrix``), run each one's side (``optax_gate.gate.sides``)
+(``optax_gate.gate.matrix.plan``), run each one's side (``optax_gate.gate.sides``)
 into ``runs/`` with a heartbeat on the console, merge the runs into the grid
 and write ``report.md``, ``report.json`` and ``report.html``."""
 
@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import matrix, report_json, report_matrix
+from optax_gate.gate import report_json, report_matrix
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import surface, unseen, upstream_tests
 from optax_gate.gate.run import runner
 from optax_gate.gate.install import compilation_cache, environments

@@ -1,4 +1,4 @@
-"""Renderings of the matrix report (``optax_gate.gate.matrix.merge``).
+"""Renderings of the matrix report (``optax_gate.gate.matrix.plan.merge``).
 
 Both open on the grid API x environment: one row per API, each cell the counts
 of broken / changed / fixed (and new / gone) contracts of that API in that
@@ -21,11 +21,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate import matrix, report_speed
+from optax_gate.gate import report_speed
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import speed, upstream_tests
 from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
-from optax_gate.gate.matrix import WORST
+from optax_gate.gate.matrix.plan import WORST
 from optax_gate.gate.report_markdown import VERSION_KEYS
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness

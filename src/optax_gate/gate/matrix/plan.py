@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate.gate import discovery
+from optax_gate.gate.matrix import discovery
 from optax_gate.gate.beyond import unseen
 from optax_gate.gate.judge import compare
 from optax_gate.gate.inputs import requirements
