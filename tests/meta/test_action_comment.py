@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from optax_gate.action.comment import MARKER
-from optax_gate.gate import report_markdown, report_surface
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.report import surface_section as report_surface
 from tests.meta.test_cli import ROOT
 
 FAKE_GH = '''#!{python}

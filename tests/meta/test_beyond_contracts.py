@@ -1,5 +1,5 @@
 """Dependency diff, warnings diff, the schema-3 report (validated against
-``src/optax_gate/gate/report.schema.json``) and its Markdown sections."""
+``src/optax_gate/gate/report/report.schema.json``) and its Markdown sections."""
 
 import json
 import warnings
@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import report_json, report_markdown
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.beyond import dependencies, unseen
 from optax_gate.gate.judge import compare
 from optax_gate.gate.run import warnings_diff
 from optax_gate.kit import probe
 from tests.meta.test_compare import record
 
-SCHEMA = Path(__file__).resolve().parents[2] / "src" / "optax_gate" / "gate" / "report.schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"
 
 OLD_LOCK = """\
 absl-py==2.5.1 \\
@@ -167,7 +168,7 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     or incompatibility of a contracted API is broken, and with the generated
     surface contracts every public API is contracted; six names removed with
     their module are one finding, not six."""
-    from optax_gate.gate import report_surface
+    from optax_gate.gate.report import surface_section as report_surface
 
     removed = [{"path": f"optax.monte_carlo.f{i}", "change": "removed", "verdict": "broken", "old": "function", "new": ""}
                for i in range(6)]
@@ -185,7 +186,7 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     """One rule for "list of APIs" in a finding's line (``details.named_list``):
     the merged API-surface finding and the contract finding across APIs both
     name ``details.NAMED`` and say how many more."""
-    from optax_gate.gate import report_surface
+    from optax_gate.gate.report import surface_section as report_surface
     from optax_gate.gate.judge import findings
     from optax_gate.gate.base import details
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import bisect_command, bisect_flow, report_json, report_markdown
+from optax_gate.gate import bisect_command, bisect_flow
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.judge import compare
 from optax_gate.gate.install import source_build
 from optax_gate.gate.bisect_history import first_parent, release_commit
@@ -135,7 +137,7 @@ def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
         assert (entry["from"], entry["to"]) == ("v0.1.0", "v0.2.0")
     assert summary["packages"]["optax"]["commits"] == 6 and summary["packages"]["optax"]["searches"] == 2
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    schema = json.loads((Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report.schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report/report.schema.json").read_text())
     jsonschema.validate(json.loads(report_json.render(report)), schema)  # schema 3: the bisect fields
     text = report_markdown.render(report)
     assert (f"   - changed by optax [`{shas[5][:7]}`](https://github.com/google-deepmind/optax/commit/{shas[5]}) "
@@ -355,7 +357,7 @@ def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, ex
 
 
 def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
-    from optax_gate.gate import report_bisect
+    from optax_gate.gate.report import bisect_section as report_bisect
 
     commits = [{"sha": f"{i + 1:x}" * 40, "short": f"{i:08x}", "date": f"2025-10-{i + 1:02d}T00:00:00+00:00", "subject": f"Commit {i}",
                 "pr": None, "url": f"u{i}", "pr_url": ""} for i in range(7)]
@@ -473,7 +475,7 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     entry = bisect_flow._entry("optax", Answer("range", shas[1:], skipped={shas[1]: "cannot be imported: X", shas[3]: "cannot be imported: X"}),
                                repo, ("v0.1.0", shas[-1]), ["optax.huber_loss"])
     assert [c["sha"] for c in entry["suspects"]] == [shas[2]] and entry["source_files"] == files
-    from optax_gate.gate import report_bisect
+    from optax_gate.gate.report import bisect_section as report_bisect
     line = report_bisect.words(entry)
     assert line.startswith(f"changed by optax one of 3 commits, most likely the 1 touching the APIs' source (optax/_losses.py): "
                            f"{shas[2][:7]} Keyword-only delta (#7, {entry['suspects'][0]['date'][:10]}); the range runs: "), line

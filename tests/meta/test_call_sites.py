@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import report_markdown  # noqa: E402
+from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from optax_gate.gate.beyond import call_sites, unseen, usage  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
 from tests.meta.test_compare import record  # noqa: E402
@@ -97,7 +97,7 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     import json
 
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    from optax_gate.gate import report_json
+    from optax_gate.gate.report import json_file as report_json
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
     base, cand = _runs()

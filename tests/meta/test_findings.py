@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate import report_json, report_markdown
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
 from optax_gate.kit import tolerances

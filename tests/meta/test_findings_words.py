@@ -5,7 +5,7 @@ runner's words for an exception that escaped ``pytest.raises``."""
 
 import re
 
-from optax_gate.gate import report_markdown
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.judge import findings
 from optax_gate.gate.run import outcomes
 from optax_gate.gate.base import details

@@ -106,7 +106,8 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     """A new user's refusal report read "0 broken, ... (of 0 contracts)", "API surface (no differences)"
     and "Dependencies ... resolution failed?": a run that compared nothing says so, with its reason and
     each side's status, in report.md and report.html alike."""
-    from optax_gate.gate import report_html, report_markdown
+    from optax_gate.gate.report import html_page as report_html
+    from optax_gate.gate.report import markdown as report_markdown
     from optax_gate.gate.beyond import unseen
     from optax_gate.gate.judge import compare
     from optax_gate.gate.run import runner

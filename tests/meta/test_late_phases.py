@@ -20,7 +20,7 @@ import pytest
 from optax_gate.gate.run import evidence
 from tests.meta.test_cli import FAKE_CONTRACTS, FAKE_ID, ROOT, fake_gate, snapshot
 
-SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report.schema.json"
+SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"
 
 DENY = '''
 import builtins, errno, io, os
@@ -135,10 +135,10 @@ LATE = {
                    "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom"),
     "speed readings": (_raise_in("beyond.speed", "timer boom") + "_module.measure = _boom\n", (),
                        "gate error in the speed readings: RuntimeError: timer boom"),
-    "report writing": (_raise_in("report_markdown", "render boom") + "_module.render = _boom\n", (),
+    "report writing": (_raise_in("report.markdown", "render boom") + "_module.render = _boom\n", (),
                        "gate error in the report writing: RuntimeError: render boom"),
     # report.html fails alone: report.md is rendered again with the verdict not verified, report.html is the plain page
-    "report.html writing": (_raise_in("report_html", "html boom") + "_module.render = _boom\n", (),
+    "report.html writing": (_raise_in("report.html_page", "html boom") + "_module.render = _boom\n", (),
                             "gate error in the report writing (report.html): RuntimeError: html boom"),
 }
 

@@ -4,7 +4,8 @@ fake package index (no network)."""
 import json
 import re
 
-from optax_gate.gate import cli, report_matrix
+from optax_gate.gate import cli
+from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.judge import findings
@@ -203,7 +204,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
 def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path):
     """Issue 10: surface / warnings / dependencies, one row each, a cell per
     environment with its counts, coloured by the worst."""
-    from optax_gate.gate import report_matrix
+    from optax_gate.gate.report import matrix_page as report_matrix
 
     env = {"name": "optax-0.2.8", "beyond": {
         "surface": {"status": "compared", "counts": {"broken": 1, "changed": 54, "new": 47, "noted": 0}},

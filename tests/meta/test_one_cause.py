@@ -11,7 +11,7 @@ one API's several changes."""
 import json
 from pathlib import Path
 
-from optax_gate.gate import report_markdown
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.beyond import unseen
 from optax_gate.gate.judge import findings
 
@@ -147,7 +147,7 @@ def test_a_warning_naming_a_removed_module_joins_its_removal():
 
 def test_a_joined_finding_validates_against_the_schema():
     jsonschema = __import__("pytest").importorskip("jsonschema", reason="jsonschema comes with the tools lock")
-    schema = json.loads((Path(__file__).parents[2] / "src" / "optax_gate" / "gate" / "report.schema.json").read_text())
+    schema = json.loads((Path(__file__).parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text())
     _, after = gate_findings(monte_carlo_report())
     jsonschema.validate(after, schema["properties"]["findings"])
     assert after[0]["key"] == "merged"

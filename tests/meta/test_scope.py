@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate import report_markdown  # noqa: E402
+from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from optax_gate.gate.beyond import scope, unseen, usage  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
@@ -111,7 +111,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
 
 def test_report_json_with_scopes_follows_the_schema():
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    from optax_gate.gate import report_json
+    from optax_gate.gate.report import json_file as report_json
     from tests.meta.test_beyond_contracts import SCHEMA
     jsonschema.validate(json.loads(report_json.render(_report())), json.loads(SCHEMA.read_text()))
 

@@ -24,7 +24,7 @@ from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
 
-SCHEMA = json.loads((ROOT / "src/optax_gate/gate/report.schema.json").read_text())
+SCHEMA = json.loads((ROOT / "src/optax_gate/gate/report/report.schema.json").read_text())
 needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import report_markdown, report_matrix, report_speed
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.report import matrix_page as report_matrix
+from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import speed
 from optax_gate.gate.judge import compare
@@ -257,9 +259,9 @@ def test_a_report_with_speed_readings_fits_the_report_schema():
     import json
 
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    from optax_gate.gate import report_json
+    from optax_gate.gate.report import json_file as report_json
 
-    schema = json.loads((ROOT / "src" / "optax_gate" / "gate" / "report.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text(encoding="utf-8"))
     for result in (_result(3.0, budget=1.5), speed.not_measured("the candidate did not run its contracts")):
         jsonschema.validate(json.loads(report_json.render(_gate_report(result))), schema)
     bad = json.loads(report_json.render(_gate_report(_result(1.0))))

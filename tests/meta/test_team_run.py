@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import report_markdown
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.beyond import divergence, scope, team_run
 from optax_gate.gate.judge import compare
 from optax_gate.kit import tolerances
@@ -311,7 +311,7 @@ def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
 def _validates(report: dict) -> None:
     """``report`` (its ``team_run`` included) validates against report.schema.json."""
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    schema = json.loads((Path(team_run.__file__).parents[1] / "report.schema.json").read_text())
+    schema = json.loads((Path(team_run.__file__).parents[1] / "report" / "report.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(report)), schema)
     bad = json.loads(json.dumps(report))
     bad["team_run"]["outcome"] = "fine"
@@ -426,7 +426,7 @@ def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tm
 def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
     """The real 0.2.8 report's "Your code" line read "`.hyperparams` (scalars, no cost ; F6 ... (and": the
     explaining finding's words were sliced at 160 characters mid-parenthesis."""
-    from optax_gate.gate import report_team_run
+    from optax_gate.gate.report import team_run_section as report_team_run
     cause = ("optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 "
              "bytes per parameter; `.hyperparams` (scalars, no cost per parameter)")
     words = report_team_run._finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
@@ -438,7 +438,7 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
     """With --bisect, a "Your code" line says which upstream commit changed it (issue 26: "the contracts and
     commits that explain it"), not only the finding: a found commit by its short sha and subject, a range by
     its size; a finding that was not bisected adds nothing."""
-    from optax_gate.gate import report_team_run
+    from optax_gate.gate.report import team_run_section as report_team_run
     commit = {"sha": "7a58a58f" + "0" * 32, "short": "7a58a58f", "subject": "MultiSteps: accumulate in float32 (#1234)",
               "pr": 1234, "pr_url": "https://github.com/google-deepmind/optax/pull/1234",
               "url": "https://github.com/google-deepmind/optax/commit/7a58a58f", "date": "2025-10-02T00:00:00+00:00"}
@@ -487,7 +487,7 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
 def test_the_failing_runs_output_leaves_out_the_recorders_frames():
     """The real candidate run's traceback showed two frames of optax_gate/recorder/hook.py between the
     team's huber_loss line and the TypeError: a reader took them for the gate's own failure."""
-    from optax_gate.gate import report_team_run
+    from optax_gate.gate.report import team_run_section as report_team_run
     tail = ('Traceback (most recent call last):\n'
             '  File "/src/team/train.py", line 21, in loss_fn\n'
             '    return optax.huber_loss(pred, y.astype(jnp.bfloat16), 1.0).mean()\n'

@@ -37,7 +37,7 @@ MARKER = "<!-- optax-gate -->"
 #: Longest comment body GitHub accepts is 65 536 characters; the body is built
 #: to stay under this (:func:`fit`), whatever the report's size.
 BODY_LIMIT = 60_000
-#: A finding's line in report.md (``optax_gate.gate.report_markdown.finding_line``).
+#: A finding's line in report.md (``optax_gate.gate.report.markdown.finding_line``).
 FINDING_LINE = re.compile(r"^\d+\. ")
 
 
@@ -90,7 +90,7 @@ def report_url() -> str:
     return f"{server}/{os.environ.get('GITHUB_REPOSITORY', '')}/actions/runs/{os.environ.get('GITHUB_RUN_ID', '')}"
 
 
-#: ``<a id="f4"></a>``: an anchor of report.md (``optax_gate.gate.report_markdown``).
+#: ``<a id="f4"></a>``: an anchor of report.md (``optax_gate.gate.report.markdown``).
 ANCHOR = re.compile(r'<a id="[^"]*"></a>')
 #: ``[text](#f4-1)``: a link to an anchor of the same page; the text may hold
 #: one level of brackets (a parametrized test: ``test_x[float32]``).

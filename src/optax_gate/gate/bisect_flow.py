@@ -29,7 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import report_html, report_json, report_markdown
+from optax_gate.gate.report import html_page as report_html
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.install import source_build
 from optax_gate.gate.base import atomic
 from optax_gate.gate.judge import findings as findings_

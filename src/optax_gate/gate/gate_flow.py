@@ -14,7 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import bisect_command, bisect_history, late, report_html, report_json, report_markdown, report_speed
+from optax_gate.gate import bisect_command, bisect_history, late
+from optax_gate.gate.report import html_page as report_html
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.beyond import scope, team_run, upstream_tests, usage
 from optax_gate.gate.judge import compare
 from optax_gate.gate.run import baseline_snapshots, evidence, runner

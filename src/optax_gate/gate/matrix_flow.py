@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import report_json, report_matrix
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import surface, unseen, upstream_tests
 from optax_gate.gate.run import runner

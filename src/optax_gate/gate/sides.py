@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import report_speed
+from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.beyond import surface, unseen
 from optax_gate.gate.run import results_cache, runner
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate import report_bisect
+from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.base import details
 
 #: Changes listed per affected line.

@@ -1,7 +1,7 @@
 """``report.html``: the whole report for a browser, folded (issue 25).
 
 ``report.md`` holds the verdict, the findings and a sample of rows
-(``optax_gate.gate.report_markdown.SAMPLE`` per finding); this page holds every
+(``optax_gate.gate.report.markdown.SAMPLE`` per finding); this page holds every
 row, folded so that a person opens only what they want: one ``<details>`` per
 finding (its line as the summary, all its contract rows inside, each row with
 the anchor ``f<N>-<M>`` report.md uses), then one per section (versions, the
@@ -25,7 +25,9 @@ import html
 import re
 from typing import Any
 
-from optax_gate.gate import report_bisect, report_markdown, report_surface
+from optax_gate.gate.report import bisect_section as report_bisect
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.report import surface_section as report_surface
 from optax_gate.gate.beyond import call_sites, scope
 
 #: The report's own tags kept as they are (everything else is escaped).

@@ -5,7 +5,7 @@ findings, one line each (``optax_gate.gate.judge.findings``: the differing contr
 grouped by cause, across APIs, broken first), each linking to its contract rows;
 each finding naming the team's call sites of its APIs with ``--usage``
 (``optax_gate.gate.beyond.call_sites``; those that touch the team's code first) and,
-with ``--bisect``, the commit that changed it (``optax_gate.gate.report_bisect``); the
+with ``--bisect``, the commit that changed it (``optax_gate.gate.report.bisect_section``); the
 versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
 finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
@@ -17,7 +17,7 @@ every finding, and a bounded sample of each finding's contract rows
 :data:`ROW_BUDGET` rows in all),
 saying how many rows were left out and where they are; the tables beyond the
 contracts hold at most ``report_surface.MARKDOWN_ROWS`` rows each. Every row
-is in ``report.json`` and in ``report.html`` (``optax_gate.gate.report_html``,
+is in ``report.json`` and in ``report.html`` (``optax_gate.gate.report.html_page``,
 folded per finding). The sections are :data:`SECTIONS`, rendered in order: a
 section above the findings is one entry inserted before ``"findings"``
 (:func:`add_section`). Details are in plain words
@@ -33,12 +33,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate import report_bisect, report_surface
+from optax_gate.gate.report import bisect_section as report_bisect
+from optax_gate.gate.report import surface_section as report_surface
 from optax_gate.gate.beyond import call_sites, upstream_tests
 from optax_gate.gate.run import evidence
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings as findings_
-from optax_gate.gate import report_speed, report_team_run
+from optax_gate.gate.report import speed_section as report_speed
+from optax_gate.gate.report import team_run_section as report_team_run
 from optax_gate.gate.beyond import scope
 from optax_gate.gate.install import source_specs
 
