@@ -18,14 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import bisect_command, bisect_flow
+from optax_gate.gate.bisect import command as bisect_command
+from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.judge import compare
 from optax_gate.gate.install import source_build
-from optax_gate.gate.bisect_history import first_parent, release_commit
-from optax_gate.gate.bisect_probe import Prober
-from optax_gate.gate.bisect_search import Answer, Target, Unusable, search
+from optax_gate.gate.bisect.history import first_parent, release_commit
+from optax_gate.gate.bisect.probe import Prober
+from optax_gate.gate.bisect.search import Answer, Target, Unusable, search
 from tests.meta.test_cli import uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
@@ -331,7 +332,7 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
 
 
 _AFTER = '''
-from optax_gate.gate import bisect_command
+from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.run import evidence
 def _after(run, python, args, say):
     (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{args.bisect_env}")
@@ -410,7 +411,7 @@ def test_a_second_bisection_replaces_the_first_answers(tmp_path):
 
 
 def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anything_runs(tmp_path):
-    from optax_gate.gate.bisect_history import parse_histories
+    from optax_gate.gate.bisect.history import parse_histories
     with pytest.raises(ValueError, match="unknown package 'optx': did you mean optax"):
         parse_histories(["optx=../optax"])
     with pytest.raises(ValueError, match="not a git repository: .*no such folder"):

@@ -104,7 +104,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate import bisect_command
+from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.beyond import scope
 from optax_gate.gate.run import evidence, runner

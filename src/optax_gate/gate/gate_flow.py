@@ -14,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import bisect_command, bisect_history, late
+from optax_gate.gate import late
+from optax_gate.gate.bisect import command as bisect_command
+from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown

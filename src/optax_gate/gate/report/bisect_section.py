@@ -1,4 +1,4 @@
-"""How a finding's bisection reads (``optax_gate.gate.bisect_flow``'s
+"""How a finding's bisection reads (``optax_gate.gate.bisect.flow``'s
 ``bisect`` entries): ``changed by <short sha> <subject> (#<PR>, <date>)``
 linking the commit and the pull request on the package's public repository;
 a range ``changed by one of N commits: ...`` with why the others were not

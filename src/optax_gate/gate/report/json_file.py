@@ -21,7 +21,7 @@ error, skipped, xfailed) or null when the contract did not run there.
 Schema 2 adds ``usage``, ``surface``, ``warnings``, ``dependencies`` and
 ``beyond_contracts_s`` (``optax_gate.gate.beyond.unseen``; absent from a report
 written after the gate itself crashed) Schema 3 adds the bisection
-(``--bisect``, ``optax_gate.gate.bisect_flow``): ``bisect`` on each broken,
+(``--bisect``, ``optax_gate.gate.bisect.flow``): ``bisect`` on each broken,
 changed or fixed contract finding and a top-level ``bisect`` summary; both
 absent without one.
 """

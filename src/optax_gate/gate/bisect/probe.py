@@ -8,7 +8,7 @@ the candidate's interpreter with ``PYTHONPATH`` naming that folder, so its
 package shadows the installed one; requirements of that commit the
 environment lacks go into a second folder (``bisect_deps``). Before the contracts run, an import check
 proves the package really comes from that folder; a commit that cannot be
-built, installed or imported is :class:`~optax_gate.gate.bisect_search.Unusable`.
+built, installed or imported is :class:`~optax_gate.gate.bisect.search.Unusable`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.install import missing_requirements as bisect_deps
 from optax_gate.gate.install import source_build
-from optax_gate.gate.bisect_search import Unusable
+from optax_gate.gate.bisect.search import Unusable
 
 #: Prints the imported package's file (no package name is imported by the gate itself).
 _WHERE = "import importlib, sys; print(importlib.import_module(sys.argv[1]).__file__)"

@@ -4,10 +4,10 @@ gives the candidate's outcomes (``gate --bisect``, ``python -m optax_gate
 bisect RUN``).
 
 The search walks the package's first-parent commits from the baseline's
-release tag to the candidate's (``optax_gate.gate.bisect_search``); each
+release tag to the candidate's (``optax_gate.gate.bisect.search``); each
 tested commit is built once, cached by SHA, and only the findings' contracts
 run in the candidate's environment with the package replaced
-(``optax_gate.gate.bisect_probe``). The answer goes into each finding as
+(``optax_gate.gate.bisect.probe``). The answer goes into each finding as
 ``bisect``: a list, one entry per moved package::
 
     {"package", "status": "found" | "range" | "not-bisected", "reason",
@@ -35,9 +35,9 @@ from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.install import source_build
 from optax_gate.gate.base import atomic
 from optax_gate.gate.judge import findings as findings_
-from optax_gate.gate.bisect_history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
-from optax_gate.gate.bisect_probe import Prober
-from optax_gate.gate.bisect_search import Answer, Target, search
+from optax_gate.gate.bisect.history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
+from optax_gate.gate.bisect.probe import Prober
+from optax_gate.gate.bisect.search import Answer, Target, search
 
 #: The changes a bisection looks for (new/gone contracts have no old outcome to lose).
 CHANGES = ("broken", "changed", "fixed")

@@ -1,0 +1,8 @@
+"""Stage 8, bisection: the commit that changed a finding.
+
+``command`` (``gate bisect`` and ``--bisect``), ``flow`` (one bisection per
+package, its report), ``history`` (the commits between two releases),
+``search`` (the search over them), ``probe`` (one commit built and its
+contracts run).
+
+May import: ``base`` to ``report``."""
