@@ -61,8 +61,8 @@ import os, sys
 from pathlib import Path
 os.environ["OPTAX_GATE_INVOKED_FROM"] = os.getcwd()  # as noxw does: the user's paths are read from the team's folder
 os.chdir({root!r})
-from optax_gate.gate import cli
 from optax_gate.gate.install import environments
+from optax_gate.gate import cli
 environments.ensure = lambda folder, lock, *a, **k: Path({fakes!r}["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"])
 sys.exit(cli.main(["gate", "--cache-dir", {cache!r}, "--envs-dir", {envs!r}, *sys.argv[1:]]))
 '''

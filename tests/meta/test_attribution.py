@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from optax_gate.gate.beyond import attribution, scope, usage
 from optax_gate.gate.judge import compare
+from optax_gate.gate.beyond import attribution, scope, usage
 from optax_gate.gate.beyond.surface import POSITIONAL, Param
 
 TEAM = '''import optax

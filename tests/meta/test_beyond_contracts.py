@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.run import warnings_diff
+from optax_gate.gate.judge import compare
+from optax_gate.gate.beyond import dependencies, unseen
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.beyond import dependencies, unseen
-from optax_gate.gate.judge import compare
-from optax_gate.gate.run import warnings_diff
 from optax_gate.kit import probe
 from tests.meta.test_compare import record
 
@@ -186,9 +186,9 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     """One rule for "list of APIs" in a finding's line (``details.named_list``):
     the merged API-surface finding and the contract finding across APIs both
     name ``details.NAMED`` and say how many more."""
-    from optax_gate.gate.report import surface_section as report_surface
-    from optax_gate.gate.judge import findings
     from optax_gate.gate.base import details
+    from optax_gate.gate.judge import findings
+    from optax_gate.gate.report import surface_section as report_surface
 
     paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]
     rows = [{"path": p, "change": "removed", "verdict": "broken", "old": "function", "new": ""} for p in paths]

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.bisect import flow as bisect_flow
+from optax_gate.gate.install import source_build
+from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.judge import compare
-from optax_gate.gate.install import source_build
+from optax_gate.gate.bisect import command as bisect_command
+from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import first_parent, release_commit
 from optax_gate.gate.bisect.probe import Prober
 from optax_gate.gate.bisect.search import Answer, Target, Unusable, search
@@ -332,8 +332,8 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
 
 
 _AFTER = '''
-from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.run import evidence
+from optax_gate.gate.bisect import command as bisect_command
 def _after(run, python, args, say):
     (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{args.bisect_env}")
 bisect_command.after_gate = _after

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli
-from optax_gate.gate.run import evidence, results_cache, runner
 from optax_gate.gate.install import environments
+from optax_gate.gate.run import evidence, results_cache, runner
+from optax_gate.gate import cli
 from tests.meta.test_compare import record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,8 +254,8 @@ else:
 DRIVER = '''
 import sys
 from pathlib import Path
-from optax_gate.gate import cli
 from optax_gate.gate.install import environments
+from optax_gate.gate import cli
 environments.ensure = lambda *a, **k: Path({fake!r})
 sys.exit(cli.main(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}, *{extra!r}]))
 '''

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.run import outcomes
 from optax_gate.gate.install import compilation_cache
+from optax_gate.gate.run import outcomes
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "tests/contracts/test_incremental_update.py"  # golden, property, trajectories, jit/no-recompile

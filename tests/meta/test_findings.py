@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from optax_gate.gate.base import details
+from optax_gate.gate.judge import findings
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.judge import findings
-from optax_gate.gate.base import details
 from optax_gate.kit import tolerances
 
 REAL = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8.json").read_text())

@@ -5,10 +5,10 @@ runner's words for an exception that escaped ``pytest.raises``."""
 
 import re
 
-from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.judge import findings
-from optax_gate.gate.run import outcomes
 from optax_gate.gate.base import details
+from optax_gate.gate.run import outcomes
+from optax_gate.gate.judge import findings
+from optax_gate.gate.report import markdown as report_markdown
 from tests.meta.test_findings import REAL, REAL_723, row
 from tests.meta.test_plugin_and_outcomes import run_log
 

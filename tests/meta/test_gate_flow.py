@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli
-from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.install import environments, extras
 from optax_gate.gate.inputs import validate
+from optax_gate.gate.install import environments, extras
+from optax_gate.gate.run import evidence, runner
+from optax_gate.gate import cli
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
 from tests.meta.test_late_phases import run_gate
 

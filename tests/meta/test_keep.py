@@ -22,8 +22,8 @@ from tests.meta.test_cli import ROOT, fake_gate, snapshot
 UNRESOLVABLE = '''
 import sys
 from pathlib import Path
-from optax_gate.gate import cli
 from optax_gate.gate.install import environments
+from optax_gate.gate import cli
 def no_solution(*args, **kwargs):
     raise environments.EnvironmentFailure("resolution", "No solution found: optax==0.2.99 is not on the index")
 environments.compile_lock = no_solution
@@ -106,11 +106,11 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     """A new user's refusal report read "0 broken, ... (of 0 contracts)", "API surface (no differences)"
     and "Dependencies ... resolution failed?": a run that compared nothing says so, with its reason and
     each side's status, in report.md and report.html alike."""
+    from optax_gate.gate.run import runner
+    from optax_gate.gate.judge import compare
+    from optax_gate.gate.beyond import unseen
     from optax_gate.gate.report import html_page as report_html
     from optax_gate.gate.report import markdown as report_markdown
-    from optax_gate.gate.beyond import unseen
-    from optax_gate.gate.judge import compare
-    from optax_gate.gate.run import runner
     why = "invalid input: --contracts /tmp/no-such-contracts does not exist"
     base = runner.not_verified("baseline", why, requirements=["lock file requirements-lock.txt"])
     cand = runner.not_verified("candidate", why, requirements=["optax==0.2.8"])

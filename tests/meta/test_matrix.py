@@ -4,12 +4,12 @@ fake package index (no network)."""
 import json
 import re
 
-from optax_gate.gate import cli
-from optax_gate.gate.report import matrix_page as report_matrix
+from optax_gate.gate.base import details
+from optax_gate.gate.judge import findings
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.judge import findings
-from optax_gate.gate.base import details
+from optax_gate.gate.report import matrix_page as report_matrix
+from optax_gate.gate import cli
 from tests.meta.test_compare import record
 from tests.meta.test_findings import REAL
 
@@ -166,8 +166,8 @@ def test_cli_merge_without_a_plan_is_not_verified(tmp_path):
 def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypatch, capsys):
     """The CI fan-out without GitHub: --plan lists the environments, each
     runner runs --only NAME into runs/, the merge step combines them."""
-    from optax_gate.gate.run import runner
     from optax_gate.gate.install import environments
+    from optax_gate.gate.run import runner
 
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
     def fake_compile(req_in, out, *a, **k):

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from optax_gate.gate import cli, sides
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments
+from optax_gate.gate.run import runner
 from optax_gate.gate.run.heartbeat import Heartbeat
+from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate import cli, sides
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments
+from optax_gate.gate.run import runner
+from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate import cli
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 from tests.meta.test_source_build import commit, git

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from optax_gate.gate import cli
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.beyond import unseen, upstream_tests
-from optax_gate.gate.run import runner
 from optax_gate.gate.install import environments
+from optax_gate.gate.run import runner
+from optax_gate.gate.beyond import unseen, upstream_tests
+from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate import cli
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 

@@ -11,9 +11,9 @@ one API's several changes."""
 import json
 from pathlib import Path
 
-from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.beyond import unseen
 from optax_gate.gate.judge import findings
+from optax_gate.gate.beyond import unseen
+from optax_gate.gate.report import markdown as report_markdown
 
 REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
 MC = "optax.monte_carlo"

@@ -14,11 +14,11 @@ from html.parser import HTMLParser
 import pytest
 
 from optax_gate.action import comment, run
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
-from optax_gate.gate.judge import findings as findings_
 
 GITHUB_COMMENT = 65_536  # characters
 GITHUB_SUMMARY = 1024 * 1024  # bytes

@@ -2,9 +2,9 @@
 
 import json
 
+from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.judge import compare
 from tests.meta.test_compare import record
 
 

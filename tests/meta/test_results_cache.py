@@ -303,8 +303,8 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     import argparse
     import threading
 
-    from optax_gate.gate import sides
     from optax_gate.gate.beyond import unseen
+    from optax_gate.gate import sides
 
     sites = [tmp_path / "base-site", tmp_path / "cand-site"]
     for site in sites:

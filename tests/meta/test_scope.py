@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
-from optax_gate.gate.beyond import scope, unseen, usage  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
+from optax_gate.gate.beyond import scope, unseen, usage  # noqa: E402
+from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"

@@ -16,10 +16,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from optax_gate.gate.beyond import dependencies
+from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.install.source_specs import SourceFailure, SourceSpec
-from optax_gate.gate.inputs.validate import InvalidInput
+from optax_gate.gate.beyond import dependencies
 from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
@@ -115,8 +115,8 @@ PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"').replace
 DRIVER = """
 import sys
 from pathlib import Path
-from optax_gate.gate import cli
 from optax_gate.gate.install import environments
+from optax_gate.gate import cli
 environments.ensure = lambda *a, **k: Path({fake!r})
 {patch}
 sys.exit(cli.main(["gate", *{args!r}, "--out", {out!r}, "--cache-dir", {cache!r}, "--no-speed",

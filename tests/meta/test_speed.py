@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.judge import compare
+from optax_gate.gate.beyond import speed
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.beyond import speed
-from optax_gate.gate.judge import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.beyond import divergence, scope, team_run
 from optax_gate.gate.judge import compare
+from optax_gate.gate.beyond import divergence, scope, team_run
+from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import tolerances
 
 TEAMS = Path(__file__).parent / "teams"

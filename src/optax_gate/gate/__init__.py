@@ -1,14 +1,28 @@
 """The gate tool: everything that runs in the light tool environment.
 
-Modules: ``cli`` (command line), ``requirements`` (candidate requirement
-sets), ``environments`` (build and reuse environments with uv), ``runner``
-(probe an environment and run the contracts there, in a subprocess),
-``outcomes`` (fold a pytest report log into contract outcomes), ``compare``
-(change and verdict logic), ``findings`` (group contract changes into
-findings, by cause across APIs), ``details`` (failure details in plain words),
-``heartbeat`` (progress lines that never go quiet), ``report_json``, ``report_markdown`` and ``report_matrix``
-(renderers), ``matrix`` and ``discovery`` (the release matrix), ``atomic``
-(atomic file writes).
+Laid out by stage, in the order a gate runs (``docs/architecture.md`` lists
+every module):
+
+- ``base/``: what every stage shares (atomic writes, a failure detail in
+  plain words);
+- ``inputs/``: what the user typed, checked before anything runs;
+- ``install/``: what each side installs (requirement sets, extras, builds
+  from source, environments, JAX's compilation cache);
+- ``run/``: running the contracts in an environment and keeping what they
+  gave (runner, outcomes, results cache, evidence folders, progress);
+- ``judge/``: baseline against candidate, contract by contract (compare,
+  findings);
+- ``beyond/``: what the contracts cannot see (API surface, warnings,
+  dependencies, the team's code and run, speed, optax's own tests);
+- ``matrix/``: the release matrix (planning, discovery, judging a grid);
+- ``report/``: every renderer and the report's JSON schema;
+- ``bisect/``: the commit that changed a finding;
+- on top, the flows: ``cli`` (command line), ``gate_flow``, ``sides`` (one
+  side of a comparison), ``late`` (the phases after the contracts),
+  ``matrix_flow``.
+
+Import rule: a module imports only from its own stage and the stages listed
+before it, and never from the flows on top (``tests/meta/test_layout.py``).
 
 Import boundary: nothing here imports ``jax``, ``optax`` or ``flax``, directly
 or through ``optax_gate.kit``; the gate must work when the candidate cannot

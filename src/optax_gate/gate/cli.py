@@ -104,14 +104,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.beyond import scope
+from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.run import evidence, runner
+from optax_gate.gate.beyond import scope
 from optax_gate.gate.beyond import speed as speed_
+from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
-from optax_gate.gate.inputs.typed_path import user_path
 
 # The flows live in gate_flow (gate, compare) and matrix_flow (matrix); one
 # side of a comparison in sides (all under optax_gate.gate); the run folder in

@@ -14,21 +14,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import late
-from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.bisect import history as bisect_history
+from optax_gate.gate.base import atomic
+from optax_gate.gate.inputs import requirements, team_contracts, validate
+from optax_gate.gate.install import environments, extras, source_specs
+from optax_gate.gate.run import baseline_snapshots, evidence, runner
+from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.judge import compare
+from optax_gate.gate.beyond import scope, team_run, upstream_tests, usage
+from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.beyond import scope, team_run, upstream_tests, usage
-from optax_gate.gate.judge import compare
-from optax_gate.gate.run import baseline_snapshots, evidence, runner
-from optax_gate.gate.install import environments, extras, source_specs
-from optax_gate.gate.inputs import requirements, team_contracts, validate
-from optax_gate.gate.base import atomic
-from optax_gate.gate.beyond import speed as speed_
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.bisect import command as bisect_command
+from optax_gate.gate.bisect import history as bisect_history
+from optax_gate.gate import late
 from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
                                    save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs

@@ -13,15 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base import atomic
+from optax_gate.gate.install import compilation_cache, environments
+from optax_gate.gate.run import runner
+from optax_gate.gate.run.heartbeat import Heartbeat
+from optax_gate.gate.beyond import surface, unseen, upstream_tests
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.beyond import surface, unseen, upstream_tests
-from optax_gate.gate.run import runner
-from optax_gate.gate.install import compilation_cache, environments
-from optax_gate.gate.base import atomic
 from optax_gate.gate.gate_flow import fail
-from optax_gate.gate.run.heartbeat import Heartbeat
 from optax_gate.gate.sides import load, measure_speed, run_lock, run_specs, save_run
 
 

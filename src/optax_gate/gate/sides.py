@@ -15,15 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.beyond import surface, unseen
-from optax_gate.gate.run import results_cache, runner
-from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
-from optax_gate.gate.inputs import requirements
 from optax_gate.gate.base import atomic
-from optax_gate.gate.beyond import speed as speed_
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.inputs import requirements
 from optax_gate.gate.inputs.validate import InvalidInput
+from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
+from optax_gate.gate.run import results_cache, runner
+from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.beyond import speed as speed_
+from optax_gate.gate.beyond import surface, unseen
+from optax_gate.gate.report import speed_section as report_speed
 
 
 PYTHON_VERSION = "3.12"

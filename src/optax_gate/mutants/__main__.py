@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from optax_gate import mutants
-from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs.typed_path import user_path
+from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.kit import probe
 
 #: The plugins of this environment's declared pytest plugins, named (as the gate runs them).

@@ -56,8 +56,8 @@ import ast
 import re
 from typing import Any, Iterable
 
-from optax_gate.gate.beyond import call_sites, usage
 from optax_gate.gate.judge.findings import EDGE_KEY, _cause, test_name
+from optax_gate.gate.beyond import call_sites, usage
 
 VERDICTS = ("affected", "cannot-tell", "not-affected")
 DTYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")

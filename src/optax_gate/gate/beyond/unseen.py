@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.beyond import call_sites, dependencies, surface, usage
-from optax_gate.gate.judge import findings
-from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.base.details import named_list
+from optax_gate.gate.run import warnings_diff
+from optax_gate.gate.judge import findings
+from optax_gate.gate.beyond import call_sites, dependencies, surface, usage
 
 SCHEMA = 3
 

@@ -68,8 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.install import missing_requirements as bisect_deps
 from optax_gate.gate.base.details import normalise, shorten
+from optax_gate.gate.install import missing_requirements as bisect_deps
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),

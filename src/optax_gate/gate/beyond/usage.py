@@ -34,8 +34,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Iterable
 
-from optax_gate.gate.beyond import surface as surface_mod
 from optax_gate.gate.inputs import usage_files
+from optax_gate.gate.beyond import surface as surface_mod
 from optax_gate.gate.beyond.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 
 TRACKED = ("optax", "flax", "jax")

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.bisect import flow as bisect_flow
-from optax_gate.gate.run import evidence
 from optax_gate.gate.install import compilation_cache, environments
+from optax_gate.gate.run import evidence
+from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import parse_histories
 from optax_gate.gate.bisect.probe import Prober
 

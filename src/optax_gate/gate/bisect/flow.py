@@ -29,12 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base import atomic
+from optax_gate.gate.install import source_build
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.install import source_build
-from optax_gate.gate.base import atomic
-from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.bisect.history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
 from optax_gate.gate.bisect.probe import Prober
 from optax_gate.gate.bisect.search import Answer, Target, search

@@ -15,8 +15,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from optax_gate.gate.install import source_build
 from optax_gate.gate.inputs.typed_path import user_path
+from optax_gate.gate.install import source_build
 
 #: The pure-Python packages a bisection can build from source -> their public repository
 #: (the default history, and the base of the links in reports).

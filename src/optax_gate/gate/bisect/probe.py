@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.install import missing_requirements as bisect_deps
 from optax_gate.gate.install import source_build
+from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.bisect.search import Unusable
 
 #: Prints the imported package's file (no package name is imported by the gate itself).

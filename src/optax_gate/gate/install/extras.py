@@ -19,8 +19,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from optax_gate.gate.install import environments
 from optax_gate.gate.inputs.validate import InvalidInput
+from optax_gate.gate.install import environments
 
 
 def pinned(lock: Path) -> dict[str, str]:

@@ -26,10 +26,10 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from optax_gate.gate.install import source_build
 from optax_gate.gate.inputs.requirements import canonical_name
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.inputs.validate import InvalidInput
+from optax_gate.gate.install import source_build
 
 #: Packages the gate builds from source: pure Python, a wheel in seconds.
 FROM_SOURCE = ("optax", "flax")

@@ -35,9 +35,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from optax_gate.gate.judge import findings
-from optax_gate.gate.run import outcomes
 from optax_gate.gate.inputs import team_contracts
+from optax_gate.gate.run import outcomes
+from optax_gate.gate.judge import findings
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from optax_gate.gate.matrix import discovery
-from optax_gate.gate.beyond import unseen
-from optax_gate.gate.judge import compare
 from optax_gate.gate.inputs import requirements
+from optax_gate.gate.judge import compare
+from optax_gate.gate.beyond import unseen
+from optax_gate.gate.matrix import discovery
 
 PACKAGES = ("optax", "jax", "flax")
 #: The public repositories of the upstream-dev environments (``--upstream``), built at their default branch.

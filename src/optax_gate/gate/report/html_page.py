@@ -25,10 +25,10 @@ import html
 import re
 from typing import Any
 
+from optax_gate.gate.beyond import call_sites, scope
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
-from optax_gate.gate.beyond import call_sites, scope
 
 #: The report's own tags kept as they are (everything else is escaped).
 _TAGS = re.compile(r'(<a id="[\w-]+"></a>|<br>|<details>|</details>|<summary>|</summary>|<details><summary>)')

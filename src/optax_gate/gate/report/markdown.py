@@ -33,16 +33,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from optax_gate.gate.report import bisect_section as report_bisect
-from optax_gate.gate.report import surface_section as report_surface
-from optax_gate.gate.beyond import call_sites, upstream_tests
-from optax_gate.gate.run import evidence
 from optax_gate.gate.base import details
-from optax_gate.gate.judge import findings as findings_
-from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.report import team_run_section as report_team_run
-from optax_gate.gate.beyond import scope
 from optax_gate.gate.install import source_specs
+from optax_gate.gate.run import evidence
+from optax_gate.gate.judge import findings as findings_
+from optax_gate.gate.beyond import call_sites, upstream_tests
+from optax_gate.gate.beyond import scope
+from optax_gate.gate.report import bisect_section as report_bisect
+from optax_gate.gate.report import speed_section as report_speed
+from optax_gate.gate.report import surface_section as report_surface
+from optax_gate.gate.report import team_run_section as report_team_run
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
 SAMPLE = 5

@@ -21,12 +21,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.beyond import speed, upstream_tests
-from optax_gate.gate.judge import findings
 from optax_gate.gate.base import details
+from optax_gate.gate.judge import findings
+from optax_gate.gate.beyond import speed, upstream_tests
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix.plan import WORST
+from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report.markdown import VERSION_KEYS
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.base import details
+from optax_gate.gate.report import bisect_section as report_bisect
 
 #: Changes listed per affected line.
 SHOWN = 4

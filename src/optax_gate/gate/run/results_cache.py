@@ -64,9 +64,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.run import devices
-from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.base import atomic
+from optax_gate.gate.inputs import team_contracts
+from optax_gate.gate.run import devices
 
 FORMAT = "results-v1"
 CONTRACTS_DIR = "tests/contracts"

@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.run import devices, outcomes, pytest_plugins, warnings_diff
-from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.inputs import team_contracts
+from optax_gate.gate.install import compilation_cache
+from optax_gate.gate.run import devices, outcomes, pytest_plugins, warnings_diff
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).

@@ -1,0 +1,94 @@
+"""The gate half is laid out by stage (``src/optax_gate/gate/__init__.py``):
+a module imports only from its own stage and the stages before it, never from
+the flows on top, and ``docs/architecture.md`` lists every module under its
+stage, so the tree and its map cannot drift apart."""
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GATE = ROOT / "src" / "optax_gate" / "gate"
+#: The stages in the order a gate runs; each a subpackage of ``gate/``. The modules at the
+#: top of ``gate/`` are the flows, which may import every stage and which no stage imports.
+STAGES = ("base", "inputs", "install", "run", "judge", "beyond", "matrix", "report", "bisect")
+FLOWS = "flows"
+
+
+def _stage(module: Path) -> str:
+    """The stage of a module file under ``gate/``."""
+    parts = module.relative_to(GATE).parts
+    return parts[0] if len(parts) > 1 else FLOWS
+
+
+def _imported(tree: ast.AST, under: Path) -> list[tuple[int, Path]]:
+    """(line, file) of every gate module ``tree`` imports, at any depth (a
+    function's own import included): ``from optax_gate.gate.run import runner``
+    is ``run/runner.py``, ``from optax_gate.gate.run.runner import X`` too."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"{under.relative_to(ROOT)}:{node.lineno}: a relative import; name the stage in full")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.gate"):
+            folder = GATE.joinpath(*node.module.split(".")[2:])
+            for alias in node.names:
+                target = folder / f"{alias.name}.py"
+                out.append((node.lineno, target if target.is_file() else folder.with_suffix(".py")))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("optax_gate.gate."):
+                    out.append((node.lineno, GATE.joinpath(*alias.name.split(".")[2:]).with_suffix(".py")))
+    return out
+
+
+def upward_imports(gate: Path = GATE) -> list[str]:
+    """Each import of a later stage (or of a flow) by an earlier one, as
+    ``FILE:LINE: STAGE imports LATER_STAGE (MODULE)``."""
+    order = {s: i for i, s in enumerate((*STAGES, FLOWS))}
+    found = []
+    for path in sorted(gate.rglob("*.py")):
+        mine = _stage(path)
+        for line, target in _imported(ast.parse(path.read_text(encoding="utf-8")), path):
+            theirs = _stage(target) if target.is_relative_to(gate) else FLOWS
+            if order[theirs] > order[mine]:
+                found.append(f"{path.relative_to(gate)}:{line}: {mine} imports {theirs} ({target.relative_to(gate)})")
+    return found
+
+
+def test_no_module_imports_a_later_stage():
+    """``run`` may use ``install`` but ``install`` never ``run``; a report
+    renders what the judging found and the judging never imports a renderer."""
+    assert upward_imports() == []
+
+
+def test_every_subpackage_is_a_stage_with_its_rule():
+    """Every folder of ``gate/`` is a listed stage, and its ``__init__``
+    docstring says what it owns and what it may import."""
+    folders = sorted(p.name for p in GATE.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == sorted(STAGES)
+    for stage in STAGES:
+        doc = ast.get_docstring(ast.parse((GATE / stage / "__init__.py").read_text(encoding="utf-8"))) or ""
+        assert "May import" in doc, f"gate/{stage}/__init__.py does not say what it may import"
+
+
+def _architecture_sections() -> dict[str, str]:
+    """docs/architecture.md's text under each ``### `gate/STAGE/` `` heading
+    (``gate/`` itself for the flows)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    parts = re.split(r"^### `(gate/(?:\w+/)?)`.*$", text, flags=re.M)
+    return {parts[i]: parts[i + 1].split("\n## ")[0] for i in range(1, len(parts) - 1, 2)}
+
+
+def test_architecture_lists_every_module_under_its_stage():
+    """A module missing from its stage's section of docs/architecture.md (or
+    listed under another stage) fails here."""
+    sections = _architecture_sections()
+    missing = []
+    for path in sorted(GATE.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        stage = _stage(path)
+        heading = "gate/" if stage == FLOWS else f"gate/{stage}/"
+        if not re.search(rf"`{path.stem}`", sections.get(heading, "")):
+            missing.append(f"{path.relative_to(GATE)} (under {heading})")
+    assert not missing, f"docs/architecture.md does not list: {missing}"
