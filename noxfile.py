@@ -182,7 +182,7 @@ def mutants(session: nox.Session) -> None:
     Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
-    # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.user_paths)
+    # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.inputs.typed_path)
     session.run("python", "-m", "optax_gate.mutants", *session.posargs,
                 env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")})
 

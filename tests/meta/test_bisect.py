@@ -1,4 +1,4 @@
-"""Meta tests of the bisection (gate/bisect_*.py) on synthetic git
+"""Meta tests of the bisection (gate/bisect/) on synthetic git
 repositories of a tiny package named ``optax`` (seven first-parent commits:
 one that does not build, one that changes the value a tiny contract pins).
 

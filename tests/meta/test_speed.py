@@ -1,5 +1,5 @@
 """Speed drift readings (``optax_gate.gate.beyond.speed``), their report section
-(``gate.report_speed``) and the matrix's speed row.
+(``gate.report.speed_section``) and the matrix's speed row.
 
 The statistics are checked on synthetic timings (expected changes are known by
 construction: a candidate built as 2x the baseline's timings is slower; one

@@ -166,11 +166,11 @@ def test_markdown_lists_what_could_not_be_told(section):
 
 
 def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
-    """``bisect_deps._prune`` (shared by the overlays here and the bisection's
+    """``missing_requirements._prune`` (shared by the overlays here and the bisection's
     missing requirements) removes the distributions the environment has: a
     ``NAME-VERSION.dist-info`` folder is NAME's (it read ``numpy-2.5.5.dist``
     before, and the environment's numpy was shadowed)."""
-    from optax_gate.gate.install import missing_requirements as bisect_deps
+    from optax_gate.gate.install import missing_requirements
 
     for name, version, top in (("numpy", "2.5.5", "numpy"), ("scikit_learn", "1.9.1", "sklearn")):
         info = tmp_path / f"{name}-{version}.dist-info"
@@ -178,7 +178,7 @@ def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
         (tmp_path / top).mkdir()
         (tmp_path / top / "__init__.py").write_text("", encoding="utf-8")
         (info / "RECORD").write_text(f"{top}/__init__.py,,\n{info.name}/RECORD,,\n", encoding="utf-8")
-    bisect_deps._prune(tmp_path, {"numpy"})
+    missing_requirements._prune(tmp_path, {"numpy"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scikit_learn-1.9.1.dist-info", "sklearn"]
 
 

@@ -95,7 +95,7 @@ ANCHOR = re.compile(r'<a id="[^"]*"></a>')
 #: ``[text](#f4-1)``: a link to an anchor of the same page; the text may hold
 #: one level of brackets (a parametrized test: ``test_x[float32]``).
 IN_PAGE_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(#[^)\s]*\)")
-#: ``(see API surface below)``: a finding beyond the contracts pointing to its section (``report_surface``).
+#: ``(see API surface below)``: a finding beyond the contracts pointing to its section (``optax_gate.gate.report.surface_section``).
 SEE_BELOW = re.compile(r"\(see ([^()]*?) below\)")
 
 

@@ -6,14 +6,17 @@ every module):
 - ``base/``: what every stage shares (atomic writes, a failure detail in
   plain words);
 - ``inputs/``: what the user typed, checked before anything runs;
-- ``install/``: what each side installs (requirement sets, extras, builds
-  from source, environments, JAX's compilation cache);
+- ``install/``: what each side installs (extras, builds from source,
+  environments and their locks, JAX's compilation cache);
 - ``run/``: running the contracts in an environment and keeping what they
-  gave (runner, outcomes, results cache, evidence folders, progress);
+  gave (runner, outcomes, the warnings raised, results cache, evidence
+  folders, progress); not to be confused with ``--run``, the team's own run,
+  which ``beyond/team_run`` compares;
 - ``judge/``: baseline against candidate, contract by contract (compare,
   findings);
-- ``beyond/``: what the contracts cannot see (API surface, warnings,
-  dependencies, the team's code and run, speed, optax's own tests);
+- ``beyond/``: what the contracts cannot see (API surface, the warnings
+  and dependency diffs, the team's code and ``--run``, speed, optax's own
+  tests);
 - ``matrix/``: the release matrix (planning, discovery, judging a grid);
 - ``report/``: every renderer and the report's JSON schema;
 - ``bisect/``: the commit that changed a finding;
@@ -22,7 +25,7 @@ every module):
   ``matrix_flow``.
 
 Import rule: a module imports only from its own stage and the stages listed
-before it, and never from the flows on top (``tests/meta/test_layout.py``).
+before it, and never from the flows on top (``tests/meta/test_stages.py``).
 
 Import boundary: nothing here imports ``jax``, ``optax`` or ``flax``, directly
 or through ``optax_gate.kit``; the gate must work when the candidate cannot

@@ -335,7 +335,7 @@ def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
 def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, candidate: dict[str, Any],
            folder: Path, say: Progress | None = None, plot: bool = True,
            pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
-    """Time the training steps of both environments, interleaved (``gate.speed``),
+    """Time the training steps of both environments, interleaved (``gate.beyond.speed``),
     and draw the plot into ``folder``; None under ``--no-speed``. A measured
     result is cached by both locks (``results_cache.speed_inputs``): a gate
     re-judging the same pair takes it from there (``from_cache`` says when it

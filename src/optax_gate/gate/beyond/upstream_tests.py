@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base.details import normalise, shorten
-from optax_gate.gate.install import missing_requirements as bisect_deps
+from optax_gate.gate.install import missing_requirements
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),
@@ -189,10 +189,10 @@ def overlay(python: Path, names: list[str], cache_dir: Path, timeout: float) -> 
         return None
     wanted = sorted(DISTRIBUTIONS.get(n, n) for n in names)
     try:
-        return bisect_deps.install_beside(python, wanted, cache_dir / "upstream-tests-deps", timeout)
-    except bisect_deps.ListingFailure as exc:
+        return missing_requirements.install_beside(python, wanted, cache_dir / "upstream-tests-deps", timeout)
+    except missing_requirements.ListingFailure as exc:
         raise CrossRunFailure(str(exc)) from None
-    except bisect_deps.DepsFailure as exc:
+    except missing_requirements.DepsFailure as exc:
         raise CrossRunFailure(f"the test dependencies {', '.join(wanted)} cannot be installed beside the environment: {exc}") from None
 
 

@@ -1,6 +1,6 @@
 """Stage 8, bisection: the commit that changed a finding.
 
-``command`` (``gate bisect`` and ``--bisect``), ``flow`` (one bisection per
+``command`` (``python -m optax_gate bisect`` and ``gate --bisect``), ``flow`` (one bisection per
 package, its report), ``history`` (the commits between two releases),
 ``search`` (the search over them), ``probe`` (one commit built and its
 contracts run).

@@ -6,7 +6,7 @@ without dependencies into a folder of its own (``uv pip install --no-deps
 --target``, cached by commit SHA beside the wheels), and the contracts run in
 the candidate's interpreter with ``PYTHONPATH`` naming that folder, so its
 package shadows the installed one; requirements of that commit the
-environment lacks go into a second folder (``bisect_deps``). Before the contracts run, an import check
+environment lacks go into a second folder (``missing_requirements``). Before the contracts run, an import check
 proves the package really comes from that folder; a commit that cannot be
 built, installed or imported is :class:`~optax_gate.gate.bisect.search.Unusable`.
 """
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate.install import missing_requirements as bisect_deps
+from optax_gate.gate.install import missing_requirements
 from optax_gate.gate.install import source_build
 from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.gate.bisect.search import Unusable
@@ -69,15 +69,15 @@ class Prober:
         except source_build.SourceBuildError as exc:
             raise Unusable(f"cannot be built: {exc}") from None
         try:
-            bisect_deps.install_into(target, self.python, ["--no-deps", str(wheel.path)], self.timeout)
-        except bisect_deps.DepsFailure as exc:
+            missing_requirements.install_into(target, self.python, ["--no-deps", str(wheel.path)], self.timeout)
+        except missing_requirements.DepsFailure as exc:
             raise Unusable(f"cannot be installed: {exc}") from None
         self.built[sha] = round(time.monotonic() - start, 1)
         return target
 
     def paths(self, sha: str) -> list[Path]:
         """The ``PYTHONPATH`` of ``sha``: its build, then the requirements it
-        needs that the environment lacks (``bisect_deps``), once per commit.
+        needs that the environment lacks (``missing_requirements``), once per commit.
 
         Raises:
           Unusable: it cannot be built or installed, or its missing requirements cannot.
@@ -85,8 +85,8 @@ class Prober:
         if sha not in self._paths:
             target = self.install(sha)
             try:
-                deps = bisect_deps.install_missing(self.python, target, self.cache_dir, self.timeout)
-            except (bisect_deps.DepsFailure, subprocess.TimeoutExpired) as exc:
+                deps = missing_requirements.install_missing(self.python, target, self.cache_dir, self.timeout)
+            except (missing_requirements.DepsFailure, subprocess.TimeoutExpired) as exc:
                 raise Unusable(f"cannot be installed: {exc}") from None
             self._paths[sha] = [target, *([deps] if deps else [])]
         return self._paths[sha]

@@ -2,6 +2,10 @@
 runs. The paths themselves are read from where the user stands
 (:mod:`optax_gate.gate.inputs.typed_path`).
 
+:func:`check_usage` refuses a ``--usage`` path that does not exist, is a
+dangling symlink or a loop, cannot be read, or is a file that is not ``.py``
+/ ``.ipynb``; the gate then scans the paths (``optax_gate.gate.beyond.usage``).
+
 ``--usage`` takes one path per occurrence and is repeated
 (``--usage src --usage notebooks``): SPECs after it stay SPECs.
 :func:`refuse_paths_as_specs` refuses a SPEC that names an existing file or

@@ -159,10 +159,10 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
       defect, baseline, differs, cells: {env: {outcome, change, detail}}}]}``.
       ``ran``: the environment ran its contracts (else every contract is
       ``gone`` there and renderers show its reason instead). ``speed``: the
-      environment's speed readings against the baseline (``gate.speed``), or
+      environment's speed readings against the baseline (``gate.beyond.speed``), or
       None when not measured (``--no-speed``). ``beyond``: ``{surface,
       warnings, dependencies: {status, counts}}`` of the environment against
-      the baseline (``gate.unseen``; the surface and dependency diffs exist
+      the baseline (``gate.beyond.unseen``; the surface and dependency diffs exist
       even for an environment that cannot import), or None. ``unreleased``:
       a package is built from an unreleased commit; ``sources``: the run
       record's packages built from source (``source_specs.record``), else []. ``apis``: one row

@@ -36,7 +36,7 @@ def _text_commit(c: dict[str, Any]) -> str:
 
 
 def _suspects(entry: dict[str, Any], one) -> str:
-    """A range's commits that touch the APIs' source files (``bisect_flow.suspects``), the likely ones."""
+    """A range's commits that touch the APIs' source files (``optax_gate.gate.bisect.flow.suspects``), the likely ones."""
     if "suspects" not in entry:
         return ""
     files = entry.get("source_files") or []

@@ -1,7 +1,7 @@
 """JSON rendering of a gate report (schema 3, for machines; JSON Schema in
 ``report.schema.json`` beside this module, checked by tests/meta).
 
-Top-level keys: ``schema`` (2), ``verdict`` (``pass`` | ``fail`` |
+Top-level keys: ``schema`` (3), ``verdict`` (``pass`` | ``fail`` |
 ``not-verified``), ``reasons``, ``notes``, ``summary`` (count per change),
 ``findings`` (report.md's findings, same list and order: the differing
 contracts grouped by cause, ``{"number", "section": "contracts", "change",
