@@ -5,7 +5,7 @@ module below is run by real pytest with pytest-regressions, in a copy of the
 contracts' conftest; its value comes from ``$VALUE`` (the committed file
 holds 0, the "pinned baseline")."""
 
-import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.run import baseline_snapshots
 from optax_gate.gate.sides import Side
 
@@ -84,17 +85,17 @@ def test_arrange_leaves_the_pinned_baseline_alone_and_sets_up_another(tmp_path):
     team = tmp_path / "team.txt"
     team.write_text("optax==0.2.8 \\\n    --hash=sha256:bb\n")
     said = []
-    args = argparse.Namespace(baseline_lock=same, project_root=root, concurrent=True)
+    env = EnvironmentOptions(project_root=root, baseline_lock=same, python="python", envs_dir=tmp_path / "envs")
     base, cand = _side("baseline", tmp_path), _side("candidate", tmp_path)
-    assert baseline_snapshots.arrange(base, cand, args, tmp_path / "ev", said.append) is None
-    assert base.jax_env == {"JAX": "1"} and base.cache_inputs == {"k": 1} and args.concurrent
+    assert baseline_snapshots.arrange(base, cand, env, tmp_path / "ev", said.append) is None
+    assert base.jax_env == {"JAX": "1"} and base.cache_inputs == {"k": 1}
 
-    args.baseline_lock = team
+    env = dataclasses.replace(env, baseline_lock=team)
     base = _side("baseline", tmp_path, record={"from_cache": {"key": "x"}, "status": "ran"})
-    folder = baseline_snapshots.arrange(base, cand, args, tmp_path / "ev", said.append)
+    folder = baseline_snapshots.arrange(base, cand, env, tmp_path / "ev", said.append)
     assert folder == (tmp_path / "ev" / baseline_snapshots.FOLDER).absolute() and folder.is_dir()
     assert base.record is None and base.cache_inputs is None  # the cached result holds no snapshots: run again
     assert base.jax_env == {"JAX": "1", baseline_snapshots.SNAPSHOT_DIR: str(folder), baseline_snapshots.RECORD: "1"}
     assert cand.jax_env == {"JAX": "1", baseline_snapshots.SNAPSHOT_DIR: str(folder)}
-    assert args.concurrent is False  # the candidate needs the baseline's files
+    # given the folder, gate_flow runs the two sides one after the other: the candidate needs the baseline's files
     assert base.extra["snapshots"].startswith("evidence/snapshots-baseline")

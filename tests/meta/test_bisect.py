@@ -11,6 +11,7 @@ as in a gate run; only the project folder is a small one."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
 from optax_gate.gate.install import source_build
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
@@ -27,7 +29,7 @@ from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import first_parent, release_commit
 from optax_gate.gate.bisect.probe import Prober
 from optax_gate.gate.bisect.search import Answer, Target, Unusable, search
-from tests.meta.test_cli import uv_env
+from tests.meta.test_cli import ROOT, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
 
@@ -203,13 +205,13 @@ def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, 
     def interrupted(sha, contracts):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, args, folder: lambda package, repo: interrupted)
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder: lambda package, repo: interrupted)
     monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
     monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
     monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, "c1", new])
-    args = type("Args", (), {"history": None, "bisect_cache": tmp_path / "cache"})()
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
     with pytest.raises(KeyboardInterrupt):
-        bisect_command.bisect_run(before, run, Path(sys.executable), args, lambda message: None)
+        bisect_command.bisect_run(before, run, Path(sys.executable), env, BisectOptions(cache=tmp_path / "cache"), lambda message: None)
     after = json.loads((run / "report.json").read_text())
     assert after["verdict"] == before["verdict"] and after["contracts"] == before["contracts"]
     assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (KeyboardInterrupt)"
@@ -319,12 +321,12 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
     def stopped(sha, contracts):
         raise Interrupted("SIGTERM")
 
-    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, args, folder: lambda package, repo: stopped)
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder: lambda package, repo: stopped)
     monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
     monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
     monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, new])
-    args = type("Args", (), {"history": None, "bisect_cache": tmp_path / "cache"})()
-    bisect_command.after_gate(run, Path(sys.executable), args, lambda message: None)  # returns: no exception
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    bisect_command.after_gate(run, Path(sys.executable), env, BisectOptions(cache=tmp_path / "cache"), lambda message: None)  # returns: no exception
     after = json.loads((run / "report.json").read_text())
     assert after["verdict"] == report["verdict"] == "fail"
     assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (SIGTERM)"
@@ -334,8 +336,8 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
 _AFTER = '''
 from optax_gate.gate.run import evidence
 from optax_gate.gate.bisect import command as bisect_command
-def _after(run, python, args, say):
-    (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{args.bisect_env}")
+def _after(run, python, env, bisect, say):
+    (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{bisect.env}")
 bisect_command.after_gate = _after
 '''
 
@@ -434,17 +436,17 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
     bad["reasons"] = ["candidate not verified: invalid input"]
     bisect_flow.write(bad, refused)
     (out / "report.json").symlink_to(refused / "report.json")
-    args = type("Args", (), {"report": str(refused), "history": [f"optax={tmp_path / 'nope'}"], "bisect_env": "candidate"})()
-    assert bisect_command.command(args) == bisect_command.NOT_VERIFIED
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    given = BisectCommandOptions(report=refused, environment=env, bisect=BisectOptions(history=(f"optax={tmp_path / 'nope'}",)))
+    assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     assert "not a git repository" in capsys.readouterr().err  # the history is checked first
-    args.history = None
+    given = dataclasses.replace(given, bisect=BisectOptions())
     before = (refused / "report.md").read_text()
-    assert bisect_command.command(args) == bisect_command.NOT_VERIFIED
+    assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     assert "was not verified (candidate not verified: invalid input): nothing to bisect" in capsys.readouterr().err
     assert (refused / "report.md").read_text() == before  # left as it is
-    args.report = str(out)
-    args.baseline_lock = tmp_path / "none.txt"
-    assert bisect_command.command(args) == bisect_command.NOT_VERIFIED  # the good run has no candidate lock here
+    given = dataclasses.replace(given, report=out, environment=dataclasses.replace(env, baseline_lock=tmp_path / "none.txt"))
+    assert bisect_command.command(given) == bisect_command.NOT_VERIFIED  # the good run has no candidate lock here
     said = capsys.readouterr()
     assert f"bisecting the newest run that ran both sides: {good.name}" in said.out
     assert f"{good / 'candidate-lock.txt'} does not exist" in said.err

@@ -4,12 +4,14 @@ outcome changes a key (a module's change only its own), a doubtful entry is
 re-run, and a gate runs only the modules the cache lacks."""
 
 import ast
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.run import results_cache
 from tests.meta.test_cli import LOCK, ROOT, fake_gate, latest_report
 
@@ -266,7 +268,6 @@ def test_module_entries_without_their_side_entry_run_again(tmp_path):
 
 
 def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path, monkeypatch):
-    import argparse
 
     from optax_gate.gate import sides
 
@@ -280,27 +281,26 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
     base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
     base.write_text("optax==0.2.6\n")
     cand.write_text("optax==0.2.8\n")
-    args = argparse.Namespace(speed=True, cache_dir=tmp_path / "cache", baseline_cache=True, project_root=ROOT, speed_rounds=3,
-                              speed_budget=None)
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs",
+                             cache_dir=tmp_path / "cache")
 
-    def speed(**changes):
-        return sides.measure_speed(argparse.Namespace(**{**vars(args), **changes}), base, cand, {"status": "ran"}, tmp_path,
-                                   plot=False, pythons=(Path("b"), Path("c")))
+    def speed(rounds=3, use_cache=True):
+        return sides.measure_speed(dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=rounds),
+                                   cand, {"status": "ran"}, pythons=(Path("b"), Path("c")))
 
     first = speed()
     assert len(timed) == 1 and "from_cache" not in first
     again = speed()
     assert len(timed) == 1 and again["from_cache"]["recorded"] and again["duration_s"] == 20.0
-    speed(speed_rounds=4)  # other rounds: measured again
+    speed(rounds=4)  # other rounds: measured again
     assert len(timed) == 2
-    speed(baseline_cache=False)  # --no-cache
+    speed(use_cache=False)  # --no-cache
     assert len(timed) == 3
 
 
 def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch):
     """run_both starts reading both environments' surfaces before the contracts
     end, so the late phase's diff finds them read (unseen's cached reader)."""
-    import argparse
     import threading
 
     from optax_gate.gate.beyond import unseen
@@ -326,6 +326,8 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     monkeypatch.setattr(sides, "contracts", contracts)
     monkeypatch.setattr(sides, "write_checkpoints", lambda side, args, say: None)
     made = [sides.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)}) for label, site in zip(("baseline", "candidate"), sites)]
-    base, cand = sides.run_both(*made, argparse.Namespace(concurrent=False, project_root=ROOT), lambda m: None)
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python="python",
+                             envs_dir=tmp_path / "envs", concurrent=False)
+    base, cand = sides.run_both(*made, env, lambda m: None)
     assert [s for s, _ in read] == sites
     assert cand["surfaces_read_by_then"] == 2  # read beside the contracts, not after them

@@ -12,17 +12,15 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
+from optax_gate.gate.inputs.options import ScopeOptions  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.beyond import scope, unseen, usage  # noqa: E402
+from optax_gate.gate.beyond import scope, surface, unseen, usage  # noqa: E402
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"
 
 
-class Args:
-    def __init__(self, scan=None, fail_on=None):
-        self.usage_scan, self.fail_on = scan, fail_on
 
 
 def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = None, team: Path = TEAM):
@@ -32,7 +30,7 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
             cand["contracts"][cid]["outcome"] = "passed"
     the_scan = usage.scan([team]) if scan else None
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=the_scan)
-    return scope.apply_args(report, Args(the_scan, fail_on))
+    return scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), surface.DEFAULT_PACKAGES)
 
 
 def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate():
@@ -101,7 +99,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
     report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=the_scan)
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
-    scope.apply_args(report, Args(the_scan), by="run")
+    scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run")
     assert [(f["api"], f["scope"]) for f in report["findings"]] == [
         ("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
     assert report["reasons"] == ["1 contract(s) broken where your code goes (run)"]

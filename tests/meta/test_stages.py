@@ -92,3 +92,18 @@ def test_architecture_lists_every_module_under_its_stage():
         if not re.search(rf"`{path.stem}`", sections.get(heading, "")):
             missing.append(f"{path.relative_to(GATE)} (under {heading})")
     assert not missing, f"docs/architecture.md does not list: {missing}"
+
+
+def test_only_the_command_line_sees_the_parsed_namespace():
+    """The command line is parsed once into frozen options
+    (``gate/inputs/options.py``, built by ``cli.options``); every other module
+    receives the part it uses and never imports argparse."""
+    seen = []
+    for path in sorted(GATE.rglob("*.py")):
+        if path == GATE / "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(name == "argparse" or name.startswith("argparse.") for name in names):
+                seen.append(f"{path.relative_to(GATE)}:{node.lineno}")
+    assert seen == [], f"argparse imported outside cli.py: {seen}"

@@ -104,13 +104,14 @@ import sys
 import traceback
 from pathlib import Path
 
+from optax_gate.gate.inputs import options as opts
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.beyond import scope
 from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.gate_flow import NOT_VERIFIED, compare_runs, crash_report, fail, gate
+from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
 
 # The flows live in gate_flow (gate, compare) and matrix_flow (matrix); one
@@ -325,6 +326,48 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _environment(args: argparse.Namespace) -> opts.EnvironmentOptions:
+    return opts.EnvironmentOptions(
+        project_root=args.project_root, baseline_lock=args.baseline_lock, python=args.python, envs_dir=args.envs_dir,
+        compilation_cache=args.compilation_cache, requirements_in=getattr(args, "requirements_in", None),
+        timeout=getattr(args, "timeout", 3600.0), cache_dir=getattr(args, "cache_dir", None),
+        use_cache=getattr(args, "baseline_cache", True), concurrent=getattr(args, "concurrent", True))
+
+
+def _speed(args: argparse.Namespace) -> opts.SpeedOptions:
+    return opts.SpeedOptions(enabled=args.speed, rounds=args.speed_rounds, budget=args.speed_budget)
+
+
+def _scope(args: argparse.Namespace) -> opts.ScopeOptions:
+    return opts.ScopeOptions(usage=tuple(args.usage or ()), fail_on=args.fail_on,
+                             fail_on_new_deprecations=args.fail_on_new_deprecations)
+
+
+def _bisect(args: argparse.Namespace) -> opts.BisectOptions:
+    return opts.BisectOptions(enabled=getattr(args, "bisect", False), history=tuple(args.history or ()),
+                              cache=args.bisect_cache, env=args.bisect_env, timeout=args.bisect_timeout)
+
+
+def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions:
+    """The typed options of the command ``args`` holds (:mod:`optax_gate.gate.inputs.options`), made once here."""
+    if args.command == "gate":
+        return opts.GateOptions(
+            environment=_environment(args), speed=_speed(args), scope=_scope(args), bisect=_bisect(args),
+            candidate=opts.CandidateOptions(specs=tuple(args.specs), source=tuple(args.source or ()),
+                                            lock=args.candidate_lock, allow_extra=args.allow_extra),
+            team_run=opts.TeamRunOptions(command=args.run, folder=args.run_dir, timeout=args.run_timeout),
+            out=args.out, keep=args.keep, contracts=tuple(args.contracts or ()), upstream_tests=args.upstream_tests)
+    if args.command == "matrix":
+        return opts.MatrixOptions(
+            environment=_environment(args), speed=_speed(args), out=args.out, plan_only=args.plan, only=tuple(args.only or ()),
+            merge=args.merge, include_older=args.include_older, upstream=args.upstream, fail_on=args.fail_on,
+            upstream_tests=args.upstream_tests, heartbeat=args.heartbeat)
+    if args.command == "compare":
+        return opts.CompareOptions(baseline_run=args.baseline_run, candidate_run=args.candidate_run, scope=_scope(args),
+                                   out=args.out)
+    return opts.BisectCommandOptions(report=args.report, environment=_environment(args), bisect=_bisect(args))
+
+
 #: The signals that reached the gate, in order: the first one is the cause. Ctrl-C under ``./noxw``
 #: reaches the gate as SIGINT, and nox sends SIGTERM when the gate has not ended soon after, which may
 #: arrive while the gate is still stopping; the later exception then replaces the first.
@@ -358,6 +401,8 @@ def interruption(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return its exit status (see the module docstring)."""
     args = parse(argv)
+    given = options(args)
+    started = Started()
     _SIGNALS.clear()
     _STOPPING.clear()
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -365,18 +410,19 @@ def main(argv: list[str] | None = None) -> int:
     if previous_int is signal.default_int_handler:  # not when SIGINT is ignored (a background job)
         signal.signal(signal.SIGINT, _ctrl_c)
     try:
-        return args.func(args)
+        return args.func(given, started)
     except (KeyboardInterrupt, Interrupted) as exc:
         _STOPPING.append(True)
         runner.stop_all()
-        run = getattr(args, "run_folder", None)
+        run = started.run
         where = (f"; its folder {run.path} stays marked {evidence.MARKER} and {run.root / 'report.md'} still shows "
                  f"{evidence.shown(run.root)}") if run else ""
         return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return crash_report(args, f"gate error: {type(exc).__name__}: {exc}")
+        return crash_report(f"gate error: {type(exc).__name__}: {exc}", started,
+                            None if args.command == "gate" else getattr(given, "out", Path("reports/gate")))
     finally:
         if not _STOPPING:  # once stopping, a late SIGTERM (nox's, 0.3 s after Ctrl-C) is only recorded, never fatal:
             signal.signal(signal.SIGTERM, previous)  # the exit status stays 2, not 143

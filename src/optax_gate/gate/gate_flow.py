@@ -7,7 +7,7 @@ report of a crash of the gate itself."""
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import shutil
 import sys
 from collections.abc import Callable
@@ -16,6 +16,7 @@ from typing import Any
 
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs import requirements, team_contracts, validate
+from optax_gate.gate.inputs.options import CompareOptions, GateOptions
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.run.progress import Progress
@@ -29,12 +30,54 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate import late
-from optax_gate.gate.sides import (Side, beyond_contracts, check_imports, load, measure_speed, prepare, resolve_sources, run_both,
-                                   save_run, skipped)
+from optax_gate.gate.sides import (Folders, Side, beyond_contracts, check_imports, configured_packages, load, measure_speed, prepare,
+                                   resolve_sources, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
 NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
+
+
+@dataclasses.dataclass
+class Started:
+    """What a command has started, for the command line's interruption and
+    crash handling: the gate's open run folder (None before it exists, and
+    for the other commands) and the ``--keep`` it is pruned with."""
+
+    run: evidence.RunFolder | None = None
+    keep: int = 10
+
+
+@dataclasses.dataclass
+class Learned:
+    """What the gate learned on its way to the late phases: ``team_run``, the
+    result of ``--run`` (None without it); ``pythons`` and ``jax_envs``, the
+    two environments' interpreters and JAX variables (``--upstream-tests`` runs
+    pytest in both); ``speed``, the speed readings; ``phases``, the late
+    phases' failures so far; ``refused``, the refusal of an input (the run
+    then judged nothing)."""
+
+    team_run: dict[str, Any] | None = None
+    pythons: tuple[Path | None, ...] = ()
+    jax_envs: tuple[dict[str, str], ...] = ({}, {})
+    speed: dict[str, Any] | None = None
+    phases: late.LatePhases = dataclasses.field(default_factory=late.LatePhases)
+    refused: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    """The inputs once checked (:func:`check_inputs`): ``plain_specs`` and
+    ``sources``, the SPECs split into requirements and builds from source;
+    ``team_dirs``, the team's contract folders; ``run_spec``, the ``--run``
+    command (``team_run.RunSpec``, None without one); ``usage_scan``, the
+    ``--usage`` scan (None without it)."""
+
+    plain_specs: tuple[str, ...] = ()
+    sources: tuple[Any, ...] = ()
+    team_dirs: tuple[Path, ...] = ()
+    run_spec: Any = None
+    usage_scan: Any = None
 
 
 def fail(message: str) -> int:
@@ -72,19 +115,19 @@ def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | N
     return compare.EXIT_STATUS[report["verdict"]]
 
 
-def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-            say: Progress, speed: dict[str, Any] | None = None, phases: late.LatePhases | None = None,
-            refused: str = "") -> int:
+def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], options: GateOptions,
+           say: Progress, learned: Learned | None = None) -> int:
     """Compare, write the run's reports, mark it complete and current.
 
-    Each phase after the contracts runs under ``phases``: its error is
+    Each phase after the contracts runs under ``learned.phases``: its error is
     recorded in the report (verdict not-verified) beside both sides'
     contracts. A report that cannot be written, or linked, leaves the run
     marked incomplete and the previous runs linked: exit 2. A run that
     judged both sides (``evidence.judged``) becomes ``latest``; one that did
-    not moves only the ``not-judged`` links. A run that ``refused`` its input
+    not moves only the ``not-judged`` links. A run that ``learned.refused`` its input
     judged nothing: its report leaves the ``--usage`` scan and its notes out."""
-    phases = phases or late.LatePhases()
+    learned = learned or Learned()
+    phases, refused = learned.phases, learned.refused
     say("writing the refusal report" if refused else "comparing and writing the report")
     for record in (baseline, candidate):
         phases.run("writing of the run records", lambda record=record: save_run(record, run.evidence))
@@ -93,15 +136,18 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     if baseline.get("snapshots"):
         report["notes"].append(f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
                                "the baseline lock is not the pinned one")
-    phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, args, usage=not refused))
-    team = getattr(args, "team_run_result", None) if not refused else None
+    packages = configured_packages(options.environment.project_root)
+    phases.run("API surface, warnings and dependency diff",
+               lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))
+    team = learned.team_run if not refused else None
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
-        phases.run("your run (--run)", lambda: team_run.apply(report, team, getattr(args, "fail_on", None) or "broken"))
+        phases.run("your run (--run)", lambda: team_run.apply(report, team, options.scope.fail_on))
     else:
-        phases.run("scope of the findings", lambda: scope.apply_args(report, args, usage=not refused))
-    phases.run("speed readings", lambda: speed_.attach(report, speed))
-    if getattr(args, "upstream_tests", False) and not refused:
-        phases.run("upstream tests cross-run (--upstream-tests)", lambda: upstream_cross_run(report, baseline, candidate, args, say))
+        phases.run("scope of the findings", lambda: scope.apply_options(report, options.scope, packages, usage=not refused))
+    phases.run("speed readings", lambda: speed_.attach(report, learned.speed))
+    if options.upstream_tests and not refused:
+        phases.run("upstream tests cross-run (--upstream-tests)",
+                   lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
@@ -109,7 +155,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     judged = evidence.judged(report)
     try:
         status = write_reports(report, run.path, phases)
-        evidence.complete(run, args.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"]))
+        evidence.complete(run, options.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"]))
     except OSError as exc:
         return fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
                      f"{evidence.MARKER} and {run.root / 'report.md'} still shows {evidence.shown(run.root)}")
@@ -127,49 +173,55 @@ def say_not_judged(run: evidence.RunFolder) -> None:
           f"{evidence.shown(run.root)}")
 
 
-def upstream_cross_run(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], args: argparse.Namespace,
-                       say: Progress) -> None:
+def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions,
+                       learned: Learned, say: Progress) -> None:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.beyond.upstream_tests``)
-    when both sides ran; its section and findings go into ``report``.
+    when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``.
 
     Raises:
       upstream_tests.CrossRunFailure: it could not run (a late phase's failure: not verified).
     """
+    baseline, candidate = records
     if baseline.get("status") != "ran" or candidate.get("status") != "ran":
         return
-    pythons = getattr(args, "side_pythons", None)
-    if not pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
+    if not learned.pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
         raise upstream_tests.CrossRunFailure("the two environments' interpreters or site-packages are not known")
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
-    envs = dict(zip(("baseline", "candidate"), getattr(args, "side_jax_env", ({}, {}))))
+    envs = dict(zip(("baseline", "candidate"), learned.jax_envs))
     section = upstream_tests.cross_run({"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
-                                       dict(zip(("baseline", "candidate"), map(Path, pythons))), args.cache_dir,
-                                       timeout=args.timeout, extra_env=envs, say=say)
+                                       dict(zip(("baseline", "candidate"), map(Path, learned.pythons))),
+                                       options.environment.cache_dir, timeout=options.environment.timeout, extra_env=envs, say=say)
     upstream_tests.attach(report, section)
 
 
-def check_inputs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
-    """Raises validate.InvalidInput for the first input that cannot be used."""
-    known = validate.lock_packages(args.baseline_lock, "baseline lock")
-    if args.candidate_lock:
-        validate.lock_packages(args.candidate_lock, "candidate lock")
+def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
+    """The gate's inputs checked before anything runs, and what the checks learned.
+
+    Raises:
+      validate.InvalidInput: the first input that cannot be used.
+    """
+    env, cand = options.environment, options.candidate
+    known = validate.lock_packages(env.baseline_lock, "baseline lock")
+    plain, sources = list(cand.specs), []
+    if cand.lock:
+        validate.lock_packages(cand.lock, "candidate lock")
     else:
-        if not args.requirements_in.is_file():
-            raise validate.InvalidInput(f"--requirements-in {args.requirements_in} does not exist")
-        refuse_paths_as_specs(args.specs, known)
-        validate.parse_specs(args.specs, known, args.allow_extra)
-        args.plain_specs, args.sources = source_specs.split(args.specs, getattr(args, "source", None))
-    args.team_dirs = team_contracts.check(getattr(args, "contracts", None))
-    if getattr(args, "bisect", False):
+        if not env.requirements_in.is_file():
+            raise validate.InvalidInput(f"--requirements-in {env.requirements_in} does not exist")
+        refuse_paths_as_specs(cand.specs, known)
+        validate.parse_specs(list(cand.specs), known, cand.allow_extra)
+        plain, sources = source_specs.split(list(cand.specs), list(cand.source) or None)
+    team_dirs = team_contracts.check(list(options.contracts) or None)
+    if options.bisect.enabled:
         try:  # a --history typo is refused now, not after the whole gate
-            bisect_history.parse_histories(args.history)
+            bisect_history.parse_histories(list(options.bisect.history) or None)
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
-    args.run_spec = team_run.check(getattr(args, "run", None), getattr(args, "run_dir", None), getattr(args, "run_timeout", 1800))
-    args.usage_scan = usage.scan(check_usage(args.usage)) if args.usage else None  # before anything runs; unreadable files are listed, not fatal
-    if args.usage_scan is not None:
-        say(f"--usage: {args.usage_scan.scanned} of {args.usage_scan.found} file(s) scanned, "
-            f"{len(args.usage_scan.not_scanned)} not scanned (listed in the report)")
+    run_spec = team_run.check(options.team_run.command, options.team_run.folder, options.team_run.timeout)
+    scan = usage.scan(check_usage(options.scope.usage)) if options.scope.usage else None  # before anything runs; unreadable files are listed, not fatal
+    if scan is not None:
+        say(f"--usage: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report)")
+    return Checked(tuple(plain), tuple(sources), tuple(team_dirs or ()), run_spec, scan)
 
 
 def failed(side: Side) -> bool:
@@ -185,24 +237,30 @@ def stopped_record(failed: Side, other: str, say: Progress) -> dict[str, Any]:
     return skipped(other, f"the {failed.label} could not be installed or imported")
 
 
-def gate(args: argparse.Namespace) -> int:
+def gate(options: GateOptions, started: Started | None = None) -> int:
+    """``python -m optax_gate gate``: the exit status of the verdict (0 pass,
+    1 fail) or 2 (not verified). ``started`` is told the run folder as soon
+    as it exists (the command line's interruption and crash handling)."""
     say = Progress()
-    if args.candidate_lock and (args.specs or getattr(args, "source", None)):
+    started = started if started is not None else Started()
+    env, cand = options.environment, options.candidate
+    if cand.lock and (cand.specs or cand.source):
         return fail("give either requirement SPECs (or --source) or --candidate-lock, not both")
     try:
-        validate.writable_folder(args.out)
-        run = args.run_folder = evidence.start(args.out, sys.argv)
+        validate.writable_folder(options.out)
+        run = evidence.start(options.out, sys.argv)
+        started.run, started.keep = run, options.keep
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
     except OSError as exc:
-        return fail(f"no run folder can be made under {args.out / 'runs'}: {exc.strerror or exc} (no report written; "
-                     f"{args.out / 'report.md'} still shows {evidence.shown(args.out)})")
+        return fail(f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; "
+                     f"{options.out / 'report.md'} still shows {evidence.shown(options.out)})")
     say(f"run folder {run.path}")
-    base_req = [f"lock file {args.baseline_lock}"]
-    if args.candidate_lock:
-        cand_req = [f"lock file {args.candidate_lock}"]
+    base_req = [f"lock file {env.baseline_lock}"]
+    if cand.lock:
+        cand_req = [f"lock file {cand.lock}"]
     else:
-        cand_req = [*args.specs, *(f"--source {text}" for text in getattr(args, "source", None) or [])]
+        cand_req = [*cand.specs, *(f"--source {text}" for text in cand.source)]
         cand_req = cand_req or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
     cand_extra: dict[str, Any] = {}
 
@@ -211,102 +269,110 @@ def gate(args: argparse.Namespace) -> int:
         why = f"invalid input: {exc}"
         run.candidate_lock.unlink(missing_ok=True)  # no lock beside a report that judged none
         return finish(run, skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
-                       args, say, refused=str(exc))
+                      options, say, Learned(refused=str(exc)))
 
     try:
         say("checking the inputs")
-        check_inputs(args, say)
+        checked = check_inputs(options, say)
     except validate.InvalidInput as exc:
         return refuse(exc)
-    if args.candidate_lock:
-        shutil.copyfile(args.candidate_lock, run.candidate_lock)
+    env = dataclasses.replace(env, team_dirs=checked.team_dirs)
+    options = dataclasses.replace(options, environment=env, scope=dataclasses.replace(options.scope, usage_scan=checked.usage_scan))
+    if cand.lock:
+        shutil.copyfile(cand.lock, run.candidate_lock)
     else:
         say("resolving the candidate (" + " ".join(cand_req) + ")")
-        plain, sources = getattr(args, "plain_specs", args.specs), getattr(args, "sources", [])
+        plain, sources = list(checked.plain_specs), list(checked.sources)
         try:
             if built := resolve_sources(plain or ([] if sources else list(requirements.NEWEST_DEFAULT)), sources,
-                                        run.candidate_lock, args, say):
+                                        run.candidate_lock, env, say):
                 cand_extra["sources"] = built
-            extras.check(plain, run.candidate_lock, args.python)
+            extras.check(plain, run.candidate_lock, env.python)
         except validate.InvalidInput as exc:
             return refuse(exc)
         except environments.EnvironmentFailure as exc:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
             return finish(run, skipped("baseline", "the candidate could not be resolved", requirements=base_req),
-                           runner.not_verified("candidate", str(exc), requirements=cand_req), args, say)
+                          runner.not_verified("candidate", str(exc), requirements=cand_req), options, say)
         except source_specs.SourceFailure as exc:
             print(f"optax-gate: the candidate cannot be built from source: {exc}", file=sys.stderr)
             return finish(run, skipped("baseline", "the candidate could not be built from source", requirements=base_req),
-                           runner.not_verified("candidate", str(exc), requirements=cand_req, sources=[exc.record]), args, say)
+                          runner.not_verified("candidate", str(exc), requirements=cand_req, sources=[exc.record]), options, say)
     # Fail fast: both sides are installed (the baseline first), then their imports checked, before
     # either runs a contract; a side that fails stops the gate there.
     def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
         stopped = {**stopped_record(failed, other, say), "requirements": other_req}
         records = {failed.label: failed.record, other: other_record or stopped}
-        return finish(run, records["baseline"], records["candidate"], args, say)
+        return finish(run, records["baseline"], records["candidate"], options, say)
 
-    baseline = prepare("baseline", args.baseline_lock, args, run.evidence, run.checkpoints, say, requirements=base_req)
+    folders = Folders(run.evidence, run.checkpoints)
+    baseline = prepare("baseline", env.baseline_lock, env, folders, say, requirements=base_req)
     if failed(baseline):
         return stop(baseline, "candidate", None, cand_req)
-    candidate = prepare("candidate", run.candidate_lock, args, run.evidence, run.checkpoints, say, requirements=cand_req, **cand_extra)
+    candidate = prepare("candidate", run.candidate_lock, env, folders, say, requirements=cand_req, **cand_extra)
     if not failed(candidate):
-        check_imports((baseline, candidate), args, say)
+        check_imports((baseline, candidate), env, say)
     if failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report
         return stop(baseline, "candidate", candidate.record, cand_req)
     if failed(candidate):  # a cached baseline result stays
         return stop(candidate, "baseline", baseline.record, base_req)
-    baseline_snapshots.arrange(baseline, candidate, args, run.evidence, say)  # a team's baseline: its own snapshots
-    if getattr(args, "run_spec", None) is not None:  # the team's own run first: quick, and its verdict is the one asked for
-        args.team_run_result = team_run.run(args.run_spec, (baseline.python, candidate.python), run.evidence, say)
-        if args.team_run_result["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
+    if baseline_snapshots.arrange(baseline, candidate, env, run.evidence, say) is not None:  # a team's baseline: its own snapshots
+        env = dataclasses.replace(env, concurrent=False)  # the candidate compares with what the baseline records
+    learned = Learned()
+    if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
+        learned.team_run = team_run.run(checked.run_spec, (baseline.python, candidate.python), run.evidence, say)
+        if learned.team_run["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"
-            say(f"{why} ({args.team_run_result['reason']}); fix the command (or leave --run out) and run the gate again")
+            say(f"{why} ({learned.team_run['reason']}); fix the command (or leave --run out) and run the gate again")
             return finish(run, skipped("baseline", why, requirements=base_req), skipped("candidate", why, requirements=cand_req),
-                          args, say)
-    base_record, cand_record = run_both(baseline, candidate, args, say)
-    args.side_pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
-    args.side_jax_env = (baseline.jax_env, candidate.jax_env)
-    phases = late.LatePhases()
-    speed = phases.run("speed readings", lambda: measure_speed(args, args.baseline_lock, run.candidate_lock, cand_record, run.path, say,
-                                                          plot=False, pythons=(baseline.python, candidate.python)))
-    if speed is not None:  # the readings stay in the report even if their plot fails
-        phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
-    status = finish(run, base_record, cand_record, args, say, speed, phases)
-    if getattr(args, "bisect", False) and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
+                          options, say, learned)
+    base_record, cand_record = run_both(baseline, candidate, env, say)
+    learned.pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
+    learned.jax_envs = (baseline.jax_env, candidate.jax_env)
+    learned.speed = learned.phases.run("speed readings", lambda: measure_speed(
+        env, options.speed, run.candidate_lock, cand_record, say, pythons=learned.pythons))
+    if learned.speed is not None:  # the readings stay in the report even if their plot fails
+        learned.phases.run("speed plot", lambda: report_speed.write_plot(learned.speed, run.path))
+    status = finish(run, base_record, cand_record, options, say, learned)
+    if options.bisect.enabled and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
         say("bisecting the findings (--bisect)")
-        bisect_command.after_gate(run.path, candidate.python if args.bisect_env == "candidate" else baseline.python, args, say)
+        bisect_command.after_gate(run.path, candidate.python if options.bisect.env == "candidate" else baseline.python,
+                                  env, options.bisect, say)
     return status
 
 
-def compare_runs(args: argparse.Namespace) -> int:
+def compare_runs(options: CompareOptions, started: Started | None = None) -> int:
+    """``python -m optax_gate compare``: the report of two run records."""
     try:
-        args.usage_scan = usage.scan(check_usage(args.usage)) if args.usage else None
+        scan = usage.scan(check_usage(options.scope.usage)) if options.scope.usage else None
     except validate.InvalidInput as exc:
         return fail(str(exc))
-    baseline, candidate = load(args.baseline_run), load(args.candidate_run)
-    report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, args)
-    return write_reports(scope.apply_args(report, args), args.out)
+    given = dataclasses.replace(options.scope, usage_scan=scan)
+    baseline, candidate = load(options.baseline_run), load(options.candidate_run)
+    packages = configured_packages(Path.cwd())
+    report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
+    return write_reports(scope.apply_options(report, given, packages), options.out)
 
 
-def crash_report(args: argparse.Namespace, reason: str) -> int:
+def crash_report(reason: str, started: Started, out: Path | None) -> int:
     """Write a not-verified report for a crash of the gate itself, into the
-    open run folder (gate) or ``--out`` (matrix, compare); 2 whatever happens.
-    Never over a report the run already wrote, and never over the ``report.md``
-    / ``report.json`` links of a gate output folder (a report of no run)."""
+    open run folder (gate: ``started.run``) or ``out`` (matrix, compare,
+    bisect; None for a gate whose run folder was never made); 2 whatever
+    happens. Never over a report the run already wrote, and never over the
+    ``report.md`` / ``report.json`` links of a gate output folder (a report of no run)."""
     empty = runner.not_verified("?", reason)
     report = compare.compare(empty, empty)
-    run = getattr(args, "run_folder", None)
+    run = started.run
     try:
         if run is not None:
             if (run.path / "report.json").exists():
                 return NOT_VERIFIED
             report["run"] = run.name
             write_reports(report, run.path)
-            evidence.complete(run, args.keep, judged=False, why=reason)  # a report of no contract: never latest
+            evidence.complete(run, started.keep, judged=False, why=reason)  # a report of no contract: never latest
             say_not_judged(run)
         else:
-            out = getattr(args, "out", Path("reports/gate"))
-            if args.func is gate or any((out / name).is_symlink() for name in evidence.CURRENT):
+            if out is None or any((out / name).is_symlink() for name in evidence.CURRENT):
                 return NOT_VERIFIED
             write_reports(report, out)
     except Exception as exc:  # 2 whatever happens: never the exit status of a verdict

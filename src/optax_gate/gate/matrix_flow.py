@@ -5,7 +5,6 @@ and write ``report.md``, ``report.json`` and ``report.html``."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import traceback
@@ -14,23 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import atomic
+from optax_gate.gate.inputs.options import EnvironmentOptions, MatrixOptions
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import runner
 from optax_gate.gate.run.heartbeat import Heartbeat
-from optax_gate.gate.beyond import surface, unseen, upstream_tests
+from optax_gate.gate.beyond import unseen, upstream_tests
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
-from optax_gate.gate.gate_flow import fail
-from optax_gate.gate.sides import load, measure_speed, run_lock, run_specs, save_run
+from optax_gate.gate.gate_flow import Started, fail
+from optax_gate.gate.sides import Folders, configured_packages, load, measure_speed, run_lock, run_specs, save_run
 
 
-def run_matrix(args: argparse.Namespace) -> int:
-    out = args.out
+def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
+    """``python -m optax_gate matrix``: 0 after ``--plan`` or ``--only``; else the merged report's exit status."""
+    out, env = options.out, options.environment
     plan_path = out / "plan.json"
-    if args.fail_on and not args.merge and (args.only or args.plan):
+    if options.fail_on and not options.merge and (options.only or options.plan_only):
         return fail("--fail-on judges the merged report: give it to a full run or to --merge, not to --plan or --only")
-    if args.merge or (args.only and plan_path.exists()):
+    if options.merge or (options.only and plan_path.exists()):
         # Merge, and runners fanned out by CI, use the plan already made: every
         # runner sees the same environments even if a release appears meanwhile.
         if not plan_path.exists():
@@ -38,47 +39,46 @@ def run_matrix(args: argparse.Namespace) -> int:
             return 2
         plan = load(plan_path)
     else:
-        envs, discovered = matrix.plan(args.requirements_in.read_text(encoding="utf-8"), include_older=args.include_older,
-                                         upstream=args.upstream)
+        envs, discovered = matrix.plan(env.requirements_in.read_text(encoding="utf-8"), include_older=options.include_older,
+                                       upstream=options.upstream)
         plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
         atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
-        if args.plan:
+        if options.plan_only:
             print(json.dumps(plan, indent=2))
             return 0
     names = {e["name"]: e for e in plan["environments"]}
-    wanted = args.only or ([] if args.merge else ["baseline", *names])
+    wanted = list(options.only) or ([] if options.merge else ["baseline", *names])
     unknown = [n for n in wanted if n != "baseline" and n not in names]
     if unknown:
         print(f"optax-gate: not in the plan: {unknown}; planned: {sorted(names)}", file=sys.stderr)
         return 2
-    with Heartbeat(args.heartbeat) as say:  # a line at least every --heartbeat seconds while an environment runs
+    folders = Folders(out / "runs", out / "checkpoints")
+    with Heartbeat(options.heartbeat) as say:  # a line at least every --heartbeat seconds while an environment runs
         for i, name in enumerate(wanted, 1):
             say(f"{name}: environment {i} of {len(wanted)}")
             if name == "baseline":
-                record = run_lock("baseline", args.baseline_lock, args, out / "runs", out / "checkpoints", say,
-                                   requirements=[f"lock file {args.baseline_lock}"])
+                record = run_lock("baseline", env.baseline_lock, env, folders, say, requirements=[f"lock file {env.baseline_lock}"])
             else:
                 say(f"{name}: resolving {' '.join(names[name]['specs'])}")
-                record = run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", args, out / "runs",
-                                    out / "checkpoints", say)
-                record["speed"] = measure_speed(args, args.baseline_lock, out / "locks" / f"{name}.txt", record, out / "runs", say, plot=False)
-                if getattr(args, "upstream_tests", False) and record.get("status") == "ran":
-                    record["upstream_tests"] = cross_run(name, out / "locks" / f"{name}.txt", args, say)
+                record = run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", env, folders, say)
+                record["speed"] = measure_speed(env, options.speed, out / "locks" / f"{name}.txt", record, say)
+                if options.upstream_tests and record.get("status") == "ran":
+                    record["upstream_tests"] = cross_run(name, out / "locks" / f"{name}.txt", env, say)
             save_run(record, out / "runs")
             say.idle()
             cached = record.get("from_cache")
             origin = f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
             print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}{origin}", flush=True)
-    if args.only:
+    if options.only:
         return 0
     runs_dir = out / "runs"
     base_path = runs_dir / "baseline.json"
     baseline = load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
     runs = {n: load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
-    packages = surface.configured_packages(Path(args.project_root) / "pyproject.toml")
+    packages = configured_packages(env.project_root)
     report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages,
-                          upstream_tests=getattr(args, "upstream_tests", False))
-    report["exit"] = matrix.exit_status(report, args.fail_on)
+                          upstream_tests=options.upstream_tests)
+    report["exit"] = matrix.exit_status(report, options.fail_on)
     atomic.write_text(out / "report.json", report_json.render(report))
     atomic.write_text(out / "report.md", report_matrix.markdown(report))
     atomic.write_text(out / "report.html", report_matrix.html_grid(report))
@@ -89,7 +89,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     return report["exit"]["status"]
 
 
-def cross_run(name: str, lock: Path, args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
+def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> dict[str, Any]:
     """``--upstream-tests``: optax's own shipped tests of the modules that
     differ, cross-run between the baseline's environment (built or reused
     here, as the speed readings do) and the environment ``name`` of ``lock``
@@ -99,16 +99,16 @@ def cross_run(name: str, lock: Path, args: argparse.Namespace, say: Callable[[st
     then reports the environment not verified (``matrix.upstream_row``)."""
     try:
         pythons, sites, jax_env = {}, {}, {}
-        for side, side_lock in (("baseline", args.baseline_lock), ("candidate", lock)):
-            folder = environments.folder_for(args.envs_dir, side_lock)
-            pythons[side] = environments.ensure(folder, side_lock, args.python, args.project_root)
+        for side, side_lock in (("baseline", env.baseline_lock), ("candidate", lock)):
+            folder = environments.folder_for(env.envs_dir, side_lock)
+            pythons[side] = environments.ensure(folder, side_lock, env.python, env.project_root)
             site = unseen.site_packages(pythons[side])
             if site is None:
                 raise upstream_tests.CrossRunFailure(f"the {side}'s site-packages cannot be found")
             sites[side] = Path(site)
-            jax_env[side] = compilation_cache.environment(folder, args.compilation_cache)
+            jax_env[side] = compilation_cache.environment(folder, env.compilation_cache)
         say(f"{name}: upstream tests: cross-running optax's shipped tests of the modules that differ")
-        return upstream_tests.cross_run(sites, pythons, args.cache_dir, timeout=args.timeout, extra_env=jax_env, say=say)
+        return upstream_tests.cross_run(sites, pythons, env.cache_dir, timeout=env.timeout, extra_env=jax_env, say=say)
     except Exception as exc:  # fail closed: recorded, the environment then not verified; the contract results kept
         traceback.print_exc()
         print(f"optax-gate: {name}: the upstream tests cross-run could not run: {type(exc).__name__}: {exc}", file=sys.stderr)

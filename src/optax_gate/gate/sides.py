@@ -6,24 +6,23 @@ and the matrix flow (``optax_gate.gate.matrix_flow``)."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs import requirements
+from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions, SpeedOptions
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.run import results_cache, runner
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.beyond import surface, unseen
-from optax_gate.gate.report import speed_section as report_speed
 
 
 PYTHON_VERSION = "3.12"
@@ -41,6 +40,18 @@ def forget_previous_evidence(label: str, folder: Path) -> None:
     evidence that is not its own."""
     for old in folder.glob(f"{label}.*"):
         old.unlink()
+
+
+class Folders(NamedTuple):
+    """Where a side writes: ``evidence``, its run records and logs; ``checkpoints``, the resume checkpoints."""
+
+    evidence: Path
+    checkpoints: Path
+
+
+def configured_packages(project_root: Path) -> tuple[str, ...]:
+    """The packages whose API surface is diffed (``[tool.optax-gate]`` of the project's pyproject.toml)."""
+    return tuple(surface.configured_packages(Path(project_root) / "pyproject.toml"))
 
 
 @dataclasses.dataclass
@@ -86,22 +97,22 @@ def _cache_words(side: Side, why: list[str]) -> str:
             + (", ..." if total - found > 5 else "") + tail)
 
 
-def look_up(side: Side, lock: Path, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> None:
     """Find the side's cached results per contract module; a side whose every
     module (and its header) is cached gets its final record."""
-    side.units = results_cache.units(args.project_root, getattr(args, "team_dirs", None))
-    side.cache_inputs = results_cache.side_inputs(lock, args.baseline_lock, args.project_root)
-    if not args.baseline_cache:  # --no-cache: run everything, store the new results
+    side.units = results_cache.units(env.project_root, list(env.team_dirs) or None)
+    side.cache_inputs = results_cache.side_inputs(lock, env.baseline_lock, env.project_root)
+    if not env.use_cache:  # --no-cache: run everything, store the new results
         say(f"{side.label}: not taken from the cache (--no-cache)")
         return
     why = []
     for unit in side.units:
-        got, reason = results_cache.fetch_unit(args.cache_dir, side.cache_inputs, unit)
+        got, reason = results_cache.fetch_unit(env.cache_dir, side.cache_inputs, unit)
         if got is not None:
             side.cached[unit.name] = got
         else:
             why.append(reason)
-    header, reason = results_cache.fetch_side(args.cache_dir, side.cache_inputs) if side.cached else (None, "")
+    header, reason = results_cache.fetch_side(env.cache_dir, side.cache_inputs) if side.cached else (None, "")
     if side.cached and not side.pending and header is None:  # a side's versions and plugins come only from a run of it
         say(f"{side.label}: {len(side.cached)} contract module(s) cached, but the side's own entry is not usable "
             f"({reason or 'missing'}): running all of its modules again")
@@ -113,28 +124,27 @@ def look_up(side: Side, lock: Path, args: argparse.Namespace, say: Callable[[str
                        "from_cache": results_cache.origin(side.cache_inputs, side.cached, len(side.units))}
 
 
-def prepare(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
-             say: Callable[[str], None], **extra: Any) -> Side:
+def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, say: Callable[[str], None], **extra: Any) -> Side:
     """Build (or reuse) the environment of ``lock``; take the results of its
     contract modules from the cache where a verified entry exists."""
-    forget_previous_evidence(label, folder)
+    forget_previous_evidence(label, folders.evidence)
     say(f"{label}: building (or reusing) its environment")
-    env_folder = environments.folder_for(args.envs_dir, lock)
+    env_folder = environments.folder_for(env.envs_dir, lock)
     extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.beyond.unseen)
-    side = Side(label, folder, checkpoints, extra)
+    side = Side(label, folders.evidence, folders.checkpoints, extra)
     try:
-        side.python = environments.ensure(env_folder, lock, args.python, args.project_root)
+        side.python = environments.ensure(env_folder, lock, env.python, env.project_root)
     except environments.EnvironmentFailure as exc:
         side.record = runner.not_verified(label, str(exc), **extra)
         return side
-    side.jax_env = compilation_cache.environment(env_folder, args.compilation_cache)
+    side.jax_env = compilation_cache.environment(env_folder, env.compilation_cache)
     extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
-    look_up(side, lock, args, say)
+    look_up(side, lock, env, say)
     return side
 
 
-def check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callable[[str], None]) -> None:
+def check_imports(sides: tuple[Side, ...], env: EnvironmentOptions, say: Callable[[str], None]) -> None:
     """The import check of each side that will run its contracts, the sides at
     the same time, before any contract runs; a side that fails it gets its
     final not-verified record."""
@@ -146,15 +156,15 @@ def check_imports(sides: tuple[Side, ...], args: argparse.Namespace, say: Callab
     for side, probed in zip(todo, probes):
         side.probed = probed
         if probed[1]:
-            side.record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, probed=probed, **side.extra)
+            side.record = runner.run(side.python, side.label, env.project_root, side.folder, env.timeout, probed=probed, **side.extra)
 
 
-def write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], None]) -> None:
     """The baseline provides the checkpoints every environment resumes from:
     taken from the cache when an entry for its inputs exists, else written in
     its environment (and stored)."""
-    if side.cache_inputs is not None and args.baseline_cache:
-        why = results_cache.fetch_checkpoints(args.cache_dir, side.cache_inputs, side.checkpoints)
+    if side.cache_inputs is not None and env.use_cache:
+        why = results_cache.fetch_checkpoints(env.cache_dir, side.cache_inputs, side.checkpoints)
         if not why:
             say("baseline: resume checkpoints from the cache")
             side.extra["checkpoint_writer"] = "written"
@@ -162,10 +172,10 @@ def write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str],
             return
     say("baseline: writing the resume checkpoints")
     side.extra["checkpoint_writer"] = runner.write_checkpoints(
-        side.python, side.checkpoints, args.project_root, extra_env=side.jax_env) or "written"
+        side.python, side.checkpoints, env.project_root, extra_env=side.jax_env) or "written"
     side.checkpoints_ready = side.extra["checkpoint_writer"] == "written"
     if side.checkpoints_ready and side.cache_inputs is not None:
-        results_cache.store_checkpoints(args.cache_dir, side.cache_inputs, side.checkpoints)
+        results_cache.store_checkpoints(env.cache_dir, side.cache_inputs, side.checkpoints)
 
 
 #: pytest-xdist processes of a contract run that has the machine to itself
@@ -173,7 +183,7 @@ def write_checkpoints(side: Side, args: argparse.Namespace, say: Callable[[str],
 ALONE_WORKERS = 2
 
 
-def contracts(side: Side, args: argparse.Namespace, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
+def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
     """Run the contract modules of a prepared side that the cache lacks
     (unless its record is final), join the cached ones, and store what ran
     when the run is verified and its resume checkpoints were there."""
@@ -185,12 +195,12 @@ def contracts(side: Side, args: argparse.Namespace, progress: Progress | None, w
     say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
     team = [u for u in pending if u.team]
     targets = [[u.target for u in pending if not u.team and u.part == i] for i in range(len(runner.PARTS))] if partial else None
-    team_dirs = [d for d in getattr(args, "team_dirs", None) or [] if any(u.target == str(d) for u in team)]
-    record = runner.run(side.python, side.label, args.project_root, side.folder, args.timeout, checkpoints=side.checkpoints,
+    team_dirs = [d for d in env.team_dirs if any(u.target == str(d) for u in team)]
+    record = runner.run(side.python, side.label, env.project_root, side.folder, env.timeout, checkpoints=side.checkpoints,
                         on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
                         workers=workers, probed=side.probed, team_dirs=team_dirs, targets=targets, **side.extra)
     if side.cache_inputs is not None and side.checkpoints_ready:
-        stored = results_cache.store(args.cache_dir, side.cache_inputs, record, pending)
+        stored = results_cache.store(env.cache_dir, side.cache_inputs, record, pending)
         if stored:
             say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
     if partial:
@@ -200,22 +210,22 @@ def contracts(side: Side, args: argparse.Namespace, progress: Progress | None, w
     return record
 
 
-def run_lock(label: str, lock: Path, args: argparse.Namespace, folder: Path, checkpoints: Path,
-              progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
+def run_lock(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None,
+             **extra: Any) -> dict[str, Any]:
     """Build (or reuse) the environment of ``lock`` and run the contracts there
-    (one side at a time: the matrix); evidence goes to ``folder``; the
-    baseline writes the resume ``checkpoints``."""
+    (one side at a time: the matrix); evidence goes to ``folders.evidence``; the
+    baseline writes the resume ``folders.checkpoints``."""
     say = progress or (lambda message: None)
-    side = prepare(label, lock, args, folder, checkpoints, say, **extra)
-    check_imports((side,), args, say)
+    side = prepare(label, lock, env, folders, say, **extra)
+    check_imports((side,), env, say)
     if label == "baseline" and side.python is not None and (side.record is None or side.record.get("status") == "ran"):
-        write_checkpoints(side, args, say)  # the other environments resume from them, even when this one is cached
+        write_checkpoints(side, env, say)  # the other environments resume from them, even when this one is cached
     else:
-        side.checkpoints_ready = checkpoints.is_dir() and any(checkpoints.iterdir())
-    return contracts(side, args, progress)
+        side.checkpoints_ready = folders.checkpoints.is_dir() and any(folders.checkpoints.iterdir())
+    return contracts(side, env, progress)
 
 
-def read_surfaces(sides: tuple[Side, ...], args: argparse.Namespace) -> threading.Thread | None:
+def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading.Thread | None:
     """Start reading the environments' API surfaces (``unseen._surface``, a
     cached reader: the late phase's diff then finds them read) in a thread of
     this process while the contracts run in others: about 3 s of CPU per
@@ -225,7 +235,7 @@ def read_surfaces(sides: tuple[Side, ...], args: argparse.Namespace) -> threadin
     if len(sites) != 2 or not all(site.is_dir() for site in sites) or (
             all(side.record is not None for side in sides)):
         return None
-    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+    packages = configured_packages(env.project_root)
 
     def read() -> None:
         for site in sites:
@@ -243,34 +253,34 @@ def read_surfaces(sides: tuple[Side, ...], args: argparse.Namespace) -> threadin
 SURFACE_WAIT_S = 120
 
 
-def run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the contracts of both sides, the API surfaces read beside them
     (:func:`read_surfaces`). The checkpoints come first (the candidate
     resumes from them); then, when both sides need a run, the two pytest
     processes run at the same time unless ``--sequential``."""
-    reading = read_surfaces((baseline, candidate), args)
-    records = _run_both(baseline, candidate, args, say)  # an interruption does not wait for the (daemon) reader
+    reading = read_surfaces((baseline, candidate), env)
+    records = _run_both(baseline, candidate, env, say)  # an interruption does not wait for the (daemon) reader
     if reading is not None:
         reading.join(SURFACE_WAIT_S)
     return records
 
 
-def _run_both(baseline: Side, candidate: Side, args: argparse.Namespace, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
     if baseline.record is None or candidate.record is None:
-        write_checkpoints(baseline, args, say)
+        write_checkpoints(baseline, env, say)
         candidate.checkpoints_ready = baseline.checkpoints_ready
-    if baseline.record is None and candidate.record is None and args.concurrent:
+    if baseline.record is None and candidate.record is None and env.concurrent:
         say("running both sides at the same time (--sequential to run one after the other)")
         pool = ThreadPoolExecutor(max_workers=2)
         try:
-            futures = [pool.submit(contracts, side, args, say, 0) for side in (baseline, candidate)]
+            futures = [pool.submit(contracts, side, env, say, 0) for side in (baseline, candidate)]
             return futures[0].result(), futures[1].result()
         finally:  # on an interruption, do not wait here: main() stops the pytest processes
             pool.shutdown(wait=False, cancel_futures=True)
-    return contracts(baseline, args, say), contracts(candidate, args, say)
+    return contracts(baseline, env, say), contracts(candidate, env, say)
 
 
-def resolve(specs: list[str], lock_path: Path, args: argparse.Namespace, say: Callable[[str], None] | None = None) -> Path:
+def resolve(specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Callable[[str], None] | None = None) -> Path:
     """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``
     (a pin the baseline lock contradicts takes the lock's version:
     ``requirements.replace_held``; ``say`` is told which).
@@ -278,17 +288,17 @@ def resolve(specs: list[str], lock_path: Path, args: argparse.Namespace, say: Ca
     Raises:
       environments.EnvironmentFailure: the resolver found no set of versions.
     """
-    text, moved = requirements.replace_held(args.requirements_in.read_text(encoding="utf-8"), specs,
-                                            extras.pinned(args.baseline_lock))
+    text, moved = requirements.replace_held(env.requirements_in.read_text(encoding="utf-8"), specs,
+                                            extras.pinned(env.baseline_lock))
     if moved and say:
         say(f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} "
-            f"(pinned differently in {args.requirements_in})")
+            f"(pinned differently in {env.requirements_in})")
     req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
     upgrade = [requirements.canonical_name(s) for s in specs]
-    return environments.compile_lock(req_in, lock_path, args.baseline_lock, upgrade, PYTHON_VERSION)
+    return environments.compile_lock(req_in, lock_path, env.baseline_lock, upgrade, PYTHON_VERSION)
 
 
-def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, args: argparse.Namespace,
+def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, env: EnvironmentOptions,
                     say: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """Build the wheel of each source candidate (cached under
     ``--cache-dir``/source by commit), resolve ``specs`` with those wheels into
@@ -303,28 +313,28 @@ def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lo
     """
     records: list[dict[str, Any]] = []
     if sources:
-        wheels, records = source_specs.build(sources, Path(args.cache_dir) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
+        wheels, records = source_specs.build(sources, Path(env.cache_dir) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
         specs = [*specs, *wheels]
-    resolve(specs, lock_path, args, say)
+    resolve(specs, lock_path, env, say)
     source_specs.check_lock(lock_path, records)
     return records
 
 
-def run_specs(label: str, specs: list[str], lock_path: Path, args: argparse.Namespace, folder: Path,
-               checkpoints: Path, progress: Progress | None = None) -> dict[str, Any]:
+def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOptions, folders: Folders,
+              progress: Progress | None = None) -> dict[str, Any]:
     """Resolve ``specs`` into ``lock_path`` (a source spec built first), then
     run it (the matrix's environments)."""
-    forget_previous_evidence(label, folder)
+    forget_previous_evidence(label, folders.evidence)
     try:
         plain, sources = source_specs.split(specs, None)
-        built = resolve_sources(plain, sources, lock_path, args, progress)
+        built = resolve_sources(plain, sources, lock_path, env, progress)
     except environments.EnvironmentFailure as exc:
         return runner.not_verified(label, str(exc), requirements=specs)
     except source_specs.SourceFailure as exc:
         return runner.not_verified(label, str(exc), requirements=specs, sources=[exc.record])
     except InvalidInput as exc:  # a plan asking for jax from source, say
         return runner.not_verified(label, f"invalid input: {exc}", requirements=specs)
-    return run_lock(label, lock_path, args, folder, checkpoints, progress, requirements=specs,
+    return run_lock(label, lock_path, env, folders, progress, requirements=specs,
                     **({"sources": built} if built else {}))
 
 
@@ -332,53 +342,51 @@ def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
     return runner.not_verified(label, f"not run: {why}", **extra)
 
 
-def measure_speed(args: argparse.Namespace, baseline_lock: Path, candidate_lock: Path, candidate: dict[str, Any],
-           folder: Path, say: Progress | None = None, plot: bool = True,
-           pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
-    """Time the training steps of both environments, interleaved (``gate.beyond.speed``),
-    and draw the plot into ``folder``; None under ``--no-speed``. A measured
-    result is cached by both locks (``results_cache.speed_inputs``): a gate
-    re-judging the same pair takes it from there (``from_cache`` says when it
-    was measured) unless ``--no-cache``.
-    ``pythons``: the environments' interpreters when already built (else built here)."""
-    if not args.speed:
+def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: Path, candidate: dict[str, Any],
+                  say: Progress | None = None, pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
+    """Time the training steps of the baseline's (``env.baseline_lock``) and
+    the candidate's environments, interleaved (``gate.beyond.speed``); None
+    under ``--no-speed``. A measured result is cached by both locks
+    (``results_cache.speed_inputs``): a gate re-judging the same pair takes it
+    from there (``from_cache`` says when it was measured) unless
+    ``--no-cache``. The plot is the caller's (``report_speed.write_plot``).
+    ``pythons``: the environments' interpreters when already built (else
+    built here)."""
+    if not speed.enabled:
         return None
     if candidate.get("status") != "ran":
-        return speed_.not_measured("the candidate did not run its contracts", args.speed_budget)
+        return speed_.not_measured("the candidate did not run its contracts", speed.budget)
     inputs = None
-    if getattr(args, "cache_dir", None) is not None:
-        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, args.project_root, args.speed_rounds, args.speed_budget)
-        cached, _ = results_cache.fetch_speed(args.cache_dir, inputs) if args.baseline_cache else (None, "")
+    baseline_lock = env.baseline_lock
+    if env.cache_dir is not None:
+        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, env.project_root, speed.rounds, speed.budget)
+        cached, _ = results_cache.fetch_speed(env.cache_dir, inputs) if env.use_cache else (None, "")
         if cached is not None:
             if say:
                 say(f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}")
-            if plot:
-                report_speed.write_plot(cached, folder)
             return cached
     if say:
-        say(f"speed: timing the training steps, {args.speed_rounds} rounds interleaved")
+        say(f"speed: timing the training steps, {speed.rounds} rounds interleaved")
     try:
         if len(pythons) != 2 or not all(pythons):
-            pythons = tuple(environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python,
-                                                args.project_root) for lock in (baseline_lock, candidate_lock))
+            pythons = tuple(environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python,
+                                                env.project_root) for lock in (baseline_lock, candidate_lock))
     except environments.EnvironmentFailure as exc:
-        return speed_.not_measured(str(exc), args.speed_budget)
-    result = speed_.measure(*pythons, args.project_root, args.speed_rounds, args.speed_budget)
+        return speed_.not_measured(str(exc), speed.budget)
+    result = speed_.measure(*pythons, env.project_root, speed.rounds, speed.budget)
     if inputs is not None:
-        results_cache.store_speed(args.cache_dir, inputs, result)
-    if plot:
-        report_speed.write_plot(result, folder)
+        results_cache.store_speed(env.cache_dir, inputs, result)
     return result
 
 
 def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
-                      args: argparse.Namespace, usage: bool = True) -> dict[str, Any]:
-    """``unseen.attach`` with the options of ``args``; ``usage=False`` leaves
+                     scope: ScopeOptions, packages: tuple[str, ...], usage: bool = True) -> dict[str, Any]:
+    """``unseen.attach`` with the ``scope`` options, the API surface of
+    ``packages`` (:func:`configured_packages`); ``usage=False`` leaves
     ``--usage`` out (a refused run judged nothing of the team's code)."""
-    packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
-    return unseen.attach(report, baseline, candidate, usage_paths=args.usage if usage else None, packages=packages,
-                         fail_on_new_deprecations=args.fail_on_new_deprecations,
-                         usage_scan=getattr(args, "usage_scan", None) if usage else None)
+    return unseen.attach(report, baseline, candidate, usage_paths=list(scope.usage) if usage else None, packages=packages,
+                         fail_on_new_deprecations=scope.fail_on_new_deprecations,
+                         usage_scan=scope.usage_scan if usage else None)
 
 
 def load(path: Path) -> dict[str, Any]:

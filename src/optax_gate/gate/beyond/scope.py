@@ -38,6 +38,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from optax_gate.gate.inputs.options import ScopeOptions
+
 SCOPES = ("yours", "elsewhere")
 #: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
 #: team's scope; ``all`` on any broken finding, whatever its scope.
@@ -180,22 +182,22 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
     return decide
 
 
-def apply_args(report: dict[str, Any], args: Any, by: str | None = None, usage: bool = True) -> dict[str, Any]:
-    """:func:`apply` with the gate's options: ``--usage`` attributes each
-    finding's call sites (``optax_gate.gate.beyond.attribution``) and scopes the findings
-    not yet scoped (:func:`usage_decision`; ``usage=False``: a refused run,
-    which judged nothing of the team's code), ``--fail-on`` (default
-    ``broken``). ``by``: the evidence that already scoped the findings
-    (``run``), if any; then ``--usage`` is not consulted."""
-    scan = getattr(args, "usage_scan", None) if usage else None
+def apply_options(report: dict[str, Any], options: ScopeOptions, packages: tuple[str, ...], by: str | None = None,
+                  usage: bool = True) -> dict[str, Any]:
+    """:func:`apply` with the gate's scope options: ``--usage``
+    (``options.usage_scan``) attributes each finding's call sites
+    (``optax_gate.gate.beyond.attribution``, against the API surface of
+    ``packages``) and scopes the findings not yet scoped
+    (:func:`usage_decision`; ``usage=False``: a refused run, which judged
+    nothing of the team's code), ``--fail-on`` (``options.fail_on``). ``by``:
+    the evidence that already scoped the findings (``run``), if any; then
+    ``--usage`` is not consulted."""
+    scan = options.usage_scan if usage else None
     if scan is not None and isinstance(report.get("findings"), list):
-        from pathlib import Path
-
-        from optax_gate.gate.beyond import attribution, surface
-        packages = surface.configured_packages(Path(getattr(args, "project_root", Path.cwd())) / "pyproject.toml")
+        from optax_gate.gate.beyond import attribution
         attribution.for_report(report, scan, packages)
     if by is None and scan is not None:
         by = "usage"
         unread = any(n.content is None for n in scan.not_scanned)
         scope_findings(report, usage_decision(unread))
-    return apply(report, getattr(args, "fail_on", None) or "broken", by)
+    return apply(report, options.fail_on or "broken", by)

@@ -6,13 +6,13 @@ also when it fails or is interrupted ("not bisected: <why>" on each finding)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import evidence
 from optax_gate.gate.bisect import flow as bisect_flow
@@ -23,24 +23,25 @@ from optax_gate.gate.bisect.probe import Prober
 NOT_VERIFIED = 2
 
 
-def _prober_factory(python: Path, args: argparse.Namespace, run_folder: Path) -> Callable[[str, Path], Prober]:
-    env = dict(compilation_cache.environment(Path(python).parent.parent, args.compilation_cache))
+def _prober_factory(python: Path, environment: EnvironmentOptions, bisect: BisectOptions,
+                    run_folder: Path) -> Callable[[str, Path], Prober]:
+    env = dict(compilation_cache.environment(Path(python).parent.parent, environment.compilation_cache))
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
-    return lambda package, repo: Prober(package, repo, python, args.project_root, args.bisect_cache, args.bisect_timeout, env)
+    return lambda package, repo: Prober(package, repo, python, environment.project_root, bisect.cache, bisect.timeout, env)
 
 
-def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, args: argparse.Namespace,
+def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, environment: EnvironmentOptions, bisect: BisectOptions,
                say: Callable[[str], None]) -> None:
     """Bisect ``report`` (the run folder's) and write it back, whatever happens.
 
     Raises:
       ValueError: a ``--history`` value cannot be used (nothing written).
     """
-    histories = parse_histories(args.history)
+    histories = parse_histories(list(bisect.history) or None)
     try:
-        bisect_flow.attach(report, _prober_factory(python, args, run_folder), histories, args.bisect_cache, say,
-                           getattr(args, "bisect_env", "candidate"))
+        bisect_flow.attach(report, _prober_factory(python, environment, bisect, run_folder), histories, bisect.cache, say,
+                           bisect.env)
     except Exception:  # recorded in the report ("not bisected: bisection failed: ..."); the verdict stays
         import traceback
 
@@ -50,7 +51,8 @@ def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, args: arg
         say(f"bisection written into {run_folder / 'report.md'} ({report['bisect'].get('error') or 'done'})")
 
 
-def after_gate(run_folder: Path, python: Path | None, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+def after_gate(run_folder: Path, python: Path | None, environment: EnvironmentOptions, bisect: BisectOptions,
+               say: Callable[[str], None]) -> None:
     """``gate --bisect``: bisect the complete run's report. An interruption is
     recorded and ends the bisection only: the gate's exit status stays the verdict's."""
     path = run_folder / "report.json"
@@ -58,7 +60,7 @@ def after_gate(run_folder: Path, python: Path | None, args: argparse.Namespace, 
         say("bisection skipped: the candidate's environment or the report is missing")
         return
     try:
-        bisect_run(json.loads(path.read_text(encoding="utf-8")), run_folder, python, args, say)
+        bisect_run(json.loads(path.read_text(encoding="utf-8")), run_folder, python, environment, bisect, say)
     except KeyboardInterrupt:
         print("optax-gate: the bisection was interrupted; the report says 'not bisected: interrupted'", file=sys.stderr)
     except BaseException as exc:  # the cli's Interrupted (SIGTERM) is a BaseException too
@@ -86,17 +88,18 @@ def _newest_ran(runs: Path) -> Path | None:
     return None
 
 
-def command(args: argparse.Namespace) -> int:
+def command(options: BisectCommandOptions, started: object = None) -> int:
     """``python -m optax_gate bisect [DIR]``: 0 once the report carries the
     bisection (whatever its answers), 2 when the report, the ``--history``
     values or the candidate's environment cannot be used."""
     def say(message: str) -> None:
         print(f"optax-gate: {message}", flush=True)
 
-    where = Path(args.report)
+    environment, bisect = options.environment, options.bisect
+    where = Path(options.report)
     path = where / "report.json" if where.is_dir() else where
     try:
-        parse_histories(args.history)  # a --history typo is refused before anything is touched
+        parse_histories(list(bisect.history) or None)  # a --history typo is refused before anything is touched
         run_folder = path.resolve(strict=True).parent  # a gate output folder's report.json links into its latest run
         report = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -125,17 +128,18 @@ def command(args: argparse.Namespace) -> int:
     if (run_folder / evidence.MARKER).exists():
         print(f"optax-gate: {run_folder} is marked {evidence.MARKER}: bisect a complete run", file=sys.stderr)
         return NOT_VERIFIED
-    side = args.bisect_env
-    lock = run_folder / "candidate-lock.txt" if side == "candidate" else args.baseline_lock
+    side = bisect.env
+    lock = run_folder / "candidate-lock.txt" if side == "candidate" else environment.baseline_lock
     if not lock.exists():
         print(f"optax-gate: {lock} does not exist: {run_folder} is not a gate run folder" if side == "candidate"
               else f"optax-gate: --baseline-lock {lock} does not exist", file=sys.stderr)
         return NOT_VERIFIED
     say(f"{side}: building (or reusing) its environment from {lock}")
     try:
-        python = environments.ensure(environments.folder_for(args.envs_dir, lock), lock, args.python, args.project_root)
+        python = environments.ensure(environments.folder_for(environment.envs_dir, lock), lock, environment.python,
+                                     environment.project_root)
     except environments.EnvironmentFailure as exc:
         print(f"optax-gate: the {side}'s environment cannot be built: {exc}", file=sys.stderr)
         return NOT_VERIFIED
-    bisect_run(report, run_folder, python, args, say)
+    bisect_run(report, run_folder, python, environment, bisect, say)
     return 0

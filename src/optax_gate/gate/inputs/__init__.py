@@ -1,6 +1,7 @@
 """Stage 1, the inputs: what the user typed, checked before anything runs.
 
-``validate`` (SPECs, locks and the output folder checked; the refusal
+``options`` (the command line's options, typed and frozen: each stage
+receives the part it uses), ``validate`` (SPECs, locks and the output folder checked; the refusal
 every input check raises; paths shown as typed),
 ``typed_path`` (paths read from where the user stands), ``user_paths``
 (``--usage`` paths, SPECs that are paths), ``requirements`` (the

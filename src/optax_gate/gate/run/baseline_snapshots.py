@@ -25,10 +25,10 @@ snapshot files.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments
 
 #: Environment variables read by ``tests/contracts/conftest.py``.
@@ -49,13 +49,14 @@ def is_pinned(baseline_lock: Path, project_root: Path) -> bool:
     return environments.pins_digest(Path(baseline_lock)) == environments.pins_digest(ours)
 
 
-def arrange(baseline, candidate, args: argparse.Namespace, evidence: Path, say: Callable[[str], None]) -> Path | None:
+def arrange(baseline, candidate, env: EnvironmentOptions, evidence: Path, say: Callable[[str], None]) -> Path | None:
     """Set up both prepared sides (``sides.Side``) for a baseline that is not
     the pinned one: the baseline records its snapshots into
-    ``evidence/snapshots-baseline``, the candidate compares with them, the two
-    run one after the other, the baseline cache is bypassed. Returns the
-    folder, or None (nothing changed) for the pinned baseline."""
-    if is_pinned(args.baseline_lock, args.project_root):
+    ``evidence/snapshots-baseline``, the candidate compares with them, the
+    baseline cache is bypassed. Returns the folder, or None (nothing changed)
+    for the pinned baseline; given a folder, the caller runs the two sides one
+    after the other (the candidate reads what the baseline records)."""
+    if is_pinned(env.baseline_lock, env.project_root):
         return None
     folder = (Path(evidence) / FOLDER).absolute()
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,7 +67,6 @@ def arrange(baseline, candidate, args: argparse.Namespace, evidence: Path, say: 
     baseline.jax_env = {**baseline.jax_env, SNAPSHOT_DIR: str(folder), RECORD: "1"}
     candidate.jax_env = {**candidate.jax_env, SNAPSHOT_DIR: str(folder)}
     baseline.extra["snapshots"] = candidate.extra["snapshots"] = f"evidence/{FOLDER} (recorded by the baseline in this gate)"
-    args.concurrent = False
     say(f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the candidate's snapshot "
         "contracts compare with them (the two sides run one after the other)")
     return folder
