@@ -424,6 +424,6 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     monkeypatch.setattr(runner, "_STOP", threading_.Event())
     monkeypatch.setattr(runner, "_LIVE", set())
     start = time.monotonic()
-    part = runner._pytest(Path(sys.executable), "x", "tests", ROOT, tmp_path, 60, None, {}, None)
+    part = runner._pytest(runner.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None)
     assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (part, time.monotonic() - start)  # killed
     stopper[0].join(5)

@@ -4,6 +4,7 @@ folder, who sets them, and how the gate merges the two pytest processes."""
 import types
 from pathlib import Path
 
+from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.run import devices, outcomes, runner
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +38,10 @@ def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path):
     assert conftest.pytest_ignore_collect(root / "tests" / "contracts" / "test_sgd.py", config()) is None
 
 
+def _env(root):
+    return EnvironmentOptions(project_root=root, baseline_lock=root / "requirements-lock.txt", python="py", envs_dir=root, timeout=100)
+
+
 def _part(folder, code, *contracts, errors=()):
     log = outcomes.ReportLog(contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts},
                              collection_errors=list(errors))
@@ -46,13 +51,13 @@ def _part(folder, code, *contracts, errors=()):
 def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
     calls = []
 
-    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None, paths=None):
-        calls.append((name, folder, env.get("XLA_FLAGS", "")))
-        return _part(folder, 1 if "multi" in folder else 0, f"{folder}::t")
+    def fake_pytest(call, timeout, on_progress, stop=None):
+        calls.append((call.name, call.folder, call.env.get("XLA_FLAGS", "")))
+        return _part(call.folder, 1 if "multi" in call.folder else 0, f"{call.folder}::t")
     monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    record = runner.run(Path("py"), "baseline", tmp_path, tmp_path, timeout=100)
+    record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path))
     assert sorted(calls) == [("baseline", "tests/contracts", ""),
                              ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG)]
     assert record["status"] == "ran" and record["exitstatus"] == 1
@@ -61,11 +66,11 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
 
 def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "probe", lambda python: ({}, None, [], {}))
-    monkeypatch.setattr(runner, "_pytest", lambda python, name, folder, *a: None if "multi" in folder else _part(folder, 0, "a"))
-    record = runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100)
+    monkeypatch.setattr(runner, "_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a"))
+    record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
     assert record["status"] == "not-verified" and "timed out" in record["reason"] and devices.MULTIDEVICE_DIR in record["reason"]
-    monkeypatch.setattr(runner, "_pytest", lambda python, name, folder, *a: _part(folder, 4 if "multi" in folder else 0, "a"))
-    record = runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100)
+    monkeypatch.setattr(runner, "_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a"))
+    record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
     assert record["status"] == "not-verified" and record["reason"].startswith(f"pytest ({devices.MULTIDEVICE_DIR}) ended with exit status 4")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.inputs import validate
+from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments, extras
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate import cli
@@ -42,7 +43,7 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     monkeypatch.setattr(environments, "ensure", ensure)
     monkeypatch.setattr(runner, "probe", probe)
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
-    monkeypatch.setattr(runner, "_pytest", lambda *a, **k: ran.append(a[1]))
+    monkeypatch.setattr(runner, "_pytest", lambda *a, **k: ran.append(a[0].name))
     out = tmp_path / "out"
     code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-speed"])
     other = "candidate" if failing == "baseline" else "baseline"
@@ -123,7 +124,8 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
 
     calls, events = [], []
 
-    def fake_pytest(python, name, folder, root, out, timeout, args, env, on_progress, stop=None, paths=None):
+    def fake_pytest(call, timeout, on_progress, stop=None):
+        folder, env = call.folder, call.env
         if folder == devices.MULTIDEVICE_DIR:
             on_progress(0, 0)  # still collecting
             on_progress(0, 4)
@@ -141,7 +143,8 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
         return runner.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
 
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
-    runner.run(Path("py"), "candidate", tmp_path, tmp_path, timeout=100, probed=PROBE_OK, on_progress=lambda d, t: calls.append((d, t)))
+    env = EnvironmentOptions(project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, timeout=100)
+    runner.run(Path("py"), "candidate", tmp_path, env, probed=PROBE_OK, on_progress=lambda d, t: calls.append((d, t)))
     assert events == ["single-device process ended", "multi-device contracts run"]
     assert calls and {t for _, t in calls} == {14}, calls
     assert calls[-1] == (14, 14) and [d for d, _ in calls] == sorted(d for d, _ in calls)

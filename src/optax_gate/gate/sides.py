@@ -156,7 +156,7 @@ def check_imports(sides: tuple[Side, ...], env: EnvironmentOptions, say: Callabl
     for side, probed in zip(todo, probes):
         side.probed = probed
         if probed[1]:
-            side.record = runner.run(side.python, side.label, env.project_root, side.folder, env.timeout, probed=probed, **side.extra)
+            side.record = runner.run(side.python, side.label, side.folder, env, probed=probed, **side.extra)
 
 
 def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], None]) -> None:
@@ -194,11 +194,12 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     partial = bool(side.cached)
     say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
     team = [u for u in pending if u.team]
-    targets = [[u.target for u in pending if not u.team and u.part == i] for i in range(len(runner.PARTS))] if partial else None
-    team_dirs = [d for d in env.team_dirs if any(u.target == str(d) for u in team)]
-    record = runner.run(side.python, side.label, env.project_root, side.folder, env.timeout, checkpoints=side.checkpoints,
-                        on_progress=progress.contracts(side.label) if progress else None, extra_env=side.jax_env,
-                        workers=workers, probed=side.probed, team_dirs=team_dirs, targets=targets, **side.extra)
+    targets = tuple(tuple(u.target for u in pending if not u.team and u.part == i) for i in range(len(runner.PARTS))) if partial else None
+    team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
+    how = runner.ContractRunOptions(checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs,
+                                    targets=targets)
+    record = runner.run(side.python, side.label, side.folder, env, how, progress.contracts(side.label) if progress else None,
+                        side.probed, **side.extra)
     if side.cache_inputs is not None and side.checkpoints_ready:
         stored = results_cache.store(env.cache_dir, side.cache_inputs, record, pending)
         if stored:

@@ -84,7 +84,8 @@ ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
                "src/optax_gate/gate/run/runner.py", "src/optax_gate/gate/run/outcomes.py",
                "src/optax_gate/gate/run/pytest_plugins.py", "src/optax_gate/gate/run/devices.py",
-               "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/run/warnings_diff.py",
+               "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/inputs/options.py",
+               "src/optax_gate/gate/run/warnings_diff.py",
                "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/install/compilation_cache.py",
                "src/optax_gate/gate/base/details.py")
 MANIFEST = "manifest.json"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.inputs import team_contracts
+from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import devices, outcomes, pytest_plugins, warnings_diff
 
@@ -95,39 +96,50 @@ def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
     return done, total
 
 
-def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: float,
-        pytest_args: list[str] | None = None, checkpoints: Path | None = None,
-        on_progress: Callable[[int, int], None] | None = None, extra_env: dict[str, str] | None = None,
-        workers: int = 0, probed: Probe | None = None, team_dirs: list[Path] | None = None,
-        targets: list[list[str]] | None = None, **extra: Any) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class ContractRunOptions:
+    """What one contract run runs, beyond the environment's options.
+
+    ``pytest_args``: extra pytest arguments (e.g. ``-k``); ``checkpoints``:
+    the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``);
+    ``extra_env``: environment variables for pytest (e.g. the compilation
+    cache); ``workers``: split the single-device contracts over this many
+    pytest-xdist processes, when the environment has pytest-xdist (0: one
+    process); ``team_dirs``: the team's contract folders (``gate
+    --contracts``), run in the single-device process; ``targets``: per pytest
+    process of :data:`PARTS`, the contract modules to run (paths relative to
+    the project root) instead of its whole folder; a process with no module
+    and no team folder is not started. None: every module (the results cache
+    asks for the modules it lacks)."""
+
+    pytest_args: tuple[str, ...] = ()
+    checkpoints: Path | None = None
+    extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    workers: int = 0
+    team_dirs: tuple[Path, ...] = ()
+    targets: tuple[tuple[str, ...], ...] | None = None
+
+
+def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: ContractRunOptions = ContractRunOptions(),
+        on_progress: Callable[[int, int], None] | None = None, probed: Probe | None = None, **extra: Any) -> dict[str, Any]:
     """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
       python: the environment's interpreter.
       label: name of the environment in reports and file names.
-      project_root: the project folder (pytest runs from there).
       out_dir: where ``<label>.reportlog.jsonl``, ``<label>.junit.xml`` and
         ``<label>.pytest.txt`` (pytest's output) go, and the same
         ``<label>.multidevice.*`` files of the multi-device process (``PARTS``).
-      timeout: seconds for the whole pytest run.
-      pytest_args: extra pytest arguments (e.g. ``-k``).
-      checkpoints: the baseline's resume checkpoints (``OPTAX_GATE_CHECKPOINTS``).
+      env: ``project_root`` (pytest runs from there) and ``timeout`` (seconds
+        for the whole pytest run).
+      how: what to run (:class:`ContractRunOptions`).
       on_progress: called with ``(finished, collected)`` tests every few
         seconds while pytest runs (from the report logs), summed over the
         pytest processes and only once each has collected: the total does
         not change during the run.
-      extra_env: environment variables for pytest (e.g. the compilation cache).
-      workers: split the single-device contracts over this many pytest-xdist
-        processes, when the environment has pytest-xdist (0: one process).
       probed: the result of :func:`probe` when the caller already checked the
         imports (the gate does, before either side runs: one side that cannot
         import stops the gate before the other starts its contracts).
-      team_dirs: the team's contract folders (``gate --contracts``), run in the
-        single-device process.
-      targets: per pytest process of :data:`PARTS`, the contract modules to
-        run (paths relative to ``project_root``) instead of its whole folder;
-        a process with no module and no team folder is not started. None:
-        every module (the results cache asks for the modules it lacks).
       **extra: copied into the record (requirements, lock).
 
     Returns:
@@ -142,25 +154,27 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **pytest_plugins.ENV, **(extra_env or {}), **({"OPTAX_GATE_CHECKPOINTS": str(checkpoints.absolute())} if checkpoints else {})}
+    variables = {**os.environ, **pytest_plugins.ENV, **how.extra_env,
+                 **({"OPTAX_GATE_CHECKPOINTS": str(how.checkpoints.absolute())} if how.checkpoints else {})}
     start = time.monotonic()
-    parts = _run_parts(python, label, project_root, out_dir, start + timeout, pytest_args, workers, versions, plugins, env,
-                       on_progress, team_contracts.pytest_args(team_dirs or [], project_root), targets)
+    call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir,
+                      (*pytest_plugins.args(plugins), *how.pytest_args), variables)
+    parts = _run_parts(call, start + env.timeout, how, versions, on_progress)
     late = next((i for i, part in enumerate(parts) if part is None), None)
     if late is not None:
-        return not_verified(label, f"contracts timed out after {timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
+        return not_verified(label, f"contracts timed out after {env.timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
         extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(env.get("JAX_COMPILATION_CACHE_DIR"))
     contracts = team_contracts.rename({cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
-                                       for p in parts for cid, c in p.log.contracts.items()}, team_dirs or [], CONTRACTS_DIR)
+                                       for p in parts for cid, c in p.log.contracts.items()}, list(how.team_dirs), CONTRACTS_DIR)
     record = {
         "label": label, "versions": versions, "status": "ran", "reason": "",
         "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
         "duration_s": duration, **extra, "contracts": contracts,
     }
-    problem = merge_problems(parts, selected=bool(pytest_args) or targets is not None)
+    problem = merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:
         bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
         record.update(status="not-verified", reason=problem, exitstatus=bad)
@@ -169,18 +183,35 @@ def run(python: Path, label: str, project_root: Path, out_dir: Path, timeout: fl
     return record
 
 
-def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, deadline: float, pytest_args: list[str] | None,
-               workers: int, versions: dict[str, str], plugins: dict[str, list[str]], env: dict[str, str],
-               on_progress: Callable[[int, int], None] | None, team_args: list[str] | None = None,
-               targets: list[list[str]] | None = None) -> list[Part | None]:
-    """Run the pytest processes of :data:`PARTS` one after the other, each
-    after the previous one ends; the later ones start at once, collect, write
-    their count and wait for their go file (``$OPTAX_GATE_GO``), so that
-    ``on_progress`` gets one total, all processes' counts summed, from its
-    first call on. A part that times out (None) stops the ones after it.
-    ``team_args`` (the team's contract folders) go to the single-device process;
-    ``targets`` (per process, the modules to run instead of its folder): a
-    process left with nothing to run is not started (an empty part)."""
+@dataclasses.dataclass(frozen=True)
+class PytestCall:
+    """One pytest process: ``python -m pytest FOLDER`` (or ``paths`` inside
+    it) from ``project_root``, its files named ``name`` in ``out_dir``, with
+    ``pytest_args`` and the environment variables ``env``."""
+
+    python: Path
+    name: str
+    folder: str
+    project_root: Path
+    out_dir: Path
+    pytest_args: tuple[str, ...] = ()
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    paths: tuple[str, ...] | None = None
+
+
+def _run_parts(call: PytestCall, deadline: float, how: ContractRunOptions, versions: dict[str, str],
+               on_progress: Callable[[int, int], None] | None) -> list[Part | None]:
+    """Run the pytest processes of :data:`PARTS` (``call`` names the run:
+    its label, project, output folder, arguments and variables) one after the
+    other, each after the previous one ends; the later ones start at once,
+    collect, write their count and wait for their go file
+    (``$OPTAX_GATE_GO``), so that ``on_progress`` gets one total, all
+    processes' counts summed, from its first call on. A part that times out
+    (None) stops the ones after it. The team's contract folders
+    (``how.team_dirs``) go to the single-device process; ``how.targets`` (per
+    process, the modules to run instead of its folder): a process left with
+    nothing to run is not started (an empty part)."""
+    team_args = team_contracts.pytest_args(list(how.team_dirs), call.project_root)
     stop = threading.Event()
     counts = [[0, 0, False] for _ in PARTS]  # finished, collected, collected count final
     lock = threading.Lock()
@@ -193,23 +224,23 @@ def _run_parts(python: Path, label: str, project_root: Path, out_dir: Path, dead
 
     def launch(i: int) -> Part | None:
         suffix, folder, multi = PARTS[i]
-        paths = None if targets is None else list(targets[i])
+        paths = None if how.targets is None else tuple(how.targets[i])
         if paths is not None and not paths and (multi or not team_args):
             report(i, 0, 0, final=True)
             return Part(folder, 0, "", outcomes.ReportLog())
-        split = workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
-        args = [*pytest_plugins.args(plugins), *(pytest_args or []), *(["-n", str(workers), "--dist", "worksteal"] if split else []),
-                *([] if multi else team_args or [])]
-        part_env = devices.env(env) if multi else env
+        split = how.workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
+        args = (*call.pytest_args, *(["-n", str(how.workers), "--dist", "worksteal"] if split else []),
+                *([] if multi else team_args or []))
+        part_env = devices.env(call.env) if multi else call.env
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
-        part = _pytest(python, f"{label}{suffix}", folder, project_root, out_dir, deadline - time.monotonic(), args, part_env,
-                       lambda d, t: report(i, d, t), stop, paths)
+        part = _pytest(dataclasses.replace(call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths),
+                       deadline - time.monotonic(), lambda d, t: report(i, d, t), stop)
         if part is not None:
             report(i, *part.progress, final=True)
         return part
 
-    go = [out_dir / f"{label}{suffix}.go" for suffix, _, _ in PARTS]
+    go = [call.out_dir / f"{call.name}{suffix}.go" for suffix, _, _ in PARTS]
     for path in go:
         path.unlink(missing_ok=True)
     with ThreadPoolExecutor(max_workers=max(len(PARTS) - 1, 1)) as pool:
@@ -253,13 +284,12 @@ class Part:
     warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: Path, timeout: float,
-            pytest_args: list[str] | None, env: dict[str, str],
-            on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None,
-            paths: list[str] | None = None) -> Part | None:
-    """Run pytest on ``folder`` (or on ``paths`` inside it) within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
-    ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to ``out_dir``. None when
+def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], None] | None,
+            stop: threading.Event | None = None) -> Part | None:
+    """Run ``call`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
+    ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to its ``out_dir``. None when
     it timed out or ``stop`` was set (the process is killed)."""
+    name, out_dir = call.name, call.out_dir
     if timeout <= 0:
         return None
     log = out_dir / f"{name}.reportlog.jsonl"
@@ -267,17 +297,17 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
     output = out_dir / f"{name}.pytest.txt"
     collected = out_dir / f"{name}.collected"
     collected.unlink(missing_ok=True)
-    cmd = [str(python), "-m", "pytest", *([folder] if paths is None else paths), "-q", "-p", "no:cacheprovider",
-           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *(pytest_args or [])]
+    cmd = [str(call.python), "-m", "pytest", *([call.folder] if call.paths is None else call.paths), "-q", "-p", "no:cacheprovider",
+           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *call.pytest_args]
     start = time.monotonic()
     warnings_file = out_dir / f"{name}.warnings.json"
     warnings_file.unlink(missing_ok=True)
-    env = {**env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
+    env = {**call.env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
     with open(output, "w", encoding="utf-8") as sink:
         with _LIVE_LOCK:  # checked and registered at once: stop_all() cannot fall between the two
             if _STOP.is_set():  # the gate is being interrupted: start nothing new
                 return None
-            proc = subprocess.Popen(cmd, cwd=project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+            proc = subprocess.Popen(cmd, cwd=call.project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
             _LIVE.add(proc)
         try:
             while True:
@@ -297,7 +327,7 @@ def _pytest(python: Path, name: str, folder: str, project_root: Path, out_dir: P
                 proc.kill()
                 proc.wait()
     tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
-    return Part(folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
+    return Part(call.folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
                 _count_progress(log, collected), warnings_diff.read(warnings_file))
 
 
