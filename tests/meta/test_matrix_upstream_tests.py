@@ -62,7 +62,7 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     monkeypatch.setattr(runner, "run", fake_run)
     calls = []
 
-    def fake_cross_run(sites, pythons, cache_dir, **kwargs):
+    def fake_cross_run(sites, pythons, options, **kwargs):
         calls.append((sites, pythons))
         if "jax-0.12.0.1" in str(sites["candidate"]):
             raise upstream_tests.CrossRunFailure("pytest exited 3: INTERNALERROR")

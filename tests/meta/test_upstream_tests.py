@@ -81,9 +81,10 @@ def section(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cross")
     sites = {side: _site(tmp, side) for side in ("baseline", "candidate")}
     py = Path(sys.executable)
-    return up.cross_run(sites, {"baseline": py, "candidate": py}, tmp / "cache", timeout=300,
-                        extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()},
-                        say=lambda _: None, workers=1)
+    return up.cross_run(sites, {"baseline": py, "candidate": py},
+                        up.CrossRunOptions(tmp / "cache", timeout=300, workers=1,
+                                           extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()}),
+                        say=lambda _: None)
 
 
 def _failures(section, label):
@@ -241,9 +242,11 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
         sites[side] = tmp_path / side
     marks = tmp_path / "marks.txt"
     py = Path(sys.executable)
-    section = up.cross_run(sites, {"baseline": py, "candidate": py}, tmp_path / "cache", timeout=300,
-                           extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)} for side, site in sites.items()},
-                           say=lambda _: None, workers=1)
+    section = up.cross_run(sites, {"baseline": py, "candidate": py},
+                           up.CrossRunOptions(tmp_path / "cache", timeout=300, workers=1,
+                                              extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)}
+                                                         for side, site in sites.items()}),
+                           say=lambda _: None)
     base, cand = section["directions"]
     assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [
         ("gamma_test.py::test_kept", up.BEHAVIOUR, "changed")]

@@ -190,7 +190,8 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
     envs = dict(zip(("baseline", "candidate"), learned.jax_envs))
     section = upstream_tests.cross_run({"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
                                        dict(zip(("baseline", "candidate"), map(Path, learned.pythons))),
-                                       options.environment.cache_dir, timeout=options.environment.timeout, extra_env=envs, say=say)
+                                       upstream_tests.CrossRunOptions(options.environment.cache_dir, options.environment.timeout, envs),
+                                       say=say)
     upstream_tests.attach(report, section)
 
 

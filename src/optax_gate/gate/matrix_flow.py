@@ -108,7 +108,7 @@ def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str
             sites[side] = Path(site)
             jax_env[side] = compilation_cache.environment(folder, env.compilation_cache)
         say(f"{name}: upstream tests: cross-running optax's shipped tests of the modules that differ")
-        return upstream_tests.cross_run(sites, pythons, env.cache_dir, timeout=env.timeout, extra_env=jax_env, say=say)
+        return upstream_tests.cross_run(sites, pythons, upstream_tests.CrossRunOptions(env.cache_dir, env.timeout, jax_env), say=say)
     except Exception as exc:  # fail closed: recorded, the environment then not verified; the contract results kept
         traceback.print_exc()
         print(f"optax-gate: {name}: the upstream tests cross-run could not run: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -53,6 +53,7 @@ Standard library only; the tests run in the environments as a subprocess.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import json
 import os
@@ -345,12 +346,37 @@ def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
     return {**extra, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
 
 
-def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, timeout: float, extra_env: dict[str, str],
-                workers: int, collect_only: bool = False) -> None:
+@dataclass(frozen=True)
+class CrossRunOptions:
+    """How the cross-run runs: ``cache_dir``, where the overlays of missing
+    test dependencies are kept; ``timeout``, seconds of each pytest run;
+    ``extra_env``, per side (``baseline``, ``candidate``), the environment
+    variables of its processes (its compilation cache); ``workers``,
+    pytest-xdist processes of a run."""
+
+    cache_dir: Path
+    timeout: float = 1800
+    extra_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    workers: int = 2
+
+
+@dataclass(frozen=True)
+class _Pytest:
+    """One pytest run of the cross-run: its environment variables, its
+    pytest-xdist ``workers``, its ``timeout`` (seconds), whether it only collects."""
+
+    env: dict[str, str]
+    workers: int
+    timeout: float
+    collect_only: bool = False
+
+
+def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: _Pytest) -> None:
     cmd = [os.path.abspath(python), "-m", "pytest", *_PYTEST, "--rootdir", str(root), "-c", str(root / "pytest.ini"),
-           "--junitxml", str(xml), *(["-n", str(workers)] if workers > 1 else []),
-           *(["--collect-only"] if collect_only else []), *files]
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **extra_env}
+           "--junitxml", str(xml), *(["-n", str(how.workers)] if how.workers > 1 else []),
+           *(["--collect-only"] if how.collect_only else []), *files]
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **how.env}
+    timeout, collect_only = how.timeout, how.collect_only
     try:
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -360,8 +386,8 @@ def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, timeout: 
         raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
 
 
-def control(python: Path, root: Path, d: Direction, suspects: list[Failure], timeout: float, env: dict[str, str],
-            workers: int) -> set[str]:
+def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env: dict[str, str],
+            options: CrossRunOptions) -> set[str]:
     """The control run of ``suspects`` (failures of the cross-run) with
     ``python``, their own environment, in the run's folder ``root``: the
     failing test ids re-run (``file::Class::test``; nothing else of their
@@ -370,7 +396,8 @@ def control(python: Path, root: Path, d: Direction, suspects: list[Failure], tim
     tests are not run, so optax's ``alias_test.py`` costs its import, not its
     thousands of tests). Returns the names (test ids, files) that fail there
     too; records in ``d`` (whose ``files`` were copied into ``root``) how
-    many tests re-ran and files were collected.
+    many tests re-ran and files were collected. ``env``: the variables of
+    the suspects' own environment (its overlay on ``PYTHONPATH``).
 
     Raises:
       CrossRunFailure: pytest wrote no report.
@@ -381,8 +408,8 @@ def control(python: Path, root: Path, d: Direction, suspects: list[Failure], tim
     for names, xml, collect in ((ids, "control.xml", False), (files, "control-collect.xml", True)):
         if not names:
             continue
-        _run_pytest(python, root, names, root / xml, timeout, env, 1 if collect else min(workers, len(names)),
-                    collect_only=collect)
+        _run_pytest(python, root, names, root / xml,
+                    _Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect))
         if not (root / xml).is_file():
             raise CrossRunFailure(f"pytest wrote no report for the control run of {len(names)} "
                                   f"{'file' if collect else 'test'}{'s' if len(names) > 1 else ''}")
@@ -391,8 +418,7 @@ def control(python: Path, root: Path, d: Direction, suspects: list[Failure], tim
     return failing
 
 
-def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], cache_dir: Path, timeout: float,
-                  extra_env: dict[str, dict[str, str]], workers: int = 2) -> Direction:
+def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions) -> Direction:
     """Run ``d``'s test files (already chosen in ``d.files``) of ``pkg[d.tests_of]``
     with ``pythons[d.env]``; a control run of the failures with
     ``pythons[d.tests_of]``, their own environment (:func:`control`: the
@@ -404,6 +430,7 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
       CrossRunFailure: no JUnit report came back, or the overlay cannot be installed.
     """
     start = time.monotonic()
+    workers, cache_dir, timeout, extra_env = options.workers, options.cache_dir, options.timeout, options.extra_env
     with tempfile.TemporaryDirectory(prefix="optax-upstream-tests-") as tmp:
         root = Path(tmp)
         (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
@@ -423,7 +450,7 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
         folder = overlay(pythons[d.env], lacking, cache_dir, timeout)
         env = _with_overlay(extra_env.get(d.env, {}), folder)
         xml = root / "junit.xml"
-        _run_pytest(pythons[d.env], root, d.files, xml, timeout, env, workers)
+        _run_pytest(pythons[d.env], root, d.files, xml, _Pytest(env, workers, timeout))
         if not xml.is_file():
             raise CrossRunFailure(f"pytest wrote no report for the {d.label}")
         d.ran, d.failed = read_junit(xml.read_text(encoding="utf-8"), d.files)
@@ -434,8 +461,8 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
             control_start = time.monotonic()
             home_lacking = missing(pythons[d.tests_of], needed)
             home = overlay(pythons[d.tests_of], home_lacking, cache_dir, timeout)
-            at_home = control(pythons[d.tests_of], root, d, suspects, timeout,
-                              _with_overlay(extra_env.get(d.tests_of, {}), home), workers)
+            at_home = control(pythons[d.tests_of], root, d, suspects, _with_overlay(extra_env.get(d.tests_of, {}), home),
+                              dataclasses.replace(options, workers=workers))
             for f in suspects:
                 if f.test in at_home or f.test.split("::")[0] in at_home:
                     f.kind, f.change, f.subject = INFRA, "", f"fails in its own environment ({d.tests_of}) too"
@@ -444,17 +471,15 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
     return d
 
 
-def cross_run(sites: dict[str, Path], pythons: dict[str, Path], cache_dir: Path, timeout: float = 1800,
-              extra_env: dict[str, dict[str, str]] | None = None, say: Callable[[str], None] = print,
-              workers: int = 2) -> dict[str, Any]:
+def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions,
+              say: Callable[[str], None] = print) -> dict[str, Any]:
     """The report's ``upstream_tests`` section: both directions run and classified.
 
     Args:
       sites: ``{"baseline": site-packages, "candidate": site-packages}`` (each holding ``optax/``).
       pythons: the two environments' interpreters, by the same keys.
-      cache_dir: where the overlays of missing test dependencies are kept.
-      timeout: seconds for each pytest run.
-      extra_env: per side, environment variables of its processes (its compilation cache).
+      options: the overlays' folder, each run's timeout, the sides' variables, the workers (:class:`CrossRunOptions`).
+      say: progress lines.
 
     Returns:
       ``{"changed_modules", "directions": [{"label", "files", "ran", "failed", "seconds", "overlay",
@@ -476,7 +501,7 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], cache_dir: Path,
         d = Direction(label, tests_side, env_side, files=tests_of(pkg[tests_side], changed))
         say(f"upstream tests: {label}: {len(d.files)} test files")
         if d.files:
-            run_direction(d, pkg, pythons, cache_dir, timeout, extra_env or {}, workers)
+            run_direction(d, pkg, pythons, options)
         say(f"upstream tests: {label}: {d.ran} run, {len(d.failed)} failed ({d.seconds:.0f} s)")
         directions.append(d)
     names: dict[str, list[str]] = {}
