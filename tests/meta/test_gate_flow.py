@@ -202,3 +202,32 @@ def test_help_names_no_internal_module_and_explains_compare():
         assert "optax_gate." not in _help(*command), f"an internal module name in {command} --help"
     compare = _help("compare")
     assert "Compare two run records" in compare and "Exit status (gate, compare):" in compare and "  2  not verified" in compare
+
+
+def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_options(tmp_path, monkeypatch):
+    """``gate --upstream-tests``: the cross-run gets both sides' site-packages and interpreters, the
+    results cache's folder, the contract timeout and each side's JAX variables, and its section goes
+    into the report; a side that did not run leaves it out."""
+    from optax_gate.gate import gate_flow
+    from optax_gate.gate.beyond import upstream_tests
+    from optax_gate.gate.inputs import options as opts
+
+    got = []
+    monkeypatch.setattr(upstream_tests, "cross_run", lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1})
+    monkeypatch.setattr(upstream_tests, "attach", lambda report, section: report.update(upstream_tests=section))
+    env = opts.EnvironmentOptions(project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path,
+                                  cache_dir=tmp_path / "cache", timeout=77)
+    options = opts.GateOptions(environment=env, candidate=opts.CandidateOptions(), speed=opts.SpeedOptions(False, 3),
+                               scope=opts.ScopeOptions(), bisect=opts.BisectOptions(), team_run=opts.TeamRunOptions(),
+                               upstream_tests=True)
+    learned = gate_flow.Learned(pythons=(Path("b/python"), Path("c/python")), jax_envs=({"J": "b"}, {"J": "c"}))
+    records = ({"status": "ran", "site_packages": "b/site"}, {"status": "ran", "site_packages": "c/site"})
+    report = {}
+    gate_flow.upstream_cross_run(report, records, options, learned, lambda m: None)
+    (sites, pythons, given), = got
+    assert sites == {"baseline": Path("b/site"), "candidate": Path("c/site")}
+    assert pythons == {"baseline": Path("b/python"), "candidate": Path("c/python")}
+    assert given == upstream_tests.CrossRunOptions(tmp_path / "cache", 77, {"baseline": {"J": "b"}, "candidate": {"J": "c"}})
+    assert report == {"upstream_tests": {"x": 1}}
+    gate_flow.upstream_cross_run(report := {}, ({"status": "not-verified"}, records[1]), options, learned, lambda m: None)
+    assert report == {} and len(got) == 1
