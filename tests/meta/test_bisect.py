@@ -105,6 +105,12 @@ def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
             "versions": {"optax": version, "jax": "1", "python": "3.12"}, "contracts": contracts}
 
 
+def _env(project):
+    """The environment options a Prober reads (its project root)."""
+    return EnvironmentOptions(project_root=project, baseline_lock=project / "requirements-lock.txt", python=sys.executable,
+                              envs_dir=project)
+
+
 def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> dict:
     return compare.compare(record("baseline", "0.1.0", baseline), record("candidate", "0.2.0", candidate))
 
@@ -121,10 +127,10 @@ def found(tmp_path_factory, project):
     assert [f["contracts"] for f in report["findings"]] in ([[CONTRACT], [OTHER]], [[OTHER], [CONTRACT]])  # two findings
 
     def make(package, repo):
-        return Prober(package, repo, Path(sys.executable), project, tmp / "cache", 120, build=builds)
-    summary = bisect_flow.attach(report, make, {"optax": str(tmp / "repo")}, tmp / "cache")
+        return Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp / "cache", timeout=120), build=builds)
+    summary = bisect_flow.attach(report, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
     again = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
-    bisect_flow.attach(again, make, {"optax": str(tmp / "repo")}, tmp / "cache")
+    bisect_flow.attach(again, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
     return shas, report, summary, builds, again, tmp
 
 
@@ -164,8 +170,8 @@ def test_each_commit_is_built_once_across_findings_and_runs(found):
 def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, project):
     shas = tiny_history(tmp_path / "repo", change_at=3, broken_at=2)
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
-    bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), project, tmp_path / "cache", 120),
-                       {"optax": str(tmp_path / "repo")}, tmp_path / "cache")
+    bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)),
+                       {"optax": str(tmp_path / "repo")}, BisectOptions(cache=tmp_path / "cache"))
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "range", entry
     assert [c["sha"] for c in entry["commits"]] == [shas[2], shas[3]]
@@ -176,7 +182,7 @@ def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, proj
 @needs_uv
 def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(tmp_path, project):
     tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
-    prober = Prober("optax", tmp_path / "repo", Path(sys.executable), project, tmp_path / "cache", 120)
+    prober = Prober("optax", tmp_path / "repo", Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120))
     paths = prober.paths(git(tmp_path / "repo", "rev-parse", "v0.1.0"))
     assert len(paths) == 1  # the tiny package requires nothing
     prober.check_import(paths)  # comes from the build's folder
@@ -189,7 +195,7 @@ def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reaso
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     verdict = report["verdict"]
     missing = (tmp_path / "nothere.git").as_uri()
-    bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"), {"optax": missing}, tmp_path / "cache")
+    bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"), {"optax": missing}, BisectOptions(cache=tmp_path / "cache"))
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "not-bisected" and "nothere.git" in entry["reason"], entry
     assert report["verdict"] == verdict and report["bisect"]["packages"]["optax"]["error"]
@@ -237,7 +243,7 @@ def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named():
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
     (answer,) = search(commits, [target], _probe(change=0), ends=("v1", "v2")).values()
     assert answer.status == "not-bisected" and "already gives the candidate's outcomes" in answer.reason
-    (answer,) = search(commits, [target], _probe(change=99), environment="baseline").values()
+    (answer,) = search(commits, [target], _probe(change=99), options=BisectOptions(env="baseline")).values()
     assert answer.status == "not-bisected" and "still gives the baseline's outcomes in the baseline environment" in answer.reason
     (answer,) = search(commits, [target], _probe(change=4, unusable={0})).values()
     assert answer.status == "not-bisected" and "cannot be tested: cannot be built" in answer.reason
@@ -288,8 +294,8 @@ def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(t
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     report["candidate"]["sources"] = [{"package": "optax", "repository": str(tmp_path / "repo"), "ref": "main", "status": "built",
                                        "commit": {"sha": shas[4], "short": shas[4][:7]}}]
-    summary = bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), project,
-                                                                      tmp_path / "cache", 120), {}, tmp_path / "cache")
+    summary = bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project),
+                                                                      BisectOptions(cache=tmp_path / "cache", timeout=120)), {}, BisectOptions(cache=tmp_path / "cache"))
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "found" and entry["commits"][0]["sha"] == shas[2], entry
     assert (entry["from"], entry["to"]) == ("v0.1.0", shas[4][:12])
@@ -393,8 +399,8 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
             return super().__call__(sha, contracts)
 
     def make(package, repo):
-        return Recording(package, repo, Path(sys.executable), project, tmp_path / "cache", 120)
-    bisect_flow.attach(report, make, {"optax": str(tmp_path / "repo")}, tmp_path / "cache")
+        return Recording(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120))
+    bisect_flow.attach(report, make, {"optax": str(tmp_path / "repo")}, BisectOptions(cache=tmp_path / "cache"))
     by_contract = {tuple(f["contracts"]): f["bisect"][0] for f in report["findings"]}
     assert by_contract[("contracts/test_sgd.py::test_step",)] == bisect_flow.not_bisected("optax", bisect_flow.TEAM_ONLY)
     assert by_contract[(CONTRACT,)]["status"] == "found" and by_contract[(CONTRACT,)]["commits"][0]["sha"] == shas[4]
@@ -406,7 +412,7 @@ def test_a_second_bisection_replaces_the_first_answers(tmp_path):
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     for missing in ("nothere.git", "gone.git"):
         bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"),
-                           {"optax": (tmp_path / missing).as_uri()}, tmp_path / "cache")
+                           {"optax": (tmp_path / missing).as_uri()}, BisectOptions(cache=tmp_path / "cache"))
     (entry,) = report["findings"][0]["bisect"]
     assert "gone.git" in entry["reason"]
     assert report_markdown.render(report).count("not bisected (optax)") == 1

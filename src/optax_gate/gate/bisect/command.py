@@ -28,7 +28,7 @@ def _prober_factory(python: Path, environment: EnvironmentOptions, bisect: Bisec
     env = dict(compilation_cache.environment(Path(python).parent.parent, environment.compilation_cache))
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
-    return lambda package, repo: Prober(package, repo, python, environment.project_root, bisect.cache, bisect.timeout, env)
+    return lambda package, repo: Prober(package, repo, python, environment, bisect, env)
 
 
 def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, environment: EnvironmentOptions, bisect: BisectOptions,
@@ -40,8 +40,7 @@ def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, environme
     """
     histories = parse_histories(list(bisect.history) or None)
     try:
-        bisect_flow.attach(report, _prober_factory(python, environment, bisect, run_folder), histories, bisect.cache, say,
-                           bisect.env)
+        bisect_flow.attach(report, _prober_factory(python, environment, bisect, run_folder), histories, bisect, say)
     except Exception:  # recorded in the report ("not bisected: bisection failed: ..."); the verdict stays
         import traceback
 

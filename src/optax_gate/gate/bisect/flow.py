@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import atomic
+from optax_gate.gate.inputs.options import BisectOptions
 from optax_gate.gate.install import source_build
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import html_page as report_html
@@ -122,12 +123,26 @@ def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis
     return {**entry, "from": ends[0], "to": ends[1], "tested": answer.tested, "duration_s": answer.duration_s}
 
 
-def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], make_prober: Callable[[str, Path], Prober],
-             histories: dict[str, str], cache_dir: Path, say: Callable[[str], None], environment: str) -> dict[str, Any]:
-    """Bisect ``package`` for the findings ``found``; put each answer into its finding."""
+@dataclasses.dataclass(frozen=True)
+class _Bisection:
+    """One bisection of ``report``: its eligible findings ``found``, the
+    ``make_prober`` of the environment the commits run in, the ``--history``
+    locations, the bisection's ``options`` and the progress lines ``say``."""
+
+    report: dict[str, Any]
+    found: list[dict[str, Any]]
+    make_prober: Callable[[str, Path], Prober]
+    histories: dict[str, str]
+    options: BisectOptions
+    say: Callable[[str], None]
+
+
+def _package(b: _Bisection, package: str) -> dict[str, Any]:
+    """Bisect ``package`` for the findings ``b.found``; put each answer into its finding."""
+    report, found, say, cache_dir, environment = b.report, b.found, b.say, b.options.cache, b.options.env
     versions = (report["baseline"]["versions"][package], report["candidate"]["versions"][package])
     # a source candidate's own repository holds its commit: the default history then (--history wins)
-    where = histories.get(package) or _source(report, package).get("repository") or PUBLIC[package]
+    where = b.histories.get(package) or _source(report, package).get("repository") or PUBLIC[package]
     summary: dict[str, Any] = {"history": where, "environment": environment}
     try:
         repo = open_history(package, where, cache_dir)
@@ -149,8 +164,8 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
             f.setdefault("bisect", []).append(not_bisected(package, TEAM_ONLY))
     found = ours
     targets = {f["number"]: Target.of([rows[c] for c in f["contracts"] if c in rows]) for f in found}
-    prober = make_prober(package, repo)
-    answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, environment=environment)
+    prober = b.make_prober(package, repo)
+    answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, options=b.options)
     for f in found:
         f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name),
                                                  f.get("apis") or [f.get("api", "")]))
@@ -158,18 +173,19 @@ def _package(report: dict[str, Any], package: str, found: list[dict[str, Any]], 
     return summary
 
 
-def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], histories: dict[str, str], cache_dir: Path,
-           say: Callable[[str], None] = lambda message: None, environment: str = "candidate") -> dict[str, Any]:
+def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], histories: dict[str, str], options: BisectOptions,
+           say: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
     """Bisect every eligible finding of ``report`` (in place); return ``report["bisect"]``.
 
     Args:
       report: a gate report (``report.json``'s content).
       make_prober: ``(package, git directory) -> Prober`` for the environment the commits run in.
       histories: ``--history`` locations by package (else the public repository).
-      cache_dir: wheels, installs and cloned histories.
-      environment: which side's environment that is (``candidate``, the
-        default, or ``baseline``: the package varied alone, every other
-        package at the baseline's version).
+      options: ``cache``, wheels, installs and cloned histories; ``env``, which
+        side's environment the commits run in (``candidate``, the default, or
+        ``baseline``: the package varied alone, every other package at the
+        baseline's version).
+      say: progress lines.
 
     A failure or an interruption (any ``BaseException``, re-raised) leaves
     each finding not answered yet "not bisected: <why>" and ``error`` set.
@@ -186,8 +202,9 @@ def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], h
             raise _Nothing("a side did not run its contracts")
         if not packages:
             raise _Nothing("no pure-Python package (optax, flax) moved; compiled packages (jax, jaxlib) are not built from source")
+        bisection = _Bisection(report, found, make_prober, histories, options, say)
         for package in packages:
-            summary["packages"][package] = _package(report, package, found, make_prober, histories, cache_dir, say, environment)
+            summary["packages"][package] = _package(bisection, package)
     except _Nothing as exc:
         summary["error"] = str(exc)
         for f in found:

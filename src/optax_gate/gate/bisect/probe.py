@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from optax_gate.gate.inputs.options import BisectOptions, EnvironmentOptions
 from optax_gate.gate.install import missing_requirements
 from optax_gate.gate.install import source_build
 from optax_gate.gate.run import devices, outcomes, pytest_plugins
@@ -36,18 +37,18 @@ class Prober:
       package: the import name (``optax``, ``flax``).
       repo: the package's git directory.
       python: the candidate environment's interpreter.
-      project_root: the folder the contracts run from (node ids are relative to it).
-      cache_dir: wheels go to ``cache_dir/wheels/<sha>`` (``source_build``),
-        installs to ``cache_dir/installs/<package>-<sha>``.
-      timeout: seconds for one build step, import check or pytest run.
+      environment: ``project_root``, the folder the contracts run from (node ids are relative to it).
+      options: ``cache``: wheels go to ``cache/wheels/<sha>`` (``source_build``),
+        installs to ``cache/installs/<package>-<sha>``; ``timeout``: seconds
+        for one build step, import check or pytest run.
       env: extra environment variables of the contract runs (checkpoints, compilation cache).
       build: the wheel builder (``source_build.build_wheel``'s signature).
     """
 
-    def __init__(self, package: str, repo: Path, python: Path, project_root: Path, cache_dir: Path, timeout: float,
+    def __init__(self, package: str, repo: Path, python: Path, environment: EnvironmentOptions, options: BisectOptions,
                  env: dict[str, str] | None = None, build: Callable[..., source_build.BuiltWheel] = source_build.build_wheel):
         self.package, self.repo, self.python = package, repo, Path(python)
-        self.project_root, self.cache_dir, self.timeout = Path(project_root), Path(cache_dir), timeout
+        self.project_root, self.cache_dir, self.timeout = Path(environment.project_root), Path(options.cache), options.timeout
         self.env, self.build = dict(env or {}), build
         #: commit SHA -> seconds spent building and installing it (0 when cached)
         self.built: dict[str, float] = {}

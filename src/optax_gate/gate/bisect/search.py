@@ -25,6 +25,8 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from optax_gate.gate.inputs.options import BisectOptions
+
 
 class Unusable(Exception):
     """A commit cannot be tested: its package does not build, install or import."""
@@ -90,7 +92,7 @@ Probe = Callable[[str, list[str]], dict[str, str]]
 
 
 def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends: tuple[str, str] = ("baseline end", "candidate end"),
-           say: Callable[[str], None] = lambda message: None, environment: str = "candidate") -> dict[Target, Answer]:
+           say: Callable[[str], None] = lambda message: None, options: BisectOptions = BisectOptions()) -> dict[Target, Answer]:
     """Search every target over ``commits`` (oldest first, at least two).
 
     Args:
@@ -100,13 +102,13 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
         :class:`Unusable` for a commit that cannot be built, installed or
         imported. Called at most once per commit and contract.
       ends: how the answers name the two ends (e.g. ``("v0.2.6", "v0.2.8")``).
-      environment: which side's environment ``probe`` runs in (for the answers' words).
+      options: ``env``, which side's environment ``probe`` runs in (for the answers' words).
       say: progress lines.
 
     Returns:
       an :class:`Answer` per distinct target.
     """
-    n = len(commits)
+    n, environment = len(commits), options.env
     states = {t: _State(t, 0, n - 1) for t in dict.fromkeys(targets)}
     seen: dict[int, dict[str, str]] = {}
     unusable: dict[int, str] = {}
@@ -136,7 +138,7 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
                 continue
             got = s.target.side(seen[i])
             if got != want:
-                s.answer = Answer("not-bisected", reason=_end_reason(name, want, got, s.target, seen[i], environment))
+                s.answer = Answer("not-bisected", reason=_end_reason(name, (want, got), s.target, seen[i], environment))
     while True:
         live = [s for s in states.values() if s.answer is None]
         for s in live:
@@ -194,7 +196,8 @@ def _outcomes(target: Target, outcomes: dict[str, str]) -> str:
     return ", ".join(got[:3]) + (f" and {len(got) - 3} more" if len(got) > 3 else "")
 
 
-def _end_reason(name: str, want: str, got: str, target: Target, outcomes: dict[str, str], environment: str) -> str:
+def _end_reason(name: str, wanted_got: tuple[str, str], target: Target, outcomes: dict[str, str], environment: str) -> str:
+    want, got = wanted_got
     if want == "old" and got == "new":
         return (f"the {name} already gives the candidate's outcomes in the {environment} environment: the change is not in "
                 f"this package's history between the two ends (another package moved it)")
