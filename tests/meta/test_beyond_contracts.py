@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import compare
 from optax_gate.gate.beyond import dependencies, unseen
@@ -126,7 +127,7 @@ def sample_report(tmp_path, candidate_ran=True):
                                                             "reason": "import failed", "versions": {}, "contracts": {}}
     base.update(lock_file=str(tmp_path / "old.txt"), warnings=warnings_diff.fold([], _warnings(("UserWarning", "a"), nodeid="golden_a")))
     cand.update(lock_file=str(tmp_path / "new.txt"), warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")))
-    return unseen.attach(compare.compare(base, cand), base, cand, fail_on_new_deprecations=True)
+    return unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(fail_on_new_deprecations=True))
 
 
 @pytest.mark.parametrize("candidate_ran", [True, False])

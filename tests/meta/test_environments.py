@@ -65,7 +65,7 @@ def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypat
     req_in.write_text("jax==0.12.0.1\n")
     prefs = tmp_path / "requirements-lock.txt"
     prefs.write_text("jax==0.11.2\n")
-    out = environments.compile_lock(req_in, run_folder / "candidate-lock.txt", prefs, ["jax"], "3.12")
+    out = environments.compile_lock(req_in, run_folder / "candidate-lock.txt", prefs, ["jax"])
     assert out.read_text() == "jax==0.12.0.1\n"
     assert seen["cwd"] == run_folder
     inputs = [a for a in seen["cmd"] if a.endswith(".in")]

@@ -56,7 +56,7 @@ def merged():
         "optax-0.2.8": record(golden_a="passed", golden_b="failed"),
         "jax-0.12.0.1": record(golden_a="passed", golden_b="passed"),
     }
-    return matrix.merge(base, runs, [e.to_json() for e in envs], found)
+    return matrix.merge(base, runs, {"environments": [e.to_json() for e in envs], "discovered": found})
 
 
 def test_merge_gives_each_environment_its_verdict_and_reason():
@@ -97,7 +97,7 @@ def real_matrix():
             {"name": "jax-0.12.0.1", "specs": ["jax==0.12.0.1", "jaxlib==0.12.0.1"], "why": "jax 0.12.0.1"}]
     runs = {"optax-0.2.7": record("not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"),
             "optax-0.2.8": cand, "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"}}
-    return matrix.merge(base, runs, envs, {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []})
+    return matrix.merge(base, runs, {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}})
 
 
 def test_merge_counts_each_api_per_environment_differing_first():

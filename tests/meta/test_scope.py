@@ -29,7 +29,7 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
         for cid in ("golden_b", "golden_c"):
             cand["contracts"][cid]["outcome"] = "passed"
     the_scan = usage.scan([team]) if scan else None
-    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=the_scan)
+    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=the_scan))
     return scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), surface.DEFAULT_PACKAGES)
 
 
@@ -96,7 +96,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
     """The traced run (``--run``) scopes each finding itself; ``--usage`` is then not consulted."""
     base, cand = _runs()
     the_scan = usage.scan([TEAM])
-    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=the_scan)
+    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=the_scan))
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
     scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run")

@@ -212,7 +212,7 @@ def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
             "jax-0.12.0": {**base, "label": "jax-0.12.0", "speed": _result(1.0)},
             "flax-9": {"label": "flax-9", "status": "not-verified", "reason": "install failed", "contracts": {}}}
     envs = [{"name": n, "specs": [n], "why": ""} for n in runs]
-    report = matrix.merge(base, runs, envs, {"optax": ["0.2.8"]})
+    report = matrix.merge(base, runs, {"environments": envs, "discovered": {"optax": ["0.2.8"]}})
     md = report_matrix.markdown(report)
     row = next(line for line in md.splitlines() if line.startswith("| speed"))
     assert "changed: nnx-sgd-momentum step time x3." in row and "within noise (step times" in row and "not run" in row

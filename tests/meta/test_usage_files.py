@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
+from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import usage_files  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
 from optax_gate.gate.beyond import unseen, usage  # noqa: E402
@@ -133,7 +134,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_compare import record
     base, cand = record(golden_a="passed"), record(golden_a="passed")
-    report = unseen.attach(compare.compare(base, cand), base, cand, usage_scan=usage.scan([team], base=team))
+    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
     assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 9
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
         "--usage: 9 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "

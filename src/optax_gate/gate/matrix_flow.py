@@ -76,7 +76,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
     baseline = load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
     runs = {n: load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
     packages = configured_packages(env.project_root)
-    report = matrix.merge(baseline, runs, plan["environments"], plan["discovered"], packages=packages,
+    report = matrix.merge(baseline, runs, plan, packages=packages,
                           upstream_tests=options.upstream_tests)
     report["exit"] = matrix.exit_status(report, options.fail_on)
     atomic.write_text(out / "report.json", report_json.render(report))

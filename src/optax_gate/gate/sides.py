@@ -25,7 +25,6 @@ from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.beyond import surface, unseen
 
 
-PYTHON_VERSION = "3.12"
 #: Seconds allowed to each git or uv step of a build from source.
 SOURCE_TIMEOUT = 600
 
@@ -296,7 +295,7 @@ def resolve(specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Cal
             f"(pinned differently in {env.requirements_in})")
     req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
     upgrade = [requirements.canonical_name(s) for s in specs]
-    return environments.compile_lock(req_in, lock_path, env.baseline_lock, upgrade, PYTHON_VERSION)
+    return environments.compile_lock(req_in, lock_path, env.baseline_lock, upgrade)
 
 
 def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, env: EnvironmentOptions,
@@ -360,7 +359,7 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
     inputs = None
     baseline_lock = env.baseline_lock
     if env.cache_dir is not None:
-        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, env.project_root, speed.rounds, speed.budget)
+        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, env.project_root, speed)
         cached, _ = results_cache.fetch_speed(env.cache_dir, inputs) if env.use_cache else (None, "")
         if cached is not None:
             if say:
@@ -374,7 +373,7 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
                                                 env.project_root) for lock in (baseline_lock, candidate_lock))
     except environments.EnvironmentFailure as exc:
         return speed_.not_measured(str(exc), speed.budget)
-    result = speed_.measure(*pythons, env.project_root, speed.rounds, speed.budget)
+    result = speed_.measure(*pythons, env.project_root, speed)
     if inputs is not None:
         results_cache.store_speed(env.cache_dir, inputs, result)
     return result
@@ -385,9 +384,8 @@ def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate
     """``unseen.attach`` with the ``scope`` options, the API surface of
     ``packages`` (:func:`configured_packages`); ``usage=False`` leaves
     ``--usage`` out (a refused run judged nothing of the team's code)."""
-    return unseen.attach(report, baseline, candidate, usage_paths=list(scope.usage) if usage else None, packages=packages,
-                         fail_on_new_deprecations=scope.fail_on_new_deprecations,
-                         usage_scan=scope.usage_scan if usage else None)
+    return unseen.attach(report, baseline, candidate, scope if usage else dataclasses.replace(scope, usage=(), usage_scan=None),
+                         packages)
 
 
 def load(path: Path) -> dict[str, Any]:

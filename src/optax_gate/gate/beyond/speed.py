@@ -70,6 +70,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.inputs.options import SpeedOptions
+
 MODULE = "optax_gate.kit.speed"
 PREFIX = "@speed"
 SETUPS = ("nnx-sgd-momentum", "adamw-multisteps", "scan-20")
@@ -286,16 +288,16 @@ class Worker:
         self.stderr.close()
 
 
-def measure(baseline_python: Path, candidate_python: Path, project_root: Path, rounds: int = ROUNDS,
-            budget: float | None = None, *, modules: tuple[str, str] = (MODULE, MODULE),
-            step_slots: int = STEP_SLOTS) -> dict[str, Any]:
+def measure(baseline_python: Path, candidate_python: Path, project_root: Path, options: SpeedOptions | None = None, *,
+            modules: tuple[str, str] = (MODULE, MODULE), step_slots: int = STEP_SLOTS) -> dict[str, Any]:
     """Time both environments' set-ups interleaved and judge every reading.
 
     Args:
       baseline_python, candidate_python: the environments' interpreters.
       project_root: folder the workers run in (this project's).
-      rounds: compile rounds (>= 2); step times get ``rounds x step_slots`` slots.
-      budget: ``--speed-budget``: a step slower than this ratio is ``broken``.
+      options: ``rounds``, compile rounds (>= 2; step times get ``rounds x
+        step_slots`` slots; default :data:`ROUNDS`); ``budget``,
+        ``--speed-budget``: a step slower than this ratio is ``broken``.
       modules: the worker module of each side (tests plant a slowdown with a
         wrapper module of their own).
       step_slots: step-time slots per compile round (>= 1).
@@ -307,6 +309,8 @@ def measure(baseline_python: Path, candidate_python: Path, project_root: Path, r
       "candidate": [...]}, "readings": [judged rows], "summary"}``. Never
       raises for a worker's failure: that is ``not-measured`` with the reason.
     """
+    options = options or SpeedOptions(enabled=True, rounds=ROUNDS)
+    rounds, budget = options.rounds, options.budget
     if rounds < 2:
         raise ValueError(f"rounds must be at least 2, got {rounds}")
     start = time.monotonic()

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base.details import named_list
+from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import findings
 from optax_gate.gate.beyond import call_sites, dependencies, surface, usage
@@ -206,24 +207,24 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], *,
-           usage_paths: list[Path] | None = None, packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
-           fail_on_new_deprecations: bool = False, usage_scan: usage.Scan | None = None) -> dict[str, Any]:
+def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
+           packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
     sections to a report from ``optax_gate.gate.judge.compare.compare`` and bump its
     schema to 2; a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
     and ``candidate`` are the run records (``site_packages``, ``lock_file``,
-    ``warnings``); ``usage_scan``: the scan of ``usage_paths`` when already
-    made (the gate scans before anything runs). Returns ``report``, changed
+    ``warnings``); ``scope``: ``usage`` (the team's code), ``usage_scan``
+    (its scan when already made: the gate scans before anything runs),
+    ``fail_on_new_deprecations``; ``packages``: whose API surface is diffed. Returns ``report``, changed
     in place; with ``--usage``, each finding lists the team's call sites of its
     APIs (``optax_gate.gate.beyond.call_sites``)."""
-    scan = usage_scan if usage_scan is not None else usage.scan(usage_paths) if usage_paths else None
+    scan = scope.usage_scan if scope.usage_scan is not None else usage.scan(list(scope.usage)) if scope.usage else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     report["schema"] = SCHEMA
     report["usage"] = None if scan is None else scan.to_json()
     start = time.monotonic()
     report["surface"] = surface_section(sites[0], sites[1], packages, scan, _contracted(report))
-    report["warnings"] = warnings_section(report, baseline, candidate, fail_on_new_deprecations)
+    report["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
     report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:
         targets = {p: e.target for p, e in _surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}

@@ -81,9 +81,12 @@ def run_uv(stage: str, args: list[str], timeout: float) -> str:
     return _run(stage, [uv(), *args], timeout)
 
 
-def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade: list[str],
-                 python_version: str, timeout: float = 600) -> Path:
-    """Resolve ``requirements_in`` into a hash-pinned lock at ``output``.
+#: The Python every environment is resolved for (JAX >= 0.11 needs 3.12).
+PYTHON_VERSION = "3.12"
+
+
+def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade: list[str], timeout: float = 600) -> Path:
+    """Resolve ``requirements_in`` into a hash-pinned lock at ``output``, for :data:`PYTHON_VERSION`.
 
     ``preferences`` (the baseline lock) seeds the resolution: uv keeps the
     versions it finds there unless a requirement or ``upgrade`` moves them. The
@@ -99,7 +102,7 @@ def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade
     # uv writes the input's path into the ``# via -r`` comments as it was given;
     # run it beside the input so they name ``candidate-lock.in``, not a run folder.
     cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
-           "--python-version", python_version, requirements_in.name, "-o", str(work)]
+           "--python-version", PYTHON_VERSION, requirements_in.name, "-o", str(work)]
     for name in upgrade:
         cmd += ["--upgrade-package", name]
     try:

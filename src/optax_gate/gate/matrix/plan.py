@@ -134,17 +134,17 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
             "directions": directions, "findings": section["findings"]}
 
 
-def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environments: list[dict[str, Any]],
-          discovered: dict[str, list[str]], packages: tuple[str, ...] | None = None,
-          upstream_tests: bool = False) -> dict[str, Any]:
+def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: dict[str, Any],
+          packages: tuple[str, ...] | None = None, upstream_tests: bool = False) -> dict[str, Any]:
     """The matrix report (schema 1, ``"kind": "matrix"``).
 
     Args:
       baseline: the baseline's run record.
       runs: run records by environment name (a planned environment without a
         run is reported not verified: "no run record").
-      environments: the planned environments (``Environment.to_json()``).
-      discovered: releases found per package.
+      planned: the plan (``plan.json``): ``environments``, the planned
+        environments (``Environment.to_json()``), and ``discovered``, the
+        releases found per package.
       packages: the public modules whose API surface is diffed (``[tool.
         optax-gate] surface``); None skips the sections beyond the contracts.
       upstream_tests: every environment that ran its contracts must have
@@ -174,6 +174,7 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], environment
       the reason first (:data:`CROSS_RUN_PHASE`), as a failed late phase of
       the gate does.
     """
+    environments, discovered = planned["environments"], planned["discovered"]
     env_rows, cells = [], {}
     for env in environments:
         run = runs.get(env["name"]) or {"label": env["name"], "status": "not-verified", "reason": "no run record", "contracts": {}}

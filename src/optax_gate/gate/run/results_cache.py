@@ -66,6 +66,7 @@ from typing import Any
 
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs import team_contracts
+from optax_gate.gate.inputs.options import SpeedOptions
 from optax_gate.gate.run import devices
 
 FORMAT = "results-v1"
@@ -337,17 +338,17 @@ def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) 
 # ------------------------------------------------------------------ speed readings
 
 
-def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, rounds: int, budget: float | None,
+def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, options: SpeedOptions,
                  environ: dict[str, str] | None = None) -> dict[str, Any]:
     """What the speed readings of a pair of environments depend on: both locks,
     the timed set-ups (``kit/speed.py``, ``kit/models.py``) and the statistics
-    (``gate/beyond/speed.py``), the rounds and budget, Python, platform, environment."""
+    (``gate/beyond/speed.py``), the rounds and budget (``options``), Python, platform, environment."""
     root = Path(project_root)
     environ = dict(os.environ if environ is None else environ)
     sources = [root / "src/optax_gate/kit/speed.py", root / "src/optax_gate/kit/models.py", root / "src/optax_gate/gate/beyond/speed.py"]
     return {"format": FORMAT, "baseline_lock_sha256": _sha256(baseline_lock), "candidate_lock_sha256": _sha256(candidate_lock),
             "sources_sha256": _digest_json({p.relative_to(root).as_posix(): _sha256(p) for p in sources if p.is_file()}),
-            "rounds": rounds, "budget": budget, "python": platform.python_version(),
+            "rounds": options.rounds, "budget": options.budget, "python": platform.python_version(),
             "platform": f"{platform.system()}-{platform.machine()}",
             "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}}
 
