@@ -68,7 +68,7 @@ def _report(tmp_path, team_text=TEAM):
     report = compare.compare(base, cand)
     from optax_gate.gate.beyond import call_sites
     call_sites.annotate(report, scan)
-    attribution.attribute(report, scan, REACHED, {}, SIGNATURES)
+    attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES))
     return report, scan
 
 
@@ -142,10 +142,10 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
     """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
     exception type changed: that finding says not affected and names the other cause."""
     use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
-    verdict, why = attribution._judge(use, {"raises": "AssertionError", "negative": True}, True, {},
-                                      "breaks: delta is keyword-only in the candidate", [])
+    site = attribution._Site(use, True, {}, "breaks: delta is keyword-only in the candidate")
+    verdict, why = attribution._judge(site, {"raises": "AssertionError", "negative": True}, [])
     assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
-    assert attribution._judge(use, {}, True, {}, "breaks: delta is keyword-only in the candidate", [])[0] == "affected"
+    assert attribution._judge(site, {}, [])[0] == "affected"
 
 
 def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
@@ -190,7 +190,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     report = compare.compare(base, cand)
     from optax_gate.gate.beyond import call_sites
     call_sites.annotate(report, scan)
-    attribution.attribute(report, scan, REACHED, {}, SIGNATURES, passes)
+    attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES, passes))
     (finding,) = report["findings"]
     return {w: a["verdict"] for w, a in finding["your_code_attribution"].items() if "adamw" in a["calls"]}, finding
 

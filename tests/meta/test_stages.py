@@ -107,3 +107,31 @@ def test_only_the_command_line_sees_the_parsed_namespace():
             if any(name == "argparse" or name.startswith("argparse.") for name in names):
                 seen.append(f"{path.relative_to(GATE)}:{node.lineno}")
     assert seen == [], f"argparse imported outside cli.py: {seen}"
+
+
+#: The longest parameter list a function of the gate may have, besides its options.
+MAX_PARAMETERS = 5
+
+
+def long_parameter_lists(gate: Path = GATE) -> list[str]:
+    """Each function with more than :data:`MAX_PARAMETERS` parameters besides
+    ``self``/``cls`` and its options (a parameter annotated with a class of
+    ``gate/inputs/options.py`` or another ``...Options``), as ``FILE:LINE NAME (N)``."""
+    found = []
+    for path in sorted(gate.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            given = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            plain = [a for a in given if a.arg not in ("self", "cls")
+                     and "Options" not in (ast.unparse(a.annotation) if a.annotation is not None else "")]
+            if len(plain) > MAX_PARAMETERS:
+                found.append(f"{path.relative_to(gate)}:{node.lineno} {node.name} ({len(plain)})")
+    return found
+
+
+def test_no_function_takes_more_than_five_parameters_besides_its_options():
+    """What travels from the command line travels typed, as options; what
+    belongs together travels as one value (``runner.PytestCall``,
+    ``attribution.Known``), not as a long parameter list."""
+    assert long_parameter_lists() == []

@@ -53,6 +53,7 @@ affected; a finding whose every use is ``not-affected`` is scoped elsewhere
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from typing import Any, Iterable
 
@@ -123,11 +124,42 @@ def catches(scan: usage.Scan, exception: str) -> list[str]:
     return [u.where for u in scan.uses if u.how == "catch" and any(re.search(rf"\b{re.escape(n)}\b", u.path) for n in names)]
 
 
-def _judge(use: usage.Use, config: dict[str, Any], direct: bool, defaults: dict[str, str], note: str,
-           caught: list[str], handed: dict[str, str] | None = None) -> tuple[str, str]:
-    """(verdict, why) of one use of a finding's APIs; ``handed``: the finding's
-    keyword -> the called constructor's own argument that reaches the part
-    unchanged (``composition`` ``passes``), for a use through composition."""
+@dataclasses.dataclass(frozen=True)
+class _Site:
+    """One use of a finding's APIs, to be judged: the ``use``; ``direct``,
+    whether it calls one of the APIs itself (else a constructor built from
+    one); ``defaults``, the called API's defaults; ``note``, the API surface's
+    word on its line; ``handed``, the finding's keyword -> the called
+    constructor's own argument that reaches the part unchanged
+    (``composition`` ``passes``), for a use through composition."""
+
+    use: usage.Use
+    direct: bool
+    defaults: dict[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+    handed: dict[str, str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Known:
+    """What the baseline says of its APIs, for :func:`attribute`: ``reached``
+    (``composition.of_records``: public path -> paths it is built from),
+    ``targets`` (public path -> definition, so that aliases count),
+    ``signatures`` (public path -> ``surface.Param`` tuple, for defaults) and
+    ``passes`` (public path -> {its argument: {"part:argument"}}, the arguments
+    a constructor hands to a part unchanged, so ``adamw(weight_decay=0.1)`` is
+    judged against a finding about ``add_decayed_weights``' ``weight_decay=0``)."""
+
+    reached: dict[str, set[str]] = dataclasses.field(default_factory=dict)
+    targets: dict[str, str] = dataclasses.field(default_factory=dict)
+    signatures: dict[str, Any] = dataclasses.field(default_factory=dict)
+    passes: dict[str, dict[str, set[str]]] = dataclasses.field(default_factory=dict)
+
+
+def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> tuple[str, str]:
+    """(verdict, why) of one use of a finding's APIs (:class:`_Site`), against
+    the finding's ``config`` and the lines that catch its error (``caught``)."""
+    use, direct, defaults, note, handed = site.use, site.direct, site.defaults, site.note, site.handed
     given = dict(use.arguments)
     if config.get("raises") and config.get("negative"):  # a misuse's error: the signature's own changes are another cause
         also = f"; this line breaks for another cause (API surface: {note})" if note.startswith("breaks") else ""
@@ -199,9 +231,7 @@ def _defaults(surface_params: dict[str, Any], path: str) -> dict[str, str]:
     return {p.name: p.value for p in params or () if p.value is not None} if params else {}
 
 
-def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[str]] | None = None,
-              targets: dict[str, str] | None = None, signatures: dict[str, Any] | None = None,
-              passes: dict[str, dict[str, set[str]]] | None = None) -> dict[str, Any]:
+def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) -> dict[str, Any]:
     """Add to each contract finding ``configuration`` (:func:`configuration`)
     and ``your_code_attribution``: ``file:line`` -> ``{"verdict", "why",
     "calls"}`` for each use of its APIs, directly or through a constructor
@@ -211,19 +241,11 @@ def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[s
     Args:
       report: a report annotated by ``call_sites.annotate``.
       scan: the ``--usage`` scan.
-      reached: ``composition.of_records``: public path -> paths it is built from.
-      targets: public path -> definition (the baseline's surface), so that
-        aliases count.
-      signatures: public path -> the baseline's ``surface.Param`` tuple, for
-        defaults.
-      passes: ``composition.of_records``' third answer: public path -> {its
-        argument: {"part:argument"}}, the arguments a constructor hands to a
-        part unchanged (so ``adamw(weight_decay=0.1)`` is judged against a
-        finding about ``add_decayed_weights``' ``weight_decay=0``).
+      known: what the baseline says of its APIs (:class:`Known`).
 
     Returns ``report``, changed in place.
     """
-    reached, targets, signatures, passes = reached or {}, targets or {}, signatures or {}, passes or {}
+    reached, targets, signatures, passes = known.reached, known.targets, known.signatures, known.passes
     rows = {row["id"]: row for row in report.get("contracts", [])}
     for f in report.get("findings") or []:
         if f.get("section", "contracts") != "contracts" or "your_code" not in f:
@@ -251,13 +273,13 @@ def attribute(report: dict[str, Any], scan: usage.Scan, reached: dict[str, set[s
             calls = "calls this API" if direct and use.how == "call" else (
                 f"calls {use.path}, built from {', '.join(via[:3])}" if via else f"{'imports' if use.how == 'import' else 'uses'} this API")
             if use.how != "call" and config.get("raises") and config.get("negative"):  # passed on, called elsewhere
-                verdict, why = _judge(use, config, direct, {}, "", caught)
+                verdict, why = _judge(_Site(use, direct), config, caught)
             elif use.how != "call":
                 verdict, why = "cannot-tell", "not a call: cannot tell without --run"
             else:
                 defaults = _defaults(signatures, call_sites._definition(use.path, targets)) or _defaults(signatures, use.path)
-                verdict, why = _judge(use, config, direct, defaults, notes.get(use.where, ""), caught,
-                                      _handed(use.path, via, passes, targets, config.get("keywords") or {}))
+                handed = _handed(use.path, via, passes, targets, config.get("keywords") or {})
+                verdict, why = _judge(_Site(use, direct, defaults, notes.get(use.where, ""), handed), config, caught)
             old = out.get(use.where)
             if old is None or VERDICTS.index(verdict) < VERDICTS.index(old["verdict"]):  # one line, its most severe use
                 out[use.where] = {"verdict": verdict, "why": why, "calls": calls}
@@ -307,7 +329,7 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
     targets = {p: e.target for p, e in entries.items()}
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
-    attribute(report, scan, reached, targets, signatures, passes)
+    attribute(report, scan, Known(reached, targets, signatures, passes))
     report["attribution"] = {"composition": {"constructors": len(reached), "errors": errors}, "lines": summary(report.get("findings") or [])}
     if errors:
         report.setdefault("notes", []).append("--usage: what the constructors are built from could not be probed ("

@@ -356,7 +356,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
                         "budget_ulps": budget(n + 1)}
             if b is None or c is None:
                 one = "baseline" if c is None else "candidate"
-                found.append((_position(b, c, b_index, c_index, baseline, candidate),
+                found.append((_position(b, c, b_index, c_index, len(baseline)),
                               {**base_row, "kinds": ["one side only"], "texts": [f"called in the {one} only"],
                                "max_ulps": None, "side": one, "inputs_differ": True}))
                 continue
@@ -382,11 +382,11 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             "divergences": rows[:limit], "sites": sites}
 
 
-def _position(b, c, b_index, c_index, baseline, candidate) -> tuple[int, int]:
+def _position(b, c, b_index, c_index, baseline_length: int) -> tuple[int, int]:
     """Where a one-sided call sits in the baseline's order: its own index, or
     (for a candidate-only call) the index of the baseline call matched to the
     candidate observation just before it."""
     if b is not None:
         return (b_index[id(b)], 0)
     i = c_index[id(c)]
-    return (len(baseline) if i >= len(baseline) else i, 1)
+    return (baseline_length if i >= baseline_length else i, 1)

@@ -352,7 +352,9 @@ def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> 
     return out
 
 
-def _row(path: str, change: str, kind: str, old: str, new: str, where: str, param: str = "") -> dict[str, Any]:
+def _row(subject: tuple[str, str, str], change: str, old: str, new: str, param: str = "") -> dict[str, Any]:
+    """One row of the surface diff: ``subject`` is (path, kind, where) of the name it is about."""
+    path, kind, where = subject
     return {"path": path, "change": change, "kind": kind, "old": old, "new": new, "where": where, "param": param}
 
 
@@ -375,31 +377,31 @@ def diff_params(path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, 
             renamed[p.name] = match[0].name
     for p in removed:
         if p.name in renamed:
-            rows.append(_row(path, "parameter-renamed", kind, p.name, renamed[p.name], where, p.name))
+            rows.append(_row((path, kind, where), "parameter-renamed", p.name, renamed[p.name], p.name))
         else:
-            rows.append(_row(path, "parameter-removed", kind, p.text(), "—", where, p.name))
+            rows.append(_row((path, kind, where), "parameter-removed", p.text(), "—", p.name))
     for p in added:
         if p.name in renamed.values():
             continue
         if p.required:
-            rows.append(_row(path, "new-required-parameter", kind, "—", p.text(), where, p.name))
+            rows.append(_row((path, kind, where), "new-required-parameter", "—", p.text(), p.name))
         else:
-            rows.append(_row(path, "parameter-added", kind, "—", p.text(), where, p.name))
+            rows.append(_row((path, kind, where), "parameter-added", "—", p.text(), p.name))
     for p in old:
         q = n.get(p.name)
         if q is None:
             continue
         if p.kind != q.kind:
             change = {KEYWORD_ONLY: "keyword-only", POSITIONAL_ONLY: "positional-only"}.get(q.kind, "parameter-kind-changed")
-            rows.append(_row(path, change, kind, f"{p.name} ({p.kind})", f"{q.name} ({q.kind})", where, p.name))
+            rows.append(_row((path, kind, where), change, f"{p.name} ({p.kind})", f"{q.name} ({q.kind})", p.name))
         if p.default is not None and q.default is None and q.kind not in (VAR_POSITIONAL, VAR_KEYWORD):
-            rows.append(_row(path, "default-removed", kind, p.text(), q.text(), where, p.name))
+            rows.append(_row((path, kind, where), "default-removed", p.text(), q.text(), p.name))
         elif p.default is not None and q.default is not None and p.default != q.default and not surface_values.same_value(p, q):
-            rows.append(_row(path, "default-changed", kind, p.text(), q.text(), where, p.name))
+            rows.append(_row((path, kind, where), "default-changed", p.text(), q.text(), p.name))
     common_old = [x for x in _positional(old) if x in n and n[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
     common_new = [x for x in _positional(new) if x in o and o[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
     if common_old != common_new:
-        rows.append(_row(path, "parameter-reordered", kind, ", ".join(common_old), ", ".join(common_new), where))
+        rows.append(_row((path, kind, where), "parameter-reordered", ", ".join(common_old), ", ".join(common_new)))
     return rows
 
 
@@ -417,21 +419,21 @@ def diff(old: dict[str, Entry], new: dict[str, Entry]) -> list[dict[str, Any]]:
             assert a is not None
             elsewhere = [p for p in by_leaf.get(path.rsplit(".", 1)[-1], []) if p not in old and new[p].kind == a.kind]
             if elsewhere:
-                rows.append(_row(path, "moved", a.kind, path, ", ".join(sorted(elsewhere)), new[sorted(elsewhere)[0]].where))
+                rows.append(_row((path, a.kind, new[sorted(elsewhere)[0]].where), "moved", path, ", ".join(sorted(elsewhere))))
             else:
-                rows.append(_row(path, "removed", a.kind, a.signature(), "—", a.where))
+                rows.append(_row((path, a.kind, a.where), "removed", a.signature(), "—"))
             continue
         if a is None:
-            rows.append(_row(path, "added", b.kind, "—", b.signature(), b.where))
+            rows.append(_row((path, b.kind, b.where), "added", "—", b.signature()))
             continue
         if a.kind != b.kind:
-            rows.append(_row(path, "kind-changed", b.kind, a.kind, b.kind, b.where))
+            rows.append(_row((path, b.kind, b.where), "kind-changed", a.kind, b.kind))
         elif a.kind == "external" and a.target != b.target:
-            rows.append(_row(path, "kind-changed", b.kind, a.target, b.target, b.where))
+            rows.append(_row((path, b.kind, b.where), "kind-changed", a.target, b.target))
         if a.params is not None and b.params is not None:
             rows.extend(diff_params(path, b.kind, a.params, b.params, b.where))
         if b.deprecated and not a.deprecated:
-            rows.append(_row(path, "deprecated", b.kind, "not deprecated", b.deprecated, b.where))
+            rows.append(_row((path, b.kind, b.where), "deprecated", "not deprecated", b.deprecated))
     return rows
 
 
