@@ -178,7 +178,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed"}
 
-    def fake_run(python, label, *a, checkpoints=None, on_progress=None, **extra):
+    def fake_run(python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra):
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
         return {**record(golden_a=outcomes[label]), "label": label, **extra}

@@ -28,7 +28,7 @@ def fake_matrix(tmp_path, monkeypatch):
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     state = {"quiet": 0.0, "outcomes": {"baseline": "passed"}, "ran": []}
 
-    def fake_run(python, label, *a, checkpoints=None, on_progress=None, **extra):
+    def fake_run(python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra):
         state["ran"].append(label)
         if on_progress:
             on_progress(0, 0)  # still collecting

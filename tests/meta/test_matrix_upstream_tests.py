@@ -54,7 +54,7 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     monkeypatch.setattr(unseen, "site_packages", lambda python: Path(python).parents[1] / "site-packages")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed", "jax-0.12.0.1": "passed", "all-newest": "passed"}
 
-    def fake_run(python, label, *a, checkpoints=None, on_progress=None, **extra):
+    def fake_run(python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra):
         if label not in outcomes:
             return runner.not_verified(label, "import failed: AttributeError: jax_pmap_shmap_merge", **extra)
         return {**record(golden_a=outcomes[label]), "label": label, **extra}

@@ -197,8 +197,8 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
     how = runner.ContractRunOptions(checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs,
                                     targets=targets)
-    record = runner.run(side.python, side.label, side.folder, env, how, progress.contracts(side.label) if progress else None,
-                        side.probed, **side.extra)
+    record = runner.run(side.python, side.label, side.folder, env, how,
+                        on_progress=progress.contracts(side.label) if progress else None, probed=side.probed, **side.extra)
     if side.cache_inputs is not None and side.checkpoints_ready:
         stored = results_cache.store(env.cache_dir, side.cache_inputs, record, pending)
         if stored:
