@@ -60,7 +60,7 @@ def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, 
     monkeypatch.setattr(matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"),
                                              "flax": "https://127.0.0.1:9/google/flax"})  # unreachable: fails closed
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
-    monkeypatch.setattr(runner, "run", lambda python, label, *a, checkpoints=None, on_progress=None, **extra:
+    monkeypatch.setattr(runner, "run", lambda python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra:
                         {**record(golden_a="failed" if label == "optax-main" else "passed"), "label": label, **extra})
     # the plan reads the baseline's pins (releases from the fake index); the environments resolve a
     # tiny requirement set of the two packages, so uv needs no index: only the wheels built here
