@@ -488,3 +488,11 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     line = report_bisect.words(entry)
     assert line.startswith(f"changed by optax one of 3 commits, most likely the 1 touching the APIs' source (optax/_losses.py): "
                            f"{shas[2][:7]} Keyword-only delta (#7, {entry['suspects'][0]['date'][:10]}); the range runs: "), line
+
+
+def test_gate_refuses_a_history_without_bisect(tmp_path):
+    """``--history optax=/nonexistent`` without ``--bisect`` was ignored, and the whole gate started
+    (``--run-dir`` without ``--run`` is refused the same way)."""
+    from tests.meta.test_cli import gate_cli
+    status, _, stderr, seconds = gate_cli("optax==0.2.8", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60)
+    assert status == 2 and "--history is given without --bisect" in stderr and seconds < 15, (status, stderr[-500:], seconds)

@@ -427,3 +427,54 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     part = runner._pytest(runner.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None)
     assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (part, time.monotonic() - start)  # killed
     stopper[0].join(5)
+
+
+@pytest.mark.parametrize("content", [None, "not json", "[1, 2]", "{}", "folder"])
+def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, capsys, content):
+    """A new user's compare of a missing file, a file that is not JSON, a JSON list, an empty object or a
+    folder printed Python's traceback and "the gate itself failed" ({} even judged "no reason recorded").
+    Each is an input the user can fix: exit 2, one line naming the file, no report written."""
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    base.write_text(json.dumps(record({"a": "passed"})))
+    if content == "folder":
+        cand.mkdir()
+    elif content is not None:
+        cand.write_text(content)
+    out = tmp_path / "out"
+    assert cli.main(["compare", str(base), str(cand), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "the gate itself failed" not in err and str(cand) in err, err
+    assert "run record" in err, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, capsys):
+    """compare wrote its report over reports/gate/report.md (its default --out was the gate's folder),
+    replacing the links to the newest judged run: it now has its own default and refuses a gate's folder."""
+    base, cand = tmp_path / "base.json", tmp_path / "cand.json"
+    base.write_text(json.dumps(record({"a": "passed"})))
+    cand.write_text(json.dumps(record({"a": "failed"})))
+    gate_out = tmp_path / "gate"
+    (gate_out / "runs" / "r1").mkdir(parents=True)
+    (gate_out / "runs" / "r1" / "report.md").write_text("# judged\n")
+    (gate_out / "report.md").symlink_to("runs/r1/report.md")
+    assert cli.main(["compare", str(base), str(cand), "--out", str(gate_out)]) == 2
+    assert "gate output folder" in capsys.readouterr().err
+    assert (gate_out / "report.md").is_symlink() and (gate_out / "report.md").read_text() == "# judged\n"
+    assert cli.parse(["compare", "a", "b"]).out.name == "compare"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["gate", "--usage", ""], "--usage: must not be empty"),
+    (["gate", "--out", " "], "--out: must not be empty"),
+    (["gate", "--keep", "abc"], "--keep: must be at least 1, got abc"),
+    (["gate", "--timeout", "soon"], "--timeout: must be a number of seconds greater than 0, got soon"),
+])
+def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, words, capsys):
+    """``--usage ""`` scanned the current folder (264 files of the gate's own code) and the gate went on;
+    ``--keep abc`` said "invalid check value" (the name of the validator, not of the option's meaning)."""
+    with pytest.raises(SystemExit) as exc:
+        cli.parse(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "check value" not in err, err

@@ -52,7 +52,9 @@ Commands:
     Compare two run records (``evidence/baseline.json`` and
     ``evidence/candidate.json`` of gate runs, e.g. a baseline and a candidate
     run on different machines) and write ``report.md`` and ``report.json`` to
-    ``--out`` (``--usage`` as for ``gate``); exit status as the gate's.
+    ``--out`` (default ``reports/compare``; never a gate's output folder, whose
+    ``report.md`` shows its newest judged run); ``--usage`` as for ``gate``;
+    exit status as the gate's (2 for a file that is not a run record).
 
 ``bisect [DIR]``
     For each broken, changed or fixed finding of a complete gate run (DIR: a
@@ -131,11 +133,22 @@ def _at_least(convert, minimum: float, strict: bool, words: str):
     """An argparse ``type``: ``convert(text)`` when it is above ``minimum``
     (``strict``) or at least ``minimum``; NaN is refused either way."""
     def check(text: str):
-        value = convert(text)
+        try:
+            value = convert(text)
+        except ValueError:  # argparse would name this function ("invalid check value")
+            raise argparse.ArgumentTypeError(f"must be {words}, got {text}") from None
         if not (value > minimum if strict else value >= minimum):
             raise argparse.ArgumentTypeError(f"must be {words}, got {text}")
         return value
     return check
+
+
+def _path(text: str) -> Path:
+    """An argparse ``type``: a path as the user typed it (``typed_path.user_path``); an empty one is
+    refused (``--usage ""`` would scan the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return user_path(text)
 
 
 _seconds = _at_least(float, 0, True, "a number of seconds greater than 0")
@@ -154,7 +167,7 @@ def _speed_options(p: argparse.ArgumentParser) -> None:
 
 
 def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--usage", action="append", type=user_path, default=None, metavar="PATH",
+    p.add_argument("--usage", action="append", type=_path, default=None, metavar="PATH",
                    help="the team's code (.py, .ipynb, or a folder of them): scope the API surface and dependency diffs "
                         "to what it uses and name its call sites on every finding; one path each, repeat it for more "
                         "(--usage src --usage notebooks); files that cannot be scanned are listed in the report")
@@ -167,22 +180,22 @@ def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
-    p.add_argument("--baseline-lock", type=user_path, default=Path("requirements-lock.txt"), metavar="FILE",
+    p.add_argument("--baseline-lock", type=_path, default=Path("requirements-lock.txt"), metavar="FILE",
                    help="hash-pinned lock of the baseline (default: %(default)s)")
-    p.add_argument("--requirements-in", type=user_path, default=Path("requirements.in"), metavar="FILE",
+    p.add_argument("--requirements-in", type=_path, default=Path("requirements.in"), metavar="FILE",
                    help="the baseline's direct requirements, which SPECs replace (default: %(default)s)")
-    p.add_argument("--out", type=user_path, default=Path(out), metavar="DIR", help="output folder (default: %(default)s)")
-    p.add_argument("--envs-dir", type=user_path, default=Path(".nox/gate-envs"), metavar="DIR",
+    p.add_argument("--out", type=_path, default=Path(out), metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where environments are built and reused, one per lock content (default: %(default)s)")
     p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
-    p.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
+    p.add_argument("--project-root", type=_path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     p.add_argument("--timeout", type=_seconds, default=3600, metavar="SECONDS",
                    help="time limit of one pytest run (default: %(default)s; a first gate runs 3,400 contracts a side, 30 min and more on a loaded 2-core machine)")
     p.add_argument("--no-cache", dest="baseline_cache", action="store_false",
                    help="run both sides' contracts and time their steps even when the results are cached (the new results "
                         "replace the entries)")
-    p.add_argument("--cache-dir", type=user_path, default=Path(".nox/gate-cache"), metavar="DIR",
+    p.add_argument("--cache-dir", type=_path, default=Path(".nox/gate-cache"), metavar="DIR",
                    help="where contract results (per module, every side) and speed readings are cached, content-addressed "
                         "(default: %(default)s)")
     p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
@@ -195,7 +208,7 @@ def _bisect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--history", action="append", default=None, metavar="PACKAGE=PATH_OR_URL",
                    help="where a pure-Python package's git history is read for the bisection (a local repository or a URL; "
                         "default: its public repository); one each, e.g. --history optax=../optax")
-    p.add_argument("--bisect-cache", type=user_path, default=Path(".nox/gate-cache/bisect"), metavar="DIR",
+    p.add_argument("--bisect-cache", type=_path, default=Path(".nox/gate-cache/bisect"), metavar="DIR",
                    help="wheels built per commit SHA, their installs and cloned histories (default: %(default)s)")
     p.add_argument("--bisect-env", choices=("candidate", "baseline"), default="candidate",
                    help="whose environment the commits are installed into: the candidate's (default), or the baseline's, "
@@ -222,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("specs", nargs="*", metavar="SPEC",
                    help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; "
                         "only packages of the baseline lock unless --allow-extra")
-    g.add_argument("--candidate-lock", type=user_path, default=None, metavar="FILE",
+    g.add_argument("--candidate-lock", type=_path, default=None, metavar="FILE",
                    help="judge this hash-pinned lock file instead of SPECs (what a bump pull request changes)")
     g.add_argument("--source", action="append", default=None, metavar="NAME=PATH_OR_URL[@REF]",
                    help="build optax or flax from a git repository (a local checkout or bare repository, or a URL) at REF "
@@ -233,14 +246,14 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--sequential", dest="concurrent", action="store_false",
                    help="run the baseline's and the candidate's contracts one after the other (default: at the same time "
                         "when both need a run)")
-    g.add_argument("--contracts", action="append", type=user_path, default=None, metavar="DIR",
+    g.add_argument("--contracts", action="append", type=_path, default=None, metavar="DIR",
                    help="a folder of the team's own contract modules (test_*.py, labelled as in tests/contracts/team/), run "
                         "beside ours in both environments; repeat it for more")
     g.add_argument("--run", default=None, metavar="CMD",
                    help="the team's own command (e.g. \"python train.py --steps 3\" or \"pytest tests\"), run with bash in "
                         "--run-dir in the baseline (twice) and the candidate, the team's Optax calls traced: the verdict "
                         "is about the team's run, its first divergence named at its line (docs/team-run.md)")
-    g.add_argument("--run-dir", type=user_path, default=None, metavar="DIR",
+    g.add_argument("--run-dir", type=_path, default=None, metavar="DIR",
                    help="the team's folder, where --run runs (importable, with its src/ if any; default: the current folder)")
     g.add_argument("--run-timeout", type=_seconds, default=1800, metavar="SECONDS",
                    help="time limit of one run of --run (default: %(default)s)")
@@ -286,22 +299,23 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare two run records and write the report",
                        description="Compare two runs:\n" + _help("``compare", "``bisect")
                        + "\n" + _help("Exit status (gate", "Exit status (matrix"), formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("baseline_run", type=user_path, help="the baseline's run record (JSON)")
-    c.add_argument("candidate_run", type=user_path, help="the candidate's run record (JSON)")
-    c.add_argument("--out", type=user_path, default=Path("reports/gate"), metavar="DIR", help="output folder (default: %(default)s)")
+    c.add_argument("baseline_run", type=_path, help="the baseline's run record (JSON)")
+    c.add_argument("candidate_run", type=_path, help="the candidate's run record (JSON)")
+    c.add_argument("--out", type=_path, default=Path("reports/compare"), metavar="DIR",
+                   help="output folder, never a gate's own (default: %(default)s)")
     _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     b = sub.add_parser("bisect", help="name the commit behind each finding of an existing gate report",
                        description="Bisect a report:\n" + _help("``bisect", "Exit status (gate"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("report", nargs="?", type=user_path, default=Path("reports/gate"), metavar="DIR",
+    b.add_argument("report", nargs="?", type=_path, default=Path("reports/gate"), metavar="DIR",
                    help="a gate output folder (its latest run that judged both sides) or run folder (default: %(default)s)")
-    b.add_argument("--envs-dir", type=user_path, default=Path(".nox/gate-envs"), metavar="DIR",
+    b.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where the candidate's environment is built or reused (default: %(default)s)")
-    b.add_argument("--baseline-lock", type=user_path, default=Path("requirements-lock.txt"), metavar="FILE",
+    b.add_argument("--baseline-lock", type=_path, default=Path("requirements-lock.txt"), metavar="FILE",
                    help="the baseline's lock, for --bisect-env baseline (default: %(default)s)")
     b.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
-    b.add_argument("--project-root", type=user_path, default=Path.cwd(), metavar="DIR",
+    b.add_argument("--project-root", type=_path, default=Path.cwd(), metavar="DIR",
                    help="the project folder holding tests/contracts (default: the current folder)")
     b.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
                    help="compile every program afresh (default: JAX's persistent compilation cache of the environment)")

@@ -213,6 +213,9 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
         validate.parse_specs(list(cand.specs), known, cand.allow_extra)
         plain, sources = source_specs.split(list(cand.specs), list(cand.source) or None)
     team_dirs = team_contracts.check(list(options.contracts) or None)
+    if options.bisect.history and not options.bisect.enabled:
+        raise validate.InvalidInput("--history is given without --bisect: it says where a bisection reads a package's "
+                                    "history (add --bisect, or leave --history out)")
     if options.bisect.enabled:
         try:  # a --history typo is refused now, not after the whole gate
             bisect_history.parse_histories(list(options.bisect.history) or None)
@@ -342,14 +345,38 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     return status
 
 
-def compare_runs(options: CompareOptions, started: Started | None = None) -> int:
-    """``python -m optax_gate compare``: the report of two run records."""
+def _run_record(path: Path) -> dict[str, Any]:
+    """The run record (``baseline.json``, ``candidate.json`` of a run's
+    evidence folder) at ``path``.
+
+    Raises:
+      validate.InvalidInput: the file cannot be read, is not JSON, or is not a run record.
+    """
     try:
+        record = load(path)
+    except OSError as exc:
+        raise validate.InvalidInput(f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (not JSON: {exc})") from None
+    if not isinstance(record, dict) or not {"label", "status", "contracts"} <= set(record):
+        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (a JSON object with label, status and "
+                                    "contracts: evidence/baseline.json or candidate.json of a gate's run folder)")
+    return record
+
+
+def compare_runs(options: CompareOptions, started: Started | None = None) -> int:
+    """``python -m optax_gate compare``: the report of two run records, into
+    an output folder of its own (never a gate's, whose ``report.md`` links to
+    its newest judged run); 2 for an input that cannot be used."""
+    try:
+        if any((options.out / name).is_symlink() for name in evidence.CURRENT):
+            raise validate.InvalidInput(f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows "
+                                        "the newest judged run): give compare a folder of its own")
+        baseline, candidate = _run_record(options.baseline_run), _run_record(options.candidate_run)
         scan = usage.scan(check_usage(options.scope.usage)) if options.scope.usage else None
     except validate.InvalidInput as exc:
-        return fail(str(exc))
+        return fail(f"{exc} (no report written)")
     given = dataclasses.replace(options.scope, usage_scan=scan)
-    baseline, candidate = load(options.baseline_run), load(options.candidate_run)
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
     return write_reports(scope.apply_options(report, given, packages), options.out)

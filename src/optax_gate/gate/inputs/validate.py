@@ -108,7 +108,7 @@ def lock_packages(path: Path, what: str) -> set[str]:
 
 def shown(path: Path) -> str:
     """``path`` as a refusal names it: as the user typed it (``typed``, set by
-    ``optax_gate.gate.inputs.user_paths.user_path``), followed by ``(= ABSOLUTE)``
+    ``optax_gate.gate.inputs.typed_path.user_path``), followed by ``(= ABSOLUTE)``
     when the absolute path it was read as reads differently."""
     typed = getattr(path, "typed", "") or str(path)
     full = os.path.abspath(path)
