@@ -496,3 +496,11 @@ def test_gate_refuses_a_history_without_bisect(tmp_path):
     from tests.meta.test_cli import gate_cli
     status, _, stderr, seconds = gate_cli("optax==0.2.8", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60)
     assert status == 2 and "--history is given without --bisect" in stderr and seconds < 15, (status, stderr[-500:], seconds)
+
+
+def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path, capsys):
+    """``bisect /no/such/folder`` said only "no report.json there"."""
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    given = BisectCommandOptions(report=tmp_path / "nothere", environment=env, bisect=BisectOptions())
+    assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
+    assert f"cannot bisect {tmp_path / 'nothere'}: it does not exist" in capsys.readouterr().err

@@ -478,3 +478,11 @@ def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, wo
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert words in err and "check value" not in err, err
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--run-timeout", "--bisect-timeout", "--speed-budget"])
+def test_an_infinite_number_is_refused(option, capsys):
+    """``--timeout inf`` was accepted; a subprocess's timeout of inf then overflows, late in the run."""
+    with pytest.raises(SystemExit) as exc:
+        cli.parse(["gate", option, "inf"])
+    assert exc.value.code == 2 and "got inf" in capsys.readouterr().err

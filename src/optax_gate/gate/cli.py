@@ -101,6 +101,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import signal
 import sys
 import traceback
@@ -137,7 +138,7 @@ def _at_least(convert, minimum: float, strict: bool, words: str):
             value = convert(text)
         except ValueError:  # argparse would name this function ("invalid check value")
             raise argparse.ArgumentTypeError(f"must be {words}, got {text}") from None
-        if not (value > minimum if strict else value >= minimum):
+        if not math.isfinite(value) or not (value > minimum if strict else value >= minimum):
             raise argparse.ArgumentTypeError(f"must be {words}, got {text}")
         return value
     return check

@@ -102,7 +102,10 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         run_folder = path.resolve(strict=True).parent  # a gate output folder's report.json links into its latest run
         report = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        if where.is_dir() and (where / "runs").is_dir():  # an output folder where no run has judged both sides yet
+        if not where.exists() and not where.is_symlink():
+            print(f"optax-gate: cannot bisect {where}: it does not exist (name a gate output folder or a run folder)",
+                  file=sys.stderr)
+        elif where.is_dir() and (where / "runs").is_dir():  # an output folder where no run has judged both sides yet
             shown = f" (the newest run that judged nothing: {where / 'not-judged.md'})" if (where / "not-judged.md").exists() else ""
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect{shown}", file=sys.stderr)
         else:
