@@ -245,6 +245,13 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+#: Seconds the gate has to stop after Ctrl-C (or a SIGTERM to nox) before nox kills it. On Ctrl-C nox
+#: waits 0.3 s for the gate, sends SIGTERM, and by default kills it 0.2 s later: a gate still stopping
+#: its pytest processes and writing its not-judged report then died without a word (1 of 9 Ctrl-C's
+#: in a trial). The gate records that SIGTERM and goes on stopping (``optax_gate.gate.cli``).
+GATE_STOP_S = 30
+
+
 def _run_tool(session: nox.Session, *args: str) -> None:
     """Run ``python -m optax_gate ARGS`` in a light environment (the tools lock,
     hash-checked, and this project), passing its exit status through: nox would
@@ -254,7 +261,8 @@ def _run_tool(session: nox.Session, *args: str) -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # a CI time-out ends the gate like Ctrl-C: exit 2, not nox's 143
     try:
         # relative paths the user gives are read from where they stand (noxw exports it; gate.user_paths)
-        session.run("python", "-m", "optax_gate", *args, env={"OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")})
+        session.run("python", "-m", "optax_gate", *args, env={"OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")},
+                    terminate_timeout=GATE_STOP_S)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE
         session.log("optax-gate was interrupted: not verified")
         raise SystemExit(2) from None

@@ -369,6 +369,23 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     assert "interrupted (SIGTERM" not in stderr, stderr
 
 
+def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
+    """Under ./noxw, Ctrl-C makes nox wait 0.3 s for the gate, send SIGTERM, and (nox's default) SIGKILL
+    0.2 s later: a gate still stopping its pytest processes then died without its "interrupted" line and
+    its not-judged report. The noxfile's call of the gate (the tests run without nox installed, so
+    its source is read) gives it ``GATE_STOP_S`` seconds after that SIGTERM."""
+    import ast
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    stop = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                and any(getattr(t, "id", "") == "GATE_STOP_S" for t in node.targets))
+    assert stop >= 10
+    tool = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "_run_tool")
+    calls = [node for node in ast.walk(tool) if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "run"
+             and any(isinstance(a, ast.Constant) and a.value == "optax_gate" for a in node.args)]
+    assert calls and all(any(k.arg == "terminate_timeout" and getattr(k.value, "id", "") == "GATE_STOP_S" for k in call.keywords)
+                         for call in calls)
+
+
 def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
     runs = tmp_path / "pytest-runs"
     first = subprocess.run(fake_gate(tmp_path, pause=0), cwd=ROOT, capture_output=True, text=True, timeout=60)
