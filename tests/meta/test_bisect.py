@@ -504,3 +504,17 @@ def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path, capsys):
     given = BisectCommandOptions(report=tmp_path / "nothere", environment=env, bisect=BisectOptions())
     assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     assert f"cannot bisect {tmp_path / 'nothere'}: it does not exist" in capsys.readouterr().err
+
+
+def test_the_bisect_command_says_an_interrupted_run_did_not_finish(tmp_path, capsys):
+    """``bisect RUN`` on the folder of an interrupted gate (marked INCOMPLETE, no report) said
+    "no report.json there (name ... a run folder)", though it was one."""
+    from optax_gate.gate.run import evidence
+    run = tmp_path / "runs" / "20261202T000000Z-abc"
+    run.mkdir(parents=True)
+    (run / evidence.MARKER).write_text("interrupted\n")
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    given = BisectCommandOptions(report=run, environment=env, bisect=BisectOptions())
+    assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
+    err = capsys.readouterr().err
+    assert f"cannot bisect {run}: that run did not finish (marked {evidence.MARKER})" in err and "no report.json" not in err, err

@@ -108,6 +108,9 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         elif where.is_dir() and (where / "runs").is_dir():  # an output folder where no run has judged both sides yet
             shown = f" (the newest run that judged nothing: {where / 'not-judged.md'})" if (where / "not-judged.md").exists() else ""
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect{shown}", file=sys.stderr)
+        elif where.is_dir() and (where / evidence.MARKER).exists():  # a run folder whose gate was interrupted or crashed
+            print(f"optax-gate: cannot bisect {where}: that run did not finish (marked {evidence.MARKER}), so it has no "
+                  f"report; name a run that finished, or the gate output folder above it", file=sys.stderr)
         else:
             print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)",
                   file=sys.stderr)
