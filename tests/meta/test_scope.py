@@ -18,6 +18,8 @@ from optax_gate.gate.beyond import scope, surface, unseen, usage  # noqa: E402
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[2]
+
 TEAM = Path(__file__).parent / "fake_team"
 
 
@@ -147,17 +149,37 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     assert report["scope"]["broken_elsewhere"] == 1 and report["reasons"] == ["2 contract(s) broken where your code goes (usage)"]
 
 
-def test_a_recipe_finding_is_the_teams_when_usage_alone_cannot_tell():
+def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_from():
     """A contract pinning a training recipe (``recipe:none-gradients``: adamw, clip and a schedule
-    together) names no one API to look for in the team's code: with ``--usage`` alone it stays the
-    team's (cannot tell without --run), never "your code does not use its APIs" (a new user's
-    adam code with a None gradient leaf breaks on 0.2.8, and the gate said PASS)."""
+    together) was the team's whatever its code used (fail closed): a new user's file calling only
+    ``optax.sgd`` got FAIL from Adam's None-gradient change, with no line of it named. The recipe's
+    APIs (``call_sites.RECIPE_APIS``) now decide: code using none of them is elsewhere; code using one
+    is the team's, its lines named (``your_code``, from the same table). A recipe the table lacks
+    stays the team's, fail closed. (The other way, an adam user with a None gradient leaf once got
+    PASS: ``optax.adam`` is in the table.)"""
+    from optax_gate.gate.beyond import call_sites
     decide = scope.usage_decision(unread=False)
     recipe = {"section": "contracts", "change": "changed", "api": "recipe:none-gradients", "apis": ["recipe:none-gradients"],
               "contracts": ["a"], "your_code": []}
     got = decide(recipe)
-    assert got[0] == "yours" and "cannot be told without --run" in got[1]
+    assert got[0] == "elsewhere" and "optax.adamw" in got[1] and "optax.apply_updates" in got[1], got
+    assert decide({**recipe, "your_code": ["train.py:3"]}) == ("yours", "your code uses its APIs")
+    unknown = decide({**recipe, "api": "recipe:new-recipe", "apis": ["recipe:new-recipe"]})
+    assert unknown[0] == "yours" and "cannot be told without --run" in unknown[1]
     assert decide({**recipe, "api": "optax.adam", "apis": ["optax.adam"]}) == ("elsewhere", "your code does not use its APIs")
+    assert {"optax.adam", "optax.adamw", "optax.apply_updates"} <= set(call_sites.apis_of("recipe:none-gradients"))
+
+
+def test_every_training_recipe_names_the_apis_it_is_built_from():
+    """Each ``recipe:`` label of the contracts has its APIs in ``call_sites.RECIPE_APIS``, and each
+    of those APIs appears in the recipes' module (the table follows the contracts)."""
+    import re
+    from optax_gate.gate.beyond import call_sites
+    source = (ROOT / "tests" / "contracts" / "test_training_recipes.py").read_text()
+    labels = set(re.findall(r'"(recipe:[^"]+)"', source))
+    assert labels and labels == set(call_sites.RECIPE_APIS), labels ^ set(call_sites.RECIPE_APIS)
+    for label, apis in call_sites.RECIPE_APIS.items():
+        assert apis and all(re.search(rf"\b{re.escape(api)}\b", source) for api in apis), label
 
 
 def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():

@@ -27,8 +27,10 @@ A finding's APIs are those of its contract rows (``api`` of each row): a
 public path (``optax.adamw``), several joined by ``+``
 (``jax.shard_map+optax.sgd``), with a variant after ``@``
 (``optax.MultiSteps@shard_map``) or ``:`` (``jax.pmap:axis-name``), or
-``nnx:NAME`` for ``flax.nnx.NAME``; labels without a dotted path
-(``resume:...``) name no API.
+``nnx:NAME`` for ``flax.nnx.NAME``; a training recipe (``recipe:...``,
+``tests/contracts/test_training_recipes.py``) names the APIs it is built from
+(:data:`RECIPE_APIS`); other labels without a dotted path (``resume:...``)
+name no API.
 """
 
 from __future__ import annotations
@@ -41,8 +43,31 @@ from optax_gate.gate.beyond import usage
 SHOWN = 8
 
 
+#: The APIs each training-recipe contract of ``tests/contracts/test_training_recipes.py`` pins (its
+#: ``recipe()``, ``chain(clip_by_global_norm, adamw(warmup_cosine_decay_schedule))``, and what each
+#: test adds): a recipe finding reaches the team's code where that code uses one of them, and cannot
+#: reach code that uses none (a file calling only ``optax.sgd`` was failed on Adam's None-gradient
+#: defect). ``optax.chain`` is left out: every alias is built from it (``sgd`` would match), and a
+#: change of ``chain`` itself shows in its own contracts. ``optax.adam`` is in: the recipes pin Adam's
+#: own behaviour (its moments with a None gradient leaf, its eps in float16), which code calling
+#: ``optax.adam`` meets as well. A recipe missing here names no API and is the team's, fail closed
+#: (``optax_gate.gate.beyond.scope.usage_decision``); a meta test keeps the table and the module together.
+_RECIPE = ("optax.clip_by_global_norm", "optax.adamw", "optax.adam", "optax.warmup_cosine_decay_schedule")
+RECIPE_APIS: dict[str, tuple[str, ...]] = {
+    "recipe:adamw+warmup-cosine+clip": _RECIPE,
+    "recipe:multisteps(adamw+warmup-cosine+clip)": (*_RECIPE, "optax.MultiSteps"),
+    "recipe:scan-carry": (*_RECIPE, "optax.MultiSteps"),
+    "recipe:none-gradients": (*_RECIPE, "optax.apply_updates"),
+    "recipe:zero-gradients-low-precision": _RECIPE,
+    "recipe:zero-clip-threshold": _RECIPE,
+    "recipe:inject_hyperparams(adam)": ("optax.inject_hyperparams", "optax.adam"),
+}
+
+
 def apis_of(label: str) -> list[str]:
     """The public paths a contract's ``api`` label names (see the module docstring)."""
+    if label in RECIPE_APIS:
+        return list(RECIPE_APIS[label])
     out = []
     for part in label.split("+"):
         part = part.split("@", 1)[0].strip()

@@ -39,6 +39,7 @@ import re
 from typing import Any, Callable
 
 from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.beyond import call_sites
 
 SCOPES = ("yours", "elsewhere")
 #: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
@@ -171,9 +172,13 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
         named = [a for a in apis if not str(a).startswith(RECIPE_PREFIX)]
         if not sites and named and len(named) < len(apis):  # a recipe joined to the API(s) it goes through: they decide
             return "elsewhere", f"your code does not use its APIs ({', '.join(named[:3])}; the recipe's contracts go through them)"
-        if not sites and any(str(a).startswith(RECIPE_PREFIX) for a in apis):  # fail closed: no one API to look for
+        recipes = [str(a) for a in apis if str(a).startswith(RECIPE_PREFIX)]
+        if not sites and any(r not in call_sites.RECIPE_APIS for r in recipes):  # fail closed: no API known to look for
             return "yours", ("its contracts pin a training recipe (several APIs together), not one API: which of your lines it "
                              "reaches cannot be told without --run")
+        if not sites and recipes:
+            built = list(dict.fromkeys(a for r in recipes for a in call_sites.RECIPE_APIS[r]))
+            return "elsewhere", f"your code uses none of the APIs its training recipe is built from ({', '.join(built)})"
         if not sites:
             return "elsewhere", "your code does not use its APIs"
         if attributed and all((attributed.get(w) or {}).get("verdict") == "not-affected" for w in sites):
