@@ -42,6 +42,25 @@ def test_a_corner_drift_is_one_finding_across_apis():
                               "ok float32[] -0.920853 now (and 1 more corners)")
 
 
+def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
+    """A corner records an exception's message cut at 50 characters (``sc.message``): the finding
+    read "'[Chex] Assertion assert_type failed - Error in typ' in the baseline, Expected the input to
+    have a dtype that is a subdt now" (a new user's trial). Both are quoted, with "…" where cut; a
+    short message stays whole."""
+    from optax_gate.gate.base import details
+    assert details.RECORDED_MESSAGE_LIMIT == sc.message.__defaults__[0]
+    old = sc.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
+    new = sc.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
+    assert len(old) == len(new) == details.RECORDED_MESSAGE_LIMIT
+    rows = [_row("tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.huber_loss]",
+                 f"snapshot drift: corner.int_inputs/error: '{old}' -> {new}", "optax.huber_loss")]
+    (found,) = findings.group(rows)
+    assert found["cause"] == (f'at corner `int_inputs/error` the outcome differs: "{old}…" in the baseline, "{new}…" now')
+    words = details.drift_words(details.parse_drift(rows[0]["detail"]))
+    assert f'the message "{old}…" → "{new}…"' in words and "budget" not in words, words
+    assert details.recorded_message("Shape mismatch") == '"Shape mismatch"'
+
+
 def test_other_corners_are_other_causes():
     rows = [_row("tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.l2_loss]",
                  "snapshot drift: corner.neg_inf_logit/jvp: ok float32[] 1 -> non-finite float32[] nan", "optax.l2_loss"),

@@ -243,7 +243,31 @@ def nonfinite_words(direction: str) -> str:
         direction, "other outputs come out non-finite")
 
 
+#: Characters of an exception's message that a corner snapshot records
+#: (``optax_gate.kit.surface_corners.message``'s ``limit``, under keys
+#: ``corner.<corner>/error``): a recorded message this long was cut there.
+RECORDED_MESSAGE_LIMIT = 50
+
+
+def is_recorded_message(path: str) -> bool:
+    """Whether a snapshot key holds a corner's recorded exception message."""
+    return path.startswith("corner.") and path.endswith("/error")
+
+
+def recorded_message(value: Any) -> str:
+    """A recorded exception message in double quotes, with "…" where the
+    recording cut it (:data:`RECORDED_MESSAGE_LIMIT`): never a bare value
+    that ends mid-word ("Error in typ")."""
+    text = str(value)
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1]
+    return f'"{text}…"' if len(text) >= RECORDED_MESSAGE_LIMIT else f'"{text}"'
+
+
 def _leaf_words(leaf: Drift) -> str:
+    if is_recorded_message(leaf.path) and leaf.what == "value":
+        return (f"`{leaf.path}` the message {recorded_message(leaf.old)} → {recorded_message(leaf.new)} "
+                f"(the first {RECORDED_MESSAGE_LIMIT} characters are recorded)")
     if leaf.path in NONFINITE_CLASSES:
         return (f"{nonfinite_words(nonfinite_direction(leaf.old, leaf.new))}: `{leaf.path}`: non-finite update leaves "
                 f"{nonfinite_leaves(leaf.old)} in the baseline, {nonfinite_leaves(leaf.new)} now")
