@@ -430,8 +430,8 @@ def main(argv: list[str] | None = None) -> int:
         _STOPPING.append(True)
         runner.stop_all()
         run = started.run
-        where = (f"; its folder {run.path} stays marked {evidence.MARKER} and {run.root / 'report.md'} still shows "
-                 f"{evidence.shown(run.root)}") if run else ""
+        where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (no report; the "
+                 f"next gate removes it), and {run.root / 'report.md'} still shows {evidence.shown(run.root)}") if run else ""
         return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
