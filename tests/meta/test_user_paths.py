@@ -121,3 +121,23 @@ def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkey
     want = {"src": "src/train.py:3", "notebooks": "notebooks/train.py:3", "../shared": "../shared/train.py:3"}
     assert named == sorted(want[p] for p in usage)
     assert not any(os.path.isabs(name) for name in named)
+
+
+def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_stands(tmp_path, monkeypatch):
+    """From a subfolder (``cd tests && ../noxw -s gate -- ...``) the gate printed ``verdict fail —
+    reports/gate/runs/.../report.md``, a path relative to the project folder that did not exist from
+    there (a new user's trial). The default folders are then absolute; from the project folder they
+    stay relative (shorter)."""
+    from optax_gate.gate import cli
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").mkdir()
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tests"))
+    args = cli.parse(["gate", "optax==0.2.8"])
+    assert args.out == tmp_path / "reports" / "gate" and args.out.is_absolute()
+    assert cli.parse(["compare", "a.json", "b.json"]).out == tmp_path / "reports" / "compare"
+    assert cli.parse(["bisect"]).report == tmp_path / "reports" / "gate"
+    assert cli.parse(["matrix"]).out == tmp_path / "reports" / "matrix"
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
+    assert cli.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
+    monkeypatch.delenv(typed_path.INVOKED_FROM)
+    assert cli.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")

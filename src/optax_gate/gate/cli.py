@@ -108,7 +108,7 @@ import traceback
 from pathlib import Path
 
 from optax_gate.gate.inputs import options as opts
-from optax_gate.gate.inputs.typed_path import user_path
+from optax_gate.gate.inputs.typed_path import project_default, user_path
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.beyond import scope
 from optax_gate.gate.beyond import speed as speed_
@@ -185,7 +185,7 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
                    help="hash-pinned lock of the baseline (default: %(default)s)")
     p.add_argument("--requirements-in", type=_path, default=Path("requirements.in"), metavar="FILE",
                    help="the baseline's direct requirements, which SPECs replace (default: %(default)s)")
-    p.add_argument("--out", type=_path, default=Path(out), metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("--out", type=_path, default=project_default(out), metavar="DIR", help="output folder (default: %(default)s)")
     p.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where environments are built and reused, one per lock content (default: %(default)s)")
     p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
@@ -302,14 +302,14 @@ def parser() -> argparse.ArgumentParser:
                        + "\n" + _help("Exit status (gate", "Exit status (matrix"), formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("baseline_run", type=_path, help="the baseline's run record (JSON)")
     c.add_argument("candidate_run", type=_path, help="the candidate's run record (JSON)")
-    c.add_argument("--out", type=_path, default=Path("reports/compare"), metavar="DIR",
+    c.add_argument("--out", type=_path, default=project_default("reports/compare"), metavar="DIR",
                    help="output folder, never a gate's own (default: %(default)s)")
     _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     b = sub.add_parser("bisect", help="name the commit behind each finding of an existing gate report",
                        description="Bisect a report:\n" + _help("``bisect", "Exit status (gate"),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("report", nargs="?", type=_path, default=Path("reports/gate"), metavar="DIR",
+    b.add_argument("report", nargs="?", type=_path, default=project_default("reports/gate"), metavar="DIR",
                    help="a gate output folder (its latest run that judged both sides) or run folder (default: %(default)s)")
     b.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
                    help="where the candidate's environment is built or reused (default: %(default)s)")

@@ -6,8 +6,10 @@ relative path given from a subfolder (``cd tests && ../noxw -s gate --
 exports the folder it was started from as ``OPTAX_GATE_INVOKED_FROM``;
 :func:`user_path` (the argparse ``type`` of every path option) joins a
 relative path to it. Defaults (``requirements-lock.txt``, ``reports/gate``)
-are not typed by the user and stay relative to the project folder. A path
-inside the current folder is kept relative (shorter in the report).
+are not typed by the user and stay relative to the project folder; an output
+folder's default is written absolute when the user stands elsewhere
+(:func:`project_default`), so the paths the gate prints open from there. A
+path inside the current folder is kept relative (shorter in the report).
 
 Standard library only: the mutants entry point parses its ``--contracts``
 with it in an environment that has none of the gate's report tools (griffe).
@@ -41,3 +43,16 @@ def user_path(text: str) -> Path:
     out = UserPath(path)
     out.typed = text
     return out
+
+
+def project_default(text: str) -> Path:
+    """A default folder (not typed by the user), relative to the project
+    folder (the current one): kept relative when the user invoked ``noxw``
+    from the project folder (or ``$OPTAX_GATE_INVOKED_FROM`` is unset), else
+    absolute, so that the paths printed on the console (``verdict fail —
+    reports/gate/runs/.../report.md``) exist from where the user stands."""
+    base = os.environ.get(INVOKED_FROM)
+    path = Path(text)
+    if base and os.path.normpath(base) != os.getcwd():
+        return Path(os.getcwd()) / path
+    return path
