@@ -63,7 +63,6 @@ EXPECTED = {
     "comment.py": "undecodable bytes: not utf-8 at byte 5",
     "loop.py": "symlink loop",
     "dangling.py": "dangling symlink (to missing.py)",
-    "empty.ipynb": "not a JSON notebook: the file is empty",
     "text.ipynb": "not a JSON notebook: Expecting value at line 1",
     "cells.ipynb:code cell 2 (cell 2 of the notebook)": "syntax error at line 1: '(' was never closed",
     "secret.py": "unreadable: permission denied",
@@ -76,9 +75,12 @@ def team(tmp_path, monkeypatch):
 
 
 def test_every_file_is_scanned_or_listed_with_its_reason(team):
+    """Every file is scanned, or listed as not scanned with its reason. An empty notebook is scanned
+    and uses nothing: it was listed ("not a JSON notebook: the file is empty") among the files whose
+    use "cannot be told", in the verdict's notes (a new user's trial, on a real repository)."""
     scan = usage.scan([team], base=team)
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
-    assert (scan.found, scan.scanned) == (12, 3)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb; cells.ipynb only in part
+    assert (scan.found, scan.scanned) == (12, 4)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb, empty.ipynb; cells.ipynb only in part
     assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:code cell 2 (cell 2 of the notebook):1",
                                                                   "pkg/shell.ipynb:code cell 2 (cell 2 of the notebook):2"}
     assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [
@@ -126,7 +128,7 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path,
     text = "\n".join(report_markdown.report_surface.markdown(report))
     for path, reason in EXPECTED.items():
         assert f"| `{path}` | {reason} |" in text
-    assert "3 of 12 file(s) scanned, 9 not scanned" in text
+    assert "4 of 12 file(s) scanned, 8 not scanned" in text
 
 
 def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
@@ -135,9 +137,9 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     from tests.meta.test_compare import record
     base, cand = record(golden_a="passed"), record(golden_a="passed")
     report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
-    assert report["usage"]["scanned"] == 3 and len(report["usage"]["not_scanned"]) == 9
+    assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
-        "--usage: 9 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
+        "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
         "0 API surface change(s) read cannot-tell (see Your code)"]  # no environments here: the surface was not compared
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 

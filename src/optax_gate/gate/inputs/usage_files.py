@@ -233,13 +233,14 @@ _SHELL_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=\s*[!%]")
 def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[NotScanned]]:
     """A notebook's code cells: IPython magics and shell lines become Python
     (:func:`_python_line`) so line numbers stay those of the cell."""
+    if not data.strip():  # an empty notebook (a new one, never saved) holds no code: it uses nothing
+        return [], []
     try:
         nb = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         return [], [NotScanned(name, f"undecodable bytes: not utf-8 at byte {exc.start}", data)]
     except json.JSONDecodeError as exc:
-        why = "the file is empty" if not data.strip() else f"{exc.msg} at line {exc.lineno}"
-        return [], [NotScanned(name, f"not a JSON notebook: {why}", data)]
+        return [], [NotScanned(name, f"not a JSON notebook: {exc.msg} at line {exc.lineno}", data)]
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         return [], [NotScanned(name, "not a notebook: no list of cells (nbformat 4)", data)]
