@@ -138,6 +138,11 @@ def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
     assert "optax.adamw" not in reached["optax.adamw"]  # itself (and its aliases) left out
 
 
+def _row(detail):
+    return {"id": "tests/contracts/test_x.py::test_y", "api": "optax.huber_loss", "change": "changed", "detail": detail,
+            "kind": "snapshot", "baseline": "passed", "candidate": "failed"}
+
+
 def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another():
     """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
     exception type changed: that finding says not affected and names the other cause."""
@@ -145,7 +150,22 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
     site = attribution._Site(use, True, {}, "breaks: delta is keyword-only in the candidate")
     verdict, why = attribution._judge(site, {"raises": "AssertionError", "negative": True}, [])
     assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
-    assert attribution._judge(site, {}, [])[0] == "affected"
+    # a finding about the signature itself (its rows name parameter kinds): the break is its cause
+    assert attribution._judge(site, {"signature": True}, [])[0] == "affected"
+    assert attribution.configuration([_row("did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2")])["signature"]
+
+
+def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_breaks():
+    """A new user's trial: the finding "at corner int_inputs the outcome differs" (huber_loss among 17
+    losses) marked the line huber_loss(pred, y, 1.0) **affected** "(API surface: breaks: delta is
+    keyword-only)", the cause of another finding, said twice. It is now "cannot tell", naming the
+    other cause first; the finding about the signature keeps the line affected."""
+    use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
+    site = attribution._Site(use, True, {}, "breaks: delta is keyword-only in the candidate")
+    corner = attribution.configuration([_row("snapshot drift: corner.int_inputs/error: 'a' -> b")])
+    assert "signature" not in corner
+    verdict, why = attribution._judge(site, corner, [])
+    assert verdict == "cannot-tell" and why.startswith("this line breaks first for another cause (API surface: breaks: delta"), why
 
 
 def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):

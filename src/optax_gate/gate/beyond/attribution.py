@@ -65,11 +65,25 @@ DTYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128"
 _DTYPE_WORD = re.compile(r"\b(" + "|".join(DTYPES) + r")\b")
 
 
+#: A contract row about a signature (parameter kinds: ``('delta', 'KEYWORD_ONLY', 1.0)``): its finding
+#: has the cause of an API surface break at the team's line (``signature`` in :func:`configuration`).
+_SIGNATURE_WORDS = re.compile(r"\b(?:KEYWORD_ONLY|POSITIONAL_ONLY|POSITIONAL_OR_KEYWORD|VAR_POSITIONAL|VAR_KEYWORD)\b"
+                              r"|keyword-only|positional-only")
+
+
 def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The configuration a finding's contract rows were run with (see the
     module docstring): ``{"keywords": {name: value text}, "dtypes": [...],
-    "leaves": [...], "x64": bool, "raises": type, "negative": bool}``, the
-    keys that apply only."""
+    "leaves": [...], "x64": bool, "raises": type, "negative": bool,
+    "signature": bool}``, the keys that apply only (``signature``: a row is
+    about parameter kinds, so a line whose call the API surface says breaks
+    breaks for this finding's cause)."""
+    if any(_SIGNATURE_WORDS.search(str(row.get("detail") or "")) for row in rows):
+        return {**_configuration(rows), "signature": True}
+    return _configuration(rows)
+
+
+def _configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     keywords: dict[str, str] = {}
     dtypes: list[str] = []
     leaves: list[str] = []
@@ -168,7 +182,11 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> tuple[str,
                                     f"raises there meets it, and your code catches {config['raises']} nowhere{also}")
         return "cannot-tell", f"your code catches {config['raises']} at {', '.join(caught[:3])}{also}: cannot tell without --run"
     if note.startswith("breaks"):
-        return "affected", f"API surface: {note}"
+        if config.get("signature"):  # the finding is the signature's change: the break is its cause
+            return "affected", f"API surface: {note}"
+        # another finding on the same API: the line breaks first for the signature's cause (said there)
+        return "cannot-tell", (f"this line breaks first for another cause (API surface: {note}); whether this change "
+                               f"reaches it once that is fixed: cannot tell without --run")
     keywords = config.get("keywords") or {}
     if keywords:
         if not direct:
