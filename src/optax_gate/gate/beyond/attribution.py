@@ -78,12 +78,6 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     "signature": bool}``, the keys that apply only (``signature``: a row is
     about parameter kinds, so a line whose call the API surface says breaks
     breaks for this finding's cause)."""
-    if any(_SIGNATURE_WORDS.search(str(row.get("detail") or "")) for row in rows):
-        return {**_configuration(rows), "signature": True}
-    return _configuration(rows)
-
-
-def _configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     keywords: dict[str, str] = {}
     dtypes: list[str] = []
     leaves: list[str] = []
@@ -113,6 +107,8 @@ def _configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["dtypes"] = list(dict.fromkeys(dtypes))
     if leaves:
         out["leaves"] = list(dict.fromkeys(leaves))
+    if any(_SIGNATURE_WORDS.search(str(row.get("detail") or "")) for row in rows):
+        out["signature"] = True
     return out
 
 

@@ -106,10 +106,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, named_list,
-                                     nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
-                                     shorten, state_cost)
-from optax_gate.gate.base import details
+from optax_gate.gate.base.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
+                                     named_list, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
+                                     recorded_message, shorten, state_cost)
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
@@ -154,7 +153,7 @@ def corner_cause(leaves: list[Any]) -> tuple | None:
 def corner_text(evidence: list[Any]) -> str:
     """A corner drift in words: the first corner's outcome in the baseline and now, and how many more moved."""
     leaf = evidence[0][0]
-    old, new = ("nothing" if v == "absent" else details.recorded_message(v) if details.is_recorded_message(leaf.path) else v
+    old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else v
                 for v in (leaf.old, leaf.new))
     more = f" (and {len(evidence[0]) - 1} more corners)" if len(evidence[0]) > 1 else ""
     return f"at corner `{leaf.path[len(CORNER_PREFIX):]}` the outcome differs: {old} in the baseline, {new} now{more}"
