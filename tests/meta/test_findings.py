@@ -30,15 +30,21 @@ def row(cid, detail, change="broken", api="optax.sgd", kind="golden", defect="",
             "candidate": candidate, "change": change, "detail": detail}
 
 
-def test_the_real_0_2_8_report_is_six_findings():
-    """Seven findings before causes merged across APIs: the optimizer state
-    going bfloat16 → float32 was one for inject_hyperparams, one for MultiSteps."""
+def test_the_real_0_2_8_report_is_eight_failure_patterns():
+    """One finding per failure pattern (``group``, before ``merge`` joins them
+    by upstream cause). The optimizer state going bfloat16 → float32 is one
+    pattern per state field: MultiSteps' ``acc_grads`` (its accumulator's new
+    float32 default, optax 0.2.8 ``MultiSteps(accumulator_dtype=...)``) is
+    another change than inject_hyperparams' ``hyperparams``; one finding
+    across both APIs (as until 2026-12-02) read as one cause."""
     found = findings.group(REAL["contracts"])
     assert [(f["change"], f["api"], f["apis"], len(f["contracts"])) for f in found] == [
         ("broken", "optax.MultiSteps", ["optax.MultiSteps"], 4),
         ("broken", "optax.inject_hyperparams", ["optax.inject_hyperparams"], 3),
-        ("changed", "2 APIs", ["optax.MultiSteps", "optax.inject_hyperparams"], 3),
+        ("changed", "optax.MultiSteps", ["optax.MultiSteps"], 1),
         ("changed", "optax.add_decayed_weights", ["optax.add_decayed_weights"], 1),
+        ("changed", "optax.inject_hyperparams", ["optax.inject_hyperparams"], 1),
+        ("changed", "optax.inject_hyperparams", ["optax.inject_hyperparams"], 1),
         ("fixed", "optax.add_decayed_weights", ["optax.add_decayed_weights"], 1),
         ("fixed", "optax.inject_hyperparams", ["optax.inject_hyperparams"], 1),
     ]
@@ -48,11 +54,14 @@ def test_the_real_0_2_8_report_is_six_findings():
         "trajectory over two full cycles ×3)",
         "`optax.inject_hyperparams`: updates come out float32 instead of bfloat16/float16 (3 contracts broken: "
         "trajectory of injected momentum sgd ×2, updates keep each leafs dtype with mixed precision params)",
-        "2 APIs (`optax.MultiSteps`, `optax.inject_hyperparams`): optimizer state bfloat16 → float32: "
-        "`.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 bytes per parameter; `.hyperparams` "
-        "(scalars, no cost per parameter) (3 contracts changed: state snapshot ×3)",
+        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter "
+        "(1 contract changed: state snapshot)",
         "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 "
         "(1 contract changed: state snapshot)",
+        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.hyperparams` (scalars, no cost per parameter) "
+        "(1 contract changed: state snapshot)",
+        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per "
+        "parameter; `.hyperparams` (scalars, no cost per parameter) (1 contract changed: state snapshot)",
         "`optax.add_decayed_weights`: known upstream defect `decay-schedule-count-stuck` no longer reproduces "
         "(add_decayed_weights with a scheduled weight decay never advances its step count, so the schedule stays "
         "at its step-0 value forever); now gives 1 where the defect gave 0 (1 contract fixed: scheduled weight decay "
@@ -71,12 +80,12 @@ def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
     assert head[0] == "# Optax upgrade gate: FAIL"
     body = [line for line in head[1:] if line]
     assert body[0].startswith("Candidate `optax==0.2.8") and "(of 265 contracts)" in body[0]
-    assert body[1:3] == ["- **7 contract(s) broken**", "## Findings (4)"]  # 6 before one upstream cause was one finding
+    assert body[1:3] == ["- **7 contract(s) broken**", "## Findings (3)"]  # 8 failure patterns, 3 upstream causes
     lines = body[3:]
-    assert len(lines) == 4 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 5))
+    assert len(lines) == 3 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 4))
     assert lines[0].startswith('1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors')
-    assert lines[0].endswith("(4 contracts broken: [result shapes dtypes and finiteness](#f1-1), "
-                             "[trajectory over two full cycles](#f1-2) ×3)")
+    assert lines[0].endswith("(5 contracts: 4 broken, 1 changed: [result shapes dtypes and finiteness](#f1-1), "
+                             "[trajectory over two full cycles](#f1-2) ×3, [state snapshot](#f1-5))")
 
 
 def test_every_finding_link_lands_on_a_row_of_that_finding():
@@ -95,7 +104,7 @@ def test_every_finding_link_lands_on_a_row_of_that_finding():
 
 def test_findings_are_in_report_json():
     data = json.loads(report_json.render({**REAL, "findings": findings.group(REAL["contracts"])}))
-    assert [f["number"] for f in data["findings"]] == list(range(1, 7))
+    assert [f["number"] for f in data["findings"]] == list(range(1, 9))
     assert set(data["findings"][0]) == {"number", "change", "api", "apis", "cause", "key", "contracts", "tests", "text"}
     assert data["findings"][0]["key"] == "numeric" and data["findings"][0]["tests"][1] == ["trajectory over two full cycles", 3]
 

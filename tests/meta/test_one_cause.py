@@ -114,12 +114,13 @@ def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
     assert len(found[0]["parts"]) == 4 and "fewer non-finite outputs" in found[0]["cause"]
 
 
-def test_the_723_contract_report_is_8_findings_one_per_upstream_cause():
+def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
     before = findings.group(REAL_723["contracts"])
     after = findings.of_report(REAL_723["contracts"])
-    assert (len(before), len(after)) == (12, 8)
+    assert (len(before), len(after)) == (14, 7)
     joined = {f["api"]: (f["change"], sorted(p["change"] for p in f["parts"])) for f in after if "parts" in f}
-    assert joined == {"optax.inject_hyperparams": ("broken", ["broken", "fixed"]),
+    assert joined == {"3 APIs": ("broken", ["broken", "changed"]),  # MultiSteps' float32 accumulator (dtype-now)
+                      "optax.inject_hyperparams": ("broken", ["broken", "changed", "changed", "fixed"]),
                       "optax.huber_loss": ("broken", ["broken", "broken"]),
                       "recipe:none-gradients": ("changed", ["broken", "fixed"]),
                       "optax.add_decayed_weights": ("changed", ["changed", "fixed"])}
@@ -161,3 +162,91 @@ def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
     (f,) = findings.of_report(rows)
     assert f["cause"].count("pytree structure error") == 1 and "element (0) is 1.5, expected 1.25" in f["cause"]
     assert f["changes"] == {"broken": 2, "fixed": 1}
+
+
+def multisteps_rows():
+    """MultiSteps' accumulator turned float32 whatever the parameters' dtype (optax 0.2.8,
+    ``MultiSteps(accumulator_dtype=jnp.float32)``), as three kinds of evidence read it."""
+    ms, wrappers = "tests/contracts/test_multi_steps.py", "tests/contracts/test_surface_corners_wrappers.py"
+    return [
+        row(f"{ms}::test_trajectory_over_two_full_cycles[float64-constant]", "AssertionError: params at step 2, leaf 0: element (0,) "
+            "is np.float64(0.73643460), expected np.float64(0.73643460274) (error 1.81e-09, bound 8.88e-15 = 20 ULP of float64; "
+            "worst error 8575679.62 ULP)", api="optax.MultiSteps", kind="golden"),
+        row(f"{ms}::test_state_snapshot[bfloat16]", "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]",
+            change="changed", api="optax.MultiSteps", kind="snapshot"),
+        row(f"{wrappers}::test_wrapper_corners[optax.MultiSteps]", "snapshot drift: corner.adam/bfloat16: ok params bfloat16 "
+            "state bfloat16,int32 -> ok params bfloat16 state bfloat16,float32,int32", change="changed", api="optax.MultiSteps",
+            kind="snapshot"),
+        row("tests/contracts/test_inject_hyperparams.py::test_state_snapshot[bfloat16]",
+            "snapshot drift: .hyperparams['learning_rate']: bfloat16[] -> float32[]", change="changed",
+            api="optax.inject_hyperparams", kind="snapshot"),
+        row("tests/contracts/test_x.py::test_corner[optax.sgd]", "snapshot drift: corner.sgd/bfloat16: ok params bfloat16 "
+            "state bfloat16 -> ok params bfloat16 state bfloat16", change="changed", api="optax.sgd", kind="snapshot"),
+    ]
+
+
+def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectories_and_corners():
+    """The trial's MultiSteps said twice (its state snapshot, its wrapper corners) and a third time by its
+    float64 trajectories: one finding (``dtype-now``). inject_hyperparams' state moving bfloat16 → float32 too is
+    another change: no longer one finding with MultiSteps' (state dtype findings are per state field)."""
+    rows = multisteps_rows()
+    assert len(findings.group(rows)) == 5
+    found = findings.of_report(rows)
+    (ms,) = [f for f in found if "optax.MultiSteps" in f["apis"]]
+    assert ms["apis"] == ["optax.MultiSteps"] and ms["change"] == "broken" and len(ms["contracts"]) == 3
+    assert "dtype-now/optax.MultiSteps/float32" in ms["causes"]
+    assert ms["cause"].startswith("float64 results have float32-sized errors") and "`.acc_grads` 2 → 4 bytes" in ms["cause"]
+    assert "at corner `adam/bfloat16`" in ms["cause"]
+    assert [f["apis"] for f in found if f is not ms] == [["optax.inject_hyperparams"], ["optax.sgd"]]
+
+
+def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
+    assert findings.behaviour_keys(multisteps_rows()[-1]) == []
+    message = row("w.py::test_c[optax.MultiSteps]", "snapshot drift: corner.adam/error: 'state float32' -> 'state float64'",
+                  change="changed", api="optax.MultiSteps", kind="snapshot")
+    assert findings.behaviour_keys(message) == []  # an exception's text, not a state summary
+
+
+def params_nonfinite_rows(direction_of_c="fewer"):
+    gen = "tests/contracts/test_surface_transformations.py"
+    new_c = "none" if direction_of_c == "fewer" else "r1,r3,r4"
+    return [
+        row(f"{gen}::test_nonfinite_and_state[optax.a]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed",
+            api="optax.a", kind="snapshot"),
+        row(f"{gen}::test_nonfinite_and_state[optax.b]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed",
+            api="optax.b", kind="snapshot"),
+        row(f"{gen}::test_edge_hyperparams[optax.a]", "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
+            change="changed", api="optax.a", kind="snapshot"),
+        row(f"{gen}::test_edge_hyperparams[optax.c]", "snapshot drift: learning_rate=0/nan_inf_params/state/[1].e_g: r1,r3 -> "
+            f"absent; learning_rate=0/nan_inf_params/updates: r1,r3 -> {new_c}", change="changed", api="optax.c",
+            kind="snapshot"),
+        row(f"{gen}::test_nonfinite_and_state[optax.d]", "snapshot drift: nan_inf_grads: '[''r1'']' -> none", change="changed",
+            api="optax.d", kind="snapshot"),
+    ]
+
+
+def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_records_and_apis():
+    """optax 0.2.8 skips a zero weight decay, so a NaN parameter no longer reaches the update: the trial read it
+    as several findings (the ``nan_param`` record of 7 APIs, the ``weight_decay=0`` and ``learning_rate=0``
+    records of others, ``add_decayed_weights`` in two of them). One finding, one sentence (``params-nonfinite``);
+    NaN gradients are another input and stay apart."""
+    rows = params_nonfinite_rows()
+    assert len(findings.group(rows)) == 4
+    found = findings.of_report(rows)
+    assert [(f["apis"], len(f["contracts"])) for f in found] == [(["optax.a", "optax.b", "optax.c"], 4), (["optax.d"], 1)]
+    assert found[0]["cause"] == ("fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries "
+                                 "`e_g` (records `nan_param`, `learning_rate=0` and `weight_decay=0` with nan inf params)")
+    assert found[0]["causes"] == ["params-nonfinite/fewer"]
+
+
+def test_more_and_fewer_nonfinite_outputs_are_two_findings():
+    found = findings.of_report(params_nonfinite_rows(direction_of_c="more"))
+    assert [f["apis"] for f in found] == [["optax.a", "optax.b"], ["optax.c"], ["optax.d"]]
+
+
+def test_a_value_the_detail_cut_short_says_no_direction():
+    """The detail of a row is cut near ``outcomes.MESSAGE_LIMIT`` characters: ``absent…`` once read as
+    "more non-finite outputs" and split adadelta's finding from the others'."""
+    cut = row("g.py::test_edge_hyperparams[optax.c]", "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; "
+              "weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…", change="changed", api="optax.c", kind="snapshot")
+    assert findings.behaviour_keys(cut) == [("params-nonfinite", "fewer")]

@@ -31,7 +31,9 @@ cause              detail it recognises                                         
 ``corner``         snapshot drift of the corner grids (``corner.empty_leaf:      the corners
                    raises ValueError -> ok float32[] 1``; :func:`corner_cause`)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
-                   (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs
+                   (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs and the state fields
+                                                                                 (``acc_grads``,
+                                                                                 :func:`state_field`)
 ``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
 ``state-value``    snapshot drift of values only (``count: int32[]=0 ->          the leaf paths
                    int32[]=1``)
@@ -77,14 +79,28 @@ cause           recognised by                                                  j
                 replaced, ``raised X instead of Y`` read as ``X: message``)    reproduces; it now raises
                                                                                ValueError …", never broken
                                                                                and fixed at once
+``dtype-now``   one API's results now come out in another dtype, read from     the findings of that API
+                any of: a state entry's new dtype (``state-dtype``), an        saying that dtype (the
+                error of that dtype's size (``numeric``: "float64 results      MultiSteps accumulator:
+                have float32-sized errors"), a result's new dtype              its state snapshot, its
+                (``dtype``), a dtype the state summary of a corner gains       float64 trajectories and
+                (``corner``: ``state bfloat16,int32`` -> ``state               its wrapper corners)
+                bfloat16,float32,int32``)
+``params-      a non-finite parameter reaches fewer (or more) outputs: a      all of them, across APIs:
+nonfinite``     ``nonfinite`` record of the ``nan_param`` class, an            one behaviour seen by two
+                ``edge-hyper`` record of the ``nan_inf_params`` input, the     generated records (the
+                direction the same                                             zero weight decay that no
+                                                                               longer multiplies a NaN
+                                                                               parameter, optax 0.2.8)
 ``api``         findings about one API only (a contract finding of one API,    all of them: one release's
                 an API surface row of one public path)                         changes to one API are read
                                                                                as one change
 ==============  =============================================================  ===========================
 
-Findings that concern several APIs are joined only through ``removed`` and
-``defect-now``, never through one of their APIs (``api``): a cause shared by
-six losses stays apart from one loss's other change. A joined finding takes
+Findings that concern several APIs are joined only through ``removed``,
+``defect-now``, ``dtype-now`` and ``params-nonfinite`` (keys that name a
+behaviour, not just an API), never through one of their APIs (``api``): a
+cause shared by six losses stays apart from one loss's other change. A joined finding takes
 the place of the first of its parts, and the most severe change of its parts
 (``broken`` > ``changed`` > ``fixed``; ``changed`` for ``defect-now``); its
 ``parts`` keep each joined finding's change, section and cause, ``changes``
@@ -106,7 +122,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import (DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
+from optax_gate.gate.base.details import (DTYPE, EPS, ITEMSIZE, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
                                      named_list, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
                                      recorded_message, shorten, state_cost)
 
@@ -141,6 +157,13 @@ CORNER_PREFIX = "corner."
 NOT_CONTRACTED = "new, not contracted"
 
 
+def state_field(slot: str) -> str:
+    """The field of an optimizer state entry, indices dropped: ``[0].mu`` ->
+    ``mu``, ``.inner_state[0].trace`` -> ``trace``, ``.acc_grads`` -> ``acc_grads``."""
+    fields = re.findall(r"\.(\w+)", slot)
+    return fields[-1] if fields else slot
+
+
 def corner_cause(leaves: list[Any]) -> tuple | None:
     """The ``corner`` cause of a drift of the corner-grid snapshots
     (``tests/contracts/test_surface_corners_*.py``: keys ``corner.<corner>[/<output>]``),
@@ -168,8 +191,10 @@ def _size(ulp: Ulp) -> str:
 
 def _direction(leaves: list[Any]) -> str:
     """fewer / more / other non-finite outputs over every leaf of a drift
-    (``details.nonfinite_direction``); mixed directions are "other"."""
-    found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves}
+    (``details.nonfinite_direction``); mixed directions are "other". A value
+    the row's detail cut short (``absent…``, ``outcomes.MESSAGE_LIMIT``) says
+    no direction."""
+    found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves if not leaf.new.endswith("…")} or {"other"}
     return found.pop() if len(found) == 1 else "other"
 
 
@@ -199,9 +224,10 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     if corner_cause(leaves):
         return corner_cause(leaves), leaves
     if leaves:
-        pairs = tuple(sorted({leaf.dtypes for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]}))
-        if pairs:
-            return ("state-dtype", pairs), leaves
+        moved = [leaf for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]]
+        if moved:  # by dtype pair and by state field: `acc_grads` and `hyperparams` moving alike are two changes
+            return ("state-dtype", tuple(sorted({leaf.dtypes for leaf in moved})),
+                    tuple(sorted({state_field(leaf.slot) for leaf in moved}))), leaves
         reshaped = tuple(sorted(normalise(leaf.path) for leaf in leaves if leaf.shapes[0] != leaf.shapes[1]))
         if reshaped:
             return ("state-shape", reshaped), leaves
@@ -456,9 +482,45 @@ def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str
                 keys.append(("removed", name))
     elif _section(f) == "warnings":
         keys += [("removed", name) for name in removed if re.search(rf"\b{re.escape(name)}\b", f["cause"])]
+    if _section(f) == "contracts":
+        keys += list(dict.fromkeys(k for r in mine for k in behaviour_keys(r)))
     if len(names) == 1 and _section(f) in ("contracts", "surface"):
         keys.append(("api", names[0]))
     return keys
+
+
+#: The dtypes a corner's recorded state summary lists (``ok params bfloat16 state bfloat16,int32``).
+_CORNER_STATE = re.compile(r"\bstate ([\w,]+)")
+
+
+def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
+    """The ``dtype-now`` and ``params-nonfinite`` causes one differing
+    contract row is evidence of (see the module docstring): ``("dtype-now",
+    api, dtype)`` for each dtype the API's results now come out in,
+    ``("params-nonfinite", "fewer" | "more")``; [] for other rows."""
+    if row.get("change") not in _MERGED or is_defect_fixed(row):
+        return []
+    key, evidence = _cause(row, True)
+    kind, api = key[0], row["api"]
+    now: list[str] = []
+    if kind == "state-dtype":
+        now = [new for _, new in key[1]]
+    elif kind == "numeric" and key[2]:
+        now = [key[2]]
+    elif kind == "dtype":
+        now = list(key[1])
+    elif kind == "corner":
+        for leaf in evidence:
+            if is_recorded_message(leaf.path):
+                continue
+            old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
+            now += sorted(d for d in new - old if d in ITEMSIZE)
+    elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":
+        return [("params-nonfinite", key[2])]
+    elif (kind == "edge-hyper" and key[2] != "other"
+          and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence)):
+        return [("params-nonfinite", key[2])]
+    return [("dtype-now", api, d) for d in dict.fromkeys(now)]
 
 
 def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[str, Any]]:
@@ -498,7 +560,35 @@ def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, An
     patterns = {_failure(defect_parts(r)[2] if is_defect_fixed(r) else r.get("detail") or "") for r in mine}
     return {"change": f["change"], "section": _section(f), "cause": where + f["cause"], "contracts": len(f["contracts"]),
             "names": _names(f), "pattern": patterns.pop() if len(patterns) == 1 else "",
-            "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine)}
+            "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine),
+            "params_nonfinite": bool(mine) and all(k[0] == "params-nonfinite" for r in mine for k in behaviour_keys(r))
+            and any(behaviour_keys(r) for r in mine)}
+
+
+def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
+    """One sentence for the ``params-nonfinite`` records of a joined finding:
+    which outputs a NaN or inf parameter reaches fewer (more) of, and in which
+    generated records: ``"fewer non-finite outputs when a parameter is NaN or
+    inf: the update and the state entries `e_g`, `e_x` (records `nan_param`,
+    `learning_rate=0` and `weight_decay=0` with nan inf params)"``."""
+    records, hypers, fields = [], [], []
+    for row in rows:
+        key, evidence = _cause(row, True)
+        if key[0] == "nonfinite":
+            records.append("`nan_param`")
+        elif key[0] == "edge-hyper":
+            for leaf in evidence:
+                name, _, rest = leaf.path.partition("=0/")
+                hypers.append(name)
+                output = rest.partition("/")[2]
+                if output.startswith("state/"):
+                    fields.append(state_field(output.removeprefix("state/")))
+    hypers = sorted(set(hypers))
+    if hypers:
+        records.append(" and ".join(f"`{h}=0`" for h in hypers) + " with nan inf params")
+    state = f" and the state entries {named_list(sorted(set(fields)))}" if fields else ""
+    return (f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} "
+            f"(records {', '.join(dict.fromkeys(records))})")
 
 
 def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -540,10 +630,16 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
         cause = f"`{removed[0]}` is gone from the candidate: " + "; ".join(said)
         others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith(
             "API surface: removed"))]
+    elif any(k[0] == "params-nonfinite" for k in keys) and all(p["params_nonfinite"] or p["section"] != "contracts"
+                                                                 for p in parts):
+        direction = next(k[1] for k in keys if k[0] == "params-nonfinite")
+        mine = [rows_of[c] for f in group if _section(f) == "contracts" for c in f["contracts"] if c in rows_of]
+        cause = _params_nonfinite_text(direction, mine)
+        others = [p["cause"] for p in parts if not p["params_nonfinite"]]
     else:
         cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
         others = [p["cause"] for p in parts if p["cause"] != cause]
-    cause = "; ".join([cause, *dict.fromkeys(others)])
+    cause = "; ".join(_state_once([cause, *dict.fromkeys(others)]))
     ids = [c for f in contract for c in f["contracts"]]
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
@@ -566,6 +662,25 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
         merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or []
                             if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
     return merged
+
+
+def _state_once(causes: list[str]) -> list[str]:
+    """Causes with each optimizer state entry said once: two ``state-dtype``
+    parts of one dtype change (``optimizer state bfloat16 → float32: `.hyperparams` …``
+    and ``…: `.inner_state[0].trace` …; `.hyperparams` …``) become one, in the
+    place of the first."""
+    out: list[str] = []
+    entries: dict[str, list[str]] = {}
+    for cause in causes:
+        head, sep, rest = cause.partition(": ")
+        if not (sep and head.startswith("optimizer state ") and " → " in head):
+            out.append(cause)
+            continue
+        if head not in entries:
+            entries[head] = []
+            out.append(head)
+        entries[head] += [e for e in rest.split("; ") if e not in entries[head]]
+    return [f"{c}: {'; '.join(entries[c])}" if c in entries else c for c in out]
 
 
 def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
