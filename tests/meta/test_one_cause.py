@@ -201,7 +201,7 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
 
 
 def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
-    assert findings.behaviour_keys(multisteps_rows()[-1]) == []
+    assert not [k for k in findings.behaviour_keys(multisteps_rows()[-1]) if k[0] == "dtype-now"]
     message = row("w.py::test_c[optax.MultiSteps]", "snapshot drift: corner.adam/error: 'state float32' -> 'state float64'",
                   change="changed", api="optax.MultiSteps", kind="snapshot")
     assert findings.behaviour_keys(message) == []  # an exception's text, not a state summary
@@ -250,3 +250,59 @@ def test_a_value_the_detail_cut_short_says_no_direction():
     cut = row("g.py::test_edge_hyperparams[optax.c]", "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; "
               "weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…", change="changed", api="optax.c", kind="snapshot")
     assert findings.behaviour_keys(cut) == [("params-nonfinite", "fewer")]
+
+
+def snap(cid, detail, api):
+    return row(cid, f"snapshot drift: {detail}", change="changed", api=api, kind="snapshot")
+
+
+def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
+    """The trial (0.2.8): three schedules' ``base/int`` corner (a Python float64 → a float32 array) and the
+    tree reductions' ``empty_leaf`` corner (ValueError → a value) were 3 and 2 findings, because the other
+    corners that moved with them differ. One per corner transition (``corner-moved``), said once, numbers
+    aside; another transition of the same corner stays apart."""
+    sched, trees = "tests/contracts/test_surface_corners_schedules.py", "tests/contracts/test_surface_corners_trees.py"
+    rows = [snap(f"{sched}::test_schedule_corners[optax.a]", "corner.base/int: ok py float64 0.04 0.1 -> ok float32 0.04 0.1",
+                 "optax.a"),
+            snap(f"{sched}::test_schedule_corners[optax.b]", "corner.base/int: ok py float64 1 0.95 -> ok float32 1 0.95; "
+                 "corner.peak/bf16: ok bfloat16 1 -> ok float32 1", "optax.b"),
+            snap(f"{sched}::test_schedule_corners[optax.c]", "corner.base/int: ok py float64 1 -> raises TypeError", "optax.c"),
+            snap(f"{sched}::test_schedule_corners[optax.d]", "corner.base/int: ok py float64 0.5 -> ok float32 0.5", "optax.d"),
+            snap(f"{trees}::test_tree_corners[optax.tree.max]", "corner.empty_leaf: raises ValueError -> ok float32[] -0.92",
+                 "optax.tree.max"),
+            snap(f"{trees}::test_tree_corners[optax.tree.norm]", "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; "
+                 "corner.nan_leaf: ok float32[] nan -> ok float32[] nan", "optax.tree.norm")]
+    assert len(findings.group(rows)) == 5  # a and d: one corner moved alike; c: the same corner moved otherwise
+    found = findings.of_report(rows)
+    assert [f["apis"] for f in found] == [["optax.a", "optax.b", "optax.d"], ["optax.c"], ["optax.tree.max", "optax.tree.norm"]]
+    assert found[0]["cause"].count("at corner `base/int`") == 1 and "at corner `peak/bf16`" not in found[0]["cause"]
+    assert found[2]["causes"] == ["corner-moved/empty_leaf/raises ValueError/ok float32[] #"]
+    assert "raises TypeError" in found[1]["cause"] and "ok float32" not in found[1]["cause"]
+
+
+def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding():
+    vals, x64 = "tests/contracts/test_surface_losses.py", "tests/contracts/test_surface_x64.py"
+    rows = [row(f"{f}::test_{k}[optax.{a}]", f"snapshot drift of values: `{p}result` 2 of 2 elements, largest 0.071 "
+                "(relative 0.22)", change="changed", api=f"optax.{a}", kind="snapshot")
+            for f, k, p in ((vals, "values", ""), (x64, "x64_values", "x64_")) for a in ("dice_loss", "binary_dice_loss")]
+    rows.append(row(f"{vals}::test_values[optax.sgd]", "snapshot drift of values: `loss` 1 of 1 elements: 0.5 where 0.4 was "
+                    "recorded", change="changed", api="optax.sgd", kind="snapshot"))
+    assert len(findings.group(rows)) == 3
+    found = findings.of_report(rows)
+    assert [(f["apis"], len(f["contracts"])) for f in found] == [
+        (["optax.binary_dice_loss", "optax.dice_loss"], 4), (["optax.sgd"], 1)]
+    assert "`result`" in found[0]["cause"] and "`x64_result`" in found[0]["cause"]
+
+
+def test_one_apis_dtype_variants_moving_alike_are_one_finding():
+    gen = "tests/contracts/test_surface_dtypes.py"
+    rows = [snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-complex64]", "init_update_complex64: ValueError -> ok",
+                 "optax.adaptive_grad_clip"),
+            snap(f"{gen}::test_init_update_dtype[optax.contrib.muon-complex64]", "init_update_complex64: ValueError -> ok",
+                 "optax.contrib.muon"),
+            snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-bfloat16]", "init_update_bfloat16: ValueError -> ok",
+                 "optax.adaptive_grad_clip"),
+            snap(f"{gen}::test_init_update_dtype[optax.sgd-bfloat16]", "init_update_bfloat16: ok -> TypeError", "optax.sgd")]
+    found = findings.of_report(rows)
+    assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
+    assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]

@@ -22,14 +22,15 @@ cause              detail it recognises                                         
                    (``nan_param: '[''r3'']' -> none``)
 ``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,
                    (``loss_value: ok float32[2] .. -> non-finite ...``)          gradient)
-``dtype-variant``  snapshot drift of the generated bfloat16/complex64             the dtype
-                   ``init_update`` record
+``dtype-variant``  snapshot drift of the generated bfloat16/complex64             the dtype and how the
+                   ``init_update`` record                                        outcome moved
 ``edge-hyper``     snapshot drift of the generated edge-hyperparameter record    the keys
                    (``weight_decay=0/nan_inf_params/updates: r1,r3 -> none``)
 ``x64``            snapshot drift of the generated x64 record of a schedule or   the outputs
                    loss (``x64_int32_steps: float32[10] finite -> ...``)
-``corner``         snapshot drift of the corner grids (``corner.empty_leaf:      the corners
-                   raises ValueError -> ok float32[] 1``; :func:`corner_cause`)
+``corner``         snapshot drift of the corner grids (``corner.empty_leaf:      the corners, and how
+                   raises ValueError -> ok float32[] 1``; :func:`corner_cause`)  the first moved
+                                                                                 (numbers aside)
 ``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
                    (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs and the state fields
                                                                                  (``acc_grads``,
@@ -86,6 +87,14 @@ cause           recognised by                                                  j
                 (``dtype``), a dtype the state summary of a corner gains       float64 trajectories and
                 (``corner``: ``state bfloat16,int32`` -> ``state               its wrapper corners)
                 bfloat16,float32,int32``)
+``corner-       one corner's outcome moving the same way (numbers aside):      all of them, across APIs:
+moved``         ``base/int``: ``ok py float64 …`` -> ``ok float32 …``          three schedules' int step,
+                                                                               the tree reductions' empty
+                                                                               leaf (0.2.8)
+``values``      a value drift of one API's output, in float32 and under x64    that API's findings of it
+                (``result``, ``x64_result``)
+``variant-     one API's bfloat16 and complex64 ``init_update`` outcomes       that API's findings of them
+moved``         moving the same way (``ValueError`` -> ``ok``)
 ``params-      a non-finite parameter reaches fewer (or more) outputs: a      all of them, across APIs:
 nonfinite``     ``nonfinite`` record of the ``nan_param`` class, an            one behaviour seen by two
                 ``edge-hyper`` record of the ``nan_inf_params`` input, the     generated records (the
@@ -97,10 +106,11 @@ nonfinite``     ``nonfinite`` record of the ``nan_param`` class, an            o
                                                                                as one change
 ==============  =============================================================  ===========================
 
-Findings that concern several APIs are joined only through ``removed``,
-``defect-now``, ``dtype-now`` and ``params-nonfinite`` (keys that name a
-behaviour, not just an API), never through one of their APIs (``api``): a
-cause shared by six losses stays apart from one loss's other change. A joined finding takes
+Findings that concern several APIs are joined only through the keys above
+that name a behaviour, not just an API, never through one of their APIs
+(``api``): a cause shared by six losses stays apart from one loss's other
+change. A joined line says each part's cause once: parts that say the same
+but for their numbers (two schedules' ``base/int`` corners) are said once. A joined finding takes
 the place of the first of its parts, and the most severe change of its parts
 (``broken`` > ``changed`` > ``fixed``; ``changed`` for ``defect-now``); its
 ``parts`` keep each joined finding's change, section and cause, ``changes``
@@ -167,9 +177,13 @@ def state_field(slot: str) -> str:
 def corner_cause(leaves: list[Any]) -> tuple | None:
     """The ``corner`` cause of a drift of the corner-grid snapshots
     (``tests/contracts/test_surface_corners_*.py``: keys ``corner.<corner>[/<output>]``),
-    grouped by the corners that moved; None for another drift."""
+    grouped by the corners that moved and how the first of them moved
+    (numbers aside: two APIs whose corner went ok -> TypeError and
+    ValueError -> ok are two findings); None for another drift."""
     if leaves and all(leaf.path.startswith(CORNER_PREFIX) for leaf in leaves):
-        return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX):] for leaf in leaves)))
+        first = leaves[0]  # the corner the finding's line shows (corner_text): how it moved, numbers aside
+        return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX):] for leaf in leaves)),
+                _outcome_pattern(first.old), _outcome_pattern(first.new))
     return None
 
 
@@ -216,7 +230,8 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
         return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
-        return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves))), leaves
+        return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves)),
+                tuple(sorted((_outcome_pattern(leaf.old), _outcome_pattern(leaf.new)) for leaf in leaves))), leaves
     if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
         return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
@@ -493,16 +508,31 @@ def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str
 _CORNER_STATE = re.compile(r"\bstate ([\w,]+)")
 
 
+def _outcome_pattern(value: str) -> str:
+    """A recorded outcome with its numbers replaced by ``#`` (dtype names kept:
+    ``ok float32[] -0.9209`` -> ``ok float32[] #``; a run of numbers is one ``#``)."""
+    return re.sub(r"#(?:\s+#)+", "#", re.sub(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)", "#", value))
+
+
+#: A value drift's arrays (``outcomes.values_drift``): ``snapshot drift of values: `x64_result` 2 of 2 elements …``.
+_VALUES = re.compile(r"`(\w+)` \d+ of \d+ elements")
+
+
 def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
-    """The ``dtype-now`` and ``params-nonfinite`` causes one differing
-    contract row is evidence of (see the module docstring): ``("dtype-now",
-    api, dtype)`` for each dtype the API's results now come out in,
-    ``("params-nonfinite", "fewer" | "more")``; [] for other rows."""
+    """The behaviour causes one differing contract row is evidence of (see
+    the module docstring): ``("dtype-now", api, dtype)`` for each dtype the
+    API's results now come out in; ``("params-nonfinite", "fewer" | "more")``;
+    ``("corner-moved", corner, old, new)`` for each corner whose outcome moved
+    (numbers replaced); ``("values", api, output)`` for each array of a value
+    drift (``x64_`` dropped: the same output under x64); ``("variant-moved",
+    api, old, new)`` for a bfloat16/complex64 ``init_update`` outcome that
+    moved; [] for other rows."""
     if row.get("change") not in _MERGED or is_defect_fixed(row):
         return []
     key, evidence = _cause(row, True)
     kind, api = key[0], row["api"]
     now: list[str] = []
+    keys: list[tuple] = []
     if kind == "state-dtype":
         now = [new for _, new in key[1]]
     elif kind == "numeric" and key[2]:
@@ -511,16 +541,21 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
         now = list(key[1])
     elif kind == "corner":
         for leaf in evidence:
-            if is_recorded_message(leaf.path):
+            if is_recorded_message(leaf.path) or leaf.new.endswith("…"):
                 continue
             old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
             now += sorted(d for d in new - old if d in ITEMSIZE)
+            keys.append(("corner-moved", leaf.path[len(CORNER_PREFIX):], _outcome_pattern(leaf.old), _outcome_pattern(leaf.new)))
+    elif kind == "dtype-variant":
+        keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.new.endswith("…")]
     elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":
         return [("params-nonfinite", key[2])]
     elif (kind == "edge-hyper" and key[2] != "other"
           and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence)):
         return [("params-nonfinite", key[2])]
-    return [("dtype-now", api, d) for d in dict.fromkeys(now)]
+    elif kind == "message" and (row.get("detail") or "").startswith("snapshot drift of values: "):
+        keys += [("values", api, name.removeprefix(X64_PREFIX + "_")) for name in _VALUES.findall(row["detail"])]
+    return [("dtype-now", api, d) for d in dict.fromkeys(now)] + list(dict.fromkeys(keys))
 
 
 def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[str, Any]]:
@@ -639,7 +674,8 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
     else:
         cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
         others = [p["cause"] for p in parts if p["cause"] != cause]
-    cause = "; ".join(_state_once([cause, *dict.fromkeys(others)]))
+    said = list({_said_pattern(c): c for c in reversed([cause, *others])}.values())[::-1]  # the first of each pattern
+    cause = "; ".join(_state_once(said))
     ids = [c for f in contract for c in f["contracts"]]
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
@@ -662,6 +698,12 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
         merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or []
                             if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
     return merged
+
+
+def _said_pattern(cause: str) -> str:
+    """What a part's cause says, numbers and "(and N more …)" aside: two
+    schedules' ``base/int`` corners moving alike are said once in a joined line."""
+    return _outcome_pattern(re.sub(r" \(and \d+ more [^)]*\)", "", cause))
 
 
 def _state_once(causes: list[str]) -> list[str]:
