@@ -539,3 +539,26 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     same_in = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([2.0])])]
     (row,) = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", same_in)))["divergences"]
     assert not any("inputs already differed" in t for t in row["texts"]), row["texts"]
+
+
+def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monkeypatch):
+    """The trial: started from the tool's folder with ``--usage ../team --run ... --run-dir ../team``, one line
+    read ``train.py:34`` in "Your code" and ``../team/train.py:34`` in the findings. Both are now named from the
+    folder the gate was started in (``--usage``'s names)."""
+    from optax_gate.gate.inputs import typed_path, usage_files
+
+    (tmp_path / "team").mkdir()
+    (tmp_path / "tool").mkdir()
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tool"))
+    name = team_run.user_names(tmp_path / "team")
+    assert name("train.py:34") == "../team/train.py:34" == f"{usage_files.display_name(tmp_path / 'team' / 'train.py', str(tmp_path / 'tool'))}:34"
+    diff = {"first": {"site": "train.py:34", "call": "x"}, "divergences": [{"site": "train.py:34"}, {"site": "lib/m.py:2"}],
+            "causes": [{"site": "train.py:34"}], "sites": ["train.py:34"], "compared": 3}
+    renamed = team_run._renamed(diff, name)
+    assert renamed["first"]["site"] == "../team/train.py:34" and renamed["sites"] == ["../team/train.py:34"]
+    assert [d["site"] for d in renamed["divergences"]] == ["../team/train.py:34", "../team/lib/m.py:2"]
+    assert renamed["causes"][0]["site"] == "../team/train.py:34" and renamed["compared"] == 3
+    assert diff["sites"] == ["train.py:34"]  # the recorder's names are left as they were
+    assert team_run._renamed(diff, None) is diff
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "team"))
+    assert team_run.user_names(tmp_path / "team")("train.py:34") == "train.py:34"  # started in the team's folder: as before

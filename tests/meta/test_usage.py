@@ -94,3 +94,21 @@ def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports(
 ])
 def test_bind_follows_python(params, positional, keywords, error):
     assert usage.bind(params, positional, keywords)[1] == error
+
+
+def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_unaffected():
+    """The trial (0.2.8): MultiSteps gained ``accumulator_dtype=jnp.float32``; the team's call, which does not
+    pass it, read "unaffected" while its run diverged right there (its bfloat16 accumulator turned float32).
+    A new parameter's default is what the call gets: affected, the default named."""
+    from optax_gate.gate.beyond.surface import POSITIONAL, Param
+
+    old = (Param("opt", POSITIONAL), Param("every_k_schedule", POSITIONAL))
+    new = (*old, Param("accumulator_dtype", POSITIONAL, "jnp.float32"))
+    row = {"change": "parameter-added", "param": "accumulator_dtype", "old": "—", "new": "accumulator_dtype=jnp.float32",
+           "uses": [], "sites": [], "breaks": False}
+    usage._judge_call(usage.Use("train.py:33", "optax.MultiSteps", "call", 1, ("every_k_schedule",)), row, old, new)
+    assert row["uses"] == ["train.py:33: calls optax.MultiSteps with 1 positional argument and keywords every_k_schedule; "
+                           "does not pass accumulator_dtype: gets its default in the candidate (accumulator_dtype=jnp.float32)"]
+    assert row["sites"] == [{"where": "train.py:33", "verdict": "affected",
+                             "note": "does not pass accumulator_dtype: gets its new default accumulator_dtype=jnp.float32"}]
+    assert not row["breaks"]

@@ -42,7 +42,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from optax_gate.gate.beyond import divergence
 from optax_gate.recorder import ROOT_ENV, TRACE_ENV
@@ -136,8 +136,42 @@ def _why(row: dict[str, Any]) -> str:
     return f"exit {row['exit']}: {last[0][:300]}"
 
 
-def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda message: None) -> dict[str, Any]:
+def user_names(run_dir: Path) -> Callable[[str], str]:
+    """A site of the run (``train.py:34``, relative to ``run_dir`` as the
+    recorder writes it) named as ``--usage`` names the team's files: relative
+    to the folder the user started the gate from
+    (``usage_files.display_name``), so one line has one name in the whole
+    report (``../team/train.py:34`` in "Your code" and in the findings alike)."""
+    from optax_gate.gate.inputs import usage_files
+
+    def name(site: str) -> str:
+        path, sep, line = site.rpartition(":")
+        if not sep or not line.isdigit():
+            return site
+        return f"{usage_files.display_name(Path(run_dir) / path, usage_files.user_folder())}:{line}"
+    return name
+
+
+def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str, Any]:
+    """``divergence.compare``'s result with every site named by ``name`` (None: as it is)."""
+    if name is None:
+        return diff
+    out = dict(diff)
+    for key in ("divergences", "causes"):
+        if key in out:
+            out[key] = [{**row, "site": name(row["site"])} for row in out[key] or []]
+    if out.get("first"):
+        out["first"] = {**out["first"], "site": name(out["first"]["site"])}
+    if "sites" in out:
+        out["sites"] = [name(s) for s in out["sites"] or []]
+    return out
+
+
+def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda message: None,
+        name: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Run the command (baseline, baseline again, candidate) and compare.
+    ``name``: how the report names a site of the run (:func:`user_names`;
+    None: relative to ``--run-dir``, as the recorder writes it).
 
     Returns the report's ``team_run`` (``{"command", "run_dir", "outcome",
     "reason", "runs", "compared", "differing", "first", "divergences",
@@ -163,7 +197,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
                                 "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)")
             return result
         if label == "baseline-repeat":
-            again = divergence.compare(traces["baseline"], traces[label])
+            again = _renamed(divergence.compare(traces["baseline"], traces[label]), name)
             if _failed(row) or again["differing"]:
                 first = again["first"]
                 result["reason"] = ("the team's run is not deterministic: " +
@@ -174,11 +208,13 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
     if cand["timed_out"] or (cand["exit"] is None and cand["error"]):
         result["reason"] = f"the team's run in the candidate: {cand['error']}"
         return result
-    diff = divergence.compare(traces["baseline"], traces["candidate"], LISTED)
+    diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites")})
     if _failed(cand):
         result["outcome"] = "broke"
         result["raised_at"] = _raised_at(cand["tail"], spec.run_dir)
+        if name is not None and result["raised_at"]:
+            result["raised_at"] = name(result["raised_at"])
         result["failure"] = _why(cand) + (f", raised at {result['raised_at']}" if result["raised_at"] else "")
         result["reason"] = f"your run fails in the candidate ({result['failure']})"
     elif diff["differing"]:
