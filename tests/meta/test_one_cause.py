@@ -306,3 +306,32 @@ def test_one_apis_dtype_variants_moving_alike_are_one_finding():
     found = findings.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
     assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]
+
+
+def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids():
+    """optax 0.2.8 replaced the losses' chex assertions by checks of its own: the trial read it as three
+    findings (the negative contracts now raising TypeError/ValueError, the ``int_inputs`` corners and the
+    ``broadcast`` corners whose recorded messages changed). The same new message, an error before and after,
+    is one cause (``error-now``); a corner that raised nothing before is not."""
+    neg, corners = "tests/contracts/test_losses.py", "tests/contracts/test_surface_corners_losses.py"
+    dtype_msg = "Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, got int32"
+    rows = [row(f"{neg}::test_integer_logits_raise[l2_loss]", f"raised TypeError instead of AssertionError: {dtype_msg}",
+                api="optax.l2_loss", kind="negative"),
+            row(f"{neg}::test_targets_of_another_shape_raise[l2_loss]", "raised ValueError instead of AssertionError: Shape "
+                "mismatch: got (4, 5) and (5,).", api="optax.l2_loss", kind="negative"),
+            snap(f"{corners}::test_loss_corners[optax.log_cosh]", "corner.int_inputs/error: '[Chex] Assertion assert_type failed "
+                 "- Error in typ' -> Expected the input to have a dtype that is a subdt", "optax.log_cosh"),
+            snap(f"{corners}::test_loss_corners[optax.dice_loss]", "corner.broadcast/error: '[Chex] Assertion assert_equal_shape "
+                 "failed - Array' -> Shape mismatch - got (2, 3) and (1, 3).", "optax.dice_loss"),
+            snap(f"{corners}::test_loss_corners[optax.perceptron_loss]", "corner.broadcast/error: '[Chex] Assertion "
+                 "assert_equal_shape failed - Array' -> Shape mismatch - got (2,) and (1,).", "optax.perceptron_loss"),
+            snap(f"{corners}::test_loss_corners[optax.hinge_loss]", "corner.int_inputs/error: absent -> Expected the input to "
+                 "have a dtype that is a subdt", "optax.hinge_loss")]
+    assert len(findings.group(rows)) == 5
+    found = findings.of_report(rows)
+    assert [(f["change"], f["apis"]) for f in found] == [
+        ("broken", ["optax.dice_loss", "optax.l2_loss", "optax.log_cosh", "optax.perceptron_loss"]),
+        ("changed", ["optax.hinge_loss"])]
+    cause = found[0]["cause"]
+    assert cause.startswith("input checks now raise TypeError/ValueError instead of AssertionError")
+    assert cause.count("at corner `broadcast/error`") == 1 and cause.count("at corner `int_inputs/error`") == 1

@@ -95,6 +95,13 @@ moved``         ``base/int``: ``ok py float64 …`` -> ``ok float32 …``       
                 (``result``, ``x64_result``)
 ``variant-     one API's bfloat16 and complex64 ``init_update`` outcomes       that API's findings of them
 moved``         moving the same way (``ValueError`` -> ``ok``)
+``error-now``   an error raised before, now raised with one message (its        all of them, across APIs:
+                first 40 characters, numbers aside): an exception that          the losses' new input
+                escaped ``pytest.raises`` expecting another, a corner's        checks (0.2.8: "Expected
+                recorded error message                                         the input to have a dtype
+                                                                               …", "Shape mismatch …") in
+                                                                               the contracts and the
+                                                                               corner grids
 ``params-      a non-finite parameter reaches fewer (or more) outputs: a      all of them, across APIs:
 nonfinite``     ``nonfinite`` record of the ``nan_param`` class, an            one behaviour seen by two
                 ``edge-hyper`` record of the ``nan_inf_params`` input, the     generated records (the
@@ -518,6 +525,17 @@ def _outcome_pattern(value: str) -> str:
 _VALUES = re.compile(r"`(\w+)` \d+ of \d+ elements")
 
 
+def _error_key(message: str) -> str:
+    """An error message's first 40 characters for ``error-now``: its words
+    only (quotes, the recording's cut "…", numbers and quoted values, case and
+    punctuation aside: a corner recording writes ``: `` as `` - ``, a shape
+    ``(5,)`` is ``(1, 3)`` elsewhere); "" for a message too short to tell
+    one check from another."""
+    text = normalise((message or "").strip().strip("'\"").removesuffix("…"))
+    text = re.sub(r"[^a-z#]+", " ", text.lower()).strip()
+    return text[:40] if len(text) >= 20 else ""
+
+
 def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
     """The behaviour causes one differing contract row is evidence of (see
     the module docstring): ``("dtype-now", api, dtype)`` for each dtype the
@@ -526,7 +544,10 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
     (numbers replaced); ``("values", api, output)`` for each array of a value
     drift (``x64_`` dropped: the same output under x64); ``("variant-moved",
     api, old, new)`` for a bfloat16/complex64 ``init_update`` outcome that
-    moved; [] for other rows."""
+    moved; ``("error-now", message)`` for an error raised before and now
+    raised with that message (an exception that escaped ``pytest.raises``
+    expecting another, a corner's recorded message that changed:
+    :func:`_error_key`); [] for other rows."""
     if row.get("change") not in _MERGED or is_defect_fixed(row):
         return []
     key, evidence = _cause(row, True)
@@ -539,9 +560,15 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
         now = [key[2]]
     elif kind == "dtype":
         now = list(key[1])
+    elif kind == "raises" and _error_key(evidence["message"] or ""):
+        keys.append(("error-now", _error_key(evidence["message"])))
     elif kind == "corner":
         for leaf in evidence:
-            if is_recorded_message(leaf.path) or leaf.new.endswith("…"):
+            if is_recorded_message(leaf.path):  # an error before and after, with another message: the new check's
+                if "absent" not in (leaf.old, leaf.new) and _error_key(leaf.new):
+                    keys.append(("error-now", _error_key(leaf.new)))
+                continue
+            if leaf.new.endswith("…"):
                 continue
             old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
             now += sorted(d for d in new - old if d in ITEMSIZE)
@@ -703,7 +730,8 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
 def _said_pattern(cause: str) -> str:
     """What a part's cause says, numbers and "(and N more …)" aside: two
     schedules' ``base/int`` corners moving alike are said once in a joined line."""
-    return _outcome_pattern(re.sub(r" \(and \d+ more [^)]*\)", "", cause))
+    pattern = _outcome_pattern(re.sub(r" \(and \d+ more [^)]*\)", "", cause))
+    return re.sub(r"#(?:[\s,]*#)*,?", "#", pattern)  # a shape (2,) says what (2, 3) says
 
 
 def _state_once(causes: list[str]) -> list[str]:
