@@ -69,6 +69,38 @@ def test_a_removed_package_the_team_imports_is_broken(tmp_path):
     assert rows["chex"]["uses"] == ["teamlib/model.py:2: imports chex, installed only through optax in the baseline → ModuleNotFoundError"]
 
 
+def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
+    """The trial: nanodo imports chex in its tests and declares it (``[project.optional-dependencies] test``);
+    the gate said "installed only through optax → ModuleNotFoundError", broken, and FAIL. The team's own
+    requirements install it: not broken, the declaration named. Found from a --usage subfolder too, up to the
+    project's root; a project that does not declare it stays broken."""
+    from optax_gate.gate.inputs import declared
+
+    info = tmp_path / "site" / "chex-0.1.92.dist-info"
+    info.mkdir(parents=True)
+    (info / "top_level.txt").write_text("chex\n")
+    team = tmp_path / "nanodo"
+    (team / "nanodo").mkdir(parents=True)
+    (team / "pyproject.toml").write_text('[project]\nname = "nanodo"\ndependencies = ["optax", "jax>=0.4"]\n'
+                                         '[project.optional-dependencies]\ntest = ["Chex>=0.1.86", "pytest"]\n')
+    own = declared.packages([team / "nanodo"])
+    assert own["chex"] == "pyproject.toml [project.optional-dependencies] test" and own["optax"] == "pyproject.toml [project] dependencies"
+    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["tests/model_test.py:5"]},
+                                                   own)}
+    assert not rows["chex"]["breaks"] and rows["chex"]["declared"] == own["chex"]
+    assert rows["chex"]["uses"] == ["tests/model_test.py:5: imports chex; your project declares chex (pyproject.toml "
+                                    "[project.optional-dependencies] test), so your own requirements install it, not optax"]
+    (team / "pyproject.toml").write_text('[project]\nname = "nanodo"\n')
+    (team / "requirements-dev.txt").write_text("# tools\n-r requirements.txt\nchex==0.1.92  # tests\n")
+    assert declared.packages([team]) == {"chex": "requirements-dev.txt"}
+    (team / "requirements-dev.txt").unlink()
+    (team / "pyproject.toml").write_text("not [ toml")
+    assert declared.packages([team]) == {}  # unreadable: declares nothing, the import stays broken
+    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["a.py:1"]},
+                                                   declared.packages([team]))}
+    assert rows["chex"]["breaks"]
+
+
 def test_requires_python_and_wheel_tags_come_from_dist_info(tmp_path):
     info = tmp_path / "jaxlib-0.12.0.1.dist-info"
     info.mkdir()

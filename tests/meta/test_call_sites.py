@@ -126,3 +126,22 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     assert lines[contract["number"] - 1].endswith("— **your code**: `train.py:9` (API surface: breaks: delta is keyword-only in the candidate), "
                                                   "`train.py:10` (API surface: passes delta by keyword; does not pass axis)")
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
+
+
+def test_a_type_annotation_names_an_api_but_is_a_call_site_only_when_nothing_else_uses_it(tmp_path):
+    """The trial: nanodo's ``def get_optimizer(...) -> optax.MultiSteps:`` was listed among the lines a
+    MultiSteps finding reaches ("uses this API: cannot tell"); an annotation runs none of the API. Like an
+    import, it is named only when nothing else uses the API; the API surface still sees it (a removed class
+    in an annotation fails at import)."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "opt.py").write_text("import optax\n\n\ndef make(k: optax.Schedule) -> optax.MultiSteps:\n"
+                                 "    tx: optax.GradientTransformation = optax.adam(1e-3)\n"
+                                 "    return optax.MultiSteps(tx, every_k_schedule=k)\n\n\n"
+                                 "def kind() -> optax.OptState:\n    return None\n")
+    scan = usage.scan([team], base=team)
+    hows = {(u.where, u.path): u.how for u in scan.uses}
+    assert hows[("opt.py:4", "optax.MultiSteps")] == hows[("opt.py:4", "optax.Schedule")] == "annotation"
+    assert hows[("opt.py:5", "optax.GradientTransformation")] == "annotation" and hows[("opt.py:6", "optax.MultiSteps")] == "call"
+    assert call_sites.sites(scan, ["optax.MultiSteps"]) == ["opt.py:6"]
+    assert call_sites.sites(scan, ["optax.OptState"]) == ["opt.py:9"]  # only an annotation: named, as an import would be

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from optax_gate.gate.install import environments
-from optax_gate.gate.run import runner
+from optax_gate.gate.run import progress, runner
 from optax_gate.gate.run.heartbeat import Heartbeat
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate import cli, sides
@@ -149,3 +149,28 @@ def test_the_scheduled_workflow_fails_on_broken():
     from pathlib import Path
     text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
     assert "./noxw -s matrix -- --merge --fail-on broken" in text
+
+
+def test_progress_lines_from_two_threads_never_glue():
+    """The trial: "baseline: running the contractsoptax-gate [ 33.5 s] candidate: running the contracts"
+    (print() writes a line's text and its newline apart; the two sides print from two threads)."""
+    import io
+    import threading
+
+    class Slow(io.StringIO):
+        def write(self, text):  # a stream that lets the other thread run within a write, as a pipe may
+            for ch in text:
+                super().write(ch)
+                time.sleep(0)
+            return len(text)
+
+    stream = Slow()
+    say = progress.Progress(stream)
+    threads = [threading.Thread(target=lambda side=side: [say(f"{side}: line {i}") for i in range(100)])
+               for side in ("baseline", "candidate")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 200 and all(line.count("optax-gate [") == 1 for line in lines)

@@ -66,3 +66,21 @@ def test_installed_pytest_plugins_that_were_not_loaded_are_named():
     report["baseline"]["pytest_plugins"] = {"loaded": ["xdist.plugin"], "left_out": []}
     lines = [line for line in report_markdown.render(report).splitlines() if "not loaded" in line]
     assert len(lines) == 1 and lines[0].startswith("- candidate:") and "not loaded: `jaxtyping`" in lines[0]
+
+
+def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_its_surface_rows_are():
+    """The trial: a candidate that cannot be imported (optax 0.2.7 with jax 0.12) read "the contracts of both
+    sides did not run" beside a baseline that ran (from the cache), and "20 surface finding(s) broken" with no
+    such section on the page."""
+    from tests.meta.test_findings import REAL
+
+    report = {**REAL, "verdict": "not-verified", "findings": [],
+              "baseline": {**REAL["baseline"], "status": "ran"},
+              "candidate": {**REAL["candidate"], "status": "not-verified", "reason": "import failed: AttributeError"},
+              "reasons": ["candidate not verified: import failed: AttributeError", "beyond the contracts: 20 surface finding(s) broken"]}
+    text = report_markdown.render(report)
+    assert "nothing was compared (the candidate's contracts did not run)" in text and "both sides" not in text
+    assert ("- **beyond the contracts: 20 surface finding(s) broken (read from the installed packages, without running "
+            "them; the rows are in the .json beside this file)**") in text
+    both = report_markdown.render({**report, "baseline": {**report["baseline"], "status": "not-verified"}})
+    assert "nothing was compared (the contracts of both sides did not run)" in both

@@ -54,7 +54,7 @@ def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
     got = [(f["number"], f["api"], f["scope"]) for f in report["findings"]]
     assert got == [(1, "jax.jit+optax.swap", "yours"), (2, "optax.clip", "yours"), (3, "optax.adamw", "elsewhere")]
     assert report["verdict"] == "fail"
-    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage)"]
+    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage): 1 in F1, 1 in F2"]
     text = report_markdown.render(report)
     assert text.index("## Findings (2)") < text.index("## Optax changed elsewhere (1)") < text.index("## Versions")
     assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the numbers
@@ -104,7 +104,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
     scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run")
     assert [(f["api"], f["scope"]) for f in report["findings"]] == [
         ("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
-    assert report["reasons"] == ["1 contract(s) broken where your code goes (run)"]
+    assert report["reasons"] == ["1 contract(s) broken where your code goes (run): 1 in F1"]
     with pytest.raises(ValueError):
         scope.set_scope(report["findings"][0], "mine")
 
@@ -142,11 +142,13 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     other = {"section": "contracts", "change": "broken", "contracts": ["c", "d"], "scope": "elsewhere", "api": "optax.lion"}
     report = _verdict_of([joined, other])
     assert report["verdict"] == "fail"
-    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage)"]
+    # the number matches the findings: the joined finding reads "changed", its broken row is named (trial, high)
+    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage): 1 in F1 (changed as a whole)"]
     assert report["scope"]["broken_elsewhere"] == 2
     joined["scope"], other["scope"] = "elsewhere", "yours"
     report = _verdict_of([joined, other])
-    assert report["scope"]["broken_elsewhere"] == 1 and report["reasons"] == ["2 contract(s) broken where your code goes (usage)"]
+    assert report["scope"]["broken_elsewhere"] == 1
+    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage): 2 in F1"]
 
 
 def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_from():

@@ -189,3 +189,12 @@ def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
                                                                    ("loop.py", "symlink loop")]
     assert all(n.content == b"" for n in scan.not_scanned)
     assert not any(usage_files.may_use(n, "optax.adamw") for n in scan.not_scanned)
+
+
+def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word():
+    """The trial: a file that does not parse, holding ``optax.adamax(1e-3)``, put ``optax.adam``'s findings
+    among the team's ("cannot tell for files not scanned"): ``adam`` was found inside ``adamax``."""
+    entry = usage_files.NotScanned("broken.py", "does not parse", b"import optax\nopt = optax.adamax(1e-3)\nx = (\n")
+    assert usage_files.may_use(entry, "optax.adamax") and not usage_files.may_use(entry, "optax.adam")
+    assert not usage_files.may_use(entry, "optax.adamw") and usage_files.may_use(entry, "optax")
+    assert usage_files.may_use(usage_files.NotScanned("x.py", "unreadable", None), "optax.adam")  # unread: anything

@@ -124,11 +124,12 @@ def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None 
     """``file:line`` of the team's uses of ``apis`` (a use of the path itself or
     of a member below it, under any public path of the same definition:
     ``targets`` maps public paths to definitions, from the baseline's static
-    surface), calls and attribute uses first found; imports only when nothing
+    surface), calls and attribute uses first found; imports and type
+    annotations (``-> optax.MultiSteps`` runs none of it) only when nothing
     else uses them. No duplicates, in scan order."""
     hit = _matcher(apis, targets or {})
     hits = [u for u in scan.uses if u.how != "catch" and hit(u.path)]
-    used = [u.where for u in hits if u.how != "import"] or [u.where for u in hits]
+    used = [u.where for u in hits if u.how not in ("import", "annotation")] or [u.where for u in hits]
     return list(dict.fromkeys(used))
 
 

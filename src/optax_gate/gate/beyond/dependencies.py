@@ -129,12 +129,15 @@ def top_level_modules(site_packages: Path | None, name: str) -> set[str]:
 
 
 def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
-         imported: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+         imported: dict[str, list[str]] | None = None, declared: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Rows ``{"name", "change", "old", "new", "level", "down", "via", "uses",
     "breaks"}`` between two lock texts, sorted by change then name.
 
     ``imported`` (``{top-level module: [where, ...]}`` from the team's code)
-    marks a removed package whose modules the team imports (``breaks``)."""
+    marks a removed package whose modules the team imports (``breaks``),
+    unless the team's project declares the package itself (``declared``,
+    ``{canonical name: where}`` from ``optax_gate.gate.inputs.declared``: its
+    own requirements install it; the row then gets ``"declared"``)."""
     a, b = parse_lock(old_lock), parse_lock(new_lock)
     rows = []
     for name in sorted(set(a) | set(b)):
@@ -143,8 +146,15 @@ def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
                "via": [], "uses": [], "breaks": False}
         if y is None:
             row.update(change="removed", via=x["via"])
+            own = (declared or {}).get(name)
+            if own:
+                row["declared"] = own
             for module in sorted(top_level_modules(baseline_site, name)):
                 for where in (imported or {}).get(module, []):
+                    if own:
+                        row["uses"].append(f"{where}: imports {module}; your project declares {name} ({own}), so your own "
+                                           f"requirements install it, not {', '.join(x['via']) or '?'}")
+                        continue
                     row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
                                        "in the baseline → ModuleNotFoundError")
                     row["breaks"] = True

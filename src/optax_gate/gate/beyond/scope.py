@@ -140,7 +140,7 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     n = sum(broken_rows(f) for f in counted)
     reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
     if n:
-        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by})")
+        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(counted)}")
     report["reasons"] = reasons
     if not reasons:
         report["verdict"] = "pass"
@@ -148,6 +148,18 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
         f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
         "set the verdict (--fail-on all: they do)")
     return report
+
+
+def _where_counted(counted: list[dict[str, Any]]) -> str:
+    """Which findings hold the broken contracts a verdict counts, so that a
+    reader can match the number with the findings: ``5 in F1, 1 in F2
+    (changed as a whole)`` (a joined finding whose change is not ``broken``
+    may hold a broken row: a known defect that now fails otherwise)."""
+    parts = []
+    for f in counted:
+        as_whole = f" ({f['change']} as a whole)" if f.get("change") != "broken" else ""
+        parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}{as_whole}")
+    return ", ".join(parts)
 
 
 def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] | None]:

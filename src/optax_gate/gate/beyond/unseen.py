@@ -34,6 +34,7 @@ from typing import Any
 
 from optax_gate.gate.base.details import named_list
 from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import findings
 from optax_gate.gate.beyond import call_sites, dependencies, surface, usage
@@ -138,7 +139,9 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = scan.uses if scan is not None else uses
     imported = usage.imported_modules(uses) if uses is not None else None
-    rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported)
+    own = declared.packages(Path(p) for p in scan.paths) if scan is not None else None
+    rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported,
+                             own)
     for r in rows:
         modules = dependencies.top_level_modules(base_site, r["name"]) if scan is not None and r["change"] == "removed" else set()
         unscanned = list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []

@@ -47,7 +47,8 @@ class Use:
 
     ``where`` is ``file:line`` (``notebook.ipynb:code cell N (cell M of the notebook):line`` for a
     notebook), relative to the folder the user started the gate from; ``how`` is ``import``,
-    ``attribute`` or ``call``; for a call, ``positional`` is the number of
+    ``attribute``, ``annotation`` (inside a type annotation: names the API,
+    runs none of it) or ``call`` (``catch``: an ``except`` clause); for a call, ``positional`` is the number of
     positional arguments (None with ``*args``), ``keywords`` their names and
     ``star_kwargs`` whether ``**kwargs`` is passed."""
 
@@ -113,6 +114,7 @@ class _Scanner:
 
     def expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
+        annotations = _annotation_nodes(tree)
         nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
                        key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)))
         for node in nodes:
@@ -130,12 +132,28 @@ class _Scanner:
             if isinstance(node, ast.Attribute) and id(node) not in covered:
                 path = self._dotted(node)
                 if path is not None:
-                    self.uses.append(Use(f"{label}{node.lineno}", path, "attribute"))
+                    how = "annotation" if id(node) in annotations else "attribute"
+                    self.uses.append(Use(f"{label}{node.lineno}", path, how))
             if isinstance(node, (ast.Attribute, ast.Call)):
                 inner = node.value if isinstance(node, ast.Attribute) else node.func
                 while isinstance(inner, ast.Attribute):  # only the longest chain counts
                     covered.add(id(inner))
                     inner = inner.value
+
+
+def _annotation_nodes(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside type annotations (a function's return and
+    parameters, an annotated assignment): ``-> optax.MultiSteps`` names the
+    API but runs none of it (``Use.how == "annotation"``)."""
+    roots: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            roots.append(node.returns)
+            a = node.args
+            roots += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None]
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+    return {id(n) for root in roots if root is not None for n in ast.walk(root)}
 
 
 def _arguments(node: ast.Call) -> tuple[tuple[str, str], ...]:
@@ -275,7 +293,7 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
         path = _longest(u.path, known)
         if path is None or path not in by_path:
             continue
-        verb = {"import": "imports", "attribute": "uses", "call": "calls"}[u.how]
+        verb = {"import": "imports", "attribute": "uses", "annotation": "annotates with", "call": "calls"}[u.how]
         for r in by_path[path]:
             change = r["change"]
             if change == "deprecated":

@@ -92,10 +92,13 @@ class Parsed:
 
 
 def may_use(entry: NotScanned, public_path: str) -> bool:
-    """Whether ``entry`` (not scanned) can hold a use of ``public_path``."""
+    """Whether ``entry`` (not scanned) can hold a use of ``public_path``: its
+    last name as a whole word of the file's bytes (``adam`` is not in
+    ``optax.adamax(1e-3)``, ``adamw``)."""
     if entry.content is None:
         return True
-    return public_path.rsplit(".", 1)[-1].encode("ascii", "replace") in entry.content
+    name = public_path.rsplit(".", 1)[-1].encode("ascii", "replace")
+    return re.search(rb"(?<![\w])" + re.escape(name) + rb"(?![\w])", entry.content) is not None
 
 
 def user_folder() -> str:

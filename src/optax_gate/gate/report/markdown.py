@@ -157,14 +157,17 @@ def _verdict(page: Page) -> list[str]:
     against = (f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
                f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`")
     if not page.judged:  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
-        out += [f"{against}: nothing was compared (the contracts of both sides did not run); the reason is below and "
-                "in the Versions table.", ""]
+        idle = [side for side in ("baseline", "candidate") if (report.get(side) or {}).get("status") != "ran"]
+        who = "the contracts of both sides did not run" if len(idle) != 1 else f"the {idle[0]}'s contracts did not run"
+        out += [f"{against}: nothing was compared ({who}); the reason is below and in the Versions table.", ""]
     else:
         out.append(f"{against}: " + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
                    + f" (of {sum(s.values())} contracts).")
         out.append("")
         out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
     for reason in report["reasons"] if not report.get("team_run") else []:
+        if not page.judged and reason.startswith("beyond the contracts:"):  # this page has no such section: say where
+            reason += " (read from the installed packages, without running them; the rows are in the .json beside this file)"
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")

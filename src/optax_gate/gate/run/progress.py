@@ -9,6 +9,7 @@ environment stays small, and CI logs want plain lines, not redrawn bars.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 
@@ -19,9 +20,15 @@ class Progress:
     def __init__(self, stream=None):
         self.start = time.monotonic()
         self.stream = stream or sys.stderr
+        self._lock = threading.Lock()
 
     def __call__(self, message: str) -> None:
-        print(f"optax-gate [{time.monotonic() - self.start:6.1f} s] {message}", file=self.stream, flush=True)
+        # one write per line, under a lock: the two sides' threads print at once, and print() writes the
+        # text and its newline apart ("baseline: running the contractsoptax-gate [ 33.5 s] candidate: ...")
+        line = f"optax-gate [{time.monotonic() - self.start:6.1f} s] {message}\n"
+        with self._lock:
+            self.stream.write(line)
+            self.stream.flush()
 
     def contracts(self, label: str):
         """A ``(done, total)`` callback for :func:`optax_gate.gate.run.runner.run`
