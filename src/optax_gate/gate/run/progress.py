@@ -20,13 +20,13 @@ class Progress:
     def __init__(self, stream=None):
         self.start = time.monotonic()
         self.stream = stream or sys.stderr
-        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()  # not `_lock`: Heartbeat holds its own `_lock` around this call
 
     def __call__(self, message: str) -> None:
         # one write per line, under a lock: the two sides' threads print at once, and print() writes the
         # text and its newline apart ("baseline: running the contractsoptax-gate [ 33.5 s] candidate: ...")
         line = f"optax-gate [{time.monotonic() - self.start:6.1f} s] {message}\n"
-        with self._lock:
+        with self._write_lock:
             self.stream.write(line)
             self.stream.flush()
 
