@@ -126,6 +126,13 @@ class Drift:
         return self._part(self.old, "value"), self._part(self.new, "value")
 
     @property
+    def cut(self) -> bool:
+        """The row's detail was cut short inside this leaf's new value
+        (``absent…``, ``optax_gate.gate.run.outcomes.MESSAGE_LIMIT``): it says
+        no direction and no outcome."""
+        return self.new.endswith("…")
+
+    @property
     def what(self) -> str:
         """What drifted: ``added``, ``removed``, ``dtype``, ``shape`` or ``value``."""
         if self.old == "absent" or self.new == "absent":

@@ -325,13 +325,14 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
     old_landed, old_err = bind(old, u.positional, u.keywords)
     new_landed, new_err = bind(new, u.positional, u.keywords)
     own = change not in ("parameter-reordered", "new-required-parameter", "default-changed", "default-removed") and param
-    if own and param not in old_landed and param not in u.keywords and change == "parameter-added":
-        # the call gets the new parameter's default: whether that keeps the old behaviour, the signature cannot say
-        # (MultiSteps' accumulator_dtype=jnp.float32 turns a bfloat16 accumulator float32)
-        _site(row, u.where, f"calls {u.path} {how}; does not pass {param}: gets its default in the candidate ({row['new']})",
-              "affected", f"does not pass {param}: gets its new default {row['new']}")
-    elif own and param not in old_landed and param not in u.keywords:  # a failure, if any, belongs to another row
-        _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
+    if own and param not in old_landed and param not in u.keywords:  # a failure, if any, belongs to another row
+        if change == "parameter-added":
+            # the call gets the new parameter's default: whether that keeps the old behaviour, the signature cannot say
+            # (MultiSteps' accumulator_dtype=jnp.float32 turns a bfloat16 accumulator float32)
+            _site(row, u.where, f"calls {u.path} {how}; does not pass {param}: gets its default in the candidate ({row['new']})",
+                  "affected", f"does not pass {param}: gets its new default {row['new']}")
+        else:
+            _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
     elif new_err and not old_err:
         _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → TypeError ({new_err})", "breaks",
               f"breaks: {_because(row)}")

@@ -215,7 +215,7 @@ def _direction(leaves: list[Any]) -> str:
     (``details.nonfinite_direction``); mixed directions are "other". A value
     the row's detail cut short (``absent…``, ``outcomes.MESSAGE_LIMIT``) says
     no direction."""
-    found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves if not leaf.new.endswith("…")} or {"other"}
+    found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves if not leaf.cut} or {"other"}
     return found.pop() if len(found) == 1 else "other"
 
 
@@ -568,13 +568,13 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
                 if "absent" not in (leaf.old, leaf.new) and _error_key(leaf.new):
                     keys.append(("error-now", _error_key(leaf.new)))
                 continue
-            if leaf.new.endswith("…"):
+            if leaf.cut:
                 continue
             old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
             now += sorted(d for d in new - old if d in ITEMSIZE)
             keys.append(("corner-moved", leaf.path[len(CORNER_PREFIX):], _outcome_pattern(leaf.old), _outcome_pattern(leaf.new)))
     elif kind == "dtype-variant":
-        keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.new.endswith("…")]
+        keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.cut]
     elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":
         return [("params-nonfinite", key[2])]
     elif (kind == "edge-hyper" and key[2] != "other"
@@ -620,11 +620,11 @@ def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, An
     where = {"surface": "API surface: ", "warnings": "warning: ", "dependencies": "dependency: "}.get(_section(f), "")
     mine = [rows_of[c] for c in f["contracts"] if c in rows_of]
     patterns = {_failure(defect_parts(r)[2] if is_defect_fixed(r) else r.get("detail") or "") for r in mine}
+    behaviours = [k for r in mine for k in behaviour_keys(r)]
     return {"change": f["change"], "section": _section(f), "cause": where + f["cause"], "contracts": len(f["contracts"]),
             "names": _names(f), "pattern": patterns.pop() if len(patterns) == 1 else "",
             "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine),
-            "params_nonfinite": bool(mine) and all(k[0] == "params-nonfinite" for r in mine for k in behaviour_keys(r))
-            and any(behaviour_keys(r) for r in mine)}
+            "params_nonfinite": bool(behaviours) and all(k[0] == "params-nonfinite" for k in behaviours)}
 
 
 def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:

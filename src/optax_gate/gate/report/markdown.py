@@ -157,7 +157,7 @@ def _verdict(page: Page) -> list[str]:
     against = (f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
                f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`")
     if not page.judged:  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
-        idle = [side for side in ("baseline", "candidate") if (report.get(side) or {}).get("status") != "ran"]
+        idle = evidence.not_run(report)
         who = "the contracts of both sides did not run" if len(idle) != 1 else f"the {idle[0]}'s contracts did not run"
         out += [f"{against}: nothing was compared ({who}); the reason is below and in the Versions table.", ""]
     else:

@@ -106,12 +106,17 @@ def is_judged(path: Path) -> bool:
     return is_complete(path) and not (path / NOT_JUDGED).exists() and not (path / OLD_REFUSED).exists()
 
 
+def not_run(report: dict) -> list[str]:
+    """The sides (``baseline``, ``candidate``) of ``report`` whose contracts did not run (``status`` not ``"ran"``)."""
+    return [side for side in ("baseline", "candidate") if (report.get(side) or {}).get("status") != "ran"]
+
+
 def judged(report: dict) -> bool:
     """Whether ``report`` (a gate report, ``report.json``'s dict) judged both
     sides: the baseline's and the candidate's contracts both ran (``status``
     ``"ran"``), whatever the verdict. A refusal, a side that could not be
     resolved, installed or imported, or a crash before both ran is not."""
-    return all((report.get(side) or {}).get("status") == "ran" for side in ("baseline", "candidate"))
+    return not not_run(report)
 
 
 def stamp_time(name: str) -> str:
