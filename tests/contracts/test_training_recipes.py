@@ -177,9 +177,11 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
         assert_dtype(ps, dtype, "params")
 
 
-@contract("recipe:scan-carry")
 @pytest.mark.acceptance
-@pytest.mark.parametrize("variant", ["plain", "multi-steps", "mu-bfloat16"])
+@pytest.mark.parametrize("variant", [
+    pytest.param("plain", marks=contract("recipe:scan-carry")),
+    pytest.param("multi-steps", marks=contract("recipe:scan-carry(multisteps)")),
+    pytest.param("mu-bfloat16", marks=contract("recipe:scan-carry(mu-bfloat16)"))])
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "float16"])
 def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
     """``jax.lax.scan`` requires the carry's PyTree structure and leaf dtypes
@@ -239,7 +241,7 @@ def test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step():
         tx.update(to_jax(grads[1]), state1, p0)
 
 
-@contract("recipe:none-gradients")
+@contract("optax.apply_updates")
 @pytest.mark.negative
 def test_apply_updates_refuses_a_none_update_for_an_array_param():
     """``optax.apply_updates`` with a None update where the param is an array
@@ -345,7 +347,7 @@ def test_inject_hyperparams_adam_with_bfloat16_params_gives_nan():
 
 
 @pytest.mark.snapshot
-@pytest.mark.parametrize("variant", ["recipe", "multi-steps"])
+@pytest.mark.parametrize("variant", ["recipe", pytest.param("multi-steps", marks=contract(MULTI))])
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
 def test_state_snapshot(data_regression, dtype_name, variant):
     """Baseline snapshot (drift, not correctness): the recipe's state (and

@@ -164,12 +164,67 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
     recipe = {"section": "contracts", "change": "changed", "api": "recipe:none-gradients", "apis": ["recipe:none-gradients"],
               "contracts": ["a"], "your_code": []}
     got = decide(recipe)
-    assert got[0] == "elsewhere" and "optax.adamw" in got[1] and "optax.apply_updates" in got[1], got
+    assert got[0] == "elsewhere" and "optax.adamw" in got[1], got
     assert decide({**recipe, "your_code": ["train.py:3"]}) == ("yours", "your code uses its APIs")
     unknown = decide({**recipe, "api": "recipe:new-recipe", "apis": ["recipe:new-recipe"]})
     assert unknown[0] == "yours" and "cannot be told without --run" in unknown[1]
     assert decide({**recipe, "api": "optax.adam", "apis": ["optax.adam"]}) == ("elsewhere", "your code does not use its APIs")
-    assert {"optax.adam", "optax.adamw", "optax.apply_updates"} <= set(call_sites.apis_of("recipe:none-gradients"))
+    assert {"optax.adam", "optax.adamw"} <= set(call_sites.apis_of("recipe:none-gradients"))
+
+
+def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path):
+    """Two teams that the 0.2.8 upgrade does not change were failed by recipes (both established by
+    running their code on both versions): a float32 team calling ``clip_by_global_norm`` and ``adam``
+    (it trains bit for bit the same) by the MultiSteps recipe, whose table entry carried the base
+    recipe's APIs; a file calling only ``optax.sgd`` and ``optax.apply_updates`` by the None-gradient
+    recipe, whose entry held ``apply_updates``. A recipe now reaches code through what it adds to the
+    base recipe (MultiSteps; the transformations a None gradient leaf goes through), and the sites it
+    names are the team's uses of those APIs only."""
+    from optax_gate.gate.beyond import call_sites
+    decide = scope.usage_decision(unread=False)
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "train.py").write_text(
+        "import optax\n\n"
+        "tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))\n"
+        "p = optax.apply_updates({}, {})\n"
+        "s = optax.sgd(0.1)\n")
+    scan = usage.scan([team], base=team)
+    for label, uses in [("recipe:multisteps(adamw+warmup-cosine+clip)", []), ("recipe:scan-carry(multisteps)", []),
+                        ("recipe:none-gradients", ["train.py:3"]), ("recipe:zero-clip-threshold", ["train.py:3"]),
+                        ("recipe:adamw+warmup-cosine+clip", ["train.py:3"])]:
+        sites = call_sites.sites(scan, call_sites.apis_of(label))
+        assert sites == uses, (label, sites)
+        finding = {"section": "contracts", "change": "broken", "api": label, "apis": [label], "contracts": ["a"], "your_code": sites}
+        assert decide(finding)[0] == ("yours" if uses else "elsewhere"), label
+    assert "optax.apply_updates" not in call_sites.apis_of("recipe:none-gradients")
+    assert call_sites.apis_of("recipe:multisteps(adamw+warmup-cosine+clip)") == ["optax.MultiSteps"]
+
+
+def test_each_recipe_contract_carries_the_label_of_what_it_runs():
+    """``test_state_snapshot[multi-steps]`` snapshots MultiSteps' state but carried the module's
+    base-recipe label: MultiSteps' 0.2.8 accumulator change then reached every adam user through it.
+    Each contract of the recipes' module that runs MultiSteps (its id says multi-steps) carries a label
+    naming ``optax.MultiSteps``, and no other contract does (read from the collected contracts)."""
+    import subprocess
+    import sys
+    from optax_gate.gate.beyond import call_sites
+    plugin = (
+        "def pytest_collection_modifyitems(items):\n"
+        "    for it in items:\n"
+        "        m = it.get_closest_marker('contract')\n"
+        "        print('LABEL', it.nodeid, m.kwargs.get('api') if m else None)\n")
+    out = subprocess.run(
+        [sys.executable, "-c", "import pytest, sys, types\n"
+         "m = types.ModuleType('labels'); exec(sys.argv[1], m.__dict__)\n"
+         "sys.exit(pytest.main(['-q', '--collect-only', '-p', 'no:cacheprovider', sys.argv[2]], plugins=[m]))",
+         plugin, "tests/contracts/test_training_recipes.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    labels = dict(line.split(" ", 2)[1:] for line in out.stdout.splitlines() if line.startswith("LABEL "))
+    assert len(labels) > 20, out.stdout[-2000:]
+    for nodeid, label in labels.items():
+        runs_multisteps = "multi-steps" in nodeid or "multi_steps" in nodeid
+        assert ("optax.MultiSteps" in call_sites.apis_of(label)) == runs_multisteps, (nodeid, label)
 
 
 def test_every_training_recipe_names_the_apis_it_is_built_from():

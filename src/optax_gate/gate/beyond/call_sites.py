@@ -43,23 +43,31 @@ from optax_gate.gate.beyond import usage
 SHOWN = 8
 
 
-#: The APIs each training-recipe contract of ``tests/contracts/test_training_recipes.py`` pins (its
-#: ``recipe()``, ``chain(clip_by_global_norm, adamw(warmup_cosine_decay_schedule))``, and what each
-#: test adds): a recipe finding reaches the team's code where that code uses one of them, and cannot
-#: reach code that uses none (a file calling only ``optax.sgd`` was failed on Adam's None-gradient
-#: defect). ``optax.chain`` is left out: every alias is built from it (``sgd`` would match), and a
-#: change of ``chain`` itself shows in its own contracts. ``optax.adam`` is in: the recipes pin Adam's
-#: own behaviour (its moments with a None gradient leaf, its eps in float16), which code calling
-#: ``optax.adam`` meets as well. A recipe missing here names no API and is the team's, fail closed
-#: (``optax_gate.gate.beyond.scope.usage_decision``); a meta test keeps the table and the module together.
+#: The APIs through which each training-recipe contract of ``tests/contracts/test_training_recipes.py``
+#: reaches the team's code. The base recipe (``recipe()``: ``chain(clip_by_global_norm,
+#: adamw(warmup_cosine_decay_schedule))``) names all four of its APIs. A recipe that adds something to
+#: the base names only what it adds or exercises beyond it: a change of the base itself breaks the base
+#: recipe's own contracts, which reach the base's users. So MultiSteps around the recipe reaches code
+#: using ``optax.MultiSteps`` (a float32 team calling ``adam`` and ``clip_by_global_norm`` was failed by
+#: MultiSteps' accumulator change), a None gradient leaf reaches the transformations that see it (clip
+#: and Adam; 0.2.8's ValueError is scale_by_adam's), a zero clipping threshold reaches
+#: ``clip_by_global_norm``. ``optax.chain`` is left out: every alias is built from it (``sgd`` would
+#: match), and a change of ``chain`` itself shows in its own contracts. ``optax.adam`` is in wherever
+#: Adam's own behaviour is pinned (its moments with a None gradient leaf, its eps in float16), which code
+#: calling ``optax.adam`` meets as well. A recipe missing here names no API and is the team's, fail
+#: closed (``optax_gate.gate.beyond.scope.usage_decision``); a meta test keeps the table and the module
+#: together.
 _RECIPE = ("optax.clip_by_global_norm", "optax.adamw", "optax.adam", "optax.warmup_cosine_decay_schedule")
+_ADAM = ("optax.adamw", "optax.adam")
 RECIPE_APIS: dict[str, tuple[str, ...]] = {
     "recipe:adamw+warmup-cosine+clip": _RECIPE,
-    "recipe:multisteps(adamw+warmup-cosine+clip)": (*_RECIPE, "optax.MultiSteps"),
-    "recipe:scan-carry": (*_RECIPE, "optax.MultiSteps"),
-    "recipe:none-gradients": (*_RECIPE, "optax.apply_updates"),
-    "recipe:zero-gradients-low-precision": _RECIPE,
-    "recipe:zero-clip-threshold": _RECIPE,
+    "recipe:multisteps(adamw+warmup-cosine+clip)": ("optax.MultiSteps",),
+    "recipe:scan-carry": _RECIPE,
+    "recipe:scan-carry(multisteps)": ("optax.MultiSteps",),
+    "recipe:scan-carry(mu-bfloat16)": _ADAM,
+    "recipe:none-gradients": ("optax.clip_by_global_norm", *_ADAM),
+    "recipe:zero-gradients-low-precision": ("optax.clip_by_global_norm", *_ADAM),
+    "recipe:zero-clip-threshold": ("optax.clip_by_global_norm",),
     "recipe:inject_hyperparams(adam)": ("optax.inject_hyperparams", "optax.adam"),
 }
 
