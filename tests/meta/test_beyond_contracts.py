@@ -179,7 +179,7 @@ def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
 def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_sections(tmp_path):
     report = sample_report(tmp_path)
     assert report["schema"] == 3 and report["verdict"] == "fail"
-    assert report["reasons"] == ["beyond the contracts: 1 warnings finding(s) broken"]
+    assert report["reasons"] == ["beyond the contracts: 1 warning finding broken"]
     assert report["surface"]["status"] == "unavailable" and report["dependencies"]["counts"]["changed"] == 4
     text = report_markdown.render(report)
     assert "Beyond the contracts — API surface: not compared; Warnings: 1 broken, 1 noted; Dependencies: 4 changed." in text
@@ -229,3 +229,13 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     listed = f"`optax.f{details.NAMED - 1:02d}`, and 3 more"
     assert found["cause"].endswith(listed) and f"`optax.f{details.NAMED:02d}`" not in found["cause"]
     assert findings.subject(paths).endswith(listed + ")")
+
+
+def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
+    """The trial read "1 dependencies finding(s) broken": each section's count is said with its own noun,
+    singular or plural as the count is."""
+    from optax_gate.gate.beyond.unseen import broken_words
+    assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface finding"
+    assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency finding"
+    assert (broken_words({"surface": 20, "dependencies": 1, "warnings": 2})
+            == "20 API surface findings, 1 dependency finding and 2 warning findings")

@@ -306,6 +306,8 @@ def test_one_apis_dtype_variants_moving_alike_are_one_finding():
     found = findings.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
     assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]
+    # each move said once (the trial read "…bfloat16 PyTree differs: ValueError → ok; … complex64 PyTree differs: ValueError → ok")
+    assert found[0]["cause"] == "the update of a complex64 or bfloat16 PyTree differs: ValueError → ok", found[0]["cause"]
 
 
 def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids():

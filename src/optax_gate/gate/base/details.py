@@ -422,10 +422,13 @@ def _outcome_verb(value: str) -> tuple[str, str]:
 def outcome_change(got: str, expected: str) -> str:
     """Words for a recorded outcome that moved, direction first: ``('ok',
     'recompiled 1 time(s)')`` -> ``no longer recompiles (the baseline
-    recompiled 1 time)``; ``('TypeError', 'ok')`` -> ``now raises TypeError
-    (ok in the baseline)``."""
+    recompiled 1 time)``; ``('ok', 'ValueError')`` -> ``no longer raises
+    ValueError``; ``('TypeError', 'ok')`` -> ``now raises TypeError (ok in the
+    baseline)``."""
     if got == "ok":
         present, past = _outcome_verb(expected)
+        if present.startswith("raises "):  # "no longer raises ValueError (eager step)": the past would say it again
+            return f"no longer {present}"
         return f"no longer {present.split(' (')[0]} (the baseline {past})"
     if expected == "ok":
         return f"now {_outcome_verb(got)[0]} (ok in the baseline)"

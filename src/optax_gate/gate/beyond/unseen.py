@@ -210,6 +210,17 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+#: What a section's findings are called in a sentence (``1 dependency finding``).
+_SECTION_WORDS = {"surface": "API surface", "dependencies": "dependency", "warnings": "warning"}
+
+
+def broken_words(broken: dict[str, int]) -> str:
+    """``{"surface": 2, "dependencies": 1}`` -> ``2 API surface findings and 1 dependency finding``
+    (sections with none left out)."""
+    parts = [f"{n} {_SECTION_WORDS[name]} finding{'' if n == 1 else 's'}" for name, n in broken.items() if n]
+    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+
+
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
            packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
@@ -243,8 +254,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         report[side].pop("warnings", None)
     broken = {name: report[name]["counts"]["broken"] for name in ("surface", "dependencies", "warnings")}
     if sum(broken.values()):
-        what = ", ".join(f"{n} {name}" for name, n in broken.items() if n)
-        report["reasons"].append(f"beyond the contracts: {what} finding(s) broken")
+        report["reasons"].append(f"beyond the contracts: {broken_words(broken)} broken")
         if report["verdict"] == "pass":
             report["verdict"] = "fail"
     if scan is not None and scan.not_scanned:

@@ -702,7 +702,7 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
         cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
         others = [p["cause"] for p in parts if p["cause"] != cause]
     said = list({_said_pattern(c): c for c in reversed([cause, *others])}.values())[::-1]  # the first of each pattern
-    cause = "; ".join(_state_once(said))
+    cause = "; ".join(_variants_once(_state_once(said)))
     ids = [c for f in contract for c in f["contracts"]]
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
@@ -751,6 +751,28 @@ def _state_once(causes: list[str]) -> list[str]:
             out.append(head)
         entries[head] += [e for e in rest.split("; ") if e not in entries[head]]
     return [f"{c}: {'; '.join(entries[c])}" if c in entries else c for c in out]
+
+
+_VARIANT = re.compile(r"the update of a (\S+) PyTree differs: (.+)")
+
+
+def _variants_once(causes: list[str]) -> list[str]:
+    """Causes with each dtype variant's move said once: ``the update of a
+    bfloat16 PyTree differs: ValueError → ok`` and the same of complex64
+    become ``the update of a bfloat16 or complex64 PyTree differs:
+    ValueError → ok``, in the place of the first."""
+    moves: dict[str, list[str]] = {}
+    out: list[tuple[bool, str]] = []  # (a variant's move, its text)
+    for cause in causes:
+        m = _VARIANT.fullmatch(cause)
+        if not m:
+            out.append((False, cause))
+            continue
+        if m[2] not in moves:
+            moves[m[2]] = []
+            out.append((True, m[2]))
+        moves[m[2]].append(m[1])
+    return [f"the update of a {' or '.join(dict.fromkeys(moves[c]))} PyTree differs: {c}" if move else c for move, c in out]
 
 
 def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
