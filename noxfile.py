@@ -281,6 +281,16 @@ def gate(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def compare(session: nox.Session) -> None:
+    """Re-judge two run records: ./noxw -s compare -- BASELINE.json CANDIDATE.json [--usage DIR] [--out DIR].
+
+    The records are a gate run's ``evidence/baseline.json`` and
+    ``evidence/candidate.json`` (or runs from two machines); writes
+    ``reports/compare/`` by default; exit status as the gate's."""
+    _run_tool(session, "compare", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def bisect(session: nox.Session) -> None:
     """Name the optax/flax commit behind each finding of a gate report: ./noxw -s bisect -- [DIR] --history optax=PATH.
 
