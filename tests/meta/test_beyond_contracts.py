@@ -151,6 +151,25 @@ def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted
     assert strict == {"also new": "changed", "new": "broken", "import-time": "broken", "old": "noted"}
 
 
+def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
+    """The trial read noisy_sgd's "Specifying a key will be required" twice, new from
+    ``optax.transforms._adding`` and gone from ``optax._src.alias``: optax moved the code that warns. It
+    is one ``moved`` row, noted (not a new deprecation even under the switch), naming both modules;
+    report.md shows the move."""
+    from optax_gate.gate.report import surface_section
+    moved = [{**w, "module": "optax.transforms._adding"} for w in _warnings(("DeprecationWarning", "key required"))]
+    base = warnings_diff.fold([], _warnings(("DeprecationWarning", "key required"), ("UserWarning", "old")))
+    cand = warnings_diff.fold([], moved)
+    for strict in (False, True):
+        rows = warnings_diff.diff(base, cand, {"c1": "optax.noisy_sgd"}, fail_on_new_deprecations=strict)
+        assert [(r["change"], r["message"], r["verdict"]) for r in rows] == [("moved", "key required", "noted"),
+                                                                             ("gone", "old", "noted")]
+    assert rows[0]["module"] == "optax.transforms._adding" and rows[0]["module_before"] == "optax._src.alias"
+    assert rows[0]["apis"] == ["optax.noisy_sgd"]
+    text = "\n".join(surface_section._warnings({"rows": rows}))
+    assert "`optax._src.alias` → `optax.transforms._adding`" in text
+
+
 def sample_report(tmp_path, candidate_ran=True):
     (tmp_path / "old.txt").write_text(OLD_LOCK)
     (tmp_path / "new.txt").write_text(NEW_LOCK)

@@ -95,7 +95,8 @@ def _warnings(section: dict[str, Any], limit: int | None = None) -> list[str]:
         rows = [r for r in section["rows"] if r["verdict"] == verdict]
         if not rows:
             continue
-        body = [[r["change"], r["when"], f"`{r['category']}`", r["message"], f"`{r['module']}`",
+        body = [[r["change"], r["when"], f"`{r['category']}`", r["message"],
+                 f"`{r['module_before']}` → `{r['module']}`" if r.get("module_before") else f"`{r['module']}`",
                  ", ".join(f"`{a}`" for a in r["apis"]) or "—",
                  (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—"]
                 for r in rows]

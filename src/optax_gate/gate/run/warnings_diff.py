@@ -11,7 +11,8 @@ test raised to ``<label>.warnings.json``. :func:`fold` groups them by
 A warning new in the candidate is ``changed`` (``broken`` for a deprecation,
 ``DeprecationWarning`` / ``PendingDeprecationWarning`` / ``FutureWarning`` and
 subclasses by name, under ``--fail-on-new-deprecations``: code run with
-``-W error`` breaks on it); a warning gone is ``noted``. A warning about the
+``-W error`` breaks on it); a warning gone is ``noted``, and so is one that
+moved (the same warning now raised from another module). A warning about the
 gate's own machinery (JAX's about the gate's compilation cache,
 ``optax_gate.gate.install.compilation_cache.OWN_WARNINGS``) is neither side's: it is
 left out of the rows (:func:`own` counts it for the report's note).
@@ -59,10 +60,13 @@ def is_deprecation(category: str) -> bool:
 
 def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: dict[str, str],
          fail_on_new_deprecations: bool = False) -> list[dict[str, Any]]:
-    """Rows ``{"change": "new" | "gone", "verdict", "when", "category",
-    "message", "module", "contracts", "apis"}``; ``apis`` maps a contract id
-    to the API it pins. Only the suite's contracts count (``tests/meta`` ids
-    are left out); new rows first."""
+    """Rows ``{"change": "new" | "moved" | "gone", "verdict", "when",
+    "category", "message", "module", "contracts", "apis"}``; ``apis`` maps a
+    contract id to the API it pins. Only the suite's contracts count
+    (``tests/meta`` ids are left out); new rows first. A warning gone from one
+    module and new from another (same moment, category and message: optax
+    moved the code that warns) is one ``moved`` row, ``noted``, with
+    ``module_before``: neither new nor gone for code that meets it."""
     def key(w: dict[str, Any]) -> tuple[str, str, str, str]:
         return w["when"], w["category"], w["message"], w["module"]
 
@@ -73,18 +77,29 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
 
     base = {key(w): w for w in baseline if keep(w)}
     cand = {key(w): w for w in candidate if keep(w)}
+    # the same warning raised from another module (optax moved the code that warns): one "moved" row, noted
+    gone_from: dict[tuple[str, str, str], list[tuple[str, str, str, str]]] = {}
+    for k in sorted(set(base) - set(cand)):
+        gone_from.setdefault(k[:3], []).append(k)
+    moved = {k: gone_from[k[:3]].pop(0) for k in sorted(set(cand) - set(base)) if gone_from.get(k[:3])}
     rows = []
     for k in sorted(set(base) ^ set(cand)):
+        if k in moved.values():
+            continue
         w = cand.get(k) or base[k]
         new = k in cand
         verdict = "noted"
-        if new:
+        if new and k not in moved:
             verdict = "broken" if fail_on_new_deprecations and is_deprecation(w["category"]) else "changed"
-        contracts = [c for c in w["contracts"] if c in apis] or w["contracts"]
-        rows.append({"change": "new" if new else "gone", "verdict": verdict, "when": w["when"],
-                     "category": w["category"], "message": w["message"], "module": w["module"],
-                     "contracts": contracts, "apis": sorted({apis[c] for c in contracts if c in apis})})
-    rows.sort(key=lambda r: (r["change"] != "new", r["when"], r["category"], r["message"]))
+        found = w["contracts"] + (base[moved[k]]["contracts"] if k in moved else [])
+        contracts = sorted(set(c for c in found if c in apis) or found)
+        row = {"change": "moved" if k in moved else "new" if new else "gone", "verdict": verdict, "when": w["when"],
+               "category": w["category"], "message": w["message"], "module": w["module"],
+               "contracts": contracts, "apis": sorted({apis[c] for c in contracts if c in apis})}
+        if k in moved:
+            row["module_before"] = moved[k][3]
+        rows.append(row)
+    rows.sort(key=lambda r: (("new", "moved", "gone").index(r["change"]), r["when"], r["category"], r["message"]))
     return rows
 
 
