@@ -434,6 +434,21 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
     assert words.count("(") == words.count(")"), words  # a cut closes its brackets (details.cut)
 
 
+def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
+    """The trial: the bfloat16 team's line "acc_grads: dtype bfloat16 → float32" was explained by MultiSteps'
+    finding cut after its first part, "float64 results have float32-sized errors ...": the part about the
+    state dtype the line shows came after the cut. The part sharing the most words with the line leads; a
+    line sharing none keeps the finding's own order."""
+    from optax_gate.gate.report import team_run_section as report_team_run
+    cause = ("float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64, allowed 8 to "
+             "112 ULP; optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter; at corner `adam/bfloat16` "
+             "the outcome differs")
+    report = {"findings": [{"number": 1, "cause": cause}]}
+    words = report_team_run._finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
+    assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
+    assert report_team_run._finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), words
+
+
 def test_an_affected_line_names_the_commit_the_bisection_found():
     """With --bisect, a "Your code" line says which upstream commit changed it (issue 26: "the contracts and
     commits that explain it"), not only the finding: a found commit by its short sha and subject, a range by

@@ -40,14 +40,36 @@ def _commits(finding: dict[str, Any]) -> str:
     return "".join(f", {w}" for w in out)
 
 
-def _finding_words(report: dict[str, Any], numbers: list[int]) -> str:
+_WORD = re.compile(r"[A-Za-z_]\w{2,}")
+
+
+def _leading(cause: str, seen: str) -> str:
+    """A finding's cause with the part that speaks of what the team's line
+    shows first: ``float64 results have …; optimizer state bfloat16 →
+    float32: .acc_grads …`` on a line whose ``acc_grads`` turned float32
+    leads with the state part. Parts are the ``; ``-joined pieces of the
+    cause; the one sharing the most words with ``seen`` (ties: the first)
+    leads, the others follow in their order."""
+    parts = cause.split("; ")
+    if len(parts) < 2 or not seen:
+        return cause
+    words = set(_WORD.findall(seen))
+    shared = [len(words & set(_WORD.findall(p))) for p in parts]
+    best = max(range(len(parts)), key=lambda i: (shared[i], -i))
+    return "; ".join([parts[best], *parts[:best], *parts[best + 1:]]) if shared[best] else cause
+
+
+def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -> str:
+    """The findings that explain a line of the team's run (``seen``: what the
+    line shows), each its cause cut to 160 characters, leading with the part
+    that speaks of what the line shows (:func:`_leading`)."""
     by_number = {f.get("number"): f for f in report.get("findings") or []}
     words = []
     for n in numbers[:SHOWN]:
         f = by_number.get(n)
         if f is not None:
-            words.append(f'[F{n}](#f{n}) {details.cut(_cell(f.get("cause") or f.get("text") or f.get("change")), 160)}'
-                         + _commits(f))
+            cause = _leading(f["cause"], seen) if f.get("cause") else f.get("text") or f.get("change")
+            words.append(f'[F{n}](#f{n}) {details.cut(_cell(cause), 160)}' + _commits(f))
     more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
     return "; ".join(words) + more
 
@@ -107,7 +129,7 @@ def section(report: dict[str, Any]) -> list[str]:
         changes = line["changes"][:SHOWN] + ([f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else [])
         text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {_cell('; '.join(changes))}"
         if line.get("findings"):
-            text += f" — explained by {_finding_words(report, line['findings'])}"
+            text += f" — explained by {_finding_words(report, line['findings'], ' '.join(line['changes']))}"
         out.append(text)
     consequences = team.get("differing", 0) - len(team.get("causes") or [])
     if consequences > 0:
