@@ -179,3 +179,19 @@ def test_the_grids_defects_are_in_their_recorded_snapshots():
     for (path, corner), ident in sc.TRANSFORMATION_DEFECTS.items():
         text = snapshot("test_surface_corners_transformations", "test_transformation_corners", path)
         assert f"corner.{corner}: raises TypeError" in text, (path, corner, ident)
+
+
+def test_a_transformation_corner_outcome_is_said_in_words():
+    """The trial read "ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1 now": the corner's recorded shorthand.
+    The finding says it in words; the parser follows the kit's own format (a real outcome of
+    ``optax.adam`` is read, not a copy of it)."""
+    real = sc.transformation_outcome("optax.adam", {}, "float32", None, {}, "corner.base")
+    assert real.startswith("ok u f32 |u| ") and " s " in real, real
+    assert findings.outcome_words(real).startswith("ok (updates float32, norm "), findings.outcome_words(real)
+    assert "state: " in findings.outcome_words(real) and " float32 " in findings.outcome_words(real)
+    detail = "snapshot drift: corner.bias_correction_mu=False: absent -> ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1"
+    (found,) = findings.group([_row("tests/contracts/test_surface_corners_transformations.py::test_transformation_corners"
+                                    "[optax.amsgrad]", detail, "optax.amsgrad")])
+    assert found["cause"] == ("at corner `bias_correction_mu=False` the outcome differs: nothing in the baseline, ok (updates "
+                              "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"), found["cause"]
+    assert findings.outcome_words("raises ValueError") == "raises ValueError"

@@ -194,10 +194,33 @@ def corner_cause(leaves: list[Any]) -> tuple | None:
     return None
 
 
+#: A transformation corner's recorded outcome (``optax_gate.kit.surface_corners.transformation_outcome``).
+_TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)")
+
+
+def outcome_words(value: str) -> str:
+    """A transformation corner's recorded shorthand in words: ``ok u f32 |u|
+    0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm 0.03, first
+    entry 0.01; state: 6 float32 and 1 int32 leaves)``. Any other value as it is."""
+    from optax_gate.kit.surface_corners import SHORT_DTYPES
+    m = _TRANSFORMATION_OUTCOME.fullmatch(value)
+    if not m:
+        return value
+    long = {short: name for name, short in SHORT_DTYPES.items()}
+
+    def dtypes(text: str) -> str:
+        return "/".join(long.get(d, d) for d in text.split(","))
+    counts = [c.rpartition("x") for c in m[5].split(",")] if m[5] != "none" else []
+    each = [f"{n} {long.get(d, d)}" for d, _, n in counts]
+    state = " and ".join([", ".join(each[:-1]), each[-1]] if len(each) > 1 else each)
+    state = f"{state} leaves" if counts else "no leaves"
+    return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {state})"
+
+
 def corner_text(evidence: list[Any]) -> str:
     """A corner drift in words: the first corner's outcome in the baseline and now, and how many more moved."""
     leaf = evidence[0][0]
-    old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else v
+    old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v)
                 for v in (leaf.old, leaf.new))
     more = f" (and {len(evidence[0]) - 1} more corners)" if len(evidence[0]) > 1 else ""
     return f"at corner `{leaf.path[len(CORNER_PREFIX):]}` the outcome differs: {old} in the baseline, {new} now{more}"
