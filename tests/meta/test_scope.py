@@ -54,7 +54,8 @@ def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
     got = [(f["number"], f["api"], f["scope"]) for f in report["findings"]]
     assert got == [(1, "jax.jit+optax.swap", "yours"), (2, "optax.clip", "yours"), (3, "optax.adamw", "elsewhere")]
     assert report["verdict"] == "fail"
-    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage): 1 in F1, 1 in F2"]
+    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage): 1 in F1 (your lines: cannot tell "
+                                 "without --run), 1 in F2 (your lines: cannot tell without --run)"]
     text = report_markdown.render(report)
     assert text.index("## Findings (2)") < text.index("## Optax changed elsewhere (1)") < text.index("## Versions")
     assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the numbers
@@ -249,3 +250,18 @@ def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
     got = decide(joined)
     assert got[0] == "elsewhere" and "optax.MultiSteps" in got[1], got
     assert decide({**joined, "your_code": ["train.py:3"]})[0] == "yours"
+
+
+def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
+    """A float32 team calling ``adam`` read "1 contract(s) broken where your code goes: 1 in F1 (changed as a
+    whole)" for Adam's None-gradient change, which its run never meets: the count failed closed without
+    saying that its lines could not be told, nor how to decide. A finding whose every line is "cannot
+    tell" says so where it is counted; one with an affected line does not."""
+    told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
+    cannot = {"change": "changed", "number": 1, "contracts": ["x"], "changes": {"broken": 1, "fixed": 1},
+              "your_code_attribution": told}
+    affected = {"change": "broken", "number": 2, "contracts": ["y"], "changes": {"broken": 1},
+                "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}}}
+    assert scope._where_counted([cannot, affected]) == (
+        "1 in F1 (changed as a whole; your lines: cannot tell without --run), 1 in F2")
+    assert scope._where_counted([cannot], "run") == "1 in F1 (changed as a whole)"  # --run decided it

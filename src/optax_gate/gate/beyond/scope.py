@@ -140,7 +140,7 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     n = sum(broken_rows(f) for f in counted)
     reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
     if n:
-        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(counted)}")
+        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(counted, by)}")
     report["reasons"] = reasons
     if not reasons:
         report["verdict"] = "pass"
@@ -150,15 +150,21 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     return report
 
 
-def _where_counted(counted: list[dict[str, Any]]) -> str:
+def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
     (changed as a whole)`` (a joined finding whose change is not ``broken``
-    may hold a broken row: a known defect that now fails otherwise)."""
+    may hold a broken row: a known defect that now fails otherwise); a
+    finding whose every line of the team's code is "cannot tell" says so
+    (``your lines: cannot tell without --run``) when ``--usage`` scoped it
+    (``by``): it fails closed, and the reason tells how to decide it."""
     parts = []
     for f in counted:
-        as_whole = f" ({f['change']} as a whole)" if f.get("change") != "broken" else ""
-        parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}{as_whole}")
+        said = [f"{f['change']} as a whole"] if f.get("change") != "broken" else []
+        verdicts = {a.get("verdict") for a in (f.get("your_code_attribution") or {}).values()}
+        if by == "usage" and verdicts == {"cannot-tell"}:  # every line of the team's is "cannot tell": say so
+            said.append("your lines: cannot tell without --run")
+        parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}" + (f" ({'; '.join(said)})" if said else ""))
     return ", ".join(parts)
 
 
