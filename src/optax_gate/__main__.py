@@ -1,5 +1,3 @@
-import sys
+from optax_gate.gate.cli import entry
 
-from optax_gate.gate.cli import main
-
-sys.exit(main())
+entry()

@@ -413,8 +413,20 @@ def interruption(exc: BaseException) -> str:
     return _WORDS.get(first, first) + "".join(f"; then {name}" for name in later)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; return its exit status (see the module docstring)."""
+def entry(argv: list[str] | None = None) -> None:
+    """The process's entry point (``python -m optax_gate``, the ``optax-gate``
+    script): :func:`main`, then exit with its status. A Ctrl-C or SIGTERM that
+    comes once the command is over (its run complete, its report current) is
+    only recorded: it had killed the process by the signal (exit -2, no
+    word) in the moment between the command's end and the interpreter's."""
+    sys.exit(main(argv, process=True))
+
+
+def main(argv: list[str] | None = None, process: bool = False) -> int:
+    """Run one command; return its exit status (see the module docstring).
+    ``process``: this is the whole process (:func:`entry`): the signal
+    handlers stay, recording only, once the command is over; otherwise the
+    caller's handlers are put back."""
     args = parse(argv)
     given = options(args)
     started = Started()
@@ -439,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
         return crash_report(f"gate error: {type(exc).__name__}: {exc}", started,
                             None if args.command == "gate" else getattr(given, "out", Path("reports/gate")))
     finally:
-        if not _STOPPING:  # once stopping, a late SIGTERM (nox's, 0.3 s after Ctrl-C) is only recorded, never fatal:
+        if process:  # the command is over: a later signal is only recorded, the exit status stands
+            _STOPPING.append(True)
+        elif not _STOPPING:  # once stopping, a late SIGTERM (nox's, 0.3 s after Ctrl-C) is only recorded, never fatal:
             signal.signal(signal.SIGTERM, previous)  # the exit status stays 2, not 143
             if previous_int is signal.default_int_handler:
                 signal.signal(signal.SIGINT, previous_int)
