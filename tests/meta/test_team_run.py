@@ -51,6 +51,14 @@ def sgd(learning_rate, *args, **kwargs):
 sgd.__module__ = "optax._src.alias"
 optax.sgd = sgd
 ''',
+    "sgd-one-ulp": '''
+import optax
+_sgd = optax.sgd
+def sgd(learning_rate, *args, **kwargs):
+    return _sgd(learning_rate * (1 + 2 ** -23), *args, **kwargs)
+sgd.__module__ = "optax._src.alias"
+optax.sgd = sgd
+''',
 }
 
 CHAIN = '''
@@ -164,6 +172,27 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
     # inside the jitted step, a call whose inputs already differ is not judged on its values (an inherited error);
     # the step's results, where the team gets them, are: both steps differ, as consequences of the update
     assert roles == [(update, 1, "cause"), (step, 1, "consequence"), (step, 2, "consequence")]
+
+
+def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_path):
+    """The trial: a float32 Adam team whose params moved by up to 96 ULP per element under the new JAX
+    read "Your run computes the same", and report.json kept no trace of it; a team checking golden digests
+    of its params would be surprised. A candidate whose sgd learning rate is 1 ULP larger: the run is still
+    "same" (within the budget), and the report says how many calls are not bit-identical, by how much,
+    where; an identical candidate is "bit for bit the same"."""
+    from optax_gate.gate.report import team_run_section as report_team_run
+    folder = team(tmp_path, "tiny")
+    spec = team_run.RunSpec("python train.py 2", folder, 300)
+    drifted = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-one-ulp")), tmp_path / "drifted")
+    assert drifted["outcome"] == "same", drifted["reason"] or drifted["divergences"]
+    within = drifted["within_budget"]
+    assert within["calls"] > 0 and 0 < within["max_ulps"] <= divergence.budget(1), within
+    assert line_of(folder, "tx.update(") in within["sites"], within
+    text = "\n".join(report_team_run.section({"team_run": drifted, "findings": []}))
+    assert f"but not bit for bit: {within['calls']} call(s)" in text and line_of(folder, "tx.update(") in text, text
+    same = team_run.run(spec, (PYTHON, PYTHON), tmp_path / "same")
+    assert same["outcome"] == "same" and same["within_budget"]["calls"] == 0, same["within_budget"]
+    assert "every result is bit for bit the same" in "\n".join(report_team_run.section({"team_run": same, "findings": []}))
 
 
 def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(tmp_path):

@@ -325,6 +325,28 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             "inputs_differ": inputs_differ}
 
 
+def bit_error(base: dict[str, Any], cand: dict[str, Any]) -> float | None:
+    """How far two matched observations' results are from bit-identical:
+    None when they are (every leaf's digest equal), else the largest error in
+    ULPs over the leaves both store (0.0 when only a digest tells them apart).
+    A structure, dtype or shape change is :func:`differences`' to say: None."""
+    bo, co = base.get("out"), cand.get("out")
+    if not bo or not co or bo.get("tree") != co.get("tree"):
+        return None
+    bl, cl = bo.get("leaves") or [], co.get("leaves") or []
+    if len(bl) != len(cl):
+        return None
+    worst, differs = 0.0, False
+    for b, c in zip(bl, cl):
+        if "dtype" not in b or "dtype" not in c or b["dtype"] != c["dtype"] or b.get("shape") != c.get("shape"):
+            continue
+        differs = differs or b.get("sha256") != c.get("sha256")
+        if b.get("n") and c.get("n"):
+            error = leaf_error(b, c)
+            worst, differs = max(worst, error), differs or error > 0
+    return worst if differs else None
+
+
 def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], limit: int = 50) -> dict[str, Any]:
     """Compare two runs' observations (:func:`read`).
 
@@ -335,8 +357,11 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       (``{"site", "call", "phase", "occurrence", "kinds", "texts",
       "max_ulps", "budget_ulps", "role": "cause" | "consequence", "side"}``,
       ``side`` ``both`` or the one side the call happened on), ``first`` the
-      first of them (or None), ``causes`` every cause (never cut), and
-      ``sites`` the sites of the causes in order, each once.
+      first of them (or None), ``causes`` every cause (never cut),
+      ``sites`` the sites of the causes in order, each once, and
+      ``within_budget`` the calls that differ from none of those rules but
+      whose results are not bit-identical (``{"calls", "max_ulps", "sites"}``:
+      how many, the largest error in ULPs, their sites in order, each once).
     """
     def keyed(observations):
         groups = defaultdict(list)
@@ -347,7 +372,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     b_groups, c_groups = keyed(baseline), keyed(candidate)
     b_index = {id(o): i for i, o in enumerate(baseline)}
     c_index = {id(o): i for i, o in enumerate(candidate)}
-    found, compared = [], 0
+    found, compared, drift = [], 0, []
     for key in set(b_groups) | set(c_groups):
         bs, cs = b_groups.get(key, []), c_groups.get(key, [])
         for n in range(max(len(bs), len(cs))):
@@ -364,6 +389,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             diff = differences(b, c, n + 1)
             if diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
+            elif (error := bit_error(b, c)) is not None:
+                drift.append((b_index[id(b)], key[0], error))
     found.sort(key=lambda pair: pair[0])
     rows, inner = [], False
     for i, (_, row) in enumerate(found):
@@ -378,8 +405,11 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
         rows.append(row)
     causes = [r for r in rows if r["role"] == "cause"]
     sites = list(dict.fromkeys(r["site"] for r in causes))
+    drift.sort()
+    within = {"calls": len(drift), "max_ulps": max((e for _, _, e in drift), default=0.0),
+              "sites": list(dict.fromkeys(site for _, site, _ in drift))}
     return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
-            "divergences": rows[:limit], "sites": sites}
+            "divergences": rows[:limit], "sites": sites, "within_budget": within}
 
 
 def _position(b, c, b_index, c_index, baseline_length: int) -> tuple[int, int]:

@@ -164,6 +164,8 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
         out["first"] = {**out["first"], "site": name(out["first"]["site"])}
     if "sites" in out:
         out["sites"] = [name(s) for s in out["sites"] or []]
+    if out.get("within_budget"):
+        out["within_budget"] = {**out["within_budget"], "sites": [name(s) for s in out["within_budget"]["sites"]]}
     return out
 
 
@@ -209,7 +211,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
         result["reason"] = f"the team's run in the candidate: {cand['error']}"
         return result
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
-    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites")})
+    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget")})
     if _failed(cand):
         result["outcome"] = "broke"
         result["raised_at"] = _raised_at(cand["tail"], spec.run_dir)

@@ -74,6 +74,21 @@ def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -
     return "; ".join(words) + more
 
 
+def _bits(team: dict[str, Any]) -> str:
+    """Whether the compared results are bit for bit the same: a team that
+    checks golden digests of its params wants to know (the trial: a float32
+    Adam run whose params moved by up to 96 ULP per element under the new
+    JAX read only "computes the same")."""
+    within = team.get("within_budget")
+    if within is None:
+        return "whether its results are bit for bit the same was not recorded (a report written before 2026-12-02)"
+    if not within["calls"]:
+        return "every result is bit for bit the same"
+    sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
+    return (f"but not bit for bit: {within['calls']} call(s) give results within the budget that are not bit-identical "
+            f"(largest error {within['max_ulps']:.3g} ULP), at {sites}")
+
+
 _RECORDER_FRAME = re.compile(r'^\s*File ".*[/\\]optax_gate[/\\]recorder[/\\]')
 
 
@@ -120,7 +135,7 @@ def section(report: dict[str, Any]) -> list[str]:
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
         return out + ["", f"**Your run computes the same** in the candidate: {team.get('compared', 0)} calls compared, none differs "
-                      "beyond the ULP budget, no exception or warning appears or disappears.", ""]
+                      f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.", ""]
     out.append("")
     if outcome == "broke":
         out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
