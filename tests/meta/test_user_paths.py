@@ -42,6 +42,19 @@ def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
     user_paths.refuse_paths_as_specs(["optax==0.2.8"], {"optax"})  # no path, no refusal
 
 
+def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_commands_line(tmp_path, monkeypatch):
+    """The trial: ``./noxw -s gate -- compare A/evidence/baseline.json ...`` read "did you mean --usage
+    …baseline.json?" and said nothing of the word compare. Both now name the command that was meant."""
+    (tmp_path / "baseline.json").write_text("{}")
+    monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
+    with pytest.raises(validate.InvalidInput, match=r"'compare' is a command of its own, not a requirement SPEC: "
+                                                    r"\./noxw -s compare -- BASELINE\.json CANDIDATE\.json"):
+        user_paths.refuse_paths_as_specs(["compare", "baseline.json"], {"optax"})
+    with pytest.raises(validate.InvalidInput, match=r"'baseline\.json' is a file, not a requirement SPEC: to re-judge two run "
+                                                    r"records, \./noxw -s compare"):
+        user_paths.refuse_paths_as_specs(["baseline.json"], {"optax"})
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda t: (t / "gone.py").symlink_to("missing.py") or t / "gone.py", "is a dangling symlink (to missing.py)"),
     (lambda t: (t / "self").symlink_to("self") or t / "self", "is a symlink loop"),

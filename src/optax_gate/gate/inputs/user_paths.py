@@ -60,19 +60,35 @@ def check_usage(paths: Iterable[Path] | None) -> list[Path]:
     return paths
 
 
+#: The tool's other commands, as a user starts them: a SPEC naming one was meant as that command.
+COMMANDS = {"compare": "./noxw -s compare -- BASELINE.json CANDIDATE.json [--usage DIR]",
+            "bisect": "./noxw -s bisect -- [DIR] --history optax=PATH",
+            "matrix": "./noxw -s matrix"}
+
+
 def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
     """Refuse a SPEC that names an existing file or folder and is not a
     package of the baseline lock (``known``): most likely a second path after
     ``--usage``, which takes one.
 
+    A SPEC that names another command of the tool (``compare``) or a run
+    record (``….json``) is refused with that command's line.
+
     Raises:
-      validate.InvalidInput: with the hint ``did you mean --usage PATH?``.
+      validate.InvalidInput: with the hint ``did you mean --usage PATH?``,
+        or the other command's line.
     """
     for spec in specs:
         try:
             named = requirements.canonical_name(spec) in known
         except ValueError:
             named = False
+        if not named and spec in COMMANDS:  # ./noxw -s gate -- compare A B: the command of its own was meant
+            raise validate.InvalidInput(f"{spec!r} is a command of its own, not a requirement SPEC: {COMMANDS[spec]}")
+        if not named and spec.endswith(".json") and user_path(spec).is_file():
+            raise validate.InvalidInput(
+                f"{spec!r} is a file, not a requirement SPEC: to re-judge two run records, "
+                f"{COMMANDS['compare']}")
         if not named and user_path(spec).exists():
             raise validate.InvalidInput(
                 f"{spec!r} is a file or folder, not a requirement SPEC: did you mean --usage {spec}? "
