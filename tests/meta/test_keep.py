@@ -121,6 +121,8 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
         assert "nothing was compared" in text and "does not exist" in text
         assert "of 0 contracts" not in text and "no differences" not in text and "resolution failed" not in text
     assert "## Versions" in md
+    # the reason once (the trial read it three times: the bullet and each side's status line)
+    assert md.count("does not exist") == 1 and "- baseline: status **not-verified** — the reason above" in md, md
 
 
 def test_the_speed_plot_the_report_links_to_is_found_beside_the_report_md_link(tmp_path):

@@ -299,6 +299,7 @@ def test_verdict_is_about_the_team_run():
     text = report_markdown.render(report)
     assert text.index("## Your code") < text.index(f"## {scope.ELSEWHERE_HEADING}")
     assert "computes the same" in text and "Your run does not diverge at these" in text
+    assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title (the trial)"
     assert team_run.apply(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
     cause = {"site": "train.py:7", "api": "optax.adam", "call": "optax.adam(...).update", "phase": "run", "occurrence": 1,
              "kinds": ["values"], "texts": ["result values: largest error 40 ULP (budget 4)"], "max_ulps": 40.0,

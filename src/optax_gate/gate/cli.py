@@ -1,5 +1,5 @@
 """Command line of the gate: ``python -m optax_gate <command>`` (through
-``./noxw -s gate`` / ``matrix`` / ``compare`` / ``bisect``: a session per command).
+``./noxw -s gate``, and ./noxw -s matrix, compare or bisect: a session per command).
 
 Commands:
 

@@ -153,7 +153,8 @@ def _verdict(page: Page) -> list[str]:
     out = [f"# Optax upgrade gate: {report['verdict'].upper()}", ""]
     if report.get("team_run"):  # gate --run: the team's own run opens the report
         out += [f"- **{reason}**" for reason in report["reasons"]]
-        out += report_team_run.section(report)
+        section = report_team_run.section(report)
+        out += section[1:] if not report["reasons"] and section[:1] == [""] else section  # one blank line after the title
     against = (f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
                f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`")
     if not page.judged:  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
@@ -210,9 +211,10 @@ def _versions_section(page: Page) -> list[str]:
     out = ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]
+        said = run.get("reason") and any(run["reason"].removeprefix("not run: ") in r for r in report.get("reasons", []))
         out.append(
             f"- {side}: status **{run.get('status')}**"
-            + (f" — {_cell(run.get('reason'))}" if run.get("reason") else "")
+            + (" — the reason above" if said else f" — {_cell(run.get('reason'))}" if run.get("reason") else "")
             + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
             + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
