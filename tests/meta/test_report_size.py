@@ -156,3 +156,16 @@ def test_fit_keeps_whole_lines_and_says_what_it_left_out(limit):
     kept = [line for line in text.splitlines() if comment.FINDING_LINE.match(line)]
     assert all(line in md.splitlines() for line in kept)
     assert f"{300 - len(kept)} more finding(s)" in text
+
+
+def test_a_folded_findings_summary_keeps_the_teams_lines_in_sight(big):
+    """The trial: on report.html the "your code: train.py:17 calls this API: cannot tell without --run" of a
+    finding sat inside its fold, so the folded page showed why it failed but not where. It is in the summary."""
+    import copy
+    report = copy.deepcopy(big[0])
+    first = next(f for f in report["findings"] if f.get("section", "contracts") == "contracts")
+    first["your_code"] = ["train.py:17"]
+    page = report_html.render(report)
+    summary = page[page.index(f'<details class="finding" id="f{first["number"]}"><summary>'):]
+    summary = summary[:summary.index("</summary>")]
+    assert "train.py:17" in summary, summary

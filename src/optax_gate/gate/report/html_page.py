@@ -144,8 +144,8 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     head = f'<span class="change {change}">{change}</span> {k}. {inline(line)}'
     body = []
     suffix = call_sites.suffix(finding)
-    if suffix:
-        body.append(f'<p class="where">{inline(suffix.removeprefix(" — "))}</p>')
+    if suffix:  # the team's lines stay in sight on a folded page (the trial: hidden inside the fold)
+        head += f' <span class="where">{inline(suffix)}</span>'
     body += [f"<p>{inline(b.strip().removeprefix('- '))}</p>" for b in report_bisect.markdown_lines(finding)]
     table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
     for m, cid in enumerate(finding["contracts"], 1):
