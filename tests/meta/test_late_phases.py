@@ -60,9 +60,10 @@ for _name in ("symlink", "replace", "rename"):
 
 
 def gate_with(tmp_path, patch="", extra=()):
-    """The fake gate's command with ``patch`` (Python) run before ``cli.main``."""
+    """The fake gate's command with ``patch`` (Python) run before ``cli.entry``."""
     cmd = fake_gate(tmp_path, pause=0, extra=extra)
-    cmd[2] = cmd[2].replace("sys.exit(cli.main(", patch + "\nsys.exit(cli.main(")
+    assert "\ncli.entry(" in cmd[2], "the fake gate's driver changed: the patch would not run"
+    cmd[2] = cmd[2].replace("\ncli.entry(", "\n" + patch + "\ncli.entry(")
     return cmd
 
 

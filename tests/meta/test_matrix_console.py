@@ -44,7 +44,10 @@ def fake_matrix(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "probe", lambda python, timeout=300: ({"python": "3.12", "optax": "0.2.6"}, None, [], {}))
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
-    state["args"] = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--no-speed"]
+    # --cache-dir: never the project's own cache, where a real gate's baseline entry (same lock, same inputs)
+    # served the fake baseline and its contracts never ran (seen after a real gate on this checkout)
+    state["args"] = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--no-speed",
+                     "--cache-dir", str(tmp_path / "cache")]
     return state
 
 
