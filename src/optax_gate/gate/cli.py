@@ -396,14 +396,23 @@ def _interrupt(signum, frame):
     _SIGNALS.append(signal.Signals(signum).name)
     if not _STOPPING:  # stopping from now on: a second signal while this one unwinds is only recorded
         _STOPPING.append(True)
-        raise Interrupted(signal.Signals(signum).name)
+        _raise(Interrupted(signal.Signals(signum).name))
 
 
 def _ctrl_c(signum, frame):
     _SIGNALS.append("SIGINT")
     if not _STOPPING:
         _STOPPING.append(True)
-        raise KeyboardInterrupt
+        _raise(KeyboardInterrupt())
+
+
+def _raise(exc: BaseException) -> None:
+    """Raise the interruption now, or, while the run folder is being made complete and current
+    (``evidence.COMMITTING``), once that is done (``evidence.DEFERRED``)."""
+    if evidence.COMMITTING:
+        evidence.DEFERRED.append(exc)
+        return
+    raise exc
 
 
 def interruption(exc: BaseException) -> str:
@@ -419,7 +428,29 @@ def entry(argv: list[str] | None = None) -> None:
     comes once the command is over (its run complete, its report current) is
     only recorded: it had killed the process by the signal (exit -2, no
     word) in the moment between the command's end and the interpreter's."""
-    sys.exit(main(argv, process=True))
+    status = main(argv, process=True)
+    # ignored, not handled, from here: at the interpreter's end Python puts back the default action of a
+    # signal that has a Python handler, and a Ctrl-C in the second of tear-down killed the gate (exit 130)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(status)
+
+
+def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
+    """A signal that came after ``run`` was complete and current: its own
+    exit status (its report's verdict; 2 when that cannot be read), said
+    with the signal, never "interrupted: not verified" beside a current
+    report (the trial: exit 2 and "no report" for a run that was latest)."""
+    import json
+    try:
+        verdict = json.loads((run.path / "report.json").read_text(encoding="utf-8"))["verdict"]
+        status = {"pass": 0, "fail": 1}.get(verdict, 2)
+    except (OSError, ValueError, KeyError, TypeError):
+        verdict, status = "unreadable", 2
+    shows = run.root / ("report.md" if evidence.is_judged(run.path) else "not-judged.md")
+    print(f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows it "
+          f"(run folder {run.path})", file=sys.stderr)
+    return status
 
 
 def main(argv: list[str] | None = None, process: bool = False) -> int:
@@ -432,6 +463,8 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
     started = Started()
     _SIGNALS.clear()
     _STOPPING.clear()
+    evidence.COMMITTING.clear()
+    evidence.DEFERRED.clear()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     previous_int = signal.getsignal(signal.SIGINT)
     if previous_int is signal.default_int_handler:  # not when SIGINT is ignored (a background job)
@@ -442,8 +475,11 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         _STOPPING.append(True)
         runner.stop_all()
         run = started.run
-        where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (no report; the "
-                 f"next gate removes it), and {run.root / 'report.md'} still shows {evidence.shown(run.root)}") if run else ""
+        if run is not None and evidence.is_complete(run.path):  # the signal came once the run was complete and current
+            return _completed_before(run, exc)
+        where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
+                 f"written, is not current; the next gate removes it), and {run.root / 'report.md'} still shows "
+                 f"{evidence.shown(run.root)}") if run else ""
         return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()

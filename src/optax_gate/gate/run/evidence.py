@@ -140,6 +140,14 @@ def shown(root: Path) -> str:
     return f"the run of {stamp_time(latest.resolve().name)} (verdict {verdict})"
 
 
+#: Set while :func:`complete` moves the marker and the links: the command line's signal handlers
+#: (``optax_gate.gate.cli``) then only record a Ctrl-C or SIGTERM in :data:`DEFERRED`, and
+#: :func:`complete` raises it once the run is complete and current, never between the marker and the
+#: links (a run unmarked but not linked, or links half moved).
+COMMITTING: list[bool] = []
+DEFERRED: list[BaseException] = []
+
+
 def complete(run: RunFolder, keep: int, judged: bool = False, why: str = "") -> None:
     """Mark ``run`` complete; make it ``latest`` when it ``judged`` both sides
     (:func:`judged` of its report), else ``not-judged`` (its marker
@@ -172,13 +180,20 @@ def complete(run: RunFolder, keep: int, judged: bool = False, why: str = "") -> 
             made.append((tmp, link))
         if not judged:
             atomic.write_text(run.path / NOT_JUDGED, (" ".join(why.split()) or "not both sides' contracts ran") + "\n")
+        COMMITTING.append(True)  # from the marker to the last link, a signal waits (see COMMITTING)
         (run.path / MARKER).unlink()
     except BaseException:
+        COMMITTING.clear()
         for tmp, _ in made:
             tmp.unlink(missing_ok=True)
         raise
-    for tmp, link in made:
-        os.replace(tmp, link)
+    try:
+        for tmp, link in made:
+            os.replace(tmp, link)
+    finally:
+        COMMITTING.clear()
+    if DEFERRED:  # the run is complete and current: the signal that waited stops the command now
+        raise DEFERRED.pop(0)
     try:
         prune(run.root, keep, current=run.path)
     except OSError:  # the run is complete and linked; old runs stay until a later prune can remove them
