@@ -373,9 +373,13 @@ def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path
               "sys.exit = lambda status: print('IGNORED', signal.getsignal(signal.SIGINT) is signal.SIG_IGN,\n"
               "                                  signal.getsignal(signal.SIGTERM) is signal.SIG_IGN, status)\n"
               "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n")
+    said = tmp_path / "exit-status"  # the nox session reads it when a Ctrl-C reaches nox after the gate finished
     proc = subprocess.run([sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, env={**os.environ, cli.EXIT_FILE: str(said)})
     assert "IGNORED True True 2" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
+    assert said.read_text() == "2\n"
+    from optax_gate.gate.run import results_cache
+    assert cli.EXIT_FILE in results_cache.IGNORED_ENV  # where the status goes decides no outcome: no new cache key
 
 
 def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_status_is_the_exit(tmp_path):

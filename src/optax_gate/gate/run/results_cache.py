@@ -73,9 +73,9 @@ FORMAT = "results-v1"
 CONTRACTS_DIR = "tests/contracts"
 #: Environment variables that do not change outcomes (where the compilation
 #: cache lives; the gate's own progress, warning, checkpoint and go files; the
-#: folder noxw was started from).
+#: folder noxw was started from; the file the nox session reads the exit status from).
 IGNORED_ENV = ("JAX_COMPILATION_CACHE_DIR", "OPTAX_GATE_PROGRESS", "OPTAX_GATE_WARNINGS", "OPTAX_GATE_CHECKPOINTS",
-               "OPTAX_GATE_INVOKED_FROM", "OPTAX_GATE_GO")
+               "OPTAX_GATE_INVOKED_FROM", "OPTAX_GATE_GO", "OPTAX_GATE_EXIT_FILE")
 ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 #: Files of the package that decide a contract's outcome (relative to the
 #: project root): the kit and the plugin run inside the environment; these gate
