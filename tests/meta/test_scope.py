@@ -144,7 +144,7 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     report = _verdict_of([joined, other])
     assert report["verdict"] == "fail"
     # the number matches the findings: the joined finding reads "changed", its broken row is named (trial, high)
-    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage): 1 in F1 (changed as a whole)"]
+    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage): 1 in F1 (headed changed: 1 of its 2 contracts broke)"]
     assert report["scope"]["broken_elsewhere"] == 2
     joined["scope"], other["scope"] = "elsewhere", "yours"
     report = _verdict_of([joined, other])
@@ -263,5 +263,5 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     affected = {"change": "broken", "number": 2, "contracts": ["y"], "changes": {"broken": 1},
                 "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}}}
     assert scope._where_counted([cannot, affected]) == (
-        "1 in F1 (changed as a whole; your lines: cannot tell without --run), 1 in F2")
-    assert scope._where_counted([cannot], "run") == "1 in F1 (changed as a whole)"  # --run decided it
+        "1 in F1 (headed changed: 1 of its 1 contracts broke; your lines: cannot tell without --run), 1 in F2")
+    assert scope._where_counted([cannot], "run") == "1 in F1 (headed changed: 1 of its 1 contracts broke)"  # --run decided it

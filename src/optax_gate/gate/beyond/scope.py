@@ -153,14 +153,15 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
 def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
-    (changed as a whole)`` (a joined finding whose change is not ``broken``
+    (headed changed: 1 of its 2 contracts broke)`` (a joined finding whose change is not ``broken``
     may hold a broken row: a known defect that now fails otherwise); a
     finding whose every line of the team's code is "cannot tell" says so
     (``your lines: cannot tell without --run``) when ``--usage`` scoped it
     (``by``): it fails closed, and the reason tells how to decide it."""
     parts = []
     for f in counted:
-        said = [f"{f['change']} as a whole"] if f.get("change") != "broken" else []
+        total = len(f.get("contracts") or [])
+        said = [f"headed {f['change']}: {broken_rows(f)} of its {total} contracts broke"] if f.get("change") != "broken" else []
         verdicts = {a.get("verdict") for a in (f.get("your_code_attribution") or {}).values()}
         if by == "usage" and verdicts == {"cannot-tell"}:  # every line of the team's is "cannot tell": say so
             said.append("your lines: cannot tell without --run")

@@ -85,8 +85,9 @@ def _bits(team: dict[str, Any]) -> str:
     if not within["calls"]:
         return "every result is bit for bit the same"
     sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
-    return (f"but not bit for bit: {within['calls']} call(s) give results within the budget that are not bit-identical "
-            f"(largest error {within['max_ulps']:.3g} ULP), at {sites}")
+    return (f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
+            f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
+            f"already differed is not judged on its values), at {sites}")
 
 
 _RECORDER_FRAME = re.compile(r'^\s*File ".*[/\\]optax_gate[/\\]recorder[/\\]')
