@@ -243,3 +243,20 @@ def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
         for name, parts in arguments.items():
             assert parts <= set(passes[path][name]), (path, name, passes[path])
     assert "b1" not in passes.get("optax.sgd", {})  # only arguments the constructor takes
+
+
+def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
+    """The re-trial: a float32 Adam team read "cannot tell without --run" for Adam's None-gradient change and
+    could not tell what to look for in its code. A training recipe's finding says what it needs of the run
+    (``call_sites.RECIPE_CONDITIONS``): a None gradient leaf where the params hold an array."""
+    from optax_gate.gate.beyond import call_sites
+    rows = [{"id": "tests/contracts/test_training_recipes.py::test_a_none_gradient_leaf_gives_a_none_update",
+             "api": "recipe:none-gradients", "change": "broken", "kind": "golden", "baseline": "passed", "candidate": "failed",
+             "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']"}]
+    config = attribution.configuration(rows)
+    assert config["condition"] == call_sites.RECIPE_CONDITIONS["recipe:none-gradients"]
+    (tmp_path / "train.py").write_text("import optax\ntx = optax.adam(1e-3)\n")
+    use = next(u for u in usage.scan([tmp_path], base=tmp_path).uses if u.how == "call")
+    verdict, why = attribution._judge(attribution._Site(use, direct=True), config, [])
+    assert verdict == "cannot-tell" and "a gradient leaf that is None" in why and "without --run" in why, why
+    assert set(call_sites.RECIPE_CONDITIONS) <= set(call_sites.RECIPE_APIS)  # every condition is a recipe's

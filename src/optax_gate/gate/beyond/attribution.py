@@ -75,7 +75,9 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The configuration a finding's contract rows were run with (see the
     module docstring): ``{"keywords": {name: value text}, "dtypes": [...],
     "leaves": [...], "x64": bool, "raises": type, "negative": bool,
-    "signature": bool}``, the keys that apply only (``signature``: a row is
+    "signature": bool, "condition": words}``, the keys that apply only
+    (``condition``: what a training recipe's rows need of the run,
+    ``call_sites.RECIPE_CONDITIONS``) (``signature``: a row is
     about parameter kinds, so a line whose call the API surface says breaks
     breaks for this finding's cause)."""
     keywords: dict[str, str] = {}
@@ -101,6 +103,8 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out["raises"], out["negative"] = key[1], bool(key[2])
         dtypes += _DTYPE_WORD.findall(test_name(row["id"])[1])
         keywords.update(row.get("configuration") or {})  # the contract's configuration marker, in words
+        if row.get("api") in call_sites.RECIPE_CONDITIONS:
+            out["condition"] = call_sites.RECIPE_CONDITIONS[row["api"]]
     if keywords:
         out["keywords"] = keywords
     if dtypes:
@@ -211,6 +215,8 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> tuple[str,
         fixed = [k for k in dtype_args if any(k.removesuffix("_dtype") and k.removesuffix("_dtype") in leaf for leaf in leaves)]
         if fixed and len(fixed) == len(dtype_args):
             return "not-affected", f"passes {', '.join(f'{k}={dtype_args[k]}' for k in fixed)}: the state entries' dtype is set, not the params'"
+    if config.get("condition"):
+        return "cannot-tell", f"the finding needs {config['condition']}, known at run time: cannot tell without --run"
     if config.get("dtypes"):
         words = "/".join(config["dtypes"])
         why = f"the finding is about {words} " + ("state" if leaves else "inputs")

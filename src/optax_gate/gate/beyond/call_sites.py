@@ -72,6 +72,19 @@ RECIPE_APIS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: What a training recipe's finding needs of the team's run to reach it, said where its lines cannot be
+#: told statically (``optax_gate.gate.beyond.attribution``): the re-trial read only "cannot tell without
+#: --run" on a float32 Adam team for the None-gradient change, and could not tell what to look for.
+RECIPE_CONDITIONS: dict[str, str] = {
+    "recipe:none-gradients": "a gradient leaf that is None where the params hold an array",
+    "recipe:zero-gradients-low-precision": "all-zero gradients in a low-precision dtype",
+    "recipe:zero-clip-threshold": "a clipping threshold of 0",
+    "recipe:scan-carry": "the optimizer state carried through jax.lax.scan",
+    "recipe:scan-carry(multisteps)": "the optimizer state carried through jax.lax.scan",
+    "recipe:scan-carry(mu-bfloat16)": "the optimizer state carried through jax.lax.scan",
+}
+
+
 def apis_of(label: str) -> list[str]:
     """The public paths a contract's ``api`` label names (see the module docstring)."""
     if label in RECIPE_APIS:
