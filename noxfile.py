@@ -278,6 +278,8 @@ def _run_tool(session: nox.Session, *args: str) -> None:
         session.log(f"optax-gate did not pass: {exc.reason}")
         code = re.search(r"code (\d+)", exc.reason or "")
         raise SystemExit(int(code.group(1)) if code else 2) from None
+    finally:
+        shutil.rmtree(status_file.parent, ignore_errors=True)  # one temporary folder per session run, not left behind
 
 
 @nox.session(python=PYTHON)

@@ -453,9 +453,11 @@ def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
     with the signal, never "interrupted: not verified" beside a current
     report (the trial: exit 2 and "no report" for a run that was latest)."""
     import json
+
+    from optax_gate.gate.judge import compare
     try:
         verdict = json.loads((run.path / "report.json").read_text(encoding="utf-8"))["verdict"]
-        status = {"pass": 0, "fail": 1}.get(verdict, 2)
+        status = compare.EXIT_STATUS.get(verdict, 2)
     except (OSError, ValueError, KeyError, TypeError):
         verdict, status = "unreadable", 2
     shows = run.root / ("report.md" if evidence.is_judged(run.path) else "not-judged.md")

@@ -210,6 +210,11 @@ def named_list(names: list[str]) -> str:
     return named + (f", and {len(names) - NAMED} more" if len(names) > NAMED else "")
 
 
+def and_join(items: list[str]) -> str:
+    """Items in a sentence: ``a``; ``a and b``; ``a, b and c``."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
+
+
 def nonfinite_leaves(value: str) -> str:
     """A recorded non-finite list in words: ``'[''r3'']'`` -> ``r3``; ``none`` -> ``none``."""
     leaves = re.findall(r"r\d+", value or "")

@@ -79,9 +79,8 @@ RECIPE_CONDITIONS: dict[str, str] = {
     "recipe:none-gradients": "a gradient leaf that is None where the params hold an array",
     "recipe:zero-gradients-low-precision": "all-zero gradients in a low-precision dtype",
     "recipe:zero-clip-threshold": "a clipping threshold of 0",
-    "recipe:scan-carry": "the optimizer state carried through jax.lax.scan",
-    "recipe:scan-carry(multisteps)": "the optimizer state carried through jax.lax.scan",
-    "recipe:scan-carry(mu-bfloat16)": "the optimizer state carried through jax.lax.scan",
+    **dict.fromkeys(("recipe:scan-carry", "recipe:scan-carry(multisteps)", "recipe:scan-carry(mu-bfloat16)"),
+                    "the optimizer state carried through jax.lax.scan"),
 }
 
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base.details import named_list
+from optax_gate.gate.base.details import and_join, named_list
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
@@ -218,7 +218,7 @@ def broken_words(broken: dict[str, int]) -> str:
     """``{"surface": 2, "dependencies": 1}`` -> ``2 API surface findings and 1 dependency finding``
     (sections with none left out)."""
     parts = [f"{n} {_SECTION_WORDS[name]} finding{'' if n == 1 else 's'}" for name, n in broken.items() if n]
-    return " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+    return and_join(parts)
 
 
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),

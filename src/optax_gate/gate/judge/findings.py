@@ -139,7 +139,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import (DTYPE, EPS, ITEMSIZE, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
+from optax_gate.gate.base.details import (DTYPE, and_join, EPS, ITEMSIZE, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
                                      named_list, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
                                      recorded_message, shorten, state_cost)
 
@@ -212,7 +212,7 @@ def outcome_words(value: str) -> str:
         return "/".join(long.get(d, d) for d in text.split(","))
     counts = [c.rpartition("x") for c in m[5].split(",")] if m[5] != "none" else []
     each = [f"{n} {long.get(d, d)}" for d, _, n in counts]
-    state = " and ".join([", ".join(each[:-1]), each[-1]] if len(each) > 1 else each)
+    state = and_join(each)
     state = f"{state} leaves" if counts else "no leaves"
     return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {state})"
 

@@ -82,9 +82,10 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
     for k in sorted(set(base) - set(cand)):
         gone_from.setdefault(k[:3], []).append(k)
     moved = {k: gone_from[k[:3]].pop(0) for k in sorted(set(cand) - set(base)) if gone_from.get(k[:3])}
+    moved_from = set(moved.values())  # said on their "moved" rows
     rows = []
     for k in sorted(set(base) ^ set(cand)):
-        if k in moved.values():
+        if k in moved_from:
             continue
         w = cand.get(k) or base[k]
         new = k in cand
