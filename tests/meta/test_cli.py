@@ -570,3 +570,53 @@ def test_an_infinite_number_is_refused(option, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.parse(["gate", option, "inf"])
     assert exc.value.code == 2 and "got inf" in capsys.readouterr().err
+
+
+def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_path, capsys):
+    """The re-trial: compare re-judged a --run gate's records with --usage only, said "cannot tell without
+    --run", and has no --run. ``--team-run`` re-uses the run the gate recorded, and the verdict is about it
+    again; without it the report says where that run is. A report of another candidate, or of a gate without
+    --run, is refused in one line."""
+    base = record(golden_a="passed")
+    cand = record(golden_a="failed")
+    base["versions"], cand["versions"] = {"optax": "0.2.6"}, {"optax": "0.2.8"}
+    run = tmp_path / "runs" / "r1"
+    (run / "evidence").mkdir(parents=True)
+    b, c = write_run(run / "evidence" / "baseline.json", base), write_run(run / "evidence" / "candidate.json", cand)
+    team = {"command": "python train.py", "run_dir": "/team", "outcome": "same", "reason": "", "runs": [], "compared": 5,
+            "differing": 0, "first": None, "divergences": [], "causes": [], "sites": [], "raised_at": "", "affected": []}
+    gate_report = {"verdict": "pass", "baseline": {"versions": {"optax": "0.2.6"}}, "candidate": {"versions": {"optax": "0.2.8"}},
+                   "team_run": team}
+    (run / "report.json").write_text(json.dumps(gate_report))
+    assert cli.main(["compare", b, c, "--out", str(tmp_path / "plain")]) == 1  # the broken contract is the team's: no evidence
+    assert cli.main(["compare", b, c, "--team-run", str(run), "--out", str(tmp_path / "reused")]) == 0
+    report = json.loads((tmp_path / "reused" / "report.json").read_text())
+    assert report["verdict"] == "pass" and report["team_run"]["outcome"] == "same" and report["findings"][0]["scope"] == "elsewhere"
+    assert "Your run computes the same" in (tmp_path / "reused" / "report.md").read_text()
+    capsys.readouterr()
+    other = {**gate_report, "candidate": {"versions": {"optax": "0.2.7"}}}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    (tmp_path / "norun.json").write_text(json.dumps({k: v for k, v in gate_report.items() if k != "team_run"}))
+    for given, words in (("other.json", "optax 0.2.7 there, 0.2.8 here"), ("norun.json", "holds no team run"),
+                         ("missing.json", "cannot be read")):
+        assert cli.main(["compare", b, c, "--team-run", str(tmp_path / given), "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, err
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp_path):
+    """compare runs no code: its "cannot tell without --run" lines now point to the gate's recorded run
+    (``--team-run REPORT``) when the gate that recorded the records ran one, else to a gate with --run."""
+    from optax_gate.gate import gate_flow
+    run = tmp_path / "runs" / "r1"
+    (run / "evidence").mkdir(parents=True)
+    finding = {"your_code_attribution": {"train.py:3": {"verdict": "cannot-tell", "why": "x", "calls": "y"}}}
+    for team, words in ((None, "run the gate with --run"), ({"outcome": "same"}, f"add --team-run {run / 'report.json'}")):
+        (run / "report.json").write_text(json.dumps({"team_run": team} if team else {}))
+        report = {"notes": [], "findings": [finding]}
+        gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+        assert len(report["notes"]) == 1 and words in report["notes"][0], report["notes"]
+    report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
+    gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+    assert report["notes"] == []

@@ -607,3 +607,58 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
     assert team_run._renamed(diff, None) is diff
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "team"))
     assert team_run.user_names(tmp_path / "team")("train.py:34") == "train.py:34"  # started in the team's folder: as before
+
+
+def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_cause():
+    """The re-trial (mixed team, --run): the losses' input-check finding, put under "Optax changed elsewhere",
+    still said "your code: train.py:21 (API surface: breaks: delta is keyword-only in the candidate)" — the
+    cause of the line's divergence, which is another finding's (huber's keyword-only delta). It now says the
+    run diverges there for another cause and names the finding that explains it; the explaining finding keeps
+    the surface's note and names the run's line, whose call (``.init``) is not the constructor's line its own
+    call sites name (the re-trial could not tie train.py:34 to train.py:33)."""
+    from optax_gate.gate.beyond import call_sites
+    note = "breaks: delta is keyword-only in the candidate"
+    findings = [
+        {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss", "optax.l2_loss"], "contracts": ["a"],
+         "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
+         "your_code": ["train.py:21"],
+         "your_code_notes": {"train.py:21": note}},
+        {"number": 2, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
+         "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
+                  "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)",
+         "your_code": ["train.py:21"],
+         "your_code_notes": {"train.py:21": note}},
+        {"number": 3, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"], "contracts": ["d"],
+         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter", "your_code": ["train.py:33"]}]
+    full = {"phase": "run", "occurrence": 1, "kinds": ["dtype"], "budget_ulps": 4, "side": "both"}
+    causes = [
+        {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None, "role": "cause",
+         "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"], **full},
+        {"site": "train.py:21", "api": "optax.huber_loss", "call": "optax.huber_loss(...)", "max_ulps": None, "role": "cause",
+         "texts": ["raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
+                   "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args "
+                   "will become keyword-only soon"],
+         **full}]
+    for f in findings:
+        f["text"] = f["cause"]
+    report = {**_report("optax.adam"), "findings": findings}
+    team_run.apply(report, _team("broke", causes))
+    _validates(report)
+    by_cause = {f["cause"][:12]: f for f in report["findings"]}
+    checks, delta, state = by_cause["input checks"], by_cause["did not warn"], by_cause["optimizer st"]
+    assert checks["scope"] == "elsewhere" and delta["scope"] == "yours" and state["scope"] == "yours"
+    line = call_sites.suffix(checks)
+    assert note not in line and "API surface" not in line, line
+    assert f"your run diverges here for another cause, explained by [F{delta['number']}](#f{delta['number']})" in line, line
+    assert note in call_sites.suffix(delta)
+    assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in call_sites.suffix(state)
+    assert "your run diverges" not in call_sites.suffix({**checks, "your_code_run": {}, "run_sites": []})
+
+
+def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
+    """The first try of --run from the project folder, the team's script elsewhere: "python: can't open file
+    '<project>/train.py'" and "fix the command" — the reason now names the folder and --run-dir."""
+    spec = team_run.RunSpec("python train.py", tmp_path, 60)
+    result = team_run.run(spec, (Path(sys.executable), Path(sys.executable)), tmp_path / "out")
+    assert result["outcome"] == "not-verified"
+    assert f"it ran in {tmp_path}: --run-dir sets the folder" in result["reason"], result["reason"]

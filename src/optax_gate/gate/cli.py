@@ -305,6 +305,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("candidate_run", type=_path, help="the candidate's run record (JSON)")
     c.add_argument("--out", type=_path, default=project_default("reports/compare"), metavar="DIR",
                    help="output folder, never a gate's own (default: %(default)s)")
+    c.add_argument("--team-run", type=_path, default=None, metavar="REPORT",
+                   help="re-use the team run (--run) of the gate that recorded these run records: its report.json, "
+                        "or its run folder; the verdict is then about that run, as the gate's was (compare runs no code)")
     _beyond_contracts_options(c)
     c.set_defaults(func=compare_runs)
     b = sub.add_parser("bisect", help="name the commit behind each finding of an existing gate report",
@@ -380,7 +383,7 @@ def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions |
             upstream_tests=args.upstream_tests, heartbeat=args.heartbeat)
     if args.command == "compare":
         return opts.CompareOptions(baseline_run=args.baseline_run, candidate_run=args.candidate_run, scope=_scope(args),
-                                   out=args.out)
+                                   out=args.out, team_run=args.team_run)
     return opts.BisectCommandOptions(report=args.report, environment=_environment(args), bisect=_bisect(args))
 
 

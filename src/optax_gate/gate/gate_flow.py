@@ -374,13 +374,38 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
             raise validate.InvalidInput(f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows "
                                         "the newest judged run): give compare a folder of its own")
         baseline, candidate = _run_record(options.baseline_run), _run_record(options.candidate_run)
+        team = team_run.recorded(options.team_run, baseline, candidate) if options.team_run is not None else None
         scan = usage.scan(check_usage(options.scope.usage)) if options.scope.usage else None
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
     given = dataclasses.replace(options.scope, usage_scan=scan)
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
-    return write_reports(scope.apply_options(report, given, packages), options.out)
+    if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
+        team_run.apply(report, team, given.fail_on)
+        report["notes"].append(f"your run: re-used from {validate.shown(options.team_run)} (compare runs no code)")
+    else:
+        scope.apply_options(report, given, packages)
+        _say_recorded_run(report, options.baseline_run)
+    return write_reports(report, options.out)
+
+
+def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
+    """A note for a compare whose lines of the team's code are "cannot tell
+    without --run": compare runs no code; the gate that recorded the run
+    records may have run the team's command, which ``--team-run`` re-uses."""
+    found = report.get("findings") or []
+    if not any(a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()):
+        return
+    gate_report = Path(baseline_run).resolve().parent.parent / "report.json"
+    try:
+        ran = isinstance(load(gate_report).get("team_run"), dict)
+    except (OSError, ValueError, AttributeError):
+        ran = False
+    report["notes"].append(
+        "compare runs no code: a line of yours that is 'cannot tell without --run' is decided by your run; "
+        + (f"the gate that recorded these run records ran it: add --team-run {validate.shown(gate_report)}" if ran
+           else "run the gate with --run, or give compare --team-run with the report.json of a gate that did"))
 
 
 def crash_report(reason: str, started: Started, out: Path | None) -> int:

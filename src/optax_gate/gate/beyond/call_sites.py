@@ -186,6 +186,12 @@ def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] |
     return report
 
 
+def _diverges(numbers: list[int]) -> str:
+    """Words for a site where the team's run diverges for another finding's cause (``team_run._point_elsewhere``)."""
+    by = ", ".join(f"[F{n}](#f{n})" for n in numbers)
+    return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
+
+
 def suffix(item: dict[str, Any]) -> str:
     """Markdown to append to a finding's line: ``; your code: a.py:3, b.py:9``
     and the files not scanned that may use its APIs (empty without ``--usage``)."""
@@ -197,7 +203,12 @@ def suffix(item: dict[str, Any]) -> str:
     elif where:
         more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""
         notes = item.get("your_code_notes") or {}
-        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "") for w in where[:SHOWN]) + more
+        run = item.get("your_code_run") or {}
+        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "")
+                                                + (f" ({_diverges(run[w])})" if w in run else "") for w in where[:SHOWN]) + more
+    run_sites = item.get("run_sites") or []
+    if run_sites:
+        out += " — **your run diverges** at " + ", ".join(f"`{s}`" for s in run_sites[:SHOWN])
     unscanned = item.get("your_code_not_scanned") or []
     if unscanned:
         out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[:SHOWN])

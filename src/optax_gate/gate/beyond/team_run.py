@@ -195,7 +195,8 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
         row["calls"] = len(traces[label])
         result["runs"].append(row)
         if label == "baseline" and (_failed(row) or not traces[label]):
-            result["reason"] = (f"the team's run fails in the baseline ({_why(row)})" if _failed(row) else
+            result["reason"] = (f"the team's run fails in the baseline ({_why(row)}; it ran in {spec.run_dir}: --run-dir sets "
+                                f"the folder)" if _failed(row) else
                                 "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)")
             return result
         if label == "baseline-repeat":
@@ -284,6 +285,35 @@ def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
     return lines
 
 
+def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+    """Tie the findings' call sites to the lines where the run diverges ("Your code").
+
+    - A finding the run put elsewhere: the API surface's word on a line
+      (``your_code_notes``: ``breaks: delta is keyword-only``) is the cause of
+      that line's divergence only on the finding that explains the line; on
+      any other finding it read as that finding's cause (the re-trial). Such a
+      finding loses those notes (they stay on the finding that is the line's
+      cause, and in the API surface rows), and each of its sites where the run
+      diverges gets ``your_code_run``: site -> the numbers of the findings
+      that explain it there (empty: none does).
+    - A finding that explains a line of the run gets ``run_sites``: those
+      lines, with their calls (``train.py:34 optax.MultiSteps(...).init``):
+      the run names the call where a result differs, the finding's call sites
+      the constructor (``train.py:33``), and the reader could not tie the two.
+    """
+    explained = {line["site"]: line["findings"] for line in lines}
+    for f in report.get("findings") or []:
+        shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
+        if shown:
+            f["run_sites"] = shown
+        if f.get("scope") != "elsewhere" or not f.get("your_code"):
+            continue
+        f.pop("your_code_notes", None)
+        here = {site: explained[site] for site in f["your_code"] if site in explained}
+        if here:
+            f["your_code_run"] = here
+
+
 def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
     """Put ``team_run`` into the report and make the verdict the team's (see the
     module docstring): the findings are scoped (``scope.apply``, ``by`` run),
@@ -309,6 +339,8 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
                 scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
         scope.apply(report, fail_on, "run")
     team_run["affected"] = affected(report)
+    if outcome != "not-verified":
+        _point_sites(report, team_run["affected"])
     if outcome == "not-verified":
         report["verdict"] = "not-verified"
         report["reasons"].insert(0, f"--run not verified: {team_run['reason']}")
@@ -344,3 +376,56 @@ def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec 
     if not folder.is_dir():
         raise validate.InvalidInput(f"--run-dir {folder} is not a folder")
     return RunSpec(command, folder.resolve(), timeout)
+
+
+#: The outcomes a recorded team run may hold (see the module docstring).
+OUTCOMES = ("same", "diverged", "broke", "not-verified")
+
+
+def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+    """The team run a gate recorded (``compare --team-run``): the ``team_run``
+    of a gate's ``report.json``, or of the ``report.json`` of a run folder
+    given instead, for re-use by ``compare`` on the same run records (compare
+    runs no code). Its ``affected`` lines are left out: :func:`apply` makes
+    them anew from the findings compare forms.
+
+    Args:
+      path: a gate's ``report.json``, or the run folder holding it.
+      baseline, candidate: the run records compare judges (``evidence/*.json``).
+
+    Returns a copy of the recorded ``team_run``.
+
+    Raises:
+      validate.InvalidInput: the file cannot be read, is not JSON, holds no
+        team run (the gate ran without ``--run``), or its sides are not the
+        records' (another Optax, JAX or Flax on either side: its run judged
+        other versions).
+    """
+    import copy
+    import json
+
+    from optax_gate.gate.inputs import validate
+
+    file = Path(path) / "report.json" if Path(path).is_dir() else Path(path)
+    try:
+        report = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} cannot be read: {exc.strerror or exc} "
+                                    "(give a gate's report.json, or its run folder)") from None
+    except ValueError as exc:
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})") from None
+    team = report.get("team_run") if isinstance(report, dict) else None
+    if not isinstance(team, dict) or team.get("outcome") not in OUTCOMES:
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} holds no team run: its gate ran without --run "
+                                    "(give the report.json of a gate run with --run)")
+    for label, record in (("baseline", baseline), ("candidate", candidate)):
+        theirs = (report.get(label) or {}).get("versions") or {}
+        ours = record.get("versions") or {}
+        moved = sorted(p for p in ("optax", "jax", "jaxlib", "flax") if theirs.get(p) != ours.get(p))
+        if moved:
+            said = ", ".join(f"{p} {theirs.get(p) or '(none)'} there, {ours.get(p) or '(none)'} here" for p in moved)
+            raise validate.InvalidInput(f"--team-run {validate.shown(file)} ran the team's command against another {label} "
+                                        f"({said}): give the report.json of the gate that recorded these run records")
+    team = copy.deepcopy(team)
+    team.pop("affected", None)
+    return team

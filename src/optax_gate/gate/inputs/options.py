@@ -159,12 +159,15 @@ class MatrixOptions:
 
 @dataclasses.dataclass(frozen=True)
 class CompareOptions:
-    """``python -m optax_gate compare``: the two run records (JSON) and the output folder."""
+    """``python -m optax_gate compare``: the two run records (JSON), the output
+    folder, and ``team_run``: a gate's ``report.json`` (or run folder) whose
+    recorded ``--run`` is re-used (None: none)."""
 
     baseline_run: Path
     candidate_run: Path
     scope: ScopeOptions
     out: Path = Path("reports/gate")
+    team_run: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True)
