@@ -39,7 +39,7 @@ def test_a_corner_drift_is_one_finding_across_apis():
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
     assert found["cause"] == ("at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, "
-                              "ok float32[] -0.920853 now (and 1 more corners)")
+                              "ok float32[] -0.920853 now (and 1 more corner)")
 
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
@@ -195,3 +195,18 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     assert found["cause"] == ("at corner `bias_correction_mu=False` the outcome differs: nothing in the baseline, ok (updates "
                               "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"), found["cause"]
     assert findings.outcome_words("raises ValueError") == "raises ValueError"
+
+
+def test_a_schedule_corner_outcome_is_said_in_words():
+    """The re-trial read "ok py float64 0.04 0.1043 0.28 4e-06 4e-06 in the baseline, ok float32 … now": a
+    schedule corner's recorded shorthand. It is said in words, the steps named; real outcomes of the kit
+    (a constant schedule, given a Python int and under jit) are read, not copies of them."""
+    outcomes = sc.schedule_outcomes("optax.constant_schedule", "base", {"value": 0.5})
+    steps = ", ".join(map(str, sc.SCHEDULE_STEPS))
+    for mode, words in (("int", "a Python float"), ("jit", "float32 array")):
+        said = findings.outcome_words(outcomes[f"base/{mode}"])
+        assert said.startswith("ok (") and words in said and f"at steps {steps}: 0.5, 0.5" in said, (outcomes, said)
+    assert findings.outcome_words("ok py float64 0.04 0.1043 0.28 4e-06 4e-06") == (
+        f"ok (a NumPy float64 scalar at steps {steps}: 0.04, 0.1043, 0.28, 4e-06, 4e-06)")
+    assert findings.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith("non-finite (a weakly typed float32 array")
+    assert findings.outcome_words("build TypeError") == "build TypeError"

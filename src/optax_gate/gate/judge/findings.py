@@ -198,14 +198,39 @@ def corner_cause(leaves: list[Any]) -> tuple | None:
 _TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)")
 
 
+_KIND = r"(?:py \w+|\w+(?:\[[\d,]*\])?(?: weak)?)"
+_NUMBER = r"(?:-?inf|nan|-?[\d.]+(?:e[-+]\d+)?)"
+#: A schedule corner's record (``surface_corners.schedule_outcomes``): status, the results' kinds, a value per step.
+_SCHEDULE_OUTCOME = re.compile(rf"(ok|non-finite) ({_KIND}(?:/{_KIND})*) ({_NUMBER}(?: {_NUMBER})*)")
+
+
+def _schedule_words(m: re.Match) -> str:
+    """``ok py float 0.04 0.1 …`` -> ``ok (a Python float at steps 0, 1, …: 0.04, 0.1, …)``."""
+    from optax_gate.kit.surface_corners import SCHEDULE_STEPS
+
+    def kind(text: str) -> str:
+        if text.startswith("py "):  # a Python number, or NumPy's float64 scalar (a float subclass)
+            return "a NumPy float64 scalar" if text == "py float64" else f"a Python {text[3:]}"
+        name, weak = text.removesuffix(" weak"), text.endswith(" weak")
+        return f"a {'weakly typed ' if weak else ''}{name} array"
+    values = m[3].split()
+    steps = ", ".join(map(str, SCHEDULE_STEPS))
+    return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(values)})"
+
+
 def outcome_words(value: str) -> str:
-    """A transformation corner's recorded shorthand in words: ``ok u f32 |u|
-    0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm 0.03, first
-    entry 0.01; state: 6 float32 and 1 int32 leaves)``. Any other value as it is."""
+    """A corner's recorded shorthand in words. A transformation corner: ``ok
+    u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
+    0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``; a schedule
+    corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
+    float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
+    4e-06)`` (the steps: ``surface_corners.SCHEDULE_STEPS``). Any other value as it is."""
     from optax_gate.kit.surface_corners import SHORT_DTYPES
     m = _TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
-        return value
+        from optax_gate.kit.surface_corners import SCHEDULE_STEPS
+        schedule = _SCHEDULE_OUTCOME.fullmatch(value)  # a value per schedule step: a tree corner's one value is not one
+        return _schedule_words(schedule) if schedule and len(schedule[3].split()) == len(SCHEDULE_STEPS) else value
     long = {short: name for name, short in SHORT_DTYPES.items()}
 
     def dtypes(text: str) -> str:
@@ -222,7 +247,8 @@ def corner_text(evidence: list[Any]) -> str:
     leaf = evidence[0][0]
     old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v)
                 for v in (leaf.old, leaf.new))
-    more = f" (and {len(evidence[0]) - 1} more corners)" if len(evidence[0]) > 1 else ""
+    n = len(evidence[0]) - 1
+    more = f" (and {n} more corner{'s' if n > 1 else ''})" if n else ""
     return f"at corner `{leaf.path[len(CORNER_PREFIX):]}` the outcome differs: {old} in the baseline, {new} now{more}"
 
 
