@@ -225,3 +225,17 @@ def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_fai
            "detail": "AssertionError: assert 'ok' == 'recompiled 1 time(s)'"}
     assert details.outcome_words(row) == "drift from the baseline's record"
     assert details.outcome_words({**row, "kind": "golden", "change": "broken"}) == "passed → failed"
+
+
+def test_a_guide_file_is_named_by_its_title_in_the_rows():
+    """The re-trial read "001_3de679c23eb4e8d7.txt" in the guide column: the project's handle of a guide,
+    not what it is about. A guide file is shown with its title; every guide of the registry has one, and
+    any other source label (a guide known from a summary, a paper) stays as it is."""
+    from optax_gate.gate.report import markdown
+    from optax_gate.kit import guides
+    row = {"api": "optax.sgd", "guide": guides.SGD_STEP, "kind": "golden", "change": "broken",
+           "baseline": "passed", "candidate": "failed", "detail": "AssertionError: x"}
+    assert markdown.row_cells(row)[1] == f"SGD step guide ({guides.SGD_STEP})"
+    files = [g for g in guides.GUIDES if g.endswith(".txt")]
+    assert files and all(guides.shown(g).endswith(f" guide ({g})") for g in files)
+    assert guides.shown(guides.MULTI_STEPS) == guides.MULTI_STEPS and guides.shown("paper: X") == "paper: X"

@@ -29,6 +29,22 @@ GUIDES: dict[str, str] = {
     NNX_TRANSFER: "Flax NNX: batch contract, named RNG streams, train/eval mode, Param vs statistics vs optimizer state",
 }
 
+#: A reader's name of each guide file (the file names are the project's handles, not titles): the
+#: report's guide column says ``SGD step guide (001_3de679c23eb4e8d7.txt)``, see :func:`shown`.
+TITLES: dict[str, str] = {
+    PER_EXAMPLE_CLIP: "per-example clipping guide",
+    SGD_STEP: "SGD step guide",
+    POLYAK: "Polyak averaging guide",
+}
+
+
+def shown(label: str) -> str:
+    """A contract's source label as a report shows it: a guide file with its
+    title (``SGD step guide (001_3de679c23eb4e8d7.txt)``), every other label
+    (a guide known from a summary, ``paper: ...``) as it is."""
+    return f"{TITLES[label]} ({label})" if label in TITLES else label
+
+
 #: Prefixes of a source label that is not one of the guides above: a contract
 #: written from a paper, a formula or the library's documentation (the suite's
 #: own contracts beyond the guides, and a team's own contracts) names its

@@ -43,6 +43,7 @@ from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report import surface_section as report_surface
 from optax_gate.gate.report import team_run_section as report_team_run
+from optax_gate.kit import guides
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
 SAMPLE = 5
@@ -235,7 +236,7 @@ ELSEWHERE = "`report.html` (beside this file, folded by finding) and `report.jso
 
 def row_cells(r: dict[str, Any]) -> list[str]:
     """A contract row's cells after its id: API, guide, kind, outcomes, detail in plain words."""
-    return [f"`{_cell(r['api'])}`", _cell(r["guide"]), r["kind"], _cell(details.outcome_words(r)), _cell(details.plain_detail(r))]
+    return [f"`{_cell(r['api'])}`", _cell(guides.shown(r["guide"])), r["kind"], _cell(details.outcome_words(r)), _cell(details.plain_detail(r))]
 
 
 def _rows_section(page: Page) -> list[str]:
