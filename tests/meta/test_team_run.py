@@ -208,6 +208,7 @@ def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(t
     cause = result["causes"][0]
     assert cause["kinds"][0] == "exception" and "TypeError" in cause["texts"][0]
     assert result["raised_at"] == huber
+    assert "named_from" not in result  # named as the recorder names them (no ``name``)
 
 
 def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
@@ -662,3 +663,35 @@ def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
     result = team_run.run(spec, (Path(sys.executable), Path(sys.executable)), tmp_path / "out")
     assert result["outcome"] == "not-verified"
     assert f"it ran in {tmp_path}: --run-dir sets the folder" in result["reason"], result["reason"]
+
+
+REAL_READ = divergence.read
+
+
+def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does(tmp_path, monkeypatch):
+    """compare --team-run started from another folder than the gate: the run's lines kept the gate's names
+    (``../../tmp/team/train.py:21``) while --usage named the same file ``team/train.py:21``, so no call site
+    of a finding matched a line of the run. The recorded run's names are made anew from this folder."""
+    from optax_gate.gate.inputs.typed_path import INVOKED_FROM
+    (tmp_path / "project").mkdir()
+    cause = {"site": "../team/train.py:21", "api": "optax.huber_loss", "call": "optax.huber_loss(...)", "phase": "run",
+             "occurrence": 1, "kinds": ["exception"], "texts": ["raises TypeError"], "max_ulps": None, "budget_ulps": 4,
+             "role": "cause", "side": "both"}
+    team = {**_team("broke", [cause]), "raised_at": "../team/train.py:21", "named_from": str(tmp_path / "project"),
+            "reason": "your run fails in the candidate (exit 1: TypeError: x, raised at ../team/train.py:21)"}
+    monkeypatch.setenv(INVOKED_FROM, str(tmp_path))
+    named = team_run._named_here(team)
+    assert named["sites"] == ["team/train.py:21"] and named["causes"][0]["site"] == "team/train.py:21"
+    assert named["first"]["site"] == "team/train.py:21" and named["raised_at"] == "team/train.py:21"
+    assert named["reason"].endswith("raised at team/train.py:21)") and named["named_from"] == str(tmp_path)
+    monkeypatch.setenv(INVOKED_FROM, str(tmp_path / "project"))
+    assert team_run._named_here(team) == team  # from the gate's own folder: as recorded
+    # the gate records the folder its names are relative to (a run of recorded traces, the command not run)
+    event = {**_call("train.py:3", "optax.sgd", "optax.sgd(...).update", _leaf([1.0])), "phase": "update"}
+    monkeypatch.setattr(team_run, "run_once", lambda spec, python, label, folder: {
+        "label": label, "exit": 0, "timed_out": False, "error": "", "tail": "", "seconds": 0.1, "log": "x.log",
+        "trace": _trace(tmp_path / "traces" / label, [event]).name})
+    monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
+    spec = team_run.RunSpec("python train.py", tmp_path / "team", 60)
+    result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=team_run.user_names(tmp_path / "team"))
+    assert result["outcome"] == "same" and result["named_from"] == str(tmp_path / "project"), result

@@ -213,6 +213,9 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
         return result
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget")})
+    if name is not None:  # the folder the sites' names are relative to: compare --team-run names them anew from another
+        from optax_gate.gate.inputs import usage_files
+        result["named_from"] = usage_files.user_folder()
     if _failed(cand):
         result["outcome"] = "broke"
         result["raised_at"] = _raised_at(cand["tail"], spec.run_dir)
@@ -428,4 +431,35 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) ->
                                         f"({said}): give the report.json of the gate that recorded these run records")
     team = copy.deepcopy(team)
     team.pop("affected", None)
-    return team
+    return _named_here(team)
+
+
+def _named_here(team: dict[str, Any]) -> dict[str, Any]:
+    """A recorded team run with its sites named relative to this command's
+    user folder, as ``--usage`` names the same files here: the gate named
+    them relative to its own (``named_from``), and a compare started from
+    another folder matched none of its call sites with the run's lines."""
+    from optax_gate.gate.inputs import usage_files
+
+    base, here = team.get("named_from"), usage_files.user_folder()
+    if not base or os.path.abspath(base) == here:
+        return team
+
+    def name(site: str) -> str:
+        path, sep, line = site.rpartition(":")
+        if not sep or not line.isdigit():
+            return site
+        return f"{usage_files.display_name(Path(base) / path, here)}:{line}"
+    old = [s for s in team.get("sites") or []] + [c["site"] for c in team.get("causes") or []] + [team.get("raised_at") or ""]
+    moved = {s: name(s) for s in old if s and name(s) != s}
+    out = _renamed(team, name)
+    if out.get("raised_at"):
+        out["raised_at"] = name(out["raised_at"])
+    for key in ("reason", "failure"):  # sentences that name the sites
+        text = out.get(key) or ""
+        for before in sorted(moved, key=len, reverse=True):
+            text = text.replace(before, moved[before])
+        if key in out:
+            out[key] = text
+    out["named_from"] = here
+    return out
