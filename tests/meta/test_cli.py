@@ -620,3 +620,16 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
     gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == []
+
+
+def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_path, monkeypatch):
+    """A compare started from another folder than the project read a gate's records whose environment
+    paths are relative to the project (``.nox/gate-envs/…/site-packages``, ``requirements-lock.txt``) and
+    said "API surface: not compared; Dependencies: not compared". They are found from the project folder."""
+    from optax_gate.gate import gate_flow
+    monkeypatch.chdir(tmp_path)
+    rec = gate_flow._located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
+    assert rec["lock_file"] == str(ROOT / "requirements-lock.txt") and Path(rec["lock_file"]).is_file()
+    assert rec["site_packages"] == "no/such/site-packages"  # found nowhere: as it is (the diff says why it was not made)
+    (tmp_path / "requirements-lock.txt").write_text("")
+    assert gate_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"  # found here

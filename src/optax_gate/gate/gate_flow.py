@@ -365,6 +365,23 @@ def _run_record(path: Path) -> dict[str, Any]:
     return record
 
 
+#: The project folder a gate runs in (``./noxw`` starts it there): a run record's relative paths are relative to it.
+PROJECT = Path(__file__).resolve().parents[3]
+
+
+def _located(record: dict[str, Any]) -> dict[str, Any]:
+    """A run record whose environment paths (``site_packages``, ``lock_file``:
+    relative to the project folder the gate ran in) are found from here too:
+    a compare started from another folder read neither and said "API surface:
+    not compared; Dependencies: not compared". A path found from the current
+    folder, or found nowhere, stays as it is."""
+    for key in ("site_packages", "lock_file"):
+        value = record.get(key)
+        if value and not Path(value).is_absolute() and not Path(value).exists() and (PROJECT / value).exists():
+            record[key] = str(PROJECT / value)
+    return record
+
+
 def compare_runs(options: CompareOptions, started: Started | None = None) -> int:
     """``python -m optax_gate compare``: the report of two run records, into
     an output folder of its own (never a gate's, whose ``report.md`` links to
@@ -373,7 +390,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         if any((options.out / name).is_symlink() for name in evidence.CURRENT):
             raise validate.InvalidInput(f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows "
                                         "the newest judged run): give compare a folder of its own")
-        baseline, candidate = _run_record(options.baseline_run), _run_record(options.candidate_run)
+        baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
         team = team_run.recorded(options.team_run, baseline, candidate) if options.team_run is not None else None
         scan = usage.scan(check_usage(options.scope.usage)) if options.scope.usage else None
     except validate.InvalidInput as exc:
