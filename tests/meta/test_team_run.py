@@ -695,3 +695,23 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     spec = team_run.RunSpec("python train.py", tmp_path / "team", 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=team_run.user_names(tmp_path / "team"))
     assert result["outcome"] == "same" and result["named_from"] == str(tmp_path / "project"), result
+
+
+def test_the_files_the_command_writes_in_its_folder_are_named(tmp_path):
+    """--run runs the team's command three times in its own folder: a command that saves its params
+    (``--out params.npz``) leaves the candidate's run's file there, over the team's own, with no word.
+    The report and the console now name the files the runs created or changed."""
+    team_dir = tmp_path / "team"
+    (team_dir / ".git").mkdir(parents=True)
+    (team_dir / "keep.txt").write_text("mine")
+    said = []
+    spec = team_run.RunSpec("echo run >> out.txt; echo x > .git/HEAD; echo y > keep.txt", team_dir, 60)
+    result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
+    assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
+    assert result["wrote"] == {"files": ["keep.txt", "out.txt"], "count": 2}, result.get("wrote")
+    assert any("wrote 2 file(s)" in s and "keep.txt, out.txt" in s for s in said), said
+    from optax_gate.gate.report import team_run_section
+    text = "\n".join(team_run_section.section({"team_run": result}))
+    assert "Your command wrote 2 file(s) in" in text and "`keep.txt`, `out.txt`" in text and "baseline run's output" in text, text
+    quiet = team_run.run(team_run.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
+    assert "wrote" not in quiet

@@ -169,6 +169,31 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
     return out
 
 
+#: Most files of ``--run-dir`` looked at for what the team's command writes there (a larger folder is not looked at).
+WATCHED_FILES = 20_000
+#: Folders of ``--run-dir`` not looked at: version control, caches and environments the command's Python may write.
+_NOT_WATCHED = {".git", ".hg", ".svn", "__pycache__", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules"}
+
+
+def _files(run_dir: Path) -> dict[str, tuple[int, int]] | None:
+    """Each file under ``run_dir`` (relative name -> modification time in ns,
+    size in bytes), :data:`_NOT_WATCHED` folders left out; None past
+    :data:`WATCHED_FILES` files."""
+    out: dict[str, tuple[int, int]] = {}
+    for root, dirs, names in os.walk(run_dir):
+        dirs[:] = sorted(d for d in dirs if d not in _NOT_WATCHED)
+        for file in names:
+            path = os.path.join(root, file)
+            try:
+                st = os.stat(path)
+            except OSError:  # a dangling link, a file gone meanwhile
+                continue
+            out[os.path.relpath(path, run_dir)] = (st.st_mtime_ns, st.st_size)
+            if len(out) > WATCHED_FILES:
+                return None
+    return out
+
+
 def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda message: None,
         name: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Run the command (baseline, baseline again, candidate) and compare.
@@ -178,8 +203,25 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
     Returns the report's ``team_run`` (``{"command", "run_dir", "outcome",
     "reason", "runs", "compared", "differing", "first", "divergences",
     "causes", "sites", "raised_at"}``, see the module docstring for
-    ``outcome``). Never raises for what the command does.
+    ``outcome``), and ``wrote`` (``{"files": the first 10 names, "count"}``)
+    when the runs created or changed files in ``--run-dir``: the command's
+    own outputs (``params.npz``) are the last run's, the candidate's, once
+    the gate is done; the report says so. Never raises for what the command does.
     """
+    before = _files(spec.run_dir)
+    result = _runs(spec, pythons, folder, say, name)
+    after = _files(spec.run_dir) if before is not None else None
+    if before is not None and after is not None:
+        changed = sorted(p for p, state in after.items() if before.get(p) != state)
+        if changed:
+            result["wrote"] = {"files": changed[:10], "count": len(changed)}
+            say(f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
+                f"{', …' if len(changed) > 3 else ''}): they now hold the last run's output")
+    return result
+
+
+def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say, name: Callable[[str], str] | None) -> dict[str, Any]:
+    """:func:`run`'s runs and comparison."""
     result: dict[str, Any] = {"command": spec.command, "run_dir": str(spec.run_dir), "runs": [], "outcome": "not-verified",
                               "reason": "", "compared": 0, "differing": 0, "first": None, "divergences": [], "causes": [],
                               "sites": [], "raised_at": ""}

@@ -131,6 +131,13 @@ def section(report: dict[str, Any]) -> list[str]:
     timing = ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls"
                        for r in runs)
     out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced in both environments ({timing})."]
+    wrote = team.get("wrote")
+    if wrote:  # the team's own outputs are the last run's now: the candidate's, or the baseline's when the gate stopped there
+        more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
+        last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
+        out += ["", f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
+                f"{', '.join(f'`{_cell(f)}`' for f in wrote['files'])}{more}. They now hold the {last} run's output, "
+                "not your own run's."]
     outcome = team.get("outcome")
     if outcome == "not-verified":
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
