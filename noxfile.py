@@ -268,10 +268,10 @@ def _run_tool(session: nox.Session, *args: str) -> None:
                                                              "OPTAX_GATE_EXIT_FILE": str(status_file)},
                     terminate_timeout=GATE_STOP_S)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE, unless it had finished
-        finished = status_file.read_text().strip() if status_file.is_file() else ""
-        if finished.isdigit():
-            session.log(f"optax-gate had finished before the interruption reached it: exit {finished}")
-            raise SystemExit(int(finished)) from None
+        said = (status_file.read_text().split() if status_file.is_file() else []) or [""]
+        if said[0].isdigit() and "interrupted" not in said[1:]:
+            session.log(f"optax-gate had finished before the interruption reached it: exit {said[0]}")
+            raise SystemExit(int(said[0])) from None
         session.log("optax-gate was interrupted: not verified")
         raise SystemExit(2) from None
     except nox.command.CommandFailed as exc:

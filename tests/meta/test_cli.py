@@ -597,12 +597,25 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
     other = {**gate_report, "candidate": {"versions": {"optax": "0.2.7"}}}
     (tmp_path / "other.json").write_text(json.dumps(other))
     (tmp_path / "norun.json").write_text(json.dumps({k: v for k, v in gate_report.items() if k != "team_run"}))
+    (tmp_path / "list.json").write_text("[1, 2]")
     for given, words in (("other.json", "optax 0.2.7 there, 0.2.8 here"), ("norun.json", "holds no team run"),
-                         ("missing.json", "cannot be read")):
+                         ("missing.json", "cannot be read"), ("runs/r1/evidence/baseline.json", "is a run record, not a gate's"),
+                         ("list.json", "is not a gate's report.json")):
         assert cli.main(["compare", b, c, "--team-run", str(tmp_path / given), "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err, err
     assert not (tmp_path / "x").exists()
+    # the re-trial: another team's recorded run (same versions) was re-used and its verdict became this team's
+    for folder in ("team", "team/src", "other"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    team_b = ["--usage", str(tmp_path / "other")]
+    assert cli.main(["compare", b, c, "--team-run", str(run), *team_b, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "ran `python train.py` in /team, which is not the code of --usage" in err, err
+    gate_report["team_run"]["run_dir"] = str(tmp_path / "team")
+    (run / "report.json").write_text(json.dumps(gate_report))
+    for usage in ("team", "team/src"):  # the run's folder, or a folder in it
+        assert cli.main(["compare", b, c, "--team-run", str(run), "--usage", str(tmp_path / usage), "--out", str(tmp_path / usage / "out")]) == 0
 
 
 def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp_path):
@@ -633,3 +646,23 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
     assert rec["site_packages"] == "no/such/site-packages"  # found nowhere: as it is (the diff says why it was not made)
     (tmp_path / "requirements-lock.txt").write_text("")
     assert gate_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"  # found here
+
+
+def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_path):
+    """The re-trial: a Ctrl-C during the contracts stopped the gate (exit 2, folder INCOMPLETE), and the nox
+    session then said "optax-gate had finished before the interruption reached it: exit 2", because every
+    exit status was written to its file. An interrupted command's status now says so, and the session
+    says "interrupted" (noxfile._run_tool)."""
+    driver = ("import sys\n"
+              "from optax_gate.gate import cli\n"
+              "def interrupted(*args):\n"
+              "    raise KeyboardInterrupt\n"
+              "cli.compare_runs = interrupted\n"
+              "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n")
+    said = tmp_path / "exit-status"
+    proc = subprocess.run([sys.executable, "-c", driver, str(tmp_path / "a.json"), str(tmp_path / "out")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, cli.EXIT_FILE: str(said)})
+    assert proc.returncode == 2 and "interrupted" in proc.stderr, (proc.returncode, proc.stderr[-2000:])
+    assert said.read_text() == "2 interrupted\n"
+    noxfile = (ROOT / "noxfile.py").read_text()
+    assert '"interrupted" not in said[1:]' in noxfile and "optax-gate was interrupted: not verified" in noxfile

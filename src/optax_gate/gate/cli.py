@@ -394,6 +394,8 @@ _SIGNALS: list[str] = []
 _WORDS = {"SIGINT": "SIGINT, Ctrl-C", "SIGTERM": "SIGTERM"}
 #: Set once main() handles the interruption: a later signal is only recorded (the handling is short: kill, print).
 _STOPPING: list[bool] = []
+#: Set when the command's exit status is that of an interruption (not of a run complete before the signal came).
+_INTERRUPTED: list[bool] = []
 
 
 def _interrupt(signum, frame):
@@ -444,7 +446,7 @@ def entry(argv: list[str] | None = None) -> None:
     said = os.environ.get(EXIT_FILE)
     if said:  # for the nox session, which a Ctrl-C reaching it after this point must not turn into "not verified"
         try:
-            Path(said).write_text(f"{status}\n")
+            Path(said).write_text(f"{status}{' interrupted' if _INTERRUPTED else ''}\n")
         except OSError:
             pass
     sys.exit(status)
@@ -496,6 +498,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
                  f"written, is not current; the next gate removes it), and {run.root / 'report.md'} still shows "
                  f"{evidence.shown(run.root)}") if run else ""
+        _INTERRUPTED.append(True)
         return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()

@@ -391,7 +391,8 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
             raise validate.InvalidInput(f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows "
                                         "the newest judged run): give compare a folder of its own")
         baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
-        team = team_run.recorded(options.team_run, baseline, candidate) if options.team_run is not None else None
+        team = (team_run.recorded(options.team_run, baseline, candidate, options.scope.usage)
+                if options.team_run is not None else None)
         scan = usage.scan(check_usage(options.scope.usage)) if options.scope.usage else None
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
@@ -400,7 +401,8 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         team_run.apply(report, team, given.fail_on)
-        report["notes"].append(f"your run: re-used from {validate.shown(options.team_run)} (compare runs no code)")
+        report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
+                               f"{validate.shown(options.team_run)} (compare runs no code)")
     else:
         scope.apply_options(report, given, packages)
         _say_recorded_run(report, options.baseline_run)

@@ -427,7 +427,7 @@ def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec 
 OUTCOMES = ("same", "diverged", "broke", "not-verified")
 
 
-def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], usage: tuple[Path, ...] = ()) -> dict[str, Any]:
     """The team run a gate recorded (``compare --team-run``): the ``team_run``
     of a gate's ``report.json``, or of the ``report.json`` of a run folder
     given instead, for re-use by ``compare`` on the same run records (compare
@@ -437,14 +437,18 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) ->
     Args:
       path: a gate's ``report.json``, or the run folder holding it.
       baseline, candidate: the run records compare judges (``evidence/*.json``).
+      usage: compare's ``--usage`` paths: the recorded run's folder must lie
+        under one of them, or hold one (the re-trial re-used another team's
+        run, and its verdict was that team's).
 
     Returns a copy of the recorded ``team_run``.
 
     Raises:
-      validate.InvalidInput: the file cannot be read, is not JSON, holds no
-        team run (the gate ran without ``--run``), or its sides are not the
-        records' (another Optax, JAX or Flax on either side: its run judged
-        other versions).
+      validate.InvalidInput: the file cannot be read, is not a gate's
+        ``report.json`` (a run record, another JSON), holds no team run (the
+        gate ran without ``--run``), its sides are not the records' (another
+        Optax, JAX or Flax on either side: its run judged other versions), or
+        it ran in a folder that ``usage`` neither holds nor lies in.
     """
     import copy
     import json
@@ -459,7 +463,13 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) ->
                                     "(give a gate's report.json, or its run folder)") from None
     except ValueError as exc:
         raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})") from None
-    team = report.get("team_run") if isinstance(report, dict) else None
+    if isinstance(report, dict) and {"label", "status", "contracts"} <= set(report):
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the "
+                                    "run folder, or its report.json)")
+    if not isinstance(report, dict) or "verdict" not in report:
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (give the run folder, "
+                                    "or its report.json)")
+    team = report.get("team_run")
     if not isinstance(team, dict) or team.get("outcome") not in OUTCOMES:
         raise validate.InvalidInput(f"--team-run {validate.shown(file)} holds no team run: its gate ran without --run "
                                     "(give the report.json of a gate run with --run)")
@@ -471,6 +481,12 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any]) ->
             said = ", ".join(f"{p} {theirs.get(p) or '(none)'} there, {ours.get(p) or '(none)'} here" for p in moved)
             raise validate.InvalidInput(f"--team-run {validate.shown(file)} ran the team's command against another {label} "
                                         f"({said}): give the report.json of the gate that recorded these run records")
+    ran_in = Path(os.path.abspath(str(team.get("run_dir") or "")))
+    given = [Path(os.path.abspath(p)) for p in usage]
+    if given and not any(ran_in == p or ran_in.is_relative_to(p) or p.is_relative_to(ran_in) for p in given):
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} ran `{team.get('command')}` in {ran_in}, which is "
+                                    f"not the code of --usage {', '.join(map(str, usage))}: give the report.json of a gate "
+                                    "that ran this team's command")
     team = copy.deepcopy(team)
     team.pop("affected", None)
     return _named_here(team)
