@@ -299,7 +299,7 @@ def test_verdict_is_about_the_team_run():
     assert report["verdict"] == "pass" and report["findings"][0]["scope"] == "elsewhere"
     text = report_markdown.render(report)
     assert text.index("## Your code") < text.index(f"## {scope.ELSEWHERE_HEADING}")
-    assert "computes the same" in text and "Your run does not diverge at these" in text
+    assert "computes the same" in text and "Your run does not diverge for these" in text
     assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title (the trial)"
     assert team_run.apply(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
     cause = {"site": "train.py:7", "api": "optax.adam", "call": "optax.adam(...).update", "phase": "run", "occurrence": 1,
@@ -622,7 +622,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     findings = [
         {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss", "optax.l2_loss"], "contracts": ["a"],
          "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
-         "your_code": ["train.py:21"],
+         "your_code": ["train.py:21", "train.py:18", "nb.ipynb:code cell 2:3"],
          "your_code_notes": {"train.py:21": note}},
         {"number": 2, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
          "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
@@ -643,7 +643,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     for f in findings:
         f["text"] = f["cause"]
     report = {**_report("optax.adam"), "findings": findings}
-    team_run.apply(report, _team("broke", causes))
+    team_run.apply(report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]})
     _validates(report)
     by_cause = {f["cause"][:12]: f for f in report["findings"]}
     checks, delta, state = by_cause["input checks"], by_cause["did not warn"], by_cause["optimizer st"]
@@ -654,6 +654,16 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     assert note in call_sites.suffix(delta)
     assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in call_sites.suffix(state)
     assert "your run diverges" not in call_sites.suffix({**checks, "your_code_run": {}, "run_sites": []})
+    # the third trial: a line the run reaches without a difference, and one it does not reach, said so too
+    assert "`train.py:18` (your run calls it here and computes the same)" in line, line
+    assert "`nb.ipynb:code cell 2:3` (your run does not reach this line)" in line, line
+    def fresh(f):
+        return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")},
+                "your_code_notes": {"train.py:21": note}}
+    old = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
+    team_run.apply(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
+    moved = next(f for f in old["findings"] if f["scope"] == "elsewhere")
+    assert set(moved["your_code_run"]) == {"train.py:21"}, moved
 
 
 def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
@@ -678,11 +688,13 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
              "occurrence": 1, "kinds": ["exception"], "texts": ["raises TypeError"], "max_ulps": None, "budget_ulps": 4,
              "role": "cause", "side": "both"}
     team = {**_team("broke", [cause]), "raised_at": "../team/train.py:21", "named_from": str(tmp_path / "project"),
+            "called": ["../team/train.py:9", "../team/train.py:21"],
             "reason": "your run fails in the candidate (exit 1: TypeError: x, raised at ../team/train.py:21)"}
     monkeypatch.setenv(INVOKED_FROM, str(tmp_path))
     named = team_run._named_here(team)
     assert named["sites"] == ["team/train.py:21"] and named["causes"][0]["site"] == "team/train.py:21"
     assert named["first"]["site"] == "team/train.py:21" and named["raised_at"] == "team/train.py:21"
+    assert named["called"] == ["team/train.py:9", "team/train.py:21"]
     assert named["reason"].endswith("raised at team/train.py:21)") and named["named_from"] == str(tmp_path)
     monkeypatch.setenv(INVOKED_FROM, str(tmp_path / "project"))
     assert team_run._named_here(team) == team  # from the gate's own folder: as recorded
@@ -695,6 +707,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     spec = team_run.RunSpec("python train.py", tmp_path / "team", 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=team_run.user_names(tmp_path / "team"))
     assert result["outcome"] == "same" and result["named_from"] == str(tmp_path / "project"), result
+    assert result["called"] == ["../team/train.py:3"]  # where the run called Optax, named as the sites are
 
 
 def test_the_files_the_command_writes_in_its_folder_are_named(tmp_path):

@@ -186,9 +186,14 @@ def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] |
     return report
 
 
-def _diverges(numbers: list[int]) -> str:
-    """Words for a site where the team's run diverges for another finding's cause (``team_run._point_elsewhere``)."""
-    by = ", ".join(f"[F{n}](#f{n})" for n in numbers)
+def _run_words(said: dict[str, Any]) -> str:
+    """What the team's run says of a finding's site (``team_run._point_sites``): it diverges there for
+    another finding's cause, calls Optax there and computes the same, or does not reach the line."""
+    if said.get("run") == "same":
+        return "your run calls it here and computes the same"
+    if said.get("run") == "not-reached":
+        return "your run does not reach this line"
+    by = ", ".join(f"[F{n}](#f{n})" for n in said.get("findings") or [])
     return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
 
 
@@ -205,7 +210,7 @@ def suffix(item: dict[str, Any]) -> str:
         notes = item.get("your_code_notes") or {}
         run = item.get("your_code_run") or {}
         out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "")
-                                                + (f" ({_diverges(run[w])})" if w in run else "") for w in where[:SHOWN]) + more
+                                                + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:SHOWN]) + more
     run_sites = item.get("run_sites") or []
     if run_sites:
         out += " — **your run diverges** at " + ", ".join(f"`{s}`" for s in run_sites[:SHOWN])

@@ -53,6 +53,8 @@ RECORDER_SITE = Path(__file__).resolve().parents[2] / "recorder" / "site"
 TAIL_CHARS = 2000
 #: Divergences listed in report.json (all are counted).
 LISTED = 50
+#: Lines of the team's code where the run called Optax, listed in report.json (``called``; the first, by name).
+CALLED = 1000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,8 +164,9 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
             out[key] = [{**row, "site": name(row["site"])} for row in out[key] or []]
     if out.get("first"):
         out["first"] = {**out["first"], "site": name(out["first"]["site"])}
-    if "sites" in out:
-        out["sites"] = [name(s) for s in out["sites"] or []]
+    for key in ("sites", "called"):
+        if key in out:
+            out[key] = [name(s) for s in out[key] or []]
     if out.get("within_budget"):
         out["within_budget"] = {**out["within_budget"], "sites": [name(s) for s in out["within_budget"]["sites"]]}
     return out
@@ -255,6 +258,8 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say, name: Ca
         return result
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget")})
+    called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
+    result["called"] = [name(s) for s in called] if name is not None else called
     if name is not None:  # the folder the sites' names are relative to: compare --team-run names them anew from another
         from optax_gate.gate.inputs import usage_files
         result["named_from"] = usage_files.user_folder()
@@ -339,14 +344,21 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
       any other finding it read as that finding's cause (the re-trial). Such a
       finding loses those notes (they stay on the finding that is the line's
       cause, and in the API surface rows), and each of its sites where the run
-      diverges gets ``your_code_run``: site -> the numbers of the findings
-      that explain it there (empty: none does).
+      diverges gets ``your_code_run``: site -> ``{"run": "diverges",
+      "findings": the numbers of the findings that explain it there}``. A
+      site where the run calls Optax and nothing differs gets ``{"run":
+      "same"}``, one the run does not reach ``{"run": "not-reached"}`` (the
+      re-trial: "elsewhere" named a float32 team's ``l2_loss`` line for the
+      losses' integer-input checks with no word that its run had settled it).
+      Reports of runs that did not record their calls (``called``) say only
+      where the run diverges.
     - A finding that explains a line of the run gets ``run_sites``: those
       lines, with their calls (``train.py:34 optax.MultiSteps(...).init``):
       the run names the call where a result differs, the finding's call sites
       the constructor (``train.py:33``), and the reader could not tie the two.
     """
     explained = {line["site"]: line["findings"] for line in lines}
+    called = report.get("team_run", {}).get("called")
     for f in report.get("findings") or []:
         shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
         if shown:
@@ -354,7 +366,12 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
         if f.get("scope") != "elsewhere" or not f.get("your_code"):
             continue
         f.pop("your_code_notes", None)
-        here = {site: explained[site] for site in f["your_code"] if site in explained}
+        here = {}
+        for site in f["your_code"]:
+            if site in explained:
+                here[site] = {"run": "diverges", "findings": explained[site]}
+            elif called is not None:
+                here[site] = {"run": "same" if site in called else "not-reached"}
         if here:
             f["your_code_run"] = here
 

@@ -193,8 +193,8 @@ def _findings_section(page: Page) -> list[str]:
             continue
         out += ["", f"## {heading} ({len(group)})", ""]
         if group is elsewhere:
-            out += [("Your run does not diverge at these (it may call their APIs: their call sites are named), so they do not set "
-                     "the verdict (`--fail-on all`: they do)." if (page.report.get("scope") or {}).get("by") == "run" else
+            out += [("Your run does not diverge for these (it may call their APIs: each of their call sites says what your run does "
+                     "there), so they do not set the verdict (`--fail-on all`: they do)." if (page.report.get("scope") or {}).get("by") == "run" else
                      "Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do)."), ""]
         for f in group:
             if f.get("section", "contracts") == "contracts":
