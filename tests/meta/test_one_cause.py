@@ -90,8 +90,13 @@ def test_a_defect_that_now_fails_otherwise_is_one_changed_finding_saying_both():
                                  "ValueError: pytree structure error")
     assert f["cause"].count("pytree structure error") == 1  # said once, not once per part
     line = report_markdown.finding_line(f)
-    assert "**changed**" in line and "**broken**" not in line and "**fixed**" not in line
+    assert "**changed, 1 broken**" in line and "**broken**" not in line and "**fixed**" not in line
     assert "(2 contracts: 1 broken, 1 fixed: " in line
+    # the third trial scanned the headings for "broken" and missed it: the heading says it holds a broken contract
+    from optax_gate.gate.report import html_page
+    rows_by_id = {r["id"]: r for r in rows}
+    page = html_page._finding(report_markdown.Page({"findings": [f], "contracts": rows}), f, rows_by_id)
+    assert '<span class="change broken">changed, 1 broken</span> 1.' in page, page[page.find("finding"):][:600]
 
 
 def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():

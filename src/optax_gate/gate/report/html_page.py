@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from optax_gate.gate.beyond import call_sites, scope
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
@@ -140,8 +141,9 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
         line = report_surface.finding_line(finding).split(". ", 1)[1]
         return (f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
                 f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">The whole row is in its section below.</p></details>')
-    line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{change}** ")
-    head = f'<span class="change {change}">{change}</span> {k}. {inline(line)}'
+    said = findings_.heading(finding)  # "changed, 1 broken": coloured as broken, so a broken contract is never missed
+    line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{said}** ")
+    head = f'<span class="change {"broken" if said != change else change}">{said}</span> {k}. {inline(line)}'
     body = []
     suffix = call_sites.suffix(finding)
     if suffix:  # the team's lines stay in sight on a folded page (the trial: hidden inside the fold)

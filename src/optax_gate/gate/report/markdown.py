@@ -110,7 +110,7 @@ def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
     are on the page (a test whose first row is not is named without a link)."""
     k, n = finding["number"], len(finding["contracts"])
     if finding["api"] == "every API":
-        return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** `every API`: {_cell(finding["cause"])} '
+        return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {_cell(finding["cause"])} '
                 f'([all {n} contracts, listed below](#f{k}-1))')
     links, first = [], 1
     for name, count in finding["tests"]:
@@ -118,7 +118,7 @@ def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
         links.append((f"[{name}](#f{k}-{first})" if linked else name) + (f" ×{count}" if count > 1 else ""))
         first += count
     who = findings_.subject([_cell(a) for a in finding.get("apis") or [finding["api"]]])
-    return (f'{k}. <a id="f{k}"></a>**{finding["change"]}** {who}: {_cell(finding["cause"])} '
+    return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {_cell(finding["cause"])} '
             f'({findings_.contracts_words(finding)}: {", ".join(links)})')
 
 
