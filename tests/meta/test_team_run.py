@@ -728,3 +728,20 @@ def test_the_files_the_command_writes_in_its_folder_are_named(tmp_path):
     assert "Your command wrote 2 file(s) in" in text and "`keep.txt`, `out.txt`" in text and "baseline run's output" in text, text
     quiet = team_run.run(team_run.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
     assert "wrote" not in quiet
+
+
+def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is_said_to_have_run(tmp_path):
+    """The third trial: ``--run "python -m pytest -x -q tests"`` failing at collection read "exit 1: ImportError
+    while importing test module '…/data_test.py'.;" — pytest's own summary — while the cause, on pytest's
+    ``E   ModuleNotFoundError: No module named 'grain'`` line, was only in the log; and the report said the
+    command was "traced in both environments" though only the baseline ran."""
+    tail = ("ImportError while importing test module '/team/tests/data_test.py'.\nHint: make sure your test modules\n"
+            "Traceback:\ntests/data_test.py:3: in <module>\n    import grain\nE   ModuleNotFoundError: No module named 'grain'\n"
+            "=========================== short test summary info ============================\n"
+            "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n")
+    row = {"label": "baseline", "exit": 1, "error": "", "tail": tail, "seconds": 2.0}
+    assert team_run._why(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
+    from optax_gate.gate.report import team_run_section
+    team = {**_team("not-verified"), "reason": f"the team's run fails in the baseline ({team_run._why(row)})", "runs": [row]}
+    text = "\n".join(team_run_section.section({"team_run": team}))
+    assert "traced in the baseline only (the gate stopped there)" in text and "both environments" not in text, text

@@ -132,7 +132,7 @@ def _why(row: dict[str, Any]) -> str:
     that names an exception, else the last line)."""
     if row["error"]:
         return row["error"]
-    lines = [line.strip() for line in row["tail"].strip().splitlines() if line.strip()]
+    lines = [re.sub(r"^E\s+", "", line.strip()) for line in row["tail"].strip().splitlines() if line.strip()]  # pytest's "E   "
     errors = [line for line in lines if _ERROR_LINE.match(line)]
     last = (errors or lines)[-1:] or ["(no output)"]
     return f"exit {row['exit']}: {last[0][:300]}"

@@ -130,7 +130,9 @@ def section(report: dict[str, Any]) -> list[str]:
     runs = team.get("runs") or []
     timing = ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls"
                        for r in runs)
-    out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced in both environments ({timing})."]
+    labels = {r["label"] for r in runs}
+    where = "in both environments" if "candidate" in labels else "in the baseline only (the gate stopped there)"
+    out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing})."]
     wrote = team.get("wrote")
     if wrote:  # the team's own outputs are the last run's now: the candidate's, or the baseline's when the gate stopped there
         more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
