@@ -98,7 +98,7 @@ def test_a_row_detail_keeps_the_first_difference_whole():
     r = row("tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]", detail,
             change="broken", api="optax.huber_loss", kind="negative")
     words = details.plain_detail(r)
-    assert words.endswith("expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)"), words
+    assert words.endswith("delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0"), words
 
 
 @pytest.mark.parametrize("limit", range(20, 200, 7))
@@ -191,9 +191,10 @@ def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_eleme
     report = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
     (r,) = [r for r in report["contracts"] if "signature_names_kinds_and_defaults[huber_loss]" in r["id"]]
     assert r["detail"].endswith("('delta', 'POSITIONAL_OR_KEYWORD', 1")
-    assert details.plain_detail(r).endswith("expected ('delta', 'POSITIONAL_OR_KEYWORD', …)")
+    assert details.plain_detail(r).endswith("delta (parameter 3) is now keyword-only (was positional or keyword)")
     (found,) = [f for f in findings.group([r])]
-    assert "'POSITIONAL_OR_KEYWORD', …)" in found["cause"] and _balanced(found["cause"].replace("…", ""))
+    assert "delta (parameter 3) is now keyword-only (was positional or keyword)" in found["cause"]
+    assert _balanced(found["cause"].replace("…", ""))
 
 
 def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
@@ -239,3 +240,18 @@ def test_a_guide_file_is_named_by_its_title_in_the_rows():
     files = [g for g in guides.GUIDES if g.endswith(".txt")]
     assert files and all(guides.shown(g).endswith(f" guide ({g})") for g in files)
     assert guides.shown(guides.MULTI_STEPS) == guides.MULTI_STEPS and guides.shown("paper: X") == "paper: X"
+
+
+def test_a_signature_contracts_parameter_is_said_in_words():
+    """The third trial read "got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta',
+    'POSITIONAL_OR_KEYWORD', 1.0)" in a finding's heading: raw Python. It reads as the parameter's change."""
+    detail = ("AssertionError: assert [('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'KEYWORD_ONLY', 1.0)] == "
+              "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At index 1 diff: "
+              "('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0) Use -v to get more diff")
+    assert details.pytest_words(detail) == "delta (parameter 2) is now keyword-only (was positional or keyword), default 1.0"
+    assert details.parameter_words("('eps', 'POSITIONAL_OR_KEYWORD', 1e-06)", "('eps', 'POSITIONAL_OR_KEYWORD', 1e-08)") == (
+        "eps now defaults to 1e-06 (was 1e-08)")
+    assert details.parameter_words("('lr', 'POSITIONAL_ONLY', 1)", "('learning_rate', 'POSITIONAL_ONLY', 1)") == (
+        "learning_rate is now named lr (was learning_rate), default 1")
+    assert details.parameter_words("1 at index 2", "2") == ""
+    assert details.pytest_words("AssertionError: assert 1 == 2") == "got 1, expected 2"

@@ -401,6 +401,35 @@ def assertion_parts(detail: str) -> tuple[str, str] | None:
     return (_value(eq[1]), _value(eq[2])) if eq else None
 
 
+#: A parameter of a signature as a signature contract records it: ``('delta', 'KEYWORD_ONLY', 1.0)``.
+_PARAMETER = re.compile(r"\('(\w+)', '([A-Z_]+)', (.*)\)")
+#: ``inspect.Parameter`` kinds in words.
+_KINDS = {"POSITIONAL_ONLY": "positional-only", "POSITIONAL_OR_KEYWORD": "positional or keyword", "KEYWORD_ONLY": "keyword-only",
+          "VAR_POSITIONAL": "*args", "VAR_KEYWORD": "**kwargs"}
+
+
+def parameter_words(got: str, expected: str) -> str:
+    """A signature contract's got/expected parameter in words (the third trial read "got ('delta',
+    'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)"): ``delta
+    (parameter 3) is now keyword-only (was positional or keyword), default 1.0``; "" when the
+    two are not such parameters."""
+    at = re.fullmatch(r"(.*) at index (\d+)", got)
+    g, e = _PARAMETER.fullmatch(at[1] if at else got), _PARAMETER.fullmatch(expected)
+    if not g or not e:
+        return ""
+    where = f" (parameter {int(at[2]) + 1})" if at else ""
+    kind = {k: _KINDS.get(k, k) for k in (g[2], e[2])}
+    moved = []
+    if g[1] != e[1]:
+        moved.append(f"is now named {g[1]} (was {e[1]})")
+    if g[2] != e[2]:
+        moved.append(f"is now {kind[g[2]]} (was {kind[e[2]]})")
+    known = "…" not in g[3] + e[3]  # a default an older report cut short is not compared
+    if known and g[3] != e[3]:
+        moved.append(f"now defaults to {g[3]} (was {e[3]})")
+    return f"{e[1]}{where} " + ", ".join(moved) + (f", default {g[3]}" if known and g[3] == e[3] and moved else "") if moved else ""
+
+
 #: Two recorded outcomes compared by a generated contract (``assert 'ok' ==
 #: 'recompiled 1 time(s)'``: got, then the baseline's recorded value).
 OUTCOME_PAIR = re.compile(r"(?:^|\s)assert '([^']*)' == '([^']*)'")
@@ -461,7 +490,7 @@ def pytest_words(detail: str) -> str:
     parts = assertion_parts(detail)
     if parts:
         said = re.match(r"(?:AssertionError: )?(.*?)\s*assert ", detail)[1]  # the test's own message, if short
-        return (f"{said}: " if said and len(said) <= 80 else "") + f"got {parts[0]}, expected {parts[1]}"
+        return (f"{said}: " if said and len(said) <= 80 else "") + (parameter_words(*parts) or f"got {parts[0]}, expected {parts[1]}")
     bare = BARE_ASSERT.search(detail)
     if bare:  # ``assert False + where False = bool(Array(False...))``: pytest's introspection is not for a reader
         said = bare["said"].strip()
