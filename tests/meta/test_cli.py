@@ -436,6 +436,24 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
             "removes it)") in stderr, stderr
 
 
+def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path):
+    """The third trial: after interrupted gates, not-judged.md still showed an earlier refusal, and the
+    console named only report.md; the earlier refusal read as this run's. The interruption's line says so."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "not-judged.md").write_text("# an earlier refusal\n")
+    proc = subprocess.Popen(fake_gate(tmp_path, pause=0.2, tests=20), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    said = []
+    for line in proc.stderr:
+        said.append(line)
+        if "running the contracts" in line:
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    stderr = "".join(said) + stderr
+    assert proc.returncode == 2 and f"({tmp_path / 'out' / 'not-judged.md'} is an earlier run's, not this one's)" in stderr, stderr
+
+
 def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
     """Under ./noxw, Ctrl-C makes nox wait 0.3 s for the gate, send SIGTERM, and (nox's default) SIGKILL
     0.2 s later: a gate still stopping its pytest processes then died without its "interrupted" line and

@@ -498,6 +498,8 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
                  f"written, is not current; the next gate removes it), and {run.root / 'report.md'} still shows "
                  f"{evidence.shown(run.root)}") if run else ""
+        if run is not None and (run.root / "not-judged.md").exists():  # the third trial read it as this run's
+            where += f" ({run.root / 'not-judged.md'} is an earlier run's, not this one's)"
         _INTERRUPTED.append(True)
         return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
