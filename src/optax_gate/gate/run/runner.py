@@ -219,7 +219,7 @@ def _run_parts(call: PytestCall, deadline: float, how: ContractRunOptions, versi
     def report(i: int, done: int, total: int, final: bool = False) -> None:
         with lock:
             counts[i] = [done, max(total, counts[i][1]) if not final else total, final or counts[i][2] or total > 0]
-            if on_progress and all(c[2] for c in counts):
+            if on_progress and all(c[2] for c in counts) and not _STOP.is_set():  # no count after "interrupted"
                 on_progress(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
     def launch(i: int) -> Part | None:
