@@ -745,3 +745,27 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
     team = {**_team("not-verified"), "reason": f"the team's run fails in the baseline ({team_run._why(row)})", "runs": [row]}
     text = "\n".join(team_run_section.section({"team_run": team}))
     assert "traced in the baseline only (the gate stopped there)" in text and "both environments" not in text, text
+
+
+def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
+    """The fourth trial: a team's helper the run never calls passes huber_loss's delta positionally. The gate
+    failed on "2 API surface findings broken" while the finding holding that surface row (joined to the
+    contracts of the same cause) was listed under "Optax changed elsewhere … do not set the verdict". It is
+    now the team's, and the verdict names the line, which the run does not reach."""
+    finding = {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
+               "cause": "delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0",
+               "text": "x", "your_code": ["train.py:11", "train.py:20"],
+               "your_code_notes": {"train.py:11": "breaks: delta is keyword-only in the candidate", "train.py:20": "passes delta by keyword"},
+               "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}, {"section": "surface", "change": "broken", "cause": "y", "contracts": 0, "names": ["optax.huber_loss"]}]}
+    other = {"number": 2, "change": "broken", "api": "optax.sgd", "apis": ["optax.sgd"], "contracts": ["d"], "cause": "y",
+             "text": "y", "your_code": []}  # elsewhere: the verdict's count then says where it counted
+    report = {**_report("optax.adam"), "findings": [dict(finding), other]}
+    team_run.apply(report, {**_team("same"), "called": ["train.py:20"]})
+    f = report["findings"][0]
+    assert f["scope"] == "yours" and f["breaks_unreached"] == ["train.py:11"], f
+    assert report["verdict"] == "fail" and "(breaks train.py:11, which your run does not reach)" in report["reasons"][0], report["reasons"]
+    _validates(report)
+    alone = {**finding, "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}]}  # no surface part: the run decides
+    report = {**_report("optax.adam"), "findings": [alone]}
+    team_run.apply(report, {**_team("same"), "called": ["train.py:20"]})
+    assert report["findings"][0]["scope"] == "elsewhere" and report["verdict"] == "pass"

@@ -165,6 +165,8 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> s
         verdicts = {a.get("verdict") for a in (f.get("your_code_attribution") or {}).values()}
         if by == "usage" and verdicts == {"cannot-tell"}:  # every line of the team's is "cannot tell": say so
             said.append("your lines: cannot tell without --run")
+        if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
+            said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}, which your run does not reach")
         parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}" + (f" ({'; '.join(said)})" if said else ""))
     return ", ".join(parts)
 

@@ -376,6 +376,23 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
             f["your_code_run"] = here
 
 
+def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
+    """The team's lines that a contract finding's joined API surface part
+    breaks (``your_code_notes`` saying ``breaks: ...``; ``findings.merge`` joined
+    the surface row to the contracts of one cause). Such a row sets the verdict
+    (``--usage`` scoped it: "beyond the contracts: N API surface findings
+    broken") whatever the run does, so its finding is the team's: the third
+    trial read a FAIL whose only causes, ``huber_loss(pred, y, 2.0)`` and
+    ``optax.monte_carlo`` in helpers the run never calls, were listed under
+    "Optax changed elsewhere … do not set the verdict". Empty for a finding
+    without a broken surface part. (A line the run reaches and that breaks
+    makes the run diverge there: that finding explains it.)"""
+    if not any(p.get("section") == "surface" and p.get("change") == "broken" for p in finding.get("parts") or []):
+        return []
+    notes = finding.get("your_code_notes") or {}
+    return [w for w in finding.get("your_code") or [] if str(notes.get(w, "")).startswith("breaks")]
+
+
 def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
     """Put ``team_run`` into the report and make the verdict the team's (see the
     module docstring): the findings are scoped (``scope.apply``, ``by`` run),
@@ -393,8 +410,13 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
             if f.get("section", "contracts") != "contracts":
                 continue
             hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
+            breaks = _breaks_unreached(f)
             if hit and id(f) in explaining:
                 scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
+            elif breaks:  # its API surface part breaks a line of theirs: that sets the verdict, so the finding is theirs
+                f["breaks_unreached"] = breaks
+                scope.set_scope(f, "yours", f"its API surface change breaks your line{'s' if len(breaks) > 1 else ''} "
+                                            f"{', '.join(breaks)}, which your run does not reach: it fails when called")
             elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
                 scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
             else:
