@@ -209,6 +209,7 @@ def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(t
     assert cause["kinds"][0] == "exception" and "TypeError" in cause["texts"][0]
     assert result["raised_at"] == huber
     assert "named_from" not in result  # named as the recorder names them (no ``name``)
+    assert line_of(folder, "tx.update(") in result["not_in_candidate"]  # the candidate failed before its update
 
 
 def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
@@ -769,3 +770,21 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     report = {**_report("optax.adam"), "findings": [alone]}
     team_run.apply(report, {**_team("same"), "called": ["train.py:20"]})
     assert report["findings"][0]["scope"] == "elsewhere" and report["verdict"] == "pass"
+
+
+def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure():
+    """The fourth trial: the mixed team's run raised at huber_loss inside the jitted step, so the candidate
+    never called AdamW's update; the NaN-parameter finding on AdamW still said "your run calls it here and
+    computes the same" at the optimizer's line. It now says so up to the failure, and a line the candidate's
+    run never reached says that."""
+    from optax_gate.gate.beyond import call_sites
+    finding = {"number": 1, "change": "changed", "api": "optax.adamw", "apis": ["optax.adamw"], "contracts": ["n"],
+               "cause": "fewer non-finite outputs when a parameter is NaN", "text": "x", "your_code": ["train.py:33", "train.py:39"]}
+    report = {**_report("optax.adam"), "findings": [finding]}
+    team = {**_team("broke"), "raised_at": "train.py:21", "called": ["train.py:21", "train.py:33", "train.py:39"],
+            "not_in_candidate": ["train.py:39"]}
+    team_run.apply(report, team)
+    _validates(report)
+    line = call_sites.suffix(report["findings"][0])
+    assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
+    assert "`train.py:39` (your run fails before this line in the candidate)" in line, line

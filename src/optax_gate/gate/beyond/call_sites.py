@@ -190,9 +190,12 @@ def _run_words(said: dict[str, Any]) -> str:
     """What the team's run says of a finding's site (``team_run._point_sites``): it diverges there for
     another finding's cause, calls Optax there and computes the same, or does not reach the line."""
     if said.get("run") == "same":
-        return "your run calls it here and computes the same"
+        until = said.get("until")
+        return "your run calls it here and computes the same" + (f", up to its failure at `{until}`" if until else "")
     if said.get("run") == "not-reached":
         return "your run does not reach this line"
+    if said.get("run") == "not-reached-candidate":
+        return "your run fails before this line in the candidate"
     by = ", ".join(f"[F{n}](#f{n})" for n in said.get("findings") or [])
     return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
 

@@ -164,7 +164,7 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
             out[key] = [{**row, "site": name(row["site"])} for row in out[key] or []]
     if out.get("first"):
         out["first"] = {**out["first"], "site": name(out["first"]["site"])}
-    for key in ("sites", "called"):
+    for key in ("sites", "called", "not_in_candidate"):
         if key in out:
             out[key] = [name(s) for s in out[key] or []]
     if out.get("within_budget"):
@@ -259,7 +259,10 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say, name: Ca
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget")})
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
+    missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
     result["called"] = [name(s) for s in called] if name is not None else called
+    if missing:
+        result["not_in_candidate"] = [name(s) for s in missing] if name is not None else missing
     if name is not None:  # the folder the sites' names are relative to: compare --team-run names them anew from another
         from optax_gate.gate.inputs import usage_files
         result["named_from"] = usage_files.user_folder()
@@ -351,14 +354,20 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
       re-trial: "elsewhere" named a float32 team's ``l2_loss`` line for the
       losses' integer-input checks with no word that its run had settled it).
       Reports of runs that did not record their calls (``called``) say only
-      where the run diverges.
+      where the run diverges. A run that failed in the candidate: a site it
+      reached there is the same ``until`` the failure's line (its later calls
+      never ran: the fourth trial read "computes the same" on an AdamW line
+      whose update the candidate never reached), one it reached in the
+      baseline only is ``not-reached-candidate``.
     - A finding that explains a line of the run gets ``run_sites``: those
       lines, with their calls (``train.py:34 optax.MultiSteps(...).init``):
       the run names the call where a result differs, the finding's call sites
       the constructor (``train.py:33``), and the reader could not tie the two.
     """
     explained = {line["site"]: line["findings"] for line in lines}
-    called = report.get("team_run", {}).get("called")
+    team = report.get("team_run") or {}
+    called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
+    failed_at = team.get("raised_at") if team.get("outcome") == "broke" else None
     for f in report.get("findings") or []:
         shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
         if shown:
@@ -370,8 +379,12 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
         for site in f["your_code"]:
             if site in explained:
                 here[site] = {"run": "diverges", "findings": explained[site]}
+            elif called is not None and site in missing:  # reached in the baseline only: the candidate's run failed before
+                here[site] = {"run": "not-reached-candidate"}
             elif called is not None:
                 here[site] = {"run": "same" if site in called else "not-reached"}
+                if site in called and team.get("outcome") == "broke":  # the same up to the failure, not after it
+                    here[site]["until"] = failed_at or "?"
         if here:
             f["your_code_run"] = here
 
