@@ -656,7 +656,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in call_sites.suffix(state)
     assert "your run diverges" not in call_sites.suffix({**checks, "your_code_run": {}, "run_sites": []})
     # the third trial: a line the run reaches without a difference, and one it does not reach, said so too
-    assert "`train.py:18` (your run calls it here and computes the same)" in line, line
+    assert "`train.py:18` (your run calls it here and computes the same, up to its failure)" in line, line  # no line named
     assert "`nb.ipynb:code cell 2:3` (your run does not reach this line)" in line, line
     def fresh(f):
         return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")},
@@ -722,11 +722,13 @@ def test_the_files_the_command_writes_in_its_folder_are_named(tmp_path):
     spec = team_run.RunSpec("echo run >> out.txt; echo x > .git/HEAD; echo y > keep.txt", team_dir, 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
     assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
-    assert result["wrote"] == {"files": ["keep.txt", "out.txt"], "count": 2}, result.get("wrote")
-    assert any("wrote 2 file(s)" in s and "keep.txt, out.txt" in s for s in said), said
+    assert result["wrote"] == {"files": ["keep.txt", "out.txt"], "count": 2, "existed": ["keep.txt"]}, result.get("wrote")
+    assert any("wrote 2 file(s)" in s and "keep.txt, out.txt" in s and "1 existed before and were overwritten (keep.txt)" in s
+               for s in said), said
     from optax_gate.gate.report import team_run_section
     text = "\n".join(team_run_section.section({"team_run": result}))
     assert "Your command wrote 2 file(s) in" in text and "`keep.txt`, `out.txt`" in text and "baseline run's output" in text, text
+    assert "1 of them existed before the gate and were overwritten: `keep.txt`." in text, text
     quiet = team_run.run(team_run.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
     assert "wrote" not in quiet
 
@@ -788,3 +790,26 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     line = call_sites.suffix(report["findings"][0])
     assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
+
+
+def test_a_run_that_reads_back_what_it_wrote_is_told_why_it_is_not_deterministic(tmp_path, monkeypatch):
+    """The fourth trial: a command that resumes from its own --out file differs between the two baseline
+    runs; the reason said "not deterministic … 1.28e+36 ULP … (within the budget)" while the console had
+    said the command wrote ckpt.npz: the two facts were not tied, and the figure and its qualifier read wrong."""
+    zeros, ones = _leaf([0.0, 0.0]), _leaf([1.0, 2.0])
+    events = {"baseline": [_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", zeros, inputs=[zeros])],
+              "baseline-repeat": [_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", ones, inputs=[ones])]}
+    team_dir = tmp_path / "team"
+    team_dir.mkdir()
+
+    def run_once(spec, python, label, folder):
+        (team_dir / "ckpt.npz").write_text(label)
+        return {"label": label, "exit": 0, "timed_out": False, "error": "", "tail": "", "seconds": 0.1, "log": "x.log",
+                "trace": _trace(tmp_path / "traces" / label, [{**e, "phase": "call"} for e in events[label]]).name}
+    monkeypatch.setattr(team_run, "run_once", run_once)
+    monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
+    result = team_run.run(team_run.RunSpec("python train.py --out ckpt.npz", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "o")
+    assert result["outcome"] == "not-verified" and "not deterministic" in result["reason"], result["reason"]
+    assert "your command wrote ckpt.npz in its folder between the runs" in result["reason"], result["reason"]
+    assert "e+36" not in result["reason"] and "more than 1e+12 ULP" in result["reason"], result["reason"]
+    assert "(within the budget)" not in result["reason"], result["reason"]

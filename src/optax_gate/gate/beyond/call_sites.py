@@ -190,8 +190,9 @@ def _run_words(said: dict[str, Any]) -> str:
     """What the team's run says of a finding's site (``team_run._point_sites``): it diverges there for
     another finding's cause, calls Optax there and computes the same, or does not reach the line."""
     if said.get("run") == "same":
-        until = said.get("until")
-        return "your run calls it here and computes the same" + (f", up to its failure at `{until}`" if until else "")
+        until = said.get("until")  # a run that failed in the candidate: "" when the failure's line is not the team's
+        return "your run calls it here and computes the same" + (
+            "" if until is None else f", up to its failure{f' at `{until}`' if until else ''}")
     if said.get("run") == "not-reached":
         return "your run does not reach this line"
     if said.get("run") == "not-reached-candidate":

@@ -217,8 +217,13 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
     return texts, worst, beyond
 
 
+#: ULP counts past this are no rounding (a leaf all zeros on one side is measured against the dtype's
+#: smallest normal: 1.28e+36 ULP read as a number, the fourth trial); they are said as "more than" it.
+ULP_SAID = 1e12
+
+
 def _ulps(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:.3g}"
+    return "inf" if math.isinf(x) else f"more than {ULP_SAID:.0e}" if x > ULP_SAID else f"{x:.3g}"
 
 
 def _short(leaf: dict[str, Any]) -> str:
@@ -317,7 +322,8 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
                 kinds.append("values")
                 texts += [t for t in out_texts if "ULP" in t]
                 if not identical and in_err > 0:  # a kept result: the error may be born before it (JAX, the model, the data)
-                    texts.append(f"its inputs already differed by up to {_ulps(in_err)} ULP (within the budget): the change "
+                    within = "" if in_beyond else " (within the budget)"  # "1.28e+36 ULP (within the budget)": the trial
+                    texts.append(f"its inputs already differed by up to {_ulps(in_err)} ULP{within}: the change "
                                  "may be born before it, in code that is not an Optax call (JAX, the model, the data)")
     if not kinds:
         return None

@@ -217,9 +217,14 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
     if before is not None and after is not None:
         changed = sorted(p for p, state in after.items() if before.get(p) != state)
         if changed:
-            result["wrote"] = {"files": changed[:10], "count": len(changed)}
+            existed = [p for p in changed if p in before]
+            result["wrote"] = {"files": changed[:10], "count": len(changed), "existed": existed[:10]}
+            if result["outcome"] == "not-verified" and result["reason"].startswith("the team's run is not deterministic"):
+                result["reason"] += (f"; your command wrote {', '.join(changed[:3])} in its folder between the runs: a run that "
+                                     "reads what the run before it wrote differs from it (point its outputs elsewhere)")
             say(f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
-                f"{', …' if len(changed) > 3 else ''}): they now hold the last run's output")
+                f"{', …' if len(changed) > 3 else ''}): they now hold the last run's output"
+                + (f"; {len(existed)} existed before and were overwritten ({', '.join(existed[:3])})" if existed else ""))
     return result
 
 
@@ -384,7 +389,7 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
             elif called is not None:
                 here[site] = {"run": "same" if site in called else "not-reached"}
                 if site in called and team.get("outcome") == "broke":  # the same up to the failure, not after it
-                    here[site]["until"] = failed_at or "?"
+                    here[site]["until"] = failed_at or ""
         if here:
             f["your_code_run"] = here
 

@@ -137,9 +137,12 @@ def section(report: dict[str, Any]) -> list[str]:
     if wrote:  # the team's own outputs are the last run's now: the candidate's, or the baseline's when the gate stopped there
         more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
         last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
+        existed = wrote.get("existed") or []
+        over = (f" {len(existed)} of them existed before the gate and were overwritten: "
+                f"{', '.join(f'`{_cell(f)}`' for f in existed)}." if existed else "")
         out += ["", f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
                 f"{', '.join(f'`{_cell(f)}`' for f in wrote['files'])}{more}. They now hold the {last} run's output, "
-                "not your own run's."]
+                f"not your own run's.{over}"]
     outcome = team.get("outcome")
     if outcome == "not-verified":
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
