@@ -8,6 +8,7 @@ report of a crash of the gate itself."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -402,7 +403,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         team_run.apply(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
-                               f"{validate.shown(options.team_run)} (compare runs no code)")
+                               f"{os.path.abspath(options.team_run)} (compare runs no code)")
     else:
         scope.apply_options(report, given, packages)
         _say_recorded_run(report, options.baseline_run)
@@ -423,7 +424,7 @@ def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
         ran = False
     report["notes"].append(
         "compare runs no code: a line of yours that is 'cannot tell without --run' is decided by your run; "
-        + (f"the gate that recorded these run records ran it: add --team-run {validate.shown(gate_report)}" if ran
+        + (f"the gate that recorded these run records ran it: add --team-run {gate_report}" if ran
            else "run the gate with --run, or give compare --team-run with the report.json of a gate that did"))
 
 
