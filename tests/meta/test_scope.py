@@ -265,3 +265,21 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     assert scope._where_counted([cannot, affected]) == (
         "1 in F1 (headed changed: 1 of its 1 contracts broke; your lines: cannot tell without --run), 1 in F2")
     assert scope._where_counted([cannot], "run") == "1 in F1 (headed changed: 1 of its 1 contracts broke)"  # --run decided it
+
+
+def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts():
+    """The fourth trial read one cause counted twice: "2 in F2" and "beyond the contracts: 1 API surface finding
+    broken", the surface row being joined to F2. The second reason names the findings holding such rows."""
+    joined = {"change": "broken", "section": "contracts", "contracts": ["a"], "api": "optax.huber_loss",
+              "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}]}
+    alone = {"change": "broken", "section": "dependencies", "contracts": [], "api": "jaxlib"}
+    other = {"change": "changed", "section": "contracts", "contracts": ["b"], "api": "optax.sgd"}
+    report = {"verdict": "fail", "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface finding and 1 "
+                                                                       "dependency finding broken"],
+              "notes": [], "findings": [other, joined, alone]}
+    scope.apply(report)
+    numbers = [f["number"] for f in report["findings"] if f is not other]
+    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface finding and 1 dependency finding broken "
+                                    f"(in F{numbers[0]}, F{numbers[1]})"), report["reasons"]
+    scope.apply(report)  # said once, whatever runs it again
+    assert report["reasons"][1].count("(in F") == 1

@@ -131,6 +131,7 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     found[:] = yours + elsewhere
     for number, f in enumerate(found, 1):
         f["number"] = number
+    _name_beyond(report, found)
     contracts = [f for f in found if f.get("section", "contracts") == "contracts" and broken_rows(f)]
     counted = contracts if fail_on == "all" else [f for f in contracts if is_yours(f)]
     left_out = sum(broken_rows(f) for f in contracts if f not in counted)
@@ -148,6 +149,25 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
         f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
         "set the verdict (--fail-on all: they do)")
     return report
+
+
+_BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?$")
+_SECTIONS = ("surface", "dependencies", "warnings")
+
+
+def _name_beyond(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
+    """The verdict's "beyond the contracts: N … broken" names the findings that
+    hold those rows (``in F1, F2``): joined to the contracts of their cause
+    (``findings.merge``), the fourth trial read one cause counted twice, "2 in
+    F2" and "1 API surface finding broken"."""
+    holding = [f["number"] for f in found if
+               (f.get("section") in _SECTIONS and f.get("change") == "broken")
+               or any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in f.get("parts") or [])]
+    reasons = report.get("reasons") or []
+    for i, reason in enumerate(reasons):
+        m = _BEYOND.match(reason)
+        if m and holding:
+            reasons[i] = f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})"
 
 
 def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> str:
