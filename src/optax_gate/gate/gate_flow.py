@@ -360,7 +360,7 @@ def _run_record(path: Path) -> dict[str, Any]:
         raise validate.InvalidInput(f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (not JSON: {exc})") from None
-    if not isinstance(record, dict) or not {"label", "status", "contracts"} <= set(record):
+    if not runner.is_run_record(record):
         raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (a JSON object with label, status and "
                                     "contracts: evidence/baseline.json or candidate.json of a gate's run folder)")
     return record

@@ -265,9 +265,7 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say, name: Ca
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget")})
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
     missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
-    result["called"] = [name(s) for s in called] if name is not None else called
-    if missing:
-        result["not_in_candidate"] = [name(s) for s in missing] if name is not None else missing
+    result.update(_renamed({"called": called, **({"not_in_candidate": missing} if missing else {})}, name))
     if name is not None:  # the folder the sites' names are relative to: compare --team-run names them anew from another
         from optax_gate.gate.inputs import usage_files
         result["named_from"] = usage_files.user_folder()
@@ -372,7 +370,7 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
     explained = {line["site"]: line["findings"] for line in lines}
     team = report.get("team_run") or {}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
-    failed_at = team.get("raised_at") if team.get("outcome") == "broke" else None
+    failed_at = (team.get("raised_at") or "") if team.get("outcome") == "broke" else None  # "": not a line of the team's
     for f in report.get("findings") or []:
         shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
         if shown:
@@ -388,8 +386,8 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
                 here[site] = {"run": "not-reached-candidate"}
             elif called is not None:
                 here[site] = {"run": "same" if site in called else "not-reached"}
-                if site in called and team.get("outcome") == "broke":  # the same up to the failure, not after it
-                    here[site]["until"] = failed_at or ""
+                if site in called and failed_at is not None:  # the same up to the failure, not after it
+                    here[site]["until"] = failed_at
         if here:
             f["your_code_run"] = here
 
@@ -511,6 +509,7 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
     import json
 
     from optax_gate.gate.inputs import validate
+    from optax_gate.gate.run import runner
 
     file = Path(path) / "report.json" if Path(path).is_dir() else Path(path)
     try:
@@ -520,7 +519,7 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
                                     "(give a gate's report.json, or its run folder)") from None
     except ValueError as exc:
         raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})") from None
-    if isinstance(report, dict) and {"label", "status", "contracts"} <= set(report):
+    if runner.is_run_record(report):
         raise validate.InvalidInput(f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the "
                                     "run folder, or its report.json)")
     if not isinstance(report, dict) or "verdict" not in report:

@@ -204,18 +204,22 @@ _NUMBER = r"(?:-?inf|nan|-?[\d.]+(?:e[-+]\d+)?)"
 _SCHEDULE_OUTCOME = re.compile(rf"(ok|non-finite) ({_KIND}(?:/{_KIND})*) ({_NUMBER}(?: {_NUMBER})*)")
 
 
-def _schedule_words(m: re.Match) -> str:
-    """``ok py float 0.04 0.1 …`` -> ``ok (a Python float at steps 0, 1, …: 0.04, 0.1, …)``."""
+def _schedule_words(value: str) -> str | None:
+    """``ok py float 0.04 0.1 …`` -> ``ok (a Python float at steps 0, 1, …: 0.04, 0.1, …)``; None for
+    another value (a tree corner's one value is no schedule's value per step)."""
     from optax_gate.kit.surface_corners import SCHEDULE_STEPS
+
+    m = _SCHEDULE_OUTCOME.fullmatch(value)
+    if not m or len(m[3].split()) != len(SCHEDULE_STEPS):
+        return None
 
     def kind(text: str) -> str:
         if text.startswith("py "):  # a Python number, or NumPy's float64 scalar (a float subclass)
             return "a NumPy float64 scalar" if text == "py float64" else f"a Python {text[3:]}"
         name, weak = text.removesuffix(" weak"), text.endswith(" weak")
         return f"a {'weakly typed ' if weak else ''}{name} array"
-    values = m[3].split()
     steps = ", ".join(map(str, SCHEDULE_STEPS))
-    return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(values)})"
+    return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(m[3].split())})"
 
 
 def outcome_words(value: str) -> str:
@@ -228,9 +232,7 @@ def outcome_words(value: str) -> str:
     from optax_gate.kit.surface_corners import SHORT_DTYPES
     m = _TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
-        from optax_gate.kit.surface_corners import SCHEDULE_STEPS
-        schedule = _SCHEDULE_OUTCOME.fullmatch(value)  # a value per schedule step: a tree corner's one value is not one
-        return _schedule_words(schedule) if schedule and len(schedule[3].split()) == len(SCHEDULE_STEPS) else value
+        return _schedule_words(value) or value
     long = {short: name for name, short in SHORT_DTYPES.items()}
 
     def dtypes(text: str) -> str:

@@ -41,6 +41,11 @@ def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
     return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
 
 
+def is_run_record(value: Any) -> bool:
+    """Whether ``value`` (read from JSON) is a run record: an object with a label, a status and contracts."""
+    return isinstance(value, dict) and {"label", "status", "contracts"} <= set(value)
+
+
 Probe = tuple[dict[str, str], "str | None", list[dict[str, Any]], dict[str, list[str]]]
 
 
