@@ -653,6 +653,25 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     assert report["notes"] == []
 
 
+def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsys):
+    """The fourth trial (low): ``compare candidate.json baseline.json`` read the candidate's changes
+    backwards and the baseline's own failures as the candidate's, with no word that the two records were
+    given the other way round. A gate's records carry their label: the report and stderr say so."""
+    base, cand = record(golden_a="passed"), record(golden_a="failed")
+    base.update(label="baseline", versions={"optax": "0.2.6", "jax": "0.11.2"})
+    cand.update(label="candidate", versions={"optax": "0.2.8", "jax": "0.12.0.1"})
+    b, c = write_run(tmp_path / "baseline.json", base), write_run(tmp_path / "candidate.json", cand)
+    assert cli.main(["compare", c, b, "--out", str(tmp_path / "swapped")]) == 0  # compared as given: fixed
+    err = capsys.readouterr().err
+    assert "the run records look swapped" in err and "candidate record (optax 0.2.8, jax 0.12.0.1)" in err, err
+    report = json.loads((tmp_path / "swapped" / "report.json").read_text())
+    assert report["notes"][0].startswith("the run records look swapped"), report["notes"]
+    assert "look swapped" in (tmp_path / "swapped" / "report.md").read_text()
+    assert cli.main(["compare", b, c, "--out", str(tmp_path / "right")]) == 1
+    assert "swapped" not in capsys.readouterr().err
+    assert not any("swapped" in n for n in json.loads((tmp_path / "right" / "report.json").read_text())["notes"])
+
+
 def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_path, monkeypatch):
     """A compare started from another folder than the project read a gate's records whose environment
     paths are relative to the project (``.nox/gate-envs/…/site-packages``, ``requirements-lock.txt``) and

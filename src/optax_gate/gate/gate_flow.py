@@ -400,6 +400,10 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     given = dataclasses.replace(options.scope, usage_scan=scan)
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
+    swapped = swapped_records(baseline, candidate)
+    if swapped:
+        print(f"optax-gate: note: {swapped}", file=sys.stderr)
+        report["notes"].insert(0, swapped)
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         team_run.apply(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
@@ -408,6 +412,24 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         scope.apply_options(report, given, packages)
         _say_recorded_run(report, options.baseline_run)
     return write_reports(report, options.out)
+
+
+def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str | None:
+    """A note when compare's two run records look given the other way round:
+    the first (taken as the baseline) is a gate's candidate record and the
+    second its baseline record (their ``label``). Compare still compares
+    them as given (comparing a candidate against a baseline can be meant),
+    but every change then reads backwards (broken as fixed), and the
+    baseline's own failures read as the candidate's. None otherwise."""
+    if baseline.get("label") != "candidate" or candidate.get("label") != "baseline":
+        return None
+    def which(record: dict[str, Any]) -> str:
+        versions = record.get("versions") or {}
+        named = ", ".join(f"{name} {versions[name]}" for name in ("optax", "jax") if versions.get(name))
+        return f" ({named})" if named else ""
+    return (f"the run records look swapped: the first, taken as the baseline, is a gate's candidate record{which(baseline)}, "
+            f"and the second its baseline record{which(candidate)}; every change below reads the other way round "
+            "(broken as fixed). Compare takes BASELINE first: compare …/evidence/baseline.json …/evidence/candidate.json")
 
 
 def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
