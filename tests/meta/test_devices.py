@@ -80,3 +80,29 @@ def test_merge_problems():
     assert "exit status 5" in runner.merge_problems([_part("a", 0, "x"), _part("b", 5)])
     assert runner.merge_problems([_part("a", 0, "x"), _part("b", 5)], selected=True) == ""
     assert runner.merge_problems([_part("a", 0, "x", errors=["b: boom"])]).startswith("collection errors: b: boom")
+
+
+def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, monkeypatch):
+    """A side that has the machine to itself (a warm gate for a new candidate) split its single-device
+    contracts over exactly two processes whatever the machine: on an 8-core laptop it used two cores.
+    It now asks pytest-xdist for one process per physical core (``-n auto``, which honours
+    ``$PYTEST_XDIST_AUTO_NUM_WORKERS``), at most ``runner.MAX_WORKERS``; the multi-device process is
+    never split; two sides at once still run one process each."""
+    from optax_gate.gate import sides
+    calls = {}
+
+    def fake_pytest(call, timeout, on_progress, stop=None):
+        calls[call.folder] = call.pytest_args
+        return _part(call.folder, 0, f"{call.folder}::t")
+    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    with_xdist = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
+    runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=sides.ALONE_WORKERS),
+               probed=with_xdist)
+    args = list(calls["tests/contracts"])
+    assert args[args.index("-n") + 1] == "auto" and args[args.index("--maxprocesses") + 1] == str(runner.MAX_WORKERS), args
+    assert "-n" not in calls[devices.MULTIDEVICE_DIR]
+    for one in (0, 1):  # two sides at once: one process each, no xdist
+        runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=one), probed=with_xdist)
+        assert "-n" not in calls["tests/contracts"]
+    runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=3), probed=with_xdist)
+    assert list(calls["tests/contracts"])[-4:] == ["-n", "3", "--dist", "worksteal"]

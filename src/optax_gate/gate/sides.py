@@ -178,11 +178,13 @@ def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], 
 
 
 #: pytest-xdist processes of a contract run that has the machine to itself
-#: (one side at a time); two sides at once run one process each.
-ALONE_WORKERS = 2
+#: (one side at a time): one per physical core (``runner.xdist_args``: two on
+#: the 2-core machine, as before; more on a bigger one). Two sides at once
+#: run one process each.
+ALONE_WORKERS = "auto"
 
 
-def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, workers: int = ALONE_WORKERS) -> dict[str, Any]:
+def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, workers: int | str = ALONE_WORKERS) -> dict[str, Any]:
     """Run the contract modules of a prepared side that the cache lacks
     (unless its record is final), join the cached ones, and store what ran
     when the run is verified and its resume checkpoints were there."""

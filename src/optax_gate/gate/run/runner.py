@@ -110,7 +110,8 @@ class ContractRunOptions:
     ``extra_env``: environment variables for pytest (e.g. the compilation
     cache); ``workers``: split the single-device contracts over this many
     pytest-xdist processes, when the environment has pytest-xdist (0: one
-    process); ``team_dirs``: the team's contract folders (``gate
+    process; ``"auto"``: pytest-xdist's count for the machine, at most
+    :data:`MAX_WORKERS`); ``team_dirs``: the team's contract folders (``gate
     --contracts``), run in the single-device process; ``targets``: per pytest
     process of :data:`PARTS`, the contract modules to run (paths relative to
     the project root) instead of its whole folder; a process with no module
@@ -120,7 +121,7 @@ class ContractRunOptions:
     pytest_args: tuple[str, ...] = ()
     checkpoints: Path | None = None
     extra_env: dict[str, str] = dataclasses.field(default_factory=dict)
-    workers: int = 0
+    workers: int | str = 0
     team_dirs: tuple[Path, ...] = ()
     targets: tuple[tuple[str, ...], ...] | None = None
 
@@ -233,8 +234,8 @@ def _run_parts(call: PytestCall, deadline: float, how: ContractRunOptions, versi
         if paths is not None and not paths and (multi or not team_args):
             report(i, 0, 0, final=True)
             return Part(folder, 0, "", outcomes.ReportLog())
-        split = how.workers > 1 and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
-        args = (*call.pytest_args, *(["-n", str(how.workers), "--dist", "worksteal"] if split else []),
+        split = how.workers not in (0, 1) and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
+        args = (*call.pytest_args, *(xdist_args(how.workers) if split else []),
                 *([] if multi else team_args or []))
         part_env = devices.env(call.env) if multi else call.env
         if i:
@@ -273,6 +274,25 @@ def _run_parts(call: PytestCall, deadline: float, how: ContractRunOptions, versi
 #: second process (``<label>.multidevice.*`` files); their outcomes join the
 #: same record, and a failure or time-out of either process fails closed.
 PARTS = (("", CONTRACTS_DIR, False), (".multidevice", devices.MULTIDEVICE_DIR, True))
+
+#: The most pytest-xdist processes of one contract run, whatever the
+#: machine: each holds its own JAX, Optax and traced programs (one process
+#: running the whole suite peaked at 2.3 GB resident, measured on the 2-core
+#: machine, 2026-12-02), so 4 stay under 10 GB; and each process traces and
+#: lowers the programs it meets itself (two processes took 23 % more CPU than
+#: one for the same suite), so more processes gain less each.
+MAX_WORKERS = 4
+
+
+def xdist_args(workers: int | str) -> list[str]:
+    """pytest-xdist's arguments for ``workers`` processes (an int, or
+    ``"auto"``: xdist's count of the machine's physical cores, or
+    ``$PYTEST_XDIST_AUTO_NUM_WORKERS`` where set, capped at
+    :data:`MAX_WORKERS`), each taking work from the other's queue
+    (``--dist worksteal``)."""
+    if workers == "auto":
+        return ["-n", "auto", "--maxprocesses", str(MAX_WORKERS), "--dist", "worksteal"]
+    return ["-n", str(workers), "--dist", "worksteal"]
 
 
 @dataclasses.dataclass
