@@ -711,26 +711,97 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     assert result["called"] == ["../team/train.py:3"]  # where the run called Optax, named as the sites are
 
 
-def test_the_files_the_command_writes_in_its_folder_are_named(tmp_path):
+def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(tmp_path):
     """--run runs the team's command three times in its own folder: a command that saves its params
-    (``--out params.npz``) leaves the candidate's run's file there, over the team's own, with no word.
-    The report and the console now name the files the runs created or changed."""
+    (``--out params.npz``) left the candidate's run's file there, over the team's own (first with no
+    word; then named, not kept). Each run now starts from the folder as it was, the folder is put back
+    after each run, what a run wrote is kept in the run's evidence, and the report names the files."""
     team_dir = tmp_path / "team"
     (team_dir / ".git").mkdir(parents=True)
     (team_dir / "keep.txt").write_text("mine")
+    os.utime(team_dir / "keep.txt", ns=(1_000_000_000, 1_000_000_000))
     said = []
-    spec = team_run.RunSpec("echo run >> out.txt; echo x > .git/HEAD; echo y > keep.txt", team_dir, 60)
+    spec = team_run.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; "
+                            "echo y > keep.txt", team_dir, 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
     assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
-    assert result["wrote"] == {"files": ["keep.txt", "out.txt"], "count": 2, "existed": ["keep.txt"]}, result.get("wrote")
-    assert any("wrote 2 file(s)" in s and "keep.txt, out.txt" in s and "1 existed before and were overwritten (keep.txt)" in s
-               for s in said), said
+    assert result["wrote"] == {"files": ["keep.txt", "new/deep/n.txt", "out.txt"], "count": 3, "existed": ["keep.txt"],
+                               "kept": ["team-run-baseline-files"], "not_restored": []}, result.get("wrote")
+    assert (team_dir / "keep.txt").read_text() == "mine" and (team_dir / "keep.txt").stat().st_mtime_ns == 1_000_000_000
+    assert sorted(p.name for p in team_dir.iterdir()) == [".git", "keep.txt"]  # out.txt and new/ are gone from the folder
+    assert (team_dir / ".git" / "HEAD").read_text() == "x\n"  # not looked at
+    kept = tmp_path / "out" / "team-run-baseline-files"
+    assert (kept / "out.txt").read_text() == "run\n" and (kept / "keep.txt").read_text() == "y\n"
+    assert (kept / "new" / "deep" / "n.txt").read_text() == "n\n"
+    assert not (tmp_path / "out" / "team-run-before").exists()  # the copies are removed once the runs are settled
+    assert any("wrote 3 file(s)" in s and "keep.txt, new/deep/n.txt, out.txt" in s and "it is so again" in s
+               and "team-run-baseline-files" in s for s in said), said
     from optax_gate.gate.report import team_run_section
     text = "\n".join(team_run_section.section({"team_run": result}))
-    assert "Your command wrote 2 file(s) in" in text and "`keep.txt`, `out.txt`" in text and "baseline run's output" in text, text
-    assert "1 of them existed before the gate and were overwritten: `keep.txt`." in text, text
+    assert "Your command wrote 3 file(s) in" in text and "`keep.txt`, `new/deep/n.txt`, `out.txt`" in text, text
+    assert "the gate put it back after each: your own files are as they were" in text, text
+    assert "`team-run-baseline-files/`" in text and "overwritten" not in text, text
+    old = {**result, "wrote": {"files": ["keep.txt"], "count": 1, "existed": ["keep.txt"]}}  # a report of before 2026-12-02
+    text = "\n".join(team_run_section.section({"team_run": old}))
+    assert "They now hold the baseline run's output" in text and "existed before the gate and were overwritten: `keep.txt`" in text
     quiet = team_run.run(team_run.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
     assert "wrote" not in quiet
+
+
+def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces"):
+    """A team run (run_once faked) whose command resumes from ckpt.npz when an earlier run wrote it: its
+    step then computes from other inputs. Writes ckpt.npz in every run."""
+    zeros, ones = _leaf([0.0, 0.0]), _leaf([1.0, 2.0])
+
+    def run_once(spec, python, label, folder):
+        ckpt = team_dir / "ckpt.npz"
+        leaf = ones if ckpt.exists() and ckpt.read_text() in ("baseline", "baseline-repeat") else zeros  # a run's own output
+        (team_dir / "ckpt.npz").write_text(label)
+        if label == interrupt_at:
+            raise KeyboardInterrupt
+        return {"label": label, "exit": 0, "timed_out": False, "error": "", "tail": "", "seconds": 0.1, "log": "x.log",
+                "trace": _trace(tmp_path / traces / label, [{**_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf,
+                                                                       inputs=[leaf]), "phase": "call"}]).name}
+    monkeypatch.setattr(team_run, "run_once", run_once)
+    monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
+    return team_run.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
+
+
+def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_teams_folder(tmp_path, monkeypatch):
+    """The fourth trial: a command that resumes from its own --out file was "not deterministic": its second
+    baseline run read what the first wrote. Each run now starts from the folder as it was; a file too
+    large to keep a copy of is the one case left, and the reason then names it."""
+    team_dir = tmp_path / "team"
+    team_dir.mkdir()
+    result = team_run.run(_resuming(tmp_path, monkeypatch, team_dir), (Path(sys.executable),) * 2, tmp_path / "o")
+    assert result["outcome"] == "same", result["reason"]
+    assert not (team_dir / "ckpt.npz").exists()
+    assert (tmp_path / "o" / "team-run-candidate-files" / "ckpt.npz").read_text() == "candidate"
+    assert (tmp_path / "o" / "team-run-baseline-files" / "ckpt.npz").read_text() == "baseline"
+    assert not (tmp_path / "o" / "team-run-baseline-repeat-files").exists()
+    assert result["wrote"]["kept"] == ["team-run-baseline-files", "team-run-candidate-files"]
+    # a checkpoint of the team's too large to keep a copy of: it is overwritten, and a run reads the one before it
+    (team_dir / "ckpt.npz").write_text("the team's own")
+    monkeypatch.setattr(team_run.team_files, "KEPT_BYTES", 5)
+    result = team_run.run(_resuming(tmp_path, monkeypatch, team_dir, traces="traces2"), (Path(sys.executable),) * 2, tmp_path / "o2")
+    assert result["outcome"] == "not-verified" and "not deterministic" in result["reason"], result["reason"]
+    assert "your command wrote ckpt.npz in its folder, too large for the gate to put back between the runs" in result["reason"]
+    assert "e+36" not in result["reason"] and "more than 1e+12 ULP" in result["reason"], result["reason"]
+    assert "(within the budget)" not in result["reason"], result["reason"]
+    assert result["wrote"]["not_restored"] == ["ckpt.npz"] and (team_dir / "ckpt.npz").read_text() == "baseline-repeat"
+    from optax_gate.gate.report import team_run_section
+    text = "\n".join(team_run_section.section({"team_run": result}))
+    assert "except 1 file(s) too large to keep a copy of (`ckpt.npz`): they hold the last run's output now" in text, text
+
+
+def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatch):
+    team_dir = tmp_path / "team"
+    team_dir.mkdir()
+    (team_dir / "ckpt.npz").write_text("the team's own")
+    with pytest.raises(KeyboardInterrupt):
+        team_run.run(_resuming(tmp_path, monkeypatch, team_dir, interrupt_at="candidate"), (Path(sys.executable),) * 2, tmp_path / "o")
+    assert (team_dir / "ckpt.npz").read_text() == "the team's own"
+    assert not (tmp_path / "o" / "team-run-before").exists()
 
 
 def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is_said_to_have_run(tmp_path):
@@ -792,24 +863,3 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
 
 
-def test_a_run_that_reads_back_what_it_wrote_is_told_why_it_is_not_deterministic(tmp_path, monkeypatch):
-    """The fourth trial: a command that resumes from its own --out file differs between the two baseline
-    runs; the reason said "not deterministic … 1.28e+36 ULP … (within the budget)" while the console had
-    said the command wrote ckpt.npz: the two facts were not tied, and the figure and its qualifier read wrong."""
-    zeros, ones = _leaf([0.0, 0.0]), _leaf([1.0, 2.0])
-    events = {"baseline": [_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", zeros, inputs=[zeros])],
-              "baseline-repeat": [_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", ones, inputs=[ones])]}
-    team_dir = tmp_path / "team"
-    team_dir.mkdir()
-
-    def run_once(spec, python, label, folder):
-        (team_dir / "ckpt.npz").write_text(label)
-        return {"label": label, "exit": 0, "timed_out": False, "error": "", "tail": "", "seconds": 0.1, "log": "x.log",
-                "trace": _trace(tmp_path / "traces" / label, [{**e, "phase": "call"} for e in events[label]]).name}
-    monkeypatch.setattr(team_run, "run_once", run_once)
-    monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
-    result = team_run.run(team_run.RunSpec("python train.py --out ckpt.npz", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "o")
-    assert result["outcome"] == "not-verified" and "not deterministic" in result["reason"], result["reason"]
-    assert "your command wrote ckpt.npz in its folder between the runs" in result["reason"], result["reason"]
-    assert "e+36" not in result["reason"] and "more than 1e+12 ULP" in result["reason"], result["reason"]
-    assert "(within the budget)" not in result["reason"], result["reason"]

@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from optax_gate.gate.beyond import divergence
+from optax_gate.gate.beyond import divergence, team_files
 from optax_gate.recorder import ROOT_ENV, TRACE_ENV
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
@@ -172,71 +172,81 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
     return out
 
 
-#: Most files of ``--run-dir`` looked at for what the team's command writes there (a larger folder is not looked at).
-WATCHED_FILES = 20_000
-#: Folders of ``--run-dir`` not looked at: version control, caches and environments the command's Python may write.
-_NOT_WATCHED = {".git", ".hg", ".svn", "__pycache__", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules"}
-
-
-def _files(run_dir: Path) -> dict[str, tuple[int, int]] | None:
-    """Each file under ``run_dir`` (relative name -> modification time in ns,
-    size in bytes), :data:`_NOT_WATCHED` folders left out; None past
-    :data:`WATCHED_FILES` files."""
-    out: dict[str, tuple[int, int]] = {}
-    for root, dirs, names in os.walk(run_dir):
-        dirs[:] = sorted(d for d in dirs if d not in _NOT_WATCHED)
-        for file in names:
-            path = os.path.join(root, file)
-            try:
-                st = os.stat(path)
-            except OSError:  # a dangling link, a file gone meanwhile
-                continue
-            out[os.path.relpath(path, run_dir)] = (st.st_mtime_ns, st.st_size)
-            if len(out) > WATCHED_FILES:
-                return None
-    return out
-
-
 def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda message: None,
         name: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Run the command (baseline, baseline again, candidate) and compare.
     ``name``: how the report names a site of the run (:func:`user_names`;
     None: relative to ``--run-dir``, as the recorder writes it).
 
+    Each run starts from ``--run-dir`` as it was before the gate, and the
+    folder is left so (``optax_gate.gate.beyond.team_files``): what a run
+    created or changed there is kept in ``folder/team-run-<label>-files/``
+    (the baseline's and the candidate's; the repeat's is dropped).
+
     Returns the report's ``team_run`` (``{"command", "run_dir", "outcome",
     "reason", "runs", "compared", "differing", "first", "divergences",
     "causes", "sites", "raised_at"}``, see the module docstring for
-    ``outcome``), and ``wrote`` (``{"files": the first 10 names, "count"}``)
-    when the runs created or changed files in ``--run-dir``: the command's
-    own outputs (``params.npz``) are the last run's, the candidate's, once
-    the gate is done; the report says so. Never raises for what the command does.
+    ``outcome``), and ``wrote`` (``{"files": the first 10 names, "count",
+    "existed", "kept", "not_restored"}``) when the runs created, changed or
+    deleted files in ``--run-dir``. Never raises for what the command does.
+
+    Raises:
+      OSError: the copies of the team's files cannot be written into ``folder``.
     """
-    before = _files(spec.run_dir)
-    result = _runs(spec, pythons, folder, say, name)
-    after = _files(spec.run_dir) if before is not None else None
-    if before is not None and after is not None:
-        changed = sorted(p for p, state in after.items() if before.get(p) != state)
-        if changed:
-            existed = [p for p in changed if p in before]
-            result["wrote"] = {"files": changed[:10], "count": len(changed), "existed": existed[:10]}
-            if result["outcome"] == "not-verified" and result["reason"].startswith("the team's run is not deterministic"):
-                result["reason"] += (f"; your command wrote {', '.join(changed[:3])} in its folder between the runs: a run that "
-                                     "reads what the run before it wrote differs from it (point its outputs elsewhere)")
-            say(f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
-                f"{', …' if len(changed) > 3 else ''}): they now hold the last run's output"
-                + (f"; {len(existed)} existed before and were overwritten ({', '.join(existed[:3])})" if existed else ""))
+    before = team_files.take(spec.run_dir, folder / "team-run-before")
+    settled: list[str] = []
+
+    def after(label: str) -> None:
+        if before is not None:
+            keep = None if label == "baseline-repeat" else folder / f"team-run-{label}-files"
+            if team_files.settle(before, keep) and keep is not None:
+                settled.append(keep.name)
+    try:
+        result = _runs(spec, pythons, folder, _Around(say, after), name)
+    finally:  # an interrupted run too: the folder is put back before the gate stops
+        if before is not None:
+            team_files.settle(before, None)
+            team_files.discard(before)
+    if before is not None and before.changed:
+        changed, existed, lost = before.changed, before.existed, before.not_restored
+        result["wrote"] = {"files": changed[:10], "count": len(changed), "existed": existed[:10],
+                           "kept": settled, "not_restored": lost[:10]}
+        if result["outcome"] == "not-verified" and result["reason"].startswith("the team's run is not deterministic") and lost:
+            result["reason"] += (f"; your command wrote {', '.join(lost[:3])} in its folder, too large for the gate to put "
+                                 "back between the runs: a run that reads what the run before it wrote differs from it "
+                                 "(point its outputs elsewhere)")
+        back = (f"{len(lost)} of them could not be put back and hold the last run's output ({', '.join(lost[:3])}), the "
+                "others are as they were before the gate" if lost else
+                "each run started from your folder as it was before the gate, and it is so again")
+        say(f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
+            f"{', …' if len(changed) > 3 else ''}); {back}" + (f"; the runs' outputs are in {folder}/{' and '.join(settled)}"
+                                                               if settled else ""))
+    elif before is None:
+        say(f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is "
+            "not looked at, nor put back")
     return result
 
 
-def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say, name: Callable[[str], str] | None) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class _Around:
+    """What :func:`_runs` calls around each run of the command: ``say`` before
+    it (the console), ``after(label)`` once it has ended (the team's folder put back)."""
+
+    say: Callable[[str], None]
+    after: Callable[[str], None]
+
+
+def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Around,
+          name: Callable[[str], str] | None) -> dict[str, Any]:
     """:func:`run`'s runs and comparison."""
     result: dict[str, Any] = {"command": spec.command, "run_dir": str(spec.run_dir), "runs": [], "outcome": "not-verified",
                               "reason": "", "compared": 0, "differing": 0, "first": None, "divergences": [], "causes": [],
                               "sites": [], "raised_at": ""}
     traces = {}
     for label, python in (("baseline", pythons[0]), ("baseline-repeat", pythons[0]), ("candidate", pythons[1])):
-        say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
+        around.say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
         row = run_once(spec, python, label, folder)
+        around.after(label)
         try:
             traces[label] = divergence.read(folder / row["trace"])
         except (OSError, ValueError) as exc:

@@ -122,6 +122,31 @@ def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
             "```", text, "```", "", "</details>"]
 
 
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{_cell(f)}`" for f in names)
+
+
+def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """The paragraph on the files the runs wrote in the team's folder: put
+    back after each run (``kept``: where each run's outputs are), or, in a
+    report written before 2026-12-02 (no ``kept``), left as the last run wrote them."""
+    more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
+    head = (f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
+            f"{_names(wrote['files'])}{more}.")
+    existed, lost = wrote.get("existed") or [], wrote.get("not_restored")
+    if lost is None:  # the gate did not put the folder back then
+        last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
+        over = (f" {len(existed)} of them existed before the gate and were overwritten: {_names(existed)}." if existed else "")
+        return f"{head} They now hold the {last} run's output, not your own run's.{over}"
+    kept = wrote.get("kept") or []
+    where = f" Each run's outputs are kept in the run's `evidence/` ({_names([k + '/' for k in kept])})." if kept else ""
+    if not lost:
+        return (f"{head} Each run started from your folder as it was before the gate, and the gate put it back after each: "
+                f"your own files are as they were.{where}")
+    return (f"{head} Each run started from your folder as it was before the gate, except {len(lost)} file(s) too large to "
+            f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are as they were.{where}")
+
+
 def section(report: dict[str, Any]) -> list[str]:
     """Markdown lines of the "Your code" section; empty without ``--run``."""
     team = report.get("team_run")
@@ -134,15 +159,8 @@ def section(report: dict[str, Any]) -> list[str]:
     where = "in both environments" if "candidate" in labels else "in the baseline only (the gate stopped there)"
     out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing})."]
     wrote = team.get("wrote")
-    if wrote:  # the team's own outputs are the last run's now: the candidate's, or the baseline's when the gate stopped there
-        more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
-        last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
-        existed = wrote.get("existed") or []
-        over = (f" {len(existed)} of them existed before the gate and were overwritten: "
-                f"{', '.join(f'`{_cell(f)}`' for f in existed)}." if existed else "")
-        out += ["", f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
-                f"{', '.join(f'`{_cell(f)}`' for f in wrote['files'])}{more}. They now hold the {last} run's output, "
-                f"not your own run's.{over}"]
+    if wrote:
+        out += ["", _wrote(team, wrote, runs)]
     outcome = team.get("outcome")
     if outcome == "not-verified":
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]

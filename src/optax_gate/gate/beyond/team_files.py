@@ -1,0 +1,151 @@
+"""The team's folder around the runs of ``gate --run``: every run starts from
+the folder as it was before the gate, and the folder is left as it was.
+
+The team's command runs three times in ``--run-dir`` (baseline, baseline
+again, candidate); what it saves there (``--out params.npz``, a log) it saves
+over the team's own files, and a command that reads back what the run before
+it wrote is not deterministic for the gate. So, before the first run, the
+files of the folder are looked at (:func:`take`: name, modification time,
+size) and copied into the run's evidence, up to :data:`KEPT_BYTES`; after
+each run (:func:`settle`) what the run created or changed is moved (created)
+or copied (changed) into that run's output folder, and each changed or
+deleted file is put back from its copy, with its modification time. A file
+too large to be copied stays as the run left it, and is named
+(``not_restored``). Version control, caches and environments are not looked
+at (:data:`NOT_WATCHED`), nor a folder of more than :data:`WATCHED_FILES`
+files (then nothing is kept or put back: the report says only what changed).
+
+Why our own code: no library keeps a folder's files around a subprocess run;
+``shutil`` does the copying.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+#: Most files of ``--run-dir`` looked at (a larger folder is not looked at, nor kept).
+WATCHED_FILES = 20_000
+#: Folders of ``--run-dir`` not looked at: version control, caches and environments the command's Python may write.
+NOT_WATCHED = {".git", ".hg", ".svn", "__pycache__", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules"}
+#: Most bytes of the team's files copied before the first run (smallest files first): 256 MiB.
+KEPT_BYTES = 256 * 2**20
+
+
+def files(run_dir: Path) -> dict[str, tuple[int, int]] | None:
+    """Each file under ``run_dir`` (relative name -> modification time in ns,
+    size in bytes), :data:`NOT_WATCHED` folders left out, links followed; None
+    past :data:`WATCHED_FILES` files."""
+    out: dict[str, tuple[int, int]] = {}
+    for root, dirs, names in os.walk(run_dir):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_WATCHED)
+        for file in names:
+            path = os.path.join(root, file)
+            try:
+                st = os.stat(path)
+            except OSError:  # a dangling link, a file gone meanwhile
+                continue
+            out[os.path.relpath(path, run_dir)] = (st.st_mtime_ns, st.st_size)
+            if len(out) > WATCHED_FILES:
+                return None
+    return out
+
+
+@dataclasses.dataclass
+class Before:
+    """The folder before the first run: ``state`` (:func:`files`), the
+    folders there were, the files copied into ``store`` (``kept``), and what
+    the runs have changed so far (``changed``: created, changed or deleted;
+    ``existed``: those of them that were there before; ``not_restored``:
+    those that could not be put back)."""
+
+    run_dir: Path
+    state: dict[str, tuple[int, int]]
+    folders: set[str]
+    store: Path
+    kept: set[str]
+    changed: list[str] = dataclasses.field(default_factory=list)
+    existed: list[str] = dataclasses.field(default_factory=list)
+    not_restored: list[str] = dataclasses.field(default_factory=list)
+
+    def note(self, names: list[str], existed: bool = False, not_restored: bool = False) -> None:
+        for name in names:
+            for flag, into in ((True, self.changed), (existed, self.existed), (not_restored, self.not_restored)):
+                if flag and name not in into:
+                    into.append(name)
+
+
+def _folders(run_dir: Path) -> set[str]:
+    out = set()
+    for root, dirs, _ in os.walk(run_dir):
+        dirs[:] = [d for d in dirs if d not in NOT_WATCHED]
+        out.update(os.path.relpath(os.path.join(root, d), run_dir) for d in dirs)
+    return out
+
+
+def take(run_dir: Path, store: Path) -> Before | None:
+    """Look at ``run_dir`` and copy its files into ``store`` (smallest first,
+    up to :data:`KEPT_BYTES` in all); None when the folder has more than
+    :data:`WATCHED_FILES` files.
+
+    Raises:
+      OSError: ``store`` cannot be written (a file of the team that cannot be
+        read is not kept, and is named if a run changes it).
+    """
+    state = files(run_dir)
+    if state is None:
+        return None
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    kept, total = set(), 0
+    for name, (_, size) in sorted(state.items(), key=lambda item: (item[1][1], item[0])):
+        if total + size > KEPT_BYTES:
+            break
+        try:
+            (store / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(run_dir / name, store / name)
+        except OSError:
+            continue
+        kept.add(name)
+        total += size
+    return Before(run_dir, state, _folders(run_dir), store, kept)
+
+
+def settle(before: Before, outputs: Path | None) -> list[str]:
+    """After a run: move what it created into ``outputs`` (None: delete it),
+    copy what it changed there, put back each changed or deleted file from
+    its copy, and remove the folders it created; return the names it created,
+    changed or deleted (also noted in ``before``). Never raises: a file that
+    cannot be moved or put back is named in ``before.not_restored``."""
+    now = files(before.run_dir) or {}
+    names = sorted(set(now) | set(before.state))
+    touched = [n for n in names if now.get(n) != before.state.get(n)]
+    for name in touched:
+        here, saved = before.run_dir / name, before.store / name
+        try:
+            if outputs is not None and name in now:
+                (outputs / name).parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copy2 if name in before.state else shutil.move)(here, outputs / name)
+            elif name not in before.state:
+                here.unlink()
+            if name in before.state:
+                if name not in before.kept:
+                    before.note([name], existed=True, not_restored=True)
+                    continue
+                shutil.copy2(saved, here)
+            before.note([name], existed=name in before.state)
+        except OSError:
+            before.note([name], existed=name in before.state, not_restored=True)
+    for folder in sorted(_folders(before.run_dir) - before.folders, key=len, reverse=True):
+        try:
+            (before.run_dir / folder).rmdir()  # only an empty one: a file it still holds is named above
+        except OSError:
+            pass
+    return touched
+
+
+def discard(before: Before) -> None:
+    """Remove the copies (once every run is settled)."""
+    shutil.rmtree(before.store, ignore_errors=True)
