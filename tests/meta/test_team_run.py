@@ -863,3 +863,21 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
 
 
+
+
+def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
+    """The gate writes its evidence (the runs' traces and logs) while the command runs; with --run-dir a
+    folder that holds the gate's output (the checkout the gate was started from, or --out inside the
+    team's folder), putting the folder back would have moved the traces away before they were read."""
+    team_dir = tmp_path / "team"
+    evidence, cache = team_dir / "reports" / "runs" / "r1" / "evidence", team_dir / "cache"
+    evidence.mkdir(parents=True)
+    cache.mkdir()
+    (cache / "entry").write_text("old")
+    spec = team_run.RunSpec("echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log", team_dir, 60,
+                            not_watched=(team_dir / "reports", cache))
+    result = team_run.run(spec, (Path(sys.executable),) * 2, evidence)
+    assert result["wrote"]["files"] == ["out.txt"], result["wrote"]
+    assert (evidence / "team-run-baseline.log").exists() and (evidence / "team-run-baseline").is_dir()
+    assert (cache / "entry").read_text() == "new\n" and (team_dir / "reports" / "runs" / "r1" / "gate.log").exists()
+    assert not (team_dir / "out.txt").exists()

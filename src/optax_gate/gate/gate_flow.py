@@ -325,8 +325,9 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         env = dataclasses.replace(env, concurrent=False)  # the candidate compares with what the baseline records
     learned = Learned()
     if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
-        learned.team_run = team_run.run(checked.run_spec, (baseline.python, candidate.python), run.evidence, say,
-                                        team_run.user_names(checked.run_spec.run_dir))
+        spec = dataclasses.replace(checked.run_spec, not_watched=tuple(p for p in (options.out, env.cache_dir, env.envs_dir) if p))
+        learned.team_run = team_run.run(spec, (baseline.python, candidate.python), run.evidence, say,
+                                        team_run.user_names(spec.run_dir))
         if learned.team_run["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"
             say(f"{why} ({learned.team_run['reason']}); fix the command (or leave --run out) and run the gate again")

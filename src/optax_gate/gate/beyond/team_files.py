@@ -34,13 +34,17 @@ NOT_WATCHED = {".git", ".hg", ".svn", "__pycache__", ".nox", ".venv", "venv", ".
 KEPT_BYTES = 256 * 2**20
 
 
-def files(run_dir: Path) -> dict[str, tuple[int, int]] | None:
+def _watched(root: str, dirs: list[str], skip: frozenset[str]) -> list[str]:
+    return sorted(d for d in dirs if d not in NOT_WATCHED and os.path.realpath(os.path.join(root, d)) not in skip)
+
+
+def files(run_dir: Path, skip: frozenset[str] = frozenset()) -> dict[str, tuple[int, int]] | None:
     """Each file under ``run_dir`` (relative name -> modification time in ns,
-    size in bytes), :data:`NOT_WATCHED` folders left out, links followed; None
-    past :data:`WATCHED_FILES` files."""
+    size in bytes), :data:`NOT_WATCHED` folders and the folders of ``skip``
+    (real paths) left out, links followed; None past :data:`WATCHED_FILES` files."""
     out: dict[str, tuple[int, int]] = {}
     for root, dirs, names in os.walk(run_dir):
-        dirs[:] = sorted(d for d in dirs if d not in NOT_WATCHED)
+        dirs[:] = _watched(root, dirs, skip)
         for file in names:
             path = os.path.join(root, file)
             try:
@@ -66,6 +70,7 @@ class Before:
     folders: set[str]
     store: Path
     kept: set[str]
+    skip: frozenset[str] = frozenset()
     changed: list[str] = dataclasses.field(default_factory=list)
     existed: list[str] = dataclasses.field(default_factory=list)
     not_restored: list[str] = dataclasses.field(default_factory=list)
@@ -77,24 +82,27 @@ class Before:
                     into.append(name)
 
 
-def _folders(run_dir: Path) -> set[str]:
+def _folders(run_dir: Path, skip: frozenset[str]) -> set[str]:
     out = set()
     for root, dirs, _ in os.walk(run_dir):
-        dirs[:] = [d for d in dirs if d not in NOT_WATCHED]
+        dirs[:] = _watched(root, dirs, skip)
         out.update(os.path.relpath(os.path.join(root, d), run_dir) for d in dirs)
     return out
 
 
-def take(run_dir: Path, store: Path) -> Before | None:
+def take(run_dir: Path, store: Path, skip: tuple[Path, ...] = ()) -> Before | None:
     """Look at ``run_dir`` and copy its files into ``store`` (smallest first,
     up to :data:`KEPT_BYTES` in all); None when the folder has more than
-    :data:`WATCHED_FILES` files.
+    :data:`WATCHED_FILES` files. ``skip``: folders never looked at, should
+    they lie in ``run_dir`` (the gate's own output, caches and environments,
+    which the gate writes while the command runs); ``store`` is one of them.
 
     Raises:
       OSError: ``store`` cannot be written (a file of the team that cannot be
         read is not kept, and is named if a run changes it).
     """
-    state = files(run_dir)
+    skipped = frozenset(os.path.realpath(p) for p in (*skip, store))
+    state = files(run_dir, skipped)
     if state is None:
         return None
     shutil.rmtree(store, ignore_errors=True)
@@ -110,7 +118,7 @@ def take(run_dir: Path, store: Path) -> Before | None:
             continue
         kept.add(name)
         total += size
-    return Before(run_dir, state, _folders(run_dir), store, kept)
+    return Before(run_dir, state, _folders(run_dir, skipped), store, kept, skipped)
 
 
 def settle(before: Before, outputs: Path | None) -> list[str]:
@@ -119,7 +127,7 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
     its copy, and remove the folders it created; return the names it created,
     changed or deleted (also noted in ``before``). Never raises: a file that
     cannot be moved or put back is named in ``before.not_restored``."""
-    now = files(before.run_dir) or {}
+    now = files(before.run_dir, before.skip) or {}
     names = sorted(set(now) | set(before.state))
     touched = [n for n in names if now.get(n) != before.state.get(n)]
     for name in touched:
@@ -138,7 +146,7 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
             before.note([name], existed=name in before.state)
         except OSError:
             before.note([name], existed=name in before.state, not_restored=True)
-    for folder in sorted(_folders(before.run_dir) - before.folders, key=len, reverse=True):
+    for folder in sorted(_folders(before.run_dir, before.skip) - before.folders, key=len, reverse=True):
         try:
             (before.run_dir / folder).rmdir()  # only an empty one: a file it still holds is named above
         except OSError:

@@ -59,11 +59,15 @@ CALLED = 1000
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """What ``--run`` asks: the command, the team's folder, the time limit of one run (seconds)."""
+    """What ``--run`` asks: the command, the team's folder, the time limit of
+    one run (seconds); and the gate's own folders (its output, caches and
+    environments: ``not_watched``), which the gate writes while the command
+    runs: never looked at nor put back, should they lie in the team's folder."""
 
     command: str
     run_dir: Path
     timeout: float
+    not_watched: tuple[Path, ...] = ()
 
 
 def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
@@ -193,7 +197,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
     Raises:
       OSError: the copies of the team's files cannot be written into ``folder``.
     """
-    before = team_files.take(spec.run_dir, folder / "team-run-before")
+    before = team_files.take(spec.run_dir, folder / "team-run-before", (*spec.not_watched, folder))
     settled: list[str] = []
 
     def after(label: str) -> None:
