@@ -721,24 +721,27 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     (team_dir / "keep.txt").write_text("mine")
     os.utime(team_dir / "keep.txt", ns=(1_000_000_000, 1_000_000_000))
     said = []
+    (team_dir / "data").mkdir()
+    (team_dir / "data" / "old.txt").write_text("old")
     spec = team_run.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; "
-                            "echo y > keep.txt", team_dir, 60)
+                            "echo y > keep.txt; rm -r data", team_dir, 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
     assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
-    assert result["wrote"] == {"files": ["keep.txt", "new/deep/n.txt", "out.txt"], "count": 3, "existed": ["keep.txt"],
-                               "kept": ["team-run-baseline-files"], "not_restored": []}, result.get("wrote")
+    assert result["wrote"] == {"files": ["data/old.txt", "keep.txt", "new/deep/n.txt", "out.txt"], "count": 4,
+                               "existed": ["data/old.txt", "keep.txt"], "kept": ["team-run-baseline-files"], "not_restored": []}, result.get("wrote")
+    assert (team_dir / "data" / "old.txt").read_text() == "old"  # deleted with its folder, put back
     assert (team_dir / "keep.txt").read_text() == "mine" and (team_dir / "keep.txt").stat().st_mtime_ns == 1_000_000_000
-    assert sorted(p.name for p in team_dir.iterdir()) == [".git", "keep.txt"]  # out.txt and new/ are gone from the folder
+    assert sorted(p.name for p in team_dir.iterdir()) == [".git", "data", "keep.txt"]  # out.txt and new/ are gone from the folder
     assert (team_dir / ".git" / "HEAD").read_text() == "x\n"  # not looked at
     kept = tmp_path / "out" / "team-run-baseline-files"
     assert (kept / "out.txt").read_text() == "run\n" and (kept / "keep.txt").read_text() == "y\n"
     assert (kept / "new" / "deep" / "n.txt").read_text() == "n\n"
     assert not (tmp_path / "out" / "team-run-before").exists()  # the copies are removed once the runs are settled
-    assert any("wrote 3 file(s)" in s and "keep.txt, new/deep/n.txt, out.txt" in s and "it is so again" in s
+    assert any("wrote 4 file(s)" in s and "data/old.txt, keep.txt, new/deep/n.txt, …" in s and "it is so again" in s
                and "team-run-baseline-files" in s for s in said), said
     from optax_gate.gate.report import team_run_section
     text = "\n".join(team_run_section.section({"team_run": result}))
-    assert "Your command wrote 3 file(s) in" in text and "`keep.txt`, `new/deep/n.txt`, `out.txt`" in text, text
+    assert "Your command wrote 4 file(s) in" in text and "`data/old.txt`, `keep.txt`, `new/deep/n.txt`, `out.txt`" in text, text
     assert "the gate put it back after each: your own files are as they were" in text, text
     assert "`team-run-baseline-files/`" in text and "overwritten" not in text, text
     old = {**result, "wrote": {"files": ["keep.txt"], "count": 1, "existed": ["keep.txt"]}}  # a report of before 2026-12-02

@@ -142,6 +142,7 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
                 if name not in before.kept:
                     before.note([name], existed=True, not_restored=True)
                     continue
+                here.parent.mkdir(parents=True, exist_ok=True)  # the run may have removed its folder
                 shutil.copy2(saved, here)
             before.note([name], existed=name in before.state)
         except OSError:
