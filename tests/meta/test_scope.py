@@ -53,9 +53,11 @@ def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
     report = _report()
     got = [(f["number"], f["api"], f["scope"]) for f in report["findings"]]
     assert got == [(1, "jax.jit+optax.swap", "yours"), (2, "optax.clip", "yours"), (3, "optax.adamw", "elsewhere")]
-    assert report["verdict"] == "fail"
-    assert report["reasons"] == ["2 contract(s) broken where your code goes (usage): 1 in F1 (your lines: cannot tell "
-                                 "without --run), 1 in F2 (your lines: cannot tell without --run)"]
+    # every line of the team's is "cannot tell without --run": no evidence either way, so not verified, not fail
+    assert report["verdict"] == "not-verified"
+    assert report["reasons"] == ["2 contract(s) broken where your code may go: 1 in F1 (your lines: cannot tell "
+                                 "without --run), 1 in F2 (your lines: cannot tell without --run); the gate with --run "
+                                 "(your training command) decides"]
     text = report_markdown.render(report)
     assert text.index("## Findings (2)") < text.index("## Optax changed elsewhere (1)") < text.index("## Versions")
     assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the numbers
@@ -265,6 +267,42 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     assert scope._where_counted([cannot, affected]) == (
         "1 in F1 (headed changed: 1 of its 1 contracts broke; your lines: cannot tell without --run), 1 in F2")
     assert scope._where_counted([cannot], "run") == "1 in F1 (headed changed: 1 of its 1 contracts broke)"  # --run decided it
+
+
+def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_verified_not_fail():
+    """The fifth trial (high): a float32 Adam team, gated with --usage alone, read FAIL ("1 contract(s) broken
+    where your code goes … your lines: cannot tell without --run") for Adam's None-gradient change; its
+    gradients come from jax.value_and_grad and are never None, and its params were bit for bit the same on
+    both versions. "Cannot tell" is no evidence either way: alone it is not verified (exit 2, fail closed),
+    with the reason saying --run decides; beside a finding that does reach the team's code, FAIL stands."""
+    told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
+    cannot = {"change": "changed", "contracts": ["x", "x2"], "changes": {"broken": 1, "fixed": 1}, "api": "optax.adam",
+              "your_code": ["a.py:3"], "scope": "yours", "your_code_attribution": told}
+    affected = {"change": "broken", "contracts": ["y"], "api": "optax.sgd", "your_code": ["b.py:4"], "scope": "yours",
+                "your_code_attribution": {"b.py:4": {"verdict": "affected", "why": "", "calls": ""}}}
+    elsewhere = {"change": "broken", "contracts": ["z"], "api": "optax.lion", "scope": "elsewhere"}
+
+    def verdict(*found, reasons=("3 contract(s) broken",)):
+        report = {"verdict": "fail", "reasons": list(reasons), "notes": [], "findings": [dict(f) for f in found]}
+        return scope.apply(report, "broken", "usage")
+    report = verdict(cannot, elsewhere)
+    assert report["verdict"] == "not-verified", report
+    assert report["reasons"] == ["1 contract(s) broken where your code may go: 1 in F1 (headed changed: 1 of its 2 contracts "
+                                 "broke; your lines: cannot tell without --run); the gate with --run (your training command) decides"]
+    assert compare.EXIT_STATUS[report["verdict"]] == 2
+    assert verdict(cannot)["verdict"] == "not-verified"  # nothing left elsewhere: the same
+    report = verdict(cannot, affected, elsewhere)
+    assert report["verdict"] == "fail" and report["reasons"][0].startswith("1 contract(s) broken where your code goes (usage): 1 in F2")
+    assert report["reasons"][1].startswith("1 contract(s) broken where your code may go: 1 in F1"), report["reasons"]
+    report = verdict(cannot, reasons=("3 contract(s) broken", "beyond the contracts: 1 API surface finding broken"))
+    assert report["verdict"] == "fail", report  # another reason fails the gate: fail stands
+    report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
+    assert scope.apply(report, "all", "usage")["verdict"] == "fail"  # --fail-on all: as before
+    assert scope.apply({"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]},
+                       "broken", "run")["verdict"] == "fail"  # --run decided the scope: no "cannot tell" there
+    own = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)],
+           "contracts": [{"id": "x", "team": "contracts"}]}  # the team's own contract broke: its word on its code
+    assert scope.apply(own, "broken", "usage")["verdict"] == "fail"
 
 
 def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts():

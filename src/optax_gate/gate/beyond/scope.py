@@ -25,7 +25,9 @@ The verdict is recomputed from the ``yours`` findings only: the contracts of
 ``broken`` contract findings are counted (``compare.compare`` counted every
 broken contract); a verdict that was ``fail`` for broken contracts alone
 becomes ``pass`` when none of them is the team's, with a note naming how many
-broken contracts were left elsewhere. ``not-verified`` is never changed (fail
+broken contracts were left elsewhere, and ``not-verified`` when the team's are
+all "cannot tell without --run" at every line of the team's (``--usage``
+alone: no evidence either way; ``--run`` decides). ``not-verified`` is never changed (fail
 closed), and the broken rows beyond the contracts (surface, dependencies,
 warnings: already scoped to the team's code by ``--usage``) keep their say.
 
@@ -136,19 +138,39 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     counted = contracts if fail_on == "all" else [f for f in contracts if is_yours(f)]
     left_out = sum(broken_rows(f) for f in contracts if f not in counted)
     report["scope"] = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
-    if not left_out or report.get("verdict") != "fail":
+    own = {r.get("id") for r in report.get("contracts") or [] if isinstance(r, dict) and r.get("team")}
+    undecided = [f for f in counted if _cannot_tell(f, by) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
+    if report.get("verdict") != "fail" or not (left_out or undecided):
         return report
-    n = sum(broken_rows(f) for f in counted)
+    sure = [f for f in counted if f not in undecided]
+    n = sum(broken_rows(f) for f in sure)
     reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
     if n:
-        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(counted, by)}")
+        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(sure, by)}")
+    if not reasons:  # nothing else fails the gate
+        report["verdict"] = "not-verified" if undecided else "pass"
+    if undecided:
+        reasons.insert(1 if n else 0, f"{sum(broken_rows(f) for f in undecided)} contract(s) broken where your code may go: "
+                                      f"{_where_counted(undecided, by)}; the gate with --run (your training command) decides")
     report["reasons"] = reasons
-    if not reasons:
-        report["verdict"] = "pass"
-    report.setdefault("notes", []).append(
-        f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
-        "set the verdict (--fail-on all: they do)")
+    if left_out:
+        report.setdefault("notes", []).append(
+            f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
+            "set the verdict (--fail-on all: they do)")
     return report
+
+
+def _cannot_tell(finding: dict[str, Any], by: str | None) -> bool:
+    """A finding whose every line of the team's code is "cannot tell without
+    --run" (``--usage`` alone: the attribution of each call site). It is no
+    evidence that the team's training changes, nor that it does not: alone,
+    it makes the verdict ``not-verified``, never ``fail`` (the fifth trial:
+    a float32 Adam team whose params were bit for bit the same read FAIL for
+    a None-gradient change its gradients never meet). A finding holding a
+    contract of the team's own (``gate --contracts``) is not this: that
+    contract is the team's word on its code, and its break fails the gate."""
+    verdicts = {a.get("verdict") for a in (finding.get("your_code_attribution") or {}).values()}
+    return by == "usage" and verdicts == {"cannot-tell"}
 
 
 _BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?$")
@@ -182,8 +204,7 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> s
     for f in counted:
         total = len(f.get("contracts") or [])
         said = [f"headed {f['change']}: {broken_rows(f)} of its {total} contracts broke"] if f.get("change") != "broken" else []
-        verdicts = {a.get("verdict") for a in (f.get("your_code_attribution") or {}).values()}
-        if by == "usage" and verdicts == {"cannot-tell"}:  # every line of the team's is "cannot tell": say so
+        if _cannot_tell(f, by):  # every line of the team's is "cannot tell": say so
             said.append("your lines: cannot tell without --run")
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
             said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}, which your run does not reach")
