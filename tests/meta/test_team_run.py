@@ -884,3 +884,35 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     assert (evidence / "team-run-baseline.log").exists() and (evidence / "team-run-baseline").is_dir()
     assert (cache / "entry").read_text() == "new\n" and (team_dir / "reports" / "runs" / "r1" / "gate.log").exists()
     assert not (team_dir / "out.txt").exists()
+
+
+def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
+    """The fifth trial (medium): a bfloat16 team (MultiSteps over inject_hyperparams(sgd)) read FAIL at its
+    MultiSteps line, "then 5 later call(s) differ as a consequence", and nothing said that its updates and
+    params came out bit for bit the same (checked on both versions): only the accumulator's dtype changed.
+    The verdict and "Your code" now say so, and name the lines that compute bit for bit the same."""
+    from optax_gate.gate.report import team_run_section
+    init = {"site": "train.py:23", "call": "optax.MultiSteps(...).init", "api": "optax.MultiSteps", "phase": "call",
+            "occurrence": 1, "role": "cause", "side": "both", "kinds": ["dtype"], "max_ulps": 0.0, "budget_ulps": 4,
+            "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]}
+    update = {**init, "site": "train.py:27", "call": "optax.MultiSteps(...).update", "role": "consequence",
+              "kinds": ["arguments", "dtype"], "texts": ["argument 2 leaf 7: bfloat16[4] → float32[4]"]}
+    team = {**_team("diverged", [init]), "divergences": [init, update], "differing": 2,
+            "called": ["train.py:21", "train.py:22", "train.py:23", "train.py:27", "train.py:28"],
+            "within_budget": {"calls": 0, "max_ulps": 0.0, "sites": []}}
+    report = team_run.apply(_report("optax.MultiSteps"), dict(team))
+    assert report["verdict"] == "fail"  # the state's memory and its checkpoint change: still the team's to know
+    assert report["reasons"][0].endswith("; in dtypes only: every value your run computes is the same"), report["reasons"]
+    text = "\n".join(team_run_section.section(report))
+    assert "**in dtypes only**: every differing call above computes the same values (0 ULP)" in text, text
+    assert "computes bit for bit the same at your other lines that call Optax: `train.py:21`, `train.py:22`, `train.py:28`" in text
+    # a value that differs, a call not bit-identical elsewhere, or a divergence not listed: no such claim
+    valued = {**team, "divergences": [init, {**update, "kinds": ["values"], "max_ulps": 9.0}]}
+    drift = {**team, "within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["train.py:28"]}}
+    unlisted = {**team, "differing": 60}
+    for other in (valued, drift, unlisted):
+        report = team_run.apply(_report("optax.MultiSteps"), dict(other))
+        assert "in dtypes only" not in report["reasons"][0] and "in dtypes only" not in "\n".join(team_run_section.section(report))
+    text = "\n".join(team_run_section.section(team_run.apply(_report("optax.MultiSteps"), dict(drift))))
+    assert "your other lines that call Optax: `train.py:21`, `train.py:22`" in text and "`train.py:28`" not in text.split("other lines")[1]
+    assert team_run.unchanged(unlisted) is None

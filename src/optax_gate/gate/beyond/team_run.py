@@ -341,6 +341,24 @@ def _explaining(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]],
     return out
 
 
+def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
+    """What of a diverged run computes the same, when that can be told
+    (every differing call listed, and whether the others are bit for bit
+    the same recorded; else None): ``{"dtypes_only": every differing call
+    differs in dtypes alone, its values equal (0 ULP), "lines": the team's
+    lines where the run called Optax and every result is bit for bit the
+    same}``. The fifth trial: a bfloat16 team whose MultiSteps accumulator
+    became float32 read FAIL at its MultiSteps line, and nothing said that
+    its updates and params came out bit for bit the same."""
+    divergences, within = team_run.get("divergences") or [], team_run.get("within_budget")
+    if team_run.get("outcome") != "diverged" or not divergences or len(divergences) < team_run.get("differing", 0) or within is None:
+        return None
+    dtypes_only = not within.get("calls") and all(
+        set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences)
+    moved = {str(d.get("site")) for d in divergences} | set(within.get("sites") or [])
+    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or [] if s not in moved]}
+
+
 def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's "Your code" lines: per site of a cause (in order), its
     APIs, what changed there (the causes' texts, largest ULP error) and the
@@ -463,6 +481,9 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or "?"
         why = (f"your run diverges at {where}" + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})"
                                                   if first else ""))
+        same = unchanged(team_run)
+        if same and same["dtypes_only"]:  # memory and checkpoints change, results do not: say so where the verdict is
+            why += "; in dtypes only: every value your run computes is the same"
         if outcome == "broke":
             why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
         if report.get("verdict") != "not-verified":

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from optax_gate.gate.base import details
+from optax_gate.gate.beyond import team_run
 from optax_gate.gate.report import bisect_section as report_bisect
 
 #: Changes listed per affected line.
@@ -183,4 +184,12 @@ def section(report: dict[str, Any]) -> list[str]:
     first = team.get("first")
     if first:
         out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
+    same = team_run.unchanged(team)
+    if same and same["dtypes_only"]:
+        out.append("- **in dtypes only**: every differing call above computes the same values (0 ULP), and no other call's "
+                   "results differ by a bit: what changes is the memory and the saved format of what changed dtype, not what "
+                   "your run computes")
+    if same and same["lines"]:
+        lines = ", ".join(f"`{s}`" for s in same["lines"][:SHOWN]) + (f" and {len(same['lines']) - SHOWN} more" if len(same["lines"]) > SHOWN else "")
+        out.append(f"- computes bit for bit the same at your other lines that call Optax: {lines}")
     return out + [""]
