@@ -10,9 +10,10 @@ cell for a notebook, named by :func:`cell_name`), or :class:`NotScanned` with th
   is read from its coding cookie or BOM, PEP 263; a notebook is UTF-8 JSON),
 - ``unreadable: permission denied`` (or the operating system's words),
 - ``symlink loop`` / ``dangling symlink (to TARGET)``,
-- ``not a JSON notebook: ...`` (an empty ``.ipynb`` included), ``not a
-  notebook: no list of cells``, a cell magic that is not Python
-  (``%%bash``), and a folder that cannot be listed (``unreadable folder``).
+- ``not a JSON notebook: ...``, ``not a notebook: no list of cells``, a
+  cell magic that is not Python (``%%bash``), and a folder that cannot be
+  listed (``unreadable folder``). An empty file (a ``.py``, or an ``.ipynb``
+  never saved: only whitespace) is read and holds no code: scanned, it uses nothing.
 
 Folders that are never the team's code are skipped by design, not listed:
 hidden folders (``.git``, ``.nox``, ``.venv``), ``venv``, ``site-packages``,
