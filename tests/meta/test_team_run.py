@@ -432,9 +432,12 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
 
 
 def test_run_inputs_are_refused_before_anything_runs(tmp_path):
-    """An empty --run, a --run-dir that is not a folder, a --run-dir without --run: refused (exit 2, with the reason)."""
+    """An empty --run, a --run-dir that does not exist (the fifth trial read "is not a folder" for a typo) or
+    is a file, a --run-dir without --run: refused (exit 2, with the reason)."""
     from optax_gate.gate.inputs import validate
-    for command, run_dir, said in (("  ", None, "--run is empty"), ("python train.py", tmp_path / "nope", "is not a folder"),
+    (tmp_path / "train.py").write_text("")
+    for command, run_dir, said in (("  ", None, "--run is empty"), ("python train.py", tmp_path / "nope", "nope does not exist"),
+                                   ("python train.py", tmp_path / "train.py", "train.py is not a folder"),
                                    (None, tmp_path, "--run-dir is given without --run")):
         with pytest.raises(validate.InvalidInput, match=said):
             team_run.check(command, run_dir, 60)

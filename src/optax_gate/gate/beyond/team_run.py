@@ -508,6 +508,8 @@ def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec 
     if not command.strip():
         raise validate.InvalidInput("--run is empty: give the team's command, e.g. --run \"python train.py --steps 3\"")
     folder = Path(run_dir) if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
+    if not folder.exists():
+        raise validate.InvalidInput(f"--run-dir {folder} does not exist")
     if not folder.is_dir():
         raise validate.InvalidInput(f"--run-dir {folder} is not a folder")
     return RunSpec(command, folder.resolve(), timeout)
