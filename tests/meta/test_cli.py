@@ -670,6 +670,12 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     assert cli.main(["compare", b, c, "--out", str(tmp_path / "right")]) == 1
     assert "swapped" not in capsys.readouterr().err
     assert not any("swapped" in n for n in json.loads((tmp_path / "right" / "report.json").read_text())["notes"])
+    # the sixth trial: swapped, the report also said "add --team-run REPORT", which was then refused as "another
+    # baseline": swapped records with --team-run are refused as swapped (and, swapped, none is suggested)
+    (tmp_path / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
+    assert cli.main(["compare", c, b, "--team-run", str(tmp_path / "report.json"), "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert "the run records look swapped" in err and "another baseline" not in err and not (tmp_path / "t").exists(), err
 
 
 def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_path, monkeypatch):

@@ -231,3 +231,23 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     assert report == {"upstream_tests": {"x": 1}}
     gate_flow.upstream_cross_run(report := {}, ({"status": "not-verified"}, records[1]), options, learned, lambda m: None)
     assert report == {} and len(got) == 1
+
+
+def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
+    """The sixth trial (high): ``--run`` without ``--usage`` failed a team whose run was bit for bit the same,
+    for broken API surface rows (``optax.monte_carlo`` removed, the losses' keyword-only arguments) that no
+    line of its code used: without a scan of its code every broken surface row counted. The team's code is
+    now its --run-dir's folder when --usage is not given, and the console says so."""
+    from optax_gate.gate import cli, gate_flow
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "train.py").write_text("import optax\ntx = optax.sgd(0.1)\n")
+    said = []
+    args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
+    checked = gate_flow.check_inputs(cli.options(args), said.append)
+    assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
+    assert any(f"no --usage given: your code is taken from --run-dir {team.resolve()}" in s for s in said), said
+    (tmp_path / "other").mkdir()
+    args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])
+    assert gate_flow.check_inputs(cli.options(args), said.append).usage == (tmp_path / "other",)  # --usage given: it decides
+    assert gate_flow.check_inputs(cli.options(cli.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None
