@@ -143,14 +143,19 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     if report.get("verdict") != "fail" or not (left_out or undecided):
         return report
     sure = [f for f in counted if f not in undecided]
+    unreached = [f for f in sure if by == "run" and f.get("breaks_unreached")]  # the sixth trial: "where your code goes
+    sure = [f for f in sure if f not in unreached]  # (run): … which your run does not reach" read as a contradiction
     n = sum(broken_rows(f) for f in sure)
     reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
+    if unreached:
+        reasons.insert(0, f"{sum(broken_rows(f) for f in unreached)} contract(s) broken at lines of your code that your run "
+                          f"does not reach: {_where_counted(unreached, by)}")
     if n:
         reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(sure, by)}")
     if not reasons:  # nothing else fails the gate
         report["verdict"] = "not-verified" if undecided else "pass"
     if undecided:
-        reasons.insert(1 if n else 0, f"{sum(broken_rows(f) for f in undecided)} contract(s) broken where your code may go: "
+        reasons.insert(bool(n) + bool(unreached), f"{sum(broken_rows(f) for f in undecided)} contract(s) broken where your code may go: "
                                       f"{_where_counted(undecided, by)}; the gate with --run (your training command) decides")
     report["reasons"] = reasons
     if left_out:
@@ -207,7 +212,7 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> s
         if _cannot_tell(f, by):  # every line of the team's is "cannot tell": say so
             said.append("your lines: cannot tell without --run")
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
-            said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}, which your run does not reach")
+            said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}")
         parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}" + (f" ({'; '.join(said)})" if said else ""))
     return ", ".join(parts)
 
