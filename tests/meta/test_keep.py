@@ -89,7 +89,7 @@ def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(
     out = tmp_path / "out"
     proc = _run(fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")]))
     assert proc.returncode == 2
-    assert f"{out / 'report.md'} still shows no run yet" in proc.stdout
+    assert f"there is no {out / 'report.md'} yet (no run here has judged both sides)" in proc.stdout  # the sixth trial
     assert not (out / "report.md").exists() and not (out / evidence.LATEST).exists()
     assert json.loads((out / "not-judged.json").read_text())["verdict"] == "not-verified"
 

@@ -496,8 +496,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         if run is not None and evidence.is_complete(run.path):  # the signal came once the run was complete and current
             return _completed_before(run, exc)
         where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
-                 f"written, is not current; the next gate removes it), and {run.root / 'report.md'} still shows "
-                 f"{evidence.shown(run.root)}") if run else ""
+                 f"written, is not current; the next gate removes it), and {evidence.report_now(run.root)}") if run else ""
         if run is not None and (run.root / "not-judged.md").exists():  # the third trial read it as this run's
             where += f" ({run.root / 'not-judged.md'} is an earlier run's, not this one's)"
         _INTERRUPTED.append(True)

@@ -171,7 +171,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         evidence.complete(run, options.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"]))
     except OSError as exc:
         return fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
-                     f"{evidence.MARKER} and {run.root / 'report.md'} still shows {evidence.shown(run.root)}")
+                     f"{evidence.MARKER} and {evidence.report_now(run.root)}")
     if judged:
         print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
     else:
@@ -182,8 +182,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
 def say_not_judged(run: evidence.RunFolder) -> None:
     """The console line of a run that judged nothing: where its report is, and what ``report.md`` still shows."""
     print(f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
-          f"{run.root / 'not-judged.md'} (run folder {run.path}); {run.root / 'report.md'} still shows "
-          f"{evidence.shown(run.root)}")
+          f"{run.root / 'not-judged.md'} (run folder {run.path}); {evidence.report_now(run.root)}")
 
 
 def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions,
@@ -273,7 +272,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         return fail(f"{exc} (no report written)")
     except OSError as exc:
         return fail(f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; "
-                     f"{options.out / 'report.md'} still shows {evidence.shown(options.out)})")
+                     f"{evidence.report_now(options.out)})")
     say(f"run folder {run.path}")
     base_req = [f"lock file {env.baseline_lock}"]
     if cand.lock:

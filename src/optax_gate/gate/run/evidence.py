@@ -127,6 +127,17 @@ def stamp_time(name: str) -> str:
         return name
 
 
+def report_now(root: Path) -> str:
+    """What ``root/report.md`` is now, as a clause: ``ROOT/report.md still
+    shows the run of … (verdict fail)``, or, before any run there judged both
+    sides, ``there is no ROOT/report.md yet (no run here has judged both
+    sides)`` (the sixth trial read "report.md still shows no run yet" and found
+    no such file)."""
+    if not (root / LATEST).exists():
+        return f"there is no {root / 'report.md'} yet (no run here has judged both sides)"
+    return f"{root / 'report.md'} still shows {shown(root)}"
+
+
 def shown(root: Path) -> str:
     """What ``root/report.md`` shows, in words: ``the run of 2026-12-01 15:30 UTC
     (verdict fail)``, or ``no run yet`` when no run in ``root`` judged both sides."""
