@@ -178,7 +178,7 @@ def gate() -> int:
         print(f"optax-gate action: fail-on changed: contracts differ from the baseline, exit status {status}")
     shown = report_md if run is not None and report_md.exists() and gate_status in (0, 1, 2) else None
     if shown is not None and not evidence.is_judged(run):
-        print(f"optax-gate action: this run judged nothing; {out / 'report.md'} still shows {evidence.shown(out)}")
+        print(f"optax-gate action: this run judged nothing; {evidence.report_now(out)}")
     _append("GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={run or ''}\n")
     _append("GITHUB_STEP_SUMMARY", summary(shown, verdict, status, fail_on))
     print(f"optax-gate action: verdict {verdict}, exit status {status}; report {shown or 'none'}")
