@@ -472,8 +472,8 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
 def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
     """The trial: the bfloat16 team's line "acc_grads: dtype bfloat16 → float32" was explained by MultiSteps'
     finding cut after its first part, "float64 results have float32-sized errors ...": the part about the
-    state dtype the line shows came after the cut. The part sharing the most words with the line leads; a
-    line sharing none keeps the finding's own order."""
+    state dtype the line shows came after the cut. The part sharing the most words with the line leads, the
+    parts sharing far fewer are counted, not said; a line sharing none keeps the finding's own order."""
     from optax_gate.gate.report import team_run_section as report_team_run
     cause = ("float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64, allowed 8 to "
              "112 ULP; optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter; at corner `adam/bfloat16` "
@@ -481,6 +481,8 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
     report = {"findings": [{"number": 1, "cause": cause}]}
     words = report_team_run._finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
     assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
+    # the sixth trial: the float64 part, about other inputs, was said of a bfloat16 line: it is counted, not said
+    assert "float64" not in words and words.endswith("(and 2 other changes of this finding)"), words
     assert report_team_run._finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), words
 
 

@@ -45,19 +45,27 @@ _WORD = re.compile(r"[A-Za-z_]\w{2,}")
 
 
 def _leading(cause: str, seen: str) -> str:
-    """A finding's cause with the part that speaks of what the team's line
-    shows first: ``float64 results have …; optimizer state bfloat16 →
-    float32: .acc_grads …`` on a line whose ``acc_grads`` turned float32
-    leads with the state part. Parts are the ``; ``-joined pieces of the
-    cause; the one sharing the most words with ``seen`` (ties: the first)
-    leads, the others follow in their order."""
+    """The part of a finding's cause that speaks of what the team's line
+    shows: ``float64 results have …; optimizer state bfloat16 → float32:
+    .acc_grads …`` on a line whose ``acc_grads`` turned float32 reads
+    ``optimizer state bfloat16 → float32: .acc_grads … (and 1 other change
+    of this finding)``. Parts are the ``; ``-joined pieces of the cause; the
+    one sharing the most words with ``seen`` (ties: the first) leads, then the
+    parts sharing more than half as many; the others are counted, not said
+    (the sixth trial: a bfloat16 line read "float64 results have
+    float32-sized errors", a part about other inputs). A line sharing no word
+    keeps the whole cause, in its order."""
     parts = cause.split("; ")
     if len(parts) < 2 or not seen:
         return cause
     words = set(_WORD.findall(seen))
     shared = [len(words & set(_WORD.findall(p))) for p in parts]
     best = max(range(len(parts)), key=lambda i: (shared[i], -i))
-    return "; ".join([parts[best], *parts[:best], *parts[best + 1:]]) if shared[best] else cause
+    if not shared[best]:
+        return cause
+    kept = [best] + [i for i in range(len(parts)) if i != best and 2 * shared[i] > shared[best]]
+    left = len(parts) - len(kept)
+    return "; ".join(parts[i] for i in kept) + (f" (and {left} other change{'s' if left > 1 else ''} of this finding)" if left else "")
 
 
 def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -> str:
