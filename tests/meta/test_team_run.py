@@ -923,3 +923,33 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     text = "\n".join(team_run_section.section(team_run.apply(_report("optax.MultiSteps"), dict(drift))))
     assert "your other lines that call Optax: `train.py:21`, `train.py:22`" in text and "`train.py:28`" not in text.split("other lines")[1]
     assert team_run.unchanged(unlisted) is None
+
+
+def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_keeps(tmp_path):
+    """The seventh trial (medium): a float32 AdamW team whose initial params come from jax.random (whose
+    values changed in jax 0.12) read PASS "but not bit for bit … largest difference 42.1 ULP", the largest
+    inside an Optax update, and read it as Optax's arithmetic changing; its params differed by 1.5 ULP. The
+    report now says the difference is born before any Optax call (the first call that gives other results
+    already gets other inputs), and how far the results the team keeps differ."""
+    from optax_gate.gate.report import team_run_section
+    one = 1.0 + 2 ** -22  # 2 ULP above 1.0 in float32
+    base = [_call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
+            _call("train.py:27", "optax.adamw", "update", _leaf([2.0]), [_leaf([1.0])]),
+            _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])])]
+    cand = [_call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
+            _call("train.py:27", "optax.adamw", "update", _leaf([2.0 * (1 + 2 ** -21)]), [_leaf([one])]),
+            _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0 * one]), [_leaf([2.0])])]
+    result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    within = result["within_budget"]
+    assert result["differing"] == 0 and within["calls"] == 3, result
+    assert within["first"] == {"site": "train.py:18", "call": "optax.l2_loss(...)", "inputs_differ": True}, within
+    assert 1.9 < within["kept_max_ulps"] < 2.1 and within["max_ulps"] > within["kept_max_ulps"], within
+    text = team_run_section._bits({"within_budget": within})
+    assert "the difference is born before any Optax call: the first that gives other results, `train.py:18`" in text, text
+    assert "from code that is not an Optax call (JAX, e.g. jax.random; the model; the data)" in text, text
+    assert "the results you keep (your jitted function's, apply_updates') differ by at most 2 ULP" in text, text
+    born_here = [dict(e) for e in cand]
+    born_here[0]["in"] = [_leaf([0.5])]  # the same inputs: the first difference is the Optax call's own
+    within = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", born_here)))["within_budget"]
+    assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section._bits({"within_budget": within})
+    assert "born before" not in team_run_section._bits({"within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["a.py:1"]}})  # an older report

@@ -366,8 +366,13 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       first of them (or None), ``causes`` every cause (never cut),
       ``sites`` the sites of the causes in order, each once, and
       ``within_budget`` the calls that differ from none of those rules but
-      whose results are not bit-identical (``{"calls", "max_ulps", "sites"}``:
-      how many, the largest error in ULPs, their sites in order, each once).
+      whose results are not bit-identical (``{"calls", "max_ulps", "sites",
+      "first", "kept_max_ulps"}``: how many, the largest error in ULPs, their
+      sites in order, each once; the first of them in execution order,
+      ``{"site", "call", "inputs_differ"}``, whose inputs already differing
+      means the difference was born in code that is not an Optax call (JAX,
+      the model, the data); the largest error of the results the team keeps,
+      its jitted function's and ``apply_updates``', None when none differs).
     """
     def keyed(observations):
         groups = defaultdict(list)
@@ -396,7 +401,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             if diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
             elif (error := bit_error(b, c)) is not None:
-                drift.append((b_index[id(b)], key[0], error))
+                born_before = any(x.get("sha256") != y.get("sha256") for x, y in zip(b.get("in") or [], c.get("in") or []))
+                drift.append((b_index[id(b)], key[0], error, describe(b), born_before, b["phase"] == "call" and kept(b["api"])))
     found.sort(key=lambda pair: pair[0])
     rows, inner = [], False
     for i, (_, row) in enumerate(found):
@@ -411,9 +417,11 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
         rows.append(row)
     causes = [r for r in rows if r["role"] == "cause"]
     sites = list(dict.fromkeys(r["site"] for r in causes))
-    drift.sort()
-    within = {"calls": len(drift), "max_ulps": max((e for _, _, e in drift), default=0.0),
-              "sites": list(dict.fromkeys(site for _, site, _ in drift))}
+    drift.sort(key=lambda d: d[0])
+    within = {"calls": len(drift), "max_ulps": max((d[2] for d in drift), default=0.0),
+              "sites": list(dict.fromkeys(d[1] for d in drift)),
+              "first": {"site": drift[0][1], "call": drift[0][3], "inputs_differ": drift[0][4]} if drift else None,
+              "kept_max_ulps": max((d[2] for d in drift if d[5]), default=None)}
     return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
             "divergences": rows[:limit], "sites": sites, "within_budget": within}
 

@@ -172,7 +172,9 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
         if key in out:
             out[key] = [name(s) for s in out[key] or []]
     if out.get("within_budget"):
-        out["within_budget"] = {**out["within_budget"], "sites": [name(s) for s in out["within_budget"]["sites"]]}
+        within = out["within_budget"]
+        out["within_budget"] = {**within, "sites": [name(s) for s in within["sites"]],
+                                **({"first": {**within["first"], "site": name(within["first"]["site"])}} if within.get("first") else {})}
     return out
 
 

@@ -94,9 +94,18 @@ def _bits(team: dict[str, Any]) -> str:
     if not within["calls"]:
         return "every result is bit for bit the same"
     sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
-    return (f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
-            f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
-            f"already differed is not judged on its values), at {sites}")
+    out = (f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
+           f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
+           f"already differed is not judged on its values), at {sites}")
+    first = within.get("first")
+    if first and first["inputs_differ"]:  # the seventh trial: a jax.random change read as Optax's arithmetic
+        out += (f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
+                f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "
+                "the model; the data)")
+    if within.get("kept_max_ulps") is not None:
+        out += (f"; the results you keep (your jitted function's, apply_updates') differ by at most "
+                f"{within['kept_max_ulps']:.3g} ULP")
+    return out
 
 
 _RECORDER_FRAME = re.compile(r'^\s*File ".*[/\\]optax_gate[/\\]recorder[/\\]')
