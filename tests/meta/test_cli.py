@@ -661,15 +661,17 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     base.update(label="baseline", versions={"optax": "0.2.6", "jax": "0.11.2"})
     cand.update(label="candidate", versions={"optax": "0.2.8", "jax": "0.12.0.1"})
     b, c = write_run(tmp_path / "baseline.json", base), write_run(tmp_path / "candidate.json", cand)
-    assert cli.main(["compare", c, b, "--out", str(tmp_path / "swapped")]) == 0  # compared as given: fixed
+    assert cli.main(["compare", c, b, "--out", str(tmp_path / "swapped")]) == 2  # compared as given (fixed), not verified
     err = capsys.readouterr().err
     assert "the run records look swapped" in err and "candidate record (optax 0.2.8, jax 0.12.0.1)" in err, err
     report = json.loads((tmp_path / "swapped" / "report.json").read_text())
-    assert report["notes"][0].startswith("the run records look swapped"), report["notes"]
+    assert report["reasons"][0].startswith("the run records look swapped"), report["reasons"]  # first, not a note (trial 7)
+    assert report["reasons"][0].endswith("every change in this report reads the other way round (broken as fixed)")
     assert "look swapped" in (tmp_path / "swapped" / "report.md").read_text()
     assert cli.main(["compare", b, c, "--out", str(tmp_path / "right")]) == 1
     assert "swapped" not in capsys.readouterr().err
-    assert not any("swapped" in n for n in json.loads((tmp_path / "right" / "report.json").read_text())["notes"])
+    right = json.loads((tmp_path / "right" / "report.json").read_text())
+    assert not any("swapped" in n for n in right["notes"] + right["reasons"])
     # the sixth trial: swapped, the report also said "add --team-run REPORT", which was then refused as "another
     # baseline": swapped records with --team-run are refused as swapped (and, swapped, none is suggested)
     (tmp_path / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))

@@ -409,7 +409,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
         swapped = swapped_records(baseline, candidate)
         if swapped and options.team_run is not None:  # the sixth trial: it was refused as "another baseline"
-            raise validate.InvalidInput(swapped)
+            raise validate.InvalidInput(f"{swapped} (the same options after them)")
         team = (team_run.recorded(options.team_run, baseline, candidate, options.scope.usage)
                 if options.team_run is not None else None)
         code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
@@ -419,9 +419,10 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     given = dataclasses.replace(options.scope, usage=code, usage_scan=scan)
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
-    if swapped:
+    if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
         print(f"optax-gate: note: {swapped}", file=sys.stderr)
-        report["notes"].insert(0, swapped)
+        report["reasons"].insert(0, f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)")
+        report["verdict"] = "not-verified"  # not evidence about the upgrade, whatever it found: never a pass
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         team_run.apply(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
@@ -447,8 +448,8 @@ def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str 
         named = ", ".join(f"{name} {versions[name]}" for name in ("optax", "jax") if versions.get(name))
         return f" ({named})" if named else ""
     return (f"the run records look swapped: the first, taken as the baseline, is a gate's candidate record{which(baseline)}, "
-            f"and the second its baseline record{which(candidate)}; every change below reads the other way round "
-            "(broken as fixed). Compare takes BASELINE first: compare …/evidence/baseline.json …/evidence/candidate.json")
+            f"and the second its baseline record{which(candidate)}; compare takes BASELINE first: "
+            "compare …/evidence/baseline.json …/evidence/candidate.json")
 
 
 def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
