@@ -650,6 +650,16 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
         assert len(report["notes"]) == 1 and words in report["notes"][0], report["notes"]
     report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
     gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+    assert report["notes"] == [] or "ran your command (--run)" in report["notes"][0]
+    # the seventh trial: a --run gate's PASS read FAIL in compare, with no hint of the recorded run
+    (run / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
+    for verdict, said in (("fail", True), ("not-verified", True), ("pass", False)):
+        report = {"notes": [], "verdict": verdict, "findings": []}
+        gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+        assert bool(report["notes"]) is said and (not said or f"add --team-run {run / 'report.json'}" in report["notes"][0]), report
+    (run / "report.json").write_text("{}")  # a gate without --run: nothing to re-use
+    report = {"notes": [], "verdict": "fail", "findings": []}
+    gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == []
 
 
@@ -662,14 +672,14 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     cand.update(label="candidate", versions={"optax": "0.2.8", "jax": "0.12.0.1"})
     b, c = write_run(tmp_path / "baseline.json", base), write_run(tmp_path / "candidate.json", cand)
     assert cli.main(["compare", c, b, "--out", str(tmp_path / "swapped")]) == 2  # compared as given (fixed), not verified
-    err = capsys.readouterr().err
-    assert "the run records look swapped" in err and "candidate record (optax 0.2.8, jax 0.12.0.1)" in err, err
+    out = capsys.readouterr().out  # the verdict's first reason, on the console
+    assert "the run records look swapped" in out and "candidate record (optax 0.2.8, jax 0.12.0.1)" in out, out
     report = json.loads((tmp_path / "swapped" / "report.json").read_text())
     assert report["reasons"][0].startswith("the run records look swapped"), report["reasons"]  # first, not a note (trial 7)
     assert report["reasons"][0].endswith("every change in this report reads the other way round (broken as fixed)")
     assert "look swapped" in (tmp_path / "swapped" / "report.md").read_text()
     assert cli.main(["compare", b, c, "--out", str(tmp_path / "right")]) == 1
-    assert "swapped" not in capsys.readouterr().err
+    assert "look swapped" not in capsys.readouterr().out
     right = json.loads((tmp_path / "right" / "report.json").read_text())
     assert not any("swapped" in n for n in right["notes"] + right["reasons"])
     # the sixth trial: swapped, the report also said "add --team-run REPORT", which was then refused as "another

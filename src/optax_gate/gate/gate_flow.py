@@ -420,7 +420,6 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
     if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
-        print(f"optax-gate: note: {swapped}", file=sys.stderr)
         report["reasons"].insert(0, f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)")
         report["verdict"] = "not-verified"  # not evidence about the upgrade, whatever it found: never a pass
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
@@ -455,15 +454,21 @@ def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str 
 def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
     """A note for a compare whose lines of the team's code are "cannot tell
     without --run": compare runs no code; the gate that recorded the run
-    records may have run the team's command, which ``--team-run`` re-uses."""
+    records may have run the team's command, which ``--team-run`` re-uses.
+    Where that gate did, any verdict but a pass says so too: the team's
+    PASS of a --run gate read FAIL in compare, with no hint (the seventh trial)."""
     found = report.get("findings") or []
-    if not any(a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()):
-        return
     gate_report = Path(baseline_run).resolve().parent.parent / "report.json"
     try:
         ran = isinstance(load(gate_report).get("team_run"), dict)
     except (OSError, ValueError, AttributeError):
         ran = False
+    if ran and report.get("verdict") != "pass":  # the seventh trial: a --run gate's PASS re-judged as FAIL with no hint
+        report["notes"].append(f"the gate that recorded these run records ran your command (--run): add --team-run {gate_report} "
+                               "to make the verdict about that run, as the gate's was (compare runs no code)")
+        return
+    if not any(a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()):
+        return
     report["notes"].append(
         "compare runs no code: a line of yours that is 'cannot tell without --run' is decided by your run; "
         + (f"the gate that recorded these run records ran it: add --team-run {gate_report}" if ran
