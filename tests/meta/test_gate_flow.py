@@ -246,7 +246,8 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
     checked = gate_flow.check_inputs(cli.options(args), said.append)
     assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
-    assert any(f"no --usage given: your code is taken from --run-dir {team.resolve()}" in s for s in said), said
+    assert any(s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
+               for s in said), said
     (tmp_path / "other").mkdir()
     args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])
     assert gate_flow.check_inputs(cli.options(args), said.append).usage == (tmp_path / "other",)  # --usage given: it decides

@@ -237,8 +237,8 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)
     scan = usage.scan(check_usage(code)) if code else None  # before anything runs; unreadable files are listed, not fatal
     if scan is not None:
-        taken = "" if options.scope.usage else f" (no --usage given: your code is taken from --run-dir {code[0]})"
-        say(f"--usage: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report){taken}")
+        what = "--usage" if options.scope.usage else f"your code, taken from --run-dir {code[0]} (no --usage given)"
+        say(f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report)")
     return Checked(tuple(plain), tuple(sources), tuple(team_dirs or ()), run_spec, scan, code)
 
 
