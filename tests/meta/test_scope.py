@@ -47,6 +47,8 @@ def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail
     assert "## Findings" not in text
     section = text.split("## Optax changed elsewhere (1)\n\n", 1)[1].split("\n## ", 1)[0]
     assert "do not set the verdict" in section and "**broken** `optax.adamw`" in section
+    # the seventh trial: "Your code does not reach these" above a finding whose line calls the API (not affected)
+    assert "it calls none of their APIs, or every call's arguments rule the change out" in section, section
 
 
 def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
@@ -146,7 +148,7 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     report = _verdict_of([joined, other])
     assert report["verdict"] == "fail"
     # the number matches the findings: the joined finding reads "changed", its broken row is named (trial, high)
-    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage): 1 in F1 (headed changed: 1 of its 2 contracts broke)"]
+    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage): 1 in F1 (1 of its 2 contracts broke, 1 fixed)"]
     assert report["scope"]["broken_elsewhere"] == 2
     joined["scope"], other["scope"] = "elsewhere", "yours"
     report = _verdict_of([joined, other])
@@ -265,8 +267,8 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     affected = {"change": "broken", "number": 2, "contracts": ["y"], "changes": {"broken": 1},
                 "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}}}
     assert scope._where_counted([cannot, affected]) == (
-        "1 in F1 (headed changed: 1 of its 1 contracts broke; your lines: cannot tell without --run), 1 in F2")
-    assert scope._where_counted([cannot], "run") == "1 in F1 (headed changed: 1 of its 1 contracts broke)"  # --run decided it
+        "1 in F1 (1 of its 1 contracts broke, 1 fixed; your lines: cannot tell without --run), 1 in F2")
+    assert scope._where_counted([cannot], "run") == "1 in F1 (1 of its 1 contracts broke, 1 fixed)"  # --run decided it
 
 
 def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_verified_not_fail():
@@ -287,8 +289,8 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
         return scope.apply(report, "broken", "usage")
     report = verdict(cannot, elsewhere)
     assert report["verdict"] == "not-verified", report
-    assert report["reasons"] == ["1 contract(s) broken where your code may go: 1 in F1 (headed changed: 1 of its 2 contracts "
-                                 "broke; your lines: cannot tell without --run); the gate with --run (your training command) decides"]
+    assert report["reasons"] == ["1 contract(s) broken where your code may go: 1 in F1 (1 of its 2 contracts broke, 1 fixed; "
+                                 "your lines: cannot tell without --run); the gate with --run (your training command) decides"]
     assert compare.EXIT_STATUS[report["verdict"]] == 2
     assert verdict(cannot)["verdict"] == "not-verified"  # nothing left elsewhere: the same
     report = verdict(cannot, affected, elsewhere)

@@ -200,7 +200,7 @@ def _name_beyond(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
 def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
-    (headed changed: 1 of its 2 contracts broke)`` (a joined finding whose change is not ``broken``
+    (1 of its 2 contracts broke, 1 fixed)`` (a joined finding whose change is not ``broken``
     may hold a broken row: a known defect that now fails otherwise); a
     finding whose every line of the team's code is "cannot tell" says so
     (``your lines: cannot tell without --run``) when ``--usage`` scoped it
@@ -208,7 +208,9 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> s
     parts = []
     for f in counted:
         total = len(f.get("contracts") or [])
-        said = [f"headed {f['change']}: {broken_rows(f)} of its {total} contracts broke"] if f.get("change") != "broken" else []
+        others = ", ".join(f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n)
+        said = ([f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")]
+                if f.get("change") != "broken" else [])  # the seventh trial: "headed changed: …" read as jargon
         if _cannot_tell(f, by):  # every line of the team's is "cannot tell": say so
             said.append("your lines: cannot tell without --run")
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach

@@ -195,7 +195,8 @@ def _findings_section(page: Page) -> list[str]:
         if group is elsewhere:
             out += [("Your run does not diverge for these (it may call their APIs: each of their call sites says what your run does "
                      "there), so they do not set the verdict (`--fail-on all`: they do)." if (page.report.get("scope") or {}).get("by") == "run" else
-                     "Your code does not reach these, so they do not set the verdict (`--fail-on all`: they do)."), ""]
+                     "Your code does not reach these changes (it calls none of their APIs, or every call's arguments rule the "
+                     "change out: each call site says which), so they do not set the verdict (`--fail-on all`: they do)."), ""]
         for f in group:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
