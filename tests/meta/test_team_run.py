@@ -953,3 +953,20 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     within = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", born_here)))["within_budget"]
     assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section._bits({"within_budget": within})
     assert "born before" not in team_run_section._bits({"within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["a.py:1"]}})  # an older report
+
+
+def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_bit():
+    """The eighth trial (low): "your run calls it here and computes the same" at a line that "Your code"
+    listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
+    for bit"; a bit-identical line keeps "computes the same"."""
+    from optax_gate.gate.beyond import call_sites
+    finding = {"number": 1, "change": "broken", "api": "optax.l2_loss", "apis": ["optax.l2_loss"], "contracts": ["c"],
+               "cause": "input checks now raise TypeError", "text": "x", "your_code": ["train.py:18", "train.py:20"]}
+    report = {**_report("optax.adam"), "findings": [finding]}
+    team = {**_team("same"), "called": ["train.py:18", "train.py:20"],
+            "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
+    team_run.apply(report, team)
+    _validates(report)
+    line = call_sites.suffix(report["findings"][0])
+    assert "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
+    assert "`train.py:20` (your run calls it here and computes the same)" in line, line

@@ -192,6 +192,7 @@ def _run_words(said: dict[str, Any]) -> str:
     if said.get("run") == "same":
         until = said.get("until")  # a run that failed in the candidate: "" when the failure's line is not the team's
         return "your run calls it here and computes the same" + (
+            " within the ULP budget, not bit for bit" if said.get("bits") else "") + (
             "" if until is None else f", up to its failure{f' at `{until}`' if until else ''}")
     if said.get("run") == "not-reached":
         return "your run does not reach this line"

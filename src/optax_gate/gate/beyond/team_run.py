@@ -387,7 +387,8 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
       diverges gets ``your_code_run``: site -> ``{"run": "diverges",
       "findings": the numbers of the findings that explain it there}``. A
       site where the run calls Optax and nothing differs gets ``{"run":
-      "same"}``, one the run does not reach ``{"run": "not-reached"}`` (the
+      "same"}`` (with ``"bits": "within the budget"`` where its results are
+      not bit-identical, none beyond the ULP budget), one the run does not reach ``{"run": "not-reached"}`` (the
       re-trial: "elsewhere" named a float32 team's ``l2_loss`` line for the
       losses' integer-input checks with no word that its run had settled it).
       Reports of runs that did not record their calls (``called``) say only
@@ -404,6 +405,7 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
     explained = {line["site"]: line["findings"] for line in lines}
     team = report.get("team_run") or {}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
+    drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
     failed_at = (team.get("raised_at") or "") if team.get("outcome") == "broke" else None  # "": not a line of the team's
     for f in report.get("findings") or []:
         shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
@@ -422,6 +424,8 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
                 here[site] = {"run": "same" if site in called else "not-reached"}
                 if site in called and failed_at is not None:  # the same up to the failure, not after it
                     here[site]["until"] = failed_at
+                if site in called and site in drifted:  # the eighth trial: "computes the same" of a line not bit-identical
+                    here[site]["bits"] = "within the budget"
         if here:
             f["your_code_run"] = here
 
