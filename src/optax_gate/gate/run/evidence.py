@@ -129,26 +129,18 @@ def stamp_time(name: str) -> str:
 
 def report_now(root: Path) -> str:
     """What ``root/report.md`` is now, as a clause: ``ROOT/report.md still
-    shows the run of … (verdict fail)``, or, before any run there judged both
-    sides, ``there is no ROOT/report.md yet (no run here has judged both
-    sides)`` (the sixth trial read "report.md still shows no run yet" and found
-    no such file)."""
-    if not (root / LATEST).exists():
-        return f"there is no {root / 'report.md'} yet (no run here has judged both sides)"
-    return f"{root / 'report.md'} still shows {shown(root)}"
-
-
-def shown(root: Path) -> str:
-    """What ``root/report.md`` shows, in words: ``the run of 2026-12-01 15:30 UTC
-    (verdict fail)``, or ``no run yet`` when no run in ``root`` judged both sides."""
+    shows the run of 2026-12-01 15:30 UTC (verdict fail)``, or, before any
+    run there judged both sides, ``there is no ROOT/report.md yet (no run
+    here has judged both sides)`` (the sixth trial read "report.md still
+    shows no run yet" and found no such file)."""
     latest = root / LATEST
     if not latest.exists():
-        return "no run yet (no run here has judged both sides)"
+        return f"there is no {root / 'report.md'} yet (no run here has judged both sides)"
     try:
         verdict = json.loads((latest / "report.json").read_text(encoding="utf-8")).get("verdict", "?")
     except (OSError, ValueError):
         verdict = "unreadable"
-    return f"the run of {stamp_time(latest.resolve().name)} (verdict {verdict})"
+    return f"{root / 'report.md'} still shows the run of {stamp_time(latest.resolve().name)} (verdict {verdict})"
 
 
 #: Set while :func:`complete` moves the marker and the links: the command line's signal handlers
