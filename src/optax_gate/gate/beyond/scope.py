@@ -142,22 +142,20 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     undecided = [f for f in counted if _cannot_tell(f, by) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
     if report.get("verdict") != "fail" or not (left_out or undecided):
         return report
-    sure = [f for f in counted if f not in undecided]
-    unreached = [f for f in sure if by == "run" and f.get("breaks_unreached")]  # the sixth trial: "where your code goes
-    sure = [f for f in sure if f not in unreached]  # (run): … which your run does not reach" read as a contradiction
-    n = sum(broken_rows(f) for f in sure)
-    reasons = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
-    if unreached:
-        reasons.insert(0, f"{sum(broken_rows(f) for f in unreached)} contract(s) broken at lines of your code that your run "
-                          f"does not reach: {_where_counted(unreached, by)}")
-    if n:
-        reasons.insert(0, f"{n} contract(s) broken where your code goes ({by}): {_where_counted(sure, by)}")
-    if not reasons:  # nothing else fails the gate
+    # the sixth trial: "where your code goes (run): … which your run does not reach" read as a contradiction
+    unreached = [f for f in counted if f not in undecided and by == "run" and f.get("breaks_unreached")]
+    sure = [f for f in counted if f not in undecided and f not in unreached]
+    others = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
+    head = []
+    for group, words in ((sure, f"where your code goes ({by})"), (unreached, "at lines of your code that your run does not reach")):
+        if group:
+            head.append(f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by)}")
+    if not head and not others:  # nothing else fails the gate
         report["verdict"] = "not-verified" if undecided else "pass"
     if undecided:
-        reasons.insert(bool(n) + bool(unreached), f"{sum(broken_rows(f) for f in undecided)} contract(s) broken where your code may go: "
-                                      f"{_where_counted(undecided, by)}; the gate with --run (your training command) decides")
-    report["reasons"] = reasons
+        head.append(f"{sum(broken_rows(f) for f in undecided)} contract(s) broken where your code may go: "
+                    f"{_where_counted(undecided, by)}; the gate with --run (your training command) decides")
+    report["reasons"] = head + others
     if left_out:
         report.setdefault("notes", []).append(
             f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
