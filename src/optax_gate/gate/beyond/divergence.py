@@ -266,6 +266,11 @@ def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]
     return [f"{name} differs"]
 
 
+def _same_input_bits(base: dict[str, Any], cand: dict[str, Any]) -> bool:
+    """Whether two matched observations' input leaves are bit-identical (their digests)."""
+    return all(b.get("sha256") == c.get("sha256") for b, c in zip(base.get("in") or [], cand.get("in") or []))
+
+
 def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> dict[str, Any] | None:
     """What differs between two matched observations, or None.
 
@@ -292,8 +297,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
         texts += [f"no longer warns {cat}: {msg[:200]}" for cat, msg in (bw - cw)]
     sig = _signature_texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
     in_texts, in_err, in_beyond = _leaves_differ(base.get("in") or [], cand.get("in") or [], occurrence, "input")
-    identical = not sig and not in_texts and in_err == 0.0 and all(
-        b.get("sha256") == c.get("sha256") for b, c in zip(base.get("in") or [], cand.get("in") or []))
+    identical = not sig and not in_texts and in_err == 0.0 and _same_input_bits(base, cand)
     inputs_differ = bool(sig) or in_beyond
     if sig:
         kinds.append("arguments")
@@ -401,8 +405,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             if diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
             elif (error := bit_error(b, c)) is not None:
-                born_before = any(x.get("sha256") != y.get("sha256") for x, y in zip(b.get("in") or [], c.get("in") or []))
-                drift.append((b_index[id(b)], key[0], error, describe(b), born_before, b["phase"] == "call" and kept(b["api"])))
+                drift.append({"at": b_index[id(b)], "site": key[0], "error": error, "call": describe(b),
+                              "inputs_differ": not _same_input_bits(b, c), "kept": b["phase"] == "call" and kept(b["api"])})
     found.sort(key=lambda pair: pair[0])
     rows, inner = [], False
     for i, (_, row) in enumerate(found):
@@ -417,11 +421,11 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
         rows.append(row)
     causes = [r for r in rows if r["role"] == "cause"]
     sites = list(dict.fromkeys(r["site"] for r in causes))
-    drift.sort(key=lambda d: d[0])
-    within = {"calls": len(drift), "max_ulps": max((d[2] for d in drift), default=0.0),
-              "sites": list(dict.fromkeys(d[1] for d in drift)),
-              "first": {"site": drift[0][1], "call": drift[0][3], "inputs_differ": drift[0][4]} if drift else None,
-              "kept_max_ulps": max((d[2] for d in drift if d[5]), default=None)}
+    drift.sort(key=lambda d: d["at"])
+    within = {"calls": len(drift), "max_ulps": max((d["error"] for d in drift), default=0.0),
+              "sites": list(dict.fromkeys(d["site"] for d in drift)),
+              "first": {k: drift[0][k] for k in ("site", "call", "inputs_differ")} if drift else None,
+              "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None)}
     return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
             "divergences": rows[:limit], "sites": sites, "within_budget": within}
 
