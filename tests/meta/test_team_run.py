@@ -970,3 +970,18 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     line = call_sites.suffix(report["findings"][0])
     assert "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
     assert "`train.py:20` (your run calls it here and computes the same)" in line, line
+
+
+def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_path, monkeypatch):
+    """Found in review: a run that created more files than the folder's watch limit made the look after it
+    give up, so the team's files read as deleted (named "could not be put back") and the new ones stayed.
+    The look after a run has no limit: it only counts what the run left."""
+    monkeypatch.setattr(team_run.team_files, "WATCHED_FILES", 3)
+    team_dir = tmp_path / "team"
+    team_dir.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (team_dir / name).write_text(name)
+    spec = team_run.RunSpec("for i in 1 2 3 4 5; do echo $i > out$i.txt; done; echo changed > a.txt", team_dir, 60)
+    result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out")
+    assert result["wrote"]["count"] == 6 and result["wrote"]["not_restored"] == [], result["wrote"]
+    assert sorted(p.name for p in team_dir.iterdir()) == ["a.txt", "b.txt"] and (team_dir / "a.txt").read_text() == "a.txt"

@@ -38,10 +38,12 @@ def _watched(root: str, dirs: list[str], skip: frozenset[str]) -> list[str]:
     return sorted(d for d in dirs if d not in NOT_WATCHED and os.path.realpath(os.path.join(root, d)) not in skip)
 
 
-def files(run_dir: Path, skip: frozenset[str] = frozenset()) -> dict[str, tuple[int, int]] | None:
+def files(run_dir: Path, skip: frozenset[str] = frozenset(), limit: int | None = None) -> dict[str, tuple[int, int]] | None:
     """Each file under ``run_dir`` (relative name -> modification time in ns,
     size in bytes), :data:`NOT_WATCHED` folders and the folders of ``skip``
-    (real paths) left out, links followed; None past :data:`WATCHED_FILES` files."""
+    (real paths) left out, links followed; None past ``limit`` files
+    (default :data:`WATCHED_FILES`; 0: no limit)."""
+    limit = WATCHED_FILES if limit is None else limit
     out: dict[str, tuple[int, int]] = {}
     for root, dirs, names in os.walk(run_dir):
         dirs[:] = _watched(root, dirs, skip)
@@ -52,7 +54,7 @@ def files(run_dir: Path, skip: frozenset[str] = frozenset()) -> dict[str, tuple[
             except OSError:  # a dangling link, a file gone meanwhile
                 continue
             out[os.path.relpath(path, run_dir)] = (st.st_mtime_ns, st.st_size)
-            if len(out) > WATCHED_FILES:
+            if limit and len(out) > limit:
                 return None
     return out
 
@@ -127,7 +129,8 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
     its copy, and remove the folders it created; return the names it created,
     changed or deleted (also noted in ``before``). Never raises: a file that
     cannot be moved or put back is named in ``before.not_restored``."""
-    now = files(before.run_dir, before.skip) or {}
+    # every file, however many the run created: past the limit, the originals read as deleted and the new ones stayed
+    now = files(before.run_dir, before.skip, limit=0) or {}
     names = sorted(set(now) | set(before.state))
     touched = [n for n in names if now.get(n) != before.state.get(n)]
     for name in touched:
