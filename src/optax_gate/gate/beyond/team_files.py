@@ -38,15 +38,19 @@ def _watched(root: str, dirs: list[str], skip: frozenset[str]) -> list[str]:
     return sorted(d for d in dirs if d not in NOT_WATCHED and os.path.realpath(os.path.join(root, d)) not in skip)
 
 
-def files(run_dir: Path, skip: frozenset[str] = frozenset(), limit: int | None = None) -> dict[str, tuple[int, int]] | None:
-    """Each file under ``run_dir`` (relative name -> modification time in ns,
-    size in bytes), :data:`NOT_WATCHED` folders and the folders of ``skip``
-    (real paths) left out, links followed; None past ``limit`` files
-    (default :data:`WATCHED_FILES`; 0: no limit)."""
+def scan(run_dir: Path, skip: frozenset[str] = frozenset(),
+         limit: int | None = None) -> tuple[dict[str, tuple[int, int]] | None, set[str]]:
+    """One walk of ``run_dir``: each file (relative name -> modification
+    time in ns, size in bytes; None past ``limit`` files, default
+    :data:`WATCHED_FILES`, 0: no limit) and each folder (relative names),
+    :data:`NOT_WATCHED` folders and the folders of ``skip`` (real paths)
+    left out, links to files followed."""
     limit = WATCHED_FILES if limit is None else limit
     out: dict[str, tuple[int, int]] = {}
+    folders: set[str] = set()
     for root, dirs, names in os.walk(run_dir):
         dirs[:] = _watched(root, dirs, skip)
+        folders.update(os.path.relpath(os.path.join(root, d), run_dir) for d in dirs)
         for file in names:
             path = os.path.join(root, file)
             try:
@@ -55,13 +59,13 @@ def files(run_dir: Path, skip: frozenset[str] = frozenset(), limit: int | None =
                 continue
             out[os.path.relpath(path, run_dir)] = (st.st_mtime_ns, st.st_size)
             if limit and len(out) > limit:
-                return None
-    return out
+                return None, folders
+    return out, folders
 
 
 @dataclasses.dataclass
 class Before:
-    """The folder before the first run: ``state`` (:func:`files`), the
+    """The folder before the first run: ``state`` (:func:`scan`), the
     folders there were, the files copied into ``store`` (``kept``), and what
     the runs have changed so far (``changed``: created, changed or deleted;
     ``existed``: those of them that were there before; ``not_restored``:
@@ -84,14 +88,6 @@ class Before:
                     into.append(name)
 
 
-def _folders(run_dir: Path, skip: frozenset[str]) -> set[str]:
-    out = set()
-    for root, dirs, _ in os.walk(run_dir):
-        dirs[:] = _watched(root, dirs, skip)
-        out.update(os.path.relpath(os.path.join(root, d), run_dir) for d in dirs)
-    return out
-
-
 def take(run_dir: Path, store: Path, skip: tuple[Path, ...] = ()) -> Before | None:
     """Look at ``run_dir`` and copy its files into ``store`` (smallest first,
     up to :data:`KEPT_BYTES` in all); None when the folder has more than
@@ -104,7 +100,7 @@ def take(run_dir: Path, store: Path, skip: tuple[Path, ...] = ()) -> Before | No
         read is not kept, and is named if a run changes it).
     """
     skipped = frozenset(os.path.realpath(p) for p in (*skip, store))
-    state = files(run_dir, skipped)
+    state, folders = scan(run_dir, skipped)
     if state is None:
         return None
     shutil.rmtree(store, ignore_errors=True)
@@ -120,7 +116,7 @@ def take(run_dir: Path, store: Path, skip: tuple[Path, ...] = ()) -> Before | No
             continue
         kept.add(name)
         total += size
-    return Before(run_dir, state, _folders(run_dir, skipped), store, kept, skipped)
+    return Before(run_dir, state, folders, store, kept, skipped)
 
 
 def settle(before: Before, outputs: Path | None) -> list[str]:
@@ -130,7 +126,7 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
     changed or deleted (also noted in ``before``). Never raises: a file that
     cannot be moved or put back is named in ``before.not_restored``."""
     # every file, however many the run created: past the limit, the originals read as deleted and the new ones stayed
-    now = files(before.run_dir, before.skip, limit=0) or {}
+    now, folders = scan(before.run_dir, before.skip, limit=0)  # no limit: never None
     names = sorted(set(now) | set(before.state))
     touched = [n for n in names if now.get(n) != before.state.get(n)]
     for name in touched:
@@ -150,7 +146,7 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
             before.note([name], existed=name in before.state)
         except OSError:
             before.note([name], existed=name in before.state, not_restored=True)
-    for folder in sorted(_folders(before.run_dir, before.skip) - before.folders, key=len, reverse=True):
+    for folder in sorted(folders - before.folders, key=len, reverse=True):  # moving files leaves the folders
         try:
             (before.run_dir / folder).rmdir()  # only an empty one: a file it still holds is named above
         except OSError:
