@@ -129,15 +129,15 @@ def _values_callback(seq: int, n_in: int, *leaves: Any) -> None:
         _writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:]})
 
 
-def _record(event: dict[str, Any], inputs: Any, out: Any, failed: bool) -> None:
+def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool) -> None:
     """Write ``event`` with the values of the call's array inputs (``in``:
-    their leaves in the order of ``(args, kwargs)``) and of its result
+    their leaves in the order of ``(args, kwargs)``, taken before the call: an
+    ``nnx`` module's variables change in place) and of its result
     (``out``: PyTree structure, leaf paths, leaves). Traced (tracers among
     them): abstract leaves now; in a shadow run (:class:`_Recorded`) the
     values through a host callback each time the program runs, elsewhere
     (``jax.grad`` or ``lax.scan`` in eager code) none (``values``: why)."""
     from optax_gate.recorder import values
-    in_leaves = [x for x in values.flatten(inputs)[0] if values._is_array(x)]
     out_leaves, tree, paths = ([], "", []) if failed else values.flatten(out)
     if values.is_traced(in_leaves) or values.is_traced(out_leaves):
         import jax
@@ -158,8 +158,9 @@ def _record(event: dict[str, Any], inputs: Any, out: Any, failed: bool) -> None:
     _writer.emit(event)
 
 
-def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None):
-    """Call ``fn``; record it when ``frame`` (the caller) is the team's."""
+def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None, observed=None):
+    """Call ``fn``; record it when ``frame`` (the caller) is the team's
+    (``observed(result)`` in place of its result, when given)."""
     site = _team_file(frame.f_code.co_filename) if frame is not None and _writer is not None else None
     if site is None or _depth() > 0:
         return _wrap_result(api, fn(*args, **kwargs))
@@ -171,6 +172,8 @@ def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args
         stack = _state.warnings = []
     stack.append([])
     out, failed = None, False
+    from optax_gate.recorder import values
+    in_leaves = [x for x in values.flatten((shown, kwargs))[0] if values._is_array(x)]
     try:
         out = fn(*args, **kwargs)
     except BaseException as exc:
@@ -181,7 +184,7 @@ def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args
         _state.depth -= 1
         event["warnings"] = stack.pop()
         try:
-            _record(event, (shown, kwargs), out, failed)
+            _record(event, in_leaves, out if observed is None or failed else observed(out), failed)
         except Exception as exc:  # the recording itself failed: say so in the trace, never change the team's result
             event["record_error"] = f"{type(exc).__name__}: {exc}"[:500]
             event.pop("out", None)
@@ -254,7 +257,12 @@ def patch_optax(optax: types.ModuleType) -> int:
 
 
 def patch_nnx(nnx: types.ModuleType) -> None:
-    """Wrap ``flax.nnx.Optimizer.update``: its recorded result is the optimizer's state after the update."""
+    """Wrap ``flax.nnx.Optimizer.update`` (its recorded result is the
+    optimizer's state after the update) and ``flax.nnx``'s transformations
+    (:data:`NNX_TRANSFORMS`, as :func:`_transform` says)."""
+    for name, state in NNX_TRANSFORMS.items():
+        if callable(getattr(nnx, name, None)):
+            setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state))
     cls = getattr(nnx, "Optimizer", None)
     original = cls.__dict__.get("update") if cls is not None else None
     if not isinstance(original, types.FunctionType):
@@ -271,15 +279,74 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     cls.update = update
 
 
+#: A team function's shadow runs at its first :data:`SHADOW_FIRST` calls, then at each call whose number is a power
+#: of two (16, 32, 64, ...): the values inside a step of a long run are sampled, the results the team gets are
+#: recorded at every call.
+SHADOW_FIRST = 8
+
+
+def sampled(n: int) -> bool:
+    """Whether the ``n``-th (1-based) call of a team function runs its shadow (see :data:`SHADOW_FIRST`)."""
+    return n <= SHADOW_FIRST or (n & (n - 1)) == 0
+
+
+def _eager(args: tuple, kwargs: dict) -> bool:
+    import jax
+    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs)))
+
+
+def _graph_nodes(args: tuple, kwargs: dict) -> list[Any]:
+    """The ``flax.nnx`` graph nodes (modules, optimizers) among a call's arguments, each once."""
+    nnx = sys.modules.get("flax.nnx")
+    kind = getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
+    if kind is None:
+        return []
+    nodes: dict[int, Any] = {}
+    for x in (*args, *kwargs.values()):
+        items = x if isinstance(x, (tuple, list)) else x.values() if isinstance(x, dict) else (x,)
+        for node in items:
+            if isinstance(node, kind):
+                nodes.setdefault(id(node), node)
+    return list(nodes.values())
+
+
+def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool) -> None:
+    """Run ``shadow`` once in shadow mode (the Optax calls it traces add host
+    callbacks) under the shadow's own JAX user context; on a copy of the
+    ``nnx`` graph nodes among the arguments when ``graph`` (``nnx.clone``: the
+    team's model, optimizer and RNG streams are not stepped by it). Its
+    results are dropped; an exception it raises is left to the real call."""
+    import jax
+    _state.mode = "shadow"
+    try:
+        with _shadow_context[0]("optax-gate-shadow"):
+            if graph:
+                from flax import nnx
+                args, kwargs = nnx.clone((args, kwargs))
+            jax.block_until_ready(jax.tree_util.tree_leaves(shadow(*args, **kwargs)))
+        jax.effects_barrier()
+    except Exception:  # the real call raises it for the team
+        pass
+    finally:
+        _state.mode = None
+
+
 class _Recorded:
-    """A function the team jitted (``jax.jit`` called from its files). A call
-    from eager code runs a *shadow* first: the same function jitted again
-    without buffer donation, whose Optax calls insert host callbacks
-    (``jax.debug.callback``) that record their values; its results are
-    dropped, and an exception it raises is left to the real call. Then the
-    real program runs, compiled exactly as without the recorder (the wrappers
-    of Optax pass through while it is traced), and its results are recorded
-    at the call site (``api`` ``jax.jit(<name>)``) and returned untouched.
+    """A function the team transformed (``jax.jit``, ``flax.nnx.jit``,
+    ``jax.grad``, ``flax.nnx.value_and_grad``, ``jax.vmap``, ``flax.nnx.scan``,
+    ``jax.pmap``, ``jax.shard_map``, ... called from its files). A call from
+    eager code runs a *shadow* first (at the calls :func:`sampled` picks):
+    the same function transformed again, without buffer donation, whose
+    Optax calls insert host callbacks (``jax.debug.callback``) that record
+    their values (:func:`_run_shadow`); its results are dropped. Then the
+    real function runs, compiled exactly as without the recorder (the
+    wrappers of Optax pass through while it is traced), and its results are
+    recorded at the call site (``api`` ``jax.jit(<name>)``,
+    ``flax.nnx.jit(<name>)``, ...) and returned untouched; for an ``nnx``
+    transformation that steps the team's state (``graph``), the recorded
+    result is ``(result, nnx.state(graph nodes among the arguments))``: the
+    params and optimizer state after the step, where the team keeps them.
+
     Host callbacks change how XLA fuses a program, and with it the last bits
     of some results (seen: a float32 loss 1 ULP apart), so they never enter
     the team's own program: the shadow is traced and compiled under a JAX
@@ -289,8 +356,9 @@ class _Recorded:
     (seen: without it the real program reused the shadow's jaxpr). A call with tracers (inside another
     transformation) runs the real function only."""
 
-    def __init__(self, real, shadow, name: str) -> None:
-        self._real, self._shadow, self._name = real, shadow, name
+    def __init__(self, real, shadow, name: str, graph: bool = False, state: bool = False) -> None:
+        self._real, self._shadow, self._name, self._graph, self._state = real, shadow, name, graph, state
+        self._calls = 0
         functools.update_wrapper(self, real)
 
     def __getattr__(self, name):
@@ -300,50 +368,101 @@ class _Recorded:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        from optax_gate.recorder import values
         frame = sys._getframe(1)
         site = _team_file(frame.f_code.co_filename)
-        if (site is None or _depth() > 0 or getattr(_state, "mode", None)
-                or values.is_traced(values.flatten((args, kwargs))[0])):
+        if site is None or _depth() > 0 or getattr(_state, "mode", None) or not _eager(args, kwargs):
             return self._real(*args, **kwargs)
-        import jax
-        if _shadow_context[0] is None:  # a JAX without user contexts: the values at the call site only
-            return _call(f"jax.jit({self._name})", "call", self._real, args, kwargs, frame)
-        _state.mode = "shadow"
-        try:
-            with _shadow_context[0]("optax-gate-shadow"):
-                jax.block_until_ready(self._shadow(*args, **kwargs))
-            jax.effects_barrier()
-        except Exception:  # the real call raises it for the team
-            pass
-        finally:
-            _state.mode = None
+        self._calls += 1
+        if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
+            _run_shadow(self._shadow, args, kwargs, self._graph)
+        observed = None
+        if self._state:
+            nodes = _graph_nodes(args, kwargs)
+            if nodes:
+                from flax import nnx
+
+                def observed(out):
+                    return (out, nnx.state(tuple(nodes)))
         # the real program: traced inside a recorded call (depth 1), so Optax's wrappers add nothing to it
-        return _call(f"jax.jit({self._name})", "call", self._real, args, kwargs, frame)
+        return _call(self._name, "call", self._real, args, kwargs, frame, observed=observed)
 
 
 _shadow_context: list[Any] = [None]
 
+#: Options of a transformation the shadow drops (it must not donate the team's buffers).
+_DONATION = ("donate_argnums", "donate_argnames")
+
+
+def _transform(real_transform, api: str, graph: bool = False, state: bool = False):
+    """``real_transform`` (``jax.jit``, ``flax.nnx.scan``, ...) such that a
+    function transformed from the team's files becomes a :class:`_Recorded`
+    named ``api(<function's name>)``; its options pass through, and a
+    decorator with options (``@nnx.jit(donate_argnames=...)``) too."""
+    if getattr(real_transform, "__optax_gate_recorded__", False):
+        return real_transform
+
+    @functools.wraps(real_transform)
+    def transform(fun=None, *args, **kwargs):
+        if fun is None or not callable(fun):
+            if fun is None:
+                return functools.partial(transform, *args, **kwargs)
+            return real_transform(fun, *args, **kwargs)
+        real = real_transform(fun, *args, **kwargs)
+        if _team_file(sys._getframe(1).f_code.co_filename) is None or not callable(real):
+            return real
+        shadow = real_transform(fun, *args, **{k: v for k, v in kwargs.items() if k not in _DONATION})
+        name = getattr(fun, "__name__", None) or getattr(getattr(fun, "func", None), "__name__", "function")
+        return _Recorded(real, shadow, f"{api}({name})", graph=graph, state=state)
+    transform.__optax_gate_recorded__ = True
+    return transform
+
+
+def _scan(real_scan, api: str):
+    """``jax.lax.scan`` that, called from the team's eager code, runs a shadow
+    first (the calls :func:`sampled` picks, counted per line) and records its
+    result (the final carry and the stacked outputs) at the call site as
+    ``jax.lax.scan(<body's name>)``."""
+    if getattr(real_scan, "__optax_gate_recorded__", False):
+        return real_scan
+    counts: dict[tuple[str, int], int] = {}
+
+    @functools.wraps(real_scan)
+    def scan(f, *args, **kwargs):
+        frame = sys._getframe(1)
+        site = _team_file(frame.f_code.co_filename)
+        if site is None or _depth() > 0 or getattr(_state, "mode", None) or not _eager(args, kwargs):
+            return real_scan(f, *args, **kwargs)
+        key = (site, frame.f_lineno)
+        counts[key] = counts.get(key, 0) + 1
+        if _shadow_context[0] is not None and sampled(counts[key]):
+            _run_shadow(functools.partial(real_scan, f), args, kwargs, False)
+        return _call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame,
+                     record_args=args)
+    scan.__optax_gate_recorded__ = True
+    return scan
+
+
+#: The JAX transformations whose functions the team's step lives in: wrapped as :func:`_transform` says.
+JAX_TRANSFORMS = ("jit", "grad", "value_and_grad", "vmap", "pmap", "shard_map")
+#: ``flax.nnx``'s, with the team's graph nodes copied for the shadow; ``True``: the state after the call is recorded.
+NNX_TRANSFORMS = {"jit": True, "scan": True, "pmap": True, "shard_map": True, "grad": False, "value_and_grad": False,
+                  "vmap": False}
+
 
 def patch_jax(jax_module: types.ModuleType) -> None:
-    """Wrap ``jax.jit``: a function jitted from the team's files becomes a :class:`_Recorded`."""
-    real_jit = jax_module.jit
-    if getattr(real_jit, "__optax_gate_recorded__", False):
+    """Wrap ``jax.jit``, ``jax.grad``, ``jax.value_and_grad``, ``jax.vmap``,
+    ``jax.pmap``, ``jax.shard_map`` (a function transformed from the team's
+    files becomes a :class:`_Recorded`) and ``jax.lax.scan`` (:func:`_scan`)."""
+    if getattr(jax_module.jit, "__optax_gate_recorded__", False):
         return
     make = getattr(jax_module, "make_user_context", None)
     _shadow_context[0] = make(default_value=None) if make is not None else None
-
-    @functools.wraps(real_jit)
-    def jit(fun=None, *args, **kwargs):
-        if fun is None:
-            return functools.partial(jit, *args, **kwargs)
-        real = real_jit(fun, *args, **kwargs)
-        if _team_file(sys._getframe(1).f_code.co_filename) is None:
-            return real
-        shadow = real_jit(fun, *args, **{k: v for k, v in kwargs.items() if k not in ("donate_argnums", "donate_argnames")})
-        return _Recorded(real, shadow, getattr(fun, "__name__", "function"))
-    jit.__optax_gate_recorded__ = True
-    jax_module.jit = jit
+    for name in JAX_TRANSFORMS:
+        if callable(getattr(jax_module, name, None)):
+            setattr(jax_module, name, _transform(getattr(jax_module, name), f"jax.{name}"))
+    lax = getattr(jax_module, "lax", None)
+    if lax is not None and callable(getattr(lax, "scan", None)):
+        lax.scan = _scan(lax.scan, "jax.lax.scan")
 
 
 _PATCHES = {"optax": patch_optax, "flax.nnx": patch_nnx, "jax": patch_jax}

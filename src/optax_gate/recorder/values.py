@@ -15,13 +15,26 @@ Python scalars are stored as ``{"py": type name, "value": repr}``.
 An argument's abstract signature (:func:`signature`) holds no values of
 arrays: their dtype, shape and weak type; the PyTree structure of containers;
 the literal value of Python scalars, strings and None (the hyperparameters).
+
+A PyTree structure is written by :func:`structure`, never as ``str(treedef)``:
+that text holds what differs between two processes of one program (a static
+field's ``<function dot_general at 0x7f…>`` in ``nnx.Linear``'s graph, the
+order of a set under hash randomisation), and two runs of the same command
+read as "not deterministic". :func:`structure` keeps node types and keys,
+static fields by type and qualified name (a function by its qualified name
+without its module, which may move between versions), and plain values where they are
+plain data (numbers, strings, None, and containers of them).
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import functools
 import hashlib
+import re
 import sys
+import types
 import threading
 from typing import Any
 
@@ -46,6 +59,10 @@ def leaf_value(x: Any) -> dict[str, Any]:
     """One concrete leaf as stored (see the module docstring); never a tracer."""
     if not (_is_array(x) or isinstance(x, np.generic)):
         return _abstract_leaf(x)
+    label = None
+    if "key<" in str(x.dtype):  # a typed PRNG key (``jax.random.key``, ``nnx.Rngs``): its key data, under its own dtype
+        import jax
+        label, x = str(x.dtype), jax.random.key_data(x)
     arr = np.asarray(x)
     flat = arr.reshape(-1)
     if sys.byteorder != "little" and arr.dtype.byteorder not in ("|", "<"):
@@ -58,7 +75,7 @@ def leaf_value(x: Any) -> dict[str, Any]:
         keep = _spent[0] + len(data) <= BUDGET_BYTES
         if keep:
             _spent[0] += len(data)
-    return {"dtype": str(arr.dtype), "shape": list(arr.shape), "stride": stride, "n": int(sample.size) if keep else 0,
+    return {"dtype": label or str(arr.dtype), "shape": list(arr.shape) if label is None else list(x.shape[:-1]), "stride": stride, "n": int(sample.size) if keep else 0,
             "data": base64.b64encode(data).decode("ascii") if keep else "", "sha256": hashlib.sha256(full).hexdigest()}
 
 
@@ -76,6 +93,105 @@ def _abstract_leaf(x: Any) -> Any:
     return {"type": type(x).__name__}
 
 
+#: How deep :func:`plain` follows a static field's attributes (a GraphDef's nodes, their metadata).
+PLAIN_DEPTH = 12
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{6,}")
+
+
+def _qualified(x: Any) -> str:
+    return f"{getattr(x, '__module__', None) or ''}.{getattr(x, '__qualname__', None) or getattr(x, '__name__', '?')}"
+
+
+def plain(x: Any, depth: int = 0) -> str:
+    """A static value as text that two processes of one program write alike:
+    plain data by value (numbers, strings, bytes, None; tuples, lists and
+    dicts of them, dict keys and set members sorted), a class, function or
+    method by its qualified name, a PyTree structure by :func:`structure`, a
+    dataclass or an object by its type's qualified name and its fields (at
+    most :data:`PLAIN_DEPTH` deep), anything else by its type and its
+    ``repr`` with memory addresses (``at 0x7f…``) taken out."""
+    if x is None or isinstance(x, (bool, int, float, complex, str, bytes)):
+        return repr(x)
+    if depth > PLAIN_DEPTH:
+        return type(x).__qualname__
+    if isinstance(x, type):
+        return _qualified(x)
+    if isinstance(x, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType,
+                      types.WrapperDescriptorType, functools.partial)):
+        # a function by its qualified name alone: where JAX or Flax defines it (``jax._src.lax.lax``) may move
+        # between the two versions without the team's program changing
+        return getattr(x, "__qualname__", None) or f"partial({plain(getattr(x, 'func', None), depth + 1)})"
+    if isinstance(x, (list, tuple)):
+        inner = ", ".join(plain(v, depth + 1) for v in x)
+        fields = getattr(x, "_fields", None)
+        return f"{type(x).__qualname__}({inner})" if fields is not None else (f"[{inner}]" if isinstance(x, list) else f"({inner})")
+    if isinstance(x, (set, frozenset)):
+        return "{" + ", ".join(sorted(plain(v, depth + 1) for v in x)) + "}"
+    if isinstance(x, dict) or (hasattr(x, "items") and hasattr(x, "keys") and callable(x.items)):
+        try:
+            items = sorted((plain(k, depth + 1), plain(v, depth + 1)) for k, v in x.items())
+        except Exception:  # a mapping that cannot be iterated: its type
+            return _qualified(type(x))
+        return f"{type(x).__qualname__}{{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    treedef = _treedef_type()
+    if treedef is not None and isinstance(x, treedef):
+        return structure(x)
+    if _is_array(x):
+        return f"array {x.dtype}{list(x.shape)}"
+    if dataclasses.is_dataclass(x):
+        fields = ", ".join(f"{f.name}={plain(getattr(x, f.name, None), depth + 1)}" for f in dataclasses.fields(x))
+        return f"{_qualified(type(x))}({fields})"
+    if type(x).__name__ in ("dtype", "DType") or type(x).__module__.startswith("numpy"):
+        return f"{_qualified(type(x))}({_ADDRESS.sub('', str(x))})"
+    slots = [s for cls in type(x).__mro__ for s in getattr(cls, "__slots__", ()) if isinstance(s, str)]
+    attrs = dict(vars(x)) if hasattr(x, "__dict__") else {}
+    attrs.update({s: getattr(x, s) for s in slots if hasattr(x, s) and s not in ("__weakref__", "__dict__")})
+    if attrs:
+        return f"{_qualified(type(x))}(" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in sorted(attrs.items())) + ")"
+    return f"{_qualified(type(x))}({_ADDRESS.sub('', repr(x))[:200]})"
+
+
+def _treedef_type() -> type | None:
+    jax = sys.modules.get("jax")
+    return getattr(getattr(jax, "tree_util", None), "PyTreeDef", None) if jax is not None else None
+
+
+_structures: dict[Any, str] = {}
+
+
+def structure(treedef: Any) -> str:
+    """:func:`_structure`, kept per PyTree structure (an ``nnx.jit`` step's
+    GraphDef is written once, not at every step)."""
+    try:
+        known = _structures.get(treedef)
+    except TypeError:  # auxiliary data that cannot be hashed
+        return _structure(treedef)
+    if known is None:
+        known = _structure(treedef)
+        if len(_structures) < 1024:
+            _structures[treedef] = known
+    return known
+
+
+def _structure(treedef: Any) -> str:
+    """A PyTree structure as text that two processes of one program write
+    alike (see the module docstring): ``*`` for a leaf, ``None``, else the
+    node's type (qualified name), its auxiliary data by :func:`plain` (a
+    dict's keys, a dataclass's static fields, an ``nnx`` GraphDef) and its
+    children."""
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1:
+        return "*"
+    try:
+        kind, aux = treedef.node_data()
+    except Exception:  # a JAX without node_data: its text, addresses taken out
+        return _ADDRESS.sub("", str(treedef))
+    if kind is type(None):
+        return "None"
+    children = ", ".join(structure(c) for c in treedef.children())
+    data = "" if aux is None else f"[{plain(aux)}]"
+    return f"{_qualified(kind)}{data}({children})"
+
+
 def signature(value: Any) -> dict[str, Any]:
     """The abstract signature of one argument: ``{"tree": PyTree structure,
     "leaves": [abstract leaf, ...], "n_leaves"}``; arrays as dtype and shape,
@@ -83,10 +199,10 @@ def signature(value: Any) -> dict[str, Any]:
     import jax
 
     leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is None)
-    tree = str(treedef)
+    tree = structure(treedef)
     out: dict[str, Any] = {"n_leaves": len(leaves),
                            "leaves": [_abstract_leaf(x) for x in leaves[:CAP_LEAVES]]}
-    out["tree"] = tree if len(tree) <= 2000 else tree[:2000] + f"… sha256 {hashlib.sha256(tree.encode()).hexdigest()}"
+    out["tree"] = _short_structure(tree)
     return out
 
 
@@ -95,7 +211,11 @@ def flatten(value: Any) -> tuple[list[Any], str, list[str]]:
     import jax
 
     pairs, treedef = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda x: x is None)
-    return [x for _, x in pairs], str(treedef), [jax.tree_util.keystr(p) for p, _ in pairs]
+    return [x for _, x in pairs], _short_structure(structure(treedef)), [jax.tree_util.keystr(p) for p, _ in pairs]
+
+
+def _short_structure(tree: str) -> str:
+    return tree if len(tree) <= 2000 else tree[:2000] + f"… sha256 {hashlib.sha256(tree.encode()).hexdigest()}"
 
 
 def is_traced(leaves: list[Any]) -> bool:

@@ -46,6 +46,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import re
 import struct
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -105,9 +106,24 @@ def leaf_error(base: dict[str, Any], cand: dict[str, Any]) -> float:
 KEPT = ("apply_updates", "incremental_update", "flax.nnx.Optimizer")
 
 
+#: A function the team transformed, as the recorder names it: ``jax.jit(step)``, ``flax.nnx.value_and_grad(loss)``,
+#: ``jax.lax.scan(body)``.
+_TRANSFORMED = re.compile(r"^(jax|flax\.nnx)(\.lax)?\.(\w+)\(.*\)$")
+#: Transformations whose results are what the team keeps from step to step (a whole step's program: its new params and
+#: optimizer state; for ``flax.nnx``'s, the state of its modules and optimizer after the call).
+KEPT_TRANSFORMS = ("jit", "scan", "pmap", "shard_map")
+
+
+def transformed(api: str) -> str | None:
+    """The transformation of a function the team transformed (``jit`` for ``flax.nnx.jit(train_step)``), or None."""
+    match = _TRANSFORMED.match(api)
+    return match.group(3) if match else None
+
+
 def kept(api: str) -> bool:
-    """Whether a call's result is one the team keeps (:data:`KEPT`, or its jitted function's ``jax.jit(...)``)."""
-    return api.startswith("jax.jit(") or api == "flax.nnx.Optimizer" or api.rsplit(".", 1)[-1] in KEPT
+    """Whether a call's result is one the team keeps (:data:`KEPT`, or a whole
+    step it transformed: :data:`KEPT_TRANSFORMS`, ``jax.jit(step)``)."""
+    return transformed(api) in KEPT_TRANSFORMS or api == "flax.nnx.Optimizer" or api.rsplit(".", 1)[-1] in KEPT
 
 
 def budget(occurrence: int) -> int:
@@ -185,12 +201,55 @@ def describe(obs: dict[str, Any]) -> str:
     return {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
 
 
+def _number(x: float | int) -> str:
+    if isinstance(x, float) and math.isnan(x):
+        return "NaN"
+    return f"{x:.9g}" if isinstance(x, float) else str(x)
+
+
+def value_change(base: dict[str, Any], cand: dict[str, Any]) -> str:
+    """What a person reads of how one leaf's stored values moved (its dtype
+    may differ): a NaN or infinity that became finite, or back (``NaN →
+    0.01``, the element's index for an array); a scalar's value before and
+    after (``1.354 → 1.244``); else the largest absolute difference and the
+    relative one beside it (``largest |Δ| 3.1e-09, relative 2.4e-07``). ""
+    when the stored values are equal or cannot be read."""
+    b, c = decode(base), decode(cand)
+    if not b or not c or len(b) != len(c) or b == c:
+        return ""
+    scalar = len(b) == 1 and not base.get("shape")
+    for i, (x, y) in enumerate(zip(b, c)):
+        fx, fy = math.isfinite(x), math.isfinite(y)
+        if fx != fy:
+            where = "" if scalar else f" at element {i * int(base.get('stride') or 1)}"
+            return f"{_number(x)} → {_number(y)}{where}" + ("" if fy else " (no longer finite)")
+    if scalar:
+        return f"{_number(b[0])} → {_number(c[0])}"
+    pairs = [(abs(x - y), x, y) for x, y in zip(b, c) if math.isfinite(x) and math.isfinite(y) and x != y]
+    if not pairs:
+        return ""
+    delta, x, y = max(pairs)
+    scale = max((abs(v) for v in b if math.isfinite(v)), default=0.0)
+    relative = f", relative {delta / scale:.2g} of the leaf's largest value" if scale else ""
+    return f"largest |Δ| {delta:.2g} ({_number(x)} → {_number(y)}){relative}"
+
+
+def _exact(leaf: dict[str, Any]) -> bool:
+    """Whether a leaf's values are compared exactly (integers, booleans, keys: any difference is one)."""
+    return leaf.get("dtype", "") not in EPS
+
+
 def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occurrence: int, what: str,
-                   paths: list[str] | None = None) -> tuple[list[str], float, bool]:
-    """Differences of two leaf lists: (texts, largest ULP error, beyond budget)."""
-    texts, worst, beyond = [], 0.0, False
+                   paths: list[str] | None = None) -> tuple[list[str], float, bool, list[str]]:
+    """Differences of two leaf lists: (texts, largest ULP error, beyond
+    budget, exact texts). The values' text names the leaf of the largest
+    error and how it moved (:func:`value_change`); the exact texts are the
+    leaves that changed whatever rounding does (an integer or boolean leaf;
+    a NaN or infinity appearing or gone), each with its value before and after."""
+    texts, worst, beyond, exact = [], 0.0, False, []
     if len(base) != len(cand):
-        return [f"{what}: {len(base)} → {len(cand)} leaves"], 0.0, True
+        return [f"{what}: {len(base)} → {len(cand)} leaves"], 0.0, True, []
+    worst_at = ""
     for i, (b, c) in enumerate(zip(base, cand)):
         name = f"{what}{(paths or [''] * len(base))[i] if paths and i < len(paths) else f'[{i}]'}"
         if "dtype" not in b or "dtype" not in c:
@@ -199,7 +258,9 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
                 beyond = True
             continue
         if b["dtype"] != c["dtype"]:
-            texts.append(f"{name}: dtype {b['dtype']} → {c['dtype']}")
+            moved = value_change(b, c) if b.get("n") and c.get("n") else ""
+            texts.append(f"{name}: dtype {b['dtype']} → {c['dtype']}" + (f"; value {moved}" if moved else
+                                                                           "; values the same" if b.get("n") and c.get("n") else ""))
             beyond = True
             continue
         if b.get("shape") != c.get("shape"):
@@ -209,12 +270,19 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
         if not b.get("n") or not c.get("n"):
             continue  # not stored (the trace's byte budget was spent): its digest only
         error = leaf_error(b, c)
-        worst = max(worst, error)
+        if error > 0 and (_exact(b) or any(math.isfinite(x) != math.isfinite(y)
+                                           for x, y in zip(decode(b) or [], decode(c) or []))):
+            exact.append(f"{name}: {value_change(b, c) or 'differs'}")
+            beyond = True
+            if _exact(b):
+                continue  # said as its values before and after, not in ULPs
+        if error > worst:
+            worst, worst_at = error, f" at {name}" + (f": {moved}" if (moved := value_change(b, c)) else "")
         if error > budget(occurrence):
             beyond = True
     if worst > budget(occurrence):
-        texts.append(f"{what} values: largest error {_ulps(worst)} ULP (budget {budget(occurrence)})")
-    return texts, worst, beyond
+        texts.append(f"{what} values: largest error {_ulps(worst)} ULP (budget {budget(occurrence)}){worst_at}")
+    return texts, worst, beyond, exact
 
 
 #: ULP counts past this are no rounding (a leaf all zeros on one side is measured against the dtype's
@@ -296,7 +364,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
         texts += [f"warns {cat}: {msg[:200]}" for cat, msg in (cw - bw)]
         texts += [f"no longer warns {cat}: {msg[:200]}" for cat, msg in (bw - cw)]
     sig = _signature_texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
-    in_texts, in_err, in_beyond = _leaves_differ(base.get("in") or [], cand.get("in") or [], occurrence, "input")
+    in_texts, in_err, in_beyond, _ = _leaves_differ(base.get("in") or [], cand.get("in") or [], occurrence, "input")
     identical = not sig and not in_texts and in_err == 0.0 and _same_input_bits(base, cand)
     inputs_differ = bool(sig) or in_beyond
     if sig:
@@ -309,8 +377,8 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             kinds.append("structure")
             texts.append("result's PyTree structure differs")
         else:
-            out_texts, worst, beyond = _leaves_differ(bo.get("leaves") or [], co.get("leaves") or [], occurrence, "result",
-                                                      bo.get("paths"))
+            out_texts, worst, beyond, exact = _leaves_differ(bo.get("leaves") or [], co.get("leaves") or [], occurrence,
+                                                             "result", bo.get("paths"))
             structural = [t for t in out_texts if "ULP" not in t]
             for kind in ("dtype", "shape"):
                 if any(f": {kind} " in t for t in structural):
@@ -322,8 +390,14 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             # its jitted function's results, apply_updates); elsewhere an inherited error may grow through an
             # ill-conditioned step (Adam's m / sqrt(v)) without the team's params moving
             judged = identical or (base["phase"] == "call" and kept(base["api"]))
-            if beyond and worst > budget(occurrence) and judged:
+            if exact and not judged and not inputs_differ:
+                # inputs the same within the budget, yet an integer leaf (a step count) moved or a NaN appeared or went:
+                # no rounding carries that over, whatever the inputs' last bits
                 kinds.append("values")
+                texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
+            elif beyond and (worst > budget(occurrence) or exact) and judged:
+                kinds.append("values")
+                texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
                 texts += [t for t in out_texts if "ULP" in t]
                 if not identical and in_err > 0:  # a kept result: the error may be born before it (JAX, the model, the data)
                     within = "" if in_beyond else " (within the budget)"  # "1.28e+36 ULP (within the budget)": the trial
@@ -412,7 +486,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     for i, (_, row) in enumerate(found):
         one_sided = row["side"] != "both"
         row["role"] = "consequence" if (row.pop("inputs_differ") and (not one_sided or i > 0)) else "cause"
-        if row["api"].startswith("jax.jit("):  # the team's jitted function: explained by a call inside it that differed first
+        if transformed(row["api"]):  # the team's jitted function: explained by a call inside it that differed first
             if inner:
                 row["role"] = "consequence"
             inner = False
