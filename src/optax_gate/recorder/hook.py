@@ -258,7 +258,9 @@ def patch_optax(optax: types.ModuleType) -> int:
 
 def patch_nnx(nnx: types.ModuleType) -> None:
     """Wrap ``flax.nnx.Optimizer.update`` (its recorded result is the
-    optimizer's state after the update) and ``flax.nnx``'s transformations
+    optimizer's state after the update and, when the model is passed to it as
+    in flax 0.11 and later, the model's: ``{"optimizer", "model"}``, the
+    params where the team keeps them) and ``flax.nnx``'s transformations
     (:data:`NNX_TRANSFORMS`, as :func:`_transform` says)."""
     for name, state in NNX_TRANSFORMS.items():
         if callable(getattr(nnx, name, None)):
@@ -270,7 +272,10 @@ def patch_nnx(nnx: types.ModuleType) -> None:
 
     def observed(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        return nnx.state(self)
+        models = [n for n in _graph_nodes(args, kwargs) if n is not self]
+        if not models:  # an Optimizer that holds its model (flax before 0.11): its state holds the params
+            return nnx.state(self)
+        return {"optimizer": nnx.state(self), "model": nnx.state(models[0] if len(models) == 1 else tuple(models))}
 
     @functools.wraps(original)
     def update(self, *args, **kwargs):

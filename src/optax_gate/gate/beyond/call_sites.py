@@ -196,6 +196,8 @@ def _run_words(said: dict[str, Any]) -> str:
             "" if until is None else f", up to its failure{f' at `{until}`' if until else ''}")
     if said.get("run") == "not-reached":
         return "your run does not reach this line"
+    if said.get("run") == "structure":
+        return "your run calls it here; compared by its arguments and structure only, no value computed here was compared"
     if said.get("run") == "not-reached-candidate":
         return "your run fails before this line in the candidate"
     by = ", ".join(f"[F{n}](#f{n})" for n in said.get("findings") or [])

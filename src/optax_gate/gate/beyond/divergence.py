@@ -431,6 +431,52 @@ def bit_error(base: dict[str, Any], cand: dict[str, Any]) -> float | None:
     return worst if differs else None
 
 
+def _has_values(obs: dict[str, Any]) -> bool:
+    """Whether an observation holds computed values: array leaves of its
+    inputs or its result (stored or digested), or a Python number it returns."""
+    out = list((obs.get("out") or {}).get("leaves") or [])
+    return (any("sha256" in leaf for leaf in list(obs.get("in") or []) + out)
+            or any(leaf.get("py") in ("float", "int", "complex", "bool") for leaf in out))
+
+
+#: Why a matched call was compared by structure only, or not at all (``compare``'s ``compared_by``).
+WHY = {"built": "it builds an optimizer, a schedule or a function: no array goes in or out (compared by its arguments)",
+       "traced": "traced inside a function you transformed: compared by its abstract signature here, by value at each "
+                 "sampled run of its program",
+       "traced-unrecorded": "traced where the recorder cannot see values (inside a transformation it does not wrap)",
+       "record-error": "the recorder could not store its values",
+       "one-side": "called on one side only"}
+
+
+def compared_by(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], pairs) -> dict[str, Any]:
+    """How each matched call was compared: ``{"value", "structure", "none":
+    counts, "why": {reason: count} (:data:`WHY`'s keys), "value_sites": the
+    sites with at least one call compared by value, in order}``. A call is
+    compared by value when both sides hold array values of it (its inputs or
+    its result, stored or digested); by structure only when it is traced (its
+    abstract signature; its values come with its runs) or builds something
+    with no array in or out; not at all when the recorder failed on it or it
+    happened on one side only."""
+    runs = {(o["site"], o["api"], o["call"]) for o in baseline if o["phase"] == "run"}
+    counts, why, sites = Counter(), Counter(), []
+    for b, c in pairs:
+        if b is None or c is None:
+            counts["none"] += 1
+            why["one-side"] += 1
+        elif b.get("record_error") or c.get("record_error"):
+            counts["none"] += 1
+            why["record-error"] += 1
+        elif _has_values(b) and _has_values(c):
+            counts["value"] += 1
+            sites.append(b["site"])
+        else:
+            counts["structure"] += 1
+            why["built" if b["phase"] == "call" else
+                "traced" if (b["site"], b["api"], b["call"]) in runs else "traced-unrecorded"] += 1
+    return {"value": counts["value"], "structure": counts["structure"], "none": counts["none"], "why": dict(why),
+            "value_sites": list(dict.fromkeys(sites))}
+
+
 def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], limit: int = 50) -> dict[str, Any]:
     """Compare two runs' observations (:func:`read`).
 
@@ -450,7 +496,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       ``{"site", "call", "inputs_differ"}``, whose inputs already differing
       means the difference was born in code that is not an Optax call (JAX,
       the model, the data); the largest error of the results the team keeps,
-      its jitted function's and ``apply_updates``', None when none differs).
+      its jitted function's and ``apply_updates``', None when none differs);
+      ``compared_by`` how each matched call was compared (:func:`compared_by`).
     """
     def keyed(observations):
         groups = defaultdict(list)
@@ -461,11 +508,12 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     b_groups, c_groups = keyed(baseline), keyed(candidate)
     b_index = {id(o): i for i, o in enumerate(baseline)}
     c_index = {id(o): i for i, o in enumerate(candidate)}
-    found, compared, drift = [], 0, []
+    found, compared, drift, pairs = [], 0, [], []
     for key in set(b_groups) | set(c_groups):
         bs, cs = b_groups.get(key, []), c_groups.get(key, [])
         for n in range(max(len(bs), len(cs))):
             b, c = (bs[n] if n < len(bs) else None), (cs[n] if n < len(cs) else None)
+            pairs.append((b, c))
             base_row = {"site": key[0], "api": key[1], "call": describe((b or c)), "phase": key[3], "occurrence": n + 1,
                         "budget_ulps": budget(n + 1)}
             if b is None or c is None:
@@ -500,8 +548,9 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
               "sites": list(dict.fromkeys(d["site"] for d in drift)),
               "first": {k: drift[0][k] for k in ("site", "call", "inputs_differ")} if drift else None,
               "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None)}
+    by = compared_by(baseline, candidate, sorted(pairs, key=lambda p: b_index.get(id(p[0]), len(baseline))))
     return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
-            "divergences": rows[:limit], "sites": sites, "within_budget": within}
+            "divergences": rows[:limit], "sites": sites, "within_budget": within, "compared_by": by}
 
 
 def _position(b, c, b_index, c_index, baseline_length: int) -> tuple[int, int]:

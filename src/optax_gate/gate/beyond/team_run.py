@@ -171,6 +171,8 @@ def _renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[st
     for key in ("sites", "called", "not_in_candidate"):
         if key in out:
             out[key] = [name(s) for s in out[key] or []]
+    if out.get("compared_by"):
+        out["compared_by"] = {**out["compared_by"], "value_sites": [name(s) for s in out["compared_by"]["value_sites"]]}
     if out.get("within_budget"):
         within = out["within_budget"]
         out["within_budget"] = {**within, "sites": [name(s) for s in within["sites"]],
@@ -278,7 +280,8 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         result["reason"] = f"the team's run in the candidate: {cand['error']}"
         return result
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
-    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget")})
+    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget",
+                                        "compared_by")})
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
     missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
     result.update(_renamed({"called": called, **({"not_in_candidate": missing} if missing else {})}, name))
@@ -294,9 +297,22 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         result["reason"] = f"your run fails in the candidate ({result['failure']})"
     elif diff["differing"]:
         result["outcome"] = "diverged"
+    elif not diff["compared_by"]["value"]:  # nothing computed was compared: no evidence that it computes the same
+        result["reason"] = (f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only "
+                            "of what was compared by value)")
     else:
         result["outcome"] = "same"
     return result
+
+
+def no_values(by: dict[str, Any]) -> str:
+    """Why no call was compared by value, in words: the counts by structure only and not at all, with their reasons."""
+    parts = []
+    for kind, label in (("structure", "compared by structure only"), ("none", "not compared")):
+        if by.get(kind):
+            parts.append(f"{by[kind]} call(s) {label}")
+    reasons = "; ".join(f"{n}: {divergence.WHY.get(k, k)}" for k, n in sorted((by.get("why") or {}).items(), key=lambda kv: -kv[1]))
+    return (", ".join(parts) or "no call recorded") + (f" ({reasons})" if reasons else "")
 
 
 def _short_api(name: str) -> str:
@@ -358,7 +374,9 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
     dtypes_only = not within.get("calls") and all(
         set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences)
     moved = {str(d.get("site")) for d in divergences} | set(within.get("sites") or [])
-    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or [] if s not in moved]}
+    by_value = (team_run.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
+    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or []
+                                                  if s not in moved and (by_value is None or s in by_value)]}
 
 
 def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -392,7 +410,10 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
       re-trial: "elsewhere" named a float32 team's ``l2_loss`` line for the
       losses' integer-input checks with no word that its run had settled it).
       Reports of runs that did not record their calls (``called``) say only
-      where the run diverges. A run that failed in the candidate: a site it
+      where the run diverges. A site whose calls were compared by structure
+      only (nothing computed there was compared by value: an optimizer built,
+      a call traced where no value is recorded) is ``{"run": "structure"}``,
+      never "same". A run that failed in the candidate: a site it
       reached there is the same ``until`` the failure's line (its later calls
       never ran: the fourth trial read "computes the same" on an AdamW line
       whose update the candidate never reached), one it reached in the
@@ -406,6 +427,7 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
     team = report.get("team_run") or {}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
     drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
+    by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
     failed_at = (team.get("raised_at") or "") if team.get("outcome") == "broke" else None  # "": not a line of the team's
     for f in report.get("findings") or []:
         shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
@@ -422,6 +444,9 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
                 here[site] = {"run": "not-reached-candidate"}
             elif called is not None:
                 here[site] = {"run": "same" if site in called else "not-reached"}
+                if site in called and by_value is not None and site not in by_value:  # nothing computed there was compared
+                    here[site] = {"run": "structure"}
+                    continue
                 if site in called and failed_at is not None:  # the same up to the failure, not after it
                     here[site]["until"] = failed_at
                 if site in called and site in drifted:  # the eighth trial: "computes the same" of a line not bit-identical

@@ -83,6 +83,24 @@ def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -
     return "; ".join(words) + more
 
 
+def _how_compared(team: dict[str, Any]) -> str:
+    """How the run's calls were compared, counted: by value (at which lines), by structure only, not at all, and why."""
+    by = team.get("compared_by")
+    if by is None:  # a report written before the calls were counted by how they were compared
+        return f"{team.get('compared', 0)} calls compared"
+    sites = by.get("value_sites") or []
+    text = (f"{by['value']} call(s) compared by value (at {', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}"
+            f"{' …' if len(sites) > SHOWN else ''})")
+    from optax_gate.gate.beyond import divergence
+    why = by.get("why") or {}
+    for kind, label, keys in (("structure", "by structure only", ("built", "traced", "traced-unrecorded")),
+                              ("none", "not at all", ("record-error", "one-side"))):
+        if by.get(kind):
+            reasons = "; ".join(f"{why[k]}: {divergence.WHY[k]}" for k in keys if why.get(k))
+            text += f", {by[kind]} {label}" + (f" ({reasons})" if reasons else "")
+    return text
+
+
 def _bits(team: dict[str, Any]) -> str:
     """Whether the compared results are bit for bit the same: a team that
     checks golden digests of its params wants to know (the trial: a float32
@@ -183,7 +201,7 @@ def section(report: dict[str, Any]) -> list[str]:
     if outcome == "not-verified":
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
-        return out + ["", f"**Your run computes the same** in the candidate: {team.get('compared', 0)} calls compared, none differs "
+        return out + ["", f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
                       f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.", ""]
     out.append("")
     if outcome == "broke":

@@ -1,0 +1,144 @@
+"""``gate --run`` on a team written as Flax's NNX examples write it
+(``tests/meta/teams/nnx``: ``nnx.Linear``, ``nnx.LayerNorm``, ``nnx.Dropout``,
+``nnx.Rngs``, ``nnx.Optimizer``, an ``nnx.jit`` step, a dataclass batch with
+static fields): two processes of one program write the same trace, the
+recorder changes nothing the program computes, the values inside the
+``nnx.jit`` step are compared, and a run of which no value could be compared
+is not verified. The candidates are this interpreter with a change planted
+into optax at start-up (as in ``test_team_run``)."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate.beyond import divergence, team_run
+from optax_gate.gate.report import team_run_section
+from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
+
+PLANTS.setdefault("adamw-further", '''
+import optax
+_adamw = optax.adamw
+def adamw(learning_rate, *args, **kwargs):
+    return _adamw(learning_rate * 1.5, *args, **kwargs)
+adamw.__module__ = "optax._src.alias"
+optax.adamw = adamw
+''')
+
+
+def _events(trace: Path) -> list[str]:
+    """The trace's event lines (its header, which holds the process id and start time, left out)."""
+    (path,) = sorted(trace.glob("trace-*.jsonl"))
+    return path.read_text().splitlines()[1:]
+
+
+def test_two_processes_of_an_nnx_program_write_the_same_trace(tmp_path):
+    """The issue's first finding: every model with an ``nnx.Linear`` was
+    refused as "not deterministic", its trace holding ``str(treedef)`` with
+    ``<function dot_general at 0x7f…>``. Two processes (hash randomisation
+    on, two seeds) write byte-identical events; the PyTree structure names
+    the static function by its qualified name, no address."""
+    traces = []
+    for seed in ("1", "2"):
+        folder = team(tmp_path / seed, "nnx")
+        os.environ["PYTHONHASHSEED"] = seed
+        try:
+            proc = record(folder, "python train.py --steps 2", folder / "trace")
+        finally:
+            del os.environ["PYTHONHASHSEED"]
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        traces.append(_events(folder / "trace"))
+    assert traces[0] == traces[1]
+    text = "\n".join(traces[0])
+    assert " at 0x" not in text and "dot_general" in text
+    assert "Batch" in text and "'train'" in text and "squared" in text  # the dataclass's static fields, by value and name
+
+
+def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path):
+    """The team's saved params (bit for bit) and printed losses are the same
+    with the recorder on and off under ``nnx.jit`` (its shadow runs on a
+    clone of the model and optimizer: the team's own are stepped once per
+    call); and the recorder recorded the step's values."""
+    results = {}
+    for mode in ("off", "on"):
+        folder = team(tmp_path / mode, "nnx")
+        proc = record(folder, "python train.py --steps 4 --out params.npz", folder / "trace" if mode == "on" else None)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        results[mode] = (proc.stdout, _npz_arrays(folder / "params.npz"))
+    assert results["on"] == results["off"]
+    observed = divergence.read(tmp_path / "on" / "team-nnx" / "trace")
+    update = line_of(tmp_path / "on" / "team-nnx", "optimizer.update(")
+    runs = [o for o in observed if o["site"] == update and o["phase"] == "run"]
+    assert len(runs) == 4 and all(leaf.get("n") for leaf in runs[0]["out"]["leaves"] if "dtype" in leaf)
+    steps = [o for o in observed if o["api"] == "flax.nnx.jit(train_step)"]
+    assert len(steps) == 4 and any("['l1']['kernel']" in p for p in steps[-1]["out"]["paths"])  # the state after the step
+
+
+def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
+    """The issue's second finding: under ``nnx.jit`` no value was recorded
+    and a real divergence passed. A candidate whose AdamW steps 1.5 times
+    further: the run diverges, its cause the ``optimizer.update`` line inside
+    the jitted step (the values of its first run, inputs identical); the
+    step's results (the loss, the params and optimizer state after it)
+    follow as consequences."""
+    folder = team(tmp_path, "nnx")
+    spec = team_run.RunSpec("python train.py --steps 3", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "adamw-further")), tmp_path)
+    assert result["outcome"] == "diverged", result["reason"]
+    update = line_of(folder, "optimizer.update(")
+    assert result["sites"] == [update] and result["first"]["site"] == update
+    assert result["first"]["role"] == "cause" and "values" in result["first"]["kinds"]
+    step = line_of(folder, "loss = step(model, optimizer, batch)")
+    assert any(d["site"] == step and d["role"] == "consequence" for d in result["divergences"])
+    assert result["compared_by"]["value"] > 0 and update in result["compared_by"]["value_sites"]
+
+
+def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(tmp_path):
+    """Two runs of the same environment: "computes the same", and the report
+    counts the calls compared by value (the step's), by structure only (the
+    optimizer built), and why."""
+    folder = team(tmp_path, "nnx")
+    spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
+    result = team_run.run(spec, (PYTHON, PYTHON), tmp_path)
+    assert result["outcome"] == "same", result["reason"]
+    by = result["compared_by"]
+    assert by["value"] >= 4 and by["structure"] >= 1 and by["why"].get("built", 0) >= 1, by
+    text = "\n".join(team_run_section.section({"team_run": result, "findings": []}))
+    assert f"{by['value']} call(s) compared by value" in text and "by structure only" in text, text
+
+
+def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path):
+    """A run whose Optax calls only build an optimizer (nothing computed is
+    recorded) said "computes the same ... bit for bit"; it is not verified,
+    and the reason counts what was compared and how."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "train.py").write_text("import optax\n\ntx = optax.adam(1e-3)\nprint(tx)\n")
+    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
+    assert result["outcome"] == "not-verified"
+    assert result["reason"].startswith("no value of your run could be compared: 1 call(s) compared by structure only"), result
+    assert divergence.WHY["built"] in result["reason"]
+
+
+def test_calls_are_counted_by_how_they_were_compared():
+    """``compared_by`` on written observations: arrays on both sides (by
+    value), a Python number returned (by value), a factory (structure), a
+    traced call with runs and one without (structure, two reasons), a
+    recorder error and a one-sided call (not at all)."""
+    leaf = {"dtype": "float32", "shape": [], "n": 1, "data": "AACAPw==", "sha256": "x"}
+
+    def obs(site, phase="call", out=None, api="optax.adam", call="call", **extra):
+        return {"site": site, "api": api, "call": call, "phase": phase, "args": {}, "warnings": [], "exception": None,
+                "in": [], "out": out, **extra}
+    base = [obs("a:1", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
+            obs("a:2", out={"tree": "*", "paths": [""], "leaves": [{"py": "float", "value": "0.5"}]}),
+            obs("a:3", out={"tree": "*", "paths": [""], "leaves": [{"callable": "f"}]}),
+            obs("a:4", phase="trace"), obs("a:4", phase="run", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
+            obs("a:5", phase="trace", api="optax.sgd"),
+            obs("a:6", record_error="TypeError"), obs("a:7")]
+    pairs = [(o, dict(o)) for o in base[:-1]] + [(base[-1], None)]
+    by = divergence.compared_by(base, [c for _, c in pairs if c], pairs)
+    assert (by["value"], by["structure"], by["none"]) == (3, 3, 2), by
+    assert by["why"] == {"built": 1, "traced": 1, "traced-unrecorded": 1, "record-error": 1, "one-side": 1}
+    assert by["value_sites"] == ["a:1", "a:2", "a:4"]
