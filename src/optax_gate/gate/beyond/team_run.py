@@ -41,6 +41,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -206,12 +207,15 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
 
     def after(label: str) -> None:
         if before is not None:
-            keep = None if label == "baseline-repeat" else folder / f"team-run-{label}-files"
-            if team_files.settle(before, keep) and keep is not None:
+            keep = folder / f"team-run-{label}-files"  # the repeat's only until the witness has read them
+            if team_files.settle(before, keep) and label != "baseline-repeat":
                 settled.append(keep.name)
     try:
         result = _runs(spec, pythons, folder, _Around(say, after), name)
+        if len(result["runs"]) == 3 and result["outcome"] != "not-verified":
+            _witnessed(result, folder)
     finally:  # an interrupted run too: the folder is put back before the gate stops
+        shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
         if before is not None:
             team_files.settle(before, None)
             team_files.discard(before)
@@ -233,6 +237,20 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
         say(f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is "
             "not looked at, nor put back")
     return result
+
+
+def _witnessed(result: dict[str, Any], folder: Path) -> None:
+    """Add the second witness (``witness.witness``: the runs' output and the
+    files they wrote, compared without the recorder) to a compared run: a run
+    the recorder found the same whose outputs differ beyond the budget
+    diverged (its outputs are the evidence: ``outcome`` ``diverged``,
+    ``witnessed``: the first differing output); it never reads "computes the same"."""
+    from optax_gate.gate.beyond import witness
+    seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1))
+    result["witness"] = seen
+    if seen["differs"] and result["outcome"] == "same":
+        result["outcome"] = "diverged"
+        result["witnessed"] = seen["first"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,6 +298,8 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         result["reason"] = f"the team's run in the candidate: {cand['error']}"
         return result
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
+    longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
+    result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget",
                                         "compared_by")})
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
@@ -509,9 +529,14 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
         report["reasons"].insert(0, f"--run not verified: {team_run['reason']}")
     elif outcome in ("diverged", "broke"):
         first = team_run.get("first")
-        where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or "?"
+        where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
         why = (f"your run diverges at {where}" + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})"
-                                                  if first else ""))
+                                                  if first else "")) if where or first else ""
+        seen = team_run.get("witness") or {}
+        if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
+            why = (f"{why}; " if why else "") + (f"your run's own outputs differ in the candidate: {seen['first']}"
+                                                  + ("" if where else " (no recorded Optax call differs: the difference "
+                                                     "is born outside the calls the recorder compares)"))
         same = unchanged(team_run)
         if same and same["dtypes_only"]:  # memory and checkpoints change, results do not: say so where the verdict is
             why += "; in dtypes only: every value your run computes is the same"

@@ -83,6 +83,24 @@ def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -
     return "; ".join(words) + more
 
 
+def _witness(team: dict[str, Any]) -> list[str]:
+    """The second witness in words (the run's own outputs, compared without
+    the recorder): what was compared, and the first output that differs."""
+    seen = team.get("witness")
+    if not seen:
+        return []
+    out, files = seen["output"], seen["files"]
+    compared = (f"{out['lines']} line(s) of output" + (f" ({out['noise']} left out: they differ between the two baseline runs)"
+                                                        if out["noise"] else "")
+                + f" and {files['files']} file(s) it wrote" + (f" ({files['noise']} left out, likewise)" if files["noise"] else ""))
+    if seen["differs"]:
+        return ["", f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): "
+                    f"{_cell(seen['first'])}."]
+    within = out["within_budget"] + files["within_budget"]
+    return ["", f"Your run's own outputs (the second witness, without the recorder: {compared}) are the same"
+                + (f", {within} within the ULP budget, not bit for bit" if within else "") + "."]
+
+
 def _how_compared(team: dict[str, Any]) -> str:
     """How the run's calls were compared, counted: by value (at which lines), by structure only, not at all, and why."""
     by = team.get("compared_by")
@@ -202,7 +220,8 @@ def section(report: dict[str, Any]) -> list[str]:
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
         return out + ["", f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
-                      f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.", ""]
+                      f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.",
+                      *_witness(team), ""]
     out.append("")
     if outcome == "broke":
         out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
@@ -219,6 +238,7 @@ def section(report: dict[str, Any]) -> list[str]:
     first = team.get("first")
     if first:
         out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
+    out += [f"- {line}" for line in _witness(team) if line]
     same = team_run.unchanged(team)
     if same and same["dtypes_only"]:
         out.append("- **in dtypes only**: every differing call above computes the same values (0 ULP), and no other call's "

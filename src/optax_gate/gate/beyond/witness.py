@@ -1,0 +1,315 @@
+"""The second witness of ``gate --run``: what the team's run itself gives, read
+without the recorder. Its exit status, its output (stdout and stderr) and the
+files it wrote in ``--run-dir`` (kept by ``team_files`` per run) are
+compared, baseline against candidate, where the two baseline runs agree
+(what differs between them is noise: timings, dates, progress bars).
+
+- **Output**: each line with memory addresses, durations (``1.2 s``,
+  ``35 ms``, ``12.3 it/s``), clock times and dates masked; the lines the two
+  baseline runs share (``difflib``) are matched against the candidate's. A
+  line whose words are the same and whose numbers differ is a value change,
+  judged as a float32 value (the common training dtype): within the ULP
+  budget when ``|a - b| <= ulps * eps(float32) * max(|a|, |b|)``, else
+  beyond it; a line present on one side only is a change of its own.
+- **Files**: ``.npy`` and ``.npz`` arrays are read here (the NumPy format is
+  a header and the raw little-endian elements: no numpy in the gate half)
+  and compared leaf by leaf with ``divergence``'s ULP rule; JSON numbers as
+  float32 values, other JSON values exactly; any other file (msgpack, an
+  orbax checkpoint's files) by its bytes. A file written on one side only is
+  a change.
+
+Why our own code: the comparison is the ULP policy of the recorder's
+values, applied to files no library reads without numpy; ``difflib`` aligns
+the lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import difflib
+import hashlib
+import json
+import math
+import re
+import struct
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from optax_gate.gate.beyond import divergence
+
+#: Masked in each line of output before it is compared (what differs between two runs of one program).
+MASKS = (
+    (re.compile(r"0x[0-9a-fA-F]{4,}"), "0x…"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"), "<date>"),
+    (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
+    (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\s?(s|sec|secs|seconds|ms|us|µs|ns|min|it/s|s/it|steps/s|examples/s)\b"),
+     "<duration>"),
+    (re.compile(r"\bpid[ =:]\d+", re.I), "pid …"),
+)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf|NaN|Inf|infinity)\b")
+#: Most bytes of one file read to compare it by value (larger files are compared by their SHA-256).
+READ_BYTES = 64 * 2**20
+_DESCR = {"f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
+          "u8": "uint64", "u4": "uint32", "u2": "uint16", "u1": "uint8", "b1": "bool"}
+
+
+def mask(line: str) -> str:
+    """One line of output with what differs between runs of one program masked (:data:`MASKS`)."""
+    for pattern, text in MASKS:
+        line = pattern.sub(text, line)
+    return line.rstrip()
+
+
+def _numbers(line: str) -> tuple[str, list[float]]:
+    words = _NUMBER.sub("#", line)
+    return words, [float(x) for x in _NUMBER.findall(line)]
+
+
+def _within(a: float, b: float, ulps: int) -> bool:
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return True
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    return abs(a - b) <= ulps * divergence.EPS["float32"] * max(abs(a), abs(b))
+
+
+def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dict[str, Any]:
+    """Compare the candidate's output with the lines both baseline runs share.
+
+    Returns:
+      ``{"lines": lines compared, "noise": baseline lines left out (they differ
+      between the two baseline runs), "differs": beyond the budget,
+      "within_budget": number lines that differ within it, "first": the first
+      difference beyond the budget ({"line": 1-based line of the baseline's
+      output, "baseline", "candidate", "change"}) or None}``.
+    """
+    base = [mask(x) for x in baseline.splitlines()]
+    again = [mask(x) for x in repeat.splitlines()]
+    cand = [mask(x) for x in candidate.splitlines()]
+    stable = [False] * len(base)
+    for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, base, again, autojunk=False).get_opcodes():
+        if tag == "equal":
+            stable[i1:i2] = [True] * (i2 - i1)
+    out: dict[str, Any] = {"lines": sum(stable), "noise": len(base) - sum(stable), "differs": False,
+                           "within_budget": 0, "first": None}
+
+    def note(line: int, b: str, c: str, change: str) -> None:
+        if out["first"] is None:
+            out["first"] = {"line": line, "baseline": b[:300], "candidate": c[:300], "change": change}
+        out["differs"] = True
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, base, cand, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        rows = [i for i in range(i1, i2) if stable[i]]
+        if tag == "insert":
+            note(i1 + 1, "", cand[j1], "a line the candidate's run writes, not the baseline's")
+            continue
+        if tag == "delete":
+            if rows:
+                note(rows[0] + 1, base[rows[0]], "", "a line the baseline's run writes, not the candidate's")
+            continue
+        for k, i in enumerate(range(i1, i2)):  # replace: line by line, as far as both sides go
+            j = j1 + k
+            if not stable[i]:
+                continue
+            if j >= j2:
+                note(i + 1, base[i], "", "a line the baseline's run writes, not the candidate's")
+                break
+            (bw, bn), (cw, cn) = _numbers(base[i]), _numbers(cand[j])
+            if bw != cw or len(bn) != len(cn):
+                note(i + 1, base[i], cand[j], "the line's words differ")
+            elif all(_within(x, y, ulps) for x, y in zip(bn, cn)):
+                out["within_budget"] += 1
+            else:
+                x, y = next((x, y) for x, y in zip(bn, cn) if not _within(x, y, ulps))
+                note(i + 1, base[i], cand[j], f"a number: {x:.9g} → {y:.9g}" + _sizes(x, y))
+        if j2 - j1 > i2 - i1:
+            note(i2 + 1, "", cand[j1 + (i2 - i1)], "a line the candidate's run writes, not the baseline's")
+    return out
+
+
+def _sizes(x: float, y: float) -> str:
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return ""
+    scale = max(abs(x), abs(y))
+    return f" (|Δ| {abs(x - y):.2g}, relative {abs(x - y) / scale:.2g})" if scale else ""
+
+
+def read_npy(raw: bytes) -> dict[str, Any] | None:
+    """A ``.npy`` file's array as a stored leaf (``divergence``'s format:
+    dtype, shape, elements sampled as the recorder samples them, SHA-256);
+    None when it is not an array of a dtype read here."""
+    if raw[:6] != b"\x93NUMPY":
+        return None
+    major = raw[6]
+    size, start = (struct.unpack("<H", raw[8:10])[0], 10) if major == 1 else (struct.unpack("<I", raw[8:12])[0], 12)
+    try:
+        header = ast.literal_eval(raw[start:start + size].decode("latin1"))
+    except (ValueError, SyntaxError):
+        return None
+    descr = str(header.get("descr", ""))
+    dtype = _DESCR.get(descr[1:])
+    if dtype is None or descr[0] == ">" or header.get("fortran_order"):
+        return None
+    data = raw[start + size:]
+    width = struct.calcsize(divergence._FORMATS[dtype])
+    count = len(data) // width
+    stride = max(1, -(-count // 4096))
+    sample = b"".join(data[i * width:(i + 1) * width] for i in range(0, count, stride))[:4096 * width]
+    return {"dtype": dtype, "shape": list(header.get("shape") or ()), "stride": stride, "n": len(sample) // width,
+            "data": base64.b64encode(sample).decode("ascii"), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def _arrays(path: Path) -> dict[str, dict[str, Any] | None] | None:
+    """The arrays of a ``.npy`` (key ``""``) or ``.npz`` file, each a stored leaf or None (not readable here)."""
+    if path.stat().st_size > READ_BYTES:
+        return None
+    if path.suffix == ".npy":
+        return {"": read_npy(path.read_bytes())}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return {name.removesuffix(".npy"): read_npy(archive.read(name)) for name in sorted(archive.namelist())}
+    except (zipfile.BadZipFile, OSError):
+        return None
+
+
+def _json_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [leaf for k in sorted(value) for leaf in _json_leaves(value[k], f"{path}[{k!r}]")]
+    if isinstance(value, list):
+        return [leaf for i, v in enumerate(value) for leaf in _json_leaves(v, f"{path}[{i}]")]
+    return [(path, value)]
+
+
+def compare_file(base: Path, cand: Path, ulps: int) -> dict[str, Any]:
+    """One file both runs wrote: ``{"how": "arrays" | "json" | "bytes",
+    "differs", "within_budget", "first": {"key", "change"} or None}``."""
+    out: dict[str, Any] = {"how": "bytes", "differs": False, "within_budget": False, "first": None}
+    if base.suffix in (".npy", ".npz"):
+        b, c = _arrays(base), _arrays(cand)
+        if b is not None and c is not None:
+            out["how"] = "arrays"
+            for key in sorted(set(b) | set(c)):
+                x, y = b.get(key), c.get(key)
+                change = _array_change(x, y, ulps, key in b, key in c)
+                if change == "within":
+                    out["within_budget"] = True
+                elif change:
+                    out["differs"], out["first"] = True, {"key": key, "change": change}
+                    break
+            return out
+    if base.suffix == ".json":
+        try:
+            b_json, c_json = json.loads(base.read_text()), json.loads(cand.read_text())
+        except (OSError, ValueError):
+            b_json = c_json = None
+        if b_json is not None or c_json is not None:
+            out["how"] = "json"
+            bl, cl = _json_leaves(b_json), _json_leaves(c_json)
+            if [k for k, _ in bl] != [k for k, _ in cl]:
+                out["differs"], out["first"] = True, {"key": "", "change": "its keys or lengths differ"}
+                return out
+            for (key, x), (_, y) in zip(bl, cl):
+                numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
+                if x == y:
+                    continue
+                if numbers and _within(float(x), float(y), ulps):
+                    out["within_budget"] = True
+                    continue
+                out["differs"] = True
+                out["first"] = {"key": key, "change": f"{x!r} → {y!r}" + (_sizes(float(x), float(y)) if numbers else "")}
+                return out
+            return out
+    if _digest(base) != _digest(cand):
+        out["differs"], out["first"] = True, {"key": "", "change": "its bytes differ (compared by bytes: not a format read here)"}
+    return out
+
+
+def _array_change(x, y, ulps: int, in_base: bool, in_cand: bool) -> str:
+    """"" when equal, "within" when within the budget, else what changed."""
+    if not (in_base and in_cand):
+        return "written by the " + ("baseline" if in_base else "candidate") + " only"
+    if x is None or y is None:
+        return "" if x == y else "not readable on one side"
+    if x["sha256"] == y["sha256"] and x["dtype"] == y["dtype"] and x["shape"] == y["shape"]:
+        return ""
+    if x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
+        moved = divergence.value_change(x, y) if x["shape"] == y["shape"] else ""
+        return f"dtype {x['dtype']}{x['shape']} → {y['dtype']}{y['shape']}" + (f"; value {moved}" if moved else "")
+    error = divergence.leaf_error(x, y)
+    if error <= ulps and x["dtype"] in divergence.EPS:
+        return "within"
+    moved = divergence.value_change(x, y)
+    return (f"{moved}" if x["dtype"] not in divergence.EPS else
+            f"largest error {divergence._ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")) or "differs"
+
+
+def _digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _files(folder: Path | None) -> dict[str, Path]:
+    if folder is None or not folder.is_dir():
+        return {}
+    return {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int) -> dict[str, Any]:
+    """Compare the files the runs wrote (each run's kept outputs): those the
+    two baseline runs wrote alike (by :func:`compare_file`) against the
+    candidate's.
+
+    Returns:
+      ``{"files": compared, "noise": files left out (they differ between the
+      two baseline runs), "differs", "within_budget": files that differ
+      within the budget, "first": {"file", "key", "change"} or None}``.
+    """
+    b, r, c = _files(baseline), _files(repeat), _files(candidate)
+    out: dict[str, Any] = {"files": 0, "noise": 0, "differs": False, "within_budget": 0, "first": None}
+    for name in sorted(set(b) | set(c)):
+        if name in b and (name not in r or compare_file(b[name], r[name], 0)["differs"]):
+            out["noise"] += 1
+            continue
+        out["files"] += 1
+        if name not in b or name not in c:
+            change = {"file": name, "key": "", "change": f"written by the {'candidate' if name in c else 'baseline'}'s run only"}
+            out["differs"], out["first"] = True, out["first"] or change
+            continue
+        one = compare_file(b[name], c[name], ulps)
+        out["within_budget"] += int(one["within_budget"] and not one["differs"])
+        if one["differs"]:
+            out["differs"] = True
+            out["first"] = out["first"] or {"file": name, **(one["first"] or {"key": "", "change": "differs"})}
+    return out
+
+
+def witness(folder: Path, runs: list[dict[str, Any]], ulps: int) -> dict[str, Any]:
+    """The second witness of three runs (baseline, baseline-repeat,
+    candidate; their logs and kept files in ``folder``): ``{"exit": [three
+    exit statuses], "output": compare_output(...), "files":
+    compare_files(...), "differs": the output or a file differs beyond the
+    budget, "first": where first, in words, or ""}``."""
+    logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace")
+            if (folder / r.get("log", "")).is_file() else "" for r in runs}
+    output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps)
+    files = compare_files(*(folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate")),
+                          ulps=ulps)
+    first = ""
+    if output["first"]:
+        o = output["first"]
+        first = (f"output line {o['line']}: {o['change']}" + (f" (`{o['baseline']}` → `{o['candidate']}`)"
+                                                              if o["baseline"] and o["candidate"] else
+                                                              f" (`{o['baseline'] or o['candidate']}`)"))
+    elif files["first"]:
+        f = files["first"]
+        key = f" key {f['key']}" if f["key"] else ""
+        first = f"file {f['file']}{key}: {f['change']}"
+    return {"exit": [r.get("exit") for r in runs], "output": output, "files": files,
+            "differs": output["differs"] or files["differs"], "first": first}

@@ -1,0 +1,133 @@
+"""The second witness of ``gate --run`` (``optax_gate.gate.beyond.witness``):
+the run's own output and the files it writes, compared without the recorder.
+Arrays are read from ``.npy``/``.npz`` without numpy; numpy (in this test
+environment) is the independent reference for what they hold."""
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from optax_gate.gate.beyond import divergence, team_run, witness
+from optax_gate.gate.report import team_run_section
+from tests.meta.test_team_run import CHAIN, PYTHON
+
+
+@pytest.mark.parametrize("array", [np.arange(6, dtype=np.float32).reshape(2, 3), np.array(2.5, np.float64),
+                                   np.arange(10_000, dtype=np.int32), np.array([True, False]), np.zeros((0, 3), np.float16)])
+def test_an_npy_file_is_read_as_numpy_reads_it(array):
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    leaf = witness.read_npy(buffer.getvalue())
+    assert leaf["dtype"] == str(array.dtype) and leaf["shape"] == list(array.shape)
+    stride = leaf["stride"]
+    assert divergence.decode(leaf) == array.reshape(-1)[::stride][:4096].tolist()
+
+
+def test_output_lines_are_compared_where_the_two_baseline_runs_agree():
+    """Durations, addresses and clock times are masked; a line that differs
+    between the two baseline runs is noise, left out; a number 1 ULP apart is
+    within the budget; a loss that moved is the first difference, with its
+    values, absolute and relative size."""
+    base = "epoch 1 took 1.52 s at 0x7f00aa\nrandom 0.123\nstep 1 loss 1.35400009\nstep 2 loss 1.2\ndone"
+    again = "epoch 1 took 1.61 s at 0x7f00bb\nrandom 0.987\nstep 1 loss 1.35400009\nstep 2 loss 1.2\ndone"
+    one_ulp = f"{float(np.nextafter(np.float32(1.35400009), np.float32(2))):.9g}"
+    same = witness.compare_output(base, again, base.replace("1.35400009", one_ulp), ulps=4)
+    assert not same["differs"] and same["noise"] == 1 and same["within_budget"] == 1, same
+    moved = witness.compare_output(base, again, base.replace("loss 1.2", "loss 1.244"), ulps=4)
+    assert moved["differs"] and moved["first"]["line"] == 4, moved
+    assert moved["first"]["change"].startswith("a number: 1.2 → 1.244 (|Δ| 0.044, relative 0.035)")
+    gone = witness.compare_output(base, again, base.replace("\ndone", ""), ulps=4)
+    assert gone["differs"] and gone["first"]["change"] == "a line the baseline's run writes, not the candidate's"
+    assert witness.compare_output(base, again, base + "\nnew warning", ulps=4)["differs"]
+
+
+def _npz(path: Path, **arrays) -> None:
+    np.savez(path, **arrays)
+
+
+def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
+    sides = {name: tmp_path / name for name in ("b", "r", "c")}
+    for folder in sides.values():
+        folder.mkdir()
+        (folder / "log.bin").write_bytes(b"same")
+    w = np.linspace(-1, 1, 5, dtype=np.float32)
+    for name in ("b", "r"):
+        _npz(sides[name] / "params.npz", w=w, step=np.int32(3))
+        (sides[name] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, float("nan")]}))
+        (sides[name] / "run-id.txt").write_text(name)  # differs between the baseline runs: noise
+    (sides["c"] / "run-id.txt").write_text("c")
+    _npz(sides["c"] / "params.npz", w=w, step=np.int32(3))
+    (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, float("nan")]}))
+    same = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
+    assert not same["differs"] and same["noise"] == 1 and same["files"] == 3, same
+    _npz(sides["c"] / "params.npz", w=w * np.float32(1.5), step=np.int32(3))
+    moved = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
+    assert moved["differs"] and moved["first"]["file"] == "params.npz" and moved["first"]["key"] == "w", moved
+    assert "ULP (budget 4)" in moved["first"]["change"] and "→" in moved["first"]["change"]
+    _npz(sides["c"] / "params.npz", w=w, step=np.int32(3))
+    (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.244, "lr": [0.01, 0.0075]}))
+    json_moved = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
+    assert json_moved["first"] == {"file": "metrics.json", "key": "['loss']",
+                                   "change": "1.354 → 1.244 (|Δ| 0.11, relative 0.081)"}, json_moved
+    (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, 0.0075]}))
+    nan_gone = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
+    assert nan_gone["first"]["key"] == "['lr'][1]" and nan_gone["first"]["change"] == "nan → 0.0075", nan_gone
+    (sides["c"] / "log.bin").write_bytes(b"other")
+    (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, float("nan")]}))
+    assert "its bytes differ" in witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)["first"]["change"]
+
+
+TEAM = '''import jax.numpy as jnp
+import numpy as np
+import optax
+
+x = jnp.asarray(np.linspace(-1, 1, 8), jnp.float32)
+params = {"w": jnp.ones(8, jnp.float32)}
+tx = optax.sgd(0.1)
+state = tx.init(params)
+for step in range(3):
+    grads = {"w": 2 * (params["w"] * x - 1) * x}
+    updates, state = tx.update(grads, state, params)
+    params = optax.apply_updates(params, updates)
+score = jnp.mean(params["w"] * x)  # an evaluation no Optax call sees
+print(f"eval {float(score):.9g}")
+np.save("w.npy", np.asarray(params["w"]))
+'''
+
+EVAL_OFF = '''
+import jax.numpy as jnp
+_mean = jnp.mean
+jnp.mean = lambda *a, **k: _mean(*a, **k) * 1.01
+'''
+
+
+def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverges(tmp_path):
+    """The recorder sees every Optax call the same (the candidate changes
+    only ``jnp.mean``, in an evaluation after training); the run's printed
+    evaluation differs: the run never reads "computes the same", it
+    diverges, and the reason names the output line and the numbers."""
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "train.py").write_text(TEAM)
+    site = tmp_path / "plant"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(EVAL_OFF + CHAIN)
+    python = tmp_path / "cand" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/bash\nexport PYTHONPATH="{site}:$PYTHONPATH"\nexec {PYTHON} "$@"\n')
+    python.chmod(0o755)
+    result = team_run.run(team_run.RunSpec("python train.py", team, 300), (PYTHON, python), tmp_path / "out")
+    assert result["outcome"] == "diverged" and not result["differing"], result["reason"]
+    assert result["witness"]["output"]["first"]["line"] == 1 and result["witnessed"].startswith("output line 1: a number")
+    assert result["witness"]["files"]["files"] == 1 and not result["witness"]["files"]["differs"]  # w.npy: the same
+    report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
+    team_run.apply(report, result)
+    assert report["verdict"] == "fail" and "your run's own outputs differ in the candidate: output line 1" in report["reasons"][0]
+    assert "Your run's own outputs differ" in "\n".join(team_run_section.section(report))
+    same = team_run.run(team_run.RunSpec("python train.py", team, 300), (PYTHON, PYTHON), tmp_path / "same")
+    assert same["outcome"] == "same" and not same["witness"]["differs"] and same["witness"]["files"]["files"] == 1
+    assert not (tmp_path / "same" / "team-run-baseline-repeat-files").exists()  # read by the witness, then dropped
