@@ -142,3 +142,48 @@ def test_calls_are_counted_by_how_they_were_compared():
     assert (by["value"], by["structure"], by["none"]) == (3, 3, 2), by
     assert by["why"] == {"built": 1, "traced": 1, "traced-unrecorded": 1, "record-error": 1, "one-side": 1}
     assert by["value_sites"] == ["a:1", "a:2", "a:4"]
+
+
+PLANTS.setdefault("tanh-otherwise", '''
+from jax._src.interpreters import mlir
+from jax._src.lax import lax as _lax
+def _tanh(x, accuracy=None):  # the same operation in the jaxpr, computed otherwise by XLA
+    return (_lax.exp(x) - _lax.exp(-x)) / (_lax.exp(x) + _lax.exp(-x))
+mlir.register_lowering(_lax.tanh_p, mlir.lower_fun(_tanh, multiple_results=False))
+''')
+PLANTS.setdefault("data-moved", '''
+import numpy as np
+_rng = np.random.default_rng
+class _Moved:
+    def __init__(self, rng):
+        self._rng = rng
+    def normal(self, *args, **kwargs):
+        return self._rng.normal(*args, **kwargs) * (1 + 1e-6)
+np.random.default_rng = lambda *args, **kwargs: _Moved(_rng(*args, **kwargs))
+''')
+
+
+@pytest.mark.parametrize("plant, kind, by", [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"),
+                                             ("data-moved", "before", None)])
+def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, plant, kind, by):
+    """The issue's third finding: a difference born in JAX was blamed on the
+    step. The first call of the ``nnx.jit`` step is replayed equation by
+    equation on both sides: a ``tanh`` computed otherwise by XLA (same jaxpr)
+    is born at the model's ``jnp.tanh`` line, in JAX/XLA, with its size; an
+    AdamW stepping further is another program from Optax's code on; data
+    moved by NumPy is born before the step (its inputs already differ). The
+    verdict's reason says where."""
+    folder = team(tmp_path, "nnx")
+    spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
+    assert result["outcome"] == "diverged", result["reason"]
+    (row,) = result["born"]
+    assert row["kind"] == kind and row["function"] == "flax.nnx.jit(train_step)", row
+    if kind == "operation":
+        assert row["primitive"] == "tanh" and row["team"] == line_of(folder, "jnp.tanh(") and row["by"] == by
+        assert 0 < row["error_ulps"] < 100 and "|Δ|" in row["change"], row
+    elif kind == "program":
+        assert row["by"] == by and row["at"].startswith("optax/"), row
+    report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
+    team_run.apply(report, result)
+    assert "where it is born: " + team_run.born_words(row) in report["reasons"][0]

@@ -336,6 +336,28 @@ def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool) -> None:
         _state.mode = None
 
 
+def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: str) -> None:
+    """Replay ``shadow`` equation by equation (``optax_gate.recorder.replay``)
+    under the shadow's JAX user context, Optax's wrappers passing through, on
+    a clone of the ``nnx`` graph nodes; write ``{"replay": api, "site", ...}``."""
+    import jax
+    from optax_gate.recorder import replay
+    _state.depth = _depth() + 1
+    try:
+        with _shadow_context[0]("optax-gate-shadow"):
+            if graph:
+                from flax import nnx
+                args, kwargs = nnx.clone((args, kwargs))
+            found = replay.replay(shadow, args, kwargs, _team_file, graph)
+        jax.effects_barrier()
+    except Exception as exc:  # the team's program is not concerned
+        found = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        _state.depth -= 1
+    if _writer is not None:
+        _writer.emit({"replay": api, "site": site, **found})
+
+
 class _Recorded:
     """A function the team transformed (``jax.jit``, ``flax.nnx.jit``,
     ``jax.grad``, ``flax.nnx.value_and_grad``, ``jax.vmap``, ``flax.nnx.scan``,
@@ -380,6 +402,8 @@ class _Recorded:
         self._calls += 1
         if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
             _run_shadow(self._shadow, args, kwargs, self._graph)
+            if self._calls == 1 and self._state:  # a whole step: where a difference is born, equation by equation
+                _run_replay(self._shadow, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
         observed = None
         if self._state:
             nodes = _graph_nodes(args, kwargs)

@@ -55,8 +55,10 @@ def _is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def leaf_value(x: Any) -> dict[str, Any]:
-    """One concrete leaf as stored (see the module docstring); never a tracer."""
+def leaf_value(x: Any, cap: int = CAP_ELEMENTS, spend: bool = True) -> dict[str, Any]:
+    """One concrete leaf as stored (see the module docstring); never a
+    tracer. ``cap``: most elements stored; ``spend``: count them against the
+    trace's :data:`BUDGET_BYTES` (a replay's small samples do not)."""
     if not (_is_array(x) or isinstance(x, np.generic)):
         return _abstract_leaf(x)
     label = None
@@ -68,12 +70,12 @@ def leaf_value(x: Any) -> dict[str, Any]:
     if sys.byteorder != "little" and arr.dtype.byteorder not in ("|", "<"):
         flat = flat.byteswap()
     full = flat.tobytes()
-    stride = max(1, -(-flat.size // CAP_ELEMENTS))
-    sample = flat[::stride][:CAP_ELEMENTS]
+    stride = max(1, -(-flat.size // cap))
+    sample = flat[::stride][:cap]
     data = sample.tobytes()
     with _lock:
-        keep = _spent[0] + len(data) <= BUDGET_BYTES
-        if keep:
+        keep = not spend or _spent[0] + len(data) <= BUDGET_BYTES
+        if keep and spend:
             _spent[0] += len(data)
     return {"dtype": label or str(arr.dtype), "shape": list(arr.shape) if label is None else list(x.shape[:-1]), "stride": stride, "n": int(sample.size) if keep else 0,
             "data": base64.b64encode(data).decode("ascii") if keep else "", "sha256": hashlib.sha256(full).hexdigest()}

@@ -214,6 +214,8 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
         result = _runs(spec, pythons, folder, _Around(say, after), name)
         if len(result["runs"]) == 3 and result["outcome"] != "not-verified":
             _witnessed(result, folder)
+            if result["outcome"] in ("diverged", "broke"):
+                _born(result, folder, name)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
         if before is not None:
@@ -251,6 +253,51 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
     if seen["differs"] and result["outcome"] == "same":
         result["outcome"] = "diverged"
         result["witnessed"] = seen["first"]
+
+
+def _born(result: dict[str, Any], folder: Path, name: Callable[[str], str] | None) -> None:
+    """Add where the run's difference is born (``divergence.birth`` over the
+    two sides' equation-by-equation replays of the functions the team
+    transformed): ``born``, its sites named by ``name``."""
+    rows = divergence.birth(*(divergence.read_replays(folder / f"team-run-{label}") for label in ("baseline", "candidate")))
+    rows = [r for r in rows if r["kind"] != "unknown"] or rows
+    if not rows:
+        return
+    if name is not None:
+        for row in rows:
+            for key in ("site", "team"):
+                if row.get(key):
+                    row[key] = name(row[key])
+            if row.get("at") and row.get("by") == "your code" and " → " not in row["at"]:
+                row["at"] = name(row["at"])
+    result["born"] = rows
+
+
+def born_words(row: dict[str, Any]) -> str:
+    """Where one replayed function's difference is born, in words a team reads (``divergence.birth``'s row)."""
+    called = f"`{row['function']}` (called at `{row['site']}`)"
+    team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
+    if row["kind"] == "before":
+        return (f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, "
+                "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)")
+    if row["kind"] == "operation":
+        size = (f" ({_ulp_text(row.get('error_ulps'))}{'; ' + row['change'] if row.get('change') else ''})"
+                if row.get("error_ulps") is not None or row.get("change") else "")
+        return (f"in {called}, the first operation that gives other results is `{row['primitive']}`{team} (traced at "
+                f"`{row['at']}`), on bit-identical inputs: JAX/XLA computes that operation otherwise{size}")
+    if row["kind"] == "program":
+        if not row.get("at"):
+            return f"in {called}, the two sides trace programs of different lengths: the code the step calls changed"
+        return (f"in {called}, from operation {row['index'] + 1} on the two sides trace other programs, at `{row['at']}`"
+                f"{team}: {row['by']} computes something else there")
+    if row["kind"] == "compiled":
+        return (f"in {called}, every operation replayed one at a time gives the same results: the difference comes from "
+                "how JAX/XLA compiles the program as a whole (fusion), not from what Optax or your code computes")
+    return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
+
+
+def _ulp_text(x: float | None) -> str:
+    return "beyond any ULP count" if x is None else f"{x:.3g} ULP"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,6 +343,11 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
     cand = result["runs"][-1]
     if cand["timed_out"] or (cand["exit"] is None and cand["error"]):
         result["reason"] = f"the team's run in the candidate: {cand['error']}"
+        return result
+    if not traces["candidate"] and not _failed(cand):  # the run went through, yet the recorder saw nothing of it
+        said = [line for line in cand["tail"].splitlines() if "sitecustomize" in line or "optax_gate" in line][:2]
+        result["reason"] = ("the recorder recorded no call of your run in the candidate, which ran to its end: the "
+                            "recorder did not start there" + (f" ({'; '.join(s.strip() for s in said)[:300]})" if said else ""))
         return result
     diff = _renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
     longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
@@ -532,6 +584,9 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
         why = (f"your run diverges at {where}" + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})"
                                                   if first else "")) if where or first else ""
+        born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program")]
+        if born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
+            why += f"; where it is born: {born_words(born[0])}"
         seen = team_run.get("witness") or {}
         if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
             why = (f"{why}; " if why else "") + (f"your run's own outputs differ in the candidate: {seen['first']}"

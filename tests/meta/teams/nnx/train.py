@@ -40,7 +40,7 @@ class MLP(nnx.Module):
         self.l2 = nnx.Linear(8, 1, rngs=rngs)
 
     def __call__(self, x):
-        return self.l2(self.drop(nnx.relu(self.ln(self.l1(x)))))
+        return self.l2(self.drop(jnp.tanh(self.ln(self.l1(x)))))
 
 
 def train_step(model, optimizer, batch):

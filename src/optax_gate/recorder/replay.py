@@ -1,0 +1,161 @@
+"""Equation-by-equation replay of a function the team transformed (inside the
+environment under test), to find where a difference is born.
+
+At the first call of each function the team jitted (``jax.jit``,
+``flax.nnx.jit``, ...), after its shadow, the recorder traces it once more
+to a jaxpr, with the call's own arguments closed over (so the jaxpr's
+constants are the call's inputs), and evaluates that jaxpr one equation at
+a time, eagerly, as ``jax.core.eval_jaxpr`` does, stepping into the
+programs it calls (``pjit``, ``custom_jvp_call``, ``custom_vjp_call``,
+``closed_call``, ``remat``); other higher-order equations (``scan``,
+``while``, ``cond``) run whole. For each equation it writes the primitive's
+name, where it was traced (the innermost frame outside JAX: a file of the
+team's, relative to its folder, or ``optax/...``, ``flax/...`` of the
+installed package), the team's own innermost line, the SHA-256 of each
+input and output, and a sample of its first output (at most
+:data:`SAMPLE` elements, for the size of a difference). The gate compares
+the two sides' replays (``divergence.birth``): the first equation whose
+inputs are bit-identical and whose outputs differ is where the difference
+is born. The replay's values never reach the team's program: the trace is
+made under the shadow's JAX user context with Optax's wrappers passing
+through, on a clone of the ``nnx`` graph nodes.
+
+Why our own code: JAX has no public per-equation evaluation that reports
+values (``jax.core.eval_jaxpr`` returns only the outputs); this follows it.
+Private JAX names used (``jax._src.source_info_util.user_frames``) are
+looked up with a fallback: without them an equation has no ``at``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+#: Most equations replayed for one function (a larger program is not replayed: ``too_large``).
+MAX_EQUATIONS = 20_000
+#: Elements sampled of an equation's first output (evenly strided).
+SAMPLE = 64
+#: Primitives whose inner program is replayed equation by equation, and the parameter that holds it.
+_INNER = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
+          "remat": "jaxpr", "checkpoint": "jaxpr"}
+#: Primitives never run in a replay (a host callback: the shadow's; a debug print would print twice).
+_SKIPPED = ("debug_callback", "debug_print", "io_callback", "pure_callback")
+
+
+def _digest(x: Any) -> str:
+    import numpy as np
+    if "key<" in str(getattr(x, "dtype", "")):
+        import jax
+        x = jax.random.key_data(x)
+    arr = np.asarray(x)
+    return hashlib.sha256(str(arr.dtype).encode() + str(arr.shape).encode() + arr.tobytes()).hexdigest()[:24]
+
+
+def _sample(x: Any) -> dict[str, Any] | None:
+    from optax_gate.recorder import values
+    try:
+        return values.leaf_value(x, cap=SAMPLE, spend=False)
+    except Exception:
+        return None
+
+
+def _where(eqn, team_file) -> tuple[str, str]:
+    """(innermost frame outside JAX, innermost frame of the team's) of an equation, as ``file:line``."""
+    try:
+        from jax._src import source_info_util
+        frames = list(source_info_util.user_frames(eqn.source_info.traceback))
+    except Exception:
+        return "", ""
+    at, team = "", ""
+    for frame in frames:
+        mine = team_file(frame.file_name)
+        if mine is not None and not team:
+            team = f"{mine}:{frame.start_line}"
+        if not at:
+            if mine is not None:
+                at = f"{mine}:{frame.start_line}"
+            else:
+                parts = frame.file_name.replace(os.sep, "/").split("/site-packages/")
+                at = f"{parts[-1]}:{frame.start_line}"
+        if at and team:
+            break
+    return at, team
+
+
+def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> dict[str, Any]:
+    """Trace ``fun(*args, **kwargs)`` to a jaxpr and replay it equation by
+    equation (see the module docstring); ``graph``: the arguments hold
+    ``nnx`` graph nodes (split into a GraphDef and a state, the state the
+    jaxpr's inputs). Returns ``{"eqns": [{"p", "at",
+    "team", "in", "out", "val"}, ...], "inputs": [digests of the call's
+    array inputs]}``, or ``{"error": text}`` / ``{"too_large": n}``; never raises."""
+    import jax
+    leaves: list[Any] = []
+    try:
+        if graph:  # nnx objects cannot be mutated from another trace level: their state goes in as the jaxpr's inputs
+            from flax import nnx
+            graphdef, state = nnx.split((args, kwargs))
+
+            def pure(state):
+                a, k = nnx.merge(graphdef, state)
+                return fun(*a, **k)
+            closed = jax.make_jaxpr(pure)(state)
+            leaves = jax.tree_util.tree_leaves(state)
+        else:
+            closed = jax.make_jaxpr(lambda: fun(*args, **kwargs))()
+    except Exception as exc:
+        return {"error": f"could not be traced again: {type(exc).__name__}: {exc}"[:300]}
+    count = _count(closed.jaxpr)
+    if count > MAX_EQUATIONS:
+        return {"too_large": count}
+    rows: list[dict[str, Any]] = []
+
+    def run(jaxpr, consts, inputs, depth: int) -> list[Any]:
+        env: dict[Any, Any] = {}
+
+        def read(v):
+            return v.val if type(v).__name__ == "Literal" else env[v]  # a constant written into the jaxpr
+        for v, x in zip(list(jaxpr.constvars) + list(jaxpr.invars), list(consts) + list(inputs)):
+            env[v] = x
+        for eqn in jaxpr.eqns:
+            ins = [read(v) for v in eqn.invars]
+            name = eqn.primitive.name
+            inner = eqn.params.get(_INNER.get(name, ""), None)
+            if name in _SKIPPED:
+                outs = [None] * len(eqn.outvars)
+            elif inner is not None and depth < 16:
+                sub = getattr(inner, "jaxpr", inner)
+                outs = run(sub, getattr(inner, "consts", ()), ins, depth + 1)
+            else:
+                params = eqn.primitive.get_bind_params(eqn.params)
+                if isinstance(params, tuple):  # an older JAX: (subfuns, params)
+                    subfuns, params = params
+                    ans = eqn.primitive.bind(*subfuns, *ins, **params)
+                else:
+                    ans = eqn.primitive.bind(*ins, **params)
+                outs = list(ans) if eqn.primitive.multiple_results else [ans]
+                at, team = _where(eqn, team_file)
+                arrays = [o for o in outs if hasattr(o, "shape")]
+                rows.append({"p": name, "at": at, "team": team,
+                             "in": [_digest(x) if hasattr(x, "shape") else repr(x)[:40] for x in ins],
+                             "out": [_digest(o) for o in arrays], "val": _sample(arrays[0]) if arrays else None})
+            for v, x in zip(eqn.outvars, outs):
+                env[v] = x
+        return [read(v) for v in jaxpr.outvars]
+
+    try:
+        run(closed.jaxpr, closed.consts, leaves, 0)
+    except Exception as exc:
+        return {"error": f"could not be replayed at equation {len(rows)}: {type(exc).__name__}: {exc}"[:300], "eqns": rows}
+    return {"eqns": rows, "inputs": [_digest(c) for c in [*closed.consts, *leaves] if hasattr(c, "shape")]}
+
+
+def _count(jaxpr, depth: int = 0) -> int:
+    n = 0
+    for eqn in jaxpr.eqns:
+        inner = eqn.params.get(_INNER.get(eqn.primitive.name, ""), None)
+        n += _count(getattr(inner, "jaxpr", inner), depth + 1) if inner is not None and depth < 16 else 1
+    return n
+
