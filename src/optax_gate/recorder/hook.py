@@ -264,7 +264,8 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     (:data:`NNX_TRANSFORMS`, as :func:`_transform` says)."""
     for name, state in NNX_TRANSFORMS.items():
         if callable(getattr(nnx, name, None)):
-            setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state))
+            setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state,
+                                          replay=name in REPLAYED))
     cls = getattr(nnx, "Optimizer", None)
     original = cls.__dict__.get("update") if cls is not None else None
     if not isinstance(original, types.FunctionType):
@@ -383,8 +384,9 @@ class _Recorded:
     (seen: without it the real program reused the shadow's jaxpr). A call with tracers (inside another
     transformation) runs the real function only."""
 
-    def __init__(self, real, shadow, name: str, graph: bool = False, state: bool = False) -> None:
+    def __init__(self, real, shadow, name: str, graph: bool = False, state: bool = False, replay: bool = False) -> None:
         self._real, self._shadow, self._name, self._graph, self._state = real, shadow, name, graph, state
+        self._replay = replay
         self._calls = 0
         functools.update_wrapper(self, real)
 
@@ -402,7 +404,7 @@ class _Recorded:
         self._calls += 1
         if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
             _run_shadow(self._shadow, args, kwargs, self._graph)
-            if self._calls == 1 and self._state:  # a whole step: where a difference is born, equation by equation
+            if self._calls == 1 and self._replay:  # a whole step: where a difference is born, equation by equation
                 _run_replay(self._shadow, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
         observed = None
         if self._state:
@@ -422,11 +424,13 @@ _shadow_context: list[Any] = [None]
 _DONATION = ("donate_argnums", "donate_argnames")
 
 
-def _transform(real_transform, api: str, graph: bool = False, state: bool = False):
+def _transform(real_transform, api: str, graph: bool = False, state: bool = False, replay: bool = False):
     """``real_transform`` (``jax.jit``, ``flax.nnx.scan``, ...) such that a
     function transformed from the team's files becomes a :class:`_Recorded`
     named ``api(<function's name>)``; its options pass through, and a
-    decorator with options (``@nnx.jit(donate_argnames=...)``) too."""
+    decorator with options (``@nnx.jit(donate_argnames=...)``) too.
+    ``replay``: its first call is also replayed equation by equation (a whole
+    step: :data:`REPLAYED`)."""
     if getattr(real_transform, "__optax_gate_recorded__", False):
         return real_transform
 
@@ -441,7 +445,7 @@ def _transform(real_transform, api: str, graph: bool = False, state: bool = Fals
             return real
         shadow = real_transform(fun, *args, **{k: v for k, v in kwargs.items() if k not in _DONATION})
         name = getattr(fun, "__name__", None) or getattr(getattr(fun, "func", None), "__name__", "function")
-        return _Recorded(real, shadow, f"{api}({name})", graph=graph, state=state)
+        return _Recorded(real, shadow, f"{api}({name})", graph=graph, state=state, replay=replay)
     transform.__optax_gate_recorded__ = True
     return transform
 
@@ -465,12 +469,17 @@ def _scan(real_scan, api: str):
         counts[key] = counts.get(key, 0) + 1
         if _shadow_context[0] is not None and sampled(counts[key]):
             _run_shadow(functools.partial(real_scan, f), args, kwargs, False)
+            if counts[key] == 1:
+                _run_replay(functools.partial(real_scan, f), args, kwargs, False, f"{api}({getattr(f, '__name__', 'function')})",
+                            f"{site}:{frame.f_lineno}")
         return _call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame,
                      record_args=args)
     scan.__optax_gate_recorded__ = True
     return scan
 
 
+#: Transformations of a whole step, whose first call is replayed equation by equation (``recorder/replay.py``).
+REPLAYED = ("jit", "pmap", "shard_map", "scan")
 #: The JAX transformations whose functions the team's step lives in: wrapped as :func:`_transform` says.
 JAX_TRANSFORMS = ("jit", "grad", "value_and_grad", "vmap", "pmap", "shard_map")
 #: ``flax.nnx``'s, with the team's graph nodes copied for the shadow; ``True``: the state after the call is recorded.
@@ -488,7 +497,7 @@ def patch_jax(jax_module: types.ModuleType) -> None:
     _shadow_context[0] = make(default_value=None) if make is not None else None
     for name in JAX_TRANSFORMS:
         if callable(getattr(jax_module, name, None)):
-            setattr(jax_module, name, _transform(getattr(jax_module, name), f"jax.{name}"))
+            setattr(jax_module, name, _transform(getattr(jax_module, name), f"jax.{name}", replay=name in REPLAYED))
     lax = getattr(jax_module, "lax", None)
     if lax is not None and callable(getattr(lax, "scan", None)):
         lax.scan = _scan(lax.scan, "jax.lax.scan")

@@ -134,7 +134,10 @@ def _bits(team: dict[str, Any]) -> str:
            f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
            f"already differed is not judged on its values), at {sites}")
     first = within.get("first")
-    if first and first["inputs_differ"]:  # the seventh trial: a jax.random change read as Optax's arithmetic
+    born = [r for r in team.get("born") or [] if r["kind"] != "unknown"]
+    if born:  # replayed equation by equation: where it is born, said (JAX/XLA, Optax, Flax, the team's code)
+        out += f"; where it is born: {team_run.born_words(born[0])}"
+    elif first and first["inputs_differ"]:  # the seventh trial: a jax.random change read as Optax's arithmetic
         out += (f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
                 f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "
                 "the model; the data)")
