@@ -187,3 +187,18 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     team_run.apply(report, result)
     assert "where it is born: " + team_run.born_words(row) in report["reasons"][0]
+
+
+def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
+    """The candidate's run goes through but its recorder records nothing (it
+    did not start there: seen as 'Error in sitecustomize' in an environment
+    without the gate's package): it read as FAIL, every call 'called in the
+    baseline only'. It is not verified, saying the recorder did not start."""
+    folder = team(tmp_path, "nnx")
+    python = tmp_path / "cand" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/bash\nunset OPTAX_GATE_TRACE\nexec {PYTHON} "$@"\n')
+    python.chmod(0o755)
+    result = team_run.run(team_run.RunSpec("python train.py --steps 1", folder, 300), (PYTHON, python), tmp_path / "out")
+    assert result["outcome"] == "not-verified"
+    assert result["reason"].startswith("the recorder recorded no call of your run in the candidate, which ran to its end")
