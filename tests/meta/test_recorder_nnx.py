@@ -202,3 +202,45 @@ def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
     result = team_run.run(team_run.RunSpec("python train.py --steps 1", folder, 300), (PYTHON, python), tmp_path / "out")
     assert result["outcome"] == "not-verified"
     assert result["reason"].startswith("the recorder recorded no call of your run in the candidate, which ran to its end")
+
+
+def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_built_it(monkeypatch):
+    """The gate's first NNX report: the run diverged at ``optimizer.update``
+    (``flax.nnx.Optimizer``: its optimizer state's weight-decay ``count`` 0 →
+    1) and the contract finding that explains it (``add_decayed_weights``:
+    the scheduled weight decay's count no longer stuck) stayed "elsewhere".
+    The update's cause carries the Optax API that built the optimizer
+    (``via``: ``optax.adamw``); by the composition probe, ``adamw`` is built
+    from ``add_decayed_weights``, whose finding is then the team's and
+    explains the line."""
+    from optax_gate.gate.beyond import composition
+    monkeypatch.setattr(composition, "of_records", lambda *records: (
+        {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
+    cause = {"site": "train.py:41", "api": "flax.nnx.Optimizer", "via": "optax.adamw", "call": "flax.nnx.Optimizer(...).update",
+             "phase": "run", "occurrence": 1, "kinds": ["values"], "role": "cause", "max_ulps": None,
+             "texts": ["result['optimizer']['opt_state'][1]['count'].value: 0 → 1"]}
+    run = {"outcome": "diverged", "causes": [cause], "sites": ["train.py:41"], "first": cause, "divergences": [cause],
+           "differing": 1, "called": ["train.py:41"], "reason": ""}
+    decay = {"number": 1, "change": "changed", "section": "contracts", "api": "optax.add_decayed_weights",
+             "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1"}
+    other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
+    report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
+    team_run.apply(report, run)
+    assert decay["scope"] == "yours" and other["scope"] == "elsewhere"
+    assert run["affected"][0]["findings"] == [1]
+
+
+def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change():
+    """Synthetic replays: the first equation gives other results on identical
+    inputs (an operation of JAX/XLA); later the two sides trace another
+    operation in Optax's code (a second, ``also``, row). A line number that
+    moved in Optax's file between releases is not a program that changed."""
+    def eqn(p, at, inp, out):
+        return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "val": None}
+    base = {"eqns": [eqn("dot_general", "train.py:5", "a", "b"), eqn("mul", "optax/_src/alias.py:10", "b", "c"),
+                     eqn("add", "optax/_src/transform.py:20", "c", "d")], "inputs": ["x"]}
+    cand = {"eqns": [eqn("dot_general", "train.py:5", "a", "B"), eqn("mul", "optax/_src/alias.py:12", "B", "C"),
+                     eqn("sub", "optax/_src/transform.py:22", "C", "D")], "inputs": ["x"]}
+    rows = divergence.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
+    assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
+    assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"

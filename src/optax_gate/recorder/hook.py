@@ -158,14 +158,17 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
     _writer.emit(event)
 
 
-def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None, observed=None):
+def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None, observed=None,
+          extra: dict[str, Any] | None = None):
     """Call ``fn``; record it when ``frame`` (the caller) is the team's
-    (``observed(result)`` in place of its result, when given)."""
+    (``observed(result)`` in place of its result, when given; ``extra``
+    fields added to its event)."""
     site = _team_file(frame.f_code.co_filename) if frame is not None and _writer is not None else None
     if site is None or _depth() > 0:
         return _wrap_result(api, fn(*args, **kwargs))
     shown = args if record_args is None else record_args
-    event: dict[str, Any] = {"api": api, "call": kind, "site": f"{site}:{frame.f_lineno}", "args": _signature(shown, kwargs)}
+    event: dict[str, Any] = {"api": api, "call": kind, "site": f"{site}:{frame.f_lineno}", "args": _signature(shown, kwargs),
+                             **(extra or {})}
     _state.depth = _depth() + 1
     stack = getattr(_state, "warnings", None)
     if stack is None:
@@ -198,6 +201,7 @@ def _wrap_function(fn, api: str, kind: str = "call"):
     def wrapper(*args, **kwargs):
         return _call(api, kind, fn, args, kwargs, sys._getframe(1))
     wrapper.__optax_gate_recorded__ = True
+    wrapper.__optax_gate_api__ = api
     return wrapper
 
 
@@ -280,7 +284,10 @@ def patch_nnx(nnx: types.ModuleType) -> None:
 
     @functools.wraps(original)
     def update(self, *args, **kwargs):
-        _call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1))
+        # the Optax API that built the optimizer's transformation (``optax.adamw``): what the update computes with
+        via = getattr(getattr(getattr(self, "tx", None), "update", None), "__optax_gate_api__", None)
+        _call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1),
+              extra={"via": via} if via else None)
     update.__optax_gate_recorded__ = True
     cls.update = update
 

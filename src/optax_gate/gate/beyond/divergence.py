@@ -177,11 +177,13 @@ def read(folder: Path) -> list[dict[str, Any]]:
                 out = dict(traced.get("out") or {})
                 out["leaves"] = _merge(out.get("leaves") or [], event.get("out") or [])
                 block.append({"site": traced["site"], "api": traced["api"], "call": traced["call"], "phase": "run",
+                              **({"via": traced["via"]} if traced.get("via") else {}),
                               "args": None, "warnings": [], "exception": None, "in": event.get("in") or [],
                               "out": out, "order": (process, seen[event["of"]], event["of"], event["seq"])})
                 continue
             flush()
             observations.append({"site": event["site"], "api": event["api"], "call": event["call"],
+                                 **({"via": event["via"]} if event.get("via") else {}),
                                  "phase": "trace" if event.get("traced") else "call", "args": event.get("args"),
                                  "warnings": event.get("warnings") or [], "exception": event.get("exception"),
                                  "in": event.get("in") or [], "out": None if event.get("traced") else event.get("out"),
@@ -517,7 +519,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             b, c = (bs[n] if n < len(bs) else None), (cs[n] if n < len(cs) else None)
             pairs.append((b, c))
             base_row = {"site": key[0], "api": key[1], "call": describe((b or c)), "phase": key[3], "occurrence": n + 1,
-                        "budget_ulps": budget(n + 1)}
+                        "budget_ulps": budget(n + 1), **({"via": (b or c)["via"]} if (b or c).get("via") else {})}
             if b is None or c is None:
                 one = "baseline" if c is None else "candidate"
                 found.append((_position(b, c, b_index, c_index, len(baseline)),
@@ -588,6 +590,13 @@ def read_replays(folder: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
+def _place(eqn: dict[str, Any]) -> tuple[str, str]:
+    """An equation's operation and the file it was traced in, without the line
+    (Optax's, Flax's and JAX's line numbers move between releases without the
+    program changing)."""
+    return eqn["p"], eqn["at"].rpartition(":")[0]
+
+
 def _owner(at: str) -> str:
     """Whose code a traced frame is: ``Optax``, ``Flax``, or ``your code`` (a file of the team's)."""
     head = at.split("/", 1)[0]
@@ -610,7 +619,9 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
       ``at``, ``team``, ``error_ulps``, ``change``);
     - ``program``: from that equation on the two sides trace other programs
       (another operation, or traced elsewhere): the code at ``at`` (``by``:
-      Optax, Flax or your code) computes something else;
+      Optax, Flax or your code) computes something else; after an
+      ``operation`` row, a ``program`` row with ``also`` says where the two
+      programs part later (a step can hold both: XLA's rounding and Optax's change);
     - ``compiled``: every equation gives the same results one at a time:
       the difference comes from how the program is compiled as a whole;
     - ``unknown``: a replay failed or was too large (``why``).
@@ -633,7 +644,7 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
                 continue
         be, ce = b.get("eqns") or [], c.get("eqns") or []
         for i, (x, y) in enumerate(zip(be, ce)):
-            if x["p"] != y["p"] or x["at"] != y["at"]:
+            if _place(x) != _place(y):
                 row.update(kind="program", index=i, primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
                            at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", team=x.get("team") or "",
                            by=_owner(y["at"] or x["at"]))
@@ -646,6 +657,15 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
                     error = leaf_error(x["val"], y["val"])
                     row["error_ulps"] = None if math.isinf(error) else error
                     row["change"] = value_change(x["val"], y["val"])
+                # later, the two programs may also part (Optax computing something else): a second birth, said too
+                later = next((j for j in range(i + 1, min(len(be), len(ce))) if _place(be[j]) != _place(ce[j])), None)
+                if later is not None:
+                    x, y = be[later], ce[later]
+                    found.append(row)
+                    row = {"function": key[0], "site": key[1], "kind": "program", "index": later,
+                           "primitive": f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
+                           "at": x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", "team": x.get("team") or "",
+                           "by": _owner(y["at"] or x["at"]), "also": True}
                 break
         else:
             if len(be) != len(ce):

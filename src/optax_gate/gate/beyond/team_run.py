@@ -391,9 +391,33 @@ def _short_api(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-def cause_apis(team_run: dict[str, Any]) -> set[str]:
-    """The APIs (short names: ``adamw``, ``MultiSteps``) of the calls that caused a divergence."""
-    return {_short_api(c["api"]) for c in team_run.get("causes") or []}
+def cause_apis(team_run: dict[str, Any], reached: dict[str, set[str]] | None = None) -> set[str]:
+    """The APIs (short names: ``adamw``, ``MultiSteps``) of the calls that caused a divergence (:func:`_apis_of`)."""
+    return {a for c in team_run.get("causes") or [] for a in _apis_of(c, reached)}
+
+
+def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[str]:
+    """A cause's APIs, short names: its own; for ``flax.nnx.Optimizer.update``
+    the Optax API that built the optimizer's transformation (``via``:
+    ``optax.adamw``) and, by the composition probe (``reached``), the public
+    callables that one is built from (``add_decayed_weights``)."""
+    out = {_short_api(cause["api"])}
+    via = cause.get("via")
+    if via:
+        out.add(_short_api(via))
+        out.update(_short_api(p) for p in (reached or {}).get(via, ()))
+    return out
+
+
+def _reached(report: dict[str, Any]) -> dict[str, set[str]]:
+    """Public path -> the public callables it is built from, by the composition
+    probe of the report's environments; {} when no cause needs it (none came
+    through an ``nnx.Optimizer``) or the probe cannot run."""
+    team = report.get("team_run") or {}
+    if not any(c.get("via") for c in team.get("causes") or []):
+        return {}
+    from optax_gate.gate.beyond import composition
+    return composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})[0]
 
 
 def finding_apis(finding: dict[str, Any]) -> list[str]:
@@ -416,9 +440,10 @@ def _explaining(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]],
     one's, most first, surface findings first; all of them when none shares a word."""
     team = report.get("team_run") or {}
     out = []
+    reached = _reached(report)
     for site in team.get("sites") or []:
         causes = [c for c in team.get("causes") or [] if c["site"] == site]
-        shorts = {_short_api(c["api"]) for c in causes}
+        shorts = {a for c in causes for a in _apis_of(c, reached)}
         related = [f for f in report.get("findings") or []
                    if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
         words = _words(" ".join(t for c in causes for t in c["texts"]))
@@ -555,7 +580,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     report["team_run"] = team_run
     outcome = team_run["outcome"]
     if outcome != "not-verified":
-        apis = cause_apis(team_run)
+        apis = cause_apis(team_run, _reached(report))
         explaining = {id(f) for _, _, related in _explaining(report) for f in related}
         for f in report.get("findings") or []:
             if f.get("section", "contracts") != "contracts":
@@ -586,7 +611,8 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
                                                   if first else "")) if where or first else ""
         born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program")]
         if born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
-            why += f"; where it is born: {born_words(born[0])}"
+            why += f"; where it is born: {born_words(born[0])}" + "".join(
+                f"; and {born_words(r)}" for r in born[1:3] if r.get("also"))
         seen = team_run.get("witness") or {}
         if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
             why = (f"{why}; " if why else "") + (f"your run's own outputs differ in the candidate: {seen['first']}"
