@@ -186,7 +186,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
         assert row["by"] == by and row["at"].startswith("optax/"), row
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     team_run.apply(report, result)
-    assert "where it is born: " + team_run.born_words(row) in report["reasons"][0]
+    assert "; born " + team_run.born_short(row) in report["reasons"][0]
 
 
 def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):

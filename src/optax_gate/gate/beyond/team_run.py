@@ -296,6 +296,21 @@ def born_words(row: dict[str, Any]) -> str:
     return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
 
 
+def born_short(row: dict[str, Any]) -> str:
+    """Where one difference is born, in a few words for the verdict's reason ("Your code" says :func:`born_words`)."""
+    mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
+    if row["kind"] == "operation":
+        return (f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs "
+                f"({_ulp_text(row.get('error_ulps'))})")
+    if row["kind"] == "program" and row.get("at"):
+        return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
+    if row["kind"] == "before":
+        return f"before `{row['function']}`: its inputs already differ (the data, jax.random, the initialisation, an earlier step)"
+    if row["kind"] == "compiled":
+        return "in JAX/XLA's compilation of the whole step (no single operation differs alone)"
+    return "where, cannot be told" if row["kind"] == "unknown" else "in the code the step calls (its programs differ in length)"
+
+
 def _ulp_text(x: float | None) -> str:
     return "beyond any ULP count" if x is None else f"{x:.3g} ULP"
 
@@ -611,8 +626,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
                                                   if first else "")) if where or first else ""
         born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program")]
         if born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
-            why += f"; where it is born: {born_words(born[0])}" + "".join(
-                f"; and {born_words(r)}" for r in born[1:3] if r.get("also"))
+            why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
         seen = team_run.get("witness") or {}
         if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
             why = (f"{why}; " if why else "") + (f"your run's own outputs differ in the candidate: {seen['first']}"
