@@ -236,7 +236,7 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     operation in Optax's code (a second, ``also``, row). A line number that
     moved in Optax's file between releases is not a program that changed."""
     def eqn(p, at, inp, out):
-        return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "val": None}
+        return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []}
     base = {"eqns": [eqn("dot_general", "train.py:5", "a", "b"), eqn("mul", "optax/_src/alias.py:10", "b", "c"),
                      eqn("add", "optax/_src/transform.py:20", "c", "d")], "inputs": ["x"]}
     cand = {"eqns": [eqn("dot_general", "train.py:5", "a", "B"), eqn("mul", "optax/_src/alias.py:12", "B", "C"),
@@ -244,3 +244,23 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     rows = divergence.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
     assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
+
+
+def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(tmp_path):
+    """The corpus' inject_hyperparams team: ``optax.inject_hyperparams(optax.adam)``
+    wraps the recorded ``adam`` with ``functools.wraps``, which copied the
+    recorder's mark; its transformation was taken as recorded already and its
+    ``init`` and ``update`` were never recorded (the run's cause, a bfloat16
+    ``b2`` rounded to 1.0 in the state, went unseen). They are recorded."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "train.py").write_text(
+        "import jax.numpy as jnp\nimport optax\n\n"
+        "tx = optax.inject_hyperparams(optax.adam)(learning_rate=3e-3)\n"
+        "params = {'w': jnp.ones(3)}\n"
+        "state = tx.init(params)\n"
+        "updates, state = tx.update({'w': jnp.full(3, 0.5)}, state, params)\n")
+    proc = record(folder, "python train.py", folder / "trace")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    calls = {(o["site"], o["call"]) for o in divergence.read(folder / "trace")}
+    assert {("train.py:6", "init"), ("train.py:7", "update")} <= calls, calls

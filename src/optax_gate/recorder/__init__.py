@@ -20,5 +20,7 @@ The gate half reads these traces without numpy (``optax_gate.gate.beyond.diverge
 TRACE_ENV = "OPTAX_GATE_TRACE"
 #: Environment variable naming the team's folder: only calls made from files under it are recorded.
 ROOT_ENV = "OPTAX_GATE_TEAM_ROOT"
+#: Environment variable that, set to ``0``, switches the equation-by-equation replays off (the gate's repeat run).
+REPLAY_ENV = "OPTAX_GATE_REPLAY"
 #: Version of the trace format (the first line of every trace: ``{"trace": VERSION, ...}``).
 VERSION = 1

@@ -56,6 +56,7 @@ import threading
 import time
 import types
 import warnings
+import weakref
 from typing import Any
 
 from optax_gate.recorder import ROOT_ENV, TRACE_ENV, VERSION
@@ -64,6 +65,21 @@ from optax_gate.recorder import ROOT_ENV, TRACE_ENV, VERSION
 _METHODS = ("__init__", "init", "update", "gradient_transformation")
 
 _state = threading.local()
+#: The recorder's own wrappers. Not an attribute: ``functools.wraps`` copies a function's ``__dict__``, so Optax's
+#: ``inject_hyperparams(optax.adam)`` (which wraps the recorded ``adam``) would read as recorded and its
+#: transformation go unwrapped (seen: its ``init`` and ``update`` were never recorded).
+_RECORDED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _mark(fn) -> None:
+    _RECORDED.add(fn)
+
+
+def _is_recorded(fn) -> bool:
+    try:
+        return fn in _RECORDED
+    except TypeError:  # not weakly referenceable: never one of ours
+        return False
 _real_warn = warnings.warn
 _installed = [False]
 
@@ -200,7 +216,7 @@ def _wrap_function(fn, api: str, kind: str = "call"):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         return _call(api, kind, fn, args, kwargs, sys._getframe(1))
-    wrapper.__optax_gate_recorded__ = True
+    _mark(wrapper)
     wrapper.__optax_gate_api__ = api
     return wrapper
 
@@ -208,24 +224,24 @@ def _wrap_function(fn, api: str, kind: str = "call"):
 def _wrap_result(api: str, out: Any) -> Any:
     """Wrap the init/update of a GradientTransformation, or a returned plain function."""
     if isinstance(out, tuple) and hasattr(out, "_fields") and {"init", "update"} <= set(out._fields):
-        if getattr(out.update, "__optax_gate_recorded__", False):
+        if _is_recorded(out.update):
             return out
         return out._replace(init=_wrap_function(out.init, api, "init"), update=_wrap_function(out.update, api, "update"))
-    if isinstance(out, types.FunctionType) and not getattr(out, "__optax_gate_recorded__", False):
+    if isinstance(out, types.FunctionType) and not _is_recorded(out):
         return _wrap_function(out, api, "()")
     return out
 
 
 def _wrap_method(cls: type, name: str, api: str) -> None:
     original = cls.__dict__.get(name)
-    if not isinstance(original, types.FunctionType) or getattr(original, "__optax_gate_recorded__", False):
+    if not isinstance(original, types.FunctionType) or _is_recorded(original):
         return
     kind = "call" if name == "__init__" else name
 
     @functools.wraps(original)
     def method(self, *args, **kwargs):
         return _call(api, kind, original, (self, *args), kwargs, sys._getframe(1), record_args=args)
-    method.__optax_gate_recorded__ = True
+    _mark(method)
     setattr(cls, name, method)
 
 
@@ -252,7 +268,7 @@ def patch_optax(optax: types.ModuleType) -> int:
                     for meth in _METHODS:
                         _wrap_method(obj, meth, f"{module.__name__}.{name}")
                 continue
-            if not callable(obj) or getattr(obj, "__optax_gate_recorded__", False):
+            if not callable(obj) or _is_recorded(obj):
                 continue
             if id(obj) not in wrappers:
                 wrappers[id(obj)] = _wrap_function(obj, f"{module.__name__}.{name}")
@@ -288,7 +304,7 @@ def patch_nnx(nnx: types.ModuleType) -> None:
         via = getattr(getattr(getattr(self, "tx", None), "update", None), "__optax_gate_api__", None)
         _call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1),
               extra={"via": via} if via else None)
-    update.__optax_gate_recorded__ = True
+    _mark(update)
     cls.update = update
 
 
@@ -349,7 +365,9 @@ def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: 
     under the shadow's JAX user context, Optax's wrappers passing through, on
     a clone of the ``nnx`` graph nodes; write ``{"replay": api, "site", ...}``."""
     import jax
-    from optax_gate.recorder import replay
+    from optax_gate.recorder import REPLAY_ENV, replay
+    if os.environ.get(REPLAY_ENV) == "0":
+        return
     _state.depth = _depth() + 1
     try:
         with _shadow_context[0]("optax-gate-shadow"):
@@ -438,7 +456,7 @@ def _transform(real_transform, api: str, graph: bool = False, state: bool = Fals
     decorator with options (``@nnx.jit(donate_argnames=...)``) too.
     ``replay``: its first call is also replayed equation by equation (a whole
     step: :data:`REPLAYED`)."""
-    if getattr(real_transform, "__optax_gate_recorded__", False):
+    if _is_recorded(real_transform):
         return real_transform
 
     @functools.wraps(real_transform)
@@ -453,7 +471,7 @@ def _transform(real_transform, api: str, graph: bool = False, state: bool = Fals
         shadow = real_transform(fun, *args, **{k: v for k, v in kwargs.items() if k not in _DONATION})
         name = getattr(fun, "__name__", None) or getattr(getattr(fun, "func", None), "__name__", "function")
         return _Recorded(real, shadow, f"{api}({name})", graph=graph, state=state, replay=replay)
-    transform.__optax_gate_recorded__ = True
+    _mark(transform)
     return transform
 
 
@@ -462,7 +480,7 @@ def _scan(real_scan, api: str):
     first (the calls :func:`sampled` picks, counted per line) and records its
     result (the final carry and the stacked outputs) at the call site as
     ``jax.lax.scan(<body's name>)``."""
-    if getattr(real_scan, "__optax_gate_recorded__", False):
+    if _is_recorded(real_scan):
         return real_scan
     counts: dict[tuple[str, int], int] = {}
 
@@ -481,7 +499,7 @@ def _scan(real_scan, api: str):
                             f"{site}:{frame.f_lineno}")
         return _call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame,
                      record_args=args)
-    scan.__optax_gate_recorded__ = True
+    _mark(scan)
     return scan
 
 
@@ -498,7 +516,7 @@ def patch_jax(jax_module: types.ModuleType) -> None:
     """Wrap ``jax.jit``, ``jax.grad``, ``jax.value_and_grad``, ``jax.vmap``,
     ``jax.pmap``, ``jax.shard_map`` (a function transformed from the team's
     files becomes a :class:`_Recorded`) and ``jax.lax.scan`` (:func:`_scan`)."""
-    if getattr(jax_module.jit, "__optax_gate_recorded__", False):
+    if _is_recorded(jax_module.jit):
         return
     make = getattr(jax_module, "make_user_context", None)
     _shadow_context[0] = make(default_value=None) if make is not None else None

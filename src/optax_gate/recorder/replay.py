@@ -7,13 +7,13 @@ to a jaxpr, with the call's own arguments closed over (so the jaxpr's
 constants are the call's inputs), and evaluates that jaxpr one equation at
 a time, eagerly, as ``jax.core.eval_jaxpr`` does, stepping into the
 programs it calls (``pjit``, ``custom_jvp_call``, ``custom_vjp_call``,
-``closed_call``, ``remat``); other higher-order equations (``scan``,
-``while``, ``cond``) run whole. For each equation it writes the primitive's
+``closed_call``, ``remat``, and the branch a ``cond`` takes); other
+higher-order equations (``scan``, ``while``) run whole. For each equation it writes the primitive's
 name, where it was traced (the innermost frame outside JAX: a file of the
 team's, relative to its folder, or ``optax/...``, ``flax/...`` of the
 installed package), the team's own innermost line, the SHA-256 of each
-input and output, and a sample of its first output (at most
-:data:`SAMPLE` elements, for the size of a difference). The gate compares
+input and output, and a sample of its first outputs (at most
+:data:`SAMPLE` elements each, for the size of a difference). The gate compares
 the two sides' replays (``divergence.birth``): the first equation whose
 inputs are bit-identical and whose outputs differ is where the difference
 is born. The replay's values never reach the team's program: the trace is
@@ -34,8 +34,9 @@ from typing import Any
 
 #: Most equations replayed for one function (a larger program is not replayed: ``too_large``).
 MAX_EQUATIONS = 20_000
-#: Elements sampled of an equation's first output (evenly strided).
+#: Elements sampled of each of an equation's first :data:`MAX_SAMPLED` outputs (evenly strided).
 SAMPLE = 64
+MAX_SAMPLED = 4
 #: Primitives whose inner program is replayed equation by equation, and the parameter that holds it.
 _INNER = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
@@ -123,8 +124,13 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
             ins = [read(v) for v in eqn.invars]
             name = eqn.primitive.name
             inner = eqn.params.get(_INNER.get(name, ""), None)
+            branches = eqn.params.get("branches") if name == "cond" else None
             if name in _SKIPPED:
                 outs = [None] * len(eqn.outvars)
+            elif branches is not None and depth < 16 and hasattr(ins[0], "shape"):  # the branch the index picks
+                import numpy as np
+                chosen = branches[int(np.clip(int(np.asarray(ins[0])), 0, len(branches) - 1))]
+                outs = run(chosen.jaxpr, chosen.consts, ins[1:], depth + 1)
             elif inner is not None and depth < 16:
                 sub = getattr(inner, "jaxpr", inner)
                 outs = run(sub, getattr(inner, "consts", ()), ins, depth + 1)
@@ -140,7 +146,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
                 arrays = [o for o in outs if hasattr(o, "shape")]
                 rows.append({"p": name, "at": at, "team": team,
                              "in": [_digest(x) if hasattr(x, "shape") else repr(x)[:40] for x in ins],
-                             "out": [_digest(o) for o in arrays], "val": _sample(arrays[0]) if arrays else None})
+                             "out": [_digest(o) for o in arrays], "vals": [_sample(o) for o in arrays[:MAX_SAMPLED]]})
             for v, x in zip(eqn.outvars, outs):
                 env[v] = x
         return [read(v) for v in jaxpr.outvars]

@@ -500,7 +500,10 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       ``{"site", "call", "inputs_differ"}``, whose inputs already differing
       means the difference was born in code that is not an Optax call (JAX,
       the model, the data); the largest error of the results the team keeps,
-      its jitted function's and ``apply_updates``', None when none differs);
+      its jitted function's and ``apply_updates``', None when none differs;
+      ``shadow_only``: every such call is one the recorder saw inside the shadow
+      of a transformed function (compiled with host callbacks, which fuse
+      otherwise: the team's own program may be bit for bit the same));
       ``compared_by`` how each matched call was compared (:func:`compared_by`).
     """
     def keyed(observations):
@@ -532,7 +535,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
             elif (error := bit_error(b, c)) is not None:
                 drift.append({"at": b_index[id(b)], "site": key[0], "error": error, "call": describe(b),
-                              "inputs_differ": not _same_input_bits(b, c), "kept": b["phase"] == "call" and kept(b["api"])})
+                              "inputs_differ": not _same_input_bits(b, c), "kept": b["phase"] == "call" and kept(b["api"]),
+                              "shadow": b["phase"] == "run"})
     found.sort(key=lambda pair: pair[0])
     rows, inner = [], False
     for i, (_, row) in enumerate(found):
@@ -551,7 +555,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     within = {"calls": len(drift), "max_ulps": max((d["error"] for d in drift), default=0.0),
               "sites": list(dict.fromkeys(d["site"] for d in drift)),
               "first": {k: drift[0][k] for k in ("site", "call", "inputs_differ")} if drift else None,
-              "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None)}
+              "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None),
+              "shadow_only": bool(drift) and all(d["shadow"] for d in drift)}
     by = compared_by(baseline, candidate, sorted(pairs, key=lambda p: b_index.get(id(p[0]), len(baseline))))
     return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
             "divergences": rows[:limit], "sites": sites, "within_budget": within, "compared_by": by}
@@ -653,10 +658,15 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
                 kind = "operation" if x["in"] == y["in"] else "program"
                 row.update(kind=kind, index=i, primitive=x["p"], at=x["at"], team=x.get("team") or "",
                            by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
-                if x.get("val") and y.get("val") and x["val"].get("dtype") == y["val"].get("dtype"):
-                    error = leaf_error(x["val"], y["val"])
+                pairs = list(zip(x["out"], y["out"], x.get("vals") or [], y.get("vals") or []))
+                moved = next(((u, v) for dx, dy, u, v in pairs if dx != dy and u and v), None)  # the output that differs
+                if moved and moved[0].get("dtype") == moved[1].get("dtype") and moved[0].get("shape") == moved[1].get("shape"):
+                    error = leaf_error(*moved)
                     row["error_ulps"] = None if math.isinf(error) else error
-                    row["change"] = value_change(x["val"], y["val"])
+                    row["change"] = value_change(*moved)
+                    if not error:  # the difference lies outside the sampled elements
+                        row["change"] = "it differs outside the sampled elements (its digest)"
+                        row["error_ulps"] = None
                 # later, the two programs may also part (Optax computing something else): a second birth, said too
                 later = next((j for j in range(i + 1, min(len(be), len(ce))) if _place(be[j]) != _place(ce[j])), None)
                 if later is not None:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from optax_gate.gate.beyond import divergence, team_files
-from optax_gate.recorder import ROOT_ENV, TRACE_ENV
+from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
 RECORDER_SITE = Path(__file__).resolve().parents[2] / "recorder" / "site"
@@ -100,7 +100,10 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
     row: dict[str, Any] = {"label": label, "exit": None, "timed_out": False, "error": "", "log": log.name, "trace": trace.name}
     try:
         with open(log, "wb") as out:
-            proc = subprocess.run(["bash", "-c", spec.command], cwd=spec.run_dir, env=environment(python, spec.run_dir, trace),
+            env = environment(python, spec.run_dir, trace)
+            if label == "baseline-repeat":  # the determinism check compares calls; the equation replays are not read
+                env[REPLAY_ENV] = "0"
+            proc = subprocess.run(["bash", "-c", spec.command], cwd=spec.run_dir, env=env,
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=spec.timeout)
         row["exit"] = proc.returncode
     except subprocess.TimeoutExpired:
@@ -214,7 +217,8 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
         result = _runs(spec, pythons, folder, _Around(say, after), name)
         if len(result["runs"]) == 3 and result["outcome"] != "not-verified":
             _witnessed(result, folder)
-            if result["outcome"] in ("diverged", "broke") or (result.get("within_budget") or {}).get("calls"):
+            within = result.get("within_budget") or {}
+            if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
                 _born(result, folder, name)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
@@ -300,8 +304,9 @@ def born_short(row: dict[str, Any]) -> str:
     """Where one difference is born, in a few words for the verdict's reason ("Your code" says :func:`born_words`)."""
     mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "operation":
-        return (f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs "
-                f"({_ulp_text(row.get('error_ulps'))})")
+        size = _ulp_text(row["error_ulps"]) if row.get("error_ulps") is not None else row.get("change") or ""
+        return (f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs"
+                + (f" ({size})" if size else ""))
     if row["kind"] == "program" and row.get("at"):
         return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
     if row["kind"] == "before":
@@ -622,8 +627,9 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     elif outcome in ("diverged", "broke"):
         first = team_run.get("first")
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
-        why = (f"your run diverges at {where}" + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})"
-                                                  if first else "")) if where or first else ""
+        why = ("your run diverges" + (f" at {where}" if where else "")
+               + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})" if first else "")
+               ) if where or first else ""
         born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program")]
         if born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
             why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])

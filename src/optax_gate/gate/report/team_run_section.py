@@ -129,6 +129,10 @@ def _bits(team: dict[str, Any]) -> str:
         return "whether its results are bit for bit the same was not recorded (a report written before 2026-12-02)"
     if not within["calls"]:
         return "every result is bit for bit the same"
+    if within.get("shadow_only") and within.get("kept_max_ulps") is None:  # only inside the recorder's copy of the step
+        return (f"every result your program gives is bit for bit the same; inside your transformed functions, the "
+                f"recorder's copy of them (compiled with host callbacks, which XLA fuses otherwise) gives {within['calls']} "
+                f"call(s) results that are not bit-identical, at most {within['max_ulps']:.3g} ULP: not your program's")
     sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
     out = (f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
            f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "

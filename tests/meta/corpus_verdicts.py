@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The gate's verdict about each program of the team corpus
+(``tests/meta/teams/corpus/``), beside the program's ground truth.
+
+For each program this runs what ``gate --run "python train.py"`` runs
+(``optax_gate.gate.beyond.team_run.run``: the command in the baseline twice,
+then in the candidate, recorded, compared, witnessed, the birth of a
+difference replayed) and prints one row: the program, its truth (``same`` or
+``differs``, as established by ``corpus_truth.py`` and written in its
+docstring's ``EXPECTED TRUTH``), the outcome and verdict, the lines named,
+the calls compared by value out of all matched calls, where the difference
+is born, and the recorder's overhead (the baseline run's wall time recorded
+against one plain run of the same command). A verdict is right when a
+program that differs is FAIL and one that is the same is PASS.
+
+Usage (from the repository root, with the gate's tests environment):
+    python tests/meta/corpus_verdicts.py --baseline PY --candidate PY [--only NAME,...] [--json OUT]
+
+Not part of the test suite: it needs a candidate environment (optax 0.2.8,
+jax 0.12.0.1) and takes minutes. Exit status 0 when every verdict is right,
+1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from optax_gate.gate.beyond import team_run  # noqa: E402
+from tests.meta import corpus_truth  # noqa: E402
+
+CORPUS = ROOT / "tests" / "meta" / "teams" / "corpus"
+
+
+def plain_seconds(python: str, folder: Path, timeout: float) -> float:
+    """Wall time of one plain run of ``python train.py`` (no recorder), in a copy of ``folder``."""
+    work = Path(tempfile.mkdtemp(prefix="corpus-plain-"))
+    try:
+        shutil.copytree(folder, work / "team")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPTAX_GATE_TRACE")}
+        start = time.monotonic()
+        subprocess.run([os.path.abspath(python), "train.py"], cwd=work / "team", env=env, capture_output=True, timeout=timeout)
+        return time.monotonic() - start
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict:
+    """One program's row (see the module docstring)."""
+    folder = CORPUS / name
+    work = Path(tempfile.mkdtemp(prefix=f"corpus-{name}-"))
+    try:
+        shutil.copytree(folder, work / "team")
+        spec = team_run.RunSpec("python train.py", work / "team", timeout)
+        result = team_run.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
+        report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
+        team_run.apply(report, result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    by = result.get("compared_by") or {}
+    total = sum(by.get(k, 0) for k in ("value", "structure", "none"))
+    recorded = next((r["seconds"] for r in result["runs"] if r["label"] == "baseline"), None)
+    plain = plain_seconds(baseline, folder, timeout)
+    truth = corpus_truth.expected_truth(str(folder))
+    verdict = report["verdict"]
+    # right: a program the same bit for bit is PASS; one that differs is FAIL, or PASS that says it is not bit for bit
+    # (within the ULP budget, docs/team-run.md) and where the difference is born
+    right = (truth == "same" and verdict == "pass") or (truth == "differs" and verdict == "fail")
+    born = [team_run.born_short(r) for r in result.get("born") or []]
+    within = (result.get("within_budget") or {}).get("calls", 0)
+    return {"program": name, "truth": truth, "outcome": result["outcome"], "verdict": verdict, "right": right,
+            "reason": (report["reasons"] or [result.get("reason", "")])[0][:400],
+            "lines": result.get("sites") or [], "by_value": by.get("value", 0), "calls": total,
+            "bit_for_bit": result["outcome"] == "same" and not within and not (result.get("witness") or {}).get("output", {}).get("within_budget"),
+            "born": born[:2], "recorded_s": recorded, "plain_s": round(plain, 2),
+            "overhead": round(recorded / plain, 2) if recorded and plain else None}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline", required=True)
+    parser.add_argument("--candidate", required=True)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--json")
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args(argv)
+    names = [n for n in (args.only.split(",") if args.only else sorted(p.name for p in CORPUS.iterdir()
+                                                                         if (p / "train.py").is_file()))]
+    rows = []
+    for name in names:
+        row = verdict_of(name, args.baseline, args.candidate, args.timeout)
+        rows.append(row)
+        print(f"{row['program']:28} truth {row['truth']:8} verdict {row['verdict'].upper():13} "
+              f"{'right' if row['right'] else 'WRONG'}  lines {','.join(row['lines'][:3]) or '-':22} "
+              f"by value {row['by_value']}/{row['calls']}  overhead {row['overhead']}x", flush=True)
+        print(f"    {'bit for bit' if row['bit_for_bit'] else 'not bit for bit'}; born: {' | '.join(row['born']) or '-'}", flush=True)
+        print(f"    {row['reason'][:300]}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return 0 if all(r["right"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
