@@ -73,15 +73,19 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     plain = plain_seconds(baseline, folder, timeout)
     truth = corpus_truth.expected_truth(str(folder))
     verdict = report["verdict"]
-    # right: a program the same bit for bit is PASS; one that differs is FAIL, or PASS that says it is not bit for bit
-    # (within the ULP budget, docs/team-run.md) and where the difference is born
-    right = (truth == "same" and verdict == "pass") or (truth == "differs" and verdict == "fail")
-    born = [team_run.born_short(r) for r in result.get("born") or []]
-    within = (result.get("within_budget") or {}).get("calls", 0)
+    within = (result.get("within_budget") or {})
+    bit_for_bit = (result["outcome"] == "same" and (not within.get("calls") or within.get("shadow_only"))
+                   and not (result.get("witness") or {}).get("output", {}).get("within_budget")
+                   and not (result.get("witness") or {}).get("files", {}).get("within_budget"))
+    # right: a program the same bit for bit is PASS, saying so; one that differs is FAIL, or PASS that says it is not
+    # bit for bit (every difference within the ULP budget of docs/contracts.md, where it is born said)
+    right = ((truth == "same" and verdict == "pass" and bit_for_bit)
+             or (truth == "differs" and (verdict == "fail" or (verdict == "pass" and not bit_for_bit))))
+    born = [team_run.born_short(r) for r in result.get("born") or [] if r["kind"] != "unknown"]
     return {"program": name, "truth": truth, "outcome": result["outcome"], "verdict": verdict, "right": right,
             "reason": (report["reasons"] or [result.get("reason", "")])[0][:400],
             "lines": result.get("sites") or [], "by_value": by.get("value", 0), "calls": total,
-            "bit_for_bit": result["outcome"] == "same" and not within and not (result.get("witness") or {}).get("output", {}).get("within_budget"),
+            "bit_for_bit": bit_for_bit,
             "born": born[:2], "recorded_s": recorded, "plain_s": round(plain, 2),
             "overhead": round(recorded / plain, 2) if recorded and plain else None}
 

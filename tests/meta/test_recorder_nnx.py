@@ -9,6 +9,7 @@ into optax at start-up (as in ``test_team_run``)."""
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -264,3 +265,16 @@ def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(t
     assert proc.returncode == 0, proc.stderr[-2000:]
     calls = {(o["site"], o["call"]) for o in divergence.read(folder / "trace")}
     assert {("train.py:6", "init"), ("train.py:7", "update")} <= calls, calls
+
+
+def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_path):
+    """The corpus' lax.scan loop (``teams/corpus/lax_scan_sgd``) read "not
+    deterministic": the first run's equation replay ran the scan whole, and
+    the shadow's host callbacks inside its body recorded 40 extra calls the
+    repeat run (no replay) did not. The replay's callbacks record nothing:
+    the run is the same as itself, every call compared by value or structure."""
+    folder = tmp_path / "team"
+    shutil.copytree(Path(__file__).parent / "teams" / "corpus" / "lax_scan_sgd", folder)
+    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
+    assert result["outcome"] == "same", result["reason"]
+    assert result["compared_by"]["value"] > 40 and not result["compared_by"]["none"], result["compared_by"]

@@ -138,9 +138,14 @@ def _signature(args: tuple, kwargs: dict) -> dict[str, Any]:
     return {"positional": [values.signature(a) for a in args], "keyword": {k: values.signature(v) for k, v in kwargs.items()}}
 
 
+#: True while a replay runs: the shadow's host callbacks inside the operations it runs whole (a ``lax.scan`` body)
+#: record nothing then (they run on XLA's threads: a module flag, not a thread-local one).
+_replaying = [False]
+
+
 def _values_callback(seq: int, n_in: int, *leaves: Any) -> None:
     from optax_gate.recorder import values
-    if _writer is not None:
+    if _writer is not None and not _replaying[0]:
         stored = [values.leaf_value(x) for x in leaves]
         _writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:]})
 
@@ -369,6 +374,7 @@ def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: 
     if os.environ.get(REPLAY_ENV) == "0":
         return
     _state.depth = _depth() + 1
+    _replaying[0] = True
     try:
         with _shadow_context[0]("optax-gate-shadow"):
             if graph:
@@ -379,6 +385,7 @@ def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: 
     except Exception as exc:  # the team's program is not concerned
         found = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     finally:
+        _replaying[0] = False
         _state.depth -= 1
     if _writer is not None:
         _writer.emit({"replay": api, "site": site, **found})
