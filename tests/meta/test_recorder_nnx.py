@@ -278,3 +278,19 @@ def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_pa
     result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "same", result["reason"]
     assert result["compared_by"]["value"] > 40 and not result["compared_by"]["none"], result["compared_by"]
+
+
+def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_baseline_runs(tmp_path):
+    """``teams/corpus/shard_map_pmap``: 8 CPU devices, a jitted
+    ``jax.shard_map`` step and a ``jax.pmap`` step, Optax inside each
+    device's program. Each device runs the shadow's host callback, in any
+    order: matched by arrival, two runs of the same program read 4e8 ULP
+    apart. Each callback says its device (``axis_index``); the run is bit for
+    bit the same as itself."""
+    folder = tmp_path / "team"
+    shutil.copytree(Path(__file__).parent / "teams" / "corpus" / "shard_map_pmap", folder)
+    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
+    assert result["outcome"] == "same", result["reason"]
+    assert result["within_budget"]["calls"] == 0, result["within_budget"]
+    runs = [o for o in divergence.read(tmp_path / "out" / "team-run-baseline") if o["phase"] == "run"]
+    assert len(runs) >= 8 * 3, len(runs)

@@ -143,11 +143,28 @@ def _signature(args: tuple, kwargs: dict) -> dict[str, Any]:
 _replaying = [False]
 
 
-def _values_callback(seq: int, n_in: int, *leaves: Any) -> None:
+def _values_callback(seq: int, n_in: int, *leaves: Any, device: Any = None) -> None:
     from optax_gate.recorder import values
     if _writer is not None and not _replaying[0]:
         stored = [values.leaf_value(x) for x in leaves]
-        _writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:]})
+        _writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:],
+                      **({"device": int(device)} if device is not None else {})})
+
+
+def _device_index():
+    """Inside ``shard_map`` or ``pmap`` (named axes in JAX's axis environment):
+    the traced index of the device running this copy of the program, so that
+    each device's host callback can be told apart (they arrive in any order);
+    None elsewhere. Private JAX names, looked up with a fallback."""
+    try:
+        from jax._src import core as jax_core
+        names = tuple(jax_core.get_axis_env().axis_names())
+        if not names:
+            return None
+        import jax
+        return jax.lax.axis_index(names if len(names) > 1 else names[0])
+    except Exception:
+        return None
 
 
 def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool) -> None:
@@ -171,7 +188,12 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
             event["values"] = "not recorded: traced outside a jitted function of the team's (jax.grad or lax.scan in eager code)"
         seq = _writer.emit(event)
         if shadow and not failed and (in_leaves or arrays):
-            jax.debug.callback(functools.partial(_values_callback, seq, len(in_leaves)), *in_leaves, *arrays)
+            device = _device_index()
+            if device is None:
+                jax.debug.callback(functools.partial(_values_callback, seq, len(in_leaves)), *in_leaves, *arrays)
+            else:  # one callback per device: each says which it is
+                jax.debug.callback(lambda d, *leaves: _values_callback(seq, len(in_leaves), *leaves, device=d), device,
+                                   *in_leaves, *arrays)
         return
     event["in"] = [values.leaf_value(x) for x in in_leaves]
     if not failed:

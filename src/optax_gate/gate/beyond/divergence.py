@@ -138,7 +138,8 @@ def read(folder: Path) -> list[dict[str, Any]]:
     Host-callback values of one compiled program arrive together: within a
     run of consecutive ``run`` observations they are ordered by occurrence,
     then by the order their calls were traced in (the program's order; the
-    callbacks are unordered effects).
+    callbacks are unordered effects), then by the device that ran them
+    (``shard_map``, ``pmap``: one callback per device, in any order).
 
     Raises:
       ValueError: a trace file is not the recorder's (bad JSON, no header).
@@ -173,13 +174,15 @@ def read(folder: Path) -> list[dict[str, Any]]:
                 traced = by_seq.get(event["of"])
                 if traced is None:
                     continue
-                seen[event["of"]] += 1
+                device = event.get("device", -1)  # shard_map / pmap: one callback per device, in any order
+                seen[(event["of"], device)] += 1
                 out = dict(traced.get("out") or {})
                 out["leaves"] = _merge(out.get("leaves") or [], event.get("out") or [])
                 block.append({"site": traced["site"], "api": traced["api"], "call": traced["call"], "phase": "run",
                               **({"via": traced["via"]} if traced.get("via") else {}),
                               "args": None, "warnings": [], "exception": None, "in": event.get("in") or [],
-                              "out": out, "order": (process, seen[event["of"]], event["of"], event["seq"])})
+                              "out": out, "order": (process, seen[(event["of"], device)], event["of"], device,
+                                                    event["seq"])})
                 continue
             flush()
             observations.append({"site": event["site"], "api": event["api"], "call": event["call"],
