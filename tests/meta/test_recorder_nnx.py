@@ -103,6 +103,7 @@ def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(t
     spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
     result = team_run.run(spec, (PYTHON, PYTHON), tmp_path)
     assert result["outcome"] == "same", result["reason"]
+    assert "replay_runs" not in result  # nothing to trace to its birth: no run replays its step (a compilation per operation)
     by = result["compared_by"]
     assert by["value"] >= 4 and by["structure"] >= 1 and by["why"].get("built", 0) >= 1, by
     text = "\n".join(team_run_section.section({"team_run": result, "findings": []}))
@@ -178,6 +179,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
     result = team_run.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
     assert result["outcome"] == "diverged", result["reason"]
+    assert [r["label"] for r in result["replay_runs"]] == ["baseline-replay", "candidate-replay"]
     (row,) = result["born"]
     assert row["kind"] == kind and row["function"] == "flax.nnx.jit(train_step)", row
     if kind == "operation":

@@ -101,7 +101,7 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
     try:
         with open(log, "wb") as out:
             env = environment(python, spec.run_dir, trace)
-            if label == "baseline-repeat":  # the determinism check compares calls; the equation replays are not read
+            if not label.endswith("-replay"):  # the equation replays cost a compilation per operation: only when read
                 env[REPLAY_ENV] = "0"
             proc = subprocess.run(["bash", "-c", spec.command], cwd=spec.run_dir, env=env,
                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=spec.timeout)
@@ -210,8 +210,9 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
 
     def after(label: str) -> None:
         if before is not None:
-            keep = folder / f"team-run-{label}-files"  # the repeat's only until the witness has read them
-            if team_files.settle(before, keep) and label != "baseline-repeat":
+            # the repeat's only until the witness has read them; a replay run's are not kept
+            keep = None if label.endswith("-replay") else folder / f"team-run-{label}-files"
+            if team_files.settle(before, keep) and keep is not None and label != "baseline-repeat":
                 settled.append(keep.name)
     try:
         result = _runs(spec, pythons, folder, _Around(say, after), name)
@@ -219,6 +220,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
             _witnessed(result, folder)
             within = result.get("within_budget") or {}
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
+                _replayed(spec, pythons, folder, _Around(say, after), result)
                 _born(result, folder, name)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
@@ -259,11 +261,25 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
         result["witnessed"] = seen["first"]
 
 
+def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "_Around", result: dict[str, Any]) -> None:
+    """Run the command once more on each side with the equation-by-equation
+    replays on (``recorder/replay.py``: a compilation per operation, so only
+    when a difference is to be traced to its birth); their traces go to
+    ``team-run-{baseline,candidate}-replay/`` (``result["replay_runs"]``)."""
+    rows = []
+    for label, python in (("baseline-replay", pythons[0]), ("candidate-replay", pythons[1])):
+        around.say(f"--run: the team's command in the {label.split('-')[0]} again, its step replayed operation by "
+                   "operation to find where the difference is born")
+        rows.append(run_once(spec, python, label, folder))
+        around.after(label)
+    result["replay_runs"] = [{k: r[k] for k in ("label", "exit", "seconds", "timed_out", "error")} for r in rows]
+
+
 def _born(result: dict[str, Any], folder: Path, name: Callable[[str], str] | None) -> None:
     """Add where the run's difference is born (``divergence.birth`` over the
     two sides' equation-by-equation replays of the functions the team
     transformed): ``born``, its sites named by ``name``."""
-    rows = divergence.birth(*(divergence.read_replays(folder / f"team-run-{label}") for label in ("baseline", "candidate")))
+    rows = divergence.birth(*(divergence.read_replays(folder / f"team-run-{label}-replay") for label in ("baseline", "candidate")))
     rows = [r for r in rows if r["kind"] != "unknown"] or rows
     if not rows:
         return

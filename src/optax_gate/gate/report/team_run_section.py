@@ -218,7 +218,11 @@ def section(report: dict[str, Any]) -> list[str]:
                        for r in runs)
     labels = {r["label"] for r in runs}
     where = "in both environments" if "candidate" in labels else "in the baseline only (the gate stopped there)"
-    out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing})."]
+    replays = team.get("replay_runs") or []
+    again = ("; then once more on each side, its step replayed operation by operation to find where the difference is "
+             "born (" + ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s"
+                                  for r in replays) + ")") if replays else ""
+    out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing}){again}."]
     wrote = team.get("wrote")
     if wrote:
         out += ["", _wrote(team, wrote, runs)]
