@@ -18,6 +18,10 @@ from optax_gate.gate.beyond import divergence, team_run
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
 
+#: Each test runs a real JAX program three to five times (the gate's runs): minutes under a loaded machine, not the
+#: suite's 60 s default.
+pytestmark = pytest.mark.timeout(300)
+
 PLANTS.setdefault("adamw-further", '''
 import optax
 _adamw = optax.adamw

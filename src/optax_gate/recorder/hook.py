@@ -179,10 +179,10 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
     out_leaves, tree, paths = ([], "", []) if failed else values.flatten(out)
     if values.is_traced(in_leaves) or values.is_traced(out_leaves):
         import jax
-        arrays = [x for x in out_leaves if values._is_array(x)]
+        arrays = [x for x in out_leaves if values.is_array(x)]
         event["traced"] = True
         if not failed:
-            event["out"] = {"tree": tree, "paths": paths, "leaves": [values._abstract_leaf(x) for x in out_leaves]}
+            event["out"] = {"tree": tree, "paths": paths, "leaves": [values.abstract_leaf(x) for x in out_leaves]}
         shadow = getattr(_state, "mode", None) == "shadow"
         if not shadow:
             event["values"] = "not recorded: traced outside a jitted function of the team's (jax.grad or lax.scan in eager code)"
@@ -219,7 +219,7 @@ def _call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args
     stack.append([])
     out, failed = None, False
     from optax_gate.recorder import values
-    in_leaves = [x for x in values.flatten((shown, kwargs))[0] if values._is_array(x)]
+    in_leaves = [x for x in values.flatten((shown, kwargs))[0] if values.is_array(x)]
     try:
         out = fn(*args, **kwargs)
     except BaseException as exc:

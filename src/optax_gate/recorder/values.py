@@ -51,7 +51,8 @@ _lock = threading.Lock()
 _spent = [0]
 
 
-def _is_array(x: Any) -> bool:
+def is_array(x: Any) -> bool:
+    """Whether ``x`` is an array leaf (has a shape and a dtype: a ``jax.Array``, a NumPy array, a tracer)."""
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
@@ -59,8 +60,8 @@ def leaf_value(x: Any, cap: int = CAP_ELEMENTS, spend: bool = True) -> dict[str,
     """One concrete leaf as stored (see the module docstring); never a
     tracer. ``cap``: most elements stored; ``spend``: count them against the
     trace's :data:`BUDGET_BYTES` (a replay's small samples do not)."""
-    if not (_is_array(x) or isinstance(x, np.generic)):
-        return _abstract_leaf(x)
+    if not (is_array(x) or isinstance(x, np.generic)):
+        return abstract_leaf(x)
     label = None
     if "key<" in str(x.dtype):  # a typed PRNG key (``jax.random.key``, ``nnx.Rngs``): its key data, under its own dtype
         import jax
@@ -81,8 +82,11 @@ def leaf_value(x: Any, cap: int = CAP_ELEMENTS, spend: bool = True) -> dict[str,
             "data": base64.b64encode(data).decode("ascii") if keep else "", "sha256": hashlib.sha256(full).hexdigest()}
 
 
-def _abstract_leaf(x: Any) -> Any:
-    if _is_array(x):
+def abstract_leaf(x: Any) -> Any:
+    """One leaf without its values: an array's dtype, shape and weak type; a
+    Python scalar, string or None with its literal value; a callable by its
+    qualified name; anything else by its type's name."""
+    if is_array(x):
         aval = getattr(x, "aval", None)
         out = {"dtype": str(x.dtype), "shape": list(x.shape)}
         if aval is not None and getattr(aval, "weak_type", False):
@@ -138,7 +142,7 @@ def plain(x: Any, depth: int = 0) -> str:
     treedef = _treedef_type()
     if treedef is not None and isinstance(x, treedef):
         return structure(x)
-    if _is_array(x):
+    if is_array(x):
         return f"array {x.dtype}{list(x.shape)}"
     if dataclasses.is_dataclass(x):
         fields = ", ".join(f"{f.name}={plain(getattr(x, f.name, None), depth + 1)}" for f in dataclasses.fields(x))
@@ -203,7 +207,7 @@ def signature(value: Any) -> dict[str, Any]:
     leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is None)
     tree = structure(treedef)
     out: dict[str, Any] = {"n_leaves": len(leaves),
-                           "leaves": [_abstract_leaf(x) for x in leaves[:CAP_LEAVES]]}
+                           "leaves": [abstract_leaf(x) for x in leaves[:CAP_LEAVES]]}
     out["tree"] = _short_structure(tree)
     return out
 

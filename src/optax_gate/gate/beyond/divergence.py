@@ -59,7 +59,8 @@ EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16"
 #: ``optax_gate.kit.tolerances.TINY``.
 TINY = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-24, "bfloat16": 2.0**-126}
 
-_FORMATS = {"float64": "d", "float32": "f", "float16": "e", "int64": "q", "int32": "i", "int16": "h", "int8": "b",
+#: The struct format of each dtype read here (little-endian).
+FORMATS = {"float64": "d", "float32": "f", "float16": "e", "int64": "q", "int32": "i", "int16": "h", "int8": "b",
             "uint64": "Q", "uint32": "I", "uint16": "H", "uint8": "B", "bool": "?"}
 _SIZES = {"d": 8, "q": 8, "Q": 8, "f": 4, "i": 4, "I": 4, "e": 2, "h": 2, "H": 2, "b": 1, "B": 1, "?": 1}
 
@@ -72,7 +73,7 @@ def decode(leaf: dict[str, Any]) -> list[float] | list[int] | None:
     dtype = leaf.get("dtype", "")
     if dtype == "bfloat16":
         return [struct.unpack("<f", b"\x00\x00" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
-    fmt = _FORMATS.get(dtype)
+    fmt = FORMATS.get(dtype)
     if fmt is None:
         return None
     return list(struct.unpack(f"<{len(raw) // _SIZES[fmt]}{fmt}", raw))
@@ -288,7 +289,7 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
         if error > budget(occurrence):
             beyond = True
     if worst > budget(occurrence):
-        texts.append(f"{what} values: largest error {_ulps(worst)} ULP (budget {budget(occurrence)}){worst_at}")
+        texts.append(f"{what} values: largest error {said_ulps(worst)} ULP (budget {budget(occurrence)}){worst_at}")
     return texts, worst, beyond, exact
 
 
@@ -297,7 +298,8 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
 ULP_SAID = 1e12
 
 
-def _ulps(x: float) -> str:
+def said_ulps(x: float) -> str:
+    """An error in ULPs as the report says it (``inf``; past :data:`ULP_SAID`, "more than" it)."""
     return "inf" if math.isinf(x) else f"more than {ULP_SAID:.0e}" if x > ULP_SAID else f"{x:.3g}"
 
 
@@ -408,7 +410,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
                 texts += [t for t in out_texts if "ULP" in t]
                 if not identical and in_err > 0:  # a kept result: the error may be born before it (JAX, the model, the data)
                     within = "" if in_beyond else " (within the budget)"  # "1.28e+36 ULP (within the budget)": the trial
-                    texts.append(f"its inputs already differed by up to {_ulps(in_err)} ULP{within}: the change "
+                    texts.append(f"its inputs already differed by up to {said_ulps(in_err)} ULP{within}: the change "
                                  "may be born before it, in code that is not an Optax call (JAX, the model, the data)")
     if not kinds:
         return None

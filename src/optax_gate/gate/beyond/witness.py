@@ -155,7 +155,7 @@ def read_npy(raw: bytes) -> dict[str, Any] | None:
     if dtype is None or descr[0] == ">" or header.get("fortran_order"):
         return None
     data = raw[start + size:]
-    width = struct.calcsize(divergence._FORMATS[dtype])
+    width = struct.calcsize(divergence.FORMATS[dtype])
     count = len(data) // width
     stride = max(1, -(-count // 4096))
     sample = b"".join(data[i * width:(i + 1) * width] for i in range(0, count, stride))[:4096 * width]
@@ -244,15 +244,12 @@ def _array_change(x, y, ulps: int, in_base: bool, in_cand: bool) -> str:
         return "within"
     moved = divergence.value_change(x, y)
     return (f"{moved}" if x["dtype"] not in divergence.EPS else
-            f"largest error {divergence._ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")) or "differs"
+            f"largest error {divergence.said_ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")) or "differs"
 
 
 def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _files(folder: Path | None) -> dict[str, Path]:
