@@ -300,3 +300,18 @@ def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_bas
     assert result["within_budget"]["calls"] == 0, result["within_budget"]
     runs = [o for o in divergence.read(tmp_path / "out" / "team-run-baseline") if o["phase"] == "run"]
     assert len(runs) >= 8 * 3, len(runs)
+
+
+def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without_a_replay():
+    """The corpus' nnx_mlp_adam: bit-identical at its first step, 1 ULP apart
+    in Adam's ``nu`` from step 8: a replay of the first call told of an
+    operation that did not make the difference. A step whose first call is
+    the same gets ``later`` (the call where it first differs), and no replay
+    runs for it."""
+    ran = []
+    around = team_run._Around(lambda message: None, ran.append)
+    result = {"first_differs": {"flax.nnx.jit(train_step)@train.py:96": 8, "optax.adam(...).update@train.py:40": 3}}
+    team_run._births(team_run.RunSpec("false", Path("."), 10), (PYTHON, PYTHON), Path("/nonexistent"), around, result, None)
+    assert result["born"] == [{"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}]
+    assert not ran and "replay_runs" not in result
+    assert "they first differ at call 8" in team_run.born_words(result["born"][0])

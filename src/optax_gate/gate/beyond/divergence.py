@@ -509,7 +509,11 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       ``shadow_only``: every such call is one the recorder saw inside the shadow
       of a transformed function (compiled with host callbacks, which fuse
       otherwise: the team's own program may be bit for bit the same));
-      ``compared_by`` how each matched call was compared (:func:`compared_by`).
+      ``compared_by`` how each matched call was compared (:func:`compared_by`);
+      ``first_differs``: ``"api@site"`` -> the first occurrence of an eager
+      call (a transformed function's, ``jax.jit(step)@train.py:30``) whose
+      result is not bit-identical (where a replay of its first call can tell
+      the birth only if that is 1).
     """
     def keyed(observations):
         groups = defaultdict(list)
@@ -520,7 +524,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     b_groups, c_groups = keyed(baseline), keyed(candidate)
     b_index = {id(o): i for i, o in enumerate(baseline)}
     c_index = {id(o): i for i, o in enumerate(candidate)}
-    found, compared, drift, pairs = [], 0, [], []
+    found, compared, drift, pairs, firsts = [], 0, [], [], {}
     for key in set(b_groups) | set(c_groups):
         bs, cs = b_groups.get(key, []), c_groups.get(key, [])
         for n in range(max(len(bs), len(cs))):
@@ -536,6 +540,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
                 continue
             compared += 1
             diff = differences(b, c, n + 1)
+            if (diff or bit_error(b, c) is not None) and b["phase"] == "call":
+                firsts.setdefault(f"{key[1]}@{key[0]}", n + 1)
             if diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
             elif (error := bit_error(b, c)) is not None:
@@ -564,7 +570,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
               "shadow_only": bool(drift) and all(d["shadow"] for d in drift)}
     by = compared_by(baseline, candidate, sorted(pairs, key=lambda p: b_index.get(id(p[0]), len(baseline))))
     return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
-            "divergences": rows[:limit], "sites": sites, "within_budget": within, "compared_by": by}
+            "divergences": rows[:limit], "sites": sites, "within_budget": within, "compared_by": by,
+            "first_differs": firsts}
 
 
 def _position(b, c, b_index, c_index, baseline_length: int) -> tuple[int, int]:

@@ -220,8 +220,8 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
             _witnessed(result, folder)
             within = result.get("within_budget") or {}
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
-                _replayed(spec, pythons, folder, _Around(say, after), result)
-                _born(result, folder, name)
+                _births(spec, pythons, folder, _Around(say, after), result, name)
+        result.pop("first_differs", None)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
         if before is not None:
@@ -261,6 +261,24 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
         result["witnessed"] = seen["first"]
 
 
+def _births(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "_Around", result: dict[str, Any],
+            name: Callable[[str], str] | None) -> None:
+    """Where the run's difference is born (``result["born"]``): when some step
+    the team transformed differs at its first call, the command runs once
+    more on each side with the replays on (:func:`_replayed`, :func:`_born`);
+    when every step's first call is the same, each is born ``later``, at the
+    call where it first differs, and nothing is replayed (a replay is of a
+    first call: the corpus' nnx_mlp_adam, 1 ULP apart from step 8, read of an
+    operation that did not make the difference)."""
+    firsts = {k: v for k, v in (result.get("first_differs") or {}).items() if divergence.transformed(k.partition("@")[0])}
+    if any(v == 1 for v in firsts.values()):
+        _replayed(spec, pythons, folder, around, result)
+        _born(result, folder, name)
+    elif firsts:
+        result["born"] = [{"function": k.partition("@")[0], "site": name(k.partition("@")[2]) if name else k.partition("@")[2],
+                           "kind": "later", "call": v} for k, v in firsts.items()]
+
+
 def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "_Around", result: dict[str, Any]) -> None:
     """Run the command once more on each side with the equation-by-equation
     replays on (``recorder/replay.py``: a compilation per operation, so only
@@ -281,6 +299,11 @@ def _born(result: dict[str, Any], folder: Path, name: Callable[[str], str] | Non
     transformed): ``born``, its sites named by ``name``."""
     rows = divergence.birth(*(divergence.read_replays(folder / f"team-run-{label}-replay") for label in ("baseline", "candidate")))
     rows = [r for r in rows if r["kind"] != "unknown"] or rows
+    firsts = result.pop("first_differs", {}) or {}
+    for row in rows:  # the replay is of the first call: it tells the birth only if that call's results already differ
+        at = firsts.get(f"{row['function']}@{row['site']}")
+        if row["kind"] not in ("before", "unknown") and at is not None and at > 1:
+            row.update(kind="later", call=at)
     if not rows:
         return
     if name is not None:
@@ -313,6 +336,10 @@ def born_words(row: dict[str, Any]) -> str:
     if row["kind"] == "compiled":
         return (f"in {called}, every operation replayed one at a time gives the same results: the difference comes from "
                 "how JAX/XLA compiles the program as a whole (fusion), not from what Optax or your code computes")
+    if row["kind"] == "later":
+        return (f"{called} gives bit-identical results at its first call; they first differ at call {row['call']}: born in "
+                "a later step, which a replay of a first call cannot tell (what changes there: a schedule's boundary, "
+                "rounding that builds up from step to step)")
     return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
 
 
@@ -329,6 +356,8 @@ def born_short(row: dict[str, Any]) -> str:
         return f"before `{row['function']}`: its inputs already differ (the data, jax.random, the initialisation, an earlier step)"
     if row["kind"] == "compiled":
         return "in JAX/XLA's compilation of the whole step (no single operation differs alone)"
+    if row["kind"] == "later":
+        return f"at call {row['call']} of `{row['function']}` (its first call gives the same results)"
     return "where, cannot be told" if row["kind"] == "unknown" else "in the code the step calls (its programs differ in length)"
 
 
@@ -390,6 +419,7 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
     result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget",
                                         "compared_by")})
+    result["first_differs"] = diff["first_differs"]  # keyed by sites as the recorder names them: read by _born, then dropped
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
     missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
     result.update(_renamed({"called": called, **({"not_in_candidate": missing} if missing else {})}, name))
@@ -646,7 +676,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
         why = ("your run diverges" + (f" at {where}" if where else "")
                + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})" if first else "")
                ) if where or first else ""
-        born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program")]
+        born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program", "later")]
         if born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
             why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
         seen = team_run.get("witness") or {}
