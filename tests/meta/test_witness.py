@@ -131,3 +131,21 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
     same = team_run.run(team_run.RunSpec("python train.py", team, 300), (PYTHON, PYTHON), tmp_path / "same")
     assert same["outcome"] == "same" and not same["witness"]["differs"] and same["witness"]["files"]["files"] == 1
     assert not (tmp_path / "same" / "team-run-baseline-repeat-files").exists()  # read by the witness, then dropped
+
+
+def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back(tmp_path):
+    """The trial: ``--run "python train.py && echo done"`` timed out (or was
+    interrupted); only bash was killed, the team's Python ran on and wrote
+    its checkpoint into the folder after the gate had put it back, and the
+    team's own file was lost. The command runs in its own process group,
+    stopped whole: the folder stays as it was."""
+    import time as _time
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "checkpoint.txt").write_text("ORIGINAL")
+    (team / "train.py").write_text("import time\ntime.sleep(4)\nopen('checkpoint.txt', 'w').write('written by the run')\n")
+    spec = team_run.RunSpec("python train.py && echo done", team, 1.5)
+    result = team_run.run(spec, (PYTHON, PYTHON), tmp_path / "out")
+    assert result["outcome"] == "not-verified" and result["runs"][0]["timed_out"], result
+    _time.sleep(5)
+    assert (team / "checkpoint.txt").read_text() == "ORIGINAL"

@@ -39,6 +39,7 @@ import dataclasses
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -103,9 +104,16 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
             env = environment(python, spec.run_dir, trace)
             if not label.endswith("-replay"):  # the equation replays cost a compilation per operation: only when read
                 env[REPLAY_ENV] = "0"
-            proc = subprocess.run(["bash", "-c", spec.command], cwd=spec.run_dir, env=env,
-                                  stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=spec.timeout)
-        row["exit"] = proc.returncode
+            # its own process group: on a timeout or an interruption the whole command is stopped (bash and the
+            # team's Python under it) before the folder is put back; a Python left running wrote into the folder after
+            # it was put back (the trial: `python train.py && echo done` under Ctrl-C lost the team's checkpoint)
+            proc = subprocess.Popen(["bash", "-c", spec.command], cwd=spec.run_dir, env=env, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                row["exit"] = proc.wait(timeout=spec.timeout)
+            except BaseException:  # a timeout, Ctrl-C, the gate's own stop
+                _stop_group(proc)
+                raise
     except subprocess.TimeoutExpired:
         row["timed_out"] = True
         row["error"] = f"timed out after {spec.timeout:.0f} s"
@@ -115,6 +123,33 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     row["tail"] = text[-TAIL_CHARS:]
     return row
+
+
+#: Seconds the team's command has to end after SIGTERM before its process group is killed.
+STOP_GRACE = 5.0
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Stop the command's whole process group: SIGTERM, then SIGKILL after
+    :data:`STOP_GRACE` seconds; wait for it."""
+    for sig, grace in ((signal.SIGTERM, STOP_GRACE), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            proc.wait(timeout=grace)
+            if sig == signal.SIGTERM:
+                os.killpg(proc.pid, signal.SIGKILL)  # what is left of the group (a child the shell did not wait for)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+        except ProcessLookupError:
+            break
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _raised_at(tail: str, run_dir: Path) -> str:
