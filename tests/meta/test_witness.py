@@ -149,3 +149,20 @@ def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back
     assert result["outcome"] == "not-verified" and result["runs"][0]["timed_out"], result
     _time.sleep(5)
     assert (team / "checkpoint.txt").read_text() == "ORIGINAL"
+
+
+def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_ones():
+    """The trial: the baseline's schedule printed a NumPy RuntimeWarning
+    (stderr, merged into the output) before `step 0 lr=nan`; the witness read
+    the warning against the candidate's `step 0 lr=0.0099` ("the line's
+    words differ"). Lines are aligned by their words, numbers masked: the
+    first difference is the learning rate, NaN → 0.00999999978; the warning
+    is listed, not counted."""
+    warn = ("/env/site-packages/optax/schedules/_schedule.py:143: RuntimeWarning: divide by zero encountered\n"
+            "  return a / b")
+    base = f"{warn}\nstep 0 lr=nan loss 1.5\nstep 1 lr=0.0085 loss 1.4"
+    cand = "step 0 lr=0.00999999978 loss 1.5\nstep 1 lr=0.0085 loss 1.4"
+    seen = witness.compare_output(base, base, cand, ulps=4)
+    assert seen["first"]["line"] == 3 and seen["first"]["change"].startswith("a number: NaN → 0.00999999978"), seen
+    assert seen["warnings"] and "RuntimeWarning" in seen["warnings"][0]
+    assert not witness.compare_output(base, base, base.replace(warn + "\n", ""), ulps=4)["differs"]

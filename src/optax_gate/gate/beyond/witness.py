@@ -83,7 +83,9 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dic
       between the two baseline runs), "differs": beyond the budget,
       "within_budget": number lines that differ within it, "first": the first
       difference beyond the budget ({"line": 1-based line of the baseline's
-      output, "baseline", "candidate", "change"}) or None}``.
+      output, "baseline", "candidate", "change"}) or None, "warnings": the
+      warning lines (and the source lines they echo) one side only writes,
+      listed, not counted as a difference}``.
     """
     base = [mask(x) for x in baseline.splitlines()]
     again = [mask(x) for x in repeat.splitlines()]
@@ -93,42 +95,58 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dic
         if tag == "equal":
             stable[i1:i2] = [True] * (i2 - i1)
     out: dict[str, Any] = {"lines": sum(stable), "noise": len(base) - sum(stable), "differs": False,
-                           "within_budget": 0, "first": None}
+                           "within_budget": 0, "first": None, "warnings": []}
 
     def note(line: int, b: str, c: str, change: str) -> None:
         if out["first"] is None:
             out["first"] = {"line": line, "baseline": b[:300], "candidate": c[:300], "change": change}
         out["differs"] = True
 
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, base, cand, autojunk=False).get_opcodes():
+    # aligned by the lines' words, their numbers masked: a line only one side writes (a warning on stderr) does not
+    # pair the lines after it with the wrong ones (the trial: a RuntimeWarning read against `step 0 lr=0.0099`)
+    skeletons = ([_numbers(x)[0] for x in base], [_numbers(x)[0] for x in cand])
+    warned = (_warning_lines(base), _warning_lines(cand))
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, *skeletons, autojunk=False).get_opcodes():
         if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                if not stable[i] or base[i] == cand[j]:
+                    continue
+                bn, cn = _numbers(base[i])[1], _numbers(cand[j])[1]
+                if all(_within(x, y, ulps) for x, y in zip(bn, cn)):
+                    out["within_budget"] += 1
+                else:
+                    x, y = next((x, y) for x, y in zip(bn, cn) if not _within(x, y, ulps))
+                    note(i + 1, base[i], cand[j], f"a number: {_said(x)} → {_said(y)}" + _sizes(x, y))
             continue
-        rows = [i for i in range(i1, i2) if stable[i]]
-        if tag == "insert":
-            note(i1 + 1, "", cand[j1], "a line the candidate's run writes, not the baseline's")
-            continue
-        if tag == "delete":
-            if rows:
-                note(rows[0] + 1, base[rows[0]], "", "a line the baseline's run writes, not the candidate's")
-            continue
-        for k, i in enumerate(range(i1, i2)):  # replace: line by line, as far as both sides go
-            j = j1 + k
-            if not stable[i]:
-                continue
-            if j >= j2:
-                note(i + 1, base[i], "", "a line the baseline's run writes, not the candidate's")
-                break
-            (bw, bn), (cw, cn) = _numbers(base[i]), _numbers(cand[j])
-            if bw != cw or len(bn) != len(cn):
-                note(i + 1, base[i], cand[j], "the line's words differ")
-            elif all(_within(x, y, ulps) for x, y in zip(bn, cn)):
-                out["within_budget"] += 1
-            else:
-                x, y = next((x, y) for x, y in zip(bn, cn) if not _within(x, y, ulps))
-                note(i + 1, base[i], cand[j], f"a number: {x:.9g} → {y:.9g}" + _sizes(x, y))
-        if j2 - j1 > i2 - i1:
-            note(i2 + 1, "", cand[j1 + (i2 - i1)], "a line the candidate's run writes, not the baseline's")
+        rows = [i for i in range(i1, i2) if stable[i] and not warned[0][i]]
+        added = [j for j in range(j1, j2) if not warned[1][j]]
+        out["warnings"] += [base[i] for i in range(i1, i2) if warned[0][i] and _WARNING.search(base[i])]
+        out["warnings"] += [cand[j] for j in range(j1, j2) if warned[1][j] and _WARNING.search(cand[j])]
+        if rows:
+            note(rows[0] + 1, base[rows[0]], "", "a line the baseline's run writes, not the candidate's")
+        if added and (rows or i2 == i1):  # beside lines of the baseline's that are noise: the candidate's noise
+            note(i1 + 1, "", cand[added[0]], "a line the candidate's run writes, not the baseline's")
+    out["warnings"] = out["warnings"][:10]
     return out
+
+
+#: A warning as Python prints it (``file:line: RuntimeWarning: divide by zero``); the source line it echoes follows,
+#: indented. Such a line on one side only is listed (``warnings``), not a difference of what the run computes: the
+#: recorder judges the warnings of Optax's calls.
+_WARNING = re.compile(r"\b[A-Z]\w*Warning\b:")
+
+
+def _warning_lines(lines: list[str]) -> list[bool]:
+    out, after = [], False
+    for line in lines:
+        here = bool(_WARNING.search(line)) or (after and line.startswith((" ", "\t")))
+        out.append(here)
+        after = bool(_WARNING.search(line)) or (after and here)
+    return out
+
+
+def _said(x: float) -> str:
+    return "NaN" if math.isnan(x) else f"{x:.9g}"
 
 
 def _sizes(x: float, y: float) -> str:
