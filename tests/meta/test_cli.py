@@ -723,12 +723,13 @@ def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_pat
     assert '"interrupted" not in said[1:]' in noxfile and "optax-gate was interrupted: not verified" in noxfile
 
 
-@pytest.mark.parametrize("args", [["-s", "gate", "optax==0.2.8"], ["-s", "gate", "jax"], ["--session", "gate", "flax>=0.12"]])
+@pytest.mark.parametrize("args", [["-s", "gate", "optax==0.2.8"], ["-s", "gate", "jax"], ["--session", "gate", "flax>=0.12"],
+                                  ["-s", "gate", "optax==0.2.8", "--run", "python train.py"]])
 def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     """``./noxw -s gate optax==0.2.8`` (the ``--`` forgotten) answered nox's
     "Sessions not found: optax==0.2.8" (exit 3) with no hint (issue 39). noxw
     says what was meant, exit 2, before installing or running anything."""
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert f"'{args[-1]}' is not a session: it looks like a requirement" in proc.stderr
-    assert f"./noxw -s gate -- {args[-1]}" in proc.stderr
+    assert f"'{args[2]}' is not a session: it looks like a requirement" in proc.stderr
+    assert f"./noxw -s gate -- {' '.join(args[2:])}" in proc.stderr  # every argument kept

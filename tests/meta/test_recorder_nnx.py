@@ -315,3 +315,23 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
     assert result["born"] == [{"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}]
     assert not ran and "replay_runs" not in result
     assert "they first differ at call 8" in team_run.born_words(result["born"][0])
+
+
+def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_born():
+    """The trial (medium): a schedule logged with ``float(schedule(step))``
+    went NaN → 0.01 at its own line (an Optax change), and the verdict's
+    "born" spoke first of a ``dot_general`` in the jitted step (noise). An
+    Optax call outside any transformed function whose results differ on the
+    same inputs is said first; the step's birth follows."""
+    cause = {"site": "train.py:70", "api": "optax.cosine_onecycle_schedule", "call": "optax.cosine_onecycle_schedule(...)(...)",
+             "phase": "call", "occurrence": 1, "kinds": ["dtype"], "role": "cause", "side": "both", "max_ulps": None,
+             "texts": ["result: dtype float64 → float32; value NaN → 0.00999999978"]}
+    born = {"function": "jax.jit(step)", "site": "train.py:80", "kind": "operation", "primitive": "dot_general",
+            "at": "train.py:33", "team": "train.py:33", "by": "JAX/XLA", "index": 0, "error_ulps": 0.6}
+    run = {"outcome": "diverged", "causes": [cause], "sites": ["train.py:70"], "first": cause, "divergences": [cause],
+           "differing": 1, "called": ["train.py:70"], "reason": "", "born": [born]}
+    report = {"findings": [], "verdict": "pass", "reasons": []}
+    team_run.apply(report, run)
+    reason = report["reasons"][0]
+    assert "; born in the Optax call `optax.cosine_onecycle_schedule(...)(...)` at `train.py:70`" in reason, reason
+    assert reason.index("train.py:70`: other results") < reason.index("dot_general")

@@ -378,6 +378,20 @@ def born_words(row: dict[str, Any]) -> str:
     return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
 
 
+def eager_births(team_run: dict[str, Any]) -> list[str]:
+    """Where a difference is born at an Optax call of the team's own, outside
+    any function it transformed: a cause (its inputs the same, its results
+    other), observed directly. The trial (medium): a schedule logged with
+    ``float(schedule(step))`` went NaN → 0.01 at its own line, and the
+    headline spoke of a matmul in the jitted step."""
+    out = []
+    for c in team_run.get("causes") or []:
+        if c.get("phase") == "call" and not divergence.transformed(c["api"]) and c.get("side", "both") == "both":
+            out.append(f"in the Optax call `{c['call']}` at `{c['site']}`: other results on the same inputs (Optax's code, "
+                       "or the JAX operations it runs)")
+    return list(dict.fromkeys(out))
+
+
 def born_short(row: dict[str, Any]) -> str:
     """Where one difference is born, in a few words for the verdict's reason ("Your code" says :func:`born_words`)."""
     mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
@@ -712,7 +726,10 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
                + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})" if first else "")
                ) if where or first else ""
         born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program", "later")]
-        if born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
+        optax_first = eager_births(team_run)
+        if optax_first:  # an Optax call of the team's own, outside any step, that differs on identical inputs: said first
+            why += "; born " + optax_first[0] + ("; in the steps you transformed: " + born_short(born[0]) if born else "")
+        elif born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
             why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
         seen = team_run.get("witness") or {}
         if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder

@@ -249,8 +249,11 @@ def section(report: dict[str, Any]) -> list[str]:
     first = team.get("first")
     if first:
         out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
+    for words in team_run.eager_births(team):
+        out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
-        out.append(f"- where it is born: {_cell(team_run.born_words(row))}")
+        out.append(f"- where it is born{' in the steps you transformed' if team_run.eager_births(team) else ''}: "
+                   f"{_cell(team_run.born_words(row))}")
     out += [f"- {line}" for line in _witness(team) if line]
     same = team_run.unchanged(team)
     if same and same["dtypes_only"]:
