@@ -323,3 +323,15 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
                                     f"(in F{numbers[0]}, F{numbers[1]})"), report["reasons"]
     scope.apply(report)  # said once, whatever runs it again
     assert report["reasons"][1].count("(in F") == 1
+
+
+def test_the_note_of_a_run_scope_does_not_say_the_code_does_not_go_where_the_run_calls():
+    """The trial (low): "34 broken contract(s) where your code does not go
+    (run)" stood above findings saying "your run calls it here". With
+    ``--run`` the note says the run does not diverge for them."""
+    finding = {"change": "broken", "section": "contracts", "api": "optax.l2_loss", "contracts": [{"change": "broken"}]}
+    report = {"findings": [finding], "verdict": "fail", "reasons": []}
+    scope.set_scope(finding, "elsewhere", "your run does not diverge at a call of its APIs")
+    scope.apply(report, "broken", "run")
+    note = next(n for n in report.get("notes") or [] if "broken contract(s)" in n)
+    assert "your run does not diverge for" in note and "does not go" not in note, note

@@ -158,8 +158,9 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     report["reasons"] = head + others
     if left_out:
         report.setdefault("notes", []).append(
-            f"{left_out} broken contract(s) where your code does not go ({by}): listed under '{ELSEWHERE_HEADING}', they do not "
-            "set the verdict (--fail-on all: they do)")
+            f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
+                                                  if by == "run" else f"where your code does not go ({by})")
+            + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)")
     return report
 
 
