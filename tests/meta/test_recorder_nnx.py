@@ -335,3 +335,25 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
     reason = report["reasons"][0]
     assert "; born in the Optax call `optax.cosine_onecycle_schedule(...)(...)` at `train.py:70`" in reason, reason
     assert reason.index("train.py:70`: other results") < reason.index("dot_general")
+
+
+def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
+    """The trial (medium): NumPy's ``RuntimeWarning: divide by zero`` inside
+    a schedule (raised from C, never through ``warnings.warn``) was recorded
+    as no warning, so "no longer warns" could not be said. A team schedule
+    that divides by zero inside ``tx.update``: its update records the
+    RuntimeWarning, once; a Python-level warning is recorded once too."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "train.py").write_text(
+        "import numpy as np\nimport jax.numpy as jnp\nimport optax\n\n"
+        "tx = optax.scale_by_schedule(lambda count: np.float32(1.0) / np.float32(0.0))\n"
+        "state = tx.init({'w': jnp.ones(2)})\n"
+        "updates, state = tx.update({'w': jnp.ones(2)}, state)\n"
+        "tx2 = optax.scale_by_schedule(lambda count: (__import__('warnings').warn('slow', UserWarning), 1.0)[1])\n"
+        "updates, _ = tx2.update({'w': jnp.ones(2)}, tx2.init({'w': jnp.ones(2)}))\n")
+    proc = record(folder, "python train.py", folder / "trace")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    observed = {o["site"]: o for o in divergence.read(folder / "trace")}
+    assert [w["category"] for w in observed["train.py:7"]["warnings"]] == ["RuntimeWarning"], observed["train.py:7"]
+    assert [w["category"] for w in observed["train.py:9"]["warnings"]] == ["UserWarning"]  # warnings.warn: once, not twice

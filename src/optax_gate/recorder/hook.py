@@ -130,7 +130,25 @@ def _warn(message, category=None, stacklevel=1, source=None, *, skip_file_prefix
     if stack:
         name = type(message).__name__ if isinstance(message, Warning) else (category or UserWarning).__name__
         stack[-1].append({"category": name, "message": str(message)[:500]})
+        _state.noted = (name, str(message)[:500])  # shown next by _show, which must not note it twice
     return _real_warn(message, category, stacklevel + 1, source, skip_file_prefixes=skip_file_prefixes)
+
+
+_real_show = warnings.showwarning
+
+
+def _show(message, category, filename, lineno, file=None, line=None):
+    """``warnings.showwarning`` that also notes, on the recorded call under
+    way, a warning raised from C (NumPy's ``RuntimeWarning: divide by zero``
+    never passes through ``warnings.warn``: the trial saw a schedule's
+    warning go unrecorded); one :func:`_warn` noted already is not noted again.
+    Only warnings the filters show are seen: the same on both sides."""
+    stack = getattr(_state, "warnings", None)
+    entry = (getattr(category, "__name__", str(category)), str(message)[:500])
+    if stack and getattr(_state, "noted", None) != entry:
+        stack[-1].append({"category": entry[0], "message": entry[1]})
+    _state.noted = None
+    return _real_show(message, category, filename, lineno, file, line)
 
 
 def _signature(args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -606,6 +624,7 @@ def install(folder: str | None = None, root: str | None = None) -> None:
     _writer = _Writer(folder or os.environ[TRACE_ENV])
     _root = os.path.realpath(root or os.environ.get(ROOT_ENV) or os.getcwd())
     warnings.warn = _warn
+    warnings.showwarning = _show
     sys.meta_path.insert(0, _Finder())
     for name, patch in _PATCHES.items():
         if name in sys.modules:
