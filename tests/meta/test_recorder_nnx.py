@@ -309,9 +309,8 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
     the same gets ``later`` (the call where it first differs), and no replay
     runs for it."""
     ran = []
-    around = team_run._Around(lambda message: None, ran.append)
     result = {"first_differs": {"flax.nnx.jit(train_step)@train.py:96": 8, "optax.adam(...).update@train.py:40": 3}}
-    team_run._births(team_run.RunSpec("false", Path("."), 10), (PYTHON, PYTHON), Path("/nonexistent"), around, result, None)
+    team_run._births(result, Path("/nonexistent"), None, lambda: ran.append("replayed"))
     assert result["born"] == [{"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}]
     assert not ran and "replay_runs" not in result
     assert "they first differ at call 8" in team_run.born_words(result["born"][0])

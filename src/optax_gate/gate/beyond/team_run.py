@@ -255,7 +255,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
             _witnessed(result, folder)
             within = result.get("within_budget") or {}
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
-                _births(spec, pythons, folder, _Around(say, after), result, name)
+                _births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
         result.pop("first_differs", None)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
@@ -296,18 +296,17 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
         result["witnessed"] = seen["first"]
 
 
-def _births(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "_Around", result: dict[str, Any],
-            name: Callable[[str], str] | None) -> None:
+def _births(result: dict[str, Any], folder: Path, name: Callable[[str], str] | None, replay: Callable[[], None]) -> None:
     """Where the run's difference is born (``result["born"]``): when some step
     the team transformed differs at its first call, the command runs once
-    more on each side with the replays on (:func:`_replayed`, :func:`_born`);
+    more on each side with the replays on (``replay``: :func:`_replayed`; then :func:`_born`);
     when every step's first call is the same, each is born ``later``, at the
     call where it first differs, and nothing is replayed (a replay is of a
     first call: the corpus' nnx_mlp_adam, 1 ULP apart from step 8, read of an
     operation that did not make the difference)."""
     firsts = {k: v for k, v in (result.get("first_differs") or {}).items() if divergence.transformed(k.partition("@")[0])}
     if any(v == 1 for v in firsts.values()):
-        _replayed(spec, pythons, folder, around, result)
+        replay()
         _born(result, folder, name)
     elif firsts:
         result["born"] = [{"function": k.partition("@")[0], "site": name(k.partition("@")[2]) if name else k.partition("@")[2],
