@@ -732,4 +732,6 @@ def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert f"'{args[2]}' is not a session: it looks like a requirement" in proc.stderr
-    assert f"./noxw -s gate -- {' '.join(args[2:])}" in proc.stderr  # every argument kept
+    import shlex
+    suggested = proc.stderr.split("./noxw -s gate --", 1)[1].strip()
+    assert shlex.split(suggested) == args[2:], suggested  # every argument kept, quoted so that it pastes as given

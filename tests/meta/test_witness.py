@@ -182,3 +182,21 @@ def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
     cand = {**base, "out": {"tree": "*", "paths": [""], "leaves": [leaf([1.0 + 2.0**-10] + [1.0] * 3071)]}}
     diff = divergence.differences(base, cand, 1)
     assert any("measured on 3072 of 9216 elements, one in 3:" in t for t in diff["texts"]), diff
+
+
+def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measured_on_a_sample():
+    """The re-trial (medium): "the results you keep differ by at most 2.34
+    ULP" where a 9,216-element kernel stored one element in 3 was 47.3 ULP
+    apart outside its sample. A drifting call whose sampled leaf differs by
+    its digest is counted (``within_budget.sampled``) and the report says the
+    error of such leaves is the sample's."""
+    from optax_gate.gate.report import team_run_section
+    leaf = {"dtype": "float32", "shape": [9216], "stride": 3, "n": 1, "data": "AACAPw==", "sha256": "a"}
+    def obs(sha):
+        return {"site": "train.py:9", "api": "jax.jit(step)", "call": "call", "phase": "call", "args": {}, "warnings": [],
+                "exception": None, "in": [], "out": {"tree": "*", "paths": [""], "leaves": [{**leaf, "sha256": sha}]}}
+    result = divergence.compare([obs("a")], [obs("b")])
+    assert not result["differing"] and result["within_budget"]["sampled"] == 1, result["within_budget"]
+    text = "\n".join(team_run_section.section({"team_run": {**result, "command": "c", "run_dir": ".", "runs": [],
+                                                               "outcome": "same"}, "findings": []}))
+    assert "stored as a sample" in text and "measured on the sample" in text, text

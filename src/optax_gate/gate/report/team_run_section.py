@@ -145,6 +145,10 @@ def _bits(team: dict[str, Any]) -> str:
         out += (f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
                 f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "
                 "the model; the data)")
+    if within.get("sampled"):  # the error of a leaf stored as a sample is the sample's: say so
+        out += (f"; {within['sampled']} of these call(s) hold leaves stored as a sample (one element in k) that differ: "
+                "their error is measured on the sample, a larger one elsewhere in the leaf is seen by its digest, not "
+                "measured")
     if within.get("kept_max_ulps") is not None:
         out += (f"; the results you keep (your jitted function's, apply_updates') differ by at most "
                 f"{within['kept_max_ulps']:.3g} ULP")
