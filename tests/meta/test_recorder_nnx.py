@@ -32,6 +32,16 @@ optax.adamw = adamw
 ''')
 
 
+def _recorded_script(tmp_path: Path, source: str) -> list[dict]:
+    """The observations of ``source`` run as a team's ``train.py`` under the recorder (it must exit 0)."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "train.py").write_text(source)
+    proc = record(folder, "python train.py", folder / "trace")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return divergence.read(folder / "trace")
+
+
 def _events(trace: Path) -> list[str]:
     """The trace's event lines (its header, which holds the process id and start time, left out)."""
     (path,) = sorted(trace.glob("trace-*.jsonl"))
@@ -259,17 +269,12 @@ def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(t
     recorder's mark; its transformation was taken as recorded already and its
     ``init`` and ``update`` were never recorded (the run's cause, a bfloat16
     ``b2`` rounded to 1.0 in the state, went unseen). They are recorded."""
-    folder = tmp_path / "team"
-    folder.mkdir()
-    (folder / "train.py").write_text(
-        "import jax.numpy as jnp\nimport optax\n\n"
-        "tx = optax.inject_hyperparams(optax.adam)(learning_rate=3e-3)\n"
-        "params = {'w': jnp.ones(3)}\n"
-        "state = tx.init(params)\n"
-        "updates, state = tx.update({'w': jnp.full(3, 0.5)}, state, params)\n")
-    proc = record(folder, "python train.py", folder / "trace")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    calls = {(o["site"], o["call"]) for o in divergence.read(folder / "trace")}
+    observed = _recorded_script(tmp_path, "import jax.numpy as jnp\nimport optax\n\n"
+                                          "tx = optax.inject_hyperparams(optax.adam)(learning_rate=3e-3)\n"
+                                          "params = {'w': jnp.ones(3)}\n"
+                                          "state = tx.init(params)\n"
+                                          "updates, state = tx.update({'w': jnp.full(3, 0.5)}, state, params)\n")
+    calls = {(o["site"], o["call"]) for o in observed}
     assert {("train.py:6", "init"), ("train.py:7", "update")} <= calls, calls
 
 
@@ -342,17 +347,12 @@ def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
     as no warning, so "no longer warns" could not be said. A team schedule
     that divides by zero inside ``tx.update``: its update records the
     RuntimeWarning, once; a Python-level warning is recorded once too."""
-    folder = tmp_path / "team"
-    folder.mkdir()
-    (folder / "train.py").write_text(
+    observed = {o["site"]: o for o in _recorded_script(tmp_path, (
         "import numpy as np\nimport jax.numpy as jnp\nimport optax\n\n"
         "tx = optax.scale_by_schedule(lambda count: np.float32(1.0) / np.float32(0.0))\n"
         "state = tx.init({'w': jnp.ones(2)})\n"
         "updates, state = tx.update({'w': jnp.ones(2)}, state)\n"
         "tx2 = optax.scale_by_schedule(lambda count: (__import__('warnings').warn('slow', UserWarning), 1.0)[1])\n"
-        "updates, _ = tx2.update({'w': jnp.ones(2)}, tx2.init({'w': jnp.ones(2)}))\n")
-    proc = record(folder, "python train.py", folder / "trace")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    observed = {o["site"]: o for o in divergence.read(folder / "trace")}
+        "updates, _ = tx2.update({'w': jnp.ones(2)}, tx2.init({'w': jnp.ones(2)}))\n"))}
     assert [w["category"] for w in observed["train.py:7"]["warnings"]] == ["RuntimeWarning"], observed["train.py:7"]
     assert [w["category"] for w in observed["train.py:9"]["warnings"]] == ["UserWarning"]  # warnings.warn: once, not twice
