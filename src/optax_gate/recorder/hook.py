@@ -28,14 +28,16 @@ call), ``exception`` (type and message), ``in`` (the values of its array
 inputs) and ``out`` (the result's PyTree structure and leaves).
 
 Under a JAX transformation the leaves are tracers: the event holds the
-abstract leaves (``traced``: true). Values inside a function the team jitted
-come from its *shadow* (:class:`_Recorded`): a copy jitted under a JAX user
+abstract leaves (``traced``: true). Values inside a function the team
+transformed (``jax.jit``, ``flax.nnx.jit``, ``lax.scan``, ``grad``, ...:
+:data:`JAX_TRANSFORMS`, :data:`NNX_TRANSFORMS`) come from its *shadow*
+(:class:`_Recorded`): a copy transformed under a JAX user
 context of its own, whose Optax calls add a ``jax.debug.callback`` (unordered:
 ordered effects cannot be vmapped) writing ``{"of": event seq, "in", "out"}``
 each time it runs; the team's own program is compiled without any callback
 and its results are recorded where the team gets them (``jax.jit(<name>)``).
-Elsewhere (``jax.grad`` or ``lax.scan`` in eager code, ``nnx.jit``) a traced
-call keeps its abstract signature only. Nothing the team's code computes is
+Inside a transformation the recorder does not wrap (``jax.checkpoint`` in
+eager code) a traced call keeps its abstract signature only. Nothing the team's code computes is
 changed: arguments and results are passed through untouched (checked bit for
 bit by ``tests/meta/test_team_run.py``).
 
@@ -192,7 +194,7 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
     (``out``: PyTree structure, leaf paths, leaves). Traced (tracers among
     them): abstract leaves now; in a shadow run (:class:`_Recorded`) the
     values through a host callback each time the program runs, elsewhere
-    (``jax.grad`` or ``lax.scan`` in eager code) none (``values``: why)."""
+    (a transformation the recorder does not wrap) none (``values``: why)."""
     from optax_gate.recorder import values
     out_leaves, tree, paths = ([], "", []) if failed else values.flatten(out)
     if values.is_traced(in_leaves) or values.is_traced(out_leaves):
@@ -203,7 +205,7 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
             event["out"] = {"tree": tree, "paths": paths, "leaves": [values.abstract_leaf(x) for x in out_leaves]}
         shadow = getattr(_state, "mode", None) == "shadow"
         if not shadow:
-            event["values"] = "not recorded: traced outside a jitted function of the team's (jax.grad or lax.scan in eager code)"
+            event["values"] = "not recorded: traced inside a transformation the recorder does not wrap (jax.checkpoint in eager code)"
         seq = _writer.emit(event)
         if shadow and not failed and (in_leaves or arrays):
             device = _device_index()
@@ -366,7 +368,8 @@ def sampled(n: int) -> bool:
 
 def _eager(args: tuple, kwargs: dict) -> bool:
     import jax
-    return not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs)))
+    from optax_gate.recorder import values
+    return not values.is_traced(jax.tree_util.tree_leaves((args, kwargs)))
 
 
 def _graph_nodes(args: tuple, kwargs: dict) -> list[Any]:
