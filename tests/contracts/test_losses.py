@@ -365,6 +365,7 @@ def test_positional_and_keyword_calls_agree(api):
 
 @pytest.mark.negative
 @contract("huber_loss")
+@pytest.mark.configuration(delta="passed positionally")
 def test_huber_delta_passed_positionally_warns_but_is_used():
     """``huber_loss(p, t, 2.0)`` gives the delta-2 loss and a
     ``DeprecationWarning`` that only 2 arguments may be positional; by

@@ -55,7 +55,7 @@ def _report(tmp_path, team_text=TEAM):
     })
     cand = _record({
         "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "failed",
-                                                  "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"),
+                                                  "snapshot drift: weight_decay=0/nan_inf_params: build ValueError -> r1,r3"),
         "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "failed",
                                                             "snapshot drift: [0].mu['r1']: bfloat16[3] -> float32[3]"),
         "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "failed",
@@ -147,8 +147,8 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
     """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
     exception type changed: that finding says not affected and names the other cause."""
     use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
-    site = attribution._Site(use, True, {}, "breaks: delta is keyword-only in the candidate")
-    verdict, why = attribution._judge(site, {"raises": "AssertionError", "negative": True}, [])
+    site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
+    verdict, why, _ = attribution._judge(site, {"raises": "AssertionError", "negative": True}, [])
     assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
     # a finding about the signature itself (its rows name parameter kinds): the break is its cause
     assert attribution._judge(site, {"signature": True}, [])[0] == "affected"
@@ -161,10 +161,10 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
     keyword-only)", the cause of another finding, said twice. It is now "cannot tell", naming the
     other cause first; the finding about the signature keeps the line affected."""
     use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
-    site = attribution._Site(use, True, {}, "breaks: delta is keyword-only in the candidate")
+    site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
     corner = attribution.configuration([_row("snapshot drift: corner.int_inputs/error: 'a' -> b")])
     assert "signature" not in corner
-    verdict, why = attribution._judge(site, corner, [])
+    verdict, why, _ = attribution._judge(site, corner, [])
     assert verdict == "cannot-tell" and why.startswith("this line breaks first for another cause (API surface: breaks: delta"), why
 
 
@@ -184,7 +184,7 @@ def make(wd):
     assert [(u.where, u.how) for u in scan.uses if u.path == "optax.adamw"] == [("train.py:5", "call")]
     found = _by_api(report)
     (a,) = found["optax.adamw"]["your_code_attribution"].values()
-    assert a["calls"] == "calls this API" and a["why"] == "passes weight_decay=wd (known at run time): cannot tell without --run"
+    assert a["calls"] == "calls this API" and a["why"] == "passes weight_decay=wd: `wd` is a parameter of `make`: cannot tell without --run"
     (loss,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
     assert loss["verdict"] == "not-affected" and loss["calls"] == "uses this API"
 
@@ -198,7 +198,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     """A finding on ``optax.add_decayed_weights`` (the part adamw is built from): an edge snapshot about
     ``weight_decay=0``, or a hand-written contract whose configuration marker says what it fixes."""
     cid = "test_decay.py::test_scheduled" if configuration else "test_decay.py::test_edge[optax.add_decayed_weights]"
-    detail = "assert 1 == 0" if configuration else "snapshot drift: weight_decay=0/nan_inf_params/updates: r1 -> none"
+    detail = "assert 1 == 0" if configuration else "snapshot drift: weight_decay=0/nan_inf_params: build ValueError -> r1"
     base, cand = (_record({cid: ("optax.add_decayed_weights", "snapshot", outcome, d)}) for outcome, d in (("passed", ""), ("failed", detail)))
     if configuration:
         for record in (base, cand):
@@ -222,6 +222,22 @@ def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp
     assert verdicts == {"train.py:4": "not-affected", "train.py:5": "affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}
     blind, _ = _decay_report(tmp_path, passes={})
     assert set(blind.values()) == {"cannot-tell"}, blind
+
+
+def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_finding_needs(tmp_path):
+    """Issue 39: an edge snapshot is about weight_decay=0 *and* a NaN or inf parameter: a literal 0.0
+    meets the first, the run decides the second. (Building with the value raising is the keyword's alone.)"""
+    rows = [{"id": "test_edges.py::test_edge[optax.adamw]", "api": "optax.adamw", "change": "changed", "kind": "snapshot",
+             "detail": "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"}]
+    config = attribution.configuration(rows)
+    assert config == {"keywords": {"weight_decay": "0"}, "condition": "a parameter that is NaN or inf"}
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "train.py").write_text("import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n")
+    use = next(u for u in usage.scan([team], base=team).uses if u.how == "call")
+    verdict, why, _ = attribution._judge(attribution._Site(use, True, SIGNATURES["optax.adamw"]), config, [])
+    assert verdict == "cannot-tell" and why.startswith("passes weight_decay=0.0, the finding's weight_decay=0; it also needs "
+                                                       "a parameter that is NaN or inf"), why
 
 
 def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_path):
@@ -257,6 +273,6 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     assert config["condition"] == call_sites.RECIPE_CONDITIONS["recipe:none-gradients"]
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adam(1e-3)\n")
     use = next(u for u in usage.scan([tmp_path], base=tmp_path).uses if u.how == "call")
-    verdict, why = attribution._judge(attribution._Site(use, direct=True), config, [])
+    verdict, why, _ = attribution._judge(attribution._Site(use, direct=True), config, [])
     assert verdict == "cannot-tell" and "a gradient leaf that is None" in why and "without --run" in why, why
     assert set(call_sites.RECIPE_CONDITIONS) <= set(call_sites.RECIPE_APIS)  # every condition is a recipe's

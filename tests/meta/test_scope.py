@@ -79,7 +79,7 @@ def test_without_usage_every_finding_is_the_teams():
     assert "Optax changed elsewhere" not in report_markdown.render(report)
 
 
-def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_stays_the_teams(tmp_path, monkeypatch):
+def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_verified(tmp_path, monkeypatch):
     """(A dangling symlink no longer serves here: there is no file behind it, so no code.)"""
     from optax_gate.gate.inputs import usage_files
     team = tmp_path / "team"
@@ -88,7 +88,10 @@ def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_stays_t
     read = usage_files._read
     monkeypatch.setattr(usage_files, "_read", lambda path: "unreadable: permission denied" if path.name == "secret.py" else read(path))
     report = _report(only_adamw=True, team=team)
-    assert report["findings"][0]["scope"] == "yours" and report["verdict"] == "fail"
+    # issue 39: what cannot be read cannot be told: not verified, never FAIL, with the file and why
+    assert report["findings"][0]["scope"] == "yours" and report["verdict"] == "not-verified"
+    assert "a file under --usage could not be read: it may use any API (`" in report["reasons"][0]
+    assert "secret.py`: unreadable: permission denied)" in report["reasons"][0]
 
 
 def test_not_verified_is_never_scoped_into_a_pass():

@@ -99,7 +99,7 @@ def apis_of(label: str) -> list[str]:
     return out
 
 
-def _definition(path: str, targets: dict[str, str]) -> str:
+def definition(path: str, targets: dict[str, str]) -> str:
     """Where ``path`` is defined (``optax.losses.huber_loss`` and
     ``optax.huber_loss`` -> ``optax.losses._regression.huber_loss``): the
     longest public prefix known to ``targets``, the rest kept; ``path`` itself
@@ -112,12 +112,12 @@ def _definition(path: str, targets: dict[str, str]) -> str:
     return path
 
 
-def _matcher(apis: Iterable[str], targets: dict[str, str]):
+def matcher(apis: Iterable[str], targets: dict[str, str]):
     """Whether a public path is one of ``apis`` or below one, under any public path of the same definition."""
-    wanted = {x for a in apis for x in (a, _definition(a, targets))}
+    wanted = {x for a in apis for x in (a, definition(a, targets))}
 
     def hit(path: str) -> bool:
-        return any(p == w or p.startswith(w + ".") for p in (path, _definition(path, targets)) for w in wanted)
+        return any(p == w or p.startswith(w + ".") for p in (path, definition(path, targets)) for w in wanted)
     return hit
 
 
@@ -127,7 +127,7 @@ def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str
     the notes of its most severe verdict (``usage.SITE_VERDICTS``), joined by
     ``; `` (``breaks: delta is keyword-only in the candidate``; ``passes delta
     by keyword``). Empty where no surface row judges the API's calls."""
-    hit = _matcher(apis, targets or {})
+    hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
     for row in (report.get("surface") or {}).get("rows", []):
         if hit(row.get("path", "")):
@@ -140,6 +140,21 @@ def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str
     return out
 
 
+def binding_verdicts(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+    """``file:line`` -> the most severe verdict (``usage.SITE_VERDICTS``) of
+    the API surface rows of ``apis`` on that use: ``unaffected`` where every
+    change of the signature binds the call as before."""
+    hit = matcher(apis, targets or {})
+    out: dict[str, str] = {}
+    for row in (report.get("surface") or {}).get("rows", []):
+        if hit(row.get("path", "")):
+            for site in row.get("sites") or []:
+                old = out.get(site["where"])
+                if old is None or usage.SITE_VERDICTS.index(site["verdict"]) < usage.SITE_VERDICTS.index(old):
+                    out[site["where"]] = site["verdict"]
+    return out
+
+
 def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:
     """``file:line`` of the team's uses of ``apis`` (a use of the path itself or
     of a member below it, under any public path of the same definition:
@@ -147,7 +162,7 @@ def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None 
     surface), calls and attribute uses first found; imports and type
     annotations (``-> optax.MultiSteps`` runs none of it) only when nothing
     else uses them. No duplicates, in scan order."""
-    hit = _matcher(apis, targets or {})
+    hit = matcher(apis, targets or {})
     hits = [u for u in scan.uses if u.how != "catch" and hit(u.path)]
     used = [u.where for u in hits if u.how not in ("import", "annotation")] or [u.where for u in hits]
     return list(dict.fromkeys(used))

@@ -139,22 +139,24 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     left_out = sum(broken_rows(f) for f in contracts if f not in counted)
     report["scope"] = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
     own = {r.get("id") for r in report.get("contracts") or [] if isinstance(r, dict) and r.get("team")}
-    undecided = [f for f in counted if _cannot_tell(f, by) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
-    if report.get("verdict") != "fail" or not (left_out or undecided):
+    unscanned = {n["path"]: n["reason"] for n in (report.get("usage") or {}).get("not_scanned") or []}
+    undecided_ = [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
+    _unscanned_beyond(report, by, unscanned)
+    if report.get("verdict") != "fail" or not (left_out or undecided_):
         return report
     # the sixth trial: "where your code goes (run): … which your run does not reach" read as a contradiction
-    unreached = [f for f in counted if f not in undecided and by == "run" and f.get("breaks_unreached")]
-    sure = [f for f in counted if f not in undecided and f not in unreached]
+    unreached = [f for f in counted if f not in undecided_ and by == "run" and f.get("breaks_unreached")]
+    sure = [f for f in counted if f not in undecided_ and f not in unreached]
     others = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
     head = []
     for group, words in ((sure, f"where your code goes ({by})"), (unreached, "at lines of your code that your run does not reach")):
         if group:
-            head.append(f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by)}")
+            head.append(f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by, unscanned)}")
     if not head and not others:  # nothing else fails the gate
-        report["verdict"] = "not-verified" if undecided else "pass"
-    if undecided:
-        head.append(f"{sum(broken_rows(f) for f in undecided)} contract(s) broken where your code may go: "
-                    f"{_where_counted(undecided, by)}; the gate with --run (your training command) decides")
+        report["verdict"] = "not-verified" if undecided_ else "pass"
+    if undecided_:
+        head.append(f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
+                    f"{_where_counted(undecided_, by, unscanned)}; the gate with --run (your training command) decides")
     report["reasons"] = head + others
     if left_out:
         report.setdefault("notes", []).append(
@@ -164,17 +166,61 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     return report
 
 
-def _cannot_tell(finding: dict[str, Any], by: str | None) -> bool:
-    """A finding whose every line of the team's code is "cannot tell without
-    --run" (``--usage`` alone: the attribution of each call site). It is no
-    evidence that the team's training changes, nor that it does not: alone,
-    it makes the verdict ``not-verified``, never ``fail`` (the fifth trial:
-    a float32 Adam team whose params were bit for bit the same read FAIL for
-    a None-gradient change its gradients never meet). A finding holding a
-    contract of the team's own (``gate --contracts``) is not this: that
-    contract is the team's word on its code, and its break fails the gate."""
-    verdicts = {a.get("verdict") for a in (finding.get("your_code_attribution") or {}).values()}
-    return by == "usage" and verdicts == {"cannot-tell"}
+def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None) -> list[str]:
+    """Why ``--usage`` alone cannot tell whether the team's code meets this
+    finding, one phrase per reason; ``[]`` when it can (a line of the
+    team's is ``affected``), when nothing ties it to the team's code, or
+    when another evidence scoped it (``by`` is not ``usage``).
+
+    The one rule for "cannot tell": such a finding is no evidence that the
+    team's training changes, nor that it does not; alone, it makes the
+    verdict ``not-verified``, never ``fail`` (the fifth trial: a float32 Adam
+    team whose params were bit for bit the same read FAIL for a None-gradient
+    change its gradients never meet; issue 39: a file with a syntax error
+    turned NOT-VERIFIED into FAIL). Its cases: a line whose arguments are
+    known at run time (a parameter, a name bound twice, ``*args``), a use
+    that is not a call (an alias passed on, an annotation), a file not
+    scanned that names its APIs (``not_scanned``: path -> why), a file that
+    could not be read at all. A finding holding a contract of the team's own
+    (``gate --contracts``) is not this: :func:`apply` leaves it out.
+    """
+    if by != "usage":
+        return []
+    attributed = finding.get("your_code_attribution") or {}
+    if any(a.get("verdict") == "affected" for a in attributed.values()):
+        return []
+    out = []
+    lines = [w for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed])
+             if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"]
+    if lines:
+        out.append("your lines: cannot tell without --run")
+    files = finding.get("your_code_not_scanned") or []
+    if files:
+        why = (not_scanned or {})
+        out.append("a file not scanned may use its APIs: " + ", ".join(
+            f"`{p}`" + (f" ({why[p]})" if why.get(p) else "") for p in files[:3]) + (" and more" if len(files) > 3 else ""))
+    if str(finding.get("scope_why", "")).startswith("a file under --usage could not be read"):
+        out.append(finding["scope_why"])
+    return out
+
+
+def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[str, str]) -> None:
+    """The one rule beyond the contracts: an API surface or dependency change that only a file not
+    scanned may meet (its row reads ``cannot-tell``) makes a passing verdict ``not-verified``, with
+    the files and why they were not scanned."""
+    if by != "usage" or report.get("verdict") != "pass":
+        return
+    rows = [(name, r) for name in ("surface", "dependencies") for r in (report.get(name) or {}).get("rows") or []
+            if r.get("verdict") == "cannot-tell" and r.get("not_scanned")]
+    if not rows:
+        return
+    files = list(dict.fromkeys(p for _, r in rows for p in r["not_scanned"]))
+    report["verdict"] = "not-verified"
+    report.setdefault("reasons", []).append(
+        f"{len(rows)} incompatible change(s) beyond the contracts ({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for _, r in rows[:3]))}"
+        f"{', …' if len(rows) > 3 else ''}) that a file not scanned may meet: "
+        + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:3])
+        + "; fix the file or the gate with --run decides")
 
 
 _BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?$")
@@ -196,7 +242,7 @@ def _name_beyond(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
             reasons[i] = f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})"
 
 
-def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> str:
+def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None) -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
     (1 of its 2 contracts broke, 1 fixed)`` (a joined finding whose change is not ``broken``
@@ -210,15 +256,14 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage") -> s
         others = ", ".join(f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n)
         said = ([f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")]
                 if f.get("change") != "broken" else [])  # the seventh trial: "headed changed: …" read as jargon
-        if _cannot_tell(f, by):  # every line of the team's is "cannot tell": say so
-            said.append("your lines: cannot tell without --run")
+        said += undecided(f, by, unscanned)  # "cannot tell" (the one rule): say why
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
             said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}")
         parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}" + (f" ({'; '.join(said)})" if said else ""))
     return ", ".join(parts)
 
 
-def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] | None]:
+def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, str] | None]:
     """The ``--usage`` scope of a contract finding: ``yours`` when the team's
     code uses one of its APIs (``your_code``) or a file not parsed may
     (``your_code_not_scanned``), or when a file could not be read at all
@@ -233,7 +278,8 @@ def usage_decision(unread: bool) -> Callable[[dict[str, Any]], tuple[str, str] |
         sites = f.get("your_code") or []
         attributed = f.get("your_code_attribution") or {}
         if unread:
-            return "yours", "a file under --usage could not be read: it may use any API"
+            return "yours", "a file under --usage could not be read: it may use any API" + (
+                f" ({unread})" if isinstance(unread, str) else "")
         if f.get("your_code_not_scanned"):
             return "yours", "a file not scanned may use its APIs"
         apis = f.get("apis") or [f.get("api", "")]
@@ -271,6 +317,6 @@ def apply_options(report: dict[str, Any], options: ScopeOptions, packages: tuple
         attribution.for_report(report, scan, packages)
     if by is None and scan is not None:
         by = "usage"
-        unread = any(n.content is None for n in scan.not_scanned)
+        unread = ", ".join(f"`{n.path}`: {n.reason}" for n in scan.not_scanned if n.content is None)
         scope_findings(report, usage_decision(unread))
     return apply(report, options.fail_on or "broken", by)

@@ -36,6 +36,7 @@ from typing import Any, Iterable
 
 from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.beyond import surface as surface_mod
+from optax_gate.gate.beyond.arguments import Arg, Scopes
 from optax_gate.gate.beyond.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 
 TRACKED = ("optax", "flax", "jax")
@@ -62,15 +63,28 @@ class Use:
     #: and keywords by name: ``(("0", "1e-3"), ("weight_decay", "0.1"))``;
     #: read by ``optax_gate.gate.beyond.attribution`` (literal values, dtype names).
     arguments: tuple[tuple[str, str], ...] = ()
+    #: the same arguments as the code decides them (``arguments.Arg``: a literal, a call of a named API,
+    #: a name followed to its one binding, or what would decide it), keyed as ``arguments``.
+    args: tuple[tuple[str, Arg], ...] = ()
+    #: a ``functools.partial`` of the API: the later call may pass what this one does not.
+    partial: bool = False
+    #: the call goes through a name bound once to the API (``adam = optax.adam``; ``adam(1e-3)``).
+    via: str = ""
 
 
 class _Scanner:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
+        self.partials: set[str] = set()  # the names functools.partial goes by in this file
         self.uses: list[Use] = []
+        self.scopes: Scopes | None = None
 
     def imports(self, tree: ast.AST, label: str) -> None:
         for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name == "functools" for a in node.names):
+                self.partials |= {f"{a.asname or a.name}.partial" for a in node.names if a.name == "functools"}
+            elif isinstance(node, ast.ImportFrom) and node.module == "functools":
+                self.partials |= {a.asname or a.name for a in node.names if a.name == "partial"}
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.split(".")[0] not in TRACKED:  # kept for the dependency diff
@@ -112,23 +126,53 @@ class _Scanner:
                   and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "raises"):
                 self.uses.append(Use(f"{label}{node.lineno}", ast.unparse(node.args[0]), "catch"))
 
+    def _is_partial(self, func: ast.AST) -> bool:
+        text = ast.unparse(func)
+        return text in self.partials
+
+    def _aliases_only_called(self, node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+        """``adam = optax.adam`` whose every read is a call (each is then a call of the API itself, named
+        at its own line): the assignment's line is no use of its own."""
+        parent = parents.get(id(node))
+        if self.scopes is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
+                                       and isinstance(parent.targets[0], ast.Name)):
+            return False
+        bound, _ = self.scopes.binding(parent.targets[0])
+        reads = self.scopes.loads(node)
+        return bound is not None and bound.node is node and bool(reads) and all(
+            isinstance(parents.get(id(r)), ast.Call) and parents[id(r)].func is r for r in reads)
+
+    def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr], partial: bool = False, via: str = "") -> Use:
+        star = any(isinstance(a, ast.Starred) for a in args)
+        return Use(f"{label}{node.lineno}", path, "call", None if star else len(args),
+                   tuple(k.arg for k in node.keywords if k.arg is not None), any(k.arg is None for k in node.keywords),
+                   _arguments(args, node.keywords), _resolved(args, node.keywords, self.scopes), partial, via)
+
     def expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
         annotations = _annotation_nodes(tree)
+        parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
                        key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)))
         for node in nodes:
+            if isinstance(node, ast.Call) and self._is_partial(node.func) and node.args:
+                inner = self._dotted(node.args[0]) or (self.scopes.path(node.args[0]) if self.scopes else None)
+                if inner is not None and not isinstance(node.args[0], ast.Starred):
+                    covered.add(id(node.args[0]))
+                    self.uses.append(self._call(node, label, inner, node.args[1:], partial=True))
+                continue
             if isinstance(node, ast.Call):
                 path = self._dotted(node.func)
+                via = ""
+                if path is None and isinstance(node.func, ast.Name) and self.scopes is not None:
+                    path = self.scopes.path(node.func)
+                    via = f"`{node.func.id}` is bound once to {path}" if path else ""
                 if path is None:
                     continue
                 covered.add(id(node.func))
-                star = any(isinstance(a, ast.Starred) for a in node.args)
-                self.uses.append(Use(f"{label}{node.lineno}", path, "call",
-                                     None if star else len(node.args),
-                                     tuple(k.arg for k in node.keywords if k.arg is not None),
-                                     any(k.arg is None for k in node.keywords),
-                                     _arguments(node)))
+                self.uses.append(self._call(node, label, path, node.args, via=via))
+            if isinstance(node, ast.Attribute) and id(node) not in covered and self._aliases_only_called(node, parents):
+                covered.add(id(node))
             if isinstance(node, ast.Attribute) and id(node) not in covered:
                 path = self._dotted(node)
                 if path is not None:
@@ -156,15 +200,28 @@ def _annotation_nodes(tree: ast.AST) -> set[int]:
     return {id(n) for root in roots if root is not None for n in ast.walk(root)}
 
 
-def _arguments(node: ast.Call) -> tuple[tuple[str, str], ...]:
+def _arguments(args: list[ast.expr], keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
     """A call's arguments as source text (``ast.unparse``), positional ones
     by index, up to the first ``*args``; keywords by name."""
     out = []
-    for i, a in enumerate(node.args):
+    for i, a in enumerate(args):
         if isinstance(a, ast.Starred):
             break
         out.append((str(i), ast.unparse(a)))
-    out += [(k.arg, ast.unparse(k.value)) for k in node.keywords if k.arg is not None]
+    out += [(k.arg, ast.unparse(k.value)) for k in keywords if k.arg is not None]
+    return tuple(out)
+
+
+def _resolved(args: list[ast.expr], keywords: list[ast.keyword], scopes: Scopes | None) -> tuple[tuple[str, Arg], ...]:
+    """The arguments of :func:`_arguments`, each as the code decides it (``arguments.Scopes.read``)."""
+    if scopes is None:
+        return ()
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, ast.Starred):
+            break
+        out.append((str(i), scopes.read(a)))
+    out += [(k.arg, scopes.read(k.value)) for k in keywords if k.arg is not None]
     return tuple(out)
 
 
@@ -203,6 +260,7 @@ def scan(paths: Iterable[Path], base: Path | None = None) -> Scan:
         scanner = _Scanner()
         for tree, label in trees:  # a notebook's imports hold in every later cell; be generous: in all cells
             scanner.imports(tree, label)
+        scanner.scopes = Scopes(trees, scanner._dotted)  # a notebook's cells are one module
         for tree, label in trees:
             scanner.expressions(tree, label)
             scanner.catches(tree, label)
@@ -220,10 +278,11 @@ def imported_modules(uses: Iterable[Use]) -> dict[str, list[str]]:
     return out
 
 
-def bind(params: tuple[Param, ...], positional: int, keywords: tuple[str, ...]) -> tuple[list[str], str]:
+def bind(params: tuple[Param, ...], positional: int, keywords: tuple[str, ...], partial: bool = False) -> tuple[list[str], str]:
     """Bind a call (``positional`` arguments, then ``keywords``) to
     ``params`` like Python does. Returns the parameter name each positional
-    argument lands on and the ``TypeError`` it raises ("" when it binds)."""
+    argument lands on and the ``TypeError`` it raises ("" when it binds);
+    ``partial``: a ``functools.partial``, whose later call may pass the required arguments it leaves out."""
     slots = [p for p in params if p.kind in (POSITIONAL_ONLY, POSITIONAL)]
     varpos = any(p.kind == VAR_POSITIONAL for p in params)
     varkw = any(p.kind == VAR_KEYWORD for p in params)
@@ -243,7 +302,7 @@ def bind(params: tuple[Param, ...], positional: int, keywords: tuple[str, ...]) 
         elif k in landed:
             return landed, f"got multiple values for argument '{k}'"
     missing = [p.name for p in params if p.required and p.name not in landed and p.name not in keywords]
-    if missing:
+    if missing and not partial:
         return landed, f"missing required argument(s): {', '.join(missing)}"
     return landed, ""
 
@@ -322,8 +381,8 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
         return
     if change == "added":
         return
-    old_landed, old_err = bind(old, u.positional, u.keywords)
-    new_landed, new_err = bind(new, u.positional, u.keywords)
+    old_landed, old_err = bind(old, u.positional, u.keywords, u.partial)
+    new_landed, new_err = bind(new, u.positional, u.keywords, u.partial)
     own = change not in ("parameter-reordered", "new-required-parameter", "default-changed", "default-removed") and param
     if own and param not in old_landed and param not in u.keywords:  # a failure, if any, belongs to another row
         if change == "parameter-added":
