@@ -187,7 +187,8 @@ def test_edge_inputs_none_empty_zero_size_nan():
 
 
 @pytest.mark.snapshot
-@pytest.mark.parametrize("schedule", [False, True], ids=["constant", "scheduled"])
+@pytest.mark.parametrize("schedule", [pytest.param(False, id="constant"),
+                                      pytest.param(True, id="scheduled", marks=pytest.mark.configuration(weight_decay="a schedule"))])
 def test_state_snapshot(data_regression, schedule):
     """Baseline snapshot (drift, not correctness): the state of masked weight
     decay chained with SGD, with a constant and a scheduled weight decay

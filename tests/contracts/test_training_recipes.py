@@ -181,7 +181,7 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
 @pytest.mark.parametrize("variant", [
     pytest.param("plain", marks=contract("recipe:scan-carry")),
     pytest.param("multi-steps", marks=contract("recipe:scan-carry(multisteps)")),
-    pytest.param("mu-bfloat16", marks=contract("recipe:scan-carry(mu-bfloat16)"))])
+    pytest.param("mu-bfloat16", marks=[contract("recipe:scan-carry(mu-bfloat16)"), pytest.mark.configuration(mu_dtype="bfloat16")])])
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "float16"])
 def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
     """``jax.lax.scan`` requires the carry's PyTree structure and leaf dtypes
@@ -277,6 +277,7 @@ def test_zero_gradients_in_low_precision(dtype_name):
 
 
 @contract("recipe:zero-clip-threshold")
+@pytest.mark.configuration(max_norm="0")
 @pytest.mark.negative
 def test_a_zero_clipping_threshold_zeroes_the_gradient():
     """clip_by_global_norm(0.0) scales a non-zero gradient by 0 / norm = 0, so
@@ -291,6 +292,7 @@ def test_a_zero_clipping_threshold_zeroes_the_gradient():
 
 
 @contract("recipe:zero-clip-threshold")
+@pytest.mark.configuration(max_norm="0")
 @pytest.mark.negative
 @pytest.mark.known_defect("clip-by-global-norm-zero-threshold-nan")
 def test_a_zero_threshold_with_a_zero_gradient_gives_nan():

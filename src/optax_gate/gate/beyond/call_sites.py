@@ -74,11 +74,13 @@ RECIPE_APIS: dict[str, tuple[str, ...]] = {
 
 #: What a training recipe's finding needs of the team's run to reach it, said where its lines cannot be
 #: told statically (``optax_gate.gate.beyond.attribution``): the re-trial read only "cannot tell without
-#: --run" on a float32 Adam team for the None-gradient change, and could not tell what to look for.
+#: --run" on a float32 Adam team for the None-gradient change, and could not tell what to look for. What a
+#: call's arguments decide is the contract's ``configuration(...)`` marker instead (the zero clipping
+#: threshold is ``max_norm="0"``, the bfloat16 moment ``mu_dtype="bfloat16"``): ``clip_by_global_norm(1.0)``
+#: is not affected by the zero-threshold recipe.
 RECIPE_CONDITIONS: dict[str, str] = {
     "recipe:none-gradients": "a gradient leaf that is None where the params hold an array",
     "recipe:zero-gradients-low-precision": "all-zero gradients in a low-precision dtype",
-    "recipe:zero-clip-threshold": "a clipping threshold of 0",
     **dict.fromkeys(("recipe:scan-carry", "recipe:scan-carry(multisteps)", "recipe:scan-carry(mu-bfloat16)"),
                     "the optimizer state carried through jax.lax.scan"),
 }

@@ -156,7 +156,8 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
         report["verdict"] = "not-verified" if undecided_ else "pass"
     if undecided_:
         head.append(f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
-                    f"{_where_counted(undecided_, by, unscanned)}; the gate with --run (your training command) decides")
+                    f"{_where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
+                    "the gate with --run (your training command) decides")
     report["reasons"] = head + others
     if left_out:
         report.setdefault("notes", []).append(
@@ -166,7 +167,7 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     return report
 
 
-def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None) -> list[str]:
+def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False) -> list[str]:
     """Why ``--usage`` alone cannot tell whether the team's code meets this
     finding, one phrase per reason; ``[]`` when it can (a line of the
     team's is ``affected``), when nothing ties it to the team's code, or
@@ -183,6 +184,8 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
     scanned that names its APIs (``not_scanned``: path -> why), a file that
     could not be read at all. A finding holding a contract of the team's own
     (``gate --contracts``) is not this: :func:`apply` leaves it out.
+    ``brief``: the files not scanned by name only (the verdict's reason says
+    why once, :func:`_files_not_scanned`).
     """
     if by != "usage":
         return []
@@ -198,10 +201,19 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
     if files:
         why = (not_scanned or {})
         out.append("a file not scanned may use its APIs: " + ", ".join(
-            f"`{p}`" + (f" ({why[p]})" if why.get(p) else "") for p in files[:3]) + (" and more" if len(files) > 3 else ""))
+            f"`{p}`" + (f" ({why[p]})" if why.get(p) and not brief else "") for p in files[:3]) + (" and more" if len(files) > 3 else ""))
     if str(finding.get("scope_why", "")).startswith("a file under --usage could not be read"):
         out.append(finding["scope_why"])
     return out
+
+
+def _files_not_scanned(found: list[dict[str, Any]], unscanned: dict[str, str]) -> str:
+    """``; not scanned: `model.py` (syntax error at line 5: expected ':')``, each file once."""
+    files = list(dict.fromkeys(p for f in found for p in f.get("your_code_not_scanned") or []))
+    if not files:
+        return ""
+    return "; not scanned: " + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:5]) + (
+        f" and {len(files) - 5} more" if len(files) > 5 else "")
 
 
 def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[str, str]) -> None:
@@ -256,7 +268,7 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unsc
         others = ", ".join(f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n)
         said = ([f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")]
                 if f.get("change") != "broken" else [])  # the seventh trial: "headed changed: …" read as jargon
-        said += undecided(f, by, unscanned)  # "cannot tell" (the one rule): say why
+        said += undecided(f, by, unscanned, brief=True)  # "cannot tell" (the one rule): say why
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
             said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}")
         parts.append(f"{broken_rows(f)} in F{f.get('number', '?')}" + (f" ({'; '.join(said)})" if said else ""))

@@ -142,11 +142,12 @@ class _Scanner:
         return bound is not None and bound.node is node and bool(reads) and all(
             isinstance(parents.get(id(r)), ast.Call) and parents[id(r)].func is r for r in reads)
 
-    def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr], partial: bool = False, via: str = "") -> Use:
+    def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr]) -> Use:
+        """A call of ``path`` at ``node`` with the positional arguments ``args`` (a partial's: after the function)."""
         star = any(isinstance(a, ast.Starred) for a in args)
         return Use(f"{label}{node.lineno}", path, "call", None if star else len(args),
                    tuple(k.arg for k in node.keywords if k.arg is not None), any(k.arg is None for k in node.keywords),
-                   _arguments(args, node.keywords), _resolved(args, node.keywords, self.scopes), partial, via)
+                   _arguments(args, node.keywords), _resolved(args, node.keywords, self.scopes))
 
     def expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
@@ -159,7 +160,7 @@ class _Scanner:
                 inner = self._dotted(node.args[0]) or (self.scopes.path(node.args[0]) if self.scopes else None)
                 if inner is not None and not isinstance(node.args[0], ast.Starred):
                     covered.add(id(node.args[0]))
-                    self.uses.append(self._call(node, label, inner, node.args[1:], partial=True))
+                    self.uses.append(dataclasses.replace(self._call(node, label, inner, node.args[1:]), partial=True))
                 continue
             if isinstance(node, ast.Call):
                 path = self._dotted(node.func)
@@ -170,7 +171,7 @@ class _Scanner:
                 if path is None:
                     continue
                 covered.add(id(node.func))
-                self.uses.append(self._call(node, label, path, node.args, via=via))
+                self.uses.append(dataclasses.replace(self._call(node, label, path, node.args), via=via))
             if isinstance(node, ast.Attribute) and id(node) not in covered and self._aliases_only_called(node, parents):
                 covered.add(id(node))
             if isinstance(node, ast.Attribute) and id(node) not in covered:
@@ -362,7 +363,8 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
                 where_now = f" (now {r['new']})" if change == "moved" else ""
                 _site(r, u.where, f"{verb} {u.path}; {change} in the candidate{where_now} → {err}", "breaks",
                       f"breaks: {change} → {err}")
-            elif u.how == "call" and u.path == path and old[path].params is not None and new[path].params is not None:
+            elif (u.how == "call" and u.path == path and path in old and path in new  # an API on one side only: its row says so
+                  and old[path].params is not None and new[path].params is not None):
                 parent = old.get(path.rsplit(".", 1)[0])
                 if parent is not None and parent.kind == "class" and u.positional:  # Class.method(instance, ...)
                     u = dataclasses.replace(u, positional=u.positional - 1)
