@@ -81,9 +81,13 @@ def _finish_alongside(alongside: tuple[subprocess.Popen, Path] | None, cmd: list
 
 
 def _jax_cache(session: nox.Session) -> dict[str, str]:
-    """JAX's persistent compilation cache inside this session's environment
-    (``OPTAX_GATE_COMPILATION_CACHE=0`` turns it off)."""
-    return compilation_cache.environment(Path(session.virtualenv.location))
+    """JAX's persistent compilation cache shared with the gate's environments (``.nox/gate-cache``:
+    the gate's baseline is served the programs this session compiled; ``OPTAX_GATE_COMPILATION_CACHE=0``
+    turns it off)."""
+    parent = Path(session.virtualenv.location).parent / "gate-cache"
+    if compilation_cache.enabled():
+        compilation_cache.prune(parent)  # bounded before this session's processes read it
+    return compilation_cache.environment(parent)
 
 
 def _install_project(session: nox.Session) -> None:

@@ -302,3 +302,25 @@ def test_a_pass_without_a_readable_report_is_not_verified(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "report.json cannot be read" in proc.stderr
     assert "verdict=not-verified\nexit-status=2\nreport=\n" in (tmp_path / "github-output").read_text()
+
+
+def test_the_compilation_cache_key_starts_anew_with_a_new_jaxlib_and_not_for_an_optax_bump(tmp_path, monkeypatch):
+    """Issue 42: the shared JAX compilation cache has its own actions/cache entry, keyed by the jaxlib
+    versions (JAX's own key holds them): an Optax-only bump restores the last entry of the baseline's jaxlib."""
+    for name in [k for k in os.environ if k.startswith(("INPUT_", "GITHUB_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv("GITHUB_RUN_ID", "77")
+    (tmp_path / "base.txt").write_text("jax==0.11.2 \\\n    --hash=sha256:aa\njaxlib==0.11.2 \\\n    --hash=sha256:bb\n")
+    (tmp_path / "cand.txt").write_text("jaxlib==0.12.0.1 \\\n    --hash=sha256:cc\noptax==0.2.8\n")
+    monkeypatch.setenv("INPUT_BASELINE_LOCK", "base.txt")
+    monkeypatch.setenv("INPUT_CANDIDATE", "optax==0.2.8")
+    assert action_run.jax_cache_key("Linux") == ("jax-Linux-0.11.2-same-77-1", "jax-Linux-0.11.2-same-\njax-Linux-0.11.2-")
+    monkeypatch.setenv("INPUT_CANDIDATE", "optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1")
+    assert action_run.jax_cache_key("Linux")[0] == "jax-Linux-0.11.2-0.12.0.1-77-1"
+    monkeypatch.delenv("INPUT_CANDIDATE")
+    monkeypatch.setenv("INPUT_CANDIDATE_LOCK", "cand.txt")
+    key, restore = action_run.jax_cache_key("Linux")
+    assert key == "jax-Linux-0.11.2-0.12.0.1-77-1" and restore.splitlines()[-1] == "jax-Linux-0.11.2-"
+    monkeypatch.delenv("INPUT_BASELINE_LOCK")  # the action's own lock: optax 0.2.6 / jaxlib 0.11.2
+    assert action_run.jax_cache_key("Linux")[0].startswith("jax-Linux-0.11.2-")

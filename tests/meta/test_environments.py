@@ -161,21 +161,6 @@ def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs
     assert not [c for c in calls if "venv" in c or "--require-hashes" in c]
 
 
-def test_a_rebuild_keeps_the_compilation_cache(tmp_path, fake_uv):
-    """CI restores ``<env>/jax-compilation-cache`` alone (actions/cache), so the
-    environment is built around it; ``uv venv --clear`` must not wipe it."""
-    from optax_gate.gate.install import compilation_cache
-
-    lock = _lock(tmp_path, "lock.txt", "requirements.in")
-    cache = tmp_path / "env" / compilation_cache.FOLDER
-    (cache / "sub").mkdir(parents=True)
-    (cache / "jit_step-abc").write_bytes(b"entry")
-    (cache / "sub" / "x").write_bytes(b"y")
-    environments.ensure(tmp_path / "env", lock, "3.12", tmp_path)
-    assert (cache / "jit_step-abc").read_bytes() == b"entry" and (cache / "sub" / "x").read_bytes() == b"y"
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing left aside
-
-
 def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(monkeypatch):
     """``python -m pytest tests/meta`` outside nox: uv is not on PATH; the tests' skip check found the uv
     ``./noxw`` installed into ``.noxw/`` while the bisection's build looked on PATH only, so the bisection

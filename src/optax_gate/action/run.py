@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -201,13 +202,43 @@ def _digest(paths: list[Path]) -> str:
     return h.hexdigest()[:32]
 
 
+_JAXLIB = re.compile(r"^\s*jaxlib\s*==\s*([^\s;\\]+)", re.MULTILINE)
+
+
+def _jaxlib(text: str) -> str:
+    """The jaxlib version pinned in a lock or a list of requirements, "" when none is."""
+    m = _JAXLIB.search(text)
+    return m[1] if m else ""
+
+
+def jax_cache_key(system: str) -> tuple[str, str]:
+    """(key, restore prefixes) of the shared JAX compilation cache's actions/cache entry. Its entries are
+    keyed by the jaxlib version (``optax_gate.gate.install.compilation_cache``), so is this: the baseline's
+    jaxlib and the candidate's (``same`` when the candidate does not name one: an Optax-only bump). The
+    key ends with the run's id, so that each run saves what it compiled; a run restores the newest entry
+    of its jaxlib pair, else of its baseline's jaxlib."""
+    base_lock = os.environ.get("INPUT_BASELINE_LOCK", "").strip()
+    base_path = workspace() / base_lock if base_lock else ROOT / "requirements-lock.txt"
+    base = _jaxlib(base_path.read_text(encoding="utf-8")) if base_path.is_file() else ""
+    cand_lock = os.environ.get("INPUT_CANDIDATE_LOCK", "").strip()
+    cand_text = ((workspace() / cand_lock).read_text(encoding="utf-8") if cand_lock and (workspace() / cand_lock).is_file()
+                 else "\n".join(_items("INPUT_CANDIDATE")))
+    cand = _jaxlib(cand_text) or "same"
+    prefix = f"jax-{system}-{base or 'unknown'}-"
+    run = f"{os.environ.get('GITHUB_RUN_ID', '0')}-{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}"
+    return f"{prefix}{cand}-{run}", f"{prefix}{cand}-\n{prefix}"
+
+
 def keys() -> int:
-    """Write ``uv`` and ``gate`` (cache keys) to ``$GITHUB_OUTPUT``, and print them.
-    The gate's key also covers the baseline lock input and the team's contract folders."""
+    """Write ``uv``, ``gate`` and ``jax`` (cache keys; ``jax-restore``: its restore prefixes) to
+    ``$GITHUB_OUTPUT``, and print them. The gate's key also covers the baseline lock input and the
+    team's contract folders; ``jax`` is :func:`jax_cache_key`'s."""
     system = os.environ.get("RUNNER_OS", sys.platform)
     extra = [workspace() / p for p in (*_items("INPUT_CONTRACTS"), os.environ.get("INPUT_BASELINE_LOCK", "").strip()) if p]
+    jax_key, jax_restore = jax_cache_key(system)
     text = (f"uv=uv-{system}-{_digest([ROOT / p for p in KEY_FILES['uv']])}\n"
-            f"gate=gate-{system}-{_digest([ROOT / p for p in KEY_FILES['gate']] + extra)}\n")
+            f"gate=gate-{system}-{_digest([ROOT / p for p in KEY_FILES['gate']] + extra)}\n"
+            f"jax={jax_key}\njax-restore<<EOF\n{jax_restore}\nEOF\n")
     _append("GITHUB_OUTPUT", text)
     print(text, end="")
     return 0

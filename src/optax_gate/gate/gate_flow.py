@@ -31,8 +31,8 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate import late
-from optax_gate.gate.sides import (Folders, Side, beyond_contracts, check_imports, configured_packages, load, measure_speed, prepare,
-                                   resolve_sources, run_both, save_run, skipped)
+from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, configured_packages, load,
+                                   measure_speed, prepare, resolve_sources, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -325,6 +325,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         return finish(run, records["baseline"], records["candidate"], options, say)
 
     folders = Folders(run.evidence, run.checkpoints)
+    bound_compilation_cache(env, say)
     baseline = prepare("baseline", env.baseline_lock, env, folders, say, requirements=base_req)
     if failed(baseline):
         return stop(baseline, "candidate", None, cand_req)

@@ -22,7 +22,7 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.gate_flow import Started, fail
-from optax_gate.gate.sides import Folders, configured_packages, load, measure_speed, run_lock, run_specs, save_run
+from optax_gate.gate.sides import Folders, bound_compilation_cache, configured_packages, load, measure_speed, run_lock, run_specs, save_run
 
 
 def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
@@ -53,6 +53,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
         print(f"optax-gate: not in the plan: {unknown}; planned: {sorted(names)}", file=sys.stderr)
         return 2
     folders = Folders(out / "runs", out / "checkpoints")
+    bound_compilation_cache(env, print)
     with Heartbeat(options.heartbeat) as say:  # a line at least every --heartbeat seconds while an environment runs
         for i, name in enumerate(wanted, 1):
             say(f"{name}: environment {i} of {len(wanted)}")
@@ -106,7 +107,7 @@ def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str
             if site is None:
                 raise upstream_tests.CrossRunFailure(f"the {side}'s site-packages cannot be found")
             sites[side] = Path(site)
-            jax_env[side] = compilation_cache.environment(folder, env.compilation_cache)
+            jax_env[side] = compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache)
         say(f"{name}: upstream tests: cross-running optax's shipped tests of the modules that differ")
         return upstream_tests.cross_run(sites, pythons, upstream_tests.CrossRunOptions(env.cache_dir, env.timeout, jax_env), say=say)
     except Exception as exc:  # fail closed: recorded, the environment then not verified; the contract results kept

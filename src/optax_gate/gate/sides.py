@@ -123,6 +123,15 @@ def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str]
                        "from_cache": results_cache.origin(side.cache_inputs, side.cached, len(side.units))}
 
 
+def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None]) -> None:
+    """Bound the shared compilation cache before any environment reads it (``compilation_cache.prune``)."""
+    if compilation_cache.enabled(env.compilation_cache):
+        gone, left = compilation_cache.prune(compilation_cache.shared(env.cache_dir, env.envs_dir))
+        if gone:
+            say(f"compilation cache: {gone} entries written longest ago deleted, {left / 2**20:.0f} MB left "
+                f"(bound: ${compilation_cache.SIZE_SWITCH}, {compilation_cache.limit() // 2**20} MB)")
+
+
 def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, say: Callable[[str], None], **extra: Any) -> Side:
     """Build (or reuse) the environment of ``lock``; take the results of its
     contract modules from the cache where a verified entry exists."""
@@ -136,7 +145,7 @@ def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, s
     except environments.EnvironmentFailure as exc:
         side.record = runner.not_verified(label, str(exc), **extra)
         return side
-    side.jax_env = compilation_cache.environment(env_folder, env.compilation_cache)
+    side.jax_env = compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache)
     extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
     look_up(side, lock, env, say)

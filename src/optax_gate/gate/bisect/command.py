@@ -25,7 +25,8 @@ NOT_VERIFIED = 2
 
 def _prober_factory(python: Path, environment: EnvironmentOptions, bisect: BisectOptions,
                     run_folder: Path) -> Callable[[str, Path], Prober]:
-    env = dict(compilation_cache.environment(Path(python).parent.parent, environment.compilation_cache))
+    env = dict(compilation_cache.environment(compilation_cache.shared(environment.cache_dir, environment.envs_dir),
+                                             environment.compilation_cache))
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
     return lambda package, repo: Prober(package, repo, python, environment, bisect, env)

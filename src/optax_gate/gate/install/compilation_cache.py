@@ -1,30 +1,50 @@
-"""JAX's persistent compilation cache, one per environment under test.
+"""JAX's persistent compilation cache, one folder shared by every environment of a gate.
 
 Almost all of a contract run's time is XLA compiling many small programs; JAX
 can keep compiled executables on disk (``jax_compilation_cache_dir``) and serve
-them to the next run. The gate and the nox sessions turn it on by default, with
-the cache folder *inside* the environment's own folder, so no entry is shared
-between environments (JAX's own cache key also includes the jax/jaxlib
-versions, the backend and the compile options). The thresholds are set so that
+them to the next run. The gate, the matrix, bisection and the nox sessions
+turn it on by default, with one folder (:func:`shared`: ``jax-compilation-cache``
+in the gate's cache folder, ``.nox/gate-cache``) for every environment: the
+baseline, each candidate, the ``tests`` session. The thresholds are set so that
 every program is cached, however fast it compiled or small it is.
+
+Why sharing is safe: JAX's key already holds what differs between two
+environments. Read in jax 0.11.2 and 0.12.0.1 (``jax/_src/cache_key.py``,
+``get``): the SHA-256 of the program's canonical IR (``strip-debuginfo`` run
+first, so file names and line numbers of the Python that traced it are not
+in it), the jaxlib version, the backend's platform version, the XLA flags,
+the serialized compile options (with the debug options that do not change
+the executable cleared), the devices' kinds or topology, the compression
+algorithm and a custom hook. Neither jax's own version, nor Python's, nor
+Optax's is in the key, and none needs to be: what they change reaches the
+executable only through the IR they produce. So an Optax-only bump (same
+jaxlib) is served every program whose IR did not change, and a new jaxlib
+starts new entries beside the old ones.
 
 Turned off by ``--no-compilation-cache`` (gate, matrix) or
 ``OPTAX_GATE_COMPILATION_CACHE=0`` (every session). A cached run gives the same
-contract outcomes as an uncached one (``tests/meta/test_compilation_cache.py``);
-a program served from the cache still counts as a compilation in
-``optax_gate.kit.recompilation``, so the "does not recompile" contracts keep
-their meaning with the cache on.
+contract outcomes as an uncached one, and a run served entries another
+environment wrote gives those of a run that compiled them itself
+(``tests/meta/test_compilation_cache.py``); a program served from the cache
+still counts as a compilation in ``optax_gate.kit.recompilation``, so the "does
+not recompile" contracts keep their meaning with the cache on.
+
+The cache is bounded (:func:`prune`, at the start of each gate and matrix run,
+before any process reads it): beyond ``$OPTAX_GATE_COMPILATION_CACHE_MB``
+(default 2048) the entries written longest ago go first. A gate of optax 0.2.8
+over the 0.2.6 baseline leaves about 70 MB.
 
 The cache is the gate's machinery, not the code under test: a warning JAX
 raises about it (:data:`OWN_WARNINGS`, e.g. "Error reading persistent
 compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing
 data: incomplete or truncated stream", an entry cut short when a run was
-killed while JAX wrote it) is never a warning of the candidate
-(``optax_gate.gate.run.warnings_diff`` leaves it out and counts it). JAX goes on
-after such a read (it compiles the program again), but never replaces an
-entry already on disk (``jax._src.lru_cache.LRUCache.put`` returns when the
-file exists, read in jax 0.11.2), so the runner discards the corrupt entries
-(:func:`discard_corrupt`) once the side's contracts have run.
+killed while JAX wrote it, or read while another environment wrote it) is
+never a warning of the candidate (``optax_gate.gate.run.warnings_diff`` leaves
+it out and counts it). JAX goes on after such a read (it compiles the program
+again), but never replaces an entry already on disk
+(``jax._src.lru_cache.LRUCache.put`` returns when the file exists), so the
+runner discards the corrupt entries (:func:`discard_corrupt`) once the side's
+contracts have run.
 """
 
 from __future__ import annotations
@@ -45,14 +65,24 @@ def enabled(flag: bool = True) -> bool:
     return flag and os.environ.get(SWITCH, "1") != "0"
 
 
-def environment(env_folder: Path, on: bool = True) -> dict[str, str]:
-    """Environment variables for a process of the environment in ``env_folder``
-    (JAX reads its configuration from ``JAX_*`` variables at import)."""
+#: Megabytes the shared cache may hold after :func:`prune` (``$OPTAX_GATE_COMPILATION_CACHE_MB``).
+SIZE_SWITCH, DEFAULT_MB = "OPTAX_GATE_COMPILATION_CACHE_MB", 2048
+
+
+def shared(cache_dir: Path | None, envs_dir: Path) -> Path:
+    """The folder that holds the shared cache folder: the gate's cache folder (``--cache-dir``), or the
+    environments' folder when there is none."""
+    return Path(cache_dir) if cache_dir is not None else Path(envs_dir)
+
+
+def environment(parent: Path, on: bool = True) -> dict[str, str]:
+    """Environment variables for a process that compiles with the cache in ``parent``/:data:`FOLDER`
+    (:func:`shared`; JAX reads its configuration from ``JAX_*`` variables at import)."""
     if not enabled(on):
         return {"JAX_ENABLE_COMPILATION_CACHE": "false", "JAX_COMPILATION_CACHE_DIR": ""}
     return {
         "JAX_ENABLE_COMPILATION_CACHE": "true",
-        "JAX_COMPILATION_CACHE_DIR": str(Path(env_folder).absolute() / FOLDER),
+        "JAX_COMPILATION_CACHE_DIR": str(Path(parent).absolute() / FOLDER),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }
@@ -113,3 +143,40 @@ def discard_corrupt(folder: Path | str | None) -> list[str]:
             entry.with_name(entry.name[: -len(ENTRY)] + ATIME).unlink(missing_ok=True)
             gone.append(entry.name)
     return gone
+
+
+def limit() -> int:
+    """The bound of :func:`prune` in bytes (``$OPTAX_GATE_COMPILATION_CACHE_MB``; a value that is not a
+    whole number of megabytes is the default's)."""
+    try:
+        mb = int(os.environ.get(SIZE_SWITCH, DEFAULT_MB))
+    except ValueError:
+        mb = DEFAULT_MB
+    return max(mb, 0) * 1024 * 1024
+
+
+def prune(parent: Path, max_bytes: int | None = None) -> tuple[int, int]:
+    """Bound the cache in ``parent``/:data:`FOLDER`: delete the entries written longest ago (with their
+    access-time files) until the rest holds at most ``max_bytes`` (default :func:`limit`). Returns
+    (entries deleted, bytes left). Call it while no process reads the cache (a gate's start)."""
+    folder = Path(parent) / FOLDER
+    if not folder.is_dir():
+        return 0, 0
+    bound = limit() if max_bytes is None else max_bytes
+    entries = []
+    for entry in folder.glob(f"*{ENTRY}"):
+        try:
+            st = entry.stat()
+        except OSError:
+            continue
+        entries.append((st.st_mtime, st.st_size, entry))
+    total = sum(size for _, size, _ in entries)
+    gone = 0
+    for _, size, entry in sorted(entries, key=lambda e: (e[0], e[2].name)):
+        if total <= bound:
+            break
+        entry.unlink(missing_ok=True)
+        entry.with_name(entry.name[: -len(ENTRY)] + ATIME).unlink(missing_ok=True)
+        total -= size
+        gone += 1
+    return gone, total

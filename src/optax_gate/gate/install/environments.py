@@ -18,7 +18,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from optax_gate.gate.install import compilation_cache
 
 STATE_FILE = ".optax-gate-env.json"
 #: Records the editable install of this project in an environment.
@@ -148,17 +147,6 @@ def interpreter(python: str) -> str:
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else python
 
 
-def _set_aside(folder: Path) -> Path | None:
-    """Move ``folder`` (if it holds anything) beside its parent, out of the way
-    of a rebuild; returns where it went, else None."""
-    if not folder.is_dir() or not any(folder.iterdir()):
-        return None
-    aside = folder.parent.with_name(f".{folder.parent.name}.{folder.name}.kept")
-    shutil.rmtree(aside, ignore_errors=True)
-    os.replace(folder, aside)
-    return aside
-
-
 def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: float = 1200) -> Path:
     """Make ``path`` an environment with exactly ``lock`` installed, plus this
     project (editable, no dependencies); reuse it when the lock is unchanged.
@@ -181,18 +169,8 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     state = {"pins_sha256": pins_digest(lock), "python": interpreter(python), "bytecode": True}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
-    if fresh:
-        # ``uv venv --clear`` empties the folder; JAX's compilation cache in it (restored
-        # alone by CI's actions/cache, or from before a rebuild of the same pins) is kept:
-        # its entries are keyed by the jax/jaxlib versions and compile options, not by Python.
-        kept = _set_aside(path / compilation_cache.FOLDER)
-        try:
-            _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
-        finally:
-            if kept is not None:  # back in place, by a rename on the same file system
-                path.mkdir(parents=True, exist_ok=True)
-                shutil.rmtree(path / compilation_cache.FOLDER, ignore_errors=True)
-                os.replace(kept, path / compilation_cache.FOLDER)
+    if fresh:  # JAX's compilation cache is not in here: it is shared, in the gate's cache folder (compilation_cache.shared)
+        _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
         _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", "--compile-bytecode",
                           "-r", str(lock)], timeout)
     if project_install_needed(path, project_root):
