@@ -255,3 +255,25 @@ def test_a_signature_contracts_parameter_is_said_in_words():
         "learning_rate is now named lr (was learning_rate), default 1")
     assert details.parameter_words("1 at index 2", "2") == ""
     assert details.pytest_words("AssertionError: assert 1 == 2") == "got 1, expected 2"
+
+
+def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compiled_with(tmp_path, monkeypatch):
+    """Issue 42: with one cache shared by both sides, a side read an entry the other was writing ("Error
+    reading persistent compilation cache entry"), and the runner's discard crashed the gate
+    (``EnvironmentOptions`` has no ``get``): the folder is the one the side's processes were given."""
+    from optax_gate.gate.inputs.options import EnvironmentOptions
+    from optax_gate.gate.run import outcomes, runner
+    folder = tmp_path / "gate-cache" / compilation_cache.FOLDER
+    folder.mkdir(parents=True)
+    whole = zlib.compress(b"executable" * 1000)
+    (folder / "jit_f-1-cache").write_bytes(whole)
+    (folder / "jit_g-2-cache").write_bytes(whole[:10])  # the other side was still writing it
+    part = runner.Part("single", 0, "", outcomes.ReportLog(), warnings=[{"category": "UserWarning", "message": OWN, "module": "jax",
+                                                                         "when": "runtest", "nodeid": "t.py::test_x"}])
+    monkeypatch.setattr(runner, "_run_parts", lambda *a, **k: [part, part])
+    how = runner.ContractRunOptions(extra_env=compilation_cache.environment(tmp_path / "gate-cache"))
+    env = EnvironmentOptions(tmp_path, tmp_path / "lock.txt", "python3", tmp_path / "envs")
+    record = runner.run(tmp_path / "python", "candidate", tmp_path / "out", env, how,
+                        probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}))
+    assert record["compilation_cache_discarded"] == ["jit_g-2-cache"]
+    assert sorted(p.name for p in folder.iterdir()) == ["jit_f-1-cache"]

@@ -172,7 +172,7 @@ def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: C
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
-        extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(env.get("JAX_COMPILATION_CACHE_DIR"))
+        extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(variables.get("JAX_COMPILATION_CACHE_DIR"))
     contracts = team_contracts.rename({cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
                                        for p in parts for cid, c in p.log.contracts.items()}, list(how.team_dirs), CONTRACTS_DIR)
     record = {
