@@ -735,3 +735,17 @@ def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     import shlex
     suggested = proc.stderr.split("./noxw -s gate --", 1)[1].strip()
     assert shlex.split(suggested) == args[2:], suggested  # every argument kept, quoted so that it pastes as given
+
+
+@pytest.mark.parametrize("args", [["-s", "gate", "--usage", "team"], ["-s", "gate", "--usage=team", "--out", "r", "optax==0.2.8"],
+                                  ["-s", "compare", "a.json", "b.json", "--usage", "team"]])
+def test_noxw_says_where_an_option_of_the_gate_goes(args):
+    """The trial: ``./noxw -s gate --usage team`` reached nox, whose own --usage took the path and looked for a
+    session named ``team`` (exit 1, read as FAIL). noxw says the gate's arguments go after ``--``, exit 2."""
+    proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    option = next(a for a in args if a.startswith("--usage")).split("=")[0]
+    assert f"'{option}' is an option of the {args[1]}, not of nox: the {args[1]}'s arguments go after --:" in proc.stderr
+    import shlex
+    suggested = proc.stderr.split(f"./noxw -s {args[1]} --", 1)[1].strip()
+    assert shlex.split(suggested) == args[2:], suggested

@@ -63,7 +63,7 @@ EXPECTED = {
     "comment.py": "undecodable bytes: not utf-8 at byte 5",
     "loop.py": "symlink loop",
     "dangling.py": "dangling symlink (to missing.py)",
-    "text.ipynb": "not a JSON notebook: Expecting value at line 1",
+    "text.ipynb": "not a JSON notebook: Expecting value (line 1, column 1)",
     "cells.ipynb:code cell 2 (cell 2 of the notebook)": "syntax error at line 1: '(' was never closed",
     "secret.py": "unreadable: permission denied",
 }
@@ -198,3 +198,15 @@ def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word()
     assert usage_files.may_use(entry, "optax.adamax") and not usage_files.may_use(entry, "optax.adam")
     assert not usage_files.may_use(entry, "optax.adamw") and usage_files.may_use(entry, "optax")
     assert usage_files.may_use(usage_files.NotScanned("x.py", "unreadable", None), "optax.adam")  # unread: anything
+
+
+@pytest.mark.timeout(30)
+def test_a_named_pipe_is_listed_never_read(tmp_path):
+    """The trial: a named pipe called pipe.py hung the gate at "checking the inputs" (reading waits for a writer)."""
+    import os
+    from optax_gate.gate.inputs import usage_files
+    (tmp_path / "good.py").write_text("import optax\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    parsed = usage_files.parse([tmp_path], base=tmp_path)
+    assert [(n.path, n.reason) for n in parsed.not_scanned] == [("pipe.py", "not a regular file (a named pipe)")]
+    assert list(parsed.trees) == ["good.py"]

@@ -224,8 +224,12 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     got = report["findings"][0]["your_code_attribution"]["train.py:2"]
     assert got["verdict"] == "cannot-tell" and got["calls"] == "builds optax.adamw"
-    assert got["why"].startswith("if your run has a gradient leaf that is None where the params hold an array: "
-                                 "the optimizer now raises ValueError"), got["why"]
+    assert got["why"].startswith("whether your run has a gradient leaf that is None where the params hold an array is known"), got
+    # what it changes is said once for the finding, not on each of its lines (the trial: the same words 8 times)
+    assert report["findings"][0]["your_code_recipe"].startswith(
+        "if your run has a gradient leaf that is None where the params hold an array: the optimizer now raises ValueError")
+    text = attribution.suffix(report["findings"][0])
+    assert text.count("the optimizer now raises ValueError") == 1 and "`train.py:2` builds optax.adamw" in text
 
 
 RECIPES = [
@@ -296,3 +300,69 @@ def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8").split())
     assert "with `--usage` alone, broken contracts that no line of yours is affected by" in readme
     assert "a file that could not be scanned; never 1 for those" in readme
+
+
+# -- what a new user's trial found --------------------------------------------------------------------------------------
+
+def test_an_import_the_team_guards_with_except_import_error_does_not_break():
+    """The trial: ``try: from optax import monte_carlo / except ImportError: monte_carlo = None`` read FAIL,
+    "removed in the candidate → ImportError": the fallback runs instead."""
+    import ast
+    from optax_gate.gate.beyond import surface
+    text = ("try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
+            "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians if monte_carlo else None\n")
+    scanner = usage._Scanner()
+    tree = ast.parse(text)
+    scanner.imports(tree, "misc.py:")
+    scanner.scopes = arguments.Scopes([(tree, "misc.py:")], scanner._dotted)
+    scanner.expressions(tree, "misc.py:")
+    rows = [{"path": "optax.monte_carlo", "change": "removed", "param": None, "old": "module", "new": None},
+            {"path": "optax.contrib", "change": "removed", "param": None, "old": "module", "new": None}]
+    old = {p: surface.Entry(p, "module", p) for p in ("optax.monte_carlo", "optax.contrib")}
+    usage.match(scanner.uses, rows, old, {})
+    guarded, plain = rows
+    assert not guarded["breaks"] and {s["verdict"] for s in guarded["sites"]} == {"affected"}, guarded["sites"]
+    assert "imported under try/except ImportError" in guarded["sites"][0]["note"]
+    assert plain["breaks"]  # the same removal, imported without a guard, still breaks
+
+
+def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_told():
+    """The trial: big_vision imports chex in its tests and declares distrax (which requires chex): "broken
+    dependency chex" failed the gate. The gate did not install distrax, so it cannot tell: never FAIL."""
+    from optax_gate.gate.beyond import dependencies
+    base = "chex==0.1.91 \\\n    --hash=sha256:aa\n    # via optax\noptax==0.2.6 \\\n    --hash=sha256:bb\n"
+    cand = "optax==0.2.8 \\\n    --hash=sha256:cc\n"
+    imported = {"chex": ["bv/utils_test.py:22"]}
+    (row,) = [r for r in dependencies.diff(base, cand, None, imported, {"distrax": "requirements.txt"}) if r["name"] == "chex"]
+    assert not row["breaks"] and row["may_come_with"] == ["distrax"] and "may bring chex: cannot tell" in row["uses"][0]
+    (alone,) = [r for r in dependencies.diff(base, cand, None, imported, {}) if r["name"] == "chex"]
+    assert alone["breaks"]  # nothing declared that could bring it: it breaks
+    report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [],
+              "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]}}
+    scope.apply(report, "broken", by="usage")
+    assert report["verdict"] == "not-verified" and "your project declares distrax" in report["reasons"][0]
+
+
+def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
+    """The trial: ``adamw_b1 = functools.partial(optax.adamw, b1=0.8)`` then ``adamw_b1(1e-3, weight_decay=0.0)``
+    read "cannot tell: the call of the partial may pass it" at the partial's line; the calls were never named."""
+    text = ("import functools\nimport optax\nLR, WD = 1e-3, 0.0\nadamw_b1 = functools.partial(optax.adamw, b1=0.8)\n"
+            "def make():\n    return adamw_b1(LR, weight_decay=WD), adamw_b1(LR, weight_decay=0.5)\n")
+    report = _gate(tmp_path, {"train.py": text})
+    got = report["findings"][0]["your_code_attribution"]
+    assert set(got) == {"train.py:6"} and got["train.py:6"]["verdict"] == "affected", got  # one line, the most severe call
+    assert "`WD = 0.0` (line 3)" in got["train.py:6"]["why"]  # a tuple of literals unpacked: each name its element
+
+
+def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new(tmp_path):
+    """The trial: the lbfgs finding (update with an unknown keyword now raises TypeError) read a bare "cannot tell";
+    a notebook calling an API new in the candidate read "cannot tell" too."""
+    rows = [{"id": "test_surface.py::test_protocol[optax.lbfgs-unknown_kwarg]", "api": "optax.lbfgs", "change": "broken",
+             "kind": "golden", "detail": "now raises TypeError (ok in the baseline)"}]
+    (tmp_path / "t.py").write_text("import optax\ntx = optax.lbfgs()\n")
+    use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
+    verdict, why, _ = attribution._judge(attribution._Site(use, True), attribution.configuration(rows), [])
+    assert verdict == "cannot-tell" and "(its contracts ran it with `unknown_kwarg`)" in why, why
+    new = attribution.configuration([{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}])
+    verdict, why, _ = attribution._judge(attribution._Site(use, True), new, [])
+    assert (verdict, why) == ("affected", "calls an API the baseline does not have (new in the candidate)")

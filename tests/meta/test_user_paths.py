@@ -154,3 +154,18 @@ def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_st
     assert cli.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
     monkeypatch.delenv(typed_path.INVOKED_FROM)
     assert cli.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
+
+
+def test_a_usage_folder_without_code_is_refused(tmp_path):
+    """The trial: an empty --usage folder (a typo that exists, a docs folder) gave PASS, "0 of 0 file(s) scanned"."""
+    from optax_gate.gate.inputs import user_paths, validate
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# no code\n")
+    (tmp_path / "docs" / ".venv").mkdir()
+    (tmp_path / "docs" / ".venv" / "x.py").write_text("import optax\n")
+    for folder in ("empty", "docs"):
+        with pytest.raises(validate.InvalidInput, match="holds no .py or .ipynb file"):
+            user_paths.check_usage([tmp_path / folder])
+    (tmp_path / "docs" / "train.py").write_text("import optax\n")
+    assert user_paths.check_usage([tmp_path / "docs"]) == [tmp_path / "docs"]

@@ -107,8 +107,10 @@ class Scopes:
         if isinstance(target, ast.Name):
             self._bind(scope, target.id, value, how, at)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                self._targets(t, scope, "unpacking", None, at)
+            pairs = (isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+                     and not any(isinstance(x, ast.Starred) for x in (*target.elts, *value.elts)))
+            for i, t in enumerate(target.elts):  # LR, WD = 1e-3, 0.0: each name bound to its element
+                self._targets(t, scope, how if pairs else "unpacking", value.elts[i] if pairs else None, at)
         elif isinstance(target, ast.Starred):
             self._targets(target.value, scope, "unpacking", None, at)
 

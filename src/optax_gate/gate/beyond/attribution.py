@@ -86,6 +86,7 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     keywords: dict[str, str] = {}
     dtypes: list[str] = []
     leaves: list[str] = []
+    cases: list[str] = []
     out: dict[str, Any] = {}
     for row in rows:
         key, evidence = _cause(row, True)
@@ -113,7 +114,11 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out["raises"], out["negative"] = key[1], bool(key[2])
         elif kind == "corner" and _misuse_corner(evidence):  # a corner that raised at the baseline: a misuse's error
             out["raises"], out["negative"] = _misuse_corner(evidence), True
-        dtypes += _DTYPE_WORD.findall(test_name(row["id"])[1])
+        params = test_name(row["id"])[1]
+        dtypes += _DTYPE_WORD.findall(params)
+        cases += [w for w in params.split("-") if w and "." not in w and not _DTYPE_WORD.fullmatch(w)]
+        if row.get("change") == "new":
+            out["new"] = True
         keywords.update(row.get("configuration") or {})  # the contract's configuration marker, in words
         if row.get("api") in call_sites.RECIPE_CONDITIONS:
             out["condition"] = call_sites.RECIPE_CONDITIONS[row["api"]]
@@ -123,6 +128,8 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["dtypes"] = list(dict.fromkeys(dtypes))
     if leaves:
         out["leaves"] = list(dict.fromkeys(leaves))
+    if cases:
+        out["cases"] = list(dict.fromkeys(cases))
     if any(_SIGNATURE_WORDS.search(str(row.get("detail") or "")) for row in rows):
         out["signature"] = True
     return out
@@ -337,7 +344,8 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
                 return verdict, why, name
         unsure = [(name, why) for name, verdict, why in said if verdict == "cannot-tell"]
         if unsure:
-            return "cannot-tell", f"{unsure[0][1]}: cannot tell without --run", unsure[0][0]
+            also = f"; the finding also needs {config['condition']}" if config.get("condition") else ""
+            return "cannot-tell", f"{unsure[0][1]}{also}: cannot tell without --run", unsure[0][0]
         met = "; ".join(why for _, _, why in said)
         if config.get("condition"):  # the arguments meet it; what else it needs is the run's
             return "cannot-tell", f"{met}; it also needs {config['condition']}, known at run time: cannot tell without --run", ""
@@ -358,9 +366,14 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
         return "cannot-tell", f"{why}; the params' dtype is known at run time: cannot tell without --run", ""
     if config.get("x64"):
         return "cannot-tell", "the finding is about x64 mode (jax_enable_x64): cannot tell without --run", ""
+    if config.get("new"):
+        return "affected", "calls an API the baseline does not have (new in the candidate)", ""
+    cases = f" (its contracts ran it with `{'`, `'.join(config['cases'][:3])}`)" if config.get("cases") else ""
     if note:
-        return "cannot-tell", f"API surface: {note}; the finding's inputs are known at run time: cannot tell without --run", ""
-    return "cannot-tell", "cannot tell without --run", ""
+        return "cannot-tell", f"API surface: {note}; the finding's inputs{cases} are known at run time: cannot tell without --run", ""
+    if cases:
+        return "cannot-tell", f"whether your run meets the finding's inputs{cases} is known at run time: cannot tell without --run", ""
+    return "cannot-tell", "what the finding needs of the inputs is not in its contracts' labels: cannot tell without --run", ""
 
 
 def _handed(path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str],
@@ -469,8 +482,12 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
             if not judged:
                 continue
             verdict, why, decided, calls = _combine(judged)
-            if recipe and verdict == "cannot-tell":
-                why, calls = recipe_words(f, recipe, why), f"builds {use.path}" if use.how == "call" else calls
+            if any(j[3] == "calls this API" for j in judged):  # one of the finding's own APIs: not "built from" another
+                calls = "calls this API"
+            if recipe and verdict == "cannot-tell" and call_sites.RECIPE_CONDITIONS.get(recipe):
+                f["your_code_recipe"] = recipe_words(f, recipe, why)
+                why = f"whether your run has {call_sites.RECIPE_CONDITIONS[recipe]} is known at run time: cannot tell without --run"
+                calls = f"builds {use.path}" if use.how == "call" else calls
             old = out.get(use.where)
             if old is None or VERDICTS.index(verdict) < VERDICTS.index(old["verdict"]):  # one line, its most severe use
                 out[use.where] = {"verdict": verdict, "why": why, "calls": calls, **({"decided_by": decided} if decided else {})}
@@ -481,14 +498,14 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
 
 def recipe_words(finding: dict[str, Any], recipe: str, why: str) -> str:
     """What a training recipe's finding changes for a program that does what the recipe does, in the
-    team's words (``call_sites.RECIPE_CONDITIONS``): ``if a gradient leaf is None where the params hold
-    an array, the update now raises ValueError (the baseline: …)``; ``why`` when the recipe has no
+    team's words (``call_sites.RECIPE_CONDITIONS``), said once per finding (``your_code_recipe``):
+    ``if your run has a gradient leaf that is None where the params hold an array: the optimizer now
+    raises ValueError where the baseline had a known defect``; ``why`` when the recipe has no
     condition in words."""
     condition = call_sites.RECIPE_CONDITIONS.get(recipe)
     if not condition:
         return why
-    now = _now(finding)
-    return f"if your run has {condition}: {now}; whether it does is known at run time: cannot tell without --run"
+    return f"if your run has {condition}: {_now(finding)}"
 
 
 _RAISES = re.compile(r"\b((?:[A-Z]\w*)(?:Error|Exception))\b")
@@ -507,13 +524,14 @@ def _now(finding: dict[str, Any]) -> str:
     return cause[:160]
 
 
-def suffix(item: dict[str, Any], shown: int = call_sites.SHOWN) -> str:
-    """Markdown after a finding's line: each line of the team's code with
-    what its arguments say (affected lines first, then cannot tell, then not
-    affected)."""
+def suffix(item: dict[str, Any], shown: int | None = call_sites.SHOWN) -> str:
+    """Markdown after a finding's line: what a recipe changes for a program that does what it does
+    (once), then each line of the team's code with what its arguments say (affected lines first, then
+    cannot tell, then not affected); ``shown``: at most that many lines (None: all, report.html)."""
     attributed = item.get("your_code_attribution") or {}
     if not attributed:
         return ""
+    shown = len(attributed) if shown is None else shown
     order = sorted(attributed.items(), key=lambda kv: VERDICTS.index(kv[1]["verdict"]))
     words = {"affected": "**affected**", "cannot-tell": "cannot tell without --run", "not-affected": "not affected"}
     parts = []
@@ -521,7 +539,8 @@ def suffix(item: dict[str, Any], shown: int = call_sites.SHOWN) -> str:
         why = a["why"].removesuffix(": cannot tell without --run").removesuffix("cannot tell without --run")
         parts.append(f"`{where}` {a['calls']}: {words[a['verdict']]}" + (f" ({why})" if why else ""))
     more = f" and {len(order) - shown} more" if len(order) > shown else ""
-    return " — **your code**: " + "; ".join(parts) + more
+    recipe = f" ({item['your_code_recipe']})" if item.get("your_code_recipe") else ""
+    return f" — **your code**{recipe}: " + "; ".join(parts) + more
 
 
 def summary(findings: Iterable[dict[str, Any]]) -> dict[str, int]:

@@ -221,20 +221,22 @@ def _run_words(said: dict[str, Any]) -> str:
     return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
 
 
-def suffix(item: dict[str, Any]) -> str:
+def suffix(item: dict[str, Any], shown: int | None = SHOWN) -> str:
     """Markdown to append to a finding's line: ``; your code: a.py:3, b.py:9``
-    and the files not scanned that may use its APIs (empty without ``--usage``)."""
+    and the files not scanned that may use its APIs (empty without ``--usage``);
+    ``shown``: at most that many lines (None: every one, report.html)."""
     out = ""
     where = item.get("your_code") or []
+    shown = max(len(where), len(item.get("your_code_attribution") or {})) if shown is None else shown
     if item.get("your_code_attribution"):  # what each line's arguments say (optax_gate.gate.beyond.attribution)
         from optax_gate.gate.beyond import attribution
-        out += attribution.suffix(item)
+        out += attribution.suffix(item, shown)
     elif where:
-        more = f" and {len(where) - SHOWN} more" if len(where) > SHOWN else ""
+        more = f" and {len(where) - shown} more" if len(where) > shown else ""
         notes = item.get("your_code_notes") or {}
         run = item.get("your_code_run") or {}
         out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "")
-                                                + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:SHOWN]) + more
+                                                + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:shown]) + more
     run_sites = item.get("run_sites") or []
     if run_sites:
         out += " — **your run diverges** at " + ", ".join(f"`{s}`" for s in run_sites[:SHOWN])

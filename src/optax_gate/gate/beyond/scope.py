@@ -141,8 +141,8 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     own = {r.get("id") for r in report.get("contracts") or [] if isinstance(r, dict) and r.get("team")}
     unscanned = {n["path"]: n["reason"] for n in (report.get("usage") or {}).get("not_scanned") or []}
     undecided_ = [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
-    _unscanned_beyond(report, by, unscanned)
     if report.get("verdict") != "fail" or not (left_out or undecided_):
+        _unscanned_beyond(report, by, unscanned)
         return report
     # the sixth trial: "where your code goes (run): … which your run does not reach" read as a contradiction
     unreached = [f for f in counted if f not in undecided_ and by == "run" and f.get("breaks_unreached")]
@@ -164,6 +164,7 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
             f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
                                                   if by == "run" else f"where your code does not go ({by})")
             + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)")
+    _unscanned_beyond(report, by, unscanned)
     return report
 
 
@@ -202,37 +203,49 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
         why = (not_scanned or {})
         out.append("a file not scanned may use its APIs: " + ", ".join(
             f"`{p}`" + (f" ({why[p]})" if why.get(p) and not brief else "") for p in files[:3]) + (" and more" if len(files) > 3 else ""))
-    if str(finding.get("scope_why", "")).startswith("a file under --usage could not be read"):
-        out.append(finding["scope_why"])
+    if str(finding.get("scope_why", "")).startswith(_UNREAD):
+        out.append(_UNREAD if brief else finding["scope_why"])
     return out
 
 
+_UNREAD = "a file under --usage could not be read"
+
+
 def _files_not_scanned(found: list[dict[str, Any]], unscanned: dict[str, str]) -> str:
-    """``; not scanned: `model.py` (syntax error at line 5: expected ':')``, each file once."""
+    """``; not scanned: `model.py` (syntax error at line 5: expected ':')``, each file once; the files
+    that could not be read at all, once."""
     files = list(dict.fromkeys(p for f in found for p in f.get("your_code_not_scanned") or []))
-    if not files:
-        return ""
-    return "; not scanned: " + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:5]) + (
-        f" and {len(files) - 5} more" if len(files) > 5 else "")
+    out = ("; not scanned: " + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:5])
+           + (f" and {len(files) - 5} more" if len(files) > 5 else "")) if files else ""
+    unread = next((str(f["scope_why"]) for f in found if str(f.get("scope_why", "")).startswith(_UNREAD)), "")
+    return out + (f"; {unread}" if unread else "")
 
 
 def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[str, str]) -> None:
-    """The one rule beyond the contracts: an API surface or dependency change that only a file not
-    scanned may meet (its row reads ``cannot-tell``) makes a passing verdict ``not-verified``, with
-    the files and why they were not scanned."""
-    if by != "usage" or report.get("verdict") != "pass":
+    """The one rule beyond the contracts: an API surface or dependency change that your code may meet
+    but the gate cannot tell (its row reads ``cannot-tell``: only a file not scanned may meet it, or a
+    package your project declares and the gate did not install may bring a removed one) makes a
+    passing verdict ``not-verified``, saying why."""
+    if by != "usage" or report.get("verdict") not in ("pass", "not-verified"):
         return
-    rows = [(name, r) for name in ("surface", "dependencies") for r in (report.get(name) or {}).get("rows") or []
-            if r.get("verdict") == "cannot-tell" and r.get("not_scanned")]
+    rows = [r for name in ("surface", "dependencies") for r in (report.get(name) or {}).get("rows") or []
+            if r.get("verdict") == "cannot-tell" and (r.get("not_scanned") or r.get("may_come_with"))]
     if not rows:
         return
-    files = list(dict.fromkeys(p for _, r in rows for p in r["not_scanned"]))
     report["verdict"] = "not-verified"
-    report.setdefault("reasons", []).append(
-        f"{len(rows)} incompatible change(s) beyond the contracts ({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for _, r in rows[:3]))}"
-        f"{', …' if len(rows) > 3 else ''}) that a file not scanned may meet: "
-        + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:3])
-        + "; fix the file or the gate with --run decides")
+    files = list(dict.fromkeys(p for r in rows for p in r.get("not_scanned") or []))
+    if files:
+        report.setdefault("reasons", []).append(
+            f"incompatible change(s) beyond the contracts ({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for r in rows[:3]))}"
+            f"{', …' if len(rows) > 3 else ''}) that a file not scanned may meet: "
+            + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:3])
+            + "; fix the file or the gate with --run decides")
+    for r in rows:
+        if r.get("may_come_with") and not r.get("not_scanned"):
+            report.setdefault("reasons", []).append(
+                f"dependency `{r['name']}` removed from the candidate, imported by your code; your project declares "
+                f"{', '.join(r['may_come_with'][:3])}, which the gate did not install and which may bring it: cannot tell "
+                "(--candidate-lock with your own lock decides)")
 
 
 _BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?$")

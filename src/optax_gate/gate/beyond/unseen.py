@@ -145,7 +145,7 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
     for r in rows:
         modules = dependencies.top_level_modules(base_site, r["name"]) if scan is not None and r["change"] == "removed" else set()
         unscanned = list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []
-        r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned else "changed"
+        r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned or r.get("may_come_with") else "changed"
         if unscanned and not r["breaks"]:
             r["not_scanned"] = unscanned
     return {"status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), **extra}

@@ -70,16 +70,21 @@ class Use:
     partial: bool = False
     #: the call goes through a name bound once to the API (``adam = optax.adam``; ``adam(1e-3)``).
     via: str = ""
+    #: an import inside ``try:`` whose ``except`` catches ImportError (or a parent of it): a removed
+    #: module runs the team's fallback, it does not break the import.
+    guarded: bool = False
 
 
 class _Scanner:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.partials: set[str] = set()  # the names functools.partial goes by in this file
+        self.guarded: set[str] = set()  # names imported under try/except ImportError
         self.uses: list[Use] = []
         self.scopes: Scopes | None = None
 
     def imports(self, tree: ast.AST, label: str) -> None:
+        guarded = _guarded_imports(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import) and any(a.name == "functools" for a in node.names):
                 self.partials |= {f"{a.asname or a.name}.partial" for a in node.names if a.name == "functools"}
@@ -95,7 +100,9 @@ class _Scanner:
                     else:
                         top = a.name.split(".")[0]
                         self.aliases[top] = top
-                    self.uses.append(Use(f"{label}{node.lineno}", a.name, "import"))
+                    if id(node) in guarded and a.asname:
+                        self.guarded.add(a.asname)
+                    self.uses.append(Use(f"{label}{node.lineno}", a.name, "import", guarded=id(node) in guarded))
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] not in TRACKED:
                 self.uses.append(Use(f"{label}{node.lineno}", node.module, "import"))
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] in TRACKED:
@@ -104,7 +111,9 @@ class _Scanner:
                         continue
                     full = f"{node.module}.{a.name}"
                     self.aliases[a.asname or a.name] = full
-                    self.uses.append(Use(f"{label}{node.lineno}", full, "import"))
+                    if id(node) in guarded:
+                        self.guarded.add(a.asname or a.name)
+                    self.uses.append(Use(f"{label}{node.lineno}", full, "import", guarded=id(node) in guarded))
 
     def _dotted(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Name):
@@ -130,9 +139,20 @@ class _Scanner:
         text = ast.unparse(func)
         return text in self.partials
 
-    def _aliases_only_called(self, node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
-        """``adam = optax.adam`` whose every read is a call (each is then a call of the API itself, named
-        at its own line): the assignment's line is no use of its own."""
+    def _partial_of(self, func: ast.AST) -> ast.Call | None:
+        """The ``functools.partial(optax.X, ...)`` call a called name is bound to once, if it is one."""
+        if self.scopes is None or not isinstance(func, ast.Name):
+            return None
+        bound, _ = self.scopes.binding(func)
+        node = bound.node if bound is not None else None
+        if isinstance(node, ast.Call) and self._is_partial(node.func) and node.args and not isinstance(node.args[0], ast.Starred):
+            return node
+        return None
+
+    def _aliases_only_called(self, node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+        """``adam = optax.adam`` (or ``f = functools.partial(optax.adamw, b1=0.8)``) whose every read is a
+        call (each is then a call of the API itself, named at its own line, with the partial's arguments and
+        its own): the assignment's line is no use of its own."""
         parent = parents.get(id(node))
         if self.scopes is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
                                        and isinstance(parent.targets[0], ast.Name)):
@@ -142,14 +162,27 @@ class _Scanner:
         return bound is not None and bound.node is node and bool(reads) and all(
             isinstance(parents.get(id(r)), ast.Call) and parents[id(r)].func is r for r in reads)
 
-    def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr]) -> Use:
-        """A call of ``path`` at ``node`` with the positional arguments ``args`` (a partial's: after the function)."""
+    def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr], keywords: list[ast.keyword] | None = None) -> Use:
+        """A call of ``path`` at ``node`` with the positional arguments ``args`` (a partial's: after the
+        function) and ``keywords`` (default: the node's)."""
+        keywords = node.keywords if keywords is None else keywords
         star = any(isinstance(a, ast.Starred) for a in args)
         return Use(f"{label}{node.lineno}", path, "call", None if star else len(args),
-                   tuple(k.arg for k in node.keywords if k.arg is not None), any(k.arg is None for k in node.keywords),
-                   _arguments(args, node.keywords), _resolved(args, node.keywords, self.scopes))
+                   tuple(k.arg for k in keywords if k.arg is not None), any(k.arg is None for k in keywords),
+                   _arguments(args, keywords), _resolved(args, keywords, self.scopes))
 
     def expressions(self, tree: ast.AST, label: str) -> None:
+        start = len(self.uses)
+        self._expressions(tree, label)
+        if self.guarded:  # a use through a name imported under try/except ImportError: the fallback guards it too
+            self.uses[start:] = [dataclasses.replace(u, guarded=True) if u.how != "import" and self._guarded_use(u) else u
+                                 for u in self.uses[start:]]
+
+    def _guarded_use(self, use: Use) -> bool:
+        return any(self.aliases.get(name) and (use.path == self.aliases[name] or use.path.startswith(self.aliases[name] + "."))
+                   for name in self.guarded)
+
+    def _expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
         annotations = _annotation_nodes(tree)
         parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
@@ -160,8 +193,17 @@ class _Scanner:
                 inner = self._dotted(node.args[0]) or (self.scopes.path(node.args[0]) if self.scopes else None)
                 if inner is not None and not isinstance(node.args[0], ast.Starred):
                     covered.add(id(node.args[0]))
-                    self.uses.append(dataclasses.replace(self._call(node, label, inner, node.args[1:]), partial=True))
+                    if not self._aliases_only_called(node, parents):
+                        self.uses.append(dataclasses.replace(self._call(node, label, inner, node.args[1:]), partial=True))
                 continue
+            partial = self._partial_of(node.func) if isinstance(node, ast.Call) else None
+            if partial is not None:  # f = functools.partial(optax.adamw, b1=0.8); f(1e-3, weight_decay=0.0)
+                inner = self._dotted(partial.args[0]) or (self.scopes.path(partial.args[0]) if self.scopes else None)
+                if inner is not None:
+                    covered.add(id(node.func))
+                    use = self._call(node, label, inner, [*partial.args[1:], *node.args], [*partial.keywords, *node.keywords])
+                    self.uses.append(dataclasses.replace(use, via=f"`{node.func.id}` is functools.partial({ast.unparse(partial.args[0])}, ...)"))
+                    continue
             if isinstance(node, ast.Call):
                 path = self._dotted(node.func)
                 via = ""
@@ -184,6 +226,24 @@ class _Scanner:
                 while isinstance(inner, ast.Attribute):  # only the longest chain counts
                     covered.add(id(inner))
                     inner = inner.value
+
+
+_IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
+
+
+def _guarded_imports(tree: ast.AST) -> set[int]:
+    """ids of the import statements inside a ``try:`` body one of whose handlers catches ImportError
+    (a bare ``except``, ``ImportError``, ``ModuleNotFoundError``, ``Exception``, ``BaseException``)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            continue
+        catches = any(h.type is None or any(isinstance(n, (ast.Name, ast.Attribute)) and
+                                            (n.id if isinstance(n, ast.Name) else n.attr) in _IMPORT_ERRORS
+                                            for n in ast.walk(h.type)) for h in node.handlers)
+        if catches:
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return out
 
 
 def _annotation_nodes(tree: ast.AST) -> set[int]:
@@ -358,6 +418,9 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
             change = r["change"]
             if change == "deprecated":
                 _site(r, u.where, f"{verb} {u.path}; deprecated in the candidate ({r['new']})", "affected", "deprecated")
+            elif change in ("removed", "moved") and u.guarded:
+                _site(r, u.where, f"{verb} {u.path}, imported inside try/except ImportError; {change} in the candidate: your "
+                      "fallback runs instead", "affected", f"{verb} it, imported under try/except ImportError: {change}, your fallback runs")
             elif change in ("removed", "moved"):
                 err = "ImportError" if u.how == "import" else "AttributeError"
                 where_now = f" (now {r['new']})" if change == "moved" else ""

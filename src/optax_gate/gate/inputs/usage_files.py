@@ -38,6 +38,7 @@ import io
 import json
 import os
 import re
+import stat
 import tokenize
 from pathlib import Path
 from typing import Iterable
@@ -149,9 +150,19 @@ def _files(paths: Iterable[Path], base: str | None = None) -> tuple[list[tuple[P
     return out, problems
 
 
+def holds_code(folder: Path) -> bool:
+    """Whether ``folder`` holds a ``.py`` or ``.ipynb`` file the scan would find (or a subfolder it
+    cannot list: that may hold one)."""
+    files, problems = _files([folder])
+    return bool(files or problems)
+
+
 def _read(path: Path) -> bytes | str:
-    """The bytes of ``path``, or the reason they cannot be read."""
+    """The bytes of ``path``, or the reason they cannot be read (a named pipe, a device or a socket is
+    not read at all: reading a pipe waits for a writer that never comes)."""
     try:
+        if path.exists() and not path.is_file():
+            return f"not a regular file ({_kind(path)})"
         return path.read_bytes()
     except OSError as exc:
         if path.is_symlink() and exc.errno == errno.ELOOP:
@@ -234,6 +245,12 @@ def _python_lines(lines: list[str]) -> list[str]:
 _SHELL_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=\s*[!%]")
 
 
+def _kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    return ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file")
+
+
 def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[NotScanned]]:
     """A notebook's code cells: IPython magics and shell lines become Python
     (:func:`_python_line`) so line numbers stay those of the cell."""
@@ -244,7 +261,7 @@ def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[N
     except UnicodeDecodeError as exc:
         return [], [NotScanned(name, f"undecodable bytes: not utf-8 at byte {exc.start}", data)]
     except json.JSONDecodeError as exc:
-        return [], [NotScanned(name, f"not a JSON notebook: {exc.msg} at line {exc.lineno}", data)]
+        return [], [NotScanned(name, f"not a JSON notebook: {exc.msg} (line {exc.lineno}, column {exc.colno})", data)]
     cells = nb.get("cells") if isinstance(nb, dict) else None
     if not isinstance(cells, list):
         return [], [NotScanned(name, "not a notebook: no list of cells (nbformat 4)", data)]

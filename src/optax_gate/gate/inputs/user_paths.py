@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from optax_gate.gate.inputs import requirements, validate
+from optax_gate.gate.inputs import requirements, usage_files, validate
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.inputs.usage_files import SUFFIXES
 
@@ -57,6 +57,9 @@ def check_usage(paths: Iterable[Path] | None) -> list[Path]:
             raise validate.InvalidInput(f"--usage {validate.shown(path)} cannot be read (permission denied)")
         if path.is_file() and not path.name.endswith(SUFFIXES):
             raise validate.InvalidInput(f"--usage {validate.shown(path)} is not a .py or .ipynb file (nor a folder)")
+        if path.is_dir() and not usage_files.holds_code(path):  # nothing scanned is no evidence: never a pass
+            raise validate.InvalidInput(f"--usage {validate.shown(path)} holds no .py or .ipynb file (hidden folders, "
+                                        f"{', '.join(usage_files.SKIPPED_FOLDERS)} are not looked into): name the folder of your code")
     return paths
 
 
