@@ -258,3 +258,14 @@ def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
     assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency finding"
     assert (broken_words({"surface": 20, "dependencies": 1, "warnings": 2})
             == "20 API surface findings, 1 dependency finding and 2 warning findings")
+
+
+def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(tmp_path):
+    """big_vision keeps big_vision/requirements.txt in its package, below the repository's root that
+    --usage names; it declares distrax (which brings chex): read, so chex reads cannot tell, not broken."""
+    from optax_gate.gate.inputs import declared
+    (tmp_path / "repo" / "big_vision").mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir()
+    (tmp_path / "repo" / "big_vision" / "requirements.txt").write_text("distrax\noptax\n")
+    assert declared.packages([tmp_path / "repo"]) == {"distrax": "big_vision/requirements.txt",
+                                                       "optax": "big_vision/requirements.txt"}

@@ -11,7 +11,9 @@ instead of a ``ModuleNotFoundError``.
 
 Where: each ``--usage`` path's folder and the folders above it, up to and
 including the first one that holds a ``pyproject.toml`` or a ``.git`` (the
-project's root), at most :data:`LEVELS` folders up. A file that cannot be
+project's root), at most :data:`LEVELS` folders up; and the folders right
+below a ``--usage`` folder (big_vision keeps ``big_vision/requirements.txt``
+in its package, below the repository's root). A file that cannot be
 read or parsed declares nothing (the finding then stays as it was: fail
 closed).
 """
@@ -89,7 +91,9 @@ def packages(paths: Iterable[Path]) -> dict[str, str]:
     out: dict[str, str] = {}
     seen: set[Path] = set()
     for path in paths:
-        for folder in _folders(Path(path).absolute()):
+        path = Path(path).absolute()
+        below = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")) if path.is_dir() else []
+        for folder in [*_folders(path), *below]:
             if folder in seen:
                 continue
             seen.add(folder)
@@ -98,5 +102,5 @@ def packages(paths: Iterable[Path]) -> dict[str, str]:
             for file in found:
                 declared = _pyproject(file) if file.name == "pyproject.toml" else _requirements(file)
                 for name, where in declared.items():
-                    out.setdefault(name, where)
+                    out.setdefault(name, f"{folder.name}/{where}" if folder in below else where)
     return out
