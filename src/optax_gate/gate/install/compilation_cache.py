@@ -31,8 +31,9 @@ not recompile" contracts keep their meaning with the cache on.
 
 The cache is bounded (:func:`prune`, at the start of each gate and matrix run,
 before any process reads it): beyond ``$OPTAX_GATE_COMPILATION_CACHE_MB``
-(default 2048) the entries written longest ago go first. A gate of optax 0.2.8
-over the 0.2.6 baseline leaves about 70 MB.
+(default 2048) the entries written longest ago go first. Measured 2026-12-03:
+66 MB after the tests session, a source candidate and an optax 0.2.8 / jax
+0.12.0.1 gate over the 0.2.6 baseline.
 
 The cache is the gate's machinery, not the code under test: a warning JAX
 raises about it (:data:`OWN_WARNINGS`, e.g. "Error reading persistent
