@@ -626,6 +626,7 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
     # the re-trial: another team's recorded run (same versions) was re-used and its verdict became this team's
     for folder in ("team", "team/src", "other"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "train.py").write_text("import optax\n")  # a --usage folder without code is refused
     team_b = ["--usage", str(tmp_path / "other")]
     assert cli.main(["compare", b, c, "--team-run", str(run), *team_b, "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err

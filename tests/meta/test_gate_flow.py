@@ -249,6 +249,7 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     assert any(s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
                for s in said), said
     (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "model.py").write_text("import optax\n")
     args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])
     assert gate_flow.check_inputs(cli.options(args), said.append).usage == (tmp_path / "other",)  # --usage given: it decides
     assert gate_flow.check_inputs(cli.options(cli.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None
