@@ -750,3 +750,13 @@ def test_noxw_says_where_an_option_of_the_gate_goes(args):
     import shlex
     suggested = proc.stderr.split(f"./noxw -s {args[1]} --", 1)[1].strip()
     assert shlex.split(suggested) == args[2:], suggested
+
+
+def test_noxw_drops_the_double_dash_from_its_suggestion():
+    """The re-trial: ``./noxw -s gate optax==0.2.8 -- --usage DIR --out X`` was told to run ``... -- optax==0.2.8 --
+    --usage ...``, which reads --usage and --out as requirements (and wrote its refusal to the default folder)."""
+    import shlex
+    proc = subprocess.run(["bash", str(ROOT / "noxw"), "-s", "gate", "optax==0.2.8", "--", "--usage", "d", "--out", "x"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert shlex.split(proc.stderr.split("./noxw -s gate --", 1)[1].strip()) == ["optax==0.2.8", "--usage", "d", "--out", "x"]

@@ -366,3 +366,33 @@ def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new
     new = attribution.configuration([{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}])
     verdict, why, _ = attribution._judge(attribution._Site(use, True), new, [])
     assert (verdict, why) == ("affected", "calls an API the baseline does not have (new in the candidate)")
+
+
+def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp_path):
+    """The re-trial: ``from optax.monte_carlo import X`` under try/except ImportError read "cannot tell (not a call)"
+    (NOT-VERIFIED) while the surface row said the fallback runs; unguarded, the verdict's reason said "cannot tell"
+    though the finding and the surface row said it breaks."""
+    row = {"api": "optax.monte_carlo.score_function_jacobians", "guide": "g", "kind": "golden", "outcome": "failed",
+           "detail": "ModuleNotFoundError: No module named 'optax.monte_carlo'"}
+    base = {"label": "x", "status": "ran", "reason": "", "versions": {},
+            "contracts": {"test_mc.py::test_known": {**row, "outcome": "passed", "detail": ""}}}
+    cand = {**base, "contracts": {"test_mc.py::test_known": row}}
+    (tmp_path / "a.py").write_text("try:\n    from optax.monte_carlo import score_function_jacobians\nexcept ImportError:\n"
+                                   "    score_function_jacobians = None\n")
+    (tmp_path / "b.py").write_text("from optax.monte_carlo import score_function_jacobians\n")
+    scan = usage.scan([tmp_path], base=tmp_path)
+    report = compare.compare(base, cand)
+    call_sites.annotate(report, scan)
+    attribution.attribute(report, scan, attribution.Known())
+    got = report["findings"][0]["your_code_attribution"]
+    assert got["a.py:2"]["verdict"] == "not-affected" and "your fallback runs" in got["a.py:2"]["why"], got
+    assert got["b.py:1"]["verdict"] == "affected" and "ModuleNotFoundError" in got["b.py:1"]["why"], got
+
+
+def test_a_finding_joined_to_a_surface_break_of_the_teams_line_is_decided():
+    """The re-trial: an unguarded ``from optax import monte_carlo`` failed the gate (right) while the reason said
+    "broken where your code may go ... (your lines: cannot tell)": its finding holds the surface row's break."""
+    finding = {"your_code": ["nb.ipynb:code cell 2 (cell 3 of the notebook):4"], "your_code_attribution": {},
+               "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}]}
+    assert scope.undecided(finding, "usage") == []
+    assert scope.undecided({**finding, "parts": finding["parts"][:1]}, "usage") == ["your lines: cannot tell without --run"]

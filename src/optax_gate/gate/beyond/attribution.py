@@ -58,7 +58,7 @@ import math
 import re
 from typing import Any, Iterable
 
-from optax_gate.gate.judge.findings import EDGE_KEY, _cause, test_name
+from optax_gate.gate.judge.findings import EDGE_KEY, _cause, missing_name, test_name
 from optax_gate.gate.beyond import call_sites, usage
 from optax_gate.gate.beyond.arguments import Arg
 from optax_gate.gate.beyond.surface import POSITIONAL, POSITIONAL_ONLY
@@ -114,6 +114,9 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out["raises"], out["negative"] = key[1], bool(key[2])
         elif kind == "corner" and _misuse_corner(evidence):  # a corner that raised at the baseline: a misuse's error
             out["raises"], out["negative"] = _misuse_corner(evidence), True
+        gone = missing_name(str(row.get("detail") or ""))
+        if gone:  # the contract met a name the candidate no longer has (optax.monte_carlo)
+            out["gone"] = gone
         params = test_name(row["id"])[1]
         dtypes += _DTYPE_WORD.findall(params)
         cases += [w for w in params.split("-") if w and "." not in w and not _DTYPE_WORD.fullmatch(w)]
@@ -472,6 +475,11 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 caught = catches(scan, config["raises"]) if config.get("raises") else []
                 if use.how != "call" and config.get("raises") and config.get("negative"):  # passed on, called elsewhere
                     judged.append((*_judge(_Site(use, direct), config, caught), calls))
+                elif use.how == "import" and config.get("gone"):  # the import itself meets a name the candidate lacks
+                    judged.append(("not-affected", f"imported inside try/except ImportError: {config['gone']} is gone from the "
+                                   "candidate and your fallback runs", "import", calls) if use.guarded else
+                                  ("affected", f"imports it: {config['gone']} is gone from the candidate → ModuleNotFoundError",
+                                   "import", calls))
                 elif use.how != "call":
                     judged.append(("cannot-tell", "not a call: cannot tell without --run", "", calls))
                 else:

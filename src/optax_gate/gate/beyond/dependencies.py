@@ -158,7 +158,8 @@ def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
                     unknown = sorted(n for n in (declared or {}) if n not in a and n not in b)
                     if unknown:  # a package of the team's own the gate did not install may bring it (distrax brings chex)
                         row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
-                                           f"in the baseline; your project also declares {', '.join(unknown[:3])}"
+                                           f"in the baseline; your project also declares "
+                                           f"{', '.join(f'{n} ({declared[n]})' for n in unknown[:3])}"
                                            f"{' and more' if len(unknown) > 3 else ''}, which the gate did not install and "
                                            f"which may bring {name}: cannot tell")
                         row["may_come_with"] = unknown

@@ -193,6 +193,8 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
     attributed = finding.get("your_code_attribution") or {}
     if any(a.get("verdict") == "affected" for a in attributed.values()):
         return []
+    if any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in finding.get("parts") or []):
+        return []  # joined to an API surface or dependency break of a line of yours (with --usage, broken means that)
     out = []
     lines = [w for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed])
              if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"]
@@ -244,7 +246,8 @@ def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[st
         if r.get("may_come_with") and not r.get("not_scanned"):
             report.setdefault("reasons", []).append(
                 f"dependency `{r['name']}` removed from the candidate, imported by your code; your project declares "
-                f"{', '.join(r['may_come_with'][:3])}, which the gate did not install and which may bring it: cannot tell "
+                f"{', '.join(r['may_come_with'][:3])}{' and more' if len(r['may_come_with']) > 3 else ''} (see Dependencies), "
+                f"which the gate did not install and which may bring it: cannot tell "
                 "(--candidate-lock with your own lock decides)")
 
 
