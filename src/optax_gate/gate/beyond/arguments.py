@@ -52,6 +52,11 @@ class Arg:
         return f"{self.text} ({self.via})" if self.via else self.text
 
 
+def _defaults(args: ast.arguments) -> list[ast.expr]:
+    """A def's or lambda's default values: evaluated in the scope around it."""
+    return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+
+
 @dataclasses.dataclass
 class _Binding:
     node: ast.AST | None  # the value bound (an expression or a def), None where it is not followed
@@ -77,6 +82,7 @@ class Scopes:
         self._names: dict[int, str] = {id(self._module): "the module"}
         self._label: dict[int, str] = {}
         self._all: list[ast.AST] = []
+        self._reads: dict[int, list[ast.Name]] | None = None  # built on the first call of loads()
         declared: list[tuple[ast.AST, str, str]] = []
         for tree, label in trees:
             for node in ast.walk(tree):
@@ -122,7 +128,7 @@ class Scopes:
             for d in [*node.decorator_list, *getattr(node, "bases", []), *(k.value for k in getattr(node, "keywords", []))]:
                 self._visit(d, scope, declared)
             if not isinstance(node, ast.ClassDef):
-                for d in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+                for d in _defaults(node.args):
                     self._visit(d, scope, declared)
             self._open(node, scope, f"`{node.name}`")
             if not isinstance(node, ast.ClassDef):
@@ -131,7 +137,7 @@ class Scopes:
                 self._visit(stmt, node, declared)
             return
         if isinstance(node, ast.Lambda):
-            for d in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            for d in _defaults(node.args):
                 self._visit(d, scope, declared)
             self._open(node, scope, "a lambda")
             self._parameters(node.args, node)
@@ -248,8 +254,8 @@ class Scopes:
 
     def loads(self, value: ast.AST) -> list[ast.Name]:
         """Every read of a name whose one binding is ``value`` (``adam = optax.adam``: each ``adam`` read)."""
-        if not hasattr(self, "_reads"):
-            self._reads: dict[int, list[ast.Name]] = {}
+        if self._reads is None:
+            self._reads = {}
             for node in self._all:
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                     bound, _ = self.binding(node)

@@ -455,6 +455,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
         bindings = call_sites.binding_verdicts(report, all_apis, targets)
         recipe = f.get("api") if str(f.get("api", "")).startswith("recipe:") else next(
             (r.get("api") for r in frows if str(r.get("api", "")).startswith("recipe:")), None)
+        condition = call_sites.RECIPE_CONDITIONS.get(recipe or "")
         out: dict[str, dict[str, Any]] = {}
         for use in scan.uses:
             if use.how not in ("call", "attribute", "import"):
@@ -492,28 +493,27 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
             verdict, why, decided, calls = _combine(judged)
             if any(j[3] == "calls this API" for j in judged):  # one of the finding's own APIs: not "built from" another
                 calls = "calls this API"
-            if recipe and verdict == "cannot-tell" and call_sites.RECIPE_CONDITIONS.get(recipe):
-                f["your_code_recipe"] = recipe_words(f, recipe, why)
-                why = f"whether your run has {call_sites.RECIPE_CONDITIONS[recipe]} is known at run time: cannot tell without --run"
+            if condition and verdict == "cannot-tell":  # what it changes is said once (your_code_recipe), below
+                why = f"whether your run has {condition} is known at run time: cannot tell without --run"
                 calls = f"builds {use.path}" if use.how == "call" else calls
             old = out.get(use.where)
             if old is None or VERDICTS.index(verdict) < VERDICTS.index(old["verdict"]):  # one line, its most severe use
                 out[use.where] = {"verdict": verdict, "why": why, "calls": calls, **({"decided_by": decided} if decided else {})}
         f["your_code_attribution"] = out
         f["your_code"] = list(dict.fromkeys([*f["your_code"], *out]))
+        if condition and any(a["verdict"] == "cannot-tell" for a in out.values()):
+            f["your_code_recipe"] = recipe_words(f, recipe)
     return report
 
 
-def recipe_words(finding: dict[str, Any], recipe: str, why: str) -> str:
+def recipe_words(finding: dict[str, Any], recipe: str) -> str:
     """What a training recipe's finding changes for a program that does what the recipe does, in the
     team's words (``call_sites.RECIPE_CONDITIONS``), said once per finding (``your_code_recipe``):
     ``if your run has a gradient leaf that is None where the params hold an array: the optimizer now
-    raises ValueError where the baseline had a known defect``; ``why`` when the recipe has no
-    condition in words."""
+    raises ValueError where the baseline had a known defect``; "" when the recipe has no condition
+    in words."""
     condition = call_sites.RECIPE_CONDITIONS.get(recipe)
-    if not condition:
-        return why
-    return f"if your run has {condition}: {_now(finding)}"
+    return f"if your run has {condition}: {_now(finding)}" if condition else ""
 
 
 _RAISES = re.compile(r"\b((?:[A-Z]\w*)(?:Error|Exception))\b")

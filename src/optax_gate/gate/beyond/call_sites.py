@@ -123,20 +123,25 @@ def matcher(apis: Iterable[str], targets: dict[str, str]):
     return hit
 
 
-def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
-    """``file:line`` -> what the API surface diff says of that use of ``apis``
-    (``row["sites"]`` of the surface rows of those APIs, ``usage.match``):
-    the notes of its most severe verdict (``usage.SITE_VERDICTS``), joined by
-    ``; `` (``breaks: delta is keyword-only in the candidate``; ``passes delta
-    by keyword``). Empty where no surface row judges the API's calls."""
+def _site_ranks(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None) -> dict[str, list[tuple[int, str]]]:
+    """``file:line`` -> (rank in ``usage.SITE_VERDICTS``, note) of each site the API surface rows of ``apis`` judge."""
     hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
     for row in (report.get("surface") or {}).get("rows", []):
         if hit(row.get("path", "")):
             for site in row.get("sites") or []:
                 found.setdefault(site["where"], []).append((usage.SITE_VERDICTS.index(site["verdict"]), site["note"]))
+    return found
+
+
+def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+    """``file:line`` -> what the API surface diff says of that use of ``apis``
+    (``row["sites"]`` of the surface rows of those APIs, ``usage.match``):
+    the notes of its most severe verdict (``usage.SITE_VERDICTS``), joined by
+    ``; `` (``breaks: delta is keyword-only in the candidate``; ``passes delta
+    by keyword``). Empty where no surface row judges the API's calls."""
     out = {}
-    for where, notes in found.items():
+    for where, notes in _site_ranks(report, apis, targets).items():
         worst = min(rank for rank, _ in notes)
         out[where] = "; ".join(dict.fromkeys(note for rank, note in notes if rank == worst))
     return out
@@ -146,15 +151,8 @@ def binding_verdicts(report: dict[str, Any], apis: Iterable[str], targets: dict[
     """``file:line`` -> the most severe verdict (``usage.SITE_VERDICTS``) of
     the API surface rows of ``apis`` on that use: ``unaffected`` where every
     change of the signature binds the call as before."""
-    hit = matcher(apis, targets or {})
-    out: dict[str, str] = {}
-    for row in (report.get("surface") or {}).get("rows", []):
-        if hit(row.get("path", "")):
-            for site in row.get("sites") or []:
-                old = out.get(site["where"])
-                if old is None or usage.SITE_VERDICTS.index(site["verdict"]) < usage.SITE_VERDICTS.index(old):
-                    out[site["where"]] = site["verdict"]
-    return out
+    return {where: usage.SITE_VERDICTS[min(rank for rank, _ in notes)]
+            for where, notes in _site_ranks(report, apis, targets).items()}
 
 
 def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.beyond import surface as surface_mod
@@ -261,29 +261,26 @@ def _annotation_nodes(tree: ast.AST) -> set[int]:
     return {id(n) for root in roots if root is not None for n in ast.walk(root)}
 
 
-def _arguments(args: list[ast.expr], keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
-    """A call's arguments as source text (``ast.unparse``), positional ones
-    by index, up to the first ``*args``; keywords by name."""
+def _keyed(args: list[ast.expr], keywords: list[ast.keyword], read: Callable[[ast.expr], Any]) -> tuple[tuple[str, Any], ...]:
+    """A call's arguments, each as ``read`` gives it: positional ones by index, up to the first ``*args``;
+    keywords by name."""
     out = []
     for i, a in enumerate(args):
         if isinstance(a, ast.Starred):
             break
-        out.append((str(i), ast.unparse(a)))
-    out += [(k.arg, ast.unparse(k.value)) for k in keywords if k.arg is not None]
+        out.append((str(i), read(a)))
+    out += [(k.arg, read(k.value)) for k in keywords if k.arg is not None]
     return tuple(out)
+
+
+def _arguments(args: list[ast.expr], keywords: list[ast.keyword]) -> tuple[tuple[str, str], ...]:
+    """A call's arguments as source text (``ast.unparse``), keyed as :func:`_keyed` says."""
+    return _keyed(args, keywords, ast.unparse)
 
 
 def _resolved(args: list[ast.expr], keywords: list[ast.keyword], scopes: Scopes | None) -> tuple[tuple[str, Arg], ...]:
     """The arguments of :func:`_arguments`, each as the code decides it (``arguments.Scopes.read``)."""
-    if scopes is None:
-        return ()
-    out = []
-    for i, a in enumerate(args):
-        if isinstance(a, ast.Starred):
-            break
-        out.append((str(i), scopes.read(a)))
-    out += [(k.arg, scopes.read(k.value)) for k in keywords if k.arg is not None]
-    return tuple(out)
+    return () if scopes is None else _keyed(args, keywords, scopes.read)
 
 
 @dataclasses.dataclass

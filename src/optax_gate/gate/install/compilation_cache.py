@@ -123,6 +123,12 @@ def _whole(data: bytes) -> bool:
     return d.eof
 
 
+def _remove(entry: Path) -> None:
+    """Delete one cache entry and its access-time file."""
+    entry.unlink(missing_ok=True)
+    entry.with_name(entry.name[: -len(ENTRY)] + ATIME).unlink(missing_ok=True)
+
+
 def discard_corrupt(folder: Path | str | None) -> list[str]:
     """Delete the entries of the cache in ``folder`` that are not whole
     (:func:`_whole`) with their access-time files; the next run compiles those
@@ -140,8 +146,7 @@ def discard_corrupt(folder: Path | str | None) -> list[str]:
         except OSError:
             continue
         if not whole:
-            entry.unlink(missing_ok=True)
-            entry.with_name(entry.name[: -len(ENTRY)] + ATIME).unlink(missing_ok=True)
+            _remove(entry)
             gone.append(entry.name)
     return gone
 
@@ -176,8 +181,7 @@ def prune(parent: Path, max_bytes: int | None = None) -> tuple[int, int]:
     for _, size, entry in sorted(entries, key=lambda e: (e[0], e[2].name)):
         if total <= bound:
             break
-        entry.unlink(missing_ok=True)
-        entry.with_name(entry.name[: -len(ENTRY)] + ATIME).unlink(missing_ok=True)
+        _remove(entry)
         total -= size
         gone += 1
     return gone, total
