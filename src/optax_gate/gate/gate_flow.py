@@ -31,7 +31,7 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate import late
-from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, configured_packages, load,
+from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, compare_code, configured_packages, load,
                                    measure_speed, prepare, resolve_sources, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
@@ -338,6 +338,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         return stop(candidate, "baseline", baseline.record, base_req)
     if baseline_snapshots.arrange(baseline, candidate, env, run.evidence, say) is not None:  # a team's baseline: its own snapshots
         env = dataclasses.replace(env, concurrent=False)  # the candidate compares with what the baseline records
+    compare_code(baseline, candidate, env, run.candidate_lock, say)
     learned = Learned()
     if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
         spec = dataclasses.replace(checked.run_spec, not_watched=tuple(p for p in (options.out, env.cache_dir, env.envs_dir) if p))

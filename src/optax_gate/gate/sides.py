@@ -20,6 +20,7 @@ from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions, Spe
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.run import results_cache, runner
+from optax_gate.gate.run import same_code as same_code_
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.beyond import speed as speed_
 from optax_gate.gate.beyond import surface, unseen
@@ -76,6 +77,8 @@ class Side:
     #: the resume checkpoints are in ``checkpoints`` (written or from the cache):
     #: only then are its results stored.
     checkpoints_ready: bool = False
+    #: the candidate runs the baseline's code (``same_code.compare``): its record is derived from the baseline's.
+    same_code: same_code_.SameCode | None = None
 
     @property
     def pending(self) -> list[results_cache.Unit]:
@@ -264,24 +267,50 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
 SURFACE_WAIT_S = 120
 
 
+def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
+    """Decide whether the candidate, still to run, runs the baseline's code
+    (``same_code.compare``; not under ``--no-cache``, which runs everything):
+    then :func:`run_both` runs the baseline alone and gives the candidate its outcomes."""
+    if candidate.record is not None or not env.use_cache:
+        return
+    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
+    found = same_code_.compare(same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs),
+                               same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs))
+    if found.same:
+        candidate.same_code = found
+        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes, not run again")
+
+
 def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the contracts of both sides, the API surfaces read beside them
     (:func:`read_surfaces`). The checkpoints come first (the candidate
     resumes from them); then, when both sides need a run, the two pytest
-    processes run at the same time unless ``--sequential``.
+    processes run at the same time unless ``--sequential``. A candidate that
+    runs the baseline's code (:func:`compare_code`) does not run: its record
+    is the baseline's outcomes (``same_code.record``).
 
     The reader starts once the checkpoints are in place, not before: its
     thread holds the interpreter lock for seconds at a time, and a copy of many
     small files in the main thread waits for it at every file (the baseline's
     175 checkpoint files, a 0.02 s copy alone, took about 6 s beside it)."""
-    if baseline.record is None or candidate.record is None:
+    same = candidate.same_code is not None and candidate.record is None
+    if baseline.record is None or (candidate.record is None and not same):
         write_checkpoints(baseline, env, say)
         candidate.checkpoints_ready = baseline.checkpoints_ready
     reading = read_surfaces((baseline, candidate), env)
-    records = _run_both(baseline, candidate, env, say)  # an interruption does not wait for the (daemon) reader
+    # an interruption does not wait for the (daemon) reader
+    records = _same_code(baseline, candidate, env, say) if same else _run_both(baseline, candidate, env, say)
     if reading is not None:
         reading.join(SURFACE_WAIT_S)
     return records
+
+
+def _same_code(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The baseline run (or taken from the cache) alone; the candidate's record derived from it."""
+    assert candidate.same_code is not None
+    base_record = contracts(baseline, env, say)
+    versions = candidate.probed[0] if candidate.probed else None
+    return base_record, same_code_.record(base_record, candidate.label, candidate.same_code, versions, **candidate.extra)
 
 
 def _run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -372,6 +401,9 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
         return None
     if candidate.get("status") != "ran":
         return speed_.not_measured("the candidate did not run its contracts", speed.budget)
+    if candidate.get("same_code"):  # the same Python on the same jaxlib: the same programs, timed against themselves
+        return speed_.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's "
+                                   "programs: not timed", speed.budget)
     inputs = None
     baseline_lock = env.baseline_lock
     if env.cache_dir is not None:

@@ -142,6 +142,9 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
                            f"so they cannot judge the candidate: {', '.join(team_failing)}")
     failing_base = sum(1 for r in base_c.values() if r["outcome"] in _FAILING)
     notes = [f"{failing_base} contract(s) already fail in the baseline"] if failing_base else []
+    if same := candidate.get("same_code"):  # gate.run.same_code: outcomes taken, not run
+        notes.insert(0, f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
+                        "so each of its outcomes is the baseline's (`--no-cache` runs them)")
 
     if reasons:
         verdict = "not-verified"

@@ -215,7 +215,8 @@ def _versions_section(page: Page) -> list[str]:
         run = report[side]
         said = run.get("reason") and any(run["reason"].removeprefix("not run: ") in r for r in report.get("reasons", []))
         out.append(
-            f"- {side}: status **{run.get('status')}**"
+            f"- {side}: " + ("**contracts not run**: its code is the baseline's, so its outcomes are the baseline's"
+                             if run.get("same_code") else f"status **{run.get('status')}**")
             + (" — the reason above" if said else f" — {_cell(run.get('reason'))}" if run.get("reason") else "")
             + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
             + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")

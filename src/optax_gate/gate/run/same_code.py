@@ -1,0 +1,236 @@
+"""Whether a candidate environment runs the baseline's code, so its contract outcomes are the baseline's.
+
+Most source candidates and many Optax-only bumps change a comment, a test or
+the documentation and no line that runs. When every package the two locks pin
+differently is, as installed, the same code (each ``.py`` file's syntax tree
+equal, every other file byte-equal, the same version) and the two sides' cache
+inputs differ only by the lock, the candidate's contracts would run the same
+Python on the same jaxlib with the same inputs: the gate takes the baseline's
+outcomes for it instead of running them again, and says so in the report.
+
+What is compared (:func:`compare`):
+
+- the locks, entry by entry (requirement and its ``--hash`` pins, comments
+  left out): a package pinned alike installs the same files;
+- a package pinned differently, file by file from its ``RECORD`` in each
+  environment's ``site-packages``: the same set of files; a ``.py`` file whose
+  bytes differ must parse to the same tree (``ast.dump`` without line and
+  column numbers: comments, blank lines and formatting differ, docstrings do
+  not); every other file byte-equal; the distribution's ``Version`` equal.
+  Files outside ``site-packages`` (scripts), bytecode and the installer's own
+  records (``RECORD``, ``INSTALLER``, ``REQUESTED``, ``direct_url.json``) are
+  left out;
+- the results cache's side inputs (``results_cache.side_inputs``), apart from
+  the lock's digest: the same project files, Python, platform and environment
+  variables.
+
+A ``.py`` file that differs only in line numbers moves the lines a traceback
+or a warning names; the outcome copied carries the baseline's.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+#: dist-info files the installer writes (they differ between two installs of one wheel).
+INSTALLER_FILES = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "uv_cache.json", "uv_build.json"})
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclasses.dataclass(frozen=True)
+class SameCode:
+    """The outcome of :func:`compare`: ``same`` when the candidate runs the
+    baseline's code; ``why`` says what decided it (in words for the report);
+    ``packages`` the distributions compared file by file (name -> files);
+    ``text_only`` the files whose text differs and code does not."""
+
+    same: bool
+    why: str
+    packages: dict[str, int] = dataclasses.field(default_factory=dict)
+    text_only: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """The ``same_code`` field of a candidate's run record."""
+        return {"as": "baseline", "why": self.why, "packages": dict(self.packages), "text_only": list(self.text_only)}
+
+
+def lock_entries(text: str) -> dict[str, str]:
+    """``{canonical name: entry}`` of a hashed lock: each requirement with its
+    ``--hash`` pins sorted, comments and continuation backslashes left out; an
+    option line (``--index-url ...``) is kept under its own text."""
+    logical: list[str] = []
+    buffer = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.split(" #", 1)[0].strip()
+        if line.endswith("\\"):
+            buffer += line[:-1].strip() + " "
+            continue
+        logical.append(buffer + line)
+        buffer = ""
+    if buffer.strip():
+        logical.append(buffer.strip())
+    out: dict[str, str] = {}
+    for entry in logical:
+        parts = entry.split()
+        hashes = sorted(p for p in parts if p.startswith("--hash="))
+        rest = " ".join(p for p in parts if not p.startswith("--hash="))
+        m = _NAME.match(rest)
+        key = canonicalize_name(m.group(1)) if m and not rest.startswith("-") else rest
+        out[key] = " ".join([rest, *hashes])
+    return out
+
+
+def _dist_info(site: Path, name: str) -> Path | None:
+    for folder in sorted(site.glob("*.dist-info")):
+        metadata = folder / "METADATA"
+        if metadata.is_file():
+            for line in metadata.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.startswith("Name:"):
+                    if canonicalize_name(line.partition(":")[2].strip()) == name:
+                        return folder
+                    break
+    return None
+
+
+def _version(dist_info: Path) -> str:
+    for line in (dist_info / "METADATA").read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("Version:"):
+            return line.partition(":")[2].strip()
+        if not line:
+            break
+    return ""
+
+
+def _files(site: Path, dist_info: Path) -> list[str]:
+    """The distribution's files under ``site`` (relative, POSIX) from its RECORD,
+    without bytecode, scripts outside ``site`` and the installer's records."""
+    out = []
+    with open(dist_info / "RECORD", encoding="utf-8", newline="") as f:
+        for row in csv.reader(f):
+            if not row:
+                continue
+            path = row[0]
+            parts = Path(path).parts
+            if path.startswith("..") or "__pycache__" in parts or path.endswith(".pyc"):
+                continue
+            if parts and parts[0] == dist_info.name and parts[-1] in INSTALLER_FILES | {"METADATA"}:
+                continue  # the version is compared on its own; the rest the installer writes
+            out.append(Path(path).as_posix())
+    return sorted(set(out))
+
+
+def _tree(source: bytes) -> str | None:
+    try:
+        return ast.dump(ast.parse(source))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _compare_package(name: str, base_site: Path, cand_site: Path) -> tuple[str, int, list[str]]:
+    """``(why it differs or "", files compared, files differing in text only)``."""
+    infos = [_dist_info(site, name) for site in (base_site, cand_site)]
+    if not all(infos):
+        return f"{name} is not installed in {'the baseline' if infos[0] is None else 'the candidate'}'s environment", 0, []
+    base_info, cand_info = infos
+    assert base_info is not None and cand_info is not None
+    versions = _version(base_info), _version(cand_info)
+    if versions[0] != versions[1]:
+        return f"{name} {versions[1]} is another version than the baseline's {versions[0]}", 0, []
+    files = _files(base_site, base_info)
+    cand_files = _files(cand_site, cand_info)
+    if files != cand_files:
+        only = sorted(set(files) ^ set(cand_files))
+        return f"{name}'s files differ ({len(only)} in one environment only, first {only[0]})", 0, []
+    text_only = []
+    for rel in files:
+        a, b = (base_site / rel).read_bytes(), (cand_site / rel).read_bytes()
+        if a == b:
+            continue
+        if rel.endswith(".py") and (tree := _tree(a)) is not None and tree == _tree(b):
+            text_only.append(f"{name}: {rel}")
+            continue
+        return f"{name}'s code differs, first in {rel}", 0, []
+    return "", len(cand_files), text_only
+
+
+@dataclasses.dataclass(frozen=True)
+class Installed:
+    """One side as installed: the hashed ``lock`` its environment was built
+    from, the environment's ``site`` (its ``site-packages``; None: unknown) and
+    the side's results-cache ``inputs`` (``results_cache.side_inputs``; None: not computed)."""
+
+    lock: Path
+    site: Path | None
+    inputs: dict[str, Any] | None
+
+
+def compare(baseline: Installed, candidate: Installed) -> SameCode:
+    """Whether the candidate's environment runs the baseline's code (module docstring).
+
+    Returns:
+      a :class:`SameCode`; ``same`` False with the first difference found in ``why``.
+    """
+    baseline_inputs, candidate_inputs = baseline.inputs, candidate.inputs
+    baseline_site, candidate_site = baseline.site, candidate.site
+    if baseline_inputs is None or candidate_inputs is None:
+        return SameCode(False, "the sides' inputs are not known")
+    ignore = {"lock_sha256": ""}
+    if {**baseline_inputs, **ignore} != {**candidate_inputs, **ignore}:
+        differ = sorted(k for k in set(baseline_inputs) | set(candidate_inputs)
+                        if k not in ignore and baseline_inputs.get(k) != candidate_inputs.get(k))
+        return SameCode(False, f"the sides' inputs differ beyond the lock ({', '.join(differ)})")
+    if baseline_site is None or candidate_site is None or not baseline_site.is_dir() or not candidate_site.is_dir():
+        return SameCode(False, "an environment's site-packages is not known")
+    base, cand = (lock_entries(side.lock.read_text(encoding="utf-8")) for side in (baseline, candidate))
+    if set(base) != set(cand):
+        only = sorted(set(base) ^ set(cand))
+        return SameCode(False, f"the locks pin other packages ({', '.join(only[:3])}{', ...' if len(only) > 3 else ''})")
+    moved = sorted(name for name in base if base[name] != cand[name])
+    if not moved:
+        return SameCode(True, "the candidate's lock pins what the baseline's does")
+    packages: dict[str, int] = {}
+    text_only: list[str] = []
+    for name in moved:
+        if name.startswith("-"):
+            return SameCode(False, f"the locks' options differ ({name})")
+        try:
+            why, count, loose = _compare_package(name, baseline_site, candidate_site)
+        except OSError as exc:  # a RECORD naming a file that is gone: not known to be the same
+            why, count, loose = f"{name}'s installed files could not be read ({exc.strerror or exc})", 0, []
+        if why:
+            return SameCode(False, why)
+        packages[name] = count
+        text_only += loose
+    shown = ", ".join(f"{name} ({n} files)" for name, n in packages.items())
+    return SameCode(True, f"{shown}: the same code as the baseline's"
+                    + (f", {len(text_only)} file(s) differing in comments or layout only ("
+                       + ", ".join(f.partition(": ")[2] for f in text_only[:3]) + (", ..." if len(text_only) > 3 else "") + ")"
+                       if text_only else ", byte for byte")
+                    + "; every other package pinned alike", packages, tuple(text_only))
+
+
+
+def record(baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None,
+           **extra: Any) -> dict[str, Any]:
+    """The run record of a side whose code is the baseline's: the baseline's
+    contracts, warnings and exit status under ``label``, with its own
+    ``versions`` (from its import check) and ``extra`` fields, and
+    ``same_code`` saying why; when the baseline's run is not verified,
+    neither is this one (with the baseline's reason)."""
+    if baseline.get("status") != "ran":
+        return {"label": label, "status": "not-verified", "contracts": {}, "warnings": [], **extra,
+                "reason": f"not run: its code is the baseline's, whose contracts did not run ({baseline.get('reason') or 'no reason recorded'})"}
+    kept = {k: v for k, v in baseline.items() if k in ("status", "reason", "exitstatus", "hypothesis_profile", "pytest_plugins",
+                                                     "warnings", "contracts")}
+    return {"label": label, **kept, "duration_s": None, "versions": dict(versions or baseline.get("versions") or {}), **extra,
+            "same_code": same.record()}
