@@ -6,6 +6,7 @@ run would build a new candidate environment with an empty compilation cache.
 """
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -174,3 +175,50 @@ def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(mo
     assert environments.uv() == str(installed)
     assert uv_env() == {}
     assert "uv" in environments.run_uv("install", ["--version"], timeout=60)
+
+
+def _site(folder: Path) -> Path:
+    site = folder / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    return site
+
+
+def test_bytecode_is_lent_only_for_a_source_file_the_donor_shares_on_disk(tmp_path):
+    """A ``.pyc`` is valid for a source file of the same size and modification
+    time; one file linked into both environments (as uv links from its cache) is
+    that, a copy with the same text is not proven so and gets none."""
+    donor, env = _site(tmp_path / "donor"), _site(tmp_path / "env")
+    for name in ("shared.py", "copied.py", "changed.py"):
+        (donor / "pkg").mkdir(exist_ok=True)
+        (donor / "pkg" / name).write_text("x = 1\n")
+        (donor / "pkg" / "__pycache__").mkdir(exist_ok=True)
+        (donor / "pkg" / "__pycache__" / f"{name[:-3]}.cpython-312.pyc").write_bytes(b"bytecode of " + name.encode())
+    (env / "pkg").mkdir()
+    os.link(donor / "pkg" / "shared.py", env / "pkg" / "shared.py")
+    shutil.copy2(donor / "pkg" / "copied.py", env / "pkg" / "copied.py")
+    (env / "pkg" / "changed.py").write_text("x = 2\n")
+    (env / "pkg" / "new.py").write_text("y = 1\n")
+    missing = environments.lend_bytecode(tmp_path / "donor", tmp_path / "env", "cpython-312")
+    assert sorted(p.name for p in missing) == ["changed.py", "copied.py", "new.py"]
+    assert sorted(p.name for p in (env / "pkg" / "__pycache__").iterdir()) == ["shared.cpython-312.pyc"]
+    assert (env / "pkg" / "__pycache__" / "shared.cpython-312.pyc").read_bytes() == b"bytecode of shared.py"
+
+
+def test_a_second_environment_borrows_bytecode_from_one_built_with_the_same_interpreter(tmp_path, fake_uv, monkeypatch):
+    """The first environment compiles everything (``--compile-bytecode``); the
+    next, beside it and from the same base interpreter, installs without it,
+    takes the donor's ``.pyc`` files and compiles only the rest."""
+    calls = fake_uv
+    lent, compiled = [], []
+    monkeypatch.setattr(environments, "interpreter", lambda python: "3.12.1 /usr")
+    monkeypatch.setattr(environments, "lend_bytecode", lambda donor, env, tag: lent.append((donor.name, env.name, tag)) or [env / "x.py"])
+    monkeypatch.setattr(environments.subprocess, "run", lambda cmd, **kw: compiled.append((cmd, kw.get("input"))))
+    envs = tmp_path / "envs"
+    first, second = envs / "a", envs / "b"
+    environments.ensure(first, _lock(tmp_path, "one.txt", "requirements.in"), "3.12", tmp_path)
+    assert "--compile-bytecode" in [c for c in calls if "--require-hashes" in c][0] and not lent
+    calls.clear()
+    environments.ensure(second, _lock(tmp_path, "two.txt", "other.in", h="cd" * 32), "3.12", tmp_path)
+    assert "--compile-bytecode" not in [c for c in calls if "--require-hashes" in c][0]
+    assert lent == [("a", "b", "cpython-312")]
+    assert compiled and compiled[0][0][1:3] == ["-m", "compileall"] and compiled[0][1] == str(second / "x.py")
