@@ -322,6 +322,16 @@ def matrix(session: nox.Session) -> None:
     _run_tool(session, "matrix", *session.posargs)
 
 
+@nox.session(python=PYTHON)
+def rebaseline(session: nox.Session) -> None:
+    """Accept what another baseline does: ./noxw -s rebaseline -- LOCK [--move] (the ledger of moved behaviour).
+
+    Runs every contract in LOCK's environment; each that fails there is written into
+    ``tests/contracts/moved_behaviour.toml`` for LOCK's optax version (review with git diff);
+    ``--move`` also makes LOCK the pinned baseline (lock and snapshots). Summary in reports/rebaseline/."""
+    _run_tool(session, "rebaseline", *session.posargs)
+
+
 @nox.session(python=PYTHON, name="lint-workflows")
 def lint_workflows(session: nox.Session) -> None:
     """Check the GitHub Actions workflows and the action (action.yml) with actionlint and the action schema.

@@ -12,6 +12,11 @@
   default ``tests/contracts/known_defects.toml``): a contract marked
   ``known_defect(ID)`` pins a defective baseline behaviour; ``ID`` must be in
   the ledger, and the report says ``fixed`` when a candidate changes it.
+- Reads the ledger of moved behaviour (``moved_behaviour`` ini option,
+  default ``tests/contracts/moved_behaviour.toml``; ``optax_gate.kit.moved_behaviour``):
+  a contract listed for the baseline's optax version passes when it fails as
+  that baseline does, and fails otherwise (the marker ``moved_behaviour`` and
+  the user property ``contract_moved`` say so).
 - Writes the number of collected tests to ``$OPTAX_GATE_PROGRESS`` when set
   (the gate's progress lines); with ``$OPTAX_GATE_GO`` set too, then waits
   until that file exists before running them (the gate collects its second
@@ -35,16 +40,20 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.kit import guides
+from optax_gate.kit import guides, moved_behaviour
 from optax_gate.kit.probe import installed_versions, warning_record
 
 
 DEFAULT_LEDGER = "tests/contracts/known_defects.toml"
 _LEDGER = pytest.StashKey[dict[str, str]]()
+_MOVED = pytest.StashKey[dict[str, moved_behaviour.Entry]]()
+_MOVED_ENTRY = pytest.StashKey[moved_behaviour.Entry]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("known_defects", "ledger of known upstream defects (TOML: id = reason)", default=DEFAULT_LEDGER)
+    parser.addini("moved_behaviour", "ledger of behaviour moved after the pinned baseline (TOML [[moved]] entries)",
+                  default=moved_behaviour.LEDGER)
 
 
 def load_ledger(path: Path) -> dict[str, str]:
@@ -77,6 +86,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "(weight_decay='a schedule'), so that a team's literal arguments can rule a finding out (gate --usage)"
     )
     config.stash[_LEDGER] = load_ledger(config.rootpath / config.getini("known_defects"))
+    config.addinivalue_line(
+        "markers", "moved_behaviour(optax, why): added to a contract the ledger of moved behaviour lists for this "
+        "baseline: it passes when it fails as the baseline does"
+    )
+    try:
+        entries = moved_behaviour.load(config.rootpath / config.getini("moved_behaviour"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_MOVED] = moved_behaviour.applicable(entries, moved_behaviour.baseline_version())
     for kind, meaning in guides.KINDS.items():
         config.addinivalue_line("markers", f"{kind}: {meaning}")
 
@@ -164,10 +182,31 @@ def _wait_for(go: Path, poll_s: float = 0.05) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    moved = config.stash[_MOVED]
     for item in items:
         meta = contract_metadata(item)
         if meta is not None:
             item.user_properties.extend(("contract_" + k, v) for k, v in meta.items())
+        entry = moved.get(item.nodeid)
+        if entry is not None:
+            item.stash[_MOVED_ENTRY] = entry
+            item.add_marker(pytest.mark.moved_behaviour(optax=entry.optax, why=entry.why))
+            item.user_properties.append(("contract_moved", f"optax {entry.optax}: {entry.why}"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A contract the ledger of moved behaviour lists for this baseline passes
+    when its call failed as the baseline does, and fails otherwise
+    (``moved_behaviour.judged``)."""
+    report = yield
+    entry = item.stash.get(_MOVED_ENTRY, None)
+    if entry is not None and report.when == "call" and not report.skipped:
+        passes, message = moved_behaviour.judged(entry, moved_behaviour.baseline_version(), report.failed,
+                                                 str(report.longrepr) if report.failed else "")
+        report.outcome = "passed" if passes else "failed"
+        report.longrepr = None if passes else message
+    return report
 
 
 WARNINGS_ENV = "OPTAX_GATE_WARNINGS"

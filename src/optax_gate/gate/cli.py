@@ -1,5 +1,5 @@
 """Command line of the gate: ``python -m optax_gate <command>`` (through
-``./noxw -s gate``, and ./noxw -s matrix, compare or bisect: a session per command).
+``./noxw -s gate``, and ./noxw -s matrix, compare, bisect or rebaseline: a session per command).
 
 Commands:
 
@@ -70,6 +70,19 @@ Commands:
     the same once the gate's report is complete. Exit 0 once written, 2 when
     the report or the candidate's environment cannot be used.
 
+``rebaseline LOCK [--move]``
+    Run every contract in the environment of LOCK (another baseline: a
+    team's optax 0.2.8, say) as a gate runs a team's baseline, and accept
+    each contract that fails there into the ledger of moved behaviour
+    (tests/contracts/moved_behaviour.toml): at that baseline it then passes
+    when it fails as the baseline does and fails when the behaviour moves
+    again, so no contract is blind there. ``--move`` also makes LOCK the
+    pinned baseline (the lock copied over requirements-lock.txt, the
+    snapshot files re-recorded in place). Summary in reports/rebaseline/.
+    Exit 0 once the ledger is written, 2 when LOCK pins no optax, its
+    environment cannot be built, the run is not verified, or a contract
+    could not be accepted (an error outside its call).
+
 Exit status (gate, compare):
   0  pass: no contract broke and no row beyond the contracts is broken
   1  fail: a contract broke (with --usage: one of a finding your code
@@ -117,6 +130,7 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, compare_runs, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
+from optax_gate.gate.rebaseline_flow import rebaseline
 
 # The flows live in gate_flow (gate, compare) and matrix_flow (matrix); one
 # side of a comparison in sides (all under optax_gate.gate); the run folder in
@@ -326,6 +340,24 @@ def parser() -> argparse.ArgumentParser:
                    help="compile every program afresh (default: JAX's persistent compilation cache of the environment)")
     _bisect_options(b)
     b.set_defaults(func=bisect_command.command)
+    r = sub.add_parser("rebaseline", help="run the contracts at another baseline and accept what it does into the ledger",
+                       description="Rebaseline:\n" + _help("``rebaseline", "Exit status (gate"),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("lock", type=_path, metavar="LOCK", help="the other baseline's hash-pinned lock (uv pip compile --generate-hashes)")
+    r.add_argument("--move", action="store_true",
+                   help="make LOCK the pinned baseline too: copied over requirements-lock.txt, the snapshot files re-recorded in place")
+    r.add_argument("--out", type=_path, default=project_default("reports/rebaseline"), metavar="DIR",
+                   help="where the run's evidence and summary.md go (default: %(default)s)")
+    r.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
+                   help="where LOCK's environment is built or reused (default: %(default)s)")
+    r.add_argument("--cache-dir", type=_path, default=Path(".nox/gate-cache"), metavar="DIR",
+                   help="the gate's cache folder, for the shared compilation cache (default: %(default)s)")
+    r.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
+    r.add_argument("--project-root", type=_path, default=Path.cwd(), metavar="DIR",
+                   help="the project folder holding tests/contracts and the ledger (default: the current folder)")
+    r.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
+                   help="compile every program afresh (default: JAX's persistent compilation cache, shared)")
+    r.set_defaults(func=rebaseline, baseline_lock=Path("requirements-lock.txt"))
     return p
 
 
@@ -367,7 +399,8 @@ def _bisect(args: argparse.Namespace) -> opts.BisectOptions:
                               cache=args.bisect_cache, env=args.bisect_env, timeout=args.bisect_timeout)
 
 
-def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions:
+def options(args: argparse.Namespace) -> (opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions
+                                          | opts.RebaselineOptions):
     """The typed options of the command ``args`` holds (:mod:`optax_gate.gate.inputs.options`), made once here."""
     if args.command == "gate":
         return opts.GateOptions(
@@ -384,6 +417,8 @@ def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions |
     if args.command == "compare":
         return opts.CompareOptions(baseline_run=args.baseline_run, candidate_run=args.candidate_run, scope=_scope(args),
                                    out=args.out, team_run=args.team_run)
+    if args.command == "rebaseline":
+        return opts.RebaselineOptions(environment=_environment(args), lock=args.lock, move=args.move, out=args.out)
     return opts.BisectCommandOptions(report=args.report, environment=_environment(args), bisect=_bisect(args))
 
 

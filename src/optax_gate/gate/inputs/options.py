@@ -177,3 +177,15 @@ class BisectCommandOptions:
     report: Path
     environment: EnvironmentOptions
     bisect: BisectOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class RebaselineOptions:
+    """``python -m optax_gate rebaseline``: ``lock``: the other baseline's
+    hash-pinned lock; ``move``: make it the pinned baseline (lock and
+    snapshots) too; ``out``: where the run's evidence and ``summary.md`` go."""
+
+    environment: EnvironmentOptions
+    lock: Path
+    move: bool
+    out: Path

@@ -5,7 +5,8 @@
 (the plugins each pytest process loads),
 ``devices`` (simulated devices), ``outcomes`` (a pytest report log folded
 into contract outcomes), ``warnings_diff`` (the warnings a run raised),
-``results_cache`` (results kept per contract module), ``same_code`` (a
+``results_cache`` (results kept per contract module), ``moved_ledger``
+(ledger entries of moved behaviour written by ``rebaseline``), ``same_code`` (a
 candidate that runs the baseline's code takes its outcomes), ``baseline_snapshots``
 (snapshots of the team's own baseline lock), ``evidence`` (run folders),
 ``progress`` and ``heartbeat`` (console lines).

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -30,6 +31,7 @@ from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import devices, outcomes, pytest_plugins, warnings_diff
+from optax_gate.kit import moved_behaviour
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
@@ -47,6 +49,23 @@ def is_run_record(value: Any) -> bool:
 
 
 Probe = tuple[dict[str, str], "str | None", list[dict[str, Any]], dict[str, list[str]]]
+
+
+_WHEEL_VERSION = re.compile(r"^optax\s*@\s*\S*/optax-([^-/]+)-[^/]*\.whl\b", re.MULTILINE)
+
+
+def baseline_optax(lock: Path) -> str:
+    """The optax version ``lock`` pins ("" when none, or unreadable): its
+    ``optax==V`` line, or the version in the file name of the wheel it names
+    (a baseline built from source). Passed to both sides' contract runs as
+    ``$OPTAX_GATE_BASELINE_OPTAX`` (``optax_gate.kit.moved_behaviour``)."""
+    try:
+        text = lock.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    pinned = re.search(r"^optax\s*==\s*([^\s;\\]+)", text, re.MULTILINE)
+    wheel = _WHEEL_VERSION.search(text)
+    return pinned.group(1) if pinned else wheel.group(1) if wheel else ""
 
 
 def probe(python: Path, timeout: float = 300) -> Probe:
@@ -162,6 +181,8 @@ def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: C
     out_dir.mkdir(parents=True, exist_ok=True)
     variables = {**os.environ, **pytest_plugins.ENV, **how.extra_env,
                  **({"OPTAX_GATE_CHECKPOINTS": str(how.checkpoints.absolute())} if how.checkpoints else {})}
+    if env.baseline_lock is not None and (version := baseline_optax(Path(env.baseline_lock))):
+        variables[moved_behaviour.BASELINE_ENV] = version  # both sides judged against what the baseline does
     start = time.monotonic()
     call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir,
                       (*pytest_plugins.args(plugins), *how.pytest_args), variables)

@@ -1,0 +1,94 @@
+"""``python -m optax_gate rebaseline LOCK`` (``./noxw -s rebaseline -- LOCK``): the contracts at another baseline, and the ledger that lets each pin it.
+
+Runs every contract in the environment of ``LOCK`` the way a gate runs a
+team's baseline (its snapshots recorded in this run, the resume checkpoints
+written there, ``$OPTAX_GATE_BASELINE_OPTAX`` its optax version), then
+accepts each contract that fails there into the ledger of moved behaviour
+(``run/moved_ledger``, ``kit/moved_behaviour``): from then on, at that baseline,
+it passes when it fails as that baseline does and fails when the behaviour
+moves again. With ``--move`` it also makes ``LOCK`` the pinned baseline: the
+lock copied over ``requirements-lock.txt`` and the snapshot files re-recorded
+in place. A summary (``<out>/summary.md``) says what was accepted, per API,
+and what could not be (an error outside a contract's call).
+
+Exit status: 0 when the ledger was written (or nothing needed accepting);
+2 when the environment cannot be built or imported, the run is not verified,
+or a contract could not be accepted (its error is named).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from optax_gate.gate.base import atomic
+from optax_gate.gate.gate_flow import Started, fail
+from optax_gate.gate.inputs.options import RebaselineOptions
+from optax_gate.gate.install import compilation_cache, environments
+from optax_gate.gate.run import baseline_snapshots, moved_ledger, runner
+from optax_gate.kit import moved_behaviour
+
+
+def _summary(options: RebaselineOptions, version: str, record: dict, done: moved_ledger.Accepted, ledger: Path) -> str:
+    lock, moved = options.lock, options.move
+    apis = Counter(record["contracts"][cid]["api"] for cid in done.entries)
+    lines = [f"# Rebaseline at optax {version} ({lock})", "",
+             f"{len(record['contracts'])} contracts ran; {len(done.entries)} accepted into `{ledger}` "
+             f"(pass there when they fail as optax {version} does), {len(done.kept)} already there, "
+             f"{len(done.narrowed)} older entries narrowed, {len(done.refused)} not accepted."
+             + (" The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)." if moved else ""),
+             ""]
+    if apis:
+        lines += ["| API | contracts accepted |", "|---|---|", *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())), ""]
+    if done.refused:
+        lines += ["Not accepted (fix these contracts):", "", *(f"- `{cid}`: {why}" for cid, why in sorted(done.refused.items())), ""]
+    return "\n".join(lines) + "\n"
+
+
+def rebaseline(options: RebaselineOptions, started: Started | None = None) -> int:
+    """The command (module docstring); its exit status."""
+    env, lock = options.environment, options.lock
+    version = runner.baseline_optax(lock)
+    if not lock.is_file() or not version:
+        return fail(f"{lock}: not a lock that pins optax (optax==VERSION, or a wheel built from source)")
+    ledger_path = env.project_root / moved_behaviour.LEDGER
+    try:
+        ledger = moved_behaviour.load(ledger_path)
+    except ValueError as exc:
+        return fail(f"the ledger cannot be read: {exc}")
+    print(f"optax-gate: rebaseline at optax {version}: building (or reusing) the environment of {lock}", file=sys.stderr)
+    try:
+        python = environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root)
+    except environments.EnvironmentFailure as exc:
+        return fail(f"the environment of {lock} cannot be built: {exc}")
+    work = Path(tempfile.mkdtemp(prefix="optax-gate-rebaseline-"))
+    try:
+        snapshots = env.project_root if options.move else work / "snapshots"
+        jax_env = {**compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache),
+                   baseline_snapshots.SNAPSHOT_DIR: str(snapshots), baseline_snapshots.RECORD: "1"}
+        checkpoints = work / "checkpoints"
+        why = runner.write_checkpoints(python, checkpoints, env.project_root, extra_env=jax_env)
+        if why:
+            return fail(f"rebaseline: {why}")
+        print("optax-gate: running every contract there (its snapshots recorded in this run)", file=sys.stderr)
+        run_env = dataclasses.replace(env, baseline_lock=lock)  # the runner passes this lock's optax to pytest
+        record = runner.run(python, "rebaseline", options.out, run_env,
+                            runner.ContractRunOptions(checkpoints=checkpoints, extra_env=jax_env))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if record.get("status") != "ran":
+        return fail(f"rebaseline: the contracts did not run at optax {version}: {record.get('reason')}")
+    logs = sorted(Path(options.out).glob("rebaseline*.reportlog.jsonl"))
+    entries, done = moved_ledger.accept(ledger, record, moved_ledger.crash_lines(logs), version,
+                                        (record.get("versions") or {}).get("jax", ""))
+    moved_ledger.write(ledger_path, entries)
+    if options.move:
+        atomic.write_text(env.project_root / baseline_snapshots.PINNED_LOCK, lock.read_text(encoding="utf-8"))
+    summary = _summary(options, version, record, done, ledger_path)
+    atomic.write_text(Path(options.out) / "summary.md", summary)
+    print(summary, end="")
+    return 2 if done.refused else 0
