@@ -16,6 +16,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   variant of its API, and every such variant is caught.
 - ``update-snapshots``: re-record the baseline snapshots (explicit, never a
   side effect of another session).
+- ``rebaseline -- LOCK [--move]``: every contract at LOCK's baseline; each that
+  fails there accepted into ``tests/contracts/moved_behaviour.toml`` (``docs/baseline.md``).
 - ``lint-workflows``: actionlint over ``.github/workflows`` and ``action.yml``'s steps, and
   ``action.yml`` against the action metadata schema.
 - ``lock``: re-pin the baseline: compile ``requirements.in`` into
