@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -30,6 +29,7 @@ from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs.options import RebaselineOptions
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import baseline_snapshots, moved_ledger, runner
+from optax_gate.gate.run.progress import Progress
 from optax_gate.kit import moved_behaviour
 
 
@@ -60,7 +60,8 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
         ledger = moved_behaviour.load(ledger_path)
     except ValueError as exc:
         return fail(f"the ledger cannot be read: {exc}")
-    print(f"optax-gate: rebaseline at optax {version}: building (or reusing) the environment of {lock}", file=sys.stderr)
+    say = Progress()
+    say(f"rebaseline at optax {version}: building (or reusing) the environment of {lock}")
     try:
         python = environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root)
     except environments.EnvironmentFailure as exc:
@@ -71,13 +72,17 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
         jax_env = {**compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache),
                    baseline_snapshots.SNAPSHOT_DIR: str(snapshots), baseline_snapshots.RECORD: "1"}
         checkpoints = work / "checkpoints"
+        say("writing the resume checkpoints there")
         why = runner.write_checkpoints(python, checkpoints, env.project_root, extra_env=jax_env)
         if why:
             return fail(f"rebaseline: {why}")
-        print("optax-gate: running every contract there (its snapshots recorded in this run)", file=sys.stderr)
+        for old in Path(options.out).glob("rebaseline*"):  # an earlier rebaseline's evidence is not this one's
+            old.unlink()
+        say("running every contract there (its snapshots recorded in this run)")
         run_env = dataclasses.replace(env, baseline_lock=lock)  # the runner passes this lock's optax to pytest
         record = runner.run(python, "rebaseline", options.out, run_env,
-                            runner.ContractRunOptions(checkpoints=checkpoints, extra_env=jax_env))
+                            runner.ContractRunOptions(checkpoints=checkpoints, extra_env=jax_env),
+                            on_progress=say.contracts("rebaseline"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if record.get("status") != "ran":
