@@ -165,11 +165,12 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
 def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addresses():
     from optax_gate.gate.run import moved_ledger
 
-    line = "AssertionError: leaf 3 differs by 1.5e-07 (max 2) at <function f at 0x7f3a2b>; see (a)+[b]"
+    line = "AssertionError: leaf 3 differs by 1.5e-07 (0.25 > 0.125) in float32 at <function f at 0x7f3a2b>; see (a)+[b]"
     expr = moved_ledger.pattern(line + "\nsecond line")
     assert re.fullmatch(expr, line)
-    assert re.fullmatch(expr, line.replace("1.5e-07", "2.25e-06").replace("0x7f3a2b", "0xdeadbeef"))
-    assert not re.fullmatch(expr, line.replace("differs", "matches"))
+    assert re.fullmatch(expr, line.replace("1.5e-07", "2.25e-06").replace("0.25", "0.2500001").replace("0x7f3a2b", "0xdeadbeef"))
+    for moved in (("differs", "matches"), ("leaf 3", "leaf 4"), ("float32", "float64")):  # words, counts, dtypes literal
+        assert not re.fullmatch(expr, line.replace(*moved)), moved
 
 
 def _log(path: Path, reports: list[tuple[str, str, str]]) -> Path:

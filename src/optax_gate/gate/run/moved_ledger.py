@@ -3,8 +3,9 @@
 A contract that fails at a baseline of optax ``V`` pins what an earlier
 baseline did; :func:`accept` turns each such failure into an entry
 (``optax_gate.kit.moved_behaviour``): ``optax = ">=V"``, ``fails`` a regular
-expression of the failure's first line (its numbers and addresses matched
-loosely: they vary with the machine, the words do not), ``why`` saying where
+expression of the failure's first line (:func:`pattern`: a decimal
+fraction's digits and an address matched loosely, they vary with the
+machine; words, integers and dtype names literal), ``why`` saying where
 it came from. An entry of the same contract whose range holds ``V`` and whose
 expression the new failure does not match is narrowed to ``<V``; one it
 matches is kept as it is. An error outside the contract's call (a fixture, a
@@ -28,17 +29,21 @@ HEADER = """\
 # `fails` (that baseline's behaviour), and fails otherwise. See src/optax_gate/kit/moved_behaviour.py.
 # Written by `./noxw -s rebaseline -- LOCK`; an entry's `why` is then worth rewriting in words.
 """
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+#: A decimal fraction or a number with an exponent, standing alone (not part of a word: ``float32`` stays).
+_FLOAT = r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?![\w.])"
+_LOOSE_FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 
 def pattern(detail: str) -> str:
     """A regular expression for the first non-empty line of a failure's
-    ``detail``: the words literal, numbers and hex addresses loose, at most 240 characters of it."""
+    ``detail``, at most 240 characters of it: its words, integers and dtype
+    names literal; a decimal fraction's digits and a hex address loose (they
+    vary with the machine and the run; a changed count or dtype does not match)."""
     line = next((ln.strip() for ln in detail.splitlines() if ln.strip()), "")[:240]
     out, last = [], 0
-    for m in re.finditer(r"0x[0-9a-fA-F]+|" + _NUMBER, line):
+    for m in re.finditer(r"0x[0-9a-fA-F]+|" + _FLOAT, line):
         out.append(re.escape(line[last:m.start()]))
-        out.append(r"0x[0-9a-fA-F]+" if m.group().startswith("0x") else _NUMBER)
+        out.append(r"0x[0-9a-fA-F]+" if m.group().startswith("0x") else _LOOSE_FLOAT)
         last = m.end()
     out.append(re.escape(line[last:]))
     return "".join(out)
