@@ -234,6 +234,17 @@ def _bisect_options(p: argparse.ArgumentParser) -> None:
                    help="time limit of one build, import check or contract run of a bisection step (default: %(default)s)")
 
 
+def _one_environment_options(p: argparse.ArgumentParser, which: str) -> None:
+    """``--envs-dir``, ``--python``, ``--project-root``, ``--no-compilation-cache`` of a command that builds one environment."""
+    p.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
+                   help=f"where {which} is built or reused (default: %(default)s)")
+    p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
+    p.add_argument("--project-root", type=_path, default=Path.cwd(), metavar="DIR",
+                   help="the project folder holding tests/contracts (default: the current folder)")
+    p.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
+                   help="compile every program afresh (default: JAX's persistent compilation cache, shared)")
+
+
 def _help(start: str = "", end: str | None = None) -> str:
     """The part of the module docstring from ``start`` up to ``end``, as plain
     help text (reST's double backticks dropped)."""
@@ -329,15 +340,9 @@ def parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("report", nargs="?", type=_path, default=project_default("reports/gate"), metavar="DIR",
                    help="a gate output folder (its latest run that judged both sides) or run folder (default: %(default)s)")
-    b.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
-                   help="where the candidate's environment is built or reused (default: %(default)s)")
     b.add_argument("--baseline-lock", type=_path, default=Path("requirements-lock.txt"), metavar="FILE",
                    help="the baseline's lock, for --bisect-env baseline (default: %(default)s)")
-    b.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
-    b.add_argument("--project-root", type=_path, default=Path.cwd(), metavar="DIR",
-                   help="the project folder holding tests/contracts (default: the current folder)")
-    b.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
-                   help="compile every program afresh (default: JAX's persistent compilation cache of the environment)")
+    _one_environment_options(b, "the candidate's environment")
     _bisect_options(b)
     b.set_defaults(func=bisect_command.command)
     r = sub.add_parser("rebaseline", help="run the contracts at another baseline and accept what it does into the ledger",
@@ -348,15 +353,9 @@ def parser() -> argparse.ArgumentParser:
                    help="make LOCK the pinned baseline too: copied over requirements-lock.txt, the snapshot files re-recorded in place")
     r.add_argument("--out", type=_path, default=project_default("reports/rebaseline"), metavar="DIR",
                    help="where the run's evidence and summary.md go (default: %(default)s)")
-    r.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR",
-                   help="where LOCK's environment is built or reused (default: %(default)s)")
     r.add_argument("--cache-dir", type=_path, default=Path(".nox/gate-cache"), metavar="DIR",
                    help="the gate's cache folder, for the shared compilation cache (default: %(default)s)")
-    r.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
-    r.add_argument("--project-root", type=_path, default=Path.cwd(), metavar="DIR",
-                   help="the project folder holding tests/contracts and the ledger (default: the current folder)")
-    r.add_argument("--no-compilation-cache", dest="compilation_cache", action="store_false",
-                   help="compile every program afresh (default: JAX's persistent compilation cache, shared)")
+    _one_environment_options(r, "LOCK's environment")
     r.set_defaults(func=rebaseline, baseline_lock=Path("requirements-lock.txt"))
     return p
 
