@@ -760,3 +760,15 @@ def test_noxw_drops_the_double_dash_from_its_suggestion():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert shlex.split(proc.stderr.split("./noxw -s gate --", 1)[1].strip()) == ["optax==0.2.8", "--usage", "d", "--out", "x"]
+
+
+@pytest.mark.parametrize("args, given, what", [(["-s", "rebaseline", "requirements-lock.txt"], "requirements-lock.txt", "an argument"),
+                                               (["-s", "rebaseline", "--move", "requirements-lock.txt"], "--move", "an option")])
+def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
+    """The trial: ``./noxw -s rebaseline LOCK`` got nox's "Sessions not found" (exit 3) and ``--move`` before ``--``
+    nox's usage text. noxw says the arguments go after ``--``, exit 2, the suggestion ready to paste."""
+    import shlex
+    proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert f"'{given}' is {what} of the rebaseline, not of nox" in proc.stderr
+    assert shlex.split(proc.stderr.split("./noxw -s rebaseline --", 1)[1].strip()) == args[2:]

@@ -209,7 +209,8 @@ def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_hol
     assert ledger.read_text().startswith("# Ledger of behaviour")
 
 
-def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = False, lock_text: str | None = None):
+def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = False, lock_text: str | None = None,
+                ledger_text: str = ""):
     """``rebaseline_flow.rebaseline`` with the environment and the contract
     run replaced: the run gives ``outcomes`` (node id -> passed/failed/error)."""
     from optax_gate.gate import rebaseline_flow
@@ -219,6 +220,8 @@ def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = Fa
 
     project = tmp_path / "project"
     (project / "tests" / "contracts").mkdir(parents=True)
+    if ledger_text:
+        (project / moved_behaviour.LEDGER).write_text(ledger_text)
     lock = tmp_path / "lock-0.2.8.txt"
     lock.write_text(lock_text if lock_text is not None else "optax==0.2.8 \\\n    --hash=sha256:aa\n")
     seen = {}
@@ -250,7 +253,8 @@ def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(
     assert Path(seen["extra_env"][snaps.SNAPSHOT_DIR]) != project, "without --move the committed snapshots were re-recorded"
     assert not (project / "requirements-lock.txt").exists()
     summary = (tmp_path / "out" / "summary.md").read_text()
-    assert "1 accepted" in summary and "| `optax.adam` | 1 |" in summary
+    assert "1 newly accepted" in summary and "| `optax.adam` | 1 |" in summary
+    assert "2 contracts: 1 failed, 1 passed." in summary
 
 
 def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_place(tmp_path, monkeypatch):
@@ -260,9 +264,37 @@ def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_
     assert Path(seen["extra_env"][snaps.SNAPSHOT_DIR]) == project
 
 
-def test_rebaseline_refuses_a_lock_without_optax_and_names_what_it_could_not_accept(tmp_path, monkeypatch, capsys):
-    code, entries, *_ = _rebaseline(tmp_path / "a", monkeypatch, {}, lock_text="jax==0.12.0.1\n")
-    assert code == 2 and entries is None and "pins optax" in capsys.readouterr().err
-    code, entries, *_ = _rebaseline(tmp_path / "b", monkeypatch, {"tests/contracts/test_a.py::test_z": "error"})
-    assert code == 2 and entries == []
-    assert "test_z" in (tmp_path / "b" / "out" / "summary.md").read_text()
+@pytest.mark.parametrize("lock_text, said", [
+    ("jax==0.12.0.1 \\\n    --hash=sha256:aa\n", "does not pin optax"),
+    ("optax==0.2.8\n", "has no --hash"),
+    (b"\xff\xfe\x00garbage", "cannot be read"),
+    (None, "does not exist"),
+    ("folder", "is not a file"),
+])
+def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(tmp_path, monkeypatch, capsys, lock_text, said):
+    """The trial: random bytes crashed it (a traceback and a gate-style report in reports/rebaseline), a missing
+    file and a folder were told they pin no optax."""
+    from optax_gate.gate import rebaseline_flow
+    from optax_gate.gate.inputs.options import EnvironmentOptions, RebaselineOptions
+
+    lock = tmp_path / "lock.txt"
+    if lock_text == "folder":
+        lock.mkdir()
+    elif isinstance(lock_text, bytes):
+        lock.write_bytes(lock_text)
+    elif lock_text is not None:
+        lock.write_text(lock_text)
+    env = EnvironmentOptions(project_root=tmp_path, baseline_lock=lock, python="python3", envs_dir=tmp_path / "envs")
+    code = rebaseline_flow.rebaseline(RebaselineOptions(environment=env, lock=lock, move=False, out=tmp_path / "out"))
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "tests").exists(), "a refusal wrote something"
+
+
+def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_holds(tmp_path, monkeypatch, capsys):
+    held = '[[moved]]\ncontract = "tests/contracts/test_a.py::test_held"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "w"\n'
+    code, entries, *_ = _rebaseline(tmp_path / "b", monkeypatch, {"tests/contracts/test_a.py::test_z": "error",
+                                                                  "tests/contracts/test_a.py::test_held": "passed"}, ledger_text=held)
+    assert code == 2 and [e.contract for e in entries] == ["tests/contracts/test_a.py::test_held"]
+    summary = (tmp_path / "b" / "out" / "summary.md").read_text()
+    assert "test_z" in summary and "1 already in it for this version and holding" in summary

@@ -79,7 +79,8 @@ Commands:
     again, so no contract is blind there. ``--move`` also makes LOCK the
     pinned baseline (the lock copied over requirements-lock.txt, the
     snapshot files re-recorded in place). Summary in reports/rebaseline/.
-    Exit 0 once the ledger is written, 2 when LOCK pins no optax, its
+    Exit 0 once the ledger is written, 2 when LOCK is not a hashed lock
+    (missing, a folder, unreadable) or pins no optax, its
     environment cannot be built, the run is not verified, or a contract
     could not be accepted (an error outside its call).
 
@@ -539,7 +540,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return crash_report(f"gate error: {type(exc).__name__}: {exc}", started,
-                            None if args.command == "gate" else getattr(given, "out", Path("reports/gate")))
+                            None if args.command in ("gate", "rebaseline") else getattr(given, "out", Path("reports/gate")))
     finally:
         if process:  # the command is over: a later signal is only recorded, the exit status stands
             _STOPPING.append(True)

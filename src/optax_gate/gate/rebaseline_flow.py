@@ -26,6 +26,7 @@ from pathlib import Path
 
 from optax_gate.gate.base import atomic
 from optax_gate.gate.gate_flow import Started, fail
+from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import RebaselineOptions
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import baseline_snapshots, moved_ledger, runner
@@ -33,17 +34,24 @@ from optax_gate.gate.run.progress import Progress
 from optax_gate.kit import moved_behaviour
 
 
-def _summary(options: RebaselineOptions, version: str, record: dict, done: moved_ledger.Accepted, ledger: Path) -> str:
+def _summary(options: RebaselineOptions, version: str, record: dict, done: moved_ledger.Accepted, held: list[str]) -> str:
     lock, moved = options.lock, options.move
-    apis = Counter(record["contracts"][cid]["api"] for cid in done.entries)
+    contracts = record["contracts"]
+    outcomes = Counter(r.get("outcome") for r in contracts.values())
+    skipped = sorted(r.get("api", "?") for r in contracts.values() if r.get("outcome") == "skipped")
+    apis = Counter(contracts[cid]["api"] for cid in done.entries)
     lines = [f"# Rebaseline at optax {version} ({lock})", "",
-             f"{len(record['contracts'])} contracts ran; {len(done.entries)} accepted into `{ledger}` "
-             f"(pass there when they fail as optax {version} does), {len(done.kept)} already there, "
-             f"{len(done.narrowed)} older entries narrowed, {len(done.refused)} not accepted."
+             f"{len(contracts)} contracts: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) + ". "
+             f"{len(done.entries)} newly accepted into `{moved_behaviour.LEDGER}` (they pass there when they fail as optax "
+             f"{version} does); {len(held)} already in it for this version and holding; {len(done.narrowed)} older entries "
+             f"narrowed; {len(done.refused)} not accepted."
              + (" The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)." if moved else ""),
              ""]
+    if skipped:
+        lines += [f"Skipped ({len(skipped)}), no contract at this baseline: " + ", ".join(f"`{a}`" for a in skipped[:20])
+                  + (", ..." if len(skipped) > 20 else "") + ".", ""]
     if apis:
-        lines += ["| API | contracts accepted |", "|---|---|", *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())), ""]
+        lines += ["| API | contracts newly accepted |", "|---|---|", *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())), ""]
     if done.refused:
         lines += ["Not accepted (fix these contracts):", "", *(f"- `{cid}`: {why}" for cid, why in sorted(done.refused.items())), ""]
     return "\n".join(lines) + "\n"
@@ -52,9 +60,13 @@ def _summary(options: RebaselineOptions, version: str, record: dict, done: moved
 def rebaseline(options: RebaselineOptions, started: Started | None = None) -> int:
     """The command (module docstring); its exit status."""
     env, lock = options.environment, options.lock
+    try:
+        pinned = validate.lock_packages(lock, "LOCK")
+    except validate.InvalidInput as exc:
+        return fail(f"{exc} (no ledger written)")
     version = runner.baseline_optax(lock)
-    if not lock.is_file() or not version:
-        return fail(f"{lock}: not a lock that pins optax (optax==VERSION, or a wheel built from source)")
+    if "optax" not in pinned or not version:
+        return fail(f"LOCK {lock} does not pin optax (optax==VERSION): there is no baseline version to rebaseline at")
     ledger_path = env.project_root / moved_behaviour.LEDGER
     try:
         ledger = moved_behaviour.load(ledger_path)
@@ -94,7 +106,9 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
     moved_ledger.write(ledger_path, entries)
     if options.move:
         atomic.write_text(env.project_root / baseline_snapshots.PINNED_LOCK, lock.read_text(encoding="utf-8"))
-    summary = _summary(options, version, record, done, ledger_path)
+    held = sorted(cid for cid in moved_behaviour.applicable(ledger, version)
+                  if (record["contracts"].get(cid) or {}).get("outcome") == "passed")
+    summary = _summary(options, version, record, done, held)
     atomic.write_text(Path(options.out) / "summary.md", summary)
     print(summary, end="")
     return 2 if done.refused else 0

@@ -278,7 +278,10 @@ def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candi
                                same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs))
     if found.same:
         candidate.same_code = found
-        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes, not run again")
+        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead "
+            "of running")
+    else:
+        say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
 
 
 def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -164,7 +164,9 @@ def _verdict(page: Page) -> list[str]:
         out += [f"{against}: nothing was compared ({who}); the reason is below and in the Versions table.", ""]
     else:
         out.append(f"{against}: " + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
-                   + f" (of {sum(s.values())} contracts).")
+                   + f" (of {sum(s.values())} contracts"
+                   + ("; the candidate's outcomes are the baseline's, copied, not run: its code is the baseline's"
+                      if report["candidate"].get("same_code") else "") + ").")
         out.append("")
         out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
     for reason in report["reasons"] if not report.get("team_run") else []:
