@@ -772,3 +772,14 @@ def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
     assert proc.returncode == 2, proc.stderr
     assert f"'{given}' is {what} of the rebaseline, not of nox" in proc.stderr
     assert shlex.split(proc.stderr.split("./noxw -s rebaseline --", 1)[1].strip()) == args[2:]
+
+
+def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user_stands(tmp_path):
+    """The re-trial: from another folder, ``noxw -s rebaseline team-lock.txt`` (the file there, not in the project)
+    and ``-s gate src`` (a folder) got nox's "Sessions not found" (exit 3)."""
+    (tmp_path / "team-lock.txt").write_text("x")
+    (tmp_path / "team").mkdir()
+    for args, given in ((["-s", "rebaseline", "team-lock.txt"], "team-lock.txt"), (["-s", "gate", "team"], "team")):
+        proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert proc.returncode == 2, proc.stderr
+        assert f"'{given}' is an argument of the {args[1]}, not of nox" in proc.stderr

@@ -267,7 +267,7 @@ def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_
 @pytest.mark.parametrize("lock_text, said", [
     ("jax==0.12.0.1 \\\n    --hash=sha256:aa\n", "does not pin optax"),
     ("optax==0.2.8\n", "has no --hash"),
-    (b"\xff\xfe\x00garbage", "cannot be read"),
+    (b"\xff\xfe\x00garbage", "is not a text file"),
     (None, "does not exist"),
     ("folder", "is not a file"),
 ])

@@ -169,3 +169,14 @@ def test_a_usage_folder_without_code_is_refused(tmp_path):
             user_paths.check_usage([tmp_path / folder])
     (tmp_path / "docs" / "train.py").write_text("import optax\n")
     assert user_paths.check_usage([tmp_path / "docs"]) == [tmp_path / "docs"]
+
+
+def test_a_lock_file_given_as_a_spec_is_told_its_options(tmp_path, monkeypatch):
+    """The re-trial: ``./noxw -s gate -- requirements-lock.txt`` was asked "did you mean --usage"; a lock is a candidate
+    or a baseline lock."""
+    from optax_gate.gate.inputs import user_paths, validate
+    lock = tmp_path / "team-lock.txt"
+    lock.write_text("optax==0.2.8 \\\n    --hash=sha256:" + "a" * 64 + "\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(validate.InvalidInput, match="did you mean --candidate-lock team-lock.txt .* or --baseline-lock"):
+        user_paths.refuse_paths_as_specs(["team-lock.txt"], {"optax"})

@@ -66,7 +66,8 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
         return fail(f"{exc} (no ledger written)")
     version = runner.baseline_optax(lock)
     if "optax" not in pinned or not version:
-        return fail(f"LOCK {lock} does not pin optax (optax==VERSION): there is no baseline version to rebaseline at")
+        return fail(f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version to "
+                    "rebaseline at (no ledger written)")
     ledger_path = env.project_root / moved_behaviour.LEDGER
     try:
         ledger = moved_behaviour.load(ledger_path)

@@ -17,12 +17,22 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 from typing import Iterable
 
 from optax_gate.gate.inputs import requirements, usage_files, validate
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.inputs.usage_files import SUFFIXES
+
+def _looks_like_lock(path: Path) -> bool:
+    """Whether a file reads like a hashed lock (a ``name==version`` line and a ``--hash=``)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return False
+    return "--hash=" in text and re.search(r"^[A-Za-z0-9][\w.-]*\s*==", text, re.MULTILINE) is not None
+
 
 def _link_problem(path: Path) -> str | None:
     if not path.is_symlink() or path.exists():
@@ -92,6 +102,10 @@ def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
             raise validate.InvalidInput(
                 f"{spec!r} is a file, not a requirement SPEC: to re-judge two run records, "
                 f"{COMMANDS['compare']}")
+        if not named and user_path(spec).is_file() and _looks_like_lock(user_path(spec)):
+            raise validate.InvalidInput(
+                f"{spec!r} is a lock file, not a requirement SPEC: did you mean --candidate-lock {spec} (the candidate) "
+                f"or --baseline-lock {spec} (your baseline)?")
         if not named and user_path(spec).exists():
             raise validate.InvalidInput(
                 f"{spec!r} is a file or folder, not a requirement SPEC: did you mean --usage {spec}? "

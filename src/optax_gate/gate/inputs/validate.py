@@ -86,8 +86,11 @@ def lock_packages(path: Path, what: str) -> set[str]:
         raise InvalidInput(f"{what} {path} is not a file")
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{what} {path} cannot be read: {exc}") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{what} {path} is not a text file: a lock is the text `uv pip compile --generate-hashes` "
+                           "writes") from None
+    except OSError as exc:
+        raise InvalidInput(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
     entries = [e.strip() for e in re.sub(r"\\\s*\n", " ", text).splitlines()]
     entries = [e.split(" #", 1)[0] for e in entries if e and not e.startswith("#")]
     entries = [e for e in entries if not e.startswith("-") or e.startswith("--hash")]
@@ -98,10 +101,12 @@ def lock_packages(path: Path, what: str) -> set[str]:
         m = _ENTRY.match(entry)
         if not m:
             raise InvalidInput(f"{what} {path}: {entry.split()[0]!r} is not pinned as name==version; "
-                               "compile the lock with ./noxw -s lock (uv pip compile --generate-hashes)")
+                               f"compile it with uv pip compile --generate-hashes REQUIREMENTS.in -o {path.name} "
+                               "(./noxw -s lock does this for the pinned baseline)")
         if "--hash=" not in entry:
-            raise InvalidInput(f"{what} {path}: {m.group(0)} has no --hash; the gate installs hash-checked locks only "
-                               "(compile with ./noxw -s lock or uv pip compile --generate-hashes)")
+            raise InvalidInput(f"{what} {path}: {m.group(0)} has no --hash; optax-gate installs hash-checked locks only: "
+                               f"compile it with uv pip compile --generate-hashes REQUIREMENTS.in -o {path.name} "
+                               "(./noxw -s lock does this for the pinned baseline)")
         names.add(canonicalize_name(m.group(1)))
     return names
 
