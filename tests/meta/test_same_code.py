@@ -98,6 +98,10 @@ def test_a_package_pinned_alike_is_not_read_and_an_unknown_site_is_not_the_same(
     same = same_code.compare(side, side)
     assert same.same and same.packages == {}
     assert not same_code.compare(same_code.Installed(lock, None, INPUTS), side).same
+    other = tmp_path / "other"
+    other.mkdir()
+    two = same_code.compare(side, same_code.Installed(lock, other, INPUTS))  # fake environments: each side its own code
+    assert not two.same and "two folders of one lock" in two.why
 
 
 def test_lock_entries_join_continuations_sort_hashes_and_name_direct_references():

@@ -196,7 +196,9 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
         only = sorted(set(base) ^ set(cand))
         return SameCode(False, f"the locks pin other packages ({', '.join(only[:3])}{', ...' if len(only) > 3 else ''})")
     moved = sorted(name for name in base if base[name] != cand[name])
-    if not moved:
+    if not moved:  # one lock, one environment (named by its pins); two folders of one lock are not compared here
+        if baseline_site.resolve() != candidate_site.resolve():
+            return SameCode(False, "the two sides' environments are two folders of one lock")
         return SameCode(True, "the candidate's lock pins what the baseline's does")
     packages: dict[str, int] = {}
     text_only: list[str] = []
