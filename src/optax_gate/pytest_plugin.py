@@ -47,6 +47,7 @@ from optax_gate.kit.probe import installed_versions, warning_record
 DEFAULT_LEDGER = "tests/contracts/known_defects.toml"
 _LEDGER = pytest.StashKey[dict[str, str]]()
 _MOVED = pytest.StashKey[dict[str, moved_behaviour.Entry]]()
+_BASELINE = pytest.StashKey[str]()
 _MOVED_ENTRY = pytest.StashKey[moved_behaviour.Entry]()
 
 
@@ -94,7 +95,8 @@ def pytest_configure(config: pytest.Config) -> None:
         entries = moved_behaviour.load(config.rootpath / config.getini("moved_behaviour"))
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[_MOVED] = moved_behaviour.applicable(entries, moved_behaviour.baseline_version())
+    config.stash[_BASELINE] = moved_behaviour.baseline_version()
+    config.stash[_MOVED] = moved_behaviour.applicable(entries, config.stash[_BASELINE])
     for kind, meaning in guides.KINDS.items():
         config.addinivalue_line("markers", f"{kind}: {meaning}")
 
@@ -202,7 +204,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     entry = item.stash.get(_MOVED_ENTRY, None)
     if entry is not None and report.when == "call" and not report.skipped:
-        passes, message = moved_behaviour.judged(entry, moved_behaviour.baseline_version(), report.failed,
+        passes, message = moved_behaviour.judged(entry, item.config.stash[_BASELINE], report.failed,
                                                  str(report.longrepr) if report.failed else "")
         report.outcome = "passed" if passes else "failed"
         report.longrepr = None if passes else message

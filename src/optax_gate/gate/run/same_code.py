@@ -31,9 +31,9 @@ or a warning names; the outcome copied carries the baseline's.
 from __future__ import annotations
 
 import ast
-import csv
 import dataclasses
 import re
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -65,20 +65,9 @@ def lock_entries(text: str) -> dict[str, str]:
     """``{canonical name: entry}`` of a hashed lock: each requirement with its
     ``--hash`` pins sorted, comments and continuation backslashes left out; an
     option line (``--index-url ...``) is kept under its own text."""
-    logical: list[str] = []
-    buffer = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line.split(" #", 1)[0].strip()
-        if line.endswith("\\"):
-            buffer += line[:-1].strip() + " "
-            continue
-        logical.append(buffer + line)
-        buffer = ""
-    if buffer.strip():
-        logical.append(buffer.strip())
+    joined = re.sub(r"\\\s*\n", " ", text)  # continuation lines, as validate.lock_packages reads them
+    logical = [line.split(" #", 1)[0].strip() for line in joined.splitlines()]
+    logical = [line for line in logical if line and not line.startswith("#")]
     out: dict[str, str] = {}
     for entry in logical:
         parts = entry.split()
@@ -90,42 +79,21 @@ def lock_entries(text: str) -> dict[str, str]:
     return out
 
 
-def _dist_info(site: Path, name: str) -> Path | None:
-    for folder in sorted(site.glob("*.dist-info")):
-        metadata = folder / "METADATA"
-        if metadata.is_file():
-            for line in metadata.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.startswith("Name:"):
-                    if canonicalize_name(line.partition(":")[2].strip()) == name:
-                        return folder
-                    break
-    return None
+def _distribution(site: Path, name: str) -> metadata.Distribution | None:
+    return next((d for d in metadata.distributions(path=[str(site)]) if canonicalize_name(d.metadata["Name"] or "") == name), None)
 
 
-def _version(dist_info: Path) -> str:
-    for line in (dist_info / "METADATA").read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith("Version:"):
-            return line.partition(":")[2].strip()
-        if not line:
-            break
-    return ""
-
-
-def _files(site: Path, dist_info: Path) -> list[str]:
-    """The distribution's files under ``site`` (relative, POSIX) from its RECORD,
-    without bytecode, scripts outside ``site`` and the installer's records."""
+def _files(dist: metadata.Distribution) -> list[str]:
+    """The distribution's files under its ``site-packages`` (relative, POSIX) from its RECORD,
+    without bytecode, scripts outside it and the installer's records."""
     out = []
-    with open(dist_info / "RECORD", encoding="utf-8", newline="") as f:
-        for row in csv.reader(f):
-            if not row:
-                continue
-            path = row[0]
-            parts = Path(path).parts
-            if path.startswith("..") or "__pycache__" in parts or path.endswith(".pyc"):
-                continue
-            if parts and parts[0] == dist_info.name and parts[-1] in INSTALLER_FILES | {"METADATA"}:
-                continue  # the version is compared on its own; the rest the installer writes
-            out.append(Path(path).as_posix())
+    for path in dist.files or []:
+        parts = path.parts
+        if not parts or parts[0] == ".." or "__pycache__" in parts or path.suffix == ".pyc":
+            continue
+        if parts[0].endswith(".dist-info") and parts[-1] in INSTALLER_FILES | {"METADATA"}:
+            continue  # the version is compared on its own; the rest the installer writes
+        out.append(path.as_posix())
     return sorted(set(out))
 
 
@@ -138,16 +106,13 @@ def _tree(source: bytes) -> str | None:
 
 def _compare_package(name: str, base_site: Path, cand_site: Path) -> tuple[str, int, list[str]]:
     """``(why it differs or "", files compared, files differing in text only)``."""
-    infos = [_dist_info(site, name) for site in (base_site, cand_site)]
-    if not all(infos):
-        return f"{name} is not installed in {'the baseline' if infos[0] is None else 'the candidate'}'s environment", 0, []
-    base_info, cand_info = infos
-    assert base_info is not None and cand_info is not None
-    versions = _version(base_info), _version(cand_info)
-    if versions[0] != versions[1]:
-        return f"{name} {versions[1]} is another version than the baseline's {versions[0]}", 0, []
-    files = _files(base_site, base_info)
-    cand_files = _files(cand_site, cand_info)
+    dists = [_distribution(site, name) for site in (base_site, cand_site)]
+    base_dist, cand_dist = dists
+    if base_dist is None or cand_dist is None:
+        return f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment", 0, []
+    if base_dist.version != cand_dist.version:
+        return f"{name} {cand_dist.version} is another version than the baseline's {base_dist.version}", 0, []
+    files, cand_files = _files(base_dist), _files(cand_dist)
     if files != cand_files:
         only = sorted(set(files) ^ set(cand_files))
         return f"{name}'s files differ ({len(only)} in one environment only, first {only[0]})", 0, []
