@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit.surface_calls import CALLS, EXPECT
 from optax_gate.kit.surface_corners import loss_corners, loss_inputs, loss_outcomes
 
@@ -28,7 +30,7 @@ TIMEOUT_S = 600
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=GUIDE), pytest.mark.snapshot, pytest.mark.timeout(TIMEOUT_S)])
+    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot, pytest.mark.timeout(TIMEOUT_S)])
     for p in LOSSES])
 def test_loss_corners(path, data_regression):
     """Value, gradient and forward-mode derivatives at each corner (baseline snapshot)."""

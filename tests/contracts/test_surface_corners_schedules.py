@@ -22,6 +22,8 @@ import warnings
 
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit.surface_calls import CALLS
 from optax_gate.kit.surface_corners import SCHEDULE_LEFT_OUT, schedule_record
 
@@ -32,7 +34,7 @@ SCHEDULES = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p 
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=GUIDE), pytest.mark.snapshot]) for p in SCHEDULES])
+    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in SCHEDULES])
 def test_schedule_corners(path, data_regression):
     """Values, dtypes and finiteness at each degenerate configuration and step form (baseline snapshot)."""
     with warnings.catch_warnings():  # NumPy's 'invalid value' at a zero-length interval: the record says NaN

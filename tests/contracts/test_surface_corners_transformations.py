@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit.surface_corners import transformation_grid, transformation_record
 
 GUIDE = ("docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, transform.py, contrib/*.py): each "
@@ -30,7 +32,7 @@ GUIDE = ("docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, tr
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=GUIDE), pytest.mark.snapshot])
+    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
     for p in transformation_grid()])
 def test_transformation_corners(path, data_regression):
     """Updates' and state's dtypes, the update's norm, finiteness or the error at each corner (baseline snapshot)."""

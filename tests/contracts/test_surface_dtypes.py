@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit import surface_probe
 from optax_gate.kit.surface_table import TRANSFORMATIONS
 
@@ -26,7 +28,7 @@ SLOW_TIMEOUT_S = 600
 
 
 def _case(entry, dtype):
-    marks = [pytest.mark.contract(api=entry.path, guide=GUIDE), pytest.mark.snapshot]
+    marks = [pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)), pytest.mark.snapshot]
     if entry.slow:
         marks.append(pytest.mark.timeout(SLOW_TIMEOUT_S))
     return pytest.param(entry.path, dtype, marks=marks, id=f"{entry.path}-{dtype}")

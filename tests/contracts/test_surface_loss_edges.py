@@ -29,6 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit import surface_build
 from optax_gate.kit.surface_calls import CALLS, EXPECT, LOGITS, TARGET_ARG
 from optax_gate.kit.surface_corners import sweep_inputs
@@ -88,7 +90,7 @@ CASES = [(p, e) for p in LOSSES for e in EDGES if e != "neg_inf_logits" or p in 
 
 
 @pytest.mark.parametrize(("path", "edge"), [
-    pytest.param(p, e, marks=[pytest.mark.contract(api=p, guide=GUIDE), pytest.mark.snapshot], id=f"{p}-{e}")
+    pytest.param(p, e, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot], id=f"{p}-{e}")
     for p, e in CASES])
 def test_loss_edge(path, edge, data_regression):
     """The value and gradient at an edge input: which come out non-finite or raise (baseline snapshot)."""

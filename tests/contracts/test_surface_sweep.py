@@ -4,10 +4,12 @@ once (``optax_gate.kit.surface_calls``).
 
 - ``test_known[path]``: each public callable of the environment's optax (and
   each path the tables name) is in the tables, and an alias is still the same
-  object as its canonical path. A name the tables do not know fails in the
-  baseline (optax ``surface_table.BASELINE_OPTAX``: the tables must not fall
-  behind) and is skipped elsewhere with ``new, not contracted`` (its id exists
-  only in the candidate, so the report shows it as ``new`` with that reason).
+  object as its canonical path. A name the hand-written tables do not know
+  fails at the pinned baseline (optax ``surface_table.BASELINE_OPTAX``: the
+  tables must not fall behind); elsewhere it has generated entries
+  (``surface_generated``: every contract below and of the other surface
+  modules, from its signature and docstring) and passes, or, where none could
+  be generated, is skipped with ``new, not contracted`` and the reason.
 - ``test_called[path]``: one call at default or minimal arguments returns
   (acceptance); warnings raised only when called (a deprecation in the body)
   are recorded like every contract's. A call that fails in the baseline is
@@ -30,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate.kit import surface_build, surface_enum, tolerances
+from optax_gate.kit import surface_build, surface_enum, surface_generated, tolerances
 from optax_gate.kit.surface_calls import CALLS, EXPECT, LEFT_OUT, SCHEDULE_STEPS
 from optax_gate.kit.surface_table import BASELINE_OPTAX, TRANSFORMATIONS
 
@@ -38,6 +40,7 @@ GUIDE = "docs: optax 0.2.6 public API (optax/__init__.py and each public sub-mod
 CANONICAL = {**{p: p for p in TRANSFORMATIONS}, **{p: p for p in CALLS}, **{p: p for p in LEFT_OUT}}
 CANONICAL.update({a: e.path for e in TRANSFORMATIONS.values() for a in e.aliases})
 CANONICAL.update({a: p for p, (_, aliases, _) in CALLS.items() for a in aliases})
+CANONICAL.update(surface_generated.GENERATED.aliases)
 
 
 def _public() -> dict:
@@ -51,7 +54,8 @@ PUBLIC = _public()
 
 
 def _mark(path, kind=pytest.mark.acceptance, defect=None):
-    marks = [pytest.mark.contract(api=CANONICAL.get(path, path), guide=GUIDE), kind]
+    api = CANONICAL.get(path, path)
+    marks = [pytest.mark.contract(api=api, guide=surface_generated.guide(api, GUIDE)), kind]
     if defect:
         marks.append(pytest.mark.known_defect(defect))
     return marks
@@ -62,17 +66,18 @@ def test_known(path):
     """The public name is in the tables (and resolves to its canonical object)."""
     import optax
 
-    if path not in CANONICAL:
-        # the kind read off any public path of the same object (optax.x may be optax.losses.x)
-        kinds = {surface_enum.classify(p, o) for p, o in PUBLIC.items() if o is PUBLIC[path]} - {"other"}
-        kind = min(kinds) if kinds else "other"
-        if optax.__version__ != BASELINE_OPTAX:
-            pytest.skip(f"new, not contracted: {path} ({kind}) is public in optax {optax.__version__}")
-        pytest.fail(f"{path} ({kind}) is public in the baseline but in no surface table: add it "
-                    "to optax_gate.kit.surface_table or surface_calls")
+    canonical = CANONICAL.get(path, path)
+    generated = surface_generated.GENERATED
+    if path not in CANONICAL or canonical in generated.kinds or path in generated.aliases:
+        kind = generated.kinds.get(canonical) or surface_enum.classify(path, PUBLIC.get(path))
+        if optax.__version__ == BASELINE_OPTAX:
+            pytest.fail(f"{path} ({kind}) is public in the baseline but in no surface table: add it "
+                        "to optax_gate.kit.surface_table or surface_calls")
+        if canonical in generated.left_out:
+            pytest.skip(f"new, not contracted: {path} ({kind}) is public in optax {optax.__version__}; no contract "
+                        f"could be generated: {generated.left_out[canonical]}")
     obj = surface_build.resolve(path)
     assert callable(obj), f"{path} is no longer callable"
-    canonical = CANONICAL[path]
     if canonical != path:
         assert obj is surface_build.resolve(canonical), f"{path} is no longer the same object as {canonical}"
 

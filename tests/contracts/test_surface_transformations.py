@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit import surface_edges, surface_probe, tolerances
 from optax_gate.kit.surface_table import TRANSFORMATIONS
 
@@ -46,7 +48,7 @@ SLOW_TIMEOUT_S = 600
 
 def _case(entry, prop):
     expected = entry.expect.get(prop, "ok")
-    marks = [pytest.mark.contract(api=entry.path, guide=GUIDE), *_timeout(entry)]
+    marks = [pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)), *_timeout(entry)]
     if expected == "ok":
         marks.append(pytest.mark.acceptance)
     else:
@@ -63,19 +65,26 @@ def test_protocol(path, prop, expected):
     carry; jit equal to eager; no recompilation on a second step; ``None``
     leaves; zero gradients staying finite; the extra-arguments protocol (an
     unknown keyword, ``value=`` as a Python float and as an array): each
-    outcome as the baseline gives it."""
+    outcome as the baseline gives it. A generated entry's extra-arguments
+    outcomes follow the type its factory returns (optax/_src/base.py: a
+    ``GradientTransformationExtraArgs`` takes them, a plain
+    ``GradientTransformation`` raises TypeError); its other properties hold."""
+    if TRANSFORMATIONS[path].generated and prop in surface_probe.EXTRA_ARGS_PROPERTIES:
+        expected = surface_probe.extra_args_outcome(path)
     assert surface_probe.protocol(path)[prop] == expected
 
 
 def _snapshot(entry):
     return pytest.param(entry.path, id=entry.path,
-                        marks=[pytest.mark.contract(api=entry.path, guide=GUIDE), pytest.mark.snapshot, *_timeout(entry)])
+                        marks=[pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)), pytest.mark.snapshot, *_timeout(entry)])
 
 
 @pytest.mark.parametrize("path", [_snapshot(e) for e in RUNNING])
 def test_trajectory(path, ndarrays_regression):
     """Params after each of three jitted scan steps (baseline snapshot)."""
     traj = surface_probe.protocol(path)["trajectory"]
+    if not traj and TRANSFORMATIONS[path].generated:  # the failure is test_protocol[path-scan_carry]'s
+        pytest.skip(f"{path}: no trajectory to record, its scan raises {surface_probe.protocol(path)['scan_carry']}")
     assert traj, f"{path}: no trajectory ({surface_probe.protocol(path)['scan_carry']})"
     tol = tolerances.SURFACE_TRAJECTORY * tolerances.eps("float32")
     ndarrays_regression.check(traj, default_tolerance={"atol": tol, "rtol": tol})

@@ -28,6 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from optax_gate.kit import surface_generated
+
 from optax_gate.kit import surface_build, tolerances
 from optax_gate.kit.surface_calls import CALLS, EXPECT, SCHEDULE_STEPS
 
@@ -63,7 +65,7 @@ def outputs(path: str) -> dict[str, np.ndarray] | str:
 
 
 def _case(path):
-    return pytest.param(path, id=path, marks=[pytest.mark.contract(api=path, guide=GUIDE), pytest.mark.snapshot])
+    return pytest.param(path, id=path, marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)), pytest.mark.snapshot])
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in PATHS])

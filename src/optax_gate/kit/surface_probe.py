@@ -31,6 +31,24 @@ STEPS = 3
 #: The protocol properties, in report order (each one contract per API).
 PROPERTIES = ("init_update", "scan_carry", "trajectory_finite", "jit_eager", "no_recompile", "none_leaf", "zero_grads_finite",
               "unknown_kwarg", "value_float", "value_array")
+#: The properties of the extra-arguments protocol.
+EXTRA_ARGS_PROPERTIES = ("unknown_kwarg", "value_float", "value_array")
+
+
+def extra_args_outcome(path: str) -> str:
+    """What the extra-arguments properties give for ``path``'s transformation by
+    its type (optax/_src/base.py): ``"ok"`` for a
+    ``GradientTransformationExtraArgs`` (its ``update`` takes ``**extra_args``),
+    ``"TypeError"`` for a plain ``GradientTransformation``; ``"ok"`` when it
+    cannot be built (the protocol's other properties then fail on that)."""
+    import optax
+
+    try:
+        tx = build(TRANSFORMATIONS[path])
+    except Exception:  # noqa: BLE001 - reported by the properties that build it
+        return "ok"
+    return "ok" if isinstance(tx, optax.GradientTransformationExtraArgs) else "TypeError"
+
 
 
 def _extra(entry: Entry, p: Any) -> dict[str, Any]:

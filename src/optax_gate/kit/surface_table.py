@@ -62,6 +62,9 @@ class Entry:
     left_out: str = ""
     skip_leaves: tuple[str, ...] = ()
     slow: bool = False
+    #: Generated from the factory's signature and docstring
+    #: (``surface_generated``), not written here.
+    generated: bool = False
 
 
 def _inject(factory: Any) -> Any:
