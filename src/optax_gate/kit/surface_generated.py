@@ -20,7 +20,8 @@ no contract. :func:`install` gives each one an entry, the day it appears:
   outcomes following the type it returns (``surface_probe.extra_args_outcome``);
 - a schedule, loss, tree utility or other function gets a ``CALLS`` entry:
   one call with each required parameter filled by name from :data:`VALUES`
-  (the values the hand-written calls use), so the sweep calls it, snapshots its
+  (the values the hand-written calls use; integer labels where the
+  docstring's ``Args:`` says so), so the sweep calls it, snapshots its
   numeric result, checks a schedule eagerly and under ``jit`` and a loss's
   derivatives, and the corner families take it;
 - a callable that cannot be generated (a required parameter with no value by
@@ -75,7 +76,10 @@ VALUES: dict[str, Any] = {
     "count": lambda: _jnp().asarray(3), "condition": lambda: True, "key": _key, "rng_key": _key, "rng": _key,
     "dtype": lambda: _jnp().float16, "x": lambda: _jnp().array([3.0, 4.0]), "microbatch_size": lambda: 1,
     "max_norm": lambda: 1.0, "l2_norm_clip": lambda: 1.0, "step_size": lambda: 0.1, "learning_rate": lambda: 0.1,
-    "matrix": lambda: _jnp().array([[2.0, 0.5], [0.5, 1.0]]),
+    "matrix": lambda: _jnp().array([[2.0, 0.5], [0.5, 1.0]]), "predictor_outputs": lambda: _jnp().array([0.5, 0.3]),
+    **{n: lambda: 0.1 for n in ("min_norm", "min_rms", "alpha")}, "scale": lambda: 0.5, "inputs": surface_calls.tree,
+    "gradient_step": lambda: _jnp().asarray(1), "max_squared_norm": lambda: 1.0, "global_l2_norm_clip": lambda: 1.0,
+    "steps": lambda: _jnp().asarray(2), "update_period": lambda: 2, "lower": lambda: -1.0, "upper": lambda: 1.0,
 }
 
 
@@ -127,9 +131,25 @@ def _missing(obj: Any, known: Any) -> str:
     names = [p.name for p in required if p.name not in known]
     if names:
         return (f"required parameter{'s' if len(names) > 1 else ''} " + ", ".join(f"`{n}`" for n in names)
-                + " ha" + ("ve" if len(names) > 1 else "s") + " no generic value by name (a function or object "
-                "of the caller's own)")
+                + " ha" + ("ve" if len(names) > 1 else "s") + " no value by name in the generator "
+                "(optax_gate.kit.surface_generated.VALUES, surface_build.by_name): a function, model or "
+                "array layout of the caller's own")
     return ""
+
+
+def _described(obj: Any, name: str) -> str:
+    """The text of parameter ``name`` in the ``Args:`` section of ``obj``'s
+    docstring (Google style, as optax writes them), or ''."""
+    doc = inspect.getdoc(obj) or ""
+    args = doc.split("Args:", 1)[1] if "Args:" in doc else ""
+    found = re.search(rf"^\s*{re.escape(name)}\s*(?:\([^)]*\))?:(.*(?:\n\s{{4,}}.*)*)", args, re.M)
+    return " ".join(found[1].split()) if found else ""
+
+
+def _integer(obj: Any, name: str) -> bool:
+    """Whether the docstring describes parameter ``name`` as integer labels or
+    indices (``softmax_cross_entropy_with_integer_labels``' ``labels``)."""
+    return bool(re.search(r"^(integer|the integer|class ind)|\bintegers? (specifying|labels)", _described(obj, name), re.I))
 
 
 def call_by_name(obj: Any, values: dict[str, Any]) -> Any:
@@ -138,6 +158,8 @@ def call_by_name(obj: Any, values: dict[str, Any]) -> Any:
     signature order (positionally, keyword-only ones by keyword: the sweep's
     loss checks read a loss's inputs off the positional arguments)."""
     required = _required(obj)
+    integer = {p.name for p in required if p.name in ("labels", "targets") and _integer(obj, p.name)}
+    values = {**values, **{n: surface_calls.ints for n in integer}}
 
     def call(fn: Any) -> Any:
         args = [values[p.name]() for p in required if p.kind != p.KEYWORD_ONLY]

@@ -1,0 +1,150 @@
+"""Generated surface entries (``optax_gate.kit.surface_generated``): what the
+generator makes of a signature and docstring, its reach over the pinned
+baseline's whole surface, and generated contracts that fail when the
+behaviour they pin moves (a real pytest run of the contracts, with optax.lion
+taken out of the hand-written table so that it is generated)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optax_gate.gate.run import baseline_snapshots
+from optax_gate.kit import surface_calls, surface_enum, surface_generated, surface_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_pinned_baseline_generates_nothing():
+    """At optax 0.2.6 the hand-written tables know every public callable."""
+    made, transformations, calls = surface_generated.generate(surface_enum.public_callables(),
+                                                             surface_generated.hand_written())
+    assert (made.kinds, made.aliases, made.left_out, transformations, calls) == ({}, {}, {}, {}, {})
+
+
+def test_over_the_whole_pinned_surface_the_generator_matches_the_hand_tables():
+    """As if no table existed: every transformation the hand table builds by
+    name alone is generated as one, every hand-written call whose required
+    parameters the generator can name is generated as a call of the same
+    kind, and each callable left out says why."""
+    public = surface_enum.public_callables()
+    made, transformations, calls = surface_generated.generate(public, {})
+    canonical = {p: made.aliases.get(p, p) for p in public}
+    by_name = [e.path for e in surface_table.TRANSFORMATIONS.values() if not (e.args or e.builder or e.left_out)]
+    assert not [p for p in by_name if canonical[p] not in transformations]
+    for path, (kind, _, _) in surface_calls.CALLS.items():
+        if canonical[path] in made.left_out or canonical[path] in transformations:
+            continue  # hutchinson_estimator_diag_hessian: a call in the hand table, its docstring returns a transformation
+        assert canonical[path] in calls, path
+        assert calls[canonical[path]][0] == kind or {kind, calls[canonical[path]][0]} <= {"tree", "other"}, path
+    assert made.left_out and all("no value by name" in why or "no signature" in why for why in made.left_out.values())
+    assert len(transformations) + len(calls) + len(made.left_out) == len(made.kinds)
+
+
+def _factory(doc: str, annotation=None):
+    def factory(learning_rate: float, b1: float = 0.9):
+        return None
+    factory.__doc__ = doc
+    if annotation is not None:
+        factory.__annotations__["return"] = annotation
+    return factory
+
+
+def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformation():
+    monitor_like = _factory("Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that "
+                            "captures measurements.\n")
+    assert surface_generated.kind_of(["optax.monitor_like"], monitor_like) == "transformation"
+    plain = _factory("A helper.\n\nReturns:\n  A number.\n")
+    assert surface_generated.kind_of(["optax.helper"], plain) == "other"
+    assert surface_generated.kind_of(["optax.helper", "optax.losses.helper"], plain) == "loss"
+
+
+def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated():
+    known_obj, new_obj = _factory("Known."), _factory("New.\n\nReturns:\n  A GradientTransformation.\n")
+    public = {"optax.known": known_obj, "optax.transforms.known": known_obj,
+              "optax.new": new_obj, "optax.transforms.new": new_obj}
+    made, transformations, calls = surface_generated.generate(public, {"optax.known": "optax.known"})
+    assert made.aliases == {"optax.transforms.known": "optax.known", "optax.transforms.new": "optax.new"}
+    assert list(transformations) == ["optax.new"] and transformations["optax.new"].generated
+    assert transformations["optax.new"].aliases == ("optax.transforms.new",) and not calls
+
+
+def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
+    def needs_fun(fun, microbatch_size):
+        return fun
+    made, transformations, calls = surface_generated.generate({"optax.needs_fun": needs_fun}, {})
+    assert not calls and "`fun`" in made.left_out["optax.needs_fun"] and "microbatch_size" not in made.left_out["optax.needs_fun"]
+
+
+def test_a_call_by_name_passes_positional_parameters_in_order_and_integer_labels_where_the_docstring_says():
+    def loss(logits, labels, *, axis):
+        """A loss.
+
+        Args:
+          logits: scores.
+          labels: Integers specifying the correct class.
+          axis: an axis.
+        """
+    seen = {}
+
+    def spy(*args, **kwargs):
+        seen.update(args=args, kwargs=kwargs)
+    surface_generated.call_by_name(loss, {"logits": lambda: "L", "labels": lambda: "P", "axis": lambda: -1})(spy)
+    assert seen["args"][0] == "L" and seen["kwargs"] == {"axis": -1}
+    assert str(seen["args"][1].dtype) == "int32"  # surface_calls.ints(), not the probabilities
+
+
+PLUGIN = '''
+import functools
+import os
+
+from optax_gate.kit import surface_table
+
+# optax.lion as if no hand-written table knew it: the contracts' conftest generates its entry
+surface_table.TRANSFORMATIONS.pop("optax.lion")
+
+
+def pytest_configure(config):
+    if os.environ.get("MUTATE_LION"):
+        import optax
+
+        original = optax.lion
+
+        @functools.wraps(original)
+        def lion(*args, **kwargs):
+            kwargs.setdefault("b1", 0.5)  # the default 0.9 moved
+            return original(*args, **kwargs)
+        optax.lion = lion
+'''
+
+
+def _contracts(tmp_path, snapshots, record=False, mutate=False):
+    env = {k: v for k, v in os.environ.items() if k not in (baseline_snapshots.SNAPSHOT_DIR, baseline_snapshots.RECORD)}
+    env.update({baseline_snapshots.SNAPSHOT_DIR: str(snapshots), "PYTHONPATH": os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])})
+    if record:
+        env[baseline_snapshots.RECORD] = "1"
+    if mutate:
+        env["MUTATE_LION"] = "1"
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-p", "lion_untabled",
+                           "-n", "0", "tests/contracts/test_surface_transformations.py", "-k", "optax.lion"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.timeout(900)
+def test_generated_contracts_record_at_the_baseline_and_fail_when_the_behaviour_moves(tmp_path):
+    (tmp_path / "lion_untabled.py").write_text(PLUGIN)
+    snapshots = tmp_path / "snapshots"
+    recorded = _contracts(tmp_path, snapshots, record=True)
+    assert recorded.returncode == 0, recorded.stdout[-3000:]
+    assert "13 passed" in recorded.stdout  # 10 protocol properties, the trajectory, the non-finite/state and edge records
+    assert any(snapshots.rglob("test_trajectory_optax_lion_.npz"))
+    assert _contracts(tmp_path, snapshots).returncode == 0
+    moved = _contracts(tmp_path, snapshots, mutate=True)
+    assert moved.returncode == 1 and "FAILED tests/contracts/test_surface_transformations.py::test_trajectory[optax.lion]" in moved.stdout
+    # with no recorded baseline (the API is new in this environment) its snapshots are skipped as new
+    new = _contracts(tmp_path, tmp_path / "nothing-recorded")
+    assert new.returncode == 0 and "new: optax.lion has generated contracts" in new.stdout
