@@ -246,7 +246,8 @@ def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = Fa
 
 def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(tmp_path, monkeypatch):
     code, entries, seen, lock, project, snaps = _rebaseline(
-        tmp_path, monkeypatch, {"tests/contracts/test_a.py::test_x": "failed", "tests/contracts/test_a.py::test_y": "passed"})
+        tmp_path, monkeypatch, {"tests/contracts/test_a.py::test_x": "failed", "tests/contracts/test_a.py::test_y": "passed",
+                                "tests/contracts/test_a.py::test_s": "skipped"})
     assert code == 0
     assert [(e.contract, e.optax) for e in entries] == [("tests/contracts/test_a.py::test_x", ">=0.2.8")]
     assert seen["baseline_lock"] == lock and seen["extra_env"][snaps.RECORD] == "1"
@@ -254,7 +255,8 @@ def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(
     assert not (project / "requirements-lock.txt").exists()
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "1 newly accepted" in summary and "| `optax.adam` | 1 |" in summary
-    assert "2 contracts: 1 failed, 1 passed." in summary
+    assert "3 contracts: 1 failed, 1 passed, 1 skipped." in summary
+    assert "Skipped at this baseline, 1 contracts of 1 APIs" in summary and "- `optax.adam`: d" in summary  # the reason
 
 
 def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_place(tmp_path, monkeypatch):

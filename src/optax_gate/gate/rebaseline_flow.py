@@ -24,7 +24,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, details
 from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import RebaselineOptions
@@ -38,7 +38,10 @@ def _summary(options: RebaselineOptions, version: str, record: dict, done: moved
     lock, moved = options.lock, options.move
     contracts = record["contracts"]
     outcomes = Counter(r.get("outcome") for r in contracts.values())
-    skipped = sorted(r.get("api", "?") for r in contracts.values() if r.get("outcome") == "skipped")
+    skipped: dict[str, str] = {}
+    for r in sorted(contracts.values(), key=lambda r: r.get("api", "?")):
+        if r.get("outcome") == "skipped":
+            skipped.setdefault(r.get("api", "?"), details.shorten(details.plain_detail(r), 160))
     apis = Counter(contracts[cid]["api"] for cid in done.entries)
     lines = [f"# Rebaseline at optax {version} ({lock})", "",
              f"{len(contracts)} contracts: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) + ". "
@@ -48,8 +51,10 @@ def _summary(options: RebaselineOptions, version: str, record: dict, done: moved
              + (" The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)." if moved else ""),
              ""]
     if skipped:
-        lines += [f"Skipped ({len(skipped)}), no contract at this baseline: " + ", ".join(f"`{a}`" for a in skipped[:20])
-                  + (", ..." if len(skipped) > 20 else "") + ".", ""]
+        lines += [f"Skipped at this baseline, {outcomes['skipped']} contracts of {len(skipped)} APIs (a skipped contract "
+                  "is not accepted: it checks nothing here):", "",
+                  *(f"- `{a}`: {why}" for a, why in list(skipped.items())[:20]),
+                  *(["- ..."] if len(skipped) > 20 else []), ""]
     if apis:
         lines += ["| API | contracts newly accepted |", "|---|---|", *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())), ""]
     if done.refused:
