@@ -726,7 +726,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     import numpy as np
 
     from optax_gate.kit import surface_build
-    from optax_gate.kit.surface_probe import _extra, _grads
+    from optax_gate.kit.surface_probe import extra_args, step_grads
     from optax_gate.kit.surface_table import TRANSFORMATIONS
 
     jnp = _jnp()
@@ -751,13 +751,13 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     p = surface_build.params(_dtype(pdtype), skip=drop)
     g = surface_build.params(_dtype(pdtype), seed=1, skip=drop)
     try:
-        extra = _extra(entry, p)
+        extra = extra_args(entry, p)
         if value is not None:
             extra["value"] = jnp.asarray(value, jnp.float32)
             if "value_fn" in extra:
                 shift = value - float(surface_build.model(p))
                 extra["value_fn"] = lambda q: surface_build.model(q) + shift
-        u, s = tx.update(_grads(entry, p, g), tx.init(p), p, **extra)
+        u, s = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra)
         leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
         states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
     except Exception as exc:  # the outcome is the exception's type

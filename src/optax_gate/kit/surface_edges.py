@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from optax_gate.kit import surface_build
-from optax_gate.kit.surface_probe import _extra, _grads, build
+from optax_gate.kit.surface_probe import build, extra_args, step_grads
 from optax_gate.kit.surface_table import TRANSFORMATIONS, Entry
 
 #: Hyperparameters set to zero one at a time, when the factory takes them.
@@ -112,7 +112,7 @@ def outcomes(path: str) -> dict[str, str]:
             continue
         for kind, (params, grads) in inputs(p, g).items():
             try:
-                u, state = tx.update(_grads(entry, params, grads), tx.init(params), params, **_extra(entry, params))
+                u, state = tx.update(step_grads(entry, params, grads), tx.init(params), params, **extra_args(entry, params))
                 out.update(describe(f"{name}=0/{kind}", u, state))
             except Exception as exc:  # the outcome is the exception's type
                 out[f"{name}=0/{kind}"] = f"raises {type(exc).__name__}"

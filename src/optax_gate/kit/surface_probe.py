@@ -51,7 +51,9 @@ def extra_args_outcome(path: str) -> str:
 
 
 
-def _extra(entry: Entry, p: Any) -> dict[str, Any]:
+def extra_args(entry: Entry, p: Any) -> dict[str, Any]:
+    """The extra keyword arguments of ``update`` the entry ``needs``
+    (``value``, ``grad``, ``value_fn``, ``obj_fn``), from the model at ``p``."""
     kwargs: dict[str, Any] = {}
     if entry.needs:
         value, grad = surface_build.value_and_grad()(p)
@@ -61,7 +63,7 @@ def _extra(entry: Entry, p: Any) -> dict[str, Any]:
     return kwargs
 
 
-def _grads(entry: Entry, p: Any, g: Any) -> Any:
+def step_grads(entry: Entry, p: Any, g: Any) -> Any:
     """The gradient a step uses: the model's own where the entry needs
     ``grad=`` (a line search checks that they agree), else the seeded one."""
     return surface_build.value_and_grad()(p)[1] if "grad" in entry.needs else g
@@ -117,20 +119,20 @@ def protocol(path: str) -> dict[str, Any]:
         return {prop: f"build: {type(exc).__name__}" for prop in PROPERTIES} | {"trajectory": {}, "nonfinite": {}}
 
     def step(params, state, g):
-        u, state = tx.update(_grads(entry, params, g), state, params, **_extra(entry, params))
+        u, state = tx.update(step_grads(entry, params, g), state, params, **extra_args(entry, params))
         return jax.tree.map(lambda a, b: a + b, params, u), state, u
 
     eager: dict[str, Any] = {}
 
     def eager_step():
-        eager["update"], eager["state"] = tx.update(_grads(entry, p, gs[0]), tx.init(p), p, **_extra(entry, p))
+        eager["update"], eager["state"] = tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **extra_args(entry, p))
         eager["params"] = jax.tree.map(lambda a, b: a + b, p, eager["update"])
     eager_error = _outcome(eager_step)
 
     def init_update():
         if entry.skip_leaves:  # the probe's PyTree lacks leaves: the whole one here
             g = surface_build.params(seed=1)
-            u, _ = tx.update(_grads(entry, full, g), tx.init(full), full, **_extra(entry, full))
+            u, _ = tx.update(step_grads(entry, full, g), tx.init(full), full, **extra_args(entry, full))
         elif "update" in eager:  # the same inputs as the eager step's (grads_per_step starts at seed 1)
             u = eager["update"]
         else:
@@ -183,19 +185,19 @@ def protocol(path: str) -> dict[str, Any]:
 
     def none_leaf():  # optax's convention: None in the params and the gradients alike
         q, g = {**p, "r1": None}, {**gs[0], "r1": None}
-        u, state = tx.update(_grads(entry, q, g), tx.init(q), q, **_extra(entry, q))
+        u, state = tx.update(step_grads(entry, q, g), tx.init(q), q, **extra_args(entry, q))
         return _check_like(u, q) or None
     out["none_leaf"] = _outcome(none_leaf)
 
     def zero_grads_finite():
         zeros = jax.tree.map(jnp.zeros_like, p)
-        u, _ = tx.update(zeros, tx.init(p), p, **_extra(entry, p))
+        u, _ = tx.update(zeros, tx.init(p), p, **extra_args(entry, p))
         bad = _nonfinite(u)
         return f"nonfinite: {' '.join(bad)}" if bad else None
     out["zero_grads_finite"] = _outcome(zero_grads_finite)
 
     def call_with(**kwargs):
-        return lambda: (tx.update(_grads(entry, p, gs[0]), tx.init(p), p, **{**_extra(entry, p), **kwargs}), None)[1]
+        return lambda: (tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **{**extra_args(entry, p), **kwargs}), None)[1]
     out["unknown_kwarg"] = _outcome(call_with(not_an_argument=1.0))
     out["value_float"] = _outcome(call_with(value=1.0))
     out["value_array"] = _outcome(call_with(value=jnp.asarray(1.0, jnp.float32)))
@@ -223,7 +225,7 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
 
     def leaves(t, params, grads):
         def run():
-            u, _ = t.update(_grads(entry, params, grads), t.init(params), params, **_extra(entry, params))
+            u, _ = t.update(step_grads(entry, params, grads), t.init(params), params, **extra_args(entry, params))
             return " ".join(_nonfinite(u)) or "none"
         return _outcome(run)
     out = {"nan_inf_grads": leaves(tx, p, bad_g), "nan_param": leaves(tx, bad_p, g)}
@@ -274,6 +276,6 @@ def init_update_variant(path: str, dtype: str) -> str:
         return f"build: {type(exc).__name__}"
 
     def run():
-        u, _ = tx.update(_grads(entry, p, g), tx.init(p), p, **_extra(entry, p))
+        u, _ = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra_args(entry, p))
         return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
     return _outcome(run)

@@ -1,0 +1,145 @@
+"""Every transformation of the surface table inside each wrapper (issue 40
+item 2; needs the environment's optax and JAX when called).
+
+Each wrapper of :data:`WRAPPERS` is set up so that, by its docstring, it must
+hand the inner transformation's update through unchanged on one step of finite
+gradients: ``chain`` of one transformation, ``MultiSteps`` accumulating every
+step (``every_k_schedule=1``: the mean of one gradient), ``apply_if_finite``
+on finite gradients, ``masked`` and ``multi_transform`` with every leaf
+selected, ``inject_hyperparams`` of the factory with the same hyperparameters.
+:func:`record` runs the bare transformation and each wrapped one for one eager
+step on two leaves of the representative PyTree (:data:`LEAVES`, from
+``surface_build.params``; the model's value and gradient where the entry
+``needs`` them) and says per wrapper:
+
+- ``same`` (every update leaf of the same dtype and within
+  ``tolerances.SURFACE_STEP`` float32 ULPs of the bare update, scaled by the
+  params' magnitude 1: the wrapper may reorder a step's stages as ``jit``
+  does);
+- ``other values`` / ``other dtypes bfloat16 for float32`` / ``other
+  structure`` / ``non-finite`` / ``raises <type>``;
+- ``bare raises <type>`` once, for a transformation that does not step bare.
+
+And ``empty_tree``: one ``init`` + ``update`` of the bare transformation on the
+empty PyTree ``{}`` (``ok`` or ``raises <type>``).
+
+A labelled snapshot of the baseline (a wrapper that stops passing the update
+through, or starts raising for a transformation, reads ``changed``). Where a
+wrapper cannot take an entry it is left out of that entry's record with the
+reason (:func:`left_out`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optax_gate.kit import surface_build, surface_table, tolerances
+
+#: Wrapper name -> how it is put around the inner transformation (docstring).
+WRAPPERS: dict[str, str] = {
+    "optax.chain": "chain(tx): a chain of one transformation is that transformation",
+    "optax.MultiSteps": "MultiSteps(tx, every_k_schedule=1): each step applies the mean of one gradient, the gradient",
+    "optax.apply_if_finite": "apply_if_finite(tx, 2): finite gradients are passed to tx",
+    "optax.masked": "masked(tx, every leaf True): tx on every leaf",
+    "optax.multi_transform": "multi_transform({'x': tx}, every leaf 'x'): tx on every leaf",
+    "optax.inject_hyperparams": "inject_hyperparams(factory)(**the same hyperparameters): the factory's transformation",
+}
+
+
+#: The leaves of the representative PyTree a record steps on (a vector and a
+#: matrix: the ranks every transformation takes; the protocol covers 0-5).
+LEAVES = ("r1", "r2")
+
+
+def left_out(entry: surface_table.Entry, wrapper: str) -> str:
+    """Why ``wrapper`` is not put around ``entry``'s transformation, or ''."""
+    if wrapper == "optax.inject_hyperparams" and entry.builder is not None:
+        return "built by a builder, not by a factory with hyperparameters"
+    if entry.path in WRAPPERS:
+        return "the wrapper itself"
+    return ""
+
+
+def _wrap(wrapper: str, entry: surface_table.Entry) -> Any:
+    import jax
+
+    from optax_gate.kit import surface_probe
+
+    fn = surface_build.resolve(wrapper)
+    if wrapper == "optax.inject_hyperparams":
+        factory = surface_build.resolve(entry.path)
+        return fn(factory)(**surface_build.fill(factory, dict(entry.args)))
+    tx = surface_probe.build(entry)
+    if wrapper == "optax.MultiSteps":
+        return fn(tx, every_k_schedule=1)
+    if wrapper == "optax.apply_if_finite":
+        return fn(tx, 2)
+    if wrapper == "optax.masked":
+        return fn(tx, lambda p: jax.tree.map(lambda _: True, p))
+    if wrapper == "optax.multi_transform":
+        return fn({"x": tx}, lambda p: jax.tree.map(lambda _: "x", p))
+    return fn(tx)
+
+
+def _step(entry: surface_table.Entry, tx: Any, params: Any, grads: Any) -> Any:
+    from optax_gate.kit import surface_probe
+
+    return tx.update(surface_probe.step_grads(entry, params, grads), tx.init(params), params,
+                     **surface_probe.extra_args(entry, params))[0]
+
+
+def compare(bare: Any, wrapped: Any) -> str:
+    """``same`` or how the wrapped update differs from the bare one (see the module docstring)."""
+    import jax
+    import numpy as np
+
+    if jax.tree.structure(bare) != jax.tree.structure(wrapped):
+        return "other structure"
+    pairs = list(zip(jax.tree.leaves(bare), jax.tree.leaves(wrapped)))
+    dtypes = sorted({f"{w.dtype} for {b.dtype}" for b, w in pairs if w.dtype != b.dtype})
+    if dtypes:
+        return "other dtypes " + ", ".join(dtypes)
+    if any(not np.all(np.isfinite(np.asarray(w, np.float64))) and np.all(np.isfinite(np.asarray(b, np.float64)))
+           for b, w in pairs):
+        return "non-finite"
+    bound = tolerances.SURFACE_STEP * tolerances.eps("float32")
+    for b, w in pairs:
+        b64, w64 = np.asarray(b, np.float64), np.asarray(w, np.float64)
+        finite = np.isfinite(b64)
+        if not np.array_equal(np.isfinite(w64), finite) or np.any(np.abs(w64[finite] - b64[finite]) > bound):
+            return "other values"
+    return "same"
+
+
+def _outcome(fn: Any) -> tuple[Any, str]:
+    try:
+        return fn(), ""
+    except Exception as exc:  # the outcome is the exception's type
+        return None, f"raises {type(exc).__name__}"
+
+
+def record(path: str) -> dict[str, str]:
+    """``{wrapper: outcome, ..., "empty_tree": outcome}`` for the table entry
+    ``path`` (see the module docstring); never raises for the library's errors."""
+    entry = surface_table.TRANSFORMATIONS[path]
+    skip = tuple(n for n in surface_build.SHAPES if n not in LEAVES)
+    params, grads = surface_build.params(skip=skip), surface_build.grads_per_step(1, skip=skip)[0]
+    out: dict[str, str] = {}
+    from optax_gate.kit import surface_probe
+
+    bare, error = _outcome(lambda: _step(entry, surface_probe.build(entry), params, grads))
+    if error:
+        out["bare"] = error
+    for wrapper in WRAPPERS:
+        if left_out(entry, wrapper):
+            continue
+        wrapped, werror = _outcome(lambda: _step(entry, _wrap(wrapper, entry), params, grads))
+        out[wrapper] = werror or ("ok" if error else compare(bare, wrapped))
+    _, empty = _outcome(lambda: _step(entry, surface_probe.build(entry), {}, {}))
+    out["empty_tree"] = empty or "ok"
+    return out
+
+
+def paths() -> list[str]:
+    """The table entries the wrapped corners are recorded for: every contracted one."""
+    return [p for p, e in surface_table.TRANSFORMATIONS.items() if not e.left_out]

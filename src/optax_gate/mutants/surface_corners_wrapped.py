@@ -1,0 +1,95 @@
+"""Mutants of every transformation inside each wrapper
+(``tests/contracts/test_surface_corners_wrapped.py``): ``MultiSteps`` that
+applies half the mean gradient's update, ``apply_if_finite`` that drops the
+extra arguments of ``update``, ``inject_hyperparams`` whose updates come out bfloat16 (each
+replaces one wrapper on ``optax``), and every transformation raising on the
+empty PyTree (its factories replaced).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from optax_gate.mutants.registry import family
+from optax_gate.mutants.surface_sweep import _replace
+
+mutant = family("surface_corners_wrapped", "tests/contracts/test_surface_corners_wrapped.py")
+
+
+def _scaled_updates(optax, tx, factor):
+    import jax
+
+    def update(updates, state, params=None, **extra):
+        u, s = tx.update(updates, state, params, **extra)
+        return jax.tree.map(lambda x: None if x is None else x * factor, u), s
+    return optax.GradientTransformationExtraArgs(tx.init, update)
+
+
+@mutant("surface-corners-wrapped-multisteps-half", "MultiSteps applies half of the accumulated update")
+def multisteps_half(optax):
+    original = optax.MultiSteps
+
+    class MultiSteps(original):
+        def __init__(self, opt, *args, **kwargs):
+            super().__init__(_scaled_updates(optax, optax.with_extra_args_support(opt), 0.5), *args, **kwargs)
+    return {"MultiSteps": MultiSteps}
+
+
+@mutant("surface-corners-wrapped-apply-if-finite-drops-extra-args", "apply_if_finite calls the inner update without "
+        "its extra arguments (value=, grad=...)")
+def apply_if_finite_drops_extra(optax):
+    original = optax.apply_if_finite
+
+    @functools.wraps(original)
+    def apply_if_finite(inner, *args, **kwargs):
+        tx = original(inner, *args, **kwargs)
+
+        def update(updates, state, params=None, **extra):
+            return tx.update(updates, state, params)
+        return optax.GradientTransformationExtraArgs(tx.init, update)
+    return {"apply_if_finite": apply_if_finite}
+
+
+@mutant("surface-corners-wrapped-inject-bfloat16", "inject_hyperparams casts the updates to bfloat16 (as a bfloat16 "
+        "hyperparameter would)")
+def inject_bfloat16(optax):
+    import jax
+    import jax.numpy as jnp
+
+    original = optax.inject_hyperparams
+
+    @functools.wraps(original)
+    def inject_hyperparams(factory, *args, **kwargs):
+        make = original(factory, *args, **kwargs)
+
+        @functools.wraps(make)
+        def build(*a, **k):
+            tx = make(*a, **k)
+
+            def update(updates, state, params=None, **extra):
+                u, s = tx.update(updates, state, params, **extra)
+                return jax.tree.map(lambda x: None if x is None else x.astype(jnp.bfloat16), u), s
+            return optax.GradientTransformationExtraArgs(tx.init, update)
+        return build
+    return {"inject_hyperparams": inject_hyperparams}
+
+
+@mutant("surface-corners-wrapped-empty-tree-raises", "every transformation's init raises RuntimeError on the empty PyTree {}")
+def empty_tree_raises(optax):
+    import jax
+
+    from optax_gate.kit.surface_wrapped import paths
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
+
+            def init(params):
+                if not jax.tree.leaves(params):
+                    raise RuntimeError("no leaves")
+                return tx.init(params)
+            return (optax.GradientTransformationExtraArgs if isinstance(tx, optax.GradientTransformationExtraArgs)
+                    else optax.GradientTransformation)(init, tx.update)
+        return factory
+    return _replace(paths(), make)
