@@ -5,7 +5,8 @@ factory's signature; issue 27).
 ``test_transformation_corners[api]`` (each API with a corner,
 ``transformation_grid``): one eager ``init`` + ``update`` at each
 corner derived from the factory's signature: every floating hyperparameter
-given as a 0-d float32 and as a 0-d bfloat16 array (``HYPER_FORMS``), each
+given as a 0-d float32 array, a 0-d bfloat16 array and a NumPy float32
+scalar (``HYPER_FORMS``), each
 boolean option flipped (``nesterov``, ``centered``, ``bias_correction``...),
 each ``*_dtype`` option set to bfloat16 over float32 params and to float32
 over bfloat16 params (``DTYPE_OPTION_VALUES``), and for a value-driven

@@ -562,10 +562,11 @@ def schedule_record(path: str) -> dict[str, str]:
 
 #: How each floating hyperparameter is given, all at once (those with a
 #: Python-float default and the required ones filled by name), over float32
-#: params: 0-d float32 arrays and 0-d bfloat16 arrays. Python floats are the
+#: params: 0-d float32 arrays, 0-d bfloat16 arrays and NumPy float32 scalars
+#: (``np.float32``, what a config read with NumPy gives). Python floats are the
 #: sweep's own call (its protocol contracts record that one); a factory with
 #: no floating hyperparameter gets no such corner.
-HYPER_FORMS = ("float32", "bfloat16")
+HYPER_FORMS = ("float32", "bfloat16", "numpy_float32")
 #: A ``*_dtype`` option is set to bfloat16 over float32 params, and to float32
 #: over bfloat16 params: option value -> the params' dtype.
 DTYPE_OPTION_VALUES = {"bfloat16": "float32", "float32": "bfloat16"}
@@ -656,6 +657,16 @@ def _floats(fn: Any, entry: Any) -> dict[str, float]:
     return out
 
 
+def _hyper_form(value: float, form: str) -> Any:
+    """``value`` as a 0-d JAX array of ``form``'s dtype, or as a NumPy scalar
+    (``numpy_float32``: ``np.float32(value)``, what a config read with NumPy gives)."""
+    import numpy as np
+
+    if form == "numpy_float32":
+        return np.float32(value)
+    return _jnp().asarray(value, _dtype(form))
+
+
 def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, Any]]:
     """Corner name -> (option overrides, params dtype, value or None), derived
     from the factory's signature: ``hyper=<form>`` per :data:`HYPER_FORMS`
@@ -736,7 +747,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     opts = {k: (_dtype(v) if k.endswith("_dtype") else v) for k, v in opts.items()}
     form = overrides.get("__hyper__")
     if form:
-        opts.update({k: jnp.asarray(v, _dtype(form)) for k, v in _floats(fn, entry).items()})
+        opts.update({k: _hyper_form(v, form) for k, v in _floats(fn, entry).items()})
     try:
         if entry.builder is not None:
             tx = entry.builder(functools.partial(fn, **opts))
