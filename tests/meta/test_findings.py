@@ -250,10 +250,20 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
     ("tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
      "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite", "optax.linear_schedule",
      "`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` float32[10] finite → float64[10] finite"),
-], ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64"])
+    ("tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.contrib.sophia]",
+     "snapshot drift: corner.empty_pytree: raises TypeError -> ok", "optax.contrib.sophia",
+     "`optax.contrib.sophia`: at corner `empty_pytree` the outcome differs: raises TypeError in the baseline, ok now"),
+    ("tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.adam]",
+     "snapshot drift: corner.wrapped=optax.MultiSteps: same -> other values", "optax.adam",
+     "`optax.adam`: at corner `wrapped=optax.MultiSteps` the outcome differs: same in the baseline, other values now"),
+    ("tests/contracts/test_surface_corners_derivatives.py::test_loss_derivatives[optax.sigmoid_focal_loss]",
+     "snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient", "optax.sigmoid_focal_loss",
+     "`optax.sigmoid_focal_loss`: at corner `grad_wrt=labels` the outcome differs: ok in the baseline, non-finite gradient now"),
+], ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64", "wrapped-empty-pytree", "wrapped", "derivative"])
 def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
     """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,
-    x64 says so (not an optimizer-state cost)."""
+    x64 says so, the wrapped and derivative corners name their corner (not an optimizer-state cost: the
+    0.2.8 -> main gate read 'optimizer state holds other values' before their keys were corner keys)."""
     (found,) = findings.group([row(cid, detail, change="changed", api=api, kind="snapshot")])
     assert found["text"].startswith(text)
 

@@ -88,7 +88,7 @@ def _floating(value: Any) -> bool:
 
 
 def loss_record(path: str) -> dict[str, str]:
-    """``{parameter name: outcome}`` for each positional array argument of the
+    """``{"corner.grad_wrt=<parameter>": outcome}`` for each positional array argument of the
     sweep's call of the loss ``path`` (see the module docstring)."""
     import jax
     import jax.numpy as jnp
@@ -101,7 +101,7 @@ def loss_record(path: str) -> dict[str, str]:
         if not hasattr(arg, "dtype"):
             continue
         if not _floating(arg):
-            out[names[i]] = "integer input"
+            out[f"corner.grad_wrt={names[i]}"] = "integer input"
             continue
         x = jnp.asarray(arg, jnp.float32)
 
@@ -109,12 +109,12 @@ def loss_record(path: str) -> dict[str, str]:
             result = fn(*args[:i], v, *args[i + 1:], **kwargs)
             return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(result) if _floating(jnp.asarray(leaf)))
         direction = jnp.linspace(-1.0, 1.0, x.size, dtype=jnp.float32).reshape(x.shape)
-        out[names[i]] = _check(total, x, direction)
+        out[f"corner.grad_wrt={names[i]}"] = _check(total, x, direction)
     return out
 
 
 def schedule_record(path: str) -> dict[str, str]:
-    """``{hyperparameter: outcome}`` for each Python-float hyperparameter the
+    """``{"corner.grad_wrt=<hyperparameter>": outcome}`` for each Python-float hyperparameter the
     sweep's call of the schedule factory ``path`` passes."""
     import jax.numpy as jnp
 
@@ -128,7 +128,7 @@ def schedule_record(path: str) -> dict[str, str]:
         def total(v: Any, name: str = name) -> Any:
             schedule = fn(**{**given, name: v})
             return sum(jnp.asarray(schedule(step), jnp.float32) for step in surface_calls.SCHEDULE_STEPS)
-        out[name] = _check(total, jnp.asarray(value, jnp.float32), jnp.asarray(1.0, jnp.float32))
+        out[f"corner.grad_wrt={name}"] = _check(total, jnp.asarray(value, jnp.float32), jnp.asarray(1.0, jnp.float32))
     return out
 
 

@@ -119,8 +119,10 @@ def _outcome(fn: Any) -> tuple[Any, str]:
 
 
 def record(path: str) -> dict[str, str]:
-    """``{wrapper: outcome, ..., "empty_tree": outcome}`` for the table entry
-    ``path`` (see the module docstring); never raises for the library's errors."""
+    """``{"corner.wrapped=<wrapper>": outcome, ..., "corner.empty_pytree": outcome}``
+    (and ``"corner.bare"`` when the bare step raises) for the table entry
+    ``path`` (see the module docstring; keys as the corner grids write them,
+    so a drift reads as a corner finding); never raises for the library's errors."""
     entry = surface_table.TRANSFORMATIONS[path]
     skip = tuple(n for n in surface_build.SHAPES if n not in LEAVES)
     params, grads = surface_build.params(skip=skip), surface_build.grads_per_step(1, skip=skip)[0]
@@ -129,14 +131,14 @@ def record(path: str) -> dict[str, str]:
 
     bare, error = _outcome(lambda: _step(entry, surface_probe.build(entry), params, grads))
     if error:
-        out["bare"] = error
+        out["corner.bare"] = error
     for wrapper in WRAPPERS:
         if left_out(entry, wrapper):
             continue
         wrapped, werror = _outcome(lambda: _step(entry, _wrap(wrapper, entry), params, grads))
-        out[wrapper] = werror or ("ok" if error else compare(bare, wrapped))
+        out[f"corner.wrapped={wrapper}"] = werror or ("ok" if error else compare(bare, wrapped))
     _, empty = _outcome(lambda: _step(entry, surface_probe.build(entry), {}, {}))
-    out["empty_tree"] = empty or "ok"
+    out["corner.empty_pytree"] = empty or "ok"
     return out
 
 
