@@ -172,6 +172,8 @@ CORNER_PREFIX = "corner."
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
+#: What ``test_surface_sweep.test_known`` says before the reason no contract could be generated.
+GENERATION_FAILED = "no contract could be generated:"
 
 
 def state_field(slot: str) -> str:
@@ -274,8 +276,9 @@ def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
     change, detail = row["change"], row.get("detail") or ""
-    if change == "new" and NOT_CONTRACTED in detail:  # a public name no surface table knows (test_surface_sweep)
-        return ("new-uncontracted", ""), None  # one cause across APIs, as every cause
+    if change == "new" and NOT_CONTRACTED in detail:  # a public name no contract could be generated for (test_surface_sweep)
+        why = detail.partition(GENERATION_FAILED)[2].strip().partition(" (")[0]
+        return ("new-uncontracted", why), None  # one cause across APIs with the same reason
     if change in ("new", "gone"):
         return (change, "" if candidate_ran or change == "new" else "*"), None
     if is_defect_fixed(row):
@@ -344,7 +347,8 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     if kind == "new":
         return "runs only in the candidate"
     if kind == "new-uncontracted":
-        return "new, not contracted: public in the candidate, in no table of the generated surface contracts"
+        why = f": {key[1]}" if key[1] else ""
+        return f"new, not contracted: public in the candidate, and no contract could be generated from its signature{why}"
     if kind == "defect":
         ident, reason, now = evidence[0]
         return f"known upstream defect `{ident}` no longer reproduces ({reason}); now {now_words(now)}"
