@@ -145,11 +145,13 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx",
                         surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",)))
     corners = sc.transformation_corners("fake.tx")
-    assert list(corners) == ["hyper=float32", "hyper=bfloat16", "nesterov=True", "mu_dtype=bfloat16",
+    assert list(corners) == ["hyper=float32", "hyper=bfloat16", "hyper=numpy_float32", "nesterov=True", "mu_dtype=bfloat16",
                              "mu_dtype=float32", "value=1", "value=0", "value=-1"]
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
     assert sc._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
+    numpy_scalar = sc._hyper_form(0.9, "numpy_float32")
+    assert type(numpy_scalar).__module__ == "numpy" and numpy_scalar.dtype.name == "float32" and numpy_scalar.shape == ()
 
 
 def test_every_transformation_has_a_grid_or_a_reason():
@@ -159,7 +161,7 @@ def test_every_transformation_has_a_grid_or_a_reason():
     assert not paths & set(sc.TRANSFORMATION_LEFT_OUT) and set(sc.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
     assert paths | set(sc.TRANSFORMATION_LEFT_OUT) | {p for p, e in TRANSFORMATIONS.items() if e.left_out} == set(TRANSFORMATIONS)
     assert all(sc.TRANSFORMATION_LEFT_OUT.values()) and all(sc.OPTIONS_LEFT_OUT.values())
-    assert sc.HYPER_FORMS == ("float32", "bfloat16") and sorted(sc.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
+    assert sc.HYPER_FORMS == ("float32", "bfloat16", "numpy_float32") and sorted(sc.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
 
 
 def test_the_grids_defects_are_in_their_recorded_snapshots():
