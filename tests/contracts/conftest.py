@@ -75,8 +75,8 @@ def _skip_unrecorded_generated(request, folder):
         return
     basename = re.sub(r"[\W]", "_", request.node.name)  # pytest-regressions' file name (common.py)
     if not any(folder.glob(basename + ".*")):
-        pytest.skip(f"new: {api} has generated contracts, but its baseline recorded no snapshot of this one "
-                    "(the API is new in this environment)")
+        pytest.skip(f"new: {api} has generated contracts, and no snapshot of this one was recorded at the baseline "
+                    "(the API is new in this environment, or the baseline skipped this contract)")
 
 
 MULTIDEVICE = "multidevice"

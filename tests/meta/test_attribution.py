@@ -276,3 +276,15 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     verdict, why, _ = attribution._judge(attribution._Site(use, direct=True), config, [])
     assert verdict == "cannot-tell" and "a gradient leaf that is None" in why and "without --run" in why, why
     assert set(call_sites.RECIPE_CONDITIONS) <= set(call_sites.RECIPE_APIS)  # every condition is a recipe's
+
+
+def test_a_derivative_corner_needs_a_derivative_with_respect_to_that_argument():
+    """The 0.2.8 -> main gate: sigmoid_focal_loss's gradient with respect to `labels` turned non-finite; a
+    team's line calling the loss read "what the finding needs of the inputs is not in its contracts' labels"
+    (a helper took "labels" for the argument). It names the argument and what decides it now."""
+    use = usage.Use("train.py:20", "optax.sigmoid_focal_loss", "call", 2, (), False, (("0", "logits"), ("1", "y")))
+    site = attribution._Site(use, True, (), "")
+    config = attribution.configuration([_row("snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient")])
+    verdict, why, _ = attribution._judge(site, config, [])
+    assert verdict == "cannot-tell"
+    assert "a derivative taken with respect to `labels` (jax.grad or jax.jvp over that argument)" in why, why

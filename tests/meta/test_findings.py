@@ -263,7 +263,13 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
     ("tests/contracts/test_surface_corners_derivatives.py::test_loss_derivatives[optax.sigmoid_focal_loss]",
      "snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient", "optax.sigmoid_focal_loss",
      "`optax.sigmoid_focal_loss`: at corner `grad_wrt=labels` the outcome differs: ok in the baseline, non-finite gradient now"),
-], ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64", "wrapped-empty-pytree", "wrapped", "derivative"])
+    ("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adabelief]",
+     "snapshot drift: weight_decay=0/nan_inf_grads/state/[0].mu: absent -> r0,r5; "
+     "weight_decay=0/nan_inf_grads/updates: absent -> r0,r5", "optax.adabelief",
+     "`optax.adabelief`: with `weight_decay=0`, recorded in the candidate only: the baseline's factory has no "
+     "`weight_decay` (a parameter added, see the API surface)"),
+], ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64", "wrapped-empty-pytree", "wrapped", "derivative",
+        "edge-new-parameter"])
 def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
     """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,
     x64 says so, the wrapped and derivative corners name their corner (not an optimizer-state cost: the

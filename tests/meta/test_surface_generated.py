@@ -147,4 +147,25 @@ def test_generated_contracts_record_at_the_baseline_and_fail_when_the_behaviour_
     assert moved.returncode == 1 and "FAILED tests/contracts/test_surface_transformations.py::test_trajectory[optax.lion]" in moved.stdout
     # with no recorded baseline (the API is new in this environment) its snapshots are skipped as new
     new = _contracts(tmp_path, tmp_path / "nothing-recorded")
-    assert new.returncode == 0 and "new: optax.lion has generated contracts" in new.stdout
+    assert new.returncode == 0 and "new: optax.lion has generated contracts, and no snapshot" in new.stdout
+
+
+def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted():
+    from optax_gate.gate.report import generated_section, markdown
+
+    gen = surface_generated.GUIDE
+    rows = [{"id": "t::test_protocol[optax.signum-init_update]", "api": "optax.signum", "guide": gen, "baseline": "passed",
+             "candidate": "passed", "change": "unchanged", "detail": ""},
+            {"id": "t::test_known[optax.microbatch]", "api": "optax.microbatch", "guide": gen, "baseline": "skipped",
+             "candidate": "skipped", "change": "unchanged",
+             "detail": "Skipped: new, not contracted: optax.microbatch (other) is public in optax 0.2.8; no contract could "
+                       "be generated: required parameter `fun` has no value by name in the generator (the caller's own)"},
+            {"id": "t::test_x[optax.adam]", "api": "optax.adam", "guide": "docs: x", "baseline": "passed",
+             "candidate": "passed", "change": "unchanged", "detail": ""}]
+    (line,) = generated_section.lines({"contracts": rows})
+    assert "1 APIs of the baseline, 1 contracts (`optax.signum`)" in line
+    assert "not generated: `optax.microbatch`: required parameter `fun` has no value by name in the generator" in line
+    assert "adam" not in line and generated_section.lines({"contracts": rows[2:]}) == []
+    new = [dict(rows[0], baseline=None, change="new")]
+    assert "1 APIs new in the candidate, 1 contracts run only there" in generated_section.lines({"contracts": new})[0]
+    assert "report_generated.lines(report)" in Path(markdown.__file__).read_text()  # the page shows it

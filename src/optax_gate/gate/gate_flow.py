@@ -148,7 +148,8 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     report["run"] = run.name
     if baseline.get("snapshots"):
         report["notes"].append(f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
-                               "the baseline lock is not the pinned one")
+                               "the baseline lock is not the pinned one, so the baseline runs in every gate and is never "
+                               "taken from the cache (`./noxw -s compare` re-judges a run's evidence without running)")
     packages = configured_packages(options.environment.project_root)
     phases.run("API surface, warnings and dependency diff",
                lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))

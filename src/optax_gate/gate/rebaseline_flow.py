@@ -41,7 +41,7 @@ def _summary(options: RebaselineOptions, version: str, record: dict, done: moved
     skipped: dict[str, str] = {}
     for r in sorted(contracts.values(), key=lambda r: r.get("api", "?")):
         if r.get("outcome") == "skipped":
-            skipped.setdefault(r.get("api", "?"), details.shorten(details.plain_detail(r), 160))
+            skipped.setdefault(r.get("api", "?"), details.shorten(details.plain_detail(r), 320))
     apis = Counter(contracts[cid]["api"] for cid in done.entries)
     lines = [f"# Rebaseline at optax {version} ({lock})", "",
              f"{len(contracts)} contracts: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) + ". "

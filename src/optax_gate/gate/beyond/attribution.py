@@ -112,6 +112,9 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out["x64"] = True
         elif kind == "raises":
             out["raises"], out["negative"] = key[1], bool(key[2])
+        elif kind == "corner" and all(c.startswith(_DERIVATIVE_CORNER) for c in key[1]):  # surface_derivatives
+            names = ", ".join(f"`{c[len(_DERIVATIVE_CORNER):]}`" for c in key[1])
+            out["condition"] = f"a derivative taken with respect to {names} (jax.grad or jax.jvp over that argument)"
         elif kind == "corner" and _misuse_corner(evidence):  # a corner that raised at the baseline: a misuse's error
             out["raises"], out["negative"] = _misuse_corner(evidence), True
         gone = missing_name(str(row.get("detail") or ""))
@@ -143,6 +146,9 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
 #: it with the step count), or is passed positionally (an argument that became keyword-only).
 A_SCHEDULE, POSITIONALLY = "a schedule", "passed positionally"
 
+
+#: A derivative corner's key (``kit.surface_derivatives``: ``corner.grad_wrt=<parameter>``) less ``corner.``.
+_DERIVATIVE_CORNER = "grad_wrt="
 
 #: The generated snapshots' non-finite input classes (``kit.surface_edges.INPUTS``,
 #: ``base.details.NONFINITE_CLASSES``): what a finding about them needs of the run.
@@ -376,7 +382,8 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
         return "cannot-tell", f"API surface: {note}; the finding's inputs{cases} are known at run time: cannot tell without --run", ""
     if cases:
         return "cannot-tell", f"whether your run meets the finding's inputs{cases} is known at run time: cannot tell without --run", ""
-    return "cannot-tell", "what the finding needs of the inputs is not in its contracts' labels: cannot tell without --run", ""
+    return "cannot-tell", ("the finding's contracts do not say which inputs or configuration it needs: only your run "
+                           "can tell (cannot tell without --run)"), ""
 
 
 def _handed(path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str],

@@ -96,6 +96,9 @@ def lock_packages(path: Path, what: str) -> set[str]:
     entries = [e for e in entries if not e.startswith("-") or e.startswith("--hash")]
     if not entries:
         raise InvalidInput(f"{what} {path} pins no package (empty lock file)")
+    if not any(_ENTRY.match(entry) for entry in entries):  # prose, a requirements.in without pins...
+        raise InvalidInput(f"{what} {path} is not a lock: no line pins a package as name==version with --hash "
+                           "(a lock is what `uv pip compile --generate-hashes REQUIREMENTS.in -o LOCK` writes)")
     names = set()
     for entry in entries:
         m = _ENTRY.match(entry)

@@ -385,6 +385,11 @@ def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
         inputs, _, output = rest.partition("/")
         old, new = ("none" if v == "absent" else v for v in (leaf.old, leaf.new))
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
+        if any(x.path.endswith("/updates") and x.old == "absent" for x in evidence[0]):
+            # every edge records its updates: an added one is an edge the baseline's factory did not take
+            return (f"with `{name}=0`, recorded in the candidate only: the baseline's factory has no `{name}` "
+                    f"(a parameter added, see the API surface); with {inputs.replace('_', ' ')}, `{output or 'the update'}` "
+                    f"{new} now{more}")
         shown = nonfinite_direction(leaf.old, leaf.new)  # the words match the output shown, whatever the others did
         if key[2] == "other" and shown != "other" and len(evidence[0]) > 1:
             more = f" (and {len(evidence[0]) - 1} more outputs, not all the same way)"

@@ -39,6 +39,7 @@ from optax_gate.gate.run import evidence
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.beyond import call_sites, upstream_tests
 from optax_gate.gate.beyond import scope
+from optax_gate.gate.report import generated_section as report_generated
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report import surface_section as report_surface
@@ -169,6 +170,7 @@ def _verdict(page: Page) -> list[str]:
                       if report["candidate"].get("same_code") else "") + ").")
         out.append("")
         out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
+        out += report_generated.lines(report)  # the APIs contracted from their signatures (issue 40)
     for reason in report["reasons"] if not report.get("team_run") else []:
         if not page.judged and reason.startswith("beyond the contracts:"):  # this page has no such section: say where
             reason += " (read from the installed packages, without running them; the rows are in the .json beside this file)"

@@ -60,9 +60,9 @@ def arrange(baseline, candidate, env: EnvironmentOptions, evidence: Path, say: C
         return None
     folder = (Path(evidence) / FOLDER).absolute()
     folder.mkdir(parents=True, exist_ok=True)
-    if baseline.record is not None and baseline.record.get("from_cache"):
-        say("baseline: the cached result is not used: the baseline is not the pinned one, its snapshots are recorded in this gate")
-        baseline.record = None
+    say("baseline: not cached: a baseline other than the pinned one runs in every gate, recording its snapshots "
+        "(./noxw -s compare re-judges a run's evidence without running)")
+    baseline.record = None
     baseline.cache_inputs = None
     baseline.jax_env = {**baseline.jax_env, SNAPSHOT_DIR: str(folder), RECORD: "1"}
     candidate.jax_env = {**candidate.jax_env, SNAPSHOT_DIR: str(folder)}
