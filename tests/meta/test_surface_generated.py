@@ -169,3 +169,21 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
     new = [dict(rows[0], baseline=None, change="new")]
     assert "1 APIs new in the candidate, 1 contracts run only there" in generated_section.lines({"contracts": new})[0]
     assert "report_generated.lines(report)" in Path(markdown.__file__).read_text()  # the page shows it
+
+
+def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_the_same_place(tmp_path, monkeypatch):
+    """The 0.2.8 -> main gate: `optax.contrib.dpsgd`'s seed became keyword-only (broken: contracted) and
+    `optax.dpsgd`, the same function (`optax/contrib/_privacy.py:114`), read only changed."""
+    from optax_gate.gate.beyond import unseen
+
+    def row(path):
+        return {"path": path, "change": "keyword-only", "kind": "function", "old": "seed (positional or keyword)",
+                "new": "seed (keyword-only)", "param": "seed", "where": "optax/contrib/_privacy.py:114"}
+    monkeypatch.setattr(unseen, "_surface", lambda site, packages: {})
+    monkeypatch.setattr(unseen.surface, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"),
+                                                                  dict(row("optax.other"), where="optax/_src/x.py:1")])
+    section = unseen.surface_section(tmp_path, tmp_path, ("optax",), None, {"optax.contrib.dpsgd"})
+    assert {r["path"]: r["verdict"] for r in section["rows"]} == {
+        "optax.contrib.dpsgd": "broken", "optax.dpsgd": "broken", "optax.other": "changed"}
+    assert "optax.transforms.known" in unseen._contracted(
+        {"contracts": [{"id": "tests/contracts/test_surface_sweep.py::test_known[optax.transforms.known]", "api": "optax.known"}]})
