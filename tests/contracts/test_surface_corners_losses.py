@@ -3,12 +3,15 @@
 
 ``test_loss_corners[loss]``: at each corner the loss gets (``loss_corners``:
 a ``-inf`` and a ``+inf`` logit for logits/log-probability losses, an empty
-batch, int32 inputs, broadcastable and mismatched targets), the value (an
+batch, int32 inputs, broadcastable and mismatched targets, and
+``hyper=<form>``: every floating hyperparameter, passed or defaulted, as a
+0-d float32 or bfloat16 array or a NumPy float32 scalar), the value (an
 error's type and message), the reverse-mode gradient of the summed loss and
 its forward-mode derivative (``jax.jvp`` along ones): dtype,
 shape, finiteness. A labelled snapshot of optax 0.2.6 (``data_regression``,
 one line per corner and output, recorded by ``./noxw -s update-snapshots --
--k corners``): a NaN that appears in forward mode only reads ``changed``.
+-k corners``): a NaN that appears in forward mode only, or a loss that
+refuses an array hyperparameter, reads ``changed``.
 """
 
 from __future__ import annotations

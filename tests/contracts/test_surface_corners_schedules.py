@@ -6,14 +6,15 @@
 each degenerate one derived from the signature's parameter names (a
 zero-length and a one-step interval, a boundary at step 0 and at the end,
 fractions at 0 and 1, a decay rate of 0 and 1, ``staircase``, the other
-interpolation), evaluated at steps 0, 1, 2, 20 and 21 given as a Python int,
+interpolation), and ``hyper=<form>`` (every floating hyperparameter as a
+0-d float32 or bfloat16 array or a NumPy float32 scalar), evaluated at steps 0, 1, 2, 20 and 21 given as a Python int,
 as a 0-d int32 array, and as a 0-d int32 array under ``jax.jit``: the values'
 dtypes (weak type included), the values to 4 significant digits and their
 finiteness; or the exception's type and message. A labelled snapshot of optax
 0.2.6 (``data_regression``, one line per corner and step form, recorded by
 ``./noxw -s update-snapshots -- -k corners``): a schedule that starts to
-give NaN at a one-step interval, or a Python float where it gave an array,
-reads ``changed``.
+give NaN at a one-step interval, a Python float where it gave an array, or
+values that stop following a bfloat16 hyperparameter's dtype, reads ``changed``.
 """
 
 from __future__ import annotations

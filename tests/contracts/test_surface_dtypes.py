@@ -1,8 +1,9 @@
 """Generated dtype variants of the transformation protocol's ``init_update``
 (issue 18 item 2): every contracted transformation of
 ``tests/contracts/test_surface_transformations.py`` initialised and updated
-once, eagerly, on the representative PyTree in bfloat16 and in complex64
-(``optax_gate.kit.surface_probe.variant_tree``).
+once, eagerly, on the representative PyTree in bfloat16, float16, float64
+(under ``jax.enable_x64``) and complex64 (``surface_probe.VARIANT_DTYPES``,
+``optax_gate.kit.surface_probe.variant_tree``).
 
 ``test_init_update_dtype[path-dtype]``: the outcome (``ok``: the update has
 the params' structure, shapes and dtypes and is finite; else the first leaf

@@ -3,6 +3,8 @@ drift of their snapshots reads as a finding (``findings.corner_cause``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from optax_gate.gate.judge import findings
 from optax_gate.kit import surface_corners as sc
 from optax_gate.kit.surface_calls import CALLS
@@ -103,9 +105,34 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
     monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 1}))
     corners = sc.schedule_corners("fake.schedule")
-    assert list(corners) == ["base", "transition_steps=0", "pct_start=0.0", "pct_start=1.0", "staircase=True"]
+    assert list(corners) == ["base", "transition_steps=0", "pct_start=0.0", "pct_start=1.0", "staircase=True",
+                             "hyper=float32", "hyper=bfloat16", "hyper=numpy_float32"]
     assert corners["transition_steps=0"] == {"init_value": 1.0, "transition_steps": 0}
     assert corners["staircase=True"] == {"init_value": 1.0, "transition_steps": 1, "staircase": True}
+
+
+def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch):
+    """``hyper=<form>``: the float the call gives (``init_value``, positional)
+    and the float default (``pct_start``) both in the form; the int
+    (``transition_steps``), the bool default and the None default untouched."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from optax_gate.kit import surface_build
+
+    monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
+    monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 1}))
+    assert sc.float_hypers("fake.schedule") == ["init_value", "pct_start"]
+    corners = sc.schedule_corners("fake.schedule")
+    typed = corners["hyper=bfloat16"]
+    assert set(typed) == {"init_value", "transition_steps", "pct_start"} and typed["transition_steps"] == 1
+    assert all(typed[n].dtype == jnp.bfloat16 and typed[n].shape == () for n in ("init_value", "pct_start"))
+    assert float(typed["pct_start"]) == np.float32(jnp.bfloat16(0.3))
+    numpy = corners["hyper=numpy_float32"]
+    assert type(numpy["init_value"]) is np.float32 and type(numpy["pct_start"]) is np.float32
+    args, kwargs = sc.hyper_inputs("fake.schedule", [2.0], {"transition_steps": 1}, "float32")
+    assert args[0].dtype == jnp.float32 and float(args[0]) == 2.0  # positional stays positional
+    assert set(kwargs) == {"transition_steps", "pct_start"} and kwargs["pct_start"].dtype == jnp.float32
 
 
 def test_schedule_outcomes_per_step_form(monkeypatch):
@@ -212,3 +239,19 @@ def test_a_schedule_corner_outcome_is_said_in_words():
         f"ok (a NumPy float64 scalar at steps {steps}: 0.04, 0.1043, 0.28, 4e-06, 4e-06)")
     assert findings.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith("non-finite (a weakly typed float32 array")
     assert findings.outcome_words("build TypeError") == "build TypeError"
+
+
+def test_a_sharded_corner_outcome_is_said_in_words():
+    """A sharded corner's line (``kit/surface_sharded.py``) reads in words: where each update leaf
+    lives, the state's leaves counted per layout, and how the values compare with one device. The
+    line is the baseline's own recorded one for ``optax.adam`` (read from its snapshot file)."""
+    import yaml
+
+    path = Path(__file__).parents[2] / "tests/contracts/multidevice/test_surface_sharded/test_sharded_corners_optax_adam_.yml"
+    line = yaml.safe_load(path.read_text(encoding="utf-8"))["corner.sharded_jit"]
+    said = findings.outcome_words(line)
+    assert said.startswith("ok (updates replicated / over model / over data x model; state: "), said
+    assert said.endswith("; the same values as on one device)") and "leaves over data x model" in said, said
+    assert findings.outcome_words("ok u model s 1devx2 other values") == (
+        "ok (updates over model; state: 2 leaves on one device; other values than on one device)")
+    assert findings.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"

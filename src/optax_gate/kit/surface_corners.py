@@ -29,12 +29,15 @@ Families (each a contract module ``tests/contracts/test_surface_corners_<family>
   fixed, or the scan raises TypeError);
 - ``losses``: each loss of the sweep at the corners of :data:`LOSS_CORNERS`
   (a ``-inf``/``+inf`` logit, an empty batch, integer inputs, a broadcastable
-  and a mismatched targets shape): the value, the reverse-mode gradient and
-  the forward-mode derivative (``jax.jvp`` along ones);
+  and a mismatched targets shape; every floating hyperparameter as a 0-d
+  float32 or bfloat16 array or a NumPy float32 scalar, :data:`HYPER_FORMS`):
+  the value, the reverse-mode gradient and the forward-mode derivative
+  (``jax.jvp`` along ones);
 - ``schedules``: each schedule of the sweep at the degenerate configurations
   derived from its signature's parameter names (:data:`SCHEDULE_PARAMS`:
   zero-length and one-step intervals, boundaries at 0 and at the end,
-  fractions at 0 and 1...), at :data:`SCHEDULE_STEPS` given in each of
+  fractions at 0 and 1...) and with every floating hyperparameter in each
+  of :data:`HYPER_FORMS`, at :data:`SCHEDULE_STEPS` given in each of
   :data:`SCHEDULE_MODES` (a Python int, an int32 array, under ``jax.jit``);
 - ``transformations``: each transformation of the surface table at the
   corners derived from its factory's signature (:func:`transformation_corners`:
@@ -150,6 +153,10 @@ LOSS_CORNERS: dict[str, str] = {
     "int_inputs": "the first argument as int32 (the values truncated): a loss of integer predictions",
     "broadcast": "the second argument reduced to its first row, shape (1, ...): broadcastable against the batch",
     "mismatch": "the second argument with one entry fewer on its last axis: shapes that do not broadcast",
+    **{f"hyper={form}": f"every floating hyperparameter (a Python float the sweep passes, or a float default) "
+                        f"given as {why}" for form, why in (
+        ("float32", "a 0-d float32 array"), ("bfloat16", "a 0-d bfloat16 array"),
+        ("numpy_float32", "a NumPy float32 scalar"))},
 }
 #: What is recorded at each loss corner: the value, the reverse-mode gradient
 #: of the summed loss, and its forward-mode derivative along ones (``jax.jvp``;
@@ -388,6 +395,8 @@ def loss_corners(path: str) -> list[str]:
             continue
         if corner in ("broadcast", "mismatch") and (len(args) < 2 or not isinstance(args[1], jax.Array) or not args[1].ndim):
             continue
+        if corner.startswith("hyper=") and not float_hypers(path):
+            continue
         out.append(corner)
     return out
 
@@ -411,6 +420,43 @@ def loss_inputs(path: str, corner: str) -> tuple[list, dict]:
         args[1] = args[1][:1]
     elif corner == "mismatch":
         args[1] = args[1][..., :-1] if args[1].shape[-1] > 1 else jnp.concatenate([args[1], args[1]], axis=-1)
+    elif corner.startswith("hyper="):
+        args, kwargs = hyper_inputs(path, args, kwargs, corner.partition("=")[2])
+    return args, kwargs
+
+
+def float_hypers(path: str) -> list[str]:
+    """The floating hyperparameters of the loss or schedule ``path`` as the
+    sweep calls it: each parameter the call gives a Python float, and each
+    parameter it leaves at a Python-float default (``huber_loss``'s
+    ``delta``, ``cosine_decay_schedule``'s ``alpha``), in signature order."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+
+    sig = inspect.signature(surface_build.resolve(path))
+    args, kwargs = sweep_inputs(path)
+    given = sig.bind_partial(*args, **kwargs).arguments
+    return [name for name, p in sig.parameters.items()
+            if type(given.get(name, p.default)) is float
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)]
+
+
+def hyper_inputs(path: str, args: list, kwargs: dict[str, Any], form: str) -> tuple[list, dict[str, Any]]:
+    """``args``/``kwargs`` of a call of ``path`` with every one of
+    :func:`float_hypers` given in ``form`` (:data:`HYPER_FORMS`): a
+    positional float converted in place, the others as keywords."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+
+    sig = inspect.signature(surface_build.resolve(path))
+    bound = sig.bind_partial(*args, **kwargs).arguments
+    names = float_hypers(path)
+    positional = list(sig.parameters)[:len(args)]
+    args = [_hyper_form(a, form) if name in names else a for name, a in zip(positional, args)] + list(args[len(positional):])
+    kwargs = {**kwargs, **{n: _hyper_form(bound.get(n, sig.parameters[n].default), form)
+                          for n in names if n not in positional}}
     return args, kwargs
 
 
@@ -478,7 +524,9 @@ def schedule_corners(path: str) -> dict[str, dict[str, Any]]:
     """Corner name -> the schedule's keyword arguments: ``base`` (the sweep's
     call) and, for each parameter of the signature in
     :data:`SCHEDULE_PARAMS`, ``<name>=<value>`` with that one value changed
-    (a value the sweep's call already has is no corner)."""
+    (a value the sweep's call already has is no corner); and ``hyper=<form>``
+    per :data:`HYPER_FORMS`, every floating hyperparameter
+    (:func:`float_hypers`) given in that form."""
     import inspect
 
     from optax_gate.kit import surface_build
@@ -494,6 +542,10 @@ def schedule_corners(path: str) -> dict[str, dict[str, Any]]:
             if type(current) is type(value) and current == value:
                 continue
             out[f"{name}={_text(value)}"] = {**base, name: value}
+    if float_hypers(path):
+        for form in HYPER_FORMS:
+            _, kwargs = hyper_inputs(path, [], base, form)
+            out[f"hyper={form}"] = kwargs
     return out
 
 

@@ -16,6 +16,7 @@ seeded gradients; ``value``/``grad``/``value_fn`` (and ``obj_fn``) from
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -247,8 +248,10 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
     return out
 
 
-#: The dtype variants of ``init_update`` (``tests/contracts/test_surface_dtypes.py``).
-VARIANT_DTYPES = ("bfloat16", "complex64")
+#: The dtype variants of ``init_update`` (``tests/contracts/test_surface_dtypes.py``):
+#: the half-precision floats mixed-precision training keeps params in (bfloat16,
+#: float16), float64 (under ``jax.enable_x64``, scientific code) and complex64.
+VARIANT_DTYPES = ("bfloat16", "float16", "float64", "complex64")
 
 
 def variant_tree(dtype: str, seed: int) -> dict[str, jax.Array]:
@@ -269,13 +272,15 @@ def init_update_variant(path: str, dtype: str) -> str:
     ``"nonfinite: ['r2']"``, ``"build: <type>"`` or the exception's type."""
     entry = TRANSFORMATIONS[path]
     surface_build.resolve(path)
-    p, g = variant_tree(dtype, 0), variant_tree(dtype, 1)
-    try:
-        tx = build(entry)
-    except Exception as exc:
-        return f"build: {type(exc).__name__}"
+    # float64 exists only with x64 on: the params, the hyperparameters and the step all under it
+    with jax.enable_x64(True) if dtype == "float64" else contextlib.nullcontext():
+        p, g = variant_tree(dtype, 0), variant_tree(dtype, 1)
+        try:
+            tx = build(entry)
+        except Exception as exc:
+            return f"build: {type(exc).__name__}"
 
-    def run():
-        u, _ = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra_args(entry, p))
-        return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
-    return _outcome(run)
+        def run():
+            u, _ = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra_args(entry, p))
+            return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
+        return _outcome(run)

@@ -46,6 +46,18 @@ def wrap_tx(tx, update=None, init=None):
     return optax.GradientTransformation(init or tx.init, update or tx.update)
 
 
+def with_update(optax, tx, change, init=None):
+    """``tx`` whose ``update`` passes its updates through ``change(updates,
+    extra)`` (``extra``: the extra keyword arguments of that call, handed to
+    the inner ``update`` as they came), and whose ``init`` is ``init`` when
+    given; a ``GradientTransformationExtraArgs``, so that a value-driven
+    transformation keeps taking ``value=``/``grad=``."""
+    def update(updates, state, params=None, **extra):
+        u, s = tx.update(updates, state, params, **extra)
+        return change(u, extra), s
+    return optax.GradientTransformationExtraArgs(init or tx.init, update)
+
+
 def upcast(updates, grads):
     return to_f32(updates)
 

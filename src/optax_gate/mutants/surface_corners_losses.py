@@ -1,8 +1,8 @@
 """Mutants of the losses' corner grid
 (``tests/contracts/test_surface_corners_losses.py``): forward-mode
 differentiation refused (a loss behind ``jax.custom_vjp``), a NaN in forward
-mode at a ``-inf`` logit only, broadcastable targets refused, and integer
-inputs refused. Each one patches the losses' canonical paths and returns {}.
+mode at a ``-inf`` logit only, broadcastable targets refused, integer
+inputs refused, and a hyperparameter given as an array or NumPy scalar refused. Each one patches the losses' canonical paths and returns {}.
 """
 
 from __future__ import annotations
@@ -80,5 +80,17 @@ def int_refused(optax):
     def change(orig, path, args, kwargs):
         if jnp.issubdtype(jnp.asarray(args[0]).dtype, jnp.integer):
             raise TypeError(f"{path}: integer input")
+        return orig(*args, **kwargs)
+    return _wrap(change)
+
+
+@mutant("surface-corners-losses-array-hyper-refused", "a loss refuses a hyperparameter given as an array or a NumPy "
+        "scalar (TypeError: 'expected a Python float'); arrays of inputs are taken")
+def array_hyper_refused(optax):
+    import numpy as np
+
+    def change(orig, path, args, kwargs):
+        if any(isinstance(v, np.generic) or getattr(v, "shape", None) == () for v in [*args[1:], *kwargs.values()]):
+            raise TypeError(f"{path}: expected a Python float hyperparameter")
         return orig(*args, **kwargs)
     return _wrap(change)

@@ -1,7 +1,8 @@
 """Mutants of the schedules' corner grid
 (``tests/contracts/test_surface_corners_schedules.py``): NaN at a zero-length
 interval, a Python float for a Python-int step, and a schedule that needs a
-concrete step (raises under ``jax.jit``). Each one replaces the schedule
+concrete step (raises under ``jax.jit``), and typed hyperparameters turned
+into Python floats (a bfloat16 one no longer sets the dtype). Each one replaces the schedule
 factories of the grid (the sweep's schedules less
 ``surface_corners.SCHEDULE_LEFT_OUT``) and returns {}.
 """
@@ -60,3 +61,14 @@ def concrete_step(optax):
     def change(schedule, kwargs):
         return lambda count: schedule(int(count))
     return _around(change)
+
+
+@mutant("surface-corners-schedules-hyper-float", "a schedule factory turns every 0-d array or NumPy scalar "
+        "hyperparameter into a Python float: a bfloat16 hyperparameter no longer sets the values' dtype")
+def hyper_float(optax):
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            return orig(*args, **{k: float(v) if getattr(v, "shape", None) == () else v for k, v in kwargs.items()})
+        return factory
+    return _replace(_paths(), make)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.surface_sweep import _replace
 
@@ -32,14 +33,6 @@ def _dropping(drop):
     return _replace(_paths(), make)
 
 
-def _with_update(optax, tx, change):
-    """``tx`` whose update passes its result through ``change(updates, extra)``."""
-    def update(updates, state, params=None, **extra):
-        u, s = tx.update(updates, state, params, **extra)
-        return change(u, extra), s
-    return optax.GradientTransformationExtraArgs(tx.init, update)
-
-
 @mutant("surface-corners-transformations-dtype-option-ignored", "every *_dtype option (mu_dtype, accumulator_dtype, "
         "state_dtype, hyperparam_dtype...) is ignored: the state follows the params' dtype")
 def dtype_option_ignored(optax):
@@ -59,7 +52,7 @@ def typed_hyper_dtype(optax):
             typed = [v.dtype for v in kwargs.values() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)]
             if not typed:
                 return tx
-            return _with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: x.astype(typed[0]), u))
+            return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: x.astype(typed[0]), u))
         return factory
     return _replace(_paths(), make)
 
@@ -83,7 +76,7 @@ def negative_value_nan(optax):
                 if "value" in extra and float(extra["value"]) < 0:
                     return jax.tree.map(lambda x: x * jnp.nan, u)
                 return u
-            return _with_update(optax, orig(*args, **kwargs), change)
+            return with_update(optax, orig(*args, **kwargs), change)
         return factory
     from optax_gate.kit.surface_table import TRANSFORMATIONS
 

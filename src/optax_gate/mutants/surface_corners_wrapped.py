@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.surface_sweep import _replace
 
@@ -19,10 +20,7 @@ mutant = family("surface_corners_wrapped", "tests/contracts/test_surface_corners
 def _scaled_updates(optax, tx, factor):
     import jax
 
-    def update(updates, state, params=None, **extra):
-        u, s = tx.update(updates, state, params, **extra)
-        return jax.tree.map(lambda x: None if x is None else x * factor, u), s
-    return optax.GradientTransformationExtraArgs(tx.init, update)
+    return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: None if x is None else x * factor, u))
 
 
 @mutant("surface-corners-wrapped-multisteps-half", "MultiSteps applies half of the accumulated update")

@@ -1,8 +1,9 @@
 """Mutants of the generated dtype variants of ``init_update``
 (``tests/contracts/test_surface_dtypes.py``): every table factory (wrapped as
 in ``surface_transformations``) returning float32 updates for bfloat16 ones,
-dropping the imaginary part of complex updates, or refusing a PyTree that is
-not float32 at ``init``.
+float32 updates for float64 ones (a cast left in that x64 code meets), NaN
+for float16 ones (an overflow of the half range), dropping the imaginary part
+of complex updates, or refusing a PyTree that is not float32 at ``init``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,20 @@ def bf16_to_f32(optax):
     import jax.numpy as jnp
 
     return _map_updates(lambda x: x.astype(jnp.float32) if jnp.asarray(x).dtype == jnp.bfloat16 else x)
+
+
+@mutant("surface-dtypes-f64-to-f32", "float64 updates come out as float32 (under x64: a cast to float32 left in)")
+def f64_to_f32(optax):
+    import jax.numpy as jnp
+
+    return _map_updates(lambda x: x.astype(jnp.float32) if jnp.asarray(x).dtype == jnp.float64 else x)
+
+
+@mutant("surface-dtypes-f16-overflow", "float16 updates overflow to NaN (a float16 intermediate past its range)")
+def f16_overflow(optax):
+    import jax.numpy as jnp
+
+    return _map_updates(lambda x: x * jnp.float16(jnp.nan) if jnp.asarray(x).dtype == jnp.float16 else x)
 
 
 @mutant("surface-dtypes-complex-real", "complex updates lose their imaginary part (real float32 updates)")

@@ -22,8 +22,8 @@ cause              detail it recognises                                         
                    (``nan_param: '[''r3'']' -> none``)
 ``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,
                    (``loss_value: ok float32[2] .. -> non-finite ...``)          gradient)
-``dtype-variant``  snapshot drift of the generated bfloat16/complex64             the dtype and how the
-                   ``init_update`` record                                        outcome moved
+``dtype-variant``  snapshot drift of the generated bfloat16/float16/float64/     the dtype and how the
+                   complex64 ``init_update`` record                              outcome moved
 ``edge-hyper``     snapshot drift of the generated edge-hyperparameter record    the keys
                    (``weight_decay=0/nan_inf_params/updates: r1,r3 -> none``)
 ``x64``            snapshot drift of the generated x64 record of a schedule or   the outputs
@@ -155,8 +155,9 @@ _STANDARD = {"broken": ("passed", "failed"), "fixed": ("failed", "passed")}  # o
 LOSS_EDGE_OUTPUTS = ("loss_grad", "loss_value")
 #: Keys of the generated dtype variants of ``init_update``
 #: (``tests/contracts/test_surface_dtypes.py``): about the update of a
-#: bfloat16 or complex64 PyTree, not about the optimizer state.
-DTYPE_VARIANTS = ("init_update_bfloat16", "init_update_complex64")
+#: bfloat16, float16, float64 or complex64 PyTree, not about the optimizer state
+#: (``optax_gate.kit.surface_probe.VARIANT_DTYPES``).
+DTYPE_VARIANTS = ("init_update_bfloat16", "init_update_float16", "init_update_float64", "init_update_complex64")
 #: Keys of the generated edge-hyperparameter snapshot
 #: (``optax_gate.kit.surface_edges``): ``<hyperparameter>=0/<input class>[/updates
 #: or /state/<entry>]``, about which outputs come out non-finite, not about the
@@ -224,17 +225,44 @@ def _schedule_words(value: str) -> str | None:
     return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(m[3].split())})"
 
 
+#: A sharded corner's record (``optax_gate.kit.surface_sharded.outcome``): update shardings, state counts, comparison.
+_SHARDED_OUTCOME = re.compile(r"ok u (\S+) s (\S+) (.+)")
+
+
+def _sharded_words(value: str) -> str | None:
+    """``ok u rep,model,data.model s data.modelx2,repx3 same`` -> ``ok (updates
+    replicated / over model / over data x model; state: 2 leaves over data x
+    model and 3 replicated; the same values as on one device)``; None for another value."""
+    m = _SHARDED_OUTCOME.fullmatch(value)
+    if not m or " |u| " in value:
+        return None
+
+    def where(spec: str) -> str:
+        if spec == "rep":
+            return "replicated"
+        if spec == "1dev":
+            return "on one device"
+        return "over " + " x ".join(d if d != "_" else "-" for d in spec.split("."))
+    updates = " / ".join(where(s) for s in m[1].split(",")) if m[1] != "none" else "none"
+    counts = [c.rpartition("x") for c in m[2].split(",")] if m[2] != "none" else []
+    state = and_join([f"{n} {'leaf' if n == '1' else 'leaves'} {where(spec)}" for spec, _, n in counts]) or "no leaves"
+    compared = ("the same values as on one device" if m[3] == "same"
+                else f"{m[3]} than on one device" if m[3].startswith("other ") else m[3])
+    return f"ok (updates {updates}; state: {state}; {compared})"
+
+
 def outcome_words(value: str) -> str:
     """A corner's recorded shorthand in words. A transformation corner: ``ok
     u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
     0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``; a schedule
     corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
     float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
-    4e-06)`` (the steps: ``surface_corners.SCHEDULE_STEPS``). Any other value as it is."""
+    4e-06)`` (the steps: ``surface_corners.SCHEDULE_STEPS``); a sharded corner
+    as :func:`_sharded_words` says. Any other value as it is."""
     from optax_gate.kit.surface_corners import SHORT_DTYPES
     m = _TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
-        return _schedule_words(value) or value
+        return _schedule_words(value) or _sharded_words(value) or value
     long = {short: name for name, short in SHORT_DTYPES.items()}
 
     def dtypes(text: str) -> str:

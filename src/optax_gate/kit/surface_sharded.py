@@ -1,0 +1,152 @@
+"""Every transformation of the surface table on params sharded over an explicit
+mesh, its state created eagerly and under ``jax.jit`` (issue 40 item 2; needs
+the environment's optax and JAX, and eight devices, when called).
+
+The mesh is ``jax.make_mesh((2, 4), ("data", "model"))`` with both axes
+``AxisType.Explicit`` (sharding in types: JAX's "Explicit sharding" guide), set
+with ``jax.set_mesh`` around the whole step, as training code written for
+explicit sharding does. Params (:data:`SPECS`, :data:`SHAPES`, float32, seeded
+uniform values in [-1, 1)): a 0-d leaf replicated, a vector sharded over
+``model``, a matrix over ``data`` x ``model``; gradients of the same layout
+(the model's own where the entry ``needs`` them).
+
+:func:`record` gives per mode (:data:`MODES`: ``init`` and ``update`` called
+eagerly; both through ``jax.jit``, the extra arguments closed over):
+
+- ``ok u rep,model,data.model s data.modelx2,modelx2,repx3 same``: the
+  updates' shardings leaf by leaf (``r0,r1,r2``; ``rep`` for replicated,
+  ``data.model`` for ``P("data", "model")``, ``_`` for an unsharded
+  dimension, ``1dev`` for a single-device array), the state's leaves counted
+  per sharding after the update, and how the updates compare with the same
+  step on unsharded params on one device (``same`` within
+  ``tolerances.SURFACE_STEP`` float32 ULPs; else ``surface_wrapped.compare``'s
+  words): sharding must move no value;
+- ``raises <type>`` (the message under ``<key>/error``): explicit sharding
+  makes an ambiguous sharding an error (``ShardingTypeError``), where
+  automatic sharding would choose one silently.
+
+Keys are ``corner.sharded_eager`` and ``corner.sharded_jit``, as the corner
+grids write theirs, so a drift reads as a corner finding.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+from typing import Any
+
+from optax_gate.kit import surface_build, surface_table
+
+#: The mesh: axis sizes and names (8 devices, ``optax_gate.kit.multidevice.DEVICES``).
+MESH_SHAPE = (2, 4)
+MESH_AXES = ("data", "model")
+#: Params leaf -> shape (named as ``surface_build.SHAPES``' leaves of those
+#: ranks, so an entry's ``skip_leaves`` applies; each sharded dimension is a
+#: multiple of its mesh axis).
+SHAPES: dict[str, tuple[int, ...]] = {"r0": (), "r1": (4,), "r2": (8, 4)}
+#: Params leaf -> its ``PartitionSpec``'s axes (``None``: unsharded dimension).
+SPECS: dict[str, tuple[str | None, ...]] = {"r0": (), "r1": ("model",), "r2": ("data", "model")}
+#: How ``init`` and ``update`` are called.
+MODES = ("eager", "jit")
+
+
+@functools.cache
+def mesh() -> Any:
+    """The explicit 2 x 4 mesh (see the module docstring).
+
+    Raises:
+      ValueError: fewer than eight devices (JAX's message).
+    """
+    import jax
+    from jax.sharding import AxisType
+
+    return jax.make_mesh(MESH_SHAPE, MESH_AXES, axis_types=(AxisType.Explicit,) * len(MESH_AXES))
+
+
+def tree(seed: int, sharded: bool, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The params (or, seed 1, the gradients) PyTree: on :func:`mesh` with
+    :data:`SPECS` when ``sharded``, else on the default device."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, shape in SHAPES.items():
+        x = jnp.asarray(rng.uniform(-1.0, 1.0, size=shape), jnp.float32)
+        if name in skip:
+            continue
+        out[name] = jax.device_put(x, NamedSharding(mesh(), PartitionSpec(*SPECS[name]))) if sharded else x
+    return out
+
+
+def describe(x: Any) -> str:
+    """One array's sharding in a word (see the module docstring)."""
+    from jax.sharding import NamedSharding
+
+    sharding = getattr(x, "sharding", None)
+    if isinstance(sharding, NamedSharding):
+        dims = ["_" if a is None else a if isinstance(a, str) else "+".join(a) for a in sharding.spec]
+        return ".".join(dims) if any(d != "_" for d in dims) else "rep"
+    if sharding is not None and len(sharding.device_set) == 1:
+        return "1dev"
+    return type(sharding).__name__ if sharding is not None else type(x).__name__
+
+
+def _step(entry: surface_table.Entry, mode: str, sharded: bool) -> tuple[Any, Any]:
+    import jax
+
+    from optax_gate.kit import surface_probe
+
+    skip = tuple(entry.skip_leaves)
+    p, g = tree(0, sharded, skip), tree(1, sharded, skip)
+    tx = surface_probe.build(entry)
+    grads, extra = surface_probe.step_grads(entry, p, g), surface_probe.extra_args(entry, p)
+    init = jax.jit(tx.init) if mode == "jit" else tx.init
+    update = ((lambda u, s, q: tx.update(u, s, q, **extra)) if mode == "eager"
+              else jax.jit(lambda u, s, q: tx.update(u, s, q, **extra)))
+    return update(grads, init(p), p)
+
+
+def outcome(path: str, mode: str, errors: dict[str, str], key: str) -> str:
+    """One step of ``path``'s transformation on the sharded params in ``mode``
+    (see the module docstring for the line); the exception's message goes to
+    ``errors[key]``. Never raises for the library's errors."""
+    import jax
+
+    from optax_gate.kit import surface_wrapped
+    from optax_gate.kit.surface_corners import message
+
+    entry = surface_table.TRANSFORMATIONS[path]
+    try:
+        with jax.set_mesh(mesh()):
+            updates, state = _step(entry, mode, sharded=True)
+            layout = ",".join(describe(updates[k]) for k in sorted(updates))
+            counts = collections.Counter(describe(x) for x in jax.tree.leaves(state))
+    except Exception as exc:  # the outcome is the exception's type
+        errors[key] = message(exc)
+        return f"raises {type(exc).__name__}"
+    state_text = ",".join(f"{k}x{n}" for k, n in sorted(counts.items())) or "none"
+    try:
+        one, _ = _step(entry, mode, sharded=False)
+        same = surface_wrapped.compare(one, updates)
+    except Exception as exc:  # a step that runs only sharded: said, not compared
+        same = f"one device raises {type(exc).__name__}"
+    return f"ok u {layout or 'none'} s {state_text} {same}"
+
+
+def record(path: str) -> dict[str, str]:
+    """``{"corner.sharded_<mode>": outcome, ...}`` for every mode of
+    :data:`MODES` (and ``"corner.sharded_<mode>/error"`` for a message)."""
+    out: dict[str, str] = {}
+    for mode in MODES:
+        errors: dict[str, str] = {}
+        out[f"corner.sharded_{mode}"] = outcome(path, mode, errors, f"corner.sharded_{mode}/error")
+        out.update(errors)
+    return out
+
+
+def paths() -> list[str]:
+    """The table entries recorded: every contracted transformation."""
+    return [p for p, e in surface_table.TRANSFORMATIONS.items() if not e.left_out]
