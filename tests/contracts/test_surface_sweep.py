@@ -73,6 +73,9 @@ def test_known(path):
         if optax.__version__ == BASELINE_OPTAX:
             pytest.fail(f"{path} ({kind}) is public in the baseline but in no surface table: add it "
                         "to optax_gate.kit.surface_table or surface_calls")
+        if canonical in generated.by_hand:  # contracted by hand, beside the tables
+            assert callable(surface_build.resolve(path)), f"{path} is no longer callable"
+            return
         if canonical in generated.left_out:
             pytest.skip(f"new, not contracted: {path} ({kind}) is public in optax {optax.__version__}; no contract "
                         f"could be generated: {generated.left_out[canonical]}")

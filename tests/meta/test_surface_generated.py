@@ -80,6 +80,19 @@ def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
     assert not calls and "`fun`" in made.left_out["optax.needs_fun"] and "microbatch_size" not in made.left_out["optax.needs_fun"]
 
 
+def test_an_api_contracted_by_hand_is_neither_generated_nor_left_out(monkeypatch):
+    """``optax.microbatch`` (and its other path) has a hand-written module: recorded with that module,
+    not left out (test_known then passes for it) and not counted as generated."""
+    def microbatch(fun, argnums, microbatch_size):
+        return fun
+    public = {"optax.microbatch": microbatch, "optax.microbatching.microbatch": microbatch}
+    made, transformations, calls = surface_generated.generate(public, {})
+    assert made.by_hand == {"optax.microbatch": "tests/contracts/test_microbatching.py"}
+    assert not made.left_out and not transformations and not calls
+    monkeypatch.setattr(surface_generated, "GENERATED", made)
+    assert not surface_generated.is_generated("optax.microbatch")
+
+
 def test_a_call_by_name_passes_positional_parameters_in_order_and_integer_labels_where_the_docstring_says():
     def loss(logits, labels, *, axis):
         """A loss.

@@ -43,7 +43,7 @@ FAMILIES = (
     "schedules", "losses", "surface_transformations", "surface_sweep", "surface_loss_edges", "surface_dtypes", "surface_x64",
     "surface_corners_trees", "surface_corners_wrappers", "surface_corners_losses",
     "surface_corners_schedules", "surface_corners_transformations", "surface_corners_wrapped", "surface_corners_derivatives",
-    "surface_sharded",
+    "surface_sharded", "microbatching",
 )
 
 

@@ -1,0 +1,147 @@
+"""Mutants of ``optax.microbatching`` (``tests/contracts/test_microbatching.py``),
+runnable at the pinned 0.2.6, which has no ``optax.microbatching``: each
+mutant puts in its place a stand-in written from the 0.2.8 docstrings
+(:func:`_stand_in`: column-major microbatches, SUM/MEAN/RUNNING_MEAN/CONCAT,
+``num_real_microbatches``, the ValueErrors, ``micro_grad`` over examples)
+carrying one fault, so the contracts run, and must fail, on any optax. At a
+baseline that has the module the stand-in replaces it the same way.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+
+from optax_gate.mutants.registry import family
+
+mutant = family("microbatching", "tests/contracts/test_microbatching.py")
+
+
+class AccumulationType(enum.Enum):
+    """The docstring's accumulation types."""
+    MEAN = enum.auto()
+    SUM = enum.auto()
+    RUNNING_MEAN = enum.auto()
+    CONCAT = enum.auto()
+
+
+def _stand_in(fault: str = "") -> dict:
+    """``{"microbatching": module, "microbatch": fn}`` of a stand-in with ``fault``
+    (``""``: none; see the mutants below for each)."""
+    import collections
+
+    import jax
+    import jax.numpy as jnp
+
+    order = "C" if fault == "row-major" else "F"
+
+    def reshape_batch_axis(tree, microbatch_size, axis=0):
+        def leaf(x):
+            return x.reshape(x.shape[:axis] + (-1, microbatch_size) + x.shape[axis + 1:], order=order)
+        return jax.tree.map(leaf, tree)
+
+    def combine(kind, outs, n_run, n):
+        if kind == AccumulationType.CONCAT:
+            stacked = jnp.stack(outs)  # (n, microbatch, ...): column-major back to the batch's order
+            return stacked.reshape((-1,) + stacked.shape[2:], order="C" if fault == "concat-order" else "F")
+        total = sum(outs[1:], outs[0])
+        if kind == AccumulationType.SUM:
+            return total
+        if kind == AccumulationType.MEAN:
+            return total if fault == "mean-is-sum" else total / n
+        return total / n_run
+
+    def microbatch(fun, argnums, microbatch_size, accumulator=AccumulationType.SUM, *, argnames=(),
+                   in_axes=0, num_real_microbatches=None):
+        if microbatch_size is None and fault != "none-wraps":
+            return fun
+        argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+        def run(*args, **kwargs):
+            if microbatch_size is None:
+                return fun(*args, **kwargs)
+            sizes = [jax.tree.leaves(args[i])[0].shape[0] for i in argnums]
+            if len(set(sizes)) > 1 and fault != "unequal-sizes":
+                raise ValueError(f"Batch Arguments must have equal-size batch axes, found {sizes}.")
+            if sizes[0] % microbatch_size and fault != "no-divisibility":
+                raise ValueError(f"batch_size={sizes[0]} must be divisible by {microbatch_size=}.")
+            n = sizes[0] // microbatch_size
+            split = {i: reshape_batch_axis(jax.tree.map(lambda x: x[:n * microbatch_size], args[i]), microbatch_size)
+                     for i in argnums}
+            n_run = n if num_real_microbatches is None or fault == "num-real-ignored" else num_real_microbatches
+            outs = []
+            for k in range(n_run):
+                a = list(args)
+                for i in argnums:
+                    a[i] = jax.tree.map(lambda x: x[k], split[i])
+                outs.append(fun(*a, **kwargs))
+            return jax.tree.map(lambda kind, *o: combine(kind, list(o), n_run, n), accumulator, *outs,
+                                is_leaf=lambda x: isinstance(x, AccumulationType))
+        return run
+
+    Outputs = collections.namedtuple("IndividualOutputs", ["values", "metrics", "aux"])
+
+    def micro_grad(fun, has_aux=False, argnums=0, *, batch_argnums=1, keep_batch_dim=True, microbatch_size=None,
+                   accumulator=AccumulationType.SUM, transform_fn=lambda x: x, metrics_fn=lambda x: None,
+                   num_real_microbatches=None):
+        batch_argnums = (batch_argnums,) if isinstance(batch_argnums, int) else tuple(batch_argnums)
+        value_and_grad = jax.value_and_grad(fun if has_aux else (lambda *a: (fun(*a), None)), argnums, has_aux=True)
+
+        def per_example(*args):
+            args = [a[None] if i in batch_argnums and keep_batch_dim else a for i, a in enumerate(args)]
+            (value, aux), grad = value_and_grad(*args)
+            if fault == "grad-scaled":
+                grad = jax.tree.map(lambda g: g * 0.5, grad)
+            return transform_fn(grad), Outputs(value, metrics_fn(grad), aux)
+
+        def run(*args):
+            batch = jax.tree.leaves(args[batch_argnums[0]])[0].shape[0]
+            rows = [per_example(*[a[b] if i in batch_argnums else a for i, a in enumerate(args)]) for b in range(batch)]
+            kind = accumulator
+            grads = jax.tree.map(lambda *g: combine(kind, list(g), batch, batch), *[r[0] for r in rows])
+            extras = Outputs(*(jax.tree.map(lambda *v: jnp.stack(v), *[getattr(r[1], f) for r in rows])
+                               if getattr(rows[0][1], f) is not None else None for f in Outputs._fields))
+            return grads, extras
+        return run
+
+    module = types.SimpleNamespace(AccumulationType=AccumulationType, microbatch=microbatch, micro_grad=micro_grad,
+                                   reshape_batch_axis=reshape_batch_axis)
+    return {"microbatching": module, "microbatch": microbatch}
+
+
+@mutant("microbatching-row-major", "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), "
+        "not the documented column-major one")
+def row_major(optax):
+    return _stand_in("row-major")
+
+
+@mutant("microbatching-concat-order", "CONCAT joins the microbatch outputs in microbatch order without undoing the "
+        "column-major split: rows come back interleaved")
+def concat_order(optax):
+    return _stand_in("concat-order")
+
+
+@mutant("microbatching-mean-is-sum", "MEAN returns the sum of the microbatch outputs")
+def mean_is_sum(optax):
+    return _stand_in("mean-is-sum")
+
+
+@mutant("microbatching-num-real-ignored", "num_real_microbatches is ignored: every microbatch runs")
+def num_real_ignored(optax):
+    return _stand_in("num-real-ignored")
+
+
+@mutant("microbatching-none-wraps", "microbatch_size=None returns a wrapper of fun, not fun itself")
+def none_wraps(optax):
+    return _stand_in("none-wraps")
+
+
+@mutant("microbatching-no-divisibility", "a batch not divisible by microbatch_size is cut to a multiple silently "
+        "(no ValueError); batches of unequal sizes still raise")
+def no_divisibility(optax):
+    return _stand_in("no-divisibility")
+
+
+@mutant("microbatching-grad-scaled", "micro_grad's per-example gradients come out halved")
+def grad_scaled(optax):
+    return _stand_in("grad-scaled")
