@@ -1,8 +1,9 @@
 """Mutants of every transformation under explicit sharding
 (``tests/contracts/multidevice/test_surface_sharded.py``): the state moved to
-one device by ``init``, the updates gathered (replicated over the mesh), and
-the updates perturbed only where the params are sharded (one device gives
-the same step unchanged). Each replaces every contracted factory of the
+one device by ``init``, the updates gathered (replicated over the mesh), the
+updates perturbed only where the params are sharded (one device gives the
+same step unchanged), and the inputs gathered before the step (a
+``ShardingTypeError`` resharded away). Each replaces every contracted factory of the
 surface table (``surface_sharded.paths``) and returns {}.
 """
 
@@ -70,3 +71,21 @@ def values_moved(optax):
     def scale(u, extra):
         return jax.tree.map(lambda x: x * 1.001 if _sharded(x) else x, u)
     return _around(optax, lambda tx: with_update(optax, tx, scale))
+
+
+@mutant("surface-sharded-inputs-gathered", "every transformation gathers its params, gradients and extra arguments "
+        "onto every device (P()) before init and update: what resharding away a ShardingTypeError does; no error, "
+        "replicated updates")
+def inputs_gathered(optax):
+    import jax
+    from jax.sharding import PartitionSpec
+
+    def gather(tree):
+        return jax.tree.map(lambda x: jax.sharding.reshard(x, PartitionSpec()) if _sharded(x) else x, tree)
+
+    def wrap(tx):
+        def update(updates, state, params=None, **extra):
+            extra = {k: v if callable(v) else gather(v) for k, v in extra.items()}
+            return tx.update(gather(updates), state, gather(params), **extra)
+        return optax.GradientTransformationExtraArgs(lambda params: tx.init(gather(params)), update)
+    return _around(optax, wrap)
