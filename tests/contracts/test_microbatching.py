@@ -31,6 +31,7 @@ import numpy as np
 import optax
 import pytest
 
+from optax_gate.gate.judge.findings import ABSENT_API
 from optax_gate.kit import tolerances
 
 GUIDE = "docs: optax 0.2.8 optax.microbatching docstrings (optax/microbatching/_microbatching.py)"
@@ -41,7 +42,7 @@ BATCH, FEATURES, MICRO = 8, 3, 2
 def _api(name: str):
     module = getattr(optax, "microbatching", None)
     if module is None:
-        pytest.skip("optax.microbatching is absent in this optax (public after 0.2.6)")
+        pytest.skip(f"optax.microbatching {ABSENT_API} (public after 0.2.6): the report reads it as new")
     return getattr(module, name)
 
 

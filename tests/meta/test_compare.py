@@ -141,3 +141,24 @@ def test_a_finding_of_contracts_that_fail_differently_says_so_once():
     (finding,) = compare.compare(base, cand)["findings"]
     assert finding["change"] == "changed"
     assert finding["cause"].startswith("fails differently: ValueError: Shapes differ") and "failed → failed" not in finding["cause"]
+
+
+def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed():
+    """The microbatching contracts skip where optax has no ``optax.microbatching``, saying
+    ``findings.ABSENT_API`` (the 0.2.6 -> 0.2.8 gate read them "changed: skipped -> passed"): such a
+    skip counts as not run, so the contract reads ``new`` (``gone`` the other way); another skip
+    still reads ``changed``, and a contract absent on both sides is no row."""
+    from optax_gate.gate.judge import findings
+
+    absent = f"Skipped: optax.microbatching {findings.ABSENT_API} (public after 0.2.6)"
+    base, cand = record(golden_a="skipped", golden_b="skipped", golden_c="skipped"), record(
+        golden_a="passed", golden_b="passed", golden_c="skipped")
+    base["contracts"]["golden_a"]["detail"] = absent
+    for side in (base, cand):
+        side["contracts"]["golden_c"]["detail"] = absent
+    rows = {r["id"]: r for r in compare.compare(base, cand)["contracts"]}
+    assert rows["golden_a"]["change"] == "new" and rows["golden_a"]["baseline"] is None
+    assert rows["golden_b"]["change"] == "changed"
+    assert "golden_c" not in rows
+    rows = {r["id"]: r for r in compare.compare(cand, base)["contracts"]}
+    assert rows["golden_a"]["change"] == "gone"

@@ -98,6 +98,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     for cid in sorted(set(base_c) | set(cand_c)):
         b, c = base_c.get(cid), cand_c.get(cid)
         meta = c or b
+        b, c = (None if r and r["outcome"] == "skipped" and findings.ABSENT_API in (r.get("detail") or "") else r
+                for r in (b, c))  # the API does not exist on that side: new (or gone), not changed
+        if b is None and c is None:  # absent on both sides: nothing ran
+            continue
         defect = meta.get("defect", "")
         change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
         other_failure = change == "unchanged" and b["outcome"] in _FAILING and fails_differently(b["detail"], c["detail"])

@@ -173,6 +173,11 @@ CORNER_PREFIX = "corner."
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
+#: What a contract's skip reason says when the API it pins does not exist in that
+#: environment (``tests/contracts/test_microbatching.py`` at an optax without
+#: ``optax.microbatching``): skipped there and run in the other reads ``new``
+#: (or ``gone``), not ``changed`` (``optax_gate.gate.judge.compare``).
+ABSENT_API = "is absent in this optax"
 #: What ``test_surface_sweep.test_known`` says before the reason no contract could be generated.
 GENERATION_FAILED = "no contract could be generated:"
 
