@@ -252,6 +252,33 @@ def test_a_sharded_corner_outcome_is_said_in_words():
     said = findings.outcome_words(line)
     assert said.startswith("ok (updates replicated / over model / over data x model; state: "), said
     assert said.endswith("; the same values as on one device)") and "leaves over data x model" in said, said
-    assert findings.outcome_words("ok u model s 1devx2 other values") == (
+    assert findings.outcome_words("ok u m s 1devx2 other values") == (
         "ok (updates over model; state: 2 leaves on one device; other values than on one device)")
+    assert findings.outcome_words("ok u _dm s _dmx2,repx12 1dev raises TypeError") == (
+        "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; "
+        "on one device it raises TypeError)")
+
+
+def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
+    """A line that would pass 79 characters (many state layouts and a long exception name) keeps its
+    layout and counts, and the comparison goes to ``<key>/one_device``; a short one stays whole."""
+    from optax_gate.kit import surface_sharded
+
+    long = "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12 1dev raises ConcretizationTypeError"
+    out = surface_sharded.fit("corner.sharded_eager", long)
+    assert out == {"corner.sharded_eager": "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12",
+                   "corner.sharded_eager/one_device": "1dev raises ConcretizationTypeError"}
+    assert all(len(k) + 2 + len(v) < 80 for k, v in out.items())
+    assert surface_sharded.fit("corner.sharded_jit", "ok u rep s none same") == {"corner.sharded_jit": "ok u rep s none same"}
+    assert findings.outcome_words(out["corner.sharded_eager"]).startswith("ok (updates replicated / over model")
+
+
+def test_every_recorded_sharded_line_stays_under_80_characters():
+    """YAML folds a longer line, and a drift's text then ends at the fold (the 0.2.8 -> main gate
+    read "ok u rep,model,data.model s _.data.modelx2,…" with the comparison cut off): every line of
+    the baseline's sharded snapshots, key and value, is shorter than 80 characters."""
+    folder = Path(__file__).parents[2] / "tests/contracts/multidevice/test_surface_sharded"
+    lines = [line for f in sorted(folder.glob("*.yml")) for line in f.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), \
+        max(lines, key=len)
     assert findings.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"

@@ -13,14 +13,17 @@ uniform values in [-1, 1)): a 0-d leaf replicated, a vector sharded over
 :func:`record` gives per mode (:data:`MODES`: ``init`` and ``update`` called
 eagerly; both through ``jax.jit``, the extra arguments closed over):
 
-- ``ok u rep,model,data.model s data.modelx2,modelx2,repx3 same``: the
-  updates' shardings leaf by leaf (``r0,r1,r2``; ``rep`` for replicated,
-  ``data.model`` for ``P("data", "model")``, ``_`` for an unsharded
-  dimension, ``1dev`` for a single-device array), the state's leaves counted
-  per sharding after the update, and how the updates compare with the same
-  step on unsharded params on one device (``same`` within
+- ``ok u rep,m,dm s dmx2,mx2,repx3 same``: the updates' shardings leaf by
+  leaf (``r0,r1,r2``; per dimension the initial of its mesh axis, ``dm`` for
+  ``P("data", "model")``, ``_`` for an unsharded dimension; ``rep`` for
+  replicated, ``1dev`` for a single-device array), the state's leaves
+  counted per sharding after the update, and how the updates compare with
+  the same step on unsharded params on one device (``same`` within
   ``tolerances.SURFACE_STEP`` float32 ULPs; else ``surface_wrapped.compare``'s
-  words): sharding must move no value;
+  words, or ``1dev raises <type>``): sharding must move no value. Short, so
+  that a line stays under 80 characters and YAML never folds it (a folded
+  line would reach a drift's text cut); a longer one puts the comparison
+  under ``<key>/one_device`` (:func:`fit`);
 - ``raises <type>`` (the message under ``<key>/error``): explicit sharding
   makes an ambiguous sharding an error (``ShardingTypeError``), where
   automatic sharding would choose one silently.
@@ -35,11 +38,11 @@ import collections
 import functools
 from typing import Any
 
-from optax_gate.kit import surface_build, surface_table
-
 #: The mesh: axis sizes and names (8 devices, ``optax_gate.kit.multidevice.DEVICES``).
 MESH_SHAPE = (2, 4)
 MESH_AXES = ("data", "model")
+#: A sharded dimension's letter in a record: the initial of its mesh axis.
+AXIS_LETTERS = {axis[0]: axis for axis in MESH_AXES}
 #: Params leaf -> shape (named as ``surface_build.SHAPES``' leaves of those
 #: ranks, so an entry's ``skip_leaves`` applies; each sharded dimension is a
 #: multiple of its mesh axis).
@@ -87,14 +90,14 @@ def describe(x: Any) -> str:
 
     sharding = getattr(x, "sharding", None)
     if isinstance(sharding, NamedSharding):
-        dims = ["_" if a is None else a if isinstance(a, str) else "+".join(a) for a in sharding.spec]
-        return ".".join(dims) if any(d != "_" for d in dims) else "rep"
+        dims = ["_" if a is None else a[0] if isinstance(a, str) else "+".join(x[0] for x in a) for a in sharding.spec]
+        return "".join(dims) if any(d != "_" for d in dims) else "rep"
     if sharding is not None and len(sharding.device_set) == 1:
         return "1dev"
     return type(sharding).__name__ if sharding is not None else type(x).__name__
 
 
-def _step(entry: surface_table.Entry, mode: str, sharded: bool) -> tuple[Any, Any]:
+def _step(entry: Any, mode: str, sharded: bool) -> tuple[Any, Any]:
     import jax
 
     from optax_gate.kit import surface_probe
@@ -115,7 +118,7 @@ def outcome(path: str, mode: str, errors: dict[str, str], key: str) -> str:
     ``errors[key]``. Never raises for the library's errors."""
     import jax
 
-    from optax_gate.kit import surface_wrapped
+    from optax_gate.kit import surface_table, surface_wrapped
     from optax_gate.kit.surface_corners import message
 
     entry = surface_table.TRANSFORMATIONS[path]
@@ -132,7 +135,7 @@ def outcome(path: str, mode: str, errors: dict[str, str], key: str) -> str:
         one, _ = _step(entry, mode, sharded=False)
         same = surface_wrapped.compare(one, updates)
     except Exception as exc:  # a step that runs only sharded: said, not compared
-        same = f"one device raises {type(exc).__name__}"
+        same = f"1dev raises {type(exc).__name__}"
     return f"ok u {layout or 'none'} s {state_text} {same}"
 
 
@@ -142,11 +145,29 @@ def record(path: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for mode in MODES:
         errors: dict[str, str] = {}
-        out[f"corner.sharded_{mode}"] = outcome(path, mode, errors, f"corner.sharded_{mode}/error")
+        key = f"corner.sharded_{mode}"
+        out.update(fit(key, outcome(path, mode, errors, f"{key}/error")))
         out.update(errors)
     return out
 
 
+#: A snapshot line's budget: YAML folds a longer one, and a drift's text would end at the fold.
+LINE = 79
+
+
+def fit(key: str, line: str) -> dict[str, str]:
+    """``{key: line}``, or, where ``key: line`` would pass :data:`LINE`
+    characters, the comparison (the words after the state's counts) under
+    ``<key>/one_device`` of its own."""
+    if len(key) + 2 + len(line) <= LINE or not line.startswith("ok u "):
+        return {key: line}
+    head, _, compared = line.partition(" s ")
+    counts, _, compared = compared.partition(" ")
+    return {key: f"{head} s {counts}", f"{key}/one_device": compared}
+
+
 def paths() -> list[str]:
     """The table entries recorded: every contracted transformation."""
+    from optax_gate.kit import surface_table
+
     return [p for p, e in surface_table.TRANSFORMATIONS.items() if not e.left_out]

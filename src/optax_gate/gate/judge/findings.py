@@ -231,13 +231,16 @@ def _schedule_words(value: str) -> str | None:
 
 
 #: A sharded corner's record (``optax_gate.kit.surface_sharded.outcome``): update shardings, state counts, comparison.
-_SHARDED_OUTCOME = re.compile(r"ok u (\S+) s (\S+) (.+)")
+_SHARDED_OUTCOME = re.compile(r"ok u ([\w,]+) s ([\w,]+)(?: (.+))?")
 
 
 def _sharded_words(value: str) -> str | None:
-    """``ok u rep,model,data.model s data.modelx2,repx3 same`` -> ``ok (updates
-    replicated / over model / over data x model; state: 2 leaves over data x
-    model and 3 replicated; the same values as on one device)``; None for another value."""
+    """``ok u rep,m,dm s dmx2,repx3 same`` -> ``ok (updates replicated / over
+    model / over data x model; state: 2 leaves over data x model and 3 leaves
+    replicated; the same values as on one device)`` (each letter the initial
+    of a mesh axis, ``surface_sharded.AXIS_LETTERS``); None for another value."""
+    from optax_gate.kit.surface_sharded import AXIS_LETTERS
+
     m = _SHARDED_OUTCOME.fullmatch(value)
     if not m or " |u| " in value:
         return None
@@ -247,12 +250,15 @@ def _sharded_words(value: str) -> str | None:
             return "replicated"
         if spec == "1dev":
             return "on one device"
-        return "over " + " x ".join(d if d != "_" else "-" for d in spec.split("."))
+        return "over " + " x ".join(AXIS_LETTERS.get(d, "-" if d == "_" else d) for d in spec)
     updates = " / ".join(where(s) for s in m[1].split(",")) if m[1] != "none" else "none"
     counts = [c.rpartition("x") for c in m[2].split(",")] if m[2] != "none" else []
     state = and_join([f"{n} {'leaf' if n == '1' else 'leaves'} {where(spec)}" for spec, _, n in counts]) or "no leaves"
-    compared = ("the same values as on one device" if m[3] == "same"
-                else f"{m[3]} than on one device" if m[3].startswith("other ") else m[3])
+    compared = ("the values against one device under /one_device" if m[3] is None
+                else "the same values as on one device" if m[3] == "same"
+                else f"{m[3]} than on one device" if m[3].startswith("other ")
+                else "on one device it raises " + m[3].removeprefix("1dev raises ") if m[3].startswith("1dev raises ")
+                else m[3])
     return f"ok (updates {updates}; state: {state}; {compared})"
 
 
