@@ -109,39 +109,19 @@ def _stand_in(fault: str = "") -> dict:
     return {"microbatching": module, "microbatch": microbatch}
 
 
-@mutant("microbatching-row-major", "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), "
-        "not the documented column-major one")
-def row_major(optax):
-    return _stand_in("row-major")
+#: Each mutant: fault of :func:`_stand_in` -> what it breaks (registered as ``microbatching-<fault>``).
+FAULTS: dict[str, str] = {
+    "row-major": "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), not the documented "
+                 "column-major one",
+    "concat-order": "CONCAT joins the microbatch outputs in microbatch order without undoing the column-major split: "
+                    "rows come back interleaved",
+    "mean-is-sum": "MEAN returns the sum of the microbatch outputs",
+    "num-real-ignored": "num_real_microbatches is ignored: every microbatch runs",
+    "none-wraps": "microbatch_size=None returns a wrapper of fun, not fun itself",
+    "no-divisibility": "a batch not divisible by microbatch_size is cut to a multiple silently (no ValueError); "
+                       "batches of unequal sizes still raise",
+    "grad-scaled": "micro_grad's per-example gradients come out halved",
+}
 
-
-@mutant("microbatching-concat-order", "CONCAT joins the microbatch outputs in microbatch order without undoing the "
-        "column-major split: rows come back interleaved")
-def concat_order(optax):
-    return _stand_in("concat-order")
-
-
-@mutant("microbatching-mean-is-sum", "MEAN returns the sum of the microbatch outputs")
-def mean_is_sum(optax):
-    return _stand_in("mean-is-sum")
-
-
-@mutant("microbatching-num-real-ignored", "num_real_microbatches is ignored: every microbatch runs")
-def num_real_ignored(optax):
-    return _stand_in("num-real-ignored")
-
-
-@mutant("microbatching-none-wraps", "microbatch_size=None returns a wrapper of fun, not fun itself")
-def none_wraps(optax):
-    return _stand_in("none-wraps")
-
-
-@mutant("microbatching-no-divisibility", "a batch not divisible by microbatch_size is cut to a multiple silently "
-        "(no ValueError); batches of unequal sizes still raise")
-def no_divisibility(optax):
-    return _stand_in("no-divisibility")
-
-
-@mutant("microbatching-grad-scaled", "micro_grad's per-example gradients come out halved")
-def grad_scaled(optax):
-    return _stand_in("grad-scaled")
+for _fault, _what in FAULTS.items():
+    mutant(f"microbatching-{_fault}", _what)(lambda optax, fault=_fault: _stand_in(fault))
