@@ -242,7 +242,7 @@ def _sharded_words(value: str) -> str | None:
     from optax_gate.kit.surface_sharded import AXIS_LETTERS
 
     m = _SHARDED_OUTCOME.fullmatch(value)
-    if not m or " |u| " in value:
+    if not m:
         return None
 
     def where(spec: str) -> str:
@@ -614,19 +614,15 @@ def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str
 _CORNER_STATE = re.compile(r"\bstate ([\w,]+)")
 
 
-#: A sharded corner's record, in this or an earlier form (layouts aside: one API's state has other leaves than another's).
-_SHARDED_ANY = re.compile(r"ok u \S+ s \S+(?: (.+))?")
-
-
 def _outcome_pattern(value: str) -> str:
     """A recorded outcome with its numbers replaced by ``#`` (dtype names kept:
     ``ok float32[] -0.9209`` -> ``ok float32[] #``; a run of numbers is one ``#``);
     a sharded corner's record as ``ok sharded`` and its comparison with one
     device (its layouts and state counts are each API's own: nine APIs that
     stop raising under explicit sharding are one finding)."""
-    m = _SHARDED_ANY.fullmatch(value or "")
-    if m and " |u| " not in value:
-        return f"ok sharded {m[1] or ''}".strip()
+    m = _SHARDED_OUTCOME.fullmatch(value or "")
+    if m:  # layouts aside: one API's state has other leaves than another's
+        return f"ok sharded {m[3] or ''}".strip()
     return re.sub(r"#(?:\s+#)+", "#", re.sub(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)", "#", value))
 
 
