@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _replace
+from optax_gate.mutants.surface_sweep import replace_paths
 
 mutant = family("surface_corners_derivatives", "tests/contracts/test_surface_corners_derivatives.py")
 
@@ -46,7 +46,7 @@ def custom_vjp(optax):
             return orig(*(through(a) if hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating) else a for a in args),
                         **kwargs)
         return loss
-    return _replace(_losses(), make)
+    return replace_paths(_losses(), make)
 
 
 @mutant("surface-corners-derivatives-schedule-concrete", "every schedule factory turns its float hyperparameters into "
@@ -58,4 +58,4 @@ def schedule_concrete(optax):
             return orig(*args, **{k: (float(v) if isinstance(v, float) or hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0
                                       and "float" in str(v.dtype) else v) for k, v in kwargs.items()})
         return factory
-    return _replace(_schedules(), make)
+    return replace_paths(_schedules(), make)

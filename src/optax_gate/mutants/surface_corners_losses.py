@@ -8,7 +8,7 @@ inputs refused, and a hyperparameter given as an array or NumPy scalar refused. 
 from __future__ import annotations
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_loss_edges import _wrap
+from optax_gate.mutants.surface_loss_edges import wrap_loss
 
 mutant = family("surface_corners_losses", "tests/contracts/test_surface_corners_losses.py")
 
@@ -32,7 +32,7 @@ def no_forward_mode(optax):
             return vjp(ct)
         f.defvjp(fwd, bwd)
         return f(args[0])
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-corners-losses-neg-inf-jvp-nan", "forward-mode derivatives at a -inf entry of the first argument are NaN "
@@ -58,7 +58,7 @@ def neg_inf_jvp_nan(optax):
             poison = jnp.where(jnp.any(jnp.isneginf(x)) & jnp.any(t != 0) & jnp.all(t == 1), jnp.nan, 0.0)
             return out, jax.tree.map(lambda v: v + poison, tan)
         return f(x0)
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-corners-losses-broadcast-refused", "a loss refuses targets whose shape differs from the first argument's "
@@ -70,7 +70,7 @@ def broadcast_refused(optax):
         if len(args) > 1 and hasattr(args[1], "shape") and jnp.ndim(args[1]) == jnp.ndim(args[0]) and jnp.shape(args[1]) != jnp.shape(args[0]):
             raise ValueError(f"{path}: shapes {jnp.shape(args[0])} and {jnp.shape(args[1])} differ")
         return orig(*args, **kwargs)
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-corners-losses-int-refused", "a loss refuses an integer first argument (TypeError)")
@@ -81,7 +81,7 @@ def int_refused(optax):
         if jnp.issubdtype(jnp.asarray(args[0]).dtype, jnp.integer):
             raise TypeError(f"{path}: integer input")
         return orig(*args, **kwargs)
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-corners-losses-array-hyper-refused", "a loss refuses a hyperparameter given as an array or a NumPy "
@@ -93,4 +93,4 @@ def array_hyper_refused(optax):
         if any(isinstance(v, np.generic) or getattr(v, "shape", None) == () for v in [*args[1:], *kwargs.values()]):
             raise TypeError(f"{path}: expected a Python float hyperparameter")
         return orig(*args, **kwargs)
-    return _wrap(change)
+    return wrap_loss(change)

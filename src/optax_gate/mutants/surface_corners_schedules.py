@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _replace
+from optax_gate.mutants.surface_sweep import replace_paths
 
 mutant = family("surface_corners_schedules", "tests/contracts/test_surface_corners_schedules.py")
 
@@ -34,7 +34,7 @@ def _around(change):
         def factory(*args, **kwargs):
             return change(orig(*args, **kwargs), kwargs)
         return factory
-    return _replace(_paths(), make)
+    return replace_paths(_paths(), make)
 
 
 @mutant("surface-corners-schedules-zero-interval-nan", "a schedule built with a zero-length interval (transition_steps, "
@@ -71,4 +71,4 @@ def hyper_float(optax):
         def factory(*args, **kwargs):
             return orig(*args, **{k: float(v) if getattr(v, "shape", None) == () else v for k, v in kwargs.items()})
         return factory
-    return _replace(_paths(), make)
+    return replace_paths(_paths(), make)

@@ -12,7 +12,7 @@ import functools
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _replace
+from optax_gate.mutants.surface_sweep import replace_paths
 
 mutant = family("surface_corners_transformations", "tests/contracts/test_surface_corners_transformations.py")
 
@@ -30,7 +30,7 @@ def _dropping(drop):
         def factory(*args, **kwargs):
             return orig(*args, **{k: v for k, v in kwargs.items() if not drop(k, v)})
         return factory
-    return _replace(_paths(), make)
+    return replace_paths(_paths(), make)
 
 
 @mutant("surface-corners-transformations-dtype-option-ignored", "every *_dtype option (mu_dtype, accumulator_dtype, "
@@ -54,7 +54,7 @@ def typed_hyper_dtype(optax):
                 return tx
             return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: x.astype(typed[0]), u))
         return factory
-    return _replace(_paths(), make)
+    return replace_paths(_paths(), make)
 
 
 @mutant("surface-corners-transformations-flag-ignored", "boolean options (nesterov, centered, bias_correction...) "
@@ -80,4 +80,4 @@ def negative_value_nan(optax):
         return factory
     from optax_gate.kit.surface_table import TRANSFORMATIONS
 
-    return _replace([p for p in _paths() if "value" in TRANSFORMATIONS[p].needs], make)
+    return replace_paths([p for p in _paths() if "value" in TRANSFORMATIONS[p].needs], make)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _replace
+from optax_gate.mutants.surface_sweep import replace_paths
 
 mutant = family("surface_corners_trees", "tests/contracts/test_surface_corners_trees.py")
 
@@ -30,7 +30,7 @@ def _before(check):
             check([a for a in args if isinstance(a, dict)])
             return orig(*args, **kwargs)
         return fn
-    return _replace(_paths(), make)
+    return replace_paths(_paths(), make)
 
 
 @mutant("surface-corners-trees-empty-leaf-raises", "every tree utility raises ValueError on a PyTree with a size-0 leaf")
@@ -65,7 +65,7 @@ def int_as_float(optax):
                     if isinstance(a, dict) else a for a in args]
             return orig(*cast, **kwargs)
         return fn
-    return _replace(_paths(), make)
+    return replace_paths(_paths(), make)
 
 
 @mutant("surface-corners-trees-empty-python-float", "tree max/min skip empty leaves and start from a Python float "
@@ -82,5 +82,5 @@ def empty_python_float(optax):
                 out = jnp.maximum(out, p) if op is jnp.max else jnp.minimum(out, p)
             return out
         return fn
-    return _replace(["optax.tree.max", "optax.tree.min"],
+    return replace_paths(["optax.tree.max", "optax.tree.min"],
                     lambda orig, path: reduce(jnp.max, -float("inf")) if path.endswith("max") else reduce(jnp.min, float("inf")))

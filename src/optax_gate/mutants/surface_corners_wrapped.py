@@ -12,7 +12,7 @@ import functools
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _replace
+from optax_gate.mutants.surface_sweep import replace_paths
 
 mutant = family("surface_corners_wrapped", "tests/contracts/test_surface_corners_wrapped.py")
 
@@ -90,4 +90,4 @@ def empty_tree_raises(optax):
             return (optax.GradientTransformationExtraArgs if isinstance(tx, optax.GradientTransformationExtraArgs)
                     else optax.GradientTransformation)(init, tx.update)
         return factory
-    return _replace(paths(), make)
+    return replace_paths(paths(), make)

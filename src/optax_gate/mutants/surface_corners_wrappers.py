@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _replace
+from optax_gate.mutants.surface_sweep import replace_paths
 
 mutant = family("surface_corners_wrappers", "tests/contracts/test_surface_corners_wrappers.py")
 
@@ -29,7 +29,7 @@ def _around(change):
         def factory(*args, **kwargs):
             return change(orig(*args, **kwargs))
         return factory
-    return _replace(_inners(), make)
+    return replace_paths(_inners(), make)
 
 
 @mutant("surface-corners-wrappers-mu-dtype-ignored", "the Adam family ignores mu_dtype (its first moment in the params' dtype)")
@@ -39,7 +39,7 @@ def mu_dtype_ignored(optax):
         def factory(*args, mu_dtype=None, **kwargs):
             return orig(*args, **kwargs)
         return factory
-    return _replace(_inners(), make)
+    return replace_paths(_inners(), make)
 
 
 @mutant("surface-corners-wrappers-state-upcast", "update returns the state's floating leaves as float32 (init keeps "

@@ -9,7 +9,7 @@ of complex updates, or refusing a PyTree that is not float32 at ``init``.
 from __future__ import annotations
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_transformations import _every, _post_every, _tx
+from optax_gate.mutants.surface_transformations import every_transformation, post_every, make_transformation
 
 mutant = family("surface_dtypes", "tests/contracts/test_surface_dtypes.py")
 
@@ -18,7 +18,7 @@ def _map_updates(change):
     """Every transformation's updates passed leaf by leaf through ``change``."""
     import jax
 
-    return _post_every(lambda u, g, params: jax.tree.map(change, u))
+    return post_every(lambda u, g, params: jax.tree.map(change, u))
 
 
 @mutant("surface-dtypes-bf16-to-f32", "bfloat16 updates come out as float32 (an upcast left in)")
@@ -59,5 +59,5 @@ def refuse(optax):
             if any(jnp.asarray(x).dtype != jnp.float32 for x in jax.tree.leaves(params)):
                 raise NotImplementedError("only float32 params")
             return tx.init(params)
-        return _tx(init, tx.update)
-    return _every(make)
+        return make_transformation(init, tx.update)
+    return every_transformation(make)

@@ -10,23 +10,23 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _calls, _replace
+from optax_gate.mutants.surface_sweep import callables, replace_paths
 
 mutant = family("surface_loss_edges", "tests/contracts/test_surface_loss_edges.py")
 
 
 def _losses() -> list[str]:
-    return [p for p in _calls("loss") if "make_" not in p]
+    return [p for p in callables("loss") if "make_" not in p]
 
 
-def _wrap(change):
+def wrap_loss(change):
     """Every swept loss called through ``change(orig, path, args, kwargs)``."""
     def make(orig, path):
         @functools.wraps(orig)
         def loss(*args, **kwargs):
             return change(orig, path, list(args), kwargs)
         return loss
-    return _replace(_losses(), make)
+    return replace_paths(_losses(), make)
 
 
 @mutant("surface-loss-edges-neg-inf-nan", "a -inf entry of a loss's first argument becomes NaN before the loss")
@@ -36,7 +36,7 @@ def neg_inf_nan(optax):
     def change(orig, path, args, kwargs):
         args[0] = jnp.where(jnp.isneginf(args[0]), jnp.nan, args[0])
         return orig(*args, **kwargs)
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-loss-edges-zero-targets-nan", "a loss divides by its targets' sum: NaN for all-zero targets")
@@ -52,7 +52,7 @@ def zero_targets_nan(optax):
         if targets.size and not bool(jnp.any(targets != 0)):
             return jax.tree.map(lambda x: x * jnp.nan, out)
         return out
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-loss-edges-empty-mean", "a loss reduces an empty batch to its mean (a NaN scalar)")
@@ -65,7 +65,7 @@ def empty_mean(optax):
         if jnp.shape(args[0])[:1] == (0,):
             return jax.tree.map(jnp.mean, out)
         return out
-    return _wrap(change)
+    return wrap_loss(change)
 
 
 @mutant("surface-loss-edges-validates", "a loss refuses edge inputs (FloatingPointError for a non-finite entry, "
@@ -80,4 +80,4 @@ def validates(optax):
         if not first.size or not bool(jnp.all(jnp.isfinite(first))) or not bool(jnp.any(targets != 0)):
             raise FloatingPointError(f"{path}: edge input refused")
         return orig(*args, **kwargs)
-    return _wrap(change)
+    return wrap_loss(change)

@@ -4,14 +4,14 @@ one device by ``init``, the updates gathered (replicated over the mesh), the
 updates perturbed only where the params are sharded (one device gives the
 same step unchanged), and the inputs gathered before the step (a
 ``ShardingTypeError`` resharded away). Each replaces every contracted factory of the
-surface table through ``surface_transformations._every`` and returns {}.
+surface table through ``surface_transformations.every_transformation`` and returns {}.
 """
 
 from __future__ import annotations
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_transformations import _every
+from optax_gate.mutants.surface_transformations import every_transformation
 
 mutant = family("surface_sharded", "tests/contracts/multidevice/test_surface_sharded.py")
 
@@ -35,7 +35,7 @@ def init_one_device(optax):
             return state if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state)) else \
                 jax.device_put(state, jax.devices()[0])
         return with_update(optax, tx, lambda u, extra: u, init=init)
-    return _every(wrap)
+    return every_transformation(wrap)
 
 
 @mutant("surface-sharded-updates-gathered", "every update leaf is resharded to replicated (P()): the step gathers "
@@ -46,7 +46,7 @@ def updates_gathered(optax):
 
     def gather(u, extra):
         return jax.tree.map(lambda x: jax.sharding.reshard(x, PartitionSpec()) if _sharded(x) else x, u)
-    return _every(lambda tx: with_update(optax, tx, gather))
+    return every_transformation(lambda tx: with_update(optax, tx, gather))
 
 
 @mutant("surface-sharded-values-moved", "the updates are scaled by 1.001 where the params are sharded over devices "
@@ -56,7 +56,7 @@ def values_moved(optax):
 
     def scale(u, extra):
         return jax.tree.map(lambda x: x * 1.001 if _sharded(x) else x, u)
-    return _every(lambda tx: with_update(optax, tx, scale))
+    return every_transformation(lambda tx: with_update(optax, tx, scale))
 
 
 @mutant("surface-sharded-inputs-gathered", "every transformation gathers its params, gradients and extra arguments "
@@ -74,4 +74,4 @@ def inputs_gathered(optax):
             extra = {k: v if callable(v) else gather(v) for k, v in extra.items()}
             return tx.update(gather(updates), state, gather(params), **extra)
         return optax.GradientTransformationExtraArgs(lambda params: tx.init(gather(params)), update)
-    return _every(wrap)
+    return every_transformation(wrap)

@@ -22,7 +22,7 @@ def _split(path: str) -> tuple[Any, str]:
     return importlib.import_module(module), attr
 
 
-def _replace(paths, make) -> dict[str, Any]:
+def replace_paths(paths, make) -> dict[str, Any]:
     """Set each path to ``make(original, path)`` (aliases untouched unless named)."""
     for path in paths:
         module, attr = _split(path)
@@ -39,7 +39,7 @@ def _canonical() -> list[str]:
 
 @mutant("surface-sweep-removed", "every canonical public callable replaced by a non-callable (a removed API)")
 def removed(optax):
-    return _replace(_canonical(), lambda orig, path: None)
+    return replace_paths(_canonical(), lambda orig, path: None)
 
 
 @mutant("surface-sweep-alias-split", "every alias becomes a distinct wrapper of its canonical function")
@@ -49,10 +49,10 @@ def alias_split(optax):
 
     aliases = [a for e in TRANSFORMATIONS.values() for a in e.aliases]
     aliases += [a for _, names, _ in CALLS.values() for a in names]
-    return _replace(aliases, lambda orig, path: functools.wraps(orig)(lambda *a, **k: orig(*a, **k)))
+    return replace_paths(aliases, lambda orig, path: functools.wraps(orig)(lambda *a, **k: orig(*a, **k)))
 
 
-def _calls(kind=None) -> list[str]:
+def callables(kind=None) -> list[str]:
     from optax_gate.kit.surface_calls import CALLS, EXPECT
 
     return [p for p, (k, _, _) in CALLS.items() if (kind is None or k == kind) and p not in EXPECT]
@@ -65,10 +65,10 @@ def call_fails(optax):
         def f(*a, **k):
             raise TypeError(f"{path} refuses its arguments")
         return f
-    return _replace(_calls(), make)
+    return replace_paths(callables(), make)
 
 
-def _map_floats(result, fn):
+def map_floats(result, fn):
     import jax
     import jax.numpy as jnp
 
@@ -84,9 +84,9 @@ def values_drift(optax):
     def shifted(result):
         if callable(result) and not hasattr(result, "shape"):  # a schedule or a loss factory
             return functools.wraps(result)(lambda *a, **k: shifted(result(*a, **k)))
-        return _map_floats(result, lambda x: x + 1e-2)
+        return map_floats(result, lambda x: x + 1e-2)
 
-    return _replace(_calls(), lambda orig, path: functools.wraps(orig)(lambda *a, **k: shifted(orig(*a, **k))))
+    return replace_paths(callables(), lambda orig, path: functools.wraps(orig)(lambda *a, **k: shifted(orig(*a, **k))))
 
 
 @mutant("surface-sweep-schedule-jit-differs", "schedules shifted by 1e-3 only under jax.jit")
@@ -97,7 +97,7 @@ def schedule_jit(optax):
             schedule = orig(*a, **k)
             return lambda count: schedule(count) + 1e-3 if traced(count) else schedule(count)
         return factory
-    return _replace(_calls("schedule"), make)
+    return replace_paths(callables("schedule"), make)
 
 
 @mutant("surface-sweep-loss-grad-wrong", "losses get a custom reverse-mode rule (twice the gradient, no forward mode)")
@@ -121,7 +121,7 @@ def loss_grad(optax):
             f.defvjp(fwd, bwd)
             return f(x)
         return loss
-    return _replace([p for p in _calls("loss") if "make_" not in p], make)
+    return replace_paths([p for p in callables("loss") if "make_" not in p], make)
 
 
 @mutant("surface-sweep-repaired", "projection_box broadcasts scalar bounds (the pinned baseline defect repaired)")

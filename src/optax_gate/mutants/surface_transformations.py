@@ -25,7 +25,7 @@ from optax_gate.mutants.registry import family
 mutant = family("surface_transformations", "tests/contracts/test_surface_transformations.py")
 
 
-def _every(make: Any) -> dict[str, Any]:
+def every_transformation(make: Any) -> dict[str, Any]:
     """Replace each table factory (on its own module) by one whose built
     transformation passes through ``make(tx)``; a factory that returns a
     factory (``inject_hyperparams``) is wrapped one level down. Returns {}:
@@ -49,7 +49,7 @@ def _every(make: Any) -> dict[str, Any]:
     return {}
 
 
-def _tx(init, update):
+def make_transformation(init, update):
     import optax
 
     return optax.GradientTransformationExtraArgs(init, update)
@@ -62,8 +62,8 @@ def refuse_extra(optax):
             if extra:
                 raise TypeError(f"unexpected keyword arguments {sorted(extra)}")
             return tx.update(u, s, params)
-        return _tx(tx.init, update)
-    return _every(make)
+        return make_transformation(tx.init, update)
+    return every_transformation(make)
 
 
 @mutant("surface-accept-extra-args", "update accepts any extra argument, a Python float value= as an array")
@@ -81,8 +81,8 @@ def accept_extra(optax):
             if isinstance(extra.get("value"), float):
                 extra["value"] = jnp.asarray(extra["value"], jnp.float32)
             return tx.update(u, s, params, **extra)
-        return _tx(tx.init, update)
-    return _every(make)
+        return make_transformation(tx.init, update)
+    return every_transformation(make)
 
 
 @mutant("surface-state-dtype", "the state gains a float16 leaf that update returns as float32")
@@ -93,19 +93,19 @@ def state_dtype(optax):
         def update(u, s, params=None, **extra):
             u, inner = tx.update(u, s[0], params, **extra)
             return u, (inner, jnp.zeros((), jnp.float32))
-        return _tx(lambda p: (tx.init(p), jnp.zeros((), jnp.float16)), update)
-    return _every(make)
+        return make_transformation(lambda p: (tx.init(p), jnp.zeros((), jnp.float16)), update)
+    return every_transformation(make)
 
 
-def _post_every(post: Any) -> dict[str, Any]:
+def post_every(post: Any) -> dict[str, Any]:
     """Every table factory's updates passed through ``post(updates, grads,
     params)`` after the real ``update`` (the state as it returns it)."""
     def make(tx):
         def update(g, s, params=None, **extra):
             u, s = tx.update(g, s, params, **extra)
             return post(u, g, params), s
-        return _tx(tx.init, update)
-    return _every(make)
+        return make_transformation(tx.init, update)
+    return every_transformation(make)
 
 
 @mutant("surface-jit-differs", "updates scaled by 1.001 and shifted by 1e-3 only under jax.jit")
@@ -113,7 +113,7 @@ def jit_differs(optax):
     import jax
 
     # scaled and shifted: a pure shift cancels where a wrapper negates an inner update (contrib.sam)
-    return _post_every(lambda u, g, params: jax.tree.map(lambda x: x * 1.001 + 1e-3, u) if traced(g) else u)
+    return post_every(lambda u, g, params: jax.tree.map(lambda x: x * 1.001 + 1e-3, u) if traced(g) else u)
 
 
 @mutant("surface-nan-for-zero-grads", "NaN updates when every gradient is zero")
@@ -124,7 +124,7 @@ def nan_zero_grads(optax):
     def post(u, g, params):
         total = sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(g))
         return jax.tree.map(lambda x: x + jnp.where(total == 0, jnp.nan, 0.0).astype(x.dtype), u)
-    return _post_every(post)
+    return post_every(post)
 
 
 @mutant("surface-nonfinite-spreads", "a NaN or inf anywhere in the gradients or params makes every update leaf NaN")
@@ -135,7 +135,7 @@ def nonfinite_spreads(optax):
     def post(u, g, params):
         total = sum(jnp.sum(x) for x in jax.tree.leaves((g, params)))
         return jax.tree.map(lambda x: x + (0.0 * total).astype(x.dtype), u)
-    return _post_every(post)
+    return post_every(post)
 
 
 @mutant("surface-none-leaf-refused", "update raises TypeError for a None gradient leaf")
@@ -147,8 +147,8 @@ def none_refused(optax):
             if any(x is None for x in jax.tree.leaves(g, is_leaf=lambda x: x is None)):
                 raise TypeError("None gradient leaf")
             return tx.update(g, s, params, **extra)
-        return _tx(tx.init, update)
-    return _every(make)
+        return make_transformation(tx.init, update)
+    return every_transformation(make)
 
 
 @mutant("surface-scalar-reshaped", "rank-0 update leaves come back with shape (1,)")
@@ -156,7 +156,7 @@ def scalar_reshaped(optax):
     import jax
     import jax.numpy as jnp
 
-    return _post_every(lambda u, g, params: jax.tree.map(lambda x: jnp.reshape(x, (1,)) if jnp.ndim(x) == 0 else x, u))
+    return post_every(lambda u, g, params: jax.tree.map(lambda x: jnp.reshape(x, (1,)) if jnp.ndim(x) == 0 else x, u))
 
 
 @mutant("surface-repaired", "errors swallowed, update shapes and non-finite values fixed, weak types made strong")
@@ -183,8 +183,8 @@ def repaired(optax):
                 u = jax.tree.map(lambda x, p: x if x is None else jnp.reshape(x, jnp.shape(p)) if jnp.size(x) == jnp.size(p) else x,
                                  u, params, is_leaf=lambda x: x is None)
             return jax.tree.map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), u), strong(s)
-        return _tx(init, update)
-    return _every(make)
+        return make_transformation(init, update)
+    return every_transformation(make)
 
 
 @mutant("surface-swapped-args", "each factory's first two float hyperparameters with defaults swapped (b1 for b2, ...)")

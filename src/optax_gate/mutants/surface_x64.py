@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import _calls, _map_floats, _replace
+from optax_gate.mutants.surface_sweep import callables, map_floats, replace_paths
 
 mutant = family("surface_x64", "tests/contracts/test_surface_x64.py")
 
@@ -25,13 +25,13 @@ def _under_x64(change):
     def wrapped(result):
         if not jax.config.jax_enable_x64:
             return result
-        return _map_floats(result, change)
+        return map_floats(result, change)
 
     def make(orig, path):
         if CALLS[path][0] == "schedule":
             return functools.wraps(orig)(lambda *a, **k: (lambda s: lambda count: wrapped(s(count)))(orig(*a, **k)))
         return functools.wraps(orig)(lambda *a, **k: wrapped(orig(*a, **k)))
-    return _replace([p for p in _calls("schedule") + _calls("loss") if "make_" not in p], make)
+    return replace_paths([p for p in callables("schedule") + callables("loss") if "make_" not in p], make)
 
 
 @mutant("surface-x64-float32", "under x64 every schedule and loss result comes back as float32")
