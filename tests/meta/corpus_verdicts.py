@@ -3,7 +3,7 @@
 (``tests/meta/teams/corpus/``), beside the program's ground truth.
 
 For each program this runs what ``gate --run "python train.py"`` runs
-(``optax_gate.gate.beyond.team_run.run``: the command in the baseline twice,
+(``optax_gate.gate.team_run.team_run.run``: the command in the baseline twice,
 then in the candidate, recorded, compared, witnessed, the birth of a
 difference replayed) and prints one row: the program, its truth (``same`` or
 ``differs``, as established by ``corpus_truth.py`` and written in its
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from optax_gate.gate.beyond import team_run  # noqa: E402
+from optax_gate.gate.team_run import team_run  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
 
 CORPUS = ROOT / "tests" / "meta" / "teams" / "corpus"

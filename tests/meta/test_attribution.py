@@ -1,4 +1,4 @@
-"""Honest static attribution (``optax_gate.gate.beyond.attribution``): a finding's
+"""Honest static attribution (``optax_gate.gate.team_code.attribution``): a finding's
 configuration comes from its contract cases' labels; each line of the team's
 code is affected, not affected or "cannot tell without --run" by its literal
 arguments; APIs reached through composition count
@@ -12,8 +12,9 @@ import sys
 import pytest
 
 from optax_gate.gate.judge import compare
-from optax_gate.gate.beyond import attribution, scope, usage
-from optax_gate.gate.beyond.surface import POSITIONAL, Param
+from optax_gate.gate.team_code import attribution, scope, usage
+from optax_gate.gate.report import your_code_line
+from optax_gate.gate.surface.surface import POSITIONAL, Param
 
 TEAM = '''import optax
 
@@ -66,7 +67,7 @@ def _report(tmp_path, team_text=TEAM):
     (team / "train.py").write_text(team_text)
     scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
     report = compare.compare(base, cand)
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     call_sites.annotate(report, scan)
     attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES))
     return report, scan
@@ -116,7 +117,7 @@ def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path):
     got = {f["api"]: f["scope"] for f in report["findings"]}
     assert got == {"optax.adamw": "yours", "optax.scale_by_adam": "yours", "optax.softmax_cross_entropy_with_integer_labels": "elsewhere"}
     assert report["verdict"] == "pass"  # the one broken finding (the negative contract) is not the team's
-    text = attribution.suffix(next(f for f in report["findings"] if f["api"] == "optax.adamw"))
+    text = your_code_line.attributed_lines(next(f for f in report["findings"] if f["api"] == "optax.adamw"))
     assert text.index("`train.py:5` calls this API: **affected**") < text.index("`train.py:6`") < text.index("`train.py:4`")
     assert "`train.py:4` calls this API: not affected (passes weight_decay=0.1" in text
 
@@ -208,7 +209,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     (team / "train.py").write_text(TEAM)
     scan = usage.scan([team], base=team)
     report = compare.compare(base, cand)
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     call_sites.annotate(report, scan)
     attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES, passes))
     (finding,) = report["findings"]
@@ -265,7 +266,7 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     """The re-trial: a float32 Adam team read "cannot tell without --run" for Adam's None-gradient change and
     could not tell what to look for in its code. A training recipe's finding says what it needs of the run
     (``call_sites.RECIPE_CONDITIONS``): a None gradient leaf where the params hold an array."""
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     rows = [{"id": "tests/contracts/test_training_recipes.py::test_a_none_gradient_leaf_gives_a_none_update",
              "api": "recipe:none-gradients", "change": "broken", "kind": "golden", "baseline": "passed", "candidate": "failed",
              "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']"}]

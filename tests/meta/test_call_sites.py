@@ -1,5 +1,5 @@
 """Every finding names the team's call sites of its APIs (``--usage``,
-``optax_gate.gate.beyond.call_sites``), behavioural findings from the contracts
+``optax_gate.gate.team_code.call_sites``), behavioural findings from the contracts
 included, and those that touch the team's code come first. The expected
 ``file:line`` values were read by hand off ``tests/meta/fake_team``."""
 
@@ -11,7 +11,8 @@ pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirem
 
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.beyond import call_sites, unseen, usage  # noqa: E402
+from optax_gate.gate.team_code import call_sites, usage
+from optax_gate.gate.diffs import unseen  # noqa: E402
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_compare import record  # noqa: E402
 

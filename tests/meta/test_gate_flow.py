@@ -209,7 +209,7 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     results cache's folder, the contract timeout and each side's JAX variables, and its section goes
     into the report; a side that did not run leaves it out."""
     from optax_gate.gate import gate_flow
-    from optax_gate.gate.beyond import upstream_tests
+    from optax_gate.gate.upstream import upstream_tests
     from optax_gate.gate.inputs import options as opts
 
     got = []

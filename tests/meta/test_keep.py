@@ -108,7 +108,7 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     each side's status, in report.md and report.html alike."""
     from optax_gate.gate.run import runner
     from optax_gate.gate.judge import compare
-    from optax_gate.gate.beyond import unseen
+    from optax_gate.gate.diffs import unseen
     from optax_gate.gate.report import html_page as report_html
     from optax_gate.gate.report import markdown as report_markdown
     why = "invalid input: --contracts /tmp/no-such-contracts does not exist"

@@ -115,7 +115,7 @@ def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_link
 
 
 def _raise_in(module: str, message: str) -> str:
-    """Patch code (``module`` below ``optax_gate.gate``, e.g. ``beyond.unseen``): ``module.NAME`` raises ``RuntimeError(message)`` from within ``module`` (its globals)."""
+    """Patch code (``module`` below ``optax_gate.gate``, e.g. ``diffs.unseen``): ``module.NAME`` raises ``RuntimeError(message)`` from within ``module`` (its globals)."""
     return f'''
 import types, importlib
 def _boom(*args, **kwargs):
@@ -126,15 +126,15 @@ _boom = types.FunctionType(_boom.__code__, vars(_module), "_boom")
 
 
 LATE = {
-    "surface and dependency diff": (_raise_in("beyond.unseen", "surface boom") + "_module.attach = _boom\n", (),
+    "surface and dependency diff": (_raise_in("diffs.unseen", "surface boom") + "_module.attach = _boom\n", (),
                                     "gate error in the API surface, warnings and dependency diff: RuntimeError: surface boom"),
     # the --usage files are scanned before anything runs (a bad file is listed, never fatal); what runs
     # late is matching the uses against the surface diff and naming the call sites on each finding
-    "usage matching": (_raise_in("beyond.usage", "match boom") + "_module.imported_modules = _boom\n", ("--usage", "tests/meta/fake_team"),
+    "usage matching": (_raise_in("team_code.usage", "match boom") + "_module.imported_modules = _boom\n", ("--usage", "tests/meta/fake_team"),
                        "gate error in the API surface, warnings and dependency diff: usage matching (--usage): RuntimeError: match boom"),
-    "call sites": (_raise_in("beyond.call_sites", "sites boom") + "_module.annotate = _boom\n", ("--usage", "tests/meta/fake_team"),
+    "call sites": (_raise_in("team_code.call_sites", "sites boom") + "_module.annotate = _boom\n", ("--usage", "tests/meta/fake_team"),
                    "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom"),
-    "speed readings": (_raise_in("beyond.speed", "timer boom") + "_module.measure = _boom\n", (),
+    "speed readings": (_raise_in("speed.speed", "timer boom") + "_module.measure = _boom\n", (),
                        "gate error in the speed readings: RuntimeError: timer boom"),
     "report writing": (_raise_in("report.markdown", "render boom") + "_module.render = _boom\n", (),
                        "gate error in the report writing: RuntimeError: render boom"),
@@ -199,7 +199,7 @@ setattr(importlib.import_module("optax_gate.gate.{module}"), {name!r}, _stop)
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize(("module", "name"), [("beyond.speed", "measure"), ("beyond.unseen", "attach")])
+@pytest.mark.parametrize(("module", "name"), [("speed.speed", "measure"), ("diffs.unseen", "attach")])
 def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tmp_path, module, name, sig):
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0

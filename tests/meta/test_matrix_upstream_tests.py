@@ -12,7 +12,8 @@ from pathlib import Path
 
 from optax_gate.gate.install import environments
 from optax_gate.gate.run import runner
-from optax_gate.gate.beyond import unseen, upstream_tests
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate import cli
 from tests.meta.test_compare import record

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from optax_gate.gate.judge import findings
-from optax_gate.gate.beyond import unseen
+from optax_gate.gate.diffs import unseen
 from optax_gate.gate.report import markdown as report_markdown
 
 REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
@@ -45,7 +45,7 @@ def monte_carlo_report():
 
 def gate_findings(report):
     """As the gate forms them: the contract findings, the broken rows beyond the contracts, merged
-    (``optax_gate.gate.beyond.unseen.attach``)."""
+    (``optax_gate.gate.diffs.unseen.attach``)."""
     contract = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
     return contract, findings.merge(contract + unseen.broken_findings(report), report["contracts"])
 

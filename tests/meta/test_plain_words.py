@@ -15,7 +15,7 @@ from optax_gate.gate.base import details
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import outcomes, warnings_diff
 from optax_gate.gate.judge import findings
-from optax_gate.gate.beyond import unseen
+from optax_gate.gate.diffs import unseen
 
 
 def row(cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.beyond import divergence, team_run
+from optax_gate.gate.team_run import divergence, team_run
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
 
@@ -230,7 +230,7 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     (``via``: ``optax.adamw``); by the composition probe, ``adamw`` is built
     from ``add_decayed_weights``, whose finding is then the team's and
     explains the line."""
-    from optax_gate.gate.beyond import composition
+    from optax_gate.gate.team_code import composition
     monkeypatch.setattr(composition, "of_records", lambda *records: (
         {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
     cause = {"site": "train.py:41", "api": "flax.nnx.Optimizer", "via": "optax.adamw", "call": "flax.nnx.Optimizer(...).update",

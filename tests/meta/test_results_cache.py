@@ -303,7 +303,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     end, so the late phase's diff finds them read (unseen's cached reader)."""
     import threading
 
-    from optax_gate.gate.beyond import unseen
+    from optax_gate.gate.diffs import unseen
     from optax_gate.gate import sides
 
     sites = [tmp_path / "base-site", tmp_path / "cand-site"]
@@ -323,7 +323,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
             __import__("time").sleep(0.01)
         return {"label": side.label, "status": "ran", "contracts": {}, "surfaces_read_by_then": len(read)}
 
-    monkeypatch.setattr(unseen, "_surface", surface)
+    monkeypatch.setattr(unseen.surface, "cached_surface", surface)
     monkeypatch.setattr(sides, "contracts", contracts)
     readers_at_checkpoints = []
     monkeypatch.setattr(sides, "write_checkpoints", lambda side, args, say: readers_at_checkpoints.append(

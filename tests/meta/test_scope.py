@@ -1,4 +1,4 @@
-"""Whose finding is it (``optax_gate.gate.beyond.scope``): with ``--usage`` a broken
+"""Whose finding is it (``optax_gate.gate.team_code.scope``): with ``--usage`` a broken
 finding on an API the team's code does not use is listed under "Optax changed
 elsewhere" and does not set the verdict; ``--fail-on all`` keeps the old
 verdict; without a scope every finding is the team's. The fake team
@@ -14,7 +14,9 @@ pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirem
 
 from optax_gate.gate.inputs.options import ScopeOptions  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.beyond import scope, surface, unseen, usage  # noqa: E402
+from optax_gate.gate.team_code import scope, usage
+from optax_gate.gate.surface import surface
+from optax_gate.gate.diffs import unseen  # noqa: E402
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 
@@ -167,7 +169,7 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
     is the team's, its lines named (``your_code``, from the same table). A recipe the table lacks
     stays the team's, fail closed. (The other way, an adam user with a None gradient leaf once got
     PASS: ``optax.adam`` is in the table.)"""
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     decide = scope.usage_decision(unread=False)
     recipe = {"section": "contracts", "change": "changed", "api": "recipe:none-gradients", "apis": ["recipe:none-gradients"],
               "contracts": ["a"], "your_code": []}
@@ -188,7 +190,7 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     recipe, whose entry held ``apply_updates``. A recipe now reaches code through what it adds to the
     base recipe (MultiSteps; the transformations a None gradient leaf goes through), and the sites it
     names are the team's uses of those APIs only."""
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     decide = scope.usage_decision(unread=False)
     team = tmp_path / "team"
     team.mkdir()
@@ -216,7 +218,7 @@ def test_each_recipe_contract_carries_the_label_of_what_it_runs():
     naming ``optax.MultiSteps``, and no other contract does (read from the collected contracts)."""
     import subprocess
     import sys
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     plugin = (
         "def pytest_collection_modifyitems(items):\n"
         "    for it in items:\n"
@@ -239,7 +241,7 @@ def test_every_training_recipe_names_the_apis_it_is_built_from():
     """Each ``recipe:`` label of the contracts has its APIs in ``call_sites.RECIPE_APIS``, and each
     of those APIs appears in the recipes' module (the table follows the contracts)."""
     import re
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
     source = (ROOT / "tests" / "contracts" / "test_training_recipes.py").read_text()
     labels = set(re.findall(r'"(recipe:[^"]+)"', source))
     assert labels and labels == set(call_sites.RECIPE_APIS), labels ^ set(call_sites.RECIPE_APIS)

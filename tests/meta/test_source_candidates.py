@@ -19,7 +19,7 @@ import pytest
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.install.source_specs import SourceFailure, SourceSpec
-from optax_gate.gate.beyond import dependencies
+from optax_gate.gate.diffs import dependencies
 from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git

@@ -1,4 +1,4 @@
-"""Speed drift readings (``optax_gate.gate.beyond.speed``), their report section
+"""Speed drift readings (``optax_gate.gate.speed.speed``), their report section
 (``gate.report.speed_section``) and the matrix's speed row.
 
 The statistics are checked on synthetic timings (expected changes are known by
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.judge import compare
-from optax_gate.gate.beyond import speed
+from optax_gate.gate.speed import speed
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import matrix_page as report_matrix

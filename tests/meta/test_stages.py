@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "src" / "optax_gate" / "gate"
 #: The stages in the order a gate runs; each a subpackage of ``gate/``. The modules at the
 #: top of ``gate/`` are the flows, which may import every stage and which no stage imports.
-STAGES = ("base", "inputs", "install", "run", "judge", "beyond", "matrix", "report", "bisect")
+STAGES = ("base", "inputs", "install", "run", "judge", "surface", "team_code", "diffs", "team_run", "speed", "upstream",
+          "matrix", "report", "bisect")
 FLOWS = "flows"
 
 
@@ -135,3 +136,124 @@ def test_no_function_takes_more_than_five_parameters_besides_its_options():
     belongs together travels as one value (``runner.PytestCall``,
     ``attribution.Known``), not as a long parameter list."""
     assert long_parameter_lists() == []
+
+
+PACKAGE = ROOT / "src" / "optax_gate"
+
+
+def _module_name(path: Path, package: Path) -> str:
+    """``gate/diffs/unseen.py`` -> ``optax_gate.gate.diffs.unseen`` (a package's ``__init__`` is the package)."""
+    parts = (package.name, *path.relative_to(package).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(package: Path) -> tuple[dict[str, set[str]], list[str]]:
+    """Every module of ``package`` -> the modules of ``package`` it imports (at any
+    depth: a function's own import too), and each use of another module's private
+    name (``from M import _x`` or ``m._x`` where ``m`` is an imported module), as
+    ``FILE:LINE: NAME``."""
+    modules = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    private = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges, aliases = graph.setdefault(name, set()), {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package.name:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if full in modules:  # ``from package.stage import module``
+                        edges.add(full)
+                        aliases[alias.asname or alias.name] = full
+                    else:
+                        edges.add(node.module)
+                        if alias.name.startswith("_") and not alias.name.startswith("__"):
+                            private.append(f"{path.relative_to(package)}:{node.lineno}: {node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == package.name:
+                        edges.add(alias.name)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                private.append(f"{path.relative_to(package)}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+        edges.discard(name)
+    return {k: {m for m in v if m in modules} for k, v in graph.items()}, private
+
+
+def import_cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """Each set of modules of ``package`` that import each other in a circle
+    (a strongly connected component of more than one module, Tarjan's
+    algorithm), function-level imports included: a circle hidden in a
+    function still ties the modules together."""
+    graph, _ = _import_graph(package)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def private_names_across_modules(package: Path = PACKAGE) -> list[str]:
+    """Each import (or attribute use) of another module's private name: what
+    one module shares with another is public, named so."""
+    return _import_graph(package)[1]
+
+
+def test_no_import_circle_anywhere():
+    """No two modules import each other, directly or round a circle, in any
+    stage, in ``kit/``, ``mutants/`` or ``recorder/``: a module can be read
+    (and moved) after the ones it uses."""
+    assert import_cycles() == []
+
+
+def test_no_module_uses_another_modules_private_name():
+    assert private_names_across_modules() == []
+
+
+def test_a_planted_circle_and_a_private_name_are_seen(tmp_path):
+    """The two checks above, on a small package with a circle hidden in a
+    function's import and a private helper used across modules."""
+    pkg = tmp_path / "planted"
+    (pkg / "stage").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stage" / "__init__.py").write_text("")
+    (pkg / "stage" / "a.py").write_text("from planted.stage import b\n\ndef f():\n    return b.g()\n")
+    (pkg / "stage" / "b.py").write_text("def g():\n    from planted.stage import c\n    return c._helper()\n")
+    (pkg / "stage" / "c.py").write_text("from planted.stage.a import f\n\ndef _helper():\n    return 1\n")
+    (pkg / "d.py").write_text("from planted.stage.c import _helper\n")
+    assert import_cycles(pkg) == [["planted.stage.a", "planted.stage.b", "planted.stage.c"]]
+    assert private_names_across_modules(pkg) == ["d.py:1: planted.stage.c._helper", "stage/b.py:3: planted.stage.c._helper"]
+
+
+def test_architecture_lists_every_kit_module():
+    """``docs/architecture.md``'s "The kit by purpose" names every module of
+    ``kit/`` (one added without a line there fails here)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The kit by purpose", 1)[1].split("\n## ", 1)[0]
+    kit = PACKAGE / "kit"
+    missing = [p.name for p in sorted(kit.glob("*.py")) if p.name != "__init__.py" and f"`{p.stem}`" not in section]
+    assert missing == [], f"docs/architecture.md does not list these kit modules: {missing}"

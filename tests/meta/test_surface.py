@@ -1,4 +1,4 @@
-"""API surface diff (``optax_gate.gate.beyond.surface``) on two versions of a tiny
+"""API surface diff (``optax_gate.gate.surface.surface``) on two versions of a tiny
 package built here, named ``optax`` so that the usage scanner tracks it (it is
 never imported: the surface is read statically).
 
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.beyond import surface  # noqa: E402
+from optax_gate.gate.surface import surface  # noqa: E402
 
 BASE_SRC = '''\
 """Private implementation (a folder without __init__.py, like optax/_src)."""

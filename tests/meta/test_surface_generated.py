@@ -187,12 +187,12 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
 def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_the_same_place(tmp_path, monkeypatch):
     """The 0.2.8 -> main gate: `optax.contrib.dpsgd`'s seed became keyword-only (broken: contracted) and
     `optax.dpsgd`, the same function (`optax/contrib/_privacy.py:114`), read only changed."""
-    from optax_gate.gate.beyond import unseen
+    from optax_gate.gate.diffs import unseen
 
     def row(path):
         return {"path": path, "change": "keyword-only", "kind": "function", "old": "seed (positional or keyword)",
                 "new": "seed (keyword-only)", "param": "seed", "where": "optax/contrib/_privacy.py:114"}
-    monkeypatch.setattr(unseen, "_surface", lambda site, packages: {})
+    monkeypatch.setattr(unseen.surface, "cached_surface", lambda site, packages: {})
     monkeypatch.setattr(unseen.surface, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"),
                                                                   dict(row("optax.other"), where="optax/_src/x.py:1")])
     section = unseen.surface_section(tmp_path, tmp_path, ("optax",), None, {"optax.contrib.dpsgd"})

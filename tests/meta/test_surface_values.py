@@ -1,5 +1,5 @@
-"""API surface diff, by value and by deprecation (``optax_gate.gate.beyond.surface``,
-``optax_gate.gate.beyond.deprecations``), on two versions of a tiny ``optax`` built
+"""API surface diff, by value and by deprecation (``optax_gate.gate.surface.surface``,
+``optax_gate.gate.surface.deprecations``), on two versions of a tiny ``optax`` built
 here (never imported): a default written differently but equal by value is no
 change; a deprecation new in the candidate (decorator, docstring directive,
 ``warnings.warn`` in the body) is a ``deprecated`` row, and ``--usage`` names
@@ -12,7 +12,11 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.beyond import surface, unseen, usage  # noqa: E402
+from optax_gate.gate.surface import surface
+
+from optax_gate.gate.diffs import unseen
+
+from optax_gate.gate.team_code import usage  # noqa: E402
 
 BASE = '''\
 import warnings

@@ -1,6 +1,6 @@
 """``gate --run``: the recorder of the team's run (``optax_gate.recorder``),
-the first divergence (``optax_gate.gate.beyond.divergence``) and the verdict about
-the team (``optax_gate.gate.beyond.team_run``), on small team repositories in
+the first divergence (``optax_gate.gate.team_run.divergence``) and the verdict about
+the team (``optax_gate.gate.team_run.team_run``), on small team repositories in
 ``tests/meta/teams/`` (``tiny``: SGD with a jitted step; ``f32`` and
 ``mixed``: the two teams of docs/team-run.md).
 
@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.judge import compare
-from optax_gate.gate.beyond import divergence, scope, team_run
+from optax_gate.gate.team_run import divergence, team_run
+from optax_gate.gate.team_code import scope
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import tolerances
 
@@ -632,7 +633,8 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     run diverges there for another cause and names the finding that explains it; the explaining finding keeps
     the surface's note and names the run's line, whose call (``.init``) is not the constructor's line its own
     call sites name (the re-trial could not tie train.py:34 to train.py:33)."""
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
+    from optax_gate.gate.report import your_code_line
     note = "breaks: delta is keyword-only in the candidate"
     findings = [
         {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss", "optax.l2_loss"], "contracts": ["a"],
@@ -663,12 +665,12 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     by_cause = {f["cause"][:12]: f for f in report["findings"]}
     checks, delta, state = by_cause["input checks"], by_cause["did not warn"], by_cause["optimizer st"]
     assert checks["scope"] == "elsewhere" and delta["scope"] == "yours" and state["scope"] == "yours"
-    line = call_sites.suffix(checks)
+    line = your_code_line.suffix(checks)
     assert note not in line and "API surface" not in line, line
     assert f"your run diverges here for another cause, explained by [F{delta['number']}](#f{delta['number']})" in line, line
-    assert note in call_sites.suffix(delta)
-    assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in call_sites.suffix(state)
-    assert "your run diverges" not in call_sites.suffix({**checks, "your_code_run": {}, "run_sites": []})
+    assert note in your_code_line.suffix(delta)
+    assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in your_code_line.suffix(state)
+    assert "your run diverges" not in your_code_line.suffix({**checks, "your_code_run": {}, "run_sites": []})
     # the third trial: a line the run reaches without a difference, and one it does not reach, said so too
     assert "`train.py:18` (your run calls it here and computes the same, up to its failure)" in line, line  # no line named
     assert "`nb.ipynb:code cell 2:3` (your run does not reach this line)" in line, line
@@ -869,7 +871,8 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     never called AdamW's update; the NaN-parameter finding on AdamW still said "your run calls it here and
     computes the same" at the optimizer's line. It now says so up to the failure, and a line the candidate's
     run never reached says that."""
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
+    from optax_gate.gate.report import your_code_line
     finding = {"number": 1, "change": "changed", "api": "optax.adamw", "apis": ["optax.adamw"], "contracts": ["n"],
                "cause": "fewer non-finite outputs when a parameter is NaN", "text": "x", "your_code": ["train.py:33", "train.py:39"]}
     report = {**_report("optax.adam"), "findings": [finding]}
@@ -877,7 +880,7 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
             "not_in_candidate": ["train.py:39"]}
     team_run.apply(report, team)
     _validates(report)
-    line = call_sites.suffix(report["findings"][0])
+    line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
 
@@ -968,7 +971,8 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     """The eighth trial (low): "your run calls it here and computes the same" at a line that "Your code"
     listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
     for bit"; a bit-identical line keeps "computes the same"."""
-    from optax_gate.gate.beyond import call_sites
+    from optax_gate.gate.team_code import call_sites
+    from optax_gate.gate.report import your_code_line
     finding = {"number": 1, "change": "broken", "api": "optax.l2_loss", "apis": ["optax.l2_loss"], "contracts": ["c"],
                "cause": "input checks now raise TypeError", "text": "x", "your_code": ["train.py:18", "train.py:20"]}
     report = {**_report("optax.adam"), "findings": [finding]}
@@ -976,7 +980,7 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
             "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
     team_run.apply(report, team)
     _validates(report)
-    line = call_sites.suffix(report["findings"][0])
+    line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
     assert "`train.py:20` (your run calls it here and computes the same)" in line, line
 

@@ -1,4 +1,4 @@
-"""The cross-run of optax's own tests (``optax_gate.gate.beyond.upstream_tests``), on
+"""The cross-run of optax's own tests (``optax_gate.gate.upstream.upstream_tests``), on
 two fake optax packages run with this interpreter: which modules differ, which
 test files run where, how each failure is classified, the control run in the
 test's own environment, the findings and how they join a report."""
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.beyond import upstream_tests as up
+from optax_gate.gate.upstream import upstream_tests as up
+from optax_gate.gate.report import upstream_section
 
 #: Two pytest runs per direction (the run and its control), 20 s on a loaded 2-core machine.
 pytestmark = pytest.mark.timeout(300)
@@ -159,11 +160,11 @@ def test_first_line_picks_the_exception():
 
 def test_markdown_lists_what_could_not_be_told(section):
     report = up.attach({"verdict": "pass", "reasons": [], "findings": []}, section)
-    text = "\n".join(up.markdown(report))
+    text = "\n".join(upstream_section.markdown(report))
     assert "## Upstream tests, cross-run" in text
     assert "could not tell `alpha_test.py::ScaleTest::test_flaky_everywhere`: fails in its own environment" in text
-    assert up.finding_line(report["findings"][0]).startswith("1. **changed** `optax.alpha.scale`")
-    assert up.markdown({"verdict": "pass"}) == []
+    assert upstream_section.finding_line(report["findings"][0]).startswith("1. **changed** `optax.alpha.scale`")
+    assert upstream_section.markdown({"verdict": "pass"}) == []
 
 
 def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):

@@ -1,4 +1,4 @@
-"""Usage scope (``optax_gate.gate.beyond.usage``): the fake team repository in
+"""Usage scope (``optax_gate.gate.team_code.usage``): the fake team repository in
 ``tests/meta/fake_team/`` (a script, a module of a package, a notebook) is
 scanned and matched against the surface diff of the tiny package of
 ``test_surface``; each expected sentence was worked out by hand from the two
@@ -10,7 +10,11 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.beyond import surface, unseen, usage  # noqa: E402
+from optax_gate.gate.surface import surface
+
+from optax_gate.gate.diffs import unseen
+
+from optax_gate.gate.team_code import usage  # noqa: E402
 from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"
@@ -100,7 +104,7 @@ def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_una
     """The trial (0.2.8): MultiSteps gained ``accumulator_dtype=jnp.float32``; the team's call, which does not
     pass it, read "unaffected" while its run diverged right there (its bfloat16 accumulator turned float32).
     A new parameter's default is what the call gets: affected, the default named."""
-    from optax_gate.gate.beyond.surface import POSITIONAL, Param
+    from optax_gate.gate.surface.surface import POSITIONAL, Param
 
     old = (Param("opt", POSITIONAL), Param("every_k_schedule", POSITIONAL))
     new = (*old, Param("accumulator_dtype", POSITIONAL, "jnp.float32"))

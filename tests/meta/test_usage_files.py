@@ -15,7 +15,8 @@ pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirem
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import usage_files  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.beyond import unseen, usage  # noqa: E402
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.team_code import usage  # noqa: E402
 from optax_gate.gate.report import json_file as report_json  # noqa: E402
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402

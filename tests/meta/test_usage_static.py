@@ -10,8 +10,9 @@ import json
 
 import pytest
 
-from optax_gate.gate.beyond import arguments, attribution, call_sites, scope, usage
-from optax_gate.gate.beyond.surface import POSITIONAL, Param
+from optax_gate.gate.team_code import arguments, attribution, call_sites, scope, usage
+from optax_gate.gate.report import your_code_line
+from optax_gate.gate.surface.surface import POSITIONAL, Param
 from optax_gate.gate.judge import compare
 
 #: optax 0.2.6's adamw (optax/_src/alias.py): learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay=1e-4, mask
@@ -202,7 +203,7 @@ def test_a_notebooks_cells_are_one_module(tmp_path):
 
 def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface_match():
     """Optax's own examples call optax.microbatching.microbatch, new in 0.2.8: the gate failed with a KeyError."""
-    from optax_gate.gate.beyond import surface
+    from optax_gate.gate.surface import surface
     entry = surface.Entry("optax.microbatching.microbatch", "function", "optax.microbatching.microbatch", params=(Param("fn", POSITIONAL),))
     rows = [{"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}]
     usage.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
@@ -228,7 +229,7 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     # what it changes is said once for the finding, not on each of its lines (the trial: the same words 8 times)
     assert report["findings"][0]["your_code_recipe"].startswith(
         "if your run has a gradient leaf that is None where the params hold an array: the optimizer now raises ValueError")
-    text = attribution.suffix(report["findings"][0])
+    text = your_code_line.attributed_lines(report["findings"][0])
     assert text.count("the optimizer now raises ValueError") == 1 and "`train.py:2` builds optax.adamw" in text
 
 
@@ -308,7 +309,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     """The trial: ``try: from optax import monte_carlo / except ImportError: monte_carlo = None`` read FAIL,
     "removed in the candidate → ImportError": the fallback runs instead."""
     import ast
-    from optax_gate.gate.beyond import surface
+    from optax_gate.gate.surface import surface
     text = ("try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
             "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians if monte_carlo else None\n")
     scanner = usage._Scanner()
@@ -329,7 +330,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
 def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_told():
     """The trial: big_vision imports chex in its tests and declares distrax (which requires chex): "broken
     dependency chex" failed the gate. The gate did not install distrax, so it cannot tell: never FAIL."""
-    from optax_gate.gate.beyond import dependencies
+    from optax_gate.gate.diffs import dependencies
     base = "chex==0.1.91 \\\n    --hash=sha256:aa\n    # via optax\noptax==0.2.6 \\\n    --hash=sha256:bb\n"
     cand = "optax==0.2.8 \\\n    --hash=sha256:cc\n"
     imported = {"chex": ["bv/utils_test.py:22"]}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.inputs import typed_path, user_paths, validate
-from optax_gate.gate.beyond import usage as usage_mod
+from optax_gate.gate.team_code import usage as usage_mod
 from optax_gate.gate import cli
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 

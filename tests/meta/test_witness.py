@@ -1,4 +1,4 @@
-"""The second witness of ``gate --run`` (``optax_gate.gate.beyond.witness``):
+"""The second witness of ``gate --run`` (``optax_gate.gate.team_run.witness``):
 the run's own output and the files it writes, compared without the recorder.
 Arrays are read from ``.npy``/``.npz`` without numpy; numpy (in this test
 environment) is the independent reference for what they hold."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate.beyond import divergence, team_run, witness
+from optax_gate.gate.team_run import divergence, team_run, witness
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import CHAIN, PYTHON
 

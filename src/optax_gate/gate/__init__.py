@@ -11,12 +11,17 @@ every module):
 - ``run/``: running the contracts in an environment and keeping what they
   gave (runner, outcomes, the warnings raised, results cache, evidence
   folders, progress); not to be confused with ``--run``, the team's own run,
-  which ``beyond/team_run`` compares;
+  which ``team_run/`` compares;
 - ``judge/``: baseline against candidate, contract by contract (compare,
   findings);
-- ``beyond/``: what the contracts cannot see (API surface, the warnings
-  and dependency diffs, the team's code and ``--run``, speed, optax's own
-  tests);
+- ``surface/``: one environment's public API, read without importing it;
+- ``team_code/``: the team's code read without running it (``--usage``),
+  and which findings reach it;
+- ``diffs/``: what the contracts cannot see, diffed (API surface, warnings,
+  dependencies), scoped to the team's code;
+- ``team_run/``: the team's own run on both sides (``--run``);
+- ``speed/``: the speed of a training step on both sides;
+- ``upstream/``: optax's own shipped tests cross-run;
 - ``matrix/``: the release matrix (planning, discovery, judging a grid);
 - ``report/``: every renderer and the report's JSON schema;
 - ``bisect/``: the commit that changed a finding;

@@ -125,8 +125,8 @@ from pathlib import Path
 from optax_gate.gate.inputs import options as opts
 from optax_gate.gate.inputs.typed_path import project_default, user_path
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.beyond import scope
-from optax_gate.gate.beyond import speed as speed_
+from optax_gate.gate.team_code import scope
+from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, compare_runs, crash_report, fail, gate

@@ -22,8 +22,10 @@ from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.judge import compare
-from optax_gate.gate.beyond import scope, team_run, upstream_tests, usage
-from optax_gate.gate.beyond import speed as speed_
+from optax_gate.gate.team_code import scope, usage
+from optax_gate.gate.team_run import team_run
+from optax_gate.gate.upstream import upstream_tests
+from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
@@ -188,7 +190,7 @@ def say_not_judged(run: evidence.RunFolder) -> None:
 
 def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions,
                        learned: Learned, say: Progress) -> None:
-    """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.beyond.upstream_tests``)
+    """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
     when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``.
 
     Raises:

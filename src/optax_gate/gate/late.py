@@ -22,10 +22,10 @@ T = TypeVar("T")
 #: The gate module an error came from -> the phase as the report names it
 #: (within the surface/dependency diff, whose modules share one call).
 _WHERE = {
-    "optax_gate.gate.beyond.usage": "usage matching (--usage)",
-    "optax_gate.gate.beyond.call_sites": "call sites on findings (--usage)",
-    "optax_gate.gate.beyond.surface": "API surface diff",
-    "optax_gate.gate.beyond.dependencies": "dependency diff",
+    "optax_gate.gate.team_code.usage": "usage matching (--usage)",
+    "optax_gate.gate.team_code.call_sites": "call sites on findings (--usage)",
+    "optax_gate.gate.surface.surface": "API surface diff",
+    "optax_gate.gate.diffs.dependencies": "dependency diff",
     "optax_gate.gate.run.warnings_diff": "warnings diff",
 }
 

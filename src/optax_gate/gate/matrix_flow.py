@@ -17,7 +17,8 @@ from optax_gate.gate.inputs.options import EnvironmentOptions, MatrixOptions
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import runner
 from optax_gate.gate.run.heartbeat import Heartbeat
-from optax_gate.gate.beyond import unseen, upstream_tests
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
@@ -94,7 +95,7 @@ def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str
     """``--upstream-tests``: optax's own shipped tests of the modules that
     differ, cross-run between the baseline's environment (built or reused
     here, as the speed readings do) and the environment ``name`` of ``lock``
-    (``optax_gate.gate.beyond.upstream_tests.cross_run``); its section for the run
+    (``optax_gate.gate.upstream.upstream_tests.cross_run``); its section for the run
     record. One that cannot run (an environment not built, no site-packages,
     a crash of the cross-run) gives ``{"error": "Type: message"}``: the merge
     then reports the environment not verified (``matrix.upstream_row``)."""

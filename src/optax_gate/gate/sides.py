@@ -22,8 +22,9 @@ from optax_gate.gate.install import compilation_cache, environments, extras, sou
 from optax_gate.gate.run import results_cache, runner
 from optax_gate.gate.run import same_code as same_code_
 from optax_gate.gate.run.progress import Progress
-from optax_gate.gate.beyond import speed as speed_
-from optax_gate.gate.beyond import surface, unseen
+from optax_gate.gate.speed import speed as speed_
+from optax_gate.gate.surface import surface
+from optax_gate.gate.diffs import unseen
 
 
 #: Seconds allowed to each git or uv step of a build from source.
@@ -141,7 +142,7 @@ def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, s
     forget_previous_evidence(label, folders.evidence)
     say(f"{label}: building (or reusing) its environment")
     env_folder = environments.folder_for(env.envs_dir, lock)
-    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.beyond.unseen)
+    extra["lock_file"] = str(lock)  # for the dependency diff (optax_gate.gate.diffs.unseen)
     side = Side(label, folders.evidence, folders.checkpoints, extra)
     try:
         side.python = environments.ensure(env_folder, lock, env.python, env.project_root)
@@ -240,7 +241,7 @@ def run_lock(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, 
 
 
 def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading.Thread | None:
-    """Start reading the environments' API surfaces (``unseen._surface``, a
+    """Start reading the environments' API surfaces (``surface.cached_surface``, a
     cached reader: the late phase's diff then finds them read) in a thread of
     this process while the contracts run in others: about 3 s of CPU per
     environment, taken off the gate's serial tail. An error here is ignored:
@@ -254,7 +255,7 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
     def read() -> None:
         for site in sites:
             try:
-                unseen._surface(site, tuple(packages))
+                surface.cached_surface(site, tuple(packages))
             except Exception:  # recorded by the late phase, which reads again
                 return
 
@@ -393,7 +394,7 @@ def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
 def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: Path, candidate: dict[str, Any],
                   say: Progress | None = None, pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
     """Time the training steps of the baseline's (``env.baseline_lock``) and
-    the candidate's environments, interleaved (``gate.beyond.speed``); None
+    the candidate's environments, interleaved (``gate.speed.speed``); None
     under ``--no-speed``. A measured result is cached by both locks
     (``results_cache.speed_inputs``): a gate re-judging the same pair takes it
     from there (``from_cache`` says when it was measured) unless

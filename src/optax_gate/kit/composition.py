@@ -99,7 +99,7 @@ def _arguments(path: str, obj: Any) -> tuple[Any, dict[str, Any]] | str:
         if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name in SCHEDULE_ARGUMENTS:
             overrides.setdefault(p.name, SCHEDULE_ARGUMENTS[p.name])
         if p.default is p.empty and p.name == "opt":  # MultiSteps' inner optimizer, as the filler's other inner ones
-            overrides.setdefault("opt", surface_build.Fresh(surface_build._sgd))
+            overrides.setdefault("opt", surface_build.Fresh(surface_build.inner_sgd))
     # float defaults given explicitly (the same values), so that the probe can follow them into the parts
     defaults = {p.name: p.default for p in params.values()
                 if type(p.default) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}

@@ -59,7 +59,7 @@ class Fresh:
         self.make = make
 
 
-def _sgd() -> Any:
+def inner_sgd() -> Any:
     import optax
 
     return optax.sgd(0.1)
@@ -86,7 +86,7 @@ def by_name() -> dict[str, Any]:
         "max_backtracking_steps": 5, "max_linesearch_steps": 5, "l2_norm_clip": 1.0, "noise_multiplier": 0.1,
         "seed": 0, "sync_period": 2, "slow_step_size": 0.5, "measure_name": "norm", "measure": optax.tree.norm,
         "measures": {"norm": optax.tree.norm},
-        "f": lambda updates, params=None: updates, **{k: Fresh(_sgd) for k in _INNER},
+        "f": lambda updates, params=None: updates, **{k: Fresh(inner_sgd) for k in _INNER},
         "should_transform_fn": lambda count: count % 2 == 0, "mask": _mask_all, "freeze_mask": _mask_all,
         "step_size_fn": lambda count: 0.1, "transforms": Fresh(lambda: {"a": optax.sgd(0.1), "b": optax.set_to_zero()}),
         "param_labels": _label,

@@ -13,7 +13,7 @@ they return, and writes one JSON line per call made from the team's files
 :mod:`optax_gate.recorder.values` (dtype, shape, little-endian bytes of at most
 :data:`optax_gate.recorder.values.CAP_ELEMENTS` elements, SHA-256 of all).
 
-The gate half reads these traces without numpy (``optax_gate.gate.beyond.divergence``).
+The gate half reads these traces without numpy (``optax_gate.gate.team_run.divergence``).
 """
 
 #: Environment variable naming the trace file (JSON lines) to write; unset: the recorder is off.

@@ -1,4 +1,4 @@
-"""Stage 8, bisection: the commit that changed a finding.
+"""Stage 13, bisection: the commit that changed a finding.
 
 ``command`` (``python -m optax_gate bisect`` and ``gate --bisect``), ``flow`` (one bisection per
 package, its report), ``history`` (the commits between two releases),

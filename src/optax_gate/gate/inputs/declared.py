@@ -6,7 +6,7 @@ it in) breaks an import of the team's code only when the team relied on
 optax to install it. When the team's project declares it (``[project]
 dependencies``, an extra of ``[project.optional-dependencies]``, a
 ``[dependency-groups]`` group, a requirements file), the team installs it
-itself: ``optax_gate.gate.beyond.dependencies`` then names the declaration
+itself: ``optax_gate.gate.diffs.dependencies`` then names the declaration
 instead of a ``ModuleNotFoundError``.
 
 Where: each ``--usage`` path's folder and the folders above it, up to and

@@ -73,7 +73,7 @@ class ScopeOptions:
     ``broken`` (the team's broken findings fail the gate) or ``all``;
     ``fail_on_new_deprecations``: a new deprecation warning is broken;
     ``usage_scan``: the scan of ``usage`` once made (an
-    ``optax_gate.gate.beyond.usage.Scan``; None before, or without
+    ``optax_gate.gate.team_code.usage.Scan``; None before, or without
     ``--usage``)."""
 
     usage: tuple[Path, ...] = ()

@@ -4,7 +4,7 @@ runs. The paths themselves are read from where the user stands
 
 :func:`check_usage` refuses a ``--usage`` path that does not exist, is a
 dangling symlink or a loop, cannot be read, or is a file that is not ``.py``
-/ ``.ipynb``; the gate then scans the paths (``optax_gate.gate.beyond.usage``).
+/ ``.ipynb``; the gate then scans the paths (``optax_gate.gate.team_code.usage``).
 
 ``--usage`` takes one path per occurrence and is repeated
 (``--usage src --usage notebooks``): SPECs after it stay SPECs.
@@ -48,7 +48,7 @@ def _link_problem(path: Path) -> str | None:
 def check_usage(paths: Iterable[Path] | None) -> list[Path]:
     """Check each ``--usage`` path before anything runs; returns the paths
     (empty without ``--usage``). The team's code is then scanned
-    (``optax_gate.gate.beyond.usage.scan``): files that cannot be scanned are listed
+    (``optax_gate.gate.team_code.usage.scan``): files that cannot be scanned are listed
     in the scan, never a reason to stop.
 
     Raises:

@@ -79,7 +79,7 @@ def _configuration(meta: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
-    """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.beyond.unseen``) from two environment runs.
+    """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.diffs.unseen``) from two environment runs.
 
     Args:
       baseline, candidate: run records as written by ``optax_gate.gate.run.runner``:

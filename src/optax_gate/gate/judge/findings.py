@@ -311,7 +311,7 @@ def _direction(leaves: list[Any]) -> str:
     return found.pop() if len(found) == 1 else "other"
 
 
-def _cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
+def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
     change, detail = row["change"], row.get("detail") or ""
@@ -501,7 +501,7 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
     for row in rows:
         if row["change"] not in ORDER:
             continue
-        key, evidence = _cause(row, candidate_ran)
+        key, evidence = row_cause(row, candidate_ran)
         g = groups.setdefault((row["change"], key), {"rows": [], "evidence": []})
         g["rows"].append(row)
         g["evidence"].append(evidence)
@@ -655,7 +655,7 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
     :func:`_error_key`); [] for other rows."""
     if row.get("change") not in _MERGED or is_defect_fixed(row):
         return []
-    key, evidence = _cause(row, True)
+    key, evidence = row_cause(row, True)
     kind, api = key[0], row["api"]
     now: list[str] = []
     keys: list[tuple] = []
@@ -740,7 +740,7 @@ def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
     `learning_rate=0` and `weight_decay=0` with nan inf params)"``."""
     records, hypers, fields = [], [], []
     for row in rows:
-        key, evidence = _cause(row, True)
+        key, evidence = row_cause(row, True)
         if key[0] == "nonfinite":
             records.append("`nan_param`")
         elif key[0] == "edge-hyper":

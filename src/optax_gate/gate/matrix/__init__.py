@@ -1,5 +1,5 @@
-"""Stage 6, the release matrix: ``discovery`` (newer releases on the package
+"""Stage 11, the release matrix: ``discovery`` (newer releases on the package
 index) and ``plan`` (which candidate environments to build, and how their runs
 combine into one report).
 
-May import: ``base`` to ``beyond``."""
+May import: ``base`` to ``upstream``."""

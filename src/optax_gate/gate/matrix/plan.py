@@ -25,7 +25,7 @@ from typing import Any
 
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.judge import compare
-from optax_gate.gate.beyond import unseen
+from optax_gate.gate.diffs import unseen
 from optax_gate.gate.matrix import discovery
 
 PACKAGES = ("optax", "jax", "flax")
@@ -97,7 +97,7 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
     return envs, {p: [str(v) for v in vs] for p, vs in found.items()}
 
 
-#: The sections beyond the contracts (``optax_gate.gate.beyond.unseen``), one grid row each.
+#: The sections beyond the contracts (``optax_gate.gate.diffs.unseen``), one grid row each.
 BEYOND = ("surface", "warnings", "dependencies")
 
 
@@ -159,10 +159,10 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: di
       defect, baseline, differs, cells: {env: {outcome, change, detail}}}]}``.
       ``ran``: the environment ran its contracts (else every contract is
       ``gone`` there and renderers show its reason instead). ``speed``: the
-      environment's speed readings against the baseline (``gate.beyond.speed``), or
+      environment's speed readings against the baseline (``gate.speed.speed``), or
       None when not measured (``--no-speed``). ``beyond``: ``{surface,
       warnings, dependencies: {status, counts}}`` of the environment against
-      the baseline (``gate.beyond.unseen``; the surface and dependency diffs exist
+      the baseline (``gate.diffs.unseen``; the surface and dependency diffs exist
       even for an environment that cannot import), or None. ``unreleased``:
       a package is built from an unreleased commit; ``sources``: the run
       record's packages built from source (``source_specs.record``), else []. ``apis``: one row

@@ -1,4 +1,4 @@
-"""Stage 7, the reports: every renderer and the report's JSON schema
+"""Stage 12, the reports: every renderer and the report's JSON schema
 (``report.schema.json``).
 
 ``markdown`` (report.md, its sections), ``html_page`` (report.html),

@@ -25,7 +25,8 @@ import html
 import re
 from typing import Any
 
-from optax_gate.gate.beyond import call_sites, scope
+from optax_gate.gate.team_code import scope
+from optax_gate.gate.report import your_code_line
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
@@ -145,7 +146,7 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{said}** ")
     head = f'<span class="change {"broken" if said != change else change}">{said}</span> {k}. {inline(line)}'
     body = []
-    suffix = call_sites.suffix(finding, shown=None)  # every line of the team's: report.html holds every row
+    suffix = your_code_line.suffix(finding, shown=None)  # every line of the team's: report.html holds every row
     if suffix:  # the team's lines stay in sight on a folded page (the trial: hidden inside the fold)
         head += f' <span class="where">{inline(suffix)}</span>'
     body += [f"<p>{inline(b.strip().removeprefix('- '))}</p>" for b in report_bisect.markdown_lines(finding)]
@@ -153,7 +154,7 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     for m, cid in enumerate(finding["contracts"], 1):
         r = rows.get(cid)
         if r is not None:
-            table.append(f'| <a id="f{k}-{m}"></a>`{report_markdown._cell(cid)}` | ' + " | ".join(report_markdown.row_cells(r)) + " |")
+            table.append(f'| <a id="f{k}-{m}"></a>`{report_markdown.cell(cid)}` | ' + " | ".join(report_markdown.row_cells(r)) + " |")
     body.append(markdown_html(table, "rows"))
     return f'<details class="finding" id="f{k}"><summary>{head}</summary>\n' + "\n".join(body) + "\n</details>"
 
@@ -210,7 +211,7 @@ def render(report: dict[str, Any]) -> str:
     differing = [r for r in report["contracts"] if r["change"] not in ("unchanged",) and r["id"] not in page.anchor]
     if differing:  # rows in no finding (none today: kept so that no row is ever missing)
         table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
-        table += [f"| `{report_markdown._cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |" for r in differing]
+        table += [f"| `{report_markdown.cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |" for r in differing]
         out.append(_folded(f"Rows in no finding ({len(differing)})", table))
     for heading, body in _split(sections["unchanged"](page)) if page.judged else []:
         out.append(_folded(heading, [b for b in body if not b.startswith(("<details>", "</details>"))]))

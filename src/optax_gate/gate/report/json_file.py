@@ -8,9 +8,9 @@ contracts grouped by cause, ``{"number", "section": "contracts", "change",
 "api", "apis", "cause", "key", "contracts": [ids], "tests": [[test in plain
 words, count]], "text"}``, see ``optax_gate.gate.judge.findings``, then each broken
 row beyond the contracts, ``section`` ``surface`` / ``dependencies`` /
-``warnings``, see ``optax_gate.gate.beyond.unseen.broken_findings``; with
+``warnings``, see ``optax_gate.gate.diffs.unseen.broken_findings``; with
 ``--usage``, ``your_code``, ``your_code_not_scanned`` and ``your_code_notes``,
-see ``optax_gate.gate.beyond.call_sites``; absent in reports written before it existed),
+see ``optax_gate.gate.team_code.call_sites``; absent in reports written before it existed),
 ``baseline`` and ``candidate`` (``label``, ``requirements``, ``versions`` with
 python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 ``duration_s``, ``hypothesis_profile``), and ``contracts``: a list of
@@ -19,7 +19,7 @@ python, optax, jax, jaxlib, flax, numpy and platform, ``status``, ``reason``,
 defect the contract pins, else "") where ``baseline``/``candidate`` is an outcome (passed, failed,
 error, skipped, xfailed) or null when the contract did not run there.
 Schema 2 adds ``usage``, ``surface``, ``warnings``, ``dependencies`` and
-``beyond_contracts_s`` (``optax_gate.gate.beyond.unseen``; absent from a report
+``beyond_contracts_s`` (``optax_gate.gate.diffs.unseen``; absent from a report
 written after the gate itself crashed) Schema 3 adds the bisection
 (``--bisect``, ``optax_gate.gate.bisect.flow``): ``bisect`` on each broken,
 changed or fixed contract finding and a top-level ``bisect`` summary; both

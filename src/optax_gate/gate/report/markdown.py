@@ -4,7 +4,7 @@ Order: the verdict, the counts and the verdict's reasons first; then the
 findings, one line each (``optax_gate.gate.judge.findings``: the differing contracts
 grouped by cause, across APIs, broken first), each linking to its contract rows;
 each finding naming the team's call sites of its APIs with ``--usage``
-(``optax_gate.gate.beyond.call_sites``; those that touch the team's code first) and,
+(``optax_gate.gate.team_code.call_sites``; those that touch the team's code first) and,
 with ``--bisect``, the commit that changed it (``optax_gate.gate.report.bisect_section``); the
 versions side by side; then what broke, what changed (drift), what was
 fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
@@ -37,8 +37,9 @@ from optax_gate.gate.base import details
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.run import evidence
 from optax_gate.gate.judge import findings as findings_
-from optax_gate.gate.beyond import call_sites, upstream_tests
-from optax_gate.gate.beyond import scope
+from optax_gate.gate.report import your_code_line
+from optax_gate.gate.report import upstream_section
+from optax_gate.gate.team_code import scope
 from optax_gate.gate.report import generated_section as report_generated
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import speed_section as report_speed
@@ -63,7 +64,7 @@ _HEADINGS = {
 }
 
 
-def _cell(text: Any) -> str:
+def cell(text: Any) -> str:
     return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
@@ -73,7 +74,7 @@ def _versions(report: dict[str, Any]) -> list[str]:
     lines = ["| package | baseline | candidate |", "|---|---|---|"]
     for key in VERSION_KEYS:
         mark = "" if b.get(key) == c.get(key) else " **←**"
-        lines.append(f"| {key} | {_cell(b.get(key))} | {_cell(c.get(key))}{mark} |")
+        lines.append(f"| {key} | {cell(b.get(key))} | {cell(c.get(key))}{mark} |")
     return lines
 
 
@@ -111,15 +112,15 @@ def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
     are on the page (a test whose first row is not is named without a link)."""
     k, n = finding["number"], len(finding["contracts"])
     if finding["api"] == "every API":
-        return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {_cell(finding["cause"])} '
+        return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {cell(finding["cause"])} '
                 f'([all {n} contracts, listed below](#f{k}-1))')
     links, first = [], 1
     for name, count in finding["tests"]:
         linked = shown is None or finding["contracts"][first - 1] in shown
         links.append((f"[{name}](#f{k}-{first})" if linked else name) + (f" ×{count}" if count > 1 else ""))
         first += count
-    who = findings_.subject([_cell(a) for a in finding.get("apis") or [finding["api"]]])
-    return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {_cell(finding["cause"])} '
+    who = findings_.subject([cell(a) for a in finding.get("apis") or [finding["api"]]])
+    return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {cell(finding["cause"])} '
             f'({findings_.contracts_words(finding)}: {", ".join(links)})')
 
 
@@ -186,7 +187,7 @@ def _verdict(page: Page) -> list[str]:
 def _findings_section(page: Page) -> list[str]:
     """The findings, one line each: the contract findings, then the broken rows
     beyond the contracts (report.json's list, section by section); with a scope
-    (``optax_gate.gate.beyond.scope``: --usage, --run), the team's findings first and
+    (``optax_gate.gate.team_code.scope``: --usage, --run), the team's findings first and
     those its code does not reach under "Optax changed elsewhere"."""
     if not page.findings:
         return []
@@ -203,12 +204,12 @@ def _findings_section(page: Page) -> list[str]:
                      "change out: each call site says which), so they do not set the verdict (`--fail-on all`: they do)."), ""]
         for f in group:
             if f.get("section", "contracts") == "contracts":
-                out += [finding_line(f, page.shown) + call_sites.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+                out += [finding_line(f, page.shown) + your_code_line.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
             elif f["section"] == "upstream-tests":
-                out.append(upstream_tests.finding_line(f))
+                out.append(upstream_section.finding_line(f))
             else:
                 out.append(report_surface.finding_line(f))
-    out += upstream_tests.markdown(page.report)  # --upstream-tests: the cross-run of optax's own tests
+    out += upstream_section.markdown(page.report)  # --upstream-tests: the cross-run of optax's own tests
     return out
 
 
@@ -221,7 +222,7 @@ def _versions_section(page: Page) -> list[str]:
         out.append(
             f"- {side}: " + ("**contracts not run**: its code is the baseline's, so its outcomes are the baseline's"
                              if run.get("same_code") else f"status **{run.get('status')}**")
-            + (" — the reason above" if said else f" — {_cell(run.get('reason'))}" if run.get("reason") else "")
+            + (" — the reason above" if said else f" — {cell(run.get('reason'))}" if run.get("reason") else "")
             + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
             + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
@@ -242,7 +243,7 @@ ELSEWHERE = "`report.html` (beside this file, folded by finding) and `report.jso
 
 def row_cells(r: dict[str, Any]) -> list[str]:
     """A contract row's cells after its id: API, guide, kind, outcomes, detail in plain words."""
-    return [f"`{_cell(r['api'])}`", _cell(guides.shown(r["guide"])), r["kind"], _cell(details.outcome_words(r)), _cell(details.plain_detail(r))]
+    return [f"`{cell(r['api'])}`", cell(guides.shown(r["guide"])), r["kind"], cell(details.outcome_words(r)), cell(details.plain_detail(r))]
 
 
 def _rows_section(page: Page) -> list[str]:
@@ -262,7 +263,7 @@ def _rows_section(page: Page) -> list[str]:
         for r in shown:
             k, m = page.anchor.get(r["id"], (0, 0))
             mark = f'<a id="f{k}-{m}"></a>[F{k}](#f{k}) ' if k else ""
-            out.append(f"| {mark}`{_cell(r['id'])}` | " + " | ".join(row_cells(r)) + " |")
+            out.append(f"| {mark}`{cell(r['id'])}` | " + " | ".join(row_cells(r)) + " |")
         left = len(rows) - len(shown)
         if left:
             per: dict[int, int] = {}

@@ -23,7 +23,8 @@ from typing import Any
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings
-from optax_gate.gate.beyond import speed, upstream_tests
+from optax_gate.gate.speed import speed
+from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix.plan import WORST
 from optax_gate.gate.report import speed_section as report_speed

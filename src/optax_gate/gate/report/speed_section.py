@@ -1,6 +1,6 @@
 """The "Speed" section of the gate report, and its plot.
 
-:func:`section` renders ``report["speed"]`` (``optax_gate.gate.beyond.speed.measure``)
+:func:`section` renders ``report["speed"]`` (``optax_gate.gate.speed.speed.measure``)
 as Markdown: one row per set-up and metric with the baseline's and the
 candidate's median and range of repeats, the ratio candidate / baseline with
 its interval, the noise band measured in the same run, and the change
@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.beyond import speed as speed_
+from optax_gate.gate.speed import speed as speed_
 
 PLOT_FILE = "speed.svg"
 SIDES = ("baseline", "candidate")

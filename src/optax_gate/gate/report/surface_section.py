@@ -1,5 +1,5 @@
 """Markdown of what the contracts cannot see (schema 2 report sections
-``surface``, ``warnings``, ``dependencies``; built by ``optax_gate.gate.beyond.unseen``).
+``surface``, ``warnings``, ``dependencies``; built by ``optax_gate.gate.diffs.unseen``).
 
 :func:`headline` is one line of counts for the top of ``report.md``;
 :func:`markdown` the three sections ("API surface", "Warnings",
@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate.beyond import call_sites, unseen
+from optax_gate.gate.report import your_code_line
+
+from optax_gate.gate.diffs import unseen
 
 
 FOLD = 15
@@ -146,8 +148,8 @@ def markdown(report: dict[str, Any], limit: int | None = None) -> list[str]:
 
 #: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).
 def finding_line(finding: dict[str, Any]) -> str:
-    """The Markdown line of a finding from :func:`optax_gate.gate.beyond.unseen.broken_findings`, numbered."""
+    """The Markdown line of a finding from :func:`optax_gate.gate.diffs.unseen.broken_findings`, numbered."""
     names, section = unseen.BEYOND[finding["section"]]
     api = finding["api"] if finding["section"] == "warnings" or "apis" in finding else f"`{finding['api']}`"
     return (f"{finding['number']}. **broken** {names} {api}: {finding['cause']} (see {section} below)"
-            + call_sites.suffix(finding))
+            + your_code_line.suffix(finding))

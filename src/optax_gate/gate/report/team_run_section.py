@@ -1,5 +1,5 @@
 """The "Your code" section of report.md (``gate --run``): the team's run,
-traced on both sides (``optax_gate.gate.beyond.team_run``), opens the report.
+traced on both sides (``optax_gate.gate.team_run.team_run``), opens the report.
 
 One line per affected line of the team's code (a call that caused a
 divergence, in execution order): the Optax calls there, what changed (an
@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from optax_gate.gate.base import details
-from optax_gate.gate.beyond import team_run
+from optax_gate.gate.team_run import team_run
 from optax_gate.gate.report import bisect_section as report_bisect
 
 #: Changes listed per affected line.
@@ -109,7 +109,7 @@ def _how_compared(team: dict[str, Any]) -> str:
     sites = by.get("value_sites") or []
     text = (f"{by['value']} call(s) compared by value (at {', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}"
             f"{' …' if len(sites) > SHOWN else ''})")
-    from optax_gate.gate.beyond import divergence
+    from optax_gate.gate.team_run import divergence
     why = by.get("why") or {}
     for kind, label, keys in (("structure", "by structure only", ("built", "traced", "traced-unrecorded")),
                               ("none", "not at all", ("record-error", "one-side"))):

@@ -342,10 +342,10 @@ def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, 
                  environ: dict[str, str] | None = None) -> dict[str, Any]:
     """What the speed readings of a pair of environments depend on: both locks,
     the timed set-ups (``kit/speed.py``, ``kit/models.py``) and the statistics
-    (``gate/beyond/speed.py``), the rounds and budget (``options``), Python, platform, environment."""
+    (``gate/speed/speed.py``), the rounds and budget (``options``), Python, platform, environment."""
     root = Path(project_root)
     environ = dict(os.environ if environ is None else environ)
-    sources = [root / "src/optax_gate/kit/speed.py", root / "src/optax_gate/kit/models.py", root / "src/optax_gate/gate/beyond/speed.py"]
+    sources = [root / "src/optax_gate/kit/speed.py", root / "src/optax_gate/kit/models.py", root / "src/optax_gate/gate/speed/speed.py"]
     return {"format": FORMAT, "baseline_lock_sha256": _sha256(baseline_lock), "candidate_lock_sha256": _sha256(candidate_lock),
             "sources_sha256": _digest_json({p.relative_to(root).as_posix(): _sha256(p) for p in sources if p.is_file()}),
             "rounds": options.rounds, "budget": options.budget, "python": platform.python_version(),

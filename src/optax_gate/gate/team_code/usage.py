@@ -12,7 +12,7 @@ passed (number of positional arguments, keyword names, ``*args`` /
 ``**kwargs``).
 
 :func:`match` judges each use against the surface diff of
-``optax_gate.gate.beyond.surface``. Why the call-site matching is written by hand: no
+``optax_gate.gate.surface.surface``. Why the call-site matching is written by hand: no
 library binds a call *site* (not a live call) to two static signatures. It
 binds the call's positional and keyword arguments to the baseline's and the
 candidate's parameters the way Python does; the call breaks when binding
@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from optax_gate.gate.inputs import usage_files
-from optax_gate.gate.beyond import surface as surface_mod
-from optax_gate.gate.beyond.arguments import Arg, Scopes
-from optax_gate.gate.beyond.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
+from optax_gate.gate.surface import surface as surface_mod
+from optax_gate.gate.team_code.arguments import Arg, Scopes
+from optax_gate.gate.surface.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 
 TRACKED = ("optax", "flax", "jax")
 
@@ -61,7 +61,7 @@ class Use:
     star_kwargs: bool = False
     #: a call's arguments as source text, positional ones by index (``"0"``)
     #: and keywords by name: ``(("0", "1e-3"), ("weight_decay", "0.1"))``;
-    #: read by ``optax_gate.gate.beyond.attribution`` (literal values, dtype names).
+    #: read by ``optax_gate.gate.team_code.attribution`` (literal values, dtype names).
     arguments: tuple[tuple[str, str], ...] = ()
     #: the same arguments as the code decides them (``arguments.Arg``: a literal, a call of a named API,
     #: a name followed to its one binding, or what would decide it), keyed as ``arguments``.
@@ -126,7 +126,7 @@ class _Scanner:
     def catches(self, tree: ast.AST, label: str) -> None:
         """``except T`` clauses and ``pytest.raises(T)`` / ``raises(T)`` calls,
         as uses ``how="catch"`` whose ``path`` is ``T``'s source text
-        (``optax_gate.gate.beyond.attribution``: does the team's code catch an
+        (``optax_gate.gate.team_code.attribution``: does the team's code catch an
         exception type a finding changes?)."""
         for node in ast.walk(tree):
             if isinstance(node, ast.ExceptHandler):

@@ -27,7 +27,6 @@ dependency diffs are still shown: they need no import).
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 from pathlib import Path
@@ -38,13 +37,11 @@ from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import findings
-from optax_gate.gate.beyond import call_sites, dependencies, surface, usage
+from optax_gate.gate.team_code import call_sites, usage
+from optax_gate.gate.diffs import dependencies
+from optax_gate.gate.surface import surface
 
 SCHEMA = 3
-
-#: The static surface of one environment, read once per gate (the call sites of findings reuse it).
-_surface = functools.lru_cache(maxsize=4)(surface.surface)
-
 
 def site_packages(python: Path) -> Path | None:
     """The ``site-packages`` folder of the environment of ``python`` (its ``bin/python``)."""
@@ -89,7 +86,7 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
         return {**section, "status": "unavailable", "reason": f"no installed environment for the {' and '.join(missing)}",
                 "counts": _counts([]), "duration_s": 0.0}
     start = time.monotonic()
-    old, new = _surface(Path(base_site), tuple(packages)), _surface(Path(cand_site), tuple(packages))
+    old, new = surface.cached_surface(Path(base_site), tuple(packages)), surface.cached_surface(Path(cand_site), tuple(packages))
     rows = surface.diff(old, new)
     if uses is not None:
         usage.match(uses, rows, old, new)
@@ -184,7 +181,7 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     findings (:func:`attach` numbers them on); the full
     rows are in their sections. With ``--usage``, ``your_code`` of a surface
     row's finding holds only the sites whose binding breaks or cannot be told
-    (``row["sites"]``, ``optax_gate.gate.beyond.usage.match``), not those it judged
+    (``row["sites"]``, ``optax_gate.gate.team_code.usage.match``), not those it judged
     unaffected; a warning's, the sites of the APIs it names."""
     scanned = bool(report.get("usage"))
     out = []
@@ -244,7 +241,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     (its scan when already made: the gate scans before anything runs),
     ``fail_on_new_deprecations``; ``packages``: whose API surface is diffed. Returns ``report``, changed
     in place; with ``--usage``, each finding lists the team's call sites of its
-    APIs (``optax_gate.gate.beyond.call_sites``)."""
+    APIs (``optax_gate.gate.team_code.call_sites``)."""
     scan = scope.usage_scan if scope.usage_scan is not None else usage.scan(list(scope.usage)) if scope.usage else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     report["schema"] = SCHEMA
@@ -254,7 +251,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     report["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
     report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:
-        targets = {p: e.target for p, e in _surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
+        targets = {p: e.target for p, e in surface.cached_surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
         call_sites.annotate(report, scan, targets)
     if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         beyond = broken_findings(report)

@@ -5,7 +5,7 @@ gate half runs the probe's command and reads its JSON, nothing more.
 ``optax.adamw`` is built from ``optax.scale_by_adam``,
 ``optax.add_decayed_weights``, ...; a finding on ``optax.scale_by_adam``
 reaches a team line that calls ``optax.adamw``
-(``optax_gate.gate.beyond.attribution``). Both environments are probed and their
+(``optax_gate.gate.team_code.attribution``). Both environments are probed and their
 answers joined: the team's line runs on both.
 """
 

@@ -37,7 +37,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.beyond import divergence
+from optax_gate.gate.team_run import divergence
 
 #: Masked in each line of output before it is compared (what differs between two runs of one program).
 MASKS = (

@@ -2,7 +2,7 @@
 
 A gate judges Optax deeply, but the team asks about its own code. When the
 gate has evidence of what the team's code reaches (today ``--usage``: the
-static attribution of ``optax_gate.gate.beyond.attribution``; ``--run``: the traced
+static attribution of ``optax_gate.gate.team_code.attribution``; ``--run``: the traced
 team run), each finding gets a ``scope``:
 
 =============  ================================================================
@@ -41,7 +41,7 @@ import re
 from typing import Any, Callable
 
 from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.beyond import call_sites
+from optax_gate.gate.team_code import call_sites
 
 SCOPES = ("yours", "elsewhere")
 #: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
@@ -333,7 +333,7 @@ def apply_options(report: dict[str, Any], options: ScopeOptions, packages: tuple
                   usage: bool = True) -> dict[str, Any]:
     """:func:`apply` with the gate's scope options: ``--usage``
     (``options.usage_scan``) attributes each finding's call sites
-    (``optax_gate.gate.beyond.attribution``, against the API surface of
+    (``optax_gate.gate.team_code.attribution``, against the API surface of
     ``packages``) and scopes the findings not yet scoped
     (:func:`usage_decision`; ``usage=False``: a refused run, which judged
     nothing of the team's code), ``--fail-on`` (``options.fail_on``). ``by``:
@@ -341,7 +341,7 @@ def apply_options(report: dict[str, Any], options: ScopeOptions, packages: tuple
     ``--usage`` is not consulted."""
     scan = options.usage_scan if usage else None
     if scan is not None and isinstance(report.get("findings"), list):
-        from optax_gate.gate.beyond import attribution
+        from optax_gate.gate.team_code import attribution
         attribution.for_report(report, scan, packages)
     if by is None and scan is not None:
         by = "usage"

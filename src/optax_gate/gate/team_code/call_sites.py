@@ -1,6 +1,6 @@
 """The team's call sites on every finding (``--usage``), applied after the
 findings are formed (``optax_gate.gate.judge.findings``) and the sections beyond
-the contracts are built (``optax_gate.gate.beyond.unseen``).
+the contracts are built (``optax_gate.gate.diffs.unseen``).
 
 :func:`annotate` adds to each finding of the report:
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from optax_gate.gate.beyond import usage
+from optax_gate.gate.team_code import usage
 
 #: Most sites named on one finding in report.md (report.json has them all).
 SHOWN = 8
@@ -55,7 +55,7 @@ SHOWN = 8
 #: match), and a change of ``chain`` itself shows in its own contracts. ``optax.adam`` is in wherever
 #: Adam's own behaviour is pinned (its moments with a None gradient leaf, its eps in float16), which code
 #: calling ``optax.adam`` meets as well. A recipe missing here names no API and is the team's, fail
-#: closed (``optax_gate.gate.beyond.scope.usage_decision``); a meta test keeps the table and the module
+#: closed (``optax_gate.gate.team_code.scope.usage_decision``); a meta test keeps the table and the module
 #: together.
 _RECIPE = ("optax.clip_by_global_norm", "optax.adamw", "optax.adam", "optax.warmup_cosine_decay_schedule")
 _ADAM = ("optax.adamw", "optax.adam")
@@ -73,7 +73,7 @@ RECIPE_APIS: dict[str, tuple[str, ...]] = {
 
 
 #: What a training recipe's finding needs of the team's run to reach it, said where its lines cannot be
-#: told statically (``optax_gate.gate.beyond.attribution``): the re-trial read only "cannot tell without
+#: told statically (``optax_gate.gate.team_code.attribution``): the re-trial read only "cannot tell without
 #: --run" on a float32 Adam team for the None-gradient change, and could not tell what to look for. What a
 #: call's arguments decide is the contract's ``configuration(...)`` marker instead (the zero clipping
 #: threshold is ``max_norm="0"``, the bfloat16 moment ``mu_dtype="bfloat16"``): ``clip_by_global_norm(1.0)``
@@ -199,46 +199,3 @@ def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] |
         if apis:
             row["your_code"] = sites(scan, apis, targets)
     return report
-
-
-def _run_words(said: dict[str, Any]) -> str:
-    """What the team's run says of a finding's site (``team_run._point_sites``): it diverges there for
-    another finding's cause, calls Optax there and computes the same, or does not reach the line."""
-    if said.get("run") == "same":
-        until = said.get("until")  # a run that failed in the candidate: "" when the failure's line is not the team's
-        return "your run calls it here and computes the same" + (
-            " within the ULP budget, not bit for bit" if said.get("bits") else "") + (
-            "" if until is None else f", up to its failure{f' at `{until}`' if until else ''}")
-    if said.get("run") == "not-reached":
-        return "your run does not reach this line"
-    if said.get("run") == "structure":
-        return "your run calls it here; compared by its arguments and structure only, no value computed here was compared"
-    if said.get("run") == "not-reached-candidate":
-        return "your run fails before this line in the candidate"
-    by = ", ".join(f"[F{n}](#f{n})" for n in said.get("findings") or [])
-    return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
-
-
-def suffix(item: dict[str, Any], shown: int | None = SHOWN) -> str:
-    """Markdown to append to a finding's line: ``; your code: a.py:3, b.py:9``
-    and the files not scanned that may use its APIs (empty without ``--usage``);
-    ``shown``: at most that many lines (None: every one, report.html)."""
-    out = ""
-    where = item.get("your_code") or []
-    shown = max(len(where), len(item.get("your_code_attribution") or {})) if shown is None else shown
-    if item.get("your_code_attribution"):  # what each line's arguments say (optax_gate.gate.beyond.attribution)
-        from optax_gate.gate.beyond import attribution
-        out += attribution.suffix(item, shown)
-    elif where:
-        more = f" and {len(where) - shown} more" if len(where) > shown else ""
-        notes = item.get("your_code_notes") or {}
-        run = item.get("your_code_run") or {}
-        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "")
-                                                + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:shown]) + more
-    run_sites = item.get("run_sites") or []
-    if run_sites:
-        out += " — **your run diverges** at " + ", ".join(f"`{s}`" for s in run_sites[:SHOWN])
-    unscanned = item.get("your_code_not_scanned") or []
-    if unscanned:
-        out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[:SHOWN])
-    return out

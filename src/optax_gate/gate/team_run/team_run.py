@@ -1,7 +1,7 @@
 """The team's own run (``gate --run CMD``): run the team's command in the
 baseline's environment twice and in the candidate's once, each under the
 recorder (``optax_gate.recorder``), compare the traces
-(``optax_gate.gate.beyond.divergence``) and give the report its ``team_run`` and the
+(``optax_gate.gate.team_run.divergence``) and give the report its ``team_run`` and the
 verdict about the team.
 
 How ``CMD`` runs: through ``bash -c`` with the working folder ``--run-dir``
@@ -27,7 +27,7 @@ outcome          when
                  baseline runs differ (not deterministic): exit 2.
 ===============  ==============================================================
 
-With ``--run`` each contract finding gets its scope (``optax_gate.gate.beyond.scope``):
+With ``--run`` each contract finding gets its scope (``optax_gate.gate.team_code.scope``):
 ``yours`` when one of its APIs is an API whose call caused a divergence of the
 run, else ``elsewhere`` ("Optax changed elsewhere": it does not set the
 verdict; ``--fail-on all`` keeps today's verdict).
@@ -46,7 +46,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from optax_gate.gate.beyond import divergence, team_files
+from optax_gate.gate.team_run import divergence, team_files
 from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
@@ -226,7 +226,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda mess
     None: relative to ``--run-dir``, as the recorder writes it).
 
     Each run starts from ``--run-dir`` as it was before the gate, and the
-    folder is left so (``optax_gate.gate.beyond.team_files``): what a run
+    folder is left so (``optax_gate.gate.team_run.team_files``): what a run
     created or changed there is kept in ``folder/team-run-<label>-files/``
     (the baseline's and the candidate's; the repeat's is dropped).
 
@@ -288,7 +288,7 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
     the recorder found the same whose outputs differ beyond the budget
     diverged (its outputs are the evidence: ``outcome`` ``diverged``,
     ``witnessed``: the first differing output); it never reads "computes the same"."""
-    from optax_gate.gate.beyond import witness
+    from optax_gate.gate.team_run import witness
     seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1))
     result["witness"] = seen
     if seen["differs"] and result["outcome"] == "same":
@@ -530,7 +530,7 @@ def _reached(report: dict[str, Any]) -> dict[str, set[str]]:
     team = report.get("team_run") or {}
     if not any(c.get("via") for c in team.get("causes") or []):
         return {}
-    from optax_gate.gate.beyond import composition
+    from optax_gate.gate.team_code import composition
     return composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})[0]
 
 
@@ -689,7 +689,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     a run that broke or diverged fails the gate, one not verified makes it
     not verified. ``team_run["affected"]`` gets the "Your code" lines.
     Returns ``report``, changed in place."""
-    from optax_gate.gate.beyond import scope
+    from optax_gate.gate.team_code import scope
 
     report["team_run"] = team_run
     outcome = team_run["outcome"]

@@ -32,7 +32,7 @@ An :class:`Entry` per public path records the kind (``module``, ``class``,
 (``optax._src.alias.adamw``), its ``file:line`` relative to
 ``site-packages``, and for callables the parameters (name, kind, default as
 source text and, when it can be told statically, its value), and whether it
-is deprecated (``optax_gate.gate.beyond.deprecations``). A class's parameters are
+is deprecated (``optax_gate.gate.surface.deprecations``). A class's parameters are
 those of its ``__init__``, or its annotated fields for a ``NamedTuple``.
 :func:`diff` compares two surfaces: a default written differently but equal
 by value (``100`` and ``100.0``, a literal and a named constant of the same
@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import logging
 import tomllib
 from pathlib import Path
@@ -53,7 +54,7 @@ from typing import Any, Iterable
 
 import griffe
 
-from optax_gate.gate.beyond import deprecations, surface_values
+from optax_gate.gate.surface import deprecations, surface_values
 
 DEFAULT_PACKAGES = ("optax", "flax.nnx")
 
@@ -69,7 +70,7 @@ INCOMPATIBLE = ("removed", "moved", "kind-changed", "parameter-removed", "parame
                 "parameter-reordered", "keyword-only", "positional-only", "parameter-kind-changed",
                 "new-required-parameter", "default-removed")
 COMPATIBLE = ("default-changed", "parameter-added")
-#: New in the candidate: a deprecation read statically (``optax_gate.gate.beyond.deprecations``).
+#: New in the candidate: a deprecation read statically (``optax_gate.gate.surface.deprecations``).
 DEPRECATED = ("deprecated",)
 ADDED = ("added",)
 CHANGE_KINDS = INCOMPATIBLE + COMPATIBLE + DEPRECATED + ADDED
@@ -352,6 +353,11 @@ def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> 
     return out
 
 
+
+#: :func:`surface`, read once per environment in a gate (the diffs, the call sites of the findings and
+#: the attribution of the team's lines all read it).
+cached_surface = functools.lru_cache(maxsize=4)(surface)
+
 def _row(subject: tuple[str, str, str], change: str, old: str, new: str, param: str = "") -> dict[str, Any]:
     """One row of the surface diff: ``subject`` is (path, kind, where) of the name it is about."""
     path, kind, where = subject
@@ -438,5 +444,5 @@ def diff(old: dict[str, Entry], new: dict[str, Entry]) -> list[dict[str, Any]]:
 
 
 def signatures(entries: dict[str, Entry]) -> dict[str, tuple[Param, ...] | None]:
-    """``{path: params}`` for the call-site matching of ``optax_gate.gate.beyond.usage``."""
+    """``{path: params}`` for the call-site matching of ``optax_gate.gate.team_code.usage``."""
     return {p: e.params for p, e in entries.items()}

@@ -45,9 +45,9 @@ Each of the team's uses of the finding's APIs (:func:`attribute`) is one of
 Every use is named as "calls this API" (or "calls X, built from Y": a finding
 on ``optax.scale_by_adam`` reaches a line that calls ``optax.adamw``,
 composition found by construction in each environment,
-``optax_gate.gate.beyond.composition``). A ``not-affected`` use is never listed as
+``optax_gate.gate.team_code.composition``). A ``not-affected`` use is never listed as
 affected; a finding whose every use is ``not-affected`` is scoped elsewhere
-(``optax_gate.gate.beyond.scope``).
+(``optax_gate.gate.team_code.scope``).
 """
 
 from __future__ import annotations
@@ -56,12 +56,14 @@ import ast
 import dataclasses
 import math
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
-from optax_gate.gate.judge.findings import EDGE_KEY, _cause, missing_name, test_name
-from optax_gate.gate.beyond import call_sites, usage
-from optax_gate.gate.beyond.arguments import Arg
-from optax_gate.gate.beyond.surface import POSITIONAL, POSITIONAL_ONLY
+from optax_gate.gate.judge.findings import EDGE_KEY, row_cause, missing_name, test_name
+from optax_gate.gate.team_code import call_sites, composition, usage
+from optax_gate.gate.team_code.arguments import Arg
+from optax_gate.gate.surface import surface
+from optax_gate.gate.surface.surface import POSITIONAL, POSITIONAL_ONLY
 
 VERDICTS = ("affected", "cannot-tell", "not-affected")
 DTYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")
@@ -89,7 +91,7 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     cases: list[str] = []
     out: dict[str, Any] = {}
     for row in rows:
-        key, evidence = _cause(row, True)
+        key, evidence = row_cause(row, True)
         kind = key[0]
         if kind == "edge-hyper":
             for path in key[1]:
@@ -539,25 +541,6 @@ def _now(finding: dict[str, Any]) -> str:
     return cause[:160]
 
 
-def suffix(item: dict[str, Any], shown: int | None = call_sites.SHOWN) -> str:
-    """Markdown after a finding's line: what a recipe changes for a program that does what it does
-    (once), then each line of the team's code with what its arguments say (affected lines first, then
-    cannot tell, then not affected); ``shown``: at most that many lines (None: all, report.html)."""
-    attributed = item.get("your_code_attribution") or {}
-    if not attributed:
-        return ""
-    shown = len(attributed) if shown is None else shown
-    order = sorted(attributed.items(), key=lambda kv: VERDICTS.index(kv[1]["verdict"]))
-    words = {"affected": "**affected**", "cannot-tell": "cannot tell without --run", "not-affected": "not affected"}
-    parts = []
-    for where, a in order[:shown]:
-        why = a["why"].removesuffix(": cannot tell without --run").removesuffix("cannot tell without --run")
-        parts.append(f"`{where}` {a['calls']}: {words[a['verdict']]}" + (f" ({why})" if why else ""))
-    more = f" and {len(order) - shown} more" if len(order) > shown else ""
-    recipe = f" ({item['your_code_recipe']})" if item.get("your_code_recipe") else ""
-    return f" — **your code**{recipe}: " + "; ".join(parts) + more
-
-
 def summary(findings: Iterable[dict[str, Any]]) -> dict[str, int]:
     """How many lines of the team's code are affected / cannot tell / not affected, over the findings."""
     out = {v: 0 for v in VERDICTS}
@@ -569,16 +552,12 @@ def summary(findings: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ...]) -> dict[str, Any]:
     """:func:`attribute` with what the report's environments say: the
-    composition probe of both (``optax_gate.gate.beyond.composition``), the
+    composition probe of both (``optax_gate.gate.team_code.composition``), the
     baseline's static surface (aliases, defaults). A probe that cannot run
     is a note (uses through composition are then not seen)."""
-    from pathlib import Path
-
-    from optax_gate.gate.beyond import composition, unseen
-
     reached, errors, passes = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
     site = (report.get("baseline") or {}).get("site_packages")
-    entries = unseen._surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
+    entries = surface.cached_surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
     targets = {p: e.target for p, e in entries.items()}
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
