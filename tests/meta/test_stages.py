@@ -257,3 +257,52 @@ def test_architecture_lists_every_kit_module():
     kit = PACKAGE / "kit"
     missing = [p.name for p in sorted(kit.glob("*.py")) if p.name != "__init__.py" and f"`{p.stem}`" not in section]
     assert missing == [], f"docs/architecture.md does not list these kit modules: {missing}"
+
+
+def verdict_writers(gate: Path = GATE) -> list[str]:
+    """Each place outside ``judge/verdict.py`` that sets a report's verdict or
+    changes its reasons: ``report["verdict"] = …``, ``report["reasons"] = …``
+    (a tuple target too), ``report["reasons"].append/insert/extend(…)`` or
+    ``report.setdefault("reasons", …).append(…)``, as ``FILE:LINE``."""
+    def is_key(node: ast.AST, keys: tuple[str, ...]) -> bool:
+        return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "report"
+                and isinstance(node.slice, ast.Constant) and node.slice.value in keys)
+
+    def reasons_list(node: ast.AST) -> bool:
+        return is_key(node, ("reasons",)) or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "report"
+            and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "reasons")
+
+    found = []
+    for path in sorted(gate.rglob("*.py")):
+        if path == gate / "judge" / "verdict.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            mutates = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                       and node.func.attr in ("append", "insert", "extend", "remove", "pop", "clear") and reasons_list(node.func.value))
+            sliced = any(isinstance(t, ast.Subscript) and reasons_list(t.value) for t in flat)  # report["reasons"][i] = …
+            if any(is_key(t, ("verdict", "reasons")) for t in flat) or sliced or mutates:
+                found.append(f"{path.relative_to(gate)}:{node.lineno}")
+    return sorted(found, key=lambda at: (at.rsplit(":", 1)[0], int(at.rsplit(":", 1)[1])))
+
+
+def test_only_the_verdict_module_sets_the_verdict_and_its_reasons():
+    """``judge/verdict.py`` is the one place a report's verdict and reasons
+    change (the contracts' verdict, a heavier one, the scoped one): whoever
+    changes a rule finds every rule there."""
+    assert verdict_writers() == []
+
+
+def test_a_planted_verdict_writer_is_seen(tmp_path):
+    gate = tmp_path / "gate"
+    (gate / "judge").mkdir(parents=True)
+    (gate / "judge" / "verdict.py").write_text('def f(report):\n    report["verdict"] = "fail"\n')
+    (gate / "speed.py").write_text('def f(report):\n    if report["verdict"] == "pass":\n        report["verdict"] = "fail"\n'
+                                   '    report.setdefault("reasons", []).append("slow")\n')
+    (gate / "scope.py").write_text('def f(report, rows):\n    report["verdict"], report["reasons"] = "pass", []\n'
+                                   '    report["reasons"].insert(0, "x")\n    rows[0]["verdict"] = "broken"\n'
+                                   '    report["reasons"][0:0] = ["y"]\n')
+    assert verdict_writers(gate) == ["scope.py:2", "scope.py:3", "scope.py:5", "speed.py:3", "speed.py:4"]

@@ -36,6 +36,7 @@ from optax_gate.gate import late
 from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, compare_code, configured_packages, load,
                                    measure_speed, prepare, resolve_sources, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
+from optax_gate.gate.judge import verdict
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
 NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
@@ -425,8 +426,8 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
     if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
-        report["reasons"].insert(0, f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)")
-        report["verdict"] = "not-verified"  # not evidence about the upgrade, whatever it found: never a pass
+        # not evidence about the upgrade, whatever it found: never a pass
+        verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         team_run.apply(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "

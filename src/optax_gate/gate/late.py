@@ -17,6 +17,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from optax_gate.gate.judge import verdict
+
 T = TypeVar("T")
 
 #: The gate module an error came from -> the phase as the report names it
@@ -67,9 +69,8 @@ class LatePhases:
         new = self.errors[self._recorded:]
         if new:
             report["gate_errors"] = list(self.errors)
-            report["verdict"] = "not-verified"
             at = len(self.errors) - len(new)  # after the failures recorded before, ahead of the rest
-            report["reasons"][at:at] = [f"gate error in the {e['phase']}: {e['error']}" for e in new]
+            verdict.at_least(report, "not-verified", [f"gate error in the {e['phase']}: {e['error']}" for e in new], at=at)
             self._recorded = len(self.errors)
         return report
 

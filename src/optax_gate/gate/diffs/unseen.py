@@ -40,6 +40,7 @@ from optax_gate.gate.judge import findings
 from optax_gate.gate.team_code import call_sites, usage
 from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.surface import surface
+from optax_gate.gate.judge import verdict
 
 SCHEMA = 3
 
@@ -264,9 +265,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
         report[side].pop("warnings", None)
     broken = {name: report[name]["counts"]["broken"] for name in ("surface", "dependencies", "warnings")}
     if sum(broken.values()):
-        report["reasons"].append(f"beyond the contracts: {broken_words(broken)} broken")
-        if report["verdict"] == "pass":
-            report["verdict"] = "fail"
+        verdict.at_least(report, "fail", f"beyond the contracts: {broken_words(broken)} broken")
     if scan is not None and scan.not_scanned:
         unsure = report["surface"].get("counts", {}).get("cannot-tell", 0)
         report.setdefault("notes", []).append(

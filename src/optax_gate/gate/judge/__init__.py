@@ -1,6 +1,7 @@
 """Stage 4, judging: baseline against candidate, contract by contract.
 
-``compare`` (the change of each contract and the verdict), ``findings``
-(contract changes grouped into findings, one per cause).
+``compare`` (the change of each contract), ``findings`` (contract changes
+grouped into findings, one per cause), ``verdict`` (the report's verdict and
+its reasons: the one module that sets them).
 
 May import: ``base``, ``inputs``, ``install``, ``run``."""

@@ -38,6 +38,7 @@ from typing import Any
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.run import outcomes
 from optax_gate.gate.judge import findings
+from optax_gate.gate.judge import verdict as verdict_
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}
@@ -150,13 +151,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         notes.insert(0, f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
                         "so each of its outcomes is the baseline's (`--no-cache` runs them)")
 
-    if reasons:
-        verdict = "not-verified"
-    elif summary["broken"]:
-        verdict = "fail"
-        reasons.append(f"{summary['broken']} contract(s) broken")
-    else:
-        verdict = "pass"
+    verdict, reasons = verdict_.of_contracts(reasons, summary["broken"])
     return {
         "schema": 3,
         "verdict": verdict,

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from optax_gate.gate.inputs import requirements
-from optax_gate.gate.judge import compare
+from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.matrix import discovery
 
@@ -185,7 +185,7 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: di
             beyond = {k: {"status": report[k].get("status"), "counts": report[k]["counts"]} for k in BEYOND}
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
-            report["verdict"], report["reasons"] = "not-verified", [CROSS_RUN_PHASE + upstream["error"], *report["reasons"]]
+            verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
         env_rows.append({**env, "unreleased": bool(env.get("unreleased")), "sources": run.get("sources") or [],
                          "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
                          "upstream_tests": upstream,

@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.inputs.options import SpeedOptions
+from optax_gate.gate.judge import verdict
 
 MODULE = "optax_gate.kit.speed"
 PREFIX = "@speed"
@@ -359,11 +360,8 @@ def attach(report: dict[str, Any], result: dict[str, Any] | None) -> dict[str, A
     report["speed"] = result
     broken = [r for r in result.get("readings", []) if r["change"] == "broken"]
     if broken:
-        if report.get("verdict") == "pass":
-            report["verdict"] = "fail"
-        report.setdefault("reasons", []).append(
-            f"{len(broken)} training step(s) slower than the speed budget x{result['budget']:g}: "
-            + ", ".join(f"{r['setup']} x{r['ratio']:.2f}" for r in broken))
+        verdict.at_least(report, "fail", f"{len(broken)} training step(s) slower than the speed budget x{result['budget']:g}: "
+                                         + ", ".join(f"{r['setup']} x{r['ratio']:.2f}" for r in broken))
     return report
 
 

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.team_code import call_sites
+from optax_gate.gate.judge import verdict
 
 SCOPES = ("yours", "elsewhere")
 #: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
@@ -152,13 +153,12 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
     for group, words in ((sure, f"where your code goes ({by})"), (unreached, "at lines of your code that your run does not reach")):
         if group:
             head.append(f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by, unscanned)}")
-    if not head and not others:  # nothing else fails the gate
-        report["verdict"] = "not-verified" if undecided_ else "pass"
+    falls_to = ("not-verified" if undecided_ else "pass") if not head and not others else None  # nothing else fails the gate
     if undecided_:
         head.append(f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
                     f"{_where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
                     "the gate with --run (your training command) decides")
-    report["reasons"] = head + others
+    verdict.rescoped(report, head + others, falls_to)
     if left_out:
         report.setdefault("notes", []).append(
             f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
@@ -234,21 +234,22 @@ def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[st
             if r.get("verdict") == "cannot-tell" and (r.get("not_scanned") or r.get("may_come_with"))]
     if not rows:
         return
-    report["verdict"] = "not-verified"
     files = list(dict.fromkeys(p for r in rows for p in r.get("not_scanned") or []))
+    said = []
     if files:
-        report.setdefault("reasons", []).append(
+        said.append(
             f"incompatible change(s) beyond the contracts ({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for r in rows[:3]))}"
             f"{', …' if len(rows) > 3 else ''}) that a file not scanned may meet: "
             + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:3])
             + "; fix the file or the gate with --run decides")
     for r in rows:
         if r.get("may_come_with") and not r.get("not_scanned"):
-            report.setdefault("reasons", []).append(
+            said.append(
                 f"dependency `{r['name']}` removed from the candidate, imported by your code; your project declares "
                 f"{', '.join(r['may_come_with'][:3])}{' and more' if len(r['may_come_with']) > 3 else ''} (see Dependencies), "
                 f"which the gate did not install and which may bring it: cannot tell "
                 "(--candidate-lock with your own lock decides)")
+    verdict.at_least(report, "not-verified", said)
 
 
 _BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?$")
@@ -263,11 +264,8 @@ def _name_beyond(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
     holding = [f["number"] for f in found if
                (f.get("section") in _SECTIONS and f.get("change") == "broken")
                or any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in f.get("parts") or [])]
-    reasons = report.get("reasons") or []
-    for i, reason in enumerate(reasons):
-        m = _BEYOND.match(reason)
-        if m and holding:
-            reasons[i] = f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})"
+    if holding:
+        verdict.reworded(report, lambda reason: f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})" if (m := _BEYOND.match(reason)) else reason)
 
 
 def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None) -> str:

@@ -48,6 +48,7 @@ from typing import Any, Callable
 
 from optax_gate.gate.team_run import divergence, team_files
 from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
+from optax_gate.gate.judge import verdict
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
 RECORDER_SITE = Path(__file__).resolve().parents[2] / "recorder" / "site"
@@ -716,8 +717,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     if outcome != "not-verified":
         _point_sites(report, team_run["affected"])
     if outcome == "not-verified":
-        report["verdict"] = "not-verified"
-        report["reasons"].insert(0, f"--run not verified: {team_run['reason']}")
+        verdict.at_least(report, "not-verified", f"--run not verified: {team_run['reason']}", at=0)
     elif outcome in ("diverged", "broke"):
         first = team_run.get("first")
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
@@ -740,9 +740,7 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
             why += "; in dtypes only: every value your run computes is the same"
         if outcome == "broke":
             why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
-        if report.get("verdict") != "not-verified":
-            report["verdict"] = "fail"
-        report["reasons"].insert(0, why)
+        verdict.at_least(report, "fail", why, at=0)
     return report
 
 

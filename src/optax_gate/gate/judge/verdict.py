@@ -1,0 +1,74 @@
+"""The report's verdict and its reasons: the one module that sets them (``tests/meta/test_stages.py`` checks).
+
+A verdict is ``pass``, ``fail`` or ``not-verified``, in that order of weight. The contracts give the
+first one (:func:`of_contracts`). A later analysis may only make it heavier (:func:`at_least`: a broken
+row beyond the contracts, a speed budget exceeded, the team's run, a gate error). The one exception is
+the scope of the findings: with ``--usage`` or ``--run``, broken contracts that the team's code does not
+reach stop counting, so the verdict may become lighter there (:func:`rescoped`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: The verdicts, lightest first.
+ORDER = ("pass", "fail", "not-verified")
+
+
+def of_contracts(not_verified: list[str], broken: int) -> tuple[str, list[str]]:
+    """The verdict of the contracts alone, and its reasons.
+
+    ``not_verified``: why the contracts cannot judge the upgrade (a side that did not run, zero contracts,
+    contracts gone); any makes the verdict ``not-verified``. Otherwise ``broken`` (the number of broken
+    contracts) decides between ``fail`` and ``pass``."""
+    if not_verified:
+        return "not-verified", list(not_verified)
+    if broken:
+        return "fail", [f"{broken} contract(s) broken"]
+    return "pass", []
+
+
+def at_least(report: dict[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None) -> dict[str, Any]:
+    """Make ``report``'s verdict ``verdict`` unless it is already as heavy, and add ``reasons`` (one or
+    several; appended, or inserted before position ``at``). The reasons are added either way: a reason
+    for a failure also stands beside a ``not-verified`` verdict. Returns ``report``.
+
+    Raises:
+      ValueError: ``verdict`` is not one of :data:`ORDER`.
+    """
+    if verdict not in ORDER:
+        raise ValueError(f"unknown verdict {verdict!r}; one of {ORDER}")
+    if ORDER.index(report.get("verdict", "pass")) < ORDER.index(verdict):
+        report["verdict"] = verdict
+    said = [reasons] if isinstance(reasons, str) else list(reasons or [])
+    if said:
+        listed = report.setdefault("reasons", [])
+        position = len(listed) if at is None else at
+        listed[position:position] = said
+    return report
+
+
+def rescoped(report: dict[str, Any], reasons: list[str], falls_to: str | None = None) -> dict[str, Any]:
+    """The verdict after the findings were scoped to the team's code: ``reasons`` replace the report's.
+    ``falls_to`` (``pass``, or ``not-verified`` when some findings may reach the team's code) is the
+    verdict when no broken contract is left where the team's code goes and nothing else fails the gate;
+    None leaves the verdict as it is. Returns ``report``.
+
+    Raises:
+      ValueError: ``falls_to`` is not one of :data:`ORDER`.
+    """
+    if falls_to is not None:
+        if falls_to not in ORDER:
+            raise ValueError(f"unknown verdict {falls_to!r}; one of {ORDER}")
+        report["verdict"] = falls_to
+    report["reasons"] = reasons
+    return report
+
+
+def reworded(report: dict[str, Any], reword: Callable[[str], str]) -> dict[str, Any]:
+    """Each of ``report``'s reasons passed through ``reword`` (a reason that names the findings behind
+    it once they are numbered); the verdict does not change. Returns ``report``."""
+    if report.get("reasons"):
+        report["reasons"] = [reword(r) for r in report["reasons"]]
+    return report

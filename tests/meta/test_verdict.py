@@ -1,0 +1,43 @@
+"""``judge/verdict.py``: a verdict only gets heavier (pass < fail < not-verified), except where the
+findings are scoped to the team's code; reasons go where they are asked to."""
+
+import pytest
+
+from optax_gate.gate.judge import verdict
+
+
+def test_the_contracts_verdict():
+    assert verdict.of_contracts([], 0) == ("pass", [])
+    assert verdict.of_contracts([], 3) == ("fail", ["3 contract(s) broken"])
+    assert verdict.of_contracts(["candidate not verified: zero contracts ran"], 3) == (
+        "not-verified", ["candidate not verified: zero contracts ran"])
+
+
+@pytest.mark.parametrize(("before", "asked", "after"), [
+    ("pass", "fail", "fail"), ("fail", "fail", "fail"), ("not-verified", "fail", "not-verified"),
+    ("pass", "not-verified", "not-verified"), ("fail", "not-verified", "not-verified"), ("fail", "pass", "fail"),
+])
+def test_a_verdict_only_gets_heavier(before, asked, after):
+    report = {"verdict": before, "reasons": ["r0"]}
+    assert verdict.at_least(report, asked, "why")["verdict"] == after
+    assert report["reasons"] == ["r0", "why"]  # the reason is kept whatever the verdict was
+
+
+def test_reasons_go_where_asked():
+    report = {"verdict": "fail", "reasons": ["a", "b"]}
+    verdict.at_least(report, "not-verified", ["e1", "e2"], at=1)
+    assert report["reasons"] == ["a", "e1", "e2", "b"]
+    verdict.at_least(report, "fail", "first", at=0)
+    assert report == {"verdict": "not-verified", "reasons": ["first", "a", "e1", "e2", "b"]}
+    assert verdict.at_least({"verdict": "pass"}, "fail") == {"verdict": "fail"}  # no reason: none added
+    with pytest.raises(ValueError, match="unknown verdict 'failed'"):
+        verdict.at_least(report, "failed")
+
+
+def test_the_scoped_verdict_may_fall_and_rewords():
+    report = {"verdict": "fail", "reasons": ["3 contract(s) broken"]}
+    assert verdict.rescoped(report, [], "pass") == {"verdict": "pass", "reasons": []}
+    report = {"verdict": "fail", "reasons": ["3 contract(s) broken"]}
+    assert verdict.rescoped(report, ["1 contract(s) broken where your code goes"]) == {
+        "verdict": "fail", "reasons": ["1 contract(s) broken where your code goes"]}
+    assert verdict.reworded(report, str.upper)["reasons"] == ["1 CONTRACT(S) BROKEN WHERE YOUR CODE GOES"]
