@@ -1,8 +1,8 @@
 """nox sessions of the upgrade gate. Run them through ``./noxw`` (it finds
 Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
-- ``tests``: the contract suite in the pinned baseline environment
-  (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
+- ``tests``: ``ruff check`` of this project's code, then the contract suite in the
+  pinned baseline environment (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
   the multi-device contracts in a second process with eight simulated CPU devices.
 - ``gpu-parity``: the multi-device contracts on eight NVIDIA GPUs; prints
   "skipped: no accelerator: REASON" and exits 0 without them (not in ``.ci/run``).
@@ -134,8 +134,10 @@ def tests(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
-    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib")
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff")
     _install_project(session)
+    # this project's own code linted first (seconds; the rules are pyproject.toml's [tool.ruff])
+    session.run("ruff", "check", "--no-cache", "src", "tests", "noxfile.py")
     # test paths are read from where the user stands, as the gate reads its paths (noxw exports it)
     invoked_from = os.environ.get("NOXW_INVOKED_FROM") or str(ROOT)
     posargs = session_args.read_paths(list(session.posargs), invoked_from, ROOT)

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, guides, jit_parity, references, strategies, tolerances, trajectories
-from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
 pytestmark = pytest.mark.contract(api="optax.clip_by_global_norm", guide=guides.PER_EXAMPLE_CLIP)

@@ -17,13 +17,12 @@ inner_state)``.
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, recompilation, references, strategies, tolerances, trajectories
+from optax_gate.kit import dtypes, guides, recompilation, references, strategies, trajectories
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 

@@ -483,9 +483,12 @@ def test_where_restricts_the_classes_and_zeroes_empty_examples(api):
     mask[0, 3:] = False
     mask[1, :] = False
     if api.endswith("labels"):
-        b = jnp.array([0, 1, 2, 4]); b64 = np.asarray(b)
+        b = jnp.array([0, 1, 2, 4])
+        b64 = np.asarray(b)
     else:
-        b64 = np.where(mask, b64, 0.0); b64 = b64 / np.maximum(b64.sum(-1, keepdims=True), 1e-300); b = jnp.asarray(b64, jnp.float32)
+        b64 = np.where(mask, b64, 0.0)
+        b64 = b64 / np.maximum(b64.sum(-1, keepdims=True), 1e-300)
+        b = jnp.asarray(b64, jnp.float32)
         b64 = np.asarray(b, np.float64)
     fn = loss_fn(api)
     ulps, scale = budget(api, (a64,), {})

@@ -303,7 +303,7 @@ _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
 
 def _last_line(text):
     """The exception line of a traceback if any, else the last line."""
-    lines = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     for line in reversed(lines):
         if _EXC_LINE.match(line):
             return line
@@ -315,7 +315,7 @@ def compare_runs(ra, rb, label_a="baseline", label_b="candidate"):
     details = {"exit": None, "stdout": None, "files": []}
     first = None
     if ra["timed_out"] or rb["timed_out"]:
-        who = [l for l, r in ((label_a, ra), (label_b, rb)) if r["timed_out"]]
+        who = [label for label, r in ((label_a, ra), (label_b, rb)) if r["timed_out"]]
         first = f"timed out in {' and '.join(who)}"
         details["exit"] = first
     elif ra["rc"] != rb["rc"]:

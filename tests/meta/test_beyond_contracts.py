@@ -240,7 +240,6 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
     name ``details.NAMED`` and say how many more."""
     from optax_gate.gate.base import details
     from optax_gate.gate.judge import findings
-    from optax_gate.gate.report import surface_section as report_surface
 
     paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]
     rows = [{"path": p, "change": "removed", "verdict": "broken", "old": "function", "new": ""} for p in paths]

@@ -113,10 +113,10 @@ BAD_INPUTS = {
     "missing path after --usage": (lambda t: ["--usage", "src", "notebooks"], "the baseline does not require a package named "
                                    "'notebooks'; pass --allow-extra to add a new package to the candidate; if it is a path: "
                                    "--usage notebooks (one path per --usage)"),
-    "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], f"candidate lock {{t}}/nope.txt does not exist"),
+    "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], "candidate lock {t}/nope.txt does not exist"),
     "candidate lock empty": (lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")], "pins no package (empty lock file)"),
     "candidate lock without hashes": (lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")], "optax==0.2.8 has no --hash"),
-    "baseline lock missing": (lambda t: ["--baseline-lock", str(t / "gone.txt")], f"baseline lock {{t}}/gone.txt does not exist"),
+    "baseline lock missing": (lambda t: ["--baseline-lock", str(t / "gone.txt")], "baseline lock {t}/gone.txt does not exist"),
     # a helper gave README.md: the message offered `uv pip compile ... -o README.md`, which overwrites it
     "baseline lock is prose": (lambda t: ["--baseline-lock", _write(t / "README.md", "# Title\n\nBefore a team moves.\n")],
                                "README.md is not a lock: no line pins a package as name==version with --hash"),

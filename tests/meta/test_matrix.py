@@ -5,7 +5,6 @@ import json
 import re
 
 from optax_gate.gate.base import details
-from optax_gate.gate.judge import findings
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import matrix_page as report_matrix

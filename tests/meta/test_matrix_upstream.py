@@ -9,7 +9,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from optax_gate.gate.install import environments
 from optax_gate.gate.run import runner

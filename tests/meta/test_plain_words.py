@@ -67,7 +67,7 @@ def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
     """Read on 0.2.8: "changed: got 'ok', expected 'recompiled 1 time(s)'" reads as a regression; it is
     an improvement. An error that is gone is said once ("no longer raises ValueError (the baseline raised
     ValueError)" said it twice, the trial)."""
-    r = row(f"tests/contracts/test_surface_transformations.py::test_protocol[optax.lbfgs-no_recompile]",
+    r = row("tests/contracts/test_surface_transformations.py::test_protocol[optax.lbfgs-no_recompile]",
             f"AssertionError: assert '{got}' == '{want}' - {want} + {got}", api="optax.lbfgs")
     assert details.plain_detail(r) == words
     (found,) = findings.group([r])

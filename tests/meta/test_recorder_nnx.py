@@ -7,7 +7,6 @@ recorder changes nothing the program computes, the values inside the
 is not verified. The candidates are this interpreter with a change planted
 into optax at start-up (as in ``test_team_run``)."""
 
-import json
 import os
 import shutil
 from pathlib import Path

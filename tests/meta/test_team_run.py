@@ -633,7 +633,6 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     run diverges there for another cause and names the finding that explains it; the explaining finding keeps
     the surface's note and names the run's line, whose call (``.init``) is not the constructor's line its own
     call sites name (the re-trial could not tie train.py:34 to train.py:33)."""
-    from optax_gate.gate.team_code import call_sites
     from optax_gate.gate.report import your_code_line
     note = "breaks: delta is keyword-only in the candidate"
     findings = [
@@ -871,7 +870,6 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     never called AdamW's update; the NaN-parameter finding on AdamW still said "your run calls it here and
     computes the same" at the optimizer's line. It now says so up to the failure, and a line the candidate's
     run never reached says that."""
-    from optax_gate.gate.team_code import call_sites
     from optax_gate.gate.report import your_code_line
     finding = {"number": 1, "change": "changed", "api": "optax.adamw", "apis": ["optax.adamw"], "contracts": ["n"],
                "cause": "fewer non-finite outputs when a parameter is NaN", "text": "x", "your_code": ["train.py:33", "train.py:39"]}
@@ -971,7 +969,6 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     """The eighth trial (low): "your run calls it here and computes the same" at a line that "Your code"
     listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
     for bit"; a bit-identical line keeps "computes the same"."""
-    from optax_gate.gate.team_code import call_sites
     from optax_gate.gate.report import your_code_line
     finding = {"number": 1, "change": "broken", "api": "optax.l2_loss", "apis": ["optax.l2_loss"], "contracts": ["c"],
                "cause": "input checks now raise TypeError", "text": "x", "your_code": ["train.py:18", "train.py:20"]}

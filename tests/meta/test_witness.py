@@ -5,7 +5,6 @@ environment) is the independent reference for what they hold."""
 
 import io
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np

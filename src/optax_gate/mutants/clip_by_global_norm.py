@@ -30,7 +30,6 @@ def _(optax):
 @mutant("global-norm-normalises", "scales every update to norm C, up as well as down (0/0 for zeros)")
 def _(optax):
     import jax
-    import jax.numpy as jnp
 
     def f(max_norm):
         def update(g, s, params=None):

@@ -34,7 +34,6 @@ def _(optax):
 
 @mutant("masked-lenient-mask", "treats leaves missing from the mask as masked out")
 def _(optax):
-    import jax
 
     orig = optax.masked
     def f(inner, mask):

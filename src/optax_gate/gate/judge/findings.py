@@ -921,8 +921,8 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
         out.append(_join([found[i] for i in members], set(shared), by_id))
     scoped = any("your_code" in f for f in out)  # --usage: the findings touching the team's code stay first
     out.sort(key=lambda f: (scoped and not f.get("your_code"), _section(f) != "contracts", ORDER.index(f["change"])))
-    for number, f in enumerate(out, 1):
-        f["number"] = number
+    for k, f in enumerate(out, 1):
+        f["number"] = k
     return out
 
 
