@@ -98,7 +98,7 @@ class Counting:
 
 
 def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
-    # two APIs: two findings (one API's findings are one finding since findings.merge, issue 25)
+    # two APIs: two findings (one API's findings are one finding since causes.merge, issue 25)
     contracts = {cid: {"api": "optax.VALUE" if cid != OTHER else "optax.VALUE_BELOW", "guide": "g", "kind": "golden", "outcome": o,
                        "detail": "" if o == "passed" else "AssertionError: assert 2 == 1"} for cid, o in outcomes.items()}
     return {"label": label, "status": "ran", "reason": "", "requirements": [f"optax=={version}"],

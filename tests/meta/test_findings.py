@@ -17,6 +17,7 @@ import pytest
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings
+from optax_gate.gate.judge import causes
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import tolerances
@@ -92,7 +93,7 @@ def test_every_finding_link_lands_on_a_row_of_that_finding():
     text = report_markdown.render(REAL)
     targets = set(re.findall(r"\]\(#(f\d+(?:-\d+)?)\)", text))
     anchors = set(re.findall(r'<a id="(f\d+(?:-\d+)?)"></a>', text))
-    merged = findings.of_report(REAL["contracts"])
+    merged = causes.of_report(REAL["contracts"])
     assert targets <= anchors and len(anchors) == len(merged) + sum(len(report_markdown.sample(f)) for f in merged)
     for f in merged:
         for m, cid in enumerate(f["contracts"], 1):

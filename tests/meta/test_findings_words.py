@@ -8,6 +8,7 @@ import re
 from optax_gate.gate.base import details
 from optax_gate.gate.run import outcomes
 from optax_gate.gate.judge import findings
+from optax_gate.gate.judge import causes
 from optax_gate.gate.report import markdown as report_markdown
 from tests.meta.test_findings import REAL, REAL_723, row
 from tests.meta.test_plugin_and_outcomes import run_log
@@ -49,7 +50,7 @@ def test_the_rows_of_a_merged_finding_sit_together_test_by_test():
             row("b.py::test_x", "boom", api="optax.b")]
     for report in ({**REAL_723, "contracts": rows, "findings": findings.group(rows)}, REAL_723):
         text = report_markdown.render(report)
-        for f in findings.of_report(report["contracts"]):
+        for f in causes.of_report(report["contracts"]):
             names = [findings.test_name(cid)[0] for cid in f["contracts"]]
             assert names == [name for name, k in f["tests"] for _ in range(k)]
             line = next(ln for ln in text.splitlines() if ln.startswith(f'{f["number"]}. <a id="f{f["number"]}"></a>'))

@@ -1,4 +1,4 @@
-"""One upstream cause, one finding (issue 25, item 2): ``findings.merge``
+"""One upstream cause, one finding (issue 25, item 2): ``causes.merge``
 joins the findings of one cause across evidence kinds (hand-written
 contracts, the generated sweep, the API surface, warnings) and across APIs.
 
@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from optax_gate.gate.judge import findings
+from optax_gate.gate.judge import causes
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.report import markdown as report_markdown
 
@@ -47,7 +48,7 @@ def gate_findings(report):
     """As the gate forms them: the contract findings, the broken rows beyond the contracts, merged
     (``optax_gate.gate.diffs.unseen.attach``)."""
     contract = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
-    return contract, findings.merge(contract + unseen.broken_findings(report), report["contracts"])
+    return contract, causes.merge(contract + unseen.broken_findings(report), report["contracts"])
 
 
 def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_surface():
@@ -84,7 +85,7 @@ def none_gradients_rows():
 def test_a_defect_that_now_fails_otherwise_is_one_changed_finding_saying_both():
     rows = none_gradients_rows()
     assert sorted(f["change"] for f in findings.group(rows)) == ["broken", "fixed"]  # as read on 0.2.8
-    (f,) = findings.of_report(rows)
+    (f,) = causes.of_report(rows)
     assert f["change"] == "changed" and f["changes"] == {"broken": 1, "fixed": 1}
     assert f["cause"].startswith("known upstream defect `adam-none-gradient-drops-moments` no longer reproduces; it now raises "
                                  "ValueError: pytree structure error")
@@ -114,14 +115,14 @@ def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
             row("tests/contracts/test_x.py::test_state[b]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed",
                 api="optax.b", kind="snapshot")]
     assert len(findings.group(rows)) == 5
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [("broken", api, 4), ("changed", "2 APIs", 2)]
     assert len(found[0]["parts"]) == 4 and "fewer non-finite outputs" in found[0]["cause"]
 
 
 def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
     before = findings.group(REAL_723["contracts"])
-    after = findings.of_report(REAL_723["contracts"])
+    after = causes.of_report(REAL_723["contracts"])
     assert (len(before), len(after)) == (14, 7)
     joined = {f["api"]: (f["change"], sorted(p["change"] for p in f["parts"])) for f in after if "parts" in f}
     assert joined == {"3 APIs": ("broken", ["broken", "changed"]),  # MultiSteps' float32 accumulator (dtype-now)
@@ -136,8 +137,8 @@ def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
 def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
     rows = none_gradients_rows() + [row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None,
                                         candidate="passed")]
-    once = findings.of_report(rows)
-    twice = findings.merge([dict(f) for f in once], rows)
+    once = causes.of_report(rows)
+    twice = causes.merge([dict(f) for f in once], rows)
     assert [(f["change"], f["contracts"]) for f in once] == [(f["change"], f["contracts"]) for f in twice]
     assert [f["change"] for f in once] == ["changed", "new"]
 
@@ -164,7 +165,7 @@ def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
     rows = none_gradients_rows() + [row("tests/contracts/test_training_recipes.py::test_trajectory[none]",
                                         "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst "
                                         "error 2e6 ULP)", api="recipe:none-gradients", kind="golden")]
-    (f,) = findings.of_report(rows)
+    (f,) = causes.of_report(rows)
     assert f["cause"].count("pytree structure error") == 1 and "element (0) is 1.5, expected 1.25" in f["cause"]
     assert f["changes"] == {"broken": 2, "fixed": 1}
 
@@ -196,7 +197,7 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
     another change: no longer one finding with MultiSteps' (state dtype findings are per state field)."""
     rows = multisteps_rows()
     assert len(findings.group(rows)) == 5
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     (ms,) = [f for f in found if "optax.MultiSteps" in f["apis"]]
     assert ms["apis"] == ["optax.MultiSteps"] and ms["change"] == "broken" and len(ms["contracts"]) == 3
     assert "dtype-now/optax.MultiSteps/float32" in ms["causes"]
@@ -206,10 +207,10 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
 
 
 def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
-    assert not [k for k in findings.behaviour_keys(multisteps_rows()[-1]) if k[0] == "dtype-now"]
+    assert not [k for k in causes.behaviour_keys(multisteps_rows()[-1]) if k[0] == "dtype-now"]
     message = row("w.py::test_c[optax.MultiSteps]", "snapshot drift: corner.adam/error: 'state float32' -> 'state float64'",
                   change="changed", api="optax.MultiSteps", kind="snapshot")
-    assert findings.behaviour_keys(message) == []  # an exception's text, not a state summary
+    assert causes.behaviour_keys(message) == []  # an exception's text, not a state summary
 
 
 def params_nonfinite_rows(direction_of_c="fewer"):
@@ -237,7 +238,7 @@ def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_reco
     NaN gradients are another input and stay apart."""
     rows = params_nonfinite_rows()
     assert len(findings.group(rows)) == 4
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     assert [(f["apis"], len(f["contracts"])) for f in found] == [(["optax.a", "optax.b", "optax.c"], 4), (["optax.d"], 1)]
     assert found[0]["cause"] == ("fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries "
                                  "`e_g` (records `nan_param`, `learning_rate=0` and `weight_decay=0` with nan inf params)")
@@ -245,7 +246,7 @@ def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_reco
 
 
 def test_more_and_fewer_nonfinite_outputs_are_two_findings():
-    found = findings.of_report(params_nonfinite_rows(direction_of_c="more"))
+    found = causes.of_report(params_nonfinite_rows(direction_of_c="more"))
     assert [f["apis"] for f in found] == [["optax.a", "optax.b"], ["optax.c"], ["optax.d"]]
 
 
@@ -254,7 +255,7 @@ def test_a_value_the_detail_cut_short_says_no_direction():
     "more non-finite outputs" and split adadelta's finding from the others'."""
     cut = row("g.py::test_edge_hyperparams[optax.c]", "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; "
               "weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…", change="changed", api="optax.c", kind="snapshot")
-    assert findings.behaviour_keys(cut) == [("params-nonfinite", "fewer")]
+    assert causes.behaviour_keys(cut) == [("params-nonfinite", "fewer")]
 
 
 def snap(cid, detail, api):
@@ -278,7 +279,7 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
             snap(f"{trees}::test_tree_corners[optax.tree.norm]", "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; "
                  "corner.nan_leaf: ok float32[] nan -> ok float32[] nan", "optax.tree.norm")]
     assert len(findings.group(rows)) == 5  # a and d: one corner moved alike; c: the same corner moved otherwise
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.a", "optax.b", "optax.d"], ["optax.c"], ["optax.tree.max", "optax.tree.norm"]]
     assert found[0]["cause"].count("at corner `base/int`") == 1 and "at corner `peak/bf16`" not in found[0]["cause"]
     assert found[2]["causes"] == ["corner-moved/empty_leaf/raises ValueError/ok float32[] #"]
@@ -293,7 +294,7 @@ def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding():
     rows.append(row(f"{vals}::test_values[optax.sgd]", "snapshot drift of values: `loss` 1 of 1 elements: 0.5 where 0.4 was "
                     "recorded", change="changed", api="optax.sgd", kind="snapshot"))
     assert len(findings.group(rows)) == 3
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     assert [(f["apis"], len(f["contracts"])) for f in found] == [
         (["optax.binary_dice_loss", "optax.dice_loss"], 4), (["optax.sgd"], 1)]
     assert "`result`" in found[0]["cause"] and "`x64_result`" in found[0]["cause"]
@@ -308,7 +309,7 @@ def test_one_apis_dtype_variants_moving_alike_are_one_finding():
             snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-bfloat16]", "init_update_bfloat16: ValueError -> ok",
                  "optax.adaptive_grad_clip"),
             snap(f"{gen}::test_init_update_dtype[optax.sgd-bfloat16]", "init_update_bfloat16: ok -> TypeError", "optax.sgd")]
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
     assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]
     # each move said once (the trial read "…bfloat16 PyTree differs: ValueError → ok; … complex64 PyTree differs: ValueError → ok")
@@ -335,7 +336,7 @@ def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids(
             snap(f"{corners}::test_loss_corners[optax.hinge_loss]", "corner.int_inputs/error: absent -> Expected the input to "
                  "have a dtype that is a subdt", "optax.hinge_loss")]
     assert len(findings.group(rows)) == 5
-    found = findings.of_report(rows)
+    found = causes.of_report(rows)
     assert [(f["change"], f["apis"]) for f in found] == [
         ("broken", ["optax.dice_loss", "optax.l2_loss", "optax.log_cosh", "optax.perceptron_loss"]),
         ("changed", ["optax.hinge_loss"])]

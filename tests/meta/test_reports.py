@@ -11,7 +11,7 @@ from tests.meta.test_compare import record
 def sample():
     base = record(golden_a="passed", golden_b="passed", snapshot_c="passed", golden_d="failed")
     cand = record(golden_a="passed", golden_b="failed", snapshot_c="failed", golden_d="passed")
-    for i, cid in enumerate(("snapshot_c", "golden_d")):  # three APIs: one API's changes would be one finding (findings.merge)
+    for i, cid in enumerate(("snapshot_c", "golden_d")):  # three APIs: one API's changes would be one finding (causes.merge)
         for rec in (base, cand):
             rec["contracts"][cid]["api"] = f"optax.api_{'cd'[i]}"
     base["versions"] = {"optax": "0.2.6", "jax": "0.11.2"}

@@ -145,7 +145,7 @@ def _verdict_of(found: list[dict], by: str = "usage") -> dict:
 
 def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_counted_once():
     """A known defect that now raises is one ``changed`` finding holding a broken and a fixed row
-    (``findings.merge``): its broken row counts where the team's code goes, and only the broken rows
+    (``causes.merge``): its broken row counts where the team's code goes, and only the broken rows
     are counted (the trial's report said 2 + 37 broken of 34)."""
     joined = {"section": "contracts", "change": "changed", "contracts": ["a", "b"], "changes": {"broken": 1, "fixed": 1},
               "scope": "yours", "api": "optax.adam"}

@@ -32,7 +32,7 @@ from typing import Any
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs.options import BisectOptions
 from optax_gate.gate.install import source_build
-from optax_gate.gate.judge import findings as findings_
+from optax_gate.gate.judge import causes
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
@@ -49,7 +49,7 @@ TEAM_ONLY = "its contracts are the team's own (--contracts), which a bisection d
 def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's contract findings a bisection answers (``findings`` made when missing)."""
     if "findings" not in report:
-        report["findings"] = findings_.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+        report["findings"] = causes.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
     return [f for f in report["findings"]
             if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
 

@@ -36,7 +36,7 @@ from optax_gate.gate.base.details import and_join, named_list
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
-from optax_gate.gate.judge import findings
+from optax_gate.gate.judge import causes
 from optax_gate.gate.team_code import call_sites, usage
 from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.surface import surface
@@ -257,8 +257,8 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         beyond = broken_findings(report)
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
-        # across the contracts, the API surface and the warnings (optax_gate.gate.judge.findings.merge renumbers)
-        report["findings"] = findings.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,
+        # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
+        report["findings"] = causes.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,
                                             report.get("contracts", []))
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):

@@ -38,6 +38,7 @@ from typing import Any
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.run import outcomes
 from optax_gate.gate.judge import findings
+from optax_gate.gate.judge import causes
 from optax_gate.gate.judge import verdict as verdict_
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
@@ -92,7 +93,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
       ``{"schema": 3, "verdict", "reasons", "notes", "summary", "findings",
       "baseline", "candidate", "contracts": [...]}``; contracts sorted by
       change severity, then id; ``findings`` groups the differing contracts
-      by API and cause, then by upstream cause (``optax_gate.gate.judge.findings.of_report``).
+      by API and cause, then by upstream cause (``optax_gate.gate.judge.causes.of_report``).
     """
     base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
     rows = []
@@ -158,7 +159,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "reasons": reasons,
         "notes": notes,
         "summary": {k: summary.get(k, 0) for k in CHANGES},
-        "findings": findings.of_report(rows, candidate_ran=candidate.get("status") == "ran"),
+        "findings": causes.of_report(rows, candidate_ran=candidate.get("status") == "ran"),
         "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
         "candidate": {k: v for k, v in candidate.items() if k != "contracts"},
         "contracts": rows,

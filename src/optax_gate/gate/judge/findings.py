@@ -1,145 +1,11 @@
-"""Findings: the differing contracts of a gate report grouped by cause, for a
-person who reads the first lines only.
-
-A *finding* is the set of contracts with one change (``broken``, ``changed``,
-``fixed``, ``new``, ``gone``) whose failure details share one cause, across
-APIs: one upstream change that breaks nine losses is one finding listing the
-losses, not nine. The cause is read from the detail's pattern
-(``optax_gate.gate.base.details`` parses it and says it in words):
-
-=================  ============================================================  =======================
-cause              detail it recognises                                          grouped by
-=================  ============================================================  =======================
-``defect``         a pinned upstream defect that no longer reproduces            defect id
-``numeric``        ``kit.tolerances.assert_close``'s message: ``element (i) is   dtype of the result and
-                   a, expected e (error E, bound B = N ULP of DTYPE; worst       the size of the worst
-                   error W ULP)``                                                error (``float32``-sized)
-``dtype``          ``expected DTYPE, got ...: DTYPE``                            dtypes got instead
-``raises``         an exception escaped ``pytest.raises`` expecting another      the type expected
-                   (``raised TypeError instead of AssertionError: ...``,         (``negative`` contracts:
-                   ``optax_gate.gate.run.outcomes``)                                 "input checks")
-``nonfinite``      snapshot drift of the generated non-finite record only        the input classes
-                   (``nan_param: '[''r3'']' -> none``)
-``loss-edge``      snapshot drift of the generated loss edge-input record        the outputs (value,
-                   (``loss_value: ok float32[2] .. -> non-finite ...``)          gradient)
-``dtype-variant``  snapshot drift of the generated bfloat16/float16/float64/     the dtype and how the
-                   complex64 ``init_update`` record                              outcome moved
-``edge-hyper``     snapshot drift of the generated edge-hyperparameter record    the keys
-                   (``weight_decay=0/nan_inf_params/updates: r1,r3 -> none``)
-``x64``            snapshot drift of the generated x64 record of a schedule or   the outputs
-                   loss (``x64_int32_steps: float32[10] finite -> ...``)
-``corner``         snapshot drift of the corner grids (``corner.empty_leaf:      the corners, and how
-                   raises ValueError -> ok float32[] 1``; :func:`corner_cause`)  the first moved
-                                                                                 (numbers aside)
-``state-dtype``    snapshot drift whose leaves changed dtype                     the (old, new) dtype
-                   (``.acc_grads['bias']: bfloat16[2] -> float32[2]``)           pairs and the state fields
-                                                                                 (``acc_grads``,
-                                                                                 :func:`state_field`)
-``state-shape``    snapshot drift whose leaves changed shape                     the leaf paths
-``state-value``    snapshot drift of values only (``count: int32[]=0 ->          the leaf paths
-                   int32[]=1``)
-``message``        anything else                                                 the message with numbers,
-                                                                                 quoted values and step or
-                                                                                 leaf indices replaced by
-                                                                                 ``#`` (pytest's bare
-                                                                                 ``assert`` text: and the
-                                                                                 test)
-``new-uncontr.``   ``new, not contracted``: a public name that no table of the    one cause
-                   generated surface contracts knows
-``new``/``gone``   ran in only one environment                                   (one cause; "every API"
-                                                                                 when the candidate did not
-                                                                                 run at all)
-=================  ============================================================  =======================
-
-Parametrize ids never enter a key (they are in the contract id, not the
-detail), so ``test_x[float16]`` and ``test_x[bfloat16]`` failing the same way
-are one finding.
-
-One upstream cause, one finding (:func:`merge`, :func:`of_report`). The
-grouping above joins contracts that fail *the same way*; one upstream change
-often fails in several ways, in several kinds of evidence (hand-written
-contracts, the generated sweep, the API surface, the warnings). ``merge``
-then joins, transitively, the findings that are evidence of one cause,
-recognised as follows (``broken``/``changed``/``fixed`` findings only; ``new``
-and ``gone`` say where a contract ran, not what changed):
-
-==============  =============================================================  ===========================
-cause           recognised by                                                  joins
-==============  =============================================================  ===========================
-``removed``     every row of a contract finding says one dotted name does not  the contract findings of
-                exist (``No module named 'optax.monte_carlo'``, ``module       that name, the API surface
-                'optax' has no attribute 'x'``, ``cannot import name 'x' from  rows ``removed`` at or under
-                'optax.y'``)                                                   it (a "removed: N names"
-                                                                               finding is split by such
-                                                                               names first), a warning
-                                                                               naming it
-``defect-now``  a pinned upstream defect that no longer reproduces because     the defect's finding and
-                the contract now fails otherwise, and a ``broken``/``changed``  that one: **one**
-                finding of the same API failing the same way (the failures'    ``changed`` finding, "known
-                patterns equal: pytest's words, numbers and quoted values      upstream defect X no longer
-                replaced, ``raised X instead of Y`` read as ``X: message``)    reproduces; it now raises
-                                                                               ValueError …", never broken
-                                                                               and fixed at once
-``dtype-now``   one API's results now come out in another dtype, read from     the findings of that API
-                any of: a state entry's new dtype (``state-dtype``), an        saying that dtype (the
-                error of that dtype's size (``numeric``: "float64 results      MultiSteps accumulator:
-                have float32-sized errors"), a result's new dtype              its state snapshot, its
-                (``dtype``), a dtype the state summary of a corner gains       float64 trajectories and
-                (``corner``: ``state bfloat16,int32`` -> ``state               its wrapper corners)
-                bfloat16,float32,int32``)
-``corner-       one corner's outcome moving the same way (numbers aside):      all of them, across APIs:
-moved``         ``base/int``: ``ok py float64 …`` -> ``ok float32 …``          three schedules' int step,
-                                                                               the tree reductions' empty
-                                                                               leaf (0.2.8)
-``values``      a value drift of one API's output, in float32 and under x64    that API's findings of it
-                (``result``, ``x64_result``)
-``variant-     one API's bfloat16 and complex64 ``init_update`` outcomes       that API's findings of them
-moved``         moving the same way (``ValueError`` -> ``ok``)
-``error-now``   an error raised before, now raised with one message (its        all of them, across APIs:
-                first 40 characters, numbers aside): an exception that          the losses' new input
-                escaped ``pytest.raises`` expecting another, a corner's        checks (0.2.8: "Expected
-                recorded error message                                         the input to have a dtype
-                                                                               …", "Shape mismatch …") in
-                                                                               the contracts and the
-                                                                               corner grids
-``params-      a non-finite parameter reaches fewer (or more) outputs: a      all of them, across APIs:
-nonfinite``     ``nonfinite`` record of the ``nan_param`` class, an            one behaviour seen by two
-                ``edge-hyper`` record of the ``nan_inf_params`` input, the     generated records (the
-                direction the same                                             zero weight decay that no
-                                                                               longer multiplies a NaN
-                                                                               parameter, optax 0.2.8)
-``api``         findings about one API only (a contract finding of one API,    all of them: one release's
-                an API surface row of one public path)                         changes to one API are read
-                                                                               as one change
-==============  =============================================================  ===========================
-
-Findings that concern several APIs are joined only through the keys above
-that name a behaviour, not just an API, never through one of their APIs
-(``api``): a cause shared by six losses stays apart from one loss's other
-change. A joined line says each part's cause once: parts that say the same
-but for their numbers (two schedules' ``base/int`` corners) are said once. A joined finding takes
-the place of the first of its parts, and the most severe change of its parts
-(``broken`` > ``changed`` > ``fixed``; ``changed`` for ``defect-now``); its
-``parts`` keep each joined finding's change, section and cause, ``changes``
-its contract rows per change, ``causes`` the keys that joined it; its line
-says every part's cause once and counts the rows per change ("2 contracts:
-1 broken, 1 fixed"). The ``api`` rule is a heuristic: two unrelated changes
-to one API in one release read as one finding whose line names both. On the
-723-contract optax 0.2.8 report (``tests/meta/data``): 12 findings → 8.
-
-Findings are ordered broken, changed, fixed, new, gone, then
-by the number of contracts (most first), then API. Each is one line:
-``"`optax.MultiSteps`: <cause> (4 contracts broken: <tests>)"``, or for a cause
-shared by several APIs ``"6 APIs (`optax.huber_loss`, …): <cause> (9 contracts
-broken: <tests>)"``.
-"""
+"""Differing contracts grouped into findings, one per failure pattern, each said in words (``docs/findings.md``)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import (DTYPE, and_join, EPS, ITEMSIZE, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
+from optax_gate.gate.base.details import (DTYPE, and_join, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
                                      named_list, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
                                      recorded_message, shorten, state_cost)
 
@@ -198,7 +64,7 @@ def corner_cause(leaves: list[Any]) -> tuple | None:
     if leaves and all(leaf.path.startswith(CORNER_PREFIX) for leaf in leaves):
         first = leaves[0]  # the corner the finding's line shows (corner_text): how it moved, numbers aside
         return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX):] for leaf in leaves)),
-                _outcome_pattern(first.old), _outcome_pattern(first.new))
+                outcome_pattern(first.old), outcome_pattern(first.new))
     return None
 
 
@@ -231,7 +97,7 @@ def _schedule_words(value: str) -> str | None:
 
 
 #: A sharded corner's record (``optax_gate.kit.surface_sharded.outcome``): update shardings, state counts, comparison.
-_SHARDED_OUTCOME = re.compile(r"ok u ([\w,]+) s ([\w,]+)(?: (.+))?")
+SHARDED_OUTCOME = re.compile(r"ok u ([\w,]+) s ([\w,]+)(?: (.+))?")
 
 
 def _sharded_words(value: str) -> str | None:
@@ -241,7 +107,7 @@ def _sharded_words(value: str) -> str | None:
     of a mesh axis, ``surface_sharded.AXIS_LETTERS``); None for another value."""
     from optax_gate.kit.surface_sharded import AXIS_LETTERS
 
-    m = _SHARDED_OUTCOME.fullmatch(value)
+    m = SHARDED_OUTCOME.fullmatch(value)
     if not m:
         return None
 
@@ -331,7 +197,7 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
         return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves)),
-                tuple(sorted((_outcome_pattern(leaf.old), _outcome_pattern(leaf.new)) for leaf in leaves))), leaves
+                tuple(sorted((outcome_pattern(leaf.old), outcome_pattern(leaf.new)) for leaf in leaves))), leaves
     if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
         return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
@@ -531,399 +397,16 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
     return findings
 
 
-def of_report(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[str, Any]]:
-    """The findings of a report's contract rows: :func:`group` (one per failure
-    pattern, across APIs), then :func:`merge` (one per upstream cause)."""
-    return merge(group(rows, candidate_ran), rows)
-
-
-# ---------------------------------------------------------------- one upstream cause, one finding
-
-#: The dotted name a failure says is missing: ``No module named 'optax.monte_carlo'``,
-#: ``module 'optax' has no attribute 'monte_carlo'``, ``cannot import name 'x' from 'optax.y'``.
-_MISSING = (re.compile(r"No module named '(?P<name>[\w.]+)'"),
-            re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'"),
-            re.compile(r"cannot import name '(?P<attr>\w+)' from '(?P<module>[\w.]+)'"))
-#: Changes a merge may join (``new`` and ``gone`` say where a contract ran, not what it found).
-_MERGED = ("broken", "changed", "fixed")
-
-
-def missing_name(detail: str) -> str:
-    """The dotted name a failure detail says does not exist (see :data:`_MISSING`), or ""."""
-    for pattern in _MISSING:
-        m = pattern.search(detail or "")
-        if m:
-            return m["name"] if "name" in m.groupdict() else f"{m['module']}.{m['attr']}"
-    return ""
-
-
-def _failure(text: str) -> str:
-    """A failure's pattern for comparing two of them: pytest's words, numbers
-    and quoted values replaced, the runner's ``raised X instead of Y``
-    reduced to ``X: message``, cut to 80 characters."""
-    text = pytest_words(text or "")
-    m = RAISED.match(text)
-    if m:
-        text = f"{m['got']}: {m['message'] or ''}"
-    return normalise(text)[:80]
-
-
-def _section(f: dict[str, Any]) -> str:
-    return f.get("section", "contracts")
-
-
-def _names(f: dict[str, Any]) -> list[str]:
-    """The APIs (contract findings) or public paths (API surface) a finding concerns."""
-    return list(f.get("apis") or [f["api"]])
-
-
-def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str]) -> list[tuple]:
-    """The upstream causes a finding is evidence of (see the module docstring):
-    ``("removed", name)``, ``("defect-now", api, failure)``, ``("api", api)``."""
-    if f["change"] not in _MERGED:
-        return []
-    keys: list[tuple] = []
-    names = _names(f)
-    mine = [rows[c] for c in f["contracts"] if c in rows]
-    if _section(f) == "contracts":
-        gone = {missing_name(r.get("detail") or "") for r in mine}
-        if len(gone) == 1 and "" not in gone:
-            keys.append(("removed", gone.pop()))
-        if f.get("key") == "defect" or any(is_defect_fixed(r) for r in mine):
-            now = {_failure(defect_parts(r)[2]) for r in mine if is_defect_fixed(r)}
-            keys += [("defect-now", api, n) for api in names for n in now if n]
-        elif mine and f["change"] in ("broken", "changed"):
-            failures = {_failure(r.get("detail") or "") for r in mine}
-            if len(failures) == 1:
-                failure = failures.pop()
-                keys += [("defect-now", api, failure) for api in names]
-    elif _section(f) == "surface" and f["cause"].startswith("removed"):
-        for name in removed:
-            if all(n == name or n.startswith(name + ".") for n in names):
-                keys.append(("removed", name))
-    elif _section(f) == "warnings":
-        keys += [("removed", name) for name in removed if re.search(rf"\b{re.escape(name)}\b", f["cause"])]
-    if _section(f) == "contracts":
-        keys += list(dict.fromkeys(k for r in mine for k in behaviour_keys(r)))
-    if len(names) == 1 and _section(f) in ("contracts", "surface"):
-        keys.append(("api", names[0]))
-    return keys
-
-
-#: The dtypes a corner's recorded state summary lists (``ok params bfloat16 state bfloat16,int32``).
-_CORNER_STATE = re.compile(r"\bstate ([\w,]+)")
-
-
-def _outcome_pattern(value: str) -> str:
+def outcome_pattern(value: str) -> str:
     """A recorded outcome with its numbers replaced by ``#`` (dtype names kept:
     ``ok float32[] -0.9209`` -> ``ok float32[] #``; a run of numbers is one ``#``);
     a sharded corner's record as ``ok sharded`` and its comparison with one
     device (its layouts and state counts are each API's own: nine APIs that
     stop raising under explicit sharding are one finding)."""
-    m = _SHARDED_OUTCOME.fullmatch(value or "")
+    m = SHARDED_OUTCOME.fullmatch(value or "")
     if m:  # layouts aside: one API's state has other leaves than another's
         return f"ok sharded {m[3] or ''}".strip()
     return re.sub(r"#(?:\s+#)+", "#", re.sub(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)", "#", value))
-
-
-#: A value drift's arrays (``outcomes.values_drift``): ``snapshot drift of values: `x64_result` 2 of 2 elements …``.
-_VALUES = re.compile(r"`(\w+)` \d+ of \d+ elements")
-
-
-def _error_key(message: str) -> str:
-    """An error message's first 40 characters for ``error-now``: its words
-    only (quotes, the recording's cut "…", numbers and quoted values, case and
-    punctuation aside: a corner recording writes ``: `` as `` - ``, a shape
-    ``(5,)`` is ``(1, 3)`` elsewhere); "" for a message too short to tell
-    one check from another."""
-    text = normalise((message or "").strip().strip("'\"").removesuffix("…"))
-    text = re.sub(r"[^a-z#]+", " ", text.lower()).strip()
-    return text[:40] if len(text) >= 20 else ""
-
-
-def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
-    """The behaviour causes one differing contract row is evidence of (see
-    the module docstring): ``("dtype-now", api, dtype)`` for each dtype the
-    API's results now come out in; ``("params-nonfinite", "fewer" | "more")``;
-    ``("corner-moved", corner, old, new)`` for each corner whose outcome moved
-    (numbers replaced); ``("values", api, output)`` for each array of a value
-    drift (``x64_`` dropped: the same output under x64); ``("variant-moved",
-    api, old, new)`` for a bfloat16/complex64 ``init_update`` outcome that
-    moved; ``("error-now", message)`` for an error raised before and now
-    raised with that message (an exception that escaped ``pytest.raises``
-    expecting another, a corner's recorded message that changed:
-    :func:`_error_key`); [] for other rows."""
-    if row.get("change") not in _MERGED or is_defect_fixed(row):
-        return []
-    key, evidence = row_cause(row, True)
-    kind, api = key[0], row["api"]
-    now: list[str] = []
-    keys: list[tuple] = []
-    if kind == "state-dtype":
-        now = [new for _, new in key[1]]
-    elif kind == "numeric" and key[2]:
-        now = [key[2]]
-    elif kind == "dtype":
-        now = list(key[1])
-    elif kind == "raises" and _error_key(evidence["message"] or ""):
-        keys.append(("error-now", _error_key(evidence["message"])))
-    elif kind == "corner":
-        for leaf in evidence:
-            if is_recorded_message(leaf.path):  # an error before and after, with another message: the new check's
-                if "absent" not in (leaf.old, leaf.new) and _error_key(leaf.new):
-                    keys.append(("error-now", _error_key(leaf.new)))
-                continue
-            if leaf.cut:
-                continue
-            old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
-            now += sorted(d for d in new - old if d in ITEMSIZE)
-            keys.append(("corner-moved", leaf.path[len(CORNER_PREFIX):], _outcome_pattern(leaf.old), _outcome_pattern(leaf.new)))
-    elif kind == "dtype-variant":
-        keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.cut]
-    elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":
-        return [("params-nonfinite", key[2])]
-    elif (kind == "edge-hyper" and key[2] != "other"
-          and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence)):
-        return [("params-nonfinite", key[2])]
-    elif kind == "message" and (row.get("detail") or "").startswith("snapshot drift of values: "):
-        keys += [("values", api, name.removeprefix(X64_PREFIX + "_")) for name in _VALUES.findall(row["detail"])]
-    return [("dtype-now", api, d) for d in dict.fromkeys(now)] + list(dict.fromkeys(keys))
-
-
-def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[str, Any]]:
-    """An API surface finding "removed: N names" whose names fall under
-    several removed modules named by contract failures: one finding per such
-    module (and one for the rest), so that each joins its own cause."""
-    out = []
-    for f in found:
-        names = _names(f)
-        if _section(f) != "surface" or not f["cause"].startswith("removed") or len(names) < 2:
-            out.append(f)
-            continue
-        groups: dict[str, list[str]] = {}
-        for n in names:
-            under = next((m for m in sorted(removed, key=len) if n == m or n.startswith(m + ".")), "")
-            groups.setdefault(under, []).append(n)
-        if len(groups) == 1:
-            out.append(f)
-            continue
-        for _, part in sorted(groups.items(), key=lambda g: g[0] == ""):
-            piece = {**f, "apis": part, "api": part[0] if len(part) == 1 else f"{len(part)} names",
-                     "cause": f"removed: {named_list(part)}"}
-            if len(part) == 1:  # one name: named as a single surface row is
-                del piece["apis"]
-            piece["text"] = f"broken API surface {piece['api']}: {piece['cause']}"
-            out.append(piece)
-    return out
-
-
-def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a joined finding keeps of one of its findings: change, section,
-    cause in words, contract count, names; ``pattern``: its rows' failure
-    pattern (:func:`_failure`; a fixed defect: what happens now) when they
-    share one, else ""; ``gone``: every row says a name does not exist."""
-    where = {"surface": "API surface: ", "warnings": "warning: ", "dependencies": "dependency: "}.get(_section(f), "")
-    mine = [rows_of[c] for c in f["contracts"] if c in rows_of]
-    patterns = {_failure(defect_parts(r)[2] if is_defect_fixed(r) else r.get("detail") or "") for r in mine}
-    behaviours = [k for r in mine for k in behaviour_keys(r)]
-    return {"change": f["change"], "section": _section(f), "cause": where + f["cause"], "contracts": len(f["contracts"]),
-            "names": _names(f), "pattern": patterns.pop() if len(patterns) == 1 else "",
-            "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine),
-            "params_nonfinite": bool(behaviours) and all(k[0] == "params-nonfinite" for k in behaviours)}
-
-
-def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
-    """One sentence for the ``params-nonfinite`` records of a joined finding:
-    which outputs a NaN or inf parameter reaches fewer (more) of, and in which
-    generated records: ``"fewer non-finite outputs when a parameter is NaN or
-    inf: the update and the state entries `e_g`, `e_x` (records `nan_param`,
-    `learning_rate=0` and `weight_decay=0` with nan inf params)"``."""
-    records, hypers, fields = [], [], []
-    for row in rows:
-        key, evidence = row_cause(row, True)
-        if key[0] == "nonfinite":
-            records.append("`nan_param`")
-        elif key[0] == "edge-hyper":
-            for leaf in evidence:
-                name, _, rest = leaf.path.partition("=0/")
-                hypers.append(name)
-                output = rest.partition("/")[2]
-                if output.startswith("state/"):
-                    fields.append(state_field(output.removeprefix("state/")))
-    hypers = sorted(set(hypers))
-    if hypers:
-        records.append(" and ".join(f"`{h}=0`" for h in hypers) + " with nan inf params")
-    state = f" and the state entries {named_list(sorted(set(fields)))}" if fields else ""
-    return (f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} "
-            f"(records {', '.join(dict.fromkeys(records))})")
-
-
-def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One finding of several (``group``, in report order) of one cause;
-    ``rows_of``: the report's contract rows by id."""
-    parts = [p for f in group for p in (f.get("parts") or [_part(f, rows_of)])]
-    for p in parts:  # in a joined line a defect is named, its reason is in its row
-        m = re.match(r"known upstream defect `([^`]*)` no longer reproduces \(.*\); now (.*)$", p["cause"])
-        if m:
-            p["cause"] = f"known upstream defect `{m[1]}` no longer reproduces; now {m[2]}"
-    contract = [f for f in group if _section(f) == "contracts"]
-    changes: dict[str, int] = {}
-    for f in contract:
-        for change, n in (f.get("changes") or {f["change"]: len(f["contracts"])}).items():
-            changes[change] = changes.get(change, 0) + n
-    names = list(dict.fromkeys(n for f in group for n in _names(f)))
-    apis = sorted({n for f in contract for n in _names(f)}) or names
-    defect = next((p for p in parts if p["cause"].startswith("known upstream defect")), None)
-    now_kind = [k for k in keys if k[0] == "defect-now"]
-    severity = min((ORDER.index(p["change"]) for p in parts), default=0)
-    change = ORDER[severity]
-    removed = sorted({k[1] for k in keys if k[0] == "removed"}, key=len)
-    if defect is not None and now_kind and all(p["change"] != "fixed" or p is defect for p in parts):
-        # a known defect whose behaviour changed into another failure: one `changed` finding saying both
-        change = "changed"
-        ident = re.match(r"known upstream defect `([^`]*)`", defect["cause"])[1]
-        now = defect["cause"].rsplit("; now ", 1)[-1]
-        cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
-        others = [p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])]
-    elif removed:
-        ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]
-        failing = [c for c in ids if missing_name((rows_of.get(c) or {}).get("detail") or "")]
-        errors = sorted({e for c in failing for e in re.findall(r"\b(ModuleNotFoundError|ImportError|AttributeError)\b",
-                                                              rows_of[c].get("detail") or "")}) or ["an error"]
-        said = [f"importing or calling it raises {'/'.join(errors)}"]
-        gone = [n for p in parts if p["section"] == "surface" for n in p["names"]]
-        if gone:
-            said.append(f"API surface: {len(gone)} name{'s' if len(gone) != 1 else ''} removed")
-        cause = f"`{removed[0]}` is gone from the candidate: " + "; ".join(said)
-        others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith(
-            "API surface: removed"))]
-    elif any(k[0] == "params-nonfinite" for k in keys) and all(p["params_nonfinite"] or p["section"] != "contracts"
-                                                                 for p in parts):
-        direction = next(k[1] for k in keys if k[0] == "params-nonfinite")
-        mine = [rows_of[c] for f in group if _section(f) == "contracts" for c in f["contracts"] if c in rows_of]
-        cause = _params_nonfinite_text(direction, mine)
-        others = [p["cause"] for p in parts if not p["params_nonfinite"]]
-    else:
-        cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
-        others = [p["cause"] for p in parts if p["cause"] != cause]
-    said = list({_said_pattern(c): c for c in reversed([cause, *others])}.values())[::-1]  # the first of each pattern
-    cause = "; ".join(_variants_once(_state_once(said)))
-    ids = [c for f in contract for c in f["contracts"]]
-    order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
-    ids.sort(key=lambda c: order.index(test_name(c)[0]))
-    tests: list[list[Any]] = [[name, sum(test_name(c)[0] == name for c in ids)] for name in order]
-    merged = {**group[0], "change": change, "apis": apis if contract else names, "cause": cause,
-              "contracts": ids, "tests": tests, "parts": parts,
-              "changes": changes, "causes": sorted({"/".join(map(str, k)) for k in keys})}
-    merged["section"] = "contracts" if contract else _section(group[0])
-    merged["api"] = (merged["apis"][0] if len(merged["apis"]) == 1 else f"{len(merged['apis'])} APIs") if contract else group[0]["api"]
-    merged["key"] = "merged"
-    for field in ("your_code", "your_code_not_scanned"):
-        if any(field in f for f in group):
-            merged[field] = list(dict.fromkeys(w for f in group for w in f.get(field) or []))
-    if any("your_code_notes" in f for f in group):
-        merged["your_code_notes"] = {k: v for f in group for k, v in (f.get("your_code_notes") or {}).items()}
-    n = len(merged["contracts"])
-    listed = ", ".join(f"{name} ×{k}" if k > 1 else name for name, k in tests)
-    merged["text"] = f"{subject(merged['apis'])}: {cause}" + (f" ({contracts_words(merged)}: {listed})" if n else "")
-    if any(f.get("bisect") != group[0].get("bisect") for f in group):  # several bisections: their entries, once each
-        merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or []
-                            if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
-    return merged
-
-
-def _said_pattern(cause: str) -> str:
-    """What a part's cause says, numbers and "(and N more …)" aside: two
-    schedules' ``base/int`` corners moving alike are said once in a joined line."""
-    pattern = _outcome_pattern(re.sub(r" \(and \d+ more [^)]*\)", "", cause))
-    return re.sub(r"#(?:[\s,]*#)*,?", "#", pattern)  # a shape (2,) says what (2, 3) says
-
-
-def _state_once(causes: list[str]) -> list[str]:
-    """Causes with each optimizer state entry said once: two ``state-dtype``
-    parts of one dtype change (``optimizer state bfloat16 → float32: `.hyperparams` …``
-    and ``…: `.inner_state[0].trace` …; `.hyperparams` …``) become one, in the
-    place of the first."""
-    out: list[str] = []
-    entries: dict[str, list[str]] = {}
-    for cause in causes:
-        head, sep, rest = cause.partition(": ")
-        if not (sep and head.startswith("optimizer state ") and " → " in head):
-            out.append(cause)
-            continue
-        if head not in entries:
-            entries[head] = []
-            out.append(head)
-        entries[head] += [e for e in rest.split("; ") if e not in entries[head]]
-    return [f"{c}: {'; '.join(entries[c])}" if c in entries else c for c in out]
-
-
-_VARIANT = re.compile(r"the update of a (\S+) PyTree differs: (.+)")
-
-
-def _variants_once(causes: list[str]) -> list[str]:
-    """Causes with each dtype variant's move said once: ``the update of a
-    bfloat16 PyTree differs: ValueError → ok`` and the same of complex64
-    become ``the update of a bfloat16 or complex64 PyTree differs:
-    ValueError → ok``, in the place of the first."""
-    moves: dict[str, list[str]] = {}
-    out: list[tuple[bool, str]] = []  # (a variant's move, its text)
-    for cause in causes:
-        m = _VARIANT.fullmatch(cause)
-        if not m:
-            out.append((False, cause))
-            continue
-        if m[2] not in moves:
-            moves[m[2]] = []
-            out.append((True, m[2]))
-        moves[m[2]].append(m[1])
-    return [f"the update of a {' or '.join(dict.fromkeys(moves[c]))} PyTree differs: {c}" if move else c for move, c in out]
-
-
-def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One finding per upstream cause, across evidence kinds and APIs (see the
-    module docstring, "One cause, one finding"): findings that share a cause
-    (:func:`_causes`) are joined, transitively, into the place of the first;
-    ``parts`` of the joined finding keeps each one's change, section and cause.
-    The findings are renumbered from 1. ``rows``: the report's contracts."""
-    by_id = {r["id"]: r for r in rows}
-    removed = {missing_name(r.get("detail") or "") for r in rows if r.get("change") in _MERGED} - {""}
-    found = _split_removed(found, removed)
-    keys = [_causes(f, by_id, removed) for f in found]
-    defects = {k for f, ks in zip(found, keys) if f.get("key") == "defect" for k in ks if k[0] == "defect-now"}
-    keys = [[k for k in ks if k[0] != "defect-now" or k in defects] for ks in keys]  # only a defect's failure joins
-    owner: dict[tuple, int] = {}
-    parent = list(range(len(found)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, ks in enumerate(keys):
-        for k in ks:
-            if k in owner:
-                a, b = root(owner[k]), root(i)
-                parent[max(a, b)] = min(a, b)
-            else:
-                owner[k] = i
-    groups: dict[int, list[int]] = {}
-    for i in range(len(found)):
-        groups.setdefault(root(i), []).append(i)
-    out = []
-    for first, members in sorted(groups.items()):
-        if len(members) == 1:
-            out.append(found[first])
-            continue
-        shared = [k for k in {k for i in members for k in keys[i]}
-                  if sum(k in keys[i] for i in members) > 1]  # the keys that joined them
-        out.append(_join([found[i] for i in members], set(shared), by_id))
-    scoped = any("your_code" in f for f in out)  # --usage: the findings touching the team's code stay first
-    out.sort(key=lambda f: (scoped and not f.get("your_code"), _section(f) != "contracts", ORDER.index(f["change"])))
-    for k, f in enumerate(out, 1):
-        f["number"] = k
-    return out
 
 
 def heading(finding: dict[str, Any]) -> str:

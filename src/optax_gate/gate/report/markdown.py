@@ -37,6 +37,7 @@ from optax_gate.gate.base import details
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.run import evidence
 from optax_gate.gate.judge import findings as findings_
+from optax_gate.gate.judge import causes
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.report import upstream_section
 from optax_gate.gate.team_code import scope
@@ -81,7 +82,7 @@ def _versions(report: dict[str, Any]) -> list[str]:
 def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     if "findings" in report:
         return report["findings"]
-    return findings_.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
+    return causes.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
 
 
 def sample(finding: dict[str, Any], limit: int | None = None) -> list[str]:

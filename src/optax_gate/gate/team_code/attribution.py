@@ -59,7 +59,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from optax_gate.gate.judge.findings import EDGE_KEY, row_cause, missing_name, test_name
+from optax_gate.gate.judge.causes import missing_name
+from optax_gate.gate.judge.findings import EDGE_KEY, row_cause, test_name
 from optax_gate.gate.team_code import call_sites, composition, usage
 from optax_gate.gate.team_code.arguments import Arg
 from optax_gate.gate.surface import surface

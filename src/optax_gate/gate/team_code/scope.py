@@ -85,7 +85,7 @@ def scope_findings(report: dict[str, Any], decide: Callable[[dict[str, Any]], tu
 def broken_rows(finding: dict[str, Any]) -> int:
     """The broken contract rows of a finding: all of them for a ``broken``
     finding; for one that joins several changes of one cause
-    (``findings.merge``, e.g. a known defect that now raises: ``changed``
+    (``causes.merge``, e.g. a known defect that now raises: ``changed``
     with ``changes = {"broken": 1, "fixed": 1}``), its ``broken`` count."""
     if finding.get("changes"):
         return int(finding["changes"].get("broken", 0))
@@ -259,7 +259,7 @@ _SECTIONS = ("surface", "dependencies", "warnings")
 def _name_beyond(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
     """The verdict's "beyond the contracts: N … broken" names the findings that
     hold those rows (``in F1, F2``): joined to the contracts of their cause
-    (``findings.merge``), the fourth trial read one cause counted twice, "2 in
+    (``causes.merge``), the fourth trial read one cause counted twice, "2 in
     F2" and "1 API surface finding broken"."""
     holding = [f["number"] for f in found if
                (f.get("section") in _SECTIONS and f.get("change") == "broken")

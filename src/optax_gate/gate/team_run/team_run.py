@@ -669,7 +669,7 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
 
 def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
     """The team's lines that a contract finding's joined API surface part
-    breaks (``your_code_notes`` saying ``breaks: ...``; ``findings.merge`` joined
+    breaks (``your_code_notes`` saying ``breaks: ...``; ``causes.merge`` joined
     the surface row to the contracts of one cause). Such a row sets the verdict
     (``--usage`` scoped it: "beyond the contracts: N API surface findings
     broken") whatever the run does, so its finding is the team's: the third
