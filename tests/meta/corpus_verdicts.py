@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from optax_gate.gate.team_run import team_run  # noqa: E402
+from optax_gate.gate.team_run import judging  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
 
 CORPUS = ROOT / "tests" / "meta" / "teams" / "corpus"
@@ -64,7 +65,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
         spec = team_run.RunSpec("python train.py", work / "team", timeout)
         result = team_run.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
         report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-        team_run.apply(report, result)
+        judging.apply(report, result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     by = result.get("compared_by") or {}
@@ -83,7 +84,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     # from step 8; the gate sees it and says "not bit for bit" of those calls, its outputs the same: PASS is right)
     right = ((truth == "same" and verdict == "pass")
              or (truth == "differs" and (verdict == "fail" or (verdict == "pass" and not bit_for_bit))))
-    born = [team_run.born_short(r) for r in result.get("born") or [] if r["kind"] != "unknown"]
+    born = [judging.born_short(r) for r in result.get("born") or [] if r["kind"] != "unknown"]
     return {"program": name, "truth": truth, "outcome": result["outcome"], "verdict": verdict, "right": right,
             "reason": (report["reasons"] or [result.get("reason", "")])[0][:400],
             "lines": result.get("sites") or [], "by_value": by.get("value", 0), "calls": total,

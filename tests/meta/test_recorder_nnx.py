@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.team_run import divergence, team_run
+from optax_gate.gate.team_run import judging
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
 
@@ -201,8 +202,8 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     elif kind == "program":
         assert row["by"] == by and row["at"].startswith("optax/"), row
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-    team_run.apply(report, result)
-    assert "; born " + team_run.born_short(row) in report["reasons"][0]
+    judging.apply(report, result)
+    assert "; born " + judging.born_short(row) in report["reasons"][0]
 
 
 def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
@@ -241,7 +242,7 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
              "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1"}
     other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
     report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
-    team_run.apply(report, run)
+    judging.apply(report, run)
     assert decay["scope"] == "yours" and other["scope"] == "elsewhere"
     assert run["affected"][0]["findings"] == [1]
 
@@ -317,7 +318,7 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
     team_run._births(result, Path("/nonexistent"), None, lambda: ran.append("replayed"))
     assert result["born"] == [{"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}]
     assert not ran and "replay_runs" not in result
-    assert "they first differ at call 8" in team_run.born_words(result["born"][0])
+    assert "they first differ at call 8" in judging.born_words(result["born"][0])
 
 
 def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_born():
@@ -334,7 +335,7 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
     run = {"outcome": "diverged", "causes": [cause], "sites": ["train.py:70"], "first": cause, "divergences": [cause],
            "differing": 1, "called": ["train.py:70"], "reason": "", "born": [born]}
     report = {"findings": [], "verdict": "pass", "reasons": []}
-    team_run.apply(report, run)
+    judging.apply(report, run)
     reason = report["reasons"][0]
     assert "; born in the Optax call `optax.cosine_onecycle_schedule(...)(...)` at `train.py:70`" in reason, reason
     assert reason.index("train.py:70`: other results") < reason.index("dot_general")

@@ -24,6 +24,7 @@ from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import team_run
+from optax_gate.gate.team_run import judging, reused
 from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.report import html_page as report_html
@@ -158,7 +159,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
                lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))
     team = learned.team_run if not refused else None
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
-        phases.run("your run (--run)", lambda: team_run.apply(report, team, options.scope.fail_on))
+        phases.run("your run (--run)", lambda: judging.apply(report, team, options.scope.fail_on))
     else:
         phases.run("scope of the findings", lambda: scope.apply_options(report, options.scope, packages, usage=not refused))
     phases.run("speed readings", lambda: speed_.attach(report, learned.speed))
@@ -416,7 +417,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         swapped = swapped_records(baseline, candidate)
         if swapped and options.team_run is not None:  # the sixth trial: it was refused as "another baseline"
             raise validate.InvalidInput(f"{swapped} (the same options after them)")
-        team = (team_run.recorded(options.team_run, baseline, candidate, options.scope.usage)
+        team = (reused.recorded(options.team_run, baseline, candidate, options.scope.usage)
                 if options.team_run is not None else None)
         code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
         scan = usage.scan(check_usage(code)) if code else None
@@ -429,7 +430,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         # not evidence about the upgrade, whatever it found: never a pass
         verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
     if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
-        team_run.apply(report, team, given.fail_on)
+        judging.apply(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
                                f"{os.path.abspath(options.team_run)} (compare runs no code)")
     else:

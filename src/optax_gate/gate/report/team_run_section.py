@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from optax_gate.gate.base import details
-from optax_gate.gate.team_run import team_run
+from optax_gate.gate.team_run import judging
 from optax_gate.gate.report import bisect_section as report_bisect
 
 #: Changes listed per affected line.
@@ -140,7 +140,7 @@ def _bits(team: dict[str, Any]) -> str:
     first = within.get("first")
     born = [r for r in team.get("born") or [] if r["kind"] != "unknown"]
     if born:  # replayed equation by equation: where it is born, said (JAX/XLA, Optax, Flax, the team's code)
-        out += f"; where it is born: {team_run.born_words(born[0])}"
+        out += f"; where it is born: {judging.born_words(born[0])}"
     elif first and first["inputs_differ"]:  # the seventh trial: a jax.random change read as Optax's arithmetic
         out += (f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
                 f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "
@@ -253,13 +253,13 @@ def section(report: dict[str, Any]) -> list[str]:
     first = team.get("first")
     if first:
         out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
-    for words in team_run.eager_births(team):
+    for words in judging.eager_births(team):
         out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
-        out.append(f"- where it is born{' in the steps you transformed' if team_run.eager_births(team) else ''}: "
-                   f"{_cell(team_run.born_words(row))}")
+        out.append(f"- where it is born{' in the steps you transformed' if judging.eager_births(team) else ''}: "
+                   f"{_cell(judging.born_words(row))}")
     out += [f"- {line}" for line in _witness(team) if line]
-    same = team_run.unchanged(team)
+    same = judging.unchanged(team)
     if same and same["dtypes_only"]:
         out.append("- **in dtypes only**: every differing call above computes the same values (0 ULP), and no other call's "
                    "results differ by a bit: what changes is the memory and the saved format of what changed dtype, not what "

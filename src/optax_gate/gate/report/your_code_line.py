@@ -8,7 +8,7 @@ from optax_gate.gate.team_code import attribution, call_sites
 
 
 def _run_words(said: dict[str, Any]) -> str:
-    """What the team's run says of a finding's site (``team_run._point_sites``): it diverges there for
+    """What the team's run says of a finding's site (``judging._point_sites``): it diverges there for
     another finding's cause, calls Optax there and computes the same, or does not reach the line."""
     if said.get("run") == "same":
         until = said.get("until")  # a run that failed in the candidate: "" when the failure's line is not the team's

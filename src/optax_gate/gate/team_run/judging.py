@@ -1,0 +1,324 @@
+"""The team's run judged: where a difference is born said in words, which findings explain the run's divergences, their scope and the verdict about the run."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from optax_gate.gate.judge import verdict
+from optax_gate.gate.team_run import divergence
+
+
+def born_words(row: dict[str, Any]) -> str:
+    """Where one replayed function's difference is born, in words a team reads (``divergence.birth``'s row)."""
+    called = f"`{row['function']}` (called at `{row['site']}`)"
+    team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
+    if row["kind"] == "before":
+        return (f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, "
+                "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)")
+    if row["kind"] == "operation":
+        size = (f" ({_ulp_text(row.get('error_ulps'))}{'; ' + row['change'] if row.get('change') else ''})"
+                if row.get("error_ulps") is not None or row.get("change") else "")
+        return (f"in {called}, the first operation that gives other results is `{row['primitive']}`{team} (traced at "
+                f"`{row['at']}`), on bit-identical inputs: JAX/XLA computes that operation otherwise{size}")
+    if row["kind"] == "program":
+        if not row.get("at"):
+            return f"in {called}, the two sides trace programs of different lengths: the code the step calls changed"
+        return (f"in {called}, from operation {row['index'] + 1} on the two sides trace other programs, at `{row['at']}`"
+                f"{team}: {row['by']} computes something else there")
+    if row["kind"] == "compiled":
+        return (f"in {called}, every operation replayed one at a time gives the same results: the difference comes from "
+                "how JAX/XLA compiles the program as a whole (fusion), not from what Optax or your code computes")
+    if row["kind"] == "later":
+        return (f"{called} gives bit-identical results at its first call; they first differ at call {row['call']}: born in "
+                "a later step, which a replay of a first call cannot tell (what changes there: a schedule's boundary, "
+                "rounding that builds up from step to step)")
+    return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
+
+
+def eager_births(team_run: dict[str, Any]) -> list[str]:
+    """Where a difference is born at an Optax call of the team's own, outside
+    any function it transformed: a cause (its inputs the same, its results
+    other), observed directly. The trial (medium): a schedule logged with
+    ``float(schedule(step))`` went NaN → 0.01 at its own line, and the
+    headline spoke of a matmul in the jitted step."""
+    out = []
+    for c in team_run.get("causes") or []:
+        if c.get("phase") == "call" and not divergence.transformed(c["api"]) and c.get("side", "both") == "both":
+            out.append(f"in the Optax call `{c['call']}` at `{c['site']}`: other results on the same inputs (Optax's code, "
+                       "or the JAX operations it runs)")
+    return list(dict.fromkeys(out))
+
+
+def born_short(row: dict[str, Any]) -> str:
+    """Where one difference is born, in a few words for the verdict's reason ("Your code" says :func:`born_words`)."""
+    mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
+    if row["kind"] == "operation":
+        size = _ulp_text(row["error_ulps"]) if row.get("error_ulps") is not None else row.get("change") or ""
+        return (f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs"
+                + (f" ({size})" if size else ""))
+    if row["kind"] == "program" and row.get("at"):
+        return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
+    if row["kind"] == "before":
+        return f"before `{row['function']}`: its inputs already differ (the data, jax.random, the initialisation, an earlier step)"
+    if row["kind"] == "compiled":
+        return "in JAX/XLA's compilation of the whole step (no single operation differs alone)"
+    if row["kind"] == "later":
+        return f"at call {row['call']} of `{row['function']}` (its first call gives the same results)"
+    return "where, cannot be told" if row["kind"] == "unknown" else "in the code the step calls (its programs differ in length)"
+
+
+def _ulp_text(x: float | None) -> str:
+    return "beyond any ULP count" if x is None else f"{x:.3g} ULP"
+
+
+def no_values(by: dict[str, Any]) -> str:
+    """Why no call was compared by value, in words: the counts by structure only and not at all, with their reasons."""
+    parts = []
+    for kind, label in (("structure", "compared by structure only"), ("none", "not compared")):
+        if by.get(kind):
+            parts.append(f"{by[kind]} call(s) {label}")
+    reasons = "; ".join(f"{n}: {divergence.WHY.get(k, k)}" for k, n in sorted((by.get("why") or {}).items(), key=lambda kv: -kv[1]))
+    return (", ".join(parts) or "no call recorded") + (f" ({reasons})" if reasons else "")
+
+
+def _short_api(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def cause_apis(team_run: dict[str, Any], reached: dict[str, set[str]] | None = None) -> set[str]:
+    """The APIs (short names: ``adamw``, ``MultiSteps``) of the calls that caused a divergence (:func:`_apis_of`)."""
+    return {a for c in team_run.get("causes") or [] for a in _apis_of(c, reached)}
+
+
+def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[str]:
+    """A cause's APIs, short names: its own; for ``flax.nnx.Optimizer.update``
+    the Optax API that built the optimizer's transformation (``via``:
+    ``optax.adamw``) and, by the composition probe (``reached``), the public
+    callables that one is built from (``add_decayed_weights``)."""
+    out = {_short_api(cause["api"])}
+    via = cause.get("via")
+    if via:
+        out.add(_short_api(via))
+        out.update(_short_api(p) for p in (reached or {}).get(via, ()))
+    return out
+
+
+def _reached(report: dict[str, Any]) -> dict[str, set[str]]:
+    """Public path -> the public callables it is built from, by the composition
+    probe of the report's environments; {} when no cause needs it (none came
+    through an ``nnx.Optimizer``) or the probe cannot run."""
+    team = report.get("team_run") or {}
+    if not any(c.get("via") for c in team.get("causes") or []):
+        return {}
+    from optax_gate.gate.team_code import composition
+    return composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})[0]
+
+
+def finding_apis(finding: dict[str, Any]) -> list[str]:
+    return list(finding.get("apis") or [finding.get("api", "")])
+
+
+_STOP = {"the", "a", "an", "of", "to", "in", "is", "at", "by", "or", "and", "not", "no", "now", "but", "be", "was", "were",
+         "with", "from", "for", "on", "instead", "result", "results", "got", "expected", "given", "only", "input", "inputs"}
+
+
+def _words(text: str) -> set[str]:
+    """The words of a change or a finding's cause that can tie them: dtype, error and argument names (no digits, no stop words)."""
+    return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def _explaining(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Per site of a cause (in order): (site, its causes, the findings on the
+    same APIs that explain it): those whose cause shares words with the change
+    (a dtype, an error, an argument's name), at least half as many as the best
+    one's, most first, surface findings first; all of them when none shares a word."""
+    team = report.get("team_run") or {}
+    out = []
+    reached = _reached(report)
+    for site in team.get("sites") or []:
+        causes = [c for c in team.get("causes") or [] if c["site"] == site]
+        shorts = {a for c in causes for a in _apis_of(c, reached)}
+        related = [f for f in report.get("findings") or []
+                   if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
+        words = _words(" ".join(t for c in causes for t in c["texts"]))
+        overlap = {id(f): len(words & _words(str(f.get("cause") or f.get("text") or ""))) for f in related}
+        best = max(overlap.values(), default=0)
+        if best:  # the findings that speak of what changed here (its dtypes, its error, its argument), at least half as much as the best
+            related = [f for f in related if 2 * overlap[id(f)] >= best]
+        related.sort(key=lambda f: (-overlap[id(f)], f.get("section", "contracts") == "contracts"))
+        out.append((site, causes, related))
+    return out
+
+
+def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
+    """What of a diverged run computes the same, when that can be told
+    (every differing call listed, and whether the others are bit for bit
+    the same recorded; else None): ``{"dtypes_only": every differing call
+    differs in dtypes alone, its values equal (0 ULP), "lines": the team's
+    lines where the run called Optax and every result is bit for bit the
+    same}``. The fifth trial: a bfloat16 team whose MultiSteps accumulator
+    became float32 read FAIL at its MultiSteps line, and nothing said that
+    its updates and params came out bit for bit the same."""
+    divergences, within = team_run.get("divergences") or [], team_run.get("within_budget")
+    if team_run.get("outcome") != "diverged" or not divergences or len(divergences) < team_run.get("differing", 0) or within is None:
+        return None
+    dtypes_only = not within.get("calls") and all(
+        set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences)
+    moved = {str(d.get("site")) for d in divergences} | set(within.get("sites") or [])
+    by_value = (team_run.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
+    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or []
+                                                  if s not in moved and (by_value is None or s in by_value)]}
+
+
+def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's "Your code" lines: per site of a cause (in order), its
+    APIs, what changed there (the causes' texts, largest ULP error) and the
+    findings that explain it (their numbers, :func:`_explaining`)."""
+    lines = []
+    for site, causes, related in _explaining(report):
+        apis = list(dict.fromkeys(c["api"] for c in causes))
+        ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
+        lines.append({"site": site, "apis": apis, "calls": list(dict.fromkeys(c["call"] for c in causes)),
+                      "changes": list(dict.fromkeys(t for c in causes for t in c["texts"])),
+                      "max_ulps": max(ulps) if ulps else None, "findings": [f["number"] for f in related]})
+    return lines
+
+
+def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+    """Tie the findings' call sites to the lines where the run diverges ("Your code").
+
+    - A finding the run put elsewhere: the API surface's word on a line
+      (``your_code_notes``: ``breaks: delta is keyword-only``) is the cause of
+      that line's divergence only on the finding that explains the line; on
+      any other finding it read as that finding's cause (the re-trial). Such a
+      finding loses those notes (they stay on the finding that is the line's
+      cause, and in the API surface rows), and each of its sites where the run
+      diverges gets ``your_code_run``: site -> ``{"run": "diverges",
+      "findings": the numbers of the findings that explain it there}``. A
+      site where the run calls Optax and nothing differs gets ``{"run":
+      "same"}`` (with ``"bits": "within the budget"`` where its results are
+      not bit-identical, none beyond the ULP budget), one the run does not reach ``{"run": "not-reached"}`` (the
+      re-trial: "elsewhere" named a float32 team's ``l2_loss`` line for the
+      losses' integer-input checks with no word that its run had settled it).
+      Reports of runs that did not record their calls (``called``) say only
+      where the run diverges. A site whose calls were compared by structure
+      only (nothing computed there was compared by value: an optimizer built,
+      a call traced where no value is recorded) is ``{"run": "structure"}``,
+      never "same". A run that failed in the candidate: a site it
+      reached there is the same ``until`` the failure's line (its later calls
+      never ran: the fourth trial read "computes the same" on an AdamW line
+      whose update the candidate never reached), one it reached in the
+      baseline only is ``not-reached-candidate``.
+    - A finding that explains a line of the run gets ``run_sites``: those
+      lines, with their calls (``train.py:34 optax.MultiSteps(...).init``):
+      the run names the call where a result differs, the finding's call sites
+      the constructor (``train.py:33``), and the reader could not tie the two.
+    """
+    explained = {line["site"]: line["findings"] for line in lines}
+    team = report.get("team_run") or {}
+    called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
+    drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
+    by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
+    failed_at = (team.get("raised_at") or "") if team.get("outcome") == "broke" else None  # "": not a line of the team's
+    for f in report.get("findings") or []:
+        shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
+        if shown:
+            f["run_sites"] = shown
+        if f.get("scope") != "elsewhere" or not f.get("your_code"):
+            continue
+        f.pop("your_code_notes", None)
+        here = {}
+        for site in f["your_code"]:
+            if site in explained:
+                here[site] = {"run": "diverges", "findings": explained[site]}
+            elif called is not None and site in missing:  # reached in the baseline only: the candidate's run failed before
+                here[site] = {"run": "not-reached-candidate"}
+            elif called is not None:
+                here[site] = {"run": "same" if site in called else "not-reached"}
+                if site in called and by_value is not None and site not in by_value:  # nothing computed there was compared
+                    here[site] = {"run": "structure"}
+                    continue
+                if site in called and failed_at is not None:  # the same up to the failure, not after it
+                    here[site]["until"] = failed_at
+                if site in called and site in drifted:  # the eighth trial: "computes the same" of a line not bit-identical
+                    here[site]["bits"] = "within the budget"
+        if here:
+            f["your_code_run"] = here
+
+
+def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
+    """The team's lines that a contract finding's joined API surface part
+    breaks (``your_code_notes`` saying ``breaks: ...``; ``causes.merge`` joined
+    the surface row to the contracts of one cause). Such a row sets the verdict
+    (``--usage`` scoped it: "beyond the contracts: N API surface findings
+    broken") whatever the run does, so its finding is the team's: the third
+    trial read a FAIL whose only causes, ``huber_loss(pred, y, 2.0)`` and
+    ``optax.monte_carlo`` in helpers the run never calls, were listed under
+    "Optax changed elsewhere … do not set the verdict". Empty for a finding
+    without a broken surface part. (A line the run reaches and that breaks
+    makes the run diverge there: that finding explains it.)"""
+    if not any(p.get("section") == "surface" and p.get("change") == "broken" for p in finding.get("parts") or []):
+        return []
+    notes = finding.get("your_code_notes") or {}
+    return [w for w in finding.get("your_code") or [] if str(notes.get(w, "")).startswith("breaks")]
+
+
+def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
+    """Put ``team_run`` into the report and make the verdict the team's (see the
+    module docstring): the findings are scoped (``scope.apply``, ``by`` run),
+    a run that broke or diverged fails the gate, one not verified makes it
+    not verified. ``team_run["affected"]`` gets the "Your code" lines.
+    Returns ``report``, changed in place."""
+    from optax_gate.gate.team_code import scope
+
+    report["team_run"] = team_run
+    outcome = team_run["outcome"]
+    if outcome != "not-verified":
+        apis = cause_apis(team_run, _reached(report))
+        explaining = {id(f) for _, _, related in _explaining(report) for f in related}
+        for f in report.get("findings") or []:
+            if f.get("section", "contracts") != "contracts":
+                continue
+            hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
+            breaks = _breaks_unreached(f)
+            if hit and id(f) in explaining:
+                scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
+            elif breaks:  # its API surface part breaks a line of theirs: that sets the verdict, so the finding is theirs
+                f["breaks_unreached"] = breaks
+                scope.set_scope(f, "yours", f"its API surface change breaks your line{'s' if len(breaks) > 1 else ''} "
+                                            f"{', '.join(breaks)}, which your run does not reach: it fails when called")
+            elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
+                scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
+            else:
+                scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
+        scope.apply(report, fail_on, "run")
+    team_run["affected"] = affected(report)
+    if outcome != "not-verified":
+        _point_sites(report, team_run["affected"])
+    if outcome == "not-verified":
+        verdict.at_least(report, "not-verified", f"--run not verified: {team_run['reason']}", at=0)
+    elif outcome in ("diverged", "broke"):
+        first = team_run.get("first")
+        where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
+        why = ("your run diverges" + (f" at {where}" if where else "")
+               + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})" if first else "")
+               ) if where or first else ""
+        born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program", "later")]
+        optax_first = eager_births(team_run)
+        if optax_first:  # an Optax call of the team's own, outside any step, that differs on identical inputs: said first
+            why += "; born " + optax_first[0] + ("; in the steps you transformed: " + born_short(born[0]) if born else "")
+        elif born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
+            why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
+        seen = team_run.get("witness") or {}
+        if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
+            why = (f"{why}; " if why else "") + (f"your run's own outputs differ in the candidate: {seen['first']}"
+                                                  + ("" if where else " (no recorded Optax call differs: the difference "
+                                                     "is born outside the calls the recorder compares)"))
+        same = unchanged(team_run)
+        if same and same["dtypes_only"]:  # memory and checkpoints change, results do not: say so where the verdict is
+            why += "; in dtypes only: every value your run computes is the same"
+        if outcome == "broke":
+            why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
+        verdict.at_least(report, "fail", why, at=0)
+    return report
