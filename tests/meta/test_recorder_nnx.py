@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.team_run import divergence, team_run
+from optax_gate.gate.team_run import birth
 from optax_gate.gate.team_run import judging
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
@@ -258,7 +259,7 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
                      eqn("add", "optax/_src/transform.py:20", "c", "d")], "inputs": ["x"]}
     cand = {"eqns": [eqn("dot_general", "train.py:5", "a", "B"), eqn("mul", "optax/_src/alias.py:12", "B", "C"),
                      eqn("sub", "optax/_src/transform.py:22", "C", "D")], "inputs": ["x"]}
-    rows = divergence.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
+    rows = birth.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
     assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
 

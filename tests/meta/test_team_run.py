@@ -28,6 +28,7 @@ import pytest
 
 from optax_gate.gate.judge import compare
 from optax_gate.gate.team_run import divergence, team_run
+from optax_gate.gate.team_run import leaves
 from optax_gate.gate.team_run import judging, reused
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.report import markdown as report_markdown
@@ -150,9 +151,9 @@ def test_recording_under_jit_records_each_step_values(tmp_path):
     assert len(runs) == 3
     last = runs[-1]["out"]["leaves"][0]
     assert last["dtype"] == "float32" and last["shape"] == [4]
-    assert divergence.decode(last) == np.load(folder / "w.npy").tolist()
+    assert leaves.decode(last) == np.load(folder / "w.npy").tolist()
     update = [o for o in observed if o["site"] == line_of(folder, "tx.update(") and o["phase"] == "run"][0]
-    grads, updates = divergence.decode(update["in"][0]), divergence.decode(update["out"]["leaves"][0])
+    grads, updates = leaves.decode(update["in"][0]), leaves.decode(update["out"]["leaves"][0])
     assert updates == [float(np.float32(-0.1) * np.float32(g)) for g in grads]
 
 
@@ -238,9 +239,9 @@ def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
 
 
 def test_the_ulp_policy_is_the_kits():
-    assert divergence.ELEMENTWISE == tolerances.ELEMENTWISE
-    assert divergence.EPS == tolerances.EPS
-    assert divergence.TINY == tolerances.TINY
+    assert leaves.ELEMENTWISE == tolerances.ELEMENTWISE
+    assert leaves.EPS == tolerances.EPS
+    assert leaves.TINY == tolerances.TINY
 
 
 def _leaf(values, dtype="float32"):

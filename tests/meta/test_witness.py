@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from optax_gate.gate.team_run import divergence, team_run, witness
+from optax_gate.gate.team_run import leaves
 from optax_gate.gate.team_run import judging
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import CHAIN, PYTHON
@@ -24,7 +25,7 @@ def test_an_npy_file_is_read_as_numpy_reads_it(array):
     leaf = witness.read_npy(buffer.getvalue())
     assert leaf["dtype"] == str(array.dtype) and leaf["shape"] == list(array.shape)
     stride = leaf["stride"]
-    assert divergence.decode(leaf) == array.reshape(-1)[::stride][:4096].tolist()
+    assert leaves.decode(leaf) == array.reshape(-1)[::stride][:4096].tolist()
 
 
 def test_output_lines_are_compared_where_the_two_baseline_runs_agree():

@@ -14,7 +14,7 @@ team's, relative to its folder, or ``optax/...``, ``flax/...`` of the
 installed package), the team's own innermost line, the SHA-256 of each
 input and output, and a sample of its first outputs (at most
 :data:`SAMPLE` elements each, for the size of a difference). The gate compares
-the two sides' replays (``divergence.birth``): the first equation whose
+the two sides' replays (``birth.birth``): the first equation whose
 inputs are bit-identical and whose outputs differ is where the difference
 is born. The replay's values never reach the team's program: the trace is
 made under the shadow's JAX user context with Optax's wrappers passing

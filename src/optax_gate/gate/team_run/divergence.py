@@ -43,63 +43,14 @@ difference elsewhere (its SHA-256 differs) is noted, not measured.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
-import struct
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-#: ``optax_gate.kit.tolerances.ELEMENTWISE``.
-ELEMENTWISE = 4
-#: ``optax_gate.kit.tolerances.EPS``.
-EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
-#: ``optax_gate.kit.tolerances.TINY``.
-TINY = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-24, "bfloat16": 2.0**-126}
-
-#: The struct format of each dtype read here (little-endian).
-FORMATS = {"float64": "d", "float32": "f", "float16": "e", "int64": "q", "int32": "i", "int16": "h", "int8": "b",
-            "uint64": "Q", "uint32": "I", "uint16": "H", "uint8": "B", "bool": "?"}
-_SIZES = {"d": 8, "q": 8, "Q": 8, "f": 4, "i": 4, "I": 4, "e": 2, "h": 2, "H": 2, "b": 1, "B": 1, "?": 1}
-
-
-def decode(leaf: dict[str, Any]) -> list[float] | list[int] | None:
-    """The stored elements of one leaf as Python numbers (bfloat16 widened
-    exactly to float); None for a dtype this module cannot read (compared by
-    its bytes instead)."""
-    raw = base64.b64decode(leaf.get("data") or "")
-    dtype = leaf.get("dtype", "")
-    if dtype == "bfloat16":
-        return [struct.unpack("<f", b"\x00\x00" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
-    fmt = FORMATS.get(dtype)
-    if fmt is None:
-        return None
-    return list(struct.unpack(f"<{len(raw) // _SIZES[fmt]}{fmt}", raw))
-
-
-def leaf_error(base: dict[str, Any], cand: dict[str, Any]) -> float:
-    """Largest error of ``cand``'s stored elements against ``base``'s, in
-    ULPs of the dtype (see the module docstring); 0 when equal, ``inf`` for a
-    NaN or infinity on one side only, or any difference of integers, booleans
-    or unreadable dtypes. Both leaves must have the same dtype and shape."""
-    if base.get("data") == cand.get("data"):
-        return 0.0
-    b, c = decode(base), decode(cand)
-    dtype = base.get("dtype", "")
-    if b is None or c is None or len(b) != len(c) or dtype not in EPS:
-        return math.inf
-    finite = [abs(x) for x in b if math.isfinite(x)]
-    scale = max(finite, default=0.0)
-    worst = 0.0
-    for x, y in zip(b, c):
-        if x == y or (math.isnan(x) and math.isnan(y)):
-            continue
-        if not (math.isfinite(x) and math.isfinite(y)):
-            return math.inf
-        worst = max(worst, abs(x - y) / max(EPS[dtype] * max(abs(x), scale), TINY[dtype]))
-    return worst
+from optax_gate.gate.team_run.leaves import ELEMENTWISE, bit_error, decode, is_exact, leaf_error, said_ulps, short_leaf, value_change
 
 
 #: APIs whose results the team keeps from step to step (its params, its optimizer): judged on their values even when
@@ -209,44 +160,6 @@ def describe(obs: dict[str, Any]) -> str:
     return {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
 
 
-def _number(x: float | int) -> str:
-    if isinstance(x, float) and math.isnan(x):
-        return "NaN"
-    return f"{x:.9g}" if isinstance(x, float) else str(x)
-
-
-def value_change(base: dict[str, Any], cand: dict[str, Any]) -> str:
-    """What a person reads of how one leaf's stored values moved (its dtype
-    may differ): a NaN or infinity that became finite, or back (``NaN →
-    0.01``, the element's index for an array); a scalar's value before and
-    after (``1.354 → 1.244``); else the largest absolute difference and the
-    relative one beside it (``largest |Δ| 3.1e-09, relative 2.4e-07``). ""
-    when the stored values are equal or cannot be read."""
-    b, c = decode(base), decode(cand)
-    if not b or not c or len(b) != len(c) or b == c:
-        return ""
-    scalar = len(b) == 1 and not base.get("shape")
-    for i, (x, y) in enumerate(zip(b, c)):
-        fx, fy = math.isfinite(x), math.isfinite(y)
-        if fx != fy:
-            where = "" if scalar else f" at element {i * int(base.get('stride') or 1)}"
-            return f"{_number(x)} → {_number(y)}{where}" + ("" if fy else " (no longer finite)")
-    if scalar:
-        return f"{_number(b[0])} → {_number(c[0])}"
-    pairs = [(abs(x - y), x, y) for x, y in zip(b, c) if math.isfinite(x) and math.isfinite(y) and x != y]
-    if not pairs:
-        return ""
-    delta, x, y = max(pairs)
-    scale = max((abs(v) for v in b if math.isfinite(v)), default=0.0)
-    relative = f", relative {delta / scale:.2g} of the leaf's largest value" if scale else ""
-    return f"largest |Δ| {delta:.2g} ({_number(x)} → {_number(y)}){relative}"
-
-
-def _exact(leaf: dict[str, Any]) -> bool:
-    """Whether a leaf's values are compared exactly (integers, booleans, keys: any difference is one)."""
-    return leaf.get("dtype", "") not in EPS
-
-
 def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occurrence: int, what: str,
                    paths: list[str] | None = None) -> tuple[list[str], float, bool, list[str]]:
     """Differences of two leaf lists: (texts, largest ULP error, beyond
@@ -262,7 +175,7 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
         name = f"{what}{(paths or [''] * len(base))[i] if paths and i < len(paths) else f'[{i}]'}"
         if "dtype" not in b or "dtype" not in c:
             if b != c:
-                texts.append(f"{name}: {_short(b)} → {_short(c)}")
+                texts.append(f"{name}: {short_leaf(b)} → {short_leaf(c)}")
                 beyond = True
             continue
         if b["dtype"] != c["dtype"]:
@@ -278,11 +191,11 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
         if not b.get("n") or not c.get("n"):
             continue  # not stored (the trace's byte budget was spent): its digest only
         error = leaf_error(b, c)
-        if error > 0 and (_exact(b) or any(math.isfinite(x) != math.isfinite(y)
+        if error > 0 and (is_exact(b) or any(math.isfinite(x) != math.isfinite(y)
                                            for x, y in zip(decode(b) or [], decode(c) or []))):
             exact.append(f"{name}: {value_change(b, c) or 'differs'}")
             beyond = True
-            if _exact(b):
+            if is_exact(b):
                 continue  # said as its values before and after, not in ULPs
         if error > worst:
             sampled = (f" (measured on {b['n']} of {math.prod(b.get('shape') or [1])} elements, one in "
@@ -294,24 +207,6 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
     if worst > budget(occurrence):
         texts.append(f"{what} values: largest error {said_ulps(worst)} ULP (budget {budget(occurrence)}){worst_at}")
     return texts, worst, beyond, exact
-
-
-#: ULP counts past this are no rounding (a leaf all zeros on one side is measured against the dtype's
-#: smallest normal: 1.28e+36 ULP read as a number, the fourth trial); they are said as "more than" it.
-ULP_SAID = 1e12
-
-
-def said_ulps(x: float) -> str:
-    """An error in ULPs as the report says it (``inf``; past :data:`ULP_SAID`, "more than" it)."""
-    return "inf" if math.isinf(x) else f"more than {ULP_SAID:.0e}" if x > ULP_SAID else f"{x:.3g}"
-
-
-def _short(leaf: dict[str, Any]) -> str:
-    if "py" in leaf:
-        return f"{leaf['value']}"
-    if "dtype" in leaf:
-        return f"{leaf['dtype']}{list(leaf.get('shape') or [])}"
-    return str(leaf.get("callable") or leaf.get("type") or leaf)
 
 
 def _signature_texts(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[str]:
@@ -341,7 +236,7 @@ def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]
         return [f"{name}: PyTree structure differs"]
     for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []))):
         if x != y:
-            return [f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {_short(x)} → {_short(y)}"
+            return [f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {short_leaf(x)} → {short_leaf(y)}"
                     + (" (weak type)" if x.get("weak_type") != y.get("weak_type") else "")]
     return [f"{name} differs"]
 
@@ -428,28 +323,6 @@ def sampled_differs(base: dict[str, Any], cand: dict[str, Any]) -> bool:
     kernel whose whole was 47.3 ULP apart)."""
     pairs = zip((base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or [])
     return any((b.get("stride") or 1) > 1 and b.get("sha256") != c.get("sha256") for b, c in pairs)
-
-
-def bit_error(base: dict[str, Any], cand: dict[str, Any]) -> float | None:
-    """How far two matched observations' results are from bit-identical:
-    None when they are (every leaf's digest equal), else the largest error in
-    ULPs over the leaves both store (0.0 when only a digest tells them apart).
-    A structure, dtype or shape change is :func:`differences`' to say: None."""
-    bo, co = base.get("out"), cand.get("out")
-    if not bo or not co or bo.get("tree") != co.get("tree"):
-        return None
-    bl, cl = bo.get("leaves") or [], co.get("leaves") or []
-    if len(bl) != len(cl):
-        return None
-    worst, differs = 0.0, False
-    for b, c in zip(bl, cl):
-        if "dtype" not in b or "dtype" not in c or b["dtype"] != c["dtype"] or b.get("shape") != c.get("shape"):
-            continue
-        differs = differs or b.get("sha256") != c.get("sha256")
-        if b.get("n") and c.get("n"):
-            error = leaf_error(b, c)
-            worst, differs = max(worst, error), differs or error > 0
-    return worst if differs else None
 
 
 def _has_values(obs: dict[str, Any]) -> bool:
@@ -595,117 +468,3 @@ def _position(b, c, b_index, c_index, baseline_length: int) -> tuple[int, int]:
         return (b_index[id(b)], 0)
     i = c_index[id(c)]
     return (baseline_length if i >= baseline_length else i, 1)
-
-
-def read_replays(folder: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The equation-by-equation replays in the trace files of ``folder``
-    (``optax_gate.recorder.replay``), keyed by (function, call site): the
-    first call of each function the team transformed. Unreadable files are
-    :func:`read`'s to report: skipped here."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(Path(folder).glob("trace-*.jsonl")):
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            if '"replay"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if "replay" in event:
-                out.setdefault((event["replay"], event.get("site", "")), event)
-    return out
-
-
-def _place(eqn: dict[str, Any]) -> tuple[str, str]:
-    """An equation's operation and the file it was traced in, without the line
-    (Optax's, Flax's and JAX's line numbers move between releases without the
-    program changing)."""
-    return eqn["p"], eqn["at"].rpartition(":")[0]
-
-
-def _owner(at: str) -> str:
-    """Whose code a traced frame is: ``Optax``, ``Flax``, or ``your code`` (a file of the team's)."""
-    head = at.split("/", 1)[0]
-    return {"optax": "Optax", "flax": "Flax", "jax": "JAX"}.get(head, "your code")
-
-
-def birth(baseline: dict[tuple[str, str], dict[str, Any]],
-          candidate: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """Where each replayed function's difference is born (see
-    ``optax_gate.recorder.replay``), for the functions replayed on both sides
-    whose equations give other results. Each is ``{"function", "site",
-    "kind", ...}`` with ``kind``:
-
-    - ``before``: the function's inputs already differ (``inputs``: how many
-      of how many): born before it (the data, ``jax.random``, the model's
-      initialisation, an earlier step);
-    - ``operation``: the first equation whose inputs are bit-identical and
-      whose outputs differ, the same operation traced at the same place on
-      both sides: JAX/XLA computes it otherwise (``index``, ``primitive``,
-      ``at``, ``team``, ``error_ulps``, ``change``);
-    - ``program``: from that equation on the two sides trace other programs
-      (another operation, or traced elsewhere): the code at ``at`` (``by``:
-      Optax, Flax or your code) computes something else; after an
-      ``operation`` row, a ``program`` row with ``also`` says where the two
-      programs part later (a step can hold both: XLA's rounding and Optax's change);
-    - ``compiled``: every equation gives the same results one at a time:
-      the difference comes from how the program is compiled as a whole;
-    - ``unknown``: a replay failed or was too large (``why``).
-    """
-    found = []
-    for key in [k for k in baseline if k in candidate]:
-        b, c = baseline[key], candidate[key]
-        row: dict[str, Any] = {"function": key[0], "site": key[1]}
-        if b.get("error") or c.get("error") or b.get("too_large") or c.get("too_large"):
-            row.update(kind="unknown", why=b.get("error") or c.get("error") or
-                       f"too large to replay ({b.get('too_large') or c.get('too_large')} equations)")
-            found.append(row)
-            continue
-        b_in, c_in = b.get("inputs") or [], c.get("inputs") or []
-        if b_in != c_in:
-            differing = sum(x != y for x, y in zip(b_in, c_in)) + abs(len(b_in) - len(c_in))
-            if differing:
-                row.update(kind="before", inputs=f"{differing} of {max(len(b_in), len(c_in))}")
-                found.append(row)
-                continue
-        be, ce = b.get("eqns") or [], c.get("eqns") or []
-        for i, (x, y) in enumerate(zip(be, ce)):
-            if _place(x) != _place(y):
-                row.update(kind="program", index=i, primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
-                           at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", team=x.get("team") or "",
-                           by=_owner(y["at"] or x["at"]))
-                break
-            if x["out"] != y["out"]:
-                kind = "operation" if x["in"] == y["in"] else "program"
-                row.update(kind=kind, index=i, primitive=x["p"], at=x["at"], team=x.get("team") or "",
-                           by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
-                pairs = list(zip(x["out"], y["out"], x.get("vals") or [], y.get("vals") or []))
-                moved = next(((u, v) for dx, dy, u, v in pairs if dx != dy and u and v), None)  # the output that differs
-                if moved and moved[0].get("dtype") == moved[1].get("dtype") and moved[0].get("shape") == moved[1].get("shape"):
-                    error = leaf_error(*moved)
-                    row["error_ulps"] = None if math.isinf(error) else error
-                    row["change"] = value_change(*moved)
-                    if not error:  # the difference lies outside the sampled elements
-                        row["change"] = "it differs outside the sampled elements (its digest)"
-                        row["error_ulps"] = None
-                # later, the two programs may also part (Optax computing something else): a second birth, said too
-                later = next((j for j in range(i + 1, min(len(be), len(ce))) if _place(be[j]) != _place(ce[j])), None)
-                if later is not None:
-                    x, y = be[later], ce[later]
-                    found.append(row)
-                    row = {"function": key[0], "site": key[1], "kind": "program", "index": later,
-                           "primitive": f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
-                           "at": x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", "team": x.get("team") or "",
-                           "by": _owner(y["at"] or x["at"]), "also": True}
-                break
-        else:
-            if len(be) != len(ce):
-                row.update(kind="program", index=min(len(be), len(ce)), primitive="", at="", team="", by="")
-            else:
-                row.update(kind="compiled")
-        found.append(row)
-    return found

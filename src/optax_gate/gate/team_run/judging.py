@@ -10,7 +10,7 @@ from optax_gate.gate.team_run import divergence
 
 
 def born_words(row: dict[str, Any]) -> str:
-    """Where one replayed function's difference is born, in words a team reads (``divergence.birth``'s row)."""
+    """Where one replayed function's difference is born, in words a team reads (``birth.birth``'s row)."""
     called = f"`{row['function']}` (called at `{row['site']}`)"
     team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "before":

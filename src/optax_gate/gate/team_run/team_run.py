@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from optax_gate.gate.team_run import divergence, team_files
+from optax_gate.gate.team_run import birth
 from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
 from optax_gate.gate.team_run.judging import no_values
 
@@ -329,10 +330,10 @@ def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "
 
 
 def _born(result: dict[str, Any], folder: Path, name: Callable[[str], str] | None) -> None:
-    """Add where the run's difference is born (``divergence.birth`` over the
+    """Add where the run's difference is born (``birth.birth`` over the
     two sides' equation-by-equation replays of the functions the team
     transformed): ``born``, its sites named by ``name``."""
-    rows = divergence.birth(*(divergence.read_replays(folder / f"team-run-{label}-replay") for label in ("baseline", "candidate")))
+    rows = birth.birth(*(birth.read_replays(folder / f"team-run-{label}-replay") for label in ("baseline", "candidate")))
     rows = [r for r in rows if r["kind"] != "unknown"] or rows
     firsts = result.pop("first_differs", {}) or {}
     for row in rows:  # the replay is of the first call: it tells the birth only if that call's results already differ

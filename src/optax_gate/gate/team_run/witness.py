@@ -37,7 +37,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import divergence
+from optax_gate.gate.team_run import leaves
 
 #: Masked in each line of output before it is compared (what differs between two runs of one program).
 MASKS = (
@@ -72,7 +72,7 @@ def _within(a: float, b: float, ulps: int) -> bool:
         return True
     if not (math.isfinite(a) and math.isfinite(b)):
         return False
-    return abs(a - b) <= ulps * divergence.EPS["float32"] * max(abs(a), abs(b))
+    return abs(a - b) <= ulps * leaves.EPS["float32"] * max(abs(a), abs(b))
 
 
 def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dict[str, Any]:
@@ -173,7 +173,7 @@ def read_npy(raw: bytes) -> dict[str, Any] | None:
     if dtype is None or descr[0] == ">" or header.get("fortran_order"):
         return None
     data = raw[start + size:]
-    width = struct.calcsize(divergence.FORMATS[dtype])
+    width = struct.calcsize(leaves.FORMATS[dtype])
     count = len(data) // width
     stride = max(1, -(-count // 4096))
     sample = b"".join(data[i * width:(i + 1) * width] for i in range(0, count, stride))[:4096 * width]
@@ -255,14 +255,14 @@ def _array_change(x, y, ulps: int, in_base: bool, in_cand: bool) -> str:
     if x["sha256"] == y["sha256"] and x["dtype"] == y["dtype"] and x["shape"] == y["shape"]:
         return ""
     if x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
-        moved = divergence.value_change(x, y) if x["shape"] == y["shape"] else ""
+        moved = leaves.value_change(x, y) if x["shape"] == y["shape"] else ""
         return f"dtype {x['dtype']}{x['shape']} → {y['dtype']}{y['shape']}" + (f"; value {moved}" if moved else "")
-    error = divergence.leaf_error(x, y)
-    if error <= ulps and x["dtype"] in divergence.EPS:
+    error = leaves.leaf_error(x, y)
+    if error <= ulps and x["dtype"] in leaves.EPS:
         return "within"
-    moved = divergence.value_change(x, y)
-    return (f"{moved}" if x["dtype"] not in divergence.EPS else
-            f"largest error {divergence.said_ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")) or "differs"
+    moved = leaves.value_change(x, y)
+    return (f"{moved}" if x["dtype"] not in leaves.EPS else
+            f"largest error {leaves.said_ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")) or "differs"
 
 
 def _digest(path: Path) -> str:
