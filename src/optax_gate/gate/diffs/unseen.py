@@ -1,29 +1,4 @@
-"""What the contracts cannot see: the API surface, warnings and dependency
-diffs of a gate run, scoped to the team's code (``--usage``), added to the
-report (schema 2) by :func:`attach`.
-
-Verdict policy of the rows (each section's ``verdict`` per row):
-
-- API surface, with ``--usage``: a change that breaks an import or a call
-  site of the team's code is ``broken``; a removal or incompatibility whose
-  use may sit in a file that was not scanned (``usage_files.may_use``) is
-  ``cannot-tell``, never judged unaffected; any other removal or
-  incompatibility, compatible changes (a default moved, an optional
-  parameter added) and new deprecations are ``changed``; additions are ``new``.
-  Without ``--usage``: a removal or incompatibility of a contracted API (the
-  ``api`` of a contract, its methods included) is ``broken``; the rest
-  ``changed``; additions ``new``.
-- Warnings: new in the candidate ``changed`` (``broken`` for a deprecation
-  with ``--fail-on-new-deprecations``), gone ``noted``.
-- Dependencies: a removed package that the team's code imports (``--usage``)
-  is ``broken``; one that a file not scanned may import ``cannot-tell``; every
-  other row ``changed``.
-
-A ``broken`` row turns a ``pass`` into ``fail``; ``cannot-tell`` rows and the
-files not scanned are named in the report's notes (the verdict stays: it rests
-on the contracts); a ``not-verified`` verdict stays (the surface and
-dependency diffs are still shown: they need no import).
-"""
+"""What the contracts cannot see: the API surface, warnings and dependency sections of a report, scoped to the team's code, and their findings (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 

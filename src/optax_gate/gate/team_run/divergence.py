@@ -1,45 +1,4 @@
-"""First divergence of the team's run (``gate --run``): two traces written by
-the recorder (``optax_gate.recorder``), compared call by call in pure Python
-(no numpy: this is the gate half).
-
-A trace is read into *observations* (:func:`read`), in execution order: an
-eager call (``phase`` ``call``), a call traced under a JAX transformation
-(``trace``: its arguments' abstract signature, its exception or warnings),
-and each run of a traced call's compiled program (``run``: the values its
-host callback saw). Observations with the same key (``site``, ``api``,
-``call``, ``phase``) are matched in order of occurrence: the n-th call of
-``optax.adam(...).update`` at ``train.py:40`` in the baseline with the n-th in
-the candidate.
-
-A matched pair differs (:func:`differences`) when an exception appears,
-disappears or changes; a warning appears or disappears; the arguments'
-abstract signature differs (PyTree structure, dtype, shape, Python scalar
-type or literal value); the result's PyTree structure, a leaf's dtype or shape
-differs; or a value differs beyond the ULP budget (:func:`leaf_error`). A call
-made on one side only differs too. A difference is a *cause* when the call's
-inputs are the same on both sides (same signature, input values within the
-budget) and a *consequence* otherwise, or when an earlier call already
-differed and this one happens on one side only; the result of the team's
-jitted function (``jax.jit(step)``) is a consequence when a call traced
-inside it differed first in that run. The first difference in execution order
-is named as the first divergence.
-
-The ULP policy is the kit's (``optax_gate.kit.tolerances``, which imports
-numpy and so cannot be imported here): its numbers are repeated below and
-``tests/meta/test_team_run.py`` checks they agree. A value's error is
-``|a - b| / (eps(dtype) * max(|b|, scale))`` with ``scale`` the largest
-``|b|`` of the leaf's stored elements, floored at ``TINY`` (the kit's
-:func:`bound`); its budget is ``accumulated(n, ELEMENTWISE)`` ULPs for the
-n-th occurrence of the call (a step's elementwise stages, their errors adding
-up from one training step to the next). Integers and booleans must be equal.
-Values are judged where an error is born (the call's inputs bit-identical on
-both sides) and where the team keeps them (:data:`KEPT`: the results of its
-jitted function, ``apply_updates``): an error inherited from earlier calls
-may grow through an ill-conditioned step (Adam's ``m / sqrt(v)``: 91 ULP
-measured on an update whose params moved 2 ULP) without being a divergence.
-A leaf too big to be stored whole is compared at its stored elements; a
-difference elsewhere (its SHA-256 differs) is noted, not measured.
-"""
+"""The first divergence of the team's run: two recorder traces read and compared call by call, in pure Python (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 

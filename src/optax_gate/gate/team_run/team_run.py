@@ -1,37 +1,4 @@
-"""The team's own run (``gate --run CMD``): run the team's command in the
-baseline's environment twice and in the candidate's once, each under the
-recorder (``optax_gate.recorder``), compare the traces
-(``optax_gate.gate.team_run.divergence``); ``judging`` gives the report its ``team_run``
-and the verdict about the team.
-
-How ``CMD`` runs: through ``bash -c`` with the working folder ``--run-dir``
-(default: the folder the gate was started from), ``PATH`` starting with the
-environment's ``bin/`` (so ``python``, ``pytest`` are the environment's),
-``VIRTUAL_ENV`` set to it, and ``PYTHONPATH`` = the recorder's start-up folder,
-the team's folder and its ``src/`` when there is one (the team's code is
-importable as its own tests import it; an inherited ``PYTHONPATH`` is dropped
-so both sides see the same code). Nothing else of the command changes.
-
-Outcome (``team_run["outcome"]``):
-
-===============  ==============================================================
-outcome          when
-===============  ==============================================================
-``same``         the candidate's trace matches the baseline's: no call differs
-                 beyond the ULP budget, no exception or warning appears.
-``diverged``     a call differs (``divergence.compare``): FAIL.
-``broke``        the run exits non-zero (or times out) in the candidate only:
-                 FAIL, named at the line that raised.
-``not-verified`` the run cannot start, fails or times out in the baseline,
-                 records no Optax call from the team's files, or its two
-                 baseline runs differ (not deterministic): exit 2.
-===============  ==============================================================
-
-With ``--run`` each contract finding gets its scope (``judging.apply``, through ``optax_gate.gate.team_code.scope``):
-``yours`` when one of its APIs is an API whose call caused a divergence of the
-run, else ``elsewhere`` ("Optax changed elsewhere": it does not set the
-verdict; ``--fail-on all`` keeps today's verdict).
-"""
+"""The team's own run (``gate --run CMD``): the command run under the recorder, twice in the baseline and once in the candidate, and its outcome (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 
