@@ -643,27 +643,27 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
 def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp_path):
     """compare runs no code: its "cannot tell without --run" lines now point to the gate's recorded run
     (``--team-run REPORT``) when the gate that recorded the records ran one, else to a gate with --run."""
-    from optax_gate.gate import gate_flow
+    from optax_gate.gate import compare_flow
     run = tmp_path / "runs" / "r1"
     (run / "evidence").mkdir(parents=True)
     finding = {"your_code_attribution": {"train.py:3": {"verdict": "cannot-tell", "why": "x", "calls": "y"}}}
     for team, words in ((None, "run the gate with --run"), ({"outcome": "same"}, f"add --team-run {run / 'report.json'}")):
         (run / "report.json").write_text(json.dumps({"team_run": team} if team else {}))
         report = {"notes": [], "findings": [finding]}
-        gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+        compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
         assert len(report["notes"]) == 1 and words in report["notes"][0], report["notes"]
     report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
-    gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+    compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == [] or "ran your command (--run)" in report["notes"][0]
     # the seventh trial: a --run gate's PASS read FAIL in compare, with no hint of the recorded run
     (run / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
     for verdict, said in (("fail", True), ("not-verified", True), ("pass", False)):
         report = {"notes": [], "verdict": verdict, "findings": []}
-        gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+        compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
         assert bool(report["notes"]) is said and (not said or f"add --team-run {run / 'report.json'}" in report["notes"][0]), report
     (run / "report.json").write_text("{}")  # a gate without --run: nothing to re-use
     report = {"notes": [], "verdict": "fail", "findings": []}
-    gate_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+    compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == []
 
 
@@ -698,13 +698,13 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
     """A compare started from another folder than the project read a gate's records whose environment
     paths are relative to the project (``.nox/gate-envs/…/site-packages``, ``requirements-lock.txt``) and
     said "API surface: not compared; Dependencies: not compared". They are found from the project folder."""
-    from optax_gate.gate import gate_flow
+    from optax_gate.gate import compare_flow
     monkeypatch.chdir(tmp_path)
-    rec = gate_flow._located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
+    rec = compare_flow._located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
     assert rec["lock_file"] == str(ROOT / "requirements-lock.txt") and Path(rec["lock_file"]).is_file()
     assert rec["site_packages"] == "no/such/site-packages"  # found nowhere: as it is (the diff says why it was not made)
     (tmp_path / "requirements-lock.txt").write_text("")
-    assert gate_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"  # found here
+    assert compare_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"  # found here
 
 
 def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_path):

@@ -19,7 +19,8 @@ from optax_gate.gate.team_code import scope
 from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, compare_runs, crash_report, fail, gate
+from optax_gate.gate.compare_flow import compare_runs
+from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, crash_report, fail, gate
 from optax_gate.gate.matrix_flow import run_matrix
 from optax_gate.gate.rebaseline_flow import rebaseline
 

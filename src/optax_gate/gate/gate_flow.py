@@ -8,7 +8,6 @@ report of a crash of the gate itself."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -17,14 +16,14 @@ from typing import Any
 
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs import requirements, team_contracts, validate
-from optax_gate.gate.inputs.options import CompareOptions, GateOptions
+from optax_gate.gate.inputs.options import GateOptions
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import team_run
-from optax_gate.gate.team_run import judging, reused
+from optax_gate.gate.team_run import judging
 from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.report import html_page as report_html
@@ -34,10 +33,8 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate import late
-from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, compare_code, configured_packages, load,
-                                   measure_speed, prepare, resolve_sources, run_both, save_run, skipped)
+from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, compare_code, configured_packages, measure_speed, prepare, resolve_sources, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
-from optax_gate.gate.judge import verdict
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
 NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
@@ -367,119 +364,6 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         bisect_command.after_gate(run.path, candidate.python if options.bisect.env == "candidate" else baseline.python,
                                   env, options.bisect, say)
     return status
-
-
-def _run_record(path: Path) -> dict[str, Any]:
-    """The run record (``baseline.json``, ``candidate.json`` of a run's
-    evidence folder) at ``path``.
-
-    Raises:
-      validate.InvalidInput: the file cannot be read, is not JSON, or is not a run record.
-    """
-    try:
-        record = load(path)
-    except OSError as exc:
-        raise validate.InvalidInput(f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (not JSON: {exc})") from None
-    if not runner.is_run_record(record):
-        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (a JSON object with label, status and "
-                                    "contracts: evidence/baseline.json or candidate.json of a gate's run folder)")
-    return record
-
-
-#: The project folder a gate runs in (``./noxw`` starts it there): a run record's relative paths are relative to it.
-PROJECT = Path(__file__).resolve().parents[3]
-
-
-def _located(record: dict[str, Any]) -> dict[str, Any]:
-    """A run record whose environment paths (``site_packages``, ``lock_file``:
-    relative to the project folder the gate ran in) are found from here too:
-    a compare started from another folder read neither and said "API surface:
-    not compared; Dependencies: not compared". A path found from the current
-    folder, or found nowhere, stays as it is."""
-    for key in ("site_packages", "lock_file"):
-        value = record.get(key)
-        if value and not Path(value).is_absolute() and not Path(value).exists() and (PROJECT / value).exists():
-            record[key] = str(PROJECT / value)
-    return record
-
-
-def compare_runs(options: CompareOptions, started: Started | None = None) -> int:
-    """``python -m optax_gate compare``: the report of two run records, into
-    an output folder of its own (never a gate's, whose ``report.md`` links to
-    its newest judged run); 2 for an input that cannot be used."""
-    try:
-        if any((options.out / name).is_symlink() for name in evidence.CURRENT):
-            raise validate.InvalidInput(f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows "
-                                        "the newest judged run): give compare a folder of its own")
-        baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
-        swapped = swapped_records(baseline, candidate)
-        if swapped and options.team_run is not None:  # the sixth trial: it was refused as "another baseline"
-            raise validate.InvalidInput(f"{swapped} (the same options after them)")
-        team = (reused.recorded(options.team_run, baseline, candidate, options.scope.usage)
-                if options.team_run is not None else None)
-        code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
-        scan = usage.scan(check_usage(code)) if code else None
-    except validate.InvalidInput as exc:
-        return fail(f"{exc} (no report written)")
-    given = dataclasses.replace(options.scope, usage=code, usage_scan=scan)
-    packages = configured_packages(Path.cwd())
-    report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
-    if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
-        # not evidence about the upgrade, whatever it found: never a pass
-        verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
-    if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
-        judging.apply(report, team, given.fail_on)
-        report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
-                               f"{os.path.abspath(options.team_run)} (compare runs no code)")
-    else:
-        scope.apply_options(report, given, packages)
-        if not swapped:  # swapped, the recorded run would not fit them: the note above says what to do
-            _say_recorded_run(report, options.baseline_run)
-    return write_reports(report, options.out)
-
-
-def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str | None:
-    """A note when compare's two run records look given the other way round:
-    the first (taken as the baseline) is a gate's candidate record and the
-    second its baseline record (their ``label``). Compare still compares
-    them as given (comparing a candidate against a baseline can be meant),
-    but every change then reads backwards (broken as fixed), and the
-    baseline's own failures read as the candidate's. None otherwise."""
-    if baseline.get("label") != "candidate" or candidate.get("label") != "baseline":
-        return None
-    def which(record: dict[str, Any]) -> str:
-        versions = record.get("versions") or {}
-        named = ", ".join(f"{name} {versions[name]}" for name in ("optax", "jax") if versions.get(name))
-        return f" ({named})" if named else ""
-    return (f"the run records look swapped: the first, taken as the baseline, is a gate's candidate record{which(baseline)}, "
-            f"and the second its baseline record{which(candidate)}; compare takes BASELINE first: "
-            "compare …/evidence/baseline.json …/evidence/candidate.json")
-
-
-def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
-    """A note for a compare whose lines of the team's code are "cannot tell
-    without --run": compare runs no code; the gate that recorded the run
-    records may have run the team's command, which ``--team-run`` re-uses.
-    Where that gate did, any verdict but a pass says so too: the team's
-    PASS of a --run gate read FAIL in compare, with no hint (the seventh trial)."""
-    found = report.get("findings") or []
-    gate_report = Path(baseline_run).resolve().parent.parent / "report.json"
-    try:
-        ran = isinstance(load(gate_report).get("team_run"), dict)
-    except (OSError, ValueError, AttributeError):
-        ran = False
-    if ran and report.get("verdict") != "pass":  # the seventh trial: a --run gate's PASS re-judged as FAIL with no hint
-        report["notes"].append(f"the gate that recorded these run records ran your command (--run): add --team-run {gate_report} "
-                               "to make the verdict about that run, as the gate's was (compare runs no code)")
-        return
-    if not any(a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()):
-        return
-    report["notes"].append(
-        "compare runs no code: a line of yours that is 'cannot tell without --run' is decided by your run; "
-        + (f"the gate that recorded these run records ran it: add --team-run {gate_report}" if ran
-           else "run the gate with --run, or give compare --team-run with the report.json of a gate that did"))
 
 
 def crash_report(reason: str, started: Started, out: Path | None) -> int:
