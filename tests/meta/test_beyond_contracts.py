@@ -235,17 +235,17 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
 
 
 def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
-    """One rule for "list of APIs" in a finding's line (``details.named_list``):
+    """One rule for "list of APIs" in a finding's line (``plain_text.named_list``):
     the merged API-surface finding and the contract finding across APIs both
-    name ``details.NAMED`` and say how many more."""
-    from optax_gate.gate.base import details
+    name ``plain_text.NAMED`` and say how many more."""
+    from optax_gate.gate.base import plain_text
     from optax_gate.gate.judge import findings
 
-    paths = [f"optax.f{i:02d}" for i in range(details.NAMED + 3)]
+    paths = [f"optax.f{i:02d}" for i in range(plain_text.NAMED + 3)]
     rows = [{"path": p, "change": "removed", "verdict": "broken", "old": "function", "new": ""} for p in paths]
     (found,) = unseen.broken_findings({"surface": {"rows": rows}})
-    listed = f"`optax.f{details.NAMED - 1:02d}`, and 3 more"
-    assert found["cause"].endswith(listed) and f"`optax.f{details.NAMED:02d}`" not in found["cause"]
+    listed = f"`optax.f{plain_text.NAMED - 1:02d}`, and 3 more"
+    assert found["cause"].endswith(listed) and f"`optax.f{plain_text.NAMED:02d}`" not in found["cause"]
     assert findings.subject(paths).endswith(listed + ")")
 
 

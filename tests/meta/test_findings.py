@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from optax_gate.gate.base import details
+
+from optax_gate.gate.base import plain_text
 from optax_gate.gate.judge import findings
 from optax_gate.gate.judge import causes
 from optax_gate.gate.report import json_file as report_json
@@ -209,11 +211,11 @@ def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
 def test_a_long_failure_message_is_cut_at_a_word_end():
     message = ("TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
                "got int32 instead. " + "More words follow here to pass the limit. " * 3)
-    cut = details.shorten(message)
+    cut = plain_text.shorten(message)
     assert len(cut) <= 140 and cut.endswith("…")
     assert message.startswith(cut[:-1]) and message[len(cut) - 1] == " "  # the next character was a space
     assert "got int32 instead." in cut
-    assert details.shorten("short text") == "short text"
+    assert plain_text.shorten("short text") == "short text"
 
 
 def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():

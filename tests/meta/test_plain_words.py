@@ -12,6 +12,8 @@ import zlib
 import pytest
 
 from optax_gate.gate.base import details
+
+from optax_gate.gate.base import plain_text
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import outcomes, warnings_diff
 from optax_gate.gate.judge import findings
@@ -105,7 +107,7 @@ def test_a_row_detail_keeps_the_first_difference_whole():
 def test_a_cut_never_falls_inside_a_value(limit):
     text = ("got [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
             "('delta', 'KEYWORD_ONLY', 1.0)] at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)")
-    short = details.shorten(text, limit)
+    short = plain_text.shorten(text, limit)
     assert len(short) <= limit + 4 and _balanced(short.replace("…", "")), short
     if short != text:  # what is kept ends where a token of the text ends
         head = short.rstrip(")]").removesuffix("…").rstrip(" ")

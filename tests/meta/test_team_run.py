@@ -478,7 +478,7 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
              "bytes per parameter; `.hyperparams` (scalars, no cost per parameter)")
     words = report_team_run._finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
     assert words.startswith("[F5](#f5) optimizer state bfloat16 → float32") and "…" in words, words
-    assert words.count("(") == words.count(")"), words  # a cut closes its brackets (details.cut)
+    assert words.count("(") == words.count(")"), words  # a cut closes its brackets (plain_text.cut)
 
 
 def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():

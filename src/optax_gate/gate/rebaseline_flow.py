@@ -25,6 +25,8 @@ from collections import Counter
 from pathlib import Path
 
 from optax_gate.gate.base import atomic, details
+
+from optax_gate.gate.base import plain_text
 from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import RebaselineOptions
@@ -41,7 +43,7 @@ def _summary(options: RebaselineOptions, version: str, record: dict, done: moved
     skipped: dict[str, str] = {}
     for r in sorted(contracts.values(), key=lambda r: r.get("api", "?")):
         if r.get("outcome") == "skipped":
-            skipped.setdefault(r.get("api", "?"), details.shorten(details.plain_detail(r), 320))
+            skipped.setdefault(r.get("api", "?"), plain_text.shorten(details.plain_detail(r), 320))
     apis = Counter(contracts[cid]["api"] for cid in done.entries)
     lines = [f"# Rebaseline at optax {version} ({lock})", "",
              f"{len(contracts)} contracts: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) + ". "

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base.details import and_join, named_list
+from optax_gate.gate.base.plain_text import and_join, named_list
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import (DTYPE, and_join, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message,
-                                     named_list, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, number, parse_drift, parse_ulp, pytest_words,
-                                     recorded_message, shorten, state_cost)
+from optax_gate.gate.base.details import DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, parse_drift, parse_ulp, pytest_words, recorded_message, state_cost
+from optax_gate.gate.base.plain_text import and_join, named_list, number, shorten
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
@@ -340,7 +339,7 @@ def test_name(contract_id: str) -> tuple[str, str]:
 
 def subject(apis: list[str]) -> str:
     """Who a finding is about: ```optax.sgd```, or ``3 APIs (`a`, `b`, `c`)``
-    (``details.named_list``: at most ``details.NAMED`` named)."""
+    (``plain_text.named_list``: at most ``plain_text.NAMED`` named)."""
     if len(apis) == 1:
         return f"`{apis[0]}`"
     return f"{len(apis)} APIs ({named_list(apis)})"

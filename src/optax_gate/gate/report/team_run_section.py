@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base import details
+
+from optax_gate.gate.base import plain_text
 from optax_gate.gate.team_run import judging
 from optax_gate.gate.report import bisect_section as report_bisect
 
@@ -78,7 +79,7 @@ def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -
         f = by_number.get(n)
         if f is not None:
             cause = _leading(f["cause"], seen) if f.get("cause") else f.get("text") or f.get("change")
-            words.append(f'[F{n}](#f{n}) {details.cut(_cell(cause), 160)}' + _commits(f))
+            words.append(f'[F{n}](#f{n}) {plain_text.cut(_cell(cause), 160)}' + _commits(f))
     more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
     return "; ".join(words) + more
 

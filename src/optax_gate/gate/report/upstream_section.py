@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.gate.base.details import shorten
+from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.upstream.upstream_tests import INFRA
 
 

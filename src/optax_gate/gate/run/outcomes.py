@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base import details
+
+from optax_gate.gate.base import plain_text
 
 
 @dataclass
@@ -174,7 +175,7 @@ MESSAGE_LIMIT = 300
 def _message(report: dict[str, Any]) -> str:
     """Short reason of a failed or skipped report: one line, about
     :data:`MESSAGE_LIMIT` characters, never cut inside a value
-    (``details.shorten``)."""
+    (``plain_text.shorten``)."""
     longrepr = report.get("longrepr")
     text = ""
     if isinstance(longrepr, dict):
@@ -195,7 +196,7 @@ def _message(report: dict[str, Any]) -> str:
     # pytest's first difference of two sequences is the telling part: kept whole when not far beyond the limit
     at = re.search(r" At index \d+ diff: .*? != .*?(?= Full diff:| Use -v|$)", text)
     limit = max(MESSAGE_LIMIT, at.end() + 2 if at and at.end() <= 2 * MESSAGE_LIMIT else 0)
-    return details.shorten(text, limit)  # never cut inside a value (a tuple pytest compared)
+    return plain_text.shorten(text, limit)  # never cut inside a value (a tuple pytest compared)
 
 
 def _outcome(when: str, report: dict[str, Any]) -> str | None:

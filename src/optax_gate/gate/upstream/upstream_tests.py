@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base.details import normalise, shorten
+from optax_gate.gate.base.details import normalise
+from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.install import missing_requirements
 
 #: Directions: (label, tests of which side, run in which environment).
