@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from optax_gate.gate.judge import compare
-from optax_gate.gate.team_code import attribution, scope, usage
+from optax_gate.gate.team_code import attribution, configuration, scope, usage
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.surface import POSITIONAL, Param
 
@@ -153,7 +153,7 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
     assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
     # a finding about the signature itself (its rows name parameter kinds): the break is its cause
     assert attribution._judge(site, {"signature": True}, [])[0] == "affected"
-    assert attribution.configuration([_row("did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2")])["signature"]
+    assert configuration.configuration([_row("did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2")])["signature"]
 
 
 def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_breaks():
@@ -163,7 +163,7 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
     other cause first; the finding about the signature keeps the line affected."""
     use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
     site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
-    corner = attribution.configuration([_row("snapshot drift: corner.int_inputs/error: 'a' -> b")])
+    corner = configuration.configuration([_row("snapshot drift: corner.int_inputs/error: 'a' -> b")])
     assert "signature" not in corner
     verdict, why, _ = attribution._judge(site, corner, [])
     assert verdict == "cannot-tell" and why.startswith("this line breaks first for another cause (API surface: breaks: delta"), why
@@ -230,7 +230,7 @@ def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_findin
     meets the first, the run decides the second. (Building with the value raising is the keyword's alone.)"""
     rows = [{"id": "test_edges.py::test_edge[optax.adamw]", "api": "optax.adamw", "change": "changed", "kind": "snapshot",
              "detail": "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"}]
-    config = attribution.configuration(rows)
+    config = configuration.configuration(rows)
     assert config == {"keywords": {"weight_decay": "0"}, "condition": "a parameter that is NaN or inf"}
     team = tmp_path / "team"
     team.mkdir()
@@ -270,7 +270,7 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     rows = [{"id": "tests/contracts/test_training_recipes.py::test_a_none_gradient_leaf_gives_a_none_update",
              "api": "recipe:none-gradients", "change": "broken", "kind": "golden", "baseline": "passed", "candidate": "failed",
              "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']"}]
-    config = attribution.configuration(rows)
+    config = configuration.configuration(rows)
     assert config["condition"] == call_sites.RECIPE_CONDITIONS["recipe:none-gradients"]
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adam(1e-3)\n")
     use = next(u for u in usage.scan([tmp_path], base=tmp_path).uses if u.how == "call")
@@ -285,7 +285,7 @@ def test_a_derivative_corner_needs_a_derivative_with_respect_to_that_argument():
     (a helper took "labels" for the argument). It names the argument and what decides it now."""
     use = usage.Use("train.py:20", "optax.sigmoid_focal_loss", "call", 2, (), False, (("0", "logits"), ("1", "y")))
     site = attribution._Site(use, True, (), "")
-    config = attribution.configuration([_row("snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient")])
+    config = configuration.configuration([_row("snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient")])
     verdict, why, _ = attribution._judge(site, config, [])
     assert verdict == "cannot-tell"
     assert "a derivative taken with respect to `labels` (jax.grad or jax.jvp over that argument)" in why, why

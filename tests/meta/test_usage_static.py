@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from optax_gate.gate.team_code import arguments, attribution, call_sites, scope, usage
+from optax_gate.gate.team_code import arguments, attribution, call_sites, configuration, scope, usage
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.surface import POSITIONAL, Param
 from optax_gate.gate.judge import compare
@@ -362,9 +362,9 @@ def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new
              "kind": "golden", "detail": "now raises TypeError (ok in the baseline)"}]
     (tmp_path / "t.py").write_text("import optax\ntx = optax.lbfgs()\n")
     use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
-    verdict, why, _ = attribution._judge(attribution._Site(use, True), attribution.configuration(rows), [])
+    verdict, why, _ = attribution._judge(attribution._Site(use, True), configuration.configuration(rows), [])
     assert verdict == "cannot-tell" and "(its contracts ran it with `unknown_kwarg`)" in why, why
-    new = attribution.configuration([{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}])
+    new = configuration.configuration([{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}])
     verdict, why, _ = attribution._judge(attribution._Site(use, True), new, [])
     assert (verdict, why) == ("affected", "calls an API the baseline does not have (new in the candidate)")
 
