@@ -3,8 +3,9 @@ of ``tests/contracts/test_adafactor.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx, state_cast
+from optax_gate.mutants.patches import nan_to_zero, to_f32, wrap_tx, state_cast
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("adafactor", "tests/contracts/test_adafactor.py")
 
@@ -60,6 +61,4 @@ def _(optax):
     return {"adafactor": f}
 
 
-@mutant("adafactor-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "adafactor", perturbed_under_jit)
+jit_differs(mutant, "adafactor-jit-differs")

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, wrap_tx, state_cast, first_state_f32
+from optax_gate.mutants.patches import lenient, nan_to_zero, post_process, wrap_tx, state_cast, first_state_f32
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("adam", "tests/contracts/test_adam.py")
 
@@ -63,9 +64,7 @@ def _(optax):
     return post_process(optax, "adam", lambda u, g: nan_to_zero(u))
 
 
-@mutant("adam-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "adam", perturbed_under_jit)
+jit_differs(mutant, "adam-jit-differs")
 
 
 @mutant("adam-lenient", "pairs gradient and state leaves by order and resizes: no shape or structure error")

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, wrap_tx, state_cast, first_state_f32
+from optax_gate.mutants.patches import nan_to_zero, wrap_tx, state_cast, first_state_f32
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("adamw", "tests/contracts/test_adamw.py")
 
@@ -56,6 +57,4 @@ def _(optax):
     return {"adamw": f}
 
 
-@mutant("adamw-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "adamw", perturbed_under_jit)
+jit_differs(mutant, "adamw-jit-differs")

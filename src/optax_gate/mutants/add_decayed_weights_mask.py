@@ -3,8 +3,9 @@ of ``tests/contracts/test_add_decayed_weights_mask.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, upcast, wrap_tx
+from optax_gate.mutants.patches import post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("decay", "tests/contracts/test_add_decayed_weights_mask.py")
 
@@ -41,9 +42,7 @@ def _(optax):
     return {"add_decayed_weights": f}
 
 
-@mutant("decay-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "add_decayed_weights", perturbed_under_jit)
+jit_differs(mutant, "decay-jit-differs")
 
 
 @mutant("decay-schedule-advances", "advances a scheduled weight decay each step (optax 0.2.8 behaviour)")

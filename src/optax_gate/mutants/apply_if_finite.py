@@ -3,8 +3,9 @@ contracts of ``tests/contracts/test_apply_if_finite.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import post_process, upcast, perturbed_under_jit
+from optax_gate.mutants.patches import post_process, upcast
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("apply-if-finite", "tests/contracts/test_apply_if_finite.py")
 
@@ -72,9 +73,7 @@ def _(optax):
     return post_process(optax, "apply_if_finite", upcast)
 
 
-@mutant("aif-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "apply_if_finite", perturbed_under_jit)
+jit_differs(mutant, "aif-jit-differs")
 
 
 @mutant("aif-lenient", "re-pairs gradients with the params' structure: no structure error")

@@ -3,8 +3,9 @@ of ``tests/contracts/test_chain.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, upcast, wrap_tx
+from optax_gate.mutants.patches import post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("chain", "tests/contracts/test_chain.py")
 
@@ -54,6 +55,4 @@ def _(optax):
     return {"chain": f}
 
 
-@mutant("chain-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "chain", perturbed_under_jit)
+jit_differs(mutant, "chain-jit-differs")

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, upcast, wrap_tx
+from optax_gate.mutants.patches import nan_to_zero, post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("clip-elementwise", "tests/contracts/test_clip.py")
 
@@ -76,6 +77,4 @@ def _(optax):
     return {"clip": f}
 
 
-@mutant("elementwise-clip-jit-differs", "perturbs the result by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "clip", perturbed_under_jit)
+jit_differs(mutant, "elementwise-clip-jit-differs")

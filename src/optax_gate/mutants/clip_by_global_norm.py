@@ -3,8 +3,9 @@ of ``tests/contracts/test_clip_by_global_norm.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, perturbed_under_jit, post_process, upcast, wrap_tx
+from optax_gate.mutants.patches import nan_to_zero, post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("global-norm", "tests/contracts/test_clip_by_global_norm.py")
 
@@ -79,6 +80,4 @@ def _(optax):
     return {"clip_by_global_norm": f}
 
 
-@mutant("global-norm-jit-differs", "perturbs the result by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "clip_by_global_norm", perturbed_under_jit)
+jit_differs(mutant, "global-norm-jit-differs")

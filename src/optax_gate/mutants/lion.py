@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, wrap_tx, state_cast, first_state_f32
+from optax_gate.mutants.patches import wrap_tx, state_cast, first_state_f32
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("lion", "tests/contracts/test_lion.py")
 
@@ -53,9 +54,7 @@ def _(optax):
     return {"lion": f}
 
 
-@mutant("lion-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "lion", perturbed_under_jit)
+jit_differs(mutant, "lion-jit-differs")
 
 
 @mutant("lion-count-stuck", "the step count of the state never advances")

@@ -3,8 +3,9 @@ of ``tests/contracts/test_masked.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, upcast, wrap_tx
+from optax_gate.mutants.patches import post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("masked", "tests/contracts/test_masked.py")
 
@@ -50,6 +51,4 @@ def _(optax):
     return post_process(optax, "masked", upcast)
 
 
-@mutant("masked-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "masked", perturbed_under_jit)
+jit_differs(mutant, "masked-jit-differs")

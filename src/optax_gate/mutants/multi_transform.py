@@ -3,8 +3,9 @@ contracts of ``tests/contracts/test_multi_transform.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, upcast
+from optax_gate.mutants.patches import post_process, upcast
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("multi-transform", "tests/contracts/test_multi_transform.py")
 
@@ -75,6 +76,4 @@ def _(optax):
     return post_process(optax, "multi_transform", upcast)
 
 
-@mutant("multi-transform-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "multi_transform", perturbed_under_jit)
+jit_differs(mutant, "multi-transform-jit-differs")

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, perturbed_under_jit, post_process, to_f32, wrap_tx, state_cast
+from optax_gate.mutants.patches import lenient, nan_to_zero, to_f32, wrap_tx, state_cast
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("rmsprop", "tests/contracts/test_rmsprop.py")
 
@@ -64,9 +65,7 @@ def _(optax):
     return {"rmsprop": f}
 
 
-@mutant("rmsprop-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "rmsprop", perturbed_under_jit)
+jit_differs(mutant, "rmsprop-jit-differs")
 
 
 @mutant("rmsprop-bias-correction-forced", "always bias-corrects the moments (and keeps a count in the state)")

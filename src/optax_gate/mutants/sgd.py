@@ -3,8 +3,9 @@ of ``tests/contracts/test_sgd.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, none_as_zeros, perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import lenient, nan_to_zero, none_as_zeros, to_f32, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("sgd", "tests/contracts/test_sgd.py")
 
@@ -36,9 +37,7 @@ def _(optax):
     return {"sgd": lambda *a, **k: optax.chain(orig(*a, **k), optax.scale(1.0))}
 
 
-@mutant("sgd-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "sgd", perturbed_under_jit)
+jit_differs(mutant, "sgd-jit-differs")
 
 
 @mutant("apply-updates-lenient", "apply_updates pairs leaves by order and resizes: no structure or shape error")

@@ -4,8 +4,9 @@ that the contracts of ``tests/contracts/test_training_recipes.py`` must catch.""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import perturbed_under_jit, post_process, to_f32, wrap_tx
+from optax_gate.mutants.patches import to_f32, wrap_tx
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs
 
 mutant = family("training-recipes", "tests/contracts/test_training_recipes.py")
 
@@ -181,6 +182,4 @@ def _(optax):
     return {"apply_updates": f}
 
 
-@mutant("recipe-jit-differs", "adamw perturbs its updates by 1e-3 only under jax.jit")
-def _(optax):
-    return post_process(optax, "adamw", perturbed_under_jit)
+jit_differs(mutant, "recipe-jit-differs")

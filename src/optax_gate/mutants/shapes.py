@@ -1,0 +1,38 @@
+"""The mutant shapes that many families repeat, generated from one table each: a family registers one with a line."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from optax_gate.mutants.patches import perturbed_under_jit, post_process
+
+#: ``<name>-jit-differs``: the factory ``optax.<attr>`` whose updates are scaled by 1.001 only when traced under
+#: ``jax.jit`` (:func:`patches.perturbed_under_jit`), caught by the family's jit-against-eager contracts.
+#: Mutant name -> (the factory attribute, what the check prints); the module that registers it in the comment.
+JIT_DIFFERS: dict[str, tuple[str, str]] = {
+    "adafactor-jit-differs": ("adafactor", "perturbs the updates by 1e-3 only under jax.jit"),  # adafactor.py
+    "adam-jit-differs": ("adam", "perturbs the updates by 1e-3 only under jax.jit"),  # adam.py
+    "adamw-jit-differs": ("adamw", "perturbs the updates by 1e-3 only under jax.jit"),  # adamw.py
+    "decay-jit-differs": ("add_decayed_weights", "perturbs the updates by 1e-3 only under jax.jit"),  # add_decayed_weights_mask.py
+    "aif-jit-differs": ("apply_if_finite", "perturbs the updates by 1e-3 only under jax.jit"),  # apply_if_finite.py
+    "chain-jit-differs": ("chain", "perturbs the updates by 1e-3 only under jax.jit"),  # chain.py
+    "elementwise-clip-jit-differs": ("clip", "perturbs the result by 1e-3 only under jax.jit"),  # clip.py
+    "global-norm-jit-differs": ("clip_by_global_norm", "perturbs the result by 1e-3 only under jax.jit"),  # clip_by_global_norm.py
+    "lion-jit-differs": ("lion", "perturbs the updates by 1e-3 only under jax.jit"),  # lion.py
+    "masked-jit-differs": ("masked", "perturbs the updates by 1e-3 only under jax.jit"),  # masked.py
+    "multi-transform-jit-differs": ("multi_transform", "perturbs the updates by 1e-3 only under jax.jit"),  # multi_transform.py
+    "rmsprop-jit-differs": ("rmsprop", "perturbs the updates by 1e-3 only under jax.jit"),  # rmsprop.py
+    "sgd-jit-differs": ("sgd", "perturbs the updates by 1e-3 only under jax.jit"),  # sgd.py
+    "recipe-jit-differs": ("adamw", "adamw perturbs its updates by 1e-3 only under jax.jit"),  # training_recipes.py
+}
+
+
+def jit_differs(mutant: Callable[..., Callable[[Any], Any]], name: str) -> None:
+    """Register the mutant ``name`` of :data:`JIT_DIFFERS` with a family's ``mutant`` decorator
+    (``registry.family``), at the place of the call, so the family's order of mutants is kept.
+
+    Raises:
+      KeyError: ``name`` is not in the table.
+    """
+    attr, what = JIT_DIFFERS[name]
+    mutant(name, what)(lambda optax: post_process(optax, attr, perturbed_under_jit))
