@@ -13,7 +13,7 @@ every module):
   folders, progress); not to be confused with ``--run``, the team's own run,
   which ``team_run/`` compares;
 - ``judge/``: baseline against candidate, contract by contract (compare,
-  findings);
+  findings, causes) and the verdict (verdict);
 - ``surface/``: one environment's public API, read without importing it;
 - ``team_code/``: the team's code read without running it (``--usage``),
   and which findings reach it;
@@ -22,12 +22,14 @@ every module):
 - ``team_run/``: the team's own run on both sides (``--run``);
 - ``speed/``: the speed of a training step on both sides;
 - ``upstream/``: optax's own shipped tests cross-run;
-- ``matrix/``: the release matrix (planning, discovery, judging a grid);
+- ``matrix/``: the release matrix (discovery of the releases, the plan of
+  environments and how their runs combine);
 - ``report/``: every renderer and the report's JSON schema;
 - ``bisect/``: the commit that changed a finding;
-- on top, the flows: ``cli`` (command line), ``gate_flow``, ``sides`` (one
-  side of a comparison), ``late`` (the phases after the contracts),
-  ``matrix_flow``.
+- on top, the flows: ``cli`` and ``cli_help`` (command line and its help),
+  ``gate_flow``, ``compare_flow``, ``sides`` (one side of a comparison),
+  ``late`` (the phases after the contracts), ``matrix_flow``,
+  ``rebaseline_flow``.
 
 Import rule: a module imports only from its own stage and the stages listed
 before it, and never from the flows on top (``tests/meta/test_stages.py``).

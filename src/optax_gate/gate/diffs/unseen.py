@@ -210,8 +210,8 @@ def broken_words(broken: dict[str, int]) -> str:
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
            packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
-    sections to a report from ``optax_gate.gate.judge.compare.compare`` and bump its
-    schema to 2; a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
+    sections to a report from ``optax_gate.gate.judge.compare.compare`` and set its
+    schema (:data:`SCHEMA`); a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
     and ``candidate`` are the run records (``site_packages``, ``lock_file``,
     ``warnings``); ``scope``: ``usage`` (the team's code), ``usage_scan``
     (its scan when already made: the gate scans before anything runs),
