@@ -1,7 +1,7 @@
 """nox sessions of the upgrade gate. Run them through ``./noxw`` (it finds
 Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
-- ``tests``: ``ruff check`` of this project's code, then the contract suite in the
+- ``tests``: ``ruff check`` and ``mypy`` (strict on ``gate/``) of this project's code, then the contract suite in the
   pinned baseline environment (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
   the multi-device contracts in a second process with eight simulated CPU devices.
 - ``gpu-parity``: the multi-device contracts on eight NVIDIA GPUs; prints
@@ -18,6 +18,8 @@ Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
   side effect of another session).
 - ``rebaseline -- LOCK [--move]``: every contract at LOCK's baseline; each that
   fails there accepted into ``tests/contracts/moved_behaviour.toml`` (``docs/baseline.md``).
+- ``report-model``: regenerate the report's TypedDicts (``gate/base/model.py``) from
+  ``report.schema.json``.
 - ``lint-workflows``: actionlint over ``.github/workflows`` and ``action.yml``'s steps, and
   ``action.yml`` against the action metadata schema.
 - ``lock``: re-pin the baseline: compile ``requirements.in`` into
@@ -134,10 +136,13 @@ def tests(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
-    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff")
+    # ruff and mypy check this project's own code; datamodel-code-generator regenerates the report model (tests/meta/test_model.py).
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff", "mypy",
+                    "datamodel-code-generator")
     _install_project(session)
-    # this project's own code linted first (seconds; the rules are pyproject.toml's [tool.ruff])
+    # this project's own code linted and type-checked first (seconds; the rules are pyproject.toml's [tool.ruff] and [tool.mypy])
     session.run("ruff", "check", "--no-cache", "src", "tests", "noxfile.py")
+    session.run("mypy", "--no-incremental", "--cache-dir", os.devnull)
     # test paths are read from where the user stands, as the gate reads its paths (noxw exports it)
     invoked_from = os.environ.get("NOXW_INVOKED_FROM") or str(ROOT)
     posargs = session_args.read_paths(list(session.posargs), invoked_from, ROOT)
@@ -334,6 +339,16 @@ def rebaseline(session: nox.Session) -> None:
     ``tests/contracts/moved_behaviour.toml`` for LOCK's optax version (review with git diff);
     ``--move`` also makes LOCK the pinned baseline (lock and snapshots). Summary in reports/rebaseline/."""
     _run_tool(session, "rebaseline", *session.posargs)
+
+
+@nox.session(python=PYTHON, name="report-model")
+def report_model(session: nox.Session) -> None:
+    """Regenerate the report's TypedDicts (src/optax_gate/gate/base/model.py) from report.schema.json (review with git diff).
+
+    The schema is the one source of the report's shape; ``tests`` fails while the
+    committed model is not what the schema generates (``tests/meta/test_model.py``)."""
+    session.install("-c", "requirements-tools.txt", "datamodel-code-generator")
+    session.run("python", "-m", "optax_gate.gate.report.schema_model", env={"PYTHONPATH": "src"})
 
 
 @nox.session(python=PYTHON, name="lint-workflows")

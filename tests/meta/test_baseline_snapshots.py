@@ -92,9 +92,11 @@ def test_arrange_leaves_the_pinned_baseline_alone_and_sets_up_another(tmp_path):
 
     env = dataclasses.replace(env, baseline_lock=team)
     base = _side("baseline", tmp_path, record={"from_cache": {"key": "x"}, "status": "ran"})
+    base.cached["contracts/test_sgd.py"] = {"outcomes": {}}  # a module found in the cache (sides.look_up)
     folder = baseline_snapshots.arrange(base, cand, env, tmp_path / "ev", said.append)
     assert folder == (tmp_path / "ev" / baseline_snapshots.FOLDER).absolute() and folder.is_dir()
     assert base.record is None and base.cache_inputs is None  # the cached result holds no snapshots: run again
+    assert base.cached == {}  # nor any module of it: a partly cached baseline would join results without its snapshots
     assert base.jax_env == {"JAX": "1", baseline_snapshots.SNAPSHOT_DIR: str(folder), baseline_snapshots.RECORD: "1"}
     assert cand.jax_env == {"JAX": "1", baseline_snapshots.SNAPSHOT_DIR: str(folder)}
     # given the folder, gate_flow runs the two sides one after the other: the candidate needs the baseline's files

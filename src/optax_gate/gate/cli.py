@@ -9,7 +9,10 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import TypeVar
 
 from optax_gate.gate import cli_help
 from optax_gate.gate.inputs import options as opts
@@ -37,10 +40,14 @@ class Interrupted(BaseException):
     way (a late phase's failure, a crash report) takes it for an error."""
 
 
-def _at_least(convert, minimum: float, strict: bool, words: str):
+#: What an argparse ``type`` of :func:`_at_least` gives.
+_Number = TypeVar("_Number", int, float)
+
+
+def _at_least(convert: Callable[[str], _Number], minimum: float, strict: bool, words: str) -> Callable[[str], _Number]:
     """An argparse ``type``: ``convert(text)`` when it is above ``minimum``
     (``strict``) or at least ``minimum``; NaN is refused either way."""
-    def check(text: str):
+    def check(text: str) -> _Number:
         try:
             value = convert(text)
         except ValueError:  # argparse would name this function ("invalid check value")
@@ -324,14 +331,14 @@ _STOPPING: list[bool] = []
 _INTERRUPTED: list[bool] = []
 
 
-def _interrupt(signum, frame):
+def _interrupt(signum: int, frame: FrameType | None) -> None:
     _SIGNALS.append(signal.Signals(signum).name)
     if not _STOPPING:  # stopping from now on: a second signal while this one unwinds is only recorded
         _STOPPING.append(True)
         _raise(Interrupted(signal.Signals(signum).name))
 
 
-def _ctrl_c(signum, frame):
+def _ctrl_c(signum: int, frame: FrameType | None) -> None:
     _SIGNALS.append("SIGINT")
     if not _STOPPING:
         _STOPPING.append(True)
@@ -414,7 +421,8 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
     if previous_int is signal.default_int_handler:  # not when SIGINT is ignored (a background job)
         signal.signal(signal.SIGINT, _ctrl_c)
     try:
-        return args.func(given, started)
+        status: int = args.func(given, started)
+        return status
     except (KeyboardInterrupt, Interrupted) as exc:
         _STOPPING.append(True)
         runner.stop_all()

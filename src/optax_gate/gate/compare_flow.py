@@ -79,7 +79,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
         # not evidence about the upgrade, whatever it found: never a pass
         verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
-    if team is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
+    if team is not None and options.team_run is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         judging.apply(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
                                f"{os.path.abspath(options.team_run)} (compare runs no code)")

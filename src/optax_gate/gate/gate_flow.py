@@ -33,7 +33,7 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate import late
-from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, check_imports, compare_code, configured_packages, measure_speed, prepare, resolve_sources, run_both, save_run, skipped)
+from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, built_python, check_imports, compare_code, configured_packages, measure_speed, prepare, requirements_in, resolve_sources, results_dir, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -144,7 +144,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     phases, refused = learned.phases, learned.refused
     say("writing the refusal report" if refused else "comparing and writing the report")
     for record in (baseline, candidate):
-        phases.run("writing of the run records", lambda record=record: save_run(record, run.evidence))
+        phases.run("writing of the run records", lambda: save_run(record, run.evidence))  # called at once, in this iteration
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
     if baseline.get("snapshots"):
@@ -203,8 +203,8 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
     envs = dict(zip(("baseline", "candidate"), learned.jax_envs))
     section = upstream_tests.cross_run({"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
-                                       dict(zip(("baseline", "candidate"), map(Path, learned.pythons))),
-                                       upstream_tests.CrossRunOptions(options.environment.cache_dir, options.environment.timeout, envs),
+                                       dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons))),
+                                       upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
                                        say=say)
     upstream_tests.attach(report, section)
 
@@ -217,11 +217,12 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     """
     env, cand = options.environment, options.candidate
     known = validate.lock_packages(env.baseline_lock, "baseline lock")
-    plain, sources = list(cand.specs), []
+    plain: list[str] = list(cand.specs)
+    sources: list[source_specs.SourceSpec] = []
     if cand.lock:
         validate.lock_packages(cand.lock, "candidate lock")
     else:
-        if not env.requirements_in.is_file():
+        if not requirements_in(env).is_file():
             raise validate.InvalidInput(f"--requirements-in {env.requirements_in} does not exist")
         refuse_paths_as_specs(cand.specs, known)
         validate.parse_specs(list(cand.specs), known, cand.allow_extra)
@@ -323,6 +324,8 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     # either runs a contract; a side that fails stops the gate there.
     def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
         stopped = {**stopped_record(failed, other, say), "requirements": other_req}
+        if failed.record is None:
+            raise AssertionError("stop() follows failed(), which saw its record")
         records = {failed.label: failed.record, other: other_record or stopped}
         return finish(run, records["baseline"], records["candidate"], options, say)
 
@@ -344,7 +347,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     learned = Learned()
     if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
         spec = dataclasses.replace(checked.run_spec, not_watched=tuple(p for p in (options.out, env.cache_dir, env.envs_dir) if p))
-        learned.team_run = team_run.run(spec, (baseline.python, candidate.python), run.evidence, say,
+        learned.team_run = team_run.run(spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say,
                                         team_run.user_names(spec.run_dir))
         if learned.team_run["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"
@@ -354,10 +357,10 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     base_record, cand_record = run_both(baseline, candidate, env, say)
     learned.pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
     learned.jax_envs = (baseline.jax_env, candidate.jax_env)
-    learned.speed = learned.phases.run("speed readings", lambda: measure_speed(
+    learned.speed = speed = learned.phases.run("speed readings", lambda: measure_speed(
         env, options.speed, run.candidate_lock, cand_record, say, pythons=learned.pythons))
-    if learned.speed is not None:  # the readings stay in the report even if their plot fails
-        learned.phases.run("speed plot", lambda: report_speed.write_plot(learned.speed, run.path))
+    if speed is not None:  # the readings stay in the report even if their plot fails
+        learned.phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
     status = finish(run, base_record, cand_record, options, say, learned)
     if options.bisect.enabled and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
         say("bisecting the findings (--bisect)")

@@ -23,7 +23,8 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.gate_flow import Started, fail
-from optax_gate.gate.sides import Folders, bound_compilation_cache, configured_packages, load, measure_speed, run_lock, run_specs, save_run
+from optax_gate.gate.sides import (Folders, bound_compilation_cache, configured_packages, load, measure_speed, requirements_in, results_dir, run_lock,
+                                   run_specs, save_run)
 
 
 def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
@@ -40,7 +41,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
             return 2
         plan = load(plan_path)
     else:
-        envs, discovered = matrix.plan(env.requirements_in.read_text(encoding="utf-8"), include_older=options.include_older,
+        envs, discovered = matrix.plan(requirements_in(env).read_text(encoding="utf-8"), include_older=options.include_older,
                                        upstream=options.upstream)
         plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
         atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
@@ -88,7 +89,8 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
         print(f"optax-gate: {e['name']:24s} {e['verdict']:13s} {'; '.join(e['reasons'])}")
     print(f"optax-gate: matrix report — {out / 'report.md'}, {out / 'report.html'}")
     print(f"optax-gate: {matrix.exit_words(report['exit'])}")
-    return report["exit"]["status"]
+    status: int = report["exit"]["status"]
+    return status
 
 
 def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> dict[str, Any]:
@@ -110,7 +112,7 @@ def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str
             sites[side] = Path(site)
             jax_env[side] = compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache)
         say(f"{name}: upstream tests: cross-running optax's shipped tests of the modules that differ")
-        return upstream_tests.cross_run(sites, pythons, upstream_tests.CrossRunOptions(env.cache_dir, env.timeout, jax_env), say=say)
+        return upstream_tests.cross_run(sites, pythons, upstream_tests.CrossRunOptions(results_dir(env), env.timeout, jax_env), say=say)
     except Exception as exc:  # fail closed: recorded, the environment then not verified; the contract results kept
         traceback.print_exc()
         print(f"optax-gate: {name}: the upstream tests cross-run could not run: {type(exc).__name__}: {exc}", file=sys.stderr)

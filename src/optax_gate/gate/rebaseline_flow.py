@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from optax_gate.gate.base import atomic, details
 
@@ -36,7 +37,7 @@ from optax_gate.gate.run.progress import Progress
 from optax_gate.kit import moved_behaviour
 
 
-def _summary(options: RebaselineOptions, version: str, record: dict, done: moved_ledger.Accepted, held: list[str]) -> str:
+def _summary(options: RebaselineOptions, version: str, record: dict[str, Any], done: moved_ledger.Accepted, held: list[str]) -> str:
     lock, moved = options.lock, options.move
     contracts = record["contracts"]
     outcomes = Counter(r.get("outcome") for r in contracts.values())

@@ -50,6 +50,30 @@ class Folders(NamedTuple):
     checkpoints: Path
 
 
+def results_dir(env: EnvironmentOptions) -> Path:
+    """``env.cache_dir``, the results cache of the sides: the commands that
+    prepare sides (gate, matrix) always have one (``--cache-dir``, a default)."""
+    if env.cache_dir is None:
+        raise AssertionError("no --cache-dir: the gate and the matrix always have one")
+    return env.cache_dir
+
+
+def requirements_in(env: EnvironmentOptions) -> Path:
+    """``env.requirements_in``, the baseline's direct requirements: the
+    commands that resolve (gate, matrix) always have one (``--requirements-in``, a default)."""
+    if env.requirements_in is None:
+        raise AssertionError("no --requirements-in: the gate and the matrix always have one")
+    return env.requirements_in
+
+
+def built_python(python: Path | None) -> Path:
+    """The interpreter of a side that runs (``Side.python``): None only when
+    its environment could not be built, and then its record is final and it never runs."""
+    if python is None:
+        raise AssertionError("a side without an environment has its final record and never runs")
+    return python
+
+
 def configured_packages(project_root: Path) -> tuple[str, ...]:
     """The packages whose API surface is diffed (``[tool.optax-gate]`` of the project's pyproject.toml)."""
     return tuple(surface.configured_packages(Path(project_root) / "pyproject.toml"))
@@ -87,15 +111,15 @@ class Side:
         return [u for u in self.units if u.name not in self.cached]
 
 
-def _cache_words(side: Side, why: list[str]) -> str:
+def _cache_words(side: Side, inputs: dict[str, Any], why: list[str]) -> str:
     found, total = len(side.cached), len(side.units)
     discarded = [w for w in why if "discarded" in w]
     tail = f"; {len(discarded)} doubtful entr{'y' if len(discarded) == 1 else 'ies'} discarded: {discarded[0]}" if discarded else ""
     if found == total:
-        return f"{side.label}: from cache {results_cache.key(side.cache_inputs)}, all {total} contract modules"
+        return f"{side.label}: from cache {results_cache.key(inputs)}, all {total} contract modules"
     if not found:
         return f"{side.label}: not taken from the cache (no entry for its {total} contract modules{tail})"
-    return (f"{side.label}: {found} of {total} contract modules from cache {results_cache.key(side.cache_inputs)}; "
+    return (f"{side.label}: {found} of {total} contract modules from cache {results_cache.key(inputs)}; "
             f"running the other {total - found}: " + ", ".join(u.name for u in side.pending[:5])
             + (", ..." if total - found > 5 else "") + tail)
 
@@ -104,27 +128,27 @@ def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str]
     """Find the side's cached results per contract module; a side whose every
     module (and its header) is cached gets its final record."""
     side.units = results_cache.units(env.project_root, list(env.team_dirs) or None)
-    side.cache_inputs = results_cache.side_inputs(lock, env.baseline_lock, env.project_root)
+    side.cache_inputs = inputs = results_cache.side_inputs(lock, env.baseline_lock, env.project_root)
     if not env.use_cache:  # --no-cache: run everything, store the new results
         say(f"{side.label}: not taken from the cache (--no-cache)")
         return
-    why = []
+    why: list[str] = []
     for unit in side.units:
-        got, reason = results_cache.fetch_unit(env.cache_dir, side.cache_inputs, unit)
+        got, reason = results_cache.fetch_unit(results_dir(env), inputs, unit)
         if got is not None:
             side.cached[unit.name] = got
         else:
             why.append(reason)
-    header, reason = results_cache.fetch_side(env.cache_dir, side.cache_inputs) if side.cached else (None, "")
+    header, reason = results_cache.fetch_side(results_dir(env), inputs) if side.cached else (None, "")
     if side.cached and not side.pending and header is None:  # a side's versions and plugins come only from a run of it
         say(f"{side.label}: {len(side.cached)} contract module(s) cached, but the side's own entry is not usable "
             f"({reason or 'missing'}): running all of its modules again")
         side.cached.clear()
         why = []
-    say(_cache_words(side, why))
+    say(_cache_words(side, inputs, why))
     if side.units and not side.pending and header is not None:
         side.record = {**results_cache.assemble(side.label, header, side.cached, **side.extra),
-                       "from_cache": results_cache.origin(side.cache_inputs, side.cached, len(side.units))}
+                       "from_cache": results_cache.origin(inputs, side.cached, len(side.units))}
 
 
 def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None]) -> None:
@@ -168,7 +192,7 @@ def check_imports(sides: tuple[Side, ...], env: EnvironmentOptions, say: Callabl
     for side, probed in zip(todo, probes):
         side.probed = probed
         if probed[1]:
-            side.record = runner.run(side.python, side.label, side.folder, env, probed=probed, **side.extra)
+            side.record = runner.run(built_python(side.python), side.label, side.folder, env, probed=probed, **side.extra)
 
 
 def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], None]) -> None:
@@ -176,7 +200,7 @@ def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], 
     taken from the cache when an entry for its inputs exists, else written in
     its environment (and stored)."""
     if side.cache_inputs is not None and env.use_cache:
-        why = results_cache.fetch_checkpoints(env.cache_dir, side.cache_inputs, side.checkpoints)
+        why = results_cache.fetch_checkpoints(results_dir(env), side.cache_inputs, side.checkpoints)
         if not why:
             say("baseline: resume checkpoints from the cache")
             side.extra["checkpoint_writer"] = "written"
@@ -184,10 +208,10 @@ def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], 
             return
     say("baseline: writing the resume checkpoints")
     side.extra["checkpoint_writer"] = runner.write_checkpoints(
-        side.python, side.checkpoints, env.project_root, extra_env=side.jax_env) or "written"
+        built_python(side.python), side.checkpoints, env.project_root, extra_env=side.jax_env) or "written"
     side.checkpoints_ready = side.extra["checkpoint_writer"] == "written"
     if side.checkpoints_ready and side.cache_inputs is not None:
-        results_cache.store_checkpoints(env.cache_dir, side.cache_inputs, side.checkpoints)
+        results_cache.store_checkpoints(results_dir(env), side.cache_inputs, side.checkpoints)
 
 
 #: pytest-xdist processes of a contract run that has the machine to itself
@@ -212,15 +236,15 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
     how = runner.ContractRunOptions(checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs,
                                     targets=targets)
-    record = runner.run(side.python, side.label, side.folder, env, how,
+    record = runner.run(built_python(side.python), side.label, side.folder, env, how,
                         on_progress=progress.contracts(side.label) if progress else None, probed=side.probed, **side.extra)
     if side.cache_inputs is not None and side.checkpoints_ready:
-        stored = results_cache.store(env.cache_dir, side.cache_inputs, record, pending)
+        stored = results_cache.store(results_dir(env), side.cache_inputs, record, pending)
         if stored:
             say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
     if partial:
         record = results_cache.join(record, side.cached)
-        if record.get("status") == "ran":
+        if record.get("status") == "ran" and side.cache_inputs is not None:  # partial only with cache inputs (look_up)
             record["from_cache"] = results_cache.origin(side.cache_inputs, side.cached, len(side.units))
     return record
 
@@ -337,7 +361,7 @@ def resolve(specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Cal
     Raises:
       environments.EnvironmentFailure: the resolver found no set of versions.
     """
-    text, moved = requirements.replace_held(env.requirements_in.read_text(encoding="utf-8"), specs,
+    text, moved = requirements.replace_held(requirements_in(env).read_text(encoding="utf-8"), specs,
                                             extras.pinned(env.baseline_lock))
     if moved and say:
         say(f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} "
@@ -362,7 +386,7 @@ def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lo
     """
     records: list[dict[str, Any]] = []
     if sources:
-        wheels, records = source_specs.build(sources, Path(env.cache_dir) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
+        wheels, records = source_specs.build(sources, Path(results_dir(env)) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
         specs = [*specs, *wheels]
     resolve(specs, lock_path, env, say)
     source_specs.check_lock(lock_path, records)
@@ -420,13 +444,14 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
     if say:
         say(f"speed: timing the training steps, {speed.rounds} rounds interleaved")
     try:
-        if len(pythons) != 2 or not all(pythons):
-            pythons = tuple(environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python,
-                                                env.project_root) for lock in (baseline_lock, candidate_lock))
+        ready = [python for python in pythons if python] if len(pythons) == 2 else []
+        if len(ready) != 2:
+            ready = [environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python,
+                                         env.project_root) for lock in (baseline_lock, candidate_lock)]
     except environments.EnvironmentFailure as exc:
         return speed_.not_measured(str(exc), speed.budget)
-    result = speed_.measure(*pythons, env.project_root, speed)
-    if inputs is not None:
+    result = speed_.measure(ready[0], ready[1], env.project_root, speed)
+    if inputs is not None and env.cache_dir is not None:  # inputs only with a cache_dir
         results_cache.store_speed(env.cache_dir, inputs, result)
     return result
 
@@ -441,4 +466,5 @@ def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate
 
 
 def load(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data

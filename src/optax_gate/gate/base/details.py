@@ -170,7 +170,7 @@ def state_cost(leaves: list[Drift], name_dtypes: bool = True) -> list[str]:
             slots.setdefault(leaf.slot, []).append(leaf)
     per_parameter, scalars = [], []
     for slot, group in slots.items():
-        pairs = sorted({leaf.dtypes for leaf in group})
+        pairs = sorted({(o, n) for o, n in (leaf.dtypes for leaf in group) if o and n})  # drops none: the group holds dtype changes only
         change = " " + ", ".join(f"{o} → {n}" for o, n in pairs) if name_dtypes else ""
         if all(leaf.shapes[0] == "" for leaf in group):
             scalars.append(f"`{slot}`{change} (scalars, no cost per parameter)")
@@ -266,6 +266,8 @@ def _leaf_words(leaf: Drift) -> str:
         if old is None and new is None:  # a recorded word, not a typed value (``r1,r3`` -> ``none``): say the words
             old, new = leaf.old, leaf.new
         try:
+            if new is None or old is None:  # a side without a value: no counter (as int(None) raises)
+                raise TypeError("no value to count")
             diff = f"off by {abs(int(new) - int(old))}, budget 0 (a counter, recorded exactly)"
         except (TypeError, ValueError):
             diff = "budget 0 (recorded exactly)"
@@ -403,7 +405,10 @@ def pytest_words(detail: str) -> str:
         return outcome_change(pair[1], pair[2])
     parts = assertion_parts(detail)
     if parts:
-        said = re.match(r"(?:AssertionError: )?(.*?)\s*assert ", detail)[1]  # the test's own message, if short
+        said_at = re.match(r"(?:AssertionError: )?(.*?)\s*assert ", detail)
+        if said_at is None:  # cannot be: detail is one line (joined above) and assertion_parts found "assert " in it
+            raise AssertionError(f"no assert in {detail!r}")
+        said = said_at[1]  # the test's own message, if short
         return (f"{said}: " if said and len(said) <= 80 else "") + (parameter_words(*parts) or f"got {parts[0]}, expected {parts[1]}")
     bare = BARE_ASSERT.search(detail)
     if bare:  # ``assert False + where False = bool(Array(False...))``: pytest's introspection is not for a reader
@@ -441,7 +446,7 @@ def now_words(now: str) -> str:
     m = re.match(r"([A-Za-z_][\w.]*(?:Error|Exception)): (.*)", now or "")
     if m:
         return f"raises {m[1]}: {shorten(m[2], 90)}"
-    if not now.strip(" …") or (BARE_ASSERT.search(now) and not BARE_ASSERT.search(now)["said"].strip()):
+    if not now.strip(" …") or ((bare := BARE_ASSERT.search(now)) and not bare["said"].strip()):
         return "the pinned behaviour no longer holds"  # pytest's bare assert: its introspection says nothing to a reader
     return shorten(pytest_words(now), 110)
 

@@ -62,6 +62,7 @@ def moved(report: dict[str, Any]) -> list[str]:
 
 def _source(report: dict[str, Any], package: str) -> dict[str, Any]:
     """The candidate's built source entry of ``package`` (``candidate.sources``, ``source_specs``), else {}."""
+    entry: dict[str, Any]
     for entry in report["candidate"].get("sources") or []:
         if entry.get("package") == package and entry.get("status") == "built" and (entry.get("commit") or {}).get("sha"):
             return entry
@@ -70,7 +71,8 @@ def _source(report: dict[str, Any], package: str) -> dict[str, Any]:
 
 def candidate_source(report: dict[str, Any], package: str) -> str:
     """The commit SHA a source candidate built ``package`` from, else "" (a release: its tag is the end)."""
-    return _source(report, package).get("commit", {}).get("sha", "")
+    sha: str = _source(report, package).get("commit", {}).get("sha", "")
+    return sha
 
 
 def not_bisected(package: str, why: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from optax_gate.gate.inputs.options import BisectOptions
 
@@ -41,7 +42,7 @@ class Target:
     new: tuple[tuple[str, str], ...]
 
     @classmethod
-    def of(cls, rows: Sequence[dict]) -> Target:
+    def of(cls, rows: Sequence[dict[str, Any]]) -> Target:
         """From report contract rows (``{"id", "baseline", "candidate"}``)."""
         return cls(tuple(sorted((r["id"], str(r.get("baseline"))) for r in rows)),
                    tuple(sorted((r["id"], str(r.get("candidate"))) for r in rows)))
@@ -162,7 +163,12 @@ def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends
                 s.hi = i
             else:
                 s.skip[i] = "outcomes neither the baseline's nor the candidate's: " + _outcomes(s.target, seen[i])
-    return {t: dataclasses.replace(s.answer, tested=s.tested, duration_s=round(s.seconds, 1)) for t, s in states.items()}
+    answers: dict[Target, Answer] = {}
+    for t, s in states.items():
+        if s.answer is None:
+            raise AssertionError("the search ends only once every target has its answer")
+        answers[t] = dataclasses.replace(s.answer, tested=s.tested, duration_s=round(s.seconds, 1))
+    return answers
 
 
 def _next(s: _State, unusable: dict[int, str]) -> int:

@@ -142,9 +142,11 @@ def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
     rows = []
     for name in sorted(set(a) | set(b)):
         x, y = a.get(name), b.get(name)
-        row = {"name": name, "old": x and x["version"], "new": y and y["version"], "level": "", "down": False,
+        row: dict[str, Any] = {"name": name, "old": x and x["version"], "new": y and y["version"], "level": "", "down": False,
                "via": [], "uses": [], "breaks": False}
         if y is None:
+            if x is None:
+                raise AssertionError(f"{name} comes from one of the two locks")
             row.update(change="removed", via=x["via"])
             own = (declared or {}).get(name)
             if own:
@@ -159,7 +161,7 @@ def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
                     if unknown:  # a package of the team's own the gate did not install may bring it (distrax brings chex)
                         row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
                                            f"in the baseline; your project also declares "
-                                           f"{', '.join(f'{n} ({declared[n]})' for n in unknown[:3])}"
+                                           f"{', '.join(f'{n} ({(declared or {})[n]})' for n in unknown[:3])}"
                                            f"{' and more' if len(unknown) > 3 else ''}, which the gate did not install and "
                                            f"which may bring {name}: cannot tell")
                         row["may_come_with"] = unknown

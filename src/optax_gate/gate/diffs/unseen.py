@@ -55,10 +55,10 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
     """The ``surface`` section of the report; ``uses``: the scan of the
     team's code (``--usage``), or None."""
     scan = uses if isinstance(uses, usage.Scan) else None
-    uses = scan.uses if scan is not None else uses
+    uses = uses.uses if isinstance(uses, usage.Scan) else uses
     section: dict[str, Any] = {"packages": list(packages), "rows": []}
     missing = [side for side, site in (("baseline", base_site), ("candidate", cand_site)) if site is None or not Path(site).is_dir()]
-    if missing:
+    if missing or base_site is None or cand_site is None:  # a None site is missing: these tell the type checker
         return {**section, "status": "unavailable", "reason": f"no installed environment for the {' and '.join(missing)}",
                 "counts": _counts([]), "duration_s": 0.0}
     start = time.monotonic()
@@ -123,7 +123,7 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
         return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [],
                 "counts": _counts([]), **extra}
     scan = uses if isinstance(uses, usage.Scan) else None
-    uses = scan.uses if scan is not None else uses
+    uses = uses.uses if isinstance(uses, usage.Scan) else uses
     imported = usage.imported_modules(uses) if uses is not None else None
     own = declared.packages(Path(p) for p in scan.paths) if scan is not None else None
     rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported,

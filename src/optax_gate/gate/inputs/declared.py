@@ -35,7 +35,7 @@ _REQUIREMENTS = "requirements*.txt"
 
 def _names(specs: Iterable[str]) -> list[str]:
     """Canonical names of PEP 508 requirement strings (an invalid one is skipped)."""
-    out = []
+    out: list[str] = []
     for spec in specs:
         try:
             out.append(canonicalize_name(Requirement(spec).name))
@@ -52,7 +52,7 @@ def _pyproject(path: Path) -> dict[str, str]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
     out: dict[str, str] = {}
-    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    project = found if isinstance(found := data.get("project"), dict) else {}
     for name in _names(project.get("dependencies") or []):
         out.setdefault(name, f"{path.name} [project] dependencies")
     for table, key in ((project.get("optional-dependencies"), "project.optional-dependencies"),

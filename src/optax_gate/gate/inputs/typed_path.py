@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 INVOKED_FROM = "OPTAX_GATE_INVOKED_FROM"
 
 
-class UserPath(type(Path())):
+if TYPE_CHECKING:  # the concrete class (PosixPath, WindowsPath) is picked at run time; mypy reads a Path
+    _ConcretePath = Path
+else:
+    _ConcretePath = type(Path())
+
+
+class UserPath(_ConcretePath):
     """A path the user typed; ``typed`` keeps the text as typed, for refusals
     (``validate.shown``)."""
 

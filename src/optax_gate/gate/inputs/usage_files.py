@@ -41,7 +41,7 @@ import re
 import stat
 import tokenize
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from optax_gate.gate.inputs.typed_path import INVOKED_FROM
 
@@ -204,7 +204,7 @@ def _python(name: str, data: bytes) -> list[tuple[ast.AST, str]] | NotScanned:
     return NotScanned(name, tree, data) if isinstance(tree, str) else [(tree, f"{name}:")]
 
 
-def _cell_code(cell: dict) -> str | None:
+def _cell_code(cell: dict[str, Any]) -> str | None:
     src = cell.get("source", "")
     text = "".join(src) if isinstance(src, list) else src
     return text if isinstance(text, str) else None

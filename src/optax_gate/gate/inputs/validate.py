@@ -41,7 +41,8 @@ def parse_specs(specs: list[str], known: set[str], allow_extra: bool = False) ->
         close to no package of the baseline) gets the hint ``if it is a path:
         --usage SPEC``: a second path after ``--usage`` that does not exist.
     """
-    parsed, seen = [], {}
+    parsed: list[Requirement] = []
+    seen: dict[str, str] = {}
     for spec in specs:
         path_hint = f"; if it is a path: --usage {spec} (one path per --usage)"  # a second path after --usage, missing
         try:
@@ -99,7 +100,7 @@ def lock_packages(path: Path, what: str) -> set[str]:
     if not any(_ENTRY.match(entry) for entry in entries):  # prose, a requirements.in without pins...
         raise InvalidInput(f"{what} {path} is not a lock: no line pins a package as name==version with --hash "
                            "(a lock is what `uv pip compile --generate-hashes REQUIREMENTS.in -o LOCK` writes)")
-    names = set()
+    names: set[str] = set()
     for entry in entries:
         m = _ENTRY.match(entry)
         if not m:

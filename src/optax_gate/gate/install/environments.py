@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 STATE_FILE = ".optax-gate-env.json"
@@ -168,7 +169,7 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     exe = path / "bin" / "python"
     # --compile-bytecode: with PYTHONDONTWRITEBYTECODE set, a package installed
     # without its .pyc files is compiled from source by every process anew.
-    state = {"pins_sha256": pins_digest(lock), "python": interpreter(python), "bytecode": True}
+    state: dict[str, Any] = {"pins_sha256": pins_digest(lock), "python": interpreter(python), "bytecode": True}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
     if fresh:  # JAX's compilation cache is not in here: it is shared, in the gate's cache folder (compilation_cache.shared)
@@ -273,7 +274,8 @@ def project_install_needed(env_folder: Path, project_root: Path) -> bool:
     if not record.exists() or not list(Path(env_folder).glob("lib/python*/site-packages/__editable__.optax_gate-*.pth")):
         return True
     try:
-        return json.loads(record.read_text()) != _project_state(project_root)
+        recorded: object = json.loads(record.read_text())
+        return recorded != _project_state(project_root)
     except (OSError, ValueError):
         return True
 

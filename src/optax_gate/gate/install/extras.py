@@ -25,7 +25,7 @@ from optax_gate.gate.install import environments
 
 def pinned(lock: Path) -> dict[str, str]:
     """``{canonical name: version}`` of the ``name==version`` lines of a lock file."""
-    pins = {}
+    pins: dict[str, str] = {}
     for line in lock.read_text(encoding="utf-8").splitlines():
         m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;\\]+)", line)
         if m:

@@ -56,7 +56,7 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _tail(proc: subprocess.CompletedProcess) -> str:
+def _tail(proc: subprocess.CompletedProcess[str]) -> str:
     lines = [line for line in (proc.stderr or proc.stdout).strip().splitlines() if line.strip()]
     return " | ".join(([line for line in lines if line.startswith("error")] or lines[-3:])[:3])
 
@@ -67,7 +67,8 @@ def unmet(python: Path, folder: Path, timeout: float) -> list[str]:
     proc = subprocess.run([str(python), "-c", _UNMET, str(folder)], capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise DepsFailure(f"its requirements cannot be read: {_tail(proc)}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    names: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return names
 
 
 def _prune(folder: Path, present: set[str]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,7 @@ def record(source: SourceSpec, built: source_build.BuiltWheel | None = None, mes
     return out
 
 
-def build(sources: list[SourceSpec], cache_dir: Path, timeout: float, say=lambda message: None
+def build(sources: list[SourceSpec], cache_dir: Path, timeout: float, say: Callable[[str], None] = lambda message: None
           ) -> tuple[list[str], list[dict[str, Any]]]:
     """Build (or take from the cache) each source candidate's wheel.
 

@@ -46,7 +46,8 @@ def _failure(text: str) -> str:
 
 
 def _section(f: dict[str, Any]) -> str:
-    return f.get("section", "contracts")
+    section: str = f.get("section", "contracts")
+    return section
 
 
 def _names(f: dict[str, Any]) -> list[str]:
@@ -54,12 +55,12 @@ def _names(f: dict[str, Any]) -> list[str]:
     return list(f.get("apis") or [f["api"]])
 
 
-def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str]) -> list[tuple]:
+def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str]) -> list[tuple[Any, ...]]:
     """The upstream causes a finding is evidence of (see the module docstring):
     ``("removed", name)``, ``("defect-now", api, failure)``, ``("api", api)``."""
     if f["change"] not in _MERGED:
         return []
-    keys: list[tuple] = []
+    keys: list[tuple[Any, ...]] = []
     names = _names(f)
     mine = [rows[c] for c in f["contracts"] if c in rows]
     if _section(f) == "contracts":
@@ -102,7 +103,7 @@ def _error_key(message: str) -> str:
     return text[:40] if len(text) >= 20 else ""
 
 
-def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
+def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The behaviour causes one differing contract row is evidence of (see
     the module docstring): ``("dtype-now", api, dtype)`` for each dtype the
     API's results now come out in; ``("params-nonfinite", "fewer" | "more")``;
@@ -119,7 +120,7 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple]:
     key, evidence = row_cause(row, True)
     kind, api = key[0], row["api"]
     now: list[str] = []
-    keys: list[tuple] = []
+    keys: list[tuple[Any, ...]] = []
     if kind == "state-dtype":
         now = [new for _, new in key[1]]
     elif kind == "numeric" and key[2]:
@@ -219,7 +220,7 @@ def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
             f"(records {', '.join(dict.fromkeys(records))})")
 
 
-def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """One finding of several (``group``, in report order) of one cause;
     ``rows_of``: the report's contract rows by id."""
     parts = [p for f in group for p in (f.get("parts") or [_part(f, rows_of)])]
@@ -242,7 +243,10 @@ def _join(group: list[dict[str, Any]], keys: set[tuple], rows_of: dict[str, dict
     if defect is not None and now_kind and all(p["change"] != "fixed" or p is defect for p in parts):
         # a known defect whose behaviour changed into another failure: one `changed` finding saying both
         change = "changed"
-        ident = re.match(r"known upstream defect `([^`]*)`", defect["cause"])[1]
+        said_defect = re.match(r"known upstream defect `([^`]*)`", defect["cause"])
+        if said_defect is None:
+            raise AssertionError("a defect part's cause is findings._text's `known upstream defect `<id>` ...`")
+        ident = said_defect[1]
         now = defect["cause"].rsplit("; now ", 1)[-1]
         cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
         others = [p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])]
@@ -353,7 +357,7 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
     keys = [_causes(f, by_id, removed) for f in found]
     defects = {k for f, ks in zip(found, keys) if f.get("key") == "defect" for k in ks if k[0] == "defect-now"}
     keys = [[k for k in ks if k[0] != "defect-now" or k in defects] for ks in keys]  # only a defect's failure joins
-    owner: dict[tuple, int] = {}
+    owner: dict[tuple[Any, ...], int] = {}
     parent = list(range(len(found)))
 
     def root(i: int) -> int:
@@ -382,8 +386,8 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
         out.append(_join([found[i] for i in members], set(shared), by_id))
     scoped = any("your_code" in f for f in out)  # --usage: the findings touching the team's code stay first
     out.sort(key=lambda f: (scoped and not f.get("your_code"), _section(f) != "contracts", ORDER.index(f["change"])))
-    for k, f in enumerate(out, 1):
-        f["number"] = k
+    for number, f in enumerate(out, 1):
+        f["number"] = number
     return out
 
 

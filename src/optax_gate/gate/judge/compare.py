@@ -106,25 +106,30 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             continue
         defect = meta.get("defect", "")
         change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
-        other_failure = change == "unchanged" and b["outcome"] in _FAILING and fails_differently(b["detail"], c["detail"])
+        # classify says unchanged or fixed only of a contract that ran on both sides (b and c not None)
+        other_failure = (change == "unchanged" and b is not None and c is not None and b["outcome"] in _FAILING
+                         and fails_differently(b["detail"], c["detail"]))
         if other_failure:
             change = "changed"
-        if other_failure:
+        shown = c or b
+        if shown is None:
+            raise AssertionError("a contract that ran on one side at least")
+        if other_failure and b is not None and c is not None:
             detail = f"fails differently: {c['detail']} (baseline: {b['detail']})"
-        elif change == "fixed" and defect and c["outcome"] in _FAILING:
+        elif change == "fixed" and defect and c is not None and c["outcome"] in _FAILING:
             detail = f"known upstream defect no longer reproduces ({defect}); now: {c['detail']}"
-        elif change == "fixed":
+        elif change == "fixed" and b is not None:
             detail = f"was: {b['detail']}" if b["detail"] else ""
         elif change == "gone":
             detail = "ran in the baseline, did not run in the candidate"
         else:
-            detail = (c or b)["detail"]
+            detail = shown["detail"]
         rows.append({
             "id": cid, "api": meta["api"], "guide": meta["guide"], "kind": meta["kind"], "defect": defect,
             "baseline": b["outcome"] if b else None, "candidate": c["outcome"] if c else None,
             "change": change, "detail": detail,
             **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
-            **({"baseline_detail": b["detail"]} if other_failure else {}),
+            **({"baseline_detail": b["detail"]} if other_failure and b is not None else {}),
             **({"configuration": _configuration(meta)} if _configuration(meta) else {}),
         })
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))

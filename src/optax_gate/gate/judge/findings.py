@@ -54,7 +54,7 @@ def state_field(slot: str) -> str:
     return fields[-1] if fields else slot
 
 
-def corner_cause(leaves: list[Any]) -> tuple | None:
+def corner_cause(leaves: list[Any]) -> tuple[Any, ...] | None:
     """The ``corner`` cause of a drift of the corner-grid snapshots
     (``tests/contracts/test_surface_corners_*.py``: keys ``corner.<corner>[/<output>]``),
     grouped by the corners that moved and how the first of them moved
@@ -176,7 +176,7 @@ def _direction(leaves: list[Any]) -> str:
     return found.pop() if len(found) == 1 else "other"
 
 
-def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
+def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...], Any]:
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
     change, detail = row["change"], row.get("detail") or ""
@@ -201,8 +201,9 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
         return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
         return ("x64", tuple(sorted(leaf.path for leaf in leaves))), leaves
-    if corner_cause(leaves):
-        return corner_cause(leaves), leaves
+    corner = corner_cause(leaves)
+    if corner:
+        return corner, leaves
     if leaves:
         moved = [leaf for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]]
         if moved:  # by dtype pair and by state field: `acc_grads` and `hyperparams` moving alike are two changes
@@ -232,9 +233,9 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple, Any]:
             test_name(row["id"])[0] if bare else "", outcomes.groups() if outcomes else ()), words
 
 
-def _subject(matches: list[re.Match]) -> str:
+def _subject(matches: list[re.Match[str]]) -> str:
     """What came out in the wrong dtype, from the details' own words."""
-    names = []
+    names: list[str] = []
     for m in matches:
         root = re.match(r"\s*\['([^']+)'\]", m["got"])
         words = [w for w in re.findall(r"[A-Za-z_]+", m["what"]) if w not in ("AssertionError", "step", "leaf")]
@@ -244,7 +245,7 @@ def _subject(matches: list[re.Match]) -> str:
     return " and ".join(names) or "results"
 
 
-def _text(key: tuple, evidence: list[Any], rows: list[dict[str, Any]]) -> str:
+def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]]) -> str:
     kind = key[0]
     if kind == "gone":
         return "did not run in the candidate"
@@ -362,7 +363,7 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
       ``"every API"``, or ``"N APIs"``. ``contracts`` lists the rows test by
       test (the rows of one test together, in the order of ``tests``).
     """
-    groups: dict[tuple, dict[str, Any]] = {}
+    groups: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
     for row in rows:
         if row["change"] not in ORDER:
             continue
@@ -376,7 +377,7 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
         api = "every API" if key[:2] == ("gone", "*") else apis[0] if len(apis) == 1 else f"{len(apis)} APIs"
         made.append((change, key, g, apis, api))
     made.sort(key=lambda m: (ORDER.index(m[0]), -len(m[2]["rows"]), m[3]))
-    findings = []
+    findings: list[dict[str, Any]] = []
     for change, key, g, apis, api in made:
         tests: dict[str, int] = {}
         for row in g["rows"]:

@@ -11,13 +11,14 @@ import json
 import os
 import urllib.request
 from collections.abc import Callable
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
 DEFAULT_INDEX = "https://pypi.org/simple"
 
-Fetch = Callable[[str], dict]
+Fetch = Callable[[str], dict[str, Any]]
 
 
 def index_url() -> str:
@@ -25,10 +26,11 @@ def index_url() -> str:
     return (os.environ.get("UV_INDEX_URL") or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX).rstrip("/")
 
 
-def _fetch(url: str) -> dict:
+def _fetch(url: str) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"Accept": ACCEPT})
     with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (https index)
-        return json.load(response)
+        data: dict[str, Any] = json.load(response)
+        return data
 
 
 def releases(project: str, fetch: Fetch = _fetch) -> list[Version]:

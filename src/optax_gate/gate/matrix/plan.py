@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from packaging.version import Version
+
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.diffs import unseen
@@ -81,13 +83,13 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
     found = {p: discovery.newer_than(p, pins[p], include_older=include_older, **kwargs) for p in PACKAGES}
     jaxlibs = {str(v) for v in discovery.releases("jaxlib", **kwargs)}
 
-    def jax_specs(v) -> tuple[str, ...]:
+    def jax_specs(v: Version | str) -> tuple[str, ...]:
         return (f"jax=={v}", f"jaxlib=={v}" if str(v) in jaxlibs else "jaxlib")
 
     envs = [Environment(f"optax-{v}", (f"optax=={v}",), f"optax {v}, the rest at baseline") for v in found["optax"]]
     envs += [Environment(f"jax-{v}", jax_specs(v), f"jax/jaxlib {v}, the rest at baseline") for v in found["jax"]]
     envs += [Environment(f"flax-{v}", (f"flax=={v}",), f"flax {v}, the rest at baseline") for v in found["flax"]]
-    newest = {p: max(vs) for p, vs in found.items() if vs and max(vs) > discovery.Version(pins[p])}
+    newest = {p: max(vs) for p, vs in found.items() if vs and max(vs) > Version(pins[p])}
     if newest:
         specs = [f"optax=={newest.get('optax', pins['optax'])}", *jax_specs(newest.get("jax", pins["jax"])),
                  f"flax=={newest.get('flax', pins['flax'])}"]
@@ -175,7 +177,8 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: di
       the gate does.
     """
     environments, discovered = planned["environments"], planned["discovered"]
-    env_rows, cells = [], {}
+    env_rows: list[dict[str, Any]] = []
+    cells: dict[str, dict[str, Any]] = {}
     for env in environments:
         run = runs.get(env["name"]) or {"label": env["name"], "status": "not-verified", "reason": "no run record", "contracts": {}}
         report = compare.compare(baseline, run)

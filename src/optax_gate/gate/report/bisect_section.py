@@ -7,6 +7,7 @@ tested; or ``not bisected: <why>``. Used by report.md."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 #: Commits of a range named one by one in a line; a longer range is named by its two ends
@@ -35,7 +36,7 @@ def _text_commit(c: dict[str, Any]) -> str:
     return f"{c['short']} {_subject(c)} ({pr}{_date(c)})"
 
 
-def _suspects(entry: dict[str, Any], one) -> str:
+def _suspects(entry: dict[str, Any], one: Callable[[dict[str, Any]], str]) -> str:
     """A range's commits that touch the APIs' source files (``optax_gate.gate.bisect.flow.suspects``), the likely ones."""
     if "suspects" not in entry:
         return ""

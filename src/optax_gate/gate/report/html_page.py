@@ -68,7 +68,7 @@ def inline(text: str) -> str:
             continue
         codes: list[str] = []
 
-        def keep(m: re.Match) -> str:
+        def keep(m: re.Match[str]) -> str:
             codes.append(f"<code>{html.escape(m[1].replace(chr(92) + '|', '|'))}</code>")
             return f"\0{len(codes) - 1}\0"
 

@@ -81,7 +81,8 @@ def _versions(report: dict[str, Any]) -> list[str]:
 
 def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     if "findings" in report:
-        return report["findings"]
+        findings: list[dict[str, Any]] = report["findings"]
+        return findings
     return causes.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
 
 

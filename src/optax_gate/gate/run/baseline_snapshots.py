@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments
@@ -49,7 +50,17 @@ def is_pinned(baseline_lock: Path, project_root: Path) -> bool:
     return environments.pins_digest(Path(baseline_lock)) == environments.pins_digest(ours)
 
 
-def arrange(baseline, candidate, env: EnvironmentOptions, evidence: Path, say: Callable[[str], None]) -> Path | None:
+class PreparedSide(Protocol):
+    """What ``arrange`` changes of a prepared side (``optax_gate.gate.sides.Side``, a later stage)."""
+
+    record: dict[str, Any] | None
+    cache_inputs: dict[str, Any] | None
+    cached: dict[str, dict[str, Any]]
+    jax_env: dict[str, str]
+    extra: dict[str, Any]
+
+
+def arrange(baseline: PreparedSide, candidate: PreparedSide, env: EnvironmentOptions, evidence: Path, say: Callable[[str], None]) -> Path | None:
     """Set up both prepared sides (``sides.Side``) for a baseline that is not
     the pinned one: the baseline records its snapshots into
     ``evidence/snapshots-baseline``, the candidate compares with them, the
@@ -64,6 +75,7 @@ def arrange(baseline, candidate, env: EnvironmentOptions, evidence: Path, say: C
         "(./noxw -s compare re-judges a run's evidence without running)")
     baseline.record = None
     baseline.cache_inputs = None
+    baseline.cached.clear()  # no module of it from the cache either: each must record its snapshots
     baseline.jax_env = {**baseline.jax_env, SNAPSHOT_DIR: str(folder), RECORD: "1"}
     candidate.jax_env = {**candidate.jax_env, SNAPSHOT_DIR: str(folder)}
     baseline.extra["snapshots"] = candidate.extra["snapshots"] = f"evidence/{FOLDER} (recorded by the baseline in this gate)"

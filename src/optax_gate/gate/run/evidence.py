@@ -41,6 +41,7 @@ import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from optax_gate.gate.base import atomic
 
@@ -106,12 +107,12 @@ def is_judged(path: Path) -> bool:
     return is_complete(path) and not (path / NOT_JUDGED).exists() and not (path / OLD_REFUSED).exists()
 
 
-def not_run(report: dict) -> list[str]:
+def not_run(report: dict[str, Any]) -> list[str]:
     """The sides (``baseline``, ``candidate``) of ``report`` whose contracts did not run (``status`` not ``"ran"``)."""
     return [side for side in ("baseline", "candidate") if (report.get(side) or {}).get("status") != "ran"]
 
 
-def judged(report: dict) -> bool:
+def judged(report: dict[str, Any]) -> bool:
     """Whether ``report`` (a gate report, ``report.json``'s dict) judged both
     sides: the baseline's and the candidate's contracts both ran (``status``
     ``"ran"``), whatever the verdict. A refusal, a side that could not be
@@ -171,10 +172,10 @@ def complete(run: RunFolder, keep: int, judged: bool = False, why: str = "") -> 
     if judged:  # files the reports link to by a relative path (the speed plot): beside the report.md link too
         files.update({name: name for name in LINKED_FROM_REPORT if (run.path / name).exists()})
     links = [(run.root / head, Path("runs") / run.name)]
-    for name, target in files.items():
+    for name, linked in files.items():
         link = run.root / name
-        if not (link.is_symlink() and os.readlink(link) == f"{head}/{target}"):
-            links.append((link, Path(head) / target))
+        if not (link.is_symlink() and os.readlink(link) == f"{head}/{linked}"):
+            links.append((link, Path(head) / linked))
     made: list[tuple[Path, Path]] = []
     try:
         for link, target in links:

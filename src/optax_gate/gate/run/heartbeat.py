@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from optax_gate.gate.run.progress import Progress
 
@@ -27,7 +29,7 @@ class Heartbeat(Progress):
       stream: where lines go (default stderr, as ``Progress``).
     """
 
-    def __init__(self, every: float = 25.0, stream=None):
+    def __init__(self, every: float = 25.0, stream: TextIO | None = None) -> None:
         super().__init__(stream)
         if not every > 0:
             raise ValueError(f"every must be > 0, got {every}")
@@ -44,7 +46,7 @@ class Heartbeat(Progress):
             self._last = time.monotonic()
             self._state = message
 
-    def contracts(self, label: str, *args, **kwargs):
+    def contracts(self, label: str, *args: Any, **kwargs: Any) -> Callable[[int, int], None]:
         """``Progress.contracts``, also keeping ``label: done/total contracts``
         as the state a heartbeat repeats."""
         inner = super().contracts(label, *args, **kwargs)
@@ -76,7 +78,7 @@ class Heartbeat(Progress):
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -126,7 +126,7 @@ def _raised_instead(longrepr: dict[str, Any], text: str) -> str:
     (pytest itself then shows only the escaped exception); ``text`` otherwise."""
     m = _EXCEPTION.match(text)
     expected = expected_raise(longrepr) if m else ""
-    if not expected or m[1].rsplit(".", 1)[-1] in expected.split(", "):
+    if m is None or not expected or m[1].rsplit(".", 1)[-1] in expected.split(", "):
         return text
     rest = text[m.end():]
     return f"raised {m[1]} instead of {expected}" + (f":{rest}" if rest.strip() else "")

@@ -11,13 +11,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import TextIO
 
 
 class Progress:
     """``Progress()("resolving the candidate")`` prints
     ``optax-gate [   3.1 s] resolving the candidate``."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.start = time.monotonic()
         self.stream = stream or sys.stderr
         self._write_lock = threading.Lock()  # not `_lock`: Heartbeat holds its own `_lock` around this call
@@ -30,7 +32,7 @@ class Progress:
             self.stream.write(line)
             self.stream.flush()
 
-    def contracts(self, label: str):
+    def contracts(self, label: str) -> Callable[[int, int], None]:
         """A ``(done, total)`` callback for :func:`optax_gate.gate.run.runner.run`
         that prints at each tenth of the contracts (and at the end)."""
         last = {"tenth": -1}

@@ -65,7 +65,7 @@ def modules(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
       the modules, in ``DECLARED`` order; a declared distribution that is not
       installed contributes none (then what needs it fails in the run).
     """
-    found = {canonicalize_name(name): mods for name, mods in installed.items()}
+    found: dict[str, Sequence[str]] = {canonicalize_name(name): mods for name, mods in installed.items()}
     return [module for dist in DECLARED for module in found.get(dist, ())]
 
 

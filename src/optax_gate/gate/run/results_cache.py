@@ -138,7 +138,7 @@ def _module_files(project_root: Path) -> tuple[dict[str, list[Path]], list[Path]
     files = _files_under(root) if root.is_dir() else []
     modules = {p: [p] for p in files if p.name.startswith("test_") and p.suffix == ".py"}
     folders = {m.with_suffix(""): m for m in modules}  # a module's snapshot folder has its name
-    shared = []
+    shared: list[Path] = []
     for path in files:
         if path in modules:
             continue

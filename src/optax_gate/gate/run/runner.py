@@ -186,10 +186,11 @@ def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: C
     start = time.monotonic()
     call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir,
                       (*pytest_plugins.args(plugins), *how.pytest_args), variables)
-    parts = _run_parts(call, start + env.timeout, how, versions, on_progress)
-    late = next((i for i, part in enumerate(parts) if part is None), None)
+    ran = _run_parts(call, start + env.timeout, how, versions, on_progress)
+    late = next((i for i, part in enumerate(ran) if part is None), None)
     if late is not None:
         return not_verified(label, f"contracts timed out after {env.timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
+    parts = [part for part in ran if part is not None]  # all of them: none is late
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
@@ -378,7 +379,7 @@ def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], 
 
 
 #: pytest processes running now (contract runs may go on in worker threads).
-_LIVE: set[subprocess.Popen] = set()
+_LIVE: set[subprocess.Popen[str]] = set()
 _STOP = threading.Event()
 _LIVE_LOCK = threading.Lock()
 #: Seconds stop_all() waits for each killed pytest process to be gone.

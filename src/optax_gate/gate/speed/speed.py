@@ -261,7 +261,7 @@ class Worker:
         if line is None:
             self.proc.wait()
             raise SpeedFailure(f"worker ended (exit {self.proc.returncode}): {self._why()}")
-        data = json.loads(line)
+        data: dict[str, Any] = json.loads(line)
         if "error" in data:
             raise SpeedFailure(f"{self.label}: {data['error']}")
         return data
@@ -273,7 +273,8 @@ class Worker:
             self.proc.stdin.flush()
         except OSError as exc:
             raise SpeedFailure(f"{self.label}: cannot reach the worker ({exc}): {self._why()}") from None
-        return self.answer(timeout)["round"]
+        answered: dict[str, Any] = self.answer(timeout)["round"]
+        return answered
 
     def close(self) -> None:
         try:

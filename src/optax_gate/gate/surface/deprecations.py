@@ -71,7 +71,7 @@ def _warn_calls(body: ast.AST) -> list[str]:
                 if isinstance(message, ast.Constant) and isinstance(message.value, str):
                     text = f": {message.value[:120]}"
                 elif isinstance(message, ast.JoinedStr):  # an f-string: its literal parts
-                    text = ": " + "".join(v.value for v in message.values if isinstance(v, ast.Constant))[:120]
+                    text = ": " + "".join(v.value for v in message.values if isinstance(v, ast.Constant) and isinstance(v.value, str))[:120]
                 found.append(f"warns {_last_name(category)}{' under a condition' if conditional else ''}{text}")
         for child in ast.iter_child_nodes(node):
             visit(child, conditional or isinstance(node, (ast.If, ast.IfExp)))

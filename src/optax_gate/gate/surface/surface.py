@@ -50,7 +50,7 @@ import functools
 import logging
 import tomllib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import griffe
 
@@ -267,7 +267,7 @@ def _submodule_imports(module: Any) -> set[str]:
         tree = ast.parse(Path(module.filepath).read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return set()
-    names = set()
+    names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.module == module.path and node.level == 0 or node.level == 1 and not node.module):
             names.update(a.asname or a.name for a in node.names)
@@ -335,7 +335,8 @@ def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> 
         if module is None or dotted in seen_modules:
             continue
         seen_modules.add(dotted)
-        out.setdefault(public, Entry(public, "module", dotted, f"{Path(module.filepath).relative_to(tree.root)}:1"))
+        filepath = cast(Path, module.filepath)  # griffe.visit of one file (StaticTree.module): never a namespace's list
+        out.setdefault(public, Entry(public, "module", dotted, f"{Path(filepath).relative_to(tree.root)}:1"))
         root = public.split(".")[0]
         for name in _public_names(module, tree):
             obj = module.members.get(name) or tree.module(f"{dotted}.{name}")
@@ -344,7 +345,7 @@ def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> 
             out[path] = entry
             if entry.kind == "module" and entry.target.split(".")[0] == root and entry.target.startswith(dotted + "."):
                 queue.append((path, entry.target))
-            elif entry.kind == "class" and entry.target.split(".")[0] == root:
+            elif entry.kind == "class" and entry.target.split(".")[0] == root and obj is not None:  # a class entry has an obj (None: unresolved)
                 cls = tree.resolve(obj) if obj.is_alias else obj
                 for mname, member in sorted(cls.members.items()):
                     if mname.startswith("_") or member.is_alias or not member.is_function:

@@ -58,9 +58,11 @@ def same_value(a: Any, b: Any) -> bool:
     """Whether two defaults are equal by value (``100`` and ``100.0``; a literal
     and a named constant of the same value); a bool never equals a number."""
     if a.value is None or b.value is None:
-        return a.default == b.default
+        same: bool = a.default == b.default
+        return same
     try:
         x, y = literal(a.value), literal(b.value)
     except ValueError:  # a repr that is no literal (inf, nan): compare the text
-        return a.value == b.value
+        same = a.value == b.value
+        return same
     return isinstance(x, bool) == isinstance(y, bool) and x == y

@@ -113,14 +113,14 @@ class Scopes:
         if isinstance(target, ast.Name):
             self._bind(scope, target.id, value, how, at)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            pairs = (isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-                     and not any(isinstance(x, ast.Starred) for x in (*target.elts, *value.elts)))
+            pairs = (value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
+                     and not any(isinstance(x, ast.Starred) for x in (*target.elts, *value.elts)) else None)
             for i, t in enumerate(target.elts):  # LR, WD = 1e-3, 0.0: each name bound to its element
-                self._targets(t, scope, how if pairs else "unpacking", value.elts[i] if pairs else None, at)
+                self._targets(t, scope, how if pairs is not None else "unpacking", pairs[i] if pairs is not None else None, at)
         elif isinstance(target, ast.Starred):
             self._targets(target.value, scope, "unpacking", None, at)
 
-    def _visit(self, node: ast.AST, scope: ast.AST, declared: list) -> None:
+    def _visit(self, node: ast.AST, scope: ast.AST, declared: list[tuple[ast.AST, str, str]]) -> None:
         self.scope_of[id(node)] = scope
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self._bind(scope, node.name, node if not isinstance(node, ast.ClassDef) else None,
@@ -198,7 +198,7 @@ class Scopes:
     def binding(self, name: ast.Name) -> tuple[_Binding | None, str]:
         """The one binding a name refers to (None when it is not exactly one that can be followed), and
         why not."""
-        scope = self.scope_of.get(id(name), self._module)
+        scope: ast.AST | None = self.scope_of.get(id(name), self._module)
         first = True
         while scope is not None:
             if first or not isinstance(scope, ast.ClassDef):
@@ -245,6 +245,8 @@ class Scopes:
             bound, why = self.binding(node)
             if bound is None:
                 return Arg(text, "unknown", via=via, why=why)
+            if bound.node is None:
+                raise AssertionError("binding() returns a binding only when its node is followed")
             if isinstance(bound.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return Arg(text, "callable", f"def {bound.node.name}", via or f"`def {node.id}` ({bound.line})")
             got = self.read(bound.node, depth + 1)

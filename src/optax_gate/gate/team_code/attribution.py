@@ -38,7 +38,8 @@ def _same(a: Any, b: Any) -> bool:
         x, y = float(a), float(b)
         return x == y or (math.isnan(x) and math.isnan(y))
     except (TypeError, ValueError):
-        return a == b
+        same: bool = a == b  # annotated: the literals' == is a bool
+        return same
 
 
 def is_schedule(path: str) -> bool:
@@ -198,7 +199,7 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
         if not direct:
             if not all(name in (handed or {}) for name in keywords):
                 return "cannot-tell", f"the finding is about {_kw(keywords)} of a part it is built from: cannot tell without --run", ""
-            keywords = {handed[name]: want for name, want in keywords.items()}  # the part gets the constructor's argument as given
+            keywords = {(handed or {})[name]: want for name, want in keywords.items()}  # the part gets the constructor's argument as given
         passed = _passed(site)
         said = [(name, *_keyword(site, name, want, passed)) for name, want in keywords.items()]
         for name, verdict, why in said:  # every keyword must be met: one ruled out decides
@@ -362,7 +363,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
         f["your_code_attribution"] = out
         f["your_code"] = list(dict.fromkeys([*f["your_code"], *out]))
         if condition and any(a["verdict"] == "cannot-tell" for a in out.values()):
-            f["your_code_recipe"] = recipe_words(f, recipe)
+            f["your_code_recipe"] = recipe_words(f, recipe or "")  # a condition was found: recipe is set
     return report
 
 

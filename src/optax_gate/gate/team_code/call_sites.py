@@ -35,7 +35,7 @@ name no API.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from optax_gate.gate.team_code import usage
 
@@ -114,7 +114,7 @@ def definition(path: str, targets: dict[str, str]) -> str:
     return path
 
 
-def matcher(apis: Iterable[str], targets: dict[str, str]):
+def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], bool]:
     """Whether a public path is one of ``apis`` or below one, under any public path of the same definition."""
     wanted = {x for a in apis for x in (a, definition(a, targets))}
 

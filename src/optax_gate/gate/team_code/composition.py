@@ -33,7 +33,8 @@ def probe(python: Path, timeout: float = TIMEOUT) -> dict[str, Any]:
         return {"error": f"no interpreter at {python}"}
     try:
         proc = subprocess.run([str(python), "-m", "optax_gate.kit.composition"], capture_output=True, text=True, timeout=timeout)
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        answer: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        return answer
     except subprocess.TimeoutExpired:
         return {"error": f"the composition probe timed out after {timeout:.0f} s"}
     except (OSError, IndexError, ValueError) as exc:
@@ -52,7 +53,7 @@ def of_records(*records: dict[str, Any]) -> tuple[dict[str, set[str]], list[str]
     errors = []
     for record in records:
         site = record.get("site_packages")
-        answer = probe(python_of(site)) if site else {"error": "no environment recorded"}
+        answer: dict[str, Any] = probe(python_of(site)) if site else {"error": "no environment recorded"}
         if "error" in answer:
             errors.append(f"{record.get('label', '?')}: {answer['error']}")
             continue

@@ -93,7 +93,8 @@ def broken_rows(finding: dict[str, Any]) -> int:
 
 
 def is_yours(finding: dict[str, Any]) -> bool:
-    return finding.get("scope", "yours") == "yours"
+    yours: bool = finding.get("scope", "yours") == "yours"  # annotated: the report's JSON values compare as a bool
+    return yours
 
 
 def split(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

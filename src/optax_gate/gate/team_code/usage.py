@@ -160,7 +160,7 @@ class _Scanner:
         bound, _ = self.scopes.binding(parent.targets[0])
         reads = self.scopes.loads(node)
         return bound is not None and bound.node is node and bool(reads) and all(
-            isinstance(parents.get(id(r)), ast.Call) and parents[id(r)].func is r for r in reads)
+            isinstance(call := parents.get(id(r)), ast.Call) and call.func is r for r in reads)
 
     def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr], keywords: list[ast.keyword] | None = None) -> Use:
         """A call of ``path`` at ``node`` with the positional arguments ``args`` (a partial's: after the
@@ -197,7 +197,9 @@ class _Scanner:
                         self.uses.append(dataclasses.replace(self._call(node, label, inner, node.args[1:]), partial=True))
                 continue
             partial = self._partial_of(node.func) if isinstance(node, ast.Call) else None
-            if partial is not None:  # f = functools.partial(optax.adamw, b1=0.8); f(1e-3, weight_decay=0.0)
+            # a partial is found only for a call of a name: the isinstance checks only tell the type checker
+            if partial is not None and isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                # f = functools.partial(optax.adamw, b1=0.8); f(1e-3, weight_decay=0.0)
                 inner = self._dotted(partial.args[0]) or (self.scopes.path(partial.args[0]) if self.scopes else None)
                 if inner is not None:
                     covered.add(id(node.func))
@@ -222,10 +224,10 @@ class _Scanner:
                     how = "annotation" if id(node) in annotations else "attribute"
                     self.uses.append(Use(f"{label}{node.lineno}", path, how))
             if isinstance(node, (ast.Attribute, ast.Call)):
-                inner = node.value if isinstance(node, ast.Attribute) else node.func
-                while isinstance(inner, ast.Attribute):  # only the longest chain counts
-                    covered.add(id(inner))
-                    inner = inner.value
+                chain = node.value if isinstance(node, ast.Attribute) else node.func
+                while isinstance(chain, ast.Attribute):  # only the longest chain counts
+                    covered.add(id(chain))
+                    chain = chain.value
 
 
 _IMPORT_ERRORS = ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
@@ -236,7 +238,7 @@ def _guarded_imports(tree: ast.AST) -> set[int]:
     (a bare ``except``, ``ImportError``, ``ModuleNotFoundError``, ``Exception``, ``BaseException``)."""
     out: set[int] = set()
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        if not isinstance(node, (ast.Try, ast.TryStar)):  # ast.TryStar: Python >= 3.11, always here (>= 3.12)
             continue
         catches = any(h.type is None or any(isinstance(n, (ast.Name, ast.Attribute)) and
                                             (n.id if isinstance(n, ast.Name) else n.attr) in _IMPORT_ERRORS
@@ -250,7 +252,7 @@ def _annotation_nodes(tree: ast.AST) -> set[int]:
     """ids of the nodes inside type annotations (a function's return and
     parameters, an annotated assignment): ``-> optax.MultiSteps`` names the
     API but runs none of it (``Use.how == "annotation"``)."""
-    roots: list[ast.AST] = []
+    roots: list[ast.AST | None] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             roots.append(node.returns)
@@ -424,11 +426,11 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
                 _site(r, u.where, f"{verb} {u.path}; {change} in the candidate{where_now} → {err}", "breaks",
                       f"breaks: {change} → {err}")
             elif (u.how == "call" and u.path == path and path in old and path in new  # an API on one side only: its row says so
-                  and old[path].params is not None and new[path].params is not None):
+                  and (old_params := old[path].params) is not None and (new_params := new[path].params) is not None):
                 parent = old.get(path.rsplit(".", 1)[0])
                 if parent is not None and parent.kind == "class" and u.positional:  # Class.method(instance, ...)
                     u = dataclasses.replace(u, positional=u.positional - 1)
-                _judge_call(u, r, old[path].params, new[path].params)
+                _judge_call(u, r, old_params, new_params)
             elif change != "added":
                 _site(r, u.where, f"{verb} {u.path} ({change}: {r['old']} → {r['new']})", "affected", f"{verb} it: {change}")
 

@@ -70,7 +70,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
     for process, (_, _, events) in enumerate(sorted(files)):
         by_seq = {e["seq"]: e for e in events if "of" not in e and "replay" not in e}
         block: list[dict[str, Any]] = []
-        seen: Counter = Counter()
+        seen: Counter[tuple[int, int]] = Counter()
 
         def flush() -> None:
             block.sort(key=lambda o: o["order"])
@@ -217,12 +217,12 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
     be, ce = base.get("exception"), cand.get("exception")
     if be != ce:
         kinds.append("exception")
-        if be is None:
-            texts.append(f"raises {ce['type']}: {ce['message'][:200]}")
-        elif ce is None:
-            texts.append(f"no longer raises {be['type']}")
-        else:
+        if be is not None and ce is not None:
             texts.append(f"raises {ce['type']}: {ce['message'][:200]} (was {be['type']})")
+        elif ce is not None:  # be is None
+            texts.append(f"raises {ce['type']}: {ce['message'][:200]}")
+        elif be is not None:  # ce is None (both None cannot differ)
+            texts.append(f"no longer raises {be['type']}")
     bw = Counter((w["category"], w["message"]) for w in base.get("warnings") or [])
     cw = Counter((w["category"], w["message"]) for w in cand.get("warnings") or [])
     if bw != cw:
@@ -301,7 +301,8 @@ WHY = {"built": "it builds an optimizer, a schedule or a function: no array goes
        "one-side": "called on one side only"}
 
 
-def compared_by(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], pairs) -> dict[str, Any]:
+def compared_by(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]],
+                pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]]) -> dict[str, Any]:
     """How each matched call was compared: ``{"value", "structure", "none":
     counts, "why": {reason: count} (:data:`WHY`'s keys), "value_sites": the
     sites with at least one call compared by value, in order}``. A call is
@@ -311,7 +312,9 @@ def compared_by(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]],
     with no array in or out; not at all when the recorder failed on it or it
     happened on one side only."""
     runs = {(o["site"], o["api"], o["call"]) for o in baseline if o["phase"] == "run"}
-    counts, why, sites = Counter(), Counter(), []
+    counts: Counter[str] = Counter()
+    why: Counter[str] = Counter()
+    sites: list[str] = []
     for b, c in pairs:
         if b is None or c is None:
             counts["none"] += 1
@@ -359,8 +362,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       result is not bit-identical (where a replay of its first call can tell
       the birth only if that is 1).
     """
-    def keyed(observations):
-        groups = defaultdict(list)
+    def keyed(observations: list[dict[str, Any]]) -> defaultdict[tuple[str, str, str, str], list[dict[str, Any]]]:
+        groups: defaultdict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for obs in observations:
             groups[(obs["site"], obs["api"], obs["call"], obs["phase"])].append(obs)
         return groups
@@ -368,14 +371,21 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     b_groups, c_groups = keyed(baseline), keyed(candidate)
     b_index = {id(o): i for i, o in enumerate(baseline)}
     c_index = {id(o): i for i, o in enumerate(candidate)}
-    found, compared, drift, pairs, firsts = [], 0, [], [], {}
+    found: list[tuple[tuple[int, int], dict[str, Any]]] = []
+    compared = 0
+    drift: list[dict[str, Any]] = []
+    pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
+    firsts: dict[str, int] = {}
     for key in set(b_groups) | set(c_groups):
         bs, cs = b_groups.get(key, []), c_groups.get(key, [])
         for n in range(max(len(bs), len(cs))):
             b, c = (bs[n] if n < len(bs) else None), (cs[n] if n < len(cs) else None)
             pairs.append((b, c))
-            base_row = {"site": key[0], "api": key[1], "call": describe((b or c)), "phase": key[3], "occurrence": n + 1,
-                        "budget_ulps": budget(n + 1), **({"via": (b or c)["via"]} if (b or c).get("via") else {})}
+            either = b or c
+            if either is None:
+                raise AssertionError("n < max(len(bs), len(cs)): one side holds the call")
+            base_row = {"site": key[0], "api": key[1], "call": describe(either), "phase": key[3], "occurrence": n + 1,
+                        "budget_ulps": budget(n + 1), **({"via": either["via"]} if either.get("via") else {})}
             if b is None or c is None:
                 one = "baseline" if c is None else "candidate"
                 found.append((_position(b, c, b_index, c_index, len(baseline)),
@@ -419,7 +429,8 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             "first_differs": firsts}
 
 
-def _position(b, c, b_index, c_index, baseline_length: int) -> tuple[int, int]:
+def _position(b: dict[str, Any] | None, c: dict[str, Any] | None, b_index: dict[int, int], c_index: dict[int, int],
+              baseline_length: int) -> tuple[int, int]:
     """Where a one-sided call sits in the baseline's order: its own index, or
     (for a candidate-only call) the index of the baseline call matched to the
     candidate observation just before it."""

@@ -127,6 +127,8 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
     cannot be moved or put back is named in ``before.not_restored``."""
     # every file, however many the run created: past the limit, the originals read as deleted and the new ones stayed
     now, folders = scan(before.run_dir, before.skip, limit=0)  # no limit: never None
+    if now is None:
+        raise AssertionError("scan with limit=0 never gives up")
     names = sorted(set(now) | set(before.state))
     touched = [n for n in names if now.get(n) != before.state.get(n)]
     for name in touched:

@@ -98,7 +98,7 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
 STOP_GRACE = 5.0
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
     """Stop the command's whole process group: SIGTERM, then SIGKILL after
     :data:`STOP_GRACE` seconds; wait for it."""
     for sig, grace in ((signal.SIGTERM, STOP_GRACE), (signal.SIGKILL, None)):
@@ -133,7 +133,8 @@ def _raised_at(tail: str, run_dir: Path) -> str:
 
 
 def _failed(row: dict[str, Any]) -> bool:
-    return row["exit"] != 0
+    exit_status: int | None = row["exit"]
+    return exit_status != 0
 
 
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
@@ -142,8 +143,9 @@ _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warni
 def _why(row: dict[str, Any]) -> str:
     """The exit status and the error line of a run's output (the last line
     that names an exception, else the last line)."""
-    if row["error"]:
-        return row["error"]
+    error: str = row["error"]
+    if error:
+        return error
     lines = [re.sub(r"^E\s+", "", line.strip()) for line in row["tail"].strip().splitlines() if line.strip()]  # pytest's "E   "
     errors = [line for line in lines if _ERROR_LINE.match(line)]
     last = (errors or lines)[-1:] or ["(no output)"]
@@ -188,7 +190,7 @@ def renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str
     return out
 
 
-def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say=lambda message: None,
+def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say: Callable[[str], None] = lambda message: None,
         name: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Run the command (baseline, baseline again, candidate) and compare.
     ``name``: how the report names a site of the run (:func:`user_names`;

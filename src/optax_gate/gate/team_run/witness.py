@@ -246,7 +246,7 @@ def compare_file(base: Path, cand: Path, ulps: int) -> dict[str, Any]:
     return out
 
 
-def _array_change(x, y, ulps: int, in_base: bool, in_cand: bool) -> str:
+def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int, in_base: bool, in_cand: bool) -> str:
     """"" when equal, "within" when within the budget, else what changed."""
     if not (in_base and in_cand):
         return "written by the " + ("baseline" if in_base else "candidate") + " only"
@@ -314,8 +314,8 @@ def witness(folder: Path, runs: list[dict[str, Any]], ulps: int) -> dict[str, An
     logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace")
             if (folder / r.get("log", "")).is_file() else "" for r in runs}
     output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps)
-    files = compare_files(*(folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate")),
-                          ulps=ulps)
+    baseline, repeat, candidate = (folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate"))
+    files = compare_files(baseline, repeat, candidate, ulps=ulps)
     first = ""
     if output["first"]:
         o = output["first"]

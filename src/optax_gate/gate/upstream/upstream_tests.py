@@ -126,7 +126,8 @@ def missing(python: Path, names: set[str], timeout: float = 120) -> list[str]:
                           timeout=timeout, env=env)
     if proc.returncode != 0:
         raise CrossRunFailure(f"the environment's imports cannot be checked: {shorten(proc.stderr, 200)}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    absent: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return absent
 
 
 def overlay(python: Path, names: list[str], cache_dir: Path, timeout: float) -> Path | None:
@@ -235,7 +236,7 @@ def findings(directions: list[Direction]) -> list[dict[str, Any]]:
     infrastructure failures are listed in the section, not here): one per
     (direction, kind, change, subject, error pattern), in the report's finding
     form (section ``upstream-tests``, ``contracts`` holding the upstream tests)."""
-    groups: dict[tuple, list[Failure]] = {}
+    groups: dict[tuple[str, str, str, str, str], list[Failure]] = {}
     for d in directions:
         for f in d.failed:
             if f.kind == INFRA:
@@ -480,7 +481,7 @@ def attach(report: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
         report["findings"] = report["findings"] + section["findings"]
         for number, f in enumerate(report["findings"], 1):
             f["number"] = number
-    counts = {}
+    counts: dict[str, int] = {}
     for d in section["directions"]:
         for f in d["failures"]:
             counts[f["kind"]] = counts.get(f["kind"], 0) + 1
