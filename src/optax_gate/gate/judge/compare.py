@@ -42,7 +42,8 @@ from optax_gate.gate.judge import causes
 from optax_gate.gate.judge import verdict as verdict_
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
-EXIT_STATUS = {"pass": 0, "fail": 1, "not-verified": 2}
+#: the exit status of each verdict: its place in the verdict order (0 pass, 1 fail, 2 not verified)
+EXIT_STATUS = {v: status for status, v in enumerate(verdict_.ORDER)}
 _PASSING = ("passed",)
 _FAILING = ("failed", "error")
 
