@@ -136,9 +136,9 @@ def tests(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
     # (the environments the gate judges are built from the lock files alone, without them).
-    # ruff and mypy check this project's own code; datamodel-code-generator regenerates the report model (tests/meta/test_model.py).
-    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff", "mypy",
-                    "datamodel-code-generator")
+    # ruff and mypy check this project's own code (datamodel-codegen, for tests/meta/test_model.py, is taken from
+    # .noxw/venv: its dependencies bring pytest plugins this suite does not declare)
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff", "mypy")
     _install_project(session)
     # this project's own code linted and type-checked first (seconds; the rules are pyproject.toml's [tool.ruff] and [tool.mypy])
     session.run("ruff", "check", "--no-cache", "src", "tests", "noxfile.py")
@@ -341,14 +341,14 @@ def rebaseline(session: nox.Session) -> None:
     _run_tool(session, "rebaseline", *session.posargs)
 
 
-@nox.session(python=PYTHON, name="report-model")
+@nox.session(python=PYTHON, name="report-model", venv_backend="none")
 def report_model(session: nox.Session) -> None:
     """Regenerate the report's TypedDicts (src/optax_gate/gate/base/model.py) from report.schema.json (review with git diff).
 
     The schema is the one source of the report's shape; ``tests`` fails while the
-    committed model is not what the schema generates (``tests/meta/test_model.py``)."""
-    session.install("-c", "requirements-tools.txt", "datamodel-code-generator")
-    session.run("python", "-m", "optax_gate.gate.report.schema_model", env={"PYTHONPATH": "src"})
+    committed model is not what the schema generates (``tests/meta/test_model.py``). The generator
+    is the one ``./noxw`` installed into ``.noxw/venv`` (``requirements-tools.txt``): no environment is built."""
+    session.run(sys.executable, "-m", "optax_gate.gate.report.schema_model", env={"PYTHONPATH": "src"})
 
 
 @nox.session(python=PYTHON, name="lint-workflows")

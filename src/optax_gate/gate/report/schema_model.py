@@ -10,8 +10,10 @@ Run ``./noxw -s report-model`` after a change to the schema (review with ``git d
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -29,24 +31,46 @@ ARGS = ("--input-file-type", "jsonschema", "--output-model-type", "typing.TypedD
 
 
 def generate() -> str:
-    """The text of ``model.py`` generated from ``SCHEMA`` now.
+    """The text of ``model.py`` generated from ``SCHEMA`` now, by the ``datamodel-codegen`` found on ``PATH``.
+
+    It lives in ``.noxw/venv`` (``./noxw`` installs ``requirements-tools.txt`` there and puts it on
+    ``PATH``), not in the environment the contracts and the meta tests run in: it and its
+    dependencies bring pytest plugins of their own (typeguard's) that this suite does not declare.
 
     Raises:
+      ValueError: the schema is not valid JSON (the generator reads it leniently, as YAML: a trailing comma passes it);
       subprocess.CalledProcessError: datamodel-code-generator refused the schema (its message on stderr);
-      FileNotFoundError: it is not installed in this interpreter's environment.
+      FileNotFoundError: no ``datamodel-codegen`` on ``PATH`` (run through ``./noxw``), or it wrote nothing.
     """
+    try:
+        json.loads(SCHEMA.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{SCHEMA} is not valid JSON: {exc}") from None
+    codegen = shutil.which("datamodel-codegen")
+    if codegen is None:
+        raise FileNotFoundError("datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv "
+                                "from requirements-tools.txt)")
     with tempfile.TemporaryDirectory(prefix="optax-gate-model-") as tmp:
         out = Path(tmp) / "model.py"
-        subprocess.run([sys.executable, "-m", "datamodel_code_generator", "--input", str(SCHEMA), "--output", str(out), *ARGS],
-                       check=True, cwd=tmp)
+        # its one warning is known: the (test id, line) pairs of a finding's 'tests' are typed as lists
+        quiet = {**os.environ, "PYTHONWARNINGS": "ignore:report.schema.json#/properties/findings/items/properties/tests"}
+        subprocess.run([codegen, "--input", str(SCHEMA), "--output", str(out), *ARGS], check=True, cwd=tmp, env=quiet)
+        if not out.is_file():  # e.g. it was interrupted, and exited 0
+            raise FileNotFoundError(f"datamodel-codegen wrote no model (exit status 0): {MODEL} is left as it was")
         return out.read_text(encoding="utf-8")
 
 
 def main() -> int:
-    """Write ``MODEL`` atomically; say whether it changed. Exit status 0."""
-    text = generate()
+    """Write ``MODEL`` atomically when the schema generates another text; say which. Exit status 0,
+    or 2 with the reason when the schema is not valid JSON or the generator fails."""
+    try:
+        text = generate()
+    except (ValueError, FileNotFoundError, subprocess.CalledProcessError) as exc:
+        print(f"optax-gate: {MODEL.name} not regenerated: {exc}")
+        return 2
     before = MODEL.read_text(encoding="utf-8") if MODEL.exists() else None
-    atomic.write_text(MODEL, text)
+    if before != text:
+        atomic.write_text(MODEL, text)
     print(f"optax-gate: {MODEL.name} {'unchanged' if before == text else 'regenerated'} from {SCHEMA.name}")
     return 0
 
