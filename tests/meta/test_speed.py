@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate import gate_flow
 from optax_gate.gate.judge import compare
 from optax_gate.gate.speed import speed
 from optax_gate.gate.matrix import plan as matrix
@@ -146,7 +147,7 @@ def _result(factor: float, budget: float | None = None) -> dict:
     raw = _raw(factor)
     out = {"status": "measured", "reason": "", "rounds": 3, "step_slots": 3, "budget": budget, "duration_s": 21.0,
            "raw": raw, "readings": speed.readings(raw, budget), "baseline": {}, "candidate": {}}
-    out["summary"] = speed.summarise(out)
+    out["summary"] = speed.summarise(out["readings"])
     return out
 
 
@@ -164,7 +165,7 @@ def _gate_report(speed_result: dict | None) -> dict:
     record = {"label": "x", "status": "ran", "versions": {}, "contracts": {
         "tests/contracts/test_sgd.py::test_a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}}}
     report = compare.compare({**record, "label": "baseline"}, {**record, "label": "candidate"})
-    return speed.attach(report, speed_result)
+    return gate_flow.with_speed(report, speed_result)
 
 
 def test_attach_fails_a_passing_gate_only_for_a_broken_reading():

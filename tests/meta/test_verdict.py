@@ -41,3 +41,13 @@ def test_the_scoped_verdict_may_fall_and_rewords():
     assert verdict.rescoped(report, ["1 contract(s) broken where your code goes"]) == {
         "verdict": "fail", "reasons": ["1 contract(s) broken where your code goes"]}
     assert verdict.reworded(report, str.upper)["reasons"] == ["1 CONTRACT(S) BROKEN WHERE YOUR CODE GOES"]
+
+
+def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
+    """``of_speed`` reads the section alone: a ``changed`` reading is said in the report, never judged."""
+    changed = {"setup": "scan-20", "metric": "step_s", "change": "changed", "ratio": 1.4, "detail": ""}
+    assert verdict.of_speed({"status": "measured", "reason": "", "summary": {}, "readings": [changed]}) == ("pass", [])
+    assert verdict.of_speed({"status": "not-measured", "reason": "x", "summary": {}, "readings": []}) == ("pass", [])
+    broken = {**changed, "change": "broken", "ratio": 1.83}
+    assert verdict.of_speed({"status": "measured", "reason": "", "budget": 1.5, "summary": {}, "readings": [changed, broken]}) == (
+        "fail", ["1 training step(s) slower than the speed budget x1.5: scan-20 x1.83"])

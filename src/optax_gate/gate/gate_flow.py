@@ -14,18 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.inputs import requirements, team_contracts, validate
 from optax_gate.gate.inputs.options import GateOptions
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.run.progress import Progress
-from optax_gate.gate.judge import compare
+from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import team_run
 from optax_gate.gate.team_run import judging
 from optax_gate.gate.upstream import upstream_tests
-from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
@@ -62,7 +61,7 @@ class Learned:
     team_run: dict[str, Any] | None = None
     pythons: tuple[Path | None, ...] = ()
     jax_envs: tuple[dict[str, str], ...] = ({}, {})
-    speed: dict[str, Any] | None = None
+    speed: model.Speed | None = None
     phases: late.LatePhases = dataclasses.field(default_factory=late.LatePhases)
     refused: str = ""
 
@@ -159,7 +158,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         phases.run("your run (--run)", lambda: judging.apply(report, team, options.scope.fail_on))
     else:
         phases.run("scope of the findings", lambda: scope.apply_options(report, options.scope, packages, usage=not refused))
-    phases.run("speed readings", lambda: speed_.attach(report, learned.speed))
+    phases.run("speed readings", lambda: with_speed(report, learned.speed))
     if options.upstream_tests and not refused:
         phases.run("upstream tests cross-run (--upstream-tests)",
                    lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say))
@@ -179,6 +178,15 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     else:
         say_not_judged(run)
     return status
+
+
+def with_speed(report: dict[str, Any], section: model.Speed | None) -> dict[str, Any]:
+    """``report`` with the speed ``section`` (``optax_gate.gate.speed.speed.measure``; None: not measured, nothing added) and the
+    verdict it gives (``verdict.of_speed``: a step over the speed budget fails the gate). Returns ``report``."""
+    if section is not None:
+        report["speed"] = section
+        verdict.at_least(report, *verdict.of_speed(section))
+    return report
 
 
 def say_not_judged(run: evidence.RunFolder) -> None:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions, SpeedOptions
 from optax_gate.gate.inputs.validate import InvalidInput
@@ -416,7 +416,7 @@ def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
 
 
 def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: Path, candidate: dict[str, Any],
-                  say: Progress | None = None, pythons: tuple[Path | None, ...] = ()) -> dict[str, Any] | None:
+                  say: Progress | None = None, pythons: tuple[Path | None, ...] = ()) -> model.Speed | None:
     """Time the training steps of the baseline's (``env.baseline_lock``) and
     the candidate's environments, interleaved (``gate.speed.speed``); None
     under ``--no-speed``. A measured result is cached by both locks

@@ -184,6 +184,17 @@ class PytestPlugins(TypedDict):
     left_out: list[str]
 
 
+class FromCache(TypedDict):
+    """
+    its contract modules taken from the results cache (optax_gate.gate.run.results_cache.origin): the key, the oldest result's date, how many modules of how many
+    """
+
+    key: str
+    recorded: str
+    modules: NotRequired[int]
+    of: NotRequired[int]
+
+
 class BaselineRecord(TypedDict):
     label: str
     status: Literal['ran', 'not-verified']
@@ -196,6 +207,7 @@ class BaselineRecord(TypedDict):
     pytest_plugins: NotRequired[PytestPlugins]
     lock_file: NotRequired[str]
     site_packages: NotRequired[str]
+    from_cache: NotRequired[FromCache]
     exitstatus: NotRequired[int | None]
 
 
@@ -243,6 +255,7 @@ class CandidateRecord(TypedDict):
     pytest_plugins: NotRequired[PytestPlugins]
     lock_file: NotRequired[str]
     site_packages: NotRequired[str]
+    from_cache: NotRequired[FromCache]
     exitstatus: NotRequired[int | None]
     same_code: NotRequired[SameCode]
     sources: NotRequired[list[SourceBuild]]
@@ -557,6 +570,15 @@ class TeamRun(TypedDict):
     affected: NotRequired[list[AffectedSite]]
 
 
+class SpeedFromCache(TypedDict):
+    """
+    taken from the results cache (optax_gate.gate.run.results_cache.fetch_speed): measured by an earlier gate of the same two environments
+    """
+
+    key: str
+    recorded: str
+
+
 class Timing(TypedDict):
     median: float
     low: float
@@ -592,6 +614,7 @@ class Speed(TypedDict):
     duration_s: NotRequired[float]
     plot: NotRequired[str]
     plot_missing: NotRequired[str]
+    from_cache: NotRequired[SpeedFromCache]
     baseline: NotRequired[dict[str, Any]]
     candidate: NotRequired[dict[str, Any]]
     raw: NotRequired[dict[str, Any]]

@@ -9,8 +9,11 @@ reach stop counting, so the verdict may become lighter there (:func:`rescoped`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
+
+from optax_gate.gate.base import model
 
 #: The verdicts, lightest first.
 ORDER = ("pass", "fail", "not-verified")
@@ -27,6 +30,17 @@ def of_contracts(not_verified: list[str], broken: int) -> tuple[str, list[str]]:
     if broken:
         return "fail", [f"{broken} contract(s) broken"]
     return "pass", []
+
+
+def of_speed(section: model.Speed) -> tuple[str, list[str]]:
+    """The verdict of the speed readings alone (``optax_gate.gate.speed.speed.measure``), and its reason:
+    ``fail`` when a training step is ``broken`` (slower than ``--speed-budget``; only that option makes a
+    reading broken), else ``pass`` with no reason (a ``changed`` reading is said, not judged)."""
+    broken = [r for r in section["readings"] if r["change"] == "broken"]
+    if not broken:
+        return "pass", []
+    return "fail", [f"{len(broken)} training step(s) slower than the speed budget x{section.get('budget') or 0:g}: "
+                    + ", ".join(f"{r['setup']} x{r.get('ratio', math.nan):.2f}" for r in broken)]
 
 
 def at_least(report: dict[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None) -> dict[str, Any]:

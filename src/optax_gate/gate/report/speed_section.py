@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.speed import speed as speed_
 
 PLOT_FILE = "speed.svg"
@@ -28,13 +29,13 @@ def _seconds(value: float, metric: str) -> str:
     return f"{value * 1e6:.0f} µs" if metric == "step_s" else f"{value * 1e3:.0f} ms"
 
 
-def _side(stats: dict[str, Any], metric: str) -> str:
+def _side(stats: model.Timing, metric: str) -> str:
     return f"{_seconds(stats['median'], metric)} ({_seconds(stats['low'], metric)}–{_seconds(stats['high'], metric)})"
 
 
 def section(report: dict[str, Any]) -> list[str]:
     """Markdown lines of the Speed section; none when the report has no speed result."""
-    result = report.get("speed")
+    result: model.Speed | None = report.get("speed")
     if not result:
         return []
     out = ["## Speed", ""]
@@ -74,11 +75,11 @@ def section(report: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _repeats(result: dict[str, Any], side: str, setup: str, metric: str) -> list[float]:
+def _repeats(result: model.Speed, side: str, setup: str, metric: str) -> list[float]:
     return [x for answer in result["raw"][side] for x in answer.get(setup, {}).get(metric, [])]
 
 
-def write_plot(result: dict[str, Any], folder: Path) -> str | None:
+def write_plot(result: model.Speed, folder: Path) -> str | None:
     """Draw ``speed.svg`` into ``folder``; return its file name, or None (and
     set ``result["plot_missing"]``) when matplotlib is missing or nothing was
     measured. The SVG is reproducible (fixed ids, no date) and keeps its text as text."""
@@ -120,7 +121,7 @@ def write_plot(result: dict[str, Any], folder: Path) -> str | None:
     return PLOT_FILE
 
 
-def matrix_cell(result: dict[str, Any] | None) -> str:
+def matrix_cell(result: model.Speed | None) -> str:
     """One environment's speed readings in a few words, for the matrix's grid:
     the changed (or broken) readings with their ratios, else the largest step
     ratio "within noise"; "not measured" with the reason."""

@@ -64,7 +64,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import SpeedOptions
 from optax_gate.gate.run import devices
@@ -353,15 +353,16 @@ def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, 
             "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}}
 
 
-def fetch_speed(cache_dir: Path, inputs: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def fetch_speed(cache_dir: Path, inputs: dict[str, Any]) -> tuple[model.Speed | None, str]:
     """The cached speed result of ``inputs`` with ``from_cache`` ({key, recorded}) added, or ``(None, why)``."""
     entry, why = _read(_folder(cache_dir) / f"speed-{key(inputs)}.json", "speed", inputs)
     if entry is None:
         return None, why
-    return {**entry["payload"], "from_cache": {"key": entry["key"], "recorded": entry["recorded"]}}, ""
+    stored: model.Speed = entry["payload"]  # what store_speed wrote: a measured result
+    return {**stored, "from_cache": {"key": entry["key"], "recorded": entry["recorded"]}}, ""
 
 
-def store_speed(cache_dir: Path, inputs: dict[str, Any], result: dict[str, Any]) -> Path | None:
+def store_speed(cache_dir: Path, inputs: dict[str, Any], result: model.Speed) -> Path | None:
     """Store a measured speed result (its plot's file name left out); None when not measured."""
     if result.get("status") != "measured":
         return None

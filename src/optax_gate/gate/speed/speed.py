@@ -68,15 +68,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from optax_gate.gate.base import model
 from optax_gate.gate.inputs.options import SpeedOptions
-from optax_gate.gate.judge import verdict
 
 MODULE = "optax_gate.kit.speed"
 PREFIX = "@speed"
 SETUPS = ("nnx-sgd-momentum", "adamw-multisteps", "scan-20")
-METRICS = ("step_s", "compile_s")
+METRICS: tuple[Literal["step_s", "compile_s"], ...] = ("step_s", "compile_s")
 METRIC_WORDS = {"step_s": "step time", "compile_s": "compile time"}
 SETUP_WORDS = {
     "nnx-sgd-momentum": "NNX MLP, nnx.Optimizer(sgd, momentum 0.9)",
@@ -136,8 +136,8 @@ def spread_ratio(values: list[float], k: int = 1) -> float:
     return ordered[len(ordered) - k] / ordered[k - 1]
 
 
-def judge(baseline: list[list[float]], candidate: list[list[float]], metric: str = "step_s",
-          budget: float | None = None) -> dict[str, Any]:
+def judge(baseline: list[list[float]], candidate: list[list[float]], metric: Literal["step_s", "compile_s"] = "step_s",
+          budget: float | None = None, setup: str = "") -> model.SpeedReading:
     """One reading from paired slots.
 
     Args:
@@ -146,9 +146,10 @@ def judge(baseline: list[list[float]], candidate: list[list[float]], metric: str
         number of slots (>= 2), none empty.
       metric: ``step_s`` or ``compile_s`` (only the step time can be ``broken``).
       budget: the ``--speed-budget`` ratio, or None.
+      setup: the set-up timed (one of :data:`SETUPS`), kept in the reading.
 
     Returns:
-      ``{"change", "direction", "ratio", "interval": [lo, hi], "coverage",
+      ``{"setup", "metric", "change", "direction", "ratio", "interval": [lo, hi], "coverage",
       "noise": [lo, hi], "slots", "baseline": {median, low, high, n},
       "candidate": {...}, "detail"}`` (see the module docstring); ``low`` and
       ``high`` are the smallest and largest repeat.
@@ -167,8 +168,8 @@ def judge(baseline: list[list[float]], candidate: list[list[float]], metric: str
     k, _ = order_k(len(b_slots))
     width = max(NOISE_FLOOR, spread_ratio(b_slots, k), spread_ratio(c_slots, k))
     noise = (1 / width, width)
-    direction = "slower" if lo > width else "faster" if hi < 1 / width else ""
-    change = "changed" if direction else "unchanged"
+    direction: Literal["", "slower", "faster"] = "slower" if lo > width else "faster" if hi < 1 / width else ""
+    change: Literal["broken", "changed", "unchanged"] = "changed" if direction else "unchanged"
     words = METRIC_WORDS.get(metric, metric)
     detail = (f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); "
               f"noise band {noise[0]:.2f}-{noise[1]:.2f}")
@@ -180,15 +181,15 @@ def judge(baseline: list[list[float]], candidate: list[list[float]], metric: str
         change = "broken"
         detail += f"; slower than the budget x{budget:g}"
 
-    def spread(xs: list[float]) -> dict[str, Any]:
+    def spread(xs: list[float]) -> model.Timing:
         return {"median": statistics.median(xs), "low": min(xs), "high": max(xs), "n": len(xs)}
 
-    return {"change": change, "direction": direction, "ratio": ratio, "interval": [lo, hi], "coverage": coverage,
+    return {"setup": setup, "metric": metric, "change": change, "direction": direction, "ratio": ratio, "interval": [lo, hi], "coverage": coverage,
             "noise": list(noise), "slots": len(b_slots), "baseline": spread(b_all), "candidate": spread(c_all),
             "detail": detail}
 
 
-def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) -> list[dict[str, Any]]:
+def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) -> list[model.SpeedReading]:
     """Every set-up x metric judged from the workers' answers.
 
     Args:
@@ -198,24 +199,22 @@ def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) 
         compile rounds).
       budget: see :func:`judge`.
     """
-    out = []
+    out: list[model.SpeedReading] = []
     for setup in SETUPS:
         for metric in METRICS:
             pairs = [(b[setup][metric], c[setup][metric]) for b, c in zip(raw["baseline"], raw["candidate"])
                      if metric in b.get(setup, {}) and metric in c.get(setup, {})]
-            row = {"setup": setup, "metric": metric}
             try:
-                row.update(judge([p[0] for p in pairs], [p[1] for p in pairs], metric, budget))
+                out.append(judge([p[0] for p in pairs], [p[1] for p in pairs], metric, budget, setup=setup))
             except ValueError as exc:
-                row.update(change="not-measured", detail=f"not measured: {exc}")
-            out.append(row)
+                out.append({"setup": setup, "metric": metric, "change": "not-measured", "detail": f"not measured: {exc}"})
     return out
 
 
-def summarise(result: dict[str, Any]) -> dict[str, int]:
+def summarise(readings: list[model.SpeedReading]) -> dict[str, int]:
     """``{change: count}`` over the readings."""
     counts = {k: 0 for k in ("broken", "changed", "unchanged", "not-measured")}
-    for r in result.get("readings", []):
+    for r in readings:
         counts[r["change"]] = counts.get(r["change"], 0) + 1
     return counts
 
@@ -291,7 +290,7 @@ class Worker:
 
 
 def measure(baseline_python: Path, candidate_python: Path, project_root: Path, options: SpeedOptions | None = None, *,
-            modules: tuple[str, str] = (MODULE, MODULE), step_slots: int = STEP_SLOTS) -> dict[str, Any]:
+            modules: tuple[str, str] = (MODULE, MODULE), step_slots: int = STEP_SLOTS) -> model.Speed:
     """Time both environments' set-ups interleaved and judge every reading.
 
     Args:
@@ -316,25 +315,26 @@ def measure(baseline_python: Path, candidate_python: Path, project_root: Path, o
     if rounds < 2:
         raise ValueError(f"rounds must be at least 2, got {rounds}")
     start = time.monotonic()
-    result: dict[str, Any] = {"status": "not-measured", "reason": "", "rounds": rounds, "step_slots": step_slots,
-                              "budget": budget, "baseline": {}, "candidate": {},
-                              "raw": {"baseline": [], "candidate": []}, "readings": []}
+    raw: dict[str, list[dict[str, Any]]] = {"baseline": [], "candidate": []}
+    headers: dict[str, dict[str, Any]] = {"baseline": {}, "candidate": {}}
+    status: Literal["measured", "not-measured"] = "not-measured"
+    reason, judged = "", []
     workers: dict[str, Worker] = {}
     try:
         # Both start (import JAX, warm up) at once: nothing is timed yet.
         for side, python, module in (("baseline", baseline_python, modules[0]), ("candidate", candidate_python, modules[1])):
             workers[side] = Worker(side, python, project_root, module)
         for side, worker in workers.items():
-            result[side] = worker.answer(START_TIMEOUT)["ready"]
+            headers[side] = worker.answer(START_TIMEOUT)["ready"]
         for r in range(rounds):
             order = ("baseline", "candidate") if r % 2 == 0 else ("candidate", "baseline")
             for command in ("round", *["steps"] * (step_slots - 1)):
                 for side in order:
-                    result["raw"][side].append(workers[side].ask(command))
-        result["status"] = "measured"
-        result["readings"] = readings(result["raw"], budget)
+                    raw[side].append(workers[side].ask(command))
+        status = "measured"
+        judged = readings(raw, budget)
     except SpeedFailure as exc:
-        result["reason"] = str(exc)
+        reason = str(exc)
     except BaseException:  # Ctrl-C, the gate's SIGTERM: stop the workers now, no polite quit, and pass it on
         for worker in workers.values():
             worker.proc.kill()
@@ -342,31 +342,17 @@ def measure(baseline_python: Path, candidate_python: Path, project_root: Path, o
     finally:
         for worker in workers.values():
             worker.close()
-    result["duration_s"] = round(time.monotonic() - start, 1)
-    result["summary"] = summarise(result)
-    return result
+    return {"status": status, "reason": reason, "rounds": rounds, "step_slots": step_slots, "budget": budget,
+            "baseline": headers["baseline"], "candidate": headers["candidate"], "raw": raw, "readings": judged,
+            "duration_s": round(time.monotonic() - start, 1), "summary": summarise(judged)}
 
 
-def not_measured(reason: str, budget: float | None = None) -> dict[str, Any]:
+def not_measured(reason: str, budget: float | None = None) -> model.Speed:
     """A speed result for a run where nothing could be timed (e.g. the candidate did not install)."""
-    return {"status": "not-measured", "reason": reason, "budget": budget, "readings": [],
-            "summary": summarise({})}
+    return {"status": "not-measured", "reason": reason, "budget": budget, "readings": [], "summary": summarise([])}
 
 
-def attach(report: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:
-    """Put ``result`` into ``report["speed"]``; a ``broken`` reading (only with
-    ``--speed-budget``) turns a ``pass`` into ``fail`` with a reason. Returns ``report``."""
-    if result is None:
-        return report
-    report["speed"] = result
-    broken = [r for r in result.get("readings", []) if r["change"] == "broken"]
-    if broken:
-        verdict.at_least(report, "fail", f"{len(broken)} training step(s) slower than the speed budget x{result['budget']:g}: "
-                                         + ", ".join(f"{r['setup']} x{r['ratio']:.2f}" for r in broken))
-    return report
-
-
-def rows(result: dict[str, Any] | None) -> list[dict[str, Any]]:
+def rows(result: model.Speed | None) -> list[dict[str, Any]]:
     """Report rows, one per set-up x metric: ``{setup, setup_words, metric,
     metric_words, change, ratio, interval, noise, baseline, candidate,
     detail}``; empty when not measured."""
@@ -376,10 +362,10 @@ def rows(result: dict[str, Any] | None) -> list[dict[str, Any]]:
              "metric_words": METRIC_WORDS.get(r["metric"], r["metric"])} for r in result.get("readings", [])]
 
 
-def worst(result: dict[str, Any] | None) -> str:
+def worst(result: model.Speed | None) -> str:
     """The most severe change of a speed result: ``broken`` > ``changed`` >
     ``unchanged``; ``not-measured`` when nothing was judged."""
-    changes = {r["change"] for r in (result or {}).get("readings", [])}
+    changes = {r["change"] for r in (result["readings"] if result else [])}
     for change in ("broken", "changed", "unchanged"):
         if change in changes:
             return change
