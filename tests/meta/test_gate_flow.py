@@ -214,7 +214,7 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
 
     got = []
     monkeypatch.setattr(upstream_tests, "cross_run", lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1})
-    monkeypatch.setattr(upstream_tests, "attach", lambda report, section: report.update(upstream_tests=section))
+    monkeypatch.setattr(gate_flow, "with_upstream_tests", lambda report, section: report.update(upstream_tests=section))
     env = opts.EnvironmentOptions(project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path,
                                   cache_dir=tmp_path / "cache", timeout=77)
     options = opts.GateOptions(environment=env, candidate=opts.CandidateOptions(), speed=opts.SpeedOptions(False, 3),

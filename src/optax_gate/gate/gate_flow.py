@@ -198,7 +198,8 @@ def say_not_judged(run: evidence.RunFolder) -> None:
 def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions,
                        learned: Learned, say: Progress) -> None:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
-    when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``.
+    when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``
+    (:func:`with_upstream_tests`).
 
     Raises:
       upstream_tests.CrossRunFailure: it could not run (a late phase's failure: not verified).
@@ -214,7 +215,21 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
                                        dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons))),
                                        upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
                                        say=say)
-    upstream_tests.attach(report, section)
+    with_upstream_tests(report, section)
+
+
+def with_upstream_tests(report: dict[str, Any], section: model.UpstreamTests) -> dict[str, Any]:
+    """``report`` with the cross-run ``section`` (``upstream_tests.cross_run``): ``upstream_tests``, its
+    findings after the others (all renumbered from 1), and its note (``upstream_tests.note``). The verdict
+    and its reasons are not touched: a failing upstream test is evidence to read, not a judged contract.
+    Returns ``report``."""
+    report["upstream_tests"] = section
+    if isinstance(report.get("findings"), list):
+        report["findings"] = report["findings"] + section["findings"]
+        for number, f in enumerate(report["findings"], 1):  # the section's own findings carry their number too
+            f["number"] = number
+    report.setdefault("notes", []).append(upstream_tests.note(section))
+    return report
 
 
 def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:

@@ -10,9 +10,8 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.inputs.options import EnvironmentOptions, MatrixOptions
 from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import runner
@@ -93,7 +92,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
     return status
 
 
-def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> dict[str, Any]:
+def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> model.UpstreamTests | dict[str, str]:
     """``--upstream-tests``: optax's own shipped tests of the modules that
     differ, cross-run between the baseline's environment (built or reused
     here, as the speed readings do) and the environment ``name`` of ``lock``

@@ -64,8 +64,21 @@ class Attribution(TypedDict):
     lines: NotRequired[dict[str, int]]
 
 
+class UpstreamControl(TypedDict):
+    """
+    the control run: the suspect tests re-run in their own environment (a test failing there too is 'could not tell')
+    """
+
+    tests: int
+    files: int
+    seconds: float
+
+
 class UpstreamFailure(TypedDict):
+    test: str
+    text: str
     kind: Literal['api', 'could not tell', 'behaviour']
+    subject: str
     change: Literal['', 'new', 'gone', 'changed']
 
 
@@ -76,6 +89,7 @@ class UpstreamDirection(TypedDict):
     failed: int
     seconds: float
     overlay: list[str]
+    control: NotRequired[UpstreamControl]
     failures: list[UpstreamFailure]
 
 

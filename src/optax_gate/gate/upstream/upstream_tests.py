@@ -17,8 +17,9 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from optax_gate.gate.base import model
 from optax_gate.gate.base.details import normalise
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.install import missing_requirements
@@ -29,7 +30,9 @@ DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),
 #: Import name -> distribution name of the test dependencies that differ.
 DISTRIBUTIONS = {"absl": "absl-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
 #: Classes of a failure (:func:`classify`).
-API, INFRA, BEHAVIOUR = "api", "could not tell", "behaviour"
+API: Literal["api"] = "api"
+INFRA: Literal["could not tell"] = "could not tell"
+BEHAVIOUR: Literal["behaviour"] = "behaviour"
 #: pytest's own plugins that would change the run (our plugin's entry point, the cache).
 _PYTEST = ["-q", "-p", "no:cacheprovider", "-p", "no:optax_gate", "--import-mode=importlib", "-o", "addopts=",
            "-o", "junit_family=xunit1", "--continue-on-collection-errors"]
@@ -62,9 +65,13 @@ class Failure:
 
     test: str  # module::Class::test, module the file's path under optax/
     text: str  # the error's first line (type: message)
-    kind: str = ""  # API, INFRA or BEHAVIOUR
+    kind: Literal["api", "could not tell", "behaviour"] = INFRA  # API, INFRA or BEHAVIOUR (set by classify)
     subject: str = ""  # the name or keyword (API), the reason (INFRA), the API (BEHAVIOUR)
-    change: str = ""  # new/gone (API), changed (BEHAVIOUR), "" (INFRA)
+    change: Literal["", "new", "gone", "changed"] = ""  # new/gone (API), changed (BEHAVIOUR), "" (INFRA)
+
+    def as_json(self) -> model.UpstreamFailure:
+        """The report's form of the failure (``upstream_tests.directions[].failures[]``)."""
+        return {"test": self.test, "text": self.text, "kind": self.kind, "subject": self.subject, "change": self.change}
 
 
 @dataclass
@@ -424,7 +431,7 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
 
 
 def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions,
-              say: Callable[[str], None] = print) -> dict[str, Any]:
+              say: Callable[[str], None] = print) -> model.UpstreamTests:
     """The report's ``upstream_tests`` section: both directions run and classified.
 
     Args:
@@ -468,26 +475,18 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRu
     return {"changed_modules": changed,
             "directions": [{"label": d.label, "files": d.files, "ran": d.ran, "failed": len(d.failed), "seconds": d.seconds,
                             "overlay": d.overlay, "control": {"tests": d.control_tests, "files": d.control_files, "seconds": d.control_seconds},
-                            "failures": [vars(f) for f in d.failed]} for d in directions],
+                            "failures": [f.as_json() for f in d.failed]} for d in directions],
             "findings": findings(directions), "seconds": round(time.monotonic() - start, 1)}
 
 
-def attach(report: dict[str, Any], section: dict[str, Any]) -> dict[str, Any]:
-    """Add the cross-run ``section`` to ``report``: ``upstream_tests``, its
-    findings after the others (renumbered), one note with its counts. The
-    verdict and its reasons are not touched (see the module docstring)."""
-    report["upstream_tests"] = section
-    if isinstance(report.get("findings"), list):
-        report["findings"] = report["findings"] + section["findings"]
-        for number, f in enumerate(report["findings"], 1):
-            f["number"] = number
+def note(section: model.UpstreamTests) -> str:
+    """The report's one note on a cross-run: its time, the modules that differ, each direction's counts and the
+    failures per kind; its findings are listed (``section["findings"]``) and do not change the verdict."""
     counts: dict[str, int] = {}
     for d in section["directions"]:
         for f in d["failures"]:
             counts[f["kind"]] = counts.get(f["kind"], 0) + 1
     words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none failed"
     runs = "; ".join(f"{d['label']}: {d['ran']} run, {d['failed']} failed" for d in section["directions"])
-    report.setdefault("notes", []).append(
-        f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): {runs} "
-        f"({words}); its {len(section['findings'])} finding(s) are listed, they do not change the verdict")
-    return report
+    return (f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): {runs} "
+            f"({words}); its {len(section['findings'])} finding(s) are listed, they do not change the verdict")
