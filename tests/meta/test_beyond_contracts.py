@@ -252,7 +252,7 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
 def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
     """The trial read "1 dependencies finding(s) broken": each section's count is said with its own noun,
     singular or plural as the count is."""
-    from optax_gate.gate.diffs.unseen import broken_words
+    from optax_gate.gate.judge.verdict import broken_words
     assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface finding"
     assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency finding"
     assert (broken_words({"surface": 20, "dependencies": 1, "warnings": 2})

@@ -51,3 +51,9 @@ def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
     broken = {**changed, "change": "broken", "ratio": 1.83}
     assert verdict.of_speed({"status": "measured", "reason": "", "budget": 1.5, "summary": {}, "readings": [changed, broken]}) == (
         "fail", ["1 training step(s) slower than the speed budget x1.5: scan-20 x1.83"])
+
+
+def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
+    assert verdict.of_beyond({"surface": 0, "dependencies": 0, "warnings": 0}) == ("pass", [])
+    assert verdict.of_beyond({"surface": 2, "dependencies": 1, "warnings": 0}) == (
+        "fail", ["beyond the contracts: 2 API surface findings and 1 dependency finding broken"])

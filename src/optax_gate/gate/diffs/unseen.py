@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base.plain_text import and_join, named_list
+from optax_gate.gate.base.plain_text import named_list
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
@@ -196,17 +196,6 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-#: What a section's findings are called in a sentence (``1 dependency finding``).
-_SECTION_WORDS = {"surface": "API surface", "dependencies": "dependency", "warnings": "warning"}
-
-
-def broken_words(broken: dict[str, int]) -> str:
-    """``{"surface": 2, "dependencies": 1}`` -> ``2 API surface findings and 1 dependency finding``
-    (sections with none left out)."""
-    parts = [f"{n} {_SECTION_WORDS[name]} finding{'' if n == 1 else 's'}" for name, n in broken.items() if n]
-    return and_join(parts)
-
-
 def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
            packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> dict[str, Any]:
     """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
@@ -238,9 +227,7 @@ def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str
     report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
     for side in ("baseline", "candidate"):
         report[side].pop("warnings", None)
-    broken = {name: report[name]["counts"]["broken"] for name in ("surface", "dependencies", "warnings")}
-    if sum(broken.values()):
-        verdict.at_least(report, "fail", f"beyond the contracts: {broken_words(broken)} broken")
+    verdict.at_least(report, *verdict.of_beyond({name: report[name]["counts"]["broken"] for name in ("surface", "dependencies", "warnings")}))
     if scan is not None and scan.not_scanned:
         unsure = report["surface"].get("counts", {}).get("cannot-tell", 0)
         report.setdefault("notes", []).append(

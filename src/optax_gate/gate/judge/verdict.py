@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from optax_gate.gate.base import model
+from optax_gate.gate.base.plain_text import and_join
 
 #: The verdicts, lightest first.
 ORDER = ("pass", "fail", "not-verified")
@@ -30,6 +31,25 @@ def of_contracts(not_verified: list[str], broken: int) -> tuple[str, list[str]]:
     if broken:
         return "fail", [f"{broken} contract(s) broken"]
     return "pass", []
+
+
+#: What a section's findings are called in a sentence (``1 dependency finding``).
+_SECTION_WORDS = {"surface": "API surface", "dependencies": "dependency", "warnings": "warning"}
+
+
+def broken_words(broken: dict[str, int]) -> str:
+    """``{"surface": 2, "dependencies": 1}`` -> ``2 API surface findings and 1 dependency finding``
+    (sections with none left out)."""
+    parts = [f"{n} {_SECTION_WORDS[name]} finding{'' if n == 1 else 's'}" for name, n in broken.items() if n]
+    return and_join(parts)
+
+
+def of_beyond(broken: dict[str, int]) -> tuple[str, list[str]]:
+    """The verdict of the sections beyond the contracts (``optax_gate.gate.diffs.unseen``), from their counts of
+    ``broken`` rows by section (``surface``, ``dependencies``, ``warnings``): ``fail`` when any is broken."""
+    if not sum(broken.values()):
+        return "pass", []
+    return "fail", [f"beyond the contracts: {broken_words(broken)} broken"]
 
 
 def of_speed(section: model.Speed) -> tuple[str, list[str]]:
