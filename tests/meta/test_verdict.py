@@ -57,3 +57,12 @@ def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
     assert verdict.of_beyond({"surface": 0, "dependencies": 0, "warnings": 0}) == ("pass", [])
     assert verdict.of_beyond({"surface": 2, "dependencies": 1, "warnings": 0}) == (
         "fail", ["beyond the contracts: 2 API surface findings and 1 dependency finding broken"])
+
+
+def test_the_team_runs_verdict_is_read_from_its_section():
+    from optax_gate.gate.team_run import judging
+
+    assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == (
+        "not-verified", ["--run not verified: it timed out"])
+    assert judging.of_team_run({"outcome": "same", "reason": ""}) == ("pass", [])
+    assert judging.of_team_run({"outcome": "broke", "reason": "ValueError at train.py:9"}) == ("fail", ["ValueError at train.py:9"])

@@ -296,9 +296,18 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
     team_run["affected"] = affected(report)
     if outcome != "not-verified":
         _point_sites(report, team_run["affected"])
+    verdict.at_least(report, *of_team_run(team_run), at=0)
+    return report
+
+
+def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
+    """The verdict the team's run gives, read from its section alone, and its reason: ``not-verified`` for a run
+    that could not be judged, ``fail`` for one that diverged or broke (where it diverges, where the difference
+    is born, what the run's own outputs say), else ``pass`` with no reason (its scope of the findings decides)."""
+    outcome = team_run["outcome"]
     if outcome == "not-verified":
-        verdict.at_least(report, "not-verified", f"--run not verified: {team_run['reason']}", at=0)
-    elif outcome in ("diverged", "broke"):
+        return "not-verified", [f"--run not verified: {team_run['reason']}"]
+    if outcome in ("diverged", "broke"):
         first = team_run.get("first")
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
         why = ("your run diverges" + (f" at {where}" if where else "")
@@ -320,5 +329,5 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
             why += "; in dtypes only: every value your run computes is the same"
         if outcome == "broke":
             why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
-        verdict.at_least(report, "fail", why, at=0)
-    return report
+        return "fail", [why]
+    return "pass", []
