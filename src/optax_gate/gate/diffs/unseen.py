@@ -19,6 +19,7 @@ from optax_gate.gate.judge import verdict
 
 SCHEMA = 3
 
+
 def site_packages(python: Path) -> Path | None:
     """The ``site-packages`` folder of the environment of ``python`` (its ``bin/python``)."""
     found = sorted(Path(python).parent.parent.glob("lib/python*/site-packages"))
