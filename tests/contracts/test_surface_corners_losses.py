@@ -1,4 +1,4 @@
-"""Corner grid of the losses of the sweep (``optax_gate.kit.surface_corners``:
+"""Corner grid of the losses of the sweep (``optax_gate.kit.corners.losses``:
 ``LOSS_CORNERS`` x ``LOSS_OUTPUTS``; issue 27).
 
 ``test_loss_corners[loss]``: at each corner the loss gets (``loss_corners``:
@@ -21,7 +21,7 @@ import pytest
 from optax_gate.kit import surface_generated
 
 from optax_gate.kit.surface_calls import CALLS, EXPECT
-from optax_gate.kit.surface_corners import loss_corners, loss_inputs, loss_outcomes
+from optax_gate.kit.corners.losses import loss_corners, loss_inputs, loss_outcomes
 
 GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes; JAX's jvp and grad"
 #: The losses the sweep calls directly (as ``test_surface_loss_edges.LOSSES``).

@@ -1,4 +1,4 @@
-"""Corner grid of the schedules of the sweep (``optax_gate.kit.surface_corners``:
+"""Corner grid of the schedules of the sweep (``optax_gate.kit.corners.schedules``:
 ``SCHEDULE_PARAMS`` over each schedule's signature x ``SCHEDULE_STEPS`` x
 ``SCHEDULE_MODES``; issue 27).
 
@@ -26,7 +26,7 @@ import pytest
 from optax_gate.kit import surface_generated
 
 from optax_gate.kit.surface_calls import CALLS
-from optax_gate.kit.surface_corners import SCHEDULE_LEFT_OUT, schedule_record
+from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT, schedule_record
 
 GUIDE = ("docs: optax 0.2.6 schedules' docstrings (optax/schedules/_schedule.py, _join.py): the arguments' meaning, "
          "'if transition_steps <= 0 the schedule is constant'; a schedule takes a step count, int or array")

@@ -1,5 +1,5 @@
 """Corner grid of the transformations of the surface table
-(``optax_gate.kit.surface_corners``: ``transformation_corners`` over each
+(``optax_gate.kit.corners.transformations``: ``transformation_corners`` over each
 factory's signature; issue 27).
 
 ``test_transformation_corners[api]`` (each API with a corner,
@@ -25,7 +25,7 @@ import pytest
 
 from optax_gate.kit import surface_generated
 
-from optax_gate.kit.surface_corners import transformation_grid, transformation_record
+from optax_gate.kit.corners.transformations import transformation_grid, transformation_record
 
 GUIDE = ("docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, transform.py, contrib/*.py): each "
          "option's meaning (mu_dtype: 'the dtype of the first order accumulator'), hyperparameters as scalars or "

@@ -1,4 +1,4 @@
-"""Corner grid of the tree utilities and norms (``optax_gate.kit.surface_corners``:
+"""Corner grid of the tree utilities and norms (``optax_gate.kit.corners.trees``:
 ``TREE_CALLS`` x ``TREES``; issue 27).
 
 ``test_tree_corners[call]``: the call's outcome on each corner PyTree (an
@@ -17,7 +17,7 @@ import pytest
 
 from optax_gate.kit import surface_generated
 
-from optax_gate.kit.surface_corners import TREE_CALLS, TREES, tree_case_id, tree_outcome
+from optax_gate.kit.corners.trees import TREE_CALLS, TREES, tree_case_id, tree_outcome
 
 GUIDE = "docs: optax 0.2.6 tree utilities' docstrings (optax/tree_utils/_tree_math.py, _casting.py): any PyTree of arrays"
 

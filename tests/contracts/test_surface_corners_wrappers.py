@@ -1,5 +1,5 @@
 """Corner grid of the wrappers around the Adam family
-(``optax_gate.kit.surface_corners``: ``WRAPPERS`` x ``INNERS`` x
+(``optax_gate.kit.corners.wrappers``: ``WRAPPERS`` x ``INNERS`` x
 ``PARAM_DTYPES``; issue 27).
 
 ``test_wrapper_corners[wrapper]``: each inner optimizer (Adam with and without
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit.surface_corners import INNERS, PARAM_DTYPES, WRAPPERS, wrapper_outcome
+from optax_gate.kit.corners.wrappers import INNERS, PARAM_DTYPES, WRAPPERS, wrapper_outcome
 
 GUIDE = ("docs: optax 0.2.6 wrappers' docstrings (MultiSteps, inject_hyperparams, masked, chain, apply_if_finite) and "
          "adam's mu_dtype; the GradientTransformation protocol: a state carried through jax.lax.scan")

@@ -33,7 +33,7 @@ from optax_gate.kit import surface_generated
 
 from optax_gate.kit import surface_build
 from optax_gate.kit.surface_calls import CALLS, EXPECT, LOGITS, TARGET_ARG
-from optax_gate.kit.surface_corners import sweep_inputs
+from optax_gate.kit.corners.losses import sweep_inputs
 
 GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes"
 

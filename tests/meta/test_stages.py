@@ -251,11 +251,17 @@ def test_a_planted_circle_and_a_private_name_are_seen(tmp_path):
 
 def test_architecture_lists_every_kit_module():
     """``docs/architecture.md``'s "The kit by purpose" names every module of
-    ``kit/`` (one added without a line there fails here)."""
+    ``kit/``, and of each of its subpackages on the subpackage's line (one added
+    without a mention there fails here)."""
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = text.split("## The kit by purpose", 1)[1].split("\n## ", 1)[0]
     kit = PACKAGE / "kit"
     missing = [p.name for p in sorted(kit.glob("*.py")) if p.name != "__init__.py" and f"`{p.stem}`" not in section]
+    # a subpackage: its line names it (`corners/`) and each of its modules
+    for package in sorted(p.parent for p in kit.glob("*/__init__.py")):
+        line = next((ln for ln in section.split("\n- ") if ln.startswith(f"`{package.name}/`")), "")
+        missing += [f"{package.name}/{p.name}" for p in sorted(package.glob("*.py"))
+                    if p.name != "__init__.py" and f"`{p.stem}`" not in line]
     assert missing == [], f"docs/architecture.md does not list these kit modules: {missing}"
 
 

@@ -1,4 +1,4 @@
-"""The corner grids' tables (``optax_gate.kit.surface_corners``) and how a
+"""The corner grids' tables (``optax_gate.kit.corners``) and how a
 drift of their snapshots reads as a finding (``findings.corner_cause``)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from optax_gate.gate.judge import findings
-from optax_gate.kit import surface_corners as sc
+from optax_gate.kit.corners import losses, outcome, schedules, transformations, trees, wrappers
 from optax_gate.kit.surface_calls import CALLS
 
 
@@ -16,20 +16,20 @@ def _row(cid, detail, api):
 
 
 def test_every_tree_utility_has_a_grid_or_a_reason():
-    gridded = {p for p, _, _ in sc.TREE_CALLS}
-    trees = {p for p, (kind, _, _) in CALLS.items() if kind == "tree"}
-    assert trees - gridded - set(sc.TREE_LEFT_OUT) == set()
-    assert not gridded & set(sc.TREE_LEFT_OUT)
-    assert all(reason for reason in sc.TREE_LEFT_OUT.values())
+    gridded = {p for p, _, _ in trees.TREE_CALLS}
+    utilities = {p for p, (kind, _, _) in CALLS.items() if kind == "tree"}
+    assert utilities - gridded - set(trees.TREE_LEFT_OUT) == set()
+    assert not gridded & set(trees.TREE_LEFT_OUT)
+    assert all(reason for reason in trees.TREE_LEFT_OUT.values())
 
 
 def test_grid_tables_are_data():
-    assert {form for _, form, _ in sc.TREE_CALLS} <= {"tree", "two", "scalar_tree", "add_scale", "clip", "cast", "where"}
-    assert all(dtype in ("float32", "int32", "bfloat16") for leaves, _ in sc.TREES.values() for dtype, _ in leaves)
-    assert {len(shape) for dtype, shape in sc.TREES["ranks_0_5"][0]} == set(range(6))
-    assert set(sc.WRAPPERS) >= {"optax.MultiSteps", "optax.inject_hyperparams", "optax.masked", "optax.chain",
-                                "optax.apply_if_finite"}
-    assert any("mu_dtype" in kw for _, kw in sc.INNERS.values()) and set(sc.PARAM_DTYPES) == {"float32", "bfloat16", "float16"}
+    assert {form for _, form, _ in trees.TREE_CALLS} <= {"tree", "two", "scalar_tree", "add_scale", "clip", "cast", "where"}
+    assert all(dtype in ("float32", "int32", "bfloat16") for leaves, _ in trees.TREES.values() for dtype, _ in leaves)
+    assert {len(shape) for dtype, shape in trees.TREES["ranks_0_5"][0]} == set(range(6))
+    assert set(wrappers.WRAPPERS) >= {"optax.MultiSteps", "optax.inject_hyperparams", "optax.masked", "optax.chain",
+                                      "optax.apply_if_finite"}
+    assert any("mu_dtype" in kw for _, kw in wrappers.INNERS.values()) and set(wrappers.PARAM_DTYPES) == {"float32", "bfloat16", "float16"}
 
 
 def test_a_corner_drift_is_one_finding_across_apis():
@@ -45,14 +45,14 @@ def test_a_corner_drift_is_one_finding_across_apis():
 
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
-    """A corner records an exception's message cut at 50 characters (``sc.message``): the finding
+    """A corner records an exception's message cut at 50 characters (``outcome.message``): the finding
     read "'[Chex] Assertion assert_type failed - Error in typ' in the baseline, Expected the input to
     have a dtype that is a subdt now" (a new user's trial). Both are quoted, with "…" where cut; a
     short message stays whole."""
     from optax_gate.gate.base import details
-    assert details.RECORDED_MESSAGE_LIMIT == sc.message.__defaults__[0]
-    old = sc.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
-    new = sc.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
+    assert details.RECORDED_MESSAGE_LIMIT == outcome.message.__defaults__[0]
+    old = outcome.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
+    new = outcome.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
     assert len(old) == len(new) == details.RECORDED_MESSAGE_LIMIT
     rows = [_row("tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.huber_loss]",
                  f"snapshot drift: corner.int_inputs/error: '{old}' -> {new}", "optax.huber_loss")]
@@ -75,11 +75,18 @@ def test_other_corners_are_other_causes():
 # ------------------------------------------------------ schedules, transformations
 
 def test_every_schedule_has_a_grid_or_a_reason():
-    schedules = {p for p, (kind, _, _) in CALLS.items() if kind == "schedule"}
-    assert set(sc.SCHEDULE_LEFT_OUT) <= schedules and all(sc.SCHEDULE_LEFT_OUT.values())
-    assert {len(values) for values in sc.SCHEDULE_PARAMS.values()} <= {1, 2, 3}
-    assert all(why for values in sc.SCHEDULE_PARAMS.values() for _, why in values)
-    assert sc.SCHEDULE_MODES == ("int", "int32", "jit") and 0 in sc.SCHEDULE_STEPS and 1 in sc.SCHEDULE_STEPS
+    swept = {p for p, (kind, _, _) in CALLS.items() if kind == "schedule"}
+    assert set(schedules.SCHEDULE_LEFT_OUT) <= swept and all(schedules.SCHEDULE_LEFT_OUT.values())
+    assert {len(values) for values in schedules.SCHEDULE_PARAMS.values()} <= {1, 2, 3}
+    assert all(why for values in schedules.SCHEDULE_PARAMS.values() for _, why in values)
+    assert schedules.SCHEDULE_MODES == ("int", "int32", "jit") and 0 in schedules.SCHEDULE_STEPS and 1 in schedules.SCHEDULE_STEPS
+
+
+def _sweep(monkeypatch, inputs):
+    """The sweep's call of the fake schedule, as the losses' helpers (``float_hypers``,
+    ``hyper_inputs``) and the schedules' grid each look ``sweep_inputs`` up."""
+    for module in (losses, schedules):
+        monkeypatch.setattr(module, "sweep_inputs", lambda path: inputs)
 
 
 def _fake_schedule(init_value, transition_steps, pct_start=0.3, staircase=False, end_value=None):
@@ -103,8 +110,8 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
     from optax_gate.kit import surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 1}))
-    corners = sc.schedule_corners("fake.schedule")
+    _sweep(monkeypatch, ((1.0,), {"transition_steps": 1}))
+    corners = schedules.schedule_corners("fake.schedule")
     assert list(corners) == ["base", "transition_steps=0", "pct_start=0.0", "pct_start=1.0", "staircase=True",
                              "hyper=float32", "hyper=bfloat16", "hyper=numpy_float32"]
     assert corners["transition_steps=0"] == {"init_value": 1.0, "transition_steps": 0}
@@ -121,16 +128,16 @@ def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch):
     from optax_gate.kit import surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 1}))
-    assert sc.float_hypers("fake.schedule") == ["init_value", "pct_start"]
-    corners = sc.schedule_corners("fake.schedule")
+    _sweep(monkeypatch, ((1.0,), {"transition_steps": 1}))
+    assert losses.float_hypers("fake.schedule") == ["init_value", "pct_start"]
+    corners = schedules.schedule_corners("fake.schedule")
     typed = corners["hyper=bfloat16"]
     assert set(typed) == {"init_value", "transition_steps", "pct_start"} and typed["transition_steps"] == 1
     assert all(typed[n].dtype == jnp.bfloat16 and typed[n].shape == () for n in ("init_value", "pct_start"))
     assert float(typed["pct_start"]) == np.float32(jnp.bfloat16(0.3))
     numpy = corners["hyper=numpy_float32"]
     assert type(numpy["init_value"]) is np.float32 and type(numpy["pct_start"]) is np.float32
-    args, kwargs = sc.hyper_inputs("fake.schedule", [2.0], {"transition_steps": 1}, "float32")
+    args, kwargs = losses.hyper_inputs("fake.schedule", [2.0], {"transition_steps": 1}, "float32")
     assert args[0].dtype == jnp.float32 and float(args[0]) == 2.0  # positional stays positional
     assert set(kwargs) == {"transition_steps", "pct_start"} and kwargs["pct_start"].dtype == jnp.float32
 
@@ -141,8 +148,8 @@ def test_schedule_outcomes_per_step_form(monkeypatch):
     from optax_gate.kit import surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    monkeypatch.setattr(sc, "sweep_inputs", lambda path: ((1.0,), {"transition_steps": 5}))
-    record = sc.schedule_record("fake.schedule")
+    _sweep(monkeypatch, ((1.0,), {"transition_steps": 5}))
+    record = schedules.schedule_record("fake.schedule")
     assert record["corner.base/int"] == "ok float32 1 0 1 1 1"
     assert record["corner.base/jit"] == "ok float32 1 0 1 1 1"
     assert record["corner.transition_steps=0/int32"] == "non-finite py float nan nan nan nan nan"
@@ -156,7 +163,7 @@ def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch):
     from optax_gate.kit import surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    out = sc.schedule_outcomes("fake.schedule", "transition_steps=-1", {"init_value": 1.0, "transition_steps": -1})
+    out = schedules.schedule_outcomes("fake.schedule", "transition_steps=-1", {"init_value": 1.0, "transition_steps": -1})
     assert out == {"transition_steps=-1": "build ValueError", "transition_steps=-1/error": "negative"}
 
 
@@ -171,24 +178,24 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
     monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx",
                         surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",)))
-    corners = sc.transformation_corners("fake.tx")
+    corners = transformations.transformation_corners("fake.tx")
     assert list(corners) == ["hyper=float32", "hyper=bfloat16", "hyper=numpy_float32", "nesterov=True", "mu_dtype=bfloat16",
                              "mu_dtype=float32", "value=1", "value=0", "value=-1"]
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
-    assert sc._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
-    numpy_scalar = sc._hyper_form(0.9, "numpy_float32")
+    assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
+    numpy_scalar = outcome.hyper_form(0.9, "numpy_float32")
     assert type(numpy_scalar).__module__ == "numpy" and numpy_scalar.dtype.name == "float32" and numpy_scalar.shape == ()
 
 
 def test_every_transformation_has_a_grid_or_a_reason():
     from optax_gate.kit.surface_table import TRANSFORMATIONS
 
-    paths = set(sc.transformation_paths())
-    assert not paths & set(sc.TRANSFORMATION_LEFT_OUT) and set(sc.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
-    assert paths | set(sc.TRANSFORMATION_LEFT_OUT) | {p for p, e in TRANSFORMATIONS.items() if e.left_out} == set(TRANSFORMATIONS)
-    assert all(sc.TRANSFORMATION_LEFT_OUT.values()) and all(sc.OPTIONS_LEFT_OUT.values())
-    assert sc.HYPER_FORMS == ("float32", "bfloat16", "numpy_float32") and sorted(sc.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
+    paths = set(transformations.transformation_paths())
+    assert not paths & set(transformations.TRANSFORMATION_LEFT_OUT) and set(transformations.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
+    assert paths | set(transformations.TRANSFORMATION_LEFT_OUT) | {p for p, e in TRANSFORMATIONS.items() if e.left_out} == set(TRANSFORMATIONS)
+    assert all(transformations.TRANSFORMATION_LEFT_OUT.values()) and all(transformations.OPTIONS_LEFT_OUT.values())
+    assert outcome.HYPER_FORMS == ("float32", "bfloat16", "numpy_float32") and sorted(transformations.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
 
 
 def test_the_grids_defects_are_in_their_recorded_snapshots():
@@ -201,11 +208,11 @@ def test_the_grids_defects_are_in_their_recorded_snapshots():
 
     def snapshot(module, test, path):
         return (root / module / f"{test}_{path.replace('.', '_')}_.yml").read_text()
-    for (path, corner), ident in sc.SCHEDULE_DEFECTS.items():
+    for (path, corner), ident in schedules.SCHEDULE_DEFECTS.items():
         text = snapshot("test_surface_corners_schedules", "test_schedule_corners", path)
         assert f"corner.{corner}/int: non-finite py float64 nan" in text, (path, corner, ident)
         assert f"corner.{corner}/int32: ok " in text, (path, corner, ident)
-    for (path, corner), ident in sc.TRANSFORMATION_DEFECTS.items():
+    for (path, corner), ident in transformations.TRANSFORMATION_DEFECTS.items():
         text = snapshot("test_surface_corners_transformations", "test_transformation_corners", path)
         assert f"corner.{corner}: raises TypeError" in text, (path, corner, ident)
 
@@ -214,7 +221,7 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     """The trial read "ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1 now": the corner's recorded shorthand.
     The finding says it in words; the parser follows the kit's own format (a real outcome of
     ``optax.adam`` is read, not a copy of it)."""
-    real = sc.transformation_outcome("optax.adam", {}, "float32", None, {}, "corner.base")
+    real = transformations.transformation_outcome("optax.adam", {}, "float32", None, {}, "corner.base")
     assert real.startswith("ok u f32 |u| ") and " s " in real, real
     assert findings.outcome_words(real).startswith("ok (updates float32, norm "), findings.outcome_words(real)
     assert "state: " in findings.outcome_words(real) and " float32 " in findings.outcome_words(real)
@@ -230,8 +237,8 @@ def test_a_schedule_corner_outcome_is_said_in_words():
     """The re-trial read "ok py float64 0.04 0.1043 0.28 4e-06 4e-06 in the baseline, ok float32 … now": a
     schedule corner's recorded shorthand. It is said in words, the steps named; real outcomes of the kit
     (a constant schedule, given a Python int and under jit) are read, not copies of them."""
-    outcomes = sc.schedule_outcomes("optax.constant_schedule", "base", {"value": 0.5})
-    steps = ", ".join(map(str, sc.SCHEDULE_STEPS))
+    outcomes = schedules.schedule_outcomes("optax.constant_schedule", "base", {"value": 0.5})
+    steps = ", ".join(map(str, schedules.SCHEDULE_STEPS))
     for mode, words in (("int", "a Python float"), ("jit", "float32 array")):
         said = findings.outcome_words(outcomes[f"base/{mode}"])
         assert said.startswith("ok (") and words in said and f"at steps {steps}: 0.5, 0.5" in said, (outcomes, said)

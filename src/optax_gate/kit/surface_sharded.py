@@ -119,7 +119,7 @@ def outcome(path: str, mode: str, errors: dict[str, str], key: str) -> str:
     import jax
 
     from optax_gate.kit import surface_table, surface_wrapped
-    from optax_gate.kit.surface_corners import message
+    from optax_gate.kit.corners.outcome import message
 
     entry = surface_table.TRANSFORMATIONS[path]
     try:

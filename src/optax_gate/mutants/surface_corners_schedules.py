@@ -4,7 +4,7 @@ interval, a Python float for a Python-int step, and a schedule that needs a
 concrete step (raises under ``jax.jit``), and typed hyperparameters turned
 into Python floats (a bfloat16 one no longer sets the dtype). Each one replaces the schedule
 factories of the grid (the sweep's schedules less
-``surface_corners.SCHEDULE_LEFT_OUT``) and returns {}.
+``corners.schedules.SCHEDULE_LEFT_OUT``) and returns {}.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _LENGTHS = ("transition_steps", "decay_steps", "warmup_steps")
 
 def _paths() -> list[str]:
     from optax_gate.kit.surface_calls import CALLS
-    from optax_gate.kit.surface_corners import SCHEDULE_LEFT_OUT
+    from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT
 
     return [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p not in SCHEDULE_LEFT_OUT]
 

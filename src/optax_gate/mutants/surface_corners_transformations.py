@@ -3,7 +3,7 @@
 ``*_dtype`` option ignored, a typed (0-d array) hyperparameter that sets the
 updates' dtype, boolean options ignored, and NaN updates for a negative
 ``value``. Each one replaces the factories of the grid
-(``surface_corners.transformation_paths``) and returns {}.
+(``corners.transformations.transformation_paths``) and returns {}.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ mutant = family("surface_corners_transformations", "tests/contracts/test_surface
 
 
 def _paths() -> list[str]:
-    from optax_gate.kit.surface_corners import transformation_paths
+    from optax_gate.kit.corners.transformations import transformation_paths
 
     return transformation_paths()
 

@@ -3,7 +3,7 @@
 every reduction raise, a refusal of rank-5 leaves, integer leaves taken as
 float32, and the empty reductions of optax 0.2.8 (a Python float for a PyTree
 with no element). Each one patches the utilities' paths of the grid
-(``surface_corners.TREE_CALLS``) and returns {}.
+(``corners.trees.TREE_CALLS``) and returns {}.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ mutant = family("surface_corners_trees", "tests/contracts/test_surface_corners_t
 
 
 def _paths() -> list[str]:
-    from optax_gate.kit.surface_corners import TREE_CALLS
+    from optax_gate.kit.corners.trees import TREE_CALLS
 
     return list(dict.fromkeys(p for p, _, _ in TREE_CALLS))
 

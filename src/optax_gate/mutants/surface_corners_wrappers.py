@@ -3,7 +3,7 @@
 family's ``mu_dtype`` ignored, a state that changes dtype after the first
 update (a ``jax.lax.scan`` carry then raises TypeError), and NaN updates for
 half-precision params. Each one replaces the inner factories of the grid
-(``surface_corners.INNERS``) and returns {}.
+(``corners.wrappers.INNERS``) and returns {}.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ mutant = family("surface_corners_wrappers", "tests/contracts/test_surface_corner
 
 
 def _inners() -> list[str]:
-    from optax_gate.kit.surface_corners import INNERS
+    from optax_gate.kit.corners.wrappers import INNERS
 
     return list(dict.fromkeys(p for p, _ in INNERS.values()))
 

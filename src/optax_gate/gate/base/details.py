@@ -234,7 +234,7 @@ def nonfinite_words(direction: str) -> str:
 
 
 #: Characters of an exception's message that a corner snapshot records
-#: (``optax_gate.kit.surface_corners.message``'s ``limit``, under keys
+#: (``optax_gate.kit.corners.outcome.message``'s ``limit``, under keys
 #: ``corner.<corner>/error``): a recorded message this long was cut there.
 RECORDED_MESSAGE_LIMIT = 50
 

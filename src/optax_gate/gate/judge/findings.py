@@ -31,7 +31,7 @@ EDGE_KEY = re.compile(r"^\w+=0/\w+(?:/.*)?$")
 #: Key prefix of the generated x64 snapshots (``tests/contracts/test_surface_x64.py``):
 #: a schedule's or loss's output under ``jax_enable_x64``, not optimizer state.
 X64_PREFIX = "x64"
-#: Key prefix of the corner-grid snapshots (``optax_gate.kit.surface_corners``):
+#: Key prefix of the corner-grid snapshots (``optax_gate.kit.corners``):
 #: an API's outcome at one corner input (an empty leaf, a -inf logit in forward
 #: mode, a wrapper's bfloat16 state through a scan), not optimizer state.
 CORNER_PREFIX = "corner."
@@ -67,20 +67,20 @@ def corner_cause(leaves: list[Any]) -> tuple[Any, ...] | None:
     return None
 
 
-#: A transformation corner's recorded outcome (``optax_gate.kit.surface_corners.transformation_outcome``).
+#: A transformation corner's recorded outcome (``optax_gate.kit.corners.transformations.transformation_outcome``).
 _TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)")
 
 
 _KIND = r"(?:py \w+|\w+(?:\[[\d,]*\])?(?: weak)?)"
 _NUMBER = r"(?:-?inf|nan|-?[\d.]+(?:e[-+]\d+)?)"
-#: A schedule corner's record (``surface_corners.schedule_outcomes``): status, the results' kinds, a value per step.
+#: A schedule corner's record (``corners.schedules.schedule_outcomes``): status, the results' kinds, a value per step.
 _SCHEDULE_OUTCOME = re.compile(rf"(ok|non-finite) ({_KIND}(?:/{_KIND})*) ({_NUMBER}(?: {_NUMBER})*)")
 
 
 def _schedule_words(value: str) -> str | None:
     """``ok py float 0.04 0.1 …`` -> ``ok (a Python float at steps 0, 1, …: 0.04, 0.1, …)``; None for
     another value (a tree corner's one value is no schedule's value per step)."""
-    from optax_gate.kit.surface_corners import SCHEDULE_STEPS
+    from optax_gate.kit.corners.schedules import SCHEDULE_STEPS
 
     m = _SCHEDULE_OUTCOME.fullmatch(value)
     if not m or len(m[3].split()) != len(SCHEDULE_STEPS):
@@ -133,9 +133,9 @@ def outcome_words(value: str) -> str:
     0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``; a schedule
     corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
     float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
-    4e-06)`` (the steps: ``surface_corners.SCHEDULE_STEPS``); a sharded corner
+    4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
     as :func:`_sharded_words` says. Any other value as it is."""
-    from optax_gate.kit.surface_corners import SHORT_DTYPES
+    from optax_gate.kit.corners.transformations import SHORT_DTYPES
     m = _TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
         return _schedule_words(value) or _sharded_words(value) or value

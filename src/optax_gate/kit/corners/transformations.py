@@ -1,0 +1,231 @@
+"""The transformations' corner grid: corners from each factory's signature, and one step's outcome at each."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from optax_gate.kit.corners.outcome import HYPER_FORMS, as_dtype, hyper_form, jnp_module, message
+from optax_gate.kit.surface_table import known_defect
+
+#: A ``*_dtype`` option is set to bfloat16 over float32 params, and to float32
+#: over bfloat16 params: option value -> the params' dtype.
+DTYPE_OPTION_VALUES = {"bfloat16": "float32", "float32": "bfloat16"}
+#: Boolean options are flipped from their default, one at a time, except:
+OPTIONS_LEFT_OUT: dict[str, str] = {
+    "verbose": "prints the line search's progress (jax.debug.print): an output, not another code path of the values",
+    "forward_extra_args": "whether update's extra arguments reach the inner transformation: the grid passes none",
+    "mask_compatible_extra_args": "whether extra arguments are masked along with the updates: the grid passes none",
+}
+#: Values given to ``update(..., value=...)`` by the value-driven
+#: transformations (those whose table entry needs ``value``): positive, zero,
+#: negative; a ``value_fn`` is shifted to agree (``model(q) - model(p) + v``).
+VALUE_CORNERS = (1.0, 0.0, -1.0)
+#: Leaves of the representative PyTree (``surface_build.params``) the grid's
+#: params keep (less the entry's ``skip_leaves``): a vector and a matrix, so
+#: that a matrix-only transformation (muon) and a factored one see a matrix.
+TRANSFORMATION_LEAVES = ("r1", "r2")
+#: Arguments the grid adds to the table entry's, so that an option takes
+#: effect: path -> (arguments, why).
+CORNER_ARGS: dict[str, tuple[dict[str, Any], str]] = {
+    "optax.scale_by_learning_rate": ({"learning_rate": 0.1}, "learning_rate=None is the identity (transform.py: "
+                                     "'None means no scaling'), where flip_sign does nothing"),
+}
+#: Transformations of the table with no corner grid, and why (besides the
+#: table's own ``left_out``).
+TRANSFORMATION_LEFT_OUT: dict[str, str] = {
+    "optax.chain": "takes transformations only: no option, no hyperparameter of its own",
+    "optax.named_chain": "takes named transformations only (as optax.chain)",
+    "optax.lbfgs": ("an eager zoom line search re-traces its loop on every call: about 2 s per corner on the 2-core "
+                    "machine (the grid's budget); its value corners are shift-invariant (the search compares "
+                    "differences of value_fn), optax.scale_by_backtracking_linesearch has them"),
+    "optax.scale_by_zoom_linesearch": "as optax.lbfgs: 2 s per eager corner, value corners shift-invariant",
+    "optax.contrib.scale_by_muon": ("its default weight_dimension_numbers=None raises on a dict of params (ledger "
+                                    "scale-by-muon-default-dimension-numbers): every corner raises that one error; "
+                                    "optax.contrib.muon, which wraps it, has the grid"),
+}
+
+
+#: Baseline defects the transformation grid shows on a documented input
+#: (as :data:`SCHEDULE_DEFECTS`): (path, corner) -> ledger id.
+TRANSFORMATION_DEFECTS: dict[tuple[str, str], str] = {
+    ("optax.scale_by_novograd", "mu_dtype=float32"): known_defect("novograd-mu-dtype-cond-branches"),
+}
+
+
+def transformation_paths() -> list[str]:
+    """The table's transformations that get a grid (not ``left_out``, not in :data:`TRANSFORMATION_LEFT_OUT`)."""
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    return [p for p, e in TRANSFORMATIONS.items() if not e.left_out and p not in TRANSFORMATION_LEFT_OUT]
+
+
+def transformation_grid() -> list[str]:
+    """The paths of :func:`transformation_paths` with at least one corner
+    (:func:`transformation_corners`; a path that no longer resolves is kept,
+    its contract then fails). The others take no option, no floating
+    hyperparameter and no value (``optax.identity``, ``optax.scale_by_sign``...)."""
+    out = []
+    for path in transformation_paths():
+        try:
+            if transformation_corners(path):
+                out.append(path)
+        except Exception:  # a removed or changed API: its contract says how
+            out.append(path)
+    return out
+
+
+def _args(entry: Any) -> dict[str, Any]:
+    """The table entry's arguments and the grid's own (:data:`CORNER_ARGS`)."""
+    return {**entry.args, **CORNER_ARGS.get(entry.path, ({}, ""))[0]}
+
+
+def _floats(fn: Any, entry: Any) -> dict[str, float]:
+    """The floating hyperparameters of ``fn`` (Python-float defaults, and the
+    required ones :func:`surface_build.fill` gives a float), with their values."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+
+    if entry.builder is not None:
+        return {}
+    filled = surface_build.fill(fn, _args(entry))
+    out = {}
+    for name, p in inspect.signature(fn).parameters.items():
+        value = filled.get(name, p.default)
+        if type(value) is float:
+            out[name] = value
+    return out
+
+
+def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, Any]]:
+    """Corner name -> (option overrides, params dtype, value or None), derived
+    from the factory's signature: ``hyper=<form>`` per :data:`HYPER_FORMS`
+    (not for a builder entry: its builder fixes the hyperparameters); each
+    boolean flipped (``nesterov=True``); each ``*_dtype`` option per
+    :data:`DTYPE_OPTION_VALUES` (``mu_dtype=bfloat16``); for a value-driven
+    entry, ``value=<v>`` per :data:`VALUE_CORNERS`."""
+    import inspect
+
+    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    entry = TRANSFORMATIONS[path]
+    fn = surface_build.resolve(path)
+    out: dict[str, tuple[dict[str, Any], str, Any]] = {}
+    if entry.builder is None and _floats(fn, entry):
+        out.update({f"hyper={form}": ({"__hyper__": form}, "float32", None) for form in HYPER_FORMS})
+    for name, p in inspect.signature(fn).parameters.items():
+        if name in OPTIONS_LEFT_OUT or name in _args(entry):
+            continue
+        if isinstance(p.default, bool):
+            out[f"{name}={not p.default}"] = ({name: not p.default}, "float32", None)
+        elif name.endswith("_dtype"):
+            for value, pdtype in DTYPE_OPTION_VALUES.items():
+                out[f"{name}={value}"] = ({name: value}, pdtype, None)
+    if "value" in entry.needs:
+        out.update({f"value={v:g}": ({}, "float32", v) for v in VALUE_CORNERS})
+    return out
+
+
+#: Short dtype names of the transformation grid's lines (a line stays under
+#: 80 characters, so that YAML never folds it).
+SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int32": "i32",
+                "int64": "i64", "bool": "bool", "key<fry>": "key"}
+
+
+def _dtype_name(x: Any) -> str:
+    """A leaf's short dtype name (:data:`SHORT_DTYPES`; ``key`` for a typed PRNG key, which NumPy cannot hold)."""
+    import numpy as np
+
+    dtype = getattr(x, "dtype", None)
+    name = str(dtype) if dtype is not None else np.asarray(x).dtype.name
+    return SHORT_DTYPES.get(name, name)
+
+
+def _state_text(state: Any) -> str:
+    import collections
+
+    import jax
+
+    counts = collections.Counter(_dtype_name(x) for x in jax.tree.leaves(state))
+    return ",".join(f"{k}x{n}" for k, n in sorted(counts.items())) or "none"
+
+
+def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any,
+                           errors: dict[str, str], key: str) -> str:
+    """One eager ``init`` + ``update`` of ``path`` at a corner: ``ok u f32 |u|
+    0.123 u0 -0.05 s f32x4,i32x1`` (the updates' dtypes, their global norm and
+    the first entry of the first non-empty leaf to 3 significant digits, the
+    state's leaves counted per dtype; short dtype names, :data:`SHORT_DTYPES`), ``non-finite
+    ...`` (a NaN or an infinity in the updates or the state), ``build <type>``
+    or ``raises <type>`` (the message in ``errors[key]``). Params: the leaves
+    :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``,
+    gradients of seed 1 (the model's where the entry needs ``grad``)."""
+    import functools
+
+    import jax
+    import numpy as np
+
+    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface_probe import extra_args, step_grads
+    from optax_gate.kit.surface_table import TRANSFORMATIONS
+
+    jnp = jnp_module()
+    entry = TRANSFORMATIONS[path]
+    fn = surface_build.resolve(path)
+    opts = {k: v for k, v in overrides.items() if k != "__hyper__"}
+    opts = {k: (as_dtype(v) if k.endswith("_dtype") else v) for k, v in opts.items()}
+    form = overrides.get("__hyper__")
+    if form:
+        opts.update({k: hyper_form(v, form) for k, v in _floats(fn, entry).items()})
+    try:
+        if entry.builder is not None:
+            tx = entry.builder(functools.partial(fn, **opts))
+        else:
+            tx = surface_build.build(path, {**_args(entry), **opts})
+    except Exception as exc:  # the outcome is the exception's type
+        errors[key] = message(exc)
+        return f"build {type(exc).__name__}"
+    skip = set(entry.skip_leaves)
+    keep = [n for n in TRANSFORMATION_LEAVES if n not in skip] or [n for n in surface_build.SHAPES if n not in skip]
+    drop = tuple(n for n in surface_build.SHAPES if n not in keep)
+    p = surface_build.params(as_dtype(pdtype), skip=drop)
+    g = surface_build.params(as_dtype(pdtype), seed=1, skip=drop)
+    try:
+        extra = extra_args(entry, p)
+        if value is not None:
+            extra["value"] = jnp.asarray(value, jnp.float32)
+            if "value_fn" in extra:
+                shift = value - float(surface_build.model(p))
+                extra["value_fn"] = lambda q: surface_build.model(q) + shift
+        u, s = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra)
+        leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
+        states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
+    except Exception as exc:  # the outcome is the exception's type
+        errors[key] = message(exc)
+        return f"raises {type(exc).__name__}"
+
+    def finite(a):
+        return not jnp.issubdtype(a.dtype, jnp.inexact) or bool(np.all(np.isfinite(a.astype(np.float32))))
+    bad = not all(finite(a) for a in leaves + states)
+    udt = ",".join(dict.fromkeys(_dtype_name(a) for a in leaves)) or "none"
+    floats = [a.astype(np.float64) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)]
+    norm = math.sqrt(sum(float(np.sum(np.square(a))) for a in floats))
+    first = next((float(a.ravel()[0]) for a in floats if a.size), math.nan)
+    return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}"
+
+
+def _value3(x: float) -> str:
+    return "nan" if math.isnan(x) else "inf" if math.isinf(x) else f"{x:.3g}"
+
+
+def transformation_record(path: str) -> dict[str, str]:
+    """Every corner of :func:`transformation_corners` with its outcome, keys
+    ``corner.<corner>`` (and ``corner.<corner>/error`` for a message)."""
+    out: dict[str, str] = {}
+    for corner, (overrides, pdtype, value) in transformation_corners(path).items():
+        errors: dict[str, str] = {}
+        out[f"corner.{corner}"] = transformation_outcome(path, overrides, pdtype, value, errors, f"corner.{corner}/error")
+        out.update(errors)
+    return out
