@@ -68,7 +68,7 @@ def _report(tmp_path, team_text=TEAM):
     scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
     report = compare.compare(base, cand)
     from optax_gate.gate.team_code import call_sites
-    call_sites.annotate(report, scan)
+    report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES))
     return report, scan
 
@@ -210,7 +210,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     scan = usage.scan([team], base=team)
     report = compare.compare(base, cand)
     from optax_gate.gate.team_code import call_sites
-    call_sites.annotate(report, scan)
+    report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES, passes))
     (finding,) = report["findings"]
     return {w: a["verdict"] for w, a in finding["your_code_attribution"].items() if "adamw" in a["calls"]}, finding

@@ -11,6 +11,7 @@ from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import compare
 from optax_gate.gate.diffs import dependencies, unseen
+from optax_gate.gate import assemble
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import probe
@@ -178,7 +179,8 @@ def sample_report(tmp_path, candidate_ran=True):
                                                             "reason": "import failed", "versions": {}, "contracts": {}}
     base.update(lock_file=str(tmp_path / "old.txt"), warnings=warnings_diff.fold([], _warnings(("UserWarning", "a"), nodeid="golden_a")))
     cand.update(lock_file=str(tmp_path / "new.txt"), warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")))
-    return unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(fail_on_new_deprecations=True))
+    report = compare.compare(base, cand)
+    return assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(fail_on_new_deprecations=True)))
 
 
 @pytest.mark.parametrize("candidate_ran", [True, False])

@@ -13,6 +13,7 @@ from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.judge import compare  # noqa: E402
 from optax_gate.gate.team_code import call_sites, usage
 from optax_gate.gate.diffs import unseen  # noqa: E402
+from optax_gate.gate import assemble
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_compare import record  # noqa: E402
 
@@ -47,7 +48,8 @@ def _runs():
 
 def test_findings_list_the_teams_call_sites_and_come_first():
     base, cand = _runs()
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM))))
     got = [(f["number"], f["api"], f["your_code"]) for f in report["findings"]]
     # findings.group orders them jax.jit+optax.swap, optax.adamw, optax.clip (by API): adamw, untouched, goes last
     assert got == [(1, "jax.jit+optax.swap", ["teamlib/model.py:8"]),  # two calls on one line: one site
@@ -65,7 +67,8 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
     (team / "a.py").write_text("import optax\noptax.adamw(1e-3\n")  # does not parse; names adamw
     (team / "gone.py").symlink_to("missing.py")  # listed; no file behind it, so no code (not per finding)
     base, cand = _runs()
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team))))
     by_api = {f["api"]: f for f in report["findings"]}
     assert by_api["optax.adamw"]["your_code_not_scanned"] == ["a.py"]
     assert by_api["optax.clip"]["your_code_not_scanned"] == []  # clip is nowhere in a.py
@@ -74,7 +77,8 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
 
 def test_without_usage_findings_keep_their_order_and_carry_no_sites():
     base, cand = _runs()
-    report = unseen.attach(compare.compare(base, cand), base, cand)
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand))
     assert "your_code" not in report["findings"][0]
     assert "your code" not in report_markdown.render(report)
 
@@ -87,7 +91,8 @@ def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path)
     for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
         run["contracts"]["golden_b"]["api"] = "optax.renamed_clip"
         run["site_packages"] = str(site)
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",)))
     assert {f["api"]: f["your_code"] for f in report["findings"]}["optax.renamed_clip"] == ["train.py:8"]
 
 
@@ -106,7 +111,8 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
         run["contracts"]["golden_b"]["api"] = "optax.losses.loss"
         run["site_packages"] = str(site)
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",)))
     found = report["findings"]
     text = report_markdown.render(report)
     lines = text.split(f"## Findings ({len(found)})\n\n", 1)[1].split("\n\n", 1)[0].splitlines()

@@ -208,13 +208,13 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     """``gate --upstream-tests``: the cross-run gets both sides' site-packages and interpreters, the
     results cache's folder, the contract timeout and each side's JAX variables, and its section goes
     into the report; a side that did not run leaves it out."""
-    from optax_gate.gate import gate_flow
+    from optax_gate.gate import assemble, gate_flow
     from optax_gate.gate.upstream import upstream_tests
     from optax_gate.gate.inputs import options as opts
 
     got = []
     monkeypatch.setattr(upstream_tests, "cross_run", lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1})
-    monkeypatch.setattr(gate_flow, "with_upstream_tests", lambda report, section: report.update(upstream_tests=section))
+    monkeypatch.setattr(assemble, "with_upstream_tests", lambda report, section: report.update(upstream_tests=section))
     env = opts.EnvironmentOptions(project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path,
                                   cache_dir=tmp_path / "cache", timeout=77)
     options = opts.GateOptions(environment=env, candidate=opts.CandidateOptions(), speed=opts.SpeedOptions(False, 3),

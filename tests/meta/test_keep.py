@@ -109,12 +109,14 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     from optax_gate.gate.run import runner
     from optax_gate.gate.judge import compare
     from optax_gate.gate.diffs import unseen
+    from optax_gate.gate import assemble
     from optax_gate.gate.report import html_page as report_html
     from optax_gate.gate.report import markdown as report_markdown
     why = "invalid input: --contracts /tmp/no-such-contracts does not exist"
     base = runner.not_verified("baseline", why, requirements=["lock file requirements-lock.txt"])
     cand = runner.not_verified("candidate", why, requirements=["optax==0.2.8"])
-    report = unseen.attach(compare.compare(base, cand), base, cand)
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand))
     md, page = report_markdown.render(report), report_html.render(report)
     assert md.startswith("# Optax upgrade gate: NOT-VERIFIED")
     for text in (md, page):

@@ -46,7 +46,7 @@ def monte_carlo_report():
 
 def gate_findings(report):
     """As the gate forms them: the contract findings, the broken rows beyond the contracts, merged
-    (``optax_gate.gate.diffs.unseen.attach``)."""
+    (``optax_gate.gate.diffs.unseen.beyond``)."""
     contract = [{**f, "section": "contracts"} for f in findings.group(report["contracts"])]
     return contract, causes.merge(contract + unseen.broken_findings(report), report["contracts"])
 

@@ -17,6 +17,7 @@ from optax_gate.gate.judge import compare  # noqa: E402
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.surface import surface
 from optax_gate.gate.diffs import unseen  # noqa: E402
+from optax_gate.gate import assemble
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
 from tests.meta.test_call_sites import _runs  # noqa: E402
 
@@ -33,7 +34,8 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
         for cid in ("golden_b", "golden_c"):
             cand["contracts"][cid]["outcome"] = "passed"
     the_scan = usage.scan([team]) if scan else None
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=the_scan))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
     return scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), surface.DEFAULT_PACKAGES)
 
 
@@ -108,7 +110,8 @@ def test_another_source_of_evidence_sets_the_scope_first():
     """The traced run (``--run``) scopes each finding itself; ``--usage`` is then not consulted."""
     base, cand = _runs()
     the_scan = usage.scan([TEAM])
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=the_scan))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
     scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run")

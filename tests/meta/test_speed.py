@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import gate_flow
+from optax_gate.gate import assemble
 from optax_gate.gate.judge import compare
 from optax_gate.gate.speed import speed
 from optax_gate.gate.matrix import plan as matrix
@@ -165,7 +165,7 @@ def _gate_report(speed_result: dict | None) -> dict:
     record = {"label": "x", "status": "ran", "versions": {}, "contracts": {
         "tests/contracts/test_sgd.py::test_a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}}}
     report = compare.compare({**record, "label": "baseline"}, {**record, "label": "candidate"})
-    return gate_flow.with_speed(report, speed_result)
+    return assemble.with_speed(report, speed_result)
 
 
 def test_attach_fails_a_passing_gate_only_for_a_broken_reading():

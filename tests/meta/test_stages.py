@@ -312,3 +312,51 @@ def test_a_planted_verdict_writer_is_seen(tmp_path):
                                    '    report["reasons"].insert(0, "x")\n    rows[0]["verdict"] = "broken"\n'
                                    '    report["reasons"][0:0] = ["y"]\n')
     assert verdict_writers(gate) == ["scope.py:2", "scope.py:3", "scope.py:5", "speed.py:3", "speed.py:4"]
+
+
+#: The report's sections that an analysis returns and ``gate/assemble.py`` alone puts in.
+SECTIONS = ("schema", "usage", "surface", "warnings", "dependencies", "beyond_contracts_s", "speed", "upstream_tests",
+            "team_run", "scope")
+#: The sections still written where they are computed, each by the one module named (issue 41 left them: the
+#: team's run and the scope of the findings also change the findings in place, in the same pass).
+SECTIONS_LEFT = {"team_run": "team_run/judging.py", "scope": "team_code/scope.py"}
+
+
+def section_writers(gate: Path = GATE) -> list[str]:
+    """Each place outside ``gate/assemble.py`` that puts one of :data:`SECTIONS`
+    into a report (``report["surface"] = …``, a tuple target too, or
+    ``report.setdefault("surface", …)``), as ``FILE:LINE KEY``; the writers
+    :data:`SECTIONS_LEFT` names are left out."""
+    found = []
+    for path in sorted(gate.rglob("*.py")):
+        where = path.relative_to(gate).as_posix()
+        if where == "assemble.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            keys = [e.slice.value for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                    if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and e.value.id == "report"
+                    and isinstance(e.slice, ast.Constant)]
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "report" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                keys.append(node.args[0].value)
+            found += [f"{where}:{node.lineno} {key}" for key in keys if key in SECTIONS and SECTIONS_LEFT.get(key) != where]
+    return found
+
+
+def test_only_assemble_puts_a_section_into_the_report():
+    """Each analysis returns its section (``unseen.beyond``, ``speed.measure``,
+    ``upstream_tests.cross_run``); ``gate/assemble.py`` is where it enters
+    the report, so whoever reads a section finds its one writer there."""
+    assert section_writers() == []
+
+
+def test_a_planted_section_writer_is_seen(tmp_path):
+    gate = tmp_path / "gate"
+    (gate / "team_run").mkdir(parents=True)
+    (gate / "assemble.py").write_text('def f(report, s):\n    report["surface"] = s\n')
+    (gate / "team_run" / "judging.py").write_text('def f(report, t):\n    report["team_run"] = t\n    report["speed"] = t\n')
+    (gate / "unseen.py").write_text('def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n'
+                                    '    report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n')
+    assert section_writers(gate) == ["team_run/judging.py:3 speed", "unseen.py:2 usage", "unseen.py:2 surface", "unseen.py:3 warnings"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import gate_flow
+from optax_gate.gate import assemble
 from optax_gate.gate.upstream import upstream_tests as up
 from optax_gate.gate.report import upstream_section
 
@@ -128,7 +128,7 @@ def test_findings_merge_one_cause_and_leave_out_what_cannot_be_told(section):
 
 def test_the_section_joins_the_report_without_touching_the_verdict(section):
     report = {"verdict": "pass", "reasons": [], "findings": [{"number": 1, "change": "broken", "section": "contracts"}]}
-    gate_flow.with_upstream_tests(report, section)
+    assemble.with_upstream_tests(report, section)
     assert report["verdict"] == "pass" and report["reasons"] == []
     assert [f["number"] for f in report["findings"]] == [1, 2, 3, 4]
     assert "do not change the verdict" in report["notes"][0]
@@ -160,7 +160,7 @@ def test_first_line_picks_the_exception():
 
 
 def test_markdown_lists_what_could_not_be_told(section):
-    report = gate_flow.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
+    report = assemble.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
     text = "\n".join(upstream_section.markdown(report))
     assert "## Upstream tests, cross-run" in text
     assert "could not tell `alpha_test.py::ScaleTest::test_flaky_everywhere`: fails in its own environment" in text

@@ -16,6 +16,7 @@ from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import usage_files  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
 from optax_gate.gate.diffs import unseen
+from optax_gate.gate import assemble
 from optax_gate.gate.team_code import usage  # noqa: E402
 from optax_gate.gate.report import json_file as report_json  # noqa: E402
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
@@ -137,7 +138,8 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_compare import record
     base, cand = record(golden_a="passed"), record(golden_a="passed")
-    report = unseen.attach(compare.compare(base, cand), base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
+    report = compare.compare(base, cand)
+    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team))))
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
         "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "

@@ -41,7 +41,7 @@ def _gate(tmp_path, files: dict[str, str], detail: str = EDGE, configuration: di
     report = compare.compare(_record("passed", "", configuration), _record("failed", detail, configuration))
     assert report["verdict"] == "fail"
     report["usage"] = scan.to_json()
-    call_sites.annotate(report, scan)
+    report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     unread = ", ".join(f"`{n.path}`: {n.reason}" for n in scan.not_scanned if n.content is None)
     scope.scope_findings(report, scope.usage_decision(unread))
@@ -221,7 +221,7 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adamw(1e-2)\nclip = optax.clip_by_global_norm(1.0)\n")
     scan = usage.scan([tmp_path], base=tmp_path)
     report = compare.compare(base, cand)
-    call_sites.annotate(report, scan)
+    report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     got = report["findings"][0]["your_code_attribution"]["train.py:2"]
     assert got["verdict"] == "cannot-tell" and got["calls"] == "builds optax.adamw"
@@ -255,7 +255,7 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
     (tmp_path / "train.py").write_text(f"import jax.numpy as jnp\nimport optax\ntx = {call}\n")
     scan = usage.scan([tmp_path], base=tmp_path)
     report = compare.compare(base, cand)
-    call_sites.annotate(report, scan)
+    report = call_sites.annotated(report, scan)
     clip = (Param("max_norm", POSITIONAL),)
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW, "optax.clip_by_global_norm": clip}))
     got = report["findings"][0]["your_code_attribution"]["train.py:3"]
@@ -383,7 +383,7 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
     (tmp_path / "b.py").write_text("from optax.monte_carlo import score_function_jacobians\n")
     scan = usage.scan([tmp_path], base=tmp_path)
     report = compare.compare(base, cand)
-    call_sites.annotate(report, scan)
+    report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known())
     got = report["findings"][0]["your_code_attribution"]
     assert got["a.py:2"]["verdict"] == "not-affected" and "your fallback runs" in got["a.py:2"]["why"], got

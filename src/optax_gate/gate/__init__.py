@@ -28,6 +28,7 @@ every module):
 - ``bisect/``: the commit that changed a finding;
 - on top, the flows: ``cli`` and ``cli_help`` (command line and its help),
   ``gate_flow``, ``compare_flow``, ``sides`` (one side of a comparison),
+  ``assemble`` (where the analyses' sections enter the report),
   ``late`` (the phases after the contracts), ``matrix_flow``,
   ``rebaseline_flow``.
 

@@ -20,7 +20,7 @@ from optax_gate.gate.inputs.options import GateOptions
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.run.progress import Progress
-from optax_gate.gate.judge import compare, verdict
+from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import team_run
 from optax_gate.gate.team_run import judging
@@ -31,7 +31,7 @@ from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
-from optax_gate.gate import late
+from optax_gate.gate import assemble, late
 from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, built_python, check_imports, compare_code, configured_packages, measure_speed, prepare, requirements_in, resolve_sources, results_dir, run_both, save_run, skipped)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
@@ -158,7 +158,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         phases.run("your run (--run)", lambda: judging.apply(report, team, options.scope.fail_on))
     else:
         phases.run("scope of the findings", lambda: scope.apply_options(report, options.scope, packages, usage=not refused))
-    phases.run("speed readings", lambda: with_speed(report, learned.speed))
+    phases.run("speed readings", lambda: assemble.with_speed(report, learned.speed))
     if options.upstream_tests and not refused:
         phases.run("upstream tests cross-run (--upstream-tests)",
                    lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say))
@@ -180,15 +180,6 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     return status
 
 
-def with_speed(report: dict[str, Any], section: model.Speed | None) -> dict[str, Any]:
-    """``report`` with the speed ``section`` (``optax_gate.gate.speed.speed.measure``; None: not measured, nothing added) and the
-    verdict it gives (``verdict.of_speed``: a step over the speed budget fails the gate). Returns ``report``."""
-    if section is not None:
-        report["speed"] = section
-        verdict.at_least(report, *verdict.of_speed(section))
-    return report
-
-
 def say_not_judged(run: evidence.RunFolder) -> None:
     """The console line of a run that judged nothing: where its report is, and what ``report.md`` still shows."""
     print(f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
@@ -199,7 +190,7 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
                        learned: Learned, say: Progress) -> None:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
     when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``
-    (:func:`with_upstream_tests`).
+    (``assemble.with_upstream_tests``).
 
     Raises:
       upstream_tests.CrossRunFailure: it could not run (a late phase's failure: not verified).
@@ -215,21 +206,7 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
                                        dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons))),
                                        upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
                                        say=say)
-    with_upstream_tests(report, section)
-
-
-def with_upstream_tests(report: dict[str, Any], section: model.UpstreamTests) -> dict[str, Any]:
-    """``report`` with the cross-run ``section`` (``upstream_tests.cross_run``): ``upstream_tests``, its
-    findings after the others (all renumbered from 1), and its note (``upstream_tests.note``). The verdict
-    and its reasons are not touched: a failing upstream test is evidence to read, not a judged contract.
-    Returns ``report``."""
-    report["upstream_tests"] = section
-    if isinstance(report.get("findings"), list):
-        report["findings"] = report["findings"] + section["findings"]
-        for number, f in enumerate(report["findings"], 1):  # the section's own findings carry their number too
-            f["number"] = number
-    report.setdefault("notes", []).append(upstream_tests.note(section))
-    return report
+    assemble.with_upstream_tests(report, section)
 
 
 def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:

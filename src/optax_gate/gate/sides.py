@@ -25,6 +25,7 @@ from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.surface import surface
 from optax_gate.gate.diffs import unseen
+from optax_gate.gate import assemble
 
 
 #: Seconds allowed to each git or uv step of a build from source.
@@ -458,11 +459,11 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
 
 def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
                      scope: ScopeOptions, packages: tuple[str, ...], usage: bool = True) -> dict[str, Any]:
-    """``unseen.attach`` with the ``scope`` options, the API surface of
-    ``packages`` (:func:`configured_packages`); ``usage=False`` leaves
-    ``--usage`` out (a refused run judged nothing of the team's code)."""
-    return unseen.attach(report, baseline, candidate, scope if usage else dataclasses.replace(scope, usage=(), usage_scan=None),
-                         packages)
+    """``report`` with what the contracts cannot see (``unseen.beyond``, put in by ``assemble.with_beyond``)
+    with the ``scope`` options, the API surface of ``packages`` (:func:`configured_packages`);
+    ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). Returns ``report``."""
+    given = scope if usage else dataclasses.replace(scope, usage=(), usage_scan=None)
+    return assemble.with_beyond(report, unseen.beyond(report, baseline, candidate, given, packages))
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,6 @@ from optax_gate.gate.judge import causes
 from optax_gate.gate.team_code import call_sites, usage
 from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.surface import surface
-from optax_gate.gate.judge import verdict
 
 SCHEMA = 3
 
@@ -26,7 +27,7 @@ def site_packages(python: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _contracted(report: dict[str, Any]) -> set[str]:
+def _contracted(report: Mapping[str, Any]) -> set[str]:
     """The public paths the contracts cover: each row's API, and each alias
     ``test_surface_sweep.py::test_known[<path>]`` checks (``optax.dpsgd`` is
     ``optax.contrib.dpsgd``: a change of its signature is as broken)."""
@@ -86,7 +87,7 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
             "duration_s": round(time.monotonic() - start, 2)}
 
 
-def warnings_section(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
+def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
                      fail_on_new_deprecations: bool) -> dict[str, Any]:
     """The ``warnings`` section: every warning, import-time ones included;
     only the import-time ones when the candidate's contracts did not run."""
@@ -151,11 +152,11 @@ def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> 
     return finding
 
 
-def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One finding per ``broken`` row beyond the contracts (API surface rows:
     one per kind of change, across the names it hits, e.g. "removed: 6
     names"; dependencies, warnings: one per row), for ``report["findings"]`` after the contract
-    findings (:func:`attach` numbers them on); the full
+    findings (:func:`beyond` numbers them on); the full
     rows are in their sections. With ``--usage``, ``your_code`` of a surface
     row's finding holds only the sites whose binding breaks or cannot be told
     (``row["sites"]``, ``optax_gate.gate.team_code.usage.match``), not those it judged
@@ -197,42 +198,65 @@ def broken_findings(report: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def attach(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
-           packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> dict[str, Any]:
-    """Add the ``usage``, ``surface``, ``warnings`` and ``dependencies``
-    sections to a report from ``optax_gate.gate.judge.compare.compare`` and set its
-    schema (:data:`SCHEMA`); a ``broken`` row turns ``pass`` into ``fail``. ``baseline``
-    and ``candidate`` are the run records (``site_packages``, ``lock_file``,
-    ``warnings``); ``scope``: ``usage`` (the team's code), ``usage_scan``
-    (its scan when already made: the gate scans before anything runs),
-    ``fail_on_new_deprecations``; ``packages``: whose API surface is diffed. Returns ``report``, changed
-    in place; with ``--usage``, each finding lists the team's call sites of its
-    APIs (``optax_gate.gate.team_code.call_sites``)."""
+@dataclasses.dataclass(frozen=True)
+class Beyond:
+    """What the contracts cannot see, as report sections (:func:`beyond`;
+    ``optax_gate.gate.assemble.with_beyond`` puts them into the report):
+    ``usage``, the scan of the team's code (None without ``--usage``);
+    ``surface``, ``warnings``, ``dependencies``, the three sections;
+    ``findings``, the report's findings with the broken rows beyond the
+    contracts merged in, one cause one finding (None: the report had no
+    findings list); ``seconds``, the time the sections took (wall, s);
+    ``notes``, notes for the report (files ``--usage`` could not scan)."""
+
+    usage: dict[str, Any] | None
+    surface: dict[str, Any]
+    warnings: dict[str, Any]
+    dependencies: dict[str, Any]
+    findings: list[dict[str, Any]] | None
+    seconds: float
+    notes: tuple[str, ...] = ()
+
+    def broken(self) -> dict[str, int]:
+        """The broken rows of each section: ``{"surface": n, "dependencies": n, "warnings": n}`` (``verdict.of_beyond``)."""
+        return {"surface": self.surface["counts"]["broken"], "dependencies": self.dependencies["counts"]["broken"],
+                "warnings": self.warnings["counts"]["broken"]}
+
+
+def beyond(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
+           packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> Beyond:
+    """The ``usage``, ``surface``, ``warnings`` and ``dependencies`` sections
+    of a report from ``optax_gate.gate.judge.compare.compare`` (read, not
+    changed), and its findings with those beyond the contracts (a
+    ``broken`` row is one: ``verdict.of_beyond`` turns ``pass`` into
+    ``fail``). ``baseline`` and ``candidate`` are the run records
+    (``site_packages``, ``lock_file``, ``warnings``); ``scope``: ``usage``
+    (the team's code), ``usage_scan`` (its scan when already made: the gate
+    scans before anything runs), ``fail_on_new_deprecations``;
+    ``packages``: whose API surface is diffed. With ``--usage``, each
+    finding lists the team's call sites of its APIs
+    (``optax_gate.gate.team_code.call_sites``)."""
     scan = scope.usage_scan if scope.usage_scan is not None else usage.scan(list(scope.usage)) if scope.usage else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
-    report["schema"] = SCHEMA
-    report["usage"] = None if scan is None else scan.to_json()
+    view: dict[str, Any] = {**report, "usage": None if scan is None else scan.to_json()}
     start = time.monotonic()
-    report["surface"] = surface_section(sites[0], sites[1], packages, scan, _contracted(report))
-    report["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
-    report["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
+    view["surface"] = surface_section(sites[0], sites[1], packages, scan, _contracted(report))
+    view["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
+    view["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:
         targets = {p: e.target for p, e in surface.cached_surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
-        call_sites.annotate(report, scan, targets)
-    if isinstance(report.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
-        beyond = broken_findings(report)
+        view = call_sites.annotated(view, scan, targets)
+    findings = None
+    if isinstance(view.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
         # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
-        report["findings"] = causes.merge([{**f, "section": f.get("section", "contracts")} for f in report["findings"]] + beyond,
-                                            report.get("contracts", []))
-    report["beyond_contracts_s"] = round(time.monotonic() - start, 2)
-    for side in ("baseline", "candidate"):
-        report[side].pop("warnings", None)
-    verdict.at_least(report, *verdict.of_beyond({name: report[name]["counts"]["broken"] for name in ("surface", "dependencies", "warnings")}))
+        findings = causes.merge([{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + broken_findings(view),
+                                view.get("contracts", []))
+    seconds = round(time.monotonic() - start, 2)
+    notes: tuple[str, ...] = ()
     if scan is not None and scan.not_scanned:
-        unsure = report["surface"].get("counts", {}).get("cannot-tell", 0)
-        report.setdefault("notes", []).append(
-            f"--usage: {len(scan.not_scanned)} file(s) not scanned ({', '.join(n.path for n in scan.not_scanned[:3])}"
-            f"{', …' if len(scan.not_scanned) > 3 else ''}): what they use cannot be told; {unsure} API surface "
-            "change(s) read cannot-tell (see Your code)")
-    return report
+        unsure = view["surface"].get("counts", {}).get("cannot-tell", 0)
+        notes = (f"--usage: {len(scan.not_scanned)} file(s) not scanned ({', '.join(n.path for n in scan.not_scanned[:3])}"
+                 f"{', …' if len(scan.not_scanned) > 3 else ''}): what they use cannot be told; {unsure} API surface "
+                 "change(s) read cannot-tell (see Your code)",)
+    return Beyond(view["usage"], view["surface"], view["warnings"], view["dependencies"], findings, seconds, notes)

@@ -184,8 +184,9 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: di
         report = compare.compare(baseline, run)
         beyond = None
         if packages is not None:
-            unseen.attach(report, baseline, run, packages=packages)
-            beyond = {k: {"status": report[k].get("status"), "counts": report[k]["counts"]} for k in BEYOND}
+            sections = unseen.beyond(report, baseline, run, packages=packages)
+            verdict.at_least(report, *verdict.of_beyond(sections.broken()))
+            beyond = {k: {"status": getattr(sections, k).get("status"), "counts": getattr(sections, k)["counts"]} for k in BEYOND}
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
             verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)

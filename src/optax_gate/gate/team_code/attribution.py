@@ -297,7 +297,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
     judged apart and the line's verdict is :func:`_combine`'s.
 
     Args:
-      report: a report annotated by ``call_sites.annotate``.
+      report: a report annotated by ``call_sites.annotated``.
       scan: the ``--usage`` scan.
       known: what the baseline says of its APIs (:class:`Known`).
 

@@ -2,7 +2,7 @@
 findings are formed (``optax_gate.gate.judge.findings``) and the sections beyond
 the contracts are built (``optax_gate.gate.diffs.unseen``).
 
-:func:`annotate` adds to each finding of the report:
+:func:`annotated` gives a copy of the report, each finding with:
 
 - ``your_code``: the ``file:line`` of each use of the finding's APIs in the
   team's code (calls and attribute uses; the import lines when the API is only
@@ -19,7 +19,7 @@ the contracts are built (``optax_gate.gate.diffs.unseen``).
   dangling link, no permission) may use any API: the report's notes and its
   "Your code" section say so once, not on every finding;
 
-and moves the findings that touch the team's code (a non-empty ``your_code``)
+and the findings that touch the team's code (a non-empty ``your_code``)
 first, keeping the order among each group, renumbered from 1. Rows of the
 warnings section that name APIs get ``your_code`` too.
 
@@ -35,7 +35,8 @@ name no API.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from optax_gate.gate.team_code import usage
 
@@ -123,7 +124,7 @@ def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], boo
     return hit
 
 
-def _site_ranks(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None) -> dict[str, list[tuple[int, str]]]:
+def _site_ranks(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None) -> dict[str, list[tuple[int, str]]]:
     """``file:line`` -> (rank in ``usage.SITE_VERDICTS``, note) of each site the API surface rows of ``apis`` judge."""
     hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
@@ -134,7 +135,7 @@ def _site_ranks(report: dict[str, Any], apis: Iterable[str], targets: dict[str, 
     return found
 
 
-def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+def binding_notes(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
     """``file:line`` -> what the API surface diff says of that use of ``apis``
     (``row["sites"]`` of the surface rows of those APIs, ``usage.match``):
     the notes of its most severe verdict (``usage.SITE_VERDICTS``), joined by
@@ -147,7 +148,7 @@ def binding_notes(report: dict[str, Any], apis: Iterable[str], targets: dict[str
     return out
 
 
-def binding_verdicts(report: dict[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+def binding_verdicts(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
     """``file:line`` -> the most severe verdict (``usage.SITE_VERDICTS``) of
     the API surface rows of ``apis`` on that use: ``unaffected`` where every
     change of the signature binds the call as before."""
@@ -174,28 +175,32 @@ def _not_scanned(scan: usage.Scan, apis: list[str]) -> list[str]:
     return list(dict.fromkeys(n.path for a in apis for n in scan.may_use(a) if n.content is not None))
 
 
-def annotate(report: dict[str, Any], scan: usage.Scan, targets: dict[str, str] | None = None) -> dict[str, Any]:
-    """Add ``your_code`` / ``your_code_not_scanned`` to each finding (and to the
-    warnings rows naming APIs), findings touching the team's code first;
+def annotated(report: Mapping[str, Any], scan: usage.Scan, targets: dict[str, str] | None = None) -> dict[str, Any]:
+    """A copy of ``report`` (``report`` itself is not changed) whose findings
+    each have ``your_code`` / ``your_code_not_scanned`` (and
+    ``your_code_notes``), the findings touching the team's code first,
+    renumbered from 1, and whose warnings rows naming APIs have ``your_code``.
     ``targets``: public path -> definition (``Entry.target`` of the baseline's
     surface), so a use through another public path of the same function
-    counts. Returns ``report``, changed in place."""
+    counts. Reads the report's ``contracts``, ``findings``, ``surface`` (the
+    rows' ``sites``) and ``warnings``."""
+    out = dict(report)
     api_of = {row["id"]: row.get("api") or "" for row in report.get("contracts", [])}
     findings = report.get("findings")
     if isinstance(findings, list):
+        marked = []
         for f in findings:
             labels = [api_of.get(cid, "") for cid in f.get("contracts", [])] or [f.get("api", "")]
             apis = list(dict.fromkeys(a for label in labels for a in apis_of(label)))
-            f["your_code"] = sites(scan, apis, targets)
-            f["your_code_not_scanned"] = _not_scanned(scan, apis)
+            g = {**f, "your_code": sites(scan, apis, targets), "your_code_not_scanned": _not_scanned(scan, apis)}
             notes = binding_notes(report, apis, targets)
-            if any(w in notes for w in f["your_code"]):
-                f["your_code_notes"] = {w: notes[w] for w in f["your_code"] if w in notes}
-        findings.sort(key=lambda f: not f["your_code"])  # stable: the order among each group stays
-        for number, f in enumerate(findings, 1):
-            f["number"] = number
-    for row in (report.get("warnings") or {}).get("rows", []):
-        apis = list(row.get("apis") or [])
-        if apis:
-            row["your_code"] = sites(scan, apis, targets)
-    return report
+            if any(w in notes for w in g["your_code"]):
+                g["your_code_notes"] = {w: notes[w] for w in g["your_code"] if w in notes}
+            marked.append(g)
+        marked.sort(key=lambda f: not f["your_code"])  # stable: the order among each group stays
+        out["findings"] = [{**f, "number": number} for number, f in enumerate(marked, 1)]
+    warnings = report.get("warnings")
+    if isinstance(warnings, dict) and warnings.get("rows"):
+        out["warnings"] = {**warnings, "rows": [{**row, "your_code": sites(scan, list(row["apis"]), targets)} if row.get("apis") else row
+                                                for row in warnings["rows"]]}
+    return out

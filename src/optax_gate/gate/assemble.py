@@ -1,0 +1,54 @@
+"""The one place the analyses' sections enter a report: each analysis returns its section, and a flow puts it in here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optax_gate.gate.base import model
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.judge import verdict
+from optax_gate.gate.upstream import upstream_tests
+
+
+def with_beyond(report: dict[str, Any], beyond: unseen.Beyond) -> dict[str, Any]:
+    """``report`` (from ``optax_gate.gate.judge.compare.compare``) with what the contracts cannot see
+    (``unseen.beyond``): the ``usage``, ``surface``, ``warnings`` and ``dependencies`` sections, the
+    findings with those beyond the contracts, ``beyond_contracts_s``, the report ``schema``
+    (``unseen.SCHEMA``), its notes, and the verdict they give (``verdict.of_beyond``: a broken row fails
+    the gate). The sides' raw ``warnings`` records leave the report (the section holds their diff).
+    Returns ``report``."""
+    report["schema"] = unseen.SCHEMA
+    report["usage"] = beyond.usage
+    report["surface"], report["warnings"], report["dependencies"] = beyond.surface, beyond.warnings, beyond.dependencies
+    if beyond.findings is not None:
+        report["findings"] = beyond.findings
+    report["beyond_contracts_s"] = beyond.seconds
+    for side in ("baseline", "candidate"):
+        report[side].pop("warnings", None)
+    verdict.at_least(report, *verdict.of_beyond(beyond.broken()))
+    if beyond.notes:
+        report.setdefault("notes", []).extend(beyond.notes)
+    return report
+
+
+def with_speed(report: dict[str, Any], section: model.Speed | None) -> dict[str, Any]:
+    """``report`` with the speed ``section`` (``optax_gate.gate.speed.speed.measure``; None: not measured, nothing added) and the
+    verdict it gives (``verdict.of_speed``: a step over the speed budget fails the gate). Returns ``report``."""
+    if section is not None:
+        report["speed"] = section
+        verdict.at_least(report, *verdict.of_speed(section))
+    return report
+
+
+def with_upstream_tests(report: dict[str, Any], section: model.UpstreamTests) -> dict[str, Any]:
+    """``report`` with the cross-run ``section`` (``upstream_tests.cross_run``): ``upstream_tests``, its
+    findings after the others (all renumbered from 1), and its note (``upstream_tests.note``). The verdict
+    and its reasons are not touched: a failing upstream test is evidence to read, not a judged contract.
+    Returns ``report``."""
+    report["upstream_tests"] = section
+    if isinstance(report.get("findings"), list):
+        report["findings"] = report["findings"] + section["findings"]
+        for number, f in enumerate(report["findings"], 1):  # the section's own findings carry their number too
+            f["number"] = number
+    report.setdefault("notes", []).append(upstream_tests.note(section))
+    return report
