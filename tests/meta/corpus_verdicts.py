@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from optax_gate.gate.team_run import team_run  # noqa: E402
 from optax_gate.gate.team_run import judging  # noqa: E402
+from optax_gate.gate import assemble  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
 
 CORPUS = ROOT / "tests" / "meta" / "teams" / "corpus"
@@ -65,7 +66,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
         spec = team_run.RunSpec("python train.py", work / "team", timeout)
         result = team_run.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
         report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-        judging.apply(report, result)
+        assemble.with_team_run(report, result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     by = result.get("compared_by") or {}

@@ -16,6 +16,7 @@ import pytest
 from optax_gate.gate.team_run import divergence, team_run
 from optax_gate.gate.team_run import birth
 from optax_gate.gate.team_run import judging
+from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
 
@@ -203,7 +204,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     elif kind == "program":
         assert row["by"] == by and row["at"].startswith("optax/"), row
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-    judging.apply(report, result)
+    assemble.with_team_run(report, result)
     assert "; born " + judging.born_short(row) in report["reasons"][0]
 
 
@@ -243,9 +244,9 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
              "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1"}
     other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
     report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
-    judging.apply(report, run)
+    assemble.with_team_run(report, run)
     assert decay["scope"] == "yours" and other["scope"] == "elsewhere"
-    assert run["affected"][0]["findings"] == [1]
+    assert report["team_run"]["affected"][0]["findings"] == [1]
 
 
 def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change():
@@ -336,7 +337,7 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
     run = {"outcome": "diverged", "causes": [cause], "sites": ["train.py:70"], "first": cause, "divergences": [cause],
            "differing": 1, "called": ["train.py:70"], "reason": "", "born": [born]}
     report = {"findings": [], "verdict": "pass", "reasons": []}
-    judging.apply(report, run)
+    assemble.with_team_run(report, run)
     reason = report["reasons"][0]
     assert "; born in the Optax call `optax.cosine_onecycle_schedule(...)(...)` at `train.py:70`" in reason, reason
     assert reason.index("train.py:70`: other results") < reason.index("dot_general")

@@ -30,6 +30,7 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.team_run import divergence, team_run
 from optax_gate.gate.team_run import leaves
 from optax_gate.gate.team_run import judging, reused
+from optax_gate.gate import assemble
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import tolerances
@@ -308,17 +309,17 @@ def test_verdict_is_about_the_team_run():
     finding under "Optax changed elsewhere" (--fail-on all: FAIL). A run that
     diverges at a call of that API: FAIL, the finding is yours and "Your
     code" opens the report naming the line, what changed and the finding."""
-    report = judging.apply(_report("optax.adam"), _team("same"))
+    report = assemble.with_team_run(_report("optax.adam"), _team("same"))
     assert report["verdict"] == "pass" and report["findings"][0]["scope"] == "elsewhere"
     text = report_markdown.render(report)
     assert text.index("## Your code") < text.index(f"## {scope.ELSEWHERE_HEADING}")
     assert "computes the same" in text and "Your run does not diverge for these" in text
     assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title (the trial)"
-    assert judging.apply(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
+    assert assemble.with_team_run(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
     cause = {"site": "train.py:7", "api": "optax.adam", "call": "optax.adam(...).update", "phase": "run", "occurrence": 1,
              "kinds": ["values"], "texts": ["result values: largest error 40 ULP (budget 4)"], "max_ulps": 40.0,
              "budget_ulps": 4, "role": "cause", "side": "both"}
-    report = judging.apply(_report("optax.adam"), _team("diverged", [cause]))
+    report = assemble.with_team_run(_report("optax.adam"), _team("diverged", [cause]))
     assert report["verdict"] == "fail" and report["findings"][0]["scope"] == "yours"
     assert report["reasons"][0].startswith("your run diverges at train.py:7")
     _validates(report)
@@ -334,7 +335,7 @@ def test_verdict_is_about_the_team_run():
 def test_a_run_not_verified_makes_the_gate_not_verified():
     team = {**_team("not-verified"), "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
             "runs": [{"label": "baseline", "exit": 1, "seconds": 1.0, "tail": "Traceback\nRuntimeError: boom\n", "log": "team-run-baseline.log"}]}
-    report = judging.apply(_report("optax.adam"), team)
+    report = assemble.with_team_run(_report("optax.adam"), team)
     assert report["verdict"] == "not-verified"
     assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: RuntimeError: boom)"
     text = report_markdown.render(report)
@@ -435,7 +436,7 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
         "team_run": {"sites": ["train.py:34"], "causes": [
             {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None,
              "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]}]}}
-    assert [line["findings"] for line in judging.affected(report)] == [[2]]
+    assert [line["findings"] for line in judging.affected(report, report["team_run"])] == [[2]]
     tail = ("Traceback (most recent call last):\n  File \"train.py\", line 21, in loss_fn\n"
             "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
             "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n")
@@ -540,7 +541,7 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
                    "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args "
                    "will become keyword-only soon"]}]  # the real run's texts (report.json team_run.causes)
     report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
-    judging.apply(report, _team("broke", causes))
+    assemble.with_team_run(report, _team("broke", causes))
     scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
     assert scopes == {"input checks": "elsewhere", "float64 resu": "elsewhere", "did not warn": "yours", "optimizer st": "yours"}, scopes
     moved = next(f for f in report["findings"] if f["cause"].startswith("input checks"))
@@ -661,7 +662,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     for f in findings:
         f["text"] = f["cause"]
     report = {**_report("optax.adam"), "findings": findings}
-    judging.apply(report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]})
+    assemble.with_team_run(report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]})
     _validates(report)
     by_cause = {f["cause"][:12]: f for f in report["findings"]}
     checks, delta, state = by_cause["input checks"], by_cause["did not warn"], by_cause["optimizer st"]
@@ -679,7 +680,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
         return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")},
                 "your_code_notes": {"train.py:21": note}}
     old = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
-    judging.apply(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
+    assemble.with_team_run(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
     moved = next(f for f in old["findings"] if f["scope"] == "elsewhere")
     assert set(moved["your_code_run"]) == {"train.py:21"}, moved
 
@@ -854,7 +855,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     other = {"number": 2, "change": "broken", "api": "optax.sgd", "apis": ["optax.sgd"], "contracts": ["d"], "cause": "y",
              "text": "y", "your_code": []}  # elsewhere: the verdict's count then says where it counted
     report = {**_report("optax.adam"), "findings": [dict(finding), other]}
-    judging.apply(report, {**_team("same"), "called": ["train.py:20"]})
+    assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     f = report["findings"][0]
     assert f["scope"] == "yours" and f["breaks_unreached"] == ["train.py:11"], f
     assert report["verdict"] == "fail" and report["reasons"][0].startswith(
@@ -863,7 +864,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     _validates(report)
     alone = {**finding, "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}]}  # no surface part: the run decides
     report = {**_report("optax.adam"), "findings": [alone]}
-    judging.apply(report, {**_team("same"), "called": ["train.py:20"]})
+    assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     assert report["findings"][0]["scope"] == "elsewhere" and report["verdict"] == "pass"
 
 
@@ -878,7 +879,7 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     report = {**_report("optax.adam"), "findings": [finding]}
     team = {**_team("broke"), "raised_at": "train.py:21", "called": ["train.py:21", "train.py:33", "train.py:39"],
             "not_in_candidate": ["train.py:39"]}
-    judging.apply(report, team)
+    assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
@@ -919,7 +920,7 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     team = {**_team("diverged", [init]), "divergences": [init, update], "differing": 2,
             "called": ["train.py:21", "train.py:22", "train.py:23", "train.py:27", "train.py:28"],
             "within_budget": {"calls": 0, "max_ulps": 0.0, "sites": []}}
-    report = judging.apply(_report("optax.MultiSteps"), dict(team))
+    report = assemble.with_team_run(_report("optax.MultiSteps"), dict(team))
     assert report["verdict"] == "fail"  # the state's memory and its checkpoint change: still the team's to know
     assert report["reasons"][0].endswith("; in dtypes only: every value your run computes is the same"), report["reasons"]
     text = "\n".join(team_run_section.section(report))
@@ -930,9 +931,9 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     drift = {**team, "within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["train.py:28"]}}
     unlisted = {**team, "differing": 60}
     for other in (valued, drift, unlisted):
-        report = judging.apply(_report("optax.MultiSteps"), dict(other))
+        report = assemble.with_team_run(_report("optax.MultiSteps"), dict(other))
         assert "in dtypes only" not in report["reasons"][0] and "in dtypes only" not in "\n".join(team_run_section.section(report))
-    text = "\n".join(team_run_section.section(judging.apply(_report("optax.MultiSteps"), dict(drift))))
+    text = "\n".join(team_run_section.section(assemble.with_team_run(_report("optax.MultiSteps"), dict(drift))))
     assert "your other lines that call Optax: `train.py:21`, `train.py:22`" in text and "`train.py:28`" not in text.split("other lines")[1]
     assert judging.unchanged(unlisted) is None
 
@@ -977,7 +978,7 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     report = {**_report("optax.adam"), "findings": [finding]}
     team = {**_team("same"), "called": ["train.py:18", "train.py:20"],
             "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
-    judging.apply(report, team)
+    assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line

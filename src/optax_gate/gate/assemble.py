@@ -7,6 +7,7 @@ from typing import Any
 from optax_gate.gate.base import model
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import verdict
+from optax_gate.gate.team_run import judging
 from optax_gate.gate.upstream import upstream_tests
 
 
@@ -28,6 +29,22 @@ def with_beyond(report: dict[str, Any], beyond: unseen.Beyond) -> dict[str, Any]
     verdict.at_least(report, *verdict.of_beyond(beyond.broken()))
     if beyond.notes:
         report.setdefault("notes", []).extend(beyond.notes)
+    return report
+
+
+def with_team_run(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
+    """``report`` with the team's run (``--run``; ``team_run``, from ``optax_gate.gate.team_run.team_run.run``):
+    its findings scoped by the run (``judging.apply``: the scope of the findings, ``--fail-on``
+    ``fail_on``), its section ``team_run`` with the "Your code" lines, and the verdict the run gives
+    (``judging.of_team_run``: a run that broke or diverged fails the gate, one not verified makes it
+    not verified). Returns ``report``.
+
+    Raises:
+      ValueError: ``fail_on`` is not one of ``scope.FAIL_ON``.
+    """
+    section = judging.apply(report, team_run, fail_on)
+    report["team_run"] = section
+    verdict.at_least(report, *judging.of_team_run(section), at=0)
     return report
 
 

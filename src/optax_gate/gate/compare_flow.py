@@ -12,7 +12,8 @@ from optax_gate.gate.inputs.options import CompareOptions
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.team_run import judging, reused
+from optax_gate.gate.team_run import reused
+from optax_gate.gate import assemble
 from optax_gate.gate.sides import (beyond_contracts, configured_packages, load)
 from optax_gate.gate.inputs.user_paths import check_usage
 from optax_gate.gate.judge import verdict
@@ -80,7 +81,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         # not evidence about the upgrade, whatever it found: never a pass
         verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
     if team is not None and options.team_run is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
-        judging.apply(report, team, given.fail_on)
+        assemble.with_team_run(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
                                f"{os.path.abspath(options.team_run)} (compare runs no code)")
     else:

@@ -23,7 +23,6 @@ from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import team_run
-from optax_gate.gate.team_run import judging
 from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
@@ -155,7 +154,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
                lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))
     team = learned.team_run if not refused else None
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
-        phases.run("your run (--run)", lambda: judging.apply(report, team, options.scope.fail_on))
+        phases.run("your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on))
     else:
         phases.run("scope of the findings", lambda: scope.apply_options(report, options.scope, packages, usage=not refused))
     phases.run("speed readings", lambda: assemble.with_speed(report, learned.speed))

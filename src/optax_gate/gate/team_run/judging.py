@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.judge import verdict
 from optax_gate.gate.team_run import divergence
 
 
@@ -104,11 +103,10 @@ def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[
     return out
 
 
-def _reached(report: dict[str, Any]) -> dict[str, set[str]]:
+def _reached(report: dict[str, Any], team: dict[str, Any]) -> dict[str, set[str]]:
     """Public path -> the public callables it is built from, by the composition
-    probe of the report's environments; {} when no cause needs it (none came
-    through an ``nnx.Optimizer``) or the probe cannot run."""
-    team = report.get("team_run") or {}
+    probe of the report's environments; {} when no cause of the team's run
+    ``team`` needs it (none came through an ``nnx.Optimizer``) or the probe cannot run."""
     if not any(c.get("via") for c in team.get("causes") or []):
         return {}
     from optax_gate.gate.team_code import composition
@@ -128,14 +126,13 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def _explaining(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
-    """Per site of a cause (in order): (site, its causes, the findings on the
-    same APIs that explain it): those whose cause shares words with the change
+def _explaining(report: dict[str, Any], team: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Per site of a cause of the team's run ``team`` (in order): (site, its
+    causes, the report's findings on the same APIs that explain it): those whose cause shares words with the change
     (a dtype, an error, an argument's name), at least half as many as the best
     one's, most first, surface findings first; all of them when none shares a word."""
-    team = report.get("team_run") or {}
     out = []
-    reached = _reached(report)
+    reached = _reached(report, team)
     for site in team.get("sites") or []:
         causes = [c for c in team.get("causes") or [] if c["site"] == site]
         shorts = {a for c in causes for a in _apis_of(c, reached)}
@@ -171,12 +168,12 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
                                                   if s not in moved and (by_value is None or s in by_value)]}
 
 
-def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The report's "Your code" lines: per site of a cause (in order), its
+def affected(report: dict[str, Any], team: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's "Your code" lines: per site of a cause of the team's run ``team`` (in order), its
     APIs, what changed there (the causes' texts, largest ULP error) and the
     findings that explain it (their numbers, :func:`_explaining`)."""
     lines = []
-    for site, causes, related in _explaining(report):
+    for site, causes, related in _explaining(report, team):
         apis = list(dict.fromkeys(c["api"] for c in causes))
         ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
         lines.append({"site": site, "apis": apis, "calls": list(dict.fromkeys(c["call"] for c in causes)),
@@ -185,7 +182,7 @@ def affected(report: dict[str, Any]) -> list[dict[str, Any]]:
     return lines
 
 
-def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+def _point_sites(report: dict[str, Any], team: dict[str, Any], lines: list[dict[str, Any]]) -> None:
     """Tie the findings' call sites to the lines where the run diverges ("Your code").
 
     - A finding the run put elsewhere: the API surface's word on a line
@@ -216,7 +213,6 @@ def _point_sites(report: dict[str, Any], lines: list[dict[str, Any]]) -> None:
       the constructor (``train.py:33``), and the reader could not tie the two.
     """
     explained = {line["site"]: line["findings"] for line in lines}
-    team = report.get("team_run") or {}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
     drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
     by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
@@ -265,18 +261,18 @@ def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
 
 
 def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
-    """Put ``team_run`` into the report and make the verdict the team's (see the
-    module docstring): the findings are scoped (``scope.apply``, ``by`` run),
-    a run that broke or diverged fails the gate, one not verified makes it
-    not verified. ``team_run["affected"]`` gets the "Your code" lines.
-    Returns ``report``, changed in place."""
+    """Scope the report's findings by the team's run ``team_run`` (its section;
+    see the module docstring): the findings are scoped (``scope.apply``, ``by`` run)
+    and tied to the lines where the run diverges. Returns the run's section, ``team_run``
+    (not changed) with ``affected``, the "Your code" lines; ``optax_gate.gate.assemble.with_team_run``
+    puts it into the report with the verdict it gives (:func:`of_team_run`: a run that broke or
+    diverged fails the gate, one not verified makes it not verified)."""
     from optax_gate.gate.team_code import scope
 
-    report["team_run"] = team_run
     outcome = team_run["outcome"]
     if outcome != "not-verified":
-        apis = cause_apis(team_run, _reached(report))
-        explaining = {id(f) for _, _, related in _explaining(report) for f in related}
+        apis = cause_apis(team_run, _reached(report, team_run))
+        explaining = {id(f) for _, _, related in _explaining(report, team_run) for f in related}
         for f in report.get("findings") or []:
             if f.get("section", "contracts") != "contracts":
                 continue
@@ -293,11 +289,10 @@ def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "brok
             else:
                 scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
         scope.apply(report, fail_on, "run")
-    team_run["affected"] = affected(report)
+    section = {**team_run, "affected": affected(report, team_run)}
     if outcome != "not-verified":
-        _point_sites(report, team_run["affected"])
-    verdict.at_least(report, *of_team_run(team_run), at=0)
-    return report
+        _point_sites(report, team_run, section["affected"])
+    return section
 
 
 def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
