@@ -36,7 +36,7 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
     the_scan = usage.scan([team]) if scan else None
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
-    return scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), surface.DEFAULT_PACKAGES)
+    return assemble.with_scope(report, scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), surface.DEFAULT_PACKAGES))
 
 
 def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate():
@@ -102,7 +102,7 @@ def test_not_verified_is_never_scoped_into_a_pass():
     report = {"verdict": "not-verified", "reasons": ["candidate not verified: x"],
               "findings": [{"number": 1, "change": "broken", "contracts": ["a"], "section": "contracts"}]}
     scope.set_scope(report["findings"][0], "elsewhere", "not reached")
-    scope.apply(report, "broken", by="run")
+    assemble.with_scope(report, scope.scoped(report, "broken", by="run"))
     assert report["verdict"] == "not-verified" and report["reasons"] == ["candidate not verified: x"]
 
 
@@ -114,7 +114,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
-    scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run")
+    assemble.with_scope(report, scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run"))
     assert [(f["api"], f["scope"]) for f in report["findings"]] == [
         ("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
     assert report["reasons"] == ["1 contract(s) broken where your code goes (run): 1 in F1"]
@@ -143,7 +143,7 @@ def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
 
 def _verdict_of(found: list[dict], by: str = "usage") -> dict:
     report = {"verdict": "fail", "reasons": ["3 contract(s) broken"], "notes": [], "findings": found}
-    return scope.apply(report, "broken", by)
+    return assemble.with_scope(report, scope.scoped(report, "broken", by))
 
 
 def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_counted_once():
@@ -294,7 +294,7 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
 
     def verdict(*found, reasons=("3 contract(s) broken",)):
         report = {"verdict": "fail", "reasons": list(reasons), "notes": [], "findings": [dict(f) for f in found]}
-        return scope.apply(report, "broken", "usage")
+        return assemble.with_scope(report, scope.scoped(report, "broken", "usage"))
     report = verdict(cannot, elsewhere)
     assert report["verdict"] == "not-verified", report
     assert report["reasons"] == ["1 contract(s) broken where your code may go: 1 in F1 (1 of its 2 contracts broke, 1 fixed; "
@@ -307,12 +307,12 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     report = verdict(cannot, reasons=("3 contract(s) broken", "beyond the contracts: 1 API surface finding broken"))
     assert report["verdict"] == "fail", report  # another reason fails the gate: fail stands
     report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
-    assert scope.apply(report, "all", "usage")["verdict"] == "fail"  # --fail-on all: as before
-    assert scope.apply({"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]},
-                       "broken", "run")["verdict"] == "fail"  # --run decided the scope: no "cannot tell" there
+    assert assemble.with_scope(report, scope.scoped(report, "all", "usage"))["verdict"] == "fail"  # --fail-on all: as before
+    report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
+    assert assemble.with_scope(report, scope.scoped(report, "broken", "run"))["verdict"] == "fail"  # --run decided the scope: no "cannot tell" there
     own = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)],
            "contracts": [{"id": "x", "team": "contracts"}]}  # the team's own contract broke: its word on its code
-    assert scope.apply(own, "broken", "usage")["verdict"] == "fail"
+    assert assemble.with_scope(own, scope.scoped(own, "broken", "usage"))["verdict"] == "fail"
 
 
 def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts():
@@ -325,11 +325,11 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
     report = {"verdict": "fail", "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface finding and 1 "
                                                                        "dependency finding broken"],
               "notes": [], "findings": [other, joined, alone]}
-    scope.apply(report)
-    numbers = [f["number"] for f in report["findings"] if f is not other]
+    assemble.with_scope(report, scope.scoped(report))
+    numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
     assert report["reasons"][1] == (f"beyond the contracts: 1 API surface finding and 1 dependency finding broken "
                                     f"(in F{numbers[0]}, F{numbers[1]})"), report["reasons"]
-    scope.apply(report)  # said once, whatever runs it again
+    assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again
     assert report["reasons"][1].count("(in F") == 1
 
 
@@ -340,6 +340,6 @@ def test_the_note_of_a_run_scope_does_not_say_the_code_does_not_go_where_the_run
     finding = {"change": "broken", "section": "contracts", "api": "optax.l2_loss", "contracts": [{"change": "broken"}]}
     report = {"findings": [finding], "verdict": "fail", "reasons": []}
     scope.set_scope(finding, "elsewhere", "your run does not diverge at a call of its APIs")
-    scope.apply(report, "broken", "run")
+    assemble.with_scope(report, scope.scoped(report, "broken", "run"))
     note = next(n for n in report.get("notes") or [] if "broken contract(s)" in n)
     assert "your run does not diverge for" in note and "does not go" not in note, note

@@ -316,17 +316,13 @@ def test_a_planted_verdict_writer_is_seen(tmp_path):
 
 #: The report's sections that an analysis returns and ``gate/assemble.py`` alone puts in.
 SECTIONS = ("schema", "usage", "surface", "warnings", "dependencies", "beyond_contracts_s", "speed", "upstream_tests",
-            "team_run", "scope")
-#: The sections still written where they are computed, each by the one module named (issue 41 left it: the
-#: scope of the findings also changes the findings and the verdict in place, in the same pass).
-SECTIONS_LEFT = {"scope": "team_code/scope.py"}
+            "team_run", "scope", "attribution")
 
 
 def section_writers(gate: Path = GATE) -> list[str]:
     """Each place outside ``gate/assemble.py`` that puts one of :data:`SECTIONS`
     into a report (``report["surface"] = …``, a tuple target too, or
-    ``report.setdefault("surface", …)``), as ``FILE:LINE KEY``; the writers
-    :data:`SECTIONS_LEFT` names are left out."""
+    ``report.setdefault("surface", …)``), as ``FILE:LINE KEY``."""
     found = []
     for path in sorted(gate.rglob("*.py")):
         where = path.relative_to(gate).as_posix()
@@ -341,13 +337,13 @@ def section_writers(gate: Path = GATE) -> list[str]:
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "report" and node.args
                     and isinstance(node.args[0], ast.Constant)):
                 keys.append(node.args[0].value)
-            found += [f"{where}:{node.lineno} {key}" for key in keys if key in SECTIONS and SECTIONS_LEFT.get(key) != where]
+            found += [f"{where}:{node.lineno} {key}" for key in keys if key in SECTIONS]
     return found
 
 
 def test_only_assemble_puts_a_section_into_the_report():
     """Each analysis returns its section (``unseen.beyond``, ``speed.measure``,
-    ``upstream_tests.cross_run``, ``judging.apply``); ``gate/assemble.py`` is where it enters
+    ``upstream_tests.cross_run``, ``judging.apply``, ``scope.scoped``); ``gate/assemble.py`` is where it enters
     the report, so whoever reads a section finds its one writer there."""
     assert section_writers() == []
 
@@ -356,9 +352,7 @@ def test_a_planted_section_writer_is_seen(tmp_path):
     gate = tmp_path / "gate"
     (gate / "team_run").mkdir(parents=True)
     (gate / "assemble.py").write_text('def f(report, s):\n    report["surface"] = s\n')
-    (gate / "team_code").mkdir()
     (gate / "team_run" / "judging.py").write_text('def f(report, t):\n    report["team_run"] = t\n    report["speed"] = t\n')
-    (gate / "team_code" / "scope.py").write_text('def f(report, s):\n    report["scope"] = s\n')
     (gate / "unseen.py").write_text('def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n'
                                     '    report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n')
     assert section_writers(gate) == ["team_run/judging.py:2 team_run", "team_run/judging.py:3 speed", "unseen.py:2 usage",

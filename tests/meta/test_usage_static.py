@@ -11,6 +11,7 @@ import json
 import pytest
 
 from optax_gate.gate.team_code import arguments, attribution, call_sites, configuration, scope, usage
+from optax_gate.gate import assemble
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.surface import POSITIONAL, Param
 from optax_gate.gate.judge import compare
@@ -45,7 +46,7 @@ def _gate(tmp_path, files: dict[str, str], detail: str = EDGE, configuration: di
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     unread = ", ".join(f"`{n.path}`: {n.reason}" for n in scan.not_scanned if n.content is None)
     scope.scope_findings(report, scope.usage_decision(unread))
-    return scope.apply(report, "broken", by="usage")
+    return assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
 
 
 def _line(report: dict, where: str) -> dict:
@@ -102,7 +103,7 @@ def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
     report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [],
               "usage": {"not_scanned": [{"path": "bad.py", "reason": "syntax error at line 3: invalid syntax"}]},
               "surface": {"rows": [{"path": "optax.huber_loss", "verdict": "cannot-tell", "not_scanned": ["bad.py"]}]}}
-    scope.apply(report, "broken", by="usage")
+    assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified"
     assert "optax.huber_loss" in report["reasons"][0] and "`bad.py` (syntax error at line 3: invalid syntax)" in report["reasons"][0]
 
@@ -340,7 +341,7 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     assert alone["breaks"]  # nothing declared that could bring it: it breaks
     report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [],
               "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]}}
-    scope.apply(report, "broken", by="usage")
+    assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified" and "your project declares distrax" in report["reasons"][0]
 
 

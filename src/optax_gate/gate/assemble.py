@@ -7,6 +7,7 @@ from typing import Any
 from optax_gate.gate.base import model
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import verdict
+from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import judging
 from optax_gate.gate.upstream import upstream_tests
 
@@ -32,19 +33,44 @@ def with_beyond(report: dict[str, Any], beyond: unseen.Beyond) -> dict[str, Any]
     return report
 
 
+def with_scope(report: dict[str, Any], scoped: scope.Scoped | None) -> dict[str, Any]:
+    """``report`` with its findings scoped (``scope.scoped``, ``scope.apply_options``; None: the report has
+    no findings list, nothing changes): the scoped findings, the ``scope`` section (and with ``--usage`` the
+    ``attribution`` section), the notes, and the
+    verdict rescoped to the team's findings (``verdict.reworded``, ``verdict.rescoped``); a verdict that is
+    not ``fail`` becomes ``not-verified`` for the rows beyond the contracts the gate cannot tell
+    (``scoped.unsure``). Returns ``report``."""
+    if scoped is None:
+        return report
+    if scoped.attribution is not None:
+        report["attribution"] = scoped.attribution
+    report["findings"] = scoped.findings
+    if scoped.reword is not None:
+        verdict.reworded(report, scoped.reword)
+    report["scope"] = scoped.section
+    if scoped.reasons is not None:
+        verdict.rescoped(report, scoped.reasons, scoped.falls_to)
+    if scoped.notes:
+        report.setdefault("notes", []).extend(scoped.notes)
+    if scoped.unsure and report.get("verdict") in ("pass", "not-verified"):
+        verdict.at_least(report, "not-verified", list(scoped.unsure))
+    return report
+
+
 def with_team_run(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
     """``report`` with the team's run (``--run``; ``team_run``, from ``optax_gate.gate.team_run.team_run.run``):
-    its findings scoped by the run (``judging.apply``: the scope of the findings, ``--fail-on``
-    ``fail_on``), its section ``team_run`` with the "Your code" lines, and the verdict the run gives
+    its findings scoped by the run (``judging.apply``, :func:`with_scope`; ``--fail-on`` ``fail_on``),
+    its section ``team_run`` with the "Your code" lines, and the verdict the run gives
     (``judging.of_team_run``: a run that broke or diverged fails the gate, one not verified makes it
     not verified). Returns ``report``.
 
     Raises:
       ValueError: ``fail_on`` is not one of ``scope.FAIL_ON``.
     """
-    section = judging.apply(report, team_run, fail_on)
-    report["team_run"] = section
-    verdict.at_least(report, *judging.of_team_run(section), at=0)
+    judged = judging.apply(report, team_run, fail_on)
+    with_scope(report, judged.scoped)
+    report["team_run"] = judged.section
+    verdict.at_least(report, *judging.of_team_run(judged.section), at=0)
     return report
 
 

@@ -85,7 +85,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
                                f"{os.path.abspath(options.team_run)} (compare runs no code)")
     else:
-        scope.apply_options(report, given, packages)
+        assemble.with_scope(report, scope.apply_options(report, given, packages))
         if not swapped:  # swapped, the recorded run would not fit them: the note above says what to do
             _say_recorded_run(report, options.baseline_run)
     return write_reports(report, options.out)

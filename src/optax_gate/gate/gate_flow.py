@@ -156,7 +156,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
         phases.run("your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on))
     else:
-        phases.run("scope of the findings", lambda: scope.apply_options(report, options.scope, packages, usage=not refused))
+        phases.run("scope of the findings", lambda: assemble.with_scope(report, scope.apply_options(report, options.scope, packages, usage=not refused)))
     phases.run("speed readings", lambda: assemble.with_speed(report, learned.speed))
     if options.upstream_tests and not refused:
         phases.run("upstream tests cross-run (--upstream-tests)",

@@ -402,11 +402,14 @@ def summary(findings: Iterable[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ...]) -> dict[str, Any]:
+def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
     """:func:`attribute` with what the report's environments say: the
     composition probe of both (``optax_gate.gate.team_code.composition``), the
-    baseline's static surface (aliases, defaults). A probe that cannot run
-    is a note (uses through composition are then not seen)."""
+    baseline's static surface (aliases, defaults). The report's findings get
+    their attribution in place (``scope.apply_options`` hands it copies).
+    Returns the report's ``attribution`` section (``{"composition":
+    {"constructors", "errors"}, "lines": :func:`summary`}``) and its notes: a
+    probe that cannot run is a note (uses through composition are then not seen)."""
     reached, errors, passes = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
     site = (report.get("baseline") or {}).get("site_packages")
     entries = surface.cached_surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
@@ -414,8 +417,7 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
     attribute(report, scan, Known(reached, targets, signatures, passes))
-    report["attribution"] = {"composition": {"constructors": len(reached), "errors": errors}, "lines": summary(report.get("findings") or [])}
-    if errors:
-        report.setdefault("notes", []).append("--usage: what the constructors are built from could not be probed ("
-                                              + "; ".join(errors) + "): lines reached only through composition are not named")
-    return report
+    section = {"composition": {"constructors": len(reached), "errors": errors}, "lines": summary(report.get("findings") or [])}
+    notes = (["--usage: what the constructors are built from could not be probed (" + "; ".join(errors)
+              + "): lines reached only through composition are not named"] if errors else [])
+    return section, notes

@@ -32,17 +32,20 @@ closed), and the broken rows beyond the contracts (surface, dependencies,
 warnings: already scoped to the team's code by ``--usage``) keep their say.
 
 Another source of evidence (the traced run) sets the scope of each finding
-with :func:`set_scope` and then calls :func:`apply` with its ``by`` name.
+with :func:`set_scope` and then calls :func:`scoped` with its ``by`` name;
+``optax_gate.gate.assemble.with_scope`` puts the result into the report.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.team_code import call_sites
-from optax_gate.gate.judge import verdict
 
 SCOPES = ("yours", "elsewhere")
 #: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
@@ -102,8 +105,34 @@ def split(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[
     return [f for f in found if is_yours(f)], [f for f in found if not is_yours(f)]
 
 
-def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None) -> dict[str, Any]:
-    """Scope the report's verdict.
+@dataclasses.dataclass(frozen=True)
+class Scoped:
+    """The scope of a report's findings (:func:`scoped`), for
+    ``optax_gate.gate.assemble.with_scope`` to put into the report:
+    ``findings``, copies of the report's findings, each with its ``scope``,
+    the team's first (their order kept within each group), numbered from 1;
+    ``section``, the report's ``scope`` (``{"by", "fail_on", "elsewhere",
+    "broken_elsewhere"}``); ``reword``, the change of the verdict's reasons
+    that names the findings holding the broken rows beyond the contracts
+    (None: none); ``reasons`` and ``falls_to``, the verdict rescoped to the
+    team's findings (``verdict.rescoped``; ``reasons`` None: the verdict
+    stays); ``notes``; ``unsure``, the reasons a passing verdict becomes
+    ``not-verified`` for rows beyond the contracts the gate cannot tell;
+    ``attribution``, the report's ``attribution`` section (``--usage``:
+    ``attribution.for_report``; None without it)."""
+
+    findings: list[dict[str, Any]]
+    section: dict[str, Any]
+    reword: Callable[[str], str] | None = None
+    reasons: list[str] | None = None
+    falls_to: str | None = None
+    notes: tuple[str, ...] = ()
+    unsure: tuple[str, ...] = ()
+    attribution: dict[str, Any] | None = None
+
+
+def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = None) -> Scoped | None:
+    """The scope of the report's verdict (the report is read, not changed; None when it has no findings list).
 
     Args:
       report: a report whose findings may carry a ``scope`` (set by
@@ -113,43 +142,42 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
       by: what set the scopes (``usage``, ``run``), or None when nothing did:
         then every finding is ``yours``.
 
-    Returns ``report``, changed in place: every finding gets ``scope``; the
-    findings are ordered yours first (their order kept within each group) and
-    renumbered from 1; ``report["scope"] = {"by", "fail_on", "elsewhere",
-    "broken_elsewhere"}``; the verdict and reasons as the module docstring says.
+    Returns the :class:`Scoped` findings, section and verdict, as the module docstring says.
 
     Raises:
       ValueError: ``fail_on`` is not one of :data:`FAIL_ON`.
     """
     if fail_on not in FAIL_ON:
         raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
-    found = report.get("findings")
-    if not isinstance(found, list):
-        return report
-    for f in found:
-        if by is None or "scope" not in f:
-            f["scope"] = "yours"
+    given = report.get("findings")
+    if not isinstance(given, list):
+        return None
+    found = []
+    for f in given:
+        g = dict(f)
+        if by is None or "scope" not in g:
+            g["scope"] = "yours"
             if by is None:
-                f.pop("scope_why", None)
+                g.pop("scope_why", None)
+        found.append(g)
     yours, elsewhere = split(found)
-    found[:] = yours + elsewhere
-    for number, f in enumerate(found, 1):
-        f["number"] = number
-    _name_beyond(report, found)
+    found = [{**f, "number": number} for number, f in enumerate(yours + elsewhere, 1)]
+    reword = _naming(found)
+    reasons_now = [reword(r) if reword else r for r in report.get("reasons", [])]
     contracts = [f for f in found if f.get("section", "contracts") == "contracts" and broken_rows(f)]
     counted = contracts if fail_on == "all" else [f for f in contracts if is_yours(f)]
     left_out = sum(broken_rows(f) for f in contracts if f not in counted)
-    report["scope"] = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
+    section = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
     own = {r.get("id") for r in report.get("contracts") or [] if isinstance(r, dict) and r.get("team")}
     unscanned = {n["path"]: n["reason"] for n in (report.get("usage") or {}).get("not_scanned") or []}
+    unsure = tuple(_unsure_beyond(report, by, unscanned))
     undecided_ = [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
     if report.get("verdict") != "fail" or not (left_out or undecided_):
-        _unscanned_beyond(report, by, unscanned)
-        return report
+        return Scoped(found, section, reword, unsure=unsure)
     # the sixth trial: "where your code goes (run): … which your run does not reach" read as a contradiction
     unreached = [f for f in counted if f not in undecided_ and by == "run" and f.get("breaks_unreached")]
     sure = [f for f in counted if f not in undecided_ and f not in unreached]
-    others = [r for r in report.get("reasons", []) if not _CONTRACTS_BROKEN.match(r)]
+    others = [r for r in reasons_now if not _CONTRACTS_BROKEN.match(r)]
     head = []
     for group, words in ((sure, f"where your code goes ({by})"), (unreached, "at lines of your code that your run does not reach")):
         if group:
@@ -159,14 +187,12 @@ def apply(report: dict[str, Any], fail_on: str = "broken", by: str | None = None
         head.append(f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
                     f"{_where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
                     "the gate with --run (your training command) decides")
-    verdict.rescoped(report, head + others, falls_to)
+    notes: tuple[str, ...] = ()
     if left_out:
-        report.setdefault("notes", []).append(
-            f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
-                                                  if by == "run" else f"where your code does not go ({by})")
-            + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)")
-    _unscanned_beyond(report, by, unscanned)
-    return report
+        notes = (f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
+                                                       if by == "run" else f"where your code does not go ({by})")
+                 + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)",)
+    return Scoped(found, section, reword, head + others, falls_to, notes, unsure)
 
 
 def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False) -> list[str]:
@@ -185,7 +211,7 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
     that is not a call (an alias passed on, an annotation), a file not
     scanned that names its APIs (``not_scanned``: path -> why), a file that
     could not be read at all. A finding holding a contract of the team's own
-    (``gate --contracts``) is not this: :func:`apply` leaves it out.
+    (``gate --contracts``) is not this: :func:`scoped` leaves it out.
     ``brief``: the files not scanned by name only (the verdict's reason says
     why once, :func:`_files_not_scanned`).
     """
@@ -224,17 +250,18 @@ def _files_not_scanned(found: list[dict[str, Any]], unscanned: dict[str, str]) -
     return out + (f"; {unread}" if unread else "")
 
 
-def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[str, str]) -> None:
+def _unsure_beyond(report: Mapping[str, Any], by: str | None, unscanned: dict[str, str]) -> list[str]:
     """The one rule beyond the contracts: an API surface or dependency change that your code may meet
     but the gate cannot tell (its row reads ``cannot-tell``: only a file not scanned may meet it, or a
     package your project declares and the gate did not install may bring a removed one) makes a
-    passing verdict ``not-verified``, saying why."""
-    if by != "usage" or report.get("verdict") not in ("pass", "not-verified"):
-        return
+    passing verdict ``not-verified``: the reasons that say why (``optax_gate.gate.assemble.with_scope``
+    adds them to a verdict that is not ``fail``)."""
+    if by != "usage":
+        return []
     rows = [r for name in ("surface", "dependencies") for r in (report.get(name) or {}).get("rows") or []
             if r.get("verdict") == "cannot-tell" and (r.get("not_scanned") or r.get("may_come_with"))]
     if not rows:
-        return
+        return []
     files = list(dict.fromkeys(p for r in rows for p in r.get("not_scanned") or []))
     said = []
     if files:
@@ -250,23 +277,24 @@ def _unscanned_beyond(report: dict[str, Any], by: str | None, unscanned: dict[st
                 f"{', '.join(r['may_come_with'][:3])}{' and more' if len(r['may_come_with']) > 3 else ''} (see Dependencies), "
                 f"which the gate did not install and which may bring it: cannot tell "
                 "(--candidate-lock with your own lock decides)")
-    verdict.at_least(report, "not-verified", said)
+    return said
 
 
 _BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?$")
 _SECTIONS = ("surface", "dependencies", "warnings")
 
 
-def _name_beyond(report: dict[str, Any], found: list[dict[str, Any]]) -> None:
+def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
     """The verdict's "beyond the contracts: N … broken" names the findings that
     hold those rows (``in F1, F2``): joined to the contracts of their cause
     (``causes.merge``), the fourth trial read one cause counted twice, "2 in
-    F2" and "1 API surface finding broken"."""
+    F2" and "1 API surface finding broken". The rewording of a reason, or None when no finding holds such a row."""
     holding = [f["number"] for f in found if
                (f.get("section") in _SECTIONS and f.get("change") == "broken")
                or any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in f.get("parts") or [])]
-    if holding:
-        verdict.reworded(report, lambda reason: f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})" if (m := _BEYOND.match(reason)) else reason)
+    if not holding:
+        return None
+    return lambda reason: f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})" if (m := _BEYOND.match(reason)) else reason
 
 
 def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None) -> str:
@@ -328,22 +356,29 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
     return decide
 
 
-def apply_options(report: dict[str, Any], options: ScopeOptions, packages: tuple[str, ...], by: str | None = None,
-                  usage: bool = True) -> dict[str, Any]:
-    """:func:`apply` with the gate's scope options: ``--usage``
+def apply_options(report: Mapping[str, Any], options: ScopeOptions, packages: tuple[str, ...], by: str | None = None,
+                  usage: bool = True) -> Scoped | None:
+    """:func:`scoped` with the gate's scope options: ``--usage``
     (``options.usage_scan``) attributes each finding's call sites
     (``optax_gate.gate.team_code.attribution``, against the API surface of
     ``packages``) and scopes the findings not yet scoped
     (:func:`usage_decision`; ``usage=False``: a refused run, which judged
     nothing of the team's code), ``--fail-on`` (``options.fail_on``). ``by``:
     the evidence that already scoped the findings (``run``), if any; then
-    ``--usage`` is not consulted."""
+    ``--usage`` is not consulted. The report is read, not changed: the
+    findings are attributed and scoped on copies (the result's ``attribution``)."""
     scan = options.usage_scan if usage else None
-    if scan is not None and isinstance(report.get("findings"), list):
+    view = {**report, "findings": copy.deepcopy(report["findings"])} if isinstance(report.get("findings"), list) else dict(report)
+    attributed: dict[str, Any] | None = None
+    notes: list[str] = []
+    if scan is not None and isinstance(view.get("findings"), list):
         from optax_gate.gate.team_code import attribution
-        attribution.for_report(report, scan, packages)
+        attributed, notes = attribution.for_report(view, scan, packages)
     if by is None and scan is not None:
         by = "usage"
         unread = ", ".join(f"`{n.path}`: {n.reason}" for n in scan.not_scanned if n.content is None)
-        scope_findings(report, usage_decision(unread))
-    return apply(report, options.fail_on or "broken", by)
+        scope_findings(view, usage_decision(unread))
+    result = scoped(view, options.fail_on or "broken", by)
+    if result is None:
+        return None
+    return dataclasses.replace(result, attribution=attributed, notes=(*notes, *result.notes))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Any
 
+from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import divergence
 
 
@@ -103,7 +107,7 @@ def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[
     return out
 
 
-def _reached(report: dict[str, Any], team: dict[str, Any]) -> dict[str, set[str]]:
+def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[str]]:
     """Public path -> the public callables it is built from, by the composition
     probe of the report's environments; {} when no cause of the team's run
     ``team`` needs it (none came through an ``nnx.Optimizer``) or the probe cannot run."""
@@ -126,7 +130,7 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def _explaining(report: dict[str, Any], team: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+def _explaining(report: Mapping[str, Any], team: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
     """Per site of a cause of the team's run ``team`` (in order): (site, its
     causes, the report's findings on the same APIs that explain it): those whose cause shares words with the change
     (a dtype, an error, an argument's name), at least half as many as the best
@@ -168,7 +172,7 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
                                                   if s not in moved and (by_value is None or s in by_value)]}
 
 
-def affected(report: dict[str, Any], team: dict[str, Any]) -> list[dict[str, Any]]:
+def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's "Your code" lines: per site of a cause of the team's run ``team`` (in order), its
     APIs, what changed there (the causes' texts, largest ULP error) and the
     findings that explain it (their numbers, :func:`_explaining`)."""
@@ -182,7 +186,7 @@ def affected(report: dict[str, Any], team: dict[str, Any]) -> list[dict[str, Any
     return lines
 
 
-def _point_sites(report: dict[str, Any], team: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[dict[str, Any]]) -> None:
     """Tie the findings' call sites to the lines where the run diverges ("Your code").
 
     - A finding the run put elsewhere: the API surface's word on a line
@@ -260,39 +264,53 @@ def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
     return [w for w in finding.get("your_code") or [] if str(notes.get(w, "")).startswith("breaks")]
 
 
-def apply(report: dict[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
-    """Scope the report's findings by the team's run ``team_run`` (its section;
-    see the module docstring): the findings are scoped (``scope.apply``, ``by`` run)
-    and tied to the lines where the run diverges. Returns the run's section, ``team_run``
-    (not changed) with ``affected``, the "Your code" lines; ``optax_gate.gate.assemble.with_team_run``
-    puts it into the report with the verdict it gives (:func:`of_team_run`: a run that broke or
-    diverged fails the gate, one not verified makes it not verified)."""
-    from optax_gate.gate.team_code import scope
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """The team's run judged against the report (:func:`apply`): ``section``, the run's section
+    (``team_run`` with ``affected``, the "Your code" lines); ``scoped``, the report's findings scoped
+    by the run (``scope.scoped``; None for a run not verified, which scopes nothing, or a report
+    without findings)."""
 
-    outcome = team_run["outcome"]
-    if outcome != "not-verified":
-        apis = cause_apis(team_run, _reached(report, team_run))
-        explaining = {id(f) for _, _, related in _explaining(report, team_run) for f in related}
-        for f in report.get("findings") or []:
-            if f.get("section", "contracts") != "contracts":
-                continue
-            hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
-            breaks = _breaks_unreached(f)
-            if hit and id(f) in explaining:
-                scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
-            elif breaks:  # its API surface part breaks a line of theirs: that sets the verdict, so the finding is theirs
-                f["breaks_unreached"] = breaks
-                scope.set_scope(f, "yours", f"its API surface change breaks your line{'s' if len(breaks) > 1 else ''} "
-                                            f"{', '.join(breaks)}, which your run does not reach: it fails when called")
-            elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
-                scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
-            else:
-                scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
-        scope.apply(report, fail_on, "run")
-    section = {**team_run, "affected": affected(report, team_run)}
-    if outcome != "not-verified":
-        _point_sites(report, team_run, section["affected"])
-    return section
+    section: dict[str, Any]
+    scoped: scope.Scoped | None
+
+
+def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> Judged:
+    """Scope the report's findings by the team's run ``team_run`` (its section;
+    see the module docstring): the findings are scoped (``scope.scoped``, ``by`` run)
+    and tied to the lines where the run diverges; the report and ``team_run`` are read, not
+    changed (the findings are scoped on copies). ``optax_gate.gate.assemble.with_team_run`` puts
+    the :class:`Judged` result into the report with the verdict the run gives (:func:`of_team_run`:
+    a run that broke or diverged fails the gate, one not verified makes it not verified).
+
+    Raises:
+      ValueError: ``fail_on`` is not one of ``scope.FAIL_ON``.
+    """
+    if team_run["outcome"] == "not-verified":
+        return Judged({**team_run, "affected": affected(report, team_run)}, None)
+    view = {**report, "findings": copy.deepcopy(report["findings"])} if isinstance(report.get("findings"), list) else dict(report)
+    apis = cause_apis(team_run, _reached(view, team_run))
+    explaining = {id(f) for _, _, related in _explaining(view, team_run) for f in related}
+    for f in view.get("findings") or []:
+        if f.get("section", "contracts") != "contracts":
+            continue
+        hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
+        breaks = _breaks_unreached(f)
+        if hit and id(f) in explaining:
+            scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
+        elif breaks:  # its API surface part breaks a line of theirs: that sets the verdict, so the finding is theirs
+            f["breaks_unreached"] = breaks
+            scope.set_scope(f, "yours", f"its API surface change breaks your line{'s' if len(breaks) > 1 else ''} "
+                                        f"{', '.join(breaks)}, which your run does not reach: it fails when called")
+        elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
+            scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
+        else:
+            scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
+    scoped = scope.scoped(view, fail_on, "run")
+    after = {**view, "findings": scoped.findings} if scoped is not None else view
+    section = {**team_run, "affected": affected(after, team_run)}
+    _point_sites(after, team_run, section["affected"])  # on the scoped copies
+    return Judged(section, scoped)
 
 
 def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
