@@ -126,13 +126,13 @@ _boom = types.FunctionType(_boom.__code__, vars(_module), "_boom")
 
 
 LATE = {
-    "surface and dependency diff": (_raise_in("diffs.unseen", "surface boom") + "_module.attach = _boom\n", (),
+    "surface and dependency diff": (_raise_in("diffs.unseen", "surface boom") + "_module.beyond = _boom\n", (),
                                     "gate error in the API surface, warnings and dependency diff: RuntimeError: surface boom"),
     # the --usage files are scanned before anything runs (a bad file is listed, never fatal); what runs
     # late is matching the uses against the surface diff and naming the call sites on each finding
     "usage matching": (_raise_in("team_code.usage", "match boom") + "_module.imported_modules = _boom\n", ("--usage", "tests/meta/fake_team"),
                        "gate error in the API surface, warnings and dependency diff: usage matching (--usage): RuntimeError: match boom"),
-    "call sites": (_raise_in("team_code.call_sites", "sites boom") + "_module.annotate = _boom\n", ("--usage", "tests/meta/fake_team"),
+    "call sites": (_raise_in("team_code.call_sites", "sites boom") + "_module.annotated = _boom\n", ("--usage", "tests/meta/fake_team"),
                    "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom"),
     "speed readings": (_raise_in("speed.speed", "timer boom") + "_module.measure = _boom\n", (),
                        "gate error in the speed readings: RuntimeError: timer boom"),
@@ -199,7 +199,7 @@ setattr(importlib.import_module("optax_gate.gate.{module}"), {name!r}, _stop)
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize(("module", "name"), [("speed.speed", "measure"), ("diffs.unseen", "attach")])
+@pytest.mark.parametrize(("module", "name"), [("speed.speed", "measure"), ("diffs.unseen", "beyond")])
 def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tmp_path, module, name, sig):
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0
