@@ -245,7 +245,8 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
     report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
     assemble.with_team_run(report, run)
-    assert decay["scope"] == "yours" and other["scope"] == "elsewhere"
+    scopes = {f["api"]: (f["number"], f["scope"]) for f in report["findings"]}  # the scoped copies
+    assert scopes == {"optax.add_decayed_weights": (1, "yours"), "optax.huber_loss": (2, "elsewhere")}, scopes
     assert report["team_run"]["affected"][0]["findings"] == [1]
 
 
