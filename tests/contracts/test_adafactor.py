@@ -6,7 +6,7 @@ Sublinear Memory Cost", Algorithm 4 (a factored matrix: row and column
 statistics, ``V = R C / (1^T R)``) and Algorithm 5 (an unfactored leaf), with
 the increasing decay ``1 - t**-0.8``, update clipping ``d = 1`` and the
 relative step ``max(1e-3, RMS(p)) * lr``; the float64 reference is
-``kit.references_optimizers.adafactor_trajectory``. Source read: optax 0.2.6
+``kit.references.optimizers.adafactor_trajectory``. Source read: optax 0.2.6
 ``optax/_src/alias.py`` (``adafactor`` = ``chain(scale_by_factored_rms,
 clip_by_block_rms(1.0), scale_by_learning_rate(lr, flip_sign=False),
 scale_by_param_block_rms(), scale(-1))`` with the defaults),
@@ -34,8 +34,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, tolerances, trajectories
-from optax_gate.kit import references_optimizers as ref
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.references import core as references
+from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 from optax_gate.kit.jit_parity import updates_only

@@ -3,7 +3,7 @@
 Source: Kingma & Ba 2015, "Adam: A Method for Stochastic Optimization",
 Algorithm 1, with Optax's documented placement of ``eps`` (outside the square
 root) and ``eps_root`` (inside), and Dozat 2016 for ``nesterov``; the float64
-reference is ``kit.references_optimizers.adam_trajectory``. Source read: optax
+reference is ``kit.references.optimizers.adam_trajectory``. Source read: optax
 0.2.6 ``optax/_src/alias.py`` (``adam`` = ``chain(scale_by_adam,
 scale_by_learning_rate)``), ``optax/_src/transform.py`` (``scale_by_adam``:
 ``mu`` cast to ``mu_dtype`` after each step, ``nu`` never cast; the count an
@@ -32,8 +32,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, tolerances, trajectories
-from optax_gate.kit import references_optimizers as ref
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.references import core as references
+from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 

@@ -5,7 +5,7 @@ Source: Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization",
 Algorithm 2, with Optax's documented scaling (``adamw`` docstring: "this
 weight decay is multiplied with the learning rate ... different from
 (Loshchilov et al, 2019)"); the float64 reference is
-``kit.references_optimizers.adam_trajectory(weight_decay=..., decay_mask=...)``.
+``kit.references.optimizers.adam_trajectory(weight_decay=..., decay_mask=...)``.
 Source read: optax 0.2.6 ``optax/_src/alias.py`` (``adamw`` =
 ``chain(scale_by_adam, add_decayed_weights(weight_decay, mask),
 scale_by_learning_rate)``) and ``optax/_src/transform.py``
@@ -30,8 +30,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, tolerances, trajectories
-from optax_gate.kit import references_optimizers as ref
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.references import core as references
+from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 from optax_gate.kit.jit_parity import updates_only

@@ -4,7 +4,7 @@ Source: Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms",
 Algorithm 2 (Lion): ``c = b1 m + (1 - b1) g``, update ``-lr (sign(c) + wd p)``,
 then ``m = b2 m + (1 - b2) g``; Optax multiplies the decay by the learning rate
 (``lion`` docstring). The float64 reference is
-``kit.references_optimizers.lion_trajectory``. Source read: optax 0.2.6
+``kit.references.optimizers.lion_trajectory``. Source read: optax 0.2.6
 ``optax/_src/alias.py`` (``lion`` = ``chain(scale_by_lion, add_decayed_weights,
 scale_by_learning_rate)``, defaults b1 = 0.9, b2 = 0.99, weight_decay = 1e-3)
 and ``optax/_src/transform.py`` (``scale_by_lion``: ``mu`` cast to
@@ -27,8 +27,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, trajectories
-from optax_gate.kit import references_optimizers as ref
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, trajectories
+from optax_gate.kit.references import core as references
+from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 from optax_gate.kit.jit_parity import updates_only

@@ -3,7 +3,7 @@
 ``l2_loss``, ``squared_error`` and ``huber_loss`` (top-level ``optax.*``).
 
 Expected values and gradients come from
-``optax_gate.kit.references_losses``: float64 NumPy formulas of each loss and
+``optax_gate.kit.references.losses``: float64 NumPy formulas of each loss and
 of its closed-form derivative, evaluated on the inputs *as cast* to the dtype
 under test. Each test is marked with the one API it pins.
 
@@ -61,7 +61,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from optax_gate.kit import jit_parity, pinned
-from optax_gate.kit import references_losses as ref
+from optax_gate.kit.references import losses as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
 
 SOURCES = {

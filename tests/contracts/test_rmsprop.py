@@ -3,7 +3,7 @@
 Source: Hinton 2012, "Neural Networks for Machine Learning", lecture 6e
 (RMSProp), and Graves 2013, "Generating Sequences With Recurrent Neural
 Networks", eqs. 38-41 (centered, with momentum applied after the learning
-rate); the float64 reference is ``kit.references_optimizers.rmsprop_trajectory``.
+rate); the float64 reference is ``kit.references.optimizers.rmsprop_trajectory``.
 Source read: optax 0.2.6 ``optax/_src/alias.py`` (``rmsprop`` =
 ``chain(scale_by_rms or scale_by_stddev, scale_by_learning_rate, trace or
 identity)``: the momentum trace comes *after* the learning rate) and
@@ -30,8 +30,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, guides, jit_parity, pinned, references, strategies, trajectories
-from optax_gate.kit import references_optimizers as ref
+from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, trajectories
+from optax_gate.kit.references import core as references
+from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 

@@ -4,7 +4,7 @@
 
 A schedule maps a step count (a Python int, or the int32 ``count`` an optimizer
 state carries) to a hyperparameter value. Expected values come from
-``optax_gate.kit.references_schedules``: float64 formulas written from each
+``optax_gate.kit.references.schedules``: float64 formulas written from each
 schedule's documented formula (docstring math blocks and argument texts).
 Each test is marked with the one API it pins (per-test ``contract`` marker).
 
@@ -51,7 +51,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import pinned, recompilation
-from optax_gate.kit import references_schedules as ref
+from optax_gate.kit.references import schedules as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 
 #: The source label of each API: the documented formula the reference encodes.

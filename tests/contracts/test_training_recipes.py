@@ -30,7 +30,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, jit_parity, pinned, references_wrappers, strategies, tolerances, trajectories
+from optax_gate.kit import dtypes, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, signature, to_jax
 from optax_gate.kit.jit_parity import updates_only

@@ -21,7 +21,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from optax_gate.kit import dtypes, jit_parity, references, references_wrappers, strategies, trajectories
+from optax_gate.kit import dtypes, jit_parity, strategies, trajectories
+from optax_gate.kit.references import core as references
+from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 

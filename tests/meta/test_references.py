@@ -3,7 +3,7 @@ contract that agrees with both is checked twice, independently)."""
 
 import numpy as np
 
-from optax_gate.kit import references
+from optax_gate.kit.references import core as references
 
 
 def test_clip_reference_gives_guide_000_numbers():
@@ -40,7 +40,7 @@ def test_masked_decay_and_multi_steps_references():
 
 def test_optimizer_references_give_the_hand_computed_golden_values():
     """The numbers the optimizer contracts' golden tests derive by hand."""
-    from optax_gate.kit import references_optimizers as ro
+    from optax_gate.kit.references import optimizers as ro
 
     _, (u1, u2) = ro.adam_trajectory([np.zeros(2)], [[np.array([5.0, -5.0])], [np.array([1.0, -1.0])]], 0.1, b1=0.5, b2=0.5, eps=0.0)
     np.testing.assert_allclose(np.concatenate([u1[0], u2[0]]), [-0.1, 0.1, -7 / 90, 7 / 90], rtol=1e-14)

@@ -4,8 +4,8 @@ closed-form numbers by themselves."""
 import numpy as np
 import pytest
 
-from optax_gate.kit import references_wrappers as rw
-from optax_gate.kit import references_optimizers as ro
+from optax_gate.kit.references import wrappers as rw
+from optax_gate.kit.references import optimizers as ro
 
 
 def test_zero_nans_and_clip_references():

@@ -16,7 +16,7 @@ def to_jax(tree: Any, dtype: Any = jnp.float32) -> Any:
 
 def leaves64(tree: Any) -> list[np.ndarray]:
     """The leaves of ``tree`` (None leaves dropped) as float64 NumPy arrays, in
-    ``jax.tree.leaves`` order; the input of ``optax_gate.kit.references``."""
+    ``jax.tree.leaves`` order; the input of ``optax_gate.kit.references.core``."""
     return [np.asarray(x, dtype=np.float64) for x in jax.tree.leaves(tree)]
 
 

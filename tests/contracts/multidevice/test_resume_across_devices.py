@@ -29,7 +29,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from optax_gate.kit import guides, multidevice, references, trajectories
+from optax_gate.kit import guides, multidevice, trajectories
+from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import leaves64, to_jax
 

@@ -16,7 +16,7 @@ by ``tree_zeros_like(params)``), ``optax/transforms/_accumulation.py``
 
 Inputs: params ``{"bias": (4,) P("model"), "kernel": (8, 4) P("data", "model")}``
 float32, gradients of the same layout, four steps. Outputs: states, updates
-and params, compared with float64 NumPy references (``kit/references.py``,
+and params, compared with float64 NumPy references (``kit/references/core.py``,
 formula per set-up) and with the same program run on one device.
 
 What the baseline does, pinned: eager ``tx.init`` keeps each param's sharding
@@ -36,7 +36,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from optax_gate.kit import multidevice, pinned, references, tolerances, trajectories
+from optax_gate.kit import multidevice, pinned, tolerances, trajectories
+from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE
 from optax_gate.kit.trees import leaves64, to_jax
 
@@ -66,7 +67,7 @@ def optimizer(setup: str):
 
 def reference(setup: str, params: list[np.ndarray], grads: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
     """Float64 params after each step (leaf order bias, kernel), from each
-    set-up's formula in ``kit/references.py``."""
+    set-up's formula in ``kit/references/core.py``."""
     if setup == "sgd-momentum":
         return references.sgd_trajectory(params, grads, LR, momentum=0.9)
     if setup == "adamw":

@@ -4,7 +4,7 @@ Each function is written from the published algorithm (cited per function),
 with Optax's documented choices where the paper leaves room (where ``eps`` sits,
 how weight decay is scaled), and computes in float64 whatever the input dtype.
 PyTrees are given as flat lists of leaves (``jax.tree.leaves``), as in
-``optax_gate.kit.references``; hyperparameters may be constants or schedules of
+``optax_gate.kit.references.core``; hyperparameters may be constants or schedules of
 the step (0 for the first update, ``references.at``).
 
 Every trajectory function returns ``(params, updates)``: two lists with one
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from optax_gate.kit.references import Hyper, Leaves, at
+from optax_gate.kit.references.core import Hyper, Leaves, at
 
 Trajectory = tuple[list[list[np.ndarray]], list[list[np.ndarray]]]
 

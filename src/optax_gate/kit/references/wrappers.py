@@ -1,7 +1,7 @@
 """Float64 NumPy references of Optax's robustness wrappers and of the training
 recipe teams run (AdamW + warmup-cosine + global-norm clipping).
 
-Same rules as :mod:`optax_gate.kit.references`: each function is written from
+Same rules as :mod:`optax_gate.kit.references.core`: each function is written from
 the formula or the documented behaviour it cites, not from Optax's source, and
 computes in float64 whatever the input dtype. PyTrees are given as flat lists
 of leaves (``jax.tree.leaves``), so this module needs NumPy only.
@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from optax_gate.kit.references import Hyper, Leaves, clip_by_global_norm
-from optax_gate.kit.references_optimizers import adam_trajectory
+from optax_gate.kit.references.core import Hyper, Leaves, clip_by_global_norm
+from optax_gate.kit.references.optimizers import adam_trajectory
 
 __all__ = [
     "zero_nans", "clip", "apply_if_finite", "warmup_cosine_decay", "adamw_recipe",
@@ -104,7 +104,7 @@ def adamw_recipe(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate
     Per step ``k`` (0 for the first): the gradient is clipped by its global
     norm to ``max_norm`` (Pascanu et al. 2013, Algorithm 1; skipped when None),
     the Adam direction ``d`` is taken (``t = k + 1``; the one Adam reference,
-    :func:`optax_gate.kit.references_optimizers.adam_trajectory`), the
+    :func:`optax_gate.kit.references.optimizers.adam_trajectory`), the
     decoupled weight decay is added and both are scaled by the learning rate:
     ``p <- p - lr_k * (d + wd * p)`` (Loshchilov & Hutter 2019, Algorithm 2,
     with the decay multiplied by the learning rate as Optax documents for
