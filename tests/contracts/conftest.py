@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.kit import dtypes, surface_generated
+from optax_gate.kit import dtypes
+from optax_gate.kit.surface import generated as surface_generated
 
 #: Every public callable of this environment's optax that no hand-written
 #: table knows gets generated entries before the contract modules read the
-#: tables (``optax_gate.kit.surface_generated``).
+#: tables (``optax_gate.kit.surface.generated``).
 surface_generated.install()
 
 

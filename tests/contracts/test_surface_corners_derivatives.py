@@ -1,5 +1,5 @@
 """Derivatives of every loss and schedule of the sweep with respect to each
-differentiable argument (``optax_gate.kit.surface_derivatives``; issue 40
+differentiable argument (``optax_gate.kit.surface.derivatives``; issue 40
 item 2): the sweep's own ``test_loss_grad`` checks the first argument only.
 
 ``test_loss_derivatives[api]``: for each floating array argument of the
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
-from optax_gate.kit.surface_derivatives import loss_record, losses, schedule_record, schedules
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.derivatives import loss_record, losses, schedule_record, schedules
 
 GUIDE = ("formula: forward and reverse mode agree, jvp(f)(x; d) = <grad f(x), d>; docs: optax 0.2.6 losses' and "
          "schedules' signatures (which arguments are arrays and floats)")

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit.surface_calls import CALLS, EXPECT
+from optax_gate.kit.surface.calls import CALLS, EXPECT
 from optax_gate.kit.corners.losses import loss_corners, loss_inputs, loss_outcomes
 
 GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes; JAX's jvp and grad"

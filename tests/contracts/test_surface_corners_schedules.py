@@ -23,9 +23,9 @@ import warnings
 
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit.surface_calls import CALLS
+from optax_gate.kit.surface.calls import CALLS
 from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT, schedule_record
 
 GUIDE = ("docs: optax 0.2.6 schedules' docstrings (optax/schedules/_schedule.py, _join.py): the arguments' meaning, "

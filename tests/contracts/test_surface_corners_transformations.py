@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
 from optax_gate.kit.corners.transformations import transformation_grid, transformation_record
 

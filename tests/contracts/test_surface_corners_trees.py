@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
 from optax_gate.kit.corners.trees import TREE_CALLS, TREES, tree_case_id, tree_outcome
 

@@ -1,5 +1,5 @@
 """Every transformation of the surface table inside each wrapper
-(``optax_gate.kit.surface_wrapped``: ``WRAPPERS``; issue 40 item 2).
+(``optax_gate.kit.surface.wrapped``: ``WRAPPERS``; issue 40 item 2).
 
 ``test_wrapped_corners[api]``: one eager step of the bare transformation and of
 it inside ``chain``, ``MultiSteps(every_k_schedule=1)``, ``apply_if_finite``,
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
-from optax_gate.kit.surface_wrapped import paths, record
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.wrapped import paths, record
 
 GUIDE = ("docs: optax 0.2.6 wrappers' docstrings: chain applies its transformations in sequence; MultiSteps applies "
          "the mean of every_k_schedule gradients; apply_if_finite applies the inner update when it is finite; masked "

@@ -3,7 +3,7 @@
 ``tests/contracts/test_surface_transformations.py`` initialised and updated
 once, eagerly, on the representative PyTree in bfloat16, float16, float64
 (under ``jax.enable_x64``) and complex64 (``surface_probe.VARIANT_DTYPES``,
-``optax_gate.kit.surface_probe.variant_tree``).
+``optax_gate.kit.surface.probe.variant_tree``).
 
 ``test_init_update_dtype[path-dtype]``: the outcome (``ok``: the update has
 the params' structure, shapes and dtypes and is finite; else the first leaf
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit import surface_probe
-from optax_gate.kit.surface_table import TRANSFORMATIONS
+from optax_gate.kit.surface import probe as surface_probe
+from optax_gate.kit.surface.table import TRANSFORMATIONS
 
 GUIDE = "docs: optax 0.2.6 GradientTransformation protocol (optax/_src/base.py): updates shaped and typed as the params"
 CONTRACTED = [e for e in TRANSFORMATIONS.values() if not e.left_out]

@@ -1,5 +1,5 @@
 """Generated edge-input snapshots of every loss of the sweep
-(``optax_gate.kit.surface_calls``: the losses ``test_surface_sweep.py`` calls
+(``optax_gate.kit.surface.calls``: the losses ``test_surface_sweep.py`` calls
 directly).
 
 ``test_loss_edge[path-edge]``: the loss called eagerly on its sweep inputs
@@ -29,10 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit import surface_build
-from optax_gate.kit.surface_calls import CALLS, EXPECT, LOGITS, TARGET_ARG
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface.calls import CALLS, EXPECT, LOGITS, TARGET_ARG
 from optax_gate.kit.corners.losses import sweep_inputs
 
 GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes"

@@ -1,6 +1,6 @@
 """Generated contracts of the whole public surface beyond the transformations:
 every public name is known to the tables, and every public callable is called
-once (``optax_gate.kit.surface_calls``).
+once (``optax_gate.kit.surface.calls``).
 
 - ``test_known[path]``: each public callable of the environment's optax (and
   each path the tables name) is in the tables, and an alias is still the same
@@ -32,9 +32,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate.kit import surface_build, surface_enum, surface_generated, tolerances
-from optax_gate.kit.surface_calls import CALLS, EXPECT, LEFT_OUT, SCHEDULE_STEPS
-from optax_gate.kit.surface_table import BASELINE_OPTAX, TRANSFORMATIONS
+from optax_gate.kit import tolerances
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface import enumeration as surface_enum
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.calls import CALLS, EXPECT, LEFT_OUT, SCHEDULE_STEPS
+from optax_gate.kit.surface.table import BASELINE_OPTAX, TRANSFORMATIONS
 
 GUIDE = "docs: optax 0.2.6 public API (optax/__init__.py and each public sub-module's __init__.py)"
 CANONICAL = {**{p: p for p in TRANSFORMATIONS}, **{p: p for p in CALLS}, **{p: p for p in LEFT_OUT}}
@@ -72,7 +75,7 @@ def test_known(path):
         kind = generated.kinds.get(canonical) or surface_enum.classify(path, PUBLIC.get(path))
         if optax.__version__ == BASELINE_OPTAX:
             pytest.fail(f"{path} ({kind}) is public in the baseline but in no surface table: add it "
-                        "to optax_gate.kit.surface_table or surface_calls")
+                        "to optax_gate.kit.surface.table or surface_calls")
         if canonical in generated.by_hand:  # contracted by hand, beside the tables
             assert callable(surface_build.resolve(path)), f"{path} is no longer callable"
             return

@@ -1,5 +1,5 @@
 """Generated protocol and snapshot contracts for every public transformation
-factory of optax (``optax_gate.kit.surface_table.TRANSFORMATIONS``).
+factory of optax (``optax_gate.kit.surface.table.TRANSFORMATIONS``).
 
 Each API gets one contract per protocol property (``surface_probe.PROPERTIES``)
 plus two snapshots; the contract marker names the API, so the report groups
@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit import surface_edges, surface_probe, tolerances
-from optax_gate.kit.surface_table import TRANSFORMATIONS
+from optax_gate.kit import tolerances
+from optax_gate.kit.surface import edges as surface_edges
+from optax_gate.kit.surface import probe as surface_probe
+from optax_gate.kit.surface.table import TRANSFORMATIONS
 
 GUIDE = "docs: optax 0.2.6 GradientTransformation protocol (optax/_src/base.py), each factory's docstring"
 CONTRACTED = [e for e in TRANSFORMATIONS.values() if not e.left_out]

@@ -28,10 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate.kit import surface_generated
+from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit import surface_build, tolerances
-from optax_gate.kit.surface_calls import CALLS, EXPECT, SCHEDULE_STEPS
+from optax_gate.kit import tolerances
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface.calls import CALLS, EXPECT, SCHEDULE_STEPS
 
 GUIDE = "docs: JAX jax_enable_x64 (64-bit mode); optax 0.2.6 schedules' and losses' docstrings"
 #: The schedules and the losses the sweep calls directly (as ``test_surface_sweep.SCHEDULES``/``LOSSES``).

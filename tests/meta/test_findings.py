@@ -219,7 +219,7 @@ def test_a_long_failure_message_is_cut_at_a_word_end():
 
 
 def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
-    why = ("required parameter `fun` has no value by name in the generator (optax_gate.kit.surface_generated.VALUES, "
+    why = ("required parameter `fun` has no value by name in the generator (optax_gate.kit.surface.generated.VALUES, "
            "surface_build.by_name): a function, model or array layout of the caller's own")
     rows = [row("tests/contracts/test_surface_sweep.py::test_known[optax.microbatching.micro_grad]",
                 "Skipped: new, not contracted: optax.microbatching.micro_grad (other) is public in optax 0.2.8; no "

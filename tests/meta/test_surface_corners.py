@@ -7,7 +7,7 @@ from pathlib import Path
 
 from optax_gate.gate.judge import findings
 from optax_gate.kit.corners import losses, outcome, schedules, transformations, trees, wrappers
-from optax_gate.kit.surface_calls import CALLS
+from optax_gate.kit.surface.calls import CALLS
 
 
 def _row(cid, detail, api):
@@ -107,7 +107,7 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
     """One corner per degenerate value of each parameter the signature has;
     a value the sweep's call already gives is no corner; end_value (not in
     the table) gets none."""
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
     _sweep(monkeypatch, ((1.0,), {"transition_steps": 1}))
@@ -125,7 +125,7 @@ def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch):
     import jax.numpy as jnp
     import numpy as np
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
     _sweep(monkeypatch, ((1.0,), {"transition_steps": 1}))
@@ -145,7 +145,7 @@ def test_hyper_forms_convert_every_float_hyperparameter(monkeypatch):
 def test_schedule_outcomes_per_step_form(monkeypatch):
     """Each step form is its own line: a Python float, a NaN, a jit-only
     failure (int() of a traced step) and a build error read as such."""
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
     _sweep(monkeypatch, ((1.0,), {"transition_steps": 5}))
@@ -160,7 +160,7 @@ def test_schedule_outcomes_per_step_form(monkeypatch):
 
 
 def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch):
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
     out = schedules.schedule_outcomes("fake.schedule", "transition_steps=-1", {"init_value": 1.0, "transition_steps": -1})
@@ -171,7 +171,8 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     """Typed hyperparameters (when the factory has a floating one), each
     boolean flipped, each *_dtype option both ways, value corners for an entry
     that needs value=; verbose and the table's own arguments are no corner."""
-    from optax_gate.kit import surface_build, surface_table
+    from optax_gate.kit.surface import build as surface_build
+    from optax_gate.kit.surface import table as surface_table
 
     def factory(learning_rate, b1=0.9, nesterov=False, mu_dtype=None, verbose=False, flag=True):
         raise AssertionError("not built")
@@ -189,7 +190,7 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
 
 
 def test_every_transformation_has_a_grid_or_a_reason():
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     paths = set(transformations.transformation_paths())
     assert not paths & set(transformations.TRANSFORMATION_LEFT_OUT) and set(transformations.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
@@ -249,7 +250,7 @@ def test_a_schedule_corner_outcome_is_said_in_words():
 
 
 def test_a_sharded_corner_outcome_is_said_in_words():
-    """A sharded corner's line (``kit/surface_sharded.py``) reads in words: where each update leaf
+    """A sharded corner's line (``kit/surface/sharded.py``) reads in words: where each update leaf
     lives, the state's leaves counted per layout, and how the values compare with one device. The
     line is the baseline's own recorded one for ``optax.adam`` (read from its snapshot file)."""
     import yaml
@@ -269,7 +270,7 @@ def test_a_sharded_corner_outcome_is_said_in_words():
 def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
     """A line that would pass 79 characters (many state layouts and a long exception name) keeps its
     layout and counts, and the comparison goes to ``<key>/one_device``; a short one stays whole."""
-    from optax_gate.kit import surface_sharded
+    from optax_gate.kit.surface import sharded as surface_sharded
 
     long = "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12 1dev raises ConcretizationTypeError"
     out = surface_sharded.fit("corner.sharded_eager", long)
@@ -310,6 +311,6 @@ def test_apis_that_stop_raising_under_sharding_are_one_finding():
 def test_the_dtype_variant_keys_follow_the_kit():
     """``findings.DTYPE_VARIANTS`` is written out (the judge imports no JAX); it must name every
     dtype of ``surface_probe.VARIANT_DTYPES``, or a float16 drift would read as another cause."""
-    from optax_gate.kit import surface_probe
+    from optax_gate.kit.surface import probe as surface_probe
 
     assert findings.DTYPE_VARIANTS == tuple(f"init_update_{d}" for d in surface_probe.VARIANT_DTYPES)

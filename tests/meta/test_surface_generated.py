@@ -1,4 +1,4 @@
-"""Generated surface entries (``optax_gate.kit.surface_generated``): what the
+"""Generated surface entries (``optax_gate.kit.surface.generated``): what the
 generator makes of a signature and docstring, its reach over the pinned
 baseline's whole surface, and generated contracts that fail when the
 behaviour they pin moves (a real pytest run of the contracts, with optax.lion
@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.run import baseline_snapshots
-from optax_gate.kit import surface_calls, surface_enum, surface_generated, surface_table
+from optax_gate.kit.surface import calls as surface_calls
+from optax_gate.kit.surface import enumeration as surface_enum
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface import table as surface_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +118,7 @@ PLUGIN = '''
 import functools
 import os
 
-from optax_gate.kit import surface_table
+from optax_gate.kit.surface import table as surface_table
 
 # optax.lion as if no hand-written table knew it: the contracts' conftest generates its entry
 surface_table.TRANSFORMATIONS.pop("optax.lion")

@@ -3,7 +3,8 @@
 import re
 from pathlib import Path
 
-from optax_gate.kit import surface_calls, surface_table
+from optax_gate.kit.surface import calls as surface_calls
+from optax_gate.kit.surface import table as surface_table
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -55,7 +55,7 @@ def _public() -> dict[str, Any]:
     """Public path -> object, callables and classes of the enumerated modules."""
     import importlib
 
-    from optax_gate.kit import surface_enum
+    from optax_gate.kit.surface import enumeration as surface_enum
 
     out: dict[str, Any] = {}
     for name in surface_enum.modules():
@@ -85,7 +85,8 @@ def _code(obj: Any) -> Any:
 
 def _arguments(path: str, obj: Any) -> tuple[Any, dict[str, Any]] | str:
     """(builder or None, keyword arguments) to call ``obj`` with, or why it cannot be."""
-    from optax_gate.kit import surface_build, surface_table
+    from optax_gate.kit.surface import build as surface_build
+    from optax_gate.kit.surface import table as surface_table
 
     entry = next((e for e in surface_table.TRANSFORMATIONS.values() if path in (e.path, *e.aliases)), None)
     if entry is not None and entry.builder is not None:

@@ -87,7 +87,7 @@ ELEMENTWISE = 4
 INJECT_DRIFT = 50 * 4
 
 #: One step of an arbitrary public transformation (the generated surface
-#: contracts, ``optax_gate.kit.surface_probe``), float32, jit against eager:
+#: contracts, ``optax_gate.kit.surface.probe``), float32, jit against eager:
 #: XLA fuses and reorders a step's elementwise stages under ``jit``; a step of
 #: the surface is at most eight such stages (moments, bias correction, root,
 #: division, scaling, clipping, decay, the update) plus a norm over the

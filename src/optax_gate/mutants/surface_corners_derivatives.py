@@ -17,13 +17,13 @@ mutant = family("surface_corners_derivatives", "tests/contracts/test_surface_cor
 
 
 def _losses():
-    from optax_gate.kit.surface_derivatives import losses
+    from optax_gate.kit.surface.derivatives import losses
 
     return losses()
 
 
 def _schedules():
-    from optax_gate.kit.surface_derivatives import schedules
+    from optax_gate.kit.surface.derivatives import schedules
 
     return schedules()
 

@@ -21,7 +21,7 @@ _LENGTHS = ("transition_steps", "decay_steps", "warmup_steps")
 
 
 def _paths() -> list[str]:
-    from optax_gate.kit.surface_calls import CALLS
+    from optax_gate.kit.surface.calls import CALLS
     from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT
 
     return [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p not in SCHEDULE_LEFT_OUT]

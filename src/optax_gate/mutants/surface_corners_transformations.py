@@ -78,6 +78,6 @@ def negative_value_nan(optax):
                 return u
             return with_update(optax, orig(*args, **kwargs), change)
         return factory
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     return replace_paths([p for p in _paths() if "value" in TRANSFORMATIONS[p].needs], make)

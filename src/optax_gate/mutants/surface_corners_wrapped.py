@@ -76,7 +76,7 @@ def inject_bfloat16(optax):
 def empty_tree_raises(optax):
     import jax
 
-    from optax_gate.kit.surface_wrapped import paths
+    from optax_gate.kit.surface.wrapped import paths
 
     def make(orig, path):
         @functools.wraps(orig)

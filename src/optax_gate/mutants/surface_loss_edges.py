@@ -44,7 +44,7 @@ def zero_targets_nan(optax):
     import jax
     import jax.numpy as jnp
 
-    from optax_gate.kit.surface_calls import TARGET_ARG
+    from optax_gate.kit.surface.calls import TARGET_ARG
 
     def change(orig, path, args, kwargs):
         out = orig(*args, **kwargs)
@@ -73,7 +73,7 @@ def empty_mean(optax):
 def validates(optax):
     import jax.numpy as jnp
 
-    from optax_gate.kit.surface_calls import TARGET_ARG
+    from optax_gate.kit.surface.calls import TARGET_ARG
 
     def change(orig, path, args, kwargs):
         first, targets = jnp.asarray(args[0]), jnp.asarray(args[TARGET_ARG.get(path, 1)])

@@ -31,8 +31,8 @@ def replace_paths(paths, make) -> dict[str, Any]:
 
 
 def _canonical() -> list[str]:
-    from optax_gate.kit.surface_calls import CALLS, LEFT_OUT
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.calls import CALLS, LEFT_OUT
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     return [*TRANSFORMATIONS, *CALLS, *LEFT_OUT]
 
@@ -44,8 +44,8 @@ def removed(optax):
 
 @mutant("surface-sweep-alias-split", "every alias becomes a distinct wrapper of its canonical function")
 def alias_split(optax):
-    from optax_gate.kit.surface_calls import CALLS
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.calls import CALLS
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     aliases = [a for e in TRANSFORMATIONS.values() for a in e.aliases]
     aliases += [a for _, names, _ in CALLS.values() for a in names]
@@ -53,7 +53,7 @@ def alias_split(optax):
 
 
 def callables(kind=None) -> list[str]:
-    from optax_gate.kit.surface_calls import CALLS, EXPECT
+    from optax_gate.kit.surface.calls import CALLS, EXPECT
 
     return [p for p, (k, _, _) in CALLS.items() if (kind is None or k == kind) and p not in EXPECT]
 

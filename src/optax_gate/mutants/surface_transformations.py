@@ -30,7 +30,7 @@ def every_transformation(make: Any) -> dict[str, Any]:
     transformation passes through ``make(tx)``; a factory that returns a
     factory (``inject_hyperparams``) is wrapped one level down. Returns {}:
     the attributes are set here, on sub-modules too."""
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     def wrap_result(result):
         if hasattr(result, "init") and hasattr(result, "update"):
@@ -191,7 +191,7 @@ def repaired(optax):
 def swapped_args(optax):
     import inspect
 
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     for path, entry in TRANSFORMATIONS.items():
         if entry.left_out or entry.builder is not None:

@@ -20,7 +20,7 @@ def _under_x64(change):
     through ``change`` when x64 is on."""
     import jax
 
-    from optax_gate.kit.surface_calls import CALLS
+    from optax_gate.kit.surface.calls import CALLS
 
     def wrapped(result):
         if not jax.config.jax_enable_x64:

@@ -1,6 +1,6 @@
 """Every transformation of the surface table with params sharded over an
 explicit 2 x 4 mesh of eight simulated CPU devices, its state created eagerly
-and under ``jax.jit`` (``optax_gate.kit.surface_sharded``; issue 40 item 2).
+and under ``jax.jit`` (``optax_gate.kit.surface.sharded``; issue 40 item 2).
 
 ``test_sharded_corners[api]``: per mode, the updates' shardings leaf by leaf,
 the state's leaves counted per sharding, and whether the updates are those of
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit import surface_generated
-from optax_gate.kit.surface_sharded import paths, record
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.sharded import paths, record
 
 GUIDE = ("docs: JAX explicit sharding (jax.make_mesh with AxisType.Explicit, jax.set_mesh: shardings are part of "
          "the array's type) and optax 0.2.6 GradientTransformation protocol (optax/_src/base.py: updates shaped "

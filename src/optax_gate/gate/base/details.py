@@ -188,7 +188,7 @@ def drift_kinds(leaves: list[Drift]) -> str:
 
 
 #: Input classes of the generated non-finite snapshot
-#: (``optax_gate.kit.surface_probe.nonfinite``): their recorded value is the list
+#: (``optax_gate.kit.surface.probe.nonfinite``): their recorded value is the list
 #: of update leaves (``r0`` … ``r5``, by rank) that come out non-finite, or ``none``.
 NONFINITE_CLASSES = ("nan_inf_grads", "nan_param", "zero_hyperparams")
 
@@ -352,7 +352,7 @@ OUTCOME_PAIR = re.compile(r"(?:^|\s)assert '([^']*)' == '([^']*)'")
 
 
 def _outcome_verb(value: str) -> tuple[str, str]:
-    """A recorded outcome of a generated contract (``optax_gate.kit.surface_probe``)
+    """A recorded outcome of a generated contract (``optax_gate.kit.surface.probe``)
     as (present, past) verb phrases: ``recompiled 1 time(s)`` -> ``recompiles``,
     ``recompiled 1 time``; ``eager step: ValueError`` -> ``raises ValueError
     (eager step)``; ``nonfinite: ...`` -> ``comes out non-finite``; another

@@ -21,10 +21,10 @@ LOSS_EDGE_OUTPUTS = ("loss_grad", "loss_value")
 #: Keys of the generated dtype variants of ``init_update``
 #: (``tests/contracts/test_surface_dtypes.py``): about the update of a
 #: bfloat16, float16, float64 or complex64 PyTree, not about the optimizer state
-#: (``optax_gate.kit.surface_probe.VARIANT_DTYPES``).
+#: (``optax_gate.kit.surface.probe.VARIANT_DTYPES``).
 DTYPE_VARIANTS = ("init_update_bfloat16", "init_update_float16", "init_update_float64", "init_update_complex64")
 #: Keys of the generated edge-hyperparameter snapshot
-#: (``optax_gate.kit.surface_edges``): ``<hyperparameter>=0/<input class>[/updates
+#: (``optax_gate.kit.surface.edges``): ``<hyperparameter>=0/<input class>[/updates
 #: or /state/<entry>]``, about which outputs come out non-finite, not about the
 #: optimizer state's structure (an entry absent from a record is finite).
 EDGE_KEY = re.compile(r"^\w+=0/\w+(?:/.*)?$")
@@ -95,7 +95,7 @@ def _schedule_words(value: str) -> str | None:
     return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(m[3].split())})"
 
 
-#: A sharded corner's record (``optax_gate.kit.surface_sharded.outcome``): update shardings, state counts, comparison.
+#: A sharded corner's record (``optax_gate.kit.surface.sharded.outcome``): update shardings, state counts, comparison.
 SHARDED_OUTCOME = re.compile(r"ok u ([\w,]+) s ([\w,]+)(?: (.+))?")
 
 
@@ -104,7 +104,7 @@ def _sharded_words(value: str) -> str | None:
     model / over data x model; state: 2 leaves over data x model and 3 leaves
     replicated; the same values as on one device)`` (each letter the initial
     of a mesh axis, ``surface_sharded.AXIS_LETTERS``); None for another value."""
-    from optax_gate.kit.surface_sharded import AXIS_LETTERS
+    from optax_gate.kit.surface.sharded import AXIS_LETTERS
 
     m = SHARDED_OUTCOME.fullmatch(value)
     if not m:

@@ -1,6 +1,6 @@
 """The report's line on generated contracts: the public APIs no hand-written
 table knows, contracted from their signatures and docstrings
-(``optax_gate.kit.surface_generated``), and those no contract could be
+(``optax_gate.kit.surface.generated``), and those no contract could be
 generated for, with the reason (``test_surface_sweep.py::test_known``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from optax_gate.gate.judge.findings import GENERATION_FAILED
-from optax_gate.kit.surface_generated import GUIDE
+from optax_gate.kit.surface.generated import GUIDE
 
 SHOWN = 6
 

@@ -89,11 +89,11 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-#: A derivative corner's key (``kit.surface_derivatives``: ``corner.grad_wrt=<parameter>``) less ``corner.``.
+#: A derivative corner's key (``kit.surface.derivatives``: ``corner.grad_wrt=<parameter>``) less ``corner.``.
 _DERIVATIVE_CORNER = "grad_wrt="
 
 
-#: The generated snapshots' non-finite input classes (``kit.surface_edges.INPUTS``,
+#: The generated snapshots' non-finite input classes (``kit.surface.edges.INPUTS``,
 #: ``base.details.NONFINITE_CLASSES``): what a finding about them needs of the run.
 _NONFINITE_INPUTS = {"nan_inf_params": "a parameter that is NaN or inf", "nan_param": "a parameter that is NaN or inf",
                      "nan_inf_grads": "a gradient that is NaN or inf"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from optax_gate.kit.corners.outcome import describe, hyper_form, jnp_module
-from optax_gate.kit.surface_table import known_defect
+from optax_gate.kit.surface.table import known_defect
 
 #: Loss corners: name -> what changes in the sweep's inputs.
 LOSS_CORNERS: dict[str, str] = {
@@ -51,7 +51,7 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
     values that were truncated)."""
     import jax
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     jnp = jnp_module()
     fn = surface_build.resolve(path)
@@ -74,7 +74,7 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
 
 def sweep_inputs(path: str) -> tuple[tuple, dict]:
     """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls ``path`` with (a loss, a schedule)."""
-    from optax_gate.kit.surface_calls import CALLS
+    from optax_gate.kit.surface.calls import CALLS
 
     captured = {}
 
@@ -92,7 +92,7 @@ def loss_corners(path: str) -> list[str]:
     argument is an array, none of ``LOSS_LEFT_OUT``."""
     import jax
 
-    from optax_gate.kit.surface_calls import LOGITS
+    from optax_gate.kit.surface.calls import LOGITS
 
     args, _ = sweep_inputs(path)
     out = []
@@ -138,7 +138,7 @@ def float_hypers(path: str) -> list[str]:
     ``delta``, ``cosine_decay_schedule``'s ``alpha``), in signature order."""
     import inspect
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     sig = inspect.signature(surface_build.resolve(path))
     args, kwargs = sweep_inputs(path)
@@ -154,7 +154,7 @@ def hyper_inputs(path: str, args: list, kwargs: dict[str, Any], form: str) -> tu
     positional float converted in place, the others as keywords."""
     import inspect
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     sig = inspect.signature(surface_build.resolve(path))
     bound = sig.bind_partial(*args, **kwargs).arguments

@@ -7,7 +7,7 @@ from typing import Any
 
 from optax_gate.kit.corners.losses import float_hypers, hyper_inputs, sweep_inputs
 from optax_gate.kit.corners.outcome import HYPER_FORMS, jnp_module, message, value_text
-from optax_gate.kit.surface_table import known_defect
+from optax_gate.kit.surface.table import known_defect
 
 #: The last step the schedule grid evaluates but one: the sweep's horizon
 #: (``surface_calls``' schedules end at 20 steps), where "a boundary at the
@@ -76,7 +76,7 @@ def schedule_corners(path: str) -> dict[str, dict[str, Any]]:
     (:func:`float_hypers`) given in that form."""
     import inspect
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     fn = surface_build.resolve(path)
     sig = inspect.signature(fn)
@@ -121,7 +121,7 @@ def schedule_outcomes(path: str, corner: str, kwargs: dict[str, Any]) -> dict[st
     line ``<corner>: build <type>`` (the message under ``<corner>/error``)."""
     import jax
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     jnp = jnp_module()
     out: dict[str, str] = {}

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from optax_gate.kit.corners.outcome import HYPER_FORMS, as_dtype, hyper_form, jnp_module, message
-from optax_gate.kit.surface_table import known_defect
+from optax_gate.kit.surface.table import known_defect
 
 #: A ``*_dtype`` option is set to bfloat16 over float32 params, and to float32
 #: over bfloat16 params: option value -> the params' dtype.
@@ -55,7 +55,7 @@ TRANSFORMATION_DEFECTS: dict[tuple[str, str], str] = {
 
 def transformation_paths() -> list[str]:
     """The table's transformations that get a grid (not ``left_out``, not in :data:`TRANSFORMATION_LEFT_OUT`)."""
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     return [p for p, e in TRANSFORMATIONS.items() if not e.left_out and p not in TRANSFORMATION_LEFT_OUT]
 
@@ -85,7 +85,7 @@ def _floats(fn: Any, entry: Any) -> dict[str, float]:
     required ones :func:`surface_build.fill` gives a float), with their values."""
     import inspect
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     if entry.builder is not None:
         return {}
@@ -107,8 +107,8 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
     entry, ``value=<v>`` per :data:`VALUE_CORNERS`."""
     import inspect
 
-    from optax_gate.kit import surface_build
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface import build as surface_build
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     entry = TRANSFORMATIONS[path]
     fn = surface_build.resolve(path)
@@ -167,9 +167,9 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     import jax
     import numpy as np
 
-    from optax_gate.kit import surface_build
-    from optax_gate.kit.surface_probe import extra_args, step_grads
-    from optax_gate.kit.surface_table import TRANSFORMATIONS
+    from optax_gate.kit.surface import build as surface_build
+    from optax_gate.kit.surface.probe import extra_args, step_grads
+    from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     jnp = jnp_module()
     entry = TRANSFORMATIONS[path]

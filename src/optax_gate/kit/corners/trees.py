@@ -81,7 +81,7 @@ def tree(name: str, seed: int = 0) -> dict[str, Any]:
 
 def tree_outcome(path: str, form: str, kwargs: dict[str, Any], corner: str) -> str:
     """The outcome of the tree utility ``path`` called in ``form`` on the corner PyTree ``corner``."""
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     jnp = jnp_module()
     fn = surface_build.resolve(path)

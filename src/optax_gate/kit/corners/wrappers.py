@@ -37,7 +37,7 @@ WRAPPER_LEFT_OUT: dict[str, str] = {
 
 def inner(name: str) -> Any:
     """The inner optimizer ``name`` of :data:`INNERS`, built."""
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     path, kwargs = INNERS[name]
     return surface_build.resolve(path)(**{k: as_dtype(v) for k, v in kwargs.items()})
@@ -47,7 +47,7 @@ def wrap(wrapper: str, inner_name: str) -> Any:
     """The wrapper ``wrapper`` (a key of :data:`WRAPPERS`) around the inner optimizer ``inner_name``."""
     import optax
 
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     fn = surface_build.resolve(wrapper)
     form = WRAPPERS[wrapper]

@@ -41,7 +41,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from optax_gate.kit import surface_calls, surface_enum, surface_table
+from optax_gate.kit.surface import calls as surface_calls
+from optax_gate.kit.surface import enumeration as surface_enum
+from optax_gate.kit.surface import table as surface_table
 
 def _jnp() -> Any:
     import jax.numpy as jnp
@@ -145,7 +147,7 @@ def _missing(obj: Any, known: Any) -> str:
     if names:
         return (f"required parameter{'s' if len(names) > 1 else ''} " + ", ".join(f"`{n}`" for n in names)
                 + " ha" + ("ve" if len(names) > 1 else "s") + " no value by name in the generator "
-                "(optax_gate.kit.surface_generated.VALUES, surface_build.by_name): a function, model or "
+                "(optax_gate.kit.surface.generated.VALUES, surface_build.by_name): a function, model or "
                 "array layout of the caller's own")
     return ""
 
@@ -229,7 +231,7 @@ def generate(public: dict[str, Any], known: dict[str, str]) -> tuple[Generated, 
 
 def surface_build_names() -> dict[str, Any]:
     """The names ``surface_build.fill`` fills a transformation's required parameters by."""
-    from optax_gate.kit import surface_build
+    from optax_gate.kit.surface import build as surface_build
 
     return surface_build.by_name()
 
@@ -274,7 +276,7 @@ def install() -> Generated:
 
 #: The ``guide`` of a generated entry's contracts (``contract`` marker).
 GUIDE = ("docs: the signature and docstring of the environment's own optax, generated for a public callable no "
-         "hand-written table knows (optax_gate.kit.surface_generated)")
+         "hand-written table knows (optax_gate.kit.surface.generated)")
 
 
 def guide(api: str, written: str) -> str:

@@ -5,7 +5,7 @@ A required hyperparameter is filled by its *name* (:func:`by_name`): the same
 name means the same kind of value across Optax (``learning_rate``, ``max_norm``,
 ``decay``...). A transformation that needs another transformation (``inner``,
 ``base_optimizer``...) gets ``optax.sgd(0.1)``; one that needs a function gets a
-small one written here. A table entry (``optax_gate.kit.surface_table``) can
+small one written here. A table entry (``optax_gate.kit.surface.table``) can
 override any argument.
 
 The representative input (:func:`params`): a PyTree of float32 leaves of rank

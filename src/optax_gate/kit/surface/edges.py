@@ -33,9 +33,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from optax_gate.kit import surface_build
-from optax_gate.kit.surface_probe import build, extra_args, step_grads
-from optax_gate.kit.surface_table import TRANSFORMATIONS, Entry
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface.probe import build, extra_args, step_grads
+from optax_gate.kit.surface.table import TRANSFORMATIONS, Entry
 
 #: Hyperparameters set to zero one at a time, when the factory takes them.
 HYPERPARAMETERS = ("learning_rate", "weight_decay", "momentum", "decay")

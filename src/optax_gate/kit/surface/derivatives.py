@@ -30,7 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.kit import surface_build, surface_calls, tolerances
+from optax_gate.kit import tolerances
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface import calls as surface_calls
 
 
 def _capture(path: str) -> tuple[tuple[Any, ...], dict[str, Any]]:

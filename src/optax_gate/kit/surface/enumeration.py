@@ -12,7 +12,7 @@ a ``typing`` alias (``optax.Params``...).
 Each path is classified from its return annotation (``GradientTransformation``
 -> transformation factory, ``Schedule`` callable -> schedule factory), its
 module (``optax.losses`` -> loss, ``optax.tree``/``optax.tree_utils`` -> tree
-utility) or else ``other``. The table (``optax_gate.kit.surface_table``) is the
+utility) or else ``other``. The table (``optax_gate.kit.surface.table``) is the
 authority for the paths it knows; the classification here names the kind of a
 path it does not know.
 """

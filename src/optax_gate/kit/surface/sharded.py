@@ -100,7 +100,7 @@ def describe(x: Any) -> str:
 def _step(entry: Any, mode: str, sharded: bool) -> tuple[Any, Any]:
     import jax
 
-    from optax_gate.kit import surface_probe
+    from optax_gate.kit.surface import probe as surface_probe
 
     skip = tuple(entry.skip_leaves)
     p, g = tree(0, sharded, skip), tree(1, sharded, skip)
@@ -118,7 +118,8 @@ def outcome(path: str, mode: str, errors: dict[str, str], key: str) -> str:
     ``errors[key]``. Never raises for the library's errors."""
     import jax
 
-    from optax_gate.kit import surface_table, surface_wrapped
+    from optax_gate.kit.surface import table as surface_table
+    from optax_gate.kit.surface import wrapped as surface_wrapped
     from optax_gate.kit.corners.outcome import message
 
     entry = surface_table.TRANSFORMATIONS[path]
@@ -168,6 +169,6 @@ def fit(key: str, line: str) -> dict[str, str]:
 
 def paths() -> list[str]:
     """The table entries recorded: every contracted transformation."""
-    from optax_gate.kit import surface_table
+    from optax_gate.kit.surface import table as surface_table
 
     return [p for p, e in surface_table.TRANSFORMATIONS.items() if not e.left_out]

@@ -24,8 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from optax_gate.kit import recompilation, surface_build, tolerances
-from optax_gate.kit.surface_table import TRANSFORMATIONS, Entry
+from optax_gate.kit import recompilation, tolerances
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface.table import TRANSFORMATIONS, Entry
 from optax_gate.kit.trees import signature
 
 STEPS = 3

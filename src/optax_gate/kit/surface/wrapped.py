@@ -33,7 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.kit import surface_build, surface_table, tolerances
+from optax_gate.kit import tolerances
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface import table as surface_table
 
 #: Wrapper name -> how it is put around the inner transformation (docstring).
 WRAPPERS: dict[str, str] = {
@@ -63,7 +65,7 @@ def left_out(entry: surface_table.Entry, wrapper: str) -> str:
 def _wrap(wrapper: str, entry: surface_table.Entry) -> Any:
     import jax
 
-    from optax_gate.kit import surface_probe
+    from optax_gate.kit.surface import probe as surface_probe
 
     fn = surface_build.resolve(wrapper)
     if wrapper == "optax.inject_hyperparams":
@@ -82,7 +84,7 @@ def _wrap(wrapper: str, entry: surface_table.Entry) -> Any:
 
 
 def _step(entry: surface_table.Entry, tx: Any, params: Any, grads: Any) -> Any:
-    from optax_gate.kit import surface_probe
+    from optax_gate.kit.surface import probe as surface_probe
 
     return tx.update(surface_probe.step_grads(entry, params, grads), tx.init(params), params,
                      **surface_probe.extra_args(entry, params))[0]
@@ -127,7 +129,7 @@ def record(path: str) -> dict[str, str]:
     skip = tuple(n for n in surface_build.SHAPES if n not in LEAVES)
     params, grads = surface_build.params(skip=skip), surface_build.grads_per_step(1, skip=skip)[0]
     out: dict[str, str] = {}
-    from optax_gate.kit import surface_probe
+    from optax_gate.kit.surface import probe as surface_probe
 
     bare, error = _outcome(lambda: _step(entry, surface_probe.build(entry), params, grads))
     if error:

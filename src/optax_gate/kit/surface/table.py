@@ -3,13 +3,13 @@ and what the baseline (optax 0.2.6) does under each protocol property.
 
 Importing this module imports nothing of the libraries under test: builders
 are written as lambdas over the factory and names, and the probe
-(``optax_gate.kit.surface_probe``) resolves them at run time (so a mutant
+(``optax_gate.kit.surface.probe``) resolves them at run time (so a mutant
 that replaces an attribute is the one probed).
 
 An :class:`Entry` gives
 
 - ``args``: arguments beyond the by-name defaults of
-  ``optax_gate.kit.surface_build.by_name`` (or ``builder(factory)``);
+  ``optax_gate.kit.surface.build.by_name`` (or ``builder(factory)``);
 - ``needs``: extra arguments of ``update`` taken from the model
   (``value``, ``grad``, ``value_fn``, ``obj_fn``);
 - ``expect``: the baseline outcome of each property that is not ``"ok"``,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optax_gate.kit.surface_table import known_defect
+from optax_gate.kit.surface.table import known_defect
 
 #: Steps every schedule is evaluated at: 0, each boundary of the arguments
 #: below (5, 10, 20), points between, and past the end.
