@@ -37,7 +37,7 @@ def with_scope(report: dict[str, Any], scoped: scope.Scoped | None) -> dict[str,
     """``report`` with its findings scoped (``scope.scoped``, ``scope.apply_options``; None: the report has
     no findings list, nothing changes): the scoped findings, the ``scope`` section (and with ``--usage`` the
     ``attribution`` section), the notes, and the
-    verdict rescoped to the team's findings (``verdict.reworded``, ``verdict.rescoped``); a verdict that is
+    verdict rescoped to the team's findings and its reasons reworded (``verdict.rescoped``); a verdict that is
     not ``fail`` becomes ``not-verified`` for the rows beyond the contracts the gate cannot tell
     (``scoped.unsure``). Returns ``report``."""
     if scoped is None:
@@ -45,8 +45,6 @@ def with_scope(report: dict[str, Any], scoped: scope.Scoped | None) -> dict[str,
     if scoped.attribution is not None:
         report["attribution"] = scoped.attribution
     report["findings"] = scoped.findings
-    if scoped.reword is not None:
-        verdict.reworded(report, scoped.reword)
     report["scope"] = scoped.section
     if scoped.reasons is not None:
         verdict.rescoped(report, scoped.reasons, scoped.falls_to)

@@ -10,7 +10,6 @@ reach stop counting, so the verdict may become lighter there (:func:`rescoped`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from optax_gate.gate.base import model
@@ -99,10 +98,3 @@ def rescoped(report: dict[str, Any], reasons: list[str], falls_to: str | None = 
     report["reasons"] = reasons
     return report
 
-
-def reworded(report: dict[str, Any], reword: Callable[[str], str]) -> dict[str, Any]:
-    """Each of ``report``'s reasons passed through ``reword`` (a reason that names the findings behind
-    it once they are numbered); the verdict does not change. Returns ``report``."""
-    if report.get("reasons"):
-        report["reasons"] = [reword(r) for r in report["reasons"]]
-    return report

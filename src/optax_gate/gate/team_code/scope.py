@@ -60,6 +60,15 @@ _CONTRACTS_BROKEN = re.compile(r"^\d+ contract\(s\) broken\b")
 RECIPE_PREFIX = "recipe:"
 
 
+def findings_copied(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``report`` whose ``findings`` list (when it has one) is a deep copy: the view on which
+    :func:`set_scope` and the attribution mark findings without changing the report they were given."""
+    view = dict(report)
+    if isinstance(view.get("findings"), list):
+        view["findings"] = copy.deepcopy(view["findings"])
+    return view
+
+
 def set_scope(finding: dict[str, Any], scope: str, why: str = "") -> None:
     """Give one finding its scope (one of :data:`SCOPES`) and the words that decided it.
 
@@ -112,18 +121,17 @@ class Scoped:
     ``findings``, copies of the report's findings, each with its ``scope``,
     the team's first (their order kept within each group), numbered from 1;
     ``section``, the report's ``scope`` (``{"by", "fail_on", "elsewhere",
-    "broken_elsewhere"}``); ``reword``, the change of the verdict's reasons
-    that names the findings holding the broken rows beyond the contracts
-    (None: none); ``reasons`` and ``falls_to``, the verdict rescoped to the
-    team's findings (``verdict.rescoped``; ``reasons`` None: the verdict
-    stays); ``notes``; ``unsure``, the reasons a passing verdict becomes
+    "broken_elsewhere"}``); ``reasons``, the verdict's reasons after scoping
+    (those beyond the contracts name the findings that hold their broken rows,
+    ``in F1, F2``; the broken contracts counted where the team's code goes;
+    None: the report has none), and ``falls_to``, the verdict when nothing
+    is left to fail the gate (``verdict.rescoped``; None: the verdict stays); ``notes``; ``unsure``, the reasons a passing verdict becomes
     ``not-verified`` for rows beyond the contracts the gate cannot tell;
     ``attribution``, the report's ``attribution`` section (``--usage``:
     ``attribution.for_report``; None without it)."""
 
     findings: list[dict[str, Any]]
     section: dict[str, Any]
-    reword: Callable[[str], str] | None = None
     reasons: list[str] | None = None
     falls_to: str | None = None
     notes: tuple[str, ...] = ()
@@ -173,7 +181,7 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     unsure = tuple(_unsure_beyond(report, by, unscanned))
     undecided_ = [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
     if report.get("verdict") != "fail" or not (left_out or undecided_):
-        return Scoped(found, section, reword, unsure=unsure)
+        return Scoped(found, section, reasons_now if "reasons" in report else None, unsure=unsure)
     # the sixth trial: "where your code goes (run): … which your run does not reach" read as a contradiction
     unreached = [f for f in counted if f not in undecided_ and by == "run" and f.get("breaks_unreached")]
     sure = [f for f in counted if f not in undecided_ and f not in unreached]
@@ -192,7 +200,7 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
         notes = (f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
                                                        if by == "run" else f"where your code does not go ({by})")
                  + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)",)
-    return Scoped(found, section, reword, head + others, falls_to, notes, unsure)
+    return Scoped(found, section, head + others, falls_to, notes, unsure)
 
 
 def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False) -> list[str]:
@@ -368,7 +376,7 @@ def apply_options(report: Mapping[str, Any], options: ScopeOptions, packages: tu
     ``--usage`` is not consulted. The report is read, not changed: the
     findings are attributed and scoped on copies (the result's ``attribution``)."""
     scan = options.usage_scan if usage else None
-    view = {**report, "findings": copy.deepcopy(report["findings"])} if isinstance(report.get("findings"), list) else dict(report)
+    view = findings_copied(report)
     attributed: dict[str, Any] | None = None
     notes: list[str] = []
     if scan is not None and isinstance(view.get("findings"), list):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 from collections.abc import Mapping
@@ -288,7 +287,7 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
     """
     if team_run["outcome"] == "not-verified":
         return Judged({**team_run, "affected": affected(report, team_run)}, None)
-    view = {**report, "findings": copy.deepcopy(report["findings"])} if isinstance(report.get("findings"), list) else dict(report)
+    view = scope.findings_copied(report)
     apis = cause_apis(team_run, _reached(view, team_run))
     explaining = {id(f) for _, _, related in _explaining(view, team_run) for f in related}
     for f in view.get("findings") or []:
