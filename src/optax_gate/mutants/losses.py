@@ -7,28 +7,13 @@ under ``jax.jit``, a dropped or added check, a changed signature."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import traced
+from optax_gate.mutants.patches import loss_post
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs_value
 
 mutant = family("losses", "tests/contracts/test_losses.py")
 
 
-def _post(optax, attr, post):
-    """``optax.<attr>`` whose result passes through ``post(result, first_arg)``;
-    the signature is kept (``functools.wraps``)."""
-    import functools
-
-    orig = getattr(optax, attr)
-
-    @functools.wraps(orig)
-    def f(*args, **kwargs):
-        first = args[0] if args else next(iter(kwargs.values()))
-        return post(orig(*args, **kwargs), first)
-    return {attr: f}
-
-
-def _jit_differs(out, first):
-    return out * 1.001 if traced(first) else out
 
 
 def _upcast(out, first):
@@ -79,17 +64,15 @@ def _(optax):
 
 @mutant("sce-batch-mean", "reduces to the batch mean")
 def _(optax):
-    return _post(optax, "softmax_cross_entropy", _batch_mean)
+    return loss_post(optax, "softmax_cross_entropy", _batch_mean)
 
 
 @mutant("sce-upcast", "returns float32 for low-precision logits")
 def _(optax):
-    return _post(optax, "softmax_cross_entropy", _upcast)
+    return loss_post(optax, "softmax_cross_entropy", _upcast)
 
 
-@mutant("sce-jit-differs", "perturbs the loss by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "softmax_cross_entropy", _jit_differs)
+jit_differs_value(mutant, "sce-jit-differs")
 
 
 @mutant("sce-labels-cast", "casts labels to the logits' dtype (no promotion)")
@@ -188,12 +171,10 @@ def _(optax):
 
 @mutant("sceil-upcast", "returns float32 for low-precision logits")
 def _(optax):
-    return _post(optax, _SCEIL, _upcast)
+    return loss_post(optax, _SCEIL, _upcast)
 
 
-@mutant("sceil-jit-differs", "perturbs the loss by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, _SCEIL, _jit_differs)
+jit_differs_value(mutant, "sceil-jit-differs")
 
 
 # sigmoid_binary_cross_entropy -------------------------------------------------
@@ -236,12 +217,10 @@ def _(optax):
 
 @mutant("sbce-batch-mean", "reduces to the mean")
 def _(optax):
-    return _post(optax, "sigmoid_binary_cross_entropy", _batch_mean)
+    return loss_post(optax, "sigmoid_binary_cross_entropy", _batch_mean)
 
 
-@mutant("sbce-jit-differs", "perturbs the loss by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "sigmoid_binary_cross_entropy", _jit_differs)
+jit_differs_value(mutant, "sbce-jit-differs")
 
 
 @mutant("sbce-accepts-int-logits", "casts integer logits to float instead of raising")
@@ -264,17 +243,15 @@ def _(optax):
 
 @mutant("l2-batch-mean", "reduces to the mean")
 def _(optax):
-    return _post(optax, "l2_loss", _batch_mean)
+    return loss_post(optax, "l2_loss", _batch_mean)
 
 
 @mutant("l2-upcast", "returns float32 for low-precision predictions")
 def _(optax):
-    return _post(optax, "l2_loss", _upcast)
+    return loss_post(optax, "l2_loss", _upcast)
 
 
-@mutant("l2-jit-differs", "perturbs the loss by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "l2_loss", _jit_differs)
+jit_differs_value(mutant, "l2-jit-differs")
 
 
 @mutant("l2-broadcasts", "drops the equal-shape check (broadcasts targets)")
@@ -329,12 +306,10 @@ def _(optax):
 
 @mutant("squared-upcast", "returns float32 for low-precision predictions")
 def _(optax):
-    return _post(optax, "squared_error", _upcast)
+    return loss_post(optax, "squared_error", _upcast)
 
 
-@mutant("squared-jit-differs", "perturbs the loss by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "squared_error", _jit_differs)
+jit_differs_value(mutant, "squared-jit-differs")
 
 
 @mutant("squared-targets-required", "targets has no default")
@@ -401,9 +376,7 @@ def _(optax):
 
 @mutant("huber-upcast", "returns float32 for low-precision predictions")
 def _(optax):
-    return _post(optax, "huber_loss", _upcast)
+    return loss_post(optax, "huber_loss", _upcast)
 
 
-@mutant("huber-jit-differs", "perturbs the loss by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "huber_loss", _jit_differs)
+jit_differs_value(mutant, "huber-jit-differs")

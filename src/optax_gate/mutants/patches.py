@@ -116,3 +116,34 @@ def nan_to_zero(tree):
     import jax.numpy as jnp
 
     return tree_map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), tree)
+
+
+def schedule_post(optax, attr: str, post) -> dict[str, Any]:
+    """Replace the schedule factory ``optax.<attr>`` by one whose schedule's
+    value passes through ``post(value, step)``."""
+    orig = getattr(optax, attr)
+
+    def factory(*args, **kwargs):
+        schedule = orig(*args, **kwargs)
+        return lambda step: post(schedule(step), step)
+    return {attr: factory}
+
+
+def loss_post(optax, attr: str, post) -> dict[str, Any]:
+    """``optax.<attr>`` (a loss) whose result passes through ``post(result, first_arg)``;
+    the signature is kept (``functools.wraps``)."""
+    import functools
+
+    orig = getattr(optax, attr)
+
+    @functools.wraps(orig)
+    def f(*args, **kwargs):
+        first = args[0] if args else next(iter(kwargs.values()))
+        return post(orig(*args, **kwargs), first)
+    return {attr: f}
+
+
+def value_perturbed_under_jit(value, probe):
+    """``value`` (a schedule's value, a loss) scaled by 1.001 when ``probe`` (the step, the first argument) is traced."""
+    return value * 1.001 if traced(probe) else value
+

@@ -6,25 +6,13 @@ dtype change, a difference only under ``jax.jit``, a dropped check or clamp."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import traced
+from optax_gate.mutants.patches import schedule_post
 from optax_gate.mutants.registry import family
+from optax_gate.mutants.shapes import jit_differs_value
 
 mutant = family("schedules", "tests/contracts/test_schedules.py")
 
 
-def _post(optax, attr, post):
-    """Replace the schedule factory ``optax.<attr>`` by one whose schedule's
-    value passes through ``post(value, step)``."""
-    orig = getattr(optax, attr)
-
-    def factory(*args, **kwargs):
-        schedule = orig(*args, **kwargs)
-        return lambda step: post(schedule(step), step)
-    return {attr: factory}
-
-
-def _jit_differs(value, step):
-    return value * 1.001 if traced(step) else value
 
 
 def _to(dtype_name):
@@ -58,18 +46,16 @@ def _(optax):
 
 @mutant("constant-array", "returns a float32 array instead of the value itself")
 def _(optax):
-    return _post(optax, "constant_schedule", _to("float32"))
+    return schedule_post(optax, "constant_schedule", _to("float32"))
 
 
-@mutant("constant-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "constant_schedule", _jit_differs)
+jit_differs_value(mutant, "constant-jit-differs")
 
 
 @mutant("constant-zero-before-start", "returns 0 for negative steps")
 def _(optax):
     import jax.numpy as jnp
-    return _post(optax, "constant_schedule", lambda v, step: v if not isinstance(step, int) or step >= 0 else 0.0 * jnp.float32(v))
+    return schedule_post(optax, "constant_schedule", lambda v, step: v if not isinstance(step, int) or step >= 0 else 0.0 * jnp.float32(v))
 
 
 # linear_schedule --------------------------------------------------------------
@@ -100,12 +86,10 @@ def _(optax):
 
 @mutant("linear-bfloat16", "returns a bfloat16 value")
 def _(optax):
-    return _post(optax, "linear_schedule", _to("bfloat16"))
+    return schedule_post(optax, "linear_schedule", _to("bfloat16"))
 
 
-@mutant("linear-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "linear_schedule", _jit_differs)
+jit_differs_value(mutant, "linear-jit-differs")
 
 
 @mutant("linear-negative-begin-kept", "does not reset a negative transition_begin to 0")
@@ -166,12 +150,10 @@ def _(optax):
 
 @mutant("cosine-bfloat16", "returns a bfloat16 value")
 def _(optax):
-    return _post(optax, "cosine_decay_schedule", _to("bfloat16"))
+    return schedule_post(optax, "cosine_decay_schedule", _to("bfloat16"))
 
 
-@mutant("cosine-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "cosine_decay_schedule", _jit_differs)
+jit_differs_value(mutant, "cosine-jit-differs")
 
 
 # warmup_cosine_decay_schedule -------------------------------------------------
@@ -217,12 +199,10 @@ def _(optax):
 
 @mutant("warmup-cosine-bfloat16", "returns a bfloat16 value")
 def _(optax):
-    return _post(optax, "warmup_cosine_decay_schedule", _to("bfloat16"))
+    return schedule_post(optax, "warmup_cosine_decay_schedule", _to("bfloat16"))
 
 
-@mutant("warmup-cosine-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "warmup_cosine_decay_schedule", _jit_differs)
+jit_differs_value(mutant, "warmup-cosine-jit-differs")
 
 
 # exponential_decay ------------------------------------------------------------
@@ -269,12 +249,10 @@ def _(optax):
 
 @mutant("exponential-bfloat16", "returns a bfloat16 value")
 def _(optax):
-    return _post(optax, "exponential_decay", _to("bfloat16"))
+    return schedule_post(optax, "exponential_decay", _to("bfloat16"))
 
 
-@mutant("exponential-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "exponential_decay", _jit_differs)
+jit_differs_value(mutant, "exponential-jit-differs")
 
 
 # piecewise_constant_schedule --------------------------------------------------
@@ -317,12 +295,10 @@ def _(optax):
 
 @mutant("piecewise-bfloat16", "returns a bfloat16 value")
 def _(optax):
-    return _post(optax, "piecewise_constant_schedule", _to("bfloat16"))
+    return schedule_post(optax, "piecewise_constant_schedule", _to("bfloat16"))
 
 
-@mutant("piecewise-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "piecewise_constant_schedule", _jit_differs)
+jit_differs_value(mutant, "piecewise-jit-differs")
 
 
 # join_schedules ---------------------------------------------------------------
@@ -373,12 +349,10 @@ def _(optax):
 
 @mutant("join-bfloat16", "returns a bfloat16 value")
 def _(optax):
-    return _post(optax, "join_schedules", _to("bfloat16"))
+    return schedule_post(optax, "join_schedules", _to("bfloat16"))
 
 
-@mutant("join-jit-differs", "perturbs the value by 1e-3 only under jax.jit")
-def _(optax):
-    return _post(optax, "join_schedules", _jit_differs)
+jit_differs_value(mutant, "join-jit-differs")
 
 
 @mutant("join-checks-lengths", "raises ValueError unless len(boundaries) == len(schedules) - 1")
