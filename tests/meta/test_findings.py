@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate.base import details
+from optax_gate.gate.base import details, drift
 
 from optax_gate.gate.base import plain_text
 from optax_gate.gate.judge import findings
@@ -169,8 +169,8 @@ def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
     value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
     assert details.plain_detail(value_only) == (
         "value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)")
-    f64 = details.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
-    assert details.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
+    f64 = drift.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
+    assert drift.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
                                         "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
 
 
@@ -188,12 +188,12 @@ def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
 def test_the_parser_reads_the_tolerance_policy_message(dtype):
     """The gate parses ``kit.tolerances.assert_close``'s message; both sides
     must keep agreeing (and the gate's epsilons must be the policy's)."""
-    assert details.EPS == tolerances.EPS
+    assert drift.EPS == tolerances.EPS
     expected = np.array([0.5, -2.0, 0.25])
     actual = expected * (1 + 64 * tolerances.EPS[dtype])
     with pytest.raises(AssertionError) as info:
         tolerances.assert_close(actual, expected, dtype=dtype, ulps=tolerances.ELEMENTWISE, what="params at step 2, leaf 0")
-    ulp = details.parse_ulp(f"AssertionError: {info.value}")
+    ulp = drift.parse_ulp(f"AssertionError: {info.value}")
     assert ulp is not None and ulp.dtype == dtype and ulp.ulps == 4 and ulp.index == "1,"
     assert ulp.expected == -2.0 and ulp.relative == pytest.approx(64 * tolerances.EPS[dtype], rel=0.02)
     assert ulp.worst_ulps == pytest.approx(64, rel=0.02)

@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from optax_gate.gate.base import details
+from optax_gate.gate.base import details, drift
 
 from optax_gate.gate.base import plain_text
 from optax_gate.gate.install import compilation_cache
@@ -202,8 +202,7 @@ def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_eleme
 def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
     """A new user's rows read "`weight_decay=0/nan_inf_params/updates` None → None: budget 0" where the
     record went from ``r1,r3`` to ``none``: a drift of recorded words says the words."""
-    from optax_gate.gate.base import details
-    text = details.drift_words(details.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
+    text = drift.drift_words(drift.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
     assert "None → None" not in text and "r1,r3 → none" in text, text
 
 

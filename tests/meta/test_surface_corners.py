@@ -49,18 +49,18 @@ def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
     read "'[Chex] Assertion assert_type failed - Error in typ' in the baseline, Expected the input to
     have a dtype that is a subdt now" (a new user's trial). Both are quoted, with "…" where cut; a
     short message stays whole."""
-    from optax_gate.gate.base import details
-    assert details.RECORDED_MESSAGE_LIMIT == outcome.message.__defaults__[0]
+    from optax_gate.gate.base import drift
+    assert drift.RECORDED_MESSAGE_LIMIT == outcome.message.__defaults__[0]
     old = outcome.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
     new = outcome.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
-    assert len(old) == len(new) == details.RECORDED_MESSAGE_LIMIT
+    assert len(old) == len(new) == drift.RECORDED_MESSAGE_LIMIT
     rows = [_row("tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.huber_loss]",
                  f"snapshot drift: corner.int_inputs/error: '{old}' -> {new}", "optax.huber_loss")]
     (found,) = findings.group(rows)
     assert found["cause"] == (f'at corner `int_inputs/error` the outcome differs: "{old}…" in the baseline, "{new}…" now')
-    words = details.drift_words(details.parse_drift(rows[0]["detail"]))
+    words = drift.drift_words(drift.parse_drift(rows[0]["detail"]))
     assert f'the message "{old}…" → "{new}…"' in words and "budget" not in words, words
-    assert details.recorded_message("Shape mismatch") == '"Shape mismatch"'
+    assert drift.recorded_message("Shape mismatch") == '"Shape mismatch"'
 
 
 def test_other_corners_are_other_causes():

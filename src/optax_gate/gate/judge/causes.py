@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import ITEMSIZE, RAISED, defect_parts, is_defect_fixed, is_recorded_message, nonfinite_words, normalise, pytest_words
+from optax_gate.gate.base.drift import ITEMSIZE, is_recorded_message, nonfinite_words
+from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.plain_text import named_list
 from optax_gate.gate.judge.findings import (CORNER_PREFIX, ORDER, X64_PREFIX, contracts_words, group, outcome_pattern, row_cause,
                                             state_field, subject, test_name)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.details import DTYPE, EPS, NONFINITE_CLASSES, RAISED, Ulp, defect_parts, is_defect_fixed, is_recorded_message, nonfinite_direction, nonfinite_leaves, nonfinite_words, normalise, now_words, parse_drift, parse_ulp, pytest_words, recorded_message, state_cost
+from optax_gate.gate.base.drift import DTYPE, EPS, NONFINITE_CLASSES, Ulp, is_recorded_message, nonfinite_direction, nonfinite_leaves, nonfinite_words, parse_drift, parse_ulp, recorded_message, state_cost
+from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, now_words, pytest_words
 from optax_gate.gate.base.plain_text import and_join, named_list, number, shorten
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
@@ -169,7 +170,7 @@ def _size(ulp: Ulp) -> str:
 
 def _direction(leaves: list[Any]) -> str:
     """fewer / more / other non-finite outputs over every leaf of a drift
-    (``details.nonfinite_direction``); mixed directions are "other". A value
+    (``drift.nonfinite_direction``); mixed directions are "other". A value
     the row's detail cut short (``absent…``, ``outcomes.MESSAGE_LIMIT``) says
     no direction."""
     found = {nonfinite_direction(leaf.old, leaf.new) for leaf in leaves if not leaf.cut} or {"other"}

@@ -88,7 +88,8 @@ RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
                "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/inputs/options.py",
                "src/optax_gate/gate/run/warnings_diff.py",
                "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/install/compilation_cache.py",
-               "src/optax_gate/gate/base/details.py", "src/optax_gate/gate/base/plain_text.py")
+               "src/optax_gate/gate/base/details.py", "src/optax_gate/gate/base/drift.py",
+               "src/optax_gate/gate/base/plain_text.py")
 MANIFEST = "manifest.json"
 _SKIP_SUFFIXES = (".pyc", ".obtained.yml")
 

@@ -94,7 +94,7 @@ _DERIVATIVE_CORNER = "grad_wrt="
 
 
 #: The generated snapshots' non-finite input classes (``kit.surface.edges.INPUTS``,
-#: ``base.details.NONFINITE_CLASSES``): what a finding about them needs of the run.
+#: ``base.drift.NONFINITE_CLASSES``): what a finding about them needs of the run.
 _NONFINITE_INPUTS = {"nan_inf_params": "a parameter that is NaN or inf", "nan_param": "a parameter that is NaN or inf",
                      "nan_inf_grads": "a gradient that is NaN or inf"}
 
