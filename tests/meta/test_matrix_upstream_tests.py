@@ -13,7 +13,7 @@ from pathlib import Path
 from optax_gate.gate.install import environments
 from optax_gate.gate.run import runner
 from optax_gate.gate.diffs import unseen
-from optax_gate.gate.upstream import upstream_tests
+from optax_gate.gate.upstream import failures, upstream_tests
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate import cli
 from tests.meta.test_compare import record
@@ -29,8 +29,8 @@ FINDING = {"section": "upstream-tests", "change": "changed", "api": "optax._src.
 
 def section(modules=("_src/alias.py",)):
     fail = {"test": "_src/alias_test.py::AliasTest::test_adam", "text": "AssertionError: Arrays are not almost equal",
-            "kind": upstream_tests.BEHAVIOUR, "subject": "optax._src.alias.adam", "change": "changed"}
-    unknown = {"test": "_src/alias_test.py::AliasTest::test_flaky", "text": "AssertionError", "kind": upstream_tests.INFRA,
+            "kind": failures.BEHAVIOUR, "subject": "optax._src.alias.adam", "change": "changed"}
+    unknown = {"test": "_src/alias_test.py::AliasTest::test_flaky", "text": "AssertionError", "kind": failures.INFRA,
                "subject": "fails in its own environment (baseline) too", "change": ""}
     return {"changed_modules": list(modules), "seconds": 12.0, "findings": [FINDING],
             "directions": [{"label": "baseline tests in the candidate", "files": ["_src/alias_test.py"], "ran": 40, "failed": 2,
@@ -105,7 +105,7 @@ def test_each_runner_cross_runs_its_environment_and_the_report_shows_it(tmp_path
     row = envs["all-newest"]["upstream_tests"]
     assert row["status"] == "ran" and row["modules"] == 1 and row["findings"] == [FINDING]
     assert [(d["files"], d["ran"], d["failed"], d["kinds"]) for d in row["directions"]] == [
-        (1, 40, 2, {upstream_tests.BEHAVIOUR: 1, upstream_tests.INFRA: 1}), (1, 41, 0, {})]
+        (1, 40, 2, {failures.BEHAVIOUR: 1, failures.INFRA: 1}), (1, 41, 0, {})]
     assert envs["optax-0.2.7"]["upstream_tests"] is None  # it did not run its contracts: nothing cross-run
     assert "## Upstream tests, cross-run" in md
     part = md.split("## Upstream tests, cross-run", 1)[1]

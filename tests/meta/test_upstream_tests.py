@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.upstream import failures
 from optax_gate.gate.upstream import upstream_tests as up
 from optax_gate.gate.report import upstream_section
 
@@ -102,20 +103,20 @@ def test_only_the_tests_of_differing_modules_run(section):
 def test_baseline_tests_in_the_candidate(section):
     d, f = _failures(section, "baseline tests in the candidate")
     assert d["ran"] == 5 and d["failed"] == 5
-    assert (f["test_scale_doubles"]["kind"], f["test_scale_doubles"]["change"]) == (up.BEHAVIOUR, "changed")
+    assert (f["test_scale_doubles"]["kind"], f["test_scale_doubles"]["change"]) == (failures.BEHAVIOUR, "changed")
     assert f["test_scale_doubles"]["subject"] == "optax.alpha.scale"  # the API the test's name spells
     assert f["test_scale_doubles"]["test"] == "alpha_test.py::ScaleTest::test_scale_doubles"
     assert (f["test_gone_fn"]["kind"], f["test_gone_fn"]["change"], f["test_gone_fn"]["subject"]) == (
-        up.API, "gone", "optax.alpha.gone_fn")
-    assert f["test_helper"]["kind"] == up.INFRA  # a test helper missing: could not tell
-    assert f["test_flaky_everywhere"]["kind"] == up.INFRA  # fails in its own environment too (the control run)
+        failures.API, "gone", "optax.alpha.gone_fn")
+    assert f["test_helper"]["kind"] == failures.INFRA  # a test helper missing: could not tell
+    assert f["test_flaky_everywhere"]["kind"] == failures.INFRA  # fails in its own environment too (the control run)
     assert "own environment" in f["test_flaky_everywhere"]["subject"]
 
 
 def test_candidate_tests_in_the_baseline(section):
     d, f = _failures(section, "candidate tests in the baseline")
     assert (d["ran"], d["failed"]) == (2, 1)  # the test using the candidate's helper runs (and passes) in the baseline
-    assert (f["test_scale_offset"]["kind"], f["test_scale_offset"]["change"]) == (up.API, "new")
+    assert (f["test_scale_offset"]["kind"], f["test_scale_offset"]["change"]) == (failures.API, "new")
     assert f["test_scale_offset"]["subject"] == "scale(..., offset=)"
 
 
@@ -135,28 +136,28 @@ def test_the_section_joins_the_report_without_touching_the_verdict(section):
 
 
 @pytest.mark.parametrize(("text", "side", "want"), [
-    ("ImportError: cannot import name 'tree_norm' from 'optax.tree_utils'", "baseline", (up.API, "gone")),
-    ("AttributeError: module 'optax.contrib' has no attribute 'galore'", "candidate", (up.API, "new")),
-    ("ModuleNotFoundError: No module named 'optax.monte_carlo'", "baseline", (up.API, "gone")),
-    ("TypeError: huber_loss() got an unexpected keyword argument 'delta'", "candidate", (up.API, "new")),
-    ("ModuleNotFoundError: No module named 'chex'", "baseline", (up.INFRA, "")),
-    ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (up.INFRA, "")),
-    ("fixture 'mocker' not found", "baseline", (up.INFRA, "")),
+    ("ImportError: cannot import name 'tree_norm' from 'optax.tree_utils'", "baseline", (failures.API, "gone")),
+    ("AttributeError: module 'optax.contrib' has no attribute 'galore'", "candidate", (failures.API, "new")),
+    ("ModuleNotFoundError: No module named 'optax.monte_carlo'", "baseline", (failures.API, "gone")),
+    ("TypeError: huber_loss() got an unexpected keyword argument 'delta'", "candidate", (failures.API, "new")),
+    ("ModuleNotFoundError: No module named 'chex'", "baseline", (failures.INFRA, "")),
+    ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (failures.INFRA, "")),
+    ("fixture 'mocker' not found", "baseline", (failures.INFRA, "")),
     # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
     ("ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?",
-     "candidate", (up.INFRA, "")),
-    ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (up.INFRA, "")),
-    ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (up.API, "new")),
-    ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (up.BEHAVIOUR, "changed")),
+     "candidate", (failures.INFRA, "")),
+    ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (failures.INFRA, "")),
+    ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (failures.API, "new")),
+    ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (failures.BEHAVIOUR, "changed")),
 ])
 def test_classify(text, side, want):
-    f = up.classify(up.Failure("m_test.py::T::test", text), side)
+    f = failures.classify(failures.Failure("m_test.py::T::test", text), side)
     assert (f.kind, f.change) == want
 
 
 def test_first_line_picks_the_exception():
     text = "self = <x>\n    def test():\nE   ValueError: bad shape (2, 3)\nE   + where 1 = f()\n"
-    assert up.first_line(text) == "ValueError: bad shape (2, 3)"
+    assert failures.first_line(text) == "ValueError: bad shape (2, 3)"
 
 
 def test_markdown_lists_what_could_not_be_told(section):
@@ -251,10 +252,10 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
                            say=lambda _: None)
     base, cand = section["directions"]
     assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [
-        ("gamma_test.py::test_kept", up.BEHAVIOUR, "changed")]
+        ("gamma_test.py::test_kept", failures.BEHAVIOUR, "changed")]
     got = {f["test"]: (f["kind"], f["change"], f["subject"]) for f in cand["failures"]}
-    assert got["gamma_test.py"] == (up.API, "new", "optax.gamma.only_new")  # it collects at home: still new
-    assert got["delta_test.py"][0] == up.INFRA and "own environment" in got["delta_test.py"][2]
+    assert got["gamma_test.py"] == (failures.API, "new", "optax.gamma.only_new")  # it collects at home: still new
+    assert got["delta_test.py"][0] == failures.INFRA and "own environment" in got["delta_test.py"][2]
     # the main run ran both baseline tests once, the control only the failing one; no candidate test ran anywhere
     assert sorted(marks.read_text(encoding="utf-8").split("\n")[:-1]) == ["kept", "kept", "passes"]
     assert base["control"]["tests"] == 1 and base["control"]["files"] == 0

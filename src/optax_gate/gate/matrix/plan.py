@@ -115,7 +115,7 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
     could not run, ``{"status": "missing", "error"}`` when it is expected and
     absent; else ``{"status": "ran", "seconds", "modules", "directions":
     [{"label", "files", "ran", "failed", "seconds", "kinds", "control"}],
-    "findings"}`` (``kinds``: failures per class, ``upstream_tests.classify``;
+    "findings"}`` (``kinds``: failures per class, ``upstream.failures.classify``;
     ``findings``: the cross-run's, in the gate's finding form)."""
     if run.get("status") != "ran":
         return None

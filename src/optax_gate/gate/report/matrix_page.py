@@ -24,7 +24,7 @@ from typing import Any
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings
 from optax_gate.gate.speed import speed
-from optax_gate.gate.upstream import upstream_tests
+from optax_gate.gate.upstream import failures
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix.plan import WORST
 from optax_gate.gate.report import speed_section as report_speed
@@ -97,7 +97,7 @@ def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
     if up["status"] != "ran":
         return "not-verified", f"could not run: {up['error']}"
     counts = {k: sum(1 for f in up["findings"] if f["change"] == k) for k in ("changed", "new", "gone")}
-    unknown = sum(d["kinds"].get(upstream_tests.INFRA, 0) for d in up["directions"])
+    unknown = sum(d["kinds"].get(failures.INFRA, 0) for d in up["directions"])
     n = len(up["findings"])
     text = f"{n} finding{'' if n == 1 else 's'}" + (": " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) if n else "")
     text += f" ({unknown} could not tell)" if unknown else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from optax_gate.gate.base.plain_text import shorten
-from optax_gate.gate.upstream.upstream_tests import INFRA
+from optax_gate.gate.upstream.failures import INFRA
 
 
 def finding_line(finding: dict[str, Any]) -> str:

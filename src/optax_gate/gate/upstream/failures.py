@@ -1,0 +1,180 @@
+"""The failing tests of a cross-run of Optax's own tests, read from pytest's JUnit report and classified (API, behaviour, could not tell)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from optax_gate.gate.base import model
+from optax_gate.gate.base.details import normalise
+from optax_gate.gate.base.plain_text import shorten
+
+
+#: Classes of a failure (:func:`classify`).
+API: Literal["api"] = "api"
+INFRA: Literal["could not tell"] = "could not tell"
+BEHAVIOUR: Literal["behaviour"] = "behaviour"
+_NAME_ONE_SIDE = [
+    re.compile(r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>optax[\w.]*)'"),
+    re.compile(r"module '(?P<module>optax[\w.]*)' has no attribute '(?P<name>\w+)'"),
+    re.compile(r"No module named '(?P<module>optax[\w.]*?)\.?(?P<name>\w+)'"),
+    re.compile(r"(?P<name>[\w.]+)\(\) got an unexpected keyword argument '(?P<keyword>\w+)'"),
+    re.compile(r"(?P<name>[\w.]+)\(\) missing \d+ required (?:positional|keyword-only) arguments?: '(?P<keyword>\w+)'"),
+]
+_INFRA = [
+    re.compile(r"No module named '(?!optax)(?P<module>[\w.]+)'"),
+    re.compile(r"cannot import name '\w+' from '(?P<module>[\w.]*(?:_test|test_utils|testing)[\w.]*)'"),
+    re.compile(r"cannot import name '(?P<module>\w*(?:_test|test_utils|testing)\w*)'"),  # the helper module itself
+    re.compile(r"No module named '(?P<module>optax[\w.]*(?:_test|test_utils|testing)\w*)'"),
+    re.compile(r"cannot import name '\w+' from '(?!optax)(?P<module>[\w.]+)'"),
+    re.compile(r"fixture '\w+' not found"),
+    re.compile(r"UnparsedFlagAccessError|flags\._exceptions"),
+]
+
+
+@dataclass
+class Failure:
+    """One failing upstream test of one direction."""
+
+    test: str  # module::Class::test, module the file's path under optax/
+    text: str  # the error's first line (type: message)
+    kind: Literal["api", "could not tell", "behaviour"] = INFRA  # API, INFRA or BEHAVIOUR (set by classify)
+    subject: str = ""  # the name or keyword (API), the reason (INFRA), the API (BEHAVIOUR)
+    change: Literal["", "new", "gone", "changed"] = ""  # new/gone (API), changed (BEHAVIOUR), "" (INFRA)
+
+    def as_json(self) -> model.UpstreamFailure:
+        """The report's form of the failure (``upstream_tests.directions[].failures[]``)."""
+        return {"test": self.test, "text": self.text, "kind": self.kind, "subject": self.subject, "change": self.change}
+
+
+@dataclass
+class Direction:
+    """The run of one direction."""
+
+    label: str
+    tests_of: str
+    env: str
+    files: list[str] = field(default_factory=list)
+    ran: int = 0
+    failed: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+    overlay: list[str] = field(default_factory=list)
+    error: str = ""
+    #: the control run in the tests' own environment: failing test ids re-run, files that failed to collect collected
+    control_tests: int = 0
+    control_files: int = 0
+    control_seconds: float = 0.0
+
+
+def first_line(text: str) -> str:
+    """The error line of a JUnit failure text: the last ``E   `` line naming an
+    exception (``E   TypeError: ...``), else the message's first line."""
+    errors = [line[1:].strip() for line in (text or "").splitlines() if line.startswith("E ")]
+    named = [e for e in errors if re.match(r"[\w.]*(?:Error|Exception|Failed|Warning)\b|[\w.]+Error:", e)]
+    pick = named[-1] if named else errors[0] if errors else (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return " ".join(pick.split())
+
+
+def read_junit(xml_text: str, files: list[str]) -> tuple[int, list[Failure]]:
+    """(tests run, failures) of a pytest JUnit XML report (xunit1) of a run of
+    the test ``files`` (relative paths under optax, copied under the run's
+    root with the same paths). A collection error counts as one failing test
+    named after its file."""
+    modules = {f[:-3].replace("/", "."): f for f in files}
+    root = ET.fromstring(xml_text)
+    ran, failed = 0, []
+    for case in root.iter("testcase"):
+        if case.find("skipped") is not None:
+            continue
+        ran += 1
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if bad is None:
+            continue
+        dotted = case.get("classname") or ""
+        file_ = next((f for m, f in sorted(modules.items(), key=lambda kv: -len(kv[0])) if dotted == m or dotted.startswith(m + ".")), "")
+        if not file_:  # a collection error: its name is the module's
+            file_ = modules.get(case.get("name", ""), case.get("name", "?"))
+            test = file_
+        else:
+            cls = dotted[len(file_[:-3]) + 1:]
+            test = "::".join(part for part in (file_, cls, case.get("name", "")) if part)
+        failed.append(Failure(test=test, text=first_line((bad.text or "") or bad.get("message", "")) or bad.get("message", "")))
+    return ran, failed
+
+
+def classify(failure: Failure, tests_of_side: str) -> Failure:
+    """Set ``failure``'s kind, subject and change (see the module docstring).
+    ``tests_of_side``: whose tests these are (``baseline``: a name missing in
+    the other environment is ``gone``; ``candidate``: ``new``)."""
+    text = failure.text
+    for pattern in _INFRA:
+        m = pattern.search(text)
+        if m:
+            failure.kind, failure.change = INFRA, ""
+            failure.subject = f"test helper or dependency `{m.groupdict().get('module') or m[0]}`"
+            return failure
+    for pattern in _NAME_ONE_SIDE:
+        m = pattern.search(text)
+        if m:
+            parts = m.groupdict()
+            name = ".".join(p for p in (parts.get("module"), parts.get("name")) if p)
+            failure.kind = API
+            failure.subject = f"{name}(..., {parts['keyword']}=)" if parts.get("keyword") else name
+            failure.change = "gone" if tests_of_side == "baseline" else "new"
+            return failure
+    failure.kind, failure.change = BEHAVIOUR, "changed"
+    return failure
+
+
+def public_names(source: str) -> list[str]:
+    """The public top-level function and class names of a module's source."""
+    tree = ast.parse(source)
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def api_of(test: str, names: list[str], module: str) -> str:
+    """The API a failing upstream test is about: the longest of the tested
+    module's public ``names`` that its class or test name spells
+    (``ScaleGradientTest::test_scale_gradient_pytree`` -> ``scale_gradient``),
+    as ``optax.<module path>.<name>``; the module itself when none does."""
+    parts = test.split("::")[1:]
+    spelled = "_" + "_".join(_snake(p) for p in parts) + "_"
+    hits = [n for n in names if f"_{_snake(n)}_" in spelled or f"_{n.lower()}_" in spelled]
+    dotted = "optax." + module[:-3].replace("/", ".")
+    return f"{dotted}.{max(hits, key=len)}" if hits else dotted
+
+
+def findings(directions: list[Direction]) -> list[dict[str, Any]]:
+    """The report findings of the classified failures (API and behaviour;
+    infrastructure failures are listed in the section, not here): one per
+    (direction, kind, change, subject, error pattern), in the report's finding
+    form (section ``upstream-tests``, ``contracts`` holding the upstream tests)."""
+    groups: dict[tuple[str, str, str, str, str], list[Failure]] = {}
+    for d in directions:
+        for f in d.failed:
+            if f.kind == INFRA:
+                continue
+            pattern = "" if f.kind == API else normalise(f.text)
+            groups.setdefault((d.label, f.kind, f.change, f.subject, pattern), []).append(f)
+    out = []
+    order = {"changed": 0, "new": 1, "gone": 2}
+    for (label, kind, change, subject, _), fails in sorted(groups.items(), key=lambda kv: (order[kv[0][2]], -len(kv[1]), kv[0][3])):
+        tests = [f.test for f in fails]
+        if kind == API:
+            side = "the baseline" if change == "gone" else "the candidate"
+            cause = f"upstream tests ({label}): `{subject}` exists in {side} only"
+        else:
+            cause = f"upstream tests ({label}) fail: {shorten(fails[0].text, 110)}"
+        named = ", ".join(f"`{t}`" for t in tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
+        out.append({"section": "upstream-tests", "change": change, "api": subject if kind == BEHAVIOUR else subject.split("(")[0],
+                    "apis": [subject if kind == BEHAVIOUR else subject.split("(")[0]], "cause": cause, "key": f"upstream-{kind}",
+                    "contracts": tests, "tests": [[t, 1] for t in tests],
+                    "text": f"`{subject}`: {cause} ({len(tests)} upstream test{'s' if len(tests) > 1 else ''}: {named})"})
+    return out
