@@ -14,7 +14,7 @@ from optax_gate.gate.surface import surface
 
 from optax_gate.gate.diffs import unseen
 
-from optax_gate.gate.team_code import usage  # noqa: E402
+from optax_gate.gate.team_code import binding, usage  # noqa: E402
 from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
 
 TEAM = Path(__file__).parent / "fake_team"
@@ -97,7 +97,7 @@ def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports(
     ((surface.Param("a", surface.POSITIONAL), surface.Param("r", surface.VAR_POSITIONAL)), 3, (), ""),
 ])
 def test_bind_follows_python(params, positional, keywords, error):
-    assert usage.bind(params, positional, keywords)[1] == error
+    assert binding.bind(params, positional, keywords)[1] == error
 
 
 def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_unaffected():
@@ -110,7 +110,7 @@ def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_una
     new = (*old, Param("accumulator_dtype", POSITIONAL, "jnp.float32"))
     row = {"change": "parameter-added", "param": "accumulator_dtype", "old": "—", "new": "accumulator_dtype=jnp.float32",
            "uses": [], "sites": [], "breaks": False}
-    usage._judge_call(usage.Use("train.py:33", "optax.MultiSteps", "call", 1, ("every_k_schedule",)), row, old, new)
+    binding._judge_call(usage.Use("train.py:33", "optax.MultiSteps", "call", 1, ("every_k_schedule",)), row, old, new)
     assert row["uses"] == ["train.py:33: calls optax.MultiSteps with 1 positional argument and keywords every_k_schedule; "
                            "does not pass accumulator_dtype: gets its default in the candidate (accumulator_dtype=jnp.float32)"]
     assert row["sites"] == [{"where": "train.py:33", "verdict": "affected",

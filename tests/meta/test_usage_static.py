@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from optax_gate.gate.team_code import arguments, attribution, call_sites, configuration, scope, usage
+from optax_gate.gate.team_code import arguments, attribution, binding, call_sites, configuration, scope, usage
 from optax_gate.gate import assemble
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.surface import POSITIONAL, Param
@@ -207,7 +207,7 @@ def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface
     from optax_gate.gate.surface import surface
     entry = surface.Entry("optax.microbatching.microbatch", "function", "optax.microbatching.microbatch", params=(Param("fn", POSITIONAL),))
     rows = [{"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}]
-    usage.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
+    binding.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
     assert rows[0]["sites"] == []
 
 
@@ -321,7 +321,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     rows = [{"path": "optax.monte_carlo", "change": "removed", "param": None, "old": "module", "new": None},
             {"path": "optax.contrib", "change": "removed", "param": None, "old": "module", "new": None}]
     old = {p: surface.Entry(p, "module", p) for p in ("optax.monte_carlo", "optax.contrib")}
-    usage.match(scanner.uses, rows, old, {})
+    binding.match(scanner.uses, rows, old, {})
     guarded, plain = rows
     assert not guarded["breaks"] and {s["verdict"] for s in guarded["sites"]} == {"affected"}, guarded["sites"]
     assert "imported under try/except ImportError" in guarded["sites"][0]["note"]

@@ -14,7 +14,7 @@ from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import causes
-from optax_gate.gate.team_code import call_sites, usage
+from optax_gate.gate.team_code import binding, call_sites, usage
 from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.surface import surface
 
@@ -67,7 +67,7 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
     old, new = surface.cached_surface(Path(base_site), tuple(packages)), surface.cached_surface(Path(cand_site), tuple(packages))
     rows = surface.diff(old, new)
     if uses is not None:
-        usage.match(uses, rows, old, new)
+        binding.match(uses, rows, old, new)
     # a path defined where a contracted path is (optax.dpsgd is optax.contrib.dpsgd, an alias no table names)
     same_definition = {r["where"] for r in rows if r.get("where") and _covered(r["path"], contracted)}
     for r in rows:
@@ -159,7 +159,7 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     findings (:func:`beyond` numbers them on); the full
     rows are in their sections. With ``--usage``, ``your_code`` of a surface
     row's finding holds only the sites whose binding breaks or cannot be told
-    (``row["sites"]``, ``optax_gate.gate.team_code.usage.match``), not those it judged
+    (``row["sites"]``, ``optax_gate.gate.team_code.binding.match``), not those it judged
     unaffected; a warning's, the sites of the APIs it names."""
     scanned = bool(report.get("usage"))
     out = []

@@ -64,7 +64,7 @@ class _Site:
     one); ``params``, the called API's parameters at the baseline
     (``surface.Param``: defaults, and the names positional arguments land
     on); ``note``, the API surface's word on its line and ``binding`` its
-    verdict (``usage.SITE_VERDICTS``); ``handed``, the finding's keyword ->
+    verdict (``binding.SITE_VERDICTS``); ``handed``, the finding's keyword ->
     the called constructor's own argument that reaches the part unchanged
     (``composition`` ``passes``), for a use through composition."""
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from optax_gate.gate.team_code import usage
+from optax_gate.gate.team_code import binding, usage
 
 #: Most sites named on one finding in report.md (report.json has them all).
 SHOWN = 8
@@ -125,20 +125,20 @@ def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], boo
 
 
 def _site_ranks(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None) -> dict[str, list[tuple[int, str]]]:
-    """``file:line`` -> (rank in ``usage.SITE_VERDICTS``, note) of each site the API surface rows of ``apis`` judge."""
+    """``file:line`` -> (rank in ``binding.SITE_VERDICTS``, note) of each site the API surface rows of ``apis`` judge."""
     hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
     for row in (report.get("surface") or {}).get("rows", []):
         if hit(row.get("path", "")):
             for site in row.get("sites") or []:
-                found.setdefault(site["where"], []).append((usage.SITE_VERDICTS.index(site["verdict"]), site["note"]))
+                found.setdefault(site["where"], []).append((binding.SITE_VERDICTS.index(site["verdict"]), site["note"]))
     return found
 
 
 def binding_notes(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
     """``file:line`` -> what the API surface diff says of that use of ``apis``
-    (``row["sites"]`` of the surface rows of those APIs, ``usage.match``):
-    the notes of its most severe verdict (``usage.SITE_VERDICTS``), joined by
+    (``row["sites"]`` of the surface rows of those APIs, ``binding.match``):
+    the notes of its most severe verdict (``binding.SITE_VERDICTS``), joined by
     ``; `` (``breaks: delta is keyword-only in the candidate``; ``passes delta
     by keyword``). Empty where no surface row judges the API's calls."""
     out = {}
@@ -149,10 +149,10 @@ def binding_notes(report: Mapping[str, Any], apis: Iterable[str], targets: dict[
 
 
 def binding_verdicts(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
-    """``file:line`` -> the most severe verdict (``usage.SITE_VERDICTS``) of
+    """``file:line`` -> the most severe verdict (``binding.SITE_VERDICTS``) of
     the API surface rows of ``apis`` on that use: ``unaffected`` where every
     change of the signature binds the call as before."""
-    return {where: usage.SITE_VERDICTS[min(rank for rank, _ in notes)]
+    return {where: binding.SITE_VERDICTS[min(rank for rank, _ in notes)]
             for where, notes in _site_ranks(report, apis, targets).items()}
 
 
