@@ -16,7 +16,7 @@ import pytest
 
 from optax_gate.gate.install import environments
 from optax_gate.gate.run import evidence, results_cache, runner
-from optax_gate.gate import cli
+from optax_gate.gate import cli, cli_parser
 from tests.meta.test_compare import record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -258,7 +258,7 @@ DRIVER = '''
 import sys
 from pathlib import Path
 from optax_gate.gate.install import environments
-from optax_gate.gate import cli
+from optax_gate.gate import cli, cli_parser
 environments.ensure = lambda *a, **k: Path({fake!r})
 cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}, *{extra!r}])
 '''
@@ -499,13 +499,13 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
 def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
     """A new user's ``gate optax==0.2.8 --bogus-option`` printed the top-level usage
     (``optax-gate [-h] {gate,matrix,compare,bisect}``): the gate's own usage, exit 2, and a near option."""
-    from optax_gate.gate import cli
+    from optax_gate.gate import cli_parser
     with pytest.raises(SystemExit) as stop:
-        cli.parse(["gate", "optax==0.2.8", "--contract", "x", "--bogus-option"])
+        cli_parser.parse(["gate", "optax==0.2.8", "--contract", "x", "--bogus-option"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "usage: optax-gate gate" in err and "unrecognized arguments: --bogus-option" in err, err
     with pytest.raises(SystemExit):
-        cli.parse(["gate", "--keepp", "3"])
+        cli_parser.parse(["gate", "--keepp", "3"])
     assert "did you mean --keep?" in capsys.readouterr().err
 
 
@@ -566,7 +566,7 @@ def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, cap
     assert cli.main(["compare", str(base), str(cand), "--out", str(gate_out)]) == 2
     assert "gate output folder" in capsys.readouterr().err
     assert (gate_out / "report.md").is_symlink() and (gate_out / "report.md").read_text() == "# judged\n"
-    assert cli.parse(["compare", "a", "b"]).out.name == "compare"
+    assert cli_parser.parse(["compare", "a", "b"]).out.name == "compare"
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -579,7 +579,7 @@ def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, wo
     """``--usage ""`` scanned the current folder (264 files of the gate's own code) and the gate went on;
     ``--keep abc`` said "invalid check value" (the name of the validator, not of the option's meaning)."""
     with pytest.raises(SystemExit) as exc:
-        cli.parse(argv)
+        cli_parser.parse(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert words in err and "check value" not in err, err
@@ -589,7 +589,7 @@ def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, wo
 def test_an_infinite_number_is_refused(option, capsys):
     """``--timeout inf`` was accepted; a subprocess's timeout of inf then overflows, late in the run."""
     with pytest.raises(SystemExit) as exc:
-        cli.parse(["gate", option, "inf"])
+        cli_parser.parse(["gate", option, "inf"])
     assert exc.value.code == 2 and "got inf" in capsys.readouterr().err
 
 
@@ -713,10 +713,10 @@ def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_pat
     exit status was written to its file. An interrupted command's status now says so, and the session
     says "interrupted" (noxfile._run_tool)."""
     driver = ("import sys\n"
-              "from optax_gate.gate import cli\n"
+              "from optax_gate.gate import cli, cli_parser\n"
               "def interrupted(*args):\n"
               "    raise KeyboardInterrupt\n"
-              "cli.compare_runs = interrupted\n"
+              "cli_parser.compare_runs = interrupted\n"
               "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n")
     said = tmp_path / "exit-status"
     proc = subprocess.run([sys.executable, "-c", driver, str(tmp_path / "a.json"), str(tmp_path / "out")], cwd=ROOT,

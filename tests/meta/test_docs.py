@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate import cli
+from optax_gate.gate import cli_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -44,7 +44,7 @@ def _sessions() -> set[str]:
 
 
 def _options(command: str) -> set[str]:
-    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in cli_parser.parser()._actions if isinstance(a, argparse._SubParsersAction))
     return {s for action in sub.choices[command]._actions for s in action.option_strings}
 
 

@@ -1,4 +1,4 @@
-"""The gate's flow (``optax_gate.gate.cli.gate``): a side that cannot be
+"""The gate's flow (``optax_gate.gate.gate_flow.gate``): a side that cannot be
 installed or imported stops the gate before the other side runs a contract;
 refused runs do not push complete runs out of ``--keep``; inputs refused by
 their options (``--timeout``, ``--keep``) and extras a package does not define."""
@@ -14,7 +14,7 @@ from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments, extras
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate import cli
+from optax_gate.gate import cli, cli_parser
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
 from tests.meta.test_late_phases import run_gate
 
@@ -243,13 +243,13 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     team.mkdir()
     (team / "train.py").write_text("import optax\ntx = optax.sgd(0.1)\n")
     said = []
-    args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
+    args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
     checked = gate_flow.check_inputs(cli.options(args), said.append)
     assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
     assert any(s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
                for s in said), said
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "model.py").write_text("import optax\n")
-    args = cli.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])
+    args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])
     assert gate_flow.check_inputs(cli.options(args), said.append).usage == (tmp_path / "other",)  # --usage given: it decides
-    assert gate_flow.check_inputs(cli.options(cli.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None
+    assert gate_flow.check_inputs(cli.options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None

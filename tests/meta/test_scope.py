@@ -131,10 +131,10 @@ def test_report_json_with_scopes_follows_the_schema():
 
 def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
     from optax_gate.action import run
-    from optax_gate.gate import cli
-    assert cli.parser().parse_args(["gate", "--fail-on", "all"]).fail_on == "all"
-    assert cli.parser().parse_args(["gate"]).fail_on == "broken"
-    assert cli.parser().parse_args(["compare", "a.json", "b.json", "--fail-on", "all"]).fail_on == "all"
+    from optax_gate.gate import cli_parser
+    assert cli_parser.parser().parse_args(["gate", "--fail-on", "all"]).fail_on == "all"
+    assert cli_parser.parser().parse_args(["gate"]).fail_on == "broken"
+    assert cli_parser.parser().parse_args(["compare", "a.json", "b.json", "--fail-on", "all"]).fail_on == "all"
     monkeypatch.setenv("INPUT_FAIL_ON", "all")
     assert run.gate_args(tmp_path)[-2:] == ["--fail-on", "all"]
     monkeypatch.setenv("INPUT_FAIL_ON", "broken")

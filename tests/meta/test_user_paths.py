@@ -11,7 +11,7 @@ import pytest
 
 from optax_gate.gate.inputs import typed_path, user_paths, validate
 from optax_gate.gate.team_code import usage as usage_mod
-from optax_gate.gate import cli
+from optax_gate.gate import cli_parser
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 
 
@@ -28,9 +28,9 @@ def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path,
 
 def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
     monkeypatch.delenv(typed_path.INVOKED_FROM, raising=False)
-    args = cli.parse(["gate", "--usage", "src", "optax==0.2.8", "--usage", "notebooks", "jax==0.12.0.1"])
+    args = cli_parser.parse(["gate", "--usage", "src", "optax==0.2.8", "--usage", "notebooks", "jax==0.12.0.1"])
     assert args.usage == [Path("src"), Path("notebooks")] and args.specs == ["optax==0.2.8", "jax==0.12.0.1"]
-    defaults = cli.parse(["gate"])
+    defaults = cli_parser.parse(["gate"])
     assert defaults.usage is None and defaults.out == Path("reports/gate")  # defaults stay the project's
 
 
@@ -141,19 +141,19 @@ def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_st
     reports/gate/runs/.../report.md``, a path relative to the project folder that did not exist from
     there (a new user's trial). The default folders are then absolute; from the project folder they
     stay relative (shorter)."""
-    from optax_gate.gate import cli
+    from optax_gate.gate import cli_parser
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tests").mkdir()
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tests"))
-    args = cli.parse(["gate", "optax==0.2.8"])
+    args = cli_parser.parse(["gate", "optax==0.2.8"])
     assert args.out == tmp_path / "reports" / "gate" and args.out.is_absolute()
-    assert cli.parse(["compare", "a.json", "b.json"]).out == tmp_path / "reports" / "compare"
-    assert cli.parse(["bisect"]).report == tmp_path / "reports" / "gate"
-    assert cli.parse(["matrix"]).out == tmp_path / "reports" / "matrix"
+    assert cli_parser.parse(["compare", "a.json", "b.json"]).out == tmp_path / "reports" / "compare"
+    assert cli_parser.parse(["bisect"]).report == tmp_path / "reports" / "gate"
+    assert cli_parser.parse(["matrix"]).out == tmp_path / "reports" / "matrix"
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
-    assert cli.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
+    assert cli_parser.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
     monkeypatch.delenv(typed_path.INVOKED_FROM)
-    assert cli.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
+    assert cli_parser.parse(["gate", "optax==0.2.8"]).out == Path("reports/gate")
 
 
 def test_a_usage_folder_without_code_is_refused(tmp_path):

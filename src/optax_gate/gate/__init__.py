@@ -26,7 +26,7 @@ every module):
   environments and how their runs combine);
 - ``report/``: every renderer and the report's JSON schema;
 - ``bisect/``: the commit that changed a finding;
-- on top, the flows: ``cli`` and ``cli_help`` (command line and its help),
+- on top, the flows: ``cli``, ``cli_parser`` and ``cli_help`` (command line, its grammar, its help),
   ``gate_flow``, ``compare_flow``, ``sides`` (one side of a comparison),
   ``assemble`` (where the analyses' sections enter the report),
   ``late`` (the phases after the contracts), ``matrix_flow``,
