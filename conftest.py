@@ -15,7 +15,11 @@ import os
 from hypothesis import HealthCheck, Phase, settings
 
 settings.register_profile(
-    "ci", derandomize=True, max_examples=25, deadline=None, print_blob=True,
+    "ci",
+    derandomize=True,
+    max_examples=25,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=200, deadline=None, print_blob=True)

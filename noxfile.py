@@ -1,7 +1,7 @@
 """nox sessions of the upgrade gate. Run them through ``./noxw`` (it finds
 Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
-- ``tests``: ``ruff check`` and ``mypy`` (strict on ``gate/``) of this project's code, then the contract suite in the
+- ``tests``: ``ruff check``, ``ruff format --check`` and ``mypy`` (strict on ``gate/``) of this project's code, then the contract suite in the
   pinned baseline environment (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
   the multi-device contracts in a second process with eight simulated CPU devices.
 - ``gpu-parity``: the multi-device contracts on eight NVIDIA GPUs; prints
@@ -62,9 +62,12 @@ def _start_alongside(session: nox.Session, cmd: list[str], env: dict[str, str]) 
     bin_dir = Path(session.virtualenv.location) / "bin"
     output = Path(tempfile.mkstemp(prefix="optax-gate-multidevice-", suffix=".txt")[1])
     with open(output, "wb") as sink:
-        proc = subprocess.Popen([str(bin_dir / cmd[0]), *cmd[1:]], stdout=sink, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                                     "VIRTUAL_ENV": str(bin_dir.parent), **env})
+        proc = subprocess.Popen(
+            [str(bin_dir / cmd[0]), *cmd[1:]],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(bin_dir.parent), **env},
+        )
     return proc, output
 
 
@@ -141,15 +144,18 @@ def tests(session: nox.Session) -> None:
     session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff", "mypy")
     _install_project(session)
     # this project's own code linted and type-checked first (seconds; the rules are pyproject.toml's [tool.ruff] and [tool.mypy])
-    session.run("ruff", "check", "--no-cache", "src", "tests", "noxfile.py")
+    session.run("ruff", "check", "--no-cache", "src", "tests", "noxfile.py", "conftest.py")
+    session.run("ruff", "format", "--check", "--no-cache", "src", "tests", "noxfile.py", "conftest.py")
     session.run("mypy", "--no-incremental", "--cache-dir", os.devnull)
     # test paths are read from where the user stands, as the gate reads its paths (noxw exports it)
     invoked_from = os.environ.get("NOXW_INVOKED_FROM") or str(ROOT)
     posargs = session_args.read_paths(list(session.posargs), invoked_from, ROOT)
     missing = session_args.missing_paths(posargs)
     if missing:  # pytest-xdist would only say "no tests ran", exit status 5
-        session.error(f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw "
-                      f"from, {invoked_from}, else from the project folder, {ROOT})")
+        session.error(
+            f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw "
+            f"from, {invoked_from}, else from the project folder, {ROOT})"
+        )
     single, multi = session_args.split_multidevice(posargs)
     # With arguments, "nothing selected" (exit status 5) is accepted in one process, not in both:
     # each process writes a JUnit file, and the selected tests are counted at the end.
@@ -178,8 +184,20 @@ def _run_both(session: nox.Session, single: list[str], multi: list[str] | None, 
         try:
             # split over pytest-xdist processes, one per core (override with -- -n 0); worksteal hands each
             # process a contiguous half of the contracts (fewer programs traced in both) and balances the end
-            session.run("python", "-m", "pytest", *PLUGINS, "-n", "auto", "--dist", "worksteal", *single,
-                        *junit("single"), env=_pytest_env(session), success_codes=codes)
+            session.run(
+                "python",
+                "-m",
+                "pytest",
+                *PLUGINS,
+                "-n",
+                "auto",
+                "--dist",
+                "worksteal",
+                *single,
+                *junit("single"),
+                env=_pytest_env(session),
+                success_codes=codes,
+            )
         finally:
             code = _finish_alongside(alongside, multi_cmd, interrupted=sys.exc_info()[0] is KeyboardInterrupt)
         if code not in (None, *codes):
@@ -196,8 +214,9 @@ def mutants(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
     # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.inputs.typed_path)
-    session.run("python", "-m", "optax_gate.mutants", *session.posargs,
-                env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")})
+    session.run(
+        "python", "-m", "optax_gate.mutants", *session.posargs, env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")}
+    )
 
 
 @nox.session(python=PYTHON, name="update-snapshots")
@@ -209,8 +228,7 @@ def update_snapshots(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
     session.run("python", "-m", "pytest", "tests/contracts", "-m", "snapshot", "--regen-all", "-q", *session.posargs)
-    session.run("python", "-m", "pytest", MULTIDEVICE, "-m", "snapshot", "--regen-all", "-q", *session.posargs,
-                env=MULTIDEVICE_ENV)
+    session.run("python", "-m", "pytest", MULTIDEVICE, "-m", "snapshot", "--regen-all", "-q", *session.posargs, env=MULTIDEVICE_ENV)
 
 
 def _accelerator() -> tuple[int, str]:
@@ -250,8 +268,7 @@ def gpu_parity(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     session.install(jax_pin.replace("jax==", "jax[cuda12]=="))
     _install_project(session)
-    session.run("python", "-m", "pytest", MULTIDEVICE, *session.posargs,
-                env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"})
+    session.run("python", "-m", "pytest", MULTIDEVICE, *session.posargs, env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"})
 
 
 def _interrupt(signum, frame):
@@ -277,9 +294,14 @@ def _run_tool(session: nox.Session, *args: str) -> None:
     status_file = Path(tempfile.mkdtemp(prefix="optax-gate-")) / "exit-status"
     try:
         # relative paths the user gives are read from where they stand (noxw exports it; gate.user_paths)
-        session.run("python", "-m", "optax_gate", *args, env={"OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", ""),
-                                                             "OPTAX_GATE_EXIT_FILE": str(status_file)},
-                    terminate_timeout=GATE_STOP_S)
+        session.run(
+            "python",
+            "-m",
+            "optax_gate",
+            *args,
+            env={"OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", ""), "OPTAX_GATE_EXIT_FILE": str(status_file)},
+            terminate_timeout=GATE_STOP_S,
+        )
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE, unless it had finished
         said = (status_file.read_text().split() if status_file.is_file() else []) or [""]
         if said[0].isdigit() and "interrupted" not in said[1:]:
@@ -375,6 +397,19 @@ def lint_workflows(session: nox.Session) -> None:
 @nox.session(python=PYTHON, venv_backend="none")
 def lock(session: nox.Session) -> None:
     """Re-pin the baseline: compile requirements.in into requirements-lock.txt (-- --upgrade moves pins)."""
-    session.run("uv", "pip", "compile", "--quiet", "--generate-hashes", "--python-version", PYTHON,
-                "--custom-compile-command", "./noxw -s lock", "requirements.in", "-o", LOCK, *session.posargs,
-                env={"UV_PYTHON_DOWNLOADS": "never"})
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        "--quiet",
+        "--generate-hashes",
+        "--python-version",
+        PYTHON,
+        "--custom-compile-command",
+        "./noxw -s lock",
+        "requirements.in",
+        "-o",
+        LOCK,
+        *session.posargs,
+        env={"UV_PYTHON_DOWNLOADS": "never"},
+    )

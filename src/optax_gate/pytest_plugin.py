@@ -53,8 +53,7 @@ _MOVED_ENTRY = pytest.StashKey[moved_behaviour.Entry]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("known_defects", "ledger of known upstream defects (TOML: id = reason)", default=DEFAULT_LEDGER)
-    parser.addini("moved_behaviour", "ledger of behaviour moved after the pinned baseline (TOML [[moved]] entries)",
-                  default=moved_behaviour.LEDGER)
+    parser.addini("moved_behaviour", "ledger of behaviour moved after the pinned baseline (TOML [[moved]] entries)", default=moved_behaviour.LEDGER)
 
 
 def load_ledger(path: Path) -> dict[str, str]:
@@ -76,20 +75,17 @@ def load_ledger(path: Path) -> dict[str, str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "contract(api, guide): the API a contract pins and the guide it encodes")
+    config.addinivalue_line("markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)")
     config.addinivalue_line(
-        "markers", "contract(api, guide): the API a contract pins and the guide it encodes"
-    )
-    config.addinivalue_line(
-        "markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)"
-    )
-    config.addinivalue_line(
-        "markers", "configuration(**keywords): the keyword arguments the contract's configuration fixes, in words "
-        "(weight_decay='a schedule'), so that a team's literal arguments can rule a finding out (gate --usage)"
+        "markers",
+        "configuration(**keywords): the keyword arguments the contract's configuration fixes, in words "
+        "(weight_decay='a schedule'), so that a team's literal arguments can rule a finding out (gate --usage)",
     )
     config.stash[_LEDGER] = load_ledger(config.rootpath / config.getini("known_defects"))
     config.addinivalue_line(
-        "markers", "moved_behaviour(optax, why): added to a contract the ledger of moved behaviour lists for this "
-        "baseline: it passes when it fails as the baseline does"
+        "markers",
+        "moved_behaviour(optax, why): added to a contract the ledger of moved behaviour lists for this baseline: it passes when it fails as the baseline does",
     )
     try:
         entries = moved_behaviour.load(config.rootpath / config.getini("moved_behaviour"))
@@ -124,7 +120,8 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
     if not api or not guides.is_source(guide):
         raise pytest.UsageError(
             f"{item.nodeid}: contract marker needs api= and guide= naming a guide from optax_gate.kit.guides "
-            f"or a source label starting with one of {list(guides.SOURCE_PREFIXES)}, got {marker.kwargs}")
+            f"or a source label starting with one of {list(guides.SOURCE_PREFIXES)}, got {marker.kwargs}"
+        )
     if len(kinds) != 1:
         raise pytest.UsageError(f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}")
     meta = {"api": api, "guide": guide, "kind": kinds[0]}
@@ -138,8 +135,10 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
     configuration = item.get_closest_marker("configuration")
     if configuration is not None:
         if configuration.args or not configuration.kwargs or not all(isinstance(v, str) and v for v in configuration.kwargs.values()):
-            raise pytest.UsageError(f"{item.nodeid}: configuration() takes keywords whose values are words "
-                                    f"(weight_decay='a schedule'), got {configuration.args} {configuration.kwargs}")
+            raise pytest.UsageError(
+                f"{item.nodeid}: configuration() takes keywords whose values are words "
+                f"(weight_decay='a schedule'), got {configuration.args} {configuration.kwargs}"
+            )
         meta["configuration"] = json.dumps(configuration.kwargs, sort_keys=True)
     return meta
 
@@ -204,8 +203,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     entry = item.stash.get(_MOVED_ENTRY, None)
     if entry is not None and report.when == "call" and not report.skipped:
-        passes, message = moved_behaviour.judged(entry, item.config.stash[_BASELINE], report.failed,
-                                                 str(report.longrepr) if report.failed else "")
+        passes, message = moved_behaviour.judged(entry, item.config.stash[_BASELINE], report.failed, str(report.longrepr) if report.failed else "")
         report.outcome = "passed" if passes else "failed"
         report.longrepr = None if passes else message
     return report

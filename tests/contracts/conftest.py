@@ -76,8 +76,10 @@ def _skip_unrecorded_generated(request, folder):
         return
     basename = re.sub(r"[\W]", "_", request.node.name)  # pytest-regressions' file name (common.py)
     if not any(folder.glob(basename + ".*")):
-        pytest.skip(f"new: {api} has generated contracts, and no snapshot of this one was recorded at the baseline "
-                    "(the API is new in this environment, or the baseline skipped this contract)")
+        pytest.skip(
+            f"new: {api} has generated contracts, and no snapshot of this one was recorded at the baseline "
+            "(the API is new in this environment, or the baseline skipped this contract)"
+        )
 
 
 MULTIDEVICE = "multidevice"

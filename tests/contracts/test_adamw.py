@@ -112,8 +112,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = seeded_layer(steps=2, seed=3)
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.adamw(LR, weight_decay=WD, mask=MASK)
-    jit_parity.assert_jit_matches_eager(lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])],
-                                        ulps=ELEMENTWISE, compare=updates_only)
+    jit_parity.assert_jit_matches_eager(
+        lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE, compare=updates_only
+    )
 
 
 @pytest.mark.negative

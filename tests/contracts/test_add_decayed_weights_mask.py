@@ -127,8 +127,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     tx = optax.add_decayed_weights(WD, mask=MASK)
     state = tx.init(params)
     grads2, params2 = jax.tree.map(lambda x: x + 1, grads), jax.tree.map(lambda x: x * 3, params)
-    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (grads2, state, params2)], ulps=ELEMENTWISE,
-                                        compare=updates_only)
+    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (grads2, state, params2)], ulps=ELEMENTWISE, compare=updates_only)
 
 
 @pytest.mark.acceptance
@@ -144,8 +143,7 @@ def test_trajectory_decay_kernel_only_with_momentum_sgd(dtype_name, schedule):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         tx = optax.chain(optax.add_decayed_weights(0.05, mask=MASK), optax.sgd(lr, momentum=0.9))
         steps = trajectories.run(tx, p0, gs)
-        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9,
-                                         weight_decay=0.05, decay_mask=[False, True])
+        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, weight_decay=0.05, decay_mask=[False, True])
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
         for k, s in enumerate(steps, 1):
             assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
@@ -188,8 +186,9 @@ def test_edge_inputs_none_empty_zero_size_nan():
 
 
 @pytest.mark.snapshot
-@pytest.mark.parametrize("schedule", [pytest.param(False, id="constant"),
-                                      pytest.param(True, id="scheduled", marks=pytest.mark.configuration(weight_decay="a schedule"))])
+@pytest.mark.parametrize(
+    "schedule", [pytest.param(False, id="constant"), pytest.param(True, id="scheduled", marks=pytest.mark.configuration(weight_decay="a schedule"))]
+)
 def test_state_snapshot(data_regression, schedule):
     """Baseline snapshot (drift, not correctness): the state of masked weight
     decay chained with SGD, with a constant and a scheduled weight decay

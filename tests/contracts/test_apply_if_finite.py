@@ -30,8 +30,7 @@ from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
-pytestmark = pytest.mark.contract(api="optax.apply_if_finite",
-                                  guide="docs: optax.apply_if_finite and ApplyIfFiniteState (skip non-finite steps, counters)")
+pytestmark = pytest.mark.contract(api="optax.apply_if_finite", guide="docs: optax.apply_if_finite and ApplyIfFiniteState (skip non-finite steps, counters)")
 
 LR = 0.1
 NAN, INF = float("nan"), float("inf")
@@ -95,8 +94,7 @@ def _jitted(max_errors):
 
 
 @pytest.mark.property
-@given(bad=st.lists(st.sampled_from(["ok", "nan", "inf", "-inf"]), min_size=1, max_size=8),
-       max_errors=st.integers(0, 3), data=st.data())
+@given(bad=st.lists(st.sampled_from(["ok", "nan", "inf", "-inf"]), min_size=1, max_size=8), max_errors=st.integers(0, 3), data=st.data())
 def test_counters_and_updates_match_the_reference(bad, max_errors, data):
     """Any sequence of finite and non-finite gradients and any
     max_consecutive_errors: counters, skipped steps and updates equal
@@ -106,7 +104,7 @@ def test_counters_and_updates_match_the_reference(bad, max_errors, data):
     poison = {"ok": None, "nan": NAN, "inf": INF, "-inf": -INF}
     grads = []
     for k, b in enumerate(bad):
-        g = np.array(values[2 * k:2 * k + 2])
+        g = np.array(values[2 * k : 2 * k + 2])
         if poison[b] is not None:
             g[k % 2] = poison[b]
         grads.append({"w": jnp.asarray(g, jnp.float32)})

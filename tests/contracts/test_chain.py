@@ -127,8 +127,7 @@ def test_jit_matches_eager_and_does_not_recompile():
         return optax.apply_updates(params, updates), state
 
     calls = [(p, gs[0], tx.init(p))] + [lambda previous, g=g: (previous[0], g, previous[1]) for g in gs[1:]]
-    jit_parity.assert_jit_matches_eager(one_step, calls, ulps=tolerances.accumulated(3), compiled_first=True,
-                                        compare=lambda result: result[0])
+    jit_parity.assert_jit_matches_eager(one_step, calls, ulps=tolerances.accumulated(3), compiled_first=True, compare=lambda result: result[0])
 
 
 @pytest.mark.negative

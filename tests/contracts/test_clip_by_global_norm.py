@@ -87,8 +87,7 @@ def _check_trajectory(dtype_name, dtype, schedule):
     steps = trajectories.run(tx, to_jax(params, dtype), [to_jax(g, dtype) for g in grads])
     clipped = [references.clip_by_global_norm(leaves64(to_jax(g, dtype)), 1.0) for g in grads]
     want = references.sgd_trajectory(leaves64(to_jax(params, dtype)), clipped, ref_lr, momentum=0.9)
-    trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want,
-                                   initial=to_jax(params, dtype), per_step=tolerances.reduction(8))
+    trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=to_jax(params, dtype), per_step=tolerances.reduction(8))
     for k, s in enumerate(steps, 1):
         assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 

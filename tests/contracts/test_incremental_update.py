@@ -119,8 +119,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     """The jitted call equals the eager one; a second call with new values (and
     a new step size, passed as an array) compiles nothing."""
     new, old = {"w": jnp.array([4.0, -2.0])}, {"w": jnp.array([0.0, 1.0])}
-    jit_parity.assert_jit_matches_eager(optax.incremental_update, [(new, old, jnp.float32(0.25)), (old, new, jnp.float32(0.5))],
-                                        ulps=ELEMENTWISE)
+    jit_parity.assert_jit_matches_eager(optax.incremental_update, [(new, old, jnp.float32(0.25)), (old, new, jnp.float32(0.5))], ulps=ELEMENTWISE)
 
 
 @pytest.mark.acceptance
@@ -143,8 +142,9 @@ def test_averaged_copy_over_a_training_run(dtype_name, schedule):
             averaged.append(avg)
         online_ref = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9)
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], online_ref, initial=p0, what="online")
-        trajectories.assert_follows_in(dtype_name, schedule, averaged, references.polyak_trajectory(online_ref, leaves64(p0), 0.25),
-                                       initial=p0, per_step=2 * ELEMENTWISE, what="averaged")
+        trajectories.assert_follows_in(
+            dtype_name, schedule, averaged, references.polyak_trajectory(online_ref, leaves64(p0), 0.25), initial=p0, per_step=2 * ELEMENTWISE, what="averaged"
+        )
         assert_dtype(averaged, dtype, "averaged copies")
         assert not np.allclose(leaves64(steps[-1].params)[1], leaves64(averaged[-1])[1])
 

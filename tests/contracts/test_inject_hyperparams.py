@@ -137,8 +137,11 @@ def test_state_snapshot(data_regression, params_kind):
     init and two steps, for float32, bfloat16 and mixed params. Recorded from
     optax 0.2.6 by ``./noxw -s update-snapshots``."""
     params, grads = seeded_layer(steps=2, seed=14)
-    cast = {"float32": lambda t: to_jax(t, jnp.float32), "bfloat16": lambda t: to_jax(t, jnp.bfloat16),
-            "mixed": lambda t: {"bias": jnp.asarray(t["bias"], jnp.bfloat16), "kernel": jnp.asarray(t["kernel"], jnp.float32)}}[params_kind]
+    cast = {
+        "float32": lambda t: to_jax(t, jnp.float32),
+        "bfloat16": lambda t: to_jax(t, jnp.bfloat16),
+        "mixed": lambda t: {"bias": jnp.asarray(t["bias"], jnp.bfloat16), "kernel": jnp.asarray(t["kernel"], jnp.float32)},
+    }[params_kind]
     tx = optax.inject_hyperparams(optax.sgd)(learning_rate=optax.linear_schedule(0.1, 0.0, 4), momentum=0.9)
     p = cast(params)
     data_regression.check(trajectories.state_signatures(tx, p, [cast(g) for g in grads]))

@@ -263,6 +263,7 @@ def _jitted_value_and_grad(api):
     def run(a, b, delta):
         kwargs = {"delta": delta} if api == "huber_loss" else {}
         return fn(a, b, **kwargs), jax.grad(lambda x: fn(x, b, **kwargs).sum())(a)
+
     return jax.jit(run)
 
 
@@ -325,15 +326,22 @@ def test_huber_value_and_gradient_property(p, t, delta):
 
 
 SIGNATURES = {
-    "softmax_cross_entropy": [("logits", "POSITIONAL_OR_KEYWORD", None), ("labels", "POSITIONAL_OR_KEYWORD", None),
-                              ("axis", "POSITIONAL_OR_KEYWORD", -1), ("where", "POSITIONAL_OR_KEYWORD", None)],
-    "softmax_cross_entropy_with_integer_labels": [("logits", "POSITIONAL_OR_KEYWORD", None), ("labels", "POSITIONAL_OR_KEYWORD", None),
-                                                  ("axis", "POSITIONAL_OR_KEYWORD", -1), ("where", "POSITIONAL_OR_KEYWORD", None)],
+    "softmax_cross_entropy": [
+        ("logits", "POSITIONAL_OR_KEYWORD", None),
+        ("labels", "POSITIONAL_OR_KEYWORD", None),
+        ("axis", "POSITIONAL_OR_KEYWORD", -1),
+        ("where", "POSITIONAL_OR_KEYWORD", None),
+    ],
+    "softmax_cross_entropy_with_integer_labels": [
+        ("logits", "POSITIONAL_OR_KEYWORD", None),
+        ("labels", "POSITIONAL_OR_KEYWORD", None),
+        ("axis", "POSITIONAL_OR_KEYWORD", -1),
+        ("where", "POSITIONAL_OR_KEYWORD", None),
+    ],
     "sigmoid_binary_cross_entropy": [("logits", "POSITIONAL_OR_KEYWORD", None), ("labels", "POSITIONAL_OR_KEYWORD", None)],
     "l2_loss": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None)],
     "squared_error": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None)],
-    "huber_loss": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None),
-                   ("delta", "POSITIONAL_OR_KEYWORD", 1.0)],
+    "huber_loss": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None), ("delta", "POSITIONAL_OR_KEYWORD", 1.0)],
 }
 
 
@@ -425,8 +433,14 @@ def test_minus_inf_logit_is_finite_unless_it_is_the_label():
     """Integer labels: a -inf logit of another class is harmless, loss
     log(1 + e) - 0 = ln(1 + e); a -inf logit *at* the label gives +inf."""
     logits = jnp.array([[0.0, -jnp.inf, 1.0]])
-    assert_close(optax.softmax_cross_entropy_with_integer_labels(logits, jnp.array([0])), [math.log(1 + math.e)],
-                 dtype=jnp.float32, ulps=reduction(6), scale=2.0, what="finite")
+    assert_close(
+        optax.softmax_cross_entropy_with_integer_labels(logits, jnp.array([0])),
+        [math.log(1 + math.e)],
+        dtype=jnp.float32,
+        ulps=reduction(6),
+        scale=2.0,
+        what="finite",
+    )
     assert float(optax.softmax_cross_entropy_with_integer_labels(logits, jnp.array([1]))[0]) == math.inf
 
 
@@ -441,8 +455,14 @@ def test_out_of_range_labels_give_nan_or_wrap(jit):
     fn = jax.jit(optax.softmax_cross_entropy_with_integer_labels) if jit else optax.softmax_cross_entropy_with_integer_labels
     got = np.asarray(fn(logits, jnp.array([3, 5, -4, -1])), np.float64)
     assert np.isnan(got[:3]).all(), got
-    assert_close(got[3], ref.integer_label_cross_entropy(np.array([[0.5, 1.0, -1.0]]), np.array([2]))[0],
-                 dtype=jnp.float32, ulps=reduction(6), scale=2.0, what="label -1")
+    assert_close(
+        got[3],
+        ref.integer_label_cross_entropy(np.array([[0.5, 1.0, -1.0]]), np.array([2]))[0],
+        dtype=jnp.float32,
+        ulps=reduction(6),
+        scale=2.0,
+        what="label -1",
+    )
 
 
 @pytest.mark.acceptance

@@ -127,8 +127,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = seeded_layer(steps=2, seed=12)
     p, gs = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.masked(optax.sgd(0.1, momentum=0.9), MASK)
-    jit_parity.assert_jit_matches_eager(tx.update, [(gs[0], tx.init(p), p), lambda previous: (gs[1], previous[1], p)],
-                                        ulps=ELEMENTWISE, compare=updates_only)
+    jit_parity.assert_jit_matches_eager(tx.update, [(gs[0], tx.init(p), p), lambda previous: (gs[1], previous[1], p)], ulps=ELEMENTWISE, compare=updates_only)
 
 
 @pytest.mark.negative

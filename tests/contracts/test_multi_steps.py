@@ -167,8 +167,7 @@ def test_trajectory_over_two_full_cycles(dtype_name, schedule, every_k):
         for u in want:
             p = [a + b for a, b in zip(p, u)]
             params_ref.append(p)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], params_ref, initial=p0,
-                                       per_step=tolerances.reduction(3))
+        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], params_ref, initial=p0, per_step=tolerances.reduction(3))
         for s, e in zip(steps, emitted):
             if not e:
                 assert all(not np.any(np.asarray(x)) for x in jax.tree.leaves(s.updates))

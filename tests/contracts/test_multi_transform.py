@@ -32,8 +32,7 @@ from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 from optax_gate.kit.jit_parity import updates_only
 
-pytestmark = pytest.mark.contract(api="optax.multi_transform",
-                                  guide="docs: optax.multi_transform / optax.partition (a transformation per label)")
+pytestmark = pytest.mark.contract(api="optax.multi_transform", guide="docs: optax.multi_transform / optax.partition (a transformation per label)")
 
 LABELS = {"kernel": "sgd", "bias": "clip"}
 
@@ -85,8 +84,7 @@ def test_a_label_may_name_a_whole_subtree_and_state_is_per_group():
 
 
 @pytest.mark.negative
-@pytest.mark.parametrize("labels", [{"kernel": "sgd", "bias": "adam"}, lambda t: jax.tree.map(lambda _: "adam", t)],
-                         ids=["tree", "callable"])
+@pytest.mark.parametrize("labels", [{"kernel": "sgd", "bias": "adam"}, lambda t: jax.tree.map(lambda _: "adam", t)], ids=["tree", "callable"])
 def test_an_unlabelled_group_raises_value_error_at_init(labels):
     """A label with no transformation ('adam') fails at ``init`` with
     ValueError naming the labels and the transforms' keys."""
@@ -95,8 +93,9 @@ def test_an_unlabelled_group_raises_value_error_at_init(labels):
 
 
 @pytest.mark.negative
-@pytest.mark.parametrize("labels", [{"kernel": "sgd"}, {"kernel": "sgd", "bias": "clip", "extra": "sgd"}, ("sgd", "clip")],
-                         ids=["missing-leaf", "extra-leaf", "other-container"])
+@pytest.mark.parametrize(
+    "labels", [{"kernel": "sgd"}, {"kernel": "sgd", "bias": "clip", "extra": "sgd"}, ("sgd", "clip")], ids=["missing-leaf", "extra-leaf", "other-container"]
+)
 def test_labels_of_another_structure_raise_value_error(labels):
     """Labels that are not a prefix of the params fail at ``init`` with JAX's
     pytree structure error (from the mask of ``masked``)."""
@@ -111,8 +110,7 @@ def test_an_unused_transformation_is_accepted():
     params, grads = layer()
     tx = optax.multi_transform({**transforms(), "unused": optax.sgd(1.0, momentum=0.9)}, LABELS)
     state = tx.init(params)
-    assert all(isinstance(x, optax.MaskedNode) for x in jax.tree.leaves(
-        state.inner_states["unused"], is_leaf=lambda x: isinstance(x, optax.MaskedNode)))
+    assert all(isinstance(x, optax.MaskedNode) for x in jax.tree.leaves(state.inner_states["unused"], is_leaf=lambda x: isinstance(x, optax.MaskedNode)))
     updates, _ = tx.update(grads, state, params)
     assert_close(updates["bias"], [0.5, -0.25], dtype=jnp.float32, ulps=EXACT, what="bias")
 
@@ -130,8 +128,7 @@ def _jitted(names):
 
 
 @pytest.mark.property
-@given(values=st.tuples(*[strategies.arrays(_SHAPES[k]) for k in sorted(_SHAPES)]),
-       names=st.tuples(*[st.sampled_from(["sgd", "clip"]) for _ in _SHAPES]))
+@given(values=st.tuples(*[strategies.arrays(_SHAPES[k]) for k in sorted(_SHAPES)]), names=st.tuples(*[st.sampled_from(["sgd", "clip"]) for _ in _SHAPES]))
 def test_every_leaf_follows_its_labels_reference(values, names):
     """Generated values and a drawn label per leaf of {a: (3,), b: (2, 2),
     c: ()}: 'sgd' leaves equal ``references.sgd_updates`` (lr 0.1) and 'clip'
@@ -188,8 +185,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     tx = optax.multi_transform(transforms(), by_ndim)
     state = tx.init(params)
     other = jax.tree.map(lambda x: -3.0 * x, grads)
-    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (other, state, params)], ulps=ELEMENTWISE,
-                                        compare=updates_only)
+    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (other, state, params)], ulps=ELEMENTWISE, compare=updates_only)
 
 
 @pytest.mark.negative

@@ -209,10 +209,10 @@ def test_the_optimizer_api_the_guides_rely_on():
     """``Optimizer(model, tx, *, wrt, graph=None)`` and ``update(model, grads,
     /, **kwargs)``: a Flax release that renames, reorders or drops one of these
     breaks this contract, and the message shows the signature it found."""
+
     def shape(fn):
         return [(p.name, p.kind.name) for p in inspect.signature(fn).parameters.values()]
 
     init, update = shape(nnx.Optimizer.__init__), shape(nnx.Optimizer.update)
-    assert init[:4] == [("self", "POSITIONAL_OR_KEYWORD"), ("model", "POSITIONAL_OR_KEYWORD"),
-                        ("tx", "POSITIONAL_OR_KEYWORD"), ("wrt", "KEYWORD_ONLY")], init
+    assert init[:4] == [("self", "POSITIONAL_OR_KEYWORD"), ("model", "POSITIONAL_OR_KEYWORD"), ("tx", "POSITIONAL_OR_KEYWORD"), ("wrt", "KEYWORD_ONLY")], init
     assert update[:3] == [("self", "POSITIONAL_ONLY"), ("model", "POSITIONAL_ONLY"), ("grads", "POSITIONAL_ONLY")], update

@@ -185,8 +185,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     new values compiles nothing."""
     grads = [jnp.array(GUIDE_GRADS), jnp.array([[1.0], [2.0]])]
     other = [jnp.array([[0.1, 0.2], [9.0, 9.0]]), jnp.array([[3.0], [0.0]])]
-    jit_parity.assert_jit_matches_eager(optax.per_example_global_norm_clip, [(grads, 1.0), (other, 1.0)], ulps=ELEMENTWISE,
-                                        static_argnums=1)
+    jit_parity.assert_jit_matches_eager(optax.per_example_global_norm_clip, [(grads, 1.0), (other, 1.0)], ulps=ELEMENTWISE, static_argnums=1)
 
 
 @pytest.mark.acceptance

@@ -85,15 +85,20 @@ def test_training_continues_like_the_writer(checkpoints, setup):
         assert sorted(got) == sorted(want)
         scale = max(float(np.max(np.abs(v))) for v in want.values())
         for path in want:
-            assert_close(got[path], want[path], dtype="float32", ulps=tolerances.accumulated(k, tolerances.reduction(8)),
-                         scale=scale, what=f"{path} at continued step {k}")
+            assert_close(
+                got[path],
+                want[path],
+                dtype="float32",
+                ulps=tolerances.accumulated(k, tolerances.reduction(8)),
+                scale=scale,
+                what=f"{path} at continued step {k}",
+            )
     assert int(run.opt.step[...]) == resume.STEPS_BEFORE + resume.STEPS_AFTER
     if setup == "polyak":
         want = resume.control(checkpoints, setup, "averaged")
         scale = max(float(np.max(np.abs(v))) for v in want.values())
         for path, value in resume.flat(run.averaged).items():
-            assert_close(value, want[path], dtype="float32", ulps=tolerances.accumulated(3, tolerances.reduction(8)),
-                         scale=scale, what=f"averaged {path}")
+            assert_close(value, want[path], dtype="float32", ulps=tolerances.accumulated(3, tolerances.reduction(8)), scale=scale, what=f"averaged {path}")
 
 
 @pytest.mark.acceptance

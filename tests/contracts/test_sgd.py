@@ -178,9 +178,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     step, same shapes and new values, compiles nothing."""
     params, grads = guide_params()
     tx = optax.sgd(LR, momentum=0.9)
-    jit_parity.assert_jit_matches_eager(lambda p, g, s: one_step(tx, p, g, s),
-                                        [(params, grads, tx.init(params)), lambda previous: (previous[2], grads, previous[1])],
-                                        ulps=ELEMENTWISE)
+    jit_parity.assert_jit_matches_eager(
+        lambda p, g, s: one_step(tx, p, g, s), [(params, grads, tx.init(params)), lambda previous: (previous[2], grads, previous[1])], ulps=ELEMENTWISE
+    )
 
 
 @pytest.mark.acceptance

@@ -20,13 +20,14 @@ import pytest
 from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.surface.derivatives import loss_record, losses, schedule_record, schedules
 
-GUIDE = ("formula: forward and reverse mode agree, jvp(f)(x; d) = <grad f(x), d>; docs: optax 0.2.6 losses' and "
-         "schedules' signatures (which arguments are arrays and floats)")
+GUIDE = (
+    "formula: forward and reverse mode agree, jvp(f)(x; d) = <grad f(x), d>; docs: optax 0.2.6 losses' and "
+    "schedules' signatures (which arguments are arrays and floats)"
+)
 
 
 def _case(path):
-    return pytest.param(path, id=path, marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)),
-                                              pytest.mark.snapshot])
+    return pytest.param(path, id=path, marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)), pytest.mark.snapshot])
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in losses()])

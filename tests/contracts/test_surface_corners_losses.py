@@ -32,9 +32,15 @@ LOSSES = [p for p, (kind, _, _) in CALLS.items() if kind == "loss" and p not in 
 TIMEOUT_S = 600
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot, pytest.mark.timeout(TIMEOUT_S)])
-    for p in LOSSES])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot, pytest.mark.timeout(TIMEOUT_S)]
+        )
+        for p in LOSSES
+    ],
+)
 def test_loss_corners(path, data_regression):
     """Value, gradient and forward-mode derivatives at each corner (baseline snapshot)."""
     out = {}

@@ -28,14 +28,17 @@ from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.surface.calls import CALLS
 from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT, schedule_record
 
-GUIDE = ("docs: optax 0.2.6 schedules' docstrings (optax/schedules/_schedule.py, _join.py): the arguments' meaning, "
-         "'if transition_steps <= 0 the schedule is constant'; a schedule takes a step count, int or array")
+GUIDE = (
+    "docs: optax 0.2.6 schedules' docstrings (optax/schedules/_schedule.py, _join.py): the arguments' meaning, "
+    "'if transition_steps <= 0 the schedule is constant'; a schedule takes a step count, int or array"
+)
 #: The schedules of the sweep with a grid.
 SCHEDULES = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p not in SCHEDULE_LEFT_OUT]
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in SCHEDULES])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in SCHEDULES]
+)
 def test_schedule_corners(path, data_regression):
     """Values, dtypes and finiteness at each degenerate configuration and step form (baseline snapshot)."""
     with warnings.catch_warnings():  # NumPy's 'invalid value' at a zero-length interval: the record says NaN

@@ -27,14 +27,17 @@ from optax_gate.kit.surface import generated as surface_generated
 
 from optax_gate.kit.corners.transformations import transformation_grid, transformation_record
 
-GUIDE = ("docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, transform.py, contrib/*.py): each "
-         "option's meaning (mu_dtype: 'the dtype of the first order accumulator'), hyperparameters as scalars or "
-         "arrays (base.ScalarOrSchedule)")
+GUIDE = (
+    "docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, transform.py, contrib/*.py): each "
+    "option's meaning (mu_dtype: 'the dtype of the first order accumulator'), hyperparameters as scalars or "
+    "arrays (base.ScalarOrSchedule)"
+)
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
-    for p in transformation_grid()])
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in transformation_grid()],
+)
 def test_transformation_corners(path, data_regression):
     """Updates' and state's dtypes, the update's norm, finiteness or the error at each corner (baseline snapshot)."""
     data_regression.check(transformation_record(path))

@@ -22,9 +22,13 @@ from optax_gate.kit.corners.trees import TREE_CALLS, TREES, tree_case_id, tree_o
 GUIDE = "docs: optax 0.2.6 tree utilities' docstrings (optax/tree_utils/_tree_math.py, _casting.py): any PyTree of arrays"
 
 
-@pytest.mark.parametrize(("path", "form", "kwargs"), [
-    pytest.param(p, f, kw, id=tree_case_id(p, kw), marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
-    for p, f, kw in TREE_CALLS])
+@pytest.mark.parametrize(
+    ("path", "form", "kwargs"),
+    [
+        pytest.param(p, f, kw, id=tree_case_id(p, kw), marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
+        for p, f, kw in TREE_CALLS
+    ],
+)
 def test_tree_corners(path, form, kwargs, data_regression):
     """The outcome on each corner PyTree (baseline snapshot)."""
     data_regression.check({f"corner.{c}": tree_outcome(path, form, kwargs, c) for c in TREES})

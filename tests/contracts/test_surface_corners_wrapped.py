@@ -20,15 +20,17 @@ import pytest
 from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.surface.wrapped import paths, record
 
-GUIDE = ("docs: optax 0.2.6 wrappers' docstrings: chain applies its transformations in sequence; MultiSteps applies "
-         "the mean of every_k_schedule gradients; apply_if_finite applies the inner update when it is finite; masked "
-         "and multi_transform apply a transformation where the mask or labels select; inject_hyperparams(f)(**h) "
-         "builds f(**h) with h in the state")
+GUIDE = (
+    "docs: optax 0.2.6 wrappers' docstrings: chain applies its transformations in sequence; MultiSteps applies "
+    "the mean of every_k_schedule gradients; apply_if_finite applies the inner update when it is finite; masked "
+    "and multi_transform apply a transformation where the mask or labels select; inject_hyperparams(f)(**h) "
+    "builds f(**h) with h in the state"
+)
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
-    for p in paths()])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in paths()]
+)
 def test_wrapped_corners(path, data_regression):
     """Each wrapper's first update against the bare one, and the empty PyTree (baseline snapshot)."""
     data_regression.check(record(path))

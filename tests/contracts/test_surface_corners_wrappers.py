@@ -18,12 +18,13 @@ import pytest
 
 from optax_gate.kit.corners.wrappers import INNERS, PARAM_DTYPES, WRAPPERS, wrapper_outcome
 
-GUIDE = ("docs: optax 0.2.6 wrappers' docstrings (MultiSteps, inject_hyperparams, masked, chain, apply_if_finite) and "
-         "adam's mu_dtype; the GradientTransformation protocol: a state carried through jax.lax.scan")
+GUIDE = (
+    "docs: optax 0.2.6 wrappers' docstrings (MultiSteps, inject_hyperparams, masked, chain, apply_if_finite) and "
+    "adam's mu_dtype; the GradientTransformation protocol: a state carried through jax.lax.scan"
+)
 
 
-@pytest.mark.parametrize("wrapper", [
-    pytest.param(w, id=w, marks=[pytest.mark.contract(api=w, guide=GUIDE), pytest.mark.snapshot]) for w in WRAPPERS])
+@pytest.mark.parametrize("wrapper", [pytest.param(w, id=w, marks=[pytest.mark.contract(api=w, guide=GUIDE), pytest.mark.snapshot]) for w in WRAPPERS])
 def test_wrapper_corners(wrapper, data_regression):
     """Params and state dtypes after a scan, per inner optimizer and param dtype (baseline snapshot)."""
     data_regression.check({f"corner.{i}/{d}": wrapper_outcome(wrapper, i, d) for i in INNERS for d in PARAM_DTYPES})

@@ -36,8 +36,7 @@ from optax_gate.kit.surface.calls import CALLS, EXPECT, SCHEDULE_STEPS
 
 GUIDE = "docs: JAX jax_enable_x64 (64-bit mode); optax 0.2.6 schedules' and losses' docstrings"
 #: The schedules and the losses the sweep calls directly (as ``test_surface_sweep.SCHEDULES``/``LOSSES``).
-PATHS = [p for p, (kind, _, _) in CALLS.items()
-         if kind == "schedule" or (kind == "loss" and p not in EXPECT and "make_" not in p)]
+PATHS = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" or (kind == "loss" and p not in EXPECT and "make_" not in p)]
 
 
 def _numeric(tree) -> dict[str, np.ndarray]:
@@ -58,8 +57,10 @@ def outputs(path: str) -> dict[str, np.ndarray] | str:
         with jax.enable_x64(True):
             result = call(surface_build.resolve(path))
             if kind == "schedule":
-                return {"x64_python_int_steps": np.stack([np.asarray(result(s)) for s in SCHEDULE_STEPS]),
-                        "x64_int32_steps": np.stack([np.asarray(result(jnp.asarray(s, jnp.int32))) for s in SCHEDULE_STEPS])}
+                return {
+                    "x64_python_int_steps": np.stack([np.asarray(result(s)) for s in SCHEDULE_STEPS]),
+                    "x64_int32_steps": np.stack([np.asarray(result(jnp.asarray(s, jnp.int32))) for s in SCHEDULE_STEPS]),
+                }
             return _numeric(result)
     except Exception as exc:  # the outcome is the exception's type
         return f"raises {type(exc).__name__}"
@@ -76,8 +77,7 @@ def test_x64_dtype(path, data_regression):
     if isinstance(out, str):
         data_regression.check({"x64": out})
         return
-    data_regression.check({k: f"{a.dtype}[{', '.join(map(str, a.shape))}] {'finite' if np.all(np.isfinite(a)) else 'non-finite'}"
-                           for k, a in out.items()})
+    data_regression.check({k: f"{a.dtype}[{', '.join(map(str, a.shape))}] {'finite' if np.all(np.isfinite(a)) else 'non-finite'}" for k, a in out.items()})
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in PATHS])

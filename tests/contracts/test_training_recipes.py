@@ -93,8 +93,7 @@ def test_learning_rate_read_off_a_constant_sign_gradient():
     for k, lr in enumerate(lrs, 1):
         got = np.asarray(ps[k - 1]["w"], np.float64)
         # Measured against the params' magnitude (1): each params value is rounded once.
-        assert_close(got - prev, -lr * np.array([1.0, -1.0]), dtype=jnp.float32, ulps=PER_STEP, scale=1.0,
-                     what=f"update at step {k}")
+        assert_close(got - prev, -lr * np.array([1.0, -1.0]), dtype=jnp.float32, ulps=PER_STEP, scale=1.0, what=f"update at step {k}")
         prev = got
 
 
@@ -109,13 +108,16 @@ def test_first_step_is_sign_plus_decay_times_lr():
     tx = recipe()
     params = {"w": jnp.array([1.0, -1.0])}
     updates, _ = jax.jit(tx.update)({"w": jnp.array([3.0, -4.0])}, tx.init(params), params)
-    assert_close(updates["w"], [-1.1e-3, 1.1e-3], dtype=jnp.float32,
-                 ulps=PER_STEP + tolerances.bias_correction(0.999, 1, "float32"), what="first update")
+    assert_close(updates["w"], [-1.1e-3, 1.1e-3], dtype=jnp.float32, ulps=PER_STEP + tolerances.bias_correction(0.999, 1, "float32"), what="first update")
 
 
 @pytest.mark.property
-@given(values=st.lists(st.tuples(strategies.arrays((3, 2)), strategies.arrays((2,))), min_size=3, max_size=3),
-       lr=st.floats(1e-4, 1e-1), wd=st.floats(0.0, 0.5), max_norm=st.floats(1e-2, 1e3))
+@given(
+    values=st.lists(st.tuples(strategies.arrays((3, 2)), strategies.arrays((2,))), min_size=3, max_size=3),
+    lr=st.floats(1e-4, 1e-1),
+    wd=st.floats(0.0, 0.5),
+    max_norm=st.floats(1e-2, 1e3),
+)
 def test_three_steps_match_the_float64_recipe(values, lr, wd, max_norm):
     """Any three gradients, learning rate, weight decay and threshold: three
     steps of clip + adamw (hyperparameters traced, one compilation) follow
@@ -124,8 +126,9 @@ def test_three_steps_match_the_float64_recipe(values, lr, wd, max_norm):
     grads = [{"kernel": k, "bias": b} for k, b in values]
     got = _traced_recipe(to_jax(params), [to_jax(g) for g in grads], jnp.float32(lr), jnp.float32(wd), jnp.float32(max_norm))
     p32 = leaves64(to_jax(params))
-    want = references_wrappers.adamw_recipe(p32, [leaves64(to_jax(g)) for g in grads], float(np.float32(lr)),
-                                            weight_decay=float(np.float32(wd)), max_norm=float(np.float32(max_norm)))
+    want = references_wrappers.adamw_recipe(
+        p32, [leaves64(to_jax(g)) for g in grads], float(np.float32(lr)), weight_decay=float(np.float32(wd)), max_norm=float(np.float32(max_norm))
+    )
     trajectories.assert_follows(got, want, dtype="float32", initial=to_jax(params), per_step=PER_STEP)
 
 
@@ -150,8 +153,7 @@ def test_trajectory_of_the_recipe(dtype_name, schedule):
         params, grads = seeded_layer(steps=4, seed=72, scale=2.0)
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         ps, state = scan_run(recipe(None if schedule else 1e-2), p0, gs)
-        want = references_wrappers.adamw_recipe(leaves64(p0), [leaves64(g) for g in gs], ref_lr(schedule),
-                                                weight_decay=WD, max_norm=MAX_NORM)
+        want = references_wrappers.adamw_recipe(leaves64(p0), [leaves64(g) for g in gs], ref_lr(schedule), weight_decay=WD, max_norm=MAX_NORM)
         trajectories.assert_follows_in(dtype_name, schedule, ps, want, initial=p0, per_step=PER_STEP)
         assert_dtype(ps, dtype, "params")
         assert_dtype(state, dtype, "state", ignore_integers=True)
@@ -169,8 +171,9 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
         params, grads = seeded_layer(steps=6, seed=73, scale=2.0)
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         ps, _ = scan_run(optax.MultiSteps(recipe(None if schedule else 1e-2), every_k_schedule=2), p0, gs)
-        emitted = references_wrappers.adamw_recipe(leaves64(p0), references_wrappers.multi_steps_means([leaves64(g) for g in gs], 2),
-                                                   ref_lr(schedule), weight_decay=WD, max_norm=MAX_NORM)
+        emitted = references_wrappers.adamw_recipe(
+            leaves64(p0), references_wrappers.multi_steps_means([leaves64(g) for g in gs], 2), ref_lr(schedule), weight_decay=WD, max_norm=MAX_NORM
+        )
         want = [leaves64(p0), emitted[0], emitted[0], emitted[1], emitted[1], emitted[2]]
         trajectories.assert_follows_in(dtype_name, schedule, ps, want, initial=p0, per_step=PER_STEP)
         for a, b in zip(jax.tree.leaves(ps[0]), jax.tree.leaves(p0)):
@@ -179,10 +182,14 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
 
 
 @pytest.mark.acceptance
-@pytest.mark.parametrize("variant", [
-    pytest.param("plain", marks=contract("recipe:scan-carry")),
-    pytest.param("multi-steps", marks=contract("recipe:scan-carry(multisteps)")),
-    pytest.param("mu-bfloat16", marks=[contract("recipe:scan-carry(mu-bfloat16)"), pytest.mark.configuration(mu_dtype="bfloat16")])])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param("plain", marks=contract("recipe:scan-carry")),
+        pytest.param("multi-steps", marks=contract("recipe:scan-carry(multisteps)")),
+        pytest.param("mu-bfloat16", marks=[contract("recipe:scan-carry(mu-bfloat16)"), pytest.mark.configuration(mu_dtype="bfloat16")]),
+    ],
+)
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "float16"])
 def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
     """``jax.lax.scan`` requires the carry's PyTree structure and leaf dtypes
@@ -200,6 +207,7 @@ def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
 
     def shape_of(sig):
         return sig["structure"], {k: v.split("=")[0] for k, v in sig["leaves"].items()}
+
     assert shape_of(signature(state)) == shape_of(signature(tx.init(p0)))
     assert_dtype(ps, dtype, "params")
     assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(ps))
@@ -216,10 +224,15 @@ def test_a_none_gradient_leaf_gives_a_none_update():
     tx = recipe()
     updates, _ = tx.update(g, tx.init(p0), p0)
     assert updates["bias"] is None
-    want = references_wrappers.adamw_recipe(leaves64(p0["kernel"]), [leaves64(g["kernel"])], ref_lr(True),
-                                            weight_decay=WD, max_norm=MAX_NORM)[0][0]
-    assert_close(np.asarray(p0["kernel"], np.float64) + np.asarray(updates["kernel"], np.float64), want,
-                 dtype=jnp.float32, ulps=PER_STEP, scale=float(np.max(np.abs(want))), what="kernel")
+    want = references_wrappers.adamw_recipe(leaves64(p0["kernel"]), [leaves64(g["kernel"])], ref_lr(True), weight_decay=WD, max_norm=MAX_NORM)[0][0]
+    assert_close(
+        np.asarray(p0["kernel"], np.float64) + np.asarray(updates["kernel"], np.float64),
+        want,
+        dtype=jnp.float32,
+        ulps=PER_STEP,
+        scale=float(np.max(np.abs(want))),
+        what="kernel",
+    )
 
 
 @contract("recipe:none-gradients")
@@ -254,8 +267,7 @@ def test_apply_updates_refuses_a_none_update_for_an_array_param():
 
 @contract("recipe:zero-gradients-low-precision")
 @pytest.mark.negative
-@pytest.mark.parametrize("dtype_name", [
-    "float32", "bfloat16", pytest.param("float16", marks=pytest.mark.known_defect("adam-float16-zero-gradient-nan"))])
+@pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", pytest.param("float16", marks=pytest.mark.known_defect("adam-float16-zero-gradient-nan"))])
 def test_zero_gradients_in_low_precision(dtype_name):
     """Two steps of all-zero gradients, lr 1e-2, wd 0.1: in float32 and
     bfloat16 Adam's direction is 0 / (0 + eps) = 0 and the update is the decay

@@ -27,6 +27,7 @@ def _subprocesses_take_ctrl_c():
     job) and those tests failed. Their gates are started as from a terminal: a Python handler here is
     reset to the default in each child at exec, where an ignored signal would stay ignored."""
     import signal
+
     saved = signal.getsignal(signal.SIGINT)
     if saved is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)

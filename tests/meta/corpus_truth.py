@@ -40,6 +40,7 @@ running this script has it, is used for the array-by-array comparison
 Exit status: 0 when every program's truth agrees with its docstring and every
 program is deterministic; 1 otherwise; 2 on a usage error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,16 +94,13 @@ def run_program(python, folder, workdir, timeout, pythonpath=None):
     """Copies `folder` into `workdir`, runs it, returns a result dict."""
     copy = os.path.join(workdir, "prog")
     out = os.path.join(workdir, "out")
-    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(
-        "__pycache__", "*.pyc", "*.npz", "*.npy"))
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.npz", "*.npy"))
     os.makedirs(out)
     cmd = [python, "train.py", "--out", out]
     start = time.monotonic()
     timed_out = False
     try:
-        proc = subprocess.run(cmd, cwd=copy, env=_clean_env(pythonpath),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout)
+        proc = subprocess.run(cmd, cwd=copy, env=_clean_env(pythonpath), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
         rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         timed_out = True
@@ -167,8 +165,7 @@ def compare_arrays(a, b):
             finite = np.isfinite(diff)
             inf_mismatch = int(np.count_nonzero(~finite & (af != bf)))
             max_abs = float(diff[finite].max()) if finite.any() else 0.0
-            denom = np.maximum(np.maximum(np.abs(af), np.abs(bf)),
-                               np.finfo(np.float64).tiny)
+            denom = np.maximum(np.maximum(np.abs(af), np.abs(bf)), np.finfo(np.float64).tiny)
             rel = np.where(finite, diff / denom, 0.0)
             max_rel = float(rel.max()) if rel.size else 0.0
         ulp_unit = "ulp"
@@ -176,8 +173,7 @@ def compare_arrays(a, b):
             oa, ob = _ordered_ints(a[both]), _ordered_ints(b[both])
             ulps = np.abs(oa.astype(np.float64) - ob.astype(np.float64))
             # bfloat16 values saved as float32: count in bfloat16 ulps
-            if a.dtype == np.float32 and not np.any(
-                    (a.view(np.uint32) | b.view(np.uint32)) & 0xFFFF):
+            if a.dtype == np.float32 and not np.any((a.view(np.uint32) | b.view(np.uint32)) & 0xFFFF):
                 ulps = ulps / 65536.0
                 ulp_unit = "bf16 ulp"
             max_ulp = int(ulps.max()) if ulps.size else 0
@@ -188,10 +184,8 @@ def compare_arrays(a, b):
         if n_diff == 0:
             # equal values, different bits: +0.0 vs -0.0 (or NaN payloads)
             u = {2: np.uint16, 4: np.uint32, 8: np.uint64}.get(a.dtype.itemsize)
-            n_bits = (int(np.count_nonzero(a.view(u) != b.view(u)))
-                      if u is not None else n)
-            parts = [f"equal values but {n_bits}/{n} bit patterns differ "
-                     f"(signed zeros / NaN payloads)"]
+            n_bits = int(np.count_nonzero(a.view(u) != b.view(u))) if u is not None else n
+            parts = [f"equal values but {n_bits}/{n} bit patterns differ (signed zeros / NaN payloads)"]
         parts.append(f"max abs {max_abs:.3g}")
         parts.append(f"max rel {max_rel:.3g}")
         if max_ulp is not None:
@@ -200,10 +194,16 @@ def compare_arrays(a, b):
             parts.append(f"{nan_mismatch} NaN mismatches")
         if inf_mismatch:
             parts.append(f"{inf_mismatch} inf mismatches")
-        return {"kind": "value", "text": ", ".join(parts),
-                "n_diff": n_diff, "size": n, "max_abs": max_abs,
-                "max_rel": max_rel, "max_ulp": max_ulp,
-                "nan_mismatch": nan_mismatch}
+        return {
+            "kind": "value",
+            "text": ", ".join(parts),
+            "n_diff": n_diff,
+            "size": n,
+            "max_abs": max_abs,
+            "max_rel": max_rel,
+            "max_ulp": max_ulp,
+            "nan_mismatch": nan_mismatch,
+        }
     diff_count = int(np.count_nonzero(a != b))
     text = f"{diff_count}/{n} elements differ"
     if a.dtype.kind in "iu" and diff_count:
@@ -222,12 +222,10 @@ def _load_arrays(path):
     with zipfile.ZipFile(path) as zf:
         names = sorted(zf.namelist())
         if np is None:
-            return {n[:-4] if n.endswith(".npy") else n: zf.read(n)
-                    for n in names}
+            return {n[:-4] if n.endswith(".npy") else n: zf.read(n) for n in names}
         out = {}
         for n in names:
-            out[n[:-4] if n.endswith(".npy") else n] = np.load(
-                io.BytesIO(zf.read(n)), allow_pickle=False)
+            out[n[:-4] if n.endswith(".npy") else n] = np.load(io.BytesIO(zf.read(n)), allow_pickle=False)
         return out
 
 
@@ -275,20 +273,17 @@ def compare_file(rel, pa, pb):
         with open(pb, "rb") as f:
             bb = f.read()
         if ba != bb:
-            diffs.append({"file": rel, "array": None,
-                          "text": f"files differ (unreadable: {exc})"})
+            diffs.append({"file": rel, "array": None, "text": f"files differ (unreadable: {exc})"})
         return diffs
     for name in sorted(set(aa) | set(ab)):
         if name not in aa or name not in ab:
             where = "baseline" if name in aa else "candidate"
-            diffs.append({"file": rel, "array": name,
-                          "text": f"only in {where}"})
+            diffs.append({"file": rel, "array": name, "text": f"only in {where}"})
             continue
         x, y = aa[name], ab[name]
         if np is None:
             if x != y:
-                diffs.append({"file": rel, "array": name,
-                              "text": "bytes differ"})
+                diffs.append({"file": rel, "array": name, "text": "bytes differ"})
             continue
         d = compare_arrays(x, y)
         if d:
@@ -338,8 +333,7 @@ def compare_runs(ra, rb, label_a="baseline", label_b="candidate"):
     for rel in sorted(set(fa) | set(fb)):
         if rel not in fa or rel not in fb:
             where = label_a if rel in fa else label_b
-            details["files"].append({"file": rel, "array": None,
-                                     "text": f"written only in {where}"})
+            details["files"].append({"file": rel, "array": None, "text": f"written only in {where}"})
             continue
         details["files"].extend(compare_file(rel, fa[rel], fb[rel]))
     if first is None and details["files"]:
@@ -372,18 +366,20 @@ def make_hybrid(candidate, package="optax"):
     """Returns a folder to put on PYTHONPATH: it holds a link to the
     candidate's copy of `package` (which must be pure Python)."""
     out = subprocess.run(
-        [candidate, "-c", f"import os, {package}; "
-         f"print(os.path.dirname({package}.__file__))"],
-        env=_clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, check=True)
+        [candidate, "-c", f"import os, {package}; print(os.path.dirname({package}.__file__))"],
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     src = out.stdout.strip().splitlines()[-1]
     folder = tempfile.mkdtemp(prefix="corpus_hybrid_")
     os.symlink(src, os.path.join(folder, package))
     return folder
 
 
-def evaluate(name, corpus, baseline, candidate, timeout, repeat,
-             hybrid_path=None):
+def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=None):
     folder = os.path.join(corpus, name)
     row = {"program": name, "expected": expected_truth(folder)}
     with tempfile.TemporaryDirectory(prefix=f"corpus_{name}_") as tmp:
@@ -402,19 +398,15 @@ def evaluate(name, corpus, baseline, candidate, timeout, repeat,
         row["first_difference"] = first
         row["details"] = details
         if repeat:
-            nd_first, _ = compare_runs(runs["baseline"],
-                                       runs["baseline_again"],
-                                       "baseline", "baseline_again")
+            nd_first, _ = compare_runs(runs["baseline"], runs["baseline_again"], "baseline", "baseline_again")
             row["deterministic"] = nd_first is None
             row["nondeterminism"] = nd_first
         else:
             row["deterministic"] = None
             row["nondeterminism"] = None
         if hybrid_path:
-            by_optax, _ = compare_runs(runs["baseline"], runs["hybrid"],
-                                       "baseline", "hybrid")
-            by_rest, _ = compare_runs(runs["hybrid"], runs["candidate"],
-                                      "hybrid", "candidate")
+            by_optax, _ = compare_runs(runs["baseline"], runs["hybrid"], "baseline", "hybrid")
+            by_rest, _ = compare_runs(runs["hybrid"], runs["candidate"], "hybrid", "candidate")
             row["optax_alone"] = by_optax
             row["rest_alone"] = by_rest
             born = []
@@ -432,8 +424,7 @@ def evaluate(name, corpus, baseline, candidate, timeout, repeat,
     ok = row["expected"] is None or row["expected"] == row["truth"]
     if row["deterministic"] is False:
         ok = False
-    row["agrees_with_docstring"] = (None if row["expected"] is None
-                                    else row["expected"] == row["truth"])
+    row["agrees_with_docstring"] = None if row["expected"] is None else row["expected"] == row["truth"]
     row["ok"] = ok
     return row
 
@@ -452,21 +443,17 @@ def print_table(rows, width=150):
     attribute = any("born_in" in r for r in rows)
     name_w = max([len("program")] + [len(r["program"]) for r in rows])
     born = f" | {'born in':<9}" if attribute else ""
-    print(f"{'program':<{name_w}} | {'expected':<8} | {'seconds b/c':<11}"
-          f"{born} | truth")
+    print(f"{'program':<{name_w}} | {'expected':<8} | {'seconds b/c':<11}{born} | truth")
     print("-" * min(width, name_w + 40 + 60))
     for r in rows:
-        secs = (f"{r['baseline_seconds']:.1f}/"
-                f"{r['candidate_seconds']:.1f}")
+        secs = f"{r['baseline_seconds']:.1f}/{r['candidate_seconds']:.1f}"
         exp = r["expected"] or "?"
         mark = "" if r["ok"] else "  <-- MISMATCH"
         born = f" | {r.get('born_in', '?'):<9}" if attribute else ""
-        print(f"{r['program']:<{name_w}} | {exp:<8} | {secs:<11}{born} | "
-              f"{_fmt_truth(r)}{mark}")
+        print(f"{r['program']:<{name_w}} | {exp:<8} | {secs:<11}{born} | {_fmt_truth(r)}{mark}")
     if attribute:
         print()
-        print("born in: optax = baseline vs (baseline + candidate optax) "
-              "differ; jax = (baseline + candidate optax) vs candidate differ")
+        print("born in: optax = baseline vs (baseline + candidate optax) differ; jax = (baseline + candidate optax) vs candidate differ")
         for r in rows:
             if r.get("optax_alone") or r.get("rest_alone"):
                 print(f"  {r['program']}:")
@@ -478,26 +465,19 @@ def print_table(rows, width=150):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline", required=True,
-                        help="python interpreter of the baseline environment")
-    parser.add_argument("--candidate", required=True,
-                        help="python interpreter of the candidate environment")
-    parser.add_argument("--only", action="append", default=[],
-                        help="program name(s), comma separated; repeatable")
+    parser.add_argument("--baseline", required=True, help="python interpreter of the baseline environment")
+    parser.add_argument("--candidate", required=True, help="python interpreter of the candidate environment")
+    parser.add_argument("--only", action="append", default=[], help="program name(s), comma separated; repeatable")
     parser.add_argument("--json", help="write the table as JSON here")
-    parser.add_argument("--corpus", default=DEFAULT_CORPUS,
-                        help="corpus folder (default: %(default)s)")
-    parser.add_argument("--timeout", type=float, default=180.0,
-                        help="seconds per program run (default: %(default)s)")
-    parser.add_argument("--no-repeat", action="store_true",
-                        help="skip the second baseline run (determinism check)")
-    parser.add_argument("--attribute", action="store_true",
-                        help="also run baseline python + candidate optax, to "
-                        "tell Optax-born from JAX-born differences")
-    parser.add_argument("--xla-flags", default=None,
-                        help="diagnostics: XLA_FLAGS for every run (e.g. "
-                        "'--xla_cpu_experimental_ynn_fusion_type=' switches "
-                        "off XLA:CPU's YNNPACK dot fusions); normally unset")
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="corpus folder (default: %(default)s)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per program run (default: %(default)s)")
+    parser.add_argument("--no-repeat", action="store_true", help="skip the second baseline run (determinism check)")
+    parser.add_argument("--attribute", action="store_true", help="also run baseline python + candidate optax, to tell Optax-born from JAX-born differences")
+    parser.add_argument(
+        "--xla-flags",
+        default=None,
+        help="diagnostics: XLA_FLAGS for every run (e.g. '--xla_cpu_experimental_ynn_fusion_type=' switches off XLA:CPU's YNNPACK dot fusions); normally unset",
+    )
     args = parser.parse_args(argv)
 
     for py in (args.baseline, args.candidate):
@@ -508,8 +488,7 @@ def main(argv=None):
         wanted = [n for item in args.only for n in item.split(",") if n]
         unknown = [n for n in wanted if n not in names]
         if unknown:
-            parser.error(f"unknown program(s): {', '.join(unknown)}; "
-                         f"known: {', '.join(names)}")
+            parser.error(f"unknown program(s): {', '.join(unknown)}; known: {', '.join(names)}")
         names = [n for n in names if n in wanted]
     if not names:
         parser.error(f"no programs found under {args.corpus}")
@@ -522,21 +501,15 @@ def main(argv=None):
     rows = []
     for name in names:
         print(f"... {name}", file=sys.stderr, flush=True)
-        row = evaluate(name, args.corpus, os.path.abspath(args.baseline),
-                       os.path.abspath(args.candidate), args.timeout,
-                       not args.no_repeat, hybrid_path)
+        row = evaluate(name, args.corpus, os.path.abspath(args.baseline), os.path.abspath(args.candidate), args.timeout, not args.no_repeat, hybrid_path)
         rows.append(row)
-        print(f"    {_fmt_truth(row)}  "
-              f"[{row['baseline_seconds']:.1f}s/{row['candidate_seconds']:.1f}s]",
-              file=sys.stderr, flush=True)
+        print(f"    {_fmt_truth(row)}  [{row['baseline_seconds']:.1f}s/{row['candidate_seconds']:.1f}s]", file=sys.stderr, flush=True)
     if hybrid_path:
         shutil.rmtree(hybrid_path, ignore_errors=True)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"baseline": args.baseline, "candidate": args.candidate,
-                       "numpy": np is not None, "programs": rows}, f,
-                      indent=2, default=str)
+            json.dump({"baseline": args.baseline, "candidate": args.candidate, "numpy": np is not None, "programs": rows}, f, indent=2, default=str)
     return 0 if all(r["ok"] for r in rows) else 1
 
 

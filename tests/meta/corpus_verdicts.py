@@ -20,6 +20,7 @@ Not part of the test suite: it needs a candidate environment (optax 0.2.8,
 jax 0.12.0.1) and takes minutes. Exit status 0 when every verdict is right,
 1 otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,23 +76,35 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     plain = plain_seconds(baseline, folder, timeout)
     truth = corpus_truth.expected_truth(str(folder))
     verdict = report["verdict"]
-    within = (result.get("within_budget") or {})
-    bit_for_bit = (result["outcome"] == "same" and (not within.get("calls") or within.get("shadow_only"))
-                   and not (result.get("witness") or {}).get("output", {}).get("within_budget")
-                   and not (result.get("witness") or {}).get("files", {}).get("within_budget"))
+    within = result.get("within_budget") or {}
+    bit_for_bit = (
+        result["outcome"] == "same"
+        and (not within.get("calls") or within.get("shadow_only"))
+        and not (result.get("witness") or {}).get("output", {}).get("within_budget")
+        and not (result.get("witness") or {}).get("files", {}).get("within_budget")
+    )
     # right: a program the same bit for bit is PASS, saying so; one that differs is FAIL, or PASS that says it is not
     # bit for bit (every difference within the ULP budget of docs/contracts.md, where it is born said)
     # (a program the same by its outputs may still differ by a ULP mid-run, healed by the end: nnx_mlp_adam's Adam nu
     # from step 8; the gate sees it and says "not bit for bit" of those calls, its outputs the same: PASS is right)
-    right = ((truth == "same" and verdict == "pass")
-             or (truth == "differs" and (verdict == "fail" or (verdict == "pass" and not bit_for_bit))))
+    right = (truth == "same" and verdict == "pass") or (truth == "differs" and (verdict == "fail" or (verdict == "pass" and not bit_for_bit)))
     born = [judging.born_short(r) for r in result.get("born") or [] if r["kind"] != "unknown"]
-    return {"program": name, "truth": truth, "outcome": result["outcome"], "verdict": verdict, "right": right,
-            "reason": (report["reasons"] or [result.get("reason", "")])[0][:400],
-            "lines": result.get("sites") or [], "by_value": by.get("value", 0), "calls": total,
-            "bit_for_bit": bit_for_bit,
-            "born": born[:2], "recorded_s": recorded, "plain_s": round(plain, 2),
-            "overhead": round(recorded / plain, 2) if recorded and plain else None}
+    return {
+        "program": name,
+        "truth": truth,
+        "outcome": result["outcome"],
+        "verdict": verdict,
+        "right": right,
+        "reason": (report["reasons"] or [result.get("reason", "")])[0][:400],
+        "lines": result.get("sites") or [],
+        "by_value": by.get("value", 0),
+        "calls": total,
+        "bit_for_bit": bit_for_bit,
+        "born": born[:2],
+        "recorded_s": recorded,
+        "plain_s": round(plain, 2),
+        "overhead": round(recorded / plain, 2) if recorded and plain else None,
+    }
 
 
 def main(argv=None) -> int:
@@ -102,15 +115,17 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
-    names = [n for n in (args.only.split(",") if args.only else sorted(p.name for p in CORPUS.iterdir()
-                                                                         if (p / "train.py").is_file()))]
+    names = [n for n in (args.only.split(",") if args.only else sorted(p.name for p in CORPUS.iterdir() if (p / "train.py").is_file()))]
     rows = []
     for name in names:
         row = verdict_of(name, args.baseline, args.candidate, args.timeout)
         rows.append(row)
-        print(f"{row['program']:28} truth {row['truth']:8} verdict {row['verdict'].upper():13} "
-              f"{'right' if row['right'] else 'WRONG'}  lines {','.join(row['lines'][:3]) or '-':22} "
-              f"by value {row['by_value']}/{row['calls']}  overhead {row['overhead']}x", flush=True)
+        print(
+            f"{row['program']:28} truth {row['truth']:8} verdict {row['verdict'].upper():13} "
+            f"{'right' if row['right'] else 'WRONG'}  lines {','.join(row['lines'][:3]) or '-':22} "
+            f"by value {row['by_value']}/{row['calls']}  overhead {row['overhead']}x",
+            flush=True,
+        )
         print(f"    {'bit for bit' if row['bit_for_bit'] else 'not bit for bit'}; born: {' | '.join(row['born']) or '-'}", flush=True)
         print(f"    {row['reason'][:300]}", flush=True)
     if args.json:

@@ -26,12 +26,12 @@ from tests.meta.test_cli import LOCK, ROOT
 
 TINY_OPTAX = {
     "baseline": "def scale(step_size):\n    return lambda g: [step_size * x for x in g]\n\n\n"
-                "def clip(max_delta):\n    return lambda g: [max(-max_delta, min(max_delta, x)) for x in g]\n",
+    "def clip(max_delta):\n    return lambda g: [max(-max_delta, min(max_delta, x)) for x in g]\n",
     "candidate": "def scale(step_size):\n    return lambda g: [2 * step_size * x for x in g]\n\n\n"
-                 "def clip(max_delta):\n    return lambda g: [max(-max_delta, min(max_delta, x)) for x in g]\n",
+    "def clip(max_delta):\n    return lambda g: [max(-max_delta, min(max_delta, x)) for x in g]\n",
 }
 
-FAKE_PYTHON = '''#!{python}
+FAKE_PYTHON = """#!{python}
 import json, os, sys, time
 args = sys.argv[1:]
 here = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
@@ -54,9 +54,9 @@ elif args[:2] == ["-m", "pytest"]:  # the real pytest, on the team's folders onl
     os.execv({python!r}, [{python!r}, "-m", "pytest", *rest])
 else:
     sys.exit("fake python: unexpected " + " ".join(args))
-'''
+"""
 
-DRIVER = '''
+DRIVER = """
 import os, sys
 from pathlib import Path
 os.environ["OPTAX_GATE_INVOKED_FROM"] = os.getcwd()  # as noxw does: the user's paths are read from the team's folder
@@ -65,7 +65,7 @@ from optax_gate.gate.install import environments
 from optax_gate.gate import cli
 environments.ensure = lambda folder, lock, *a, **k: Path({fakes!r}["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"])
 sys.exit(cli.main(["gate", "--cache-dir", {cache!r}, "--envs-dir", {envs!r}, *sys.argv[1:]]))
-'''
+"""
 
 CONTRACTS = {
     "test_scale.py": '''import optax
@@ -101,8 +101,7 @@ def fake_side(tmp_path: Path, side: str) -> Path:
     site = tmp_path / "envs" / side / "lib" / "python3.12" / "site-packages" / "optax"
     site.mkdir(parents=True)
     (site / "__init__.py").write_text(TINY_OPTAX[side])
-    python.write_text(FAKE_PYTHON.format(python=sys.executable, version="0.2.6" if side == "baseline" else "0.2.8",
-                                         plugins=probe.pytest_plugins()))
+    python.write_text(FAKE_PYTHON.format(python=sys.executable, version="0.2.6" if side == "baseline" else "0.2.8", plugins=probe.pytest_plugins()))
     python.chmod(0o755)
     return python
 
@@ -123,18 +122,28 @@ def action_env(tmp_path: Path, team: Path, **inputs: str) -> dict[str, str]:
     fakes = {side: str(fake_side(tmp_path, side)) for side in ("baseline", "candidate")}
     driver = DRIVER.format(root=str(ROOT), fakes=fakes, cache=str(tmp_path / "cache"), envs=str(tmp_path / "gate-envs"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_"))}
-    env.update({"OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", driver]), "GITHUB_WORKSPACE": str(team),
-                "RUNNER_TEMP": str(tmp_path / "runner-temp"), "GITHUB_OUTPUT": str(tmp_path / "github-output"),
-                "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "PYTHONPATH": str(ROOT / "src"),
-                "INPUT_CANDIDATE_LOCK": "requirements-lock.txt", "INPUT_USAGE": "src", "INPUT_CONTRACTS": "contracts",
-                "INPUT_SPEED": "false"})
+    env.update(
+        {
+            "OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", driver]),
+            "GITHUB_WORKSPACE": str(team),
+            "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+            "GITHUB_OUTPUT": str(tmp_path / "github-output"),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "PYTHONPATH": str(ROOT / "src"),
+            "INPUT_CANDIDATE_LOCK": "requirements-lock.txt",
+            "INPUT_USAGE": "src",
+            "INPUT_CONTRACTS": "contracts",
+            "INPUT_SPEED": "false",
+        }
+    )
     env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
     return env
 
 
 def run_action(tmp_path: Path, team: Path, **inputs: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=action_env(tmp_path, team, **inputs),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=action_env(tmp_path, team, **inputs), capture_output=True, text=True, timeout=120
+    )
     outputs = dict(line.split("=", 1) for line in (tmp_path / "github-output").read_text().splitlines())
     return proc, outputs
 
@@ -174,11 +183,14 @@ def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_p
 
 
 BROKEN_MODULES = {  # a contract module that does not compile: its bytes, and what the refusal says after the folder
-    "syntax": (b"import optax\n\n\ndef test_x(:\n    pass\n",
-               ": a contract module does not compile: nothing/sub/test_broken.py:4: SyntaxError: invalid syntax"),
-    "undecodable": (b"import optax\nNAME = '\xff'\n",
-                    ": a contract module does not compile: nothing/sub/test_broken.py:2: SyntaxError: (unicode error) "
-                    "'utf-8' codec can't decode byte 0xff"),
+    "syntax": (
+        b"import optax\n\n\ndef test_x(:\n    pass\n",
+        ": a contract module does not compile: nothing/sub/test_broken.py:4: SyntaxError: invalid syntax",
+    ),
+    "undecodable": (
+        b"import optax\nNAME = '\xff'\n",
+        ": a contract module does not compile: nothing/sub/test_broken.py:2: SyntaxError: (unicode error) 'utf-8' codec can't decode byte 0xff",
+    ),
 }
 
 
@@ -205,8 +217,14 @@ def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_t
     env = action_env(tmp_path, team)
 
     def action(**inputs):
-        proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, capture_output=True, text=True,
-                              env={**env, **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}}, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "optax_gate.action", "gate"],
+            cwd=team,
+            capture_output=True,
+            text=True,
+            env={**env, **{f"INPUT_{k.upper()}": v for k, v in inputs.items()}},
+            timeout=120,
+        )
         return proc, dict(line.split("=", 1) for line in (tmp_path / "github-output").read_text().splitlines())
 
     proc, judged = action()
@@ -229,8 +247,10 @@ def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_t
 def test_bad_inputs_of_the_action_are_exit_2_with_the_reason(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out))
-    for name, value, said in (("INPUT_FAIL_ON", "sometimes", "fail-on: expected one of broken, changed"),
-                              ("INPUT_SPEED", "yes", "speed: expected true or false")):
+    for name, value, said in (
+        ("INPUT_FAIL_ON", "sometimes", "fail-on: expected one of broken, changed"),
+        ("INPUT_SPEED", "yes", "speed: expected true or false"),
+    ):
         monkeypatch.setenv(name, value)
         assert action_run.gate() == 2
         assert said in capsys.readouterr().err
@@ -250,24 +270,28 @@ def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(tmp_pat
     if runner_temp:
         monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
     args_file = tmp_path / "gate-args.json"
-    monkeypatch.setenv("OPTAX_GATE_ACTION_GATE", json.dumps(
-        [sys.executable, "-c", f"import json, sys; json.dump(sys.argv[1:], open({str(args_file)!r}, 'w')); sys.exit(2)"]))
+    monkeypatch.setenv(
+        "OPTAX_GATE_ACTION_GATE", json.dumps([sys.executable, "-c", f"import json, sys; json.dump(sys.argv[1:], open({str(args_file)!r}, 'w')); sys.exit(2)"])
+    )
     assert action_run.gate() == 2
     args = json.loads(args_file.read_text())
     assert Path(args[args.index("--out") + 1]) == (tmp_path / "runner-temp" if runner_temp else team) / "optax-gate"
 
 
-@pytest.mark.parametrize(("summary", "fail_on", "status"), [
-    ({"unchanged": 3, "fixed": 1}, "broken", 0),
-    ({"unchanged": 3, "fixed": 1}, "changed", 1),
-    ({"unchanged": 4, "fixed": 0}, "changed", 0),
-])
+@pytest.mark.parametrize(
+    ("summary", "fail_on", "status"),
+    [
+        ({"unchanged": 3, "fixed": 1}, "broken", 0),
+        ({"unchanged": 3, "fixed": 1}, "changed", 1),
+        ({"unchanged": 4, "fixed": 0}, "changed", 0),
+    ],
+)
 def test_fail_on_changed_fails_a_pass_with_a_difference(summary, fail_on, status):
     assert action_run.status_of(0, {"verdict": "pass", "summary": summary}, fail_on) == ("pass", status)
     assert action_run.status_of(2, None, fail_on) == ("not-verified", 2)
 
 
-MUTANTS_FILE = '''from optax_gate.mutants import family
+MUTANTS_FILE = """from optax_gate.mutants import family
 
 mutant = family("team-tiny-scale", "test_scale.py")  # relative: read from this file's folder
 
@@ -276,7 +300,7 @@ mutant = family("team-tiny-scale", "test_scale.py")  # relative: read from this 
 def _(optax):
     orig = optax.scale
     return {{"scale": lambda step_size: orig({factor} * step_size)}}
-'''
+"""
 
 
 @pytest.mark.parametrize(("factor", "caught"), [(2, True), (1, False)])
@@ -284,12 +308,19 @@ def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, fact
     """``python -m optax_gate.mutants --contracts DIR``: the folder's ``*_mutants.py`` is found and its
     contracts run under each mutant; a mutant that changes nothing is a problem (the check can fail)."""
     team = team_repo(tmp_path, {"test_scale.py": CONTRACTS["test_scale.py"]})
-    (team / "contracts" / "scale_mutants.py").write_text(MUTANTS_FILE.format(
-        name="doubles" if caught else "same", what="doubles the step size" if caught else "changes nothing", factor=factor))
+    (team / "contracts" / "scale_mutants.py").write_text(
+        MUTANTS_FILE.format(name="doubles" if caught else "same", what="doubles the step size" if caught else "changes nothing", factor=factor)
+    )
     site = fake_side(tmp_path, "baseline").parent.parent / "lib" / "python3.12" / "site-packages"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]), "OPTAX_GATE_INVOKED_FROM": str(team)}
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.mutants", "--contracts", "contracts", "--area", "team-tiny-scale"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate.mutants", "--contracts", "contracts", "--area", "team-tiny-scale"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if caught:
         assert proc.returncode == 0 and "1 contracts, 1 mutants, 0 problems" in proc.stdout, proc.stdout + proc.stderr
     else:

@@ -15,7 +15,7 @@ from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
 from tests.meta.test_cli import ROOT
 
-FAKE_GH = '''#!{python}
+FAKE_GH = """#!{python}
 import json, os, sys
 state_file = {state!r}
 state = json.load(open(state_file))
@@ -39,7 +39,7 @@ else:
         next(c for c in state["comments"] if c["id"] == cid)["body"] = body
     json.dump(state, open(state_file, "w"))
     print("{{}}")
-'''
+"""
 
 REPORT = """# Optax upgrade gate: FAIL
 
@@ -69,10 +69,16 @@ def setup(tmp_path, status=None):
     event.write_text(json.dumps({"pull_request": {"number": 42}}))
     report = tmp_path / "report.md"
     report.write_text(REPORT)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ARTIFACT_", "GH_"))},
-           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT / "src"),
-           "GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": "team/repo", "GITHUB_SERVER_URL": "https://github.example",
-           "GITHUB_RUN_ID": "9001", "INPUT_REPORT": str(report)}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_", "ARTIFACT_", "GH_"))},
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT / "src"),
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "team/repo",
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_RUN_ID": "9001",
+        "INPUT_REPORT": str(report),
+    }
     return env, state
 
 
@@ -118,10 +124,15 @@ def test_outside_a_pull_request_nothing_is_posted(tmp_path):
     assert not (tmp_path / "gh-calls.jsonl").exists()
 
 
-@pytest.mark.parametrize("given, seen", [({"INPUT_TOKEN": "input-token"}, "input-token"),
-                                         ({"GH_TOKEN": "gh-token", "INPUT_TOKEN": "input-token"}, "gh-token"),
-                                         ({"GH_TOKEN": "", "INPUT_TOKEN": "input-token"}, "input-token"),
-                                         ({}, None)])
+@pytest.mark.parametrize(
+    "given, seen",
+    [
+        ({"INPUT_TOKEN": "input-token"}, "input-token"),
+        ({"GH_TOKEN": "gh-token", "INPUT_TOKEN": "input-token"}, "gh-token"),
+        ({"GH_TOKEN": "", "INPUT_TOKEN": "input-token"}, "input-token"),
+        ({}, None),
+    ],
+)
 def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_path, given, seen):
     """``INPUT_TOKEN`` (docs/action.md: the inputs as ``INPUT_*``) is gh's ``GH_TOKEN`` when that is unset or empty."""
     env, state = setup(tmp_path)
@@ -138,14 +149,22 @@ def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_p
 def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(tmp_path):
     """The findings as report.md writes them (``report_markdown``/``report_surface.finding_line``): their links
     to rows and sections after ``## Versions`` point nowhere in a comment, so they become plain text."""
-    contract = report_markdown.finding_line({
-        "number": 1, "change": "broken", "api": "optax.adam", "cause": "the first step differs",
-        "contracts": ["a", "b", "c"], "tests": [("test_first_step[float32]", 1), ("edge hyperparams", 2)]})
+    contract = report_markdown.finding_line(
+        {
+            "number": 1,
+            "change": "broken",
+            "api": "optax.adam",
+            "cause": "the first step differs",
+            "contracts": ["a", "b", "c"],
+            "tests": [("test_first_step[float32]", 1), ("edge hyperparams", 2)],
+        }
+    )
     beyond = report_surface.finding_line({"number": 2, "section": "surface", "api": "optax.foo", "cause": "removed"})
     external = "See [the Optax changelog](https://github.com/google-deepmind/optax/releases#v0.2.8)."
     env, state = setup(tmp_path)
-    (tmp_path / "report.md").write_text(REPORT.replace("1. `optax.scale`: 0.5 * [2, -4] is [2, -4] now — **your code**: `teamapp/train.py:3`",
-                                                       f"{contract}\n{beyond}\n\n{external}"))
+    (tmp_path / "report.md").write_text(
+        REPORT.replace("1. `optax.scale`: 0.5 * [2, -4] is [2, -4] now — **your code**: `teamapp/train.py:3`", f"{contract}\n{beyond}\n\n{external}")
+    )
     assert '<a id="f1"></a>' in contract and "](#f1-2)" in contract and "(see API surface below)" in beyond  # what report.md holds
     proc = comment(env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

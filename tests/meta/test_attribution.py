@@ -17,7 +17,7 @@ from optax_gate.gate import assemble
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.surface import POSITIONAL, Param
 
-TEAM = '''import optax
+TEAM = """import optax
 
 def make(wd, mu):
     a = optax.adamw(1e-3, weight_decay=0.1)
@@ -28,15 +28,15 @@ def make(wd, mu):
     f = optax.scale_by_adam(mu_dtype="float32")
     loss = optax.softmax_cross_entropy_with_integer_labels(mu, wd)
     return a, b, c, d, e, f, loss
-'''
-CATCHING = '''import optax
+"""
+CATCHING = """import optax
 
 def check(x, y):
     try:
         return optax.softmax_cross_entropy_with_integer_labels(x, y)
     except AssertionError:
         return None
-'''
+"""
 #: optax 0.2.6's adamw: weight_decay defaults to 1e-4 (read in optax/_src/alias.py)
 SIGNATURES = {"optax.adamw": (Param("learning_rate", POSITIONAL), Param("weight_decay", POSITIONAL, "0.0001", "0.0001"))}
 #: what the composition probe reports for these two (checked by the probe test below)
@@ -44,31 +44,54 @@ REACHED = {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}, 
 
 
 def _record(contracts):
-    return {"label": "x", "status": "ran", "reason": "", "versions": {},
-            "contracts": {cid: {"api": api, "guide": "g", "kind": kind, "outcome": outcome, "detail": detail}
-                          for cid, (api, kind, outcome, detail) in contracts.items()}}
+    return {
+        "label": "x",
+        "status": "ran",
+        "reason": "",
+        "versions": {},
+        "contracts": {
+            cid: {"api": api, "guide": "g", "kind": kind, "outcome": outcome, "detail": detail} for cid, (api, kind, outcome, detail) in contracts.items()
+        },
+    }
 
 
 def _report(tmp_path, team_text=TEAM):
-    base = _record({
-        "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "passed", ""),
-        "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "passed", ""),
-        "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "passed", ""),
-    })
-    cand = _record({
-        "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "failed",
-                                                  "snapshot drift: weight_decay=0/nan_inf_params: build ValueError -> r1,r3"),
-        "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "failed",
-                                                            "snapshot drift: [0].mu['r1']: bfloat16[3] -> float32[3]"),
-        "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "failed",
-                                            "raised TypeError instead of AssertionError: labels must be integers"),
-    })
+    base = _record(
+        {
+            "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "passed", ""),
+            "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "passed", ""),
+            "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "passed", ""),
+        }
+    )
+    cand = _record(
+        {
+            "test_edges.py::test_edge[optax.adamw]": (
+                "optax.adamw",
+                "snapshot",
+                "failed",
+                "snapshot drift: weight_decay=0/nan_inf_params: build ValueError -> r1,r3",
+            ),
+            "test_dtypes.py::test_state[optax.scale_by_adam]": (
+                "optax.scale_by_adam",
+                "snapshot",
+                "failed",
+                "snapshot drift: [0].mu['r1']: bfloat16[3] -> float32[3]",
+            ),
+            "test_losses.py::test_bad_labels": (
+                "optax.softmax_cross_entropy_with_integer_labels",
+                "negative",
+                "failed",
+                "raised TypeError instead of AssertionError: labels must be integers",
+            ),
+        }
+    )
     team = tmp_path / "team"
     team.mkdir(exist_ok=True)
     (team / "train.py").write_text(team_text)
     scan = usage.scan([team], base=team)  # call sites named from the team's folder, as if the gate started there
     report = compare.compare(base, cand)
     from optax_gate.gate.team_code import call_sites
+
     report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES))
     return report, scan
@@ -93,9 +116,11 @@ def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path):
     assert "weight_decay=0.1; the finding is about weight_decay=0" in found["optax.adamw"]["your_code_attribution"]["train.py:4"]["why"]
     state = found["optax.scale_by_adam"]["your_code_attribution"]
     # adamw and adam are built from scale_by_adam: reached through composition, the params' dtype decides
-    assert state["train.py:8"] == {"verdict": "cannot-tell", "calls": "calls optax.adam, built from optax.scale_by_adam",
-                                   "why": "the finding is about bfloat16 state; the params' dtype is known at run time: "
-                                          "cannot tell without --run"}
+    assert state["train.py:8"] == {
+        "verdict": "cannot-tell",
+        "calls": "calls optax.adam, built from optax.scale_by_adam",
+        "why": "the finding is about bfloat16 state; the params' dtype is known at run time: cannot tell without --run",
+    }
     assert state["train.py:4"]["calls"] == "calls optax.adamw, built from optax.scale_by_adam"
     # mu_dtype= sets the dtype of the .mu entry the finding is about
     assert state["train.py:9"]["verdict"] == "not-affected" and "mu_dtype" in state["train.py:9"]["why"]
@@ -141,8 +166,15 @@ def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
 
 
 def _row(detail):
-    return {"id": "tests/contracts/test_x.py::test_y", "api": "optax.huber_loss", "change": "changed", "detail": detail,
-            "kind": "snapshot", "baseline": "passed", "candidate": "failed"}
+    return {
+        "id": "tests/contracts/test_x.py::test_y",
+        "api": "optax.huber_loss",
+        "change": "changed",
+        "detail": detail,
+        "kind": "snapshot",
+        "baseline": "passed",
+        "candidate": "failed",
+    }
 
 
 def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another():
@@ -173,7 +205,7 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
 def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
     """A call whose arguments run over several lines was also recorded as an attribute use of its
     function (the scanner sorted the call after its own ``func``): nanodo's optimizer.py:176."""
-    team = '''import optax
+    team = """import optax
 
 def make(wd):
     loss_fn = optax.softmax_cross_entropy_with_integer_labels
@@ -181,7 +213,7 @@ def make(wd):
         1e-3,
         weight_decay=wd,
     ), loss_fn
-'''
+"""
     report, scan = _report(tmp_path, team)
     assert [(u.where, u.how) for u in scan.uses if u.path == "optax.adamw"] == [("train.py:5", "call")]
     found = _by_api(report)
@@ -192,8 +224,7 @@ def make(wd):
 
 
 #: what the composition probe reports of adamw's arguments (checked by the probe test below)
-PASSES = {"optax.adamw": {"weight_decay": {"optax.add_decayed_weights:weight_decay"},
-                          "learning_rate": {"optax.scale_by_learning_rate:learning_rate"}}}
+PASSES = {"optax.adamw": {"weight_decay": {"optax.add_decayed_weights:weight_decay"}, "learning_rate": {"optax.scale_by_learning_rate:learning_rate"}}}
 
 
 def _decay_report(tmp_path, configuration=None, passes=PASSES):
@@ -211,6 +242,7 @@ def _decay_report(tmp_path, configuration=None, passes=PASSES):
     scan = usage.scan([team], base=team)
     report = compare.compare(base, cand)
     from optax_gate.gate.team_code import call_sites
+
     report = call_sites.annotated(report, scan)
     attribution.attribute(report, scan, attribution.Known(REACHED, {}, SIGNATURES, passes))
     (finding,) = report["findings"]
@@ -229,8 +261,15 @@ def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp
 def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_finding_needs(tmp_path):
     """Issue 39: an edge snapshot is about weight_decay=0 *and* a NaN or inf parameter: a literal 0.0
     meets the first, the run decides the second. (Building with the value raising is the keyword's alone.)"""
-    rows = [{"id": "test_edges.py::test_edge[optax.adamw]", "api": "optax.adamw", "change": "changed", "kind": "snapshot",
-             "detail": "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"}]
+    rows = [
+        {
+            "id": "test_edges.py::test_edge[optax.adamw]",
+            "api": "optax.adamw",
+            "change": "changed",
+            "kind": "snapshot",
+            "detail": "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
+        }
+    ]
     config = configuration.configuration(rows)
     assert config == {"keywords": {"weight_decay": "0"}, "condition": "a parameter that is NaN or inf"}
     team = tmp_path / "team"
@@ -238,8 +277,9 @@ def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_findin
     (team / "train.py").write_text("import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n")
     use = next(u for u in usage.scan([team], base=team).uses if u.how == "call")
     verdict, why, _ = attribution._judge(attribution._Site(use, True, SIGNATURES["optax.adamw"]), config, [])
-    assert verdict == "cannot-tell" and why.startswith("passes weight_decay=0.0, the finding's weight_decay=0; it also needs "
-                                                       "a parameter that is NaN or inf"), why
+    assert verdict == "cannot-tell" and why.startswith("passes weight_decay=0.0, the finding's weight_decay=0; it also needs a parameter that is NaN or inf"), (
+        why
+    )
 
 
 def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_path):
@@ -249,8 +289,7 @@ def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_
     verdicts, finding = _decay_report(tmp_path, configuration={"weight_decay": "a schedule"})
     assert finding["configuration"] == {"keywords": {"weight_decay": "a schedule"}}
     assert finding["contract_rows"][0]["configuration"] == {"weight_decay": "a schedule"} if "contract_rows" in finding else True
-    assert verdicts == {"train.py:4": "not-affected", "train.py:5": "not-affected", "train.py:6": "cannot-tell",
-                        "train.py:7": "not-affected"}, verdicts
+    assert verdicts == {"train.py:4": "not-affected", "train.py:5": "not-affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}, verdicts
 
 
 def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
@@ -268,9 +307,18 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     could not tell what to look for in its code. A training recipe's finding says what it needs of the run
     (``call_sites.RECIPE_CONDITIONS``): a None gradient leaf where the params hold an array."""
     from optax_gate.gate.team_code import call_sites
-    rows = [{"id": "tests/contracts/test_training_recipes.py::test_a_none_gradient_leaf_gives_a_none_update",
-             "api": "recipe:none-gradients", "change": "broken", "kind": "golden", "baseline": "passed", "candidate": "failed",
-             "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']"}]
+
+    rows = [
+        {
+            "id": "tests/contracts/test_training_recipes.py::test_a_none_gradient_leaf_gives_a_none_update",
+            "api": "recipe:none-gradients",
+            "change": "broken",
+            "kind": "golden",
+            "baseline": "passed",
+            "candidate": "failed",
+            "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']",
+        }
+    ]
     config = configuration.configuration(rows)
     assert config["condition"] == call_sites.RECIPE_CONDITIONS["recipe:none-gradients"]
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adam(1e-3)\n")

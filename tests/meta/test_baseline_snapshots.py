@@ -19,7 +19,7 @@ from optax_gate.gate.run import baseline_snapshots
 from optax_gate.gate.sides import Side
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE = '''
+MODULE = """
 import os
 import pytest
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.contract(api="optax.sgd", guide="meta test")
 @pytest.mark.snapshot
 def test_value(data_regression):
     data_regression.check({"value": int(os.environ["VALUE"])})
-'''
+"""
 
 
 @pytest.fixture
@@ -51,9 +51,26 @@ def _pytest(project, value, snapshots=None, record=False):
         env[baseline_snapshots.SNAPSHOT_DIR] = str(snapshots)
     if record:
         env[baseline_snapshots.RECORD] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_regressions.plugin",
-                           "-p", "pytest_datadir.plugin", "tests/contracts/test_snap.py"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "pytest_regressions.plugin",
+            "-p",
+            "pytest_datadir.plugin",
+            "tests/contracts/test_snap.py",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_baseline_records_its_snapshots_and_the_candidate_compares_with_them(project, tmp_path):

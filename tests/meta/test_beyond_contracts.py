@@ -82,23 +82,24 @@ def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
     (info / "top_level.txt").write_text("chex\n")
     team = tmp_path / "nanodo"
     (team / "nanodo").mkdir(parents=True)
-    (team / "pyproject.toml").write_text('[project]\nname = "nanodo"\ndependencies = ["optax", "jax>=0.4"]\n'
-                                         '[project.optional-dependencies]\ntest = ["Chex>=0.1.86", "pytest"]\n')
+    (team / "pyproject.toml").write_text(
+        '[project]\nname = "nanodo"\ndependencies = ["optax", "jax>=0.4"]\n[project.optional-dependencies]\ntest = ["Chex>=0.1.86", "pytest"]\n'
+    )
     own = declared.packages([team / "nanodo"])
     assert own["chex"] == "pyproject.toml [project.optional-dependencies] test" and own["optax"] == "pyproject.toml [project] dependencies"
-    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["tests/model_test.py:5"]},
-                                                   own)}
+    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["tests/model_test.py:5"]}, own)}
     assert not rows["chex"]["breaks"] and rows["chex"]["declared"] == own["chex"]
-    assert rows["chex"]["uses"] == ["tests/model_test.py:5: imports chex; your project declares chex (pyproject.toml "
-                                    "[project.optional-dependencies] test), so your own requirements install it, not optax"]
+    assert rows["chex"]["uses"] == [
+        "tests/model_test.py:5: imports chex; your project declares chex (pyproject.toml "
+        "[project.optional-dependencies] test), so your own requirements install it, not optax"
+    ]
     (team / "pyproject.toml").write_text('[project]\nname = "nanodo"\n')
     (team / "requirements-dev.txt").write_text("# tools\n-r requirements.txt\nchex==0.1.92  # tests\n")
     assert declared.packages([team]) == {"chex": "requirements-dev.txt"}
     (team / "requirements-dev.txt").unlink()
     (team / "pyproject.toml").write_text("not [ toml")
     assert declared.packages([team]) == {}  # unreadable: declares nothing, the import stays broken
-    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["a.py:1"]},
-                                                   declared.packages([team]))}
+    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["a.py:1"]}, declared.packages([team]))}
     assert rows["chex"]["breaks"]
 
 
@@ -129,24 +130,28 @@ def test_plugin_writes_every_recorded_warning_when_asked(tmp_path, monkeypatch):
     monkeypatch.setattr(pytest_plugin, "_RECORDED", [])
     pytest_plugin.pytest_warning_recorded(_warning(FutureWarning("soon"), FutureWarning), "runtest", "tests/contracts/test_a.py::t", None)
     pytest_plugin.pytest_sessionfinish(None, 0)
-    assert warnings_diff.read(target) == [{"nodeid": "tests/contracts/test_a.py::t", "when": "runtest", "category": "FutureWarning",
-                                          "message": "soon", "module": "optax._src.alias", "lineno": 7}]
+    assert warnings_diff.read(target) == [
+        {"nodeid": "tests/contracts/test_a.py::t", "when": "runtest", "category": "FutureWarning", "message": "soon", "module": "optax._src.alias", "lineno": 7}
+    ]
 
 
 def _warnings(*messages, when="runtest", nodeid="c1"):
-    return [{"nodeid": nodeid, "when": when, "category": cat, "message": m, "module": "optax._src.alias", "lineno": 1}
-            for cat, m in messages]
+    return [{"nodeid": nodeid, "when": when, "category": cat, "message": m, "module": "optax._src.alias", "lineno": 1} for cat, m in messages]
 
 
 def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted():
     base = warnings_diff.fold([], _warnings(("UserWarning", "old")))
-    cand = warnings_diff.fold([{"category": "DeprecationWarning", "message": "import-time", "module": "jax"}],
-                              _warnings(("FutureWarning", "new"), ("UserWarning", "also new")))
+    cand = warnings_diff.fold(
+        [{"category": "DeprecationWarning", "message": "import-time", "module": "jax"}], _warnings(("FutureWarning", "new"), ("UserWarning", "also new"))
+    )
     apis = {"c1": "optax.sgd"}
     rows = warnings_diff.diff(base, cand, apis)
     assert [(r["change"], r["when"], r["message"], r["verdict"]) for r in rows] == [
-        ("new", "contract", "new", "changed"), ("new", "contract", "also new", "changed"),
-        ("new", "import", "import-time", "changed"), ("gone", "contract", "old", "noted")]
+        ("new", "contract", "new", "changed"),
+        ("new", "contract", "also new", "changed"),
+        ("new", "import", "import-time", "changed"),
+        ("gone", "contract", "old", "noted"),
+    ]
     assert rows[0]["category"] == "FutureWarning" and rows[0]["apis"] == ["optax.sgd"] and rows[0]["contracts"] == ["c1"]
     strict = {r["message"]: r["verdict"] for r in warnings_diff.diff(base, cand, apis, fail_on_new_deprecations=True)}
     assert strict == {"also new": "changed", "new": "broken", "import-time": "broken", "old": "noted"}
@@ -158,13 +163,13 @@ def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
     is one ``moved`` row, noted (not a new deprecation even under the switch), naming both modules;
     report.md shows the move."""
     from optax_gate.gate.report import surface_section
+
     moved = [{**w, "module": "optax.transforms._adding"} for w in _warnings(("DeprecationWarning", "key required"))]
     base = warnings_diff.fold([], _warnings(("DeprecationWarning", "key required"), ("UserWarning", "old")))
     cand = warnings_diff.fold([], moved)
     for strict in (False, True):
         rows = warnings_diff.diff(base, cand, {"c1": "optax.noisy_sgd"}, fail_on_new_deprecations=strict)
-        assert [(r["change"], r["message"], r["verdict"]) for r in rows] == [("moved", "key required", "noted"),
-                                                                             ("gone", "old", "noted")]
+        assert [(r["change"], r["message"], r["verdict"]) for r in rows] == [("moved", "key required", "noted"), ("gone", "old", "noted")]
     assert rows[0]["module"] == "optax.transforms._adding" and rows[0]["module_before"] == "optax._src.alias"
     assert rows[0]["apis"] == ["optax.noisy_sgd"]
     text = "\n".join(surface_section._warnings({"rows": rows}))
@@ -175,8 +180,11 @@ def sample_report(tmp_path, candidate_ran=True):
     (tmp_path / "old.txt").write_text(OLD_LOCK)
     (tmp_path / "new.txt").write_text(NEW_LOCK)
     base = record(golden_a="passed")
-    cand = record(golden_a="passed") if candidate_ran else {"label": "candidate", "status": "not-verified",
-                                                            "reason": "import failed", "versions": {}, "contracts": {}}
+    cand = (
+        record(golden_a="passed")
+        if candidate_ran
+        else {"label": "candidate", "status": "not-verified", "reason": "import failed", "versions": {}, "contracts": {}}
+    )
     base.update(lock_file=str(tmp_path / "old.txt"), warnings=warnings_diff.fold([], _warnings(("UserWarning", "a"), nodeid="golden_a")))
     cand.update(lock_file=str(tmp_path / "new.txt"), warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")))
     report = compare.compare(base, cand)
@@ -224,10 +232,17 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     their module are one finding, not six."""
     from optax_gate.gate.report import surface_section as report_surface
 
-    removed = [{"path": f"optax.monte_carlo.f{i}", "change": "removed", "verdict": "broken", "old": "function", "new": ""}
-               for i in range(6)]
-    keyword = [{"path": "optax.huber_loss", "change": "keyword-only", "param": "delta", "verdict": "broken",
-                "old": "delta (positional or keyword)", "new": "delta (keyword-only)"}]
+    removed = [{"path": f"optax.monte_carlo.f{i}", "change": "removed", "verdict": "broken", "old": "function", "new": ""} for i in range(6)]
+    keyword = [
+        {
+            "path": "optax.huber_loss",
+            "change": "keyword-only",
+            "param": "delta",
+            "verdict": "broken",
+            "old": "delta (positional or keyword)",
+            "new": "delta (keyword-only)",
+        }
+    ]
     found = unseen.broken_findings({"surface": {"rows": removed + keyword}})
     assert [(f["api"], f["cause"].split(":")[0]) for f in found] == [("6 names", "removed"), ("optax.huber_loss", "keyword-only (delta)")]
     assert found[0]["apis"] == [r["path"] for r in removed]
@@ -255,18 +270,18 @@ def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
     """The trial read "1 dependencies finding(s) broken": each section's count is said with its own noun,
     singular or plural as the count is."""
     from optax_gate.gate.judge.verdict import broken_words
+
     assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface finding"
     assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency finding"
-    assert (broken_words({"surface": 20, "dependencies": 1, "warnings": 2})
-            == "20 API surface findings, 1 dependency finding and 2 warning findings")
+    assert broken_words({"surface": 20, "dependencies": 1, "warnings": 2}) == "20 API surface findings, 1 dependency finding and 2 warning findings"
 
 
 def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(tmp_path):
     """big_vision keeps big_vision/requirements.txt in its package, below the repository's root that
     --usage names; it declares distrax (which brings chex): read, so chex reads cannot tell, not broken."""
     from optax_gate.gate.inputs import declared
+
     (tmp_path / "repo" / "big_vision").mkdir(parents=True)
     (tmp_path / "repo" / ".git").mkdir()
     (tmp_path / "repo" / "big_vision" / "requirements.txt").write_text("distrax\noptax\n")
-    assert declared.packages([tmp_path / "repo"]) == {"distrax": "big_vision/requirements.txt",
-                                                       "optax": "big_vision/requirements.txt"}
+    assert declared.packages([tmp_path / "repo"]) == {"distrax": "big_vision/requirements.txt", "optax": "big_vision/requirements.txt"}

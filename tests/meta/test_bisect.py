@@ -38,7 +38,7 @@ needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw onc
 PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"')  # the tiny package, named optax
 CONTRACT = "tests/contracts/test_tiny.py::test_value_is_one"
 OTHER = "tests/contracts/test_tiny.py::test_value_below_two"
-CONTRACTS = '''import pytest
+CONTRACTS = """import pytest
 from optax_gate.kit import guides
 
 
@@ -54,7 +54,7 @@ def test_value_is_one():
 def test_value_below_two():
     import optax
     assert optax.VALUE < 2
-'''
+"""
 
 
 def tiny_history(path: Path, change_at: int, broken_at: int) -> list[str]:
@@ -99,16 +99,29 @@ class Counting:
 
 def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
     # two APIs: two findings (one API's findings are one finding since causes.merge, issue 25)
-    contracts = {cid: {"api": "optax.VALUE" if cid != OTHER else "optax.VALUE_BELOW", "guide": "g", "kind": "golden", "outcome": o,
-                       "detail": "" if o == "passed" else "AssertionError: assert 2 == 1"} for cid, o in outcomes.items()}
-    return {"label": label, "status": "ran", "reason": "", "requirements": [f"optax=={version}"],
-            "versions": {"optax": version, "jax": "1", "python": "3.12"}, "contracts": contracts}
+    contracts = {
+        cid: {
+            "api": "optax.VALUE" if cid != OTHER else "optax.VALUE_BELOW",
+            "guide": "g",
+            "kind": "golden",
+            "outcome": o,
+            "detail": "" if o == "passed" else "AssertionError: assert 2 == 1",
+        }
+        for cid, o in outcomes.items()
+    }
+    return {
+        "label": label,
+        "status": "ran",
+        "reason": "",
+        "requirements": [f"optax=={version}"],
+        "versions": {"optax": version, "jax": "1", "python": "3.12"},
+        "contracts": contracts,
+    }
 
 
 def _env(project):
     """The environment options a Prober reads (its project root)."""
-    return EnvironmentOptions(project_root=project, baseline_lock=project / "requirements-lock.txt", python=sys.executable,
-                              envs_dir=project)
+    return EnvironmentOptions(project_root=project, baseline_lock=project / "requirements-lock.txt", python=sys.executable, envs_dir=project)
 
 
 def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> dict:
@@ -128,6 +141,7 @@ def found(tmp_path_factory, project):
 
     def make(package, repo):
         return Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp / "cache", timeout=120), build=builds)
+
     summary = bisect_flow.attach(report, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
     again = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bisect_flow.attach(again, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
@@ -149,8 +163,10 @@ def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
     schema = json.loads((Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report/report.schema.json").read_text())
     jsonschema.validate(json.loads(report_json.render(report)), schema)  # schema 3: the bisect fields
     text = report_markdown.render(report)
-    assert (f"   - changed by optax [`{shas[5][:7]}`](https://github.com/google-deepmind/optax/commit/{shas[5]}) "
-            "Change the value ([#42](https://github.com/google-deepmind/optax/pull/42), 20") in text
+    assert (
+        f"   - changed by optax [`{shas[5][:7]}`](https://github.com/google-deepmind/optax/commit/{shas[5]}) "
+        "Change the value ([#42](https://github.com/google-deepmind/optax/pull/42), 20"
+    ) in text
 
 
 @needs_uv
@@ -170,8 +186,12 @@ def test_each_commit_is_built_once_across_findings_and_runs(found):
 def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, project):
     shas = tiny_history(tmp_path / "repo", change_at=3, broken_at=2)
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
-    bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)),
-                       {"optax": str(tmp_path / "repo")}, BisectOptions(cache=tmp_path / "cache"))
+    bisect_flow.attach(
+        report,
+        lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)),
+        {"optax": str(tmp_path / "repo")},
+        BisectOptions(cache=tmp_path / "cache"),
+    )
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "range", entry
     assert [c["sha"] for c in entry["commits"]] == [shas[2], shas[3]]
@@ -226,6 +246,7 @@ def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, 
 
 # The search alone, with probes that need no build: the ends, the other outcomes, shared probes.
 
+
 def _probe(change: int, unusable: set[int] = frozenset(), other: set[int] = frozenset(), calls: list | None = None):
     def probe(sha: str, contracts: list[str]) -> dict[str, str]:
         i = int(sha)
@@ -235,6 +256,7 @@ def _probe(change: int, unusable: set[int] = frozenset(), other: set[int] = froz
             raise Unusable("cannot be built: no")
         outcome = "error" if i in other else "failed" if i >= change else "passed"
         return {c: outcome for c in contracts}
+
     return probe
 
 
@@ -292,10 +314,15 @@ def test_release_tags_and_first_parent_commits_of_a_real_repository(tmp_path):
 def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(tmp_path, project):
     shas = tiny_history(tmp_path / "repo", change_at=2, broken_at=9)
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
-    report["candidate"]["sources"] = [{"package": "optax", "repository": str(tmp_path / "repo"), "ref": "main", "status": "built",
-                                       "commit": {"sha": shas[4], "short": shas[4][:7]}}]
-    summary = bisect_flow.attach(report, lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project),
-                                                                      BisectOptions(cache=tmp_path / "cache", timeout=120)), {}, BisectOptions(cache=tmp_path / "cache"))
+    report["candidate"]["sources"] = [
+        {"package": "optax", "repository": str(tmp_path / "repo"), "ref": "main", "status": "built", "commit": {"sha": shas[4], "short": shas[4][:7]}}
+    ]
+    summary = bisect_flow.attach(
+        report,
+        lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)),
+        {},
+        BisectOptions(cache=tmp_path / "cache"),
+    )
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "found" and entry["commits"][0]["sha"] == shas[2], entry
     assert (entry["from"], entry["to"]) == ("v0.1.0", shas[4][:12])
@@ -339,13 +366,13 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
     assert "bisection was interrupted" in capsys.readouterr().err
 
 
-_AFTER = '''
+_AFTER = """
 from optax_gate.gate.run import evidence
 from optax_gate.gate.bisect import command as bisect_command
 def _after(run, python, env, bisect, say):
     (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{bisect.env}")
 bisect_command.after_gate = _after
-'''
+"""
 
 
 @pytest.mark.parametrize("extra", [(), ("--bisect",), ("--bisect", "--bisect-env", "baseline")])
@@ -368,16 +395,34 @@ def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, ex
 def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
     from optax_gate.gate.report import bisect_section as report_bisect
 
-    commits = [{"sha": f"{i + 1:x}" * 40, "short": f"{i:08x}", "date": f"2025-10-{i + 1:02d}T00:00:00+00:00", "subject": f"Commit {i}",
-                "pr": None, "url": f"u{i}", "pr_url": ""} for i in range(7)]
-    entry = {"package": "optax", "status": "range", "reason": "", "commits": commits,
-             "skipped": {c["sha"][:12]: "cannot be imported: AttributeError: x" for c in commits[:-1]}}
+    commits = [
+        {
+            "sha": f"{i + 1:x}" * 40,
+            "short": f"{i:08x}",
+            "date": f"2025-10-{i + 1:02d}T00:00:00+00:00",
+            "subject": f"Commit {i}",
+            "pr": None,
+            "url": f"u{i}",
+            "pr_url": "",
+        }
+        for i in range(7)
+    ]
+    entry = {
+        "package": "optax",
+        "status": "range",
+        "reason": "",
+        "commits": commits,
+        "skipped": {c["sha"][:12]: "cannot be imported: AttributeError: x" for c in commits[:-1]},
+    }
     text = report_bisect.words(entry)
-    assert text == ("changed by optax one of 7 commits: from 00000000 Commit 0 (2025-10-01) to 00000006 Commit 6 (2025-10-07) "
-                    "(6 could not be tested: cannot be imported: AttributeError: x)"), text
+    assert text == (
+        "changed by optax one of 7 commits: from 00000000 Commit 0 (2025-10-01) to 00000006 Commit 6 (2025-10-07) "
+        "(6 could not be tested: cannot be imported: AttributeError: x)"
+    ), text
     short = report_bisect.words({**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}})
-    assert short == ("changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) "
-                     "(1 could not be tested: cannot be built: y)"), short
+    assert short == (
+        "changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) (1 could not be tested: cannot be built: y)"
+    ), short
 
 
 @needs_uv
@@ -400,6 +445,7 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
 
     def make(package, repo):
         return Recording(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120))
+
     bisect_flow.attach(report, make, {"optax": str(tmp_path / "repo")}, BisectOptions(cache=tmp_path / "cache"))
     by_contract = {tuple(f["contracts"]): f["bisect"][0] for f in report["findings"]}
     assert by_contract[("contracts/test_sgd.py::test_step",)] == bisect_flow.not_bisected("optax", bisect_flow.TEAM_ONLY)
@@ -411,8 +457,9 @@ def test_a_second_bisection_replaces_the_first_answers(tmp_path):
     # seen by a new user: a rerun of the bisect session appended a second set of 'changed by' lines
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     for missing in ("nothere.git", "gone.git"):
-        bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"),
-                           {"optax": (tmp_path / missing).as_uri()}, BisectOptions(cache=tmp_path / "cache"))
+        bisect_flow.attach(
+            report, lambda package, repo: pytest.fail("nothing is probed"), {"optax": (tmp_path / missing).as_uri()}, BisectOptions(cache=tmp_path / "cache")
+        )
     (entry,) = report["findings"][0]["bisect"]
     assert "gone.git" in entry["reason"]
     assert report_markdown.render(report).count("not bisected (optax)") == 1
@@ -420,6 +467,7 @@ def test_a_second_bisection_replaces_the_first_answers(tmp_path):
 
 def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anything_runs(tmp_path):
     from optax_gate.gate.bisect.history import parse_histories
+
     with pytest.raises(ValueError, match="unknown package 'optx': did you mean optax"):
         parse_histories(["optx=../optax"])
     with pytest.raises(ValueError, match="not a git repository: .*no such folder"):
@@ -460,8 +508,8 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
 
 def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
     from tests.meta.test_cli import gate_cli
-    status, _, stderr, seconds = gate_cli("optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}",
-                                          out=tmp_path / "out", timeout=60)
+
+    status, _, stderr, seconds = gate_cli("optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60)
     assert status == 2 and "not a git repository" in stderr and seconds < 15, (status, stderr[-500:], seconds)
 
 
@@ -472,8 +520,11 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "--quiet", "-b", "main")
-    shas = [commit(repo, {"optax/_losses.py": "def huber_loss(x):\n    return x\n", "optax/_losses_test.py": "def huber_loss(): pass\n",
-                          "notes.txt": "0\n"}, "first")]
+    shas = [
+        commit(
+            repo, {"optax/_losses.py": "def huber_loss(x):\n    return x\n", "optax/_losses_test.py": "def huber_loss(): pass\n", "notes.txt": "0\n"}, "first"
+        )
+    ]
     git(repo, "tag", "v0.1.0")
     shas.append(commit(repo, {"notes.txt": "1\n"}, "Notes only"))
     shas.append(commit(repo, {"optax/_losses.py": "def huber_loss(x, *, delta=1.0):\n    return x\n"}, "Keyword-only delta (#7)"))
@@ -481,19 +532,28 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     files = bisect_flow.source_files(repo, "v0.1.0", ["optax.huber_loss", "recipe:none-gradients", "optax.nothere"])
     assert files == ["optax/_losses.py"]  # the test module's def is left out; a recipe or an unknown name adds none
     assert bisect_flow.suspects(repo, shas[1:], ("v0.1.0", shas[-1]), files) == [shas[2]]
-    entry = bisect_flow._entry("optax", Answer("range", shas[1:], skipped={shas[1]: "cannot be imported: X", shas[3]: "cannot be imported: X"}),
-                               repo, ("v0.1.0", shas[-1]), ["optax.huber_loss"])
+    entry = bisect_flow._entry(
+        "optax",
+        Answer("range", shas[1:], skipped={shas[1]: "cannot be imported: X", shas[3]: "cannot be imported: X"}),
+        repo,
+        ("v0.1.0", shas[-1]),
+        ["optax.huber_loss"],
+    )
     assert [c["sha"] for c in entry["suspects"]] == [shas[2]] and entry["source_files"] == files
     from optax_gate.gate.report import bisect_section as report_bisect
+
     line = report_bisect.words(entry)
-    assert line.startswith(f"changed by optax one of 3 commits, most likely the 1 touching the APIs' source (optax/_losses.py): "
-                           f"{shas[2][:7]} Keyword-only delta (#7, {entry['suspects'][0]['date'][:10]}); the range runs: "), line
+    assert line.startswith(
+        f"changed by optax one of 3 commits, most likely the 1 touching the APIs' source (optax/_losses.py): "
+        f"{shas[2][:7]} Keyword-only delta (#7, {entry['suspects'][0]['date'][:10]}); the range runs: "
+    ), line
 
 
 def test_gate_refuses_a_history_without_bisect(tmp_path):
     """``--history optax=/nonexistent`` without ``--bisect`` was ignored, and the whole gate started
     (``--run-dir`` without ``--run`` is refused the same way)."""
     from tests.meta.test_cli import gate_cli
+
     status, _, stderr, seconds = gate_cli("optax==0.2.8", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60)
     assert status == 2 and "--history is given without --bisect" in stderr and seconds < 15, (status, stderr[-500:], seconds)
 
@@ -510,6 +570,7 @@ def test_the_bisect_command_says_an_interrupted_run_did_not_finish(tmp_path, cap
     """``bisect RUN`` on the folder of an interrupted gate (marked INCOMPLETE, no report) said
     "no report.json there (name ... a run folder)", though it was one."""
     from optax_gate.gate.run import evidence
+
     run = tmp_path / "runs" / "20261202T000000Z-abc"
     run.mkdir(parents=True)
     (run / evidence.MARKER).write_text("interrupted\n")

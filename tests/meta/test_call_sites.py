@@ -20,14 +20,17 @@ from tests.meta.test_compare import record  # noqa: E402
 TEAM = Path(__file__).parent / "fake_team"
 
 
-@pytest.mark.parametrize("label, apis", [
-    ("optax.adamw", ["optax.adamw"]),
-    ("jax.shard_map+optax.sgd", ["jax.shard_map", "optax.sgd"]),
-    ("optax.MultiSteps@shard_map", ["optax.MultiSteps"]),
-    ("jax.pmap:axis-name", ["jax.pmap"]),
-    ("nnx:Optimizer", ["flax.nnx.Optimizer"]),
-    ("resume:across-devices", []),
-])
+@pytest.mark.parametrize(
+    "label, apis",
+    [
+        ("optax.adamw", ["optax.adamw"]),
+        ("jax.shard_map+optax.sgd", ["jax.shard_map", "optax.sgd"]),
+        ("optax.MultiSteps@shard_map", ["optax.MultiSteps"]),
+        ("jax.pmap:axis-name", ["jax.pmap"]),
+        ("nnx:Optimizer", ["flax.nnx.Optimizer"]),
+        ("resume:across-devices", []),
+    ],
+)
 def test_a_contract_label_names_its_public_paths(label, apis):
     assert call_sites.apis_of(label) == apis
 
@@ -52,9 +55,11 @@ def test_findings_list_the_teams_call_sites_and_come_first():
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM))))
     got = [(f["number"], f["api"], f["your_code"]) for f in report["findings"]]
     # findings.group orders them jax.jit+optax.swap, optax.adamw, optax.clip (by API): adamw, untouched, goes last
-    assert got == [(1, "jax.jit+optax.swap", ["teamlib/model.py:8"]),  # two calls on one line: one site
-                   (2, "optax.clip", ["train.py:8"]),
-                   (3, "optax.adamw", [])]
+    assert got == [
+        (1, "jax.jit+optax.swap", ["teamlib/model.py:8"]),  # two calls on one line: one site
+        (2, "optax.clip", ["train.py:8"]),
+        (3, "optax.adamw", []),
+    ]
     text = report_markdown.render(report)
     line = next(ln for ln in text.splitlines() if ln.startswith("2. "))
     assert "`optax.clip`" in line and line.endswith("— **your code**: `train.py:8`")
@@ -87,6 +92,7 @@ def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path)
     """``optax.renamed_clip`` is ``clip`` re-exported under a second name in the
     tiny package of test_surface: the team's ``ox.clip(...)`` is a call of it."""
     from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+
     base, cand = _runs()
     for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
         run["contracts"]["golden_b"]["api"] = "optax.renamed_clip"
@@ -107,6 +113,7 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     from optax_gate.gate.report import json_file as report_json
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+
     base, cand = _runs()
     for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
         run["contracts"]["golden_b"]["api"] = "optax.losses.loss"
@@ -128,10 +135,14 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     assert "(see API surface below) — **your code**: " in line and "`train.py:9`" in line and "`train.py:10`" not in line
     contract = next(f for f in found if f["section"] == "contracts" and f["api"] == "optax.losses.loss")
     assert contract["your_code"] == ["train.py:9", "train.py:10"]
-    assert contract["your_code_notes"] == {"train.py:9": "breaks: delta is keyword-only in the candidate",
-                                           "train.py:10": "passes delta by keyword; does not pass axis"}
-    assert lines[contract["number"] - 1].endswith("— **your code**: `train.py:9` (API surface: breaks: delta is keyword-only in the candidate), "
-                                                  "`train.py:10` (API surface: passes delta by keyword; does not pass axis)")
+    assert contract["your_code_notes"] == {
+        "train.py:9": "breaks: delta is keyword-only in the candidate",
+        "train.py:10": "passes delta by keyword; does not pass axis",
+    }
+    assert lines[contract["number"] - 1].endswith(
+        "— **your code**: `train.py:9` (API surface: breaks: delta is keyword-only in the candidate), "
+        "`train.py:10` (API surface: passes delta by keyword; does not pass axis)"
+    )
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 
 
@@ -142,10 +153,12 @@ def test_a_type_annotation_names_an_api_but_is_a_call_site_only_when_nothing_els
     in an annotation fails at import)."""
     team = tmp_path / "team"
     team.mkdir()
-    (team / "opt.py").write_text("import optax\n\n\ndef make(k: optax.Schedule) -> optax.MultiSteps:\n"
-                                 "    tx: optax.GradientTransformation = optax.adam(1e-3)\n"
-                                 "    return optax.MultiSteps(tx, every_k_schedule=k)\n\n\n"
-                                 "def kind() -> optax.OptState:\n    return None\n")
+    (team / "opt.py").write_text(
+        "import optax\n\n\ndef make(k: optax.Schedule) -> optax.MultiSteps:\n"
+        "    tx: optax.GradientTransformation = optax.adam(1e-3)\n"
+        "    return optax.MultiSteps(tx, every_k_schedule=k)\n\n\n"
+        "def kind() -> optax.OptState:\n    return None\n"
+    )
     scan = usage.scan([team], base=team)
     hows = {(u.where, u.path): u.how for u in scan.uses}
     assert hows[("opt.py:4", "optax.MultiSteps")] == hows[("opt.py:4", "optax.Schedule")] == "annotation"

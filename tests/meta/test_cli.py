@@ -31,9 +31,14 @@ def write_run(path, rec):
 def gate_cli(*args, out, env=None, timeout=60):
     """``python -m optax_gate gate ARGS --out OUT`` from the project root: (exit status, stdout, stderr, seconds)."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "optax_gate", "gate", *args, "--out", str(out),
-                           "--cache-dir", str(Path(out).parent / "cache")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate", "gate", *args, "--out", str(out), "--cache-dir", str(Path(out).parent / "cache")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
 
 
@@ -49,8 +54,7 @@ def not_judged_report(out):
 
 def newest_run(out) -> Path:
     """The newest complete run folder, judged or not."""
-    return max(((out / name).resolve() for name in (evidence.LATEST, evidence.NOT_JUDGED_LINK) if (out / name).exists()),
-               key=lambda p: p.name)
+    return max(((out / name).resolve() for name in (evidence.LATEST, evidence.NOT_JUDGED_LINK) if (out / name).exists()), key=lambda p: p.name)
 
 
 @pytest.mark.parametrize(
@@ -110,16 +114,21 @@ def _write(path, text):
 BAD_INPUTS = {
     "malformed spec": (lambda t: ["optax=>0.2"], "not a valid requirement: 'optax=>0.2'"),
     "unknown package": (lambda t: ["optx==0.2.8"], "the baseline does not require a package named 'optx' (did you mean optax?)"),
-    "missing path after --usage": (lambda t: ["--usage", "src", "notebooks"], "the baseline does not require a package named "
-                                   "'notebooks'; pass --allow-extra to add a new package to the candidate; if it is a path: "
-                                   "--usage notebooks (one path per --usage)"),
+    "missing path after --usage": (
+        lambda t: ["--usage", "src", "notebooks"],
+        "the baseline does not require a package named "
+        "'notebooks'; pass --allow-extra to add a new package to the candidate; if it is a path: "
+        "--usage notebooks (one path per --usage)",
+    ),
     "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], "candidate lock {t}/nope.txt does not exist"),
     "candidate lock empty": (lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")], "pins no package (empty lock file)"),
     "candidate lock without hashes": (lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")], "optax==0.2.8 has no --hash"),
     "baseline lock missing": (lambda t: ["--baseline-lock", str(t / "gone.txt")], "baseline lock {t}/gone.txt does not exist"),
     # a helper gave README.md: the message offered `uv pip compile ... -o README.md`, which overwrites it
-    "baseline lock is prose": (lambda t: ["--baseline-lock", _write(t / "README.md", "# Title\n\nBefore a team moves.\n")],
-                               "README.md is not a lock: no line pins a package as name==version with --hash"),
+    "baseline lock is prose": (
+        lambda t: ["--baseline-lock", _write(t / "README.md", "# Title\n\nBefore a team moves.\n")],
+        "README.md is not a lock: no line pins a package as name==version with --hash",
+    ),
 }
 
 
@@ -254,14 +263,14 @@ else:
     sys.exit(0 if modules else 5)
 '''
 
-DRIVER = '''
+DRIVER = """
 import sys
 from pathlib import Path
 from optax_gate.gate.install import environments
 from optax_gate.gate import cli, cli_parser
 environments.ensure = lambda *a, **k: Path({fake!r})
 cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}, *{extra!r}])
-'''
+"""
 
 
 #: What the fake gate's contract runs give: 8 contracts in each contract module of this project.
@@ -355,15 +364,18 @@ def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
     """The trial: a Ctrl-C that came as the gate finished its report killed it by the signal (exit -2, no
     word; the tests session failed at random on it). Once the command is over the process's handlers
     only record a signal: the exit status is the command's."""
-    driver = ("import os, signal, sys, time\n"
-              "from optax_gate.gate import cli\n"
-              "status = cli.main(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]], process=True)\n"
-              "os.kill(os.getpid(), signal.SIGINT)\n"
-              "os.kill(os.getpid(), signal.SIGTERM)\n"
-              "time.sleep(0.2)\n"
-              "sys.exit(status)\n")
-    proc = subprocess.run([sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    driver = (
+        "import os, signal, sys, time\n"
+        "from optax_gate.gate import cli\n"
+        "status = cli.main(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]], process=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(0.2)\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
 
 
@@ -371,17 +383,26 @@ def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path
     """The re-trial: a Ctrl-C up to a second after the report was current killed the gate with exit 130 and
     no word: at its end Python gives a signal with a Python handler its default action back. Once the
     command is over the entry point ignores SIGINT and SIGTERM, which the tear-down keeps."""
-    driver = ("import signal, sys\n"
-              "from optax_gate.gate import cli\n"
-              "sys.exit = lambda status: print('IGNORED', signal.getsignal(signal.SIGINT) is signal.SIG_IGN,\n"
-              "                                  signal.getsignal(signal.SIGTERM) is signal.SIG_IGN, status)\n"
-              "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n")
+    driver = (
+        "import signal, sys\n"
+        "from optax_gate.gate import cli\n"
+        "sys.exit = lambda status: print('IGNORED', signal.getsignal(signal.SIGINT) is signal.SIG_IGN,\n"
+        "                                  signal.getsignal(signal.SIGTERM) is signal.SIG_IGN, status)\n"
+        "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n"
+    )
     said = tmp_path / "exit-status"  # the nox session reads it when a Ctrl-C reaches nox after the gate finished
-    proc = subprocess.run([sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, env={**os.environ, cli.EXIT_FILE: str(said)})
+    proc = subprocess.run(
+        [sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, cli.EXIT_FILE: str(said)},
+    )
     assert "IGNORED True True 2" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
     assert said.read_text() == "2\n"
     from optax_gate.gate.run import results_cache
+
     assert cli.EXIT_FILE in results_cache.IGNORED_ENV  # where the status goes decides no outcome: no new cache key
 
 
@@ -390,14 +411,16 @@ def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_stat
     report" beside a report that was current (the run was latest); one between the marker and the links
     could leave a run unmarked but not linked. A signal during ``evidence.complete`` waits until the run
     is complete and current; then the exit status is the run's own (0 here) and the words say so."""
-    patch = ("from optax_gate.gate.run import evidence as _ev\n"
-             "import os as _os, signal as _sig\n"
-             "_replace = _os.replace\n"
-             "def _late(src, dst):\n"
-             "    if _ev.COMMITTING and not _ev.DEFERRED:\n"
-             "        _os.kill(_os.getpid(), _sig.SIGINT)\n"
-             "    return _replace(src, dst)\n"
-             "_os.replace = _late\n")
+    patch = (
+        "from optax_gate.gate.run import evidence as _ev\n"
+        "import os as _os, signal as _sig\n"
+        "_replace = _os.replace\n"
+        "def _late(src, dst):\n"
+        "    if _ev.COMMITTING and not _ev.DEFERRED:\n"
+        "        _os.kill(_os.getpid(), _sig.SIGINT)\n"
+        "    return _replace(src, dst)\n"
+        "_os.replace = _late\n"
+    )
     cmd = fake_gate(tmp_path, pause=0, tests=4)
     assert "\ncli.entry(" in cmd[2]
     cmd[2] = cmd[2].replace("\ncli.entry(", "\n" + patch + "cli.entry(")
@@ -415,8 +438,15 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     follows at once, so it reaches the gate while it is still stopping: it was reported as
     "interrupted (SIGTERM)" (the later exception replaced the first)."""
     cmd = fake_gate(tmp_path, pause=0.2, tests=20)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -430,13 +460,11 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     assert proc.returncode == 2 and "Traceback" not in stderr, stderr
     # the SIGTERM may reach the gate before or after it has said why it stops (a race of two processes):
     # either way the cause named is the first signal, Ctrl-C, never SIGTERM
-    assert ("interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr
-            or "interrupted (SIGINT, Ctrl-C): not verified" in stderr), stderr
+    assert "interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr or "interrupted (SIGINT, Ctrl-C): not verified" in stderr, stderr
     assert "interrupted (SIGTERM" not in stderr, stderr
     # the folder is not kept for good: the next gate removes an incomplete folder whose process is gone
     # (a new user read "stays marked INCOMPLETE" and found it gone)
-    assert ("marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the next gate "
-            "removes it)") in stderr, stderr
+    assert ("marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the next gate removes it)") in stderr, stderr
 
 
 def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path):
@@ -444,8 +472,15 @@ def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path
     console named only report.md; the earlier refusal read as this run's. The interruption's line says so."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "not-judged.md").write_text("# an earlier refusal\n")
-    proc = subprocess.Popen(fake_gate(tmp_path, pause=0.2, tests=20), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        fake_gate(tmp_path, pause=0.2, tests=20),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     said = []
     for line in proc.stderr:
         said.append(line)
@@ -463,15 +498,19 @@ def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
     its not-judged report. The noxfile's call of the gate (the tests run without nox installed, so
     its source is read) gives it ``GATE_STOP_S`` seconds after that SIGTERM."""
     import ast
+
     tree = ast.parse((ROOT / "noxfile.py").read_text())
-    stop = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                and any(getattr(t, "id", "") == "GATE_STOP_S" for t in node.targets))
+    stop = next(node.value.value for node in tree.body if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "GATE_STOP_S" for t in node.targets))
     assert stop >= 10
     tool = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "_run_tool")
-    calls = [node for node in ast.walk(tool) if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "run"
-             and any(isinstance(a, ast.Constant) and a.value == "optax_gate" for a in node.args)]
-    assert calls and all(any(k.arg == "terminate_timeout" and getattr(k.value, "id", "") == "GATE_STOP_S" for k in call.keywords)
-                         for call in calls)
+    calls = [
+        node
+        for node in ast.walk(tool)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", "") == "run"
+        and any(isinstance(a, ast.Constant) and a.value == "optax_gate" for a in node.args)
+    ]
+    assert calls and all(any(k.arg == "terminate_timeout" and getattr(k.value, "id", "") == "GATE_STOP_S" for k in call.keywords) for call in calls)
 
 
 def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
@@ -485,14 +524,14 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
     other_lock.write_text(LOCK.read_text() + "# another candidate\n")
     second = subprocess.run(fake_gate(tmp_path, pause=0, lock=other_lock), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert second.returncode == 0 and "baseline: from cache" in second.stderr, second.stderr
-    ran_second = runs.read_text().split()[len(ran_first):]
+    ran_second = runs.read_text().split()[len(ran_first) :]
     assert all(name.startswith("candidate") for name in ran_second) and ran_second
     report = latest_report(tmp_path / "out")
     assert report["baseline"]["from_cache"]["key"] and "**from cache**" in (tmp_path / "out" / "report.md").read_text()
     assert ((tmp_path / "out" / "latest").resolve() / "checkpoints" / "meta.json").exists()
     third = subprocess.run(fake_gate(tmp_path, pause=0, extra=["--no-cache"]), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert third.returncode == 0 and "from cache" not in third.stderr
-    ran_third = runs.read_text().split()[len(ran_first) + len(ran_second):]
+    ran_third = runs.read_text().split()[len(ran_first) + len(ran_second) :]
     assert any(n.startswith("baseline") for n in ran_third) and any(n.startswith("candidate") for n in ran_third)
 
 
@@ -500,6 +539,7 @@ def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
     """A new user's ``gate optax==0.2.8 --bogus-option`` printed the top-level usage
     (``optax-gate [-h] {gate,matrix,compare,bisect}``): the gate's own usage, exit 2, and a near option."""
     from optax_gate.gate import cli_parser
+
     with pytest.raises(SystemExit) as stop:
         cli_parser.parse(["gate", "optax==0.2.8", "--contract", "x", "--bogus-option"])
     err = capsys.readouterr().err
@@ -516,6 +556,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     at exit). Here the interruption lands exactly there: the process must still be stopped, at once."""
     import threading as threading_
     from optax_gate.gate.run import runner
+
     real = runner.subprocess.Popen
     stopper: list[threading_.Thread] = []
 
@@ -569,12 +610,15 @@ def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, cap
     assert cli_parser.parse(["compare", "a", "b"]).out.name == "compare"
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["gate", "--usage", ""], "--usage: must not be empty"),
-    (["gate", "--out", " "], "--out: must not be empty"),
-    (["gate", "--keep", "abc"], "--keep: must be at least 1, got abc"),
-    (["gate", "--timeout", "soon"], "--timeout: must be a number of seconds greater than 0, got soon"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["gate", "--usage", ""], "--usage: must not be empty"),
+        (["gate", "--out", " "], "--out: must not be empty"),
+        (["gate", "--keep", "abc"], "--keep: must be at least 1, got abc"),
+        (["gate", "--timeout", "soon"], "--timeout: must be a number of seconds greater than 0, got soon"),
+    ],
+)
 def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, words, capsys):
     """``--usage ""`` scanned the current folder (264 files of the gate's own code) and the gate went on;
     ``--keep abc`` said "invalid check value" (the name of the validator, not of the option's meaning)."""
@@ -604,10 +648,22 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
     run = tmp_path / "runs" / "r1"
     (run / "evidence").mkdir(parents=True)
     b, c = write_run(run / "evidence" / "baseline.json", base), write_run(run / "evidence" / "candidate.json", cand)
-    team = {"command": "python train.py", "run_dir": "/team", "outcome": "same", "reason": "", "runs": [], "compared": 5,
-            "differing": 0, "first": None, "divergences": [], "causes": [], "sites": [], "raised_at": "", "affected": []}
-    gate_report = {"verdict": "pass", "baseline": {"versions": {"optax": "0.2.6"}}, "candidate": {"versions": {"optax": "0.2.8"}},
-                   "team_run": team}
+    team = {
+        "command": "python train.py",
+        "run_dir": "/team",
+        "outcome": "same",
+        "reason": "",
+        "runs": [],
+        "compared": 5,
+        "differing": 0,
+        "first": None,
+        "divergences": [],
+        "causes": [],
+        "sites": [],
+        "raised_at": "",
+        "affected": [],
+    }
+    gate_report = {"verdict": "pass", "baseline": {"versions": {"optax": "0.2.6"}}, "candidate": {"versions": {"optax": "0.2.8"}}, "team_run": team}
     (run / "report.json").write_text(json.dumps(gate_report))
     assert cli.main(["compare", b, c, "--out", str(tmp_path / "plain")]) == 1  # the broken contract is the team's: no evidence
     assert cli.main(["compare", b, c, "--team-run", str(run), "--out", str(tmp_path / "reused")]) == 0
@@ -619,9 +675,13 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
     (tmp_path / "other.json").write_text(json.dumps(other))
     (tmp_path / "norun.json").write_text(json.dumps({k: v for k, v in gate_report.items() if k != "team_run"}))
     (tmp_path / "list.json").write_text("[1, 2]")
-    for given, words in (("other.json", "optax 0.2.7 there, 0.2.8 here"), ("norun.json", "holds no team run"),
-                         ("missing.json", "cannot be read"), ("runs/r1/evidence/baseline.json", "is a run record, not a gate's"),
-                         ("list.json", "is not a gate's report.json")):
+    for given, words in (
+        ("other.json", "optax 0.2.7 there, 0.2.8 here"),
+        ("norun.json", "holds no team run"),
+        ("missing.json", "cannot be read"),
+        ("runs/r1/evidence/baseline.json", "is a run record, not a gate's"),
+        ("list.json", "is not a gate's report.json"),
+    ):
         assert cli.main(["compare", b, c, "--team-run", str(tmp_path / given), "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err, err
@@ -644,6 +704,7 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     """compare runs no code: its "cannot tell without --run" lines now point to the gate's recorded run
     (``--team-run REPORT``) when the gate that recorded the records ran one, else to a gate with --run."""
     from optax_gate.gate import compare_flow
+
     run = tmp_path / "runs" / "r1"
     (run / "evidence").mkdir(parents=True)
     finding = {"your_code_attribution": {"train.py:3": {"verdict": "cannot-tell", "why": "x", "calls": "y"}}}
@@ -699,6 +760,7 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
     paths are relative to the project (``.nox/gate-envs/…/site-packages``, ``requirements-lock.txt``) and
     said "API surface: not compared; Dependencies: not compared". They are found from the project folder."""
     from optax_gate.gate import compare_flow
+
     monkeypatch.chdir(tmp_path)
     rec = compare_flow._located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
     assert rec["lock_file"] == str(ROOT / "requirements-lock.txt") and Path(rec["lock_file"]).is_file()
@@ -712,23 +774,33 @@ def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_pat
     session then said "optax-gate had finished before the interruption reached it: exit 2", because every
     exit status was written to its file. An interrupted command's status now says so, and the session
     says "interrupted" (noxfile._run_tool)."""
-    driver = ("import sys\n"
-              "from optax_gate.gate import cli, cli_parser\n"
-              "def interrupted(*args):\n"
-              "    raise KeyboardInterrupt\n"
-              "cli_parser.compare_runs = interrupted\n"
-              "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n")
+    driver = (
+        "import sys\n"
+        "from optax_gate.gate import cli, cli_parser\n"
+        "def interrupted(*args):\n"
+        "    raise KeyboardInterrupt\n"
+        "cli_parser.compare_runs = interrupted\n"
+        "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n"
+    )
     said = tmp_path / "exit-status"
-    proc = subprocess.run([sys.executable, "-c", driver, str(tmp_path / "a.json"), str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, env={**os.environ, cli.EXIT_FILE: str(said)})
+    proc = subprocess.run(
+        [sys.executable, "-c", driver, str(tmp_path / "a.json"), str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, cli.EXIT_FILE: str(said)},
+    )
     assert proc.returncode == 2 and "interrupted" in proc.stderr, (proc.returncode, proc.stderr[-2000:])
     assert said.read_text() == "2 interrupted\n"
     noxfile = (ROOT / "noxfile.py").read_text()
     assert '"interrupted" not in said[1:]' in noxfile and "optax-gate was interrupted: not verified" in noxfile
 
 
-@pytest.mark.parametrize("args", [["-s", "gate", "optax==0.2.8"], ["-s", "gate", "jax"], ["--session", "gate", "flax>=0.12"],
-                                  ["-s", "gate", "optax==0.2.8", "--run", "python train.py"]])
+@pytest.mark.parametrize(
+    "args",
+    [["-s", "gate", "optax==0.2.8"], ["-s", "gate", "jax"], ["--session", "gate", "flax>=0.12"], ["-s", "gate", "optax==0.2.8", "--run", "python train.py"]],
+)
 def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     """``./noxw -s gate optax==0.2.8`` (the ``--`` forgotten) answered nox's
     "Sessions not found: optax==0.2.8" (exit 3) with no hint (issue 39). noxw
@@ -737,12 +809,15 @@ def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     assert proc.returncode == 2, proc.stderr
     assert f"'{args[2]}' is not a session: it looks like a requirement" in proc.stderr
     import shlex
+
     suggested = proc.stderr.split("./noxw -s gate --", 1)[1].strip()
     assert shlex.split(suggested) == args[2:], suggested  # every argument kept, quoted so that it pastes as given
 
 
-@pytest.mark.parametrize("args", [["-s", "gate", "--usage", "team"], ["-s", "gate", "--usage=team", "--out", "r", "optax==0.2.8"],
-                                  ["-s", "compare", "a.json", "b.json", "--usage", "team"]])
+@pytest.mark.parametrize(
+    "args",
+    [["-s", "gate", "--usage", "team"], ["-s", "gate", "--usage=team", "--out", "r", "optax==0.2.8"], ["-s", "compare", "a.json", "b.json", "--usage", "team"]],
+)
 def test_noxw_says_where_an_option_of_the_gate_goes(args):
     """The trial: ``./noxw -s gate --usage team`` reached nox, whose own --usage took the path and looked for a
     session named ``team`` (exit 1, read as FAIL). noxw says the gate's arguments go after ``--``, exit 2."""
@@ -751,6 +826,7 @@ def test_noxw_says_where_an_option_of_the_gate_goes(args):
     option = next(a for a in args if a.startswith("--usage")).split("=")[0]
     assert f"'{option}' is an option of the {args[1]}, not of nox: the {args[1]}'s arguments go after --:" in proc.stderr
     import shlex
+
     suggested = proc.stderr.split(f"./noxw -s {args[1]} --", 1)[1].strip()
     assert shlex.split(suggested) == args[2:], suggested
 
@@ -759,18 +835,26 @@ def test_noxw_drops_the_double_dash_from_its_suggestion():
     """The re-trial: ``./noxw -s gate optax==0.2.8 -- --usage DIR --out X`` was told to run ``... -- optax==0.2.8 --
     --usage ...``, which reads --usage and --out as requirements (and wrote its refusal to the default folder)."""
     import shlex
-    proc = subprocess.run(["bash", str(ROOT / "noxw"), "-s", "gate", "optax==0.2.8", "--", "--usage", "d", "--out", "x"],
-                          capture_output=True, text=True, timeout=60)
+
+    proc = subprocess.run(
+        ["bash", str(ROOT / "noxw"), "-s", "gate", "optax==0.2.8", "--", "--usage", "d", "--out", "x"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2, proc.stderr
     assert shlex.split(proc.stderr.split("./noxw -s gate --", 1)[1].strip()) == ["optax==0.2.8", "--usage", "d", "--out", "x"]
 
 
-@pytest.mark.parametrize("args, given, what", [(["-s", "rebaseline", "requirements-lock.txt"], "requirements-lock.txt", "an argument"),
-                                               (["-s", "rebaseline", "--move", "requirements-lock.txt"], "--move", "an option")])
+@pytest.mark.parametrize(
+    "args, given, what",
+    [
+        (["-s", "rebaseline", "requirements-lock.txt"], "requirements-lock.txt", "an argument"),
+        (["-s", "rebaseline", "--move", "requirements-lock.txt"], "--move", "an option"),
+    ],
+)
 def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
     """The trial: ``./noxw -s rebaseline LOCK`` got nox's "Sessions not found" (exit 3) and ``--move`` before ``--``
     nox's usage text. noxw says the arguments go after ``--``, exit 2, the suggestion ready to paste."""
     import shlex
+
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2, proc.stderr
     assert f"'{given}' is {what} of the rebaseline, not of nox" in proc.stderr

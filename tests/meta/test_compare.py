@@ -7,10 +7,7 @@ from optax_gate.gate.judge import compare
 
 def record(status="ran", reason="", **outcomes):
     """A run record whose contracts are ``id=outcome`` (kind from the id prefix)."""
-    contracts = {
-        cid: {"api": "optax.sgd", "guide": "g", "kind": cid.split("_")[0], "outcome": o, "detail": f"{o} detail"}
-        for cid, o in outcomes.items()
-    }
+    contracts = {cid: {"api": "optax.sgd", "guide": "g", "kind": cid.split("_")[0], "outcome": o, "detail": f"{o} detail"} for cid, o in outcomes.items()}
     return {"label": "x", "status": status, "reason": reason, "versions": {}, "contracts": contracts}
 
 
@@ -36,7 +33,10 @@ def test_classify(base, cand, kind, change):
     assert compare.classify(base, cand, kind) == change
 
 
-@pytest.mark.parametrize(("base", "cand", "change"), [("passed", "failed", "fixed"), ("passed", "error", "fixed"), ("passed", "passed", "unchanged"), ("passed", "skipped", "changed")])
+@pytest.mark.parametrize(
+    ("base", "cand", "change"),
+    [("passed", "failed", "fixed"), ("passed", "error", "fixed"), ("passed", "passed", "unchanged"), ("passed", "skipped", "changed")],
+)
 def test_classify_known_defect(base, cand, change):
     assert compare.classify(base, cand, "negative", defect=True) == change
 
@@ -50,8 +50,15 @@ def test_a_broken_contract_fails_and_carries_the_candidate_detail():
     r = compare.compare(record(golden_a="passed", golden_b="passed"), record(golden_a="passed", golden_b="failed"))
     assert r["verdict"] == "fail"
     assert r["contracts"][0] == {
-        "id": "golden_b", "api": "optax.sgd", "guide": "g", "kind": "golden", "defect": "",
-        "baseline": "passed", "candidate": "failed", "change": "broken", "detail": "failed detail",
+        "id": "golden_b",
+        "api": "optax.sgd",
+        "guide": "g",
+        "kind": "golden",
+        "defect": "",
+        "baseline": "passed",
+        "candidate": "failed",
+        "change": "broken",
+        "detail": "failed detail",
     }
 
 
@@ -66,9 +73,7 @@ def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken():
         rec["contracts"]["golden_a"]["defect"] = "clip-index-error: raises IndexError"
     r = compare.compare(base, cand)
     assert r["verdict"] == "pass" and r["contracts"][0]["change"] == "fixed"
-    assert r["contracts"][0]["detail"] == (
-        "known upstream defect no longer reproduces (clip-index-error: raises IndexError); now: failed detail"
-    )
+    assert r["contracts"][0]["detail"] == ("known upstream defect no longer reproduces (clip-index-error: raises IndexError); now: failed detail")
 
 
 def test_fixed_keeps_the_baseline_failure_as_detail():
@@ -99,8 +104,9 @@ def test_not_verified_wins_over_broken():
 
 
 def test_rows_are_ordered_by_severity():
-    r = compare.compare(record(golden_a="passed", golden_b="passed", golden_c="failed"),
-                        record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed"))
+    r = compare.compare(
+        record(golden_a="passed", golden_b="passed", golden_c="failed"), record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed")
+    )
     assert [row["change"] for row in r["contracts"]] == ["broken", "fixed", "new", "unchanged"]
 
 
@@ -110,11 +116,14 @@ def _failing_both(base_detail, cand_detail, outcome="failed"):
     return compare.compare(base, cand)["contracts"][0]
 
 
-@pytest.mark.parametrize("base_detail, cand_detail", [
-    ("TypeError: bad dtype", "ValueError: bad dtype"),                         # another exception type
-    ("ValueError: shapes (2,) and (3,)", "ValueError: rank mismatch"),          # another message
-    ("element (0) is 1.5, expected 1.0 (error 0.5)", "element (0) is 2.5, expected 1.0 (error 1.5)"),  # other values
-])
+@pytest.mark.parametrize(
+    "base_detail, cand_detail",
+    [
+        ("TypeError: bad dtype", "ValueError: bad dtype"),  # another exception type
+        ("ValueError: shapes (2,) and (3,)", "ValueError: rank mismatch"),  # another message
+        ("element (0) is 1.5, expected 1.0 (error 0.5)", "element (0) is 2.5, expected 1.0 (error 1.5)"),  # other values
+    ],
+)
 def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail, cand_detail):
     row = _failing_both(base_detail, cand_detail)
     assert row["change"] == "changed"
@@ -122,13 +131,18 @@ def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail,
     assert row["detail"] == f"fails differently: {cand_detail} (baseline: {base_detail})"
 
 
-@pytest.mark.parametrize("base_detail, cand_detail", [
-    ("TypeError: bad dtype", "TypeError:   bad  dtype"),
-    ("AssertionError: <object at 0x7f3a2b1c0d90> != 1", "AssertionError: <object at 0x7f99aa11bb22> != 1"),
-    ("ImportError: /e/.nox/gate-envs/aa11/lib/python3.12/site-packages/optax/x.py: y",
-     "ImportError: /e/.nox/gate-envs/bb22/lib/python3.12/site-packages/optax/x.py: y"),
-    ("Timeout after 12.5 s", "Timeout after 13.1 s"),
-])
+@pytest.mark.parametrize(
+    "base_detail, cand_detail",
+    [
+        ("TypeError: bad dtype", "TypeError:   bad  dtype"),
+        ("AssertionError: <object at 0x7f3a2b1c0d90> != 1", "AssertionError: <object at 0x7f99aa11bb22> != 1"),
+        (
+            "ImportError: /e/.nox/gate-envs/aa11/lib/python3.12/site-packages/optax/x.py: y",
+            "ImportError: /e/.nox/gate-envs/bb22/lib/python3.12/site-packages/optax/x.py: y",
+        ),
+        ("Timeout after 12.5 s", "Timeout after 13.1 s"),
+    ],
+)
 def test_the_same_failure_in_both_stays_unchanged(base_detail, cand_detail):
     row = _failing_both(base_detail, cand_detail, "error")
     assert row["change"] == "unchanged" and "baseline_detail" not in row
@@ -151,8 +165,7 @@ def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed():
     from optax_gate.gate.judge import findings
 
     absent = f"Skipped: optax.microbatching {findings.ABSENT_API} (public after 0.2.6)"
-    base, cand = record(golden_a="skipped", golden_b="skipped", golden_c="skipped"), record(
-        golden_a="passed", golden_b="passed", golden_c="skipped")
+    base, cand = record(golden_a="skipped", golden_b="skipped", golden_c="skipped"), record(golden_a="passed", golden_b="passed", golden_c="skipped")
     base["contracts"]["golden_a"]["detail"] = absent
     for side in (base, cand):
         side["contracts"]["golden_c"]["detail"] = absent

@@ -18,8 +18,13 @@ MODULE = "tests/contracts/test_incremental_update.py"  # golden, property, traje
 
 def run_module(tmp_path, name, env, python=sys.executable):
     log = tmp_path / f"{name}.jsonl"
-    subprocess.run([str(python), "-m", "pytest", MODULE, "-q", "-p", "no:cacheprovider", f"--report-log={log}"],
-                   cwd=ROOT, capture_output=True, env={**os.environ, **env}, timeout=600)
+    subprocess.run(
+        [str(python), "-m", "pytest", MODULE, "-q", "-p", "no:cacheprovider", f"--report-log={log}"],
+        cwd=ROOT,
+        capture_output=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
     parsed = outcomes.parse(log)
     assert parsed.exitstatus == 0 and parsed.contracts, f"{name}: {parsed.exitstatus} {parsed.collection_errors}"
     return {cid: c.outcome for cid, c in parsed.contracts.items()}
@@ -69,9 +74,9 @@ def _second_environment(tmp_path, name):
     another folder, as a candidate's environment is to the baseline's."""
     import sysconfig
     from optax_gate.gate.install import environments
+
     folder = tmp_path / name
-    subprocess.run([environments.uv(), "venv", "--quiet", "--python", sys.executable, str(folder)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run([environments.uv(), "venv", "--quiet", "--python", sys.executable, str(folder)], check=True, capture_output=True, timeout=120)
     (site,) = (folder / "lib").glob("python3*/site-packages")
     (site / "this_environment.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
     return folder / "bin" / "python"
@@ -83,6 +88,7 @@ def test_entries_another_environment_wrote_give_the_outcomes_of_compiling_them(t
     served the baseline's entries (a module with jit-vs-eager and does-not-recompile contracts) gives the
     outcomes of its run with the cache off, and is served them (it adds almost no entry)."""
     from optax_gate.gate.install import environments
+
     try:
         environments.uv()
     except environments.EnvironmentFailure as exc:
@@ -108,13 +114,16 @@ def test_the_shared_cache_lives_in_the_gates_cache_folder(tmp_path):
 def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path, monkeypatch):
     from optax_gate.gate import sides
     from optax_gate.gate.inputs.options import EnvironmentOptions
+
     monkeypatch.setattr(sides.environments, "ensure", lambda *a, **k: Path(sys.executable))
     monkeypatch.setattr(sides, "look_up", lambda *a, **k: None)
     env = EnvironmentOptions(ROOT, ROOT / "requirements-lock.txt", sys.executable, tmp_path / "envs", cache_dir=tmp_path / "cache")
     folders = sides.Folders(tmp_path / "evidence", tmp_path / "checkpoints")
     (tmp_path / "cand.txt").write_text("optax==0.2.8\n")
-    got = {sides.prepare(label, lock, env, folders, lambda _: None).jax_env["JAX_COMPILATION_CACHE_DIR"]
-           for label, lock in (("baseline", env.baseline_lock), ("candidate", tmp_path / "cand.txt"))}
+    got = {
+        sides.prepare(label, lock, env, folders, lambda _: None).jax_env["JAX_COMPILATION_CACHE_DIR"]
+        for label, lock in (("baseline", env.baseline_lock), ("candidate", tmp_path / "cand.txt"))
+    }
     assert got == {str((tmp_path / "cache" / compilation_cache.FOLDER).absolute())}
 
 

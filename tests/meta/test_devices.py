@@ -31,6 +31,7 @@ def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path):
 
     def config(*args):
         return types.SimpleNamespace(rootpath=root, args=list(args), invocation_params=types.SimpleNamespace(dir=root))
+
     assert conftest.pytest_ignore_collect(folder, config("tests/contracts")) is True
     assert conftest.pytest_ignore_collect(folder, config()) is True
     assert conftest.pytest_ignore_collect(folder, config(devices.MULTIDEVICE_DIR)) is None
@@ -43,8 +44,7 @@ def _env(root):
 
 
 def _part(folder, code, *contracts, errors=()):
-    log = outcomes.ReportLog(contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts},
-                             collection_errors=list(errors))
+    log = outcomes.ReportLog(contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts}, collection_errors=list(errors))
     return runner.Part(folder, code, "last line", log)
 
 
@@ -54,12 +54,12 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
     def fake_pytest(call, timeout, on_progress, stop=None):
         calls.append((call.name, call.folder, call.env.get("XLA_FLAGS", "")))
         return _part(call.folder, 1 if "multi" in call.folder else 0, f"{call.folder}::t")
+
     monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path))
-    assert sorted(calls) == [("baseline", "tests/contracts", ""),
-                             ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG)]
+    assert sorted(calls) == [("baseline", "tests/contracts", ""), ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG)]
     assert record["status"] == "ran" and record["exitstatus"] == 1
     assert sorted(record["contracts"]) == [f"{devices.MULTIDEVICE_DIR}::t", "tests/contracts::t"]
 
@@ -89,15 +89,16 @@ def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, m
     ``$PYTEST_XDIST_AUTO_NUM_WORKERS``), at most ``runner.MAX_WORKERS``; the multi-device process is
     never split; two sides at once still run one process each."""
     from optax_gate.gate import sides
+
     calls = {}
 
     def fake_pytest(call, timeout, on_progress, stop=None):
         calls[call.folder] = call.pytest_args
         return _part(call.folder, 0, f"{call.folder}::t")
+
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
     with_xdist = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
-    runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=sides.ALONE_WORKERS),
-               probed=with_xdist)
+    runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=sides.ALONE_WORKERS), probed=with_xdist)
     args = list(calls["tests/contracts"])
     assert args[args.index("-n") + 1] == "auto" and args[args.index("--maxprocesses") + 1] == str(runner.MAX_WORKERS), args
     assert "-n" not in calls[devices.MULTIDEVICE_DIR]

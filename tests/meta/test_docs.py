@@ -78,6 +78,9 @@ def test_every_command_shown_exists(page):
             wrong.append(f"./noxw -s {session}: no such session (sessions: {sorted(sessions)})")
         elif session in ("gate", "matrix") and rest:
             known = _options(session)
-            wrong += [f"./noxw -s {session} -- {opt}: no such option"
-                      for opt in re.findall(r"(?<![\w-])--[a-z][\w-]*", re.sub(r'"[^"]*"', '', rest)) if opt not in known]  # not in a quoted CMD
+            wrong += [
+                f"./noxw -s {session} -- {opt}: no such option"
+                for opt in re.findall(r"(?<![\w-])--[a-z][\w-]*", re.sub(r'"[^"]*"', "", rest))
+                if opt not in known
+            ]  # not in a quoted CMD
     assert not wrong, f"{page.name}: {wrong}"

@@ -29,8 +29,17 @@ REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026
 
 
 def row(cid, detail, change="broken", api="optax.sgd", kind="golden", defect="", baseline="passed", candidate="failed"):
-    return {"id": cid, "api": api, "guide": "g", "kind": kind, "defect": defect, "baseline": baseline,
-            "candidate": candidate, "change": change, "detail": detail}
+    return {
+        "id": cid,
+        "api": api,
+        "guide": "g",
+        "kind": kind,
+        "defect": defect,
+        "baseline": baseline,
+        "candidate": candidate,
+        "change": change,
+        "detail": detail,
+    }
 
 
 def test_the_real_0_2_8_report_is_eight_failure_patterns():
@@ -57,12 +66,9 @@ def test_the_real_0_2_8_report_is_eight_failure_patterns():
         "trajectory over two full cycles ×3)",
         "`optax.inject_hyperparams`: updates come out float32 instead of bfloat16/float16 (3 contracts broken: "
         "trajectory of injected momentum sgd ×2, updates keep each leafs dtype with mixed precision params)",
-        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter "
-        "(1 contract changed: state snapshot)",
-        "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 "
-        "(1 contract changed: state snapshot)",
-        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.hyperparams` (scalars, no cost per parameter) "
-        "(1 contract changed: state snapshot)",
+        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter (1 contract changed: state snapshot)",
+        "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 (1 contract changed: state snapshot)",
+        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.hyperparams` (scalars, no cost per parameter) (1 contract changed: state snapshot)",
         "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per "
         "parameter; `.hyperparams` (scalars, no cost per parameter) (1 contract changed: state snapshot)",
         "`optax.add_decayed_weights`: known upstream defect `decay-schedule-count-stuck` no longer reproduces "
@@ -87,8 +93,9 @@ def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
     lines = body[3:]
     assert len(lines) == 3 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 4))
     assert lines[0].startswith('1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors')
-    assert lines[0].endswith("(5 contracts: 4 broken, 1 changed: [result shapes dtypes and finiteness](#f1-1), "
-                             "[trajectory over two full cycles](#f1-2) ×3, [state snapshot](#f1-5))")
+    assert lines[0].endswith(
+        "(5 contracts: 4 broken, 1 changed: [result shapes dtypes and finiteness](#f1-1), [trajectory over two full cycles](#f1-2) ×3, [state snapshot](#f1-5))"
+    )
 
 
 def test_every_finding_link_lands_on_a_row_of_that_finding():
@@ -127,16 +134,18 @@ def test_same_pattern_groups_across_parameters_numbers_and_steps():
         (["optax.sgd"], ["test_e"]),
         (["optax.sgd"], ["test_c"]),
     ]
-    assert found[0]["text"] == ("2 APIs (`optax.adam`, `optax.sgd`): AssertionError: step 1: x is 3, wanted 4 "
-                                "(4 contracts broken: a ×2, b, d)")
+    assert found[0]["text"] == ("2 APIs (`optax.adam`, `optax.sgd`): AssertionError: step 1: x is 3, wanted 4 (4 contracts broken: a ×2, b, d)")
 
 
 def test_numeric_findings_split_by_dtype_and_order_by_change():
     f64 = "v: element (0,) is 1.0000001, expected 1.0 (error 1e-07, bound 8.9e-16 = 4 ULP of float64; worst error 450359962.74 ULP)"
     bf16 = "v: element (1,) is 1.5, expected 1.0 (error 0.5, bound 0.031 = 4 ULP of bfloat16; worst error 64.00 ULP)"
-    rows = [row("t.py::test_f[x]", "was: boom", change="fixed", baseline="failed", candidate="passed"),
-            row("t.py::test_a[float64]", f64), row("t.py::test_a[bfloat16]", bf16),
-            row("t.py::test_s", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", kind="snapshot")]
+    rows = [
+        row("t.py::test_f[x]", "was: boom", change="fixed", baseline="failed", candidate="passed"),
+        row("t.py::test_a[float64]", f64),
+        row("t.py::test_a[bfloat16]", bf16),
+        row("t.py::test_s", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", kind="snapshot"),
+    ]
     found = findings.group(rows)
     assert [f["change"] for f in found] == ["broken", "broken", "changed", "fixed"]
     assert found[1]["cause"] == "bfloat16 results are off: off by up to 0.5 relative = 64 ULP of bfloat16, allowed 4 ULP"
@@ -145,8 +154,10 @@ def test_numeric_findings_split_by_dtype_and_order_by_change():
 
 
 def test_a_candidate_that_did_not_run_is_one_gone_finding():
-    rows = [row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone",
-                api=f"optax.{api}", candidate=None) for i, api in enumerate(["sgd", "adam", "sgd"])]
+    rows = [
+        row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone", api=f"optax.{api}", candidate=None)
+        for i, api in enumerate(["sgd", "adam", "sgd"])
+    ]
     found = findings.group(rows, candidate_ran=False)
     assert [(f["api"], f["cause"], len(f["contracts"])) for f in found] == [("every API", "did not run in the candidate", 3)]
     (gone,) = findings.group(rows, candidate_ran=True)  # it ran: the gone contracts are one finding naming their APIs
@@ -157,7 +168,8 @@ def test_plain_detail_of_an_ulp_figure():
     detail = REAL["contracts"][3]["detail"]
     assert details.plain_detail(REAL["contracts"][3]) == (
         "AssertionError: emitted update: element (0,) is -0.11549644755374272, expected -0.1154964479961693: "
-        "off by 4.4e-10 (relative 3.8e-9; worst 1.7e7 ULP of float64), allowed 8 ULP of float64 = 2.1e-16")
+        "off by 4.4e-10 (relative 3.8e-9; worst 1.7e7 ULP of float64), allowed 8 ULP of float64 = 2.1e-16"
+    )
     assert "(error 4.42e-10, bound 2.05e-16 = 8 ULP of float64" in detail  # the report.json keeps the message
 
 
@@ -165,13 +177,12 @@ def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
     ms = next(r for r in REAL["contracts"] if r["id"].endswith("test_multi_steps.py::test_state_snapshot[bfloat16]"))
     assert details.plain_detail(ms) == (
         "dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; `.acc_grads['kernel']` bfloat16[3,2] → float32[3,2]"
-        " — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter")
+        " — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter"
+    )
     value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
-    assert details.plain_detail(value_only) == (
-        "value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)")
+    assert details.plain_detail(value_only) == ("value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)")
     f64 = drift.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
-    assert drift.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter",
-                                        "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
+    assert drift.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter", "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
 
 
 def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
@@ -200,17 +211,17 @@ def test_the_parser_reads_the_tolerance_policy_message(dtype):
 
 
 def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
-    rows = [row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone",
-                api="optax.sgd", candidate=None) for i in range(40)]
+    rows = [row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone", api="optax.sgd", candidate=None) for i in range(40)]
     line = report_markdown.finding_line(findings.group(rows, candidate_ran=False)[0])
-    assert line == ('1. <a id="f1"></a>**gone** `every API`: did not run in the candidate '
-                    '([all 40 contracts, listed below](#f1-1))')
+    assert line == ('1. <a id="f1"></a>**gone** `every API`: did not run in the candidate ([all 40 contracts, listed below](#f1-1))')
     assert line.count("](#") == 1
 
 
 def test_a_long_failure_message_is_cut_at_a_word_end():
-    message = ("TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
-               "got int32 instead. " + "More words follow here to pass the limit. " * 3)
+    message = (
+        "TypeError: Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, "
+        "got int32 instead. " + "More words follow here to pass the limit. " * 3
+    )
     cut = plain_text.shorten(message)
     assert len(cut) <= 140 and cut.endswith("…")
     assert message.startswith(cut[:-1]) and message[len(cut) - 1] == " "  # the next character was a space
@@ -219,60 +230,100 @@ def test_a_long_failure_message_is_cut_at_a_word_end():
 
 
 def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
-    why = ("required parameter `fun` has no value by name in the generator (optax_gate.kit.surface.generated.VALUES, "
-           "surface_build.by_name): a function, model or array layout of the caller's own")
-    rows = [row("tests/contracts/test_surface_sweep.py::test_known[optax.microbatching.micro_grad]",
-                "Skipped: new, not contracted: optax.microbatching.micro_grad (other) is public in optax 0.2.8; no "
-                f"contract could be generated: {why}",
-                change="new", api="optax.microbatching.micro_grad", kind="acceptance", baseline=None, candidate="skipped"),
-            row("t.py::test_x", "", change="new", api="optax.other", baseline=None, candidate="passed")]
+    why = (
+        "required parameter `fun` has no value by name in the generator (optax_gate.kit.surface.generated.VALUES, "
+        "surface_build.by_name): a function, model or array layout of the caller's own"
+    )
+    rows = [
+        row(
+            "tests/contracts/test_surface_sweep.py::test_known[optax.microbatching.micro_grad]",
+            f"Skipped: new, not contracted: optax.microbatching.micro_grad (other) is public in optax 0.2.8; no contract could be generated: {why}",
+            change="new",
+            api="optax.microbatching.micro_grad",
+            kind="acceptance",
+            baseline=None,
+            candidate="skipped",
+        ),
+        row("t.py::test_x", "", change="new", api="optax.other", baseline=None, candidate="passed"),
+    ]
     found = findings.group(rows)
     assert {f["api"]: f["text"].split(": ", 1)[1].rsplit(" (1 contract", 1)[0] for f in found} == {
         "optax.microbatching.micro_grad": "new, not contracted: public in the candidate, and no contract could be generated "
-                                          "from its signature: required parameter `fun` has no value by name in the generator",
-        "optax.other": "runs only in the candidate"}
+        "from its signature: required parameter `fun` has no value by name in the generator",
+        "optax.other": "runs only in the candidate",
+    }
 
 
 def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_state():
-    rows = [row("tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]",
-                "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.adan", kind="snapshot")]
+    rows = [
+        row(
+            "tests/contracts/test_surface_transformations.py::test_nonfinite_and_state[optax.adan]",
+            "snapshot drift: nan_param: '[''r3'']' -> none",
+            change="changed",
+            api="optax.adan",
+            kind="snapshot",
+        )
+    ]
     (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.adan`: fewer non-finite outputs: `nan_param`: update leaves r3 non-finite in the "
-                                    "baseline, none now")
+    assert found["text"].startswith("`optax.adan`: fewer non-finite outputs: `nan_param`: update leaves r3 non-finite in the baseline, none now")
     assert details.outcome_words(rows[0]) == "drift: value" and "None → None" not in details.plain_detail(rows[0])
 
 
-@pytest.mark.parametrize("cid, detail, api, text", [
-    ("tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
-     "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X", "optax.l2_loss",
-     "`optax.l2_loss`: the loss differs at an edge input: `loss_value` ok float32[0, 3] → non-finite float32[] X"),
-    ("tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
-     "snapshot drift: init_update_bfloat16: IndexError -> ok", "optax.sm3",
-     "`optax.sm3`: the update of a bfloat16 PyTree differs: IndexError → ok"),
-    ("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
-     "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; "
-     "weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent", "optax.adamw",
-     "`optax.adamw`: with `weight_decay=0` and nan inf params, fewer non-finite outputs: "
-     "`updates` r1,r3 in the baseline, none now (and 1 more outputs)"),
-    ("tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
-     "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite", "optax.linear_schedule",
-     "`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` float32[10] finite → float64[10] finite"),
-    ("tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.contrib.sophia]",
-     "snapshot drift: corner.empty_pytree: raises TypeError -> ok", "optax.contrib.sophia",
-     "`optax.contrib.sophia`: at corner `empty_pytree` the outcome differs: raises TypeError in the baseline, ok now"),
-    ("tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.adam]",
-     "snapshot drift: corner.wrapped=optax.MultiSteps: same -> other values", "optax.adam",
-     "`optax.adam`: at corner `wrapped=optax.MultiSteps` the outcome differs: same in the baseline, other values now"),
-    ("tests/contracts/test_surface_corners_derivatives.py::test_loss_derivatives[optax.sigmoid_focal_loss]",
-     "snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient", "optax.sigmoid_focal_loss",
-     "`optax.sigmoid_focal_loss`: at corner `grad_wrt=labels` the outcome differs: ok in the baseline, non-finite gradient now"),
-    ("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adabelief]",
-     "snapshot drift: weight_decay=0/nan_inf_grads/state/[0].mu: absent -> r0,r5; "
-     "weight_decay=0/nan_inf_grads/updates: absent -> r0,r5", "optax.adabelief",
-     "`optax.adabelief`: with `weight_decay=0`, recorded in the candidate only: the baseline's factory has no "
-     "`weight_decay` (a parameter added, see the API surface)"),
-], ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64", "wrapped-empty-pytree", "wrapped", "derivative",
-        "edge-new-parameter"])
+@pytest.mark.parametrize(
+    "cid, detail, api, text",
+    [
+        (
+            "tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
+            "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X",
+            "optax.l2_loss",
+            "`optax.l2_loss`: the loss differs at an edge input: `loss_value` ok float32[0, 3] → non-finite float32[] X",
+        ),
+        (
+            "tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
+            "snapshot drift: init_update_bfloat16: IndexError -> ok",
+            "optax.sm3",
+            "`optax.sm3`: the update of a bfloat16 PyTree differs: IndexError → ok",
+        ),
+        (
+            "tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
+            "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent",
+            "optax.adamw",
+            "`optax.adamw`: with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the baseline, none now (and 1 more outputs)",
+        ),
+        (
+            "tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
+            "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite",
+            "optax.linear_schedule",
+            "`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` float32[10] finite → float64[10] finite",
+        ),
+        (
+            "tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.contrib.sophia]",
+            "snapshot drift: corner.empty_pytree: raises TypeError -> ok",
+            "optax.contrib.sophia",
+            "`optax.contrib.sophia`: at corner `empty_pytree` the outcome differs: raises TypeError in the baseline, ok now",
+        ),
+        (
+            "tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.adam]",
+            "snapshot drift: corner.wrapped=optax.MultiSteps: same -> other values",
+            "optax.adam",
+            "`optax.adam`: at corner `wrapped=optax.MultiSteps` the outcome differs: same in the baseline, other values now",
+        ),
+        (
+            "tests/contracts/test_surface_corners_derivatives.py::test_loss_derivatives[optax.sigmoid_focal_loss]",
+            "snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient",
+            "optax.sigmoid_focal_loss",
+            "`optax.sigmoid_focal_loss`: at corner `grad_wrt=labels` the outcome differs: ok in the baseline, non-finite gradient now",
+        ),
+        (
+            "tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adabelief]",
+            "snapshot drift: weight_decay=0/nan_inf_grads/state/[0].mu: absent -> r0,r5; weight_decay=0/nan_inf_grads/updates: absent -> r0,r5",
+            "optax.adabelief",
+            "`optax.adabelief`: with `weight_decay=0`, recorded in the candidate only: the baseline's factory has no "
+            "`weight_decay` (a parameter added, see the API surface)",
+        ),
+    ],
+    ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64", "wrapped-empty-pytree", "wrapped", "derivative", "edge-new-parameter"],
+)
 def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
     """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,
     x64 says so, the wrapped and derivative corners name their corner (not an optimizer-state cost: the
@@ -284,12 +335,23 @@ def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api
 def test_outcomes_compared_are_one_cause_only_when_the_expected_outcome_is_the_same():
     """Seen in the 0.2.8 gate: adaptive_grad_clip's init_update (ValueError -> ok) and three
     no_recompile contracts (recompiled 1 time(s) -> ok) read as one finding 'expected ValueError'."""
-    rows = [row(f"tests/contracts/test_surface_transformations.py::test_protocol[{api}-{prop}]",
-                f"AssertionError: assert 'ok' == '{want}' - {want} + ok", change="changed", api=api, kind="snapshot")
-            for api, prop, want in (("optax.adaptive_grad_clip", "init_update", "ValueError"),
-                                    ("optax.contrib.reduce_on_plateau", "no_recompile", "recompiled 1 time(s)"),
-                                    ("optax.contrib.simplified_ademamix", "no_recompile", "recompiled 1 time(s)"))]
+    rows = [
+        row(
+            f"tests/contracts/test_surface_transformations.py::test_protocol[{api}-{prop}]",
+            f"AssertionError: assert 'ok' == '{want}' - {want} + ok",
+            change="changed",
+            api=api,
+            kind="snapshot",
+        )
+        for api, prop, want in (
+            ("optax.adaptive_grad_clip", "init_update", "ValueError"),
+            ("optax.contrib.reduce_on_plateau", "no_recompile", "recompiled 1 time(s)"),
+            ("optax.contrib.simplified_ademamix", "no_recompile", "recompiled 1 time(s)"),
+        )
+    ]
     found = findings.group(rows)
     assert sorted(f["apis"] if "apis" in f else [f["api"]] for f in found) == [
-        ["optax.adaptive_grad_clip"], ["optax.contrib.reduce_on_plateau", "optax.contrib.simplified_ademamix"]]
+        ["optax.adaptive_grad_clip"],
+        ["optax.contrib.reduce_on_plateau", "optax.contrib.simplified_ademamix"],
+    ]
     assert all("ValueError" not in f["text"] for f in found if "adaptive" not in f["text"])

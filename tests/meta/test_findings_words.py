@@ -25,19 +25,37 @@ def test_the_723_contract_report_is_14_failure_patterns_across_apis():
     inner ``trace``)."""
     found = findings.group(REAL_723["contracts"])
     assert [(f["change"], len(f["apis"]), len(f["contracts"])) for f in found] == [
-        ("broken", 6, 9), ("broken", 2, 5), ("broken", 1, 3), ("broken", 1, 1), ("broken", 1, 1), ("broken", 1, 1),
-        ("changed", 2, 2), ("changed", 1, 1), ("changed", 1, 1), ("changed", 1, 1),
-        ("fixed", 1, 1), ("fixed", 1, 1), ("fixed", 1, 1), ("fixed", 1, 1)]
+        ("broken", 6, 9),
+        ("broken", 2, 5),
+        ("broken", 1, 3),
+        ("broken", 1, 1),
+        ("broken", 1, 1),
+        ("broken", 1, 1),
+        ("changed", 2, 2),
+        ("changed", 1, 1),
+        ("changed", 1, 1),
+        ("changed", 1, 1),
+        ("fixed", 1, 1),
+        ("fixed", 1, 1),
+        ("fixed", 1, 1),
+        ("fixed", 1, 1),
+    ]
     losses = found[0]
-    assert losses["apis"] == ["optax.huber_loss", "optax.l2_loss", "optax.sigmoid_binary_cross_entropy",
-                              "optax.softmax_cross_entropy", "optax.softmax_cross_entropy_with_integer_labels",
-                              "optax.squared_error"]
+    assert losses["apis"] == [
+        "optax.huber_loss",
+        "optax.l2_loss",
+        "optax.sigmoid_binary_cross_entropy",
+        "optax.softmax_cross_entropy",
+        "optax.softmax_cross_entropy_with_integer_labels",
+        "optax.squared_error",
+    ]
     assert losses["text"] == (
         "6 APIs (`optax.huber_loss`, `optax.l2_loss`, `optax.sigmoid_binary_cross_entropy`, `optax.softmax_cross_entropy`, "
         "`optax.softmax_cross_entropy_with_integer_labels`, `optax.squared_error`): input checks now raise "
         "TypeError/ValueError instead of AssertionError: Expected the input to have a dtype that is a subdtype of "
         "<class 'numpy.floating'>, got… (9 contracts broken: float labels and bad axis are refused, integer logits or "
-        "predictions raise assertion error ×6, targets of another shape raise even when broadcastable ×2)")
+        "predictions raise assertion error ×6, targets of another shape raise even when broadcastable ×2)"
+    )
     # every (change, cause) is one finding: no two findings share a cause
     keys = [(f["change"], f["key"], f["cause"]) for f in found]
     assert len(set(keys)) == len(keys)
@@ -46,8 +64,7 @@ def test_the_723_contract_report_is_14_failure_patterns_across_apis():
 def test_the_rows_of_a_merged_finding_sit_together_test_by_test():
     """The line links each test to its first row (``#fN-M``): the rows of one
     test must be consecutive even when they come from several APIs."""
-    rows = [row("a.py::test_x", "boom", api="optax.a"), row("a.py::test_y", "boom", api="optax.a"),
-            row("b.py::test_x", "boom", api="optax.b")]
+    rows = [row("a.py::test_x", "boom", api="optax.a"), row("a.py::test_y", "boom", api="optax.a"), row("b.py::test_x", "boom", api="optax.b")]
     for report in ({**REAL_723, "contracts": rows, "findings": findings.group(rows)}, REAL_723):
         text = report_markdown.render(report)
         for f in causes.of_report(report["contracts"]):
@@ -65,13 +82,13 @@ def test_a_snapshot_drift_row_says_what_drifted_never_passed_failed():
         snapshot_rows = [ln for ln in text.splitlines() if "| snapshot |" in ln]
         assert snapshot_rows and not any("passed → failed" in ln for ln in snapshot_rows)
     text = report_markdown.render(REAL_723)
-    assert ("| snapshot | drift: dtype | dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; "
-            "`.acc_grads['kernel']` bfloat16[3,2] → float32[3,2] — costs: `.acc_grads` bfloat16 → float32: "
-            "2 → 4 bytes per parameter |") in text
-    assert ("| snapshot | drift: value | value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 "
-            "(a counter, recorded exactly) |") in text
-    shape = row("t::s", "snapshot drift: .mu['w']: float32[3] -> float32[4]; .extra: absent -> int32[]=0",
-                change="changed", kind="snapshot")
+    assert (
+        "| snapshot | drift: dtype | dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; "
+        "`.acc_grads['kernel']` bfloat16[3,2] → float32[3,2] — costs: `.acc_grads` bfloat16 → float32: "
+        "2 → 4 bytes per parameter |"
+    ) in text
+    assert ("| snapshot | drift: value | value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly) |") in text
+    shape = row("t::s", "snapshot drift: .mu['w']: float32[3] -> float32[4]; .extra: absent -> int32[]=0", change="changed", kind="snapshot")
     assert details.outcome_words(shape) == "drift: shape, added"
     assert details.plain_detail(shape) == "shape, added drift: `.mu['w']` float32[3] → float32[4]; `.extra` added (int32[]=0)"
 
@@ -83,9 +100,11 @@ def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytes
     for line in fixed:
         assert "; now: " in line
         assert not re.search(r"Use -v|\+ where|\+ and|assert ", line), line
-    assert ("| adam-state-dtype-follows-gradients: adam's mu and nu take the gradients' dtype after the first step "
-            "(bfloat16 params, float32 gradients: both become float32), so the optimizer state cannot be a fixed "
-            "jax.lax.scan carry; now: gives bfloat16 at index 1 where the defect gave float32 |") in text
+    assert (
+        "| adam-state-dtype-follows-gradients: adam's mu and nu take the gradients' dtype after the first step "
+        "(bfloat16 params, float32 gradients: both become float32), so the optimizer state cannot be a fixed "
+        "jax.lax.scan carry; now: gives bfloat16 at index 1 where the defect gave float32 |"
+    ) in text
     assert "; now: gives 1 where the defect gave 0 |" in text
     assert "; now: gives float32 where the defect gave bfloat16 |" in text
     assert "; now: raises ValueError: pytree structure error: different types at key path tree_map tree['bias'] At" in text
@@ -93,21 +112,33 @@ def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytes
 
 def test_pytest_text_in_words():
     assert details.pytest_words("Failed: DID NOT RAISE <class 'TypeError'>") == "did not raise TypeError"
-    assert details.pytest_words("Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were "
-                                "emitted. Emitted warnings: [].") == "did not warn (DeprecationWarning)"
+    assert (
+        details.pytest_words("Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were emitted. Emitted warnings: [].")
+        == "did not warn (DeprecationWarning)"
+    )
     assert details.pytest_words("AssertionError: assert 3 == 4 + where 3 = len([1, 2, 3])") == "got 3, expected 4"
     assert details.pytest_words("AssertionError: step 1: x is 3, wanted 4") == "AssertionError: step 1: x is 3, wanted 4"
     assert details.pytest_words("AssertionError: step 2: count assert 3 == 4 + where 3 = f()") == "step 2: count: got 3, expected 4"
-    broken = findings.group([row("t.py::test_w", "Failed: DID NOT WARN. No warnings of type (<class 'FutureWarning'>,) "
-                                 "were emitted. Emitted warnings: [].", api="optax.huber_loss")])
+    broken = findings.group(
+        [
+            row(
+                "t.py::test_w",
+                "Failed: DID NOT WARN. No warnings of type (<class 'FutureWarning'>,) were emitted. Emitted warnings: [].",
+                api="optax.huber_loss",
+            )
+        ]
+    )
     assert broken[0]["cause"] == "did not warn (FutureWarning)"  # no "passed → failed": a broken row implies it
     skipped = findings.group([row("t.py::test_s", "needs x64", change="changed", candidate="skipped")])
     assert skipped[0]["cause"] == "passed → skipped: needs x64"  # outcomes a change does not imply stay
 
 
 def test_bare_assert_texts_merge_across_apis_only_for_the_same_test():
-    rows = [row("a.py::test_count", "assert 1 == 0", api="optax.a"), row("b.py::test_count", "assert 2 == 0", api="optax.b"),
-            row("c.py::test_other", "assert 1 == 0", api="optax.c")]
+    rows = [
+        row("a.py::test_count", "assert 1 == 0", api="optax.a"),
+        row("b.py::test_count", "assert 2 == 0", api="optax.b"),
+        row("c.py::test_other", "assert 1 == 0", api="optax.c"),
+    ]
     assert [f["apis"] for f in findings.group(rows)] == [["optax.a", "optax.b"], ["optax.c"]]
 
 
@@ -118,7 +149,7 @@ def test_many_apis_are_named_up_to_ten():
     assert f["text"].startswith("13 APIs (`optax.f00`, ") and ", `optax.f09`, and 3 more): boom (13 contracts broken" in f["text"]
 
 
-RAISES = '''
+RAISES = """
 import pytest
 from optax_gate.kit import guides
 
@@ -149,7 +180,7 @@ def test_outside_the_block():
     check(-4)
     with pytest.raises(AssertionError):
         check(-5)
-'''
+"""
 
 
 def test_an_exception_escaping_pytest_raises_names_what_was_expected(pytester):
@@ -192,10 +223,18 @@ loss:
 
 def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
     detail = outcomes.values_drift(NDARRAYS_MESSAGE)
-    assert detail == ("snapshot drift of values: `result` 2 of 2 elements, largest 0.071 (relative 0.22); "
-                      "`loss` 1 of 1 elements: 0.1083 where 0.1808 was recorded")
-    rows = [row("tests/contracts/test_surface_sweep.py::test_values[optax.losses.dice_loss]", detail,
-                change="changed", api="optax.losses.dice_loss", kind="snapshot")]
+    assert detail == (
+        "snapshot drift of values: `result` 2 of 2 elements, largest 0.071 (relative 0.22); `loss` 1 of 1 elements: 0.1083 where 0.1808 was recorded"
+    )
+    rows = [
+        row(
+            "tests/contracts/test_surface_sweep.py::test_values[optax.losses.dice_loss]",
+            detail,
+            change="changed",
+            api="optax.losses.dice_loss",
+            kind="snapshot",
+        )
+    ]
     (found,) = findings.group(rows)
     assert "passed → failed" not in found["text"] and "force-regen" not in found["text"]
     assert found["text"].startswith("`optax.losses.dice_loss`: snapshot drift of values: `result` 2 of 2 elements")
@@ -209,8 +248,10 @@ def test_pytests_string_diff_is_not_part_of_the_expected_value():
 
 def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index():
     """A 2-d array's index is a tuple with a space (``(0, 1)``): the mutants session crashed on it once."""
-    message = ("AssertionError: Values are not sufficiently close.\n\nloss:\n  Shape: (2, 2)\n"
-               "  Number of differences: 1 / 4 (25.0%)\n  Individual errors:\n"
-               "          Index              Obtained              Expected            Difference\n"
-               "         (0, 1)                   0.5                  0.25                  0.25\n")
+    message = (
+        "AssertionError: Values are not sufficiently close.\n\nloss:\n  Shape: (2, 2)\n"
+        "  Number of differences: 1 / 4 (25.0%)\n  Individual errors:\n"
+        "          Index              Obtained              Expected            Difference\n"
+        "         (0, 1)                   0.5                  0.25                  0.25\n"
+    )
     assert outcomes.values_drift(message) == "snapshot drift of values: `loss` 1 of 4 elements: 0.5 where 0.25 was recorded"

@@ -88,9 +88,9 @@ def _fake_wheel(extras_defined):
         name, version = args[-1].split("==")
         info = target / f"{name}-{version}.dist-info"
         info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                       + "".join(f"Provides-Extra: {e}\n" for e in extras_defined))
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Provides-Extra: {e}\n" for e in extras_defined))
         return ""
+
     return run_uv
 
 
@@ -107,8 +107,7 @@ def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones
 @pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out,
-                                               env=uv_env(), timeout=300)
+    status, stdout, stderr, seconds = gate_cli("optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out, env=uv_env(), timeout=300)
     assert status == 2 and "defines no extra named 'examples' (its extras: " in stderr and "Traceback" not in stderr
     assert not (tmp_path / "envs").exists()
     run = (out / evidence.NOT_JUDGED_LINK).resolve()
@@ -158,11 +157,18 @@ def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_
     (tmp_path / "test_one.py").write_text(
         "import pathlib, pytest\nfrom optax_gate.kit import guides\n\n"
         "@pytest.mark.contract(api='optax.sgd', guide=guides.SGD_STEP)\n@pytest.mark.golden\n"
-        f"def test_runs():\n    pathlib.Path({str(tmp_path / 'ran')!r}).write_text('x')\n")
+        f"def test_runs():\n    pathlib.Path({str(tmp_path / 'ran')!r}).write_text('x')\n"
+    )
     count, go = tmp_path / "count", tmp_path / "go"
     env = {**os.environ, "OPTAX_GATE_PROGRESS": str(count), "OPTAX_GATE_GO": str(go)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_one.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not count.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -215,16 +221,23 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     got = []
     monkeypatch.setattr(upstream_tests, "cross_run", lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1})
     monkeypatch.setattr(assemble, "with_upstream_tests", lambda report, section: report.update(upstream_tests=section))
-    env = opts.EnvironmentOptions(project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path,
-                                  cache_dir=tmp_path / "cache", timeout=77)
-    options = opts.GateOptions(environment=env, candidate=opts.CandidateOptions(), speed=opts.SpeedOptions(False, 3),
-                               scope=opts.ScopeOptions(), bisect=opts.BisectOptions(), team_run=opts.TeamRunOptions(),
-                               upstream_tests=True)
+    env = opts.EnvironmentOptions(
+        project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, cache_dir=tmp_path / "cache", timeout=77
+    )
+    options = opts.GateOptions(
+        environment=env,
+        candidate=opts.CandidateOptions(),
+        speed=opts.SpeedOptions(False, 3),
+        scope=opts.ScopeOptions(),
+        bisect=opts.BisectOptions(),
+        team_run=opts.TeamRunOptions(),
+        upstream_tests=True,
+    )
     learned = gate_flow.Learned(pythons=(Path("b/python"), Path("c/python")), jax_envs=({"J": "b"}, {"J": "c"}))
     records = ({"status": "ran", "site_packages": "b/site"}, {"status": "ran", "site_packages": "c/site"})
     report = {}
     gate_flow.upstream_cross_run(report, records, options, learned, lambda m: None)
-    (sites, pythons, given), = got
+    ((sites, pythons, given),) = got
     assert sites == {"baseline": Path("b/site"), "candidate": Path("c/site")}
     assert pythons == {"baseline": Path("b/python"), "candidate": Path("c/python")}
     assert given == upstream_tests.CrossRunOptions(tmp_path / "cache", 77, {"baseline": {"J": "b"}, "candidate": {"J": "c"}})
@@ -239,6 +252,7 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     line of its code used: without a scan of its code every broken surface row counted. The team's code is
     now its --run-dir's folder when --usage is not given, and the console says so."""
     from optax_gate.gate import cli, gate_flow
+
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text("import optax\ntx = optax.sgd(0.1)\n")
@@ -246,8 +260,7 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
     checked = gate_flow.check_inputs(cli.options(args), said.append)
     assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
-    assert any(s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
-               for s in said), said
+    assert any(s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned") for s in said), said
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "model.py").write_text("import optax\n")
     args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])

@@ -19,7 +19,7 @@ from tests.meta.test_cli import ROOT, fake_gate, snapshot
 
 #: The fake gate's driver, without a candidate lock: the candidate's resolution fails as uv's does for a
 #: version that does not exist (exit 2 before any environment is built).
-UNRESOLVABLE = '''
+UNRESOLVABLE = """
 import sys
 from pathlib import Path
 from optax_gate.gate.install import environments
@@ -29,7 +29,7 @@ def no_solution(*args, **kwargs):
 environments.compile_lock = no_solution
 environments.ensure = lambda *a, **k: (_ for _ in ()).throw(AssertionError("an environment was built"))
 sys.exit(cli.main(["gate", "optax==0.2.99", "--out", {out!r}, "--keep", "3", "--cache-dir", {cache!r}]))
-'''
+"""
 
 
 def _run(cmd):
@@ -47,8 +47,10 @@ def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_
     refusal = fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")])  # refused: the path does not exist
     unresolvable = [sys.executable, "-c", UNRESOLVABLE.format(out=str(out), cache=str(tmp_path / "cache"))]
     for i in range(10):
-        for kind, cmd, said, why in (("refusal", refusal, "does not exist", "does not exist"),
-                                     ("unresolvable", unresolvable, "cannot be resolved", "optax==0.2.99 is not on the index")):
+        for kind, cmd, said, why in (
+            ("refusal", refusal, "does not exist", "does not exist"),
+            ("unresolvable", unresolvable, "cannot be resolved", "optax==0.2.99 is not on the index"),
+        ):
             proc = _run(cmd)
             assert proc.returncode == 2 and said in proc.stderr, f"{kind} {i}: {proc.stdout}{proc.stderr}"
             assert "Traceback" not in proc.stderr
@@ -112,6 +114,7 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     from optax_gate.gate import assemble
     from optax_gate.gate.report import html_page as report_html
     from optax_gate.gate.report import markdown as report_markdown
+
     why = "invalid input: --contracts /tmp/no-such-contracts does not exist"
     base = runner.not_verified("baseline", why, requirements=["lock file requirements-lock.txt"])
     cand = runner.not_verified("candidate", why, requirements=["optax==0.2.8"])

@@ -22,7 +22,7 @@ from tests.meta.test_cli import FAKE_CONTRACTS, FAKE_ID, ROOT, fake_gate, snapsh
 
 SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"
 
-DENY = '''
+DENY = """
 import builtins, errno, io, os
 from optax_gate.gate.run import progress
 _ROOT = os.path.realpath({root!r})
@@ -56,7 +56,7 @@ for _name in ("mkdir", "unlink", "remove", "rmdir"):
     setattr(os, _name, _guard(getattr(os, _name), 0))
 for _name in ("symlink", "replace", "rename"):
     setattr(os, _name, _guard(getattr(os, _name), 1))
-'''
+"""
 
 
 def gate_with(tmp_path, patch="", extra=()):
@@ -116,31 +116,45 @@ def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_link
 
 def _raise_in(module: str, message: str) -> str:
     """Patch code (``module`` below ``optax_gate.gate``, e.g. ``diffs.unseen``): ``module.NAME`` raises ``RuntimeError(message)`` from within ``module`` (its globals)."""
-    return f'''
+    return f"""
 import types, importlib
 def _boom(*args, **kwargs):
     raise RuntimeError({message!r})
 _module = importlib.import_module("optax_gate.gate.{module}")
 _boom = types.FunctionType(_boom.__code__, vars(_module), "_boom")
-'''
+"""
 
 
 LATE = {
-    "surface and dependency diff": (_raise_in("diffs.unseen", "surface boom") + "_module.beyond = _boom\n", (),
-                                    "gate error in the API surface, warnings and dependency diff: RuntimeError: surface boom"),
+    "surface and dependency diff": (
+        _raise_in("diffs.unseen", "surface boom") + "_module.beyond = _boom\n",
+        (),
+        "gate error in the API surface, warnings and dependency diff: RuntimeError: surface boom",
+    ),
     # the --usage files are scanned before anything runs (a bad file is listed, never fatal); what runs
     # late is matching the uses against the surface diff and naming the call sites on each finding
-    "usage matching": (_raise_in("team_code.usage", "match boom") + "_module.imported_modules = _boom\n", ("--usage", "tests/meta/fake_team"),
-                       "gate error in the API surface, warnings and dependency diff: usage matching (--usage): RuntimeError: match boom"),
-    "call sites": (_raise_in("team_code.call_sites", "sites boom") + "_module.annotated = _boom\n", ("--usage", "tests/meta/fake_team"),
-                   "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom"),
-    "speed readings": (_raise_in("speed.speed", "timer boom") + "_module.measure = _boom\n", (),
-                       "gate error in the speed readings: RuntimeError: timer boom"),
-    "report writing": (_raise_in("report.markdown", "render boom") + "_module.render = _boom\n", (),
-                       "gate error in the report writing: RuntimeError: render boom"),
+    "usage matching": (
+        _raise_in("team_code.usage", "match boom") + "_module.imported_modules = _boom\n",
+        ("--usage", "tests/meta/fake_team"),
+        "gate error in the API surface, warnings and dependency diff: usage matching (--usage): RuntimeError: match boom",
+    ),
+    "call sites": (
+        _raise_in("team_code.call_sites", "sites boom") + "_module.annotated = _boom\n",
+        ("--usage", "tests/meta/fake_team"),
+        "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom",
+    ),
+    "speed readings": (_raise_in("speed.speed", "timer boom") + "_module.measure = _boom\n", (), "gate error in the speed readings: RuntimeError: timer boom"),
+    "report writing": (
+        _raise_in("report.markdown", "render boom") + "_module.render = _boom\n",
+        (),
+        "gate error in the report writing: RuntimeError: render boom",
+    ),
     # report.html fails alone: report.md is rendered again with the verdict not verified, report.html is the plain page
-    "report.html writing": (_raise_in("report.html_page", "html boom") + "_module.render = _boom\n", (),
-                            "gate error in the report writing (report.html): RuntimeError: html boom"),
+    "report.html writing": (
+        _raise_in("report.html_page", "html boom") + "_module.render = _boom\n",
+        (),
+        "gate error in the report writing (report.html): RuntimeError: html boom",
+    ),
 }
 
 
@@ -189,13 +203,13 @@ def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_
 def _signal_in(module: str, name: str, sig: str) -> str:
     """Patch code: ``module.name`` sends ``sig`` to the gate itself and waits (a late phase interrupted by Ctrl-C
     (SIGINT) or by a SIGTERM, e.g. from noxw passing Ctrl-C on)."""
-    return f'''
+    return f"""
 import importlib, os, signal, time
 def _stop(*args, **kwargs):
     os.kill(os.getpid(), signal.{sig})
     time.sleep(30)
 setattr(importlib.import_module("optax_gate.gate.{module}"), {name!r}, _stop)
-'''
+"""
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])

@@ -16,10 +16,8 @@ UNDER_TEST = ("jax", "jaxlib", "optax", "flax", "orbax", "numpy")
 def test_importing_every_gate_module_imports_no_library_under_test():
     """A gate that imports JAX could not judge a candidate whose JAX does not
     import; nor should the tool environment need JAX at all."""
-    modules = [".".join(("optax_gate", "gate", *p.relative_to(GATE).with_suffix("").parts)).removesuffix(".__init__")
-               for p in sorted(GATE.rglob("*.py"))]
-    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
-            + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({UNDER_TEST!r})))")
+    modules = [".".join(("optax_gate", "gate", *p.relative_to(GATE).with_suffix("").parts)).removesuffix(".__init__") for p in sorted(GATE.rglob("*.py"))]
+    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({UNDER_TEST!r})))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"the gate half imports {out.strip()} (modules: {modules})"
 
@@ -28,11 +26,13 @@ def test_the_mutants_entry_point_starts_without_the_report_tools():
     """The mutants session's environment holds the baseline lock and this project only, not the report
     tools the tests session adds (griffe, jsonschema, matplotlib): its entry point, ``--contracts``
     parsing included, must start without them (seen crashing when it imported the --usage checks)."""
-    code = ("import runpy, sys\n"
-            "for name in ('griffe', 'jsonschema', 'matplotlib'):\n"
-            "    sys.modules[name] = None  # import of it raises ImportError\n"
-            "sys.argv = ['optax_gate.mutants', '--help']\n"
-            "runpy.run_module('optax_gate.mutants', run_name='__main__')\n")
+    code = (
+        "import runpy, sys\n"
+        "for name in ('griffe', 'jsonschema', 'matplotlib'):\n"
+        "    sys.modules[name] = None  # import of it raises ImportError\n"
+        "sys.argv = ['optax_gate.mutants', '--help']\n"
+        "runpy.run_module('optax_gate.mutants', run_name='__main__')\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0 and "--contracts" in done.stdout, done.stderr[-2000:]
 

@@ -70,32 +70,56 @@ def test_merge_gives_each_environment_its_verdict_and_reason():
     assert cell == {"outcome": "failed", "change": "broken", "detail": "failed detail"}
 
 
-OTHER_APIS = ["optax.sgd", "optax.chain", "optax.masked", "optax.clip_by_global_norm", "optax.incremental_update",
-              "optax.per_example_global_norm_clip", "nnx:Optimizer", "resume:sgd-momentum"]
+OTHER_APIS = [
+    "optax.sgd",
+    "optax.chain",
+    "optax.masked",
+    "optax.clip_by_global_norm",
+    "optax.incremental_update",
+    "optax.per_example_global_norm_clip",
+    "nnx:Optimizer",
+    "resume:sgd-momentum",
+]
 
 
 def real_matrix():
     """A matrix around the real optax 0.2.8 rows (``data/report-optax-0.2.8.json``):
     optax-0.2.8 differs as it did, optax-0.2.7 did not import (as it did not),
     jax-0.12.0.1 passes; plus unchanged contracts of the other APIs."""
+
     def contract(r, outcome, detail=""):
-        return {"api": r["api"], "guide": r["guide"], "kind": r["kind"], "outcome": outcome, "detail": detail,
-                "defect": r.get("defect", "")}
+        return {"api": r["api"], "guide": r["guide"], "kind": r["kind"], "outcome": outcome, "detail": detail, "defect": r.get("defect", "")}
 
     rows = REAL["contracts"] + [
-        {"id": f"tests/contracts/test_x.py::test_{api.split('.')[-1].replace(':', '_')}_{i}", "api": api, "guide": "g",
-         "kind": "golden", "defect": ""} for api in OTHER_APIS for i in range(3)]
-    base = {"label": "baseline", "status": "ran", "reason": "", "versions": REAL["baseline"]["versions"],
-            "contracts": {r["id"]: contract(r, "passed") for r in rows}}
-    cand = {**base, "label": "optax-0.2.8", "versions": REAL["candidate"]["versions"],
-            "contracts": {r["id"]: contract(r, r.get("candidate", "passed"),
-                                            details.defect_parts(r)[2] if details.is_defect_fixed(r) else r.get("detail", ""))
-                          for r in rows}}
-    envs = [{"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
-            {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},
-            {"name": "jax-0.12.0.1", "specs": ["jax==0.12.0.1", "jaxlib==0.12.0.1"], "why": "jax 0.12.0.1"}]
-    runs = {"optax-0.2.7": record("not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"),
-            "optax-0.2.8": cand, "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"}}
+        {"id": f"tests/contracts/test_x.py::test_{api.split('.')[-1].replace(':', '_')}_{i}", "api": api, "guide": "g", "kind": "golden", "defect": ""}
+        for api in OTHER_APIS
+        for i in range(3)
+    ]
+    base = {
+        "label": "baseline",
+        "status": "ran",
+        "reason": "",
+        "versions": REAL["baseline"]["versions"],
+        "contracts": {r["id"]: contract(r, "passed") for r in rows},
+    }
+    cand = {
+        **base,
+        "label": "optax-0.2.8",
+        "versions": REAL["candidate"]["versions"],
+        "contracts": {
+            r["id"]: contract(r, r.get("candidate", "passed"), details.defect_parts(r)[2] if details.is_defect_fixed(r) else r.get("detail", "")) for r in rows
+        },
+    }
+    envs = [
+        {"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
+        {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},
+        {"name": "jax-0.12.0.1", "specs": ["jax==0.12.0.1", "jaxlib==0.12.0.1"], "why": "jax 0.12.0.1"},
+    ]
+    runs = {
+        "optax-0.2.7": record("not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"),
+        "optax-0.2.8": cand,
+        "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"},
+    }
     return matrix.merge(base, runs, {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}})
 
 
@@ -115,7 +139,7 @@ def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_no
     report = real_matrix()
     page = report_matrix.html_grid(report)
     assert page.startswith("<!doctype html>") and "<script" not in page and "<details open" not in page
-    grid = page[page.index('<table class="grid">'):page.index("</table>")]
+    grid = page[page.index('<table class="grid">') : page.index("</table>")]
     assert grid.count("<tr") == 1 + len(report["apis"])  # header + one row per API, nothing else opened
     not_run = re.findall(r'<td class="not-run" rowspan="(\d+)"[^>]*><b>not verified</b><br>([^<]*)</td>', grid)
     assert not_run == [(str(len(report["apis"])), "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge")]
@@ -129,8 +153,10 @@ def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_no
 def test_markdown_puts_the_api_rows_first_and_names_a_not_run_environment_once():
     text = report_matrix.markdown(real_matrix())
     assert text.index("## APIs × environments") < text.index("## Contracts that differ somewhere (13 of 37)")
-    assert "| `optax.MultiSteps` (5) | not run: import failed: AttributeError: Unrecognized config option: " \
-           "jax_pmap_shmap_merge | **4 broken · 1 changed** | 5 unchanged |" in text
+    assert (
+        "| `optax.MultiSteps` (5) | not run: import failed: AttributeError: Unrecognized config option: "
+        "jax_pmap_shmap_merge | **4 broken · 1 changed** | 5 unchanged |" in text
+    )
     assert "| `optax.add_decayed_weights` (2) | ″ | 1 changed · 1 fixed | 2 unchanged |" in text
     assert "gone" not in text.split("## Contracts that differ somewhere")[1]
 
@@ -169,6 +195,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     from optax_gate.gate.run import runner
 
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
+
     def fake_compile(req_in, out, *a, **k):
         out.write_text(req_in.read_text())
         return out
@@ -196,8 +223,13 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     assert sorted(p.name for p in (tmp_path / "m" / "runs").glob("*.json")) == sorted(f"{n}.json" for n in ["baseline", *names])
     assert cli.main(["matrix", "--merge", *common]) == 0
     verdicts = {e["name"]: e["verdict"] for e in json.loads((tmp_path / "m" / "report.json").read_text())["environments"]}
-    assert verdicts == {"optax-0.2.7": "not-verified", "optax-0.2.8": "fail", "jax-0.12.0": "not-verified",
-                        "jax-0.12.0.1": "not-verified", "all-newest": "not-verified"}
+    assert verdicts == {
+        "optax-0.2.7": "not-verified",
+        "optax-0.2.8": "fail",
+        "jax-0.12.0": "not-verified",
+        "jax-0.12.0.1": "not-verified",
+        "all-newest": "not-verified",
+    }
 
 
 def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path):
@@ -205,10 +237,14 @@ def test_the_grid_has_a_row_per_section_beyond_the_contracts(tmp_path):
     environment with its counts, coloured by the worst."""
     from optax_gate.gate.report import matrix_page as report_matrix
 
-    env = {"name": "optax-0.2.8", "beyond": {
-        "surface": {"status": "compared", "counts": {"broken": 1, "changed": 54, "new": 47, "noted": 0}},
-        "warnings": {"status": "compared", "counts": {"broken": 0, "changed": 0, "new": 0, "noted": 0}},
-        "dependencies": {"status": "unavailable", "counts": {"broken": 0, "changed": 0, "new": 0, "noted": 0}}}}
+    env = {
+        "name": "optax-0.2.8",
+        "beyond": {
+            "surface": {"status": "compared", "counts": {"broken": 1, "changed": 54, "new": 47, "noted": 0}},
+            "warnings": {"status": "compared", "counts": {"broken": 0, "changed": 0, "new": 0, "noted": 0}},
+            "dependencies": {"status": "unavailable", "counts": {"broken": 0, "changed": 0, "new": 0, "noted": 0}},
+        },
+    }
     assert report_matrix.beyond_cell(env, "surface") == ("broken", "1 broken · 54 changed · 47 new")
     assert report_matrix.beyond_cell(env, "warnings") == ("unchanged", "no differences")
     assert report_matrix.beyond_cell(env, "dependencies") == ("unchanged", "unavailable")

@@ -46,8 +46,7 @@ def fake_matrix(tmp_path, monkeypatch):
     req_in.write_text(REQUIREMENTS_IN)
     # --cache-dir: never the project's own cache, where a real gate's baseline entry (same lock, same inputs)
     # served the fake baseline and its contracts never ran (seen after a real gate on this checkout)
-    state["args"] = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--no-speed",
-                     "--cache-dir", str(tmp_path / "cache")]
+    state["args"] = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--no-speed", "--cache-dir", str(tmp_path / "cache")]
     return state
 
 
@@ -87,8 +86,8 @@ def test_no_heartbeat_between_environments_or_after_the_run():
 
 
 def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, capsys, monkeypatch):
-    cached = {**record(golden_a="passed"), "label": "baseline",
-              "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"}}
+    cached = {**record(golden_a="passed"), "label": "baseline", "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"}}
+
     def look_up(side, lock, args, say):  # every contract module of the baseline found in the cache
         side.record = {**cached, **side.extra}
 
@@ -98,7 +97,7 @@ def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, cap
     assert "optax-gate: baseline: ran  — baseline taken from the cache (a1b2c3, recorded 2026-12-01T02:00:00Z)" in out
     assert fake_matrix["ran"] == []  # no contract ran
     assert cli.main(["matrix", "--merge", *fake_matrix["args"][:2]]) == 0  # no --fail-on: the report is written
-    report = (fake_matrix["args"][1] + "/report.md")
+    report = fake_matrix["args"][1] + "/report.md"
     assert "taken from the cache `a1b2c3`, recorded 2026-12-01T02:00:00Z" in open(report).read()
 
 
@@ -112,17 +111,24 @@ def merge_with(tmp_path, runs):
         (tmp_path / "runs" / f"{name}.json").write_text(json.dumps(run))
 
 
-@pytest.mark.parametrize(("runs", "fail_on", "status", "met"), [
-    ({}, None, 0, []),
-    ({}, "broken", 0, []),
-    ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, None, 0, []),  # without --fail-on: as before
-    ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, "broken", 1, ["optax-0.2.8"]),
-    ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "broken", 0, []),  # a snapshot drift is changed
-    ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "changed", 1, ["jax-0.12.0"]),
-    ({"optax-0.2.7": record("not-verified", "import failed: X")}, "broken", 2, []),  # fail closed
-    ({"optax-0.2.7": record("not-verified", "import failed: X"), "all-newest": record(golden_a="failed", snapshot_s="passed")},
-     "changed", 1, ["all-newest"]),
-])
+@pytest.mark.parametrize(
+    ("runs", "fail_on", "status", "met"),
+    [
+        ({}, None, 0, []),
+        ({}, "broken", 0, []),
+        ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, None, 0, []),  # without --fail-on: as before
+        ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, "broken", 1, ["optax-0.2.8"]),
+        ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "broken", 0, []),  # a snapshot drift is changed
+        ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "changed", 1, ["jax-0.12.0"]),
+        ({"optax-0.2.7": record("not-verified", "import failed: X")}, "broken", 2, []),  # fail closed
+        (
+            {"optax-0.2.7": record("not-verified", "import failed: X"), "all-newest": record(golden_a="failed", snapshot_s="passed")},
+            "changed",
+            1,
+            ["all-newest"],
+        ),
+    ],
+)
 def test_fail_on_gives_a_scheduled_job_an_exit_status(tmp_path, capsys, runs, fail_on, status, met):
     merge_with(tmp_path, runs)
     assert cli.main(["matrix", "--merge", "--out", str(tmp_path), *(["--fail-on", fail_on] if fail_on else [])]) == status
@@ -150,6 +156,7 @@ def test_fail_on_is_refused_where_no_report_is_judged(tmp_path, capsys):
 
 def test_the_scheduled_workflow_fails_on_broken():
     from pathlib import Path
+
     text = (Path(__file__).parents[2] / ".github" / "workflows" / "matrix.yml").read_text()
     assert "./noxw -s matrix -- --merge --fail-on broken" in text
 
@@ -169,8 +176,7 @@ def test_progress_lines_from_two_threads_never_glue():
 
     stream = Slow()
     say = progress.Progress(stream)
-    threads = [threading.Thread(target=lambda side=side: [say(f"{side}: line {i}") for i in range(100)])
-               for side in ("baseline", "candidate")]
+    threads = [threading.Thread(target=lambda side=side: [say(f"{side}: line {i}") for i in range(100)]) for side in ("baseline", "candidate")]
     for t in threads:
         t.start()
     for t in threads:

@@ -29,8 +29,17 @@ from optax_gate.gate.report import matrix_page as report_matrix
 from tests.meta.test_matrix import real_matrix
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--hide-scrollbars",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 REQUIRED = os.environ.get("OPTAX_GATE_REQUIRE_BROWSER") == "1"
 
 
@@ -38,8 +47,7 @@ REQUIRED = os.environ.get("OPTAX_GATE_REQUIRE_BROWSER") == "1"
 def browser(tmp_path):
     if CHROMIUM is None:
         if REQUIRED:
-            pytest.fail("chromium is not installed, and OPTAX_GATE_REQUIRE_BROWSER=1 requires the browser check "
-                        "(apt-get install -y chromium)")
+            pytest.fail("chromium is not installed, and OPTAX_GATE_REQUIRE_BROWSER=1 requires the browser check (apt-get install -y chromium)")
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
     return [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
 
@@ -50,8 +58,8 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, header = 8, b"", None
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             header = struct.unpack(">IIBBBBB", body)
         elif kind == b"IDAT":
@@ -62,7 +70,7 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes]]:
     channels = 4 if colour == 6 else 3
     raw, stride, rows, prev = zlib.decompress(idat), width * channels, [], bytearray(width * channels)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - channels] if i >= channels else 0
             b, c = prev[i], prev[i - channels] if i >= channels else 0
@@ -77,7 +85,7 @@ def read_png(data: bytes) -> tuple[int, int, list[bytes]]:
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         prev = line
-        rows.append(bytes(v for x in range(width) for v in line[x * channels:x * channels + 3]))
+        rows.append(bytes(v for x in range(width) for v in line[x * channels : x * channels + 3]))
     return width, height, rows
 
 
@@ -88,8 +96,7 @@ def rows_with(rows: list[bytes], colour: str) -> list[int]:
 
 
 def shoot(browser, page: Path, shot: Path, size: str) -> bytes:
-    subprocess.run([*browser, f"--screenshot={shot}", f"--window-size={size}", page.as_uri()],
-                   capture_output=True, timeout=120, check=False)
+    subprocess.run([*browser, f"--screenshot={shot}", f"--window-size={size}", page.as_uri()], capture_output=True, timeout=120, check=False)
     assert shot.exists(), f"chromium wrote no screenshot {shot.name}"
     if os.environ.get("OPTAX_GATE_SCREENSHOTS"):
         keep = Path(os.environ["OPTAX_GATE_SCREENSHOTS"])
@@ -105,7 +112,7 @@ def test_grid_opens_on_one_row_per_api_and_paints(browser, tmp_path):
     page.write_text(report_matrix.html_grid(report))
     dom = subprocess.run([*browser, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     # The browser's own DOM: the grid is a header row plus one row per API ...
-    grid = dom[dom.index('<table class="grid">'):dom.index("</table>")]
+    grid = dom[dom.index('<table class="grid">') : dom.index("</table>")]
     assert len(re.findall(r"<tr[ >]", grid)) == 1 + n_apis
     # ... with the environment that did not run as one cell spanning every API row, its reason in it ...
     assert re.findall(r'<td class="not-run" rowspan="(\d+)"', grid) == [str(n_apis)]

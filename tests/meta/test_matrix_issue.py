@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "scripts" / "matrix_issue.py"
 TITLE = "Release matrix: broken on the scheduled run"
 
-FAKE_GH = '''#!{python}
+FAKE_GH = """#!{python}
 import json, sys
 from pathlib import Path
 here = Path(__file__).parent
@@ -42,7 +42,7 @@ elif args[:2] == ["issue", "close"]:
 else:
     sys.exit(f"fake gh: unexpected {{args}}")
 issues_file.write_text(json.dumps(issues))
-'''
+"""
 
 
 @pytest.fixture
@@ -57,8 +57,14 @@ def fake_gh(tmp_path):
 
 
 def env_row(name, verdict, broken=0, **extra):
-    return {"name": name, "specs": [f"{name.split('-')[0]}==x"], "verdict": verdict, "reasons": [f"{name}: {verdict} reason"],
-            "summary": {"broken": broken}, **extra}
+    return {
+        "name": name,
+        "specs": [f"{name.split('-')[0]}==x"],
+        "verdict": verdict,
+        "reasons": [f"{name}: {verdict} reason"],
+        "summary": {"broken": broken},
+        **extra,
+    }
 
 
 def matrix_report(tmp_path, envs, status):
@@ -70,8 +76,7 @@ def matrix_report(tmp_path, envs, status):
 
 def run(bin_dir, report, run_url):
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, str(SCRIPT), "--report", str(report), "--run-url", run_url],
-                          capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([sys.executable, str(SCRIPT), "--report", str(report), "--run-url", run_url], capture_output=True, text=True, env=env, timeout=60)
 
 
 def state(bin_dir):
@@ -81,8 +86,7 @@ def state(bin_dir):
 
 def test_broken_opens_one_issue_updates_it_and_green_closes_it(tmp_path, fake_gh):
     sources = [{"package": "optax", "commit": {"short": "2edbcbe2", "date": "2026-08-07T01:10:20-07:00", "subject": "Merge pull request #1742"}}]
-    broken = [env_row("optax-0.2.8", "fail", 2), env_row("optax-main", "fail", 1, unreleased=True, sources=sources),
-              env_row("jax-0.12.0", "pass")]
+    broken = [env_row("optax-0.2.8", "fail", 2), env_row("optax-main", "fail", 1, unreleased=True, sources=sources), env_row("jax-0.12.0", "pass")]
     first = run(fake_gh, matrix_report(tmp_path, broken, 1), "https://ci/run/1")
     assert first.returncode == 0, first.stderr
     assert "opened https://github.com/o/r/issues/8" in first.stdout
@@ -132,7 +136,7 @@ def test_a_missing_report_touches_no_issue_and_a_failing_gh_fails_the_step(tmp_p
 
 def test_the_scheduled_workflow_runs_the_script_after_the_merge_with_issue_rights():
     text = (ROOT / ".github" / "workflows" / "matrix.yml").read_text()
-    step = text[text.index("name: Open, update or close the tracking issue"):]
+    step = text[text.index("name: Open, update or close the tracking issue") :]
     assert "github.event_name == 'schedule'" in step and "always()" in step
     assert "python3 .github/scripts/matrix_issue.py --report reports/matrix/report.json --run-url" in step
     assert "issues: write" in text and text.index("--merge --fail-on broken") < text.index("python3 .github/scripts/matrix_issue.py")

@@ -46,8 +46,7 @@ def tiny_remote(tmp_path: Path, name: str) -> str:
     work = tmp_path / f"{name}-work"
     work.mkdir()
     git(work, "init", "--quiet", "-b", "main")
-    commit(work, {"pyproject.toml": PYPROJECT.replace('name = "optax"', f'name = "{name}"'),
-                  f"{name}/__init__.py": '"""tiny."""\n'}, f"Start {name} (#11)")
+    commit(work, {"pyproject.toml": PYPROJECT.replace('name = "optax"', f'name = "{name}"'), f"{name}/__init__.py": '"""tiny."""\n'}, f"Start {name} (#11)")
     bare = tmp_path / f"{name}.git"
     subprocess.run(["git", "clone", "--quiet", "--bare", str(work), str(bare)], check=True)
     return bare.as_uri()
@@ -56,11 +55,17 @@ def tiny_remote(tmp_path: Path, name: str) -> str:
 @needs_uv
 def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, monkeypatch):
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
-    monkeypatch.setattr(matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"),
-                                             "flax": "https://127.0.0.1:9/google/flax"})  # unreachable: fails closed
+    monkeypatch.setattr(matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"), "flax": "https://127.0.0.1:9/google/flax"})  # unreachable: fails closed
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
-    monkeypatch.setattr(runner, "run", lambda python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra:
-                        {**record(golden_a="failed" if label == "optax-main" else "passed"), "label": label, **extra})
+    monkeypatch.setattr(
+        runner,
+        "run",
+        lambda python, label, out_dir, env, how=None, on_progress=None, probed=None, **extra: {
+            **record(golden_a="failed" if label == "optax-main" else "passed"),
+            "label": label,
+            **extra,
+        },
+    )
     # the plan reads the baseline's pins (releases from the fake index); the environments resolve a
     # tiny requirement set of the two packages, so uv needs no index: only the wheels built here
     plan_in, req_in, lock = tmp_path / "plan.in", tmp_path / "requirements.in", tmp_path / "lock.txt"
@@ -69,8 +74,7 @@ def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, 
     lock.write_text("".join(f"{p} \\\n    --hash=sha256:{'0' * 64}\n" for p in ("optax==0.2.6", "flax==0.12.12")))
     out = ["--out", str(tmp_path / "m")]
     assert cli.main(["matrix", "--plan", "--upstream", *out, "--requirements-in", str(plan_in)]) == 0
-    common = [*out, "--requirements-in", str(req_in), "--baseline-lock", str(lock), "--cache-dir", str(tmp_path / "cache"),
-              "--no-speed"]
+    common = [*out, "--requirements-in", str(req_in), "--baseline-lock", str(lock), "--cache-dir", str(tmp_path / "cache"), "--no-speed"]
     for name in ("baseline", "optax-main", "flax-main"):
         assert cli.main(["matrix", "--only", name, *common]) == 0
     assert cli.main(["matrix", "--merge", "--fail-on", "broken", *common]) == 1

@@ -19,25 +19,62 @@ from optax_gate.gate import cli
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 
-FINDING = {"section": "upstream-tests", "change": "changed", "api": "optax._src.alias.adam", "apis": ["optax._src.alias.adam"],
-           "cause": "upstream tests (baseline tests in the candidate) fail: AssertionError: Arrays are not almost equal",
-           "key": "upstream-behaviour", "contracts": ["_src/alias_test.py::AliasTest::test_adam"],
-           "tests": [["_src/alias_test.py::AliasTest::test_adam", 1]],
-           "text": "`optax._src.alias.adam`: upstream tests (baseline tests in the candidate) fail: AssertionError: "
-                   "Arrays are not almost equal (1 upstream test: `_src/alias_test.py::AliasTest::test_adam`)"}
+FINDING = {
+    "section": "upstream-tests",
+    "change": "changed",
+    "api": "optax._src.alias.adam",
+    "apis": ["optax._src.alias.adam"],
+    "cause": "upstream tests (baseline tests in the candidate) fail: AssertionError: Arrays are not almost equal",
+    "key": "upstream-behaviour",
+    "contracts": ["_src/alias_test.py::AliasTest::test_adam"],
+    "tests": [["_src/alias_test.py::AliasTest::test_adam", 1]],
+    "text": "`optax._src.alias.adam`: upstream tests (baseline tests in the candidate) fail: AssertionError: "
+    "Arrays are not almost equal (1 upstream test: `_src/alias_test.py::AliasTest::test_adam`)",
+}
 
 
 def section(modules=("_src/alias.py",)):
-    fail = {"test": "_src/alias_test.py::AliasTest::test_adam", "text": "AssertionError: Arrays are not almost equal",
-            "kind": failures.BEHAVIOUR, "subject": "optax._src.alias.adam", "change": "changed"}
-    unknown = {"test": "_src/alias_test.py::AliasTest::test_flaky", "text": "AssertionError", "kind": failures.INFRA,
-               "subject": "fails in its own environment (baseline) too", "change": ""}
-    return {"changed_modules": list(modules), "seconds": 12.0, "findings": [FINDING],
-            "directions": [{"label": "baseline tests in the candidate", "files": ["_src/alias_test.py"], "ran": 40, "failed": 2,
-                            "seconds": 7.0, "overlay": ["chex"], "control": {"tests": 2, "files": 0, "seconds": 2.0},
-                            "failures": [fail, unknown]},
-                           {"label": "candidate tests in the baseline", "files": ["_src/alias_test.py"], "ran": 41, "failed": 0,
-                            "seconds": 5.0, "overlay": [], "control": {"tests": 0, "files": 0, "seconds": 0.0}, "failures": []}]}
+    fail = {
+        "test": "_src/alias_test.py::AliasTest::test_adam",
+        "text": "AssertionError: Arrays are not almost equal",
+        "kind": failures.BEHAVIOUR,
+        "subject": "optax._src.alias.adam",
+        "change": "changed",
+    }
+    unknown = {
+        "test": "_src/alias_test.py::AliasTest::test_flaky",
+        "text": "AssertionError",
+        "kind": failures.INFRA,
+        "subject": "fails in its own environment (baseline) too",
+        "change": "",
+    }
+    return {
+        "changed_modules": list(modules),
+        "seconds": 12.0,
+        "findings": [FINDING],
+        "directions": [
+            {
+                "label": "baseline tests in the candidate",
+                "files": ["_src/alias_test.py"],
+                "ran": 40,
+                "failed": 2,
+                "seconds": 7.0,
+                "overlay": ["chex"],
+                "control": {"tests": 2, "files": 0, "seconds": 2.0},
+                "failures": [fail, unknown],
+            },
+            {
+                "label": "candidate tests in the baseline",
+                "files": ["_src/alias_test.py"],
+                "ran": 41,
+                "failed": 0,
+                "seconds": 5.0,
+                "overlay": [],
+                "control": {"tests": 0, "files": 0, "seconds": 0.0},
+                "failures": [],
+            },
+        ],
+    }
 
 
 def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
@@ -72,8 +109,17 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     monkeypatch.setattr(upstream_tests, "cross_run", fake_cross_run)
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
-    common = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--cache-dir", str(tmp_path / "cache"),
-              "--envs-dir", str(tmp_path / "envs"), "--no-speed"]
+    common = [
+        "--out",
+        str(tmp_path / "m"),
+        "--requirements-in",
+        str(req_in),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--envs-dir",
+        str(tmp_path / "envs"),
+        "--no-speed",
+    ]
     assert cli.main(["matrix", "--plan", *common]) == 0
     names = [e["name"] for e in json.loads(capsys.readouterr().out)["environments"]]
     for name in ["baseline", *names]:
@@ -105,7 +151,9 @@ def test_each_runner_cross_runs_its_environment_and_the_report_shows_it(tmp_path
     row = envs["all-newest"]["upstream_tests"]
     assert row["status"] == "ran" and row["modules"] == 1 and row["findings"] == [FINDING]
     assert [(d["files"], d["ran"], d["failed"], d["kinds"]) for d in row["directions"]] == [
-        (1, 40, 2, {failures.BEHAVIOUR: 1, failures.INFRA: 1}), (1, 41, 0, {})]
+        (1, 40, 2, {failures.BEHAVIOUR: 1, failures.INFRA: 1}),
+        (1, 41, 0, {}),
+    ]
     assert envs["optax-0.2.7"]["upstream_tests"] is None  # it did not run its contracts: nothing cross-run
     assert "## Upstream tests, cross-run" in md
     part = md.split("## Upstream tests, cross-run", 1)[1]

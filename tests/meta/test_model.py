@@ -12,8 +12,7 @@ from optax_gate.gate.report import schema_model
 
 def test_the_model_is_generated_from_the_current_schema():
     committed = schema_model.MODEL.read_text(encoding="utf-8")
-    assert schema_model.generate() == committed, (
-        "gate/base/model.py is not what report.schema.json generates: run ./noxw -s report-model and review git diff")
+    assert schema_model.generate() == committed, "gate/base/model.py is not what report.schema.json generates: run ./noxw -s report-model and review git diff"
 
 
 def _titled(node, found):
@@ -57,5 +56,6 @@ def test_the_model_module_holds_only_type_definitions():
     """The gate imports it in the light tool environment: nothing but ``typing`` may be imported."""
     tree = ast.parse(schema_model.MODEL.read_text(encoding="utf-8"))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
-        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+    }
     assert imported <= {"__future__", "typing"}, imported

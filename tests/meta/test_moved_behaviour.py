@@ -15,7 +15,7 @@ from optax_gate.kit import moved_behaviour
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 
-SAMPLE = '''
+SAMPLE = """
 def test_fails_as_listed():
     raise ValueError("moved to 3 leaves")
 
@@ -30,9 +30,9 @@ def test_listed_for_other_baselines():
 
 def test_not_listed():
     raise ValueError("moved to 3 leaves")
-'''
+"""
 
-LEDGER = '''
+LEDGER = """
 [[moved]]
 contract = "test_sample.py::test_fails_as_listed"
 optax = ">=0.2.8"
@@ -56,7 +56,7 @@ contract = "test_sample.py::test_listed_for_other_baselines"
 optax = "==0.2.7"
 fails = "ValueError"
 why = "0.2.7 only"
-'''
+"""
 
 
 def _outcomes(pytester, baseline: str | None, monkeypatch) -> dict[str, tuple[str, str]]:
@@ -92,26 +92,37 @@ def test_at_the_pinned_baseline_the_entries_do_nothing(pytester, monkeypatch):
     contract keeps its 0.2.6 expectation, so what 0.2.8 moved shows."""
     got = _outcomes(pytester, "0.2.6", monkeypatch)
     assert {name: outcome for name, (outcome, _) in got.items()} == {
-        "test_fails_as_listed": "failed", "test_passes_now": "passed", "test_fails_otherwise": "failed",
-        "test_listed_for_other_baselines": "failed", "test_not_listed": "failed"}
+        "test_fails_as_listed": "failed",
+        "test_passes_now": "passed",
+        "test_fails_otherwise": "failed",
+        "test_listed_for_other_baselines": "failed",
+        "test_not_listed": "failed",
+    }
 
 
 def test_without_the_gates_variable_the_installed_optax_is_the_baseline(pytester, monkeypatch):
     from importlib import metadata
+
     installed = metadata.version("optax")
     got = _outcomes(pytester, None, monkeypatch)
     listed = moved_behaviour.Entry("x", ">=0.2.8", "ValueError", "w").applies(installed)
     assert got["test_fails_as_listed"][0] == ("passed" if listed else "failed")
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[[moved]]\ncontract = "a::b"\noptax = ">=0.2.8"\nfails = "x"\n', "needs exactly"),
-    ('[[moved]]\ncontract = "a::b"\noptax = "0.2.8"\nfails = "x"\nwhy = "w"\n', "Invalid specifier"),
-    ('[[moved]]\ncontract = "a::b"\noptax = ">=0.2.8"\nfails = "("\nwhy = "w"\n', "missing )"),
-    ('[[moved]]\ncontract = "a::b"\noptax = ">=0.2.7"\nfails = "x"\nwhy = "w"\n'
-     '[[moved]]\ncontract = "a::b"\noptax = ">=0.2.8"\nfails = "y"\nwhy = "w"\n', "ranges meet"),
-    ('[[other]]\nx = 1\n', "unknown tables"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[[moved]]\ncontract = "a::b"\noptax = ">=0.2.8"\nfails = "x"\n', "needs exactly"),
+        ('[[moved]]\ncontract = "a::b"\noptax = "0.2.8"\nfails = "x"\nwhy = "w"\n', "Invalid specifier"),
+        ('[[moved]]\ncontract = "a::b"\noptax = ">=0.2.8"\nfails = "("\nwhy = "w"\n', "missing )"),
+        (
+            '[[moved]]\ncontract = "a::b"\noptax = ">=0.2.7"\nfails = "x"\nwhy = "w"\n'
+            '[[moved]]\ncontract = "a::b"\noptax = ">=0.2.8"\nfails = "y"\nwhy = "w"\n',
+            "ranges meet",
+        ),
+        ("[[other]]\nx = 1\n", "unknown tables"),
+    ],
+)
 def test_a_malformed_ledger_is_refused_naming_the_entry(tmp_path, text, message):
     path = tmp_path / "ledger.toml"
     path.write_text(text)
@@ -162,6 +173,7 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
 
 # ------------------------------------------------------------------ rebaseline: what it accepts
 
+
 def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addresses():
     from optax_gate.gate.run import moved_ledger
 
@@ -174,9 +186,18 @@ def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addres
 
 
 def _log(path: Path, reports: list[tuple[str, str, str]]) -> Path:
-    lines = [json.dumps({"$report_type": "TestReport", "nodeid": nid, "when": when, "outcome": outcome,
-                         "longrepr": {"reprcrash": {"message": f"ValueError: {nid} moved\nmore"}} if outcome == "failed" else None})
-             for nid, when, outcome in reports]
+    lines = [
+        json.dumps(
+            {
+                "$report_type": "TestReport",
+                "nodeid": nid,
+                "when": when,
+                "outcome": outcome,
+                "longrepr": {"reprcrash": {"message": f"ValueError: {nid} moved\nmore"}} if outcome == "failed" else None,
+            }
+        )
+        for nid, when, outcome in reports
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -184,16 +205,31 @@ def _log(path: Path, reports: list[tuple[str, str, str]]) -> Path:
 def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_holds_and_refuses_errors(tmp_path):
     from optax_gate.gate.run import moved_ledger
 
-    log = _log(tmp_path / "r.reportlog.jsonl", [("t.py::new", "call", "failed"), ("t.py::again", "call", "failed"),
-                                                 ("t.py::holds", "call", "failed"), ("t.py::fine", "call", "passed"),
-                                                 ("t.py::broken_fixture", "setup", "failed")])
+    log = _log(
+        tmp_path / "r.reportlog.jsonl",
+        [
+            ("t.py::new", "call", "failed"),
+            ("t.py::again", "call", "failed"),
+            ("t.py::holds", "call", "failed"),
+            ("t.py::fine", "call", "passed"),
+            ("t.py::broken_fixture", "setup", "failed"),
+        ],
+    )
     crashes = moved_ledger.crash_lines([log, tmp_path / "missing.jsonl"])
     assert crashes == {f"t.py::{n}": f"ValueError: t.py::{n} moved" for n in ("new", "again", "holds")}
-    record = {"contracts": {"t.py::new": {"outcome": "failed", "api": "optax.a"}, "t.py::again": {"outcome": "failed", "api": "optax.a"},
-                            "t.py::holds": {"outcome": "failed", "api": "optax.b"}, "t.py::fine": {"outcome": "passed", "api": "optax.b"},
-                            "t.py::broken_fixture": {"outcome": "error", "api": "optax.c", "detail": "fixture 'x' not found"}}}
-    old = [moved_behaviour.Entry("t.py::again", ">=0.2.7", "TypeError", "0.2.7 raised TypeError"),
-           moved_behaviour.Entry("t.py::holds", ">=0.2.7", "ValueError: .* moved", "0.2.7 moved it")]
+    record = {
+        "contracts": {
+            "t.py::new": {"outcome": "failed", "api": "optax.a"},
+            "t.py::again": {"outcome": "failed", "api": "optax.a"},
+            "t.py::holds": {"outcome": "failed", "api": "optax.b"},
+            "t.py::fine": {"outcome": "passed", "api": "optax.b"},
+            "t.py::broken_fixture": {"outcome": "error", "api": "optax.c", "detail": "fixture 'x' not found"},
+        }
+    }
+    old = [
+        moved_behaviour.Entry("t.py::again", ">=0.2.7", "TypeError", "0.2.7 raised TypeError"),
+        moved_behaviour.Entry("t.py::holds", ">=0.2.7", "ValueError: .* moved", "0.2.7 moved it"),
+    ]
     entries, done = moved_ledger.accept(old, record, crashes, "0.2.8", "0.12.0.1")
     assert done.entries == ["t.py::again", "t.py::new"] and done.narrowed == ["t.py::again"] and done.kept == ["t.py::holds"]
     assert list(done.refused) == ["t.py::broken_fixture"] and "fixture 'x' not found" in done.refused["t.py::broken_fixture"]
@@ -209,8 +245,7 @@ def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_hol
     assert ledger.read_text().startswith("# Ledger of behaviour")
 
 
-def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = False, lock_text: str | None = None,
-                ledger_text: str = ""):
+def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = False, lock_text: str | None = None, ledger_text: str = ""):
     """``rebaseline_flow.rebaseline`` with the environment and the contract
     run replaced: the run gives ``outcomes`` (node id -> passed/failed/error)."""
     from optax_gate.gate import rebaseline_flow
@@ -229,16 +264,22 @@ def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = Fa
     def run(python, label, out_dir, env, how=None, **kw):
         seen.update(baseline_lock=env.baseline_lock, extra_env=dict(how.extra_env))
         out_dir.mkdir(parents=True, exist_ok=True)
-        _log(out_dir / f"{label}.reportlog.jsonl", [(nid, "call" if o != "error" else "setup", "failed" if o != "passed" else "passed")
-                                                     for nid, o in outcomes.items()])
-        return {"status": "ran", "versions": {"optax": "0.2.8", "jax": "0.12.0.1"},
-                "contracts": {nid: {"outcome": o, "api": "optax.adam", "detail": "d"} for nid, o in outcomes.items()}}
+        _log(
+            out_dir / f"{label}.reportlog.jsonl",
+            [(nid, "call" if o != "error" else "setup", "failed" if o != "passed" else "passed") for nid, o in outcomes.items()],
+        )
+        return {
+            "status": "ran",
+            "versions": {"optax": "0.2.8", "jax": "0.12.0.1"},
+            "contracts": {nid: {"outcome": o, "api": "optax.adam", "detail": "d"} for nid, o in outcomes.items()},
+        }
 
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "env" / "bin" / "python")
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
     monkeypatch.setattr(runner, "run", run)
-    env = EnvironmentOptions(project_root=project, baseline_lock=project / "requirements-lock.txt", python="python3",
-                             envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
+    env = EnvironmentOptions(
+        project_root=project, baseline_lock=project / "requirements-lock.txt", python="python3", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache"
+    )
     code = rebaseline_flow.rebaseline(RebaselineOptions(environment=env, lock=lock, move=move, out=tmp_path / "out"))
     ledger = project / moved_behaviour.LEDGER
     return code, (moved_behaviour.load(ledger) if ledger.exists() else None), seen, lock, project, baseline_snapshots
@@ -246,8 +287,10 @@ def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = Fa
 
 def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(tmp_path, monkeypatch):
     code, entries, seen, lock, project, snaps = _rebaseline(
-        tmp_path, monkeypatch, {"tests/contracts/test_a.py::test_x": "failed", "tests/contracts/test_a.py::test_y": "passed",
-                                "tests/contracts/test_a.py::test_s": "skipped"})
+        tmp_path,
+        monkeypatch,
+        {"tests/contracts/test_a.py::test_x": "failed", "tests/contracts/test_a.py::test_y": "passed", "tests/contracts/test_a.py::test_s": "skipped"},
+    )
     assert code == 0
     assert [(e.contract, e.optax) for e in entries] == [("tests/contracts/test_a.py::test_x", ">=0.2.8")]
     assert seen["baseline_lock"] == lock and seen["extra_env"][snaps.RECORD] == "1"
@@ -266,13 +309,16 @@ def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_
     assert Path(seen["extra_env"][snaps.SNAPSHOT_DIR]) == project
 
 
-@pytest.mark.parametrize("lock_text, said", [
-    ("jax==0.12.0.1 \\\n    --hash=sha256:aa\n", "does not pin optax"),
-    ("optax==0.2.8\n", "has no --hash"),
-    (b"\xff\xfe\x00garbage", "is not a text file"),
-    (None, "does not exist"),
-    ("folder", "is not a file"),
-])
+@pytest.mark.parametrize(
+    "lock_text, said",
+    [
+        ("jax==0.12.0.1 \\\n    --hash=sha256:aa\n", "does not pin optax"),
+        ("optax==0.2.8\n", "has no --hash"),
+        (b"\xff\xfe\x00garbage", "is not a text file"),
+        (None, "does not exist"),
+        ("folder", "is not a file"),
+    ],
+)
 def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(tmp_path, monkeypatch, capsys, lock_text, said):
     """The trial: random bytes crashed it (a traceback and a gate-style report in reports/rebaseline), a missing
     file and a folder were told they pin no optax."""
@@ -295,8 +341,9 @@ def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(tmp_p
 
 def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_holds(tmp_path, monkeypatch, capsys):
     held = '[[moved]]\ncontract = "tests/contracts/test_a.py::test_held"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "w"\n'
-    code, entries, *_ = _rebaseline(tmp_path / "b", monkeypatch, {"tests/contracts/test_a.py::test_z": "error",
-                                                                  "tests/contracts/test_a.py::test_held": "passed"}, ledger_text=held)
+    code, entries, *_ = _rebaseline(
+        tmp_path / "b", monkeypatch, {"tests/contracts/test_a.py::test_z": "error", "tests/contracts/test_a.py::test_held": "passed"}, ledger_text=held
+    )
     assert code == 2 and [e.contract for e in entries] == ["tests/contracts/test_a.py::test_held"]
     summary = (tmp_path / "b" / "out" / "summary.md").read_text()
     assert "test_z" in summary and "1 already in it for this version and holding" in summary

@@ -22,25 +22,50 @@ GONE = f"ModuleNotFoundError: No module named '{MC}'"
 
 
 def row(cid, detail, change="broken", api="optax.sgd", kind="acceptance", defect="", baseline="passed", candidate="failed"):
-    return {"id": cid, "api": api, "guide": "g", "kind": kind, "defect": defect, "baseline": baseline,
-            "candidate": candidate, "change": change, "detail": detail}
+    return {
+        "id": cid,
+        "api": api,
+        "guide": "g",
+        "kind": kind,
+        "defect": defect,
+        "baseline": baseline,
+        "candidate": candidate,
+        "change": change,
+        "detail": detail,
+    }
 
 
 def monte_carlo_report():
     sweep = "tests/contracts/test_surface_sweep.py"
     apis = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians", "score_function_jacobians")]
     rows = [row(f"{sweep}::test_known[{a}]", GONE, api=a) for a in apis]
-    rows += [row(f"{sweep}::test_called[{a}]", f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' "
-                 "assert 'ModuleNotFoundError' == 'ok'", api=a) for a in apis[:2]]
-    rows.append(row(f"{sweep}::test_called[{MC}.measure_valued_jacobians]",
-                    f"AssertionError: {MC}.measure_valued_jacobians raised ModuleNotFoundError: No module named '{MC}' "
-                    "assert 'ModuleNotFoundError' == 'TypeError'", change="changed", api=f"{MC}.measure_valued_jacobians",
-                    kind="snapshot"))
-    rows.append(row("tests/contracts/test_sgd.py::test_golden", "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP "
-                    "of float32; worst error 2e6 ULP)", kind="golden"))
+    rows += [
+        row(f"{sweep}::test_called[{a}]", f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' assert 'ModuleNotFoundError' == 'ok'", api=a)
+        for a in apis[:2]
+    ]
+    rows.append(
+        row(
+            f"{sweep}::test_called[{MC}.measure_valued_jacobians]",
+            f"AssertionError: {MC}.measure_valued_jacobians raised ModuleNotFoundError: No module named '{MC}' assert 'ModuleNotFoundError' == 'TypeError'",
+            change="changed",
+            api=f"{MC}.measure_valued_jacobians",
+            kind="snapshot",
+        )
+    )
+    rows.append(
+        row(
+            "tests/contracts/test_sgd.py::test_golden",
+            "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst error 2e6 ULP)",
+            kind="golden",
+        )
+    )
     removed = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians")] + ["optax.old_alias"]
-    surface = {"status": "compared", "rows": [{"path": p, "change": "removed", "kind": "function", "old": "def f()", "new": "",
-                                               "where": "", "verdict": "broken", "uses": []} for p in removed]}
+    surface = {
+        "status": "compared",
+        "rows": [
+            {"path": p, "change": "removed", "kind": "function", "old": "def f()", "new": "", "where": "", "verdict": "broken", "uses": []} for p in removed
+        ],
+    }
     return {"contracts": rows, "surface": surface}
 
 
@@ -59,8 +84,7 @@ def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_sur
     assert sorted(f["change"] for f in about_mc) == ["broken", "broken", "broken", "changed"]  # as read on 0.2.8: four
     (mc,) = [f for f in after if any(MC in a for a in f.get("apis") or [f["api"]])]
     assert mc["change"] == "broken" and mc["section"] == "contracts" and len(mc["contracts"]) == 7
-    assert mc["cause"] == (f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; "
-                           "API surface: 3 names removed")
+    assert mc["cause"] == (f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; API surface: 3 names removed")
     assert mc["changes"] == {"broken": 6, "changed": 1}
     assert {p["section"] for p in mc["parts"]} == {"contracts", "surface"} and "removed/optax.monte_carlo" in mc["causes"]
     assert mc["text"].endswith("(7 contracts: 6 broken, 1 changed: known ×4, called ×3)")
@@ -72,14 +96,24 @@ def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_sur
 
 
 def none_gradients_rows():
-    now = ("ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key path, the prefix "
-           "pytree tree_map tree has a subtree of type")
+    now = (
+        "ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key path, the prefix "
+        "pytree tree_map tree has a subtree of type"
+    )
     defect = "adam-none-gradient-drops-moments: adam/adamw given a None gradient leaf replace that leaf's mu and nu by None"
     recipe = "tests/contracts/test_training_recipes.py"
-    return [row(f"{recipe}::test_a_none_gradient_leaf_gives_a_none_update", now, api="recipe:none-gradients"),
-            row(f"{recipe}::test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step",
-                f"known upstream defect no longer reproduces ({defect}); now: {now}", change="fixed", api="recipe:none-gradients",
-                defect=defect, baseline="passed", candidate="failed")]
+    return [
+        row(f"{recipe}::test_a_none_gradient_leaf_gives_a_none_update", now, api="recipe:none-gradients"),
+        row(
+            f"{recipe}::test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step",
+            f"known upstream defect no longer reproduces ({defect}); now: {now}",
+            change="fixed",
+            api="recipe:none-gradients",
+            defect=defect,
+            baseline="passed",
+            candidate="failed",
+        ),
+    ]
 
 
 def test_a_defect_that_now_fails_otherwise_is_one_changed_finding_saying_both():
@@ -87,33 +121,38 @@ def test_a_defect_that_now_fails_otherwise_is_one_changed_finding_saying_both():
     assert sorted(f["change"] for f in findings.group(rows)) == ["broken", "fixed"]  # as read on 0.2.8
     (f,) = causes.of_report(rows)
     assert f["change"] == "changed" and f["changes"] == {"broken": 1, "fixed": 1}
-    assert f["cause"].startswith("known upstream defect `adam-none-gradient-drops-moments` no longer reproduces; it now raises "
-                                 "ValueError: pytree structure error")
+    assert f["cause"].startswith(
+        "known upstream defect `adam-none-gradient-drops-moments` no longer reproduces; it now raises ValueError: pytree structure error"
+    )
     assert f["cause"].count("pytree structure error") == 1  # said once, not once per part
     line = report_markdown.finding_line(f)
     assert "**changed, 1 broken**" in line and "**broken**" not in line and "**fixed**" not in line
     assert "(2 contracts: 1 broken, 1 fixed: " in line
     # the third trial scanned the headings for "broken" and missed it: the heading says it holds a broken contract
     from optax_gate.gate.report import html_page
+
     rows_by_id = {r["id"]: r for r in rows}
     page = html_page._finding(report_markdown.Page({"findings": [f], "contracts": rows}), f, rows_by_id)
-    assert '<span class="change broken">changed, 1 broken</span> 1.' in page, page[page.find("finding"):][:600]
+    assert '<span class="change broken">changed, 1 broken</span> 1.' in page, page[page.find("finding") :][:600]
 
 
 def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
     api = "optax.apply_if_finite"
     gen = "tests/contracts/test_surface_transformations.py"
-    rows = [row(f"{gen}::test_nonfinite_and_state[{api}]", "snapshot drift: notfinite_count: int32[]=0 -> int32[]=1",
-                change="changed", api=api, kind="snapshot"),
-            row(f"{gen}::test_nonfinite_and_state[{api}-classes]", "snapshot drift: nan_inf_grads: '[''r0'']' -> none",
-                change="changed", api=api, kind="snapshot"),
-            row(f"{gen}::test_edge_hyperparams[{api}]", "snapshot drift: max_consecutive_errors=0/nan_inf_params/updates: r1 -> none",
-                change="changed", api=api, kind="snapshot"),
-            row("tests/contracts/test_apply_if_finite.py::test_counters", "AssertionError: assert 2 == 1", api=api, kind="golden"),
-            row("tests/contracts/test_x.py::test_state[a]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed",
-                api="optax.a", kind="snapshot"),
-            row("tests/contracts/test_x.py::test_state[b]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed",
-                api="optax.b", kind="snapshot")]
+    rows = [
+        row(f"{gen}::test_nonfinite_and_state[{api}]", "snapshot drift: notfinite_count: int32[]=0 -> int32[]=1", change="changed", api=api, kind="snapshot"),
+        row(f"{gen}::test_nonfinite_and_state[{api}-classes]", "snapshot drift: nan_inf_grads: '[''r0'']' -> none", change="changed", api=api, kind="snapshot"),
+        row(
+            f"{gen}::test_edge_hyperparams[{api}]",
+            "snapshot drift: max_consecutive_errors=0/nan_inf_params/updates: r1 -> none",
+            change="changed",
+            api=api,
+            kind="snapshot",
+        ),
+        row("tests/contracts/test_apply_if_finite.py::test_counters", "AssertionError: assert 2 == 1", api=api, kind="golden"),
+        row("tests/contracts/test_x.py::test_state[a]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", api="optax.a", kind="snapshot"),
+        row("tests/contracts/test_x.py::test_state[b]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", api="optax.b", kind="snapshot"),
+    ]
     assert len(findings.group(rows)) == 5
     found = causes.of_report(rows)
     assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [("broken", api, 4), ("changed", "2 APIs", 2)]
@@ -125,18 +164,19 @@ def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
     after = causes.of_report(REAL_723["contracts"])
     assert (len(before), len(after)) == (14, 7)
     joined = {f["api"]: (f["change"], sorted(p["change"] for p in f["parts"])) for f in after if "parts" in f}
-    assert joined == {"3 APIs": ("broken", ["broken", "changed"]),  # MultiSteps' float32 accumulator (dtype-now)
-                      "optax.inject_hyperparams": ("broken", ["broken", "changed", "changed", "fixed"]),
-                      "optax.huber_loss": ("broken", ["broken", "broken"]),
-                      "recipe:none-gradients": ("changed", ["broken", "fixed"]),
-                      "optax.add_decayed_weights": ("changed", ["changed", "fixed"])}
+    assert joined == {
+        "3 APIs": ("broken", ["broken", "changed"]),  # MultiSteps' float32 accumulator (dtype-now)
+        "optax.inject_hyperparams": ("broken", ["broken", "changed", "changed", "fixed"]),
+        "optax.huber_loss": ("broken", ["broken", "broken"]),
+        "recipe:none-gradients": ("changed", ["broken", "fixed"]),
+        "optax.add_decayed_weights": ("changed", ["changed", "fixed"]),
+    }
     assert sorted(c for f in after for c in f["contracts"]) == sorted(r["id"] for r in REAL_723["contracts"])
     assert not any(f["change"] in ("broken", "fixed") and f["api"] == "recipe:none-gradients" for f in after)
 
 
 def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
-    rows = none_gradients_rows() + [row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None,
-                                        candidate="passed")]
+    rows = none_gradients_rows() + [row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None, candidate="passed")]
     once = causes.of_report(rows)
     twice = causes.merge([dict(f) for f in once], rows)
     assert [(f["change"], f["contracts"]) for f in once] == [(f["change"], f["contracts"]) for f in twice]
@@ -145,8 +185,9 @@ def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
 
 def test_a_warning_naming_a_removed_module_joins_its_removal():
     report = monte_carlo_report()
-    report["warnings"] = {"rows": [{"verdict": "broken", "category": "DeprecationWarning",
-                                    "message": f"{MC} is deprecated and will be removed", "your_code": []}]}
+    report["warnings"] = {
+        "rows": [{"verdict": "broken", "category": "DeprecationWarning", "message": f"{MC} is deprecated and will be removed", "your_code": []}]
+    }
     _, after = gate_findings(report)
     (mc,) = [f for f in after if MC in f["cause"]]
     assert "warning: " + f"{MC} is deprecated" in mc["cause"] and not any(f["section"] == "warnings" for f in after)
@@ -162,9 +203,14 @@ def test_a_joined_finding_validates_against_the_schema():
 
 def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
     """The defect's twin says its failure once; another change of the same API keeps its own words."""
-    rows = none_gradients_rows() + [row("tests/contracts/test_training_recipes.py::test_trajectory[none]",
-                                        "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst "
-                                        "error 2e6 ULP)", api="recipe:none-gradients", kind="golden")]
+    rows = none_gradients_rows() + [
+        row(
+            "tests/contracts/test_training_recipes.py::test_trajectory[none]",
+            "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst error 2e6 ULP)",
+            api="recipe:none-gradients",
+            kind="golden",
+        )
+    ]
     (f,) = causes.of_report(rows)
     assert f["cause"].count("pytree structure error") == 1 and "element (0) is 1.5, expected 1.25" in f["cause"]
     assert f["changes"] == {"broken": 2, "fixed": 1}
@@ -175,19 +221,42 @@ def multisteps_rows():
     ``MultiSteps(accumulator_dtype=jnp.float32)``), as three kinds of evidence read it."""
     ms, wrappers = "tests/contracts/test_multi_steps.py", "tests/contracts/test_surface_corners_wrappers.py"
     return [
-        row(f"{ms}::test_trajectory_over_two_full_cycles[float64-constant]", "AssertionError: params at step 2, leaf 0: element (0,) "
+        row(
+            f"{ms}::test_trajectory_over_two_full_cycles[float64-constant]",
+            "AssertionError: params at step 2, leaf 0: element (0,) "
             "is np.float64(0.73643460), expected np.float64(0.73643460274) (error 1.81e-09, bound 8.88e-15 = 20 ULP of float64; "
-            "worst error 8575679.62 ULP)", api="optax.MultiSteps", kind="golden"),
-        row(f"{ms}::test_state_snapshot[bfloat16]", "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]",
-            change="changed", api="optax.MultiSteps", kind="snapshot"),
-        row(f"{wrappers}::test_wrapper_corners[optax.MultiSteps]", "snapshot drift: corner.adam/bfloat16: ok params bfloat16 "
-            "state bfloat16,int32 -> ok params bfloat16 state bfloat16,float32,int32", change="changed", api="optax.MultiSteps",
-            kind="snapshot"),
-        row("tests/contracts/test_inject_hyperparams.py::test_state_snapshot[bfloat16]",
-            "snapshot drift: .hyperparams['learning_rate']: bfloat16[] -> float32[]", change="changed",
-            api="optax.inject_hyperparams", kind="snapshot"),
-        row("tests/contracts/test_x.py::test_corner[optax.sgd]", "snapshot drift: corner.sgd/bfloat16: ok params bfloat16 "
-            "state bfloat16 -> ok params bfloat16 state bfloat16", change="changed", api="optax.sgd", kind="snapshot"),
+            "worst error 8575679.62 ULP)",
+            api="optax.MultiSteps",
+            kind="golden",
+        ),
+        row(
+            f"{ms}::test_state_snapshot[bfloat16]",
+            "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]",
+            change="changed",
+            api="optax.MultiSteps",
+            kind="snapshot",
+        ),
+        row(
+            f"{wrappers}::test_wrapper_corners[optax.MultiSteps]",
+            "snapshot drift: corner.adam/bfloat16: ok params bfloat16 state bfloat16,int32 -> ok params bfloat16 state bfloat16,float32,int32",
+            change="changed",
+            api="optax.MultiSteps",
+            kind="snapshot",
+        ),
+        row(
+            "tests/contracts/test_inject_hyperparams.py::test_state_snapshot[bfloat16]",
+            "snapshot drift: .hyperparams['learning_rate']: bfloat16[] -> float32[]",
+            change="changed",
+            api="optax.inject_hyperparams",
+            kind="snapshot",
+        ),
+        row(
+            "tests/contracts/test_x.py::test_corner[optax.sgd]",
+            "snapshot drift: corner.sgd/bfloat16: ok params bfloat16 state bfloat16 -> ok params bfloat16 state bfloat16",
+            change="changed",
+            api="optax.sgd",
+            kind="snapshot",
+        ),
     ]
 
 
@@ -208,8 +277,13 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
 
 def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
     assert not [k for k in causes.behaviour_keys(multisteps_rows()[-1]) if k[0] == "dtype-now"]
-    message = row("w.py::test_c[optax.MultiSteps]", "snapshot drift: corner.adam/error: 'state float32' -> 'state float64'",
-                  change="changed", api="optax.MultiSteps", kind="snapshot")
+    message = row(
+        "w.py::test_c[optax.MultiSteps]",
+        "snapshot drift: corner.adam/error: 'state float32' -> 'state float64'",
+        change="changed",
+        api="optax.MultiSteps",
+        kind="snapshot",
+    )
     assert causes.behaviour_keys(message) == []  # an exception's text, not a state summary
 
 
@@ -217,17 +291,23 @@ def params_nonfinite_rows(direction_of_c="fewer"):
     gen = "tests/contracts/test_surface_transformations.py"
     new_c = "none" if direction_of_c == "fewer" else "r1,r3,r4"
     return [
-        row(f"{gen}::test_nonfinite_and_state[optax.a]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed",
-            api="optax.a", kind="snapshot"),
-        row(f"{gen}::test_nonfinite_and_state[optax.b]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed",
-            api="optax.b", kind="snapshot"),
-        row(f"{gen}::test_edge_hyperparams[optax.a]", "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
-            change="changed", api="optax.a", kind="snapshot"),
-        row(f"{gen}::test_edge_hyperparams[optax.c]", "snapshot drift: learning_rate=0/nan_inf_params/state/[1].e_g: r1,r3 -> "
-            f"absent; learning_rate=0/nan_inf_params/updates: r1,r3 -> {new_c}", change="changed", api="optax.c",
-            kind="snapshot"),
-        row(f"{gen}::test_nonfinite_and_state[optax.d]", "snapshot drift: nan_inf_grads: '[''r1'']' -> none", change="changed",
-            api="optax.d", kind="snapshot"),
+        row(f"{gen}::test_nonfinite_and_state[optax.a]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.a", kind="snapshot"),
+        row(f"{gen}::test_nonfinite_and_state[optax.b]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.b", kind="snapshot"),
+        row(
+            f"{gen}::test_edge_hyperparams[optax.a]",
+            "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
+            change="changed",
+            api="optax.a",
+            kind="snapshot",
+        ),
+        row(
+            f"{gen}::test_edge_hyperparams[optax.c]",
+            f"snapshot drift: learning_rate=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent; learning_rate=0/nan_inf_params/updates: r1,r3 -> {new_c}",
+            change="changed",
+            api="optax.c",
+            kind="snapshot",
+        ),
+        row(f"{gen}::test_nonfinite_and_state[optax.d]", "snapshot drift: nan_inf_grads: '[''r1'']' -> none", change="changed", api="optax.d", kind="snapshot"),
     ]
 
 
@@ -240,8 +320,10 @@ def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_reco
     assert len(findings.group(rows)) == 4
     found = causes.of_report(rows)
     assert [(f["apis"], len(f["contracts"])) for f in found] == [(["optax.a", "optax.b", "optax.c"], 4), (["optax.d"], 1)]
-    assert found[0]["cause"] == ("fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries "
-                                 "`e_g` (records `nan_param`, `learning_rate=0` and `weight_decay=0` with nan inf params)")
+    assert found[0]["cause"] == (
+        "fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries "
+        "`e_g` (records `nan_param`, `learning_rate=0` and `weight_decay=0` with nan inf params)"
+    )
     assert found[0]["causes"] == ["params-nonfinite/fewer"]
 
 
@@ -253,8 +335,13 @@ def test_more_and_fewer_nonfinite_outputs_are_two_findings():
 def test_a_value_the_detail_cut_short_says_no_direction():
     """The detail of a row is cut near ``outcomes.MESSAGE_LIMIT`` characters: ``absent…`` once read as
     "more non-finite outputs" and split adadelta's finding from the others'."""
-    cut = row("g.py::test_edge_hyperparams[optax.c]", "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; "
-              "weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…", change="changed", api="optax.c", kind="snapshot")
+    cut = row(
+        "g.py::test_edge_hyperparams[optax.c]",
+        "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…",
+        change="changed",
+        api="optax.c",
+        kind="snapshot",
+    )
     assert causes.behaviour_keys(cut) == [("params-nonfinite", "fewer")]
 
 
@@ -268,16 +355,22 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
     corners that moved with them differ. One per corner transition (``corner-moved``), said once, numbers
     aside; another transition of the same corner stays apart."""
     sched, trees = "tests/contracts/test_surface_corners_schedules.py", "tests/contracts/test_surface_corners_trees.py"
-    rows = [snap(f"{sched}::test_schedule_corners[optax.a]", "corner.base/int: ok py float64 0.04 0.1 -> ok float32 0.04 0.1",
-                 "optax.a"),
-            snap(f"{sched}::test_schedule_corners[optax.b]", "corner.base/int: ok py float64 1 0.95 -> ok float32 1 0.95; "
-                 "corner.peak/bf16: ok bfloat16 1 -> ok float32 1", "optax.b"),
-            snap(f"{sched}::test_schedule_corners[optax.c]", "corner.base/int: ok py float64 1 -> raises TypeError", "optax.c"),
-            snap(f"{sched}::test_schedule_corners[optax.d]", "corner.base/int: ok py float64 0.5 -> ok float32 0.5", "optax.d"),
-            snap(f"{trees}::test_tree_corners[optax.tree.max]", "corner.empty_leaf: raises ValueError -> ok float32[] -0.92",
-                 "optax.tree.max"),
-            snap(f"{trees}::test_tree_corners[optax.tree.norm]", "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; "
-                 "corner.nan_leaf: ok float32[] nan -> ok float32[] nan", "optax.tree.norm")]
+    rows = [
+        snap(f"{sched}::test_schedule_corners[optax.a]", "corner.base/int: ok py float64 0.04 0.1 -> ok float32 0.04 0.1", "optax.a"),
+        snap(
+            f"{sched}::test_schedule_corners[optax.b]",
+            "corner.base/int: ok py float64 1 0.95 -> ok float32 1 0.95; corner.peak/bf16: ok bfloat16 1 -> ok float32 1",
+            "optax.b",
+        ),
+        snap(f"{sched}::test_schedule_corners[optax.c]", "corner.base/int: ok py float64 1 -> raises TypeError", "optax.c"),
+        snap(f"{sched}::test_schedule_corners[optax.d]", "corner.base/int: ok py float64 0.5 -> ok float32 0.5", "optax.d"),
+        snap(f"{trees}::test_tree_corners[optax.tree.max]", "corner.empty_leaf: raises ValueError -> ok float32[] -0.92", "optax.tree.max"),
+        snap(
+            f"{trees}::test_tree_corners[optax.tree.norm]",
+            "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; corner.nan_leaf: ok float32[] nan -> ok float32[] nan",
+            "optax.tree.norm",
+        ),
+    ]
     assert len(findings.group(rows)) == 5  # a and d: one corner moved alike; c: the same corner moved otherwise
     found = causes.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.a", "optax.b", "optax.d"], ["optax.c"], ["optax.tree.max", "optax.tree.norm"]]
@@ -288,27 +381,40 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
 
 def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding():
     vals, x64 = "tests/contracts/test_surface_losses.py", "tests/contracts/test_surface_x64.py"
-    rows = [row(f"{f}::test_{k}[optax.{a}]", f"snapshot drift of values: `{p}result` 2 of 2 elements, largest 0.071 "
-                "(relative 0.22)", change="changed", api=f"optax.{a}", kind="snapshot")
-            for f, k, p in ((vals, "values", ""), (x64, "x64_values", "x64_")) for a in ("dice_loss", "binary_dice_loss")]
-    rows.append(row(f"{vals}::test_values[optax.sgd]", "snapshot drift of values: `loss` 1 of 1 elements: 0.5 where 0.4 was "
-                    "recorded", change="changed", api="optax.sgd", kind="snapshot"))
+    rows = [
+        row(
+            f"{f}::test_{k}[optax.{a}]",
+            f"snapshot drift of values: `{p}result` 2 of 2 elements, largest 0.071 (relative 0.22)",
+            change="changed",
+            api=f"optax.{a}",
+            kind="snapshot",
+        )
+        for f, k, p in ((vals, "values", ""), (x64, "x64_values", "x64_"))
+        for a in ("dice_loss", "binary_dice_loss")
+    ]
+    rows.append(
+        row(
+            f"{vals}::test_values[optax.sgd]",
+            "snapshot drift of values: `loss` 1 of 1 elements: 0.5 where 0.4 was recorded",
+            change="changed",
+            api="optax.sgd",
+            kind="snapshot",
+        )
+    )
     assert len(findings.group(rows)) == 3
     found = causes.of_report(rows)
-    assert [(f["apis"], len(f["contracts"])) for f in found] == [
-        (["optax.binary_dice_loss", "optax.dice_loss"], 4), (["optax.sgd"], 1)]
+    assert [(f["apis"], len(f["contracts"])) for f in found] == [(["optax.binary_dice_loss", "optax.dice_loss"], 4), (["optax.sgd"], 1)]
     assert "`result`" in found[0]["cause"] and "`x64_result`" in found[0]["cause"]
 
 
 def test_one_apis_dtype_variants_moving_alike_are_one_finding():
     gen = "tests/contracts/test_surface_dtypes.py"
-    rows = [snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-complex64]", "init_update_complex64: ValueError -> ok",
-                 "optax.adaptive_grad_clip"),
-            snap(f"{gen}::test_init_update_dtype[optax.contrib.muon-complex64]", "init_update_complex64: ValueError -> ok",
-                 "optax.contrib.muon"),
-            snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-bfloat16]", "init_update_bfloat16: ValueError -> ok",
-                 "optax.adaptive_grad_clip"),
-            snap(f"{gen}::test_init_update_dtype[optax.sgd-bfloat16]", "init_update_bfloat16: ok -> TypeError", "optax.sgd")]
+    rows = [
+        snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-complex64]", "init_update_complex64: ValueError -> ok", "optax.adaptive_grad_clip"),
+        snap(f"{gen}::test_init_update_dtype[optax.contrib.muon-complex64]", "init_update_complex64: ValueError -> ok", "optax.contrib.muon"),
+        snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-bfloat16]", "init_update_bfloat16: ValueError -> ok", "optax.adaptive_grad_clip"),
+        snap(f"{gen}::test_init_update_dtype[optax.sgd-bfloat16]", "init_update_bfloat16: ok -> TypeError", "optax.sgd"),
+    ]
     found = causes.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
     assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]
@@ -323,23 +429,41 @@ def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids(
     is one cause (``error-now``); a corner that raised nothing before is not."""
     neg, corners = "tests/contracts/test_losses.py", "tests/contracts/test_surface_corners_losses.py"
     dtype_msg = "Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, got int32"
-    rows = [row(f"{neg}::test_integer_logits_raise[l2_loss]", f"raised TypeError instead of AssertionError: {dtype_msg}",
-                api="optax.l2_loss", kind="negative"),
-            row(f"{neg}::test_targets_of_another_shape_raise[l2_loss]", "raised ValueError instead of AssertionError: Shape "
-                "mismatch: got (4, 5) and (5,).", api="optax.l2_loss", kind="negative"),
-            snap(f"{corners}::test_loss_corners[optax.log_cosh]", "corner.int_inputs/error: '[Chex] Assertion assert_type failed "
-                 "- Error in typ' -> Expected the input to have a dtype that is a subdt", "optax.log_cosh"),
-            snap(f"{corners}::test_loss_corners[optax.dice_loss]", "corner.broadcast/error: '[Chex] Assertion assert_equal_shape "
-                 "failed - Array' -> Shape mismatch - got (2, 3) and (1, 3).", "optax.dice_loss"),
-            snap(f"{corners}::test_loss_corners[optax.perceptron_loss]", "corner.broadcast/error: '[Chex] Assertion "
-                 "assert_equal_shape failed - Array' -> Shape mismatch - got (2,) and (1,).", "optax.perceptron_loss"),
-            snap(f"{corners}::test_loss_corners[optax.hinge_loss]", "corner.int_inputs/error: absent -> Expected the input to "
-                 "have a dtype that is a subdt", "optax.hinge_loss")]
+    rows = [
+        row(f"{neg}::test_integer_logits_raise[l2_loss]", f"raised TypeError instead of AssertionError: {dtype_msg}", api="optax.l2_loss", kind="negative"),
+        row(
+            f"{neg}::test_targets_of_another_shape_raise[l2_loss]",
+            "raised ValueError instead of AssertionError: Shape mismatch: got (4, 5) and (5,).",
+            api="optax.l2_loss",
+            kind="negative",
+        ),
+        snap(
+            f"{corners}::test_loss_corners[optax.log_cosh]",
+            "corner.int_inputs/error: '[Chex] Assertion assert_type failed - Error in typ' -> Expected the input to have a dtype that is a subdt",
+            "optax.log_cosh",
+        ),
+        snap(
+            f"{corners}::test_loss_corners[optax.dice_loss]",
+            "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed - Array' -> Shape mismatch - got (2, 3) and (1, 3).",
+            "optax.dice_loss",
+        ),
+        snap(
+            f"{corners}::test_loss_corners[optax.perceptron_loss]",
+            "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed - Array' -> Shape mismatch - got (2,) and (1,).",
+            "optax.perceptron_loss",
+        ),
+        snap(
+            f"{corners}::test_loss_corners[optax.hinge_loss]",
+            "corner.int_inputs/error: absent -> Expected the input to have a dtype that is a subdt",
+            "optax.hinge_loss",
+        ),
+    ]
     assert len(findings.group(rows)) == 5
     found = causes.of_report(rows)
     assert [(f["change"], f["apis"]) for f in found] == [
         ("broken", ["optax.dice_loss", "optax.l2_loss", "optax.log_cosh", "optax.perceptron_loss"]),
-        ("changed", ["optax.hinge_loss"])]
+        ("changed", ["optax.hinge_loss"]),
+    ]
     cause = found[0]["cause"]
     assert cause.startswith("input checks now raise TypeError/ValueError instead of AssertionError")
     assert cause.count("at corner `broadcast/error`") == 1 and cause.count("at corner `int_inputs/error`") == 1

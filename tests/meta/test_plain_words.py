@@ -21,19 +21,31 @@ from optax_gate.gate.diffs import unseen
 
 
 def row(cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"):
-    return {"id": cid, "api": api, "guide": "g", "kind": kind, "defect": defect, "baseline": baseline,
-            "candidate": candidate, "change": change, "detail": detail}
+    return {
+        "id": cid,
+        "api": api,
+        "guide": "g",
+        "kind": kind,
+        "defect": defect,
+        "baseline": baseline,
+        "candidate": candidate,
+        "change": change,
+        "detail": detail,
+    }
 
 
 # ------------------------------------------------------------------ direction words
 
 
-@pytest.mark.parametrize("detail, words", [
-    ("snapshot drift: nan_param: '[''r3'']' -> none", "fewer non-finite outputs"),
-    ("snapshot drift: nan_param: none -> '[''r3'']'", "more non-finite outputs"),
-    ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'', ''r3'']'", "more non-finite outputs"),
-    ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'']'", "other outputs come out non-finite"),
-])
+@pytest.mark.parametrize(
+    "detail, words",
+    [
+        ("snapshot drift: nan_param: '[''r3'']' -> none", "fewer non-finite outputs"),
+        ("snapshot drift: nan_param: none -> '[''r3'']'", "more non-finite outputs"),
+        ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'', ''r3'']'", "more non-finite outputs"),
+        ("snapshot drift: nan_param: '[''r3'']' -> '[''r1'']'", "other outputs come out non-finite"),
+    ],
+)
 def test_a_nonfinite_drift_says_fewer_or_more(detail, words):
     """Read on 0.2.8: "other updates come out non-finite: `nan_param`: leaves r3 in the baseline, none now"
     meant fewer NaNs now."""
@@ -44,33 +56,42 @@ def test_a_nonfinite_drift_says_fewer_or_more(detail, words):
 
 
 def test_fewer_and_more_nonfinite_are_not_one_finding():
-    rows = [row(f"t.py::test_nonfinite_and_state[{api}]", detail, api=api)
-            for api, detail in (("optax.adan", "snapshot drift: nan_param: '[''r3'']' -> none"),
-                                ("optax.sgd", "snapshot drift: nan_param: none -> '[''r3'']'"))]
+    rows = [
+        row(f"t.py::test_nonfinite_and_state[{api}]", detail, api=api)
+        for api, detail in (("optax.adan", "snapshot drift: nan_param: '[''r3'']' -> none"), ("optax.sgd", "snapshot drift: nan_param: none -> '[''r3'']'"))
+    ]
     assert sorted(f["cause"].split(":")[0] for f in findings.group(rows)) == ["fewer non-finite outputs", "more non-finite outputs"]
 
 
 def test_an_edge_hyperparameter_drift_to_none_is_fewer():
-    r = row("tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
-            "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none", api="optax.adamw")
+    r = row(
+        "tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
+        "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
+        api="optax.adamw",
+    )
     (found,) = findings.group([r])
-    assert found["cause"] == ("with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the "
-                              "baseline, none now")
+    assert found["cause"] == ("with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the baseline, none now")
 
 
-@pytest.mark.parametrize("got, want, words", [
-    ("ok", "recompiled 1 time(s)", "no longer recompiles (the baseline recompiled 1 time)"),
-    ("recompiled 2 time(s)", "ok", "now recompiles (ok in the baseline)"),
-    ("ok", "ValueError", "no longer raises ValueError"),
-    ("ok", "eager step: ValueError", "no longer raises ValueError (eager step)"),
-    ("TypeError", "ok", "now raises TypeError (ok in the baseline)"),
-])
+@pytest.mark.parametrize(
+    "got, want, words",
+    [
+        ("ok", "recompiled 1 time(s)", "no longer recompiles (the baseline recompiled 1 time)"),
+        ("recompiled 2 time(s)", "ok", "now recompiles (ok in the baseline)"),
+        ("ok", "ValueError", "no longer raises ValueError"),
+        ("ok", "eager step: ValueError", "no longer raises ValueError (eager step)"),
+        ("TypeError", "ok", "now raises TypeError (ok in the baseline)"),
+    ],
+)
 def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
     """Read on 0.2.8: "changed: got 'ok', expected 'recompiled 1 time(s)'" reads as a regression; it is
     an improvement. An error that is gone is said once ("no longer raises ValueError (the baseline raised
     ValueError)" said it twice, the trial)."""
-    r = row("tests/contracts/test_surface_transformations.py::test_protocol[optax.lbfgs-no_recompile]",
-            f"AssertionError: assert '{got}' == '{want}' - {want} + {got}", api="optax.lbfgs")
+    r = row(
+        "tests/contracts/test_surface_transformations.py::test_protocol[optax.lbfgs-no_recompile]",
+        f"AssertionError: assert '{got}' == '{want}' - {want} + {got}",
+        api="optax.lbfgs",
+    )
     assert details.plain_detail(r) == words
     (found,) = findings.group([r])
     assert found["cause"] == words and "expected" not in found["text"]
@@ -82,7 +103,8 @@ def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
 SIGNATURE_MESSAGE = (
     "AssertionError: [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
     "('delta', 'KEYWORD_ONLY', 1.0)]\nassert [('prediction...D_ONLY', 1.0)] == [('prediction...EYWORD', 1.0)]\n  \n"
-    "  At index 2 diff: ('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)\n  Use -v to get more diff")
+    "  At index 2 diff: ('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)\n  Use -v to get more diff"
+)
 
 
 def _balanced(text):
@@ -97,16 +119,19 @@ def test_a_row_detail_keeps_the_first_difference_whole():
     """Read on 0.2.8: "expected ('delta', 'POSITIONAL_OR_KEYWORD', 1" (the detail was cut at 300 characters)."""
     detail = outcomes._message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
     assert "('delta', 'POSITIONAL_OR_KEYWORD', 1.0)" in detail
-    r = row("tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]", detail,
-            change="broken", api="optax.huber_loss", kind="negative")
+    r = row(
+        "tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]", detail, change="broken", api="optax.huber_loss", kind="negative"
+    )
     words = details.plain_detail(r)
     assert words.endswith("delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0"), words
 
 
 @pytest.mark.parametrize("limit", range(20, 200, 7))
 def test_a_cut_never_falls_inside_a_value(limit):
-    text = ("got [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
-            "('delta', 'KEYWORD_ONLY', 1.0)] at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)")
+    text = (
+        "got [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
+        "('delta', 'KEYWORD_ONLY', 1.0)] at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)"
+    )
     short = plain_text.shorten(text, limit)
     assert len(short) <= limit + 4 and _balanced(short.replace("…", "")), short
     if short != text:  # what is kept ends where a token of the text ends
@@ -127,18 +152,29 @@ BARE = "assert False + where False = bool(Array(False, dtype=bool))"
 
 def test_a_fixed_defect_row_never_prints_pytest_introspection():
     """Read on 0.2.8: a fixed row printed "now assert False + where False = bool(Array(False…"."""
-    r = row("tests/contracts/test_known_defects.py::test_nan_guard", f"{details.DEFECT_PREFIX} (d-1: a reason); now: {BARE}",
-            change="fixed", api="optax.sgd", kind="golden", defect="d-1: a reason", baseline="passed", candidate="failed")
+    r = row(
+        "tests/contracts/test_known_defects.py::test_nan_guard",
+        f"{details.DEFECT_PREFIX} (d-1: a reason); now: {BARE}",
+        change="fixed",
+        api="optax.sgd",
+        kind="golden",
+        defect="d-1: a reason",
+        baseline="passed",
+        candidate="failed",
+    )
     for text in (details.plain_detail(r), findings.group([r])[0]["text"]):
         assert "assert" not in text and "where" not in text and "Array(" not in text, text
     assert details.plain_detail(r) == "d-1: a reason; now: the pinned behaviour no longer holds"
 
 
-@pytest.mark.parametrize("detail, words", [
-    (BARE, "the contract's check is false"),
-    ("AssertionError: momentum was not applied " + BARE, "momentum was not applied"),
-    ("assert x is None + where x = f()", "the contract's check `x is None` is false"),
-])
+@pytest.mark.parametrize(
+    "detail, words",
+    [
+        (BARE, "the contract's check is false"),
+        ("AssertionError: momentum was not applied " + BARE, "momentum was not applied"),
+        ("assert x is None + where x = f()", "the contract's check `x is None` is false"),
+    ],
+)
 def test_a_bare_assert_is_read_not_quoted(detail, words):
     r = row("t.py::test_x", detail, change="broken", kind="golden")
     assert details.plain_detail(r) == words
@@ -148,13 +184,13 @@ def test_a_bare_assert_is_read_not_quoted(detail, words):
 
 # ------------------------------------------------------------------ the gate's own compilation cache
 
-OWN = ("Error reading persistent compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing data: "
-       "incomplete or truncated stream")
+OWN = "Error reading persistent compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing data: incomplete or truncated stream"
 
 
 def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
-    return warnings_diff.fold([], [{"category": "UserWarning", "message": m, "module": "jax._src.compiler", "when": "runtest",
-                                    "nodeid": nodeid} for m in messages])
+    return warnings_diff.fold(
+        [], [{"category": "UserWarning", "message": m, "module": "jax._src.compiler", "when": "runtest", "nodeid": nodeid} for m in messages]
+    )
 
 
 def test_a_compilation_cache_warning_is_never_the_candidates():
@@ -163,9 +199,9 @@ def test_a_compilation_cache_warning_is_never_the_candidates():
     rows = warnings_diff.diff(_folded(), _folded(OWN, "a real new warning"), apis)
     assert [r["message"] for r in rows] == ["a real new warning"]
     report = {"contracts": [{"id": c, "api": a} for c, a in apis.items()]}
-    section = unseen.warnings_section(report, {"status": "ran", "warnings": _folded()},
-                                      {"status": "ran", "warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]},
-                                      False)
+    section = unseen.warnings_section(
+        report, {"status": "ran", "warnings": _folded()}, {"status": "ran", "warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]}, False
+    )
     assert section["rows"] == [] and section["own"] == {"baseline": 0, "candidate": 1, "discarded": 1}
     assert "gate's own compilation cache" in section["reason"] and "1 corrupt cache entry discarded" in section["reason"]
 
@@ -210,10 +246,18 @@ def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_di
     """A new user read "other outputs come out non-finite: `state/[1].e_g` r1,r3 in the baseline, none
     now": the shown output has fewer non-finite leaves; the others moved another way."""
     from optax_gate.gate.judge import findings
-    rows = [{"id": "t::test_edge[optax.adafactor]", "api": "optax.adafactor", "kind": "snapshot", "change": "changed",
-             "baseline": "passed", "candidate": "failed",
-             "detail": "snapshot drift: weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> none; "
-                       "weight_decay=0/nan_inf_params/updates: none -> r1"}]
+
+    rows = [
+        {
+            "id": "t::test_edge[optax.adafactor]",
+            "api": "optax.adafactor",
+            "kind": "snapshot",
+            "change": "changed",
+            "baseline": "passed",
+            "candidate": "failed",
+            "detail": "snapshot drift: weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> none; weight_decay=0/nan_inf_params/updates: none -> r1",
+        }
+    ]
     (f,) = findings.group(rows)
     assert "fewer non-finite outputs: `state/[1].e_g` r1,r3 in the baseline, none now" in f["cause"], f["cause"]
     assert "not all the same way" in f["cause"]
@@ -223,8 +267,14 @@ def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_fai
     """Rows under "Changed" read ``passed → failed`` (what broken means) for recorded outcomes that
     moved ("no longer recompiles"); a snapshot row's outcome cell says it drifted (docs/report.md)."""
     from optax_gate.gate.base import details
-    row = {"kind": "snapshot", "baseline": "passed", "candidate": "failed", "change": "changed",
-           "detail": "AssertionError: assert 'ok' == 'recompiled 1 time(s)'"}
+
+    row = {
+        "kind": "snapshot",
+        "baseline": "passed",
+        "candidate": "failed",
+        "change": "changed",
+        "detail": "AssertionError: assert 'ok' == 'recompiled 1 time(s)'",
+    }
     assert details.outcome_words(row) == "drift from the baseline's record"
     assert details.outcome_words({**row, "kind": "golden", "change": "broken"}) == "passed → failed"
 
@@ -235,8 +285,16 @@ def test_a_guide_file_is_named_by_its_title_in_the_rows():
     any other source label (a guide known from a summary, a paper) stays as it is."""
     from optax_gate.gate.report import markdown
     from optax_gate.kit import guides
-    row = {"api": "optax.sgd", "guide": guides.SGD_STEP, "kind": "golden", "change": "broken",
-           "baseline": "passed", "candidate": "failed", "detail": "AssertionError: x"}
+
+    row = {
+        "api": "optax.sgd",
+        "guide": guides.SGD_STEP,
+        "kind": "golden",
+        "change": "broken",
+        "baseline": "passed",
+        "candidate": "failed",
+        "detail": "AssertionError: x",
+    }
     assert markdown.row_cells(row)[1] == f"SGD step guide ({guides.SGD_STEP})"
     files = [g for g in guides.GUIDES if g.endswith(".txt")]
     assert files and all(guides.shown(g).endswith(f" guide ({g})") for g in files)
@@ -246,14 +304,18 @@ def test_a_guide_file_is_named_by_its_title_in_the_rows():
 def test_a_signature_contracts_parameter_is_said_in_words():
     """The third trial read "got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta',
     'POSITIONAL_OR_KEYWORD', 1.0)" in a finding's heading: raw Python. It reads as the parameter's change."""
-    detail = ("AssertionError: assert [('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'KEYWORD_ONLY', 1.0)] == "
-              "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At index 1 diff: "
-              "('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0) Use -v to get more diff")
+    detail = (
+        "AssertionError: assert [('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'KEYWORD_ONLY', 1.0)] == "
+        "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At index 1 diff: "
+        "('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0) Use -v to get more diff"
+    )
     assert details.pytest_words(detail) == "delta (parameter 2) is now keyword-only (was positional or keyword), default 1.0"
     assert details.parameter_words("('eps', 'POSITIONAL_OR_KEYWORD', 1e-06)", "('eps', 'POSITIONAL_OR_KEYWORD', 1e-08)") == (
-        "eps now defaults to 1e-06 (was 1e-08)")
+        "eps now defaults to 1e-06 (was 1e-08)"
+    )
     assert details.parameter_words("('lr', 'POSITIONAL_ONLY', 1)", "('learning_rate', 'POSITIONAL_ONLY', 1)") == (
-        "learning_rate is now named lr (was learning_rate), default 1")
+        "learning_rate is now named lr (was learning_rate), default 1"
+    )
     assert details.parameter_words("1 at index 2", "2") == ""
     assert details.pytest_words("AssertionError: assert 1 == 2") == "got 1, expected 2"
 
@@ -264,17 +326,22 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
     (``EnvironmentOptions`` has no ``get``): the folder is the one the side's processes were given."""
     from optax_gate.gate.inputs.options import EnvironmentOptions
     from optax_gate.gate.run import outcomes, runner
+
     folder = tmp_path / "gate-cache" / compilation_cache.FOLDER
     folder.mkdir(parents=True)
     whole = zlib.compress(b"executable" * 1000)
     (folder / "jit_f-1-cache").write_bytes(whole)
     (folder / "jit_g-2-cache").write_bytes(whole[:10])  # the other side was still writing it
-    part = runner.Part("single", 0, "", outcomes.ReportLog(), warnings=[{"category": "UserWarning", "message": OWN, "module": "jax",
-                                                                         "when": "runtest", "nodeid": "t.py::test_x"}])
+    part = runner.Part(
+        "single",
+        0,
+        "",
+        outcomes.ReportLog(),
+        warnings=[{"category": "UserWarning", "message": OWN, "module": "jax", "when": "runtest", "nodeid": "t.py::test_x"}],
+    )
     monkeypatch.setattr(runner, "_run_parts", lambda *a, **k: [part, part])
     how = runner.ContractRunOptions(extra_env=compilation_cache.environment(tmp_path / "gate-cache"))
     env = EnvironmentOptions(tmp_path, tmp_path / "lock.txt", "python3", tmp_path / "envs")
-    record = runner.run(tmp_path / "python", "candidate", tmp_path / "out", env, how,
-                        probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}))
+    record = runner.run(tmp_path / "python", "candidate", tmp_path / "out", env, how, probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}))
     assert record["compilation_cache_discarded"] == ["jit_g-2-cache"]
     assert sorted(p.name for p in folder.iterdir()) == ["jit_f-1-cache"]

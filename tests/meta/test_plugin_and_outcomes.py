@@ -7,7 +7,7 @@ from optax_gate.gate.run import outcomes
 
 pytest_plugins = ["pytester"]
 
-CONTRACTS = '''
+CONTRACTS = """
 import pytest
 from optax_gate.kit import guides
 
@@ -46,7 +46,7 @@ def test_skipped():
 @pytest.mark.xfail(reason="known upstream defect", strict=True)
 def test_xfailed():
     assert False
-'''
+"""
 
 
 def run_log(pytester, source):
@@ -59,8 +59,14 @@ def run_log(pytester, source):
 def test_outcomes_metadata_and_exit_status(pytester):
     _, log = run_log(pytester, CONTRACTS)
     got = {cid.split("::")[1]: c.outcome for cid, c in log.contracts.items()}
-    assert got == {"test_pass": "passed", "test_fail": "failed", "test_setup_error": "error",
-                   "test_teardown_error": "error", "test_skipped": "skipped", "test_xfailed": "xfailed"}
+    assert got == {
+        "test_pass": "passed",
+        "test_fail": "failed",
+        "test_setup_error": "error",
+        "test_teardown_error": "error",
+        "test_skipped": "skipped",
+        "test_xfailed": "xfailed",
+    }
     fail = log.contracts["test_sample.py::test_fail"]
     assert (fail.api, fail.kind) == ("optax.sgd", "golden") and "float sum" in fail.detail
     assert "setup exploded" in log.contracts["test_sample.py::test_setup_error"].detail
@@ -92,8 +98,7 @@ def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
 def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
     """With ``-n 2`` (the tests session's default) a mislabelled contract is a
     collection error naming the label, not a crashed worker."""
-    pytester.makepyfile(test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n'
-                                   '@pytest.mark.golden\ndef test_x():\n    pass\n')
+    pytester.makepyfile(test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n')
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     out = result.stdout.str() + result.stderr.str()
     assert result.ret != 0 and "INTERNALERROR" not in out and "ERROR collecting" in out and "'nope.txt'" in out
@@ -113,8 +118,7 @@ def test_source_label_needs_a_known_prefix_and_text(label):
 
 
 def test_contract_with_a_free_source_label_is_collected_and_reported(pytester):
-    source = ('import pytest\n@pytest.mark.contract(api="optax.adam", guide="team: contracts/adam.md")\n'
-              '@pytest.mark.golden\ndef test_x():\n    pass\n')
+    source = 'import pytest\n@pytest.mark.contract(api="optax.adam", guide="team: contracts/adam.md")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
     result, log = run_log(pytester, source)
     assert result.ret == 0
     (contract,) = log.contracts.values()
@@ -134,16 +138,14 @@ def test_snapshot_diff_names_each_moved_leaf_once():
         "-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n     .mini_step: int32[]=1\n"
         " call2:\n-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n-    .gone: int32[]=0\n"
     )
-    assert outcomes.snapshot_diff(message) == (
-        "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]; .gone: int32[]=0 -> absent"
-    )
+    assert outcomes.snapshot_diff(message) == ("snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]; .gone: int32[]=0 -> absent")
     assert outcomes.snapshot_diff("AssertionError: 1 != 2") == ""
 
 
 def test_a_configuration_marker_travels_to_the_outcome_and_only_words_are_taken(pytester):
     """``configuration(weight_decay="a schedule")`` reaches the report log and the parsed outcome (the static
     attribution reads it); a marker with a non-word value is a collection error of its module."""
-    source = '''
+    source = """
 import pytest
 from optax_gate.kit import guides
 
@@ -157,7 +159,7 @@ def test_scheduled():
 @pytest.mark.golden
 def test_plain():
     pass
-'''
+"""
     _, log = run_log(pytester, source)
     assert log.contracts["test_sample.py::test_scheduled"].configuration == '{"weight_decay": "a schedule"}'
     assert log.contracts["test_sample.py::test_plain"].configuration == ""

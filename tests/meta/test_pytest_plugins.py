@@ -19,8 +19,7 @@ def test_the_table_for_the_nox_sessions_matches_the_installed_entry_points():
 
 
 def test_args_follow_the_declared_order_and_skip_what_is_missing():
-    installed = {"pytest_xdist": ["xdist.plugin"], "jaxtyping": ["jaxtyping._pytest_plugin"],
-                 "optax-gate": ["optax_gate.pytest_plugin"]}
+    installed = {"pytest_xdist": ["xdist.plugin"], "jaxtyping": ["jaxtyping._pytest_plugin"], "optax-gate": ["optax_gate.pytest_plugin"]}
     assert pytest_plugins.args(installed) == ["-p", "optax_gate.pytest_plugin", "-p", "xdist.plugin"]
     assert pytest_plugins.left_out(installed) == ["jaxtyping"]
 
@@ -41,10 +40,16 @@ def test_an_undeclared_plugin_is_not_loaded(tmp_path):
     cmd = [sys.executable, "-m", "pytest", str(test), "-q", "-s", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)]
     autoload = subprocess.run(cmd, capture_output=True, text=True, env=base, cwd=tmp_path)
     assert "STRAY PLUGIN LOADED" in autoload.stdout
-    declared = subprocess.run([*cmd, *pytest_plugins.args(probe.pytest_plugins())], capture_output=True, text=True,
-                              env={**base, **pytest_plugins.ENV}, cwd=tmp_path)
+    declared = subprocess.run(
+        [*cmd, *pytest_plugins.args(probe.pytest_plugins())], capture_output=True, text=True, env={**base, **pytest_plugins.ENV}, cwd=tmp_path
+    )
     assert declared.returncode == 0, declared.stdout + declared.stderr
     assert "STRAY PLUGIN LOADED" not in declared.stdout
-    seen = subprocess.run([sys.executable, "-c", "import json; from optax_gate.kit import probe; "
-                           "print(json.dumps(probe.pytest_plugins()))"], capture_output=True, text=True, env=base, check=True)
+    seen = subprocess.run(
+        [sys.executable, "-c", "import json; from optax_gate.kit import probe; print(json.dumps(probe.pytest_plugins()))"],
+        capture_output=True,
+        text=True,
+        env=base,
+        check=True,
+    )
     assert pytest_plugins.left_out(json.loads(seen.stdout)) == ["stray-plugin"]  # what the run record names

@@ -24,14 +24,17 @@ from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record,
 #: suite's 60 s default.
 pytestmark = pytest.mark.timeout(300)
 
-PLANTS.setdefault("adamw-further", '''
+PLANTS.setdefault(
+    "adamw-further",
+    """
 import optax
 _adamw = optax.adamw
 def adamw(learning_rate, *args, **kwargs):
     return _adamw(learning_rate * 1.5, *args, **kwargs)
 adamw.__module__ = "optax._src.alias"
 optax.adamw = adamw
-''')
+""",
+)
 
 
 def _recorded_script(tmp_path: Path, source: str) -> list[dict]:
@@ -147,14 +150,18 @@ def test_calls_are_counted_by_how_they_were_compared():
     leaf = {"dtype": "float32", "shape": [], "n": 1, "data": "AACAPw==", "sha256": "x"}
 
     def obs(site, phase="call", out=None, api="optax.adam", call="call", **extra):
-        return {"site": site, "api": api, "call": call, "phase": phase, "args": {}, "warnings": [], "exception": None,
-                "in": [], "out": out, **extra}
-    base = [obs("a:1", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
-            obs("a:2", out={"tree": "*", "paths": [""], "leaves": [{"py": "float", "value": "0.5"}]}),
-            obs("a:3", out={"tree": "*", "paths": [""], "leaves": [{"callable": "f"}]}),
-            obs("a:4", phase="trace"), obs("a:4", phase="run", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
-            obs("a:5", phase="trace", api="optax.sgd"),
-            obs("a:6", record_error="TypeError"), obs("a:7")]
+        return {"site": site, "api": api, "call": call, "phase": phase, "args": {}, "warnings": [], "exception": None, "in": [], "out": out, **extra}
+
+    base = [
+        obs("a:1", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
+        obs("a:2", out={"tree": "*", "paths": [""], "leaves": [{"py": "float", "value": "0.5"}]}),
+        obs("a:3", out={"tree": "*", "paths": [""], "leaves": [{"callable": "f"}]}),
+        obs("a:4", phase="trace"),
+        obs("a:4", phase="run", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
+        obs("a:5", phase="trace", api="optax.sgd"),
+        obs("a:6", record_error="TypeError"),
+        obs("a:7"),
+    ]
     pairs = [(o, dict(o)) for o in base[:-1]] + [(base[-1], None)]
     by = divergence.compared_by(base, [c for _, c in pairs if c], pairs)
     assert (by["value"], by["structure"], by["none"]) == (3, 3, 2), by
@@ -162,14 +169,19 @@ def test_calls_are_counted_by_how_they_were_compared():
     assert by["value_sites"] == ["a:1", "a:2", "a:4"]
 
 
-PLANTS.setdefault("tanh-otherwise", '''
+PLANTS.setdefault(
+    "tanh-otherwise",
+    """
 from jax._src.interpreters import mlir
 from jax._src.lax import lax as _lax
 def _tanh(x, accuracy=None):  # the same operation in the jaxpr, computed otherwise by XLA
     return (_lax.exp(x) - _lax.exp(-x)) / (_lax.exp(x) + _lax.exp(-x))
 mlir.register_lowering(_lax.tanh_p, mlir.lower_fun(_tanh, multiple_results=False))
-''')
-PLANTS.setdefault("data-moved", '''
+""",
+)
+PLANTS.setdefault(
+    "data-moved",
+    """
 import numpy as np
 _rng = np.random.default_rng
 class _Moved:
@@ -178,11 +190,11 @@ class _Moved:
     def normal(self, *args, **kwargs):
         return self._rng.normal(*args, **kwargs) * (1 + 1e-6)
 np.random.default_rng = lambda *args, **kwargs: _Moved(_rng(*args, **kwargs))
-''')
+""",
+)
 
 
-@pytest.mark.parametrize("plant, kind, by", [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"),
-                                             ("data-moved", "before", None)])
+@pytest.mark.parametrize("plant, kind, by", [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"), ("data-moved", "before", None)])
 def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, plant, kind, by):
     """The issue's third finding: a difference born in JAX was blamed on the
     step. The first call of the ``nnx.jit`` step is replayed equation by
@@ -233,15 +245,37 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     from ``add_decayed_weights``, whose finding is then the team's and
     explains the line."""
     from optax_gate.gate.team_code import composition
-    monkeypatch.setattr(composition, "of_records", lambda *records: (
-        {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
-    cause = {"site": "train.py:41", "api": "flax.nnx.Optimizer", "via": "optax.adamw", "call": "flax.nnx.Optimizer(...).update",
-             "phase": "run", "occurrence": 1, "kinds": ["values"], "role": "cause", "max_ulps": None,
-             "texts": ["result['optimizer']['opt_state'][1]['count'].value: 0 → 1"]}
-    run = {"outcome": "diverged", "causes": [cause], "sites": ["train.py:41"], "first": cause, "divergences": [cause],
-           "differing": 1, "called": ["train.py:41"], "reason": ""}
-    decay = {"number": 1, "change": "changed", "section": "contracts", "api": "optax.add_decayed_weights",
-             "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1"}
+
+    monkeypatch.setattr(composition, "of_records", lambda *records: ({"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
+    cause = {
+        "site": "train.py:41",
+        "api": "flax.nnx.Optimizer",
+        "via": "optax.adamw",
+        "call": "flax.nnx.Optimizer(...).update",
+        "phase": "run",
+        "occurrence": 1,
+        "kinds": ["values"],
+        "role": "cause",
+        "max_ulps": None,
+        "texts": ["result['optimizer']['opt_state'][1]['count'].value: 0 → 1"],
+    }
+    run = {
+        "outcome": "diverged",
+        "causes": [cause],
+        "sites": ["train.py:41"],
+        "first": cause,
+        "divergences": [cause],
+        "differing": 1,
+        "called": ["train.py:41"],
+        "reason": "",
+    }
+    decay = {
+        "number": 1,
+        "change": "changed",
+        "section": "contracts",
+        "api": "optax.add_decayed_weights",
+        "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1",
+    }
     other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
     report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
     assemble.with_team_run(report, run)
@@ -255,12 +289,26 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     inputs (an operation of JAX/XLA); later the two sides trace another
     operation in Optax's code (a second, ``also``, row). A line number that
     moved in Optax's file between releases is not a program that changed."""
+
     def eqn(p, at, inp, out):
         return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []}
-    base = {"eqns": [eqn("dot_general", "train.py:5", "a", "b"), eqn("mul", "optax/_src/alias.py:10", "b", "c"),
-                     eqn("add", "optax/_src/transform.py:20", "c", "d")], "inputs": ["x"]}
-    cand = {"eqns": [eqn("dot_general", "train.py:5", "a", "B"), eqn("mul", "optax/_src/alias.py:12", "B", "C"),
-                     eqn("sub", "optax/_src/transform.py:22", "C", "D")], "inputs": ["x"]}
+
+    base = {
+        "eqns": [
+            eqn("dot_general", "train.py:5", "a", "b"),
+            eqn("mul", "optax/_src/alias.py:10", "b", "c"),
+            eqn("add", "optax/_src/transform.py:20", "c", "d"),
+        ],
+        "inputs": ["x"],
+    }
+    cand = {
+        "eqns": [
+            eqn("dot_general", "train.py:5", "a", "B"),
+            eqn("mul", "optax/_src/alias.py:12", "B", "C"),
+            eqn("sub", "optax/_src/transform.py:22", "C", "D"),
+        ],
+        "inputs": ["x"],
+    }
     rows = birth.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
     assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
@@ -272,11 +320,14 @@ def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(t
     recorder's mark; its transformation was taken as recorded already and its
     ``init`` and ``update`` were never recorded (the run's cause, a bfloat16
     ``b2`` rounded to 1.0 in the state, went unseen). They are recorded."""
-    observed = _recorded_script(tmp_path, "import jax.numpy as jnp\nimport optax\n\n"
-                                          "tx = optax.inject_hyperparams(optax.adam)(learning_rate=3e-3)\n"
-                                          "params = {'w': jnp.ones(3)}\n"
-                                          "state = tx.init(params)\n"
-                                          "updates, state = tx.update({'w': jnp.full(3, 0.5)}, state, params)\n")
+    observed = _recorded_script(
+        tmp_path,
+        "import jax.numpy as jnp\nimport optax\n\n"
+        "tx = optax.inject_hyperparams(optax.adam)(learning_rate=3e-3)\n"
+        "params = {'w': jnp.ones(3)}\n"
+        "state = tx.init(params)\n"
+        "updates, state = tx.update({'w': jnp.full(3, 0.5)}, state, params)\n",
+    )
     calls = {(o["site"], o["call"]) for o in observed}
     assert {("train.py:6", "init"), ("train.py:7", "update")} <= calls, calls
 
@@ -330,13 +381,40 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
     "born" spoke first of a ``dot_general`` in the jitted step (noise). An
     Optax call outside any transformed function whose results differ on the
     same inputs is said first; the step's birth follows."""
-    cause = {"site": "train.py:70", "api": "optax.cosine_onecycle_schedule", "call": "optax.cosine_onecycle_schedule(...)(...)",
-             "phase": "call", "occurrence": 1, "kinds": ["dtype"], "role": "cause", "side": "both", "max_ulps": None,
-             "texts": ["result: dtype float64 → float32; value NaN → 0.00999999978"]}
-    born = {"function": "jax.jit(step)", "site": "train.py:80", "kind": "operation", "primitive": "dot_general",
-            "at": "train.py:33", "team": "train.py:33", "by": "JAX/XLA", "index": 0, "error_ulps": 0.6}
-    run = {"outcome": "diverged", "causes": [cause], "sites": ["train.py:70"], "first": cause, "divergences": [cause],
-           "differing": 1, "called": ["train.py:70"], "reason": "", "born": [born]}
+    cause = {
+        "site": "train.py:70",
+        "api": "optax.cosine_onecycle_schedule",
+        "call": "optax.cosine_onecycle_schedule(...)(...)",
+        "phase": "call",
+        "occurrence": 1,
+        "kinds": ["dtype"],
+        "role": "cause",
+        "side": "both",
+        "max_ulps": None,
+        "texts": ["result: dtype float64 → float32; value NaN → 0.00999999978"],
+    }
+    born = {
+        "function": "jax.jit(step)",
+        "site": "train.py:80",
+        "kind": "operation",
+        "primitive": "dot_general",
+        "at": "train.py:33",
+        "team": "train.py:33",
+        "by": "JAX/XLA",
+        "index": 0,
+        "error_ulps": 0.6,
+    }
+    run = {
+        "outcome": "diverged",
+        "causes": [cause],
+        "sites": ["train.py:70"],
+        "first": cause,
+        "divergences": [cause],
+        "differing": 1,
+        "called": ["train.py:70"],
+        "reason": "",
+        "born": [born],
+    }
     report = {"findings": [], "verdict": "pass", "reasons": []}
     assemble.with_team_run(report, run)
     reason = report["reasons"][0]
@@ -350,12 +428,19 @@ def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
     as no warning, so "no longer warns" could not be said. A team schedule
     that divides by zero inside ``tx.update``: its update records the
     RuntimeWarning, once; a Python-level warning is recorded once too."""
-    observed = {o["site"]: o for o in _recorded_script(tmp_path, (
-        "import numpy as np\nimport jax.numpy as jnp\nimport optax\n\n"
-        "tx = optax.scale_by_schedule(lambda count: np.float32(1.0) / np.float32(0.0))\n"
-        "state = tx.init({'w': jnp.ones(2)})\n"
-        "updates, state = tx.update({'w': jnp.ones(2)}, state)\n"
-        "tx2 = optax.scale_by_schedule(lambda count: (__import__('warnings').warn('slow', UserWarning), 1.0)[1])\n"
-        "updates, _ = tx2.update({'w': jnp.ones(2)}, tx2.init({'w': jnp.ones(2)}))\n"))}
+    observed = {
+        o["site"]: o
+        for o in _recorded_script(
+            tmp_path,
+            (
+                "import numpy as np\nimport jax.numpy as jnp\nimport optax\n\n"
+                "tx = optax.scale_by_schedule(lambda count: np.float32(1.0) / np.float32(0.0))\n"
+                "state = tx.init({'w': jnp.ones(2)})\n"
+                "updates, state = tx.update({'w': jnp.ones(2)}, state)\n"
+                "tx2 = optax.scale_by_schedule(lambda count: (__import__('warnings').warn('slow', UserWarning), 1.0)[1])\n"
+                "updates, _ = tx2.update({'w': jnp.ones(2)}, tx2.init({'w': jnp.ones(2)}))\n"
+            ),
+        )
+    }
     assert [w["category"] for w in observed["train.py:7"]["warnings"]] == ["RuntimeWarning"], observed["train.py:7"]
     assert [w["category"] for w in observed["train.py:9"]["warnings"]] == ["UserWarning"]  # warnings.warn: once, not twice

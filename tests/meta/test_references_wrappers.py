@@ -16,8 +16,7 @@ def test_zero_nans_and_clip_references():
 
 
 def test_apply_if_finite_reference_counts_and_gives_up():
-    steps = rw.apply_if_finite([[np.array([1.0])], [np.array([np.nan])], [np.array([np.inf])], [np.array([2.0])]], 1,
-                               lambda g: [-x for x in g])
+    steps = rw.apply_if_finite([[np.array([1.0])], [np.array([np.nan])], [np.array([np.inf])], [np.array([2.0])]], 1, lambda g: [-x for x in g])
     assert [s["applied"] for s in steps] == [True, False, True, True]
     assert [(s["notfinite_count"], s["total_notfinite"]) for s in steps] == [(0, 0), (1, 1), (2, 2), (0, 2)]
 

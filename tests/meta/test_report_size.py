@@ -34,20 +34,63 @@ def big_report(differing=5000, apis=700, unchanged=3000, surface=2000):
     for i in range(differing):
         api = f"optax.api_{i % apis}"
         change = ("broken", "changed", "fixed")[i % apis % 3]
-        rows.append({"id": f"tests/contracts/test_m{i % 7}.py::test_case_{i % 5}[{api}-{i}]", "api": api, "guide": "docs: g",
-                     "kind": "golden", "defect": "", "baseline": "passed" if change != "fixed" else "failed",
-                     "candidate": "failed" if change != "fixed" else "passed", "change": change,
-                     "detail": f"ValueError: needs {_word(i % apis)} to be a {'very long ' * 8}value"})
-    rows += [{"id": f"tests/contracts/test_u.py::test_same[{i}]", "api": "optax.sgd", "guide": "g", "kind": "golden", "defect": "",
-              "baseline": "passed", "candidate": "passed", "change": "unchanged", "detail": ""} for i in range(unchanged)]
+        rows.append(
+            {
+                "id": f"tests/contracts/test_m{i % 7}.py::test_case_{i % 5}[{api}-{i}]",
+                "api": api,
+                "guide": "docs: g",
+                "kind": "golden",
+                "defect": "",
+                "baseline": "passed" if change != "fixed" else "failed",
+                "candidate": "failed" if change != "fixed" else "passed",
+                "change": change,
+                "detail": f"ValueError: needs {_word(i % apis)} to be a {'very long ' * 8}value",
+            }
+        )
+    rows += [
+        {
+            "id": f"tests/contracts/test_u.py::test_same[{i}]",
+            "api": "optax.sgd",
+            "guide": "g",
+            "kind": "golden",
+            "defect": "",
+            "baseline": "passed",
+            "candidate": "passed",
+            "change": "unchanged",
+            "detail": "",
+        }
+        for i in range(unchanged)
+    ]
     summary = {k: sum(r["change"] == k for r in rows) for k in ("broken", "changed", "fixed", "new", "gone", "unchanged")}
-    report = {"schema": 3, "verdict": "fail", "reasons": [f"{summary['broken']} contract(s) broken"], "notes": [],
-              "summary": summary, "contracts": rows,
-              "baseline": {"label": "baseline", "requirements": ["lock"], "versions": {}, "status": "ran", "reason": ""},
-              "candidate": {"label": "candidate", "requirements": ["optax==9"], "versions": {}, "status": "ran", "reason": ""},
-              "surface": {"status": "compared", "reason": "", "packages": ["optax"], "counts": {"new": surface},
-                          "rows": [{"path": f"optax.new_{i}", "change": "added", "kind": "function", "old": "", "new": "def f()",
-                                    "where": "optax/x.py:1", "verdict": "new", "uses": []} for i in range(surface)]}}
+    report = {
+        "schema": 3,
+        "verdict": "fail",
+        "reasons": [f"{summary['broken']} contract(s) broken"],
+        "notes": [],
+        "summary": summary,
+        "contracts": rows,
+        "baseline": {"label": "baseline", "requirements": ["lock"], "versions": {}, "status": "ran", "reason": ""},
+        "candidate": {"label": "candidate", "requirements": ["optax==9"], "versions": {}, "status": "ran", "reason": ""},
+        "surface": {
+            "status": "compared",
+            "reason": "",
+            "packages": ["optax"],
+            "counts": {"new": surface},
+            "rows": [
+                {
+                    "path": f"optax.new_{i}",
+                    "change": "added",
+                    "kind": "function",
+                    "old": "",
+                    "new": "def f()",
+                    "where": "optax/x.py:1",
+                    "verdict": "new",
+                    "uses": [],
+                }
+                for i in range(surface)
+            ],
+        },
+    }
     report["findings"] = findings_.group(rows)
     return report
 
@@ -162,10 +205,11 @@ def test_a_folded_findings_summary_keeps_the_teams_lines_in_sight(big):
     """The trial: on report.html the "your code: train.py:17 calls this API: cannot tell without --run" of a
     finding sat inside its fold, so the folded page showed why it failed but not where. It is in the summary."""
     import copy
+
     report = copy.deepcopy(big[0])
     first = next(f for f in report["findings"] if f.get("section", "contracts") == "contracts")
     first["your_code"] = ["train.py:17"]
     page = report_html.render(report)
-    summary = page[page.index(f'<details class="finding" id="f{first["number"]}"><summary>'):]
-    summary = summary[:summary.index("</summary>")]
+    summary = page[page.index(f'<details class="finding" id="f{first["number"]}"><summary>') :]
+    summary = summary[: summary.index("</summary>")]
     assert "train.py:17" in summary, summary

@@ -19,12 +19,18 @@ from tests.meta.test_cli import LOCK, ROOT, fake_gate, latest_report
 @pytest.fixture
 def project(tmp_path):
     root = tmp_path / "project"
-    for rel, text in {"conftest.py": "# profiles\n", "pyproject.toml": "[tool.pytest.ini_options]\n",
-                      "tests/contracts/test_x.py": "def test_x(): pass\n", "tests/contracts/test_y.py": "def test_y(): pass\n",
-                      "tests/contracts/multidevice/test_m.py": "def test_m(): pass\n",
-                      "tests/contracts/known_defects.toml": "", "tests/contracts/conftest.py": "",
-                      "src/optax_gate/kit/tolerances.py": "ULPS = 4\n", "requirements-lock.txt": "optax==0.2.6 --hash=sha256:aa\n",
-                      "candidate-lock.txt": "optax==0.2.8 --hash=sha256:bb\n"}.items():
+    for rel, text in {
+        "conftest.py": "# profiles\n",
+        "pyproject.toml": "[tool.pytest.ini_options]\n",
+        "tests/contracts/test_x.py": "def test_x(): pass\n",
+        "tests/contracts/test_y.py": "def test_y(): pass\n",
+        "tests/contracts/multidevice/test_m.py": "def test_m(): pass\n",
+        "tests/contracts/known_defects.toml": "",
+        "tests/contracts/conftest.py": "",
+        "src/optax_gate/kit/tolerances.py": "ULPS = 4\n",
+        "requirements-lock.txt": "optax==0.2.6 --hash=sha256:aa\n",
+        "candidate-lock.txt": "optax==0.2.8 --hash=sha256:bb\n",
+    }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
@@ -46,8 +52,7 @@ def test_units_are_the_contract_modules_with_their_snapshots_and_process(project
     assert got == {"tests/contracts/test_x.py": 0, "tests/contracts/test_y.py": 0, "tests/contracts/multidevice/test_m.py": 1}
 
 
-@pytest.mark.parametrize("change", ["shared conftest", "kit module", "lock", "baseline lock", "profile", "xla flags",
-                                    "pytest config", "runner"])
+@pytest.mark.parametrize("change", ["shared conftest", "kit module", "lock", "baseline lock", "profile", "xla flags", "pytest config", "runner"])
 def test_every_input_shared_by_the_modules_changes_every_key(project, change):
     before = unit_keys(project)
     env = {}
@@ -79,16 +84,14 @@ def test_a_changed_module_or_its_snapshot_changes_its_own_key_only(project):
     (project / "tests/contracts/test_x.py").write_text("def test_x(): assert 1\n")
     after = unit_keys(project)
     assert after["tests/contracts/test_x.py"] != before["tests/contracts/test_x.py"]
-    assert {k: v for k, v in after.items() if k != "tests/contracts/test_x.py"} == \
-        {k: v for k, v in before.items() if k != "tests/contracts/test_x.py"}
+    assert {k: v for k, v in after.items() if k != "tests/contracts/test_x.py"} == {k: v for k, v in before.items() if k != "tests/contracts/test_x.py"}
     (project / "tests/contracts/test_y").mkdir()
     (project / "tests/contracts/test_y/test_state.yml").write_text("a: 1\n")
     assert unit_keys(project)["tests/contracts/test_y.py"] != after["tests/contracts/test_y.py"]
 
 
 def test_where_the_compilation_cache_lives_and_where_noxw_started_do_not_change_the_keys(project):
-    assert unit_keys(project) == unit_keys(project, JAX_COMPILATION_CACHE_DIR="/elsewhere",
-                                           OPTAX_GATE_INVOKED_FROM="/team/project/tests")
+    assert unit_keys(project) == unit_keys(project, JAX_COMPILATION_CACHE_DIR="/elsewhere", OPTAX_GATE_INVOKED_FROM="/team/project/tests")
 
 
 def test_every_gate_module_the_runner_imports_is_a_key_input():
@@ -115,11 +118,25 @@ def test_every_gate_module_the_runner_imports_is_a_key_input():
 
 def ran_record(units):
     contracts = {f"{u.name}::test_{i}": {"api": "optax.x", "outcome": "passed"} for u in units for i in range(2)}
-    warnings = [{"when": "contract", "category": "DeprecationWarning", "message": "d", "module": "optax",  # folded order
-                 "contracts": sorted([f"{units[0].name}::test_0", f"{units[-1].name}::test_1"])},
-                {"when": "import", "category": "UserWarning", "message": "m", "module": "optax", "contracts": []}]
-    return {"label": "baseline", "status": "ran", "versions": {"optax": "0.2.6"}, "hypothesis_profile": "ci",
-            "pytest_plugins": {"loaded": [], "left_out": []}, "warnings": warnings, "contracts": contracts}
+    warnings = [
+        {
+            "when": "contract",
+            "category": "DeprecationWarning",
+            "message": "d",
+            "module": "optax",  # folded order
+            "contracts": sorted([f"{units[0].name}::test_0", f"{units[-1].name}::test_1"]),
+        },
+        {"when": "import", "category": "UserWarning", "message": "m", "module": "optax", "contracts": []},
+    ]
+    return {
+        "label": "baseline",
+        "status": "ran",
+        "versions": {"optax": "0.2.6"},
+        "hypothesis_profile": "ci",
+        "pytest_plugins": {"loaded": [], "left_out": []},
+        "warnings": warnings,
+        "contracts": contracts,
+    }
 
 
 def test_stored_modules_come_back_as_the_same_record(project, tmp_path):
@@ -188,8 +205,7 @@ def runs_since(tmp_path, before):
 
 
 def gate(tmp_path, *extra, lock=LOCK):
-    proc = subprocess.run(fake_gate(tmp_path, pause=0, extra=extra, lock=lock), cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(fake_gate(tmp_path, pause=0, extra=extra, lock=lock), cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stderr
 
@@ -232,8 +248,7 @@ def test_adding_a_team_contract_folder_runs_only_it_on_the_baseline(tmp_path):
     cached = report["baseline"]["from_cache"]
     assert cached["modules"] == cached["of"] - 1
     assert any(c.get("team") for c in report["contracts"]) if isinstance(report["contracts"], list) else True
-    assert "(%d of %d contract modules; the others ran now)" % (cached["modules"], cached["of"]) in \
-        (tmp_path / "out" / "report.md").read_text()
+    assert "(%d of %d contract modules; the others ran now)" % (cached["modules"], cached["of"]) in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_a_corrupt_entry_is_run_again(tmp_path):
@@ -281,12 +296,12 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
     base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
     base.write_text("optax==0.2.6\n")
     cand.write_text("optax==0.2.8\n")
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs",
-                             cache_dir=tmp_path / "cache")
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
 
     def speed(rounds=3, use_cache=True):
-        return sides.measure_speed(dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=rounds),
-                                   cand, {"status": "ran"}, pythons=(Path("b"), Path("c")))
+        return sides.measure_speed(
+            dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=rounds), cand, {"status": "ran"}, pythons=(Path("b"), Path("c"))
+        )
 
     first = speed()
     assert len(timed) == 1 and "from_cache" not in first
@@ -326,11 +341,11 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     monkeypatch.setattr(unseen.surface, "cached_surface", surface)
     monkeypatch.setattr(sides, "contracts", contracts)
     readers_at_checkpoints = []
-    monkeypatch.setattr(sides, "write_checkpoints", lambda side, args, say: readers_at_checkpoints.append(
-        [t.name for t in threading.enumerate() if t.name == "read-surfaces"]))
+    monkeypatch.setattr(
+        sides, "write_checkpoints", lambda side, args, say: readers_at_checkpoints.append([t.name for t in threading.enumerate() if t.name == "read-surfaces"])
+    )
     made = [sides.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)}) for label, site in zip(("baseline", "candidate"), sites)]
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python="python",
-                             envs_dir=tmp_path / "envs", concurrent=False)
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python="python", envs_dir=tmp_path / "envs", concurrent=False)
     base, cand = sides.run_both(*made, env, lambda m: None)
     assert [s for s, _ in read] == sites
     assert cand["surfaces_read_by_then"] == 2  # read beside the contracts, not after them

@@ -33,8 +33,14 @@ def _site(root: Path, files: dict[str, str], version: str = "0.2.6", name: str =
         rows.append(f"{rel},sha256=x,{len(text)}")
     (site / name / "__pycache__").mkdir(parents=True, exist_ok=True)
     (site / name / "__pycache__" / f"alias.{root.name}.pyc").write_bytes(root.name.encode())  # bytecode: left out
-    rows += [f"{name}/__pycache__/alias.cpython-312.pyc,,", f"{info.name}/METADATA,,", f"{info.name}/INSTALLER,,",
-             f"{info.name}/direct_url.json,,", f"{info.name}/RECORD,,", f"../../../bin/{name}-tool,sha256={root.name},9"]
+    rows += [
+        f"{name}/__pycache__/alias.cpython-312.pyc,,",
+        f"{info.name}/METADATA,,",
+        f"{info.name}/INSTALLER,,",
+        f"{info.name}/direct_url.json,,",
+        f"{info.name}/RECORD,,",
+        f"../../../bin/{name}-tool,sha256={root.name},9",
+    ]
     (info / "RECORD").write_text("\n".join(rows) + "\n")
     return site
 
@@ -47,20 +53,20 @@ def _lock(path: Path, optax_line: str, extra: str = "") -> Path:
 INPUTS = {"format": "results-v1", "lock_sha256": "1", "files_sha256": "f", "python": "3.12.3", "environment": {}}
 
 
-def _compare(tmp_path, candidate_alias: str, *, version: str = "0.2.6", extra_file: bool = False,
-             inputs: dict | None = None, candidate_lock_extra: str = ""):
+def _compare(tmp_path, candidate_alias: str, *, version: str = "0.2.6", extra_file: bool = False, inputs: dict | None = None, candidate_lock_extra: str = ""):
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": ALIAS}
     base = _site(tmp_path / "base", files)
     cand_files = {**files, "optax/alias.py": candidate_alias, **({"optax/new.py": "x = 1\n"} if extra_file else {})}
     cand = _site(tmp_path / "cand", cand_files, version=version)
     base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
     cand_lock = _lock(tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra)
-    return same_code.compare(same_code.Installed(base_lock, base, INPUTS),
-                             same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})}))
+    return same_code.compare(
+        same_code.Installed(base_lock, base, INPUTS), same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})})
+    )
 
 
 def test_comments_and_layout_are_the_same_code_and_the_files_are_named(tmp_path):
-    commented = ALIAS.replace('\n\ndef adam', '\n# A comment.\n\ndef adam').replace("b1=0.9)", "b1 = 0.9 )")
+    commented = ALIAS.replace("\n\ndef adam", "\n# A comment.\n\ndef adam").replace("b1=0.9)", "b1 = 0.9 )")
     found = _compare(tmp_path, commented)
     assert found.same, found.why
     assert found.text_only == ("optax: optax/alias.py",)
@@ -68,11 +74,14 @@ def test_comments_and_layout_are_the_same_code_and_the_files_are_named(tmp_path)
     assert "comments or layout only (optax/alias.py)" in found.why and "every other package pinned alike" in found.why
 
 
-@pytest.mark.parametrize("change, why", [
-    (ALIAS.replace("b1=0.9", "b1=0.95"), "optax's code differs, first in optax/alias.py"),  # a default
-    (ALIAS.replace("return learning_rate * b1", "return learning_rate + b1"), "optax's code differs"),  # a body
-    (ALIAS.replace('"""Adam."""', '"""Adam, documented."""'), "optax's code differs"),  # a docstring is code to Python
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (ALIAS.replace("b1=0.9", "b1=0.95"), "optax's code differs, first in optax/alias.py"),  # a default
+        (ALIAS.replace("return learning_rate * b1", "return learning_rate + b1"), "optax's code differs"),  # a body
+        (ALIAS.replace('"""Adam."""', '"""Adam, documented."""'), "optax's code differs"),  # a docstring is code to Python
+    ],
+)
 def test_a_changed_default_body_or_docstring_is_other_code(tmp_path, change, why):
     found = _compare(tmp_path, change)
     assert not found.same and why in found.why
@@ -85,8 +94,12 @@ def test_another_version_a_file_more_other_inputs_or_other_pins_are_not_the_same
         "inputs": dict(inputs={"files_sha256": "g"}),
         "pins": dict(candidate_lock_extra="chex==0.1.90\n"),
     }
-    words = {"version": "is another version", "file": "files differ (1 in one environment only, first optax/new.py)",
-             "inputs": "inputs differ beyond the lock (files_sha256)", "pins": "pin other packages (chex)"}
+    words = {
+        "version": "is another version",
+        "file": "files differ (1 in one environment only, first optax/new.py)",
+        "inputs": "inputs differ beyond the lock (files_sha256)",
+        "pins": "pin other packages (chex)",
+    }
     for name, kwargs in cases.items():
         found = _compare(tmp_path / name, ALIAS, **kwargs)
         assert not found.same and words[name] in found.why, (name, found.why)
@@ -105,8 +118,10 @@ def test_a_package_pinned_alike_is_not_read_and_an_unknown_site_is_not_the_same(
 
 
 def test_lock_entries_join_continuations_sort_hashes_and_name_direct_references():
-    text = ("# header\n--index-url https://x\noptax @ file:///w/optax-0.2.6-py3-none-any.whl \\\n"
-            f"    --hash=sha256:{'b' * 64} \\\n    --hash=sha256:{'a' * 64}\n    # via -r in\nJax==0.11.2  # pinned\n")
+    text = (
+        "# header\n--index-url https://x\noptax @ file:///w/optax-0.2.6-py3-none-any.whl \\\n"
+        f"    --hash=sha256:{'b' * 64} \\\n    --hash=sha256:{'a' * 64}\n    # via -r in\nJax==0.11.2  # pinned\n"
+    )
     got = same_code.lock_entries(text)
     assert set(got) == {"--index-url https://x", "optax", "jax"}
     assert got["optax"].endswith(f"--hash=sha256:{'a' * 64} --hash=sha256:{'b' * 64}")
@@ -121,14 +136,14 @@ def test_the_real_lock_is_read_whole():
 
 # ------------------------------------------------------------------ the gate's flow
 
-DRIVER = '''
+DRIVER = """
 from pathlib import Path
 from optax_gate.gate.install import environments
 from optax_gate.gate import cli
 pythons = {{"baseline": Path({base!r}), "candidate": Path({cand!r})}}
 environments.ensure = lambda folder, lock, *a, **k: pythons["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"]
 cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir", {cache!r}, *{extra!r}])
-'''
+"""
 
 
 def _entry_end(text: str, start: int) -> int:
@@ -154,10 +169,10 @@ def _gate(tmp_path, candidate_alias: str, extra=()):
     text = LOCK.read_text()
     start = text.index("optax==0.2.6")
     cand_lock = tmp_path / "candidate.txt"  # the baseline lock with optax 0.2.6 from another wheel (built from source)
-    cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    " + HASH
-                         + text[_entry_end(text, start):])
-    driver = DRIVER.format(base=str(pythons["base"]), cand=str(pythons["cand"]), lock=str(cand_lock), out=str(tmp_path / "out"),
-                           cache=str(tmp_path / "cache"), extra=list(extra))
+    cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    " + HASH + text[_entry_end(text, start) :])
+    driver = DRIVER.format(
+        base=str(pythons["base"]), cand=str(pythons["cand"]), lock=str(cand_lock), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra)
+    )
     proc = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=120)
     report = json.loads((tmp_path / "out" / "report.json").read_text()) if (tmp_path / "out" / "report.json").exists() else {}
     ran = {side: (tmp_path / side / "bin" / "pytest-runs").exists() for side in ("base", "cand")}

@@ -26,8 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TEAM = Path(__file__).parent / "fake_team"
 
 
-
-
 def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = None, team: Path = TEAM):
     base, cand = _runs()
     if only_adamw:  # the two contracts of the APIs the team calls pass again: only adamw's is broken
@@ -61,9 +59,11 @@ def test_the_teams_findings_set_the_verdict_and_come_before_those_elsewhere():
     assert got == [(1, "jax.jit+optax.swap", "yours"), (2, "optax.clip", "yours"), (3, "optax.adamw", "elsewhere")]
     # every line of the team's is "cannot tell without --run": no evidence either way, so not verified, not fail
     assert report["verdict"] == "not-verified"
-    assert report["reasons"] == ["2 contract(s) broken where your code may go: 1 in F1 (your lines: cannot tell "
-                                 "without --run), 1 in F2 (your lines: cannot tell without --run); the gate with --run "
-                                 "(your training command) decides"]
+    assert report["reasons"] == [
+        "2 contract(s) broken where your code may go: 1 in F1 (your lines: cannot tell "
+        "without --run), 1 in F2 (your lines: cannot tell without --run); the gate with --run "
+        "(your training command) decides"
+    ]
     text = report_markdown.render(report)
     assert text.index("## Findings (2)") < text.index("## Optax changed elsewhere (1)") < text.index("## Versions")
     assert '<a id="f3-1"></a>[F3](#f3) `golden_a`' in text  # the rows follow the numbers
@@ -86,6 +86,7 @@ def test_without_usage_every_finding_is_the_teams():
 def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_verified(tmp_path, monkeypatch):
     """(A dangling symlink no longer serves here: there is no file behind it, so no code.)"""
     from optax_gate.gate.inputs import usage_files
+
     team = tmp_path / "team"
     team.mkdir()
     (team / "secret.py").write_text("import optax\n")
@@ -99,8 +100,11 @@ def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_
 
 
 def test_not_verified_is_never_scoped_into_a_pass():
-    report = {"verdict": "not-verified", "reasons": ["candidate not verified: x"],
-              "findings": [{"number": 1, "change": "broken", "contracts": ["a"], "section": "contracts"}]}
+    report = {
+        "verdict": "not-verified",
+        "reasons": ["candidate not verified: x"],
+        "findings": [{"number": 1, "change": "broken", "contracts": ["a"], "section": "contracts"}],
+    }
     scope.set_scope(report["findings"][0], "elsewhere", "not reached")
     assemble.with_scope(report, scope.scoped(report, "broken", by="run"))
     assert report["verdict"] == "not-verified" and report["reasons"] == ["candidate not verified: x"]
@@ -115,8 +119,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
     assemble.with_scope(report, scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run"))
-    assert [(f["api"], f["scope"]) for f in report["findings"]] == [
-        ("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
+    assert [(f["api"], f["scope"]) for f in report["findings"]] == [("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
     assert report["reasons"] == ["1 contract(s) broken where your code goes (run): 1 in F1"]
     with pytest.raises(ValueError):
         scope.set_scope(report["findings"][0], "mine")
@@ -126,12 +129,14 @@ def test_report_json_with_scopes_follows_the_schema():
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
     from optax_gate.gate.report import json_file as report_json
     from tests.meta.test_beyond_contracts import SCHEMA
+
     jsonschema.validate(json.loads(report_json.render(_report())), json.loads(SCHEMA.read_text()))
 
 
 def test_the_gate_and_the_action_take_fail_on_all(monkeypatch, tmp_path):
     from optax_gate.action import run
     from optax_gate.gate import cli_parser
+
     assert cli_parser.parser().parse_args(["gate", "--fail-on", "all"]).fail_on == "all"
     assert cli_parser.parser().parse_args(["gate"]).fail_on == "broken"
     assert cli_parser.parser().parse_args(["compare", "a.json", "b.json", "--fail-on", "all"]).fail_on == "all"
@@ -150,8 +155,7 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     """A known defect that now raises is one ``changed`` finding holding a broken and a fixed row
     (``causes.merge``): its broken row counts where the team's code goes, and only the broken rows
     are counted (the trial's report said 2 + 37 broken of 34)."""
-    joined = {"section": "contracts", "change": "changed", "contracts": ["a", "b"], "changes": {"broken": 1, "fixed": 1},
-              "scope": "yours", "api": "optax.adam"}
+    joined = {"section": "contracts", "change": "changed", "contracts": ["a", "b"], "changes": {"broken": 1, "fixed": 1}, "scope": "yours", "api": "optax.adam"}
     other = {"section": "contracts", "change": "broken", "contracts": ["c", "d"], "scope": "elsewhere", "api": "optax.lion"}
     report = _verdict_of([joined, other])
     assert report["verdict"] == "fail"
@@ -173,9 +177,16 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
     stays the team's, fail closed. (The other way, an adam user with a None gradient leaf once got
     PASS: ``optax.adam`` is in the table.)"""
     from optax_gate.gate.team_code import call_sites
+
     decide = scope.usage_decision(unread=False)
-    recipe = {"section": "contracts", "change": "changed", "api": "recipe:none-gradients", "apis": ["recipe:none-gradients"],
-              "contracts": ["a"], "your_code": []}
+    recipe = {
+        "section": "contracts",
+        "change": "changed",
+        "api": "recipe:none-gradients",
+        "apis": ["recipe:none-gradients"],
+        "contracts": ["a"],
+        "your_code": [],
+    }
     got = decide(recipe)
     assert got[0] == "elsewhere" and "optax.adamw" in got[1], got
     assert decide({**recipe, "your_code": ["train.py:3"]}) == ("yours", "your code uses its APIs")
@@ -194,18 +205,21 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     base recipe (MultiSteps; the transformations a None gradient leaf goes through), and the sites it
     names are the team's uses of those APIs only."""
     from optax_gate.gate.team_code import call_sites
+
     decide = scope.usage_decision(unread=False)
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text(
-        "import optax\n\n"
-        "tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))\n"
-        "p = optax.apply_updates({}, {})\n"
-        "s = optax.sgd(0.1)\n")
+        "import optax\n\ntx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))\np = optax.apply_updates({}, {})\ns = optax.sgd(0.1)\n"
+    )
     scan = usage.scan([team], base=team)
-    for label, uses in [("recipe:multisteps(adamw+warmup-cosine+clip)", []), ("recipe:scan-carry(multisteps)", []),
-                        ("recipe:none-gradients", ["train.py:3"]), ("recipe:zero-clip-threshold", ["train.py:3"]),
-                        ("recipe:adamw+warmup-cosine+clip", ["train.py:3"])]:
+    for label, uses in [
+        ("recipe:multisteps(adamw+warmup-cosine+clip)", []),
+        ("recipe:scan-carry(multisteps)", []),
+        ("recipe:none-gradients", ["train.py:3"]),
+        ("recipe:zero-clip-threshold", ["train.py:3"]),
+        ("recipe:adamw+warmup-cosine+clip", ["train.py:3"]),
+    ]:
         sites = call_sites.sites(scan, call_sites.apis_of(label))
         assert sites == uses, (label, sites)
         finding = {"section": "contracts", "change": "broken", "api": label, "apis": [label], "contracts": ["a"], "your_code": sites}
@@ -222,16 +236,28 @@ def test_each_recipe_contract_carries_the_label_of_what_it_runs():
     import subprocess
     import sys
     from optax_gate.gate.team_code import call_sites
+
     plugin = (
         "def pytest_collection_modifyitems(items):\n"
         "    for it in items:\n"
         "        m = it.get_closest_marker('contract')\n"
-        "        print('LABEL', it.nodeid, m.kwargs.get('api') if m else None)\n")
+        "        print('LABEL', it.nodeid, m.kwargs.get('api') if m else None)\n"
+    )
     out = subprocess.run(
-        [sys.executable, "-c", "import pytest, sys, types\n"
-         "m = types.ModuleType('labels'); exec(sys.argv[1], m.__dict__)\n"
-         "sys.exit(pytest.main(['-q', '--collect-only', '-p', 'no:cacheprovider', sys.argv[2]], plugins=[m]))",
-         plugin, "tests/contracts/test_training_recipes.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-c",
+            "import pytest, sys, types\n"
+            "m = types.ModuleType('labels'); exec(sys.argv[1], m.__dict__)\n"
+            "sys.exit(pytest.main(['-q', '--collect-only', '-p', 'no:cacheprovider', sys.argv[2]], plugins=[m]))",
+            plugin,
+            "tests/contracts/test_training_recipes.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     labels = dict(line.split(" ", 2)[1:] for line in out.stdout.splitlines() if line.startswith("LABEL "))
     assert len(labels) > 20, out.stdout[-2000:]
@@ -245,6 +271,7 @@ def test_every_training_recipe_names_the_apis_it_is_built_from():
     of those APIs appears in the recipes' module (the table follows the contracts)."""
     import re
     from optax_gate.gate.team_code import call_sites
+
     source = (ROOT / "tests" / "contracts" / "test_training_recipes.py").read_text()
     labels = set(re.findall(r'"(recipe:[^"]+)"', source))
     assert labels and labels == set(call_sites.RECIPE_APIS), labels ^ set(call_sites.RECIPE_APIS)
@@ -257,8 +284,14 @@ def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
     float32-sized errors" joins MultiSteps' contracts and the recipe that wraps it: a new user's team that
     never calls MultiSteps got FAIL from it (the recipe label kept it "yours"). The API it names decides."""
     decide = scope.usage_decision(unread=False)
-    joined = {"section": "contracts", "change": "broken", "api": "optax.MultiSteps",
-              "apis": ["optax.MultiSteps", "recipe:multisteps(adamw+warmup-cosine+clip)"], "contracts": ["a", "b"], "your_code": []}
+    joined = {
+        "section": "contracts",
+        "change": "broken",
+        "api": "optax.MultiSteps",
+        "apis": ["optax.MultiSteps", "recipe:multisteps(adamw+warmup-cosine+clip)"],
+        "contracts": ["a", "b"],
+        "your_code": [],
+    }
     got = decide(joined)
     assert got[0] == "elsewhere" and "optax.MultiSteps" in got[1], got
     assert decide({**joined, "your_code": ["train.py:3"]})[0] == "yours"
@@ -270,12 +303,15 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     saying that its lines could not be told, nor how to decide. A finding whose every line is "cannot
     tell" says so where it is counted; one with an affected line does not."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
-    cannot = {"change": "changed", "number": 1, "contracts": ["x"], "changes": {"broken": 1, "fixed": 1},
-              "your_code_attribution": told}
-    affected = {"change": "broken", "number": 2, "contracts": ["y"], "changes": {"broken": 1},
-                "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}}}
-    assert scope._where_counted([cannot, affected]) == (
-        "1 in F1 (1 of its 1 contracts broke, 1 fixed; your lines: cannot tell without --run), 1 in F2")
+    cannot = {"change": "changed", "number": 1, "contracts": ["x"], "changes": {"broken": 1, "fixed": 1}, "your_code_attribution": told}
+    affected = {
+        "change": "broken",
+        "number": 2,
+        "contracts": ["y"],
+        "changes": {"broken": 1},
+        "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}},
+    }
+    assert scope._where_counted([cannot, affected]) == ("1 in F1 (1 of its 1 contracts broke, 1 fixed; your lines: cannot tell without --run), 1 in F2")
     assert scope._where_counted([cannot], "run") == "1 in F1 (1 of its 1 contracts broke, 1 fixed)"  # --run decided it
 
 
@@ -286,19 +322,35 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     both versions. "Cannot tell" is no evidence either way: alone it is not verified (exit 2, fail closed),
     with the reason saying --run decides; beside a finding that does reach the team's code, FAIL stands."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
-    cannot = {"change": "changed", "contracts": ["x", "x2"], "changes": {"broken": 1, "fixed": 1}, "api": "optax.adam",
-              "your_code": ["a.py:3"], "scope": "yours", "your_code_attribution": told}
-    affected = {"change": "broken", "contracts": ["y"], "api": "optax.sgd", "your_code": ["b.py:4"], "scope": "yours",
-                "your_code_attribution": {"b.py:4": {"verdict": "affected", "why": "", "calls": ""}}}
+    cannot = {
+        "change": "changed",
+        "contracts": ["x", "x2"],
+        "changes": {"broken": 1, "fixed": 1},
+        "api": "optax.adam",
+        "your_code": ["a.py:3"],
+        "scope": "yours",
+        "your_code_attribution": told,
+    }
+    affected = {
+        "change": "broken",
+        "contracts": ["y"],
+        "api": "optax.sgd",
+        "your_code": ["b.py:4"],
+        "scope": "yours",
+        "your_code_attribution": {"b.py:4": {"verdict": "affected", "why": "", "calls": ""}},
+    }
     elsewhere = {"change": "broken", "contracts": ["z"], "api": "optax.lion", "scope": "elsewhere"}
 
     def verdict(*found, reasons=("3 contract(s) broken",)):
         report = {"verdict": "fail", "reasons": list(reasons), "notes": [], "findings": [dict(f) for f in found]}
         return assemble.with_scope(report, scope.scoped(report, "broken", "usage"))
+
     report = verdict(cannot, elsewhere)
     assert report["verdict"] == "not-verified", report
-    assert report["reasons"] == ["1 contract(s) broken where your code may go: 1 in F1 (1 of its 2 contracts broke, 1 fixed; "
-                                 "your lines: cannot tell without --run); the gate with --run (your training command) decides"]
+    assert report["reasons"] == [
+        "1 contract(s) broken where your code may go: 1 in F1 (1 of its 2 contracts broke, 1 fixed; "
+        "your lines: cannot tell without --run); the gate with --run (your training command) decides"
+    ]
     assert compare.EXIT_STATUS[report["verdict"]] == 2
     assert verdict(cannot)["verdict"] == "not-verified"  # nothing left elsewhere: the same
     report = verdict(cannot, affected, elsewhere)
@@ -310,25 +362,39 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     assert assemble.with_scope(report, scope.scoped(report, "all", "usage"))["verdict"] == "fail"  # --fail-on all: as before
     report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
     assert assemble.with_scope(report, scope.scoped(report, "broken", "run"))["verdict"] == "fail"  # --run decided the scope: no "cannot tell" there
-    own = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)],
-           "contracts": [{"id": "x", "team": "contracts"}]}  # the team's own contract broke: its word on its code
+    own = {
+        "verdict": "fail",
+        "reasons": ["1 contract(s) broken"],
+        "notes": [],
+        "findings": [dict(cannot)],
+        "contracts": [{"id": "x", "team": "contracts"}],
+    }  # the team's own contract broke: its word on its code
     assert assemble.with_scope(own, scope.scoped(own, "broken", "usage"))["verdict"] == "fail"
 
 
 def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts():
     """The fourth trial read one cause counted twice: "2 in F2" and "beyond the contracts: 1 API surface finding
     broken", the surface row being joined to F2. The second reason names the findings holding such rows."""
-    joined = {"change": "broken", "section": "contracts", "contracts": ["a"], "api": "optax.huber_loss",
-              "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}]}
+    joined = {
+        "change": "broken",
+        "section": "contracts",
+        "contracts": ["a"],
+        "api": "optax.huber_loss",
+        "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}],
+    }
     alone = {"change": "broken", "section": "dependencies", "contracts": [], "api": "jaxlib"}
     other = {"change": "changed", "section": "contracts", "contracts": ["b"], "api": "optax.sgd"}
-    report = {"verdict": "fail", "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface finding and 1 "
-                                                                       "dependency finding broken"],
-              "notes": [], "findings": [other, joined, alone]}
+    report = {
+        "verdict": "fail",
+        "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface finding and 1 dependency finding broken"],
+        "notes": [],
+        "findings": [other, joined, alone],
+    }
     assemble.with_scope(report, scope.scoped(report))
     numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
-    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface finding and 1 dependency finding broken "
-                                    f"(in F{numbers[0]}, F{numbers[1]})"), report["reasons"]
+    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface finding and 1 dependency finding broken (in F{numbers[0]}, F{numbers[1]})"), report[
+        "reasons"
+    ]
     assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again
     assert report["reasons"][1].count("(in F") == 1
 

@@ -48,12 +48,17 @@ def test_paths_are_read_from_where_the_user_stands_as_the_gate_reads_its_paths(p
     (outside / "test_team.py").write_text("")
     user = project / "tests"
     assert session_args.read_paths(["meta/test_x.py::test_a", "-k", "meta", "contracts"], user, project) == [
-        "tests/meta/test_x.py::test_a", "-k", "meta", "tests/contracts"]
+        "tests/meta/test_x.py::test_a",
+        "-k",
+        "meta",
+        "tests/contracts",
+    ]
     assert session_args.read_paths(["../../elsewhere/test_team.py"], user, project) == [str(outside / "test_team.py")]
     assert session_args.read_paths(["tests/meta"], user, project) == ["tests/meta"]  # the project folder's meaning
     assert session_args.read_paths(["meta/test_x.py"], None, project) == ["meta/test_x.py"]
     assert session_args.read_paths(["tests/meta/test_x.py"], project, project) == ["tests/meta/test_x.py"]
     from tests.meta.test_cli import ROOT  # the session reads $NOXW_INVOKED_FROM and names both folders on a miss
+
     text = (ROOT / "noxfile.py").read_text()
-    assert 'session_args.read_paths(list(session.posargs), invoked_from, ROOT)' in text
+    assert "session_args.read_paths(list(session.posargs), invoked_from, ROOT)" in text
     assert "a path is read from the folder you ran ./noxw" in text

@@ -28,20 +28,22 @@ SCHEMA = json.loads((ROOT / "src/optax_gate/gate/report/report.schema.json").rea
 needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 
 
-@pytest.mark.parametrize(("spec", "repo", "ref"), [
-    ("optax @ git+https://github.com/google-deepmind/optax@main", "https://github.com/google-deepmind/optax", "main"),
-    ("optax @ git+https://github.com/google-deepmind/optax.git", "https://github.com/google-deepmind/optax.git", "HEAD"),
-    ("optax @ git+https://github.com/google-deepmind/optax@v0.2.8#egg=optax", "https://github.com/google-deepmind/optax", "v0.2.8"),
-    ("flax @ git+ssh://git@github.com/google/flax.git@release/0.12", "ssh://git@github.com/google/flax.git", "release/0.12"),
-    ("optax @ git+file:///srv/optax.git@abc123", "/srv/optax.git", "abc123"),
-])
+@pytest.mark.parametrize(
+    ("spec", "repo", "ref"),
+    [
+        ("optax @ git+https://github.com/google-deepmind/optax@main", "https://github.com/google-deepmind/optax", "main"),
+        ("optax @ git+https://github.com/google-deepmind/optax.git", "https://github.com/google-deepmind/optax.git", "HEAD"),
+        ("optax @ git+https://github.com/google-deepmind/optax@v0.2.8#egg=optax", "https://github.com/google-deepmind/optax", "v0.2.8"),
+        ("flax @ git+ssh://git@github.com/google/flax.git@release/0.12", "ssh://git@github.com/google/flax.git", "release/0.12"),
+        ("optax @ git+file:///srv/optax.git@abc123", "/srv/optax.git", "abc123"),
+    ],
+)
 def test_a_git_spec_names_repository_and_ref(spec, repo, ref):
     assert source_specs.from_spec(spec) == SourceSpec(spec.split(" @ ")[0], repo, ref, spec)
 
 
 def test_a_file_spec_is_a_checkout_at_its_head_and_a_wheel_file_stays_an_ordinary_spec(tmp_path):
-    assert source_specs.from_spec(f"optax @ {tmp_path.as_uri()}") == SourceSpec("optax", str(tmp_path), "HEAD",
-                                                                                f"optax @ {tmp_path.as_uri()}")
+    assert source_specs.from_spec(f"optax @ {tmp_path.as_uri()}") == SourceSpec("optax", str(tmp_path), "HEAD", f"optax @ {tmp_path.as_uri()}")
     wheel = tmp_path / "optax-0.2.8-py3-none-any.whl"
     wheel.write_bytes(b"")
     assert source_specs.from_spec(f"optax @ {wheel.as_uri()}") is None
@@ -54,7 +56,8 @@ def test_source_option_takes_path_or_url_and_an_optional_ref(tmp_path):
     assert source_specs.from_option("flax=git@github.com:google/flax.git").repo == "git@github.com:google/flax.git"
     assert source_specs.from_option("optax=https://example.org/optax@main").repo == "https://example.org/optax"
     assert source_specs.from_option("flax=ssh://git@github.com/google/flax.git") == SourceSpec(
-        "flax", "ssh://git@github.com/google/flax.git", "HEAD", "--source flax=ssh://git@github.com/google/flax.git")
+        "flax", "ssh://git@github.com/google/flax.git", "HEAD", "--source flax=ssh://git@github.com/google/flax.git"
+    )
     for bad in ("optax", "optax=", "=x"):
         with pytest.raises(InvalidInput, match="NAME=PATH_OR_URL"):
             source_specs.from_option(bad)
@@ -129,8 +132,7 @@ def tiny_optax(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("src") / "optax"
     path.mkdir()
     git(path, "init", "--quiet", "-b", "main")
-    commit(path, {"pyproject.toml": PYPROJECT, "optax/__init__.py": '"""tiny."""\n__version__ = "0.2.9.dev0"\n'},
-           "Add the tiny optax (#1234)")
+    commit(path, {"pyproject.toml": PYPROJECT, "optax/__init__.py": '"""tiny."""\n__version__ = "0.2.9.dev0"\n'}, "Add the tiny optax (#1234)")
     return path
 
 
@@ -141,10 +143,8 @@ def fake_gate(tmp_path: Path, *args: str, patch: str = "") -> subprocess.Complet
     lock, req = tmp_path / "base-lock.txt", tmp_path / "requirements.in"
     lock.write_text("optax==0.2.6 \\\n    --hash=sha256:" + "0" * 64 + "\n")
     req.write_text("optax==0.2.6\n")
-    driver = DRIVER.format(fake=str(fake), args=list(args), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"),
-                           lock=str(lock), req=str(req), patch=patch)
-    return subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **uv_env()})
+    driver = DRIVER.format(fake=str(fake), args=list(args), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), lock=str(lock), req=str(req), patch=patch)
+    return subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, **uv_env()})
 
 
 def latest(tmp_path: Path) -> tuple[dict, str, Path]:
@@ -189,11 +189,14 @@ def test_a_dirty_checkout_is_built_from_its_commit_and_the_report_says_so(tmp_pa
 
 
 @needs_uv
-@pytest.mark.parametrize(("where", "stage", "says"), [
-    ("unreachable", "fetch", "unable to access"),
-    ("unknown ref", "fetch", "no-such-ref"),
-    ("no build", "build", "pyproject.toml"),
-])
+@pytest.mark.parametrize(
+    ("where", "stage", "says"),
+    [
+        ("unreachable", "fetch", "unable to access"),
+        ("unknown ref", "fetch", "no-such-ref"),
+        ("no build", "build", "pyproject.toml"),
+    ],
+)
 def test_a_failed_build_is_not_verified_with_its_message(tmp_path, tiny_optax, where, stage, says):
     if where == "unreachable":
         spec = "optax @ git+https://127.0.0.1:9/google-deepmind/optax@main"

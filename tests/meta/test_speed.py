@@ -29,8 +29,7 @@ from optax_gate.gate.report import speed_section as report_speed
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _slots(rng: random.Random, n: int, scale: float = 1e-4, sigma: float = 0.1, repeats: int = 7,
-           factor: float = 1.0) -> list[list[float]]:
+def _slots(rng: random.Random, n: int, scale: float = 1e-4, sigma: float = 0.1, repeats: int = 7, factor: float = 1.0) -> list[list[float]]:
     """``n`` slots of ``repeats`` lognormal timings around ``scale * factor``, each
     slot with a load level of its own (what a shared machine does)."""
     slots = []
@@ -145,16 +144,25 @@ def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> 
 
 def _result(factor: float, budget: float | None = None) -> dict:
     raw = _raw(factor)
-    out = {"status": "measured", "reason": "", "rounds": 3, "step_slots": 3, "budget": budget, "duration_s": 21.0,
-           "raw": raw, "readings": speed.readings(raw, budget), "baseline": {}, "candidate": {}}
+    out = {
+        "status": "measured",
+        "reason": "",
+        "rounds": 3,
+        "step_slots": 3,
+        "budget": budget,
+        "duration_s": 21.0,
+        "raw": raw,
+        "readings": speed.readings(raw, budget),
+        "baseline": {},
+        "candidate": {},
+    }
     out["summary"] = speed.summarise(out["readings"])
     return out
 
 
 def test_readings_judge_every_setup_and_metric_with_their_slot_counts():
     result = _result(3.0)
-    assert [(r["setup"], r["metric"]) for r in result["readings"]] == [
-        (s, m) for s in speed.SETUPS for m in speed.METRICS]
+    assert [(r["setup"], r["metric"]) for r in result["readings"]] == [(s, m) for s in speed.SETUPS for m in speed.METRICS]
     for r in result["readings"]:
         assert r["slots"] == (9 if r["metric"] == "step_s" else 3)
         assert r["change"] == ("changed" if r["metric"] == "step_s" else "unchanged")
@@ -162,8 +170,12 @@ def test_readings_judge_every_setup_and_metric_with_their_slot_counts():
 
 
 def _gate_report(speed_result: dict | None) -> dict:
-    record = {"label": "x", "status": "ran", "versions": {}, "contracts": {
-        "tests/contracts/test_sgd.py::test_a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}}}
+    record = {
+        "label": "x",
+        "status": "ran",
+        "versions": {},
+        "contracts": {"tests/contracts/test_sgd.py::test_a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}},
+    }
     report = compare.compare({**record, "label": "baseline"}, {**record, "label": "candidate"})
     return assemble.with_speed(report, speed_result)
 
@@ -207,11 +219,17 @@ def test_the_plot_is_an_svg_beside_the_report(tmp_path):
 
 
 def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
-    base = {"label": "baseline", "status": "ran", "versions": {}, "contracts": {
-        "t::a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}}}
-    runs = {"optax-0.2.8": {**base, "label": "optax-0.2.8", "speed": _result(3.0)},
-            "jax-0.12.0": {**base, "label": "jax-0.12.0", "speed": _result(1.0)},
-            "flax-9": {"label": "flax-9", "status": "not-verified", "reason": "install failed", "contracts": {}}}
+    base = {
+        "label": "baseline",
+        "status": "ran",
+        "versions": {},
+        "contracts": {"t::a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}},
+    }
+    runs = {
+        "optax-0.2.8": {**base, "label": "optax-0.2.8", "speed": _result(3.0)},
+        "jax-0.12.0": {**base, "label": "jax-0.12.0", "speed": _result(1.0)},
+        "flax-9": {"label": "flax-9", "status": "not-verified", "reason": "install failed", "contracts": {}},
+    }
     envs = [{"name": n, "specs": [n], "why": ""} for n in runs]
     report = matrix.merge(base, runs, {"environments": envs, "discovered": {"optax": ["0.2.8"]}})
     md = report_matrix.markdown(report)
@@ -222,8 +240,7 @@ def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.skipif(os.environ.get("OPTAX_GATE_SPEED_CHECK") != "1",
-                    reason="times real training steps for minutes; set OPTAX_GATE_SPEED_CHECK=1")
+@pytest.mark.skipif(os.environ.get("OPTAX_GATE_SPEED_CHECK") != "1", reason="times real training steps for minutes; set OPTAX_GATE_SPEED_CHECK=1")
 def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise():
     """Real timings, this environment at both sides: ``optax.apply_updates``
     sleeping 2 ms per step makes every step-time reading ``changed, slower``;
@@ -284,6 +301,7 @@ def test_an_interruption_stops_the_workers_at_once_and_propagates(tmp_path, monk
 
     def interrupted(self, timeout):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(speed.Worker, "answer", interrupted)
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):

@@ -11,8 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "src" / "optax_gate" / "gate"
 #: The stages in the order a gate runs; each a subpackage of ``gate/``. The modules at the
 #: top of ``gate/`` are the flows, which may import every stage and which no stage imports.
-STAGES = ("base", "inputs", "install", "run", "judge", "surface", "team_code", "diffs", "team_run", "speed", "upstream",
-          "matrix", "report", "bisect")
+STAGES = ("base", "inputs", "install", "run", "judge", "surface", "team_code", "diffs", "team_run", "speed", "upstream", "matrix", "report", "bisect")
 FLOWS = "flows"
 
 
@@ -124,8 +123,7 @@ def long_parameter_lists(gate: Path = GATE) -> list[str]:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             given = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-            plain = [a for a in given if a.arg not in ("self", "cls")
-                     and "Options" not in (ast.unparse(a.annotation) if a.annotation is not None else "")]
+            plain = [a for a in given if a.arg not in ("self", "cls") and "Options" not in (ast.unparse(a.annotation) if a.annotation is not None else "")]
             if len(plain) > MAX_PARAMETERS:
                 found.append(f"{path.relative_to(gate)}:{node.lineno} {node.name} ({len(plain)})")
     return found
@@ -174,8 +172,13 @@ def _import_graph(package: Path) -> tuple[dict[str, set[str]], list[str]]:
                     if alias.name.split(".")[0] == package.name:
                         edges.add(alias.name)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 private.append(f"{path.relative_to(package)}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
         edges.discard(name)
     return {k: {m for m in v if m in modules} for k, v in graph.items()}, private
@@ -264,8 +267,7 @@ def test_architecture_lists_every_kit_module():
     # a subpackage: its line names it (`corners/`) and each of its modules
     for package in packages:
         line = next((ln for ln in entries if ln.startswith(f"`{package.name}/`")), "")
-        missing += [f"{package.name}/{p.name}" for p in sorted(package.glob("*.py"))
-                    if p.name != "__init__.py" and f"`{p.stem}`" not in line]
+        missing += [f"{package.name}/{p.name}" for p in sorted(package.glob("*.py")) if p.name != "__init__.py" and f"`{p.stem}`" not in line]
     assert missing == [], f"docs/architecture.md does not list these kit modules: {missing}"
 
 
@@ -274,15 +276,27 @@ def verdict_writers(gate: Path = GATE) -> list[str]:
     changes its reasons: ``report["verdict"] = …``, ``report["reasons"] = …``
     (a tuple target too), ``report["reasons"].append/insert/extend(…)`` or
     ``report.setdefault("reasons", …).append(…)``, as ``FILE:LINE``."""
+
     def is_key(node: ast.AST, keys: tuple[str, ...]) -> bool:
-        return (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "report"
-                and isinstance(node.slice, ast.Constant) and node.slice.value in keys)
+        return (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "report"
+            and isinstance(node.slice, ast.Constant)
+            and node.slice.value in keys
+        )
 
     def reasons_list(node: ast.AST) -> bool:
         return is_key(node, ("reasons",)) or (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "report"
-            and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "reasons")
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "setdefault"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "report"
+            and bool(node.args)
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "reasons"
+        )
 
     found = []
     for path in sorted(gate.rglob("*.py")):
@@ -291,8 +305,12 @@ def verdict_writers(gate: Path = GATE) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
             flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
-            mutates = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                       and node.func.attr in ("append", "insert", "extend", "remove", "pop", "clear") and reasons_list(node.func.value))
+            mutates = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("append", "insert", "extend", "remove", "pop", "clear")
+                and reasons_list(node.func.value)
+            )
             sliced = any(isinstance(t, ast.Subscript) and reasons_list(t.value) for t in flat)  # report["reasons"][i] = …
             if any(is_key(t, ("verdict", "reasons")) for t in flat) or sliced or mutates:
                 found.append(f"{path.relative_to(gate)}:{node.lineno}")
@@ -310,17 +328,19 @@ def test_a_planted_verdict_writer_is_seen(tmp_path):
     gate = tmp_path / "gate"
     (gate / "judge").mkdir(parents=True)
     (gate / "judge" / "verdict.py").write_text('def f(report):\n    report["verdict"] = "fail"\n')
-    (gate / "speed.py").write_text('def f(report):\n    if report["verdict"] == "pass":\n        report["verdict"] = "fail"\n'
-                                   '    report.setdefault("reasons", []).append("slow")\n')
-    (gate / "scope.py").write_text('def f(report, rows):\n    report["verdict"], report["reasons"] = "pass", []\n'
-                                   '    report["reasons"].insert(0, "x")\n    rows[0]["verdict"] = "broken"\n'
-                                   '    report["reasons"][0:0] = ["y"]\n')
+    (gate / "speed.py").write_text(
+        'def f(report):\n    if report["verdict"] == "pass":\n        report["verdict"] = "fail"\n    report.setdefault("reasons", []).append("slow")\n'
+    )
+    (gate / "scope.py").write_text(
+        'def f(report, rows):\n    report["verdict"], report["reasons"] = "pass", []\n'
+        '    report["reasons"].insert(0, "x")\n    rows[0]["verdict"] = "broken"\n'
+        '    report["reasons"][0:0] = ["y"]\n'
+    )
     assert verdict_writers(gate) == ["scope.py:2", "scope.py:3", "scope.py:5", "speed.py:3", "speed.py:4"]
 
 
 #: The report's sections that an analysis returns and ``gate/assemble.py`` alone puts in.
-SECTIONS = ("schema", "usage", "surface", "warnings", "dependencies", "beyond_contracts_s", "speed", "upstream_tests",
-            "team_run", "scope", "attribution")
+SECTIONS = ("schema", "usage", "surface", "warnings", "dependencies", "beyond_contracts_s", "speed", "upstream_tests", "team_run", "scope", "attribution")
 
 
 def section_writers(gate: Path = GATE) -> list[str]:
@@ -334,12 +354,21 @@ def section_writers(gate: Path = GATE) -> list[str]:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-            keys = [e.slice.value for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
-                    if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and e.value.id == "report"
-                    and isinstance(e.slice, ast.Constant)]
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault"
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "report" and node.args
-                    and isinstance(node.args[0], ast.Constant)):
+            keys = [
+                e.slice.value
+                for t in targets
+                for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and e.value.id == "report" and isinstance(e.slice, ast.Constant)
+            ]
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "setdefault"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "report"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 keys.append(node.args[0].value)
             found += [f"{where}:{node.lineno} {key}" for key in keys if key in SECTIONS]
     return found
@@ -357,7 +386,13 @@ def test_a_planted_section_writer_is_seen(tmp_path):
     (gate / "team_run").mkdir(parents=True)
     (gate / "assemble.py").write_text('def f(report, s):\n    report["surface"] = s\n')
     (gate / "team_run" / "judging.py").write_text('def f(report, t):\n    report["team_run"] = t\n    report["speed"] = t\n')
-    (gate / "unseen.py").write_text('def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n'
-                                    '    report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n')
-    assert section_writers(gate) == ["team_run/judging.py:2 team_run", "team_run/judging.py:3 speed", "unseen.py:2 usage",
-                                     "unseen.py:2 surface", "unseen.py:3 warnings"]
+    (gate / "unseen.py").write_text(
+        'def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n    report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n'
+    )
+    assert section_writers(gate) == [
+        "team_run/judging.py:2 team_run",
+        "team_run/judging.py:3 speed",
+        "unseen.py:2 usage",
+        "unseen.py:2 surface",
+        "unseen.py:3 warnings",
+    ]

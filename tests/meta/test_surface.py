@@ -112,20 +112,20 @@ def fresh(x):
     return x
 '''
 
-BASE_INIT = '''\
+BASE_INIT = """\
 from optax import losses
 from optax._src.impl import scale, clip, swap, posonly, needs, gone, mover, shape, State
 from optax._src.impl import clip as renamed_clip
 __all__ = ["scale", "clip", "swap", "posonly", "needs", "gone", "mover", "shape", "State", "renamed_clip"]
-'''
+"""
 
-CAND_INIT = '''\
+CAND_INIT = """\
 from optax import losses
 from optax import contrib
 from optax._src.impl import scale, clip, swap, posonly, needs, shape, State, fresh
 from optax._src.impl import rename as renamed_clip
 __all__ = ["scale", "clip", "swap", "posonly", "needs", "shape", "State", "renamed_clip", "fresh"]
-'''
+"""
 
 
 def build(root: Path, init: str, src: str, contrib: bool) -> Path:

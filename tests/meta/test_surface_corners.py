@@ -11,8 +11,7 @@ from optax_gate.kit.surface.calls import CALLS
 
 
 def _row(cid, detail, api):
-    return {"id": cid, "api": api, "change": "changed", "detail": detail, "kind": "snapshot",
-            "baseline": "passed", "candidate": "failed"}
+    return {"id": cid, "api": api, "change": "changed", "detail": detail, "kind": "snapshot", "baseline": "passed", "candidate": "failed"}
 
 
 def test_every_tree_utility_has_a_grid_or_a_reason():
@@ -27,21 +26,17 @@ def test_grid_tables_are_data():
     assert {form for _, form, _ in trees.TREE_CALLS} <= {"tree", "two", "scalar_tree", "add_scale", "clip", "cast", "where"}
     assert all(dtype in ("float32", "int32", "bfloat16") for leaves, _ in trees.TREES.values() for dtype, _ in leaves)
     assert {len(shape) for dtype, shape in trees.TREES["ranks_0_5"][0]} == set(range(6))
-    assert set(wrappers.WRAPPERS) >= {"optax.MultiSteps", "optax.inject_hyperparams", "optax.masked", "optax.chain",
-                                      "optax.apply_if_finite"}
+    assert set(wrappers.WRAPPERS) >= {"optax.MultiSteps", "optax.inject_hyperparams", "optax.masked", "optax.chain", "optax.apply_if_finite"}
     assert any("mu_dtype" in kw for _, kw in wrappers.INNERS.values()) and set(wrappers.PARAM_DTYPES) == {"float32", "bfloat16", "float16"}
 
 
 def test_a_corner_drift_is_one_finding_across_apis():
     """tree max and min raising on an empty leaf in the baseline and returning a value now: one cause."""
-    detail = ("snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] -0.920853; "
-              "corner.only_empty: raises ValueError -> ok python float -inf")
-    rows = [_row(f"tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.{n}]", detail, f"optax.tree.{n}")
-            for n in ("max", "min")]
+    detail = "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] -0.920853; corner.only_empty: raises ValueError -> ok python float -inf"
+    rows = [_row(f"tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.{n}]", detail, f"optax.tree.{n}") for n in ("max", "min")]
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
-    assert found["cause"] == ("at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, "
-                              "ok float32[] -0.920853 now (and 1 more corner)")
+    assert found["cause"] == ("at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok float32[] -0.920853 now (and 1 more corner)")
 
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
@@ -50,12 +45,18 @@ def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
     have a dtype that is a subdt now" (a new user's trial). Both are quoted, with "…" where cut; a
     short message stays whole."""
     from optax_gate.gate.base import drift
+
     assert drift.RECORDED_MESSAGE_LIMIT == outcome.message.__defaults__[0]
     old = outcome.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
     new = outcome.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
     assert len(old) == len(new) == drift.RECORDED_MESSAGE_LIMIT
-    rows = [_row("tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.huber_loss]",
-                 f"snapshot drift: corner.int_inputs/error: '{old}' -> {new}", "optax.huber_loss")]
+    rows = [
+        _row(
+            "tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.huber_loss]",
+            f"snapshot drift: corner.int_inputs/error: '{old}' -> {new}",
+            "optax.huber_loss",
+        )
+    ]
     (found,) = findings.group(rows)
     assert found["cause"] == (f'at corner `int_inputs/error` the outcome differs: "{old}…" in the baseline, "{new}…" now')
     words = drift.drift_words(drift.parse_drift(rows[0]["detail"]))
@@ -64,15 +65,24 @@ def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
 
 
 def test_other_corners_are_other_causes():
-    rows = [_row("tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.l2_loss]",
-                 "snapshot drift: corner.neg_inf_logit/jvp: ok float32[] 1 -> non-finite float32[] nan", "optax.l2_loss"),
-            _row("tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.max]",
-                 "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] 1", "optax.tree.max")]
+    rows = [
+        _row(
+            "tests/contracts/test_surface_corners_losses.py::test_loss_corners[optax.l2_loss]",
+            "snapshot drift: corner.neg_inf_logit/jvp: ok float32[] 1 -> non-finite float32[] nan",
+            "optax.l2_loss",
+        ),
+        _row(
+            "tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.max]",
+            "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] 1",
+            "optax.tree.max",
+        ),
+    ]
     assert len(findings.group(rows)) == 2
     assert findings.corner_cause([]) is None
 
 
 # ------------------------------------------------------ schedules, transformations
+
 
 def test_every_schedule_has_a_grid_or_a_reason():
     swept = {p for p, (kind, _, _) in CALLS.items() if kind == "schedule"}
@@ -100,6 +110,7 @@ def _fake_schedule(init_value, transition_steps, pct_start=0.3, staircase=False,
         if transition_steps == 0:
             return float("nan")
         return jnp.asarray(init_value, jnp.float32) * jnp.int32(count != 1) + (int(count) if pct_start == 0 else 0)
+
     return schedule
 
 
@@ -112,8 +123,16 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
     _sweep(monkeypatch, ((1.0,), {"transition_steps": 1}))
     corners = schedules.schedule_corners("fake.schedule")
-    assert list(corners) == ["base", "transition_steps=0", "pct_start=0.0", "pct_start=1.0", "staircase=True",
-                             "hyper=float32", "hyper=bfloat16", "hyper=numpy_float32"]
+    assert list(corners) == [
+        "base",
+        "transition_steps=0",
+        "pct_start=0.0",
+        "pct_start=1.0",
+        "staircase=True",
+        "hyper=float32",
+        "hyper=bfloat16",
+        "hyper=numpy_float32",
+    ]
     assert corners["transition_steps=0"] == {"init_value": 1.0, "transition_steps": 0}
     assert corners["staircase=True"] == {"init_value": 1.0, "transition_steps": 1, "staircase": True}
 
@@ -176,12 +195,21 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
 
     def factory(learning_rate, b1=0.9, nesterov=False, mu_dtype=None, verbose=False, flag=True):
         raise AssertionError("not built")
+
     monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
-    monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx",
-                        surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",)))
+    monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx", surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",)))
     corners = transformations.transformation_corners("fake.tx")
-    assert list(corners) == ["hyper=float32", "hyper=bfloat16", "hyper=numpy_float32", "nesterov=True", "mu_dtype=bfloat16",
-                             "mu_dtype=float32", "value=1", "value=0", "value=-1"]
+    assert list(corners) == [
+        "hyper=float32",
+        "hyper=bfloat16",
+        "hyper=numpy_float32",
+        "nesterov=True",
+        "mu_dtype=bfloat16",
+        "mu_dtype=float32",
+        "value=1",
+        "value=0",
+        "value=-1",
+    ]
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
     assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
@@ -209,6 +237,7 @@ def test_the_grids_defects_are_in_their_recorded_snapshots():
 
     def snapshot(module, test, path):
         return (root / module / f"{test}_{path.replace('.', '_')}_.yml").read_text()
+
     for (path, corner), ident in schedules.SCHEDULE_DEFECTS.items():
         text = snapshot("test_surface_corners_schedules", "test_schedule_corners", path)
         assert f"corner.{corner}/int: non-finite py float64 nan" in text, (path, corner, ident)
@@ -227,10 +256,13 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     assert findings.outcome_words(real).startswith("ok (updates float32, norm "), findings.outcome_words(real)
     assert "state: " in findings.outcome_words(real) and " float32 " in findings.outcome_words(real)
     detail = "snapshot drift: corner.bias_correction_mu=False: absent -> ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1"
-    (found,) = findings.group([_row("tests/contracts/test_surface_corners_transformations.py::test_transformation_corners"
-                                    "[optax.amsgrad]", detail, "optax.amsgrad")])
-    assert found["cause"] == ("at corner `bias_correction_mu=False` the outcome differs: nothing in the baseline, ok (updates "
-                              "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"), found["cause"]
+    (found,) = findings.group(
+        [_row("tests/contracts/test_surface_corners_transformations.py::test_transformation_corners[optax.amsgrad]", detail, "optax.amsgrad")]
+    )
+    assert found["cause"] == (
+        "at corner `bias_correction_mu=False` the outcome differs: nothing in the baseline, ok (updates "
+        "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"
+    ), found["cause"]
     assert findings.outcome_words("raises ValueError") == "raises ValueError"
 
 
@@ -244,7 +276,8 @@ def test_a_schedule_corner_outcome_is_said_in_words():
         said = findings.outcome_words(outcomes[f"base/{mode}"])
         assert said.startswith("ok (") and words in said and f"at steps {steps}: 0.5, 0.5" in said, (outcomes, said)
     assert findings.outcome_words("ok py float64 0.04 0.1043 0.28 4e-06 4e-06") == (
-        f"ok (a NumPy float64 scalar at steps {steps}: 0.04, 0.1043, 0.28, 4e-06, 4e-06)")
+        f"ok (a NumPy float64 scalar at steps {steps}: 0.04, 0.1043, 0.28, 4e-06, 4e-06)"
+    )
     assert findings.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith("non-finite (a weakly typed float32 array")
     assert findings.outcome_words("build TypeError") == "build TypeError"
 
@@ -260,11 +293,10 @@ def test_a_sharded_corner_outcome_is_said_in_words():
     said = findings.outcome_words(line)
     assert said.startswith("ok (updates replicated / over model / over data x model; state: "), said
     assert said.endswith("; the same values as on one device)") and "leaves over data x model" in said, said
-    assert findings.outcome_words("ok u m s 1devx2 other values") == (
-        "ok (updates over model; state: 2 leaves on one device; other values than on one device)")
+    assert findings.outcome_words("ok u m s 1devx2 other values") == ("ok (updates over model; state: 2 leaves on one device; other values than on one device)")
     assert findings.outcome_words("ok u _dm s _dmx2,repx12 1dev raises TypeError") == (
-        "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; "
-        "on one device it raises TypeError)")
+        "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; on one device it raises TypeError)"
+    )
 
 
 def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
@@ -274,8 +306,10 @@ def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
 
     long = "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12 1dev raises ConcretizationTypeError"
     out = surface_sharded.fit("corner.sharded_eager", long)
-    assert out == {"corner.sharded_eager": "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12",
-                   "corner.sharded_eager/one_device": "1dev raises ConcretizationTypeError"}
+    assert out == {
+        "corner.sharded_eager": "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12",
+        "corner.sharded_eager/one_device": "1dev raises ConcretizationTypeError",
+    }
     assert all(len(k) + 2 + len(v) < 80 for k, v in out.items())
     assert surface_sharded.fit("corner.sharded_jit", "ok u rep s none same") == {"corner.sharded_jit": "ok u rep s none same"}
     assert findings.outcome_words(out["corner.sharded_eager"]).startswith("ok (updates replicated / over model")
@@ -287,8 +321,7 @@ def test_every_recorded_sharded_line_stays_under_80_characters():
     the baseline's sharded snapshots, key and value, is shorter than 80 characters."""
     folder = Path(__file__).parents[2] / "tests/contracts/multidevice/test_surface_sharded"
     lines = [line for f in sorted(folder.glob("*.yml")) for line in f.read_text(encoding="utf-8").splitlines()]
-    assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), \
-        max(lines, key=len)
+    assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), max(lines, key=len)
     assert findings.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"
 
 
@@ -297,13 +330,20 @@ def test_apis_that_stop_raising_under_sharding_are_one_finding():
     each API's state has its own layouts, so the outcome patterns differed. Numbers and layouts aside,
     the same move (ShardingTypeError -> ok, the same values as on one device) is one finding; a move to
     other values than on one device stays another."""
+
     def row(api, new):
-        detail = (f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; "
-                  "corner.sharded_eager/error: Contracting dimensions are sharded -> absent")
+        detail = (
+            f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; corner.sharded_eager/error: Contracting dimensions are sharded -> absent"
+        )
         return _row(f"tests/contracts/multidevice/test_surface_sharded.py::test_sharded_corners[{api}]", detail, api)
-    found = findings.group([row("optax.lbfgs", "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12 same"),
-                            row("optax.contrib.momo", "ok u rep,m,dm s dmx1,mx1,repx5 same"),
-                            row("optax.contrib.prodigy", "ok u rep,m,dm s dmx4,mx4,repx7 other values")])
+
+    found = findings.group(
+        [
+            row("optax.lbfgs", "ok u rep,m,dm s _dmx2,_mx2,dmx3,mx3,repx12 same"),
+            row("optax.contrib.momo", "ok u rep,m,dm s dmx1,mx1,repx5 same"),
+            row("optax.contrib.prodigy", "ok u rep,m,dm s dmx4,mx4,repx7 other values"),
+        ]
+    )
     apis = sorted(sorted(f["apis"]) for f in found)
     assert apis == [["optax.contrib.momo", "optax.lbfgs"], ["optax.contrib.prodigy"]], found
 

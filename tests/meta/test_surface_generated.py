@@ -24,8 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_pinned_baseline_generates_nothing():
     """At optax 0.2.6 the hand-written tables know every public callable."""
-    made, transformations, calls = surface_generated.generate(surface_enum.public_callables(),
-                                                             surface_generated.hand_written())
+    made, transformations, calls = surface_generated.generate(surface_enum.public_callables(), surface_generated.hand_written())
     assert (made.kinds, made.aliases, made.left_out, transformations, calls) == ({}, {}, {}, {}, {})
 
 
@@ -51,6 +50,7 @@ def test_over_the_whole_pinned_surface_the_generator_matches_the_hand_tables():
 def _factory(doc: str, annotation=None):
     def factory(learning_rate: float, b1: float = 0.9):
         return None
+
     factory.__doc__ = doc
     if annotation is not None:
         factory.__annotations__["return"] = annotation
@@ -58,8 +58,7 @@ def _factory(doc: str, annotation=None):
 
 
 def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformation():
-    monitor_like = _factory("Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that "
-                            "captures measurements.\n")
+    monitor_like = _factory("Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that captures measurements.\n")
     assert surface_generated.kind_of(["optax.monitor_like"], monitor_like) == "transformation"
     plain = _factory("A helper.\n\nReturns:\n  A number.\n")
     assert surface_generated.kind_of(["optax.helper"], plain) == "other"
@@ -68,8 +67,7 @@ def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformati
 
 def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated():
     known_obj, new_obj = _factory("Known."), _factory("New.\n\nReturns:\n  A GradientTransformation.\n")
-    public = {"optax.known": known_obj, "optax.transforms.known": known_obj,
-              "optax.new": new_obj, "optax.transforms.new": new_obj}
+    public = {"optax.known": known_obj, "optax.transforms.known": known_obj, "optax.new": new_obj, "optax.transforms.new": new_obj}
     made, transformations, calls = surface_generated.generate(public, {"optax.known": "optax.known"})
     assert made.aliases == {"optax.transforms.known": "optax.known", "optax.transforms.new": "optax.new"}
     assert list(transformations) == ["optax.new"] and transformations["optax.new"].generated
@@ -79,6 +77,7 @@ def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated(
 def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
     def needs_fun(fun, microbatch_size):
         return fun
+
     made, transformations, calls = surface_generated.generate({"optax.needs_fun": needs_fun}, {})
     assert not calls and "`fun`" in made.left_out["optax.needs_fun"] and "microbatch_size" not in made.left_out["optax.needs_fun"]
 
@@ -86,8 +85,10 @@ def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
 def test_an_api_contracted_by_hand_is_neither_generated_nor_left_out(monkeypatch):
     """``optax.microbatch`` (and its other path) has a hand-written module: recorded with that module,
     not left out (test_known then passes for it) and not counted as generated."""
+
     def microbatch(fun, argnums, microbatch_size):
         return fun
+
     public = {"optax.microbatch": microbatch, "optax.microbatching.microbatch": microbatch}
     made, transformations, calls = surface_generated.generate(public, {})
     assert made.by_hand == {"optax.microbatch": "tests/contracts/test_microbatching.py"}
@@ -105,16 +106,18 @@ def test_a_call_by_name_passes_positional_parameters_in_order_and_integer_labels
           labels: Integers specifying the correct class.
           axis: an axis.
         """
+
     seen = {}
 
     def spy(*args, **kwargs):
         seen.update(args=args, kwargs=kwargs)
+
     surface_generated.call_by_name(loss, {"logits": lambda: "L", "labels": lambda: "P", "axis": lambda: -1})(spy)
     assert seen["args"][0] == "L" and seen["kwargs"] == {"axis": -1}
     assert str(seen["args"][1].dtype) == "int32"  # surface_calls.ints(), not the probabilities
 
 
-PLUGIN = '''
+PLUGIN = """
 import functools
 import os
 
@@ -135,7 +138,7 @@ def pytest_configure(config):
             kwargs.setdefault("b1", 0.5)  # the default 0.9 moved
             return original(*args, **kwargs)
         optax.lion = lion
-'''
+"""
 
 
 def _contracts(tmp_path, snapshots, record=False, mutate=False):
@@ -145,9 +148,29 @@ def _contracts(tmp_path, snapshots, record=False, mutate=False):
         env[baseline_snapshots.RECORD] = "1"
     if mutate:
         env["MUTATE_LION"] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfEs", "-p", "no:cacheprovider", "-p", "lion_untabled",
-                           "-n", "0", "tests/contracts/test_surface_transformations.py", "-k", "optax.lion"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rfEs",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "lion_untabled",
+            "-n",
+            "0",
+            "tests/contracts/test_surface_transformations.py",
+            "-k",
+            "optax.lion",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.timeout(900)
@@ -170,14 +193,36 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
     from optax_gate.gate.report import generated_section, markdown
 
     gen = surface_generated.GUIDE
-    rows = [{"id": "t::test_protocol[optax.signum-init_update]", "api": "optax.signum", "guide": gen, "baseline": "passed",
-             "candidate": "passed", "change": "unchanged", "detail": ""},
-            {"id": "t::test_known[optax.microbatch]", "api": "optax.microbatch", "guide": gen, "baseline": "skipped",
-             "candidate": "skipped", "change": "unchanged",
-             "detail": "Skipped: new, not contracted: optax.microbatch (other) is public in optax 0.2.8; no contract could "
-                       "be generated: required parameter `fun` has no value by name in the generator (the caller's own)"},
-            {"id": "t::test_x[optax.adam]", "api": "optax.adam", "guide": "docs: x", "baseline": "passed",
-             "candidate": "passed", "change": "unchanged", "detail": ""}]
+    rows = [
+        {
+            "id": "t::test_protocol[optax.signum-init_update]",
+            "api": "optax.signum",
+            "guide": gen,
+            "baseline": "passed",
+            "candidate": "passed",
+            "change": "unchanged",
+            "detail": "",
+        },
+        {
+            "id": "t::test_known[optax.microbatch]",
+            "api": "optax.microbatch",
+            "guide": gen,
+            "baseline": "skipped",
+            "candidate": "skipped",
+            "change": "unchanged",
+            "detail": "Skipped: new, not contracted: optax.microbatch (other) is public in optax 0.2.8; no contract could "
+            "be generated: required parameter `fun` has no value by name in the generator (the caller's own)",
+        },
+        {
+            "id": "t::test_x[optax.adam]",
+            "api": "optax.adam",
+            "guide": "docs: x",
+            "baseline": "passed",
+            "candidate": "passed",
+            "change": "unchanged",
+            "detail": "",
+        },
+    ]
     (line,) = generated_section.lines({"contracts": rows})
     assert "1 APIs of the baseline, 1 contracts (`optax.signum`)" in line
     assert "not generated: `optax.microbatch`: required parameter `fun` has no value by name in the generator" in line
@@ -193,13 +238,22 @@ def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_
     from optax_gate.gate.diffs import unseen
 
     def row(path):
-        return {"path": path, "change": "keyword-only", "kind": "function", "old": "seed (positional or keyword)",
-                "new": "seed (keyword-only)", "param": "seed", "where": "optax/contrib/_privacy.py:114"}
+        return {
+            "path": path,
+            "change": "keyword-only",
+            "kind": "function",
+            "old": "seed (positional or keyword)",
+            "new": "seed (keyword-only)",
+            "param": "seed",
+            "where": "optax/contrib/_privacy.py:114",
+        }
+
     monkeypatch.setattr(unseen.surface, "cached_surface", lambda site, packages: {})
-    monkeypatch.setattr(unseen.surface, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"),
-                                                                  dict(row("optax.other"), where="optax/_src/x.py:1")])
+    monkeypatch.setattr(
+        unseen.surface, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"), dict(row("optax.other"), where="optax/_src/x.py:1")]
+    )
     section = unseen.surface_section(tmp_path, tmp_path, ("optax",), None, {"optax.contrib.dpsgd"})
-    assert {r["path"]: r["verdict"] for r in section["rows"]} == {
-        "optax.contrib.dpsgd": "broken", "optax.dpsgd": "broken", "optax.other": "changed"}
+    assert {r["path"]: r["verdict"] for r in section["rows"]} == {"optax.contrib.dpsgd": "broken", "optax.dpsgd": "broken", "optax.other": "changed"}
     assert "optax.transforms.known" in unseen._contracted(
-        {"contracts": [{"id": "tests/contracts/test_surface_sweep.py::test_known[optax.transforms.known]", "api": "optax.known"}]})
+        {"contracts": [{"id": "tests/contracts/test_surface_sweep.py::test_known[optax.transforms.known]", "api": "optax.known"}]}
+    )

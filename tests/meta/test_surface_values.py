@@ -169,6 +169,11 @@ def test_usage_names_the_teams_call_sites_of_newly_deprecated_apis(tmp_path, row
     section = unseen.surface_section(base, cand, ("optax",), usage.scan([team], base=team), contracted=set())
     got = {r["path"]: (r["verdict"], r["uses"]) for r in section["rows"] if r["change"] == "deprecated"}
     assert got["optax.dep1"] == ("changed", ["train.py:4: calls optax.dep1; deprecated in the candidate (@deprecated('use same'))"])
-    assert got["optax.dep2"] == ("changed", ["train.py:2: imports optax.dep2; deprecated in the candidate (.. deprecated:: 0.2.8)",
-                                             "train.py:5: calls optax.dep2; deprecated in the candidate (.. deprecated:: 0.2.8)"])
+    assert got["optax.dep2"] == (
+        "changed",
+        [
+            "train.py:2: imports optax.dep2; deprecated in the candidate (.. deprecated:: 0.2.8)",
+            "train.py:5: calls optax.dep2; deprecated in the candidate (.. deprecated:: 0.2.8)",
+        ],
+    )
     assert got["optax.dep3"] == ("changed", [])

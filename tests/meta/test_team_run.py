@@ -39,33 +39,33 @@ TEAMS = Path(__file__).parent / "teams"
 PYTHON = Path(os.environ.get("OPTAX_GATE_TEAM_RUN_PYTHON") or sys.executable)
 
 PLANTS = {
-    "huber-keyword-only": '''
+    "huber-keyword-only": """
 import optax
 _huber = optax.huber_loss
 def huber_loss(predictions, targets=None, *, delta=1.0):
     return _huber(predictions, targets, delta=delta)
 huber_loss.__module__ = "optax.losses"
 optax.huber_loss = optax.losses.huber_loss = huber_loss
-''',
-    "sgd-further": '''
+""",
+    "sgd-further": """
 import optax
 _sgd = optax.sgd
 def sgd(learning_rate, *args, **kwargs):
     return _sgd(learning_rate * 1.5, *args, **kwargs)
 sgd.__module__ = "optax._src.alias"
 optax.sgd = sgd
-''',
-    "sgd-one-ulp": '''
+""",
+    "sgd-one-ulp": """
 import optax
 _sgd = optax.sgd
 def sgd(learning_rate, *args, **kwargs):
     return _sgd(learning_rate * (1 + 2 ** -23), *args, **kwargs)
 sgd.__module__ = "optax._src.alias"
 optax.sgd = sgd
-''',
+""",
 }
 
-CHAIN = '''
+CHAIN = """
 import os, sys, importlib.util
 here = os.path.dirname(os.path.abspath(__file__))
 entries = [os.path.abspath(e) if e else "" for e in sys.path]
@@ -75,7 +75,7 @@ for entry in entries[entries.index(here) + 1:]:
         spec = importlib.util.spec_from_file_location("_next_sitecustomize", path)
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
         break
-'''
+"""
 
 
 def team(tmp_path: Path, name: str) -> Path:
@@ -109,8 +109,7 @@ def record(folder: Path, command: str, trace: Path | None) -> subprocess.Complet
     return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("name, command", [("tiny", "python train.py 3 --out w.npy"),
-                                           ("f32", "python train.py --steps 3 --out params.npz")])
+@pytest.mark.parametrize("name, command", [("tiny", "python train.py 3 --out w.npy"), ("f32", "python train.py --steps 3 --out params.npz")])
 def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, command):
     """The team's results (its saved params, bit for bit, and its printed
     losses: 9 significant digits, exact for float32) are the same with the
@@ -131,6 +130,7 @@ def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, comman
 
 def _npz_arrays(path: Path) -> dict:
     import numpy as np
+
     with np.load(path) as data:
         return {k: data[k].tobytes() for k in data}
 
@@ -141,6 +141,7 @@ def test_recording_under_jit_records_each_step_values(tmp_path):
     shadow program): the last ``apply_updates`` result is the saved params,
     bit for bit; the update's values are SGD's -0.1 * grads."""
     import numpy as np
+
     folder = team(tmp_path, "tiny")
     proc = record(folder, "python train.py 3 --out w.npy", folder / "trace")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -185,6 +186,7 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     "same" (within the budget), and the report says how many calls are not bit-identical, by how much,
     where; an identical candidate is "bit for bit the same"."""
     from optax_gate.gate.report import team_run_section as report_team_run
+
     folder = team(tmp_path, "tiny")
     spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)  # eager: the update's values are the program's own
     one_ulp = candidate(tmp_path, "sgd-one-ulp")
@@ -201,8 +203,7 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     jitted = team_run.run(team_run.RunSpec("python train.py 2", folder, 300), (PYTHON, one_ulp), tmp_path / "jitted")
     if jitted["within_budget"]["calls"]:
         assert jitted["within_budget"]["shadow_only"] and jitted["within_budget"]["kept_max_ulps"] is None, jitted
-        assert "every result your program gives is bit for bit the same" in "\n".join(
-            report_team_run.section({"team_run": jitted, "findings": []}))
+        assert "every result your program gives is bit for bit the same" in "\n".join(report_team_run.section({"team_run": jitted, "findings": []}))
     same = team_run.run(spec, (PYTHON, PYTHON), tmp_path / "same")
     assert same["outcome"] == "same" and same["within_budget"]["calls"] == 0, same["within_budget"]
     assert "every result is bit for bit the same" in "\n".join(report_team_run.section({"team_run": same, "findings": []}))
@@ -234,8 +235,10 @@ def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
     assert result["outcome"] == "not-verified"
     # the data is a constant of the jitted step: its Optax calls' inputs differ already, so the step's result,
     # where the team gets it, is the first call that differs
-    assert result["reason"].startswith(f"the team's run is not deterministic: its two baseline runs differ first at "
-                                       f"{line_of(folder, '= step(params, state)')} jax.jit(step)(...): result values")
+    assert result["reason"].startswith(
+        f"the team's run is not deterministic: its two baseline runs differ first at "
+        f"{line_of(folder, '= step(params, state)')} jax.jit(step)(...): result values"
+    )
     assert [r["label"] for r in result["runs"]] == ["baseline", "baseline-repeat"]  # the candidate is not run
 
 
@@ -248,10 +251,10 @@ def test_the_ulp_policy_is_the_kits():
 def _leaf(values, dtype="float32"):
     import base64
     import struct
+
     fmt = {"float32": "f", "int32": "i"}[dtype]
     raw = struct.pack(f"<{len(values)}{fmt}", *values)
-    return {"dtype": dtype, "shape": [len(values)], "n": len(values), "stride": 1,
-            "data": base64.b64encode(raw).decode(), "sha256": str(hash(raw))}
+    return {"dtype": dtype, "shape": [len(values)], "n": len(values), "stride": 1, "data": base64.b64encode(raw).decode(), "sha256": str(hash(raw))}
 
 
 def _trace(folder: Path, events: list[dict]) -> Path:
@@ -264,8 +267,16 @@ def _trace(folder: Path, events: list[dict]) -> Path:
 
 
 def _call(site, api, call, out, inputs=(), **extra):
-    return {"site": site, "api": api, "call": call, "args": {"positional": [], "keyword": {}}, "warnings": [],
-            "in": list(inputs), "out": {"tree": "PyTreeDef(*)", "paths": [""], "leaves": [out]}, **extra}
+    return {
+        "site": site,
+        "api": api,
+        "call": call,
+        "args": {"positional": [], "keyword": {}},
+        "warnings": [],
+        "in": list(inputs),
+        "out": {"tree": "PyTreeDef(*)", "paths": [""], "leaves": [out]},
+        **extra,
+    }
 
 
 def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
@@ -274,34 +285,55 @@ def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
     the params' apply_updates, whose input differs, a consequence; an update
     whose input differs is not judged on its values (an inherited error may
     grow there); a call made in the candidate only comes after them."""
-    one = 1.0 + 2 ** -22  # 2 ULP above 1.0 in float32
-    far = 1.0 + 2 ** -18  # 32 ULP
-    base = [_call("a.py:1", "optax.x", "call", _leaf([1.0])), _call("a.py:2", "optax.y", "call", _leaf([2.0]), [_leaf([1.0])]),
-            _call("a.py:3", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
-            _call("a.py:5", "optax.adam", "update", _leaf([3.0]), [_leaf([2.0])])]
-    cand = [_call("a.py:1", "optax.x", "call", _leaf([one])), _call("a.py:2", "optax.y", "call", _leaf([2.0 * far]), [_leaf([1.0])]),
-            _call("a.py:3", "optax.apply_updates", "call", _leaf([3.5]), [_leaf([2.0 * far])]),
-            _call("a.py:5", "optax.adam", "update", _leaf([9.0]), [_leaf([2.0 * far])]),
-            _call("a.py:4", "optax.w", "call", _leaf([1.0]))]
+    one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
+    far = 1.0 + 2**-18  # 32 ULP
+    base = [
+        _call("a.py:1", "optax.x", "call", _leaf([1.0])),
+        _call("a.py:2", "optax.y", "call", _leaf([2.0]), [_leaf([1.0])]),
+        _call("a.py:3", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
+        _call("a.py:5", "optax.adam", "update", _leaf([3.0]), [_leaf([2.0])]),
+    ]
+    cand = [
+        _call("a.py:1", "optax.x", "call", _leaf([one])),
+        _call("a.py:2", "optax.y", "call", _leaf([2.0 * far]), [_leaf([1.0])]),
+        _call("a.py:3", "optax.apply_updates", "call", _leaf([3.5]), [_leaf([2.0 * far])]),
+        _call("a.py:5", "optax.adam", "update", _leaf([9.0]), [_leaf([2.0 * far])]),
+        _call("a.py:4", "optax.w", "call", _leaf([1.0])),
+    ]
     result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
     rows = [(d["site"], d["role"], d["kinds"]) for d in result["divergences"]]
-    assert rows == [("a.py:2", "cause", ["values"]), ("a.py:3", "consequence", ["values"]),
-                    ("a.py:4", "consequence", ["one side only"])]
+    assert rows == [("a.py:2", "cause", ["values"]), ("a.py:3", "consequence", ["values"]), ("a.py:4", "consequence", ["one side only"])]
     assert result["first"]["site"] == "a.py:2" and result["sites"] == ["a.py:2"]
     assert 31 < result["first"]["max_ulps"] < 33
 
 
 def _report(broken_api: str) -> dict:
     def record(outcome):
-        return {"label": "x", "status": "ran", "versions": {}, "contracts": {
-            f"{broken_api}:golden": {"api": broken_api, "guide": "g", "kind": "golden", "outcome": outcome, "detail": "AssertionError: x"}}}
+        return {
+            "label": "x",
+            "status": "ran",
+            "versions": {},
+            "contracts": {f"{broken_api}:golden": {"api": broken_api, "guide": "g", "kind": "golden", "outcome": outcome, "detail": "AssertionError: x"}},
+        }
+
     return compare.compare(record("passed"), record("failed"))
 
 
 def _team(outcome, causes=()):
-    return {"command": "python train.py", "run_dir": "/team", "outcome": outcome, "reason": "", "runs": [], "compared": 5,
-            "differing": len(causes), "first": causes[0] if causes else None, "divergences": list(causes),
-            "causes": list(causes), "sites": [c["site"] for c in causes], "raised_at": ""}
+    return {
+        "command": "python train.py",
+        "run_dir": "/team",
+        "outcome": outcome,
+        "reason": "",
+        "runs": [],
+        "compared": 5,
+        "differing": len(causes),
+        "first": causes[0] if causes else None,
+        "divergences": list(causes),
+        "causes": list(causes),
+        "sites": [c["site"] for c in causes],
+        "raised_at": "",
+    }
 
 
 def test_verdict_is_about_the_team_run():
@@ -316,25 +348,39 @@ def test_verdict_is_about_the_team_run():
     assert "computes the same" in text and "Your run does not diverge for these" in text
     assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title (the trial)"
     assert assemble.with_team_run(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
-    cause = {"site": "train.py:7", "api": "optax.adam", "call": "optax.adam(...).update", "phase": "run", "occurrence": 1,
-             "kinds": ["values"], "texts": ["result values: largest error 40 ULP (budget 4)"], "max_ulps": 40.0,
-             "budget_ulps": 4, "role": "cause", "side": "both"}
+    cause = {
+        "site": "train.py:7",
+        "api": "optax.adam",
+        "call": "optax.adam(...).update",
+        "phase": "run",
+        "occurrence": 1,
+        "kinds": ["values"],
+        "texts": ["result values: largest error 40 ULP (budget 4)"],
+        "max_ulps": 40.0,
+        "budget_ulps": 4,
+        "role": "cause",
+        "side": "both",
+    }
     report = assemble.with_team_run(_report("optax.adam"), _team("diverged", [cause]))
     assert report["verdict"] == "fail" and report["findings"][0]["scope"] == "yours"
     assert report["reasons"][0].startswith("your run diverges at train.py:7")
     _validates(report)
     text = report_markdown.render(report)
-    your_code = text[text.index("## Your code"):]
+    your_code = text[text.index("## Your code") :]
     assert "`train.py:7` `optax.adam(...).update`: result values: largest error 40 ULP" in your_code
     assert "[F1](#f1)" in your_code.splitlines()[4]
     from optax_gate.action import comment
+
     posted = comment.body(text, "https://example.org/report")  # the pull-request comment opens with it too
     assert posted.split("\n## ")[1].startswith("Your code") and "`train.py:7`" in posted
 
 
 def test_a_run_not_verified_makes_the_gate_not_verified():
-    team = {**_team("not-verified"), "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
-            "runs": [{"label": "baseline", "exit": 1, "seconds": 1.0, "tail": "Traceback\nRuntimeError: boom\n", "log": "team-run-baseline.log"}]}
+    team = {
+        **_team("not-verified"),
+        "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
+        "runs": [{"label": "baseline", "exit": 1, "seconds": 1.0, "tail": "Traceback\nRuntimeError: boom\n", "log": "team-run-baseline.log"}],
+    }
     report = assemble.with_team_run(_report("optax.adam"), team)
     assert report["verdict"] == "not-verified"
     assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: RuntimeError: boom)"
@@ -346,6 +392,7 @@ def test_a_run_not_verified_makes_the_gate_not_verified():
 def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
     """action.yml's ``run:`` reaches the gate as ``--run CMD`` (and not at all when empty)."""
     from optax_gate.action import run as action_run
+
     monkeypatch.setenv("INPUT_RUN", "python train.py --steps 3")
     args = action_run.gate_args(tmp_path)
     assert args[args.index("--run") + 1] == "python train.py --steps 3"
@@ -379,11 +426,13 @@ def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatc
     first in report.md and the job summary; one whose run calls only ``clip``
     gets PASS, the broken ``scale`` contract under "Optax changed elsewhere"."""
     from tests.meta import test_action
+
     fake = test_action.FAKE_PYTHON.replace(
         'else:\n    sys.exit("fake python: unexpected " + " ".join(args))',
-        'else:  # the team\'s command (gate --run): the real interpreter with the tiny optax\n'
+        "else:  # the team's command (gate --run): the real interpreter with the tiny optax\n"
         '    os.environ["PYTHONPATH"] = os.pathsep.join([os.environ.get("PYTHONPATH", ""), site])\n'
-        '    os.execv({python!r}, [{python!r}, *args])')
+        "    os.execv({python!r}, [{python!r}, *args])",
+    )
     assert fake != test_action.FAKE_PYTHON
     monkeypatch.setattr(test_action, "FAKE_PYTHON", fake)
     team = test_action.team_repo(tmp_path)
@@ -427,31 +476,58 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
     on MultiSteps (optax 0.2.8 report), the state dtype change explains it,
     the float64 precision one does not; a failing run is named by its error
     line, not by JAX's note printed after it."""
-    report = {"findings": [
-        {"number": 1, "change": "broken", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"],
-         "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64"},
-        {"number": 2, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"],
-         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter"},
-        {"number": 3, "change": "broken", "api": "optax.adam", "apis": ["optax.adam"], "cause": "state bfloat16 → float32"}],
-        "team_run": {"sites": ["train.py:34"], "causes": [
-            {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None,
-             "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]}]}}
+    report = {
+        "findings": [
+            {
+                "number": 1,
+                "change": "broken",
+                "api": "optax.MultiSteps",
+                "apis": ["optax.MultiSteps"],
+                "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64",
+            },
+            {
+                "number": 2,
+                "change": "changed",
+                "api": "optax.MultiSteps",
+                "apis": ["optax.MultiSteps"],
+                "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter",
+            },
+            {"number": 3, "change": "broken", "api": "optax.adam", "apis": ["optax.adam"], "cause": "state bfloat16 → float32"},
+        ],
+        "team_run": {
+            "sites": ["train.py:34"],
+            "causes": [
+                {
+                    "site": "train.py:34",
+                    "api": "optax.MultiSteps",
+                    "call": "optax.MultiSteps(...).init",
+                    "max_ulps": None,
+                    "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"],
+                }
+            ],
+        },
+    }
     assert [line["findings"] for line in judging.affected(report, report["team_run"])] == [[2]]
-    tail = ("Traceback (most recent call last):\n  File \"train.py\", line 21, in loss_fn\n"
-            "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
-            "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n")
-    assert team_run._why({"error": "", "exit": 1, "tail": tail}) == \
-        "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
+    tail = (
+        'Traceback (most recent call last):\n  File "train.py", line 21, in loss_fn\n'
+        "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
+        "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n"
+    )
+    assert team_run._why({"error": "", "exit": 1, "tail": tail}) == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
 
 
 def test_run_inputs_are_refused_before_anything_runs(tmp_path):
     """An empty --run, a --run-dir that does not exist (the fifth trial read "is not a folder" for a typo) or
     is a file, a --run-dir without --run: refused (exit 2, with the reason)."""
     from optax_gate.gate.inputs import validate
+
     (tmp_path / "train.py").write_text("")
-    for command, run_dir, said in (("  ", None, "--run is empty"), ("python train.py", tmp_path / "nope", "nope does not exist"),
-                                   ("python train.py", tmp_path / "train.py", "train.py is not a folder"),
-                                   (None, tmp_path, "--run-dir is given without --run")):
+    for command, run_dir, said in (
+        ("  ", None, "--run is empty"),
+        ("python train.py", tmp_path / "nope", "nope does not exist"),
+        ("python train.py", tmp_path / "train.py", "train.py is not a folder"),
+        (None, tmp_path, "--run-dir is given without --run"),
+    ):
         with pytest.raises(validate.InvalidInput, match=said):
             team_run.check(command, run_dir, 60)
     assert team_run.check(None, None, 60) is None
@@ -475,8 +551,11 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
     """The real 0.2.8 report's "Your code" line read "`.hyperparams` (scalars, no cost ; F6 ... (and": the
     explaining finding's words were sliced at 160 characters mid-parenthesis."""
     from optax_gate.gate.report import team_run_section as report_team_run
-    cause = ("optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 "
-             "bytes per parameter; `.hyperparams` (scalars, no cost per parameter)")
+
+    cause = (
+        "optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 "
+        "bytes per parameter; `.hyperparams` (scalars, no cost per parameter)"
+    )
     words = report_team_run._finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
     assert words.startswith("[F5](#f5) optimizer state bfloat16 → float32") and "…" in words, words
     assert words.count("(") == words.count(")"), words  # a cut closes its brackets (plain_text.cut)
@@ -488,9 +567,12 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
     state dtype the line shows came after the cut. The part sharing the most words with the line leads, the
     parts sharing far fewer are counted, not said; a line sharing none keeps the finding's own order."""
     from optax_gate.gate.report import team_run_section as report_team_run
-    cause = ("float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64, allowed 8 to "
-             "112 ULP; optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter; at corner `adam/bfloat16` "
-             "the outcome differs")
+
+    cause = (
+        "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64, allowed 8 to "
+        "112 ULP; optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter; at corner `adam/bfloat16` "
+        "the outcome differs"
+    )
     report = {"findings": [{"number": 1, "cause": cause}]}
     words = report_team_run._finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
     assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
@@ -504,13 +586,23 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
     commits that explain it"), not only the finding: a found commit by its short sha and subject, a range by
     its size; a finding that was not bisected adds nothing."""
     from optax_gate.gate.report import team_run_section as report_team_run
-    commit = {"sha": "7a58a58f" + "0" * 32, "short": "7a58a58f", "subject": "MultiSteps: accumulate in float32 (#1234)",
-              "pr": 1234, "pr_url": "https://github.com/google-deepmind/optax/pull/1234",
-              "url": "https://github.com/google-deepmind/optax/commit/7a58a58f", "date": "2025-10-02T00:00:00+00:00"}
-    report = {"findings": [
-        {"number": 5, "cause": "optimizer state bfloat16 → float32", "bisect": [{"status": "found", "package": "optax", "commits": [commit]}]},
-        {"number": 6, "cause": "keyword-only", "bisect": [{"status": "range", "package": "optax", "commits": [commit] * 12, "skipped": {}}]},
-        {"number": 7, "cause": "other", "bisect": [{"status": "not-bisected", "reason": "no contract"}]}]}
+
+    commit = {
+        "sha": "7a58a58f" + "0" * 32,
+        "short": "7a58a58f",
+        "subject": "MultiSteps: accumulate in float32 (#1234)",
+        "pr": 1234,
+        "pr_url": "https://github.com/google-deepmind/optax/pull/1234",
+        "url": "https://github.com/google-deepmind/optax/commit/7a58a58f",
+        "date": "2025-10-02T00:00:00+00:00",
+    }
+    report = {
+        "findings": [
+            {"number": 5, "cause": "optimizer state bfloat16 → float32", "bisect": [{"status": "found", "package": "optax", "commits": [commit]}]},
+            {"number": 6, "cause": "keyword-only", "bisect": [{"status": "range", "package": "optax", "commits": [commit] * 12, "skipped": {}}]},
+            {"number": 7, "cause": "other", "bisect": [{"status": "not-bisected", "reason": "no contract"}]},
+        ]
+    }
     words = report_team_run._finding_words(report, [5, 6, 7])
     assert "[F5](#f5) optimizer state bfloat16 → float32, changed by optax [`7a58a58f`]" in words, words
     assert "[F6](#f6) keyword-only, changed by optax one of 12 commits" in words, words
@@ -524,22 +616,61 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
     contracts where the team's code goes. Only the explaining ones are the team's; the others move to
     "elsewhere", saying the run calls that API but diverges there for another cause."""
     findings = [
-        {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss", "optax.l2_loss"], "contracts": ["a"],
-         "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype"},
-        {"number": 2, "change": "broken", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"], "contracts": ["b"],
-         "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64"},
-        {"number": 3, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
-         "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
-                  "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)"},
-        {"number": 4, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"], "contracts": ["d"],
-         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter"}]
+        {
+            "number": 1,
+            "change": "broken",
+            "api": "optax.huber_loss",
+            "apis": ["optax.huber_loss", "optax.l2_loss"],
+            "contracts": ["a"],
+            "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
+        },
+        {
+            "number": 2,
+            "change": "broken",
+            "api": "optax.MultiSteps",
+            "apis": ["optax.MultiSteps"],
+            "contracts": ["b"],
+            "cause": "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64",
+        },
+        {
+            "number": 3,
+            "change": "broken",
+            "api": "optax.huber_loss",
+            "apis": ["optax.huber_loss"],
+            "contracts": ["c"],
+            "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
+            "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)",
+        },
+        {
+            "number": 4,
+            "change": "changed",
+            "api": "optax.MultiSteps",
+            "apis": ["optax.MultiSteps"],
+            "contracts": ["d"],
+            "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter",
+        },
+    ]
     causes = [
-        {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None, "role": "cause",
-         "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]},
-        {"site": "train.py:21", "api": "optax.huber_loss", "call": "optax.huber_loss(...)", "max_ulps": None, "role": "cause",
-         "texts": ["raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
-                   "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args "
-                   "will become keyword-only soon"]}]  # the real run's texts (report.json team_run.causes)
+        {
+            "site": "train.py:34",
+            "api": "optax.MultiSteps",
+            "call": "optax.MultiSteps(...).init",
+            "max_ulps": None,
+            "role": "cause",
+            "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"],
+        },
+        {
+            "site": "train.py:21",
+            "api": "optax.huber_loss",
+            "call": "optax.huber_loss(...)",
+            "max_ulps": None,
+            "role": "cause",
+            "texts": [
+                "raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
+                "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args will become keyword-only soon",
+            ],
+        },
+    ]  # the real run's texts (report.json team_run.causes)
     report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
     assemble.with_team_run(report, _team("broke", causes))
     scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
@@ -553,16 +684,19 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
     """The real candidate run's traceback showed two frames of optax_gate/recorder/hook.py between the
     team's huber_loss line and the TypeError: a reader took them for the gate's own failure."""
     from optax_gate.gate.report import team_run_section as report_team_run
-    tail = ('Traceback (most recent call last):\n'
-            '  File "/src/team/train.py", line 21, in loss_fn\n'
-            '    return optax.huber_loss(pred, y.astype(jnp.bfloat16), 1.0).mean()\n'
-            '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n'
-            '  File "/x/src/optax_gate/recorder/hook.py", line 196, in wrapper\n'
-            '    return _call(api, kind, fn, args, kwargs, sys._getframe(1))\n'
-            '           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n'
-            '  File "/x/src/optax_gate/recorder/hook.py", line 165, in _call\n'
-            '    return _wrap_result(api, fn(*args, **kwargs))\n'
-            'TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n')
+
+    tail = (
+        "Traceback (most recent call last):\n"
+        '  File "/src/team/train.py", line 21, in loss_fn\n'
+        "    return optax.huber_loss(pred, y.astype(jnp.bfloat16), 1.0).mean()\n"
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        '  File "/x/src/optax_gate/recorder/hook.py", line 196, in wrapper\n'
+        "    return _call(api, kind, fn, args, kwargs, sys._getframe(1))\n"
+        "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        '  File "/x/src/optax_gate/recorder/hook.py", line 165, in _call\n'
+        "    return _wrap_result(api, fn(*args, **kwargs))\n"
+        "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
+    )
     text = "\n".join(report_team_run._tail([{"label": "candidate", "tail": tail, "log": "team-run-candidate.log"}]))
     assert "recorder/hook.py" not in text and "_wrap_result" not in text, text
     assert 'train.py", line 21' in text and "TypeError: huber_loss()" in text
@@ -575,11 +709,13 @@ def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_p
     last judged one). The team's run comes first: when it cannot be verified, no contract runs, the
     gate says so at once (exit 2) and the run judged nothing (report.md keeps the last judged run)."""
     from tests.meta import test_action
+
     fake = test_action.FAKE_PYTHON.replace(
         'else:\n    sys.exit("fake python: unexpected " + " ".join(args))',
-        'else:  # the team\'s command (gate --run): the real interpreter with the tiny optax\n'
+        "else:  # the team's command (gate --run): the real interpreter with the tiny optax\n"
         '    os.environ["PYTHONPATH"] = os.pathsep.join([os.environ.get("PYTHONPATH", ""), site])\n'
-        '    os.execv({python!r}, [{python!r}, *args])')
+        "    os.execv({python!r}, [{python!r}, *args])",
+    )
     monkeypatch.setattr(test_action, "FAKE_PYTHON", fake)
     team = test_action.team_repo(tmp_path)
     proc, outputs = test_action.run_action(tmp_path, team, run="python nope.py")
@@ -594,8 +730,8 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     """The trial's float32 team: its jitted step's params came out 15 ULP apart at the third step (budget 12)
     because JAX's random initialisation differed by 1 ULP; no Optax call differed. The line said only
     "largest error 15.3 ULP" and a reader blamed Optax: it now says the inputs already differed."""
-    two = 2.0 * (1.0 + 2 ** -22)  # 2 ULP
-    far = 1.0 + 2 ** -18  # 32 ULP
+    two = 2.0 * (1.0 + 2**-22)  # 2 ULP
+    far = 1.0 + 2**-18  # 32 ULP
     base = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([1.0]), [_leaf([2.0])])]
     cand = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([two])])]
     result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
@@ -617,8 +753,13 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tool"))
     name = team_run.user_names(tmp_path / "team")
     assert name("train.py:34") == "../team/train.py:34" == f"{usage_files.display_name(tmp_path / 'team' / 'train.py', str(tmp_path / 'tool'))}:34"
-    diff = {"first": {"site": "train.py:34", "call": "x"}, "divergences": [{"site": "train.py:34"}, {"site": "lib/m.py:2"}],
-            "causes": [{"site": "train.py:34"}], "sites": ["train.py:34"], "compared": 3}
+    diff = {
+        "first": {"site": "train.py:34", "call": "x"},
+        "divergences": [{"site": "train.py:34"}, {"site": "lib/m.py:2"}],
+        "causes": [{"site": "train.py:34"}],
+        "sites": ["train.py:34"],
+        "compared": 3,
+    }
     renamed = team_run.renamed(diff, name)
     assert renamed["first"]["site"] == "../team/train.py:34" and renamed["sites"] == ["../team/train.py:34"]
     assert [d["site"] for d in renamed["divergences"]] == ["../team/train.py:34", "../team/lib/m.py:2"]
@@ -637,28 +778,64 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     the surface's note and names the run's line, whose call (``.init``) is not the constructor's line its own
     call sites name (the re-trial could not tie train.py:34 to train.py:33)."""
     from optax_gate.gate.report import your_code_line
+
     note = "breaks: delta is keyword-only in the candidate"
     findings = [
-        {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss", "optax.l2_loss"], "contracts": ["a"],
-         "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
-         "your_code": ["train.py:21", "train.py:18", "nb.ipynb:code cell 2:3"],
-         "your_code_notes": {"train.py:21": note}},
-        {"number": 2, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
-         "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
-                  "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)",
-         "your_code": ["train.py:21"],
-         "your_code_notes": {"train.py:21": note}},
-        {"number": 3, "change": "changed", "api": "optax.MultiSteps", "apis": ["optax.MultiSteps"], "contracts": ["d"],
-         "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter", "your_code": ["train.py:33"]}]
+        {
+            "number": 1,
+            "change": "broken",
+            "api": "optax.huber_loss",
+            "apis": ["optax.huber_loss", "optax.l2_loss"],
+            "contracts": ["a"],
+            "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
+            "your_code": ["train.py:21", "train.py:18", "nb.ipynb:code cell 2:3"],
+            "your_code_notes": {"train.py:21": note},
+        },
+        {
+            "number": 2,
+            "change": "broken",
+            "api": "optax.huber_loss",
+            "apis": ["optax.huber_loss"],
+            "contracts": ["c"],
+            "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
+            "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)",
+            "your_code": ["train.py:21"],
+            "your_code_notes": {"train.py:21": note},
+        },
+        {
+            "number": 3,
+            "change": "changed",
+            "api": "optax.MultiSteps",
+            "apis": ["optax.MultiSteps"],
+            "contracts": ["d"],
+            "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter",
+            "your_code": ["train.py:33"],
+        },
+    ]
     full = {"phase": "run", "occurrence": 1, "kinds": ["dtype"], "budget_ulps": 4, "side": "both"}
     causes = [
-        {"site": "train.py:34", "api": "optax.MultiSteps", "call": "optax.MultiSteps(...).init", "max_ulps": None, "role": "cause",
-         "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"], **full},
-        {"site": "train.py:21", "api": "optax.huber_loss", "call": "optax.huber_loss(...)", "max_ulps": None, "role": "cause",
-         "texts": ["raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
-                   "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args "
-                   "will become keyword-only soon"],
-         **full}]
+        {
+            "site": "train.py:34",
+            "api": "optax.MultiSteps",
+            "call": "optax.MultiSteps(...).init",
+            "max_ulps": None,
+            "role": "cause",
+            "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"],
+            **full,
+        },
+        {
+            "site": "train.py:21",
+            "api": "optax.huber_loss",
+            "call": "optax.huber_loss(...)",
+            "max_ulps": None,
+            "role": "cause",
+            "texts": [
+                "raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
+                "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args will become keyword-only soon",
+            ],
+            **full,
+        },
+    ]
     for f in findings:
         f["text"] = f["cause"]
     report = {**_report("optax.adam"), "findings": findings}
@@ -676,9 +853,10 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     # the third trial: a line the run reaches without a difference, and one it does not reach, said so too
     assert "`train.py:18` (your run calls it here and computes the same, up to its failure)" in line, line  # no line named
     assert "`nb.ipynb:code cell 2:3` (your run does not reach this line)" in line, line
+
     def fresh(f):
-        return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")},
-                "your_code_notes": {"train.py:21": note}}
+        return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")}, "your_code_notes": {"train.py:21": note}}
+
     old = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
     assemble.with_team_run(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
     moved = next(f for f in old["findings"] if f["scope"] == "elsewhere")
@@ -702,13 +880,28 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     (``../../tmp/team/train.py:21``) while --usage named the same file ``team/train.py:21``, so no call site
     of a finding matched a line of the run. The recorded run's names are made anew from this folder."""
     from optax_gate.gate.inputs.typed_path import INVOKED_FROM
+
     (tmp_path / "project").mkdir()
-    cause = {"site": "../team/train.py:21", "api": "optax.huber_loss", "call": "optax.huber_loss(...)", "phase": "run",
-             "occurrence": 1, "kinds": ["exception"], "texts": ["raises TypeError"], "max_ulps": None, "budget_ulps": 4,
-             "role": "cause", "side": "both"}
-    team = {**_team("broke", [cause]), "raised_at": "../team/train.py:21", "named_from": str(tmp_path / "project"),
-            "called": ["../team/train.py:9", "../team/train.py:21"],
-            "reason": "your run fails in the candidate (exit 1: TypeError: x, raised at ../team/train.py:21)"}
+    cause = {
+        "site": "../team/train.py:21",
+        "api": "optax.huber_loss",
+        "call": "optax.huber_loss(...)",
+        "phase": "run",
+        "occurrence": 1,
+        "kinds": ["exception"],
+        "texts": ["raises TypeError"],
+        "max_ulps": None,
+        "budget_ulps": 4,
+        "role": "cause",
+        "side": "both",
+    }
+    team = {
+        **_team("broke", [cause]),
+        "raised_at": "../team/train.py:21",
+        "named_from": str(tmp_path / "project"),
+        "called": ["../team/train.py:9", "../team/train.py:21"],
+        "reason": "your run fails in the candidate (exit 1: TypeError: x, raised at ../team/train.py:21)",
+    }
     monkeypatch.setenv(INVOKED_FROM, str(tmp_path))
     named = reused._named_here(team)
     assert named["sites"] == ["team/train.py:21"] and named["causes"][0]["site"] == "team/train.py:21"
@@ -719,9 +912,20 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     assert reused._named_here(team) == team  # from the gate's own folder: as recorded
     # the gate records the folder its names are relative to (a run of recorded traces, the command not run)
     event = {**_call("train.py:3", "optax.sgd", "optax.sgd(...).update", _leaf([1.0])), "phase": "update"}
-    monkeypatch.setattr(team_run, "run_once", lambda spec, python, label, folder: {
-        "label": label, "exit": 0, "timed_out": False, "error": "", "tail": "", "seconds": 0.1, "log": "x.log",
-        "trace": _trace(tmp_path / "traces" / label, [event]).name})
+    monkeypatch.setattr(
+        team_run,
+        "run_once",
+        lambda spec, python, label, folder: {
+            "label": label,
+            "exit": 0,
+            "timed_out": False,
+            "error": "",
+            "tail": "",
+            "seconds": 0.1,
+            "log": "x.log",
+            "trace": _trace(tmp_path / "traces" / label, [event]).name,
+        },
+    )
     monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
     spec = team_run.RunSpec("python train.py", tmp_path / "team", 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=team_run.user_names(tmp_path / "team"))
@@ -741,12 +945,16 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     said = []
     (team_dir / "data").mkdir()
     (team_dir / "data" / "old.txt").write_text("old")
-    spec = team_run.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; "
-                            "echo y > keep.txt; rm -r data", team_dir, 60)
+    spec = team_run.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data", team_dir, 60)
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
     assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
-    assert result["wrote"] == {"files": ["data/old.txt", "keep.txt", "new/deep/n.txt", "out.txt"], "count": 4,
-                               "existed": ["data/old.txt", "keep.txt"], "kept": ["team-run-baseline-files"], "not_restored": []}, result.get("wrote")
+    assert result["wrote"] == {
+        "files": ["data/old.txt", "keep.txt", "new/deep/n.txt", "out.txt"],
+        "count": 4,
+        "existed": ["data/old.txt", "keep.txt"],
+        "kept": ["team-run-baseline-files"],
+        "not_restored": [],
+    }, result.get("wrote")
     assert (team_dir / "data" / "old.txt").read_text() == "old"  # deleted with its folder, put back
     assert (team_dir / "keep.txt").read_text() == "mine" and (team_dir / "keep.txt").stat().st_mtime_ns == 1_000_000_000
     assert sorted(p.name for p in team_dir.iterdir()) == [".git", "data", "keep.txt"]  # out.txt and new/ are gone from the folder
@@ -755,9 +963,11 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     assert (kept / "out.txt").read_text() == "run\n" and (kept / "keep.txt").read_text() == "y\n"
     assert (kept / "new" / "deep" / "n.txt").read_text() == "n\n"
     assert not (tmp_path / "out" / "team-run-before").exists()  # the copies are removed once the runs are settled
-    assert any("wrote 4 file(s)" in s and "data/old.txt, keep.txt, new/deep/n.txt, …" in s and "it is so again" in s
-               and "team-run-baseline-files" in s for s in said), said
+    assert any(
+        "wrote 4 file(s)" in s and "data/old.txt, keep.txt, new/deep/n.txt, …" in s and "it is so again" in s and "team-run-baseline-files" in s for s in said
+    ), said
     from optax_gate.gate.report import team_run_section
+
     text = "\n".join(team_run_section.section({"team_run": result}))
     assert "Your command wrote 4 file(s) in" in text and "`data/old.txt`, `keep.txt`, `new/deep/n.txt`, `out.txt`" in text, text
     assert "the gate put it back after each: your own files are as they were" in text, text
@@ -780,9 +990,19 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
         (team_dir / "ckpt.npz").write_text(label)
         if label == interrupt_at:
             raise KeyboardInterrupt
-        return {"label": label, "exit": 0, "timed_out": False, "error": "", "tail": "", "seconds": 0.1, "log": "x.log",
-                "trace": _trace(tmp_path / traces / label, [{**_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf,
-                                                                       inputs=[leaf]), "phase": "call"}]).name}
+        return {
+            "label": label,
+            "exit": 0,
+            "timed_out": False,
+            "error": "",
+            "tail": "",
+            "seconds": 0.1,
+            "log": "x.log",
+            "trace": _trace(
+                tmp_path / traces / label, [{**_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf, inputs=[leaf]), "phase": "call"}]
+            ).name,
+        }
+
     monkeypatch.setattr(team_run, "run_once", run_once)
     monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
     return team_run.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
@@ -811,6 +1031,7 @@ def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_tea
     assert "(within the budget)" not in result["reason"], result["reason"]
     assert result["wrote"]["not_restored"] == ["ckpt.npz"] and (team_dir / "ckpt.npz").read_text() == "baseline-repeat"
     from optax_gate.gate.report import team_run_section
+
     text = "\n".join(team_run_section.section({"team_run": result}))
     assert "except 1 file(s) too large to keep a copy of (`ckpt.npz`): they hold the last run's output now" in text, text
 
@@ -830,13 +1051,16 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
     while importing test module '…/data_test.py'.;" — pytest's own summary — while the cause, on pytest's
     ``E   ModuleNotFoundError: No module named 'grain'`` line, was only in the log; and the report said the
     command was "traced in both environments" though only the baseline ran."""
-    tail = ("ImportError while importing test module '/team/tests/data_test.py'.\nHint: make sure your test modules\n"
-            "Traceback:\ntests/data_test.py:3: in <module>\n    import grain\nE   ModuleNotFoundError: No module named 'grain'\n"
-            "=========================== short test summary info ============================\n"
-            "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n")
+    tail = (
+        "ImportError while importing test module '/team/tests/data_test.py'.\nHint: make sure your test modules\n"
+        "Traceback:\ntests/data_test.py:3: in <module>\n    import grain\nE   ModuleNotFoundError: No module named 'grain'\n"
+        "=========================== short test summary info ============================\n"
+        "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
+    )
     row = {"label": "baseline", "exit": 1, "error": "", "tail": tail, "seconds": 2.0}
     assert team_run._why(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
     from optax_gate.gate.report import team_run_section
+
     team = {**_team("not-verified"), "reason": f"the team's run fails in the baseline ({team_run._why(row)})", "runs": [row]}
     text = "\n".join(team_run_section.section({"team_run": team}))
     assert "traced in the baseline only (the gate stopped there)" in text and "both environments" not in text, text
@@ -847,19 +1071,38 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     failed on "2 API surface findings broken" while the finding holding that surface row (joined to the
     contracts of the same cause) was listed under "Optax changed elsewhere … do not set the verdict". It is
     now the team's, and the verdict names the line, which the run does not reach."""
-    finding = {"number": 1, "change": "broken", "api": "optax.huber_loss", "apis": ["optax.huber_loss"], "contracts": ["c"],
-               "cause": "delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0",
-               "text": "x", "your_code": ["train.py:11", "train.py:20"],
-               "your_code_notes": {"train.py:11": "breaks: delta is keyword-only in the candidate", "train.py:20": "passes delta by keyword"},
-               "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}, {"section": "surface", "change": "broken", "cause": "y", "contracts": 0, "names": ["optax.huber_loss"]}]}
-    other = {"number": 2, "change": "broken", "api": "optax.sgd", "apis": ["optax.sgd"], "contracts": ["d"], "cause": "y",
-             "text": "y", "your_code": []}  # elsewhere: the verdict's count then says where it counted
+    finding = {
+        "number": 1,
+        "change": "broken",
+        "api": "optax.huber_loss",
+        "apis": ["optax.huber_loss"],
+        "contracts": ["c"],
+        "cause": "delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0",
+        "text": "x",
+        "your_code": ["train.py:11", "train.py:20"],
+        "your_code_notes": {"train.py:11": "breaks: delta is keyword-only in the candidate", "train.py:20": "passes delta by keyword"},
+        "parts": [
+            {"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []},
+            {"section": "surface", "change": "broken", "cause": "y", "contracts": 0, "names": ["optax.huber_loss"]},
+        ],
+    }
+    other = {
+        "number": 2,
+        "change": "broken",
+        "api": "optax.sgd",
+        "apis": ["optax.sgd"],
+        "contracts": ["d"],
+        "cause": "y",
+        "text": "y",
+        "your_code": [],
+    }  # elsewhere: the verdict's count then says where it counted
     report = {**_report("optax.adam"), "findings": [dict(finding), other]}
     assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     f = report["findings"][0]
     assert f["scope"] == "yours" and f["breaks_unreached"] == ["train.py:11"], f
     assert report["verdict"] == "fail" and report["reasons"][0].startswith(
-        "1 contract(s) broken at lines of your code that your run does not reach: 1 in F1 (breaks train.py:11)"), report["reasons"]
+        "1 contract(s) broken at lines of your code that your run does not reach: 1 in F1 (breaks train.py:11)"
+    ), report["reasons"]
     assert "where your code goes" not in report["reasons"][0]  # the sixth trial: it read as a contradiction
     _validates(report)
     alone = {**finding, "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}]}  # no surface part: the run decides
@@ -874,18 +1117,24 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     computes the same" at the optimizer's line. It now says so up to the failure, and a line the candidate's
     run never reached says that."""
     from optax_gate.gate.report import your_code_line
-    finding = {"number": 1, "change": "changed", "api": "optax.adamw", "apis": ["optax.adamw"], "contracts": ["n"],
-               "cause": "fewer non-finite outputs when a parameter is NaN", "text": "x", "your_code": ["train.py:33", "train.py:39"]}
+
+    finding = {
+        "number": 1,
+        "change": "changed",
+        "api": "optax.adamw",
+        "apis": ["optax.adamw"],
+        "contracts": ["n"],
+        "cause": "fewer non-finite outputs when a parameter is NaN",
+        "text": "x",
+        "your_code": ["train.py:33", "train.py:39"],
+    }
     report = {**_report("optax.adam"), "findings": [finding]}
-    team = {**_team("broke"), "raised_at": "train.py:21", "called": ["train.py:21", "train.py:33", "train.py:39"],
-            "not_in_candidate": ["train.py:39"]}
+    team = {**_team("broke"), "raised_at": "train.py:21", "called": ["train.py:21", "train.py:33", "train.py:39"], "not_in_candidate": ["train.py:39"]}
     assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
-
-
 
 
 def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
@@ -897,8 +1146,9 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     evidence.mkdir(parents=True)
     cache.mkdir()
     (cache / "entry").write_text("old")
-    spec = team_run.RunSpec("echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log", team_dir, 60,
-                            not_watched=(team_dir / "reports", cache))
+    spec = team_run.RunSpec(
+        "echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log", team_dir, 60, not_watched=(team_dir / "reports", cache)
+    )
     result = team_run.run(spec, (Path(sys.executable),) * 2, evidence)
     assert result["wrote"]["files"] == ["out.txt"], result["wrote"]
     assert (evidence / "team-run-baseline.log").exists() and (evidence / "team-run-baseline").is_dir()
@@ -912,14 +1162,35 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     params came out bit for bit the same (checked on both versions): only the accumulator's dtype changed.
     The verdict and "Your code" now say so, and name the lines that compute bit for bit the same."""
     from optax_gate.gate.report import team_run_section
-    init = {"site": "train.py:23", "call": "optax.MultiSteps(...).init", "api": "optax.MultiSteps", "phase": "call",
-            "occurrence": 1, "role": "cause", "side": "both", "kinds": ["dtype"], "max_ulps": 0.0, "budget_ulps": 4,
-            "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"]}
-    update = {**init, "site": "train.py:27", "call": "optax.MultiSteps(...).update", "role": "consequence",
-              "kinds": ["arguments", "dtype"], "texts": ["argument 2 leaf 7: bfloat16[4] → float32[4]"]}
-    team = {**_team("diverged", [init]), "divergences": [init, update], "differing": 2,
-            "called": ["train.py:21", "train.py:22", "train.py:23", "train.py:27", "train.py:28"],
-            "within_budget": {"calls": 0, "max_ulps": 0.0, "sites": []}}
+
+    init = {
+        "site": "train.py:23",
+        "call": "optax.MultiSteps(...).init",
+        "api": "optax.MultiSteps",
+        "phase": "call",
+        "occurrence": 1,
+        "role": "cause",
+        "side": "both",
+        "kinds": ["dtype"],
+        "max_ulps": 0.0,
+        "budget_ulps": 4,
+        "texts": ["result.acc_grads['b']: dtype bfloat16 → float32"],
+    }
+    update = {
+        **init,
+        "site": "train.py:27",
+        "call": "optax.MultiSteps(...).update",
+        "role": "consequence",
+        "kinds": ["arguments", "dtype"],
+        "texts": ["argument 2 leaf 7: bfloat16[4] → float32[4]"],
+    }
+    team = {
+        **_team("diverged", [init]),
+        "divergences": [init, update],
+        "differing": 2,
+        "called": ["train.py:21", "train.py:22", "train.py:23", "train.py:27", "train.py:28"],
+        "within_budget": {"calls": 0, "max_ulps": 0.0, "sites": []},
+    }
     report = assemble.with_team_run(_report("optax.MultiSteps"), dict(team))
     assert report["verdict"] == "fail"  # the state's memory and its checkpoint change: still the team's to know
     assert report["reasons"][0].endswith("; in dtypes only: every value your run computes is the same"), report["reasons"]
@@ -945,13 +1216,18 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     report now says the difference is born before any Optax call (the first call that gives other results
     already gets other inputs), and how far the results the team keeps differ."""
     from optax_gate.gate.report import team_run_section
-    one = 1.0 + 2 ** -22  # 2 ULP above 1.0 in float32
-    base = [_call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
-            _call("train.py:27", "optax.adamw", "update", _leaf([2.0]), [_leaf([1.0])]),
-            _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])])]
-    cand = [_call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
-            _call("train.py:27", "optax.adamw", "update", _leaf([2.0 * (1 + 2 ** -21)]), [_leaf([one])]),
-            _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0 * one]), [_leaf([2.0])])]
+
+    one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
+    base = [
+        _call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
+        _call("train.py:27", "optax.adamw", "update", _leaf([2.0]), [_leaf([1.0])]),
+        _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
+    ]
+    cand = [
+        _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
+        _call("train.py:27", "optax.adamw", "update", _leaf([2.0 * (1 + 2**-21)]), [_leaf([one])]),
+        _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0 * one]), [_leaf([2.0])]),
+    ]
     result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
     within = result["within_budget"]
     assert result["differing"] == 0 and within["calls"] == 3, result
@@ -973,11 +1249,19 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
     for bit"; a bit-identical line keeps "computes the same"."""
     from optax_gate.gate.report import your_code_line
-    finding = {"number": 1, "change": "broken", "api": "optax.l2_loss", "apis": ["optax.l2_loss"], "contracts": ["c"],
-               "cause": "input checks now raise TypeError", "text": "x", "your_code": ["train.py:18", "train.py:20"]}
+
+    finding = {
+        "number": 1,
+        "change": "broken",
+        "api": "optax.l2_loss",
+        "apis": ["optax.l2_loss"],
+        "contracts": ["c"],
+        "cause": "input checks now raise TypeError",
+        "text": "x",
+        "your_code": ["train.py:18", "train.py:20"],
+    }
     report = {**_report("optax.adam"), "findings": [finding]}
-    team = {**_team("same"), "called": ["train.py:18", "train.py:20"],
-            "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
+    team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
     assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])

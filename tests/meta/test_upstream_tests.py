@@ -20,20 +20,20 @@ from optax_gate.gate.report import upstream_section
 pytestmark = pytest.mark.timeout(300)
 
 _ALPHA = {
-    "baseline": '''
+    "baseline": """
         def scale(x):
             return 2 * x
 
         def gone_fn():
             return 1
-        ''',
-    "candidate": '''
+        """,
+    "candidate": """
         def scale(x, *, offset=0):
             return 3 * x + offset
-        ''',
+        """,
 }
 _ALPHA_TEST = {
-    "baseline": '''
+    "baseline": """
         import unittest
         from optax import alpha
 
@@ -52,8 +52,8 @@ _ALPHA_TEST = {
 
         def test_helper():
             from optax import test_helpers_only_here  # noqa: F401
-        ''',
-    "candidate": '''
+        """,
+    "candidate": """
         from optax import alpha
         from optax import test_utils
 
@@ -62,7 +62,7 @@ _ALPHA_TEST = {
 
         def test_with_the_candidates_helper():
             assert test_utils.twice(2) == 4
-        ''',
+        """,
 }
 
 
@@ -84,10 +84,12 @@ def section(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cross")
     sites = {side: _site(tmp, side) for side in ("baseline", "candidate")}
     py = Path(sys.executable)
-    return up.cross_run(sites, {"baseline": py, "candidate": py},
-                        up.CrossRunOptions(tmp / "cache", timeout=300, workers=1,
-                                           extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()}),
-                        say=lambda _: None)
+    return up.cross_run(
+        sites,
+        {"baseline": py, "candidate": py},
+        up.CrossRunOptions(tmp / "cache", timeout=300, workers=1, extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()}),
+        say=lambda _: None,
+    )
 
 
 def _failures(section, label):
@@ -106,8 +108,7 @@ def test_baseline_tests_in_the_candidate(section):
     assert (f["test_scale_doubles"]["kind"], f["test_scale_doubles"]["change"]) == (failures.BEHAVIOUR, "changed")
     assert f["test_scale_doubles"]["subject"] == "optax.alpha.scale"  # the API the test's name spells
     assert f["test_scale_doubles"]["test"] == "alpha_test.py::ScaleTest::test_scale_doubles"
-    assert (f["test_gone_fn"]["kind"], f["test_gone_fn"]["change"], f["test_gone_fn"]["subject"]) == (
-        failures.API, "gone", "optax.alpha.gone_fn")
+    assert (f["test_gone_fn"]["kind"], f["test_gone_fn"]["change"], f["test_gone_fn"]["subject"]) == (failures.API, "gone", "optax.alpha.gone_fn")
     assert f["test_helper"]["kind"] == failures.INFRA  # a test helper missing: could not tell
     assert f["test_flaky_everywhere"]["kind"] == failures.INFRA  # fails in its own environment too (the control run)
     assert "own environment" in f["test_flaky_everywhere"]["subject"]
@@ -135,21 +136,23 @@ def test_the_section_joins_the_report_without_touching_the_verdict(section):
     assert "do not change the verdict" in report["notes"][0]
 
 
-@pytest.mark.parametrize(("text", "side", "want"), [
-    ("ImportError: cannot import name 'tree_norm' from 'optax.tree_utils'", "baseline", (failures.API, "gone")),
-    ("AttributeError: module 'optax.contrib' has no attribute 'galore'", "candidate", (failures.API, "new")),
-    ("ModuleNotFoundError: No module named 'optax.monte_carlo'", "baseline", (failures.API, "gone")),
-    ("TypeError: huber_loss() got an unexpected keyword argument 'delta'", "candidate", (failures.API, "new")),
-    ("ModuleNotFoundError: No module named 'chex'", "baseline", (failures.INFRA, "")),
-    ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (failures.INFRA, "")),
-    ("fixture 'mocker' not found", "baseline", (failures.INFRA, "")),
-    # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
-    ("ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?",
-     "candidate", (failures.INFRA, "")),
-    ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (failures.INFRA, "")),
-    ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (failures.API, "new")),
-    ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (failures.BEHAVIOUR, "changed")),
-])
+@pytest.mark.parametrize(
+    ("text", "side", "want"),
+    [
+        ("ImportError: cannot import name 'tree_norm' from 'optax.tree_utils'", "baseline", (failures.API, "gone")),
+        ("AttributeError: module 'optax.contrib' has no attribute 'galore'", "candidate", (failures.API, "new")),
+        ("ModuleNotFoundError: No module named 'optax.monte_carlo'", "baseline", (failures.API, "gone")),
+        ("TypeError: huber_loss() got an unexpected keyword argument 'delta'", "candidate", (failures.API, "new")),
+        ("ModuleNotFoundError: No module named 'chex'", "baseline", (failures.INFRA, "")),
+        ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (failures.INFRA, "")),
+        ("fixture 'mocker' not found", "baseline", (failures.INFRA, "")),
+        # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
+        ("ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?", "candidate", (failures.INFRA, "")),
+        ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (failures.INFRA, "")),
+        ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (failures.API, "new")),
+        ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (failures.BEHAVIOUR, "changed")),
+    ],
+)
 def test_classify(text, side, want):
     f = failures.classify(failures.Failure("m_test.py::T::test", text), side)
     assert (f.kind, f.change) == want
@@ -195,15 +198,16 @@ def test_the_overlay_is_found_from_the_temporary_folder():
 
 
 _GAMMA = {"baseline": "def kept():\n    return 1\n", "candidate": "def kept():\n    return 2\n\ndef only_new():\n    return 3\n"}
-_MARK = '''
+_MARK = """
 import os
 
 def _mark(what):
     with open(os.environ["XRUN_MARKS"], "a", encoding="utf-8") as f:
         f.write(what + "\\n")
-'''
+"""
 _GAMMA_TEST = {
-    "baseline": _MARK + '''
+    "baseline": _MARK
+    + """
 from optax import gamma
 
 def test_passes_everywhere():
@@ -212,15 +216,17 @@ def test_passes_everywhere():
 def test_kept():
     _mark("kept")
     assert gamma.kept() == 1
-''',
+""",
     # fails to collect in the baseline (a name new in the candidate); collects at home
-    "candidate": '''
+    "candidate": """
 from optax.gamma import only_new
-''' + _MARK + '''
+"""
+    + _MARK
+    + """
 def test_only_new():
     _mark("only_new ran")
     assert only_new() == 3
-''',
+""",
 }
 #: fails to collect on both sides: its control (collecting at home) fails too
 _DELTA_TEST = "from optax.delta import nowhere  # noqa: F401\n\ndef test_nowhere():\n    pass\n"
@@ -245,14 +251,16 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
         sites[side] = tmp_path / side
     marks = tmp_path / "marks.txt"
     py = Path(sys.executable)
-    section = up.cross_run(sites, {"baseline": py, "candidate": py},
-                           up.CrossRunOptions(tmp_path / "cache", timeout=300, workers=1,
-                                              extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)}
-                                                         for side, site in sites.items()}),
-                           say=lambda _: None)
+    section = up.cross_run(
+        sites,
+        {"baseline": py, "candidate": py},
+        up.CrossRunOptions(
+            tmp_path / "cache", timeout=300, workers=1, extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)} for side, site in sites.items()}
+        ),
+        say=lambda _: None,
+    )
     base, cand = section["directions"]
-    assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [
-        ("gamma_test.py::test_kept", failures.BEHAVIOUR, "changed")]
+    assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [("gamma_test.py::test_kept", failures.BEHAVIOUR, "changed")]
     got = {f["test"]: (f["kind"], f["change"], f["subject"]) for f in cand["failures"]}
     assert got["gamma_test.py"] == (failures.API, "new", "optax.gamma.only_new")  # it collects at home: still new
     assert got["delta_test.py"][0] == failures.INFRA and "own environment" in got["delta_test.py"][2]

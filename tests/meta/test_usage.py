@@ -22,32 +22,39 @@ TEAM = Path(__file__).parent / "fake_team"
 EXPECTED = {
     ("optax.clip", "parameter-removed", "broken"): [
         "train.py:8: calls optax.clip with 2 positional arguments; max_norm was removed in the candidate → TypeError "
-        "(takes 1 positional argument(s) but 2 were given)"],
+        "(takes 1 positional argument(s) but 2 were given)"
+    ],
     # breaks only because delta is passed positionally; line 10 passes it by keyword and is unaffected
     ("optax.losses.loss", "keyword-only", "broken"): [
         "train.py:9: calls optax.losses.loss with 3 positional arguments; delta is keyword-only in the candidate → TypeError "
         "(takes 2 positional argument(s) but 3 were given; delta, axis keyword-only)",
-        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; passes delta by keyword, unaffected"],
+        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; passes delta by keyword, unaffected",
+    ],
     ("optax.losses.loss", "keyword-only", "changed"): [
         "train.py:9: calls optax.losses.loss with 3 positional arguments; does not pass axis, unaffected",
-        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; does not pass axis, unaffected"],
-    ("optax.scale", "default-changed", "changed"): [
-        "train.py:7: calls optax.scale without momentum; relies on its default: momentum=0.9 → momentum=0.95"],
+        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; does not pass axis, unaffected",
+    ],
+    ("optax.scale", "default-changed", "changed"): ["train.py:7: calls optax.scale without momentum; relies on its default: momentum=0.9 → momentum=0.95"],
     ("optax.gone", "removed", "broken"): [
         "teamlib/model.py:4: imports optax.gone; removed in the candidate → ImportError",
-        "teamlib/model.py:8: calls optax.gone; removed in the candidate → AttributeError"],
+        "teamlib/model.py:8: calls optax.gone; removed in the candidate → AttributeError",
+    ],
     ("optax.swap", "parameter-reordered", "broken"): [
         "teamlib/model.py:8: calls optax.swap with 2 positional arguments; parameters reordered (a, b → b, a) → "
         "argument 1 binds to b instead of a; argument 2 binds to a instead of b (silently)",
-        "teamlib/model.py:8: calls optax.swap with 0 positional arguments and keywords a, b; unaffected"],
+        "teamlib/model.py:8: calls optax.swap with 0 positional arguments and keywords a, b; unaffected",
+    ],
     ("optax.State.step", "keyword-only", "broken"): [
         "teamlib/model.py:12: calls optax.State.step with 2 positional arguments; lr is keyword-only in the candidate → "
-        "TypeError (takes 1 positional argument(s) but 2 were given; lr keyword-only)"],
+        "TypeError (takes 1 positional argument(s) but 2 were given; lr keyword-only)"
+    ],
     ("optax.needs", "new-required-parameter", "broken"): [
         "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):2: calls optax.needs with 1 positional argument; y is a new required parameter "
-        "in the candidate → TypeError (missing required argument(s): y)"],
+        "in the candidate → TypeError (missing required argument(s): y)"
+    ],
     ("optax.mover", "moved", "broken"): [
-        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):3: calls optax.mover; moved in the candidate (now optax.contrib.mover) → AttributeError"],
+        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):3: calls optax.mover; moved in the candidate (now optax.contrib.mover) → AttributeError"
+    ],
 }
 
 
@@ -89,13 +96,16 @@ def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports(
     assert ("notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):1", "jax.numpy.ones", 1, ()) in calls  # magic line blanked, cells share imports
 
 
-@pytest.mark.parametrize("params, positional, keywords, error", [
-    ((surface.Param("a", surface.POSITIONAL),), 2, (), "takes 1 positional argument(s) but 2 were given"),
-    ((surface.Param("a", surface.POSITIONAL),), 0, ("b",), "got an unexpected keyword argument 'b'"),
-    ((surface.Param("a", surface.POSITIONAL_ONLY),), 0, ("a",), "'a' is positional-only"),
-    ((surface.Param("a", surface.POSITIONAL), surface.Param("k", surface.VAR_KEYWORD)), 1, ("b",), ""),
-    ((surface.Param("a", surface.POSITIONAL), surface.Param("r", surface.VAR_POSITIONAL)), 3, (), ""),
-])
+@pytest.mark.parametrize(
+    "params, positional, keywords, error",
+    [
+        ((surface.Param("a", surface.POSITIONAL),), 2, (), "takes 1 positional argument(s) but 2 were given"),
+        ((surface.Param("a", surface.POSITIONAL),), 0, ("b",), "got an unexpected keyword argument 'b'"),
+        ((surface.Param("a", surface.POSITIONAL_ONLY),), 0, ("a",), "'a' is positional-only"),
+        ((surface.Param("a", surface.POSITIONAL), surface.Param("k", surface.VAR_KEYWORD)), 1, ("b",), ""),
+        ((surface.Param("a", surface.POSITIONAL), surface.Param("r", surface.VAR_POSITIONAL)), 3, (), ""),
+    ],
+)
 def test_bind_follows_python(params, positional, keywords, error):
     assert binding.bind(params, positional, keywords)[1] == error
 
@@ -108,11 +118,21 @@ def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_una
 
     old = (Param("opt", POSITIONAL), Param("every_k_schedule", POSITIONAL))
     new = (*old, Param("accumulator_dtype", POSITIONAL, "jnp.float32"))
-    row = {"change": "parameter-added", "param": "accumulator_dtype", "old": "—", "new": "accumulator_dtype=jnp.float32",
-           "uses": [], "sites": [], "breaks": False}
+    row = {
+        "change": "parameter-added",
+        "param": "accumulator_dtype",
+        "old": "—",
+        "new": "accumulator_dtype=jnp.float32",
+        "uses": [],
+        "sites": [],
+        "breaks": False,
+    }
     binding._judge_call(usage.Use("train.py:33", "optax.MultiSteps", "call", 1, ("every_k_schedule",)), row, old, new)
-    assert row["uses"] == ["train.py:33: calls optax.MultiSteps with 1 positional argument and keywords every_k_schedule; "
-                           "does not pass accumulator_dtype: gets its default in the candidate (accumulator_dtype=jnp.float32)"]
-    assert row["sites"] == [{"where": "train.py:33", "verdict": "affected",
-                             "note": "does not pass accumulator_dtype: gets its new default accumulator_dtype=jnp.float32"}]
+    assert row["uses"] == [
+        "train.py:33: calls optax.MultiSteps with 1 positional argument and keywords every_k_schedule; "
+        "does not pass accumulator_dtype: gets its default in the candidate (accumulator_dtype=jnp.float32)"
+    ]
+    assert row["sites"] == [
+        {"where": "train.py:33", "verdict": "affected", "note": "does not pass accumulator_dtype: gets its new default accumulator_dtype=jnp.float32"}
+    ]
     assert not row["breaks"]

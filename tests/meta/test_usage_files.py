@@ -35,8 +35,9 @@ def bad_tree(root: Path, monkeypatch) -> Path:
     (team / "pkg").mkdir(parents=True)
     (team / "train.py").write_text("import optax\n\ntx = optax.clip(g, 1.0)\n")  # scanned: breaks (clip lost max_norm)
     (team / "pkg" / "ok.ipynb").write_text(_notebook("import optax\n", "optax.scale(1e-3)\n"))
-    (team / "pkg" / "shell.ipynb").write_text(_notebook("import optax\nif colab:\n    !pip install x\nfiles = !ls\n%%time\n",
-                                                        "%%time\noptax.needs(1)\n"))  # shell lines and %%time: Python
+    (team / "pkg" / "shell.ipynb").write_text(
+        _notebook("import optax\nif colab:\n    !pip install x\nfiles = !ls\n%%time\n", "%%time\noptax.needs(1)\n")
+    )  # shell lines and %%time: Python
     (team / "broken.py").write_text("import optax\n\ndef f(:\n    optax.renamed_clip(t, 1.0)\n")
     (team / "latin.py").write_bytes(b"import optax\nname = '\xe9t\xe9'\n")  # latin-1 bytes, no coding cookie
     (team / "comment.py").write_bytes(b"# caf\xe9\nimport optax\n")  # latin-1 on line 1: tokenize's coding-cookie check
@@ -55,6 +56,7 @@ def bad_tree(root: Path, monkeypatch) -> Path:
             if self.name == "secret.py":
                 raise PermissionError(13, "Permission denied", str(self))
             return real(self)
+
         monkeypatch.setattr(Path, "read_bytes", read_bytes)
     return team
 
@@ -83,10 +85,12 @@ def test_every_file_is_scanned_or_listed_with_its_reason(team):
     scan = usage.scan([team], base=team)
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
     assert (scan.found, scan.scanned) == (12, 4)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb, empty.ipynb; cells.ipynb only in part
-    assert {u.where for u in scan.uses if u.how == "call"} == {"train.py:3", "pkg/ok.ipynb:code cell 2 (cell 2 of the notebook):1",
-                                                                  "pkg/shell.ipynb:code cell 2 (cell 2 of the notebook):2"}
-    assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [
-        {"path": k, "reason": v} for k, v in sorted(EXPECTED.items())]
+    assert {u.where for u in scan.uses if u.how == "call"} == {
+        "train.py:3",
+        "pkg/ok.ipynb:code cell 2 (cell 2 of the notebook):1",
+        "pkg/shell.ipynb:code cell 2 (cell 2 of the notebook):2",
+    }
+    assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [{"path": k, "reason": v} for k, v in sorted(EXPECTED.items())]
 
 
 @pytest.mark.skipif(AS_ROOT, reason="root lists a mode-000 folder anyway; the file case above covers the refusal")
@@ -137,28 +141,35 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_compare import record
+
     base, cand = record(golden_a="passed"), record(golden_a="passed")
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team))))
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
         "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
-        "0 API surface change(s) read cannot-tell (see Your code)"]  # no environments here: the surface was not compared
+        "0 API surface change(s) read cannot-tell (see Your code)"
+    ]  # no environments here: the surface was not compared
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))
 
 
 def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path):
     from tests.meta.test_beyond_contracts import NEW_LOCK, OLD_LOCK
+
     (tmp_path / "old.txt").write_text(OLD_LOCK)
     (tmp_path / "new.txt").write_text(NEW_LOCK)
     team = tmp_path / "team"
     team.mkdir()
     (team / "broken.py").write_text("import chex\n\ndef f(:\n")  # chex: removed in NEW_LOCK
-    section = unseen.dependencies_section({"lock_file": str(tmp_path / "old.txt")}, {"lock_file": str(tmp_path / "new.txt")},
-                                          None, None, usage.scan([team], base=team))
+    section = unseen.dependencies_section(
+        {"lock_file": str(tmp_path / "old.txt")}, {"lock_file": str(tmp_path / "new.txt")}, None, None, usage.scan([team], base=team)
+    )
     assert {r["name"]: (r["verdict"], r.get("not_scanned")) for r in section["rows"]} == {
-        "chex": ("cannot-tell", ["broken.py"]), "jax": ("changed", None), "numpy": ("changed", None),
-        "ml-dtypes": ("changed", None)}
+        "chex": ("cannot-tell", ["broken.py"]),
+        "jax": ("changed", None),
+        "numpy": ("changed", None),
+        "ml-dtypes": ("changed", None),
+    }
 
 
 def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both_ways(tmp_path):
@@ -167,14 +178,15 @@ def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both
     place among all cells: "cell 3" alone counted the markdown cell before it."""
     team = tmp_path / "team"
     team.mkdir()
-    cells = [{"cell_type": "markdown", "source": "# Training\n"},
-             {"cell_type": "code", "source": "!pip install \\\n    optax==0.2.6 \\\n    flax\nimport optax\n"},
-             {"cell_type": "code", "source": "if True:\n    files = !ls \\\n        -l\n    tx = optax.adamw(1e-3)\n"},
-             {"cell_type": "code", "source": "x = (1 +\n"}]
+    cells = [
+        {"cell_type": "markdown", "source": "# Training\n"},
+        {"cell_type": "code", "source": "!pip install \\\n    optax==0.2.6 \\\n    flax\nimport optax\n"},
+        {"cell_type": "code", "source": "if True:\n    files = !ls \\\n        -l\n    tx = optax.adamw(1e-3)\n"},
+        {"cell_type": "code", "source": "x = (1 +\n"},
+    ]
     (team / "nb.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
     scan = usage.scan([team], base=team)
-    assert [(n.path, n.reason) for n in scan.not_scanned] == [
-        ("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")]
+    assert [(n.path, n.reason) for n in scan.not_scanned] == [("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")]
     assert {u.where for u in scan.uses if u.how == "call"} == {"nb.ipynb:code cell 2 (cell 3 of the notebook):4"}
 
 
@@ -188,8 +200,7 @@ def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
     (team / "gone.py").symlink_to("missing.py")
     (team / "loop.py").symlink_to("loop.py")
     scan = usage.scan([team], base=team)
-    assert sorted((n.path, n.reason) for n in scan.not_scanned) == [("gone.py", "dangling symlink (to missing.py)"),
-                                                                   ("loop.py", "symlink loop")]
+    assert sorted((n.path, n.reason) for n in scan.not_scanned) == [("gone.py", "dangling symlink (to missing.py)"), ("loop.py", "symlink loop")]
     assert all(n.content == b"" for n in scan.not_scanned)
     assert not any(usage_files.may_use(n, "optax.adamw") for n in scan.not_scanned)
 
@@ -208,6 +219,7 @@ def test_a_named_pipe_is_listed_never_read(tmp_path):
     """The trial: a named pipe called pipe.py hung the gate at "checking the inputs" (reading waits for a writer)."""
     import os
     from optax_gate.gate.inputs import usage_files
+
     (tmp_path / "good.py").write_text("import optax\n")
     os.mkfifo(tmp_path / "pipe.py")
     parsed = usage_files.parse([tmp_path], base=tmp_path)

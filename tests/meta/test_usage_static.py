@@ -17,10 +17,16 @@ from optax_gate.gate.surface.surface import POSITIONAL, Param
 from optax_gate.gate.judge import compare
 
 #: optax 0.2.6's adamw (optax/_src/alias.py): learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay=1e-4, mask
-ADAMW = (Param("learning_rate", POSITIONAL), Param("b1", POSITIONAL, "0.9", "0.9"), Param("b2", POSITIONAL, "0.999", "0.999"),
-         Param("eps", POSITIONAL, "1e-08", "1e-08"), Param("eps_root", POSITIONAL, "0.0", "0.0"),
-         Param("mu_dtype", POSITIONAL, "None", "None"), Param("weight_decay", POSITIONAL, "0.0001", "0.0001"),
-         Param("mask", POSITIONAL, "None", "None"))
+ADAMW = (
+    Param("learning_rate", POSITIONAL),
+    Param("b1", POSITIONAL, "0.9", "0.9"),
+    Param("b2", POSITIONAL, "0.999", "0.999"),
+    Param("eps", POSITIONAL, "1e-08", "1e-08"),
+    Param("eps_root", POSITIONAL, "0.0", "0.0"),
+    Param("mu_dtype", POSITIONAL, "None", "None"),
+    Param("weight_decay", POSITIONAL, "0.0001", "0.0001"),
+    Param("mask", POSITIONAL, "None", "None"),
+)
 #: a broken contract of adamw about weight_decay=0 (building with it raises in the candidate: the keyword alone decides)
 EDGE = "snapshot drift: weight_decay=0/nan_inf_params: r1 -> build ValueError"
 
@@ -56,8 +62,10 @@ def _line(report: dict, where: str) -> dict:
 # -- 1. one rule: what cannot be told is not verified, never FAIL -------------------------------------------------------
 
 CANNOT = {
-    "not scanned": {"train.py": "import optax\ntx = optax.adamw(1e-3, weight_decay=0.1)\n",
-                    "model.py": "import optax\ndef net(x, params) -> jnp.ndarray  # missing colon\n    return optax.adamw(1e-3)\n"},
+    "not scanned": {
+        "train.py": "import optax\ntx = optax.adamw(1e-3, weight_decay=0.1)\n",
+        "model.py": "import optax\ndef net(x, params) -> jnp.ndarray  # missing colon\n    return optax.adamw(1e-3)\n",
+    },
     "dynamic argument": {"train.py": "import optax\ndef make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"},
     "star-args": {"train.py": "import optax\ndef make(*args, **kw):\n    return optax.adamw(*args, **kw)\n"},
     "aliasing": {"train.py": "import optax\nOPT = optax.adamw\ndef make(factory):\n    return factory(1e-3)\ntx = make(OPT)\n"},
@@ -77,32 +85,38 @@ def test_a_file_that_does_not_parse_names_itself_and_why(tmp_path):
     """The issue's folder: one missing colon turned NOT-VERIFIED into FAIL, "15 contract(s) broken where your code
     goes", tied to the team only by "cannot tell for files not scanned"."""
     report = _gate(tmp_path, CANNOT["not scanned"])
-    assert report["reasons"][0] == ("1 contract(s) broken where your code may go: 1 in F1 (a file not scanned may use its APIs: "
-                                    "`model.py`); not scanned: `model.py` (syntax error at line 2: expected ':'); the gate with "
-                                    "--run (your training command) decides")
+    assert report["reasons"][0] == (
+        "1 contract(s) broken where your code may go: 1 in F1 (a file not scanned may use its APIs: "
+        "`model.py`); not scanned: `model.py` (syntax error at line 2: expected ':'); the gate with "
+        "--run (your training command) decides"
+    )
     assert _line(report, "train.py:2")["verdict"] == "not-affected"  # the file that was read is ruled out: the other decides
 
 
 def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_path):
-    report = _gate(tmp_path, {"train.py": "import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n",
-                              "model.py": "import optax\ndef f(:\n    optax.adamw\n"})
+    report = _gate(tmp_path, {"train.py": "import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n", "model.py": "import optax\ndef f(:\n    optax.adamw\n"})
     assert report["verdict"] == "fail" and _line(report, "train.py:2")["verdict"] == "affected"
     assert report["reasons"] == ["1 contract(s) broken"]
 
 
 def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_path):
     """Before: a finding with a not-affected line and a cannot-tell line counted as the team's for sure: FAIL."""
-    report = _gate(tmp_path, {"train.py": "import optax\na = optax.adamw(1e-3, weight_decay=0.1)\n"
-                                          "def make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"})
-    assert {w: a["verdict"] for w, a in report["findings"][0]["your_code_attribution"].items()} == {
-        "train.py:2": "not-affected", "train.py:4": "cannot-tell"}
+    report = _gate(
+        tmp_path, {"train.py": "import optax\na = optax.adamw(1e-3, weight_decay=0.1)\ndef make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"}
+    )
+    assert {w: a["verdict"] for w, a in report["findings"][0]["your_code_attribution"].items()} == {"train.py:2": "not-affected", "train.py:4": "cannot-tell"}
     assert report["verdict"] == "not-verified"
 
 
 def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
-    report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [],
-              "usage": {"not_scanned": [{"path": "bad.py", "reason": "syntax error at line 3: invalid syntax"}]},
-              "surface": {"rows": [{"path": "optax.huber_loss", "verdict": "cannot-tell", "not_scanned": ["bad.py"]}]}}
+    report = {
+        "verdict": "pass",
+        "reasons": [],
+        "findings": [],
+        "contracts": [],
+        "usage": {"not_scanned": [{"path": "bad.py", "reason": "syntax error at line 3: invalid syntax"}]},
+        "surface": {"rows": [{"path": "optax.huber_loss", "verdict": "cannot-tell", "not_scanned": ["bad.py"]}]},
+    }
     assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified"
     assert "optax.huber_loss" in report["reasons"][0] and "`bad.py` (syntax error at line 3: invalid syntax)" in report["reasons"][0]
@@ -117,8 +131,12 @@ DECIDED = [
     ("optax.adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, None, 0.0)", "affected", "weight_decay", "passes weight_decay=0.0"),
     ("optax.adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, None, 0.5)", "not-affected", "weight_decay", "passes weight_decay=0.5"),
     ("optax.adamw(LR, weight_decay=WD)", "affected", "weight_decay", "passes weight_decay=WD (`WD = 0.0` (line 3))"),
-    ("optax.adamw(1e-3, weight_decay=optax.linear_schedule(0.1, 0.0, 10))", "cannot-tell", "weight_decay",
-     "a schedule; whether it takes the value 0 is known at run time"),
+    (
+        "optax.adamw(1e-3, weight_decay=optax.linear_schedule(0.1, 0.0, 10))",
+        "cannot-tell",
+        "weight_decay",
+        "a schedule; whether it takes the value 0 is known at run time",
+    ),
     ("functools.partial(optax.adamw, weight_decay=0.1)", "not-affected", "weight_decay", "passes weight_decay=0.1"),
     ("functools.partial(optax.adamw, b1=0.8)", "cannot-tell", "weight_decay", "a functools.partial that does not fix weight_decay"),
     ("adamw_alias(1e-3, weight_decay=0.5)", "not-affected", "weight_decay", "passes weight_decay=0.5"),
@@ -127,8 +145,7 @@ DECIDED = [
 
 @pytest.mark.parametrize("call, verdict, by, words", DECIDED, ids=[c for c, *_ in DECIDED])
 def test_the_literal_form_decides_and_says_which_argument(tmp_path, call, verdict, by, words):
-    text = ("import functools\nimport optax\nWD = 0.0\nLR = 1e-3\nadamw_alias = optax.adamw\n\n"
-            f"def make():\n    return {call}\n")
+    text = f"import functools\nimport optax\nWD = 0.0\nLR = 1e-3\nadamw_alias = optax.adamw\n\ndef make():\n    return {call}\n"
     report = _gate(tmp_path, {"train.py": text})
     got = _line(report, "train.py:8")
     assert got["verdict"] == verdict and got.get("decided_by", "") == by and words in got["why"], got
@@ -141,11 +158,19 @@ def test_the_literal_form_decides_and_says_which_argument(tmp_path, call, verdic
 def test_a_schedule_is_told_from_a_number_by_the_call_that_builds_it(tmp_path):
     """The issue: adamw(1e-2, weight_decay=optax.linear_schedule(0.5, 0.0, 10)) is exactly the configuration of the
     finding "weight_decay=a schedule", yet read "cannot tell (known at run time)"."""
-    calls = {"optax.linear_schedule(0.5, 0.0, 10)": "affected", "SCHED": "affected", "lambda step: 0.1": "affected",
-             "step_fn": "affected", "0.1": "not-affected", "cfg.wd": "cannot-tell"}
+    calls = {
+        "optax.linear_schedule(0.5, 0.0, 10)": "affected",
+        "SCHED": "affected",
+        "lambda step: 0.1": "affected",
+        "step_fn": "affected",
+        "0.1": "not-affected",
+        "cfg.wd": "cannot-tell",
+    }
     for arg, verdict in calls.items():
-        text = (f"import optax\nSCHED = optax.cosine_decay_schedule(0.1, 100)\ndef step_fn(step):\n    return 0.1\n"
-                f"def make(cfg):\n    return optax.adamw(1e-2, weight_decay={arg})\n")
+        text = (
+            f"import optax\nSCHED = optax.cosine_decay_schedule(0.1, 100)\ndef step_fn(step):\n    return 0.1\n"
+            f"def make(cfg):\n    return optax.adamw(1e-2, weight_decay={arg})\n"
+        )
         report = _gate(tmp_path, {"train.py": text}, "assert 1 == 0", {"weight_decay": "a schedule"})
         assert _line(report, "train.py:6")["verdict"] == verdict, (arg, _line(report, "train.py:6"))
 
@@ -155,8 +180,12 @@ def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_pat
     (tests/contracts/test_losses.py: configuration(delta="passed positionally"))."""
     config = {"keywords": {"delta": attribution.POSITIONALLY}}
     huber = (Param("predictions", POSITIONAL), Param("targets", POSITIONAL, "None", "None"), Param("delta", POSITIONAL, "1.0", "1.0"))
-    for call, verdict in (("optax.huber_loss(p, y)", "not-affected"), ("optax.huber_loss(p, y, delta=2.0)", "not-affected"),
-                          ("optax.huber_loss(p, y, 2.0)", "affected"), ("optax.huber_loss(*a)", "cannot-tell")):
+    for call, verdict in (
+        ("optax.huber_loss(p, y)", "not-affected"),
+        ("optax.huber_loss(p, y, delta=2.0)", "not-affected"),
+        ("optax.huber_loss(p, y, 2.0)", "affected"),
+        ("optax.huber_loss(*a)", "cannot-tell"),
+    ):
         (tmp_path / "t.py").write_text(f"import optax\ndef f(p, y, a):\n    return {call}\n")
         use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
         got, why, by = attribution._judge(attribution._Site(use, True, huber), config, [])
@@ -164,7 +193,7 @@ def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_pat
 
 
 def test_scopes_follow_a_name_only_where_python_would(tmp_path):
-    text = '''import optax
+    text = """import optax
 LR = 1e-3
 class Trainer:
     LR = 5.0
@@ -183,7 +212,7 @@ def rebinds():
     LR2 = 1.0
 LR2 = 2.0
 optax.sgd(LR2)
-'''
+"""
     (tmp_path / "t.py").write_text(text)
     got = {u.where: u.args[0][1] for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call"}
     assert (got["t.py:6"].kind, got["t.py:6"].value) == ("literal", "0.001")  # a class body is not seen from a method
@@ -193,9 +222,10 @@ optax.sgd(LR2)
 
 
 def test_a_notebooks_cells_are_one_module(tmp_path):
-    cells = [{"cell_type": "code", "source": ["import optax\n", "WD = 0.5\n"], "metadata": {}, "outputs": [], "execution_count": 1},
-             {"cell_type": "code", "source": ["tx = optax.adamw(1e-3, weight_decay=WD)\n"], "metadata": {}, "outputs": [],
-              "execution_count": 2}]
+    cells = [
+        {"cell_type": "code", "source": ["import optax\n", "WD = 0.5\n"], "metadata": {}, "outputs": [], "execution_count": 1},
+        {"cell_type": "code", "source": ["tx = optax.adamw(1e-3, weight_decay=WD)\n"], "metadata": {}, "outputs": [], "execution_count": 2},
+    ]
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     (call,) = [u for u in usage.scan([tmp_path], base=tmp_path).uses if u.how == "call"]
     arg = dict(call.args)["weight_decay"]
@@ -205,6 +235,7 @@ def test_a_notebooks_cells_are_one_module(tmp_path):
 def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface_match():
     """Optax's own examples call optax.microbatching.microbatch, new in 0.2.8: the gate failed with a KeyError."""
     from optax_gate.gate.surface import surface
+
     entry = surface.Entry("optax.microbatching.microbatch", "function", "optax.microbatching.microbatch", params=(Param("fn", POSITIONAL),))
     rows = [{"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}]
     binding.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
@@ -213,11 +244,22 @@ def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface
 
 # -- 3. a recipe's finding in the team's words ---------------------------------------------------------------------------
 
+
 def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_recipe_does(tmp_path):
-    row = {"api": "recipe:none-gradients", "guide": "g", "kind": "golden", "outcome": "failed",
-           "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']"}
-    base = {"label": "x", "status": "ran", "reason": "", "versions": {},
-            "contracts": {"test_training_recipes.py::test_none": {**row, "outcome": "passed", "detail": ""}}}
+    row = {
+        "api": "recipe:none-gradients",
+        "guide": "g",
+        "kind": "golden",
+        "outcome": "failed",
+        "detail": "ValueError: pytree structure error: different types at key path tree_map tree['bias']",
+    }
+    base = {
+        "label": "x",
+        "status": "ran",
+        "reason": "",
+        "versions": {},
+        "contracts": {"test_training_recipes.py::test_none": {**row, "outcome": "passed", "detail": ""}},
+    }
     cand = {**base, "contracts": {"test_training_recipes.py::test_none": row}}
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adamw(1e-2)\nclip = optax.clip_by_global_norm(1.0)\n")
     scan = usage.scan([tmp_path], base=tmp_path)
@@ -229,7 +271,8 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     assert got["why"].startswith("whether your run has a gradient leaf that is None where the params hold an array is known"), got
     # what it changes is said once for the finding, not on each of its lines (the trial: the same words 8 times)
     assert report["findings"][0]["your_code_recipe"].startswith(
-        "if your run has a gradient leaf that is None where the params hold an array: the optimizer now raises ValueError")
+        "if your run has a gradient leaf that is None where the params hold an array: the optimizer now raises ValueError"
+    )
     text = your_code_line.attributed_lines(report["findings"][0])
     assert text.count("the optimizer now raises ValueError") == 1 and "`train.py:2` builds optax.adamw" in text
 
@@ -248,10 +291,14 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
     """A recipe's configuration marker (tests/contracts/test_training_recipes.py) decides what the call's literal form
     decides: clip_by_global_norm(1.0) is not reached by the zero-threshold recipe; a bfloat16 moment still needs the
     state carried through lax.scan (the run decides)."""
-    row = {"api": recipe, "guide": "g", "kind": "golden", "outcome": "failed", "detail": "assert 1 == 0",
-           "configuration": json.dumps(marker)}
-    base = {"label": "x", "status": "ran", "reason": "", "versions": {},
-            "contracts": {"test_training_recipes.py::test_r": {**row, "outcome": "passed", "detail": ""}}}
+    row = {"api": recipe, "guide": "g", "kind": "golden", "outcome": "failed", "detail": "assert 1 == 0", "configuration": json.dumps(marker)}
+    base = {
+        "label": "x",
+        "status": "ran",
+        "reason": "",
+        "versions": {},
+        "contracts": {"test_training_recipes.py::test_r": {**row, "outcome": "passed", "detail": ""}},
+    }
     cand = {**base, "contracts": {"test_training_recipes.py::test_r": row}}
     (tmp_path / "train.py").write_text(f"import jax.numpy as jnp\nimport optax\ntx = {call}\n")
     scan = usage.scan([tmp_path], base=tmp_path)
@@ -265,6 +312,7 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
 
 def test_arguments_read_names_nonfinite_literals():
     import ast
+
     scopes = arguments.Scopes([(ast.parse("import jax.numpy as jnp\nx = jnp.nan\n"), "t.py:")], lambda node: None)
     assert scopes.read(ast.parse("float('inf')").body[0].value).value == "inf"
     assert scopes.read(ast.parse("jnp.nan").body[0].value).value == "nan"
@@ -272,8 +320,10 @@ def test_arguments_read_names_nonfinite_literals():
 
 # -- the docs' promises ---------------------------------------------------------------------------------------------------
 
+
 def _doc_rows():
     from pathlib import Path
+
     text = (Path(__file__).parents[2] / "docs" / "beyond-contracts.md").read_text(encoding="utf-8")
     table = text.split("<!-- usage-decisions: begin -->", 1)[1].split("<!-- usage-decisions: end -->", 1)[0]
     rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.strip().splitlines()[2:]]
@@ -290,8 +340,9 @@ def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path, row):
     prelude = "import functools\nimport optax\n" + ("WD = 0.1\n" if "WD = 0.1" in call else "WD = None\n")
     (tmp_path / "t.py").write_text(prelude + f"def f(p, y, wd):\n    return {code}\n")
     use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call" and u.path != "optax.linear_schedule")
-    params = ADAMW if "adamw" in code else (Param("predictions", POSITIONAL), Param("targets", POSITIONAL, "None", "None"),
-                                            Param("delta", POSITIONAL, "1.0", "1.0"))
+    params = (
+        ADAMW if "adamw" in code else (Param("predictions", POSITIONAL), Param("targets", POSITIONAL, "None", "None"), Param("delta", POSITIONAL, "1.0", "1.0"))
+    )
     got, why, decided = attribution._judge(attribution._Site(use, True, params), {"keywords": {name: want}}, [])
     assert got == verdict.replace(" ", "-").replace("cannot-tell", "cannot-tell"), (row, why)
     assert decided == by.split("`")[1], (row, decided)
@@ -299,6 +350,7 @@ def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path, row):
 
 def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
     from pathlib import Path
+
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8").split())
     assert "with `--usage` alone, broken contracts that no line of yours is affected by" in readme
     assert "a file that could not be scanned; never 1 for those" in readme
@@ -306,20 +358,26 @@ def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
 
 # -- what a new user's trial found --------------------------------------------------------------------------------------
 
+
 def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     """The trial: ``try: from optax import monte_carlo / except ImportError: monte_carlo = None`` read FAIL,
     "removed in the candidate → ImportError": the fallback runs instead."""
     import ast
     from optax_gate.gate.surface import surface
-    text = ("try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
-            "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians if monte_carlo else None\n")
+
+    text = (
+        "try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
+        "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians if monte_carlo else None\n"
+    )
     scanner = usage._Scanner()
     tree = ast.parse(text)
     scanner.imports(tree, "misc.py:")
     scanner.scopes = arguments.Scopes([(tree, "misc.py:")], scanner._dotted)
     scanner.expressions(tree, "misc.py:")
-    rows = [{"path": "optax.monte_carlo", "change": "removed", "param": None, "old": "module", "new": None},
-            {"path": "optax.contrib", "change": "removed", "param": None, "old": "module", "new": None}]
+    rows = [
+        {"path": "optax.monte_carlo", "change": "removed", "param": None, "old": "module", "new": None},
+        {"path": "optax.contrib", "change": "removed", "param": None, "old": "module", "new": None},
+    ]
     old = {p: surface.Entry(p, "module", p) for p in ("optax.monte_carlo", "optax.contrib")}
     binding.match(scanner.uses, rows, old, {})
     guarded, plain = rows
@@ -332,6 +390,7 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     """The trial: big_vision imports chex in its tests and declares distrax (which requires chex): "broken
     dependency chex" failed the gate. The gate did not install distrax, so it cannot tell: never FAIL."""
     from optax_gate.gate.diffs import dependencies
+
     base = "chex==0.1.91 \\\n    --hash=sha256:aa\n    # via optax\noptax==0.2.6 \\\n    --hash=sha256:bb\n"
     cand = "optax==0.2.8 \\\n    --hash=sha256:cc\n"
     imported = {"chex": ["bv/utils_test.py:22"]}
@@ -339,8 +398,7 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     assert not row["breaks"] and row["may_come_with"] == ["distrax"] and "may bring chex: cannot tell" in row["uses"][0]
     (alone,) = [r for r in dependencies.diff(base, cand, None, imported, {}) if r["name"] == "chex"]
     assert alone["breaks"]  # nothing declared that could bring it: it breaks
-    report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [],
-              "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]}}
+    report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [], "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]}}
     assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified" and "your project declares distrax" in report["reasons"][0]
 
@@ -348,8 +406,10 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
 def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
     """The trial: ``adamw_b1 = functools.partial(optax.adamw, b1=0.8)`` then ``adamw_b1(1e-3, weight_decay=0.0)``
     read "cannot tell: the call of the partial may pass it" at the partial's line; the calls were never named."""
-    text = ("import functools\nimport optax\nLR, WD = 1e-3, 0.0\nadamw_b1 = functools.partial(optax.adamw, b1=0.8)\n"
-            "def make():\n    return adamw_b1(LR, weight_decay=WD), adamw_b1(LR, weight_decay=0.5)\n")
+    text = (
+        "import functools\nimport optax\nLR, WD = 1e-3, 0.0\nadamw_b1 = functools.partial(optax.adamw, b1=0.8)\n"
+        "def make():\n    return adamw_b1(LR, weight_decay=WD), adamw_b1(LR, weight_decay=0.5)\n"
+    )
     report = _gate(tmp_path, {"train.py": text})
     got = report["findings"][0]["your_code_attribution"]
     assert set(got) == {"train.py:6"} and got["train.py:6"]["verdict"] == "affected", got  # one line, the most severe call
@@ -359,8 +419,15 @@ def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
 def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new(tmp_path):
     """The trial: the lbfgs finding (update with an unknown keyword now raises TypeError) read a bare "cannot tell";
     a notebook calling an API new in the candidate read "cannot tell" too."""
-    rows = [{"id": "test_surface.py::test_protocol[optax.lbfgs-unknown_kwarg]", "api": "optax.lbfgs", "change": "broken",
-             "kind": "golden", "detail": "now raises TypeError (ok in the baseline)"}]
+    rows = [
+        {
+            "id": "test_surface.py::test_protocol[optax.lbfgs-unknown_kwarg]",
+            "api": "optax.lbfgs",
+            "change": "broken",
+            "kind": "golden",
+            "detail": "now raises TypeError (ok in the baseline)",
+        }
+    ]
     (tmp_path / "t.py").write_text("import optax\ntx = optax.lbfgs()\n")
     use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
     verdict, why, _ = attribution._judge(attribution._Site(use, True), configuration.configuration(rows), [])
@@ -374,13 +441,18 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
     """The re-trial: ``from optax.monte_carlo import X`` under try/except ImportError read "cannot tell (not a call)"
     (NOT-VERIFIED) while the surface row said the fallback runs; unguarded, the verdict's reason said "cannot tell"
     though the finding and the surface row said it breaks."""
-    row = {"api": "optax.monte_carlo.score_function_jacobians", "guide": "g", "kind": "golden", "outcome": "failed",
-           "detail": "ModuleNotFoundError: No module named 'optax.monte_carlo'"}
-    base = {"label": "x", "status": "ran", "reason": "", "versions": {},
-            "contracts": {"test_mc.py::test_known": {**row, "outcome": "passed", "detail": ""}}}
+    row = {
+        "api": "optax.monte_carlo.score_function_jacobians",
+        "guide": "g",
+        "kind": "golden",
+        "outcome": "failed",
+        "detail": "ModuleNotFoundError: No module named 'optax.monte_carlo'",
+    }
+    base = {"label": "x", "status": "ran", "reason": "", "versions": {}, "contracts": {"test_mc.py::test_known": {**row, "outcome": "passed", "detail": ""}}}
     cand = {**base, "contracts": {"test_mc.py::test_known": row}}
-    (tmp_path / "a.py").write_text("try:\n    from optax.monte_carlo import score_function_jacobians\nexcept ImportError:\n"
-                                   "    score_function_jacobians = None\n")
+    (tmp_path / "a.py").write_text(
+        "try:\n    from optax.monte_carlo import score_function_jacobians\nexcept ImportError:\n    score_function_jacobians = None\n"
+    )
     (tmp_path / "b.py").write_text("from optax.monte_carlo import score_function_jacobians\n")
     scan = usage.scan([tmp_path], base=tmp_path)
     report = compare.compare(base, cand)
@@ -394,7 +466,10 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
 def test_a_finding_joined_to_a_surface_break_of_the_teams_line_is_decided():
     """The re-trial: an unguarded ``from optax import monte_carlo`` failed the gate (right) while the reason said
     "broken where your code may go ... (your lines: cannot tell)": its finding holds the surface row's break."""
-    finding = {"your_code": ["nb.ipynb:code cell 2 (cell 3 of the notebook):4"], "your_code_attribution": {},
-               "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}]}
+    finding = {
+        "your_code": ["nb.ipynb:code cell 2 (cell 3 of the notebook):4"],
+        "your_code_attribution": {},
+        "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}],
+    }
     assert scope.undecided(finding, "usage") == []
     assert scope.undecided({**finding, "parts": finding["parts"][:1]}, "usage") == ["your lines: cannot tell without --run"]

@@ -47,20 +47,29 @@ def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_
     …baseline.json?" and said nothing of the word compare. Both now name the command that was meant."""
     (tmp_path / "baseline.json").write_text("{}")
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
-    with pytest.raises(validate.InvalidInput, match=r"'compare' is a command of its own, not a requirement SPEC: "
-                                                    r"\./noxw -s compare -- BASELINE\.json CANDIDATE\.json"):
+    with pytest.raises(
+        validate.InvalidInput,
+        match=r"'compare' is a command of its own, not a requirement SPEC: "
+        r"\./noxw -s compare -- BASELINE\.json CANDIDATE\.json",
+    ):
         user_paths.refuse_paths_as_specs(["compare", "baseline.json"], {"optax"})
-    with pytest.raises(validate.InvalidInput, match=r"'baseline\.json' is a file, not a requirement SPEC: to re-judge two run "
-                                                    r"records, \./noxw -s compare"):
+    with pytest.raises(
+        validate.InvalidInput,
+        match=r"'baseline\.json' is a file, not a requirement SPEC: to re-judge two run "
+        r"records, \./noxw -s compare",
+    ):
         user_paths.refuse_paths_as_specs(["baseline.json"], {"optax"})
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda t: (t / "gone.py").symlink_to("missing.py") or t / "gone.py", "is a dangling symlink (to missing.py)"),
-    (lambda t: (t / "self").symlink_to("self") or t / "self", "is a symlink loop"),
-    (lambda t: t / "nope", "does not exist"),
-    (lambda t: (t / "notes.md").write_text("x") and t / "notes.md", "is not a .py or .ipynb file (nor a folder)"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda t: (t / "gone.py").symlink_to("missing.py") or t / "gone.py", "is a dangling symlink (to missing.py)"),
+        (lambda t: (t / "self").symlink_to("self") or t / "self", "is a symlink loop"),
+        (lambda t: t / "nope", "does not exist"),
+        (lambda t: (t / "notes.md").write_text("x") and t / "notes.md", "is not a .py or .ipynb file (nor a folder)"),
+    ],
+)
 def test_a_bad_usage_path_is_refused(tmp_path, make, message):
     path = make(tmp_path)
     with pytest.raises(validate.InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
@@ -80,8 +89,7 @@ def test_noxw_passes_the_folder_it_was_started_from(tmp_path):
     script = (ROOT / "noxw").read_text()
     export = script.index('export NOXW_INVOKED_FROM="$PWD"')
     assert export < script.index('cd "$root"')
-    proc = subprocess.run(["bash", "-c", script[:script.index('cd "$root"')] + 'echo "$NOXW_INVOKED_FROM"'],
-                          cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(["bash", "-c", script[: script.index('cd "$root"')] + 'echo "$NOXW_INVOKED_FROM"'], cwd=tmp_path, capture_output=True, text=True)
     assert proc.stdout.strip() == str(tmp_path)
     assert 'OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM"' in (ROOT / "noxfile.py").read_text()
 
@@ -104,8 +112,9 @@ def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch)
     assert str(refused.value) == f"--out ../README.md (= {tmp_path / 'README.md'}) exists and is not a folder"
 
 
-@pytest.mark.parametrize("spec, path_like", [("notebooks", True), ("src/nb", True), ("./nb", True), ("nb.v2", True),
-                                             ("optx", False), ("rich==13", False), ("optax-x[cpu]", False)])
+@pytest.mark.parametrize(
+    "spec, path_like", [("notebooks", True), ("src/nb", True), ("./nb", True), ("nb.v2", True), ("optx", False), ("rich==13", False), ("optax-x[cpu]", False)]
+)
 def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
     """A bare SPEC (no version, no extras) that is no package of the baseline and looks like a path (a / or a
     ., or close to no package) may be a second path after --usage that does not exist."""
@@ -142,6 +151,7 @@ def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_st
     there (a new user's trial). The default folders are then absolute; from the project folder they
     stay relative (shorter)."""
     from optax_gate.gate import cli_parser
+
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tests").mkdir()
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tests"))
@@ -159,6 +169,7 @@ def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_st
 def test_a_usage_folder_without_code_is_refused(tmp_path):
     """The trial: an empty --usage folder (a typo that exists, a docs folder) gave PASS, "0 of 0 file(s) scanned"."""
     from optax_gate.gate.inputs import user_paths, validate
+
     (tmp_path / "empty").mkdir()
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# no code\n")
@@ -175,6 +186,7 @@ def test_a_lock_file_given_as_a_spec_is_told_its_options(tmp_path, monkeypatch):
     """The re-trial: ``./noxw -s gate -- requirements-lock.txt`` was asked "did you mean --usage"; a lock is a candidate
     or a baseline lock."""
     from optax_gate.gate.inputs import user_paths, validate
+
     lock = tmp_path / "team-lock.txt"
     lock.write_text("optax==0.2.8 \\\n    --hash=sha256:" + "a" * 64 + "\n")
     monkeypatch.chdir(tmp_path)

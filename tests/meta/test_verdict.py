@@ -9,14 +9,20 @@ from optax_gate.gate.judge import verdict
 def test_the_contracts_verdict():
     assert verdict.of_contracts([], 0) == ("pass", [])
     assert verdict.of_contracts([], 3) == ("fail", ["3 contract(s) broken"])
-    assert verdict.of_contracts(["candidate not verified: zero contracts ran"], 3) == (
-        "not-verified", ["candidate not verified: zero contracts ran"])
+    assert verdict.of_contracts(["candidate not verified: zero contracts ran"], 3) == ("not-verified", ["candidate not verified: zero contracts ran"])
 
 
-@pytest.mark.parametrize(("before", "asked", "after"), [
-    ("pass", "fail", "fail"), ("fail", "fail", "fail"), ("not-verified", "fail", "not-verified"),
-    ("pass", "not-verified", "not-verified"), ("fail", "not-verified", "not-verified"), ("fail", "pass", "fail"),
-])
+@pytest.mark.parametrize(
+    ("before", "asked", "after"),
+    [
+        ("pass", "fail", "fail"),
+        ("fail", "fail", "fail"),
+        ("not-verified", "fail", "not-verified"),
+        ("pass", "not-verified", "not-verified"),
+        ("fail", "not-verified", "not-verified"),
+        ("fail", "pass", "fail"),
+    ],
+)
 def test_a_verdict_only_gets_heavier(before, asked, after):
     report = {"verdict": before, "reasons": ["r0"]}
     assert verdict.at_least(report, asked, "why")["verdict"] == after
@@ -39,7 +45,9 @@ def test_the_scoped_verdict_may_fall_and_its_reasons_are_replaced():
     assert verdict.rescoped(report, [], "pass") == {"verdict": "pass", "reasons": []}
     report = {"verdict": "fail", "reasons": ["3 contract(s) broken"]}
     assert verdict.rescoped(report, ["1 contract(s) broken where your code goes"]) == {
-        "verdict": "fail", "reasons": ["1 contract(s) broken where your code goes"]}
+        "verdict": "fail",
+        "reasons": ["1 contract(s) broken where your code goes"],
+    }
 
 
 def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
@@ -49,19 +57,22 @@ def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
     assert verdict.of_speed({"status": "not-measured", "reason": "x", "summary": {}, "readings": []}) == ("pass", [])
     broken = {**changed, "change": "broken", "ratio": 1.83}
     assert verdict.of_speed({"status": "measured", "reason": "", "budget": 1.5, "summary": {}, "readings": [changed, broken]}) == (
-        "fail", ["1 training step(s) slower than the speed budget x1.5: scan-20 x1.83"])
+        "fail",
+        ["1 training step(s) slower than the speed budget x1.5: scan-20 x1.83"],
+    )
 
 
 def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
     assert verdict.of_beyond({"surface": 0, "dependencies": 0, "warnings": 0}) == ("pass", [])
     assert verdict.of_beyond({"surface": 2, "dependencies": 1, "warnings": 0}) == (
-        "fail", ["beyond the contracts: 2 API surface findings and 1 dependency finding broken"])
+        "fail",
+        ["beyond the contracts: 2 API surface findings and 1 dependency finding broken"],
+    )
 
 
 def test_the_team_runs_verdict_is_read_from_its_section():
     from optax_gate.gate.team_run import judging
 
-    assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == (
-        "not-verified", ["--run not verified: it timed out"])
+    assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == ("not-verified", ["--run not verified: it timed out"])
     assert judging.of_team_run({"outcome": "same", "reason": ""}) == ("pass", [])
     assert judging.of_team_run({"outcome": "broke", "reason": "ValueError at train.py:9"}) == ("fail", ["ValueError at train.py:9"])

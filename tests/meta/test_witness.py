@@ -17,8 +17,16 @@ from optax_gate.gate.report import team_run_section
 from tests.meta.test_team_run import CHAIN, PYTHON
 
 
-@pytest.mark.parametrize("array", [np.arange(6, dtype=np.float32).reshape(2, 3), np.array(2.5, np.float64),
-                                   np.arange(10_000, dtype=np.int32), np.array([True, False]), np.zeros((0, 3), np.float16)])
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(6, dtype=np.float32).reshape(2, 3),
+        np.array(2.5, np.float64),
+        np.arange(10_000, dtype=np.int32),
+        np.array([True, False]),
+        np.zeros((0, 3), np.float16),
+    ],
+)
 def test_an_npy_file_is_read_as_numpy_reads_it(array):
     buffer = io.BytesIO()
     np.save(buffer, array)
@@ -72,8 +80,7 @@ def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
     _npz(sides["c"] / "params.npz", w=w, step=np.int32(3))
     (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.244, "lr": [0.01, 0.0075]}))
     json_moved = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
-    assert json_moved["first"] == {"file": "metrics.json", "key": "['loss']",
-                                   "change": "1.354 → 1.244 (|Δ| 0.11, relative 0.081)"}, json_moved
+    assert json_moved["first"] == {"file": "metrics.json", "key": "['loss']", "change": "1.354 → 1.244 (|Δ| 0.11, relative 0.081)"}, json_moved
     (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, 0.0075]}))
     nan_gone = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
     assert nan_gone["first"]["key"] == "['lr'][1]" and nan_gone["first"]["change"] == "nan → 0.0075", nan_gone
@@ -82,7 +89,7 @@ def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
     assert "its bytes differ" in witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)["first"]["change"]
 
 
-TEAM = '''import jax.numpy as jnp
+TEAM = """import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -97,13 +104,13 @@ for step in range(3):
 score = jnp.mean(params["w"] * x)  # an evaluation no Optax call sees
 print(f"eval {float(score):.9g}")
 np.save("w.npy", np.asarray(params["w"]))
-'''
+"""
 
-EVAL_OFF = '''
+EVAL_OFF = """
 import jax.numpy as jnp
 _mean = jnp.mean
 jnp.mean = lambda *a, **k: _mean(*a, **k) * 1.01
-'''
+"""
 
 
 def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverges(tmp_path):
@@ -141,6 +148,7 @@ def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back
     team's own file was lost. The command runs in its own process group,
     stopped whole: the folder stays as it was."""
     import time as _time
+
     team = tmp_path / "team"
     team.mkdir()
     (team / "checkpoint.txt").write_text("ORIGINAL")
@@ -159,8 +167,7 @@ def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_o
     words differ"). Lines are aligned by their words, numbers masked: the
     first difference is the learning rate, NaN → 0.00999999978; the warning
     is listed, not counted."""
-    warn = ("/env/site-packages/optax/schedules/_schedule.py:143: RuntimeWarning: divide by zero encountered\n"
-            "  return a / b")
+    warn = "/env/site-packages/optax/schedules/_schedule.py:143: RuntimeWarning: divide by zero encountered\n  return a / b"
     base = f"{warn}\nstep 0 lr=nan loss 1.5\nstep 1 lr=0.0085 loss 1.4"
     cand = "step 0 lr=0.00999999978 loss 1.5\nstep 1 lr=0.0085 loss 1.4"
     seen = witness.compare_output(base, base, cand, ulps=4)
@@ -174,12 +181,27 @@ def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
     "largest error 0.65 ULP" where the true one was 56.5 ULP, outside the
     sample. The error of a sampled leaf says on how many elements it was measured."""
     import base64 as _b64
+
     def leaf(values):
         data = np.asarray(values, np.float32)
-        return {"dtype": "float32", "shape": [9216], "stride": 3, "n": data.size,
-                "data": _b64.b64encode(data.tobytes()).decode(), "sha256": str(hash(data.tobytes()))}
-    base = {"phase": "call", "api": "jax.jit(step)", "args": {}, "in": [], "warnings": [], "exception": None,
-            "out": {"tree": "*", "paths": [""], "leaves": [leaf([1.0] * 3072)]}}
+        return {
+            "dtype": "float32",
+            "shape": [9216],
+            "stride": 3,
+            "n": data.size,
+            "data": _b64.b64encode(data.tobytes()).decode(),
+            "sha256": str(hash(data.tobytes())),
+        }
+
+    base = {
+        "phase": "call",
+        "api": "jax.jit(step)",
+        "args": {},
+        "in": [],
+        "warnings": [],
+        "exception": None,
+        "out": {"tree": "*", "paths": [""], "leaves": [leaf([1.0] * 3072)]},
+    }
     cand = {**base, "out": {"tree": "*", "paths": [""], "leaves": [leaf([1.0 + 2.0**-10] + [1.0] * 3071)]}}
     diff = divergence.differences(base, cand, 1)
     assert any("measured on 3072 of 9216 elements, one in 3:" in t for t in diff["texts"]), diff
@@ -192,12 +214,23 @@ def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measure
     its digest is counted (``within_budget.sampled``) and the report says the
     error of such leaves is the sample's."""
     from optax_gate.gate.report import team_run_section
+
     leaf = {"dtype": "float32", "shape": [9216], "stride": 3, "n": 1, "data": "AACAPw==", "sha256": "a"}
+
     def obs(sha):
-        return {"site": "train.py:9", "api": "jax.jit(step)", "call": "call", "phase": "call", "args": {}, "warnings": [],
-                "exception": None, "in": [], "out": {"tree": "*", "paths": [""], "leaves": [{**leaf, "sha256": sha}]}}
+        return {
+            "site": "train.py:9",
+            "api": "jax.jit(step)",
+            "call": "call",
+            "phase": "call",
+            "args": {},
+            "warnings": [],
+            "exception": None,
+            "in": [],
+            "out": {"tree": "*", "paths": [""], "leaves": [{**leaf, "sha256": sha}]},
+        }
+
     result = divergence.compare([obs("a")], [obs("b")])
     assert not result["differing"] and result["within_budget"]["sampled"] == 1, result["within_budget"]
-    text = "\n".join(team_run_section.section({"team_run": {**result, "command": "c", "run_dir": ".", "runs": [],
-                                                               "outcome": "same"}, "findings": []}))
+    text = "\n".join(team_run_section.section({"team_run": {**result, "command": "c", "run_dir": ".", "runs": [], "outcome": "same"}, "findings": []}))
     assert "stored as a sample" in text and "measured on the sample" in text, text

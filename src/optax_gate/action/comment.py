@@ -61,7 +61,7 @@ def fit(markdown: str, limit: int, more: str) -> str:
         kept.append(line)
         size += cost
         depth += line.count("<details") - line.count("</details>")
-    left = lines[len(kept):]
+    left = lines[len(kept) :]
     findings = sum(1 for line in left if FINDING_LINE.match(line))
     what = f"{findings} more finding(s) and {len(left) - findings} more line(s)" if findings else f"{len(left)} more line(s)"
     closing = ["", "</details>"] * max(depth, 0)
@@ -137,8 +137,9 @@ def gh(*args: str) -> str:
     except subprocess.TimeoutExpired:
         raise GhFailed("gh did not answer within 120 s") from None
     if proc.returncode != 0:
-        raise GhFailed((proc.stderr or proc.stdout).strip().splitlines()[-1:][0] if (proc.stderr or proc.stdout).strip()
-                       else f"gh exit status {proc.returncode}")
+        raise GhFailed(
+            (proc.stderr or proc.stdout).strip().splitlines()[-1:][0] if (proc.stderr or proc.stdout).strip() else f"gh exit status {proc.returncode}"
+        )
     return proc.stdout
 
 

@@ -12,19 +12,23 @@ from pathlib import Path
 
 
 def as_workflow(action: dict) -> dict:
-    inputs = {name: {"type": "string", "required": bool(spec.get("required")), "default": str(spec.get("default", ""))}
-              for name, spec in (action.get("inputs") or {}).items()}
-    return {"name": f"steps of {action['name']}", "on": {"workflow_call": {"inputs": inputs}},
-            "permissions": {"contents": "read"},
-            "jobs": {"action": {"runs-on": "ubuntu-24.04", "steps": action["runs"]["steps"]}}}
+    inputs = {
+        name: {"type": "string", "required": bool(spec.get("required")), "default": str(spec.get("default", ""))}
+        for name, spec in (action.get("inputs") or {}).items()
+    }
+    return {
+        "name": f"steps of {action['name']}",
+        "on": {"workflow_call": {"inputs": inputs}},
+        "permissions": {"contents": "read"},
+        "jobs": {"action": {"runs-on": "ubuntu-24.04", "steps": action["runs"]["steps"]}},
+    }
 
 
 def main(argv: list[str]) -> int:
     import yaml
 
     source, out = map(Path, argv)
-    Path(out).write_text(yaml.safe_dump(as_workflow(yaml.safe_load(source.read_text(encoding="utf-8"))), sort_keys=False),
-                         encoding="utf-8")
+    Path(out).write_text(yaml.safe_dump(as_workflow(yaml.safe_load(source.read_text(encoding="utf-8"))), sort_keys=False), encoding="utf-8")
     return 0
 
 

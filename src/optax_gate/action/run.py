@@ -130,8 +130,10 @@ def summary(report_md: Path | None, verdict: str, status: int, fail_on: str) -> 
     if report_md is None:
         return head + "The gate wrote no report: not verified (see the step's log).\n"
     artifact = os.environ.get("INPUT_ARTIFACT_NAME", "").strip() or "upgrade-gate-report"
-    link = (f"Every row, folded per finding: `report.html` in the artifact **{artifact}** of [this run]({run_url()}) "
-            "(with report.md, report.json and the evidence).\n")
+    link = (
+        f"Every row, folded per finding: `report.html` in the artifact **{artifact}** of [this run]({run_url()}) "
+        "(with report.md, report.json and the evidence).\n"
+    )
     return comment.fit(head + report_md.read_text(encoding="utf-8"), SUMMARY_LIMIT, link)
 
 
@@ -188,8 +190,10 @@ def gate() -> int:
 
 #: What each actions/cache step's key hashes, relative to the action's folder
 #: (the baseline lock, the contracts, this package and pytest's configuration).
-KEY_FILES = {"uv": ("requirements-lock.txt", "requirements-tools.txt"),
-             "gate": ("requirements-lock.txt", "tests/contracts", "src/optax_gate", "conftest.py", "pyproject.toml")}
+KEY_FILES = {
+    "uv": ("requirements-lock.txt", "requirements-tools.txt"),
+    "gate": ("requirements-lock.txt", "tests/contracts", "src/optax_gate", "conftest.py", "pyproject.toml"),
+}
 
 
 def _digest(paths: list[Path]) -> str:
@@ -221,8 +225,9 @@ def jax_cache_key(system: str) -> tuple[str, str]:
     base_path = workspace() / base_lock if base_lock else ROOT / "requirements-lock.txt"
     base = _jaxlib(base_path.read_text(encoding="utf-8")) if base_path.is_file() else ""
     cand_lock = os.environ.get("INPUT_CANDIDATE_LOCK", "").strip()
-    cand_text = ((workspace() / cand_lock).read_text(encoding="utf-8") if cand_lock and (workspace() / cand_lock).is_file()
-                 else "\n".join(_items("INPUT_CANDIDATE")))
+    cand_text = (
+        (workspace() / cand_lock).read_text(encoding="utf-8") if cand_lock and (workspace() / cand_lock).is_file() else "\n".join(_items("INPUT_CANDIDATE"))
+    )
     cand = _jaxlib(cand_text) or "same"
     prefix = f"jax-{system}-{base or 'unknown'}-"
     run = f"{os.environ.get('GITHUB_RUN_ID', '0')}-{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}"
@@ -236,9 +241,11 @@ def keys() -> int:
     system = os.environ.get("RUNNER_OS", sys.platform)
     extra = [workspace() / p for p in (*_items("INPUT_CONTRACTS"), os.environ.get("INPUT_BASELINE_LOCK", "").strip()) if p]
     jax_key, jax_restore = jax_cache_key(system)
-    text = (f"uv=uv-{system}-{_digest([ROOT / p for p in KEY_FILES['uv']])}\n"
-            f"gate=gate-{system}-{_digest([ROOT / p for p in KEY_FILES['gate']] + extra)}\n"
-            f"jax={jax_key}\njax-restore<<EOF\n{jax_restore}\nEOF\n")
+    text = (
+        f"uv=uv-{system}-{_digest([ROOT / p for p in KEY_FILES['uv']])}\n"
+        f"gate=gate-{system}-{_digest([ROOT / p for p in KEY_FILES['gate']] + extra)}\n"
+        f"jax={jax_key}\njax-restore<<EOF\n{jax_restore}\nEOF\n"
+    )
     _append("GITHUB_OUTPUT", text)
     print(text, end="")
     return 0

@@ -30,10 +30,17 @@ class Interrupted(BaseException):
 
 def _environment(args: argparse.Namespace) -> opts.EnvironmentOptions:
     return opts.EnvironmentOptions(
-        project_root=args.project_root, baseline_lock=args.baseline_lock, python=args.python, envs_dir=args.envs_dir,
-        compilation_cache=args.compilation_cache, requirements_in=getattr(args, "requirements_in", None),
-        timeout=getattr(args, "timeout", 3600.0), cache_dir=getattr(args, "cache_dir", None),
-        use_cache=getattr(args, "baseline_cache", True), concurrent=getattr(args, "concurrent", True))
+        project_root=args.project_root,
+        baseline_lock=args.baseline_lock,
+        python=args.python,
+        envs_dir=args.envs_dir,
+        compilation_cache=args.compilation_cache,
+        requirements_in=getattr(args, "requirements_in", None),
+        timeout=getattr(args, "timeout", 3600.0),
+        cache_dir=getattr(args, "cache_dir", None),
+        use_cache=getattr(args, "baseline_cache", True),
+        concurrent=getattr(args, "concurrent", True),
+    )
 
 
 def _speed(args: argparse.Namespace) -> opts.SpeedOptions:
@@ -41,33 +48,46 @@ def _speed(args: argparse.Namespace) -> opts.SpeedOptions:
 
 
 def _scope(args: argparse.Namespace) -> opts.ScopeOptions:
-    return opts.ScopeOptions(usage=tuple(args.usage or ()), fail_on=args.fail_on,
-                             fail_on_new_deprecations=args.fail_on_new_deprecations)
+    return opts.ScopeOptions(usage=tuple(args.usage or ()), fail_on=args.fail_on, fail_on_new_deprecations=args.fail_on_new_deprecations)
 
 
 def _bisect(args: argparse.Namespace) -> opts.BisectOptions:
-    return opts.BisectOptions(enabled=getattr(args, "bisect", False), history=tuple(args.history or ()),
-                              cache=args.bisect_cache, env=args.bisect_env, timeout=args.bisect_timeout)
+    return opts.BisectOptions(
+        enabled=getattr(args, "bisect", False), history=tuple(args.history or ()), cache=args.bisect_cache, env=args.bisect_env, timeout=args.bisect_timeout
+    )
 
 
-def options(args: argparse.Namespace) -> (opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions
-                                          | opts.RebaselineOptions):
+def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions | opts.RebaselineOptions:
     """The typed options of the command ``args`` holds (:mod:`optax_gate.gate.inputs.options`), made once here."""
     if args.command == "gate":
         return opts.GateOptions(
-            environment=_environment(args), speed=_speed(args), scope=_scope(args), bisect=_bisect(args),
-            candidate=opts.CandidateOptions(specs=tuple(args.specs), source=tuple(args.source or ()),
-                                            lock=args.candidate_lock, allow_extra=args.allow_extra),
+            environment=_environment(args),
+            speed=_speed(args),
+            scope=_scope(args),
+            bisect=_bisect(args),
+            candidate=opts.CandidateOptions(specs=tuple(args.specs), source=tuple(args.source or ()), lock=args.candidate_lock, allow_extra=args.allow_extra),
             team_run=opts.TeamRunOptions(command=args.run, folder=args.run_dir, timeout=args.run_timeout),
-            out=args.out, keep=args.keep, contracts=tuple(args.contracts or ()), upstream_tests=args.upstream_tests)
+            out=args.out,
+            keep=args.keep,
+            contracts=tuple(args.contracts or ()),
+            upstream_tests=args.upstream_tests,
+        )
     if args.command == "matrix":
         return opts.MatrixOptions(
-            environment=_environment(args), speed=_speed(args), out=args.out, plan_only=args.plan, only=tuple(args.only or ()),
-            merge=args.merge, include_older=args.include_older, upstream=args.upstream, fail_on=args.fail_on,
-            upstream_tests=args.upstream_tests, heartbeat=args.heartbeat)
+            environment=_environment(args),
+            speed=_speed(args),
+            out=args.out,
+            plan_only=args.plan,
+            only=tuple(args.only or ()),
+            merge=args.merge,
+            include_older=args.include_older,
+            upstream=args.upstream,
+            fail_on=args.fail_on,
+            upstream_tests=args.upstream_tests,
+            heartbeat=args.heartbeat,
+        )
     if args.command == "compare":
-        return opts.CompareOptions(baseline_run=args.baseline_run, candidate_run=args.candidate_run, scope=_scope(args),
-                                   out=args.out, team_run=args.team_run)
+        return opts.CompareOptions(baseline_run=args.baseline_run, candidate_run=args.candidate_run, scope=_scope(args), out=args.out, team_run=args.team_run)
     if args.command == "rebaseline":
         return opts.RebaselineOptions(environment=_environment(args), lock=args.lock, move=args.move, out=args.out)
     return opts.BisectCommandOptions(report=args.report, environment=_environment(args), bisect=_bisect(args))
@@ -146,14 +166,14 @@ def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
     import json
 
     from optax_gate.gate.judge import compare
+
     try:
         verdict = json.loads((run.path / "report.json").read_text(encoding="utf-8"))["verdict"]
         status = compare.EXIT_STATUS.get(verdict, 2)
     except (OSError, ValueError, KeyError, TypeError):
         verdict, status = "unreadable", 2
     shows = run.root / ("report.md" if evidence.is_judged(run.path) else "not-judged.md")
-    print(f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows it "
-          f"(run folder {run.path})", file=sys.stderr)
+    print(f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows it (run folder {run.path})", file=sys.stderr)
     return status
 
 
@@ -182,8 +202,14 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         run = started.run
         if run is not None and evidence.is_complete(run.path):  # the signal came once the run was complete and current
             return _completed_before(run, exc)
-        where = (f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
-                 f"written, is not current; the next gate removes it), and {evidence.report_now(run.root)}") if run else ""
+        where = (
+            (
+                f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
+                f"written, is not current; the next gate removes it), and {evidence.report_now(run.root)}"
+            )
+            if run
+            else ""
+        )
         if run is not None and (run.root / "not-judged.md").exists():  # the third trial read it as this run's
             where += f" ({run.root / 'not-judged.md'} is an earlier run's, not this one's)"
         _INTERRUPTED.append(True)
@@ -191,8 +217,9 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return crash_report(f"gate error: {type(exc).__name__}: {exc}", started,
-                            None if args.command in ("gate", "rebaseline") else getattr(given, "out", Path("reports/gate")))
+        return crash_report(
+            f"gate error: {type(exc).__name__}: {exc}", started, None if args.command in ("gate", "rebaseline") else getattr(given, "out", Path("reports/gate"))
+        )
     finally:
         if process:  # the command is over: a later signal is only recorded, the exit status stands
             _STOPPING.append(True)

@@ -14,7 +14,7 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import reused
 from optax_gate.gate import assemble
-from optax_gate.gate.sides import (beyond_contracts, configured_packages, load)
+from optax_gate.gate.sides import beyond_contracts, configured_packages, load
 from optax_gate.gate.inputs.user_paths import check_usage
 from optax_gate.gate.judge import verdict
 from optax_gate.gate.gate_flow import Started, fail, team_code, write_reports
@@ -34,8 +34,10 @@ def _run_record(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (not JSON: {exc})") from None
     if not runner.is_run_record(record):
-        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (a JSON object with label, status and "
-                                    "contracts: evidence/baseline.json or candidate.json of a gate's run folder)")
+        raise validate.InvalidInput(
+            f"{validate.shown(path)} is not a run record (a JSON object with label, status and "
+            "contracts: evidence/baseline.json or candidate.json of a gate's run folder)"
+        )
     return record
 
 
@@ -62,14 +64,14 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     its newest judged run); 2 for an input that cannot be used."""
     try:
         if any((options.out / name).is_symlink() for name in evidence.CURRENT):
-            raise validate.InvalidInput(f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows "
-                                        "the newest judged run): give compare a folder of its own")
+            raise validate.InvalidInput(
+                f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows the newest judged run): give compare a folder of its own"
+            )
         baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
         swapped = swapped_records(baseline, candidate)
         if swapped and options.team_run is not None:  # the sixth trial: it was refused as "another baseline"
             raise validate.InvalidInput(f"{swapped} (the same options after them)")
-        team = (reused.recorded(options.team_run, baseline, candidate, options.scope.usage)
-                if options.team_run is not None else None)
+        team = reused.recorded(options.team_run, baseline, candidate, options.scope.usage) if options.team_run is not None else None
         code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
         scan = usage.scan(check_usage(code)) if code else None
     except validate.InvalidInput as exc:
@@ -82,8 +84,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
     if team is not None and options.team_run is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         assemble.with_team_run(report, team, given.fail_on)
-        report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
-                               f"{os.path.abspath(options.team_run)} (compare runs no code)")
+        report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from {os.path.abspath(options.team_run)} (compare runs no code)")
     else:
         assemble.with_scope(report, scope.apply_options(report, given, packages))
         if not swapped:  # swapped, the recorded run would not fit them: the note above says what to do
@@ -100,13 +101,17 @@ def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str 
     baseline's own failures read as the candidate's. None otherwise."""
     if baseline.get("label") != "candidate" or candidate.get("label") != "baseline":
         return None
+
     def which(record: dict[str, Any]) -> str:
         versions = record.get("versions") or {}
         named = ", ".join(f"{name} {versions[name]}" for name in ("optax", "jax") if versions.get(name))
         return f" ({named})" if named else ""
-    return (f"the run records look swapped: the first, taken as the baseline, is a gate's candidate record{which(baseline)}, "
-            f"and the second its baseline record{which(candidate)}; compare takes BASELINE first: "
-            "compare …/evidence/baseline.json …/evidence/candidate.json")
+
+    return (
+        f"the run records look swapped: the first, taken as the baseline, is a gate's candidate record{which(baseline)}, "
+        f"and the second its baseline record{which(candidate)}; compare takes BASELINE first: "
+        "compare …/evidence/baseline.json …/evidence/candidate.json"
+    )
 
 
 def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
@@ -122,12 +127,18 @@ def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
     except (OSError, ValueError, AttributeError):
         ran = False
     if ran and report.get("verdict") != "pass":  # the seventh trial: a --run gate's PASS re-judged as FAIL with no hint
-        report["notes"].append(f"the gate that recorded these run records ran your command (--run): add --team-run {gate_report} "
-                               "to make the verdict about that run, as the gate's was (compare runs no code)")
+        report["notes"].append(
+            f"the gate that recorded these run records ran your command (--run): add --team-run {gate_report} "
+            "to make the verdict about that run, as the gate's was (compare runs no code)"
+        )
         return
     if not any(a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()):
         return
     report["notes"].append(
         "compare runs no code: a line of yours that is 'cannot tell without --run' is decided by your run; "
-        + (f"the gate that recorded these run records ran it: add --team-run {gate_report}" if ran
-           else "run the gate with --run, or give compare --team-run with the report.json of a gate that did"))
+        + (
+            f"the gate that recorded these run records ran it: add --team-run {gate_report}"
+            if ran
+            else "run the gate with --run, or give compare --team-run with the report.json of a gate that did"
+        )
+    )

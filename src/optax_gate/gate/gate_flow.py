@@ -31,7 +31,24 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate import assemble, late
-from optax_gate.gate.sides import (Folders, Side, beyond_contracts, bound_compilation_cache, built_python, check_imports, compare_code, configured_packages, measure_speed, prepare, requirements_in, resolve_sources, results_dir, run_both, save_run, skipped)
+from optax_gate.gate.sides import (
+    Folders,
+    Side,
+    beyond_contracts,
+    bound_compilation_cache,
+    built_python,
+    check_imports,
+    compare_code,
+    configured_packages,
+    measure_speed,
+    prepare,
+    requirements_in,
+    resolve_sources,
+    results_dir,
+    run_both,
+    save_run,
+    skipped,
+)
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -116,8 +133,11 @@ def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | N
             phases.record(report)
             markdown = phases.run("report writing", lambda: report_markdown.render(report))
         phases.record(report)
-        texts = (report_json.render(report), markdown if markdown is not None else late.fallback_markdown(report),
-                 page if page is not None else report_html.fallback(report))
+        texts = (
+            report_json.render(report),
+            markdown if markdown is not None else late.fallback_markdown(report),
+            page if page is not None else report_html.fallback(report),
+        )
     atomic.write_text(out / "report.json", texts[0])
     atomic.write_text(out / "report.md", texts[1])
     atomic.write_text(out / "report.html", texts[2])
@@ -127,8 +147,9 @@ def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | N
     return compare.EXIT_STATUS[report["verdict"]]
 
 
-def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], options: GateOptions,
-           say: Progress, learned: Learned | None = None) -> int:
+def finish(
+    run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], options: GateOptions, say: Progress, learned: Learned | None = None
+) -> int:
     """Compare, write the run's reports, mark it complete and current.
 
     Each phase after the contracts runs under ``learned.phases``: its error is
@@ -146,12 +167,13 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
     if baseline.get("snapshots"):
-        report["notes"].append(f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
-                               "the baseline lock is not the pinned one, so the baseline runs in every gate and is never "
-                               "taken from the cache (`./noxw -s compare` re-judges a run's evidence without running)")
+        report["notes"].append(
+            f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
+            "the baseline lock is not the pinned one, so the baseline runs in every gate and is never "
+            "taken from the cache (`./noxw -s compare` re-judges a run's evidence without running)"
+        )
     packages = configured_packages(options.environment.project_root)
-    phases.run("API surface, warnings and dependency diff",
-               lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))
+    phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))
     team = learned.team_run if not refused else None
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
         phases.run("your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on))
@@ -159,8 +181,7 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         phases.run("scope of the findings", lambda: assemble.with_scope(report, scope.apply_options(report, options.scope, packages, usage=not refused)))
     phases.run("speed readings", lambda: assemble.with_speed(report, learned.speed))
     if options.upstream_tests and not refused:
-        phases.run("upstream tests cross-run (--upstream-tests)",
-                   lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say))
+        phases.run("upstream tests cross-run (--upstream-tests)", lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say))
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
@@ -170,8 +191,10 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
         status = write_reports(report, run.path, phases)
         evidence.complete(run, options.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"]))
     except OSError as exc:
-        return fail(f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
-                     f"{evidence.MARKER} and {evidence.report_now(run.root)}")
+        return fail(
+            f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
+            f"{evidence.MARKER} and {evidence.report_now(run.root)}"
+        )
     if judged:
         print(f"optax-gate: run folder {run.path}; {run.root / 'report.md'} now shows it")
     else:
@@ -181,12 +204,13 @@ def finish(run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[st
 
 def say_not_judged(run: evidence.RunFolder) -> None:
     """The console line of a run that judged nothing: where its report is, and what ``report.md`` still shows."""
-    print(f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
-          f"{run.root / 'not-judged.md'} (run folder {run.path}); {evidence.report_now(run.root)}")
+    print(
+        f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
+        f"{run.root / 'not-judged.md'} (run folder {run.path}); {evidence.report_now(run.root)}"
+    )
 
 
-def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions,
-                       learned: Learned, say: Progress) -> None:
+def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions, learned: Learned, say: Progress) -> None:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
     when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``
     (``assemble.with_upstream_tests``).
@@ -201,10 +225,12 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
         raise upstream_tests.CrossRunFailure("the two environments' interpreters or site-packages are not known")
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
     envs = dict(zip(("baseline", "candidate"), learned.jax_envs))
-    section = upstream_tests.cross_run({"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
-                                       dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons))),
-                                       upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
-                                       say=say)
+    section = upstream_tests.cross_run(
+        {"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
+        dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons))),
+        upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
+        say=say,
+    )
     assemble.with_upstream_tests(report, section)
 
 
@@ -228,8 +254,9 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
         plain, sources = source_specs.split(list(cand.specs), list(cand.source) or None)
     team_dirs = team_contracts.check(list(options.contracts) or None)
     if options.bisect.history and not options.bisect.enabled:
-        raise validate.InvalidInput("--history is given without --bisect: it says where a bisection reads a package's "
-                                    "history (add --bisect, or leave --history out)")
+        raise validate.InvalidInput(
+            "--history is given without --bisect: it says where a bisection reads a package's history (add --bisect, or leave --history out)"
+        )
     if options.bisect.enabled:
         try:  # a --history typo is refused now, not after the whole gate
             bisect_history.parse_histories(list(options.bisect.history) or None)
@@ -273,8 +300,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
     except OSError as exc:
-        return fail(f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; "
-                     f"{evidence.report_now(options.out)})")
+        return fail(f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; {evidence.report_now(options.out)})")
     say(f"run folder {run.path}")
     base_req = [f"lock file {env.baseline_lock}"]
     if cand.lock:
@@ -288,8 +314,14 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         print(f"optax-gate: {exc}", file=sys.stderr)
         why = f"invalid input: {exc}"
         run.candidate_lock.unlink(missing_ok=True)  # no lock beside a report that judged none
-        return finish(run, skipped("baseline", why, requirements=base_req), runner.not_verified("candidate", why, requirements=cand_req),
-                      options, say, Learned(refused=str(exc)))
+        return finish(
+            run,
+            skipped("baseline", why, requirements=base_req),
+            runner.not_verified("candidate", why, requirements=cand_req),
+            options,
+            say,
+            Learned(refused=str(exc)),
+        )
 
     try:
         say("checking the inputs")
@@ -297,28 +329,37 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     except validate.InvalidInput as exc:
         return refuse(exc)
     env = dataclasses.replace(env, team_dirs=checked.team_dirs)
-    options = dataclasses.replace(options, environment=env,
-                                  scope=dataclasses.replace(options.scope, usage=checked.usage, usage_scan=checked.usage_scan))
+    options = dataclasses.replace(options, environment=env, scope=dataclasses.replace(options.scope, usage=checked.usage, usage_scan=checked.usage_scan))
     if cand.lock:
         shutil.copyfile(cand.lock, run.candidate_lock)
     else:
         say("resolving the candidate (" + " ".join(cand_req) + ")")
         plain, sources = list(checked.plain_specs), list(checked.sources)
         try:
-            if built := resolve_sources(plain or ([] if sources else list(requirements.NEWEST_DEFAULT)), sources,
-                                        run.candidate_lock, env, say):
+            if built := resolve_sources(plain or ([] if sources else list(requirements.NEWEST_DEFAULT)), sources, run.candidate_lock, env, say):
                 cand_extra["sources"] = built
             extras.check(plain, run.candidate_lock, env.python)
         except validate.InvalidInput as exc:
             return refuse(exc)
         except environments.EnvironmentFailure as exc:
             print(f"optax-gate: the candidate cannot be resolved: {exc}", file=sys.stderr)
-            return finish(run, skipped("baseline", "the candidate could not be resolved", requirements=base_req),
-                          runner.not_verified("candidate", str(exc), requirements=cand_req), options, say)
+            return finish(
+                run,
+                skipped("baseline", "the candidate could not be resolved", requirements=base_req),
+                runner.not_verified("candidate", str(exc), requirements=cand_req),
+                options,
+                say,
+            )
         except source_specs.SourceFailure as exc:
             print(f"optax-gate: the candidate cannot be built from source: {exc}", file=sys.stderr)
-            return finish(run, skipped("baseline", "the candidate could not be built from source", requirements=base_req),
-                          runner.not_verified("candidate", str(exc), requirements=cand_req, sources=[exc.record]), options, say)
+            return finish(
+                run,
+                skipped("baseline", "the candidate could not be built from source", requirements=base_req),
+                runner.not_verified("candidate", str(exc), requirements=cand_req, sources=[exc.record]),
+                options,
+                say,
+            )
+
     # Fail fast: both sides are installed (the baseline first), then their imports checked, before
     # either runs a contract; a side that fails stops the gate there.
     def stop(failed: Side, other: str, other_record: dict[str, Any] | None, other_req: list[str]) -> int:
@@ -346,25 +387,25 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     learned = Learned()
     if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
         spec = dataclasses.replace(checked.run_spec, not_watched=tuple(p for p in (options.out, env.cache_dir, env.envs_dir) if p))
-        learned.team_run = team_run.run(spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say,
-                                        team_run.user_names(spec.run_dir))
+        learned.team_run = team_run.run(
+            spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say, team_run.user_names(spec.run_dir)
+        )
         if learned.team_run["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"
             say(f"{why} ({learned.team_run['reason']}); fix the command (or leave --run out) and run the gate again")
-            return finish(run, skipped("baseline", why, requirements=base_req), skipped("candidate", why, requirements=cand_req),
-                          options, say, learned)
+            return finish(run, skipped("baseline", why, requirements=base_req), skipped("candidate", why, requirements=cand_req), options, say, learned)
     base_record, cand_record = run_both(baseline, candidate, env, say)
     learned.pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
     learned.jax_envs = (baseline.jax_env, candidate.jax_env)
-    learned.speed = speed = learned.phases.run("speed readings", lambda: measure_speed(
-        env, options.speed, run.candidate_lock, cand_record, say, pythons=learned.pythons))
+    learned.speed = speed = learned.phases.run(
+        "speed readings", lambda: measure_speed(env, options.speed, run.candidate_lock, cand_record, say, pythons=learned.pythons)
+    )
     if speed is not None:  # the readings stay in the report even if their plot fails
         learned.phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
     status = finish(run, base_record, cand_record, options, say, learned)
     if options.bisect.enabled and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
         say("bisecting the findings (--bisect)")
-        bisect_command.after_gate(run.path, candidate.python if options.bisect.env == "candidate" else baseline.python,
-                                  env, options.bisect, say)
+        bisect_command.after_gate(run.path, candidate.python if options.bisect.env == "candidate" else baseline.python, env, options.bisect, say)
     return status
 
 

@@ -58,15 +58,14 @@ class LatePhases:
             name = f"{phase}: {where}" if where and where not in phase else phase
             self.errors.append({"phase": name, "error": f"{type(exc).__name__}: {exc}"})
             traceback.print_exc()
-            print(f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are kept; "
-                  "verdict not-verified)", file=sys.stderr)
+            print(f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are kept; verdict not-verified)", file=sys.stderr)
             return default
 
     def record(self, report: dict[str, Any]) -> dict[str, Any]:
         """Put the failures into ``report``: ``gate_errors``, verdict
         ``not-verified``, one reason per failure ahead of the others (each
         failure once, however often this is called)."""
-        new = self.errors[self._recorded:]
+        new = self.errors[self._recorded :]
         if new:
             report["gate_errors"] = list(self.errors)
             at = len(self.errors) - len(new)  # after the failures recorded before, ahead of the rest
@@ -81,7 +80,12 @@ def fallback_markdown(report: dict[str, Any]) -> str:
     fields, which need no renderer)."""
     out = [f"# Optax upgrade gate: {str(report.get('verdict', 'not-verified')).upper()}", ""]
     out += [f"- **{reason}**" for reason in report.get("reasons", [])]
-    out += ["", "The full report could not be rendered; `report.json` beside this file holds every field.", "",
-            "| contract | baseline → candidate | change |", "|---|---|---|"]
+    out += [
+        "",
+        "The full report could not be rendered; `report.json` beside this file holds every field.",
+        "",
+        "| contract | baseline → candidate | change |",
+        "|---|---|---|",
+    ]
     out += [f"| `{r.get('id')}` | {r.get('baseline')} → {r.get('candidate')} | {r.get('change')} |" for r in report.get("contracts", [])]
     return "\n".join(out) + "\n"

@@ -22,8 +22,18 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.gate_flow import Started, fail
-from optax_gate.gate.sides import (Folders, bound_compilation_cache, configured_packages, load, measure_speed, requirements_in, results_dir, run_lock,
-                                   run_specs, save_run)
+from optax_gate.gate.sides import (
+    Folders,
+    bound_compilation_cache,
+    configured_packages,
+    load,
+    measure_speed,
+    requirements_in,
+    results_dir,
+    run_lock,
+    run_specs,
+    save_run,
+)
 
 
 def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
@@ -40,8 +50,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
             return 2
         plan = load(plan_path)
     else:
-        envs, discovered = matrix.plan(requirements_in(env).read_text(encoding="utf-8"), include_older=options.include_older,
-                                       upstream=options.upstream)
+        envs, discovered = matrix.plan(requirements_in(env).read_text(encoding="utf-8"), include_older=options.include_older, upstream=options.upstream)
         plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
         atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
         if options.plan_only:
@@ -78,8 +87,7 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
     baseline = load(base_path) if base_path.exists() else runner.not_verified("baseline", "no run record")
     runs = {n: load(runs_dir / f"{n}.json") for n in names if (runs_dir / f"{n}.json").exists()}
     packages = configured_packages(env.project_root)
-    report = matrix.merge(baseline, runs, plan, packages=packages,
-                          upstream_tests=options.upstream_tests)
+    report = matrix.merge(baseline, runs, plan, packages=packages, upstream_tests=options.upstream_tests)
     report["exit"] = matrix.exit_status(report, options.fail_on)
     atomic.write_text(out / "report.json", report_json.render(report))
     atomic.write_text(out / "report.md", report_matrix.markdown(report))

@@ -46,18 +46,24 @@ def _summary(options: RebaselineOptions, version: str, record: dict[str, Any], d
         if r.get("outcome") == "skipped":
             skipped.setdefault(r.get("api", "?"), plain_text.shorten(details.plain_detail(r), 320))
     apis = Counter(contracts[cid]["api"] for cid in done.entries)
-    lines = [f"# Rebaseline at optax {version} ({lock})", "",
-             f"{len(contracts)} contracts: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) + ". "
-             f"{len(done.entries)} newly accepted into `{moved_behaviour.LEDGER}` (they pass there when they fail as optax "
-             f"{version} does); {len(held)} already in it for this version and holding; {len(done.narrowed)} older entries "
-             f"narrowed; {len(done.refused)} not accepted."
-             + (" The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)." if moved else ""),
-             ""]
+    lines = [
+        f"# Rebaseline at optax {version} ({lock})",
+        "",
+        f"{len(contracts)} contracts: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())) + ". "
+        f"{len(done.entries)} newly accepted into `{moved_behaviour.LEDGER}` (they pass there when they fail as optax "
+        f"{version} does); {len(held)} already in it for this version and holding; {len(done.narrowed)} older entries "
+        f"narrowed; {len(done.refused)} not accepted."
+        + (" The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)." if moved else ""),
+        "",
+    ]
     if skipped:
-        lines += [f"Skipped at this baseline, {outcomes['skipped']} contracts of {len(skipped)} APIs (a skipped contract "
-                  "is not accepted: it checks nothing here):", "",
-                  *(f"- `{a}`: {why}" for a, why in list(skipped.items())[:20]),
-                  *(["- ..."] if len(skipped) > 20 else []), ""]
+        lines += [
+            f"Skipped at this baseline, {outcomes['skipped']} contracts of {len(skipped)} APIs (a skipped contract is not accepted: it checks nothing here):",
+            "",
+            *(f"- `{a}`: {why}" for a, why in list(skipped.items())[:20]),
+            *(["- ..."] if len(skipped) > 20 else []),
+            "",
+        ]
     if apis:
         lines += ["| API | contracts newly accepted |", "|---|---|", *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())), ""]
     if done.refused:
@@ -74,8 +80,7 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
         return fail(f"{exc} (no ledger written)")
     version = runner.baseline_optax(lock)
     if "optax" not in pinned or not version:
-        return fail(f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version to "
-                    "rebaseline at (no ledger written)")
+        return fail(f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version to rebaseline at (no ledger written)")
     ledger_path = env.project_root / moved_behaviour.LEDGER
     try:
         ledger = moved_behaviour.load(ledger_path)
@@ -90,8 +95,11 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
     work = Path(tempfile.mkdtemp(prefix="optax-gate-rebaseline-"))
     try:
         snapshots = env.project_root if options.move else work / "snapshots"
-        jax_env = {**compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache),
-                   baseline_snapshots.SNAPSHOT_DIR: str(snapshots), baseline_snapshots.RECORD: "1"}
+        jax_env = {
+            **compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache),
+            baseline_snapshots.SNAPSHOT_DIR: str(snapshots),
+            baseline_snapshots.RECORD: "1",
+        }
         checkpoints = work / "checkpoints"
         say("writing the resume checkpoints there")
         why = runner.write_checkpoints(python, checkpoints, env.project_root, extra_env=jax_env)
@@ -102,21 +110,24 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
                 old.unlink()
         say("running every contract there (its snapshots recorded in this run)")
         run_env = dataclasses.replace(env, baseline_lock=lock)  # the runner passes this lock's optax to pytest
-        record = runner.run(python, "rebaseline", options.out, run_env,
-                            runner.ContractRunOptions(checkpoints=checkpoints, extra_env=jax_env),
-                            on_progress=say.contracts("rebaseline"))
+        record = runner.run(
+            python,
+            "rebaseline",
+            options.out,
+            run_env,
+            runner.ContractRunOptions(checkpoints=checkpoints, extra_env=jax_env),
+            on_progress=say.contracts("rebaseline"),
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if record.get("status") != "ran":
         return fail(f"rebaseline: the contracts did not run at optax {version}: {record.get('reason')}")
     logs = sorted(Path(options.out).glob("rebaseline*.reportlog.jsonl"))
-    entries, done = moved_ledger.accept(ledger, record, moved_ledger.crash_lines(logs), version,
-                                        (record.get("versions") or {}).get("jax", ""))
+    entries, done = moved_ledger.accept(ledger, record, moved_ledger.crash_lines(logs), version, (record.get("versions") or {}).get("jax", ""))
     moved_ledger.write(ledger_path, entries)
     if options.move:
         atomic.write_text(env.project_root / baseline_snapshots.PINNED_LOCK, lock.read_text(encoding="utf-8"))
-    held = sorted(cid for cid in moved_behaviour.applicable(ledger, version)
-                  if (record["contracts"].get(cid) or {}).get("outcome") == "passed")
+    held = sorted(cid for cid in moved_behaviour.applicable(ledger, version) if (record["contracts"].get(cid) or {}).get("outcome") == "passed")
     summary = _summary(options, version, record, done, held)
     atomic.write_text(Path(options.out) / "summary.md", summary)
     print(summary, end="")

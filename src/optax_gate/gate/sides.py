@@ -120,9 +120,10 @@ def _cache_words(side: Side, inputs: dict[str, Any], why: list[str]) -> str:
         return f"{side.label}: from cache {results_cache.key(inputs)}, all {total} contract modules"
     if not found:
         return f"{side.label}: not taken from the cache (no entry for its {total} contract modules{tail})"
-    return (f"{side.label}: {found} of {total} contract modules from cache {results_cache.key(inputs)}; "
-            f"running the other {total - found}: " + ", ".join(u.name for u in side.pending[:5])
-            + (", ..." if total - found > 5 else "") + tail)
+    return (
+        f"{side.label}: {found} of {total} contract modules from cache {results_cache.key(inputs)}; "
+        f"running the other {total - found}: " + ", ".join(u.name for u in side.pending[:5]) + (", ..." if total - found > 5 else "") + tail
+    )
 
 
 def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> None:
@@ -142,14 +143,18 @@ def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str]
             why.append(reason)
     header, reason = results_cache.fetch_side(results_dir(env), inputs) if side.cached else (None, "")
     if side.cached and not side.pending and header is None:  # a side's versions and plugins come only from a run of it
-        say(f"{side.label}: {len(side.cached)} contract module(s) cached, but the side's own entry is not usable "
-            f"({reason or 'missing'}): running all of its modules again")
+        say(
+            f"{side.label}: {len(side.cached)} contract module(s) cached, but the side's own entry is not usable "
+            f"({reason or 'missing'}): running all of its modules again"
+        )
         side.cached.clear()
         why = []
     say(_cache_words(side, inputs, why))
     if side.units and not side.pending and header is not None:
-        side.record = {**results_cache.assemble(side.label, header, side.cached, **side.extra),
-                       "from_cache": results_cache.origin(inputs, side.cached, len(side.units))}
+        side.record = {
+            **results_cache.assemble(side.label, header, side.cached, **side.extra),
+            "from_cache": results_cache.origin(inputs, side.cached, len(side.units)),
+        }
 
 
 def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None]) -> None:
@@ -157,8 +162,10 @@ def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None])
     if compilation_cache.enabled(env.compilation_cache):
         gone, left = compilation_cache.prune(compilation_cache.shared(env.cache_dir, env.envs_dir))
         if gone:
-            say(f"compilation cache: {gone} entries written longest ago deleted, {left / 2**20:.0f} MB left "
-                f"(bound: ${compilation_cache.SIZE_SWITCH}, {compilation_cache.limit() // 2**20} MB)")
+            say(
+                f"compilation cache: {gone} entries written longest ago deleted, {left / 2**20:.0f} MB left "
+                f"(bound: ${compilation_cache.SIZE_SWITCH}, {compilation_cache.limit() // 2**20} MB)"
+            )
 
 
 def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, say: Callable[[str], None], **extra: Any) -> Side:
@@ -208,8 +215,9 @@ def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], 
             side.checkpoints_ready = True
             return
     say("baseline: writing the resume checkpoints")
-    side.extra["checkpoint_writer"] = runner.write_checkpoints(
-        built_python(side.python), side.checkpoints, env.project_root, extra_env=side.jax_env) or "written"
+    side.extra["checkpoint_writer"] = (
+        runner.write_checkpoints(built_python(side.python), side.checkpoints, env.project_root, extra_env=side.jax_env) or "written"
+    )
     side.checkpoints_ready = side.extra["checkpoint_writer"] == "written"
     if side.checkpoints_ready and side.cache_inputs is not None:
         results_cache.store_checkpoints(results_dir(env), side.cache_inputs, side.checkpoints)
@@ -235,10 +243,17 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     team = [u for u in pending if u.team]
     targets = tuple(tuple(u.target for u in pending if not u.team and u.part == i) for i in range(len(runner.PARTS))) if partial else None
     team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
-    how = runner.ContractRunOptions(checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs,
-                                    targets=targets)
-    record = runner.run(built_python(side.python), side.label, side.folder, env, how,
-                        on_progress=progress.contracts(side.label) if progress else None, probed=side.probed, **side.extra)
+    how = runner.ContractRunOptions(checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs, targets=targets)
+    record = runner.run(
+        built_python(side.python),
+        side.label,
+        side.folder,
+        env,
+        how,
+        on_progress=progress.contracts(side.label) if progress else None,
+        probed=side.probed,
+        **side.extra,
+    )
     if side.cache_inputs is not None and side.checkpoints_ready:
         stored = results_cache.store(results_dir(env), side.cache_inputs, record, pending)
         if stored:
@@ -250,8 +265,7 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     return record
 
 
-def run_lock(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None,
-             **extra: Any) -> dict[str, Any]:
+def run_lock(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
     """Build (or reuse) the environment of ``lock`` and run the contracts there
     (one side at a time: the matrix); evidence goes to ``folders.evidence``; the
     baseline writes the resume ``folders.checkpoints``."""
@@ -272,8 +286,7 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
     environment, taken off the gate's serial tail. An error here is ignored:
     the late phase reads again and records it. None when there is nothing to read."""
     sites = [Path(side.extra["site_packages"]) for side in sides if side.extra.get("site_packages")]
-    if len(sites) != 2 or not all(site.is_dir() for site in sites) or (
-            all(side.record is not None for side in sides)):
+    if len(sites) != 2 or not all(site.is_dir() for site in sites) or (all(side.record is not None for side in sides)):
         return None
     packages = configured_packages(env.project_root)
 
@@ -300,12 +313,12 @@ def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candi
     if candidate.record is not None or not env.use_cache:
         return
     sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
-    found = same_code_.compare(same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs),
-                               same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs))
+    found = same_code_.compare(
+        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
+    )
     if found.same:
         candidate.same_code = found
-        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead "
-            "of running")
+        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running")
     else:
         say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
 
@@ -362,18 +375,17 @@ def resolve(specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Cal
     Raises:
       environments.EnvironmentFailure: the resolver found no set of versions.
     """
-    text, moved = requirements.replace_held(requirements_in(env).read_text(encoding="utf-8"), specs,
-                                            extras.pinned(env.baseline_lock))
+    text, moved = requirements.replace_held(requirements_in(env).read_text(encoding="utf-8"), specs, extras.pinned(env.baseline_lock))
     if moved and say:
-        say(f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} "
-            f"(pinned differently in {env.requirements_in})")
+        say(f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} (pinned differently in {env.requirements_in})")
     req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
     upgrade = [requirements.canonical_name(s) for s in specs]
     return environments.compile_lock(req_in, lock_path, env.baseline_lock, upgrade)
 
 
-def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, env: EnvironmentOptions,
-                    say: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def resolve_sources(
+    specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, env: EnvironmentOptions, say: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
     """Build the wheel of each source candidate (cached under
     ``--cache-dir``/source by commit), resolve ``specs`` with those wheels into
     ``lock_path`` and check that the lock pins each wheel by its SHA-256.
@@ -394,8 +406,7 @@ def resolve_sources(specs: list[str], sources: list[source_specs.SourceSpec], lo
     return records
 
 
-def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOptions, folders: Folders,
-              progress: Progress | None = None) -> dict[str, Any]:
+def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None) -> dict[str, Any]:
     """Resolve ``specs`` into ``lock_path`` (a source spec built first), then
     run it (the matrix's environments)."""
     forget_previous_evidence(label, folders.evidence)
@@ -408,16 +419,21 @@ def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOpt
         return runner.not_verified(label, str(exc), requirements=specs, sources=[exc.record])
     except InvalidInput as exc:  # a plan asking for jax from source, say
         return runner.not_verified(label, f"invalid input: {exc}", requirements=specs)
-    return run_lock(label, lock_path, env, folders, progress, requirements=specs,
-                    **({"sources": built} if built else {}))
+    return run_lock(label, lock_path, env, folders, progress, requirements=specs, **({"sources": built} if built else {}))
 
 
 def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
     return runner.not_verified(label, f"not run: {why}", **extra)
 
 
-def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: Path, candidate: dict[str, Any],
-                  say: Progress | None = None, pythons: tuple[Path | None, ...] = ()) -> model.Speed | None:
+def measure_speed(
+    env: EnvironmentOptions,
+    speed: SpeedOptions,
+    candidate_lock: Path,
+    candidate: dict[str, Any],
+    say: Progress | None = None,
+    pythons: tuple[Path | None, ...] = (),
+) -> model.Speed | None:
     """Time the training steps of the baseline's (``env.baseline_lock``) and
     the candidate's environments, interleaved (``gate.speed.speed``); None
     under ``--no-speed``. A measured result is cached by both locks
@@ -431,8 +447,7 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
     if candidate.get("status") != "ran":
         return speed_.not_measured("the candidate did not run its contracts", speed.budget)
     if candidate.get("same_code"):  # the same Python on the same jaxlib: the same programs, timed against themselves
-        return speed_.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's "
-                                   "programs: not timed", speed.budget)
+        return speed_.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed", speed.budget)
     inputs = None
     baseline_lock = env.baseline_lock
     if env.cache_dir is not None:
@@ -447,8 +462,9 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
     try:
         ready = [python for python in pythons if python] if len(pythons) == 2 else []
         if len(ready) != 2:
-            ready = [environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python,
-                                         env.project_root) for lock in (baseline_lock, candidate_lock)]
+            ready = [
+                environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root) for lock in (baseline_lock, candidate_lock)
+            ]
     except environments.EnvironmentFailure as exc:
         return speed_.not_measured(str(exc), speed.budget)
     result = speed_.measure(ready[0], ready[1], env.project_root, speed)
@@ -457,8 +473,9 @@ def measure_speed(env: EnvironmentOptions, speed: SpeedOptions, candidate_lock: 
     return result
 
 
-def beyond_contracts(report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
-                     scope: ScopeOptions, packages: tuple[str, ...], usage: bool = True) -> dict[str, Any]:
+def beyond_contracts(
+    report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions, packages: tuple[str, ...], usage: bool = True
+) -> dict[str, Any]:
     """``report`` with what the contracts cannot see (``unseen.beyond``, put in by ``assemble.with_beyond``)
     with the ``scope`` options, the API surface of ``packages`` (:func:`configured_packages`);
     ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). Returns ``report``."""

@@ -43,11 +43,28 @@ from typing import Any
 
 #: Required arguments of the schedule factories, by name (beyond ``surface_build.by_name``).
 SCHEDULE_ARGUMENTS = {
-    "init_value": 1.0, "peak_value": 1.0, "end_value": 0.1, "warmup_steps": 2, "decay_steps": 10,
-    "transition_steps": 5, "decay_rate": 0.5, "alpha": 0.0, "exponent": 1.0, "power": 1.0, "value": 0.1,
-    "boundaries_and_scales": {5: 0.5}, "schedules": [lambda count: 0.1, lambda count: 0.01], "boundaries": [5],
-    "total_steps": 10, "max_learning_rate": 1.0, "cosine_kwargs": [{"init_value": 1.0, "decay_steps": 10}],
-    "min_value": 0.0, "max_value": 1.0, "period": 10, "num_steps": 10, "every_k_schedule": 2,
+    "init_value": 1.0,
+    "peak_value": 1.0,
+    "end_value": 0.1,
+    "warmup_steps": 2,
+    "decay_steps": 10,
+    "transition_steps": 5,
+    "decay_rate": 0.5,
+    "alpha": 0.0,
+    "exponent": 1.0,
+    "power": 1.0,
+    "value": 0.1,
+    "boundaries_and_scales": {5: 0.5},
+    "schedules": [lambda count: 0.1, lambda count: 0.01],
+    "boundaries": [5],
+    "total_steps": 10,
+    "max_learning_rate": 1.0,
+    "cosine_kwargs": [{"init_value": 1.0, "decay_steps": 10}],
+    "min_value": 0.0,
+    "max_value": 1.0,
+    "period": 10,
+    "num_steps": 10,
+    "every_k_schedule": 2,
 }
 
 
@@ -102,8 +119,7 @@ def _arguments(path: str, obj: Any) -> tuple[Any, dict[str, Any]] | str:
         if p.default is p.empty and p.name == "opt":  # MultiSteps' inner optimizer, as the filler's other inner ones
             overrides.setdefault("opt", surface_build.Fresh(surface_build.inner_sgd))
     # float defaults given explicitly (the same values), so that the probe can follow them into the parts
-    defaults = {p.name: p.default for p in params.values()
-                if type(p.default) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    defaults = {p.name: p.default for p in params.values() if type(p.default) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     try:
         return None, {**defaults, **surface_build.fill(obj, overrides)}
     except KeyError as exc:
@@ -147,7 +163,7 @@ def probe() -> dict[str, Any]:
             if depth[0] > 0 and frame.f_code in codes:
                 entered.update(codes[frame.f_code])
                 if floats:
-                    args = frame.f_code.co_varnames[:frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount]
+                    args = frame.f_code.co_varnames[: frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount]
                     local = frame.f_locals
                     for outer, value in floats.items():
                         for name in args:
@@ -168,8 +184,13 @@ def probe() -> dict[str, Any]:
         kept = {outer: sorted(h for h in hs if h.partition(":")[0] not in aliases) for outer, hs in handed.items()}
         if any(kept.values()):
             passes[path] = {outer: hs for outer, hs in sorted(kept.items()) if hs}
-    return {"optax": optax.__version__, "reached": {k: v for k, v in sorted(reached.items()) if v},
-            "passes": dict(sorted(passes.items())), "built": len(reached), "not_built": not_built}
+    return {
+        "optax": optax.__version__,
+        "reached": {k: v for k, v in sorted(reached.items()) if v},
+        "passes": dict(sorted(passes.items())),
+        "built": len(reached),
+        "not_built": not_built,
+    }
 
 
 if __name__ == "__main__":

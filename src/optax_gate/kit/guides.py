@@ -59,7 +59,7 @@ def is_source(label: str) -> bool:
     non-empty text after it."""
     if label in GUIDES:
         return True
-    return isinstance(label, str) and any(label.startswith(p) and label[len(p):].strip() for p in SOURCE_PREFIXES)
+    return isinstance(label, str) and any(label.startswith(p) and label[len(p) :].strip() for p in SOURCE_PREFIXES)
 
 
 def paper(citation: str) -> str:

@@ -36,8 +36,9 @@ def _arguments(call: Call, previous: Any) -> tuple[Any, ...]:
     return call(previous) if callable(call) else call
 
 
-def run(fn: Callable[..., Any], calls: Sequence[Call], *, static_argnums: int | Sequence[int] = (),
-        compiled_first: bool = False) -> tuple[list[Any], list[Any]]:
+def run(
+    fn: Callable[..., Any], calls: Sequence[Call], *, static_argnums: int | Sequence[int] = (), compiled_first: bool = False
+) -> tuple[list[Any], list[Any]]:
     """Run ``fn`` jitted, then eagerly, over ``calls``; return ``(jitted, eager)``
     results, one per call.
 
@@ -67,16 +68,14 @@ def run(fn: Callable[..., Any], calls: Sequence[Call], *, static_argnums: int | 
                 first = compiled.count
     if compiled_first:
         assert first > 0, "the first jitted call compiled nothing: the check would not see a recompilation"
-    assert compiled.count == first, (f"a jitted call after the first, same shapes, recompiled "
-                                     f"({compiled.count - first} compilation(s) after the first call)")
+    assert compiled.count == first, f"a jitted call after the first, same shapes, recompiled ({compiled.count - first} compilation(s) after the first call)"
     eager: list[Any] = []
     for call in calls:
         eager.append(fn(*_arguments(call, eager[-1] if eager else None)))
     return jitted, eager
 
 
-def assert_same_leaves(jitted: Any, eager: Any, *, ulps: int, dtype: Any = jnp.float32,
-                       scale: float | None = None, what: str = "jit vs eager") -> None:
+def assert_same_leaves(jitted: Any, eager: Any, *, ulps: int, dtype: Any = jnp.float32, scale: float | None = None, what: str = "jit vs eager") -> None:
     """Every leaf of ``jitted`` equals the same leaf of ``eager``: floating
     leaves within ``ulps`` of ``dtype`` (:func:`~optax_gate.kit.tolerances.assert_close`),
     integer and boolean leaves exactly; both PyTrees have the same structure.
@@ -94,10 +93,17 @@ def assert_same_leaves(jitted: Any, eager: Any, *, ulps: int, dtype: Any = jnp.f
             assert_close(j, e.astype(np.float64), dtype=dtype, ulps=ulps, scale=scale, what=what)
 
 
-def assert_jit_matches_eager(fn: Callable[..., Any], calls: Sequence[Call], *, ulps: int,
-                             dtype: Any = jnp.float32, scale: float | None = None,
-                             static_argnums: int | Sequence[int] = (), compiled_first: bool = False,
-                             compare: Callable[[Any], Any] = lambda result: result) -> None:
+def assert_jit_matches_eager(
+    fn: Callable[..., Any],
+    calls: Sequence[Call],
+    *,
+    ulps: int,
+    dtype: Any = jnp.float32,
+    scale: float | None = None,
+    static_argnums: int | Sequence[int] = (),
+    compiled_first: bool = False,
+    compare: Callable[[Any], Any] = lambda result: result,
+) -> None:
     """:func:`run` the calls, then :func:`assert_same_leaves` on ``compare(result)``
     of each call (e.g. ``lambda r: r[0]`` to compare the updates only).
 

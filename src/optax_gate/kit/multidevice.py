@@ -63,8 +63,7 @@ def describe(sharding: Any) -> str:
 def shardings(tree: Any) -> dict[str, str]:
     """``{key path: describe(leaf.sharding)}`` for every array leaf of ``tree``
     (a ``snapshot`` contract records this)."""
-    return {jax.tree_util.keystr(path) or "the array": describe(leaf.sharding)
-            for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
+    return {jax.tree_util.keystr(path) or "the array": describe(leaf.sharding) for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
 def collectives(hlo_text: str) -> dict[str, int]:
@@ -88,4 +87,5 @@ def require_devices() -> None:
             f"the multi-device contracts need exactly {DEVICES} devices, JAX sees {n} "
             f"({jax.default_backend()}); run them in their own process with "
             f"XLA_FLAGS=--xla_force_host_platform_device_count={DEVICES} set before Python starts "
-            "(./noxw -s tests and the gate do this)")
+            "(./noxw -s tests and the gate do this)"
+        )

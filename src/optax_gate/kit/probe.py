@@ -100,8 +100,7 @@ def _import_error() -> str | None:
 
 def main() -> int:
     err = import_error()
-    print(json.dumps({"versions": installed_versions(), "import_error": err, "import_warnings": IMPORT_WARNINGS,
-                      "pytest_plugins": pytest_plugins()}))
+    print(json.dumps({"versions": installed_versions(), "import_error": err, "import_warnings": IMPORT_WARNINGS, "pytest_plugins": pytest_plugins()}))
     return 0 if err is None else 3
 
 

@@ -82,6 +82,7 @@ def pure(state: Any) -> Any:
 
 def train(run: Run, steps: range) -> list[dict]:
     """Train ``run`` for the given step numbers; return the params after each."""
+
     def loss_fn(m, x, y, rngs):
         return jnp.mean((m(x, rngs=rngs) - y) ** 2)
 
@@ -129,13 +130,14 @@ def write(directory: Path) -> None:
         checkpointer.wait_until_finished()
         control = {f"forward/{path}": v for path, v in flat({"y": forward(run)}).items()}
         after = train(run, range(STEPS_BEFORE, STEPS_BEFORE + STEPS_AFTER))
-        control.update({f"step{STEPS_BEFORE + k + 1}/{path}": np.asarray(v)
-                        for k, params in enumerate(after) for path, v in flat(params).items()})
+        control.update({f"step{STEPS_BEFORE + k + 1}/{path}": np.asarray(v) for k, params in enumerate(after) for path, v in flat(params).items()})
         if run.averaged is not None:
             control.update({f"averaged/{path}": np.asarray(v) for path, v in flat(run.averaged).items()})
         np.savez(directory / setup / "control.npz", **control)
-    atomic.write_text(directory / "meta.json", json.dumps({"versions": installed_versions(), "setups": list(SETUPS),
-                                                           "steps_before": STEPS_BEFORE, "steps_after": STEPS_AFTER}, indent=2))
+    atomic.write_text(
+        directory / "meta.json",
+        json.dumps({"versions": installed_versions(), "setups": list(SETUPS), "steps_before": STEPS_BEFORE, "steps_after": STEPS_AFTER}, indent=2),
+    )
 
 
 def flat(tree: Any) -> dict[str, Any]:
@@ -199,7 +201,7 @@ def control(directory: Path, setup: str, part: str) -> dict[str, np.ndarray]:
     ``averaged`` (the Polyak copy at the end); by normalised path."""
     data = np.load(directory / setup / "control.npz")
     prefix = f"{part}/"
-    return {key[len(prefix):]: data[key] for key in data.files if key.startswith(prefix)}
+    return {key[len(prefix) :]: data[key] for key in data.files if key.startswith(prefix)}
 
 
 if __name__ == "__main__":

@@ -137,8 +137,12 @@ def _nnx_sgd_momentum() -> Setup:
 
 def _mlp_params() -> dict[str, jax.Array]:
     k1, k2 = jax.random.split(jax.random.key(2))
-    return {"w1": 0.1 * jax.random.normal(k1, (16, 32), jnp.float32), "b1": jnp.zeros((32,), jnp.float32),
-            "w2": 0.1 * jax.random.normal(k2, (32, 4), jnp.float32), "b2": jnp.zeros((4,), jnp.float32)}
+    return {
+        "w1": 0.1 * jax.random.normal(k1, (16, 32), jnp.float32),
+        "b1": jnp.zeros((32,), jnp.float32),
+        "w2": 0.1 * jax.random.normal(k2, (32, 4), jnp.float32),
+        "b2": jnp.zeros((4,), jnp.float32),
+    }
 
 
 def _adamw_multisteps_tx() -> optax.GradientTransformation:
@@ -191,7 +195,9 @@ def _scan() -> Setup:
 
 
 BUILDERS: dict[str, Callable[[], Setup]] = {
-    "nnx-sgd-momentum": _nnx_sgd_momentum, "adamw-multisteps": _adamw_multisteps, "scan-20": _scan,
+    "nnx-sgd-momentum": _nnx_sgd_momentum,
+    "adamw-multisteps": _adamw_multisteps,
+    "scan-20": _scan,
 }
 
 
@@ -220,8 +226,7 @@ def _time_compile(make: Callable[[], Callable[..., Any]], args: tuple[Any, ...])
     t3 = time.perf_counter()
     jax.block_until_ready(compiled(*args))
     t4 = time.perf_counter()
-    return {"compile_s": t2 - t0, "lower_s": t1 - t0, "backend_compile_s": sum(backend),
-            "first_call_s": t4 - t3}, compiled
+    return {"compile_s": t2 - t0, "lower_s": t1 - t0, "backend_compile_s": sum(backend), "first_call_s": t4 - t3}, compiled
 
 
 def _time_steps(compiled: Any, args: tuple[Any, ...], repeats: int, warmup: int) -> list[float]:
@@ -250,8 +255,7 @@ class Session:
         for make, args in self.setups.values():
             jax.jit(make()).lower(*args)
 
-    def compile_round(self, compiles: int = COMPILES, repeats: dict[str, int] | None = None,
-                      warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
+    def compile_round(self, compiles: int = COMPILES, repeats: dict[str, int] | None = None, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
         """Compile every set-up ``compiles`` times, then time its steps:
         ``{setup: {metric: [seconds, ...]}}`` (metrics: module docstring)."""
         out: dict[str, dict[str, list[float]]] = {}
@@ -267,15 +271,18 @@ class Session:
 
     def steps_round(self, repeats: dict[str, int] | None = None, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
         """Time the steps of the executables of the last :meth:`compile_round` only."""
-        return {name: {"step_s": _time_steps(self.compiled[name], args, (repeats or REPEATS)[name], warmup)}
-                for name, (make, args) in self.setups.items()}
+        return {name: {"step_s": _time_steps(self.compiled[name], args, (repeats or REPEATS)[name], warmup)} for name, (make, args) in self.setups.items()}
 
 
 def header(plant: str | None = None) -> dict[str, Any]:
     """What was measured where: versions, backend, device, settings."""
-    return {"versions": probe.installed_versions(), "backend": jax.default_backend(),
-            "device": str(jax.devices()[0].device_kind), "plant": plant,
-            "settings": {"compiles": COMPILES, "warmup": WARMUP, "repeats": dict(REPEATS)}}
+    return {
+        "versions": probe.installed_versions(),
+        "backend": jax.default_backend(),
+        "device": str(jax.devices()[0].device_kind),
+        "plant": plant,
+        "settings": {"compiles": COMPILES, "warmup": WARMUP, "repeats": dict(REPEATS)},
+    }
 
 
 def _emit(payload: dict[str, Any]) -> None:

@@ -72,9 +72,7 @@ def pytrees(leaf_shapes: st.SearchStrategy[tuple[int, ...]] | None = None) -> st
 
 def pytree_pairs() -> st.SearchStrategy[tuple[Any, Any]]:
     """Two PyTrees of the same structure and leaf shapes (e.g. params and grads)."""
-    return pytrees().flatmap(
-        lambda tree: st.tuples(st.just(tree), like(tree))
-    )
+    return pytrees().flatmap(lambda tree: st.tuples(st.just(tree), like(tree)))
 
 
 def like(tree: Any) -> st.SearchStrategy[Any]:
@@ -87,6 +85,4 @@ def like(tree: Any) -> st.SearchStrategy[Any]:
 
 def batched_pytrees(max_batch: int = 5) -> st.SearchStrategy[Any]:
     """PyTrees whose every leaf has the same batch size ``B`` (1..max_batch) on axis 0."""
-    return st.integers(1, max_batch).flatmap(
-        lambda b: pytrees(shapes(0, 2).map(lambda s: (b, *s)))
-    )
+    return st.integers(1, max_batch).flatmap(lambda b: pytrees(shapes(0, 2).map(lambda s: (b, *s))))

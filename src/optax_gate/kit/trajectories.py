@@ -60,8 +60,9 @@ def state_signatures(tx: Any, params: Any, grads_per_step: list[Any], label: str
     return seen
 
 
-def assert_follows(got: list[Any], want: list[list[np.ndarray]], *, dtype: Any, initial: Any,
-                   per_step: int = tolerances.ELEMENTWISE, what: str = "params") -> None:
+def assert_follows(
+    got: list[Any], want: list[list[np.ndarray]], *, dtype: Any, initial: Any, per_step: int = tolerances.ELEMENTWISE, what: str = "params"
+) -> None:
     """Assert each step's PyTree in ``got`` matches the reference leaves of the
     same step in ``want`` within ``tolerances.accumulated(step, per_step)``
     ULPs, measured against the largest magnitude of the run (initial values
@@ -71,19 +72,25 @@ def assert_follows(got: list[Any], want: list[list[np.ndarray]], *, dtype: Any, 
     Raises:
       AssertionError: naming the step, the leaf index and the error in ULPs.
     """
-    scale = max([float(np.max(np.abs(x), initial=0.0)) for x in leaves64(initial)]
-                + [float(np.max(np.abs(x), initial=0.0)) for step in want for x in step])
+    scale = max([float(np.max(np.abs(x), initial=0.0)) for x in leaves64(initial)] + [float(np.max(np.abs(x), initial=0.0)) for step in want for x in step])
     assert len(got) == len(want), f"{len(got)} steps, reference has {len(want)}"
     for k, (tree, ref) in enumerate(zip(got, want), start=1):
         leaves = leaves64(tree)
         assert len(leaves) == len(ref), f"step {k}: {len(leaves)} leaves, reference has {len(ref)}"
         for i, (a, e) in enumerate(zip(leaves, ref)):
-            tolerances.assert_close(a, e, dtype=dtype, ulps=tolerances.accumulated(k, per_step),
-                                    scale=scale, what=f"{what} at step {k}, leaf {i}")
+            tolerances.assert_close(a, e, dtype=dtype, ulps=tolerances.accumulated(k, per_step), scale=scale, what=f"{what} at step {k}, leaf {i}")
 
 
-def assert_follows_in(dtype_name: str, scheduled: bool, got: list[Any], want: list[list[np.ndarray]], *,
-                      initial: Any, per_step: int = tolerances.ELEMENTWISE, what: str = "params") -> None:
+def assert_follows_in(
+    dtype_name: str,
+    scheduled: bool,
+    got: list[Any],
+    want: list[list[np.ndarray]],
+    *,
+    initial: Any,
+    per_step: int = tolerances.ELEMENTWISE,
+    what: str = "params",
+) -> None:
     """:func:`assert_follows` for one case of ``dtypes.trajectory_cases()``.
 
     For float64 with scheduled hyperparameters it pins the ledger entry

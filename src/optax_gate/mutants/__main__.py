@@ -40,17 +40,16 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
     """
     log = workdir / f"{Path(module).stem}-{name or 'no-mutant'}.jsonl"
     outside = ["-c", "pyproject.toml", "--rootdir", "."] if Path(module).is_absolute() else []  # a team folder's (--contracts)
-    cmd = [sys.executable, "-m", "pytest", module, *outside, "-q", "-p", "no:cacheprovider", *PLUGINS,
-           "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
+    cmd = [sys.executable, "-m", "pytest", module, *outside, "-q", "-p", "no:cacheprovider", *PLUGINS, "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
-    proc = subprocess.run(cmd, capture_output=True, text=True,
-                          env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})})
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})}
+    )
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
         tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-        raise RuntimeError(f"mutant {name}: pytest did not run (exit {proc.returncode}; "
-                           f"{parsed.collection_errors or parsed.exitstatus}): {tail}")
+        raise RuntimeError(f"mutant {name}: pytest did not run (exit {proc.returncode}; {parsed.collection_errors or parsed.exitstatus}): {tail}")
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 
@@ -65,11 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     if known.contracts:  # the pytest processes load the same team mutants files (the plugin calls mutants.load)
         os.environ[mutants.TEAM_DIRS_ENV] = os.pathsep.join(str(d.resolve()) for d in known.contracts)
     registry = mutants.load()
-    p = argparse.ArgumentParser(prog="python -m optax_gate.mutants",
-                                description="Every contract must fail under some mutant; every mutant must be caught.")
+    p = argparse.ArgumentParser(prog="python -m optax_gate.mutants", description="Every contract must fail under some mutant; every mutant must be caught.")
     p.add_argument("--area", action="append", choices=sorted(mutants.AREAS), help="limit to these API families")
-    p.add_argument("--contracts", action="append", type=user_path, metavar="DIR",
-                   help="a folder of the team's own contracts and their *_mutants.py outside the project (as gate --contracts)")
+    p.add_argument(
+        "--contracts",
+        action="append",
+        type=user_path,
+        metavar="DIR",
+        help="a folder of the team's own contracts and their *_mutants.py outside the project (as gate --contracts)",
+    )
     p.add_argument("--json", type=Path, help="write the kill matrix (contract -> mutants that fail it) here")
     args = p.parse_args(argv)
     areas = args.area or sorted(mutants.AREAS)
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             if devices.is_multidevice(mutants.AREAS[job[0]]):  # eight simulated devices, this process only
                 env = devices.env({"XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), **env})
             return env
+
         try:
             results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
         except RuntimeError as exc:  # a module that does not even run (mislabelled contract, broken mutant)

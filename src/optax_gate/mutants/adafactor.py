@@ -24,15 +24,25 @@ def _(optax):
 
 @mutant("adafactor-decay-constant", "uses the constant decay 0.999 instead of 1 - t**-0.8 (wrong formula constant)")
 def _(optax):
-    def f(learning_rate=None, min_dim_size_to_factor=128, decay_rate=0.8, decay_offset=0, multiply_by_parameter_scale=True,
-          clipping_threshold=1.0, eps=1e-30, factored=True, **unused):
+    def f(
+        learning_rate=None,
+        min_dim_size_to_factor=128,
+        decay_rate=0.8,
+        decay_offset=0,
+        multiply_by_parameter_scale=True,
+        clipping_threshold=1.0,
+        eps=1e-30,
+        factored=True,
+        **unused,
+    ):
         from optax._src import factorized
-        parts = [factorized.scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps,
-                                                  decay_rate_fn=lambda i, e: 0.999)]
+
+        parts = [factorized.scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps, decay_rate_fn=lambda i, e: 0.999)]
         parts += [optax.clip_by_block_rms(clipping_threshold)] if clipping_threshold is not None else []
         parts += [optax.scale_by_learning_rate(learning_rate, flip_sign=False)] if learning_rate is not None else []
         parts += [optax.scale_by_param_block_rms()] if multiply_by_parameter_scale else []
         return optax.chain(*parts, optax.scale(-1))
+
     return {"adafactor": f}
 
 
@@ -50,14 +60,19 @@ def _(optax):
 @mutant("adafactor-params-optional", "treats missing params as ones (drops the check) and NaNs as zeros")
 def _(optax):
     orig = optax.adafactor
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             import jax
             import jax.numpy as jnp
+
             u, s = tx.update(g, s, jax.tree.map(jnp.ones_like, g) if params is None else params)
             return nan_to_zero(u), s
+
         return wrap_tx(tx, update=update)
+
     return {"adafactor": f}
 
 

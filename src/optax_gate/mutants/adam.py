@@ -12,9 +12,11 @@ mutant = family("adam", "tests/contracts/test_adam.py")
 
 def no_bias_correction(tx):
     """Run each update with the count at 10**6, so ``1 - b**t`` is 1; the stored count never advances."""
+
     def update(g, s, params=None):
         u, new = tx.update(g, (s[0]._replace(count=s[0].count * 0 + 10**6),) + tuple(s[1:]), params)
         return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+
     return wrap_tx(tx, update=update)
 
 
@@ -27,16 +29,20 @@ def _(optax):
 @mutant("adam-eps-swapped", "puts eps inside the square root and eps_root outside")
 def _(optax):
     orig = optax.adam
+
     def f(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, *a, **k):
         return orig(learning_rate, b1, b2, eps_root, eps, *a, **k)
+
     return {"adam": f}
 
 
 @mutant("adam-b2-constant", "uses b2 = 0.99 whatever is given (a wrong formula constant)")
 def _(optax):
     orig = optax.adam
+
     def f(learning_rate, b1=0.9, b2=0.999, *a, **k):
         return orig(learning_rate, b1, 0.99, *a, **k)
+
     return {"adam": f}
 
 
@@ -49,8 +55,10 @@ def _(optax):
 @mutant("adam-mu-dtype-ignored", "ignores mu_dtype: mu in the params' dtype")
 def _(optax):
     orig = optax.adam
+
     def f(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, **k):
         return orig(learning_rate, b1, b2, eps, eps_root, None, **k)
+
     return {"adam": f}
 
 
@@ -70,10 +78,15 @@ jit_differs(mutant, "adam-jit-differs")
 @mutant("adam-lenient", "pairs gradient and state leaves by order and resizes: no shape or structure error")
 def _(optax):
     orig = optax.adam
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             import jax
+
             return tx.update(lenient(lambda mu, gg: gg)(s[0].mu, g) if jax.tree.leaves(g) else g, s, params)
+
         return wrap_tx(tx, update=update)
+
     return {"adam": f}

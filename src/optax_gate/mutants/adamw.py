@@ -18,16 +18,20 @@ def _parts(k):
 @mutant("adamw-decay-unscaled", "decay not multiplied by the learning rate (the paper's -lr*step - wd*p)")
 def _(optax):
     def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
-        return optax.chain(optax.scale_by_adam(nesterov=nesterov, **_parts(k)), optax.scale_by_learning_rate(learning_rate),
-                           optax.add_decayed_weights(-weight_decay, mask))
+        return optax.chain(
+            optax.scale_by_adam(nesterov=nesterov, **_parts(k)), optax.scale_by_learning_rate(learning_rate), optax.add_decayed_weights(-weight_decay, mask)
+        )
+
     return {"adamw": f}
 
 
 @mutant("adamw-coupled-l2", "decay added to the gradient before Adam (L2 regularisation, not decoupled)")
 def _(optax):
     def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
-        return optax.chain(optax.add_decayed_weights(weight_decay, mask), optax.scale_by_adam(nesterov=nesterov, **_parts(k)),
-                           optax.scale_by_learning_rate(learning_rate))
+        return optax.chain(
+            optax.add_decayed_weights(weight_decay, mask), optax.scale_by_adam(nesterov=nesterov, **_parts(k)), optax.scale_by_learning_rate(learning_rate)
+        )
+
     return {"adamw": f}
 
 
@@ -45,15 +49,20 @@ def _(optax):
 @mutant("adamw-params-optional", "treats missing params as zeros (drops the check) and NaNs as zeros")
 def _(optax):
     orig = optax.adamw
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             import jax.numpy as jnp
             import jax
+
             params = jax.tree.map(jnp.zeros_like, g) if params is None else params
             u, s = tx.update(g, s, params)
             return nan_to_zero(u), s
+
         return wrap_tx(tx, update=update)
+
     return {"adamw": f}
 
 

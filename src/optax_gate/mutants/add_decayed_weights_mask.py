@@ -19,9 +19,11 @@ def _(optax):
 @mutant("decay-no-params-ok", "returns the updates unchanged when params are missing")
 def _(optax):
     orig = optax.add_decayed_weights
+
     def f(*a, **k):
         tx = orig(*a, **k)
         return wrap_tx(tx, update=lambda g, s, params=None: (g, s) if params is None else tx.update(g, s, params))
+
     return {"add_decayed_weights": f}
 
 
@@ -35,10 +37,11 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.add_decayed_weights
+
     def f(*a, **k):
         tx = orig(*a, **k)
-        return wrap_tx(tx, init=lambda p: (tx.init(p), jnp.zeros(())),
-                        update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], s))
+        return wrap_tx(tx, init=lambda p: (tx.init(p), jnp.zeros(())), update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], s))
+
     return {"add_decayed_weights": f}
 
 
@@ -48,14 +51,19 @@ jit_differs(mutant, "decay-jit-differs")
 @mutant("decay-schedule-advances", "advances a scheduled weight decay each step (optax 0.2.8 behaviour)")
 def _(optax):
     orig = optax.add_decayed_weights
+
     def f(weight_decay=0.0, mask=None):
         if not callable(weight_decay):
             return orig(weight_decay, mask)
         import jax.numpy as jnp
+
         count = {"n": 0}
+
         def schedule(step):
             value = weight_decay(jnp.asarray(count["n"]))
             count["n"] += 1
             return value
+
         return orig(schedule, mask)
+
     return {"add_decayed_weights": f}

@@ -25,12 +25,17 @@ def _reimplemented(optax, *, check=None, gives_up=lambda count, n: count > n, to
             isfinite = jnp.all(jnp.array([jnp.all(test(x)) for x in jax.tree.leaves(updates)]))
             bump = (lambda c: c + 1) if wrapping else optax.safe_increment
             count = jnp.where(isfinite, 0, bump(state.notfinite_count)).astype(jnp.int32)
-            u, s = lax.cond(jnp.logical_or(isfinite, gives_up(count, max_consecutive_errors)),
-                            lambda _: inner.update(updates, state.inner_state, params),
-                            lambda _: (jax.tree.map(jnp.zeros_like, updates), state.inner_state), None)
+            u, s = lax.cond(
+                jnp.logical_or(isfinite, gives_up(count, max_consecutive_errors)),
+                lambda _: inner.update(updates, state.inner_state, params),
+                lambda _: (jax.tree.map(jnp.zeros_like, updates), state.inner_state),
+                None,
+            )
             total = count if total_resets else jnp.where(isfinite, state.total_notfinite, bump(state.total_notfinite))
             return u, optax.ApplyIfFiniteState(count, isfinite, total.astype(jnp.int32), s)
+
         return optax.GradientTransformation(init, update)
+
     return {"apply_if_finite": factory}
 
 
@@ -81,11 +86,15 @@ def _(optax):
     import jax
 
     orig = optax.apply_if_finite
+
     def f(inner, max_consecutive_errors):
         tx = orig(inner, max_consecutive_errors)
+
         def update(g, s, params=None):
             if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
                 g = jax.tree.unflatten(jax.tree.structure(params), jax.tree.leaves(g))
             return tx.update(g, s, params)
+
         return optax.GradientTransformation(tx.init, update)
+
     return {"apply_if_finite": f}

@@ -27,11 +27,15 @@ def _(optax):
     import jax
 
     orig = optax.chain
+
     def f(*txs):
         tx = orig(*txs)
+
         def init(p):
             return tuple(jax.tree.leaves(tx.init(p))) or tx.init(p)
+
         return wrap_tx(tx, init=init, update=lambda g, s, params=None: tx.update(g, tx.init(params if params is not None else g), params))
+
     return {"chain": f}
 
 
@@ -45,13 +49,17 @@ def _(optax):
     import jax
 
     orig = optax.chain
+
     def f(*txs):
         tx = orig(*txs)
+
         def update(g, s, params=None):
             if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
                 raise ValueError("gradients and params differ in structure")
             return tx.update(g, s, params)
+
         return wrap_tx(tx, update=update)
+
     return {"chain": f}
 
 

@@ -13,6 +13,7 @@ mutant = family("clip-elementwise", "tests/contracts/test_clip.py")
 def _stateless(optax, fn):
     def factory(max_delta):
         return optax.GradientTransformation(lambda p: optax.EmptyState(), lambda g, s, params=None: (fn(g, max_delta), s))
+
     return {"clip": factory}
 
 
@@ -33,7 +34,9 @@ def _(optax):
         def leaf(x):
             n = jnp.sqrt(jnp.sum(x.astype(jnp.float32) ** 2))
             return jnp.where(n > d, x * (d / jnp.maximum(n, 1e-30)).astype(x.dtype), x)
+
         return jax.tree.map(leaf, g)
+
     return _stateless(optax, f)
 
 
@@ -54,10 +57,12 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.clip
+
     def f(max_delta):
         tx = orig(max_delta)
         dt = jnp.asarray(max_delta).dtype
         return wrap_tx(tx, update=lambda g, s, params=None: (jax.tree.map(lambda x: x.astype(dt), tx.update(g, s)[0]), s))
+
     return {"clip": f}
 
 
@@ -71,9 +76,11 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.clip
+
     def f(max_delta):
         tx = orig(max_delta)
         return wrap_tx(tx, init=lambda p: jnp.zeros([], jnp.int32), update=lambda g, s, params=None: (tx.update(g, optax.EmptyState())[0], s + 1))
+
     return {"clip": f}
 
 

@@ -19,12 +19,17 @@ def _(optax):
 @mutant("global-norm-per-leaf", "clips each leaf by its own norm")
 def _(optax):
     orig = optax.clip_by_global_norm
+
     def f(max_norm):
         tx = orig(max_norm)
+
         def update(g, s, params=None):
             import jax
+
             return jax.tree.map(lambda x: tx.update({"x": x}, s)[0]["x"], g), s
+
         return wrap_tx(tx, update=update)
+
     return {"clip_by_global_norm": f}
 
 
@@ -36,31 +41,40 @@ def _(optax):
         def update(g, s, params=None):
             norm = optax.global_norm(g)
             return jax.tree.map(lambda x: x * (max_norm / norm).astype(x.dtype), g), s
+
         return optax.GradientTransformation(lambda p: optax.EmptyState(), update)
+
     return {"clip_by_global_norm": f}
 
 
 @mutant("global-norm-strict-inputs", "rejects an empty PyTree and zero-size leaves with ValueError")
 def _(optax):
     orig = optax.clip_by_global_norm
+
     def f(max_norm):
         tx = orig(max_norm)
+
         def update(g, s, params=None):
             import jax
+
             leaves = jax.tree.leaves(g)
             if not leaves or any(x.size == 0 for x in leaves):
                 raise ValueError("nothing to clip")
             return tx.update(g, s, params)
+
         return wrap_tx(tx, update=update)
+
     return {"clip_by_global_norm": f}
 
 
 @mutant("global-norm-nan-guard", "zeroes non-finite values first")
 def _(optax):
     orig = optax.clip_by_global_norm
+
     def f(max_norm):
         tx = orig(max_norm)
         return wrap_tx(tx, update=lambda g, s, params=None: tx.update(nan_to_zero(g), s, params))
+
     return {"clip_by_global_norm": f}
 
 
@@ -74,9 +88,11 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.clip_by_global_norm
+
     def f(max_norm):
         tx = orig(max_norm)
         return wrap_tx(tx, init=lambda p: jnp.zeros([], jnp.int32), update=lambda g, s, params=None: (tx.update(g, tx.init(g))[0], s + 1))
+
     return {"clip_by_global_norm": f}
 
 

@@ -27,7 +27,9 @@ def _(optax):
         def f(x, axis_name, **kw):
             keep = jax.lax.axis_index(axis_name) != 0
             return orig(jax.tree.map(lambda a: jnp.where(keep, a, jnp.zeros_like(a)), x), axis_name, **kw)
+
         return f
+
     jax.lax.psum, jax.lax.pmean = dropping(jax.lax.psum), dropping(jax.lax.pmean)
     return {}
 
@@ -49,6 +51,7 @@ def _(optax):
         fix = lambda s: PartitionSpec(*(a if a is None or a in mesh.axis_names else mesh.axis_names[0] for a in s))  # noqa: E731
         in_specs = jax.tree.map(fix, in_specs, is_leaf=lambda s: isinstance(s, PartitionSpec))
         return orig_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **kw)
+
     jax.lax.pmean, jax.shard_map = pmean, shard_map
     return {}
 
@@ -62,4 +65,5 @@ def _(optax):
     class Reducing(orig):
         def update(self, updates, state, params=None, **extra):
             return super().update(jax.lax.pmean(updates, "data"), state, params, **extra)
+
     return {"MultiSteps": Reducing}

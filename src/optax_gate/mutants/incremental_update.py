@@ -31,13 +31,16 @@ def _(optax):
     import numpy as np
 
     orig = optax.incremental_update
+
     def f(new, old, step_size):
         import jax
+
         out = orig(new, old, step_size)
         for o, r in zip(jax.tree.leaves(old), jax.tree.leaves(out)):
             if isinstance(o, np.ndarray):
                 np.copyto(o, np.asarray(r))
         return out
+
     return {"incremental_update": f}
 
 
@@ -55,9 +58,11 @@ def _(optax):
 @mutant("polyak-jit-differs", "perturbs the result by 1e-3 only under jax.jit")
 def _(optax):
     orig = optax.incremental_update
+
     def f(new, old, step_size):
         out = orig(new, old, step_size)
         return tree_map(lambda x: x * 1.001, out) if traced(new) else out
+
     return {"incremental_update": f}
 
 

@@ -28,68 +28,92 @@ def _(optax):
 @mutant("inject-extra-hyperparam", "adds an entry to the injected hyperparameters")
 def _(optax):
     orig = optax.inject_hyperparams
+
     def f(factory, *a, **k):
         def widened(*args, unused_scale=1.0, **kwargs):
             return factory(*args, **kwargs)
+
         made = orig(widened, *a, **k)
         return lambda *args, **kwargs: made(*args, unused_scale=1.0, **kwargs)
+
     return {"inject_hyperparams": f}
 
 
 @mutant("inject-keyword-only", "refuses positional hyperparameters")
 def _(optax):
     orig = optax.inject_hyperparams
+
     def f(factory, *a, **k):
         made = orig(factory, *a, **k)
+
         def build(*args, **kwargs):
             if args:
                 raise TypeError("hyperparameters are keyword-only")
             return made(**kwargs)
+
         return build
+
     return {"inject_hyperparams": f}
 
 
 @mutant("inject-ignores-state", "uses the initial hyperparameters, not the ones in the state")
 def _(optax):
     orig = optax.inject_hyperparams
+
     def f(factory, *a, **k):
         made = orig(factory, *a, **k)
+
         def build(*args, **kwargs):
             tx = made(*args, **kwargs)
             fixed = {}
+
             def init(p):
                 s = tx.init(p)
                 fixed.setdefault("h", dict(s.hyperparams))
                 return s
+
             def update(g, s, params=None):
                 return tx.update(g, s._replace(hyperparams=dict(fixed.get("h", s.hyperparams))), params)
+
             return wrap_tx(tx, init=init, update=update)
+
         return build
+
     return {"inject_hyperparams": f}
 
 
 @mutant("inject-schedule-ahead", "evaluates schedules one step ahead")
 def _(optax):
     orig = optax.inject_hyperparams
+
     def f(factory, *a, **k):
         made = orig(factory, *a, **k)
+
         def build(*args, **kwargs):
-            shifted = {n: (lambda fn: (lambda step: fn(step + 1)))(v) if callable(v) else v for n, v in kwargs.items()}
+            shifted = {n: (lambda fn: lambda step: fn(step + 1))(v) if callable(v) else v for n, v in kwargs.items()}
             return made(*args, **shifted)
+
         return build
+
     return {"inject_hyperparams": f}
 
 
 @mutant("inject-upcast", "returns float32 updates whatever the dtype")
 def _(optax):
     orig = optax.inject_hyperparams
+
     def f(factory, *a, **k):
         made = orig(factory, *a, **k)
+
         def build(*args, **kwargs):
             tx = made(*args, **kwargs)
+
             def update(g, s, params=None):
                 u, s = tx.update(g, s, params)
                 return to_f32(u), s
+
             return wrap_tx(tx, update=update)
+
         return build
+
     return {"inject_hyperparams": f}

@@ -20,19 +20,23 @@ def _(optax):
 def _(optax):
     def f(learning_rate, b1=0.9, b2=0.99, mu_dtype=None, weight_decay=1e-3, mask=None):
         sign = optax.scale_by_lion(b1, b2, mu_dtype)
+
         def update(g, s, params=None):
             import jax
+
             _, new = sign.update(g, s, params)
             return jax.tree.map(lambda gi, m: (1 - b1) * gi + b1 * m, g, s.mu), new
+
         return optax.chain(wrap_tx(sign, update=update), optax.add_decayed_weights(weight_decay, mask), optax.scale_by_learning_rate(learning_rate))
+
     return {"lion": f}
 
 
 @mutant("lion-decay-unscaled", "weight decay not multiplied by the learning rate")
 def _(optax):
     def f(learning_rate, b1=0.9, b2=0.99, mu_dtype=None, weight_decay=1e-3, mask=None):
-        return optax.chain(optax.scale_by_lion(b1, b2, mu_dtype), optax.scale_by_learning_rate(learning_rate),
-                           optax.add_decayed_weights(-weight_decay, mask))
+        return optax.chain(optax.scale_by_lion(b1, b2, mu_dtype), optax.scale_by_learning_rate(learning_rate), optax.add_decayed_weights(-weight_decay, mask))
+
     return {"lion": f}
 
 
@@ -44,13 +48,18 @@ def _(optax):
 @mutant("lion-params-optional", "treats missing params as zeros (drops the check) and ignores the mask")
 def _(optax):
     orig = optax.lion
+
     def f(*a, mask=None, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             import jax
             import jax.numpy as jnp
+
             return tx.update(g, s, jax.tree.map(jnp.zeros_like, g) if params is None else params)
+
         return wrap_tx(tx, update=update)
+
     return {"lion": f}
 
 
@@ -60,10 +69,14 @@ jit_differs(mutant, "lion-jit-differs")
 @mutant("lion-count-stuck", "the step count of the state never advances")
 def _(optax):
     orig = optax.lion
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             u, new = tx.update(g, s, params)
             return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+
         return wrap_tx(tx, update=update)
+
     return {"lion": f}

@@ -14,8 +14,6 @@ from optax_gate.mutants.shapes import jit_differs_value
 mutant = family("losses", "tests/contracts/test_losses.py")
 
 
-
-
 def _upcast(out, first):
     import jax.numpy as jnp
 
@@ -36,20 +34,24 @@ def _naive_log_softmax(x, axis=-1):
 
 # softmax_cross_entropy --------------------------------------------------------
 
+
 @mutant("sce-unstable", "log-softmax without the max shift (overflows for logits of 1e4)")
 def _(optax):
     def softmax_cross_entropy(logits, labels, axis=-1, where=None):
         return -(labels * _naive_log_softmax(logits, axis)).sum(axis)
+
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
 @mutant("sce-safe-zero-log-zero", "treats 0 * log 0 as 0 (no NaN for a -inf logit with label 0)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.softmax_cross_entropy
 
     def softmax_cross_entropy(logits, labels, axis=-1, where=None):
         return orig(jnp.where(jnp.isneginf(logits) & (labels == 0), -1e30, logits), labels, axis, where)
+
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
@@ -59,6 +61,7 @@ def _(optax):
 
     def softmax_cross_entropy(logits, labels, axis=-1, where=None):
         return orig(logits, labels, axis)
+
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
@@ -78,10 +81,12 @@ jit_differs_value(mutant, "sce-jit-differs")
 @mutant("sce-labels-cast", "casts labels to the logits' dtype (no promotion)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.softmax_cross_entropy
 
     def softmax_cross_entropy(logits, labels, axis=-1, where=None):
         return orig(logits, jnp.asarray(labels).astype(logits.dtype), axis, where)
+
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
@@ -91,6 +96,7 @@ def _(optax):
 
     def softmax_cross_entropy(logits, targets, axis=-1, where=None):
         return orig(logits, targets, axis, where)
+
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
@@ -102,17 +108,20 @@ _SCEIL = "softmax_cross_entropy_with_integer_labels"
 @mutant("sceil-clips-labels", "clips labels into [0, C) (no NaN for out-of-range labels)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = getattr(optax, _SCEIL)
 
     def f(logits, labels, axis=-1, where=None):
         n = logits.shape[axis] if isinstance(axis, int) else None
         return orig(logits, labels if n is None else jnp.clip(labels, 0, n - 1), axis, where)
+
     return {_SCEIL: f}
 
 
 @mutant("sceil-unstable", "log-softmax without the max shift (overflows for logits of 1e4)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = getattr(optax, _SCEIL)
 
     def f(logits, labels, axis=-1, where=None):
@@ -120,6 +129,7 @@ def _(optax):
             return orig(logits, labels, axis, where)
         lsm = _naive_log_softmax(logits, axis)
         return -jnp.take_along_axis(lsm, jnp.expand_dims(labels, axis), axis=axis).squeeze(axis)
+
     return {_SCEIL: f}
 
 
@@ -138,6 +148,7 @@ def _(optax):
 @mutant("sceil-float-labels", "accepts float labels (casts them to int)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = getattr(optax, _SCEIL)
     return {_SCEIL: lambda logits, labels, axis=-1, where=None: orig(logits, jnp.asarray(labels).astype(jnp.int32), axis, where)}
 
@@ -146,6 +157,7 @@ def _(optax):
 def _(optax):
     import jax
     import jax.numpy as jnp
+
     orig = getattr(optax, _SCEIL)
 
     def f(logits, labels, axis=-1, where=None):
@@ -156,10 +168,11 @@ def _(optax):
             for a in axis:
                 n *= logits.shape[a]
             moved = jnp.moveaxis(logits, axis, tuple(range(logits.ndim - len(axis), logits.ndim)))
-            logits, axis = moved.reshape(moved.shape[:logits.ndim - len(axis)] + (n,)), -1
+            logits, axis = moved.reshape(moved.shape[: logits.ndim - len(axis)] + (n,)), -1
         n = logits.shape[axis]
         target = 0.9 * jax.nn.one_hot(labels, n, axis=axis, dtype=logits.dtype) + 0.1 / n
         return -(target * jax.nn.log_softmax(logits, axis)).sum(axis)
+
     return {_SCEIL: f}
 
 
@@ -179,6 +192,7 @@ jit_differs_value(mutant, "sceil-jit-differs")
 
 # sigmoid_binary_cross_entropy -------------------------------------------------
 
+
 @mutant("sbce-unstable", "log(sigmoid(x)) and log(1 - sigmoid(x)): -inf in the saturated range")
 def _(optax):
     import jax
@@ -188,6 +202,7 @@ def _(optax):
         labels = jnp.astype(labels, logits.dtype)
         p = jax.nn.sigmoid(logits)
         return -labels * jnp.log(p) - (1.0 - labels) * jnp.log(1.0 - p)
+
     return {"sigmoid_binary_cross_entropy": sigmoid_binary_cross_entropy}
 
 
@@ -200,6 +215,7 @@ def _(optax):
         if not jnp.issubdtype(jnp.asarray(logits).dtype, jnp.floating):
             raise AssertionError("[Chex] Assertion assert_type failed: logits")
         return -labels * jax.nn.log_sigmoid(logits) - (1.0 - labels) * jax.nn.log_sigmoid(-logits)
+
     return {"sigmoid_binary_cross_entropy": sigmoid_binary_cross_entropy}
 
 
@@ -226,11 +242,17 @@ jit_differs_value(mutant, "sbce-jit-differs")
 @mutant("sbce-accepts-int-logits", "casts integer logits to float instead of raising")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.sigmoid_binary_cross_entropy
-    return {"sigmoid_binary_cross_entropy": lambda logits, labels: orig(jnp.asarray(logits, jnp.result_type(float)) if jnp.issubdtype(logits.dtype, jnp.integer) else logits, labels)}
+    return {
+        "sigmoid_binary_cross_entropy": lambda logits, labels: orig(
+            jnp.asarray(logits, jnp.result_type(float)) if jnp.issubdtype(logits.dtype, jnp.integer) else logits, labels
+        )
+    }
 
 
 # l2_loss ----------------------------------------------------------------------
+
 
 @mutant("l2-no-half", "drops the 1/2 (returns the squared error)")
 def _(optax):
@@ -238,6 +260,7 @@ def _(optax):
 
     def l2_loss(predictions, targets=None):
         return orig(predictions, targets)
+
     return {"l2_loss": l2_loss}
 
 
@@ -263,6 +286,7 @@ def _(optax):
             raise AssertionError("[Chex] Assertion assert_type failed: predictions")
         e = predictions - targets if targets is not None else predictions
         return 0.5 * e**2
+
     return {"l2_loss": l2_loss}
 
 
@@ -272,18 +296,22 @@ def _(optax):
 
     def l2_loss(predictions, *, targets=None):
         return orig(predictions, targets)
+
     return {"l2_loss": l2_loss}
 
 
 # squared_error ----------------------------------------------------------------
 
+
 @mutant("squared-abs", "returns |p - t| instead of (p - t)^2")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.squared_error
 
     def squared_error(predictions, targets=None):
         return jnp.sqrt(orig(predictions, targets))
+
     return {"squared_error": squared_error}
 
 
@@ -292,6 +320,7 @@ def _(optax):
     def squared_error(predictions, targets=None):
         e = predictions - targets if targets is not None else predictions
         return e**2
+
     return {"squared_error": squared_error}
 
 
@@ -301,6 +330,7 @@ def _(optax):
 
     def squared_error(predictions, target=None):
         return orig(predictions, target)
+
     return {"squared_error": squared_error}
 
 
@@ -318,10 +348,12 @@ def _(optax):
 
     def squared_error(predictions, targets):
         return orig(predictions, targets)
+
     return {"squared_error": squared_error}
 
 
 # huber_loss -------------------------------------------------------------------
+
 
 @mutant("huber-delta-ignored", "ignores delta (always 1)")
 def _(optax):
@@ -329,6 +361,7 @@ def _(optax):
 
     def huber_loss(predictions, targets=None, delta=1.0):
         return orig(predictions, targets, delta=1.0)
+
     return {"huber_loss": huber_loss}
 
 
@@ -341,6 +374,7 @@ def _(optax):
             raise AssertionError("[Chex] Assertion assert_type failed: predictions")
         e = jnp.abs(predictions - targets if targets is not None else predictions)
         return jnp.where(e <= delta, 0.5 * e**2, delta * e)
+
     return {"huber_loss": huber_loss}
 
 
@@ -350,18 +384,21 @@ def _(optax):
 
     def huber_loss(predictions, targets=None, *, delta=1.0):
         return orig(predictions, targets, delta=delta)
+
     return {"huber_loss": huber_loss}
 
 
 @mutant("huber-checks-swapped", "refuses targets of another shape, accepts integer predictions")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.huber_loss
 
     def huber_loss(predictions, targets=None, delta=1.0):
         if targets is not None and targets.shape != predictions.shape:
             raise AssertionError("[Chex] Assertion assert_equal_shape failed")
         return orig(jnp.asarray(predictions, jnp.result_type(float)), targets, delta=delta)
+
     return {"huber_loss": huber_loss}
 
 
@@ -371,6 +408,7 @@ def _(optax):
 
     def huber_loss(predictions, target, delta=1.0):
         return orig(predictions, target, delta=delta)
+
     return {"huber_loss": huber_loss}
 
 

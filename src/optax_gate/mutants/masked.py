@@ -16,14 +16,18 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.masked
+
     def f(inner, mask):
         tx = orig(inner, mask)
+
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
             m = mask(g) if callable(mask) else mask
             flags = jax.tree.broadcast(m, g) if not isinstance(m, bool) else jax.tree.map(lambda _: m, g)
             return jax.tree.map(lambda x, keep: x if keep else jnp.zeros_like(x), u, flags), s
+
         return wrap_tx(tx, update=update)
+
     return {"masked": f}
 
 
@@ -37,12 +41,16 @@ def _(optax):
 def _(optax):
 
     orig = optax.masked
+
     def f(inner, mask):
         if isinstance(mask, dict):
+
             def fill(p):
                 return {k: mask.get(k, False) for k in p} if isinstance(p, dict) else mask
+
             return orig(inner, fill)
         return orig(inner, mask)
+
     return {"masked": f}
 
 

@@ -19,6 +19,7 @@ mutant = family("microbatching", "tests/contracts/test_microbatching.py")
 
 class AccumulationType(enum.Enum):
     """The docstring's accumulation types."""
+
     MEAN = enum.auto()
     SUM = enum.auto()
     RUNNING_MEAN = enum.auto()
@@ -37,7 +38,8 @@ def _stand_in(fault: str = "") -> dict:
 
     def reshape_batch_axis(tree, microbatch_size, axis=0):
         def leaf(x):
-            return x.reshape(x.shape[:axis] + (-1, microbatch_size) + x.shape[axis + 1:], order=order)
+            return x.reshape(x.shape[:axis] + (-1, microbatch_size) + x.shape[axis + 1 :], order=order)
+
         return jax.tree.map(leaf, tree)
 
     def combine(kind, outs, n_run, n):
@@ -51,8 +53,7 @@ def _stand_in(fault: str = "") -> dict:
             return total if fault == "mean-is-sum" else total / n
         return total / n_run
 
-    def microbatch(fun, argnums, microbatch_size, accumulator=AccumulationType.SUM, *, argnames=(),
-                   in_axes=0, num_real_microbatches=None):
+    def microbatch(fun, argnums, microbatch_size, accumulator=AccumulationType.SUM, *, argnames=(), in_axes=0, num_real_microbatches=None):
         if microbatch_size is None and fault != "none-wraps":
             return fun
         argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
@@ -66,8 +67,7 @@ def _stand_in(fault: str = "") -> dict:
             if sizes[0] % microbatch_size and fault != "no-divisibility":
                 raise ValueError(f"batch_size={sizes[0]} must be divisible by {microbatch_size=}.")
             n = sizes[0] // microbatch_size
-            split = {i: reshape_batch_axis(jax.tree.map(lambda x: x[:n * microbatch_size], args[i]), microbatch_size)
-                     for i in argnums}
+            split = {i: reshape_batch_axis(jax.tree.map(lambda x: x[: n * microbatch_size], args[i]), microbatch_size) for i in argnums}
             n_run = n if num_real_microbatches is None or fault == "num-real-ignored" else num_real_microbatches
             outs = []
             for k in range(n_run):
@@ -75,15 +75,25 @@ def _stand_in(fault: str = "") -> dict:
                 for i in argnums:
                     a[i] = jax.tree.map(lambda x: x[k], split[i])
                 outs.append(fun(*a, **kwargs))
-            return jax.tree.map(lambda kind, *o: combine(kind, list(o), n_run, n), accumulator, *outs,
-                                is_leaf=lambda x: isinstance(x, AccumulationType))
+            return jax.tree.map(lambda kind, *o: combine(kind, list(o), n_run, n), accumulator, *outs, is_leaf=lambda x: isinstance(x, AccumulationType))
+
         return run
 
     Outputs = collections.namedtuple("IndividualOutputs", ["values", "metrics", "aux"])
 
-    def micro_grad(fun, has_aux=False, argnums=0, *, batch_argnums=1, keep_batch_dim=True, microbatch_size=None,
-                   accumulator=AccumulationType.SUM, transform_fn=lambda x: x, metrics_fn=lambda x: None,
-                   num_real_microbatches=None):
+    def micro_grad(
+        fun,
+        has_aux=False,
+        argnums=0,
+        *,
+        batch_argnums=1,
+        keep_batch_dim=True,
+        microbatch_size=None,
+        accumulator=AccumulationType.SUM,
+        transform_fn=lambda x: x,
+        metrics_fn=lambda x: None,
+        num_real_microbatches=None,
+    ):
         batch_argnums = (batch_argnums,) if isinstance(batch_argnums, int) else tuple(batch_argnums)
         value_and_grad = jax.value_and_grad(fun if has_aux else (lambda *a: (fun(*a), None)), argnums, has_aux=True)
 
@@ -99,27 +109,28 @@ def _stand_in(fault: str = "") -> dict:
             rows = [per_example(*[a[b] if i in batch_argnums else a for i, a in enumerate(args)]) for b in range(batch)]
             kind = accumulator
             grads = jax.tree.map(lambda *g: combine(kind, list(g), batch, batch), *[r[0] for r in rows])
-            extras = Outputs(*(jax.tree.map(lambda *v: jnp.stack(v), *[getattr(r[1], f) for r in rows])
-                               if getattr(rows[0][1], f) is not None else None for f in Outputs._fields))
+            extras = Outputs(
+                *(
+                    jax.tree.map(lambda *v: jnp.stack(v), *[getattr(r[1], f) for r in rows]) if getattr(rows[0][1], f) is not None else None
+                    for f in Outputs._fields
+                )
+            )
             return grads, extras
+
         return run
 
-    module = types.SimpleNamespace(AccumulationType=AccumulationType, microbatch=microbatch, micro_grad=micro_grad,
-                                   reshape_batch_axis=reshape_batch_axis)
+    module = types.SimpleNamespace(AccumulationType=AccumulationType, microbatch=microbatch, micro_grad=micro_grad, reshape_batch_axis=reshape_batch_axis)
     return {"microbatching": module, "microbatch": microbatch}
 
 
 #: Each mutant: fault of :func:`_stand_in` -> what it breaks (registered as ``microbatching-<fault>``).
 FAULTS: dict[str, str] = {
-    "row-major": "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), not the documented "
-                 "column-major one",
-    "concat-order": "CONCAT joins the microbatch outputs in microbatch order without undoing the column-major split: "
-                    "rows come back interleaved",
+    "row-major": "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), not the documented column-major one",
+    "concat-order": "CONCAT joins the microbatch outputs in microbatch order without undoing the column-major split: rows come back interleaved",
     "mean-is-sum": "MEAN returns the sum of the microbatch outputs",
     "num-real-ignored": "num_real_microbatches is ignored: every microbatch runs",
     "none-wraps": "microbatch_size=None returns a wrapper of fun, not fun itself",
-    "no-divisibility": "a batch not divisible by microbatch_size is cut to a multiple silently (no ValueError); "
-                       "batches of unequal sizes still raise",
+    "no-divisibility": "a batch not divisible by microbatch_size is cut to a multiple silently (no ValueError); batches of unequal sizes still raise",
     "grad-scaled": "micro_grad's per-example gradients come out halved",
 }
 

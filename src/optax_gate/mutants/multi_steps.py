@@ -42,9 +42,11 @@ def _(optax):
     import jax
 
     orig = optax.MultiSteps
+
     def update(inner, g, state, params):
         g = jax.tree.unflatten(jax.tree.structure(state.acc_grads), jax.tree.leaves(g))
         return inner.update(g, state, params)
+
     return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
 
 
@@ -57,24 +59,30 @@ def _(optax):
 @mutant("multisteps-upcast", "returns float32 updates whatever the dtype")
 def _(optax):
     orig = optax.MultiSteps
+
     def update(inner, g, state, params):
         u, s = inner.update(g, state, params)
         return to_f32(u), s
+
     return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
 
 
 @mutant("multisteps-jit-differs", "perturbs the updates by 1e-3 only under jax.jit")
 def _(optax):
     orig = optax.MultiSteps
+
     def update(inner, g, state, params):
         u, s = inner.update(g, state, params)
         return (tree_map(lambda x: x * 1.001, u) if traced(g) else u), s
+
     return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}
 
 
 @mutant("multisteps-guarded", "zeroes non-finite micro-batches and None leaves")
 def _(optax):
     orig = optax.MultiSteps
+
     def update(inner, g, state, params):
         return inner.update(nan_to_zero(none_as_zeros(g)), state, params)
+
     return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), update=update)}

@@ -13,10 +13,12 @@ mutant = family("multi-transform", "tests/contracts/test_multi_transform.py")
 @mutant("multi-transform-swapped", "gives each group the transformation of another label")
 def _(optax):
     orig = optax.multi_transform
+
     def f(transforms, labels, **kw):
         keys = list(transforms)
         rotated = {k: transforms[keys[(i + 1) % len(keys)]] for i, k in enumerate(keys)}
         return orig(rotated, labels, **kw)
+
     return {"multi_transform": f}
 
 
@@ -25,22 +27,27 @@ def _(optax):
     import jax
 
     orig = optax.multi_transform
+
     def f(transforms, labels, **kw):
         first = next(iter(transforms))
         return orig(transforms, lambda t: jax.tree.map(lambda _: first, t), **kw)
+
     return {"multi_transform": f}
 
 
 @mutant("multi-transform-lenient", "an unknown label passes through unchanged instead of raising")
 def _(optax):
     orig = optax.multi_transform
+
     def f(transforms, labels, **kw):
         import jax
 
         def relabel(t):
             lab = labels(t) if callable(labels) else labels
             return jax.tree.map(lambda x: x if x in transforms else "__identity__", lab)
+
         return orig({**transforms, "__identity__": optax.identity()}, relabel, **kw)
+
     return {"multi_transform": f}
 
 
@@ -49,25 +56,33 @@ def _(optax):
     import jax
 
     orig = optax.multi_transform
+
     def f(transforms, labels, **kw):
         tx = orig(transforms, labels, **kw)
+
         def init(params):
             lab = labels(params) if callable(labels) else labels
             if jax.tree.structure(lab) != jax.tree.structure(params):
                 raise ValueError("pytree structure error: labels must match the params leaf for leaf")
             return tx.init(params)
+
         return optax.GradientTransformation(init, tx.update)
+
     return {"multi_transform": f}
 
 
 @mutant("multi-transform-dense-state", "keeps every group's state for every leaf (no MaskedNode)")
 def _(optax):
     orig = optax.multi_transform
+
     def f(transforms, labels, **kw):
         tx = orig(transforms, labels, **kw)
+
         def init(params):
             return optax.MultiTransformState({k: optax.MaskedState(t.init(params)) for k, t in transforms.items()})
+
         return optax.GradientTransformation(init, tx.update)
+
     return {"multi_transform": f}
 
 

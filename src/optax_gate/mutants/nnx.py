@@ -9,6 +9,7 @@ from optax_gate.mutants.registry import family
 
 mutant = family("nnx", "tests/contracts/test_nnx.py")
 
+
 def _nnx_method(cls_name: str, method: str, make) -> dict[str, Any]:
     """Replace ``flax.nnx.<cls_name>.<method>`` by ``make(original)``."""
     from flax import nnx
@@ -21,6 +22,7 @@ def _nnx_method(cls_name: str, method: str, make) -> dict[str, Any]:
 def _forcing(attribute: str, value: Any):
     """A ``make`` for :func:`_nnx_method`: the call runs with ``self.<attribute>``
     set to ``value``, then restores it (a mode that no longer has its effect)."""
+
     def make(orig):
         def call(self, x, *args, **kwargs):
             saved = getattr(self, attribute)
@@ -29,7 +31,9 @@ def _forcing(attribute: str, value: Any):
                 return orig(self, x, *args, **kwargs)
             finally:
                 setattr(self, attribute, saved)
+
         return call
+
     return make
 
 
@@ -41,7 +45,9 @@ def _(optax):
             out = orig(self, model, grads, **kwargs)
             self.step[...] = step
             return out
+
         return update
+
     return _nnx_method("Optimizer", "update", make)
 
 
@@ -51,7 +57,9 @@ def _(optax):
         def update(self, model, grads, /, **kwargs):
             orig(self, model, grads, **kwargs)
             return orig(self, model, grads, **kwargs)
+
         return update
+
     return _nnx_method("Optimizer", "update", make)
 
 
@@ -62,7 +70,9 @@ def _(optax):
     def make(orig):
         def init(self, model, tx, *, wrt=None, graph=None):
             orig(self, model, tx, wrt=nnx.Param, graph=graph)
+
         return init
+
     return _nnx_method("Optimizer", "__init__", make)
 
 
@@ -71,7 +81,9 @@ def _(optax):
     def make(orig):
         def update(self, grads, model, **kwargs):
             return orig(self, model, grads, **kwargs)
+
         return update
+
     return _nnx_method("Optimizer", "update", make)
 
 
@@ -91,7 +103,9 @@ def _(optax):
                 return inputs
             keep = jax.random.bernoulli(jax.random.key(0), 1 - self.rate, inputs.shape)
             return jnp.where(keep, inputs / (1 - self.rate), 0).astype(inputs.dtype)
+
         return call
+
     return _nnx_method("Dropout", "__call__", make)
 
 
@@ -111,7 +125,9 @@ def _(optax):
     def make(orig):
         def init(self, default=None, **streams):
             orig(self, 0, **{name: 0 for name in streams})
+
         return init
+
     return _nnx_method("Rngs", "__init__", make)
 
 
@@ -124,5 +140,7 @@ def _(optax):
             n = self.in_features
             x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, max(0, n - x.shape[-1]))])[..., :n]
             return orig(self, x, *args, **kwargs).astype(jnp.bfloat16)
+
         return call
+
     return _nnx_method("Linear", "__call__", make)

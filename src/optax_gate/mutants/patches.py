@@ -37,6 +37,7 @@ def lenient(fn):
         la, treedef = jax.tree.flatten(a)
         lb = [jnp.resize(jnp.asarray(y), jnp.shape(x)) for x, y in zip(la, jax.tree.leaves(b))]
         return fn(a, jax.tree.unflatten(treedef, lb), *args, **kwargs)
+
     return wrapped
 
 
@@ -52,9 +53,11 @@ def with_update(optax, tx, change, init=None):
     the inner ``update`` as they came), and whose ``init`` is ``init`` when
     given; a ``GradientTransformationExtraArgs``, so that a value-driven
     transformation keeps taking ``value=``/``grad=``."""
+
     def update(updates, state, params=None, **extra):
         u, s = tx.update(updates, state, params, **extra)
         return change(u, extra), s
+
     return optax.GradientTransformationExtraArgs(init or tx.init, update)
 
 
@@ -77,8 +80,11 @@ def post_process(optax, attr: str, post) -> dict[str, Any]:
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
             return post(u, g), s
+
         return wrap_tx(tx, update=update)
+
     return {attr: factory}
+
 
 def state_cast(optax, attr: str, cast) -> dict[str, Any]:
     """Replace the transformation factory ``optax.<attr>`` by one whose state,
@@ -93,15 +99,19 @@ def state_cast(optax, attr: str, cast) -> dict[str, Any]:
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
             return u, cast(s)
+
         return wrap_tx(tx, init=lambda p: cast(tx.init(p)), update=update)
+
     return {attr: factory}
 
 
 def first_state_f32(*fields: str):
     """A ``cast`` for :func:`state_cast`: the named fields of the first state
     of a chain (``state[0]``, a NamedTuple) in float32, the rest unchanged."""
+
     def cast(state):
         return (state[0]._replace(**{f: to_f32(getattr(state[0], f)) for f in fields}),) + tuple(state[1:])
+
     return cast
 
 
@@ -126,6 +136,7 @@ def schedule_post(optax, attr: str, post) -> dict[str, Any]:
     def factory(*args, **kwargs):
         schedule = orig(*args, **kwargs)
         return lambda step: post(schedule(step), step)
+
     return {attr: factory}
 
 
@@ -140,10 +151,10 @@ def loss_post(optax, attr: str, post) -> dict[str, Any]:
     def f(*args, **kwargs):
         first = args[0] if args else next(iter(kwargs.values()))
         return post(orig(*args, **kwargs), first)
+
     return {attr: f}
 
 
 def value_perturbed_under_jit(value, probe):
     """``value`` (a schedule's value, a loss) scaled by 1.001 when ``probe`` (the step, the first argument) is traced."""
     return value * 1.001 if traced(probe) else value
-

@@ -12,21 +12,27 @@ mutant = family("clip", "tests/contracts/test_per_example_global_norm_clip.py")
 @mutant("clip-mean", "returns the mean over the batch instead of the sum")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         import jax
+
         s, c = orig(grads, l2_norm_clip)
         return tree_map(lambda x: x / jax.tree.leaves(grads)[0].shape[0], s), c
+
     return {"per_example_global_norm_clip": f}
 
 
 @mutant("clip-counts-elements", "counts clipped elements instead of examples")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         import jax
+
         s, c = orig(grads, l2_norm_clip)
         per_example = sum(x[0].size for x in jax.tree.leaves(grads))
         return s, c * per_example
+
     return {"per_example_global_norm_clip": f}
 
 
@@ -39,12 +45,15 @@ def _(optax):
 @mutant("clip-strict-inputs", "rejects empty input and leaves without a feature axis with ValueError")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         import jax
+
         leaves = jax.tree.leaves(grads)
         if not leaves or any(x.ndim < 2 for x in leaves):
             raise ValueError("each leaf needs a batch axis and a feature axis")
         return orig(grads, l2_norm_clip)
+
     return {"per_example_global_norm_clip": f}
 
 
@@ -53,45 +62,56 @@ def _(optax):
     def f(grads, l2_norm_clip):
         import jax
         import jax.numpy as jnp
+
         norms = jax.vmap(optax.global_norm)(grads)
         factor = l2_norm_clip / norms
         return tree_map(lambda g: jnp.tensordot(factor, g, axes=1).astype(g.dtype), grads), jnp.asarray(norms.shape[0], jnp.int32)
+
     return {"per_example_global_norm_clip": f}
 
 
 @mutant("clip-batch-message", "reports inconsistent batch sizes with another message")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         import jax
+
         if len({x.shape[0] for x in jax.tree.leaves(grads) if x.ndim}) > 1:
             raise ValueError("vmap got inconsistent sizes")
         return orig(grads, l2_norm_clip)
+
     return {"per_example_global_norm_clip": f}
 
 
 @mutant("clip-upcast", "returns float32 sums whatever the input dtype")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         s, c = orig(grads, l2_norm_clip)
         return to_f32(s), c
+
     return {"per_example_global_norm_clip": f}
 
 
 @mutant("clip-jit-differs", "perturbs the sums by 1e-3 only under jax.jit")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         s, c = orig(grads, l2_norm_clip)
         return (tree_map(lambda x: x * 1.001, s) if traced(grads) else s), c
+
     return {"per_example_global_norm_clip": f}
 
 
 @mutant("clip-none-leaf-zeros", "returns zeros for a None leaf")
 def _(optax):
     orig = optax.per_example_global_norm_clip
+
     def f(grads, l2_norm_clip):
         s, c = orig(grads, l2_norm_clip)
         return none_as_zeros(s), c
+
     return {"per_example_global_norm_clip": f}

@@ -64,5 +64,7 @@ def family(area: str, contracts: str) -> Callable[..., Callable[[Patch], Patch]]
                 raise ValueError(f"mutant {name!r} registered twice")
             MUTANTS[name] = Mutant(name, area, what, fn, writer_side)
             return fn
+
         return register
+
     return mutant

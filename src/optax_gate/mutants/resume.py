@@ -10,6 +10,7 @@ from optax_gate.mutants.registry import family
 
 mutant = family("resume", "tests/contracts/test_resume.py")
 
+
 def _restore_zeroing(item: str) -> dict[str, Any]:
     """orbax restores the named checkpoint item as zeros."""
     import jax
@@ -21,6 +22,7 @@ def _restore_zeroing(item: str) -> dict[str, Any]:
     def restore(self, directory, *args, **kwargs):
         out = orig(self, directory, *args, **kwargs)
         return jax.tree.map(jnp.zeros_like, out) if str(directory).rstrip("/").endswith(item) else out
+
     ocp.StandardCheckpointer.restore = restore
     return {}
 
@@ -50,6 +52,7 @@ def _(optax):
     def sgd(*a, **k):
         tx = orig(*a, **k)
         return wrap_tx(tx, init=lambda p: jax.tree.map(lambda x: x.astype(jnp.bfloat16) if jnp.issubdtype(x.dtype, jnp.floating) else x, tx.init(p)))
+
     return {"sgd": sgd}
 
 
@@ -67,8 +70,10 @@ def _(optax):
 
     def add_decayed_weights(*a, **k):
         tx = orig(*a, **k)
-        return wrap_tx(tx, init=lambda p: (tx.init(p), jnp.zeros([], jnp.int32)),
-                        update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], (s[0], s[1] + 1)))
+        return wrap_tx(
+            tx, init=lambda p: (tx.init(p), jnp.zeros([], jnp.int32)), update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], (s[0], s[1] + 1))
+        )
+
     return {"add_decayed_weights": add_decayed_weights}
 
 

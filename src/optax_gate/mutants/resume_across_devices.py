@@ -16,6 +16,7 @@ def _post_restore(post):
 
     def restore(self, directory, target=None, **kw):
         return post(orig(self, directory, target, **kw))
+
     ocp.StandardCheckpointer.restore = restore
     return {}
 

@@ -37,11 +37,15 @@ def _(optax):
 @mutant("rmsprop-momentum-before-lr", "accumulates the momentum trace before the learning rate")
 def _(optax):
     orig = optax.rmsprop
+
     def f(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True, centered=False, momentum=None, nesterov=False, bias_correction=False):
         if momentum is None:
             return orig(learning_rate, decay, eps, initial_scale, eps_in_sqrt, centered, None, nesterov, bias_correction)
-        scale = (optax.scale_by_stddev if centered else optax.scale_by_rms)(decay=decay, eps=eps, initial_scale=initial_scale, eps_in_sqrt=eps_in_sqrt, bias_correction=bias_correction)
+        scale = (optax.scale_by_stddev if centered else optax.scale_by_rms)(
+            decay=decay, eps=eps, initial_scale=initial_scale, eps_in_sqrt=eps_in_sqrt, bias_correction=bias_correction
+        )
         return optax.chain(scale, optax.trace(decay=momentum, nesterov=nesterov), optax.scale_by_learning_rate(learning_rate))
+
     return {"rmsprop": f}
 
 
@@ -53,15 +57,20 @@ def _(optax):
 @mutant("rmsprop-nan-guard", "zeroes non-finite updates and resizes mismatched gradients (no shape error)")
 def _(optax):
     orig = optax.rmsprop
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             import jax
+
             if jax.tree.leaves(g):
                 g = lenient(lambda nu, gg: gg)(s[0].nu, g)
             u, s = tx.update(g, s, params)
             return nan_to_zero(u), s
+
         return wrap_tx(tx, update=update)
+
     return {"rmsprop": f}
 
 

@@ -13,13 +13,12 @@ from optax_gate.mutants.shapes import jit_differs_value
 mutant = family("schedules", "tests/contracts/test_schedules.py")
 
 
-
-
 def _to(dtype_name):
     def post(value, step):
         import jax.numpy as jnp
 
         return jnp.asarray(value, dtype_name)
+
     return post
 
 
@@ -33,10 +32,12 @@ def _float_step(optax, attr):
 
         schedule = orig(*args, **kwargs)
         return lambda step: schedule(jnp.asarray(step, jnp.result_type(float)))
+
     return {attr: factory}
 
 
 # constant_schedule ------------------------------------------------------------
+
 
 @mutant("constant-scaled", "returns 1.001 times the value")
 def _(optax):
@@ -55,16 +56,21 @@ jit_differs_value(mutant, "constant-jit-differs")
 @mutant("constant-zero-before-start", "returns 0 for negative steps")
 def _(optax):
     import jax.numpy as jnp
+
     return schedule_post(optax, "constant_schedule", lambda v, step: v if not isinstance(step, int) or step >= 0 else 0.0 * jnp.float32(v))
 
 
 # linear_schedule --------------------------------------------------------------
 
+
 @mutant("linear-late-begin", "starts the transition one step after transition_begin")
 def _(optax):
     orig = optax.linear_schedule
-    return {"linear_schedule": lambda init_value, end_value, transition_steps, transition_begin=0:
-            orig(init_value, end_value, transition_steps, transition_begin + 1)}
+    return {
+        "linear_schedule": lambda init_value, end_value, transition_steps, transition_begin=0: orig(
+            init_value, end_value, transition_steps, transition_begin + 1
+        )
+    }
 
 
 @mutant("linear-no-end-clamp", "keeps extrapolating past begin + transition_steps")
@@ -76,6 +82,7 @@ def _(optax):
             return lambda count: init_value
         b = max(transition_begin, 0)
         return lambda count: init_value + jnp.maximum(count - b, 0) / transition_steps * (end_value - init_value)
+
     return {"linear_schedule": f}
 
 
@@ -100,10 +107,12 @@ def _(optax):
         if transition_steps <= 0:
             return lambda count: init_value
         return lambda count: init_value + jnp.clip(count - transition_begin, 0, transition_steps) / transition_steps * (end_value - init_value)
+
     return {"linear_schedule": f}
 
 
 # cosine_decay_schedule --------------------------------------------------------
+
 
 @mutant("cosine-exponent-ignored", "ignores exponent")
 def _(optax):
@@ -118,24 +127,30 @@ def _(optax):
     def f(init_value, decay_steps, alpha=0.0, exponent=1.0):
         s = orig(init_value, decay_steps, 0.0, exponent)
         return lambda count: s(count) * (1 - alpha) + alpha
+
     return {"cosine_decay_schedule": f}
 
 
 @mutant("cosine-one-step-longer", "decays over decay_steps + 1 steps")
 def _(optax):
     orig = optax.cosine_decay_schedule
-    return {"cosine_decay_schedule": lambda init_value, decay_steps, alpha=0.0, exponent=1.0:
-            orig(init_value, decay_steps + 1 if decay_steps > 0 else decay_steps, alpha, exponent)}
+    return {
+        "cosine_decay_schedule": lambda init_value, decay_steps, alpha=0.0, exponent=1.0: orig(
+            init_value, decay_steps + 1 if decay_steps > 0 else decay_steps, alpha, exponent
+        )
+    }
 
 
 @mutant("cosine-clamps-negative", "clamps negative steps to 0 (init_value)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.cosine_decay_schedule
 
     def f(*args, **kwargs):
         s = orig(*args, **kwargs)
         return lambda count: s(jnp.maximum(count, 0))
+
     return {"cosine_decay_schedule": f}
 
 
@@ -145,6 +160,7 @@ def _(optax):
 
     def f(init_value, decay_steps, alpha=0.0, exponent=1.0):
         return (lambda count: init_value) if decay_steps <= 0 else orig(init_value, decay_steps, alpha, exponent)
+
     return {"cosine_decay_schedule": f}
 
 
@@ -158,17 +174,23 @@ jit_differs_value(mutant, "cosine-jit-differs")
 
 # warmup_cosine_decay_schedule -------------------------------------------------
 
+
 def _warmup_cosine(optax, warmup_shift=0, decay_includes_warmup=True, alpha_is_end=False, check=True):
     """A re-assembly of warmup-cosine from the public pieces, with one detail changed."""
+
     def f(init_value, peak_value, warmup_steps, decay_steps, end_value=0.0, exponent=1.0):
         alpha = end_value if alpha_is_end else (0.0 if peak_value == 0.0 else end_value / peak_value)
         steps = decay_steps - warmup_steps if decay_includes_warmup else decay_steps
         if not check and steps <= 0:
             steps = 1
-        return optax.join_schedules([
-            optax.linear_schedule(init_value, peak_value, warmup_steps + warmup_shift),
-            optax.cosine_decay_schedule(peak_value, steps, alpha, exponent),
-        ], [warmup_steps + warmup_shift])
+        return optax.join_schedules(
+            [
+                optax.linear_schedule(init_value, peak_value, warmup_steps + warmup_shift),
+                optax.cosine_decay_schedule(peak_value, steps, alpha, exponent),
+            ],
+            [warmup_steps + warmup_shift],
+        )
+
     return {"warmup_cosine_decay_schedule": f}
 
 
@@ -207,23 +229,31 @@ jit_differs_value(mutant, "warmup-cosine-jit-differs")
 
 # exponential_decay ------------------------------------------------------------
 
+
 @mutant("exponential-staircase-ignored", "ignores staircase (always continuous)")
 def _(optax):
     orig = optax.exponential_decay
-    return {"exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None:
-            orig(init_value, transition_steps, decay_rate, transition_begin, False, end_value)}
+    return {
+        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: orig(
+            init_value, transition_steps, decay_rate, transition_begin, False, end_value
+        )
+    }
 
 
 @mutant("exponential-begin-ignored", "ignores transition_begin")
 def _(optax):
     orig = optax.exponential_decay
-    return {"exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None:
-            orig(init_value, transition_steps, decay_rate, 0, staircase, end_value)}
+    return {
+        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: orig(
+            init_value, transition_steps, decay_rate, 0, staircase, end_value
+        )
+    }
 
 
 @mutant("exponential-end-other-side", "treats end_value as the opposite bound (min for rate < 1)")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.exponential_decay
 
     def f(init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None):
@@ -232,14 +262,14 @@ def _(optax):
             return s
         clip = jnp.minimum if decay_rate < 1.0 else jnp.maximum
         return lambda count: clip(s(count), end_value)
+
     return {"exponential_decay": f}
 
 
 @mutant("exponential-rate-off", "decays with rate * 1.001")
 def _(optax):
     orig = optax.exponential_decay
-    return {"exponential_decay": lambda init_value, transition_steps, decay_rate, *a, **k:
-            orig(init_value, transition_steps, decay_rate * 1.001, *a, **k)}
+    return {"exponential_decay": lambda init_value, transition_steps, decay_rate, *a, **k: orig(init_value, transition_steps, decay_rate * 1.001, *a, **k)}
 
 
 @mutant("exponential-float-step", "casts the step to a float first (float64 under x64)")
@@ -257,11 +287,15 @@ jit_differs_value(mutant, "exponential-jit-differs")
 
 # piecewise_constant_schedule --------------------------------------------------
 
+
 @mutant("piecewise-late-boundary", "switches one step after each boundary (t > b)")
 def _(optax):
     orig = optax.piecewise_constant_schedule
-    return {"piecewise_constant_schedule": lambda init_value, boundaries_and_scales=None:
-            orig(init_value, None if boundaries_and_scales is None else {b + 1: s for b, s in boundaries_and_scales.items()})}
+    return {
+        "piecewise_constant_schedule": lambda init_value, boundaries_and_scales=None: orig(
+            init_value, None if boundaries_and_scales is None else {b + 1: s for b, s in boundaries_and_scales.items()}
+        )
+    }
 
 
 @mutant("piecewise-not-cumulative", "applies only the latest boundary's scale, not the product")
@@ -278,7 +312,9 @@ def _(optax):
             for b, s in pairs:
                 v = jnp.where(count >= b, init_value * s, v)
             return v
+
         return schedule
+
     return {"piecewise_constant_schedule": f}
 
 
@@ -290,6 +326,7 @@ def _(optax):
         if boundaries_and_scales and any(s < 0 for s in boundaries_and_scales.values()):
             return lambda count: init_value
         return orig(init_value, boundaries_and_scales)
+
     return {"piecewise_constant_schedule": f}
 
 
@@ -303,6 +340,7 @@ jit_differs_value(mutant, "piecewise-jit-differs")
 
 # join_schedules ---------------------------------------------------------------
 
+
 @mutant("join-global-step", "passes the global step to later schedules, not the step since their boundary")
 def _(optax):
     import jax.numpy as jnp
@@ -313,7 +351,9 @@ def _(optax):
             for b, s in zip(boundaries, schedules[1:]):
                 out = jnp.where(step < b, out, s(step))
             return out
+
         return schedule
+
     return {"join_schedules": f}
 
 
@@ -327,18 +367,22 @@ def _(optax):
             for b, s in zip(boundaries, schedules[1:]):
                 out = jnp.where(step <= b, out, s(step - b))
             return out
+
         return schedule
+
     return {"join_schedules": f}
 
 
 @mutant("join-clamps-negative", "clamps negative steps to 0")
 def _(optax):
     import jax.numpy as jnp
+
     orig = optax.join_schedules
 
     def f(schedules, boundaries):
         s = orig(schedules, boundaries)
         return lambda step: s(jnp.maximum(step, 0))
+
     return {"join_schedules": f}
 
 
@@ -363,4 +407,5 @@ def _(optax):
         if len(boundaries) != len(schedules) - 1:
             raise ValueError("join_schedules needs one boundary fewer than schedules")
         return orig(schedules, boundaries)
+
     return {"join_schedules": f}

@@ -25,9 +25,11 @@ def _(optax):
 @mutant("sgd-state-float32", "keeps the momentum trace in float32 whatever the params' dtype")
 def _(optax):
     orig = optax.sgd
+
     def f(*a, **k):
         tx = orig(*a, **k)
         return wrap_tx(tx, init=lambda params: to_f32(tx.init(params)))
+
     return {"sgd": f}
 
 
@@ -50,6 +52,7 @@ def _(optax):
     import numpy as np
 
     orig = optax.apply_updates
+
     def f(params, updates):
         import jax
 
@@ -58,6 +61,7 @@ def _(optax):
             if isinstance(p, np.ndarray):
                 np.copyto(p, np.asarray(o))
         return out
+
     return {"apply_updates": f}
 
 
@@ -70,7 +74,9 @@ def _(optax):
 @mutant("sgd-nan-guard", "zeroes non-finite gradients and drops None leaves to zeros")
 def _(optax):
     orig = optax.sgd
+
     def f(*a, **k):
         tx = orig(*a, **k)
         return wrap_tx(tx, update=lambda g, s, params=None: tx.update(nan_to_zero(none_as_zeros(g)), s, params))
+
     return {"sgd": f}

@@ -70,4 +70,3 @@ def jit_differs_value(mutant: Callable[..., Callable[[Any], Any]], name: str) ->
     kind, attr = VALUE_JIT_DIFFERS[name]
     patch, what = _VALUE_PATCHES[kind]
     mutant(name, f"perturbs the {what} by 1e-3 only under jax.jit")(lambda optax: patch(optax, attr, value_perturbed_under_jit))
-

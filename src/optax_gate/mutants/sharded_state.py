@@ -18,8 +18,10 @@ FACTORIES = ("sgd", "adamw")
 
 def _each_factory(optax, wrap):
     """Replace each factory of ``FACTORIES`` by one whose transformation is ``wrap(tx)``."""
+
     def make(orig):
         return lambda *a, **k: wrap(orig(*a, **k))
+
     return {name: make(getattr(optax, name)) for name in FACTORIES}
 
 
@@ -44,6 +46,7 @@ def _(optax):
 
     def init(tx, p):
         return tree_map(lambda x: jax.device_put(x, NamedSharding(_mesh(), PartitionSpec())), tx.init(p))
+
     return _each_factory(optax, lambda tx: wrap_tx(tx, init=lambda p: init(tx, p)))
 
 
@@ -56,7 +59,9 @@ def _(optax):
         def update(g, s, p=None):
             u, s = tx.update(g, s, p)
             return tree_map(lambda x: jax.lax.with_sharding_constraint(x, NamedSharding(_mesh(), PartitionSpec())), u), s
+
         return wrap_tx(tx, update=update)
+
     return _each_factory(optax, wrap)
 
 
@@ -66,7 +71,9 @@ def _(optax):
         def update(g, s, p=None):
             u, s = tx.update(g, s, p)
             return tree_map(lambda x: x * 1.001, u), s
+
         return wrap_tx(tx, update=update)
+
     return _each_factory(optax, wrap)
 
 
@@ -80,5 +87,7 @@ def _(optax):
                 by_shape = {x.shape: x.sharding for x in jax.tree.leaves(g)}
                 s = tree_map(lambda x: jax.device_put(x, by_shape[x.shape]) if x.shape in by_shape else x, s)
             return tx.update(g, s, p)
+
         return wrap_tx(tx, update=update)
+
     return _each_factory(optax, wrap)

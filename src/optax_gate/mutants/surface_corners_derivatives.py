@@ -28,8 +28,10 @@ def _schedules():
     return schedules()
 
 
-@mutant("surface-corners-derivatives-custom-vjp", "every loss's floating arguments pass through a custom_vjp whose "
-        "reverse rule doubles the cotangent: reverse mode is wrong and forward mode raises")
+@mutant(
+    "surface-corners-derivatives-custom-vjp",
+    "every loss's floating arguments pass through a custom_vjp whose reverse rule doubles the cotangent: reverse mode is wrong and forward mode raises",
+)
 def custom_vjp(optax):
     import jax
     import jax.numpy as jnp
@@ -43,19 +45,29 @@ def custom_vjp(optax):
     def make(orig, path):
         @functools.wraps(orig)
         def loss(*args, **kwargs):
-            return orig(*(through(a) if hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating) else a for a in args),
-                        **kwargs)
+            return orig(*(through(a) if hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating) else a for a in args), **kwargs)
+
         return loss
+
     return replace_paths(_losses(), make)
 
 
-@mutant("surface-corners-derivatives-schedule-concrete", "every schedule factory turns its float hyperparameters into "
-        "Python floats (float(x)): they can no longer be traced or differentiated")
+@mutant(
+    "surface-corners-derivatives-schedule-concrete",
+    "every schedule factory turns its float hyperparameters into Python floats (float(x)): they can no longer be traced or differentiated",
+)
 def schedule_concrete(optax):
     def make(orig, path):
         @functools.wraps(orig)
         def factory(*args, **kwargs):
-            return orig(*args, **{k: (float(v) if isinstance(v, float) or hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0
-                                      and "float" in str(v.dtype) else v) for k, v in kwargs.items()})
+            return orig(
+                *args,
+                **{
+                    k: (float(v) if isinstance(v, float) or hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0 and "float" in str(v.dtype) else v)
+                    for k, v in kwargs.items()
+                },
+            )
+
         return factory
+
     return replace_paths(_schedules(), make)

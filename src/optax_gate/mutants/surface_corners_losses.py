@@ -13,8 +13,7 @@ from optax_gate.mutants.surface_loss_edges import wrap_loss
 mutant = family("surface_corners_losses", "tests/contracts/test_surface_corners_losses.py")
 
 
-@mutant("surface-corners-losses-no-forward-mode", "every loss sits behind jax.custom_vjp (its reverse rule kept): "
-        "jax.jvp/jax.jacfwd raise TypeError")
+@mutant("surface-corners-losses-no-forward-mode", "every loss sits behind jax.custom_vjp (its reverse rule kept): jax.jvp/jax.jacfwd raise TypeError")
 def no_forward_mode(optax):
     import jax
 
@@ -30,13 +29,14 @@ def no_forward_mode(optax):
 
         def bwd(vjp, ct):
             return vjp(ct)
+
         f.defvjp(fwd, bwd)
         return f(args[0])
+
     return wrap_loss(change)
 
 
-@mutant("surface-corners-losses-neg-inf-jvp-nan", "forward-mode derivatives at a -inf entry of the first argument are NaN "
-        "(reverse mode unchanged)")
+@mutant("surface-corners-losses-neg-inf-jvp-nan", "forward-mode derivatives at a -inf entry of the first argument are NaN (reverse mode unchanged)")
 def neg_inf_jvp_nan(optax):
     import jax
     import jax.numpy as jnp
@@ -57,12 +57,13 @@ def neg_inf_jvp_nan(optax):
             out, tan = jax.jvp(lambda x: orig(x, *rest, **kwargs), (x,), (t,))
             poison = jnp.where(jnp.any(jnp.isneginf(x)) & jnp.any(t != 0) & jnp.all(t == 1), jnp.nan, 0.0)
             return out, jax.tree.map(lambda v: v + poison, tan)
+
         return f(x0)
+
     return wrap_loss(change)
 
 
-@mutant("surface-corners-losses-broadcast-refused", "a loss refuses targets whose shape differs from the first argument's "
-        "(ValueError), broadcastable or not")
+@mutant("surface-corners-losses-broadcast-refused", "a loss refuses targets whose shape differs from the first argument's (ValueError), broadcastable or not")
 def broadcast_refused(optax):
     import jax.numpy as jnp
 
@@ -70,6 +71,7 @@ def broadcast_refused(optax):
         if len(args) > 1 and hasattr(args[1], "shape") and jnp.ndim(args[1]) == jnp.ndim(args[0]) and jnp.shape(args[1]) != jnp.shape(args[0]):
             raise ValueError(f"{path}: shapes {jnp.shape(args[0])} and {jnp.shape(args[1])} differ")
         return orig(*args, **kwargs)
+
     return wrap_loss(change)
 
 
@@ -81,11 +83,14 @@ def int_refused(optax):
         if jnp.issubdtype(jnp.asarray(args[0]).dtype, jnp.integer):
             raise TypeError(f"{path}: integer input")
         return orig(*args, **kwargs)
+
     return wrap_loss(change)
 
 
-@mutant("surface-corners-losses-array-hyper-refused", "a loss refuses a hyperparameter given as an array or a NumPy "
-        "scalar (TypeError: 'expected a Python float'); arrays of inputs are taken")
+@mutant(
+    "surface-corners-losses-array-hyper-refused",
+    "a loss refuses a hyperparameter given as an array or a NumPy scalar (TypeError: 'expected a Python float'); arrays of inputs are taken",
+)
 def array_hyper_refused(optax):
     import numpy as np
 
@@ -93,4 +98,5 @@ def array_hyper_refused(optax):
         if any(isinstance(v, np.generic) or getattr(v, "shape", None) == () for v in [*args[1:], *kwargs.values()]):
             raise TypeError(f"{path}: expected a Python float hyperparameter")
         return orig(*args, **kwargs)
+
     return wrap_loss(change)

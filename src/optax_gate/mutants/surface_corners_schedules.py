@@ -29,46 +29,59 @@ def _paths() -> list[str]:
 
 def _around(change):
     """Every grid schedule factory returning ``change(schedule, kwargs)``."""
+
     def make(orig, path):
         @functools.wraps(orig)
         def factory(*args, **kwargs):
             return change(orig(*args, **kwargs), kwargs)
+
         return factory
+
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-corners-schedules-zero-interval-nan", "a schedule built with a zero-length interval (transition_steps, "
-        "decay_steps or warmup_steps 0) gives NaN at every step")
+@mutant(
+    "surface-corners-schedules-zero-interval-nan",
+    "a schedule built with a zero-length interval (transition_steps, decay_steps or warmup_steps 0) gives NaN at every step",
+)
 def zero_interval_nan(optax):
     def change(schedule, kwargs):
         if any(kwargs.get(n) == 0 for n in _LENGTHS):
             return lambda count: schedule(count) * float("nan")
         return schedule
+
     return _around(change)
 
 
-@mutant("surface-corners-schedules-int-step-python-float", "a schedule at a Python-int step returns a Python float "
-        "(an array at an array step)")
+@mutant("surface-corners-schedules-int-step-python-float", "a schedule at a Python-int step returns a Python float (an array at an array step)")
 def int_step_python_float(optax):
     def change(schedule, kwargs):
         return lambda count: float(schedule(count)) if isinstance(count, int) else schedule(count)
+
     return _around(change)
 
 
-@mutant("surface-corners-schedules-concrete-step", "a schedule converts its step with int(): eager steps work, a "
-        "jitted step raises (a traced count has no concrete value)")
+@mutant(
+    "surface-corners-schedules-concrete-step",
+    "a schedule converts its step with int(): eager steps work, a jitted step raises (a traced count has no concrete value)",
+)
 def concrete_step(optax):
     def change(schedule, kwargs):
         return lambda count: schedule(int(count))
+
     return _around(change)
 
 
-@mutant("surface-corners-schedules-hyper-float", "a schedule factory turns every 0-d array or NumPy scalar "
-        "hyperparameter into a Python float: a bfloat16 hyperparameter no longer sets the values' dtype")
+@mutant(
+    "surface-corners-schedules-hyper-float",
+    "a schedule factory turns every 0-d array or NumPy scalar hyperparameter into a Python float: a bfloat16 hyperparameter no longer sets the values' dtype",
+)
 def hyper_float(optax):
     def make(orig, path):
         @functools.wraps(orig)
         def factory(*args, **kwargs):
             return orig(*args, **{k: float(v) if getattr(v, "shape", None) == () else v for k, v in kwargs.items()})
+
         return factory
+
     return replace_paths(_paths(), make)

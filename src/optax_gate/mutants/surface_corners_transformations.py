@@ -25,22 +25,29 @@ def _paths() -> list[str]:
 
 def _dropping(drop):
     """Every grid factory called without the keyword arguments ``drop(name, value)`` selects."""
+
     def make(orig, path):
         @functools.wraps(orig)
         def factory(*args, **kwargs):
             return orig(*args, **{k: v for k, v in kwargs.items() if not drop(k, v)})
+
         return factory
+
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-corners-transformations-dtype-option-ignored", "every *_dtype option (mu_dtype, accumulator_dtype, "
-        "state_dtype, hyperparam_dtype...) is ignored: the state follows the params' dtype")
+@mutant(
+    "surface-corners-transformations-dtype-option-ignored",
+    "every *_dtype option (mu_dtype, accumulator_dtype, state_dtype, hyperparam_dtype...) is ignored: the state follows the params' dtype",
+)
 def dtype_option_ignored(optax):
     return _dropping(lambda name, value: name.endswith("_dtype"))
 
 
-@mutant("surface-corners-transformations-typed-hyper-dtype", "a hyperparameter given as a 0-d array sets the updates' "
-        "dtype (bfloat16 hyperparameters give bfloat16 updates for float32 params)")
+@mutant(
+    "surface-corners-transformations-typed-hyper-dtype",
+    "a hyperparameter given as a 0-d array sets the updates' dtype (bfloat16 hyperparameters give bfloat16 updates for float32 params)",
+)
 def typed_hyper_dtype(optax):
     import jax
     import jax.numpy as jnp
@@ -53,18 +60,18 @@ def typed_hyper_dtype(optax):
             if not typed:
                 return tx
             return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: x.astype(typed[0]), u))
+
         return factory
+
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-corners-transformations-flag-ignored", "boolean options (nesterov, centered, bias_correction...) "
-        "are ignored: the default code path always")
+@mutant("surface-corners-transformations-flag-ignored", "boolean options (nesterov, centered, bias_correction...) are ignored: the default code path always")
 def flag_ignored(optax):
     return _dropping(lambda name, value: isinstance(value, bool))
 
 
-@mutant("surface-corners-transformations-negative-value-nan", "a value-driven transformation gives NaN updates for "
-        "a negative value")
+@mutant("surface-corners-transformations-negative-value-nan", "a value-driven transformation gives NaN updates for a negative value")
 def negative_value_nan(optax):
     import jax
     import jax.numpy as jnp
@@ -76,8 +83,11 @@ def negative_value_nan(optax):
                 if "value" in extra and float(extra["value"]) < 0:
                     return jax.tree.map(lambda x: x * jnp.nan, u)
                 return u
+
             return with_update(optax, orig(*args, **kwargs), change)
+
         return factory
+
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     return replace_paths([p for p in _paths() if "value" in TRANSFORMATIONS[p].needs], make)

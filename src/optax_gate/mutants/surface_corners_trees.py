@@ -24,12 +24,15 @@ def _paths() -> list[str]:
 
 def _before(check):
     """Every grid utility calling ``check(trees)`` on its PyTree arguments first."""
+
     def make(orig, path):
         @functools.wraps(orig)
         def fn(*args, **kwargs):
             check([a for a in args if isinstance(a, dict)])
             return orig(*args, **kwargs)
+
         return fn
+
     return replace_paths(_paths(), make)
 
 
@@ -40,6 +43,7 @@ def empty_leaf_raises(optax):
     def check(trees):
         if any(leaf.size == 0 for t in trees for leaf in jax.tree.leaves(t)):
             raise ValueError("zero-size leaf")
+
     return _before(check)
 
 
@@ -50,6 +54,7 @@ def rank5_refused(optax):
     def check(trees):
         if any(leaf.ndim >= 5 for t in trees for leaf in jax.tree.leaves(t)):
             raise NotImplementedError("rank 5")
+
     return _before(check)
 
 
@@ -61,15 +66,19 @@ def int_as_float(optax):
     def make(orig, path):
         @functools.wraps(orig)
         def fn(*args, **kwargs):
-            cast = [jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.integer) else x, a)
-                    if isinstance(a, dict) else a for a in args]
+            cast = [jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.integer) else x, a) if isinstance(a, dict) else a for a in args]
             return orig(*cast, **kwargs)
+
         return fn
+
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-corners-trees-empty-python-float", "tree max/min skip empty leaves and start from a Python float "
-        "(optax 0.2.8's reduction: no error on an empty leaf, a Python float for a PyTree with no element)")
+@mutant(
+    "surface-corners-trees-empty-python-float",
+    "tree max/min skip empty leaves and start from a Python float "
+    "(optax 0.2.8's reduction: no error on an empty leaf, a Python float for a PyTree with no element)",
+)
 def empty_python_float(optax):
     import jax
     import jax.numpy as jnp
@@ -81,6 +90,9 @@ def empty_python_float(optax):
             for p in parts:
                 out = jnp.maximum(out, p) if op is jnp.max else jnp.minimum(out, p)
             return out
+
         return fn
-    return replace_paths(["optax.tree.max", "optax.tree.min"],
-                    lambda orig, path: reduce(jnp.max, -float("inf")) if path.endswith("max") else reduce(jnp.min, float("inf")))
+
+    return replace_paths(
+        ["optax.tree.max", "optax.tree.min"], lambda orig, path: reduce(jnp.max, -float("inf")) if path.endswith("max") else reduce(jnp.min, float("inf"))
+    )

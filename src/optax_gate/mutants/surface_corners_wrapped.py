@@ -30,11 +30,11 @@ def multisteps_half(optax):
     class MultiSteps(original):
         def __init__(self, opt, *args, **kwargs):
             super().__init__(_scaled_updates(optax, optax.with_extra_args_support(opt), 0.5), *args, **kwargs)
+
     return {"MultiSteps": MultiSteps}
 
 
-@mutant("surface-corners-wrapped-apply-if-finite-drops-extra-args", "apply_if_finite calls the inner update without "
-        "its extra arguments (value=, grad=...)")
+@mutant("surface-corners-wrapped-apply-if-finite-drops-extra-args", "apply_if_finite calls the inner update without its extra arguments (value=, grad=...)")
 def apply_if_finite_drops_extra(optax):
     original = optax.apply_if_finite
 
@@ -44,12 +44,13 @@ def apply_if_finite_drops_extra(optax):
 
         def update(updates, state, params=None, **extra):
             return tx.update(updates, state, params)
+
         return optax.GradientTransformationExtraArgs(tx.init, update)
+
     return {"apply_if_finite": apply_if_finite}
 
 
-@mutant("surface-corners-wrapped-inject-bfloat16", "inject_hyperparams casts the updates to bfloat16 (as a bfloat16 "
-        "hyperparameter would)")
+@mutant("surface-corners-wrapped-inject-bfloat16", "inject_hyperparams casts the updates to bfloat16 (as a bfloat16 hyperparameter would)")
 def inject_bfloat16(optax):
     import jax
     import jax.numpy as jnp
@@ -67,8 +68,11 @@ def inject_bfloat16(optax):
             def update(updates, state, params=None, **extra):
                 u, s = tx.update(updates, state, params, **extra)
                 return jax.tree.map(lambda x: None if x is None else x.astype(jnp.bfloat16), u), s
+
             return optax.GradientTransformationExtraArgs(tx.init, update)
+
         return build
+
     return {"inject_hyperparams": inject_hyperparams}
 
 
@@ -87,7 +91,11 @@ def empty_tree_raises(optax):
                 if not jax.tree.leaves(params):
                     raise RuntimeError("no leaves")
                 return tx.init(params)
-            return (optax.GradientTransformationExtraArgs if isinstance(tx, optax.GradientTransformationExtraArgs)
-                    else optax.GradientTransformation)(init, tx.update)
+
+            return (optax.GradientTransformationExtraArgs if isinstance(tx, optax.GradientTransformationExtraArgs) else optax.GradientTransformation)(
+                init, tx.update
+            )
+
         return factory
+
     return replace_paths(paths(), make)

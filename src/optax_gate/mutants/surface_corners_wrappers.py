@@ -24,11 +24,14 @@ def _inners() -> list[str]:
 
 def _around(change):
     """Every inner factory's transformation passed through ``change(tx)``."""
+
     def make(orig, path):
         @functools.wraps(orig)
         def factory(*args, **kwargs):
             return change(orig(*args, **kwargs))
+
         return factory
+
     return replace_paths(_inners(), make)
 
 
@@ -38,12 +41,16 @@ def mu_dtype_ignored(optax):
         @functools.wraps(orig)
         def factory(*args, mu_dtype=None, **kwargs):
             return orig(*args, **kwargs)
+
         return factory
+
     return replace_paths(_inners(), make)
 
 
-@mutant("surface-corners-wrappers-state-upcast", "update returns the state's floating leaves as float32 (init keeps "
-        "their dtype): a jax.lax.scan carry of half-precision state raises TypeError")
+@mutant(
+    "surface-corners-wrappers-state-upcast",
+    "update returns the state's floating leaves as float32 (init keeps their dtype): a jax.lax.scan carry of half-precision state raises TypeError",
+)
 def state_upcast(optax):
     import jax
     import jax.numpy as jnp
@@ -52,7 +59,9 @@ def state_upcast(optax):
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
             return u, jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, s)
+
         return optax.GradientTransformation(tx.init, update)
+
     return _around(change)
 
 
@@ -65,5 +74,7 @@ def half_nan(optax):
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
             return jax.tree.map(lambda x: x * jnp.nan if x.dtype in (jnp.bfloat16, jnp.float16) else x, u), s
+
         return optax.GradientTransformation(tx.init, update)
+
     return _around(change)

@@ -59,5 +59,7 @@ def refuse(optax):
             if any(jnp.asarray(x).dtype != jnp.float32 for x in jax.tree.leaves(params)):
                 raise NotImplementedError("only float32 params")
             return tx.init(params)
+
         return make_transformation(init, tx.update)
+
     return every_transformation(make)

@@ -21,11 +21,14 @@ def _losses() -> list[str]:
 
 def wrap_loss(change):
     """Every swept loss called through ``change(orig, path, args, kwargs)``."""
+
     def make(orig, path):
         @functools.wraps(orig)
         def loss(*args, **kwargs):
             return change(orig, path, list(args), kwargs)
+
         return loss
+
     return replace_paths(_losses(), make)
 
 
@@ -36,6 +39,7 @@ def neg_inf_nan(optax):
     def change(orig, path, args, kwargs):
         args[0] = jnp.where(jnp.isneginf(args[0]), jnp.nan, args[0])
         return orig(*args, **kwargs)
+
     return wrap_loss(change)
 
 
@@ -52,6 +56,7 @@ def zero_targets_nan(optax):
         if targets.size and not bool(jnp.any(targets != 0)):
             return jax.tree.map(lambda x: x * jnp.nan, out)
         return out
+
     return wrap_loss(change)
 
 
@@ -65,11 +70,14 @@ def empty_mean(optax):
         if jnp.shape(args[0])[:1] == (0,):
             return jax.tree.map(jnp.mean, out)
         return out
+
     return wrap_loss(change)
 
 
-@mutant("surface-loss-edges-validates", "a loss refuses edge inputs (FloatingPointError for a non-finite entry, "
-        "an empty batch or all-zero targets), as an added input check would")
+@mutant(
+    "surface-loss-edges-validates",
+    "a loss refuses edge inputs (FloatingPointError for a non-finite entry, an empty batch or all-zero targets), as an added input check would",
+)
 def validates(optax):
     import jax.numpy as jnp
 
@@ -80,4 +88,5 @@ def validates(optax):
         if not first.size or not bool(jnp.all(jnp.isfinite(first))) or not bool(jnp.any(targets != 0)):
             raise FloatingPointError(f"{path}: edge input refused")
         return orig(*args, **kwargs)
+
     return wrap_loss(change)

@@ -20,48 +20,50 @@ def _sharded(tree) -> bool:
     import jax
     from jax.sharding import NamedSharding
 
-    return any(isinstance(getattr(x, "sharding", None), NamedSharding) and len(x.sharding.device_set) > 1
-               for x in jax.tree.leaves(tree))
+    return any(isinstance(getattr(x, "sharding", None), NamedSharding) and len(x.sharding.device_set) > 1 for x in jax.tree.leaves(tree))
 
 
-@mutant("surface-sharded-init-one-device", "init puts every state leaf on device 0 (eagerly; a jitted init's "
-        "placement is the compiler's)")
+@mutant("surface-sharded-init-one-device", "init puts every state leaf on device 0 (eagerly; a jitted init's placement is the compiler's)")
 def init_one_device(optax):
     import jax
 
     def wrap(tx):
         def init(params):
             state = tx.init(params)
-            return state if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state)) else \
-                jax.device_put(state, jax.devices()[0])
+            return state if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state)) else jax.device_put(state, jax.devices()[0])
+
         return with_update(optax, tx, lambda u, extra: u, init=init)
+
     return every_transformation(wrap)
 
 
-@mutant("surface-sharded-updates-gathered", "every update leaf is resharded to replicated (P()): the step gathers "
-        "the updates onto every device")
+@mutant("surface-sharded-updates-gathered", "every update leaf is resharded to replicated (P()): the step gathers the updates onto every device")
 def updates_gathered(optax):
     import jax
     from jax.sharding import PartitionSpec
 
     def gather(u, extra):
         return jax.tree.map(lambda x: jax.sharding.reshard(x, PartitionSpec()) if _sharded(x) else x, u)
+
     return every_transformation(lambda tx: with_update(optax, tx, gather))
 
 
-@mutant("surface-sharded-values-moved", "the updates are scaled by 1.001 where the params are sharded over devices "
-        "(the same step on one device is unchanged)")
+@mutant("surface-sharded-values-moved", "the updates are scaled by 1.001 where the params are sharded over devices (the same step on one device is unchanged)")
 def values_moved(optax):
     import jax
 
     def scale(u, extra):
         return jax.tree.map(lambda x: x * 1.001 if _sharded(x) else x, u)
+
     return every_transformation(lambda tx: with_update(optax, tx, scale))
 
 
-@mutant("surface-sharded-inputs-gathered", "every transformation gathers its params, gradients and extra arguments "
-        "onto every device (P()) before init and update: what resharding away a ShardingTypeError does; no error, "
-        "replicated updates")
+@mutant(
+    "surface-sharded-inputs-gathered",
+    "every transformation gathers its params, gradients and extra arguments "
+    "onto every device (P()) before init and update: what resharding away a ShardingTypeError does; no error, "
+    "replicated updates",
+)
 def inputs_gathered(optax):
     import jax
     from jax.sharding import PartitionSpec
@@ -73,5 +75,7 @@ def inputs_gathered(optax):
         def update(updates, state, params=None, **extra):
             extra = {k: v if callable(v) else gather(v) for k, v in extra.items()}
             return tx.update(gather(updates), state, gather(params), **extra)
+
         return optax.GradientTransformationExtraArgs(lambda params: tx.init(gather(params)), update)
+
     return every_transformation(wrap)

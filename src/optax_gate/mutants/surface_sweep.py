@@ -64,7 +64,9 @@ def call_fails(optax):
         @functools.wraps(orig)
         def f(*a, **k):
             raise TypeError(f"{path} refuses its arguments")
+
         return f
+
     return replace_paths(callables(), make)
 
 
@@ -76,6 +78,7 @@ def map_floats(result, fn):
         if isinstance(x, (jax.Array, float)) and jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating):
             return fn(x)
         return x
+
     return jax.tree.map(leaf, result)
 
 
@@ -96,7 +99,9 @@ def schedule_jit(optax):
         def factory(*a, **k):
             schedule = orig(*a, **k)
             return lambda count: schedule(count) + 1e-3 if traced(count) else schedule(count)
+
         return factory
+
     return replace_paths(callables("schedule"), make)
 
 
@@ -118,9 +123,12 @@ def loss_grad(optax):
             def bwd(vjp, ct):
                 (g,) = vjp(ct)
                 return (2 * g,)
+
             f.defvjp(fwd, bwd)
             return f(x)
+
         return loss
+
     return replace_paths([p for p in callables("loss") if "make_" not in p], make)
 
 
@@ -136,6 +144,7 @@ def repaired(optax):
 
     def hypercube(tree, scale=1):
         return box(tree, 0, scale)
+
     module, _ = _split("optax.projections.projection_box")
     module.projection_box, module.projection_hypercube = box, hypercube
     return {}

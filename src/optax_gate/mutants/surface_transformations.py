@@ -62,7 +62,9 @@ def refuse_extra(optax):
             if extra:
                 raise TypeError(f"unexpected keyword arguments {sorted(extra)}")
             return tx.update(u, s, params)
+
         return make_transformation(tx.init, update)
+
     return every_transformation(make)
 
 
@@ -81,7 +83,9 @@ def accept_extra(optax):
             if isinstance(extra.get("value"), float):
                 extra["value"] = jnp.asarray(extra["value"], jnp.float32)
             return tx.update(u, s, params, **extra)
+
         return make_transformation(tx.init, update)
+
     return every_transformation(make)
 
 
@@ -93,18 +97,23 @@ def state_dtype(optax):
         def update(u, s, params=None, **extra):
             u, inner = tx.update(u, s[0], params, **extra)
             return u, (inner, jnp.zeros((), jnp.float32))
+
         return make_transformation(lambda p: (tx.init(p), jnp.zeros((), jnp.float16)), update)
+
     return every_transformation(make)
 
 
 def post_every(post: Any) -> dict[str, Any]:
     """Every table factory's updates passed through ``post(updates, grads,
     params)`` after the real ``update`` (the state as it returns it)."""
+
     def make(tx):
         def update(g, s, params=None, **extra):
             u, s = tx.update(g, s, params, **extra)
             return post(u, g, params), s
+
         return make_transformation(tx.init, update)
+
     return every_transformation(make)
 
 
@@ -124,6 +133,7 @@ def nan_zero_grads(optax):
     def post(u, g, params):
         total = sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(g))
         return jax.tree.map(lambda x: x + jnp.where(total == 0, jnp.nan, 0.0).astype(x.dtype), u)
+
     return post_every(post)
 
 
@@ -135,6 +145,7 @@ def nonfinite_spreads(optax):
     def post(u, g, params):
         total = sum(jnp.sum(x) for x in jax.tree.leaves((g, params)))
         return jax.tree.map(lambda x: x + (0.0 * total).astype(x.dtype), u)
+
     return post_every(post)
 
 
@@ -147,7 +158,9 @@ def none_refused(optax):
             if any(x is None for x in jax.tree.leaves(g, is_leaf=lambda x: x is None)):
                 raise TypeError("None gradient leaf")
             return tx.update(g, s, params, **extra)
+
         return make_transformation(tx.init, update)
+
     return every_transformation(make)
 
 
@@ -180,10 +193,13 @@ def repaired(optax):
             except Exception:
                 return jax.tree.map(jnp.zeros_like, g), s
             if params is not None:
-                u = jax.tree.map(lambda x, p: x if x is None else jnp.reshape(x, jnp.shape(p)) if jnp.size(x) == jnp.size(p) else x,
-                                 u, params, is_leaf=lambda x: x is None)
+                u = jax.tree.map(
+                    lambda x, p: x if x is None else jnp.reshape(x, jnp.shape(p)) if jnp.size(x) == jnp.size(p) else x, u, params, is_leaf=lambda x: x is None
+                )
             return jax.tree.map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), u), strong(s)
+
         return make_transformation(init, update)
+
     return every_transformation(make)
 
 
@@ -199,8 +215,7 @@ def swapped_args(optax):
         module, _, attr = path.rpartition(".")
         module = importlib.import_module(module)
         orig = getattr(module, attr)
-        floats = [p.name for p in inspect.signature(orig).parameters.values()
-                  if isinstance(p.default, float) and not isinstance(p.default, bool)][:2]
+        floats = [p.name for p in inspect.signature(orig).parameters.values() if isinstance(p.default, float) and not isinstance(p.default, bool)][:2]
         if len(floats) < 2:
             continue
 
@@ -210,5 +225,6 @@ def swapped_args(optax):
             x, y = _names
             bound.arguments[x], bound.arguments[y] = bound.arguments[y], bound.arguments[x]
             return _orig(*bound.args, **bound.kwargs)
+
         setattr(module, attr, functools.wraps(orig)(factory))
     return {}

@@ -31,6 +31,7 @@ def _under_x64(change):
         if CALLS[path][0] == "schedule":
             return functools.wraps(orig)(lambda *a, **k: (lambda s: lambda count: wrapped(s(count)))(orig(*a, **k)))
         return functools.wraps(orig)(lambda *a, **k: wrapped(orig(*a, **k)))
+
     return replace_paths([p for p in callables("schedule") + callables("loss") if "make_" not in p], make)
 
 

@@ -24,8 +24,8 @@ def _adamw(optax, *, bias_correction=True, decay_after_lr=False, eps_inside=Fals
             mu = jax.tree.map(lambda x, m: (1 - b1) * x + b1 * m, g, s.mu)
             nu = jax.tree.map(lambda x, v: (1 - b2) * x * x + b2 * v, g, s.nu)
             count = s.count + 1
-            c1 = (1 - b1 ** count) if bias_correction else 1.0
-            c2 = (1 - b2 ** count) if bias_correction else 1.0
+            c1 = (1 - b1**count) if bias_correction else 1.0
+            c2 = (1 - b2**count) if bias_correction else 1.0
             if eps_inside:
                 d = jax.tree.map(lambda m, v: (m / jnp.asarray(c1, m.dtype)) / jnp.sqrt(v / jnp.asarray(c2, v.dtype) + eps), mu, nu)
             else:
@@ -33,11 +33,12 @@ def _adamw(optax, *, bias_correction=True, decay_after_lr=False, eps_inside=Fals
             return d, optax.ScaleByAdamState(count, optax.tree.cast(mu, mu_dtype), nu)
 
         if decay_after_lr:
-            decay = optax.GradientTransformation(lambda p: optax.EmptyState(),
-                                                 lambda u, s, p=None: (jax.tree.map(lambda x, y: x - weight_decay * y, u, p), s))
+            decay = optax.GradientTransformation(lambda p: optax.EmptyState(), lambda u, s, p=None: (jax.tree.map(lambda x, y: x - weight_decay * y, u, p), s))
             return optax.chain(optax.GradientTransformation(init, update), optax.scale_by_learning_rate(learning_rate), decay)
-        return optax.chain(optax.GradientTransformation(init, update), optax.add_decayed_weights(weight_decay, mask),
-                           optax.scale_by_learning_rate(learning_rate))
+        return optax.chain(
+            optax.GradientTransformation(init, update), optax.add_decayed_weights(weight_decay, mask), optax.scale_by_learning_rate(learning_rate)
+        )
+
     return factory
 
 
@@ -59,9 +60,11 @@ def _(optax):
 @mutant("recipe-warmup-off-by-one", "warmup_cosine_decay_schedule evaluated one step ahead")
 def _(optax):
     orig = optax.warmup_cosine_decay_schedule
+
     def f(*a, **k):
         s = orig(*a, **k)
         return lambda count: s(count + 1)
+
     return {"warmup_cosine_decay_schedule": f}
 
 
@@ -77,12 +80,16 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.clip_by_global_norm
+
     def f(max_norm):
         tx = orig(max_norm)
+
         def update(g, s, params=None):
             u, s = tx.update(g, s)
             return jax.tree.map(lambda x: jnp.nan_to_num(x, nan=0.0), u), s
+
         return wrap_tx(tx, update=update)
+
     return {"clip_by_global_norm": f}
 
 
@@ -92,24 +99,32 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.adamw
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             g = jax.tree.map(lambda x, p: jnp.zeros_like(p) if x is None else x, g, params, is_leaf=lambda x: x is None)
             return tx.update(g, s, params)
+
         return wrap_tx(tx, update=update)
+
     return {"adamw": f}
 
 
 @mutant("recipe-state-float32", "adamw keeps its moments in float32 whatever the params' dtype")
 def _(optax):
     orig = optax.adamw
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def init(p):
             s = tx.init(p)
             return (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:])
+
         return wrap_tx(tx, init=init)
+
     return {"adamw": f}
 
 
@@ -126,12 +141,16 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.adamw
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
             return u, (s[0]._replace(count=s[0].count.astype(jnp.float32)),) + tuple(s[1:])
+
         return wrap_tx(tx, update=update)
+
     return {"adamw": f}
 
 
@@ -140,26 +159,34 @@ def _(optax):
     import jax
 
     orig = optax.adamw
+
     def f(*a, **k):
         tx = orig(*a, **k)
+
         def update(g, s, params=None):
             if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
                 g = jax.tree.unflatten(jax.tree.structure(params), jax.tree.leaves(g))
             return tx.update(g, s, params)
+
         return wrap_tx(tx, update=update)
+
     return {"adamw": f}
 
 
 @mutant("recipe-inject-drifts", "inject_hyperparams perturbs the learning rate by 1e-3 relative")
 def _(optax):
     orig = optax.inject_hyperparams
+
     def f(factory, *a, **k):
         inner = orig(factory, *a, **k)
+
         def build(*args, **kwargs):
             if "learning_rate" in kwargs and not callable(kwargs["learning_rate"]):
                 kwargs["learning_rate"] = kwargs["learning_rate"] * 1.001
             return inner(*args, **kwargs)
+
         return build
+
     return {"inject_hyperparams": f}
 
 
@@ -176,9 +203,11 @@ def _(optax):
     import jax
 
     orig = optax.apply_updates
+
     def f(params, updates):
         updates = jax.tree.map(lambda u, p: 0 * p if u is None else u, updates, params, is_leaf=lambda x: x is None)
         return orig(params, updates)
+
     return {"apply_updates": f}
 
 

@@ -12,9 +12,11 @@ mutant = family("zero-nans", "tests/contracts/test_zero_nans.py")
 @mutant("zero-nans-identity", "replaces nothing (NaNs pass through)")
 def _(optax):
     orig = optax.zero_nans
+
     def f():
         tx = orig()
         return wrap_tx(tx, update=lambda g, s, params=None: (g, tx.update(g, s)[1]))
+
     return {"zero_nans": f}
 
 
@@ -29,12 +31,16 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.zero_nans
+
     def f():
         tx = orig()
+
         def update(g, s, params=None):
             u, s = tx.update(g, s)
             return u, s._replace(found_nan=jax.tree.map(lambda x: jnp.zeros_like(x), s.found_nan))
+
         return wrap_tx(tx, update=update)
+
     return {"zero_nans": f}
 
 
@@ -44,13 +50,18 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = optax.zero_nans
+
     def f():
         tx = orig()
+
         def init(p):
             return tx.init(p)._replace(found_nan=jax.tree.map(lambda x: jnp.zeros(jnp.shape(x), bool), p))
+
         def update(g, s, params=None):
             return tx.update(g, s)[0], s._replace(found_nan=jax.tree.map(jnp.isnan, g))
+
         return wrap_tx(tx, init=init, update=update)
+
     return {"zero_nans": f}
 
 
@@ -59,12 +70,16 @@ def _(optax):
     import jax
 
     orig = optax.zero_nans
+
     def f():
         tx = orig()
+
         def update(g, s, params=None):
             jax.tree.map(lambda a, b: None, g, s.found_nan)
             return tx.update(g, s)
+
         return wrap_tx(tx, update=update)
+
     return {"zero_nans": f}
 
 

@@ -16,15 +16,16 @@ _METHODS = ("__init__", "init", "update", "gradient_transformation")
 
 def _signature(args: tuple, kwargs: dict) -> dict[str, Any]:
     from optax_gate.recorder import values
+
     return {"positional": [values.signature(a) for a in args], "keyword": {k: values.signature(v) for k, v in kwargs.items()}}
 
 
 def _values_callback(seq: int, n_in: int, *leaves: Any, device: Any = None) -> None:
     from optax_gate.recorder import values
+
     if process.writer is not None and not process.replaying[0]:
         stored = [values.leaf_value(x) for x in leaves]
-        process.writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:],
-                              **({"device": int(device)} if device is not None else {})})
+        process.writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:], **({"device": int(device)} if device is not None else {})})
 
 
 def _device_index():
@@ -34,10 +35,12 @@ def _device_index():
     None elsewhere. Private JAX names, looked up with a fallback."""
     try:
         from jax._src import core as jax_core
+
         names = tuple(jax_core.get_axis_env().axis_names())
         if not names:
             return None
         import jax
+
         return jax.lax.axis_index(names if len(names) > 1 else names[0])
     except Exception:
         return None
@@ -52,9 +55,11 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
     values through a host callback each time the program runs, elsewhere
     (a transformation the recorder does not wrap) none (``values``: why)."""
     from optax_gate.recorder import values
+
     out_leaves, tree, paths = ([], "", []) if failed else values.flatten(out)
     if values.is_traced(in_leaves) or values.is_traced(out_leaves):
         import jax
+
         arrays = [x for x in out_leaves if values.is_array(x)]
         event["traced"] = True
         if not failed:
@@ -68,8 +73,7 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
             if device is None:
                 jax.debug.callback(functools.partial(_values_callback, seq, len(in_leaves)), *in_leaves, *arrays)
             else:  # one callback per device: each says which it is
-                jax.debug.callback(lambda d, *leaves: _values_callback(seq, len(in_leaves), *leaves, device=d), device,
-                                   *in_leaves, *arrays)
+                jax.debug.callback(lambda d, *leaves: _values_callback(seq, len(in_leaves), *leaves, device=d), device, *in_leaves, *arrays)
         return
     event["in"] = [values.leaf_value(x) for x in in_leaves]
     if not failed:
@@ -77,8 +81,7 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
     process.writer.emit(event)
 
 
-def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None, observed=None,
-          extra: dict[str, Any] | None = None):
+def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None, observed=None, extra: dict[str, Any] | None = None):
     """Call ``fn``; record it when ``frame`` (the caller) is the team's
     (``observed(result)`` in place of its result, when given; ``extra``
     fields added to its event)."""
@@ -86,8 +89,7 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
     if site is None or process.depth() > 0:
         return _wrap_result(api, fn(*args, **kwargs))
     shown = args if record_args is None else record_args
-    event: dict[str, Any] = {"api": api, "call": kind, "site": f"{site}:{frame.f_lineno}", "args": _signature(shown, kwargs),
-                             **(extra or {})}
+    event: dict[str, Any] = {"api": api, "call": kind, "site": f"{site}:{frame.f_lineno}", "args": _signature(shown, kwargs), **(extra or {})}
     process.thread.depth = process.depth() + 1
     stack = getattr(process.thread, "warnings", None)
     if stack is None:
@@ -95,6 +97,7 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
     stack.append([])
     out, failed = None, False
     from optax_gate.recorder import values
+
     in_leaves = [x for x in values.flatten((shown, kwargs))[0] if values.is_array(x)]
     try:
         out = fn(*args, **kwargs)
@@ -119,6 +122,7 @@ def _wrap_function(fn, api: str, kind: str = "call"):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         return call(api, kind, fn, args, kwargs, sys._getframe(1))
+
     process.mark(wrapper)
     wrapper.__optax_gate_api__ = api
     return wrapper
@@ -144,6 +148,7 @@ def _wrap_method(cls: type, name: str, api: str) -> None:
     @functools.wraps(original)
     def method(self, *args, **kwargs):
         return call(api, kind, original, (self, *args), kwargs, sys._getframe(1), record_args=args)
+
     process.mark(method)
     setattr(cls, name, method)
 
@@ -151,9 +156,10 @@ def _wrap_method(cls: type, name: str, api: str) -> None:
 def _public_modules(package: types.ModuleType) -> list[types.ModuleType]:
     """``package`` and its public submodules already imported, ``package`` first."""
     name = package.__name__
-    subs = sorted((m for n, m in list(sys.modules.items())
-                   if m is not None and n.startswith(name + ".") and not any(p.startswith("_") for p in n.split("."))),
-                  key=lambda m: m.__name__)
+    subs = sorted(
+        (m for n, m in list(sys.modules.items()) if m is not None and n.startswith(name + ".") and not any(p.startswith("_") for p in n.split("."))),
+        key=lambda m: m.__name__,
+    )
     return [package, *subs]
 
 

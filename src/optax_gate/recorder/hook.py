@@ -73,6 +73,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         def exec_module(module):
             original(module)
             _PATCHES[name](module)
+
         loader.exec_module = exec_module
         return spec
 

@@ -47,8 +47,7 @@ class Writer:
             if self.file is None:
                 os.makedirs(self.folder, exist_ok=True)
                 self.file = open(os.path.join(self.folder, f"trace-{os.getpid()}.jsonl"), "a", encoding="utf-8")
-                self.file.write(json.dumps({"trace": VERSION, "pid": os.getpid(), "start": time.time(),
-                                            "argv": sys.argv[:20]}) + "\n")
+                self.file.write(json.dumps({"trace": VERSION, "pid": os.getpid(), "start": time.time(), "argv": sys.argv[:20]}) + "\n")
             self.seq += 1
             event["seq"] = self.seq
             self.file.write(json.dumps(event, default=repr) + "\n")

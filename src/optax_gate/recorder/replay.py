@@ -38,17 +38,27 @@ MAX_EQUATIONS = 20_000
 SAMPLE = 64
 MAX_SAMPLED = 4
 #: Primitives whose inner program is replayed equation by equation, and the parameter that holds it.
-_INNER = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
-          "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr", "custom_vjp_call_jaxpr": "fun_jaxpr",
-          "remat": "jaxpr", "checkpoint": "jaxpr"}
+_INNER = {
+    "pjit": "jaxpr",
+    "jit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "remat": "jaxpr",
+    "checkpoint": "jaxpr",
+}
 #: Primitives never run in a replay (a host callback: the shadow's; a debug print would print twice).
 _SKIPPED = ("debug_callback", "debug_print", "io_callback", "pure_callback")
 
 
 def _digest(x: Any) -> str:
     import numpy as np
+
     if "key<" in str(getattr(x, "dtype", "")):
         import jax
+
         x = jax.random.key_data(x)
     arr = np.asarray(x)
     return hashlib.sha256(str(arr.dtype).encode() + str(arr.shape).encode() + arr.tobytes()).hexdigest()[:24]
@@ -56,6 +66,7 @@ def _digest(x: Any) -> str:
 
 def _sample(x: Any) -> dict[str, Any] | None:
     from optax_gate.recorder import values
+
     try:
         return values.leaf_value(x, cap=SAMPLE, spend=False)
     except Exception:
@@ -66,6 +77,7 @@ def _where(eqn, team_file) -> tuple[str, str]:
     """(innermost frame outside JAX, innermost frame of the team's) of an equation, as ``file:line``."""
     try:
         from jax._src import source_info_util
+
         frames = list(source_info_util.user_frames(eqn.source_info.traceback))
     except Exception:
         return "", ""
@@ -93,15 +105,18 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
     "team", "in", "out", "val"}, ...], "inputs": [digests of the call's
     array inputs]}``, or ``{"error": text}`` / ``{"too_large": n}``; never raises."""
     import jax
+
     leaves: list[Any] = []
     try:
         if graph:  # nnx objects cannot be mutated from another trace level: their state goes in as the jaxpr's inputs
             from flax import nnx
+
             graphdef, state = nnx.split((args, kwargs))
 
             def pure(state):
                 a, k = nnx.merge(graphdef, state)
                 return fun(*a, **k)
+
             closed = jax.make_jaxpr(pure)(state)
             leaves = jax.tree_util.tree_leaves(state)
         else:
@@ -118,6 +133,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
 
         def read(v):
             return v.val if type(v).__name__ == "Literal" else env[v]  # a constant written into the jaxpr
+
         for v, x in zip(list(jaxpr.constvars) + list(jaxpr.invars), list(consts) + list(inputs)):
             env[v] = x
         for eqn in jaxpr.eqns:
@@ -129,6 +145,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
                 outs = [None] * len(eqn.outvars)
             elif branches is not None and depth < 16 and hasattr(ins[0], "shape"):  # the branch the index picks
                 import numpy as np
+
                 chosen = branches[int(np.clip(int(np.asarray(ins[0])), 0, len(branches) - 1))]
                 outs = run(chosen.jaxpr, chosen.consts, ins[1:], depth + 1)
             elif inner is not None and depth < 16:
@@ -144,9 +161,16 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
                 outs = list(ans) if eqn.primitive.multiple_results else [ans]
                 at, team = _where(eqn, team_file)
                 arrays = [o for o in outs if hasattr(o, "shape")]
-                rows.append({"p": name, "at": at, "team": team,
-                             "in": [_digest(x) if hasattr(x, "shape") else repr(x)[:40] for x in ins],
-                             "out": [_digest(o) for o in arrays], "vals": [_sample(o) for o in arrays[:MAX_SAMPLED]]})
+                rows.append(
+                    {
+                        "p": name,
+                        "at": at,
+                        "team": team,
+                        "in": [_digest(x) if hasattr(x, "shape") else repr(x)[:40] for x in ins],
+                        "out": [_digest(o) for o in arrays],
+                        "vals": [_sample(o) for o in arrays[:MAX_SAMPLED]],
+                    }
+                )
             for v, x in zip(eqn.outvars, outs):
                 env[v] = x
         return [read(v) for v in jaxpr.outvars]
@@ -164,4 +188,3 @@ def _count(jaxpr, depth: int = 0) -> int:
         inner = eqn.params.get(_INNER.get(eqn.primitive.name, ""), None)
         n += _count(getattr(inner, "jaxpr", inner), depth + 1) if inner is not None and depth < 16 else 1
     return n
-

@@ -10,6 +10,7 @@ from typing import Any
 
 from optax_gate.recorder import calls, process
 
+
 def patch_nnx(nnx: types.ModuleType) -> None:
     """Wrap ``flax.nnx.Optimizer.update`` (its recorded result is the
     optimizer's state after the update and, when the model is passed to it as
@@ -18,8 +19,7 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     (:data:`NNX_TRANSFORMS`, as :func:`_transform` says)."""
     for name, state in NNX_TRANSFORMS.items():
         if callable(getattr(nnx, name, None)):
-            setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state,
-                                          replay=name in REPLAYED))
+            setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state, replay=name in REPLAYED))
     cls = getattr(nnx, "Optimizer", None)
     original = cls.__dict__.get("update") if cls is not None else None
     if not isinstance(original, types.FunctionType):
@@ -36,8 +36,8 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     def update(self, *args, **kwargs):
         # the Optax API that built the optimizer's transformation (``optax.adamw``): what the update computes with
         via = getattr(getattr(getattr(self, "tx", None), "update", None), "__optax_gate_api__", None)
-        calls.call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1),
-              extra={"via": via} if via else None)
+        calls.call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1), extra={"via": via} if via else None)
+
     process.mark(update)
     cls.update = update
 
@@ -56,6 +56,7 @@ def sampled(n: int) -> bool:
 def _eager(args: tuple, kwargs: dict) -> bool:
     import jax
     from optax_gate.recorder import values
+
     return not values.is_traced(jax.tree_util.tree_leaves((args, kwargs)))
 
 
@@ -81,11 +82,13 @@ def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool) -> None:
     team's model, optimizer and RNG streams are not stepped by it). Its
     results are dropped; an exception it raises is left to the real call."""
     import jax
+
     process.thread.mode = "shadow"
     try:
         with _shadow_context[0]("optax-gate-shadow"):
             if graph:
                 from flax import nnx
+
                 args, kwargs = nnx.clone((args, kwargs))
             jax.block_until_ready(jax.tree_util.tree_leaves(shadow(*args, **kwargs)))
         jax.effects_barrier()
@@ -101,6 +104,7 @@ def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: 
     a clone of the ``nnx`` graph nodes; write ``{"replay": api, "site", ...}``."""
     import jax
     from optax_gate.recorder import REPLAY_ENV, replay
+
     if os.environ.get(REPLAY_ENV) == "0":
         return
     process.thread.depth = process.depth() + 1
@@ -109,6 +113,7 @@ def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: 
         with _shadow_context[0]("optax-gate-shadow"):
             if graph:
                 from flax import nnx
+
                 args, kwargs = nnx.clone((args, kwargs))
             found = replay.replay(shadow, args, kwargs, process.team_file, graph)
         jax.effects_barrier()
@@ -176,6 +181,7 @@ class _Recorded:
 
                 def observed(out):
                     return (out, nnx.state(tuple(nodes)))
+
         # the real program: traced inside a recorded call (depth 1), so Optax's wrappers add nothing to it
         return calls.call(self._name, "call", self._real, args, kwargs, frame, observed=observed)
 
@@ -208,6 +214,7 @@ def _transform(real_transform, api: str, graph: bool = False, state: bool = Fals
         shadow = real_transform(fun, *args, **{k: v for k, v in kwargs.items() if k not in _DONATION})
         name = getattr(fun, "__name__", None) or getattr(getattr(fun, "func", None), "__name__", "function")
         return _Recorded(real, shadow, f"{api}({name})", graph=graph, state=state, replay=replay)
+
     process.mark(transform)
     return transform
 
@@ -232,10 +239,9 @@ def _scan(real_scan, api: str):
         if _shadow_context[0] is not None and sampled(counts[key]):
             _run_shadow(functools.partial(real_scan, f), args, kwargs, False)
             if counts[key] == 1:
-                _run_replay(functools.partial(real_scan, f), args, kwargs, False, f"{api}({getattr(f, '__name__', 'function')})",
-                            f"{site}:{frame.f_lineno}")
-        return calls.call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame,
-                     record_args=args)
+                _run_replay(functools.partial(real_scan, f), args, kwargs, False, f"{api}({getattr(f, '__name__', 'function')})", f"{site}:{frame.f_lineno}")
+        return calls.call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame, record_args=args)
+
     process.mark(scan)
     return scan
 

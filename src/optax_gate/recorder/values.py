@@ -65,6 +65,7 @@ def leaf_value(x: Any, cap: int = CAP_ELEMENTS, spend: bool = True) -> dict[str,
     label = None
     if "key<" in str(x.dtype):  # a typed PRNG key (``jax.random.key``, ``nnx.Rngs``): its key data, under its own dtype
         import jax
+
         label, x = str(x.dtype), jax.random.key_data(x)
     arr = np.asarray(x)
     flat = arr.reshape(-1)
@@ -78,8 +79,14 @@ def leaf_value(x: Any, cap: int = CAP_ELEMENTS, spend: bool = True) -> dict[str,
         keep = not spend or _spent[0] + len(data) <= BUDGET_BYTES
         if keep and spend:
             _spent[0] += len(data)
-    return {"dtype": label or str(arr.dtype), "shape": list(arr.shape) if label is None else list(x.shape[:-1]), "stride": stride, "n": int(sample.size) if keep else 0,
-            "data": base64.b64encode(data).decode("ascii") if keep else "", "sha256": hashlib.sha256(full).hexdigest()}
+    return {
+        "dtype": label or str(arr.dtype),
+        "shape": list(arr.shape) if label is None else list(x.shape[:-1]),
+        "stride": stride,
+        "n": int(sample.size) if keep else 0,
+        "data": base64.b64encode(data).decode("ascii") if keep else "",
+        "sha256": hashlib.sha256(full).hexdigest(),
+    }
 
 
 def abstract_leaf(x: Any) -> Any:
@@ -122,8 +129,9 @@ def plain(x: Any, depth: int = 0) -> str:
         return type(x).__qualname__
     if isinstance(x, type):
         return _qualified(x)
-    if isinstance(x, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType,
-                      types.WrapperDescriptorType, functools.partial)):
+    if isinstance(
+        x, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType, types.WrapperDescriptorType, functools.partial)
+    ):
         # a function by its qualified name alone: where JAX or Flax defines it (``jax._src.lax.lax``) may move
         # between the two versions without the team's program changing
         return getattr(x, "__qualname__", None) or f"partial({plain(getattr(x, 'func', None), depth + 1)})"
@@ -206,8 +214,7 @@ def signature(value: Any) -> dict[str, Any]:
 
     leaves, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is None)
     tree = structure(treedef)
-    out: dict[str, Any] = {"n_leaves": len(leaves),
-                           "leaves": [abstract_leaf(x) for x in leaves[:CAP_LEAVES]]}
+    out: dict[str, Any] = {"n_leaves": len(leaves), "leaves": [abstract_leaf(x) for x in leaves[:CAP_LEAVES]]}
     out["tree"] = _short_structure(tree)
     return out
 

@@ -87,8 +87,15 @@ def test_shard_map_step_with_pmean_equals_the_full_batch_step():
     mesh = multidevice.data_mesh()
     tx = optax.sgd(LR, momentum=0.9)
     params64, batches = data()
-    step = jax.jit(jax.shard_map(functools.partial(dp_step, tx, lambda g: jax.lax.pmean(g, "data")), mesh=mesh,
-                                 in_specs=(P(), P(), P("data"), P("data")), out_specs=(P(), P()), check_vma=False))
+    step = jax.jit(
+        jax.shard_map(
+            functools.partial(dp_step, tx, lambda g: jax.lax.pmean(g, "data")),
+            mesh=mesh,
+            in_specs=(P(), P(), P("data"), P("data")),
+            out_specs=(P(), P()),
+            check_vma=False,
+        )
+    )
     full = jax.jit(functools.partial(dp_step, tx, lambda g: g))
     p = q = to_jax(params64)
     s = r = tx.init(p)
@@ -114,8 +121,7 @@ def test_pmap_step_with_pmean_equals_the_full_batch_step():
     tx = optax.sgd(LR, momentum=0.9)
     params64, batches = data()
     n = multidevice.DEVICES
-    step = jax.pmap(functools.partial(dp_step, tx, lambda g: jax.lax.pmean(g, "data")), axis_name="data",
-                    in_axes=(None, None, 0, 0))
+    step = jax.pmap(functools.partial(dp_step, tx, lambda g: jax.lax.pmean(g, "data")), axis_name="data", in_axes=(None, None, 0, 0))
     p, s, got = to_jax(params64), tx.init(to_jax(params64)), []
     for x, t in batches:
         ps, ss = step(p, s, to_jax(x).reshape(n, BATCH // n, 3), to_jax(t).reshape(n, BATCH // n, 2))
@@ -125,8 +131,7 @@ def test_pmap_step_with_pmean_equals_the_full_batch_step():
                 assert_close(leaf[k], np.asarray(leaf[0], np.float64), dtype=jnp.float32, ulps=EXACT, what=f"device {k} vs 0")
         p, s = jax.tree.map(lambda a: a[0], (ps, ss))
         got.append(p)
-    trajectories.assert_follows(got, reference_sgd(params64, batches), dtype=jnp.float32, initial=params64,
-                                per_step=PER_STEP, what="pmap params")
+    trajectories.assert_follows(got, reference_sgd(params64, batches), dtype=jnp.float32, initial=params64, per_step=PER_STEP, what="pmap params")
 
 
 @pytest.mark.contract(api="jax.shard_map:grad", guide=SHARD_MAP_DOCS)
@@ -141,12 +146,12 @@ def test_grad_of_replicated_params_under_check_vma_is_already_summed():
     mesh = multidevice.data_mesh()
     params64, batches = data()
     x, t = batches[0]
-    grads = jax.jit(jax.shard_map(lambda p, x, t: jax.lax.pmean(jax.grad(loss)(p, x, t), "data"), mesh=mesh,
-                                  in_specs=(P(), P("data"), P("data")), out_specs=P()))(to_jax(params64), to_jax(x), to_jax(t))
+    grads = jax.jit(
+        jax.shard_map(lambda p, x, t: jax.lax.pmean(jax.grad(loss)(p, x, t), "data"), mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P())
+    )(to_jax(params64), to_jax(x), to_jax(t))
     want = references.linear_mse_grads(params64["w"], params64["b"], x, t)
     for name in ("b", "w"):
-        assert_close(grads[name], multidevice.DEVICES * want[name], dtype=jnp.float32,
-                     ulps=tolerances.reduction(BATCH), what=f"grad {name}")
+        assert_close(grads[name], multidevice.DEVICES * want[name], dtype=jnp.float32, ulps=tolerances.reduction(BATCH), what=f"grad {name}")
 
 
 @pytest.mark.contract(api="optax.per_example_global_norm_clip@shard_map", guide=guides.PER_EXAMPLE_CLIP)
@@ -165,6 +170,7 @@ def test_per_example_clip_summed_across_devices_equals_the_full_batch():
     def clip(g):
         summed, count = optax.per_example_global_norm_clip(g, l2_norm_clip=1.0)
         return jax.lax.psum(summed, "data"), jax.lax.psum(count, "data")
+
     summed, count = jax.jit(jax.shard_map(clip, mesh=mesh, in_specs=P("data"), out_specs=P()))(to_jax(per_example))
     want, want_count = references.per_example_global_norm_clip(leaves64(per_example), 1.0)
     for got, exp in zip(jax.tree.leaves(summed), want):
@@ -175,8 +181,7 @@ def test_per_example_clip_summed_across_devices_equals_the_full_batch():
 def pmean_transformation(axis: str) -> optax.GradientTransformation:
     """The cross-device reduction as a stateless transformation, so that
     ``MultiSteps`` runs it only when it emits."""
-    return optax.GradientTransformation(lambda p: optax.EmptyState(),
-                                        lambda u, s, p=None: (jax.lax.pmean(u, axis), s))
+    return optax.GradientTransformation(lambda p: optax.EmptyState(), lambda u, s, p=None: (jax.lax.pmean(u, axis), s))
 
 
 def multi_steps_run():
@@ -198,8 +203,8 @@ def multi_steps_run():
         g = jax.grad(loss)(p, x, t)
         u, s = ms.update(g, s, p)
         return optax.apply_updates(p, u), s
-    compiled = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(P(), state_specs, P("data"), P("data")),
-                                     out_specs=(P(), state_specs), check_vma=False))
+
+    compiled = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(P(), state_specs, P("data"), P("data")), out_specs=(P(), state_specs), check_vma=False))
     s = s0._replace(acc_grads=jax.tree.map(lambda a: jnp.tile(a, (n,) + (1,) * (a.ndim - 1)), s0.acc_grads))
     p, got = p0, []
     for x, t in batches:
@@ -233,8 +238,9 @@ def test_multi_steps_accumulates_per_device_and_emits_the_full_batch_update():
             p = [pi - LR * ti for pi, ti in zip(p, trace)]
             cycle = []
         want.append(p)
-    trajectories.assert_follows(got, want, dtype=jnp.float32, initial=params64,
-                                per_step=tolerances.reduction(2 * BATCH) + 2 * ELEMENTWISE, what="MultiSteps params")
+    trajectories.assert_follows(
+        got, want, dtype=jnp.float32, initial=params64, per_step=tolerances.reduction(2 * BATCH) + 2 * ELEMENTWISE, what="MultiSteps params"
+    )
     for k in (0, 2):
         before = leaves64(to_jax(params64)) if k == 0 else leaves64(got[k - 1])
         for a, b in zip(leaves64(got[k]), before):

@@ -56,7 +56,7 @@ def targets(layout: str) -> tuple[object, list]:
     """The restore layout: a ``(sharding of a leaf with spec) -> Sharding``
     function and its devices. ``4-devices``: a 2 x 2 mesh ("data", "model") of
     devices 0-3, the same specs; ``1-device``: device 0 alone."""
-    devs = jax.devices()[:multidevice.DEVICES]
+    devs = jax.devices()[: multidevice.DEVICES]
     if layout == "4-devices":
         mesh = jax.sharding.Mesh(np.array(devs[:4]).reshape(2, 2), ("data", "model"))
         return (lambda spec: NamedSharding(mesh, spec)), devs[:4]
@@ -97,6 +97,7 @@ def restore(directory: str, tree, layout: str):
     def target(x):
         spec = x.sharding.spec if x.ndim else P()
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding_of(spec))
+
     return ocp.StandardCheckpointer().restore(directory, jax.tree.map(target, tree))
 
 
@@ -131,9 +132,7 @@ def test_training_continues_on_the_new_layout(checkpoint, layout):
     directory, _, tree, params64, grads64 = checkpoint
     restored = restore(directory, tree, layout)
     sharding_of, _ = targets(layout)
-    g = jax.tree.map(lambda x, spec: jax.device_put(x, sharding_of(spec)), to_jax(grads64[2]), SPECS,
-                     is_leaf=lambda x: isinstance(x, P))
+    g = jax.tree.map(lambda x, spec: jax.device_put(x, sharding_of(spec)), to_jax(grads64[2]), SPECS, is_leaf=lambda x: isinstance(x, P))
     p, _ = jax.jit(functools.partial(step, optax.adamw(LR, weight_decay=WD)))(restored["params"], g, restored["opt_state"])
     want = references.adamw_trajectory(leaves64(params64), [leaves64(x) for x in grads64], LR, weight_decay=WD)
-    trajectories.assert_follows([p], [want[-1]], dtype=jnp.float32, initial=params64,
-                                per_step=3 * 5 * ELEMENTWISE, what=f"params after resuming on {layout}")
+    trajectories.assert_follows([p], [want[-1]], dtype=jnp.float32, initial=params64, per_step=3 * 5 * ELEMENTWISE, what=f"params after resuming on {layout}")

@@ -126,8 +126,7 @@ def run(setup: str) -> dict:
     grads = [multidevice.shard(to_jax(g), mesh, SPECS) for g in grads64]
     state = tx.init(params)
     compiled = jax.jit(functools.partial(step, tx)).lower(params, grads[0], state).compile()
-    out = {"mesh": mesh, "params": params, "init": state, "init_jit": jax.jit(tx.init)(params),
-           "hlo": compiled.as_text(), "sharded": [], "single": []}
+    out = {"mesh": mesh, "params": params, "init": state, "init_jit": jax.jit(tx.init)(params), "hlo": compiled.as_text(), "sharded": [], "single": []}
     p, s = params, state
     for g in grads:
         u, s, p = compiled(p, g, s)
@@ -151,8 +150,8 @@ def assert_mirrors_params(tree, params, what: str) -> None:
         if leaf.ndim and leaf.shape in by_shape:
             want = by_shape[leaf.shape]
             assert leaf.sharding.is_equivalent_to(want, leaf.ndim), (
-                f"{what} {jax.tree_util.keystr(path)}: {multidevice.describe(leaf.sharding)}, "
-                f"the param's is {multidevice.describe(want)}")
+                f"{what} {jax.tree_util.keystr(path)}: {multidevice.describe(leaf.sharding)}, the param's is {multidevice.describe(want)}"
+            )
 
 
 @pytest.mark.contract(api="sharding:init", guide=GUIDE)
@@ -183,7 +182,8 @@ def test_jitted_update_keeps_shardings_and_replicates_counters(setup):
         for path, leaf in jax.tree_util.tree_flatten_with_path(s)[0]:
             if leaf.ndim == 0:
                 assert leaf.sharding.is_fully_replicated and leaf.sharding.device_set == set(r["mesh"].devices.flat), (
-                    f"step {k} counter {jax.tree_util.keystr(path)}: {multidevice.describe(leaf.sharding)}")
+                    f"step {k} counter {jax.tree_util.keystr(path)}: {multidevice.describe(leaf.sharding)}"
+                )
 
 
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
@@ -195,11 +195,9 @@ def test_sharded_steps_follow_the_reference_and_the_one_device_run(setup):
     program on one device within the same budget: sharding moves no value."""
     r = run(setup)
     sharded = [p for _, _, p in r["sharded"]]
-    trajectories.assert_follows(sharded, r["reference"], dtype=jnp.float32, initial=r["initial"],
-                                per_step=PER_STEP[setup], what="sharded params")
+    trajectories.assert_follows(sharded, r["reference"], dtype=jnp.float32, initial=r["initial"], per_step=PER_STEP[setup], what="sharded params")
     single = [leaves64(p) for _, _, p in r["single"]]
-    trajectories.assert_follows(sharded, single, dtype=jnp.float32, initial=r["initial"],
-                                per_step=PER_STEP[setup], what="sharded vs one-device params")
+    trajectories.assert_follows(sharded, single, dtype=jnp.float32, initial=r["initial"], per_step=PER_STEP[setup], what="sharded vs one-device params")
 
 
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
@@ -234,10 +232,14 @@ def test_state_shardings_snapshot(data_regression, setup):
     one jitted step. Recorded from jax 0.11.2 / optax 0.2.6."""
     r = run(setup)
     u, s, _ = r["sharded"][0]
-    data_regression.check({"init (eager)": multidevice.shardings(r["init"]),
-                           "init (jax.jit)": multidevice.shardings(r["init_jit"]),
-                           "state after a jitted step": multidevice.shardings(s),
-                           "updates of a jitted step": multidevice.shardings(u)})
+    data_regression.check(
+        {
+            "init (eager)": multidevice.shardings(r["init"]),
+            "init (jax.jit)": multidevice.shardings(r["init_jit"]),
+            "state after a jitted step": multidevice.shardings(s),
+            "updates of a jitted step": multidevice.shardings(u),
+        }
+    )
 
 
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
@@ -250,7 +252,7 @@ def test_update_with_state_on_another_mesh_raises(other):
     computation" (jax ``_src/stages.py``; eager operations dispatch through
     ``jit`` too), under ``jax.jit`` and eagerly; nothing is moved silently."""
     mesh = multidevice.mesh_2x4()
-    devs = jax.devices()[:multidevice.DEVICES]
+    devs = jax.devices()[: multidevice.DEVICES]
     if other == "other-devices":
         other_mesh = jax.sharding.Mesh(np.array(devs[4:]).reshape(1, 4), ("data", "model"))
     else:

@@ -20,14 +20,16 @@ import pytest
 from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.surface.sharded import paths, record
 
-GUIDE = ("docs: JAX explicit sharding (jax.make_mesh with AxisType.Explicit, jax.set_mesh: shardings are part of "
-         "the array's type) and optax 0.2.6 GradientTransformation protocol (optax/_src/base.py: updates shaped "
-         "as the params)")
+GUIDE = (
+    "docs: JAX explicit sharding (jax.make_mesh with AxisType.Explicit, jax.set_mesh: shardings are part of "
+    "the array's type) and optax 0.2.6 GradientTransformation protocol (optax/_src/base.py: updates shaped "
+    "as the params)"
+)
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
-    for p in paths()])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in paths()]
+)
 def test_sharded_corners(path, data_regression):
     """Shardings of updates and state, and values as on one device, eager and jitted (baseline snapshot)."""
     data_regression.check(record(path))

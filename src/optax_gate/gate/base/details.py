@@ -68,8 +68,13 @@ def assertion_parts(detail: str) -> tuple[str, str] | None:
 #: A parameter of a signature as a signature contract records it: ``('delta', 'KEYWORD_ONLY', 1.0)``.
 _PARAMETER = re.compile(r"\('(\w+)', '([A-Z_]+)', (.*)\)")
 #: ``inspect.Parameter`` kinds in words.
-_KINDS = {"POSITIONAL_ONLY": "positional-only", "POSITIONAL_OR_KEYWORD": "positional or keyword", "KEYWORD_ONLY": "keyword-only",
-          "VAR_POSITIONAL": "*args", "VAR_KEYWORD": "**kwargs"}
+_KINDS = {
+    "POSITIONAL_ONLY": "positional-only",
+    "POSITIONAL_OR_KEYWORD": "positional or keyword",
+    "KEYWORD_ONLY": "keyword-only",
+    "VAR_POSITIONAL": "*args",
+    "VAR_KEYWORD": "**kwargs",
+}
 
 
 def parameter_words(got: str, expected: str) -> str:
@@ -164,8 +169,7 @@ def pytest_words(detail: str) -> str:
         if said:
             return shorten(said, 140)
         expr = re.split(r" \+ (?:where|and) ", bare["expr"])[0].strip()
-        return "the contract's check is false" if expr in ("False", "None", "0", "[]", "()", "") else \
-            f"the contract's check `{shorten(expr, 80)}` is false"
+        return "the contract's check is false" if expr in ("False", "None", "0", "[]", "()", "") else f"the contract's check `{shorten(expr, 80)}` is false"
     return re.sub(r" Use -v to get more diff\.?$", "", detail)
 
 
@@ -176,7 +180,7 @@ def defect_parts(row: dict[str, Any]) -> tuple[str, str, str]:
     ident, _, reason = defect.partition(": ")
     prefix = f"{DEFECT_PREFIX} ({defect}); now: "
     detail = row.get("detail") or ""
-    return ident, reason, detail[len(prefix):] if detail.startswith(prefix) else ""
+    return ident, reason, detail[len(prefix) :] if detail.startswith(prefix) else ""
 
 
 def now_words(now: str) -> str:
@@ -215,15 +219,17 @@ def plain_detail(row: dict[str, Any]) -> str:
     if ulp:
         start, end = ulp.span
         head = NP_SCALAR.sub(r"\1", detail[:start])
-        words = (f"{ulp.what}: element ({ulp.index}) is {ulp.actual!r}, expected {ulp.expected!r}: "
-                 f"off by {number(ulp.error)} (relative {number(ulp.relative)}; worst {number(ulp.worst_ulps)} ULP of {ulp.dtype}), "
-                 f"allowed {ulp.ulps} ULP of {ulp.dtype} = {number(ulp.bound)}")
+        words = (
+            f"{ulp.what}: element ({ulp.index}) is {ulp.actual!r}, expected {ulp.expected!r}: "
+            f"off by {number(ulp.error)} (relative {number(ulp.relative)}; worst {number(ulp.worst_ulps)} ULP of {ulp.dtype}), "
+            f"allowed {ulp.ulps} ULP of {ulp.dtype} = {number(ulp.bound)}"
+        )
         return head + words + detail[end:]
     leaves = parse_drift(detail)
     if leaves:
         return drift_words(leaves)
     if detail.startswith("was: "):
-        return "was: " + pytest_words(detail[len("was: "):])
+        return "was: " + pytest_words(detail[len("was: ") :])
     return pytest_words(detail)
 
 

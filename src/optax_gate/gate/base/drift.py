@@ -11,17 +11,32 @@ from dataclasses import dataclass
 from typing import Any
 
 
-
 #: Machine epsilon per dtype name, as ``optax_gate.kit.tolerances.EPS``.
 EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 #: Bytes per element of the dtypes a snapshot signature names.
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
-            "int8": 1, "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
+ITEMSIZE = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint64": 8,
+    "uint32": 4,
+    "uint16": 2,
+    "uint8": 1,
+    "bool": 1,
+    "complex64": 8,
+    "complex128": 16,
+}
 DTYPE = r"(?:bfloat16|float16|float32|float64|u?int(?:8|16|32|64)|bool|complex64|complex128)"
 _ULP = re.compile(
     r"(?P<what>[^:]*): element \((?P<index>[^)]*)\) is (?P<actual>.+?), expected (?P<expected>.+?) "
     r"\(error (?P<error>\S+), bound (?P<bound>\S+) = (?P<ulps>\d+) ULP of (?P<dtype>\w+); "
-    r"worst error (?P<worst>\S+) ULP\)")
+    r"worst error (?P<worst>\S+) ULP\)"
+)
 NP_SCALAR = re.compile(r"np\.(?:float|int)\d+\(([^()]*)\)")
 _SIGNATURE = re.compile(rf"^(?P<dtype>{DTYPE})\[(?P<shape>[^\]]*)\](?:=(?P<value>.*))?$")
 
@@ -69,9 +84,18 @@ def parse_ulp(detail: str) -> Ulp | None:
     m = _ULP.search(detail or "")
     if not m:
         return None
-    return Ulp(m["what"].strip(), m["index"], _float(m["actual"]), _float(m["expected"]), float(m["error"]),
-               float(m["bound"]), int(m["ulps"]), m["dtype"], float(m["worst"]),
-               (m.start("what") + len(m["what"]) - len(m["what"].lstrip()), m.end()))
+    return Ulp(
+        m["what"].strip(),
+        m["index"],
+        _float(m["actual"]),
+        _float(m["expected"]),
+        float(m["error"]),
+        float(m["bound"]),
+        int(m["ulps"]),
+        m["dtype"],
+        float(m["worst"]),
+        (m.start("what") + len(m["what"]) - len(m["what"].lstrip()), m.end()),
+    )
 
 
 @dataclass(frozen=True)
@@ -128,7 +152,7 @@ def parse_drift(detail: str) -> list[Drift]:
     if not (detail or "").startswith("snapshot drift: "):
         return []
     leaves = []
-    for item in detail[len("snapshot drift: "):].split("; "):
+    for item in detail[len("snapshot drift: ") :].split("; "):
         path, sep, change = item.rpartition(": ")
         old, arrow, new = change.partition(" -> ")
         if sep and arrow:
@@ -207,8 +231,7 @@ def nonfinite_direction(old: str, new: str) -> str:
 def nonfinite_words(direction: str) -> str:
     """``"fewer non-finite outputs"`` / ``"more non-finite outputs"`` /
     ``"other outputs come out non-finite"`` (the same number, other leaves)."""
-    return {"fewer": "fewer non-finite outputs", "more": "more non-finite outputs"}.get(
-        direction, "other outputs come out non-finite")
+    return {"fewer": "fewer non-finite outputs", "more": "more non-finite outputs"}.get(direction, "other outputs come out non-finite")
 
 
 #: Characters of an exception's message that a corner snapshot records
@@ -234,11 +257,15 @@ def recorded_message(value: Any) -> str:
 
 def _leaf_words(leaf: Drift) -> str:
     if is_recorded_message(leaf.path) and leaf.what == "value":
-        return (f"`{leaf.path}` the message {recorded_message(leaf.old)} → {recorded_message(leaf.new)} "
-                f"(the first {RECORDED_MESSAGE_LIMIT} characters are recorded)")
+        return (
+            f"`{leaf.path}` the message {recorded_message(leaf.old)} → {recorded_message(leaf.new)} "
+            f"(the first {RECORDED_MESSAGE_LIMIT} characters are recorded)"
+        )
     if leaf.path in NONFINITE_CLASSES:
-        return (f"{nonfinite_words(nonfinite_direction(leaf.old, leaf.new))}: `{leaf.path}`: non-finite update leaves "
-                f"{nonfinite_leaves(leaf.old)} in the baseline, {nonfinite_leaves(leaf.new)} now")
+        return (
+            f"{nonfinite_words(nonfinite_direction(leaf.old, leaf.new))}: `{leaf.path}`: non-finite update leaves "
+            f"{nonfinite_leaves(leaf.old)} in the baseline, {nonfinite_leaves(leaf.new)} now"
+        )
     if leaf.what == "value":
         old, new = leaf.values
         if old is None and new is None:  # a recorded word, not a typed value (``r1,r3`` -> ``none``): say the words

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 
-
 def number(x: float) -> str:
     """``x`` with two significant digits, exponent without padding: ``3.8e-9``."""
     text = f"{x:.2g}"

@@ -23,17 +23,16 @@ from optax_gate.gate.bisect.probe import Prober
 NOT_VERIFIED = 2
 
 
-def _prober_factory(python: Path, environment: EnvironmentOptions, bisect: BisectOptions,
-                    run_folder: Path) -> Callable[[str, Path], Prober]:
-    env = dict(compilation_cache.environment(compilation_cache.shared(environment.cache_dir, environment.envs_dir),
-                                             environment.compilation_cache))
+def _prober_factory(python: Path, environment: EnvironmentOptions, bisect: BisectOptions, run_folder: Path) -> Callable[[str, Path], Prober]:
+    env = dict(compilation_cache.environment(compilation_cache.shared(environment.cache_dir, environment.envs_dir), environment.compilation_cache))
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
     return lambda package, repo: Prober(package, repo, python, environment, bisect, env)
 
 
-def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, environment: EnvironmentOptions, bisect: BisectOptions,
-               say: Callable[[str], None]) -> None:
+def bisect_run(
+    report: dict[str, Any], run_folder: Path, python: Path, environment: EnvironmentOptions, bisect: BisectOptions, say: Callable[[str], None]
+) -> None:
     """Bisect ``report`` (the run folder's) and write it back, whatever happens.
 
     Raises:
@@ -51,8 +50,7 @@ def bisect_run(report: dict[str, Any], run_folder: Path, python: Path, environme
         say(f"bisection written into {run_folder / 'report.md'} ({report['bisect'].get('error') or 'done'})")
 
 
-def after_gate(run_folder: Path, python: Path | None, environment: EnvironmentOptions, bisect: BisectOptions,
-               say: Callable[[str], None]) -> None:
+def after_gate(run_folder: Path, python: Path | None, environment: EnvironmentOptions, bisect: BisectOptions, say: Callable[[str], None]) -> None:
     """``gate --bisect``: bisect the complete run's report. An interruption is
     recorded and ends the bisection only: the gate's exit status stays the verdict's."""
     path = run_folder / "report.json"
@@ -92,6 +90,7 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
     """``python -m optax_gate bisect [DIR]``: 0 once the report carries the
     bisection (whatever its answers), 2 when the report, the ``--history``
     values or the candidate's environment cannot be used."""
+
     def say(message: str) -> None:
         print(f"optax-gate: {message}", flush=True)
 
@@ -104,17 +103,18 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         report = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         if not where.exists() and not where.is_symlink():
-            print(f"optax-gate: cannot bisect {where}: it does not exist (name a gate output folder or a run folder)",
-                  file=sys.stderr)
+            print(f"optax-gate: cannot bisect {where}: it does not exist (name a gate output folder or a run folder)", file=sys.stderr)
         elif where.is_dir() and (where / "runs").is_dir():  # an output folder where no run has judged both sides yet
             shown = f" (the newest run that judged nothing: {where / 'not-judged.md'})" if (where / "not-judged.md").exists() else ""
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect{shown}", file=sys.stderr)
         elif where.is_dir() and (where / evidence.MARKER).exists():  # a run folder whose gate was interrupted or crashed
-            print(f"optax-gate: cannot bisect {where}: that run did not finish (marked {evidence.MARKER}), so it has no "
-                  f"report; name a run that finished, or the gate output folder above it", file=sys.stderr)
+            print(
+                f"optax-gate: cannot bisect {where}: that run did not finish (marked {evidence.MARKER}), so it has no "
+                f"report; name a run that finished, or the gate output folder above it",
+                file=sys.stderr,
+            )
         else:
-            print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)",
-                  file=sys.stderr)
+            print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)", file=sys.stderr)
         return NOT_VERIFIED
     except (OSError, ValueError) as exc:
         print(f"optax-gate: cannot bisect {path}: {exc}", file=sys.stderr)
@@ -124,12 +124,10 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         if newest is None:
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect", file=sys.stderr)
             return NOT_VERIFIED
-        say(f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run that ran "
-            f"both sides: {newest.name}")
+        say(f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run that ran both sides: {newest.name}")
         run_folder, report = newest, json.loads((newest / "report.json").read_text(encoding="utf-8"))
     if not _ran(report):
-        print(f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is left as it is",
-              file=sys.stderr)
+        print(f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is left as it is", file=sys.stderr)
         return NOT_VERIFIED
     if (run_folder / evidence.MARKER).exists():
         print(f"optax-gate: {run_folder} is marked {evidence.MARKER}: bisect a complete run", file=sys.stderr)
@@ -137,13 +135,16 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
     side = bisect.env
     lock = run_folder / "candidate-lock.txt" if side == "candidate" else environment.baseline_lock
     if not lock.exists():
-        print(f"optax-gate: {lock} does not exist: {run_folder} is not a gate run folder" if side == "candidate"
-              else f"optax-gate: --baseline-lock {lock} does not exist", file=sys.stderr)
+        print(
+            f"optax-gate: {lock} does not exist: {run_folder} is not a gate run folder"
+            if side == "candidate"
+            else f"optax-gate: --baseline-lock {lock} does not exist",
+            file=sys.stderr,
+        )
         return NOT_VERIFIED
     say(f"{side}: building (or reusing) its environment from {lock}")
     try:
-        python = environments.ensure(environments.folder_for(environment.envs_dir, lock), lock, environment.python,
-                                     environment.project_root)
+        python = environments.ensure(environments.folder_for(environment.envs_dir, lock), lock, environment.python, environment.project_root)
     except environments.EnvironmentFailure as exc:
         print(f"optax-gate: the {side}'s environment cannot be built: {exc}", file=sys.stderr)
         return NOT_VERIFIED

@@ -50,8 +50,7 @@ def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's contract findings a bisection answers (``findings`` made when missing)."""
     if "findings" not in report:
         report["findings"] = causes.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
-    return [f for f in report["findings"]
-            if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
+    return [f for f in report["findings"] if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
 
 
 def moved(report: dict[str, Any]) -> list[str]:
@@ -98,8 +97,7 @@ def source_files(repo: Path, old: str, apis: list[str]) -> list[str]:
             out = git(repo, "grep", "-l", "-w", "-E", f"^[[:space:]]*(def|class) {name}", old, "--", "*.py")
         except NoHistory:  # no match: git grep exits 1
             continue
-        files.update(path for line in out.splitlines() for path in [line.partition(":")[2]]
-                     if path and not path.endswith("_test.py") and "/tests/" not in path)
+        files.update(path for line in out.splitlines() for path in [line.partition(":")[2]] if path and not path.endswith("_test.py") and "/tests/" not in path)
     return sorted(files)
 
 
@@ -115,9 +113,13 @@ def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis
     if answer.status == "not-bisected":
         entry = not_bisected(package, answer.reason)
     else:
-        entry = {"package": package, "status": answer.status, "reason": answer.reason,
-                 "commits": [_commit(repo, package, sha) for sha in answer.commits],
-                 "skipped": {sha[:12]: why for sha, why in answer.skipped.items()}}
+        entry = {
+            "package": package,
+            "status": answer.status,
+            "reason": answer.reason,
+            "commits": [_commit(repo, package, sha) for sha in answer.commits],
+            "skipped": {sha[:12]: why for sha, why in answer.skipped.items()},
+        }
         if answer.status == "range" and apis:
             files = source_files(repo, ends[0], apis)
             entry["source_files"] = files
@@ -169,14 +171,18 @@ def _package(b: _Bisection, package: str) -> dict[str, Any]:
     prober = b.make_prober(package, repo)
     answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, options=b.options)
     for f in found:
-        f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name),
-                                                 f.get("apis") or [f.get("api", "")]))
+        f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name), f.get("apis") or [f.get("api", "")]))
     summary.update({"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)})
     return summary
 
 
-def attach(report: dict[str, Any], make_prober: Callable[[str, Path], Prober], histories: dict[str, str], options: BisectOptions,
-           say: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+def attach(
+    report: dict[str, Any],
+    make_prober: Callable[[str, Path], Prober],
+    histories: dict[str, str],
+    options: BisectOptions,
+    say: Callable[[str], None] = lambda message: None,
+) -> dict[str, Any]:
     """Bisect every eligible finding of ``report`` (in place); return ``report["bisect"]``.
 
     Args:

@@ -62,8 +62,10 @@ def parse_histories(values: list[str] | None) -> dict[str, str]:
         if name not in PUBLIC:
             close = difflib.get_close_matches(name, list(PUBLIC), n=1)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise ValueError(f"--history {value}: unknown package {name!r}: {hint}only the pure-Python packages "
-                             f"{' and '.join(PUBLIC)} can be bisected (jax and jaxlib are compiled)")
+            raise ValueError(
+                f"--history {value}: unknown package {name!r}: {hint}only the pure-Python packages "
+                f"{' and '.join(PUBLIC)} can be bisected (jax and jaxlib are compiled)"
+            )
         if not source_build.is_url(where):
             where = str(user_path(where))
             try:

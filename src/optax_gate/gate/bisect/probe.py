@@ -45,8 +45,16 @@ class Prober:
       build: the wheel builder (``source_build.build_wheel``'s signature).
     """
 
-    def __init__(self, package: str, repo: Path, python: Path, environment: EnvironmentOptions, options: BisectOptions,
-                 env: dict[str, str] | None = None, build: Callable[..., source_build.BuiltWheel] = source_build.build_wheel):
+    def __init__(
+        self,
+        package: str,
+        repo: Path,
+        python: Path,
+        environment: EnvironmentOptions,
+        options: BisectOptions,
+        env: dict[str, str] | None = None,
+        build: Callable[..., source_build.BuiltWheel] = source_build.build_wheel,
+    ):
         self.package, self.repo, self.python = package, repo, Path(python)
         self.project_root, self.cache_dir, self.timeout = Path(environment.project_root), Path(options.cache), options.timeout
         self.env, self.build = dict(env or {}), build
@@ -99,8 +107,14 @@ class Prober:
         """Raises Unusable when the package does not import, or imports from elsewhere than its build (``paths[0]``)."""
         target = paths[0]
         try:
-            proc = subprocess.run([str(self.python), "-c", _WHERE, self.package], capture_output=True, text=True,
-                                  timeout=self.timeout, env=self._env(paths), cwd=self.project_root)
+            proc = subprocess.run(
+                [str(self.python), "-c", _WHERE, self.package],
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                env=self._env(paths),
+                cwd=self.project_root,
+            )
         except subprocess.TimeoutExpired:
             raise Unusable(f"cannot be imported: the import timed out after {self.timeout:.0f} s") from None
         if proc.returncode != 0:
@@ -125,11 +139,11 @@ class Prober:
         with tempfile.TemporaryDirectory(prefix="optax-gate-bisect-") as tmp:
             log = Path(tmp) / "reportlog.jsonl"
             env = self._env(paths)
-            cmd = [str(self.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_plugins.args(),
-                   f"--report-log={log}", *ids]
+            cmd = [str(self.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_plugins.args(), f"--report-log={log}", *ids]
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout,
-                                      env=devices.env(env) if multidevice else env, cwd=self.project_root)
+                proc = subprocess.run(
+                    cmd, capture_output=True, text=True, timeout=self.timeout, env=devices.env(env) if multidevice else env, cwd=self.project_root
+                )
             except subprocess.TimeoutExpired:
                 raise Unusable(f"its contracts timed out after {self.timeout:.0f} s") from None
             parsed = outcomes.parse(log) if log.exists() else outcomes.ReportLog()

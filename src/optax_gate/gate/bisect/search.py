@@ -44,8 +44,7 @@ class Target:
     @classmethod
     def of(cls, rows: Sequence[dict[str, Any]]) -> Target:
         """From report contract rows (``{"id", "baseline", "candidate"}``)."""
-        return cls(tuple(sorted((r["id"], str(r.get("baseline"))) for r in rows)),
-                   tuple(sorted((r["id"], str(r.get("candidate"))) for r in rows)))
+        return cls(tuple(sorted((r["id"], str(r.get("baseline"))) for r in rows)), tuple(sorted((r["id"], str(r.get("candidate"))) for r in rows)))
 
     @property
     def contracts(self) -> list[str]:
@@ -92,8 +91,14 @@ class _State:
 Probe = Callable[[str, list[str]], dict[str, str]]
 
 
-def search(commits: Sequence[str], targets: Sequence[Target], probe: Probe, ends: tuple[str, str] = ("baseline end", "candidate end"),
-           say: Callable[[str], None] = lambda message: None, options: BisectOptions = BisectOptions()) -> dict[Target, Answer]:
+def search(
+    commits: Sequence[str],
+    targets: Sequence[Target],
+    probe: Probe,
+    ends: tuple[str, str] = ("baseline end", "candidate end"),
+    say: Callable[[str], None] = lambda message: None,
+    options: BisectOptions = BisectOptions(),
+) -> dict[Target, Answer]:
     """Search every target over ``commits`` (oldest first, at least two).
 
     Args:
@@ -193,8 +198,9 @@ def _settle(s: _State, commits: Sequence[str], unusable: dict[int, str]) -> Answ
         return Answer("found", [commits[s.hi]])
     between = range(s.lo + 1, s.hi)
     why = {commits[i]: unusable.get(i) or s.skip[i] for i in between}
-    return Answer("range", [commits[i] for i in range(s.lo + 1, s.hi + 1)], skipped=why,
-                  reason=f"{len(why)} commit(s) before {commits[s.hi][:12]} could not be tested")
+    return Answer(
+        "range", [commits[i] for i in range(s.lo + 1, s.hi + 1)], skipped=why, reason=f"{len(why)} commit(s) before {commits[s.hi][:12]} could not be tested"
+    )
 
 
 def _outcomes(target: Target, outcomes: dict[str, str]) -> str:
@@ -205,10 +211,11 @@ def _outcomes(target: Target, outcomes: dict[str, str]) -> str:
 def _end_reason(name: str, wanted_got: tuple[str, str], target: Target, outcomes: dict[str, str], environment: str) -> str:
     want, got = wanted_got
     if want == "old" and got == "new":
-        return (f"the {name} already gives the candidate's outcomes in the {environment} environment: the change is not in "
-                f"this package's history between the two ends (another package moved it)")
+        return (
+            f"the {name} already gives the candidate's outcomes in the {environment} environment: the change is not in "
+            f"this package's history between the two ends (another package moved it)"
+        )
     if want == "new" and got == "old":
-        return (f"the {name} still gives the baseline's outcomes in the {environment} environment: the change needs another "
-                f"package too")
+        return f"the {name} still gives the baseline's outcomes in the {environment} environment: the change needs another package too"
     wanted = "baseline's" if want == "old" else "candidate's"
     return f"the {name} does not reproduce the {wanted} outcomes ({_outcomes(target, outcomes)})"

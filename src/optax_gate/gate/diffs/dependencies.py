@@ -57,7 +57,7 @@ def parse_lock(text: str) -> dict[str, dict[str, Any]]:
             out[current] = {"version": version, "via": []}
             in_via = False
         elif current and line.startswith("# via"):
-            rest = line[len("# via"):].strip()
+            rest = line[len("# via") :].strip()
             if rest:
                 out[current]["via"].append(_via(rest))
                 in_via = False
@@ -128,8 +128,9 @@ def top_level_modules(site_packages: Path | None, name: str) -> set[str]:
     return names or {name.replace("-", "_")}
 
 
-def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
-         imported: dict[str, list[str]] | None = None, declared: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def diff(
+    old_lock: str, new_lock: str, baseline_site: Path | None = None, imported: dict[str, list[str]] | None = None, declared: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """Rows ``{"name", "change", "old", "new", "level", "down", "via", "uses",
     "breaks"}`` between two lock texts, sorted by change then name.
 
@@ -142,8 +143,16 @@ def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
     rows = []
     for name in sorted(set(a) | set(b)):
         x, y = a.get(name), b.get(name)
-        row: dict[str, Any] = {"name": name, "old": x and x["version"], "new": y and y["version"], "level": "", "down": False,
-               "via": [], "uses": [], "breaks": False}
+        row: dict[str, Any] = {
+            "name": name,
+            "old": x and x["version"],
+            "new": y and y["version"],
+            "level": "",
+            "down": False,
+            "via": [],
+            "uses": [],
+            "breaks": False,
+        }
         if y is None:
             if x is None:
                 raise AssertionError(f"{name} comes from one of the two locks")
@@ -154,20 +163,23 @@ def diff(old_lock: str, new_lock: str, baseline_site: Path | None = None,
             for module in sorted(top_level_modules(baseline_site, name)):
                 for where in (imported or {}).get(module, []):
                     if own:
-                        row["uses"].append(f"{where}: imports {module}; your project declares {name} ({own}), so your own "
-                                           f"requirements install it, not {', '.join(x['via']) or '?'}")
+                        row["uses"].append(
+                            f"{where}: imports {module}; your project declares {name} ({own}), so your own "
+                            f"requirements install it, not {', '.join(x['via']) or '?'}"
+                        )
                         continue
                     unknown = sorted(n for n in (declared or {}) if n not in a and n not in b)
                     if unknown:  # a package of the team's own the gate did not install may bring it (distrax brings chex)
-                        row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
-                                           f"in the baseline; your project also declares "
-                                           f"{', '.join(f'{n} ({(declared or {})[n]})' for n in unknown[:3])}"
-                                           f"{' and more' if len(unknown) > 3 else ''}, which the gate did not install and "
-                                           f"which may bring {name}: cannot tell")
+                        row["uses"].append(
+                            f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
+                            f"in the baseline; your project also declares "
+                            f"{', '.join(f'{n} ({(declared or {})[n]})' for n in unknown[:3])}"
+                            f"{' and more' if len(unknown) > 3 else ''}, which the gate did not install and "
+                            f"which may bring {name}: cannot tell"
+                        )
                         row["may_come_with"] = unknown
                         continue
-                    row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
-                                       "in the baseline → ModuleNotFoundError")
+                    row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} in the baseline → ModuleNotFoundError")
                     row["breaks"] = True
         elif x is None:
             row.update(change="added", via=y["via"])

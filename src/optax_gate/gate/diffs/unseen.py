@@ -52,8 +52,9 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
-def surface_section(base_site: Path | None, cand_site: Path | None, packages: tuple[str, ...],
-                    uses: list[usage.Use] | usage.Scan | None, contracted: set[str]) -> dict[str, Any]:
+def surface_section(
+    base_site: Path | None, cand_site: Path | None, packages: tuple[str, ...], uses: list[usage.Use] | usage.Scan | None, contracted: set[str]
+) -> dict[str, Any]:
     """The ``surface`` section of the report; ``uses``: the scan of the
     team's code (``--usage``), or None."""
     scan = uses if isinstance(uses, usage.Scan) else None
@@ -61,8 +62,13 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
     section: dict[str, Any] = {"packages": list(packages), "rows": []}
     missing = [side for side, site in (("baseline", base_site), ("candidate", cand_site)) if site is None or not Path(site).is_dir()]
     if missing or base_site is None or cand_site is None:  # a None site is missing: these tell the type checker
-        return {**section, "status": "unavailable", "reason": f"no installed environment for the {' and '.join(missing)}",
-                "counts": _counts([]), "duration_s": 0.0}
+        return {
+            **section,
+            "status": "unavailable",
+            "reason": f"no installed environment for the {' and '.join(missing)}",
+            "counts": _counts([]),
+            "duration_s": 0.0,
+        }
     start = time.monotonic()
     old, new = surface.cached_surface(Path(base_site), tuple(packages)), surface.cached_surface(Path(cand_site), tuple(packages))
     rows = surface.diff(old, new)
@@ -83,12 +89,10 @@ def surface_section(base_site: Path | None, cand_site: Path | None, packages: tu
         else:
             hit = _covered(r["path"], contracted) or r.get("where") in same_definition
             r["verdict"] = "broken" if hit and r["change"] in surface.INCOMPATIBLE else "changed"
-    return {**section, "status": "compared", "reason": "", "rows": rows, "counts": _counts(rows),
-            "duration_s": round(time.monotonic() - start, 2)}
+    return {**section, "status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), "duration_s": round(time.monotonic() - start, 2)}
 
 
-def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any],
-                     fail_on_new_deprecations: bool) -> dict[str, Any]:
+def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool) -> dict[str, Any]:
     """The ``warnings`` section: every warning, import-time ones included;
     only the import-time ones when the candidate's contracts did not run."""
     apis = {r["id"]: r["api"] for r in report.get("contracts", [])}
@@ -98,38 +102,45 @@ def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candid
         base, cand = [w for w in base if w["when"] == "import"], [w for w in cand if w["when"] == "import"]
         reason = "contracts did not run in both environments: import-time warnings only"
     if "warnings" not in baseline or "warnings" not in candidate:
-        return {"status": "unavailable", "reason": "no warning records (an environment was not probed)", "rows": [],
-                "counts": _counts([])}
+        return {"status": "unavailable", "reason": "no warning records (an environment was not probed)", "rows": [], "counts": _counts([])}
     rows = warnings_diff.diff(base, cand, apis, fail_on_new_deprecations)
-    section = {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows),
-               "fail_on_new_deprecations": fail_on_new_deprecations}
+    section = {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows), "fail_on_new_deprecations": fail_on_new_deprecations}
     own = {side: len(warnings_diff.own(record.get("warnings") or [])) for side, record in (("baseline", baseline), ("candidate", candidate))}
     if any(own.values()):  # JAX about the gate's compilation cache: neither side's warning
         discarded = sum(len(r.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
         section["own"] = {**own, "discarded": discarded}
-        section["reason"] = "; ".join(filter(None, [reason, (
-            f"left out: {sum(own.values())} warning(s) about the gate's own compilation cache (baseline {own['baseline']}, "
-            f"candidate {own['candidate']}), not the code under test; {discarded} corrupt cache entr"
-            f"{'y' if discarded == 1 else 'ies'} discarded, compiled again next run")]))
+        section["reason"] = "; ".join(
+            filter(
+                None,
+                [
+                    reason,
+                    (
+                        f"left out: {sum(own.values())} warning(s) about the gate's own compilation cache (baseline {own['baseline']}, "
+                        f"candidate {own['candidate']}), not the code under test; {discarded} corrupt cache entr"
+                        f"{'y' if discarded == 1 else 'ies'} discarded, compiled again next run"
+                    ),
+                ],
+            )
+        )
     return section
 
 
-def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None,
-                         cand_site: Path | None, uses: list[usage.Use] | usage.Scan | None) -> dict[str, Any]:
+def dependencies_section(
+    baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None, cand_site: Path | None, uses: list[usage.Use] | usage.Scan | None
+) -> dict[str, Any]:
     """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
-    extra = {"requires_python": {"baseline": dependencies.requires_python(base_site),
-                                 "candidate": dependencies.requires_python(cand_site)},
-             "jaxlib_tags": {"baseline": dependencies.wheel_tags(base_site), "candidate": dependencies.wheel_tags(cand_site)}}
+    extra = {
+        "requires_python": {"baseline": dependencies.requires_python(base_site), "candidate": dependencies.requires_python(cand_site)},
+        "jaxlib_tags": {"baseline": dependencies.wheel_tags(base_site), "candidate": dependencies.wheel_tags(cand_site)},
+    }
     locks = [Path(r.get("lock_file") or "") for r in (baseline, candidate)]
     if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
-        return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [],
-                "counts": _counts([]), **extra}
+        return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [], "counts": _counts([]), **extra}
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = uses.uses if isinstance(uses, usage.Scan) else uses
     imported = usage.imported_modules(uses) if uses is not None else None
     own = declared.packages(Path(p) for p in scan.paths) if scan is not None else None
-    rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported,
-                             own)
+    rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported, own)
     for r in rows:
         modules = dependencies.top_level_modules(base_site, r["name"]) if scan is not None and r["change"] == "removed" else set()
         unscanned = list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []
@@ -140,13 +151,11 @@ def dependencies_section(baseline: dict[str, Any], candidate: dict[str, Any], ba
 
 
 #: Each section beyond the contracts: (the words before a finding's API, the section's heading).
-BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"),
-          "warnings": ("new", "Warnings")}
+BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"), "warnings": ("new", "Warnings")}
 
 
 def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> dict[str, Any]:
-    finding = {"section": section, "change": "broken", "api": api, "cause": cause, "contracts": [],
-               "text": f"broken {BEYOND[section][0]} {api}: {cause}"}
+    finding = {"section": section, "change": "broken", "api": api, "cause": cause, "contracts": [], "text": f"broken {BEYOND[section][0]} {api}: {cause}"}
     if your_code is not None:
         finding["your_code"] = list(dict.fromkeys(your_code))
     return finding
@@ -177,8 +186,7 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         if len(rows) == 1:
             row = rows[0]
             what = kind + (f" ({row['param']})" if row.get("param") else "")
-            out.append(_beyond("surface", row["path"], f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}",
-                               where if scanned else None))
+            out.append(_beyond("surface", row["path"], f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}", where if scanned else None))
             continue
         paths = list(dict.fromkeys(r["path"] for r in rows))
         named = named_list(paths)  # the section names them all
@@ -189,12 +197,12 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         out.append(finding)
     for row in (report.get("dependencies") or {}).get("rows", []):
         if row.get("verdict") == "broken":
-            out.append(_beyond("dependencies", row["name"], f"{row['change']} ({row.get('old') or '—'} → "
-                               f"{row.get('new') or '—'}), imported by your code", None))
+            out.append(
+                _beyond("dependencies", row["name"], f"{row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}), imported by your code", None)
+            )
     for row in (report.get("warnings") or {}).get("rows", []):
         if row.get("verdict") == "broken":
-            out.append(_beyond("warnings", str(row.get("category")), row.get("message", "")[:160],
-                               row.get("your_code") if scanned else None))
+            out.append(_beyond("warnings", str(row.get("category")), row.get("message", "")[:160], row.get("your_code") if scanned else None))
     return out
 
 
@@ -219,12 +227,20 @@ class Beyond:
 
     def broken(self) -> dict[str, int]:
         """The broken rows of each section: ``{"surface": n, "dependencies": n, "warnings": n}`` (``verdict.of_beyond``)."""
-        return {"surface": self.surface["counts"]["broken"], "dependencies": self.dependencies["counts"]["broken"],
-                "warnings": self.warnings["counts"]["broken"]}
+        return {
+            "surface": self.surface["counts"]["broken"],
+            "dependencies": self.dependencies["counts"]["broken"],
+            "warnings": self.warnings["counts"]["broken"],
+        }
 
 
-def beyond(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions = ScopeOptions(),
-           packages: tuple[str, ...] = surface.DEFAULT_PACKAGES) -> Beyond:
+def beyond(
+    report: Mapping[str, Any],
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    scope: ScopeOptions = ScopeOptions(),
+    packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
+) -> Beyond:
     """The ``usage``, ``surface``, ``warnings`` and ``dependencies`` sections
     of a report from ``optax_gate.gate.judge.compare.compare`` (read, not
     changed), and its findings with those beyond the contracts (a
@@ -250,13 +266,14 @@ def beyond(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[
     if isinstance(view.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
         # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
-        findings = causes.merge([{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + broken_findings(view),
-                                view.get("contracts", []))
+        findings = causes.merge([{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + broken_findings(view), view.get("contracts", []))
     seconds = round(time.monotonic() - start, 2)
     notes: tuple[str, ...] = ()
     if scan is not None and scan.not_scanned:
         unsure = view["surface"].get("counts", {}).get("cannot-tell", 0)
-        notes = (f"--usage: {len(scan.not_scanned)} file(s) not scanned ({', '.join(n.path for n in scan.not_scanned[:3])}"
-                 f"{', …' if len(scan.not_scanned) > 3 else ''}): what they use cannot be told; {unsure} API surface "
-                 "change(s) read cannot-tell (see Your code)",)
+        notes = (
+            f"--usage: {len(scan.not_scanned)} file(s) not scanned ({', '.join(n.path for n in scan.not_scanned[:3])}"
+            f"{', …' if len(scan.not_scanned) > 3 else ''}): what they use cannot be told; {unsure} API surface "
+            "change(s) read cannot-tell (see Your code)",
+        )
     return Beyond(view["usage"], view["surface"], view["warnings"], view["dependencies"], findings, seconds, notes)

@@ -116,8 +116,9 @@ def digest(folders: list[Path]) -> str:
     in order; caches and compiled files left out."""
     h = hashlib.sha256()
     for i, folder in enumerate(folders):
-        for path in sorted(p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                           and not p.name.endswith((".pyc", ".obtained.yml"))):
+        for path in sorted(
+            p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith((".pyc", ".obtained.yml"))
+        ):
             h.update(f"{i}:{path.relative_to(folder).as_posix()}\0".encode())
             h.update(path.read_bytes())
     return h.hexdigest()

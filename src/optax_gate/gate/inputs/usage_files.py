@@ -133,8 +133,7 @@ def _files(paths: Iterable[Path], base: str | None = None) -> tuple[list[tuple[P
         seen = {os.path.realpath(root)}
 
         def unreadable(exc: OSError, root: Path = root) -> None:
-            problems.append(NotScanned(display_name(Path(exc.filename or root), base) + "/",
-                                       f"unreadable folder: {(exc.strerror or str(exc)).lower()}"))
+            problems.append(NotScanned(display_name(Path(exc.filename or root), base) + "/", f"unreadable folder: {(exc.strerror or str(exc)).lower()}"))
 
         for folder, dirs, files in os.walk(root, onerror=unreadable, followlinks=True):
             keep = []
@@ -216,7 +215,7 @@ def _python_line(line: str) -> str:
     ``files = !ls`` -> ``files = None``), so the cell parses and its line
     numbers stay."""
     stripped = line.lstrip()
-    indent = line[:len(line) - len(stripped)]
+    indent = line[: len(line) - len(stripped)]
     if stripped.startswith(("%", "!")):
         return indent + "pass"
     assigned = _SHELL_ASSIGNMENT.match(stripped)
@@ -236,7 +235,7 @@ def _python_lines(lines: list[str]) -> list[str]:
         else:
             out.append(_python_line(line))
             if out[-1] != line:  # a magic or shell line
-                indent = line[:len(line) - len(line.lstrip())]
+                indent = line[: len(line) - len(line.lstrip())]
         if not line.rstrip().endswith("\\"):
             indent = None
     return out
@@ -247,8 +246,17 @@ _SHELL_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)\s*=\s*[!%]")
 
 def _kind(path: Path) -> str:
     mode = path.stat().st_mode
-    return ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file")
+    return (
+        "a named pipe"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a folder"
+        if stat.S_ISDIR(mode)
+        else "not a file"
+    )
 
 
 def _notebook(name: str, data: bytes) -> tuple[list[tuple[ast.AST, str]], list[NotScanned]]:

@@ -25,6 +25,7 @@ from optax_gate.gate.inputs import requirements, usage_files, validate
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.inputs.usage_files import SUFFIXES
 
+
 def _looks_like_lock(path: Path) -> bool:
     """Whether a file reads like a hashed lock (a ``name==version`` line and a ``--hash=``)."""
     try:
@@ -68,15 +69,19 @@ def check_usage(paths: Iterable[Path] | None) -> list[Path]:
         if path.is_file() and not path.name.endswith(SUFFIXES):
             raise validate.InvalidInput(f"--usage {validate.shown(path)} is not a .py or .ipynb file (nor a folder)")
         if path.is_dir() and not usage_files.holds_code(path):  # nothing scanned is no evidence: never a pass
-            raise validate.InvalidInput(f"--usage {validate.shown(path)} holds no .py or .ipynb file (hidden folders, "
-                                        f"{', '.join(usage_files.SKIPPED_FOLDERS)} are not looked into): name the folder of your code")
+            raise validate.InvalidInput(
+                f"--usage {validate.shown(path)} holds no .py or .ipynb file (hidden folders, "
+                f"{', '.join(usage_files.SKIPPED_FOLDERS)} are not looked into): name the folder of your code"
+            )
     return paths
 
 
 #: The tool's other commands, as a user starts them: a SPEC naming one was meant as that command.
-COMMANDS = {"compare": "./noxw -s compare -- BASELINE.json CANDIDATE.json [--usage DIR]",
-            "bisect": "./noxw -s bisect -- [DIR] --history optax=PATH",
-            "matrix": "./noxw -s matrix"}
+COMMANDS = {
+    "compare": "./noxw -s compare -- BASELINE.json CANDIDATE.json [--usage DIR]",
+    "bisect": "./noxw -s bisect -- [DIR] --history optax=PATH",
+    "matrix": "./noxw -s matrix",
+}
 
 
 def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
@@ -99,14 +104,14 @@ def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
         if not named and spec in COMMANDS:  # ./noxw -s gate -- compare A B: the command of its own was meant
             raise validate.InvalidInput(f"{spec!r} is a command of its own, not a requirement SPEC: {COMMANDS[spec]}")
         if not named and spec.endswith(".json") and user_path(spec).is_file():
-            raise validate.InvalidInput(
-                f"{spec!r} is a file, not a requirement SPEC: to re-judge two run records, "
-                f"{COMMANDS['compare']}")
+            raise validate.InvalidInput(f"{spec!r} is a file, not a requirement SPEC: to re-judge two run records, {COMMANDS['compare']}")
         if not named and user_path(spec).is_file() and _looks_like_lock(user_path(spec)):
             raise validate.InvalidInput(
                 f"{spec!r} is a lock file, not a requirement SPEC: did you mean --candidate-lock {spec} (the candidate) "
-                f"or --baseline-lock {spec} (your baseline)?")
+                f"or --baseline-lock {spec} (your baseline)?"
+            )
         if not named and user_path(spec).exists():
             raise validate.InvalidInput(
                 f"{spec!r} is a file or folder, not a requirement SPEC: did you mean --usage {spec}? "
-                "(--usage takes one path; repeat it for more: --usage src --usage notebooks)")
+                "(--usage takes one path; repeat it for more: --usage src --usage notebooks)"
+            )

@@ -49,8 +49,10 @@ def parse_specs(specs: list[str], known: set[str], allow_extra: bool = False) ->
             req = Requirement(spec)
         except InvalidRequirement as exc:
             why = str(exc).splitlines()[0].strip()  # packaging adds the spec again with a caret under it
-            raise InvalidInput(f"not a valid requirement: {spec!r} ({why}); write it as name==version, e.g. optax==0.2.8"
-                               + (path_hint if "/" in spec or spec.startswith(".") else "")) from None
+            raise InvalidInput(
+                f"not a valid requirement: {spec!r} ({why}); write it as name==version, e.g. optax==0.2.8"
+                + (path_hint if "/" in spec or spec.startswith(".") else "")
+            ) from None
         name = canonicalize_name(req.name)
         if name in seen:
             raise InvalidInput(f"{name} is named twice: {seen[name]!r} and {spec!r}")
@@ -58,9 +60,10 @@ def parse_specs(specs: list[str], known: set[str], allow_extra: bool = False) ->
             close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.75)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
             bare = not (req.specifier or req.extras or req.url or req.marker)
-            raise InvalidInput(f"{spec!r}: the baseline does not require a package named {name!r}{hint}; "
-                               "pass --allow-extra to add a new package to the candidate"
-                               + (path_hint if bare and ("." in spec or not close) else ""))
+            raise InvalidInput(
+                f"{spec!r}: the baseline does not require a package named {name!r}{hint}; "
+                "pass --allow-extra to add a new package to the candidate" + (path_hint if bare and ("." in spec or not close) else "")
+            )
         seen[name] = spec
         parsed.append(req)
     return parsed
@@ -88,8 +91,7 @@ def lock_packages(path: Path, what: str) -> set[str]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise InvalidInput(f"{what} {path} is not a text file: a lock is the text `uv pip compile --generate-hashes` "
-                           "writes") from None
+        raise InvalidInput(f"{what} {path} is not a text file: a lock is the text `uv pip compile --generate-hashes` writes") from None
     except OSError as exc:
         raise InvalidInput(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
     entries = [e.strip() for e in re.sub(r"\\\s*\n", " ", text).splitlines()]
@@ -98,19 +100,25 @@ def lock_packages(path: Path, what: str) -> set[str]:
     if not entries:
         raise InvalidInput(f"{what} {path} pins no package (empty lock file)")
     if not any(_ENTRY.match(entry) for entry in entries):  # prose, a requirements.in without pins...
-        raise InvalidInput(f"{what} {path} is not a lock: no line pins a package as name==version with --hash "
-                           "(a lock is what `uv pip compile --generate-hashes REQUIREMENTS.in -o LOCK` writes)")
+        raise InvalidInput(
+            f"{what} {path} is not a lock: no line pins a package as name==version with --hash "
+            "(a lock is what `uv pip compile --generate-hashes REQUIREMENTS.in -o LOCK` writes)"
+        )
     names: set[str] = set()
     for entry in entries:
         m = _ENTRY.match(entry)
         if not m:
-            raise InvalidInput(f"{what} {path}: {entry.split()[0]!r} is not pinned as name==version; "
-                               f"compile it with uv pip compile --generate-hashes REQUIREMENTS.in -o {path.name} "
-                               "(./noxw -s lock does this for the pinned baseline)")
+            raise InvalidInput(
+                f"{what} {path}: {entry.split()[0]!r} is not pinned as name==version; "
+                f"compile it with uv pip compile --generate-hashes REQUIREMENTS.in -o {path.name} "
+                "(./noxw -s lock does this for the pinned baseline)"
+            )
         if "--hash=" not in entry:
-            raise InvalidInput(f"{what} {path}: {m.group(0)} has no --hash; optax-gate installs hash-checked locks only: "
-                               f"compile it with uv pip compile --generate-hashes REQUIREMENTS.in -o {path.name} "
-                               "(./noxw -s lock does this for the pinned baseline)")
+            raise InvalidInput(
+                f"{what} {path}: {m.group(0)} has no --hash; optax-gate installs hash-checked locks only: "
+                f"compile it with uv pip compile --generate-hashes REQUIREMENTS.in -o {path.name} "
+                "(./noxw -s lock does this for the pinned baseline)"
+            )
         names.add(canonicalize_name(m.group(1)))
     return names
 

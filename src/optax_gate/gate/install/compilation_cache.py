@@ -92,8 +92,10 @@ def environment(parent: Path, on: bool = True) -> dict[str, str]:
 #: Warnings JAX raises about its persistent compilation cache (jax 0.11.2,
 #: ``jax._src.compiler``: ``_cache_read``, ``_is_executable_in_cache``,
 #: ``_cache_write``; ``jax._src.lru_cache``: an entry over the size limit).
-OWN_WARNINGS = re.compile(r"^(?:Error (?:reading|writing) persistent compilation cache entry|"
-                          r"Persistent compilation cache inconsistency|Cache value for key .* exceeds the maximum cache size)")
+OWN_WARNINGS = re.compile(
+    r"^(?:Error (?:reading|writing) persistent compilation cache entry|"
+    r"Persistent compilation cache inconsistency|Cache value for key .* exceeds the maximum cache size)"
+)
 #: JAX's file names of one cache entry (``jax._src.lru_cache``): the compressed
 #: executable and its access time.
 ENTRY, ATIME = "-cache", "-atime"

@@ -69,8 +69,7 @@ def _run(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) ->
         raise EnvironmentFailure(stage, f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} ...") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-        raise EnvironmentFailure(stage, " | ".join(line.strip() for line in tail if line.strip()) or
-                                 f"{Path(cmd[0]).name} {cmd[1]} exited {proc.returncode}")
+        raise EnvironmentFailure(stage, " | ".join(line.strip() for line in tail if line.strip()) or f"{Path(cmd[0]).name} {cmd[1]} exited {proc.returncode}")
     return proc.stdout
 
 
@@ -103,8 +102,7 @@ def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade
     shutil.copyfile(preferences, work)
     # uv writes the input's path into the ``# via -r`` comments as it was given;
     # run it beside the input so they name ``candidate-lock.in``, not a run folder.
-    cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header",
-           "--python-version", PYTHON_VERSION, requirements_in.name, "-o", str(work)]
+    cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header", "--python-version", PYTHON_VERSION, requirements_in.name, "-o", str(work)]
     for name in upgrade:
         cmd += ["--upgrade-package", name]
     try:
@@ -143,8 +141,9 @@ def interpreter(python: str) -> str:
     from it (the gate's and the matrix's nox sessions each have their own).
     Falls back to ``python`` itself when it cannot be run."""
     try:
-        proc = subprocess.run([python, "-c", "import platform, sys; print(platform.python_version(), sys.base_prefix)"],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [python, "-c", "import platform, sys; print(platform.python_version(), sys.base_prefix)"], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired):
         return python
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else python
@@ -175,12 +174,21 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     if fresh:  # JAX's compilation cache is not in here: it is shared, in the gate's cache folder (compilation_cache.shared)
         _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
         donor = _donor(path, state["python"])
-        _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes",
-                          *([] if donor else ["--compile-bytecode"]), "-r", str(lock)], timeout)
+        _run(
+            "install",
+            [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", *([] if donor else ["--compile-bytecode"]), "-r", str(lock)],
+            timeout,
+        )
         if donor and (missing := lend_bytecode(donor, path, _cache_tag(state["python"]))):
             # the rest compiled as uv compiles it; a file that does not compile is left as uv leaves it (not an error)
-            subprocess.run([str(exe), "-m", "compileall", "-q", "-j", "0", "-i", "-"], input="\n".join(map(str, missing)),
-                           capture_output=True, text=True, timeout=timeout, check=False)
+            subprocess.run(
+                [str(exe), "-m", "compileall", "-q", "-j", "0", "-i", "-"],
+                input="\n".join(map(str, missing)),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
     if project_install_needed(path, project_root):
         _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--no-deps", "-e", str(project_root)], timeout)
         mark_project_installed(path, project_root)
@@ -213,8 +221,7 @@ def _donor(path: Path, python_state: str) -> Path | None:
 def _cache_tag(python_state: str) -> str:
     """The bytecode tag of an interpreter described by :func:`interpreter` (``3.12.1 /usr`` -> ``cpython-312``)."""
     release = python_state.split()[0].split(".") if python_state else []
-    return f"cpython-{release[0]}{release[1]}" if len(release) >= 2 and all(x.isdigit() for x in release[:2]) \
-        else sys.implementation.cache_tag
+    return f"cpython-{release[0]}{release[1]}" if len(release) >= 2 and all(x.isdigit() for x in release[:2]) else sys.implementation.cache_tag
 
 
 def lend_bytecode(donor: Path, env_folder: Path, cache_tag: str = sys.implementation.cache_tag) -> list[Path]:

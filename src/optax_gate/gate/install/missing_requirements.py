@@ -103,8 +103,9 @@ def install_beside(python: Path, names: list[str], root: Path, timeout: float) -
       ListingFailure: the environment's packages cannot be listed.
       DepsFailure: they cannot be resolved or installed with the environment's versions.
     """
-    freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    freeze = subprocess.run(
+        [uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    )
     if freeze.returncode != 0:
         raise ListingFailure(f"the environment's packages cannot be listed: {_tail(freeze)}")
     pins = [line for line in freeze.stdout.splitlines() if "==" in line]
@@ -113,8 +114,13 @@ def install_beside(python: Path, names: list[str], root: Path, timeout: float) -
     with constraints:
         constraints.write("\n".join(pins) + "\n")
     try:
-        return install_into(root / key, python, ["-c", constraints.name, *names], timeout,
-                            after=lambda folder: _prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}))
+        return install_into(
+            root / key,
+            python,
+            ["-c", constraints.name, *names],
+            timeout,
+            after=lambda folder: _prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}),
+        )
     finally:
         os.unlink(constraints.name)
 
@@ -137,8 +143,7 @@ def install_missing(python: Path, folder: Path, cache_dir: Path, timeout: float)
         raise DepsFailure(f"its missing requirements ({', '.join(missing)}) cannot be installed: {exc}") from None
 
 
-def install_into(target: Path, python: Path, args: list[str], timeout: float,
-                 after: Callable[[Path], None] | None = None) -> Path:
+def install_into(target: Path, python: Path, args: list[str], timeout: float, after: Callable[[Path], None] | None = None) -> Path:
     """``uv pip install --target`` of ``args`` for ``python``'s interpreter,
     whole or not at all: into a fresh folder beside ``target``, ``after`` it,
     marked complete and renamed into place. An existing complete ``target``
@@ -152,9 +157,13 @@ def install_into(target: Path, python: Path, args: list[str], timeout: float,
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name[:24]}-", dir=target.parent))
     try:
-        proc = subprocess.run([uv(), "pip", "install", "--quiet", "--python", str(python), "--target", str(partial), *args],
-                              capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
+        proc = subprocess.run(
+            [uv(), "pip", "install", "--quiet", "--python", str(python), "--target", str(partial), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"},
+        )
         if proc.returncode != 0:
             raise DepsFailure(_tail(proc))
         if after:

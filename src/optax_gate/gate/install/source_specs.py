@@ -74,7 +74,8 @@ def _check_name(name: str, given: str) -> str:
         raise InvalidInput(
             f"{given!r}: {name} cannot be built from source by the gate: it is compiled (C++ and XLA; a build takes "
             "hours and a toolchain), not pure Python; use a published release or pre-release instead "
-            f"({name}==VERSION; pre-releases are on the package index)")
+            f"({name}==VERSION; pre-releases are on the package index)"
+        )
     if name not in FROM_SOURCE:
         raise InvalidInput(f"{given!r}: only {' and '.join(FROM_SOURCE)} (pure Python) can be built from source, not {name}")
     return name
@@ -91,16 +92,17 @@ def _check_checkout(folder: str, spec: str) -> None:
     if not path.exists():
         base, at, ref = folder.rpartition("@")
         if at and Path(base).is_dir():
-            raise InvalidInput(f"{spec!r}: a file:// SPEC builds the checkout's current commit and takes no @REF; "
-                               f"name the commit with --source NAME={base}@{ref} or 'NAME @ git+file://{base}@{ref}'")
+            raise InvalidInput(
+                f"{spec!r}: a file:// SPEC builds the checkout's current commit and takes no @REF; "
+                f"name the commit with --source NAME={base}@{ref} or 'NAME @ git+file://{base}@{ref}'"
+            )
         raise InvalidInput(f"{spec!r}: no such file or folder: {folder}")
     try:
         top = source_build.git_output(["-C", folder, "rev-parse", "--show-toplevel"]).strip()
     except source_build.SourceBuildError:
         return  # not a checkout (a bare repository, or no repository: the build says which)
     if top and Path(top).resolve() != path.resolve():
-        raise InvalidInput(f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; "
-                           f"name the checkout itself: file://{top}")
+        raise InvalidInput(f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; name the checkout itself: file://{top}")
 
 
 def from_spec(spec: str) -> SourceSpec | None:
@@ -118,7 +120,7 @@ def from_spec(spec: str) -> SourceSpec | None:
         return None
     url = req.url.split("#", 1)[0]
     if url.startswith("git+"):
-        repo, ref = _split_ref(url[len("git+"):])
+        repo, ref = _split_ref(url[len("git+") :])
         if repo.startswith("file://"):
             repo = urllib.request.url2pathname(urllib.parse.urlparse(repo).path)
     elif url.startswith("file:"):
@@ -178,10 +180,18 @@ def record(source: SourceSpec, built: source_build.BuiltWheel | None = None, mes
     "repository", "ref", "status": "built" | "failed", "commit": {"sha",
     "short", "date", "subject", "pr"} | null, "wheel", "sha256", "dirty":
     [paths with uncommitted changes], "message"}``."""
-    out: dict[str, Any] = {"package": source.name, "given": source.given, "repository": source.repo, "ref": source.ref,
-                           "status": "built" if built else "failed", "commit": asdict(built.commit) if built else None,
-                           "wheel": built.path.name if built else None, "sha256": built.sha256 if built else None,
-                           "dirty": [], "message": message}
+    out: dict[str, Any] = {
+        "package": source.name,
+        "given": source.given,
+        "repository": source.repo,
+        "ref": source.ref,
+        "status": "built" if built else "failed",
+        "commit": asdict(built.commit) if built else None,
+        "wheel": built.path.name if built else None,
+        "sha256": built.sha256 if built else None,
+        "dirty": [],
+        "message": message,
+    }
     if built:
         try:
             out["dirty"] = source_build.dirty(source.repo)
@@ -190,8 +200,9 @@ def record(source: SourceSpec, built: source_build.BuiltWheel | None = None, mes
     return out
 
 
-def build(sources: list[SourceSpec], cache_dir: Path, timeout: float, say: Callable[[str], None] = lambda message: None
-          ) -> tuple[list[str], list[dict[str, Any]]]:
+def build(
+    sources: list[SourceSpec], cache_dir: Path, timeout: float, say: Callable[[str], None] = lambda message: None
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Build (or take from the cache) each source candidate's wheel.
 
     Returns:
@@ -242,8 +253,10 @@ def check_lock(lock: Path, records: list[dict[str, Any]]) -> None:
     for entry in records:
         url, hashes = pinned_hashes(text, entry["package"])
         if url is None or not url.endswith("/" + entry["wheel"]) or hashes != [entry["sha256"]]:
-            message = (f"the candidate lock does not pin the {entry['package']} wheel built from source by its SHA-256 "
-                       f"{entry['sha256']} (found {url or 'no entry'} with {hashes or 'no hash'})")
+            message = (
+                f"the candidate lock does not pin the {entry['package']} wheel built from source by its SHA-256 "
+                f"{entry['sha256']} (found {url or 'no entry'} with {hashes or 'no hash'})"
+            )
             raise SourceFailure(message, {**entry, "status": "failed", "message": message})
 
 
@@ -252,17 +265,20 @@ def markdown(run: dict[str, Any]) -> list[str]:
     out = []
     for entry in run.get("sources") or []:
         if entry["status"] != "built":
-            out.append(f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at `{entry['ref']}`; "
-                       "the reason above)")
+            out.append(f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at `{entry['ref']}`; the reason above)")
             continue
         c = entry["commit"]
         pr = f" (#{c['pr']})" if c.get("pr") and f"#{c['pr']}" not in c["subject"] else ""
-        line = (f"- **{entry['package']} built from source** (unreleased): commit `{c['short']}` {c['date']} "
-                f"“{c['subject']}”{pr} of `{entry['repository']}` at `{entry['ref']}`; wheel `{entry['wheel']}`, "
-                f"sha256 `{entry['sha256'][:16]}…`")
+        line = (
+            f"- **{entry['package']} built from source** (unreleased): commit `{c['short']}` {c['date']} "
+            f"“{c['subject']}”{pr} of `{entry['repository']}` at `{entry['ref']}`; wheel `{entry['wheel']}`, "
+            f"sha256 `{entry['sha256'][:16]}…`"
+        )
         if entry.get("dirty"):
             shown = ", ".join(f"`{p}`" for p in entry["dirty"][:5]) + (" …" if len(entry["dirty"]) > 5 else "")
-            line += (f"; **the checkout has uncommitted changes** ({len(entry['dirty'])} path(s): {shown}), "
-                     "which the wheel does not contain (it is built from the commit)")
+            line += (
+                f"; **the checkout has uncommitted changes** ({len(entry['dirty'])} path(s): {shown}), "
+                "which the wheel does not contain (it is built from the commit)"
+            )
         out.append(line)
     return out

@@ -8,20 +8,20 @@ from typing import Any
 from optax_gate.gate.base.drift import ITEMSIZE, is_recorded_message, nonfinite_words
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.plain_text import named_list
-from optax_gate.gate.judge.findings import (CORNER_PREFIX, ORDER, X64_PREFIX, contracts_words, group, outcome_pattern, row_cause,
-                                            state_field, subject, test_name)
+from optax_gate.gate.judge.findings import CORNER_PREFIX, ORDER, X64_PREFIX, contracts_words, group, outcome_pattern, row_cause, state_field, subject, test_name
 
 
 #: The dtypes a corner's recorded state summary lists (``ok params bfloat16 state bfloat16,int32``).
 _CORNER_STATE = re.compile(r"\bstate ([\w,]+)")
 
 
-
 #: The dotted name a failure says is missing: ``No module named 'optax.monte_carlo'``,
 #: ``module 'optax' has no attribute 'monte_carlo'``, ``cannot import name 'x' from 'optax.y'``.
-_MISSING = (re.compile(r"No module named '(?P<name>[\w.]+)'"),
-            re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'"),
-            re.compile(r"cannot import name '(?P<attr>\w+)' from '(?P<module>[\w.]+)'"))
+_MISSING = (
+    re.compile(r"No module named '(?P<name>[\w.]+)'"),
+    re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<attr>\w+)'"),
+    re.compile(r"cannot import name '(?P<attr>\w+)' from '(?P<module>[\w.]+)'"),
+)
 #: Changes a merge may join (``new`` and ``gone`` say where a contract ran, not what it found).
 _MERGED = ("broken", "changed", "fixed")
 
@@ -140,13 +140,12 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
                 continue
             old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
             now += sorted(d for d in new - old if d in ITEMSIZE)
-            keys.append(("corner-moved", leaf.path[len(CORNER_PREFIX):], outcome_pattern(leaf.old), outcome_pattern(leaf.new)))
+            keys.append(("corner-moved", leaf.path[len(CORNER_PREFIX) :], outcome_pattern(leaf.old), outcome_pattern(leaf.new)))
     elif kind == "dtype-variant":
         keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.cut]
     elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":
         return [("params-nonfinite", key[2])]
-    elif (kind == "edge-hyper" and key[2] != "other"
-          and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence)):
+    elif kind == "edge-hyper" and key[2] != "other" and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence):
         return [("params-nonfinite", key[2])]
     elif kind == "message" and (row.get("detail") or "").startswith("snapshot drift of values: "):
         keys += [("values", api, name.removeprefix(X64_PREFIX + "_")) for name in _VALUES.findall(row["detail"])]
@@ -171,8 +170,7 @@ def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[
             out.append(f)
             continue
         for _, part in sorted(groups.items(), key=lambda g: g[0] == ""):
-            piece = {**f, "apis": part, "api": part[0] if len(part) == 1 else f"{len(part)} names",
-                     "cause": f"removed: {named_list(part)}"}
+            piece = {**f, "apis": part, "api": part[0] if len(part) == 1 else f"{len(part)} names", "cause": f"removed: {named_list(part)}"}
             if len(part) == 1:  # one name: named as a single surface row is
                 del piece["apis"]
             piece["text"] = f"broken API surface {piece['api']}: {piece['cause']}"
@@ -189,10 +187,16 @@ def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, An
     mine = [rows_of[c] for c in f["contracts"] if c in rows_of]
     patterns = {_failure(defect_parts(r)[2] if is_defect_fixed(r) else r.get("detail") or "") for r in mine}
     behaviours = [k for r in mine for k in behaviour_keys(r)]
-    return {"change": f["change"], "section": _section(f), "cause": where + f["cause"], "contracts": len(f["contracts"]),
-            "names": _names(f), "pattern": patterns.pop() if len(patterns) == 1 else "",
-            "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine),
-            "params_nonfinite": bool(behaviours) and all(k[0] == "params-nonfinite" for k in behaviours)}
+    return {
+        "change": f["change"],
+        "section": _section(f),
+        "cause": where + f["cause"],
+        "contracts": len(f["contracts"]),
+        "names": _names(f),
+        "pattern": patterns.pop() if len(patterns) == 1 else "",
+        "gone": bool(mine) and all(missing_name(r.get("detail") or "") for r in mine),
+        "params_nonfinite": bool(behaviours) and all(k[0] == "params-nonfinite" for k in behaviours),
+    }
 
 
 def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
@@ -217,8 +221,7 @@ def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
     if hypers:
         records.append(" and ".join(f"`{h}=0`" for h in hypers) + " with nan inf params")
     state = f" and the state entries {named_list(sorted(set(fields)))}" if fields else ""
-    return (f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} "
-            f"(records {', '.join(dict.fromkeys(records))})")
+    return f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} (records {', '.join(dict.fromkeys(records))})"
 
 
 def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -254,17 +257,16 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
     elif removed:
         ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]
         failing = [c for c in ids if missing_name((rows_of.get(c) or {}).get("detail") or "")]
-        errors = sorted({e for c in failing for e in re.findall(r"\b(ModuleNotFoundError|ImportError|AttributeError)\b",
-                                                              rows_of[c].get("detail") or "")}) or ["an error"]
+        errors = sorted({e for c in failing for e in re.findall(r"\b(ModuleNotFoundError|ImportError|AttributeError)\b", rows_of[c].get("detail") or "")}) or [
+            "an error"
+        ]
         said = [f"importing or calling it raises {'/'.join(errors)}"]
         gone = [n for p in parts if p["section"] == "surface" for n in p["names"]]
         if gone:
             said.append(f"API surface: {len(gone)} name{'s' if len(gone) != 1 else ''} removed")
         cause = f"`{removed[0]}` is gone from the candidate: " + "; ".join(said)
-        others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith(
-            "API surface: removed"))]
-    elif any(k[0] == "params-nonfinite" for k in keys) and all(p["params_nonfinite"] or p["section"] != "contracts"
-                                                                 for p in parts):
+        others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith("API surface: removed"))]
+    elif any(k[0] == "params-nonfinite" for k in keys) and all(p["params_nonfinite"] or p["section"] != "contracts" for p in parts):
         direction = next(k[1] for k in keys if k[0] == "params-nonfinite")
         mine = [rows_of[c] for f in group if _section(f) == "contracts" for c in f["contracts"] if c in rows_of]
         cause = _params_nonfinite_text(direction, mine)
@@ -278,9 +280,17 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
     tests: list[list[Any]] = [[name, sum(test_name(c)[0] == name for c in ids)] for name in order]
-    merged = {**group[0], "change": change, "apis": apis if contract else names, "cause": cause,
-              "contracts": ids, "tests": tests, "parts": parts,
-              "changes": changes, "causes": sorted({"/".join(map(str, k)) for k in keys})}
+    merged = {
+        **group[0],
+        "change": change,
+        "apis": apis if contract else names,
+        "cause": cause,
+        "contracts": ids,
+        "tests": tests,
+        "parts": parts,
+        "changes": changes,
+        "causes": sorted({"/".join(map(str, k)) for k in keys}),
+    }
     merged["section"] = "contracts" if contract else _section(group[0])
     merged["api"] = (merged["apis"][0] if len(merged["apis"]) == 1 else f"{len(merged['apis'])} APIs") if contract else group[0]["api"]
     merged["key"] = "merged"
@@ -293,8 +303,7 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
     listed = ", ".join(f"{name} ×{k}" if k > 1 else name for name, k in tests)
     merged["text"] = f"{subject(merged['apis'])}: {cause}" + (f" ({contracts_words(merged)}: {listed})" if n else "")
     if any(f.get("bisect") != group[0].get("bisect") for f in group):  # several bisections: their entries, once each
-        merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or []
-                            if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
+        merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or [] if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
     return merged
 
 
@@ -382,8 +391,7 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
         if len(members) == 1:
             out.append(found[first])
             continue
-        shared = [k for k in {k for i in members for k in keys[i]}
-                  if sum(k in keys[i] for i in members) > 1]  # the keys that joined them
+        shared = [k for k in {k for i in members for k in keys[i]} if sum(k in keys[i] for i in members) > 1]  # the keys that joined them
         out.append(_join([found[i] for i in members], set(shared), by_id))
     scoped = any("your_code" in f for f in out)  # --usage: the findings touching the team's code stay first
     out.sort(key=lambda f: (scoped and not f.get("your_code"), _section(f) != "contracts", ORDER.index(f["change"])))

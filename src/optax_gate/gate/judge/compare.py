@@ -72,7 +72,6 @@ def fails_differently(baseline_detail: str, candidate_detail: str) -> bool:
     return outcomes.failure_signature(baseline_detail) != outcomes.failure_signature(candidate_detail)
 
 
-
 def _configuration(meta: dict[str, Any]) -> dict[str, str]:
     """The keywords a contract's configuration marker fixes (``optax_gate.pytest_plugin``), or {}."""
     try:
@@ -80,6 +79,7 @@ def _configuration(meta: dict[str, Any]) -> dict[str, str]:
     except ValueError:
         return {}
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
     """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.diffs.unseen``) from two environment runs.
@@ -101,15 +101,15 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     for cid in sorted(set(base_c) | set(cand_c)):
         b, c = base_c.get(cid), cand_c.get(cid)
         meta = c or b
-        b, c = (None if r and r["outcome"] == "skipped" and findings.ABSENT_API in (r.get("detail") or "") else r
-                for r in (b, c))  # the API does not exist on that side: new (or gone), not changed
+        b, c = (
+            None if r and r["outcome"] == "skipped" and findings.ABSENT_API in (r.get("detail") or "") else r for r in (b, c)
+        )  # the API does not exist on that side: new (or gone), not changed
         if b is None and c is None:  # absent on both sides: nothing ran
             continue
         defect = meta.get("defect", "")
         change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
         # classify says unchanged or fixed only of a contract that ran on both sides (b and c not None)
-        other_failure = (change == "unchanged" and b is not None and c is not None and b["outcome"] in _FAILING
-                         and fails_differently(b["detail"], c["detail"]))
+        other_failure = change == "unchanged" and b is not None and c is not None and b["outcome"] in _FAILING and fails_differently(b["detail"], c["detail"])
         if other_failure:
             change = "changed"
         shown = c or b
@@ -125,14 +125,22 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             detail = "ran in the baseline, did not run in the candidate"
         else:
             detail = shown["detail"]
-        rows.append({
-            "id": cid, "api": meta["api"], "guide": meta["guide"], "kind": meta["kind"], "defect": defect,
-            "baseline": b["outcome"] if b else None, "candidate": c["outcome"] if c else None,
-            "change": change, "detail": detail,
-            **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
-            **({"baseline_detail": b["detail"]} if other_failure and b is not None else {}),
-            **({"configuration": _configuration(meta)} if _configuration(meta) else {}),
-        })
+        rows.append(
+            {
+                "id": cid,
+                "api": meta["api"],
+                "guide": meta["guide"],
+                "kind": meta["kind"],
+                "defect": defect,
+                "baseline": b["outcome"] if b else None,
+                "candidate": c["outcome"] if c else None,
+                "change": change,
+                "detail": detail,
+                **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
+                **({"baseline_detail": b["detail"]} if other_failure and b is not None else {}),
+                **({"configuration": _configuration(meta)} if _configuration(meta) else {}),
+            }
+        )
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))
     summary = Counter(r["change"] for r in rows)
 
@@ -150,13 +158,18 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             reasons.append(f"candidate not verified: {summary['gone']} contract(s) of the baseline did not run")
         team_failing = team_contracts.failing_at_baseline(base_c)
         if team_failing:
-            reasons.append(f"baseline not verified: {len(team_failing)} of the team's own contract(s) fail in the baseline, "
-                           f"so they cannot judge the candidate: {', '.join(team_failing)}")
+            reasons.append(
+                f"baseline not verified: {len(team_failing)} of the team's own contract(s) fail in the baseline, "
+                f"so they cannot judge the candidate: {', '.join(team_failing)}"
+            )
     failing_base = sum(1 for r in base_c.values() if r["outcome"] in _FAILING)
     notes = [f"{failing_base} contract(s) already fail in the baseline"] if failing_base else []
     if same := candidate.get("same_code"):  # gate.run.same_code: outcomes taken, not run
-        notes.insert(0, f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
-                        "so each of its outcomes is the baseline's (`--no-cache` runs them)")
+        notes.insert(
+            0,
+            f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
+            "so each of its outcomes is the baseline's (`--no-cache` runs them)",
+        )
 
     verdict, reasons = verdict_.of_contracts(reasons, summary["broken"])
     return {

@@ -5,7 +5,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.drift import DTYPE, EPS, NONFINITE_CLASSES, Ulp, is_recorded_message, nonfinite_direction, nonfinite_leaves, nonfinite_words, parse_drift, parse_ulp, recorded_message, state_cost
+from optax_gate.gate.base.drift import (
+    DTYPE,
+    EPS,
+    NONFINITE_CLASSES,
+    Ulp,
+    is_recorded_message,
+    nonfinite_direction,
+    nonfinite_leaves,
+    nonfinite_words,
+    parse_drift,
+    parse_ulp,
+    recorded_message,
+    state_cost,
+)
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, now_words, pytest_words
 from optax_gate.gate.base.plain_text import and_join, named_list, number, shorten
 
@@ -63,8 +76,7 @@ def corner_cause(leaves: list[Any]) -> tuple[Any, ...] | None:
     ValueError -> ok are two findings); None for another drift."""
     if leaves and all(leaf.path.startswith(CORNER_PREFIX) for leaf in leaves):
         first = leaves[0]  # the corner the finding's line shows (corner_text): how it moved, numbers aside
-        return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX):] for leaf in leaves)),
-                outcome_pattern(first.old), outcome_pattern(first.new))
+        return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX) :] for leaf in leaves)), outcome_pattern(first.old), outcome_pattern(first.new))
     return None
 
 
@@ -92,6 +104,7 @@ def _schedule_words(value: str) -> str | None:
             return "a NumPy float64 scalar" if text == "py float64" else f"a Python {text[3:]}"
         name, weak = text.removesuffix(" weak"), text.endswith(" weak")
         return f"a {'weakly typed ' if weak else ''}{name} array"
+
     steps = ", ".join(map(str, SCHEDULE_STEPS))
     return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(m[3].split())})"
 
@@ -117,14 +130,21 @@ def _sharded_words(value: str) -> str | None:
         if spec == "1dev":
             return "on one device"
         return "over " + " x ".join(AXIS_LETTERS.get(d, "-" if d == "_" else d) for d in spec)
+
     updates = " / ".join(where(s) for s in m[1].split(",")) if m[1] != "none" else "none"
     counts = [c.rpartition("x") for c in m[2].split(",")] if m[2] != "none" else []
     state = and_join([f"{n} {'leaf' if n == '1' else 'leaves'} {where(spec)}" for spec, _, n in counts]) or "no leaves"
-    compared = ("the values against one device under /one_device" if m[3] is None
-                else "the same values as on one device" if m[3] == "same"
-                else f"{m[3]} than on one device" if m[3].startswith("other ")
-                else "on one device it raises " + m[3].removeprefix("1dev raises ") if m[3].startswith("1dev raises ")
-                else m[3])
+    compared = (
+        "the values against one device under /one_device"
+        if m[3] is None
+        else "the same values as on one device"
+        if m[3] == "same"
+        else f"{m[3]} than on one device"
+        if m[3].startswith("other ")
+        else "on one device it raises " + m[3].removeprefix("1dev raises ")
+        if m[3].startswith("1dev raises ")
+        else m[3]
+    )
     return f"ok (updates {updates}; state: {state}; {compared})"
 
 
@@ -137,6 +157,7 @@ def outcome_words(value: str) -> str:
     4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
     as :func:`_sharded_words` says. Any other value as it is."""
     from optax_gate.kit.corners.transformations import SHORT_DTYPES
+
     m = _TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
         return _schedule_words(value) or _sharded_words(value) or value
@@ -144,6 +165,7 @@ def outcome_words(value: str) -> str:
 
     def dtypes(text: str) -> str:
         return "/".join(long.get(d, d) for d in text.split(","))
+
     counts = [c.rpartition("x") for c in m[5].split(",")] if m[5] != "none" else []
     each = [f"{n} {long.get(d, d)}" for d, _, n in counts]
     state = and_join(each)
@@ -154,11 +176,10 @@ def outcome_words(value: str) -> str:
 def corner_text(evidence: list[Any]) -> str:
     """A corner drift in words: the first corner's outcome in the baseline and now, and how many more moved."""
     leaf = evidence[0][0]
-    old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v)
-                for v in (leaf.old, leaf.new))
+    old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v) for v in (leaf.old, leaf.new))
     n = len(evidence[0]) - 1
     more = f" (and {n} more corner{'s' if n > 1 else ''})" if n else ""
-    return f"at corner `{leaf.path[len(CORNER_PREFIX):]}` the outcome differs: {old} in the baseline, {new} now{more}"
+    return f"at corner `{leaf.path[len(CORNER_PREFIX) :]}` the outcome differs: {old} in the baseline, {new} now{more}"
 
 
 def _size(ulp: Ulp) -> str:
@@ -196,8 +217,11 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
     if leaves and all(leaf.path in LOSS_EDGE_OUTPUTS for leaf in leaves):
         return ("loss-edge", tuple(sorted(leaf.path for leaf in leaves))), leaves
     if leaves and all(leaf.path in DTYPE_VARIANTS for leaf in leaves):
-        return ("dtype-variant", tuple(sorted(leaf.path for leaf in leaves)),
-                tuple(sorted((outcome_pattern(leaf.old), outcome_pattern(leaf.new)) for leaf in leaves))), leaves
+        return (
+            "dtype-variant",
+            tuple(sorted(leaf.path for leaf in leaves)),
+            tuple(sorted((outcome_pattern(leaf.old), outcome_pattern(leaf.new)) for leaf in leaves)),
+        ), leaves
     if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
         return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
@@ -208,8 +232,7 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
     if leaves:
         moved = [leaf for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]]
         if moved:  # by dtype pair and by state field: `acc_grads` and `hyperparams` moving alike are two changes
-            return ("state-dtype", tuple(sorted({leaf.dtypes for leaf in moved})),
-                    tuple(sorted({state_field(leaf.slot) for leaf in moved}))), leaves
+            return ("state-dtype", tuple(sorted({leaf.dtypes for leaf in moved})), tuple(sorted({state_field(leaf.slot) for leaf in moved}))), leaves
         reshaped = tuple(sorted(normalise(leaf.path) for leaf in leaves if leaf.shapes[0] != leaf.shapes[1]))
         if reshaped:
             return ("state-shape", reshaped), leaves
@@ -230,8 +253,14 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
     # two recorded outcomes compared (``assert 'ok' == 'ValueError'``): the expected one is part of the
     # cause, or 'ok' where 'ValueError' was expected and 'ok' where a recompilation was would read as one
     outcomes = _OUTCOMES.match(detail)
-    return ("message", row.get("baseline"), row.get("candidate"), normalise(words),
-            test_name(row["id"])[0] if bare else "", outcomes.groups() if outcomes else ()), words
+    return (
+        "message",
+        row.get("baseline"),
+        row.get("candidate"),
+        normalise(words),
+        test_name(row["id"])[0] if bare else "",
+        outcomes.groups() if outcomes else (),
+    ), words
 
 
 def _subject(matches: list[re.Match[str]]) -> str:
@@ -270,8 +299,10 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
     if kind == "nonfinite":
         leaf = evidence[0][0]
         more = f" and {len(evidence[0]) - 1} more input classes" if len(evidence[0]) > 1 else ""
-        return (f"{nonfinite_words(key[2])}: `{leaf.path}`: update leaves {nonfinite_leaves(leaf.old)} non-finite in the "
-                f"baseline, {nonfinite_leaves(leaf.new)} now{more}")
+        return (
+            f"{nonfinite_words(key[2])}: `{leaf.path}`: update leaves {nonfinite_leaves(leaf.old)} non-finite in the "
+            f"baseline, {nonfinite_leaves(leaf.new)} now{more}"
+        )
     if kind == "loss-edge":
         leaf = evidence[0][0]
         more = " (and its gradient)" if len(evidence[0]) > 1 else ""
@@ -293,14 +324,18 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
         if any(x.path.endswith("/updates") and x.old == "absent" for x in evidence[0]):
             # every edge records its updates: an added one is an edge the baseline's factory did not take
-            return (f"with `{name}=0`, recorded in the candidate only: the baseline's factory has no `{name}` "
-                    f"(a parameter added, see the API surface); with {inputs.replace('_', ' ')}, `{output or 'the update'}` "
-                    f"{new} now{more}")
+            return (
+                f"with `{name}=0`, recorded in the candidate only: the baseline's factory has no `{name}` "
+                f"(a parameter added, see the API surface); with {inputs.replace('_', ' ')}, `{output or 'the update'}` "
+                f"{new} now{more}"
+            )
         shown = nonfinite_direction(leaf.old, leaf.new)  # the words match the output shown, whatever the others did
         if key[2] == "other" and shown != "other" and len(evidence[0]) > 1:
             more = f" (and {len(evidence[0]) - 1} more outputs, not all the same way)"
-        return (f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(shown if key[2] == 'other' else key[2])}: "
-                f"`{output or 'the update'}` {old} in the baseline, {new} now{more}")
+        return (
+            f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(shown if key[2] == 'other' else key[2])}: "
+            f"`{output or 'the update'}` {old} in the baseline, {new} now{more}"
+        )
     if kind == "state-value":
         leaf = evidence[0][0]
         old, new = (leaf.old.partition("=")[2] or leaf.old), (leaf.new.partition("=")[2] or leaf.new)
@@ -310,9 +345,11 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
         dtype, size = key[1], key[2]
         lo, hi = min(u.ulps for u in evidence), max(u.ulps for u in evidence)
         allowed = f"{lo}" if lo == hi else f"{lo} to {hi}"
-        return (f"{dtype} results {f'have {size}-sized errors' if size else 'are off'}: off by up to "
-                f"{number(max(u.worst_relative for u in evidence))} relative = "
-                f"{number(max(u.worst_ulps for u in evidence))} ULP of {dtype}, allowed {allowed} ULP")
+        return (
+            f"{dtype} results {f'have {size}-sized errors' if size else 'are off'}: off by up to "
+            f"{number(max(u.worst_relative for u in evidence))} relative = "
+            f"{number(max(u.worst_ulps for u in evidence))} ULP of {dtype}, allowed {allowed} ULP"
+        )
     if kind == "dtype":
         wanted = "/".join(dict.fromkeys(m["want"] for m in evidence))
         return f"{_subject(evidence)} come out {'/'.join(key[1])} instead of {wanted}"
@@ -390,11 +427,19 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
         n = len(g["rows"])
         listed = ", ".join(f"{name} ×{k}" if k > 1 else name for name, k in tests.items())
         who = "`every API`" if api == "every API" else subject(apis)
-        findings.append({
-            "number": len(findings) + 1, "change": change, "api": api, "apis": apis, "cause": cause, "key": key[0],
-            "contracts": [row["id"] for row in ordered], "tests": [[name, k] for name, k in tests.items()],
-            "text": f"{who}: {cause} ({n} contract{'s' if n > 1 else ''} {change}: {listed})",
-        })
+        findings.append(
+            {
+                "number": len(findings) + 1,
+                "change": change,
+                "api": api,
+                "apis": apis,
+                "cause": cause,
+                "key": key[0],
+                "contracts": [row["id"] for row in ordered],
+                "tests": [[name, k] for name, k in tests.items()],
+                "text": f"{who}: {cause} ({n} contract{'s' if n > 1 else ''} {change}: {listed})",
+            }
+        )
     return findings
 
 

@@ -58,8 +58,10 @@ def of_speed(section: model.Speed) -> tuple[str, list[str]]:
     broken = [r for r in section["readings"] if r["change"] == "broken"]
     if not broken:
         return "pass", []
-    return "fail", [f"{len(broken)} training step(s) slower than the speed budget x{section.get('budget') or 0:g}: "
-                    + ", ".join(f"{r['setup']} x{r.get('ratio', math.nan):.2f}" for r in broken)]
+    return "fail", [
+        f"{len(broken)} training step(s) slower than the speed budget x{section.get('budget') or 0:g}: "
+        + ", ".join(f"{r['setup']} x{r.get('ratio', math.nan):.2f}" for r in broken)
+    ]
 
 
 def at_least(report: dict[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None) -> dict[str, Any]:
@@ -97,4 +99,3 @@ def rescoped(report: dict[str, Any], reasons: list[str], falls_to: str | None = 
         report["verdict"] = falls_to
     report["reasons"] = reasons
     return report
-

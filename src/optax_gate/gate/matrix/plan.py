@@ -65,12 +65,15 @@ def baseline_pins(requirements_in: str) -> dict[str, str]:
 def upstream_environments() -> list[Environment]:
     """``optax-main`` and ``flax-main``: each package built from its public
     repository's default branch (``git+URL`` without a ref), the rest at baseline."""
-    return [Environment(f"{name}-main", (f"{name} @ git+{url}",), f"{name}'s default branch ({url}), unreleased; the rest at baseline",
-                        unreleased=True) for name, url in UPSTREAM.items()]
+    return [
+        Environment(f"{name}-main", (f"{name} @ git+{url}",), f"{name}'s default branch ({url}), unreleased; the rest at baseline", unreleased=True)
+        for name, url in UPSTREAM.items()
+    ]
 
 
-def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_older: bool = False,
-         upstream: bool = False) -> tuple[list[Environment], dict[str, list[str]]]:
+def plan(
+    requirements_in: str, fetch: discovery.Fetch | None = None, include_older: bool = False, upstream: bool = False
+) -> tuple[list[Environment], dict[str, list[str]]]:
     """The candidate environments and the releases discovered per package
     (``upstream``: the two upstream-dev environments last).
 
@@ -91,8 +94,7 @@ def plan(requirements_in: str, fetch: discovery.Fetch | None = None, include_old
     envs += [Environment(f"flax-{v}", (f"flax=={v}",), f"flax {v}, the rest at baseline") for v in found["flax"]]
     newest = {p: max(vs) for p, vs in found.items() if vs and max(vs) > Version(pins[p])}
     if newest:
-        specs = [f"optax=={newest.get('optax', pins['optax'])}", *jax_specs(newest.get("jax", pins["jax"])),
-                 f"flax=={newest.get('flax', pins['flax'])}"]
+        specs = [f"optax=={newest.get('optax', pins['optax'])}", *jax_specs(newest.get("jax", pins["jax"])), f"flax=={newest.get('flax', pins['flax'])}"]
         envs.append(Environment("all-newest", tuple(specs), "the newest optax, jax/jaxlib and flax together"))
     if upstream:
         envs += upstream_environments()
@@ -121,8 +123,7 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
         return None
     section = run.get("upstream_tests")
     if section is None:
-        return {"status": "missing", "error": "no upstream tests cross-run in its run record (its runner ran without "
-                                              "--upstream-tests)"} if expected else None
+        return {"status": "missing", "error": "no upstream tests cross-run in its run record (its runner ran without --upstream-tests)"} if expected else None
     if section.get("error"):
         return {"status": "failed", "error": section["error"]}
     directions = []
@@ -130,14 +131,29 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
         kinds: dict[str, int] = {}
         for f in d["failures"]:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
-        directions.append({"label": d["label"], "files": len(d["files"]), "ran": d["ran"], "failed": d["failed"],
-                           "seconds": d["seconds"], "kinds": kinds, "control": d.get("control")})
-    return {"status": "ran", "seconds": section["seconds"], "modules": len(section["changed_modules"]),
-            "directions": directions, "findings": section["findings"]}
+        directions.append(
+            {
+                "label": d["label"],
+                "files": len(d["files"]),
+                "ran": d["ran"],
+                "failed": d["failed"],
+                "seconds": d["seconds"],
+                "kinds": kinds,
+                "control": d.get("control"),
+            }
+        )
+    return {
+        "status": "ran",
+        "seconds": section["seconds"],
+        "modules": len(section["changed_modules"]),
+        "directions": directions,
+        "findings": section["findings"],
+    }
 
 
-def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: dict[str, Any],
-          packages: tuple[str, ...] | None = None, upstream_tests: bool = False) -> dict[str, Any]:
+def merge(
+    baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: dict[str, Any], packages: tuple[str, ...] | None = None, upstream_tests: bool = False
+) -> dict[str, Any]:
     """The matrix report (schema 1, ``"kind": "matrix"``).
 
     Args:
@@ -190,30 +206,53 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: di
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
             verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
-        env_rows.append({**env, "unreleased": bool(env.get("unreleased")), "sources": run.get("sources") or [],
-                         "verdict": report["verdict"], "reasons": report["reasons"], "summary": report["summary"],
-                         "upstream_tests": upstream,
-                         "versions": run.get("versions", {}), "status": run.get("status"), "reason": run.get("reason", ""),
-                         "ran": run.get("status") == "ran", "speed": run.get("speed"), "beyond": beyond})
+        env_rows.append(
+            {
+                **env,
+                "unreleased": bool(env.get("unreleased")),
+                "sources": run.get("sources") or [],
+                "verdict": report["verdict"],
+                "reasons": report["reasons"],
+                "summary": report["summary"],
+                "upstream_tests": upstream,
+                "versions": run.get("versions", {}),
+                "status": run.get("status"),
+                "reason": run.get("reason", ""),
+                "ran": run.get("status") == "ran",
+                "speed": run.get("speed"),
+                "beyond": beyond,
+            }
+        )
         for row in report["contracts"]:
             cells.setdefault(row["id"], {"row": row, "cells": {}})["cells"][env["name"]] = {
-                "outcome": row["candidate"], "change": row["change"], "detail": row["detail"]}
+                "outcome": row["candidate"],
+                "change": row["change"],
+                "detail": row["detail"],
+            }
     ran = [e["name"] for e in env_rows if e["ran"]]
 
     def differs(cells: dict[str, dict[str, Any]]) -> bool:
         return any(cells.get(name, {}).get("change", "unchanged") != "unchanged" for name in ran)
 
     contracts = [
-        {"id": cid, "api": v["row"]["api"], "guide": v["row"]["guide"], "kind": v["row"]["kind"],
-         "defect": v["row"].get("defect", ""), "baseline": v["row"]["baseline"], "differs": differs(v["cells"]),
-         "cells": v["cells"]}
+        {
+            "id": cid,
+            "api": v["row"]["api"],
+            "guide": v["row"]["guide"],
+            "kind": v["row"]["kind"],
+            "defect": v["row"].get("defect", ""),
+            "baseline": v["row"]["baseline"],
+            "differs": differs(v["cells"]),
+            "cells": v["cells"],
+        }
         for cid, v in sorted(cells.items())
     ]
     contracts.sort(key=lambda c: (not c["differs"], c["id"]))
     apis: dict[str, dict[str, Any]] = {}
     for c in contracts:
-        a = apis.setdefault(c["api"], {"api": c["api"], "contracts": 0, "differs": False,
-                                       "cells": {e["name"]: {k: 0 for k in compare.CHANGES} for e in env_rows}})
+        a = apis.setdefault(
+            c["api"], {"api": c["api"], "contracts": 0, "differs": False, "cells": {e["name"]: {k: 0 for k in compare.CHANGES} for e in env_rows}}
+        )
         a["contracts"] += 1
         a["differs"] = a["differs"] or c["differs"]
         for name, cell in c["cells"].items():
@@ -221,10 +260,15 @@ def merge(baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: di
     for a in apis.values():
         for counts in a["cells"].values():
             counts["worst"] = next((k for k in WORST if counts[k]), "unchanged")
-    return {"schema": 1, "kind": "matrix", "discovered": discovered,
-            "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
-            "environments": env_rows, "apis": sorted(apis.values(), key=lambda a: (not a["differs"], a["api"])),
-            "contracts": contracts}
+    return {
+        "schema": 1,
+        "kind": "matrix",
+        "discovered": discovered,
+        "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
+        "environments": env_rows,
+        "apis": sorted(apis.values(), key=lambda a: (not a["differs"], a["api"])),
+        "contracts": contracts,
+    }
 
 
 #: ``--fail-on`` levels: which environments count as failing a scheduled job.
@@ -238,8 +282,7 @@ def meets(env: dict[str, Any], fail_on: str) -> bool:
     ``unchanged`` (broken, changed, fixed, new, gone)."""
     if env["verdict"] == "fail":
         return True
-    return fail_on == "changed" and env.get("ran", False) and any(
-        n for k, n in env["summary"].items() if k != "unchanged")
+    return fail_on == "changed" and env.get("ran", False) and any(n for k, n in env["summary"].items() if k != "unchanged")
 
 
 def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
@@ -260,8 +303,7 @@ def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
         status = 0
     else:
         status = 1 if met else 2 if not_verified else 0
-    return {"fail_on": fail_on, "met_by": met, "not_verified": not_verified, "status": status,
-            "baseline_ran": report["baseline"].get("status") == "ran"}
+    return {"fail_on": fail_on, "met_by": met, "not_verified": not_verified, "status": status, "baseline_ran": report["baseline"].get("status") == "ran"}
 
 
 def exit_words(result: dict[str, Any]) -> str:

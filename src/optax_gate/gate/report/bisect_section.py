@@ -82,8 +82,10 @@ def summary_line(report: dict[str, Any]) -> str:
         if p.get("error"):
             parts.append(f"{name}: not bisected ({p['error']})")
         else:
-            parts.append(f"{name} {p.get('from')}..{p.get('to')}: {p.get('commits')} first-parent commits, "
-                         f"{p.get('built', 0)} built, {p.get('searches', 0)} search(es), in the {p.get('environment', 'candidate')}'s "
-                         "environment")
+            parts.append(
+                f"{name} {p.get('from')}..{p.get('to')}: {p.get('commits')} first-parent commits, "
+                f"{p.get('built', 0)} built, {p.get('searches', 0)} search(es), in the {p.get('environment', 'candidate')}'s "
+                "environment"
+            )
     error = f"; {b['error']}" if b.get("error") else ""
     return f"- bisection ({b.get('duration_s', 0):.0f} s): " + ("; ".join(parts) or "nothing bisected") + error

@@ -37,9 +37,11 @@ def lines(report: dict[str, Any]) -> list[str]:
         n = sum(1 for r in generated if r["api"] in only_new)
         parts.append(f"{len(only_new)} APIs new in the candidate, {n} contracts run only there ({_names(only_new)})")
     if refused:
-        parts.append("not generated: " + "; ".join(f"`{a}`: {why}" for a, why in list(refused.items())[:SHOWN])
-                     + (f"; and {len(refused) - SHOWN} more" if len(refused) > SHOWN else ""))
+        parts.append(
+            "not generated: "
+            + "; ".join(f"`{a}`: {why}" for a, why in list(refused.items())[:SHOWN])
+            + (f"; and {len(refused) - SHOWN} more" if len(refused) > SHOWN else "")
+        )
     if not parts:
         return []
-    return ["- Generated contracts (public APIs no hand-written table knows, contracted from their signatures and "
-            "docstrings): " + "; ".join(parts)]
+    return ["- Generated contracts (public APIs no hand-written table knows, contracted from their signatures and docstrings): " + "; ".join(parts)]

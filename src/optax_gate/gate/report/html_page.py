@@ -96,7 +96,12 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
             i += 1
             continue
         if line.startswith("|") and i + 1 < n and re.fullmatch(r"\|(?:-+\|)+", lines[i + 1].strip()):
-            out.append((f'<table class="{table_class}">' if table_class else "<table>") + "<thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in _cells(line)) + "</tr></thead><tbody>")
+            out.append(
+                (f'<table class="{table_class}">' if table_class else "<table>")
+                + "<thead><tr>"
+                + "".join(f"<th>{inline(c)}</th>" for c in _cells(line))
+                + "</tr></thead><tbody>"
+            )
             i += 2
             while i < n and lines[i].startswith("|"):
                 cells = _cells(lines[i])
@@ -140,8 +145,10 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     k, change = finding["number"], finding["change"]
     if finding.get("section", "contracts") != "contracts":
         line = report_surface.finding_line(finding).split(". ", 1)[1]
-        return (f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
-                f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">The whole row is in its section below.</p></details>')
+        return (
+            f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
+            f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">The whole row is in its section below.</p></details>'
+        )
     said = findings_.heading(finding)  # "changed, 1 broken": coloured as broken, so a broken contract is never missed
     line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{said}** ")
     head = f'<span class="change {"broken" if said != change else change}">{said}</span> {k}. {inline(line)}'
@@ -185,10 +192,14 @@ def render(report: dict[str, Any]) -> str:
     sections = dict(report_markdown.SECTIONS)
     head = sections["verdict"](page)
     title = head[0].removeprefix("# ")
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
-           f'<h1 class="verdict-{html.escape(verdict)}">{html.escape(title)}</h1>', markdown_html(head[1:])]
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
+        f'<h1 class="verdict-{html.escape(verdict)}">{html.escape(title)}</h1>',
+        markdown_html(head[1:]),
+    ]
     for name, lines in report_markdown.SECTIONS:  # sections others add above the findings (e.g. your code), as report.md
         if name not in ("verdict", "findings", "versions", "rows", "unchanged", "beyond", "footer"):
             out.append(markdown_html(lines(page)))
@@ -222,13 +233,14 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(part for part in out if part) + "\n"
 
 
-
 def fallback(report: dict[str, Any]) -> str:
     """A minimal page when the full one cannot be rendered: the verdict, the
     reasons, and where the whole report is (``report.md``, ``report.json``)."""
     verdict = str(report.get("verdict", "not-verified"))
     reasons = "".join(f"<li>{html.escape(str(r))}</li>" for r in report.get("reasons", []))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Optax upgrade gate: "
-            f"{html.escape(verdict.upper())}</title></head><body><h1>Optax upgrade gate: {html.escape(verdict.upper())}</h1>"
-            f"<ul>{reasons}</ul><p>This page could not be rendered in full: <a href=\"report.md\">report.md</a> and "
-            "<a href=\"report.json\">report.json</a> beside it hold the report.</p></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Optax upgrade gate: '
+        f"{html.escape(verdict.upper())}</title></head><body><h1>Optax upgrade gate: {html.escape(verdict.upper())}</h1>"
+        f'<ul>{reasons}</ul><p>This page could not be rendered in full: <a href="report.md">report.md</a> and '
+        '<a href="report.json">report.json</a> beside it hold the report.</p></body></html>\n'
+    )

@@ -114,16 +114,14 @@ def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
     are on the page (a test whose first row is not is named without a link)."""
     k, n = finding["number"], len(finding["contracts"])
     if finding["api"] == "every API":
-        return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {cell(finding["cause"])} '
-                f'([all {n} contracts, listed below](#f{k}-1))')
+        return f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {cell(finding["cause"])} ([all {n} contracts, listed below](#f{k}-1))'
     links, first = [], 1
     for name, count in finding["tests"]:
         linked = shown is None or finding["contracts"][first - 1] in shown
         links.append((f"[{name}](#f{k}-{first})" if linked else name) + (f" ×{count}" if count > 1 else ""))
         first += count
     who = findings_.subject([cell(a) for a in finding.get("apis") or [finding["api"]]])
-    return (f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {cell(finding["cause"])} '
-            f'({findings_.contracts_words(finding)}: {", ".join(links)})')
+    return f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {cell(finding["cause"])} ({findings_.contracts_words(finding)}: {", ".join(links)})'
 
 
 class Page:
@@ -160,17 +158,22 @@ def _verdict(page: Page) -> list[str]:
         out += [f"- **{reason}**" for reason in report["reasons"]]
         section = report_team_run.section(report)
         out += section[1:] if not report["reasons"] and section[:1] == [""] else section  # one blank line after the title
-    against = (f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
-               f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`")
+    against = (
+        f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
+        f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`"
+    )
     if not page.judged:  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
         idle = evidence.not_run(report)
         who = "the contracts of both sides did not run" if len(idle) != 1 else f"the {idle[0]}'s contracts did not run"
         out += [f"{against}: nothing was compared ({who}); the reason is below and in the Versions table.", ""]
     else:
-        out.append(f"{against}: " + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
-                   + f" (of {sum(s.values())} contracts"
-                   + ("; the candidate's outcomes are the baseline's, copied, not run: its code is the baseline's"
-                      if report["candidate"].get("same_code") else "") + ").")
+        out.append(
+            f"{against}: "
+            + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
+            + f" (of {sum(s.values())} contracts"
+            + ("; the candidate's outcomes are the baseline's, copied, not run: its code is the baseline's" if report["candidate"].get("same_code") else "")
+            + ")."
+        )
         out.append("")
         out += report_surface.headline(report)  # beyond the contracts (issue 10): counts
         out += report_generated.lines(report)  # the APIs contracted from their signatures (issue 40)
@@ -200,10 +203,16 @@ def _findings_section(page: Page) -> list[str]:
             continue
         out += ["", f"## {heading} ({len(group)})", ""]
         if group is elsewhere:
-            out += [("Your run does not diverge for these (it may call their APIs: each of their call sites says what your run does "
-                     "there), so they do not set the verdict (`--fail-on all`: they do)." if (page.report.get("scope") or {}).get("by") == "run" else
-                     "Your code does not reach these changes (it calls none of their APIs, or every call's arguments rule the "
-                     "change out: each call site says which), so they do not set the verdict (`--fail-on all`: they do)."), ""]
+            out += [
+                (
+                    "Your run does not diverge for these (it may call their APIs: each of their call sites says what your run does "
+                    "there), so they do not set the verdict (`--fail-on all`: they do)."
+                    if (page.report.get("scope") or {}).get("by") == "run"
+                    else "Your code does not reach these changes (it calls none of their APIs, or every call's arguments rule the "
+                    "change out: each call site says which), so they do not set the verdict (`--fail-on all`: they do)."
+                ),
+                "",
+            ]
         for f in group:
             if f.get("section", "contracts") == "contracts":
                 out += [finding_line(f, page.shown) + your_code_line.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
@@ -222,18 +231,31 @@ def _versions_section(page: Page) -> list[str]:
         run = report[side]
         said = run.get("reason") and any(run["reason"].removeprefix("not run: ") in r for r in report.get("reasons", []))
         out.append(
-            f"- {side}: " + ("**contracts not run**: its code is the baseline's, so its outcomes are the baseline's"
-                             if run.get("same_code") else f"status **{run.get('status')}**")
+            f"- {side}: "
+            + (
+                "**contracts not run**: its code is the baseline's, so its outcomes are the baseline's"
+                if run.get("same_code")
+                else f"status **{run.get('status')}**"
+            )
             + (" — the reason above" if said else f" — {cell(run.get('reason'))}" if run.get("reason") else "")
             + f"; requirements: `{' '.join(run.get('requirements') or []) or '(lock file)'}`"
             + (f"; {run['duration_s']:.1f} s" if run.get("duration_s") is not None else "")
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
-            + (f"; pytest plugins installed but not loaded: {', '.join(f'`{n}`' for n in left_out)}"
-               if (left_out := (run.get("pytest_plugins") or {}).get("left_out")) else "")
-            + (f"; **from cache** `{run['from_cache']['key']}`, recorded {run['from_cache']['recorded']}"
-               + (f" ({c['modules']} of {c['of']} contract modules; the others ran now)"
-                  if (c := run['from_cache']).get("modules", c.get("of")) != c.get("of") else "")
-               if run.get("from_cache") else "")
+            + (
+                f"; pytest plugins installed but not loaded: {', '.join(f'`{n}`' for n in left_out)}"
+                if (left_out := (run.get("pytest_plugins") or {}).get("left_out"))
+                else ""
+            )
+            + (
+                f"; **from cache** `{run['from_cache']['key']}`, recorded {run['from_cache']['recorded']}"
+                + (
+                    f" ({c['modules']} of {c['of']} contract modules; the others ran now)"
+                    if (c := run["from_cache"]).get("modules", c.get("of")) != c.get("of")
+                    else ""
+                )
+                if run.get("from_cache")
+                else ""
+            )
         )
     out.append("")
     return out
@@ -253,8 +275,7 @@ def _rows_section(page: Page) -> list[str]:
     ordered by finding; in report.md only the sampled rows (:func:`sample`)."""
     out: list[str] = []
     for change, heading in _HEADINGS.items():
-        rows = sorted((r for r in page.report["contracts"] if r["change"] == change),
-                      key=lambda r: (page.anchor.get(r["id"], (0, 0)), r["id"]))
+        rows = sorted((r for r in page.report["contracts"] if r["change"] == change), key=lambda r: (page.anchor.get(r["id"], (0, 0)), r["id"]))
         if not rows:
             continue
         shown = [r for r in rows if page.is_shown(r["id"])]
@@ -274,8 +295,11 @@ def _rows_section(page: Page) -> list[str]:
                     per[page.anchor[r["id"]][0]] = per.get(page.anchor[r["id"]][0], 0) + 1
             which = ", ".join(f"F{k}: {n}" for k, n in list(per.items())[:NAMED_FINDINGS])
             more = f", and {len(per) - NAMED_FINDINGS} more findings" if len(per) > NAMED_FINDINGS else ""
-            out += ["", f"{left} more {change} row{'s' if left > 1 else ''} not shown ({which}{more}; at most {SAMPLE} per "
-                        f"finding and {ROW_BUDGET} in all here): every row is in {ELSEWHERE}."]
+            out += [
+                "",
+                f"{left} more {change} row{'s' if left > 1 else ''} not shown ({which}{more}; at most {SAMPLE} per "
+                f"finding and {ROW_BUDGET} in all here): every row is in {ELSEWHERE}.",
+            ]
         out += ["", "</details>", ""] if change == "gone" else [""]
     return out
 
@@ -297,16 +321,24 @@ def _beyond_section(page: Page) -> list[str]:
 
 
 def _footer(page: Page) -> list[str]:
-    return ["---", "Exit status: 0 pass, 1 fail, 2 not verified. Every row: `report.html` (folded, for a browser) and "
-            "`report.json` (for machines) beside this file."]
+    return [
+        "---",
+        "Exit status: 0 pass, 1 fail, 2 not verified. Every row: `report.html` (folded, for a browser) and `report.json` (for machines) beside this file.",
+    ]
 
 
 #: report.md's sections, rendered in this order: ``(name, lines of a Page)``.
 #: The Markdown head the pull-request comment and the job summary show is
 #: everything before ``"versions"``.
 SECTIONS: list[tuple[str, Callable[[Page], list[str]]]] = [
-    ("verdict", _verdict), ("findings", _findings_section), ("versions", _versions_section), ("rows", _rows_section),
-    ("unchanged", _unchanged_section), ("beyond", _beyond_section), ("footer", _footer)]
+    ("verdict", _verdict),
+    ("findings", _findings_section),
+    ("versions", _versions_section),
+    ("rows", _rows_section),
+    ("unchanged", _unchanged_section),
+    ("beyond", _beyond_section),
+    ("footer", _footer),
+]
 
 
 #: The sections of a report that judged nothing (a refusal, a side that never ran): the verdict with

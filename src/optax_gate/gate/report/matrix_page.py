@@ -31,8 +31,12 @@ from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report.markdown import VERSION_KEYS
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness
-    "broken": "#d7301f", "changed": "#fdae61", "fixed": "#1a9850", "new": "#74add1",
-    "gone": "#7b3294", "unchanged": "#f0f0f0",
+    "broken": "#d7301f",
+    "changed": "#fdae61",
+    "fixed": "#1a9850",
+    "new": "#74add1",
+    "gone": "#7b3294",
+    "unchanged": "#f0f0f0",
 }
 VERDICT_COLOURS = {"pass": "#1a9850", "fail": "#d7301f", "not-verified": "#7b3294"}
 NOT_RUN = "#d9d9d9"
@@ -58,8 +62,7 @@ def unreleased_words(env: dict[str, Any]) -> str:
     from an unreleased commit (the commit once it was built), else ""."""
     if not env.get("unreleased"):
         return ""
-    built = [f"{s['package']} {s['commit']['short']} {s['commit']['date'][:10]}"
-             for s in env.get("sources") or [] if s.get("commit")]
+    built = [f"{s['package']} {s['commit']['short']} {s['commit']['date'][:10]}" for s in env.get("sources") or [] if s.get("commit")]
     return ", ".join(["unreleased", *built])
 
 
@@ -115,10 +118,15 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
     rows = [e for e in envs if e.get("upstream_tests")]
     if not rows:
         return []
-    out = ["", "## Upstream tests, cross-run", "",
-           "Optax's own shipped tests of the modules that differ, run across: the baseline's in the environment and the "
-           "environment's in the baseline's (docs/upstream-tests.md). Their findings "
-           "do not change the verdicts above; a cross-run that could not run leaves its environment not verified.", ""]
+    out = [
+        "",
+        "## Upstream tests, cross-run",
+        "",
+        "Optax's own shipped tests of the modules that differ, run across: the baseline's in the environment and the "
+        "environment's in the baseline's (docs/upstream-tests.md). Their findings "
+        "do not change the verdicts above; a cross-run that could not run leaves its environment not verified.",
+        "",
+    ]
     for e in rows:
         up = e["upstream_tests"]
         if up["status"] != "ran":
@@ -127,8 +135,7 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
         out.append(f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s")
         for d in up["directions"]:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(d["kinds"].items())) or "none"
-            out.append(f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), "
-                       f"{d['seconds']:.0f} s")
+            out.append(f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), {d['seconds']:.0f} s")
         for f in up["findings"][:UPSTREAM_FINDINGS_SHOWN]:
             out.append(f"  - **{f['change']}** {_cell(f['text'])}")
         if len(up["findings"]) > UPSTREAM_FINDINGS_SHOWN:
@@ -146,19 +153,25 @@ def markdown(report: dict[str, Any]) -> str:
     base = report["baseline"].get("versions") or {}
     cached = report["baseline"].get("from_cache")
     origin = f", taken from the cache `{cached['key']}`, recorded {cached['recorded']}" if cached else ""
-    out += [f"Baseline: {', '.join(f'{k} {base.get(k, '?')}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**{origin}.", ""]
+    out += [f"Baseline: {', '.join(f'{k} {base.get(k, "?")}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**{origin}.", ""]
     if report.get("exit"):  # issue 17: what a scheduled job's exit status says (``matrix.exit_status``)
         out += [f"**Exit status {report['exit']['status']}**: {_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.", ""]
     out += ["| environment | verdict | broken | changed | fixed | gone | reason |", "|---|---|---|---|---|---|---|"]
     for e in envs:
         s = e["summary"]
         mark = f" **{unreleased_words(e)}**" if e.get("unreleased") else ""
-        out.append(f"| `{e['name']}`{mark} ({' '.join(e['specs'])}) | **{e['verdict']}** | {s['broken']} | {s['changed']} | "
-                   f"{s['fixed']} | {s['gone']} | {_cell('; '.join(e['reasons']))} |")
-    out += ["", "## APIs × environments", "",
-            "Each cell: contracts of the API that changed in that environment; an environment that did not run says so once.", ""]
-    out += ["| API | " + " | ".join(f"`{e['name']}`" + (" (unreleased)" if e.get("unreleased") else "") for e in envs) + " |",
-            "|---|" + "---|" * len(envs)]
+        out.append(
+            f"| `{e['name']}`{mark} ({' '.join(e['specs'])}) | **{e['verdict']}** | {s['broken']} | {s['changed']} | "
+            f"{s['fixed']} | {s['gone']} | {_cell('; '.join(e['reasons']))} |"
+        )
+    out += [
+        "",
+        "## APIs × environments",
+        "",
+        "Each cell: contracts of the API that changed in that environment; an environment that did not run says so once.",
+        "",
+    ]
+    out += ["| API | " + " | ".join(f"`{e['name']}`" + (" (unreleased)" if e.get("unreleased") else "") for e in envs) + " |", "|---|" + "---|" * len(envs)]
     for i, a in enumerate(report.get("apis", [])):
         cells = []
         for e in envs:
@@ -194,25 +207,25 @@ def _contract_line(c: dict[str, Any], cell: dict[str, Any]) -> str:
     e = html.escape
     name, params = findings.test_name(c["id"])
     row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
-    return (f'<li><b class="{e(cell["change"])}">{e(cell["change"])}</b> {e(name)}'
-            + (f" <code>[{e(params)}]</code>" if params else "")
-            + f' <span class="detail">{e(details.outcome_words(row))}: {e(details.plain_detail(row))}</span></li>')
+    return (
+        f'<li><b class="{e(cell["change"])}">{e(cell["change"])}</b> {e(name)}'
+        + (f" <code>[{e(params)}]</code>" if params else "")
+        + f' <span class="detail">{e(details.outcome_words(row))}: {e(details.plain_detail(row))}</span></li>'
+    )
 
 
 def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, Any]]) -> str:
     e = html.escape
     counts = a["cells"][env["name"]]
     worst = counts["worst"]
-    style = f'background:{COLOURS[worst]}'
+    style = f"background:{COLOURS[worst]}"
     text = counts_text(counts)
     if worst == "unchanged":
         return f'<td class="cell unchanged" style="{style}">{e(text)}</td>'
-    mine = [c for c in contracts
-            if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"]
+    mine = [c for c in contracts if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"]
     mine.sort(key=lambda c: (WORST.index(c["cells"][env["name"]]["change"]), c["id"]))  # broken first
     lines = [_contract_line(c, c["cells"][env["name"]]) for c in mine]
-    return (f'<td class="cell {e(worst)}" style="{style}"><details><summary>{e(text)}</summary>'
-            f'<ul>{"".join(lines)}</ul></details></td>')
+    return f'<td class="cell {e(worst)}" style="{style}"><details><summary>{e(text)}</summary><ul>{"".join(lines)}</ul></details></td>'
 
 
 def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[dict[str, Any]]) -> str:
@@ -226,12 +239,14 @@ def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[d
         for x in ran:
             cell = c["cells"].get(x["name"], {"change": "gone", "outcome": None, "detail": ""})
             row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
-            tip = f'{details.outcome_words(row)}: {details.plain_detail(row)}'
+            tip = f"{details.outcome_words(row)}: {details.plain_detail(row)}"
             tds.append(f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>')
         rows.append(f'<tr><th class="id" title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>{"".join(tds)}</tr>')
-    return (f'<details class="api" id="api-{e(a["api"])}"><summary><b>{e(a["api"])}</b>: {a["contracts"]} contracts, '
-            f'{differ} differ</summary><table class="contracts"><thead><tr><th>contract</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></details>')
+    return (
+        f'<details class="api" id="api-{e(a["api"])}"><summary><b>{e(a["api"])}</b>: {a["contracts"]} contracts, '
+        f'{differ} differ</summary><table class="contracts"><thead><tr><th>contract</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></details>"
+    )
 
 
 def html_grid(report: dict[str, Any]) -> str:
@@ -244,9 +259,11 @@ def html_grid(report: dict[str, Any]) -> str:
     e = html.escape
     head = "".join(
         f'<th style="background:{VERDICT_COLOURS[x["verdict"]]};color:#fff" title="{e(" ".join(x["specs"]))}">'
-        f'{e(x["name"])}<br><small>{e(x["verdict"])}</small>'
+        f"{e(x['name'])}<br><small>{e(x['verdict'])}</small>"
         + (f'<br><small class="unreleased"><i>{e(unreleased_words(x))}</i></small>' if x.get("unreleased") else "")
-        + '</th>' for x in envs)
+        + "</th>"
+        for x in envs
+    )
     rows = []
     for i, a in enumerate(apis):
         tds = []
@@ -254,10 +271,11 @@ def html_grid(report: dict[str, Any]) -> str:
             if x in ran:
                 tds.append(_api_cell(a, x, report["contracts"]))
             elif i == 0:
-                tds.append(f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}">'
-                           f'<b>not verified</b><br>{e(_reason(x))}</td>')
-        rows.append(f'<tr class="api"><th class="api"><a href="#api-{e(a["api"])}">{e(a["api"])}</a>'
-                    f'<br><small>{a["contracts"]} contracts</small></th>{"".join(tds)}</tr>')
+                tds.append(f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}"><b>not verified</b><br>{e(_reason(x))}</td>')
+        rows.append(
+            f'<tr class="api"><th class="api"><a href="#api-{e(a["api"])}">{e(a["api"])}</a>'
+            f"<br><small>{a['contracts']} contracts</small></th>{''.join(tds)}</tr>"
+        )
     if any(x.get("speed") for x in envs):  # issue 12: one speed row, a cell per environment
         tds = []
         for x in envs:
@@ -278,8 +296,10 @@ def html_grid(report: dict[str, Any]) -> str:
             change, text = upstream_cell(x)
             colour = VERDICT_COLOURS["not-verified"] if change == "not-verified" else COLOURS.get(change, NOT_RUN)
             tds.append(f'<td class="cell upstream-tests {e(change)}" style="background:{colour}">{e(text)}</td>')
-        rows.append(f'<tr class="upstream-tests"><th class="api">upstream tests (cross-run)<br><small>optax\'s own tests, '
-                    f'not the verdict</small></th>{"".join(tds)}</tr>')
+        rows.append(
+            f'<tr class="upstream-tests"><th class="api">upstream tests (cross-run)<br><small>optax\'s own tests, '
+            f"not the verdict</small></th>{''.join(tds)}</tr>"
+        )
     legend = " ".join(f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items())
     details = "\n".join(_api_details(a, ran, report["contracts"]) for a in apis)
     return f"""<!doctype html>

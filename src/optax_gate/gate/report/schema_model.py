@@ -21,13 +21,29 @@ from optax_gate.gate.base import atomic
 
 SCHEMA = Path(__file__).with_name("report.schema.json")
 MODEL = Path(__file__).parents[1] / "base" / "model.py"
-HEADER = ('"""The report\'s data shapes (``report.json``, schema 3) as TypedDicts, for the type checker.\n\n'
-          'Generated from ``gate/report/report.schema.json`` by ``./noxw -s report-model``\n'
-          '(``optax_gate.gate.report.schema_model``): do not edit; change the schema and regenerate."""\n'
-          '# ruff: noqa')
-ARGS = ("--input-file-type", "jsonschema", "--output-model-type", "typing.TypedDict", "--target-python-version", "3.12",
-        "--disable-timestamp", "--use-title-as-name", "--no-use-closed-typed-dict", "--reuse-model",
-        "--use-schema-description", "--formatters", "builtin", "--custom-file-header", HEADER)
+HEADER = (
+    '"""The report\'s data shapes (``report.json``, schema 3) as TypedDicts, for the type checker.\n\n'
+    "Generated from ``gate/report/report.schema.json`` by ``./noxw -s report-model``\n"
+    '(``optax_gate.gate.report.schema_model``): do not edit; change the schema and regenerate."""\n'
+    "# ruff: noqa"
+)
+ARGS = (
+    "--input-file-type",
+    "jsonschema",
+    "--output-model-type",
+    "typing.TypedDict",
+    "--target-python-version",
+    "3.12",
+    "--disable-timestamp",
+    "--use-title-as-name",
+    "--no-use-closed-typed-dict",
+    "--reuse-model",
+    "--use-schema-description",
+    "--formatters",
+    "builtin",
+    "--custom-file-header",
+    HEADER,
+)
 
 
 def generate() -> str:
@@ -48,8 +64,7 @@ def generate() -> str:
         raise ValueError(f"{SCHEMA} is not valid JSON: {exc}") from None
     codegen = shutil.which("datamodel-codegen")
     if codegen is None:
-        raise FileNotFoundError("datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv "
-                                "from requirements-tools.txt)")
+        raise FileNotFoundError("datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv from requirements-tools.txt)")
     with tempfile.TemporaryDirectory(prefix="optax-gate-model-") as tmp:
         out = Path(tmp) / "model.py"
         # its one warning is known: the (test id, line) pairs of a finding's 'tests' are typed as lists

@@ -48,20 +48,27 @@ def section(report: dict[str, Any]) -> list[str]:
         f"({result['rounds']} compile rounds, {result['rounds'] * result.get('step_slots', 1)} step-time slots, "
         f"{result.get('duration_s', 0):.0f} s): {s.get('changed', 0)} changed, {s.get('broken', 0)} broken, "
         f"{s.get('unchanged', 0)} within noise"
-        + (f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same two environments"
-           if result.get("from_cache") else "")
-        + (f"; budget: a step slower than x{budget:g} is broken" if budget is not None
-           else "; informational (`--speed-budget X` makes a step slower than xX broken)") + ".")
-    out += ["", "Step: steady-state seconds per training step (median of the repeats, range in brackets); compile: "
-            "`jax.jit(step).lower(...).compile()`, persistent compilation cache off. Ratio: candidate / baseline, "
-            "with the interval over paired slots; a reading changes only when that interval lies outside the noise "
-            "band, the spread both environments show against themselves in this run.", ""]
+        + (f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same two environments" if result.get("from_cache") else "")
+        + (
+            f"; budget: a step slower than x{budget:g} is broken"
+            if budget is not None
+            else "; informational (`--speed-budget X` makes a step slower than xX broken)"
+        )
+        + "."
+    )
+    out += [
+        "",
+        "Step: steady-state seconds per training step (median of the repeats, range in brackets); compile: "
+        "`jax.jit(step).lower(...).compile()`, persistent compilation cache off. Ratio: candidate / baseline, "
+        "with the interval over paired slots; a reading changes only when that interval lies outside the noise "
+        "band, the spread both environments show against themselves in this run.",
+        "",
+    ]
     if result.get("plot"):
         out += [f"![baseline and candidate step and compile times per set-up]({result['plot']})", ""]
     elif result.get("plot_missing"):
         out += [f"(no plot: {result['plot_missing']})", ""]
-    out += ["| set-up | metric | baseline | candidate | ratio (interval) | noise band | change |",
-            "|---|---|---|---|---|---|---|"]
+    out += ["| set-up | metric | baseline | candidate | ratio (interval) | noise band | change |", "|---|---|---|---|---|---|---|"]
     for r in speed_.rows(result):
         if r["change"] == "not-measured":
             out.append(f"| {r['setup']} | {r['metric_words']} | — | — | — | — | not measured: {r['detail']} |")
@@ -71,7 +78,8 @@ def section(report: dict[str, Any]) -> list[str]:
         out.append(
             f"| {r['setup']} ({r['setup_words']}) | {r['metric_words']} | {_side(r['baseline'], r['metric'])} | "
             f"{_side(r['candidate'], r['metric'])} | x{r['ratio']:.2f} ({lo:.2f}–{hi:.2f}) | "
-            f"{r['noise'][0]:.2f}–{r['noise'][1]:.2f} | {'**' + change + '**' if r['change'] != 'unchanged' else 'within noise'} |")
+            f"{r['noise'][0]:.2f}–{r['noise'][1]:.2f} | {'**' + change + '**' if r['change'] != 'unchanged' else 'within noise'} |"
+        )
     return out + [""]
 
 
@@ -104,8 +112,7 @@ def write_plot(result: model.Speed, folder: Path) -> str | None:
                 positions.append(3 * i + j + 1)
                 data.append([x * factor for x in _repeats(result, side, setup, metric)] or [float("nan")])
                 colours.append(COLOURS[side])
-        boxes = ax.boxplot(data, positions=positions, widths=0.7, patch_artist=True, showfliers=True,
-                           flierprops={"markersize": 2})
+        boxes = ax.boxplot(data, positions=positions, widths=0.7, patch_artist=True, showfliers=True, flierprops={"markersize": 2})
         for patch, colour in zip(boxes["boxes"], colours):
             patch.set_facecolor(colour)
             patch.set_alpha(0.6)

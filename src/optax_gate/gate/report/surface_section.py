@@ -40,8 +40,11 @@ def _counts(section: dict[str, Any]) -> str:
 
 def headline(report: dict[str, Any]) -> list[str]:
     """One line: the counts of each section (empty for a report without them)."""
-    parts = [f"{title}: {_counts(report[key]) if report[key].get('status') == 'compared' else 'not compared'}"
-             for key, title in _TITLES.items() if isinstance(report.get(key), dict)]
+    parts = [
+        f"{title}: {_counts(report[key]) if report[key].get('status') == 'compared' else 'not compared'}"
+        for key, title in _TITLES.items()
+        if isinstance(report.get(key), dict)
+    ]
     return [f"Beyond the contracts — {'; '.join(parts)}.", ""] if parts else []
 
 
@@ -61,9 +64,13 @@ def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[
     if not usage:
         return []
     skipped = usage.get("not_scanned") or []
-    out = ["## Your code (`--usage`)", "",
-           f"`{'` `'.join(usage['paths'])}`: {usage.get('scanned', usage['files'])} of {usage['files']} file(s) scanned, "
-           f"{len(skipped)} not scanned; {usage['uses']} use(s) found.", ""]
+    out = [
+        "## Your code (`--usage`)",
+        "",
+        f"`{'` `'.join(usage['paths'])}`: {usage.get('scanned', usage['files'])} of {usage['files']} file(s) scanned, "
+        f"{len(skipped)} not scanned; {usage['uses']} use(s) found.",
+        "",
+    ]
     if skipped:
         out += ["Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never unaffected):", ""]
         out += _table(["file", "why not scanned"], [[f"`{n['path']}`", n["reason"]] for n in skipped], "files not scanned", limit)
@@ -73,17 +80,28 @@ def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[
 def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int | None = None) -> list[str]:
     out = []
     not_scanned = f"; {len(usage.get('not_scanned') or [])} not scanned" if usage and usage.get("not_scanned") else ""
-    scope = (f"scoped to the team's code: {usage['uses']} use(s) in {usage.get('scanned', usage['files'])} scanned file(s) of "
-             f"`{' '.join(usage['paths'])}`{not_scanned}" if usage else "no `--usage`: removals and incompatibilities of contracted APIs are broken")
+    scope = (
+        f"scoped to the team's code: {usage['uses']} use(s) in {usage.get('scanned', usage['files'])} scanned file(s) of "
+        f"`{' '.join(usage['paths'])}`{not_scanned}"
+        if usage
+        else "no `--usage`: removals and incompatibilities of contracted APIs are broken"
+    )
     out += [f"Packages `{' '.join(section.get('packages', []))}`, read statically from each environment; {scope}.", ""]
     for verdict in _ORDER:
         rows = [r for r in section["rows"] if r["verdict"] == verdict]
         if not rows:
             continue
-        body = [[f"`{r['path']}`", r["change"] + (f" `{r['param']}`" if r.get("param") else ""), r["kind"],
-                 f"{r['old']} → {r['new']}", f"`{r['where']}`" if r["where"] else "",
-                 "<br>".join([*(r.get("uses") or []), *(f"{p}: not scanned, may use it" for p in r.get("not_scanned") or [])])]
-                for r in rows]
+        body = [
+            [
+                f"`{r['path']}`",
+                r["change"] + (f" `{r['param']}`" if r.get("param") else ""),
+                r["kind"],
+                f"{r['old']} → {r['new']}",
+                f"`{r['where']}`" if r["where"] else "",
+                "<br>".join([*(r.get("uses") or []), *(f"{p}: not scanned, may use it" for p in r.get("not_scanned") or [])]),
+            ]
+            for r in rows
+        ]
         out += [f"**{verdict}** ({len(rows)})", ""]
         out += _table(["public path", "change", "kind", "old → new", "candidate definition", "team's code"], body, f"{verdict} surface rows", limit)
     return out
@@ -97,11 +115,18 @@ def _warnings(section: dict[str, Any], limit: int | None = None) -> list[str]:
         rows = [r for r in section["rows"] if r["verdict"] == verdict]
         if not rows:
             continue
-        body = [[r["change"], r["when"], f"`{r['category']}`", r["message"],
-                 f"`{r['module_before']}` → `{r['module']}`" if r.get("module_before") else f"`{r['module']}`",
-                 ", ".join(f"`{a}`" for a in r["apis"]) or "—",
-                 (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—"]
-                for r in rows]
+        body = [
+            [
+                r["change"],
+                r["when"],
+                f"`{r['category']}`",
+                r["message"],
+                f"`{r['module_before']}` → `{r['module']}`" if r.get("module_before") else f"`{r['module']}`",
+                ", ".join(f"`{a}`" for a in r["apis"]) or "—",
+                (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—",
+            ]
+            for r in rows
+        ]
         out += [f"**{verdict}** ({len(rows)})", ""]
         out += _table(["change", "when", "category", "message", "module", "API", "contracts"], body, f"{verdict} warnings", limit)
     return out
@@ -117,9 +142,17 @@ def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str
     out.append("")
     rows = section["rows"]
     if rows:
-        body = [[r["verdict"], f"`{r['name']}`", r["change"] + (f" ({r['level']}{', down' if r['down'] else ''})" if r["level"] else ""),
-                 f"{r['old'] or '—'} → {r['new'] or '—'}", ", ".join(r["via"]),
-                 "<br>".join([*r["uses"], *(f"{p}: not scanned, may import it" for p in r.get("not_scanned") or [])])] for r in rows]
+        body = [
+            [
+                r["verdict"],
+                f"`{r['name']}`",
+                r["change"] + (f" ({r['level']}{', down' if r['down'] else ''})" if r["level"] else ""),
+                f"{r['old'] or '—'} → {r['new'] or '—'}",
+                ", ".join(r["via"]),
+                "<br>".join([*r["uses"], *(f"{p}: not scanned, may import it" for p in r.get("not_scanned") or [])]),
+            ]
+            for r in rows
+        ]
         out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ", limit)
     return out
 
@@ -128,8 +161,11 @@ def markdown(report: dict[str, Any], limit: int | None = None) -> list[str]:
     """The three sections as Markdown lines (empty for a report without them);
     ``limit``: rows a table shows (None: all)."""
     out: list[str] = []
-    render = {"surface": lambda s: _surface(s, report.get("usage"), limit), "warnings": lambda s: _warnings(s, limit),
-              "dependencies": lambda s: _dependencies(s, limit)}
+    render = {
+        "surface": lambda s: _surface(s, report.get("usage"), limit),
+        "warnings": lambda s: _warnings(s, limit),
+        "dependencies": lambda s: _dependencies(s, limit),
+    }
     out += usage_lines(report.get("usage"), limit)
     for key, title in _TITLES.items():
         section = report.get(key)
@@ -151,5 +187,4 @@ def finding_line(finding: dict[str, Any]) -> str:
     """The Markdown line of a finding from :func:`optax_gate.gate.diffs.unseen.broken_findings`, numbered."""
     names, section = unseen.BEYOND[finding["section"]]
     api = finding["api"] if finding["section"] == "warnings" or "apis" in finding else f"`{finding['api']}`"
-    return (f"{finding['number']}. **broken** {names} {api}: {finding['cause']} (see {section} below)"
-            + your_code_line.suffix(finding))
+    return f"{finding['number']}. **broken** {names} {api}: {finding['cause']} (see {section} below)" + your_code_line.suffix(finding)

@@ -79,7 +79,7 @@ def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -
         f = by_number.get(n)
         if f is not None:
             cause = _leading(f["cause"], seen) if f.get("cause") else f.get("text") or f.get("change")
-            words.append(f'[F{n}](#f{n}) {plain_text.cut(_cell(cause), 160)}' + _commits(f))
+            words.append(f"[F{n}](#f{n}) {plain_text.cut(_cell(cause), 160)}" + _commits(f))
     more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
     return "; ".join(words) + more
 
@@ -91,15 +91,21 @@ def _witness(team: dict[str, Any]) -> list[str]:
     if not seen:
         return []
     out, files = seen["output"], seen["files"]
-    compared = (f"{out['lines']} line(s) of output" + (f" ({out['noise']} left out: they differ between the two baseline runs)"
-                                                        if out["noise"] else "")
-                + f" and {files['files']} file(s) it wrote" + (f" ({files['noise']} left out, likewise)" if files["noise"] else ""))
+    compared = (
+        f"{out['lines']} line(s) of output"
+        + (f" ({out['noise']} left out: they differ between the two baseline runs)" if out["noise"] else "")
+        + f" and {files['files']} file(s) it wrote"
+        + (f" ({files['noise']} left out, likewise)" if files["noise"] else "")
+    )
     if seen["differs"]:
-        return ["", f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): "
-                    f"{_cell(seen['first'])}."]
+        return ["", f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): {_cell(seen['first'])}."]
     within = out["within_budget"] + files["within_budget"]
-    return ["", f"Your run's own outputs (the second witness, without the recorder: {compared}) are the same"
-                + (f", {within} within the ULP budget, not bit for bit" if within else "") + "."]
+    return [
+        "",
+        f"Your run's own outputs (the second witness, without the recorder: {compared}) are the same"
+        + (f", {within} within the ULP budget, not bit for bit" if within else "")
+        + ".",
+    ]
 
 
 def _how_compared(team: dict[str, Any]) -> str:
@@ -108,12 +114,14 @@ def _how_compared(team: dict[str, Any]) -> str:
     if by is None:  # a report written before the calls were counted by how they were compared
         return f"{team.get('compared', 0)} calls compared"
     sites = by.get("value_sites") or []
-    text = (f"{by['value']} call(s) compared by value (at {', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}"
-            f"{' …' if len(sites) > SHOWN else ''})")
+    text = f"{by['value']} call(s) compared by value (at {', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}{' …' if len(sites) > SHOWN else ''})"
     from optax_gate.gate.team_run import divergence
+
     why = by.get("why") or {}
-    for kind, label, keys in (("structure", "by structure only", ("built", "traced", "traced-unrecorded")),
-                              ("none", "not at all", ("record-error", "one-side"))):
+    for kind, label, keys in (
+        ("structure", "by structure only", ("built", "traced", "traced-unrecorded")),
+        ("none", "not at all", ("record-error", "one-side")),
+    ):
         if by.get(kind):
             reasons = "; ".join(f"{why[k]}: {divergence.WHY[k]}" for k in keys if why.get(k))
             text += f", {by[kind]} {label}" + (f" ({reasons})" if reasons else "")
@@ -131,28 +139,35 @@ def _bits(team: dict[str, Any]) -> str:
     if not within["calls"]:
         return "every result is bit for bit the same"
     if within.get("shadow_only") and within.get("kept_max_ulps") is None:  # only inside the recorder's copy of the step
-        return (f"every result your program gives is bit for bit the same; inside your transformed functions, the "
-                f"recorder's copy of them (compiled with host callbacks, which XLA fuses otherwise) gives {within['calls']} "
-                f"call(s) results that are not bit-identical, at most {within['max_ulps']:.3g} ULP: not your program's")
+        return (
+            f"every result your program gives is bit for bit the same; inside your transformed functions, the "
+            f"recorder's copy of them (compiled with host callbacks, which XLA fuses otherwise) gives {within['calls']} "
+            f"call(s) results that are not bit-identical, at most {within['max_ulps']:.3g} ULP: not your program's"
+        )
     sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
-    out = (f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
-           f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
-           f"already differed is not judged on its values), at {sites}")
+    out = (
+        f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
+        f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
+        f"already differed is not judged on its values), at {sites}"
+    )
     first = within.get("first")
     born = [r for r in team.get("born") or [] if r["kind"] != "unknown"]
     if born:  # replayed equation by equation: where it is born, said (JAX/XLA, Optax, Flax, the team's code)
         out += f"; where it is born: {judging.born_words(born[0])}"
     elif first and first["inputs_differ"]:  # the seventh trial: a jax.random change read as Optax's arithmetic
-        out += (f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
-                f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "
-                "the model; the data)")
+        out += (
+            f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
+            f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "
+            "the model; the data)"
+        )
     if within.get("sampled"):  # the error of a leaf stored as a sample is the sample's: say so
-        out += (f"; {within['sampled']} of these call(s) hold leaves stored as a sample (one element in k) that differ: "
-                "their error is measured on the sample, a larger one elsewhere in the leaf is seen by its digest, not "
-                "measured")
+        out += (
+            f"; {within['sampled']} of these call(s) hold leaves stored as a sample (one element in k) that differ: "
+            "their error is measured on the sample, a larger one elsewhere in the leaf is seen by its digest, not "
+            "measured"
+        )
     if within.get("kept_max_ulps") is not None:
-        out += (f"; the results you keep (your jitted function's, apply_updates') differ by at most "
-                f"{within['kept_max_ulps']:.3g} ULP")
+        out += f"; the results you keep (your jitted function's, apply_updates') differ by at most {within['kept_max_ulps']:.3g} ULP"
     return out
 
 
@@ -184,8 +199,7 @@ def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
     kept, dropped = _without_recorder(run["tail"].rstrip())
     note = [f"(the gate's recorder: {dropped} frame(s) left out here; the log has them)"] if dropped else []
     text = "\n".join(kept[-lines:] + note).replace("```", "` ` `")
-    return [f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>", "",
-            "```", text, "```", "", "</details>"]
+    return [f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>", "", "```", text, "```", "", "</details>"]
 
 
 def _names(names: list[str]) -> str:
@@ -197,20 +211,22 @@ def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any
     back after each run (``kept``: where each run's outputs are), or, in a
     report written before 2026-12-02 (no ``kept``), left as the last run wrote them."""
     more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
-    head = (f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
-            f"{_names(wrote['files'])}{more}.")
+    head = f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: {_names(wrote['files'])}{more}."
     existed, lost = wrote.get("existed") or [], wrote.get("not_restored")
     if lost is None:  # the gate did not put the folder back then
         last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
-        over = (f" {len(existed)} of them existed before the gate and were overwritten: {_names(existed)}." if existed else "")
+        over = f" {len(existed)} of them existed before the gate and were overwritten: {_names(existed)}." if existed else ""
         return f"{head} They now hold the {last} run's output, not your own run's.{over}"
     kept = wrote.get("kept") or []
     where = f" Each run's outputs are kept in the run's `evidence/` ({_names([k + '/' for k in kept])})." if kept else ""
     if not lost:
-        return (f"{head} Each run started from your folder as it was before the gate, and the gate put it back after each: "
-                f"your own files are as they were.{where}")
-    return (f"{head} Each run started from your folder as it was before the gate, except {len(lost)} file(s) too large to "
-            f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are as they were.{where}")
+        return (
+            f"{head} Each run started from your folder as it was before the gate, and the gate put it back after each: your own files are as they were.{where}"
+        )
+    return (
+        f"{head} Each run started from your folder as it was before the gate, except {len(lost)} file(s) too large to "
+        f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are as they were.{where}"
+    )
 
 
 def section(report: dict[str, Any]) -> list[str]:
@@ -219,14 +235,18 @@ def section(report: dict[str, Any]) -> list[str]:
     if not team:
         return []
     runs = team.get("runs") or []
-    timing = ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls"
-                       for r in runs)
+    timing = ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls" for r in runs)
     labels = {r["label"] for r in runs}
     where = "in both environments" if "candidate" in labels else "in the baseline only (the gate stopped there)"
     replays = team.get("replay_runs") or []
-    again = ("; then once more on each side, its step replayed operation by operation to find where the difference is "
-             "born (" + ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s"
-                                  for r in replays) + ")") if replays else ""
+    again = (
+        (
+            "; then once more on each side, its step replayed operation by operation to find where the difference is "
+            "born (" + ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s" for r in replays) + ")"
+        )
+        if replays
+        else ""
+    )
     out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing}){again}."]
     wrote = team.get("wrote")
     if wrote:
@@ -235,9 +255,13 @@ def section(report: dict[str, Any]) -> list[str]:
     if outcome == "not-verified":
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
-        return out + ["", f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
-                      f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.",
-                      *_witness(team), ""]
+        return out + [
+            "",
+            f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
+            f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.",
+            *_witness(team),
+            "",
+        ]
     out.append("")
     if outcome == "broke":
         out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
@@ -257,14 +281,15 @@ def section(report: dict[str, Any]) -> list[str]:
     for words in judging.eager_births(team):
         out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
-        out.append(f"- where it is born{' in the steps you transformed' if judging.eager_births(team) else ''}: "
-                   f"{_cell(judging.born_words(row))}")
+        out.append(f"- where it is born{' in the steps you transformed' if judging.eager_births(team) else ''}: {_cell(judging.born_words(row))}")
     out += [f"- {line}" for line in _witness(team) if line]
     same = judging.unchanged(team)
     if same and same["dtypes_only"]:
-        out.append("- **in dtypes only**: every differing call above computes the same values (0 ULP), and no other call's "
-                   "results differ by a bit: what changes is the memory and the saved format of what changed dtype, not what "
-                   "your run computes")
+        out.append(
+            "- **in dtypes only**: every differing call above computes the same values (0 ULP), and no other call's "
+            "results differ by a bit: what changes is the memory and the saved format of what changed dtype, not what "
+            "your run computes"
+        )
     if same and same["lines"]:
         lines = ", ".join(f"`{s}`" for s in same["lines"][:SHOWN]) + (f" and {len(same['lines']) - SHOWN} more" if len(same["lines"]) > SHOWN else "")
         out.append(f"- computes bit for bit the same at your other lines that call Optax: {lines}")

@@ -12,9 +12,11 @@ def _run_words(said: dict[str, Any]) -> str:
     another finding's cause, calls Optax there and computes the same, or does not reach the line."""
     if said.get("run") == "same":
         until = said.get("until")  # a run that failed in the candidate: "" when the failure's line is not the team's
-        return "your run calls it here and computes the same" + (
-            " within the ULP budget, not bit for bit" if said.get("bits") else "") + (
-            "" if until is None else f", up to its failure{f' at `{until}`' if until else ''}")
+        return (
+            "your run calls it here and computes the same"
+            + (" within the ULP budget, not bit for bit" if said.get("bits") else "")
+            + ("" if until is None else f", up to its failure{f' at `{until}`' if until else ''}")
+        )
     if said.get("run") == "not-reached":
         return "your run does not reach this line"
     if said.get("run") == "structure":
@@ -57,12 +59,17 @@ def suffix(item: dict[str, Any], shown: int | None = call_sites.SHOWN) -> str:
         more = f" and {len(where) - shown} more" if len(where) > shown else ""
         notes = item.get("your_code_notes") or {}
         run = item.get("your_code_run") or {}
-        out += " — **your code**: " + ", ".join(f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "")
-                                                + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:shown]) + more
+        out += (
+            " — **your code**: "
+            + ", ".join(
+                f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "") + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:shown]
+            )
+            + more
+        )
     run_sites = item.get("run_sites") or []
     if run_sites:
-        out += " — **your run diverges** at " + ", ".join(f"`{s}`" for s in run_sites[:call_sites.SHOWN])
+        out += " — **your run diverges** at " + ", ".join(f"`{s}`" for s in run_sites[: call_sites.SHOWN])
     unscanned = item.get("your_code_not_scanned") or []
     if unscanned:
-        out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[:call_sites.SHOWN])
+        out += " — cannot tell for files not scanned: " + ", ".join(f"`{w}`" for w in unscanned[: call_sites.SHOWN])
     return out

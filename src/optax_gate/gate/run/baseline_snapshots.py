@@ -71,14 +71,18 @@ def arrange(baseline: PreparedSide, candidate: PreparedSide, env: EnvironmentOpt
         return None
     folder = (Path(evidence) / FOLDER).absolute()
     folder.mkdir(parents=True, exist_ok=True)
-    say("baseline: not cached: a baseline other than the pinned one runs in every gate, recording its snapshots "
-        "(./noxw -s compare re-judges a run's evidence without running)")
+    say(
+        "baseline: not cached: a baseline other than the pinned one runs in every gate, recording its snapshots "
+        "(./noxw -s compare re-judges a run's evidence without running)"
+    )
     baseline.record = None
     baseline.cache_inputs = None
     baseline.cached.clear()  # no module of it from the cache either: each must record its snapshots
     baseline.jax_env = {**baseline.jax_env, SNAPSHOT_DIR: str(folder), RECORD: "1"}
     candidate.jax_env = {**candidate.jax_env, SNAPSHOT_DIR: str(folder)}
     baseline.extra["snapshots"] = candidate.extra["snapshots"] = f"evidence/{FOLDER} (recorded by the baseline in this gate)"
-    say(f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the candidate's snapshot "
-        "contracts compare with them (the two sides run one after the other)")
+    say(
+        f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the candidate's snapshot "
+        "contracts compare with them (the two sides run one after the other)"
+    )
     return folder

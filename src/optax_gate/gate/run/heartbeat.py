@@ -55,6 +55,7 @@ class Heartbeat(Progress):
             if total:
                 self._state = f"{label}: {done}/{total} contracts"
             inner(done, total)
+
         return report
 
     def idle(self) -> None:

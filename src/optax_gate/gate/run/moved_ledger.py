@@ -42,7 +42,7 @@ def pattern(detail: str) -> str:
     line = next((ln.strip() for ln in detail.splitlines() if ln.strip()), "")[:240]
     out, last = [], 0
     for m in re.finditer(r"0x[0-9a-fA-F]+|" + _FLOAT, line):
-        out.append(re.escape(line[last:m.start()]))
+        out.append(re.escape(line[last : m.start()]))
         out.append(r"0x[0-9a-fA-F]+" if m.group().startswith("0x") else _LOOSE_FLOAT)
         last = m.end()
     out.append(re.escape(line[last:]))
@@ -82,8 +82,9 @@ def crash_lines(reportlogs: list[Path]) -> dict[str, str]:
     return out
 
 
-def accept(ledger: list[moved_behaviour.Entry], record: dict[str, Any], crashes: dict[str, str], version: str,
-           jax_version: str = "") -> tuple[list[moved_behaviour.Entry], Accepted]:
+def accept(
+    ledger: list[moved_behaviour.Entry], record: dict[str, Any], crashes: dict[str, str], version: str, jax_version: str = ""
+) -> tuple[list[moved_behaviour.Entry], Accepted]:
     """The ledger with the failures of ``record`` (a run record at baseline
     optax ``version``; ``crashes`` its :func:`crash_lines`) accepted (module
     docstring), and what was done."""
@@ -95,8 +96,9 @@ def accept(ledger: list[moved_behaviour.Entry], record: dict[str, Any], crashes:
             continue
         first = crashes.get(cid, "")
         if result.get("outcome") == "error" or not first:
-            done.refused[cid] = ("an error outside the contract's call (a fixture or the module): fix the contract; "
-                                 + (result.get("detail") or "no detail recorded"))
+            done.refused[cid] = "an error outside the contract's call (a fixture or the module): fix the contract; " + (
+                result.get("detail") or "no detail recorded"
+            )
             continue
         holding = [e for e in out if e.contract == cid and e.applies(version)]
         if any(re.search(e.fails, first) for e in holding):

@@ -128,7 +128,7 @@ def _raised_instead(longrepr: dict[str, Any], text: str) -> str:
     expected = expected_raise(longrepr) if m else ""
     if m is None or not expected or m[1].rsplit(".", 1)[-1] in expected.split(", "):
         return text
-    rest = text[m.end():]
+    rest = text[m.end() :]
     return f"raised {m[1]} instead of {expected}" + (f":{rest}" if rest.strip() else "")
 
 
@@ -151,8 +151,12 @@ def values_drift(message: str) -> str:
     if "Values are not sufficiently close" not in message:
         return ""
     arrays = []
-    for block in re.finditer(r"^(?P<name>\S[^\n]*):\n\s+Shape: (?P<shape>\([^)]*\))\n\s+Number of differences: (?P<n>\d+) / (?P<of>\d+)[^\n]*"
-                             r"(?P<rest>(?:\n[ \t]+.*)*)", message, re.M):
+    for block in re.finditer(
+        r"^(?P<name>\S[^\n]*):\n\s+Shape: (?P<shape>\([^)]*\))\n\s+Number of differences: (?P<n>\d+) / (?P<of>\d+)[^\n]*"
+        r"(?P<rest>(?:\n[ \t]+.*)*)",
+        message,
+        re.M,
+    ):
         maxima = [float(x) for x in re.findall(r"Max:\s+(\S+)", block["rest"])]
         row = re.search(r"Difference\n([^\n]*)", block["rest"])  # the first element: index (a tuple may hold spaces), obtained, expected, difference
         first = _numbers(row[1])[-3:] if row else []
@@ -247,8 +251,13 @@ def parse(path: str | Path) -> ReportLog:
             # A teardown error overrides a pass; the first failure's message wins.
             if current is None or outcome in ("error", "failed") and current.outcome not in ("error", "failed"):
                 log.contracts[nodeid] = ContractOutcome(
-                    id=nodeid, api=props["contract_api"], guide=props["contract_guide"],
-                    kind=props["contract_kind"], outcome=outcome, detail=_message(report) if outcome != "passed" else "",
-                    defect=props.get("contract_defect", ""), configuration=props.get("contract_configuration", ""),
+                    id=nodeid,
+                    api=props["contract_api"],
+                    guide=props["contract_guide"],
+                    kind=props["contract_kind"],
+                    outcome=outcome,
+                    detail=_message(report) if outcome != "passed" else "",
+                    defect=props.get("contract_defect", ""),
+                    configuration=props.get("contract_configuration", ""),
                 )
     return log

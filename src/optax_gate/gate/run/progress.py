@@ -44,4 +44,5 @@ class Progress:
             if tenth != last["tenth"]:
                 last["tenth"] = tenth
                 self(f"{label}: {done}/{total} contracts")
+
         return report

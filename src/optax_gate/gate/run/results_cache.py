@@ -74,22 +74,37 @@ CONTRACTS_DIR = "tests/contracts"
 #: Environment variables that do not change outcomes (where the compilation
 #: cache lives; the gate's own progress, warning, checkpoint and go files; the
 #: folder noxw was started from; the file the nox session reads the exit status from).
-IGNORED_ENV = ("JAX_COMPILATION_CACHE_DIR", "OPTAX_GATE_PROGRESS", "OPTAX_GATE_WARNINGS", "OPTAX_GATE_CHECKPOINTS",
-               "OPTAX_GATE_INVOKED_FROM", "OPTAX_GATE_GO", "OPTAX_GATE_EXIT_FILE")
+IGNORED_ENV = (
+    "JAX_COMPILATION_CACHE_DIR",
+    "OPTAX_GATE_PROGRESS",
+    "OPTAX_GATE_WARNINGS",
+    "OPTAX_GATE_CHECKPOINTS",
+    "OPTAX_GATE_INVOKED_FROM",
+    "OPTAX_GATE_GO",
+    "OPTAX_GATE_EXIT_FILE",
+)
 ENV_PREFIXES = ("OPTAX_GATE_", "JAX_", "XLA_")
 #: Files of the package that decide a contract's outcome (relative to the
 #: project root): the kit and the plugin run inside the environment; these gate
 #: modules choose pytest's arguments, plugins and device flags and parse its
 #: report log (``tests/meta/test_results_cache.py`` checks that every gate
 #: module the runner imports is here).
-RUN_MODULES = ("src/optax_gate/__init__.py", "src/optax_gate/pytest_plugin.py",
-               "src/optax_gate/gate/run/runner.py", "src/optax_gate/gate/run/outcomes.py",
-               "src/optax_gate/gate/run/pytest_plugins.py", "src/optax_gate/gate/run/devices.py",
-               "src/optax_gate/gate/inputs/team_contracts.py", "src/optax_gate/gate/inputs/options.py",
-               "src/optax_gate/gate/run/warnings_diff.py",
-               "src/optax_gate/gate/inputs/validate.py", "src/optax_gate/gate/install/compilation_cache.py",
-               "src/optax_gate/gate/base/details.py", "src/optax_gate/gate/base/drift.py",
-               "src/optax_gate/gate/base/plain_text.py")
+RUN_MODULES = (
+    "src/optax_gate/__init__.py",
+    "src/optax_gate/pytest_plugin.py",
+    "src/optax_gate/gate/run/runner.py",
+    "src/optax_gate/gate/run/outcomes.py",
+    "src/optax_gate/gate/run/pytest_plugins.py",
+    "src/optax_gate/gate/run/devices.py",
+    "src/optax_gate/gate/inputs/team_contracts.py",
+    "src/optax_gate/gate/inputs/options.py",
+    "src/optax_gate/gate/run/warnings_diff.py",
+    "src/optax_gate/gate/inputs/validate.py",
+    "src/optax_gate/gate/install/compilation_cache.py",
+    "src/optax_gate/gate/base/details.py",
+    "src/optax_gate/gate/base/drift.py",
+    "src/optax_gate/gate/base/plain_text.py",
+)
 MANIFEST = "manifest.json"
 _SKIP_SUFFIXES = (".pyc", ".obtained.yml")
 
@@ -107,8 +122,7 @@ def _digest_json(value: Any) -> str:
 
 
 def _files_under(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                  and not p.name.endswith(_SKIP_SUFFIXES))
+    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(_SKIP_SUFFIXES))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,9 +166,10 @@ def units(project_root: Path, team_dirs: list[Path] | None = None) -> list[Unit]
     """Every unit of a contract run, in order: our modules, then one per team folder."""
     project_root = Path(project_root)
     modules, _ = _module_files(project_root)
-    out = [Unit(name, 1 if devices.is_multidevice(name) else 0, name,
-                _digest_json({p.relative_to(project_root).as_posix(): _sha256(p) for p in files}))
-           for name, files in sorted(modules.items())]
+    out = [
+        Unit(name, 1 if devices.is_multidevice(name) else 0, name, _digest_json({p.relative_to(project_root).as_posix(): _sha256(p) for p in files}))
+        for name, files in sorted(modules.items())
+    ]
     for folder in team_dirs or []:
         out.append(Unit(team_contracts.label(folder), 0, str(folder), team_contracts.digest([folder]), team=True))
     return out
@@ -167,8 +182,7 @@ def side_inputs(lock: Path, baseline_lock: Path, project_root: Path, environ: di
     env = {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}
     env.setdefault("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     _, shared = _module_files(project_root)
-    files = [project_root / "conftest.py", project_root / "pyproject.toml", *shared,
-             *(project_root / m for m in RUN_MODULES)]
+    files = [project_root / "conftest.py", project_root / "pyproject.toml", *shared, *(project_root / m for m in RUN_MODULES)]
     kit = project_root / "src/optax_gate/kit"
     files += _files_under(kit) if kit.is_dir() else []
     digests = {p.relative_to(project_root).as_posix(): _sha256(p) for p in sorted(set(files)) if p.is_file()}
@@ -201,8 +215,15 @@ def _folder(cache_dir: Path) -> Path:
 
 
 def _write(path: Path, kind: str, inputs: dict[str, Any], payload: dict[str, Any]) -> Path:
-    entry = {"format": FORMAT, "kind": kind, "key": key(inputs), "inputs": inputs, "recorded": _now(),
-             "payload": payload, "payload_sha256": _digest_json(payload)}
+    entry = {
+        "format": FORMAT,
+        "kind": kind,
+        "key": key(inputs),
+        "inputs": inputs,
+        "recorded": _now(),
+        "payload": payload,
+        "payload_sha256": _digest_json(payload),
+    }
     return atomic.write_text(path, json.dumps(entry, sort_keys=True) + "\n")
 
 
@@ -212,11 +233,15 @@ def _read(path: Path, kind: str, inputs: dict[str, Any]) -> tuple[dict[str, Any]
         return None, "no cache entry"
     try:
         entry = json.loads(path.read_text(encoding="utf-8"))
-        problem = ("not an entry of this format" if not isinstance(entry, dict) or entry.get("format") != FORMAT
-                   or entry.get("kind") != kind
-                   else "key inputs differ" if entry.get("inputs") != inputs or entry.get("key") != key(inputs)
-                   else "payload differs from its recorded digest" if entry.get("payload_sha256") != _digest_json(entry.get("payload"))
-                   else "")
+        problem = (
+            "not an entry of this format"
+            if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("kind") != kind
+            else "key inputs differ"
+            if entry.get("inputs") != inputs or entry.get("key") != key(inputs)
+            else "payload differs from its recorded digest"
+            if entry.get("payload_sha256") != _digest_json(entry.get("payload"))
+            else ""
+        )
     except (OSError, ValueError) as exc:
         problem, entry = f"unreadable entry ({type(exc).__name__})", None
     if problem:
@@ -301,18 +326,24 @@ def merge_warnings(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for warnings in lists:
         for w in warnings:
             groups.setdefault((w["when"], w["category"], w["message"], w["module"]), set()).update(w.get("contracts") or [])
-    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)}
-            for k, v in sorted(groups.items())]
+    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)} for k, v in sorted(groups.items())]
 
 
 def assemble(label: str, header: dict[str, Any], cached: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
     """The run record of a side whose every unit came from the cache."""
     contracts = {cid: r for payload in cached.values() for cid, r in payload["contracts"].items()}
     failing = any(r.get("outcome") in ("failed", "error") for r in contracts.values())
-    return {"label": label, "status": "ran", "reason": "", "exitstatus": 1 if failing else 0, "duration_s": None,  # nothing ran
-            **{f: header.get(f) for f in SIDE_FIELDS}, **extra,
-            "warnings": merge_warnings(header.get("warnings") or [], *(p["warnings"] for p in cached.values())),
-            "contracts": contracts}
+    return {
+        "label": label,
+        "status": "ran",
+        "reason": "",
+        "exitstatus": 1 if failing else 0,
+        "duration_s": None,  # nothing ran
+        **{f: header.get(f) for f in SIDE_FIELDS},
+        **extra,
+        "warnings": merge_warnings(header.get("warnings") or [], *(p["warnings"] for p in cached.values())),
+        "contracts": contracts,
+    }
 
 
 def join(record: dict[str, Any], cached: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -324,34 +355,41 @@ def join(record: dict[str, Any], cached: dict[str, dict[str, Any]]) -> dict[str,
     for payload in cached.values():
         contracts.update(payload["contracts"])
     failing = any(r.get("outcome") in ("failed", "error") for r in contracts.values())
-    return {**record, "exitstatus": max(record.get("exitstatus") or 0, 1 if failing else 0),
-            "warnings": merge_warnings(record.get("warnings") or [], *(p["warnings"] for p in cached.values())),
-            "contracts": contracts}
+    return {
+        **record,
+        "exitstatus": max(record.get("exitstatus") or 0, 1 if failing else 0),
+        "warnings": merge_warnings(record.get("warnings") or [], *(p["warnings"] for p in cached.values())),
+        "contracts": contracts,
+    }
 
 
 def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) -> dict[str, Any]:
     """The record's ``from_cache``: the side key, the oldest unit's date, and
     how many of the ``total`` units came from the cache."""
-    return {"key": key(side), "recorded": min(p["recorded"] for p in cached.values()),
-            "modules": len(cached), "of": total}
+    return {"key": key(side), "recorded": min(p["recorded"] for p in cached.values()), "modules": len(cached), "of": total}
 
 
 # ------------------------------------------------------------------ speed readings
 
 
-def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, options: SpeedOptions,
-                 environ: dict[str, str] | None = None) -> dict[str, Any]:
+def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, options: SpeedOptions, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """What the speed readings of a pair of environments depend on: both locks,
     the timed set-ups (``kit/speed.py``, ``kit/models.py``) and the statistics
     (``gate/speed/speed.py``), the rounds and budget (``options``), Python, platform, environment."""
     root = Path(project_root)
     environ = dict(os.environ if environ is None else environ)
     sources = [root / "src/optax_gate/kit/speed.py", root / "src/optax_gate/kit/models.py", root / "src/optax_gate/gate/speed/speed.py"]
-    return {"format": FORMAT, "baseline_lock_sha256": _sha256(baseline_lock), "candidate_lock_sha256": _sha256(candidate_lock),
-            "sources_sha256": _digest_json({p.relative_to(root).as_posix(): _sha256(p) for p in sources if p.is_file()}),
-            "rounds": options.rounds, "budget": options.budget, "python": platform.python_version(),
-            "platform": f"{platform.system()}-{platform.machine()}",
-            "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}}
+    return {
+        "format": FORMAT,
+        "baseline_lock_sha256": _sha256(baseline_lock),
+        "candidate_lock_sha256": _sha256(candidate_lock),
+        "sources_sha256": _digest_json({p.relative_to(root).as_posix(): _sha256(p) for p in sources if p.is_file()}),
+        "rounds": options.rounds,
+        "budget": options.budget,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()}-{platform.machine()}",
+        "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV},
+    }
 
 
 def fetch_speed(cache_dir: Path, inputs: dict[str, Any]) -> tuple[model.Speed | None, str]:
@@ -375,8 +413,7 @@ def store_speed(cache_dir: Path, inputs: dict[str, Any], result: model.Speed) ->
 
 
 def _dir_files(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): _sha256(p) for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.name != MANIFEST}
+    return {p.relative_to(folder).as_posix(): _sha256(p) for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
 
 
 def store_checkpoints(cache_dir: Path, inputs: dict[str, Any], checkpoints: Path) -> Path | None:
@@ -406,8 +443,13 @@ def fetch_checkpoints(cache_dir: Path, inputs: dict[str, Any], checkpoints: Path
         return "no cache entry"
     try:
         manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
-        problem = ("key inputs differ" if manifest.get("inputs") != inputs or manifest.get("format") != FORMAT
-                   else "files differ from their recorded digests" if manifest.get("files") != _dir_files(entry) else "")
+        problem = (
+            "key inputs differ"
+            if manifest.get("inputs") != inputs or manifest.get("format") != FORMAT
+            else "files differ from their recorded digests"
+            if manifest.get("files") != _dir_files(entry)
+            else ""
+        )
     except (OSError, ValueError) as exc:
         problem = f"unreadable entry ({type(exc).__name__})"
     if problem:

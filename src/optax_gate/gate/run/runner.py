@@ -86,8 +86,7 @@ def probe(python: Path, timeout: float = 300) -> Probe:
     return data["versions"], data["import_error"], data.get("import_warnings", []), data.get("pytest_plugins", {})
 
 
-def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600,
-                      extra_env: dict[str, str] | None = None) -> str:
+def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600, extra_env: dict[str, str] | None = None) -> str:
     """Have ``python``'s environment write the resume checkpoints
     (``optax_gate.kit.resume``) into a fresh ``directory``; "" on success, else the
     reason (the ``resume:*`` contracts then fail in every environment)."""
@@ -96,9 +95,14 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.kit.resume", "write", str(directory)],
-                              cwd=project_root, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(extra_env or {})})
+        proc = subprocess.run(
+            [str(python), "-m", "optax_gate.kit.resume", "write", str(directory)],
+            cwd=project_root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(extra_env or {})},
+        )
     except subprocess.TimeoutExpired:
         return f"writing checkpoints timed out after {timeout:.0f} s"
     except OSError as exc:
@@ -145,8 +149,16 @@ class ContractRunOptions:
     targets: tuple[tuple[str, ...], ...] | None = None
 
 
-def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: ContractRunOptions = ContractRunOptions(),
-        on_progress: Callable[[int, int], None] | None = None, probed: Probe | None = None, **extra: Any) -> dict[str, Any]:
+def run(
+    python: Path,
+    label: str,
+    out_dir: Path,
+    env: EnvironmentOptions,
+    how: ContractRunOptions = ContractRunOptions(),
+    on_progress: Callable[[int, int], None] | None = None,
+    probed: Probe | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 
     Args:
@@ -179,13 +191,16 @@ def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: C
     if import_error:
         return not_verified(label, f"import failed: {import_error}", versions=versions, **extra)
     out_dir.mkdir(parents=True, exist_ok=True)
-    variables = {**os.environ, **pytest_plugins.ENV, **how.extra_env,
-                 **({"OPTAX_GATE_CHECKPOINTS": str(how.checkpoints.absolute())} if how.checkpoints else {})}
+    variables = {
+        **os.environ,
+        **pytest_plugins.ENV,
+        **how.extra_env,
+        **({"OPTAX_GATE_CHECKPOINTS": str(how.checkpoints.absolute())} if how.checkpoints else {}),
+    }
     if env.baseline_lock is not None and (version := baseline_optax(Path(env.baseline_lock))):
         variables[moved_behaviour.BASELINE_ENV] = version  # both sides judged against what the baseline does
     start = time.monotonic()
-    call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir,
-                      (*pytest_plugins.args(plugins), *how.pytest_args), variables)
+    call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir, (*pytest_plugins.args(plugins), *how.pytest_args), variables)
     ran = _run_parts(call, start + env.timeout, how, versions, on_progress)
     late = next((i for i, part in enumerate(ran) if part is None), None)
     if late is not None:
@@ -195,12 +210,20 @@ def run(python: Path, label: str, out_dir: Path, env: EnvironmentOptions, how: C
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
         extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(variables.get("JAX_COMPILATION_CACHE_DIR"))
-    contracts = team_contracts.rename({cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
-                                       for p in parts for cid, c in p.log.contracts.items()}, list(how.team_dirs), CONTRACTS_DIR)
+    contracts = team_contracts.rename(
+        {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"} for p in parts for cid, c in p.log.contracts.items()},
+        list(how.team_dirs),
+        CONTRACTS_DIR,
+    )
     record = {
-        "label": label, "versions": versions, "status": "ran", "reason": "",
+        "label": label,
+        "versions": versions,
+        "status": "ran",
+        "reason": "",
         "exitstatus": max((p.returncode for p in parts if p.returncode in (0, 1)), default=None),
-        "duration_s": duration, **extra, "contracts": contracts,
+        "duration_s": duration,
+        **extra,
+        "contracts": contracts,
     }
     problem = merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:
@@ -227,8 +250,9 @@ class PytestCall:
     paths: tuple[str, ...] | None = None
 
 
-def _run_parts(call: PytestCall, deadline: float, how: ContractRunOptions, versions: dict[str, str],
-               on_progress: Callable[[int, int], None] | None) -> list[Part | None]:
+def _run_parts(
+    call: PytestCall, deadline: float, how: ContractRunOptions, versions: dict[str, str], on_progress: Callable[[int, int], None] | None
+) -> list[Part | None]:
     """Run the pytest processes of :data:`PARTS` (``call`` names the run:
     its label, project, output folder, arguments and variables) one after the
     other, each after the previous one ends; the later ones start at once,
@@ -257,13 +281,16 @@ def _run_parts(call: PytestCall, deadline: float, how: ContractRunOptions, versi
             report(i, 0, 0, final=True)
             return Part(folder, 0, "", outcomes.ReportLog())
         split = how.workers not in (0, 1) and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
-        args = (*call.pytest_args, *(xdist_args(how.workers) if split else []),
-                *([] if multi else team_args or []))
+        args = (*call.pytest_args, *(xdist_args(how.workers) if split else []), *([] if multi else team_args or []))
         part_env = devices.env(call.env) if multi else call.env
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
-        part = _pytest(dataclasses.replace(call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths),
-                       deadline - time.monotonic(), lambda d, t: report(i, d, t), stop)
+        part = _pytest(
+            dataclasses.replace(call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths),
+            deadline - time.monotonic(),
+            lambda d, t: report(i, d, t),
+            stop,
+        )
         if part is not None:
             report(i, *part.progress, final=True)
         return part
@@ -331,8 +358,7 @@ class Part:
     warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
-def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], None] | None,
-            stop: threading.Event | None = None) -> Part | None:
+def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None) -> Part | None:
     """Run ``call`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
     ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to its ``out_dir``. None when
     it timed out or ``stop`` was set (the process is killed)."""
@@ -344,8 +370,18 @@ def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], 
     output = out_dir / f"{name}.pytest.txt"
     collected = out_dir / f"{name}.collected"
     collected.unlink(missing_ok=True)
-    cmd = [str(call.python), "-m", "pytest", *([call.folder] if call.paths is None else call.paths), "-q", "-p", "no:cacheprovider",
-           f"--report-log={log}", f"--junitxml={out_dir / f'{name}.junit.xml'}", *call.pytest_args]
+    cmd = [
+        str(call.python),
+        "-m",
+        "pytest",
+        *([call.folder] if call.paths is None else call.paths),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--report-log={log}",
+        f"--junitxml={out_dir / f'{name}.junit.xml'}",
+        *call.pytest_args,
+    ]
     start = time.monotonic()
     warnings_file = out_dir / f"{name}.warnings.json"
     warnings_file.unlink(missing_ok=True)
@@ -374,8 +410,14 @@ def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], 
                 proc.kill()
                 proc.wait()
     tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
-    return Part(call.folder, returncode, tail, outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
-                _count_progress(log, collected), warnings_diff.read(warnings_file))
+    return Part(
+        call.folder,
+        returncode,
+        tail,
+        outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
+        _count_progress(log, collected),
+        warnings_diff.read(warnings_file),
+    )
 
 
 #: pytest processes running now (contract runs may go on in worker threads).

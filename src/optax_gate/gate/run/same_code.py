@@ -151,8 +151,7 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
         return SameCode(False, "the sides' inputs are not known")
     ignore = {"lock_sha256": ""}
     if {**baseline_inputs, **ignore} != {**candidate_inputs, **ignore}:
-        differ = sorted(k for k in set(baseline_inputs) | set(candidate_inputs)
-                        if k not in ignore and baseline_inputs.get(k) != candidate_inputs.get(k))
+        differ = sorted(k for k in set(baseline_inputs) | set(candidate_inputs) if k not in ignore and baseline_inputs.get(k) != candidate_inputs.get(k))
         return SameCode(False, f"the sides' inputs differ beyond the lock ({', '.join(differ)})")
     if baseline_site is None or candidate_site is None or not baseline_site.is_dir() or not candidate_site.is_dir():
         return SameCode(False, "an environment's site-packages is not known")
@@ -179,25 +178,37 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
         packages[name] = count
         text_only += loose
     shown = ", ".join(f"{name} ({n} files)" for name, n in packages.items())
-    return SameCode(True, f"{shown}: the same code as the baseline's"
-                    + (f", {len(text_only)} file(s) differing in comments or layout only ("
-                       + ", ".join(f.partition(": ")[2] for f in text_only[:3]) + (", ..." if len(text_only) > 3 else "") + ")"
-                       if text_only else ", byte for byte")
-                    + "; every other package pinned alike", packages, tuple(text_only))
+    return SameCode(
+        True,
+        f"{shown}: the same code as the baseline's"
+        + (
+            f", {len(text_only)} file(s) differing in comments or layout only ("
+            + ", ".join(f.partition(": ")[2] for f in text_only[:3])
+            + (", ..." if len(text_only) > 3 else "")
+            + ")"
+            if text_only
+            else ", byte for byte"
+        )
+        + "; every other package pinned alike",
+        packages,
+        tuple(text_only),
+    )
 
 
-
-def record(baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None,
-           **extra: Any) -> dict[str, Any]:
+def record(baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None, **extra: Any) -> dict[str, Any]:
     """The run record of a side whose code is the baseline's: the baseline's
     contracts, warnings and exit status under ``label``, with its own
     ``versions`` (from its import check) and ``extra`` fields, and
     ``same_code`` saying why; when the baseline's run is not verified,
     neither is this one (with the baseline's reason)."""
     if baseline.get("status") != "ran":
-        return {"label": label, "status": "not-verified", "contracts": {}, "warnings": [], **extra,
-                "reason": f"not run: its code is the baseline's, whose contracts did not run ({baseline.get('reason') or 'no reason recorded'})"}
-    kept = {k: v for k, v in baseline.items() if k in ("status", "reason", "exitstatus", "hypothesis_profile", "pytest_plugins",
-                                                     "warnings", "contracts")}
-    return {"label": label, **kept, "duration_s": None, "versions": dict(versions or baseline.get("versions") or {}), **extra,
-            "same_code": same.record()}
+        return {
+            "label": label,
+            "status": "not-verified",
+            "contracts": {},
+            "warnings": [],
+            **extra,
+            "reason": f"not run: its code is the baseline's, whose contracts did not run ({baseline.get('reason') or 'no reason recorded'})",
+        }
+    kept = {k: v for k, v in baseline.items() if k in ("status", "reason", "exitstatus", "hypothesis_profile", "pytest_plugins", "warnings", "contracts")}
+    return {"label": label, **kept, "duration_s": None, "versions": dict(versions or baseline.get("versions") or {}), **extra, "same_code": same.record()}

@@ -67,9 +67,30 @@ def missing_paths(args: list[str]) -> list[str]:
 
 
 #: pytest options whose value is the next argument (it is never taken for a path).
-VALUE_OPTIONS = {"-k", "-m", "-p", "-n", "--dist", "-c", "-o", "--rootdir", "--basetemp", "--deselect", "--ignore",
-                 "--ignore-glob", "--confcutdir", "--junitxml", "--report-log", "--maxfail", "--timeout",
-                 "--hypothesis-profile", "--hypothesis-seed", "-W", "--durations", "--tb"}
+VALUE_OPTIONS = {
+    "-k",
+    "-m",
+    "-p",
+    "-n",
+    "--dist",
+    "-c",
+    "-o",
+    "--rootdir",
+    "--basetemp",
+    "--deselect",
+    "--ignore",
+    "--ignore-glob",
+    "--confcutdir",
+    "--junitxml",
+    "--report-log",
+    "--maxfail",
+    "--timeout",
+    "--hypothesis-profile",
+    "--hypothesis-seed",
+    "-W",
+    "--durations",
+    "--tb",
+}
 
 
 def split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:

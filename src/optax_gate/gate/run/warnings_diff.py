@@ -50,16 +50,14 @@ def fold(import_warnings: Iterable[dict[str, Any]], test_warnings: Iterable[dict
         groups.setdefault(key, set())
         if w.get("nodeid"):
             groups[key].add(w["nodeid"])
-    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)}
-            for k, v in sorted(groups.items())]
+    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)} for k, v in sorted(groups.items())]
 
 
 def is_deprecation(category: str) -> bool:
     return category.rsplit(".", 1)[-1].endswith(DEPRECATIONS)
 
 
-def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: dict[str, str],
-         fail_on_new_deprecations: bool = False) -> list[dict[str, Any]]:
+def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: dict[str, str], fail_on_new_deprecations: bool = False) -> list[dict[str, Any]]:
     """Rows ``{"change": "new" | "moved" | "gone", "verdict", "when",
     "category", "message", "module", "contracts", "apis"}``; ``apis`` maps a
     contract id to the API it pins. Only the suite's contracts count
@@ -67,6 +65,7 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
     module and new from another (same moment, category and message: optax
     moved the code that warns) is one ``moved`` row, ``noted``, with
     ``module_before``: neither new nor gone for code that meets it."""
+
     def key(w: dict[str, Any]) -> tuple[str, str, str, str]:
         return w["when"], w["category"], w["message"], w["module"]
 
@@ -94,9 +93,16 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
             verdict = "broken" if fail_on_new_deprecations and is_deprecation(w["category"]) else "changed"
         found = w["contracts"] + (base[moved[k]]["contracts"] if k in moved else [])
         contracts = sorted(set(c for c in found if c in apis) or found)
-        row = {"change": "moved" if k in moved else "new" if new else "gone", "verdict": verdict, "when": w["when"],
-               "category": w["category"], "message": w["message"], "module": w["module"],
-               "contracts": contracts, "apis": sorted({apis[c] for c in contracts if c in apis})}
+        row = {
+            "change": "moved" if k in moved else "new" if new else "gone",
+            "verdict": verdict,
+            "when": w["when"],
+            "category": w["category"],
+            "message": w["message"],
+            "module": w["module"],
+            "contracts": contracts,
+            "apis": sorted({apis[c] for c in contracts if c in apis}),
+        }
         if k in moved:
             row["module_before"] = moved[k][3]
         rows.append(row)

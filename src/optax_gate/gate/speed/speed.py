@@ -109,9 +109,9 @@ def order_k(n: int, coverage: float = COVERAGE) -> tuple[int, float]:
     """``(k, achieved coverage)`` of the sign-test interval ``[x_(k), x_(n-k+1)]``
     of the median of ``n`` independent values: the largest ``k`` whose coverage
     ``1 - 2 P(Binomial(n, 1/2) < k)`` is at least ``coverage``, else 1."""
-    k, achieved = 1, 1 - 2 * 0.5 ** n
+    k, achieved = 1, 1 - 2 * 0.5**n
     for j in range(2, n // 2 + 1):
-        cov = 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2 ** n
+        cov = 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2**n
         if cov < coverage:
             break
         k, achieved = j, cov
@@ -136,8 +136,9 @@ def spread_ratio(values: list[float], k: int = 1) -> float:
     return ordered[len(ordered) - k] / ordered[k - 1]
 
 
-def judge(baseline: list[list[float]], candidate: list[list[float]], metric: Literal["step_s", "compile_s"] = "step_s",
-          budget: float | None = None, setup: str = "") -> model.SpeedReading:
+def judge(
+    baseline: list[list[float]], candidate: list[list[float]], metric: Literal["step_s", "compile_s"] = "step_s", budget: float | None = None, setup: str = ""
+) -> model.SpeedReading:
     """One reading from paired slots.
 
     Args:
@@ -171,8 +172,7 @@ def judge(baseline: list[list[float]], candidate: list[list[float]], metric: Lit
     direction: Literal["", "slower", "faster"] = "slower" if lo > width else "faster" if hi < 1 / width else ""
     change: Literal["broken", "changed", "unchanged"] = "changed" if direction else "unchanged"
     words = METRIC_WORDS.get(metric, metric)
-    detail = (f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); "
-              f"noise band {noise[0]:.2f}-{noise[1]:.2f}")
+    detail = f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); noise band {noise[0]:.2f}-{noise[1]:.2f}"
     if direction:
         detail = f"{direction}: " + detail
     else:
@@ -184,9 +184,20 @@ def judge(baseline: list[list[float]], candidate: list[list[float]], metric: Lit
     def spread(xs: list[float]) -> model.Timing:
         return {"median": statistics.median(xs), "low": min(xs), "high": max(xs), "n": len(xs)}
 
-    return {"setup": setup, "metric": metric, "change": change, "direction": direction, "ratio": ratio, "interval": [lo, hi], "coverage": coverage,
-            "noise": list(noise), "slots": len(b_slots), "baseline": spread(b_all), "candidate": spread(c_all),
-            "detail": detail}
+    return {
+        "setup": setup,
+        "metric": metric,
+        "change": change,
+        "direction": direction,
+        "ratio": ratio,
+        "interval": [lo, hi],
+        "coverage": coverage,
+        "noise": list(noise),
+        "slots": len(b_slots),
+        "baseline": spread(b_all),
+        "candidate": spread(c_all),
+        "detail": detail,
+    }
 
 
 def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) -> list[model.SpeedReading]:
@@ -202,8 +213,11 @@ def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) 
     out: list[model.SpeedReading] = []
     for setup in SETUPS:
         for metric in METRICS:
-            pairs = [(b[setup][metric], c[setup][metric]) for b, c in zip(raw["baseline"], raw["candidate"])
-                     if metric in b.get(setup, {}) and metric in c.get(setup, {})]
+            pairs = [
+                (b[setup][metric], c[setup][metric])
+                for b, c in zip(raw["baseline"], raw["candidate"])
+                if metric in b.get(setup, {}) and metric in c.get(setup, {})
+            ]
             try:
                 out.append(judge([p[0] for p in pairs], [p[1] for p in pairs], metric, budget, setup=setup))
             except ValueError as exc:
@@ -230,9 +244,16 @@ class Worker:
         self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
         try:
-            self.proc = subprocess.Popen([str(python), "-m", module, "--serve"], cwd=project_root, env=env,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                         text=True, bufsize=1)
+            self.proc = subprocess.Popen(
+                [str(python), "-m", module, "--serve"],
+                cwd=project_root,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.stderr,
+                text=True,
+                bufsize=1,
+            )
         except OSError as exc:
             self.stderr.close()
             raise SpeedFailure(f"{label}: cannot start {python}: {exc}") from None
@@ -243,7 +264,7 @@ class Worker:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if line.startswith(PREFIX + " "):
-                self.lines.put(line[len(PREFIX) + 1:])
+                self.lines.put(line[len(PREFIX) + 1 :])
         self.lines.put(None)
 
     def _why(self) -> str:
@@ -289,8 +310,15 @@ class Worker:
         self.stderr.close()
 
 
-def measure(baseline_python: Path, candidate_python: Path, project_root: Path, options: SpeedOptions | None = None, *,
-            modules: tuple[str, str] = (MODULE, MODULE), step_slots: int = STEP_SLOTS) -> model.Speed:
+def measure(
+    baseline_python: Path,
+    candidate_python: Path,
+    project_root: Path,
+    options: SpeedOptions | None = None,
+    *,
+    modules: tuple[str, str] = (MODULE, MODULE),
+    step_slots: int = STEP_SLOTS,
+) -> model.Speed:
     """Time both environments' set-ups interleaved and judge every reading.
 
     Args:
@@ -342,9 +370,19 @@ def measure(baseline_python: Path, candidate_python: Path, project_root: Path, o
     finally:
         for worker in workers.values():
             worker.close()
-    return {"status": status, "reason": reason, "rounds": rounds, "step_slots": step_slots, "budget": budget,
-            "baseline": headers["baseline"], "candidate": headers["candidate"], "raw": raw, "readings": judged,
-            "duration_s": round(time.monotonic() - start, 1), "summary": summarise(judged)}
+    return {
+        "status": status,
+        "reason": reason,
+        "rounds": rounds,
+        "step_slots": step_slots,
+        "budget": budget,
+        "baseline": headers["baseline"],
+        "candidate": headers["candidate"],
+        "raw": raw,
+        "readings": judged,
+        "duration_s": round(time.monotonic() - start, 1),
+        "summary": summarise(judged),
+    }
 
 
 def not_measured(reason: str, budget: float | None = None) -> model.Speed:
@@ -358,8 +396,10 @@ def rows(result: model.Speed | None) -> list[dict[str, Any]]:
     detail}``; empty when not measured."""
     if not result:
         return []
-    return [{**r, "setup_words": SETUP_WORDS.get(r["setup"], r["setup"]),
-             "metric_words": METRIC_WORDS.get(r["metric"], r["metric"])} for r in result.get("readings", [])]
+    return [
+        {**r, "setup_words": SETUP_WORDS.get(r["setup"], r["setup"]), "metric_words": METRIC_WORDS.get(r["metric"], r["metric"])}
+        for r in result.get("readings", [])
+    ]
 
 
 def worst(result: model.Speed | None) -> str:

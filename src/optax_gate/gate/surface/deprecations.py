@@ -44,8 +44,11 @@ def _node(obj: Any) -> ast.AST | None:
     if tree is None or obj.lineno is None:
         return None
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == obj.name and (
-                node.lineno == obj.lineno or any(d.lineno == obj.lineno for d in node.decorator_list)):
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name == obj.name
+            and (node.lineno == obj.lineno or any(d.lineno == obj.lineno for d in node.decorator_list))
+        ):
             return node
     return None
 

@@ -66,9 +66,19 @@ KEYWORD_ONLY = "keyword-only"
 VAR_KEYWORD = "variadic keyword"
 
 # Change kinds of a surface row; ``incompatible`` ones can break a caller.
-INCOMPATIBLE = ("removed", "moved", "kind-changed", "parameter-removed", "parameter-renamed",
-                "parameter-reordered", "keyword-only", "positional-only", "parameter-kind-changed",
-                "new-required-parameter", "default-removed")
+INCOMPATIBLE = (
+    "removed",
+    "moved",
+    "kind-changed",
+    "parameter-removed",
+    "parameter-renamed",
+    "parameter-reordered",
+    "keyword-only",
+    "positional-only",
+    "parameter-kind-changed",
+    "new-required-parameter",
+    "default-removed",
+)
 COMPATIBLE = ("default-changed", "parameter-added")
 #: New in the candidate: a deprecation read statically (``optax_gate.gate.surface.deprecations``).
 DEPRECATED = ("deprecated",)
@@ -123,9 +133,14 @@ class Entry:
         return f"({', '.join(out)})"
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "target": self.target, "where": self.where,
-                "params": None if self.params is None else [dataclasses.asdict(p) for p in self.params],
-                "deprecated": self.deprecated}
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "target": self.target,
+            "where": self.where,
+            "params": None if self.params is None else [dataclasses.asdict(p) for p in self.params],
+            "deprecated": self.deprecated,
+        }
 
 
 def configured_packages(pyproject: Path) -> tuple[str, ...]:
@@ -212,20 +227,29 @@ class StaticTree:
 
 
 def _params(obj: Any, tree: StaticTree | None = None) -> tuple[Param, ...] | None:
-    kinds = {griffe.ParameterKind.positional_only: POSITIONAL_ONLY, griffe.ParameterKind.positional_or_keyword: POSITIONAL,
-             griffe.ParameterKind.var_positional: VAR_POSITIONAL, griffe.ParameterKind.keyword_only: KEYWORD_ONLY,
-             griffe.ParameterKind.var_keyword: VAR_KEYWORD}
+    kinds = {
+        griffe.ParameterKind.positional_only: POSITIONAL_ONLY,
+        griffe.ParameterKind.positional_or_keyword: POSITIONAL,
+        griffe.ParameterKind.var_positional: VAR_POSITIONAL,
+        griffe.ParameterKind.keyword_only: KEYWORD_ONLY,
+        griffe.ParameterKind.var_keyword: VAR_KEYWORD,
+    }
     if obj.is_function:
         params = list(obj.parameters)
     elif obj.is_class:
         if "__init__" in obj.members and not obj.members["__init__"].is_alias:
             params = list(obj.members["__init__"].parameters)
         elif any(str(b).split(".")[-1] == "NamedTuple" for b in obj.bases):
-            fields = [m for m in obj.members.values() if not m.is_alias and m.is_attribute and m.annotation is not None
-                      and not m.name.startswith("_")]
-            return tuple(Param(f.name, POSITIONAL, None if f.value is None else str(f.value),
-                               None if f.value is None else surface_values.constant(str(f.value), obj.module, tree))
-                         for f in sorted(fields, key=lambda f: f.lineno or 0))
+            fields = [m for m in obj.members.values() if not m.is_alias and m.is_attribute and m.annotation is not None and not m.name.startswith("_")]
+            return tuple(
+                Param(
+                    f.name,
+                    POSITIONAL,
+                    None if f.value is None else str(f.value),
+                    None if f.value is None else surface_values.constant(str(f.value), obj.module, tree),
+                )
+                for f in sorted(fields, key=lambda f: f.lineno or 0)
+            )
         else:
             return None
     else:
@@ -317,8 +341,7 @@ def _entry(path: str, obj: Any, tree: StaticTree) -> Entry:
         where = f"{Path(final.filepath).relative_to(tree.root)}:1"
     kind = final.kind.value
     callable_ = kind in ("function", "class")
-    return Entry(path, kind, final.path, where, _params(final, tree) if callable_ else None,
-                 deprecations.reason(final) if callable_ else None)
+    return Entry(path, kind, final.path, where, _params(final, tree) if callable_ else None, deprecations.reason(final) if callable_ else None)
 
 
 def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, Entry]:
@@ -354,10 +377,10 @@ def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> 
     return out
 
 
-
 #: :func:`surface`, read once per environment in a gate (the diffs, the call sites of the findings and
 #: the attribution of the team's lines all read it).
 cached_surface = functools.lru_cache(maxsize=4)(surface)
+
 
 def _row(subject: tuple[str, str, str], change: str, old: str, new: str, param: str = "") -> dict[str, Any]:
     """One row of the surface diff: ``subject`` is (path, kind, where) of the name it is about."""

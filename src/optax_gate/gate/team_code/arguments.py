@@ -28,8 +28,7 @@ from optax_gate.gate.inputs.usage_files import CELL
 #: a function (a ``lambda`` or a ``def`` of the file), or known at run time only.
 KINDS = ("literal", "call", "path", "callable", "unknown")
 
-_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
-           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _NONFINITE = {"nan": "nan", "NaN": "nan", "NAN": "nan", "inf": "inf", "Inf": "inf", "infty": "inf", "PINF": "inf"}
 _DEPTH = 8
 
@@ -113,8 +112,13 @@ class Scopes:
         if isinstance(target, ast.Name):
             self._bind(scope, target.id, value, how, at)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            pairs = (value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts)
-                     and not any(isinstance(x, ast.Starred) for x in (*target.elts, *value.elts)) else None)
+            pairs = (
+                value.elts
+                if isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                and not any(isinstance(x, ast.Starred) for x in (*target.elts, *value.elts))
+                else None
+            )
             for i, t in enumerate(target.elts):  # LR, WD = 1e-3, 0.0: each name bound to its element
                 self._targets(t, scope, how if pairs is not None else "unpacking", pairs[i] if pairs is not None else None, at)
         elif isinstance(target, ast.Starred):
@@ -123,8 +127,7 @@ class Scopes:
     def _visit(self, node: ast.AST, scope: ast.AST, declared: list[tuple[ast.AST, str, str]]) -> None:
         self.scope_of[id(node)] = scope
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._bind(scope, node.name, node if not isinstance(node, ast.ClassDef) else None,
-                       "def" if not isinstance(node, ast.ClassDef) else "class", node)
+            self._bind(scope, node.name, node if not isinstance(node, ast.ClassDef) else None, "def" if not isinstance(node, ast.ClassDef) else "class", node)
             for d in [*node.decorator_list, *getattr(node, "bases", []), *(k.value for k in getattr(node, "keywords", []))]:
                 self._visit(d, scope, declared)
             if not isinstance(node, ast.ClassDef):
@@ -150,7 +153,7 @@ class Scopes:
                 self._targets(gen.target, node, "loop", None, node)
                 for cond in gen.ifs:
                     self._visit(cond, node, declared)
-            for part in ([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]):
+            for part in [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]:
                 self._visit(part, node, declared)
             return
         if isinstance(node, ast.Assign):
@@ -224,13 +227,23 @@ class Scopes:
         text = ast.unparse(node)
         if isinstance(node, ast.Constant) and not isinstance(node.value, bytes):
             return Arg(text, "literal", repr(node.value), via)
-        if (isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd))
-                and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float))):
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, (ast.USub, ast.UAdd))
+            and isinstance(node.operand, ast.Constant)
+            and isinstance(node.operand.value, (int, float))
+        ):
             return Arg(text, "literal", repr(-node.operand.value if isinstance(node.op, ast.USub) else node.operand.value), via)
         if isinstance(node, ast.Attribute) and node.attr in _NONFINITE and isinstance(node.value, ast.Name):
             return Arg(text, "literal", _NONFINITE[node.attr], via)  # jnp.nan, np.inf, math.inf
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float" and len(node.args) == 1
-                and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).strip().lower() in ("nan", "inf", "-inf")):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "float"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+            and str(node.args[0].value).strip().lower() in ("nan", "inf", "-inf")
+        ):
             return Arg(text, "literal", str(node.args[0].value).strip().lower(), via)
         if isinstance(node, ast.Lambda):
             return Arg(text, "callable", "lambda", via)

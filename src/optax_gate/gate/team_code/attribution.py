@@ -102,8 +102,11 @@ def _passed(site: _Site) -> dict[str, tuple[Arg, str]]:
     code decides it, ``positionally`` or ``by keyword``). A positional argument beyond the signature's
     slots keeps its index."""
     slots = [p.name for p in site.params if p.kind in (POSITIONAL_ONLY, POSITIONAL)]
-    args = site.use.args or tuple((k, Arg(t, "literal", repr(v)) if ok else Arg(t, "unknown", why=f"`{t}` is known at run time"))
-                                  for k, t in site.use.arguments for ok, v in [_literal(t)])
+    args = site.use.args or tuple(
+        (k, Arg(t, "literal", repr(v)) if ok else Arg(t, "unknown", why=f"`{t}` is known at run time"))
+        for k, t in site.use.arguments
+        for ok, v in [_literal(t)]
+    )
     out = {}
     for key, arg in args:
         if key.isdigit():
@@ -132,12 +135,10 @@ def _value(name: str, want: str, arg: Arg, lead: str) -> tuple[str, str]:
         return "not-affected", f"{lead}; the finding is about {name}={want}"
     if arg.kind == "path" and not ok:  # a dtype named: jnp.bfloat16 against the word bfloat16
         same = arg.value.rpartition(".")[2] == want
-        return ("affected", f"{lead}, the finding's {name}={want}") if same else (
-            "not-affected", f"{lead}; the finding is about {name}={want}")
+        return ("affected", f"{lead}, the finding's {name}={want}") if same else ("not-affected", f"{lead}; the finding is about {name}={want}")
     if arg.kind == "literal" and not ok:
         _, value = _literal(arg.value)
-        return ("affected", f"{lead}, the finding's {name}={want}") if str(value) == want else (
-            "not-affected", f"{lead}; the finding is about {name}={want}")
+        return ("affected", f"{lead}, the finding's {name}={want}") if str(value) == want else ("not-affected", f"{lead}; the finding is about {name}={want}")
     if arg.kind == "call" and is_schedule(arg.value) or arg.kind == "callable":
         return "cannot-tell", f"{lead}: a schedule; whether it takes the value {want} is known at run time"
     return "cannot-tell", f"{lead}: {arg.why or 'known at run time'}"
@@ -181,15 +182,24 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
     if config.get("raises") and config.get("negative"):  # a misuse's error: the signature's own changes are another cause
         also = f"; this line breaks for another cause (API surface: {note})" if note.startswith("breaks") else ""
         if not caught:
-            return "not-affected", (f"the change is to a misuse's error ({config['raises']} before); only a call that already "
-                                    f"raises there meets it, and your code catches {config['raises']} nowhere{also}"), ""
+            return (
+                "not-affected",
+                (
+                    f"the change is to a misuse's error ({config['raises']} before); only a call that already "
+                    f"raises there meets it, and your code catches {config['raises']} nowhere{also}"
+                ),
+                "",
+            )
         return "cannot-tell", f"your code catches {config['raises']} at {', '.join(caught[:3])}{also}: cannot tell without --run", ""
     if note.startswith("breaks"):
         if config.get("signature"):  # the finding is the signature's change: the break is its cause
             return "affected", f"API surface: {note}", "signature"
         # another finding on the same API: the line breaks first for the signature's cause (said there)
-        return "cannot-tell", (f"this line breaks first for another cause (API surface: {note}); whether this change "
-                               f"reaches it once that is fixed: cannot tell without --run"), ""
+        return (
+            "cannot-tell",
+            (f"this line breaks first for another cause (API surface: {note}); whether this change reaches it once that is fixed: cannot tell without --run"),
+            "",
+        )
     if config.get("signature") and direct and site.binding == "unaffected":
         return "not-affected", f"API surface: {note}: the change to its signature binds this call as before", "signature"
     if config.get("signature") and direct and site.binding == "cannot-tell":
@@ -219,8 +229,11 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
     if leaves and dtype_args and direct:
         fixed = [k for k in dtype_args if any(k.removesuffix("_dtype") and k.removesuffix("_dtype") in leaf for leaf in leaves)]
         if fixed and len(fixed) == len(dtype_args):
-            return ("not-affected", f"passes {', '.join(f'{k}={dtype_args[k]}' for k in fixed)}: the state entries' dtype is set, "
-                    "not the params'", ", ".join(fixed))
+            return (
+                "not-affected",
+                f"passes {', '.join(f'{k}={dtype_args[k]}' for k in fixed)}: the state entries' dtype is set, not the params'",
+                ", ".join(fixed),
+            )
     if config.get("condition"):
         return "cannot-tell", f"the finding needs {config['condition']}, known at run time: cannot tell without --run", ""
     if config.get("dtypes"):
@@ -236,12 +249,10 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
         return "cannot-tell", f"API surface: {note}; the finding's inputs{cases} are known at run time: cannot tell without --run", ""
     if cases:
         return "cannot-tell", f"whether your run meets the finding's inputs{cases} is known at run time: cannot tell without --run", ""
-    return "cannot-tell", ("the finding's contracts do not say which inputs or configuration it needs: only your run "
-                           "can tell (cannot tell without --run)"), ""
+    return "cannot-tell", ("the finding's contracts do not say which inputs or configuration it needs: only your run can tell (cannot tell without --run)"), ""
 
 
-def _handed(path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str],
-            keywords: dict[str, str]) -> dict[str, str]:
+def _handed(path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str], keywords: dict[str, str]) -> dict[str, str]:
     """The finding's keyword -> the argument of the constructor at ``path``
     that reaches one of the parts ``via`` unchanged under that name."""
     arguments = passes.get(path) or passes.get(call_sites.definition(path, targets)) or {}
@@ -314,8 +325,11 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
         all_apis = list(dict.fromkeys(a for apis, _ in groups for a in apis))
         notes = f.get("your_code_notes") or {}
         bindings = call_sites.binding_verdicts(report, all_apis, targets)
-        recipe = f.get("api") if str(f.get("api", "")).startswith("recipe:") else next(
-            (r.get("api") for r in frows if str(r.get("api", "")).startswith("recipe:")), None)
+        recipe = (
+            f.get("api")
+            if str(f.get("api", "")).startswith("recipe:")
+            else next((r.get("api") for r in frows if str(r.get("api", "")).startswith("recipe:")), None)
+        )
         condition = call_sites.RECIPE_CONDITIONS.get(recipe or "")
         out: dict[str, dict[str, Any]] = {}
         for use in scan.uses:
@@ -326,22 +340,34 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 hit = call_sites.matcher(apis, targets)
                 wanted = {call_sites.definition(a, targets) for a in apis} | set(apis)
                 direct = hit(use.path)
-                via = sorted(p for p in reached.get(use.path, set()) | reached.get(call_sites.definition(use.path, targets), set())
-                             if p in wanted or call_sites.definition(p, targets) in wanted)
+                via = sorted(
+                    p
+                    for p in reached.get(use.path, set()) | reached.get(call_sites.definition(use.path, targets), set())
+                    if p in wanted or call_sites.definition(p, targets) in wanted
+                )
                 if not direct and not via:
                     continue
                 if use.how == "import" and use.where not in f["your_code"]:
                     continue
-                calls = "calls this API" if direct and use.how == "call" else (
-                    f"calls {use.path}, built from {', '.join(via[:3])}" if via else f"{'imports' if use.how == 'import' else 'uses'} this API")
+                calls = (
+                    "calls this API"
+                    if direct and use.how == "call"
+                    else (f"calls {use.path}, built from {', '.join(via[:3])}" if via else f"{'imports' if use.how == 'import' else 'uses'} this API")
+                )
                 caught = catches(scan, config["raises"]) if config.get("raises") else []
                 if use.how != "call" and config.get("raises") and config.get("negative"):  # passed on, called elsewhere
                     judged.append((*_judge(_Site(use, direct), config, caught), calls))
                 elif use.how == "import" and config.get("gone"):  # the import itself meets a name the candidate lacks
-                    judged.append(("not-affected", f"imported inside try/except ImportError: {config['gone']} is gone from the "
-                                   "candidate and your fallback runs", "import", calls) if use.guarded else
-                                  ("affected", f"imports it: {config['gone']} is gone from the candidate → ModuleNotFoundError",
-                                   "import", calls))
+                    judged.append(
+                        (
+                            "not-affected",
+                            f"imported inside try/except ImportError: {config['gone']} is gone from the candidate and your fallback runs",
+                            "import",
+                            calls,
+                        )
+                        if use.guarded
+                        else ("affected", f"imports it: {config['gone']} is gone from the candidate → ModuleNotFoundError", "import", calls)
+                    )
                 elif use.how != "call":
                     judged.append(("cannot-tell", "not a call: cannot tell without --run", "", calls))
                 else:
@@ -387,8 +413,7 @@ def _now(finding: dict[str, Any]) -> str:
     cause = str(parts[0].get("cause") or "")
     m = _RAISES.match(cause) or (re.search(r"now raises (\w+)", cause))
     if m:
-        before = " (the baseline did not raise)" if "known upstream defect" not in str(finding.get("cause")) else (
-            " where the baseline had a known defect")
+        before = " (the baseline did not raise)" if "known upstream defect" not in str(finding.get("cause")) else (" where the baseline had a known defect")
         return f"the optimizer now raises {m.group(1)}{before}"
     return cause[:160]
 
@@ -418,6 +443,9 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
     attribute(report, scan, Known(reached, targets, signatures, passes))
     section = {"composition": {"constructors": len(reached), "errors": errors}, "lines": summary(report.get("findings") or [])}
-    notes = (["--usage: what the constructors are built from could not be probed (" + "; ".join(errors)
-              + "): lines reached only through composition are not named"] if errors else [])
+    notes = (
+        ["--usage: what the constructors are built from could not be probed (" + "; ".join(errors) + "): lines reached only through composition are not named"]
+        if errors
+        else []
+    )
     return section, notes

@@ -72,8 +72,7 @@ def _site(row: dict[str, Any], where: str, sentence: str, verdict: str, note: st
         row["breaks"] = True
 
 
-def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mod.Entry],
-          new: dict[str, surface_mod.Entry]) -> None:
+def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mod.Entry], new: dict[str, surface_mod.Entry]) -> None:
     """Attach to each surface row the team's sites it touches: ``row["uses"]``
     (one sentence per site), ``row["sites"]`` (per site ``{"where",
     "verdict", "note"}``: the verdict of binding the use to both signatures,
@@ -100,15 +99,25 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mo
             if change == "deprecated":
                 _site(r, u.where, f"{verb} {u.path}; deprecated in the candidate ({r['new']})", "affected", "deprecated")
             elif change in ("removed", "moved") and u.guarded:
-                _site(r, u.where, f"{verb} {u.path}, imported inside try/except ImportError; {change} in the candidate: your "
-                      "fallback runs instead", "affected", f"{verb} it, imported under try/except ImportError: {change}, your fallback runs")
+                _site(
+                    r,
+                    u.where,
+                    f"{verb} {u.path}, imported inside try/except ImportError; {change} in the candidate: your fallback runs instead",
+                    "affected",
+                    f"{verb} it, imported under try/except ImportError: {change}, your fallback runs",
+                )
             elif change in ("removed", "moved"):
                 err = "ImportError" if u.how == "import" else "AttributeError"
                 where_now = f" (now {r['new']})" if change == "moved" else ""
-                _site(r, u.where, f"{verb} {u.path}; {change} in the candidate{where_now} → {err}", "breaks",
-                      f"breaks: {change} → {err}")
-            elif (u.how == "call" and u.path == path and path in old and path in new  # an API on one side only: its row says so
-                  and (old_params := old[path].params) is not None and (new_params := new[path].params) is not None):
+                _site(r, u.where, f"{verb} {u.path}; {change} in the candidate{where_now} → {err}", "breaks", f"breaks: {change} → {err}")
+            elif (
+                u.how == "call"
+                and u.path == path
+                and path in old
+                and path in new  # an API on one side only: its row says so
+                and (old_params := old[path].params) is not None
+                and (new_params := new[path].params) is not None
+            ):
                 parent = old.get(path.rsplit(".", 1)[0])
                 if parent is not None and parent.kind == "class" and u.positional:  # Class.method(instance, ...)
                     u = dataclasses.replace(u, positional=u.positional - 1)
@@ -122,8 +131,13 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
     n = u.positional
     how = f"with {n} positional argument{'' if n == 1 else 's'}" + (f" and keywords {', '.join(u.keywords)}" if u.keywords else "")
     if u.positional is None or u.star_kwargs:
-        _site(row, u.where, f"calls {u.path} with *args/**kwargs; cannot tell whether {change} of {param or row['old']} "
-              "affects it", "cannot-tell", "cannot tell: *args/**kwargs")
+        _site(
+            row,
+            u.where,
+            f"calls {u.path} with *args/**kwargs; cannot tell whether {change} of {param or row['old']} affects it",
+            "cannot-tell",
+            "cannot tell: *args/**kwargs",
+        )
         return
     if change == "added":
         return
@@ -134,19 +148,24 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
         if change == "parameter-added":
             # the call gets the new parameter's default: whether that keeps the old behaviour, the signature cannot say
             # (MultiSteps' accumulator_dtype=jnp.float32 turns a bfloat16 accumulator float32)
-            _site(row, u.where, f"calls {u.path} {how}; does not pass {param}: gets its default in the candidate ({row['new']})",
-                  "affected", f"does not pass {param}: gets its new default {row['new']}")
+            _site(
+                row,
+                u.where,
+                f"calls {u.path} {how}; does not pass {param}: gets its default in the candidate ({row['new']})",
+                "affected",
+                f"does not pass {param}: gets its new default {row['new']}",
+            )
         else:
             _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
     elif new_err and not old_err:
-        _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → TypeError ({new_err})", "breaks",
-              f"breaks: {_because(row)}")
+        _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → TypeError ({new_err})", "breaks", f"breaks: {_because(row)}")
     elif not new_err and not old_err and old_landed != new_landed:
         moved = "; ".join(f"argument {i + 1} binds to {b} instead of {a}" for i, (a, b) in enumerate(zip(old_landed, new_landed)) if a != b)
         _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → {moved} (silently)", "breaks", f"breaks: {moved} (silently)")
     elif change in ("default-changed", "default-removed") and param not in u.keywords and param not in new_landed:
-        _site(row, u.where, f"calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}", "affected",
-              f"relies on the default of {param}")
+        _site(
+            row, u.where, f"calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}", "affected", f"relies on the default of {param}"
+        )
     elif param and (param in u.keywords or param in new_landed):
         passed = "by keyword" if param in u.keywords else "positionally"
         _site(row, u.where, f"calls {u.path} {how}; passes {param} {passed}, unaffected", "unaffected", f"passes {param} {passed}")

@@ -82,8 +82,9 @@ RECIPE_APIS: dict[str, tuple[str, ...]] = {
 RECIPE_CONDITIONS: dict[str, str] = {
     "recipe:none-gradients": "a gradient leaf that is None where the params hold an array",
     "recipe:zero-gradients-low-precision": "all-zero gradients in a low-precision dtype",
-    **dict.fromkeys(("recipe:scan-carry", "recipe:scan-carry(multisteps)", "recipe:scan-carry(mu-bfloat16)"),
-                    "the optimizer state carried through jax.lax.scan"),
+    **dict.fromkeys(
+        ("recipe:scan-carry", "recipe:scan-carry(multisteps)", "recipe:scan-carry(mu-bfloat16)"), "the optimizer state carried through jax.lax.scan"
+    ),
 }
 
 
@@ -121,6 +122,7 @@ def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], boo
 
     def hit(path: str) -> bool:
         return any(p == w or p.startswith(w + ".") for p in (path, definition(path, targets)) for w in wanted)
+
     return hit
 
 
@@ -152,8 +154,7 @@ def binding_verdicts(report: Mapping[str, Any], apis: Iterable[str], targets: di
     """``file:line`` -> the most severe verdict (``binding.SITE_VERDICTS``) of
     the API surface rows of ``apis`` on that use: ``unaffected`` where every
     change of the signature binds the call as before."""
-    return {where: binding.SITE_VERDICTS[min(rank for rank, _ in notes)]
-            for where, notes in _site_ranks(report, apis, targets).items()}
+    return {where: binding.SITE_VERDICTS[min(rank for rank, _ in notes)] for where, notes in _site_ranks(report, apis, targets).items()}
 
 
 def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:
@@ -201,6 +202,8 @@ def annotated(report: Mapping[str, Any], scan: usage.Scan, targets: dict[str, st
         out["findings"] = [{**f, "number": number} for number, f in enumerate(marked, 1)]
     warnings = report.get("warnings")
     if isinstance(warnings, dict) and warnings.get("rows"):
-        out["warnings"] = {**warnings, "rows": [{**row, "your_code": sites(scan, list(row["apis"]), targets)} if row.get("apis") else row
-                                                for row in warnings["rows"]]}
+        out["warnings"] = {
+            **warnings,
+            "rows": [{**row, "your_code": sites(scan, list(row["apis"]), targets)} if row.get("apis") else row for row in warnings["rows"]],
+        }
     return out

@@ -18,8 +18,10 @@ _DTYPE_WORD = re.compile(r"\b(" + "|".join(DTYPES) + r")\b")
 
 #: A contract row about a signature (parameter kinds: ``('delta', 'KEYWORD_ONLY', 1.0)``): its finding
 #: has the cause of an API surface break at the team's line (``signature`` in :func:`configuration`).
-_SIGNATURE_WORDS = re.compile(r"\b(?:KEYWORD_ONLY|POSITIONAL_ONLY|POSITIONAL_OR_KEYWORD|VAR_POSITIONAL|VAR_KEYWORD)\b"
-                              r"|keyword-only|positional-only")
+_SIGNATURE_WORDS = re.compile(
+    r"\b(?:KEYWORD_ONLY|POSITIONAL_ONLY|POSITIONAL_OR_KEYWORD|VAR_POSITIONAL|VAR_KEYWORD)\b"
+    r"|keyword-only|positional-only"
+)
 
 
 def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -45,8 +47,9 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     name, _, rest = path.partition("=")
                     keywords[name] = rest.partition("/")[0]
                     inputs = rest.split("/")[1] if rest.count("/") else ""
-                    built = any(str(getattr(leaf, side, "")).startswith("build ") for leaf in evidence or ()
-                                for side in ("old", "new"))  # building with it raised: whatever the inputs
+                    built = any(
+                        str(getattr(leaf, side, "")).startswith("build ") for leaf in evidence or () for side in ("old", "new")
+                    )  # building with it raised: whatever the inputs
                     if inputs in _NONFINITE_INPUTS and not built:
                         out["condition"] = _NONFINITE_INPUTS[inputs]
         elif kind == "nonfinite" and all(p in _NONFINITE_INPUTS for p in key[1]):
@@ -61,7 +64,7 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "raises":
             out["raises"], out["negative"] = key[1], bool(key[2])
         elif kind == "corner" and all(c.startswith(_DERIVATIVE_CORNER) for c in key[1]):  # surface_derivatives
-            names = ", ".join(f"`{c[len(_DERIVATIVE_CORNER):]}`" for c in key[1])
+            names = ", ".join(f"`{c[len(_DERIVATIVE_CORNER) :]}`" for c in key[1])
             out["condition"] = f"a derivative taken with respect to {names} (jax.grad or jax.jvp over that argument)"
         elif kind == "corner" and _misuse_corner(evidence):  # a corner that raised at the baseline: a misuse's error
             out["raises"], out["negative"] = _misuse_corner(evidence), True
@@ -95,8 +98,11 @@ _DERIVATIVE_CORNER = "grad_wrt="
 
 #: The generated snapshots' non-finite input classes (``kit.surface.edges.INPUTS``,
 #: ``base.drift.NONFINITE_CLASSES``): what a finding about them needs of the run.
-_NONFINITE_INPUTS = {"nan_inf_params": "a parameter that is NaN or inf", "nan_param": "a parameter that is NaN or inf",
-                     "nan_inf_grads": "a gradient that is NaN or inf"}
+_NONFINITE_INPUTS = {
+    "nan_inf_params": "a parameter that is NaN or inf",
+    "nan_param": "a parameter that is NaN or inf",
+    "nan_inf_grads": "a gradient that is NaN or inf",
+}
 
 
 def _misuse_corner(leaves: Any) -> str:

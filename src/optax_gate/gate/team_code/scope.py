@@ -192,14 +192,18 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
             head.append(f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by, unscanned)}")
     falls_to = ("not-verified" if undecided_ else "pass") if not head and not others else None  # nothing else fails the gate
     if undecided_:
-        head.append(f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
-                    f"{_where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
-                    "the gate with --run (your training command) decides")
+        head.append(
+            f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
+            f"{_where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
+            "the gate with --run (your training command) decides"
+        )
     notes: tuple[str, ...] = ()
     if left_out:
-        notes = (f"{left_out} broken contract(s) " + ("your run does not diverge for (it may call their APIs and compute the same)"
-                                                       if by == "run" else f"where your code does not go ({by})")
-                 + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)",)
+        notes = (
+            f"{left_out} broken contract(s) "
+            + ("your run does not diverge for (it may call their APIs and compute the same)" if by == "run" else f"where your code does not go ({by})")
+            + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)",
+        )
     return Scoped(found, section, head + others, falls_to, notes, unsure)
 
 
@@ -231,15 +235,19 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
     if any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in finding.get("parts") or []):
         return []  # joined to an API surface or dependency break of a line of yours (with --usage, broken means that)
     out = []
-    lines = [w for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed])
-             if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"]
+    lines = [
+        w for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed]) if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"
+    ]
     if lines:
         out.append("your lines: cannot tell without --run")
     files = finding.get("your_code_not_scanned") or []
     if files:
-        why = (not_scanned or {})
-        out.append("a file not scanned may use its APIs: " + ", ".join(
-            f"`{p}`" + (f" ({why[p]})" if why.get(p) and not brief else "") for p in files[:3]) + (" and more" if len(files) > 3 else ""))
+        why = not_scanned or {}
+        out.append(
+            "a file not scanned may use its APIs: "
+            + ", ".join(f"`{p}`" + (f" ({why[p]})" if why.get(p) and not brief else "") for p in files[:3])
+            + (" and more" if len(files) > 3 else "")
+        )
     if str(finding.get("scope_why", "")).startswith(_UNREAD):
         out.append(_UNREAD if brief else finding["scope_why"])
     return out
@@ -252,8 +260,15 @@ def _files_not_scanned(found: list[dict[str, Any]], unscanned: dict[str, str]) -
     """``; not scanned: `model.py` (syntax error at line 5: expected ':')``, each file once; the files
     that could not be read at all, once."""
     files = list(dict.fromkeys(p for f in found for p in f.get("your_code_not_scanned") or []))
-    out = ("; not scanned: " + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:5])
-           + (f" and {len(files) - 5} more" if len(files) > 5 else "")) if files else ""
+    out = (
+        (
+            "; not scanned: "
+            + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:5])
+            + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+        )
+        if files
+        else ""
+    )
     unread = next((str(f["scope_why"]) for f in found if str(f.get("scope_why", "")).startswith(_UNREAD)), "")
     return out + (f"; {unread}" if unread else "")
 
@@ -266,8 +281,12 @@ def _unsure_beyond(report: Mapping[str, Any], by: str | None, unscanned: dict[st
     adds them to a verdict that is not ``fail``)."""
     if by != "usage":
         return []
-    rows = [r for name in ("surface", "dependencies") for r in (report.get(name) or {}).get("rows") or []
-            if r.get("verdict") == "cannot-tell" and (r.get("not_scanned") or r.get("may_come_with"))]
+    rows = [
+        r
+        for name in ("surface", "dependencies")
+        for r in (report.get(name) or {}).get("rows") or []
+        if r.get("verdict") == "cannot-tell" and (r.get("not_scanned") or r.get("may_come_with"))
+    ]
     if not rows:
         return []
     files = list(dict.fromkeys(p for r in rows for p in r.get("not_scanned") or []))
@@ -277,14 +296,16 @@ def _unsure_beyond(report: Mapping[str, Any], by: str | None, unscanned: dict[st
             f"incompatible change(s) beyond the contracts ({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for r in rows[:3]))}"
             f"{', …' if len(rows) > 3 else ''}) that a file not scanned may meet: "
             + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:3])
-            + "; fix the file or the gate with --run decides")
+            + "; fix the file or the gate with --run decides"
+        )
     for r in rows:
         if r.get("may_come_with") and not r.get("not_scanned"):
             said.append(
                 f"dependency `{r['name']}` removed from the candidate, imported by your code; your project declares "
                 f"{', '.join(r['may_come_with'][:3])}{' and more' if len(r['may_come_with']) > 3 else ''} (see Dependencies), "
                 f"which the gate did not install and which may bring it: cannot tell "
-                "(--candidate-lock with your own lock decides)")
+                "(--candidate-lock with your own lock decides)"
+            )
     return said
 
 
@@ -297,9 +318,12 @@ def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
     hold those rows (``in F1, F2``): joined to the contracts of their cause
     (``causes.merge``), the fourth trial read one cause counted twice, "2 in
     F2" and "1 API surface finding broken". The rewording of a reason, or None when no finding holds such a row."""
-    holding = [f["number"] for f in found if
-               (f.get("section") in _SECTIONS and f.get("change") == "broken")
-               or any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in f.get("parts") or [])]
+    holding = [
+        f["number"]
+        for f in found
+        if (f.get("section") in _SECTIONS and f.get("change") == "broken")
+        or any(p.get("section") in _SECTIONS and p.get("change") == "broken" for p in f.get("parts") or [])
+    ]
     if not holding:
         return None
     return lambda reason: f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})" if (m := _BEYOND.match(reason)) else reason
@@ -317,8 +341,9 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unsc
     for f in counted:
         total = len(f.get("contracts") or [])
         others = ", ".join(f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n)
-        said = ([f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")]
-                if f.get("change") != "broken" else [])  # the seventh trial: "headed changed: …" read as jargon
+        said = (
+            [f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")] if f.get("change") != "broken" else []
+        )  # the seventh trial: "headed changed: …" read as jargon
         said += undecided(f, by, unscanned, brief=True)  # "cannot tell" (the one rule): say why
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
             said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}")
@@ -335,14 +360,14 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
     arguments (``attribution``'s ``your_code_attribution``) is ``elsewhere``.
     Findings beyond the contracts are left ``yours``: ``--usage`` already
     scoped them."""
+
     def decide(f: dict[str, Any]) -> tuple[str, str] | None:
         if f.get("section", "contracts") != "contracts":
             return None
         sites = f.get("your_code") or []
         attributed = f.get("your_code_attribution") or {}
         if unread:
-            return "yours", "a file under --usage could not be read: it may use any API" + (
-                f" ({unread})" if isinstance(unread, str) else "")
+            return "yours", "a file under --usage could not be read: it may use any API" + (f" ({unread})" if isinstance(unread, str) else "")
         if f.get("your_code_not_scanned"):
             return "yours", "a file not scanned may use its APIs"
         apis = f.get("apis") or [f.get("api", "")]
@@ -351,8 +376,9 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
             return "elsewhere", f"your code does not use its APIs ({', '.join(named[:3])}; the recipe's contracts go through them)"
         recipes = [str(a) for a in apis if str(a).startswith(RECIPE_PREFIX)]
         if not sites and any(r not in call_sites.RECIPE_APIS for r in recipes):  # fail closed: no API known to look for
-            return "yours", ("its contracts pin a training recipe (several APIs together), not one API: which of your lines it "
-                             "reaches cannot be told without --run")
+            return "yours", (
+                "its contracts pin a training recipe (several APIs together), not one API: which of your lines it reaches cannot be told without --run"
+            )
         if not sites and recipes:
             built = list(dict.fromkeys(a for r in recipes for a in call_sites.RECIPE_APIS[r]))
             return "elsewhere", f"your code uses none of the APIs its training recipe is built from ({', '.join(built)})"
@@ -361,11 +387,11 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
         if attributed and all((attributed.get(w) or {}).get("verdict") == "not-affected" for w in sites):
             return "elsewhere", "every call of its APIs is not affected (its literal arguments rule it out)"
         return "yours", "your code uses its APIs"
+
     return decide
 
 
-def apply_options(report: Mapping[str, Any], options: ScopeOptions, packages: tuple[str, ...], by: str | None = None,
-                  usage: bool = True) -> Scoped | None:
+def apply_options(report: Mapping[str, Any], options: ScopeOptions, packages: tuple[str, ...], by: str | None = None, usage: bool = True) -> Scoped | None:
     """:func:`scoped` with the gate's scope options: ``--usage``
     (``options.usage_scan``) attributes each finding's call sites
     (``optax_gate.gate.team_code.attribution``, against the API surface of
@@ -381,6 +407,7 @@ def apply_options(report: Mapping[str, Any], options: ScopeOptions, packages: tu
     notes: list[str] = []
     if scan is not None and isinstance(view.get("findings"), list):
         from optax_gate.gate.team_code import attribution
+
         attributed, notes = attribution.for_report(view, scan, packages)
     if by is None and scan is not None:
         by = "usage"

@@ -118,8 +118,12 @@ class _Scanner:
         for node in ast.walk(tree):
             if isinstance(node, ast.ExceptHandler):
                 self.uses.append(Use(f"{label}{node.lineno}", ast.unparse(node.type) if node.type else "BaseException", "catch"))
-            elif (isinstance(node, ast.Call) and node.args and isinstance(node.func, (ast.Name, ast.Attribute))
-                  and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "raises"):
+            elif (
+                isinstance(node, ast.Call)
+                and node.args
+                and isinstance(node.func, (ast.Name, ast.Attribute))
+                and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) == "raises"
+            ):
                 self.uses.append(Use(f"{label}{node.lineno}", ast.unparse(node.args[0]), "catch"))
 
     def _is_partial(self, func: ast.AST) -> bool:
@@ -141,40 +145,47 @@ class _Scanner:
         call (each is then a call of the API itself, named at its own line, with the partial's arguments and
         its own): the assignment's line is no use of its own."""
         parent = parents.get(id(node))
-        if self.scopes is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
-                                       and isinstance(parent.targets[0], ast.Name)):
+        if self.scopes is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
             return False
         bound, _ = self.scopes.binding(parent.targets[0])
         reads = self.scopes.loads(node)
-        return bound is not None and bound.node is node and bool(reads) and all(
-            isinstance(call := parents.get(id(r)), ast.Call) and call.func is r for r in reads)
+        return (
+            bound is not None and bound.node is node and bool(reads) and all(isinstance(call := parents.get(id(r)), ast.Call) and call.func is r for r in reads)
+        )
 
     def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr], keywords: list[ast.keyword] | None = None) -> Use:
         """A call of ``path`` at ``node`` with the positional arguments ``args`` (a partial's: after the
         function) and ``keywords`` (default: the node's)."""
         keywords = node.keywords if keywords is None else keywords
         star = any(isinstance(a, ast.Starred) for a in args)
-        return Use(f"{label}{node.lineno}", path, "call", None if star else len(args),
-                   tuple(k.arg for k in keywords if k.arg is not None), any(k.arg is None for k in keywords),
-                   _arguments(args, keywords), _resolved(args, keywords, self.scopes))
+        return Use(
+            f"{label}{node.lineno}",
+            path,
+            "call",
+            None if star else len(args),
+            tuple(k.arg for k in keywords if k.arg is not None),
+            any(k.arg is None for k in keywords),
+            _arguments(args, keywords),
+            _resolved(args, keywords, self.scopes),
+        )
 
     def expressions(self, tree: ast.AST, label: str) -> None:
         start = len(self.uses)
         self._expressions(tree, label)
         if self.guarded:  # a use through a name imported under try/except ImportError: the fallback guards it too
-            self.uses[start:] = [dataclasses.replace(u, guarded=True) if u.how != "import" and self._guarded_use(u) else u
-                                 for u in self.uses[start:]]
+            self.uses[start:] = [dataclasses.replace(u, guarded=True) if u.how != "import" and self._guarded_use(u) else u for u in self.uses[start:]]
 
     def _guarded_use(self, use: Use) -> bool:
-        return any(self.aliases.get(name) and (use.path == self.aliases[name] or use.path.startswith(self.aliases[name] + "."))
-                   for name in self.guarded)
+        return any(self.aliases.get(name) and (use.path == self.aliases[name] or use.path.startswith(self.aliases[name] + ".")) for name in self.guarded)
 
     def _expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
         annotations = _annotation_nodes(tree)
         parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
-        nodes = sorted((n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
-                       key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)))
+        nodes = sorted(
+            (n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
+            key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)),
+        )
         for node in nodes:
             if isinstance(node, ast.Call) and self._is_partial(node.func) and node.args:
                 inner = self._dotted(node.args[0]) or (self.scopes.path(node.args[0]) if self.scopes else None)
@@ -227,9 +238,11 @@ def _guarded_imports(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Try, ast.TryStar)):  # ast.TryStar: Python >= 3.11, always here (>= 3.12)
             continue
-        catches = any(h.type is None or any(isinstance(n, (ast.Name, ast.Attribute)) and
-                                            (n.id if isinstance(n, ast.Name) else n.attr) in _IMPORT_ERRORS
-                                            for n in ast.walk(h.type)) for h in node.handlers)
+        catches = any(
+            h.type is None
+            or any(isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) in _IMPORT_ERRORS for n in ast.walk(h.type))
+            for h in node.handlers
+        )
         if catches:
             out |= {id(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
     return out
@@ -289,8 +302,13 @@ class Scan:
         return [n for n in self.not_scanned if usage_files.may_use(n, public_path)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"paths": self.paths, "files": self.found, "scanned": self.scanned,
-                "not_scanned": [n.to_json() for n in self.not_scanned], "uses": len(self.uses)}
+        return {
+            "paths": self.paths,
+            "files": self.found,
+            "scanned": self.scanned,
+            "not_scanned": [n.to_json() for n in self.not_scanned],
+            "uses": len(self.uses),
+        }
 
 
 def scan(paths: Iterable[Path], base: Path | None = None) -> Scan:
@@ -323,5 +341,3 @@ def imported_modules(uses: Iterable[Use]) -> dict[str, list[str]]:
         if u.how == "import":
             out.setdefault(u.path.split(".")[0], []).append(u.where)
     return out
-
-

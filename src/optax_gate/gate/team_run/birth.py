@@ -46,8 +46,7 @@ def _owner(at: str) -> str:
     return {"optax": "Optax", "flax": "Flax", "jax": "JAX"}.get(head, "your code")
 
 
-def birth(baseline: dict[tuple[str, str], dict[str, Any]],
-          candidate: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
     """Where each replayed function's difference is born (see
     ``optax_gate.recorder.replay``), for the functions replayed on both sides
     whose equations give other results. Each is ``{"function", "site",
@@ -74,8 +73,7 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
         b, c = baseline[key], candidate[key]
         row: dict[str, Any] = {"function": key[0], "site": key[1]}
         if b.get("error") or c.get("error") or b.get("too_large") or c.get("too_large"):
-            row.update(kind="unknown", why=b.get("error") or c.get("error") or
-                       f"too large to replay ({b.get('too_large') or c.get('too_large')} equations)")
+            row.update(kind="unknown", why=b.get("error") or c.get("error") or f"too large to replay ({b.get('too_large') or c.get('too_large')} equations)")
             found.append(row)
             continue
         b_in, c_in = b.get("inputs") or [], c.get("inputs") or []
@@ -88,14 +86,18 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
         be, ce = b.get("eqns") or [], c.get("eqns") or []
         for i, (x, y) in enumerate(zip(be, ce)):
             if _place(x) != _place(y):
-                row.update(kind="program", index=i, primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
-                           at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", team=x.get("team") or "",
-                           by=_owner(y["at"] or x["at"]))
+                row.update(
+                    kind="program",
+                    index=i,
+                    primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
+                    at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}",
+                    team=x.get("team") or "",
+                    by=_owner(y["at"] or x["at"]),
+                )
                 break
             if x["out"] != y["out"]:
                 kind = "operation" if x["in"] == y["in"] else "program"
-                row.update(kind=kind, index=i, primitive=x["p"], at=x["at"], team=x.get("team") or "",
-                           by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
+                row.update(kind=kind, index=i, primitive=x["p"], at=x["at"], team=x.get("team") or "", by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
                 pairs = list(zip(x["out"], y["out"], x.get("vals") or [], y.get("vals") or []))
                 moved = next(((u, v) for dx, dy, u, v in pairs if dx != dy and u and v), None)  # the output that differs
                 if moved and moved[0].get("dtype") == moved[1].get("dtype") and moved[0].get("shape") == moved[1].get("shape"):
@@ -110,10 +112,17 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]],
                 if later is not None:
                     x, y = be[later], ce[later]
                     found.append(row)
-                    row = {"function": key[0], "site": key[1], "kind": "program", "index": later,
-                           "primitive": f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
-                           "at": x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", "team": x.get("team") or "",
-                           "by": _owner(y["at"] or x["at"]), "also": True}
+                    row = {
+                        "function": key[0],
+                        "site": key[1],
+                        "kind": "program",
+                        "index": later,
+                        "primitive": f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
+                        "at": x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}",
+                        "team": x.get("team") or "",
+                        "by": _owner(y["at"] or x["at"]),
+                        "also": True,
+                    }
                 break
         else:
             if len(be) != len(ce):

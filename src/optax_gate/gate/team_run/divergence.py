@@ -89,19 +89,39 @@ def read(folder: Path) -> list[dict[str, Any]]:
                 seen[(event["of"], device)] += 1
                 out = dict(traced.get("out") or {})
                 out["leaves"] = _merge(out.get("leaves") or [], event.get("out") or [])
-                block.append({"site": traced["site"], "api": traced["api"], "call": traced["call"], "phase": "run",
-                              **({"via": traced["via"]} if traced.get("via") else {}),
-                              "args": None, "warnings": [], "exception": None, "in": event.get("in") or [],
-                              "out": out, "order": (process, seen[(event["of"], device)], event["of"], device,
-                                                    event["seq"])})
+                block.append(
+                    {
+                        "site": traced["site"],
+                        "api": traced["api"],
+                        "call": traced["call"],
+                        "phase": "run",
+                        **({"via": traced["via"]} if traced.get("via") else {}),
+                        "args": None,
+                        "warnings": [],
+                        "exception": None,
+                        "in": event.get("in") or [],
+                        "out": out,
+                        "order": (process, seen[(event["of"], device)], event["of"], device, event["seq"]),
+                    }
+                )
                 continue
             flush()
-            observations.append({"site": event["site"], "api": event["api"], "call": event["call"],
-                                 **({"via": event["via"]} if event.get("via") else {}),
-                                 "phase": "trace" if event.get("traced") else "call", "args": event.get("args"),
-                                 "warnings": event.get("warnings") or [], "exception": event.get("exception"),
-                                 "in": event.get("in") or [], "out": None if event.get("traced") else event.get("out"),
-                                 "record_error": event.get("record_error"), "order": (process, event["seq"])})
+            observations.append(
+                {
+                    "site": event["site"],
+                    "api": event["api"],
+                    "call": event["call"],
+                    **({"via": event["via"]} if event.get("via") else {}),
+                    "phase": "trace" if event.get("traced") else "call",
+                    "args": event.get("args"),
+                    "warnings": event.get("warnings") or [],
+                    "exception": event.get("exception"),
+                    "in": event.get("in") or [],
+                    "out": None if event.get("traced") else event.get("out"),
+                    "record_error": event.get("record_error"),
+                    "order": (process, event["seq"]),
+                }
+            )
         flush()
     return observations
 
@@ -119,8 +139,9 @@ def describe(obs: dict[str, Any]) -> str:
     return {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
 
 
-def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occurrence: int, what: str,
-                   paths: list[str] | None = None) -> tuple[list[str], float, bool, list[str]]:
+def _leaves_differ(
+    base: list[dict[str, Any]], cand: list[dict[str, Any]], occurrence: int, what: str, paths: list[str] | None = None
+) -> tuple[list[str], float, bool, list[str]]:
     """Differences of two leaf lists: (texts, largest ULP error, beyond
     budget, exact texts). The values' text names the leaf of the largest
     error and how it moved (:func:`value_change`); the exact texts are the
@@ -139,8 +160,9 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
             continue
         if b["dtype"] != c["dtype"]:
             moved = value_change(b, c) if b.get("n") and c.get("n") else ""
-            texts.append(f"{name}: dtype {b['dtype']} → {c['dtype']}" + (f"; value {moved}" if moved else
-                                                                           "; values the same" if b.get("n") and c.get("n") else ""))
+            texts.append(
+                f"{name}: dtype {b['dtype']} → {c['dtype']}" + (f"; value {moved}" if moved else "; values the same" if b.get("n") and c.get("n") else "")
+            )
             beyond = True
             continue
         if b.get("shape") != c.get("shape"):
@@ -150,16 +172,18 @@ def _leaves_differ(base: list[dict[str, Any]], cand: list[dict[str, Any]], occur
         if not b.get("n") or not c.get("n"):
             continue  # not stored (the trace's byte budget was spent): its digest only
         error = leaf_error(b, c)
-        if error > 0 and (is_exact(b) or any(math.isfinite(x) != math.isfinite(y)
-                                           for x, y in zip(decode(b) or [], decode(c) or []))):
+        if error > 0 and (is_exact(b) or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(decode(b) or [], decode(c) or []))):
             exact.append(f"{name}: {value_change(b, c) or 'differs'}")
             beyond = True
             if is_exact(b):
                 continue  # said as its values before and after, not in ULPs
         if error > worst:
-            sampled = (f" (measured on {b['n']} of {math.prod(b.get('shape') or [1])} elements, one in "
-                       f"{b.get('stride')}: a larger difference elsewhere is seen by its digest, not measured)"
-                       if (b.get("stride") or 1) > 1 else "")
+            sampled = (
+                f" (measured on {b['n']} of {math.prod(b.get('shape') or [1])} elements, one in "
+                f"{b.get('stride')}: a larger difference elsewhere is seen by its digest, not measured)"
+                if (b.get("stride") or 1) > 1
+                else ""
+            )
             worst, worst_at = error, f" at {name}" + (f": {moved}" if (moved := value_change(b, c)) else "") + sampled
         if error > budget(occurrence):
             beyond = True
@@ -195,8 +219,10 @@ def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]
         return [f"{name}: PyTree structure differs"]
     for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []))):
         if x != y:
-            return [f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {short_leaf(x)} → {short_leaf(y)}"
-                    + (" (weak type)" if x.get("weak_type") != y.get("weak_type") else "")]
+            return [
+                f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {short_leaf(x)} → {short_leaf(y)}"
+                + (" (weak type)" if x.get("weak_type") != y.get("weak_type") else "")
+            ]
     return [f"{name} differs"]
 
 
@@ -243,8 +269,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             kinds.append("structure")
             texts.append("result's PyTree structure differs")
         else:
-            out_texts, worst, beyond, exact = _leaves_differ(bo.get("leaves") or [], co.get("leaves") or [], occurrence,
-                                                             "result", bo.get("paths"))
+            out_texts, worst, beyond, exact = _leaves_differ(bo.get("leaves") or [], co.get("leaves") or [], occurrence, "result", bo.get("paths"))
             structural = [t for t in out_texts if "ULP" not in t]
             for kind in ("dtype", "shape"):
                 if any(f": {kind} " in t for t in structural):
@@ -267,12 +292,13 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
                 texts += [t for t in out_texts if "ULP" in t]
                 if not identical and in_err > 0:  # a kept result: the error may be born before it (JAX, the model, the data)
                     within = "" if in_beyond else " (within the budget)"  # "1.28e+36 ULP (within the budget)": the trial
-                    texts.append(f"its inputs already differed by up to {said_ulps(in_err)} ULP{within}: the change "
-                                 "may be born before it, in code that is not an Optax call (JAX, the model, the data)")
+                    texts.append(
+                        f"its inputs already differed by up to {said_ulps(in_err)} ULP{within}: the change "
+                        "may be born before it, in code that is not an Optax call (JAX, the model, the data)"
+                    )
     if not kinds:
         return None
-    return {"kinds": list(dict.fromkeys(kinds)), "texts": texts, "max_ulps": None if math.isinf(worst) else worst,
-            "inputs_differ": inputs_differ}
+    return {"kinds": list(dict.fromkeys(kinds)), "texts": texts, "max_ulps": None if math.isinf(worst) else worst, "inputs_differ": inputs_differ}
 
 
 def sampled_differs(base: dict[str, Any], cand: dict[str, Any]) -> bool:
@@ -288,21 +314,22 @@ def _has_values(obs: dict[str, Any]) -> bool:
     """Whether an observation holds computed values: array leaves of its
     inputs or its result (stored or digested), or a Python number it returns."""
     out = list((obs.get("out") or {}).get("leaves") or [])
-    return (any("sha256" in leaf for leaf in list(obs.get("in") or []) + out)
-            or any(leaf.get("py") in ("float", "int", "complex", "bool") for leaf in out))
+    return any("sha256" in leaf for leaf in list(obs.get("in") or []) + out) or any(leaf.get("py") in ("float", "int", "complex", "bool") for leaf in out)
 
 
 #: Why a matched call was compared by structure only, or not at all (``compare``'s ``compared_by``).
-WHY = {"built": "it builds an optimizer, a schedule or a function: no array goes in or out (compared by its arguments)",
-       "traced": "traced inside a function you transformed: compared by its abstract signature here, by value at each "
-                 "sampled run of its program",
-       "traced-unrecorded": "traced where the recorder cannot see values (inside a transformation it does not wrap)",
-       "record-error": "the recorder could not store its values",
-       "one-side": "called on one side only"}
+WHY = {
+    "built": "it builds an optimizer, a schedule or a function: no array goes in or out (compared by its arguments)",
+    "traced": "traced inside a function you transformed: compared by its abstract signature here, by value at each sampled run of its program",
+    "traced-unrecorded": "traced where the recorder cannot see values (inside a transformation it does not wrap)",
+    "record-error": "the recorder could not store its values",
+    "one-side": "called on one side only",
+}
 
 
-def compared_by(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]],
-                pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]]) -> dict[str, Any]:
+def compared_by(
+    baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]]
+) -> dict[str, Any]:
     """How each matched call was compared: ``{"value", "structure", "none":
     counts, "why": {reason: count} (:data:`WHY`'s keys), "value_sites": the
     sites with at least one call compared by value, in order}``. A call is
@@ -327,10 +354,8 @@ def compared_by(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]],
             sites.append(b["site"])
         else:
             counts["structure"] += 1
-            why["built" if b["phase"] == "call" else
-                "traced" if (b["site"], b["api"], b["call"]) in runs else "traced-unrecorded"] += 1
-    return {"value": counts["value"], "structure": counts["structure"], "none": counts["none"], "why": dict(why),
-            "value_sites": list(dict.fromkeys(sites))}
+            why["built" if b["phase"] == "call" else "traced" if (b["site"], b["api"], b["call"]) in runs else "traced-unrecorded"] += 1
+    return {"value": counts["value"], "structure": counts["structure"], "none": counts["none"], "why": dict(why), "value_sites": list(dict.fromkeys(sites))}
 
 
 def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], limit: int = 50) -> dict[str, Any]:
@@ -362,6 +387,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       result is not bit-identical (where a replay of its first call can tell
       the birth only if that is 1).
     """
+
     def keyed(observations: list[dict[str, Any]]) -> defaultdict[tuple[str, str, str, str], list[dict[str, Any]]]:
         groups: defaultdict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
         for obs in observations:
@@ -384,13 +410,23 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             either = b or c
             if either is None:
                 raise AssertionError("n < max(len(bs), len(cs)): one side holds the call")
-            base_row = {"site": key[0], "api": key[1], "call": describe(either), "phase": key[3], "occurrence": n + 1,
-                        "budget_ulps": budget(n + 1), **({"via": either["via"]} if either.get("via") else {})}
+            base_row = {
+                "site": key[0],
+                "api": key[1],
+                "call": describe(either),
+                "phase": key[3],
+                "occurrence": n + 1,
+                "budget_ulps": budget(n + 1),
+                **({"via": either["via"]} if either.get("via") else {}),
+            }
             if b is None or c is None:
                 one = "baseline" if c is None else "candidate"
-                found.append((_position(b, c, b_index, c_index, len(baseline)),
-                              {**base_row, "kinds": ["one side only"], "texts": [f"called in the {one} only"],
-                               "max_ulps": None, "side": one, "inputs_differ": True}))
+                found.append(
+                    (
+                        _position(b, c, b_index, c_index, len(baseline)),
+                        {**base_row, "kinds": ["one side only"], "texts": [f"called in the {one} only"], "max_ulps": None, "side": one, "inputs_differ": True},
+                    )
+                )
                 continue
             compared += 1
             diff = differences(b, c, n + 1)
@@ -399,9 +435,18 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
             if diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
             elif (error := bit_error(b, c)) is not None:
-                drift.append({"at": b_index[id(b)], "site": key[0], "error": error, "call": describe(b),
-                              "inputs_differ": not _same_input_bits(b, c), "kept": b["phase"] == "call" and kept(b["api"]),
-                              "shadow": b["phase"] == "run", "sampled": sampled_differs(b, c)})
+                drift.append(
+                    {
+                        "at": b_index[id(b)],
+                        "site": key[0],
+                        "error": error,
+                        "call": describe(b),
+                        "inputs_differ": not _same_input_bits(b, c),
+                        "kept": b["phase"] == "call" and kept(b["api"]),
+                        "shadow": b["phase"] == "run",
+                        "sampled": sampled_differs(b, c),
+                    }
+                )
     found.sort(key=lambda pair: pair[0])
     rows, inner = [], False
     for i, (_, row) in enumerate(found):
@@ -417,20 +462,30 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     causes = [r for r in rows if r["role"] == "cause"]
     sites = list(dict.fromkeys(r["site"] for r in causes))
     drift.sort(key=lambda d: d["at"])
-    within = {"calls": len(drift), "max_ulps": max((d["error"] for d in drift), default=0.0),
-              "sites": list(dict.fromkeys(d["site"] for d in drift)),
-              "first": {k: drift[0][k] for k in ("site", "call", "inputs_differ")} if drift else None,
-              "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None),
-              "shadow_only": bool(drift) and all(d["shadow"] for d in drift),
-              "sampled": sum(1 for d in drift if d["sampled"])}
+    within = {
+        "calls": len(drift),
+        "max_ulps": max((d["error"] for d in drift), default=0.0),
+        "sites": list(dict.fromkeys(d["site"] for d in drift)),
+        "first": {k: drift[0][k] for k in ("site", "call", "inputs_differ")} if drift else None,
+        "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None),
+        "shadow_only": bool(drift) and all(d["shadow"] for d in drift),
+        "sampled": sum(1 for d in drift if d["sampled"]),
+    }
     by = compared_by(baseline, candidate, sorted(pairs, key=lambda p: b_index.get(id(p[0]), len(baseline))))
-    return {"compared": compared, "differing": len(rows), "first": rows[0] if rows else None, "causes": causes,
-            "divergences": rows[:limit], "sites": sites, "within_budget": within, "compared_by": by,
-            "first_differs": firsts}
+    return {
+        "compared": compared,
+        "differing": len(rows),
+        "first": rows[0] if rows else None,
+        "causes": causes,
+        "divergences": rows[:limit],
+        "sites": sites,
+        "within_budget": within,
+        "compared_by": by,
+        "first_differs": firsts,
+    }
 
 
-def _position(b: dict[str, Any] | None, c: dict[str, Any] | None, b_index: dict[int, int], c_index: dict[int, int],
-              baseline_length: int) -> tuple[int, int]:
+def _position(b: dict[str, Any] | None, c: dict[str, Any] | None, b_index: dict[int, int], c_index: dict[int, int], baseline_length: int) -> tuple[int, int]:
     """Where a one-sided call sits in the baseline's order: its own index, or
     (for a candidate-only call) the index of the baseline call matched to the
     candidate observation just before it."""

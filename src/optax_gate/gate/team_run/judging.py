@@ -16,25 +16,38 @@ def born_words(row: dict[str, Any]) -> str:
     called = f"`{row['function']}` (called at `{row['site']}`)"
     team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "before":
-        return (f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, "
-                "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)")
+        return (
+            f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, "
+            "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"
+        )
     if row["kind"] == "operation":
-        size = (f" ({_ulp_text(row.get('error_ulps'))}{'; ' + row['change'] if row.get('change') else ''})"
-                if row.get("error_ulps") is not None or row.get("change") else "")
-        return (f"in {called}, the first operation that gives other results is `{row['primitive']}`{team} (traced at "
-                f"`{row['at']}`), on bit-identical inputs: JAX/XLA computes that operation otherwise{size}")
+        size = (
+            f" ({_ulp_text(row.get('error_ulps'))}{'; ' + row['change'] if row.get('change') else ''})"
+            if row.get("error_ulps") is not None or row.get("change")
+            else ""
+        )
+        return (
+            f"in {called}, the first operation that gives other results is `{row['primitive']}`{team} (traced at "
+            f"`{row['at']}`), on bit-identical inputs: JAX/XLA computes that operation otherwise{size}"
+        )
     if row["kind"] == "program":
         if not row.get("at"):
             return f"in {called}, the two sides trace programs of different lengths: the code the step calls changed"
-        return (f"in {called}, from operation {row['index'] + 1} on the two sides trace other programs, at `{row['at']}`"
-                f"{team}: {row['by']} computes something else there")
+        return (
+            f"in {called}, from operation {row['index'] + 1} on the two sides trace other programs, at `{row['at']}`"
+            f"{team}: {row['by']} computes something else there"
+        )
     if row["kind"] == "compiled":
-        return (f"in {called}, every operation replayed one at a time gives the same results: the difference comes from "
-                "how JAX/XLA compiles the program as a whole (fusion), not from what Optax or your code computes")
+        return (
+            f"in {called}, every operation replayed one at a time gives the same results: the difference comes from "
+            "how JAX/XLA compiles the program as a whole (fusion), not from what Optax or your code computes"
+        )
     if row["kind"] == "later":
-        return (f"{called} gives bit-identical results at its first call; they first differ at call {row['call']}: born in "
-                "a later step, which a replay of a first call cannot tell (what changes there: a schedule's boundary, "
-                "rounding that builds up from step to step)")
+        return (
+            f"{called} gives bit-identical results at its first call; they first differ at call {row['call']}: born in "
+            "a later step, which a replay of a first call cannot tell (what changes there: a schedule's boundary, "
+            "rounding that builds up from step to step)"
+        )
     return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
 
 
@@ -47,8 +60,7 @@ def eager_births(team_run: dict[str, Any]) -> list[str]:
     out = []
     for c in team_run.get("causes") or []:
         if c.get("phase") == "call" and not divergence.transformed(c["api"]) and c.get("side", "both") == "both":
-            out.append(f"in the Optax call `{c['call']}` at `{c['site']}`: other results on the same inputs (Optax's code, "
-                       "or the JAX operations it runs)")
+            out.append(f"in the Optax call `{c['call']}` at `{c['site']}`: other results on the same inputs (Optax's code, or the JAX operations it runs)")
     return list(dict.fromkeys(out))
 
 
@@ -57,8 +69,7 @@ def born_short(row: dict[str, Any]) -> str:
     mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "operation":
         size = _ulp_text(row["error_ulps"]) if row.get("error_ulps") is not None else row.get("change") or ""
-        return (f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs"
-                + (f" ({size})" if size else ""))
+        return f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs" + (f" ({size})" if size else "")
     if row["kind"] == "program" and row.get("at"):
         return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
     if row["kind"] == "before":
@@ -113,6 +124,7 @@ def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[s
     if not any(c.get("via") for c in team.get("causes") or []):
         return {}
     from optax_gate.gate.team_code import composition
+
     return composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})[0]
 
 
@@ -120,8 +132,39 @@ def finding_apis(finding: dict[str, Any]) -> list[str]:
     return list(finding.get("apis") or [finding.get("api", "")])
 
 
-_STOP = {"the", "a", "an", "of", "to", "in", "is", "at", "by", "or", "and", "not", "no", "now", "but", "be", "was", "were",
-         "with", "from", "for", "on", "instead", "result", "results", "got", "expected", "given", "only", "input", "inputs"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "is",
+    "at",
+    "by",
+    "or",
+    "and",
+    "not",
+    "no",
+    "now",
+    "but",
+    "be",
+    "was",
+    "were",
+    "with",
+    "from",
+    "for",
+    "on",
+    "instead",
+    "result",
+    "results",
+    "got",
+    "expected",
+    "given",
+    "only",
+    "input",
+    "inputs",
+}
 
 
 def _words(text: str) -> set[str]:
@@ -139,8 +182,7 @@ def _explaining(report: Mapping[str, Any], team: dict[str, Any]) -> list[tuple[s
     for site in team.get("sites") or []:
         causes = [c for c in team.get("causes") or [] if c["site"] == site]
         shorts = {a for c in causes for a in _apis_of(c, reached)}
-        related = [f for f in report.get("findings") or []
-                   if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
+        related = [f for f in report.get("findings") or [] if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
         words = _words(" ".join(t for c in causes for t in c["texts"]))
         overlap = {id(f): len(words & _words(str(f.get("cause") or f.get("text") or ""))) for f in related}
         best = max(overlap.values(), default=0)
@@ -163,12 +205,10 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
     divergences, within = team_run.get("divergences") or [], team_run.get("within_budget")
     if team_run.get("outcome") != "diverged" or not divergences or len(divergences) < team_run.get("differing", 0) or within is None:
         return None
-    dtypes_only = not within.get("calls") and all(
-        set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences)
+    dtypes_only = not within.get("calls") and all(set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences)
     moved = {str(d.get("site")) for d in divergences} | set(within.get("sites") or [])
     by_value = (team_run.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
-    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or []
-                                                  if s not in moved and (by_value is None or s in by_value)]}
+    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or [] if s not in moved and (by_value is None or s in by_value)]}
 
 
 def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[dict[str, Any]]:
@@ -179,9 +219,16 @@ def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[dict[str, 
     for site, causes, related in _explaining(report, team):
         apis = list(dict.fromkeys(c["api"] for c in causes))
         ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
-        lines.append({"site": site, "apis": apis, "calls": list(dict.fromkeys(c["call"] for c in causes)),
-                      "changes": list(dict.fromkeys(t for c in causes for t in c["texts"])),
-                      "max_ulps": max(ulps) if ulps else None, "findings": [f["number"] for f in related]})
+        lines.append(
+            {
+                "site": site,
+                "apis": apis,
+                "calls": list(dict.fromkeys(c["call"] for c in causes)),
+                "changes": list(dict.fromkeys(t for c in causes for t in c["texts"])),
+                "max_ulps": max(ulps) if ulps else None,
+                "findings": [f["number"] for f in related],
+            }
+        )
     return lines
 
 
@@ -299,8 +346,12 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
             scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
         elif breaks:  # its API surface part breaks a line of theirs: that sets the verdict, so the finding is theirs
             f["breaks_unreached"] = breaks
-            scope.set_scope(f, "yours", f"its API surface change breaks your line{'s' if len(breaks) > 1 else ''} "
-                                        f"{', '.join(breaks)}, which your run does not reach: it fails when called")
+            scope.set_scope(
+                f,
+                "yours",
+                f"its API surface change breaks your line{'s' if len(breaks) > 1 else ''} "
+                f"{', '.join(breaks)}, which your run does not reach: it fails when called",
+            )
         elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
             scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
         else:
@@ -322,9 +373,15 @@ def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
     if outcome in ("diverged", "broke"):
         first = team_run.get("first")
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
-        why = ("your run diverges" + (f" at {where}" if where else "")
-               + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})" if first else "")
-               ) if where or first else ""
+        why = (
+            (
+                "your run diverges"
+                + (f" at {where}" if where else "")
+                + (f" (first: {first['site']} {first['call']}: {'; '.join(first['texts'][:2])})" if first else "")
+            )
+            if where or first
+            else ""
+        )
         born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program", "later")]
         optax_first = eager_births(team_run)
         if optax_first:  # an Optax call of the team's own, outside any step, that differs on identical inputs: said first
@@ -333,9 +390,10 @@ def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
             why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
         seen = team_run.get("witness") or {}
         if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
-            why = (f"{why}; " if why else "") + (f"your run's own outputs differ in the candidate: {seen['first']}"
-                                                  + ("" if where else " (no recorded Optax call differs: the difference "
-                                                     "is born outside the calls the recorder compares)"))
+            why = (f"{why}; " if why else "") + (
+                f"your run's own outputs differ in the candidate: {seen['first']}"
+                + ("" if where else " (no recorded Optax call differs: the difference is born outside the calls the recorder compares)")
+            )
         same = unchanged(team_run)
         if same and same["dtypes_only"]:  # memory and checkpoints change, results do not: say so where the verdict is
             why += "; in dtypes only: every value your run computes is the same"

@@ -21,8 +21,20 @@ TINY = {"float64": 2.0**-1022, "float32": 2.0**-126, "float16": 2.0**-24, "bfloa
 
 
 #: The struct format of each dtype read here (little-endian).
-FORMATS = {"float64": "d", "float32": "f", "float16": "e", "int64": "q", "int32": "i", "int16": "h", "int8": "b",
-            "uint64": "Q", "uint32": "I", "uint16": "H", "uint8": "B", "bool": "?"}
+FORMATS = {
+    "float64": "d",
+    "float32": "f",
+    "float16": "e",
+    "int64": "q",
+    "int32": "i",
+    "int16": "h",
+    "int8": "b",
+    "uint64": "Q",
+    "uint32": "I",
+    "uint16": "H",
+    "uint8": "B",
+    "bool": "?",
+}
 
 
 _SIZES = {"d": 8, "q": 8, "Q": 8, "f": 4, "i": 4, "I": 4, "e": 2, "h": 2, "H": 2, "b": 1, "B": 1, "?": 1}
@@ -35,7 +47,7 @@ def decode(leaf: dict[str, Any]) -> list[float] | list[int] | None:
     raw = base64.b64decode(leaf.get("data") or "")
     dtype = leaf.get("dtype", "")
     if dtype == "bfloat16":
-        return [struct.unpack("<f", b"\x00\x00" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+        return [struct.unpack("<f", b"\x00\x00" + raw[i : i + 2])[0] for i in range(0, len(raw), 2)]
     fmt = FORMATS.get(dtype)
     if fmt is None:
         return None

@@ -42,34 +42,38 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
     try:
         report = json.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} cannot be read: {exc.strerror or exc} "
-                                    "(give a gate's report.json, or its run folder)") from None
+        raise validate.InvalidInput(
+            f"--team-run {validate.shown(file)} cannot be read: {exc.strerror or exc} (give a gate's report.json, or its run folder)"
+        ) from None
     except ValueError as exc:
         raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})") from None
     if runner.is_run_record(report):
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the "
-                                    "run folder, or its report.json)")
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the run folder, or its report.json)")
     if not isinstance(report, dict) or "verdict" not in report:
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (give the run folder, "
-                                    "or its report.json)")
+        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (give the run folder, or its report.json)")
     team = report.get("team_run")
     if not isinstance(team, dict) or team.get("outcome") not in team_run.OUTCOMES:
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} holds no team run: its gate ran without --run "
-                                    "(give the report.json of a gate run with --run)")
+        raise validate.InvalidInput(
+            f"--team-run {validate.shown(file)} holds no team run: its gate ran without --run (give the report.json of a gate run with --run)"
+        )
     for label, record in (("baseline", baseline), ("candidate", candidate)):
         theirs = (report.get(label) or {}).get("versions") or {}
         ours = record.get("versions") or {}
         moved = sorted(p for p in ("optax", "jax", "jaxlib", "flax") if theirs.get(p) != ours.get(p))
         if moved:
             said = ", ".join(f"{p} {theirs.get(p) or '(none)'} there, {ours.get(p) or '(none)'} here" for p in moved)
-            raise validate.InvalidInput(f"--team-run {validate.shown(file)} ran the team's command against another {label} "
-                                        f"({said}): give the report.json of the gate that recorded these run records")
+            raise validate.InvalidInput(
+                f"--team-run {validate.shown(file)} ran the team's command against another {label} "
+                f"({said}): give the report.json of the gate that recorded these run records"
+            )
     ran_in = Path(os.path.abspath(str(team.get("run_dir") or "")))
     given = [Path(os.path.abspath(p)) for p in usage]
     if given and not any(ran_in == p or ran_in.is_relative_to(p) or p.is_relative_to(ran_in) for p in given):
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} ran `{team.get('command')}` in {ran_in}, which is "
-                                    f"not the code of --usage {', '.join(map(str, usage))}: give the report.json of a gate "
-                                    "that ran this team's command")
+        raise validate.InvalidInput(
+            f"--team-run {validate.shown(file)} ran `{team.get('command')}` in {ran_in}, which is "
+            f"not the code of --usage {', '.join(map(str, usage))}: give the report.json of a gate "
+            "that ran this team's command"
+        )
     team = copy.deepcopy(team)
     team.pop("affected", None)
     return _named_here(team)
@@ -91,6 +95,7 @@ def _named_here(team: dict[str, Any]) -> dict[str, Any]:
         if not sep or not line.isdigit():
             return site
         return f"{usage_files.display_name(Path(base) / path, here)}:{line}"
+
     old = [s for s in team.get("sites") or []] + [c["site"] for c in team.get("causes") or []] + [team.get("raised_at") or ""]
     moved = {s: name(s) for s in old if s and name(s) != s}
     out = team_run.renamed(team, name)

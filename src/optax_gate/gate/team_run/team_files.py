@@ -38,8 +38,7 @@ def _watched(root: str, dirs: list[str], skip: frozenset[str]) -> list[str]:
     return sorted(d for d in dirs if d not in NOT_WATCHED and os.path.realpath(os.path.join(root, d)) not in skip)
 
 
-def scan(run_dir: Path, skip: frozenset[str] = frozenset(),
-         limit: int | None = None) -> tuple[dict[str, tuple[int, int]] | None, set[str]]:
+def scan(run_dir: Path, skip: frozenset[str] = frozenset(), limit: int | None = None) -> tuple[dict[str, tuple[int, int]] | None, set[str]]:
     """One walk of ``run_dir``: each file (relative name -> modification
     time in ns, size in bytes; None past ``limit`` files, default
     :data:`WATCHED_FILES`, 0: no limit) and each folder (relative names),

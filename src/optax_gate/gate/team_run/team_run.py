@@ -76,8 +76,9 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
             # its own process group: on a timeout or an interruption the whole command is stopped (bash and the
             # team's Python under it) before the folder is put back; a Python left running wrote into the folder after
             # it was put back (the trial: `python train.py && echo done` under Ctrl-C lost the team's checkpoint)
-            proc = subprocess.Popen(["bash", "-c", spec.command], cwd=spec.run_dir, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                ["bash", "-c", spec.command], cwd=spec.run_dir, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
             try:
                 row["exit"] = proc.wait(timeout=spec.timeout)
             except BaseException:  # a timeout, Ctrl-C, the gate's own stop
@@ -165,6 +166,7 @@ def user_names(run_dir: Path) -> Callable[[str], str]:
         if not sep or not line.isdigit():
             return site
         return f"{usage_files.display_name(Path(run_dir) / path, usage_files.user_folder())}:{line}"
+
     return name
 
 
@@ -185,13 +187,17 @@ def renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str
         out["compared_by"] = {**out["compared_by"], "value_sites": [name(s) for s in out["compared_by"]["value_sites"]]}
     if out.get("within_budget"):
         within = out["within_budget"]
-        out["within_budget"] = {**within, "sites": [name(s) for s in within["sites"]],
-                                **({"first": {**within["first"], "site": name(within["first"]["site"])}} if within.get("first") else {})}
+        out["within_budget"] = {
+            **within,
+            "sites": [name(s) for s in within["sites"]],
+            **({"first": {**within["first"], "site": name(within["first"]["site"])}} if within.get("first") else {}),
+        }
     return out
 
 
-def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say: Callable[[str], None] = lambda message: None,
-        name: Callable[[str], str] | None = None) -> dict[str, Any]:
+def run(
+    spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say: Callable[[str], None] = lambda message: None, name: Callable[[str], str] | None = None
+) -> dict[str, Any]:
     """Run the command (baseline, baseline again, candidate) and compare.
     ``name``: how the report names a site of the run (:func:`user_names`;
     None: relative to ``--run-dir``, as the recorder writes it).
@@ -220,6 +226,7 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say: Callable[[
             keep = None if label.endswith("-replay") else folder / f"team-run-{label}-files"
             if team_files.settle(before, keep) and keep is not None and label != "baseline-repeat":
                 settled.append(keep.name)
+
     try:
         result = _runs(spec, pythons, folder, _Around(say, after), name)
         if len(result["runs"]) == 3 and result["outcome"] != "not-verified":
@@ -235,21 +242,24 @@ def run(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say: Callable[[
             team_files.discard(before)
     if before is not None and before.changed:
         changed, existed, lost = before.changed, before.existed, before.not_restored
-        result["wrote"] = {"files": changed[:10], "count": len(changed), "existed": existed[:10],
-                           "kept": settled, "not_restored": lost[:10]}
+        result["wrote"] = {"files": changed[:10], "count": len(changed), "existed": existed[:10], "kept": settled, "not_restored": lost[:10]}
         if result["outcome"] == "not-verified" and result["reason"].startswith("the team's run is not deterministic") and lost:
-            result["reason"] += (f"; your command wrote {', '.join(lost[:3])} in its folder, too large for the gate to put "
-                                 "back between the runs: a run that reads what the run before it wrote differs from it "
-                                 "(point its outputs elsewhere)")
-        back = (f"{len(lost)} of them could not be put back and hold the last run's output ({', '.join(lost[:3])}), the "
-                "others are as they were before the gate" if lost else
-                "each run started from your folder as it was before the gate, and it is so again")
-        say(f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
-            f"{', …' if len(changed) > 3 else ''}); {back}" + (f"; the runs' outputs are in {folder}/{' and '.join(settled)}"
-                                                               if settled else ""))
+            result["reason"] += (
+                f"; your command wrote {', '.join(lost[:3])} in its folder, too large for the gate to put "
+                "back between the runs: a run that reads what the run before it wrote differs from it "
+                "(point its outputs elsewhere)"
+            )
+        back = (
+            f"{len(lost)} of them could not be put back and hold the last run's output ({', '.join(lost[:3])}), the others are as they were before the gate"
+            if lost
+            else "each run started from your folder as it was before the gate, and it is so again"
+        )
+        say(
+            f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
+            f"{', …' if len(changed) > 3 else ''}); {back}" + (f"; the runs' outputs are in {folder}/{' and '.join(settled)}" if settled else "")
+        )
     elif before is None:
-        say(f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is "
-            "not looked at, nor put back")
+        say(f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is not looked at, nor put back")
     return result
 
 
@@ -260,6 +270,7 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
     diverged (its outputs are the evidence: ``outcome`` ``diverged``,
     ``witnessed``: the first differing output); it never reads "computes the same"."""
     from optax_gate.gate.team_run import witness
+
     seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1))
     result["witness"] = seen
     if seen["differs"] and result["outcome"] == "same":
@@ -280,8 +291,10 @@ def _births(result: dict[str, Any], folder: Path, name: Callable[[str], str] | N
         replay()
         _born(result, folder, name)
     elif firsts:
-        result["born"] = [{"function": k.partition("@")[0], "site": name(k.partition("@")[2]) if name else k.partition("@")[2],
-                           "kind": "later", "call": v} for k, v in firsts.items()]
+        result["born"] = [
+            {"function": k.partition("@")[0], "site": name(k.partition("@")[2]) if name else k.partition("@")[2], "kind": "later", "call": v}
+            for k, v in firsts.items()
+        ]
 
 
 def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "_Around", result: dict[str, Any]) -> None:
@@ -291,8 +304,9 @@ def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "
     ``team-run-{baseline,candidate}-replay/`` (``result["replay_runs"]``)."""
     rows = []
     for label, python in (("baseline-replay", pythons[0]), ("candidate-replay", pythons[1])):
-        around.say(f"--run: the team's command in the {label.split('-')[0]} again, its step replayed operation by "
-                   "operation to find where the difference is born")
+        around.say(
+            f"--run: the team's command in the {label.split('-')[0]} again, its step replayed operation by operation to find where the difference is born"
+        )
         rows.append(run_once(spec, python, label, folder))
         around.after(label)
     result["replay_runs"] = [{k: r[k] for k in ("label", "exit", "seconds", "timed_out", "error")} for r in rows]
@@ -330,12 +344,22 @@ class _Around:
     after: Callable[[str], None]
 
 
-def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Around,
-          name: Callable[[str], str] | None) -> dict[str, Any]:
+def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Around, name: Callable[[str], str] | None) -> dict[str, Any]:
     """:func:`run`'s runs and comparison."""
-    result: dict[str, Any] = {"command": spec.command, "run_dir": str(spec.run_dir), "runs": [], "outcome": "not-verified",
-                              "reason": "", "compared": 0, "differing": 0, "first": None, "divergences": [], "causes": [],
-                              "sites": [], "raised_at": ""}
+    result: dict[str, Any] = {
+        "command": spec.command,
+        "run_dir": str(spec.run_dir),
+        "runs": [],
+        "outcome": "not-verified",
+        "reason": "",
+        "compared": 0,
+        "differing": 0,
+        "first": None,
+        "divergences": [],
+        "causes": [],
+        "sites": [],
+        "raised_at": "",
+    }
     traces = {}
     for label, python in (("baseline", pythons[0]), ("baseline-repeat", pythons[0]), ("candidate", pythons[1])):
         around.say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
@@ -349,17 +373,21 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         row["calls"] = len(traces[label])
         result["runs"].append(row)
         if label == "baseline" and (_failed(row) or not traces[label]):
-            result["reason"] = (f"the team's run fails in the baseline ({_why(row)}; it ran in {spec.run_dir}: --run-dir sets "
-                                f"the folder)" if _failed(row) else
-                                "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)")
+            result["reason"] = (
+                f"the team's run fails in the baseline ({_why(row)}; it ran in {spec.run_dir}: --run-dir sets the folder)"
+                if _failed(row)
+                else "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)"
+            )
             return result
         if label == "baseline-repeat":
             again = renamed(divergence.compare(traces["baseline"], traces[label]), name)
             if _failed(row) or again["differing"]:
                 first = again["first"]
-                result["reason"] = ("the team's run is not deterministic: " +
-                                    (f"its two baseline runs differ first at {first['site']} {first['call']}: {'; '.join(first['texts'])}"
-                                     if first else f"the second baseline run fails ({_why(row)})"))
+                result["reason"] = "the team's run is not deterministic: " + (
+                    f"its two baseline runs differ first at {first['site']} {first['call']}: {'; '.join(first['texts'])}"
+                    if first
+                    else f"the second baseline run fails ({_why(row)})"
+                )
                 return result
     cand = result["runs"][-1]
     if cand["timed_out"] or (cand["exit"] is None and cand["error"]):
@@ -367,20 +395,21 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         return result
     if not traces["candidate"] and not _failed(cand):  # the run went through, yet the recorder saw nothing of it
         said = [line for line in cand["tail"].splitlines() if "sitecustomize" in line or "optax_gate" in line][:2]
-        result["reason"] = ("the recorder recorded no call of your run in the candidate, which ran to its end: the "
-                            "recorder did not start there" + (f" ({'; '.join(s.strip() for s in said)[:300]})" if said else ""))
+        result["reason"] = "the recorder recorded no call of your run in the candidate, which ran to its end: the recorder did not start there" + (
+            f" ({'; '.join(s.strip() for s in said)[:300]})" if said else ""
+        )
         return result
     diff = renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
     longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
     result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
-    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget",
-                                        "compared_by")})
+    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget", "compared_by")})
     result["first_differs"] = diff["first_differs"]  # keyed by sites as the recorder names them: read by _born, then dropped
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
     missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
     result.update(renamed({"called": called, **({"not_in_candidate": missing} if missing else {})}, name))
     if name is not None:  # the folder the sites' names are relative to: compare --team-run names them anew from another
         from optax_gate.gate.inputs import usage_files
+
         result["named_from"] = usage_files.user_folder()
     if _failed(cand):
         result["outcome"] = "broke"
@@ -392,8 +421,7 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
     elif diff["differing"]:
         result["outcome"] = "diverged"
     elif not diff["compared_by"]["value"]:  # nothing computed was compared: no evidence that it computes the same
-        result["reason"] = (f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only "
-                            "of what was compared by value)")
+        result["reason"] = f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only of what was compared by value)"
     else:
         result["outcome"] = "same"
     return result
@@ -413,7 +441,7 @@ def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec 
             raise validate.InvalidInput("--run-dir is given without --run")
         return None
     if not command.strip():
-        raise validate.InvalidInput("--run is empty: give the team's command, e.g. --run \"python train.py --steps 3\"")
+        raise validate.InvalidInput('--run is empty: give the team\'s command, e.g. --run "python train.py --steps 3"')
     folder = Path(run_dir) if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
     if not folder.exists():
         raise validate.InvalidInput(f"--run-dir {folder} does not exist")

@@ -44,15 +44,26 @@ MASKS = (
     (re.compile(r"0x[0-9a-fA-F]{4,}"), "0x…"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"), "<date>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
-    (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\s?(s|sec|secs|seconds|ms|us|µs|ns|min|it/s|s/it|steps/s|examples/s)\b"),
-     "<duration>"),
+    (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\s?(s|sec|secs|seconds|ms|us|µs|ns|min|it/s|s/it|steps/s|examples/s)\b"), "<duration>"),
     (re.compile(r"\bpid[ =:]\d+", re.I), "pid …"),
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf|NaN|Inf|infinity)\b")
 #: Most bytes of one file read to compare it by value (larger files are compared by their SHA-256).
 READ_BYTES = 64 * 2**20
-_DESCR = {"f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
-          "u8": "uint64", "u4": "uint32", "u2": "uint16", "u1": "uint8", "b1": "bool"}
+_DESCR = {
+    "f8": "float64",
+    "f4": "float32",
+    "f2": "float16",
+    "i8": "int64",
+    "i4": "int32",
+    "i2": "int16",
+    "i1": "int8",
+    "u8": "uint64",
+    "u4": "uint32",
+    "u2": "uint16",
+    "u1": "uint8",
+    "b1": "bool",
+}
 
 
 def mask(line: str) -> str:
@@ -94,8 +105,7 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dic
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, base, again, autojunk=False).get_opcodes():
         if tag == "equal":
             stable[i1:i2] = [True] * (i2 - i1)
-    out: dict[str, Any] = {"lines": sum(stable), "noise": len(base) - sum(stable), "differs": False,
-                           "within_budget": 0, "first": None, "warnings": []}
+    out: dict[str, Any] = {"lines": sum(stable), "noise": len(base) - sum(stable), "differs": False, "within_budget": 0, "first": None, "warnings": []}
 
     def note(line: int, b: str, c: str, change: str) -> None:
         if out["first"] is None:
@@ -165,20 +175,26 @@ def read_npy(raw: bytes) -> dict[str, Any] | None:
     major = raw[6]
     size, start = (struct.unpack("<H", raw[8:10])[0], 10) if major == 1 else (struct.unpack("<I", raw[8:12])[0], 12)
     try:
-        header = ast.literal_eval(raw[start:start + size].decode("latin1"))
+        header = ast.literal_eval(raw[start : start + size].decode("latin1"))
     except (ValueError, SyntaxError):
         return None
     descr = str(header.get("descr", ""))
     dtype = _DESCR.get(descr[1:])
     if dtype is None or descr[0] == ">" or header.get("fortran_order"):
         return None
-    data = raw[start + size:]
+    data = raw[start + size :]
     width = struct.calcsize(leaves.FORMATS[dtype])
     count = len(data) // width
     stride = max(1, -(-count // 4096))
-    sample = b"".join(data[i * width:(i + 1) * width] for i in range(0, count, stride))[:4096 * width]
-    return {"dtype": dtype, "shape": list(header.get("shape") or ()), "stride": stride, "n": len(sample) // width,
-            "data": base64.b64encode(sample).decode("ascii"), "sha256": hashlib.sha256(data).hexdigest()}
+    sample = b"".join(data[i * width : (i + 1) * width] for i in range(0, count, stride))[: 4096 * width]
+    return {
+        "dtype": dtype,
+        "shape": list(header.get("shape") or ()),
+        "stride": stride,
+        "n": len(sample) // width,
+        "data": base64.b64encode(sample).decode("ascii"),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
 
 
 def _arrays(path: Path) -> dict[str, dict[str, Any] | None] | None:
@@ -247,7 +263,7 @@ def compare_file(base: Path, cand: Path, ulps: int) -> dict[str, Any]:
 
 
 def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int, in_base: bool, in_cand: bool) -> str:
-    """"" when equal, "within" when within the budget, else what changed."""
+    """ "" when equal, "within" when within the budget, else what changed."""
     if not (in_base and in_cand):
         return "written by the " + ("baseline" if in_base else "candidate") + " only"
     if x is None or y is None:
@@ -261,8 +277,9 @@ def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int,
     if error <= ulps and x["dtype"] in leaves.EPS:
         return "within"
     moved = leaves.value_change(x, y)
-    return (f"{moved}" if x["dtype"] not in leaves.EPS else
-            f"largest error {leaves.said_ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")) or "differs"
+    return (
+        f"{moved}" if x["dtype"] not in leaves.EPS else f"largest error {leaves.said_ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")
+    ) or "differs"
 
 
 def _digest(path: Path) -> str:
@@ -311,20 +328,18 @@ def witness(folder: Path, runs: list[dict[str, Any]], ulps: int) -> dict[str, An
     exit statuses], "output": compare_output(...), "files":
     compare_files(...), "differs": the output or a file differs beyond the
     budget, "first": where first, in words, or ""}``."""
-    logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace")
-            if (folder / r.get("log", "")).is_file() else "" for r in runs}
+    logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace") if (folder / r.get("log", "")).is_file() else "" for r in runs}
     output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps)
     baseline, repeat, candidate = (folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate"))
     files = compare_files(baseline, repeat, candidate, ulps=ulps)
     first = ""
     if output["first"]:
         o = output["first"]
-        first = (f"output line {o['line']}: {o['change']}" + (f" (`{o['baseline']}` → `{o['candidate']}`)"
-                                                              if o["baseline"] and o["candidate"] else
-                                                              f" (`{o['baseline'] or o['candidate']}`)"))
+        first = f"output line {o['line']}: {o['change']}" + (
+            f" (`{o['baseline']}` → `{o['candidate']}`)" if o["baseline"] and o["candidate"] else f" (`{o['baseline'] or o['candidate']}`)"
+        )
     elif files["first"]:
         f = files["first"]
         key = f" key {f['key']}" if f["key"] else ""
         first = f"file {f['file']}{key}: {f['change']}"
-    return {"exit": [r.get("exit") for r in runs], "output": output, "files": files,
-            "differs": output["differs"] or files["differs"], "first": first}
+    return {"exit": [r.get("exit") for r in runs], "output": output, "files": files, "differs": output["differs"] or files["differs"], "first": first}

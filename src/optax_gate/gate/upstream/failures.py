@@ -99,7 +99,7 @@ def read_junit(xml_text: str, files: list[str]) -> tuple[int, list[Failure]]:
             file_ = modules.get(case.get("name", ""), case.get("name", "?"))
             test = file_
         else:
-            cls = dotted[len(file_[:-3]) + 1:]
+            cls = dotted[len(file_[:-3]) + 1 :]
             test = "::".join(part for part in (file_, cls, case.get("name", "")) if part)
         failed.append(Failure(test=test, text=first_line((bad.text or "") or bad.get("message", "")) or bad.get("message", "")))
     return ran, failed
@@ -173,8 +173,17 @@ def findings(directions: list[Direction]) -> list[dict[str, Any]]:
         else:
             cause = f"upstream tests ({label}) fail: {shorten(fails[0].text, 110)}"
         named = ", ".join(f"`{t}`" for t in tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
-        out.append({"section": "upstream-tests", "change": change, "api": subject if kind == BEHAVIOUR else subject.split("(")[0],
-                    "apis": [subject if kind == BEHAVIOUR else subject.split("(")[0]], "cause": cause, "key": f"upstream-{kind}",
-                    "contracts": tests, "tests": [[t, 1] for t in tests],
-                    "text": f"`{subject}`: {cause} ({len(tests)} upstream test{'s' if len(tests) > 1 else ''}: {named})"})
+        out.append(
+            {
+                "section": "upstream-tests",
+                "change": change,
+                "api": subject if kind == BEHAVIOUR else subject.split("(")[0],
+                "apis": [subject if kind == BEHAVIOUR else subject.split("(")[0]],
+                "cause": cause,
+                "key": f"upstream-{kind}",
+                "contracts": tests,
+                "tests": [[t, 1] for t in tests],
+                "text": f"`{subject}`: {cause} ({len(tests)} upstream test{'s' if len(tests) > 1 else ''}: {named})",
+            }
+        )
     return out

@@ -22,13 +22,23 @@ from optax_gate.gate.install import missing_requirements
 from optax_gate.gate.upstream.failures import BEHAVIOUR, INFRA, Direction, Failure, api_of, classify, findings, public_names, read_junit
 
 #: Directions: (label, tests of which side, run in which environment).
-DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"),
-              ("candidate tests in the baseline", "candidate", "baseline"))
+DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"), ("candidate tests in the baseline", "candidate", "baseline"))
 #: Import name -> distribution name of the test dependencies that differ.
 DISTRIBUTIONS = {"absl": "absl-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
 #: pytest's own plugins that would change the run (our plugin's entry point, the cache).
-_PYTEST = ["-q", "-p", "no:cacheprovider", "-p", "no:optax_gate", "--import-mode=importlib", "-o", "addopts=",
-           "-o", "junit_family=xunit1", "--continue-on-collection-errors"]
+_PYTEST = [
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:optax_gate",
+    "--import-mode=importlib",
+    "-o",
+    "addopts=",
+    "-o",
+    "junit_family=xunit1",
+    "--continue-on-collection-errors",
+]
 
 
 class CrossRunFailure(Exception):
@@ -39,9 +49,11 @@ class CrossRunFailure(Exception):
 def module_files(pkg: Path) -> dict[str, bytes]:
     """Relative posix path -> SHA-256 of each ``.py`` file of the optax package
     folder ``pkg`` that is neither a test nor a test helper (:data:`HELPER_NAMES`)."""
-    return {p.relative_to(pkg).as_posix(): hashlib.sha256(p.read_bytes()).digest()
-            for p in sorted(pkg.rglob("*.py")) if not p.name.endswith("_test.py") and "__pycache__" not in p.parts
-            and not any(h in p.stem for h in HELPER_NAMES)}
+    return {
+        p.relative_to(pkg).as_posix(): hashlib.sha256(p.read_bytes()).digest()
+        for p in sorted(pkg.rglob("*.py"))
+        if not p.name.endswith("_test.py") and "__pycache__" not in p.parts and not any(h in p.stem for h in HELPER_NAMES)
+    }
 
 
 def changed_modules(base: Path, cand: Path) -> list[str]:
@@ -69,11 +81,9 @@ def imports(files: list[Path]) -> set[str]:
 
 def missing(python: Path, names: set[str], timeout: float = 120) -> list[str]:
     """The names of ``names`` that ``python``'s environment cannot import (``importlib.util.find_spec``)."""
-    code = ("import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) "
-            "if importlib.util.find_spec(n) is None)))")
+    code = "import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) if importlib.util.find_spec(n) is None)))"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(python), "-c", code, json.dumps(sorted(names))], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    proc = subprocess.run([str(python), "-c", code, json.dumps(sorted(names))], capture_output=True, text=True, timeout=timeout, env=env)
     if proc.returncode != 0:
         raise CrossRunFailure(f"the environment's imports cannot be checked: {shorten(proc.stderr, 200)}")
     absent: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -127,8 +137,11 @@ for path in sorted(_HELPERS.rglob("*.py")):
 
 def helpers(pkg: Path) -> list[str]:
     """The test helper modules (relative paths) shipped in the optax package folder ``pkg``."""
-    return sorted(p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")
-                  if not p.name.endswith("_test.py") and any(h in p.stem for h in HELPER_NAMES) and "__pycache__" not in p.parts)
+    return sorted(
+        p.relative_to(pkg).as_posix()
+        for p in pkg.rglob("*.py")
+        if not p.name.endswith("_test.py") and any(h in p.stem for h in HELPER_NAMES) and "__pycache__" not in p.parts
+    )
 
 
 def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
@@ -163,9 +176,21 @@ class _Pytest:
 
 
 def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: _Pytest) -> None:
-    cmd = [os.path.abspath(python), "-m", "pytest", *_PYTEST, "--rootdir", str(root), "-c", str(root / "pytest.ini"),
-           "--junitxml", str(xml), *(["-n", str(how.workers)] if how.workers > 1 else []),
-           *(["--collect-only"] if how.collect_only else []), *files]
+    cmd = [
+        os.path.abspath(python),
+        "-m",
+        "pytest",
+        *_PYTEST,
+        "--rootdir",
+        str(root),
+        "-c",
+        str(root / "pytest.ini"),
+        "--junitxml",
+        str(xml),
+        *(["-n", str(how.workers)] if how.workers > 1 else []),
+        *(["--collect-only"] if how.collect_only else []),
+        *files,
+    ]
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **how.env}
     timeout, collect_only = how.timeout, how.collect_only
     try:
@@ -177,8 +202,7 @@ def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: _Pyt
         raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
 
 
-def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env: dict[str, str],
-            options: CrossRunOptions) -> set[str]:
+def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env: dict[str, str], options: CrossRunOptions) -> set[str]:
     """The control run of ``suspects`` (failures of the cross-run) with
     ``python``, their own environment, in the run's folder ``root``: the
     failing test ids re-run (``file::Class::test``; nothing else of their
@@ -199,11 +223,9 @@ def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env
     for names, xml, collect in ((ids, "control.xml", False), (files, "control-collect.xml", True)):
         if not names:
             continue
-        _run_pytest(python, root, names, root / xml,
-                    _Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect))
+        _run_pytest(python, root, names, root / xml, _Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect))
         if not (root / xml).is_file():
-            raise CrossRunFailure(f"pytest wrote no report for the control run of {len(names)} "
-                                  f"{'file' if collect else 'test'}{'s' if len(names) > 1 else ''}")
+            raise CrossRunFailure(f"pytest wrote no report for the control run of {len(names)} {'file' if collect else 'test'}{'s' if len(names) > 1 else ''}")
         failing |= {f.test for f in read_junit((root / xml).read_text(encoding="utf-8"), d.files)[1]}
     d.control_tests, d.control_files = len(ids), len(files)
     return failing
@@ -252,8 +274,9 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
             control_start = time.monotonic()
             home_lacking = missing(pythons[d.tests_of], needed)
             home = overlay(pythons[d.tests_of], home_lacking, cache_dir, timeout)
-            at_home = control(pythons[d.tests_of], root, d, suspects, _with_overlay(extra_env.get(d.tests_of, {}), home),
-                              dataclasses.replace(options, workers=workers))
+            at_home = control(
+                pythons[d.tests_of], root, d, suspects, _with_overlay(extra_env.get(d.tests_of, {}), home), dataclasses.replace(options, workers=workers)
+            )
             for f in suspects:
                 if f.test in at_home or f.test.split("::")[0] in at_home:
                     f.kind, f.change, f.subject = INFRA, "", f"fails in its own environment ({d.tests_of}) too"
@@ -262,8 +285,7 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
     return d
 
 
-def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions,
-              say: Callable[[str], None] = print) -> model.UpstreamTests:
+def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions, say: Callable[[str], None] = print) -> model.UpstreamTests:
     """The report's ``upstream_tests`` section: both directions run and classified.
 
     Args:
@@ -304,11 +326,24 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRu
                 if module not in names:
                     names[module] = public_names(src.read_text(encoding="utf-8")) if src.is_file() else []
                 f.subject = api_of(f.test, names[module], module)
-    return {"changed_modules": changed,
-            "directions": [{"label": d.label, "files": d.files, "ran": d.ran, "failed": len(d.failed), "seconds": d.seconds,
-                            "overlay": d.overlay, "control": {"tests": d.control_tests, "files": d.control_files, "seconds": d.control_seconds},
-                            "failures": [f.as_json() for f in d.failed]} for d in directions],
-            "findings": findings(directions), "seconds": round(time.monotonic() - start, 1)}
+    return {
+        "changed_modules": changed,
+        "directions": [
+            {
+                "label": d.label,
+                "files": d.files,
+                "ran": d.ran,
+                "failed": len(d.failed),
+                "seconds": d.seconds,
+                "overlay": d.overlay,
+                "control": {"tests": d.control_tests, "files": d.control_files, "seconds": d.control_seconds},
+                "failures": [f.as_json() for f in d.failed],
+            }
+            for d in directions
+        ],
+        "findings": findings(directions),
+        "seconds": round(time.monotonic() - start, 1),
+    }
 
 
 def note(section: model.UpstreamTests) -> str:
@@ -320,5 +355,7 @@ def note(section: model.UpstreamTests) -> str:
             counts[f["kind"]] = counts.get(f["kind"], 0) + 1
     words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none failed"
     runs = "; ".join(f"{d['label']}: {d['ran']} run, {d['failed']} failed" for d in section["directions"])
-    return (f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): {runs} "
-            f"({words}); its {len(section['findings'])} finding(s) are listed, they do not change the verdict")
+    return (
+        f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): {runs} "
+        f"({words}); its {len(section['findings'])} finding(s) are listed, they do not change the verdict"
+    )

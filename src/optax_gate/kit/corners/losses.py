@@ -15,10 +15,10 @@ LOSS_CORNERS: dict[str, str] = {
     "int_inputs": "the first argument as int32 (the values truncated): a loss of integer predictions",
     "broadcast": "the second argument reduced to its first row, shape (1, ...): broadcastable against the batch",
     "mismatch": "the second argument with one entry fewer on its last axis: shapes that do not broadcast",
-    **{f"hyper={form}": f"every floating hyperparameter (a Python float the sweep passes, or a float default) "
-                        f"given as {why}" for form, why in (
-        ("float32", "a 0-d float32 array"), ("bfloat16", "a 0-d bfloat16 array"),
-        ("numpy_float32", "a NumPy float32 scalar"))},
+    **{
+        f"hyper={form}": f"every floating hyperparameter (a Python float the sweep passes, or a float default) given as {why}"
+        for form, why in (("float32", "a 0-d float32 array"), ("bfloat16", "a 0-d bfloat16 array"), ("numpy_float32", "a NumPy float32 scalar"))
+    },
 }
 #: What is recorded at each loss corner: the value, the reverse-mode gradient
 #: of the summed loss, and its forward-mode derivative along ones (``jax.jvp``;
@@ -63,6 +63,7 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
 
     def tangent():
         return jnp.ones_like(first)
+
     errors: dict[str, str] = {}
     return {
         f"{corner}/value": describe(lambda: fn(*args, **kwargs), errors, f"{corner}/error"),
@@ -81,6 +82,7 @@ def sweep_inputs(path: str) -> tuple[tuple, dict]:
     def spy(*args, **kwargs):
         captured["args"], captured["kwargs"] = args, kwargs
         return jnp_module().zeros(())
+
     CALLS[path][2](spy)
     return tuple(captured["args"]), dict(captured["kwargs"])
 
@@ -143,9 +145,11 @@ def float_hypers(path: str) -> list[str]:
     sig = inspect.signature(surface_build.resolve(path))
     args, kwargs = sweep_inputs(path)
     given = sig.bind_partial(*args, **kwargs).arguments
-    return [name for name, p in sig.parameters.items()
-            if type(given.get(name, p.default)) is float
-            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)]
+    return [
+        name
+        for name, p in sig.parameters.items()
+        if type(given.get(name, p.default)) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
+    ]
 
 
 def hyper_inputs(path: str, args: list, kwargs: dict[str, Any], form: str) -> tuple[list, dict[str, Any]]:
@@ -159,8 +163,7 @@ def hyper_inputs(path: str, args: list, kwargs: dict[str, Any], form: str) -> tu
     sig = inspect.signature(surface_build.resolve(path))
     bound = sig.bind_partial(*args, **kwargs).arguments
     names = float_hypers(path)
-    positional = list(sig.parameters)[:len(args)]
-    args = [hyper_form(a, form) if name in names else a for name, a in zip(positional, args)] + list(args[len(positional):])
-    kwargs = {**kwargs, **{n: hyper_form(bound.get(n, sig.parameters[n].default), form)
-                          for n in names if n not in positional}}
+    positional = list(sig.parameters)[: len(args)]
+    args = [hyper_form(a, form) if name in names else a for name, a in zip(positional, args)] + list(args[len(positional) :])
+    kwargs = {**kwargs, **{n: hyper_form(bound.get(n, sig.parameters[n].default), form) for n in names if n not in positional}}
     return args, kwargs

@@ -59,8 +59,7 @@ def describe(thunk: Any, errors: dict[str, str] | None = None, key: str = "") ->
     leaves = jax.tree.leaves(out)
     arrays = [np.asarray(x) for x in leaves]
     inexact = [jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays]  # bfloat16's NumPy kind is 'V', not 'f'
-    bad = any(f and not np.all(np.isfinite(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))
-              for a, f in zip(arrays, inexact))
+    bad = any(f and not np.all(np.isfinite(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32))) for a, f in zip(arrays, inexact))
     if len(arrays) == 1 and arrays[0].ndim == 0 and not isinstance(out, dict):
         a = arrays[0]
         val = value_text(float(np.real(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))) if inexact[0] else str(a)

@@ -28,21 +28,27 @@ TRANSFORMATION_LEAVES = ("r1", "r2")
 #: Arguments the grid adds to the table entry's, so that an option takes
 #: effect: path -> (arguments, why).
 CORNER_ARGS: dict[str, tuple[dict[str, Any], str]] = {
-    "optax.scale_by_learning_rate": ({"learning_rate": 0.1}, "learning_rate=None is the identity (transform.py: "
-                                     "'None means no scaling'), where flip_sign does nothing"),
+    "optax.scale_by_learning_rate": (
+        {"learning_rate": 0.1},
+        "learning_rate=None is the identity (transform.py: 'None means no scaling'), where flip_sign does nothing",
+    ),
 }
 #: Transformations of the table with no corner grid, and why (besides the
 #: table's own ``left_out``).
 TRANSFORMATION_LEFT_OUT: dict[str, str] = {
     "optax.chain": "takes transformations only: no option, no hyperparameter of its own",
     "optax.named_chain": "takes named transformations only (as optax.chain)",
-    "optax.lbfgs": ("an eager zoom line search re-traces its loop on every call: about 2 s per corner on the 2-core "
-                    "machine (the grid's budget); its value corners are shift-invariant (the search compares "
-                    "differences of value_fn), optax.scale_by_backtracking_linesearch has them"),
+    "optax.lbfgs": (
+        "an eager zoom line search re-traces its loop on every call: about 2 s per corner on the 2-core "
+        "machine (the grid's budget); its value corners are shift-invariant (the search compares "
+        "differences of value_fn), optax.scale_by_backtracking_linesearch has them"
+    ),
     "optax.scale_by_zoom_linesearch": "as optax.lbfgs: 2 s per eager corner, value corners shift-invariant",
-    "optax.contrib.scale_by_muon": ("its default weight_dimension_numbers=None raises on a dict of params (ledger "
-                                    "scale-by-muon-default-dimension-numbers): every corner raises that one error; "
-                                    "optax.contrib.muon, which wraps it, has the grid"),
+    "optax.contrib.scale_by_muon": (
+        "its default weight_dimension_numbers=None raises on a dict of params (ledger "
+        "scale-by-muon-default-dimension-numbers): every corner raises that one error; "
+        "optax.contrib.muon, which wraps it, has the grid"
+    ),
 }
 
 
@@ -130,8 +136,7 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
 
 #: Short dtype names of the transformation grid's lines (a line stays under
 #: 80 characters, so that YAML never folds it).
-SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int32": "i32",
-                "int64": "i64", "bool": "bool", "key<fry>": "key"}
+SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "key<fry>": "key"}
 
 
 def _dtype_name(x: Any) -> str:
@@ -152,8 +157,7 @@ def _state_text(state: Any) -> str:
     return ",".join(f"{k}x{n}" for k, n in sorted(counts.items())) or "none"
 
 
-def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any,
-                           errors: dict[str, str], key: str) -> str:
+def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any, errors: dict[str, str], key: str) -> str:
     """One eager ``init`` + ``update`` of ``path`` at a corner: ``ok u f32 |u|
     0.123 u0 -0.05 s f32x4,i32x1`` (the updates' dtypes, their global norm and
     the first entry of the first non-empty leaf to 3 significant digits, the
@@ -208,6 +212,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
 
     def finite(a):
         return not jnp.issubdtype(a.dtype, jnp.inexact) or bool(np.all(np.isfinite(a.astype(np.float32))))
+
     bad = not all(finite(a) for a in leaves + states)
     udt = ",".join(dict.fromkeys(_dtype_name(a) for a in leaves)) or "none"
     floats = [a.astype(np.float64) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)]

@@ -25,14 +25,27 @@ TREES: dict[str, tuple[tuple[tuple[str, tuple[int, ...]], ...], str]] = {
 #: -1.0, 1.0); ``cast`` fn(t, float16); ``where`` fn(True, t, t2). A keyword
 #: value ``"inf"`` means ``math.inf`` (kept as text so the table stays data).
 TREE_CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("optax.tree.max", "tree", {}), ("optax.tree.min", "tree", {}), ("optax.tree.sum", "tree", {}),
-    ("optax.tree.norm", "tree", {}), ("optax.tree.norm", "tree", {"squared": True}),
-    ("optax.tree.norm", "tree", {"ord": 1}), ("optax.tree.norm", "tree", {"ord": "inf"}),
-    ("optax.global_norm", "tree", {}), ("optax.tree.size", "tree", {}), ("optax.tree.dtype", "tree", {}),
-    ("optax.tree.batch_shape", "tree", {}), ("optax.tree.vdot", "two", {}), ("optax.tree.add", "two", {}),
-    ("optax.tree.sub", "two", {}), ("optax.tree.mul", "two", {}), ("optax.tree.div", "two", {}),
-    ("optax.tree.scale", "scalar_tree", {}), ("optax.tree.add_scale", "add_scale", {}),
-    ("optax.tree.clip", "clip", {}), ("optax.tree.cast", "cast", {}), ("optax.tree.where", "where", {}),
+    ("optax.tree.max", "tree", {}),
+    ("optax.tree.min", "tree", {}),
+    ("optax.tree.sum", "tree", {}),
+    ("optax.tree.norm", "tree", {}),
+    ("optax.tree.norm", "tree", {"squared": True}),
+    ("optax.tree.norm", "tree", {"ord": 1}),
+    ("optax.tree.norm", "tree", {"ord": "inf"}),
+    ("optax.global_norm", "tree", {}),
+    ("optax.tree.size", "tree", {}),
+    ("optax.tree.dtype", "tree", {}),
+    ("optax.tree.batch_shape", "tree", {}),
+    ("optax.tree.vdot", "two", {}),
+    ("optax.tree.add", "two", {}),
+    ("optax.tree.sub", "two", {}),
+    ("optax.tree.mul", "two", {}),
+    ("optax.tree.div", "two", {}),
+    ("optax.tree.scale", "scalar_tree", {}),
+    ("optax.tree.add_scale", "add_scale", {}),
+    ("optax.tree.clip", "clip", {}),
+    ("optax.tree.cast", "cast", {}),
+    ("optax.tree.where", "where", {}),
     ("optax.tree.allclose", "two", {}),
 )
 
@@ -88,8 +101,12 @@ def tree_outcome(path: str, form: str, kwargs: dict[str, Any], corner: str) -> s
     kw = {k: (math.inf if v == "inf" else v) for k, v in kwargs.items()}
     t, t2 = tree(corner), tree(corner, seed=1)
     calls = {
-        "tree": lambda: fn(t, **kw), "two": lambda: fn(t, t2, **kw), "scalar_tree": lambda: fn(0.5, t, **kw),
-        "add_scale": lambda: fn(t, 0.5, t2, **kw), "clip": lambda: fn(t, -1.0, 1.0, **kw),
-        "cast": lambda: fn(t, jnp.float16, **kw), "where": lambda: fn(True, t, t2, **kw),
+        "tree": lambda: fn(t, **kw),
+        "two": lambda: fn(t, t2, **kw),
+        "scalar_tree": lambda: fn(0.5, t, **kw),
+        "add_scale": lambda: fn(t, 0.5, t2, **kw),
+        "clip": lambda: fn(t, -1.0, 1.0, **kw),
+        "cast": lambda: fn(t, jnp.float16, **kw),
+        "where": lambda: fn(True, t, t2, **kw),
     }
     return describe(calls[form])

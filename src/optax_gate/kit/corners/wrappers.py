@@ -87,6 +87,7 @@ def wrapper_outcome(wrapper: str, inner_name: str, dtype: str) -> str:
             p, s = carry
             u, s = tx.update(g, s, p)
             return (optax.apply_updates(p, u), s), None
+
         return jax.jit(lambda p: jax.lax.scan(step, (p, tx.init(p)), grads)[0])(params)
 
     try:

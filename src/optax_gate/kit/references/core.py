@@ -88,9 +88,15 @@ def sgd_updates(grads: Leaves, learning_rate: float) -> list[np.ndarray]:
     return [-learning_rate * x for x in _f64(grads)]
 
 
-def sgd_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper,
-                   momentum: float | None = None, nesterov: bool = False,
-                   weight_decay: Hyper = 0.0, decay_mask: Sequence[bool] | None = None) -> list[list[np.ndarray]]:
+def sgd_trajectory(
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: Hyper,
+    momentum: float | None = None,
+    nesterov: bool = False,
+    weight_decay: Hyper = 0.0,
+    decay_mask: Sequence[bool] | None = None,
+) -> list[list[np.ndarray]]:
     """Parameters after each SGD step, heavy-ball or Nesterov momentum optional.
 
     Formula (Sutskever et al. 2013, "On the importance of initialization and
@@ -142,8 +148,7 @@ def incremental_update(new: Leaves, old: Leaves, step_size: float) -> list[np.nd
     return [step_size * n + (1.0 - step_size) * o for n, o in zip(_f64(new), _f64(old))]
 
 
-def masked_decayed_updates(updates: Leaves, params: Leaves, weight_decay: float,
-                           mask: Sequence[bool]) -> list[np.ndarray]:
+def masked_decayed_updates(updates: Leaves, params: Leaves, weight_decay: float, mask: Sequence[bool]) -> list[np.ndarray]:
     """``g + wd * p`` where the mask is True, ``g`` unchanged where it is False.
 
     Source: the referenced guide "weight decay without bias" (summary in
@@ -153,8 +158,9 @@ def masked_decayed_updates(updates: Leaves, params: Leaves, weight_decay: float,
     return [g + weight_decay * p if m else g for g, p, m in zip(_f64(updates), _f64(params), mask)]
 
 
-def multi_steps_sgd_updates(grads_per_call: Sequence[Leaves], every_k: int | Callable[[int], int],
-                            learning_rate: Hyper, momentum: float | None = None) -> list[list[np.ndarray]]:
+def multi_steps_sgd_updates(
+    grads_per_call: Sequence[Leaves], every_k: int | Callable[[int], int], learning_rate: Hyper, momentum: float | None = None
+) -> list[list[np.ndarray]]:
     """Updates emitted by gradient accumulation over ``every_k`` micro-batches
     wrapped around SGD: zeros on the first ``every_k - 1`` calls of each
     cycle, the inner SGD update of ``mean(grads of the cycle)`` on the last.
@@ -182,8 +188,9 @@ def multi_steps_sgd_updates(grads_per_call: Sequence[Leaves], every_k: int | Cal
     return out
 
 
-def adamw_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: float, b1: float = 0.9,
-                     b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 1e-4) -> list[list[np.ndarray]]:
+def adamw_trajectory(
+    params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 1e-4
+) -> list[list[np.ndarray]]:
     """Parameters after each AdamW step.
 
     Formula (Kingma & Ba 2015, Algorithm 1, with the decoupled weight decay of
@@ -203,8 +210,7 @@ def adamw_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_
         g = _f64(grads)
         m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
         v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(v, g)]
-        p = [pi - learning_rate * ((mi / (1 - b1**t)) / (np.sqrt(vi / (1 - b2**t)) + eps) + weight_decay * pi)
-             for pi, mi, vi in zip(p, m, v)]
+        p = [pi - learning_rate * ((mi / (1 - b1**t)) / (np.sqrt(vi / (1 - b2**t)) + eps) + weight_decay * pi) for pi, mi, vi in zip(p, m, v)]
         out.append(p)
     return out
 

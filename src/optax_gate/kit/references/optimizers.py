@@ -30,10 +30,18 @@ def _apply(p: list[np.ndarray], u: list[np.ndarray]) -> list[np.ndarray]:
     return [pi + ui for pi, ui in zip(p, u)]
 
 
-def adam_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper,
-                    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0,
-                    nesterov: bool = False, weight_decay: float = 0.0,
-                    decay_mask: Sequence[bool] | None = None) -> Trajectory:
+def adam_trajectory(
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: Hyper,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    eps_root: float = 0.0,
+    nesterov: bool = False,
+    weight_decay: float = 0.0,
+    decay_mask: Sequence[bool] | None = None,
+) -> Trajectory:
     """Adam, NAdam and AdamW steps.
 
     Formula (Kingma & Ba 2015, "Adam: A Method for Stochastic Optimization",
@@ -73,9 +81,15 @@ def adam_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_r
     return ps, us
 
 
-def lion_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper,
-                    b1: float = 0.9, b2: float = 0.99, weight_decay: float = 1e-3,
-                    decay_mask: Sequence[bool] | None = None) -> Trajectory:
+def lion_trajectory(
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: Hyper,
+    b1: float = 0.9,
+    b2: float = 0.99,
+    weight_decay: float = 1e-3,
+    decay_mask: Sequence[bool] | None = None,
+) -> Trajectory:
     """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization
     Algorithms", Algorithm 2): ``c = b1 m + (1-b1) g``, update
     ``-lr (sign(c) + wd * p)`` (Optax: decay multiplied by the learning rate,
@@ -96,10 +110,18 @@ def lion_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_r
     return ps, us
 
 
-def rmsprop_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper,
-                       decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
-                       eps_in_sqrt: bool = True, centered: bool = False,
-                       momentum: float | None = None, nesterov: bool = False) -> Trajectory:
+def rmsprop_trajectory(
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: Hyper,
+    decay: float = 0.9,
+    eps: float = 1e-8,
+    initial_scale: float = 0.0,
+    eps_in_sqrt: bool = True,
+    centered: bool = False,
+    momentum: float | None = None,
+    nesterov: bool = False,
+) -> Trajectory:
     """RMSProp (Hinton 2012, "Neural Networks for Machine Learning", lecture
     6e) and its centered form with momentum (Graves 2013, "Generating
     Sequences With Recurrent Neural Networks", eqs. 38-41).
@@ -133,9 +155,16 @@ def rmsprop_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learnin
     return ps, us
 
 
-def adafactor_trajectory(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper,
-                         factored: Sequence[bool], decay_rate: float = 0.8, eps: float = 1e-30,
-                         clipping_threshold: float = 1.0, min_scale: float = 1e-3) -> Trajectory:
+def adafactor_trajectory(
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: Hyper,
+    factored: Sequence[bool],
+    decay_rate: float = 0.8,
+    eps: float = 1e-30,
+    clipping_threshold: float = 1.0,
+    min_scale: float = 1e-3,
+) -> Trajectory:
     """Adafactor (Shazeer & Stern 2018, "Adafactor: Adaptive Learning Rates with
     Sublinear Memory Cost", Algorithm 4 for a factored matrix, Algorithm 5
     for an unfactored leaf) with Optax's documented defaults: ``rho_t`` is the

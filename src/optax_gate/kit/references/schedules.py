@@ -41,6 +41,7 @@ def polynomial(init: float, end: float, power: float, transition_steps: int, tra
         if step >= begin + transition_steps:
             return float(end)
         return (init - end) * (1.0 - (step - begin) / transition_steps) ** power + end
+
     return schedule
 
 
@@ -55,6 +56,7 @@ def linear(init: float, end: float, transition_steps: int, transition_begin: int
     def schedule(step: float) -> float:
         t = min(max(step - begin, 0.0), transition_steps)
         return init + t / transition_steps * (end - init)
+
     return schedule
 
 
@@ -64,15 +66,16 @@ def cosine_decay(init: float, decay_steps: int, alpha: float = 0.0, exponent: fl
     for ``t <= T`` and ``alpha I`` for ``t > T``. For ``t < 0`` the first case
     applies as written (cosine is even: the value at ``-t`` is the value at
     ``t``)."""
+
     def schedule(step: float) -> float:
         if step > decay_steps:
             return alpha * init
         return alpha * init + (1.0 - alpha) * init * (0.5 * (1.0 + math.cos(math.pi * step / decay_steps))) ** exponent
+
     return schedule
 
 
-def warmup_cosine_decay(init: float, peak: float, warmup_steps: int, decay_steps: int,
-                        end: float = 0.0, exponent: float = 1.0) -> Schedule:
+def warmup_cosine_decay(init: float, peak: float, warmup_steps: int, decay_steps: int, end: float = 0.0, exponent: float = 1.0) -> Schedule:
     """``warmup_cosine_decay_schedule``: linear warmup from ``init`` to
     ``peak`` over ``warmup_steps``, then a cosine decay from ``peak`` to
     ``end`` over the remaining ``decay_steps - warmup_steps`` (``decay_steps``
@@ -85,8 +88,9 @@ def warmup_cosine_decay(init: float, peak: float, warmup_steps: int, decay_steps
     return join([warm, cosine], [warmup_steps])
 
 
-def exponential(init: float, transition_steps: int, decay_rate: float, transition_begin: int = 0,
-                staircase: bool = False, end: float | None = None) -> Schedule:
+def exponential(
+    init: float, transition_steps: int, decay_rate: float, transition_begin: int = 0, staircase: bool = False, end: float | None = None
+) -> Schedule:
     """``exponential_decay``'s documented formula: for ``t >= B``,
     ``I * rate ** ((t - B) / T)``, the exponent floored when ``staircase``;
     ``I`` before ``B``. ``end`` is a lower bound when ``rate < 1`` and an
@@ -105,6 +109,7 @@ def exponential(init: float, transition_steps: int, decay_rate: float, transitio
         if end is not None:
             value = max(value, end) if decay_rate < 1.0 else min(value, end)
         return value
+
     return schedule
 
 
@@ -119,6 +124,7 @@ def piecewise_constant(init: float, boundaries_and_scales: Mapping[int, float] |
             if step >= boundary:
                 value *= scale
         return value
+
     return schedule
 
 
@@ -127,10 +133,12 @@ def join(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
     (inclusive) to ``boundaries[i]`` (exclusive) and "receives a step count
     indicating the number of steps since the previous boundary transition";
     the first schedule receives the step itself (also below 0)."""
+
     def schedule(step: float) -> float:
         start, current = 0, schedules[0]
         for boundary, nxt in zip(boundaries, schedules[1:]):
             if step >= boundary:
                 start, current = boundary, nxt
         return current(step - start)
+
     return schedule

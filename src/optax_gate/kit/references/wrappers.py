@@ -18,7 +18,11 @@ from optax_gate.kit.references.core import Hyper, Leaves, clip_by_global_norm
 from optax_gate.kit.references.optimizers import adam_trajectory
 
 __all__ = [
-    "zero_nans", "clip", "apply_if_finite", "warmup_cosine_decay", "adamw_recipe",
+    "zero_nans",
+    "clip",
+    "apply_if_finite",
+    "warmup_cosine_decay",
+    "adamw_recipe",
     "multi_steps_means",
 ]
 
@@ -45,8 +49,7 @@ def clip(leaves: Leaves, max_delta: float) -> list[np.ndarray]:
     return [np.clip(x, -max_delta, max_delta) for x in _f64(leaves)]
 
 
-def apply_if_finite(grads_per_step: Sequence[Leaves], max_consecutive_errors: int,
-                    inner: Callable[[list[np.ndarray]], list[np.ndarray]]) -> list[dict]:
+def apply_if_finite(grads_per_step: Sequence[Leaves], max_consecutive_errors: int, inner: Callable[[list[np.ndarray]], list[np.ndarray]]) -> list[dict]:
     """The documented behaviour of ``optax.apply_if_finite(inner, N)``, step by step.
 
     A step whose gradient holds an inf or a NaN anywhere is *not finite*. The
@@ -75,30 +78,38 @@ def apply_if_finite(grads_per_step: Sequence[Leaves], max_consecutive_errors: in
         total += 0 if finite else 1
         applied = finite or consecutive > max_consecutive_errors
         updates = inner(g) if applied else [np.zeros_like(x) for x in g]
-        out.append({"updates": updates, "applied": applied, "notfinite_count": consecutive,
-                    "last_finite": finite, "total_notfinite": total})
+        out.append({"updates": updates, "applied": applied, "notfinite_count": consecutive, "last_finite": finite, "total_notfinite": total})
     return out
 
 
-def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int, decay_steps: int,
-                        end_value: float = 0.0) -> Callable[[int], float]:
+def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int, decay_steps: int, end_value: float = 0.0) -> Callable[[int], float]:
     """Linear warmup from ``init_value`` to ``peak_value`` over ``warmup_steps``,
     then cosine decay (Loshchilov & Hutter 2017, "SGDR", eq. 5, one cycle)
     from ``peak_value`` to ``end_value`` over the remaining
     ``decay_steps - warmup_steps`` steps (Optax's documented convention:
     ``decay_steps`` includes the warmup), held at ``end_value`` after."""
+
     def schedule(step: int) -> float:
         if step < warmup_steps:
             return init_value + (peak_value - init_value) * step / warmup_steps
         t = min(step - warmup_steps, decay_steps - warmup_steps)
         cosine = 0.5 * (1.0 + math.cos(math.pi * t / (decay_steps - warmup_steps)))
         return end_value + (peak_value - end_value) * cosine
+
     return schedule
 
 
-def adamw_recipe(params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: Hyper, *,
-                 b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 0.0,
-                 max_norm: float | None = None) -> list[list[np.ndarray]]:
+def adamw_recipe(
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: Hyper,
+    *,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 0.0,
+    max_norm: float | None = None,
+) -> list[list[np.ndarray]]:
     """Parameters after each step of global-norm clipping then AdamW.
 
     Per step ``k`` (0 for the first): the gradient is clipped by its global
@@ -124,5 +135,4 @@ def multi_steps_means(grads_per_call: Sequence[Leaves], every_k: int) -> list[li
     accumulation: the inner optimizer sees one averaged gradient per cycle,
     summary of the MultiSteps guide in 001_3de679c23eb4e8d7.txt lines 71-72)."""
     calls = [_f64(g) for g in grads_per_call]
-    return [[np.mean(np.stack(xs), axis=0) for xs in zip(*calls[i:i + every_k])]
-            for i in range(0, len(calls) - every_k + 1, every_k)]
+    return [[np.mean(np.stack(xs), axis=0) for xs in zip(*calls[i : i + every_k])] for i in range(0, len(calls) - every_k + 1, every_k)]

@@ -42,6 +42,7 @@ def _capture(path: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     def spy(*args: Any, **kwargs: Any) -> Any:
         seen["args"], seen["kwargs"] = args, kwargs
         return lambda step: 0.0
+
     surface_calls.CALLS[path][2](spy)
     return seen["args"], seen["kwargs"]
 
@@ -52,8 +53,7 @@ def _names(fn: Any, count: int) -> list[str]:
     import inspect
 
     try:
-        params = [p.name for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         params = []
     return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
@@ -108,8 +108,9 @@ def loss_record(path: str) -> dict[str, str]:
         x = jnp.asarray(arg, jnp.float32)
 
         def total(v: Any, i: int = i) -> Any:
-            result = fn(*args[:i], v, *args[i + 1:], **kwargs)
+            result = fn(*args[:i], v, *args[i + 1 :], **kwargs)
             return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(result) if _floating(jnp.asarray(leaf)))
+
         direction = jnp.linspace(-1.0, 1.0, x.size, dtype=jnp.float32).reshape(x.shape)
         out[f"corner.grad_wrt={names[i]}"] = _check(total, x, direction)
     return out
@@ -130,14 +131,14 @@ def schedule_record(path: str) -> dict[str, str]:
         def total(v: Any, name: str = name) -> Any:
             schedule = fn(**{**given, name: v})
             return sum(jnp.asarray(schedule(step), jnp.float32) for step in surface_calls.SCHEDULE_STEPS)
+
         out[f"corner.grad_wrt={name}"] = _check(total, jnp.asarray(value, jnp.float32), jnp.asarray(1.0, jnp.float32))
     return out
 
 
 def losses() -> list[str]:
     """The losses of the sweep called directly (``test_surface_sweep.LOSSES``' rule)."""
-    return [p for p, (kind, _, _) in surface_calls.CALLS.items()
-            if kind == "loss" and p not in surface_calls.EXPECT and "make_" not in p]
+    return [p for p, (kind, _, _) in surface_calls.CALLS.items() if kind == "loss" and p not in surface_calls.EXPECT and "make_" not in p]
 
 
 def schedules() -> list[str]:

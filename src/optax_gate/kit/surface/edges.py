@@ -85,7 +85,7 @@ def describe(prefix: str, updates: Any, state: Any) -> dict[str, str]:
         if _bad(x):
             path = jax.tree_util.keystr(key)
             leaf = re.search(r"\['(r\d|empty)'\]$", path)
-            slot = re.sub(r"\['([^']*)'\]", r".\1", path[:leaf.start()] if leaf else path)
+            slot = re.sub(r"\['([^']*)'\]", r".\1", path[: leaf.start()] if leaf else path)
             entry = f"{prefix}/state/{slot}"
             out[entry] = ",".join(filter(None, [out.get(entry, ""), leaf[1] if leaf else "all"]))
     return out

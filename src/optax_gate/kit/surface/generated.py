@@ -45,6 +45,7 @@ from optax_gate.kit.surface import calls as surface_calls
 from optax_gate.kit.surface import enumeration as surface_enum
 from optax_gate.kit.surface import table as surface_table
 
+
 def _jnp() -> Any:
     import jax.numpy as jnp
 
@@ -72,24 +73,60 @@ VALUES: dict[str, Any] = {
     "negatives": lambda: -surface_calls.logits(),
     **{n: _log_probs for n in ("log_predictions", "log_targets")},
     # trees and the rest
-    **{n: surface_calls.tree for n in ("tree", "tree_x", "tree_y", "other_tree", "target_tree", "input_tree",
-                                       "updates", "params", "grads", "moment", "moments", "new_tensors", "old_tensors")},
-    "scalar": lambda: 0.5, "fill_value": lambda: 2.0, "decay": lambda: 0.9, "eps": lambda: 1e-8, "order": lambda: 2,
-    "count": lambda: _jnp().asarray(3), "condition": lambda: True, "key": _key, "rng_key": _key, "rng": _key,
-    "dtype": lambda: _jnp().float16, "x": lambda: _jnp().array([3.0, 4.0]), "microbatch_size": lambda: 1,
-    "max_norm": lambda: 1.0, "l2_norm_clip": lambda: 1.0, "step_size": lambda: 0.1, "learning_rate": lambda: 0.1,
-    "matrix": lambda: _jnp().array([[2.0, 0.5], [0.5, 1.0]]), "predictor_outputs": lambda: _jnp().array([0.5, 0.3]),
-    **{n: lambda: 0.1 for n in ("min_norm", "min_rms", "alpha")}, "scale": lambda: 0.5, "inputs": surface_calls.tree,
-    "gradient_step": lambda: _jnp().asarray(1), "max_squared_norm": lambda: 1.0, "global_l2_norm_clip": lambda: 1.0,
-    "steps": lambda: _jnp().asarray(2), "update_period": lambda: 2, "lower": lambda: -1.0, "upper": lambda: 1.0,
+    **{
+        n: surface_calls.tree
+        for n in (
+            "tree",
+            "tree_x",
+            "tree_y",
+            "other_tree",
+            "target_tree",
+            "input_tree",
+            "updates",
+            "params",
+            "grads",
+            "moment",
+            "moments",
+            "new_tensors",
+            "old_tensors",
+        )
+    },
+    "scalar": lambda: 0.5,
+    "fill_value": lambda: 2.0,
+    "decay": lambda: 0.9,
+    "eps": lambda: 1e-8,
+    "order": lambda: 2,
+    "count": lambda: _jnp().asarray(3),
+    "condition": lambda: True,
+    "key": _key,
+    "rng_key": _key,
+    "rng": _key,
+    "dtype": lambda: _jnp().float16,
+    "x": lambda: _jnp().array([3.0, 4.0]),
+    "microbatch_size": lambda: 1,
+    "max_norm": lambda: 1.0,
+    "l2_norm_clip": lambda: 1.0,
+    "step_size": lambda: 0.1,
+    "learning_rate": lambda: 0.1,
+    "matrix": lambda: _jnp().array([[2.0, 0.5], [0.5, 1.0]]),
+    "predictor_outputs": lambda: _jnp().array([0.5, 0.3]),
+    **{n: lambda: 0.1 for n in ("min_norm", "min_rms", "alpha")},
+    "scale": lambda: 0.5,
+    "inputs": surface_calls.tree,
+    "gradient_step": lambda: _jnp().asarray(1),
+    "max_squared_norm": lambda: 1.0,
+    "global_l2_norm_clip": lambda: 1.0,
+    "steps": lambda: _jnp().asarray(2),
+    "update_period": lambda: 2,
+    "lower": lambda: -1.0,
+    "upper": lambda: 1.0,
 }
 
 
 def _schedule_values() -> dict[str, Any]:
     from optax_gate.kit import composition
 
-    return {**{k: (lambda v=v: v) for k, v in composition.SCHEDULE_ARGUMENTS.items()},
-            "interpolate_type": lambda: "linear"}
+    return {**{k: (lambda v=v: v) for k, v in composition.SCHEDULE_ARGUMENTS.items()}, "interpolate_type": lambda: "linear"}
 
 
 @dataclass
@@ -133,8 +170,7 @@ def kind_of(paths: list[str], obj: Any) -> str:
 
 
 def _required(obj: Any) -> list[inspect.Parameter]:
-    return [p for p in inspect.signature(obj).parameters.values()
-            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [p for p in inspect.signature(obj).parameters.values() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def _missing(obj: Any, known: Any) -> str:
@@ -145,10 +181,15 @@ def _missing(obj: Any, known: Any) -> str:
         return f"no signature to read ({type(exc).__name__})"
     names = [p.name for p in required if p.name not in known]
     if names:
-        return (f"required parameter{'s' if len(names) > 1 else ''} " + ", ".join(f"`{n}`" for n in names)
-                + " ha" + ("ve" if len(names) > 1 else "s") + " no value by name in the generator "
-                "(optax_gate.kit.surface.generated.VALUES, surface_build.by_name): a function, model or "
-                "array layout of the caller's own")
+        return (
+            f"required parameter{'s' if len(names) > 1 else ''} "
+            + ", ".join(f"`{n}`" for n in names)
+            + " ha"
+            + ("ve" if len(names) > 1 else "s")
+            + " no value by name in the generator "
+            "(optax_gate.kit.surface.generated.VALUES, surface_build.by_name): a function, model or "
+            "array layout of the caller's own"
+        )
     return ""
 
 
@@ -180,6 +221,7 @@ def call_by_name(obj: Any, values: dict[str, Any]) -> Any:
         args = [values[p.name]() for p in required if p.kind != p.KEYWORD_ONLY]
         kwargs = {p.name: values[p.name]() for p in required if p.kind == p.KEYWORD_ONLY}
         return fn(*args, **kwargs)
+
     return call
 
 
@@ -275,8 +317,10 @@ def install() -> Generated:
 
 
 #: The ``guide`` of a generated entry's contracts (``contract`` marker).
-GUIDE = ("docs: the signature and docstring of the environment's own optax, generated for a public callable no "
-         "hand-written table knows (optax_gate.kit.surface.generated)")
+GUIDE = (
+    "docs: the signature and docstring of the environment's own optax, generated for a public callable no "
+    "hand-written table knows (optax_gate.kit.surface.generated)"
+)
 
 
 def guide(api: str, written: str) -> str:

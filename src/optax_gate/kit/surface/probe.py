@@ -31,8 +31,18 @@ from optax_gate.kit.trees import signature
 
 STEPS = 3
 #: The protocol properties, in report order (each one contract per API).
-PROPERTIES = ("init_update", "scan_carry", "trajectory_finite", "jit_eager", "no_recompile", "none_leaf", "zero_grads_finite",
-              "unknown_kwarg", "value_float", "value_array")
+PROPERTIES = (
+    "init_update",
+    "scan_carry",
+    "trajectory_finite",
+    "jit_eager",
+    "no_recompile",
+    "none_leaf",
+    "zero_grads_finite",
+    "unknown_kwarg",
+    "value_float",
+    "value_array",
+)
 #: The properties of the extra-arguments protocol.
 EXTRA_ARGS_PROPERTIES = ("unknown_kwarg", "value_float", "value_array")
 
@@ -52,7 +62,6 @@ def extra_args_outcome(path: str) -> str:
     return "ok" if isinstance(tx, optax.GradientTransformationExtraArgs) else "TypeError"
 
 
-
 def extra_args(entry: Entry, p: Any) -> dict[str, Any]:
     """The extra keyword arguments of ``update`` the entry ``needs``
     (``value``, ``grad``, ``value_fn``, ``obj_fn``), from the model at ``p``."""
@@ -60,8 +69,7 @@ def extra_args(entry: Entry, p: Any) -> dict[str, Any]:
     if entry.needs:
         value, grad = surface_build.value_and_grad()(p)
         for name in entry.needs:
-            kwargs[name] = {"value": value, "grad": grad, "value_fn": surface_build.model,
-                            "obj_fn": surface_build.model}[name]
+            kwargs[name] = {"value": value, "grad": grad, "value_fn": surface_build.model, "obj_fn": surface_build.model}[name]
     return kwargs
 
 
@@ -91,8 +99,7 @@ def _check_like(updates: Any, p: Any) -> str | None:
 
 
 def _nonfinite(tree: Any) -> list[str]:
-    return sorted(jax.tree_util.keystr(k) for k, x in jax.tree_util.tree_flatten_with_path(tree)[0]
-                  if x is not None and not bool(jnp.all(jnp.isfinite(x))))
+    return sorted(jax.tree_util.keystr(k) for k, x in jax.tree_util.tree_flatten_with_path(tree)[0] if x is not None and not bool(jnp.all(jnp.isfinite(x))))
 
 
 def build(entry: Entry, **overrides: Any) -> Any:
@@ -112,8 +119,7 @@ def protocol(path: str) -> dict[str, Any]:
     """
     entry = TRANSFORMATIONS[path]
     surface_build.resolve(path)
-    full, p, gs = surface_build.params(), surface_build.params(skip=entry.skip_leaves), \
-        surface_build.grads_per_step(STEPS, skip=entry.skip_leaves)
+    full, p, gs = surface_build.params(), surface_build.params(skip=entry.skip_leaves), surface_build.grads_per_step(STEPS, skip=entry.skip_leaves)
     out: dict[str, Any] = {}
     try:
         tx = build(entry)
@@ -129,6 +135,7 @@ def protocol(path: str) -> dict[str, Any]:
     def eager_step():
         eager["update"], eager["state"] = tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **extra_args(entry, p))
         eager["params"] = jax.tree.map(lambda a, b: a + b, p, eager["update"])
+
     eager_error = _outcome(eager_step)
 
     def init_update():
@@ -140,6 +147,7 @@ def protocol(path: str) -> dict[str, Any]:
         else:
             return eager_error
         return _check_like(u, full) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
+
     out["init_update"] = _outcome(init_update)
 
     traj: dict[str, np.ndarray] = {}
@@ -150,17 +158,18 @@ def protocol(path: str) -> dict[str, Any]:
             params, state = carry
             params, state, _ = step(params, state, g)
             return (params, state), params
+
         stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *gs)
         scan["fn"] = jax.jit(lambda q, s: jax.lax.scan(body, (q, s), stacked))
         scan["carry"], seen = scan["fn"](p, tx.init(p))
         for k in range(STEPS):
             for name in p:
                 traj[f"s{k + 1}/{name}"] = np.asarray(seen[name][k])
+
     out["scan_carry"] = _outcome(scan_carry)
     out["trajectory"] = traj
     bad = sorted({key.split("/")[1] for key, x in traj.items() if not np.all(np.isfinite(x))})
-    out["trajectory_finite"] = (f"scan: {out['scan_carry']}" if not traj else
-                                f"nonfinite: {' '.join(bad)}" if bad else "ok")
+    out["trajectory_finite"] = f"scan: {out['scan_carry']}" if not traj else f"nonfinite: {' '.join(bad)}" if bad else "ok"
     # jit and recompilation are read off the scan's program (its first step; a second call with the
     # carry it returned), one compiled program per API; a jitted single step only where the scan fails.
     jitted = jax.jit(step)
@@ -170,8 +179,15 @@ def protocol(path: str) -> dict[str, Any]:
             return f"eager step: {eager_error}"
         params = {name: traj[f"s1/{name}"] for name in p} if traj else jitted(p, tx.init(p), gs[0])[0]
         for name in p:
-            tolerances.assert_close(params[name], np.asarray(eager["params"][name], np.float64), dtype="float32",
-                                    ulps=tolerances.SURFACE_STEP, scale=1.0, what=f"params[{name!r}] jit vs eager")
+            tolerances.assert_close(
+                params[name],
+                np.asarray(eager["params"][name], np.float64),
+                dtype="float32",
+                ulps=tolerances.SURFACE_STEP,
+                scale=1.0,
+                what=f"params[{name!r}] jit vs eager",
+            )
+
     out["jit_eager"] = _outcome(jit_eager)
 
     def no_recompile():
@@ -183,12 +199,14 @@ def protocol(path: str) -> dict[str, Any]:
             with recompilation.counting() as seen:
                 jitted(params, state, gs[1])
         return f"recompiled {seen.count} time(s)" if seen.count else None
+
     out["no_recompile"] = _outcome(no_recompile)
 
     def none_leaf():  # optax's convention: None in the params and the gradients alike
         q, g = {**p, "r1": None}, {**gs[0], "r1": None}
         u, state = tx.update(step_grads(entry, q, g), tx.init(q), q, **extra_args(entry, q))
         return _check_like(u, q) or None
+
     out["none_leaf"] = _outcome(none_leaf)
 
     def zero_grads_finite():
@@ -196,10 +214,12 @@ def protocol(path: str) -> dict[str, Any]:
         u, _ = tx.update(zeros, tx.init(p), p, **extra_args(entry, p))
         bad = _nonfinite(u)
         return f"nonfinite: {' '.join(bad)}" if bad else None
+
     out["zero_grads_finite"] = _outcome(zero_grads_finite)
 
     def call_with(**kwargs):
         return lambda: (tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **{**extra_args(entry, p), **kwargs}), None)[1]
+
     out["unknown_kwarg"] = _outcome(call_with(not_an_argument=1.0))
     out["value_float"] = _outcome(call_with(value=1.0))
     out["value_array"] = _outcome(call_with(value=jnp.asarray(1.0, jnp.float32)))
@@ -219,8 +239,10 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
     gradients with every edge hyperparameter the factory has (learning rate,
     weight decay, momentum, decay) at zero. Each value is the leaf paths, or
     the exception's type name."""
+
     def poison(x, v):
         return x.ravel().at[0].set(v).reshape(x.shape)
+
     sized = [n for n in p if p[n].size]
     bad_g = {**g, sized[0]: poison(g[sized[0]], jnp.nan), sized[-1]: poison(g[sized[-1]], jnp.inf)}
     bad_p = {**p, sized[len(sized) // 2]: poison(p[sized[len(sized) // 2]], jnp.nan)}
@@ -229,7 +251,9 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
         def run():
             u, _ = t.update(step_grads(entry, params, grads), t.init(params), params, **extra_args(entry, params))
             return " ".join(_nonfinite(u)) or "none"
+
         return _outcome(run)
+
     out = {"nan_inf_grads": leaves(tx, p, bad_g), "nan_param": leaves(tx, bad_p, g)}
     import inspect
 
@@ -284,4 +308,5 @@ def init_update_variant(path: str, dtype: str) -> str:
         def run():
             u, _ = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra_args(entry, p))
             return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
+
         return _outcome(run)

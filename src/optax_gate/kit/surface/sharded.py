@@ -107,8 +107,7 @@ def _step(entry: Any, mode: str, sharded: bool) -> tuple[Any, Any]:
     tx = surface_probe.build(entry)
     grads, extra = surface_probe.step_grads(entry, p, g), surface_probe.extra_args(entry, p)
     init = jax.jit(tx.init) if mode == "jit" else tx.init
-    update = ((lambda u, s, q: tx.update(u, s, q, **extra)) if mode == "eager"
-              else jax.jit(lambda u, s, q: tx.update(u, s, q, **extra)))
+    update = (lambda u, s, q: tx.update(u, s, q, **extra)) if mode == "eager" else jax.jit(lambda u, s, q: tx.update(u, s, q, **extra))
     return update(grads, init(p), p)
 
 

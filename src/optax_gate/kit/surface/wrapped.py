@@ -86,8 +86,7 @@ def _wrap(wrapper: str, entry: surface_table.Entry) -> Any:
 def _step(entry: surface_table.Entry, tx: Any, params: Any, grads: Any) -> Any:
     from optax_gate.kit.surface import probe as surface_probe
 
-    return tx.update(surface_probe.step_grads(entry, params, grads), tx.init(params), params,
-                     **surface_probe.extra_args(entry, params))[0]
+    return tx.update(surface_probe.step_grads(entry, params, grads), tx.init(params), params, **surface_probe.extra_args(entry, params))[0]
 
 
 def compare(bare: Any, wrapped: Any) -> str:
@@ -101,8 +100,7 @@ def compare(bare: Any, wrapped: Any) -> str:
     dtypes = sorted({f"{w.dtype} for {b.dtype}" for b, w in pairs if w.dtype != b.dtype})
     if dtypes:
         return "other dtypes " + ", ".join(dtypes)
-    if any(not np.all(np.isfinite(np.asarray(w, np.float64))) and np.all(np.isfinite(np.asarray(b, np.float64)))
-           for b, w in pairs):
+    if any(not np.all(np.isfinite(np.asarray(w, np.float64))) and np.all(np.isfinite(np.asarray(b, np.float64))) for b, w in pairs):
         return "non-finite"
     bound = tolerances.SURFACE_STEP * tolerances.eps("float32")
     for b, w in pairs:
