@@ -263,7 +263,7 @@ def compare_file(base: Path, cand: Path, ulps: int) -> dict[str, Any]:
 
 
 def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int, in_base: bool, in_cand: bool) -> str:
-    """ "" when equal, "within" when within the budget, else what changed."""
+    """Empty when equal, "within" when within the budget, else what changed."""
     if not (in_base and in_cand):
         return "written by the " + ("baseline" if in_base else "candidate") + " only"
     if x is None or y is None:
