@@ -224,3 +224,23 @@ def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tm
     said = {"SIGINT": "SIGINT, Ctrl-C", "SIGTERM": "SIGTERM"}[sig]
     assert f"interrupted ({said}): not verified; its folder" in proc.stderr and evidence.MARKER in proc.stderr
     assert links(out) == linked and (out / "report.md").read_bytes() == report_md
+
+
+@pytest.mark.parametrize("module", ["team_code.usage", "team_code.binding", "team_code.call_sites"])
+def test_an_error_in_a_usage_module_names_the_usage_phase(module):
+    """An error raised from a module of the ``--usage`` matching is named by its phase, whichever of them holds the
+    code now (a helper's try: after ``binding`` was split from ``usage``, a failure there lost its phase's name; the
+    fake environments of the test above have no surface diff, so ``binding.match`` never runs there)."""
+    import importlib
+    import types
+
+    from optax_gate.gate import late
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    raising = types.FunctionType(boom.__code__, vars(importlib.import_module(f"optax_gate.gate.{module}")), "boom")
+    phases = late.LatePhases()
+    assert phases.run("API surface, warnings and dependency diff", raising, default="kept") == "kept"
+    want = "call sites on findings (--usage)" if module.endswith("call_sites") else "usage matching (--usage)"
+    assert phases.errors == [{"phase": f"API surface, warnings and dependency diff: {want}", "error": "RuntimeError: boom"}]

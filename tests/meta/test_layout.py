@@ -81,3 +81,22 @@ def test_every_mutant_names_only_globals_its_module_defines():
         # attribute names also appear in co_names; only bare names that look like our helpers matter
         missing = {n for n in _global_names(code) - defined if n in vars(sys.modules["optax_gate.mutants.patches"])}
         assert not missing, f"mutant {m.name} ({module.__name__}) uses {sorted(missing)} without importing them"
+
+
+def test_every_row_of_a_mutant_shape_table_is_registered_by_the_module_its_comment_names():
+    """A row of ``mutants/shapes.py``'s tables is a mutant only once a family registers it (``jit_differs``,
+    ``jit_differs_value``): a row without its line would be a shape no contract is checked against. Each row's
+    comment names the family module that registers it; that module's contracts are the ones it runs against."""
+    import re
+
+    from optax_gate.mutants import shapes
+
+    registry = mutants.load(ROOT)
+    source = (ROOT / "src" / "optax_gate" / "mutants" / "shapes.py").read_text(encoding="utf-8")
+    rows = [*shapes.JIT_DIFFERS, *shapes.VALUE_JIT_DIFFERS]
+    assert len(rows) == len(set(rows)) and rows
+    for name in rows:
+        assert name in registry, f"{name}: in a table of shapes.py, registered by no family"
+        comment = re.search(rf'"{re.escape(name)}": .*#\s*(\w+)\.py$', source, re.M)
+        assert comment, f"{name}: its row names no module"
+        assert mutants.AREAS[registry[name].area] == f"tests/contracts/test_{comment[1]}.py", (name, registry[name].area)

@@ -15,10 +15,6 @@ from optax_gate.gate.inputs import options as opts
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, crash_report, fail
 
-# The flows live in gate_flow (gate, compare) and matrix_flow (matrix); one
-# side of a comparison in sides (all under optax_gate.gate); the run folder in
-# evidence, the sections beyond the contracts in unseen, the matrix in matrix.
-
 __all__ = ["NOT_VERIFIED", "main", "options"]
 
 
@@ -178,7 +174,8 @@ def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
 
 
 def main(argv: list[str] | None = None, process: bool = False) -> int:
-    """Run one command; return its exit status (see the module docstring).
+    """Run one command; return its exit status (``gate``: 0 nothing broke, 1 something broke, 2 not verified,
+    as ``cli_help.TEXT`` says for each command).
     ``process``: this is the whole process (:func:`entry`): the signal
     handlers stay, recording only, once the command is over; otherwise the
     caller's handlers are put back."""

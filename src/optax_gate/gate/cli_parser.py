@@ -21,6 +21,9 @@ from optax_gate.gate.gate_flow import gate
 from optax_gate.gate.matrix_flow import run_matrix
 from optax_gate.gate.rebaseline_flow import rebaseline
 
+# Each command is wired to its flow here (set_defaults func): gate in gate_flow, compare in compare_flow,
+# matrix in matrix_flow, rebaseline in rebaseline_flow, bisect in bisect/command.
+
 
 #: What an argparse ``type`` of :func:`_at_least` gives.
 _Number = TypeVar("_Number", int, float)

@@ -25,6 +25,7 @@ T = TypeVar("T")
 #: (within the surface/dependency diff, whose modules share one call).
 _WHERE = {
     "optax_gate.gate.team_code.usage": "usage matching (--usage)",
+    "optax_gate.gate.team_code.binding": "usage matching (--usage)",
     "optax_gate.gate.team_code.call_sites": "call sites on findings (--usage)",
     "optax_gate.gate.surface.surface": "API surface diff",
     "optax_gate.gate.diffs.dependencies": "dependency diff",

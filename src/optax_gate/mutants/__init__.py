@@ -13,7 +13,8 @@ API's contract module once per mutant and then requires that
 
 Layout: one module per contracted API family, named like its contract module
 (``sgd.py`` for ``tests/contracts/test_sgd.py``); ``registry`` holds the
-registry, ``patches`` the shared building blocks, ``plugin`` the pytest plugin
+registry, ``patches`` the shared building blocks, ``shapes`` the shapes many
+families repeat (a row of a table each), ``plugin`` the pytest plugin
 (``-p optax_gate.mutants.plugin --mutant NAME`` patches ``optax`` before the
 tests run) and ``__main__`` the check. Written here rather than with a mutation
 testing tool (mutmut, cosmic-ray): those mutate the project's own source at

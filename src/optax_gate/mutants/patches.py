@@ -1,5 +1,6 @@
 """Shared building blocks of the mutants: PyTree maps, dtype casts, and
-wrappers that post-process a ``GradientTransformation``'s updates. JAX and
+wrappers that post-process a ``GradientTransformation``'s updates, a
+schedule's value or a loss. JAX and
 Optax are imported inside each function, so importing this module is cheap."""
 
 from __future__ import annotations

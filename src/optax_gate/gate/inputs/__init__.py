@@ -7,6 +7,6 @@ every input check raises; paths shown as typed),
 (``--usage`` paths, SPECs that are paths), ``requirements`` (the
 candidate's requirement set: the baseline's direct requirements with the named
 packages replaced), ``team_contracts`` (``--contracts DIR``), ``usage_files``
-(which files of the team's folders are read).
+(which files of the team's folders are read), ``declared`` (the packages the team's project declares).
 
 May import: ``base``."""
