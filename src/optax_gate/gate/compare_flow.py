@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import dataclasses
 import os
 from pathlib import Path
@@ -114,7 +116,7 @@ def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str 
     )
 
 
-def _say_recorded_run(report: dict[str, Any], baseline_run: Path) -> None:
+def _say_recorded_run(report: Mapping[str, Any], baseline_run: Path) -> None:
     """A note for a compare whose lines of the team's code are "cannot tell
     without --run": compare runs no code; the gate that recorded the run
     records may have run the team's command, which ``--team-run`` re-uses.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from optax_gate.gate.judge import verdict
@@ -75,7 +75,7 @@ class LatePhases:
         return report
 
 
-def fallback_markdown(report: dict[str, Any]) -> str:
+def fallback_markdown(report: Mapping[str, Any]) -> str:
     """A minimal ``report.md`` when the full one cannot be rendered: the
     verdict, the reasons and every contract's outcomes (from ``report.json``'s
     fields, which need no renderer)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +67,11 @@ def after_gate(run_folder: Path, python: Path | None, environment: EnvironmentOp
         print("optax-gate: the bisection was interrupted; the report says 'not bisected: interrupted'", file=sys.stderr)
 
 
-def _ran(report: dict[str, Any]) -> bool:
+def _ran(report: Mapping[str, Any]) -> bool:
     return evidence.judged(report)  # the rule that makes a run ``latest``: both sides' contracts ran
 
 
-def _why(report: dict[str, Any]) -> str:
+def _why(report: Mapping[str, Any]) -> str:
     return "; ".join(report.get("reasons") or []) or "a side did not run its contracts"
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,13 @@ def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in report["findings"] if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
 
 
-def moved(report: dict[str, Any]) -> list[str]:
+def moved(report: Mapping[str, Any]) -> list[str]:
     """The pure-Python packages whose version (or source commit) differs between the sides."""
     b, c = report["baseline"].get("versions") or {}, report["candidate"].get("versions") or {}
     return [p for p in PUBLIC if b.get(p) and c.get(p) and (b[p] != c[p] or candidate_source(report, p))]
 
 
-def _source(report: dict[str, Any], package: str) -> dict[str, Any]:
+def _source(report: Mapping[str, Any], package: str) -> dict[str, Any]:
     """The candidate's built source entry of ``package`` (``candidate.sources``, ``source_specs``), else {}."""
     entry: dict[str, Any]
     for entry in report["candidate"].get("sources") or []:
@@ -68,7 +68,7 @@ def _source(report: dict[str, Any], package: str) -> dict[str, Any]:
     return {}
 
 
-def candidate_source(report: dict[str, Any], package: str) -> str:
+def candidate_source(report: Mapping[str, Any], package: str) -> str:
     """The commit SHA a source candidate built ``package`` from, else "" (a release: its tag is the end)."""
     sha: str = _source(report, package).get("commit", {}).get("sha", "")
     return sha
@@ -233,7 +233,7 @@ class _Nothing(Exception):
     """Nothing to bisect (the reason in the message)."""
 
 
-def write(report: dict[str, Any], folder: Path) -> None:
+def write(report: Mapping[str, Any], folder: Path) -> None:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``folder`` atomically (the verdict as it was)."""
     atomic.write_text(folder / "report.json", report_json.render(report))
     atomic.write_text(folder / "report.md", report_markdown.render(report))

@@ -7,7 +7,7 @@ tested; or ``not bisected: <why>``. Used by report.md."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 #: Commits of a range named one by one in a line; a longer range is named by its two ends
@@ -72,7 +72,7 @@ def markdown_lines(finding: dict[str, Any]) -> list[str]:
     return [f"   - {words(entry, markdown=True)}" for entry in finding.get("bisect") or []]
 
 
-def summary_line(report: dict[str, Any]) -> str:
+def summary_line(report: Mapping[str, Any]) -> str:
     """One line on the bisection as a whole ("" without one)."""
     b = report.get("bisect")
     if not b:

@@ -21,6 +21,8 @@ subset is small. Standard library only (``html``, ``re``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import html
 import re
 from typing import Any
@@ -185,7 +187,7 @@ def _split(lines: list[str]) -> list[tuple[str, list[str]]]:
     return parts
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: Mapping[str, Any]) -> str:
     """The whole report as one self-contained HTML page (see the module docstring)."""
     page = report_markdown.Page(report, limit=None)
     verdict = report["verdict"]
@@ -233,7 +235,7 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(part for part in out if part) + "\n"
 
 
-def fallback(report: dict[str, Any]) -> str:
+def fallback(report: Mapping[str, Any]) -> str:
     """A minimal page when the full one cannot be rendered: the verdict, the
     reasons, and where the whole report is (``report.md``, ``report.json``)."""
     verdict = str(report.get("verdict", "not-verified"))

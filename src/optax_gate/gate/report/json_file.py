@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import json
 from typing import Any
 
 
-def render(report: dict[str, Any]) -> str:
+def render(report: Mapping[str, Any]) -> str:
     """The report as indented, key-sorted JSON text ending in a newline."""
     return json.dumps(report, indent=2, sort_keys=True) + "\n"

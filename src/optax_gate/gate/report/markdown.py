@@ -30,7 +30,7 @@ happens now; never ``passed → failed`` for either (``optax_gate.gate.base.deta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from optax_gate.gate.base import details
@@ -69,7 +69,7 @@ def cell(text: Any) -> str:
     return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
-def _versions(report: dict[str, Any]) -> list[str]:
+def _versions(report: Mapping[str, Any]) -> list[str]:
     b = report["baseline"].get("versions") or {}
     c = report["candidate"].get("versions") or {}
     lines = ["| package | baseline | candidate |", "|---|---|---|"]
@@ -79,7 +79,7 @@ def _versions(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _findings(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     if "findings" in report:
         findings: list[dict[str, Any]] = report["findings"]
         return findings
@@ -129,7 +129,7 @@ class Page:
     the contract ids shown (None: every row, for report.html's full form),
     and each contract's (finding, row) anchor numbers."""
 
-    def __init__(self, report: dict[str, Any], limit: int | None = SAMPLE):
+    def __init__(self, report: Mapping[str, Any], limit: int | None = SAMPLE):
         self.report = report
         self.judged = evidence.judged(report)  # both sides' contracts ran
         self.findings = _findings(report)
@@ -356,7 +356,7 @@ def add_section(name: str, lines: Callable[[Page], list[str]], before: str = "fi
     SECTIONS.insert(at, (name, lines))
 
 
-def render(report: dict[str, Any], limit: int | None = SAMPLE) -> str:
+def render(report: Mapping[str, Any], limit: int | None = SAMPLE) -> str:
     """The report as Markdown text ending in a newline: :data:`SECTIONS` in
     order. ``limit``: contract rows shown per finding (None: every row, the
     tables beyond the contracts whole too)."""

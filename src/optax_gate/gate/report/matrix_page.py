@@ -18,6 +18,8 @@ not a column of ``gone``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import html
 from typing import Any
 
@@ -143,7 +145,7 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: Mapping[str, Any]) -> str:
     """The matrix report as Markdown text ending in a newline."""
     envs = report["environments"]
     ran = [e for e in envs if e.get("ran", e.get("status") == "ran")]
@@ -249,7 +251,7 @@ def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[d
     )
 
 
-def html_grid(report: dict[str, Any]) -> str:
+def html_grid(report: Mapping[str, Any]) -> str:
     """A self-contained HTML page (no script, no external resource): the API x
     environment grid, each cell expandable to its contracts, then one
     expandable contract table per API (see the module docstring)."""

@@ -14,6 +14,8 @@ sections (schema 1, or a gate that crashed) renders nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from typing import Any
 
 from optax_gate.gate.report import your_code_line
@@ -38,7 +40,7 @@ def _counts(section: dict[str, Any]) -> str:
     return ", ".join(f"{c[k]} {k}" for k in _ORDER if c.get(k)) or "no differences"
 
 
-def headline(report: dict[str, Any]) -> list[str]:
+def headline(report: Mapping[str, Any]) -> list[str]:
     """One line: the counts of each section (empty for a report without them)."""
     parts = [
         f"{title}: {_counts(report[key]) if report[key].get('status') == 'compared' else 'not compared'}"
@@ -157,7 +159,7 @@ def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str
     return out
 
 
-def markdown(report: dict[str, Any], limit: int | None = None) -> list[str]:
+def markdown(report: Mapping[str, Any], limit: int | None = None) -> list[str]:
     """The three sections as Markdown lines (empty for a report without them);
     ``limit``: rows a table shows (None: all)."""
     out: list[str] = []

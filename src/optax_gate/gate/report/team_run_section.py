@@ -11,6 +11,8 @@ runs' exit statuses and times. A run that could not be verified says why.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import re
 from typing import Any
 
@@ -69,7 +71,7 @@ def _leading(cause: str, seen: str) -> str:
     return "; ".join(parts[i] for i in kept) + (f" (and {left} other change{'s' if left > 1 else ''} of this finding)" if left else "")
 
 
-def _finding_words(report: dict[str, Any], numbers: list[int], seen: str = "") -> str:
+def _finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "") -> str:
     """The findings that explain a line of the team's run (``seen``: what the
     line shows), each its cause cut to 160 characters, leading with the part
     that speaks of what the line shows (:func:`_leading`)."""
@@ -229,7 +231,7 @@ def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any
     )
 
 
-def section(report: dict[str, Any]) -> list[str]:
+def section(report: Mapping[str, Any]) -> list[str]:
     """Markdown lines of the "Your code" section; empty without ``--run``."""
     team = report.get("team_run")
     if not team:

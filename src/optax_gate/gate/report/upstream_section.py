@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from typing import Any
 
 from optax_gate.gate.base.plain_text import shorten
@@ -22,7 +24,7 @@ def _control_words(control: dict[str, Any] | None) -> str:
     )
 
 
-def markdown(report: dict[str, Any]) -> list[str]:
+def markdown(report: Mapping[str, Any]) -> list[str]:
     """The report's "Upstream tests, cross-run" section (nothing without ``--upstream-tests``):
     per direction the counts and time, the overlay, and the failures that could not be told."""
     section = report.get("upstream_tests")

@@ -34,6 +34,8 @@ kept; incomplete folders of processes no longer alive are pruned too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import datetime as dt
 import json
 import os
@@ -107,12 +109,12 @@ def is_judged(path: Path) -> bool:
     return is_complete(path) and not (path / NOT_JUDGED).exists() and not (path / OLD_REFUSED).exists()
 
 
-def not_run(report: dict[str, Any]) -> list[str]:
+def not_run(report: Mapping[str, Any]) -> list[str]:
     """The sides (``baseline``, ``candidate``) of ``report`` whose contracts did not run (``status`` not ``"ran"``)."""
     return [side for side in ("baseline", "candidate") if (report.get(side) or {}).get("status") != "ran"]
 
 
-def judged(report: dict[str, Any]) -> bool:
+def judged(report: Mapping[str, Any]) -> bool:
     """Whether ``report`` (a gate report, ``report.json``'s dict) judged both
     sides: the baseline's and the candidate's contracts both ran (``status``
     ``"ran"``), whatever the verdict. A refusal, a side that could not be
