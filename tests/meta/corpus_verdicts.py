@@ -67,7 +67,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
         spec = team_run.RunSpec("python train.py", work / "team", timeout)
         result = team_run.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
         report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-        assemble.with_team_run(report, result)
+        report = assemble.with_team_run(report, result)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     by = result.get("compared_by") or {}

@@ -139,7 +139,7 @@ def test_a_team_that_catches_the_old_exception_cannot_be_told(tmp_path):
 def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path):
     report, scan = _report(tmp_path)
     scope.scope_findings(report, scope.usage_decision(unread=False))
-    assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
+    report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     got = {f["api"]: f["scope"] for f in report["findings"]}
     assert got == {"optax.adamw": "yours", "optax.scale_by_adam": "yours", "optax.softmax_cross_entropy_with_integer_labels": "elsewhere"}
     assert report["verdict"] == "pass"  # the one broken finding (the negative contract) is not the team's

@@ -216,7 +216,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     elif kind == "program":
         assert row["by"] == by and row["at"].startswith("optax/"), row
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-    assemble.with_team_run(report, result)
+    report = assemble.with_team_run(report, result)
     assert "; born " + judging.born_short(row) in report["reasons"][0]
 
 
@@ -278,7 +278,7 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     }
     other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
     report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
-    assemble.with_team_run(report, run)
+    report = assemble.with_team_run(report, run)
     scopes = {f["api"]: (f["number"], f["scope"]) for f in report["findings"]}  # the scoped copies
     assert scopes == {"optax.add_decayed_weights": (1, "yours"), "optax.huber_loss": (2, "elsewhere")}, scopes
     assert report["team_run"]["affected"][0]["findings"] == [1]
@@ -416,7 +416,7 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
         "born": [born],
     }
     report = {"findings": [], "verdict": "pass", "reasons": []}
-    assemble.with_team_run(report, run)
+    report = assemble.with_team_run(report, run)
     reason = report["reasons"][0]
     assert "; born in the Optax call `optax.cosine_onecycle_schedule(...)(...)` at `train.py:70`" in reason, reason
     assert reason.index("train.py:70`: other results") < reason.index("dot_general")

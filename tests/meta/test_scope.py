@@ -5,6 +5,7 @@ verdict; without a scope every finding is the team's. The fake team
 (``tests/meta/fake_team``) calls ``optax.clip`` and ``optax.swap`` and never
 ``optax.adamw`` (read by hand)."""
 
+import copy
 import json
 from pathlib import Path
 
@@ -106,7 +107,7 @@ def test_not_verified_is_never_scoped_into_a_pass():
         "findings": [{"number": 1, "change": "broken", "contracts": ["a"], "section": "contracts"}],
     }
     scope.set_scope(report["findings"][0], "elsewhere", "not reached")
-    assemble.with_scope(report, scope.scoped(report, "broken", by="run"))
+    report = assemble.with_scope(report, scope.scoped(report, "broken", by="run"))
     assert report["verdict"] == "not-verified" and report["reasons"] == ["candidate not verified: x"]
 
 
@@ -118,7 +119,9 @@ def test_another_source_of_evidence_sets_the_scope_first():
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
-    assemble.with_scope(report, scope.apply_options(report, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run"))
+    given, kept = report, copy.deepcopy(report)
+    report = assemble.with_scope(given, scope.apply_options(given, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run"))
+    assert given == kept and report != kept  # a copy with the scope: the report it was given is as it was
     assert [(f["api"], f["scope"]) for f in report["findings"]] == [("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
     assert report["reasons"] == ["1 contract(s) broken where your code goes (run): 1 in F1"]
     with pytest.raises(ValueError):
@@ -390,12 +393,12 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
         "notes": [],
         "findings": [other, joined, alone],
     }
-    assemble.with_scope(report, scope.scoped(report))
+    report = assemble.with_scope(report, scope.scoped(report))
     numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
     assert report["reasons"][1] == (f"beyond the contracts: 1 API surface finding and 1 dependency finding broken (in F{numbers[0]}, F{numbers[1]})"), report[
         "reasons"
     ]
-    assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again
+    report = assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again
     assert report["reasons"][1].count("(in F") == 1
 
 
@@ -406,6 +409,6 @@ def test_the_note_of_a_run_scope_does_not_say_the_code_does_not_go_where_the_run
     finding = {"change": "broken", "section": "contracts", "api": "optax.l2_loss", "contracts": [{"change": "broken"}]}
     report = {"findings": [finding], "verdict": "fail", "reasons": []}
     scope.set_scope(finding, "elsewhere", "your run does not diverge at a call of its APIs")
-    assemble.with_scope(report, scope.scoped(report, "broken", "run"))
+    report = assemble.with_scope(report, scope.scoped(report, "broken", "run"))
     note = next(n for n in report.get("notes") or [] if "broken contract(s)" in n)
     assert "your run does not diverge for" in note and "does not go" not in note, note

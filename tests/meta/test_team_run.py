@@ -672,7 +672,7 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
         },
     ]  # the real run's texts (report.json team_run.causes)
     report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
-    assemble.with_team_run(report, _team("broke", causes))
+    report = assemble.with_team_run(report, _team("broke", causes))
     scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
     assert scopes == {"input checks": "elsewhere", "float64 resu": "elsewhere", "did not warn": "yours", "optimizer st": "yours"}, scopes
     moved = next(f for f in report["findings"] if f["cause"].startswith("input checks"))
@@ -839,7 +839,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     for f in findings:
         f["text"] = f["cause"]
     report = {**_report("optax.adam"), "findings": findings}
-    assemble.with_team_run(report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]})
+    report = assemble.with_team_run(report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]})
     _validates(report)
     by_cause = {f["cause"][:12]: f for f in report["findings"]}
     checks, delta, state = by_cause["input checks"], by_cause["did not warn"], by_cause["optimizer st"]
@@ -858,7 +858,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
         return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")}, "your_code_notes": {"train.py:21": note}}
 
     old = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
-    assemble.with_team_run(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
+    old = assemble.with_team_run(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
     moved = next(f for f in old["findings"] if f["scope"] == "elsewhere")
     assert set(moved["your_code_run"]) == {"train.py:21"}, moved
 
@@ -1097,7 +1097,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
         "your_code": [],
     }  # elsewhere: the verdict's count then says where it counted
     report = {**_report("optax.adam"), "findings": [dict(finding), other]}
-    assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
+    report = assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     f = report["findings"][0]
     assert f["scope"] == "yours" and f["breaks_unreached"] == ["train.py:11"], f
     assert report["verdict"] == "fail" and report["reasons"][0].startswith(
@@ -1107,7 +1107,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     _validates(report)
     alone = {**finding, "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}]}  # no surface part: the run decides
     report = {**_report("optax.adam"), "findings": [alone]}
-    assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
+    report = assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     assert report["findings"][0]["scope"] == "elsewhere" and report["verdict"] == "pass"
 
 
@@ -1130,7 +1130,7 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
     }
     report = {**_report("optax.adam"), "findings": [finding]}
     team = {**_team("broke"), "raised_at": "train.py:21", "called": ["train.py:21", "train.py:33", "train.py:39"], "not_in_candidate": ["train.py:39"]}
-    assemble.with_team_run(report, team)
+    report = assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
@@ -1262,7 +1262,7 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     }
     report = {**_report("optax.adam"), "findings": [finding]}
     team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
-    assemble.with_team_run(report, team)
+    report = assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line

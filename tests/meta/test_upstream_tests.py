@@ -129,10 +129,15 @@ def test_findings_merge_one_cause_and_leave_out_what_cannot_be_told(section):
 
 
 def test_the_section_joins_the_report_without_touching_the_verdict(section):
-    report = {"verdict": "pass", "reasons": [], "findings": [{"number": 1, "change": "broken", "section": "contracts"}]}
-    assemble.with_upstream_tests(report, section)
+    import copy
+
+    given = {"verdict": "pass", "reasons": [], "findings": [{"number": 1, "change": "broken", "section": "contracts"}]}
+    kept, kept_section = copy.deepcopy(given), copy.deepcopy(section)
+    report = assemble.with_upstream_tests(given, section)
+    assert given == kept and section == kept_section  # a copy: what it was given is as it was
     assert report["verdict"] == "pass" and report["reasons"] == []
     assert [f["number"] for f in report["findings"]] == [1, 2, 3, 4]
+    assert [f["number"] for f in report["upstream_tests"]["findings"]] == [2, 3, 4]  # the section's own, numbered as in the list
     assert "do not change the verdict" in report["notes"][0]
 
 

@@ -117,7 +117,7 @@ def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
         "usage": {"not_scanned": [{"path": "bad.py", "reason": "syntax error at line 3: invalid syntax"}]},
         "surface": {"rows": [{"path": "optax.huber_loss", "verdict": "cannot-tell", "not_scanned": ["bad.py"]}]},
     }
-    assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
+    report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified"
     assert "optax.huber_loss" in report["reasons"][0] and "`bad.py` (syntax error at line 3: invalid syntax)" in report["reasons"][0]
 
@@ -399,7 +399,7 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     (alone,) = [r for r in dependencies.diff(base, cand, None, imported, {}) if r["name"] == "chex"]
     assert alone["breaks"]  # nothing declared that could bring it: it breaks
     report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [], "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]}}
-    assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
+    report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified" and "your project declares distrax" in report["reasons"][0]
 
 

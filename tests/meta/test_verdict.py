@@ -24,16 +24,16 @@ def test_the_contracts_verdict():
     ],
 )
 def test_a_verdict_only_gets_heavier(before, asked, after):
-    report = {"verdict": before, "reasons": ["r0"]}
-    assert verdict.at_least(report, asked, "why")["verdict"] == after
+    report = verdict.at_least({"verdict": before, "reasons": ["r0"]}, asked, "why")
+    assert report["verdict"] == after
     assert report["reasons"] == ["r0", "why"]  # the reason is kept whatever the verdict was
 
 
 def test_reasons_go_where_asked():
     report = {"verdict": "fail", "reasons": ["a", "b"]}
-    verdict.at_least(report, "not-verified", ["e1", "e2"], at=1)
+    report = verdict.at_least(report, "not-verified", ["e1", "e2"], at=1)
     assert report["reasons"] == ["a", "e1", "e2", "b"]
-    verdict.at_least(report, "fail", "first", at=0)
+    report = verdict.at_least(report, "fail", "first", at=0)
     assert report == {"verdict": "not-verified", "reasons": ["first", "a", "e1", "e2", "b"]}
     assert verdict.at_least({"verdict": "pass"}, "fail") == {"verdict": "fail"}  # no reason: none added
     with pytest.raises(ValueError, match="unknown verdict 'failed'"):
@@ -76,3 +76,15 @@ def test_the_team_runs_verdict_is_read_from_its_section():
     assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == ("not-verified", ["--run not verified: it timed out"])
     assert judging.of_team_run({"outcome": "same", "reason": ""}) == ("pass", [])
     assert judging.of_team_run({"outcome": "broke", "reason": "ValueError at train.py:9"}) == ("fail", ["ValueError at train.py:9"])
+
+
+def test_the_verdict_functions_return_a_copy_and_leave_the_report_as_it_was():
+    """``at_least`` and ``rescoped`` return a new report (``assemble`` builds each version from the last); the
+    report and its reasons list they were given are not changed."""
+    import copy
+
+    report = {"verdict": "pass", "reasons": ["a"], "notes": []}
+    kept = copy.deepcopy(report)
+    assert verdict.at_least(report, "fail", "b", at=0) == {"verdict": "fail", "reasons": ["b", "a"], "notes": []}
+    assert verdict.rescoped(report, ["c"], "not-verified") == {"verdict": "not-verified", "reasons": ["c"], "notes": []}
+    assert report == kept

@@ -133,7 +133,7 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
     assert result["witness"]["output"]["first"]["line"] == 1 and result["witnessed"].startswith("output line 1: a number")
     assert result["witness"]["files"]["files"] == 1 and not result["witness"]["files"]["differs"]  # w.npy: the same
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
-    assemble.with_team_run(report, result)
+    report = assemble.with_team_run(report, result)
     assert report["verdict"] == "fail" and "your run's own outputs differ in the candidate: output line 1" in report["reasons"][0]
     assert "Your run's own outputs differ" in "\n".join(team_run_section.section(report))
     same = team_run.run(team_run.RunSpec("python train.py", team, 300), (PYTHON, PYTHON), tmp_path / "same")

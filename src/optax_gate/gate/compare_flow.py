@@ -83,12 +83,12 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
     if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
         # not evidence about the upgrade, whatever it found: never a pass
-        verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
+        report = verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
     if team is not None and options.team_run is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
-        assemble.with_team_run(report, team, given.fail_on)
+        report = assemble.with_team_run(report, team, given.fail_on)
         report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from {os.path.abspath(options.team_run)} (compare runs no code)")
     else:
-        assemble.with_scope(report, scope.apply_options(report, given, packages))
+        report = assemble.with_scope(report, scope.apply_options(report, given, packages))
         if not swapped:  # swapped, the recorded run would not fit them: the note above says what to do
             _say_recorded_run(report, options.baseline_run)
     return write_reports(report, options.out)

@@ -173,15 +173,21 @@ def finish(
             "taken from the cache (`./noxw -s compare` re-judges a run's evidence without running)"
         )
     packages = configured_packages(options.environment.project_root)
-    phases.run("API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused))
+    report = phases.run_or(
+        "API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused), report
+    )
     team = learned.team_run if not refused else None
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
-        phases.run("your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on))
+        report = phases.run_or("your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on), report)
     else:
-        phases.run("scope of the findings", lambda: assemble.with_scope(report, scope.apply_options(report, options.scope, packages, usage=not refused)))
-    phases.run("speed readings", lambda: assemble.with_speed(report, learned.speed))
+        report = phases.run_or(
+            "scope of the findings", lambda: assemble.with_scope(report, scope.apply_options(report, options.scope, packages, usage=not refused)), report
+        )
+    report = phases.run_or("speed readings", lambda: assemble.with_speed(report, learned.speed), report)
     if options.upstream_tests and not refused:
-        phases.run("upstream tests cross-run (--upstream-tests)", lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say))
+        report = phases.run_or(
+            "upstream tests cross-run (--upstream-tests)", lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say), report
+        )
     digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
     if digest:
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
@@ -210,17 +216,19 @@ def say_not_judged(run: evidence.RunFolder) -> None:
     )
 
 
-def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions, learned: Learned, say: Progress) -> None:
+def upstream_cross_run(
+    report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions, learned: Learned, say: Progress
+) -> dict[str, Any]:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
-    when both sides (``records``: baseline, candidate) ran; its section and findings go into ``report``
-    (``assemble.with_upstream_tests``).
+    when both sides (``records``: baseline, candidate) ran; returns ``report`` with its section and findings
+    (``assemble.with_upstream_tests``), or ``report`` as it is when a side did not run.
 
     Raises:
       upstream_tests.CrossRunFailure: it could not run (a late phase's failure: not verified).
     """
     baseline, candidate = records
     if baseline.get("status") != "ran" or candidate.get("status") != "ran":
-        return
+        return report
     if not learned.pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
         raise upstream_tests.CrossRunFailure("the two environments' interpreters or site-packages are not known")
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
@@ -231,7 +239,7 @@ def upstream_cross_run(report: dict[str, Any], records: tuple[dict[str, Any], di
         upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
         say=say,
     )
-    assemble.with_upstream_tests(report, section)
+    return assemble.with_upstream_tests(report, section)
 
 
 def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:

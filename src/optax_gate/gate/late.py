@@ -62,6 +62,12 @@ class LatePhases:
             print(f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are kept; verdict not-verified)", file=sys.stderr)
             return default
 
+    def run_or(self, phase: str, action: Callable[[], T], default: T) -> T:
+        """:meth:`run`, with ``default`` on a failure (or a None result): a phase that returns a new report
+        leaves the flow the one it was given."""
+        result = self.run(phase, action)
+        return default if result is None else result
+
     def record(self, report: dict[str, Any]) -> dict[str, Any]:
         """Put the failures into ``report``: ``gate_errors``, verdict
         ``not-verified``, one reason per failure ahead of the others (each
@@ -70,7 +76,7 @@ class LatePhases:
         if new:
             report["gate_errors"] = list(self.errors)
             at = len(self.errors) - len(new)  # after the failures recorded before, ahead of the rest
-            verdict.at_least(report, "not-verified", [f"gate error in the {e['phase']}: {e['error']}" for e in new], at=at)
+            report.update(verdict.at_least(report, "not-verified", [f"gate error in the {e['phase']}: {e['error']}" for e in new], at=at))
             self._recorded = len(self.errors)
         return report
 

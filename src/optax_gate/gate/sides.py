@@ -478,7 +478,7 @@ def beyond_contracts(
 ) -> dict[str, Any]:
     """``report`` with what the contracts cannot see (``unseen.beyond``, put in by ``assemble.with_beyond``)
     with the ``scope`` options, the API surface of ``packages`` (:func:`configured_packages`);
-    ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). Returns ``report``."""
+    ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). ``report`` is not changed."""
     given = scope if usage else dataclasses.replace(scope, usage=(), usage_scan=None)
     return assemble.with_beyond(report, unseen.beyond(report, baseline, candidate, given, packages))
 

@@ -10,6 +10,7 @@ reach stop counting, so the verdict may become lighter there (:func:`rescoped`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from optax_gate.gate.base import model
@@ -64,38 +65,41 @@ def of_speed(section: model.Speed) -> tuple[str, list[str]]:
     ]
 
 
-def at_least(report: dict[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None) -> dict[str, Any]:
-    """Make ``report``'s verdict ``verdict`` unless it is already as heavy, and add ``reasons`` (one or
+def at_least(report: Mapping[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None) -> dict[str, Any]:
+    """A copy of ``report`` whose verdict is ``verdict`` unless it is already as heavy, with ``reasons`` added (one or
     several; appended, or inserted before position ``at``). The reasons are added either way: a reason
-    for a failure also stands beside a ``not-verified`` verdict. Returns ``report``.
+    for a failure also stands beside a ``not-verified`` verdict. ``report`` is not changed.
 
     Raises:
       ValueError: ``verdict`` is not one of :data:`ORDER`.
     """
     if verdict not in ORDER:
         raise ValueError(f"unknown verdict {verdict!r}; one of {ORDER}")
-    if ORDER.index(report.get("verdict", "pass")) < ORDER.index(verdict):
-        report["verdict"] = verdict
+    out = dict(report)
+    if ORDER.index(out.get("verdict", "pass")) < ORDER.index(verdict):
+        out["verdict"] = verdict
     said = [reasons] if isinstance(reasons, str) else list(reasons or [])
     if said:
-        listed = report.setdefault("reasons", [])
+        listed = list(out.get("reasons") or [])
         position = len(listed) if at is None else at
         listed[position:position] = said
-    return report
+        out["reasons"] = listed
+    return out
 
 
-def rescoped(report: dict[str, Any], reasons: list[str], falls_to: str | None = None) -> dict[str, Any]:
-    """The verdict after the findings were scoped to the team's code: ``reasons`` replace the report's.
-    ``falls_to`` (``pass``, or ``not-verified`` when some findings may reach the team's code) is the
+def rescoped(report: Mapping[str, Any], reasons: list[str], falls_to: str | None = None) -> dict[str, Any]:
+    """A copy of ``report`` with the verdict after the findings were scoped to the team's code: ``reasons`` replace the
+    report's. ``falls_to`` (``pass``, or ``not-verified`` when some findings may reach the team's code) is the
     verdict when no broken contract is left where the team's code goes and nothing else fails the gate;
-    None leaves the verdict as it is. Returns ``report``.
+    None leaves the verdict as it is. ``report`` is not changed.
 
     Raises:
       ValueError: ``falls_to`` is not one of :data:`ORDER`.
     """
+    out = dict(report)
     if falls_to is not None:
         if falls_to not in ORDER:
             raise ValueError(f"unknown verdict {falls_to!r}; one of {ORDER}")
-        report["verdict"] = falls_to
-    report["reasons"] = reasons
-    return report
+        out["verdict"] = falls_to
+    out["reasons"] = list(reasons)
+    return out

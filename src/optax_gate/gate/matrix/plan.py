@@ -201,11 +201,11 @@ def merge(
         beyond = None
         if packages is not None:
             sections = unseen.beyond(report, baseline, run, packages=packages)
-            verdict.at_least(report, *verdict.of_beyond(sections.broken()))
+            report = verdict.at_least(report, *verdict.of_beyond(sections.broken()))
             beyond = {k: {"status": getattr(sections, k).get("status"), "counts": getattr(sections, k)["counts"]} for k in BEYOND}
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
-            verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
+            report = verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
         env_rows.append(
             {
                 **env,
