@@ -594,6 +594,24 @@ def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, 
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.parametrize("where", ["a file", "under /proc"])
+def test_compare_refuses_an_out_it_cannot_write_before_comparing(tmp_path, capsys, where):
+    """A helper's try: ``compare --out`` naming a file (or a path under /proc) compared both records and then printed
+    two tracebacks and "the gate itself failed"; the gate refuses the same ``--out`` in a second. Now compare does too:
+    exit 2, one line, no traceback."""
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(record({"a": "passed"})))
+    out = tmp_path / "taken"
+    if where == "a file":
+        out.write_text("not a folder")
+    else:
+        out = Path("/proc/optax-gate-out")
+    assert cli.main(["compare", str(base), str(base), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "the gate itself failed" not in err, err
+    assert f"--out {out}" in err and "(no report written)" in err, err
+
+
 def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, capsys):
     """compare wrote its report over reports/gate/report.md (its default --out was the gate's folder),
     replacing the links to the newest judged run: it now has its own default and refuses a gate's folder."""

@@ -76,6 +76,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         team = reused.recorded(options.team_run, baseline, candidate, options.scope.usage) if options.team_run is not None else None
         code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
         scan = usage.scan(check_usage(code)) if code else None
+        validate.writable_folder(options.out)  # a file, or a folder that cannot be made or written: refused before comparing (made last)
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
     given = dataclasses.replace(options.scope, usage=code, usage_scan=scan)

@@ -54,7 +54,7 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
     team = report.get("team_run")
     if not isinstance(team, dict) or team.get("outcome") not in team_run.OUTCOMES:
         raise validate.InvalidInput(
-            f"--team-run {validate.shown(file)} holds no team run: its gate ran without --run (give the report.json of a gate run with --run)"
+            f"--team-run {validate.shown(file)} holds no team run: it is not the report of a gate run with --run (a compare report, or a gate run without it; give the report.json of a gate run with --run)"
         )
     for label, record in (("baseline", baseline), ("candidate", candidate)):
         theirs = (report.get(label) or {}).get("versions") or {}
