@@ -100,5 +100,4 @@ def with_upstream_tests(report: Mapping[str, Any], section: model.UpstreamTests)
         out["findings"] = [{**f, "number": number} for number, f in enumerate([*out["findings"], *section["findings"]], 1)]
         section = {**section, "findings": out["findings"][before:]}
     out["upstream_tests"] = section
-    out["notes"] = [*out.get("notes", []), upstream_tests.note(section)]
-    return out
+    return _with_notes(out, [upstream_tests.note(section)])
