@@ -27,7 +27,7 @@
   test id, category, message, the module it is attributed to) and, when the
   environment variable ``OPTAX_GATE_WARNINGS`` names a file, writes them there
   as JSON at the end of the session (the gate's warnings diff reads it; see
-  ``optax_gate.kit.probe.warning_record``).
+  ``optax_gate.kit.environment.probe.warning_record``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.kit import guides, moved_behaviour
-from optax_gate.kit.probe import installed_versions, warning_record
+from optax_gate.kit.environment.probe import installed_versions, warning_record
 
 
 DEFAULT_LEDGER = "tests/contracts/known_defects.toml"

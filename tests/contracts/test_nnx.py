@@ -12,7 +12,7 @@ advances ``step``, a uint32 ``OptState``), ``flax/nnx/nn/stochastic.py``
 from the ``dropout`` stream) and ``flax/nnx/nn/normalization.py``
 (``BatchNorm``: running average ``m * ra + (1 - m) * batch``, m = 0.99).
 
-Model: ``optax_gate.kit.models.MLP``, x (batch, 3) float32 -> Linear(3, 4) ->
+Model: ``optax_gate.kit.training.models.MLP``, x (batch, 3) float32 -> Linear(3, 4) ->
 BatchNorm(4) -> relu -> Dropout(0.5) -> Linear(4, 2) -> (batch, 2) float32.
 """
 
@@ -26,7 +26,7 @@ import pytest
 from flax import nnx
 
 from optax_gate.kit import guides
-from optax_gate.kit.models import MLP
+from optax_gate.kit.training.models import MLP
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
 from optax_gate.kit.trees import assert_dtype, leaves64
 

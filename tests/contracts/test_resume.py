@@ -1,6 +1,6 @@
 """Resume across an upgrade (``resume:*`` contracts): checkpoints of a small
 Flax NNX model trained with each contracted optimizer set-up, written by the
-baseline, restored and continued here (``optax_gate.kit.resume``).
+baseline, restored and continued here (``optax_gate.kit.training.resume``).
 
 Guides: the shared "transfer into a real model" section (params, statistics
 and optimizer state saved and checked apart; a control forward pass after a
@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.kit import guides, resume, tolerances
+from optax_gate.kit import guides, tolerances
+from optax_gate.kit.training import resume
 from optax_gate.kit.tolerances import assert_close
 
 

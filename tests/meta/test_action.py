@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.action import run as action_run
-from optax_gate.kit import probe
+from optax_gate.kit.environment import probe
 from tests.meta.test_cli import LOCK, ROOT
 
 TINY_OPTAX = {
@@ -36,10 +36,10 @@ import json, os, sys, time
 args = sys.argv[1:]
 here = os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[0])))
 site = os.path.join(here, "lib", "python3.12", "site-packages")
-if args[:2] == ["-m", "optax_gate.kit.probe"]:
+if args[:2] == ["-m", "optax_gate.kit.environment.probe"]:
     print(json.dumps({{"versions": {{"python": "3.12.0", "optax": {version!r}}}, "import_error": None,
                       "import_warnings": [], "pytest_plugins": {plugins!r}}}))
-elif args[:2] == ["-m", "optax_gate.kit.resume"]:
+elif args[:2] == ["-m", "optax_gate.kit.training.resume"]:
     os.makedirs(args[3], exist_ok=True)
     open(os.path.join(args[3], "meta.json"), "w").write("{{}}")
 elif args[:2] == ["-m", "pytest"] and args[2] == "tests/contracts/multidevice":  # no multi-device contract here

@@ -2,7 +2,7 @@
 configuration comes from its contract cases' labels; each line of the team's
 code is affected, not affected or "cannot tell without --run" by its literal
 arguments; APIs reached through composition count
-(``optax_gate.kit.composition``, probed in the tests' environment, optax 0.2.6).
+(``optax_gate.kit.surface.composition``, probed in the tests' environment, optax 0.2.6).
 The expected verdicts were worked out by hand from the team file below."""
 
 import json
@@ -157,7 +157,7 @@ def test_the_scanner_keeps_arguments_as_source_text_and_except_clauses(tmp_path)
 
 def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
     pytest.importorskip("optax")
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.composition"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300)
     reached = json.loads(proc.stdout.strip().splitlines()[-1])["reached"]
     assert {"optax.scale_by_adam", "optax.add_decayed_weights", "optax.scale_by_learning_rate"} <= set(reached["optax.adamw"])
     assert "optax.add_decayed_weights" not in reached["optax.adam"]
@@ -294,7 +294,7 @@ def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_
 
 def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
     pytest.importorskip("optax")
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.composition"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300)
     passes = json.loads(proc.stdout.strip().splitlines()[-1])["passes"]
     for path, arguments in PASSES.items():
         for name, parts in arguments.items():

@@ -14,7 +14,7 @@ from optax_gate.gate.diffs import dependencies, unseen
 from optax_gate.gate import assemble
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.kit import probe
+from optax_gate.kit.environment import probe
 from tests.meta.test_compare import record
 
 SCHEMA = Path(__file__).resolve().parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"

@@ -217,9 +217,9 @@ FAKE_PYTHON = '''#!{python}
 """Stands in for an environment's interpreter: probe, resume writer, slow pytest."""
 import json, os, sys, time
 args = sys.argv[1:]
-if args[:2] == ["-m", "optax_gate.kit.probe"]:
+if args[:2] == ["-m", "optax_gate.kit.environment.probe"]:
     print(json.dumps({{"versions": {{"python": "3.12", "optax": "0.2.6"}}, "import_error": None}}))
-elif args[:2] == ["-m", "optax_gate.kit.resume"]:
+elif args[:2] == ["-m", "optax_gate.kit.training.resume"]:
     os.makedirs(args[3], exist_ok=True)
     time.sleep({pause})
     open(os.path.join(args[3], "meta.json"), "w").write("{{}}")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from optax_gate.gate.run import pytest_plugins
-from optax_gate.kit import probe
+from optax_gate.kit.environment import probe
 
 
 def test_the_table_for_the_nox_sessions_matches_the_installed_entry_points():
@@ -46,7 +46,7 @@ def test_an_undeclared_plugin_is_not_loaded(tmp_path):
     assert declared.returncode == 0, declared.stdout + declared.stderr
     assert "STRAY PLUGIN LOADED" not in declared.stdout
     seen = subprocess.run(
-        [sys.executable, "-c", "import json; from optax_gate.kit import probe; print(json.dumps(probe.pytest_plugins()))"],
+        [sys.executable, "-c", "import json; from optax_gate.kit.environment import probe; print(json.dumps(probe.pytest_plugins()))"],
         capture_output=True,
         text=True,
         env=base,

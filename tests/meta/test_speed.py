@@ -4,7 +4,7 @@
 The statistics are checked on synthetic timings (expected changes are known by
 construction: a candidate built as 2x the baseline's timings is slower; one
 drawn from the same distribution is not). The real check times
-``optax_gate.kit.speed`` in this environment at both sides, once with a
+``optax_gate.kit.environment.speed`` in this environment at both sides, once with a
 planted slowdown (``tests/meta/speed_plant.py``: ``optax.apply_updates`` sleeps
 2 ms per step) and once unchanged; it takes minutes on a loaded 2-core machine,
 so it runs only with ``OPTAX_GATE_SPEED_CHECK=1``.

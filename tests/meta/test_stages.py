@@ -271,6 +271,36 @@ def test_architecture_lists_every_kit_module():
     assert missing == [], f"docs/architecture.md does not list these kit modules: {missing}"
 
 
+def kit_modules_no_contract_imports(kit: Path, importers: list[Path]) -> list[str]:
+    """The modules at the top of ``kit`` that none of ``importers`` imports (by ``from optax_gate.kit import m``
+    or ``optax_gate.kit.m``): the kit's top holds what a contract imports, the rest lives in a subpackage."""
+    imported: set[str] = set()
+    for path in importers:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "optax_gate.kit":
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("optax_gate.kit."):
+                imported.add(node.module.split(".")[2])
+            elif isinstance(node, ast.Import):
+                imported.update(a.name.split(".")[2] for a in node.names if a.name.startswith("optax_gate.kit."))
+    return sorted(p.stem for p in kit.glob("*.py") if p.name != "__init__.py" and p.stem not in imported)
+
+
+def test_the_kits_top_holds_only_what_contracts_import(tmp_path):
+    """Every module at the top of ``kit/`` is imported by a contract (``tests/contracts/``) or by the pytest plugin
+    every contract runs under: the helpers a team's own contracts import too stay there, the rest is grouped in a
+    subpackage (``docs/architecture.md``, "The kit by purpose"). A planted module nothing imports is seen."""
+    importers = [*sorted((ROOT / "tests" / "contracts").rglob("*.py")), PACKAGE / "pytest_plugin.py"]
+    assert kit_modules_no_contract_imports(PACKAGE / "kit", importers) == []
+    planted = tmp_path / "kit"
+    planted.mkdir()
+    (planted / "tolerances.py").write_text("")
+    (planted / "helper_of_the_gate.py").write_text("")
+    contract = tmp_path / "test_x.py"
+    contract.write_text("from optax_gate.kit import tolerances\n")
+    assert kit_modules_no_contract_imports(planted, [contract]) == ["helper_of_the_gate"]
+
+
 def verdict_writers(gate: Path = GATE) -> list[str]:
     """Each place outside ``judge/verdict.py`` that sets a report's verdict or
     changes its reasons: ``report["verdict"] = …``, ``report["reasons"] = …``

@@ -25,7 +25,7 @@ from optax_gate import mutants
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.run import devices, outcomes, pytest_plugins
-from optax_gate.kit import probe
+from optax_gate.kit.environment import probe
 
 #: The plugins of this environment's declared pytest plugins, named (as the gate runs them).
 PLUGINS = pytest_plugins.args(probe.pytest_plugins())
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         checkpoints = Path(tmp) / "checkpoints"
         if "resume" in areas:  # written once, unmutated, as the baseline does in the gate
-            subprocess.run([sys.executable, "-m", "optax_gate.kit.resume", "write", str(checkpoints)], check=True, capture_output=True)
+            subprocess.run([sys.executable, "-m", "optax_gate.kit.training.resume", "write", str(checkpoints)], check=True, capture_output=True)
 
         def job_env(job):
             writer_side = job[1] is not None and registry[job[1]].writer_side

@@ -79,11 +79,11 @@ def _(optax):
 
 @mutant("resume-writer-forgets-versions", "the checkpoint metadata does not record the Flax version", writer_side=True)
 def _(optax):
-    from optax_gate.kit import probe
+    from optax_gate.kit.environment import probe
 
     orig = probe.installed_versions
     probe.installed_versions = lambda: {k: v for k, v in orig().items() if k != "flax"}
-    import optax_gate.kit.resume as resume
+    import optax_gate.kit.training.resume as resume
 
     resume.installed_versions = probe.installed_versions
     return {}

@@ -10,7 +10,7 @@ gate that skipped them would report a multi-device regression as "unchanged".
 
 import pytest
 
-from optax_gate.kit import multidevice
+from optax_gate.kit.training import multidevice
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -31,7 +31,8 @@ import optax
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from optax_gate.kit import guides, multidevice, pinned, tolerances, trajectories
+from optax_gate.kit import guides, pinned, tolerances, trajectories
+from optax_gate.kit.training import multidevice
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import leaves64, to_jax

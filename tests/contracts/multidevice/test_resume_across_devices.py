@@ -5,10 +5,10 @@ and training continues there.
 
 Guide: the shared "transfer into a real model" section (checkpoint, resume)
 extended to device layouts (the gate's ``resume:*`` contracts restore across
-versions on one device, ``kit/resume.py``); orbax-checkpoint's documented
+versions on one device, ``kit/training/resume.py``); orbax-checkpoint's documented
 restore with a target of ``jax.ShapeDtypeStruct`` carrying the wanted
 ``sharding``. Sources read: orbax-checkpoint ``StandardCheckpointer``
-(``save``, ``restore(directory, target)``) as used in ``kit/resume.py``;
+(``save``, ``restore(directory, target)``) as used in ``kit/training/resume.py``;
 optax 0.2.6 ``optax/_src/transform.py`` (``ScaleByAdamState``: ``count``,
 ``mu``, ``nu``).
 
@@ -29,7 +29,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from optax_gate.kit import guides, multidevice, trajectories
+from optax_gate.kit import guides, trajectories
+from optax_gate.kit.training import multidevice
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import leaves64, to_jax

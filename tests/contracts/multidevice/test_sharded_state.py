@@ -36,7 +36,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from optax_gate.kit import multidevice, pinned, tolerances, trajectories
+from optax_gate.kit import pinned, tolerances, trajectories
+from optax_gate.kit.training import multidevice
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE
 from optax_gate.kit.trees import leaves64, to_jax

@@ -18,7 +18,7 @@ Two reasons not to let it, in a gate:
 
 The environment variable is pytest's own (every pytest version reads it);
 ``-p`` names the plugin's module, read from the environment's entry points
-(``optax_gate.kit.probe``) so a plugin that moves its module between versions
+(``optax_gate.kit.environment.probe``) so a plugin that moves its module between versions
 still loads. No JAX or NumPy: the gate half imports it.
 """
 
@@ -57,7 +57,7 @@ def modules(installed: Mapping[str, Sequence[str]] = AT_THE_LOCK) -> list[str]:
 
     Args:
       installed: ``{distribution name: [entry-point module, ...]}`` of the
-        environment's ``pytest11`` entry points (``optax_gate.kit.probe``);
+        environment's ``pytest11`` entry points (``optax_gate.kit.environment.probe``);
         names in any spelling (``pytest_xdist`` is ``pytest-xdist``).
 
     Returns:

@@ -73,7 +73,7 @@ def probe(python: Path, timeout: float = 300) -> Probe:
     the warnings raised while importing and its installed pytest plugins
     (``{distribution: [module, ...]}``)."""
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.kit.probe"], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([str(python), "-m", "optax_gate.kit.environment.probe"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {}, f"import check timed out after {timeout:.0f} s", [], {}
     except OSError as exc:
@@ -88,7 +88,7 @@ def probe(python: Path, timeout: float = 300) -> Probe:
 
 def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600, extra_env: dict[str, str] | None = None) -> str:
     """Have ``python``'s environment write the resume checkpoints
-    (``optax_gate.kit.resume``) into a fresh ``directory``; "" on success, else the
+    (``optax_gate.kit.training.resume``) into a fresh ``directory``; "" on success, else the
     reason (the ``resume:*`` contracts then fail in every environment)."""
     import shutil
 
@@ -96,7 +96,7 @@ def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout
     directory.mkdir(parents=True)
     try:
         proc = subprocess.run(
-            [str(python), "-m", "optax_gate.kit.resume", "write", str(directory)],
+            [str(python), "-m", "optax_gate.kit.training.resume", "write", str(directory)],
             cwd=project_root,
             capture_output=True,
             text=True,

@@ -1,7 +1,7 @@
 """Warnings diff: what each environment warned while importing the contracted
 packages and while the contracts ran.
 
-The records come from inside the environments: ``optax_gate.kit.probe``
+The records come from inside the environments: ``optax_gate.kit.environment.probe``
 catches every warning raised by ``import optax, jax.numpy, flax.nnx``
 (whatever the active filters), and the pytest plugin writes every warning a
 test raised to ``<label>.warnings.json``. :func:`fold` groups them by

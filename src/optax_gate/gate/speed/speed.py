@@ -1,11 +1,11 @@
 """Speed drift: the candidate's training steps timed against the baseline's,
 in the same run, on the same machine, interleaved.
 
-What is measured is ``optax_gate.kit.speed`` (three set-ups: the NNX MLP with
+What is measured is ``optax_gate.kit.environment.speed`` (three set-ups: the NNX MLP with
 momentum SGD, ``adamw`` + warmup-cosine + ``clip_by_global_norm`` in
 ``MultiSteps``, a ``lax.scan`` of 20 such steps; for each, the compile time and
 the steady-state step time). This module never imports JAX: it starts one
-``python -m optax_gate.kit.speed --serve`` worker per environment and asks them
+``python -m optax_gate.kit.environment.speed --serve`` worker per environment and asks them
 in turn, so load from other processes on a shared machine falls on both sides
 alike:
 
@@ -73,7 +73,7 @@ from typing import Any, Literal
 from optax_gate.gate.base import model
 from optax_gate.gate.inputs.options import SpeedOptions
 
-MODULE = "optax_gate.kit.speed"
+MODULE = "optax_gate.kit.environment.speed"
 PREFIX = "@speed"
 SETUPS = ("nnx-sgd-momentum", "adamw-multisteps", "scan-20")
 METRICS: tuple[Literal["step_s", "compile_s"], ...] = ("step_s", "compile_s")
@@ -237,7 +237,7 @@ def summarise(readings: list[model.SpeedReading]) -> dict[str, int]:
 
 
 class Worker:
-    """One ``--serve`` process of ``optax_gate.kit.speed`` (or ``module``) in an environment."""
+    """One ``--serve`` process of ``optax_gate.kit.environment.speed`` (or ``module``) in an environment."""
 
     def __init__(self, label: str, python: Path, project_root: Path, module: str = MODULE):
         self.label = label

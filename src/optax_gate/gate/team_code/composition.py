@@ -1,5 +1,5 @@
 """Which public Optax callables each public constructor is built from, read from
-the probe run inside each environment (``optax_gate.kit.composition``): the
+the probe run inside each environment (``optax_gate.kit.surface.composition``): the
 gate half runs the probe's command and reads its JSON, nothing more.
 
 ``optax.adamw`` is built from ``optax.scale_by_adam``,
@@ -32,7 +32,7 @@ def probe(python: Path, timeout: float = TIMEOUT) -> dict[str, Any]:
     if not Path(python).exists():
         return {"error": f"no interpreter at {python}"}
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.kit.composition"], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([str(python), "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=timeout)
         answer: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
         return answer
     except subprocess.TimeoutExpired:

@@ -124,7 +124,7 @@ VALUES: dict[str, Any] = {
 
 
 def _schedule_values() -> dict[str, Any]:
-    from optax_gate.kit import composition
+    from optax_gate.kit.surface import composition
 
     return {**{k: (lambda v=v: v) for k, v in composition.SCHEDULE_ARGUMENTS.items()}, "interpolate_type": lambda: "linear"}
 

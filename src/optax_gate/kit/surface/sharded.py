@@ -38,7 +38,7 @@ import collections
 import functools
 from typing import Any
 
-#: The mesh: axis sizes and names (8 devices, ``optax_gate.kit.multidevice.DEVICES``).
+#: The mesh: axis sizes and names (8 devices, ``optax_gate.kit.training.multidevice.DEVICES``).
 MESH_SHAPE = (2, 4)
 MESH_AXES = ("data", "model")
 #: A sharded dimension's letter in a record: the initial of its mesh axis.

@@ -10,7 +10,7 @@ separate items (``params``, ``batch_stats``, ``opt_state`` and, for Polyak,
 ``STEPS_AFTER`` steps and saves those params as the control trajectory.
 ``restore`` builds the *current* environment's fresh state, compares it leaf by
 leaf with the checkpoint's metadata, restores into it, and continues the same
-steps. ``python -m optax_gate.kit.resume write DIR`` is what the gate runs in the
+steps. ``python -m optax_gate.kit.training.resume write DIR`` is what the gate runs in the
 baseline environment.
 """
 
@@ -30,8 +30,8 @@ import orbax.checkpoint as ocp
 from flax import nnx
 
 from optax_gate.gate.base import atomic
-from optax_gate.kit.models import MLP
-from optax_gate.kit.probe import installed_versions
+from optax_gate.kit.training.models import MLP
+from optax_gate.kit.environment.probe import installed_versions
 
 STEPS_BEFORE = 3
 STEPS_AFTER = 3
@@ -206,5 +206,5 @@ def control(directory: Path, setup: str, part: str) -> dict[str, np.ndarray]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "write":
-        sys.exit("usage: python -m optax_gate.kit.resume write DIRECTORY")
+        sys.exit("usage: python -m optax_gate.kit.training.resume write DIRECTORY")
     write(Path(sys.argv[2]))

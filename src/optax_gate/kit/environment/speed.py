@@ -4,7 +4,7 @@ in-environment half of the gate's speed drift readings (``optax_gate.gate.speed.
 Set-ups (each a pure function of its arguments, compiled with ``jax.jit``):
 
 - ``nnx-sgd-momentum``: one training step of the NNX MLP of
-  ``optax_gate.kit.models`` (input (32, 3) float32, target (32, 2) float32,
+  ``optax_gate.kit.training.models`` (input (32, 3) float32, target (32, 2) float32,
   mean squared error, train mode: BatchNorm statistics and Dropout) with
   ``nnx.Optimizer(model, optax.sgd(0.1, momentum=0.9), wrt=nnx.Param)``; the
   model and optimizer go through ``nnx.split`` / ``nnx.merge`` so the step is a
@@ -37,8 +37,8 @@ a compile time must be a compilation, not a cache read.
 
 Command line::
 
-    python -m optax_gate.kit.speed --rounds R --out FILE.json   # R rounds, one JSON file
-    python -m optax_gate.kit.speed --serve                      # rounds on request
+    python -m optax_gate.kit.environment.speed --rounds R --out FILE.json   # R rounds, one JSON file
+    python -m optax_gate.kit.environment.speed --serve                      # rounds on request
 
 ``--serve`` is what the gate uses to interleave two environments without
 paying JAX's import once per round (about 3 s of CPU each time): it builds the
@@ -90,7 +90,8 @@ import jax.numpy as jnp  # noqa: E402
 import optax  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from optax_gate.kit import models, probe  # noqa: E402
+from optax_gate.kit.training import models  # noqa: E402
+from optax_gate.kit.environment import probe  # noqa: E402
 
 jax.config.update("jax_enable_compilation_cache", False)
 jax.config.update("jax_compilation_cache_dir", None)
@@ -326,7 +327,7 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None, plant: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m optax_gate.kit.speed", description=__doc__.split("\n\n", 1)[0])
+    p = argparse.ArgumentParser(prog="python -m optax_gate.kit.environment.speed", description=__doc__.split("\n\n", 1)[0])
     p.add_argument("--rounds", type=int, default=3, help="timed rounds (default: %(default)s)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="write the readings there (default: stdout)")
     p.add_argument("--serve", action="store_true", help="answer 'round' and 'steps' lines on stdin (used by the gate)")

@@ -1,6 +1,6 @@
 """Versions of an environment, and the import check the gate runs first.
 
-``python -m optax_gate.kit.probe`` prints one JSON object on stdout:
+``python -m optax_gate.kit.environment.probe`` prints one JSON object on stdout:
 ``{"versions": {...}, "import_error": null | "<ExceptionType: message>",
 "import_warnings": [{"category", "message", "module", "lineno"}, ...],
 "pytest_plugins": {distribution: [module, ...]}}`` and

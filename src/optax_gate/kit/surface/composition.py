@@ -1,7 +1,7 @@
 """Which public Optax callables each public constructor is built from, found by
 construction in the environment under test (needs its optax and JAX).
 
-``python -m optax_gate.kit.composition`` prints one JSON line:
+``python -m optax_gate.kit.surface.composition`` prints one JSON line:
 ``{"optax": VERSION, "reached": {path: [public paths entered]}, "passes":
 {path: {argument: ["part:argument", ...]}}, "not_built": {path: reason}}``. For every public callable and class of the enumerated
 modules (``surface_enum.modules``: ``optax`` and its public sub-modules), the
