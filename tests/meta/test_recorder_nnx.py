@@ -36,6 +36,18 @@ optax.adamw = adamw
 """,
 )
 
+PLANTS.setdefault(
+    "moments-start-moved",
+    """
+import jax
+import optax.tree
+_zeros_like = optax.tree.zeros_like
+def zeros_like(tree, dtype=None):  # Adam's moments start at 1e-3, not 0: the state differs from its init on
+    return jax.tree.map(lambda x: x + 1e-3 if x.dtype.kind == "f" else x, _zeros_like(tree, dtype))
+optax.tree.zeros_like = zeros_like
+""",
+)
+
 
 def _recorded_script(tmp_path: Path, source: str) -> list[dict]:
     """The observations of ``source`` run as a team's ``train.py`` under the recorder (it must exit 0)."""
@@ -282,6 +294,43 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     scopes = {f["api"]: (f["number"], f["scope"]) for f in report["findings"]}  # the scoped copies
     assert scopes == {"optax.add_decayed_weights": (1, "yours"), "optax.huber_loss": (2, "elsewhere")}, scopes
     assert report["team_run"]["affected"][0]["findings"] == [1]
+
+
+def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_constructor(tmp_path):
+    """The 0.2.8 report on a bfloat16 ``MultiSteps`` team: the optimizer state that ``nnx.Optimizer(model, tx,
+    wrt=nnx.Param)`` builds (``tx.init``, called from inside Flax) was not recorded, so ``acc_grads`` bfloat16 →
+    float32 was first seen at the first ``update`` and the difference read "born before ``nnx.jit(train_step)``
+    ... not an Optax call". A candidate whose Adam moments start at 1e-3 (``optax.tree.zeros_like`` planted): the first divergence is the
+    constructor's line, a cause (the model's leaves the same, the state other), carrying the Optax API that built
+    the transformation, and the verdict says it is born there."""
+    folder = team(tmp_path, "nnx")
+    spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
+    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "moments-start-moved")), tmp_path)
+    assert result["outcome"] == "diverged", result["reason"]
+    built = line_of(folder, "optimizer = nnx.Optimizer(")
+    first = result["first"]
+    assert first["site"] == built and first["role"] == "cause" and first["call"] == "flax.nnx.Optimizer(...)", first
+    assert first["via"] == "optax.adamw" and any("['opt_state']" in text for text in first["texts"]), first
+    assert built in result["called"] and built in result["compared_by"]["value_sites"]
+    report = assemble.with_team_run({"findings": [], "verdict": "pass", "reasons": []}, result)
+    assert f"born in `optax.adamw`, through `flax.nnx.Optimizer(...)` at `{built}`: other results on the same inputs" in report["reasons"][0]
+
+
+def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_it(tmp_path):
+    """Flax builds a graph node through its metaclass, so the constructor's own caller is Flax's file: the recorded
+    site is the team's line all the same, its result the state built (``step``, ``opt_state``), its inputs the
+    model's leaves; an ``nnx.Optimizer`` built inside Flax (not from the team's files) is not recorded."""
+    observed = _recorded_script(
+        tmp_path,
+        "import optax\nfrom flax import nnx\n\n"
+        "model = nnx.Linear(2, 3, rngs=nnx.Rngs(0))\n"
+        "optimizer = nnx.Optimizer(model, optax.sgd(0.1, momentum=0.9), wrt=nnx.Param)\n",
+    )
+    (built,) = [o for o in observed if o["api"] == "flax.nnx.Optimizer"]
+    assert built["site"] == "train.py:5" and built["call"] == "call" and built["via"] == "optax.sgd", built
+    paths = built["out"]["paths"]
+    assert any(p.startswith("['opt_state']") and "trace" in p for p in paths) and any(p.startswith("['step']") for p in paths), paths
+    assert len(built["in"]) == 2  # the model's kernel and bias
 
 
 def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change():

@@ -150,6 +150,7 @@ def _wrap_method(cls: type, name: str, api: str) -> None:
         return call(api, kind, original, (self, *args), kwargs, sys._getframe(1), record_args=args)
 
     process.mark(method)
+    method.__optax_gate_api__ = api  # an instance's bound method reads it too: nnx.Optimizer's ``via``
     setattr(cls, name, method)
 
 

@@ -12,7 +12,7 @@ from optax_gate.recorder import calls, process
 
 
 def patch_nnx(nnx: types.ModuleType) -> None:
-    """Wrap ``flax.nnx.Optimizer.update`` (its recorded result is the
+    """Wrap ``flax.nnx.Optimizer``'s constructor (:func:`_wrap_optimizer_init`) and ``update`` (its recorded result is the
     optimizer's state after the update and, when the model is passed to it as
     in flax 0.11 and later, the model's: ``{"optimizer", "model"}``, the
     params where the team keeps them) and ``flax.nnx``'s transformations
@@ -21,6 +21,8 @@ def patch_nnx(nnx: types.ModuleType) -> None:
         if callable(getattr(nnx, name, None)):
             setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state, replay=name in REPLAYED))
     cls = getattr(nnx, "Optimizer", None)
+    if cls is not None:
+        _wrap_optimizer_init(nnx, cls)
     original = cls.__dict__.get("update") if cls is not None else None
     if not isinstance(original, types.FunctionType):
         return
@@ -35,11 +37,50 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     @functools.wraps(original)
     def update(self, *args, **kwargs):
         # the Optax API that built the optimizer's transformation (``optax.adamw``): what the update computes with
-        via = getattr(getattr(getattr(self, "tx", None), "update", None), "__optax_gate_api__", None)
-        calls.call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1), extra={"via": via} if via else None)
+        calls.call(
+            "flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1), extra=_via(getattr(self, "tx", None)) or None
+        )
 
     process.mark(update)
     cls.update = update
+
+
+def _via(tx: Any) -> dict[str, str]:
+    """``{"via": api}``: the Optax API that built ``tx`` (``optax.adamw``), which an optimizer's state and update compute with; {} when unknown."""
+    api = getattr(getattr(tx, "update", None), "__optax_gate_api__", None)
+    return {"via": api} if api else {}
+
+
+def _wrap_optimizer_init(nnx: types.ModuleType, cls: type) -> None:
+    """Wrap ``flax.nnx.Optimizer.__init__``: ``nnx.Optimizer(model, tx, wrt=...)`` called from the team's files is
+    recorded as the call ``flax.nnx.Optimizer(...)``, its inputs the model's leaves, its result the optimizer's state
+    just built (``nnx.state``: ``step`` and the ``opt_state`` that ``tx.init`` made). Without it the state an Optax
+    transformation initialises inside Flax (``MultiSteps``' ``acc_grads``, Adam's moments) is first seen at the
+    first ``update``, and a difference born in ``tx.init`` reads as born before the step."""
+    original = cls.__dict__.get("__init__")
+    if not isinstance(original, types.FunctionType) or process.is_recorded(original):
+        return
+    # flax constructs a graph node through its metaclass (``pytreelib``): the constructor's caller is the first frame outside flax
+    flax_dir = os.path.dirname(os.path.dirname(os.path.abspath(nnx.__file__))) + os.sep
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        def built(*a, **k):
+            original(self, *a, **k)
+            return nnx.state(self)
+
+        tx = args[1] if len(args) > 1 else kwargs.get("tx")
+        calls.call("flax.nnx.Optimizer", "call", built, args, kwargs, _outside(sys._getframe(1), flax_dir), extra=_via(tx) or None)
+
+    process.mark(__init__)
+    cls.__init__ = __init__
+
+
+def _outside(frame: Any, package_dir: str) -> Any:
+    """``frame`` or the first frame above it whose file is not under ``package_dir`` (None: none is)."""
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package_dir):
+        frame = frame.f_back
+    return frame
 
 
 #: A team function's shadow runs at its first :data:`SHADOW_FIRST` calls, then at each call whose number is a power

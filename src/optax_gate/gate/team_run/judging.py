@@ -60,7 +60,9 @@ def eager_births(team_run: dict[str, Any]) -> list[str]:
     out = []
     for c in team_run.get("causes") or []:
         if c.get("phase") == "call" and not divergence.transformed(c["api"]) and c.get("side", "both") == "both":
-            out.append(f"in the Optax call `{c['call']}` at `{c['site']}`: other results on the same inputs (Optax's code, or the JAX operations it runs)")
+            # through nnx.Optimizer: the Optax transformation it holds (``via``) computed the state or the update
+            where = f"in `{c['via']}`, through `{c['call']}` at `{c['site']}`" if c.get("via") else f"in the Optax call `{c['call']}` at `{c['site']}`"
+            out.append(f"{where}: other results on the same inputs (Optax's code, or the JAX operations it runs)")
     return list(dict.fromkeys(out))
 
 
