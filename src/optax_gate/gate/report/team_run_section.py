@@ -280,10 +280,11 @@ def section(report: Mapping[str, Any]) -> list[str]:
     first = team.get("first")
     if first:
         out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
-    for words in judging.eager_births(team):
+    eager = judging.eager_births(team)
+    for words in eager:
         out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
-        out.append(f"- where it is born{' in the steps you transformed' if judging.eager_births(team) else ''}: {_cell(judging.born_words(row))}")
+        out.append(f"- where it is born{' in the steps you transformed' if eager else ''}: {_cell(judging.born_words(row, bool(eager)))}")
     out += [f"- {line}" for line in _witness(team) if line]
     same = judging.unchanged(team)
     if same and same["dtypes_only"]:

@@ -11,14 +11,17 @@ from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import divergence
 
 
-def born_words(row: dict[str, Any]) -> str:
-    """Where one replayed function's difference is born, in words a team reads (``birth.birth``'s row)."""
+def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
+    """Where one replayed function's difference is born, in words a team reads (``birth.birth``'s row);
+    ``optax_first``: an Optax call of the team's own, outside the functions it transformed, was found where the
+    difference is born (:func:`eager_births`), so inputs that already differ come from there."""
     called = f"`{row['function']}` (called at `{row['site']}`)"
     team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "before":
-        return (
-            f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, "
-            "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"
+        return f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, " + (
+            "in the Optax call where it is born (above)"
+            if optax_first
+            else "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"
         )
     if row["kind"] == "operation":
         size = (
@@ -387,7 +390,9 @@ def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
         born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program", "later")]
         optax_first = eager_births(team_run)
         if optax_first:  # an Optax call of the team's own, outside any step, that differs on identical inputs: said first
-            why += "; born " + optax_first[0] + ("; in the steps you transformed: " + born_short(born[0]) if born else "")
+            # a step whose inputs already differ adds nothing: they differ from that call on
+            inside = [r for r in born if r["kind"] != "before"]
+            why += "; born " + optax_first[0] + ("; in the steps you transformed: " + born_short(inside[0]) if inside else "")
         elif born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
             why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
         seen = team_run.get("witness") or {}
