@@ -1269,6 +1269,46 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     assert "`train.py:20` (your run calls it here and computes the same)" in line, line
 
 
+def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(tmp_path):
+    """A helper's trial: a bfloat16 MultiSteps team's loss line (``softmax_cross_entropy_with_integer_labels``, a
+    finding "elsewhere") read "your run calls it here and computes the same within the ULP budget, not bit for
+    bit", while its inputs (the params after the MultiSteps divergence) differed and its results by 16,017 ULP,
+    none of it judged. The compared traces mark such a site (``inputs_differ_sites``) and the finding's line says
+    its inputs already differ; a line whose calls drift on the same inputs keeps "within the ULP budget"."""
+    from optax_gate.gate.report import your_code_line
+
+    one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
+    base = [
+        _call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
+        _call("train.py:20", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
+    ]
+    # train.py:18 gets other inputs (and gives a result 2 ULP off); train.py:20 the same inputs, a result 2 ULP off
+    cand = [
+        _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
+        _call("train.py:20", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5])]),
+    ]
+    within = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))["within_budget"]
+    assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], within
+    finding = {
+        "number": 1,
+        "change": "broken",
+        "api": "optax.l2_loss",
+        "apis": ["optax.l2_loss"],
+        "contracts": ["c"],
+        "cause": "input checks now raise TypeError",
+        "text": "x",
+        "your_code": ["train.py:18", "train.py:20"],
+    }
+    report = {**_report("optax.adam"), "findings": [finding]}
+    team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": within}
+    report = assemble.with_team_run(report, team)
+    _validates(report)
+    assert report["findings"][0]["your_code_run"]["train.py:18"] == {"run": "inputs-differ"}
+    line = your_code_line.suffix(report["findings"][0])
+    assert "`train.py:18` (your run calls it here with inputs that already differ" in line, line
+    assert "`train.py:20` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
+
+
 def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_path, monkeypatch):
     """Found in review: a run that created more files than the folder's watch limit made the look after it
     give up, so the team's files read as deleted (named "could not be put back") and the new ones stayed.

@@ -124,7 +124,12 @@ class LineAttribution(TypedDict):
 
 class LineRun(TypedDict):
     run: Literal[
-        'diverges', 'same', 'structure', 'not-reached', 'not-reached-candidate'
+        'diverges',
+        'same',
+        'structure',
+        'inputs-differ',
+        'not-reached',
+        'not-reached-candidate',
     ]
     findings: NotRequired[list[int]]
     until: NotRequired[str]
@@ -512,6 +517,7 @@ class WithinBudget(TypedDict):
     calls: int
     max_ulps: float
     sites: list[str]
+    inputs_differ_sites: NotRequired[list[str]]
     first: NotRequired[FirstWithinBudget | None]
     sampled: NotRequired[int]
     shadow_only: NotRequired[bool]

@@ -9,7 +9,8 @@ from optax_gate.gate.team_code import attribution, call_sites
 
 def _run_words(said: dict[str, Any]) -> str:
     """What the team's run says of a finding's site (``judging._point_sites``): it diverges there for
-    another finding's cause, calls Optax there and computes the same, or does not reach the line."""
+    another finding's cause, calls Optax there and computes the same, calls it with inputs that already differ, or does
+    not reach the line."""
     if said.get("run") == "same":
         until = said.get("until")  # a run that failed in the candidate: "" when the failure's line is not the team's
         return (
@@ -19,6 +20,11 @@ def _run_words(said: dict[str, Any]) -> str:
         )
     if said.get("run") == "not-reached":
         return "your run does not reach this line"
+    if said.get("run") == "inputs-differ":
+        return (
+            "your run calls it here with inputs that already differ (they follow from where it diverges): "
+            "whether this call computes the same cannot be told from your run"
+        )
     if said.get("run") == "structure":
         return "your run calls it here; compared by its arguments and structure only, no value computed here was compared"
     if said.get("run") == "not-reached-candidate":

@@ -372,8 +372,9 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
       ``sites`` the sites of the causes in order, each once, and
       ``within_budget`` the calls that differ from none of those rules but
       whose results are not bit-identical (``{"calls", "max_ulps", "sites",
-      "first", "kept_max_ulps"}``: how many, the largest error in ULPs, their
-      sites in order, each once; the first of them in execution order,
+      "inputs_differ_sites", "first", "kept_max_ulps"}``: how many, the largest error in ULPs, their
+      sites in order, each once; those of their sites where such a call's inputs already differed (its results
+      follow from them, not judged); the first of them in execution order,
       ``{"site", "call", "inputs_differ"}``, whose inputs already differing
       means the difference was born in code that is not an Optax call (JAX,
       the model, the data); the largest error of the results the team keeps,
@@ -466,6 +467,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
         "calls": len(drift),
         "max_ulps": max((d["error"] for d in drift), default=0.0),
         "sites": list(dict.fromkeys(d["site"] for d in drift)),
+        "inputs_differ_sites": list(dict.fromkeys(d["site"] for d in drift if d["inputs_differ"])),
         "first": {k: drift[0][k] for k in ("site", "call", "inputs_differ")} if drift else None,
         "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None),
         "shadow_only": bool(drift) and all(d["shadow"] for d in drift),

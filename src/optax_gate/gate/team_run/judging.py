@@ -257,7 +257,8 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
       where the run diverges. A site whose calls were compared by structure
       only (nothing computed there was compared by value: an optimizer built,
       a call traced where no value is recorded) is ``{"run": "structure"}``,
-      never "same". A run that failed in the candidate: a site it
+      never "same"; nor is a site whose calls got other inputs there (``{"run": "inputs-differ"}``: they follow
+      from a divergence before them, their results not judged). A run that failed in the candidate: a site it
       reached there is the same ``until`` the failure's line (its later calls
       never ran: the fourth trial read "computes the same" on an AdamW line
       whose update the candidate never reached), one it reached in the
@@ -270,6 +271,8 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
     explained = {line["site"]: line["findings"] for line in lines}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
     drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
+    # of those, sites whose calls got other inputs (after a divergence above): their results are not judged, never "same"
+    fed_other = set((team.get("within_budget") or {}).get("inputs_differ_sites") or [])
     by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
     failed_at = (team.get("raised_at") or "") if team.get("outcome") == "broke" else None  # "": not a line of the team's
     for f in report.get("findings") or []:
@@ -292,7 +295,10 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
                     continue
                 if site in called and failed_at is not None:  # the same up to the failure, not after it
                     here[site]["until"] = failed_at
-                if site in called and site in drifted:  # the eighth trial: "computes the same" of a line not bit-identical
+                if site in called and site in fed_other:  # a helper's trial: "computes the same within the ULP budget" of a
+                    # loss whose inputs differed by 16,017 ULP (the params after a MultiSteps divergence)
+                    here[site] = {"run": "inputs-differ"}
+                elif site in called and site in drifted:  # the eighth trial: "computes the same" of a line not bit-identical
                     here[site]["bits"] = "within the budget"
         if here:
             f["your_code_run"] = here
