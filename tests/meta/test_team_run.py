@@ -1309,6 +1309,38 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
     assert "`train.py:20` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
 
 
+def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
+    """A helper's re-trial: with ``--run-dir`` elsewhere than the folder the gate started in, the sites are named
+    ``../teamA/train.py:21``, but ``within_budget.inputs_differ_sites`` kept ``train.py:21``, so the check that
+    reads it never matched and the loss line still read "computes the same within the ULP budget". Every
+    ``file:line`` string anywhere in ``team_run.renamed``'s result is renamed."""
+    import re
+
+    one = 1.0 + 2**-22
+    base = [
+        _call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
+        _call("train.py:20", "optax.sgd", "update", _leaf([1.0]), [_leaf([0.5])]),
+    ]
+    cand = [
+        _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
+        _call("train.py:20", "optax.sgd", "update", _leaf([3.0]), [_leaf([0.5])]),
+    ]
+    diff = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    diff["called"] = ["train.py:18", "train.py:20"]
+    assert diff["within_budget"]["inputs_differ_sites"] == ["train.py:18"] and diff["causes"], diff
+
+    def strings(value):
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    named = team_run.renamed(diff, lambda site: f"../team/{site}")
+    left = [s for s in strings(named) if re.fullmatch(r"[\w./-]+\.py:\d+", s) and not s.startswith("../team/")]
+    assert left == [], left
+
+
 def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_path, monkeypatch):
     """Found in review: a run that created more files than the folder's watch limit made the look after it
     give up, so the team's files read as deleted (named "could not be put back") and the new ones stayed.

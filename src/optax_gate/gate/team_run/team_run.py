@@ -190,6 +190,7 @@ def renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str
         out["within_budget"] = {
             **within,
             "sites": [name(s) for s in within["sites"]],
+            **({"inputs_differ_sites": [name(s) for s in within["inputs_differ_sites"]]} if "inputs_differ_sites" in within else {}),
             **({"first": {**within["first"], "site": name(within["first"]["site"])}} if within.get("first") else {}),
         }
     return out
