@@ -22,7 +22,7 @@ def _run_words(said: dict[str, Any]) -> str:
         return "your run does not reach this line"
     if said.get("run") == "inputs-differ":
         return (
-            "your run calls it here with inputs that already differ (they follow from where it diverges): "
+            "your run calls it here with inputs that already differ, as a consequence of where it diverges: "
             "whether this call computes the same cannot be told from your run"
         )
     if said.get("run") == "structure":
