@@ -1244,12 +1244,8 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     assert "born before" not in team_run_section._bits({"within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["a.py:1"]}})  # an older report
 
 
-def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_bit():
-    """The eighth trial (low): "your run calls it here and computes the same" at a line that "Your code"
-    listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
-    for bit"; a bit-identical line keeps "computes the same"."""
-    from optax_gate.gate.report import your_code_line
-
+def _l2_loss_finding_at_18_and_20() -> dict:
+    """A report whose one finding (``optax.l2_loss``'s input checks, broken) names the team's lines 18 and 20."""
     finding = {
         "number": 1,
         "change": "broken",
@@ -1260,7 +1256,16 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
         "text": "x",
         "your_code": ["train.py:18", "train.py:20"],
     }
-    report = {**_report("optax.adam"), "findings": [finding]}
+    return {**_report("optax.adam"), "findings": [finding]}
+
+
+def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_bit():
+    """The eighth trial (low): "your run calls it here and computes the same" at a line that "Your code"
+    listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
+    for bit"; a bit-identical line keeps "computes the same"."""
+    from optax_gate.gate.report import your_code_line
+
+    report = _l2_loss_finding_at_18_and_20()
     team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
     report = assemble.with_team_run(report, team)
     _validates(report)
@@ -1289,17 +1294,7 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
     ]
     within = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))["within_budget"]
     assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], within
-    finding = {
-        "number": 1,
-        "change": "broken",
-        "api": "optax.l2_loss",
-        "apis": ["optax.l2_loss"],
-        "contracts": ["c"],
-        "cause": "input checks now raise TypeError",
-        "text": "x",
-        "your_code": ["train.py:18", "train.py:20"],
-    }
-    report = {**_report("optax.adam"), "findings": [finding]}
+    report = _l2_loss_finding_at_18_and_20()
     team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": within}
     report = assemble.with_team_run(report, team)
     _validates(report)
