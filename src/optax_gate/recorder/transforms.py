@@ -37,9 +37,7 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     @functools.wraps(original)
     def update(self, *args, **kwargs):
         # the Optax API that built the optimizer's transformation (``optax.adamw``): what the update computes with
-        calls.call(
-            "flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1), extra=_via(getattr(self, "tx", None)) or None
-        )
+        calls.call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1), extra=_via(getattr(self, "tx", None)))
 
     process.mark(update)
     cls.update = update
@@ -70,7 +68,7 @@ def _wrap_optimizer_init(nnx: types.ModuleType, cls: type) -> None:
             return nnx.state(self)
 
         tx = args[1] if len(args) > 1 else kwargs.get("tx")
-        calls.call("flax.nnx.Optimizer", "call", built, args, kwargs, _outside(sys._getframe(1), flax_dir), extra=_via(tx) or None)
+        calls.call("flax.nnx.Optimizer", "call", built, args, kwargs, _outside(sys._getframe(1), flax_dir), extra=_via(tx))
 
     process.mark(__init__)
     cls.__init__ = __init__

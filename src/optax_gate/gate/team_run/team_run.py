@@ -189,8 +189,7 @@ def renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str
         within = out["within_budget"]
         out["within_budget"] = {
             **within,
-            "sites": [name(s) for s in within["sites"]],
-            **({"inputs_differ_sites": [name(s) for s in within["inputs_differ_sites"]]} if "inputs_differ_sites" in within else {}),
+            **{key: [name(s) for s in within[key]] for key in ("sites", "inputs_differ_sites") if key in within},
             **({"first": {**within["first"], "site": name(within["first"]["site"])}} if within.get("first") else {}),
         }
     return out
