@@ -57,15 +57,15 @@ def test_value_below_two():
 """
 
 
-def tiny_history(path: Path, change_at: int, broken_at: int) -> list[str]:
-    """Commits 0..6 (0 tagged v0.1.0, 6 tagged v0.2.0): ``change_at`` sets
-    VALUE = 2 (subject with PR #42), ``broken_at`` has an unparsable
-    pyproject.toml (the next commit mends it). Returns the SHAs."""
+def tiny_history(path: Path, change_at: int, broken_at: int, version: str = "0.1.0") -> list[str]:
+    """Commits 0..6 (0 tagged v0.1.0, 6 tagged v0.2.0), each building the tiny optax
+    ``version``: ``change_at`` sets VALUE = 2 (subject with PR #42), ``broken_at``
+    has an unparsable pyproject.toml (the next commit mends it). Returns the SHAs."""
     path.mkdir(parents=True)
     git(path, "init", "--quiet", "-b", "main")
     shas, value = [], 1
     for i in range(7):
-        files = {"pyproject.toml": PYPROJECT, f"notes/{i}.txt": f"commit {i}\n"}
+        files = {"pyproject.toml": PYPROJECT.replace('version = "0.1.0"', f'version = "{version}"'), f"notes/{i}.txt": f"commit {i}\n"}
         if i == change_at:
             value = 2
         files["optax/__init__.py"] = f'"""tiny."""\nVALUE = {value}\n'
@@ -199,6 +199,51 @@ def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, proj
     assert "one of 2 commits" in report_markdown.render(report)
 
 
+LEDGER_IN_RANGE = """[[moved]]
+contract = "tests/contracts/test_tiny.py::test_value_is_one"
+optax = ">=0.2.0.dev0"
+fails = "assert 2 == 1"
+why = "the tiny optax 0.2.0 moved VALUE to 2"
+"""
+
+
+@needs_uv
+def test_a_commits_contracts_are_judged_against_the_gates_baseline_not_the_commits_own_version(tmp_path):
+    """Every commit builds the tiny optax 0.2.0.dev0, which a ledger entry of the project holds
+    (``>=0.2.0.dev0``); the gate's baseline ran optax 0.1.0, outside it. The probe passes the
+    report's baseline version (``$OPTAX_GATE_BASELINE_OPTAX``), so the ledger stays silent
+    and the contract pins 0.1.0's value: the change at commit 5 is named. Judged against
+    the commit's own version, the ledger would turn each outcome over and both ends would
+    give the candidate's outcome."""
+    root = tmp_path / "project"
+    (root / "tests" / "contracts").mkdir(parents=True)
+    (root / "tests" / "contracts" / "test_tiny.py").write_text(CONTRACTS)
+    (root / "tests" / "contracts" / "moved_behaviour.toml").write_text(LEDGER_IN_RANGE)
+    shas = tiny_history(tmp_path / "repo", change_at=5, broken_at=9, version="0.2.0.dev0")
+    report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
+    assert bisect_command.baseline_optax(report) == "0.1.0"
+    run = tmp_path / "run"
+    bisect_flow.write(report, run)
+    env = EnvironmentOptions(project_root=root, baseline_lock=root / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    options = BisectOptions(history=(f"optax={tmp_path / 'repo'}",), cache=tmp_path / "cache", timeout=120)
+    bisect_command.bisect_run(report, run, Path(sys.executable), env, options, lambda message: None)
+    (entry,) = json.loads((run / "report.json").read_text())["findings"][0]["bisect"]
+    assert entry["status"] == "found", entry
+    assert entry["commits"][0]["sha"] == shas[5]
+
+
+def test_a_probe_passes_the_baseline_optax_to_its_contract_runs(tmp_path):
+    """The version given (the report's baseline), else the baseline lock's; never the commit's own."""
+    lock = tmp_path / "lock.txt"
+    lock.write_text("optax==0.2.6 \\\n    --hash=sha256:aa\n")
+    env = EnvironmentOptions(project_root=tmp_path, baseline_lock=lock, python=sys.executable, envs_dir=tmp_path)
+    variable = "OPTAX_GATE_BASELINE_OPTAX"
+    from_lock = Prober("optax", tmp_path, Path(sys.executable), env, BisectOptions(cache=tmp_path))
+    given = Prober("optax", tmp_path, Path(sys.executable), env, BisectOptions(cache=tmp_path), baseline_optax="0.2.5")
+    assert from_lock._env([tmp_path])[variable] == "0.2.6"
+    assert given._env([tmp_path])[variable] == "0.2.5"
+
+
 @needs_uv
 def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(tmp_path, project):
     tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
@@ -231,7 +276,7 @@ def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, 
     def interrupted(sha, contracts):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder: lambda package, repo: interrupted)
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder, report: lambda package, repo: interrupted)
     monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
     monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
     monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, "c1", new])
@@ -354,7 +399,7 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
     def stopped(sha, contracts):
         raise Interrupted("SIGTERM")
 
-    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder: lambda package, repo: stopped)
+    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder, report: lambda package, repo: stopped)
     monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
     monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
     monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, new])

@@ -347,3 +347,25 @@ def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_h
     assert code == 2 and [e.contract for e in entries] == ["tests/contracts/test_a.py::test_held"]
     summary = (tmp_path / "b" / "out" / "summary.md").read_text()
     assert "test_z" in summary and "1 already in it for this version and holding" in summary
+
+
+#: The places that start pytest and do not pass the gate's baseline, and why none needs to.
+_RUNS_WITHOUT_A_GATES_BASELINE = {
+    "noxfile.py": "./noxw -s tests and gpu-parity run the contracts at the pinned baseline: the installed optax is the baseline",
+    "src/optax_gate/mutants/__main__.py": "the mutants run at the pinned baseline: the installed optax is the baseline",
+    "src/optax_gate/gate/upstream/upstream_tests.py": "runs optax's own shipped tests, which the ledger does not list",
+}
+
+
+def test_every_runner_of_contracts_passes_the_gates_baseline_optax():
+    """Each module that starts pytest either takes ``$OPTAX_GATE_BASELINE_OPTAX`` from
+    ``runner.baseline_variables`` (a side, a matrix cell, a bisection's commit) or is
+    listed above with the reason it runs at the baseline itself: a new runner must choose."""
+    starts_pytest = re.compile(r"""["']-m["'],\s*["']pytest["']|^\s*["']pytest["'],\s*$""", re.MULTILINE)
+    files = [ROOT / "noxfile.py", *sorted((ROOT / "src").rglob("*.py"))]
+    runners = {str(f.relative_to(ROOT)): f.read_text(encoding="utf-8") for f in files if starts_pytest.search(f.read_text(encoding="utf-8"))}
+    assert {"src/optax_gate/gate/run/runner.py", "src/optax_gate/gate/bisect/probe.py"} <= set(runners)
+    assert set(_RUNS_WITHOUT_A_GATES_BASELINE) <= set(runners), "a listed module no longer starts pytest: drop it from the list"
+    for name, text in runners.items():
+        if name not in _RUNS_WITHOUT_A_GATES_BASELINE:
+            assert "baseline_variables(" in text, f"{name} starts pytest without runner.baseline_variables (the gate's baseline optax)"

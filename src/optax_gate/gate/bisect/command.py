@@ -23,11 +23,21 @@ from optax_gate.gate.bisect.probe import Prober
 NOT_VERIFIED = 2
 
 
-def _prober_factory(python: Path, environment: EnvironmentOptions, bisect: BisectOptions, run_folder: Path) -> Callable[[str, Path], Prober]:
+def baseline_optax(report: Mapping[str, Any]) -> str:
+    """The optax version the report's baseline ran ("" when it does not say): a
+    commit's contracts are judged against it, as both sides of the gate were."""
+    versions = (report.get("baseline") or {}).get("versions") or {}
+    return str(versions.get("optax") or "") if isinstance(versions, Mapping) else ""
+
+
+def _prober_factory(
+    python: Path, environment: EnvironmentOptions, bisect: BisectOptions, run_folder: Path, report: Mapping[str, Any]
+) -> Callable[[str, Path], Prober]:
     env = dict(compilation_cache.environment(compilation_cache.shared(environment.cache_dir, environment.envs_dir), environment.compilation_cache))
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
-    return lambda package, repo: Prober(package, repo, python, environment, bisect, env)
+    version = baseline_optax(report)
+    return lambda package, repo: Prober(package, repo, python, environment, bisect, env, baseline_optax=version)
 
 
 def bisect_run(
@@ -40,7 +50,7 @@ def bisect_run(
     """
     histories = parse_histories(list(bisect.history) or None)
     try:
-        bisect_flow.attach(report, _prober_factory(python, environment, bisect, run_folder), histories, bisect, say)
+        bisect_flow.attach(report, _prober_factory(python, environment, bisect, run_folder, report), histories, bisect, say)
     except Exception:  # recorded in the report ("not bisected: bisection failed: ..."); the verdict stays
         import traceback
 

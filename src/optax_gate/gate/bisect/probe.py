@@ -23,7 +23,7 @@ from pathlib import Path
 from optax_gate.gate.inputs.options import BisectOptions, EnvironmentOptions
 from optax_gate.gate.install import missing_requirements
 from optax_gate.gate.install import source_build
-from optax_gate.gate.run import devices, outcomes, pytest_plugins
+from optax_gate.gate.run import devices, outcomes, pytest_plugins, runner
 from optax_gate.gate.bisect.search import Unusable
 
 #: Prints the imported package's file (no package name is imported by the gate itself).
@@ -42,6 +42,9 @@ class Prober:
         installs to ``cache/installs/<package>-<sha>``; ``timeout``: seconds
         for one build step, import check or pytest run.
       env: extra environment variables of the contract runs (checkpoints, compilation cache).
+      baseline_optax: the optax version the gate's baseline ran: the contracts are
+        judged against it (``runner.baseline_variables``; "" takes
+        ``environment.baseline_lock``'s), never against the commit under test.
       build: the wheel builder (``source_build.build_wheel``'s signature).
     """
 
@@ -54,10 +57,11 @@ class Prober:
         options: BisectOptions,
         env: dict[str, str] | None = None,
         build: Callable[..., source_build.BuiltWheel] = source_build.build_wheel,
+        baseline_optax: str = "",
     ):
         self.package, self.repo, self.python = package, repo, Path(python)
         self.project_root, self.cache_dir, self.timeout = Path(environment.project_root), Path(options.cache), options.timeout
-        self.env, self.build = dict(env or {}), build
+        self.env, self.build = {**dict(env or {}), **runner.baseline_variables(environment.baseline_lock, baseline_optax)}, build
         #: commit SHA -> seconds spent building and installing it (0 when cached)
         self.built: dict[str, float] = {}
         self._paths: dict[str, list[Path]] = {}

@@ -68,6 +68,19 @@ def baseline_optax(lock: Path) -> str:
     return pinned.group(1) if pinned else wheel.group(1) if wheel else ""
 
 
+def baseline_variables(lock: Path | None, version: str = "") -> dict[str, str]:
+    """The environment variables every pytest process of the contracts gets
+    from the gate's baseline: ``{$OPTAX_GATE_BASELINE_OPTAX: V}``, ``V`` the
+    given ``version`` (the optax the baseline ran), else :func:`baseline_optax` of
+    ``lock``; ``{}`` when neither names one (the installed optax then counts).
+    Every runner of contracts takes them from here, whatever it runs (a side,
+    a matrix cell, a bisection's commit): the ledger of moved behaviour
+    (``optax_gate.kit.moved_behaviour``) is judged against the gate's baseline,
+    never against the optax under test."""
+    version = version or (baseline_optax(Path(lock)) if lock is not None else "")
+    return {moved_behaviour.BASELINE_ENV: version} if version else {}
+
+
 def probe(python: Path, timeout: float = 300) -> Probe:
     """Versions of the environment, its import error (None when imports work),
     the warnings raised while importing and its installed pytest plugins
@@ -197,8 +210,7 @@ def run(
         **how.extra_env,
         **({"OPTAX_GATE_CHECKPOINTS": str(how.checkpoints.absolute())} if how.checkpoints else {}),
     }
-    if env.baseline_lock is not None and (version := baseline_optax(Path(env.baseline_lock))):
-        variables[moved_behaviour.BASELINE_ENV] = version  # both sides judged against what the baseline does
+    variables.update(baseline_variables(env.baseline_lock))  # both sides judged against what the baseline does
     start = time.monotonic()
     call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir, (*pytest_plugins.args(plugins), *how.pytest_args), variables)
     ran = _run_parts(call, start + env.timeout, how, versions, on_progress)
