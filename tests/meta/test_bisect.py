@@ -239,7 +239,7 @@ def test_a_probe_passes_the_baseline_optax_to_its_contract_runs(tmp_path):
     env = EnvironmentOptions(project_root=tmp_path, baseline_lock=lock, python=sys.executable, envs_dir=tmp_path)
     variable = "OPTAX_GATE_BASELINE_OPTAX"
     from_lock = Prober("optax", tmp_path, Path(sys.executable), env, BisectOptions(cache=tmp_path))
-    given = Prober("optax", tmp_path, Path(sys.executable), env, BisectOptions(cache=tmp_path), baseline_optax="0.2.5")
+    given = Prober("optax", tmp_path, Path(sys.executable), env, BisectOptions(cache=tmp_path), {variable: "0.2.5"})
     assert from_lock._env([tmp_path])[variable] == "0.2.6"
     assert given._env([tmp_path])[variable] == "0.2.5"
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
 from optax_gate.gate.install import compilation_cache, environments
-from optax_gate.gate.run import evidence
+from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import parse_histories
 from optax_gate.gate.bisect.probe import Prober
@@ -36,8 +36,8 @@ def _prober_factory(
     env = dict(compilation_cache.environment(compilation_cache.shared(environment.cache_dir, environment.envs_dir), environment.compilation_cache))
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
-    version = baseline_optax(report)
-    return lambda package, repo: Prober(package, repo, python, environment, bisect, env, baseline_optax=version)
+    env.update(runner.baseline_variables(environment.baseline_lock, baseline_optax(report)))  # what the gate's baseline ran
+    return lambda package, repo: Prober(package, repo, python, environment, bisect, env)
 
 
 def bisect_run(

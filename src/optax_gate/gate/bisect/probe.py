@@ -41,10 +41,10 @@ class Prober:
       options: ``cache``: wheels go to ``cache/wheels/<sha>`` (``source_build``),
         installs to ``cache/installs/<package>-<sha>``; ``timeout``: seconds
         for one build step, import check or pytest run.
-      env: extra environment variables of the contract runs (checkpoints, compilation cache).
-      baseline_optax: the optax version the gate's baseline ran: the contracts are
-        judged against it (``runner.baseline_variables``; "" takes
-        ``environment.baseline_lock``'s), never against the commit under test.
+      env: extra environment variables of the contract runs (checkpoints, compilation cache;
+        ``$OPTAX_GATE_BASELINE_OPTAX``, the optax the gate's baseline ran, when the caller knows it: else
+        ``runner.baseline_variables`` of ``environment.baseline_lock``). The contracts are judged against the
+        gate's baseline, never against the commit under test.
       build: the wheel builder (``source_build.build_wheel``'s signature).
     """
 
@@ -57,11 +57,10 @@ class Prober:
         options: BisectOptions,
         env: dict[str, str] | None = None,
         build: Callable[..., source_build.BuiltWheel] = source_build.build_wheel,
-        baseline_optax: str = "",
     ):
         self.package, self.repo, self.python = package, repo, Path(python)
         self.project_root, self.cache_dir, self.timeout = Path(environment.project_root), Path(options.cache), options.timeout
-        self.env, self.build = {**dict(env or {}), **runner.baseline_variables(environment.baseline_lock, baseline_optax)}, build
+        self.env, self.build = {**runner.baseline_variables(environment.baseline_lock), **dict(env or {})}, build
         #: commit SHA -> seconds spent building and installing it (0 when cached)
         self.built: dict[str, float] = {}
         self._paths: dict[str, list[Path]] = {}
