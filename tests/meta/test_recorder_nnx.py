@@ -216,9 +216,11 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     moved by NumPy is born before the step (its inputs already differ). The
     verdict's reason says where."""
     folder = team(tmp_path, "nnx")
-    spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
+    spec = team_run.RunSpec("python train.py --steps 2", folder, 300, members=0)  # --exact: the ULP budget alone
     result = team_run.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
-    assert result["outcome"] == "diverged", result["reason"]
+    # XLA's own tanh against the planted formula: 3.8 ULP apart after two steps on one CPU (within the budget of 8:
+    # the run is the same, not bit for bit), beyond it on another; either way the last bits are born in the tanh
+    assert result["outcome"] == "diverged" or (plant == "tanh-otherwise" and result["outcome"] == "same"), result["reason"]
     assert [r["label"] for r in result["replay_runs"]] == ["baseline-replay", "candidate-replay"]
     (row,) = result["born"]
     assert row["kind"] == kind and row["function"] == "flax.nnx.jit(train_step)", row
@@ -229,7 +231,20 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
         assert row["by"] == by and row["at"].startswith("optax/"), row
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, result)
-    assert "; born " + judging.born_short(row) in report["reasons"][0]
+    if result["outcome"] == "diverged":
+        assert "born " + judging.born_short(row) in report["reasons"][0]
+    else:  # the same, not bit for bit: "Your code" says where the last bits are born
+        assert "where it is born: " + judging.born_words(row) in "\n".join(team_run_section.section(report))
+
+
+def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and_still_born_in_jax(tmp_path):
+    """The same tanh computed otherwise, judged against the spread of the perturbed baseline runs: the run is
+    the same (rounding, not a change), and where its last bits are born is still said: JAX/XLA's tanh."""
+    folder = team(tmp_path, "nnx")
+    result = team_run.run(team_run.RunSpec("python train.py --steps 2", folder, 300), (PYTHON, candidate(tmp_path, "tanh-otherwise")), tmp_path / "out")
+    assert result["outcome"] == "same" and result["ensemble"]["used"], (result.get("first"), result.get("witnessed"))
+    (row,) = result["born"]
+    assert row["kind"] == "operation" and row["primitive"] == "tanh" and row["by"] == "JAX/XLA", row
 
 
 def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.judge import compare
-from optax_gate.gate.team_run import divergence, team_run
+from optax_gate.gate.team_run import divergence, ensemble, team_run
 from optax_gate.gate.team_run import leaves
 from optax_gate.gate.team_run import judging, reused
 from optax_gate.gate import assemble
@@ -37,6 +37,16 @@ from optax_gate.kit import tolerances
 
 TEAMS = Path(__file__).parent / "teams"
 PYTHON = Path(os.environ.get("OPTAX_GATE_TEAM_RUN_PYTHON") or sys.executable)
+
+_TANH_ONE_ULP = """
+import jax, jax.numpy as jnp
+_tanh = jnp.tanh
+def tanh(x):
+    y = _tanh(x)
+    s = jax.lax.stop_gradient(y)
+    return y + (jnp.nextafter(s, jnp.inf) - s)
+jnp.tanh = tanh
+"""
 
 PLANTS = {
     "huber-keyword-only": """
@@ -62,6 +72,30 @@ def sgd(learning_rate, *args, **kwargs):
     return _sgd(learning_rate * (1 + 2 ** -23), *args, **kwargs)
 sgd.__module__ = "optax._src.alias"
 optax.sgd = sgd
+""",
+    # a JAX that rounds one operation otherwise: tanh one ULP up (its gradient as it was), Optax the same
+    "tanh-one-ulp": _TANH_ONE_ULP,
+    # the same rounding, and an Optax whose adam steps 1.5 times further: a change behind the rounding
+    "tanh-one-ulp-adam-further": _TANH_ONE_ULP
+    + """
+import optax
+_adam = optax.adam
+def adam(learning_rate, *args, **kwargs):
+    return _adam(learning_rate * 1.5, *args, **kwargs)
+adam.__module__ = "optax._src.alias"
+optax.adam = adam
+""",
+    # adamw's scheduled weight decay read one count later (as optax 0.2.8's fix moves it)
+    "adamw-decay-count": """
+import optax
+_adamw = optax.adamw
+def adamw(*args, **kwargs):
+    decay = kwargs.get("weight_decay")
+    if callable(decay):
+        kwargs["weight_decay"] = lambda count: decay(count + 1)
+    return _adamw(*args, **kwargs)
+adamw.__module__ = "optax._src.alias"
+optax.adamw = adamw
 """,
 }
 
@@ -246,6 +280,7 @@ def test_the_ulp_policy_is_the_kits():
     assert leaves.ELEMENTWISE == tolerances.ELEMENTWISE
     assert leaves.EPS == tolerances.EPS
     assert leaves.TINY == tolerances.TINY
+    assert leaves.ENSEMBLE_FACTOR == tolerances.ENSEMBLE_FACTOR
 
 
 def _leaf(values, dtype="float32"):
@@ -534,17 +569,28 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
     assert team_run.check("python train.py", tmp_path, 60) == team_run.RunSpec("python train.py", tmp_path.resolve(), 60)
 
 
+@pytest.mark.timeout(600)  # two --run comparisons
 def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tmp_path):
     """The tiny team without jit, against the candidate whose sgd steps 1.5
     times further: step 1's update is the cause (its inputs identical), the
-    params (apply_updates) of both steps are consequences; step 2's update,
-    whose inputs already differ, is not judged on its values."""
+    params (apply_updates) of both steps are consequences. By the ULP budget
+    alone (``--exact``) step 2's update, whose inputs already differ, is not
+    judged on its values; against the run's own rounding noise (the ensemble
+    reaches it) it is, and it is a consequence too."""
     folder = team(tmp_path, "tiny")
-    spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)
-    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
     update, apply = line_of(folder, "tx.update("), line_of(folder, "optax.apply_updates(")
+    exact = team_run.RunSpec("python train.py 2 --eager", folder, 300, members=0)
+    further = candidate(tmp_path, "sgd-further")
+    result = team_run.run(exact, (PYTHON, further), tmp_path / "exact")
     rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
     assert rows == [(update, 1, "cause"), (apply, 1, "consequence"), (apply, 2, "consequence")]
+    assert result["ensemble"] == {"members": 0, "used": False, "why": "--exact: the ULP budget alone"}
+    spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)
+    result = team_run.run(spec, (PYTHON, further), tmp_path / "noise")
+    rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
+    assert [r for r in rows if r[2] == "cause"] == [(update, 1, "cause")]
+    assert {(update, 2, "consequence"), (apply, 1, "consequence"), (apply, 2, "consequence")} <= set(rows)
+    assert result["ensemble"]["used"] and result["ensemble"]["members"] == 3 and result["outcome"] == "diverged"
 
 
 def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
@@ -1349,3 +1395,174 @@ def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_pa
     result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out")
     assert result["wrote"]["count"] == 6 and result["wrote"]["not_restored"] == [], result["wrote"]
     assert sorted(p.name for p in team_dir.iterdir()) == ["a.txt", "b.txt"] and (team_dir / "a.txt").read_text() == "a.txt"
+
+
+@pytest.mark.timeout(600)  # three --run comparisons, 14 runs of the team's command
+def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_noise(tmp_path):
+    """The noise team (Adam on a tanh network until its loss is near 0) against a candidate whose tanh rounds one
+    ULP up, Optax the same: by the ULP budget alone (``--exact``) its late losses read as a divergence; judged
+    against the spread of three perturbed baseline runs it is rounding: the same, said with its numbers."""
+    from optax_gate.gate.report import team_run_section as report_team_run
+
+    folder = team(tmp_path, "noise")
+    rounds = candidate(tmp_path, "tanh-one-ulp")
+    command = "python train.py 120 --out params.npz"
+    exact = team_run.run(team_run.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
+    assert exact["outcome"] == "diverged", exact.get("witnessed")
+    result = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise")
+    assert result["outcome"] == "same", (result.get("witnessed"), result.get("first"))
+    assert result["ensemble"]["used"] and result["ensemble"]["members"] == 3 and result["ensemble"]["reached"] > 0
+    assert result["witness"]["output"]["within_budget"] > 0 and result["witness"]["files"]["within_budget"] == 1
+    words = report_team_run.noise_words(result)
+    assert words.startswith("**Consistent with your run's own rounding noise**: largest deviation") and "3 perturbed baseline runs" in words
+    again = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again")
+    assert again["ensemble"]["cached"] and again["outcome"] == "same"  # the ensemble's runs kept: not run again
+    assert not any(r["label"].startswith(team_run.NOISE) for r in again["runs"])
+
+
+@pytest.mark.timeout(600)  # seven runs of the team's command
+def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_path):
+    """The same rounding, and adam stepping 1.5 times further: the inputs of adam's update differ by rounding
+    only (within the ensemble's spread), so the update is the cause, named at its line; the run diverges."""
+    folder = team(tmp_path, "noise")
+    both = candidate(tmp_path, "tanh-one-ulp-adam-further")
+    result = team_run.run(team_run.RunSpec("python train.py 120", folder, 300), (PYTHON, both), tmp_path / "run")
+    assert result["outcome"] == "diverged" and result["ensemble"]["used"]
+    assert line_of(folder, "tx.update(") in result["sites"], result["sites"]
+
+
+@pytest.mark.timeout(600)  # seven runs of the team's command
+def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp_path):
+    """A linen TrainState's ``apply_gradients`` calls ``tx.update`` inside Flax: the call is recorded at the team's
+    ``state.apply_gradients`` line, said as made through Flax, and a change of adamw's weight-decay schedule is
+    named there, as the cause."""
+    folder = team(tmp_path, "trainstate")
+    later = candidate(tmp_path, "adamw-decay-count")
+    result = team_run.run(team_run.RunSpec("python train.py 5", folder, 300), (PYTHON, later), tmp_path / "run")
+    assert result["outcome"] == "diverged"
+    line = line_of(folder, "state.apply_gradients(")
+    assert line in result["sites"], result["sites"]
+    cause = next(c for c in result["causes"] if c["site"] == line)
+    assert cause["call"] == "optax.adamw(...).update (through flax.training.train_state.TrainState.apply_gradients)"
+
+
+def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_traces(tmp_path):
+    """Hand-written traces and two members: an element the members moved by d = 2**-20 is rounding up to 8x that
+    (ensemble.FACTOR), beyond it a difference; an element they leave bit-identical keeps the ULP budget; a leaf
+    whose one chaotic element moved by 1.0 does not widen its other elements; an integer (a count) that moved
+    is never rounding."""
+    base = [_call("a.py:1", "optax.adam", "update", _leaf([1.0, 2.0, 0.5]), [_leaf([1.0])])]
+    d = 2.0**-20  # 8 ULP of 1.0 in float32
+    members = [[_call("a.py:1", "optax.adam", "update", _leaf([1.0 + d, 2.0, 1.5]), [_leaf([1.0])])]]
+    members.append([_call("a.py:1", "optax.adam", "update", _leaf([1.0 - d / 2, 2.0, -0.5]), [_leaf([1.0])])])
+    table = ensemble.spreads(divergence.read(_trace(tmp_path / "b", base)), [divergence.read(_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)])
+    (entry,) = table.values()
+    assert entry["out"][0] == [d, 0.0, 1.0] and entry["in"] == [None]
+
+    def judged(values: list[float], name: str, dtype: str = "float32") -> dict:
+        cand = [_call("a.py:1", "optax.adam", "update", _leaf(values, dtype), [_leaf([1.0])])]
+        return divergence.compare(divergence.read(tmp_path / "b"), divergence.read(_trace(tmp_path / name, cand)), noise=table)
+
+    within = judged([1.0 + 6 * d, 2.0, 0.5], "within")
+    assert within["differing"] == 0 and within["within_budget"]["noise_ratio"] == 6.0, within["within_budget"]
+    beyond = judged([1.0 + 10 * d, 2.0, 0.5], "beyond")
+    assert beyond["differing"] == 1 and "the spread of its perturbed baseline runs" in beyond["first"]["texts"][0], beyond["first"]
+    untouched = judged([1.0, 2.0 + 2**-18, 0.5], "untouched")  # 16 ULP where the members agree: the ULP budget (4)
+    assert untouched["differing"] == 1 and "budget 4" in untouched["first"]["texts"][0], untouched["first"]
+    assert judged([1.0, 2.0, 0.5 + 0.3], "chaotic")["differing"] == 0  # within the chaotic element's own spread
+    plain = divergence.compare(divergence.read(tmp_path / "b"), divergence.read(tmp_path / "within"))
+    assert plain["differing"] == 1  # the same candidate by the ULP budget alone (--exact)
+    counts = [_call("a.py:1", "optax.adam", "init", _leaf([0], "int32"))]
+    moved = [_call("a.py:1", "optax.adam", "init", _leaf([1], "int32"))]
+    count_table = ensemble.spreads(divergence.read(_trace(tmp_path / "cb", counts)), [divergence.read(_trace(tmp_path / "cm", counts))])
+    (row,) = divergence.compare(divergence.read(tmp_path / "cb"), divergence.read(_trace(tmp_path / "cc", moved)), noise=count_table)["divergences"]
+    assert "values" in row["kinds"] and "0 → 1" in row["texts"][0]
+
+
+def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(tmp_path):
+    """A DeprecationWarning new in the candidate at a call that computes the same: listed in ``warned``, not a
+    divergence; with --fail-on-new-deprecations (``warnings_differ``) it is one."""
+    from optax_gate.gate.report import team_run_section
+
+    base = [_call("a.py:7", "optax.global_norm", "call", _leaf([2.0]), [_leaf([1.0])])]
+    cand = [{**base[0], "warnings": [{"category": "DeprecationWarning", "message": "use optax.tree.norm"}]}]
+    b, c = divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    result = divergence.compare(b, c)
+    assert result["differing"] == 0 and result["warned"] == [
+        {"site": "a.py:7", "call": "optax.global_norm(...)", "texts": ["warns DeprecationWarning: use optax.tree.norm"]}
+    ]
+    (line,) = team_run_section.warned_lines(result)
+    assert "`a.py:7`" in line and "does not set the verdict" in line and "--fail-on-new-deprecations" in line
+    strict = divergence.compare(b, c, warnings_differ=True)
+    assert strict["differing"] == 1 and strict["first"]["kinds"] == ["warning"] and not strict["warned"]
+
+
+def test_a_structure_difference_says_where_and_both_forms():
+    text = divergence.structure_change("dict[opt](Optimizer[step=*, tx=MultiSteps(k=4)](*))", "dict[opt](Optimizer[step=*, tx=MultiSteps(k=8)](*))")
+    assert text == "at `…dict[opt](Optimizer[step=*, tx=MultiSteps(`: `k=4)](*))` → `k=8)](*))`"
+    assert divergence.structure_change("a", "a") == ""
+
+
+def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_configuration():
+    """Its private fields and functions change between releases without the team's program changing."""
+    import types
+
+    from optax_gate.recorder import values
+
+    module = types.ModuleType("optax._src.wrappers")
+
+    class MultiSteps:
+        __module__ = "optax._src.wrappers"
+        __qualname__ = "MultiSteps"
+
+        def __init__(self, k, private):
+            self.every_k = k
+            self._opt = private
+            self.update = lambda: None
+
+    assert module and values.plain(MultiSteps(4, object())) == values.plain(MultiSteps(4, "another inner")) == "MultiSteps(every_k=4)"
+    assert values.plain(MultiSteps(8, None)) == "MultiSteps(every_k=8)"
+
+
+def test_an_unquoted_run_command_is_told_to_be_quoted():
+    from optax_gate.gate.inputs import validate
+
+    with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py --steps"'):
+        team_run.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
+    team_run.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
+    team_run.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
+
+
+def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypatch):
+    from optax_gate.gate.inputs import validate
+    from optax_gate.gate.inputs.typed_path import user_path
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(validate.InvalidInput, match="--exact is given without --run"):
+        team_run.check(None, None, 60, exact=True)
+    with pytest.raises(validate.InvalidInput, match=r"--run-dir \.\./nope \(= .*nope\) does not exist"):
+        team_run.check("python train.py", user_path("../nope"), 60)
+    assert team_run.check("python train.py", tmp_path, 60, exact=True).members == 0
+
+
+def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
+    """``jax.jit(step, donate_argnums=0)``: its inputs are stored before the call donates them (no record-error)."""
+    folder = tmp_path / "team"
+    folder.mkdir()
+    (folder / "train.py").write_text(
+        "import jax, jax.numpy as jnp, optax\n"
+        "tx = optax.sgd(0.1)\n"
+        "def step(params, state):\n"
+        "    grads = jax.grad(lambda p: optax.l2_loss(p['w'], jnp.ones(4)).sum())(params)\n"
+        "    updates, state = tx.update(grads, state, params)\n"
+        "    return optax.apply_updates(params, updates), state\n"
+        "step = jax.jit(step, donate_argnums=(0, 1))\n"
+        "params = {'w': jnp.zeros(4)}\n"
+        "state = tx.init(params)\n"
+        "for _ in range(3):\n"
+        "    params, state = step(params, state)\n"
+        "print(params['w'])\n"
+    )
+    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "run")
+    assert result["outcome"] == "same", result["reason"]
+    assert "record-error" not in result["compared_by"]["why"], result["compared_by"]

@@ -86,7 +86,35 @@ def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
     assert nan_gone["first"]["key"] == "['lr'][1]" and nan_gone["first"]["change"] == "nan → 0.0075", nan_gone
     (sides["c"] / "log.bin").write_bytes(b"other")
     (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, float("nan")]}))
-    assert "its bytes differ" in witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)["first"]["change"]
+    bytes_only = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
+    assert not bytes_only["differs"] and bytes_only["first"] is None and bytes_only["not_judged"] == ["log.bin"], bytes_only
+
+
+def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyond_it_is_not(tmp_path):
+    """The ensemble's witness: an output number or an array element is within the run's own rounding noise when
+    its deviation is at most ensemble.FACTOR times its deviation over the members; beyond it, or where the
+    members agree with the baseline (the ULP budget), it differs."""
+    base = "step 0 loss 0.5\nstep 1 loss 1e-06\n"
+    members = ["step 0 loss 0.5\nstep 1 loss 1.1e-06\n", "step 0 loss 0.5\nstep 1 loss 0.95e-06\n"]
+    within = witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 1.5e-06\n", 4, members)
+    assert not within["differs"] and within["within_budget"] == 1 and within["noise_ratio"] == pytest.approx(5.0), within
+    beyond = witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 2e-06\n", 4, members)
+    assert beyond["differs"] and "10x the spread" in beyond["first"]["change"], beyond
+    untouched = witness.compare_output(base, base, "step 0 loss 0.50001\nstep 1 loss 1e-06\n", 4, members)
+    assert untouched["differs"] and untouched["first"]["line"] == 1, untouched  # the members leave it: the ULP budget
+    assert witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 1.5e-06\n", 4)["differs"]  # no ensemble: the ULP budget
+    sides = {name: tmp_path / name for name in ("b", "r", "c", "m")}
+    for folder in sides.values():
+        folder.mkdir()
+    w = np.linspace(-1, 1, 5, dtype=np.float32)
+    for name in ("b", "r"):
+        _npz(sides[name] / "params.npz", w=w)
+    _npz(sides["m"] / "params.npz", w=w + np.float32(1e-4))
+    _npz(sides["c"] / "params.npz", w=w + np.float32(5e-4))
+    assert witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4, members=[sides["m"]])["within_budget"] == 1
+    _npz(sides["c"] / "params.npz", w=w + np.float32(1e-2))
+    far = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4, members=[sides["m"]])
+    assert far["differs"] and "the spread of its perturbed baseline runs" in far["first"]["change"], far
 
 
 TEAM = """import jax.numpy as jnp

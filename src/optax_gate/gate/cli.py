@@ -62,7 +62,7 @@ def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions |
             scope=_scope(args),
             bisect=_bisect(args),
             candidate=opts.CandidateOptions(specs=tuple(args.specs), source=tuple(args.source or ()), lock=args.candidate_lock, allow_extra=args.allow_extra),
-            team_run=opts.TeamRunOptions(command=args.run, folder=args.run_dir, timeout=args.run_timeout),
+            team_run=opts.TeamRunOptions(command=args.run, folder=args.run_dir, timeout=args.run_timeout, exact=args.exact),
             out=args.out,
             keep=args.keep,
             contracts=tuple(args.contracts or ()),

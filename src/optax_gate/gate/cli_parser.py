@@ -273,6 +273,12 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--run-timeout", type=_seconds, default=1800, metavar="SECONDS", help="time limit of one run of --run (default: %(default)s)")
     g.add_argument(
+        "--exact",
+        action="store_true",
+        help="judge --run by the ULP budget alone, without the ensemble of perturbed baseline runs that tells your "
+        "run's own rounding noise from a change (for teams that check digests of their params)",
+    )
+    g.add_argument(
         "--keep",
         type=_count,
         default=10,

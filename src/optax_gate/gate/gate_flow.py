@@ -250,6 +250,7 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     """
     env, cand = options.environment, options.candidate
     known = validate.lock_packages(env.baseline_lock, "baseline lock")
+    team_run.refuse_unquoted(options.team_run.command, list(cand.specs), known)
     plain: list[str] = list(cand.specs)
     sources: list[source_specs.SourceSpec] = []
     if cand.lock:
@@ -270,7 +271,7 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
             bisect_history.parse_histories(list(options.bisect.history) or None)
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
-    run_spec = team_run.check(options.team_run.command, options.team_run.folder, options.team_run.timeout)
+    run_spec = team_run.check(options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact)
     code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)
     scan = usage.scan(check_usage(code)) if code else None  # before anything runs; unreadable files are listed, not fatal
     if scan is not None:
@@ -394,7 +395,12 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     compare_code(baseline, candidate, env, run.candidate_lock, say)
     learned = Learned()
     if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
-        spec = dataclasses.replace(checked.run_spec, not_watched=tuple(p for p in (options.out, env.cache_dir, env.envs_dir) if p))
+        spec = dataclasses.replace(
+            checked.run_spec,
+            not_watched=tuple(p for p in (options.out, env.cache_dir, env.envs_dir) if p),
+            cache=Path(env.cache_dir) / "team-run-ensemble" if env.cache_dir else None,
+            warnings_differ=options.scope.fail_on_new_deprecations,
+        )
         learned.team_run = team_run.run(
             spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say, team_run.user_names(spec.run_dir)
         )

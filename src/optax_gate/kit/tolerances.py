@@ -43,6 +43,22 @@ budget             ulps                    reason
                                            ULPs of the dtype the correction is
                                            computed in (float32, float64 under x64)
                                            and converted to the result's dtype.
+``ENSEMBLE_FACTOR``  8 * spread            ``gate --run``: an element of a value of
+                                           the team's run lies within its own
+                                           rounding noise when its deviation is at
+                                           most this many times its largest
+                                           deviation over the perturbed baseline
+                                           runs (the ensemble, one ULP of the
+                                           state each step starts from;
+                                           ``gate/team_run/ensemble.py``). Three
+                                           members see the bulk of the noise, not
+                                           its tail, and a compiler that rounds an
+                                           operation otherwise does so at every
+                                           step, where a member moves the start
+                                           once: measured up to 4.6x in runs whose
+                                           only change was rounding, 27.7x at the
+                                           first step a scheduled weight decay
+                                           moved (docs/team-run.md).
 =================  ======================  =========================================
 
 Floor: no bound is below ``TINY``: the smallest normal number where XLA on CPU
@@ -76,6 +92,8 @@ import numpy as np
 
 EXACT = 0
 ELEMENTWISE = 4
+#: ``gate --run``: within this many times the spread of the run's own ensemble of perturbed baseline runs is rounding.
+ENSEMBLE_FACTOR = 8
 #: Largest distance, in float32 ULPs of the params' magnitude, between the
 #: params of ``inject_hyperparams(adam)`` and of ``adam`` after 50 steps on the
 #: same gradients (``test_training_recipes``). Not bit-identical: injected

@@ -8,7 +8,7 @@ import sys
 import types
 from typing import Any
 
-from optax_gate.recorder import process
+from optax_gate.recorder import perturb, process
 
 #: Classes with init/update: methods wrapped on the class itself.
 _METHODS = ("__init__", "init", "update", "gradient_transformation")
@@ -46,7 +46,7 @@ def _device_index():
         return None
 
 
-def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool) -> None:
+def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool, stored_in: list[dict[str, Any]] | None = None) -> None:
     """Write ``event`` with the values of the call's array inputs (``in``:
     their leaves in the order of ``(args, kwargs)``, taken before the call: an
     ``nnx`` module's variables change in place) and of its result
@@ -75,7 +75,7 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool)
             else:  # one callback per device: each says which it is
                 jax.debug.callback(lambda d, *leaves: _values_callback(seq, len(in_leaves), *leaves, device=d), device, *in_leaves, *arrays)
         return
-    event["in"] = [values.leaf_value(x) for x in in_leaves]
+    event["in"] = stored_in if stored_in is not None else [values.leaf_value(x) for x in in_leaves]
     if not failed:
         event["out"] = {"tree": tree, "paths": paths, "leaves": [values.leaf_value(x) for x in out_leaves]}
     process.writer.emit(event)
@@ -86,8 +86,17 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
     (``observed(result)`` in place of its result, when given; ``extra``
     fields added to its event)."""
     site = process.team_file(frame.f_code.co_filename) if frame is not None and process.writer is not None else None
+    if site is None and frame is not None and process.writer is not None and process.depth() == 0:
+        frame, through = _through_library(frame)  # a library that calls Optax for the team (TrainState.apply_gradients)
+        if frame is not None:
+            site = process.team_file(frame.f_code.co_filename)
+            extra = {**(extra or {}), "through": through}
     if site is None or process.depth() > 0:
         return _wrap_result(api, fn(*args, **kwargs))
+    if perturb.eager(api, kind) and perturb.first(f"{api}.{kind}@{site}:{frame.f_lineno}"):  # an ensemble member
+        args, kwargs = perturb.arguments(args, kwargs, f"{api}.{kind}@{site}:{frame.f_lineno}")
+        if record_args is not None:
+            record_args = args[len(args) - len(record_args) :]
     shown = args if record_args is None else record_args
     event: dict[str, Any] = {"api": api, "call": kind, "site": f"{site}:{frame.f_lineno}", "args": _signature(shown, kwargs), **(extra or {})}
     process.thread.depth = process.depth() + 1
@@ -99,6 +108,12 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
     from optax_gate.recorder import values
 
     in_leaves = [x for x in values.flatten((shown, kwargs))[0] if values.is_array(x)]
+    stored_in = None
+    if not values.is_traced(in_leaves):  # stored before the call: a jitted step may donate (delete) its input buffers
+        try:
+            stored_in = [values.leaf_value(x) for x in in_leaves]
+        except Exception:
+            stored_in = None
     try:
         out = fn(*args, **kwargs)
     except BaseException as exc:
@@ -109,13 +124,39 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
         process.thread.depth -= 1
         event["warnings"] = stack.pop()
         try:
-            _record(event, in_leaves, out if observed is None or failed else observed(out), failed)
+            _record(event, in_leaves, out if observed is None or failed else observed(out), failed, stored_in)
         except Exception as exc:  # the recording itself failed: say so in the trace, never change the team's result
             event["record_error"] = f"{type(exc).__name__}: {exc}"[:500]
             event.pop("out", None)
             event.pop("in", None)
             process.writer.emit(event)
     return _wrap_result(api, out)
+
+
+#: Library frames walked through between an Optax call and the team's line (a library calling Optax for the team).
+THROUGH_FRAMES = 8
+#: Packages whose frames are never walked through: Optax calling itself is not the team's call, and JAX's own
+#: transformations between the team's function and an Optax call are the recorder's transforms' to see.
+_NOT_THROUGH = ("optax", "jax", "jaxlib", "optax_gate")
+
+
+def _through_library(frame: Any) -> tuple[Any, str]:
+    """``(the team's frame, "module.function" of the library frame just below it)`` when ``frame`` is a library's
+    (``flax.training.train_state``, any package but :data:`_NOT_THROUGH`) called, within :data:`THROUGH_FRAMES`
+    library frames, from the team's files; ``(None, "")`` otherwise."""
+    below = None
+    for _ in range(THROUGH_FRAMES):
+        if frame is None:
+            return None, ""
+        if process.team_file(frame.f_code.co_filename) is not None:
+            if below is None:
+                return None, ""
+            return frame, f"{below.f_globals.get('__name__', '?')}.{getattr(below.f_code, 'co_qualname', below.f_code.co_name)}"
+        package = str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
+        if package in _NOT_THROUGH or package in ("", "__main__") or frame.f_code.co_filename.startswith("<"):
+            return None, ""
+        below, frame = frame, frame.f_back
+    return None, ""
 
 
 def _wrap_function(fn, api: str, kind: str = "call"):

@@ -8,7 +8,7 @@ import sys
 import types
 from typing import Any
 
-from optax_gate.recorder import calls, process
+from optax_gate.recorder import calls, perturb, process, values
 
 
 def patch_nnx(nnx: types.ModuleType) -> None:
@@ -29,7 +29,7 @@ def patch_nnx(nnx: types.ModuleType) -> None:
 
     def observed(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        models = [n for n in graph_nodes(args, kwargs) if n is not self]
+        models = [n for n in values.graph_nodes(args, kwargs) if n is not self]
         if not models:  # an Optimizer that holds its model (flax before 0.11): its state holds the params
             return nnx.state(self)
         return {"optimizer": nnx.state(self), "model": nnx.state(models[0] if len(models) == 1 else tuple(models))}
@@ -94,24 +94,8 @@ def sampled(n: int) -> bool:
 
 def _eager(args: tuple, kwargs: dict) -> bool:
     import jax
-    from optax_gate.recorder import values
 
     return not values.is_traced(jax.tree_util.tree_leaves((args, kwargs)))
-
-
-def graph_nodes(args: tuple, kwargs: dict) -> list[Any]:
-    """The ``flax.nnx`` graph nodes (modules, optimizers) among a call's arguments, each once."""
-    nnx = sys.modules.get("flax.nnx")
-    kind = getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
-    if kind is None:
-        return []
-    nodes: dict[int, Any] = {}
-    for x in (*args, *kwargs.values()):
-        items = x if isinstance(x, (tuple, list)) else x.values() if isinstance(x, dict) else (x,)
-        for node in items:
-            if isinstance(node, kind):
-                nodes.setdefault(id(node), node)
-    return list(nodes.values())
 
 
 def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool) -> None:
@@ -208,13 +192,15 @@ class _Recorded:
         if site is None or process.depth() > 0 or getattr(process.thread, "mode", None) or not _eager(args, kwargs):
             return self._real(*args, **kwargs)
         self._calls += 1
+        if self._replay and perturb.first(f"{self._name}@{site}:{frame.f_lineno}"):  # an ensemble member: its state moved 1 ULP
+            args, kwargs = perturb.arguments(args, kwargs, f"{self._name}@{site}:{frame.f_lineno}")
         if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
             _run_shadow(self._shadow, args, kwargs, self._graph)
             if self._calls == 1 and self._replay:  # a whole step: where a difference is born, equation by equation
                 _run_replay(self._shadow, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
         observed = None
         if self._state:
-            nodes = graph_nodes(args, kwargs)
+            nodes = values.graph_nodes(args, kwargs)
             if nodes:
                 from flax import nnx
 
@@ -275,6 +261,8 @@ def _scan(real_scan, api: str):
             return real_scan(f, *args, **kwargs)
         key = (site, frame.f_lineno)
         counts[key] = counts.get(key, 0) + 1
+        if perturb.first(f"{api}@{site}:{frame.f_lineno}"):  # an ensemble member: its initial carry and inputs moved 1 ULP
+            args, kwargs = perturb.arguments(args, kwargs, f"{api}@{site}:{frame.f_lineno}")
         if _shadow_context[0] is not None and sampled(counts[key]):
             _run_shadow(functools.partial(real_scan, f), args, kwargs, False)
             if counts[key] == 1:

@@ -135,6 +135,8 @@ def plain(x: Any, depth: int = 0) -> str:
         # a function by its qualified name alone: where JAX or Flax defines it (``jax._src.lax.lax``) may move
         # between the two versions without the team's program changing
         return getattr(x, "__qualname__", None) or f"partial({plain(getattr(x, 'func', None), depth + 1)})"
+    if str(getattr(type(x), "__module__", "")).split(".", 1)[0] == "optax":
+        return library_object(x, depth)
     if isinstance(x, (list, tuple)):
         inner = ", ".join(plain(v, depth + 1) for v in x)
         fields = getattr(x, "_fields", None)
@@ -163,6 +165,18 @@ def plain(x: Any, depth: int = 0) -> str:
     if attrs:
         return f"{_qualified(type(x))}(" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in sorted(attrs.items())) + ")"
     return f"{_qualified(type(x))}({_ADDRESS.sub('', repr(x))[:200]})"
+
+
+def library_object(x: Any, depth: int = 0) -> str:
+    """An Optax object carried as static data (a ``GradientTransformation``, a ``MultiSteps`` instance in an
+    ``nnx.Optimizer``'s graph) by its type's name and its public configuration only: its public attributes that
+    are plain data, not its functions nor its private fields, which change between releases without the team's
+    program changing (the trial: ``MultiSteps`` inside ``nnx.Optimizer`` read "PyTree structure differs")."""
+    attrs = dict(vars(x)) if hasattr(x, "__dict__") else {}
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        attrs = dict(zip(x._fields, x))
+    shown = {k: v for k, v in attrs.items() if not k.startswith("_") and not callable(v)}
+    return f"{type(x).__qualname__}(" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in sorted(shown.items())) + ")"
 
 
 def _treedef_type() -> type | None:
@@ -235,3 +249,18 @@ def is_traced(leaves: list[Any]) -> bool:
     import jax
 
     return any(isinstance(x, jax.core.Tracer) for x in leaves)
+
+
+def graph_nodes(args: tuple, kwargs: dict) -> list[Any]:
+    """The ``flax.nnx`` graph nodes (modules, optimizers) among a call's arguments, each once."""
+    nnx = sys.modules.get("flax.nnx")
+    kind = getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
+    if kind is None:
+        return []
+    nodes: dict[int, Any] = {}
+    for x in (*args, *kwargs.values()):
+        items = x if isinstance(x, (tuple, list)) else x.values() if isinstance(x, dict) else (x,)
+        for node in items:
+            if isinstance(node, kind):
+                nodes.setdefault(id(node), node)
+    return list(nodes.values())

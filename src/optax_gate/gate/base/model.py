@@ -467,14 +467,22 @@ class CommandRun(TypedDict):
     calls: NotRequired[int]
 
 
+class Output(TypedDict):
+    noise_ratio: NotRequired[float | None]
+
+
+class Files(TypedDict):
+    not_judged: NotRequired[list[str]]
+
+
 class Witness(TypedDict):
     """
     the second witness (optax_gate.gate.team_run.witness): the runs' exit statuses, output and written files compared without the recorder, where the two baseline runs agree; differs: beyond the ULP budget; first: where first, in words (absent in reports written before 2026-12-03)
     """
 
     exit: list[int | None]
-    output: dict[str, Any]
-    files: dict[str, Any]
+    output: Output
+    files: Files
     differs: bool
     first: str
 
@@ -522,6 +530,28 @@ class WithinBudget(TypedDict):
     sampled: NotRequired[int]
     shadow_only: NotRequired[bool]
     kept_max_ulps: NotRequired[float | None]
+    noise_ratio: NotRequired[float | None]
+
+
+class WarnedItem(TypedDict):
+    site: str
+    call: str
+    texts: list[str]
+
+
+class Ensemble(TypedDict):
+    """
+    the run's own rounding noise (optax_gate.gate.team_run.ensemble, docs/team-run.md): the perturbed baseline runs the candidate was judged against; absent when the candidate was bit for bit the baseline
+    """
+
+    members: int
+    used: bool
+    why: NotRequired[str]
+    cached: NotRequired[bool]
+    seconds: NotRequired[float]
+    factor: NotRequired[float]
+    calls: NotRequired[int]
+    reached: NotRequired[int]
 
 
 class Divergence(TypedDict):
@@ -581,6 +611,8 @@ class TeamRun(TypedDict):
     budget_ulps: NotRequired[int]
     compared_by: NotRequired[ComparedBy]
     within_budget: NotRequired[WithinBudget]
+    warned: NotRequired[list[WarnedItem]]
+    ensemble: NotRequired[Ensemble]
     first: Divergence | None
     causes: list[Divergence]
     divergences: NotRequired[list[Divergence]]

@@ -112,11 +112,13 @@ class CandidateOptions:
 @dataclasses.dataclass(frozen=True)
 class TeamRunOptions:
     """``command``: ``--run`` (None: no run); ``folder``: ``--run-dir``
-    (None: the current folder); ``timeout``: seconds of one run."""
+    (None: the current folder); ``timeout``: seconds of one run; ``exact``:
+    ``--exact``, the ULP budget alone (no ensemble of perturbed baseline runs)."""
 
     command: str | None = None
     folder: Path | None = None
     timeout: float = 1800.0
+    exact: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -110,6 +110,56 @@ def _witness(team: dict[str, Any]) -> list[str]:
     ]
 
 
+def noise_words(team: Mapping[str, Any]) -> str:
+    """How the run was judged against its own rounding noise (``team_run.ensemble``), in words; "" when the candidate
+    was bit for bit the baseline (no ensemble was needed) or the report predates it."""
+    noise = team.get("ensemble")
+    if not noise:
+        return ""
+    if not noise.get("used"):
+        return f"Judged by the ULP budget alone: {noise.get('why', 'no ensemble')}."
+    runs = f"{noise['members']} perturbed baseline runs (" + ("kept from an earlier gate" if noise.get("cached") else f"{noise.get('seconds', 0):.0f} s") + ")"
+    moved = f"the perturbation moved the values of {noise['reached']} of {noise['calls']} recorded calls"
+    within = team.get("within_budget") or {}
+    output = ((team.get("witness") or {}).get("output") or {}).get("noise_ratio")
+    ratios = [r for r in (within.get("noise_ratio"), output) if r is not None]
+    if team.get("outcome") == "same":
+        largest = f"largest deviation {max(ratios):.2g}x the spread of {runs}" if ratios else f"every difference within the ULP budget beside {runs}"
+        return (
+            f"**Consistent with your run's own rounding noise**: {largest}; {moved}. A value is rounding when it lies "
+            f"within {noise['factor']}x its spread over those runs (one ULP of the state each step starts from, seeded); "
+            "a value they leave bit-identical keeps the ULP budget, and a discrete change (an exception, a dtype, a shape, "
+            "the structure, an integer, NaN or inf) is never rounding."
+        )
+    return (
+        f"Judged against your run's own rounding noise ({runs}; {moved}): what is named above lies beyond "
+        f"{noise['factor']}x its spread there, or changed a dtype, a shape, the structure, an integer, NaN or inf, which rounding never does."
+    )
+
+
+def warned_lines(team: Mapping[str, Any]) -> list[str]:
+    """The calls of the team's whose only difference is a warning that appears or disappears, each at its line,
+    with what to do (they do not set the verdict: ``team_run.warned``)."""
+    out = []
+    for row in (team.get("warned") or [])[:SHOWN]:
+        out.append(
+            f"`{_cell(row['site'])}` `{_cell(row['call'])}`: {_cell('; '.join(row['texts'][:2]))} — a warning only, your run "
+            "computes the same there: it does not set the verdict (it would where your run turns warnings into "
+            "errors, `-W error`, or with `--fail-on-new-deprecations`); follow what it says before the release that acts on it"
+        )
+    more = len(team.get("warned") or []) - SHOWN
+    return out + ([f"and {more} more call(s) whose only change is a warning (report.json `team_run.warned`)"] if more > 0 else [])
+
+
+def _not_judged(team: Mapping[str, Any]) -> str:
+    """The files the runs wrote that differ by their bytes in a format the gate does not read as values."""
+    names = ((team.get("witness") or {}).get("files") or {}).get("not_judged") or []
+    if not names:
+        return ""
+    shown = ", ".join(f"`{_cell(n)}`" for n in names[:SHOWN]) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+    return f"Not judged: {shown} differ by their bytes in a format the gate does not read as values (they do not set the verdict)."
+
+
 def _how_compared(team: dict[str, Any]) -> str:
     """How the run's calls were compared, counted: by value (at which lines), by structure only, not at all, and why."""
     by = team.get("compared_by")
@@ -262,6 +312,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
             f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
             f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.",
             *_witness(team),
+            *[x for line in (noise_words(team), _not_judged(team)) if line for x in ("", line)],
+            *[f"- {line}" for line in warned_lines(team)],
             "",
         ]
     out.append("")
@@ -286,6 +338,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
     for row in team.get("born") or []:
         out.append(f"- where it is born{' in the steps you transformed' if eager else ''}: {_cell(judging.born_words(row, bool(eager)))}")
     out += [f"- {line}" for line in _witness(team) if line]
+    out += [f"- {line}" for line in (noise_words(team), _not_judged(team)) if line]
+    out += [f"- {line}" for line in warned_lines(team)]
     same = judging.unchanged(team)
     if same and same["dtypes_only"]:
         out.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -9,6 +10,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.team_run import ensemble
 from optax_gate.gate.team_run.leaves import ELEMENTWISE, bit_error, decode, is_exact, leaf_error, said_ulps, short_leaf, value_change
 
 
@@ -96,6 +98,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
                         "call": traced["call"],
                         "phase": "run",
                         **({"via": traced["via"]} if traced.get("via") else {}),
+                        **({"through": traced["through"]} if traced.get("through") else {}),
                         "args": None,
                         "warnings": [],
                         "exception": None,
@@ -112,6 +115,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
                     "api": event["api"],
                     "call": event["call"],
                     **({"via": event["via"]} if event.get("via") else {}),
+                    **({"through": event["through"]} if event.get("through") else {}),
                     "phase": "trace" if event.get("traced") else "call",
                     "args": event.get("args"),
                     "warnings": event.get("warnings") or [],
@@ -135,19 +139,34 @@ def _merge(abstract: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list
 
 
 def describe(obs: dict[str, Any]) -> str:
-    """``optax.adam(...).update`` for an observation's API and call."""
-    return {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
+    """``optax.adam(...).update`` for an observation's API and call; ``(through flax....apply_gradients)`` added when a
+    library made the call for the team's line."""
+    said = {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
+    return f"{said} (through {obs['through']})" if obs.get("through") else said
+
+
+@dataclasses.dataclass(frozen=True)
+class Allowed:
+    """What the leaves of the ``occurrence``-th call of a site may differ by: the ULP budget of that call, and
+    ``spreads``, each leaf's spread over the ensemble of perturbed baseline runs (``ensemble.Spread``; None: none)."""
+
+    occurrence: int
+    spreads: list[Any] | None = None
 
 
 def _leaves_differ(
-    base: list[dict[str, Any]], cand: list[dict[str, Any]], occurrence: int, what: str, paths: list[str] | None = None
+    base: list[dict[str, Any]], cand: list[dict[str, Any]], allowed: Allowed, what: str, paths: list[str] | None = None
 ) -> tuple[list[str], float, bool, list[str]]:
     """Differences of two leaf lists: (texts, largest ULP error, beyond
     budget, exact texts). The values' text names the leaf of the largest
     error and how it moved (:func:`value_change`); the exact texts are the
     leaves that changed whatever rounding does (an integer or boolean leaf;
-    a NaN or infinity appearing or gone), each with its value before and after."""
+    a NaN or infinity appearing or gone), each with its value before and after.
+    ``allowed.spreads``: an element the ensemble moved is judged by ``ensemble.beyond``, the others by the ULP budget."""
     texts, worst, beyond, exact = [], 0.0, False, []
+    occurrence, spreads = allowed.occurrence, allowed.spreads
+    spread: list[Any] = spreads if spreads is not None and len(spreads) == len(base) else [None] * len(base)
+    over_error, over_said = -1.0, ""  # the leaf of the largest error among those beyond their budget, and its budget in words
     if len(base) != len(cand):
         return [f"{what}: {len(base)} → {len(cand)} leaves"], 0.0, True, []
     worst_at = ""
@@ -172,23 +191,33 @@ def _leaves_differ(
         if not b.get("n") or not c.get("n"):
             continue  # not stored (the trace's byte budget was spent): its digest only
         error = leaf_error(b, c)
+        noise = spread[i]
+        if isinstance(noise, float):
+            continue  # an integer or non-finite element that rounding alone moves in the ensemble
         if error > 0 and (is_exact(b) or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(decode(b) or [], decode(c) or []))):
             exact.append(f"{name}: {value_change(b, c) or 'differs'}")
             beyond = True
             if is_exact(b):
                 continue  # said as its values before and after, not in ULPs
-        if error > worst:
+        worst = max(worst, error)
+        out_of, ratio = ensemble.beyond(b, c, noise, budget(occurrence)) if ensemble.moved(noise) else (error > budget(occurrence), None)
+        if out_of and error >= over_error:
             sampled = (
                 f" (measured on {b['n']} of {math.prod(b.get('shape') or [1])} elements, one in "
                 f"{b.get('stride')}: a larger difference elsewhere is seen by its digest, not measured)"
                 if (b.get("stride") or 1) > 1
                 else ""
             )
-            worst, worst_at = error, f" at {name}" + (f": {moved}" if (moved := value_change(b, c)) else "") + sampled
-        if error > budget(occurrence):
-            beyond = True
-    if worst > budget(occurrence):
-        texts.append(f"{what} values: largest error {said_ulps(worst)} ULP (budget {budget(occurrence)}){worst_at}")
+            over_error = error
+            over_said = (
+                f"beyond {ensemble.FACTOR}x your run's own rounding noise there: {ratio:.3g}x the spread of its perturbed baseline runs"
+                if ratio is not None
+                else f"budget {budget(occurrence)}"
+            )
+            worst_at = f" at {name}" + (f": {moved}" if (moved := value_change(b, c)) else "") + sampled
+        beyond = beyond or out_of
+    if over_said:
+        texts.append(f"{what} values: largest error {said_ulps(over_error)} ULP ({over_said}){worst_at}")
     return texts, worst, beyond, exact
 
 
@@ -212,11 +241,23 @@ def _signature_texts(base: dict[str, Any] | None, cand: dict[str, Any] | None) -
     return texts or ["arguments differ"]
 
 
+def structure_change(base: str, cand: str, width: int = 80) -> str:
+    """Where two PyTree structures (as the recorder writes them) part, and what each holds there:
+    ``at `…optimizer(`: `step=int32…` → `count=int32…```; "" when equal."""
+    if base == cand:
+        return ""
+    i = next((k for k, (x, y) in enumerate(zip(base, cand)) if x != y), min(len(base), len(cand)))
+    start = max(base.rfind(sep, 0, i) for sep in "([{,") + 1
+    before = base[max(0, start - width) : start].lstrip(", ")
+    parts = [text[start : start + width] + ("…" if len(text) > start + width else "") for text in (base, cand)]
+    return f"at `…{before}`: `{parts[0] or '(nothing)'}` → `{parts[1] or '(nothing)'}`"
+
+
 def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]:
     if b == c:
         return []
     if b.get("tree") != c.get("tree"):
-        return [f"{name}: PyTree structure differs"]
+        return [f"{name}: PyTree structure differs {structure_change(str(b.get('tree')), str(c.get('tree')))}"]
     for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []))):
         if x != y:
             return [
@@ -231,8 +272,12 @@ def _same_input_bits(base: dict[str, Any], cand: dict[str, Any]) -> bool:
     return all(b.get("sha256") == c.get("sha256") for b, c in zip(base.get("in") or [], cand.get("in") or []))
 
 
-def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> dict[str, Any] | None:
-    """What differs between two matched observations, or None.
+def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noise: dict[str, list[Any]] | None = None) -> dict[str, Any] | None:
+    """What differs between two matched observations, or None. ``noise``: the
+    spreads of the call's input and result leaves over the ensemble of perturbed
+    baseline runs (``ensemble.spreads``): where it moved a leaf, its elements are
+    judged by ``ensemble.beyond``, and a call the ensemble reached is judged on its
+    values whatever its inputs (the spread holds what rounding carries into it).
 
     Returns:
       ``{"kinds": [...], "texts": [...], "max_ulps", "inputs_differ"}``;
@@ -256,7 +301,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
         texts += [f"warns {cat}: {msg[:200]}" for cat, msg in (cw - bw)]
         texts += [f"no longer warns {cat}: {msg[:200]}" for cat, msg in (bw - cw)]
     sig = _signature_texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
-    in_texts, in_err, in_beyond, _ = _leaves_differ(base.get("in") or [], cand.get("in") or [], occurrence, "input")
+    in_texts, in_err, in_beyond, _ = _leaves_differ(base.get("in") or [], cand.get("in") or [], Allowed(occurrence, (noise or {}).get("in")), "input")
     identical = not sig and not in_texts and in_err == 0.0 and _same_input_bits(base, cand)
     inputs_differ = bool(sig) or in_beyond
     if sig:
@@ -267,9 +312,11 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
     if bo is not None and co is not None:
         if bo.get("tree") != co.get("tree"):
             kinds.append("structure")
-            texts.append("result's PyTree structure differs")
+            texts.append(f"result's PyTree structure differs {structure_change(str(bo.get('tree')), str(co.get('tree')))}")
         else:
-            out_texts, worst, beyond, exact = _leaves_differ(bo.get("leaves") or [], co.get("leaves") or [], occurrence, "result", bo.get("paths"))
+            out_texts, worst, beyond, exact = _leaves_differ(
+                bo.get("leaves") or [], co.get("leaves") or [], Allowed(occurrence, (noise or {}).get("out")), "result", bo.get("paths")
+            )
             structural = [t for t in out_texts if "ULP" not in t]
             for kind in ("dtype", "shape"):
                 if any(f": {kind} " in t for t in structural):
@@ -280,13 +327,13 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int) -> 
             # values judged where the error is born (inputs bit-identical) or where the team keeps them (its params:
             # its jitted function's results, apply_updates); elsewhere an inherited error may grow through an
             # ill-conditioned step (Adam's m / sqrt(v)) without the team's params moving
-            judged = identical or (base["phase"] == "call" and kept(base["api"]))
+            judged = identical or (base["phase"] == "call" and kept(base["api"])) or ensemble.reached(noise)
             if exact and not judged and not inputs_differ:
                 # inputs the same within the budget, yet an integer leaf (a step count) moved or a NaN appeared or went:
                 # no rounding carries that over, whatever the inputs' last bits
                 kinds.append("values")
                 texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
-            elif beyond and (worst > budget(occurrence) or exact) and judged:
+            elif beyond and (any("ULP" in t for t in out_texts) or exact) and judged:
                 kinds.append("values")
                 texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
                 texts += [t for t in out_texts if "ULP" in t]
@@ -358,8 +405,19 @@ def compared_by(
     return {"value": counts["value"], "structure": counts["structure"], "none": counts["none"], "why": dict(why), "value_sites": list(dict.fromkeys(sites))}
 
 
-def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], limit: int = 50) -> dict[str, Any]:
-    """Compare two runs' observations (:func:`read`).
+def compare(
+    baseline: list[dict[str, Any]],
+    candidate: list[dict[str, Any]],
+    limit: int = 50,
+    noise: dict[ensemble.Key, dict[str, list[Any]]] | None = None,
+    warnings_differ: bool = False,
+) -> dict[str, Any]:
+    """Compare two runs' observations (:func:`read`); ``noise``: the spreads of
+    the baseline's leaves over the ensemble of perturbed baseline runs
+    (``ensemble.spreads``; None: the ULP budget alone, as between two runs of one baseline);
+    ``warnings_differ``: a call that differs by a warning alone is a difference (``--fail-on-new-deprecations``;
+    else it is listed in ``warned``, ``{"site", "call", "texts"}``, and does not make the run diverge: a run that
+    turns warnings into errors raises there, an exception).
 
     Returns:
       ``{"compared", "differing", "first", "causes", "divergences", "sites"}``:
@@ -403,6 +461,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
     drift: list[dict[str, Any]] = []
     pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = []
     firsts: dict[str, int] = {}
+    warned: list[dict[str, Any]] = []
     for key in set(b_groups) | set(c_groups):
         bs, cs = b_groups.get(key, []), c_groups.get(key, [])
         for n in range(max(len(bs), len(cs))):
@@ -430,10 +489,13 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
                 )
                 continue
             compared += 1
-            diff = differences(b, c, n + 1)
+            entry = (noise or {}).get((*key, n + 1))
+            diff = differences(b, c, n + 1, entry)
             if (diff or bit_error(b, c) is not None) and b["phase"] == "call":
                 firsts.setdefault(f"{key[1]}@{key[0]}", n + 1)
-            if diff:
+            if diff and diff["kinds"] == ["warning"] and not warnings_differ:
+                warned.append({"site": key[0], "call": describe(b), "texts": diff["texts"]})
+            elif diff:
                 found.append(((b_index[id(b)], 0), {**base_row, **diff, "side": "both"}))
             elif (error := bit_error(b, c)) is not None:
                 drift.append(
@@ -446,6 +508,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
                         "kept": b["phase"] == "call" and kept(b["api"]),
                         "shadow": b["phase"] == "run",
                         "sampled": sampled_differs(b, c),
+                        "noise_ratio": noise_ratio(b, c, entry),
                     }
                 )
     found.sort(key=lambda pair: pair[0])
@@ -472,6 +535,7 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
         "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None),
         "shadow_only": bool(drift) and all(d["shadow"] for d in drift),
         "sampled": sum(1 for d in drift if d["sampled"]),
+        **({"noise_ratio": max((d["noise_ratio"] for d in drift if d["noise_ratio"] is not None), default=None)} if noise is not None else {}),
     }
     by = compared_by(baseline, candidate, sorted(pairs, key=lambda p: b_index.get(id(p[0]), len(baseline))))
     return {
@@ -484,7 +548,24 @@ def compare(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], lim
         "within_budget": within,
         "compared_by": by,
         "first_differs": firsts,
+        "warned": sorted(warned, key=lambda w: (w["site"], w["call"]))[:limit],
     }
+
+
+def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None) -> float | None:
+    """How far a call's result lies from the baseline's, as a multiple of the ensemble's spread: the largest
+    ``|Δ| / spread`` over the result elements the ensemble moved (None: it moved none that differs)."""
+    if not entry:
+        return None
+    bl, cl = (base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or []
+    ratios = [
+        r
+        for b, c, s in zip(bl, cl, entry.get("out") or [])
+        if isinstance(s, list) and b.get("dtype") == c.get("dtype") and b.get("shape") == c.get("shape")
+        for r in [ensemble.beyond(b, c, s, math.inf)[1]]
+        if r is not None
+    ]
+    return max(ratios, default=None)
 
 
 def _position(b: dict[str, Any] | None, c: dict[str, Any] | None, b_index: dict[int, int], c_index: dict[int, int], baseline_length: int) -> tuple[int, int]:

@@ -412,5 +412,5 @@ def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
             why += "; in dtypes only: every value your run computes is the same"
         if outcome == "broke":
             why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
-        return "fail", [why]
+        return "fail", [why.removeprefix("; ")]
     return "pass", []

@@ -12,6 +12,10 @@ from typing import Any
 ELEMENTWISE = 4
 
 
+#: ``optax_gate.kit.tolerances.ENSEMBLE_FACTOR``.
+ENSEMBLE_FACTOR = 8
+
+
 #: ``optax_gate.kit.tolerances.EPS``.
 EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 

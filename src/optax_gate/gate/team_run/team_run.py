@@ -13,9 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from optax_gate.gate.team_run import divergence, team_files
+from optax_gate.gate.team_run import divergence, ensemble, team_files
 from optax_gate.gate.team_run import birth
 from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
+from optax_gate.recorder.perturb import PERTURB_ENV
 from optax_gate.gate.team_run.judging import no_values
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
@@ -39,6 +40,12 @@ class RunSpec:
     run_dir: Path
     timeout: float
     not_watched: tuple[Path, ...] = ()
+    #: perturbed baseline runs that measure the run's own rounding noise (``ensemble``); 0: ``--exact``, the ULP budget alone
+    members: int = ensemble.MEMBERS
+    #: where the ensemble's runs are kept between gates (None: not kept)
+    cache: Path | None = None
+    #: a warning that appears or disappears at a call makes the run diverge (``--fail-on-new-deprecations``)
+    warnings_differ: bool = False
 
 
 def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
@@ -55,7 +62,7 @@ def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
     return env
 
 
-def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str, Any]:
+def run_once(spec: RunSpec, python: Path, label: str, folder: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run the command once in ``python``'s environment; its trace goes to
     ``folder/team-run-<label>/``, its output to ``folder/team-run-<label>.log``.
 
@@ -73,6 +80,7 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path) -> dict[str,
             env = environment(python, spec.run_dir, trace)
             if not label.endswith("-replay"):  # the equation replays cost a compilation per operation: only when read
                 env[REPLAY_ENV] = "0"
+            env.update(extra_env or {})
             # its own process group: on a timeout or an interruption the whole command is stopped (bash and the
             # team's Python under it) before the folder is put back; a Python left running wrote into the folder after
             # it was put back (the trial: `python train.py && echo done` under Ctrl-C lost the team's checkpoint)
@@ -175,7 +183,7 @@ def renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str
     if name is None:
         return diff
     out = dict(diff)
-    for key in ("divergences", "causes"):
+    for key in ("divergences", "causes", "warned"):
         if key in out:
             out[key] = [{**row, "site": name(row["site"])} for row in out[key] or []]
     if out.get("first"):
@@ -224,19 +232,25 @@ def run(
         if before is not None:
             # the repeat's only until the witness has read them; a replay run's are not kept
             keep = None if label.endswith("-replay") else folder / f"team-run-{label}-files"
-            if team_files.settle(before, keep) and keep is not None and label != "baseline-repeat":
+            if team_files.settle(before, keep) and keep is not None and label != "baseline-repeat" and not label.startswith(NOISE):
                 settled.append(keep.name)
 
     try:
         result = _runs(spec, pythons, folder, _Around(say, after), name)
         if len(result["runs"]) == 3 and result["outcome"] != "not-verified":
-            _witnessed(result, folder)
+            members, table = _noise(spec, pythons[0], folder, _Around(say, after), result)
+            if table is not None:  # judged again, against the run's own rounding noise
+                _judge(result, result["traces"], spec, name, table)
+            _witnessed(result, folder, members)
             within = result.get("within_budget") or {}
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
                 _births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
+        result.pop("traces", None)
         result.pop("first_differs", None)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
+        for kept in folder.glob(f"team-run-{NOISE}*-files"):
+            shutil.rmtree(kept, ignore_errors=True)
         if before is not None:
             team_files.settle(before, None)
             team_files.discard(before)
@@ -263,7 +277,7 @@ def run(
     return result
 
 
-def _witnessed(result: dict[str, Any], folder: Path) -> None:
+def _witnessed(result: dict[str, Any], folder: Path, members: list[str] | None = None) -> None:
     """Add the second witness (``witness.witness``: the runs' output and the
     files they wrote, compared without the recorder) to a compared run: a run
     the recorder found the same whose outputs differ beyond the budget
@@ -271,7 +285,7 @@ def _witnessed(result: dict[str, Any], folder: Path) -> None:
     ``witnessed``: the first differing output); it never reads "computes the same"."""
     from optax_gate.gate.team_run import witness
 
-    seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1))
+    seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), members or [])
     result["witness"] = seen
     if seen["differs"] and result["outcome"] == "same":
         result["outcome"] = "diverged"
@@ -399,10 +413,21 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
             f" ({'; '.join(s.strip() for s in said)[:300]})" if said else ""
         )
         return result
-    diff = renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED), name)
+    result["traces"] = traces
+    _judge(result, traces, spec, name)
+    return result
+
+
+def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec: RunSpec, name: Callable[[str], str] | None, noise: Any = None) -> None:
+    """Compare the baseline's trace with the candidate's (``noise``: the ensemble's spreads, ``ensemble.spreads``)
+    and set the run's outcome from it and the candidate's exit status."""
+    cand = result["runs"][-1]
+    diff = renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED, noise, spec.warnings_differ), name)
     longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
     result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget", "compared_by")})
+    if diff["warned"]:
+        result["warned"] = diff["warned"]
     result["first_differs"] = diff["first_differs"]  # keyed by sites as the recorder names them: read by _born, then dropped
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
     missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
@@ -424,14 +449,161 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         result["reason"] = f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only of what was compared by value)"
     else:
         result["outcome"] = "same"
-    return result
 
 
-def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec | None:
+#: The label prefix of the ensemble's runs (``baseline-noise-1``, ...).
+NOISE = "baseline-noise-"
+
+
+def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result: dict[str, Any]) -> tuple[list[str], Any]:
+    """Measure the run's own rounding noise when the candidate is not bit for bit the baseline: the command
+    :attr:`RunSpec.members` more times in the baseline, each perturbed (``optax_gate.recorder.perturb``, seed 1, 2,
+    ...), or their runs kept from an earlier gate (:func:`_cached_members`). Sets ``result["ensemble"]``; returns the
+    members' labels (their logs and files are read by the witness) and the spreads of the baseline's recorded
+    leaves over them (``ensemble.spreads``; the candidate's trace is judged against them), ``([], None)`` when
+    none ran or they cannot be used (the ULP budget alone judges)."""
+    from optax_gate.gate.team_run import witness
+
+    traces = result.get("traces")
+
+    if spec.members <= 0 or traces is None or result["outcome"] not in ("same", "diverged"):
+        if spec.members <= 0 and traces is not None:
+            result["ensemble"] = {"members": 0, "used": False, "why": "--exact: the ULP budget alone"}
+        return [], None
+    plain = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), [])
+    within = result.get("within_budget") or {}
+    moved = plain["output"]["within_budget"] or plain["files"]["within_budget"]
+    if not (result["differing"] or within.get("calls") or plain["differs"] or moved):
+        return [], None  # bit for bit the same: no rounding to tell apart
+    labels = [f"{NOISE}{i}" for i in range(1, spec.members + 1)]
+    key = _ensemble_key(spec, python)
+    cached = _cached_members(spec.cache, key, labels, folder)
+    rows: list[dict[str, Any]] = []
+    if not cached:
+        for i, label in enumerate(labels, 1):
+            around.say(f"--run: the team's command in the baseline, perturbed by one ULP ({i} of {len(labels)}: your run's own rounding noise)")
+            rows.append(run_once(spec, python, label, folder, {PERTURB_ENV: str(i)}))
+            around.after(label)
+    failed = [r for r in rows if _failed(r)]
+    summary: dict[str, Any] = {"members": len(labels), "cached": cached, "seconds": round(sum(r["seconds"] for r in rows), 1), "used": False}
+    if failed:
+        summary["why"] = f"a perturbed baseline run failed ({_why(failed[0])}): the ULP budget alone judges"
+        result["ensemble"] = summary
+        return [], None
+    try:
+        members = [divergence.read(folder / f"team-run-{label}") for label in labels]
+    except (OSError, ValueError) as exc:
+        summary["why"] = f"a perturbed baseline run's trace cannot be read ({exc}): the ULP budget alone judges"
+        result["ensemble"] = summary
+        return [], None
+    if not cached:
+        _store_members(spec.cache, key, labels, folder)
+    table = ensemble.spreads(traces["baseline"], members)
+    summary.update(ensemble.summary(table, len(labels)), used=True, cached=cached)
+    result["ensemble"] = summary
+    return labels, table
+
+
+#: A file of the team's folder larger than this is keyed by its size and modification time, not its bytes.
+KEYED_BYTES = 16 * 2**20
+
+
+def _ensemble_key(spec: RunSpec, python: Path) -> str:
+    """What decides the ensemble's runs: the baseline's environment (its interpreter's folder, named by its lock),
+    the command, the number of members, the team's files (their bytes) and the recorder's code."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    recorder = Path(__file__).resolve().parents[2] / "recorder"
+    for part in (str(Path(os.path.abspath(python)).parent.parent), spec.command, str(spec.members)):
+        digest.update(part.encode() + b"\0")
+    files, _ = team_files.scan(spec.run_dir, limit=0)
+    for rel in sorted(files or {}):
+        path = spec.run_dir / rel
+        size = (files or {})[rel][1]
+        digest.update(rel.encode() + b"\0")
+        digest.update(_file_digest(path) if size <= KEYED_BYTES else f"{size}:{(files or {})[rel][0]}".encode())
+    for path in sorted(recorder.rglob("*.py")):
+        digest.update(_file_digest(path))
+    return digest.hexdigest()[:24]
+
+
+def _file_digest(path: Path) -> bytes:
+    import hashlib
+
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").digest()
+    except OSError:
+        return b"unreadable"
+
+
+def _member_paths(labels: list[str]) -> list[str]:
+    return [p for label in labels for p in (f"team-run-{label}", f"team-run-{label}.log", f"team-run-{label}-files")]
+
+
+def _cached_members(cache: Path | None, key: str, labels: list[str], folder: Path) -> bool:
+    """Copy the ensemble's runs kept under ``cache/key`` into ``folder``; whether they were there (complete)."""
+    if cache is None or not (cache / key / "COMPLETE").is_file():
+        return False
+    for rel in _member_paths(labels):
+        source = cache / key / rel
+        if source.is_dir():
+            shutil.copytree(source, folder / rel, dirs_exist_ok=True)
+        elif source.is_file():
+            shutil.copy2(source, folder / rel)
+    return True
+
+
+def _store_members(cache: Path | None, key: str, labels: list[str], folder: Path) -> None:
+    """Keep the ensemble's runs under ``cache/key`` for the next gate (written whole, then renamed; a failure to
+    write only costs the next gate the runs)."""
+    if cache is None:
+        return
+    target = cache / key
+    staging = cache / f".{key}.{os.getpid()}"
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for rel in _member_paths(labels):
+            source = folder / rel
+            if source.is_dir():
+                shutil.copytree(source, staging / rel)
+            elif source.is_file():
+                shutil.copy2(source, staging / rel)
+        (staging / "COMPLETE").write_text("ensemble runs\n", encoding="utf-8")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging, target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> None:
+    """Refuse ``--run python train.py`` unquoted: the shell gave ``--run`` its first word only, and the rest
+    arrived as SPECs (a file, an option, no package of the baseline).
+
+    Raises:
+      validate.InvalidInput: saying to quote the whole command.
+    """
+    from optax_gate.gate.inputs import requirements, validate
+
+    if not command or any(c.isspace() for c in command.strip()) or not specs:
+        return
+    first = specs[0]
+    try:
+        named = requirements.canonical_name(first) in known
+    except ValueError:
+        named = False
+    if not named and (first.startswith("-") or first.endswith((".py", ".ipynb", ".sh")) or "/" in first or Path(first).exists()):
+        rest = " ".join(specs[: next((i for i, s in enumerate(specs[1:], 1) if "==" in s), len(specs))])
+        raise validate.InvalidInput(f'--run takes the whole command as one argument: quote it, --run "{command} {rest}" ({first!r} arrived as a SPEC)')
+
+
+def check(command: str | None, run_dir: Path | None, timeout: float, exact: bool = False) -> RunSpec | None:
     """The ``--run`` inputs, checked before anything runs; None without ``--run``.
 
     Raises:
-      validate.InvalidInput: an empty command, or a ``--run-dir`` that is not a folder.
+      validate.InvalidInput: an empty command, a ``--run-dir`` that is not a folder, ``--run-dir`` or ``--exact`` without ``--run``.
     """
     from optax_gate.gate.inputs import validate
     from optax_gate.gate.inputs.typed_path import INVOKED_FROM
@@ -439,15 +611,17 @@ def check(command: str | None, run_dir: Path | None, timeout: float) -> RunSpec 
     if command is None:
         if run_dir is not None:
             raise validate.InvalidInput("--run-dir is given without --run")
+        if exact:
+            raise validate.InvalidInput("--exact is given without --run (it says how --run is judged)")
         return None
     if not command.strip():
         raise validate.InvalidInput('--run is empty: give the team\'s command, e.g. --run "python train.py --steps 3"')
-    folder = Path(run_dir) if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
+    folder = run_dir if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
     if not folder.exists():
-        raise validate.InvalidInput(f"--run-dir {folder} does not exist")
+        raise validate.InvalidInput(f"--run-dir {validate.shown(folder)} does not exist")
     if not folder.is_dir():
-        raise validate.InvalidInput(f"--run-dir {folder} is not a folder")
-    return RunSpec(command, folder.resolve(), timeout)
+        raise validate.InvalidInput(f"--run-dir {validate.shown(folder)} is not a folder")
+    return RunSpec(command, folder.resolve(), timeout, members=0 if exact else ensemble.MEMBERS)
 
 
 #: The outcomes a recorded team run may hold (see the module docstring).

@@ -37,7 +37,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import leaves
+from optax_gate.gate.team_run import ensemble, leaves
 
 #: Masked in each line of output before it is compared (what differs between two runs of one program).
 MASKS = (
@@ -78,16 +78,50 @@ def _numbers(line: str) -> tuple[str, list[float]]:
     return words, [float(x) for x in _NUMBER.findall(line)]
 
 
-def _within(a: float, b: float, ulps: int) -> bool:
+def _within(a: float, b: float, ulps: int, spread: float = 0.0) -> bool:
+    """Whether ``b`` is ``a`` within ``ulps`` float32 ULPs, or within ``ensemble.FACTOR`` times ``spread`` (the
+    largest deviation of the same number over the perturbed baseline runs; ``inf``: it leaves the finite numbers there too)."""
     if a == b or (math.isnan(a) and math.isnan(b)):
+        return True
+    if math.isinf(spread):
         return True
     if not (math.isfinite(a) and math.isfinite(b)):
         return False
-    return abs(a - b) <= ulps * leaves.EPS["float32"] * max(abs(a), abs(b))
+    return abs(a - b) <= max(ulps * leaves.EPS["float32"] * max(abs(a), abs(b)), ensemble.FACTOR * spread)
 
 
-def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dict[str, Any]:
-    """Compare the candidate's output with the lines both baseline runs share.
+def _deviation(a: float, b: float) -> float:
+    """How far ``b`` lies from ``a`` (``inf`` when only one is finite or NaN)."""
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return abs(a - b)
+
+
+def output_spreads(base: list[str], members: list[str]) -> dict[int, list[float]]:
+    """Per line of the baseline's output (masked), the largest deviation of each of its numbers over the members'
+    outputs (the perturbed baseline runs), lines matched by their words as the candidate's are."""
+    spreads: dict[int, list[float]] = {}
+    skeleton = [_numbers(x)[0] for x in base]
+    for text in members:
+        theirs = [mask(x) for x in text.splitlines()]
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, skeleton, [_numbers(x)[0] for x in theirs], autojunk=False).get_opcodes():
+            if tag != "equal":
+                continue
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                bn, mn = _numbers(base[i])[1], _numbers(theirs[j])[1]
+                row = spreads.setdefault(i, [0.0] * len(bn))
+                for k, (x, y) in enumerate(zip(bn, mn)):
+                    row[k] = max(row[k], _deviation(x, y))
+    return spreads
+
+
+def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, members: list[str] | None = None) -> dict[str, Any]:
+    """Compare the candidate's output with the lines both baseline runs share;
+    ``members``: the outputs of the perturbed baseline runs (a number within
+    ``ensemble.FACTOR`` times its spread over them is rounding: ``noise_ratio``,
+    the largest deviation as a multiple of its spread, among the numbers that moved there).
 
     Returns:
       ``{"lines": lines compared, "noise": baseline lines left out (they differ
@@ -106,6 +140,8 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dic
         if tag == "equal":
             stable[i1:i2] = [True] * (i2 - i1)
     out: dict[str, Any] = {"lines": sum(stable), "noise": len(base) - sum(stable), "differs": False, "within_budget": 0, "first": None, "warnings": []}
+    spreads = output_spreads(base, members or [])
+    ratios: list[float] = []
 
     def note(line: int, b: str, c: str, change: str) -> None:
         if out["first"] is None:
@@ -122,11 +158,14 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dic
                 if not stable[i] or base[i] == cand[j]:
                     continue
                 bn, cn = _numbers(base[i])[1], _numbers(cand[j])[1]
-                if all(_within(x, y, ulps) for x, y in zip(bn, cn)):
+                spread = spreads.get(i) or [0.0] * len(bn)
+                ratios += [_deviation(x, y) / s for x, y, s in zip(bn, cn, spread) if 0 < s < math.inf]
+                if all(_within(x, y, ulps, s) for x, y, s in zip(bn, cn, spread)):
                     out["within_budget"] += 1
                 else:
-                    x, y = next((x, y) for x, y in zip(bn, cn) if not _within(x, y, ulps))
-                    note(i + 1, base[i], cand[j], f"a number: {_said(x)} → {_said(y)}" + _sizes(x, y))
+                    x, y, s = next((x, y, s) for x, y, s in zip(bn, cn, spread) if not _within(x, y, ulps, s))
+                    beyond = f", {_deviation(x, y) / s:.3g}x the spread of your run's perturbed baseline runs" if 0 < s < math.inf else ""
+                    note(i + 1, base[i], cand[j], f"a number: {_said(x)} → {_said(y)}" + _sizes(x, y, beyond))
             continue
         rows = [i for i in range(i1, i2) if stable[i] and not warned[0][i]]
         added = [j for j in range(j1, j2) if not warned[1][j]]
@@ -137,6 +176,8 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int) -> dic
         if added and (rows or i2 == i1):  # beside lines of the baseline's that are noise: the candidate's noise
             note(i1 + 1, "", cand[added[0]], "a line the candidate's run writes, not the baseline's")
     out["warnings"] = out["warnings"][:10]
+    if members:
+        out["noise_ratio"] = max(ratios, default=None)
     return out
 
 
@@ -159,11 +200,11 @@ def _said(x: float) -> str:
     return "NaN" if math.isnan(x) else f"{x:.9g}"
 
 
-def _sizes(x: float, y: float) -> str:
+def _sizes(x: float, y: float, beyond: str = "") -> str:
     if not (math.isfinite(x) and math.isfinite(y)):
         return ""
     scale = max(abs(x), abs(y))
-    return f" (|Δ| {abs(x - y):.2g}, relative {abs(x - y) / scale:.2g})" if scale else ""
+    return f" (|Δ| {abs(x - y):.2g}, relative {abs(x - y) / scale:.2g}{beyond})" if scale else ""
 
 
 def read_npy(raw: bytes) -> dict[str, Any] | None:
@@ -218,17 +259,26 @@ def _json_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, value)]
 
 
-def compare_file(base: Path, cand: Path, ulps: int) -> dict[str, Any]:
+def compare_file(base: Path, cand: Path, ulps: int, members: list[Path] | None = None) -> dict[str, Any]:
     """One file both runs wrote: ``{"how": "arrays" | "json" | "bytes",
-    "differs", "within_budget", "first": {"key", "change"} or None}``."""
-    out: dict[str, Any] = {"how": "bytes", "differs": False, "within_budget": False, "first": None}
+    "differs", "within_budget", "first": {"key", "change"} or None,
+    "not_judged": a file compared by its bytes whose bytes differ}``;
+    ``members``: the same file as the perturbed baseline runs wrote it (an
+    array or number within ``ensemble.FACTOR`` times its spread over them is rounding)."""
+    out: dict[str, Any] = {"how": "bytes", "differs": False, "within_budget": False, "first": None, "not_judged": False}
     if base.suffix in (".npy", ".npz"):
         b, c = _arrays(base), _arrays(cand)
+        theirs = [a for a in (_arrays(m) for m in members or [] if m.is_file()) if a is not None]
         if b is not None and c is not None:
             out["how"] = "arrays"
             for key in sorted(set(b) | set(c)):
                 x, y = b.get(key), c.get(key)
-                change = _array_change(x, y, ulps, key in b, key in c)
+                spread: ensemble.Spread = None
+                for m in theirs:
+                    if x is not None and (mx := m.get(key)) is not None:
+                        spread = ensemble.merged(spread, ensemble.leaf_spread(x, mx))
+                one_side = f"written by the {'baseline' if key in b else 'candidate'} only" if (key in b) != (key in c) else ""
+                change = one_side or _array_change(x, y, ulps, spread)
                 if change == "within":
                     out["within_budget"] = True
                 elif change:
@@ -246,26 +296,40 @@ def compare_file(base: Path, cand: Path, ulps: int) -> dict[str, Any]:
             if [k for k, _ in bl] != [k for k, _ in cl]:
                 out["differs"], out["first"] = True, {"key": "", "change": "its keys or lengths differ"}
                 return out
+            spreads = _json_spreads(bl, members or [])
             for (key, x), (_, y) in zip(bl, cl):
                 numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
                 if x == y:
                     continue
-                if numbers and _within(float(x), float(y), ulps):
+                if numbers and _within(float(x), float(y), ulps, spreads.get(key, 0.0)):
                     out["within_budget"] = True
                     continue
                 out["differs"] = True
                 out["first"] = {"key": key, "change": f"{x!r} → {y!r}" + (_sizes(float(x), float(y)) if numbers else "")}
                 return out
             return out
-    if _digest(base) != _digest(cand):
-        out["differs"], out["first"] = True, {"key": "", "change": "its bytes differ (compared by bytes: not a format read here)"}
+    if _digest(base) != _digest(cand):  # not a format read here: named, not judged (it does not set the verdict)
+        out["not_judged"], out["first"] = True, {"key": "", "change": "not judged: its bytes differ, and it is not a format the gate reads as values"}
     return out
 
 
-def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int, in_base: bool, in_cand: bool) -> str:
-    """Empty when equal, "within" when within the budget, else what changed."""
-    if not (in_base and in_cand):
-        return "written by the " + ("baseline" if in_base else "candidate") + " only"
+def _json_spreads(base: list[tuple[str, Any]], members: list[Path]) -> dict[str, float]:
+    """Per number of a JSON file, its largest deviation over the members' copies of the file."""
+    out: dict[str, float] = {}
+    for path in members:
+        try:
+            theirs = dict(_json_leaves(json.loads(path.read_text())))
+        except (OSError, ValueError):
+            continue
+        for key, x in base:
+            y = theirs.get(key)
+            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool) and not isinstance(y, bool):
+                out[key] = max(out.get(key, 0.0), _deviation(float(x), float(y)))
+    return out
+
+
+def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int, spread: ensemble.Spread = None) -> str:
+    """Empty when equal, "within" when within the budget (``spread``: its spread over the perturbed baseline runs), else what changed."""
     if x is None or y is None:
         return "" if x == y else "not readable on one side"
     if x["sha256"] == y["sha256"] and x["dtype"] == y["dtype"] and x["shape"] == y["shape"]:
@@ -274,12 +338,25 @@ def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int,
         moved = leaves.value_change(x, y) if x["shape"] == y["shape"] else ""
         return f"dtype {x['dtype']}{x['shape']} → {y['dtype']}{y['shape']}" + (f"; value {moved}" if moved else "")
     error = leaves.leaf_error(x, y)
-    if error <= ulps and x["dtype"] in leaves.EPS:
+    if isinstance(spread, float):
+        return "within"  # rounding alone moves its integers or non-finite elements
+    out_of, ratio = ensemble.beyond(x, y, spread, ulps) if ensemble.moved(spread) else (error > ulps, None)
+    if not out_of and x["dtype"] in leaves.EPS:
         return "within"
     moved = leaves.value_change(x, y)
+    said = (
+        f"beyond {ensemble.FACTOR}x your run's own rounding noise there: {ratio:.3g}x the spread of its perturbed baseline runs"
+        if ratio is not None
+        else f"budget {ulps}"
+    )
     return (
-        f"{moved}" if x["dtype"] not in leaves.EPS else f"largest error {leaves.said_ulps(error)} ULP (budget {ulps})" + (f": {moved}" if moved else "")
+        f"{moved}" if x["dtype"] not in leaves.EPS else f"largest error {leaves.said_ulps(error)} ULP ({said})" + (f": {moved}" if moved else "")
     ) or "differs"
+
+
+def _differs(one: dict[str, Any]) -> bool:
+    """Whether :func:`compare_file` tells two files apart (beyond the budget, or by bytes)."""
+    return bool(one["differs"] or one["not_judged"])
 
 
 def _digest(path: Path) -> str:
@@ -293,20 +370,22 @@ def _files(folder: Path | None) -> dict[str, Path]:
     return {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int) -> dict[str, Any]:
+def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int, members: list[Path] | None = None) -> dict[str, Any]:
     """Compare the files the runs wrote (each run's kept outputs): those the
     two baseline runs wrote alike (by :func:`compare_file`) against the
-    candidate's.
+    candidate's; ``members``: the perturbed baseline runs' kept outputs.
 
     Returns:
       ``{"files": compared, "noise": files left out (they differ between the
       two baseline runs), "differs", "within_budget": files that differ
-      within the budget, "first": {"file", "key", "change"} or None}``.
+      within the budget, "first": {"file", "key", "change"} or None,
+      "not_judged": the files compared by their bytes whose bytes differ (named, not judged)}``.
     """
     b, r, c = _files(baseline), _files(repeat), _files(candidate)
-    out: dict[str, Any] = {"files": 0, "noise": 0, "differs": False, "within_budget": 0, "first": None}
+    theirs = [_files(m) for m in members or []]
+    out: dict[str, Any] = {"files": 0, "noise": 0, "differs": False, "within_budget": 0, "first": None, "not_judged": []}
     for name in sorted(set(b) | set(c)):
-        if name in b and (name not in r or compare_file(b[name], r[name], 0)["differs"]):
+        if name in b and (name not in r or _differs(compare_file(b[name], r[name], 0))):
             out["noise"] += 1
             continue
         out["files"] += 1
@@ -314,24 +393,28 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
             change = {"file": name, "key": "", "change": f"written by the {'candidate' if name in c else 'baseline'}'s run only"}
             out["differs"], out["first"] = True, out["first"] or change
             continue
-        one = compare_file(b[name], c[name], ulps)
+        one = compare_file(b[name], c[name], ulps, [m[name] for m in theirs if name in m])
         out["within_budget"] += int(one["within_budget"] and not one["differs"])
+        if one["not_judged"]:
+            out["not_judged"].append(name)
         if one["differs"]:
             out["differs"] = True
             out["first"] = out["first"] or {"file": name, **(one["first"] or {"key": "", "change": "differs"})}
     return out
 
 
-def witness(folder: Path, runs: list[dict[str, Any]], ulps: int) -> dict[str, Any]:
+def witness(folder: Path, runs: list[dict[str, Any]], ulps: int, members: list[str] | None = None) -> dict[str, Any]:
     """The second witness of three runs (baseline, baseline-repeat,
     candidate; their logs and kept files in ``folder``): ``{"exit": [three
     exit statuses], "output": compare_output(...), "files":
     compare_files(...), "differs": the output or a file differs beyond the
-    budget, "first": where first, in words, or ""}``."""
+    budget, "first": where first, in words, or ""}``; ``members``: the labels of
+    the perturbed baseline runs (``team-run-<label>.log`` and ``-files`` in ``folder``)."""
     logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace") if (folder / r.get("log", "")).is_file() else "" for r in runs}
-    output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps)
+    theirs = [(folder / f"team-run-{m}.log").read_text(encoding="utf-8", errors="replace") for m in members or [] if (folder / f"team-run-{m}.log").is_file()]
+    output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps, theirs)
     baseline, repeat, candidate = (folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate"))
-    files = compare_files(baseline, repeat, candidate, ulps=ulps)
+    files = compare_files(baseline, repeat, candidate, ulps=ulps, members=[folder / f"team-run-{m}-files" for m in members or []])
     first = ""
     if output["first"]:
         o = output["first"]

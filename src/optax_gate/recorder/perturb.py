@@ -1,0 +1,108 @@
+"""A seeded 1-ULP perturbation of the team's floating-point state at the start of its run (inside the environment under test): one member of the ensemble that measures the run's own rounding noise.
+
+With ``OPTAX_GATE_PERTURB`` set to a seed, the first call of each whole step the
+team transformed (``jax.jit``, ``jax.pmap``, an eager ``jax.lax.scan``,
+``flax.nnx.jit``/``scan``/``pmap``) and the first eager call of each of
+:data:`EAGER` from the team's files get their floating-point array arguments moved by one ULP:
+each non-zero finite element one step of its dtype up or down (a random sign per
+element, from the seed), zeros, integers, booleans and PRNG keys kept. The
+``flax.nnx`` graph nodes among the arguments (a model, an optimizer) are moved in
+place (``nnx.update``). Every later call runs as the team's code makes it.
+
+Why this stands for rounding: another compiler or library rounds some
+operation's result one ULP otherwise and training carries it along; a 1-ULP
+move of every value the step starts from is a difference of the same size at
+the same place (the state a step reads), so the runs it gives spread as far as
+rounding can carry the team's run (CESM's ensemble consistency test perturbs its
+initial temperature field by the same order, 1e-14).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+from typing import Any
+
+#: Environment variable holding the seed of this run's perturbation; unset: nothing is perturbed.
+PERTURB_ENV = "OPTAX_GATE_PERTURB"
+#: Eager Optax calls whose first call from a site is perturbed (a run with no transformed step: its params).
+EAGER = ("apply_updates", "incremental_update", "flax.nnx.Optimizer.update")
+
+_done: set[str] = set()
+_UNSIGNED = {2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def seed() -> int | None:
+    """This run's seed, or None when no perturbation is asked for."""
+    value = os.environ.get(PERTURB_ENV, "").strip()
+    return int(value) if value.lstrip("-").isdigit() else None
+
+
+def first(key: str) -> bool:
+    """Whether ``key`` (a transformed function, or an eager API at a site) is met for the first time in a perturbed run."""
+    if seed() is None or key in _done:
+        return False
+    _done.add(key)
+    return True
+
+
+def eager(api: str, kind: str) -> bool:
+    """Whether an eager Optax call (``api``, ``kind`` as the recorder names them) is one of :data:`EAGER`."""
+    return api.rsplit(".", 1)[-1] in EAGER or f"{api}.{kind}" in EAGER
+
+
+def leaf(x: Any, rng: Any) -> Any:
+    """``x`` with each non-zero finite element one ULP up or down (``rng``'s signs); ``x`` itself when not a float array."""
+    import numpy as np
+
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or not hasattr(x, "shape") or "key<" in str(dtype):
+        return x
+    try:
+        import jax.numpy as jnp
+
+        floating = jnp.issubdtype(dtype, jnp.floating)
+    except Exception:
+        floating = np.issubdtype(dtype, np.floating)
+    if not floating or np.dtype(dtype).itemsize not in _UNSIGNED:
+        return x
+    host = np.array(x)
+    bits = host.view(_UNSIGNED[host.dtype.itemsize])
+    finite = np.isfinite(host.astype(np.float64)) & (host.astype(np.float64) != 0)
+    step = np.where(rng.integers(0, 2, size=host.shape) == 1, 1, -1).astype(np.int64)
+    moved = np.where(finite, (bits.astype(np.int64) + step).astype(bits.dtype), bits).view(host.dtype)
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        return moved.reshape(host.shape)
+    import jax
+
+    sharding = getattr(x, "sharding", None)
+    return jax.device_put(moved, sharding) if sharding is not None else jax.numpy.asarray(moved)
+
+
+def arguments(args: tuple, kwargs: dict, key: str) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` with their float leaves perturbed (:func:`leaf`, seeded by the run's seed and ``key``) and the
+    ``flax.nnx`` graph nodes among them perturbed in place; as they are when this run perturbs nothing."""
+    import jax
+    import numpy as np
+
+    given = seed()
+    if given is None:
+        return args, kwargs
+    rng = np.random.default_rng([given, zlib.crc32(key.encode())])
+    from optax_gate.recorder import values
+
+    nodes = values.graph_nodes(args, kwargs)
+    if nodes:
+        from flax import nnx
+
+        for node in nodes:
+            nnx.update(node, jax.tree_util.tree_map(lambda x: leaf(x, rng), nnx.state(node)))
+    nnx_module = sys.modules.get("flax.nnx")
+    kind = getattr(nnx_module, "Pytree", None) or getattr(nnx_module, "Object", None)
+
+    def move(x: Any) -> Any:
+        return x if kind is not None and isinstance(x, kind) else leaf(x, rng)
+
+    is_node = (lambda x: isinstance(x, kind)) if kind is not None else None
+    return jax.tree_util.tree_map(move, (args, kwargs), is_leaf=is_node)
