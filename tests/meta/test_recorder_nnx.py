@@ -512,3 +512,44 @@ def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
     }
     assert [w["category"] for w in observed["train.py:7"]["warnings"]] == ["RuntimeWarning"], observed["train.py:7"]
     assert [w["category"] for w in observed["train.py:9"]["warnings"]] == ["UserWarning"]  # warnings.warn: once, not twice
+
+
+def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
+    """optax 0.2.8 traces another program for the global norm (numerics.py → tree_math.py) that gives the same
+    values: the two replays meet again on bit-identical inputs. That is a changed code path, said as such and
+    left out of the verdict's reason; a value that differs after it is born where it differs."""
+
+    def eqn(p, at, inp, out):
+        return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []}
+
+    base = {
+        "eqns": [eqn("mul", "optax/_src/numerics.py:45", "g", "s"), eqn("sqrt", "optax/_src/numerics.py:46", "s", "n"), eqn("div", "optax/x.py:1", "n", "u")],
+        "inputs": ["x"],
+    }
+    same = {
+        "eqns": [
+            eqn("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"),
+            eqn("sqrt", "optax/_src/numerics.py:46", "s", "n"),
+            eqn("div", "optax/x.py:1", "n", "u"),
+        ],
+        "inputs": ["x"],
+    }
+    key = ("jax.jit(step)", "train.py:30")
+    (row,) = birth.birth({key: base}, {key: same})
+    assert row["kind"] == "path" and row["by"] == "Optax" and row["index"] == 0, row
+    assert "a changed code path, not a changed result" in judging.born_words(row)
+    result = {"outcome": "diverged", "born": [row], "sites": ["train.py:9"], "first": None}
+    assert "born" not in judging.of_team_run(result)[1][0]
+    moved = {"eqns": [*same["eqns"][:2], eqn("div", "optax/x.py:1", "n", "U")], "inputs": ["x"]}
+    path, then = birth.birth({key: base}, {key: moved})
+    assert (path["kind"], then["kind"], then["index"], then["by"]) == ("path", "operation", 2, "JAX/XLA"), (path, then)
+    other = {
+        "eqns": [
+            eqn("dot", "optax/tree_utils/_tree_math.py:275", "g", "S"),
+            eqn("sqrt", "optax/_src/numerics.py:46", "S", "N"),
+            eqn("div", "optax/x.py:1", "N", "U"),
+        ],
+        "inputs": ["x"],
+    }
+    (row,) = birth.birth({key: base}, {key: other})
+    assert row["kind"] == "program"  # the programs meet again on other values: the code there computes something else

@@ -48,6 +48,19 @@ def tanh(x):
 jnp.tanh = tanh
 """
 
+
+def _learning_rate_times(alias: str, factor: str) -> str:
+    """A plant whose ``optax.<alias>`` scales its learning rate by ``factor`` (Python source)."""
+    return f"""
+import optax
+_{alias} = optax.{alias}
+def {alias}(learning_rate, *args, **kwargs):
+    return _{alias}(learning_rate * {factor}, *args, **kwargs)
+{alias}.__module__ = "optax._src.alias"
+optax.{alias} = {alias}
+"""
+
+
 PLANTS = {
     "huber-keyword-only": """
 import optax
@@ -57,34 +70,12 @@ def huber_loss(predictions, targets=None, *, delta=1.0):
 huber_loss.__module__ = "optax.losses"
 optax.huber_loss = optax.losses.huber_loss = huber_loss
 """,
-    "sgd-further": """
-import optax
-_sgd = optax.sgd
-def sgd(learning_rate, *args, **kwargs):
-    return _sgd(learning_rate * 1.5, *args, **kwargs)
-sgd.__module__ = "optax._src.alias"
-optax.sgd = sgd
-""",
-    "sgd-one-ulp": """
-import optax
-_sgd = optax.sgd
-def sgd(learning_rate, *args, **kwargs):
-    return _sgd(learning_rate * (1 + 2 ** -23), *args, **kwargs)
-sgd.__module__ = "optax._src.alias"
-optax.sgd = sgd
-""",
+    "sgd-further": _learning_rate_times("sgd", "1.5"),
+    "sgd-one-ulp": _learning_rate_times("sgd", "(1 + 2 ** -23)"),
     # a JAX that rounds one operation otherwise: tanh one ULP up (its gradient as it was), Optax the same
     "tanh-one-ulp": _TANH_ONE_ULP,
     # the same rounding, and an Optax whose adam steps 1.5 times further: a change behind the rounding
-    "tanh-one-ulp-adam-further": _TANH_ONE_ULP
-    + """
-import optax
-_adam = optax.adam
-def adam(learning_rate, *args, **kwargs):
-    return _adam(learning_rate * 1.5, *args, **kwargs)
-adam.__module__ = "optax._src.alias"
-optax.adam = adam
-""",
+    "tanh-one-ulp-adam-further": _TANH_ONE_ULP + _learning_rate_times("adam", "1.5"),
     # adamw's scheduled weight decay read one count later (as optax 0.2.8's fix moves it)
     "adamw-decay-count": """
 import optax

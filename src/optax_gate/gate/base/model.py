@@ -492,7 +492,9 @@ class ReplayRun(TypedDict):
 
 
 class Birth(TypedDict):
-    kind: Literal['before', 'operation', 'program', 'compiled', 'later', 'unknown']
+    kind: Literal[
+        'before', 'operation', 'program', 'path', 'compiled', 'later', 'unknown'
+    ]
 
 
 class ComparedBy(TypedDict):

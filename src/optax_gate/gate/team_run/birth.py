@@ -46,6 +46,20 @@ def _owner(at: str) -> str:
     return {"optax": "Optax", "flax": "Flax", "jax": "JAX"}.get(head, "your code")
 
 
+def _same_values(be: list[dict[str, Any]], ce: list[dict[str, Any]], i: int) -> tuple[int, int] | None:
+    """Whether two replays that trace other operations from equation ``i`` on compute the same values: they take up
+    the same operations again (a common tail), and the first operation where they meet gets bit-identical inputs.
+    Returns where in the tail they first differ in value (``len(be)``, ``len(ce)`` when nowhere), else None."""
+    n = 0
+    while n < min(len(be), len(ce)) - i and _place(be[len(be) - 1 - n]) == _place(ce[len(ce) - 1 - n]):
+        n += 1
+    jb, jc = len(be) - n, len(ce) - n
+    if not n or be[jb]["in"] != ce[jc]["in"]:
+        return None
+    later = next((t for t in range(n) if be[jb + t]["out"] != ce[jc + t]["out"]), None)
+    return (jb + later, jc + later) if later is not None else (len(be), len(ce))
+
+
 def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
     """Where each replayed function's difference is born (see
     ``optax_gate.recorder.replay``), for the functions replayed on both sides
@@ -64,6 +78,9 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple
       Optax, Flax or your code) computes something else; after an
       ``operation`` row, a ``program`` row with ``also`` says where the two
       programs part later (a step can hold both: XLA's rounding and Optax's change);
+    - ``path``: from that equation on the two sides trace other programs that compute the same values (they
+      meet again on bit-identical inputs): the code at ``at`` changed how, not what (not a cause); a value
+      difference after it is a further row (``operation`` or ``program``);
     - ``compiled``: every equation gives the same results one at a time:
       the difference comes from how the program is compiled as a whole;
     - ``unknown``: a replay failed or was too large (``why``).
@@ -85,6 +102,18 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple
                 continue
         be, ce = b.get("eqns") or [], c.get("eqns") or []
         for i, (x, y) in enumerate(zip(be, ce)):
+            if _place(x) != _place(y) and (path := _same_values(be, ce, i)) is not None:
+                # another program for the same values (optax 0.2.8's global norm): not a cause; a value that differs
+                # after the two programs meet again is judged there, as any other
+                row.update(kind="path", index=i, primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"], team=x.get("team") or "")
+                row.update(at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", by=_owner(y["at"] or x["at"]))
+                if path[0] < len(be):
+                    x, y = be[path[0]], ce[path[1]]
+                    found.append(row)
+                    kind = "operation" if x["in"] == y["in"] else "program"
+                    row = {"function": key[0], "site": key[1], "kind": kind, "index": path[0], "primitive": x["p"], "at": x["at"]}
+                    row.update(team=x.get("team") or "", by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
+                break
             if _place(x) != _place(y):
                 row.update(
                     kind="program",

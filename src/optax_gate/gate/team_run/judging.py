@@ -40,6 +40,11 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
             f"in {called}, from operation {row['index'] + 1} on the two sides trace other programs, at `{row['at']}`"
             f"{team}: {row['by']} computes something else there"
         )
+    if row["kind"] == "path":
+        return (
+            f"in {called}, from operation {row['index'] + 1} on {row['by']} traces another program at `{row['at']}`{team}, "
+            "which computes the same values (the two programs meet again on bit-identical inputs): a changed code path, not a changed result"
+        )
     if row["kind"] == "compiled":
         return (
             f"in {called}, every operation replayed one at a time gives the same results: the difference comes from "
@@ -79,6 +84,8 @@ def born_short(row: dict[str, Any]) -> str:
         return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
     if row["kind"] == "before":
         return f"before `{row['function']}`: its inputs already differ (the data, jax.random, the initialisation, an earlier step)"
+    if row["kind"] == "path":
+        return f"{row['by']} traces another program at `{row['at']}`{mine}, with the same values"
     if row["kind"] == "compiled":
         return "in JAX/XLA's compilation of the whole step (no single operation differs alone)"
     if row["kind"] == "later":

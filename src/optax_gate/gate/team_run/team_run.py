@@ -335,7 +335,7 @@ def _born(result: dict[str, Any], folder: Path, name: Callable[[str], str] | Non
     firsts = result.pop("first_differs", {}) or {}
     for row in rows:  # the replay is of the first call: it tells the birth only if that call's results already differ
         at = firsts.get(f"{row['function']}@{row['site']}")
-        if row["kind"] not in ("before", "unknown") and at is not None and at > 1:
+        if row["kind"] not in ("before", "unknown", "path") and at is not None and at > 1:
             row.update(kind="later", call=at)
     if not rows:
         return
