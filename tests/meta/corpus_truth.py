@@ -354,6 +354,14 @@ def expected_truth(folder):
     return m.group(1).lower() if m else None
 
 
+def born_in(folder):
+    """Reads 'born in JAX|Optax' from train.py's docstring (what the four environments established); None when absent."""
+    with open(os.path.join(folder, "train.py"), encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"born in (JAX|Optax)\b", text)
+    return m.group(1) if m else None
+
+
 def discover(corpus):
     names = []
     for name in sorted(os.listdir(corpus)):

@@ -111,9 +111,9 @@ def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyon
         _npz(sides[name] / "params.npz", w=w)
     _npz(sides["m"] / "params.npz", w=w + np.float32(1e-4))
     _npz(sides["c"] / "params.npz", w=w + np.float32(5e-4))
-    assert witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4, members=[sides["m"]])["within_budget"] == 1
+    assert witness.compare_files(sides["b"], sides["r"], sides["c"], 4, witness.Others((sides["m"],)))["within_budget"] == 1
     _npz(sides["c"] / "params.npz", w=w + np.float32(1e-2))
-    far = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4, members=[sides["m"]])
+    far = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, witness.Others((sides["m"],)))
     assert far["differs"] and "the spread of its perturbed baseline runs" in far["first"]["change"], far
 
 
@@ -262,3 +262,24 @@ def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measure
     assert not result["differing"] and result["within_budget"]["sampled"] == 1, result["within_budget"]
     text = "\n".join(team_run_section.section({"team_run": {**result, "command": "c", "run_dir": ".", "runs": [], "outcome": "same"}, "findings": []}))
     assert "stored as a sample" in text and "measured on the sample" in text, text
+
+
+def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environment(tmp_path):
+    """``flax.serialization.to_bytes`` files are read with the baseline's interpreter (``kit.environment.arrays``)
+    and judged array by array; without an interpreter to read them, a differing one is "not judged"."""
+    import sys
+
+    from flax import serialization
+
+    sides = {name: tmp_path / name for name in ("b", "r", "c")}
+    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    for name, value in (("b", w), ("r", w), ("c", w * np.float32(1.5))):
+        sides[name].mkdir()
+        (sides[name] / "params.msgpack").write_bytes(serialization.to_bytes({"params": {"w": value, "step": np.int32(3)}}))
+    python = witness.Others(python=Path(sys.executable))
+    moved = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)
+    assert moved["differs"] and moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"], moved
+    unread = witness.compare_files(sides["b"], sides["r"], sides["c"], 4)
+    assert not unread["differs"] and unread["not_judged"] == ["params.msgpack"], unread
+    (sides["c"] / "params.msgpack").write_bytes((sides["b"] / "params.msgpack").read_bytes())
+    assert not witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)["differs"]

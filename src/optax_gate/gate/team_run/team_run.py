@@ -241,7 +241,7 @@ def run(
             members, table = _noise(spec, pythons[0], folder, _Around(say, after), result)
             if table is not None:  # judged again, against the run's own rounding noise
                 _judge(result, result["traces"], spec, name, table)
-            _witnessed(result, folder, members)
+            _witnessed(result, folder, members, pythons[0])
             within = result.get("within_budget") or {}
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
                 _births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
@@ -277,7 +277,7 @@ def run(
     return result
 
 
-def _witnessed(result: dict[str, Any], folder: Path, members: list[str] | None = None) -> None:
+def _witnessed(result: dict[str, Any], folder: Path, members: list[str] | None = None, python: Path | None = None) -> None:
     """Add the second witness (``witness.witness``: the runs' output and the
     files they wrote, compared without the recorder) to a compared run: a run
     the recorder found the same whose outputs differ beyond the budget
@@ -285,7 +285,7 @@ def _witnessed(result: dict[str, Any], folder: Path, members: list[str] | None =
     ``witnessed``: the first differing output); it never reads "computes the same"."""
     from optax_gate.gate.team_run import witness
 
-    seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), members or [])
+    seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), members or [], python)
     result["witness"] = seen
     if seen["differs"] and result["outcome"] == "same":
         result["outcome"] = "diverged"
@@ -470,7 +470,7 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result:
         if spec.members <= 0 and traces is not None:
             result["ensemble"] = {"members": 0, "used": False, "why": "--exact: the ULP budget alone"}
         return [], None
-    plain = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), [])
+    plain = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), [], python)
     within = result.get("within_budget") or {}
     moved = plain["output"]["within_budget"] or plain["files"]["within_budget"]
     if not (result["differing"] or within.get("calls") or plain["differs"] or moved):

@@ -13,9 +13,10 @@ compared, baseline against candidate, where the two baseline runs agree
   beyond it; a line present on one side only is a change of its own.
 - **Files**: ``.npy`` and ``.npz`` arrays are read here (the NumPy format is
   a header and the raw little-endian elements: no numpy in the gate half)
-  and compared leaf by leaf with ``divergence``'s ULP rule; JSON numbers as
-  float32 values, other JSON values exactly; any other file (msgpack, an
-  orbax checkpoint's files) by its bytes. A file written on one side only is
+  and compared leaf by leaf with ``divergence``'s ULP rule, and so are a Flax
+  msgpack checkpoint's arrays (read with the baseline's interpreter); JSON numbers as
+  float32 values, other JSON values exactly; any other file (a pickle, an
+  orbax checkpoint's files) that differs is named "not judged". A file written on one side only is
   a change.
 
 Why our own code: the comparison is the ULP policy of the recorder's
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -259,16 +261,27 @@ def _json_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, value)]
 
 
-def compare_file(base: Path, cand: Path, ulps: int, members: list[Path] | None = None) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class Others:
+    """What a file is judged with beside the two runs' copies: ``members``, the same file as the perturbed
+    baseline runs wrote it (an array or number within ``ensemble.FACTOR`` times its spread over them is rounding);
+    ``python``, the baseline's interpreter, which reads the formats only the team's environment reads (a Flax
+    msgpack checkpoint: ``optax_gate.kit.environment.arrays``; None: those are compared by their bytes)."""
+
+    members: tuple[Path, ...] = ()
+    python: Path | None = None
+
+
+def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -> dict[str, Any]:
     """One file both runs wrote: ``{"how": "arrays" | "json" | "bytes",
     "differs", "within_budget", "first": {"key", "change"} or None,
-    "not_judged": a file compared by its bytes whose bytes differ}``;
-    ``members``: the same file as the perturbed baseline runs wrote it (an
-    array or number within ``ensemble.FACTOR`` times its spread over them is rounding)."""
+    "not_judged": a file compared by its bytes whose bytes differ}``."""
     out: dict[str, Any] = {"how": "bytes", "differs": False, "within_budget": False, "first": None, "not_judged": False}
-    if base.suffix in (".npy", ".npz"):
-        b, c = _arrays(base), _arrays(cand)
-        theirs = [a for a in (_arrays(m) for m in members or [] if m.is_file()) if a is not None]
+    members = list(others.members)
+    if base.suffix in (".npy", ".npz") or (base.suffix == ".msgpack" and others.python is not None):
+        read = _arrays if base.suffix != ".msgpack" else lambda path: _env_arrays(path, others.python)
+        b, c = read(base), read(cand)
+        theirs = [a for a in (read(m) for m in members if m.is_file()) if a is not None]
         if b is not None and c is not None:
             out["how"] = "arrays"
             for key in sorted(set(b) | set(c)):
@@ -296,7 +309,7 @@ def compare_file(base: Path, cand: Path, ulps: int, members: list[Path] | None =
             if [k for k, _ in bl] != [k for k, _ in cl]:
                 out["differs"], out["first"] = True, {"key": "", "change": "its keys or lengths differ"}
                 return out
-            spreads = _json_spreads(bl, members or [])
+            spreads = _json_spreads(bl, members)
             for (key, x), (_, y) in zip(bl, cl):
                 numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
                 if x == y:
@@ -311,6 +324,22 @@ def compare_file(base: Path, cand: Path, ulps: int, members: list[Path] | None =
     if _digest(base) != _digest(cand):  # not a format read here: named, not judged (it does not set the verdict)
         out["not_judged"], out["first"] = True, {"key": "", "change": "not judged: its bytes differ, and it is not a format the gate reads as values"}
     return out
+
+
+def _env_arrays(path: Path, python: Path | None) -> dict[str, dict[str, Any] | None] | None:
+    """The arrays of a file only the team's environment reads, read there (``optax_gate.kit.environment.arrays``);
+    None when it cannot be read so (then it is compared by its bytes)."""
+    import subprocess
+
+    if python is None or path.stat().st_size > READ_BYTES:
+        return None
+    try:
+        proc = subprocess.run([str(python), "-m", "optax_gate.kit.environment.arrays", str(path)], capture_output=True, text=True, timeout=300)
+        found = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
+    arrays = found.get("arrays") if isinstance(found, dict) else None
+    return dict(arrays) if isinstance(arrays, dict) else None
 
 
 def _json_spreads(base: list[tuple[str, Any]], members: list[Path]) -> dict[str, float]:
@@ -370,10 +399,10 @@ def _files(folder: Path | None) -> dict[str, Path]:
     return {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int, members: list[Path] | None = None) -> dict[str, Any]:
+def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int, others: Others = Others()) -> dict[str, Any]:
     """Compare the files the runs wrote (each run's kept outputs): those the
     two baseline runs wrote alike (by :func:`compare_file`) against the
-    candidate's; ``members``: the perturbed baseline runs' kept outputs.
+    candidate's; ``others.members``: the perturbed baseline runs' kept outputs (folders).
 
     Returns:
       ``{"files": compared, "noise": files left out (they differ between the
@@ -382,10 +411,10 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
       "not_judged": the files compared by their bytes whose bytes differ (named, not judged)}``.
     """
     b, r, c = _files(baseline), _files(repeat), _files(candidate)
-    theirs = [_files(m) for m in members or []]
+    theirs = [_files(m) for m in others.members]
     out: dict[str, Any] = {"files": 0, "noise": 0, "differs": False, "within_budget": 0, "first": None, "not_judged": []}
     for name in sorted(set(b) | set(c)):
-        if name in b and (name not in r or _differs(compare_file(b[name], r[name], 0))):
+        if name in b and (name not in r or _differs(compare_file(b[name], r[name], 0, Others(python=others.python)))):
             out["noise"] += 1
             continue
         out["files"] += 1
@@ -393,7 +422,7 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
             change = {"file": name, "key": "", "change": f"written by the {'candidate' if name in c else 'baseline'}'s run only"}
             out["differs"], out["first"] = True, out["first"] or change
             continue
-        one = compare_file(b[name], c[name], ulps, [m[name] for m in theirs if name in m])
+        one = compare_file(b[name], c[name], ulps, Others(tuple(m[name] for m in theirs if name in m), others.python))
         out["within_budget"] += int(one["within_budget"] and not one["differs"])
         if one["not_judged"]:
             out["not_judged"].append(name)
@@ -403,18 +432,19 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
     return out
 
 
-def witness(folder: Path, runs: list[dict[str, Any]], ulps: int, members: list[str] | None = None) -> dict[str, Any]:
+def witness(folder: Path, runs: list[dict[str, Any]], ulps: int, members: list[str] | None = None, python: Path | None = None) -> dict[str, Any]:
     """The second witness of three runs (baseline, baseline-repeat,
     candidate; their logs and kept files in ``folder``): ``{"exit": [three
     exit statuses], "output": compare_output(...), "files":
     compare_files(...), "differs": the output or a file differs beyond the
     budget, "first": where first, in words, or ""}``; ``members``: the labels of
-    the perturbed baseline runs (``team-run-<label>.log`` and ``-files`` in ``folder``)."""
+    the perturbed baseline runs (``team-run-<label>.log`` and ``-files`` in ``folder``); ``python``: the baseline's
+    interpreter (:class:`Others`)."""
     logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace") if (folder / r.get("log", "")).is_file() else "" for r in runs}
     theirs = [(folder / f"team-run-{m}.log").read_text(encoding="utf-8", errors="replace") for m in members or [] if (folder / f"team-run-{m}.log").is_file()]
     output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps, theirs)
     baseline, repeat, candidate = (folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate"))
-    files = compare_files(baseline, repeat, candidate, ulps=ulps, members=[folder / f"team-run-{m}-files" for m in members or []])
+    files = compare_files(baseline, repeat, candidate, ulps, Others(tuple(folder / f"team-run-{m}-files" for m in members or []), python))
     first = ""
     if output["first"]:
         o = output["first"]
