@@ -380,6 +380,9 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     rows = birth.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
     assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
+    # its inputs already moved by the rounding at operation 1: no claim that Optax computes other values there
+    assert "on inputs the rounding above already moved" in judging.born_words(rows[1])
+    assert "computes something else" not in judging.born_short(rows[1]) + judging.born_words(rows[1])
 
 
 def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(tmp_path):

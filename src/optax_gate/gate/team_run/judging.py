@@ -33,6 +33,12 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
             f"in {called}, the first operation that gives other results is `{row['primitive']}`{team} (traced at "
             f"`{row['at']}`), on bit-identical inputs: JAX/XLA computes that operation otherwise{size}"
         )
+    if row["kind"] == "program" and row.get("also") and row.get("at"):  # after an operation rounded otherwise
+        return (
+            f"in {called}, from operation {row['index'] + 1} on {row['by']} also traces another program, at `{row['at']}`{team}, on "
+            "inputs the rounding above already moved: whether it computes other values is not told by this replay (your "
+            "run's values are judged against its own rounding noise)"
+        )
     if row["kind"] == "program":
         if not row.get("at"):
             return f"in {called}, the two sides trace programs of different lengths: the code the step calls changed"
@@ -80,6 +86,8 @@ def born_short(row: dict[str, Any]) -> str:
     if row["kind"] == "operation":
         size = _ulp_text(row["error_ulps"]) if row.get("error_ulps") is not None else row.get("change") or ""
         return f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs" + (f" ({size})" if size else "")
+    if row["kind"] == "program" and row.get("at") and row.get("also"):
+        return f"{row['by']} also traces another program from `{row['at']}`{mine} (on inputs rounding already moved)"
     if row["kind"] == "program" and row.get("at"):
         return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
     if row["kind"] == "before":
