@@ -508,7 +508,7 @@ def compare(
                         "kept": b["phase"] == "call" and kept(b["api"]),
                         "shadow": b["phase"] == "run",
                         "sampled": sampled_differs(b, c),
-                        "noise_ratio": noise_ratio(b, c, entry),
+                        "noise_ratio": noise_ratio(b, c, entry, budget(n + 1)),
                     }
                 )
     found.sort(key=lambda pair: pair[0])
@@ -552,9 +552,9 @@ def compare(
     }
 
 
-def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None) -> float | None:
+def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None, ulps: int) -> float | None:
     """How far a call's result lies from the baseline's, as a multiple of the ensemble's spread: the largest
-    ``|Δ| / spread`` over the result elements the ensemble moved (None: it moved none that differs)."""
+    ``|Δ| / spread`` over the result elements the ensemble moved that lie beyond the ``ulps`` budget (None: none)."""
     if not entry:
         return None
     bl, cl = (base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or []
@@ -562,7 +562,7 @@ def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, lis
         r
         for b, c, s in zip(bl, cl, entry.get("out") or [])
         if isinstance(s, list) and b.get("dtype") == c.get("dtype") and b.get("shape") == c.get("shape")
-        for r in [ensemble.beyond(b, c, s, math.inf)[1]]
+        for r in [ensemble.beyond(b, c, s, ulps)[1]]
         if r is not None
     ]
     return max(ratios, default=None)

@@ -80,7 +80,7 @@ def moved(spread: list[float] | float | None) -> bool:
 
 def beyond(base: dict[str, Any], cand: dict[str, Any], spread: list[float] | float | None, ulps: float) -> tuple[bool, float | None]:
     """Whether ``cand``'s leaf lies beyond the run's rounding noise, and the largest deviation as a multiple of the
-    spread (None: no element the ensemble moved differs). An element is within when ``|c - b|`` is at most
+    spread among the elements beyond the ULP budget (None: no element the ensemble moved lies beyond it). An element is within when ``|c - b|`` is at most
     :data:`FACTOR` times its spread, or within ``ulps`` ULPs of the leaf's largest value (``leaves.leaf_error``'s rule:
     an element the perturbation does not reach keeps the ULP budget); an integer or non-finite element the ensemble
     moves (spread ``inf``) is within."""
@@ -98,9 +98,11 @@ def beyond(base: dict[str, Any], cand: dict[str, Any], spread: list[float] | flo
         if not (math.isfinite(x) and math.isfinite(y)):
             return True, ratio
         delta = abs(x - y)
+        if delta <= ulps * max(EPS[dtype] * max(abs(x), scale), TINY[dtype]):
+            continue  # within the ULP budget: the ensemble is not needed to call it rounding
         if s > 0:
             ratio = max(ratio or 0.0, delta / s)
-        if delta > FACTOR * s and delta > ulps * max(EPS[dtype] * max(abs(x), scale), TINY[dtype]):
+        if delta > FACTOR * s:
             out = True
     return out, ratio
 

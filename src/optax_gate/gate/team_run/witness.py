@@ -161,7 +161,7 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, member
                     continue
                 bn, cn = _numbers(base[i])[1], _numbers(cand[j])[1]
                 spread = spreads.get(i) or [0.0] * len(bn)
-                ratios += [_deviation(x, y) / s for x, y, s in zip(bn, cn, spread) if 0 < s < math.inf]
+                ratios += [_deviation(x, y) / s for x, y, s in zip(bn, cn, spread) if 0 < s < math.inf and not _within(x, y, ulps)]
                 if all(_within(x, y, ulps, s) for x, y, s in zip(bn, cn, spread)):
                     out["within_budget"] += 1
                 else:
