@@ -311,6 +311,54 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     assert report["team_run"]["affected"][0]["findings"] == [1]
 
 
+def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_what_built_it(monkeypatch):
+    """A linen TrainState's ``apply_gradients`` runs ``optax.adamw(...).update``, whose weight-decay ``count`` goes
+    0 → 1: a helper's trial linked it to a finding on adamw's non-finite outputs (adamw among its 14 APIs) and left
+    the one that explains it (``add_decayed_weights``' count) elsewhere. adamw is built from add_decayed_weights
+    (the composition probe): that finding, which speaks of the count, explains the line."""
+    from optax_gate.gate.team_code import composition
+
+    monkeypatch.setattr(composition, "of_records", lambda *records: ({"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
+    cause = {
+        "site": "train.py:44",
+        "api": "optax.adamw",
+        "call": "optax.adamw(...).update (through flax.training.train_state.TrainState.apply_gradients)",
+        "phase": "run",
+        "occurrence": 1,
+        "kinds": ["values"],
+        "role": "cause",
+        "max_ulps": None,
+        "texts": ["result[1][1].count: 0 → 1"],
+    }
+    run = {
+        "outcome": "diverged",
+        "causes": [cause],
+        "sites": ["train.py:44"],
+        "first": cause,
+        "divergences": [cause],
+        "differing": 1,
+        "called": ["train.py:44"],
+    }
+    nonfinite = {
+        "number": 1,
+        "change": "changed",
+        "section": "contracts",
+        "apis": ["optax.adadelta", "optax.adamw"],
+        "cause": "fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries",
+    }
+    decay = {
+        "number": 17,
+        "change": "changed",
+        "section": "contracts",
+        "api": "optax.add_decayed_weights",
+        "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1",
+    }
+    report = assemble.with_team_run({"findings": [nonfinite, decay], "verdict": "pass", "reasons": []}, {**run, "reason": ""})
+    by_number = {f["number"]: (f.get("api") or f["apis"][-1], f["scope"]) for f in report["findings"]}  # renumbered, the team's first
+    explained = [by_number[n] for n in report["team_run"]["affected"][0]["findings"]]
+    assert explained == [("optax.add_decayed_weights", "yours")], (explained, by_number)
+
+
 def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_constructor(tmp_path):
     """The 0.2.8 report on a bfloat16 ``MultiSteps`` team: the optimizer state that ``nnx.Optimizer(model, tx,
     wrt=nnx.Param)`` builds (``tx.init``, called from inside Flax) was not recorded, so ``acc_grads`` bfloat16 →

@@ -1520,6 +1520,8 @@ def test_an_unquoted_run_command_is_told_to_be_quoted():
 
     with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py --steps"'):
         team_run.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
+    with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py"'):  # the SPECs first, the command after
+        team_run.refuse_unquoted("python", ["optax==0.2.8", "jax==0.12.0.1", "train.py"], {"optax", "jax"})
     team_run.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
     team_run.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
 
@@ -1557,3 +1559,12 @@ def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
     result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "run")
     assert result["outcome"] == "same", result["reason"]
     assert "record-error" not in result["compared_by"]["why"], result["compared_by"]
+
+
+def test_an_unquoted_run_with_options_is_told_to_be_quoted_by_the_parser(capsys):
+    from optax_gate.gate import cli_parser
+
+    with pytest.raises(SystemExit) as stop:
+        cli_parser.parse(["gate", "optax==0.2.8", "--run", "python", "train.py", "--steps", "3"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and 'quote it, --run "python ..."' in err, err

@@ -427,5 +427,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
         known = [o for a in sub._actions for o in a.option_strings]
         near = difflib.get_close_matches(next((r.split("=")[0] for r in rest if r.startswith("-")), ""), known, n=1)
+        command = getattr(args, "run", None)
+        if command and not any(c.isspace() for c in command.strip()):  # --run python train.py --steps 3, unquoted
+            sub.error(f'unrecognized arguments: {" ".join(rest)} (--run takes the whole command as one argument: quote it, --run "{command} ...")')
         sub.error(f"unrecognized arguments: {' '.join(rest)}" + (f" (did you mean {near[0]}?)" if near else ""))
     return args

@@ -337,7 +337,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
                 kinds.append("values")
                 texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
                 texts += [t for t in out_texts if "ULP" in t]
-                if not identical and in_err > 0:  # a kept result: the error may be born before it (JAX, the model, the data)
+                if not identical and in_err > 0 and not exact:  # a kept result: the error may be born before it (JAX, the model, the data)
                     within = "" if in_beyond else " (within the budget)"  # "1.28e+36 ULP (within the budget)": the trial
                     texts.append(
                         f"its inputs already differed by up to {said_ulps(in_err)} ULP{within}: the change "

@@ -125,11 +125,12 @@ def cause_apis(team_run: dict[str, Any], reached: dict[str, set[str]] | None = N
 
 
 def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[str]:
-    """A cause's APIs, short names: its own; for ``flax.nnx.Optimizer.update``
-    the Optax API that built the optimizer's transformation (``via``:
-    ``optax.adamw``) and, by the composition probe (``reached``), the public
-    callables that one is built from (``add_decayed_weights``)."""
+    """A cause's APIs, short names: its own and, by the composition probe (``reached``), the public callables it
+    is built from (``optax.adamw(...).update`` -> ``add_decayed_weights``, whose findings speak of its schedule's
+    count); for ``flax.nnx.Optimizer.update`` also the Optax API that built the optimizer's transformation
+    (``via``: ``optax.adamw``) and what that one is built from."""
     out = {_short_api(cause["api"])}
+    out.update(_short_api(p) for p in (reached or {}).get(cause["api"], ()))  # adamw's update: add_decayed_weights' findings
     via = cause.get("via")
     if via:
         out.add(_short_api(via))
@@ -140,8 +141,9 @@ def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[
 def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[str]]:
     """Public path -> the public callables it is built from, by the composition
     probe of the report's environments; {} when no cause of the team's run
-    ``team`` needs it (none came through an ``nnx.Optimizer``) or the probe cannot run."""
-    if not any(c.get("via") for c in team.get("causes") or []):
+    ``team`` needs it (none is an Optax transformation's ``init``/``update``, nor came through an
+    ``nnx.Optimizer``) or the probe cannot run."""
+    if not any(c.get("via") or (c.get("api", "").startswith("optax.") and any(k in c.get("call", "") for k in ("(...).init", "(...).update"))) for c in team.get("causes") or []):
         return {}
     from optax_gate.gate.team_code import composition
 

@@ -587,16 +587,22 @@ def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> N
     """
     from optax_gate.gate.inputs import requirements, validate
 
-    if not command or any(c.isspace() for c in command.strip()) or not specs:
+    if not command or any(c.isspace() for c in command.strip()):
         return
-    first = specs[0]
-    try:
-        named = requirements.canonical_name(first) in known
-    except ValueError:
-        named = False
-    if not named and (first.startswith("-") or first.endswith((".py", ".ipynb", ".sh")) or "/" in first or Path(first).exists()):
-        rest = " ".join(specs[: next((i for i, s in enumerate(specs[1:], 1) if "==" in s), len(specs))])
-        raise validate.InvalidInput(f'--run takes the whole command as one argument: quote it, --run "{command} {rest}" ({first!r} arrived as a SPEC)')
+
+    def argument(spec: str) -> bool:  # a word of the team's command, not a requirement of the baseline's packages
+        try:
+            if requirements.canonical_name(spec) in known:
+                return False
+        except ValueError:
+            pass
+        return spec.startswith("-") or spec.endswith((".py", ".ipynb", ".sh")) or "/" in spec or Path(spec).exists()
+
+    words = [spec for spec in specs if argument(spec)]
+    if words:
+        raise validate.InvalidInput(
+            f'--run takes the whole command as one argument: quote it, --run "{command} {" ".join(words)}" ({words[0]!r} arrived as a SPEC)'
+        )
 
 
 def check(command: str | None, run_dir: Path | None, timeout: float, exact: bool = False) -> RunSpec | None:
