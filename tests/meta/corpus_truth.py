@@ -27,11 +27,15 @@ the candidate's (pure-Python) optax package put first on PYTHONPATH, i.e.
 "new optax on old jax/jaxlib".  Baseline vs hybrid isolates what the Optax
 upgrade alone changes; hybrid vs candidate what everything else (jax, jaxlib,
 ml_dtypes...) changes.  The table then says where each difference is born.
+With --four as well, the fourth environment runs: the candidate interpreter
+with the baseline's optax (and chex, toolz) first on PYTHONPATH, i.e. "old
+optax on new jax"; the JSON then holds `jax_alone_new_jax` (baseline vs it)
+and `optax_alone_new_jax` (it vs the candidate).
 
 Usage:
     python tests/meta/corpus_truth.py --baseline PY --candidate PY \
         [--only NAME[,NAME...]] [--json OUT] [--timeout S] [--no-repeat] \
-        [--attribute]
+        [--attribute [--four]]
 
 Only the Python standard library is required; NumPy, when the interpreter
 running this script has it, is used for the array-by-array comparison
@@ -370,24 +374,26 @@ def discover(corpus):
     return names
 
 
-def make_hybrid(candidate, package="optax"):
+def make_hybrid(candidate, package="optax", also=()):
     """Returns a folder to put on PYTHONPATH: it holds a link to the
-    candidate's copy of `package` (which must be pure Python)."""
-    out = subprocess.run(
-        [candidate, "-c", f"import os, {package}; print(os.path.dirname({package}.__file__))"],
-        env=_clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=True,
-    )
-    src = out.stdout.strip().splitlines()[-1]
+    candidate's copy of `package` (which must be pure Python), and of each
+    of `also` the candidate has (pure-Python requirements of that package)."""
     folder = tempfile.mkdtemp(prefix="corpus_hybrid_")
-    os.symlink(src, os.path.join(folder, package))
+    for name in (package, *also):
+        out = subprocess.run(
+            [candidate, "-c", f"import os, {name}; print(os.path.dirname({name}.__file__))"],
+            env=_clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=name == package,
+        )
+        if out.returncode == 0:
+            os.symlink(out.stdout.strip().splitlines()[-1], os.path.join(folder, name))
     return folder
 
 
-def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=None):
+def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=None, old_optax_path=None):
     folder = os.path.join(corpus, name)
     row = {"program": name, "expected": expected_truth(folder)}
     with tempfile.TemporaryDirectory(prefix=f"corpus_{name}_") as tmp:
@@ -397,6 +403,8 @@ def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=Non
             labels.append(("baseline_again", baseline, None))
         if hybrid_path:
             labels.append(("hybrid", baseline, hybrid_path))
+        if old_optax_path:  # the fourth environment: the candidate's JAX with the baseline's optax
+            labels.append(("old_optax", candidate, old_optax_path))
         for label, py, pypath in labels:
             wd = os.path.join(tmp, label)
             os.makedirs(wd)
@@ -423,6 +431,11 @@ def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=Non
             if by_rest:
                 born.append("jax")
             row["born_in"] = "+".join(born) or "-"
+        if old_optax_path:
+            jax_alone, _ = compare_runs(runs["baseline"], runs["old_optax"], "baseline", "old_optax")
+            optax_on_new_jax, _ = compare_runs(runs["old_optax"], runs["candidate"], "old_optax", "candidate")
+            row["jax_alone_new_jax"] = jax_alone
+            row["optax_alone_new_jax"] = optax_on_new_jax
         for label, r in runs.items():
             row[f"{label}_seconds"] = round(r["seconds"], 2)
             row[f"{label}_rc"] = r["rc"]
@@ -469,6 +482,11 @@ def print_table(rows, width=150):
                     print(f"    optax alone: {r['optax_alone']}")
                 if r.get("rest_alone"):
                     print(f"    jax & co alone: {r['rest_alone']}")
+        for r in rows:
+            if "jax_alone_new_jax" in r:
+                print(f"  {r['program']} (fourth environment, old optax on new jax):")
+                print(f"    jax alone (baseline vs old optax on new jax): {r['jax_alone_new_jax'] or 'the same'}")
+                print(f"    optax alone on new jax (old vs new optax): {r['optax_alone_new_jax'] or 'the same'}")
 
 
 def main(argv=None):
@@ -481,6 +499,9 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per program run (default: %(default)s)")
     parser.add_argument("--no-repeat", action="store_true", help="skip the second baseline run (determinism check)")
     parser.add_argument("--attribute", action="store_true", help="also run baseline python + candidate optax, to tell Optax-born from JAX-born differences")
+    parser.add_argument(
+        "--four", action="store_true", help="with --attribute, also the candidate python + baseline optax (with chex, toolz): all four environments"
+    )
     parser.add_argument(
         "--xla-flags",
         default=None,
@@ -504,16 +525,22 @@ def main(argv=None):
     global XLA_FLAGS_FOR_RUNS
     XLA_FLAGS_FOR_RUNS = args.xla_flags
     hybrid_path = None
+    old_optax_path = None
     if args.attribute:
         hybrid_path = make_hybrid(os.path.abspath(args.candidate))
+    if args.attribute and args.four:
+        old_optax_path = make_hybrid(os.path.abspath(args.baseline), "optax", ("chex", "toolz"))
     rows = []
     for name in names:
         print(f"... {name}", file=sys.stderr, flush=True)
-        row = evaluate(name, args.corpus, os.path.abspath(args.baseline), os.path.abspath(args.candidate), args.timeout, not args.no_repeat, hybrid_path)
+        row = evaluate(
+            name, args.corpus, os.path.abspath(args.baseline), os.path.abspath(args.candidate), args.timeout, not args.no_repeat, hybrid_path, old_optax_path
+        )
         rows.append(row)
         print(f"    {_fmt_truth(row)}  [{row['baseline_seconds']:.1f}s/{row['candidate_seconds']:.1f}s]", file=sys.stderr, flush=True)
-    if hybrid_path:
-        shutil.rmtree(hybrid_path, ignore_errors=True)
+    for path in (hybrid_path, old_optax_path):
+        if path:
+            shutil.rmtree(path, ignore_errors=True)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as f:

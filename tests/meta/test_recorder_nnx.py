@@ -604,3 +604,20 @@ def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
     }
     (row,) = birth.birth({key: base}, {key: other})
     assert row["kind"] == "program"  # the programs meet again on other values: the code there computes something else
+
+
+def test_a_replayed_operation_is_never_placed_in_the_recorders_own_wrapper(monkeypatch):
+    """An ``nnx.scan`` the recorder wraps: the scan equation's innermost frame outside JAX was the recorder's own
+    ``transforms.py`` (an absolute path of the machine, in the report); it is the team's line."""
+    import collections
+    import types
+
+    from jax._src import source_info_util
+
+    from optax_gate.recorder import replay
+
+    frame = collections.namedtuple("frame", "file_name start_line")
+    wrapper = os.path.join(os.path.dirname(replay.__file__), "transforms.py")
+    monkeypatch.setattr(source_info_util, "user_frames", lambda traceback: [frame(wrapper, 261), frame("/team/train.py", 54)])
+    eqn = types.SimpleNamespace(source_info=types.SimpleNamespace(traceback=None))
+    assert replay._where(eqn, lambda name: "train.py" if name.endswith("/train.py") else None) == ("train.py:54", "train.py:54")

@@ -55,7 +55,7 @@ budget             ulps                    reason
                                            its tail, and a compiler that rounds an
                                            operation otherwise does so at every
                                            step, where a member moves the start
-                                           once: measured up to 4.6x in runs whose
+                                           once: measured up to 4.0x in runs whose
                                            only change was rounding, 27.7x at the
                                            first step a scheduled weight decay
                                            moved (docs/team-run.md).

@@ -82,7 +82,10 @@ def _where(eqn, team_file) -> tuple[str, str]:
     except Exception:
         return "", ""
     at, team = "", ""
+    recorder = os.path.dirname(os.path.abspath(__file__)) + os.sep
     for frame in frames:
+        if os.path.abspath(frame.file_name).startswith(recorder):
+            continue  # the recorder's own wrapper (an nnx.scan it records): never where an operation is traced
         mine = team_file(frame.file_name)
         if mine is not None and not team:
             team = f"{mine}:{frame.start_line}"

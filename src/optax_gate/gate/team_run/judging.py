@@ -143,7 +143,10 @@ def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[s
     probe of the report's environments; {} when no cause of the team's run
     ``team`` needs it (none is an Optax transformation's ``init``/``update``, nor came through an
     ``nnx.Optimizer``) or the probe cannot run."""
-    if not any(c.get("via") or (c.get("api", "").startswith("optax.") and any(k in c.get("call", "") for k in ("(...).init", "(...).update"))) for c in team.get("causes") or []):
+    if not any(
+        c.get("via") or (c.get("api", "").startswith("optax.") and any(k in c.get("call", "") for k in ("(...).init", "(...).update")))
+        for c in team.get("causes") or []
+    ):
         return {}
     from optax_gate.gate.team_code import composition
 
