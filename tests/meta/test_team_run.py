@@ -1406,8 +1406,10 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     assert result["witness"]["output"]["within_budget"] > 0 and result["witness"]["files"]["within_budget"] == 1
     words = report_team_run.noise_words(result)
     assert words.startswith("**Consistent with your run's own rounding noise**: largest deviation") and "3 perturbed baseline runs" in words
-    again = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again")
+    said: list[str] = []
+    again = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again", said.append)
     assert again["ensemble"]["cached"] and again["outcome"] == "same"  # the ensemble's runs kept: not run again
+    assert any("perturbed baseline runs kept from an earlier gate" in line for line in said), said
     assert not any(r["label"].startswith(team_run.NOISE) for r in again["runs"])
 
 

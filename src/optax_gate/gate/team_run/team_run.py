@@ -479,7 +479,9 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result:
     key = _ensemble_key(spec, python)
     cached = _cached_members(spec.cache, key, labels, folder)
     rows: list[dict[str, Any]] = []
-    if not cached:
+    if cached:
+        around.say(f"--run: your run's own rounding noise: the {len(labels)} perturbed baseline runs kept from an earlier gate ({spec.cache})")
+    else:
         for i, label in enumerate(labels, 1):
             around.say(f"--run: the team's command in the baseline, perturbed by one ULP ({i} of {len(labels)}: your run's own rounding noise)")
             rows.append(run_once(spec, python, label, folder, {PERTURB_ENV: str(i)}))
