@@ -400,31 +400,19 @@ def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_i
     assert len(built["in"]) == 2  # the model's kernel and bias
 
 
+def _replay(*eqns: tuple[str, str, str, str]) -> dict:
+    """A synthetic replay of a step: each equation (primitive, where traced, its input's digest, its output's)."""
+    return {"eqns": [{"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []} for p, at, inp, out in eqns], "inputs": ["x"]}
+
+
 def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change():
     """Synthetic replays: the first equation gives other results on identical
     inputs (an operation of JAX/XLA); later the two sides trace another
     operation in Optax's code (a second, ``also``, row). A line number that
     moved in Optax's file between releases is not a program that changed."""
 
-    def eqn(p, at, inp, out):
-        return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []}
-
-    base = {
-        "eqns": [
-            eqn("dot_general", "train.py:5", "a", "b"),
-            eqn("mul", "optax/_src/alias.py:10", "b", "c"),
-            eqn("add", "optax/_src/transform.py:20", "c", "d"),
-        ],
-        "inputs": ["x"],
-    }
-    cand = {
-        "eqns": [
-            eqn("dot_general", "train.py:5", "a", "B"),
-            eqn("mul", "optax/_src/alias.py:12", "B", "C"),
-            eqn("sub", "optax/_src/transform.py:22", "C", "D"),
-        ],
-        "inputs": ["x"],
-    }
+    base = _replay(("dot_general", "train.py:5", "a", "b"), ("mul", "optax/_src/alias.py:10", "b", "c"), ("add", "optax/_src/transform.py:20", "c", "d"))
+    cand = _replay(("dot_general", "train.py:5", "a", "B"), ("mul", "optax/_src/alias.py:12", "B", "C"), ("sub", "optax/_src/transform.py:22", "C", "D"))
     rows = birth.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
     assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
@@ -570,38 +558,19 @@ def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
     values: the two replays meet again on bit-identical inputs. That is a changed code path, said as such and
     left out of the verdict's reason; a value that differs after it is born where it differs."""
 
-    def eqn(p, at, inp, out):
-        return {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []}
-
-    base = {
-        "eqns": [eqn("mul", "optax/_src/numerics.py:45", "g", "s"), eqn("sqrt", "optax/_src/numerics.py:46", "s", "n"), eqn("div", "optax/x.py:1", "n", "u")],
-        "inputs": ["x"],
-    }
-    same = {
-        "eqns": [
-            eqn("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"),
-            eqn("sqrt", "optax/_src/numerics.py:46", "s", "n"),
-            eqn("div", "optax/x.py:1", "n", "u"),
-        ],
-        "inputs": ["x"],
-    }
+    norm = ("sqrt", "optax/_src/numerics.py:46")
+    base = _replay(("mul", "optax/_src/numerics.py:45", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "u"))
+    same = _replay(("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "u"))
     key = ("jax.jit(step)", "train.py:30")
     (row,) = birth.birth({key: base}, {key: same})
     assert row["kind"] == "path" and row["by"] == "Optax" and row["index"] == 0, row
     assert "a changed code path, not a changed result" in judging.born_words(row)
     result = {"outcome": "diverged", "born": [row], "sites": ["train.py:9"], "first": None}
     assert "born" not in judging.of_team_run(result)[1][0]
-    moved = {"eqns": [*same["eqns"][:2], eqn("div", "optax/x.py:1", "n", "U")], "inputs": ["x"]}
+    moved = _replay(("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "U"))
     path, then = birth.birth({key: base}, {key: moved})
     assert (path["kind"], then["kind"], then["index"], then["by"]) == ("path", "operation", 2, "JAX/XLA"), (path, then)
-    other = {
-        "eqns": [
-            eqn("dot", "optax/tree_utils/_tree_math.py:275", "g", "S"),
-            eqn("sqrt", "optax/_src/numerics.py:46", "S", "N"),
-            eqn("div", "optax/x.py:1", "N", "U"),
-        ],
-        "inputs": ["x"],
-    }
+    other = _replay(("dot", "optax/tree_utils/_tree_math.py:275", "g", "S"), (*norm, "S", "N"), ("div", "optax/x.py:1", "N", "U"))
     (row,) = birth.birth({key: base}, {key: other})
     assert row["kind"] == "program"  # the programs meet again on other values: the code there computes something else
 

@@ -1429,9 +1429,9 @@ def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp
     """A linen TrainState's ``apply_gradients`` calls ``tx.update`` inside Flax: the call is recorded at the team's
     ``state.apply_gradients`` line, said as made through Flax, and a change of adamw's weight-decay schedule is
     named there, as the cause."""
-    folder = team(tmp_path, "trainstate")
+    folder = team(tmp_path, "corpus/linen_msgpack_wd_schedule")
     later = candidate(tmp_path, "adamw-decay-count")
-    result = team_run.run(team_run.RunSpec("python train.py 5", folder, 300), (PYTHON, later), tmp_path / "run")
+    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, later), tmp_path / "run")
     assert result["outcome"] == "diverged"
     line = line_of(folder, "state.apply_gradients(")
     assert line in result["sites"], result["sites"]
