@@ -277,7 +277,9 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
         sides[name].mkdir()
         (sides[name] / "params.msgpack").write_bytes(serialization.to_bytes({"params": {"w": value, "step": np.int32(3)}}))
     python = witness.Others(python=Path(sys.executable))
+    read = witness.read_in_environment.cache_info().misses
     moved = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)
+    assert witness.read_in_environment.cache_info().misses - read == 3  # the baseline's file read once, compared twice
     assert moved["differs"] and moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"], moved
     unread = witness.compare_files(sides["b"], sides["r"], sides["c"], 4)
     assert not unread["differs"] and unread["not_judged"] == ["params.msgpack"], unread

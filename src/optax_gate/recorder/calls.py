@@ -93,8 +93,8 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
             extra = {**(extra or {}), "through": through}
     if site is None or process.depth() > 0:
         return _wrap_result(api, fn(*args, **kwargs))
-    if perturb.eager(api, kind) and perturb.first(f"{api}.{kind}@{site}:{frame.f_lineno}"):  # an ensemble member
-        args, kwargs = perturb.arguments(args, kwargs, f"{api}.{kind}@{site}:{frame.f_lineno}")
+    if perturb.eager(api, kind):  # in an ensemble member, its array arguments moved 1 ULP at its first call
+        args, kwargs = perturb.once(f"{api}.{kind}@{site}:{frame.f_lineno}", args, kwargs)
         if record_args is not None:
             record_args = args[len(args) - len(record_args) :]
     shown = args if record_args is None else record_args

@@ -20,7 +20,6 @@ initial temperature field by the same order, 1e-14).
 from __future__ import annotations
 
 import os
-import sys
 import zlib
 from typing import Any
 
@@ -45,6 +44,12 @@ def first(key: str) -> bool:
         return False
     _done.add(key)
     return True
+
+
+def once(key: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` perturbed (:func:`arguments`) when ``key`` (a transformed function, or an eager API at a
+    site) is met for the first time in a perturbed run; as they are otherwise."""
+    return arguments(args, kwargs, key) if first(key) else (args, kwargs)
 
 
 def eager(api: str, kind: str) -> bool:
@@ -98,8 +103,7 @@ def arguments(args: tuple, kwargs: dict, key: str) -> tuple[tuple, dict]:
 
         for node in nodes:
             nnx.update(node, jax.tree_util.tree_map(lambda x: leaf(x, rng), nnx.state(node)))
-    nnx_module = sys.modules.get("flax.nnx")
-    kind = getattr(nnx_module, "Pytree", None) or getattr(nnx_module, "Object", None)
+    kind = values.graph_node_type()
 
     def move(x: Any) -> Any:
         return x if kind is not None and isinstance(x, kind) else leaf(x, rng)

@@ -192,8 +192,8 @@ class _Recorded:
         if site is None or process.depth() > 0 or getattr(process.thread, "mode", None) or not _eager(args, kwargs):
             return self._real(*args, **kwargs)
         self._calls += 1
-        if self._replay and perturb.first(f"{self._name}@{site}:{frame.f_lineno}"):  # an ensemble member: its state moved 1 ULP
-            args, kwargs = perturb.arguments(args, kwargs, f"{self._name}@{site}:{frame.f_lineno}")
+        if self._replay:  # a whole step: in an ensemble member, its state moved 1 ULP at its first call
+            args, kwargs = perturb.once(f"{self._name}@{site}:{frame.f_lineno}", args, kwargs)
         if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
             _run_shadow(self._shadow, args, kwargs, self._graph)
             if self._calls == 1 and self._replay:  # a whole step: where a difference is born, equation by equation
@@ -261,8 +261,7 @@ def _scan(real_scan, api: str):
             return real_scan(f, *args, **kwargs)
         key = (site, frame.f_lineno)
         counts[key] = counts.get(key, 0) + 1
-        if perturb.first(f"{api}@{site}:{frame.f_lineno}"):  # an ensemble member: its initial carry and inputs moved 1 ULP
-            args, kwargs = perturb.arguments(args, kwargs, f"{api}@{site}:{frame.f_lineno}")
+        args, kwargs = perturb.once(f"{api}@{site}:{frame.f_lineno}", args, kwargs)  # an ensemble member: its carry and inputs moved 1 ULP
         if _shadow_context[0] is not None and sampled(counts[key]):
             _run_shadow(functools.partial(real_scan, f), args, kwargs, False)
             if counts[key] == 1:

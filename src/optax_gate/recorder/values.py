@@ -251,10 +251,15 @@ def is_traced(leaves: list[Any]) -> bool:
     return any(isinstance(x, jax.core.Tracer) for x in leaves)
 
 
+def graph_node_type() -> type | None:
+    """The base class of ``flax.nnx``'s graph nodes (``nnx.Pytree``, ``nnx.Object`` before flax 0.12); None without nnx."""
+    nnx = sys.modules.get("flax.nnx")
+    return getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
+
+
 def graph_nodes(args: tuple, kwargs: dict) -> list[Any]:
     """The ``flax.nnx`` graph nodes (modules, optimizers) among a call's arguments, each once."""
-    nnx = sys.modules.get("flax.nnx")
-    kind = getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
+    kind = graph_node_type()
     if kind is None:
         return []
     nodes: dict[int, Any] = {}

@@ -61,7 +61,16 @@ def leaf_spread(base: dict[str, Any], member: dict[str, Any]) -> list[float] | f
         return None
     if is_exact(base) or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(b, m)):
         return math.inf
-    return [0.0 if x == y or (math.isnan(x) and math.isnan(y)) else abs(x - y) for x, y in zip(b, m)]
+    return [deviation(x, y) for x, y in zip(b, m)]
+
+
+def deviation(a: float, b: float) -> float:
+    """How far ``b`` lies from ``a``: 0 when equal (two NaNs too), ``inf`` when only one is finite."""
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf
+    return abs(a - b)
 
 
 def merged(a: list[float] | float | None, b: list[float] | float | None) -> list[float] | float | None:

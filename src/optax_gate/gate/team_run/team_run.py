@@ -588,6 +588,7 @@ def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> N
       validate.InvalidInput: saying to quote the whole command.
     """
     from optax_gate.gate.inputs import requirements, validate
+    from optax_gate.gate.inputs.typed_path import user_path
 
     if not command or any(c.isspace() for c in command.strip()):
         return
@@ -598,7 +599,7 @@ def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> N
                 return False
         except ValueError:
             pass
-        return spec.startswith("-") or spec.endswith((".py", ".ipynb", ".sh")) or "/" in spec or Path(spec).exists()
+        return spec.startswith("-") or spec.endswith((".py", ".ipynb", ".sh")) or "/" in spec or user_path(spec).exists()
 
     words = [spec for spec in specs if argument(spec)]
     if words:

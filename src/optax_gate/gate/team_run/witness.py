@@ -30,6 +30,7 @@ import ast
 import base64
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -92,15 +93,6 @@ def _within(a: float, b: float, ulps: int, spread: float = 0.0) -> bool:
     return abs(a - b) <= max(ulps * leaves.EPS["float32"] * max(abs(a), abs(b)), ensemble.FACTOR * spread)
 
 
-def _deviation(a: float, b: float) -> float:
-    """How far ``b`` lies from ``a`` (``inf`` when only one is finite or NaN)."""
-    if a == b or (math.isnan(a) and math.isnan(b)):
-        return 0.0
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return math.inf
-    return abs(a - b)
-
-
 def output_spreads(base: list[str], members: list[str]) -> dict[int, list[float]]:
     """Per line of the baseline's output (masked), the largest deviation of each of its numbers over the members'
     outputs (the perturbed baseline runs), lines matched by their words as the candidate's are."""
@@ -115,7 +107,7 @@ def output_spreads(base: list[str], members: list[str]) -> dict[int, list[float]
                 bn, mn = _numbers(base[i])[1], _numbers(theirs[j])[1]
                 row = spreads.setdefault(i, [0.0] * len(bn))
                 for k, (x, y) in enumerate(zip(bn, mn)):
-                    row[k] = max(row[k], _deviation(x, y))
+                    row[k] = max(row[k], ensemble.deviation(x, y))
     return spreads
 
 
@@ -161,12 +153,12 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, member
                     continue
                 bn, cn = _numbers(base[i])[1], _numbers(cand[j])[1]
                 spread = spreads.get(i) or [0.0] * len(bn)
-                ratios += [_deviation(x, y) / s for x, y, s in zip(bn, cn, spread) if 0 < s < math.inf and not _within(x, y, ulps)]
+                ratios += [ensemble.deviation(x, y) / s for x, y, s in zip(bn, cn, spread) if 0 < s < math.inf and not _within(x, y, ulps)]
                 if all(_within(x, y, ulps, s) for x, y, s in zip(bn, cn, spread)):
                     out["within_budget"] += 1
                 else:
                     x, y, s = next((x, y, s) for x, y, s in zip(bn, cn, spread) if not _within(x, y, ulps, s))
-                    beyond = f", {_deviation(x, y) / s:.3g}x the spread of your run's perturbed baseline runs" if 0 < s < math.inf else ""
+                    beyond = f", {ensemble.deviation(x, y) / s:.3g}x the spread of your run's perturbed baseline runs" if 0 < s < math.inf else ""
                     note(i + 1, base[i], cand[j], f"a number: {_said(x)} → {_said(y)}" + _sizes(x, y, beyond))
             continue
         rows = [i for i in range(i1, i2) if stable[i] and not warned[0][i]]
@@ -328,13 +320,22 @@ def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -
 
 def _env_arrays(path: Path, python: Path | None) -> dict[str, dict[str, Any] | None] | None:
     """The arrays of a file only the team's environment reads, read there (``optax_gate.kit.environment.arrays``);
-    None when it cannot be read so (then it is compared by its bytes)."""
-    import subprocess
-
+    None when it cannot be read so (then it is compared by its bytes). Each file is read once per version of it
+    (a process of its own that imports JAX and Flax), however often the witness compares it."""
     if python is None or path.stat().st_size > READ_BYTES:
         return None
+    stat = path.stat()
+    found = read_in_environment(str(path.resolve()), str(python), stat.st_mtime_ns, stat.st_size)
+    return dict(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def read_in_environment(path: str, python: str, mtime_ns: int, size: int) -> dict[str, dict[str, Any] | None] | None:
+    """:func:`_env_arrays`' reading, kept per file version (``mtime_ns``, ``size``)."""
+    import subprocess
+
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.kit.environment.arrays", str(path)], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([python, "-m", "optax_gate.kit.environment.arrays", path], capture_output=True, text=True, timeout=300)
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
@@ -353,7 +354,7 @@ def _json_spreads(base: list[tuple[str, Any]], members: list[Path]) -> dict[str,
         for key, x in base:
             y = theirs.get(key)
             if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool) and not isinstance(y, bool):
-                out[key] = max(out.get(key, 0.0), _deviation(float(x), float(y)))
+                out[key] = max(out.get(key, 0.0), ensemble.deviation(float(x), float(y)))
     return out
 
 
