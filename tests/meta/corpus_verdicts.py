@@ -114,9 +114,22 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
         "overhead": round(recorded / plain, 2) if recorded and plain else None,
         "born_in": born_in,
         "ensemble": result.get("ensemble"),
+        "isolated": result.get("isolated"),
         "noise_ratio": within.get("noise_ratio"),
         "output_noise_ratio": ((result.get("witness") or {}).get("output") or {}).get("noise_ratio"),
     }
+
+
+def _alone(found: dict | None) -> str:
+    """The Optax calls run alone on the baseline's inputs, in a few words."""
+    if not found:
+        return ""
+    differ = "; ".join(f"{r['site']} {r['call']}" for r in found.get("differ") or [])
+    return (
+        f"; alone on the baseline's inputs: {found['same']}/{found['calls']} the same"
+        + (f", differ: {differ}" if differ else "")
+        + (f", skipped {sum(found.get('skipped', {}).values())}" if found.get("skipped") else "")
+    )
 
 
 def main(argv=None) -> int:
@@ -147,7 +160,8 @@ def main(argv=None) -> int:
                 if noise.get("used")
                 else f" ({noise.get('why', 'not needed')})"
             )
-            + f"; noise ratio calls {row['noise_ratio']}, output {row['output_noise_ratio']}",
+            + f"; noise ratio calls {row['noise_ratio']}, output {row['output_noise_ratio']}"
+            + _alone(row.get("isolated")),
             flush=True,
         )
         print(f"    {row['reason'][:300]}", flush=True)

@@ -952,7 +952,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     monkeypatch.setattr(
         team_run,
         "run_once",
-        lambda spec, python, label, folder: {
+        lambda spec, python, label, folder, extra_env=None: {
             "label": label,
             "exit": 0,
             "timed_out": False,
@@ -1021,7 +1021,7 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
     step then computes from other inputs. Writes ckpt.npz in every run."""
     zeros, ones = _leaf([0.0, 0.0]), _leaf([1.0, 2.0])
 
-    def run_once(spec, python, label, folder):
+    def run_once(spec, python, label, folder, extra_env=None):
         ckpt = team_dir / "ckpt.npz"
         leaf = ones if ckpt.exists() and ckpt.read_text() in ("baseline", "baseline-repeat") else zeros  # a run's own output
         (team_dir / "ckpt.npz").write_text(label)
@@ -1406,6 +1406,9 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     assert result["witness"]["output"]["within_budget"] > 0 and result["witness"]["files"]["within_budget"] == 1
     words = report_team_run.noise_words(result)
     assert words.startswith("**Consistent with your run's own rounding noise**: largest deviation") and "3 perturbed baseline runs" in words
+    alone = result["isolated"]  # its Optax calls run alone on the baseline's inputs: the same on both sides
+    assert alone["calls"] > 0 and alone["same"] == alone["calls"] and not alone["differ"], alone
+    assert report_team_run.alone_words(result).startswith("**Optax computes the same on identical inputs**")
     said: list[str] = []
     again = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again", said.append)
     assert again["ensemble"]["cached"] and again["outcome"] == "same"  # the ensemble's runs kept: not run again
@@ -1422,6 +1425,8 @@ def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_pa
     result = team_run.run(team_run.RunSpec("python train.py 120", folder, 300), (PYTHON, both), tmp_path / "run")
     assert result["outcome"] == "diverged" and result["ensemble"]["used"]
     assert line_of(folder, "tx.update(") in result["sites"], result["sites"]
+    # run alone on the baseline's own inputs (identical by construction), the candidate's update computes something else
+    assert line_of(folder, "tx.update(") in [r["site"] for r in result["isolated"]["differ"]], result["isolated"]
 
 
 @pytest.mark.timeout(600)  # seven runs of the team's command
@@ -1437,6 +1442,9 @@ def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp
     assert line in result["sites"], result["sites"]
     cause = next(c for c in result["causes"] if c["site"] == line)
     assert cause["call"] == "optax.adamw(...).update (through flax.training.train_state.TrainState.apply_gradients)"
+    # run alone on the baseline's own inputs, adamw's update decays by another schedule value
+    said = [t for t in cause["texts"] if t.startswith("run alone on the baseline's own inputs, it computes something else")]
+    assert said and "ULP (budget 4)" in said[0], cause["texts"]
 
 
 def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_traces(tmp_path):

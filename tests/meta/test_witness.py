@@ -285,3 +285,38 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
     assert not unread["differs"] and unread["not_judged"] == ["params.msgpack"], unread
     (sides["c"] / "params.msgpack").write_bytes((sides["b"] / "params.msgpack").read_bytes())
     assert not witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)["differs"]
+
+
+def _orbax_checkpoint(folder: Path, tree: dict) -> None:
+    """``tree`` saved by a CheckpointManager at step 5, as a team's training loop saves it (its data files get new names in every run)."""
+    import orbax.checkpoint as ocp
+
+    manager = ocp.CheckpointManager(folder.resolve() / "ckpt")
+    manager.save(5, args=ocp.args.StandardSave(tree))
+    manager.wait_until_finished()
+    manager.close()
+
+
+def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environment(tmp_path):
+    """An Orbax checkpoint's item folder is one output, read with the baseline's interpreter (orbax is in the
+    team's environment) and judged array by array: 1 ULP apart is within the budget, 1.5x beyond it, named by its
+    key; without an interpreter to read it, it is noise: by bytes, two baseline runs write it otherwise (its data
+    files get new names in every run)."""
+    import sys
+
+    import jax.numpy as jnp
+
+    sides = {name: tmp_path / name for name in ("b", "r", "c", "u")}
+    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    one_ulp = np.nextafter(w, np.float32(np.inf))
+    for name, value in (("b", w), ("r", w), ("c", w * np.float32(1.5)), ("u", one_ulp)):
+        sides[name].mkdir()
+        _orbax_checkpoint(sides[name], {"params": {"w": jnp.asarray(value), "b": jnp.ones(3, jnp.bfloat16)}, "step": jnp.int32(5)})
+    python = witness.Others(python=Path(sys.executable))
+    moved = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)
+    assert moved["differs"] and moved["first"]["file"] == "ckpt/5/default/", moved
+    assert moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"], moved
+    close = witness.compare_files(sides["b"], sides["r"], sides["u"], 4, python)
+    assert not close["differs"] and close["within_budget"] == 1 and not close["not_judged"], close
+    unread = witness.compare_files(sides["b"], sides["r"], sides["u"], 4)  # by bytes, its two baseline copies already differ
+    assert not unread["differs"] and unread["files"] == 0 and unread["noise"] == close["files"] + close["noise"], unread

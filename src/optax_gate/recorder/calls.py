@@ -8,7 +8,7 @@ import sys
 import types
 from typing import Any
 
-from optax_gate.recorder import perturb, process
+from optax_gate.recorder import isolate, perturb, process
 
 #: Classes with init/update: methods wrapped on the class itself.
 _METHODS = ("__init__", "init", "update", "gradient_transformation")
@@ -92,6 +92,8 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
             site = process.team_file(frame.f_code.co_filename)
             extra = {**(extra or {}), "through": through}
     if site is None or process.depth() > 0:
+        if process.depth() == 1 and isolate.within[0] is not None and api.startswith("optax"):  # tx.update inside nnx.Optimizer
+            return _wrap_result(api, _within_library(api, kind, fn, args, kwargs))
         return _wrap_result(api, fn(*args, **kwargs))
     if perturb.eager(api, kind):  # in an ensemble member, its array arguments moved 1 ULP at its first call
         args, kwargs = perturb.once(f"{api}.{kind}@{site}:{frame.f_lineno}", args, kwargs)
@@ -109,11 +111,24 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
 
     in_leaves = [x for x in values.flatten((shown, kwargs))[0] if values.is_array(x)]
     stored_in = None
-    if not values.is_traced(in_leaves):  # stored before the call: a jitted step may donate (delete) its input buffers
+    traced = values.is_traced(in_leaves)
+    if not traced:  # stored before the call: a jitted step may donate (delete) its input buffers
         try:
             stored_in = [values.leaf_value(x) for x in in_leaves]
         except Exception:
             stored_in = None
+    noted = None
+    if api.startswith("optax") and getattr(process.thread, "mode", None) == ("shadow" if traced else None):
+        try:  # run alone on the baseline's inputs: in the first shadow of a step, or at its first eager call here
+            noted = isolate.note(api, kind, event["site"], fn, args, kwargs, traced)
+            if noted is not None and event.get("through"):
+                noted.event["through"] = event["through"]
+        except Exception as exc:
+            noted = None
+            event["isolate_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    outer = isolate.within[0]
+    if api == "flax.nnx.Optimizer" and isolate.enabled():  # the tx.init / tx.update Flax calls inside: run alone too
+        isolate.within[0] = (event["site"], f"flax.nnx.Optimizer.{'__init__' if kind == 'call' else kind}")
     try:
         out = fn(*args, **kwargs)
     except BaseException as exc:
@@ -121,6 +136,7 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
         event["exception"] = {"type": type(exc).__name__, "message": str(exc)[:1000]}
         raise
     finally:
+        isolate.within[0] = outer
         process.thread.depth -= 1
         event["warnings"] = stack.pop()
         try:
@@ -130,7 +146,37 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
             event.pop("out", None)
             event.pop("in", None)
             process.writer.emit(event)
+    if noted is not None and not traced:
+        alone = isolate.run(noted)
+        if alone is not None:
+            process.writer.emit(alone)
     return _wrap_result(api, out)
+
+
+def _within_library(api: str, kind: str, fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)``, an Optax call a recorded library call makes (``tx.update`` inside
+    ``nnx.Optimizer.update``, on pure arrays), noted to run alone on the baseline's inputs at the team's line
+    (``isolate.within``) as the team's own calls are; not recorded."""
+    import jax
+
+    from optax_gate.recorder import values
+
+    site, through = isolate.within[0] or ("", "")
+    traced = values.is_traced([x for x in jax.tree_util.tree_leaves((args, kwargs)) if values.is_array(x)])
+    noted = None
+    if getattr(process.thread, "mode", None) == ("shadow" if traced else None):
+        try:
+            noted = isolate.note(api, kind, site, fn, args, kwargs, traced)
+        except Exception:
+            noted = None
+        if noted is not None:
+            noted.event["through"] = through
+    out = fn(*args, **kwargs)
+    if noted is not None and not traced:
+        alone = isolate.run(noted)
+        if alone is not None and process.writer is not None:
+            process.writer.emit(alone)
+    return out
 
 
 #: Library frames walked through between an Optax call and the team's line (a library calling Optax for the team).

@@ -8,7 +8,7 @@ import sys
 import types
 from typing import Any
 
-from optax_gate.recorder import calls, perturb, process, values
+from optax_gate.recorder import calls, isolate, perturb, process, values
 
 
 def patch_nnx(nnx: types.ModuleType) -> None:
@@ -98,15 +98,18 @@ def _eager(args: tuple, kwargs: dict) -> bool:
     return not values.is_traced(jax.tree_util.tree_leaves((args, kwargs)))
 
 
-def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool) -> None:
+def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool, step: str | None = None) -> None:
     """Run ``shadow`` once in shadow mode (the Optax calls it traces add host
     callbacks) under the shadow's own JAX user context; on a copy of the
     ``nnx`` graph nodes among the arguments when ``graph`` (``nnx.clone``: the
     team's model, optimizer and RNG streams are not stepped by it). Its
-    results are dropped; an exception it raises is left to the real call."""
+    results are dropped; an exception it raises is left to the real call.
+    ``step``: the first call of a whole step, whose Optax calls then run alone
+    on the baseline's inputs (``optax_gate.recorder.isolate``)."""
     import jax
 
     process.thread.mode = "shadow"
+    isolate.active[0] = step
     try:
         with _shadow_context[0]("optax-gate-shadow"):
             if graph:
@@ -119,6 +122,9 @@ def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool) -> None:
         pass
     finally:
         process.thread.mode = None
+        isolate.active[0] = None
+    if step is not None:
+        isolate.run_pending(_shadow_context[0])
 
 
 def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: str) -> None:
@@ -195,7 +201,7 @@ class _Recorded:
         if self._replay:  # a whole step: in an ensemble member, its state moved 1 ULP at its first call
             args, kwargs = perturb.once(f"{self._name}@{site}:{frame.f_lineno}", args, kwargs)
         if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
-            _run_shadow(self._shadow, args, kwargs, self._graph)
+            _run_shadow(self._shadow, args, kwargs, self._graph, f"{self._name}@{site}:{frame.f_lineno}" if self._calls == 1 and self._replay else None)
             if self._calls == 1 and self._replay:  # a whole step: where a difference is born, equation by equation
                 _run_replay(self._shadow, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
         observed = None
@@ -263,7 +269,7 @@ def _scan(real_scan, api: str):
         counts[key] = counts.get(key, 0) + 1
         args, kwargs = perturb.once(f"{api}@{site}:{frame.f_lineno}", args, kwargs)  # an ensemble member: its carry and inputs moved 1 ULP
         if _shadow_context[0] is not None and sampled(counts[key]):
-            _run_shadow(functools.partial(real_scan, f), args, kwargs, False)
+            _run_shadow(functools.partial(real_scan, f), args, kwargs, False, f"{api}@{site}:{frame.f_lineno}" if counts[key] == 1 else None)
             if counts[key] == 1:
                 _run_replay(functools.partial(real_scan, f), args, kwargs, False, f"{api}({getattr(f, '__name__', 'function')})", f"{site}:{frame.f_lineno}")
         return calls.call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame, record_args=args)
@@ -291,6 +297,7 @@ def patch_jax(jax_module: types.ModuleType) -> None:
         return
     make = getattr(jax_module, "make_user_context", None)
     _shadow_context[0] = make(default_value=None) if make is not None else None
+    isolate.context[0] = _shadow_context[0]
     for name in JAX_TRANSFORMS:
         if callable(getattr(jax_module, name, None)):
             setattr(jax_module, name, _transform(getattr(jax_module, name), f"jax.{name}", replay=name in REPLAYED))

@@ -556,11 +556,31 @@ class Ensemble(TypedDict):
     reached: NotRequired[int]
 
 
+class DifferItem(TypedDict):
+    site: str
+    api: str
+    call: str
+    kinds: list[str]
+    texts: list[str]
+    max_ulps: NotRequired[float | None]
+
+
+class Isolated(TypedDict):
+    """
+    the Optax calls of each step's first call, and the first eager call of each Optax API at each line, run alone on both sides on the baseline's own inputs (optax_gate.recorder.isolate, docs/team-run.md): their inputs identical by construction, a call that computes otherwise there is a cause of the run
+    """
+
+    calls: int
+    same: int
+    differ: list[DifferItem]
+    skipped: dict[str, int]
+
+
 class Divergence(TypedDict):
     site: str
     api: str
     call: str
-    phase: Literal['call', 'trace', 'run']
+    phase: Literal['call', 'trace', 'run', 'isolated']
     occurrence: int
     kinds: list[
         Literal[
@@ -615,6 +635,7 @@ class TeamRun(TypedDict):
     within_budget: NotRequired[WithinBudget]
     warned: NotRequired[list[WarnedItem]]
     ensemble: NotRequired[Ensemble]
+    isolated: NotRequired[Isolated]
     first: Divergence | None
     causes: list[Divergence]
     divergences: NotRequired[list[Divergence]]

@@ -137,6 +137,27 @@ def noise_words(team: Mapping[str, Any]) -> str:
     )
 
 
+def alone_words(team: Mapping[str, Any]) -> str:
+    """What the Optax calls run alone on the baseline's own inputs gave (``team_run.isolated``), in words; "" when
+    none was run alone (the report predates it, or no step's first call made an Optax call the recorder could run alone)."""
+    alone = team.get("isolated") or {}
+    calls, differ = alone.get("calls") or 0, alone.get("differ") or []
+    skipped = sum((alone.get("skipped") or {}).values())
+    if not calls and not skipped:
+        return ""
+    not_run = f" ({skipped} not run alone: " + "; ".join(f"{n} {why}" for why, n in list((alone.get("skipped") or {}).items())[:2]) + ")" if skipped else ""
+    if not differ:
+        return (
+            f"**Optax computes the same on identical inputs**: each of the {calls} Optax call(s) of your steps' first calls "
+            f"and first eager calls, run alone on the baseline's own inputs in both environments, gives the same results{not_run}."
+        )
+    named = "; ".join(f"`{_cell(r['site'])}` `{_cell(r['call'])}`: {_cell(r['texts'][0])}" for r in differ[:SHOWN])
+    return (
+        f"**Optax computes something else on identical inputs**: {len(differ)} of {calls} Optax call(s), run alone on the "
+        f"baseline's own inputs in both environments: {named}{not_run}."
+    )
+
+
 def warned_lines(team: Mapping[str, Any]) -> list[str]:
     """The calls of the team's whose only difference is a warning that appears or disappears, each at its line,
     with what to do (they do not set the verdict: ``team_run.warned``)."""
@@ -312,7 +333,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
             f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
             f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.",
             *_witness(team),
-            *[x for line in (noise_words(team), _not_judged(team)) if line for x in ("", line)],
+            *[x for line in (noise_words(team), alone_words(team), _not_judged(team)) if line for x in ("", line)],
             *[f"- {line}" for line in warned_lines(team)],
             "",
         ]
@@ -338,7 +359,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
     for row in team.get("born") or []:
         out.append(f"- where it is born{' in the steps you transformed' if eager else ''}: {_cell(judging.born_words(row, bool(eager)))}")
     out += [f"- {line}" for line in _witness(team) if line]
-    out += [f"- {line}" for line in (noise_words(team), _not_judged(team)) if line]
+    out += [f"- {line}" for line in (noise_words(team), alone_words(team), _not_judged(team)) if line]
     out += [f"- {line}" for line in warned_lines(team)]
     same = judging.unchanged(team)
     if same and same["dtypes_only"]:

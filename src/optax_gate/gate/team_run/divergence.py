@@ -70,7 +70,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
         files.append((header.get("start", 0.0), path.name, events))
     observations: list[dict[str, Any]] = []
     for process, (_, _, events) in enumerate(sorted(files)):
-        by_seq = {e["seq"]: e for e in events if "of" not in e and "replay" not in e}
+        by_seq = {e["seq"]: e for e in events if "of" not in e and "replay" not in e and "isolated" not in e}
         block: list[dict[str, Any]] = []
         seen: Counter[tuple[int, int]] = Counter()
 
@@ -81,7 +81,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
             seen.clear()
 
         for event in events:
-            if "replay" in event:  # an equation-by-equation replay: read by read_replays
+            if "replay" in event or "isolated" in event:  # read by birth.read_replays and isolated.read
                 continue
             if "of" in event:
                 traced = by_seq.get(event["of"])

@@ -13,9 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from optax_gate.gate.team_run import divergence, ensemble, team_files
+from optax_gate.gate.team_run import divergence, ensemble, isolated, team_files
 from optax_gate.gate.team_run import birth
 from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
+from optax_gate.recorder.isolate import IN_ENV as ISOLATE_IN, OUT_ENV as ISOLATE_OUT
 from optax_gate.recorder.perturb import PERTURB_ENV
 from optax_gate.gate.team_run.judging import no_values
 
@@ -246,6 +247,7 @@ def run(
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
                 _births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
         result.pop("traces", None)
+        result.pop("isolations", None)
         result.pop("first_differs", None)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
@@ -375,12 +377,17 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         "raised_at": "",
     }
     traces = {}
+    inputs = folder / "team-run-isolated-inputs"  # the baseline's inputs of the Optax calls each side runs alone
+    shutil.rmtree(inputs, ignore_errors=True)
+    result["isolations"] = {}
     for label, python in (("baseline", pythons[0]), ("baseline-repeat", pythons[0]), ("candidate", pythons[1])):
         around.say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
-        row = run_once(spec, python, label, folder)
+        alone = {ISOLATE_IN: str(inputs.resolve()), **({ISOLATE_OUT: str(inputs.resolve())} if label == "baseline" else {})}
+        row = run_once(spec, python, label, folder, alone)
         around.after(label)
         try:
             traces[label] = divergence.read(folder / row["trace"])
+            result["isolations"][label] = isolated.read(folder / row["trace"])
         except (OSError, ValueError) as exc:
             row["error"] = row["error"] or f"its trace cannot be read: {exc}"
             traces[label] = []
@@ -422,7 +429,10 @@ def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec
     """Compare the baseline's trace with the candidate's (``noise``: the ensemble's spreads, ``ensemble.spreads``)
     and set the run's outcome from it and the candidate's exit status."""
     cand = result["runs"][-1]
-    diff = renamed(divergence.compare(traces["baseline"], traces["candidate"], LISTED, noise, spec.warnings_differ), name)
+    alone = result.get("isolations") or {}
+    found = isolated.compare(alone.get("baseline") or {}, alone.get("candidate") or {})
+    diff = renamed(isolated.causes(found, divergence.compare(traces["baseline"], traces["candidate"], LISTED, noise, spec.warnings_differ)), name)
+    result["isolated"] = {**found, "differ": [{**row, "site": name(row["site"]) if name else row["site"]} for row in found["differ"]]}
     longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
     result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget", "compared_by")})

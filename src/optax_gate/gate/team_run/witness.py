@@ -14,9 +14,10 @@ compared, baseline against candidate, where the two baseline runs agree
 - **Files**: ``.npy`` and ``.npz`` arrays are read here (the NumPy format is
   a header and the raw little-endian elements: no numpy in the gate half)
   and compared leaf by leaf with ``divergence``'s ULP rule, and so are a Flax
-  msgpack checkpoint's arrays (read with the baseline's interpreter); JSON numbers as
-  float32 values, other JSON values exactly; any other file (a pickle, an
-  orbax checkpoint's files) that differs is named "not judged". A file written on one side only is
+  msgpack checkpoint's arrays and an Orbax checkpoint's (its item folder one
+  output; read with the baseline's interpreter, where Flax and orbax are); JSON numbers as
+  float32 values, other JSON values exactly; any other file (a pickle, a plot)
+  that differs is named "not judged". A file written on one side only is
   a change.
 
 Why our own code: the comparison is the ULP policy of the recorder's
@@ -270,10 +271,11 @@ def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -
     "not_judged": a file compared by its bytes whose bytes differ}``."""
     out: dict[str, Any] = {"how": "bytes", "differs": False, "within_budget": False, "first": None, "not_judged": False}
     members = list(others.members)
-    if base.suffix in (".npy", ".npz") or (base.suffix == ".msgpack" and others.python is not None):
-        read = _arrays if base.suffix != ".msgpack" else lambda path: _env_arrays(path, others.python)
+    in_environment = others.python is not None and (base.suffix == ".msgpack" or base.is_dir())  # msgpack, an Orbax checkpoint
+    if base.suffix in (".npy", ".npz") or in_environment:
+        read = _arrays if not in_environment else lambda path: _env_arrays(path, others.python)
         b, c = read(base), read(cand)
-        theirs = [a for a in (read(m) for m in members if m.is_file()) if a is not None]
+        theirs = [a for a in (read(m) for m in members if m.exists()) if a is not None]
         if b is not None and c is not None:
             out["how"] = "arrays"
             for key in sorted(set(b) | set(c)):
@@ -322,10 +324,11 @@ def _env_arrays(path: Path, python: Path | None) -> dict[str, dict[str, Any] | N
     """The arrays of a file only the team's environment reads, read there (``optax_gate.kit.environment.arrays``);
     None when it cannot be read so (then it is compared by its bytes). Each file is read once per version of it
     (a process of its own that imports JAX and Flax), however often the witness compares it."""
-    if python is None or path.stat().st_size > READ_BYTES:
+    stats = [p.stat() for p in sorted(path.rglob("*")) if p.is_file()] if path.is_dir() else [path.stat()]
+    size = sum(st.st_size for st in stats)
+    if python is None or size > READ_BYTES:
         return None
-    stat = path.stat()
-    found = read_in_environment(str(path.resolve()), str(python), stat.st_mtime_ns, stat.st_size)
+    found = read_in_environment(str(path.resolve()), str(python), max((st.st_mtime_ns for st in stats), default=0), size)
     return dict(found) if found is not None else None
 
 
@@ -390,14 +393,37 @@ def _differs(one: dict[str, Any]) -> bool:
 
 
 def _digest(path: Path) -> str:
+    """SHA-256 of a file, or of a checkpoint folder's files (their names and bytes)."""
+    if path.is_dir():
+        whole = hashlib.sha256()
+        for p in sorted(path.rglob("*")):
+            if p.is_file():
+                whole.update(str(p.relative_to(path)).encode() + b"\0" + _digest(p).encode())
+        return whole.hexdigest()
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+#: The file that marks an Orbax checkpoint's PyTree item folder: the folder is one written output, read as arrays.
+ORBAX_ITEM = "_METADATA"
+
+
 def _files(folder: Path | None) -> dict[str, Path]:
+    """The outputs a run wrote in ``folder``, by name: each file, and each Orbax checkpoint item folder as one
+    (``ckpt/5/default/``; its data files have names of their own in every run)."""
     if folder is None or not folder.is_dir():
         return {}
-    return {str(p.relative_to(folder)): p for p in sorted(folder.rglob("*")) if p.is_file()}
+    items = sorted({p.parent for p in folder.rglob(ORBAX_ITEM) if p.is_file()})
+    out: dict[str, Path] = {}
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file():
+            continue
+        item = next((i for i in items if i in p.parents), None)
+        if item is not None:
+            out[f"{item.relative_to(folder)}/"] = item
+        else:
+            out[str(p.relative_to(folder))] = p
+    return out
 
 
 def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int, others: Others = Others()) -> dict[str, Any]:

@@ -8,7 +8,9 @@ most 4,096 elements, one in ``stride``, base64; ``sha256`` of all its bytes),
 keyed by its path in the restored tree (``['params']['Dense_0']['kernel']``);
 or ``{"error": "..."}`` when the file cannot be read so. A Flax msgpack file
 (``flax.serialization.to_bytes``) is read with ``flax.serialization.msgpack_restore``,
-as the team's code reads it back.
+as the team's code reads it back; an Orbax checkpoint (a folder holding
+``_METADATA``, as ``orbax.checkpoint`` writes a PyTree item) with
+``orbax.checkpoint.PyTreeCheckpointer().restore``, when orbax is installed there.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -43,18 +46,29 @@ def leaf(value: Any) -> dict[str, Any] | None:
     }
 
 
+def _orbax(path: str) -> Any:
+    """The PyTree of the Orbax checkpoint item folder ``path``, restored as saved (on this host's devices)."""
+    import orbax.checkpoint as ocp
+
+    return ocp.PyTreeCheckpointer().restore(path)
+
+
 def read(path: str) -> dict[str, Any]:
-    """``{"arrays": {key: leaf}}`` of the msgpack file at ``path``, or ``{"error": why}``."""
+    """``{"arrays": {key: leaf}}`` of the msgpack file or Orbax checkpoint folder at ``path``, or ``{"error": why}``."""
     try:
         import jax
-        from flax import serialization
 
-        with open(path, "rb") as handle:
-            tree = serialization.msgpack_restore(handle.read())
+        if os.path.isdir(path):
+            tree = _orbax(path)
+        else:
+            from flax import serialization
+
+            with open(path, "rb") as handle:
+                tree = serialization.msgpack_restore(handle.read())
         pairs = jax.tree_util.tree_flatten_with_path(tree)[0]
         arrays = {jax.tree_util.keystr(p): leaf(v) for p, v in pairs}
         return {"arrays": {k: v for k, v in arrays.items() if v is not None}}
-    except Exception as exc:  # not a msgpack checkpoint: the witness compares it by its bytes
+    except Exception as exc:  # not a msgpack checkpoint, or no orbax here: the witness compares it by its bytes
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
