@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.team_run import divergence, team_run
+from optax_gate.gate.team_run import isolated, divergence, team_run
 from optax_gate.gate.team_run import birth
 from optax_gate.gate.team_run import judging
 from optax_gate.gate import assemble
@@ -124,6 +124,12 @@ def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
     step = line_of(folder, "loss = step(model, optimizer, batch)")
     assert any(d["site"] == step and d["role"] == "consequence" for d in result["divergences"])
     assert result["compared_by"]["value"] > 0 and update in result["compared_by"]["value_sites"]
+    # the tx.update Flax calls inside optimizer.update, run alone on the baseline's inputs: the cause, at the team's line
+    alone = [r for r in result["isolated"]["differ"] if r["site"] == update]
+    assert alone and alone[0]["call"] == "optax.adamw(...).update (through flax.nnx.Optimizer.update)", result["isolated"]
+    assert result["isolated"]["differ"] == alone, result["isolated"]
+    flax_made = [e for e in isolated.read(tmp_path / "team-run-baseline").values() if e.get("through")]
+    assert flax_made and all(e["call"] in ("init", "update") for e in flax_made), flax_made  # not what Optax calls inside them
 
 
 def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(tmp_path):
@@ -464,6 +470,8 @@ def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_bas
     result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "same", result["reason"]
     assert result["within_budget"]["calls"] == 0, result["within_budget"]
+    # per-device calls are not run alone (a callback per device there deadlocked the collectives)
+    assert result["isolated"]["skipped"].get("it runs per device inside shard_map or pmap (its collectives need the mesh)", 0) >= 3
     runs = [o for o in divergence.read(tmp_path / "out" / "team-run-baseline") if o["phase"] == "run"]
     assert len(runs) >= 8 * 3, len(runs)
 

@@ -171,7 +171,11 @@ def _within_library(api: str, kind: str, fn, args: tuple, kwargs: dict):
             noted = None
         if noted is not None:
             noted.event["through"] = through
-    out = fn(*args, **kwargs)
+    process.thread.depth = process.depth() + 1  # the Optax calls inside it are Optax's own: neither recorded nor noted
+    try:
+        out = fn(*args, **kwargs)
+    finally:
+        process.thread.depth -= 1
     if noted is not None and not traced:
         alone = isolate.run(noted)
         if alone is not None and process.writer is not None:
