@@ -27,7 +27,10 @@ def test_grid_tables_are_data():
     assert all(dtype in ("float32", "int32", "bfloat16") for leaves, _ in trees.TREES.values() for dtype, _ in leaves)
     assert {len(shape) for dtype, shape in trees.TREES["ranks_0_5"][0]} == set(range(6))
     assert set(wrappers.WRAPPERS) >= {"optax.MultiSteps", "optax.inject_hyperparams", "optax.masked", "optax.chain", "optax.apply_if_finite"}
-    assert any("mu_dtype" in kw for _, kw in wrappers.INNERS.values()) and set(wrappers.PARAM_DTYPES) == {"float32", "bfloat16", "float16"}
+    assert any("mu_dtype" in kw for _, kw in wrappers.INNERS.values()) and set(wrappers.PARAM_DTYPES) == {"float32", "bfloat16", "float16", "complex64"}
+    # every pair of the floating dtypes in one tree, and float32 with complex64 (issue 56: a mixed tree and a complex one)
+    pairs = {frozenset(wrappers.SHORT[x] for x in d.split("+")) for d in wrappers.MIXED_DTYPES}
+    assert pairs == {frozenset(p) for p in (("float32", "bfloat16"), ("float32", "float16"), ("bfloat16", "float16"), ("float32", "complex64"))}
 
 
 def test_a_corner_drift_is_one_finding_across_apis():

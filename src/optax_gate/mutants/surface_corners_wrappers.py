@@ -1,8 +1,9 @@
 """Mutants of the wrappers' corner grid
 (``tests/contracts/test_surface_corners_wrappers.py``): the inner Adam
 family's ``mu_dtype`` ignored, a state that changes dtype after the first
-update (a ``jax.lax.scan`` carry then raises TypeError), and NaN updates for
-half-precision params. Each one replaces the inner factories of the grid
+update (a ``jax.lax.scan`` carry then raises TypeError), NaN updates for
+half-precision params, the imaginary part of complex updates dropped, and the
+state of a mixed-dtype tree promoted to its widest dtype. Each one replaces the inner factories of the grid
 (``corners.wrappers.INNERS``) and returns {}.
 """
 
@@ -76,5 +77,39 @@ def half_nan(optax):
             return jax.tree.map(lambda x: x * jnp.nan if x.dtype in (jnp.bfloat16, jnp.float16) else x, u), s
 
         return optax.GradientTransformation(tx.init, update)
+
+    return _around(change)
+
+
+@mutant("surface-corners-wrappers-imag-dropped", "updates of complex params lose their imaginary part (their dtype kept)")
+def imag_dropped(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def change(tx):
+        def update(g, s, params=None):
+            u, s = tx.update(g, s, params)
+            return jax.tree.map(lambda x: jnp.real(x).astype(x.dtype) if jnp.iscomplexobj(x) else x, u), s
+
+        return optax.GradientTransformation(tx.init, update)
+
+    return _around(change)
+
+
+@mutant("surface-corners-wrappers-mixed-promoted", "init promotes the state of a tree that mixes dtypes to its widest floating dtype")
+def mixed_promoted(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def change(tx):
+        def init(params):
+            s = tx.init(params)
+            floats = [x.dtype for x in jax.tree.leaves(params) if jnp.issubdtype(x.dtype, jnp.inexact)]
+            if len(set(floats)) < 2:
+                return s
+            wide = jnp.result_type(*floats)
+            return jax.tree.map(lambda x: x.astype(wide) if jnp.issubdtype(x.dtype, jnp.floating) else x, s)
+
+        return optax.GradientTransformation(init, tx.update)
 
     return _around(change)
