@@ -189,3 +189,47 @@ def test_micro_grad_sums_per_example_gradients():
     tolerances.assert_close(
         aux.values, 0.5 * residual**2, dtype="float32", ulps=tolerances.reduction(FEATURES), scale=float(np.max(0.5 * residual**2)), what="per-example values"
     )
+
+
+@pytest.mark.golden
+@_contract("microbatch")
+@pytest.mark.parametrize("form", ["argnames", "positional_with_keyword", "jit_argnames"])
+def test_microbatch_in_each_calling_form(form):
+    """The batch passed by keyword (``argnums=()``, ``argnames="x"``, called ``f(x=batch)``), positionally beside a
+    keyword argument that is not batched (``f(batch, scale=2.0)``: each microbatch's total times 2), and by
+    keyword under ``jax.jit``: SUM is the batch's total (times the scale), as ``fun`` on the whole batch."""
+    _api("microbatch")
+    x = _batch()
+    scale = 2.0 if form == "positional_with_keyword" else 1.0
+    if form == "positional_with_keyword":
+        out = optax.microbatch(lambda b, scale: jnp.sum(b) * scale, argnums=0, microbatch_size=MICRO)(jnp.asarray(x), scale=2.0)
+    else:
+        fun = optax.microbatch(lambda x: jnp.sum(x), argnums=(), microbatch_size=MICRO, argnames="x")
+        out = (jax.jit(fun) if form.startswith("jit") else fun)(x=jnp.asarray(x))
+    x64 = x.astype(np.float64)
+    tolerances.assert_close(out, scale * x64.sum(), dtype="float32", ulps=tolerances.reduction(x.size), scale=scale * float(np.abs(x64).sum()), what=form)
+
+
+@pytest.mark.negative
+@_contract("microbatch")
+@pytest.mark.known_defect("microbatch-empty-batch-errors")
+@pytest.mark.parametrize("kind, error", [("SUM", IndexError), ("MEAN", ValueError), ("CONCAT", ValueError)])
+def test_microbatch_over_an_empty_batch_raises(kind, error):
+    """A batch of 0 rows in microbatches of 2 (0 divides evenly): optax 0.2.8 raises, IndexError for SUM
+    ("Cannot do a non-empty jnp.take() from an empty axis"), ValueError for MEAN and CONCAT
+    ("num_microbatches=0 must be positive"), where the sum over no microbatch would be 0."""
+    acc = _api("AccumulationType")
+    fun = optax.microbatch(lambda b: b * 2.0 if kind == "CONCAT" else jnp.sum(b), 0, MICRO, getattr(acc, kind))
+    with pytest.raises(error):
+        fun(jnp.zeros((0, FEATURES), jnp.float32))
+
+
+@pytest.mark.negative
+@_contract("microbatch")
+@pytest.mark.known_defect("microbatch-argnums-by-keyword-index-error")
+def test_microbatch_argnums_called_by_keyword_raises_index_error():
+    """``argnums=0`` with the batch passed by keyword (``f(x=batch)``): optax 0.2.8 raises a bare IndexError
+    ("tuple index out of range") instead of microbatching it or naming ``argnames``."""
+    _api("microbatch")
+    with pytest.raises(IndexError):
+        optax.microbatch(lambda x: jnp.sum(x), argnums=0, microbatch_size=MICRO)(x=jnp.asarray(_batch()))
