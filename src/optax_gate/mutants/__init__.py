@@ -76,6 +76,7 @@ FAMILIES = (
     "surface_corners_derivatives",
     "surface_sharded",
     "microbatching",
+    "microbatching_sharded",
 )
 
 

@@ -1,8 +1,9 @@
 """Mutants of ``optax.microbatching`` (``tests/contracts/test_microbatching.py``),
 runnable at the pinned 0.2.6, which has no ``optax.microbatching``: each
 mutant puts in its place a stand-in written from the 0.2.8 docstrings
-(:func:`_stand_in`: column-major microbatches, SUM/MEAN/RUNNING_MEAN/CONCAT,
-``num_real_microbatches``, the ValueErrors, ``micro_grad`` over examples)
+(:func:`stand_in`: column-major microbatches, SUM/MEAN/RUNNING_MEAN/CONCAT,
+``num_real_microbatches``, the ValueErrors, 0.2.8's errors over an empty batch and
+for a batch passed by keyword, ``micro_grad`` over examples)
 carrying one fault, so the contracts run, and must fail, on any optax. At a
 baseline that has the module the stand-in replaces it the same way.
 """
@@ -26,7 +27,7 @@ class AccumulationType(enum.Enum):
     CONCAT = enum.auto()
 
 
-def _stand_in(fault: str = "") -> dict:
+def stand_in(fault: str = "") -> dict:
     """``{"microbatching": module, "microbatch": fn}`` of a stand-in with ``fault``
     (``""``: none; see the mutants below for each)."""
     import collections
@@ -48,7 +49,7 @@ def _stand_in(fault: str = "") -> dict:
             return stacked.reshape((-1,) + stacked.shape[2:], order="C" if fault == "concat-order" else "F")
         total = sum(outs[1:], outs[0])
         if kind == AccumulationType.SUM:
-            return total
+            return total - outs[-1] if fault == "sum-last-dropped" else total
         if kind == AccumulationType.MEAN:
             return total if fault == "mean-is-sum" else total / n
         return total / n_run
@@ -57,24 +58,36 @@ def _stand_in(fault: str = "") -> dict:
         if microbatch_size is None and fault != "none-wraps":
             return fun
         argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
 
         def run(*args, **kwargs):
             if microbatch_size is None:
                 return fun(*args, **kwargs)
-            sizes = [jax.tree.leaves(args[i])[0].shape[0] for i in argnums]
+            if fault == "keyword-batch" and len(args) < len(argnums) and kwargs:  # the batch passed by keyword, microbatched
+                return run(*args, *kwargs.values())
+            batches = {**{i: args[i] for i in argnums}, **{n: kwargs[n] for n in names}}  # by position and by keyword
+            sizes = [jax.tree.leaves(b)[0].shape[0] for b in batches.values()]
+            if sizes and sizes[0] == 0:
+                if fault == "empty-batch-whole":  # the sum over no microbatch, the empty concatenation: fun on the empty batch
+                    return fun(*args, **kwargs)
+                if any(k != AccumulationType.SUM for k in jax.tree.leaves(accumulator, is_leaf=lambda x: isinstance(x, AccumulationType))):
+                    raise ValueError("num_microbatches=0 must be positive.")
             if len(set(sizes)) > 1 and fault != "unequal-sizes":
                 raise ValueError(f"Batch Arguments must have equal-size batch axes, found {sizes}.")
             if sizes[0] % microbatch_size and fault != "no-divisibility":
                 raise ValueError(f"batch_size={sizes[0]} must be divisible by {microbatch_size=}.")
             n = sizes[0] // microbatch_size
-            split = {i: reshape_batch_axis(jax.tree.map(lambda x: x[: n * microbatch_size], args[i]), microbatch_size) for i in argnums}
+            split = {key: reshape_batch_axis(jax.tree.map(lambda x: x[: n * microbatch_size], b), microbatch_size) for key, b in batches.items()}
             n_run = n if num_real_microbatches is None or fault == "num-real-ignored" else num_real_microbatches
             outs = []
             for k in range(n_run):
-                a = list(args)
-                for i in argnums:
-                    a[i] = jax.tree.map(lambda x: x[k], split[i])
-                outs.append(fun(*a, **kwargs))
+                a, kw = list(args), dict(kwargs)
+                for key, parts in split.items():
+                    if isinstance(key, int):
+                        a[key] = jax.tree.map(lambda x: x[k], parts)
+                    else:
+                        kw[key] = jax.tree.map(lambda x: x[k], parts)
+                outs.append(fun(*a, **kw))
             return jax.tree.map(lambda kind, *o: combine(kind, list(o), n_run, n), accumulator, *outs, is_leaf=lambda x: isinstance(x, AccumulationType))
 
         return run
@@ -123,7 +136,7 @@ def _stand_in(fault: str = "") -> dict:
     return {"microbatching": module, "microbatch": microbatch}
 
 
-#: Each mutant: fault of :func:`_stand_in` -> what it breaks (registered as ``microbatching-<fault>``).
+#: Each mutant: fault of :func:`stand_in` -> what it breaks (registered as ``microbatching-<fault>``).
 FAULTS: dict[str, str] = {
     "row-major": "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), not the documented column-major one",
     "concat-order": "CONCAT joins the microbatch outputs in microbatch order without undoing the column-major split: rows come back interleaved",
@@ -132,7 +145,10 @@ FAULTS: dict[str, str] = {
     "none-wraps": "microbatch_size=None returns a wrapper of fun, not fun itself",
     "no-divisibility": "a batch not divisible by microbatch_size is cut to a multiple silently (no ValueError); batches of unequal sizes still raise",
     "grad-scaled": "micro_grad's per-example gradients come out halved",
+    "sum-last-dropped": "SUM leaves out the last microbatch's output",
+    "empty-batch-whole": "a batch of 0 rows gives fun's result on it (0 for a sum, an empty concatenation) instead of raising",
+    "keyword-batch": "a batch passed by keyword with argnums is microbatched instead of raising IndexError",
 }
 
 for _fault, _what in FAULTS.items():
-    mutant(f"microbatching-{_fault}", _what)(lambda optax, fault=_fault: _stand_in(fault))
+    mutant(f"microbatching-{_fault}", _what)(lambda optax, fault=_fault: stand_in(fault))
