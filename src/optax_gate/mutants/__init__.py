@@ -77,6 +77,7 @@ FAMILIES = (
     "surface_sharded",
     "microbatching",
     "microbatching_sharded",
+    "skip_functions",
 )
 
 
