@@ -12,6 +12,18 @@ from optax_gate.mutants.registry import family
 mutant = family("skip_functions", "tests/contracts/test_skip_functions.py")
 
 
+def _after(optax, name: str, change):
+    """``{name: optax.<name> whose (skip, info) goes through change(skip, info, updates)}``."""
+    orig = getattr(optax, name)
+
+    @functools.wraps(orig)
+    def fn(updates, gradient_step, params, *args, **kwargs):
+        skip, info = orig(updates, gradient_step, params, *args, **kwargs)
+        return change(skip, info, updates)
+
+    return {name: fn}
+
+
 @mutant("skip-functions-inf-finite", "skip_not_finite counts NaN only: an inf update is not skipped")
 def inf_finite(optax):
     import jax
@@ -44,16 +56,7 @@ def empty_int(optax):
     import jax
     import jax.numpy as jnp
 
-    orig = optax.skip_not_finite
-
-    @functools.wraps(orig)
-    def skip_not_finite(updates, gradient_step, params):
-        skip, info = orig(updates, gradient_step, params)
-        if not jax.tree.leaves(updates):
-            info = {**info, "num_not_finite": jnp.int32(0)}
-        return skip, info
-
-    return {"skip_not_finite": skip_not_finite}
+    return _after(optax, "skip_not_finite", lambda skip, info, u: (skip, info if jax.tree.leaves(u) else {**info, "num_not_finite": jnp.int32(0)}))
 
 
 @mutant("skip-functions-complex-modulus", "skip_large_updates squares complex updates by their modulus (sum |u|**2), a real number")
@@ -88,53 +91,31 @@ def multisteps_ignores(optax):
 
 @mutant("skip-functions-count-plus-one", "skip_not_finite counts one non-finite element more than there are (a finite update is skipped)")
 def count_plus_one(optax):
-    orig = optax.skip_not_finite
-
-    @functools.wraps(orig)
-    def skip_not_finite(updates, gradient_step, params):
-        _, info = orig(updates, gradient_step, params)
+    def change(skip, info, updates):
         n = info["num_not_finite"] + 1
         return n > 0, {"should_skip": n > 0, "num_not_finite": n}
 
-    return {"skip_not_finite": skip_not_finite}
+    return _after(optax, "skip_not_finite", change)
 
 
 @mutant("skip-functions-norm-scaled", "skip_large_updates reports a squared norm 25% too large (its decision unchanged)")
 def norm_scaled(optax):
-    orig = optax.skip_large_updates
-
-    @functools.wraps(orig)
-    def skip_large_updates(updates, gradient_step, params, max_squared_norm):
-        skip, info = orig(updates, gradient_step, params, max_squared_norm)
-        return skip, {**info, "norm_squared": info["norm_squared"] * 1.25}
-
-    return {"skip_large_updates": skip_large_updates}
+    return _after(optax, "skip_large_updates", lambda skip, info, u: (skip, {**info, "norm_squared": info["norm_squared"] * 1.25}))
 
 
 @mutant("skip-functions-nan-kept", "skip_large_updates does not skip a NaN squared norm")
 def nan_kept(optax):
     import jax.numpy as jnp
 
-    orig = optax.skip_large_updates
-
-    @functools.wraps(orig)
-    def skip_large_updates(updates, gradient_step, params, max_squared_norm):
-        skip, info = orig(updates, gradient_step, params, max_squared_norm)
+    def change(skip, info, updates):
         skip = jnp.logical_and(skip, jnp.logical_not(jnp.isnan(jnp.real(info["norm_squared"]))))
         return skip, {**info, "should_skip": skip}
 
-    return {"skip_large_updates": skip_large_updates}
+    return _after(optax, "skip_large_updates", change)
 
 
 @mutant("skip-functions-large-always", "skip_large_updates skips every update, whatever its norm")
 def large_always(optax):
     import jax.numpy as jnp
 
-    orig = optax.skip_large_updates
-
-    @functools.wraps(orig)
-    def skip_large_updates(updates, gradient_step, params, max_squared_norm):
-        _, info = orig(updates, gradient_step, params, max_squared_norm)
-        return jnp.ones((), bool), {**info, "should_skip": jnp.ones((), bool)}
-
-    return {"skip_large_updates": skip_large_updates}
+    return _after(optax, "skip_large_updates", lambda skip, info, u: (jnp.ones((), bool), {**info, "should_skip": jnp.ones((), bool)}))
