@@ -464,7 +464,9 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     assert "interrupted (SIGTERM" not in stderr, stderr
     # the folder is not kept for good: the next gate removes an incomplete folder whose process is gone
     # (a new user read "stays marked INCOMPLETE" and found it gone)
-    assert ("marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the next gate removes it)") in stderr, stderr
+    assert (
+        "marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the next gate that completes removes it)"
+    ) in stderr, stderr
 
 
 def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path):

@@ -386,6 +386,7 @@ def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_con
     assert f"born in `optax.adamw`, through `flax.nnx.Optimizer(...)` at `{built}`: other results on the same inputs" in report["reasons"][0]
     # the jitted step's inputs already differ, from that call on: neither the reason nor "Your code" says "not an Optax call"
     assert [r["kind"] for r in result["born"]] == ["before"], result["born"]
+    assert "opt_state" in result["born"][0].get("first_input", ""), result["born"]  # which of the step's inputs differs first
     text = "\n".join(team_run_section.section(report))
     assert "in the Optax call where it is born (above)" in text and "not an Optax call" not in report["reasons"][0] + text, text
 

@@ -1273,7 +1273,7 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     text = team_run_section._bits({"within_budget": within})
     assert "the difference is born before any Optax call: the first that gives other results, `train.py:18`" in text, text
     assert "from code that is not an Optax call (JAX, e.g. jax.random; the model; the data)" in text, text
-    assert "the results you keep (your jitted function's, apply_updates') differ by at most 2 ULP" in text, text
+    assert "the results you keep (what your transformed functions return, the params an update gives) differ by at most 2 ULP" in text, text
     born_here = [dict(e) for e in cand]
     born_here[0]["in"] = [_leaf([0.5])]  # the same inputs: the first difference is the Optax call's own
     within = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", born_here)))["within_budget"]
@@ -1578,3 +1578,17 @@ def test_an_unquoted_run_with_options_is_told_to_be_quoted_by_the_parser(capsys)
         cli_parser.parse(["gate", "optax==0.2.8", "--run", "python", "train.py", "--steps", "3"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and 'quote it, --run "python ..."' in err, err
+
+
+def test_the_ensembles_key_leaves_out_the_gates_own_folders_in_the_teams_folder(tmp_path):
+    """A report written inside the team's folder (``--out`` there) does not make the kept ensemble stale; a change
+    of the team's own files does."""
+    folder = team(tmp_path, "tiny")
+    report = folder / "gate-report"
+    report.mkdir()
+    spec = team_run.RunSpec("python train.py 3", folder, 300, not_watched=(report,))
+    key = team_run.ensemble_key(spec, PYTHON)
+    (report / "report.md").write_text("a report\n")
+    assert team_run.ensemble_key(spec, PYTHON) == key
+    (folder / "train.py").write_text((folder / "train.py").read_text() + "\n# changed\n")
+    assert team_run.ensemble_key(spec, PYTHON) != key

@@ -178,6 +178,9 @@ def test_a_usage_folder_without_code_is_refused(tmp_path):
     for folder in ("empty", "docs"):
         with pytest.raises(validate.InvalidInput, match="holds no .py or .ipynb file"):
             user_paths.check_usage([tmp_path / folder])
+    # the team's code taken from --run-dir (no --usage given): the refusal names the option the user gave
+    with pytest.raises(validate.InvalidInput, match=r"^--run-dir .* holds no .py or .ipynb file"):
+        user_paths.check_usage([tmp_path / "empty"], "--run-dir")
     (tmp_path / "docs" / "train.py").write_text("import optax\n")
     assert user_paths.check_usage([tmp_path / "docs"]) == [tmp_path / "docs"]
 

@@ -318,5 +318,7 @@ def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environme
     assert moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"], moved
     close = witness.compare_files(sides["b"], sides["r"], sides["u"], 4, python)
     assert not close["differs"] and close["within_budget"] == 1 and not close["not_judged"], close
+    # the folder is one output; what the two baseline runs wrote otherwise (the manager's timestamps) is named
+    assert close["checkpoint_folders"] == 1 and close["noise_files"] == ["ckpt/5/_CHECKPOINT_METADATA", "ckpt/5/commit_success.txt"], close
     unread = witness.compare_files(sides["b"], sides["r"], sides["u"], 4)  # by bytes, its two baseline copies already differ
     assert not unread["differs"] and unread["files"] == 0 and unread["noise"] == close["files"] + close["noise"], unread

@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         where = (
             (
                 f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
-                f"written, is not current; the next gate removes it), and {evidence.report_now(run.root)}"
+                f"written, is not current; the next gate that completes removes it), and {evidence.report_now(run.root)}"
             )
             if run
             else ""

@@ -273,7 +273,8 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
             raise validate.InvalidInput(str(exc)) from None
     run_spec = team_run.check(options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact)
     code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)
-    scan = usage.scan(check_usage(code)) if code else None  # before anything runs; unreadable files are listed, not fatal
+    option = "--usage" if options.scope.usage else "--run-dir"
+    scan = usage.scan(check_usage(code, option)) if code else None  # before anything runs; unreadable files are listed, not fatal
     if scan is not None:
         what = "--usage" if options.scope.usage else f"your code, taken from --run-dir {code[0]} (no --usage given)"
         say(f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report)")

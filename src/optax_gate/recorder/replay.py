@@ -106,10 +106,11 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
     ``nnx`` graph nodes (split into a GraphDef and a state, the state the
     jaxpr's inputs). Returns ``{"eqns": [{"p", "at",
     "team", "in", "out", "val"}, ...], "inputs": [digests of the call's
-    array inputs]}``, or ``{"error": text}`` / ``{"too_large": n}``; never raises."""
+    array inputs], "input_paths": [their paths in the graph's state, "" for a constant] (graph only)}``, or ``{"error": text}`` / ``{"too_large": n}``; never raises."""
     import jax
 
     leaves: list[Any] = []
+    paths: list[str] = []
     try:
         if graph:  # nnx objects cannot be mutated from another trace level: their state goes in as the jaxpr's inputs
             from flax import nnx
@@ -121,7 +122,9 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
                 return fun(*a, **k)
 
             closed = jax.make_jaxpr(pure)(state)
-            leaves = jax.tree_util.tree_leaves(state)
+            pairs = jax.tree_util.tree_flatten_with_path(state)[0]
+            leaves = [x for _, x in pairs]
+            paths = [jax.tree_util.keystr(p) for p, _ in pairs]  # where each input lives: the first that differs is named
         else:
             closed = jax.make_jaxpr(lambda: fun(*args, **kwargs))()
     except Exception as exc:
@@ -182,7 +185,11 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
         run(closed.jaxpr, closed.consts, leaves, 0)
     except Exception as exc:
         return {"error": f"could not be replayed at equation {len(rows)}: {type(exc).__name__}: {exc}"[:300], "eqns": rows}
-    return {"eqns": rows, "inputs": [_digest(c) for c in [*closed.consts, *leaves] if hasattr(c, "shape")]}
+    consts = [c for c in closed.consts if hasattr(c, "shape")]
+    out = {"eqns": rows, "inputs": [_digest(c) for c in [*consts, *leaves] if hasattr(c, "shape")]}
+    if paths and all(hasattr(x, "shape") for x in leaves):  # the graph's state: its inputs follow the constants, named
+        out["input_paths"] = [""] * len(consts) + paths
+    return out
 
 
 def _count(jaxpr, depth: int = 0) -> int:

@@ -473,6 +473,8 @@ class Output(TypedDict):
 
 class Files(TypedDict):
     not_judged: NotRequired[list[str]]
+    checkpoint_folders: NotRequired[int]
+    noise_files: NotRequired[list[str]]
 
 
 class Witness(TypedDict):

@@ -46,11 +46,12 @@ def _link_problem(path: Path) -> str | None:
     return f"is a dangling symlink (to {os.readlink(path)})"
 
 
-def check_usage(paths: Iterable[Path] | None) -> list[Path]:
+def check_usage(paths: Iterable[Path] | None, option: str = "--usage") -> list[Path]:
     """Check each ``--usage`` path before anything runs; returns the paths
     (empty without ``--usage``). The team's code is then scanned
     (``optax_gate.gate.team_code.usage.scan``): files that cannot be scanned are listed
-    in the scan, never a reason to stop.
+    in the scan, never a reason to stop. ``option``: the option the paths came from, as the refusal names it
+    (``--run-dir``: the team's code taken from the folder of its run, no ``--usage`` given).
 
     Raises:
       validate.InvalidInput: a path that does not exist, is a dangling
@@ -61,16 +62,16 @@ def check_usage(paths: Iterable[Path] | None) -> list[Path]:
     for path in paths:
         link = _link_problem(path)
         if link:
-            raise validate.InvalidInput(f"--usage {validate.shown(path)} {link}")
+            raise validate.InvalidInput(f"{option} {validate.shown(path)} {link}")
         if not path.exists():
-            raise validate.InvalidInput(f"--usage {validate.shown(path)} does not exist")
+            raise validate.InvalidInput(f"{option} {validate.shown(path)} does not exist")
         if not os.access(path, os.R_OK):
-            raise validate.InvalidInput(f"--usage {validate.shown(path)} cannot be read (permission denied)")
+            raise validate.InvalidInput(f"{option} {validate.shown(path)} cannot be read (permission denied)")
         if path.is_file() and not path.name.endswith(SUFFIXES):
-            raise validate.InvalidInput(f"--usage {validate.shown(path)} is not a .py or .ipynb file (nor a folder)")
+            raise validate.InvalidInput(f"{option} {validate.shown(path)} is not a .py or .ipynb file (nor a folder)")
         if path.is_dir() and not usage_files.holds_code(path):  # nothing scanned is no evidence: never a pass
             raise validate.InvalidInput(
-                f"--usage {validate.shown(path)} holds no .py or .ipynb file (hidden folders, "
+                f"{option} {validate.shown(path)} holds no .py or .ipynb file (hidden folders, "
                 f"{', '.join(usage_files.SKIPPED_FOLDERS)} are not looked into): name the folder of your code"
             )
     return paths

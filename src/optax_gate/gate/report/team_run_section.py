@@ -97,7 +97,8 @@ def _witness(team: dict[str, Any]) -> list[str]:
         f"{out['lines']} line(s) of output"
         + (f" ({out['noise']} left out: they differ between the two baseline runs)" if out["noise"] else "")
         + f" and {files['files']} file(s) it wrote"
-        + (f" ({files['noise']} left out, likewise)" if files["noise"] else "")
+        + (f" ({files['noise']} left out, likewise{_left_out(files.get('noise_files'))})" if files["noise"] else "")
+        + (f"; {files['checkpoint_folders']} of them Orbax checkpoint folder(s), each one output read as arrays" if files.get("checkpoint_folders") else "")
     )
     if seen["differs"]:
         return ["", f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): {_cell(seen['first'])}."]
@@ -105,9 +106,14 @@ def _witness(team: dict[str, Any]) -> list[str]:
     return [
         "",
         f"Your run's own outputs (the second witness, without the recorder: {compared}) are the same"
-        + (f", {within} within the ULP budget, not bit for bit" if within else "")
+        + (f", {within} within {_beyond(team)}, not bit for bit" if within else "")
         + ".",
     ]
+
+
+def _left_out(names: list[str] | None) -> str:
+    """``: `a`, `b``` for the outputs left out, or "" for a report that does not list them."""
+    return (": " + ", ".join(f"`{_cell(n)}`" for n in names[:3]) + (" …" if len(names) > 3 else "")) if names else ""
 
 
 def noise_words(team: Mapping[str, Any]) -> str:
@@ -220,7 +226,7 @@ def _bits(team: dict[str, Any]) -> str:
     sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
     out = (
         f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
-        f"its budget (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
+        f"{_beyond(team)} (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
         f"already differed is not judged on its values), at {sites}"
     )
     first = within.get("first")
@@ -240,8 +246,17 @@ def _bits(team: dict[str, Any]) -> str:
             "measured"
         )
     if within.get("kept_max_ulps") is not None:
-        out += f"; the results you keep (your jitted function's, apply_updates') differ by at most {within['kept_max_ulps']:.3g} ULP"
+        out += (
+            f"; the results you keep (what your transformed functions return, the params an update gives) differ by at most {within['kept_max_ulps']:.3g} ULP"
+        )
     return out
+
+
+def _beyond(team: dict[str, Any]) -> str:
+    """What a value of the run is judged against, in words: its own rounding noise (the ensemble was used) or the ULP budget."""
+    if (team.get("ensemble") or {}).get("used"):
+        return "your run's own rounding noise (below)"
+    return "the ULP budget"
 
 
 _RECORDER_FRAME = re.compile(r'^\s*File ".*[/\\]optax_gate[/\\]recorder[/\\]')
@@ -328,10 +343,11 @@ def section(report: Mapping[str, Any]) -> list[str]:
     if outcome == "not-verified":
         return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
+        noise = bool((team.get("ensemble") or {}).get("used"))  # judged against the run's own rounding noise
         return out + [
             "",
-            f"**Your run computes the same** in the candidate: {_how_compared(team)}, none differs "
-            f"beyond the ULP budget, no exception or warning appears or disappears; {_bits(team)}.",
+            f"**Your run computes the same{', up to rounding' if noise else ''}** in the candidate: {_how_compared(team)}, "
+            f"none differs beyond {_beyond(team)}, no exception or warning appears or disappears; {_bits(team)}.",
             *_witness(team),
             *[x for line in (noise_words(team), alone_words(team), _not_judged(team)) if line for x in ("", line)],
             *[f"- {line}" for line in warned_lines(team)],

@@ -67,7 +67,7 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple
     "kind", ...}`` with ``kind``:
 
     - ``before``: the function's inputs already differ (``inputs``: how many
-      of how many): born before it (the data, ``jax.random``, the model's
+      of how many; ``first_input``: the path of the first that differs, in an ``nnx`` step's state): born before it (the data, ``jax.random``, the model's
       initialisation, an earlier step);
     - ``operation``: the first equation whose inputs are bit-identical and
       whose outputs differ, the same operation traced at the same place on
@@ -98,6 +98,10 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple
             differing = sum(x != y for x, y in zip(b_in, c_in)) + abs(len(b_in) - len(c_in))
             if differing:
                 row.update(kind="before", inputs=f"{differing} of {max(len(b_in), len(c_in))}")
+                names = b.get("input_paths") or []
+                first = next((names[i] for i, (x, y) in enumerate(zip(b_in, c_in)) if x != y and i < len(names) and names[i]), "")
+                if first:  # the graph's state: which of its arrays differs first (a model's initialisation)
+                    row["first_input"] = first
                 found.append(row)
                 continue
         be, ce = b.get("eqns") or [], c.get("eqns") or []

@@ -18,7 +18,8 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
     called = f"`{row['function']}` (called at `{row['site']}`)"
     team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "before":
-        return f"{called} already gets other inputs ({row['inputs']} arrays differ): the difference is born before it, " + (
+        first = f", first `{row['first_input']}`" if row.get("first_input") else ""
+        return f"{called} already gets other inputs ({row['inputs']} arrays differ{first}): the difference is born before it, " + (
             "in the Optax call where it is born (above)"
             if optax_first
             else "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"

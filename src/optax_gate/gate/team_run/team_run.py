@@ -486,7 +486,7 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result:
     if not (result["differing"] or within.get("calls") or plain["differs"] or moved):
         return [], None  # bit for bit the same: no rounding to tell apart
     labels = [f"{NOISE}{i}" for i in range(1, spec.members + 1)]
-    key = _ensemble_key(spec, python)
+    key = ensemble_key(spec, python)
     cached = _cached_members(spec.cache, key, labels, folder)
     rows: list[dict[str, Any]] = []
     if cached:
@@ -520,16 +520,18 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result:
 KEYED_BYTES = 16 * 2**20
 
 
-def _ensemble_key(spec: RunSpec, python: Path) -> str:
+def ensemble_key(spec: RunSpec, python: Path) -> str:
     """What decides the ensemble's runs: the baseline's environment (its interpreter's folder, named by its lock),
-    the command, the number of members, the team's files (their bytes) and the recorder's code."""
+    the command, the number of members, the team's files (their bytes; the gate's own folders in it left out) and
+    the recorder's code."""
     import hashlib
 
     digest = hashlib.sha256()
     recorder = Path(__file__).resolve().parents[2] / "recorder"
     for part in (str(Path(os.path.abspath(python)).parent.parent), spec.command, str(spec.members)):
         digest.update(part.encode() + b"\0")
-    files, _ = team_files.scan(spec.run_dir, limit=0)
+    gates_own = frozenset(os.path.realpath(p) for p in spec.not_watched)  # a report written inside the team's folder is not the team's
+    files, _ = team_files.scan(spec.run_dir, gates_own, limit=0)
     for rel in sorted(files or {}):
         path = spec.run_dir / rel
         size = (files or {})[rel][1]

@@ -435,14 +435,26 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
       ``{"files": compared, "noise": files left out (they differ between the
       two baseline runs), "differs", "within_budget": files that differ
       within the budget, "first": {"file", "key", "change"} or None,
-      "not_judged": the files compared by their bytes whose bytes differ (named, not judged)}``.
+      "not_judged": the files compared by their bytes whose bytes differ (named, not judged), "noise_files": the
+      first 10 names left out, "checkpoint_folders": the Orbax checkpoint folders among the outputs, each one}``.
     """
     b, r, c = _files(baseline), _files(repeat), _files(candidate)
     theirs = [_files(m) for m in others.members]
-    out: dict[str, Any] = {"files": 0, "noise": 0, "differs": False, "within_budget": 0, "first": None, "not_judged": []}
+    folders = sum(1 for name in set(b) | set(c) if name.endswith("/"))
+    out: dict[str, Any] = {
+        "files": 0,
+        "noise": 0,
+        "differs": False,
+        "within_budget": 0,
+        "first": None,
+        "not_judged": [],
+        "noise_files": [],
+        "checkpoint_folders": folders,
+    }
     for name in sorted(set(b) | set(c)):
         if name in b and (name not in r or _differs(compare_file(b[name], r[name], 0, Others(python=others.python)))):
             out["noise"] += 1
+            out["noise_files"] = (out["noise_files"] + [name])[:10]
             continue
         out["files"] += 1
         if name not in b or name not in c:
