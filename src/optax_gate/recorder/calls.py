@@ -118,14 +118,10 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
         except Exception:
             stored_in = None
     noted = None
-    if api.startswith("optax") and getattr(process.thread, "mode", None) == ("shadow" if traced else None):
-        try:  # run alone on the baseline's inputs: in the first shadow of a step, or at its first eager call here
-            noted = isolate.note(api, kind, event["site"], fn, args, kwargs, traced)
-            if noted is not None and event.get("through"):
-                noted.event["through"] = event["through"]
-        except Exception as exc:
-            noted = None
-            event["isolate_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    if api.startswith("optax"):  # run alone on the baseline's inputs: in the first shadow of a step, or at its first eager call here
+        noted, failed_note = isolate.begin(api, kind, event["site"], fn, args, kwargs, traced, event.get("through", ""))
+        if failed_note:
+            event["isolate_error"] = failed_note
     outer = isolate.within[0]
     if api == "flax.nnx.Optimizer" and isolate.enabled():  # the tx.init / tx.update Flax calls inside: run alone too
         isolate.within[0] = (event["site"], f"flax.nnx.Optimizer.{'__init__' if kind == 'call' else kind}")
@@ -146,10 +142,7 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
             event.pop("out", None)
             event.pop("in", None)
             process.writer.emit(event)
-    if noted is not None and not traced:
-        alone = isolate.run(noted)
-        if alone is not None:
-            process.writer.emit(alone)
+    isolate.finish(noted, traced)
     return _wrap_result(api, out)
 
 
@@ -163,23 +156,13 @@ def _within_library(api: str, kind: str, fn, args: tuple, kwargs: dict):
 
     site, through = isolate.within[0] or ("", "")
     traced = values.is_traced([x for x in jax.tree_util.tree_leaves((args, kwargs)) if values.is_array(x)])
-    noted = None
-    if getattr(process.thread, "mode", None) == ("shadow" if traced else None):
-        try:
-            noted = isolate.note(api, kind, site, fn, args, kwargs, traced)
-        except Exception:
-            noted = None
-        if noted is not None:
-            noted.event["through"] = through
+    noted, _ = isolate.begin(api, kind, site, fn, args, kwargs, traced, through)
     process.thread.depth = process.depth() + 1  # the Optax calls inside it are Optax's own: neither recorded nor noted
     try:
         out = fn(*args, **kwargs)
     finally:
         process.thread.depth -= 1
-    if noted is not None and not traced:
-        alone = isolate.run(noted)
-        if alone is not None and process.writer is not None:
-            process.writer.emit(alone)
+    isolate.finish(noted, traced)
     return out
 
 

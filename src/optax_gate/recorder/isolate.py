@@ -116,10 +116,9 @@ def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, tra
         why = "its arguments hold PRNG keys"
     elif sum(int(getattr(flat[i], "size", 0)) * getattr(getattr(flat[i], "dtype", None), "itemsize", 0) for i in dynamic) > MAX_BYTES:
         why = f"its inputs exceed {MAX_BYTES // 2**20} MiB"
-    noted = Noted(key, event, fn, flat, treedef, dynamic)
     if why:
         event["skipped"] = why
-        noted.fn = None
+    noted = Noted(key, event, None if why else fn, flat, treedef, dynamic)
     out = os.environ.get(OUT_ENV)
     if out and not why:
         arrays = [flat[i] for i in dynamic]
@@ -130,6 +129,35 @@ def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, tra
     if traced:
         pending.append(noted)
     return noted
+
+
+def begin(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, traced: bool, through: str = "") -> tuple[Noted | None, str]:
+    """:func:`note` for a recorded call about to run, where a call is noted: traced in a shadow, or eager outside one
+    (``through``: the library call that made it, said with it). Returns ``(the call noted or None, why noting it
+    failed or "")``; never raises (the team's call runs whatever happens here)."""
+    from optax_gate.recorder import process
+
+    if getattr(process.thread, "mode", None) != ("shadow" if traced else None):
+        return None, ""
+    try:
+        noted = note(api, kind, site, fn, args, kwargs, traced)
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:300]
+    if noted is not None and through:
+        noted.event["through"] = through
+    return noted, ""
+
+
+def finish(noted: Noted | None, traced: bool) -> None:
+    """After an eager call noted by :func:`begin` has run: run it alone (:func:`run`) and write its event. A traced
+    call runs alone once its step's shadow has ended (:func:`run_pending`)."""
+    from optax_gate.recorder import process
+
+    if noted is None or traced:
+        return
+    event = run(noted)
+    if event is not None and process.writer is not None:
+        process.writer.emit(event)
 
 
 def _named_axes() -> bool:
@@ -219,11 +247,9 @@ def _alone(noted: Noted, shadow_context: Any) -> dict[str, Any]:
         return {"out": {"tree": tree, "paths": paths, "leaves": [values.leaf_value(x) for x in leaves]}}
     except jax.errors.UnexpectedTracerError:
         return {"skipped": "it closes over values traced in the step (built inside it)"}
-    except TypeError as exc:
-        if "not a valid JAX type" in str(exc):
-            return {"skipped": "its result is not arrays (it builds a transformation or a schedule)"}
-        return {"exception": {"type": type(exc).__name__, "message": str(exc)[:500]}}
     except Exception as exc:
+        if isinstance(exc, TypeError) and "not a valid JAX type" in str(exc):
+            return {"skipped": "its result is not arrays (it builds a transformation or a schedule)"}
         return {"exception": {"type": type(exc).__name__, "message": str(exc)[:500]}}
     finally:
         process.thread.depth -= 1

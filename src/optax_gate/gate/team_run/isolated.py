@@ -60,12 +60,11 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
         if why:
             skipped[str(why)] += 1
             continue
-        out["calls"] += 1
         ob, oc = _observation(b), _observation(c or {})
         if ob["api"] != oc["api"] or ob["call"] != oc["call"]:
             skipped["the candidate's step calls other Optax APIs in its place"] += 1
-            out["calls"] -= 1
             continue
+        out["calls"] += 1
         diff = divergence.differences(ob, oc, 1)
         if diff is None:
             out["same"] += 1

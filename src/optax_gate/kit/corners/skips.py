@@ -28,12 +28,14 @@ FORMS = ("alone", "multisteps")
 
 def updates(corner: str) -> dict[str, Any]:
     """The updates PyTree of ``corner`` (:data:`CORNERS`), as JAX arrays."""
+    import numpy as np
+
     jnp = jnp_module()
-    out = {}
-    for key, (values, dtype) in zip("abcdefgh", CORNERS[corner]):
-        as_float = [[float(v) for v in row] for row in values] if values and isinstance(values[0], list) else values
-        out[key] = jnp.asarray(as_float if "complex" not in dtype else values, dtype)
-    return out
+    # through NumPy in double precision first: it reads "nan" and "inf" as text, then JAX rounds once to the dtype
+    return {
+        key: jnp.asarray(np.asarray(values, np.complex128 if "complex" in dtype else np.float64), dtype)
+        for key, (values, dtype) in zip("abcdefgh", CORNERS[corner])
+    }
 
 
 def function(name: str) -> Any:
