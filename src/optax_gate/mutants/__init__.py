@@ -74,6 +74,7 @@ FAMILIES = (
     "surface_corners_transformations",
     "surface_corners_wrapped",
     "surface_corners_derivatives",
+    "surface_corners_ranges",
     "surface_sharded",
     "microbatching",
     "microbatching_sharded",

@@ -91,3 +91,27 @@ def negative_value_nan(optax):
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     return replace_paths([p for p in _paths() if "value" in TRANSFORMATIONS[p].needs], make)
+
+
+@mutant(
+    "surface-corners-transformations-plateau-negative-margin",
+    "reduce_on_plateau's improvement margin follows the sign of the best value (open upstream pull request 1767): a flat negative loss now reduces the scale after `patience` steps, as a flat positive one does",
+)
+def plateau_negative_margin(optax):
+    import jax.numpy as jnp
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
+
+            def update(updates, state, params=None, *, value, **extra):
+                # judged on value + 1000: the relative margin then tightens the
+                # threshold for a negative loss as it does for a positive one
+                return tx.update(updates, state, params, value=jnp.asarray(value) + 1000.0, **extra)
+
+            return optax.GradientTransformationExtraArgs(tx.init, update)
+
+        return factory
+
+    return replace_paths(["optax.contrib.reduce_on_plateau"], make)

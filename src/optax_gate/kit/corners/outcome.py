@@ -21,6 +21,13 @@ def jnp_module():
     return jnp
 
 
+def optax_module():
+    """``optax``, imported when a grid runs (as :func:`jnp_module`)."""
+    import optax
+
+    return optax
+
+
 def value_text(x: float) -> str:
     """A float to 4 significant digits, ``nan``, ``inf`` or ``-inf``."""
     return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:.4g}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optax_gate.kit.corners.outcome import HYPER_FORMS, as_dtype, hyper_form, jnp_module, message
+from optax_gate.kit.corners.outcome import HYPER_FORMS, as_dtype, hyper_form, jnp_module, message, optax_module
 from optax_gate.kit.surface.table import known_defect
 
 #: A ``*_dtype`` option is set to bfloat16 over float32 params, and to float32
@@ -21,6 +21,9 @@ OPTIONS_LEFT_OUT: dict[str, str] = {
 #: transformations (those whose table entry needs ``value``): positive, zero,
 #: negative; a ``value_fn`` is shifted to agree (``model(q) - model(p) + v``).
 VALUE_CORNERS = (1.0, 0.0, -1.0)
+#: Updates per value corner, the value held (a plateau of the loss): enough for
+#: reduce_on_plateau's default patience (10) to run out and its scale to show.
+VALUE_STEPS = 12
 #: Leaves of the representative PyTree (``surface_build.params``) the grid's
 #: params keep (less the entry's ``skip_leaves``): a vector and a matrix, so
 #: that a matrix-only transformation (muon) and a factored one see a matrix.
@@ -81,7 +84,7 @@ def transformation_grid() -> list[str]:
     return out
 
 
-def _args(entry: Any) -> dict[str, Any]:
+def corner_args(entry: Any) -> dict[str, Any]:
     """The table entry's arguments and the grid's own (:data:`CORNER_ARGS`)."""
     return {**entry.args, **CORNER_ARGS.get(entry.path, ({}, ""))[0]}
 
@@ -95,7 +98,7 @@ def _floats(fn: Any, entry: Any) -> dict[str, float]:
 
     if entry.builder is not None:
         return {}
-    filled = surface_build.fill(fn, _args(entry))
+    filled = surface_build.fill(fn, corner_args(entry))
     out = {}
     for name, p in inspect.signature(fn).parameters.items():
         value = filled.get(name, p.default)
@@ -122,7 +125,7 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
     if entry.builder is None and _floats(fn, entry):
         out.update({f"hyper={form}": ({"__hyper__": form}, "float32", None) for form in HYPER_FORMS})
     for name, p in inspect.signature(fn).parameters.items():
-        if name in OPTIONS_LEFT_OUT or name in _args(entry):
+        if name in OPTIONS_LEFT_OUT or name in corner_args(entry):
             continue
         if isinstance(p.default, bool):
             out[f"{name}={not p.default}"] = ({name: not p.default}, "float32", None)
@@ -157,8 +160,10 @@ def _state_text(state: Any) -> str:
     return ",".join(f"{k}x{n}" for k, n in sorted(counts.items())) or "none"
 
 
-def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any, errors: dict[str, str], key: str) -> str:
-    """One eager ``init`` + ``update`` of ``path`` at a corner: ``ok u f32 |u|
+def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any, errors: dict[str, str], key: str, steps: int = 1) -> str:
+    """``steps`` eager updates of ``path`` at a corner after one ``init``
+    (each applied to the params; gradients of seed ``1 + step``), the
+    last one's outcome: ``ok u f32 |u|
     0.123 u0 -0.05 s f32x4,i32x1`` (the updates' dtypes, their global norm and
     the first entry of the first non-empty leaf to 3 significant digits, the
     state's leaves counted per dtype; short dtype names, :data:`SHORT_DTYPES`), ``non-finite
@@ -187,7 +192,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
         if entry.builder is not None:
             tx = entry.builder(functools.partial(fn, **opts))
         else:
-            tx = surface_build.build(path, {**_args(entry), **opts})
+            tx = surface_build.build(path, {**corner_args(entry), **opts})
     except Exception as exc:  # the outcome is the exception's type
         errors[key] = message(exc)
         return f"build {type(exc).__name__}"
@@ -197,13 +202,24 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     p = surface_build.params(as_dtype(pdtype), skip=drop)
     g = surface_build.params(as_dtype(pdtype), seed=1, skip=drop)
     try:
-        extra = extra_args(entry, p)
-        if value is not None:
-            extra["value"] = jnp.asarray(value, jnp.float32)
-            if "value_fn" in extra:
-                shift = value - float(surface_build.model(p))
-                extra["value_fn"] = lambda q: surface_build.model(q) + shift
-        u, s = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra)
+        shift = None if value is None else value - float(surface_build.model(p))
+        s = tx.init(p)
+        u = None
+        for step in range(steps):
+            if u is not None:
+                p = optax_module().apply_updates(p, u)
+            extra = extra_args(entry, p)
+            if value is not None:
+                # a value corner's loss stays at value (a plateau), unless a
+                # value_fn must agree with it (then it follows value_fn).
+                extra["value"] = jnp.asarray(value, jnp.float32)
+                if "value_fn" in extra:
+                    extra["value_fn"] = lambda q: surface_build.model(q) + shift
+                    if step:
+                        extra["value"] = extra["value_fn"](p)
+            if step:  # gradients of another seed each step: a momentum, a sign or a max sees them move
+                g = surface_build.params(as_dtype(pdtype), seed=1 + step, skip=drop)
+            u, s = tx.update(step_grads(entry, p, g), s, p, **extra)
         leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
         states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
     except Exception as exc:  # the outcome is the exception's type
@@ -227,10 +243,12 @@ def _value3(x: float) -> str:
 
 def transformation_record(path: str) -> dict[str, str]:
     """Every corner of :func:`transformation_corners` with its outcome, keys
-    ``corner.<corner>`` (and ``corner.<corner>/error`` for a message)."""
+    ``corner.<corner>`` (and ``corner.<corner>/error`` for a message): one
+    update, :data:`VALUE_STEPS` at a value corner."""
     out: dict[str, str] = {}
     for corner, (overrides, pdtype, value) in transformation_corners(path).items():
         errors: dict[str, str] = {}
-        out[f"corner.{corner}"] = transformation_outcome(path, overrides, pdtype, value, errors, f"corner.{corner}/error")
+        steps = 1 if value is None else VALUE_STEPS
+        out[f"corner.{corner}"] = transformation_outcome(path, overrides, pdtype, value, errors, f"corner.{corner}/error", steps=steps)
         out.update(errors)
     return out
