@@ -43,6 +43,9 @@ budget             ulps                    reason
                                            ULPs of the dtype the correction is
                                            computed in (float32, float64 under x64)
                                            and converted to the result's dtype.
+``MEMORY_RTOL``,   10 % and 4096 bytes     compiled memory of a jitted update, in
+``MEMORY_ATOL``                            bytes: a change beyond both is a finding
+                                           (see the constants' comment).
 ``ENSEMBLE_FACTOR``  8 * spread            ``gate --run``: an element of a value of
                                            the team's run lies within its own
                                            rounding noise when its deviation is at
@@ -114,6 +117,22 @@ SURFACE_STEP = 8 * ELEMENTWISE + (ELEMENTWISE + 2 * 23)
 #: The generated trajectory snapshots: three such steps carried in a scan
 #: (``accumulated(3, SURFACE_STEP)``), as both ``atol`` and ``rtol`` in ULPs.
 SURFACE_TRAJECTORY = 3 * SURFACE_STEP
+
+#: The compiled memory of a jitted update (``kit/surface/memory.py``,
+#: ``test_surface_memory``): a figure (argument, output or temporary bytes)
+#: has changed when it moves by more than ``MEMORY_RTOL`` of the baseline's
+#: figure *and* more than ``MEMORY_ATOL`` bytes. Not ULPs: the figures are
+#: byte counts of XLA's buffer assignment, exact for one program and one
+#: compiler; measured 2026-12-06 on CPU for the 113 transformations, in the
+#: four environments optax 0.2.6/0.2.8 x jax 0.11.2/0.12.0.1, they followed
+#: Optax's code only (a params buffer no longer read, 136 KiB; lars' 128 KiB
+#: temporary gone; muon's rolled Newton-Schulz loop, -69 % of its
+#: temporaries), never JAX's. The tolerance lets a compiler's reshuffle of
+#: alignment and small scalars pass (12 bytes seen) and flags a buffer the
+#: size of a leaf (the tree's smallest leaf that matters, the 512-byte bias,
+#: is below it; its 4.5 KiB convolution kernel is above it).
+MEMORY_RTOL = 0.10
+MEMORY_ATOL = 4096
 
 #: Machine epsilon per dtype name; bfloat16 is not a NumPy dtype, hence a table.
 EPS: dict[str, float] = {

@@ -1,0 +1,103 @@
+"""Mutants of the compiled-memory contracts (``tests/contracts/test_surface_memory.py``): Newton-Schulz loops
+no longer unrolled (optax main's muon, values unchanged), a float32 copy of the params kept in every state, a
+sorted copy of the updates held as a temporary, and an update that raised now passing its updates through.
+Each one replaces the factories of the grid (``kit.surface.memory.memory_paths``) or ``jax.lax`` and returns {}.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from optax_gate.mutants.patches import with_update
+from optax_gate.mutants.registry import family
+from optax_gate.mutants.surface_sweep import replace_paths
+
+mutant = family("surface_memory", "tests/contracts/test_surface_memory.py")
+
+
+def _paths() -> list[str]:
+    from optax_gate.kit.surface.memory import memory_paths
+
+    return memory_paths()
+
+
+def _wrapping(wrap):
+    """Every grid factory's transformation passed through ``wrap(tx)``."""
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            return wrap(orig(*args, **kwargs))
+
+        return factory
+
+    return replace_paths(_paths(), make)
+
+
+@mutant(
+    "surface-memory-rolled-loop",
+    "jax.lax.fori_loop never unrolls (muon's Newton-Schulz iterations as a rolled loop, as on optax main): the same values, other temporaries",
+)
+def rolled_loop(optax):
+    import jax
+
+    orig = jax.lax.fori_loop
+
+    @functools.wraps(orig)
+    def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+        return orig(lower, upper, body_fun, init_val)
+
+    jax.lax.fori_loop = fori_loop
+    return {}
+
+
+@mutant(
+    "surface-memory-state-copy", "every transformation keeps a float32 copy of the params in its state (argument and output bytes grow by the params' size)"
+)
+def state_copy(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def wrap(tx):
+        def init(params):
+            return tx.init(params), jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
+
+        def update(updates, state, params=None, **extra):
+            u, s = tx.update(updates, state[0], params, **extra)
+            return u, (s, jax.tree.map(lambda c, x: c + 0 * x, state[1], u))
+
+        return optax.GradientTransformationExtraArgs(init, update)
+
+    return _wrapping(wrap)
+
+
+@mutant("surface-memory-sorted-temp", "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the updates' size)")
+def sorted_temp(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def change(u, extra):
+        leaves = jax.tree.leaves(u)
+        if not leaves:
+            return u
+        flat = jnp.sort(jnp.concatenate([jnp.ravel(x).astype(jnp.float32) for x in leaves]))
+        return jax.tree.map(lambda x: x + (0 * flat[-1]).astype(x.dtype), u)
+
+    return _wrapping(lambda tx: with_update(optax, tx, change))
+
+
+@mutant(
+    "surface-memory-raise-gone",
+    "an update that raised while being traced passes its updates through instead (scale_by_muon's default dimension numbers no longer raise)",
+)
+def raise_gone(optax):
+    def wrap(tx):
+        def update(updates, state, params=None, **extra):
+            try:
+                return tx.update(updates, state, params, **extra)
+            except ValueError:
+                return updates, state
+
+        return optax.GradientTransformationExtraArgs(tx.init, update)
+
+    return _wrapping(wrap)
