@@ -76,6 +76,21 @@ optax.huber_loss = optax.losses.huber_loss = huber_loss
     "tanh-one-ulp": _TANH_ONE_ULP,
     # the same rounding, and an Optax whose adam steps 1.5 times further: a change behind the rounding
     "tanh-one-ulp-adam-further": _TANH_ONE_ULP + _learning_rate_times("adam", "1.5"),
+    # sgd's update holding a 1 MiB temporary, its values the same (a loop no longer unrolled, a copy kept)
+    "sgd-holds-a-mib": """
+import jax, jax.numpy as jnp, optax
+_sgd = optax.sgd
+def sgd(*args, **kwargs):
+    tx = _sgd(*args, **kwargs)
+    def update(updates, state, params=None, **extra):
+        u, s = tx.update(updates, state, params, **extra)
+        big = jnp.sort(jnp.arange(2**18, dtype=jnp.float32) * sum(jnp.sum(x) for x in jax.tree.leaves(u)))
+        return jax.tree.map(lambda x: x + 0 * big[-1], u), s
+    update.__qualname__ = tx.update.__qualname__  # the same transformation, as the recorder names it
+    return tx._replace(update=update)
+sgd.__module__ = "optax._src.alias"
+optax.sgd = sgd
+""",
     # adamw's scheduled weight decay read one count later (as optax 0.2.8's fix moves it)
     "adamw-decay-count": """
 import optax

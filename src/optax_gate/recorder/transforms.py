@@ -8,7 +8,7 @@ import sys
 import types
 from typing import Any
 
-from optax_gate.recorder import calls, isolate, perturb, process, values
+from optax_gate.recorder import calls, isolate, memory, perturb, process, values
 
 
 def patch_nnx(nnx: types.ModuleType) -> None:
@@ -204,6 +204,8 @@ class _Recorded:
             _run_shadow(self._shadow, args, kwargs, self._graph, f"{self._name}@{site}:{frame.f_lineno}" if self._calls == 1 and self._replay else None)
             if self._calls == 1 and self._replay:  # a whole step: where a difference is born, equation by equation
                 _run_replay(self._shadow, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
+        if self._calls == 1 and self._replay:  # a whole step: its compiled program's memory
+            memory.measure(self._real, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
         observed = None
         if self._state:
             nodes = values.graph_nodes(args, kwargs)

@@ -578,6 +578,31 @@ class Isolated(TypedDict):
     skipped: dict[str, int]
 
 
+class GrewItem(TypedDict):
+    site: str
+    step: str
+    figure: Literal['argument_bytes', 'output_bytes', 'temp_bytes']
+    baseline: int
+    candidate: int
+    ratio: float | None
+
+
+class ShrankItem(GrewItem):
+    pass
+
+
+class Memory(TypedDict):
+    """
+    the compiled memory of each whole step the team transformed, at its first call, baseline against candidate (optax_gate.recorder.memory, gate/team_run/memory.py): a figure beyond MEMORY_RTOL and MEMORY_ATOL (kit/tolerances.py) that grew fails the gate
+    """
+
+    steps: int
+    same: int
+    grew: list[GrewItem]
+    shrank: list[ShrankItem]
+    not_measured: dict[str, str]
+
+
 class Divergence(TypedDict):
     site: str
     api: str
@@ -638,6 +663,7 @@ class TeamRun(TypedDict):
     warned: NotRequired[list[WarnedItem]]
     ensemble: NotRequired[Ensemble]
     isolated: NotRequired[Isolated]
+    memory: NotRequired[Memory]
     first: Divergence | None
     causes: list[Divergence]
     divergences: NotRequired[list[Divergence]]

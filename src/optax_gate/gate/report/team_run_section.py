@@ -178,6 +178,29 @@ def warned_lines(team: Mapping[str, Any]) -> list[str]:
     return out + ([f"and {more} more call(s) whose only change is a warning (report.json `team_run.warned`)"] if more > 0 else [])
 
 
+def memory_lines(team: Mapping[str, Any]) -> list[str]:
+    """The compiled memory of the team's steps (``team_run.memory``): each figure that grew (it sets the verdict)
+    or shrank beyond the tolerance, at its line; one line when every step measured is within it."""
+    from optax_gate.gate.team_run import memory
+    from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL
+
+    found = team.get("memory")
+    if not found or not found["steps"]:
+        return []
+    within = f"{MEMORY_RTOL:.0%} and {MEMORY_ATOL:,} bytes"
+    out = [
+        f"**Needs more memory**: `{_cell(memory.words(r))}` — beyond {within}: it can run out of memory where the baseline "
+        "did not, whatever its values (this sets the verdict)"
+        for r in found["grew"][:SHOWN]
+    ]
+    out += [f"Needs less memory: `{_cell(memory.words(r))}` (beyond {within}; it does not set the verdict)" for r in found["shrank"][:SHOWN]]
+    if not out:
+        out.append(
+            f"Compiled memory the same: each of your {found['steps']} jitted step(s) needs the same argument, output and temporary bytes, within {within}."
+        )
+    return out
+
+
 def _not_judged(team: Mapping[str, Any]) -> str:
     """The files the runs wrote that differ by their bytes in a format the gate does not read as values."""
     names = ((team.get("witness") or {}).get("files") or {}).get("not_judged") or []
@@ -351,6 +374,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
             *_witness(team),
             *[x for line in (noise_words(team), alone_words(team), _not_judged(team)) if line for x in ("", line)],
             *[f"- {line}" for line in warned_lines(team)],
+            *[x for line in memory_lines(team) for x in ("", line)],
             "",
         ]
     out.append("")
@@ -377,6 +401,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
     out += [f"- {line}" for line in _witness(team) if line]
     out += [f"- {line}" for line in (noise_words(team), alone_words(team), _not_judged(team)) if line]
     out += [f"- {line}" for line in warned_lines(team)]
+    out += [f"- {line}" for line in memory_lines(team)]
     same = judging.unchanged(team)
     if same and same["dtypes_only"]:
         out.append(

@@ -81,7 +81,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
             seen.clear()
 
         for event in events:
-            if "replay" in event or "isolated" in event:  # read by birth.read_replays and isolated.read
+            if "replay" in event or "isolated" in event or "memory" in event:  # read by birth.read_replays, isolated.read, memory.read
                 continue
             if "of" in event:
                 traced = by_seq.get(event["of"])

@@ -398,10 +398,12 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
 def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
     """The verdict the team's run gives, read from its section alone, and its reason: ``not-verified`` for a run
     that could not be judged, ``fail`` for one that diverged or broke (where it diverges, where the difference
-    is born, what the run's own outputs say), else ``pass`` with no reason (its scope of the findings decides)."""
+    is born, what the run's own outputs say) or whose compiled step needs more memory (:func:`memory_grew`), else
+    ``pass`` with no reason (its scope of the findings decides)."""
     outcome = team_run["outcome"]
     if outcome == "not-verified":
         return "not-verified", [f"--run not verified: {team_run['reason']}"]
+    grew = memory_grew(team_run)
     if outcome in ("diverged", "broke"):
         first = team_run.get("first")
         where = ", ".join(team_run.get("sites") or []) or team_run.get("raised_at") or ""
@@ -433,5 +435,18 @@ def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
             why += "; in dtypes only: every value your run computes is the same"
         if outcome == "broke":
             why = f"{team_run['reason']}; " + why if team_run.get("sites") else team_run["reason"]
-        return "fail", [why.removeprefix("; ")]
+        return "fail", [why.removeprefix("; ") + (f"; {grew}" if grew else "")]
+    if grew:
+        return "fail", [grew]
     return "pass", []
+
+
+def memory_grew(team_run: Mapping[str, Any]) -> str:
+    """Words for the steps whose compiled memory grew beyond the tolerance (``team_run.memory.grew``), or ``""``."""
+    from optax_gate.gate.team_run import memory
+
+    rows = (team_run.get("memory") or {}).get("grew") or []
+    if not rows:
+        return ""
+    more = f" and {len(rows) - 2} more" if len(rows) > 2 else ""
+    return "your step needs more memory in the candidate, whatever its values: " + "; ".join(memory.words(r) for r in rows[:2]) + more

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from optax_gate.gate.team_run import divergence, ensemble, isolated, team_files
+from optax_gate.gate.team_run import divergence, ensemble, isolated, memory, team_files
 from optax_gate.gate.team_run import birth
 from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
 from optax_gate.recorder.isolate import IN_ENV as ISOLATE_IN, OUT_ENV as ISOLATE_OUT
@@ -248,6 +248,7 @@ def run(
                 _births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
         result.pop("traces", None)
         result.pop("isolations", None)
+        result.pop("memories", None)
         result.pop("first_differs", None)
     finally:  # an interrupted run too: the folder is put back before the gate stops
         shutil.rmtree(folder / "team-run-baseline-repeat-files", ignore_errors=True)
@@ -380,6 +381,7 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
     inputs = folder / "team-run-isolated-inputs"  # the baseline's inputs of the Optax calls each side runs alone
     shutil.rmtree(inputs, ignore_errors=True)
     result["isolations"] = {}
+    result["memories"] = {}
     for label, python in (("baseline", pythons[0]), ("baseline-repeat", pythons[0]), ("candidate", pythons[1])):
         around.say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
         alone = {ISOLATE_IN: str(inputs.resolve()), **({ISOLATE_OUT: str(inputs.resolve())} if label == "baseline" else {})}
@@ -388,6 +390,7 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         try:
             traces[label] = divergence.read(folder / row["trace"])
             result["isolations"][label] = isolated.read(folder / row["trace"])
+            result["memories"][label] = memory.read(folder / row["trace"])
         except (OSError, ValueError) as exc:
             row["error"] = row["error"] or f"its trace cannot be read: {exc}"
             traces[label] = []
@@ -433,6 +436,12 @@ def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec
     found = isolated.compare(alone.get("baseline") or {}, alone.get("candidate") or {})
     diff = renamed(isolated.causes(found, divergence.compare(traces["baseline"], traces["candidate"], LISTED, noise, spec.warnings_differ)), name)
     result["isolated"] = {**found, "differ": [{**row, "site": name(row["site"]) if name else row["site"]} for row in found["differ"]]}
+    sized = result.get("memories") or {}
+    if sized.get("baseline"):
+        grown = memory.compare(sized["baseline"], sized.get("candidate") or {})
+        for key in ("grew", "shrank"):
+            grown[key] = [{**row, "site": name(row["site"]) if name else row["site"]} for row in grown[key]]
+        result["memory"] = grown
     longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
     result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
     result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget", "compared_by")})
