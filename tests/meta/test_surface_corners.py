@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from optax_gate.gate.judge import findings
 from optax_gate.kit.corners import losses, outcome, schedules, transformations, trees, wrappers
 from optax_gate.kit.surface.calls import CALLS
@@ -212,7 +214,9 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
         "value=1",
         "value=0",
         "value=-1",
+        "conv_kernels",
     ]
+    assert corners["conv_kernels"] == ({"__tree__": "conv_kernels"}, "float32", None)
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
     assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
@@ -357,3 +361,35 @@ def test_the_dtype_variant_keys_follow_the_kit():
     from optax_gate.kit.surface import probe as surface_probe
 
     assert findings.DTYPE_VARIANTS == tuple(f"init_update_{d}" for d in surface_probe.VARIANT_DTYPES)
+
+
+def test_range_values_follow_the_hyperparameters_kind():
+    """A rate sweeps 0, 0.5, 1; another float 0, small, large and its negative (-1 for a zero default); an int
+    0, 1, 2 and twice its default; the default itself is left out; a bool or a string is no numeric hyperparameter."""
+    from optax_gate.kit.corners import ranges
+
+    assert ranges.range_values("b2", 0.999) == (0.0, 0.5, 1.0)
+    assert ranges.range_values("momentum", 0.5) == (0.0, 1.0)
+    assert ranges.range_values("eps", 1e-8) == (0.0, ranges.SMALL, ranges.LARGE, -1e-8)
+    assert ranges.range_values("weight_decay", 0.0) == (ranges.SMALL, ranges.LARGE, -1.0)
+    assert ranges.range_values("decay_offset", 0) == (1, 2)
+    assert ranges.range_values("patience", 10) == (0, 1, 2, 20)
+    for bad in (True, "x"):
+        with pytest.raises(TypeError):
+            ranges.range_values("flag", bad)
+
+
+def test_an_int_default_of_a_float_annotated_hyperparameter_is_swept_as_a_float(monkeypatch):
+    """cocob's ``alpha: float = 100`` (0.2.6) and ``alpha = 100.0`` (0.2.8) are one hyperparameter: both swept as a
+    float, so that the two releases' snapshots have the same keys; an int-annotated one stays an int."""
+    from optax_gate.kit.corners import ranges
+    from optax_gate.kit.surface import build as surface_build
+    from optax_gate.kit.surface import table as surface_table
+
+    def factory(alpha: float = 100, patience: int = 10, key=0):
+        raise AssertionError("not built")
+
+    monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
+    monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx", surface_table.Entry("fake.tx"))
+    found = ranges.hyperparameters("fake.tx")
+    assert found == {"alpha": 100.0, "patience": 10} and type(found["alpha"]) is float and type(found["patience"]) is int

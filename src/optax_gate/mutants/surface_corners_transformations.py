@@ -115,3 +115,53 @@ def plateau_negative_margin(optax):
         return factory
 
     return replace_paths(["optax.contrib.reduce_on_plateau"], make)
+
+
+@mutant(
+    "surface-corners-transformations-rank5-raises",
+    "every transformation refuses a rank-5 leaf (a 3-D convolution kernel): ValueError, as adaptive_grad_clip does at 0.2.6",
+)
+def rank5_raises(optax):
+    import jax
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
+
+            def update(updates, state, params=None, **extra):
+                if any(getattr(x, "ndim", 0) == 5 for x in jax.tree.leaves(updates)):
+                    raise ValueError("Expected parameter with shape in (1, 2, 3, 4)")
+                return tx.update(updates, state, params, **extra)
+
+            return optax.GradientTransformationExtraArgs(tx.init, update)
+
+        return factory
+
+    return replace_paths(_paths(), make)
+
+
+@mutant(
+    "surface-corners-transformations-agc-5d",
+    "adaptive_grad_clip takes a rank-5 leaf, its unitwise norm over all axes but the last (as optax 0.2.8's `clipping: support default unitwise_norm for 5D params`)",
+)
+def agc_5d(optax):
+    import jax
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
+
+            def flat(tree):  # a rank-5 leaf as rank 4: its first two axes merged, the unitwise norm's axes the same
+                return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])) if getattr(x, "ndim", 0) == 5 else x, tree)
+
+            def update(updates, state, params=None, **extra):
+                u, s = tx.update(flat(updates), state, flat(params), **extra)
+                return jax.tree.map(lambda a, b: a.reshape(b.shape), u, updates), s
+
+            return optax.GradientTransformationExtraArgs(tx.init, update)
+
+        return factory
+
+    return replace_paths(["optax.adaptive_grad_clip"], make)

@@ -28,6 +28,14 @@ VALUE_STEPS = 12
 #: params keep (less the entry's ``skip_leaves``): a vector and a matrix, so
 #: that a matrix-only transformation (muon) and a factored one see a matrix.
 TRANSFORMATION_LEAVES = ("r1", "r2")
+#: The ``conv_kernels`` corner's PyTree: convolution kernels of rank 3, 4 and
+#: 5 (1-D, 2-D and 3-D convolutions, spatial dims first, then input and
+#: output features), float32: where a transformation's default axis arguments
+#: (factored moments, unitwise norms, block norms, per-dimension
+#: accumulators) meet a real kernel rather than the representative PyTree's
+#: size-1 and size-2 dimensions. Its leaves are never left out (an entry's
+#: ``skip_leaves`` does not apply: a rank it refuses is its outcome).
+CONV_KERNELS = {"conv1d": (3, 4, 8), "conv2d": (3, 3, 4, 8), "conv3d": (3, 3, 3, 4, 8)}
 #: Arguments the grid adds to the table entry's, so that an option takes
 #: effect: path -> (arguments, why).
 CORNER_ARGS: dict[str, tuple[dict[str, Any], str]] = {
@@ -72,8 +80,7 @@ def transformation_paths() -> list[str]:
 def transformation_grid() -> list[str]:
     """The paths of :func:`transformation_paths` with at least one corner
     (:func:`transformation_corners`; a path that no longer resolves is kept,
-    its contract then fails). The others take no option, no floating
-    hyperparameter and no value (``optax.identity``, ``optax.scale_by_sign``...)."""
+    its contract then fails): every one since each has ``conv_kernels``."""
     out = []
     for path in transformation_paths():
         try:
@@ -113,7 +120,8 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
     (not for a builder entry: its builder fixes the hyperparameters); each
     boolean flipped (``nesterov=True``); each ``*_dtype`` option per
     :data:`DTYPE_OPTION_VALUES` (``mu_dtype=bfloat16``); for a value-driven
-    entry, ``value=<v>`` per :data:`VALUE_CORNERS`."""
+    entry, ``value=<v>`` per :data:`VALUE_CORNERS`; and ``conv_kernels`` (the
+    params :data:`CONV_KERNELS`) for every entry."""
     import inspect
 
     from optax_gate.kit.surface import build as surface_build
@@ -134,6 +142,7 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
                 out[f"{name}={value}"] = ({name: value}, pdtype, None)
     if "value" in entry.needs:
         out.update({f"value={v:g}": ({}, "float32", v) for v in VALUE_CORNERS})
+    out["conv_kernels"] = ({"__tree__": "conv_kernels"}, "float32", None)
     return out
 
 
@@ -169,7 +178,8 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     state's leaves counted per dtype; short dtype names, :data:`SHORT_DTYPES`), ``non-finite
     ...`` (a NaN or an infinity in the updates or the state), ``build <type>``
     or ``raises <type>`` (the message in ``errors[key]``). Params: the leaves
-    :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``,
+    :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``
+    (:data:`CONV_KERNELS` at the ``conv_kernels`` corner),
     gradients of seed 1 (the model's where the entry needs ``grad``)."""
     import functools
 
@@ -183,7 +193,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     jnp = jnp_module()
     entry = TRANSFORMATIONS[path]
     fn = surface_build.resolve(path)
-    opts = {k: v for k, v in overrides.items() if k != "__hyper__"}
+    opts = {k: v for k, v in overrides.items() if k not in ("__hyper__", "__tree__")}
     opts = {k: (as_dtype(v) if k.endswith("_dtype") else v) for k, v in opts.items()}
     form = overrides.get("__hyper__")
     if form:
@@ -199,8 +209,15 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     skip = set(entry.skip_leaves)
     keep = [n for n in TRANSFORMATION_LEAVES if n not in skip] or [n for n in surface_build.SHAPES if n not in skip]
     drop = tuple(n for n in surface_build.SHAPES if n not in keep)
-    p = surface_build.params(as_dtype(pdtype), skip=drop)
-    g = surface_build.params(as_dtype(pdtype), seed=1, skip=drop)
+    kernels = overrides.get("__tree__") == "conv_kernels"
+
+    def tree(seed: int) -> Any:
+        if kernels:
+            rng = np.random.default_rng(seed)
+            return {n: jnp.asarray(rng.standard_normal(shape), as_dtype(pdtype)) for n, shape in CONV_KERNELS.items()}
+        return surface_build.params(as_dtype(pdtype), seed=seed, skip=drop)
+
+    p, g = tree(0), tree(1)
     try:
         shift = None if value is None else value - float(surface_build.model(p))
         s = tx.init(p)
@@ -218,7 +235,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
                     if step:
                         extra["value"] = extra["value_fn"](p)
             if step:  # gradients of another seed each step: a momentum, a sign or a max sees them move
-                g = surface_build.params(as_dtype(pdtype), seed=1 + step, skip=drop)
+                g = tree(1 + step)
             u, s = tx.update(step_grads(entry, p, g), s, p, **extra)
         leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
         states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
