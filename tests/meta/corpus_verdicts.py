@@ -115,6 +115,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
         "born_in": born_in,
         "ensemble": result.get("ensemble"),
         "isolated": result.get("isolated"),
+        "memory": result.get("memory"),
         "noise_ratio": within.get("noise_ratio"),
         "output_noise_ratio": ((result.get("witness") or {}).get("output") or {}).get("noise_ratio"),
     }
@@ -129,6 +130,18 @@ def _alone(found: dict | None) -> str:
         f"; alone on the baseline's inputs: {found['same']}/{found['calls']} the same"
         + (f", differ: {differ}" if differ else "")
         + (f", skipped {sum(found.get('skipped', {}).values())}" if found.get("skipped") else "")
+    )
+
+
+def _memory(found: dict | None) -> str:
+    """The compiled memory of the program's steps, in a few words."""
+    if not found:
+        return "; memory: not measured"
+    moved = "; ".join(f"{r['site']} {r['figure']} x{r['ratio']}" for r in found["grew"] + found["shrank"])
+    return (
+        f"; memory: {found['same']}/{found['steps']} steps the same"
+        + (f", moved: {moved}" if moved else "")
+        + (f", not measured {len(found['not_measured'])}" if found["not_measured"] else "")
     )
 
 
@@ -161,7 +174,8 @@ def main(argv=None) -> int:
                 else f" ({noise.get('why', 'not needed')})"
             )
             + f"; noise ratio calls {row['noise_ratio']}, output {row['output_noise_ratio']}"
-            + _alone(row.get("isolated")),
+            + _alone(row.get("isolated"))
+            + _memory(row.get("memory")),
             flush=True,
         )
         print(f"    {row['reason'][:300]}", flush=True)

@@ -17,7 +17,13 @@ LOSS_CORNERS: dict[str, str] = {
     "mismatch": "the second argument with one entry fewer on its last axis: shapes that do not broadcast",
     **{
         f"hyper={form}": f"every floating hyperparameter (a Python float the sweep passes, or a float default) given as {why}"
-        for form, why in (("float32", "a 0-d float32 array"), ("bfloat16", "a 0-d bfloat16 array"), ("numpy_float32", "a NumPy float32 scalar"))
+        for form, why in (
+            ("float32", "a 0-d float32 array"),
+            ("bfloat16", "a 0-d bfloat16 array"),
+            ("float16", "a 0-d float16 array"),
+            ("weak", "a weakly typed 0-d array (jnp.asarray of a Python float)"),
+            ("numpy_float32", "a NumPy float32 scalar"),
+        )
     },
 }
 #: What is recorded at each loss corner: the value, the reverse-mode gradient

@@ -7,11 +7,13 @@ from typing import Any
 
 #: How each floating hyperparameter is given, all at once (those with a
 #: Python-float default and the required ones filled by name), over float32
-#: params: 0-d float32 arrays, 0-d bfloat16 arrays and NumPy float32 scalars
-#: (``np.float32``, what a config read with NumPy gives). Python floats are the
-#: sweep's own call (its protocol contracts record that one); a factory with
-#: no floating hyperparameter gets no such corner.
-HYPER_FORMS = ("float32", "bfloat16", "numpy_float32")
+#: params: 0-d float32, bfloat16 and float16 arrays (strongly typed), a weakly
+#: typed 0-d array (``weak``: ``jnp.asarray(0.1)``, what a value computed from
+#: Python floats under JAX is) and NumPy float32 scalars (``np.float32``, what
+#: a config read with NumPy gives). Python floats are the sweep's own call (its
+#: protocol contracts record that one); a factory with no floating
+#: hyperparameter gets no such corner.
+HYPER_FORMS = ("float32", "bfloat16", "float16", "weak", "numpy_float32")
 
 
 def jnp_module():
@@ -81,10 +83,12 @@ def as_dtype(name: Any) -> Any:
 
 
 def hyper_form(value: float, form: str) -> Any:
-    """``value`` as a 0-d JAX array of ``form``'s dtype, or as a NumPy scalar
-    (``numpy_float32``: ``np.float32(value)``, what a config read with NumPy gives)."""
+    """``value`` as a 0-d JAX array of ``form``'s dtype, weakly typed (``weak``: ``jnp.asarray(value)``), or as
+    a NumPy scalar (``numpy_float32``: ``np.float32(value)``, what a config read with NumPy gives)."""
     import numpy as np
 
     if form == "numpy_float32":
         return np.float32(value)
+    if form == "weak":
+        return jnp_module().asarray(value)
     return jnp_module().asarray(value, as_dtype(form))
