@@ -136,6 +136,8 @@ def test_schedule_corners_come_from_the_signature(monkeypatch):
         "staircase=True",
         "hyper=float32",
         "hyper=bfloat16",
+        "hyper=float16",
+        "hyper=weak",
         "hyper=numpy_float32",
     ]
     assert corners["transition_steps=0"] == {"init_value": 1.0, "transition_steps": 0}
@@ -207,6 +209,8 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     assert list(corners) == [
         "hyper=float32",
         "hyper=bfloat16",
+        "hyper=float16",
+        "hyper=weak",
         "hyper=numpy_float32",
         "nesterov=True",
         "mu_dtype=bfloat16",
@@ -220,6 +224,8 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
     assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
+    weak = outcome.hyper_form(0.9, "weak")
+    assert weak.dtype.name == "float32" and weak.weak_type and not outcome.hyper_form(0.9, "float16").weak_type
     numpy_scalar = outcome.hyper_form(0.9, "numpy_float32")
     assert type(numpy_scalar).__module__ == "numpy" and numpy_scalar.dtype.name == "float32" and numpy_scalar.shape == ()
 
@@ -231,7 +237,7 @@ def test_every_transformation_has_a_grid_or_a_reason():
     assert not paths & set(transformations.TRANSFORMATION_LEFT_OUT) and set(transformations.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
     assert paths | set(transformations.TRANSFORMATION_LEFT_OUT) | {p for p, e in TRANSFORMATIONS.items() if e.left_out} == set(TRANSFORMATIONS)
     assert all(transformations.TRANSFORMATION_LEFT_OUT.values()) and all(transformations.OPTIONS_LEFT_OUT.values())
-    assert outcome.HYPER_FORMS == ("float32", "bfloat16", "numpy_float32") and sorted(transformations.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
+    assert outcome.HYPER_FORMS == ("float32", "bfloat16", "float16", "weak", "numpy_float32") and sorted(transformations.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
 
 
 def test_the_grids_defects_are_in_their_recorded_snapshots():
