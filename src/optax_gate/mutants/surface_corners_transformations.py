@@ -12,7 +12,7 @@ import functools
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.surface_sweep import replace_paths, replace_updates
 
 mutant = family("surface_corners_transformations", "tests/contracts/test_surface_corners_transformations.py")
 
@@ -100,21 +100,15 @@ def negative_value_nan(optax):
 def plateau_negative_margin(optax):
     import jax.numpy as jnp
 
-    def make(orig, path):
-        @functools.wraps(orig)
-        def factory(*args, **kwargs):
-            tx = orig(*args, **kwargs)
+    def around(tx):
+        def update(updates, state, params=None, *, value, **extra):
+            # judged on value + 1000: the relative margin then tightens the
+            # threshold for a negative loss as it does for a positive one
+            return tx.update(updates, state, params, value=jnp.asarray(value) + 1000.0, **extra)
 
-            def update(updates, state, params=None, *, value, **extra):
-                # judged on value + 1000: the relative margin then tightens the
-                # threshold for a negative loss as it does for a positive one
-                return tx.update(updates, state, params, value=jnp.asarray(value) + 1000.0, **extra)
+        return update
 
-            return optax.GradientTransformationExtraArgs(tx.init, update)
-
-        return factory
-
-    return replace_paths(["optax.contrib.reduce_on_plateau"], make)
+    return replace_updates(optax, ["optax.contrib.reduce_on_plateau"], around)
 
 
 @mutant(
@@ -124,21 +118,15 @@ def plateau_negative_margin(optax):
 def rank5_raises(optax):
     import jax
 
-    def make(orig, path):
-        @functools.wraps(orig)
-        def factory(*args, **kwargs):
-            tx = orig(*args, **kwargs)
+    def around(tx):
+        def update(updates, state, params=None, **extra):
+            if any(getattr(x, "ndim", 0) == 5 for x in jax.tree.leaves(updates)):
+                raise ValueError("Expected parameter with shape in (1, 2, 3, 4)")
+            return tx.update(updates, state, params, **extra)
 
-            def update(updates, state, params=None, **extra):
-                if any(getattr(x, "ndim", 0) == 5 for x in jax.tree.leaves(updates)):
-                    raise ValueError("Expected parameter with shape in (1, 2, 3, 4)")
-                return tx.update(updates, state, params, **extra)
+        return update
 
-            return optax.GradientTransformationExtraArgs(tx.init, update)
-
-        return factory
-
-    return replace_paths(_paths(), make)
+    return replace_updates(optax, _paths(), around)
 
 
 @mutant(
@@ -148,20 +136,14 @@ def rank5_raises(optax):
 def agc_5d(optax):
     import jax
 
-    def make(orig, path):
-        @functools.wraps(orig)
-        def factory(*args, **kwargs):
-            tx = orig(*args, **kwargs)
+    def flat(tree):  # a rank-5 leaf as rank 4: its first two axes merged, the unitwise norm's axes the same
+        return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])) if getattr(x, "ndim", 0) == 5 else x, tree)
 
-            def flat(tree):  # a rank-5 leaf as rank 4: its first two axes merged, the unitwise norm's axes the same
-                return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])) if getattr(x, "ndim", 0) == 5 else x, tree)
+    def around(tx):
+        def update(updates, state, params=None, **extra):
+            u, s = tx.update(flat(updates), state, flat(params), **extra)
+            return jax.tree.map(lambda a, b: a.reshape(b.shape), u, updates), s
 
-            def update(updates, state, params=None, **extra):
-                u, s = tx.update(flat(updates), state, flat(params), **extra)
-                return jax.tree.map(lambda a, b: a.reshape(b.shape), u, updates), s
+        return update
 
-            return optax.GradientTransformationExtraArgs(tx.init, update)
-
-        return factory
-
-    return replace_paths(["optax.adaptive_grad_clip"], make)
+    return replace_updates(optax, ["optax.adaptive_grad_clip"], around)

@@ -10,7 +10,7 @@ import functools
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.surface_sweep import replace_paths, replace_updates
 
 mutant = family("surface_memory", "tests/contracts/test_surface_memory.py")
 
@@ -19,19 +19,6 @@ def _paths() -> list[str]:
     from optax_gate.kit.surface.memory import memory_paths
 
     return memory_paths()
-
-
-def _wrapping(wrap):
-    """Every grid factory's transformation passed through ``wrap(tx)``."""
-
-    def make(orig, path):
-        @functools.wraps(orig)
-        def factory(*args, **kwargs):
-            return wrap(orig(*args, **kwargs))
-
-        return factory
-
-    return replace_paths(_paths(), make)
 
 
 @mutant(
@@ -58,17 +45,23 @@ def state_copy(optax):
     import jax
     import jax.numpy as jnp
 
-    def wrap(tx):
-        def init(params):
-            return tx.init(params), jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
 
-        def update(updates, state, params=None, **extra):
-            u, s = tx.update(updates, state[0], params, **extra)
-            return u, (s, jax.tree.map(lambda c, x: c + 0 * x, state[1], u))
+            def init(params):
+                return tx.init(params), jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
 
-        return optax.GradientTransformationExtraArgs(init, update)
+            def update(updates, state, params=None, **extra):
+                u, s = tx.update(updates, state[0], params, **extra)
+                return u, (s, jax.tree.map(lambda c, x: c + 0 * x, state[1], u))
 
-    return _wrapping(wrap)
+            return optax.GradientTransformationExtraArgs(init, update)
+
+        return factory
+
+    return replace_paths(_paths(), make)
 
 
 @mutant("surface-memory-sorted-temp", "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the updates' size)")
@@ -83,7 +76,7 @@ def sorted_temp(optax):
         flat = jnp.sort(jnp.concatenate([jnp.ravel(x).astype(jnp.float32) for x in leaves]))
         return jax.tree.map(lambda x: x + (0 * flat[-1]).astype(x.dtype), u)
 
-    return _wrapping(lambda tx: with_update(optax, tx, change))
+    return replace_updates(optax, _paths(), lambda tx: with_update(optax, tx, change).update)
 
 
 @mutant(
@@ -91,13 +84,13 @@ def sorted_temp(optax):
     "an update that raised while being traced passes its updates through instead (scale_by_muon's default dimension numbers no longer raise)",
 )
 def raise_gone(optax):
-    def wrap(tx):
+    def around(tx):
         def update(updates, state, params=None, **extra):
             try:
                 return tx.update(updates, state, params, **extra)
             except ValueError:
                 return updates, state
 
-        return optax.GradientTransformationExtraArgs(tx.init, update)
+        return update
 
-    return _wrapping(wrap)
+    return replace_updates(optax, _paths(), around)

@@ -30,6 +30,21 @@ def replace_paths(paths, make) -> dict[str, Any]:
     return {}
 
 
+def replace_updates(optax, paths, around) -> dict[str, Any]:
+    """Each factory at ``paths`` returns its transformation with ``update`` replaced by ``around(tx)`` (its
+    ``init`` kept; a ``GradientTransformationExtraArgs``, so that extra arguments still reach it)."""
+
+    def make(orig, path):
+        @functools.wraps(orig)
+        def factory(*args, **kwargs):
+            tx = orig(*args, **kwargs)
+            return optax.GradientTransformationExtraArgs(tx.init, around(tx))
+
+        return factory
+
+    return replace_paths(paths, make)
+
+
 def _canonical() -> list[str]:
     from optax_gate.kit.surface.calls import CALLS, LEFT_OUT
     from optax_gate.kit.surface.table import TRANSFORMATIONS

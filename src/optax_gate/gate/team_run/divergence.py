@@ -7,6 +7,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,21 @@ def budget(occurrence: int) -> int:
     return max(occurrence, 1) * ELEMENTWISE
 
 
+def tagged_events(folder: Path, tag: str) -> Iterator[dict[str, Any]]:
+    """The events of the trace files in ``folder`` that carry ``tag`` (``"isolated"``, ``"memory"``: events apart
+    from the calls, read by their own modules), in file order; a line that is not JSON is skipped."""
+    for path in sorted(Path(folder).glob("trace-*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if f'"{tag}"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and tag in event:
+                yield event
+
+
 def read(folder: Path) -> list[dict[str, Any]]:
     """The observations of the trace files in ``folder`` (one per process,
     ordered by process start), in execution order. Each is ``{"site", "api",
@@ -70,7 +86,7 @@ def read(folder: Path) -> list[dict[str, Any]]:
         files.append((header.get("start", 0.0), path.name, events))
     observations: list[dict[str, Any]] = []
     for process, (_, _, events) in enumerate(sorted(files)):
-        by_seq = {e["seq"]: e for e in events if "of" not in e and "replay" not in e and "isolated" not in e}
+        by_seq = {e["seq"]: e for e in events if "of" not in e and "replay" not in e and "isolated" not in e and "memory" not in e}
         block: list[dict[str, Any]] = []
         seen: Counter[tuple[int, int]] = Counter()
 

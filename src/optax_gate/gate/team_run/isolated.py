@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,16 +12,9 @@ from optax_gate.gate.team_run import divergence
 def read(folder: Path) -> dict[str, dict[str, Any]]:
     """The ``isolated`` events of the trace files in ``folder``, keyed by their call's key (the first of each)."""
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(Path(folder).glob("trace-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if '"isolated"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(event, dict) and "isolated" in event and "key" in event:
-                out.setdefault(str(event["key"]), event)
+    for event in divergence.tagged_events(folder, "isolated"):
+        if "key" in event:
+            out.setdefault(str(event["key"]), event)
     return out
 
 

@@ -8,9 +8,10 @@ set the verdict.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
+
+from optax_gate.gate.team_run import divergence
 
 #: The figures compared, in the order they are said.
 FIGURES = ("argument_bytes", "output_bytes", "temp_bytes")
@@ -19,16 +20,9 @@ FIGURES = ("argument_bytes", "output_bytes", "temp_bytes")
 def read(folder: Path) -> dict[str, dict[str, Any]]:
     """The ``memory`` events of the trace files in ``folder``, keyed ``api@site`` (the first of each)."""
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(Path(folder).glob("trace-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if '"memory"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(event, dict) and "memory" in event and "site" in event:
-                out.setdefault(f"{event['memory']}@{event['site']}", event)
+    for event in divergence.tagged_events(folder, "memory"):
+        if "site" in event:
+            out.setdefault(f"{event['memory']}@{event['site']}", event)
     return out
 
 
