@@ -55,7 +55,10 @@ LEGEND = {
     "dtypes": "bfloat16, float16 and complex64 params",
     "x64": "float64 under jax_enable_x64",
     "edges": "edge inputs of losses and edge hyperparameters (0, NaN, inf)",
-    "forms": "each float hyperparameter as a 0-d float32/bfloat16 array and a NumPy scalar, each flag flipped, each *_dtype option, value corners held 12 updates",
+    "forms": (
+        "each float hyperparameter as a 0-d float32/bfloat16/float16 array, a weakly typed one and a NumPy scalar, each flag "
+        "flipped, each *_dtype option, value corners held 12 updates, 1-D/2-D/3-D convolution kernels (conv_kernels)"
+    ),
     "ranges": "each numeric hyperparameter over its range (0, small, large, negative; 0/0.5/1 for a rate), ints too",
     "memory": "the compiled update's argument, output and temporary bytes",
     "wrapper-corners": "wrappers over complex64 and mixed-dtype trees, inner dtype options, eager/jit/scan",

@@ -45,7 +45,10 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     same = team_run.run(spec, (PYTHON, PYTHON), tmp_path / "same")
     assert same["memory"]["steps"] == same["memory"]["same"] == 1 and not same["memory"]["grew"], same["memory"]
     assert judging.of_team_run(same) == ("pass", [])
-    assert "Compiled memory the same: each of your 1 jitted step(s)" in "\n".join(team_run_section.section({"team_run": same, "findings": []}))
+    said = "\n".join(team_run_section.section({"team_run": same, "findings": []}))
+    figures = same["memory"]["measured"][0]
+    assert f"Compiled memory the same: `{step} jax.jit(step) needs {figures['baseline']['argument_bytes']:,} argument" in said, said
+    assert figures["backend"] == "cpu" and "(compiled for cpu, as on this machine)" in said, said
 
 
 def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail():
@@ -64,7 +67,7 @@ def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail()
     assert judging.of_team_run({"outcome": "same", "memory": found}) == ("pass", [])
     grew = memory.compare(base, {**cand, "a": _event(temp_bytes=100_000 + edge + 1)})
     assert [r["figure"] for r in grew["grew"]] == ["temp_bytes"]
-    assert memory.words(grew["grew"][0]) == f"train.py:30 jax.jit(step): temporary bytes 100,000 -> {100_000 + edge + 1:,} (x1.10)"
+    assert memory.words(grew["grew"][0]) == f"train.py:30 jax.jit(step): temporary bytes 100,000 -> {100_000 + edge + 1:,} (x1.1)"
     verdict, why = judging.of_team_run({"outcome": "same", "memory": grew})
     assert verdict == "fail" and why[0].startswith("your step needs more memory in the candidate"), why
 

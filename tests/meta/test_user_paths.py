@@ -109,7 +109,7 @@ def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch)
     assert str(refused.value) == f"--usage {tmp_path / 'gone'} does not exist"
     with pytest.raises(validate.InvalidInput) as refused:
         validate.writable_folder(typed_path.user_path("../README.md"))
-    assert str(refused.value) == f"--out ../README.md (= {tmp_path / 'README.md'}) exists and is not a folder"
+    assert str(refused.value) == f"the output folder ../README.md (= {tmp_path / 'README.md'}) (set with --out) exists and is not a folder"
 
 
 @pytest.mark.parametrize(

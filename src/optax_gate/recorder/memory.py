@@ -33,8 +33,10 @@ def measure(real: Any, args: tuple, kwargs: dict, graph: bool, api: str, site: s
             from flax import nnx
 
             args, kwargs = nnx.clone((args, kwargs))
+        import jax
+
         stats = lower(*args, **kwargs).compile().memory_analysis()
-        event.update({name: int(getattr(stats, attr)) for name, attr in FIGURES.items()})
+        event.update({name: int(getattr(stats, attr)) for name, attr in FIGURES.items()}, backend=jax.default_backend())
     except Exception as exc:  # the team's program is not concerned
         event["error"] = f"{type(exc).__name__}: {exc}"[:300]
     finally:

@@ -591,6 +591,14 @@ class ShrankItem(GrewItem):
     pass
 
 
+class MeasuredItem(TypedDict):
+    site: str
+    step: str
+    backend: str
+    baseline: dict[str, int]
+    candidate: dict[str, int]
+
+
 class Memory(TypedDict):
     """
     the compiled memory of each whole step the team transformed, at its first call, baseline against candidate (optax_gate.recorder.memory, gate/team_run/memory.py): a figure beyond MEMORY_RTOL and MEMORY_ATOL (kit/tolerances.py) that grew fails the gate
@@ -601,6 +609,7 @@ class Memory(TypedDict):
     grew: list[GrewItem]
     shrank: list[ShrankItem]
     not_measured: dict[str, str]
+    measured: NotRequired[list[MeasuredItem]]
 
 
 class Divergence(TypedDict):

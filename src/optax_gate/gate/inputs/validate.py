@@ -139,11 +139,11 @@ def writable_folder(path: Path) -> None:
       InvalidInput: ``path`` is a file, or cannot be created or written.
     """
     if path.exists() and not path.is_dir():
-        raise InvalidInput(f"--out {shown(path)} exists and is not a folder")
+        raise InvalidInput(f"the output folder {shown(path)} (set with --out) exists and is not a folder")
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=path)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise InvalidInput(f"--out {shown(path)} is not writable: {exc.strerror or exc}") from None
+        raise InvalidInput(f"the output folder {shown(path)} (set with --out) is not writable: {exc.strerror or exc}") from None

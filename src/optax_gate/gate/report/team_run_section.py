@@ -180,24 +180,28 @@ def warned_lines(team: Mapping[str, Any]) -> list[str]:
 
 def memory_lines(team: Mapping[str, Any]) -> list[str]:
     """The compiled memory of the team's steps (``team_run.memory``): each figure that grew (it sets the verdict)
-    or shrank beyond the tolerance, at its line; one line when every step measured is within it."""
+    or shrank beyond the tolerance, at its line; when every step is within it, each step's figures."""
     from optax_gate.gate.team_run import memory
     from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL
 
     found = team.get("memory")
     if not found or not found["steps"]:
         return []
-    within = f"{MEMORY_RTOL:.0%} and {MEMORY_ATOL:,} bytes"
+    rule = f"a figure has changed when it moves by more than {MEMORY_RTOL:.0%} of the baseline's and by more than {MEMORY_ATOL:,} bytes"
     out = [
-        f"**Needs more memory**: `{_cell(memory.words(r))}` — beyond {within}: it can run out of memory where the baseline "
-        "did not, whatever its values (this sets the verdict)"
+        f"**Needs more memory**: `{_cell(memory.words(r))}` — it can run out of memory where the baseline did not, "
+        "whatever its values: check the step's headroom on the accelerator you train on before upgrading "
+        f"(this sets the verdict; {rule})"
         for r in found["grew"][:SHOWN]
     ]
-    out += [f"Needs less memory: `{_cell(memory.words(r))}` (beyond {within}; it does not set the verdict)" for r in found["shrank"][:SHOWN]]
+    out += [f"Needs less memory: `{_cell(memory.words(r))}` (nothing to do; it does not set the verdict)" for r in found["shrank"][:SHOWN]]
     if not out:
-        out.append(
-            f"Compiled memory the same: each of your {found['steps']} jitted step(s) needs the same argument, output and temporary bytes, within {within}."
-        )
+        measured = found.get("measured") or []
+        steps = "; ".join(f"`{_cell(memory.figures_words(r))}`" for r in measured[:SHOWN])
+        where = {r.get("backend") for r in measured} - {""}
+        steps = steps or f"each of your {found['steps']} jitted step(s)"
+        compiled = f" (compiled for {', '.join(sorted(where))}, as on this machine)" if where else ""
+        out.append(f"Compiled memory the same: {steps}, in the baseline and the candidate{compiled}; {rule}.")
     return out
 
 

@@ -31,12 +31,13 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
 
     Returns:
       ``{"steps": how many steps both sides measured, "same": how many of them within the tolerance, "grew":
-      [row], "shrank": [row], "not_measured": {api@site: why}}``, a row ``{"site", "step", "figure", "baseline",
-      "candidate", "ratio"}`` per figure beyond the tolerance, in the baseline's order.
+      [row], "shrank": [row], "not_measured": {api@site: why}, "measured": [{"site", "step", "backend",
+      "baseline": {figure: bytes}, "candidate": {figure: bytes}}]}``, a row ``{"site", "step", "figure",
+      "baseline", "candidate", "ratio"}`` per figure beyond the tolerance, in the baseline's order.
     """
     from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL  # kit.tolerances imports NumPy: not at the gate's import
 
-    out: dict[str, Any] = {"steps": 0, "same": 0, "grew": [], "shrank": [], "not_measured": {}}
+    out: dict[str, Any] = {"steps": 0, "same": 0, "grew": [], "shrank": [], "not_measured": {}, "measured": []}
     for key, b in baseline.items():
         c = candidate.get(key)
         why = b.get("error") or (c or {}).get("error") or ("" if c is not None else "the candidate's run did not measure it")
@@ -44,11 +45,19 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
             out["not_measured"][key] = why
             continue
         out["steps"] += 1
+        out["measured"].append(
+            {
+                "site": b["site"],
+                "step": b["memory"],
+                "backend": str(b.get("backend") or ""),
+                **{side: {f: int(e[f]) for f in FIGURES} for side, e in (("baseline", b), ("candidate", c))},
+            }
+        )
         rows = []
         for figure in FIGURES:
             before, after = int(b[figure]), int(c[figure])
             if abs(after - before) > max(MEMORY_ATOL, MEMORY_RTOL * before):
-                ratio = round(after / before, 2) if before else None
+                ratio = round(after / before, 4) if before else None
                 rows.append({"site": b["site"], "step": b["memory"], "figure": figure, "baseline": before, "candidate": after, "ratio": ratio})
         out["same"] += not rows
         for row in rows:
@@ -56,8 +65,18 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
     return out
 
 
+#: The figures as a sentence names them.
+NAMES = {"argument_bytes": "argument bytes", "output_bytes": "output bytes", "temp_bytes": "temporary bytes"}
+
+
 def words(row: dict[str, Any]) -> str:
     """``train.py:42 jax.jit(train_step): temporary bytes 852,032 -> 1,262,232 (x1.48)``."""
-    name = {"argument_bytes": "argument bytes", "output_bytes": "output bytes", "temp_bytes": "temporary bytes"}[row["figure"]]
-    ratio = f"x{row['ratio']:.2f}" if row["ratio"] is not None else "from none"
-    return f"{row['site']} {row['step']}: {name} {row['baseline']:,} -> {row['candidate']:,} ({ratio})"
+    ratio = f"x{row['ratio']:.3g}" if row["ratio"] is not None else "from none"
+    return f"{row['site']} {row['step']}: {NAMES[row['figure']]} {row['baseline']:,} -> {row['candidate']:,} ({ratio})"
+
+
+def figures_words(row: dict[str, Any]) -> str:
+    """A measured step's baseline figures: ``train.py:42 jax.jit(train_step) needs 11,284 argument, 7,056 output
+    and 16,708 temporary bytes``."""
+    b = row["baseline"]
+    return f"{row['site']} {row['step']} needs {b['argument_bytes']:,} argument, {b['output_bytes']:,} output and {b['temp_bytes']:,} temporary bytes"
