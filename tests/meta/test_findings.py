@@ -309,6 +309,18 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
             "`optax.adam`: at corner `wrapped=optax.MultiSteps` the outcome differs: same in the baseline, other values now",
         ),
         (
+            "tests/contracts/test_surface_corners_ranges.py::test_hyperparameter_range[optax.scale_by_distance_over_gradients-eps]",
+            "snapshot drift: eps=-1e-08: non-finite u f32 |u| nan u0 nan s f32x6 -> ok u f32 |u| 3.54e-06 u0 -1.74e-06 s f32x6",
+            "optax.scale_by_distance_over_gradients",
+            "`optax.scale_by_distance_over_gradients`: at corner `eps=-1e-08` the outcome differs: non-finite",
+        ),
+        (
+            "tests/contracts/test_surface_corners_ranges.py::test_hyperparameter_range[optax.contrib.reduce_on_plateau-factor]",
+            "snapshot drift: factor=0/error: 'Factor must be in the range (0, 1), got factor = 0' -> 'Factor must lie in (0, 1), got 0'",
+            "optax.contrib.reduce_on_plateau",
+            "`optax.contrib.reduce_on_plateau`: at corner `factor=0/error` the outcome differs",
+        ),
+        (
             "tests/contracts/test_surface_corners_derivatives.py::test_loss_derivatives[optax.sigmoid_focal_loss]",
             "snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient",
             "optax.sigmoid_focal_loss",
@@ -322,7 +334,18 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
             "`weight_decay` (a parameter added, see the API surface)",
         ),
     ],
-    ids=["loss-edge", "dtype-variant", "edge-hyperparameter", "x64", "wrapped-empty-pytree", "wrapped", "derivative", "edge-new-parameter"],
+    ids=[
+        "loss-edge",
+        "dtype-variant",
+        "edge-hyperparameter",
+        "x64",
+        "wrapped-empty-pytree",
+        "wrapped",
+        "range-value",
+        "range-error",
+        "derivative",
+        "edge-new-parameter",
+    ],
 )
 def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
     """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,

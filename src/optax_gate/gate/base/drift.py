@@ -240,9 +240,22 @@ def nonfinite_words(direction: str) -> str:
 RECORDED_MESSAGE_LIMIT = 50
 
 
+#: A key of the hyperparameter range grid's snapshots (``optax_gate.kit.corners.ranges``): one value of one
+#: hyperparameter, ``eps=-1e-08``, or its recorded message, ``eps=-1e-08/error``.
+RANGE_KEY = re.compile(r"[A-Za-z_]\w*=[^/:\s]+(?:/error)?")
+
+
+def corner_name(path: str) -> str | None:
+    """The corner a snapshot key is of: ``corner.<corner>[/<output>]`` -> ``<corner>[/<output>]``, a range key
+    (:data:`RANGE_KEY`) as it is; None for a key of another record."""
+    if path.startswith("corner."):
+        return path[len("corner.") :]
+    return path if RANGE_KEY.fullmatch(path) else None
+
+
 def is_recorded_message(path: str) -> bool:
     """Whether a snapshot key holds a corner's recorded exception message."""
-    return path.startswith("corner.") and path.endswith("/error")
+    return path.endswith("/error") and corner_name(path) is not None
 
 
 def recorded_message(value: Any) -> str:

@@ -10,6 +10,7 @@ from optax_gate.gate.base.drift import (
     EPS,
     NONFINITE_CLASSES,
     Ulp,
+    corner_name,
     is_recorded_message,
     nonfinite_direction,
     nonfinite_leaves,
@@ -74,9 +75,10 @@ def corner_cause(leaves: list[Any]) -> tuple[Any, ...] | None:
     grouped by the corners that moved and how the first of them moved
     (numbers aside: two APIs whose corner went ok -> TypeError and
     ValueError -> ok are two findings); None for another drift."""
-    if leaves and all(leaf.path.startswith(CORNER_PREFIX) for leaf in leaves):
+    names = [corner_name(leaf.path) for leaf in leaves]
+    if leaves and all(n is not None for n in names):
         first = leaves[0]  # the corner the finding's line shows (corner_text): how it moved, numbers aside
-        return ("corner", tuple(sorted(leaf.path[len(CORNER_PREFIX) :] for leaf in leaves)), outcome_pattern(first.old), outcome_pattern(first.new))
+        return ("corner", tuple(sorted(str(n) for n in names)), outcome_pattern(first.old), outcome_pattern(first.new))
     return None
 
 
@@ -179,7 +181,7 @@ def corner_text(evidence: list[Any]) -> str:
     old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v) for v in (leaf.old, leaf.new))
     n = len(evidence[0]) - 1
     more = f" (and {n} more corner{'s' if n > 1 else ''})" if n else ""
-    return f"at corner `{leaf.path[len(CORNER_PREFIX) :]}` the outcome differs: {old} in the baseline, {new} now{more}"
+    return f"at corner `{corner_name(leaf.path)}` the outcome differs: {old} in the baseline, {new} now{more}"
 
 
 def _size(ulp: Ulp) -> str:
@@ -222,13 +224,13 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
             tuple(sorted(leaf.path for leaf in leaves)),
             tuple(sorted((outcome_pattern(leaf.old), outcome_pattern(leaf.new)) for leaf in leaves)),
         ), leaves
+    corner = corner_cause(leaves)  # before the edge keys: a range key ``factor=0/error`` reads as one too
+    if corner:
+        return corner, leaves
     if leaves and all(EDGE_KEY.match(leaf.path) for leaf in leaves):
         return ("edge-hyper", tuple(sorted(leaf.path for leaf in leaves)), _direction(leaves)), leaves
     if leaves and all(leaf.path.startswith(X64_PREFIX) for leaf in leaves):
         return ("x64", tuple(sorted(leaf.path for leaf in leaves))), leaves
-    corner = corner_cause(leaves)
-    if corner:
-        return corner, leaves
     if leaves:
         moved = [leaf for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]]
         if moved:  # by dtype pair and by state field: `acc_grads` and `hyperparams` moving alike are two changes

@@ -33,13 +33,14 @@ def _fetch(url: str) -> dict[str, Any]:
         return data
 
 
-def releases(project: str, fetch: Fetch = _fetch) -> list[Version]:
-    """All final, non-yanked releases of ``project``, oldest first.
+def releases(project: str, fetch: Fetch | None = None) -> list[Version]:
+    """All final, non-yanked releases of ``project``, oldest first (``fetch``: the index's JSON of a URL,
+    :func:`_fetch` when None, looked up at the call so that a test can replace it).
 
     Raises:
       OSError: when the index cannot be reached (urllib's URLError is one).
     """
-    data = fetch(f"{index_url()}/{project}/")
+    data = (fetch or _fetch)(f"{index_url()}/{project}/")
     yanked: dict[str, bool] = {}
     for f in data.get("files", []):
         version = _version_of(project, f.get("filename", ""))
@@ -67,7 +68,7 @@ def _version_of(project: str, filename: str) -> str | None:
     return parts[1]
 
 
-def newer_than(project: str, baseline: str, fetch: Fetch = _fetch, include_older: bool = False) -> list[Version]:
+def newer_than(project: str, baseline: str, fetch: Fetch | None = None, include_older: bool = False) -> list[Version]:
     """Releases of ``project`` newer than ``baseline`` (all others too with
     ``include_older``, baseline itself excluded), oldest first."""
     base = Version(baseline)
