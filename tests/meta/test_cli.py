@@ -177,7 +177,7 @@ def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
     out = blocker if kind == "a file" else blocker / "reports"
     status, stdout, stderr, seconds = gate_cli("optax==0.2.8", out=out)
     assert status == 2 and "Traceback" not in stderr and seconds < 10
-    assert f"--out {out}" in stderr and "(no report written)" in stderr
+    assert f"the output folder {out} (set with --out)" in stderr and "(no report written)" in stderr
 
 
 def uv_env() -> dict[str, str] | None:
@@ -611,7 +611,7 @@ def test_compare_refuses_an_out_it_cannot_write_before_comparing(tmp_path, capsy
     assert cli.main(["compare", str(base), str(base), "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "the gate itself failed" not in err, err
-    assert f"--out {out}" in err and "(no report written)" in err, err
+    assert f"the output folder {out} (set with --out)" in err and "(no report written)" in err, err
 
 
 def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, capsys):
