@@ -8,7 +8,6 @@ Where :mod:`optax_gate.kit.corners.transformations` gives every hyperparameter a
 
 from __future__ import annotations
 
-import inspect
 import re
 
 #: Float hyperparameters read as a rate or a decay in [0, 1] (by name: ``b1``,
@@ -59,18 +58,12 @@ def range_values(name: str, default: float | int) -> tuple[float | int, ...]:
 def hyperparameters(path: str) -> dict[str, float | int]:
     """``path``'s numeric hyperparameters with their defaults (or the value the surface table fills a
     required one with), less :data:`LEFT_OUT`; none for an entry built by a builder (its builder fixes them)."""
-    from optax_gate.kit.corners.transformations import corner_args
+    from optax_gate.kit.corners.transformations import filled_parameters
     from optax_gate.kit.surface import build as surface_build
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
-    entry = TRANSFORMATIONS[path]
-    if entry.builder is not None:
-        return {}
-    fn = surface_build.resolve(path)
-    filled = surface_build.fill(fn, corner_args(entry))
     out: dict[str, float | int] = {}
-    for name, p in inspect.signature(fn).parameters.items():
-        value = filled.get(name, p.default)
+    for name, value, p in filled_parameters(surface_build.resolve(path), TRANSFORMATIONS[path]):
         if name not in LEFT_OUT and type(value) in (int, float):
             # an int default of a parameter annotated float is a float (cocob's alpha=100 in 0.2.6, 100.0 later)
             out[name] = float(value) if p.annotation in (float, "float") else value

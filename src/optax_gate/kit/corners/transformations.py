@@ -96,22 +96,24 @@ def corner_args(entry: Any) -> dict[str, Any]:
     return {**entry.args, **CORNER_ARGS.get(entry.path, ({}, ""))[0]}
 
 
-def _floats(fn: Any, entry: Any) -> dict[str, float]:
-    """The floating hyperparameters of ``fn`` (Python-float defaults, and the
-    required ones :func:`surface_build.fill` gives a float), with their values."""
+def filled_parameters(fn: Any, entry: Any) -> list[tuple[str, Any, Any]]:
+    """``(name, value, inspect.Parameter)`` for each parameter of ``fn``, its value the one a corner builds it
+    with (:func:`surface_build.fill` over :func:`corner_args`, else its default); none for an entry built by a
+    builder (its builder fixes the hyperparameters)."""
     import inspect
 
     from optax_gate.kit.surface import build as surface_build
 
     if entry.builder is not None:
-        return {}
+        return []
     filled = surface_build.fill(fn, corner_args(entry))
-    out = {}
-    for name, p in inspect.signature(fn).parameters.items():
-        value = filled.get(name, p.default)
-        if type(value) is float:
-            out[name] = value
-    return out
+    return [(name, filled.get(name, p.default), p) for name, p in inspect.signature(fn).parameters.items()]
+
+
+def _floats(fn: Any, entry: Any) -> dict[str, float]:
+    """The floating hyperparameters of ``fn`` (Python-float defaults, and the
+    required ones :func:`surface_build.fill` gives a float), with their values."""
+    return {name: value for name, value, _ in filled_parameters(fn, entry) if type(value) is float}
 
 
 def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, Any]]:
