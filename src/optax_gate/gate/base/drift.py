@@ -240,6 +240,9 @@ def nonfinite_words(direction: str) -> str:
 RECORDED_MESSAGE_LIMIT = 50
 
 
+#: Key prefix of the corner-grid snapshots (``optax_gate.kit.corners``): an API's outcome at one corner input
+#: (an empty leaf, a -inf logit in forward mode, a wrapper's bfloat16 state through a scan), not optimizer state.
+CORNER_PREFIX = "corner."
 #: A key of the hyperparameter range grid's snapshots (``optax_gate.kit.corners.ranges``): one value of one
 #: hyperparameter, ``eps=-1e-08``, or its recorded message, ``eps=-1e-08/error``.
 RANGE_KEY = re.compile(r"[A-Za-z_]\w*=[^/:\s]+(?:/error)?")
@@ -248,8 +251,8 @@ RANGE_KEY = re.compile(r"[A-Za-z_]\w*=[^/:\s]+(?:/error)?")
 def corner_name(path: str) -> str | None:
     """The corner a snapshot key is of: ``corner.<corner>[/<output>]`` -> ``<corner>[/<output>]``, a range key
     (:data:`RANGE_KEY`) as it is; None for a key of another record."""
-    if path.startswith("corner."):
-        return path[len("corner.") :]
+    if path.startswith(CORNER_PREFIX):
+        return path[len(CORNER_PREFIX) :]
     return path if RANGE_KEY.fullmatch(path) else None
 
 

@@ -46,10 +46,6 @@ EDGE_KEY = re.compile(r"^\w+=0/\w+(?:/.*)?$")
 #: Key prefix of the generated x64 snapshots (``tests/contracts/test_surface_x64.py``):
 #: a schedule's or loss's output under ``jax_enable_x64``, not optimizer state.
 X64_PREFIX = "x64"
-#: Key prefix of the corner-grid snapshots (``optax_gate.kit.corners``):
-#: an API's outcome at one corner input (an empty leaf, a -inf logit in forward
-#: mode, a wrapper's bfloat16 state through a scan), not optimizer state.
-CORNER_PREFIX = "corner."
 #: The skip reason of ``test_surface_sweep.py::test_known`` for a public name
 #: the surface tables do not know (outside the baseline).
 NOT_CONTRACTED = "new, not contracted"
