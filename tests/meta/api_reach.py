@@ -35,6 +35,7 @@ CLASSES = {
     "surface_loss_edges": "edges",
     "surface_corners_transformations": "forms",
     "surface_corners_ranges": "ranges",
+    "surface_corners_injected": "injected",
     "surface_memory": "memory",
     "surface_corners_wrappers": "wrapper-corners",
     "surface_wrapped": "wrapped",
@@ -60,6 +61,7 @@ LEGEND = {
         "flipped, each *_dtype option, value corners held 12 updates, 1-D/2-D/3-D convolution kernels (conv_kernels)"
     ),
     "ranges": "each numeric hyperparameter over its range (0, small, large, negative; 0/0.5/1 for a rate), ints too",
+    "injected": "built through inject_hyperparams: hyperparameters as Python numbers, 0-d arrays of each float dtype, weak and NumPy scalars; bfloat16/float16 params, hyperparam_dtype, jitted",
     "memory": "the compiled update's argument, output and temporary bytes",
     "wrapper-corners": "wrappers over complex64 and mixed-dtype trees, inner dtype options, eager/jit/scan",
     "wrapped": "each transformation inside each wrapper",

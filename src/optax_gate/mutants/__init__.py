@@ -75,6 +75,7 @@ FAMILIES = (
     "surface_corners_wrapped",
     "surface_corners_derivatives",
     "surface_corners_ranges",
+    "surface_corners_injected",
     "surface_memory",
     "surface_sharded",
     "microbatching",

@@ -79,7 +79,7 @@ def corner_cause(leaves: list[Any]) -> tuple[Any, ...] | None:
 
 
 #: A transformation corner's recorded outcome (``optax_gate.kit.corners.transformations.transformation_outcome``).
-_TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)")
+_TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)(?: h (\S+))?")
 
 
 _KIND = r"(?:py \w+|\w+(?:\[[\d,]*\])?(?: weak)?)"
@@ -149,7 +149,8 @@ def _sharded_words(value: str) -> str | None:
 def outcome_words(value: str) -> str:
     """A corner's recorded shorthand in words. A transformation corner: ``ok
     u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
-    0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``; a schedule
+    0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``, with ``h bf16x5`` (the injected grid's
+    hyperparameters) ``...; hyperparameters: 5 bfloat16 leaves)``; a schedule
     corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
     float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
     4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
@@ -164,11 +165,12 @@ def outcome_words(value: str) -> str:
     def dtypes(text: str) -> str:
         return "/".join(long.get(d, d) for d in text.split(","))
 
-    counts = [c.rpartition("x") for c in m[5].split(",")] if m[5] != "none" else []
-    each = [f"{n} {long.get(d, d)}" for d, _, n in counts]
-    state = and_join(each)
-    state = f"{state} leaves" if counts else "no leaves"
-    return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {state})"
+    def leaves(text: str) -> str:
+        counts = [c.rpartition("x") for c in text.split(",")] if text != "none" else []
+        return f"{and_join([f'{n} {long.get(d, d)}' for d, _, n in counts])} leaves" if counts else "no leaves"
+
+    hyper = f"; hyperparameters: {leaves(m[6])}" if m[6] else ""
+    return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {leaves(m[5])}{hyper})"
 
 
 def corner_text(evidence: list[Any]) -> str:

@@ -171,8 +171,18 @@ def _state_text(state: Any) -> str:
     return ",".join(f"{k}x{n}" for k, n in sorted(counts.items())) or "none"
 
 
-def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, value: Any, errors: dict[str, str], key: str, steps: int = 1) -> str:
-    """``steps`` eager updates of ``path`` at a corner after one ``init``
+def transformation_outcome(
+    path: str,
+    overrides: dict[str, Any],
+    pdtype: str,
+    value: Any,
+    errors: dict[str, str],
+    key: str,
+    steps: int = 1,
+    build_with: Any = None,
+    jit: bool = False,
+) -> str:
+    """``steps`` eager updates (jitted with ``jit``) of ``path`` at a corner after one ``init``
     (each applied to the params; gradients of seed ``1 + step``), the
     last one's outcome: ``ok u f32 |u|
     0.123 u0 -0.05 s f32x4,i32x1`` (the updates' dtypes, their global norm and
@@ -182,7 +192,9 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     or ``raises <type>`` (the message in ``errors[key]``). Params: the leaves
     :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``
     (:data:`CONV_KERNELS` at the ``conv_kernels`` corner),
-    gradients of seed 1 (the model's where the entry needs ``grad``)."""
+    gradients of seed 1 (the model's where the entry needs ``grad``). ``build_with()``, when given, builds
+    the transformation instead (the injected grid's ``inject_hyperparams``), and its state's ``hyperparams``
+    add `` h <their leaves counted per dtype>``."""
     import functools
 
     import jax
@@ -201,7 +213,9 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     if form:
         opts.update({k: hyper_form(v, form) for k, v in _floats(fn, entry).items()})
     try:
-        if entry.builder is not None:
+        if build_with is not None:
+            tx = build_with()
+        elif entry.builder is not None:
             tx = entry.builder(functools.partial(fn, **opts))
         else:
             tx = surface_build.build(path, {**corner_args(entry), **opts})
@@ -223,6 +237,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     try:
         shift = None if value is None else value - float(surface_build.model(p))
         s = tx.init(p)
+        update = jax.jit(tx.update) if jit else tx.update
         u = None
         for step in range(steps):
             if u is not None:
@@ -238,7 +253,7 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
                         extra["value"] = extra["value_fn"](p)
             if step:  # gradients of another seed each step: a momentum, a sign or a max sees them move
                 g = tree(1 + step)
-            u, s = tx.update(step_grads(entry, p, g), s, p, **extra)
+            u, s = update(step_grads(entry, p, g), s, p, **extra)
         leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
         states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
     except Exception as exc:  # the outcome is the exception's type
@@ -253,7 +268,8 @@ def transformation_outcome(path: str, overrides: dict[str, Any], pdtype: str, va
     floats = [a.astype(np.float64) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)]
     norm = math.sqrt(sum(float(np.sum(np.square(a))) for a in floats))
     first = next((float(a.ravel()[0]) for a in floats if a.size), math.nan)
-    return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}"
+    hyper = f" h {_state_text(s.hyperparams)}" if build_with is not None and hasattr(s, "hyperparams") else ""
+    return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}{hyper}"
 
 
 def _value3(x: float) -> str:
