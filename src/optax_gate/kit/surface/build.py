@@ -30,15 +30,22 @@ SHAPES = {"r0": (), "r1": (3,), "r2": (2, 3), "r3": (2, 1, 3), "r4": (1, 2, 1, 2
 
 def params(dtype: Any = jnp.float32, seed: int = 0, skip: tuple[str, ...] = ()) -> dict[str, jax.Array]:
     """The representative params PyTree (see the module docstring), less the
-    leaves named in ``skip`` (an API's documented limit, e.g. no rank 5)."""
+    leaves named in ``skip`` (an API's documented limit, e.g. no rank 5): new
+    arrays at each call (a donated step may delete them)."""
+    return {name: jnp.asarray(x, dtype=dtype) for name, x in _values(seed).items() if name not in skip}
+
+
+@functools.cache
+def _values(seed: int) -> dict[str, np.ndarray]:
+    """:func:`params`' float64 values for ``seed``, drawn once per process (read-only)."""
     rng = np.random.default_rng(seed)
     out = {}
     for name, shape in SHAPES.items():
         x = rng.uniform(-1.0, 1.0, size=shape)
         if x.size:
             x.flat[0] = -abs(x.flat[0]) - 0.25  # a negative component, away from zero
-        if name not in skip:
-            out[name] = jnp.asarray(x, dtype=dtype)
+        x.flags.writeable = False
+        out[name] = x
     return out
 
 
@@ -152,5 +159,9 @@ def build(path: str, overrides: dict[str, Any] | None = None, builder: Any = Non
 
 @functools.cache
 def value_and_grad() -> Any:
-    """``jax.value_and_grad(model)``, one traced function for every API."""
-    return jax.value_and_grad(model)
+    """``jax.value_and_grad(model)``, jitted: one compiled program per PyTree structure for every API (traced
+    eagerly, the model's gradient was traced anew at each of the suite's thousands of calls). A PyTree without
+    leaves keeps the eager call, whose value is then the Python float ``0.0`` (what the contracts of an empty
+    PyTree have always passed as ``value=``: momo's ``value.astype`` raises on it)."""
+    jitted, eager = jax.jit(jax.value_and_grad(model)), jax.value_and_grad(model)
+    return lambda p: jitted(p) if jax.tree.leaves(p) else eager(p)
