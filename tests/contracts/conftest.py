@@ -99,18 +99,3 @@ def pytest_ignore_collect(collection_path, config):
         if path == collection_path or collection_path in path.parents:
             return None
     return True
-
-
-def pytest_collection_modifyitems(config, items):
-    """Put each API's contracts of ``test_surface_transformations.py`` side by side (its protocol properties,
-    trajectory and non-finite snapshots), the module's place and each API's own order kept: the process that
-    runs them computes the API's probe (``surface_probe.protocol``, cached per process; 20 s for an eager
-    line search) once, where pytest-xdist's worksteal hands each process a contiguous run of contracts."""
-    at = [i for i, item in enumerate(items) if item.path.name == "test_surface_transformations.py" and hasattr(item, "callspec")]
-    group = [items[i] for i in at]
-    first: dict[str, int] = {}
-    for item in group:
-        first.setdefault(item.callspec.params["path"], len(first))
-    group.sort(key=lambda item: first[item.callspec.params["path"]])
-    for i, item in zip(at, group):
-        items[i] = item
