@@ -7,7 +7,7 @@ at a time, to the values its range allows and to its extremes
 (``range_values``): 0, 0.5 and 1 for a rate or a decay (``b1``, ``decay``,
 ``momentum``...); 0, 1e-6, 1e3 and its negative for another float; 0, 1, 2 and
 twice the default for an integer (``decay_offset``, ``patience``,
-``ns_steps``). At each, three eager updates (one for a slow entry): the last
+``ns_steps``). At each, two eager updates (one for a slow entry): the last
 update's dtypes, global norm and first entry (3 significant digits), the
 state's leaves per dtype, finiteness; or the exception's type and message
 (``transformation_outcome``). A labelled snapshot of optax 0.2.6

@@ -31,7 +31,7 @@ LEFT_OUT = {
 }
 #: Updates per corner: the last one's outcome is recorded (an offset, a
 #: patience or a bias correction shows after the first step).
-RANGE_STEPS = 3
+RANGE_STEPS = 2
 #: Transformations given one update per corner, not :data:`RANGE_STEPS`, and
 #: why (besides the surface table's ``slow`` entries, whose eager update
 #: re-traces a line search or a Hessian estimate: 0.1 to 0.5 s each).
