@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -228,10 +229,7 @@ def transformation_outcome(
     kernels = overrides.get("__tree__") == "conv_kernels"
 
     def tree(seed: int) -> Any:
-        if kernels:
-            rng = np.random.default_rng(seed)
-            return {n: jnp.asarray(rng.standard_normal(shape), as_dtype(pdtype)) for n, shape in CONV_KERNELS.items()}
-        return surface_build.params(as_dtype(pdtype), seed=seed, skip=drop)
+        return dict(_corner_tree(pdtype, seed, drop, kernels))  # a new dict: the arrays are shared, never the mapping
 
     p, g = tree(0), tree(1)
     try:
@@ -270,6 +268,20 @@ def transformation_outcome(
     first = next((float(a.ravel()[0]) for a in floats if a.size), math.nan)
     hyper = f" h {_state_text(s.hyperparams)}" if build_with is not None and hasattr(s, "hyperparams") else ""
     return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}{hyper}"
+
+
+@functools.cache
+def _corner_tree(pdtype: str, seed: int, drop: tuple[str, ...], kernels: bool) -> Any:
+    """The params (seed 0) or gradients (seed 1 + step) of a corner: :data:`CONV_KERNELS` or the representative
+    PyTree less ``drop``, in ``pdtype``; made once per process (JAX arrays are immutable, and no grid donates them)."""
+    import numpy as np
+
+    from optax_gate.kit.surface import build as surface_build
+
+    if kernels:
+        rng = np.random.default_rng(seed)
+        return {n: jnp_module().asarray(rng.standard_normal(shape), as_dtype(pdtype)) for n, shape in CONV_KERNELS.items()}
+    return surface_build.params(as_dtype(pdtype), seed=seed, skip=drop)
 
 
 def _value3(x: float) -> str:
