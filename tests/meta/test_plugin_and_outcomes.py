@@ -165,3 +165,21 @@ def test_plain():
     assert log.contracts["test_sample.py::test_plain"].configuration == ""
     _, bad = run_log(pytester, source.replace('weight_decay="a schedule"', "weight_decay=0.1"))
     assert bad.contracts == {} and "configuration() takes keywords whose values are words" in " ".join(bad.collection_errors)
+
+
+def test_snapshot_diff_joins_a_value_yaml_wrapped_over_lines():
+    # a corner's record is longer than YAML's 80 columns: pytest-regressions' diff shows its wrapped lines
+    message = (
+        "FILES DIFFER:\n/a.yml\n/a.obtained.yml\n--- \n+++ \n@@ -1,4 +1,4 @@\n"
+        "-corner.inject=bfloat16: ok u f32 |u| 0.1 u0 0.2 s f32x15,i32x2\n-  h f32x5\n"
+        "+corner.inject=bfloat16: ok u f32 |u| 0.1 u0 0.2 s bf16x5,f32x10,i32x2\n+  h bf16x5\n"
+        " corner.inject=python,params=f16: non-finite u f16 |u| nan u0 nan s f16x15,i32x2 h\n"
+        "-  f16x5\n+  f32x5\n"
+        " corner.raises: 'ValueError: Cannot compare\n   dtype'\n"
+    )
+    assert outcomes.snapshot_diff(message) == (
+        "snapshot drift: corner.inject=bfloat16: ok u f32 |u| 0.1 u0 0.2 s f32x15,i32x2 h f32x5 -> "
+        "ok u f32 |u| 0.1 u0 0.2 s bf16x5,f32x10,i32x2 h bf16x5; "
+        "corner.inject=python,params=f16: non-finite u f16 |u| nan u0 nan s f16x15,i32x2 h f16x5 -> "
+        "non-finite u f16 |u| nan u0 nan s f16x15,i32x2 h f32x5"
+    )

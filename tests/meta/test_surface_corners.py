@@ -41,7 +41,39 @@ def test_a_corner_drift_is_one_finding_across_apis():
     rows = [_row(f"tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.{n}]", detail, f"optax.tree.{n}") for n in ("max", "min")]
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
-    assert found["cause"] == ("at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok float32[] -0.920853 now (and 1 more corner)")
+    assert found["cause"] == (
+        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok float32[] -0.920853 now (and 1 more corner: `only_empty`)"
+    )
+
+
+def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_state_holds():
+    """0.2.8 keeps a bfloat16 hyperparameter bfloat16: adam (5 hyperparameters, 9 state leaves) and
+    sgd (2 and 3, its float state wholly bfloat16 now) moved alike, and were two findings while the
+    leaf counts and the dtypes kept were part of the key (54 findings for one change in a 0.2.6 -> 0.2.8
+    report). Hyperparameters gaining another dtype are another finding."""
+
+    def detail(state: str, hyper: str, state_now: str, hyper_now: str) -> str:
+        return (
+            f"snapshot drift: corner.inject=bfloat16: ok u f32 |u| 0.1 u0 0.2 s {state} h {hyper} -> "
+            f"ok u f32 |u| 0.1 u0 0.2 s {state_now} h {hyper_now}; corner.inject=float16: ok u f32 |u| 0.1 u0 0.2 s {state} h {hyper} -> ok u f32 |u| 0.1 u0 0.2 s…"
+        )
+
+    rows = [
+        _row(
+            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.adam]",
+            detail("f32x9,i32x2", "f32x5", "bf16x5,f32x4,i32x2", "bf16x5"),
+            "optax.adam",
+        ),
+        _row(
+            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.sgd]", detail("f32x2,i32x1", "f32x2", "bf16x2,i32x1", "bf16x2"), "optax.sgd"
+        ),
+        _row(
+            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.lion]", detail("f32x6,i32x2", "f32x4", "f32x6,i32x2", "f16x4"), "optax.lion"
+        ),
+    ]
+    one, other = findings.group(rows)
+    assert one["apis"] == ["optax.adam", "optax.sgd"] and other["apis"] == ["optax.lion"]
+    assert one["cause"].endswith("now (and 1 more corner: `inject=float16`)")
 
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():

@@ -8,7 +8,7 @@ from typing import Any
 from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.plain_text import named_list
-from optax_gate.gate.judge.findings import ORDER, X64_PREFIX, contracts_words, group, outcome_pattern, row_cause, state_field, subject, test_name
+from optax_gate.gate.judge.findings import ORDER, X64_PREFIX, contracts_words, corner_move, group, outcome_pattern, row_cause, state_field, subject, test_name
 
 
 #: The dtypes a corner's recorded state summary lists (``ok params bfloat16 state bfloat16,int32``).
@@ -140,7 +140,7 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
                 continue
             old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
             now += sorted(d for d in new - old if d in ITEMSIZE)
-            keys.append(("corner-moved", corner_name(leaf.path), outcome_pattern(leaf.old), outcome_pattern(leaf.new)))
+            keys.append(("corner-moved", corner_name(leaf.path), *corner_move(leaf.old, leaf.new)))
     elif kind == "dtype-variant":
         keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.cut]
     elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":

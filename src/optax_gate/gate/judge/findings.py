@@ -74,8 +74,29 @@ def corner_cause(leaves: list[Any]) -> tuple[Any, ...] | None:
     names = [corner_name(leaf.path) for leaf in leaves]
     if leaves and all(n is not None for n in names):
         first = leaves[0]  # the corner the finding's line shows (corner_text): how it moved, numbers aside
-        return ("corner", tuple(sorted(str(n) for n in names)), outcome_pattern(first.old), outcome_pattern(first.new))
+        return ("corner", tuple(sorted(str(n) for n in names)), *corner_move(first.old, first.new))
     return None
+
+
+def corner_move(old: str, new: str) -> tuple[str, str]:
+    """How a corner's outcome moved, numbers aside (:func:`outcome_pattern` of each). Two transformation
+    corners' records (``ok u f32 |u| 0.1 u0 0.2 s f32x9,i32x2 h f32x5``) as their status and update dtypes,
+    the new one with the state's and the hyperparameters' dtypes it gained (``s +bf16 h +bf16``), or lost
+    where it gained none: sgd's state turning wholly bfloat16 and adam's partly are one move, whatever
+    other leaves (a bool, a PRNG key) each state holds."""
+    a, b = _TRANSFORMATION_OUTCOME.fullmatch(old or ""), _TRANSFORMATION_OUTCOME.fullmatch(new or "")
+    if not (a and b):
+        return outcome_pattern(old), outcome_pattern(new)
+
+    def dtypes(text: str | None) -> set[str]:
+        return {part.rpartition("x")[0] or part for part in (text or "none").split(",") if part != "none"}
+
+    moved = []
+    for field, group in (("s", 5), ("h", 6)):
+        gained, lost = dtypes(b[group]) - dtypes(a[group]), dtypes(a[group]) - dtypes(b[group])
+        if gained or lost:
+            moved.append(f"{field} {'+' + ','.join(sorted(gained)) if gained else '-' + ','.join(sorted(lost))}")
+    return f"{a[1]} u {a[2]}", " ".join([f"{b[1]} u {b[2]}", *moved])
 
 
 #: A transformation corner's recorded outcome (``optax_gate.kit.corners.transformations.transformation_outcome``).
@@ -174,11 +195,11 @@ def outcome_words(value: str) -> str:
 
 
 def corner_text(evidence: list[Any]) -> str:
-    """A corner drift in words: the first corner's outcome in the baseline and now, and how many more moved."""
+    """A corner drift in words: the first corner's outcome in the baseline and now, and which more moved (named)."""
     leaf = evidence[0][0]
     old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v) for v in (leaf.old, leaf.new))
-    n = len(evidence[0]) - 1
-    more = f" (and {n} more corner{'s' if n > 1 else ''})" if n else ""
+    others = [str(corner_name(other.path)) for other in evidence[0][1:]]
+    more = f" (and {len(others)} more corner{'s' if len(others) > 1 else ''}: {named_list(others)})" if others else ""
     return f"at corner `{corner_name(leaf.path)}` the outcome differs: {old} in the baseline, {new} now{more}"
 
 
@@ -446,12 +467,17 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
 def outcome_pattern(value: str) -> str:
     """A recorded outcome with its numbers replaced by ``#`` (dtype names kept:
     ``ok float32[] -0.9209`` -> ``ok float32[] #``; a run of numbers is one ``#``);
+    a transformation corner's record with its leaf counts dropped (``s
+    f32x9,i32x2 h bf16x5`` -> ``s f32,i32 h bf16``: the dtypes that moved, not
+    how many leaves each API's state has);
     a sharded corner's record as ``ok sharded`` and its comparison with one
     device (its layouts and state counts are each API's own: nine APIs that
     stop raising under explicit sharding are one finding)."""
     m = SHARDED_OUTCOME.fullmatch(value or "")
     if m:  # layouts aside: one API's state has other leaves than another's
         return f"ok sharded {m[3] or ''}".strip()
+    if _TRANSFORMATION_OUTCOME.fullmatch(value or ""):  # leaf counts aside: adam's state has more leaves than sgd's
+        value = re.sub(r"(?<=[a-z0-9>])x\d+(?=,|\s|$)", "", value)
     return re.sub(r"#(?:\s+#)+", "#", re.sub(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)", "#", value))
 
 

@@ -49,18 +49,52 @@ class ReportLog:
     exitstatus: int | None = None
 
 
+def _diff_entries(lines: list[tuple[str, bool]]) -> dict[str, str]:
+    """``{key: value}`` of one side of a YAML diff (its context and its own
+    changed lines, in order: ``(line, changed)``), for the entries one of whose
+    lines changed (each key once, the first). A value YAML wrapped onto
+    indented lines is joined again (a corner's record is longer than YAML's
+    80 columns)."""
+    found: dict[str, str] = {}
+    key, value, indent, changed = None, "", 0, False
+
+    def close() -> None:
+        if key is not None and changed:
+            found.setdefault(key, value)
+
+    for line, moved in lines:
+        if line.startswith("@@"):  # a new hunk: the entry before it ended
+            close()
+            key = None
+            continue
+        body = line[1:]
+        depth = len(body) - len(body.lstrip())
+        if key is not None and value and depth > indent:  # a wrapped value goes on
+            value, changed = f"{value} {body.strip()}", changed or moved
+            continue
+        close()
+        name, sep, rest = body.strip().partition(": ")
+        if not sep and body.rstrip().endswith(":"):  # a mapping's key: what follows is its entries
+            name, rest = body.strip()[:-1], ""
+        elif not sep:
+            key = None
+            continue
+        key, value, indent, changed = name.strip("'"), rest.strip(), depth, moved
+    close()
+    return found
+
+
 def snapshot_diff(message: str) -> str:
     """The leaves that moved, from a ``pytest-regressions`` "FILES DIFFER"
-    message: ``"path: old -> new; ..."`` (each path once), or "" when the
-    message is not such a diff."""
+    message: ``"path: old -> new; ..."`` (each path once; a value YAML wrapped
+    over several lines joined again), or "" when the message is not such a diff."""
     if "FILES DIFFER" not in message:
         return ""
-    old: dict[str, str] = {}
-    new: dict[str, str] = {}
-    for line in message.splitlines():
-        if line[:1] in "-+" and not line.startswith(("---", "+++")) and ": " in line:
-            key, _, value = line[1:].strip().rpartition(": ")
-            (old if line[0] == "-" else new).setdefault(key.strip("'"), value)
+    body = message.splitlines()
+    first = next((i for i, line in enumerate(body) if line.startswith("@@")), len(body))
+    hunks = [line for line in body[first:] if line[:1] in (" ", "-", "+", "@") and not line.startswith(("---", "+++"))]
+    old = _diff_entries([(line, line[0] == "-") for line in hunks if line[0] != "+"])
+    new = _diff_entries([(line, line[0] == "+") for line in hunks if line[0] != "-"])
     moved = [f"{k}: {old.get(k, 'absent')} -> {new.get(k, 'absent')}" for k in {**old, **new} if old.get(k) != new.get(k)]
     return "snapshot drift: " + "; ".join(moved) if moved else "snapshot differs (see the pytest output)"
 

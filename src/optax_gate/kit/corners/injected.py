@@ -62,13 +62,11 @@ def inject_grid() -> list[str]:
     return out
 
 
-def injected(path: str, form: str, hyperparam_dtype: str | None) -> Any:
-    """``optax.inject_hyperparams(<path's factory>)`` called with the corner grid's arguments, every numeric
-    hyperparameter (``ranges.hyperparameters``) in ``form`` (``python``: as the signature's default; a float
-    hyperparameter in a :data:`HYPER_FORMS` form, an int kept); callables and dtypes, given or defaulted,
-    named in ``static_args`` (``inject_hyperparams`` would call them as schedules)."""
-    import optax
-
+def injected_arguments(path: str) -> tuple[Any, dict[str, Any], tuple[str, ...]]:
+    """(factory, keyword arguments, ``static_args``) of ``path`` for ``inject_hyperparams``: the corner grid's
+    arguments with every numeric hyperparameter (``ranges.hyperparameters``) as the signature's default;
+    callables and dtypes, given or defaulted, named in ``static_args`` (``inject_hyperparams`` would call
+    them as schedules). Filled once per transformation, shared by its corners."""
     from optax_gate.kit.corners.ranges import hyperparameters
     from optax_gate.kit.corners.transformations import corner_args, filled_parameters
     from optax_gate.kit.surface import build as surface_build
@@ -76,12 +74,22 @@ def injected(path: str, form: str, hyperparam_dtype: str | None) -> Any:
 
     fn = surface_build.resolve(path)
     kwargs = {**hyperparameters(path), **surface_build.fill(fn, corner_args(TRANSFORMATIONS[path]))}
-    if form != "python":
-        kwargs = {k: hyper_form(v, form) if type(v) is float else v for k, v in kwargs.items()}
     # a callable given or defaulted (a dtype, adafactor's decay_rate_fn, adopt's clip_value_fn) is static, as
     # inject_hyperparams' docstring asks of a "non-schedule callable"
     filled = {name: value for name, value, _ in filled_parameters(fn, TRANSFORMATIONS[path])}
     static = tuple(k for k, v in {**filled, **kwargs}.items() if callable(v) and not hasattr(v, "shape"))
+    return fn, kwargs, static
+
+
+def injected(path: str, form: str, hyperparam_dtype: str | None, arguments: tuple[Any, dict[str, Any], tuple[str, ...]] | None = None) -> Any:
+    """``optax.inject_hyperparams(<path's factory>)`` called with :func:`injected_arguments` (or ``arguments``,
+    made by it), every float hyperparameter in ``form`` (``python``: as the signature's default; else a
+    :data:`HYPER_FORMS` form; an int kept)."""
+    import optax
+
+    fn, kwargs, static = arguments or injected_arguments(path)
+    if form != "python":
+        kwargs = {k: hyper_form(v, form) if type(v) is float else v for k, v in kwargs.items()}
     return optax.inject_hyperparams(fn, static_args=static, hyperparam_dtype=as_dtype(hyperparam_dtype))(**kwargs)
 
 
@@ -94,11 +102,17 @@ def inject_record(path: str) -> dict[str, str]:
 
     out: dict[str, str] = {}
     steps = 1 if path in ONE_STEP else INJECT_STEPS
+    try:
+        arguments = injected_arguments(path)
+    except Exception:  # each corner then records how building fails
+        arguments = None
     for corner, (form, pdtype, hdtype, jit) in INJECT_CORNERS.items():
         key = f"corner.{corner}"
         errors: dict[str, str] = {}
-        out[key] = transformation_outcome(
-            path, {}, pdtype, None, errors, f"{key}/error", steps=steps, build_with=lambda form=form, hdtype=hdtype: injected(path, form, hdtype), jit=jit
-        )
+
+        def build(form: str = form, hdtype: str | None = hdtype) -> Any:
+            return injected(path, form, hdtype, arguments)
+
+        out[key] = transformation_outcome(path, {}, pdtype, None, errors, f"{key}/error", steps=steps, build_with=build, jit=jit, hyperparams=True)
         out.update(errors)
     return out

@@ -182,6 +182,7 @@ def transformation_outcome(
     steps: int = 1,
     build_with: Any = None,
     jit: bool = False,
+    hyperparams: bool = False,
 ) -> str:
     """``steps`` eager updates (jitted with ``jit``) of ``path`` at a corner after one ``init``
     (each applied to the params; gradients of seed ``1 + step``), the
@@ -194,8 +195,8 @@ def transformation_outcome(
     :data:`TRANSFORMATION_LEAVES` of ``surface_build.params`` in ``pdtype``
     (:data:`CONV_KERNELS` at the ``conv_kernels`` corner),
     gradients of seed 1 (the model's where the entry needs ``grad``). ``build_with()``, when given, builds
-    the transformation instead (the injected grid's ``inject_hyperparams``), and its state's ``hyperparams``
-    add `` h <their leaves counted per dtype>``."""
+    the transformation instead (the injected grid's ``inject_hyperparams``). With ``hyperparams``, the
+    state's ``hyperparams`` (``InjectHyperparamsState``) add `` h <their leaves counted per dtype>``."""
     import functools
 
     import jax
@@ -266,7 +267,7 @@ def transformation_outcome(
     floats = [a.astype(np.float64) for a in leaves if jnp.issubdtype(a.dtype, jnp.floating)]
     norm = math.sqrt(sum(float(np.sum(np.square(a))) for a in floats))
     first = next((float(a.ravel()[0]) for a in floats if a.size), math.nan)
-    hyper = f" h {_state_text(s.hyperparams)}" if build_with is not None and hasattr(s, "hyperparams") else ""
+    hyper = f" h {_state_text(s.hyperparams)}" if hyperparams and hasattr(s, "hyperparams") else ""
     return f"{'non-finite' if bad else 'ok'} u {udt} |u| {_value3(norm)} u0 {_value3(first)} s {_state_text(s)}{hyper}"
 
 
