@@ -3,7 +3,7 @@ of ``tests/contracts/test_inject_hyperparams.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import to_f32, wrap_tx
+from optax_gate.mutants.patches import hyperparams_in, to_f32, wrap_tx
 from optax_gate.mutants.registry import family
 
 mutant = family("inject", "tests/contracts/test_inject_hyperparams.py")
@@ -11,18 +11,12 @@ mutant = family("inject", "tests/contracts/test_inject_hyperparams.py")
 
 @mutant("inject-highest-dtype", "stores hyperparameters in float32 (optax 0.2.8 behaviour)")
 def _(optax):
-    import jax.numpy as jnp
-
-    orig = optax.inject_hyperparams
-    return {"inject_hyperparams": lambda factory, *a, **k: orig(factory, *a, **{**k, "hyperparam_dtype": k.get("hyperparam_dtype") or jnp.float32})}
+    return hyperparams_in(optax, "float32")
 
 
 @mutant("inject-bfloat16-hyperparams", "stores hyperparameters in bfloat16 whatever the params' dtype")
 def _(optax):
-    import jax.numpy as jnp
-
-    orig = optax.inject_hyperparams
-    return {"inject_hyperparams": lambda factory, *a, **k: orig(factory, *a, **{**k, "hyperparam_dtype": jnp.bfloat16})}
+    return hyperparams_in(optax, "bfloat16", unless_given=False)
 
 
 @mutant("inject-extra-hyperparam", "adds an entry to the injected hyperparameters")

@@ -159,3 +159,16 @@ def loss_post(optax, attr: str, post) -> dict[str, Any]:
 def value_perturbed_under_jit(value, probe):
     """``value`` (a schedule's value, a loss) scaled by 1.001 when ``probe`` (the step, the first argument) is traced."""
     return value * 1.001 if traced(probe) else value
+
+
+def hyperparams_in(optax, dtype: str, unless_given: bool = True) -> dict[str, Any]:
+    """``optax.inject_hyperparams`` with its ``hyperparam_dtype`` set to ``jnp.<dtype>`` (unless one is given
+    and ``unless_given``): float32 whatever the params' dtype is what optax 0.2.8 does for a Python float."""
+    import jax.numpy as jnp
+
+    orig, cast = optax.inject_hyperparams, getattr(jnp, dtype)
+    return {
+        "inject_hyperparams": lambda factory, *a, **k: orig(
+            factory, *a, **{**k, "hyperparam_dtype": (k.get("hyperparam_dtype") if unless_given else None) or cast}
+        )
+    }

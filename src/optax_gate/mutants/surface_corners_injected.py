@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.patches import hyperparams_in
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.surface_sweep import replace_paths
 
@@ -28,10 +29,7 @@ def _arguments(optax, change):
 
 @mutant("surface-corners-injected-float32", "float hyperparameters are cast to float32 whatever the params' dtype (optax 0.2.8's promotion)")
 def float32(optax):
-    import jax.numpy as jnp
-
-    orig = optax.inject_hyperparams
-    return {"inject_hyperparams": lambda factory, *a, **k: orig(factory, *a, **{**k, "hyperparam_dtype": k.get("hyperparam_dtype") or jnp.float32})}
+    return hyperparams_in(optax, "float32")
 
 
 @mutant("surface-corners-injected-int-as-float", "an integer hyperparameter (ns_steps, patience, decay_offset) is injected as a float")
