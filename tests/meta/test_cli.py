@@ -593,6 +593,8 @@ def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, 
     err = capsys.readouterr().err
     assert "Traceback" not in err and "the gate itself failed" not in err and str(cand) in err, err
     assert "run record" in err, err
+    if content not in (None, "folder"):  # a trial's README.md was refused with JSON's parser error alone
+        assert "evidence/baseline.json or evidence/candidate.json" in err, err
     assert not out.exists() or not any(out.iterdir())
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.base import drift
 from optax_gate.gate.judge import findings
 from optax_gate.kit.corners import losses, outcome, schedules, transformations, trees, wrappers
 from optax_gate.kit.surface.calls import CALLS
@@ -42,7 +43,7 @@ def test_a_corner_drift_is_one_finding_across_apis():
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
     assert found["cause"] == (
-        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok float32[] -0.920853 now (and 1 more corner: `only_empty`)"
+        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok float32[] -0.920853 now (other corners differing too: `only_empty`)"
     )
 
 
@@ -71,9 +72,18 @@ def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_stat
             "test_surface_corners_injected.py::test_injected_hyperparameters[optax.lion]", detail("f32x6,i32x2", "f32x4", "f32x6,i32x2", "f16x4"), "optax.lion"
         ),
     ]
-    one, other = findings.group(rows)
-    assert one["apis"] == ["optax.adam", "optax.sgd"] and other["apis"] == ["optax.lion"]
-    assert one["cause"].endswith("now (and 1 more corner: `inject=float16`)")
+    nonfinite = detail("f32x9,i32x2", "f32x5", "bf16x5,f32x4,i32x2", "bf16x5").replace("ok u", "non-finite u")
+    rows.append(_row("test_surface_corners_injected.py::test_injected_hyperparameters[optax.amsgrad]", nonfinite, "optax.amsgrad"))
+    one, other = findings.group(rows)  # non-finite in both, the same dtypes gained: the same move
+    assert one["apis"] == ["optax.adam", "optax.amsgrad", "optax.sgd"] and other["apis"] == ["optax.lion"]
+    # a drifted row says each corner's record in words, the one cut short as such
+    row_words = drift.drift_words(drift.parse_drift(rows[0]["detail"]))
+    assert "`corner.inject=bfloat16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 leaves" in row_words
+    assert row_words.endswith(
+        "`corner.inject=float16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 leaves; hyperparameters: 5 float32 leaves) → (cut short)"
+    )
+    assert one["cause"].endswith("now (other corners differing too: `inject=float16`)")
+    assert "(built through `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, float32 params)" in one["cause"]
 
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
@@ -305,7 +315,7 @@ def test_a_transformation_corner_outcome_is_said_in_words():
         [_row("tests/contracts/test_surface_corners_transformations.py::test_transformation_corners[optax.amsgrad]", detail, "optax.amsgrad")]
     )
     assert found["cause"] == (
-        "at corner `bias_correction_mu=False` the outcome differs: nothing in the baseline, ok (updates "
+        "at corner `bias_correction_mu=False` the outcome differs: not recorded in the baseline, ok (updates "
         "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"
     ), found["cause"]
     assert findings.outcome_words("raises ValueError") == "raises ValueError"

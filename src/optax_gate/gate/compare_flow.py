@@ -34,13 +34,14 @@ def _run_record(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise validate.InvalidInput(f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record (not JSON: {exc})") from None
+        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED} (this file is not JSON: {exc})") from None
     if not runner.is_run_record(record):
-        raise validate.InvalidInput(
-            f"{validate.shown(path)} is not a run record (a JSON object with label, status and "
-            "contracts: evidence/baseline.json or candidate.json of a gate's run folder)"
-        )
+        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED}")
     return record
+
+
+#: What a run record is, said with every refusal of one.
+_WANTED = "a JSON object with label, status and contracts, the evidence/baseline.json or evidence/candidate.json of a gate's run folder"
 
 
 #: The project folder a gate runs in (``./noxw`` starts it there): a run record's relative paths are relative to it.

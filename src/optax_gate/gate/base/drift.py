@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from optax_gate.gate.base.corner_words import outcome_words
+
 
 #: Machine epsilon per dtype name, as ``optax_gate.kit.tolerances.EPS``.
 EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
@@ -282,6 +284,8 @@ def _leaf_words(leaf: Drift) -> str:
             f"{nonfinite_words(nonfinite_direction(leaf.old, leaf.new))}: `{leaf.path}`: non-finite update leaves "
             f"{nonfinite_leaves(leaf.old)} in the baseline, {nonfinite_leaves(leaf.new)} now"
         )
+    if leaf.what == "value" and corner_name(leaf.path) is not None:  # a corner's record in words, not its shorthand
+        return f"`{leaf.path}` {outcome_words(leaf.old)} → {'(cut short)' if leaf.cut else outcome_words(leaf.new)}"
     if leaf.what == "value":
         old, new = leaf.values
         if old is None and new is None:  # a recorded word, not a typed value (``r1,r3`` -> ``none``): say the words

@@ -308,9 +308,9 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
 
 
 def _said_pattern(cause: str) -> str:
-    """What a part's cause says, numbers and "(and N more …)" aside: two
+    """What a part's cause says, numbers and "(and N more …)" or "(other corners differing too: …)" aside: two
     schedules' ``base/int`` corners moving alike are said once in a joined line."""
-    pattern = outcome_pattern(re.sub(r" \(and \d+ more [^)]*\)", "", cause))
+    pattern = outcome_pattern(re.sub(r" \((?:and \d+ more |other corners differing too: )[^)]*\)", "", cause))
     return re.sub(r"#(?:[\s,]*#)*,?", "#", pattern)  # a shape (2,) says what (2, 3) says
 
 

@@ -21,7 +21,8 @@ from optax_gate.gate.base.drift import (
     state_cost,
 )
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, now_words, pytest_words
-from optax_gate.gate.base.plain_text import and_join, named_list, number, shorten
+from optax_gate.gate.base.corner_words import SHARDED_OUTCOME, TRANSFORMATION_OUTCOME, corner_gloss, outcome_words
+from optax_gate.gate.base.plain_text import named_list, number, shorten
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
@@ -83,8 +84,8 @@ def corner_move(old: str, new: str) -> tuple[str, str]:
     corners' records (``ok u f32 |u| 0.1 u0 0.2 s f32x9,i32x2 h f32x5``) as their status and update dtypes,
     the new one with the state's and the hyperparameters' dtypes it gained (``s +bf16 h +bf16``), or lost
     where it gained none: sgd's state turning wholly bfloat16 and adam's partly are one move, whatever
-    other leaves (a bool, a PRNG key) each state holds."""
-    a, b = _TRANSFORMATION_OUTCOME.fullmatch(old or ""), _TRANSFORMATION_OUTCOME.fullmatch(new or "")
+    other leaves (a bool, a PRNG key) each state holds, and whether both sides were finite or both not."""
+    a, b = TRANSFORMATION_OUTCOME.fullmatch(old or ""), TRANSFORMATION_OUTCOME.fullmatch(new or "")
     if not (a and b):
         return outcome_pattern(old), outcome_pattern(new)
 
@@ -96,111 +97,20 @@ def corner_move(old: str, new: str) -> tuple[str, str]:
         gained, lost = dtypes(b[group]) - dtypes(a[group]), dtypes(a[group]) - dtypes(b[group])
         if gained or lost:
             moved.append(f"{field} {'+' + ','.join(sorted(gained)) if gained else '-' + ','.join(sorted(lost))}")
-    return f"{a[1]} u {a[2]}", " ".join([f"{b[1]} u {b[2]}", *moved])
-
-
-#: A transformation corner's recorded outcome (``optax_gate.kit.corners.transformations.transformation_outcome``).
-_TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)(?: h (\S+))?")
-
-
-_KIND = r"(?:py \w+|\w+(?:\[[\d,]*\])?(?: weak)?)"
-_NUMBER = r"(?:-?inf|nan|-?[\d.]+(?:e[-+]\d+)?)"
-#: A schedule corner's record (``corners.schedules.schedule_outcomes``): status, the results' kinds, a value per step.
-_SCHEDULE_OUTCOME = re.compile(rf"(ok|non-finite) ({_KIND}(?:/{_KIND})*) ({_NUMBER}(?: {_NUMBER})*)")
-
-
-def _schedule_words(value: str) -> str | None:
-    """``ok py float 0.04 0.1 …`` -> ``ok (a Python float at steps 0, 1, …: 0.04, 0.1, …)``; None for
-    another value (a tree corner's one value is no schedule's value per step)."""
-    from optax_gate.kit.corners.schedules import SCHEDULE_STEPS
-
-    m = _SCHEDULE_OUTCOME.fullmatch(value)
-    if not m or len(m[3].split()) != len(SCHEDULE_STEPS):
-        return None
-
-    def kind(text: str) -> str:
-        if text.startswith("py "):  # a Python number, or NumPy's float64 scalar (a float subclass)
-            return "a NumPy float64 scalar" if text == "py float64" else f"a Python {text[3:]}"
-        name, weak = text.removesuffix(" weak"), text.endswith(" weak")
-        return f"a {'weakly typed ' if weak else ''}{name} array"
-
-    steps = ", ".join(map(str, SCHEDULE_STEPS))
-    return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(m[3].split())})"
-
-
-#: A sharded corner's record (``optax_gate.kit.surface.sharded.outcome``): update shardings, state counts, comparison.
-SHARDED_OUTCOME = re.compile(r"ok u ([\w,]+) s ([\w,]+)(?: (.+))?")
-
-
-def _sharded_words(value: str) -> str | None:
-    """``ok u rep,m,dm s dmx2,repx3 same`` -> ``ok (updates replicated / over
-    model / over data x model; state: 2 leaves over data x model and 3 leaves
-    replicated; the same values as on one device)`` (each letter the initial
-    of a mesh axis, ``surface_sharded.AXIS_LETTERS``); None for another value."""
-    from optax_gate.kit.surface.sharded import AXIS_LETTERS
-
-    m = SHARDED_OUTCOME.fullmatch(value)
-    if not m:
-        return None
-
-    def where(spec: str) -> str:
-        if spec == "rep":
-            return "replicated"
-        if spec == "1dev":
-            return "on one device"
-        return "over " + " x ".join(AXIS_LETTERS.get(d, "-" if d == "_" else d) for d in spec)
-
-    updates = " / ".join(where(s) for s in m[1].split(",")) if m[1] != "none" else "none"
-    counts = [c.rpartition("x") for c in m[2].split(",")] if m[2] != "none" else []
-    state = and_join([f"{n} {'leaf' if n == '1' else 'leaves'} {where(spec)}" for spec, _, n in counts]) or "no leaves"
-    compared = (
-        "the values against one device under /one_device"
-        if m[3] is None
-        else "the same values as on one device"
-        if m[3] == "same"
-        else f"{m[3]} than on one device"
-        if m[3].startswith("other ")
-        else "on one device it raises " + m[3].removeprefix("1dev raises ")
-        if m[3].startswith("1dev raises ")
-        else m[3]
-    )
-    return f"ok (updates {updates}; state: {state}; {compared})"
-
-
-def outcome_words(value: str) -> str:
-    """A corner's recorded shorthand in words. A transformation corner: ``ok
-    u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
-    0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``, with ``h bf16x5`` (the injected grid's
-    hyperparameters) ``...; hyperparameters: 5 bfloat16 leaves)``; a schedule
-    corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
-    float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
-    4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
-    as :func:`_sharded_words` says. Any other value as it is."""
-    from optax_gate.kit.corners.transformations import SHORT_DTYPES
-
-    m = _TRANSFORMATION_OUTCOME.fullmatch(value)
-    if not m:
-        return _schedule_words(value) or _sharded_words(value) or value
-    long = {short: name for name, short in SHORT_DTYPES.items()}
-
-    def dtypes(text: str) -> str:
-        return "/".join(long.get(d, d) for d in text.split(","))
-
-    def leaves(text: str) -> str:
-        counts = [c.rpartition("x") for c in text.split(",")] if text != "none" else []
-        return f"{and_join([f'{n} {long.get(d, d)}' for d, _, n in counts])} leaves" if counts else "no leaves"
-
-    hyper = f"; hyperparameters: {leaves(m[6])}" if m[6] else ""
-    return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {leaves(m[5])}{hyper})"
+    # ok -> ok and non-finite -> non-finite are one move (the dtypes gained say it); ok -> non-finite another
+    was, now = (a[1], b[1]) if a[1] != b[1] else ("=", "=")
+    return f"{was} u {a[2]}", " ".join([f"{now} u {b[2]}", *moved])
 
 
 def corner_text(evidence: list[Any]) -> str:
-    """A corner drift in words: the first corner's outcome in the baseline and now, and which more moved (named)."""
+    """A corner drift in words: the first corner (glossed where its name is shorthand: :func:`corner_gloss`), its outcome in the baseline and now, and which more differ (named, not said to differ alike)."""
     leaf = evidence[0][0]
-    old, new = ("nothing" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v) for v in (leaf.old, leaf.new))
+    old, new = ("not recorded" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v) for v in (leaf.old, leaf.new))
     others = [str(corner_name(other.path)) for other in evidence[0][1:]]
-    more = f" (and {len(others)} more corner{'s' if len(others) > 1 else ''}: {named_list(others)})" if others else ""
-    return f"at corner `{corner_name(leaf.path)}` the outcome differs: {old} in the baseline, {new} now{more}"
+    more = f" (other corners differing too: {named_list(others)})" if others else ""
+    name = str(corner_name(leaf.path))
+    gloss = f" ({corner_gloss(name)})" if corner_gloss(name) else ""
+    return f"at corner `{name}`{gloss} the outcome differs: {old} in the baseline, {new} now{more}"
 
 
 def _size(ulp: Ulp) -> str:
@@ -476,7 +386,7 @@ def outcome_pattern(value: str) -> str:
     m = SHARDED_OUTCOME.fullmatch(value or "")
     if m:  # layouts aside: one API's state has other leaves than another's
         return f"ok sharded {m[3] or ''}".strip()
-    if _TRANSFORMATION_OUTCOME.fullmatch(value or ""):  # leaf counts aside: adam's state has more leaves than sgd's
+    if TRANSFORMATION_OUTCOME.fullmatch(value or ""):  # leaf counts aside: adam's state has more leaves than sgd's
         value = re.sub(r"(?<=[a-z0-9>])x\d+(?=,|\s|$)", "", value)
     return re.sub(r"#(?:\s+#)+", "#", re.sub(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)", "#", value))
 

@@ -206,7 +206,8 @@ def values_drift(message: str) -> str:
 
 
 #: Characters of a failure message kept in a contract row's detail (more when
-#: pytest's "At index N diff" of two sequences ends later, up to twice this).
+#: pytest's "At index N diff" of two sequences ends later, up to twice this; twice
+#: this for a snapshot drift, whose leaves are each a corner's whole record).
 MESSAGE_LIMIT = 300
 
 
@@ -234,6 +235,8 @@ def _message(report: dict[str, Any]) -> str:
     # pytest's first difference of two sequences is the telling part: kept whole when not far beyond the limit
     at = re.search(r" At index \d+ diff: .*? != .*?(?= Full diff:| Use -v|$)", text)
     limit = max(MESSAGE_LIMIT, at.end() + 2 if at and at.end() <= 2 * MESSAGE_LIMIT else 0)
+    if text.startswith("snapshot drift: "):  # two corners' records of the injected grid are about 330 characters
+        limit = 2 * MESSAGE_LIMIT
     return plain_text.shorten(text, limit)  # never cut inside a value (a tuple pytest compared)
 
 

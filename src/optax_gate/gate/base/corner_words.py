@@ -1,0 +1,133 @@
+"""A corner's recorded shorthand in words (the corner grids' records, ``optax_gate.kit.corners``): a
+transformation corner's ``ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1``, a schedule corner's values per step,
+a sharded corner's layouts. Used by the findings' lines and by each drifted row of a report."""
+
+from __future__ import annotations
+
+import re
+
+from optax_gate.gate.base.plain_text import and_join
+
+#: A transformation corner's recorded outcome (``optax_gate.kit.corners.transformations.transformation_outcome``).
+TRANSFORMATION_OUTCOME = re.compile(r"(ok|non-finite) u (\S+) \|u\| (\S+) u0 (\S+) s (\S+)(?: h (\S+))?")
+
+
+_KIND = r"(?:py \w+|\w+(?:\[[\d,]*\])?(?: weak)?)"
+_NUMBER = r"(?:-?inf|nan|-?[\d.]+(?:e[-+]\d+)?)"
+#: A schedule corner's record (``corners.schedules.schedule_outcomes``): status, the results' kinds, a value per step.
+_SCHEDULE_OUTCOME = re.compile(rf"(ok|non-finite) ({_KIND}(?:/{_KIND})*) ({_NUMBER}(?: {_NUMBER})*)")
+
+
+def _schedule_words(value: str) -> str | None:
+    """``ok py float 0.04 0.1 …`` -> ``ok (a Python float at steps 0, 1, …: 0.04, 0.1, …)``; None for
+    another value (a tree corner's one value is no schedule's value per step)."""
+    from optax_gate.kit.corners.schedules import SCHEDULE_STEPS
+
+    m = _SCHEDULE_OUTCOME.fullmatch(value)
+    if not m or len(m[3].split()) != len(SCHEDULE_STEPS):
+        return None
+
+    def kind(text: str) -> str:
+        if text.startswith("py "):  # a Python number, or NumPy's float64 scalar (a float subclass)
+            return "a NumPy float64 scalar" if text == "py float64" else f"a Python {text[3:]}"
+        name, weak = text.removesuffix(" weak"), text.endswith(" weak")
+        return f"a {'weakly typed ' if weak else ''}{name} array"
+
+    steps = ", ".join(map(str, SCHEDULE_STEPS))
+    return f"{m[1]} ({' or '.join(kind(k) for k in m[2].split('/'))} at steps {steps}: {', '.join(m[3].split())})"
+
+
+#: A sharded corner's record (``optax_gate.kit.surface.sharded.outcome``): update shardings, state counts, comparison.
+SHARDED_OUTCOME = re.compile(r"ok u ([\w,]+) s ([\w,]+)(?: (.+))?")
+
+
+def _sharded_words(value: str) -> str | None:
+    """``ok u rep,m,dm s dmx2,repx3 same`` -> ``ok (updates replicated / over
+    model / over data x model; state: 2 leaves over data x model and 3 leaves
+    replicated; the same values as on one device)`` (each letter the initial
+    of a mesh axis, ``surface_sharded.AXIS_LETTERS``); None for another value."""
+    from optax_gate.kit.surface.sharded import AXIS_LETTERS
+
+    m = SHARDED_OUTCOME.fullmatch(value)
+    if not m:
+        return None
+
+    def where(spec: str) -> str:
+        if spec == "rep":
+            return "replicated"
+        if spec == "1dev":
+            return "on one device"
+        return "over " + " x ".join(AXIS_LETTERS.get(d, "-" if d == "_" else d) for d in spec)
+
+    updates = " / ".join(where(s) for s in m[1].split(",")) if m[1] != "none" else "none"
+    counts = [c.rpartition("x") for c in m[2].split(",")] if m[2] != "none" else []
+    state = and_join([f"{n} {'leaf' if n == '1' else 'leaves'} {where(spec)}" for spec, _, n in counts]) or "no leaves"
+    compared = (
+        "the values against one device under /one_device"
+        if m[3] is None
+        else "the same values as on one device"
+        if m[3] == "same"
+        else f"{m[3]} than on one device"
+        if m[3].startswith("other ")
+        else "on one device it raises " + m[3].removeprefix("1dev raises ")
+        if m[3].startswith("1dev raises ")
+        else m[3]
+    )
+    return f"ok (updates {updates}; state: {state}; {compared})"
+
+
+def outcome_words(value: str) -> str:
+    """A corner's recorded shorthand in words. A transformation corner: ``ok
+    u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
+    0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves)``, with ``h bf16x5`` (the injected grid's
+    hyperparameters) ``...; hyperparameters: 5 bfloat16 leaves)``; a schedule
+    corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
+    float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
+    4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
+    as :func:`_sharded_words` says. Any other value as it is."""
+    from optax_gate.kit.corners.transformations import SHORT_DTYPES
+
+    m = TRANSFORMATION_OUTCOME.fullmatch(value)
+    if not m:
+        return _schedule_words(value) or _sharded_words(value) or value
+    long = {short: name for name, short in SHORT_DTYPES.items()}
+
+    def dtypes(text: str) -> str:
+        return "/".join(long.get(d, d) for d in text.split(","))
+
+    def leaves(text: str) -> str:
+        counts = [c.rpartition("x") for c in text.split(",")] if text != "none" else []
+        return f"{and_join([f'{n} {long.get(d, d)}' for d, _, n in counts])} leaves" if counts else "no leaves"
+
+    hyper = f"; hyperparameters: {leaves(m[6])}" if m[6] else ""
+    return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {leaves(m[5])}{hyper})"
+
+
+#: How the injected grid's corner names give a hyperparameter's form (``optax_gate.kit.corners.injected``).
+_INJECT_FORMS = {
+    "python": "Python numbers",
+    "float32": "0-d float32 arrays",
+    "bfloat16": "0-d bfloat16 arrays",
+    "float16": "0-d float16 arrays",
+    "weak": "weakly typed 0-d arrays",
+    "numpy_float32": "NumPy float32 scalars",
+}
+_SHORT = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64"}
+
+
+def corner_gloss(name: str) -> str:
+    """What a corner's shorthand name means, where a reader cannot guess it: an injected-grid corner
+    ``inject=bfloat16`` -> ``built through `optax.inject_hyperparams`, its float hyperparameters
+    given as 0-d bfloat16 arrays, float32 params``; "" for another corner (its name says it:
+    ``empty_leaf``, ``eps=-1e-08``)."""
+    if not name.startswith("inject="):
+        return ""
+    parts = dict(part.partition("=")[::2] for part in name.split(","))
+    form = _INJECT_FORMS.get(parts.get("inject", ""), parts.get("inject", ""))
+    params = _SHORT.get(parts.get("params", "f32"), parts.get("params", "f32"))
+    words = [f"built through `optax.inject_hyperparams`, its float hyperparameters given as {form}", f"{params} params"]
+    if "hyperparam_dtype" in parts:
+        words.append(f"`hyperparam_dtype={_SHORT.get(parts['hyperparam_dtype'], parts['hyperparam_dtype'])}`")
+    if "jit" in parts:
+        words.append("the update jitted")
+    return ", ".join(words)
