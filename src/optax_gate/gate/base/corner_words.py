@@ -103,7 +103,7 @@ def outcome_words(value: str) -> str:
     return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {leaves(m[5])}{hyper})"
 
 
-#: How the injected grid's corner names give a hyperparameter's form (``optax_gate.kit.corners.injected``).
+#: The injected grid's hyperparameter forms in words (``optax_gate.kit.corners.injected.INJECT_CORNERS``).
 _INJECT_FORMS = {
     "python": "Python numbers",
     "float32": "0-d float32 arrays",
@@ -112,22 +112,21 @@ _INJECT_FORMS = {
     "weak": "weakly typed 0-d arrays",
     "numpy_float32": "NumPy float32 scalars",
 }
-_SHORT = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64"}
 
 
 def corner_gloss(name: str) -> str:
     """What a corner's shorthand name means, where a reader cannot guess it: an injected-grid corner
-    ``inject=bfloat16`` -> ``built through `optax.inject_hyperparams`, its float hyperparameters
-    given as 0-d bfloat16 arrays, float32 params``; "" for another corner (its name says it:
-    ``empty_leaf``, ``eps=-1e-08``)."""
-    if not name.startswith("inject="):
+    (``optax_gate.kit.corners.injected.INJECT_CORNERS``) ``inject=bfloat16`` -> ``built through
+    `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, float32 params``;
+    "" for another corner (its name says it: ``empty_leaf``, ``eps=-1e-08``)."""
+    from optax_gate.kit.corners.injected import INJECT_CORNERS
+
+    if name not in INJECT_CORNERS:
         return ""
-    parts = dict(part.partition("=")[::2] for part in name.split(","))
-    form = _INJECT_FORMS.get(parts.get("inject", ""), parts.get("inject", ""))
-    params = _SHORT.get(parts.get("params", "f32"), parts.get("params", "f32"))
-    words = [f"built through `optax.inject_hyperparams`, its float hyperparameters given as {form}", f"{params} params"]
-    if "hyperparam_dtype" in parts:
-        words.append(f"`hyperparam_dtype={_SHORT.get(parts['hyperparam_dtype'], parts['hyperparam_dtype'])}`")
-    if "jit" in parts:
+    form, params, hyperparam_dtype, jit = INJECT_CORNERS[name]
+    words = [f"built through `optax.inject_hyperparams`, its float hyperparameters given as {_INJECT_FORMS.get(form, form)}", f"{params} params"]
+    if hyperparam_dtype:
+        words.append(f"`hyperparam_dtype={hyperparam_dtype}`")
+    if jit:
         words.append("the update jitted")
     return ", ".join(words)

@@ -109,7 +109,8 @@ def corner_text(evidence: list[Any]) -> str:
     others = [str(corner_name(other.path)) for other in evidence[0][1:]]
     more = f" (other corners differing too: {named_list(others)})" if others else ""
     name = str(corner_name(leaf.path))
-    gloss = f" ({corner_gloss(name)})" if corner_gloss(name) else ""
+    gloss = corner_gloss(name)
+    gloss = f" ({gloss})" if gloss else ""
     return f"at corner `{name}`{gloss} the outcome differs: {old} in the baseline, {new} now{more}"
 
 
