@@ -8,6 +8,8 @@ project's pytest configuration.
 Runs each family's contract module once without a mutant (every contract must
 pass) and once per mutant, and fails (exit 1) unless every mutant is caught by
 at least one contract and every contract fails under at least one mutant.
+A pytest process that a signal kills (a crash inside JAX or XLA) is run once
+more, and the log says so.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +34,32 @@ from optax_gate.kit.environment import probe
 PLUGINS = pytest_plugins.args(probe.pytest_plugins())
 
 
+#: How many times a pytest process that a signal killed (a crash inside JAX or
+#: XLA, not a contract's verdict) is run again before the check stops.
+CRASH_RERUNS = 1
+
+
+def crash_words(returncode: int, output: str) -> str:
+    """How a pytest process killed by a signal died, in one line: the signal's
+    name and, where Python's fault handler printed one, the innermost frame of
+    the crashed thread (``File "...", line N in fn``).
+
+    Args:
+      returncode: the process's negative return code (``-signal``).
+      output: its stdout and stderr.
+    """
+    try:
+        sig = signal.Signals(-returncode).name
+    except ValueError:
+        sig = f"signal {-returncode}"
+    lines = output.splitlines()
+    fatal = next((i for i, line in enumerate(lines) if "Fatal Python error" in line), None)
+    if fatal is None:
+        return f"crashed ({sig})"
+    frame = next((line.strip() for line in lines[fatal + 1 :] if line.strip().startswith("File ")), "no frame printed")
+    return f"crashed ({sig}) at {frame}"
+
+
 def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
     """(contracts that failed or errored, all contracts) of one module under one mutant.
 
@@ -43,13 +72,22 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
     cmd = [sys.executable, "-m", "pytest", module, *outside, "-q", "-p", "no:cacheprovider", *PLUGINS, "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
     if name:
         cmd.append(f"--mutant={name}")
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})}
-    )
+    for attempt in range(1 + CRASH_RERUNS):
+        log.unlink(missing_ok=True)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})}
+        )
+        if proc.returncode >= 0 or attempt == CRASH_RERUNS:
+            break
+        print(f"note: mutant {name or '(none)'} of {module}: pytest {crash_words(proc.returncode, proc.stdout + proc.stderr)}; run again", flush=True)
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-        raise RuntimeError(f"mutant {name}: pytest did not run (exit {proc.returncode}; {parsed.collection_errors or parsed.exitstatus}): {tail}")
+        said = (
+            crash_words(proc.returncode, proc.stdout + proc.stderr)
+            if proc.returncode < 0
+            else " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        )
+        raise RuntimeError(f"mutant {name}: pytest did not run (exit {proc.returncode}; {parsed.collection_errors or parsed.exitstatus}): {said}")
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 
