@@ -1,5 +1,5 @@
 """The mutants check's runner: a pytest process that a signal kills is run
-once more, and a second crash stops the check with where it crashed."""
+again, up to twice, and a third crash stops the check with where it crashed."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_a_crash_is_run_again_once(tmp_path, capsys, monkeypatch):
     assert "crashed (SIGABRT)" in capsys.readouterr().out
 
 
-def test_a_second_crash_stops_the_check_and_says_where(tmp_path, monkeypatch):
+def test_a_third_crash_stops_the_check_and_says_where(tmp_path, monkeypatch):
     monkeypatch.chdir(Path(__file__).parents[2])
     with pytest.raises(RuntimeError, match=r"crashed \(SIGABRT\) at File .*test_crashing.py.*test_always_crashes"):
         runner._failed_contracts(_module(tmp_path, CRASH_ALWAYS), None, tmp_path)
