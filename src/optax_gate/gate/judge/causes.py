@@ -245,14 +245,19 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
     change = ORDER[severity]
     removed = sorted({k[1] for k in keys if k[0] == "removed"}, key=len)
     if defect is not None and now_kind and all(p["change"] != "fixed" or p is defect for p in parts):
-        # a known defect whose behaviour changed into another failure: one `changed` finding saying both
-        change = "changed"
+        # a known defect whose behaviour changed into another failure: one finding saying both; broken where
+        # the new failure breaks a contract (it leads then: what the team's code meets now), else changed
         said_defect = re.match(r"known upstream defect `([^`]*)`", defect["cause"])
         if said_defect is None:
             raise AssertionError("a defect part's cause is findings._text's `known upstream defect `<id>` ...`")
         ident = said_defect[1]
         now = defect["cause"].rsplit("; now ", 1)[-1]
-        cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
+        if changes.get("broken"):
+            change = "broken"
+            cause = f"now {now}, where the baseline had the known upstream defect `{ident}` (it no longer reproduces)"
+        else:
+            change = "changed"
+            cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
         others = [p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])]
     elif removed:
         ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]

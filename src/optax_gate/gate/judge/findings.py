@@ -394,9 +394,8 @@ def outcome_pattern(value: str) -> str:
 
 def heading(finding: dict[str, Any]) -> str:
     """A finding's change as its heading says it: ``changed, 1 broken`` for a
-    finding headed by another change that holds broken contracts (a known
-    defect that now fails otherwise: the third trial scanned the headings
-    for "broken" and missed it), else the change itself."""
+    finding headed by another change that holds broken contracts (a heading
+    scanned for "broken" finds it), else the change itself."""
     broken = (finding.get("changes") or {}).get("broken", 0) if finding["change"] != "broken" else 0
     return f"{finding['change']}, {broken} broken" if broken else finding["change"]
 
