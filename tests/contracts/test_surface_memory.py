@@ -30,7 +30,7 @@ GUIDE = (
 
 def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> list[str]:
     """Each figure beyond the tolerance, in bytes and as a ratio, and which way it moved (``temp_bytes 852,032 ->
-    262,232 (x0.308, less: nothing to do)``),
+    262,232 (x0.308: the update needs less memory)``),
     or the error the compilation raises now or no longer (``raises ValueError -> argument_bytes 413,716``)."""
     if "raises" in expected or "raises" in obtained:
         text = {k: ", ".join(f"{n} {v:,}" if isinstance(v, int) else f"raises {v}" for n, v in r.items()) for k, r in (("e", expected), ("o", obtained))}
@@ -40,7 +40,11 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
         o = obtained.get(name)
         assert isinstance(e, int) and (o is None or isinstance(o, int))
         if o is None or abs(o - e) > max(MEMORY_ATOL, MEMORY_RTOL * abs(e)):
-            ratio = "gone" if o is None else (f"x{o / e:.3g}" if e else "from none") + (", more" if o > e else ", less: nothing to do")
+            ratio = (
+                "gone"
+                if o is None
+                else (f"x{o / e:.3g}" if e else "from none") + (": the update needs more memory" if o > e else ": the update needs less memory")
+            )
             out.append(f"{name} {e:,} -> {'none' if o is None else format(o, ',')} ({ratio})")
     return out
 

@@ -43,7 +43,8 @@ def test_a_corner_drift_is_one_finding_across_apis():
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
     assert found["cause"] == (
-        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok float32[] -0.920853 now (other corners differing too: `only_empty`)"
+        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok (a 0-d float32 array: -0.920853) now "
+        "(other corners differing too: `only_empty`)"
     )
 
 
@@ -319,6 +320,24 @@ def test_a_transformation_corner_outcome_is_said_in_words():
         "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"
     ), found["cause"]
     assert findings.outcome_words("raises ValueError") == "raises ValueError"
+
+
+def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():
+    """A wrapper corner's record (params and state dtypes) and a tree utility's one value or arrays are
+    said in words; real outcomes of the kit are read, not copies of them."""
+    real = wrappers.wrapper_outcome("optax.apply_if_finite", "adam", "bfloat16")
+    assert real.startswith("ok params bfloat16 state "), real
+    assert findings.outcome_words(real).startswith("ok (params bfloat16; state leaves "), findings.outcome_words(real)
+    assert " and int32)" in findings.outcome_words(real)
+    value = trees.tree_outcome("optax.tree.norm", "tree", {}, "scalar_leaf")
+    assert value.startswith("ok float32[] "), value
+    assert findings.outcome_words(value) == f"ok (a 0-d float32 array: {value.split()[-1]})"
+    arrays = trees.tree_outcome("optax.tree.add_scale", "add_scale", {}, "empty_leaf")
+    assert arrays == "ok float32[2],float32[0] finite", arrays
+    assert findings.outcome_words(arrays) == "ok (float32 arrays of shapes (2,) and (0,), all finite)"
+    assert findings.outcome_words("ok no leaves finite") == "ok (no leaves)"
+    assert findings.outcome_words("non-finite float32[2,2]") == "non-finite (float32 array of shape (2,2))"
+    assert findings.outcome_words("ok python float 0.5") == "ok (a Python float: 0.5)"
 
 
 def test_a_schedule_corner_outcome_is_said_in_words():

@@ -76,6 +76,39 @@ def _sharded_words(value: str) -> str | None:
     return f"ok (updates {updates}; state: {state}; {compared})"
 
 
+#: A wrapper corner's record (``optax_gate.kit.corners.wrappers.wrapper_outcome``): the params' and the state's dtypes.
+_WRAPPER_OUTCOME = re.compile(r"(ok|non-finite) params ([\w,]+) state ([\w,]+|none)")
+#: A corner's one value (``optax_gate.kit.corners.outcome.describe``): a 0-d array or a Python number.
+_VALUE_OUTCOME = re.compile(rf"(ok|non-finite) (?:(\w+)\[\]|python (\w+)) ({_NUMBER}|True|False|None)")
+#: A corner's arrays (``describe``): their dtypes and shapes, and whether all are finite.
+_ARRAYS_OUTCOME = re.compile(r"(ok|non-finite) ((?:\w+\[[\d,]*\],?)+|no leaves)( finite)?")
+
+
+def _value_words(value: str) -> str | None:
+    """A wrapper corner, a corner's one value or its arrays in words (``ok params bfloat16 state
+    bfloat16,int32`` -> ``ok (params bfloat16; state leaves bfloat16 and int32)``, ``ok float32[] -0.92`` ->
+    ``ok (a 0-d float32 array: -0.92)``, ``ok float32[2],float32[0] finite`` -> ``ok (float32 arrays of shapes
+    (2,) and (0,), all finite)``); None for another value."""
+    m = _WRAPPER_OUTCOME.fullmatch(value)
+    if m:
+        state = f"state leaves {and_join(m[3].split(','))}" if m[3] != "none" else "no state leaves"
+        return f"{m[1]} (params {'/'.join(m[2].split(','))}; {state})"
+    m = _VALUE_OUTCOME.fullmatch(value)
+    if m:
+        return f"{m[1]} ({f'a 0-d {m[2]} array' if m[2] else f'a Python {m[3]}'}: {m[4]})"
+    m = _ARRAYS_OUTCOME.fullmatch(value)
+    if m:
+        if m[2] == "no leaves":
+            return f"{m[1]} (no leaves)"
+        arrays = re.findall(r"(\w+)\[([\d,]*)\]", m[2])
+        by_dtype: dict[str, list[str]] = {}
+        for dtype, shape in arrays:
+            by_dtype.setdefault(dtype, []).append(f"({shape},)" if shape and "," not in shape else f"({shape})")
+        said = and_join([f"{dtype} {'arrays of shapes' if len(shapes) > 1 else 'array of shape'} {and_join(shapes)}" for dtype, shapes in by_dtype.items()])
+        return f"{m[1]} ({said}{', all finite' if m[3] else ''})"
+    return None
+
+
 def outcome_words(value: str) -> str:
     """A corner's recorded shorthand in words. A transformation corner: ``ok
     u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
@@ -84,12 +117,13 @@ def outcome_words(value: str) -> str:
     corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
     float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
     4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
-    as :func:`_sharded_words` says. Any other value as it is."""
+    as :func:`_sharded_words` says; a wrapper corner, a value or arrays as :func:`_value_words` says. Any
+    other value as it is."""
     from optax_gate.kit.corners.transformations import SHORT_DTYPES
 
     m = TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
-        return _schedule_words(value) or _sharded_words(value) or value
+        return _schedule_words(value) or _sharded_words(value) or _value_words(value) or value
     long = {short: name for name, short in SHORT_DTYPES.items()}
 
     def dtypes(text: str) -> str:
