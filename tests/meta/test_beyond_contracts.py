@@ -248,7 +248,7 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     assert found[0]["apis"] == [r["path"] for r in removed]
     found[0]["number"] = 1
     line = report_surface.finding_line(found[0])
-    assert line.startswith("1. **broken** API surface 6 names: removed: `optax.monte_carlo.f0`") and "and" not in line.split("(see")[0][-30:]
+    assert line.startswith("1. <a id=\"f1\"></a>**broken** API surface 6 names: removed: `optax.monte_carlo.f0`") and "and" not in line.split("(see")[0][-30:]
 
 
 def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():

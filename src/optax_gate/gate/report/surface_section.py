@@ -189,4 +189,5 @@ def finding_line(finding: dict[str, Any]) -> str:
     """The Markdown line of a finding from :func:`optax_gate.gate.diffs.unseen.broken_findings`, numbered."""
     names, section = unseen.BEYOND[finding["section"]]
     api = finding["api"] if finding["section"] == "warnings" or "apis" in finding else f"`{finding['api']}`"
-    return f"{finding['number']}. **broken** {names} {api}: {finding['cause']} (see {section} below)" + your_code_line.suffix(finding)
+    k = finding["number"]
+    return f'{k}. <a id="f{k}"></a>**broken** {names} {api}: {finding["cause"]} (see {section} below)' + your_code_line.suffix(finding)
