@@ -176,6 +176,26 @@ def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
     assert "`optax._src.alias` → `optax.transforms._adding`" in text
 
 
+def test_a_warning_attributed_to_its_callers_is_one_row_whichever_contract_called():
+    """A deprecation raised with a ``stacklevel`` past optax names the caller's module: the kit's modules
+    and the contract modules that called the API are one row, its module the caller in words."""
+    from optax_gate.gate.report import surface_section
+
+    callers = ("optax_gate.kit.surface.calls", "optax_gate.kit.corners.losses", "test_surface_sweep", "conftest")
+    cand = warnings_diff.fold(
+        [], [{**w, "module": m, "nodeid": f"c{i}"} for i, m in enumerate(callers) for w in _warnings(("DeprecationWarning", "f is deprecated"))]
+    )
+    cand += warnings_diff.fold([], [{**w, "module": "optax.losses._x"} for w in _warnings(("DeprecationWarning", "f is deprecated"), nodeid="c9")])
+    apis = {f"c{i}": "optax.f" for i in (0, 1, 2, 3, 9)}
+    rows = warnings_diff.diff([], cand, apis)
+    assert sorted((r["module"], r["contracts"]) for r in rows) == [
+        ("optax.losses._x", ["c9"]),
+        (warnings_diff.CALLER, ["c0", "c1", "c2", "c3"]),
+    ], rows
+    text = "\n".join(surface_section._warnings({"rows": rows}))
+    assert f"| {warnings_diff.CALLER} |" in text and "| `optax.losses._x` |" in text
+
+
 def sample_report(tmp_path, candidate_ran=True):
     (tmp_path / "old.txt").write_text(OLD_LOCK)
     (tmp_path / "new.txt").write_text(NEW_LOCK)
@@ -248,7 +268,7 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     assert found[0]["apis"] == [r["path"] for r in removed]
     found[0]["number"] = 1
     line = report_surface.finding_line(found[0])
-    assert line.startswith("1. <a id=\"f1\"></a>**broken** API surface 6 names: removed: `optax.monte_carlo.f0`") and "and" not in line.split("(see")[0][-30:]
+    assert line.startswith('1. <a id="f1"></a>**broken** API surface 6 names: removed: `optax.monte_carlo.f0`') and "and" not in line.split("(see")[0][-30:]
 
 
 def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():

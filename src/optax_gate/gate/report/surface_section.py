@@ -21,6 +21,7 @@ from typing import Any
 from optax_gate.gate.report import your_code_line
 
 from optax_gate.gate.diffs import unseen
+from optax_gate.gate.run import warnings_diff
 
 
 FOLD = 15
@@ -123,7 +124,7 @@ def _warnings(section: dict[str, Any], limit: int | None = None) -> list[str]:
                 r["when"],
                 f"`{r['category']}`",
                 r["message"],
-                f"`{r['module_before']}` → `{r['module']}`" if r.get("module_before") else f"`{r['module']}`",
+                " → ".join(_module_cell(m) for m in (r.get("module_before"), r["module"]) if m),
                 ", ".join(f"`{a}`" for a in r["apis"]) or "—",
                 (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—",
             ]
@@ -182,6 +183,11 @@ def markdown(report: Mapping[str, Any], limit: int | None = None) -> list[str]:
             out += [f"Note: {section['reason']}.", ""]
         out += render[key](section)
     return out
+
+
+def _module_cell(module: str) -> str:
+    """A warning's module as code, or in words where it is the caller (``warnings_diff.CALLER``)."""
+    return module if module == warnings_diff.CALLER else f"`{module}`"
 
 
 #: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).

@@ -53,6 +53,32 @@ def fold(import_warnings: Iterable[dict[str, Any]], test_warnings: Iterable[dict
     return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)} for k, v in sorted(groups.items())]
 
 
+#: The module column of a warning attributed to the code that called the API (a ``stacklevel`` that points
+#: past optax: here a contract module or the kit that calls for it, in a team's code their own line).
+CALLER = "the caller (here a contract)"
+
+
+def _module(module: str) -> str:
+    """``module``, or :data:`CALLER` where it is this project's own code (``optax_gate.*``) or a contract
+    module (``test_*``, ``conftest``): a warning that names its caller is one row, whichever contract called."""
+    name = module.rpartition(".")[2]
+    return CALLER if module == "optax_gate" or module.startswith("optax_gate.") or name.startswith("test_") or name == "conftest" else module
+
+
+def _by_key(warnings: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
+    """Folded warnings by ``(when, category, message, module)``, the caller's modules as one (:func:`_module`),
+    their contracts joined."""
+    out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for w in warnings:
+        module = _module(w["module"])
+        k = (w["when"], w["category"], w["message"], module)
+        if k in out:
+            out[k] = {**out[k], "contracts": sorted(set(out[k]["contracts"]) | set(w["contracts"]))}
+        else:
+            out[k] = {**w, "module": module}
+    return out
+
+
 def is_deprecation(category: str) -> bool:
     return category.rsplit(".", 1)[-1].endswith(DEPRECATIONS)
 
@@ -64,18 +90,17 @@ def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: 
     (``tests/meta`` ids are left out); new rows first. A warning gone from one
     module and new from another (same moment, category and message: optax
     moved the code that warns) is one ``moved`` row, ``noted``, with
-    ``module_before``: neither new nor gone for code that meets it."""
-
-    def key(w: dict[str, Any]) -> tuple[str, str, str, str]:
-        return w["when"], w["category"], w["message"], w["module"]
+    ``module_before``: neither new nor gone for code that meets it. A warning
+    attributed to its caller (a contract, the kit) has :data:`CALLER` for module:
+    one row whichever contract called."""
 
     def keep(w: dict[str, Any]) -> bool:
         if compilation_cache.is_own_warning(w):  # the gate's machinery, not the environment under test
             return False
         return w["when"] == "import" or not w["contracts"] or any(c in apis for c in w["contracts"])
 
-    base = {key(w): w for w in baseline if keep(w)}
-    cand = {key(w): w for w in candidate if keep(w)}
+    base = _by_key(w for w in baseline if keep(w))
+    cand = _by_key(w for w in candidate if keep(w))
     # the same warning raised from another module (optax moved the code that warns): one "moved" row, noted
     gone_from: dict[tuple[str, str, str], list[tuple[str, str, str, str]]] = {}
     for k in sorted(set(base) - set(cand)):
