@@ -892,3 +892,29 @@ def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user
         proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert proc.returncode == 2, proc.stderr
         assert f"'{given}' is an argument of the {args[1]}, not of nox" in proc.stderr
+
+
+def test_an_interrupted_command_leaves_no_empty_out_folder_it_made(tmp_path):
+    """Ctrl-C after ``--out`` was made and before anything was written in it: the folders the command made
+    are removed; a folder that existed before, or that holds anything, stays."""
+    driver = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from optax_gate.gate import cli, cli_parser\n"
+        "from optax_gate.gate.inputs import validate\n"
+        "def interrupted(options, started):\n"
+        "    validate.writable_folder(Path(sys.argv[2]))\n"
+        "    validate.writable_folder(Path(sys.argv[3]))\n"
+        "    (Path(sys.argv[3]) / 'kept.txt').write_text('written before the interruption')\n"
+        "    raise KeyboardInterrupt\n"
+        "cli_parser.compare_runs = interrupted\n"
+        "cli.entry(['compare', sys.argv[1], sys.argv[1], '--out', sys.argv[2]])\n"
+    )
+    (tmp_path / "existing").mkdir()
+    made, holding = tmp_path / "existing" / "new" / "out", tmp_path / "holding"
+    proc = subprocess.run(
+        [sys.executable, "-c", driver, str(tmp_path / "a.json"), str(made), str(holding)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and "interrupted" in proc.stderr, (proc.returncode, proc.stderr[-2000:])
+    assert not (tmp_path / "existing" / "new").exists() and (tmp_path / "existing").is_dir()
+    assert (holding / "kept.txt").read_text() == "written before the interruption"

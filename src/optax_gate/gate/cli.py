@@ -12,6 +12,7 @@ from types import FrameType
 
 from optax_gate.gate import cli_parser
 from optax_gate.gate.inputs import options as opts
+from optax_gate.gate.inputs import validate
 from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, crash_report, fail
 
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
     ``process``: this is the whole process (:func:`entry`): the signal
     handlers stay, recording only, once the command is over; otherwise the
     caller's handlers are put back."""
+    validate.CREATED.clear()
     args = cli_parser.parse(argv)
     given = options(args)
     started = Started()
@@ -210,6 +212,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         if run is not None and (run.root / "not-judged.md").exists():  # the third trial read it as this run's
             where += f" ({run.root / 'not-judged.md'} is an earlier run's, not this one's)"
         _INTERRUPTED.append(True)
+        validate.remove_empty_created()  # an --out folder made for a run that wrote nothing
         return fail(f"interrupted ({interruption(exc)}): not verified{where}")
     except Exception as exc:  # fail closed: a crash of the gate is "not verified", with a report if one can be written
         traceback.print_exc()

@@ -132,16 +132,35 @@ def shown(path: Path) -> str:
     return typed if typed == full else f"{typed} (= {full})"
 
 
+#: The output folders :func:`writable_folder` created in this process, deepest first (see :func:`remove_empty_created`).
+CREATED: list[Path] = []
+
+
+def remove_empty_created() -> None:
+    """Remove the folders :func:`writable_folder` created that are still empty (an interrupted command
+    leaves no empty ``--out`` folder behind); a folder holding anything stays, and so does every folder
+    that existed before."""
+    while CREATED:
+        folder = CREATED.pop(0)
+        try:
+            folder.rmdir()  # only an empty folder
+        except OSError:
+            continue
+
+
 def writable_folder(path: Path) -> None:
-    """Create ``path`` if needed and check a file can be written in it.
+    """Create ``path`` if needed (the folders made are kept in :data:`CREATED`) and check a file can be
+    written in it.
 
     Raises:
       InvalidInput: ``path`` is a file, or cannot be created or written.
     """
     if path.exists() and not path.is_dir():
         raise InvalidInput(f"the output folder {shown(path)} (set with --out) exists and is not a folder")
+    new = [p for p in (path, *path.parents) if not p.exists()]  # deepest first
     try:
         path.mkdir(parents=True, exist_ok=True)
+        CREATED.extend(new)
         fd, probe = tempfile.mkstemp(prefix=".write-check.", dir=path)
         os.close(fd)
         os.unlink(probe)
