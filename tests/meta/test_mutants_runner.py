@@ -60,3 +60,79 @@ def test_a_third_crash_stops_the_check_and_says_where(tmp_path, monkeypatch):
 def test_crash_words_without_a_fault_handler_dump():
     assert runner.crash_words(-signal.SIGKILL, "") == "crashed (SIGKILL)"
     assert runner.crash_words(-99, "") == "crashed (signal 99)"
+
+
+def _project(root: Path) -> Path:
+    """A small project tree as ``proof`` reads one: the shared modules, a kit module imported lazily, a
+    contract module with its snapshot folder, a mutant module."""
+    from optax_gate.mutants import proof
+
+    files = {
+        "src/optax_gate/__init__.py": "",
+        "src/optax_gate/mutants/__init__.py": "from optax_gate.mutants.registry import family\n",
+        "src/optax_gate/mutants/registry.py": "def family(): ...\n",
+        "src/optax_gate/mutants/__main__.py": "import os\n",
+        "src/optax_gate/mutants/plugin.py": "",
+        "src/optax_gate/mutants/fam.py": "from optax_gate.mutants import registry\n",
+        "src/optax_gate/pytest_plugin.py": "",
+        "src/optax_gate/kit/__init__.py": "",
+        "src/optax_gate/kit/a.py": "def f():\n    from . import b\n    return b\n",
+        "src/optax_gate/kit/b.py": "X = 1\n",
+        "src/optax_gate/kit/unrelated.py": "Y = 1\n",
+        "tests/__init__.py": "",
+        "tests/contracts/__init__.py": "",
+        "tests/contracts/conftest.py": "",
+        "tests/contracts/test_x.py": "from optax_gate.kit.a import f\n",
+        "tests/contracts/test_x/test_one.yml": "a: 1\n",
+        **{f: "" for f in proof.SHARED_FILES},
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
+    from optax_gate.mutants import proof
+
+    root = _project(tmp_path)
+
+    def digest() -> str:
+        files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
+        assert files is not None
+        return proof.digest(files, root)
+
+    files = {p.relative_to(root.resolve()).as_posix() for p in proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root) or []}
+    assert {"src/optax_gate/kit/b.py", "tests/contracts/test_x/test_one.yml", "src/optax_gate/mutants/registry.py", "requirements-lock.txt"} <= files
+    assert "src/optax_gate/kit/unrelated.py" not in files
+    before = digest()
+    (root / "src/optax_gate/kit/unrelated.py").write_text("Y = 2\n")
+    assert digest() == before
+    for rel in ("src/optax_gate/kit/b.py", "tests/contracts/test_x/test_one.yml", "src/optax_gate/mutants/fam.py", "requirements-lock.txt"):
+        (root / rel).write_text((root / rel).read_text() + "# changed\n")
+        assert digest() != before, rel
+        before = digest()
+
+
+def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path):
+    from optax_gate.mutants import proof
+
+    root = _project(tmp_path / "project")
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "test_t.py").write_text("")
+    assert proof.inputs("team", str(tmp_path / "team" / "test_t.py"), [], root) is None
+
+
+def test_changed_proves_only_families_whose_inputs_moved(tmp_path, monkeypatch, capsys):
+    """``--changed``: a family whose recorded digest equals its inputs' stands proven and does not run."""
+    from optax_gate import mutants
+    from optax_gate.mutants import proof
+
+    monkeypatch.chdir(Path(__file__).parents[2])
+    monkeypatch.setattr(proof, "RECORD", str(tmp_path / "proven.json"))
+    registry = mutants.load()
+    digests = runner._digests(["polyak"], registry, Path.cwd())
+    proof.write_record(Path.cwd(), digests)
+    assert runner.main(["--area", "polyak", "--changed"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 families stand proven at their current inputs" in out and "proving 0" in out and "contracts fail" not in out

@@ -1,4 +1,8 @@
-"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--contracts DIR ...] [--json FILE]``.
+"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--contracts DIR ...] [--json FILE] [--all | --changed]``.
+
+Each family proven (no problem) is recorded with a digest of its inputs in ``proven.json``
+(``optax_gate.mutants.proof``); ``--changed`` proves only the families whose inputs differ from their
+record, the others standing proven (CI's way), ``--all`` (the default) every family.
 
 ``--contracts DIR`` adds a folder of the team's own contracts outside the
 project (as ``gate --contracts``): its ``*_mutants.py`` files are loaded
@@ -25,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from optax_gate import mutants
+from optax_gate.mutants import proof
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.run import devices, outcomes, pytest_plugins
@@ -92,6 +97,20 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 
+def _digests(areas: list[str], registry: dict[str, mutants.Mutant], root: Path) -> dict[str, dict[str, object]]:
+    """Each family's inputs digested (``proof.inputs``); a family with an input outside the project (a
+    team's ``--contracts`` folder) has none: it is always proven, never recorded."""
+    modules: dict[str, set[str]] = {}
+    for m in registry.values():
+        modules.setdefault(m.area, set()).add(m.patch.__module__)
+    out: dict[str, dict[str, object]] = {}
+    for area in areas:
+        files = proof.inputs(area, mutants.AREAS[area], sorted(modules.get(area, ())), root)
+        if files is not None:
+            out[area] = {"inputs": proof.digest(files, root), "files": len(files)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     first = argparse.ArgumentParser(add_help=False)
     first.add_argument("--contracts", action="append", type=user_path, default=[])
@@ -113,9 +132,28 @@ def main(argv: list[str] | None = None) -> int:
         help="a folder of the team's own contracts and their *_mutants.py outside the project (as gate --contracts)",
     )
     p.add_argument("--json", type=Path, help="write the kill matrix (contract -> mutants that fail it) here")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--all", action="store_true", help="prove every family (the default)")
+    which.add_argument(
+        "--changed",
+        action="store_true",
+        help=f"prove only the families whose inputs changed since their last proof ({proof.RECORD}); the others stand proven",
+    )
     args = p.parse_args(argv)
     areas = args.area or sorted(mutants.AREAS)
-    problems, matrix = [], {}
+    root = Path.cwd()
+    digests = _digests(areas, registry, root)
+    if args.changed:
+        record = proof.read_record(root)
+        standing = [a for a in areas if a in digests and record.get(a, {}).get("inputs") == digests[a]["inputs"]]
+        areas = [a for a in areas if a not in standing]
+        print(f"{len(standing)} of {len(standing) + len(areas)} families stand proven at their current inputs ({proof.RECORD}); proving {len(areas)}")
+        if areas:
+            print("to prove: " + ", ".join(areas))
+        else:
+            return 0
+    problems: list[tuple[str, str]] = []
+    matrix: dict[str, list[str]] = {}
     jobs = [(area, None) for area in areas] + [(m.area, m.name) for m in registry.values() if m.area in areas]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         checkpoints = Path(tmp) / "checkpoints"
@@ -138,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     for area in areas:
         failing, contracts = results[(area, None)]
         if failing:
-            problems.append(f"{area}: contracts fail without any mutant: {sorted(failing)}")
+            problems.append((area, f"{area}: contracts fail without any mutant: {sorted(failing)}"))
         killed_by: dict[str, list[str]] = {c: [] for c in contracts}
         for m in registry.values():
             if m.area != area:
@@ -146,17 +184,21 @@ def main(argv: list[str] | None = None) -> int:
             failed, _ = results[(area, m.name)]
             print(f"{m.name:28s} {len(failed):3d} of {len(contracts)} contracts fail  ({m.what})")
             if not failed:
-                problems.append(f"mutant {m.name} ({m.what}) is caught by no contract")
+                problems.append((area, f"mutant {m.name} ({m.what}) is caught by no contract"))
             for cid in failed:
                 killed_by.setdefault(cid, []).append(m.name)
         for cid, names in sorted(killed_by.items()):
             if not names:
-                problems.append(f"contract {cid} fails under no mutant")
+                problems.append((area, f"contract {cid} fails under no mutant"))
         matrix.update(killed_by)
     if args.json:
         atomic.write_text(args.json, json.dumps(matrix, indent=2, sort_keys=True) + "\n")
-    for problem in problems:
+    for _, problem in problems:
         print("PROBLEM:", problem)
+    proven = {a: digests[a] for a in areas if a in digests and a not in {pa for pa, _ in problems}}
+    if proven:
+        proof.write_record(root, proven)
+        print(f"recorded as proven at their current inputs: {len(proven)} famil{'y' if len(proven) == 1 else 'ies'} ({proof.RECORD})")
     print(f"{len(matrix)} contracts, {sum(1 for m in registry.values() if m.area in areas)} mutants, {len(problems)} problems")
     return 1 if problems else 0
 

@@ -1,0 +1,166 @@
+"""Which mutant families must be proven again: each family's inputs digested and compared with the record
+of its last proof (``proven.json`` beside this module, kept in the repository).
+
+A family's inputs are the files whose change can change its proof:
+
+- its contract module, the ``conftest.py`` files above it and its snapshot folder (pytest-datadir's
+  ``tests/contracts/<module stem>/``);
+- the modules that define its mutants;
+- every module of this project those import, at any depth and at any place in a module (the kit imports
+  lazily inside functions): read from the syntax tree, ``import x`` and ``from x import y`` alike, ``y``
+  taken as a module where it is one, each package's ``__init__.py`` with it;
+- what every family shares: the check itself (``optax_gate.mutants.__main__`` and its imports), the pytest
+  plugins, the ledger files, ``pyproject.toml`` (pytest's configuration), ``noxfile.py`` (the session) and
+  ``requirements-lock.txt`` (the pinned baseline the mutants break).
+
+Written here rather than with pytest-testmon: testmon records the lines each test executes in the process
+it measures, but a mutant run's outcome also depends on the mutant modules loaded by a plugin and on the
+snapshot files read; a digest of every input file is exact for those, and needs no run to compute.
+Dynamic imports by name reach only optax, JAX and Flax (``kit.surface.build.resolve``), whose versions
+the lock pins.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from optax_gate.gate.base import atomic
+
+#: The record of the last proof: family -> {"inputs": sha256 of its input files, "files": how many}.
+RECORD = "src/optax_gate/mutants/proven.json"
+#: Files every family's proof depends on, relative to the project root (a missing one counts as missing).
+SHARED_FILES = (
+    "pyproject.toml",
+    "noxfile.py",
+    "requirements-lock.txt",
+    "tests/contracts/known_defects.toml",
+    "tests/contracts/moved_behaviour.toml",
+)
+#: Modules every family's proof runs through (the check, the pytest plugins, the registry).
+SHARED_MODULES = ("optax_gate.mutants", "optax_gate.mutants.__main__", "optax_gate.mutants.plugin", "optax_gate.pytest_plugin")
+
+
+def module_file(name: str, root: Path) -> Path | None:
+    """The file of this project's module ``name`` (``optax_gate.*`` under ``src/``, ``tests.*`` at the
+    root), a package's ``__init__.py``; None for another module (optax, the standard library)."""
+    parts = name.split(".")
+    if parts[0] == "optax_gate":
+        base = root / "src" / Path(*parts)
+    elif parts[0] == "tests":
+        base = root / Path(*parts)
+    else:
+        return None
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_name(path: Path, root: Path) -> str:
+    rel = path.relative_to(root / "src" if path.is_relative_to(root / "src") else root).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path, root: Path) -> set[Path]:
+    """The files of this project's modules that ``path`` imports anywhere in its body (relative imports
+    resolved), with the ``__init__.py`` of each package on the way."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    package = _module_name(path, root)
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.append(base)
+            names += [f"{base}.{alias.name}" for alias in node.names]  # a submodule, where it is one
+    out: set[Path] = set()
+    for name in names:
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):  # each package on the way runs its __init__
+            found = module_file(".".join(parts[:k]), root)
+            if found is not None:
+                out.add(found)
+    return out
+
+
+def closure(start: Iterable[Path], root: Path) -> set[Path]:
+    """``start`` and every project file it imports, transitively."""
+    seen: set[Path] = set()
+    todo = [p for p in start if p.suffix == ".py"]
+    seen.update(start)
+    while todo:
+        path = todo.pop()
+        for found in imported(path, root):
+            if found not in seen:
+                seen.add(found)
+                todo.append(found)
+    return seen
+
+
+def inputs(area: str, contracts: str, mutant_modules: Iterable[str], root: Path) -> list[Path] | None:
+    """The input files of family ``area`` (see the module docstring), sorted; None when one lies outside
+    the project (a team's ``--contracts`` folder, whose proof is not recorded here).
+
+    Args:
+      area: the family's name.
+      contracts: its contract module (``registry.AREAS``), relative to ``root`` or absolute.
+      mutant_modules: the names of the modules that define its mutants (``sys.modules`` holds them).
+      root: the project root.
+    """
+    root = root.resolve()
+    module = (root / contracts).resolve()
+    if not module.is_relative_to(root):
+        return None
+    start = {module}
+    folder = module.parent
+    while folder.is_relative_to(root / "tests"):  # the conftest.py and __init__.py files pytest loads on the way
+        start.update(p for p in (folder / "conftest.py", folder / "__init__.py") if p.is_file())
+        folder = folder.parent
+    datadir = module.with_suffix("")
+    if datadir.is_dir():
+        start.update(p for p in datadir.rglob("*") if p.is_file())
+    for name in (*mutant_modules, *SHARED_MODULES):
+        loaded = sys.modules.get(name)  # a team's mutants file, loaded by its path
+        file = module_file(name, root) or (Path(loaded.__file__).resolve() if loaded is not None and getattr(loaded, "__file__", None) else None)
+        if file is None or not file.is_relative_to(root):
+            return None
+        start.add(file)
+    start.update(root / f for f in SHARED_FILES)
+    return sorted(closure(start, root))
+
+
+def digest(files: Iterable[Path], root: Path) -> str:
+    """sha256 over each file's path relative to ``root`` and its bytes (a missing file as missing)."""
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.relative_to(root.resolve()).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() if path.is_file() else b"\0missing\0")
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def read_record(root: Path) -> dict[str, dict[str, object]]:
+    """The record of the last proofs ({} when there is none or it cannot be read: every family runs)."""
+    try:
+        data = json.loads((root / RECORD).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_record(root: Path, proven: dict[str, dict[str, object]]) -> None:
+    """Add (or replace) the entries of ``proven`` in the record, written atomically."""
+    record = {**read_record(root), **proven}
+    atomic.write_text(root / RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
