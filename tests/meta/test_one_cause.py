@@ -287,6 +287,33 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
     assert [f["apis"] for f in found if f is not ms] == [["optax.inject_hyperparams"], ["optax.sgd"]]
 
 
+def test_a_transformation_corner_whose_state_gains_a_dtype_joins_that_apis_state_dtype_finding():
+    """A transformation corner's record (``s bf16x2,i32x1``) says the state's dtypes as the wrapper
+    grid's ``state`` does: a state now holding float32 is ``dtype-now`` for its API, and joins that API's state
+    snapshot moving to float32; the hyperparameters' ``h`` are not the state's leaves per parameter."""
+    corners = "tests/contracts/test_surface_corners_transformations.py"
+    gained = row(
+        f"{corners}::test_transformation_corners[optax.adam]",
+        "snapshot drift: corner.mu_dtype=bfloat16: ok u f32 |u| 0.03 u0 0.01 s bf16x2,i32x1 -> ok u f32 |u| 0.03 u0 0.01 s bf16x1,f32x1,i32x1",
+        change="changed",
+        api="optax.adam",
+        kind="snapshot",
+    )
+    assert ("dtype-now", "optax.adam", "float32") in causes.behaviour_keys(gained)
+    hyper_only = dict(gained, detail=gained["detail"].replace("s bf16x1,f32x1,i32x1", "s bf16x2,i32x1 h f32x3"))
+    assert not [k for k in causes.behaviour_keys(hyper_only) if k[0] == "dtype-now"]
+    state = row(
+        "tests/contracts/test_adam.py::test_state_snapshot[bfloat16]",
+        "snapshot drift: [0].mu['w']: bfloat16[3] -> float32[3]",
+        change="changed",
+        api="optax.adam",
+        kind="snapshot",
+    )
+    assert len(findings.group([gained, state])) == 2
+    (joined,) = causes.of_report([gained, state])
+    assert "dtype-now/optax.adam/float32" in joined["causes"] and len(joined["contracts"]) == 2
+
+
 def test_a_corner_that_gains_no_dtype_or_a_recorded_message_joins_nothing():
     assert not [k for k in causes.behaviour_keys(multisteps_rows()[-1]) if k[0] == "dtype-now"]
     message = row(

@@ -8,6 +8,7 @@ from typing import Any
 from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.plain_text import named_list
+from optax_gate.gate.base.corner_words import TRANSFORMATION_OUTCOME
 from optax_gate.gate.judge.findings import ORDER, X64_PREFIX, contracts_words, corner_move, group, outcome_pattern, row_cause, state_field, subject, test_name
 
 
@@ -104,6 +105,19 @@ def _error_key(message: str) -> str:
     return text[:40] if len(text) >= 20 else ""
 
 
+def _corner_state_dtypes(value: str) -> set[str]:
+    """The dtypes of the optimizer state a corner's record lists: a wrapper corner's ``state
+    bfloat16,int32``, a transformation corner's ``s bf16x5,i32x1`` (short names made long; the injected
+    grid's ``h``, its hyperparameters, is not the state's leaves per parameter)."""
+    m = TRANSFORMATION_OUTCOME.fullmatch(value or "")
+    if m:
+        from optax_gate.kit.corners.transformations import SHORT_DTYPES
+
+        long = {short: name for name, short in SHORT_DTYPES.items()}
+        return {long.get(part.rpartition("x")[0], part) for part in m[5].split(",") if part != "none"}
+    return set(",".join(_CORNER_STATE.findall(value or "")).split(","))
+
+
 def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The behaviour causes one differing contract row is evidence of (see
     the module docstring): ``("dtype-now", api, dtype)`` for each dtype the
@@ -138,7 +152,7 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
                 continue
             if leaf.cut:
                 continue
-            old, new = (set(",".join(_CORNER_STATE.findall(v)).split(",")) for v in (leaf.old, leaf.new))
+            old, new = (_corner_state_dtypes(v) for v in (leaf.old, leaf.new))
             now += sorted(d for d in new - old if d in ITEMSIZE)
             keys.append(("corner-moved", corner_name(leaf.path), *corner_move(leaf.old, leaf.new)))
     elif kind == "dtype-variant":
