@@ -269,6 +269,14 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     found[0]["number"] = 1
     line = report_surface.finding_line(found[0])
     assert line.startswith('1. <a id="f1"></a>**broken** API surface 6 names: removed: `optax.monte_carlo.f0`') and "and" not in line.split("(see")[0][-30:]
+    # report.html: the finding's <details> carries the one anchor, and its heading says "broken" once
+    from optax_gate.gate.report import html_page
+    from optax_gate.gate.report import markdown as report_markdown
+
+    found[0]["section"] = "surface"
+    page = html_page._finding(report_markdown.Page({"findings": found[:1], "contracts": []}), found[0], {})
+    assert page.count('id="f1"') == 1 and "<strong>broken</strong>" not in page, page
+    assert '<span class="change broken">broken</span> 1. API surface 6 names: removed' in page, page
 
 
 def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():

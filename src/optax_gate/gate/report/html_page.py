@@ -146,7 +146,7 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
 def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
     k, change = finding["number"], finding["change"]
     if finding.get("section", "contracts") != "contracts":
-        line = report_surface.finding_line(finding).split(". ", 1)[1]
+        line = report_surface.finding_line(finding).split("</a>", 1)[1]  # the <details> carries the anchor
         return (
             f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
             f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">The whole row is in its section below.</p></details>'
