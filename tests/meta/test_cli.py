@@ -918,3 +918,21 @@ def test_an_interrupted_command_leaves_no_empty_out_folder_it_made(tmp_path):
     assert proc.returncode == 2 and "interrupted" in proc.stderr, (proc.returncode, proc.stderr[-2000:])
     assert not (tmp_path / "existing" / "new").exists() and (tmp_path / "existing").is_dir()
     assert (holding / "kept.txt").read_text() == "written before the interruption"
+
+
+def test_a_ctrl_c_while_the_command_line_is_imported_is_an_interruption_not_a_traceback(tmp_path):
+    """Ctrl-C in the first half second of ``python -m optax_gate`` (still importing): exit 2 and one line, as
+    every other interruption, and the nox session's status file says interrupted."""
+    driver = (
+        "import runpy, sys, types\n"
+        "class Importing(types.ModuleType):\n"
+        "    def __getattr__(self, name):\n"
+        "        raise KeyboardInterrupt\n"
+        "sys.modules['optax_gate.gate.cli'] = Importing('optax_gate.gate.cli')\n"
+        "runpy.run_module('optax_gate', run_name='__main__')\n"
+    )
+    said = tmp_path / "exit-status"
+    proc = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, cli.EXIT_FILE: str(said)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
+    assert "interrupted (SIGINT, Ctrl-C) while starting: not verified" in proc.stderr
+    assert said.read_text() == "2 interrupted\n"
