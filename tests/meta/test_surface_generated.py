@@ -232,7 +232,7 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
     # beside hand-written contracts of another new API, the counts say of how many (the `new` finding's)
     hand = {"id": "t::test_y[optax.micro]", "api": "optax.micro", "guide": "docs: y", "baseline": None, "candidate": "passed", "change": "new", "detail": ""}
     line = generated_section.lines({"contracts": [*new, hand, dict(hand, id="t::test_z[optax.micro]")]})[0]
-    assert "1 of the 2 APIs new in the candidate, 1 of the 3 contracts run only there" in line, line
+    assert "1 APIs new in the candidate, 1 of the 3 contracts that run only in the candidate" in line, line
     assert "report_generated.lines(report)" in Path(markdown.__file__).read_text()  # the page shows it
 
 
