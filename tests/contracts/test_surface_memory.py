@@ -29,8 +29,8 @@ GUIDE = (
 
 
 def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> list[str]:
-    """Each figure beyond the tolerance, in bytes and as a ratio, and which way it moved (``temp_bytes 852,032 ->
-    262,232 (x0.308: the update needs less memory)``),
+    """Each figure beyond the tolerance, in bytes and as a ratio, and which way it moved (``temp bytes 852,032 ->
+    262,232 (0.308 times as many: the update needs less memory)``),
     or the error the compilation raises now or no longer (``raises ValueError -> argument_bytes 413,716``)."""
     if "raises" in expected or "raises" in obtained:
         text = {k: ", ".join(f"{n} {v:,}" if isinstance(v, int) else f"raises {v}" for n, v in r.items()) for k, r in (("e", expected), ("o", obtained))}
@@ -43,9 +43,9 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
             ratio = (
                 "gone"
                 if o is None
-                else (f"x{o / e:.3g}" if e else "from none") + (": the update needs more memory" if o > e else ": the update needs less memory")
+                else (f"{o / e:.3g} times as many" if e else "from none") + (": the update needs more memory" if o > e else ": the update needs less memory")
             )
-            out.append(f"{name} {e:,} -> {'none' if o is None else format(o, ',')} ({ratio})")
+            out.append(f"{name.replace('_', ' ')} {e:,} -> {'none' if o is None else format(o, ',')} ({ratio})")
     return out
 
 

@@ -320,6 +320,9 @@ def test_a_transformation_corner_outcome_is_said_in_words():
         "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"
     ), found["cause"]
     assert findings.outcome_words("raises ValueError") == "raises ValueError"
+    # a corner added in the candidate: its drifted row says the record in words too
+    row_words = drift.drift_words(drift.parse_drift(detail))
+    assert "`corner.bias_correction_mu=False` added (ok (updates float32, norm 0.03" in row_words and "|u|" not in row_words, row_words
 
 
 def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():

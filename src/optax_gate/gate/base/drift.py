@@ -298,7 +298,8 @@ def _leaf_words(leaf: Drift) -> str:
             diff = "budget 0 (recorded exactly)"
         return f"`{leaf.path}` {old} → {new}: {diff}"
     if leaf.what in ("added", "removed"):
-        return f"`{leaf.path}` {leaf.what} ({leaf.new if leaf.what == 'added' else leaf.old})"
+        value = leaf.new if leaf.what == "added" else leaf.old
+        return f"`{leaf.path}` {leaf.what} ({outcome_words(value) if corner_name(leaf.path) is not None else value})"
     return f"`{leaf.path}` {leaf.old} → {leaf.new}"
 
 
