@@ -135,4 +135,43 @@ def test_changed_proves_only_families_whose_inputs_moved(tmp_path, monkeypatch, 
     proof.write_record(Path.cwd(), digests)
     assert runner.main(["--area", "polyak", "--changed"]) == 0
     out = capsys.readouterr().out
-    assert "1 of 1 families stand proven at their current inputs" in out and "proving 0" in out and "contracts fail" not in out
+    assert "proven before at their current inputs (" in out and "1 of 1 family; proving 0" in out and "contracts fail" not in out
+
+
+def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answered_with_the_nearest():
+    import argparse
+
+    from optax_gate import mutants
+
+    mutants.load()
+    assert runner._area("training-recipes") == runner._area("training_recipes") == runner._area("test_training_recipes") == "training-recipes"
+    assert runner._area("multi_steps") == "multisteps" and runner._area("clip_by_global_norm") == "global-norm"
+    with pytest.raises(argparse.ArgumentTypeError, match=r"no mutant family 'lino'; did you mean lion\?"):
+        runner._area("lino")
+
+
+def test_changed_says_which_inputs_moved(tmp_path):
+    from optax_gate.mutants import proof
+
+    root = _project(tmp_path)
+    files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
+    assert files is not None
+    before = proof.entry(files, root)
+    (root / "src/optax_gate/kit/b.py").write_text("X = 2\n")
+    now = proof.entry(files, root)
+    assert proof.changed_inputs(before, now) == ["src/optax_gate/kit/b.py"]
+    assert runner._why("fam", {"fam": before}, {"fam": now}) == "changed: src/optax_gate/kit/b.py"
+    assert runner._why("fam", {}, {"fam": now}) == "no proof recorded"
+    assert runner._why("team", {}, {}) == "its contracts lie outside the project: never recorded"
+    proof_file = tmp_path / "proven.json"
+    import json
+
+    from optax_gate.mutants import proof as p
+
+    old, p.RECORD = p.RECORD, str(proof_file)
+    try:
+        p.write_record(root, {"fam": now, "other": before})
+        assert json.loads(proof_file.read_text()) == {"fam": now, "other": before}
+        assert len(proof_file.read_text().splitlines()) == 4  # one family a line
+    finally:
+        p.RECORD = old

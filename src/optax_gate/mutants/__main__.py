@@ -27,6 +27,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from optax_gate import mutants
 from optax_gate.mutants import proof
@@ -97,18 +98,55 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 
-def _digests(areas: list[str], registry: dict[str, mutants.Mutant], root: Path) -> dict[str, dict[str, object]]:
+def _digests(areas: list[str], registry: dict[str, mutants.Mutant], root: Path) -> dict[str, dict[str, Any]]:
     """Each family's inputs digested (``proof.inputs``); a family with an input outside the project (a
     team's ``--contracts`` folder) has none: it is always proven, never recorded."""
     modules: dict[str, set[str]] = {}
     for m in registry.values():
         modules.setdefault(m.area, set()).add(m.patch.__module__)
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for area in areas:
         files = proof.inputs(area, mutants.AREAS[area], sorted(modules.get(area, ())), root)
         if files is not None:
-            out[area] = {"inputs": proof.digest(files, root), "files": len(files)}
+            out[area] = proof.entry(files, root)
     return out
+
+
+def _why(area: str, record: dict[str, dict[str, Any]], digests: dict[str, dict[str, Any]]) -> str:
+    """Why a family is proven again under ``--changed``: no record, its inputs outside the project, or the
+    input files that changed (three named)."""
+    if area not in digests:
+        return "its contracts lie outside the project: never recorded"
+    if area not in record:
+        return "no proof recorded"
+    changed = proof.changed_inputs(record[area], digests[area])
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return f"changed: {shown}"
+
+
+def _area(text: str) -> str:
+    """A family's name as given to ``--area``: the name itself, or the stem of its mutants module or of its
+    contract module (``training_recipes``, ``test_training_recipes``, ``multi_steps``), ``-`` and ``_`` alike.
+
+    Raises:
+      argparse.ArgumentTypeError: no family by that name (the nearest named).
+    """
+    import difflib
+
+    def key(name: str) -> str:
+        return name.lower().replace("-", "_").removeprefix("test_").removesuffix(".py")
+
+    aliases: dict[str, str] = {}
+    for m in mutants.MUTANTS.values():
+        aliases.setdefault(key(m.patch.__module__.rpartition(".")[2]), m.area)
+    for area, module in mutants.AREAS.items():
+        aliases.setdefault(key(Path(module).stem), area)
+        aliases[key(area)] = area
+    if key(text) in aliases:
+        return aliases[key(text)]
+    near = difflib.get_close_matches(key(text), list(aliases), n=3)
+    hint = f"; did you mean {', '.join(sorted({aliases[n] for n in near}))}?" if near else ""
+    raise argparse.ArgumentTypeError(f"no mutant family {text!r}{hint} (the families: python -m optax_gate.mutants --list)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,7 +161,14 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[mutants.TEAM_DIRS_ENV] = os.pathsep.join(str(d.resolve()) for d in known.contracts)
     registry = mutants.load()
     p = argparse.ArgumentParser(prog="python -m optax_gate.mutants", description="Every contract must fail under some mutant; every mutant must be caught.")
-    p.add_argument("--area", action="append", choices=sorted(mutants.AREAS), help="limit to these API families")
+    p.add_argument(
+        "--area",
+        action="append",
+        type=_area,
+        metavar="NAME",
+        help="limit to this family (repeatable): its name, or its mutants or contract module's stem (--list names them)",
+    )
+    p.add_argument("--list", action="store_true", help="list the families (name: contract module) and stop")
     p.add_argument(
         "--contracts",
         action="append",
@@ -140,17 +185,21 @@ def main(argv: list[str] | None = None) -> int:
         help=f"prove only the families whose inputs changed since their last proof ({proof.RECORD}); the others stand proven",
     )
     args = p.parse_args(argv)
-    areas = args.area or sorted(mutants.AREAS)
+    if args.list:
+        print("\n".join(f"{area}: {mutants.AREAS[area]}" for area in sorted(mutants.AREAS)))
+        return 0
+    areas = list(dict.fromkeys(args.area or sorted(mutants.AREAS)))
     root = Path.cwd()
     digests = _digests(areas, registry, root)
     if args.changed:
         record = proof.read_record(root)
         standing = [a for a in areas if a in digests and record.get(a, {}).get("inputs") == digests[a]["inputs"]]
         areas = [a for a in areas if a not in standing]
-        print(f"{len(standing)} of {len(standing) + len(areas)} families stand proven at their current inputs ({proof.RECORD}); proving {len(areas)}")
-        if areas:
-            print("to prove: " + ", ".join(areas))
-        else:
+        total = len(standing) + len(areas)
+        print(f"proven before at their current inputs ({proof.RECORD}): {len(standing)} of {total} famil{'y' if total == 1 else 'ies'}; proving {len(areas)}")
+        for area in areas:
+            print(f"to prove: {area} ({_why(area, record, digests)})")
+        if not areas:
             return 0
     problems: list[tuple[str, str]] = []
     matrix: dict[str, list[str]] = {}

@@ -28,10 +28,11 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from optax_gate.gate.base import atomic
 
-#: The record of the last proof: family -> {"inputs": sha256 of its input files, "files": how many}.
+#: The record of the last proof: family -> {"inputs": sha256 of its input files, "files": {path: hash}} (:func:`entry`).
 RECORD = "src/optax_gate/mutants/proven.json"
 #: Files every family's proof depends on, relative to the project root (a missing one counts as missing).
 SHARED_FILES = (
@@ -151,8 +152,28 @@ def digest(files: Iterable[Path], root: Path) -> str:
     return h.hexdigest()
 
 
-def read_record(root: Path) -> dict[str, dict[str, object]]:
-    """The record of the last proofs ({} when there is none or it cannot be read: every family runs)."""
+def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
+    """Each file's path relative to ``root`` -> the first 16 hex digits of the sha256 of its bytes ("missing")."""
+    return {path.relative_to(root.resolve()).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "missing" for path in files}
+
+
+def entry(files: list[Path], root: Path) -> dict[str, Any]:
+    """A family's record: ``{"inputs": digest, "files": {path: hash}}``."""
+    return {"inputs": digest(files, root), "files": file_hashes(files, root)}
+
+
+def changed_inputs(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+    """The input files of a family that differ from its record (changed, new or gone; sorted); every file
+    where there is no record."""
+    old = (recorded or {}).get("files")
+    old = old if isinstance(old, dict) else {}  # a record of an older form: every file
+    new: dict[str, str] = now["files"]
+    return sorted({f for f in new if old.get(f) != new[f]} | set(old) - set(new))
+
+
+def read_record(root: Path) -> dict[str, dict[str, Any]]:
+    """The record of the last proofs, family -> :func:`entry` ({} when there is none or it cannot be read:
+    every family runs)."""
     try:
         data = json.loads((root / RECORD).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
@@ -160,7 +181,9 @@ def read_record(root: Path) -> dict[str, dict[str, object]]:
     return data if isinstance(data, dict) else {}
 
 
-def write_record(root: Path, proven: dict[str, dict[str, object]]) -> None:
-    """Add (or replace) the entries of ``proven`` in the record, written atomically."""
+def write_record(root: Path, proven: dict[str, dict[str, Any]]) -> None:
+    """Add (or replace) the entries of ``proven`` in the record, written atomically, one family a line
+    (a proof moves that family's line in a diff)."""
     record = {**read_record(root), **proven}
-    atomic.write_text(root / RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    lines = [f" {json.dumps(area)}: {json.dumps(record[area], sort_keys=True)}" for area in sorted(record)]
+    atomic.write_text(root / RECORD, "{\n" + ",\n".join(lines) + "\n}\n")
