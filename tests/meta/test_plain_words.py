@@ -94,7 +94,8 @@ def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
     )
     assert details.plain_detail(r) == words
     (found,) = findings.group([r])
-    assert found["cause"] == words and "expected" not in found["text"]
+    # the finding names the call the property checks (findings.PROTOCOL_WORDS), then the change
+    assert found["cause"] == f"at a second jitted step: {words}" and "expected" not in found["text"]
 
 
 # ------------------------------------------------------------------ values never cut inside a token
@@ -345,3 +346,10 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
     record = runner.run(tmp_path / "python", "candidate", tmp_path / "out", env, how, probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}))
     assert record["compilation_cache_discarded"] == ["jit_g-2-cache"]
     assert sorted(p.name for p in folder.iterdir()) == ["jit_f-1-cache"]
+
+
+def test_every_protocol_property_is_said_in_words():
+    """A ``test_protocol[<api>-<property>]`` finding names the call it checks: every property of the probe."""
+    from optax_gate.kit.surface.probe import PROPERTIES
+
+    assert set(PROPERTIES) == set(findings.PROTOCOL_WORDS)

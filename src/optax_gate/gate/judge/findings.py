@@ -296,7 +296,31 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
     drift = rows[0].get("kind") == "snapshot" and (b, c) == ("passed", "failed")  # the detail says what drifted
     again = (rows[0].get("detail") or "").startswith("fails differently")  # compare.py: both failed, another failure
     outcomes = "" if drift or again or _STANDARD.get(rows[0]["change"]) == (b, c) else f"{b} → {c}"
-    return ": ".join(part for part in (outcomes, shorten(first)) if part)
+    props = [PROTOCOL_WORDS[p] for p in dict.fromkeys(_protocol_property(r["id"]) for r in rows) if p]
+    where = f"at {'; '.join(props)}" if props else ""  # which call of the transformation, first
+    return ": ".join(part for part in (where, outcomes, shorten(first)) if part)
+
+
+#: The protocol properties of ``test_surface_transformations.py::test_protocol[<api>-<property>]``
+#: (``optax_gate.kit.surface.probe.PROPERTIES``) in words: which call of the transformation a finding is about.
+PROTOCOL_WORDS = {
+    "init_update": "`init` then `update` on float32 params",
+    "scan_carry": "the optimizer state carried through `jax.lax.scan`",
+    "trajectory_finite": "three steps under `jax.lax.scan`",
+    "jit_eager": "a jitted step against an eager one",
+    "no_recompile": "a second jitted step",
+    "none_leaf": "`update` with a `None` leaf in the params and gradients",
+    "zero_grads_finite": "`update` with zero gradients",
+    "unknown_kwarg": "`update(..., not_an_argument=1.0)`, an unknown keyword argument",
+    "value_float": "`update(..., value=1.0)`, the loss as a Python float",
+    "value_array": "`update(..., value=jnp.asarray(1.0))`, the loss as an array",
+}
+
+
+def _protocol_property(cid: str) -> str:
+    """The protocol property a ``test_protocol[<api>-<property>]`` contract checks, or ""."""
+    m = re.search(r"::test_protocol\[.*-(\w+)\]$", cid)
+    return m[1] if m and m[1] in PROTOCOL_WORDS else ""
 
 
 def test_name(contract_id: str) -> tuple[str, str]:
