@@ -171,6 +171,38 @@ def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
     assert len(found[0]["parts"]) == 4 and "fewer non-finite outputs" in found[0]["cause"]
 
 
+def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis():
+    """0.2.8: `multiclass_generalized_dice_loss`'s value moved by 40 % (0.1808 -> 0.1083), and its input
+    checks raise ValueError as 22 other losses' do. The value drift is a finding of its own, not a line
+    inside the 23-API finding of the input checks; one API's findings still join where it is alone."""
+    corners = "tests/contracts/test_surface_corners_losses.py"
+    moved = "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed' -> 'Shape mismatch - got (2, 3) and (2,)'"
+    losses = ("optax.dice", "optax.l2_loss", "optax.huber_loss")
+    rows = [
+        row(
+            f"{corners}::test_loss_corners[{a}]",
+            f"snapshot drift: {moved}" + ("; corner.int_inputs/error: '[Chex] Error in type' -> 'Expected a float dtype'" if a == "optax.dice" else ""),
+            change="changed",
+            api=a,
+            kind="snapshot",
+        )
+        for a in losses
+    ]
+    rows.append(
+        row(
+            "tests/contracts/test_surface_sweep.py::test_values[optax.dice]",
+            "snapshot drift of values: `result` 1 of 1 elements: 0.1083 where 0.1808 was recorded",
+            change="changed",
+            api="optax.dice",
+            kind="snapshot",
+        )
+    )
+    found = causes.of_report(rows)
+    assert sorted((f["api"], len(f["contracts"])) for f in found) == [("3 APIs", 3), ("optax.dice", 1)], [(f["api"], f["cause"]) for f in found]
+    alone = causes.of_report([rows[0], rows[-1]])  # the loss alone: its two changes are one finding
+    assert [(f["api"], len(f["contracts"])) for f in alone] == [("optax.dice", 2)]
+
+
 def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
     before = findings.group(REAL_723["contracts"])
     after = causes.of_report(REAL_723["contracts"])

@@ -395,13 +395,29 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
             i = parent[i]
         return i
 
-    for i, ks in enumerate(keys):
+    for i, ks in enumerate(keys):  # the causes first
         for k in ks:
+            if k[0] == "api":
+                continue
             if k in owner:
                 a, b = root(owner[k]), root(i)
                 parent[max(a, b)] = min(a, b)
             else:
                 owner[k] = i
+    # then one API's findings, where each is still of that API alone: a value drift of one loss is not
+    # folded into a finding of 23 APIs that share another cause with that loss
+    apis: dict[int, set[str]] = {}
+    for i, f in enumerate(found):
+        apis.setdefault(root(i), set()).update(_names(f))
+    alone: dict[tuple[Any, ...], list[int]] = {}  # the groups of that API alone, per key
+    for i, ks in enumerate(keys):
+        for k in ks:
+            if k[0] == "api" and apis[root(i)] == {k[1]}:
+                alone.setdefault(k, []).append(i)
+    for members in alone.values():
+        for i in members[1:]:
+            a, b = root(members[0]), root(i)
+            parent[max(a, b)] = min(a, b)
     groups: dict[int, list[int]] = {}
     for i in range(len(found)):
         groups.setdefault(root(i), []).append(i)
