@@ -228,7 +228,7 @@ def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
 def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_sections(tmp_path):
     report = sample_report(tmp_path)
     assert report["schema"] == 3 and report["verdict"] == "fail"
-    assert report["reasons"] == ["beyond the contracts: 1 warning finding broken"]
+    assert report["reasons"] == ["beyond the contracts: 1 warning row broken"]
     assert report["surface"]["status"] == "unavailable" and report["dependencies"]["counts"]["changed"] == 4
     text = report_markdown.render(report)
     assert "Beyond the contracts — API surface: not compared; Warnings: 1 broken, 1 noted; Dependencies: 4 changed." in text
@@ -299,9 +299,9 @@ def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
     singular or plural as the count is."""
     from optax_gate.gate.judge.verdict import broken_words
 
-    assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface finding"
-    assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency finding"
-    assert broken_words({"surface": 20, "dependencies": 1, "warnings": 2}) == "20 API surface findings, 1 dependency finding and 2 warning findings"
+    assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface row"
+    assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency row"
+    assert broken_words({"surface": 20, "dependencies": 1, "warnings": 2}) == "20 API surface rows, 1 dependency row and 2 warning rows"
 
 
 def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(tmp_path):

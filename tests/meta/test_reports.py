@@ -80,12 +80,12 @@ def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_it
         "findings": [],
         "baseline": {**REAL["baseline"], "status": "ran"},
         "candidate": {**REAL["candidate"], "status": "not-verified", "reason": "import failed: AttributeError"},
-        "reasons": ["candidate not verified: import failed: AttributeError", "beyond the contracts: 20 API surface findings broken"],
+        "reasons": ["candidate not verified: import failed: AttributeError", "beyond the contracts: 20 API surface rows broken"],
     }
     text = report_markdown.render(report)
     assert "nothing was compared (the candidate's contracts did not run)" in text and "both sides" not in text
     assert (
-        "- **beyond the contracts: 20 API surface findings broken (read from the installed packages, without running "
+        "- **beyond the contracts: 20 API surface rows broken (read from the installed packages, without running "
         "them; the rows are in the .json beside this file)**"
     ) in text
     both = report_markdown.render({**report, "baseline": {**report["baseline"], "status": "not-verified"}})

@@ -359,7 +359,7 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     report = verdict(cannot, affected, elsewhere)
     assert report["verdict"] == "fail" and report["reasons"][0].startswith("1 contract(s) broken where your code goes (usage): 1 in F2")
     assert report["reasons"][1].startswith("1 contract(s) broken where your code may go: 1 in F1"), report["reasons"]
-    report = verdict(cannot, reasons=("3 contract(s) broken", "beyond the contracts: 1 API surface finding broken"))
+    report = verdict(cannot, reasons=("3 contract(s) broken", "beyond the contracts: 1 API surface row broken"))
     assert report["verdict"] == "fail", report  # another reason fails the gate: fail stands
     report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
     assert assemble.with_scope(report, scope.scoped(report, "all", "usage"))["verdict"] == "fail"  # --fail-on all: as before
@@ -389,13 +389,13 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
     other = {"change": "changed", "section": "contracts", "contracts": ["b"], "api": "optax.sgd"}
     report = {
         "verdict": "fail",
-        "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface finding and 1 dependency finding broken"],
+        "reasons": ["1 contract(s) broken", "beyond the contracts: 1 API surface row and 1 dependency row broken"],
         "notes": [],
         "findings": [other, joined, alone],
     }
     report = assemble.with_scope(report, scope.scoped(report))
     numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
-    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface finding and 1 dependency finding broken (in F{numbers[0]}, F{numbers[1]})"), report[
+    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface row and 1 dependency row broken (in F{numbers[0]}, F{numbers[1]})"), report[
         "reasons"
     ]
     report = assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again

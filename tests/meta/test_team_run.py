@@ -1120,7 +1120,7 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
 
 def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     """The fourth trial: a team's helper the run never calls passes huber_loss's delta positionally. The gate
-    failed on "2 API surface findings broken" while the finding holding that surface row (joined to the
+    failed on "2 API surface rows broken" while the finding holding that surface row (joined to the
     contracts of the same cause) was listed under "Optax changed elsewhere … do not set the verdict". It is
     now the team's, and the verdict names the line, which the run does not reach."""
     finding = {

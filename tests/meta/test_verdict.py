@@ -66,7 +66,7 @@ def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
     assert verdict.of_beyond({"surface": 0, "dependencies": 0, "warnings": 0}) == ("pass", [])
     assert verdict.of_beyond({"surface": 2, "dependencies": 1, "warnings": 0}) == (
         "fail",
-        ["beyond the contracts: 2 API surface findings and 1 dependency finding broken"],
+        ["beyond the contracts: 2 API surface rows and 1 dependency row broken"],
     )
 
 

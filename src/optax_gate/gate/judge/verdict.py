@@ -33,14 +33,15 @@ def of_contracts(not_verified: list[str], broken: int) -> tuple[str, list[str]]:
     return "pass", []
 
 
-#: What a section's findings are called in a sentence (``1 dependency finding``).
+#: What a section's rows are called in a sentence (``1 dependency row``): rows, not findings (several rows
+#: of one kind are one finding).
 _SECTION_WORDS = {"surface": "API surface", "dependencies": "dependency", "warnings": "warning"}
 
 
 def broken_words(broken: dict[str, int]) -> str:
-    """``{"surface": 2, "dependencies": 1}`` -> ``2 API surface findings and 1 dependency finding``
+    """``{"surface": 2, "dependencies": 1}`` -> ``2 API surface rows and 1 dependency row``
     (sections with none left out)."""
-    parts = [f"{n} {_SECTION_WORDS[name]} finding{'' if n == 1 else 's'}" for name, n in broken.items() if n]
+    parts = [f"{n} {_SECTION_WORDS[name]} row{'' if n == 1 else 's'}" for name, n in broken.items() if n]
     return and_join(parts)
 
 

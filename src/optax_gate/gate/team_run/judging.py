@@ -329,7 +329,7 @@ def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
     """The team's lines that a contract finding's joined API surface part
     breaks (``your_code_notes`` saying ``breaks: ...``; ``causes.merge`` joined
     the surface row to the contracts of one cause). Such a row sets the verdict
-    (``--usage`` scoped it: "beyond the contracts: N API surface findings
+    (``--usage`` scoped it: "beyond the contracts: N API surface rows
     broken") whatever the run does, so its finding is the team's: the third
     trial read a FAIL whose only causes, ``huber_loss(pred, y, 2.0)`` and
     ``optax.monte_carlo`` in helpers the run never calls, were listed under
