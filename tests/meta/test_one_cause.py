@@ -538,3 +538,31 @@ def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids(
     cause = found[0]["cause"]
     assert cause.startswith("input checks now raise TypeError/ValueError instead of AssertionError")
     assert cause.count("at corner `broadcast/error`") == 1 and cause.count("at corner `int_inputs/error`") == 1
+
+
+def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
+    """0.2.8's inject_hyperparams rule at 83 transformations: the finding opens with what moved ("the
+    optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16"), said once, not
+    once per API whose records read otherwise (non-finite here, ok there)."""
+    assert findings.corner_lead("= u f32 s +bf16 h +bf16") == "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16"
+    assert findings.corner_lead("= u f32 h -f16") == "the hyperparameters are no longer float16"
+    assert findings.corner_lead("ok u f32") == "" and findings.corner_lead("raises TypeError") == ""
+    grid = "tests/contracts/test_surface_corners_injected.py"
+
+    def moved(api, status, s_old, s_new, norm):
+        return row(
+            f"{grid}::test_injected_hyperparameters[{api}]",
+            f"snapshot drift: corner.inject=bfloat16: {status} u f32 |u| {norm} u0 0.1 s {s_old} h f32x3 -> {status} u f32 |u| {norm} u0 0.1 s {s_new} h bf16x3",
+            change="changed",
+            api=api,
+            kind="snapshot",
+        )
+
+    rows = [moved("optax.adam", "ok", "f32x4,i32x1", "bf16x2,f32x2,i32x1", "1.5"), moved("optax.lion", "ok", "f32x2,i32x1", "bf16x2,i32x1", "2.5")]
+    sgd = moved("optax.sgd", "non-finite", "f32x2", "bf16x2", "nan")  # another corner moved too: a finding of its own, joined
+    rows.append(dict(sgd, detail=sgd["detail"] + "; corner.inject=float16: ok u f32 |u| 1 u0 0.1 s f32x2 h f32x3 -> ok u f32 |u| 1 u0 0.1 s f16x2 h f16x3"))
+    assert len(findings.group(rows)) == 2
+    (found,) = causes.of_report(rows)
+    lead = "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16: at corner `inject=bfloat16`"
+    assert found["cause"].startswith(lead) and found["cause"].count("at corner `inject=bfloat16`") == 1, found["cause"]
+    assert found["cause"].endswith("(and 1 more record of other APIs moving so)"), found["cause"]

@@ -395,9 +395,7 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
     }
     report = assemble.with_scope(report, scope.scoped(report))
     numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
-    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface row and 1 dependency row broken (in F{numbers[0]}, F{numbers[1]})"), report[
-        "reasons"
-    ]
+    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface row and 1 dependency row broken (in F{numbers[0]}, F{numbers[1]})"), report["reasons"]
     report = assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again
     assert report["reasons"][1].count("(in F") == 1
 

@@ -294,7 +294,7 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
         cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
         others = [p["cause"] for p in parts if p["cause"] != cause]
     said = list({_said_pattern(c): c for c in reversed([cause, *others])}.values())[::-1]  # the first of each pattern
-    cause = "; ".join(_variants_once(_state_once(said)))
+    cause = "; ".join(_leads_once(_variants_once(_state_once(said))))
     ids = [c for f in contract for c in f["contracts"]]
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
@@ -350,6 +350,30 @@ def _state_once(causes: list[str]) -> list[str]:
             out.append(head)
         entries[head] += [e for e in rest.split("; ") if e not in entries[head]]
     return [f"{c}: {'; '.join(entries[c])}" if c in entries else c for c in out]
+
+
+def _leads_once(causes: list[str]) -> list[str]:
+    """Corner causes that open with the same move in words (``findings.corner_lead``: "the optimizer
+    state now holds bfloat16 leaves: at corner …") said once: the first with its corner, the others
+    counted ("and 2 more records moving so: at corner `inject=float16` …" no more)."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for cause in causes:
+        lead, sep, rest = cause.partition(": at corner ")
+        if not sep or not (lead.startswith("the optimizer state ") or lead.startswith("the hyperparameters ")):
+            out.append(cause)
+            continue
+        if lead in seen:
+            seen[lead] += 1
+            continue
+        seen[lead] = 0
+        out.append(cause)
+    return [
+        f"{c} (and {seen[lead]} more record{'s' if seen[lead] > 1 else ''} of other APIs moving so)"
+        if (lead := c.partition(": at corner ")[0]) in seen and seen[lead]
+        else c
+        for c in out
+    ]
 
 
 _VARIANT = re.compile(r"the update of a (\S+) PyTree differs: (.+)")

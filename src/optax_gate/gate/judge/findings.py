@@ -102,6 +102,30 @@ def corner_move(old: str, new: str) -> tuple[str, str]:
     return f"{was} u {a[2]}", " ".join([f"{now} u {b[2]}", *moved])
 
 
+#: A transformation corner's move as :func:`corner_move` says it: status, update dtypes, dtypes gained or lost.
+_MOVE = re.compile(r"\S+ u \S+((?: [sh] [+-]\S+)+)")
+
+
+def corner_lead(move: str) -> str:
+    """What a transformation corner's move changes, in words, where its dtypes moved (:func:`corner_move`'s
+    new side): ``= u f32 s +bf16 h +bf16`` -> ``the optimizer state now holds bfloat16 leaves, and the
+    hyperparameters are now bfloat16``; "" for another move."""
+    from optax_gate.kit.corners.transformations import SHORT_DTYPES
+
+    m = _MOVE.fullmatch(move or "")
+    if not m:
+        return ""
+    long = {short: name for name, short in SHORT_DTYPES.items()}
+    words = []
+    for field, sign, dtypes in re.findall(r" ([sh]) ([+-])(\S+)", m[1]):
+        names = " and ".join(long.get(d, d) for d in dtypes.split(","))
+        if field == "s":
+            words.append(f"the optimizer state {'now holds' if sign == '+' else 'no longer holds'} {names} leaves")
+        else:
+            words.append(f"the hyperparameters {'are now' if sign == '+' else 'are no longer'} {names}")
+    return ", and ".join(words)
+
+
 def corner_text(evidence: list[Any]) -> str:
     """A corner drift in words: the first corner (glossed where its name is shorthand: :func:`corner_gloss`), its outcome in the baseline and now, and which more differ (named, not said to differ alike)."""
     leaf = evidence[0][0]
@@ -247,7 +271,8 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
         more = f" (and {len(evidence[0]) - 1} more outputs)" if len(evidence[0]) > 1 else ""
         return f"under x64 the output differs: `{leaf.path}` {leaf.old} → {leaf.new}{more}"
     if kind == "corner":
-        return corner_text(evidence)
+        lead = corner_lead(key[-1])
+        return f"{lead}: {corner_text(evidence)}" if lead else corner_text(evidence)
     if kind == "edge-hyper":
         leaf = evidence[0][0]
         name, _, rest = leaf.path.partition("=0/")
