@@ -313,3 +313,34 @@ def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(
     (tmp_path / "repo" / ".git").mkdir()
     (tmp_path / "repo" / "big_vision" / "requirements.txt").write_text("distrax\noptax\n")
     assert declared.packages([tmp_path / "repo"]) == {"distrax": "big_vision/requirements.txt", "optax": "big_vision/requirements.txt"}
+
+
+def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_warn():
+    """0.2.8 deprecates `optax.global_norm` and `optax.second_order` (removed in 0.2.9): a team reading the
+    findings learns it there, not only in the folded Warnings table. One changed finding, each warning's
+    words once; under --fail-on-new-deprecations they are broken findings of their own instead."""
+    from optax_gate.gate.report import html_page
+    from optax_gate.gate.report import markdown as report_markdown
+    from optax_gate.gate.report import surface_section
+
+    base = warnings_diff.fold([], _warnings(("DeprecationWarning", "old and gone")))
+    cand = warnings_diff.fold(
+        [],
+        _warnings(("DeprecationWarning", "optax.global_norm is deprecated in favor of optax.tree.norm"), nodeid="c1")
+        + _warnings(("FutureWarning", "hvp will be removed in optax 0.2.9"), nodeid="c2")
+        + _warnings(("UserWarning", "not a deprecation"), nodeid="c1"),
+    )
+    apis = {"c1": "optax.global_norm", "c2": "optax.second_order.hvp"}
+    report = {"warnings": {"rows": warnings_diff.diff(base, cand, apis)}}
+    (found,) = unseen.deprecation_finding(report)
+    assert (found["change"], found["apis"]) == ("changed", ["optax.global_norm", "optax.second_order.hvp"])
+    assert found["cause"].startswith("2 deprecation warnings new in the candidate")
+    assert '`optax.global_norm`: "optax.global_norm is deprecated in favor of optax.tree.norm"' in found["cause"]
+    assert "not a deprecation" not in found["cause"] and "old and gone" not in found["cause"]
+    strict = {"warnings": {"rows": warnings_diff.diff(base, cand, apis, fail_on_new_deprecations=True)}}
+    assert unseen.deprecation_finding(strict) == [] and len(unseen.broken_findings(strict)) == 2
+    found["number"] = 3
+    line = surface_section.finding_line(found)
+    assert line.startswith('3. <a id="f3"></a>**changed** 2 APIs (`optax.global_norm`, `optax.second_order.hvp`): 2 deprecation'), line
+    page = html_page._finding(report_markdown.Page({"findings": [found], "contracts": []}), found, {})
+    assert '<span class="change changed">changed</span> 3. 2 APIs' in page and page.count('id="f3"') == 1, page

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base.plain_text import named_list
+from optax_gate.gate.base.plain_text import named_list, shorten
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.inputs import declared
 from optax_gate.gate.run import warnings_diff
@@ -206,6 +206,45 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def deprecation_finding(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One ``changed`` finding of the deprecation warnings new in the candidate that are not broken (those
+    are, under ``--fail-on-new-deprecations``, findings of their own): what the candidate will ask the team's
+    code to change, named by the APIs that warn, each warning's words once. [] when there is none.
+
+    Returns:
+      ``[{"section": "warnings", "change": "changed", "key": "deprecations", "api", "apis", "cause",
+      "contracts": [], "text"}]``.
+    """
+    rows = [
+        r
+        for r in (report.get("warnings") or {}).get("rows", [])
+        if r.get("change") == "new" and r.get("verdict") == "changed" and warnings_diff.is_deprecation(str(r.get("category")))
+    ]
+    if not rows:
+        return []
+    said: dict[str, list[str]] = {}  # message -> the APIs that warn it
+    for r in rows:
+        said.setdefault(shorten(" ".join(str(r.get("message", "")).split()), 120), []).extend(r.get("apis") or [])
+    apis = sorted({a for names in said.values() for a in names})
+    parts = [f'{named_list(sorted(set(names))) + ": " if names else ""}"{message}"' for message, names in said.items()]
+    cause = f"{len(said)} deprecation warning{'s' if len(said) > 1 else ''} new in the candidate (code that calls them keeps working, for now): " + "; ".join(
+        parts
+    )
+    api = apis[0] if len(apis) == 1 else f"{len(apis)} APIs" if apis else "deprecations"
+    return [
+        {
+            "section": "warnings",
+            "change": "changed",
+            "key": "deprecations",
+            "api": api,
+            "apis": apis,
+            "cause": cause,
+            "contracts": [],
+            "text": f"changed {api}: {cause}",
+        }
+    ]
+
+
 @dataclasses.dataclass(frozen=True)
 class Beyond:
     """What the contracts cannot see, as report sections (:func:`beyond`;
@@ -266,7 +305,8 @@ def beyond(
     if isinstance(view.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
         # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
-        findings = causes.merge([{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + broken_findings(view), view.get("contracts", []))
+        beyond_rows = broken_findings(view) + deprecation_finding(view)
+        findings = causes.merge([{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + beyond_rows, view.get("contracts", []))
     seconds = round(time.monotonic() - start, 2)
     notes: tuple[str, ...] = ()
     if scan is not None and scan.not_scanned:

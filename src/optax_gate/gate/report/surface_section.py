@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from typing import Any
 
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import your_code_line
 
 from optax_gate.gate.diffs import unseen
@@ -194,6 +195,9 @@ def _module_cell(module: str) -> str:
 def finding_line(finding: dict[str, Any]) -> str:
     """The Markdown line of a finding from :func:`optax_gate.gate.diffs.unseen.broken_findings`, numbered."""
     names, section = unseen.BEYOND[finding["section"]]
+    k, change = finding["number"], finding.get("change", "broken")
+    if finding.get("key") == "deprecations":  # unseen.deprecation_finding: the APIs that warn, named
+        who = findings_.subject(finding["apis"]) if finding.get("apis") else "deprecations"
+        return f'{k}. <a id="f{k}"></a>**{change}** {who}: {finding["cause"]} (see {section} below)' + your_code_line.suffix(finding)
     api = finding["api"] if finding["section"] == "warnings" or "apis" in finding else f"`{finding['api']}`"
-    k = finding["number"]
-    return f'{k}. <a id="f{k}"></a>**broken** {names} {api}: {finding["cause"]} (see {section} below)' + your_code_line.suffix(finding)
+    return f'{k}. <a id="f{k}"></a>**{change}** {names} {api}: {finding["cause"]} (see {section} below)' + your_code_line.suffix(finding)
