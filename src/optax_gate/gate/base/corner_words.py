@@ -109,6 +109,14 @@ def _value_words(value: str) -> str | None:
     return None
 
 
+def long_dtype(short: str) -> str:
+    """A dtype's name from its short form in a corner record (``bf16`` -> ``bfloat16``:
+    ``optax_gate.kit.corners.transformations.SHORT_DTYPES``); any other text as it is."""
+    from optax_gate.kit.corners.transformations import SHORT_DTYPES
+
+    return next((name for name, s in SHORT_DTYPES.items() if s == short), short)
+
+
 def outcome_words(value: str) -> str:
     """A corner's recorded shorthand in words. A transformation corner: ``ok
     u f32 |u| 0.03 u0 0.01 s f32x6,i32x1`` -> ``ok (updates float32, norm
@@ -119,19 +127,16 @@ def outcome_words(value: str) -> str:
     4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
     as :func:`_sharded_words` says; a wrapper corner, a value or arrays as :func:`_value_words` says. Any
     other value as it is."""
-    from optax_gate.kit.corners.transformations import SHORT_DTYPES
-
     m = TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
         return _schedule_words(value) or _sharded_words(value) or _value_words(value) or value
-    long = {short: name for name, short in SHORT_DTYPES.items()}
 
     def dtypes(text: str) -> str:
-        return "/".join(long.get(d, d) for d in text.split(","))
+        return "/".join(long_dtype(d) for d in text.split(","))
 
     def leaves(text: str) -> str:
         counts = [c.rpartition("x") for c in text.split(",")] if text != "none" else []
-        return f"{and_join([f'{n} {long.get(d, d)}' for d, _, n in counts])} leaves" if counts else "no leaves"
+        return f"{and_join([f'{n} {long_dtype(d)}' for d, _, n in counts])} leaves" if counts else "no leaves"
 
     hyper = f"; hyperparameters: {leaves(m[6])}" if m[6] else ""
     return f"{m[1]} (updates {dtypes(m[2])}, norm {m[3]}, first entry {m[4]}; state: {leaves(m[5])}{hyper})"

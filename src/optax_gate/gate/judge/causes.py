@@ -8,7 +8,7 @@ from typing import Any
 from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.plain_text import named_list
-from optax_gate.gate.base.corner_words import TRANSFORMATION_OUTCOME
+from optax_gate.gate.base.corner_words import TRANSFORMATION_OUTCOME, long_dtype
 from optax_gate.gate.judge.findings import ORDER, X64_PREFIX, contracts_words, corner_move, group, outcome_pattern, row_cause, state_field, subject, test_name
 
 
@@ -111,10 +111,7 @@ def _corner_state_dtypes(value: str) -> set[str]:
     grid's ``h``, its hyperparameters, is not the state's leaves per parameter)."""
     m = TRANSFORMATION_OUTCOME.fullmatch(value or "")
     if m:
-        from optax_gate.kit.corners.transformations import SHORT_DTYPES
-
-        long = {short: name for name, short in SHORT_DTYPES.items()}
-        return {long.get(part.rpartition("x")[0], part) for part in m[5].split(",") if part != "none"}
+        return {long_dtype(part.rpartition("x")[0]) if part.rpartition("x")[0] else part for part in m[5].split(",") if part != "none"}
     return set(",".join(_CORNER_STATE.findall(value or "")).split(","))
 
 

@@ -21,7 +21,7 @@ from optax_gate.gate.base.drift import (
     state_cost,
 )
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, now_words, pytest_words
-from optax_gate.gate.base.corner_words import SHARDED_OUTCOME, TRANSFORMATION_OUTCOME, corner_gloss, outcome_words
+from optax_gate.gate.base.corner_words import SHARDED_OUTCOME, TRANSFORMATION_OUTCOME, corner_gloss, long_dtype, outcome_words
 from optax_gate.gate.base.plain_text import named_list, number, shorten
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
@@ -110,15 +110,12 @@ def corner_lead(move: str) -> str:
     """What a transformation corner's move changes, in words, where its dtypes moved (:func:`corner_move`'s
     new side): ``= u f32 s +bf16 h +bf16`` -> ``the optimizer state now holds bfloat16 leaves, and the
     hyperparameters are now bfloat16``; "" for another move."""
-    from optax_gate.kit.corners.transformations import SHORT_DTYPES
-
     m = _MOVE.fullmatch(move or "")
     if not m:
         return ""
-    long = {short: name for name, short in SHORT_DTYPES.items()}
     words = []
     for field, sign, dtypes in re.findall(r" ([sh]) ([+-])(\S+)", m[1]):
-        names = " and ".join(long.get(d, d) for d in dtypes.split(","))
+        names = " and ".join(long_dtype(d) for d in dtypes.split(","))
         if field == "s":
             words.append(f"the optimizer state {'now holds' if sign == '+' else 'no longer holds'} {names} leaves")
         else:
