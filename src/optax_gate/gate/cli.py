@@ -36,6 +36,7 @@ def _environment(args: argparse.Namespace) -> opts.EnvironmentOptions:
         timeout=getattr(args, "timeout", 3600.0),
         cache_dir=getattr(args, "cache_dir", None),
         use_cache=getattr(args, "baseline_cache", True),
+        select_modules=getattr(args, "select_modules", True),
         concurrent=getattr(args, "concurrent", True),
     )
 

@@ -137,6 +137,12 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
         help="run both sides' contracts and time their steps even when the results are cached (the new results replace the entries)",
     )
     p.add_argument(
+        "--all-modules",
+        dest="select_modules",
+        action="store_false",
+        help="run every contract module of a candidate, also those that execute no function it changed (default: those take the baseline's outcomes)",
+    )
+    p.add_argument(
         "--cache-dir",
         type=_path,
         default=Path(".nox/gate-cache"),

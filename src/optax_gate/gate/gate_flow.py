@@ -39,6 +39,7 @@ from optax_gate.gate.sides import (
     built_python,
     check_imports,
     compare_code,
+    select_modules,
     configured_packages,
     measure_speed,
     prepare,
@@ -394,6 +395,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     if baseline_snapshots.arrange(baseline, candidate, env, run.evidence, say) is not None:  # a team's baseline: its own snapshots
         env = dataclasses.replace(env, concurrent=False)  # the candidate compares with what the baseline records
     compare_code(baseline, candidate, env, run.candidate_lock, say)
+    select_modules(baseline, candidate, env, run.candidate_lock, say)
     learned = Learned()
     if checked.run_spec is not None:  # the team's own run first: quick, and its verdict is the one asked for
         spec = dataclasses.replace(

@@ -20,7 +20,9 @@ from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions, Spe
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.run import results_cache, runner
+from optax_gate.gate.run import function_diff
 from optax_gate.gate.run import same_code as same_code_
+from optax_gate.gate.run import selection as selection_
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.speed import speed as speed_
 from optax_gate.gate.surface import surface
@@ -105,11 +107,16 @@ class Side:
     checkpoints_ready: bool = False
     #: the candidate runs the baseline's code (``same_code.compare``): its record is derived from the baseline's.
     same_code: same_code_.SameCode | None = None
+    #: the side's cached header (``results_cache.fetch_side``), when found
+    header: dict[str, Any] | None = None
+    #: the candidate's modules that executed no changed function (``selection.choose``): the baseline's results, by unit name
+    taken: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    selection: selection_.Selection | None = None
 
     @property
     def pending(self) -> list[results_cache.Unit]:
-        """The units whose results are not cached."""
-        return [u for u in self.units if u.name not in self.cached]
+        """The units whose results are neither cached nor taken from the baseline."""
+        return [u for u in self.units if u.name not in self.cached and u.name not in self.taken]
 
 
 def _cache_words(side: Side, inputs: dict[str, Any], why: list[str]) -> str:
@@ -142,6 +149,7 @@ def look_up(side: Side, lock: Path, env: EnvironmentOptions, say: Callable[[str]
         else:
             why.append(reason)
     header, reason = results_cache.fetch_side(results_dir(env), inputs) if side.cached else (None, "")
+    side.header = header
     if side.cached and not side.pending and header is None:  # a side's versions and plugins come only from a run of it
         say(
             f"{side.label}: {len(side.cached)} contract module(s) cached, but the side's own entry is not usable "
@@ -238,7 +246,9 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
         return side.record
     say = progress or (lambda message: None)
     pending = side.pending
-    partial = bool(side.cached)
+    if side.taken and not pending:
+        return _taken_record(side)
+    partial = bool(side.cached) or bool(side.taken)
     say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
     team = [u for u in pending if u.team]
     targets = tuple(tuple(u.target for u in pending if not u.team and u.part == i) for i in range(len(runner.PARTS))) if partial else None
@@ -259,9 +269,24 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
         if stored:
             say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
     if partial:
-        record = results_cache.join(record, side.cached)
-        if record.get("status") == "ran" and side.cache_inputs is not None:  # partial only with cache inputs (look_up)
+        record = results_cache.join(record, {**side.cached, **side.taken})
+        if record.get("status") == "ran" and side.cache_inputs is not None and side.cached:  # partial only with cache inputs (look_up)
             record["from_cache"] = results_cache.origin(side.cache_inputs, side.cached, len(side.units))
+    if side.selection is not None and record.get("status") == "ran":
+        record["selection"] = side.selection.record()
+    return record
+
+
+def _taken_record(side: Side) -> dict[str, Any]:
+    """The record of a candidate none of whose modules runs: each module's
+    results are its own cached ones or the baseline's (it executed no changed
+    function); what the side's run says beyond its modules is the baseline's
+    (the candidate's top level is the baseline's: ``function_diff``), with its own versions."""
+    assert side.selection is not None and side.header is not None
+    record = results_cache.assemble(side.label, side.header, {**side.cached, **side.taken}, **side.extra)
+    if side.probed:
+        record["versions"] = dict(side.probed[0])
+    record["selection"] = side.selection.record()
     return record
 
 
@@ -321,6 +346,34 @@ def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candi
         say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running")
     else:
         say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
+
+
+def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
+    """Choose the candidate's contract modules to run by the functions it
+    changed (``selection.choose``): the others take the baseline's results.
+    Only when the baseline's every module is cached with what it executes
+    (not under ``--no-cache`` or ``--all-modules``, and not for a candidate whose code is the baseline's)."""
+    if candidate.record is not None or candidate.same_code is not None or not env.use_cache or not candidate.pending:
+        return
+    if not env.select_modules:
+        say("candidate: every contract module runs (--all-modules)")
+        return
+    if baseline.record is None or len(baseline.cached) != len(baseline.units) or baseline.header is None:
+        say("candidate: every contract module runs (the baseline's results are not all cached, so none can be taken from it)")
+        return
+    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
+    diff = function_diff.compare(
+        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
+    )
+    pending = [u.name for u in candidate.pending]
+    chosen = selection_.choose(pending, baseline.cached, baseline.header.get("reach_session"), diff)
+    if chosen.everything:
+        say(f"candidate: {chosen.words()}")
+        return
+    candidate.selection = chosen
+    candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
+    candidate.header = candidate.header or baseline.header
+    say(f"candidate: {chosen.words()}")
 
 
 def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:

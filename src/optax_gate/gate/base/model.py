@@ -241,6 +241,17 @@ SameCode = TypedDict(
 )
 
 
+class Selection(TypedDict):
+    """
+    present when the candidate ran only the contract modules that executed, at the baseline, a function it changed (optax_gate.gate.run.selection): the others' outcomes are the baseline's, taken, not run
+    """
+
+    changed: list[str]
+    ran: list[str]
+    taken: list[str]
+    reached: dict[str, list[str]]
+
+
 class SourceCommit(TypedDict):
     sha: str
     short: str
@@ -277,6 +288,7 @@ class CandidateRecord(TypedDict):
     from_cache: NotRequired[FromCache]
     exitstatus: NotRequired[int | None]
     same_code: NotRequired[SameCode]
+    selection: NotRequired[Selection]
     sources: NotRequired[list[SourceBuild]]
 
 

@@ -40,6 +40,8 @@ class EnvironmentOptions:
     command resolves nothing); ``timeout``: seconds of one pytest run;
     ``cache_dir``: the results cache (None: none); ``use_cache``: take results
     from it (``--no-cache`` turns it off; new results are stored either way);
+    ``select_modules``: a candidate runs only the contract modules that
+    execute a function it changed (``gate.run.selection``; ``--all-modules``: every one);
     ``concurrent``: both sides' contracts at the same time; ``team_dirs``: the
     team's checked contract folders (``--contracts``)."""
 
@@ -52,6 +54,7 @@ class EnvironmentOptions:
     timeout: float = 3600.0
     cache_dir: Path | None = None
     use_cache: bool = True
+    select_modules: bool = True
     concurrent: bool = True
     team_dirs: tuple[Path, ...] = ()
 

@@ -170,6 +170,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
             "so each of its outcomes is the baseline's (`--no-cache` runs them)",
         )
+    elif chosen := candidate.get("selection"):  # gate.run.selection: the modules that execute no changed function taken
+        notes.insert(0, selection_note(chosen))
 
     verdict, reasons = verdict_.of_contracts(reasons, summary["broken"])
     return {
@@ -179,7 +181,20 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "notes": notes,
         "summary": {k: summary.get(k, 0) for k in CHANGES},
         "findings": causes.of_report(rows, candidate_ran=candidate.get("status") == "ran"),
-        "baseline": {k: v for k, v in baseline.items() if k != "contracts"},
-        "candidate": {k: v for k, v in candidate.items() if k != "contracts"},
+        "baseline": {k: v for k, v in baseline.items() if k not in ("contracts", "reach")},
+        "candidate": {k: v for k, v in candidate.items() if k not in ("contracts", "reach")},
         "contracts": rows,
     }
+
+
+def selection_note(chosen: dict[str, Any]) -> str:
+    """The report's note on a candidate that ran only the modules reaching a changed function (``gate.run.selection``)."""
+    ran, taken = chosen["ran"], chosen["taken"]
+    changed = chosen["changed"]
+    shown = ", ".join(f"`{c}`" for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
+    return (
+        f"the candidate changed the body of {len(changed)} function(s) ({shown or 'none'}) and nothing else that runs: "
+        f"{len(ran)} of {len(ran) + len(taken)} contract modules ran, those that execute one of them at the baseline"
+        f"{' or whose record is missing' if set(ran) - set(chosen['reached']) else ''}; the other {len(taken)} execute none of them, "
+        "so their outcomes are the baseline's, taken, not run (each named under Versions; `--no-cache` runs them all)"
+    )

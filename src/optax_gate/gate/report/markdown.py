@@ -257,7 +257,21 @@ def _versions_section(page: Page) -> list[str]:
                 else ""
             )
         )
+        if chosen := run.get("selection"):
+            out += _selection_lines(chosen)
     out.append("")
+    return out
+
+
+def _selection_lines(chosen: dict[str, Any]) -> list[str]:
+    """Per contract module, whether the candidate ran it (and which changed function it executes) or took the baseline's outcomes."""
+    out = []
+    for name in chosen["ran"]:
+        hit = chosen["reached"].get(name)
+        why = f"executes {', '.join(f'`{c}`' for c in hit)}" if hit else "no record of what it executes"
+        out.append(f"  - `{name}`: ran ({why})")
+    if chosen["taken"]:
+        out.append(f"  - the baseline's outcomes, not run (they execute no changed function): {', '.join(f'`{n}`' for n in chosen['taken'])}")
     return out
 
 

@@ -99,6 +99,7 @@ RUN_MODULES = (
     "src/optax_gate/gate/inputs/team_contracts.py",
     "src/optax_gate/gate/inputs/options.py",
     "src/optax_gate/gate/run/warnings_diff.py",
+    "src/optax_gate/gate/run/reach_record.py",
     "src/optax_gate/gate/inputs/validate.py",
     "src/optax_gate/gate/install/compilation_cache.py",
     "src/optax_gate/gate/base/details.py",
@@ -290,13 +291,19 @@ def split(record: dict[str, Any], ran: list[Unit]) -> tuple[dict[str, dict[str, 
             return None
         owned[unit.name][cid] = result
     warnings = record.get("warnings") or []
+    reach = record.get("reach")
     payloads = {}
-    for name, mine in owned.items():
+    for unit in ran:
+        mine = owned[unit.name]
         if mine:  # a module that ran no contract is run again next time
-            payloads[name] = {"contracts": mine, "warnings": _owned_warnings(warnings, set(mine))}
+            payloads[unit.name] = {"contracts": mine, "warnings": _owned_warnings(warnings, set(mine))}
+            if reach is not None and not unit.team:  # what the module executed (gate.run.selection)
+                payloads[unit.name]["reach"] = reach["modules"].get(unit.name, [])
     everything = set(contracts)
     loose = [w for w in warnings if w.get("when") == "import" or not set(w.get("contracts") or []) & everything]
     side = {**{f: record.get(f) for f in SIDE_FIELDS}, "warnings": loose}
+    if reach is not None:
+        side["reach_session"] = reach["session"]
     return payloads, side
 
 

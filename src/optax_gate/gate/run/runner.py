@@ -30,7 +30,8 @@ from typing import Any
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
-from optax_gate.gate.run import devices, outcomes, pytest_plugins, warnings_diff
+from optax_gate.gate.run import devices, outcomes, pytest_plugins, reach_record, warnings_diff
+from optax_gate.kit.environment import reach
 from optax_gate.kit import moved_behaviour
 
 CONTRACTS_DIR = "tests/contracts"
@@ -212,7 +213,9 @@ def run(
     }
     variables.update(baseline_variables(env.baseline_lock))  # both sides judged against what the baseline does
     start = time.monotonic()
-    call = PytestCall(python, label, CONTRACTS_DIR, env.project_root, out_dir, (*pytest_plugins.args(plugins), *how.pytest_args), variables)
+    call = PytestCall(
+        python, label, CONTRACTS_DIR, env.project_root, out_dir, (*pytest_plugins.args(plugins), *reach_record.PLUGIN_ARGS, *how.pytest_args), variables
+    )
     ran = _run_parts(call, start + env.timeout, how, versions, on_progress)
     late = next((i for i, part in enumerate(ran) if part is None), None)
     if late is not None:
@@ -237,6 +240,8 @@ def run(
         **extra,
         "contracts": contracts,
     }
+    if all(p.reach is not None for p in parts):  # what each module executed: the candidates' selection (gate.run.selection)
+        record["reach"] = reach_record.join([p.reach for p in parts if p.reach is not None])
     problem = merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:
         bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
@@ -368,6 +373,8 @@ class Part:
     log: outcomes.ReportLog
     progress: tuple[int, int] = (0, 0)
     warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: what its contract modules executed (``reach_record.read``); None: not recorded
+    reach: dict[str, Any] | None = dataclasses.field(default_factory=lambda: reach_record.join([]))
 
 
 def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None) -> Part | None:
@@ -397,7 +404,13 @@ def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], 
     start = time.monotonic()
     warnings_file = out_dir / f"{name}.warnings.json"
     warnings_file.unlink(missing_ok=True)
-    env = {**call.env, "OPTAX_GATE_PROGRESS": str(collected.absolute()), "OPTAX_GATE_WARNINGS": str(warnings_file.absolute())}
+    reach_record.forget(out_dir, name)
+    env = {
+        **call.env,
+        "OPTAX_GATE_PROGRESS": str(collected.absolute()),
+        "OPTAX_GATE_WARNINGS": str(warnings_file.absolute()),
+        reach.VARIABLE: str(reach_record.reach_file(out_dir, name).absolute()),
+    }
     with open(output, "w", encoding="utf-8") as sink:
         with _LIVE_LOCK:  # checked and registered at once: stop_all() cannot fall between the two
             if _STOP.is_set():  # the gate is being interrupted: start nothing new
@@ -429,6 +442,7 @@ def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], 
         outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
         _count_progress(log, collected),
         warnings_diff.read(warnings_file),
+        reach_record.read(out_dir, name),
     )
 
 

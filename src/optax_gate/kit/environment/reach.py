@@ -1,0 +1,205 @@
+"""pytest plugin: the Optax and Flax functions each contract module executes, for selecting a candidate's modules by changed function.
+
+Loaded with ``-p optax_gate.kit.environment.reach`` and active only when
+``$OPTAX_GATE_REACH`` names a file: at the end of the session it writes there
+(atomically) ``{"format", "packages", "session": [FUNCTION, ...], "modules":
+{module path: [FUNCTION, ...]}}``, where a FUNCTION is ``"<file>::<unit>"``:
+``<file>`` a source file of a package in :data:`PACKAGES`, relative to the
+folder holding that package (``optax/_src/alias.py``), and ``<unit>`` the
+function or method whose body ran, as ``select.units`` names it
+(``lion``, ``MultiSteps.update``; a nested function or lambda counts as the
+top-level function or method it is written in).
+
+How it is complete:
+
+- **Every Python function that starts** is seen: ``sys.monitoring``'s
+  ``PY_START`` event (Python 3.12), at trace time as well as eagerly; a code
+  location returns ``DISABLE`` after its first start, so it costs one call
+  per function per module, and ``restart_events`` re-arms every location
+  when the module changes.
+- **Attributed to the module that made it run**: a module's collection (its
+  import, its parametrization) and its tests' setup, call and teardown go to
+  that module; what runs before any module is collected or between them
+  (plugins, ``conftest.py``, Optax's own import) goes to ``session``, which
+  a selection treats as reached by every module.
+- **No module borrows another's work**: when the module changes (in
+  collection and when its tests start, in each pytest-xdist process), every
+  cache a later module could reuse is cleared first: JAX's trace and
+  compilation caches (``jax.clear_caches``) and each ``functools`` cache of
+  Optax, Flax, this project and the contract modules. A function whose result
+  a cache kept therefore runs again, and is seen, in every module that needs it.
+  Fixtures are module-scoped at most in the contracts, so none outlives its module.
+
+The file is written by each pytest process (``$OPTAX_GATE_REACH`` with the
+process id added: the pytest-xdist controller and each worker); ``gate.run.reach_record``
+reads and joins them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import _pytest
+import pluggy
+import pytest
+
+#: The packages whose functions are recorded (the ones a selection can map a change to).
+PACKAGES = ("optax", "flax")
+#: The record's format (``gate.run.reach.FORMAT`` reads it).
+FORMAT = "reach-v1"
+#: The environment variable naming the output file.
+VARIABLE = "OPTAX_GATE_REACH"
+SESSION = "session"
+
+
+def unit_of(qualname: str) -> str:
+    """The function or method a code object belongs to: its qualified name up to the first ``<locals>``."""
+    head = qualname.split(".<locals>", 1)[0]
+    return head
+
+
+class Recorder:
+    """The ``sys.monitoring`` tool that records which functions of ``roots`` start, per module."""
+
+    def __init__(self, roots: dict[str, str]) -> None:
+        self.roots = roots  # folder of a package (with its separator) -> the folder holding it
+        self.found: dict[str, set[str]] = {SESSION: set()}
+        self.current = SESSION
+        self.current_file: str | None = None
+        self.tool: int | None = None
+        #: frames of pytest and pluggy: above them, no import is a contract's
+        self.outer = tuple(os.path.dirname(m.__file__) + os.sep for m in (_pytest, pluggy) if m.__file__)
+
+    def start(self) -> None:
+        monitoring = sys.monitoring
+        free = [i for i in range(6) if monitoring.get_tool(i) is None and i not in (monitoring.DEBUGGER_ID, monitoring.COVERAGE_ID)]
+        if not free:
+            raise RuntimeError("no free sys.monitoring tool id for the reach recorder")
+        self.tool = free[-1]
+        monitoring.use_tool_id(self.tool, "optax-gate-reach")
+        monitoring.register_callback(self.tool, monitoring.events.PY_START, self._on_start)
+        monitoring.set_events(self.tool, monitoring.events.PY_START)
+
+    def stop(self) -> None:
+        if self.tool is not None:
+            sys.monitoring.set_events(self.tool, 0)
+            sys.monitoring.register_callback(self.tool, sys.monitoring.events.PY_START, None)
+            sys.monitoring.free_tool_id(self.tool)
+            self.tool = None
+
+    def _on_start(self, code: types.CodeType, offset: int) -> Any:
+        name = code.co_filename
+        for root, base in self.roots.items():
+            if name.startswith(root):
+                where = SESSION if self._importing() else self.current
+                self.found[where].add(f"{name[len(base) :].replace(os.sep, '/')}::{unit_of(code.co_qualname)}")
+                break
+        return sys.monitoring.DISABLE
+
+    def _importing(self) -> bool:
+        """Whether the code starting now runs inside the import of a module other than
+        the current contract module (a helper, the kit, Flax): what it runs, it runs once
+        for every module that imports it later, so it is the session's."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename.startswith(self.outer):
+                return False
+            if code.co_name == "<module>" and code.co_filename != self.current_file:
+                return True
+            frame = frame.f_back
+        return False
+
+    def switch(self, module: str, path: str | None = None) -> None:
+        """From now on, what starts is ``module``'s (its file ``path``), after the caches are cleared."""
+        if module == self.current:
+            return
+        if module != SESSION:
+            clear_caches()
+        self.current, self.current_file = module, path
+        self.found.setdefault(module, set())
+        sys.monitoring.restart_events()
+
+
+def clear_caches() -> None:
+    """Clear JAX's caches and every ``functools`` cache of the recorded packages, this project and the contracts."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    prefixes = (*PACKAGES, "optax_gate", "tests", "test_")
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(prefixes):
+            continue
+        for value in list(vars(module).values()):
+            for target in (value, *(vars(value).values() if isinstance(value, type) else ())):
+                clear = getattr(target, "cache_clear", None)
+                if callable(clear) and hasattr(target, "cache_info"):
+                    clear()
+
+
+def _roots() -> dict[str, str]:
+    out = {}
+    for package in PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            real = os.path.realpath(folder)
+            for shown in {folder, real}:
+                out[shown.rstrip(os.sep) + os.sep] = os.path.dirname(shown.rstrip(os.sep)) + os.sep
+    return out
+
+
+def _start() -> Recorder | None:
+    """The recorder, started as the plugin is imported (before ``conftest.py`` and Optax are), when :data:`VARIABLE` is set."""
+    if not os.environ.get(VARIABLE):
+        return None
+    recorder = Recorder(_roots())
+    recorder.start()
+    return recorder
+
+
+_RECORDER = _start()
+
+
+def _module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    if _RECORDER is not None:
+        if isinstance(collector, pytest.Module):
+            _RECORDER.switch(_module_of(collector.nodeid), str(collector.path))
+        else:
+            _RECORDER.switch(SESSION)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if _RECORDER is not None and report.nodeid.endswith(".py"):  # a module collected: what follows is no module's
+        _RECORDER.switch(SESSION)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if _RECORDER is not None:
+        _RECORDER.switch(_module_of(item.nodeid), str(item.path))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _RECORDER is None:
+        return
+    _RECORDER.stop()
+    target = Path(f"{os.environ[VARIABLE]}.{os.getpid()}")  # one file per process: the controller and each pytest-xdist worker
+    found = {k: sorted(v) for k, v in _RECORDER.found.items()}
+    payload = {"format": FORMAT, "packages": list(PACKAGES), "session": found.pop(SESSION, []), "modules": found}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(payload, out, sort_keys=True)
+    os.replace(tmp, target)

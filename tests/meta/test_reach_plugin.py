@@ -1,0 +1,90 @@
+"""The recorder of what each contract module executes (``optax_gate.kit.environment.reach``),
+run in a real pytest process over real Optax: every function that starts is seen, at trace
+time too, attributed to its module, and no module borrows another's cached work."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from optax_gate.kit.environment import reach
+
+SHARED = """
+import functools
+import jax
+import jax.numpy as jnp
+import optax
+
+AT_IMPORT = optax.scale(2.0)  # runs before any module: the session's
+
+
+@functools.cache
+def built():
+    return optax.sgd(0.1)
+
+
+@jax.jit
+def norm(x):
+    return optax.tree.norm(x)
+"""
+
+TESTS = {
+    "test_a.py": "import jax.numpy as jnp\nfrom shared import built, norm\n\ndef test_a():\n    built()\n    norm(jnp.ones(3))\n",
+    "test_b.py": "from shared import built\n\ndef test_b():\n    built()\n",
+    "test_c.py": "import jax.numpy as jnp\nfrom shared import norm\n\ndef test_c():\n    norm(jnp.ones(3))\n",
+    "test_d.py": "import optax\n\nLION = optax.lion(0.1)  # at collection: the module's\n\ndef test_d():\n    assert LION.init({}) is not None\n",
+}
+
+
+def _run(tmp_path, *args):
+    for name, text in {"shared.py": SHARED, **TESTS}.items():
+        (tmp_path / name).write_text(text)
+    out = tmp_path / "out" / "r.reach.json"
+    env = {**os.environ, reach.VARIABLE: str(out), "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "optax_gate.kit.environment.reach", *args, *sorted(TESTS)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [json.loads(p.read_text()) for p in sorted(out.parent.glob("r.reach.json*"))]
+
+
+def _one(records):
+    session = set().union(*(r["session"] for r in records))
+    modules: dict[str, set[str]] = {}
+    for r in records:
+        assert r["format"] == reach.FORMAT and r["packages"] == ["optax", "flax"]
+        for m, found in r["modules"].items():
+            modules.setdefault(m, set()).update(found)
+    return session, modules
+
+
+@pytest.mark.parametrize("xdist", [(), ("-p", "xdist.plugin", "-n", "2")], ids=["one-process", "two-workers"])
+def test_each_module_records_what_it_executes_even_when_another_module_cached_it(tmp_path, xdist):
+    session, modules = _one(_run(tmp_path, *xdist))
+    sgd, norm, lion = "optax/_src/alias.py::sgd", "optax/tree_utils/_tree_math.py::tree_norm", "optax/_src/alias.py::lion"
+    # the functools cache of built() and JAX's cache of the jitted norm are cleared between modules
+    assert sgd in modules["test_a.py"] and sgd in modules["test_b.py"]
+    assert norm in modules["test_a.py"] and norm in modules["test_c.py"], "a traced function is seen in each module that traces it"
+    assert norm not in modules["test_b.py"] and sgd not in modules["test_c.py"]
+    assert lion in modules["test_d.py"] and lion not in modules["test_a.py"], "what a module runs at collection is its own"
+    # a nested function counts as its top-level function: lion's init_fn is scale_by_lion's
+    assert "optax/_src/transform.py::scale_by_lion" in modules["test_d.py"]
+    assert not any("<locals>" in f for found in modules.values() for f in found)
+    assert "optax/_src/transform.py::scale" in session, "what runs at import is the session's"
+
+
+def test_without_the_variable_the_plugin_records_nothing(tmp_path):
+    for name, text in {"shared.py": SHARED, **TESTS}.items():
+        (tmp_path / name).write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != reach.VARIABLE}
+    env |= {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "optax_gate.kit.environment.reach", "test_b.py"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert not list(tmp_path.rglob("*.reach.json*"))
+
+
+@pytest.mark.parametrize("qualname, unit", [("lion", "lion"), ("scale_by_lion.<locals>.init_fn", "scale_by_lion"), ("A.f.<locals>.g.<locals>.<lambda>", "A.f")])
+def test_a_code_object_counts_as_the_function_it_is_written_in(qualname, unit):
+    assert reach.unit_of(qualname) == unit

@@ -1,0 +1,244 @@
+"""A candidate runs only the contract modules that executed a function it changed
+(``optax_gate.gate.run.function_diff``, ``optax_gate.gate.run.selection``): what counts
+as a changed function, what makes every module run, and the gate's flow with it."""
+
+import json
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from optax_gate.gate.run import function_diff, reach_record, same_code, selection
+from tests.meta.test_cli import FAKE_PYTHON, LOCK, ROOT
+from tests.meta.test_same_code import HASH, INPUTS, _entry_end, _lock, _site
+
+SOURCE = '''"""Aliases."""
+
+import math
+
+RATE = 0.1
+
+
+def adam(learning_rate, b1=0.9):
+    """Adam."""
+    def inner(x):
+        return x * b1
+    return inner(learning_rate)
+
+
+def sgd(learning_rate):
+    return learning_rate
+
+
+class MultiSteps:
+    """Wrapper."""
+
+    every = 2
+
+    def update(self, g):
+        """Update."""
+        return g
+
+    class Inner:
+        def step(self):
+            return 1
+'''
+
+
+def _changed(new: str) -> function_diff.FunctionDiff | tuple[set[str], str]:
+    return function_diff._changed_in_file("optax", "optax/alias.py", SOURCE.encode(), new.encode())
+
+
+@pytest.mark.parametrize(
+    "edit, changed",
+    [
+        (("return learning_rate\n", "return -learning_rate\n"), {"optax/alias.py::sgd"}),
+        (("return x * b1", "return x / b1"), {"optax/alias.py::adam"}),  # a nested function is its top-level function's
+        (("return g\n", "return 2 * g\n"), {"optax/alias.py::MultiSteps.update"}),
+        (("return 1\n", "return 2\n"), {"optax/alias.py::MultiSteps.Inner.step"}),
+        (("\ndef sgd", "\n# a comment\ndef sgd"), set()),  # comments and layout are no change
+    ],
+)
+def test_a_body_change_names_its_function_and_layout_names_none(edit, changed):
+    found, why = _changed(SOURCE.replace(*edit))
+    assert why == "" and found == changed
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        ("b1=0.9", "b1=0.95"),  # a default
+        ('"""Adam."""', '"""Adam, changed."""'),  # a docstring (read by the surface contracts)
+        ("def sgd(learning_rate)", "def sgd(learning_rate, extra=None)"),  # a signature
+        ("RATE = 0.1", "RATE = 0.2"),  # what runs at import
+        ("    every = 2", "    every = 3"),  # a class attribute
+        ("\ndef sgd", "\n@staticmethod\ndef sgd"),  # a decorator
+        ("import math\n", "import math\nimport os\n"),
+    ],
+)
+def test_a_change_of_the_top_level_cannot_be_mapped_to_functions(edit):
+    found, why = _changed(SOURCE.replace(*edit))
+    assert found == set() and why.startswith("the top level of optax/alias.py changed"), why
+
+
+def test_a_file_that_does_not_parse_or_defines_a_name_twice_cannot_be_mapped():
+    assert "does not parse" in _changed(SOURCE + "\ndef (:\n")[1]
+    assert "defines a function twice" in _changed(SOURCE + "\n\ndef sgd(x):\n    return x\n")[1]
+
+
+def _compare(tmp_path, candidate: str, *, version="0.2.6", extra_file=False, inputs=None, candidate_lock_extra=""):
+    files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": SOURCE}
+    base = _site(tmp_path / "base", files)
+    cand = _site(tmp_path / "cand", {**files, "optax/alias.py": candidate, **({"optax/new.py": "x = 1\n"} if extra_file else {})}, version=version)
+    base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
+    cand_lock = _lock(tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra)
+    return function_diff.compare(
+        same_code.Installed(base_lock, base, INPUTS), same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})})
+    )
+
+
+def test_the_installed_packages_are_compared_function_by_function(tmp_path):
+    found = _compare(tmp_path, SOURCE.replace("return learning_rate\n", "return -learning_rate\n"))
+    assert found == function_diff.FunctionDiff(frozenset({"optax/alias.py::sgd"}))
+
+
+@pytest.mark.parametrize(
+    "kwargs, why",
+    [
+        ({"version": "0.2.7"}, "optax 0.2.7 is another version than the baseline's 0.2.6"),
+        ({"extra_file": True}, "optax's files differ (1 in one environment only, first optax/new.py)"),
+        ({"inputs": {"python": "3.12.4"}}, "the sides' inputs differ beyond the lock"),
+        ({"candidate_lock_extra": "numpy==2.0 \\\n    " + HASH + "\n"}, "the locks pin other packages"),
+    ],
+)
+def test_another_version_file_input_or_package_runs_every_module(tmp_path, kwargs, why):
+    assert _compare(tmp_path, SOURCE, **kwargs).everything == why
+
+
+def test_a_package_beyond_optax_and_flax_pinned_differently_runs_every_module(tmp_path):
+    base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
+    cand_lock = tmp_path / "cand.txt"
+    cand_lock.write_text(base_lock.read_text().replace("jax==0.11.2", "jax==0.12.0"))
+    site = _site(tmp_path / "base", {"optax/alias.py": SOURCE})
+    found = function_diff.compare(same_code.Installed(base_lock, site, INPUTS), same_code.Installed(cand_lock, site, {**INPUTS, "lock_sha256": "2"}))
+    assert found.everything == "jax is pinned differently, and only changes of optax and flax map to functions"
+
+
+BASE = {
+    "tests/contracts/test_adam.py": {"reach": ["optax/alias.py::adam", "optax/base.py::chain"]},
+    "tests/contracts/test_sgd.py": {"reach": ["optax/alias.py::sgd"]},
+    "tests/contracts/test_old.py": {},  # cached before what modules execute was recorded
+}
+MODULES = [*BASE, "team:own"]
+
+
+def test_a_module_runs_when_it_executed_a_changed_function_or_has_no_record():
+    chosen = selection.choose(MODULES, BASE, ["optax/__init__.py::<module>"], function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})))
+    assert chosen.run == ("tests/contracts/test_adam.py", "tests/contracts/test_old.py", "team:own")
+    assert chosen.taken == ("tests/contracts/test_sgd.py",)
+    assert chosen.reached == {"tests/contracts/test_adam.py": ["optax/alias.py::adam"]}
+    assert chosen.everything == "" and "1 function(s) changed (optax/alias.py::adam): 3 contract module(s) run, 1 take" in chosen.words()
+
+
+@pytest.mark.parametrize(
+    "session, diff, why",
+    [
+        (None, function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})), "the baseline's record of what ran outside the modules is missing"),
+        (["optax/alias.py::adam"], function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})), "optax/alias.py::adam changed and runs outside any module"),
+        ([], function_diff.FunctionDiff(everything="jax is pinned differently"), "jax is pinned differently"),
+    ],
+)
+def test_every_module_runs_when_the_change_reaches_outside_the_modules_or_cannot_be_mapped(session, diff, why):
+    chosen = selection.choose(MODULES, BASE, session, diff)
+    assert chosen.run == tuple(MODULES) and chosen.taken == () and chosen.everything.startswith(why)
+
+
+def test_the_records_of_several_processes_are_joined_and_a_bad_one_is_none(tmp_path):
+    (tmp_path / "base.reach.json.gw0").write_text(json.dumps({"format": "reach-v1", "session": ["a"], "modules": {"m": ["x"]}}))
+    (tmp_path / "base.reach.json.gw1").write_text(json.dumps({"format": "reach-v1", "session": ["b"], "modules": {"m": ["y"], "n": []}}))
+    assert reach_record.read(tmp_path, "base") == {"session": ["a", "b"], "modules": {"m": ["x", "y"], "n": []}}
+    assert reach_record.read(tmp_path, "cand") is None
+    (tmp_path / "cand.reach.json").write_text(json.dumps({"format": "reach-v0", "session": [], "modules": {}}))
+    assert reach_record.read(tmp_path, "cand") is None
+    (tmp_path / "cand.reach.json").write_text("{")
+    assert reach_record.read(tmp_path, "cand") is None
+
+
+# ------------------------------------------------------------------ the gate's flow
+
+DRIVER = """
+from pathlib import Path
+from optax_gate.gate.install import environments
+from optax_gate.gate import cli
+pythons = {{"baseline": Path({base!r}), "candidate": Path({cand!r})}}
+environments.ensure = lambda folder, lock, *a, **k: pythons["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"]
+cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir", {cache!r}, *{extra!r}])
+"""
+
+
+def _gate(tmp_path, tag: str, source: str, extra=()):
+    """The gate with fake environments (``test_cli.FAKE_PYTHON``: a module named for adam executes
+    ``optax/alias.py::adam``, every other one ``sgd``) whose optax is the baseline's and ``source``;
+    the results cache is shared between calls. Returns (process, report, modules the candidate ran)."""
+    files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": SOURCE}
+    pythons = {}
+    for side, text in (("base", SOURCE), (f"cand-{tag}", source)):
+        if not (tmp_path / side).exists():
+            _site(tmp_path / side, {**files, "optax/alias.py": text})
+            python = tmp_path / side / "bin" / "python"
+            python.parent.mkdir(parents=True)
+            python.write_text(FAKE_PYTHON.format(python=sys.executable, pause=0, tests=2))
+            python.chmod(python.stat().st_mode | stat.S_IEXEC)
+        pythons[side] = tmp_path / side / "bin" / "python"
+    text = LOCK.read_text()
+    start = text.index("optax==0.2.6")
+    cand_lock = tmp_path / f"candidate-{tag}.txt"  # the baseline lock with optax 0.2.6 from another wheel (built from source)
+    cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    --hash=sha256:" + (tag * 64)[:64] + text[_entry_end(text, start) :])
+    out = tmp_path / f"out-{tag}"
+    driver = DRIVER.format(
+        base=str(pythons["base"]), cand=str(pythons[f"cand-{tag}"]), lock=str(cand_lock), out=str(out), cache=str(tmp_path / "cache"), extra=list(extra)
+    )
+    proc = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    runs = tmp_path / f"cand-{tag}" / "bin" / "pytest-modules"
+    ran = sorted(m for line in runs.read_text().splitlines() for m in json.loads(line)[1]) if runs.exists() else []
+    return proc, report, ran
+
+
+def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_takes_the_rest(tmp_path):
+    changed = SOURCE.replace("return x * b1", "return x / b1")
+    proc, first, ran = _gate(tmp_path, "a", changed)  # the baseline is not cached yet: every module runs
+    assert proc.returncode == 0, proc.stderr
+    assert "the baseline's results are not all cached" in proc.stderr and "selection" not in first["candidate"]
+    every = len(ran)
+    proc, report, ran = _gate(tmp_path, "b", changed)  # another candidate of the same change, the baseline cached now
+    assert proc.returncode == 0, proc.stderr
+    assert ran == ["tests/contracts/test_adam.py", "tests/contracts/test_adamw.py"], ran
+    chosen = report["candidate"]["selection"]
+    assert chosen["changed"] == ["optax/alias.py::adam"] and chosen["ran"] == ran and len(chosen["taken"]) == every - 2
+    assert chosen["reached"] == {m: ["optax/alias.py::adam"] for m in ran}
+    assert report["summary"]["unchanged"] == len(report["contracts"]) == len(first["contracts"])
+    assert report["notes"][0].startswith("the candidate changed the body of 1 function(s) (`optax/alias.py::adam`)")
+    assert "reach" not in report["candidate"] and "reach" not in report["baseline"]
+    md = (tmp_path / "out-b" / "report.md").read_text()
+    assert "  - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`)" in md
+    assert "the baseline's outcomes, not run (they execute no changed function): `tests/contracts/multidevice/test_data_parallel.py`, " in md
+
+
+def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every_one(tmp_path):
+    proc, _, every = _gate(tmp_path, "a", SOURCE.replace("return 1\n", "return 2\n"))  # caches the baseline
+    assert proc.returncode == 0, proc.stderr
+    proc, report, ran = _gate(tmp_path, "b", SOURCE.replace("return 1\n", "return 2\n"))  # MultiSteps.Inner.step: no module runs it
+    assert proc.returncode == 0, proc.stderr
+    assert ran == [] and report["candidate"]["selection"]["ran"] == [] and report["verdict"] == "pass"
+    assert report["summary"]["unchanged"] == len(report["contracts"]) > 0
+    proc, report, ran = _gate(tmp_path, "c", SOURCE.replace("RATE = 0.1", "RATE = 0.2"))
+    assert proc.returncode == 0, proc.stderr
+    assert ran == every and "selection" not in report["candidate"]
+    assert "every contract module runs: the top level of optax/alias.py changed" in proc.stderr
+    for tag, extra in (("d", "--no-cache"), ("e", "--all-modules")):
+        proc, report, ran = _gate(tmp_path, tag, SOURCE.replace("return learning_rate\n", "return -learning_rate\n"), extra=(extra,))
+        assert proc.returncode == 0, proc.stderr
+        assert ran == every and "selection" not in report["candidate"], extra
+    assert "every contract module runs (--all-modules)" in proc.stderr
