@@ -242,3 +242,10 @@ def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every
         assert proc.returncode == 0, proc.stderr
         assert ran == every and "selection" not in report["candidate"], extra
     assert "every contract module runs (--all-modules)" in proc.stderr
+
+
+def test_the_gate_imports_without_pytest():
+    """The gate's own environment (``./noxw -s gate``) has no pytest: the recorder's names come from a module without it."""
+    code = "import sys; sys.modules['pytest'] = sys.modules['_pytest'] = sys.modules['pluggy'] = None; import optax_gate.gate.cli"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

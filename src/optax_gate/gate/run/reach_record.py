@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from optax_gate.kit.environment import reach as reach_plugin
+from optax_gate.kit.environment import reach_names as reach_plugin
 
 #: The pytest argument that loads the recorder.
 PLUGIN_ARGS = ("-p", "optax_gate.kit.environment.reach")

@@ -31,7 +31,7 @@ from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import devices, outcomes, pytest_plugins, reach_record, warnings_diff
-from optax_gate.kit.environment import reach
+from optax_gate.kit.environment import reach_names as reach
 from optax_gate.kit import moved_behaviour
 
 CONTRACTS_DIR = "tests/contracts"

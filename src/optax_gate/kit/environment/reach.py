@@ -50,19 +50,7 @@ import _pytest
 import pluggy
 import pytest
 
-#: The packages whose functions are recorded (the ones a selection can map a change to).
-PACKAGES = ("optax", "flax")
-#: The record's format (``gate.run.reach.FORMAT`` reads it).
-FORMAT = "reach-v1"
-#: The environment variable naming the output file.
-VARIABLE = "OPTAX_GATE_REACH"
-SESSION = "session"
-
-
-def unit_of(qualname: str) -> str:
-    """The function or method a code object belongs to: its qualified name up to the first ``<locals>``."""
-    head = qualname.split(".<locals>", 1)[0]
-    return head
+from optax_gate.kit.environment.reach_names import FORMAT, PACKAGES, SESSION, VARIABLE, unit_of
 
 
 class Recorder:
