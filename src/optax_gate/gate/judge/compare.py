@@ -196,5 +196,5 @@ def selection_note(chosen: dict[str, Any]) -> str:
         f"the candidate changed the body of {len(changed)} function(s) ({shown or 'none'}) and nothing else that runs: "
         f"{len(ran)} of {len(ran) + len(taken)} contract modules ran, those that execute one of them at the baseline"
         f"{' or whose record is missing' if set(ran) - set(chosen['reached']) else ''}; the other {len(taken)} execute none of them, "
-        "so their outcomes are the baseline's, taken, not run (each named under Versions; `--no-cache` runs them all)"
+        "so their outcomes are the baseline's, taken, not run (each named under Versions; `--all-modules` runs them all)"
     )
