@@ -53,7 +53,7 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         os.symlink(sys.executable, tmp_path / name / "python3.12")
         pythons[name] = str(tmp_path / name / "python3.12")
     nox = root / ".noxw" / "venv" / "bin" / "nox"
-    nox.write_text("#!/bin/sh\necho stand-in nox \"$@\"\n")
+    nox.write_text('#!/bin/sh\necho stand-in nox "$@"\n')
     nox.chmod(0o755)
     digest = subprocess.run(["sha256sum", str(root / "requirements-tools.txt")], capture_output=True, text=True, check=True).stdout.split()[0]
     (root / ".noxw" / "venv" / ".requirements-tools.sha256").write_text(f"{digest} {pythons['a']}\n")

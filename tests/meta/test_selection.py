@@ -222,8 +222,10 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     assert report["notes"][0].startswith("the candidate changed the body of 1 function(s) (`optax/alias.py::adam`)")
     assert "reach" not in report["candidate"] and "reach" not in report["baseline"]
     md = (tmp_path / "out-b" / "report.md").read_text()
-    assert "  - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`)" in md
+    assert "   - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`)" in md
     assert "the baseline's outcomes, not run (they execute no changed function): `tests/contracts/multidevice/test_data_parallel.py`, " in md
+    page = (tmp_path / "out-b" / "report.html").read_text()
+    assert "<li><code>tests/contracts/test_adam.py</code>: ran (executes <code>optax/alias.py::adam</code>)</li>" in page
 
 
 def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every_one(tmp_path):

@@ -269,9 +269,9 @@ def _selection_lines(chosen: dict[str, Any]) -> list[str]:
     for name in chosen["ran"]:
         hit = chosen["reached"].get(name)
         why = f"executes {', '.join(f'`{c}`' for c in hit)}" if hit else "no record of what it executes"
-        out.append(f"  - `{name}`: ran ({why})")
+        out.append(f"   - `{name}`: ran ({why})")
     if chosen["taken"]:
-        out.append(f"  - the baseline's outcomes, not run (they execute no changed function): {', '.join(f'`{n}`' for n in chosen['taken'])}")
+        out.append(f"   - the baseline's outcomes, not run (they execute no changed function): {', '.join(f'`{n}`' for n in chosen['taken'])}")
     return out
 
 
