@@ -227,7 +227,7 @@ else:
     log = next(a.split("=", 1)[1] for a in args if a.startswith("--report-log="))
     open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-runs"), "a").write(os.path.basename(log) + "\\n")
     junit = next(a.split("=", 1)[1] for a in args if a.startswith("--junitxml="))
-    valued = ("-c", "--rootdir", "-p", "-n", "--dist")  # the paths given: {tests} contracts in each module found there
+    valued = ("-c", "--rootdir", "-p", "-n", "--dist", "--deselect")  # the paths given: {tests} contracts in each module found there
     modules = []
     for i, a in enumerate(args[2:], 2):
         if a.startswith("-") or args[i - 1] in valued:
@@ -240,6 +240,8 @@ else:
                               and f.endswith(".py") and (a.endswith("multidevice") or "multidevice" not in d))
         else:
             modules.append(a)
+    deselected = {{args[i + 1] for i, a in enumerate(args) if a == "--deselect"}}
+    modules = [m for m in modules if m not in deselected]
     with open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-modules"), "a") as ran:
         ran.write(json.dumps([os.path.basename(log), modules]) + "\\n")
     n = {tests}

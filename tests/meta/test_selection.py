@@ -210,7 +210,9 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     changed = SOURCE.replace("return x * b1", "return x / b1")
     proc, first, ran = _gate(tmp_path, "a", changed)  # the baseline is not cached yet: every module runs
     assert proc.returncode == 0, proc.stderr
-    assert "the baseline's results are not all cached" in proc.stderr and "selection" not in first["candidate"]
+    assert "the baseline's results are not all cached" in proc.stderr
+    assert first["candidate"]["selection"]["everything"].startswith("the baseline's results are not all cached (its first run)")
+    assert "every contract module of the candidate ran: the baseline's results are not all cached" in first["notes"][0]
     every = len(ran)
     proc, report, ran = _gate(tmp_path, "b", changed)  # another candidate of the same change, the baseline cached now
     assert proc.returncode == 0, proc.stderr
@@ -228,6 +230,10 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     assert "<li><code>tests/contracts/test_adam.py</code>: ran (executes <code>optax/alias.py::adam</code>)</li>" in page
 
 
+def first_of(tmp_path, tag):
+    return json.loads((tmp_path / f"out-{tag}" / "report.json").read_text())
+
+
 def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every_one(tmp_path):
     proc, _, every = _gate(tmp_path, "a", SOURCE.replace("return 1\n", "return 2\n"))  # caches the baseline
     assert proc.returncode == 0, proc.stderr
@@ -237,12 +243,16 @@ def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every
     assert report["summary"]["unchanged"] == len(report["contracts"]) > 0
     proc, report, ran = _gate(tmp_path, "c", SOURCE.replace("RATE = 0.1", "RATE = 0.2"))
     assert proc.returncode == 0, proc.stderr
-    assert ran == every and "selection" not in report["candidate"]
+    assert ran == every and report["candidate"]["selection"]["everything"].startswith("the top level of optax/alias.py changed")
     assert "every contract module runs: the top level of optax/alias.py changed" in proc.stderr
+    md = (tmp_path / "out-c" / "report.md").read_text()
+    assert "   - every contract module ran: the top level of optax/alias.py changed" in md
     for tag, extra in (("d", "--no-cache"), ("e", "--all-modules")):
         proc, report, ran = _gate(tmp_path, tag, SOURCE.replace("return learning_rate\n", "return -learning_rate\n"), extra=(extra,))
         assert proc.returncode == 0, proc.stderr
-        assert ran == every and "selection" not in report["candidate"], extra
+        assert ran == every, extra
+    assert "selection" not in first_of(tmp_path, "d")["candidate"]  # --no-cache: nothing is tried
+    assert report["candidate"]["selection"]["everything"] == "--all-modules"
     assert "every contract module runs (--all-modules)" in proc.stderr
 
 

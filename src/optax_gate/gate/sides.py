@@ -249,11 +249,24 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     if side.taken and not pending:
         return _taken_record(side)
     partial = bool(side.cached) or bool(side.taken)
-    say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
+    if side.taken:
+        say(
+            f"{side.label}: running the contracts of {len(pending)} module(s); "
+            f"{len(side.taken)} take the baseline's outcomes" + (f", {len(side.cached)} come from the cache" if side.cached else "")
+        )
+    else:
+        say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
     team = [u for u in pending if u.team]
     targets = tuple(tuple(u.target for u in pending if not u.team and u.part == i) for i in range(len(runner.PARTS))) if partial else None
+    deselect: tuple[str, ...] = ()
+    if side.taken:  # every module collected, as in a full run (the side's collect-time warnings are its own), the others deselected
+        running = {u.name for u in pending}
+        deselect = tuple(word for u in side.units if not u.team and u.name not in running for word in ("--deselect", u.target))
+        targets = tuple((folder,) if any(not u.team and u.part == i for u in pending) else () for i, (_, folder, _) in enumerate(runner.PARTS))
     team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
-    how = runner.ContractRunOptions(checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs, targets=targets)
+    how = runner.ContractRunOptions(
+        pytest_args=deselect, checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs, targets=targets
+    )
     record = runner.run(
         built_python(side.python),
         side.label,
@@ -355,11 +368,15 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
     (not under ``--no-cache`` or ``--all-modules``, and not for a candidate whose code is the baseline's)."""
     if candidate.record is not None or candidate.same_code is not None or not env.use_cache or not candidate.pending:
         return
+    every = tuple(u.name for u in candidate.pending)
     if not env.select_modules:
+        candidate.selection = selection_.Selection(every, everything="--all-modules")
         say("candidate: every contract module runs (--all-modules)")
         return
     if baseline.record is None or len(baseline.cached) != len(baseline.units) or baseline.header is None:
-        say("candidate: every contract module runs (the baseline's results are not all cached, so none can be taken from it)")
+        why = "the baseline's results are not all cached (its first run), so none can be taken from it"
+        candidate.selection = selection_.Selection(every, everything=why)
+        say(f"candidate: every contract module runs ({why})")
         return
     sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
     diff = function_diff.compare(
@@ -368,6 +385,7 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
     pending = [u.name for u in candidate.pending]
     chosen = selection_.choose(pending, baseline.cached, baseline.header.get("reach_session"), diff)
     if chosen.everything:
+        candidate.selection = chosen
         say(f"candidate: {chosen.words()}")
         return
     candidate.selection = chosen

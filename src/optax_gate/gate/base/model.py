@@ -243,13 +243,14 @@ SameCode = TypedDict(
 
 class Selection(TypedDict):
     """
-    present when the candidate ran only the contract modules that executed, at the baseline, a function it changed (optax_gate.gate.run.selection): the others' outcomes are the baseline's, taken, not run
+    present when a selection of the candidate's contract modules was tried (optax_gate.gate.run.selection): the candidate ran only the modules that executed, at the baseline, a function it changed, and the others' outcomes are the baseline's, taken, not run; or, with 'everything', every module ran and why
     """
 
     changed: list[str]
     ran: list[str]
     taken: list[str]
     reached: dict[str, list[str]]
+    everything: NotRequired[str]
 
 
 class SourceCommit(TypedDict):

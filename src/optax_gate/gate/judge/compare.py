@@ -188,7 +188,10 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
 
 
 def selection_note(chosen: dict[str, Any]) -> str:
-    """The report's note on a candidate that ran only the modules reaching a changed function (``gate.run.selection``)."""
+    """The report's note on a candidate that ran only the modules reaching a changed function (``gate.run.selection``),
+    or on one that ran every module although a selection was tried, and why."""
+    if chosen.get("everything"):
+        return f"every contract module of the candidate ran: {chosen['everything']}"
     ran, taken = chosen["ran"], chosen["taken"]
     changed = chosen["changed"]
     shown = ", ".join(f"`{c}`" for c in changed[:4]) + (f" and {len(changed) - 4} more" if len(changed) > 4 else "")
@@ -196,5 +199,5 @@ def selection_note(chosen: dict[str, Any]) -> str:
         f"the candidate changed the body of {len(changed)} function(s) ({shown or 'none'}) and nothing else that runs: "
         f"{len(ran)} of {len(ran) + len(taken)} contract modules ran, those that execute one of them at the baseline"
         f"{' or whose record is missing' if set(ran) - set(chosen['reached']) else ''}; the other {len(taken)} execute none of them, "
-        "so their outcomes are the baseline's, taken, not run (each named under Versions; `--all-modules` runs them all)"
+        "so their outcomes are the baseline's, taken, not run (each named under Versions; `gate --all-modules` runs them all)"
     )

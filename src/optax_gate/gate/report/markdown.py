@@ -265,6 +265,8 @@ def _versions_section(page: Page) -> list[str]:
 
 def _selection_lines(chosen: dict[str, Any]) -> list[str]:
     """Per contract module, whether the candidate ran it (and which changed function it executes) or took the baseline's outcomes."""
+    if chosen.get("everything"):
+        return [f"   - every contract module ran: {chosen['everything']}"]
     out = []
     for name in chosen["ran"]:
         hit = chosen["reached"].get(name)

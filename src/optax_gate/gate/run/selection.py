@@ -47,6 +47,7 @@ class Selection:
             "ran": list(self.run),
             "taken": list(self.taken),
             "reached": {k: list(v) for k, v in self.reached.items()},
+            **({"everything": self.everything} if self.everything else {}),
         }
 
     def words(self) -> str:
