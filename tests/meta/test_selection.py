@@ -261,3 +261,12 @@ def test_the_gate_imports_without_pytest():
     code = "import sys; sys.modules['pytest'] = sys.modules['_pytest'] = sys.modules['pluggy'] = None; import optax_gate.gate.cli"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_hypothesis_profile_that_draws_other_examples_each_run_runs_every_module(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPTAX_GATE_HYPOTHESIS_PROFILE", "dev")
+    changed = SOURCE.replace("return x * b1", "return x / b1")
+    _, _, every = _gate(tmp_path, "a", changed)
+    proc, report, ran = _gate(tmp_path, "b", changed)
+    assert proc.returncode == 0, proc.stderr
+    assert ran == every and report["candidate"]["selection"]["everything"].startswith("the hypothesis profile 'dev' draws other examples")
