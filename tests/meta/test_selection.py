@@ -4,6 +4,7 @@ as a changed function, what makes every module run, and the gate's flow with it.
 
 import json
 import stat
+from collections import Counter
 import subprocess
 import sys
 
@@ -221,6 +222,7 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     assert chosen["changed"] == ["optax/alias.py::adam"] and chosen["ran"] == ran and len(chosen["taken"]) == every - 2
     assert chosen["reached"] == {m: ["optax/alias.py::adam"] for m in ran}
     assert report["summary"]["unchanged"] == len(report["contracts"]) == len(first["contracts"])
+    assert report["warnings"]["rows"] == [], "test_nnx.py, taken, is still collected: its collect-time warning is the candidate's too"
     assert report["notes"][0].startswith("the candidate changed the body of 1 function(s) (`optax/alias.py::adam`)")
     assert "reach" not in report["candidate"] and "reach" not in report["baseline"]
     md = (tmp_path / "out-b" / "report.md").read_text()
@@ -270,3 +272,16 @@ def test_a_hypothesis_profile_that_draws_other_examples_each_run_runs_every_modu
     proc, report, ran = _gate(tmp_path, "b", changed)
     assert proc.returncode == 0, proc.stderr
     assert ran == every and report["candidate"]["selection"]["everything"].startswith("the hypothesis profile 'dev' draws other examples")
+
+
+def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
+    """Collecting test_nnx.py warns (the stand-in pytest says so, as flax's import does); a run that takes it
+    from the baseline (selected) or from the side's own cache (the other modules run) still has the warning."""
+    changed = SOURCE.replace("return learning_rate\n", "return -learning_rate\n")  # sgd: every module but adam's
+    before: list[str] = []
+    for tag, extra in (("a", ()), ("b", ()), ("b", ("--all-modules",))):
+        proc, report, ran = _gate(tmp_path, tag, changed, extra)
+        assert proc.returncode == 0, proc.stderr
+        assert report["warnings"]["rows"] == [], (tag, extra, report["warnings"]["rows"])
+        last, before = Counter(ran) - Counter(before if tag == "b" else []), ran
+    assert sorted(last.elements()) == ["tests/contracts/test_adam.py", "tests/contracts/test_adamw.py"], "the last run ran only the modules not cached"

@@ -277,6 +277,11 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
         probed=side.probed,
         **side.extra,
     )
+    if side.cached and not side.taken and side.header is not None and record.get("status") == "ran":
+        # a run of the modules not cached collected only those: its collect-time warnings are also the cached header's
+        # (the same side, the same inputs), so they stay, and stay stored
+        loose = [w for w in side.header.get("warnings") or [] if not w.get("contracts")]
+        record = {**record, "warnings": results_cache.merge_warnings(record.get("warnings") or [], loose)}
     if side.cache_inputs is not None and side.checkpoints_ready:
         stored = results_cache.store(results_dir(env), side.cache_inputs, record, pending)
         if stored:
