@@ -109,13 +109,13 @@ def _changed_in_file(name: str, rel: str, old: bytes, new: bytes) -> tuple[set[F
 
 
 def _changed_package(name: str, base_site: Path, cand_site: Path) -> tuple[set[FunctionName], str]:
-    dists = [same_code._distribution(site, name) for site in (base_site, cand_site)]
+    dists = [same_code.distribution(site, name) for site in (base_site, cand_site)]
     base_dist, cand_dist = dists
     if base_dist is None or cand_dist is None:
         return set(), f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment"
     if base_dist.version != cand_dist.version:
         return set(), f"{name} {cand_dist.version} is another version than the baseline's {base_dist.version}"
-    files, cand_files = same_code._files(base_dist), same_code._files(cand_dist)
+    files, cand_files = same_code.installed_files(base_dist), same_code.installed_files(cand_dist)
     if files != cand_files:
         only = sorted(set(files) ^ set(cand_files))
         return set(), f"{name}'s files differ ({len(only)} in one environment only, first {only[0]})"

@@ -79,11 +79,12 @@ def lock_entries(text: str) -> dict[str, str]:
     return out
 
 
-def _distribution(site: Path, name: str) -> metadata.Distribution | None:
+def distribution(site: Path, name: str) -> metadata.Distribution | None:
+    """The distribution ``name`` (canonical) installed in ``site``; None when it is not there."""
     return next((d for d in metadata.distributions(path=[str(site)]) if canonicalize_name(d.metadata["Name"] or "") == name), None)
 
 
-def _files(dist: metadata.Distribution) -> list[str]:
+def installed_files(dist: metadata.Distribution) -> list[str]:
     """The distribution's files under its ``site-packages`` (relative, POSIX) from its RECORD,
     without bytecode, scripts outside it and the installer's records."""
     out = []
@@ -106,13 +107,13 @@ def _tree(source: bytes) -> str | None:
 
 def _compare_package(name: str, base_site: Path, cand_site: Path) -> tuple[str, int, list[str]]:
     """``(why it differs or "", files compared, files differing in text only)``."""
-    dists = [_distribution(site, name) for site in (base_site, cand_site)]
+    dists = [distribution(site, name) for site in (base_site, cand_site)]
     base_dist, cand_dist = dists
     if base_dist is None or cand_dist is None:
         return f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment", 0, []
     if base_dist.version != cand_dist.version:
         return f"{name} {cand_dist.version} is another version than the baseline's {base_dist.version}", 0, []
-    files, cand_files = _files(base_dist), _files(cand_dist)
+    files, cand_files = installed_files(base_dist), installed_files(cand_dist)
     if files != cand_files:
         only = sorted(set(files) ^ set(cand_files))
         return f"{name}'s files differ ({len(only)} in one environment only, first {only[0]})", 0, []
