@@ -375,20 +375,13 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
         return
     every = tuple(u.name for u in candidate.pending)
     if not env.select_modules:
-        candidate.selection = selection_.Selection(every, everything="--all-modules")
-        say("candidate: every contract module runs (--all-modules)")
-        return
+        return _every_module(candidate, every, "--all-modules", say)
     if baseline.record is None or len(baseline.cached) != len(baseline.units) or baseline.header is None:
-        why = "the baseline's results are not all cached (its first run), so none can be taken from it"
-        candidate.selection = selection_.Selection(every, everything=why)
-        say(f"candidate: every contract module runs ({why})")
-        return
+        return _every_module(candidate, every, "the baseline's results are not all cached (its first run), so none can be taken from it", say)
     profile = (baseline.cache_inputs or {}).get("environment", {}).get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     if profile != "ci":  # derandomized: a property contract executes the same examples, so the same functions, every run
         why = f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract executes is not fixed"
-        candidate.selection = selection_.Selection(every, everything=why)
-        say(f"candidate: every contract module runs ({why})")
-        return
+        return _every_module(candidate, every, why, say)
     sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
     diff = function_diff.compare(
         same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
@@ -403,6 +396,12 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
     candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
     candidate.header = candidate.header or baseline.header
     say(f"candidate: {chosen.words()}")
+
+
+def _every_module(candidate: Side, every: tuple[str, ...], why: str, say: Callable[[str], None]) -> None:
+    """Record that every module of the candidate runs although a selection was tried, and why (report and console)."""
+    candidate.selection = selection_.Selection(every, everything=why)
+    say(f"candidate: every contract module runs ({why})")
 
 
 def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
