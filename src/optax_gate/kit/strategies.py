@@ -86,3 +86,52 @@ def like(tree: Any) -> st.SearchStrategy[Any]:
 def batched_pytrees(max_batch: int = 5) -> st.SearchStrategy[Any]:
     """PyTrees whose every leaf has the same batch size ``B`` (1..max_batch) on axis 0."""
     return st.integers(1, max_batch).flatmap(lambda b: pytrees(shapes(0, 2).map(lambda s: (b, *s))))
+
+
+#: Leaf dtypes of :func:`typed_pytrees`: JAX's default float, mixed precision's
+#: bfloat16, integer leaves (a step counter in a state) and complex leaves.
+#: float16 is left out: the squares of values up to ``MAX_ABS`` overflow it, a
+#: range property the dtype grids pin (``test_surface_dtypes.py``).
+TYPED_DTYPES = ("float32", "bfloat16", "int32", "complex64")
+#: Leaf shapes of :func:`typed_pytrees`: ranks 0 to 5 (the corner PyTrees'
+#: ``ranks_0_5``) and an asymmetric matrix. A fixed set, so that JAX compiles
+#: each operation once per shape and dtype, not once per drawn example.
+TYPED_SHAPES = ((), (2,), (2, 2), (2, 2, 2), (2, 2, 2, 2), (2, 2, 2, 2, 2), (3, 1))
+#: Size-0 shapes a leaf may take when empty leaves are allowed (an unused or pruned parameter).
+EMPTY_SHAPES = ((0,), (2, 0))
+
+
+def _numpy_dtype(name: str) -> Any:
+    if name == "bfloat16":
+        import ml_dtypes  # JAX's own bfloat16 NumPy type
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def typed_array(shape: tuple[int, ...], dtype: str) -> st.SearchStrategy[np.ndarray]:
+    """A NumPy array of ``shape`` in the dtype named ``dtype`` (of :data:`TYPED_DTYPES`):
+    :func:`finite_values` cast (rounded for int32; real and imaginary parts drawn apart for complex64)."""
+    if dtype == "complex64":
+        return st.tuples(arrays(shape), arrays(shape)).map(lambda ri: (ri[0] + 1j * ri[1]).astype(np.complex64))
+    if dtype == "int32":
+        return arrays(shape).map(lambda x: np.round(x).astype(np.int32))
+    return arrays(shape).map(lambda x: x.astype(_numpy_dtype(dtype)))
+
+
+def typed_pytrees(dtypes: tuple[str, ...] = TYPED_DTYPES, empty_leaves: bool = True) -> st.SearchStrategy[Any]:
+    """PyTrees of 1 to 6 NumPy leaves, each of a dtype drawn from ``dtypes``
+    (mixed within one PyTree) and a shape of :data:`TYPED_SHAPES` (ranks 0 to
+    5), and, with ``empty_leaves``, size-0 leaves (:data:`EMPTY_SHAPES`)."""
+    leaf_shapes = st.sampled_from(TYPED_SHAPES + (EMPTY_SHAPES if empty_leaves else ()))
+    leaves = st.tuples(leaf_shapes, st.sampled_from(dtypes)).flatmap(lambda sd: typed_array(*sd))
+    return _nest(leaves).filter(_leaf_count_ok)
+
+
+def typed_like(tree: Any) -> st.SearchStrategy[Any]:
+    """A PyTree of the structure, leaf shapes and leaf dtypes of ``tree`` (from :func:`typed_pytrees`), new values."""
+    import jax
+
+    leaves, treedef = jax.tree.flatten(tree)
+    names = ["bfloat16" if x.dtype == _numpy_dtype("bfloat16") else x.dtype.name for x in leaves]
+    return st.tuples(*[typed_array(x.shape, n) for x, n in zip(leaves, names)]).map(lambda new: jax.tree.unflatten(treedef, list(new)))

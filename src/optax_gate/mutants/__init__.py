@@ -81,6 +81,7 @@ FAMILIES = (
     "microbatching",
     "microbatching_sharded",
     "skip_functions",
+    "tree_utils",
 )
 
 
