@@ -76,6 +76,7 @@ FAMILIES = (
     "surface_corners_derivatives",
     "surface_corners_ranges",
     "surface_corners_injected",
+    "surface_corners_thresholds",
     "surface_memory",
     "surface_sharded",
     "microbatching",

@@ -1,0 +1,91 @@
+"""Mutants of the threshold corners (``tests/contracts/test_surface_corners_thresholds.py``): each API's
+comparison with its threshold turned at equality (``<=`` for ``<``, or the reverse), the rest of it as
+optax 0.2.6 writes it. Each returns the replaced attribute, or patches its module and returns {}.
+"""
+
+from __future__ import annotations
+
+from optax_gate.mutants.registry import family
+
+mutant = family("surface_corners_thresholds", "tests/contracts/test_surface_corners_thresholds.py")
+
+
+@mutant("thresholds-safe-norm-strict", "safe_norm takes its floor only below min_norm (norm < min_norm): at equality the gradient is the norm's")
+def safe_norm_strict(optax):
+    import jax.numpy as jnp
+
+    def safe_norm(x, min_norm, ord=None, axis=None, keepdims=False):
+        norm = jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=True)
+        x = jnp.where(norm < min_norm, jnp.ones_like(x), x)
+        norm = jnp.squeeze(norm, axis=axis) if not keepdims else norm
+        return jnp.where(norm < min_norm, min_norm, jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims))
+
+    return {"safe_norm": safe_norm}
+
+
+@mutant("thresholds-safe-rms-strict", "safe_root_mean_squares takes its floor only below min_rms")
+def safe_rms_strict(optax):
+    import jax.numpy as jnp
+
+    def safe_root_mean_squares(x, min_rms):
+        rms = jnp.sqrt(jnp.mean(jnp.abs(x) ** 2))
+        x = jnp.where(rms < min_rms, jnp.ones_like(x), x)
+        return jnp.where(rms < min_rms, min_rms, jnp.sqrt(jnp.mean(jnp.abs(x) ** 2)))
+
+    return {"safe_root_mean_squares": safe_root_mean_squares}
+
+
+@mutant("thresholds-skip-large-updates-greater", "skip_large_updates skips only a squared norm greater than the bound (as its docstring says)")
+def skip_large_greater(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def skip_large_updates(updates, gradient_step, params, max_squared_norm):
+        del gradient_step, params
+        norm_sq = jnp.sum(jnp.array([jnp.sum(p**2) for p in jax.tree.leaves(updates)]))
+        should_skip = jnp.logical_or(norm_sq > max_squared_norm, jnp.isnan(norm_sq))
+        return should_skip, {"should_skip": should_skip, "norm_squared": norm_sq}
+
+    return {"skip_large_updates": skip_large_updates}
+
+
+@mutant("thresholds-per-example-clip-counts-equal", "per_example_global_norm_clip counts an example whose norm equals the clip as clipped")
+def per_example_counts_equal(optax):
+    import jax
+    import jax.numpy as jnp
+
+    def per_example_global_norm_clip(grads, l2_norm_clip):
+        norms = jax.vmap(optax.global_norm)(grads)
+        multipliers = jnp.nan_to_num(jnp.minimum(l2_norm_clip / norms, 1.0), nan=1.0)
+        return jax.tree.map(lambda g: jnp.tensordot(multipliers, g, axes=1), grads), jnp.sum(multipliers <= 1.0)
+
+    return {"per_example_global_norm_clip": per_example_global_norm_clip}
+
+
+@mutant("thresholds-hinge-where", "hinge_loss as where(margin < 1, 1 - margin, 0): at the kink the gradient is 0, not jnp.maximum's half")
+def hinge_where(optax):
+    import jax.numpy as jnp
+
+    def hinge_loss(predictor_outputs, targets):
+        margin = predictor_outputs * targets
+        return jnp.where(margin < 1, 1 - margin, 0.0)
+
+    optax.losses.hinge_loss = hinge_loss
+    return {}
+
+
+@mutant("thresholds-clip-where", "clip as where(|u| > max_delta, sign(u) * max_delta, u): at the bound the gradient is 1, not jnp.clip's half")
+def clip_where(optax):
+    import jax
+    import jax.numpy as jnp
+
+    orig = optax.clip
+
+    def clip(max_delta):
+        def update(updates, state, params=None):
+            del params
+            return jax.tree.map(lambda u: jnp.where(jnp.abs(u) > max_delta, jnp.sign(u) * max_delta, u), updates), state
+
+        return optax.GradientTransformation(orig(max_delta).init, update)
+
+    return {"clip": clip}
