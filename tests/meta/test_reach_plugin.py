@@ -88,3 +88,32 @@ def test_without_the_variable_the_plugin_records_nothing(tmp_path):
 @pytest.mark.parametrize("qualname, unit", [("lion", "lion"), ("scale_by_lion.<locals>.init_fn", "scale_by_lion"), ("A.f.<locals>.g.<locals>.<lambda>", "A.f")])
 def test_a_code_object_counts_as_the_function_it_is_written_in(qualname, unit):
     assert reach.unit_of(qualname) == unit
+
+
+def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
+    """``python -m optax_gate.kit.environment.speed --serve`` with ``$OPTAX_GATE_REACH`` set writes, before it
+    says ready, the functions its set-ups execute (``adamw`` in MultiSteps, ``sgd`` through ``nnx.Optimizer``),
+    and none they do not (``lion``); without the variable it writes nothing."""
+    target = tmp_path / "speed.reach.json"
+    env = {**os.environ, reach.VARIABLE: str(target)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate.kit.environment.speed", "--serve"], input="quit\n", env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '@speed {"ready"' in proc.stdout
+    [written] = list(tmp_path.glob("speed.reach.json.*"))
+    record = json.loads(written.read_text())
+    assert record["modules"] == {}
+    found = set(record["session"])
+    assert {"optax/_src/alias.py::adamw", "optax/_src/alias.py::sgd", "optax/transforms/_accumulation.py::MultiSteps.update"} <= found
+    assert any(f.startswith("flax/nnx/training/optimizer.py::Optimizer.update") for f in found)
+    assert "optax/_src/alias.py::lion" not in found
+    quiet = subprocess.run(
+        [sys.executable, "-m", "optax_gate.kit.environment.speed", "--serve"],
+        input="quit\n",
+        env={k: v for k, v in env.items() if k != reach.VARIABLE},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert quiet.returncode == 0 and len(list(tmp_path.glob("speed.reach.json.*"))) == 1

@@ -300,7 +300,11 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
 
     def speed(rounds=3, use_cache=True):
         return sides.measure_speed(
-            dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=rounds), cand, {"status": "ran"}, pythons=(Path("b"), Path("c"))
+            dataclasses.replace(env, use_cache=use_cache),
+            SpeedOptions(enabled=True, rounds=rounds),
+            cand,
+            {"status": "ran"},
+            sides=sides.SpeedSides((Path("b"), Path("c"))),
         )
 
     first = speed()
@@ -311,6 +315,43 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
     assert len(timed) == 2
     speed(use_cache=False)  # --no-cache
     assert len(timed) == 3
+
+
+def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_not_timed(tmp_path, monkeypatch):
+    """The baseline's speed worker records what the timed steps execute (kept under the baseline's side
+    inputs); a later candidate selected by changed function that changed none of those is not timed."""
+    from optax_gate.gate import sides
+
+    timed = []
+
+    def measure(*args, reach_file=None, **kwargs):
+        timed.append(args)  # the baseline's worker writes its record where it is told (kit.environment.speed)
+        Path(f"{reach_file}.123").write_text(json.dumps({"format": "reach-v1", "session": ["optax/_src/alias.py::adamw"], "modules": {}}))
+        return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
+
+    monkeypatch.setattr(sides.speed_, "measure", measure)
+    base = tmp_path / "base.txt"
+    base.write_text("optax==0.2.6\n")
+    env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
+    both = sides.SpeedSides((Path("b"), Path("c")), baseline_inputs={"lock": "base"})
+
+    def speed(tag, selection, use_cache=True):
+        cand = tmp_path / f"cand-{tag}.txt"
+        cand.write_text(f"optax==0.2.6 --hash=sha256:{tag}\n")
+        record = {"status": "ran", **({"selection": selection} if selection is not None else {})}
+        return sides.measure_speed(dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=3), cand, record, sides=both)
+
+    lion = {"changed": ["optax/_src/alias.py::lion"], "ran": [], "taken": [], "reached": {}}
+    assert speed("a", lion)["status"] == "measured" and len(timed) == 1  # nothing recorded yet: timed, and recorded
+    assert results_cache.fetch_speed_reach(tmp_path / "cache", {"lock": "base"}) == ["optax/_src/alias.py::adamw"]
+    skipped = speed("b", lion)
+    assert len(timed) == 1 and skipped["status"] == "not-measured"
+    assert "execute none of the 1 function(s) the candidate changed (`optax/_src/alias.py::lion`)" in skipped["reason"]
+    assert speed("c", {**lion, "changed": ["optax/_src/alias.py::adamw"]})["status"] == "measured"  # the steps execute it
+    assert speed("d", {**lion, "everything": "--all-modules"})["status"] == "measured"  # not selected by function
+    assert speed("e", None)["status"] == "measured"  # a candidate of another release
+    assert speed("f", lion, use_cache=False)["status"] == "measured"  # --no-cache: nothing taken from the cache
+    assert len(timed) == 5
 
 
 def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch):

@@ -41,6 +41,7 @@ from optax_gate.gate.sides import (
     compare_code,
     select_modules,
     configured_packages,
+    SpeedSides,
     measure_speed,
     prepare,
     requirements_in,
@@ -415,7 +416,8 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     learned.pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
     learned.jax_envs = (baseline.jax_env, candidate.jax_env)
     learned.speed = speed = learned.phases.run(
-        "speed readings", lambda: measure_speed(env, options.speed, run.candidate_lock, cand_record, say, pythons=learned.pythons)
+        "speed readings",
+        lambda: measure_speed(env, options.speed, run.candidate_lock, cand_record, say, SpeedSides(learned.pythons, baseline.cache_inputs)),
     )
     if speed is not None:  # the readings stay in the report even if their plot fails
         learned.phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))

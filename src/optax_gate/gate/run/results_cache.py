@@ -416,6 +416,19 @@ def store_speed(cache_dir: Path, inputs: dict[str, Any], result: model.Speed) ->
     return _write(_folder(cache_dir) / f"speed-{key(inputs)}.json", "speed", inputs, payload)
 
 
+def fetch_speed_reach(cache_dir: Path, side: dict[str, Any]) -> list[str] | None:
+    """What the timed training steps executed in the environment of the side inputs ``side`` (the
+    baseline's), as its speed worker recorded it (``kit.environment.speed``); None when never recorded."""
+    entry, _ = _read(_folder(cache_dir) / f"speed-reach-{key(side)}.json", "speed-reach", side)
+    found = entry["payload"].get("functions") if entry is not None else None
+    return list(found) if isinstance(found, list) else None
+
+
+def store_speed_reach(cache_dir: Path, side: dict[str, Any], functions: list[str]) -> Path | None:
+    """Store what the timed training steps execute in the environment of ``side`` (:func:`fetch_speed_reach`)."""
+    return _write(_folder(cache_dir) / f"speed-reach-{key(side)}.json", "speed-reach", side, {"functions": sorted(functions)})
+
+
 # ------------------------------------------------------------------ checkpoints
 
 

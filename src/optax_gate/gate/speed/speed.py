@@ -72,6 +72,7 @@ from typing import Any, Literal
 
 from optax_gate.gate.base import model
 from optax_gate.gate.inputs.options import SpeedOptions
+from optax_gate.kit.environment.reach_names import VARIABLE as REACH_VARIABLE
 
 MODULE = "optax_gate.kit.environment.speed"
 PREFIX = "@speed"
@@ -239,10 +240,10 @@ def summarise(readings: list[model.SpeedReading]) -> dict[str, int]:
 class Worker:
     """One ``--serve`` process of ``optax_gate.kit.environment.speed`` (or ``module``) in an environment."""
 
-    def __init__(self, label: str, python: Path, project_root: Path, module: str = MODULE):
+    def __init__(self, label: str, python: Path, project_root: Path, module: str = MODULE, extra_env: dict[str, str] | None = None):
         self.label = label
         self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+        env = {**{k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}, **(extra_env or {})}
         try:
             self.proc = subprocess.Popen(
                 [str(python), "-m", module, "--serve"],
@@ -317,7 +318,7 @@ def measure(
     options: SpeedOptions | None = None,
     *,
     modules: tuple[str, str] = (MODULE, MODULE),
-    step_slots: int = STEP_SLOTS,
+    reach_file: Path | None = None,
 ) -> model.Speed:
     """Time both environments' set-ups interleaved and judge every reading.
 
@@ -325,11 +326,12 @@ def measure(
       baseline_python, candidate_python: the environments' interpreters.
       project_root: folder the workers run in (this project's).
       options: ``rounds``, compile rounds (>= 2; step times get ``rounds x
-        step_slots`` slots; default :data:`ROUNDS`); ``budget``,
+        STEP_SLOTS`` slots; default :data:`ROUNDS`); ``budget``,
         ``--speed-budget``: a step slower than this ratio is ``broken``.
       modules: the worker module of each side (tests plant a slowdown with a
         wrapper module of their own).
-      step_slots: step-time slots per compile round (>= 1).
+      reach_file: where the baseline's worker writes what its set-ups execute
+        (``$OPTAX_GATE_REACH``; ``gate.run.reach_record.read`` reads it); None: not recorded.
 
     Returns:
       ``{"status": "measured" | "not-measured", "reason", "rounds",
@@ -351,12 +353,13 @@ def measure(
     try:
         # Both start (import JAX, warm up) at once: nothing is timed yet.
         for side, python, module in (("baseline", baseline_python, modules[0]), ("candidate", candidate_python, modules[1])):
-            workers[side] = Worker(side, python, project_root, module)
+            asked = {REACH_VARIABLE: str(reach_file)} if reach_file is not None and side == "baseline" else None
+            workers[side] = Worker(side, python, project_root, module, asked)
         for side, worker in workers.items():
             headers[side] = worker.answer(START_TIMEOUT)["ready"]
         for r in range(rounds):
             order = ("baseline", "candidate") if r % 2 == 0 else ("candidate", "baseline")
-            for command in ("round", *["steps"] * (step_slots - 1)):
+            for command in ("round", *["steps"] * (STEP_SLOTS - 1)):
                 for side in order:
                     raw[side].append(workers[side].ask(command))
         status = "measured"
@@ -374,7 +377,7 @@ def measure(
         "status": status,
         "reason": reason,
         "rounds": rounds,
-        "step_slots": step_slots,
+        "step_slots": STEP_SLOTS,
         "budget": budget,
         "baseline": headers["baseline"],
         "candidate": headers["candidate"],

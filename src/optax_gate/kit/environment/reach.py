@@ -180,10 +180,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    dump()
+
+
+def dump() -> None:
+    """Stop the recorder (if one runs) and write its record to ``$OPTAX_GATE_REACH`` with this process's id
+    added (atomically): one file per process, the pytest-xdist controller and each worker, or the speed
+    worker (``kit.environment.speed``), whose record is all ``session``."""
     if _RECORDER is None:
         return
     _RECORDER.stop()
-    target = Path(f"{os.environ[VARIABLE]}.{os.getpid()}")  # one file per process: the controller and each pytest-xdist worker
+    target = Path(f"{os.environ[VARIABLE]}.{os.getpid()}")
     found = {k: sorted(v) for k, v in _RECORDER.found.items()}
     payload = {"format": FORMAT, "packages": list(PACKAGES), "session": found.pop(SESSION, []), "modules": found}
     target.parent.mkdir(parents=True, exist_ok=True)

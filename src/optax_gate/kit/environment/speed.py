@@ -40,6 +40,13 @@ Command line::
     python -m optax_gate.kit.environment.speed --rounds R --out FILE.json   # R rounds, one JSON file
     python -m optax_gate.kit.environment.speed --serve                      # rounds on request
 
+With ``$OPTAX_GATE_REACH`` set (``kit.environment.reach_names.VARIABLE``), ``--serve``
+records the Optax and Flax functions that start from before their import to
+the end of the warm-up (every set-up built and traced: all that its timed
+steps execute) and writes them as a reach record (``kit.environment.reach``)
+before it says ready: the gate leaves the timing out for a candidate that
+changed none of them.
+
 ``--serve`` is what the gate uses to interleave two environments without
 paying JAX's import once per round (about 3 s of CPU each time): it builds the
 set-ups, warms up untimed (``Session.warm_up``), prints
@@ -75,6 +82,10 @@ import os
 
 # Before JAX is imported: never read or write a persistent compilation cache here.
 os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+if os.environ.get("OPTAX_GATE_REACH"):  # the gate asks what the set-ups execute: recorded from before Optax and Flax are imported
+    from optax_gate.kit.environment import reach  # noqa: E402  (starts its recorder as it is imported)
+else:
+    reach = None  # type: ignore[assignment]
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -295,6 +306,8 @@ def serve(plant: str | None = None) -> int:
     """The ``--serve`` loop (module docstring): warm up, say ready, answer ``round``/``steps`` lines."""
     session = Session()
     session.warm_up()
+    if reach is not None:  # every set-up is built and traced: what the timed steps execute has run; nothing is timed yet
+        reach.dump()
     _emit({"ready": header(plant)})
     for line in sys.stdin:
         command = line.strip()
