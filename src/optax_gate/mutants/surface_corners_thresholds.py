@@ -89,3 +89,57 @@ def clip_where(optax):
         return optax.GradientTransformation(orig(max_delta).init, update)
 
     return {"clip": clip}
+
+
+@mutant(
+    "thresholds-safe-norm-mask-disagrees",
+    "safe_norm masks x where norm <= min_norm but returns the floor only where norm < min_norm: at equality the norm of ones",
+)
+def safe_norm_mask_disagrees(optax):
+    import jax.numpy as jnp
+
+    def safe_norm(x, min_norm, ord=None, axis=None, keepdims=False):
+        norm = jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=True)
+        x = jnp.where(norm <= min_norm, jnp.ones_like(x), x)
+        norm = jnp.squeeze(norm, axis=axis) if not keepdims else norm
+        return jnp.where(norm < min_norm, min_norm, jnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims))
+
+    return {"safe_norm": safe_norm}
+
+
+@mutant("thresholds-safe-norm-l1", "safe_norm's default is the L1 norm")
+def safe_norm_l1(optax):
+    orig = optax.safe_norm
+    return {"safe_norm": lambda x, min_norm, ord=None, axis=None, keepdims=False: orig(x, min_norm, 1 if ord is None else ord, axis, keepdims)}
+
+
+@mutant("thresholds-safe-rms-root-sum", "safe_root_mean_squares takes the root of the sum of squares, not of their mean")
+def safe_rms_root_sum(optax):
+    import jax.numpy as jnp
+
+    return {"safe_root_mean_squares": lambda x, min_rms: jnp.maximum(jnp.sqrt(jnp.sum(jnp.abs(x) ** 2)), min_rms)}
+
+
+@mutant("thresholds-hinge-margin-two", "hinge_loss with a margin of 2: max(0, 2 - s * t)")
+def hinge_margin_two(optax):
+    import jax.numpy as jnp
+
+    optax.losses.hinge_loss = lambda predictor_outputs, targets: jnp.maximum(0, 2 - predictor_outputs * targets)
+    return {}
+
+
+@mutant("thresholds-clip-drops-negatives", "clip clips to [0, max_delta]: a negative update becomes 0")
+def clip_drops_negatives(optax):
+    import jax
+    import jax.numpy as jnp
+
+    orig = optax.clip
+
+    def clip(max_delta):
+        def update(updates, state, params=None):
+            del params
+            return jax.tree.map(lambda u: jnp.clip(u, 0.0, max_delta), updates), state
+
+        return optax.GradientTransformation(orig(max_delta).init, update)
+
+    return {"clip": clip}
