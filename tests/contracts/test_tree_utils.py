@@ -27,7 +27,8 @@ rounded to bfloat16 on the way: ``tree.min`` of {-257 int32, 0 bfloat16,
 0 float32} is float32 -256 at 0.2.6; a complex element's modulus is
 computed); a
 leaf-wise result is within ``ELEMENTWISE`` ULPs of its leaf's dtype relative
-to its operands; a sum, norm or inner product over ``n`` elements within
+to the terms that produced it (a product's ``|x| * |y|``: a complex product's
+real part subtracts two products and may cancel); a sum, norm or inner product over ``n`` elements within
 ``reduction(n)`` ULPs of the coarsest float dtype among the leaves and the
 result, relative to the sum of the terms' magnitudes (a norm's terms are
 positive: relative to the norm).
@@ -192,8 +193,7 @@ def check(case: Case, t: Any, t2: Any) -> None:
         got_leaves = jax.tree.leaves(got)
         assert jax.tree.structure(got) == jax.tree.structure(t), f"{case.id}: structure {jax.tree.structure(got)}"
         for i, (g, w) in enumerate(zip(got_leaves, want, strict=True)):
-            operands = [abs(xs[i]), abs(ys[i]) * (SCALAR if case.form == "add_scale" else 1)]
-            scale = float(max((np.max(o) for o in operands if o.size), default=0.0)) or None
+            scale = _leaf_scale(case, xs[i], ys[i])
             _compare(g, w, _coarsest([jnp.result_type(g)]), ulps, scale, f"{case.id} leaf {i}")
         return
     if case.budget == "exact":
@@ -211,6 +211,22 @@ def check(case: Case, t: Any, t2: Any) -> None:
     terms = sum(float(np.sum(abs(x) * (abs(y) if case.form == "two" else 1))) for x, y in zip(xs, ys if case.form == "two" else xs))
     scale = (terms or None) if case.budget == "sum" else None
     _compare(got, want, dtype, reduction(n), scale, case.id)
+
+
+def _leaf_scale(case: Case, x: np.ndarray, y: np.ndarray) -> float | None:
+    """The magnitude of the terms that produced a leaf-wise result (``tolerances.bound``'s ``scale``), its
+    largest over the leaf: a product's or quotient's is ``|x| * |y|`` or ``|x| / |y|`` (a complex one adds
+    two such terms and may cancel), a sum's the larger operand; None for an empty leaf."""
+    if not x.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if case.path == "optax.tree.mul":
+            terms = [abs(x) * abs(y)]
+        elif case.path == "optax.tree.div":
+            terms = [np.where(y != 0, abs(x) / np.where(y != 0, abs(y), 1), 0.0)]
+        else:
+            terms = [abs(x), abs(y) * (SCALAR if case.form == "add_scale" else 1)]
+    return float(max(np.max(t) for t in terms)) or None
 
 
 def _defined(case: Case, t: Any) -> bool:
