@@ -17,8 +17,8 @@ from optax_gate.mutants.surface_sweep import replace_paths
 mutant = family("tree_utils", "tests/contracts/test_tree_utils.py")
 
 
-def _replace(path, body):
-    """``path`` replaced by ``body(original, *args, **kwargs)``."""
+def _replace_all(paths, body):
+    """Each of ``paths`` replaced by ``body(original, *args, **kwargs)``."""
 
     def make(orig, _):
         @functools.wraps(orig)
@@ -27,7 +27,12 @@ def _replace(path, body):
 
         return fn
 
-    return replace_paths([path], make)
+    return replace_paths(paths, make)
+
+
+def _replace(path, body):
+    """``path`` replaced by ``body(original, *args, **kwargs)``."""
+    return _replace_all([path], body)
 
 
 @mutant("tree-utils-norm-sqrt2", "tree.norm is sqrt(2 * sum |x|^2): the Euclidean norm times 1.414")
@@ -104,17 +109,6 @@ def size_counts_leaves(optax):
     import jax
 
     return _replace("optax.tree.size", lambda orig, tree: len(jax.tree.leaves(tree)))
-
-
-def _replace_all(paths, body):
-    def make(orig, _):
-        @functools.wraps(orig)
-        def fn(*args, **kwargs):
-            return body(orig, *args, **kwargs)
-
-        return fn
-
-    return replace_paths(paths, make)
 
 
 @mutant("tree-utils-empty-reductions-nan", "sum, norm, vdot and global_norm of a PyTree with no element are NaN (divided by the size)")
