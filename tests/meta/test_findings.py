@@ -148,7 +148,7 @@ def test_numeric_findings_split_by_dtype_and_order_by_change():
     ]
     found = findings.group(rows)
     assert [f["change"] for f in found] == ["broken", "broken", "changed", "fixed"]
-    assert found[1]["cause"] == "bfloat16 results are off: off by up to 0.5 relative = 64 ULP of bfloat16, allowed 4 ULP"
+    assert found[1]["cause"] == "bfloat16 results are off by up to 0.5 relative = 64 ULP of bfloat16, allowed 4 ULP"
     assert found[0]["cause"] == "float64 results have float32-sized errors: off by up to 1e-7 relative = 4.5e8 ULP of float64, allowed 4 ULP"
     assert found[3]["cause"] == "passes now; failed in the baseline: boom"
 

@@ -300,7 +300,7 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
         lo, hi = min(u.ulps for u in evidence), max(u.ulps for u in evidence)
         allowed = f"{lo}" if lo == hi else f"{lo} to {hi}"
         return (
-            f"{dtype} results {f'have {size}-sized errors' if size else 'are off'}: off by up to "
+            f"{dtype} results {f'have {size}-sized errors: off' if size else 'are off'} by up to "
             f"{number(max(u.worst_relative for u in evidence))} relative = "
             f"{number(max(u.worst_ulps for u in evidence))} ULP of {dtype}, allowed {allowed} ULP"
         )
