@@ -5,9 +5,26 @@ optax 0.2.6 writes it. Each returns the replaced attribute, or patches its modul
 
 from __future__ import annotations
 
+from optax_gate.mutants.patches import wrap_tx
 from optax_gate.mutants.registry import family
 
 mutant = family("surface_corners_thresholds", "tests/contracts/test_surface_corners_thresholds.py")
+
+
+def _clip_as(optax, leafwise):
+    """``optax.clip`` whose update maps each leaf ``u`` to ``leafwise(u, max_delta)`` (its init kept)."""
+    import jax
+
+    orig = optax.clip
+
+    def clip(max_delta):
+        def update(updates, state, params=None):
+            del params
+            return jax.tree.map(lambda u: leafwise(u, max_delta), updates), state
+
+        return wrap_tx(orig(max_delta), update=update)
+
+    return {"clip": clip}
 
 
 @mutant("thresholds-safe-norm-strict", "safe_norm takes its floor only below min_norm (norm < min_norm): at equality the gradient is the norm's")
@@ -76,19 +93,9 @@ def hinge_where(optax):
 
 @mutant("thresholds-clip-where", "clip as where(|u| > max_delta, sign(u) * max_delta, u): at the bound the gradient is 1, not jnp.clip's half")
 def clip_where(optax):
-    import jax
     import jax.numpy as jnp
 
-    orig = optax.clip
-
-    def clip(max_delta):
-        def update(updates, state, params=None):
-            del params
-            return jax.tree.map(lambda u: jnp.where(jnp.abs(u) > max_delta, jnp.sign(u) * max_delta, u), updates), state
-
-        return optax.GradientTransformation(orig(max_delta).init, update)
-
-    return {"clip": clip}
+    return _clip_as(optax, lambda u, d: jnp.where(jnp.abs(u) > d, jnp.sign(u) * d, u))
 
 
 @mutant(
@@ -130,16 +137,6 @@ def hinge_margin_two(optax):
 
 @mutant("thresholds-clip-drops-negatives", "clip clips to [0, max_delta]: a negative update becomes 0")
 def clip_drops_negatives(optax):
-    import jax
     import jax.numpy as jnp
 
-    orig = optax.clip
-
-    def clip(max_delta):
-        def update(updates, state, params=None):
-            del params
-            return jax.tree.map(lambda u: jnp.clip(u, 0.0, max_delta), updates), state
-
-        return optax.GradientTransformation(orig(max_delta).init, update)
-
-    return {"clip": clip}
+    return _clip_as(optax, lambda u, d: jnp.clip(u, 0.0, d))

@@ -146,8 +146,6 @@ def reduce_without_initial(optax):
 
 @mutant("tree-utils-norm-no-abs", "tree.norm with ord=1 and ord=inf leaves out the absolute value")
 def norm_no_abs(optax):
-    import jax
-
     def body(orig, tree, ord=None, squared=False):
         if ord == 1:
             return optax.tree.sum(tree)
@@ -155,7 +153,6 @@ def norm_no_abs(optax):
             return optax.tree.max(tree)
         return orig(tree, ord=ord, squared=squared)
 
-    del jax
     return _replace("optax.tree.norm", body)
 
 
