@@ -17,6 +17,7 @@ inner_state)``.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 import pytest
 from hypothesis import given
@@ -175,3 +176,95 @@ def test_edge_inputs_none_leaf_and_empty_tree():
     state = tx.init({})
     assert tx.update({}, state, {})[0] == {}
     assert state.hyperparams["learning_rate"].dtype == jnp.float32
+
+
+#: Params whose leaves give ``inject_hyperparams`` no float dtype to cast to (0.2.6 reads the first leaf's
+#: ``dtype`` attribute: ``None`` for an empty PyTree or a Python scalar leaf), or an integer one, and the
+#: mixed-precision PyTree of :data:`MIXED`; built anew per call (under ``jax.enable_x64`` where asked).
+DTYPELESS_PARAMS = {
+    "empty": dict,
+    "python-scalar-then-bf16": lambda: {"a": 1.0, "b": jnp.ones(2, jnp.bfloat16)},
+    "int32-then-f32": lambda: {"a": jnp.ones(2, jnp.int32), "b": jnp.ones(2, jnp.float32)},
+    "int32-only": lambda: {"a": jnp.ones(2, jnp.int32)},
+    "bf16-then-f32": lambda: dict(MIXED),
+}
+
+
+def _inject_one_step(params, *, jit: bool):
+    """``inject_hyperparams(sgd)(learning_rate=0.1)``: the state after ``init`` and after one update of
+    gradients equal to ``params``, and the updates (eager, or ``init`` and ``update`` each under ``jax.jit``)."""
+    tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
+    init, update = (jax.jit(tx.init), jax.jit(tx.update)) if jit else (tx.init, tx.update)
+    state = init(params)
+    updates, after = update(params, state, params)
+    return state, after, updates
+
+
+def _abstract(x) -> str:
+    """``float32`` or ``float32 weak`` (JAX's weak type: a Python scalar's)."""
+    aval = jax.typeof(x)
+    return f"{aval.dtype.name}{' weak' if aval.weak_type else ''}"
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
+@pytest.mark.parametrize("kind", ["empty", "python-scalar-then-bf16"])
+def test_hyperparameters_over_params_without_a_dtype_take_the_default_float_dtype(kind, x64, jit):
+    """Params with no float dtype to read (an empty PyTree; a Python scalar first leaf): the learning rate
+    0.1 is stored in JAX's default float dtype, float32, or float64 under ``jax_enable_x64``, before and
+    after an update, eagerly and jitted. Sources: the docstring (``hyperparam_dtype``: only when specified
+    are hyperparameters cast); JAX's 64-bit mode documentation (a Python float becomes float64). Expected
+    value: 0.1 rounded once to that dtype."""
+    with jax.enable_x64(x64):
+        want = jnp.float64 if x64 else jnp.float32
+        state, after, _ = _inject_one_step(DTYPELESS_PARAMS[kind](), jit=jit)
+        for what, s in (("after init", state), ("after an update", after)):
+            lr = s.hyperparams["learning_rate"]
+            assert_dtype(lr, want, f"learning rate {what}")
+            assert_close(lr, np.asarray(0.1, want), dtype=want, ulps=EXACT, what=f"learning rate {what}")
+
+
+@pytest.mark.acceptance
+@pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
+def test_a_low_precision_leaf_after_a_python_scalar_leaf_keeps_its_dtype(x64):
+    """Guides' acceptance criterion 2 (dtypes match the contract), eagerly: params ``{a: 1.0, b:
+    bfloat16[2]}`` (the first leaf a Python float, so no dtype to cast the learning rate to) give a
+    bfloat16 update of ``b``, ``-0.1 * 1`` rounded to bfloat16 (-0.10009765625), as ``optax.sgd(0.1)``
+    gives: the injected learning rate stays a weakly typed scalar that takes the leaf's dtype."""
+    with jax.enable_x64(x64):
+        _, _, updates = _inject_one_step(DTYPELESS_PARAMS["python-scalar-then-bf16"](), jit=False)
+        assert_dtype(updates["b"], jnp.bfloat16, "update of the bfloat16 leaf")
+        assert_close(updates["b"], [-0.10009765625] * 2, dtype=jnp.bfloat16, ulps=EXACT, what="update of the bfloat16 leaf")
+
+
+@pytest.mark.negative
+@pytest.mark.known_defect("inject-hyperparams-integer-first-leaf-truncates")
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_an_integer_first_leaf_truncates_the_learning_rate(jit):
+    """Params ``{a: int32[2], b: float32[2]}`` (an integer leaf first, e.g. a step counter kept among the
+    params): the learning rate 0.1 is cast to the int32 first leaf's dtype, stored as 0, and the float32
+    leaf's update is 0: it never trains. Expected values: ``int(0.1) == 0`` (the cast the source applies,
+    ``optax/schedules/_inject.py`` at 0.2.6)."""
+    state, _, updates = _inject_one_step(DTYPELESS_PARAMS["int32-then-f32"](), jit=jit)
+    assert_dtype(state.hyperparams["learning_rate"], jnp.int32, "learning rate")
+    assert int(state.hyperparams["learning_rate"]) == 0
+    assert_close(updates["b"], [0.0, 0.0], dtype=jnp.float32, ulps=EXACT, what="float32 leaf's update")
+
+
+@pytest.mark.snapshot
+@pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
+def test_hyperparameter_types_by_params_kind(data_regression, x64):
+    """Baseline snapshot (drift, not correctness): for each params kind of :data:`DTYPELESS_PARAMS`, eager
+    and jitted, the stored learning rate's dtype and weak type after ``init`` and after an update, and the
+    updates' dtypes (``inject_hyperparams(sgd)(learning_rate=0.1)``). Recorded from optax 0.2.6 by
+    ``./noxw -s update-snapshots``."""
+    record = {}
+    with jax.enable_x64(x64):
+        for kind, make in DTYPELESS_PARAMS.items():
+            for jit in (False, True):
+                state, after, updates = _inject_one_step(make(), jit=jit)
+                lr0, lr1 = state.hyperparams["learning_rate"], after.hyperparams["learning_rate"]
+                leaves = ", ".join(f"{jax.tree_util.keystr(p)}: {_abstract(v)}" for p, v in jax.tree_util.tree_flatten_with_path(updates)[0])
+                record[f"{kind},{'jit' if jit else 'eager'}"] = f"lr {_abstract(lr0)} -> {_abstract(lr1)}; updates {leaves or '(none)'}"
+    data_regression.check(record)
