@@ -265,6 +265,8 @@ def test_hyperparameter_types_by_params_kind(data_regression, x64):
             for jit in (False, True):
                 state, after, updates = _inject_one_step(make(), jit=jit)
                 lr0, lr1 = state.hyperparams["learning_rate"], after.hyperparams["learning_rate"]
-                leaves = ", ".join(f"{jax.tree_util.keystr(p)}: {_abstract(v)}" for p, v in jax.tree_util.tree_flatten_with_path(updates)[0])
-                record[f"{kind},{'jit' if jit else 'eager'}"] = f"lr {_abstract(lr0)} -> {_abstract(lr1)}; updates {leaves or '(none)'}"
+                leaves = ", ".join(f"{name} {_abstract(v)}" for name, v in sorted(updates.items()))
+                where = f"{kind}/{'jit' if jit else 'eager'}"
+                record[f"{where}/lr"] = f"{_abstract(lr0)}, then {_abstract(lr1)}"
+                record[f"{where}/updates"] = leaves or "none"
     data_regression.check(record)

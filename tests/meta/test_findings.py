@@ -137,6 +137,17 @@ def test_same_pattern_groups_across_parameters_numbers_and_steps():
     assert found[0]["text"] == ("2 APIs (`optax.adam`, `optax.sgd`): AssertionError: step 1: x is 3, wanted 4 (4 contracts broken: a ×2, b, d)")
 
 
+def test_a_dtype_finding_names_the_subject_of_each_failure_in_its_own_words():
+    """The subject is the failure's words before their first preposition (``update`` of ``update of the
+    bfloat16 leaf``, ``learning rate`` of ``learning rate after init``), a dtype name whole."""
+    rows = [
+        row("t.py::test_a[x64-off]", "AssertionError: update of the bfloat16 leaf: expected bfloat16, got the array: float32"),
+        row("t.py::test_b[x64-on]", "AssertionError: learning rate after init: expected float64, got the array: float32"),
+    ]
+    (found,) = findings.group(rows)
+    assert found["text"].startswith("`optax.sgd`: update and learning rate come out float32 instead of bfloat16/float64 (")
+
+
 def test_numeric_findings_split_by_dtype_and_order_by_change():
     f64 = "v: element (0,) is 1.0000001, expected 1.0 (error 1e-07, bound 8.9e-16 = 4 ULP of float64; worst error 450359962.74 ULP)"
     bf16 = "v: element (1,) is 1.5, expected 1.0 (error 0.5, bound 0.031 = 4 ULP of bfloat16; worst error 64.00 ULP)"

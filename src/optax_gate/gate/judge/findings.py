@@ -25,6 +25,8 @@ from optax_gate.gate.base.corner_words import SHARDED_OUTCOME, TRANSFORMATION_OU
 from optax_gate.gate.base.plain_text import named_list, number, shorten
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
+#: Where the subject of a dtype failure's own words ends (``update of the bfloat16 leaf``: ``update``).
+_PREPOSITION = re.compile(r"\s+(?:of|after|at|in|for|under|with)\s+")
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
 _OUTCOMES = re.compile(r"(?:AssertionError: )?assert '([^']*)' == '([^']*)'")
 _STANDARD = {"broken": ("passed", "failed"), "fixed": ("failed", "passed")}  # outcomes a change implies
@@ -218,14 +220,20 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
 
 def _subject(matches: list[re.Match[str]]) -> str:
     """What came out in the wrong dtype, from the details' own words."""
-    names: list[str] = []
+    names: dict[str, str] = {}  # the noun, singular -> how it is said
     for m in matches:
         root = re.match(r"\s*\['([^']+)'\]", m["got"])
-        words = [w for w in re.findall(r"[A-Za-z_]+", m["what"]) if w not in ("AssertionError", "step", "leaf")]
-        name = root[1] if root else (words[-1] if words else "")
-        if name and name not in names and name + "s" not in names:
-            names = [n for n in names if n != name.rstrip("s")] + [name]
-    return " and ".join(names) or "results"
+        head = _PREPOSITION.split(m["what"].strip(), maxsplit=1)[0]
+        words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", head) if w not in ("AssertionError", "step", "leaf")]
+        name = root[1] if root else " ".join(words)
+        if not name:
+            continue
+        noun = name.split()[-1]
+        key = noun.rstrip("s")
+        if key in names and names[key] != name:  # two phrases about one noun: the noun alone, plural if either is
+            name = key + "s" if noun.endswith("s") or names[key].endswith("s") else key
+        names[key] = name
+    return " and ".join(names.values()) or "results"
 
 
 def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]]) -> str:
