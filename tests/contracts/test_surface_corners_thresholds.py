@@ -24,19 +24,24 @@ import numpy as np
 import optax
 import pytest
 
-from optax_gate.kit.corners.thresholds import POINTS, THRESHOLDS, outcome, threshold
+from optax_gate.kit.corners.thresholds import POINT_WORDS, POINTS, THRESHOLDS, outcome, threshold
 from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 
-GUIDE = (
-    "docs: optax 0.2.6 docstrings of safe_norm and safe_root_mean_squares ('maximum(..., min_norm) with correct "
-    "gradients'), skip_large_updates, per_example_global_norm_clip, hinge_loss, clip"
-)
+#: Each API's guide: the optax 0.2.6 docstring that says what happens at its threshold.
+GUIDES = {
+    "optax.safe_norm": "docs: optax 0.2.6 optax.safe_norm's docstring ('jnp.maximum(jnp.linalg.norm(x), min_norm) with correct gradients')",
+    "optax.safe_root_mean_squares": "docs: optax 0.2.6 optax.safe_root_mean_squares' docstring ('maximum(sqrt(mean(abs_sq(x))), min_norm) with correct gradients')",
+    "optax.skip_large_updates": "docs: optax 0.2.6 optax.skip_large_updates' docstring ('should_skip ... iff ||updates||^2 is greater than max_squared_norm')",
+    "optax.per_example_global_norm_clip": "docs: optax 0.2.6 optax.per_example_global_norm_clip's docstring (each example clipped to l2_norm_clip, the count of those clipped)",
+    "optax.losses.hinge_loss": "docs: optax 0.2.6 optax.losses.hinge_loss' docstring (max(0, 1 - predictor_outputs * targets))",
+    "optax.clip": "docs: optax 0.2.6 optax.clip's docstring (each update clipped to [-max_delta, max_delta])",
+}
 
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in THRESHOLDS],
+    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDES[p])), pytest.mark.snapshot]) for p in THRESHOLDS],
 )
 def test_threshold_corners(path, data_regression):
     """The outcome at, below and above the threshold (baseline snapshot)."""
@@ -45,7 +50,7 @@ def test_threshold_corners(path, data_regression):
 
 @pytest.mark.negative
 @pytest.mark.known_defect("skip-large-updates-skips-at-the-bound")
-@pytest.mark.contract(api="optax.skip_large_updates", guide=GUIDE)
+@pytest.mark.contract(api="optax.skip_large_updates", guide=GUIDES["optax.skip_large_updates"])
 def test_skip_large_updates_skips_at_the_bound():
     """||[3, 4]||^2 = 25 with max_squared_norm=25: skipped (the docstring says only a greater norm is), with
     norm_squared 25; at 25 + 1 ULP it is kept."""
@@ -74,7 +79,7 @@ DOCUMENTED = {
 @pytest.mark.acceptance
 @pytest.mark.parametrize(
     ("path", "point"),
-    [pytest.param(p, pt, id=f"{p}-{pt}", marks=[pytest.mark.contract(api=p, guide=GUIDE)]) for p in DOCUMENTED for pt in POINTS],
+    [pytest.param(p, pt, id=f"{p}-{pt}", marks=[pytest.mark.contract(api=p, guide=GUIDES[p])]) for p in DOCUMENTED for pt in POINTS],
 )
 def test_documented_value_at_the_threshold(path, point):
     """The value at, below and above the threshold is the documented one (float64 reference of the
@@ -82,4 +87,4 @@ def test_documented_value_at_the_threshold(path, point):
     takes at equality, the value it returns is the same."""
     call, reference = DOCUMENTED[path]
     t = threshold({"optax.safe_norm": 5.0, "optax.safe_root_mean_squares": 2.0}.get(path, 1.0), point)
-    assert_close(call(t), reference(t), dtype=jnp.float32, ulps=ELEMENTWISE, what=f"{path} at {point}")
+    assert_close(call(t), reference(t), dtype=jnp.float32, ulps=ELEMENTWISE, what=f"{path} with {POINT_WORDS[point]}")

@@ -48,6 +48,17 @@ def test_a_corner_drift_is_one_finding_across_apis():
     )
 
 
+def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words():
+    """A threshold corner (``kit.corners.thresholds``) is named by its point, glossed, and its line's
+    fields are said in words (``grad 0,0`` -> ``gradient [0, 0]``)."""
+    detail = "snapshot drift: corner.at: ok value 5 grad 0,0 -> ok value 1.4142135 grad 0,0"
+    (found,) = findings.group([_row("tests/contracts/test_surface_corners_thresholds.py::test_threshold_corners[optax.safe_norm]", detail, "optax.safe_norm")])
+    assert found["cause"] == (
+        "at corner `at` (the quantity exactly at its threshold) the outcome differs: ok (value 5, gradient [0, 0]) in the "
+        "baseline, ok (value 1.4142135, gradient [0, 0]) now"
+    )
+
+
 def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_state_holds():
     """0.2.8 keeps a bfloat16 hyperparameter bfloat16: adam (5 hyperparameters, 9 state leaves) and
     sgd (2 and 3, its float state wholly bfloat16 now) moved alike, and were two findings while the

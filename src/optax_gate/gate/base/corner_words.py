@@ -109,6 +109,23 @@ def _value_words(value: str) -> str | None:
     return None
 
 
+#: A threshold corner's recorded line (``optax_gate.kit.corners.thresholds``): ``ok value 5 grad 0,0``,
+#: ``ok skip True norm_squared 25``, ``ok sum 3,4 clipped 0``.
+_THRESHOLD_OUTCOME = re.compile(r"ok (?P<fields>(?:(?:value|grad|skip|norm_squared|sum|clipped) \S+ ?)+)")
+#: Its fields in words.
+_THRESHOLD_FIELDS = {"value": "value", "grad": "gradient", "skip": "should_skip", "norm_squared": "squared norm", "sum": "sum", "clipped": "clipped count"}
+
+
+def _threshold_words(value: str) -> str | None:
+    """A threshold corner's line in words (``ok value 5 grad 0,0`` -> ``ok (value 5, gradient [0, 0])``); None for another value."""
+    m = _THRESHOLD_OUTCOME.fullmatch(value)
+    if not m:
+        return None
+    pairs = re.findall(r"(\w+) (\S+)", m["fields"])
+    said = [f"{_THRESHOLD_FIELDS[k]} {f'[{v.replace(chr(44), chr(44) + chr(32))}]' if ',' in v else v}" for k, v in pairs]
+    return f"ok ({', '.join(said)})"
+
+
 def long_dtype(short: str) -> str:
     """A dtype's name from its short form in a corner record (``bf16`` -> ``bfloat16``:
     ``optax_gate.kit.corners.transformations.SHORT_DTYPES``); any other text as it is."""
@@ -125,11 +142,12 @@ def outcome_words(value: str) -> str:
     corner: ``ok py float64 0.04 0.1 0.28 4e-06 4e-06`` -> ``ok (a NumPy
     float64 scalar at steps 0, 1, 2, 20, 21: 0.04, 0.1, 0.28, 4e-06,
     4e-06)`` (the steps: ``corners.schedules.SCHEDULE_STEPS``); a sharded corner
-    as :func:`_sharded_words` says; a wrapper corner, a value or arrays as :func:`_value_words` says. Any
+    as :func:`_sharded_words` says; a wrapper corner, a value or arrays as :func:`_value_words` says; a
+    threshold corner as :func:`_threshold_words` says. Any
     other value as it is."""
     m = TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
-        return _schedule_words(value) or _sharded_words(value) or _value_words(value) or value
+        return _schedule_words(value) or _sharded_words(value) or _value_words(value) or _threshold_words(value) or value
 
     def dtypes(text: str) -> str:
         return "/".join(long_dtype(d) for d in text.split(","))
@@ -157,9 +175,13 @@ def corner_gloss(name: str) -> str:
     """What a corner's shorthand name means, where a reader cannot guess it: an injected-grid corner
     (``optax_gate.kit.corners.injected.INJECT_CORNERS``) ``inject=bfloat16`` -> ``built through
     `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, float32 params``;
-    "" for another corner (its name says it: ``empty_leaf``, ``eps=-1e-08``)."""
+    a threshold point (``optax_gate.kit.corners.thresholds.POINT_WORDS``) ``at`` -> ``the quantity exactly at
+    its threshold``; "" for another corner (its name says it: ``empty_leaf``, ``eps=-1e-08``)."""
     from optax_gate.kit.corners.injected import INJECT_CORNERS
+    from optax_gate.kit.corners.thresholds import POINT_WORDS
 
+    if name in POINT_WORDS:
+        return POINT_WORDS[name]
     if name not in INJECT_CORNERS:
         return ""
     form, params, hyperparam_dtype, jit = INJECT_CORNERS[name]

@@ -18,6 +18,12 @@ from typing import Any
 
 #: The three points: the threshold one float32 ULP below the quantity, equal to it, one ULP above.
 POINTS = ("below", "at", "above")
+#: Each point in words, as a report glosses its corner name.
+POINT_WORDS = {
+    "below": "the threshold one float32 ULP below the quantity",
+    "at": "the quantity exactly at its threshold",
+    "above": "the threshold one float32 ULP above the quantity",
+}
 
 
 def threshold(value: float, point: str) -> Any:
