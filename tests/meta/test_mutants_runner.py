@@ -114,6 +114,34 @@ def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
         before = digest()
 
 
+def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
+    """A known defect no file of the family names, or a moved-behaviour entry of another contract module,
+    leaves its digest as it is; one it names moves it; a ledger that does not parse counts whole."""
+    from optax_gate.mutants import proof
+
+    root = _project(tmp_path)
+    (root / "tests/contracts/test_x.py").write_text('from optax_gate.kit.a import f\n# known_defect("x-defect")\n')
+    known, moved = root / "tests/contracts/known_defects.toml", root / "tests/contracts/moved_behaviour.toml"
+
+    def digest() -> str:
+        files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
+        assert files is not None
+        return proof.digest(files, root)
+
+    before = digest()
+    known.write_text('other-defect = "not this family\'s"\n')
+    moved.write_text('[[moved]]\ncontract = "tests/contracts/test_y.py::test_a"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n')
+    assert digest() == before
+    known.write_text(known.read_text() + 'x-defect = "this family\'s"\n')
+    assert digest() != before
+    before = digest()
+    moved.write_text(moved.read_text() + '\n[[moved]]\ncontract = "tests/contracts/test_x.py::test_b"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n')
+    assert digest() != before
+    before = digest()
+    known.write_text(known.read_text() + "not toml [\n")
+    assert digest() != before
+
+
 def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path):
     from optax_gate.mutants import proof
 

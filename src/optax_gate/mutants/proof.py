@@ -10,8 +10,11 @@ A family's inputs are the files whose change can change its proof:
   lazily inside functions): read from the syntax tree, ``import x`` and ``from x import y`` alike, ``y``
   taken as a module where it is one, each package's ``__init__.py`` with it;
 - what every family shares: the check itself (``optax_gate.mutants.__main__`` and its imports), the pytest
-  plugins, the ledger files, ``pyproject.toml`` (pytest's configuration), ``noxfile.py`` (the session) and
-  ``requirements-lock.txt`` (the pinned baseline the mutants break).
+  plugins, ``pyproject.toml`` (pytest's configuration), ``noxfile.py`` (the session) and
+  ``requirements-lock.txt`` (the pinned baseline the mutants break);
+- of the ledgers (:data:`LEDGERS`), the entries the family can meet: a known defect whose id one of its
+  files names, a moved-behaviour entry of one of its contract modules. An entry no file of the family
+  names changes no outcome of its contracts; a ledger that does not parse counts whole.
 
 Written here rather than with pytest-testmon: testmon records the lines each test executes in the process
 it measures, but a mutant run's outcome also depends on the mutant modules loaded by a plugin and on the
@@ -26,6 +29,7 @@ import ast
 import hashlib
 import json
 import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -142,19 +146,50 @@ def inputs(area: str, contracts: str, mutant_modules: Iterable[str], root: Path)
     return sorted(closure(start, root))
 
 
+#: The ledgers of :data:`SHARED_FILES`, each read as the entries a family meets (:func:`contents`).
+LEDGERS = ("tests/contracts/known_defects.toml", "tests/contracts/moved_behaviour.toml")
+
+
+def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
+    """Each file's bytes as a family's proof depends on them (None: missing): a file's own bytes; a ledger of
+    :data:`LEDGERS`, the entries the family can meet (see the module docstring), as sorted JSON."""
+    root = root.resolve()
+    paths = list(files)
+    out: dict[Path, bytes | None] = {p: p.read_bytes() if p.is_file() else None for p in paths}
+    rels = {p.relative_to(root).as_posix() for p in paths}
+    names = b"\n".join(b for p, b in out.items() if b is not None and p.relative_to(root).as_posix() not in LEDGERS).decode("utf-8", "replace")
+    for path in paths:
+        rel, raw = path.relative_to(root).as_posix(), out[path]
+        if rel not in LEDGERS or raw is None:
+            continue
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue  # counts whole
+        if rel.endswith("known_defects.toml"):
+            view: Any = {k: v for k, v in data.items() if k in names}
+        else:
+            view = [e for e in data.get("moved", []) if isinstance(e, dict) and str(e.get("contract", "")).partition("::")[0] in rels]
+        out[path] = b"ledger entries\0" + json.dumps(view, sort_keys=True).encode()
+    return out
+
+
 def digest(files: Iterable[Path], root: Path) -> str:
-    """sha256 over each file's path relative to ``root`` and its bytes (a missing file as missing)."""
+    """sha256 over each file's path relative to ``root`` and its :func:`contents` (a missing file as missing)."""
     h = hashlib.sha256()
-    for path in files:
+    for path, data in contents(files, root).items():
         h.update(path.relative_to(root.resolve()).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() if path.is_file() else b"\0missing\0")
+        h.update(b"\0missing\0" if data is None else data)
         h.update(b"\0")
     return h.hexdigest()
 
 
 def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
-    """Each file's path relative to ``root`` -> the first 16 hex digits of the sha256 of its bytes ("missing")."""
-    return {path.relative_to(root.resolve()).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else "missing" for path in files}
+    """Each file's path relative to ``root`` -> the first 16 hex digits of the sha256 of its :func:`contents` ("missing")."""
+    return {
+        path.relative_to(root.resolve()).as_posix(): "missing" if data is None else hashlib.sha256(data).hexdigest()[:16]
+        for path, data in contents(files, root).items()
+    }
 
 
 def entry(files: list[Path], root: Path) -> dict[str, Any]:
