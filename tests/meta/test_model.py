@@ -4,13 +4,20 @@ schema without ``./noxw -s report-model`` fails here, so the type checker never 
 
 import ast
 import json
+import os
+import shutil
 import typing
+
+import pytest
 
 from optax_gate.gate.base import model
 from optax_gate.gate.report import schema_model
 
 
 def test_the_model_is_generated_from_the_current_schema():
+    if shutil.which("datamodel-codegen") is None and not os.environ.get("NOX_CURRENT_SESSION"):
+        # under ./noxw (nox names its session) the generator is on PATH, and its absence fails below
+        pytest.skip("datamodel-codegen is not on PATH: ./noxw -s tests puts it there (from requirements-tools.txt)")
     committed = schema_model.MODEL.read_text(encoding="utf-8")
     assert schema_model.generate() == committed, "gate/base/model.py is not what report.schema.json generates: run ./noxw -s report-model and review git diff"
 
