@@ -3,7 +3,7 @@
 (``tests/meta/teams/corpus/``), beside the program's ground truth.
 
 For each program this runs what ``gate --run "python train.py"`` runs
-(``optax_gate.gate.team_run.team_run.run``: the command in the baseline twice,
+(``optax_gate.gate.team_run.recording.run``: the command in the baseline twice,
 then in the candidate, recorded, compared, witnessed, the birth of a
 difference replayed) and prints one row: the program, its truth (``same`` or
 ``differs``, as established by ``corpus_truth.py`` and written in its
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from optax_gate.gate.team_run import team_run  # noqa: E402
+from optax_gate.gate.team_run import recording  # noqa: E402
 from optax_gate.gate.team_run import judging  # noqa: E402
 from optax_gate.gate import assemble  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
@@ -67,8 +67,8 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     work = Path(tempfile.mkdtemp(prefix=f"corpus-{name}-"))
     try:
         shutil.copytree(folder, work / "team")
-        spec = team_run.RunSpec("python train.py", work / "team", timeout)
-        result = team_run.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
+        spec = recording.RunSpec("python train.py", work / "team", timeout)
+        result = recording.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
         report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
         report = assemble.with_team_run(report, result)
     finally:

@@ -15,7 +15,7 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import attribution, configuration, scope, usage
 from optax_gate.gate import assemble
 from optax_gate.gate.report import your_code_line
-from optax_gate.gate.surface.surface import POSITIONAL, Param
+from optax_gate.gate.surface.public_api import POSITIONAL, Param
 
 TEAM = """import optax
 

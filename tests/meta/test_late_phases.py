@@ -143,7 +143,11 @@ LATE = {
         ("--usage", "tests/meta/fake_team"),
         "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom",
     ),
-    "speed readings": (_raise_in("speed.speed", "timer boom") + "_module.measure = _boom\n", (), "gate error in the speed readings: RuntimeError: timer boom"),
+    "speed readings": (
+        _raise_in("speed.readings", "timer boom") + "_module.measure = _boom\n",
+        (),
+        "gate error in the speed readings: RuntimeError: timer boom",
+    ),
     "report writing": (
         _raise_in("report.markdown", "render boom") + "_module.render = _boom\n",
         (),
@@ -213,7 +217,7 @@ setattr(importlib.import_module("optax_gate.gate.{module}"), {name!r}, _stop)
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-@pytest.mark.parametrize(("module", "name"), [("speed.speed", "measure"), ("diffs.unseen", "beyond")])
+@pytest.mark.parametrize(("module", "name"), [("speed.readings", "measure"), ("diffs.unseen", "beyond")])
 def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tmp_path, module, name, sig):
     out = tmp_path / "out"
     assert run_gate(tmp_path).returncode == 0

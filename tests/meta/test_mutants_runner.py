@@ -142,6 +142,25 @@ def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
     assert digest() != before
 
 
+def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path):
+    from optax_gate.mutants import proof
+
+    root = _project(tmp_path)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a"]\n')
+
+    def digest() -> str:
+        files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
+        assert files is not None
+        return proof.digest(files, root)
+
+    before = digest()
+    pyproject.write_text('# a comment\n[tool.pytest.ini_options]\nmarkers = [ "a" ]  # another\n')
+    assert digest() == before
+    pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a", "b"]\n')
+    assert digest() != before
+
+
 def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path):
     from optax_gate.mutants import proof
 

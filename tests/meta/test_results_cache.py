@@ -379,7 +379,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
             __import__("time").sleep(0.01)
         return {"label": side.label, "status": "ran", "contracts": {}, "surfaces_read_by_then": len(read)}
 
-    monkeypatch.setattr(unseen.surface, "cached_surface", surface)
+    monkeypatch.setattr(unseen.public_api, "cached_surface", surface)
     monkeypatch.setattr(sides, "contracts", contracts)
     readers_at_checkpoints = []
     monkeypatch.setattr(

@@ -16,7 +16,7 @@ pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirem
 from optax_gate.gate.inputs.options import ScopeOptions  # noqa: E402
 from optax_gate.gate.judge import compare  # noqa: E402
 from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.surface import surface
+from optax_gate.gate.surface import public_api
 from optax_gate.gate.diffs import unseen  # noqa: E402
 from optax_gate.gate import assemble
 from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
@@ -35,7 +35,7 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
     the_scan = usage.scan([team]) if scan else None
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
-    return assemble.with_scope(report, scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), surface.DEFAULT_PACKAGES))
+    return assemble.with_scope(report, scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), public_api.DEFAULT_PACKAGES))
 
 
 def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate():
@@ -120,7 +120,7 @@ def test_another_source_of_evidence_sets_the_scope_first():
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
     given, kept = report, copy.deepcopy(report)
-    report = assemble.with_scope(given, scope.apply_options(given, ScopeOptions(usage_scan=the_scan), surface.DEFAULT_PACKAGES, by="run"))
+    report = assemble.with_scope(given, scope.apply_options(given, ScopeOptions(usage_scan=the_scan), public_api.DEFAULT_PACKAGES, by="run"))
     assert given == kept and report != kept  # a copy with the scope: the report it was given is as it was
     assert [(f["api"], f["scope"]) for f in report["findings"]] == [("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
     assert report["reasons"] == ["1 contract(s) broken where your code goes (run): 1 in F1"]

@@ -1,4 +1,4 @@
-"""Speed drift readings (``optax_gate.gate.speed.speed``), their report section
+"""Speed drift readings (``optax_gate.gate.speed.readings``), their report section
 (``gate.report.speed_section``) and the matrix's speed row.
 
 The statistics are checked on synthetic timings (expected changes are known by
@@ -20,7 +20,7 @@ import pytest
 
 from optax_gate.gate import assemble
 from optax_gate.gate.judge import compare
-from optax_gate.gate.speed import speed
+from optax_gate.gate.speed import readings
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import matrix_page as report_matrix
@@ -53,18 +53,18 @@ def _paired(seed: int, n: int, factor: float, load_sigma: float = 0.1, **kw) -> 
 def test_sign_test_interval_uses_the_order_statistics_of_the_binomial():
     """n = 3: only min..max, coverage 1 - 2/8 = 0.75; n = 9: k = 2, coverage
     1 - 2 (1 + 9)/512 = 0.9609 (binomial, written out)."""
-    assert speed.sign_test_interval([3.0, 1.0, 2.0]) == (1.0, 3.0, 0.75)
-    lo, hi, cov = speed.sign_test_interval([float(i) for i in range(1, 10)])
+    assert readings.sign_test_interval([3.0, 1.0, 2.0]) == (1.0, 3.0, 0.75)
+    lo, hi, cov = readings.sign_test_interval([float(i) for i in range(1, 10)])
     assert (lo, hi) == (2.0, 8.0) and cov == pytest.approx(1 - 2 * 10 / 512)
     with pytest.raises(ValueError):
-        speed.sign_test_interval([])
+        readings.sign_test_interval([])
 
 
 @pytest.mark.parametrize("n", [3, 9])
 def test_a_two_fold_slowdown_is_changed_slower(n):
     for seed in range(20):
         base, cand = _paired(seed, n, factor=2.0)
-        r = speed.judge(base, cand, "step_s")
+        r = readings.judge(base, cand, "step_s")
         assert (r["change"], r["direction"]) == ("changed", "slower"), (seed, r["detail"])
         assert r["interval"][0] > r["noise"][1]
         assert 1.5 < r["ratio"] < 2.7
@@ -72,7 +72,7 @@ def test_a_two_fold_slowdown_is_changed_slower(n):
 
 def test_a_two_fold_speed_up_is_changed_faster():
     base, cand = _paired(0, 9, factor=0.5)
-    r = speed.judge(base, cand, "compile_s")
+    r = readings.judge(base, cand, "compile_s")
     assert (r["change"], r["direction"]) == ("changed", "faster")
 
 
@@ -81,7 +81,7 @@ def test_equal_distributions_are_within_noise(n):
     """Same distribution at both sides under a shared per-slot load: no
     ``changed`` in 100 seeded draws for 9 slots; for 3 slots (the compile
     readings) at most 3 (the simulated rate is about 1.3 %)."""
-    alarms = [seed for seed in range(100) if speed.judge(*_paired(seed, n, factor=1.0))["change"] != "unchanged"]
+    alarms = [seed for seed in range(100) if readings.judge(*_paired(seed, n, factor=1.0))["change"] != "unchanged"]
     assert len(alarms) <= (0 if n == 9 else 3), alarms
 
 
@@ -90,40 +90,40 @@ def test_a_heavily_varying_load_widens_the_band_it_does_not_raise_alarms():
     widens each side's own spread, hence the band: the readings lose
     sensitivity (a 1.3x slowdown stays within noise) but raise no alarm."""
     for seed in range(50):
-        assert speed.judge(*_paired(seed, 9, factor=1.0, load_sigma=0.3))["change"] == "unchanged"
-    r = speed.judge(*_paired(0, 9, factor=1.3, load_sigma=0.3))
+        assert readings.judge(*_paired(seed, 9, factor=1.0, load_sigma=0.3))["change"] == "unchanged"
+    r = readings.judge(*_paired(0, 9, factor=1.3, load_sigma=0.3))
     assert r["change"] == "unchanged" and r["noise"][1] > 1.3
 
 
 def test_a_load_spike_in_one_slot_widens_the_band_instead_of_raising_an_alarm():
     base, cand = _paired(3, 9, factor=1.0)
     cand[4] = [x * 20 for x in cand[4]]  # another worker took the CPU while the candidate was timed
-    r = speed.judge(base, cand, "step_s")
+    r = readings.judge(base, cand, "step_s")
     assert r["change"] == "unchanged", r["detail"]
 
 
 def test_the_noise_band_never_narrows_below_the_floor():
     base = [[1e-4] * 5 for _ in range(6)]
     cand = [[1.05e-4] * 5 for _ in range(6)]
-    r = speed.judge(base, cand)
-    assert r["noise"] == [pytest.approx(1 / speed.NOISE_FLOOR), speed.NOISE_FLOOR]
+    r = readings.judge(base, cand)
+    assert r["noise"] == [pytest.approx(1 / readings.NOISE_FLOOR), readings.NOISE_FLOOR]
     assert r["change"] == "unchanged"
 
 
 def test_a_budget_makes_a_slowdown_beyond_it_broken_and_only_for_the_step_time():
     base, cand = _paired(1, 9, factor=2.0)
-    assert speed.judge(base, cand, "step_s", budget=1.5)["change"] == "broken"
-    assert speed.judge(base, cand, "step_s", budget=3.0)["change"] == "changed"  # slower, but within the budget
-    assert speed.judge(base, cand, "compile_s", budget=1.5)["change"] == "changed"  # compile time never breaks
+    assert readings.judge(base, cand, "step_s", budget=1.5)["change"] == "broken"
+    assert readings.judge(base, cand, "step_s", budget=3.0)["change"] == "changed"  # slower, but within the budget
+    assert readings.judge(base, cand, "compile_s", budget=1.5)["change"] == "changed"  # compile time never breaks
     same = _paired(2, 9, factor=1.0)
-    assert speed.judge(*same, "step_s", budget=1.01)["change"] == "unchanged"  # noise never breaks
+    assert readings.judge(*same, "step_s", budget=1.01)["change"] == "unchanged"  # noise never breaks
 
 
 def test_judge_refuses_unpaired_or_empty_slots():
     with pytest.raises(ValueError):
-        speed.judge([[1.0]], [[1.0]])
+        readings.judge([[1.0]], [[1.0]])
     with pytest.raises(ValueError):
-        speed.judge([[1.0], [1.0]], [[1.0], []])
+        readings.judge([[1.0], [1.0]], [[1.0], []])
 
 
 def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> dict[str, list]:
@@ -133,7 +133,7 @@ def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> 
         for s in range(step_slots):
             for side, f in (("baseline", 1.0), ("candidate", factor)):
                 answer = {}
-                for setup in speed.SETUPS:
+                for setup in readings.SETUPS:
                     reading = {"step_s": [2e-4 * f * rng.uniform(0.95, 1.05) for _ in range(7)]}
                     if s == 0:
                         reading["compile_s"] = [0.9 * rng.uniform(0.95, 1.05)]
@@ -152,17 +152,17 @@ def _result(factor: float, budget: float | None = None) -> dict:
         "budget": budget,
         "duration_s": 21.0,
         "raw": raw,
-        "readings": speed.readings(raw, budget),
+        "readings": readings.readings(raw, budget),
         "baseline": {},
         "candidate": {},
     }
-    out["summary"] = speed.summarise(out["readings"])
+    out["summary"] = readings.summarise(out["readings"])
     return out
 
 
 def test_readings_judge_every_setup_and_metric_with_their_slot_counts():
     result = _result(3.0)
-    assert [(r["setup"], r["metric"]) for r in result["readings"]] == [(s, m) for s in speed.SETUPS for m in speed.METRICS]
+    assert [(r["setup"], r["metric"]) for r in result["readings"]] == [(s, m) for s in readings.SETUPS for m in readings.METRICS]
     for r in result["readings"]:
         assert r["slots"] == (9 if r["metric"] == "step_s" else 3)
         assert r["change"] == ("changed" if r["metric"] == "step_s" else "unchanged")
@@ -199,7 +199,7 @@ def test_the_report_has_a_speed_section_with_ratios_intervals_and_bands():
 
 
 def test_a_speed_result_that_was_not_measured_says_why():
-    text = report_markdown.render(_gate_report(speed.not_measured("the candidate did not run its contracts")))
+    text = report_markdown.render(_gate_report(readings.not_measured("the candidate did not run its contracts")))
     assert "Not measured: the candidate did not run its contracts." in text
 
 
@@ -209,7 +209,7 @@ def test_the_plot_is_an_svg_beside_the_report(tmp_path):
     assert report_speed.write_plot(result, tmp_path) == "speed.svg"
     svg = (tmp_path / "speed.svg").read_text(encoding="utf-8")
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    for word in ("step time", "compile time", "baseline", "candidate", *speed.SETUPS):
+    for word in ("step time", "compile time", "baseline", "candidate", *readings.SETUPS):
         assert word in svg
     again = tmp_path / "again"
     again.mkdir()
@@ -248,8 +248,8 @@ def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise(
     import sys
 
     python = Path(sys.executable)
-    planted = speed.measure(python, python, ROOT, modules=(speed.MODULE, "tests.meta.speed_plant"))
-    same = speed.measure(python, python, ROOT)
+    planted = readings.measure(python, python, ROOT, modules=(readings.MODULE, "tests.meta.speed_plant"))
+    same = readings.measure(python, python, ROOT)
     print(f"planted: {planted['duration_s']} s {planted['summary']}; same: {same['duration_s']} s {same['summary']}")
     for r in planted["readings"] + same["readings"]:
         print(f"  {r['setup']} {r['metric']}: {r['detail']}")
@@ -262,15 +262,15 @@ def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise(
 
 
 def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp_path):
-    missing = speed.measure(tmp_path / "no-python", tmp_path / "no-python", ROOT)
+    missing = readings.measure(tmp_path / "no-python", tmp_path / "no-python", ROOT)
     assert missing["status"] == "not-measured" and "cannot start" in missing["reason"]
     broken = tmp_path / "python"
     broken.write_text("#!/bin/sh\necho 'ImportError: no jax here' >&2\nexit 3\n")
     broken.chmod(0o755)
-    ended = speed.measure(broken, broken, ROOT)
+    ended = readings.measure(broken, broken, ROOT)
     assert ended["status"] == "not-measured" and "no jax here" in ended["reason"]
     assert ended["summary"]["not-measured"] == 0 and ended["readings"] == []
-    assert speed.worst(ended) == "not-measured"
+    assert readings.worst(ended) == "not-measured"
 
 
 def test_a_report_with_speed_readings_fits_the_report_schema():
@@ -280,7 +280,7 @@ def test_a_report_with_speed_readings_fits_the_report_schema():
     from optax_gate.gate.report import json_file as report_json
 
     schema = json.loads((ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text(encoding="utf-8"))
-    for result in (_result(3.0, budget=1.5), speed.not_measured("the candidate did not run its contracts")):
+    for result in (_result(3.0, budget=1.5), readings.not_measured("the candidate did not run its contracts")):
         jsonschema.validate(json.loads(report_json.render(_gate_report(result))), schema)
     bad = json.loads(report_json.render(_gate_report(_result(1.0))))
     bad["speed"]["readings"][0]["change"] = "slower"
@@ -302,10 +302,10 @@ def test_an_interruption_stops_the_workers_at_once_and_propagates(tmp_path, monk
     def interrupted(self, timeout):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(speed.Worker, "answer", interrupted)
+    monkeypatch.setattr(readings.Worker, "answer", interrupted)
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        speed.measure(slow, slow, ROOT)
+        readings.measure(slow, slow, ROOT)
     assert time.monotonic() - start < 5, "the interrupted gate waited for its speed workers"
     left = subprocess.run(["pgrep", "-f", str(slow)], capture_output=True, text=True).stdout.split()
     assert not left, f"speed workers outlived the interruption: {left}"

@@ -1,4 +1,4 @@
-"""API surface diff (``optax_gate.gate.surface.surface``) on two versions of a tiny
+"""API surface diff (``optax_gate.gate.surface.public_api``) on two versions of a tiny
 package built here, named ``optax`` so that the usage scanner tracks it (it is
 never imported: the surface is read statically).
 
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.surface import surface  # noqa: E402
+from optax_gate.gate.surface import public_api  # noqa: E402
 
 BASE_SRC = '''\
 """Private implementation (a folder without __init__.py, like optax/_src)."""
@@ -154,7 +154,7 @@ def rows_by(rows):
 
 def test_a_name_re_exported_from_a_private_folder_is_followed_to_its_definition(sites):
     base, _ = sites
-    entries = surface.surface(base, ["optax"])
+    entries = public_api.surface(base, ["optax"])
     e = entries["optax.scale"]
     assert (e.kind, e.target, e.where) == ("function", "optax._src.impl.scale", "optax/_src/impl.py:4")
     assert e.signature() == "(lr, momentum=0.9, nesterov=False)"
@@ -165,7 +165,7 @@ def test_a_name_re_exported_from_a_private_folder_is_followed_to_its_definition(
 
 def test_every_kind_of_surface_change_is_reported(sites):
     base, cand = sites
-    rows = rows_by(surface.diff(surface.surface(base, ["optax"]), surface.surface(cand, ["optax"])))
+    rows = rows_by(public_api.diff(public_api.surface(base, ["optax"]), public_api.surface(cand, ["optax"])))
     expected = {
         ("optax.gone", "removed", ""): ("(x)", "—"),
         ("optax.mover", "moved", ""): ("optax.mover", "optax.contrib.mover"),
@@ -191,25 +191,25 @@ def test_every_kind_of_surface_change_is_reported(sites):
 
 def test_an_unchanged_tree_has_no_rows_and_a_missing_start_module_is_absent(sites):
     base, _ = sites
-    entries = surface.surface(base, ["optax", "flax.nnx"])
-    assert surface.diff(entries, entries) == []
+    entries = public_api.surface(base, ["optax", "flax.nnx"])
+    assert public_api.diff(entries, entries) == []
     assert not any(p.startswith("flax") for p in entries)
 
 
 def test_third_party_re_exports_are_external_and_plain_imports_are_not_public(tmp_path):
     (tmp_path / "optax").mkdir()
     (tmp_path / "optax" / "__init__.py").write_text("import jax\nimport jax.numpy as jnp\nfrom jax.nn import relu\n")
-    entries = surface.surface(tmp_path, ["optax"])
+    entries = public_api.surface(tmp_path, ["optax"])
     assert set(entries) == {"optax"}  # no __all__: third-party names are not optax's API
     (tmp_path / "optax" / "__init__.py").write_text("from jax.nn import relu\n__all__ = ['relu']\n")
-    assert surface.surface(tmp_path, ["optax"])["optax.relu"].kind == "external"
+    assert public_api.surface(tmp_path, ["optax"])["optax.relu"].kind == "external"
 
 
 def test_the_package_list_comes_from_pyproject(tmp_path):
     py = tmp_path / "pyproject.toml"
-    assert surface.configured_packages(py) == surface.DEFAULT_PACKAGES
+    assert public_api.configured_packages(py) == public_api.DEFAULT_PACKAGES
     py.write_text('[tool.optax-gate]\nsurface = ["optax", "optax.contrib", "flax.nnx"]\n')
-    assert surface.configured_packages(py) == ("optax", "optax.contrib", "flax.nnx")
+    assert public_api.configured_packages(py) == ("optax", "optax.contrib", "flax.nnx")
     py.write_text('[tool.optax-gate]\nsurface = "optax"\n')
     with pytest.raises(ValueError, match="list of module names"):
-        surface.configured_packages(py)
+        public_api.configured_packages(py)

@@ -252,9 +252,9 @@ def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_
             "where": "optax/contrib/_privacy.py:114",
         }
 
-    monkeypatch.setattr(unseen.surface, "cached_surface", lambda site, packages: {})
+    monkeypatch.setattr(unseen.public_api, "cached_surface", lambda site, packages: {})
     monkeypatch.setattr(
-        unseen.surface, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"), dict(row("optax.other"), where="optax/_src/x.py:1")]
+        unseen.public_api, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"), dict(row("optax.other"), where="optax/_src/x.py:1")]
     )
     section = unseen.surface_section(tmp_path, tmp_path, ("optax",), None, {"optax.contrib.dpsgd"})
     assert {r["path"]: r["verdict"] for r in section["rows"]} == {"optax.contrib.dpsgd": "broken", "optax.dpsgd": "broken", "optax.other": "changed"}

@@ -1,4 +1,4 @@
-"""API surface diff, by value and by deprecation (``optax_gate.gate.surface.surface``,
+"""API surface diff, by value and by deprecation (``optax_gate.gate.surface.public_api``,
 ``optax_gate.gate.surface.deprecations``), on two versions of a tiny ``optax`` built
 here (never imported): a default written differently but equal by value is no
 change; a deprecation new in the candidate (decorator, docstring directive,
@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.surface import surface
+from optax_gate.gate.surface import public_api
 
 from optax_gate.gate.diffs import unseen
 
@@ -127,9 +127,9 @@ def build(root: Path, src: str) -> Path:
 
 @pytest.fixture
 def rows(tmp_path):
-    old = surface.surface(build(tmp_path / "base", BASE), ["optax"])
-    new = surface.surface(build(tmp_path / "cand", CAND), ["optax"])
-    return surface.diff(old, new), old, new
+    old = public_api.surface(build(tmp_path / "base", BASE), ["optax"])
+    new = public_api.surface(build(tmp_path / "cand", CAND), ["optax"])
+    return public_api.diff(old, new), old, new
 
 
 def test_defaults_equal_by_value_are_no_change_and_different_values_are(rows):

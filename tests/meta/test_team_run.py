@@ -1,6 +1,6 @@
 """``gate --run``: the recorder of the team's run (``optax_gate.recorder``),
 the first divergence (``optax_gate.gate.team_run.divergence``) and the verdict about
-the team (``optax_gate.gate.team_run.team_run``), on small team repositories in
+the team (``optax_gate.gate.team_run.recording``), on small team repositories in
 ``tests/meta/teams/`` (``tiny``: SGD with a jitted step; ``f32`` and
 ``mixed``: the two teams of docs/team-run.md).
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.judge import compare
-from optax_gate.gate.team_run import divergence, ensemble, team_run
+from optax_gate.gate.team_run import divergence, ensemble, recording
 from optax_gate.gate.team_run import leaves
 from optax_gate.gate.team_run import judging, reused
 from optax_gate.gate import assemble
@@ -143,7 +143,7 @@ def line_of(folder: Path, text: str, file: str = "train.py") -> str:
 
 def record(folder: Path, command: str, trace: Path | None) -> subprocess.CompletedProcess:
     """Run ``command`` in ``folder`` like the gate does, recording into ``trace`` (None: recorder off)."""
-    env = team_run.environment(PYTHON, folder, trace or folder / "unused")
+    env = recording.environment(PYTHON, folder, trace or folder / "unused")
     if trace is None:
         env.pop("OPTAX_GATE_TRACE")
     return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
@@ -205,8 +205,8 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
     budget): the cause; the results of the jitted step, both steps, follow
     as consequences, in execution order."""
     folder = team(tmp_path, "tiny")
-    spec = team_run.RunSpec("python train.py 2", folder, 300)
-    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
+    spec = recording.RunSpec("python train.py 2", folder, 300)
+    result = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     update = line_of(folder, "tx.update(")
     assert result["first"]["site"] == update and result["first"]["occurrence"] == 1 and "values" in result["first"]["kinds"]
@@ -228,9 +228,9 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     from optax_gate.gate.report import team_run_section as report_team_run
 
     folder = team(tmp_path, "tiny")
-    spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)  # eager: the update's values are the program's own
+    spec = recording.RunSpec("python train.py 2 --eager", folder, 300)  # eager: the update's values are the program's own
     one_ulp = candidate(tmp_path, "sgd-one-ulp")
-    drifted = team_run.run(spec, (PYTHON, one_ulp), tmp_path / "drifted")
+    drifted = recording.run(spec, (PYTHON, one_ulp), tmp_path / "drifted")
     assert drifted["outcome"] == "same", drifted["reason"] or drifted["divergences"]
     within = drifted["within_budget"]
     assert within["calls"] > 0 and 0 < within["max_ulps"] <= divergence.budget(1) and not within["shadow_only"], within
@@ -240,11 +240,11 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     # jitted, the update drifts only inside the recorder's copy of the step (host callbacks fuse otherwise): the team's
     # own program, its kept results and its output, is bit for bit the same, and the report says so (the corpus'
     # nnx_mlp_adam read "not bit for bit" of a program whose every output was bit-identical)
-    jitted = team_run.run(team_run.RunSpec("python train.py 2", folder, 300), (PYTHON, one_ulp), tmp_path / "jitted")
+    jitted = recording.run(recording.RunSpec("python train.py 2", folder, 300), (PYTHON, one_ulp), tmp_path / "jitted")
     if jitted["within_budget"]["calls"]:
         assert jitted["within_budget"]["shadow_only"] and jitted["within_budget"]["kept_max_ulps"] is None, jitted
         assert "every result your program gives is bit for bit the same" in "\n".join(report_team_run.section({"team_run": jitted, "findings": []}))
-    same = team_run.run(spec, (PYTHON, PYTHON), tmp_path / "same")
+    same = recording.run(spec, (PYTHON, PYTHON), tmp_path / "same")
     assert same["outcome"] == "same" and same["within_budget"]["calls"] == 0, same["within_budget"]
     assert "every result is bit for bit the same" in "\n".join(report_team_run.section({"team_run": same, "findings": []}))
 
@@ -254,8 +254,8 @@ def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(t
     candidate where it is keyword-only raises TypeError there: the run broke,
     named at the huber_loss line, as the cause."""
     folder = team(tmp_path, "mixed")
-    spec = team_run.RunSpec("python train.py --steps 2", folder, 300)
-    result = team_run.run(spec, (PYTHON, candidate(tmp_path, "huber-keyword-only")), tmp_path)
+    spec = recording.RunSpec("python train.py --steps 2", folder, 300)
+    result = recording.run(spec, (PYTHON, candidate(tmp_path, "huber-keyword-only")), tmp_path)
     huber = line_of(folder, "optax.huber_loss(")
     assert result["outcome"] == "broke", result["reason"]
     assert result["sites"] == [huber]
@@ -270,8 +270,8 @@ def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
     """Two baseline runs of a script seeded from the clock differ: not
     verified, naming the first call that differs."""
     folder = team(tmp_path, "tiny")
-    spec = team_run.RunSpec("python train.py 1 --random", folder, 300)
-    result = team_run.run(spec, (PYTHON, PYTHON), tmp_path)
+    spec = recording.RunSpec("python train.py 1 --random", folder, 300)
+    result = recording.run(spec, (PYTHON, PYTHON), tmp_path)
     assert result["outcome"] == "not-verified"
     # the data is a constant of the jitted step: its Optax calls' inputs differ already, so the step's result,
     # where the team gets it, is the first call that differs
@@ -444,7 +444,7 @@ def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
 def _validates(report: dict) -> None:
     """``report`` (its ``team_run`` included) validates against report.schema.json."""
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    schema = json.loads((Path(team_run.__file__).parents[1] / "report" / "report.schema.json").read_text())
+    schema = json.loads((Path(recording.__file__).parents[1] / "report" / "report.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(report)), schema)
     bad = json.loads(json.dumps(report))
     bad["team_run"]["outcome"] = "fine"
@@ -505,10 +505,10 @@ def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch
     absolute (seen: the real gate's baseline ran the system python, 'No module named jax')."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "team" / "src").mkdir(parents=True)
-    env = team_run.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
+    env = recording.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
     assert env["PATH"].split(os.pathsep)[0] == str(tmp_path / ".nox/gate-envs/abc/bin")
     assert env["VIRTUAL_ENV"] == str(tmp_path / ".nox/gate-envs/abc")
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(team_run.RECORDER_SITE), str(tmp_path / "team"), str(tmp_path / "team/src")]
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(recording.RECORDER_SITE), str(tmp_path / "team"), str(tmp_path / "team/src")]
     assert env["OPTAX_GATE_TRACE"] == str(tmp_path / "evidence/trace")
 
 
@@ -554,7 +554,7 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
         "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
         "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n"
     )
-    assert team_run._why({"error": "", "exit": 1, "tail": tail}) == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
+    assert recording._why({"error": "", "exit": 1, "tail": tail}) == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
 
 
 def test_run_inputs_are_refused_before_anything_runs(tmp_path):
@@ -570,9 +570,9 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
         (None, tmp_path, "--run-dir is given without --run"),
     ):
         with pytest.raises(validate.InvalidInput, match=said):
-            team_run.check(command, run_dir, 60)
-    assert team_run.check(None, None, 60) is None
-    assert team_run.check("python train.py", tmp_path, 60) == team_run.RunSpec("python train.py", tmp_path.resolve(), 60)
+            recording.check(command, run_dir, 60)
+    assert recording.check(None, None, 60) is None
+    assert recording.check("python train.py", tmp_path, 60) == recording.RunSpec("python train.py", tmp_path.resolve(), 60)
 
 
 @pytest.mark.timeout(600)  # two --run comparisons
@@ -585,14 +585,14 @@ def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tm
     reaches it) it is, and it is a consequence too."""
     folder = team(tmp_path, "tiny")
     update, apply = line_of(folder, "tx.update("), line_of(folder, "optax.apply_updates(")
-    exact = team_run.RunSpec("python train.py 2 --eager", folder, 300, members=0)
+    exact = recording.RunSpec("python train.py 2 --eager", folder, 300, members=0)
     further = candidate(tmp_path, "sgd-further")
-    result = team_run.run(exact, (PYTHON, further), tmp_path / "exact")
+    result = recording.run(exact, (PYTHON, further), tmp_path / "exact")
     rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
     assert rows == [(update, 1, "cause"), (apply, 1, "consequence"), (apply, 2, "consequence")]
     assert result["ensemble"] == {"members": 0, "used": False, "why": "--exact: the ULP budget alone"}
-    spec = team_run.RunSpec("python train.py 2 --eager", folder, 300)
-    result = team_run.run(spec, (PYTHON, further), tmp_path / "noise")
+    spec = recording.RunSpec("python train.py 2 --eager", folder, 300)
+    result = recording.run(spec, (PYTHON, further), tmp_path / "noise")
     rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
     assert [r for r in rows if r[2] == "cause"] == [(update, 1, "cause")]
     assert {(update, 2, "consequence"), (apply, 1, "consequence"), (apply, 2, "consequence")} <= set(rows)
@@ -722,7 +722,7 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
                 "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args will become keyword-only soon",
             ],
         },
-    ]  # the real run's texts (report.json team_run.causes)
+    ]  # the real run's texts (report.json recording.causes)
     report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
     report = assemble.with_team_run(report, _team("broke", causes))
     scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
@@ -803,7 +803,7 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
     (tmp_path / "team").mkdir()
     (tmp_path / "tool").mkdir()
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tool"))
-    name = team_run.user_names(tmp_path / "team")
+    name = recording.user_names(tmp_path / "team")
     assert name("train.py:34") == "../team/train.py:34" == f"{usage_files.display_name(tmp_path / 'team' / 'train.py', str(tmp_path / 'tool'))}:34"
     diff = {
         "first": {"site": "train.py:34", "call": "x"},
@@ -812,14 +812,14 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
         "sites": ["train.py:34"],
         "compared": 3,
     }
-    renamed = team_run.renamed(diff, name)
+    renamed = recording.renamed(diff, name)
     assert renamed["first"]["site"] == "../team/train.py:34" and renamed["sites"] == ["../team/train.py:34"]
     assert [d["site"] for d in renamed["divergences"]] == ["../team/train.py:34", "../team/lib/m.py:2"]
     assert renamed["causes"][0]["site"] == "../team/train.py:34" and renamed["compared"] == 3
     assert diff["sites"] == ["train.py:34"]  # the recorder's names are left as they were
-    assert team_run.renamed(diff, None) is diff
+    assert recording.renamed(diff, None) is diff
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "team"))
-    assert team_run.user_names(tmp_path / "team")("train.py:34") == "train.py:34"  # started in the team's folder: as before
+    assert recording.user_names(tmp_path / "team")("train.py:34") == "train.py:34"  # started in the team's folder: as before
 
 
 def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_cause():
@@ -918,8 +918,8 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
 def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
     """The first try of --run from the project folder, the team's script elsewhere: "python: can't open file
     '<project>/train.py'" and "fix the command" — the reason now names the folder and --run-dir."""
-    spec = team_run.RunSpec("python train.py", tmp_path, 60)
-    result = team_run.run(spec, (Path(sys.executable), Path(sys.executable)), tmp_path / "out")
+    spec = recording.RunSpec("python train.py", tmp_path, 60)
+    result = recording.run(spec, (Path(sys.executable), Path(sys.executable)), tmp_path / "out")
     assert result["outcome"] == "not-verified"
     assert f"it ran in {tmp_path}: --run-dir sets the folder" in result["reason"], result["reason"]
 
@@ -965,7 +965,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     # the gate records the folder its names are relative to (a run of recorded traces, the command not run)
     event = {**_call("train.py:3", "optax.sgd", "optax.sgd(...).update", _leaf([1.0])), "phase": "update"}
     monkeypatch.setattr(
-        team_run,
+        recording,
         "run_once",
         lambda spec, python, label, folder, extra_env=None: {
             "label": label,
@@ -978,9 +978,9 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
             "trace": _trace(tmp_path / "traces" / label, [event]).name,
         },
     )
-    monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
-    spec = team_run.RunSpec("python train.py", tmp_path / "team", 60)
-    result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=team_run.user_names(tmp_path / "team"))
+    monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
+    spec = recording.RunSpec("python train.py", tmp_path / "team", 60)
+    result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=recording.user_names(tmp_path / "team"))
     assert result["outcome"] == "same" and result["named_from"] == str(tmp_path / "project"), result
     assert result["called"] == ["../team/train.py:3"]  # where the run called Optax, named as the sites are
 
@@ -997,8 +997,8 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     said = []
     (team_dir / "data").mkdir()
     (team_dir / "data" / "old.txt").write_text("old")
-    spec = team_run.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data", team_dir, 60)
-    result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
+    spec = recording.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data", team_dir, 60)
+    result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
     assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
     assert result["wrote"] == {
         "files": ["data/old.txt", "keep.txt", "new/deep/n.txt", "out.txt"],
@@ -1027,7 +1027,7 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     old = {**result, "wrote": {"files": ["keep.txt"], "count": 1, "existed": ["keep.txt"]}}  # a report of before 2026-12-02
     text = "\n".join(team_run_section.section({"team_run": old}))
     assert "They now hold the baseline run's output" in text and "existed before the gate and were overwritten: `keep.txt`" in text
-    quiet = team_run.run(team_run.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
+    quiet = recording.run(recording.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
     assert "wrote" not in quiet
 
 
@@ -1055,9 +1055,9 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
             ).name,
         }
 
-    monkeypatch.setattr(team_run, "run_once", run_once)
-    monkeypatch.setattr(team_run.divergence, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
-    return team_run.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
+    monkeypatch.setattr(recording, "run_once", run_once)
+    monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
+    return recording.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
 
 
 def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_teams_folder(tmp_path, monkeypatch):
@@ -1066,7 +1066,7 @@ def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_tea
     large to keep a copy of is the one case left, and the reason then names it."""
     team_dir = tmp_path / "team"
     team_dir.mkdir()
-    result = team_run.run(_resuming(tmp_path, monkeypatch, team_dir), (Path(sys.executable),) * 2, tmp_path / "o")
+    result = recording.run(_resuming(tmp_path, monkeypatch, team_dir), (Path(sys.executable),) * 2, tmp_path / "o")
     assert result["outcome"] == "same", result["reason"]
     assert not (team_dir / "ckpt.npz").exists()
     assert (tmp_path / "o" / "team-run-candidate-files" / "ckpt.npz").read_text() == "candidate"
@@ -1075,8 +1075,8 @@ def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_tea
     assert result["wrote"]["kept"] == ["team-run-baseline-files", "team-run-candidate-files"]
     # a checkpoint of the team's too large to keep a copy of: it is overwritten, and a run reads the one before it
     (team_dir / "ckpt.npz").write_text("the team's own")
-    monkeypatch.setattr(team_run.team_files, "KEPT_BYTES", 5)
-    result = team_run.run(_resuming(tmp_path, monkeypatch, team_dir, traces="traces2"), (Path(sys.executable),) * 2, tmp_path / "o2")
+    monkeypatch.setattr(recording.team_files, "KEPT_BYTES", 5)
+    result = recording.run(_resuming(tmp_path, monkeypatch, team_dir, traces="traces2"), (Path(sys.executable),) * 2, tmp_path / "o2")
     assert result["outcome"] == "not-verified" and "not deterministic" in result["reason"], result["reason"]
     assert "your command wrote ckpt.npz in its folder, too large for the gate to put back between the runs" in result["reason"]
     assert "e+36" not in result["reason"] and "more than 1e+12 ULP" in result["reason"], result["reason"]
@@ -1093,7 +1093,7 @@ def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatc
     team_dir.mkdir()
     (team_dir / "ckpt.npz").write_text("the team's own")
     with pytest.raises(KeyboardInterrupt):
-        team_run.run(_resuming(tmp_path, monkeypatch, team_dir, interrupt_at="candidate"), (Path(sys.executable),) * 2, tmp_path / "o")
+        recording.run(_resuming(tmp_path, monkeypatch, team_dir, interrupt_at="candidate"), (Path(sys.executable),) * 2, tmp_path / "o")
     assert (team_dir / "ckpt.npz").read_text() == "the team's own"
     assert not (tmp_path / "o" / "team-run-before").exists()
 
@@ -1110,10 +1110,10 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
         "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
     )
     row = {"label": "baseline", "exit": 1, "error": "", "tail": tail, "seconds": 2.0}
-    assert team_run._why(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
+    assert recording._why(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
     from optax_gate.gate.report import team_run_section
 
-    team = {**_team("not-verified"), "reason": f"the team's run fails in the baseline ({team_run._why(row)})", "runs": [row]}
+    team = {**_team("not-verified"), "reason": f"the team's run fails in the baseline ({recording._why(row)})", "runs": [row]}
     text = "\n".join(team_run_section.section({"team_run": team}))
     assert "traced in the baseline only (the gate stopped there)" in text and "both environments" not in text, text
 
@@ -1198,10 +1198,10 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     evidence.mkdir(parents=True)
     cache.mkdir()
     (cache / "entry").write_text("old")
-    spec = team_run.RunSpec(
+    spec = recording.RunSpec(
         "echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log", team_dir, 60, not_watched=(team_dir / "reports", cache)
     )
-    result = team_run.run(spec, (Path(sys.executable),) * 2, evidence)
+    result = recording.run(spec, (Path(sys.executable),) * 2, evidence)
     assert result["wrote"]["files"] == ["out.txt"], result["wrote"]
     assert (evidence / "team-run-baseline.log").exists() and (evidence / "team-run-baseline").is_dir()
     assert (cache / "entry").read_text() == "new\n" and (team_dir / "reports" / "runs" / "r1" / "gate.log").exists()
@@ -1383,7 +1383,7 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
             return [s for v in value for s in strings(v)]
         return [value] if isinstance(value, str) else []
 
-    named = team_run.renamed(diff, lambda site: f"../team/{site}")
+    named = recording.renamed(diff, lambda site: f"../team/{site}")
     left = [s for s in strings(named) if re.fullmatch(r"[\w./-]+\.py:\d+", s) and not s.startswith("../team/")]
     assert left == [], left
 
@@ -1392,13 +1392,13 @@ def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_pa
     """Found in review: a run that created more files than the folder's watch limit made the look after it
     give up, so the team's files read as deleted (named "could not be put back") and the new ones stayed.
     The look after a run has no limit: it only counts what the run left."""
-    monkeypatch.setattr(team_run.team_files, "WATCHED_FILES", 3)
+    monkeypatch.setattr(recording.team_files, "WATCHED_FILES", 3)
     team_dir = tmp_path / "team"
     team_dir.mkdir()
     for name in ("a.txt", "b.txt"):
         (team_dir / name).write_text(name)
-    spec = team_run.RunSpec("for i in 1 2 3 4 5; do echo $i > out$i.txt; done; echo changed > a.txt", team_dir, 60)
-    result = team_run.run(spec, (Path(sys.executable),) * 2, tmp_path / "out")
+    spec = recording.RunSpec("for i in 1 2 3 4 5; do echo $i > out$i.txt; done; echo changed > a.txt", team_dir, 60)
+    result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out")
     assert result["wrote"]["count"] == 6 and result["wrote"]["not_restored"] == [], result["wrote"]
     assert sorted(p.name for p in team_dir.iterdir()) == ["a.txt", "b.txt"] and (team_dir / "a.txt").read_text() == "a.txt"
 
@@ -1413,9 +1413,9 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     folder = team(tmp_path, "noise")
     rounds = candidate(tmp_path, "tanh-one-ulp")
     command = "python train.py 120 --out params.npz"
-    exact = team_run.run(team_run.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
+    exact = recording.run(recording.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
     assert exact["outcome"] == "diverged", exact.get("witnessed")
-    result = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise")
+    result = recording.run(recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise")
     assert result["outcome"] == "same", (result.get("witnessed"), result.get("first"))
     assert result["ensemble"]["used"] and result["ensemble"]["members"] == 3 and result["ensemble"]["reached"] > 0
     assert result["witness"]["output"]["within_budget"] > 0 and result["witness"]["files"]["within_budget"] == 1
@@ -1425,10 +1425,10 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     assert alone["calls"] > 0 and alone["same"] == alone["calls"] and not alone["differ"], alone
     assert report_team_run.alone_words(result).startswith("**Optax computes the same on identical inputs**")
     said: list[str] = []
-    again = team_run.run(team_run.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again", said.append)
+    again = recording.run(recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again", said.append)
     assert again["ensemble"]["cached"] and again["outcome"] == "same"  # the ensemble's runs kept: not run again
     assert any("perturbed baseline runs kept from an earlier gate" in line for line in said), said
-    assert not any(r["label"].startswith(team_run.NOISE) for r in again["runs"])
+    assert not any(r["label"].startswith(recording.NOISE) for r in again["runs"])
 
 
 @pytest.mark.timeout(600)  # seven runs of the team's command
@@ -1437,7 +1437,7 @@ def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_pa
     only (within the ensemble's spread), so the update is the cause, named at its line; the run diverges."""
     folder = team(tmp_path, "noise")
     both = candidate(tmp_path, "tanh-one-ulp-adam-further")
-    result = team_run.run(team_run.RunSpec("python train.py 120", folder, 300), (PYTHON, both), tmp_path / "run")
+    result = recording.run(recording.RunSpec("python train.py 120", folder, 300), (PYTHON, both), tmp_path / "run")
     assert result["outcome"] == "diverged" and result["ensemble"]["used"]
     assert line_of(folder, "tx.update(") in result["sites"], result["sites"]
     # run alone on the baseline's own inputs (identical by construction), the candidate's update computes something else
@@ -1451,7 +1451,7 @@ def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp
     named there, as the cause."""
     folder = team(tmp_path, "corpus/linen_msgpack_wd_schedule")
     later = candidate(tmp_path, "adamw-decay-count")
-    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, later), tmp_path / "run")
+    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, later), tmp_path / "run")
     assert result["outcome"] == "diverged"
     line = line_of(folder, "state.apply_gradients(")
     assert line in result["sites"], result["sites"]
@@ -1544,11 +1544,11 @@ def test_an_unquoted_run_command_is_told_to_be_quoted():
     from optax_gate.gate.inputs import validate
 
     with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py --steps"'):
-        team_run.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
+        recording.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
     with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py"'):  # the SPECs first, the command after
-        team_run.refuse_unquoted("python", ["optax==0.2.8", "jax==0.12.0.1", "train.py"], {"optax", "jax"})
-    team_run.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
-    team_run.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
+        recording.refuse_unquoted("python", ["optax==0.2.8", "jax==0.12.0.1", "train.py"], {"optax", "jax"})
+    recording.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
+    recording.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
 
 
 def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypatch):
@@ -1557,10 +1557,10 @@ def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypa
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(validate.InvalidInput, match="--exact is given without --run"):
-        team_run.check(None, None, 60, exact=True)
+        recording.check(None, None, 60, exact=True)
     with pytest.raises(validate.InvalidInput, match=r"--run-dir \.\./nope \(= .*nope\) does not exist"):
-        team_run.check("python train.py", user_path("../nope"), 60)
-    assert team_run.check("python train.py", tmp_path, 60, exact=True).members == 0
+        recording.check("python train.py", user_path("../nope"), 60)
+    assert recording.check("python train.py", tmp_path, 60, exact=True).members == 0
 
 
 def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
@@ -1581,7 +1581,7 @@ def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
         "    params, state = step(params, state)\n"
         "print(params['w'])\n"
     )
-    result = team_run.run(team_run.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "run")
+    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "run")
     assert result["outcome"] == "same", result["reason"]
     assert "record-error" not in result["compared_by"]["why"], result["compared_by"]
 
@@ -1601,9 +1601,9 @@ def test_the_ensembles_key_leaves_out_the_gates_own_folders_in_the_teams_folder(
     folder = team(tmp_path, "tiny")
     report = folder / "gate-report"
     report.mkdir()
-    spec = team_run.RunSpec("python train.py 3", folder, 300, not_watched=(report,))
-    key = team_run.ensemble_key(spec, PYTHON)
+    spec = recording.RunSpec("python train.py 3", folder, 300, not_watched=(report,))
+    key = recording.ensemble_key(spec, PYTHON)
     (report / "report.md").write_text("a report\n")
-    assert team_run.ensemble_key(spec, PYTHON) == key
+    assert recording.ensemble_key(spec, PYTHON) == key
     (folder / "train.py").write_text((folder / "train.py").read_text() + "\n# changed\n")
-    assert team_run.ensemble_key(spec, PYTHON) != key
+    assert recording.ensemble_key(spec, PYTHON) != key

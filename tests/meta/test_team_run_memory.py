@@ -3,7 +3,7 @@
 ``MEMORY_ATOL``, a growth failing the gate at the step's line whatever its values."""
 
 from optax_gate.gate.report import team_run_section
-from optax_gate.gate.team_run import judging, memory, team_run
+from optax_gate.gate.team_run import judging, memory, recording
 from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL
 from tests.meta.test_team_run import PYTHON, candidate, line_of, record, team
 
@@ -31,8 +31,8 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     its step's temporary bytes grew beyond the tolerance: the verdict fails, naming the step's line with the bytes
     and the ratio. The same interpreter on both sides: every figure the same, said in one line, the verdict passes."""
     folder = team(tmp_path, "tiny")
-    spec = team_run.RunSpec("python train.py 2", folder, 300, members=0)
-    grown = team_run.run(spec, (PYTHON, candidate(tmp_path, "sgd-holds-a-mib")), tmp_path / "grown")
+    spec = recording.RunSpec("python train.py 2", folder, 300, members=0)
+    grown = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-holds-a-mib")), tmp_path / "grown")
     assert grown["outcome"] == "same", grown["reason"] or grown["divergences"]
     step = line_of(folder, "= step(params, state)")
     rows = grown["memory"]["grew"]
@@ -42,7 +42,7 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     assert verdict == "fail" and step in why[0] and "temporary bytes" in why[0], why
     text = "\n".join(team_run_section.section({"team_run": grown, "findings": []}))
     assert "**Needs more memory**" in text and step in text, text
-    same = team_run.run(spec, (PYTHON, PYTHON), tmp_path / "same")
+    same = recording.run(spec, (PYTHON, PYTHON), tmp_path / "same")
     assert same["memory"]["steps"] == same["memory"]["same"] == 1 and not same["memory"]["grew"], same["memory"]
     assert judging.of_team_run(same) == ("pass", [])
     said = "\n".join(team_run_section.section({"team_run": same, "findings": []}))

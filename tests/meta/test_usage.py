@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.surface import surface
+from optax_gate.gate.surface import public_api
 
 from optax_gate.gate.diffs import unseen
 
@@ -99,11 +99,11 @@ def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports(
 @pytest.mark.parametrize(
     "params, positional, keywords, error",
     [
-        ((surface.Param("a", surface.POSITIONAL),), 2, (), "takes 1 positional argument(s) but 2 were given"),
-        ((surface.Param("a", surface.POSITIONAL),), 0, ("b",), "got an unexpected keyword argument 'b'"),
-        ((surface.Param("a", surface.POSITIONAL_ONLY),), 0, ("a",), "'a' is positional-only"),
-        ((surface.Param("a", surface.POSITIONAL), surface.Param("k", surface.VAR_KEYWORD)), 1, ("b",), ""),
-        ((surface.Param("a", surface.POSITIONAL), surface.Param("r", surface.VAR_POSITIONAL)), 3, (), ""),
+        ((public_api.Param("a", public_api.POSITIONAL),), 2, (), "takes 1 positional argument(s) but 2 were given"),
+        ((public_api.Param("a", public_api.POSITIONAL),), 0, ("b",), "got an unexpected keyword argument 'b'"),
+        ((public_api.Param("a", public_api.POSITIONAL_ONLY),), 0, ("a",), "'a' is positional-only"),
+        ((public_api.Param("a", public_api.POSITIONAL), public_api.Param("k", public_api.VAR_KEYWORD)), 1, ("b",), ""),
+        ((public_api.Param("a", public_api.POSITIONAL), public_api.Param("r", public_api.VAR_POSITIONAL)), 3, (), ""),
     ],
 )
 def test_bind_follows_python(params, positional, keywords, error):
@@ -114,7 +114,7 @@ def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_una
     """The trial (0.2.8): MultiSteps gained ``accumulator_dtype=jnp.float32``; the team's call, which does not
     pass it, read "unaffected" while its run diverged right there (its bfloat16 accumulator turned float32).
     A new parameter's default is what the call gets: affected, the default named."""
-    from optax_gate.gate.surface.surface import POSITIONAL, Param
+    from optax_gate.gate.surface.public_api import POSITIONAL, Param
 
     old = (Param("opt", POSITIONAL), Param("every_k_schedule", POSITIONAL))
     new = (*old, Param("accumulator_dtype", POSITIONAL, "jnp.float32"))

@@ -13,7 +13,7 @@ import pytest
 from optax_gate.gate.team_code import arguments, attribution, binding, call_sites, configuration, scope, usage
 from optax_gate.gate import assemble
 from optax_gate.gate.report import your_code_line
-from optax_gate.gate.surface.surface import POSITIONAL, Param
+from optax_gate.gate.surface.public_api import POSITIONAL, Param
 from optax_gate.gate.judge import compare
 
 #: optax 0.2.6's adamw (optax/_src/alias.py): learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay=1e-4, mask
@@ -234,9 +234,9 @@ def test_a_notebooks_cells_are_one_module(tmp_path):
 
 def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface_match():
     """Optax's own examples call optax.microbatching.microbatch, new in 0.2.8: the gate failed with a KeyError."""
-    from optax_gate.gate.surface import surface
+    from optax_gate.gate.surface import public_api
 
-    entry = surface.Entry("optax.microbatching.microbatch", "function", "optax.microbatching.microbatch", params=(Param("fn", POSITIONAL),))
+    entry = public_api.Entry("optax.microbatching.microbatch", "function", "optax.microbatching.microbatch", params=(Param("fn", POSITIONAL),))
     rows = [{"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}]
     binding.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
     assert rows[0]["sites"] == []
@@ -363,7 +363,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     """The trial: ``try: from optax import monte_carlo / except ImportError: monte_carlo = None`` read FAIL,
     "removed in the candidate → ImportError": the fallback runs instead."""
     import ast
-    from optax_gate.gate.surface import surface
+    from optax_gate.gate.surface import public_api
 
     text = (
         "try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
@@ -378,7 +378,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
         {"path": "optax.monte_carlo", "change": "removed", "param": None, "old": "module", "new": None},
         {"path": "optax.contrib", "change": "removed", "param": None, "old": "module", "new": None},
     ]
-    old = {p: surface.Entry(p, "module", p) for p in ("optax.monte_carlo", "optax.contrib")}
+    old = {p: public_api.Entry(p, "module", p) for p in ("optax.monte_carlo", "optax.contrib")}
     binding.match(scanner.uses, rows, old, {})
     guarded, plain = rows
     assert not guarded["breaks"] and {s["verdict"] for s in guarded["sites"]} == {"affected"}, guarded["sites"]

@@ -63,7 +63,7 @@ def with_scope(report: Mapping[str, Any], scoped: scope.Scoped | None) -> dict[s
 
 
 def with_team_run(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> dict[str, Any]:
-    """A copy of ``report`` with the team's run (``--run``; ``team_run``, from ``optax_gate.gate.team_run.team_run.run``):
+    """A copy of ``report`` with the team's run (``--run``; ``team_run``, from ``optax_gate.gate.team_run.recording.run``):
     its findings scoped by the run (``judging.apply``, :func:`with_scope`; ``--fail-on`` ``fail_on``),
     its section ``team_run`` with the "Your code" lines, and the verdict the run gives
     (``judging.of_team_run``: a run that broke or diverged fails the gate, one not verified makes it
@@ -79,7 +79,7 @@ def with_team_run(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: 
 
 
 def with_speed(report: Mapping[str, Any], section: model.Speed | None) -> dict[str, Any]:
-    """A copy of ``report`` with the speed ``section`` (``optax_gate.gate.speed.speed.measure``; None: not measured,
+    """A copy of ``report`` with the speed ``section`` (``optax_gate.gate.speed.readings.measure``; None: not measured,
     nothing added) and the verdict it gives (``verdict.of_speed``: a step over the speed budget fails the gate).
     ``report`` is not changed."""
     out = dict(report)

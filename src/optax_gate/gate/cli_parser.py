@@ -13,7 +13,7 @@ from typing import TypeVar
 from optax_gate.gate import cli_help
 from optax_gate.gate.inputs.typed_path import project_default, user_path
 from optax_gate.gate.team_code import scope
-from optax_gate.gate.speed import speed as speed_
+from optax_gate.gate.speed import readings as speed_
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.compare_flow import compare_runs

@@ -22,7 +22,7 @@ from optax_gate.gate.run import baseline_snapshots, evidence, runner
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.judge import compare
 from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.team_run import team_run
+from optax_gate.gate.team_run import recording
 from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
@@ -252,7 +252,7 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     """
     env, cand = options.environment, options.candidate
     known = validate.lock_packages(env.baseline_lock, "baseline lock")
-    team_run.refuse_unquoted(options.team_run.command, list(cand.specs), known)
+    recording.refuse_unquoted(options.team_run.command, list(cand.specs), known)
     plain: list[str] = list(cand.specs)
     sources: list[source_specs.SourceSpec] = []
     if cand.lock:
@@ -273,7 +273,7 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
             bisect_history.parse_histories(list(options.bisect.history) or None)
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
-    run_spec = team_run.check(options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact)
+    run_spec = recording.check(options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact)
     code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)
     option = "--usage" if options.scope.usage else "--run-dir"
     scan = usage.scan(check_usage(code, option)) if code else None  # before anything runs; unreadable files are listed, not fatal
@@ -405,8 +405,8 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
             cache=Path(env.cache_dir) / "team-run-ensemble" if env.cache_dir else None,
             warnings_differ=options.scope.fail_on_new_deprecations,
         )
-        learned.team_run = team_run.run(
-            spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say, team_run.user_names(spec.run_dir)
+        learned.team_run = recording.run(
+            spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say, recording.user_names(spec.run_dir)
         )
         if learned.team_run["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"

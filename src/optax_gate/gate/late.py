@@ -27,7 +27,7 @@ _WHERE = {
     "optax_gate.gate.team_code.usage": "usage matching (--usage)",
     "optax_gate.gate.team_code.binding": "usage matching (--usage)",
     "optax_gate.gate.team_code.call_sites": "call sites on findings (--usage)",
-    "optax_gate.gate.surface.surface": "API surface diff",
+    "optax_gate.gate.surface.public_api": "API surface diff",
     "optax_gate.gate.diffs.dependencies": "dependency diff",
     "optax_gate.gate.run.warnings_diff": "warnings diff",
 }

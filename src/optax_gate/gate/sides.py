@@ -25,8 +25,8 @@ from optax_gate.gate.run import function_diff, reach_record
 from optax_gate.gate.run import same_code as same_code_
 from optax_gate.gate.run import selection as selection_
 from optax_gate.gate.run.progress import Progress
-from optax_gate.gate.speed import speed as speed_
-from optax_gate.gate.surface import surface
+from optax_gate.gate.speed import readings as speed_
+from optax_gate.gate.surface import public_api
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate import assemble
 
@@ -80,7 +80,7 @@ def built_python(python: Path | None) -> Path:
 
 def configured_packages(project_root: Path) -> tuple[str, ...]:
     """The packages whose API surface is diffed (``[tool.optax-gate]`` of the project's pyproject.toml)."""
-    return tuple(surface.configured_packages(Path(project_root) / "pyproject.toml"))
+    return tuple(public_api.configured_packages(Path(project_root) / "pyproject.toml"))
 
 
 @dataclasses.dataclass
@@ -337,7 +337,7 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
     def read() -> None:
         for site in sites:
             try:
-                surface.cached_surface(site, tuple(packages))
+                public_api.cached_surface(site, tuple(packages))
             except Exception:  # recorded by the late phase, which reads again
                 return
 
@@ -527,7 +527,7 @@ def measure_speed(
     sides: SpeedSides = SpeedSides(),
 ) -> model.Speed | None:
     """Time the training steps of the baseline's (``env.baseline_lock``) and
-    the candidate's environments, interleaved (``gate.speed.speed``); None
+    the candidate's environments, interleaved (``gate.speed.readings``); None
     under ``--no-speed``. A measured result is cached by both locks
     (``results_cache.speed_inputs``): a gate re-judging the same pair takes it
     from there (``from_cache`` says when it was measured) unless

@@ -14,7 +14,8 @@ A family's inputs are the files whose change can change its proof:
   ``requirements-lock.txt`` (the pinned baseline the mutants break);
 - of the ledgers (:data:`LEDGERS`), the entries the family can meet: a known defect whose id one of its
   files names, a moved-behaviour entry of one of its contract modules. An entry no file of the family
-  names changes no outcome of its contracts; a ledger that does not parse counts whole.
+  names changes no outcome of its contracts; a ledger that does not parse counts whole. ``pyproject.toml``
+  counts by its parsed tables: a comment or a layout change moves no proof.
 
 Written here rather than with pytest-testmon: testmon records the lines each test executes in the process
 it measures, but a mutant run's outcome also depends on the mutant modules loaded by a plugin and on the
@@ -152,7 +153,8 @@ LEDGERS = ("tests/contracts/known_defects.toml", "tests/contracts/moved_behaviou
 
 def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
     """Each file's bytes as a family's proof depends on them (None: missing): a file's own bytes; a ledger of
-    :data:`LEDGERS`, the entries the family can meet (see the module docstring), as sorted JSON."""
+    :data:`LEDGERS`, the entries the family can meet (see the module docstring), as sorted JSON; another TOML
+    file (``pyproject.toml``), its parsed tables as sorted JSON, so that a comment changes nothing."""
     root = root.resolve()
     paths = list(files)
     out: dict[Path, bytes | None] = {p: p.read_bytes() if p.is_file() else None for p in paths}
@@ -160,12 +162,15 @@ def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
     names = b"\n".join(b for p, b in out.items() if b is not None and p.relative_to(root).as_posix() not in LEDGERS).decode("utf-8", "replace")
     for path in paths:
         rel, raw = path.relative_to(root).as_posix(), out[path]
-        if rel not in LEDGERS or raw is None:
+        if path.suffix != ".toml" or raw is None:
             continue
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             continue  # counts whole
+        if rel not in LEDGERS:  # another TOML file (pyproject.toml): its tables, without its comments and layout
+            out[path] = b"toml tables\0" + json.dumps(data, sort_keys=True, default=str).encode()
+            continue
         if rel.endswith("known_defects.toml"):
             view: Any = {k: v for k, v in data.items() if k in names}
         else:

@@ -661,7 +661,7 @@ class AffectedSite(TypedDict):
 
 class TeamRun(TypedDict):
     """
-    gate --run (optax_gate.gate.team_run.team_run, docs/team-run.md): the team's command traced in the baseline (twice) and the candidate; absent without --run
+    gate --run (optax_gate.gate.team_run.recording, docs/team-run.md): the team's command traced in the baseline (twice) and the candidate; absent without --run
     """
 
     command: str
@@ -728,7 +728,7 @@ class SpeedReading(TypedDict):
 
 class Speed(TypedDict):
     """
-    Speed drift (optax_gate.gate.speed.speed): three training steps timed in both environments, interleaved; absent under --no-speed.
+    Speed drift (optax_gate.gate.speed.readings): three training steps timed in both environments, interleaved; absent under --no-speed.
     """
 
     status: Literal['measured', 'not-measured']

@@ -16,7 +16,7 @@ from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.judge import causes
 from optax_gate.gate.team_code import binding, call_sites, usage
 from optax_gate.gate.diffs import dependencies
-from optax_gate.gate.surface import surface
+from optax_gate.gate.surface import public_api
 
 SCHEMA = 3
 
@@ -70,8 +70,8 @@ def surface_section(
             "duration_s": 0.0,
         }
     start = time.monotonic()
-    old, new = surface.cached_surface(Path(base_site), tuple(packages)), surface.cached_surface(Path(cand_site), tuple(packages))
-    rows = surface.diff(old, new)
+    old, new = public_api.cached_surface(Path(base_site), tuple(packages)), public_api.cached_surface(Path(cand_site), tuple(packages))
+    rows = public_api.diff(old, new)
     if uses is not None:
         binding.match(uses, rows, old, new)
     # a path defined where a contracted path is (optax.dpsgd is optax.contrib.dpsgd, an alias no table names)
@@ -79,16 +79,16 @@ def surface_section(
     for r in rows:
         r.setdefault("uses", [])
         r.setdefault("breaks", False)
-        if r["change"] in surface.ADDED:
+        if r["change"] in public_api.ADDED:
             r["verdict"] = "new"
         elif uses is not None:
-            unscanned = scan.may_use(r["path"]) if scan is not None and r["change"] in surface.INCOMPATIBLE else []
+            unscanned = scan.may_use(r["path"]) if scan is not None and r["change"] in public_api.INCOMPATIBLE else []
             r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned else "changed"
             if unscanned and not r["breaks"]:
                 r["not_scanned"] = [n.path for n in unscanned]
         else:
             hit = _covered(r["path"], contracted) or r.get("where") in same_definition
-            r["verdict"] = "broken" if hit and r["change"] in surface.INCOMPATIBLE else "changed"
+            r["verdict"] = "broken" if hit and r["change"] in public_api.INCOMPATIBLE else "changed"
     return {**section, "status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), "duration_s": round(time.monotonic() - start, 2)}
 
 
@@ -278,7 +278,7 @@ def beyond(
     baseline: dict[str, Any],
     candidate: dict[str, Any],
     scope: ScopeOptions = ScopeOptions(),
-    packages: tuple[str, ...] = surface.DEFAULT_PACKAGES,
+    packages: tuple[str, ...] = public_api.DEFAULT_PACKAGES,
 ) -> Beyond:
     """The ``usage``, ``surface``, ``warnings`` and ``dependencies`` sections
     of a report from ``optax_gate.gate.judge.compare.compare`` (read, not
@@ -299,7 +299,7 @@ def beyond(
     view["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
     view["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:
-        targets = {p: e.target for p, e in surface.cached_surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
+        targets = {p: e.target for p, e in public_api.cached_surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
         view = call_sites.annotated(view, scan, targets)
     findings = None
     if isinstance(view.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them

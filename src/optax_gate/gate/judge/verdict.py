@@ -54,7 +54,7 @@ def of_beyond(broken: dict[str, int]) -> tuple[str, list[str]]:
 
 
 def of_speed(section: model.Speed) -> tuple[str, list[str]]:
-    """The verdict of the speed readings alone (``optax_gate.gate.speed.speed.measure``), and its reason:
+    """The verdict of the speed readings alone (``optax_gate.gate.speed.readings.measure``), and its reason:
     ``fail`` when a training step is ``broken`` (slower than ``--speed-budget``; only that option makes a
     reading broken), else ``pass`` with no reason (a ``changed`` reading is said, not judged)."""
     broken = [r for r in section["readings"] if r["change"] == "broken"]

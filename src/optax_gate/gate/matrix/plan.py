@@ -177,7 +177,7 @@ def merge(
       defect, baseline, differs, cells: {env: {outcome, change, detail}}}]}``.
       ``ran``: the environment ran its contracts (else every contract is
       ``gone`` there and renderers show its reason instead). ``speed``: the
-      environment's speed readings against the baseline (``gate.speed.speed``), or
+      environment's speed readings against the baseline (``gate.speed.readings``), or
       None when not measured (``--no-speed``). ``beyond``: ``{surface,
       warnings, dependencies: {status, counts}}`` of the environment against
       the baseline (``gate.diffs.unseen``; the surface and dependency diffs exist

@@ -25,7 +25,7 @@ from typing import Any
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings
-from optax_gate.gate.speed import speed
+from optax_gate.gate.speed import readings
 from optax_gate.gate.upstream import failures
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix.plan import WORST
@@ -281,7 +281,7 @@ def html_grid(report: Mapping[str, Any]) -> str:
     if any(x.get("speed") for x in envs):  # issue 12: one speed row, a cell per environment
         tds = []
         for x in envs:
-            change = speed.worst(x.get("speed")) if x in ran else "not-measured"
+            change = readings.worst(x.get("speed")) if x in ran else "not-measured"
             colour = COLOURS.get(change, NOT_RUN)
             text = report_speed.matrix_cell(x.get("speed")) if x in ran else "not run"
             tds.append(f'<td class="cell speed {e(change)}" style="background:{colour}">{e(text)}</td>')

@@ -1,6 +1,6 @@
 """The "Speed" section of the gate report, and its plot.
 
-:func:`section` renders ``report["speed"]`` (``optax_gate.gate.speed.speed.measure``)
+:func:`section` renders ``report["speed"]`` (``optax_gate.gate.speed.readings.measure``)
 as Markdown: one row per set-up and metric with the baseline's and the
 candidate's median and range of repeats, the ratio candidate / baseline with
 its interval, the noise band measured in the same run, and the change
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import model
-from optax_gate.gate.speed import speed as speed_
+from optax_gate.gate.speed import readings as speed_
 
 PLOT_FILE = "speed.svg"
 SIDES = ("baseline", "candidate")

@@ -1,5 +1,5 @@
 """The "Your code" section of report.md (``gate --run``): the team's run,
-traced on both sides (``optax_gate.gate.team_run.team_run``), opens the report.
+traced on both sides (``optax_gate.gate.team_run.recording``), opens the report.
 
 One line per affected line of the team's code (a call that caused a
 divergence, in execution order): the Optax calls there, what changed (an

@@ -382,10 +382,10 @@ def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) 
 def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, options: SpeedOptions, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """What the speed readings of a pair of environments depend on: both locks,
     the timed set-ups (``kit/environment/speed.py``, ``kit/training/models.py``) and the statistics
-    (``gate/speed/speed.py``), the rounds and budget (``options``), Python, platform, environment."""
+    (``gate/speed/readings.py``), the rounds and budget (``options``), Python, platform, environment."""
     root = Path(project_root)
     environ = dict(os.environ if environ is None else environ)
-    sources = [root / "src/optax_gate/kit/environment/speed.py", root / "src/optax_gate/kit/training/models.py", root / "src/optax_gate/gate/speed/speed.py"]
+    sources = [root / "src/optax_gate/kit/environment/speed.py", root / "src/optax_gate/kit/training/models.py", root / "src/optax_gate/gate/speed/readings.py"]
     return {
         "format": FORMAT,
         "baseline_lock_sha256": _sha256(baseline_lock),

@@ -1,3 +1,3 @@
-"""Stage 9, the speed of a training step on both sides: ``speed`` (readings taken interleaved, compared with the budget).
+"""Stage 9, the speed of a training step on both sides: ``readings`` (readings taken interleaved, compared with the budget).
 
 May import: ``base``, ``inputs``, ``install``, ``run``, ``judge``, ``surface``, ``team_code``, ``diffs``, ``team_run``."""

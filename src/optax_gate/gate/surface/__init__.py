@@ -1,3 +1,3 @@
-"""Stage 5, one environment's public API read without importing it: ``surface`` (each public path's kind, signature and target), ``surface_values`` (the literal values of its defaults) and ``deprecations`` (what it says is deprecated).
+"""Stage 5, one environment's public API read without importing it: ``public_api`` (each public path's kind, signature and target), ``default_values`` (the literal values of its defaults) and ``deprecations`` (what it says is deprecated).
 
 May import: ``base``, ``inputs``, ``install``, ``run``, ``judge``."""

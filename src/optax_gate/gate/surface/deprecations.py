@@ -1,5 +1,5 @@
 """Whether a function or class is deprecated, read statically (for the
-``deprecated`` rows of the API surface diff, ``optax_gate.gate.surface.surface``).
+``deprecated`` rows of the API surface diff, ``optax_gate.gate.surface.public_api``).
 
 :func:`reason` looks at one griffe object (nothing is imported) for
 

@@ -12,8 +12,8 @@ from typing import Any, Iterable
 from optax_gate.gate.team_code import call_sites, composition, usage
 from optax_gate.gate.team_code.configuration import configuration
 from optax_gate.gate.team_code.arguments import Arg
-from optax_gate.gate.surface import surface
-from optax_gate.gate.surface.surface import POSITIONAL, POSITIONAL_ONLY
+from optax_gate.gate.surface import public_api
+from optax_gate.gate.surface.public_api import POSITIONAL, POSITIONAL_ONLY
 
 VERDICTS = ("affected", "cannot-tell", "not-affected")
 
@@ -437,7 +437,7 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
     probe that cannot run is a note (uses through composition are then not seen)."""
     reached, errors, passes = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
     site = (report.get("baseline") or {}).get("site_packages")
-    entries = surface.cached_surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
+    entries = public_api.cached_surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
     targets = {p: e.target for p, e in entries.items()}
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from optax_gate.gate.surface import surface as surface_mod
-from optax_gate.gate.surface.surface import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
+from optax_gate.gate.surface import public_api as surface_mod
+from optax_gate.gate.surface.public_api import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 from optax_gate.gate.team_code.usage import Use
 
 

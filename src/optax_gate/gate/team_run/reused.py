@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import team_run
+from optax_gate.gate.team_run import recording
 
 
 def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], usage: tuple[Path, ...] = ()) -> dict[str, Any]:
@@ -52,7 +52,7 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
     if not isinstance(report, dict) or "verdict" not in report:
         raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (give the run folder, or its report.json)")
     team = report.get("team_run")
-    if not isinstance(team, dict) or team.get("outcome") not in team_run.OUTCOMES:
+    if not isinstance(team, dict) or team.get("outcome") not in recording.OUTCOMES:
         raise validate.InvalidInput(
             f"--team-run {validate.shown(file)} holds no team run: it is not the report of a gate run with --run (a compare report, or a gate run without it; give the report.json of a gate run with --run)"
         )
@@ -98,7 +98,7 @@ def _named_here(team: dict[str, Any]) -> dict[str, Any]:
 
     old = [s for s in team.get("sites") or []] + [c["site"] for c in team.get("causes") or []] + [team.get("raised_at") or ""]
     moved = {s: name(s) for s in old if s and name(s) != s}
-    out = team_run.renamed(team, name)
+    out = recording.renamed(team, name)
     if out.get("raised_at"):
         out["raised_at"] = name(out["raised_at"])
     for key in ("reason", "failure"):  # sentences that name the sites

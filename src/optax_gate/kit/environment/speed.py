@@ -1,5 +1,5 @@
 """Speed of three representative training steps in this environment: the
-in-environment half of the gate's speed drift readings (``optax_gate.gate.speed.speed``).
+in-environment half of the gate's speed drift readings (``optax_gate.gate.speed.readings``).
 
 Set-ups (each a pure function of its arguments, compiled with ``jax.jit``):
 

@@ -1,5 +1,5 @@
 """Default values of parameters, told statically (for the API surface diff,
-``optax_gate.gate.surface.surface``): a default written differently but equal by
+``optax_gate.gate.surface.public_api``): a default written differently but equal by
 value is no change.
 
 :func:`constant` reads a default's source text as a literal

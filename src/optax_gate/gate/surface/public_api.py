@@ -54,7 +54,7 @@ from typing import Any, Iterable, cast
 
 import griffe
 
-from optax_gate.gate.surface import deprecations, surface_values
+from optax_gate.gate.surface import deprecations, default_values
 
 DEFAULT_PACKAGES = ("optax", "flax.nnx")
 
@@ -246,7 +246,7 @@ def _params(obj: Any, tree: StaticTree | None = None) -> tuple[Param, ...] | Non
                     f.name,
                     POSITIONAL,
                     None if f.value is None else str(f.value),
-                    None if f.value is None else surface_values.constant(str(f.value), obj.module, tree),
+                    None if f.value is None else default_values.constant(str(f.value), obj.module, tree),
                 )
                 for f in sorted(fields, key=lambda f: f.lineno or 0)
             )
@@ -259,7 +259,7 @@ def _params(obj: Any, tree: StaticTree | None = None) -> tuple[Param, ...] | Non
         if i == 0 and p.name in ("self", "cls") and (obj.is_class or obj.parent is not None and obj.parent.is_class):
             continue
         default = None if p.default is None else str(p.default)
-        out.append(Param(p.name, kinds[p.kind], default, None if default is None else surface_values.constant(default, obj.module, tree)))
+        out.append(Param(p.name, kinds[p.kind], default, None if default is None else default_values.constant(default, obj.module, tree)))
     return tuple(out)
 
 
@@ -426,7 +426,7 @@ def diff_params(path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, 
             rows.append(_row((path, kind, where), change, f"{p.name} ({p.kind})", f"{q.name} ({q.kind})", p.name))
         if p.default is not None and q.default is None and q.kind not in (VAR_POSITIONAL, VAR_KEYWORD):
             rows.append(_row((path, kind, where), "default-removed", p.text(), q.text(), p.name))
-        elif p.default is not None and q.default is not None and p.default != q.default and not surface_values.same_value(p, q):
+        elif p.default is not None and q.default is not None and p.default != q.default and not default_values.same_value(p, q):
             rows.append(_row((path, kind, where), "default-changed", p.text(), q.text(), p.name))
     common_old = [x for x in _positional(old) if x in n and n[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
     common_new = [x for x in _positional(new) if x in o and o[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
