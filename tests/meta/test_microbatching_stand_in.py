@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 RUN = """
 import sys, optax, pytest
-from optax_gate.mutants import microbatching
+from optax_gate.mutants.families import microbatching
 for name, value in microbatching.stand_in("").items():
     setattr(optax, name, value)
 sys.exit(pytest.main(["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-rs", "tests/contracts/test_microbatching.py"]))

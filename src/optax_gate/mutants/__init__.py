@@ -11,7 +11,7 @@ API's contract module once per mutant and then requires that
 - every contract fails under at least one mutant (else the contract cannot
   fail and is a check that asserts nothing).
 
-Layout: one module per contracted API family, named like its contract module
+Layout: one module per contracted API family in ``families/``, named like its contract module
 (``sgd.py`` for ``tests/contracts/test_sgd.py``); ``registry`` holds the
 registry, ``patches`` the shared building blocks, ``shapes`` the shapes many
 families repeat (a row of a table each), ``plugin`` the pytest plugin
@@ -116,7 +116,7 @@ def load(root: Path | None = None) -> dict[str, Mutant]:
       Exception: whatever a team mutants file raises on import.
     """
     for name in FAMILIES:
-        importlib.import_module(f"optax_gate.mutants.{name}")
+        importlib.import_module(f"optax_gate.mutants.families.{name}")
     for path in sorted((root or Path.cwd()).glob(TEAM_PATTERN)):
         module_name = f"optax_gate_team_mutants.{path.stem}"
         if module_name not in sys.modules:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("tree_utils", "tests/contracts/test_tree_utils.py")
 

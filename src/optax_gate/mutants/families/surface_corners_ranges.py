@@ -11,7 +11,7 @@ import inspect
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_ranges", "tests/contracts/test_surface_corners_ranges.py")
 

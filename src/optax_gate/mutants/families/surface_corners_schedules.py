@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_schedules", "tests/contracts/test_surface_corners_schedules.py")
 

@@ -12,7 +12,7 @@ import functools
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_wrapped", "tests/contracts/test_surface_corners_wrapped.py")
 

@@ -11,7 +11,7 @@ import functools
 
 from optax_gate.mutants.patches import hyperparams_in
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths
+from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_injected", "tests/contracts/test_surface_corners_injected.py")
 

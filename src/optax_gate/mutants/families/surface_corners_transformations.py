@@ -12,7 +12,7 @@ import functools
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_sweep import replace_paths, replace_updates
+from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 
 mutant = family("surface_corners_transformations", "tests/contracts/test_surface_corners_transformations.py")
 

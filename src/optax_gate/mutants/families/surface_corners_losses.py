@@ -8,7 +8,7 @@ inputs refused, and a hyperparameter given as an array or NumPy scalar refused. 
 from __future__ import annotations
 
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_loss_edges import wrap_loss
+from optax_gate.mutants.families.surface_loss_edges import wrap_loss
 
 mutant = family("surface_corners_losses", "tests/contracts/test_surface_corners_losses.py")
 

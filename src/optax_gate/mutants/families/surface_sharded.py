@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.surface_transformations import every_transformation
+from optax_gate.mutants.families.surface_transformations import every_transformation
 
 mutant = family("surface_sharded", "tests/contracts/multidevice/test_surface_sharded.py")
 

@@ -1,10 +1,10 @@
 """Mutants of ``optax.microbatching`` over a sharded batch (``tests/contracts/multidevice/test_microbatching_sharded.py``):
-the stand-in of :mod:`optax_gate.mutants.microbatching` (runnable at the pinned 0.2.6, which has no
+the stand-in of :mod:`optax_gate.mutants.families.microbatching` (runnable at the pinned 0.2.6, which has no
 ``optax.microbatching``) with SUM leaving out a microbatch, and with CONCAT joining the outputs out of the batch's order."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.microbatching import stand_in
+from optax_gate.mutants.families.microbatching import stand_in
 from optax_gate.mutants.registry import family
 
 mutant = family("microbatching_sharded", "tests/contracts/multidevice/test_microbatching_sharded.py")
