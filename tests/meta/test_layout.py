@@ -40,7 +40,7 @@ def test_the_mutants_entry_point_starts_without_the_report_tools():
 def test_every_contract_module_has_a_mutant_family_and_back():
     """Built-in contract modules (``tests/contracts/test_*.py`` and
     ``tests/contracts/multidevice/test_*.py``) have a mirroring
-    ``src/optax_gate/mutants/<name>.py``; modules in sub-folders (a team's own)
+    ``src/optax_gate/mutants/families/<name>.py``; modules in sub-folders (a team's own)
     have a ``*_mutants.py`` beside them; no family names a missing module."""
     mutants.load(ROOT)
     contracts = ROOT / "tests" / "contracts"
@@ -52,7 +52,7 @@ def test_every_contract_module_has_a_mutant_family_and_back():
         path = ROOT / module
         if path.parent == contracts or devices.is_multidevice(module):  # built-in, mirrored in the package
             stem = path.stem.removeprefix("test_")
-            assert (ROOT / "src" / "optax_gate" / "mutants" / f"{stem}.py").exists(), f"no mutants module mirrors {module}"
+            assert (ROOT / "src" / "optax_gate" / "mutants" / "families" / f"{stem}.py").exists(), f"no mutants module mirrors {module}"
 
 
 def _global_names(code):
