@@ -284,7 +284,7 @@ def test_module_entries_without_their_side_entry_run_again(tmp_path):
 
 def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path, monkeypatch):
 
-    from optax_gate.gate import sides
+    from optax_gate.gate import sides_speed
 
     timed = []
 
@@ -292,19 +292,19 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
         timed.append(args)
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
-    monkeypatch.setattr(sides.speed_, "measure", measure)
+    monkeypatch.setattr(sides_speed.speed_, "measure", measure)
     base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
     base.write_text("optax==0.2.6\n")
     cand.write_text("optax==0.2.8\n")
     env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
 
     def speed(rounds=3, use_cache=True):
-        return sides.measure_speed(
+        return sides_speed.measure_speed(
             dataclasses.replace(env, use_cache=use_cache),
             SpeedOptions(enabled=True, rounds=rounds),
             cand,
             {"status": "ran"},
-            sides=sides.SpeedSides((Path("b"), Path("c"))),
+            sides=sides_speed.SpeedSides((Path("b"), Path("c"))),
         )
 
     first = speed()
@@ -320,7 +320,7 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
 def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_not_timed(tmp_path, monkeypatch):
     """The baseline's speed worker records what the timed steps execute (kept under the baseline's side
     inputs); a later candidate selected by changed function that changed none of those is not timed."""
-    from optax_gate.gate import sides
+    from optax_gate.gate import sides_speed
 
     timed = []
 
@@ -329,17 +329,17 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
         Path(f"{reach_file}.123").write_text(json.dumps({"format": "reach-v1", "session": ["optax/_src/alias.py::adamw"], "modules": {}}))
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
-    monkeypatch.setattr(sides.speed_, "measure", measure)
+    monkeypatch.setattr(sides_speed.speed_, "measure", measure)
     base = tmp_path / "base.txt"
     base.write_text("optax==0.2.6\n")
     env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
-    both = sides.SpeedSides((Path("b"), Path("c")), baseline_inputs={"lock": "base"})
+    both = sides_speed.SpeedSides((Path("b"), Path("c")), baseline_inputs={"lock": "base"})
 
     def speed(tag, selection, use_cache=True):
         cand = tmp_path / f"cand-{tag}.txt"
         cand.write_text(f"optax==0.2.6 --hash=sha256:{tag}\n")
         record = {"status": "ran", **({"selection": selection} if selection is not None else {})}
-        return sides.measure_speed(dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=3), cand, record, sides=both)
+        return sides_speed.measure_speed(dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=3), cand, record, sides=both)
 
     lion = {"changed": ["optax/_src/alias.py::lion"], "ran": [], "taken": [], "reached": {}}
     assert speed("a", lion)["status"] == "measured" and len(timed) == 1  # nothing recorded yet: timed, and recorded

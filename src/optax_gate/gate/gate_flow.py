@@ -38,11 +38,7 @@ from optax_gate.gate.sides import (
     bound_compilation_cache,
     built_python,
     check_imports,
-    compare_code,
-    select_modules,
     configured_packages,
-    SpeedSides,
-    measure_speed,
     prepare,
     requirements_in,
     resolve_sources,
@@ -51,6 +47,8 @@ from optax_gate.gate.sides import (
     save_run,
     skipped,
 )
+from optax_gate.gate.sides_code import compare_code, select_modules
+from optax_gate.gate.sides_speed import SpeedSides, measure_speed
 from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).

@@ -27,13 +27,13 @@ from optax_gate.gate.sides import (
     bound_compilation_cache,
     configured_packages,
     load,
-    measure_speed,
     requirements_in,
     results_dir,
     run_lock,
     run_specs,
     save_run,
 )
+from optax_gate.gate.sides_speed import measure_speed
 
 
 def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:

@@ -1,31 +1,27 @@
-"""One side of a comparison (the baseline, a candidate, a matrix environment):
-its environment built or reused, its imports checked, its result taken from
-the baseline cache or its contracts run, its speed readings and the diffs
-beyond the contracts. Shared by the gate flow (``optax_gate.gate.gate_flow``)
-and the matrix flow (``optax_gate.gate.matrix_flow``)."""
+"""One side of a comparison (the baseline, a candidate, a matrix environment): its environment built or
+reused, its imports checked, its result taken from the cache or its contracts run, and the diffs beyond the
+contracts. Shared by the flows; the candidate's code against the baseline's is ``sides_code``, the speed
+readings ``sides_speed``."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from optax_gate.gate.base import atomic, model
+from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs import requirements
-from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions, SpeedOptions
+from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
 from optax_gate.gate.run import results_cache, runner
-from optax_gate.gate.run import function_diff, reach_record
 from optax_gate.gate.run import same_code as same_code_
 from optax_gate.gate.run import selection as selection_
 from optax_gate.gate.run.progress import Progress
-from optax_gate.gate.speed import readings as speed_
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate import assemble
@@ -350,61 +346,6 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
 SURFACE_WAIT_S = 120
 
 
-def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
-    """Decide whether the candidate, still to run, runs the baseline's code
-    (``same_code.compare``; not under ``--no-cache``, which runs everything):
-    then :func:`run_both` runs the baseline alone and gives the candidate its outcomes."""
-    if candidate.record is not None or not env.use_cache:
-        return
-    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
-    found = same_code_.compare(
-        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
-    )
-    if found.same:
-        candidate.same_code = found
-        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running")
-    else:
-        say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
-
-
-def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
-    """Choose the candidate's contract modules to run by the functions it
-    changed (``selection.choose``): the others take the baseline's results.
-    Only when the baseline's every module is cached with what it executes
-    (not under ``--no-cache`` or ``--all-modules``, and not for a candidate whose code is the baseline's)."""
-    if candidate.record is not None or candidate.same_code is not None or not env.use_cache or not candidate.pending:
-        return
-    every = tuple(u.name for u in candidate.pending)
-    if not env.select_modules:
-        return _every_module(candidate, every, "--all-modules", say)
-    if baseline.record is None or len(baseline.cached) != len(baseline.units) or baseline.header is None:
-        return _every_module(candidate, every, "the baseline's results are not all cached (its first run), so none can be taken from it", say)
-    profile = (baseline.cache_inputs or {}).get("environment", {}).get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
-    if profile != "ci":  # derandomized: a property contract executes the same examples, so the same functions, every run
-        why = f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract executes is not fixed"
-        return _every_module(candidate, every, why, say)
-    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
-    diff = function_diff.compare(
-        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
-    )
-    pending = [u.name for u in candidate.pending]
-    chosen = selection_.choose(pending, baseline.cached, baseline.header.get("reach_session"), diff)
-    if chosen.everything:
-        candidate.selection = chosen
-        say(f"candidate: {chosen.words()}")
-        return
-    candidate.selection = chosen
-    candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
-    candidate.header = candidate.header or baseline.header
-    say(f"candidate: {chosen.words()}")
-
-
-def _every_module(candidate: Side, every: tuple[str, ...], why: str, say: Callable[[str], None]) -> None:
-    """Record that every module of the candidate runs although a selection was tried, and why (report and console)."""
-    candidate.selection = selection_.Selection(every, everything=why)
-    say(f"candidate: every contract module runs ({why})")
-
-
 def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the contracts of both sides, the API surfaces read beside them
     (:func:`read_surfaces`). The checkpoints come first (the candidate
@@ -506,100 +447,6 @@ def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOpt
 
 def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
     return runner.not_verified(label, f"not run: {why}", **extra)
-
-
-@dataclasses.dataclass(frozen=True)
-class SpeedSides:
-    """The two environments of a speed reading: ``pythons``, their interpreters when already built (else
-    built by :func:`measure_speed`); ``baseline_inputs``, the baseline side's cache inputs
-    (``Side.cache_inputs``), under which what its timed steps execute is kept (None: not kept)."""
-
-    pythons: tuple[Path | None, ...] = ()
-    baseline_inputs: dict[str, Any] | None = None
-
-
-def measure_speed(
-    env: EnvironmentOptions,
-    speed: SpeedOptions,
-    candidate_lock: Path,
-    candidate: dict[str, Any],
-    say: Progress | None = None,
-    sides: SpeedSides = SpeedSides(),
-) -> model.Speed | None:
-    """Time the training steps of the baseline's (``env.baseline_lock``) and
-    the candidate's environments, interleaved (``gate.speed.readings``); None
-    under ``--no-speed``. A measured result is cached by both locks
-    (``results_cache.speed_inputs``): a gate re-judging the same pair takes it
-    from there (``from_cache`` says when it was measured) unless
-    ``--no-cache``. The plot is the caller's (``report_speed.write_plot``).
-
-    The baseline's worker records what its timed steps execute (the functions of Optax and Flax), kept
-    in the cache under ``sides.baseline_inputs``. A candidate whose contract modules were selected by
-    the functions it changed (its record's ``selection``) and that changed none of those is not timed:
-    its steps run the baseline's code, so they are the baseline's programs (:func:`untimed_steps`)."""
-    if not speed.enabled:
-        return None
-    if candidate.get("status") != "ran":
-        return speed_.not_measured("the candidate did not run its contracts", speed.budget)
-    if candidate.get("same_code"):  # the same Python on the same jaxlib: the same programs, timed against themselves
-        return speed_.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed", speed.budget)
-    inputs = None
-    baseline_lock = env.baseline_lock
-    if env.cache_dir is not None:
-        inputs = results_cache.speed_inputs(baseline_lock, candidate_lock, env.project_root, speed)
-        cached, _ = results_cache.fetch_speed(env.cache_dir, inputs) if env.use_cache else (None, "")
-        if cached is not None:
-            if say:
-                say(f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}")
-            return cached
-    why = untimed_steps(candidate, _speed_reach(env, sides.baseline_inputs))
-    if why:
-        if say:
-            say(f"speed: not timed ({why})")
-        return speed_.not_measured(why, speed.budget)
-    if say:
-        say(f"speed: timing the training steps, {speed.rounds} rounds interleaved")
-    pythons = sides.pythons
-    try:
-        ready = [python for python in pythons if python] if len(pythons) == 2 else []
-        if len(ready) != 2:
-            ready = [
-                environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root) for lock in (baseline_lock, candidate_lock)
-            ]
-    except environments.EnvironmentFailure as exc:
-        return speed_.not_measured(str(exc), speed.budget)
-    with tempfile.TemporaryDirectory(prefix="optax-gate-speed-") as tmp:
-        result = speed_.measure(ready[0], ready[1], env.project_root, speed, reach_file=reach_record.reach_file(Path(tmp), "speed"))
-        found = reach_record.read(Path(tmp), "speed")
-    if inputs is not None and env.cache_dir is not None:  # inputs only with a cache_dir
-        results_cache.store_speed(env.cache_dir, inputs, result)
-        if found is not None and sides.baseline_inputs is not None and result.get("status") == "measured":
-            results_cache.store_speed_reach(env.cache_dir, sides.baseline_inputs, [*found["session"], *(f for fs in found["modules"].values() for f in fs)])
-    return result
-
-
-def _speed_reach(env: EnvironmentOptions, baseline_inputs: dict[str, Any] | None) -> list[str] | None:
-    """What the baseline's timed steps execute, from the cache (None: not recorded, or no cache in use)."""
-    if env.cache_dir is None or not env.use_cache or baseline_inputs is None:
-        return None
-    return results_cache.fetch_speed_reach(env.cache_dir, baseline_inputs)
-
-
-def untimed_steps(candidate: dict[str, Any], reached: list[str] | None) -> str:
-    """Why the candidate's training steps need no timing, or "" when they do: the candidate's modules were
-    selected by the functions it changed (its record's ``selection``, without ``everything``), and the
-    baseline's timed steps execute none of them (``reached``; None: not known, so timed)."""
-    chosen = candidate.get("selection")
-    if not chosen or chosen.get("everything") or reached is None:
-        return ""
-    changed = sorted(chosen.get("changed") or [])
-    if not changed or set(changed) & set(reached):
-        return ""
-    return (
-        f"the timed training steps execute none of the {len(changed)} function(s) the candidate changed "
-        f"({', '.join(f'`{c}`' for c in changed[:3])}{', ...' if len(changed) > 3 else ''}), as recorded in the baseline's "
-        "environment, so the candidate's steps are the baseline's programs: not timed"
-    )
 
 
 def beyond_contracts(

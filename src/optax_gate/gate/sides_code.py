@@ -1,0 +1,68 @@
+"""The candidate's code against the baseline's, before its contracts run: the same code (it takes the baseline's
+outcomes), or the contract modules that execute a function it changed (the others take the baseline's results)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from optax_gate.gate.inputs.options import EnvironmentOptions
+from optax_gate.gate.run import function_diff
+from optax_gate.gate.run import same_code as same_code_
+from optax_gate.gate.run import selection as selection_
+from optax_gate.gate.sides import Side
+
+
+def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
+    """Decide whether the candidate, still to run, runs the baseline's code
+    (``same_code.compare``; not under ``--no-cache``, which runs everything):
+    then :func:`run_both` runs the baseline alone and gives the candidate its outcomes."""
+    if candidate.record is not None or not env.use_cache:
+        return
+    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
+    found = same_code_.compare(
+        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
+    )
+    if found.same:
+        candidate.same_code = found
+        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running")
+    else:
+        say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
+
+
+def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
+    """Choose the candidate's contract modules to run by the functions it
+    changed (``selection.choose``): the others take the baseline's results.
+    Only when the baseline's every module is cached with what it executes
+    (not under ``--no-cache`` or ``--all-modules``, and not for a candidate whose code is the baseline's)."""
+    if candidate.record is not None or candidate.same_code is not None or not env.use_cache or not candidate.pending:
+        return
+    every = tuple(u.name for u in candidate.pending)
+    if not env.select_modules:
+        return _every_module(candidate, every, "--all-modules", say)
+    if baseline.record is None or len(baseline.cached) != len(baseline.units) or baseline.header is None:
+        return _every_module(candidate, every, "the baseline's results are not all cached (its first run), so none can be taken from it", say)
+    profile = (baseline.cache_inputs or {}).get("environment", {}).get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
+    if profile != "ci":  # derandomized: a property contract executes the same examples, so the same functions, every run
+        why = f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract executes is not fixed"
+        return _every_module(candidate, every, why, say)
+    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
+    diff = function_diff.compare(
+        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
+    )
+    pending = [u.name for u in candidate.pending]
+    chosen = selection_.choose(pending, baseline.cached, baseline.header.get("reach_session"), diff)
+    if chosen.everything:
+        candidate.selection = chosen
+        say(f"candidate: {chosen.words()}")
+        return
+    candidate.selection = chosen
+    candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
+    candidate.header = candidate.header or baseline.header
+    say(f"candidate: {chosen.words()}")
+
+
+def _every_module(candidate: Side, every: tuple[str, ...], why: str, say: Callable[[str], None]) -> None:
+    """Record that every module of the candidate runs although a selection was tried, and why (report and console)."""
+    candidate.selection = selection_.Selection(every, everything=why)
+    say(f"candidate: every contract module runs ({why})")
