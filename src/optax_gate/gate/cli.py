@@ -160,7 +160,7 @@ def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
     """A signal that came after ``run`` was complete and current: its own
     exit status (its report's verdict; 2 when that cannot be read), said
     with the signal, never "interrupted: not verified" beside a current
-    report (the trial: exit 2 and "no report" for a run that was latest)."""
+    report, and never "no report" for a run that is the latest."""
     import json
 
     from optax_gate.gate.judge import compare
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
             if run
             else ""
         )
-        if run is not None and (run.root / "not-judged.md").exists():  # the third trial read it as this run's
+        if run is not None and (run.root / "not-judged.md").exists():  # an earlier run's file is named as such
             where += f" ({run.root / 'not-judged.md'} is an earlier run's, not this one's)"
         _INTERRUPTED.append(True)
         validate.remove_empty_created()  # an --out folder made for a run that wrote nothing

@@ -72,7 +72,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
             )
         baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
         swapped = swapped_records(baseline, candidate)
-        if swapped and options.team_run is not None:  # the sixth trial: it was refused as "another baseline"
+        if swapped and options.team_run is not None:  # said as swapped records, not as "another baseline"
             raise validate.InvalidInput(f"{swapped} (the same options after them)")
         team = reused.recorded(options.team_run, baseline, candidate, options.scope.usage) if options.team_run is not None else None
         code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
@@ -83,8 +83,8 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     given = dataclasses.replace(options.scope, usage=code, usage_scan=scan)
     packages = configured_packages(Path.cwd())
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
-    if swapped:  # the seventh trial: led by "candidate not verified: 16 contract(s) of the baseline did not run", it was a note
-        # not evidence about the upgrade, whatever it found: never a pass
+    if swapped:  # the verdict, not a note: swapped records are no evidence about the upgrade, whatever they
+        # found: never a pass
         report = verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
     if team is not None and options.team_run is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         report = assemble.with_team_run(report, team, given.fail_on)
@@ -122,15 +122,15 @@ def _say_recorded_run(report: Mapping[str, Any], baseline_run: Path) -> None:
     """A note for a compare whose lines of the team's code are "cannot tell
     without --run": compare runs no code; the gate that recorded the run
     records may have run the team's command, which ``--team-run`` re-uses.
-    Where that gate did, any verdict but a pass says so too: the team's
-    PASS of a --run gate read FAIL in compare, with no hint (the seventh trial)."""
+    Where that gate did, any verdict but a pass says so too, so that a --run
+    gate's PASS re-judged here never reads FAIL without a hint."""
     found = report.get("findings") or []
     gate_report = Path(baseline_run).resolve().parent.parent / "report.json"
     try:
         ran = isinstance(load(gate_report).get("team_run"), dict)
     except (OSError, ValueError, AttributeError):
         ran = False
-    if ran and report.get("verdict") != "pass":  # the seventh trial: a --run gate's PASS re-judged as FAIL with no hint
+    if ran and report.get("verdict") != "pass":  # a --run gate's verdict is about the team's run: point to it
         report["notes"].append(
             f"the gate that recorded these run records ran your command (--run): add --team-run {gate_report} "
             "to make the verdict about that run, as the gate's was (compare runs no code)"

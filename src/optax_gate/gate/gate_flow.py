@@ -101,11 +101,10 @@ class Checked:
 
 def team_code(usage_paths: tuple[Path, ...], run_dir: Path | None) -> tuple[Path, ...]:
     """The team's code that scopes the findings beyond the team's run: the
-    ``--usage`` paths; without them, ``--run``'s folder. The sixth trial: a
-    gate with ``--run`` and no ``--usage`` failed a team whose run was bit for
-    bit the same, for API surface rows (``optax.monte_carlo`` removed, the
-    losses' keyword-only arguments) that no line of its code used: without a
-    scan of its code, every broken surface row counted."""
+    ``--usage`` paths; without them, ``--run``'s folder, so that a gate with
+    ``--run`` and no ``--usage`` does not fail a team whose run is bit for bit
+    the same for API surface rows (``optax.monte_carlo`` removed, the losses'
+    keyword-only arguments) that no line of its code uses."""
     return tuple(usage_paths) or ((run_dir,) if run_dir is not None else ())
 
 

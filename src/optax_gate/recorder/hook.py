@@ -29,8 +29,8 @@ _real_show = warnings.showwarning
 def _show(message, category, filename, lineno, file=None, line=None):
     """``warnings.showwarning`` that also notes, on the recorded call under
     way, a warning raised from C (NumPy's ``RuntimeWarning: divide by zero``
-    never passes through ``warnings.warn``: the trial saw a schedule's
-    warning go unrecorded); one :func:`_warn` noted already is not noted again.
+    never passes through ``warnings.warn``, and a schedule's such warning is
+    recorded too); one :func:`_warn` noted already is not noted again.
     Only warnings the filters show are seen: the same on both sides."""
     stack = getattr(process.thread, "warnings", None)
     entry = (getattr(category, "__name__", str(category)), str(message)[:500])

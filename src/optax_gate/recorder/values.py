@@ -171,7 +171,7 @@ def library_object(x: Any, depth: int = 0) -> str:
     """An Optax object carried as static data (a ``GradientTransformation``, a ``MultiSteps`` instance in an
     ``nnx.Optimizer``'s graph) by its type's name and its public configuration only: its public attributes that
     are plain data, not its functions nor its private fields, which change between releases without the team's
-    program changing (the trial: ``MultiSteps`` inside ``nnx.Optimizer`` read "PyTree structure differs")."""
+    program changing (``MultiSteps`` inside ``nnx.Optimizer`` is no "PyTree structure differs")."""
     attrs = dict(vars(x)) if hasattr(x, "__dict__") else {}
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         attrs = dict(zip(x._fields, x))

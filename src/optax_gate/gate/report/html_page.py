@@ -156,7 +156,7 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     head = f'<span class="change {"broken" if said != change else change}">{said}</span> {k}. {inline(line)}'
     body = []
     suffix = your_code_line.suffix(finding, shown=None)  # every line of the team's: report.html holds every row
-    if suffix:  # the team's lines stay in sight on a folded page (the trial: hidden inside the fold)
+    if suffix:  # the team's lines stay in sight on a folded page, outside the fold
         head += f' <span class="where">{inline(suffix)}</span>'
     body += [f"<p>{inline(b.strip().removeprefix('- '))}</p>" for b in report_bisect.markdown_lines(finding)]
     table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]

@@ -55,8 +55,8 @@ def _leading(cause: str, seen: str) -> str:
     of this finding)``. Parts are the ``; ``-joined pieces of the cause; the
     one sharing the most words with ``seen`` (ties: the first) leads, then the
     parts sharing more than half as many; the others are counted, not said
-    (the sixth trial: a bfloat16 line read "float64 results have
-    float32-sized errors", a part about other inputs). A line sharing no word
+    (a bfloat16 line never reads "float64 results have float32-sized
+    errors", a part about other inputs). A line sharing no word
     keeps the whole cause, in its order."""
     parts = cause.split("; ")
     if len(parts) < 2 or not seen:
@@ -236,9 +236,9 @@ def _how_compared(team: dict[str, Any]) -> str:
 
 def _bits(team: dict[str, Any]) -> str:
     """Whether the compared results are bit for bit the same: a team that
-    checks golden digests of its params wants to know (the trial: a float32
-    Adam run whose params moved by up to 96 ULP per element under the new
-    JAX read only "computes the same")."""
+    checks golden digests of its params wants to know (a float32 Adam run
+    whose params move by up to 96 ULP per element under a new JAX does not
+    read only "computes the same")."""
     within = team.get("within_budget")
     if within is None:
         return "whether its results are bit for bit the same was not recorded (a report written before 2026-12-02)"
@@ -260,7 +260,7 @@ def _bits(team: dict[str, Any]) -> str:
     born = [r for r in team.get("born") or [] if r["kind"] != "unknown"]
     if born:  # replayed equation by equation: where it is born, said (JAX/XLA, Optax, Flax, the team's code)
         out += f"; where it is born: {judging.born_words(born[0])}"
-    elif first and first["inputs_differ"]:  # the seventh trial: a jax.random change read as Optax's arithmetic
+    elif first and first["inputs_differ"]:  # other inputs (a jax.random change) are not Optax's arithmetic
         out += (
             f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
             f"`{first['call']}`, already gets other inputs, from code that is not an Optax call (JAX, e.g. jax.random; "

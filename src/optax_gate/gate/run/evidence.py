@@ -134,8 +134,8 @@ def report_now(root: Path) -> str:
     """What ``root/report.md`` is now, as a clause: ``ROOT/report.md still
     shows the run of 2026-12-01 15:30 UTC (verdict fail)``, or, before any
     run there judged both sides, ``there is no ROOT/report.md yet (no run
-    here has judged both sides)`` (the sixth trial read "report.md still
-    shows no run yet" and found no such file)."""
+    here has judged both sides)`` (never "report.md still shows no run yet"
+    where no such file is)."""
     latest = root / LATEST
     if not latest.exists():
         return f"there is no {root / 'report.md'} yet (no run here has judged both sides)"

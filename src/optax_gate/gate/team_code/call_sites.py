@@ -74,8 +74,8 @@ RECIPE_APIS: dict[str, tuple[str, ...]] = {
 
 
 #: What a training recipe's finding needs of the team's run to reach it, said where its lines cannot be
-#: told statically (``optax_gate.gate.team_code.attribution``): the re-trial read only "cannot tell without
-#: --run" on a float32 Adam team for the None-gradient change, and could not tell what to look for. What a
+#: told statically (``optax_gate.gate.team_code.attribution``): more than "cannot tell without --run", what
+#: to look for (a float32 Adam team and the None-gradient change: whether its gradients hold a None). What a
 #: call's arguments decide is the contract's ``configuration(...)`` marker instead (the zero clipping
 #: threshold is ``max_norm="0"``, the bfloat16 moment ``mu_dtype="bfloat16"``): ``clip_by_global_norm(1.0)``
 #: is not affected by the zero-threshold recipe.

@@ -182,7 +182,7 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     undecided_ = [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
     if report.get("verdict") != "fail" or not (left_out or undecided_):
         return Scoped(found, section, reasons_now if "reasons" in report else None, unsure=unsure)
-    # the sixth trial: "where your code goes (run): … which your run does not reach" read as a contradiction
+    # "where your code goes (run)" never names a finding "which your run does not reach": those are counted apart
     unreached = [f for f in counted if f not in undecided_ and by == "run" and f.get("breaks_unreached")]
     sure = [f for f in counted if f not in undecided_ and f not in unreached]
     others = [r for r in reasons_now if not _CONTRACTS_BROKEN.match(r)]
@@ -215,10 +215,9 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
 
     The one rule for "cannot tell": such a finding is no evidence that the
     team's training changes, nor that it does not; alone, it makes the
-    verdict ``not-verified``, never ``fail`` (the fifth trial: a float32 Adam
-    team whose params were bit for bit the same read FAIL for a None-gradient
-    change its gradients never meet; issue 39: a file with a syntax error
-    turned NOT-VERIFIED into FAIL). Its cases: a line whose arguments are
+    verdict ``not-verified``, never ``fail`` (a float32 Adam team whose params
+    are bit for bit the same is not failed for a None-gradient change its
+    gradients never meet, nor is a file with a syntax error a FAIL). Its cases: a line whose arguments are
     known at run time (a parameter, a name bound twice, ``*args``), a use
     that is not a call (an alias passed on, an annotation), a file not
     scanned that names its APIs (``not_scanned``: path -> why), a file that
@@ -316,8 +315,8 @@ _SECTIONS = ("surface", "dependencies", "warnings")
 def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
     """The verdict's "beyond the contracts: N … broken" names the findings that
     hold those rows (``in F1, F2``): joined to the contracts of their cause
-    (``causes.merge``), the fourth trial read one cause counted twice, "2 in
-    F2" and "1 API surface finding broken". The rewording of a reason, or None when no finding holds such a row."""
+    (``causes.merge``), one cause is counted once, never "2 in F2" beside "1 API
+    surface finding broken". The rewording of a reason, or None when no finding holds such a row."""
     holding = [
         f["number"]
         for f in found
@@ -343,7 +342,7 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unsc
         others = ", ".join(f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n)
         said = (
             [f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")] if f.get("change") != "broken" else []
-        )  # the seventh trial: "headed changed: …" read as jargon
+        )  # in words, not "headed changed: …"
         said += undecided(f, by, unscanned, brief=True)  # "cannot tell" (the one rule): say why
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
             said.append(f"breaks {', '.join(f['breaks_unreached'][:3])}")

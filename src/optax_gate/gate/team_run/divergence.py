@@ -354,7 +354,7 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
                 texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
                 texts += [t for t in out_texts if "ULP" in t]
                 if not identical and in_err > 0 and not exact:  # a kept result: the error may be born before it (JAX, the model, the data)
-                    within = "" if in_beyond else " (within the budget)"  # "1.28e+36 ULP (within the budget)": the trial
+                    within = "" if in_beyond else " (within the budget)"  # never beside a figure beyond it
                     texts.append(
                         f"its inputs already differed by up to {said_ulps(in_err)} ULP{within}: the change "
                         "may be born before it, in code that is not an Optax call (JAX, the model, the data)"
@@ -367,8 +367,8 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
 def sampled_differs(base: dict[str, Any], cand: dict[str, Any]) -> bool:
     """Whether a result leaf stored as a sample (one element in ``stride``)
     differs by its digest: its error is measured on the sample only, and a
-    larger one may lie elsewhere (the trial: 2.34 ULP on the sample of a
-    kernel whose whole was 47.3 ULP apart)."""
+    larger one may lie elsewhere (2.34 ULP on the sample of a kernel whose
+    whole is 47.3 ULP apart)."""
     pairs = zip((base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or [])
     return any((b.get("stride") or 1) > 1 and b.get("sha256") != c.get("sha256") for b, c in pairs)
 

@@ -69,9 +69,9 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
 def eager_births(team_run: dict[str, Any]) -> list[str]:
     """Where a difference is born at an Optax call of the team's own, outside
     any function it transformed: a cause (its inputs the same, its results
-    other), observed directly. The trial (medium): a schedule logged with
-    ``float(schedule(step))`` went NaN → 0.01 at its own line, and the
-    headline spoke of a matmul in the jitted step."""
+    other), observed directly: a schedule logged with
+    ``float(schedule(step))`` that goes NaN → 0.01 is born at its own line,
+    not at a matmul in the jitted step."""
     out = []
     for c in team_run.get("causes") or []:
         if c.get("phase") == "call" and not divergence.transformed(c["api"]) and c.get("side", "both") == "both":
@@ -225,9 +225,9 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
     the same recorded; else None): ``{"dtypes_only": every differing call
     differs in dtypes alone, its values equal (0 ULP), "lines": the team's
     lines where the run called Optax and every result is bit for bit the
-    same}``. The fifth trial: a bfloat16 team whose MultiSteps accumulator
-    became float32 read FAIL at its MultiSteps line, and nothing said that
-    its updates and params came out bit for bit the same."""
+    same}``: a bfloat16 team whose MultiSteps accumulator becomes float32
+    reads FAIL at its MultiSteps line, and is told that its updates and
+    params come out bit for bit the same."""
     divergences, within = team_run.get("divergences") or [], team_run.get("within_budget")
     if team_run.get("outcome") != "diverged" or not divergences or len(divergences) < team_run.get("differing", 0) or within is None:
         return None
@@ -264,16 +264,16 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
     - A finding the run put elsewhere: the API surface's word on a line
       (``your_code_notes``: ``breaks: delta is keyword-only``) is the cause of
       that line's divergence only on the finding that explains the line; on
-      any other finding it read as that finding's cause (the re-trial). Such a
+      any other finding it would read as that finding's cause. Such a
       finding loses those notes (they stay on the finding that is the line's
       cause, and in the API surface rows), and each of its sites where the run
       diverges gets ``your_code_run``: site -> ``{"run": "diverges",
       "findings": the numbers of the findings that explain it there}``. A
       site where the run calls Optax and nothing differs gets ``{"run":
       "same"}`` (with ``"bits": "within the budget"`` where its results are
-      not bit-identical, none beyond the ULP budget), one the run does not reach ``{"run": "not-reached"}`` (the
-      re-trial: "elsewhere" named a float32 team's ``l2_loss`` line for the
-      losses' integer-input checks with no word that its run had settled it).
+      not bit-identical, none beyond the ULP budget), one the run does not reach ``{"run": "not-reached"}`` (a
+      line named "elsewhere", such as a float32 team's ``l2_loss`` line under the
+      losses' integer-input checks, says what the run settled).
       Reports of runs that did not record their calls (``called``) say only
       where the run diverges. A site whose calls were compared by structure
       only (nothing computed there was compared by value: an optimizer built,
@@ -281,9 +281,9 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
       never "same"; nor is a site whose calls got other inputs there (``{"run": "inputs-differ"}``: they follow
       from a divergence before them, their results not judged). A run that failed in the candidate: a site it
       reached there is the same ``until`` the failure's line (its later calls
-      never ran: the fourth trial read "computes the same" on an AdamW line
-      whose update the candidate never reached), one it reached in the
-      baseline only is ``not-reached-candidate``.
+      never ran, so an AdamW line whose update the candidate never reached is
+      not "computes the same"), one it reached in the baseline only is
+      ``not-reached-candidate``.
     - A finding that explains a line of the run gets ``run_sites``: those
       lines, with their calls (``train.py:34 optax.MultiSteps(...).init``):
       the run names the call where a result differs, the finding's call sites
@@ -316,10 +316,10 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
                     continue
                 if site in called and failed_at is not None:  # the same up to the failure, not after it
                     here[site]["until"] = failed_at
-                if site in called and site in fed_other:  # a helper's trial: "computes the same within the ULP budget" of a
-                    # loss whose inputs differed by 16,017 ULP (the params after a MultiSteps divergence)
+                if site in called and site in fed_other:  # a loss whose inputs already differ (the params after a
+                    # MultiSteps divergence) is not "computes the same within the ULP budget"
                     here[site] = {"run": "inputs-differ"}
-                elif site in called and site in drifted:  # the eighth trial: "computes the same" of a line not bit-identical
+                elif site in called and site in drifted:  # not bit-identical: "the same within the budget", not "the same"
                     here[site]["bits"] = "within the budget"
         if here:
             f["your_code_run"] = here
@@ -330,10 +330,10 @@ def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
     breaks (``your_code_notes`` saying ``breaks: ...``; ``causes.merge`` joined
     the surface row to the contracts of one cause). Such a row sets the verdict
     (``--usage`` scoped it: "beyond the contracts: N API surface rows
-    broken") whatever the run does, so its finding is the team's: the third
-    trial read a FAIL whose only causes, ``huber_loss(pred, y, 2.0)`` and
-    ``optax.monte_carlo`` in helpers the run never calls, were listed under
-    "Optax changed elsewhere … do not set the verdict". Empty for a finding
+    broken") whatever the run does, so its finding is the team's, never
+    listed under "Optax changed elsewhere … do not set the verdict" (a FAIL
+    whose only causes are ``huber_loss(pred, y, 2.0)`` and
+    ``optax.monte_carlo`` in helpers the run never calls). Empty for a finding
     without a broken surface part. (A line the run reaches and that breaks
     makes the run diverge there: that finding explains it.)"""
     if not any(p.get("section") == "surface" and p.get("change") == "broken" for p in finding.get("parts") or []):

@@ -120,7 +120,7 @@ def is_exact(leaf: dict[str, Any]) -> bool:
 
 
 #: ULP counts past this are no rounding (a leaf all zeros on one side is measured against the dtype's
-#: smallest normal: 1.28e+36 ULP read as a number, the fourth trial); they are said as "more than" it.
+#: smallest normal, 1.28e+36 ULP, which reads as no number); they are said as "more than" it.
 ULP_SAID = 1e12
 
 

@@ -83,8 +83,8 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path, extra_env: d
                 env[REPLAY_ENV] = "0"
             env.update(extra_env or {})
             # its own process group: on a timeout or an interruption the whole command is stopped (bash and the
-            # team's Python under it) before the folder is put back; a Python left running wrote into the folder after
-            # it was put back (the trial: `python train.py && echo done` under Ctrl-C lost the team's checkpoint)
+            # team's Python under it) before the folder is put back, so nothing the command started writes into
+            # the folder after it is put back (`python train.py && echo done` under Ctrl-C keeps the team's checkpoint)
             proc = subprocess.Popen(
                 ["bash", "-c", spec.command], cwd=spec.run_dir, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )

@@ -20,8 +20,8 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
       path: a gate's ``report.json``, or the run folder holding it.
       baseline, candidate: the run records compare judges (``evidence/*.json``).
       usage: compare's ``--usage`` paths: the recorded run's folder must lie
-        under one of them, or hold one (the re-trial re-used another team's
-        run, and its verdict was that team's).
+        under one of them, or hold one (another team's recorded run is
+        refused: its verdict would be that team's).
 
     Returns a copy of the recorded ``team_run``.
 

@@ -144,7 +144,7 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, member
         out["differs"] = True
 
     # aligned by the lines' words, their numbers masked: a line only one side writes (a warning on stderr) does not
-    # pair the lines after it with the wrong ones (the trial: a RuntimeWarning read against `step 0 lr=0.0099`)
+    # pair the lines after it with the wrong ones (a RuntimeWarning is never read against `step 0 lr=0.0099`)
     skeletons = ([_numbers(x)[0] for x in base], [_numbers(x)[0] for x in cand])
     warned = (_warning_lines(base), _warning_lines(cand))
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, *skeletons, autojunk=False).get_opcodes():
