@@ -292,7 +292,7 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
         timed.append(args)
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
-    monkeypatch.setattr(sides_speed.speed_, "measure", measure)
+    monkeypatch.setattr(sides_speed.readings, "measure", measure)
     base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
     base.write_text("optax==0.2.6\n")
     cand.write_text("optax==0.2.8\n")
@@ -329,7 +329,7 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
         Path(f"{reach_file}.123").write_text(json.dumps({"format": "reach-v1", "session": ["optax/_src/alias.py::adamw"], "modules": {}}))
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
-    monkeypatch.setattr(sides_speed.speed_, "measure", measure)
+    monkeypatch.setattr(sides_speed.readings, "measure", measure)
     base = tmp_path / "base.txt"
     base.write_text("optax==0.2.6\n")
     env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")

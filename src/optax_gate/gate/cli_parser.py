@@ -13,7 +13,7 @@ from typing import TypeVar
 from optax_gate.gate import cli_help
 from optax_gate.gate.inputs.typed_path import project_default, user_path
 from optax_gate.gate.team_code import scope
-from optax_gate.gate.speed import readings as speed_
+from optax_gate.gate.speed import readings
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.compare_flow import compare_runs
@@ -74,7 +74,7 @@ def _speed_options(p: argparse.ArgumentParser) -> None:
         help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)",
     )
     p.add_argument(
-        "--speed-rounds", type=_rounds, default=speed_.ROUNDS, metavar="N", help="compile rounds of the speed readings, at least 2 (default: %(default)s)"
+        "--speed-rounds", type=_rounds, default=readings.ROUNDS, metavar="N", help="compile rounds of the speed readings, at least 2 (default: %(default)s)"
     )
 
 

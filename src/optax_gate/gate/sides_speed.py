@@ -13,7 +13,7 @@ from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.install import environments
 from optax_gate.gate.run import reach_record, results_cache
 from optax_gate.gate.run.progress import Progress
-from optax_gate.gate.speed import readings as speed_
+from optax_gate.gate.speed import readings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,9 +48,9 @@ def measure_speed(
     if not speed.enabled:
         return None
     if candidate.get("status") != "ran":
-        return speed_.not_measured("the candidate did not run its contracts", speed.budget)
+        return readings.not_measured("the candidate did not run its contracts", speed.budget)
     if candidate.get("same_code"):  # the same Python on the same jaxlib: the same programs, timed against themselves
-        return speed_.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed", speed.budget)
+        return readings.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed", speed.budget)
     inputs = None
     baseline_lock = env.baseline_lock
     if env.cache_dir is not None:
@@ -64,7 +64,7 @@ def measure_speed(
     if why:
         if say:
             say(f"speed: not timed ({why})")
-        return speed_.not_measured(why, speed.budget)
+        return readings.not_measured(why, speed.budget)
     if say:
         say(f"speed: timing the training steps, {speed.rounds} rounds interleaved")
     pythons = sides.pythons
@@ -75,9 +75,9 @@ def measure_speed(
                 environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root) for lock in (baseline_lock, candidate_lock)
             ]
     except environments.EnvironmentFailure as exc:
-        return speed_.not_measured(str(exc), speed.budget)
+        return readings.not_measured(str(exc), speed.budget)
     with tempfile.TemporaryDirectory(prefix="optax-gate-speed-") as tmp:
-        result = speed_.measure(ready[0], ready[1], env.project_root, speed, reach_file=reach_record.reach_file(Path(tmp), "speed"))
+        result = readings.measure(ready[0], ready[1], env.project_root, speed, reach_file=reach_record.reach_file(Path(tmp), "speed"))
         found = reach_record.read(Path(tmp), "speed")
     if inputs is not None and env.cache_dir is not None:  # inputs only with a cache_dir
         results_cache.store_speed(env.cache_dir, inputs, result)

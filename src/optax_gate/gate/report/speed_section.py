@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import model
-from optax_gate.gate.speed import readings as speed_
+from optax_gate.gate.speed import readings
 
 PLOT_FILE = "speed.svg"
 SIDES = ("baseline", "candidate")
@@ -71,7 +71,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
     elif result.get("plot_missing"):
         out += [f"(no plot: {result['plot_missing']})", ""]
     out += ["| set-up | metric | baseline | candidate | ratio (interval) | noise band | change |", "|---|---|---|---|---|---|---|"]
-    for r in speed_.rows(result):
+    for r in readings.rows(result):
         if r["change"] == "not-measured":
             out.append(f"| {r['setup']} | {r['metric_words']} | — | — | — | — | not measured: {r['detail']} |")
             continue
@@ -106,10 +106,10 @@ def write_plot(result: model.Speed, folder: Path) -> str | None:
     matplotlib.rcParams.update({"svg.hashsalt": "optax-gate-speed", "svg.fonttype": "none", "font.size": 8})
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     scale = {"step_s": (1e6, "step time (µs)"), "compile_s": (1e3, "compile time (ms)")}
-    for ax, metric in zip(axes, speed_.METRICS):
+    for ax, metric in zip(axes, readings.METRICS):
         factor, label = scale[metric]
         positions, data, colours = [], [], []
-        for i, setup in enumerate(speed_.SETUPS):
+        for i, setup in enumerate(readings.SETUPS):
             for j, side in enumerate(SIDES):
                 positions.append(3 * i + j + 1)
                 data.append([x * factor for x in _repeats(result, side, setup, metric)] or [float("nan")])
@@ -118,7 +118,7 @@ def write_plot(result: model.Speed, folder: Path) -> str | None:
         for patch, colour in zip(boxes["boxes"], colours):
             patch.set_facecolor(colour)
             patch.set_alpha(0.6)
-        ax.set_xticks([3 * i + 1.5 for i in range(len(speed_.SETUPS))], list(speed_.SETUPS))
+        ax.set_xticks([3 * i + 1.5 for i in range(len(readings.SETUPS))], list(readings.SETUPS))
         ax.set_ylabel(label)
         ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
@@ -138,11 +138,11 @@ def matrix_cell(result: model.Speed | None) -> str:
         return "not measured (--no-speed)"
     if result.get("status") != "measured":
         return f"not measured: {result.get('reason') or 'no reason recorded'}"
-    readings = speed_.rows(result)
-    moved = [r for r in readings if r["change"] in ("changed", "broken")]
+    rows = readings.rows(result)
+    moved = [r for r in rows if r["change"] in ("changed", "broken")]
     if moved:
         return " · ".join(f"{r['change']}: {r['setup']} {r['metric_words']} x{r['ratio']:.2f}" for r in moved)
-    steps = [r for r in readings if r["metric"] == "step_s" and r["change"] == "unchanged"]
+    steps = [r for r in rows if r["metric"] == "step_s" and r["change"] == "unchanged"]
     if not steps:
         return "not measured"
     far = max(steps, key=lambda r: abs(r["ratio"] - 1))

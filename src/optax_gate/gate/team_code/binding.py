@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from optax_gate.gate.surface import public_api as surface_mod
+from optax_gate.gate.surface import public_api
 from optax_gate.gate.surface.public_api import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
 from optax_gate.gate.team_code.usage import Use
 
@@ -72,7 +72,7 @@ def _site(row: dict[str, Any], where: str, sentence: str, verdict: str, note: st
         row["breaks"] = True
 
 
-def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, surface_mod.Entry], new: dict[str, surface_mod.Entry]) -> None:
+def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, public_api.Entry], new: dict[str, public_api.Entry]) -> None:
     """Attach to each surface row the team's sites it touches: ``row["uses"]``
     (one sentence per site), ``row["sites"]`` (per site ``{"where",
     "verdict", "note"}``: the verdict of binding the use to both signatures,
