@@ -146,7 +146,7 @@ def _area(text: str) -> str:
         return aliases[key(text)]
     near = difflib.get_close_matches(key(text), list(aliases), n=3)
     hint = f"; did you mean {', '.join(sorted({aliases[n] for n in near}))}?" if near else ""
-    raise argparse.ArgumentTypeError(f"no mutant family {text!r}{hint} (the families: python -m optax_gate.mutants --list)")
+    raise argparse.ArgumentTypeError(f"no mutant family {text!r}{hint} (the families: ./noxw -s mutants -- --list)")
 
 
 def main(argv: list[str] | None = None) -> int:

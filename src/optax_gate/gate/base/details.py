@@ -78,7 +78,7 @@ _KINDS = {
 
 
 def parameter_words(got: str, expected: str) -> str:
-    """A signature contract's got/expected parameter in words (the third trial read "got ('delta',
+    """A signature contract's got/expected parameter in words, not as tuples ("got ('delta',
     'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)"): ``delta
     (parameter 3) is now keyword-only (was positional or keyword), default 1.0``; "" when the
     two are not such parameters."""
