@@ -103,6 +103,28 @@ json.dump({"optax": optax.__version__, "groups": sorted(groups.values())}, sys.s
 """
 
 
+#: Which of the names given on stdin resolve in the environment (an attribute path of an importable module).
+_RESOLVES = """
+import importlib, json, sys
+out = []
+for name in json.load(sys.stdin):
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            break
+        out.append(name)
+        break
+json.dump(out, sys.stdout)
+"""
+
+
 def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
     """(optax version, the public callables grouped by object, contract api -> its row's first name) of one env."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,6 +142,10 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
             )
             rows += json.loads(out.read_text())
         surface = json.loads(subprocess.run([python, "-c", _SURFACE], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
+        named = sorted({api for _, api in rows})
+        resolves = set(
+            json.loads(subprocess.run([python, "-c", _RESOLVES], cwd=ROOT, env=env, input=json.dumps(named), capture_output=True, text=True, check=True).stdout)
+        )
     reach: dict[str, set[str]] = {}
     for nodeid, api in rows:
         module = nodeid.split("::")[0].rsplit("/", 1)[-1].removeprefix("test_").removesuffix(".py")
@@ -128,7 +154,10 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
     table: dict[str, set[str]] = {}
     for api, classes in reach.items():
         table.setdefault(by_name.get(api, api), set()).update(classes)
-    groups = surface["groups"] + sorted([api] for api in table if api not in by_name)  # a class (MultiSteps): a row of its own
+    # a class (MultiSteps) has a row of its own; a name that does not resolve here (a module new in a later
+    # release, whose contracts are collected and skip) is not in this release
+    groups = surface["groups"] + sorted([api] for api in table if api not in by_name and api in resolves)
+    table = {api: classes for api, classes in table.items() if api in by_name or api in resolves}
     return surface["optax"], groups, {k: " ".join(c for c in LEGEND if c in v) for k, v in table.items()}
 
 
@@ -164,8 +193,8 @@ def render(envs: list[tuple[str, list[list[str]], dict[str, str]]]) -> str:
         shown = ", ".join(f"`{n}`" for n in names[first][:3]) + (f" (+{len(names[first]) - 3})" if len(names[first]) > 3 else "")
         cells = []
         for _, groups, reach in envs:
-            present = any(first in g for g in groups)
-            cells.append(reach.get(first, "—") if present else "not in this release")
+            group = next((g for g in groups if first in g), None)  # its row there: aliases are keyed by their first name
+            cells.append("not in this release" if group is None else reach.get(group[0], "—"))
         lines.append(f"| {shown} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -211,7 +211,7 @@ def say_not_judged(run: evidence.RunFolder) -> None:
     """The console line of a run that judged nothing: where its report is, and what ``report.md`` still shows."""
     print(
         f"optax-gate: this run judged nothing (not both sides' contracts ran): its report is "
-        f"{run.root / 'not-judged.md'} (run folder {run.path}); {evidence.report_now(run.root)}"
+        f"{run.root / 'not-judged.md'} (the run folder's report.md above); {evidence.report_now(run.root)}"
     )
 
 
