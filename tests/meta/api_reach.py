@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import os
 import subprocess
 import sys
@@ -142,7 +143,7 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
             )
             rows += json.loads(out.read_text())
         surface = json.loads(subprocess.run([python, "-c", _SURFACE], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
-        named = sorted({api for _, api in rows})
+        named = sorted({api for _, api in rows if re.fullmatch(r"[A-Za-z_][\w.]*", api)})  # a scenario label (nnx:Optimizer) is no name
         resolves = set(
             json.loads(subprocess.run([python, "-c", _RESOLVES], cwd=ROOT, env=env, input=json.dumps(named), capture_output=True, text=True, check=True).stdout)
         )
@@ -156,8 +157,9 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
         table.setdefault(by_name.get(api, api), set()).update(classes)
     # a class (MultiSteps) has a row of its own; a name that does not resolve here (a module new in a later
     # release, whose contracts are collected and skip) is not in this release
-    groups = surface["groups"] + sorted([api] for api in table if api not in by_name and api in resolves)
-    table = {api: classes for api, classes in table.items() if api in by_name or api in resolves}
+    here = {api for api in table if api in by_name or api in resolves or not re.fullmatch(r"[A-Za-z_][\w.]*", api)}
+    groups = surface["groups"] + sorted([api] for api in here if api not in by_name)
+    table = {api: classes for api, classes in table.items() if api in here}
     return surface["optax"], groups, {k: " ".join(c for c in LEGEND if c in v) for k, v in table.items()}
 
 
