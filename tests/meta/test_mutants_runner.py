@@ -3,6 +3,7 @@ again, up to twice, and a third crash stops the check with where it crashed."""
 
 from __future__ import annotations
 
+import functools
 import signal
 from pathlib import Path
 
@@ -92,15 +93,21 @@ def _project(root: Path) -> Path:
     return root
 
 
+def _family_digest(root: Path) -> str:
+    """The digest of the synthetic family ``fam``'s inputs in ``root`` (:func:`_project`)."""
+    from optax_gate.mutants import proof
+
+    files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
+    assert files is not None
+    return proof.digest(files, root)
+
+
 def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
     from optax_gate.mutants import proof
 
     root = _project(tmp_path)
 
-    def digest() -> str:
-        files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
-        assert files is not None
-        return proof.digest(files, root)
+    digest = functools.partial(_family_digest, root)
 
     files = {p.relative_to(root.resolve()).as_posix() for p in proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root) or []}
     assert {"src/optax_gate/kit/b.py", "tests/contracts/test_x/test_one.yml", "src/optax_gate/mutants/registry.py", "requirements-lock.txt"} <= files
@@ -117,16 +124,12 @@ def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
 def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
     """A known defect no file of the family names, or a moved-behaviour entry of another contract module,
     leaves its digest as it is; one it names moves it; a ledger that does not parse counts whole."""
-    from optax_gate.mutants import proof
 
     root = _project(tmp_path)
     (root / "tests/contracts/test_x.py").write_text('from optax_gate.kit.a import f\n# known_defect("x-defect")\n')
     known, moved = root / "tests/contracts/known_defects.toml", root / "tests/contracts/moved_behaviour.toml"
 
-    def digest() -> str:
-        files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
-        assert files is not None
-        return proof.digest(files, root)
+    digest = functools.partial(_family_digest, root)
 
     before = digest()
     known.write_text('other-defect = "not this family\'s"\n')
@@ -143,16 +146,12 @@ def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
 
 
 def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path):
-    from optax_gate.mutants import proof
 
     root = _project(tmp_path)
     pyproject = root / "pyproject.toml"
     pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a"]\n')
 
-    def digest() -> str:
-        files = proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root)
-        assert files is not None
-        return proof.digest(files, root)
+    digest = functools.partial(_family_digest, root)
 
     before = digest()
     pyproject.write_text('# a comment\n[tool.pytest.ini_options]\nmarkers = [ "a" ]  # another\n')
