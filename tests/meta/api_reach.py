@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,6 +104,8 @@ json.dump({"optax": optax.__version__, "groups": sorted(groups.values())}, sys.s
 """
 
 
+#: A contract API that is a dotted name (``optax.microbatching.microbatch``), not a scenario label (``nnx:Optimizer``).
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
 #: Which of the names given on stdin resolve in the environment (an attribute path of an importable module).
 _RESOLVES = """
 import importlib, json, sys
@@ -143,7 +145,7 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
             )
             rows += json.loads(out.read_text())
         surface = json.loads(subprocess.run([python, "-c", _SURFACE], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
-        named = sorted({api for _, api in rows if re.fullmatch(r"[A-Za-z_][\w.]*", api)})  # a scenario label (nnx:Optimizer) is no name
+        named = sorted({api for _, api in rows if _NAME.fullmatch(api)})
         resolves = set(
             json.loads(subprocess.run([python, "-c", _RESOLVES], cwd=ROOT, env=env, input=json.dumps(named), capture_output=True, text=True, check=True).stdout)
         )
@@ -157,7 +159,7 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
         table.setdefault(by_name.get(api, api), set()).update(classes)
     # a class (MultiSteps) has a row of its own; a name that does not resolve here (a module new in a later
     # release, whose contracts are collected and skip) is not in this release
-    here = {api for api in table if api in by_name or api in resolves or not re.fullmatch(r"[A-Za-z_][\w.]*", api)}
+    here = {api for api in table if api in by_name or api in resolves or not _NAME.fullmatch(api)}
     groups = surface["groups"] + sorted([api] for api in here if api not in by_name)
     table = {api: classes for api, classes in table.items() if api in here}
     return surface["optax"], groups, {k: " ".join(c for c in LEGEND if c in v) for k, v in table.items()}

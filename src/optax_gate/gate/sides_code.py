@@ -19,10 +19,7 @@ def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candi
     then :func:`run_both` runs the baseline alone and gives the candidate its outcomes."""
     if candidate.record is not None or not env.use_cache:
         return
-    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
-    found = same_code_.compare(
-        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
-    )
+    found = same_code_.compare(*_installed(baseline, candidate, env, candidate_lock))
     if found.same:
         candidate.same_code = found
         say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running")
@@ -46,20 +43,22 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
     if profile != "ci":  # derandomized: a property contract executes the same examples, so the same functions, every run
         why = f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract executes is not fixed"
         return _every_module(candidate, every, why, say)
-    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
-    diff = function_diff.compare(
-        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs), same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs)
-    )
-    pending = [u.name for u in candidate.pending]
-    chosen = selection_.choose(pending, baseline.cached, baseline.header.get("reach_session"), diff)
-    if chosen.everything:
-        candidate.selection = chosen
-        say(f"candidate: {chosen.words()}")
-        return
+    diff = function_diff.compare(*_installed(baseline, candidate, env, candidate_lock))
+    chosen = selection_.choose(list(every), baseline.cached, baseline.header.get("reach_session"), diff)
     candidate.selection = chosen
-    candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
-    candidate.header = candidate.header or baseline.header
+    if not chosen.everything:
+        candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
+        candidate.header = candidate.header or baseline.header
     say(f"candidate: {chosen.words()}")
+
+
+def _installed(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path) -> tuple[same_code_.Installed, same_code_.Installed]:
+    """The two sides' installed code as ``same_code`` and ``function_diff`` compare it: lock, site-packages, cache inputs."""
+    sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
+    return (
+        same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs),
+        same_code_.Installed(candidate_lock, sites[1], candidate.cache_inputs),
+    )
 
 
 def _every_module(candidate: Side, every: tuple[str, ...], why: str, say: Callable[[str], None]) -> None:

@@ -121,8 +121,10 @@ def _threshold_words(value: str) -> str | None:
     m = _THRESHOLD_OUTCOME.fullmatch(value)
     if not m:
         return None
-    pairs = re.findall(r"(\w+) (\S+)", m["fields"])
-    said = [f"{_THRESHOLD_FIELDS[k]} {f'[{v.replace(chr(44), chr(44) + chr(32))}]' if ',' in v else v}" for k, v in pairs]
+    said = []
+    for field, value in re.findall(r"(\w+) (\S+)", m["fields"]):
+        elements = value.split(",")
+        said.append(f"{_THRESHOLD_FIELDS[field]} {'[' + ', '.join(elements) + ']' if len(elements) > 1 else value}")
     return f"ok ({', '.join(said)})"
 
 
