@@ -273,3 +273,79 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
     assert sorted(marks.read_text(encoding="utf-8").split("\n")[:-1]) == ["kept", "kept", "passes"]
     assert base["control"]["tests"] == 1 and base["control"]["files"] == 0
     assert cand["control"]["tests"] == 0 and cand["control"]["files"] == 2
+
+
+#: The fake optax of each side for the split by cause: `noisy` follows the other packages (a fake `fakenum`
+#: distribution, version 1 in the baseline, 2 in the candidate), `scaled` follows optax, `joint` moves only with both.
+_EPS = {
+    "baseline": "import fakenum\n\ndef noisy():\n    return 1.0 if fakenum.VERSION == 1 else 1.1\n\ndef scaled():\n    return 2\n\ndef joint():\n    return 0\n",
+    "candidate": (
+        "import fakenum\n\ndef noisy():\n    return 1.0 if fakenum.VERSION == 1 else 1.1\n\ndef scaled():\n    return 3\n\n"
+        "def joint():\n    return 0 if fakenum.VERSION == 1 else 5\n"
+    ),
+}
+_EPS_TEST = {
+    "baseline": (
+        "from optax import eps\n\ndef test_noisy():\n    assert eps.noisy() == 1.0\n\n"
+        "def test_scaled():\n    assert eps.scaled() == 2\n\ndef test_joint():\n    assert eps.joint() == 0\n"
+    ),
+    "candidate": "from optax import eps\n\ndef test_noisy_new():\n    assert eps.noisy() == 1.1\n\ndef test_scaled_new():\n    assert eps.scaled() == 3\n",
+}
+
+
+def _split_sites(tmp_path: Path, candidate_init: str = "") -> tuple[dict[str, Path], dict[str, dict[str, str]]]:
+    """Two fake optax sites and, per side, a fake `fakenum` distribution (1 and 2) on its PYTHONPATH."""
+    sites, env = {}, {}
+    for side, version in (("baseline", 1), ("candidate", 2)):
+        pkg = tmp_path / side / "optax"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text(candidate_init if side == "candidate" else "", encoding="utf-8")
+        (pkg / "eps.py").write_text(_EPS[side], encoding="utf-8")
+        (pkg / "eps_test.py").write_text(_EPS_TEST[side], encoding="utf-8")
+        dist = tmp_path / f"fakenum-{side}"
+        (dist / "fakenum").mkdir(parents=True)
+        (dist / "fakenum" / "__init__.py").write_text(f"VERSION = {version}\n", encoding="utf-8")
+        (dist / f"fakenum-{version}.dist-info").mkdir()
+        (dist / f"fakenum-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fakenum\nVersion: {version}\n", encoding="utf-8")
+        sites[side] = tmp_path / side
+        env[side] = {"PYTHONPATH": f"{sites[side]}:{dist}"}
+    return sites, env
+
+
+def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tmp_path):
+    """Where the two environments differ beyond optax (a JAX bump), each behaviour failure is re-run with one
+    side's optax on the other side's packages: one that the candidate's optax alone leaves as in the baseline,
+    and its other packages alone move, is listed as theirs and is no finding (0.2.6 -> 0.2.8 with JAX 0.11.2 ->
+    0.12.0.1: ``LBFGSTest::test_against_plain_implementation3`` fails with either optax on JAX 0.12.0.1 and passes
+    with either on 0.11.2)."""
+    sites, env = _split_sites(tmp_path)
+    py = Path(sys.executable)
+    section = up.cross_run(sites, {"baseline": py, "candidate": py}, up.CrossRunOptions(tmp_path / "cache", 300, env, 1), say=lambda _: None)
+    assert section["other_packages"] == ["fakenum 1 -> 2"]
+    base, cand = ({f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in d["failures"]} for d in section["directions"])
+    assert base == {
+        "test_noisy": (failures.OTHERS, "other packages"),
+        "test_scaled": (failures.BEHAVIOUR, "optax"),
+        "test_joint": (failures.BEHAVIOUR, "both together"),
+    }
+    assert cand == {"test_noisy_new": (failures.OTHERS, "other packages"), "test_scaled_new": (failures.BEHAVIOUR, "optax")}
+    assert sorted(f["contracts"][0].rsplit("::", 1)[-1] for f in section["findings"]) == ["test_joint", "test_scaled", "test_scaled_new"]
+    # three ids with the candidate's optax on the baseline's packages, two left as in the baseline the other way
+    assert section["directions"][0]["split"]["tests"] == 5 and section["directions"][0]["split"]["error"] == ""
+    report = assemble.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
+    text = "\n".join(upstream_section.markdown(report))
+    assert "Besides optax, 1 distributions differ (fakenum 1 -> 2)" in text
+    assert "not optax: `eps_test.py::test_noisy` moves with the other packages (fakenum 1 -> 2)" in text
+
+
+def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
+    """The candidate's optax that does not import on the baseline's packages cannot be split: every behaviour
+    failure stays a finding, ``moved_by`` "not split", and the section says why."""
+    sites, env = _split_sites(tmp_path, candidate_init="import fakenum\nassert fakenum.VERSION == 2\n")
+    py = Path(sys.executable)
+    section = up.cross_run(sites, {"baseline": py, "candidate": py}, up.CrossRunOptions(tmp_path / "cache", 300, env, 1), say=lambda _: None)
+    base = section["directions"][0]
+    assert {f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in base["failures"]} == {
+        name: (failures.BEHAVIOUR, "not split") for name in ("test_noisy", "test_scaled", "test_joint")
+    }
+    assert "does not import" in base["split"]["error"]

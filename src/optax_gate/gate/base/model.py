@@ -74,12 +74,25 @@ class UpstreamControl(TypedDict):
     seconds: float
 
 
+class UpstreamSplit(TypedDict):
+    """
+    the split by cause where the environments differ beyond optax: behaviour failures re-run with one side's optax on the other side's packages (upstream_tests.split_by_cause); 'error' says why a run could not be made, '' otherwise
+    """
+
+    tests: int
+    seconds: float
+    error: str
+
+
 class UpstreamFailure(TypedDict):
     test: str
     text: str
-    kind: Literal['api', 'could not tell', 'behaviour']
+    kind: Literal['api', 'could not tell', 'behaviour', 'other packages']
     subject: str
     change: Literal['', 'new', 'gone', 'changed']
+    moved_by: NotRequired[
+        Literal['optax', 'other packages', 'both together', 'not split']
+    ]
 
 
 class UpstreamDirection(TypedDict):
@@ -90,6 +103,7 @@ class UpstreamDirection(TypedDict):
     seconds: float
     overlay: list[str]
     control: NotRequired[UpstreamControl]
+    split: NotRequired[UpstreamSplit]
     failures: list[UpstreamFailure]
 
 
@@ -99,6 +113,7 @@ class UpstreamTests(TypedDict):
     """
 
     changed_modules: list[str]
+    other_packages: NotRequired[list[str]]
     seconds: float
     findings: list[Any]
     directions: list[UpstreamDirection]

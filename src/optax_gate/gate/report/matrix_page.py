@@ -94,8 +94,8 @@ def beyond_cell(env: dict[str, Any], kind: str) -> tuple[str, str]:
 def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
     """(colour key, text) of an environment's cell in the grid's cross-run
     row: its findings by change (``changed``, ``new``, ``gone``; the cell
-    coloured by the first that occurs) and its failures that could not be
-    told; ``could not run: ...`` or ``not run`` (its contracts did not run)."""
+    coloured by the first that occurs), its failures that could not be
+    told and those that move with the other packages, not optax; ``could not run: ...`` or ``not run`` (its contracts did not run)."""
     up = env.get("upstream_tests")
     if not up:
         return "not-run", "not run"
@@ -103,9 +103,11 @@ def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
         return "not-verified", f"could not run: {up['error']}"
     counts = {k: sum(1 for f in up["findings"] if f["change"] == k) for k in ("changed", "new", "gone")}
     unknown = sum(d["kinds"].get(failures.INFRA, 0) for d in up["directions"])
+    elsewhere = sum(d["kinds"].get(failures.OTHERS, 0) for d in up["directions"])
     n = len(up["findings"])
     text = f"{n} finding{'' if n == 1 else 's'}" + (": " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) if n else "")
     text += f" ({unknown} could not tell)" if unknown else ""
+    text += f" ({elsewhere} move with the other packages, not optax)" if elsewhere else ""
     return next((k for k, v in counts.items() if v), "unchanged"), text
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optax_gate.gate.base.plain_text import shorten
-from optax_gate.gate.upstream.failures import INFRA
+from optax_gate.gate.upstream.failures import INFRA, OTHERS
 
 
 def finding_line(finding: dict[str, Any]) -> str:
@@ -24,9 +24,18 @@ def _control_words(control: dict[str, Any] | None) -> str:
     )
 
 
+def _split_words(split: dict[str, Any] | None) -> str:
+    if not split or not split["tests"]:
+        return ""
+    return f"; split by cause ({split['seconds']:.0f} s): {split['tests']} test runs with one side's optax on the other's packages" + (
+        f" ({split['error']})" if split["error"] else ""
+    )
+
+
 def markdown(report: Mapping[str, Any]) -> list[str]:
     """The report's "Upstream tests, cross-run" section (nothing without ``--upstream-tests``):
-    per direction the counts and time, the overlay, and the failures that could not be told."""
+    per direction the counts and time, the overlay, the failures that could not be told and those
+    that move with the other packages, not with optax."""
     section = report.get("upstream_tests")
     if not section:
         return []
@@ -38,6 +47,14 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
         "Findings from here are listed with the others and do not change the verdict.",
         "",
     ]
+    if section.get("other_packages"):
+        out[-1:-1] = [
+            f"Besides optax, {len(section['other_packages'])} distributions differ ({', '.join(section['other_packages'][:5])}"
+            + (" …" if len(section["other_packages"]) > 5 else "")
+            + "): a failure that the candidate's optax alone leaves as in the baseline, and its other packages alone move, "
+            "is listed under its direction as moving with them, never as an optax finding.",
+            "",
+        ]
     for d in section["directions"]:
         kinds: dict[str, int] = {}
         for f in d["failures"]:
@@ -47,10 +64,16 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
             f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
             + (f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}" if d["overlay"] else "")
             + _control_words(d.get("control"))
+            + _split_words(d.get("split"))
         )
         unknown = [f for f in d["failures"] if f["kind"] == INFRA]
         for f in unknown[:20]:
             out.append(f"  - could not tell `{f['test']}`: {f['subject']} ({shorten(f['text'], 100)})")
         if len(unknown) > 20:
             out.append(f"  - … and {len(unknown) - 20} more (report.json)")
+        elsewhere = [f for f in d["failures"] if f["kind"] == OTHERS]
+        for f in elsewhere[:20]:
+            out.append(f"  - not optax: `{f['test']}` {f['subject']} ({shorten(f['text'], 100)})")
+        if len(elsewhere) > 20:
+            out.append(f"  - … and {len(elsewhere) - 20} more that move with the other packages (report.json)")
     return out

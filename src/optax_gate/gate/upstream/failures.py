@@ -17,6 +17,11 @@ from optax_gate.gate.base.plain_text import shorten
 API: Literal["api"] = "api"
 INFRA: Literal["could not tell"] = "could not tell"
 BEHAVIOUR: Literal["behaviour"] = "behaviour"
+#: A behaviour failure that the candidate's other packages (JAX, NumPy, ...) move and its optax alone does not
+#: (``upstream_tests.split_by_cause``): listed in the section, never a finding about optax.
+OTHERS: Literal["other packages"] = "other packages"
+#: What moves a behaviour failure (``Failure.moved_by``), found by the runs with one side's optax on the other's packages.
+MOVED_BY = ("optax", "other packages", "both together", "not split")
 _NAME_ONE_SIDE = [
     re.compile(r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>optax[\w.]*)'"),
     re.compile(r"module '(?P<module>optax[\w.]*)' has no attribute '(?P<name>\w+)'"),
@@ -41,13 +46,18 @@ class Failure:
 
     test: str  # module::Class::test, module the file's path under optax/
     text: str  # the error's first line (type: message)
-    kind: Literal["api", "could not tell", "behaviour"] = INFRA  # API, INFRA or BEHAVIOUR (set by classify)
-    subject: str = ""  # the name or keyword (API), the reason (INFRA), the API (BEHAVIOUR)
-    change: Literal["", "new", "gone", "changed"] = ""  # new/gone (API), changed (BEHAVIOUR), "" (INFRA)
+    kind: Literal["api", "could not tell", "behaviour", "other packages"] = INFRA  # API, INFRA, BEHAVIOUR or OTHERS
+    subject: str = ""  # the name or keyword (API), the reason (INFRA, OTHERS), the API (BEHAVIOUR)
+    change: Literal["", "new", "gone", "changed"] = ""  # new/gone (API), changed (BEHAVIOUR), "" (INFRA, OTHERS)
+    #: one of MOVED_BY where the environments differ beyond optax and the failure is behaviour or OTHERS; else ""
+    moved_by: Literal["", "optax", "other packages", "both together", "not split"] = ""
 
     def as_json(self) -> model.UpstreamFailure:
         """The report's form of the failure (``upstream_tests.directions[].failures[]``)."""
-        return {"test": self.test, "text": self.text, "kind": self.kind, "subject": self.subject, "change": self.change}
+        out: model.UpstreamFailure = {"test": self.test, "text": self.text, "kind": self.kind, "subject": self.subject, "change": self.change}
+        if self.moved_by:
+            out["moved_by"] = self.moved_by
+        return out
 
 
 @dataclass
@@ -67,6 +77,11 @@ class Direction:
     control_tests: int = 0
     control_files: int = 0
     control_seconds: float = 0.0
+    #: the split by cause (``upstream_tests.split_by_cause``): test ids re-run with one side's optax on the
+    #: other side's packages, the seconds, and why it could not run ("" when it ran or was not needed)
+    split_tests: int = 0
+    split_seconds: float = 0.0
+    split_error: str = ""
 
 
 def first_line(text: str) -> str:
@@ -159,7 +174,7 @@ def findings(directions: list[Direction]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, str, str, str], list[Failure]] = {}
     for d in directions:
         for f in d.failed:
-            if f.kind == INFRA:
+            if f.kind in (INFRA, OTHERS):
                 continue
             pattern = "" if f.kind == API else normalise(f.text)
             groups.setdefault((d.label, f.kind, f.change, f.subject, pattern), []).append(f)

@@ -19,7 +19,7 @@ from pathlib import Path
 from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.install import missing_requirements
-from optax_gate.gate.upstream.failures import BEHAVIOUR, INFRA, Direction, Failure, api_of, classify, findings, public_names, read_junit
+from optax_gate.gate.upstream.failures import BEHAVIOUR, INFRA, OTHERS, Direction, Failure, api_of, classify, findings, public_names, read_junit
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"), ("candidate tests in the baseline", "candidate", "baseline"))
@@ -231,13 +231,130 @@ def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env
     return failing
 
 
-def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions) -> Direction:
+_VERSIONS = (
+    "import importlib.metadata as m, json, re\n"
+    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version for d in m.distributions() if d.metadata['Name']}))"
+)
+
+
+def installed_versions(python: Path, env: dict[str, str], timeout: float = 120) -> dict[str, str]:
+    """Normalised distribution name -> version of what ``python`` imports with the variables ``env`` (its ``PYTHONPATH``).
+
+    Raises:
+      CrossRunFailure: the interpreter cannot list them.
+    """
+    full = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env}
+    proc = subprocess.run([str(python), "-c", _VERSIONS], capture_output=True, text=True, timeout=timeout, env=full)
+    if proc.returncode != 0:
+        raise CrossRunFailure(f"the environment's distributions cannot be listed: {shorten(proc.stderr, 200)}")
+    versions: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return versions
+
+
+def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]]) -> list[str]:
+    """The distributions besides optax (and this project) that differ between the two environments, as
+    ``"jax 0.11.2 -> 0.12.0.1"`` (``-`` for a side that lacks it), sorted by name; empty when only optax differs.
+
+    Raises:
+      CrossRunFailure: an environment cannot list its distributions.
+    """
+    base, cand = (installed_versions(pythons[side], extra_env.get(side, {})) for side in ("baseline", "candidate"))
+    names = sorted(n for n in base.keys() | cand.keys() if n not in ("optax", "optax-gate") and base.get(n) != cand.get(n))
+    return [f"{n} {base.get(n, '-')} -> {cand.get(n, '-')}" for n in names]
+
+
+#: A failing test of a direction passes in the ``baseline`` (its own environment, for the baseline's tests) or
+#: fails there (the candidate's tests): its outcome with every package of the baseline.
+_BASELINE_PASSES = {"baseline": True, "candidate": False}
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """What :func:`split_by_cause` runs with: each side's optax package folder (``pkg``), interpreter
+    (``pythons``), overlay of missing test dependencies (``deps``) and process variables (``env``)."""
+
+    pkg: dict[str, Path]
+    pythons: dict[str, Path]
+    deps: dict[str, Path | None]
+    env: dict[str, dict[str, str]]
+
+
+def _mixed_outcomes(root: Path, d: Direction, ids: list[str], optax_of: str, packages_of: str, sides: _Sides, timeout: float) -> dict[str, bool] | None:
+    """Test id -> passed, of ``ids`` run with ``optax_of``'s optax (copied into ``root``) on ``packages_of``'s
+    interpreter and packages; None when that optax does not import there or a test did not run."""
+    folder = root / f"_optax_of_{optax_of}"
+    if not folder.is_dir():
+        shutil.copytree(sides.pkg[optax_of], folder / "optax", ignore=shutil.ignore_patterns("__pycache__"))
+    env = _with_overlay(_with_overlay(sides.env.get(packages_of, {}), sides.deps.get(packages_of)), folder)
+    python = sides.pythons[packages_of]
+    probe = subprocess.run(
+        [str(python), "-c", "import optax, sys; sys.exit(0 if optax.__file__.startswith(sys.argv[1]) else 3)", str(folder)],
+        capture_output=True,
+        cwd=root,
+        timeout=timeout,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **env},
+    )
+    if probe.returncode != 0:
+        return None
+    xml = root / f"split-{optax_of}-on-{packages_of}.xml"
+    _run_pytest(python, root, ids, xml, _Pytest(env, 1, timeout))
+    if not xml.is_file():
+        raise CrossRunFailure(f"pytest wrote no report for the split by cause of {len(ids)} test{'s' if len(ids) > 1 else ''}")
+    ran, failed = read_junit(xml.read_text(encoding="utf-8"), d.files)
+    if ran != len(ids):
+        return None
+    bad = {f.test for f in failed}
+    return {t: t not in bad for t in ids}
+
+
+def split_by_cause(root: Path, d: Direction, others: list[str], sides: _Sides, timeout: float) -> None:
+    """Which change moves each behaviour failure of ``d`` when the two environments differ beyond optax
+    (``others``, :func:`other_packages`): its test id re-run with the candidate's optax on the baseline's
+    packages, and, where that leaves it as in the baseline, with the baseline's optax on the candidate's.
+    Optax alone moves it: a behaviour finding (``moved_by`` "optax"). The other packages alone: kind
+    :data:`OTHERS`, listed, never a finding. Neither alone: "both together", still a finding. A run that
+    cannot be made (that optax does not import there): "not split", still a finding. Records in ``d`` the
+    tests re-run, the seconds and why a run could not be made.
+
+    Raises:
+      CrossRunFailure: pytest wrote no report.
+    """
+    start = time.monotonic()
+    suspects = [f for f in d.failed if f.kind == BEHAVIOUR and "::" in f.test]
+    ids = sorted({f.test for f in suspects})
+    if not others or not ids:
+        return
+    at_baseline = _BASELINE_PASSES[d.tests_of]
+    optax_alone = _mixed_outcomes(root, d, ids, "candidate", "baseline", sides, timeout)
+    unmoved = [t for t in ids if optax_alone is not None and optax_alone[t] == at_baseline]
+    others_alone = _mixed_outcomes(root, d, unmoved, "baseline", "candidate", sides, timeout) if unmoved else {}
+    d.split_tests = len(ids) + len(unmoved)
+    if optax_alone is None or others_alone is None:
+        d.split_error = f"the {'candidate' if optax_alone is None else 'baseline'}'s optax does not import or run on the other side's packages"
+    moved = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    for f in suspects:
+        if optax_alone is None:
+            f.moved_by = "not split"
+        elif optax_alone[f.test] != at_baseline:
+            f.moved_by = "optax"
+        elif others_alone is None:
+            f.moved_by = "not split"
+        elif others_alone[f.test] != at_baseline:
+            f.moved_by, f.kind, f.change = "other packages", OTHERS, ""
+            f.subject = f"moves with the other packages ({moved}), not with optax: the candidate's optax alone leaves it as in the baseline"
+        else:
+            f.moved_by = "both together"
+    d.split_seconds = round(time.monotonic() - start, 1)
+
+
+def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions, others: list[str] | None = None) -> Direction:
     """Run ``d``'s test files (already chosen in ``d.files``) of ``pkg[d.tests_of]``
     with ``pythons[d.env]``; a control run of the failures with
     ``pythons[d.tests_of]``, their own environment (:func:`control`: the
     failing test ids re-run, the files that failed to collect only
-    collected), turns those that fail there too into ``could not tell``.
-    Fills ``d`` in place.
+    collected), turns those that fail there too into ``could not tell``;
+    where the environments differ beyond optax (``others``), the behaviour
+    failures left are split by cause (:func:`split_by_cause`). Fills ``d`` in place.
 
     Raises:
       CrossRunFailure: no JUnit report came back, or the overlay cannot be installed.
@@ -281,6 +398,9 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
                 if f.test in at_home or f.test.split("::")[0] in at_home:
                     f.kind, f.change, f.subject = INFRA, "", f"fails in its own environment ({d.tests_of}) too"
             d.control_seconds = round(time.monotonic() - control_start, 1)
+            deps = {d.env: folder, d.tests_of: home}
+            sides = _Sides(pkg, pythons, deps, {side: extra_env.get(side, {}) for side in ("baseline", "candidate")})
+            split_by_cause(root, d, others or [], sides, timeout)
     d.seconds = round(time.monotonic() - start, 1)
     return d
 
@@ -295,9 +415,11 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRu
       say: progress lines.
 
     Returns:
-      ``{"changed_modules", "directions": [{"label", "files", "ran", "failed", "seconds", "overlay",
-      "control": {"tests", "files", "seconds"}, "failures": [{"test", "text", "kind", "subject", "change"}]}],
-      "findings", "seconds"}``; ``control``: the control run's re-run test ids, collected files and seconds.
+      ``{"changed_modules", "other_packages", "directions": [{"label", "files", "ran", "failed", "seconds", "overlay",
+      "control": {"tests", "files", "seconds"}, "split": {"tests", "seconds", "error"},
+      "failures": [{"test", "text", "kind", "subject", "change", "moved_by"?}]}], "findings", "seconds"}``;
+      ``control``: the control run's re-run test ids, collected files and seconds; ``split``: the split by cause
+      (:func:`split_by_cause`); ``other_packages``: what differs besides optax (:func:`other_packages`).
 
     Raises:
       CrossRunFailure: an optax package folder is missing, or a run gave no report.
@@ -309,12 +431,15 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRu
             raise CrossRunFailure(f"the {side} has no installed optax package at {folder}")
     changed = changed_modules(pkg["baseline"], pkg["candidate"])
     say(f"upstream tests: {len(changed)} optax modules differ")
+    others = other_packages(pythons, options.extra_env)
+    if others:
+        say(f"upstream tests: besides optax, {len(others)} distributions differ ({', '.join(others[:3])}{' ...' if len(others) > 3 else ''})")
     directions = []
     for label, tests_side, env_side in DIRECTIONS:
         d = Direction(label, tests_side, env_side, files=tests_of(pkg[tests_side], changed))
         say(f"upstream tests: {label}: {len(d.files)} test files")
         if d.files:
-            run_direction(d, pkg, pythons, options)
+            run_direction(d, pkg, pythons, options, others)
         say(f"upstream tests: {label}: {d.ran} run, {len(d.failed)} failed ({d.seconds:.0f} s)")
         directions.append(d)
     names: dict[str, list[str]] = {}
@@ -337,10 +462,12 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRu
                 "seconds": d.seconds,
                 "overlay": d.overlay,
                 "control": {"tests": d.control_tests, "files": d.control_files, "seconds": d.control_seconds},
+                "split": {"tests": d.split_tests, "seconds": d.split_seconds, "error": d.split_error},
                 "failures": [f.as_json() for f in d.failed],
             }
             for d in directions
         ],
+        "other_packages": others,
         "findings": findings(directions),
         "seconds": round(time.monotonic() - start, 1),
     }
