@@ -156,8 +156,22 @@ def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path):
     before = digest()
     pyproject.write_text('# a comment\n[tool.pytest.ini_options]\nmarkers = [ "a" ]  # another\n')
     assert digest() == before
+    pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a"]\n[tool.ruff]\nline-length = 120\n[tool.mypy]\nstrict = true\n')
+    assert digest() == before  # the lint and type checkers' tables: no contract run reads them
     pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a", "b"]\n')
     assert digest() != before
+
+
+def test_the_moved_entries_a_family_meets_count_in_any_order(tmp_path):
+    """``rebaseline`` rewrites the moved-behaviour ledger in its own order: the same entries move no proof."""
+    root = _project(tmp_path)
+    moved = root / "tests/contracts/moved_behaviour.toml"
+    entries = [f'[[moved]]\ncontract = "tests/contracts/test_x.py::test_{n}"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n' for n in "ab"]
+    digest = functools.partial(_family_digest, root)
+    moved.write_text("\n".join(entries))
+    before = digest()
+    moved.write_text("\n".join(reversed(entries)))
+    assert digest() == before
 
 
 def test_a_family_outside_the_project_has_no_recorded_inputs(tmp_path):

@@ -15,7 +15,8 @@ A family's inputs are the files whose change can change its proof:
 - of the ledgers (:data:`LEDGERS`), the entries the family can meet: a known defect whose id one of its
   files names, a moved-behaviour entry of one of its contract modules. An entry no file of the family
   names changes no outcome of its contracts; a ledger that does not parse counts whole. ``pyproject.toml``
-  counts by its parsed tables: a comment or a layout change moves no proof.
+  counts by its parsed tables, less those of the lint and type checkers (:data:`NOT_RUN`), which no
+  contract run reads: a comment, a layout change or a lint rule moves no proof.
 
 Written here rather than with pytest-testmon: testmon records the lines each test executes in the process
 it measures, but a mutant run's outcome also depends on the mutant modules loaded by a plugin and on the
@@ -149,6 +150,8 @@ def inputs(area: str, contracts: str, mutant_modules: Iterable[str], root: Path)
 
 #: The ledgers of :data:`SHARED_FILES`, each read as the entries a family meets (:func:`contents`).
 LEDGERS = ("tests/contracts/known_defects.toml", "tests/contracts/moved_behaviour.toml")
+#: ``[tool.*]`` tables of ``pyproject.toml`` that configure tools no contract run starts (:func:`contents`).
+NOT_RUN = ("ruff", "mypy")
 
 
 def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
@@ -169,37 +172,47 @@ def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             continue  # counts whole
         if rel not in LEDGERS:  # another TOML file (pyproject.toml): its tables, without its comments and layout
+            tool = data.get("tool")
+            if isinstance(tool, dict):
+                data = {**data, "tool": {k: v for k, v in tool.items() if k not in NOT_RUN}}
             out[path] = b"toml tables\0" + json.dumps(data, sort_keys=True, default=str).encode()
             continue
         if rel.endswith("known_defects.toml"):
             view: Any = {k: v for k, v in data.items() if k in names}
-        else:
-            view = [e for e in data.get("moved", []) if isinstance(e, dict) and str(e.get("contract", "")).partition("::")[0] in rels]
+        else:  # in any order: rebaseline rewrites the ledger in its own
+            met = [e for e in data.get("moved", []) if isinstance(e, dict) and str(e.get("contract", "")).partition("::")[0] in rels]
+            view = sorted(met, key=lambda e: json.dumps(e, sort_keys=True, default=str))
         out[path] = b"ledger entries\0" + json.dumps(view, sort_keys=True).encode()
     return out
 
 
-def digest(files: Iterable[Path], root: Path) -> str:
-    """sha256 over each file's path relative to ``root`` and its :func:`contents` (a missing file as missing)."""
+def _digest(read: dict[Path, bytes | None], root: Path) -> str:
     h = hashlib.sha256()
-    for path, data in contents(files, root).items():
+    for path, data in read.items():
         h.update(path.relative_to(root.resolve()).as_posix().encode() + b"\0")
         h.update(b"\0missing\0" if data is None else data)
         h.update(b"\0")
     return h.hexdigest()
 
 
+def _hashes(read: dict[Path, bytes | None], root: Path) -> dict[str, str]:
+    return {path.relative_to(root.resolve()).as_posix(): "missing" if data is None else hashlib.sha256(data).hexdigest()[:16] for path, data in read.items()}
+
+
+def digest(files: Iterable[Path], root: Path) -> str:
+    """sha256 over each file's path relative to ``root`` and its :func:`contents` (a missing file as missing)."""
+    return _digest(contents(files, root), root)
+
+
 def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
     """Each file's path relative to ``root`` -> the first 16 hex digits of the sha256 of its :func:`contents` ("missing")."""
-    return {
-        path.relative_to(root.resolve()).as_posix(): "missing" if data is None else hashlib.sha256(data).hexdigest()[:16]
-        for path, data in contents(files, root).items()
-    }
+    return _hashes(contents(files, root), root)
 
 
 def entry(files: list[Path], root: Path) -> dict[str, Any]:
-    """A family's record: ``{"inputs": digest, "files": {path: hash}}``."""
-    return {"inputs": digest(files, root), "files": file_hashes(files, root)}
+    """A family's record: ``{"inputs": digest, "files": {path: hash}}``, each input read once."""
+    read = contents(files, root)
+    return {"inputs": _digest(read, root), "files": _hashes(read, root)}
 
 
 def changed_inputs(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
