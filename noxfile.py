@@ -39,8 +39,8 @@ import nox
 import nox.command
 
 sys.path.insert(0, str(Path(__file__).parent / "src"))
-from optax_gate.gate.run import devices, pytest_plugins, session_args  # noqa: E402  (no JAX)
-from optax_gate.gate.install import compilation_cache, environments  # noqa: E402  (no JAX)
+from optax_gate.gate.install import compilation_cache, environments
+from optax_gate.gate.run import devices, pytest_plugins, session_args
 
 nox.options.default_venv_backend = "uv"
 # uv installs packages without their bytecode; where PYTHONDONTWRITEBYTECODE is set (many
@@ -66,7 +66,12 @@ def _start_alongside(session: nox.Session, cmd: list[str], env: dict[str, str]) 
             [str(bin_dir / cmd[0]), *cmd[1:]],
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(bin_dir.parent), **env},
+            env={
+                **os.environ,
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+                "VIRTUAL_ENV": str(bin_dir.parent),
+                **env,
+            },
         )
     return proc, output
 
@@ -220,7 +225,11 @@ def mutants(session: nox.Session) -> None:
     _install_project(session)
     # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.inputs.typed_path)
     session.run(
-        "python", "-m", "optax_gate.mutants", *session.posargs, env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")}
+        "python",
+        "-m",
+        "optax_gate.mutants",
+        *session.posargs,
+        env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")},
     )
 
 
@@ -233,8 +242,31 @@ def update_snapshots(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
     codes = [0, 5] if session.posargs else [0]  # with -k, one of the two processes may select nothing
-    session.run("python", "-m", "pytest", "tests/contracts", "-m", "snapshot", "--regen-all", "-q", *session.posargs, success_codes=codes)
-    session.run("python", "-m", "pytest", MULTIDEVICE, "-m", "snapshot", "--regen-all", "-q", *session.posargs, env=MULTIDEVICE_ENV, success_codes=codes)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/contracts",
+        "-m",
+        "snapshot",
+        "--regen-all",
+        "-q",
+        *session.posargs,
+        success_codes=codes,
+    )
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        MULTIDEVICE,
+        "-m",
+        "snapshot",
+        "--regen-all",
+        "-q",
+        *session.posargs,
+        env=MULTIDEVICE_ENV,
+        success_codes=codes,
+    )
 
 
 def _accelerator() -> tuple[int, str]:
@@ -274,7 +306,14 @@ def gpu_parity(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     session.install(jax_pin.replace("jax==", "jax[cuda12]=="))
     _install_project(session)
-    session.run("python", "-m", "pytest", MULTIDEVICE, *session.posargs, env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"})
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        MULTIDEVICE,
+        *session.posargs,
+        env={"JAX_PLATFORMS": "cuda", "JAX_DEFAULT_MATMUL_PRECISION": "highest"},
+    )
 
 
 def _interrupt(signum, frame):
@@ -305,10 +344,15 @@ def _run_tool(session: nox.Session, *args: str) -> None:
             "-m",
             "optax_gate",
             *args,
-            env={"OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", ""), "OPTAX_GATE_EXIT_FILE": str(status_file)},
+            env={
+                "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", ""),
+                "OPTAX_GATE_EXIT_FILE": str(status_file),
+            },
             terminate_timeout=GATE_STOP_S,
         )
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE, unless it had finished
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C or SIGTERM (below): the gate left its run folder marked INCOMPLETE, unless it had finished
         said = (status_file.read_text().split() if status_file.is_file() else []) or [""]
         if said[0].isdigit() and "interrupted" not in said[1:]:
             session.log(f"optax-gate had finished before the interruption reached it: exit {said[0]}")

@@ -43,7 +43,6 @@ import pytest
 from optax_gate.kit import guides, moved_behaviour
 from optax_gate.kit.environment.probe import installed_versions, warning_record
 
-
 DEFAULT_LEDGER = "tests/contracts/known_defects.toml"
 _LEDGER = pytest.StashKey[dict[str, str]]()
 _MOVED = pytest.StashKey[dict[str, moved_behaviour.Entry]]()
@@ -53,7 +52,11 @@ _MOVED_ENTRY = pytest.StashKey[moved_behaviour.Entry]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("known_defects", "ledger of known upstream defects (TOML: id = reason)", default=DEFAULT_LEDGER)
-    parser.addini("moved_behaviour", "ledger of behaviour moved after the pinned baseline (TOML [[moved]] entries)", default=moved_behaviour.LEDGER)
+    parser.addini(
+        "moved_behaviour",
+        "ledger of behaviour moved after the pinned baseline (TOML [[moved]] entries)",
+        default=moved_behaviour.LEDGER,
+    )
 
 
 def load_ledger(path: Path) -> dict[str, str]:
@@ -76,7 +79,9 @@ def load_ledger(path: Path) -> dict[str, str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "contract(api, guide): the API a contract pins and the guide it encodes")
-    config.addinivalue_line("markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)")
+    config.addinivalue_line(
+        "markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)"
+    )
     config.addinivalue_line(
         "markers",
         "configuration(**keywords): the keyword arguments the contract's configuration fixes, in words "
@@ -123,18 +128,26 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
             f"or a source label starting with one of {list(guides.SOURCE_PREFIXES)}, got {marker.kwargs}"
         )
     if len(kinds) != 1:
-        raise pytest.UsageError(f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}")
+        raise pytest.UsageError(
+            f"{item.nodeid}: a contract needs exactly one kind marker of {list(guides.KINDS)}, got {kinds}"
+        )
     meta = {"api": api, "guide": guide, "kind": kinds[0]}
     defect = item.get_closest_marker("known_defect")
     if defect is not None:
         ledger = item.config.stash[_LEDGER]
         ident = defect.args[0] if defect.args else None
         if ident not in ledger:
-            raise pytest.UsageError(f"{item.nodeid}: known_defect({ident!r}) is not in the ledger {item.config.getini('known_defects')}")
+            raise pytest.UsageError(
+                f"{item.nodeid}: known_defect({ident!r}) is not in the ledger {item.config.getini('known_defects')}"
+            )
         meta["defect"] = f"{ident}: {ledger[ident]}"
     configuration = item.get_closest_marker("configuration")
     if configuration is not None:
-        if configuration.args or not configuration.kwargs or not all(isinstance(v, str) and v for v in configuration.kwargs.values()):
+        if (
+            configuration.args
+            or not configuration.kwargs
+            or not all(isinstance(v, str) and v for v in configuration.kwargs.values())
+        ):
             raise pytest.UsageError(
                 f"{item.nodeid}: configuration() takes keywords whose values are words "
                 f"(weight_decay='a schedule'), got {configuration.args} {configuration.kwargs}"
@@ -203,7 +216,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     entry = item.stash.get(_MOVED_ENTRY, None)
     if entry is not None and report.when == "call" and not report.skipped:
-        passes, message = moved_behaviour.judged(entry, item.config.stash[_BASELINE], report.failed, str(report.longrepr) if report.failed else "")
+        passes, message = moved_behaviour.judged(
+            entry, item.config.stash[_BASELINE], report.failed, str(report.longrepr) if report.failed else ""
+        )
         report.outcome = "passed" if passes else "failed"
         report.longrepr = None if passes else message
     return report

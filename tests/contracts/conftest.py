@@ -72,7 +72,9 @@ def _skip_unrecorded_generated(request, folder):
     hand-written API's missing file still fails (pytest-regressions)."""
     marker = request.node.get_closest_marker("contract")
     api = marker.kwargs.get("api", "") if marker else ""
-    if not surface_generated.is_generated(api) or any(request.config.getoption(o) for o in ("regen_all", "force_regen")):
+    if not surface_generated.is_generated(api) or any(
+        request.config.getoption(o) for o in ("regen_all", "force_regen")
+    ):
         return
     basename = re.sub(r"[\W]", "_", request.node.name)  # pytest-regressions' file name (common.py)
     if not any(folder.glob(basename + ".*")):

@@ -35,11 +35,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import core as references
 from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
 pytestmark = pytest.mark.contract(api="optax.adafactor", guide=guides.paper("Shazeer & Stern 2018, Algorithms 4 and 5"))
 
@@ -90,9 +90,16 @@ def test_two_steps_match_float64_reference(g1, g2, p, lr):
     tx = optax.adafactor(lr, min_dim_size_to_factor=2)
     steps = trajectories.run(tx, params, [g1, g2])
     _, want = ref.adafactor_trajectory(leaves64(params), [leaves64(g1), leaves64(g2)], lr, FACTORED)
-    for k, (s, exp) in enumerate(zip(steps, want), 1):
-        for a, e in zip(jax.tree.leaves(s.updates), exp):
-            assert_close(a, e, dtype=jnp.float32, ulps=k * PER_STEP, scale=float(np.max(np.abs(e), initial=1e-3 * lr)), what=f"update {k}")
+    for k, (s, exp) in enumerate(zip(steps, want, strict=True), 1):
+        for a, e in zip(jax.tree.leaves(s.updates), exp, strict=True):
+            assert_close(
+                a,
+                e,
+                dtype=jnp.float32,
+                ulps=k * PER_STEP,
+                scale=float(np.max(np.abs(e), initial=1e-3 * lr)),
+                what=f"update {k}",
+            )
 
 
 def trajectory_cases():
@@ -128,7 +135,9 @@ def test_trajectory(dtype_name, schedule):
         else:
             trajectories.assert_follows_in(dtype_name, schedule, got, want, initial=p0, per_step=PER_STEP)
         for k, s in enumerate(steps, 1):
-            assert_dtype({"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True)
+            assert_dtype(
+                {"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True
+            )
 
 
 @pytest.mark.acceptance
@@ -170,7 +179,10 @@ def test_jit_matches_eager_and_does_not_recompile():
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.adafactor(LR, min_dim_size_to_factor=2)
     jit_parity.assert_jit_matches_eager(
-        lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])], ulps=PER_STEP, compare=updates_only
+        lambda g, s: tx.update(g, s, p),
+        [(g1, tx.init(p)), lambda previous: (g2, previous[1])],
+        ulps=PER_STEP,
+        compare=updates_only,
     )
 
 

@@ -75,7 +75,9 @@ def test_two_steps_with_bias_correction():
 
 
 @pytest.mark.golden
-@pytest.mark.parametrize(("eps", "eps_root", "expected"), [(1.0, 0.0, -0.075), (0.0, 16.0, -0.06)], ids=["eps-outside", "eps_root-inside"])
+@pytest.mark.parametrize(
+    ("eps", "eps_root", "expected"), [(1.0, 0.0, -0.075), (0.0, 16.0, -0.06)], ids=["eps-outside", "eps_root-inside"]
+)
 def test_placement_of_eps_and_eps_root(eps, eps_root, expected):
     """One step, b1 = b2 = 0.5, g = 3 (m^ = 3, v^ = 9): ``eps`` outside the
     root gives -lr * 3/(3 + 1) = -0.075; ``eps_root`` inside gives
@@ -108,9 +110,9 @@ def test_two_steps_match_float64_reference(g1, g2, lr, nesterov):
     u1, s = one_step(tx, g1, g1)
     u2, _ = one_step(tx, g1, g2, s)
     _, want = ref.adam_trajectory(leaves64(g1), [leaves64(g1), leaves64(g2)], lr, nesterov=nesterov)
-    for k, (got, exp) in enumerate(zip((u1, u2), want), 1):
+    for k, (got, exp) in enumerate(zip((u1, u2), want, strict=True), 1):
         assert jax.tree.structure(got) == jax.tree.structure(g1)
-        for a, e in zip(jax.tree.leaves(got), exp):
+        for a, e in zip(jax.tree.leaves(got), exp, strict=True):
             assert_close(a, e, dtype=jnp.float32, ulps=k * budget("float32", 1), scale=lr, what=f"update {k}")
 
 
@@ -130,7 +132,9 @@ def test_state_structure_and_mu_dtype():
     tx = optax.adam(LR, mu_dtype=jnp.bfloat16)
     p = {"w": jnp.ones(2)}
     updates, (state, _) = one_step(tx, p, {"w": jnp.array([0.5, -0.5])})
-    assert state.mu["w"].dtype == jnp.bfloat16 and state.nu["w"].dtype == jnp.float32 and updates["w"].dtype == jnp.float32
+    assert (
+        state.mu["w"].dtype == jnp.bfloat16 and state.nu["w"].dtype == jnp.float32 and updates["w"].dtype == jnp.float32
+    )
     assert int(state.count) == 1
 
 
@@ -164,7 +168,13 @@ def test_zero_gradients_in_low_precision():
         assert_close(updates["w"], np.zeros(3), dtype=dtype, ulps=EXACT, what=f"{jnp.dtype(dtype).name} update")
     p16, g16 = {"w": jnp.ones(3, jnp.float16)}, {"w": jnp.zeros(3, jnp.float16)}
     assert np.isnan(np.asarray(one_step(optax.adam(LR), p16, g16)[0]["w"], np.float64)).all()
-    assert_close(one_step(optax.adam(LR, eps=1e-4), p16, g16)[0]["w"], np.zeros(3), dtype=jnp.float16, ulps=EXACT, what="eps 1e-4")
+    assert_close(
+        one_step(optax.adam(LR, eps=1e-4), p16, g16)[0]["w"],
+        np.zeros(3),
+        dtype=jnp.float16,
+        ulps=EXACT,
+        what="eps 1e-4",
+    )
 
 
 @pytest.mark.acceptance
@@ -174,7 +184,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = seeded_layer(steps=2, seed=3)
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.adam(LR)
-    jit_parity.assert_jit_matches_eager(lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE)
+    jit_parity.assert_jit_matches_eager(
+        lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE
+    )
 
 
 @pytest.mark.acceptance
@@ -191,9 +203,13 @@ def test_trajectory(dtype_name, schedule, nesterov):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         steps = trajectories.run(optax.adam(lr, nesterov=nesterov), p0, gs)
         want, _ = ref.adam_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, nesterov=nesterov)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=budget(dtype_name, 1))
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=budget(dtype_name, 1)
+        )
         for k, s in enumerate(steps, 1):
-            assert_dtype({"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True)
+            assert_dtype(
+                {"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True
+            )
 
 
 @pytest.mark.negative

@@ -31,13 +31,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import core as references
 from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
-pytestmark = pytest.mark.contract(api="optax.adamw", guide=guides.paper("Loshchilov & Hutter 2019, Algorithm 2, decay scaled by the learning rate"))
+pytestmark = pytest.mark.contract(
+    api="optax.adamw", guide=guides.paper("Loshchilov & Hutter 2019, Algorithm 2, decay scaled by the learning rate")
+)
 
 LR = 0.1
 WD = 0.5
@@ -47,7 +49,9 @@ LAYER = {"kernel": np.zeros((3, 2)), "bias": np.zeros(2)}
 
 def budget(dtype, b1=0.9, b2=0.999):
     """ULPs of one AdamW step (see the module docstring)."""
-    return 4 * ELEMENTWISE + tolerances.bias_correction(b1, 1, dtype) + -(-tolerances.bias_correction(b2, 1, dtype) // 2)
+    return (
+        4 * ELEMENTWISE + tolerances.bias_correction(b1, 1, dtype) + -(-tolerances.bias_correction(b2, 1, dtype) // 2)
+    )
 
 
 def one_step(tx, params, grads, state=None):
@@ -56,7 +60,9 @@ def one_step(tx, params, grads, state=None):
 
 
 @pytest.mark.golden
-@pytest.mark.parametrize("mask", [None, MASK, lambda p: {"bias": False, "kernel": True}], ids=["no-mask", "mask-tree", "mask-callable"])
+@pytest.mark.parametrize(
+    "mask", [None, MASK, lambda p: {"bias": False, "kernel": True}], ids=["no-mask", "mask-tree", "mask-callable"]
+)
 def test_decay_is_scaled_by_the_learning_rate_and_masked(mask):
     """b1 = b2 = 0.5, eps = 0, wd = 0.5, lr = 0.1, p = 2, g = 5: the Adam
     step is 5/5 = 1, the update -0.1 * (1 + 0.5 * 2) = -0.2 (not
@@ -66,11 +72,23 @@ def test_decay_is_scaled_by_the_learning_rate_and_masked(mask):
     tx = optax.adamw(LR, b1=0.5, b2=0.5, eps=0.0, weight_decay=WD, mask=mask)
     updates, _ = one_step(tx, params, {"bias": jnp.array([5.0]), "kernel": jnp.array([5.0])})
     assert_close(updates["kernel"], [-0.2], dtype=jnp.float32, ulps=budget("float32", 0.5, 0.5), what="decayed leaf")
-    assert_close(updates["bias"], [-0.1 if mask is not None else -0.2], dtype=jnp.float32, ulps=budget("float32", 0.5, 0.5), what="bias")
+    assert_close(
+        updates["bias"],
+        [-0.1 if mask is not None else -0.2],
+        dtype=jnp.float32,
+        ulps=budget("float32", 0.5, 0.5),
+        what="bias",
+    )
 
 
 @pytest.mark.property
-@given(g1=strategies.like(LAYER), g2=strategies.like(LAYER), p=strategies.like(LAYER), lr=st.floats(1e-4, 1.0), wd=st.floats(0.0, 1.0))
+@given(
+    g1=strategies.like(LAYER),
+    g2=strategies.like(LAYER),
+    p=strategies.like(LAYER),
+    lr=st.floats(1e-4, 1.0),
+    wd=st.floats(0.0, 1.0),
+)
 def test_two_steps_match_float64_reference(g1, g2, p, lr, wd):
     """Two steps on generated gradients and params (kernel decayed, bias
     masked out) follow ``adam_trajectory`` with ``weight_decay``."""
@@ -80,12 +98,26 @@ def test_two_steps_match_float64_reference(g1, g2, p, lr, wd):
     u2, _ = one_step(tx, params, g2, s)
     # the params stay fixed here; the Adam part does not read them, so step 2 is Adam's plus -lr * wd * p
     _, (w1,) = ref.adam_trajectory(leaves64(params), [leaves64(g1)], lr, weight_decay=wd, decay_mask=[False, True])
-    for a, e, x in zip(jax.tree.leaves(u1), w1, leaves64(params)):
-        assert_close(a, e, dtype=jnp.float32, ulps=budget("float32"), scale=lr * (1 + wd * float(np.max(np.abs(x)))), what="update 1")
+    for a, e, x in zip(jax.tree.leaves(u1), w1, leaves64(params), strict=True):
+        assert_close(
+            a,
+            e,
+            dtype=jnp.float32,
+            ulps=budget("float32"),
+            scale=lr * (1 + wd * float(np.max(np.abs(x)))),
+            what="update 1",
+        )
     _, (_, w2_adam) = ref.adam_trajectory(leaves64(params), [leaves64(g1), leaves64(g2)], lr)
-    w2 = [e - lr * wd * x if m else e for e, x, m in zip(w2_adam, leaves64(params), [False, True])]
-    for a, e, x in zip(jax.tree.leaves(u2), w2, leaves64(params)):
-        assert_close(a, e, dtype=jnp.float32, ulps=2 * budget("float32"), scale=lr * (1 + wd * float(np.max(np.abs(x)))), what="update 2")
+    w2 = [e - lr * wd * x if m else e for e, x, m in zip(w2_adam, leaves64(params), [False, True], strict=True)]
+    for a, e, x in zip(jax.tree.leaves(u2), w2, leaves64(params), strict=True):
+        assert_close(
+            a,
+            e,
+            dtype=jnp.float32,
+            ulps=2 * budget("float32"),
+            scale=lr * (1 + wd * float(np.max(np.abs(x)))),
+            what="update 2",
+        )
 
 
 @pytest.mark.acceptance
@@ -100,10 +132,16 @@ def test_trajectory(dtype_name, schedule):
         params, grads = seeded_layer(steps=3, seed=41)
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         steps = trajectories.run(optax.adamw(lr, weight_decay=WD, mask=MASK), p0, gs)
-        want, _ = ref.adam_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, weight_decay=WD, decay_mask=[False, True])
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=budget(dtype_name))
+        want, _ = ref.adam_trajectory(
+            leaves64(p0), [leaves64(g) for g in gs], ref_lr, weight_decay=WD, decay_mask=[False, True]
+        )
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=budget(dtype_name)
+        )
         for k, s in enumerate(steps, 1):
-            assert_dtype({"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True)
+            assert_dtype(
+                {"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True
+            )
 
 
 @pytest.mark.acceptance
@@ -113,7 +151,10 @@ def test_jit_matches_eager_and_does_not_recompile():
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.adamw(LR, weight_decay=WD, mask=MASK)
     jit_parity.assert_jit_matches_eager(
-        lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE, compare=updates_only
+        lambda g, s: tx.update(g, s, p),
+        [(g1, tx.init(p)), lambda previous: (g2, previous[1])],
+        ulps=ELEMENTWISE,
+        compare=updates_only,
     )
 
 
@@ -124,9 +165,15 @@ def test_zero_gradients_in_low_precision():
     and bfloat16; in float16 the Adam part is 0/0 (eps = 1e-8 rounds to 0)
     and the update is NaN."""
     for dtype in (jnp.float32, jnp.bfloat16):
-        updates, _ = one_step(optax.adamw(LR, weight_decay=WD), {"w": jnp.full(3, 2.0, dtype)}, {"w": jnp.zeros(3, dtype)})
-        assert_close(updates["w"], np.full(3, -0.1), dtype=dtype, ulps=2 * ELEMENTWISE, what=f"{jnp.dtype(dtype).name} update")
-    updates, _ = one_step(optax.adamw(LR, weight_decay=WD), {"w": jnp.full(3, 2.0, jnp.float16)}, {"w": jnp.zeros(3, jnp.float16)})
+        updates, _ = one_step(
+            optax.adamw(LR, weight_decay=WD), {"w": jnp.full(3, 2.0, dtype)}, {"w": jnp.zeros(3, dtype)}
+        )
+        assert_close(
+            updates["w"], np.full(3, -0.1), dtype=dtype, ulps=2 * ELEMENTWISE, what=f"{jnp.dtype(dtype).name} update"
+        )
+    updates, _ = one_step(
+        optax.adamw(LR, weight_decay=WD), {"w": jnp.full(3, 2.0, jnp.float16)}, {"w": jnp.zeros(3, jnp.float16)}
+    )
     assert np.isnan(np.asarray(updates["w"], np.float64)).all()
 
 
@@ -140,7 +187,14 @@ def test_edge_inputs_none_zero_size_one_element():
     assert updates["b"] is None
     assert one_step(tx, {"w": jnp.ones((0, 3))}, {"w": jnp.ones((0, 3))})[0]["w"].shape == (0, 3)
     one, _ = one_step(tx, {"w": jnp.array([4.0])}, {"w": jnp.array([-2.0])})
-    assert_close(one["w"], [-LR * (-2.0 / (2.0 + 1e-8) + WD * 4.0)], scale=0.2, dtype=jnp.float32, ulps=budget("float32"), what="one element")
+    assert_close(
+        one["w"],
+        [-LR * (-2.0 / (2.0 + 1e-8) + WD * 4.0)],
+        scale=0.2,
+        dtype=jnp.float32,
+        ulps=budget("float32"),
+        what="one element",
+    )
     assert one_step(tx, {}, {})[0] == {}
 
 

@@ -23,10 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
 pytestmark = pytest.mark.contract(api="optax.add_decayed_weights", guide=guides.WEIGHT_DECAY_MASK)
 
@@ -66,7 +66,9 @@ def test_in_a_chain_with_sgd_the_bias_moves_by_the_gradient_only():
 
 
 @pytest.mark.negative
-@pytest.mark.parametrize("mask", [{"kernel": True}, {"kernel": True, "bias": False, "extra": True}], ids=["missing-leaf", "extra-leaf"])
+@pytest.mark.parametrize(
+    "mask", [{"kernel": True}, {"kernel": True, "bias": False, "extra": True}], ids=["missing-leaf", "extra-leaf"]
+)
 def test_mask_of_another_structure_raises_value_error_at_init(mask):
     """Guide 000 line 12 (negative test for an incompatible mask): a mask that
     is not a prefix of the params fails at ``init`` with ValueError."""
@@ -95,7 +97,9 @@ def test_matches_float64_reference_with_any_leaf_mask(pair, wd, data):
     tx = optax.add_decayed_weights(wd, mask=jax.tree.unflatten(treedef, flags))
     updates, _ = tx.update(grads, tx.init(params), params)
     want = references.masked_decayed_updates(leaves64(grads), leaves64(params), wd, flags)
-    for got, exp, flag, p, g in zip(jax.tree.leaves(updates), want, flags, leaves64(params), leaves64(grads)):
+    for got, exp, flag, p, g in zip(
+        jax.tree.leaves(updates), want, flags, leaves64(params), leaves64(grads), strict=True
+    ):
         scale = max(float(np.max(np.abs(g))), wd * float(np.max(np.abs(p))))
         assert_close(got, exp, dtype=jnp.float32, ulps=ELEMENTWISE if flag else EXACT, scale=scale, what=f"mask={flag}")
 
@@ -114,7 +118,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
         assert updates[name].shape == params[name].shape and updates[name].dtype == dtype, name
         assert bool(jnp.all(jnp.isfinite(updates[name]))), name
     want = references.masked_decayed_updates(leaves64(grads), leaves64(params), WD, [False, True])
-    for got, exp, p, g in zip(jax.tree.leaves(updates), want, leaves64(params), leaves64(grads)):
+    for got, exp, p, g in zip(jax.tree.leaves(updates), want, leaves64(params), leaves64(grads), strict=True):
         scale = max(float(np.max(np.abs(g))), WD * float(np.max(np.abs(p))))
         assert_close(got, exp, dtype=dtype, ulps=ELEMENTWISE, scale=scale, what="updates")
 
@@ -127,7 +131,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     tx = optax.add_decayed_weights(WD, mask=MASK)
     state = tx.init(params)
     grads2, params2 = jax.tree.map(lambda x: x + 1, grads), jax.tree.map(lambda x: x * 3, params)
-    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (grads2, state, params2)], ulps=ELEMENTWISE, compare=updates_only)
+    jit_parity.assert_jit_matches_eager(
+        tx.update, [(grads, state, params), (grads2, state, params2)], ulps=ELEMENTWISE, compare=updates_only
+    )
 
 
 @pytest.mark.acceptance
@@ -143,8 +149,12 @@ def test_trajectory_decay_kernel_only_with_momentum_sgd(dtype_name, schedule):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         tx = optax.chain(optax.add_decayed_weights(0.05, mask=MASK), optax.sgd(lr, momentum=0.9))
         steps = trajectories.run(tx, p0, gs)
-        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, weight_decay=0.05, decay_mask=[False, True])
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
+        want = references.sgd_trajectory(
+            leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, weight_decay=0.05, decay_mask=[False, True]
+        )
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE
+        )
         for k, s in enumerate(steps, 1):
             assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
@@ -161,7 +171,13 @@ def test_scheduled_weight_decay_stays_at_its_first_value():
     state = tx.init(params)
     for step in range(1, 4):
         updates, state = tx.update(grads, state, params)
-        assert_close(updates["kernel"], [[0.6, 0.7], [0.8, 0.9]], dtype=jnp.float32, ulps=ELEMENTWISE, what=f"kernel at step {step}")
+        assert_close(
+            updates["kernel"],
+            [[0.6, 0.7], [0.8, 0.9]],
+            dtype=jnp.float32,
+            ulps=ELEMENTWISE,
+            what=f"kernel at step {step}",
+        )
         assert int(state.inner_state.count) == 0
 
 
@@ -187,7 +203,11 @@ def test_edge_inputs_none_empty_zero_size_nan():
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize(
-    "schedule", [pytest.param(False, id="constant"), pytest.param(True, id="scheduled", marks=pytest.mark.configuration(weight_decay="a schedule"))]
+    "schedule",
+    [
+        pytest.param(False, id="constant"),
+        pytest.param(True, id="scheduled", marks=pytest.mark.configuration(weight_decay="a schedule")),
+    ],
 )
 def test_state_snapshot(data_regression, schedule):
     """Baseline snapshot (drift, not correctness): the state of masked weight

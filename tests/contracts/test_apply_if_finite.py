@@ -30,7 +30,10 @@ from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
-pytestmark = pytest.mark.contract(api="optax.apply_if_finite", guide="docs: optax.apply_if_finite and ApplyIfFiniteState (skip non-finite steps, counters)")
+pytestmark = pytest.mark.contract(
+    api="optax.apply_if_finite",
+    guide="docs: optax.apply_if_finite and ApplyIfFiniteState (skip non-finite steps, counters)",
+)
 
 LR = 0.1
 NAN, INF = float("nan"), float("inf")
@@ -94,7 +97,11 @@ def _jitted(max_errors):
 
 
 @pytest.mark.property
-@given(bad=st.lists(st.sampled_from(["ok", "nan", "inf", "-inf"]), min_size=1, max_size=8), max_errors=st.integers(0, 3), data=st.data())
+@given(
+    bad=st.lists(st.sampled_from(["ok", "nan", "inf", "-inf"]), min_size=1, max_size=8),
+    max_errors=st.integers(0, 3),
+    data=st.data(),
+)
 def test_counters_and_updates_match_the_reference(bad, max_errors, data):
     """Any sequence of finite and non-finite gradients and any
     max_consecutive_errors: counters, skipped steps and updates equal
@@ -111,13 +118,15 @@ def test_counters_and_updates_match_the_reference(bad, max_errors, data):
     tx, update = _jitted(max_errors)
     state = tx.init(PARAMS)
     want = references_wrappers.apply_if_finite([leaves64(g) for g in grads], max_errors, sgd_ref)
-    for k, (g, w) in enumerate(zip(grads, want), 1):
+    for k, (g, w) in enumerate(zip(grads, want, strict=True), 1):
         updates, state = update(g, state, PARAMS)
         assert counters(state) == (w["notfinite_count"], w["last_finite"], w["total_notfinite"]), k
         got, exp = np.asarray(updates["w"], np.float64), w["updates"][0]
         finite = np.isfinite(exp)
         np.testing.assert_array_equal(got[~finite], exp[~finite], err_msg=f"step {k}")
-        assert_close(got[finite], exp[finite], dtype=jnp.float32, ulps=ELEMENTWISE if w["applied"] else EXACT, what=f"step {k}")
+        assert_close(
+            got[finite], exp[finite], dtype=jnp.float32, ulps=ELEMENTWISE if w["applied"] else EXACT, what=f"step {k}"
+        )
 
 
 @pytest.mark.acceptance
@@ -135,10 +144,12 @@ def test_trajectory_skips_the_bad_step(dtype_name, schedule):
         grads[1]["kernel"][2, 0] = np.inf
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         steps = trajectories.run(optax.apply_if_finite(optax.sgd(lr, momentum=0.9), 1), p0, gs, jit=True)
-        accepted = references.sgd_trajectory(leaves64(p0), [leaves64(g) for k, g in enumerate(gs) if k != 1], ref_lr, momentum=0.9)
+        accepted = references.sgd_trajectory(
+            leaves64(p0), [leaves64(g) for k, g in enumerate(gs) if k != 1], ref_lr, momentum=0.9
+        )
         want = [accepted[0], accepted[0], accepted[1], accepted[2]]
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0)
-        for a, b in zip(jax.tree.leaves(steps[0].params), jax.tree.leaves(steps[1].params)):
+        for a, b in zip(jax.tree.leaves(steps[0].params), jax.tree.leaves(steps[1].params), strict=True):
             np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64))
         assert [counters(s.state) for s in steps] == [(0, True, 0), (1, False, 1), (0, True, 1), (0, True, 1)]
         for k, s in enumerate(steps, 1):
@@ -168,7 +179,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     calls = [{"w": jnp.array([1.0, 2.0])}, {"w": jnp.array([NAN, 2.0])}, {"w": jnp.array([3.0, 4.0])}]
     steps = [(calls[0], tx.init(PARAMS), PARAMS)] + [lambda previous, g=g: (g, previous[1], PARAMS) for g in calls[1:]]
     jitted, eager = jit_parity.run(tx.update, steps)
-    for (uj, sj), (ue, se) in zip(jitted, eager):
+    for (uj, sj), (ue, se) in zip(jitted, eager, strict=True):
         assert_close(uj["w"], np.asarray(ue["w"], np.float64), dtype=jnp.float32, ulps=ELEMENTWISE, what="jit vs eager")
         assert counters(sj) == counters(se)
 

@@ -33,8 +33,12 @@ def test_order_matters_decay_then_sgd_vs_sgd_then_decay():
     p, g = {"w": jnp.array([2.0])}, {"w": jnp.array([1.0])}
     first = optax.chain(optax.add_decayed_weights(0.1), optax.sgd(0.5))
     second = optax.chain(optax.sgd(0.5), optax.add_decayed_weights(0.1))
-    assert_close(first.update(g, first.init(p), p)[0]["w"], [-0.6], dtype=jnp.float32, ulps=ELEMENTWISE, what="decay->sgd")
-    assert_close(second.update(g, second.init(p), p)[0]["w"], [-0.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="sgd->decay")
+    assert_close(
+        first.update(g, first.init(p), p)[0]["w"], [-0.6], dtype=jnp.float32, ulps=ELEMENTWISE, what="decay->sgd"
+    )
+    assert_close(
+        second.update(g, second.init(p), p)[0]["w"], [-0.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="sgd->decay"
+    )
 
 
 @pytest.mark.golden
@@ -75,9 +79,11 @@ def test_chain_feeds_each_transformation_the_previous_ones_updates(pair, max_nor
     tx = optax.chain(optax.clip_by_global_norm(max_norm), optax.add_decayed_weights(wd), optax.sgd(0.1))
     updates, _ = jax.jit(tx.update)(grads, tx.init(params), params)
     clipped = references.clip_by_global_norm(leaves64(grads), max_norm)
-    want = references.sgd_updates(references.masked_decayed_updates(clipped, leaves64(params), wd, [True] * len(clipped)), 0.1)
+    want = references.sgd_updates(
+        references.masked_decayed_updates(clipped, leaves64(params), wd, [True] * len(clipped)), 0.1
+    )
     n = sum(x.size for x in leaves64(grads))
-    for got, e, c, p in zip(jax.tree.leaves(updates), want, clipped, leaves64(params)):
+    for got, e, c, p in zip(jax.tree.leaves(updates), want, clipped, leaves64(params), strict=True):
         scale = 0.1 * (float(np.max(np.abs(c))) + wd * float(np.max(np.abs(p))))
         assert_close(got, e, dtype=jnp.float32, ulps=tolerances.reduction(n), scale=scale, what="chained update")
 
@@ -95,8 +101,12 @@ def test_trajectory_of_decay_then_nesterov_sgd(dtype_name, schedule):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         tx = optax.chain(optax.add_decayed_weights(0.01), optax.sgd(lr, momentum=0.9, nesterov=True))
         steps = trajectories.run(tx, p0, gs)
-        want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, nesterov=True, weight_decay=0.01)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
+        want = references.sgd_trajectory(
+            leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9, nesterov=True, weight_decay=0.01
+        )
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE
+        )
         for k, s in enumerate(steps, 1):
             assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
@@ -110,7 +120,9 @@ def test_state_snapshot(data_regression, dtype_name):
     optax 0.2.6 by ``./noxw -s update-snapshots``."""
     params, grads = seeded_layer(steps=2, seed=13)
     dtype = jnp.dtype(dtype_name)
-    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9, nesterov=True))
+    tx = optax.chain(
+        optax.clip_by_global_norm(1.0), optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9, nesterov=True)
+    )
     p = to_jax(params, dtype)
     data_regression.check(trajectories.state_signatures(tx, p, [to_jax(g, dtype) for g in grads]))
 
@@ -127,7 +139,9 @@ def test_jit_matches_eager_and_does_not_recompile():
         return optax.apply_updates(params, updates), state
 
     calls = [(p, gs[0], tx.init(p))] + [lambda previous, g=g: (previous[0], g, previous[1]) for g in gs[1:]]
-    jit_parity.assert_jit_matches_eager(one_step, calls, ulps=tolerances.accumulated(3), compiled_first=True, compare=lambda result: result[0])
+    jit_parity.assert_jit_matches_eager(
+        one_step, calls, ulps=tolerances.accumulated(3), compiled_first=True, compare=lambda result: result[0]
+    )
 
 
 @pytest.mark.negative

@@ -70,7 +70,7 @@ def test_matches_float64_reference(tree, max_delta):
     updates = to_jax(tree)
     got = clip(updates, max_delta)
     bound = float(np.float32(max_delta))
-    for a, e in zip(jax.tree.leaves(got), references_wrappers.clip(leaves64(updates), max_delta)):
+    for a, e in zip(jax.tree.leaves(got), references_wrappers.clip(leaves64(updates), max_delta), strict=True):
         assert_close(a, e, dtype=jnp.float32, ulps=1, scale=max_delta, what="clipped")
         assert float(np.max(np.abs(np.asarray(a)), initial=0.0)) <= bound
 

@@ -34,7 +34,11 @@ def clip(updates, max_norm=1.0):
 @pytest.mark.golden
 @pytest.mark.parametrize(
     ("updates", "expected"),
-    [({"a": [3.0, 4.0]}, {"a": [0.6, 0.8]}), ({"a": [0.3, 0.4]}, {"a": [0.3, 0.4]}), ({"a": [3.0], "b": [4.0]}, {"a": [0.6], "b": [0.8]})],
+    [
+        ({"a": [3.0, 4.0]}, {"a": [0.6, 0.8]}),
+        ({"a": [0.3, 0.4]}, {"a": [0.3, 0.4]}),
+        ({"a": [3.0], "b": [4.0]}, {"a": [0.6], "b": [0.8]}),
+    ],
     ids=["norm5-scaled", "norm0.5-kept", "norm-across-leaves"],
 )
 def test_scales_the_whole_update_to_the_threshold(updates, expected):
@@ -51,7 +55,13 @@ def test_a_batch_is_clipped_as_one_vector_not_per_example():
     one vector of norm sqrt(26): [[3, 4], [0.6, 0.8]] / sqrt(26), not to
     per-example norms [[0.6, 0.8], [0.6, 0.8]]."""
     got = clip({"g": jnp.array([[3.0, 4.0], [0.6, 0.8]])})["g"]
-    assert_close(got, np.array([[3.0, 4.0], [0.6, 0.8]]) / np.sqrt(26.0), dtype=jnp.float32, ulps=tolerances.reduction(4), what="clipped batch")
+    assert_close(
+        got,
+        np.array([[3.0, 4.0], [0.6, 0.8]]) / np.sqrt(26.0),
+        dtype=jnp.float32,
+        ulps=tolerances.reduction(4),
+        what="clipped batch",
+    )
 
 
 @pytest.mark.property
@@ -63,7 +73,7 @@ def test_matches_float64_reference(tree, max_norm):
     got = clip(updates, max_norm)
     n = sum(x.size for x in leaves64(updates))
     want = references.clip_by_global_norm(leaves64(updates), max_norm)
-    for a, e in zip(jax.tree.leaves(got), want):
+    for a, e in zip(jax.tree.leaves(got), want, strict=True):
         assert_close(a, e, dtype=jnp.float32, ulps=tolerances.reduction(n), what="clipped")
     norm = float(np.sqrt(sum(np.sum(x**2) for x in leaves64(got))))
     assert norm <= max_norm * (1 + tolerances.reduction(n) * tolerances.eps("float32"))
@@ -87,7 +97,14 @@ def _check_trajectory(dtype_name, dtype, schedule):
     steps = trajectories.run(tx, to_jax(params, dtype), [to_jax(g, dtype) for g in grads])
     clipped = [references.clip_by_global_norm(leaves64(to_jax(g, dtype)), 1.0) for g in grads]
     want = references.sgd_trajectory(leaves64(to_jax(params, dtype)), clipped, ref_lr, momentum=0.9)
-    trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=to_jax(params, dtype), per_step=tolerances.reduction(8))
+    trajectories.assert_follows_in(
+        dtype_name,
+        schedule,
+        [s.params for s in steps],
+        want,
+        initial=to_jax(params, dtype),
+        per_step=tolerances.reduction(8),
+    )
     for k, s in enumerate(steps, 1):
         assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
@@ -133,7 +150,9 @@ def test_edge_inputs(updates, expected):
     a NaN anywhere makes every leaf NaN; an inf leaf becomes NaN where inf and
     0 elsewhere (scaled by 1/inf)."""
     got = clip(jax.tree.map(jnp.asarray, updates, is_leaf=lambda x: isinstance(x, list)))
-    assert jax.tree.structure(got) == jax.tree.structure(jax.tree.map(jnp.asarray, expected, is_leaf=lambda x: isinstance(x, list)))
+    assert jax.tree.structure(got) == jax.tree.structure(
+        jax.tree.map(jnp.asarray, expected, is_leaf=lambda x: isinstance(x, list))
+    )
     for key, want in expected.items():
         if want is None:
             assert got[key] is None

@@ -83,7 +83,13 @@ def test_matches_float64_reference(pair, step):
     new, old = to_jax(pair[0]), to_jax(pair[1])
     result = optax.incremental_update(new, old, step)
     assert jax.tree.structure(result) == jax.tree.structure(new)
-    for got, want, n, o in zip(jax.tree.leaves(result), references.incremental_update(leaves64(new), leaves64(old), step), leaves64(new), leaves64(old)):
+    for got, want, n, o in zip(
+        jax.tree.leaves(result),
+        references.incremental_update(leaves64(new), leaves64(old), step),
+        leaves64(new),
+        leaves64(old),
+        strict=True,
+    ):
         scale = max(float(np.max(np.abs(n))), float(np.max(np.abs(o))))
         assert_close(got, want, dtype=jnp.float32, ulps=ELEMENTWISE, scale=scale, what="averaged")
 
@@ -94,7 +100,7 @@ def test_step_zero_returns_old_and_step_one_returns_new(pair):
     """Formula at the ends of [0, 1]: exactly ``old`` at 0 and ``new`` at 1."""
     new, old = to_jax(pair[0]), to_jax(pair[1])
     for step, want in ((0.0, old), (1.0, new)):
-        for got, exp in zip(jax.tree.leaves(optax.incremental_update(new, old, step)), leaves64(want)):
+        for got, exp in zip(jax.tree.leaves(optax.incremental_update(new, old, step)), leaves64(want), strict=True):
             assert_close(got, exp, dtype=jnp.float32, ulps=EXACT, what=f"step_size={step}")
 
 
@@ -110,7 +116,9 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
     for name in new:
         assert result[name].shape == new[name].shape and result[name].dtype == dtype, name
         assert bool(jnp.all(jnp.isfinite(result[name]))), name
-    for got, want in zip(jax.tree.leaves(result), references.incremental_update(leaves64(new), leaves64(old), 0.25)):
+    for got, want in zip(
+        jax.tree.leaves(result), references.incremental_update(leaves64(new), leaves64(old), 0.25), strict=True
+    ):
         assert_close(got, want, dtype=dtype, ulps=ELEMENTWISE, what="averaged")
 
 
@@ -119,7 +127,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     """The jitted call equals the eager one; a second call with new values (and
     a new step size, passed as an array) compiles nothing."""
     new, old = {"w": jnp.array([4.0, -2.0])}, {"w": jnp.array([0.0, 1.0])}
-    jit_parity.assert_jit_matches_eager(optax.incremental_update, [(new, old, jnp.float32(0.25)), (old, new, jnp.float32(0.5))], ulps=ELEMENTWISE)
+    jit_parity.assert_jit_matches_eager(
+        optax.incremental_update, [(new, old, jnp.float32(0.25)), (old, new, jnp.float32(0.5))], ulps=ELEMENTWISE
+    )
 
 
 @pytest.mark.acceptance
@@ -141,9 +151,17 @@ def test_averaged_copy_over_a_training_run(dtype_name, schedule):
             avg = optax.incremental_update(s.params, avg, 0.25)
             averaged.append(avg)
         online_ref = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], online_ref, initial=p0, what="online")
         trajectories.assert_follows_in(
-            dtype_name, schedule, averaged, references.polyak_trajectory(online_ref, leaves64(p0), 0.25), initial=p0, per_step=2 * ELEMENTWISE, what="averaged"
+            dtype_name, schedule, [s.params for s in steps], online_ref, initial=p0, what="online"
+        )
+        trajectories.assert_follows_in(
+            dtype_name,
+            schedule,
+            averaged,
+            references.polyak_trajectory(online_ref, leaves64(p0), 0.25),
+            initial=p0,
+            per_step=2 * ELEMENTWISE,
+            what="averaged",
         )
         assert_dtype(averaged, dtype, "averaged copies")
         assert not np.allclose(leaves64(steps[-1].params)[1], leaves64(averaged[-1])[1])
@@ -159,7 +177,13 @@ def test_edge_inputs_none_empty_zero_size_zeros():
     assert_close(out["w"], [0.25, 0.25], dtype=jnp.float32, ulps=ELEMENTWISE, what="w")
     assert optax.incremental_update({}, {}, 0.25) == {}
     assert optax.incremental_update({"w": jnp.ones((0, 3))}, {"w": jnp.ones((0, 3))}, 0.25)["w"].shape == (0, 3)
-    assert_close(optax.incremental_update({"w": jnp.zeros(2)}, {"w": jnp.zeros(2)}, 0.25)["w"], [0.0, 0.0], dtype=jnp.float32, ulps=EXACT, what="zeros")
+    assert_close(
+        optax.incremental_update({"w": jnp.zeros(2)}, {"w": jnp.zeros(2)}, 0.25)["w"],
+        [0.0, 0.0],
+        dtype=jnp.float32,
+        ulps=EXACT,
+        what="zeros",
+    )
 
 
 @pytest.mark.negative

@@ -43,9 +43,17 @@ def test_guide_step_with_an_injected_learning_rate_and_a_changed_one():
     state = tx.init(params)
     # 1 ULP: the decimal 0.1 rounded to float32.
     assert_close(state.hyperparams["learning_rate"], 0.1, dtype=jnp.float32, ulps=1, what="stored lr")
-    assert_close(tx.update(grads, state, params)[0]["w"], [-0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="updates")
+    assert_close(
+        tx.update(grads, state, params)[0]["w"], [-0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="updates"
+    )
     state.hyperparams["learning_rate"] = jnp.asarray(0.5)
-    assert_close(tx.update(grads, state, params)[0]["w"], [-0.25, 0.25], dtype=jnp.float32, ulps=ELEMENTWISE, what="updates at lr 0.5")
+    assert_close(
+        tx.update(grads, state, params)[0]["w"],
+        [-0.25, 0.25],
+        dtype=jnp.float32,
+        ulps=ELEMENTWISE,
+        what="updates at lr 0.5",
+    )
 
 
 @pytest.mark.golden
@@ -59,7 +67,9 @@ def test_schedule_is_evaluated_at_the_count_before_each_update():
     for k, want in enumerate([0.1, 0.075, 0.05]):
         updates, state = tx.update({"w": jnp.ones(1)}, state, p)
         assert_close(updates["w"], [-want], dtype=jnp.float32, ulps=ELEMENTWISE, what=f"update {k + 1}")
-        assert_close(state.hyperparams["learning_rate"], want, dtype=jnp.float32, ulps=ELEMENTWISE, what=f"stored lr {k + 1}")
+        assert_close(
+            state.hyperparams["learning_rate"], want, dtype=jnp.float32, ulps=ELEMENTWISE, what=f"stored lr {k + 1}"
+        )
         assert int(state.count) == k + 1
 
 
@@ -93,7 +103,9 @@ def test_hyperparameters_may_be_passed_positionally():
     keyword-only breaks such call sites."""
     p, g = {"w": jnp.array([1.0])}, {"w": jnp.array([0.5])}
     tx = optax.inject_hyperparams(optax.sgd)(0.1)
-    assert_close(tx.update(g, tx.init(p), p)[0]["w"], [-0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="positional lr")
+    assert_close(
+        tx.update(g, tx.init(p), p)[0]["w"], [-0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="positional lr"
+    )
 
 
 @pytest.mark.property
@@ -106,7 +118,7 @@ def test_update_is_minus_injected_lr_times_gradient(pair, lr):
     state = tx.init(params)
     assert_close(state.hyperparams["learning_rate"], lr, dtype=jnp.float32, ulps=1, what="stored lr")
     updates, _ = tx.update(grads, state, params)
-    for got, want in zip(jax.tree.leaves(updates), references.sgd_updates(leaves64(grads), lr)):
+    for got, want in zip(jax.tree.leaves(updates), references.sgd_updates(leaves64(grads), lr), strict=True):
         assert_close(got, want, dtype=jnp.float32, ulps=ELEMENTWISE, what="update")
 
 
@@ -124,7 +136,9 @@ def test_trajectory_of_injected_momentum_sgd(dtype_name, schedule):
         steps = trajectories.run(optax.inject_hyperparams(optax.sgd)(learning_rate=lr, momentum=0.9), p0, gs)
         want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, momentum=0.9)
         # Hyperparameters are stored in the params' dtype: one more rounding per step.
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE)
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=2 * ELEMENTWISE
+        )
         for k, s in enumerate(steps, 1):
             assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
 
@@ -141,7 +155,10 @@ def test_state_snapshot(data_regression, params_kind):
     cast = {
         "float32": lambda t: to_jax(t, jnp.float32),
         "bfloat16": lambda t: to_jax(t, jnp.bfloat16),
-        "mixed": lambda t: {"bias": jnp.asarray(t["bias"], jnp.bfloat16), "kernel": jnp.asarray(t["kernel"], jnp.float32)},
+        "mixed": lambda t: {
+            "bias": jnp.asarray(t["bias"], jnp.bfloat16),
+            "kernel": jnp.asarray(t["kernel"], jnp.float32),
+        },
     }[params_kind]
     tx = optax.inject_hyperparams(optax.sgd)(learning_rate=optax.linear_schedule(0.1, 0.0, 4), momentum=0.9)
     p = cast(params)
@@ -235,7 +252,9 @@ def test_a_low_precision_leaf_after_a_python_scalar_leaf_keeps_its_dtype(x64):
     with jax.enable_x64(x64):
         _, _, updates = _inject_one_step(DTYPELESS_PARAMS["python-scalar-then-bf16"](), jit=False)
         assert_dtype(updates["b"], jnp.bfloat16, "update of the bfloat16 leaf")
-        assert_close(updates["b"], [-0.10009765625] * 2, dtype=jnp.bfloat16, ulps=EXACT, what="update of the bfloat16 leaf")
+        assert_close(
+            updates["b"], [-0.10009765625] * 2, dtype=jnp.bfloat16, ulps=EXACT, what="update of the bfloat16 leaf"
+        )
 
 
 @pytest.mark.negative

@@ -28,11 +28,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import core as references
 from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
 pytestmark = pytest.mark.contract(api="optax.lion", guide=guides.paper("Chen et al. 2023, Algorithm 2 (Lion)"))
 
@@ -80,11 +80,19 @@ def test_first_step_matches_float64_reference(g, p, lr, wd):
     params, grads = to_jax(p), to_jax(g)
     u, _ = one_step(optax.lion(lr, weight_decay=wd), params, grads)
     _, (want,) = ref.lion_trajectory(leaves64(params), [leaves64(grads)], lr, weight_decay=wd)
-    for a, e, x in zip(jax.tree.leaves(u), want, leaves64(params)):
-        assert_close(a, e, dtype=jnp.float32, ulps=PER_STEP, scale=lr * (1 + wd * float(np.max(np.abs(x)))), what="update")
+    for a, e, x in zip(jax.tree.leaves(u), want, leaves64(params), strict=True):
+        assert_close(
+            a, e, dtype=jnp.float32, ulps=PER_STEP, scale=lr * (1 + wd * float(np.max(np.abs(x)))), what="update"
+        )
     u0, _ = one_step(optax.lion(lr, weight_decay=0.0), params, grads)
-    for a, x in zip(jax.tree.leaves(u0), leaves64(grads)):
-        assert_close(np.abs(np.asarray(a, np.float64)), np.where(x != 0, lr, 0.0), dtype=jnp.float32, ulps=ELEMENTWISE, what="|update|")
+    for a, x in zip(jax.tree.leaves(u0), leaves64(grads), strict=True):
+        assert_close(
+            np.abs(np.asarray(a, np.float64)),
+            np.where(x != 0, lr, 0.0),
+            dtype=jnp.float32,
+            ulps=ELEMENTWISE,
+            what="|update|",
+        )
 
 
 @pytest.mark.acceptance
@@ -100,9 +108,13 @@ def test_trajectory(dtype_name, schedule):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         steps = trajectories.run(optax.lion(lr, weight_decay=WD), p0, gs)
         want, _ = ref.lion_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, weight_decay=WD)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=PER_STEP)
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=PER_STEP
+        )
         for k, s in enumerate(steps, 1):
-            assert_dtype({"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True)
+            assert_dtype(
+                {"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True
+            )
 
 
 @pytest.mark.acceptance
@@ -127,7 +139,10 @@ def test_jit_matches_eager_and_does_not_recompile():
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.lion(LR, weight_decay=WD)
     jit_parity.assert_jit_matches_eager(
-        lambda g, s: tx.update(g, s, p), [(g1, tx.init(p)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE, compare=updates_only
+        lambda g, s: tx.update(g, s, p),
+        [(g1, tx.init(p)), lambda previous: (g2, previous[1])],
+        ulps=ELEMENTWISE,
+        compare=updates_only,
     )
 
 
@@ -164,4 +179,6 @@ def test_state_snapshot(data_regression, dtype):
     shapes, dtypes and count after ``init`` and two steps. Recorded from
     optax 0.2.6 by ``./noxw -s update-snapshots``."""
     params, grads = seeded_layer(steps=2, seed=3)
-    data_regression.check(trajectories.state_signatures(optax.lion(LR), to_jax(params, dtype), [to_jax(g, dtype) for g in grads]))
+    data_regression.check(
+        trajectories.state_signatures(optax.lion(LR), to_jax(params, dtype), [to_jax(g, dtype) for g in grads])
+    )

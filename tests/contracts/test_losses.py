@@ -103,12 +103,19 @@ def inputs(api, dtype=jnp.float32, seed=0, shape=(B, C)):
     a = jnp.asarray(first, dtype)
     b = jnp.asarray(second) if api == "softmax_cross_entropy_with_integer_labels" else jnp.asarray(second, dtype)
     kwargs = {"delta": 1.5} if api == "huber_loss" else {}
-    return (a, b), (np.asarray(a, np.float64), np.asarray(b) if b.dtype.kind == "i" else np.asarray(b, np.float64)), kwargs
+    return (
+        (a, b),
+        (np.asarray(a, np.float64), np.asarray(b) if b.dtype.kind == "i" else np.asarray(b, np.float64)),
+        kwargs,
+    )
 
 
 REFERENCE = {
     "softmax_cross_entropy": (ref.softmax_cross_entropy, ref.softmax_cross_entropy_grad),
-    "softmax_cross_entropy_with_integer_labels": (ref.integer_label_cross_entropy, ref.integer_label_cross_entropy_grad),
+    "softmax_cross_entropy_with_integer_labels": (
+        ref.integer_label_cross_entropy,
+        ref.integer_label_cross_entropy_grad,
+    ),
     "sigmoid_binary_cross_entropy": (ref.sigmoid_binary_cross_entropy, ref.sigmoid_binary_cross_entropy_grad),
     "l2_loss": (ref.l2_loss, ref.l2_loss_grad),
     "squared_error": (ref.squared_error, ref.squared_error_grad),
@@ -156,9 +163,18 @@ def loss_fn(api):
 
 
 GOLDEN = {
-    "softmax_cross_entropy": ((jnp.array([[0.0, 0.0], [math.log(3.0), 0.0]]), jnp.array([[1.0, 0.0], [0.0, 1.0]])), [math.log(2), math.log(4)]),
-    "softmax_cross_entropy_with_integer_labels": ((jnp.array([[0.0, 0.0], [math.log(3.0), 0.0]]), jnp.array([0, 1])), [math.log(2), math.log(4)]),
-    "sigmoid_binary_cross_entropy": ((jnp.array([0.0, math.log(3.0)]), jnp.array([1.0, 0.0])), [math.log(2), math.log(4)]),
+    "softmax_cross_entropy": (
+        (jnp.array([[0.0, 0.0], [math.log(3.0), 0.0]]), jnp.array([[1.0, 0.0], [0.0, 1.0]])),
+        [math.log(2), math.log(4)],
+    ),
+    "softmax_cross_entropy_with_integer_labels": (
+        (jnp.array([[0.0, 0.0], [math.log(3.0), 0.0]]), jnp.array([0, 1])),
+        [math.log(2), math.log(4)],
+    ),
+    "sigmoid_binary_cross_entropy": (
+        (jnp.array([0.0, math.log(3.0)]), jnp.array([1.0, 0.0])),
+        [math.log(2), math.log(4)],
+    ),
     "l2_loss": ((jnp.array([3.0, -1.0]), jnp.array([1.0, 1.0])), [2.0, 2.0]),
     "squared_error": ((jnp.array([3.0, -1.0]), jnp.array([1.0, 1.0])), [4.0, 4.0]),
     "huber_loss": ((jnp.array([3.0, 0.5, -2.0]), jnp.array([0.0, 0.0, 0.0])), [4.0, 0.125, 2.0]),
@@ -187,7 +203,14 @@ def test_cross_entropy_is_stable_for_logits_of_1e4(api):
     labels = jnp.array([0, 0]) if api.endswith("labels") else jnp.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
     fn = loss_fn(api)
     assert_close(fn(logits, labels), [0.0, 2e4], dtype=jnp.float32, ulps=ELEMENTWISE, scale=2e4, what="loss")
-    assert_close(jax.grad(lambda x: fn(x, labels).sum())(logits), [[0, 0, 0], [-1, 1, 0]], dtype=jnp.float32, ulps=ELEMENTWISE, scale=1.0, what="grad")
+    assert_close(
+        jax.grad(lambda x: fn(x, labels).sum())(logits),
+        [[0, 0, 0], [-1, 1, 0]],
+        dtype=jnp.float32,
+        ulps=ELEMENTWISE,
+        scale=1.0,
+        what="grad",
+    )
 
 
 @pytest.mark.golden
@@ -227,10 +250,17 @@ def test_gradient_matches_analytic_derivative_in_float32_and_float64(api):
         with jax.enable_x64(name == "float64"):
             dtype = jnp.dtype(name)
             (a, b), args64, kwargs = inputs(api, dtype, seed=1)
-            got = jax.grad(lambda x: loss_fn(api)(x, b, **kwargs).sum())(a)
+            got = jax.grad(lambda x, b=b, kwargs=kwargs: loss_fn(api)(x, b, **kwargs).sum())(a)
             assert got.dtype == dtype
             ulps, scale = grad_budget(api, args64, kwargs)
-            assert_close(got, REFERENCE[api][1](*args64, **kwargs), dtype=dtype, ulps=ulps, scale=scale, what=f"{api} grad {name}")
+            assert_close(
+                got,
+                REFERENCE[api][1](*args64, **kwargs),
+                dtype=dtype,
+                ulps=ulps,
+                scale=scale,
+                what=f"{api} grad {name}",
+            )
 
 
 @pytest.mark.acceptance
@@ -276,9 +306,18 @@ def _check_value_and_grad(api, args, kwargs=None):
     if kwargs:
         kwargs = {"delta": float(np.float32(kwargs["delta"]))}
     ulps, scale = budget(api, args64, kwargs)
-    assert_close(per_example, REFERENCE[api][0](*args64, **kwargs), dtype=jnp.float32, ulps=ulps, scale=scale, what=f"{api} value")
+    assert_close(
+        per_example,
+        REFERENCE[api][0](*args64, **kwargs),
+        dtype=jnp.float32,
+        ulps=ulps,
+        scale=scale,
+        what=f"{api} value",
+    )
     gulps, gscale = grad_budget(api, args64, kwargs)
-    assert_close(grad, REFERENCE[api][1](*args64, **kwargs), dtype=jnp.float32, ulps=gulps, scale=gscale, what=f"{api} grad")
+    assert_close(
+        grad, REFERENCE[api][1](*args64, **kwargs), dtype=jnp.float32, ulps=gulps, scale=gscale, what=f"{api} grad"
+    )
 
 
 @pytest.mark.property
@@ -300,7 +339,10 @@ def test_integer_label_cross_entropy_value_and_gradient_property(logits, labels)
 
 @pytest.mark.property
 @contract("sigmoid_binary_cross_entropy")
-@given(logits=hnp.arrays(np.float64, (3, 4), elements=st.floats(-80.0, 80.0)), labels=hnp.arrays(np.float64, (3, 4), elements=st.floats(0.0, 1.0)))
+@given(
+    logits=hnp.arrays(np.float64, (3, 4), elements=st.floats(-80.0, 80.0)),
+    labels=hnp.arrays(np.float64, (3, 4), elements=st.floats(0.0, 1.0)),
+)
 def test_sigmoid_cross_entropy_value_and_gradient_property(logits, labels):
     """Logits in [-80, 80] (far into the saturated range) and soft labels."""
     _check_value_and_grad("sigmoid_binary_cross_entropy", (logits, labels))
@@ -338,10 +380,17 @@ SIGNATURES = {
         ("axis", "POSITIONAL_OR_KEYWORD", -1),
         ("where", "POSITIONAL_OR_KEYWORD", None),
     ],
-    "sigmoid_binary_cross_entropy": [("logits", "POSITIONAL_OR_KEYWORD", None), ("labels", "POSITIONAL_OR_KEYWORD", None)],
+    "sigmoid_binary_cross_entropy": [
+        ("logits", "POSITIONAL_OR_KEYWORD", None),
+        ("labels", "POSITIONAL_OR_KEYWORD", None),
+    ],
     "l2_loss": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None)],
     "squared_error": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None)],
-    "huber_loss": [("predictions", "POSITIONAL_OR_KEYWORD", None), ("targets", "POSITIONAL_OR_KEYWORD", None), ("delta", "POSITIONAL_OR_KEYWORD", 1.0)],
+    "huber_loss": [
+        ("predictions", "POSITIONAL_OR_KEYWORD", None),
+        ("targets", "POSITIONAL_OR_KEYWORD", None),
+        ("delta", "POSITIONAL_OR_KEYWORD", 1.0),
+    ],
 }
 
 
@@ -384,15 +433,23 @@ def test_huber_delta_passed_positionally_warns_but_is_used():
     assert_close(got, [4.0], dtype=jnp.float32, ulps=ELEMENTWISE, what="positional delta")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert_close(optax.huber_loss(p, t, delta=2.0), [4.0], dtype=jnp.float32, ulps=ELEMENTWISE, what="keyword delta")
+        assert_close(
+            optax.huber_loss(p, t, delta=2.0), [4.0], dtype=jnp.float32, ulps=ELEMENTWISE, what="keyword delta"
+        )
 
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api(("l2_loss", "squared_error", "huber_loss")))
 def test_targets_default_to_zero(api):
     """Without targets the loss is that of ``targets = 0``."""
-    (a, b), _, kwargs = inputs(api)
-    assert_close(loss_fn(api)(a, **kwargs), np.asarray(loss_fn(api)(a, jnp.zeros_like(a), **kwargs), np.float64), dtype=jnp.float32, ulps=EXACT, what=api)
+    (a, _b), _, kwargs = inputs(api)
+    assert_close(
+        loss_fn(api)(a, **kwargs),
+        np.asarray(loss_fn(api)(a, jnp.zeros_like(a), **kwargs), np.float64),
+        dtype=jnp.float32,
+        ulps=EXACT,
+        what=api,
+    )
 
 
 # --------------------------------------------------------------------------- jit
@@ -452,7 +509,11 @@ def test_out_of_range_labels_give_nan_or_wrap(jit):
     -1 wraps to the last class (loss = logsumexp - x[-1]). Eager and jitted
     alike."""
     logits = jnp.array([[0.5, 1.0, -1.0]] * 4)
-    fn = jax.jit(optax.softmax_cross_entropy_with_integer_labels) if jit else optax.softmax_cross_entropy_with_integer_labels
+    fn = (
+        jax.jit(optax.softmax_cross_entropy_with_integer_labels)
+        if jit
+        else optax.softmax_cross_entropy_with_integer_labels
+    )
     got = np.asarray(fn(logits, jnp.array([3, 5, -4, -1])), np.float64)
     assert np.isnan(got[:3]).all(), got
     assert_close(
@@ -513,7 +574,9 @@ def test_where_restricts_the_classes_and_zeroes_empty_examples(api):
     fn = loss_fn(api)
     ulps, scale = budget(api, (a64,), {})
     got = fn(a, b, where=jnp.asarray(mask))
-    assert_close(got, REFERENCE[api][0](a64, b64, where=mask), dtype=jnp.float32, ulps=ulps, scale=scale, what="where (B, C)")
+    assert_close(
+        got, REFERENCE[api][0](a64, b64, where=mask), dtype=jnp.float32, ulps=ulps, scale=scale, what="where (B, C)"
+    )
     assert float(got[1]) == 0.0
     rows = np.array([True, False, True, False])
     got = fn(a, b, where=jnp.asarray(rows))
@@ -588,4 +651,11 @@ def test_huber_broadcasts_targets_of_another_shape():
     (a, b), (a64, b64), kwargs = inputs("huber_loss")
     got = optax.huber_loss(a, b[0], **kwargs)
     ulps, scale = budget("huber_loss", (a64, b64), kwargs)
-    assert_close(got, ref.huber_loss(a64, np.broadcast_to(b64[0], a64.shape), **kwargs), dtype=jnp.float32, ulps=ulps, scale=scale, what="broadcast")
+    assert_close(
+        got,
+        ref.huber_loss(a64, np.broadcast_to(b64[0], a64.shape), **kwargs),
+        dtype=jnp.float32,
+        ulps=ulps,
+        scale=scale,
+        what="broadcast",
+    )

@@ -20,10 +20,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, guides, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import leaves64, seeded_layer, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
 pytestmark = pytest.mark.contract(api="optax.masked", guide=guides.WEIGHT_DECAY_MASK)
 
@@ -55,7 +55,9 @@ def test_inner_state_covers_only_the_selected_leaves():
 
 
 @pytest.mark.negative
-@pytest.mark.parametrize("mask", [{"kernel": True}, {"kernel": True, "bias": False, "x": True}], ids=["missing-leaf", "extra-leaf"])
+@pytest.mark.parametrize(
+    "mask", [{"kernel": True}, {"kernel": True, "bias": False, "x": True}], ids=["missing-leaf", "extra-leaf"]
+)
 def test_mask_of_another_structure_raises_value_error(mask):
     """A mask that is not a prefix of the params fails at ``init``."""
     with pytest.raises(ValueError, match=pinned.PYTREE_STRUCTURE):
@@ -83,8 +85,10 @@ def test_selected_leaves_get_sgd_and_the_rest_pass_through(pair, data):
     flags = data.draw(st.lists(st.booleans(), min_size=len(leaves), max_size=len(leaves)))
     tx = optax.masked(optax.sgd(0.1), jax.tree.unflatten(treedef, flags))
     updates, _ = tx.update(grads, tx.init(params), params)
-    for got, g, flag in zip(jax.tree.leaves(updates), leaves64(grads), flags):
-        assert_close(got, -0.1 * g if flag else g, dtype=jnp.float32, ulps=ELEMENTWISE if flag else EXACT, what=f"mask={flag}")
+    for got, g, flag in zip(jax.tree.leaves(updates), leaves64(grads), flags, strict=True):
+        assert_close(
+            got, -0.1 * g if flag else g, dtype=jnp.float32, ulps=ELEMENTWISE if flag else EXACT, what=f"mask={flag}"
+        )
 
 
 @pytest.mark.acceptance
@@ -100,9 +104,11 @@ def test_trajectory_of_masked_momentum_sgd(dtype_name, schedule):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         steps = trajectories.run(optax.masked(optax.sgd(lr, momentum=0.9), MASK), p0, gs)
         kernel = references.sgd_trajectory([leaves64(p0)[1]], [[leaves64(g)[1]] for g in gs], ref_lr, momentum=0.9)
-        trajectories.assert_follows_in(dtype_name, schedule, [[s.params["kernel"]] for s in steps], kernel, initial=p0, what="kernel")
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [[s.params["kernel"]] for s in steps], kernel, initial=p0, what="kernel"
+        )
         bias = np.asarray(leaves64(p0)[0])
-        for k, (s, g) in enumerate(zip(steps, gs), start=1):
+        for k, (s, g) in enumerate(zip(steps, gs, strict=True), start=1):
             bias = bias + np.asarray(g["bias"], np.float64)
             assert_close(s.params["bias"], bias, dtype=dtype, ulps=tolerances.accumulated(k), what=f"bias at step {k}")
             assert s.params["bias"].dtype == dtype and s.updates["kernel"].dtype == dtype
@@ -127,7 +133,12 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = seeded_layer(steps=2, seed=12)
     p, gs = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.masked(optax.sgd(0.1, momentum=0.9), MASK)
-    jit_parity.assert_jit_matches_eager(tx.update, [(gs[0], tx.init(p), p), lambda previous: (gs[1], previous[1], p)], ulps=ELEMENTWISE, compare=updates_only)
+    jit_parity.assert_jit_matches_eager(
+        tx.update,
+        [(gs[0], tx.init(p), p), lambda previous: (gs[1], previous[1], p)],
+        ulps=ELEMENTWISE,
+        compare=updates_only,
+    )
 
 
 @pytest.mark.negative

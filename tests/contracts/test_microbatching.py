@@ -80,7 +80,9 @@ def test_microbatch_docstring_example():
     """The docstring's example: ``fun = lambda x: (x + 1, sum(3 x))`` on ``[1, 2, 3, 4]``
     with (CONCAT, SUM) and microbatches of 2 gives ``([2, 3, 4, 5], 30)``, int32 as ``fun(data)``."""
     acc = _api("AccumulationType")
-    out = optax.microbatch(lambda x: (x + 1, jnp.sum(3 * x)), argnums=0, microbatch_size=2, accumulator=(acc.CONCAT, acc.SUM))(jnp.array([1, 2, 3, 4]))
+    out = optax.microbatch(
+        lambda x: (x + 1, jnp.sum(3 * x)), argnums=0, microbatch_size=2, accumulator=(acc.CONCAT, acc.SUM)
+    )(jnp.array([1, 2, 3, 4]))
     assert [a.dtype for a in out] == [jnp.int32, jnp.int32]
     np.testing.assert_array_equal(out[0], [2, 3, 4, 5])
     assert int(out[1]) == 30
@@ -104,7 +106,9 @@ def test_microbatch_accumulators(kind, mode):
     expected = {"SUM": totals.sum(), "MEAN": totals.mean(), "RUNNING_MEAN": totals.mean(), "CONCAT": totals}[kind]
     ulps = tolerances.reduction(x.size)
     tolerances.assert_close(total, expected, dtype="float32", ulps=ulps, scale=float(np.abs(x64).sum()), what=kind)
-    tolerances.assert_close(rows, (x64**2).sum(axis=1), dtype="float32", ulps=tolerances.reduction(FEATURES), what="CONCAT rows")
+    tolerances.assert_close(
+        rows, (x64**2).sum(axis=1), dtype="float32", ulps=tolerances.reduction(FEATURES), what="CONCAT rows"
+    )
 
 
 @pytest.mark.golden
@@ -117,7 +121,14 @@ def test_num_real_microbatches_stops_early():
     first_two = [m.sum() for m in _microbatches(x.astype(np.float64))[:2]]
     for kind, expected in (("SUM", sum(first_two)), ("RUNNING_MEAN", sum(first_two) / 2)):
         fun = optax.microbatch(lambda b: jnp.sum(b), 0, MICRO, getattr(acc, kind), num_real_microbatches=2)
-        tolerances.assert_close(fun(jnp.asarray(x)), expected, dtype="float32", ulps=tolerances.reduction(x.size), scale=float(np.abs(x).sum()), what=kind)
+        tolerances.assert_close(
+            fun(jnp.asarray(x)),
+            expected,
+            dtype="float32",
+            ulps=tolerances.reduction(x.size),
+            scale=float(np.abs(x).sum()),
+            what=kind,
+        )
 
 
 @pytest.mark.golden
@@ -179,15 +190,27 @@ def test_micro_grad_sums_per_example_gradients():
     def loss(params, features, targets):
         return 0.5 * jnp.mean((features @ params - targets) ** 2)
 
-    grads, aux = _api("micro_grad")(loss, argnums=0, batch_argnums=(1, 2), microbatch_size=MICRO)(jnp.asarray(w), jnp.asarray(x), jnp.asarray(t))
+    grads, aux = _api("micro_grad")(loss, argnums=0, batch_argnums=(1, 2), microbatch_size=MICRO)(
+        jnp.asarray(w), jnp.asarray(x), jnp.asarray(t)
+    )
     x64, w64, t64 = (a.astype(np.float64) for a in (x, w, t))
     residual = x64 @ w64 - t64
     scale = float(np.abs(residual[:, None] * x64).sum())
     tolerances.assert_close(
-        grads, (residual[:, None] * x64).sum(axis=0), dtype="float32", ulps=tolerances.reduction(BATCH * FEATURES), scale=scale, what="summed gradient"
+        grads,
+        (residual[:, None] * x64).sum(axis=0),
+        dtype="float32",
+        ulps=tolerances.reduction(BATCH * FEATURES),
+        scale=scale,
+        what="summed gradient",
     )
     tolerances.assert_close(
-        aux.values, 0.5 * residual**2, dtype="float32", ulps=tolerances.reduction(FEATURES), scale=float(np.max(0.5 * residual**2)), what="per-example values"
+        aux.values,
+        0.5 * residual**2,
+        dtype="float32",
+        ulps=tolerances.reduction(FEATURES),
+        scale=float(np.max(0.5 * residual**2)),
+        what="per-example values",
     )
 
 
@@ -202,12 +225,21 @@ def test_microbatch_in_each_calling_form(form):
     x = _batch()
     scale = 2.0 if form == "positional_with_keyword" else 1.0
     if form == "positional_with_keyword":
-        out = optax.microbatch(lambda b, scale: jnp.sum(b) * scale, argnums=0, microbatch_size=MICRO)(jnp.asarray(x), scale=2.0)
+        out = optax.microbatch(lambda b, scale: jnp.sum(b) * scale, argnums=0, microbatch_size=MICRO)(
+            jnp.asarray(x), scale=2.0
+        )
     else:
         fun = optax.microbatch(lambda x: jnp.sum(x), argnums=(), microbatch_size=MICRO, argnames="x")
         out = (jax.jit(fun) if form.startswith("jit") else fun)(x=jnp.asarray(x))
     x64 = x.astype(np.float64)
-    tolerances.assert_close(out, scale * x64.sum(), dtype="float32", ulps=tolerances.reduction(x.size), scale=scale * float(np.abs(x64).sum()), what=form)
+    tolerances.assert_close(
+        out,
+        scale * x64.sum(),
+        dtype="float32",
+        ulps=tolerances.reduction(x.size),
+        scale=scale * float(np.abs(x64).sum()),
+        what=form,
+    )
 
 
 @pytest.mark.negative

@@ -75,7 +75,9 @@ def test_non_final_micro_step_leaves_params_unchanged():
     p1 = optax.apply_updates(params, u1)
     assert_close(p1["w"], [1.0, -1.0], dtype=jnp.float32, ulps=EXACT, what="after call 1")
     u2, _ = ms.update(micro[1], state, p1)
-    assert_close(optax.apply_updates(p1, u2)["w"], [0.8, -1.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="after call 2")
+    assert_close(
+        optax.apply_updates(p1, u2)["w"], [0.8, -1.3], dtype=jnp.float32, ulps=ELEMENTWISE, what="after call 2"
+    )
 
 
 @pytest.mark.negative
@@ -100,12 +102,12 @@ def test_emits_the_mean_once_per_k_calls(tree, every_k, data):
     update = jax.jit(ms.update)  # one compilation per example instead of one per eager op
     state = ms.init(params)
     want = references.multi_steps_sgd_updates([leaves64(g) for g in micro], every_k, LR)
-    for call, (g, exp) in enumerate(zip(micro, want), start=1):
+    for call, (g, exp) in enumerate(zip(micro, want, strict=True), start=1):
         updates, state = update(g, state, params)
         emits = call % every_k == 0
         assert bool(ms.has_updated(state)) == emits, call
         scale = LR * max(float(np.max(np.abs(x))) for m in micro for x in leaves64(m))
-        for got, e in zip(jax.tree.leaves(updates), exp):
+        for got, e in zip(jax.tree.leaves(updates), exp, strict=True):
             budget = tolerances.reduction(every_k) if emits else EXACT
             assert_close(got, e, dtype=jnp.float32, ulps=budget, scale=scale, what=f"call {call}")
 
@@ -127,7 +129,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
             assert updates[name].shape == shapes[name] and updates[name].dtype == dtype, name
             assert bool(jnp.all(jnp.isfinite(updates[name]))), name
     want = references.multi_steps_sgd_updates([leaves64(g) for g in micro], 2, LR)[-1]
-    for got, exp in zip(jax.tree.leaves(updates), want):
+    for got, exp in zip(jax.tree.leaves(updates), want, strict=True):
         assert_close(got, exp, dtype=dtype, ulps=tolerances.reduction(2), what="emitted update")
 
 
@@ -137,7 +139,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     compiled the step, the emitting call (the other branch of the same
     program) and further calls compile nothing."""
     ms, params, micro = guide_setup()
-    calls = [(micro[0], ms.init(params), params)] + [lambda previous, g=g: (g, previous[1], params) for g in (micro[1], micro[0])]
+    calls = [(micro[0], ms.init(params), params)] + [
+        lambda previous, g=g: (g, previous[1], params) for g in (micro[1], micro[0])
+    ]
     jit_parity.assert_jit_matches_eager(ms.update, calls, ulps=ELEMENTWISE)
 
 
@@ -165,10 +169,12 @@ def test_trajectory_over_two_full_cycles(dtype_name, schedule, every_k):
         assert sum(emitted) == 2
         params_ref, p = [], leaves64(p0)
         for u in want:
-            p = [a + b for a, b in zip(p, u)]
+            p = [a + b for a, b in zip(p, u, strict=True)]
             params_ref.append(p)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], params_ref, initial=p0, per_step=tolerances.reduction(3))
-        for s, e in zip(steps, emitted):
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], params_ref, initial=p0, per_step=tolerances.reduction(3)
+        )
+        for s, e in zip(steps, emitted, strict=True):
             if not e:
                 assert all(not np.any(np.asarray(x)) for x in jax.tree.leaves(s.updates))
         for k, s in enumerate(steps, 1):

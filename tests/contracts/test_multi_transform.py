@@ -26,13 +26,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, jit_parity, pinned, strategies, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import core as references
 from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
-pytestmark = pytest.mark.contract(api="optax.multi_transform", guide="docs: optax.multi_transform / optax.partition (a transformation per label)")
+pytestmark = pytest.mark.contract(
+    api="optax.multi_transform", guide="docs: optax.multi_transform / optax.partition (a transformation per label)"
+)
 
 LABELS = {"kernel": "sgd", "bias": "clip"}
 
@@ -84,7 +86,9 @@ def test_a_label_may_name_a_whole_subtree_and_state_is_per_group():
 
 
 @pytest.mark.negative
-@pytest.mark.parametrize("labels", [{"kernel": "sgd", "bias": "adam"}, lambda t: jax.tree.map(lambda _: "adam", t)], ids=["tree", "callable"])
+@pytest.mark.parametrize(
+    "labels", [{"kernel": "sgd", "bias": "adam"}, lambda t: jax.tree.map(lambda _: "adam", t)], ids=["tree", "callable"]
+)
 def test_an_unlabelled_group_raises_value_error_at_init(labels):
     """A label with no transformation ('adam') fails at ``init`` with
     ValueError naming the labels and the transforms' keys."""
@@ -94,7 +98,9 @@ def test_an_unlabelled_group_raises_value_error_at_init(labels):
 
 @pytest.mark.negative
 @pytest.mark.parametrize(
-    "labels", [{"kernel": "sgd"}, {"kernel": "sgd", "bias": "clip", "extra": "sgd"}, ("sgd", "clip")], ids=["missing-leaf", "extra-leaf", "other-container"]
+    "labels",
+    [{"kernel": "sgd"}, {"kernel": "sgd", "bias": "clip", "extra": "sgd"}, ("sgd", "clip")],
+    ids=["missing-leaf", "extra-leaf", "other-container"],
 )
 def test_labels_of_another_structure_raise_value_error(labels):
     """Labels that are not a prefix of the params fail at ``init`` with JAX's
@@ -110,7 +116,10 @@ def test_an_unused_transformation_is_accepted():
     params, grads = layer()
     tx = optax.multi_transform({**transforms(), "unused": optax.sgd(1.0, momentum=0.9)}, LABELS)
     state = tx.init(params)
-    assert all(isinstance(x, optax.MaskedNode) for x in jax.tree.leaves(state.inner_states["unused"], is_leaf=lambda x: isinstance(x, optax.MaskedNode)))
+    assert all(
+        isinstance(x, optax.MaskedNode)
+        for x in jax.tree.leaves(state.inner_states["unused"], is_leaf=lambda x: isinstance(x, optax.MaskedNode))
+    )
     updates, _ = tx.update(grads, state, params)
     assert_close(updates["bias"], [0.5, -0.25], dtype=jnp.float32, ulps=EXACT, what="bias")
 
@@ -122,21 +131,24 @@ _JITTED = {}
 def _jitted(names):
     """One compiled update per labelling of the fixed structure (8 at most)."""
     if names not in _JITTED:
-        tx = optax.multi_transform(transforms(), dict(zip(sorted(_SHAPES), names)))
+        tx = optax.multi_transform(transforms(), dict(zip(sorted(_SHAPES), names, strict=True)))
         _JITTED[names] = (tx, jax.jit(tx.update))
     return _JITTED[names]
 
 
 @pytest.mark.property
-@given(values=st.tuples(*[strategies.arrays(_SHAPES[k]) for k in sorted(_SHAPES)]), names=st.tuples(*[st.sampled_from(["sgd", "clip"]) for _ in _SHAPES]))
+@given(
+    values=st.tuples(*[strategies.arrays(_SHAPES[k]) for k in sorted(_SHAPES)]),
+    names=st.tuples(*[st.sampled_from(["sgd", "clip"]) for _ in _SHAPES]),
+)
 def test_every_leaf_follows_its_labels_reference(values, names):
     """Generated values and a drawn label per leaf of {a: (3,), b: (2, 2),
     c: ()}: 'sgd' leaves equal ``references.sgd_updates`` (lr 0.1) and 'clip'
     leaves ``references_wrappers.clip`` (0.5)."""
-    grads = to_jax(dict(zip(sorted(_SHAPES), values)))
+    grads = to_jax(dict(zip(sorted(_SHAPES), values, strict=True)))
     tx, update = _jitted(names)
     updates, _ = update(grads, tx.init(grads), grads)
-    for got, g, name in zip(jax.tree.leaves(updates), leaves64(grads), names):
+    for got, g, name in zip(jax.tree.leaves(updates), leaves64(grads), names, strict=True):
         want = references.sgd_updates([g], 0.1)[0] if name == "sgd" else references_wrappers.clip([g], 0.5)[0]
         assert_close(got, want, dtype=jnp.float32, ulps=ELEMENTWISE if name == "sgd" else EXACT, what=name)
 
@@ -153,11 +165,17 @@ def test_trajectory_with_two_groups(dtype_name, schedule):
         ref_lr = references.linear_schedule(0.1, 0.02, 2) if schedule else 0.1
         params, grads = seeded_layer(steps=3, seed=51, scale=2.0)
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
-        tx = optax.multi_transform({"sgd": optax.sgd(lr, momentum=0.9), "clip": optax.chain(optax.clip(0.5), optax.sgd(lr))}, by_ndim)
+        tx = optax.multi_transform(
+            {"sgd": optax.sgd(lr, momentum=0.9), "clip": optax.chain(optax.clip(0.5), optax.sgd(lr))}, by_ndim
+        )
         steps = trajectories.run(tx, p0, gs, jit=True)
-        kernel = references.sgd_trajectory([leaves64(p0["kernel"])[0]], [[leaves64(g["kernel"])[0]] for g in gs], ref_lr, momentum=0.9)
-        bias = references.sgd_trajectory([leaves64(p0["bias"])[0]], [references_wrappers.clip([leaves64(g["bias"])[0]], 0.5) for g in gs], ref_lr)
-        want = [[b[0], k[0]] for b, k in zip(bias, kernel)]  # jax.tree.leaves order: bias, kernel
+        kernel = references.sgd_trajectory(
+            [leaves64(p0["kernel"])[0]], [[leaves64(g["kernel"])[0]] for g in gs], ref_lr, momentum=0.9
+        )
+        bias = references.sgd_trajectory(
+            [leaves64(p0["bias"])[0]], [references_wrappers.clip([leaves64(g["bias"])[0]], 0.5) for g in gs], ref_lr
+        )
+        want = [[b[0], k[0]] for b, k in zip(bias, kernel, strict=True)]  # jax.tree.leaves order: bias, kernel
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0)
         for k, s in enumerate(steps, 1):
             assert_dtype({"params": s.params, "updates": s.updates}, dtype, f"step {k}")
@@ -185,7 +203,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     tx = optax.multi_transform(transforms(), by_ndim)
     state = tx.init(params)
     other = jax.tree.map(lambda x: -3.0 * x, grads)
-    jit_parity.assert_jit_matches_eager(tx.update, [(grads, state, params), (other, state, params)], ulps=ELEMENTWISE, compare=updates_only)
+    jit_parity.assert_jit_matches_eager(
+        tx.update, [(grads, state, params), (other, state, params)], ulps=ELEMENTWISE, compare=updates_only
+    )
 
 
 @pytest.mark.negative

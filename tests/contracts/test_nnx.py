@@ -26,8 +26,8 @@ import pytest
 from flax import nnx
 
 from optax_gate.kit import guides
-from optax_gate.kit.training.models import MLP
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
+from optax_gate.kit.training.models import MLP
 from optax_gate.kit.trees import assert_dtype, leaves64
 
 
@@ -68,12 +68,14 @@ def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps():
     assert int(opt.step[...]) == 0 and opt.step[...].dtype == jnp.uint32
     updates = opt.update(m, grads)
     # update returns the applied updates: -lr * g, in the structure of the params.
-    assert jax.tree.structure(nnx.to_pure_dict(updates)) == jax.tree.structure(nnx.to_pure_dict(nnx.state(m, nnx.Param)))
-    for u, g in zip(leaves64(updates), leaves64(nnx.state(grads, nnx.Param))):
+    assert jax.tree.structure(nnx.to_pure_dict(updates)) == jax.tree.structure(
+        nnx.to_pure_dict(nnx.state(m, nnx.Param))
+    )
+    for u, g in zip(leaves64(updates), leaves64(nnx.state(grads, nnx.Param)), strict=True):
         assert_close(u, -LR * g, dtype=jnp.float32, ulps=ELEMENTWISE, what="returned update")
-    for p, g, new in zip(before, leaves64(nnx.state(grads, nnx.Param)), leaves64(nnx.state(m, nnx.Param))):
+    for p, g, new in zip(before, leaves64(nnx.state(grads, nnx.Param)), leaves64(nnx.state(m, nnx.Param)), strict=True):
         assert_close(new, p - LR * g, dtype=jnp.float32, ulps=ELEMENTWISE, scale=float(np.max(np.abs(p))), what="param")
-    for old, new in zip(stats, leaves64(nnx.state(m, nnx.BatchStat))):
+    for old, new in zip(stats, leaves64(nnx.state(m, nnx.BatchStat)), strict=True):
         assert_close(new, old, dtype=jnp.float32, ulps=EXACT, what="batch stats")
     assert int(opt.step[...]) == 1
 
@@ -89,9 +91,9 @@ def test_only_what_wrt_selects_is_updated():
     opt = nnx.Optimizer(m, optax.sgd(LR), wrt=wrt)
     frozen, moving = leaves64(nnx.state(m.linear1, nnx.Param)), leaves64(nnx.state(m.linear2, nnx.Param))
     opt.update(m, nnx.grad(loss_fn, argnums=nnx.DiffState(0, wrt))(m, x, y))
-    for old, new in zip(frozen, leaves64(nnx.state(m.linear1, nnx.Param))):
+    for old, new in zip(frozen, leaves64(nnx.state(m.linear1, nnx.Param)), strict=True):
         assert_close(new, old, dtype=jnp.float32, ulps=EXACT, what="linear1 (not selected)")
-    assert any(not np.array_equal(a, b) for a, b in zip(moving, leaves64(nnx.state(m.linear2, nnx.Param))))
+    assert any(not np.array_equal(a, b) for a, b in zip(moving, leaves64(nnx.state(m.linear2, nnx.Param)), strict=True))
 
 
 @pytest.mark.negative
@@ -126,8 +128,21 @@ def test_batchnorm_uses_and_updates_batch_statistics_only_in_train_mode():
     h = jnp.asarray(np.random.default_rng(3).normal(loc=5.0, size=(8, 4)), jnp.float32)
     bn.train()
     out = bn(h)
-    assert_close(bn.mean[...], 0.01 * np.mean(np.asarray(h, np.float64), axis=0), dtype=jnp.float32, ulps=reduction(8), what="running mean")
-    assert_close(np.mean(np.asarray(out, np.float64), axis=0), np.zeros(4), dtype=jnp.float32, ulps=reduction(8), scale=5.0, what="train output mean")
+    assert_close(
+        bn.mean[...],
+        0.01 * np.mean(np.asarray(h, np.float64), axis=0),
+        dtype=jnp.float32,
+        ulps=reduction(8),
+        what="running mean",
+    )
+    assert_close(
+        np.mean(np.asarray(out, np.float64), axis=0),
+        np.zeros(4),
+        dtype=jnp.float32,
+        ulps=reduction(8),
+        scale=5.0,
+        what="train output mean",
+    )
     bn.eval()
     before = np.asarray(bn.mean[...]).copy()
     bn(h)
@@ -156,9 +171,14 @@ def test_named_rng_streams_reproduce_and_order_matters():
     x1, _ = batch(seed=4)
     x2, _ = batch(seed=5)
     a, b = model(), model()
-    for p, q in zip(leaves64(nnx.state(a, nnx.Param)), leaves64(nnx.state(b, nnx.Param))):
+    for p, q in zip(leaves64(nnx.state(a, nnx.Param)), leaves64(nnx.state(b, nnx.Param)), strict=True):
         np.testing.assert_array_equal(p, q)
-    assert any(not np.array_equal(p, q) for p, q in zip(leaves64(nnx.state(a, nnx.Param)), leaves64(nnx.state(model(params_seed=9), nnx.Param))))
+    assert any(
+        not np.array_equal(p, q)
+        for p, q in zip(
+            leaves64(nnx.state(a, nnx.Param)), leaves64(nnx.state(model(params_seed=9), nnx.Param)), strict=True
+        )
+    )
     a.train()
     b.train()
     a1, a2 = np.asarray(a(x1)), np.asarray(a(x2))
@@ -214,5 +234,12 @@ def test_the_optimizer_api_the_guides_rely_on():
         return [(p.name, p.kind.name) for p in inspect.signature(fn).parameters.values()]
 
     init, update = shape(nnx.Optimizer.__init__), shape(nnx.Optimizer.update)
-    assert init[:4] == [("self", "POSITIONAL_OR_KEYWORD"), ("model", "POSITIONAL_OR_KEYWORD"), ("tx", "POSITIONAL_OR_KEYWORD"), ("wrt", "KEYWORD_ONLY")], init
-    assert update[:3] == [("self", "POSITIONAL_ONLY"), ("model", "POSITIONAL_ONLY"), ("grads", "POSITIONAL_ONLY")], update
+    assert init[:4] == [
+        ("self", "POSITIONAL_OR_KEYWORD"),
+        ("model", "POSITIONAL_OR_KEYWORD"),
+        ("tx", "POSITIONAL_OR_KEYWORD"),
+        ("wrt", "KEYWORD_ONLY"),
+    ], init
+    assert update[:3] == [("self", "POSITIONAL_ONLY"), ("model", "POSITIONAL_ONLY"), ("grads", "POSITIONAL_ONLY")], (
+        update
+    )

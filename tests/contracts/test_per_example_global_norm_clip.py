@@ -136,7 +136,7 @@ def test_matches_float64_reference(tree, clip):
     # Jitted with the threshold traced: one compilation per example, not one per eager op.
     summed, clipped = jax.jit(optax.per_example_global_norm_clip)(grads, jnp.float32(clip))
     want, want_count = references.per_example_global_norm_clip(leaves, float(np.float32(clip)))
-    for got, exp, scale in zip(jax.tree.leaves(summed), want, _clip_scale(leaves, clip)):
+    for got, exp, scale in zip(jax.tree.leaves(summed), want, _clip_scale(leaves, clip), strict=True):
         assert_close(got, exp, dtype=jnp.float32, ulps=tolerances.reduction(n_terms), scale=scale, what="clipped sum")
     assert int(clipped) == want_count
 
@@ -149,7 +149,7 @@ def test_each_clipped_example_norm_never_exceeds_threshold(tree, clip):
     grads = to_jax(tree)
     batch = jax.tree.leaves(grads)[0].shape[0]
     for b in range(batch):
-        one = jax.tree.map(lambda g: g[b : b + 1], grads)
+        one = jax.tree.map(lambda g, b=b: g[b : b + 1], grads)
         summed, _ = optax.per_example_global_norm_clip(one, l2_norm_clip=clip)
         n_terms = sum(x.size for x in jax.tree.leaves(summed))
         norm = float(np.sqrt(sum(np.sum(x**2) for x in leaves64(summed))))
@@ -173,7 +173,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
     # The count has JAX's default integer dtype: int64 only in x64 mode.
     assert clipped.shape == () and clipped.dtype == (jnp.int64 if dtype == jnp.float64 else jnp.int32)
     want, want_count = references.per_example_global_norm_clip(leaves64(grads), 1.0)
-    for got, exp in zip(jax.tree.leaves(summed), want):
+    for got, exp in zip(jax.tree.leaves(summed), want, strict=True):
         assert_close(got, exp, dtype=dtype, ulps=tolerances.reduction(10 + 3), what="clipped sum")
     assert int(clipped) == want_count
 
@@ -185,7 +185,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     new values compiles nothing."""
     grads = [jnp.array(GUIDE_GRADS), jnp.array([[1.0], [2.0]])]
     other = [jnp.array([[0.1, 0.2], [9.0, 9.0]]), jnp.array([[3.0], [0.0]])]
-    jit_parity.assert_jit_matches_eager(optax.per_example_global_norm_clip, [(grads, 1.0), (other, 1.0)], ulps=ELEMENTWISE, static_argnums=1)
+    jit_parity.assert_jit_matches_eager(
+        optax.per_example_global_norm_clip, [(grads, 1.0), (other, 1.0)], ulps=ELEMENTWISE, static_argnums=1
+    )
 
 
 @pytest.mark.acceptance
@@ -206,9 +208,14 @@ def test_dp_sgd_trajectory(dtype_name, schedule):
             summed, _ = optax.per_example_global_norm_clip(to_jax(g, dtype), l2_norm_clip=1.0)
             means.append(jax.tree.map(lambda s: s / 4, summed))
         steps = trajectories.run(optax.sgd(lr), p0, means)
-        ref_means = [[s / 4 for s in references.per_example_global_norm_clip(leaves64(to_jax(g, dtype)), 1.0)[0]] for g in per_example]
+        ref_means = [
+            [s / 4 for s in references.per_example_global_norm_clip(leaves64(to_jax(g, dtype)), 1.0)[0]]
+            for g in per_example
+        ]
         want = references.sgd_trajectory(leaves64(p0), ref_means, ref_lr)
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=tolerances.reduction(12))
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=tolerances.reduction(12)
+        )
         assert_dtype([s.params for s in steps], dtype, "params")
 
 
@@ -232,7 +239,7 @@ def test_edge_inputs(grads, sums, count):
     NaN is mapped to 1) and poisons its element of the sum; an inf example is
     counted and scaled by 0 (inf * 0 = NaN)."""
     summed, clipped = optax.per_example_global_norm_clip([jnp.asarray(g, jnp.float32) for g in grads], l2_norm_clip=1.0)
-    for got, want in zip(summed, sums):
+    for got, want in zip(summed, sums, strict=True):
         want = np.asarray(want, np.float64)
         assert got.shape == want.shape
         np.testing.assert_array_equal(np.isnan(np.asarray(got)), np.isnan(want))

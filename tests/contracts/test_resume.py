@@ -24,12 +24,15 @@ import numpy as np
 import pytest
 
 from optax_gate.kit import guides, tolerances
-from optax_gate.kit.training import resume
 from optax_gate.kit.tolerances import assert_close
+from optax_gate.kit.training import resume
 
 
 def per_setup():
-    return [pytest.param(s, id=s, marks=pytest.mark.contract(api=f"resume:{s}", guide=guides.NNX_TRANSFER)) for s in resume.SETUPS]
+    return [
+        pytest.param(s, id=s, marks=pytest.mark.contract(api=f"resume:{s}", guide=guides.NNX_TRANSFER))
+        for s in resume.SETUPS
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +102,14 @@ def test_training_continues_like_the_writer(checkpoints, setup):
         want = resume.control(checkpoints, setup, "averaged")
         scale = max(float(np.max(np.abs(v))) for v in want.values())
         for path, value in resume.flat(run.averaged).items():
-            assert_close(value, want[path], dtype="float32", ulps=tolerances.accumulated(3, tolerances.reduction(8)), scale=scale, what=f"averaged {path}")
+            assert_close(
+                value,
+                want[path],
+                dtype="float32",
+                ulps=tolerances.accumulated(3, tolerances.reduction(8)),
+                scale=scale,
+                what=f"averaged {path}",
+            )
 
 
 @pytest.mark.acceptance

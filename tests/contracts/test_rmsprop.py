@@ -36,7 +36,9 @@ from optax_gate.kit.references import optimizers as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
-pytestmark = pytest.mark.contract(api="optax.rmsprop", guide=guides.paper("Hinton 2012 lecture 6e; Graves 2013 eqs. 38-41 (centered)"))
+pytestmark = pytest.mark.contract(
+    api="optax.rmsprop", guide=guides.paper("Hinton 2012 lecture 6e; Graves 2013 eqs. 38-41 (centered)")
+)
 
 LR = 0.1
 PER_STEP = 4 * ELEMENTWISE
@@ -83,7 +85,9 @@ def test_momentum_trace_follows_the_learning_rate():
     u1, s = tx.update(g, tx.init(params), params)
     u2, _ = tx.update(g, s, params)
     assert_close(u1["w"], [-0.1 * np.sqrt(2.0)], dtype=jnp.float32, ulps=PER_STEP, what="step 1")
-    assert_close(u2["w"], [-0.1 / np.sqrt(3.0) + 0.5 * -0.1 * np.sqrt(2.0)], dtype=jnp.float32, ulps=2 * PER_STEP, what="step 2")
+    assert_close(
+        u2["w"], [-0.1 / np.sqrt(3.0) + 0.5 * -0.1 * np.sqrt(2.0)], dtype=jnp.float32, ulps=2 * PER_STEP, what="step 2"
+    )
 
 
 @pytest.mark.property
@@ -95,10 +99,19 @@ def test_two_steps_match_float64_reference(g1, g2, lr, centered):
     tx = optax.rmsprop(lr, centered=centered, eps_in_sqrt=False)
     u1, s = tx.update(g1, tx.init(g1))
     u2, _ = tx.update(g2, s)
-    _, want = ref.rmsprop_trajectory(leaves64(g1), [leaves64(g1), leaves64(g2)], lr, centered=centered, eps_in_sqrt=False)
-    for k, (got, exp) in enumerate(zip((u1, u2), want), 1):
-        for a, e in zip(jax.tree.leaves(got), exp):
-            assert_close(a, e, dtype=jnp.float32, ulps=k * PER_STEP, scale=float(np.max(np.abs(e), initial=lr)), what=f"update {k}")
+    _, want = ref.rmsprop_trajectory(
+        leaves64(g1), [leaves64(g1), leaves64(g2)], lr, centered=centered, eps_in_sqrt=False
+    )
+    for k, (got, exp) in enumerate(zip((u1, u2), want, strict=True), 1):
+        for a, e in zip(jax.tree.leaves(got), exp, strict=True):
+            assert_close(
+                a,
+                e,
+                dtype=jnp.float32,
+                ulps=k * PER_STEP,
+                scale=float(np.max(np.abs(e), initial=lr)),
+                what=f"update {k}",
+            )
 
 
 @pytest.mark.acceptance
@@ -115,9 +128,13 @@ def test_trajectory(dtype_name, schedule, variant):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         steps = trajectories.run(optax.rmsprop(lr, **VARIANTS[variant]), p0, gs)
         want, _ = ref.rmsprop_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, **VARIANTS[variant])
-        trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=PER_STEP)
+        trajectories.assert_follows_in(
+            dtype_name, schedule, [s.params for s in steps], want, initial=p0, per_step=PER_STEP
+        )
         for k, s in enumerate(steps, 1):
-            assert_dtype({"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True)
+            assert_dtype(
+                {"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True
+            )
 
 
 @pytest.mark.acceptance
@@ -156,7 +173,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     _, grads = seeded_layer(steps=2, seed=3)
     g1, g2 = [to_jax(g) for g in grads]
     tx = optax.rmsprop(LR, centered=True, momentum=0.9)
-    jit_parity.assert_jit_matches_eager(tx.update, [(g1, tx.init(g1)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE)
+    jit_parity.assert_jit_matches_eager(
+        tx.update, [(g1, tx.init(g1)), lambda previous: (g2, previous[1])], ulps=ELEMENTWISE
+    )
 
 
 @pytest.mark.negative

@@ -75,7 +75,14 @@ def contract(api):
 #: steps to check (every boundary, one either side, negative, far past the
 #: end), ULP budget, scale = largest hyperparameter magnitude).
 CASES = {
-    "constant": ("constant_schedule", lambda: optax.constant_schedule(0.5), ref.constant(0.5), [-3, 0, 1, 1000], EXACT, 0.5),
+    "constant": (
+        "constant_schedule",
+        lambda: optax.constant_schedule(0.5),
+        ref.constant(0.5),
+        [-3, 0, 1, 1000],
+        EXACT,
+        0.5,
+    ),
     "linear-delayed": (
         "linear_schedule",
         lambda: optax.linear_schedule(1.0, 0.1, transition_steps=4, transition_begin=2),
@@ -118,7 +125,9 @@ CASES = {
     ),
     "warmup-cosine-exponent": (
         "warmup_cosine_decay_schedule",
-        lambda: optax.warmup_cosine_decay_schedule(0.1, 1.0, warmup_steps=3, decay_steps=7, end_value=0.0, exponent=2.0),
+        lambda: optax.warmup_cosine_decay_schedule(
+            0.1, 1.0, warmup_steps=3, decay_steps=7, end_value=0.0, exponent=2.0
+        ),
         ref.warmup_cosine_decay(0.1, 1.0, 3, 7, 0.0, 2.0),
         [0, 2, 3, 4, 5, 7, 8],
         2 * ELEMENTWISE,
@@ -166,7 +175,10 @@ CASES = {
     ),
     "join": (
         "join_schedules",
-        lambda: optax.join_schedules([optax.constant_schedule(1.0), optax.linear_schedule(1.0, 0.0, 2), optax.cosine_decay_schedule(0.5, 4)], [3, 6]),
+        lambda: optax.join_schedules(
+            [optax.constant_schedule(1.0), optax.linear_schedule(1.0, 0.0, 2), optax.cosine_decay_schedule(0.5, 4)],
+            [3, 6],
+        ),
         ref.join([ref.constant(1.0), ref.linear(1.0, 0.0, 2), ref.cosine_decay(0.5, 4)], [3, 6]),
         [-1, 0, 2, 3, 4, 5, 6, 7, 8, 10, 11, 100],
         2 * ELEMENTWISE,
@@ -197,9 +209,11 @@ def test_values_at_every_boundary_step(name):
     piecewise boundaries, join boundaries), one step either side, a negative
     step and a step far past the end, the float32 value equals the float64
     documented formula within the case's budget."""
-    api, make, reference, steps, ulps, scale = CASES[name]
+    _api, make, reference, steps, ulps, scale = CASES[name]
     got = values(make(), steps)
-    assert_close(got, [reference(s) for s in steps], dtype=jnp.float32, ulps=ulps, scale=scale, what=f"{name} at {steps}")
+    assert_close(
+        got, [reference(s) for s in steps], dtype=jnp.float32, ulps=ulps, scale=scale, what=f"{name} at {steps}"
+    )
 
 
 @pytest.mark.golden
@@ -212,7 +226,14 @@ def test_warmup_ends_at_warmup_steps_with_peak_and_decays_to_end_value():
     (1 + cos(pi / 6)) / 2; steps 10, 11 = 0.2."""
     schedule = optax.warmup_cosine_decay_schedule(0.0, 1.0, warmup_steps=4, decay_steps=10, end_value=0.2)
     want = [0.75, 1.0, 0.2 + 0.8 * (1 + math.cos(math.pi / 6)) / 2, 0.2, 0.2]
-    assert_close(values(schedule, [3, 4, 5, 10, 11]), want, dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=1.0, what="warmup-cosine")
+    assert_close(
+        values(schedule, [3, 4, 5, 10, 11]),
+        want,
+        dtype=jnp.float32,
+        ulps=2 * ELEMENTWISE,
+        scale=1.0,
+        what="warmup-cosine",
+    )
 
 
 @pytest.mark.golden
@@ -221,7 +242,9 @@ def test_staircase_holds_each_value_for_transition_steps():
     """``staircase=True``: ``0.5 ** floor((t - 1) / 3)`` with begin 1 — steps
     1..3 give 1, 4..6 give 0.5, step 7 gives 0.25 (exact powers of two)."""
     schedule = optax.exponential_decay(1.0, transition_steps=3, decay_rate=0.5, transition_begin=1, staircase=True)
-    assert_close(values(schedule, range(1, 8)), [1, 1, 1, 0.5, 0.5, 0.5, 0.25], dtype=jnp.float32, ulps=EXACT, what="staircase")
+    assert_close(
+        values(schedule, range(1, 8)), [1, 1, 1, 0.5, 0.5, 0.5, 0.25], dtype=jnp.float32, ulps=EXACT, what="staircase"
+    )
 
 
 @pytest.mark.golden
@@ -280,7 +303,9 @@ def test_cosine_matches_formula_and_decays_monotonically(init, decay, alpha, exp
     0 on non-increasing, between ``alpha * init`` and ``init``."""
     got = _batched(optax.cosine_decay_schedule(init, decay, alpha, exponent))
     reference = ref.cosine_decay(init, decay, alpha, exponent)
-    assert_close(got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=init, what="cosine")
+    assert_close(
+        got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=init, what="cosine"
+    )
     _assert_monotone(got[_STEPS >= 0], False, init, "cosine")
     slack = 2 * ELEMENTWISE * 2.0**-23 * init
     assert np.all(got >= alpha * init - slack) and np.all(got <= init + slack)
@@ -295,14 +320,18 @@ def test_warmup_cosine_matches_formula_rises_then_falls(init, peak, end, warmup,
     init, end = min(init, peak), min(end, peak)
     got = _batched(optax.warmup_cosine_decay_schedule(init, peak, warmup, warmup + decay, end))
     reference = ref.warmup_cosine_decay(init, peak, warmup, warmup + decay, end)
-    assert_close(got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=peak, what="warmup-cosine")
-    _assert_monotone(got[_STEPS <= warmup], True, peak, "warmup")
-    _assert_monotone(got[_STEPS >= warmup], False, peak, "decay")
+    assert_close(
+        got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=peak, what="warmup-cosine"
+    )
+    _assert_monotone(got[warmup >= _STEPS], True, peak, "warmup")
+    _assert_monotone(got[warmup <= _STEPS], False, peak, "decay")
 
 
 @pytest.mark.property
 @contract("exponential_decay")
-@given(init=_value, steps=st.integers(1, 20), rate=st.floats(0.3, 0.99), begin=st.integers(0, 8), staircase=st.booleans())
+@given(
+    init=_value, steps=st.integers(1, 20), rate=st.floats(0.3, 0.99), begin=st.integers(0, 8), staircase=st.booleans()
+)
 def test_exponential_matches_formula_and_decays_monotonically(init, steps, rate, begin, staircase):
     """Against the formula (exponents here stay <= 40 * |ln 0.3| / 1, within
     the pow stage's budget); with ``rate < 1`` non-increasing."""
@@ -311,7 +340,14 @@ def test_exponential_matches_formula_and_decays_monotonically(init, steps, rate,
     want = np.array([reference(s) for s in _STEPS])
     # pow(rate, p) = exp(p ln rate): the rounding of p ln rate is amplified by |p ln rate|.
     amplification = max(1.0, float(np.max(np.abs((_STEPS - begin).clip(0) / steps * math.log(rate)))))
-    assert_close(got, want, dtype=jnp.float32, ulps=int(math.ceil(2 * ELEMENTWISE * amplification)), scale=init, what="exponential")
+    assert_close(
+        got,
+        want,
+        dtype=jnp.float32,
+        ulps=math.ceil(2 * ELEMENTWISE * amplification),
+        scale=init,
+        what="exponential",
+    )
     _assert_monotone(got, False, init, "exponential")
 
 
@@ -323,7 +359,14 @@ def test_piecewise_matches_formula_and_with_scales_below_one_never_rises(init, t
     never rises."""
     got = _batched(optax.piecewise_constant_schedule(init, table))
     reference = ref.piecewise_constant(init, table)
-    assert_close(got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=ELEMENTWISE * max(1, len(table)), scale=init, what="piecewise")
+    assert_close(
+        got,
+        [reference(s) for s in _STEPS],
+        dtype=jnp.float32,
+        ulps=ELEMENTWISE * max(1, len(table)),
+        scale=init,
+        what="piecewise",
+    )
     _assert_monotone(got, False, init, "piecewise")
 
 
@@ -334,9 +377,13 @@ def test_join_runs_each_schedule_from_its_boundary(a, b, boundary, decay):
     """``join([linear(a, b, 5), cosine(b, decay)], [boundary])``: before the
     boundary the linear schedule at ``t``, from it the cosine at
     ``t - boundary``."""
-    got = _batched(optax.join_schedules([optax.linear_schedule(a, b, 5), optax.cosine_decay_schedule(b, decay)], [boundary]))
+    got = _batched(
+        optax.join_schedules([optax.linear_schedule(a, b, 5), optax.cosine_decay_schedule(b, decay)], [boundary])
+    )
     reference = ref.join([ref.linear(a, b, 5), ref.cosine_decay(b, decay)], [boundary])
-    assert_close(got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=max(a, b), what="join")
+    assert_close(
+        got, [reference(s) for s in _STEPS], dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=max(a, b), what="join"
+    )
 
 
 # --------------------------------------------------------------------------- steps outside the schedule
@@ -358,8 +405,12 @@ def test_cosine_mirrors_negative_steps_and_holds_alpha_past_the_end():
     1 (below ``init_value``); at -T it is the floor ``alpha * init``. Past
     ``decay_steps`` the value stays ``alpha * init``."""
     got = values(optax.cosine_decay_schedule(1.0, decay_steps=4, alpha=0.25), [-4, -1, 1, 4, 5, 10**6])
-    assert_close(got, [0.25, got[2], got[2], 0.25, 0.25, 0.25], dtype=jnp.float32, ulps=EXACT, scale=1.0, what="mirrored")
-    assert_close(got[2], ref.cosine_decay(1.0, 4, 0.25)(1), dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=1.0, what="step 1")
+    assert_close(
+        got, [0.25, got[2], got[2], 0.25, 0.25, 0.25], dtype=jnp.float32, ulps=EXACT, scale=1.0, what="mirrored"
+    )
+    assert_close(
+        got[2], ref.cosine_decay(1.0, 4, 0.25)(1), dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=1.0, what="step 1"
+    )
 
 
 @pytest.mark.negative
@@ -367,7 +418,10 @@ def test_cosine_mirrors_negative_steps_and_holds_alpha_past_the_end():
 def test_warmup_cosine_holds_init_before_zero_and_end_value_past_the_end():
     """Negative steps: ``init_value`` (the warmup clamps); past
     ``decay_steps``: ``end_value``."""
-    got = values(optax.warmup_cosine_decay_schedule(0.1, 1.0, warmup_steps=2, decay_steps=6, end_value=0.05), [-50, -1, 6, 7, 10**6])
+    got = values(
+        optax.warmup_cosine_decay_schedule(0.1, 1.0, warmup_steps=2, decay_steps=6, end_value=0.05),
+        [-50, -1, 6, 7, 10**6],
+    )
     assert_close(got, [0.1, 0.1, 0.05, 0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, scale=1.0, what="outside")
 
 
@@ -404,7 +458,9 @@ def test_join_passes_negative_steps_to_the_first_schedule_unclamped():
     joined = optax.join_schedules([optax.cosine_decay_schedule(1.0, 4), optax.constant_schedule(0.1)], [4])
     got = values(joined, [-1, 1, 10**6])
     assert_close(got[0], got[1], dtype=jnp.float32, ulps=EXACT, what="mirrored")
-    assert_close(got[0], ref.cosine_decay(1.0, 4)(-1), dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=1.0, what="step -1")
+    assert_close(
+        got[0], ref.cosine_decay(1.0, 4)(-1), dtype=jnp.float32, ulps=2 * ELEMENTWISE, scale=1.0, what="step -1"
+    )
     assert_close(got[2], 0.1, dtype=jnp.float32, ulps=ELEMENTWISE, what="past")
 
 
@@ -426,7 +482,7 @@ def test_constant_returns_the_value_itself_at_any_step():
 def test_value_is_float32_for_int32_and_python_int_steps(name):
     """In JAX's default mode the value is a float32 array for an int32 step
     and for a Python int step, and the two agree bit for bit."""
-    api, make, reference, steps, ulps, scale = CASES[name]
+    _api, make, _reference, steps, _ulps, _scale = CASES[name]
     schedule = make()
     for s in steps[:3]:
         a, b = schedule(jnp.int32(s)), schedule(s)
@@ -444,7 +500,7 @@ def test_under_x64_an_int32_step_gives_a_float32_value(name):
     """With x64 on, the int32 ``count`` an optimizer state carries gives a
     float32 value (``count / transition_steps`` of an int32 and a Python int
     is float32): the pinned defect."""
-    api, make, *_ = CASES[name]
+    _api, make, *_ = CASES[name]
     with jax.enable_x64(True):
         assert jnp.result_type(make()(jnp.int32(3))) == jnp.float32
 
@@ -463,7 +519,14 @@ def test_under_x64_an_int64_or_python_step_gives_float64_accuracy(name):
         if api in ("cosine_decay_schedule", "piecewise_constant_schedule"):
             assert jnp.result_type(schedule(jnp.int32(steps[0]))) == jnp.float64
         want = [reference(s) for s in steps] * 2
-        assert_close(np.array([float(v) for v in got]), want, dtype=jnp.float64, ulps=max(ulps, ELEMENTWISE), scale=scale, what=name)
+        assert_close(
+            np.array([float(v) for v in got]),
+            want,
+            dtype=jnp.float64,
+            ulps=max(ulps, ELEMENTWISE),
+            scale=scale,
+            what=name,
+        )
 
 
 # --------------------------------------------------------------------------- jit
@@ -474,7 +537,7 @@ def test_under_x64_an_int64_or_python_step_gives_float64_accuracy(name):
 def test_jit_matches_eager_with_a_traced_step_and_compiles_once(name):
     """``jax.jit(schedule)`` called with int32 steps (traced) equals the eager
     value at every case step; after the first call no step compiles again."""
-    api, make, reference, steps, ulps, scale = CASES[name]
+    _api, make, _reference, steps, _ulps, scale = CASES[name]
     schedule = make()
     jitted = jax.jit(schedule)
     with recompilation.counting() as compiled:
@@ -554,5 +617,7 @@ def test_join_does_not_check_the_number_of_boundaries():
     """One schedule and one boundary: no error, the boundary is ignored
     (``zip``); three schedules and one boundary: the third never runs."""
     assert optax.join_schedules([optax.constant_schedule(1.0)], [3])(5) == 1.0
-    joined = optax.join_schedules([optax.constant_schedule(1.0), optax.constant_schedule(2.0), optax.constant_schedule(3.0)], [2])
+    joined = optax.join_schedules(
+        [optax.constant_schedule(1.0), optax.constant_schedule(2.0), optax.constant_schedule(3.0)], [2]
+    )
     assert_close(values(joined, [1, 2, 100]), [1.0, 2.0, 2.0], dtype=jnp.float32, ulps=EXACT, what="surplus schedule")

@@ -70,7 +70,13 @@ def test_updates_are_deltas_not_new_params():
     for params in ({"w": jnp.array([1.0, -1.0])}, {"w": jnp.array([100.0, 7.0])}):
         updates, _, new_params = one_step(optax.sgd(LR), params, grads)
         assert_close(updates["w"], [-0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="updates")
-        assert_close(new_params["w"], np.asarray(params["w"]) + [-0.05, 0.05], dtype=jnp.float32, ulps=ELEMENTWISE, what="new params")
+        assert_close(
+            new_params["w"],
+            np.asarray(params["w"]) + np.array([-0.05, 0.05]),
+            dtype=jnp.float32,
+            ulps=ELEMENTWISE,
+            what="new params",
+        )
 
 
 @pytest.mark.negative
@@ -95,7 +101,9 @@ def test_forgetting_the_returned_state_loses_momentum():
     _, state1 = tx.update(g1, state0, params)
     kept, _ = tx.update(g2, state1, params)
     forgot, _ = tx.update(g2, state0, params)
-    assert_close(kept["w"], [-0.1 * (0.25 + 0.45), -0.1 * (0.25 - 0.45)], dtype=jnp.float32, ulps=ELEMENTWISE, what="kept state")
+    assert_close(
+        kept["w"], [-0.1 * (0.25 + 0.45), -0.1 * (0.25 - 0.45)], dtype=jnp.float32, ulps=ELEMENTWISE, what="kept state"
+    )
     assert_close(forgot["w"], [-0.025, -0.025], dtype=jnp.float32, ulps=ELEMENTWISE, what="forgotten state")
 
 
@@ -147,9 +155,11 @@ def test_update_is_minus_lr_times_gradient(pair, lr):
     params, grads = to_jax(pair[0]), to_jax(pair[1])
     updates, _, new_params = one_step(optax.sgd(lr), params, grads)
     p64, g64 = leaves64(params), leaves64(grads)
-    for got, want in zip(jax.tree.leaves(updates), references.sgd_updates(g64, lr)):
+    for got, want in zip(jax.tree.leaves(updates), references.sgd_updates(g64, lr), strict=True):
         assert_close(got, want, dtype=jnp.float32, ulps=ELEMENTWISE, what="update")
-    for got, want, p, g in zip(jax.tree.leaves(new_params), references.sgd_trajectory(p64, [g64], lr)[0], p64, g64):
+    for got, want, p, g in zip(
+        jax.tree.leaves(new_params), references.sgd_trajectory(p64, [g64], lr)[0], p64, g64, strict=True
+    ):
         scale = max(float(np.max(np.abs(p))), float(np.max(np.abs(lr * g))))
         assert_close(got, want, dtype=jnp.float32, ulps=ELEMENTWISE, scale=scale, what="new params")
     assert jax.tree.structure(new_params) == jax.tree.structure(params)
@@ -168,7 +178,12 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
         for name in params:
             assert tree[name].shape == params[name].shape and tree[name].dtype == dtype, name
             assert bool(jnp.all(jnp.isfinite(tree[name]))), name
-    for got, want, p in zip(jax.tree.leaves(new_params), references.sgd_trajectory(leaves64(params), [leaves64(grads)], LR)[0], leaves64(params)):
+    for got, want, p in zip(
+        jax.tree.leaves(new_params),
+        references.sgd_trajectory(leaves64(params), [leaves64(grads)], LR)[0],
+        leaves64(params),
+        strict=True,
+    ):
         assert_close(got, want, dtype=dtype, ulps=ELEMENTWISE, scale=float(np.max(np.abs(p))), what="new params")
 
 
@@ -179,7 +194,9 @@ def test_jit_matches_eager_and_does_not_recompile():
     params, grads = guide_params()
     tx = optax.sgd(LR, momentum=0.9)
     jit_parity.assert_jit_matches_eager(
-        lambda p, g, s: one_step(tx, p, g, s), [(params, grads, tx.init(params)), lambda previous: (previous[2], grads, previous[1])], ulps=ELEMENTWISE
+        lambda p, g, s: one_step(tx, p, g, s),
+        [(params, grads, tx.init(params)), lambda previous: (previous[2], grads, previous[1])],
+        ulps=ELEMENTWISE,
     )
 
 
@@ -201,7 +218,9 @@ def test_trajectory(dtype_name, schedule, momentum):
         want = references.sgd_trajectory(leaves64(p0), [leaves64(g) for g in gs], ref_lr, **kwargs)
         trajectories.assert_follows_in(dtype_name, schedule, [s.params for s in steps], want, initial=p0)
         for k, s in enumerate(steps, 1):
-            assert_dtype({"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True)
+            assert_dtype(
+                {"params": s.params, "updates": s.updates, "state": s.state}, dtype, f"step {k}", ignore_integers=True
+            )
 
 
 @pytest.mark.negative

@@ -39,7 +39,7 @@ def _host(u) -> list[np.ndarray]:
 
 @pytest.mark.golden
 @_contract("skip_not_finite")
-@pytest.mark.parametrize("corner", REAL + ("complex", "complex_nan"))
+@pytest.mark.parametrize("corner", (*REAL, "complex", "complex_nan"))
 @pytest.mark.parametrize("mode", ["eager", "jit"])
 def test_skip_not_finite_counts_what_is_not_finite(corner, mode):
     """``num_not_finite`` is the count of NaN and inf elements (of either part of a complex one), ``should_skip``
@@ -48,7 +48,9 @@ def test_skip_not_finite_counts_what_is_not_finite(corner, mode):
     fn = function("skip_not_finite")
     skip, info = (jax.jit(fn) if mode == "jit" else fn)(u, jnp.int32(0), None)
     count = sum(int(np.sum(~np.isfinite(np.asarray(x).astype(np.complex128)))) for x in jax.tree.leaves(u))
-    assert int(info["num_not_finite"]) == count and bool(skip) is (count > 0) and bool(info["should_skip"]) is (count > 0)
+    assert (
+        int(info["num_not_finite"]) == count and bool(skip) is (count > 0) and bool(info["should_skip"]) is (count > 0)
+    )
 
 
 @pytest.mark.golden
@@ -63,7 +65,9 @@ def test_skip_large_updates_compares_the_sum_of_squares(corner):
     dtype = jax.tree.leaves(u)[0].dtype if jax.tree.leaves(u) else jnp.float32
     n = max(sum(x.size for x in _host(u)), 1)
     if np.isfinite(squares):
-        tolerances.assert_close(info["norm_squared"], squares, dtype=dtype, ulps=tolerances.reduction(n), what="norm_squared")
+        tolerances.assert_close(
+            info["norm_squared"], squares, dtype=dtype, ulps=tolerances.reduction(n), what="norm_squared"
+        )
     else:
         assert np.isnan(float(info["norm_squared"]))
     assert bool(skip) is (not squares < 10.0)
@@ -82,9 +86,13 @@ def test_multisteps_skips_the_update_its_function_skips(name, corner):
     state = tx.init(u)
     new, after = tx.update(u, state, u)
     host = _host(u)  # the decision from the definitions: a non-finite element; a sum of squares not below 10
-    skip = any(not np.all(np.isfinite(x)) for x in host) if name == "skip_not_finite" else not sum(float(np.sum(x**2)) for x in host) < 10.0
+    skip = (
+        any(not np.all(np.isfinite(x)) for x in host)
+        if name == "skip_not_finite"
+        else not sum(float(np.sum(x**2)) for x in host) < 10.0
+    )
     expected = [np.zeros_like(x) if skip else -x for x in host]
-    for got, want in zip(jax.tree.leaves(new), expected):
+    for got, want in zip(jax.tree.leaves(new), expected, strict=True):
         np.testing.assert_array_equal(np.asarray(got).astype(np.float64), want)
     assert int(after.gradient_step) == (0 if skip else 1) and bool(after.skip_state["should_skip"]) is skip
 

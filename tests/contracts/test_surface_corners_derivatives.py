@@ -27,7 +27,11 @@ GUIDE = (
 
 
 def _case(path):
-    return pytest.param(path, id=path, marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)), pytest.mark.snapshot])
+    return pytest.param(
+        path,
+        id=path,
+        marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)), pytest.mark.snapshot],
+    )
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in losses()])

@@ -33,7 +33,12 @@ GUIDE = (
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in inject_grid()],
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]
+        )
+        for p in inject_grid()
+    ],
 )
 def test_injected_hyperparameters(path, data_regression):
     """The outcome of a few updates of ``inject_hyperparams(<path>)`` at each corner (baseline snapshot)."""

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit.surface import generated as surface_generated
-
-from optax_gate.kit.surface.calls import CALLS, EXPECT
 from optax_gate.kit.corners.losses import loss_corners, loss_inputs, loss_outcomes
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.calls import CALLS, EXPECT
 
-GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes; JAX's jvp and grad"
+GUIDE = (
+    "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes; JAX's jvp and grad"
+)
 #: The losses the sweep calls directly (as ``test_surface_loss_edges.LOSSES``).
 LOSSES = [p for p, (kind, _, _) in CALLS.items() if kind == "loss" and p not in EXPECT and "make_" not in p]
 
@@ -36,7 +37,13 @@ TIMEOUT_S = 600
     "path",
     [
         pytest.param(
-            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot, pytest.mark.timeout(TIMEOUT_S)]
+            p,
+            id=p,
+            marks=[
+                pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)),
+                pytest.mark.snapshot,
+                pytest.mark.timeout(TIMEOUT_S),
+            ],
         )
         for p in LOSSES
     ],

@@ -35,7 +35,12 @@ GUIDE = (
 @pytest.mark.parametrize(
     ("path", "name"),
     [
-        pytest.param(p, n, id=f"{p}-{n}", marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
+        pytest.param(
+            p,
+            n,
+            id=f"{p}-{n}",
+            marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot],
+        )
         for p, n in range_grid()
     ],
 )
@@ -46,5 +51,7 @@ def test_hyperparameter_range(path, name, data_regression, original_datadir, req
     basename = re.sub(r"\W", "_", request.node.name)
     regen = request.config.getoption("force_regen") or request.config.getoption("regen_all")
     if not regen and not any(original_datadir.glob(basename + ".*")):
-        pytest.skip(f"new: {path} takes {name} here, which the baseline's {path} did not (no snapshot recorded at the baseline)")
+        pytest.skip(
+            f"new: {path} takes {name} here, which the baseline's {path} did not (no snapshot recorded at the baseline)"
+        )
     data_regression.check(range_record(path, name))

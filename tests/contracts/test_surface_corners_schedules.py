@@ -23,10 +23,9 @@ import warnings
 
 import pytest
 
-from optax_gate.kit.surface import generated as surface_generated
-
-from optax_gate.kit.surface.calls import CALLS
 from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT, schedule_record
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.calls import CALLS
 
 GUIDE = (
     "docs: optax 0.2.6 schedules' docstrings (optax/schedules/_schedule.py, _join.py): the arguments' meaning, "
@@ -37,7 +36,13 @@ SCHEDULES = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p 
 
 
 @pytest.mark.parametrize(
-    "path", [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in SCHEDULES]
+    "path",
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]
+        )
+        for p in SCHEDULES
+    ],
 )
 def test_schedule_corners(path, data_regression):
     """Values, dtypes and finiteness at each degenerate configuration and step form (baseline snapshot)."""

@@ -41,7 +41,14 @@ GUIDES = {
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDES[p])), pytest.mark.snapshot]) for p in THRESHOLDS],
+    [
+        pytest.param(
+            p,
+            id=p,
+            marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDES[p])), pytest.mark.snapshot],
+        )
+        for p in THRESHOLDS
+    ],
 )
 def test_threshold_corners(path, data_regression):
     """The outcome at, below and above the threshold (baseline snapshot)."""
@@ -58,7 +65,9 @@ def test_skip_large_updates_skips_at_the_bound():
     skip, aux = optax.skip_large_updates({"w": jnp.array([3.0, 4.0])}, jnp.array(0), None, bound)
     assert bool(skip) is True
     assert float(aux["norm_squared"]) == 25.0
-    keep, _ = optax.skip_large_updates({"w": jnp.array([3.0, 4.0])}, jnp.array(0), None, jnp.nextafter(bound, jnp.float32(jnp.inf)))
+    keep, _ = optax.skip_large_updates(
+        {"w": jnp.array([3.0, 4.0])}, jnp.array(0), None, jnp.nextafter(bound, jnp.float32(jnp.inf))
+    )
     assert bool(keep) is False
 
 
@@ -67,8 +76,14 @@ def test_skip_large_updates_skips_at_the_bound():
 #: max(0, 1 - s * t), ``clip`` each update clipped to [-max_delta, max_delta]), as float64 NumPy.
 DOCUMENTED = {
     "optax.safe_norm": (lambda t: optax.safe_norm(jnp.array([3.0, 4.0]), t), lambda t: max(5.0, float(t))),
-    "optax.safe_root_mean_squares": (lambda t: optax.safe_root_mean_squares(jnp.array([2.0, 2.0]), t), lambda t: max(2.0, float(t))),
-    "optax.losses.hinge_loss": (lambda t: optax.losses.hinge_loss(jnp.float32(t), jnp.float32(1.0)), lambda t: max(0.0, 1.0 - float(t))),
+    "optax.safe_root_mean_squares": (
+        lambda t: optax.safe_root_mean_squares(jnp.array([2.0, 2.0]), t),
+        lambda t: max(2.0, float(t)),
+    ),
+    "optax.losses.hinge_loss": (
+        lambda t: optax.losses.hinge_loss(jnp.float32(t), jnp.float32(1.0)),
+        lambda t: max(0.0, 1.0 - float(t)),
+    ),
     "optax.clip": (
         lambda t: optax.clip(t).update(jnp.array([1.0, -1.0]), optax.clip(t).init(jnp.zeros(2)))[0],
         lambda t: np.clip(np.array([1.0, -1.0]), -float(t), float(t)),
@@ -79,7 +94,11 @@ DOCUMENTED = {
 @pytest.mark.acceptance
 @pytest.mark.parametrize(
     ("path", "point"),
-    [pytest.param(p, pt, id=f"{p}-{pt}", marks=[pytest.mark.contract(api=p, guide=GUIDES[p])]) for p in DOCUMENTED for pt in POINTS],
+    [
+        pytest.param(p, pt, id=f"{p}-{pt}", marks=[pytest.mark.contract(api=p, guide=GUIDES[p])])
+        for p in DOCUMENTED
+        for pt in POINTS
+    ],
 )
 def test_documented_value_at_the_threshold(path, point):
     """The value at, below and above the threshold is the documented one (float64 reference of the

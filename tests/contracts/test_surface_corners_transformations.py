@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit.surface import generated as surface_generated
-
 from optax_gate.kit.corners.transformations import transformation_grid, transformation_record
+from optax_gate.kit.surface import generated as surface_generated
 
 GUIDE = (
     "docs: optax 0.2.6 transformations' docstrings (optax/_src/alias.py, transform.py, contrib/*.py): each "
@@ -36,7 +35,12 @@ GUIDE = (
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in transformation_grid()],
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]
+        )
+        for p in transformation_grid()
+    ],
 )
 def test_transformation_corners(path, data_regression):
     """Updates' and state's dtypes, the update's norm, finiteness or the error at each corner (baseline snapshot)."""

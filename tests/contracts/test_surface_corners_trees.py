@@ -15,17 +15,24 @@ from __future__ import annotations
 
 import pytest
 
+from optax_gate.kit.corners.trees import TREE_CALLS, TREES, tree_case_id, tree_outcome
 from optax_gate.kit.surface import generated as surface_generated
 
-from optax_gate.kit.corners.trees import TREE_CALLS, TREES, tree_case_id, tree_outcome
-
-GUIDE = "docs: optax 0.2.6 tree utilities' docstrings (optax/tree_utils/_tree_math.py, _casting.py): any PyTree of arrays"
+GUIDE = (
+    "docs: optax 0.2.6 tree utilities' docstrings (optax/tree_utils/_tree_math.py, _casting.py): any PyTree of arrays"
+)
 
 
 @pytest.mark.parametrize(
     ("path", "form", "kwargs"),
     [
-        pytest.param(p, f, kw, id=tree_case_id(p, kw), marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot])
+        pytest.param(
+            p,
+            f,
+            kw,
+            id=tree_case_id(p, kw),
+            marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot],
+        )
         for p, f, kw in TREE_CALLS
     ],
 )

@@ -29,7 +29,13 @@ GUIDE = (
 
 
 @pytest.mark.parametrize(
-    "path", [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in paths()]
+    "path",
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]
+        )
+        for p in paths()
+    ],
 )
 def test_wrapped_corners(path, data_regression):
     """Each wrapper's first update against the bare one, and the empty PyTree (baseline snapshot)."""

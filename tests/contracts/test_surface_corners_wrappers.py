@@ -27,7 +27,10 @@ GUIDE = (
 )
 
 
-@pytest.mark.parametrize("wrapper", [pytest.param(w, id=w, marks=[pytest.mark.contract(api=w, guide=GUIDE), pytest.mark.snapshot]) for w in WRAPPERS])
+@pytest.mark.parametrize(
+    "wrapper",
+    [pytest.param(w, id=w, marks=[pytest.mark.contract(api=w, guide=GUIDE), pytest.mark.snapshot]) for w in WRAPPERS],
+)
 def test_wrapper_corners(wrapper, data_regression):
     """Params and state dtypes after a scan, per inner optimizer and param dtype (baseline snapshot)."""
     imag: dict[str, str] = {}

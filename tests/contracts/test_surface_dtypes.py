@@ -18,7 +18,6 @@ from __future__ import annotations
 import pytest
 
 from optax_gate.kit.surface import generated as surface_generated
-
 from optax_gate.kit.surface import probe as surface_probe
 from optax_gate.kit.surface.table import TRANSFORMATIONS
 
@@ -29,7 +28,10 @@ SLOW_TIMEOUT_S = 600
 
 
 def _case(entry, dtype):
-    marks = [pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)), pytest.mark.snapshot]
+    marks = [
+        pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)),
+        pytest.mark.snapshot,
+    ]
     if entry.slow:
         marks.append(pytest.mark.timeout(SLOW_TIMEOUT_S))
     return pytest.param(entry.path, dtype, marks=marks, id=f"{entry.path}-{dtype}")

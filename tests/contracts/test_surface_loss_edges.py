@@ -29,11 +29,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate.kit.surface import generated as surface_generated
-
-from optax_gate.kit.surface import build as surface_build
-from optax_gate.kit.surface.calls import CALLS, EXPECT, LOGITS, TARGET_ARG
 from optax_gate.kit.corners.losses import sweep_inputs
+from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface import generated as surface_generated
+from optax_gate.kit.surface.calls import CALLS, EXPECT, LOGITS, TARGET_ARG
 
 GUIDE = "docs: optax 0.2.6 losses' docstrings (optax/losses/*.py): the arguments' meaning and shapes"
 
@@ -68,7 +67,10 @@ def _describe(thunk) -> str:
         return f"raises {type(exc).__name__}"
     leaves = [np.asarray(x) for x in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
     bad = [~np.isfinite(x) for x in leaves]
-    marks = " | ".join(f"{x.dtype}{list(x.shape)} " + "".join("X" if v else "." for v in b.ravel()) for x, b in zip(leaves, bad))
+    marks = " | ".join(
+        f"{x.dtype}{list(x.shape)} " + "".join("X" if v else "." for v in b.ravel())
+        for x, b in zip(leaves, bad, strict=True)
+    )
     return ("non-finite " if any(b.any() for b in bad) else "ok ") + marks
 
 
@@ -81,9 +83,14 @@ def outcome(path: str, edge: str) -> dict[str, str]:
 
     def total(x):
         out = fn(x, *args[1:], **kwargs)
-        return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating))
+        return sum(
+            jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
+        )
 
-    return {"loss_value": _describe(lambda: fn(*args, **kwargs)), "loss_grad": _describe(lambda: jax.grad(total)(first))}
+    return {
+        "loss_value": _describe(lambda: fn(*args, **kwargs)),
+        "loss_grad": _describe(lambda: jax.grad(total)(first)),
+    }
 
 
 CASES = [(p, e) for p in LOSSES for e in EDGES if e != "neg_inf_logits" or p in LOGITS]
@@ -91,7 +98,15 @@ CASES = [(p, e) for p in LOSSES for e in EDGES if e != "neg_inf_logits" or p in 
 
 @pytest.mark.parametrize(
     ("path", "edge"),
-    [pytest.param(p, e, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot], id=f"{p}-{e}") for p, e in CASES],
+    [
+        pytest.param(
+            p,
+            e,
+            marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot],
+            id=f"{p}-{e}",
+        )
+        for p, e in CASES
+    ],
 )
 def test_loss_edge(path, edge, data_regression):
     """The value and gradient at an edge input: which come out non-finite or raise (baseline snapshot)."""

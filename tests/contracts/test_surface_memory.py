@@ -33,7 +33,10 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
     262,232 (0.308 times as many: the update needs less memory)``),
     or the error the compilation raises now or no longer (``raises ValueError -> argument_bytes 413,716``)."""
     if "raises" in expected or "raises" in obtained:
-        text = {k: ", ".join(f"{n} {v:,}" if isinstance(v, int) else f"raises {v}" for n, v in r.items()) for k, r in (("e", expected), ("o", obtained))}
+        text = {
+            k: ", ".join(f"{n} {v:,}" if isinstance(v, int) else f"raises {v}" for n, v in r.items())
+            for k, r in (("e", expected), ("o", obtained))
+        }
         return [] if expected == obtained else [f"{text['e']} -> {text['o']}"]
     out = []
     for name, e in expected.items():
@@ -43,7 +46,8 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
             ratio = (
                 "gone"
                 if o is None
-                else (f"{o / e:.3g} times as many" if e else "from none") + (": the update needs more memory" if o > e else ": the update needs less memory")
+                else (f"{o / e:.3g} times as many" if e else "from none")
+                + (": the update needs more memory" if o > e else ": the update needs less memory")
             )
             out.append(f"{name.replace('_', ' ')} {e:,} -> {'none' if o is None else format(o, ',')} ({ratio})")
     return out
@@ -51,12 +55,19 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
 
 @pytest.mark.parametrize(
     "path",
-    [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in memory_paths()],
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]
+        )
+        for p in memory_paths()
+    ],
 )
 def test_compiled_memory(path, data_regression, original_datadir, request):
     """Argument, output and temporary bytes of the jitted update, within MEMORY_RTOL and MEMORY_ATOL of the baseline's (snapshot)."""
     if backend() != "cpu":
-        pytest.skip(f"the compiled-memory snapshot is of CPU; this is {backend()}, whose compiler assigns buffers otherwise")
+        pytest.skip(
+            f"the compiled-memory snapshot is of CPU; this is {backend()}, whose compiler assigns buffers otherwise"
+        )
     try:
         record: dict[str, int | str] = dict(memory_record(path))
     except Exception as exc:  # the baseline's outcome: scale_by_muon's default raises (ledger)
@@ -67,4 +78,7 @@ def test_compiled_memory(path, data_regression, original_datadir, request):
         data_regression.check(record, basename=basename)  # records it, explicitly asked (or fails: no snapshot)
         return
     changes = _changes(yaml.safe_load(snapshot.read_text()), record)
-    assert not changes, f"compiled memory changed (by more than {MEMORY_RTOL:.0%} and more than {MEMORY_ATOL:,} bytes): " + "; ".join(changes)
+    assert not changes, (
+        f"compiled memory changed (by more than {MEMORY_RTOL:.0%} and more than {MEMORY_ATOL:,} bytes): "
+        + "; ".join(changes)
+    )

@@ -74,7 +74,9 @@ def test_known(path):
     if path not in CANONICAL or canonical in generated.kinds or path in generated.aliases:
         kind = generated.kinds.get(canonical) or surface_enum.classify(path, PUBLIC.get(path))
         if optax.__version__ == BASELINE_OPTAX:
-            pytest.fail(f"{path} ({kind}) is public in the baseline but in no surface table: add it to optax_gate.kit.surface.table or surface_calls")
+            pytest.fail(
+                f"{path} ({kind}) is public in the baseline but in no surface table: add it to optax_gate.kit.surface.table or surface_calls"
+            )
         if canonical in generated.by_hand:  # contracted by hand, beside the tables
             assert callable(surface_build.resolve(path)), f"{path} is no longer callable"
             return
@@ -89,7 +91,7 @@ def test_known(path):
 
 
 def _called(path):
-    kind, _, call = CALLS[path]
+    _kind, _, _call = CALLS[path]
     expected, defect = EXPECT.get(path, ("ok", None))
     marks = _mark(path, pytest.mark.acceptance if expected == "ok" else pytest.mark.snapshot, defect)
     return pytest.param(path, expected, marks=marks, id=path)
@@ -128,7 +130,9 @@ def _numeric(tree) -> dict[str, np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=_mark(p, pytest.mark.snapshot), id=p) for p in CALLS if p not in EXPECT])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, marks=_mark(p, pytest.mark.snapshot), id=p) for p in CALLS if p not in EXPECT]
+)
 def test_values(path, ndarrays_regression):
     """The call's numeric result (baseline snapshot)."""
     values = _numeric(_call(path))
@@ -151,7 +155,14 @@ def test_schedule_eager_jit(path):
     under_jit = np.array([jitted(jnp.asarray(s, jnp.int32)) for s in SCHEDULE_STEPS], np.float64)
     assert np.all(np.isfinite(as_int)), f"non-finite at Python-int steps: {as_int}"
     for name, got in (("int32", as_int32), ("jit", under_jit)):
-        tolerances.assert_close(got, as_int, dtype="float32", ulps=2 * tolerances.ELEMENTWISE, scale=1.0, what=f"{path} at {name} steps {SCHEDULE_STEPS}")
+        tolerances.assert_close(
+            got,
+            as_int,
+            dtype="float32",
+            ulps=2 * tolerances.ELEMENTWISE,
+            scale=1.0,
+            what=f"{path} at {name} steps {SCHEDULE_STEPS}",
+        )
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=_mark(p), id=p) for p in LOSSES])
@@ -170,7 +181,9 @@ def test_loss_grad(path):
 
     def total(x):
         out = fn(x, *args[1:], **kwargs)
-        return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating))
+        return sum(
+            jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
+        )
 
     direction = jnp.linspace(-1.0, 1.0, first.size, dtype=jnp.float32).reshape(first.shape)
     grad = jax.grad(total)(first)

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import pytest
 
-from optax_gate.kit.surface import generated as surface_generated
-
 from optax_gate.kit import tolerances
 from optax_gate.kit.surface import edges as surface_edges
+from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.surface import probe as surface_probe
 from optax_gate.kit.surface.table import TRANSFORMATIONS
 
@@ -60,7 +59,9 @@ def _case(entry, prop):
     return pytest.param(entry.path, prop, expected, marks=marks, id=f"{entry.path}-{prop}")
 
 
-@pytest.mark.parametrize(("path", "prop", "expected"), [_case(e, prop) for e in CONTRACTED for prop in surface_probe.PROPERTIES])
+@pytest.mark.parametrize(
+    ("path", "prop", "expected"), [_case(e, prop) for e in CONTRACTED for prop in surface_probe.PROPERTIES]
+)
 def test_protocol(path, prop, expected):
     """init/update structure, shape and dtype; the state as a ``jax.lax.scan``
     carry; jit equal to eager; no recompilation on a second step; ``None``
@@ -79,7 +80,11 @@ def _snapshot(entry):
     return pytest.param(
         entry.path,
         id=entry.path,
-        marks=[pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)), pytest.mark.snapshot, *_timeout(entry)],
+        marks=[
+            pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)),
+            pytest.mark.snapshot,
+            *_timeout(entry),
+        ],
     )
 
 
@@ -101,7 +106,9 @@ def test_nonfinite_and_state(path, data_regression):
     """Which update leaves are non-finite for NaN/inf gradients, a NaN param
     and zero edge hyperparameters; the state's signature after one step
     (baseline snapshot)."""
-    data_regression.check({"nonfinite": surface_probe.protocol(path)["nonfinite"], "state": surface_probe.state_signature(path)})
+    data_regression.check(
+        {"nonfinite": surface_probe.protocol(path)["nonfinite"], "state": surface_probe.state_signature(path)}
+    )
 
 
 #: The APIs with an edge hyperparameter (``surface_edges.names``).

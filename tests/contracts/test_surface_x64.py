@@ -28,15 +28,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from optax_gate.kit.surface import generated as surface_generated
-
 from optax_gate.kit import tolerances
 from optax_gate.kit.surface import build as surface_build
+from optax_gate.kit.surface import generated as surface_generated
 from optax_gate.kit.surface.calls import CALLS, EXPECT, SCHEDULE_STEPS
 
 GUIDE = "docs: JAX jax_enable_x64 (64-bit mode); optax 0.2.6 schedules' and losses' docstrings"
 #: The schedules and the losses the sweep calls directly (as ``test_surface_sweep.SCHEDULES``/``LOSSES``).
-PATHS = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" or (kind == "loss" and p not in EXPECT and "make_" not in p)]
+PATHS = [
+    p
+    for p, (kind, _, _) in CALLS.items()
+    if kind == "schedule" or (kind == "loss" and p not in EXPECT and "make_" not in p)
+]
 
 
 def _numeric(tree) -> dict[str, np.ndarray]:
@@ -59,7 +62,9 @@ def outputs(path: str) -> dict[str, np.ndarray] | str:
             if kind == "schedule":
                 return {
                     "x64_python_int_steps": np.stack([np.asarray(result(s)) for s in SCHEDULE_STEPS]),
-                    "x64_int32_steps": np.stack([np.asarray(result(jnp.asarray(s, jnp.int32))) for s in SCHEDULE_STEPS]),
+                    "x64_int32_steps": np.stack(
+                        [np.asarray(result(jnp.asarray(s, jnp.int32))) for s in SCHEDULE_STEPS]
+                    ),
                 }
             return _numeric(result)
     except Exception as exc:  # the outcome is the exception's type
@@ -67,7 +72,11 @@ def outputs(path: str) -> dict[str, np.ndarray] | str:
 
 
 def _case(path):
-    return pytest.param(path, id=path, marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)), pytest.mark.snapshot])
+    return pytest.param(
+        path,
+        id=path,
+        marks=[pytest.mark.contract(api=path, guide=surface_generated.guide(path, GUIDE)), pytest.mark.snapshot],
+    )
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in PATHS])
@@ -77,7 +86,12 @@ def test_x64_dtype(path, data_regression):
     if isinstance(out, str):
         data_regression.check({"x64": out})
         return
-    data_regression.check({k: f"{a.dtype}[{', '.join(map(str, a.shape))}] {'finite' if np.all(np.isfinite(a)) else 'non-finite'}" for k, a in out.items()})
+    data_regression.check(
+        {
+            k: f"{a.dtype}[{', '.join(map(str, a.shape))}] {'finite' if np.all(np.isfinite(a)) else 'non-finite'}"
+            for k, a in out.items()
+        }
+    )
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in PATHS])

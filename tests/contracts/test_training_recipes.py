@@ -31,14 +31,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from optax_gate.kit import dtypes, jit_parity, pinned, strategies, tolerances, trajectories
+from optax_gate.kit.jit_parity import updates_only
 from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, signature, to_jax
-from optax_gate.kit.jit_parity import updates_only
 
 RECIPE = "recipe:adamw+warmup-cosine+clip"
 MULTI = "recipe:multisteps(adamw+warmup-cosine+clip)"
-SOURCE = "paper: Kingma & Ba 2015 Alg. 1; Loshchilov & Hutter 2019 Alg. 2; Pascanu et al. 2013 Alg. 1 (Optax's adamw recipe)"
+SOURCE = (
+    "paper: Kingma & Ba 2015 Alg. 1; Loshchilov & Hutter 2019 Alg. 2; Pascanu et al. 2013 Alg. 1 (Optax's adamw recipe)"
+)
 pytestmark = pytest.mark.contract(api=RECIPE, guide=SOURCE)
 
 
@@ -75,7 +77,7 @@ def scan_run(tx, params, grads_per_step):
         return (p, s), p
 
     (_, state), ps = jax.jit(lambda p, gs: jax.lax.scan(body, (p, tx.init(p)), gs))(params, stacked)
-    return [jax.tree.map(lambda x: x[k], ps) for k in range(len(grads_per_step))], state
+    return [jax.tree.map(lambda x, k=k: x[k], ps) for k in range(len(grads_per_step))], state
 
 
 @pytest.mark.golden
@@ -93,7 +95,14 @@ def test_learning_rate_read_off_a_constant_sign_gradient():
     for k, lr in enumerate(lrs, 1):
         got = np.asarray(ps[k - 1]["w"], np.float64)
         # Measured against the params' magnitude (1): each params value is rounded once.
-        assert_close(got - prev, -lr * np.array([1.0, -1.0]), dtype=jnp.float32, ulps=PER_STEP, scale=1.0, what=f"update at step {k}")
+        assert_close(
+            got - prev,
+            -lr * np.array([1.0, -1.0]),
+            dtype=jnp.float32,
+            ulps=PER_STEP,
+            scale=1.0,
+            what=f"update at step {k}",
+        )
         prev = got
 
 
@@ -108,7 +117,13 @@ def test_first_step_is_sign_plus_decay_times_lr():
     tx = recipe()
     params = {"w": jnp.array([1.0, -1.0])}
     updates, _ = jax.jit(tx.update)({"w": jnp.array([3.0, -4.0])}, tx.init(params), params)
-    assert_close(updates["w"], [-1.1e-3, 1.1e-3], dtype=jnp.float32, ulps=PER_STEP + tolerances.bias_correction(0.999, 1, "float32"), what="first update")
+    assert_close(
+        updates["w"],
+        [-1.1e-3, 1.1e-3],
+        dtype=jnp.float32,
+        ulps=PER_STEP + tolerances.bias_correction(0.999, 1, "float32"),
+        what="first update",
+    )
 
 
 @pytest.mark.property
@@ -124,10 +139,16 @@ def test_three_steps_match_the_float64_recipe(values, lr, wd, max_norm):
     ``references_wrappers.adamw_recipe``."""
     params, _ = seeded_layer(steps=0, seed=71)
     grads = [{"kernel": k, "bias": b} for k, b in values]
-    got = _traced_recipe(to_jax(params), [to_jax(g) for g in grads], jnp.float32(lr), jnp.float32(wd), jnp.float32(max_norm))
+    got = _traced_recipe(
+        to_jax(params), [to_jax(g) for g in grads], jnp.float32(lr), jnp.float32(wd), jnp.float32(max_norm)
+    )
     p32 = leaves64(to_jax(params))
     want = references_wrappers.adamw_recipe(
-        p32, [leaves64(to_jax(g)) for g in grads], float(np.float32(lr)), weight_decay=float(np.float32(wd)), max_norm=float(np.float32(max_norm))
+        p32,
+        [leaves64(to_jax(g)) for g in grads],
+        float(np.float32(lr)),
+        weight_decay=float(np.float32(wd)),
+        max_norm=float(np.float32(max_norm)),
     )
     trajectories.assert_follows(got, want, dtype="float32", initial=to_jax(params), per_step=PER_STEP)
 
@@ -153,7 +174,9 @@ def test_trajectory_of_the_recipe(dtype_name, schedule):
         params, grads = seeded_layer(steps=4, seed=72, scale=2.0)
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         ps, state = scan_run(recipe(None if schedule else 1e-2), p0, gs)
-        want = references_wrappers.adamw_recipe(leaves64(p0), [leaves64(g) for g in gs], ref_lr(schedule), weight_decay=WD, max_norm=MAX_NORM)
+        want = references_wrappers.adamw_recipe(
+            leaves64(p0), [leaves64(g) for g in gs], ref_lr(schedule), weight_decay=WD, max_norm=MAX_NORM
+        )
         trajectories.assert_follows_in(dtype_name, schedule, ps, want, initial=p0, per_step=PER_STEP)
         assert_dtype(ps, dtype, "params")
         assert_dtype(state, dtype, "state", ignore_integers=True)
@@ -172,11 +195,15 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
         p0, gs = to_jax(params, dtype), [to_jax(g, dtype) for g in grads]
         ps, _ = scan_run(optax.MultiSteps(recipe(None if schedule else 1e-2), every_k_schedule=2), p0, gs)
         emitted = references_wrappers.adamw_recipe(
-            leaves64(p0), references_wrappers.multi_steps_means([leaves64(g) for g in gs], 2), ref_lr(schedule), weight_decay=WD, max_norm=MAX_NORM
+            leaves64(p0),
+            references_wrappers.multi_steps_means([leaves64(g) for g in gs], 2),
+            ref_lr(schedule),
+            weight_decay=WD,
+            max_norm=MAX_NORM,
         )
         want = [leaves64(p0), emitted[0], emitted[0], emitted[1], emitted[1], emitted[2]]
         trajectories.assert_follows_in(dtype_name, schedule, ps, want, initial=p0, per_step=PER_STEP)
-        for a, b in zip(jax.tree.leaves(ps[0]), jax.tree.leaves(p0)):
+        for a, b in zip(jax.tree.leaves(ps[0]), jax.tree.leaves(p0), strict=True):
             np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64))
         assert_dtype(ps, dtype, "params")
 
@@ -187,7 +214,10 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
     [
         pytest.param("plain", marks=contract("recipe:scan-carry")),
         pytest.param("multi-steps", marks=contract("recipe:scan-carry(multisteps)")),
-        pytest.param("mu-bfloat16", marks=[contract("recipe:scan-carry(mu-bfloat16)"), pytest.mark.configuration(mu_dtype="bfloat16")]),
+        pytest.param(
+            "mu-bfloat16",
+            marks=[contract("recipe:scan-carry(mu-bfloat16)"), pytest.mark.configuration(mu_dtype="bfloat16")],
+        ),
     ],
 )
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "float16"])
@@ -224,7 +254,9 @@ def test_a_none_gradient_leaf_gives_a_none_update():
     tx = recipe()
     updates, _ = tx.update(g, tx.init(p0), p0)
     assert updates["bias"] is None
-    want = references_wrappers.adamw_recipe(leaves64(p0["kernel"]), [leaves64(g["kernel"])], ref_lr(True), weight_decay=WD, max_norm=MAX_NORM)[0][0]
+    want = references_wrappers.adamw_recipe(
+        leaves64(p0["kernel"]), [leaves64(g["kernel"])], ref_lr(True), weight_decay=WD, max_norm=MAX_NORM
+    )[0][0]
     assert_close(
         np.asarray(p0["kernel"], np.float64) + np.asarray(updates["kernel"], np.float64),
         want,
@@ -267,7 +299,10 @@ def test_apply_updates_refuses_a_none_update_for_an_array_param():
 
 @contract("recipe:zero-gradients-low-precision")
 @pytest.mark.negative
-@pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", pytest.param("float16", marks=pytest.mark.known_defect("adam-float16-zero-gradient-nan"))])
+@pytest.mark.parametrize(
+    "dtype_name",
+    ["float32", "bfloat16", pytest.param("float16", marks=pytest.mark.known_defect("adam-float16-zero-gradient-nan"))],
+)
 def test_zero_gradients_in_low_precision(dtype_name):
     """Two steps of all-zero gradients, lr 1e-2, wd 0.1: in float32 and
     bfloat16 Adam's direction is 0 / (0 + eps) = 0 and the update is the decay
@@ -284,7 +319,7 @@ def test_zero_gradients_in_low_precision(dtype_name):
         if dtype_name == "float16":
             assert all(bool(jnp.all(jnp.isnan(x))) for x in jax.tree.leaves(updates)), f"step {k}"
             continue
-        for got, want in zip(jax.tree.leaves(updates), leaves64(p)):
+        for got, want in zip(jax.tree.leaves(updates), leaves64(p), strict=True):
             assert_close(got, -1e-3 * want, dtype=dtype, ulps=2 * ELEMENTWISE, what=f"step {k}")
         p = optax.apply_updates(p, updates)
 
@@ -300,7 +335,7 @@ def test_a_zero_clipping_threshold_zeroes_the_gradient():
     p, g = to_jax(params), to_jax(grads[0])
     tx = recipe(1e-2, max_norm=0.0)
     updates, _ = tx.update(g, tx.init(p), p)
-    for got, want in zip(jax.tree.leaves(updates), leaves64(p)):
+    for got, want in zip(jax.tree.leaves(updates), leaves64(p), strict=True):
         assert_close(got, -1e-3 * want, dtype=jnp.float32, ulps=2 * ELEMENTWISE, what="update")
 
 
@@ -338,9 +373,11 @@ def test_inject_hyperparams_adam_stays_with_adam_for_50_steps():
     for run in (injected, plain):
         trajectories.assert_follows(run, want, dtype="float32", initial=p0, per_step=2 * ELEMENTWISE)
     scale = max(float(np.max(np.abs(x))) for step in want for x in step)
-    for k, (a, b) in enumerate(zip(injected, plain), 1):
-        for x, y in zip(leaves64(a), leaves64(b)):
-            assert_close(x, y, dtype=jnp.float32, ulps=tolerances.INJECT_DRIFT, scale=scale, what=f"injected vs adam at step {k}")
+    for k, (a, b) in enumerate(zip(injected, plain, strict=True), 1):
+        for x, y in zip(leaves64(a), leaves64(b), strict=True):
+            assert_close(
+                x, y, dtype=jnp.float32, ulps=tolerances.INJECT_DRIFT, scale=scale, what=f"injected vs adam at step {k}"
+            )
 
 
 @contract("recipe:inject_hyperparams(adam)")

@@ -208,7 +208,10 @@ def check(case: Case, t: Any, t2: Any) -> None:
     if dtype is None:  # integers only: the value is exact
         _compare(got, want, None, EXACT, None, case.id)
         return
-    terms = sum(float(np.sum(abs(x) * (abs(y) if case.form == "two" else 1))) for x, y in zip(xs, ys if case.form == "two" else xs))
+    terms = sum(
+        float(np.sum(abs(x) * (abs(y) if case.form == "two" else 1)))
+        for x, y in zip(xs, ys if case.form == "two" else xs, strict=True)
+    )
     scale = (terms or None) if case.budget == "sum" else None
     _compare(got, want, dtype, reduction(n), scale, case.id)
 
@@ -243,7 +246,12 @@ def _marks(case: Case, kind: Any) -> list[Any]:
 
 @pytest.mark.parametrize(
     ("case", "corner"),
-    [pytest.param(c, name, id=f"{c.id}-{name}", marks=_marks(c, pytest.mark.acceptance)) for c in CASES for name in TREES if _defined(c, tree(name))],
+    [
+        pytest.param(c, name, id=f"{c.id}-{name}", marks=_marks(c, pytest.mark.acceptance))
+        for c in CASES
+        for name in TREES
+        if _defined(c, tree(name))
+    ],
 )
 def test_value_on_corner_tree(case, corner):
     """The utility's value on the corner PyTree equals its float64 reference within the module's budget."""
@@ -253,8 +261,12 @@ def test_value_on_corner_tree(case, corner):
 @functools.cache
 def _trees(complex_leaves: bool, elements: bool) -> st.SearchStrategy[tuple[Any, Any]]:
     """Pairs of generated PyTrees of one structure and dtypes (one strategy object each: hypothesis validates it once)."""
-    dtypes = strategies.TYPED_DTYPES if complex_leaves else tuple(d for d in strategies.TYPED_DTYPES if d != "complex64")
-    return strategies.typed_pytrees(dtypes, empty_leaves=not elements).flatmap(lambda t: st.tuples(st.just(t), strategies.typed_like(t)))
+    dtypes = (
+        strategies.TYPED_DTYPES if complex_leaves else tuple(d for d in strategies.TYPED_DTYPES if d != "complex64")
+    )
+    return strategies.typed_pytrees(dtypes, empty_leaves=not elements).flatmap(
+        lambda t: st.tuples(st.just(t), strategies.typed_like(t))
+    )
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_marks(c, pytest.mark.property)) for c in CASES])

@@ -27,7 +27,9 @@ from optax_gate.kit.references import wrappers as references_wrappers
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
 from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 
-pytestmark = pytest.mark.contract(api="optax.zero_nans", guide="docs: optax.zero_nans (replaces NaNs with 0; found_nan per leaf)")
+pytestmark = pytest.mark.contract(
+    api="optax.zero_nans", guide="docs: optax.zero_nans (replaces NaNs with 0; found_nan per leaf)"
+)
 
 NAN, INF = float("nan"), float("inf")
 
@@ -83,7 +85,7 @@ def test_matches_float64_reference(tree, data):
     updates = to_jax(jax.tree.unflatten(treedef, poisoned))
     got, state = zero(updates)
     want, found = references_wrappers.zero_nans(leaves64(updates))
-    for a, e in zip(jax.tree.leaves(got), want):
+    for a, e in zip(jax.tree.leaves(got), want, strict=True):
         assert_close(a, e, dtype=jnp.float32, ulps=EXACT, what="zeroed")
     assert [bool(f) for f in jax.tree.leaves(state.found_nan)] == found
 
@@ -131,8 +133,10 @@ def test_jit_matches_eager_and_does_not_recompile():
     u1, u2 = {"a": jnp.array([NAN, 2.0])}, {"a": jnp.array([3.0, NAN])}
     state = tx.init(u1)
     jitted, _ = jit_parity.run(tx.update, [(u1, state), (u2, state)])
-    for got, u in zip(jitted, (u1, u2)):
-        assert_close(got[0]["a"], np.asarray(zero(u)[0]["a"], np.float64), dtype=jnp.float32, ulps=EXACT, what="jit vs eager")
+    for got, u in zip(jitted, (u1, u2), strict=True):
+        assert_close(
+            got[0]["a"], np.asarray(zero(u)[0]["a"], np.float64), dtype=jnp.float32, ulps=EXACT, what="jit vs eager"
+        )
     assert bool(jitted[1][1].found_nan["a"])
 
 

@@ -133,21 +133,51 @@ def collect(python: str) -> tuple[str, list[list[str]], dict[str, str]]:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "api_reach_plugin.py").write_text(_PLUGIN)
         out = Path(tmp) / "rows.json"
-        env = {**os.environ, "PYTHONPATH": f"{tmp}:{ROOT / 'src'}", "API_REACH_OUT": str(out), "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{tmp}:{ROOT / 'src'}",
+            "API_REACH_OUT": str(out),
+            "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+        }
         rows: list[list[str]] = []
         for folder in ("tests/contracts", "tests/contracts/multidevice"):
             subprocess.run(
-                [python, "-m", "pytest", folder, "--collect-only", "-q", "-p", "api_reach_plugin", "-p", "no:cacheprovider"],
+                [
+                    python,
+                    "-m",
+                    "pytest",
+                    folder,
+                    "--collect-only",
+                    "-q",
+                    "-p",
+                    "api_reach_plugin",
+                    "-p",
+                    "no:cacheprovider",
+                ],
                 cwd=ROOT,
                 env=env,
                 capture_output=True,
                 check=True,
             )
             rows += json.loads(out.read_text())
-        surface = json.loads(subprocess.run([python, "-c", _SURFACE], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout)
+        surface = json.loads(
+            subprocess.run(
+                [python, "-c", _SURFACE], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+            ).stdout
+        )
         named = sorted({api for _, api in rows if _NAME.fullmatch(api)})
         resolves = set(
-            json.loads(subprocess.run([python, "-c", _RESOLVES], cwd=ROOT, env=env, input=json.dumps(named), capture_output=True, text=True, check=True).stdout)
+            json.loads(
+                subprocess.run(
+                    [python, "-c", _RESOLVES],
+                    cwd=ROOT,
+                    env=env,
+                    input=json.dumps(named),
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
         )
     reach: dict[str, set[str]] = {}
     for nodeid, api in rows:
@@ -187,17 +217,24 @@ def render(envs: list[tuple[str, list[list[str]], dict[str, str]]]) -> str:
         *[f"| `{k}` | {v} |" for k, v in LEGEND.items()],
         "",
         f"{len(names)} APIs (objects) in all; "
-        + "; ".join(f"optax {v}: {sum(1 for g in groups if g[0] in reach)} of its {len(groups)} reached by a contract" for v, groups, reach in envs)
+        + "; ".join(
+            f"optax {v}: {sum(1 for g in groups if g[0] in reach)} of its {len(groups)} reached by a contract"
+            for v, groups, reach in envs
+        )
         + ".",
         "",
         "| API | " + " | ".join(f"optax {v}" for v in versions) + " |",
         "|---|" + "---|" * len(versions),
     ]
     for first in sorted(names):
-        shown = ", ".join(f"`{n}`" for n in names[first][:3]) + (f" (+{len(names[first]) - 3})" if len(names[first]) > 3 else "")
+        shown = ", ".join(f"`{n}`" for n in names[first][:3]) + (
+            f" (+{len(names[first]) - 3})" if len(names[first]) > 3 else ""
+        )
         cells = []
         for _, groups, reach in envs:
-            group = next((g for g in groups if first in g), None)  # its row there: aliases are keyed by their first name
+            group = next(
+                (g for g in groups if first in g), None
+            )  # its row there: aliases are keyed by their first name
             cells.append("not in this release" if group is None else reach.get(group[0], "—"))
         lines.append(f"| {shown} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -205,7 +242,9 @@ def render(envs: list[tuple[str, list[list[str]], dict[str, str]]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--python", action="append", required=True, help="an environment's interpreter (give the baseline first)")
+    parser.add_argument(
+        "--python", action="append", required=True, help="an environment's interpreter (give the baseline first)"
+    )
     parser.add_argument("--out", default=str(ROOT / "docs" / "api-reach.md"))
     args = parser.parse_args(argv)
     text = render([collect(p) for p in args.python])

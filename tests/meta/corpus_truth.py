@@ -104,7 +104,7 @@ def run_program(python, folder, workdir, timeout, pythonpath=None):
     start = time.monotonic()
     timed_out = False
     try:
-        proc = subprocess.run(cmd, cwd=copy, env=_clean_env(pythonpath), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=copy, env=_clean_env(pythonpath), capture_output=True, timeout=timeout)
         rc, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         timed_out = True
@@ -247,7 +247,7 @@ def _json_first_diff(a, b, path="$"):
     if isinstance(a, list):
         if len(a) != len(b):
             return f"{path}: length {len(a)} vs {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             d = _json_first_diff(x, y, f"{path}[{i}]")
             if d:
                 return d
@@ -383,8 +383,7 @@ def make_hybrid(candidate, package="optax", also=()):
         out = subprocess.run(
             [candidate, "-c", f"import os, {name}; print(os.path.dirname({name}.__file__))"],
             env=_clean_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            capture_output=True,
             text=True,
             check=name == package,
         )
@@ -451,10 +450,7 @@ def evaluate(name, corpus, baseline, candidate, timeout, repeat, hybrid_path=Non
 
 
 def _fmt_truth(row):
-    if row["truth"] == "same":
-        text = "same"
-    else:
-        text = f"differs: {row['first_difference']}"
+    text = "same" if row["truth"] == "same" else f"differs: {row['first_difference']}"
     if row["deterministic"] is False:
         text = f"NOT DETERMINISTIC ({row['nondeterminism']}); " + text
     return text
@@ -474,7 +470,9 @@ def print_table(rows, width=150):
         print(f"{r['program']:<{name_w}} | {exp:<8} | {secs:<11}{born} | {_fmt_truth(r)}{mark}")
     if attribute:
         print()
-        print("born in: optax = baseline vs (baseline + candidate optax) differ; jax = (baseline + candidate optax) vs candidate differ")
+        print(
+            "born in: optax = baseline vs (baseline + candidate optax) differ; jax = (baseline + candidate optax) vs candidate differ"
+        )
         for r in rows:
             if r.get("optax_alone") or r.get("rest_alone"):
                 print(f"  {r['program']}:")
@@ -498,9 +496,15 @@ def main(argv=None):
     parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="corpus folder (default: %(default)s)")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per program run (default: %(default)s)")
     parser.add_argument("--no-repeat", action="store_true", help="skip the second baseline run (determinism check)")
-    parser.add_argument("--attribute", action="store_true", help="also run baseline python + candidate optax, to tell Optax-born from JAX-born differences")
     parser.add_argument(
-        "--four", action="store_true", help="with --attribute, also the candidate python + baseline optax (with chex, toolz): all four environments"
+        "--attribute",
+        action="store_true",
+        help="also run baseline python + candidate optax, to tell Optax-born from JAX-born differences",
+    )
+    parser.add_argument(
+        "--four",
+        action="store_true",
+        help="with --attribute, also the candidate python + baseline optax (with chex, toolz): all four environments",
     )
     parser.add_argument(
         "--xla-flags",
@@ -534,17 +538,33 @@ def main(argv=None):
     for name in names:
         print(f"... {name}", file=sys.stderr, flush=True)
         row = evaluate(
-            name, args.corpus, os.path.abspath(args.baseline), os.path.abspath(args.candidate), args.timeout, not args.no_repeat, hybrid_path, old_optax_path
+            name,
+            args.corpus,
+            os.path.abspath(args.baseline),
+            os.path.abspath(args.candidate),
+            args.timeout,
+            not args.no_repeat,
+            hybrid_path,
+            old_optax_path,
         )
         rows.append(row)
-        print(f"    {_fmt_truth(row)}  [{row['baseline_seconds']:.1f}s/{row['candidate_seconds']:.1f}s]", file=sys.stderr, flush=True)
+        print(
+            f"    {_fmt_truth(row)}  [{row['baseline_seconds']:.1f}s/{row['candidate_seconds']:.1f}s]",
+            file=sys.stderr,
+            flush=True,
+        )
     for path in (hybrid_path, old_optax_path):
         if path:
             shutil.rmtree(path, ignore_errors=True)
     print_table(rows)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"baseline": args.baseline, "candidate": args.candidate, "numpy": np is not None, "programs": rows}, f, indent=2, default=str)
+            json.dump(
+                {"baseline": args.baseline, "candidate": args.candidate, "numpy": np is not None, "programs": rows},
+                f,
+                indent=2,
+                default=str,
+            )
     return 0 if all(r["ok"] for r in rows) else 1
 
 

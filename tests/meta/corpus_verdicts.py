@@ -40,9 +40,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from optax_gate.gate.team_run import recording  # noqa: E402
-from optax_gate.gate.team_run import judging  # noqa: E402
 from optax_gate.gate import assemble  # noqa: E402
+from optax_gate.gate.team_run import judging, recording  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
 
 CORPUS = ROOT / "tests" / "meta" / "teams" / "corpus"
@@ -55,7 +54,9 @@ def plain_seconds(python: str, folder: Path, timeout: float) -> float:
         shutil.copytree(folder, work / "team")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "OPTAX_GATE_TRACE")}
         start = time.monotonic()
-        subprocess.run([os.path.abspath(python), "train.py"], cwd=work / "team", env=env, capture_output=True, timeout=timeout)
+        subprocess.run(
+            [os.path.abspath(python), "train.py"], cwd=work / "team", env=env, capture_output=True, timeout=timeout
+        )
         return time.monotonic() - start
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -153,7 +154,14 @@ def main(argv=None) -> int:
     parser.add_argument("--json")
     parser.add_argument("--timeout", type=float, default=300)
     args = parser.parse_args(argv)
-    names = [n for n in (args.only.split(",") if args.only else sorted(p.name for p in CORPUS.iterdir() if (p / "train.py").is_file()))]
+    names = [
+        n
+        for n in (
+            args.only.split(",")
+            if args.only
+            else sorted(p.name for p in CORPUS.iterdir() if (p / "train.py").is_file())
+        )
+    ]
     rows = []
     for name in names:
         row = verdict_of(name, args.baseline, args.candidate, args.timeout)
@@ -164,7 +172,10 @@ def main(argv=None) -> int:
             f"by value {row['by_value']}/{row['calls']}  overhead {row['overhead']}x",
             flush=True,
         )
-        print(f"    {'bit for bit' if row['bit_for_bit'] else 'not bit for bit'}; born: {' | '.join(row['born']) or '-'}", flush=True)
+        print(
+            f"    {'bit for bit' if row['bit_for_bit'] else 'not bit for bit'}; born: {' | '.join(row['born']) or '-'}",
+            flush=True,
+        )
         noise = row["ensemble"] or {}
         print(
             f"    truth born in {row['born_in'] or '-'}; ensemble: {noise.get('members', '-')} members"

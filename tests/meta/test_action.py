@@ -101,7 +101,11 @@ def fake_side(tmp_path: Path, side: str) -> Path:
     site = tmp_path / "envs" / side / "lib" / "python3.12" / "site-packages" / "optax"
     site.mkdir(parents=True)
     (site / "__init__.py").write_text(TINY_OPTAX[side])
-    python.write_text(FAKE_PYTHON.format(python=sys.executable, version="0.2.6" if side == "baseline" else "0.2.8", plugins=probe.pytest_plugins()))
+    python.write_text(
+        FAKE_PYTHON.format(
+            python=sys.executable, version="0.2.6" if side == "baseline" else "0.2.8", plugins=probe.pytest_plugins()
+        )
+    )
     python.chmod(0o755)
     return python
 
@@ -142,7 +146,12 @@ def action_env(tmp_path: Path, team: Path, **inputs: str) -> dict[str, str]:
 
 def run_action(tmp_path: Path, team: Path, **inputs: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=action_env(tmp_path, team, **inputs), capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "optax_gate.action", "gate"],
+        cwd=team,
+        env=action_env(tmp_path, team, **inputs),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     outputs = dict(line.split("=", 1) for line in (tmp_path / "github-output").read_text().splitlines())
     return proc, outputs
@@ -157,8 +166,16 @@ def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contr
     report = json.loads(report_md.with_name("report.json").read_text())
     rows = {r["id"]: (r["api"], r["guide"], r["change"]) for r in report["contracts"]}
     assert rows == {
-        "contracts/test_scale.py::test_halves_the_update": ("optax.scale", "team: src/teamapp/train.py halves the updates", "broken"),
-        "contracts/test_clip.py::test_clips_at_max_delta": ("optax.clip", "team: src/teamapp/train.py clips at 1", "unchanged"),
+        "contracts/test_scale.py::test_halves_the_update": (
+            "optax.scale",
+            "team: src/teamapp/train.py halves the updates",
+            "broken",
+        ),
+        "contracts/test_clip.py::test_clips_at_max_delta": (
+            "optax.clip",
+            "team: src/teamapp/train.py clips at 1",
+            "unchanged",
+        ),
     }
     scale = next(f for f in report["findings"] if f.get("api") == "optax.scale")
     assert scale["your_code"] == ["src/teamapp/train.py:3"]  # relative to the team's workspace, where the gate started
@@ -171,7 +188,11 @@ def test_a_team_repository_gets_a_report_naming_its_call_sites_and_its_two_contr
 
 def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_path):
     """A second folder of the team's (given by its absolute path) holds a contract that fails in the baseline."""
-    fixed = CONTRACTS["test_scale.py"].replace("[1.0, -2.0]", "[2.0, -4.0]").replace("test_halves_the_update", "test_doubles")
+    fixed = (
+        CONTRACTS["test_scale.py"]
+        .replace("[1.0, -2.0]", "[2.0, -4.0]")
+        .replace("test_halves_the_update", "test_doubles")
+    )
     team = team_repo(tmp_path, {"test_clip.py": CONTRACTS["test_clip.py"]})
     shutil.copytree(team / "contracts", tmp_path / "ours")
     (tmp_path / "ours" / "test_clip.py").unlink()
@@ -179,7 +200,9 @@ def test_a_team_contract_failing_in_the_baseline_is_not_verified_naming_it(tmp_p
     proc, outputs = run_action(tmp_path, team, contracts=f"contracts {tmp_path / 'ours'}")
     assert outputs["verdict"] == "not-verified" and proc.returncode == 2
     report = json.loads(Path(outputs["report"]).with_name("report.json").read_text())
-    assert any("ours/test_scale.py::test_doubles" in r and "fail in the baseline" in r for r in report["reasons"]), report["reasons"]
+    assert any("ours/test_scale.py::test_doubles" in r and "fail in the baseline" in r for r in report["reasons"]), (
+        report["reasons"]
+    )
 
 
 BROKEN_MODULES = {  # a contract module that does not compile: its bytes, and what the refusal says after the folder
@@ -205,7 +228,9 @@ def test_a_missing_empty_or_broken_contracts_folder_is_refused_before_anything_i
         (team / "nothing" / "sub" / "test_broken.py").write_bytes(BROKEN_MODULES[case][0])
     proc, outputs = run_action(tmp_path, team, contracts="nothing")
     assert proc.returncode == 2 and outputs["verdict"] == "not-verified"
-    why = {"missing": " does not exist", "empty": " holds no contract module (test_*.py)"}.get(case) or BROKEN_MODULES[case][1]
+    why = {"missing": " does not exist", "empty": " holds no contract module (test_*.py)"}.get(case) or BROKEN_MODULES[
+        case
+    ][1]
     assert f"--contracts nothing (= {team / 'nothing'}){why}" in proc.stderr, proc.stderr
     assert not (tmp_path / "gate-envs").exists() and "running the contracts" not in proc.stderr
 
@@ -231,7 +256,9 @@ def test_a_refusal_after_a_judged_run_shows_the_refusal_while_the_folder_keeps_t
     assert proc.returncode == 1 and judged["verdict"] == "fail", proc.stdout + proc.stderr
     out = tmp_path / "runner-temp" / "optax-gate"
     judged_md = (out / "report.md").read_text()
-    assert Path(judged["report"]).read_text() == judged_md and Path(judged["report-folder"]) == (out / "latest").resolve()
+    assert (
+        Path(judged["report"]).read_text() == judged_md and Path(judged["report-folder"]) == (out / "latest").resolve()
+    )
     (tmp_path / "summary.md").unlink()
     proc, refused = action(contracts="nothing")  # refused: the folder does not exist
     assert proc.returncode == 2 and refused["verdict"] == "not-verified" and refused["exit-status"] == "2"
@@ -271,7 +298,14 @@ def test_the_report_folder_is_optax_gate_in_the_workspace_outside_github(tmp_pat
         monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
     args_file = tmp_path / "gate-args.json"
     monkeypatch.setenv(
-        "OPTAX_GATE_ACTION_GATE", json.dumps([sys.executable, "-c", f"import json, sys; json.dump(sys.argv[1:], open({str(args_file)!r}, 'w')); sys.exit(2)"])
+        "OPTAX_GATE_ACTION_GATE",
+        json.dumps(
+            [
+                sys.executable,
+                "-c",
+                f"import json, sys; json.dump(sys.argv[1:], open({str(args_file)!r}, 'w')); sys.exit(2)",
+            ]
+        ),
     )
     assert action_run.gate() == 2
     args = json.loads(args_file.read_text())
@@ -309,10 +343,18 @@ def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, fact
     contracts run under each mutant; a mutant that changes nothing is a problem (the check can fail)."""
     team = team_repo(tmp_path, {"test_scale.py": CONTRACTS["test_scale.py"]})
     (team / "contracts" / "scale_mutants.py").write_text(
-        MUTANTS_FILE.format(name="doubles" if caught else "same", what="doubles the step size" if caught else "changes nothing", factor=factor)
+        MUTANTS_FILE.format(
+            name="doubles" if caught else "same",
+            what="doubles the step size" if caught else "changes nothing",
+            factor=factor,
+        )
     )
     site = fake_side(tmp_path, "baseline").parent.parent / "lib" / "python3.12" / "site-packages"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]), "OPTAX_GATE_INVOKED_FROM": str(team)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), str(ROOT / "src")]),
+        "OPTAX_GATE_INVOKED_FROM": str(team),
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "optax_gate.mutants", "--contracts", "contracts", "--area", "team-tiny-scale"],
         cwd=ROOT,
@@ -324,13 +366,26 @@ def test_the_mutants_check_runs_a_team_folder_outside_the_project(tmp_path, fact
     if caught:
         assert proc.returncode == 0 and "1 contracts, 1 mutants, 0 problems" in proc.stdout, proc.stdout + proc.stderr
     else:
-        assert proc.returncode == 1 and "mutant team-tiny-scale-same (changes nothing) is caught by no contract" in proc.stdout
+        assert (
+            proc.returncode == 1
+            and "mutant team-tiny-scale-same (changes nothing) is caught by no contract" in proc.stdout
+        )
 
 
 def test_a_pass_without_a_readable_report_is_not_verified(tmp_path):
     team = team_repo(tmp_path)
-    env = {**action_env(tmp_path, team), "OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", "pass"])}  # exit 0, no report
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.action", "gate"], cwd=team, env=env, capture_output=True, text=True, timeout=60)
+    env = {
+        **action_env(tmp_path, team),
+        "OPTAX_GATE_ACTION_GATE": json.dumps([sys.executable, "-c", "pass"]),
+    }  # exit 0, no report
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate.action", "gate"],
+        cwd=team,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "report.json cannot be read" in proc.stderr
     assert "verdict=not-verified\nexit-status=2\nreport=\n" in (tmp_path / "github-output").read_text()
 
@@ -342,11 +397,16 @@ def test_the_compilation_cache_key_starts_anew_with_a_new_jaxlib_and_not_for_an_
         monkeypatch.delenv(name)
     monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
     monkeypatch.setenv("GITHUB_RUN_ID", "77")
-    (tmp_path / "base.txt").write_text("jax==0.11.2 \\\n    --hash=sha256:aa\njaxlib==0.11.2 \\\n    --hash=sha256:bb\n")
+    (tmp_path / "base.txt").write_text(
+        "jax==0.11.2 \\\n    --hash=sha256:aa\njaxlib==0.11.2 \\\n    --hash=sha256:bb\n"
+    )
     (tmp_path / "cand.txt").write_text("jaxlib==0.12.0.1 \\\n    --hash=sha256:cc\noptax==0.2.8\n")
     monkeypatch.setenv("INPUT_BASELINE_LOCK", "base.txt")
     monkeypatch.setenv("INPUT_CANDIDATE", "optax==0.2.8")
-    assert action_run.jax_cache_key("Linux") == ("jax-Linux-0.11.2-same-77-1", "jax-Linux-0.11.2-same-\njax-Linux-0.11.2-")
+    assert action_run.jax_cache_key("Linux") == (
+        "jax-Linux-0.11.2-same-77-1",
+        "jax-Linux-0.11.2-same-\njax-Linux-0.11.2-",
+    )
     monkeypatch.setenv("INPUT_CANDIDATE", "optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1")
     assert action_run.jax_cache_key("Linux")[0] == "jax-Linux-0.11.2-0.12.0.1-77-1"
     monkeypatch.delenv("INPUT_CANDIDATE")

@@ -83,7 +83,9 @@ def setup(tmp_path, status=None):
 
 
 def comment(env):
-    return subprocess.run([sys.executable, "-m", "optax_gate.action", "comment"], env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "optax_gate.action", "comment"], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_one_comment_created_then_updated_in_place(tmp_path):
@@ -102,8 +104,13 @@ def test_one_comment_created_then_updated_in_place(tmp_path):
     assert second.returncode == 0 and "updated (comment 101)" in second.stdout
     comments = json.loads(state.read_text())["comments"]
     assert [c["id"] for c in comments] == [7, 101], "a second comment was added instead of updating the first"
-    assert "# Optax upgrade gate: PASS" in comments[1]["body"] and comments[1]["body"].rstrip().endswith("/artifacts/5)")
-    methods = [call[call.index("-X") + 1] if "-X" in call else "GET" for call in map(json.loads, (tmp_path / "gh-calls.jsonl").read_text().splitlines())]
+    assert "# Optax upgrade gate: PASS" in comments[1]["body"] and comments[1]["body"].rstrip().endswith(
+        "/artifacts/5)"
+    )
+    methods = [
+        call[call.index("-X") + 1] if "-X" in call else "GET"
+        for call in map(json.loads, (tmp_path / "gh-calls.jsonl").read_text().splitlines())
+    ]
     assert methods == ["GET", "POST", "GET", "PATCH"]
 
 
@@ -117,7 +124,7 @@ def test_a_token_without_permission_posts_nothing_and_says_so(tmp_path):
 
 
 def test_outside_a_pull_request_nothing_is_posted(tmp_path):
-    env, state = setup(tmp_path)
+    env, _state = setup(tmp_path)
     Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps({"schedule": "17 5 * * 1"}))
     proc = comment(env)
     assert proc.returncode == 0 and "not a pull request" in proc.stdout
@@ -135,7 +142,7 @@ def test_outside_a_pull_request_nothing_is_posted(tmp_path):
 )
 def test_the_token_input_reaches_gh_outside_github_and_its_absence_is_said(tmp_path, given, seen):
     """``INPUT_TOKEN`` (docs/action.md: the inputs as ``INPUT_*``) is gh's ``GH_TOKEN`` when that is unset or empty."""
-    env, state = setup(tmp_path)
+    env, _state = setup(tmp_path)
     proc = comment({**env, **given})
     assert proc.returncode == 0 and "created on team/repo#42" in proc.stdout, proc.stdout + proc.stderr
     tokens = {json.loads(line) for line in (tmp_path / "gh-calls.jsonl.tokens").read_text().splitlines()}
@@ -163,13 +170,21 @@ def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(
     external = "See [the Optax changelog](https://github.com/google-deepmind/optax/releases#v0.2.8)."
     env, state = setup(tmp_path)
     (tmp_path / "report.md").write_text(
-        REPORT.replace("1. `optax.scale`: 0.5 * [2, -4] is [2, -4] now — **your code**: `teamapp/train.py:3`", f"{contract}\n{beyond}\n\n{external}")
+        REPORT.replace(
+            "1. `optax.scale`: 0.5 * [2, -4] is [2, -4] now — **your code**: `teamapp/train.py:3`",
+            f"{contract}\n{beyond}\n\n{external}",
+        )
     )
-    assert '<a id="f1"></a>' in contract and "](#f1-2)" in contract and "(see API surface below)" in beyond  # what report.md holds
+    assert (
+        '<a id="f1"></a>' in contract and "](#f1-2)" in contract and "(see API surface below)" in beyond
+    )  # what report.md holds
     proc = comment(env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = json.loads(state.read_text())["comments"][1]["body"]
     assert "](#" not in text and "<a id=" not in text and " below)" not in text, text
-    assert "1. **broken** `optax.adam`: the first step differs (3 contracts broken: test_first_step[float32], edge hyperparams ×2)" in text
+    assert (
+        "1. **broken** `optax.adam`: the first step differs (3 contracts broken: test_first_step[float32], edge hyperparams ×2)"
+        in text
+    )
     assert "2. **broken** API surface `optax.foo`: removed (see API surface in the full report)" in text
     assert external in text

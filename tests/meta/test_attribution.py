@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from optax_gate.gate.judge import compare
-from optax_gate.gate.team_code import attribution, configuration, scope, usage
 from optax_gate.gate import assemble
+from optax_gate.gate.judge import compare
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.public_api import POSITIONAL, Param
+from optax_gate.gate.team_code import attribution, configuration, scope, usage
 
 TEAM = """import optax
 
@@ -38,7 +38,9 @@ def check(x, y):
         return None
 """
 #: optax 0.2.6's adamw: weight_decay defaults to 1e-4 (read in optax/_src/alias.py)
-SIGNATURES = {"optax.adamw": (Param("learning_rate", POSITIONAL), Param("weight_decay", POSITIONAL, "0.0001", "0.0001"))}
+SIGNATURES = {
+    "optax.adamw": (Param("learning_rate", POSITIONAL), Param("weight_decay", POSITIONAL, "0.0001", "0.0001"))
+}
 #: what the composition probe reports for these two (checked by the probe test below)
 REACHED = {"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}, "optax.adam": {"optax.scale_by_adam"}}
 
@@ -50,7 +52,8 @@ def _record(contracts):
         "reason": "",
         "versions": {},
         "contracts": {
-            cid: {"api": api, "guide": "g", "kind": kind, "outcome": outcome, "detail": detail} for cid, (api, kind, outcome, detail) in contracts.items()
+            cid: {"api": api, "guide": "g", "kind": kind, "outcome": outcome, "detail": detail}
+            for cid, (api, kind, outcome, detail) in contracts.items()
         },
     }
 
@@ -60,7 +63,12 @@ def _report(tmp_path, team_text=TEAM):
         {
             "test_edges.py::test_edge[optax.adamw]": ("optax.adamw", "snapshot", "passed", ""),
             "test_dtypes.py::test_state[optax.scale_by_adam]": ("optax.scale_by_adam", "snapshot", "passed", ""),
-            "test_losses.py::test_bad_labels": ("optax.softmax_cross_entropy_with_integer_labels", "negative", "passed", ""),
+            "test_losses.py::test_bad_labels": (
+                "optax.softmax_cross_entropy_with_integer_labels",
+                "negative",
+                "passed",
+                "",
+            ),
         }
     )
     cand = _record(
@@ -105,15 +113,26 @@ def test_a_finding_carries_the_configuration_of_its_cases(tmp_path):
     found = _by_api(_report(tmp_path)[0])
     assert found["optax.adamw"]["configuration"] == {"keywords": {"weight_decay": "0"}}
     assert found["optax.scale_by_adam"]["configuration"] == {"dtypes": ["bfloat16"], "leaves": ["[0].mu['r1']"]}
-    assert found["optax.softmax_cross_entropy_with_integer_labels"]["configuration"] == {"raises": "AssertionError", "negative": True}
+    assert found["optax.softmax_cross_entropy_with_integer_labels"]["configuration"] == {
+        "raises": "AssertionError",
+        "negative": True,
+    }
 
 
 def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path):
     found = _by_api(_report(tmp_path)[0])
     edge = {w: a["verdict"] for w, a in found["optax.adamw"]["your_code_attribution"].items()}
     # 0.1 is not 0; 0.0 is; a variable is known at run time; the default 1e-4 is not 0
-    assert edge == {"train.py:4": "not-affected", "train.py:5": "affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}
-    assert "weight_decay=0.1; the finding is about weight_decay=0" in found["optax.adamw"]["your_code_attribution"]["train.py:4"]["why"]
+    assert edge == {
+        "train.py:4": "not-affected",
+        "train.py:5": "affected",
+        "train.py:6": "cannot-tell",
+        "train.py:7": "not-affected",
+    }
+    assert (
+        "weight_decay=0.1; the finding is about weight_decay=0"
+        in found["optax.adamw"]["your_code_attribution"]["train.py:4"]["why"]
+    )
     state = found["optax.scale_by_adam"]["your_code_attribution"]
     # adamw and adam are built from scale_by_adam: reached through composition, the params' dtype decides
     assert state["train.py:8"] == {
@@ -126,7 +145,9 @@ def test_literal_arguments_decide_where_they_can_and_only_there(tmp_path):
     assert state["train.py:9"]["verdict"] == "not-affected" and "mu_dtype" in state["train.py:9"]["why"]
     assert set(found["optax.scale_by_adam"]["your_code"]) >= {"train.py:4", "train.py:8", "train.py:9"}
     loss = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"]
-    assert loss == {"train.py:10": {"verdict": "not-affected", "calls": "calls this API", "why": loss["train.py:10"]["why"]}}
+    assert loss == {
+        "train.py:10": {"verdict": "not-affected", "calls": "calls this API", "why": loss["train.py:10"]["why"]}
+    }
     assert "catches AssertionError nowhere" in loss["train.py:10"]["why"]
 
 
@@ -137,14 +158,22 @@ def test_a_team_that_catches_the_old_exception_cannot_be_told(tmp_path):
 
 
 def test_findings_whose_every_line_is_not_affected_are_elsewhere(tmp_path):
-    report, scan = _report(tmp_path)
+    report, _scan = _report(tmp_path)
     scope.scope_findings(report, scope.usage_decision(unread=False))
     report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     got = {f["api"]: f["scope"] for f in report["findings"]}
-    assert got == {"optax.adamw": "yours", "optax.scale_by_adam": "yours", "optax.softmax_cross_entropy_with_integer_labels": "elsewhere"}
+    assert got == {
+        "optax.adamw": "yours",
+        "optax.scale_by_adam": "yours",
+        "optax.softmax_cross_entropy_with_integer_labels": "elsewhere",
+    }
     assert report["verdict"] == "pass"  # the one broken finding (the negative contract) is not the team's
     text = your_code_line.attributed_lines(next(f for f in report["findings"] if f["api"] == "optax.adamw"))
-    assert text.index("`train.py:5` calls this API: **affected**") < text.index("`train.py:6`") < text.index("`train.py:4`")
+    assert (
+        text.index("`train.py:5` calls this API: **affected**")
+        < text.index("`train.py:6`")
+        < text.index("`train.py:4`")
+    )
     assert "`train.py:4` calls this API: not affected (passes weight_decay=0.1" in text
 
 
@@ -157,11 +186,17 @@ def test_the_scanner_keeps_arguments_as_source_text_and_except_clauses(tmp_path)
 
 def test_the_composition_probe_finds_what_adamw_and_a_schedule_are_built_from():
     pytest.importorskip("optax")
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300
+    )
     reached = json.loads(proc.stdout.strip().splitlines()[-1])["reached"]
-    assert {"optax.scale_by_adam", "optax.add_decayed_weights", "optax.scale_by_learning_rate"} <= set(reached["optax.adamw"])
+    assert {"optax.scale_by_adam", "optax.add_decayed_weights", "optax.scale_by_learning_rate"} <= set(
+        reached["optax.adamw"]
+    )
     assert "optax.add_decayed_weights" not in reached["optax.adam"]
-    assert {"optax.cosine_decay_schedule", "optax.linear_schedule", "optax.join_schedules"} <= set(reached["optax.warmup_cosine_decay_schedule"])
+    assert {"optax.cosine_decay_schedule", "optax.linear_schedule", "optax.join_schedules"} <= set(
+        reached["optax.warmup_cosine_decay_schedule"]
+    )
     assert "optax.adamw" not in reached["optax.adamw"]  # itself (and its aliases) left out
 
 
@@ -180,13 +215,19 @@ def _row(detail):
 def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_another():
     """huber_loss(pred, y, 1.0) breaks in optax 0.2.8 (delta keyword-only), but not because a misuse's
     exception type changed: that finding says not affected and names the other cause."""
-    use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
+    use = usage.Use(
+        "finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0"))
+    )
     site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
     verdict, why, _ = attribution._judge(site, {"raises": "AssertionError", "negative": True}, [])
-    assert verdict == "not-affected" and why.endswith("this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)")
+    assert verdict == "not-affected" and why.endswith(
+        "this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)"
+    )
     # a finding about the signature itself (its rows name parameter kinds): the break is its cause
     assert attribution._judge(site, {"signature": True}, [])[0] == "affected"
-    assert configuration.configuration([_row("did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2")])["signature"]
+    assert configuration.configuration(
+        [_row("did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2")]
+    )["signature"]
 
 
 def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_breaks():
@@ -194,12 +235,16 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
     losses) marked the line huber_loss(pred, y, 1.0) **affected** "(API surface: breaks: delta is
     keyword-only)", the cause of another finding, said twice. It is now "cannot tell", naming the
     other cause first; the finding about the signature keeps the line affected."""
-    use = usage.Use("finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0")))
+    use = usage.Use(
+        "finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0"))
+    )
     site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
     corner = configuration.configuration([_row("snapshot drift: corner.int_inputs/error: 'a' -> b")])
     assert "signature" not in corner
     verdict, why, _ = attribution._judge(site, corner, [])
-    assert verdict == "cannot-tell" and why.startswith("this line breaks first for another cause (API surface: breaks: delta"), why
+    assert verdict == "cannot-tell" and why.startswith(
+        "this line breaks first for another cause (API surface: breaks: delta"
+    ), why
 
 
 def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
@@ -218,21 +263,34 @@ def make(wd):
     assert [(u.where, u.how) for u in scan.uses if u.path == "optax.adamw"] == [("train.py:5", "call")]
     found = _by_api(report)
     (a,) = found["optax.adamw"]["your_code_attribution"].values()
-    assert a["calls"] == "calls this API" and a["why"] == "passes weight_decay=wd: `wd` is a parameter of `make`: cannot tell without --run"
+    assert (
+        a["calls"] == "calls this API"
+        and a["why"] == "passes weight_decay=wd: `wd` is a parameter of `make`: cannot tell without --run"
+    )
     (loss,) = found["optax.softmax_cross_entropy_with_integer_labels"]["your_code_attribution"].values()
     assert loss["verdict"] == "not-affected" and loss["calls"] == "uses this API"
 
 
 #: what the composition probe reports of adamw's arguments (checked by the probe test below)
-PASSES = {"optax.adamw": {"weight_decay": {"optax.add_decayed_weights:weight_decay"}, "learning_rate": {"optax.scale_by_learning_rate:learning_rate"}}}
+PASSES = {
+    "optax.adamw": {
+        "weight_decay": {"optax.add_decayed_weights:weight_decay"},
+        "learning_rate": {"optax.scale_by_learning_rate:learning_rate"},
+    }
+}
 
 
 def _decay_report(tmp_path, configuration=None, passes=PASSES):
     """A finding on ``optax.add_decayed_weights`` (the part adamw is built from): an edge snapshot about
     ``weight_decay=0``, or a hand-written contract whose configuration marker says what it fixes."""
     cid = "test_decay.py::test_scheduled" if configuration else "test_decay.py::test_edge[optax.add_decayed_weights]"
-    detail = "assert 1 == 0" if configuration else "snapshot drift: weight_decay=0/nan_inf_params: build ValueError -> r1"
-    base, cand = (_record({cid: ("optax.add_decayed_weights", "snapshot", outcome, d)}) for outcome, d in (("passed", ""), ("failed", detail)))
+    detail = (
+        "assert 1 == 0" if configuration else "snapshot drift: weight_decay=0/nan_inf_params: build ValueError -> r1"
+    )
+    base, cand = (
+        _record({cid: ("optax.add_decayed_weights", "snapshot", outcome, d)})
+        for outcome, d in (("passed", ""), ("failed", detail))
+    )
     if configuration:
         for record in (base, cand):
             record["contracts"][cid]["configuration"] = json.dumps(configuration)
@@ -253,7 +311,12 @@ def test_an_argument_the_constructor_hands_on_unchanged_decides_for_its_part(tmp
     """adamw hands weight_decay to add_decayed_weights unchanged (the probe's "passes"): a finding about the
     part's weight_decay=0 is judged by the adamw line's own literal; without that knowledge it cannot be told."""
     verdicts, _ = _decay_report(tmp_path)
-    assert verdicts == {"train.py:4": "not-affected", "train.py:5": "affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}
+    assert verdicts == {
+        "train.py:4": "not-affected",
+        "train.py:5": "affected",
+        "train.py:6": "cannot-tell",
+        "train.py:7": "not-affected",
+    }
     blind, _ = _decay_report(tmp_path, passes={})
     assert set(blind.values()) == {"cannot-tell"}, blind
 
@@ -277,9 +340,9 @@ def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_findin
     (team / "train.py").write_text("import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n")
     use = next(u for u in usage.scan([team], base=team).uses if u.how == "call")
     verdict, why, _ = attribution._judge(attribution._Site(use, True, SIGNATURES["optax.adamw"]), config, [])
-    assert verdict == "cannot-tell" and why.startswith("passes weight_decay=0.0, the finding's weight_decay=0; it also needs a parameter that is NaN or inf"), (
-        why
-    )
+    assert verdict == "cannot-tell" and why.startswith(
+        "passes weight_decay=0.0, the finding's weight_decay=0; it also needs a parameter that is NaN or inf"
+    ), why
 
 
 def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_path):
@@ -288,13 +351,24 @@ def test_a_contract_configuration_marker_rules_out_a_literal_that_is_not_it(tmp_
     a variable may hold one."""
     verdicts, finding = _decay_report(tmp_path, configuration={"weight_decay": "a schedule"})
     assert finding["configuration"] == {"keywords": {"weight_decay": "a schedule"}}
-    assert finding["contract_rows"][0]["configuration"] == {"weight_decay": "a schedule"} if "contract_rows" in finding else True
-    assert verdicts == {"train.py:4": "not-affected", "train.py:5": "not-affected", "train.py:6": "cannot-tell", "train.py:7": "not-affected"}, verdicts
+    assert (
+        finding["contract_rows"][0]["configuration"] == {"weight_decay": "a schedule"}
+        if "contract_rows" in finding
+        else True
+    )
+    assert verdicts == {
+        "train.py:4": "not-affected",
+        "train.py:5": "not-affected",
+        "train.py:6": "cannot-tell",
+        "train.py:7": "not-affected",
+    }, verdicts
 
 
 def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
     pytest.importorskip("optax")
-    proc = subprocess.run([sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=300
+    )
     passes = json.loads(proc.stdout.strip().splitlines()[-1])["passes"]
     for path, arguments in PASSES.items():
         for name, parts in arguments.items():

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.run import warnings_diff
-from optax_gate.gate.judge import compare
-from optax_gate.gate.diffs import dependencies, unseen
 from optax_gate.gate import assemble
+from optax_gate.gate.diffs import dependencies, unseen
+from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.run import warnings_diff
 from optax_gate.kit.environment import probe
 from tests.meta.test_compare import record
 
@@ -67,7 +67,9 @@ def test_a_removed_package_the_team_imports_is_broken(tmp_path):
     (info / "top_level.txt").write_text("chex\n")
     rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path, {"chex": ["teamlib/model.py:2"]})}
     assert rows["chex"]["breaks"]
-    assert rows["chex"]["uses"] == ["teamlib/model.py:2: imports chex, installed only through optax in the baseline → ModuleNotFoundError"]
+    assert rows["chex"]["uses"] == [
+        "teamlib/model.py:2: imports chex, installed only through optax in the baseline → ModuleNotFoundError"
+    ]
 
 
 def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
@@ -86,8 +88,14 @@ def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
         '[project]\nname = "nanodo"\ndependencies = ["optax", "jax>=0.4"]\n[project.optional-dependencies]\ntest = ["Chex>=0.1.86", "pytest"]\n'
     )
     own = declared.packages([team / "nanodo"])
-    assert own["chex"] == "pyproject.toml [project.optional-dependencies] test" and own["optax"] == "pyproject.toml [project] dependencies"
-    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["tests/model_test.py:5"]}, own)}
+    assert (
+        own["chex"] == "pyproject.toml [project.optional-dependencies] test"
+        and own["optax"] == "pyproject.toml [project] dependencies"
+    )
+    rows = {
+        r["name"]: r
+        for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["tests/model_test.py:5"]}, own)
+    }
     assert not rows["chex"]["breaks"] and rows["chex"]["declared"] == own["chex"]
     assert rows["chex"]["uses"] == [
         "tests/model_test.py:5: imports chex; your project declares chex (pyproject.toml "
@@ -99,14 +107,21 @@ def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
     (team / "requirements-dev.txt").unlink()
     (team / "pyproject.toml").write_text("not [ toml")
     assert declared.packages([team]) == {}  # unreadable: declares nothing, the import stays broken
-    rows = {r["name"]: r for r in dependencies.diff(OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["a.py:1"]}, declared.packages([team]))}
+    rows = {
+        r["name"]: r
+        for r in dependencies.diff(
+            OLD_LOCK, NEW_LOCK, tmp_path / "site", {"chex": ["a.py:1"]}, declared.packages([team])
+        )
+    }
     assert rows["chex"]["breaks"]
 
 
 def test_requires_python_and_wheel_tags_come_from_dist_info(tmp_path):
     info = tmp_path / "jaxlib-0.12.0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jaxlib\nVersion: 0.12.0.1\nRequires-Python: >=3.11\n\nbody\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: jaxlib\nVersion: 0.12.0.1\nRequires-Python: >=3.11\n\nbody\n"
+    )
     (info / "WHEEL").write_text("Wheel-Version: 1.0\nTag: cp312-cp312-manylinux_2_27_x86_64\n")
     assert dependencies.requires_python(tmp_path) == {"jaxlib": ">=3.11"}
     assert dependencies.wheel_tags(tmp_path) == ["cp312-cp312-manylinux_2_27_x86_64"]
@@ -119,7 +134,12 @@ def _warning(message, category=DeprecationWarning, filename="/x/site-packages/op
 
 def test_warning_records_name_category_message_and_module():
     r = probe.warning_record(_warning(DeprecationWarning("optax.foo is deprecated at 0xdeadbeef")))
-    assert r == {"category": "DeprecationWarning", "message": "optax.foo is deprecated at 0x…", "module": "optax._src.alias", "lineno": 7}
+    assert r == {
+        "category": "DeprecationWarning",
+        "message": "optax.foo is deprecated at 0x…",
+        "module": "optax._src.alias",
+        "lineno": 7,
+    }
 
 
 def test_plugin_writes_every_recorded_warning_when_asked(tmp_path, monkeypatch):
@@ -128,21 +148,34 @@ def test_plugin_writes_every_recorded_warning_when_asked(tmp_path, monkeypatch):
     target = tmp_path / "w.json"
     monkeypatch.setenv(pytest_plugin.WARNINGS_ENV, str(target))
     monkeypatch.setattr(pytest_plugin, "_RECORDED", [])
-    pytest_plugin.pytest_warning_recorded(_warning(FutureWarning("soon"), FutureWarning), "runtest", "tests/contracts/test_a.py::t", None)
+    pytest_plugin.pytest_warning_recorded(
+        _warning(FutureWarning("soon"), FutureWarning), "runtest", "tests/contracts/test_a.py::t", None
+    )
     pytest_plugin.pytest_sessionfinish(None, 0)
     assert warnings_diff.read(target) == [
-        {"nodeid": "tests/contracts/test_a.py::t", "when": "runtest", "category": "FutureWarning", "message": "soon", "module": "optax._src.alias", "lineno": 7}
+        {
+            "nodeid": "tests/contracts/test_a.py::t",
+            "when": "runtest",
+            "category": "FutureWarning",
+            "message": "soon",
+            "module": "optax._src.alias",
+            "lineno": 7,
+        }
     ]
 
 
 def _warnings(*messages, when="runtest", nodeid="c1"):
-    return [{"nodeid": nodeid, "when": when, "category": cat, "message": m, "module": "optax._src.alias", "lineno": 1} for cat, m in messages]
+    return [
+        {"nodeid": nodeid, "when": when, "category": cat, "message": m, "module": "optax._src.alias", "lineno": 1}
+        for cat, m in messages
+    ]
 
 
 def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted():
     base = warnings_diff.fold([], _warnings(("UserWarning", "old")))
     cand = warnings_diff.fold(
-        [{"category": "DeprecationWarning", "message": "import-time", "module": "jax"}], _warnings(("FutureWarning", "new"), ("UserWarning", "also new"))
+        [{"category": "DeprecationWarning", "message": "import-time", "module": "jax"}],
+        _warnings(("FutureWarning", "new"), ("UserWarning", "also new")),
     )
     apis = {"c1": "optax.sgd"}
     rows = warnings_diff.diff(base, cand, apis)
@@ -152,7 +185,9 @@ def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted
         ("new", "import", "import-time", "changed"),
         ("gone", "contract", "old", "noted"),
     ]
-    assert rows[0]["category"] == "FutureWarning" and rows[0]["apis"] == ["optax.sgd"] and rows[0]["contracts"] == ["c1"]
+    assert (
+        rows[0]["category"] == "FutureWarning" and rows[0]["apis"] == ["optax.sgd"] and rows[0]["contracts"] == ["c1"]
+    )
     strict = {r["message"]: r["verdict"] for r in warnings_diff.diff(base, cand, apis, fail_on_new_deprecations=True)}
     assert strict == {"also new": "changed", "new": "broken", "import-time": "broken", "old": "noted"}
 
@@ -169,7 +204,10 @@ def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
     cand = warnings_diff.fold([], moved)
     for strict in (False, True):
         rows = warnings_diff.diff(base, cand, {"c1": "optax.noisy_sgd"}, fail_on_new_deprecations=strict)
-        assert [(r["change"], r["message"], r["verdict"]) for r in rows] == [("moved", "key required", "noted"), ("gone", "old", "noted")]
+        assert [(r["change"], r["message"], r["verdict"]) for r in rows] == [
+            ("moved", "key required", "noted"),
+            ("gone", "old", "noted"),
+        ]
     assert rows[0]["module"] == "optax.transforms._adding" and rows[0]["module_before"] == "optax._src.alias"
     assert rows[0]["apis"] == ["optax.noisy_sgd"]
     text = "\n".join(surface_section._warnings({"rows": rows}))
@@ -183,9 +221,17 @@ def test_a_warning_attributed_to_its_callers_is_one_row_whichever_contract_calle
 
     callers = ("optax_gate.kit.surface.calls", "optax_gate.kit.corners.losses", "test_surface_sweep", "conftest")
     cand = warnings_diff.fold(
-        [], [{**w, "module": m, "nodeid": f"c{i}"} for i, m in enumerate(callers) for w in _warnings(("DeprecationWarning", "f is deprecated"))]
+        [],
+        [
+            {**w, "module": m, "nodeid": f"c{i}"}
+            for i, m in enumerate(callers)
+            for w in _warnings(("DeprecationWarning", "f is deprecated"))
+        ],
     )
-    cand += warnings_diff.fold([], [{**w, "module": "optax.losses._x"} for w in _warnings(("DeprecationWarning", "f is deprecated"), nodeid="c9")])
+    cand += warnings_diff.fold(
+        [],
+        [{**w, "module": "optax.losses._x"} for w in _warnings(("DeprecationWarning", "f is deprecated"), nodeid="c9")],
+    )
     apis = {f"c{i}": "optax.f" for i in (0, 1, 2, 3, 9)}
     rows = warnings_diff.diff([], cand, apis)
     assert sorted((r["module"], r["contracts"]) for r in rows) == [
@@ -203,17 +249,31 @@ def sample_report(tmp_path, candidate_ran=True):
     cand = (
         record(golden_a="passed")
         if candidate_ran
-        else {"label": "candidate", "status": "not-verified", "reason": "import failed", "versions": {}, "contracts": {}}
+        else {
+            "label": "candidate",
+            "status": "not-verified",
+            "reason": "import failed",
+            "versions": {},
+            "contracts": {},
+        }
     )
-    base.update(lock_file=str(tmp_path / "old.txt"), warnings=warnings_diff.fold([], _warnings(("UserWarning", "a"), nodeid="golden_a")))
-    cand.update(lock_file=str(tmp_path / "new.txt"), warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")))
+    base.update(
+        lock_file=str(tmp_path / "old.txt"),
+        warnings=warnings_diff.fold([], _warnings(("UserWarning", "a"), nodeid="golden_a")),
+    )
+    cand.update(
+        lock_file=str(tmp_path / "new.txt"),
+        warnings=warnings_diff.fold([], _warnings(("DeprecationWarning", "b"), nodeid="golden_a")),
+    )
     report = compare.compare(base, cand)
     return assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(fail_on_new_deprecations=True)))
 
 
 @pytest.mark.parametrize("candidate_ran", [True, False])
 def test_reports_validate_against_the_json_schema(tmp_path, candidate_ran):
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
     schema = json.loads(SCHEMA.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     report = json.loads(report_json.render(sample_report(tmp_path, candidate_ran)))
@@ -231,8 +291,14 @@ def test_a_broken_finding_fails_a_passing_gate_and_the_markdown_has_the_three_se
     assert report["reasons"] == ["beyond the contracts: 1 warning row broken"]
     assert report["surface"]["status"] == "unavailable" and report["dependencies"]["counts"]["changed"] == 4
     text = report_markdown.render(report)
-    assert "Beyond the contracts — API surface: not compared; Warnings: 1 broken, 1 noted; Dependencies: 4 changed." in text
-    positions = [text.index(h) for h in ("## API surface (no differences)", "## Warnings (1 broken, 1 noted)", "## Dependencies (4 changed)")]
+    assert (
+        "Beyond the contracts — API surface: not compared; Warnings: 1 broken, 1 noted; Dependencies: 4 changed."
+        in text
+    )
+    positions = [
+        text.index(h)
+        for h in ("## API surface (no differences)", "## Warnings (1 broken, 1 noted)", "## Dependencies (4 changed)")
+    ]
     assert positions == sorted(positions)
     assert "| changed | `chex` | removed | 0.1.92 → — | optax |" in text
     assert "warnings" not in report["baseline"]
@@ -252,7 +318,10 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     their module are one finding, not six."""
     from optax_gate.gate.report import surface_section as report_surface
 
-    removed = [{"path": f"optax.monte_carlo.f{i}", "change": "removed", "verdict": "broken", "old": "function", "new": ""} for i in range(6)]
+    removed = [
+        {"path": f"optax.monte_carlo.f{i}", "change": "removed", "verdict": "broken", "old": "function", "new": ""}
+        for i in range(6)
+    ]
     keyword = [
         {
             "path": "optax.huber_loss",
@@ -264,11 +333,17 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
         }
     ]
     found = unseen.broken_findings({"surface": {"rows": removed + keyword}})
-    assert [(f["api"], f["cause"].split(":")[0]) for f in found] == [("6 names", "removed"), ("optax.huber_loss", "keyword-only (delta)")]
+    assert [(f["api"], f["cause"].split(":")[0]) for f in found] == [
+        ("6 names", "removed"),
+        ("optax.huber_loss", "keyword-only (delta)"),
+    ]
     assert found[0]["apis"] == [r["path"] for r in removed]
     found[0]["number"] = 1
     line = report_surface.finding_line(found[0])
-    assert line.startswith('1. <a id="f1"></a>**broken** API surface 6 names: removed: `optax.monte_carlo.f0`') and "and" not in line.split("(see")[0][-30:]
+    assert (
+        line.startswith('1. <a id="f1"></a>**broken** API surface 6 names: removed: `optax.monte_carlo.f0`')
+        and "and" not in line.split("(see")[0][-30:]
+    )
     # report.html: the finding's <details> carries the one anchor, and its heading says "broken" once
     from optax_gate.gate.report import html_page
     from optax_gate.gate.report import markdown as report_markdown
@@ -301,7 +376,10 @@ def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
 
     assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface row"
     assert broken_words({"surface": 0, "dependencies": 1, "warnings": 0}) == "1 dependency row"
-    assert broken_words({"surface": 20, "dependencies": 1, "warnings": 2}) == "20 API surface rows, 1 dependency row and 2 warning rows"
+    assert (
+        broken_words({"surface": 20, "dependencies": 1, "warnings": 2})
+        == "20 API surface rows, 1 dependency row and 2 warning rows"
+    )
 
 
 def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(tmp_path):
@@ -312,16 +390,18 @@ def test_a_requirements_file_in_the_package_folder_below_the_usage_root_is_read(
     (tmp_path / "repo" / "big_vision").mkdir(parents=True)
     (tmp_path / "repo" / ".git").mkdir()
     (tmp_path / "repo" / "big_vision" / "requirements.txt").write_text("distrax\noptax\n")
-    assert declared.packages([tmp_path / "repo"]) == {"distrax": "big_vision/requirements.txt", "optax": "big_vision/requirements.txt"}
+    assert declared.packages([tmp_path / "repo"]) == {
+        "distrax": "big_vision/requirements.txt",
+        "optax": "big_vision/requirements.txt",
+    }
 
 
 def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_warn():
     """0.2.8 deprecates `optax.global_norm` and `optax.second_order` (removed in 0.2.9): a team reading the
     findings learns it there, not only in the folded Warnings table. One changed finding, each warning's
     words once; under --fail-on-new-deprecations they are broken findings of their own instead."""
-    from optax_gate.gate.report import html_page
+    from optax_gate.gate.report import html_page, surface_section
     from optax_gate.gate.report import markdown as report_markdown
-    from optax_gate.gate.report import surface_section
 
     base = warnings_diff.fold([], _warnings(("DeprecationWarning", "old and gone")))
     cand = warnings_diff.fold(
@@ -341,6 +421,8 @@ def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_w
     assert unseen.deprecation_finding(strict) == [] and len(unseen.broken_findings(strict)) == 2
     found["number"] = 3
     line = surface_section.finding_line(found)
-    assert line.startswith('3. <a id="f3"></a>**changed** 2 APIs (`optax.global_norm`, `optax.second_order.hvp`): 2 deprecation'), line
+    assert line.startswith(
+        '3. <a id="f3"></a>**changed** 2 APIs (`optax.global_norm`, `optax.second_order.hvp`): 2 deprecation'
+    ), line
     page = html_page._finding(report_markdown.Page({"findings": [found], "contracts": []}), found, {})
     assert '<span class="change changed">changed</span> 3. 2 APIs' in page and page.count('id="f3"') == 1, page

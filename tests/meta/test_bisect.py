@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
-from optax_gate.gate.install import source_build
-from optax_gate.gate.judge import compare
-from optax_gate.gate.report import json_file as report_json
-from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import first_parent, release_commit
 from optax_gate.gate.bisect.probe import Prober
 from optax_gate.gate.bisect.search import Answer, Target, Unusable, search
+from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
+from optax_gate.gate.install import source_build
+from optax_gate.gate.judge import compare
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
 from tests.meta.test_cli import ROOT, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
@@ -65,7 +65,10 @@ def tiny_history(path: Path, change_at: int, broken_at: int, version: str = "0.1
     git(path, "init", "--quiet", "-b", "main")
     shas, value = [], 1
     for i in range(7):
-        files = {"pyproject.toml": PYPROJECT.replace('version = "0.1.0"', f'version = "{version}"'), f"notes/{i}.txt": f"commit {i}\n"}
+        files = {
+            "pyproject.toml": PYPROJECT.replace('version = "0.1.0"', f'version = "{version}"'),
+            f"notes/{i}.txt": f"commit {i}\n",
+        }
         if i == change_at:
             value = 2
         files["optax/__init__.py"] = f'"""tiny."""\nVALUE = {value}\n'
@@ -121,7 +124,9 @@ def record(label: str, version: str, outcomes: dict[str, str]) -> dict:
 
 def _env(project):
     """The environment options a Prober reads (its project root)."""
-    return EnvironmentOptions(project_root=project, baseline_lock=project / "requirements-lock.txt", python=sys.executable, envs_dir=project)
+    return EnvironmentOptions(
+        project_root=project, baseline_lock=project / "requirements-lock.txt", python=sys.executable, envs_dir=project
+    )
 
 
 def report_of(baseline: dict[str, str], candidate: dict[str, str]) -> dict:
@@ -137,10 +142,20 @@ def found(tmp_path_factory, project):
     shas = tiny_history(tmp / "repo", change_at=5, broken_at=3)
     builds = Counting()
     report = report_of({CONTRACT: "passed", OTHER: "passed"}, {CONTRACT: "failed", OTHER: "failed"})
-    assert [f["contracts"] for f in report["findings"]] in ([[CONTRACT], [OTHER]], [[OTHER], [CONTRACT]])  # two findings
+    assert [f["contracts"] for f in report["findings"]] in (
+        [[CONTRACT], [OTHER]],
+        [[OTHER], [CONTRACT]],
+    )  # two findings
 
     def make(package, repo):
-        return Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp / "cache", timeout=120), build=builds)
+        return Prober(
+            package,
+            repo,
+            Path(sys.executable),
+            _env(project),
+            BisectOptions(cache=tmp / "cache", timeout=120),
+            build=builds,
+        )
 
     summary = bisect_flow.attach(report, make, {"optax": str(tmp / "repo")}, BisectOptions(cache=tmp / "cache"))
     again = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
@@ -159,8 +174,12 @@ def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
         assert entry["commits"][0]["url"] == f"https://github.com/google-deepmind/optax/commit/{shas[5]}"
         assert (entry["from"], entry["to"]) == ("v0.1.0", "v0.2.0")
     assert summary["packages"]["optax"]["commits"] == 6 and summary["packages"]["optax"]["searches"] == 2
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
-    schema = json.loads((Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report/report.schema.json").read_text())
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
+    schema = json.loads(
+        (Path(__file__).resolve().parents[2] / "src/optax_gate/gate/report/report.schema.json").read_text()
+    )
     jsonschema.validate(json.loads(report_json.render(report)), schema)  # schema 3: the bisect fields
     text = report_markdown.render(report)
     assert (
@@ -171,7 +190,7 @@ def test_the_search_names_the_commit_that_changed_the_pinned_value(found):
 
 @needs_uv
 def test_each_commit_is_built_once_across_findings_and_runs(found):
-    shas, _, summary, builds, again, tmp = found
+    shas, _, _summary, builds, again, tmp = found
     assert builds.calls, "nothing was built"
     # two findings, two bisections over one cache: each commit built once; a failed build is tried again
     # in the second run only (it may have failed for a passing reason, such as the index being down)
@@ -188,7 +207,9 @@ def test_an_unbuildable_commit_next_to_the_change_gives_the_range(tmp_path, proj
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     bisect_flow.attach(
         report,
-        lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)),
+        lambda package, repo: Prober(
+            package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)
+        ),
         {"optax": str(tmp_path / "repo")},
         BisectOptions(cache=tmp_path / "cache"),
     )
@@ -224,7 +245,9 @@ def test_a_commits_contracts_are_judged_against_the_gates_baseline_not_the_commi
     assert bisect_command.baseline_optax(report) == "0.1.0"
     run = tmp_path / "run"
     bisect_flow.write(report, run)
-    env = EnvironmentOptions(project_root=root, baseline_lock=root / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    env = EnvironmentOptions(
+        project_root=root, baseline_lock=root / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
+    )
     options = BisectOptions(history=(f"optax={tmp_path / 'repo'}",), cache=tmp_path / "cache", timeout=120)
     bisect_command.bisect_run(report, run, Path(sys.executable), env, options, lambda message: None)
     (entry,) = json.loads((run / "report.json").read_text())["findings"][0]["bisect"]
@@ -247,7 +270,13 @@ def test_a_probe_passes_the_baseline_optax_to_its_contract_runs(tmp_path):
 @needs_uv
 def test_the_import_check_refuses_a_build_that_does_not_shadow_the_installed_package(tmp_path, project):
     tiny_history(tmp_path / "repo", change_at=3, broken_at=9)
-    prober = Prober("optax", tmp_path / "repo", Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120))
+    prober = Prober(
+        "optax",
+        tmp_path / "repo",
+        Path(sys.executable),
+        _env(project),
+        BisectOptions(cache=tmp_path / "cache", timeout=120),
+    )
     paths = prober.paths(git(tmp_path / "repo", "rev-parse", "v0.1.0"))
     assert len(paths) == 1  # the tiny package requires nothing
     prober.check_import(paths)  # comes from the build's folder
@@ -260,7 +289,12 @@ def test_an_unreachable_history_leaves_each_finding_not_bisected_with_gits_reaso
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     verdict = report["verdict"]
     missing = (tmp_path / "nothere.git").as_uri()
-    bisect_flow.attach(report, lambda package, repo: pytest.fail("nothing is probed"), {"optax": missing}, BisectOptions(cache=tmp_path / "cache"))
+    bisect_flow.attach(
+        report,
+        lambda package, repo: pytest.fail("nothing is probed"),
+        {"optax": missing},
+        BisectOptions(cache=tmp_path / "cache"),
+    )
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "not-bisected" and "nothere.git" in entry["reason"], entry
     assert report["verdict"] == verdict and report["bisect"]["packages"]["optax"]["error"]
@@ -276,13 +310,19 @@ def test_a_bisection_interrupted_keeps_the_written_report_and_says_so(tmp_path, 
     def interrupted(sha, contracts):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder, report: lambda package, repo: interrupted)
+    monkeypatch.setattr(
+        bisect_command, "_prober_factory", lambda python, env, bisect, folder, report: lambda package, repo: interrupted
+    )
     monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
     monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
     monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, "c1", new])
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
+    )
     with pytest.raises(KeyboardInterrupt):
-        bisect_command.bisect_run(before, run, Path(sys.executable), env, BisectOptions(cache=tmp_path / "cache"), lambda message: None)
+        bisect_command.bisect_run(
+            before, run, Path(sys.executable), env, BisectOptions(cache=tmp_path / "cache"), lambda message: None
+        )
     after = json.loads((run / "report.json").read_text())
     assert after["verdict"] == before["verdict"] and after["contracts"] == before["contracts"]
     assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (KeyboardInterrupt)"
@@ -311,7 +351,10 @@ def test_the_ends_must_reproduce_their_sides_else_no_commit_is_named():
     (answer,) = search(commits, [target], _probe(change=0), ends=("v1", "v2")).values()
     assert answer.status == "not-bisected" and "already gives the candidate's outcomes" in answer.reason
     (answer,) = search(commits, [target], _probe(change=99), options=BisectOptions(env="baseline")).values()
-    assert answer.status == "not-bisected" and "still gives the baseline's outcomes in the baseline environment" in answer.reason
+    assert (
+        answer.status == "not-bisected"
+        and "still gives the baseline's outcomes in the baseline environment" in answer.reason
+    )
     (answer,) = search(commits, [target], _probe(change=4, unusable={0})).values()
     assert answer.status == "not-bisected" and "cannot be tested: cannot be built" in answer.reason
 
@@ -322,7 +365,10 @@ def test_searches_share_each_commit_and_outcomes_of_neither_side_are_skipped():
     b = Target.of([{"id": "b", "baseline": "passed", "candidate": "failed"}])
     calls: list = []
     answers = search(commits, [a, b, a], _probe(change=17, other={16}, calls=calls))
-    assert answers[a].status == answers[b].status == "range" and answers[a].commits == answers[b].commits == ["16", "17"]
+    assert answers[a].status == answers[b].status == "range" and answers[a].commits == answers[b].commits == [
+        "16",
+        "17",
+    ]
     assert "neither the baseline's nor the candidate's" in answers[a].skipped["16"]
     probed = [i for i, _ in calls]
     assert len(probed) == len(set(probed)), "a commit was run twice"
@@ -334,7 +380,9 @@ def test_searches_share_each_commit_and_outcomes_of_neither_side_are_skipped():
 def test_the_search_finds_every_position(change):
     commits = [str(i) for i in range(40)]
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
-    (answer,) = search(commits, [target], _probe(change=change, unusable={c for c in (5, 20, 30) if c != change})).values()
+    (answer,) = search(
+        commits, [target], _probe(change=change, unusable={c for c in (5, 20, 30) if c != change})
+    ).values()
     assert answer.status == "found" and answer.commits == [str(change)], answer
 
 
@@ -360,18 +408,29 @@ def test_a_source_candidate_is_bisected_up_to_its_commit_in_its_own_repository(t
     shas = tiny_history(tmp_path / "repo", change_at=2, broken_at=9)
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     report["candidate"]["sources"] = [
-        {"package": "optax", "repository": str(tmp_path / "repo"), "ref": "main", "status": "built", "commit": {"sha": shas[4], "short": shas[4][:7]}}
+        {
+            "package": "optax",
+            "repository": str(tmp_path / "repo"),
+            "ref": "main",
+            "status": "built",
+            "commit": {"sha": shas[4], "short": shas[4][:7]},
+        }
     ]
     summary = bisect_flow.attach(
         report,
-        lambda package, repo: Prober(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)),
+        lambda package, repo: Prober(
+            package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)
+        ),
         {},
         BisectOptions(cache=tmp_path / "cache"),
     )
     (entry,) = report["findings"][0]["bisect"]
     assert entry["status"] == "found" and entry["commits"][0]["sha"] == shas[2], entry
     assert (entry["from"], entry["to"]) == ("v0.1.0", shas[4][:12])
-    assert summary["packages"]["optax"]["history"] == str(tmp_path / "repo") and summary["packages"]["optax"]["commits"] == 4
+    assert (
+        summary["packages"]["optax"]["history"] == str(tmp_path / "repo")
+        and summary["packages"]["optax"]["commits"] == 4
+    )
 
 
 @pytest.mark.parametrize(("change", "status", "most"), [(115, "found", 14), (40, "range", 82)])
@@ -383,7 +442,9 @@ def test_a_block_of_unusable_commits_is_not_walked_while_the_range_is_open(chang
     target = Target.of([{"id": "a", "baseline": "passed", "candidate": "failed"}])
     calls: list = []
     (answer,) = search(commits, [target], _probe(change=change, unusable=set(range(30, 100)), calls=calls)).values()
-    assert answer.status == status and answer.commits == ([str(change)] if status == "found" else [str(i) for i in range(30, 101)])
+    assert answer.status == status and answer.commits == (
+        [str(change)] if status == "found" else [str(i) for i in range(30, 101)]
+    )
     assert len(calls) <= most, f"{len(calls)} commits tested: {[i for i, _ in calls]}"
 
 
@@ -399,12 +460,18 @@ def test_gate_bisect_after_the_report_keeps_the_verdict_and_survives_sigterm(tmp
     def stopped(sha, contracts):
         raise Interrupted("SIGTERM")
 
-    monkeypatch.setattr(bisect_command, "_prober_factory", lambda python, env, bisect, folder, report: lambda package, repo: stopped)
+    monkeypatch.setattr(
+        bisect_command, "_prober_factory", lambda python, env, bisect, folder, report: lambda package, repo: stopped
+    )
     monkeypatch.setattr(bisect_flow, "open_history", lambda package, where, cache: tmp_path)
     monkeypatch.setattr(bisect_flow, "release_commit", lambda repo, version: (f"v{version}", f"{version}-sha"))
     monkeypatch.setattr(bisect_flow, "first_parent", lambda repo, old, new: [old, new])
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
-    bisect_command.after_gate(run, Path(sys.executable), env, BisectOptions(cache=tmp_path / "cache"), lambda message: None)  # returns: no exception
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
+    )
+    bisect_command.after_gate(
+        run, Path(sys.executable), env, BisectOptions(cache=tmp_path / "cache"), lambda message: None
+    )  # returns: no exception
     after = json.loads((run / "report.json").read_text())
     assert after["verdict"] == report["verdict"] == "fail"
     assert after["findings"][0]["bisect"][0]["reason"] == "interrupted (SIGTERM)"
@@ -464,7 +531,9 @@ def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
         "changed by optax one of 7 commits: from 00000000 Commit 0 (2025-10-01) to 00000006 Commit 6 (2025-10-07) "
         "(6 could not be tested: cannot be imported: AttributeError: x)"
     ), text
-    short = report_bisect.words({**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}})
+    short = report_bisect.words(
+        {**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}}
+    )
     assert short == (
         "changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) (1 could not be tested: cannot be built: y)"
     ), short
@@ -489,11 +558,15 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
             return super().__call__(sha, contracts)
 
     def make(package, repo):
-        return Recording(package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120))
+        return Recording(
+            package, repo, Path(sys.executable), _env(project), BisectOptions(cache=tmp_path / "cache", timeout=120)
+        )
 
     bisect_flow.attach(report, make, {"optax": str(tmp_path / "repo")}, BisectOptions(cache=tmp_path / "cache"))
     by_contract = {tuple(f["contracts"]): f["bisect"][0] for f in report["findings"]}
-    assert by_contract[("contracts/test_sgd.py::test_step",)] == bisect_flow.not_bisected("optax", bisect_flow.TEAM_ONLY)
+    assert by_contract[("contracts/test_sgd.py::test_step",)] == bisect_flow.not_bisected(
+        "optax", bisect_flow.TEAM_ONLY
+    )
     assert by_contract[(CONTRACT,)]["status"] == "found" and by_contract[(CONTRACT,)]["commits"][0]["sha"] == shas[4]
     assert probed and all("contracts/test_sgd.py::test_step" not in ids for ids in probed)
 
@@ -503,7 +576,10 @@ def test_a_second_bisection_replaces_the_first_answers(tmp_path):
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     for missing in ("nothere.git", "gone.git"):
         bisect_flow.attach(
-            report, lambda package, repo: pytest.fail("nothing is probed"), {"optax": (tmp_path / missing).as_uri()}, BisectOptions(cache=tmp_path / "cache")
+            report,
+            lambda package, repo: pytest.fail("nothing is probed"),
+            {"optax": (tmp_path / missing).as_uri()},
+            BisectOptions(cache=tmp_path / "cache"),
         )
     (entry,) = report["findings"][0]["bisect"]
     assert "gone.git" in entry["reason"]
@@ -535,8 +611,12 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
     bad["reasons"] = ["candidate not verified: invalid input"]
     bisect_flow.write(bad, refused)
     (out / "report.json").symlink_to(refused / "report.json")
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
-    given = BisectCommandOptions(report=refused, environment=env, bisect=BisectOptions(history=(f"optax={tmp_path / 'nope'}",)))
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
+    )
+    given = BisectCommandOptions(
+        report=refused, environment=env, bisect=BisectOptions(history=(f"optax={tmp_path / 'nope'}",))
+    )
     assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     assert "not a git repository" in capsys.readouterr().err  # the history is checked first
     given = dataclasses.replace(given, bisect=BisectOptions())
@@ -544,7 +624,9 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
     assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     assert "was not verified (candidate not verified: invalid input): nothing to bisect" in capsys.readouterr().err
     assert (refused / "report.md").read_text() == before  # left as it is
-    given = dataclasses.replace(given, report=out, environment=dataclasses.replace(env, baseline_lock=tmp_path / "none.txt"))
+    given = dataclasses.replace(
+        given, report=out, environment=dataclasses.replace(env, baseline_lock=tmp_path / "none.txt")
+    )
     assert bisect_command.command(given) == bisect_command.NOT_VERIFIED  # the good run has no candidate lock here
     said = capsys.readouterr()
     assert f"bisecting the newest run that ran both sides: {good.name}" in said.out
@@ -554,7 +636,9 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
 def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
     from tests.meta.test_cli import gate_cli
 
-    status, _, stderr, seconds = gate_cli("optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60)
+    status, _, stderr, seconds = gate_cli(
+        "optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60
+    )
     assert status == 2 and "not a git repository" in stderr and seconds < 15, (status, stderr[-500:], seconds)
 
 
@@ -567,12 +651,22 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     git(repo, "init", "--quiet", "-b", "main")
     shas = [
         commit(
-            repo, {"optax/_losses.py": "def huber_loss(x):\n    return x\n", "optax/_losses_test.py": "def huber_loss(): pass\n", "notes.txt": "0\n"}, "first"
+            repo,
+            {
+                "optax/_losses.py": "def huber_loss(x):\n    return x\n",
+                "optax/_losses_test.py": "def huber_loss(): pass\n",
+                "notes.txt": "0\n",
+            },
+            "first",
         )
     ]
     git(repo, "tag", "v0.1.0")
     shas.append(commit(repo, {"notes.txt": "1\n"}, "Notes only"))
-    shas.append(commit(repo, {"optax/_losses.py": "def huber_loss(x, *, delta=1.0):\n    return x\n"}, "Keyword-only delta (#7)"))
+    shas.append(
+        commit(
+            repo, {"optax/_losses.py": "def huber_loss(x, *, delta=1.0):\n    return x\n"}, "Keyword-only delta (#7)"
+        )
+    )
     shas.append(commit(repo, {"notes.txt": "3\n"}, "More notes"))
     files = bisect_flow.source_files(repo, "v0.1.0", ["optax.huber_loss", "recipe:none-gradients", "optax.nothere"])
     assert files == ["optax/_losses.py"]  # the test module's def is left out; a recipe or an unknown name adds none
@@ -599,13 +693,21 @@ def test_gate_refuses_a_history_without_bisect(tmp_path):
     (``--run-dir`` without ``--run`` is refused the same way)."""
     from tests.meta.test_cli import gate_cli
 
-    status, _, stderr, seconds = gate_cli("optax==0.2.8", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60)
-    assert status == 2 and "--history is given without --bisect" in stderr and seconds < 15, (status, stderr[-500:], seconds)
+    status, _, stderr, seconds = gate_cli(
+        "optax==0.2.8", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60
+    )
+    assert status == 2 and "--history is given without --bisect" in stderr and seconds < 15, (
+        status,
+        stderr[-500:],
+        seconds,
+    )
 
 
 def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path, capsys):
     """``bisect /no/such/folder`` said only "no report.json there"."""
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
+    )
     given = BisectCommandOptions(report=tmp_path / "nothere", environment=env, bisect=BisectOptions())
     assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     assert f"cannot bisect {tmp_path / 'nothere'}: it does not exist" in capsys.readouterr().err
@@ -619,8 +721,13 @@ def test_the_bisect_command_says_an_interrupted_run_did_not_finish(tmp_path, cap
     run = tmp_path / "runs" / "20261202T000000Z-abc"
     run.mkdir(parents=True)
     (run / evidence.MARKER).write_text("interrupted\n")
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path)
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python=sys.executable, envs_dir=tmp_path
+    )
     given = BisectCommandOptions(report=run, environment=env, bisect=BisectOptions())
     assert bisect_command.command(given) == bisect_command.NOT_VERIFIED
     err = capsys.readouterr().err
-    assert f"cannot bisect {run}: that run did not finish (marked {evidence.MARKER})" in err and "no report.json" not in err, err
+    assert (
+        f"cannot bisect {run}: that run did not finish (marked {evidence.MARKER})" in err
+        and "no report.json" not in err
+    ), err

@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.team_code import call_sites, usage
-from optax_gate.gate.diffs import unseen  # noqa: E402
 from optax_gate.gate import assemble
-from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
-from tests.meta.test_compare import record  # noqa: E402
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.judge import compare
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.team_code import call_sites, usage
+from tests.meta.test_compare import record
 
 TEAM = Path(__file__).parent / "fake_team"
 
@@ -44,7 +44,11 @@ def _runs():
         run["contracts"]["golden_b"]["api"] = "optax.clip"
         run["contracts"]["golden_c"]["api"] = "jax.jit+optax.swap"
     # three causes, so that findings.group (one finding per cause, across APIs) keeps three findings
-    for cid, why in (("golden_a", "KeyError: mu"), ("golden_b", "TypeError: max_delta"), ("golden_c", "ValueError: donated")):
+    for cid, why in (
+        ("golden_a", "KeyError: mu"),
+        ("golden_b", "TypeError: max_delta"),
+        ("golden_c", "ValueError: donated"),
+    ):
         cand["contracts"][cid]["detail"] = why
     return base, cand
 
@@ -52,7 +56,9 @@ def _runs():
 def test_findings_list_the_teams_call_sites_and_come_first():
     base, cand = _runs()
     report = compare.compare(base, cand)
-    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM))))
+    report = assemble.with_beyond(
+        report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)))
+    )
     got = [(f["number"], f["api"], f["your_code"]) for f in report["findings"]]
     # findings.group orders them jax.jit+optax.swap, optax.adamw, optax.clip (by API): adamw, untouched, goes last
     assert got == [
@@ -73,7 +79,9 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
     (team / "gone.py").symlink_to("missing.py")  # listed; no file behind it, so no code (not per finding)
     base, cand = _runs()
     report = compare.compare(base, cand)
-    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team))))
+    report = assemble.with_beyond(
+        report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
+    )
     by_api = {f["api"]: f for f in report["findings"]}
     assert by_api["optax.adamw"]["your_code_not_scanned"] == ["a.py"]
     assert by_api["optax.clip"]["your_code_not_scanned"] == []  # clip is nowhere in a.py
@@ -94,11 +102,17 @@ def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path)
     from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
     base, cand = _runs()
-    for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
+    for run, site in (
+        (base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)),
+        (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True)),
+    ):
         run["contracts"]["golden_b"]["api"] = "optax.renamed_clip"
         run["site_packages"] = str(site)
     report = compare.compare(base, cand)
-    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",)))
+    report = assemble.with_beyond(
+        report,
+        unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",)),
+    )
     assert {f["api"]: f["your_code"] for f in report["findings"]}["optax.renamed_clip"] == ["train.py:8"]
 
 
@@ -109,22 +123,36 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     the same API names both calls, each with the surface diff's word on it."""
     import json
 
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
     from optax_gate.gate.report import json_file as report_json
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
     base, cand = _runs()
-    for run, site in ((base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)), (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True))):
+    for run, site in (
+        (base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)),
+        (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True)),
+    ):
         run["contracts"]["golden_b"]["api"] = "optax.losses.loss"
         run["site_packages"] = str(site)
     report = compare.compare(base, cand)
-    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",)))
+    report = assemble.with_beyond(
+        report,
+        unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)), packages=("optax",)),
+    )
     found = report["findings"]
     text = report_markdown.render(report)
     lines = text.split(f"## Findings ({len(found)})\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert [ln.split(". ", 1)[0] for ln in lines] == [str(f["number"]) for f in found] == [str(k) for k in range(1, len(found) + 1)]
-    kinds = {r["change"] for r in report["surface"]["rows"] if r["verdict"] == "broken"}  # one finding per kind of change
+    assert (
+        [ln.split(". ", 1)[0] for ln in lines]
+        == [str(f["number"]) for f in found]
+        == [str(k) for k in range(1, len(found) + 1)]
+    )
+    kinds = {
+        r["change"] for r in report["surface"]["rows"] if r["verdict"] == "broken"
+    }  # one finding per kind of change
     assert {f["section"] for f in found} == {"contracts", "surface"} and len(found) == 3 + len(kinds)
     # the keyword-only rows of the tiny optax (``optax.losses.loss`` and its re-export) are one finding
     delta = next(f for f in found if f["section"] == "surface" and "optax.losses.loss" in f.get("apis", [f["api"]]))
@@ -132,7 +160,9 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
     # train.py:10 passes delta by keyword: unaffected, not named (teamlib/model.py:12 breaks another keyword-only row)
     assert "train.py:9" in delta["your_code"] and "train.py:10" not in delta["your_code"]
     line = lines[delta["number"] - 1]
-    assert "(see API surface below) — **your code**: " in line and "`train.py:9`" in line and "`train.py:10`" not in line
+    assert (
+        "(see API surface below) — **your code**: " in line and "`train.py:9`" in line and "`train.py:10`" not in line
+    )
     contract = next(f for f in found if f["section"] == "contracts" and f["api"] == "optax.losses.loss")
     assert contract["your_code"] == ["train.py:9", "train.py:10"]
     assert contract["your_code_notes"] == {
@@ -162,6 +192,11 @@ def test_a_type_annotation_names_an_api_but_is_a_call_site_only_when_nothing_els
     scan = usage.scan([team], base=team)
     hows = {(u.where, u.path): u.how for u in scan.uses}
     assert hows[("opt.py:4", "optax.MultiSteps")] == hows[("opt.py:4", "optax.Schedule")] == "annotation"
-    assert hows[("opt.py:5", "optax.GradientTransformation")] == "annotation" and hows[("opt.py:6", "optax.MultiSteps")] == "call"
+    assert (
+        hows[("opt.py:5", "optax.GradientTransformation")] == "annotation"
+        and hows[("opt.py:6", "optax.MultiSteps")] == "call"
+    )
     assert call_sites.sites(scan, ["optax.MultiSteps"]) == ["opt.py:6"]
-    assert call_sites.sites(scan, ["optax.OptState"]) == ["opt.py:9"]  # only an annotation: named, as an import would be
+    assert call_sites.sites(scan, ["optax.OptState"]) == [
+        "opt.py:9"
+    ]  # only an annotation: named, as an import would be

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate import cli, cli_parser
 from optax_gate.gate.install import environments
 from optax_gate.gate.run import evidence, results_cache, runner
-from optax_gate.gate import cli, cli_parser
 from tests.meta.test_compare import record
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,17 @@ def gate_cli(*args, out, env=None, timeout=60):
     """``python -m optax_gate gate ARGS --out OUT`` from the project root: (exit status, stdout, stderr, seconds)."""
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "optax_gate", "gate", *args, "--out", str(out), "--cache-dir", str(Path(out).parent / "cache")],
+        [
+            sys.executable,
+            "-m",
+            "optax_gate",
+            "gate",
+            *args,
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(Path(out).parent / "cache"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -54,12 +64,19 @@ def not_judged_report(out):
 
 def newest_run(out) -> Path:
     """The newest complete run folder, judged or not."""
-    return max(((out / name).resolve() for name in (evidence.LATEST, evidence.NOT_JUDGED_LINK) if (out / name).exists()), key=lambda p: p.name)
+    return max(
+        ((out / name).resolve() for name in (evidence.LATEST, evidence.NOT_JUDGED_LINK) if (out / name).exists()),
+        key=lambda p: p.name,
+    )
 
 
 @pytest.mark.parametrize(
     ("candidate", "status", "verdict"),
-    [(record(golden_a="passed"), 0, "pass"), (record(golden_a="failed"), 1, "fail"), (record("not-verified", "import failed: x"), 2, "not-verified")],
+    [
+        (record(golden_a="passed"), 0, "pass"),
+        (record(golden_a="failed"), 1, "fail"),
+        (record("not-verified", "import failed: x"), 2, "not-verified"),
+    ],
 )
 def test_compare_exit_status_matches_the_verdict(tmp_path, candidate, status, verdict):
     base = write_run(tmp_path / "b.json", record(golden_a="passed"))
@@ -93,7 +110,9 @@ def test_a_crash_of_the_gate_itself_is_not_verified_with_a_report(tmp_path, monk
     monkeypatch.setattr(runner, "run", crash)
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
-    code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")])
+    code = cli.main(
+        ["gate", "--candidate-lock", str(LOCK), "--out", str(tmp_path), "--cache-dir", str(tmp_path / "cache")]
+    )
     report = not_judged_report(tmp_path)
     assert not (tmp_path / "report.json").exists(), "a crash's report (no contract judged) became report.json"
     assert code == 2 and report["reasons"][0].startswith("baseline not verified: gate error: KeyError")
@@ -113,17 +132,32 @@ def _write(path, text):
 
 BAD_INPUTS = {
     "malformed spec": (lambda t: ["optax=>0.2"], "not a valid requirement: 'optax=>0.2'"),
-    "unknown package": (lambda t: ["optx==0.2.8"], "the baseline does not require a package named 'optx' (did you mean optax?)"),
+    "unknown package": (
+        lambda t: ["optx==0.2.8"],
+        "the baseline does not require a package named 'optx' (did you mean optax?)",
+    ),
     "missing path after --usage": (
         lambda t: ["--usage", "src", "notebooks"],
         "the baseline does not require a package named "
         "'notebooks'; pass --allow-extra to add a new package to the candidate; if it is a path: "
         "--usage notebooks (one path per --usage)",
     ),
-    "candidate lock missing": (lambda t: ["--candidate-lock", str(t / "nope.txt")], "candidate lock {t}/nope.txt does not exist"),
-    "candidate lock empty": (lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")], "pins no package (empty lock file)"),
-    "candidate lock without hashes": (lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")], "optax==0.2.8 has no --hash"),
-    "baseline lock missing": (lambda t: ["--baseline-lock", str(t / "gone.txt")], "baseline lock {t}/gone.txt does not exist"),
+    "candidate lock missing": (
+        lambda t: ["--candidate-lock", str(t / "nope.txt")],
+        "candidate lock {t}/nope.txt does not exist",
+    ),
+    "candidate lock empty": (
+        lambda t: ["--candidate-lock", _write(t / "empty.txt", "# nothing\n")],
+        "pins no package (empty lock file)",
+    ),
+    "candidate lock without hashes": (
+        lambda t: ["--candidate-lock", _write(t / "bare.txt", "optax==0.2.8\n")],
+        "optax==0.2.8 has no --hash",
+    ),
+    "baseline lock missing": (
+        lambda t: ["--baseline-lock", str(t / "gone.txt")],
+        "baseline lock {t}/gone.txt does not exist",
+    ),
     # a helper gave README.md: the message offered `uv pip compile ... -o README.md`, which overwrites it
     "baseline lock is prose": (
         lambda t: ["--baseline-lock", _write(t / "README.md", "# Title\n\nBefore a team moves.\n")],
@@ -154,7 +188,7 @@ def test_a_refused_run_writes_a_refusal_report_without_usage_notes(tmp_path):
     team.mkdir()
     (team / "bad.py").write_text("import optax\ndef f(:\n")  # not scanned: a note in a report of a run that ran
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("optx==0.2.8", "--usage", str(team), out=out)
+    status, stdout, stderr, _seconds = gate_cli("optx==0.2.8", "--usage", str(team), out=out)
     assert status == 2 and "the baseline does not require a package named 'optx'" in stderr, stdout + stderr
     assert "writing the refusal report" in stderr and "comparing and writing the report" not in stderr
     report = not_judged_report(out)
@@ -175,7 +209,7 @@ def test_an_unwritable_out_is_exit_2_without_a_traceback(tmp_path, kind):
     blocker = tmp_path / "blocker"
     blocker.write_text("x")
     out = blocker if kind == "a file" else blocker / "reports"
-    status, stdout, stderr, seconds = gate_cli("optax==0.2.8", out=out)
+    status, _stdout, stderr, seconds = gate_cli("optax==0.2.8", out=out)
     assert status == 2 and "Traceback" not in stderr and seconds < 10
     assert f"the output folder {out} (set with --out)" in stderr and "(no report written)" in stderr
 
@@ -195,7 +229,7 @@ def uv_env() -> dict[str, str] | None:
 @pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_path):
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("optax==9.9.9", out=out, env=uv_env(), timeout=120)
+    status, _stdout, stderr, _seconds = gate_cli("optax==9.9.9", out=out, env=uv_env(), timeout=120)
     assert status == 2 and "the candidate cannot be resolved" in stderr and "Traceback" not in stderr
     assert "baseline: running the contracts" not in stderr
     report = not_judged_report(out)
@@ -205,7 +239,9 @@ def test_an_impossible_version_fails_resolution_before_the_baseline_runs(tmp_pat
 
 
 def test_help_explains_every_option_and_the_exit_statuses():
-    proc = subprocess.run([sys.executable, "-m", "optax_gate", "gate", "--help"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate", "gate", "--help"], cwd=ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 0
     for option in ("--candidate-lock", "--allow-extra", "--keep", "--out", "--baseline-lock", "--timeout"):
         assert option in proc.stdout
@@ -292,7 +328,9 @@ def fake_gate(tmp_path, pause=0.05, tests=8, extra=(), lock=LOCK):
     fake = tmp_path / "fake-python"
     fake.write_text(FAKE_PYTHON.format(python=sys.executable, pause=pause, tests=tests))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    driver = DRIVER.format(fake=str(fake), lock=str(lock), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra))
+    driver = DRIVER.format(
+        fake=str(fake), lock=str(lock), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra)
+    )
     return [sys.executable, "-c", driver]
 
 
@@ -362,10 +400,14 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
         assert "interrupted" in stderr and "Traceback" not in stderr
         assert (out / "latest").resolve() == latest, f"attempt {attempt}: an interrupted run became latest"
         assert snapshot(latest) == before and (out / "report.md").read_text() == report_before
-        left = subprocess.run(["pgrep", "-f", str(tmp_path / "fake-python")], capture_output=True, text=True).stdout.split()
+        left = subprocess.run(
+            ["pgrep", "-f", str(tmp_path / "fake-python")], capture_output=True, text=True
+        ).stdout.split()
         assert not left, f"attempt {attempt}: contract processes outlived the interrupted gate: {left}"
         others = [p for p in (out / "runs").iterdir() if p not in complete]
-        assert others and all((p / evidence.MARKER).exists() for p in others), "an interrupted run is not marked incomplete"
+        assert others and all((p / evidence.MARKER).exists() for p in others), (
+            "an interrupted run is not marked incomplete"
+        )
 
 
 def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
@@ -382,7 +424,11 @@ def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
         "sys.exit(status)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", driver, str(tmp_path / "absent.json"), str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
 
@@ -434,7 +480,9 @@ def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_stat
     cmd[2] = cmd[2].replace("\ncli.entry(", "\n" + patch + "cli.entry(")
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
-    assert "came after the run was complete: verdict pass" in proc.stderr and "not verified" not in proc.stderr, proc.stderr
+    assert "came after the run was complete: verdict pass" in proc.stderr and "not verified" not in proc.stderr, (
+        proc.stderr
+    )
     out = tmp_path / "out"
     latest = (out / "latest").resolve()
     assert evidence.is_complete(latest) and (out / "report.md").read_text() == (latest / "report.md").read_text()
@@ -468,7 +516,10 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     assert proc.returncode == 2 and "Traceback" not in stderr, stderr
     # the SIGTERM may reach the gate before or after it has said why it stops (a race of two processes):
     # either way the cause named is the first signal, Ctrl-C, never SIGTERM
-    assert "interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr or "interrupted (SIGINT, Ctrl-C): not verified" in stderr, stderr
+    assert (
+        "interrupted (SIGINT, Ctrl-C; then SIGTERM): not verified" in stderr
+        or "interrupted (SIGINT, Ctrl-C): not verified" in stderr
+    ), stderr
     assert "interrupted (SIGTERM" not in stderr, stderr
     # the folder is not kept for good: the next gate removes an incomplete folder whose process is gone
     # (a new user read "stays marked INCOMPLETE" and found it gone)
@@ -499,7 +550,9 @@ def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     stderr = "".join(said) + stderr
-    assert proc.returncode == 2 and f"({tmp_path / 'out' / 'not-judged.md'} is an earlier run's, not this one's)" in stderr, stderr
+    assert (
+        proc.returncode == 2 and f"({tmp_path / 'out' / 'not-judged.md'} is an earlier run's, not this one's)" in stderr
+    ), stderr
 
 
 def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
@@ -510,7 +563,11 @@ def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
     import ast
 
     tree = ast.parse((ROOT / "noxfile.py").read_text())
-    stop = next(node.value.value for node in tree.body if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "GATE_STOP_S" for t in node.targets))
+    stop = next(
+        node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "GATE_STOP_S" for t in node.targets)
+    )
     assert stop >= 10
     tool = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "_run_tool")
     calls = [
@@ -520,7 +577,10 @@ def test_nox_gives_the_gate_time_to_stop_after_ctrl_c():
         and getattr(node.func, "attr", "") == "run"
         and any(isinstance(a, ast.Constant) and a.value == "optax_gate" for a in node.args)
     ]
-    assert calls and all(any(k.arg == "terminate_timeout" and getattr(k.value, "id", "") == "GATE_STOP_S" for k in call.keywords) for call in calls)
+    assert calls and all(
+        any(k.arg == "terminate_timeout" and getattr(k.value, "id", "") == "GATE_STOP_S" for k in call.keywords)
+        for call in calls
+    )
 
 
 def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candidate(tmp_path):
@@ -532,14 +592,18 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
     # another candidate (a lock with one more line): its results are not the baseline's
     other_lock = tmp_path / "other-lock.txt"
     other_lock.write_text(LOCK.read_text() + "# another candidate\n")
-    second = subprocess.run(fake_gate(tmp_path, pause=0, lock=other_lock), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    second = subprocess.run(
+        fake_gate(tmp_path, pause=0, lock=other_lock), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert second.returncode == 0 and "baseline: from cache" in second.stderr, second.stderr
     ran_second = runs.read_text().split()[len(ran_first) :]
     assert all(name.startswith("candidate") for name in ran_second) and ran_second
     report = latest_report(tmp_path / "out")
     assert report["baseline"]["from_cache"]["key"] and "**from cache**" in (tmp_path / "out" / "report.md").read_text()
     assert ((tmp_path / "out" / "latest").resolve() / "checkpoints" / "meta.json").exists()
-    third = subprocess.run(fake_gate(tmp_path, pause=0, extra=["--no-cache"]), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    third = subprocess.run(
+        fake_gate(tmp_path, pause=0, extra=["--no-cache"]), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert third.returncode == 0 and "from cache" not in third.stderr
     ran_third = runs.read_text().split()[len(ran_first) + len(ran_second) :]
     assert any(n.startswith("baseline") for n in ran_third) and any(n.startswith("candidate") for n in ran_third)
@@ -553,7 +617,9 @@ def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
     with pytest.raises(SystemExit) as stop:
         cli_parser.parse(["gate", "optax==0.2.8", "--contract", "x", "--bogus-option"])
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and "usage: optax-gate gate" in err and "unrecognized arguments: --bogus-option" in err, err
+    assert (
+        stop.value.code == 2 and "usage: optax-gate gate" in err and "unrecognized arguments: --bogus-option" in err
+    ), err
     with pytest.raises(SystemExit):
         cli_parser.parse(["gate", "--keepp", "3"])
     assert "did you mean --keep?" in capsys.readouterr().err
@@ -565,6 +631,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     pytest process, and the thread starts its next one, which nobody stops (the gate waits for that thread
     at exit). Here the interruption lands exactly there: the process must still be stopped, at once."""
     import threading as threading_
+
     from optax_gate.gate.run import runner
 
     real = runner.subprocess.Popen
@@ -574,14 +641,19 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
         stopper.append(threading_.Thread(target=runner.stop_all))
         stopper[0].start()
         time.sleep(0.2)  # stop_all has run (or waits for the process to be registered)
-        return real([sys.executable, "-c", "import time; time.sleep(30)"], **{k: v for k, v in kwargs.items() if k != "cwd"})
+        return real(
+            [sys.executable, "-c", "import time; time.sleep(30)"], **{k: v for k, v in kwargs.items() if k != "cwd"}
+        )
 
     monkeypatch.setattr(runner.subprocess, "Popen", popen_as_the_gate_stops)
     monkeypatch.setattr(runner, "_STOP", threading_.Event())
     monkeypatch.setattr(runner, "_LIVE", set())
     start = time.monotonic()
     part = runner._pytest(runner.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None)
-    assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (part, time.monotonic() - start)  # killed
+    assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (
+        part,
+        time.monotonic() - start,
+    )  # killed
     stopper[0].join(5)
 
 
@@ -693,12 +765,23 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
         "raised_at": "",
         "affected": [],
     }
-    gate_report = {"verdict": "pass", "baseline": {"versions": {"optax": "0.2.6"}}, "candidate": {"versions": {"optax": "0.2.8"}}, "team_run": team}
+    gate_report = {
+        "verdict": "pass",
+        "baseline": {"versions": {"optax": "0.2.6"}},
+        "candidate": {"versions": {"optax": "0.2.8"}},
+        "team_run": team,
+    }
     (run / "report.json").write_text(json.dumps(gate_report))
-    assert cli.main(["compare", b, c, "--out", str(tmp_path / "plain")]) == 1  # the broken contract is the team's: no evidence
+    assert (
+        cli.main(["compare", b, c, "--out", str(tmp_path / "plain")]) == 1
+    )  # the broken contract is the team's: no evidence
     assert cli.main(["compare", b, c, "--team-run", str(run), "--out", str(tmp_path / "reused")]) == 0
     report = json.loads((tmp_path / "reused" / "report.json").read_text())
-    assert report["verdict"] == "pass" and report["team_run"]["outcome"] == "same" and report["findings"][0]["scope"] == "elsewhere"
+    assert (
+        report["verdict"] == "pass"
+        and report["team_run"]["outcome"] == "same"
+        and report["findings"][0]["scope"] == "elsewhere"
+    )
     assert "Your run computes the same" in (tmp_path / "reused" / "report.md").read_text()
     capsys.readouterr()
     other = {**gate_report, "candidate": {"versions": {"optax": "0.2.7"}}}
@@ -727,7 +810,22 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
     gate_report["team_run"]["run_dir"] = str(tmp_path / "team")
     (run / "report.json").write_text(json.dumps(gate_report))
     for usage in ("team", "team/src"):  # the run's folder, or a folder in it
-        assert cli.main(["compare", b, c, "--team-run", str(run), "--usage", str(tmp_path / usage), "--out", str(tmp_path / usage / "out")]) == 0
+        assert (
+            cli.main(
+                [
+                    "compare",
+                    b,
+                    c,
+                    "--team-run",
+                    str(run),
+                    "--usage",
+                    str(tmp_path / usage),
+                    "--out",
+                    str(tmp_path / usage / "out"),
+                ]
+            )
+            == 0
+        )
 
 
 def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp_path):
@@ -738,7 +836,10 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     run = tmp_path / "runs" / "r1"
     (run / "evidence").mkdir(parents=True)
     finding = {"your_code_attribution": {"train.py:3": {"verdict": "cannot-tell", "why": "x", "calls": "y"}}}
-    for team, words in ((None, "run the gate with --run"), ({"outcome": "same"}, f"add --team-run {run / 'report.json'}")):
+    for team, words in (
+        (None, "run the gate with --run"),
+        ({"outcome": "same"}, f"add --team-run {run / 'report.json'}"),
+    ):
         (run / "report.json").write_text(json.dumps({"team_run": team} if team else {}))
         report = {"notes": [], "findings": [finding]}
         compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
@@ -751,7 +852,9 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     for verdict, said in (("fail", True), ("not-verified", True), ("pass", False)):
         report = {"notes": [], "verdict": verdict, "findings": []}
         compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
-        assert bool(report["notes"]) is said and (not said or f"add --team-run {run / 'report.json'}" in report["notes"][0]), report
+        assert bool(report["notes"]) is said and (
+            not said or f"add --team-run {run / 'report.json'}" in report["notes"][0]
+        ), report
     (run / "report.json").write_text("{}")  # a gate without --run: nothing to re-use
     report = {"notes": [], "verdict": "fail", "findings": []}
     compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
@@ -766,11 +869,15 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     base.update(label="baseline", versions={"optax": "0.2.6", "jax": "0.11.2"})
     cand.update(label="candidate", versions={"optax": "0.2.8", "jax": "0.12.0.1"})
     b, c = write_run(tmp_path / "baseline.json", base), write_run(tmp_path / "candidate.json", cand)
-    assert cli.main(["compare", c, b, "--out", str(tmp_path / "swapped")]) == 2  # compared as given (fixed), not verified
+    assert (
+        cli.main(["compare", c, b, "--out", str(tmp_path / "swapped")]) == 2
+    )  # compared as given (fixed), not verified
     out = capsys.readouterr().out  # the verdict's first reason, on the console
     assert "the run records look swapped" in out and "candidate record (optax 0.2.8, jax 0.12.0.1)" in out, out
     report = json.loads((tmp_path / "swapped" / "report.json").read_text())
-    assert report["reasons"][0].startswith("the run records look swapped"), report["reasons"]  # first, not a note (trial 7)
+    assert report["reasons"][0].startswith("the run records look swapped"), report[
+        "reasons"
+    ]  # first, not a note (trial 7)
     assert report["reasons"][0].endswith("every change in this report reads the other way round (broken as fixed)")
     assert "look swapped" in (tmp_path / "swapped" / "report.md").read_text()
     assert cli.main(["compare", b, c, "--out", str(tmp_path / "right")]) == 1
@@ -782,7 +889,9 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     (tmp_path / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
     assert cli.main(["compare", c, b, "--team-run", str(tmp_path / "report.json"), "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
-    assert "the run records look swapped" in err and "another baseline" not in err and not (tmp_path / "t").exists(), err
+    assert "the run records look swapped" in err and "another baseline" not in err and not (tmp_path / "t").exists(), (
+        err
+    )
 
 
 def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_path, monkeypatch):
@@ -794,9 +903,13 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
     monkeypatch.chdir(tmp_path)
     rec = compare_flow._located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
     assert rec["lock_file"] == str(ROOT / "requirements-lock.txt") and Path(rec["lock_file"]).is_file()
-    assert rec["site_packages"] == "no/such/site-packages"  # found nowhere: as it is (the diff says why it was not made)
+    assert (
+        rec["site_packages"] == "no/such/site-packages"
+    )  # found nowhere: as it is (the diff says why it was not made)
     (tmp_path / "requirements-lock.txt").write_text("")
-    assert compare_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"  # found here
+    assert (
+        compare_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"
+    )  # found here
 
 
 def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_path):
@@ -829,7 +942,12 @@ def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_pat
 
 @pytest.mark.parametrize(
     "args",
-    [["-s", "gate", "optax==0.2.8"], ["-s", "gate", "jax"], ["--session", "gate", "flax>=0.12"], ["-s", "gate", "optax==0.2.8", "--run", "python train.py"]],
+    [
+        ["-s", "gate", "optax==0.2.8"],
+        ["-s", "gate", "jax"],
+        ["--session", "gate", "flax>=0.12"],
+        ["-s", "gate", "optax==0.2.8", "--run", "python train.py"],
+    ],
 )
 def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     """``./noxw -s gate optax==0.2.8`` (the ``--`` forgotten) answered nox's
@@ -846,7 +964,11 @@ def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
 
 @pytest.mark.parametrize(
     "args",
-    [["-s", "gate", "--usage", "team"], ["-s", "gate", "--usage=team", "--out", "r", "optax==0.2.8"], ["-s", "compare", "a.json", "b.json", "--usage", "team"]],
+    [
+        ["-s", "gate", "--usage", "team"],
+        ["-s", "gate", "--usage=team", "--out", "r", "optax==0.2.8"],
+        ["-s", "compare", "a.json", "b.json", "--usage", "team"],
+    ],
 )
 def test_noxw_says_where_an_option_of_the_gate_goes(args):
     """The trial: ``./noxw -s gate --usage team`` reached nox, whose own --usage took the path and looked for a
@@ -854,7 +976,9 @@ def test_noxw_says_where_an_option_of_the_gate_goes(args):
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     option = next(a for a in args if a.startswith("--usage")).split("=")[0]
-    assert f"'{option}' is an option of the {args[1]}, not of nox: the {args[1]}'s arguments go after --:" in proc.stderr
+    assert (
+        f"'{option}' is an option of the {args[1]}, not of nox: the {args[1]}'s arguments go after --:" in proc.stderr
+    )
     import shlex
 
     suggested = proc.stderr.split(f"./noxw -s {args[1]} --", 1)[1].strip()
@@ -867,10 +991,19 @@ def test_noxw_drops_the_double_dash_from_its_suggestion():
     import shlex
 
     proc = subprocess.run(
-        ["bash", str(ROOT / "noxw"), "-s", "gate", "optax==0.2.8", "--", "--usage", "d", "--out", "x"], capture_output=True, text=True, timeout=60
+        ["bash", str(ROOT / "noxw"), "-s", "gate", "optax==0.2.8", "--", "--usage", "d", "--out", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
-    assert shlex.split(proc.stderr.split("./noxw -s gate --", 1)[1].strip()) == ["optax==0.2.8", "--usage", "d", "--out", "x"]
+    assert shlex.split(proc.stderr.split("./noxw -s gate --", 1)[1].strip()) == [
+        "optax==0.2.8",
+        "--usage",
+        "d",
+        "--out",
+        "x",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -897,7 +1030,9 @@ def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user
     (tmp_path / "team-lock.txt").write_text("x")
     (tmp_path / "team").mkdir()
     for args, given in ((["-s", "rebaseline", "team-lock.txt"], "team-lock.txt"), (["-s", "gate", "team"], "team")):
-        proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        proc = subprocess.run(
+            ["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
         assert proc.returncode == 2, proc.stderr
         assert f"'{given}' is an argument of the {args[1]}, not of nox" in proc.stderr
 
@@ -921,7 +1056,11 @@ def test_an_interrupted_command_leaves_no_empty_out_folder_it_made(tmp_path):
     (tmp_path / "existing").mkdir()
     made, holding = tmp_path / "existing" / "new" / "out", tmp_path / "holding"
     proc = subprocess.run(
-        [sys.executable, "-c", driver, str(tmp_path / "a.json"), str(made), str(holding)], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", driver, str(tmp_path / "a.json"), str(made), str(holding)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2 and "interrupted" in proc.stderr, (proc.returncode, proc.stderr[-2000:])
     assert not (tmp_path / "existing" / "new").exists() and (tmp_path / "existing").is_dir()
@@ -940,7 +1079,14 @@ def test_a_ctrl_c_while_the_command_line_is_imported_is_an_interruption_not_a_tr
         "runpy.run_module('optax_gate', run_name='__main__')\n"
     )
     said = tmp_path / "exit-status"
-    proc = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, cli.EXIT_FILE: str(said)})
+    proc = subprocess.run(
+        [sys.executable, "-c", driver],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, cli.EXIT_FILE: str(said)},
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
     assert "interrupted (SIGINT, Ctrl-C) while starting: not verified" in proc.stderr
     assert said.read_text() == "2 interrupted\n"

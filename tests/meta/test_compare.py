@@ -7,7 +7,10 @@ from optax_gate.gate.judge import compare
 
 def record(status="ran", reason="", **outcomes):
     """A run record whose contracts are ``id=outcome`` (kind from the id prefix)."""
-    contracts = {cid: {"api": "optax.sgd", "guide": "g", "kind": cid.split("_")[0], "outcome": o, "detail": f"{o} detail"} for cid, o in outcomes.items()}
+    contracts = {
+        cid: {"api": "optax.sgd", "guide": "g", "kind": cid.split("_")[0], "outcome": o, "detail": f"{o} detail"}
+        for cid, o in outcomes.items()
+    }
     return {"label": "x", "status": status, "reason": reason, "versions": {}, "contracts": contracts}
 
 
@@ -35,7 +38,12 @@ def test_classify(base, cand, kind, change):
 
 @pytest.mark.parametrize(
     ("base", "cand", "change"),
-    [("passed", "failed", "fixed"), ("passed", "error", "fixed"), ("passed", "passed", "unchanged"), ("passed", "skipped", "changed")],
+    [
+        ("passed", "failed", "fixed"),
+        ("passed", "error", "fixed"),
+        ("passed", "passed", "unchanged"),
+        ("passed", "skipped", "changed"),
+    ],
 )
 def test_classify_known_defect(base, cand, change):
     assert compare.classify(base, cand, "negative", defect=True) == change
@@ -73,7 +81,9 @@ def test_a_known_defect_that_stops_reproducing_is_fixed_not_broken():
         rec["contracts"]["golden_a"]["defect"] = "clip-index-error: raises IndexError"
     r = compare.compare(base, cand)
     assert r["verdict"] == "pass" and r["contracts"][0]["change"] == "fixed"
-    assert r["contracts"][0]["detail"] == ("known upstream defect no longer reproduces (clip-index-error: raises IndexError); now: failed detail")
+    assert r["contracts"][0]["detail"] == (
+        "known upstream defect no longer reproduces (clip-index-error: raises IndexError); now: failed detail"
+    )
 
 
 def test_fixed_keeps_the_baseline_failure_as_detail():
@@ -85,10 +95,22 @@ def test_fixed_keeps_the_baseline_failure_as_detail():
 @pytest.mark.parametrize(
     ("baseline", "candidate", "reason"),
     [
-        (record(golden_a="passed"), record("not-verified", "import failed: boom"), "candidate not verified: import failed: boom"),
-        (record("not-verified", "install failed: x"), record(golden_a="passed"), "baseline not verified: install failed: x"),
+        (
+            record(golden_a="passed"),
+            record("not-verified", "import failed: boom"),
+            "candidate not verified: import failed: boom",
+        ),
+        (
+            record("not-verified", "install failed: x"),
+            record(golden_a="passed"),
+            "baseline not verified: install failed: x",
+        ),
         (record(golden_a="passed"), record(), "candidate not verified: zero contracts ran"),
-        (record(golden_a="passed", golden_b="passed"), record(golden_a="passed"), "candidate not verified: 1 contract(s) of the baseline did not run"),
+        (
+            record(golden_a="passed", golden_b="passed"),
+            record(golden_a="passed"),
+            "candidate not verified: 1 contract(s) of the baseline did not run",
+        ),
     ],
     ids=["import", "baseline-install", "zero-contracts", "gone"],
 )
@@ -105,7 +127,8 @@ def test_not_verified_wins_over_broken():
 
 def test_rows_are_ordered_by_severity():
     r = compare.compare(
-        record(golden_a="passed", golden_b="passed", golden_c="failed"), record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed")
+        record(golden_a="passed", golden_b="passed", golden_c="failed"),
+        record(golden_a="passed", golden_b="failed", golden_c="passed", golden_d="passed"),
     )
     assert [row["change"] for row in r["contracts"]] == ["broken", "fixed", "new", "unchanged"]
 
@@ -121,7 +144,10 @@ def _failing_both(base_detail, cand_detail, outcome="failed"):
     [
         ("TypeError: bad dtype", "ValueError: bad dtype"),  # another exception type
         ("ValueError: shapes (2,) and (3,)", "ValueError: rank mismatch"),  # another message
-        ("element (0) is 1.5, expected 1.0 (error 0.5)", "element (0) is 2.5, expected 1.0 (error 1.5)"),  # other values
+        (
+            "element (0) is 1.5, expected 1.0 (error 0.5)",
+            "element (0) is 2.5, expected 1.0 (error 1.5)",
+        ),  # other values
     ],
 )
 def test_a_contract_failing_in_both_with_another_failure_is_changed(base_detail, cand_detail):
@@ -154,7 +180,10 @@ def test_a_finding_of_contracts_that_fail_differently_says_so_once():
     cand["contracts"]["golden_a"]["detail"] = "ValueError: Shapes differ: got (4, 5) and (5,)."
     (finding,) = compare.compare(base, cand)["findings"]
     assert finding["change"] == "changed"
-    assert finding["cause"].startswith("fails differently: ValueError: Shapes differ") and "failed → failed" not in finding["cause"]
+    assert (
+        finding["cause"].startswith("fails differently: ValueError: Shapes differ")
+        and "failed → failed" not in finding["cause"]
+    )
 
 
 def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed():
@@ -165,7 +194,10 @@ def test_a_contract_of_an_api_absent_on_one_side_is_new_not_changed():
     from optax_gate.gate.judge import findings
 
     absent = f"Skipped: optax.microbatching {findings.ABSENT_API} (public after 0.2.6)"
-    base, cand = record(golden_a="skipped", golden_b="skipped", golden_c="skipped"), record(golden_a="passed", golden_b="passed", golden_c="skipped")
+    base, cand = (
+        record(golden_a="skipped", golden_b="skipped", golden_c="skipped"),
+        record(golden_a="passed", golden_b="passed", golden_c="skipped"),
+    )
     base["contracts"]["golden_a"]["detail"] = absent
     for side in (base, cand):
         side["contracts"]["golden_c"]["detail"] = absent

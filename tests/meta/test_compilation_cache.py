@@ -73,10 +73,16 @@ def _second_environment(tmp_path, name):
     """Another environment of the same packages (a venv over this one's site-packages): another sys.prefix,
     another folder, as a candidate's environment is to the baseline's."""
     import sysconfig
+
     from optax_gate.gate.install import environments
 
     folder = tmp_path / name
-    subprocess.run([environments.uv(), "venv", "--quiet", "--python", sys.executable, str(folder)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [environments.uv(), "venv", "--quiet", "--python", sys.executable, str(folder)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (site,) = (folder / "lib").glob("python3*/site-packages")
     (site / "this_environment.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
     return folder / "bin" / "python"
@@ -97,7 +103,9 @@ def test_entries_another_environment_wrote_give_the_outcomes_of_compiling_them(t
     shared = compilation_cache.environment(tmp_path / "gate-cache", on=True)
     baseline_run = run_module(tmp_path, "baseline", shared)
     written = {p.name for p in (tmp_path / "gate-cache" / compilation_cache.FOLDER).iterdir()}
-    alone = run_module(tmp_path, "candidate-alone", compilation_cache.environment(tmp_path / "x", on=False), python=candidate)
+    alone = run_module(
+        tmp_path, "candidate-alone", compilation_cache.environment(tmp_path / "x", on=False), python=candidate
+    )
     served = run_module(tmp_path, "candidate-served", shared, python=candidate)
     assert baseline_run == alone == served
     added = {p.name for p in (tmp_path / "gate-cache" / compilation_cache.FOLDER).iterdir()} - written
@@ -117,7 +125,9 @@ def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sides.environments, "ensure", lambda *a, **k: Path(sys.executable))
     monkeypatch.setattr(sides, "look_up", lambda *a, **k: None)
-    env = EnvironmentOptions(ROOT, ROOT / "requirements-lock.txt", sys.executable, tmp_path / "envs", cache_dir=tmp_path / "cache")
+    env = EnvironmentOptions(
+        ROOT, ROOT / "requirements-lock.txt", sys.executable, tmp_path / "envs", cache_dir=tmp_path / "cache"
+    )
     folders = sides.Folders(tmp_path / "evidence", tmp_path / "checkpoints")
     (tmp_path / "cand.txt").write_text("optax==0.2.8\n")
     got = {

@@ -35,16 +35,24 @@ def test_the_single_device_process_ignores_the_folder_unless_named(tmp_path):
     assert conftest.pytest_ignore_collect(folder, config("tests/contracts")) is True
     assert conftest.pytest_ignore_collect(folder, config()) is True
     assert conftest.pytest_ignore_collect(folder, config(devices.MULTIDEVICE_DIR)) is None
-    assert conftest.pytest_ignore_collect(folder, config(f"{devices.MULTIDEVICE_DIR}/test_sharded_state.py::test_x")) is None
+    assert (
+        conftest.pytest_ignore_collect(folder, config(f"{devices.MULTIDEVICE_DIR}/test_sharded_state.py::test_x"))
+        is None
+    )
     assert conftest.pytest_ignore_collect(root / "tests" / "contracts" / "test_sgd.py", config()) is None
 
 
 def _env(root):
-    return EnvironmentOptions(project_root=root, baseline_lock=root / "requirements-lock.txt", python="py", envs_dir=root, timeout=100)
+    return EnvironmentOptions(
+        project_root=root, baseline_lock=root / "requirements-lock.txt", python="py", envs_dir=root, timeout=100
+    )
 
 
 def _part(folder, code, *contracts, errors=()):
-    log = outcomes.ReportLog(contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts}, collection_errors=list(errors))
+    log = outcomes.ReportLog(
+        contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts},
+        collection_errors=list(errors),
+    )
     return runner.Part(folder, code, "last line", log)
 
 
@@ -59,19 +67,30 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path))
-    assert sorted(calls) == [("baseline", "tests/contracts", ""), ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG)]
+    assert sorted(calls) == [
+        ("baseline", "tests/contracts", ""),
+        ("baseline.multidevice", devices.MULTIDEVICE_DIR, devices.FLAG),
+    ]
     assert record["status"] == "ran" and record["exitstatus"] == 1
     assert sorted(record["contracts"]) == [f"{devices.MULTIDEVICE_DIR}::t", "tests/contracts::t"]
 
 
 def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "probe", lambda python: ({}, None, [], {}))
-    monkeypatch.setattr(runner, "_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a"))
+    monkeypatch.setattr(
+        runner, "_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
+    )
     record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
-    assert record["status"] == "not-verified" and "timed out" in record["reason"] and devices.MULTIDEVICE_DIR in record["reason"]
+    assert (
+        record["status"] == "not-verified"
+        and "timed out" in record["reason"]
+        and devices.MULTIDEVICE_DIR in record["reason"]
+    )
     monkeypatch.setattr(runner, "_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a"))
     record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
-    assert record["status"] == "not-verified" and record["reason"].startswith(f"pytest ({devices.MULTIDEVICE_DIR}) ended with exit status 4")
+    assert record["status"] == "not-verified" and record["reason"].startswith(
+        f"pytest ({devices.MULTIDEVICE_DIR}) ended with exit status 4"
+    )
 
 
 def test_merge_problems():
@@ -98,12 +117,25 @@ def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, m
 
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
     with_xdist = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
-    runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=sides.ALONE_WORKERS), probed=with_xdist)
+    runner.run(
+        Path("py"),
+        "candidate",
+        tmp_path,
+        _env(tmp_path),
+        runner.ContractRunOptions(workers=sides.ALONE_WORKERS),
+        probed=with_xdist,
+    )
     args = list(calls["tests/contracts"])
-    assert args[args.index("-n") + 1] == "auto" and args[args.index("--maxprocesses") + 1] == str(runner.MAX_WORKERS), args
+    assert args[args.index("-n") + 1] == "auto" and args[args.index("--maxprocesses") + 1] == str(runner.MAX_WORKERS), (
+        args
+    )
     assert "-n" not in calls[devices.MULTIDEVICE_DIR]
     for one in (0, 1):  # two sides at once: one process each, no xdist
-        runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=one), probed=with_xdist)
+        runner.run(
+            Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=one), probed=with_xdist
+        )
         assert "-n" not in calls["tests/contracts"]
-    runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=3), probed=with_xdist)
+    runner.run(
+        Path("py"), "candidate", tmp_path, _env(tmp_path), runner.ContractRunOptions(workers=3), probed=with_xdist
+    )
     assert list(calls["tests/contracts"])[-4:] == ["-n", "3", "--dist", "worksteal"]

@@ -131,7 +131,9 @@ def test_the_editable_project_is_reinstalled_only_when_its_pyproject_or_folder_c
     assert environments.project_install_needed(env, project)  # recorded, but no .pth: not really there
     (site / "__editable__.optax_gate-0.1.0.pth").write_text(str(project / "src"))
     assert not environments.project_install_needed(env, project)
-    (project / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n[project.entry-points.pytest11]\nx = "y"\n')
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "optax-gate"\n[project.entry-points.pytest11]\nx = "y"\n'
+    )
     assert environments.project_install_needed(env, project)  # new entry points
     environments.mark_project_installed(env, project)
     moved = tmp_path / "moved"
@@ -211,14 +213,18 @@ def test_a_second_environment_borrows_bytecode_from_one_built_with_the_same_inte
     calls = fake_uv
     lent, compiled = [], []
     monkeypatch.setattr(environments, "interpreter", lambda python: "3.12.1 /usr")
-    monkeypatch.setattr(environments, "lend_bytecode", lambda donor, env, tag: lent.append((donor.name, env.name, tag)) or [env / "x.py"])
+    monkeypatch.setattr(
+        environments,
+        "lend_bytecode",
+        lambda donor, env, tag: lent.append((donor.name, env.name, tag)) or [env / "x.py"],
+    )
     monkeypatch.setattr(environments.subprocess, "run", lambda cmd, **kw: compiled.append((cmd, kw.get("input"))))
     envs = tmp_path / "envs"
     first, second = envs / "a", envs / "b"
     environments.ensure(first, _lock(tmp_path, "one.txt", "requirements.in"), "3.12", tmp_path)
-    assert "--compile-bytecode" in [c for c in calls if "--require-hashes" in c][0] and not lent
+    assert "--compile-bytecode" in next(c for c in calls if "--require-hashes" in c) and not lent
     calls.clear()
     environments.ensure(second, _lock(tmp_path, "two.txt", "other.in", h="cd" * 32), "3.12", tmp_path)
-    assert "--compile-bytecode" not in [c for c in calls if "--require-hashes" in c][0]
+    assert "--compile-bytecode" not in next(c for c in calls if "--require-hashes" in c)
     assert lent == [("a", "b", "cpython-312")]
     assert compiled and compiled[0][0][1:3] == ["-m", "compileall"] and compiled[0][1] == str(second / "x.py")

@@ -15,11 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate.base import details, drift
-
-from optax_gate.gate.base import plain_text
-from optax_gate.gate.judge import findings
-from optax_gate.gate.judge import causes
+from optax_gate.gate.base import details, drift, plain_text
+from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import tolerances
@@ -92,7 +89,9 @@ def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
     assert body[1:3] == ["- **7 contract(s) broken**", "## Findings (3)"]  # 8 failure patterns, 3 upstream causes
     lines = body[3:]
     assert len(lines) == 3 and [int(line.split(".", 1)[0]) for line in lines] == list(range(1, 4))
-    assert lines[0].startswith('1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors')
+    assert lines[0].startswith(
+        '1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors'
+    )
     assert lines[0].endswith(
         "(5 contracts: 4 broken, 1 changed: [result shapes dtypes and finiteness](#f1-1), [trajectory over two full cycles](#f1-2) ×3, [state snapshot](#f1-5))"
     )
@@ -116,7 +115,10 @@ def test_findings_are_in_report_json():
     data = json.loads(report_json.render({**REAL, "findings": findings.group(REAL["contracts"])}))
     assert [f["number"] for f in data["findings"]] == list(range(1, 9))
     assert set(data["findings"][0]) == {"number", "change", "api", "apis", "cause", "key", "contracts", "tests", "text"}
-    assert data["findings"][0]["key"] == "numeric" and data["findings"][0]["tests"][1] == ["trajectory over two full cycles", 3]
+    assert data["findings"][0]["key"] == "numeric" and data["findings"][0]["tests"][1] == [
+        "trajectory over two full cycles",
+        3,
+    ]
 
 
 def test_same_pattern_groups_across_parameters_numbers_and_steps():
@@ -130,22 +132,34 @@ def test_same_pattern_groups_across_parameters_numbers_and_steps():
     ]
     found = findings.group(rows)
     assert [(f["apis"], [c.split("::")[1] for c in f["contracts"]]) for f in found] == [
-        (["optax.adam", "optax.sgd"], ["test_a[float16]", "test_a[bfloat16]", "test_b", "test_d"]),  # one cause, two APIs
+        (
+            ["optax.adam", "optax.sgd"],
+            ["test_a[float16]", "test_a[bfloat16]", "test_b", "test_d"],
+        ),  # one cause, two APIs
         (["optax.sgd"], ["test_e"]),
         (["optax.sgd"], ["test_c"]),
     ]
-    assert found[0]["text"] == ("2 APIs (`optax.adam`, `optax.sgd`): AssertionError: step 1: x is 3, wanted 4 (4 contracts broken: a ×2, b, d)")
+    assert found[0]["text"] == (
+        "2 APIs (`optax.adam`, `optax.sgd`): AssertionError: step 1: x is 3, wanted 4 (4 contracts broken: a ×2, b, d)"
+    )
 
 
 def test_a_dtype_finding_names_the_subject_of_each_failure_in_its_own_words():
     """The subject is the failure's words before their first preposition (``update`` of ``update of the
     bfloat16 leaf``, ``learning rate`` of ``learning rate after init``), a dtype name whole."""
     rows = [
-        row("t.py::test_a[x64-off]", "AssertionError: update of the bfloat16 leaf: expected bfloat16, got the array: float32"),
-        row("t.py::test_b[x64-on]", "AssertionError: learning rate after init: expected float64, got the array: float32"),
+        row(
+            "t.py::test_a[x64-off]",
+            "AssertionError: update of the bfloat16 leaf: expected bfloat16, got the array: float32",
+        ),
+        row(
+            "t.py::test_b[x64-on]", "AssertionError: learning rate after init: expected float64, got the array: float32"
+        ),
     ]
     (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.sgd`: update and learning rate come out float32 instead of bfloat16/float64 (")
+    assert found["text"].startswith(
+        "`optax.sgd`: update and learning rate come out float32 instead of bfloat16/float64 ("
+    )
 
 
 def test_numeric_findings_split_by_dtype_and_order_by_change():
@@ -160,17 +174,28 @@ def test_numeric_findings_split_by_dtype_and_order_by_change():
     found = findings.group(rows)
     assert [f["change"] for f in found] == ["broken", "broken", "changed", "fixed"]
     assert found[1]["cause"] == "bfloat16 results are off by up to 0.5 relative = 64 ULP of bfloat16, allowed 4 ULP"
-    assert found[0]["cause"] == "float64 results have float32-sized errors: off by up to 1e-7 relative = 4.5e8 ULP of float64, allowed 4 ULP"
+    assert (
+        found[0]["cause"]
+        == "float64 results have float32-sized errors: off by up to 1e-7 relative = 4.5e8 ULP of float64, allowed 4 ULP"
+    )
     assert found[3]["cause"] == "passes now; failed in the baseline: boom"
 
 
 def test_a_candidate_that_did_not_run_is_one_gone_finding():
     rows = [
-        row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone", api=f"optax.{api}", candidate=None)
+        row(
+            f"t.py::test_{i}",
+            "ran in the baseline, did not run in the candidate",
+            change="gone",
+            api=f"optax.{api}",
+            candidate=None,
+        )
         for i, api in enumerate(["sgd", "adam", "sgd"])
     ]
     found = findings.group(rows, candidate_ran=False)
-    assert [(f["api"], f["cause"], len(f["contracts"])) for f in found] == [("every API", "did not run in the candidate", 3)]
+    assert [(f["api"], f["cause"], len(f["contracts"])) for f in found] == [
+        ("every API", "did not run in the candidate", 3)
+    ]
     (gone,) = findings.group(rows, candidate_ran=True)  # it ran: the gone contracts are one finding naming their APIs
     assert gone["api"] == "2 APIs" and gone["apis"] == ["optax.adam", "optax.sgd"]
 
@@ -191,9 +216,14 @@ def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
         " — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter"
     )
     value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
-    assert details.plain_detail(value_only) == ("value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)")
+    assert details.plain_detail(value_only) == (
+        "value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly)"
+    )
     f64 = drift.parse_drift("snapshot drift: .mu['w']: float32[3] -> float64[3]; .nu['w']: float32[3] -> float64[3]")
-    assert drift.state_cost(f64) == ["`.mu` float32 → float64: 4 → 8 bytes per parameter", "`.nu` float32 → float64: 4 → 8 bytes per parameter"]
+    assert drift.state_cost(f64) == [
+        "`.mu` float32 → float64: 4 → 8 bytes per parameter",
+        "`.nu` float32 → float64: 4 → 8 bytes per parameter",
+    ]
 
 
 def test_a_fixed_defect_says_it_no_longer_reproduces_instead_of_passed_failed():
@@ -214,7 +244,9 @@ def test_the_parser_reads_the_tolerance_policy_message(dtype):
     expected = np.array([0.5, -2.0, 0.25])
     actual = expected * (1 + 64 * tolerances.EPS[dtype])
     with pytest.raises(AssertionError) as info:
-        tolerances.assert_close(actual, expected, dtype=dtype, ulps=tolerances.ELEMENTWISE, what="params at step 2, leaf 0")
+        tolerances.assert_close(
+            actual, expected, dtype=dtype, ulps=tolerances.ELEMENTWISE, what="params at step 2, leaf 0"
+        )
     ulp = drift.parse_ulp(f"AssertionError: {info.value}")
     assert ulp is not None and ulp.dtype == dtype and ulp.ulps == 4 and ulp.index == "1,"
     assert ulp.expected == -2.0 and ulp.relative == pytest.approx(64 * tolerances.EPS[dtype], rel=0.02)
@@ -222,9 +254,20 @@ def test_the_parser_reads_the_tolerance_policy_message(dtype):
 
 
 def test_the_line_of_a_candidate_that_did_not_run_links_once_not_per_test():
-    rows = [row(f"t.py::test_{i}", "ran in the baseline, did not run in the candidate", change="gone", api="optax.sgd", candidate=None) for i in range(40)]
+    rows = [
+        row(
+            f"t.py::test_{i}",
+            "ran in the baseline, did not run in the candidate",
+            change="gone",
+            api="optax.sgd",
+            candidate=None,
+        )
+        for i in range(40)
+    ]
     line = report_markdown.finding_line(findings.group(rows, candidate_ran=False)[0])
-    assert line == ('1. <a id="f1"></a>**gone** `every API`: did not run in the candidate ([all 40 contracts, listed below](#f1-1))')
+    assert line == (
+        '1. <a id="f1"></a>**gone** `every API`: did not run in the candidate ([all 40 contracts, listed below](#f1-1))'
+    )
     assert line.count("](#") == 1
 
 
@@ -276,7 +319,9 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
         )
     ]
     (found,) = findings.group(rows)
-    assert found["text"].startswith("`optax.adan`: fewer non-finite outputs: `nan_param`: update leaves r3 non-finite in the baseline, none now")
+    assert found["text"].startswith(
+        "`optax.adan`: fewer non-finite outputs: `nan_param`: update leaves r3 non-finite in the baseline, none now"
+    )
     assert details.outcome_words(rows[0]) == "drift: value" and "None → None" not in details.plain_detail(rows[0])
 
 

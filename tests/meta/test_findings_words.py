@@ -6,10 +6,9 @@ runner's words for an exception that escaped ``pytest.raises``."""
 import re
 
 from optax_gate.gate.base import details
-from optax_gate.gate.run import outcomes
-from optax_gate.gate.judge import findings
-from optax_gate.gate.judge import causes
+from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.run import outcomes
 from tests.meta.test_findings import REAL, REAL_723, row
 from tests.meta.test_plugin_and_outcomes import run_log
 
@@ -64,7 +63,11 @@ def test_the_723_contract_report_is_14_failure_patterns_across_apis():
 def test_the_rows_of_a_merged_finding_sit_together_test_by_test():
     """The line links each test to its first row (``#fN-M``): the rows of one
     test must be consecutive even when they come from several APIs."""
-    rows = [row("a.py::test_x", "boom", api="optax.a"), row("a.py::test_y", "boom", api="optax.a"), row("b.py::test_x", "boom", api="optax.b")]
+    rows = [
+        row("a.py::test_x", "boom", api="optax.a"),
+        row("a.py::test_y", "boom", api="optax.a"),
+        row("b.py::test_x", "boom", api="optax.b"),
+    ]
     for report in ({**REAL_723, "contracts": rows, "findings": findings.group(rows)}, REAL_723):
         text = report_markdown.render(report)
         for f in causes.of_report(report["contracts"]):
@@ -87,10 +90,20 @@ def test_a_snapshot_drift_row_says_what_drifted_never_passed_failed():
         "`.acc_grads['kernel']` bfloat16[3,2] → float32[3,2] — costs: `.acc_grads` bfloat16 → float32: "
         "2 → 4 bytes per parameter |"
     ) in text
-    assert ("| snapshot | drift: value | value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly) |") in text
-    shape = row("t::s", "snapshot drift: .mu['w']: float32[3] -> float32[4]; .extra: absent -> int32[]=0", change="changed", kind="snapshot")
+    assert (
+        "| snapshot | drift: value | value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly) |"
+    ) in text
+    shape = row(
+        "t::s",
+        "snapshot drift: .mu['w']: float32[3] -> float32[4]; .extra: absent -> int32[]=0",
+        change="changed",
+        kind="snapshot",
+    )
     assert details.outcome_words(shape) == "drift: shape, added"
-    assert details.plain_detail(shape) == "shape, added drift: `.mu['w']` float32[3] → float32[4]; `.extra` added (int32[]=0)"
+    assert (
+        details.plain_detail(shape)
+        == "shape, added drift: `.mu['w']` float32[3] → float32[4]; `.extra` added (int32[]=0)"
+    )
 
 
 def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytest_text():
@@ -107,18 +120,27 @@ def test_a_fixed_row_says_what_the_defect_was_and_what_happens_now_without_pytes
     ) in text
     assert "; now: gives 1 where the defect gave 0 |" in text
     assert "; now: gives float32 where the defect gave bfloat16 |" in text
-    assert "; now: raises ValueError: pytree structure error: different types at key path tree_map tree['bias'] At" in text
+    assert (
+        "; now: raises ValueError: pytree structure error: different types at key path tree_map tree['bias'] At" in text
+    )
 
 
 def test_pytest_text_in_words():
     assert details.pytest_words("Failed: DID NOT RAISE <class 'TypeError'>") == "did not raise TypeError"
     assert (
-        details.pytest_words("Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were emitted. Emitted warnings: [].")
+        details.pytest_words(
+            "Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were emitted. Emitted warnings: []."
+        )
         == "did not warn (DeprecationWarning)"
     )
     assert details.pytest_words("AssertionError: assert 3 == 4 + where 3 = len([1, 2, 3])") == "got 3, expected 4"
-    assert details.pytest_words("AssertionError: step 1: x is 3, wanted 4") == "AssertionError: step 1: x is 3, wanted 4"
-    assert details.pytest_words("AssertionError: step 2: count assert 3 == 4 + where 3 = f()") == "step 2: count: got 3, expected 4"
+    assert (
+        details.pytest_words("AssertionError: step 1: x is 3, wanted 4") == "AssertionError: step 1: x is 3, wanted 4"
+    )
+    assert (
+        details.pytest_words("AssertionError: step 2: count assert 3 == 4 + where 3 = f()")
+        == "step 2: count: got 3, expected 4"
+    )
     broken = findings.group(
         [
             row(
@@ -146,7 +168,10 @@ def test_many_apis_are_named_up_to_ten():
     rows = [row(f"t.py::test_x[{i}]", "boom", api=f"optax.f{i:02d}") for i in range(13)]
     (f,) = findings.group(rows)
     assert f["api"] == "13 APIs" and len(f["apis"]) == 13
-    assert f["text"].startswith("13 APIs (`optax.f00`, ") and ", `optax.f09`, and 3 more): boom (13 contracts broken" in f["text"]
+    assert (
+        f["text"].startswith("13 APIs (`optax.f00`, ")
+        and ", `optax.f09`, and 3 more): boom (13 contracts broken" in f["text"]
+    )
 
 
 RAISES = """
@@ -243,7 +268,10 @@ def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
 
 
 def test_pytests_string_diff_is_not_part_of_the_expected_value():
-    assert details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError") == "now raises TypeError (ok in the baseline)"
+    assert (
+        details.pytest_words("AssertionError: assert 'TypeError' == 'ok' - ok + TypeError")
+        == "now raises TypeError (ok in the baseline)"
+    )
 
 
 def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index():
@@ -254,4 +282,7 @@ def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index()
         "          Index              Obtained              Expected            Difference\n"
         "         (0, 1)                   0.5                  0.25                  0.25\n"
     )
-    assert outcomes.values_drift(message) == "snapshot drift of values: `loss` 1 of 4 elements: 0.5 where 0.25 was recorded"
+    assert (
+        outcomes.values_drift(message)
+        == "snapshot drift of values: `loss` 1 of 4 elements: 0.5 where 0.25 was recorded"
+    )

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate import cli, cli_parser
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments, extras
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate import cli, cli_parser
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
 from tests.meta.test_late_phases import run_gate
 
@@ -23,7 +23,9 @@ PROBE_OK = ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
 
 @pytest.mark.parametrize("stage", ["install", "import"])
 @pytest.mark.parametrize("failing", ["baseline", "candidate"])
-def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract_runs(tmp_path, monkeypatch, capsys, failing, stage):
+def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract_runs(
+    tmp_path, monkeypatch, capsys, failing, stage
+):
     built, ran = [], []
 
     def side_of(lock):
@@ -45,7 +47,9 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
     monkeypatch.setattr(runner, "_pytest", lambda *a, **k: ran.append(a[0].name))
     out = tmp_path / "out"
-    code = cli.main(["gate", "--candidate-lock", str(LOCK), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-speed"])
+    code = cli.main(
+        ["gate", "--candidate-lock", str(LOCK), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-speed"]
+    )
     other = "candidate" if failing == "baseline" else "baseline"
     assert code == 2
     assert ran == [], "a contract run started although one side cannot be installed or imported"
@@ -74,7 +78,9 @@ def test_refused_runs_do_not_push_complete_runs_out_of_keep(tmp_path):
     assert sorted((out / "runs").iterdir()) == sorted([(out / evidence.LATEST).resolve(), refused])
 
 
-@pytest.mark.parametrize(("option", "value"), [("--timeout", "0"), ("--timeout", "-5"), ("--timeout", "nan"), ("--keep", "0")])
+@pytest.mark.parametrize(
+    ("option", "value"), [("--timeout", "0"), ("--timeout", "-5"), ("--timeout", "nan"), ("--keep", "0")]
+)
 def test_a_time_limit_or_keep_below_one_is_refused(tmp_path, capsys, option, value):
     with pytest.raises(SystemExit) as exc:
         cli.main(["gate", "optax==0.2.8", option, value, "--out", str(tmp_path / "out")])
@@ -88,7 +94,10 @@ def _fake_wheel(extras_defined):
         name, version = args[-1].split("==")
         info = target / f"{name}-{version}.dist-info"
         info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Provides-Extra: {e}\n" for e in extras_defined))
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + "".join(f"Provides-Extra: {e}\n" for e in extras_defined)
+        )
         return ""
 
     return run_uv
@@ -96,7 +105,9 @@ def _fake_wheel(extras_defined):
 
 def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones(monkeypatch):
     monkeypatch.setattr(environments, "run_uv", _fake_wheel(["docs", "test"]))
-    with pytest.raises(validate.InvalidInput, match=r"optax 0\.2\.6 defines no extra named 'examples' \(its extras: docs, test\)"):
+    with pytest.raises(
+        validate.InvalidInput, match=r"optax 0\.2\.6 defines no extra named 'examples' \(its extras: docs, test\)"
+    ):
         extras.check(["jax==0.11.2", "optax[examples]==0.2.6"], LOCK, "python3")
     extras.check(["optax[Docs]==0.2.6"], LOCK, "python3")  # names compared as PEP 685 normalises them
     monkeypatch.setattr(environments, "run_uv", _fake_wheel([]))
@@ -107,7 +118,9 @@ def test_an_extra_the_package_does_not_define_is_refused_naming_the_defined_ones
 @pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 def test_an_unknown_extra_is_refused_before_any_environment_is_built(tmp_path):
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out, env=uv_env(), timeout=300)
+    status, _stdout, stderr, _seconds = gate_cli(
+        "optax[examples]==0.2.6", "--envs-dir", str(tmp_path / "envs"), out=out, env=uv_env(), timeout=300
+    )
     assert status == 2 and "defines no extra named 'examples' (its extras: " in stderr and "Traceback" not in stderr
     assert not (tmp_path / "envs").exists()
     run = (out / evidence.NOT_JUDGED_LINK).resolve()
@@ -142,7 +155,9 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
         return runner.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
 
     monkeypatch.setattr(runner, "_pytest", fake_pytest)
-    env = EnvironmentOptions(project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, timeout=100)
+    env = EnvironmentOptions(
+        project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, timeout=100
+    )
     runner.run(Path("py"), "candidate", tmp_path, env, probed=PROBE_OK, on_progress=lambda d, t: calls.append((d, t)))
     assert events == ["single-device process ended", "multi-device contracts run"]
     assert calls and {t for _, t in calls} == {14}, calls
@@ -188,7 +203,9 @@ def test_a_later_pytest_process_writes_its_count_then_waits_for_its_go_file(tmp_
 def _help(*command):
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "optax_gate", *command, "--help"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optax_gate", *command, "--help"], cwd=ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -199,7 +216,13 @@ def test_help_has_no_rest_markup_and_every_command_says_its_exit_statuses():
     matrix = _help("matrix")
     assert "Discover the releases of optax" in matrix and "Exit status (matrix):" in matrix and "  2  " in matrix
     fail = _help("gate").split("  1  fail:", 1)[1].split("  2  ", 1)[0]
-    for broken_row in ("--usage", "contracted API", "dependency removed", "--fail-on-new-deprecations", "--speed-budget"):
+    for broken_row in (
+        "--usage",
+        "contracted API",
+        "dependency removed",
+        "--fail-on-new-deprecations",
+        "--speed-budget",
+    ):
         assert broken_row in fail, f"the exit status 1 line does not name {broken_row}"
 
 
@@ -207,7 +230,11 @@ def test_help_names_no_internal_module_and_explains_compare():
     for command in ((), ("gate",), ("matrix",), ("compare",)):
         assert "optax_gate." not in _help(*command), f"an internal module name in {command} --help"
     compare = _help("compare")
-    assert "Compare two run records" in compare and "Exit status (gate, compare):" in compare and "  2  not verified" in compare
+    assert (
+        "Compare two run records" in compare
+        and "Exit status (gate, compare):" in compare
+        and "  2  not verified" in compare
+    )
 
 
 def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_options(tmp_path, monkeypatch):
@@ -215,14 +242,23 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     results cache's folder, the contract timeout and each side's JAX variables, and its section goes
     into the report; a side that did not run leaves it out."""
     from optax_gate.gate import assemble, gate_flow
-    from optax_gate.gate.upstream import upstream_tests
     from optax_gate.gate.inputs import options as opts
+    from optax_gate.gate.upstream import upstream_tests
 
     got = []
-    monkeypatch.setattr(upstream_tests, "cross_run", lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1})
+    monkeypatch.setattr(
+        upstream_tests,
+        "cross_run",
+        lambda sites, pythons, options, say: got.append((sites, pythons, options)) or {"x": 1},
+    )
     monkeypatch.setattr(assemble, "with_upstream_tests", lambda report, section: report.update(upstream_tests=section))
     env = opts.EnvironmentOptions(
-        project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, cache_dir=tmp_path / "cache", timeout=77
+        project_root=tmp_path,
+        baseline_lock=tmp_path / "lock.txt",
+        python="py",
+        envs_dir=tmp_path,
+        cache_dir=tmp_path / "cache",
+        timeout=77,
     )
     options = opts.GateOptions(
         environment=env,
@@ -240,9 +276,13 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
     ((sites, pythons, given),) = got
     assert sites == {"baseline": Path("b/site"), "candidate": Path("c/site")}
     assert pythons == {"baseline": Path("b/python"), "candidate": Path("c/python")}
-    assert given == upstream_tests.CrossRunOptions(tmp_path / "cache", 77, {"baseline": {"J": "b"}, "candidate": {"J": "c"}})
+    assert given == upstream_tests.CrossRunOptions(
+        tmp_path / "cache", 77, {"baseline": {"J": "b"}, "candidate": {"J": "c"}}
+    )
     assert report == {"upstream_tests": {"x": 1}}
-    gate_flow.upstream_cross_run(report := {}, ({"status": "not-verified"}, records[1]), options, learned, lambda m: None)
+    gate_flow.upstream_cross_run(
+        report := {}, ({"status": "not-verified"}, records[1]), options, learned, lambda m: None
+    )
     assert report == {} and len(got) == 1
 
 
@@ -260,9 +300,18 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
     checked = gate_flow.check_inputs(cli.options(args), said.append)
     assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
-    assert any(s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned") for s in said), said
+    assert any(
+        s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
+        for s in said
+    ), said
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "model.py").write_text("import optax\n")
-    args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")])
-    assert gate_flow.check_inputs(cli.options(args), said.append).usage == (tmp_path / "other",)  # --usage given: it decides
-    assert gate_flow.check_inputs(cli.options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None
+    args = cli_parser.parse(
+        ["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")]
+    )
+    assert gate_flow.check_inputs(cli.options(args), said.append).usage == (
+        tmp_path / "other",
+    )  # --usage given: it decides
+    assert (
+        gate_flow.check_inputs(cli.options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None
+    )

@@ -44,7 +44,9 @@ def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_
     run = (out / evidence.LATEST).resolve()
     kept, report_md = snapshot(run), (out / "report.md").read_text()
     assert report_md.startswith("# Optax upgrade gate: PASS")
-    refusal = fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")])  # refused: the path does not exist
+    refusal = fake_gate(
+        tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")]
+    )  # refused: the path does not exist
     unresolvable = [sys.executable, "-c", UNRESOLVABLE.format(out=str(out), cache=str(tmp_path / "cache"))]
     for i in range(10):
         for kind, cmd, said, why in (
@@ -56,7 +58,10 @@ def test_ten_refusals_and_ten_unresolvable_runs_never_prune_nor_hide_the_judged_
             assert "Traceback" not in proc.stderr
             # its own console line: where its report is, and what report.md still shows
             assert f"its report is {out / 'not-judged.md'}" in proc.stdout, proc.stdout
-            assert f"{out / 'report.md'} still shows the run of {evidence.stamp_time(run.name)} (verdict pass)" in proc.stdout
+            assert (
+                f"{out / 'report.md'} still shows the run of {evidence.stamp_time(run.name)} (verdict pass)"
+                in proc.stdout
+            )
             newest = (out / evidence.NOT_JUDGED_LINK).resolve()
             assert newest != run and (out / "not-judged.md").read_text() == (newest / "report.md").read_text()
             assert "NOT-VERIFIED" in (out / "not-judged.md").read_text()
@@ -84,7 +89,9 @@ def test_judged_runs_count_toward_keep_and_a_newer_judged_run_moves_latest(tmp_p
     latest = (out / evidence.LATEST).resolve()
     judged = sorted(p for p in (out / "runs").iterdir() if evidence.is_judged(p))
     assert judged == [firsts[1], latest], "--keep 2 keeps the two newest judged runs"
-    assert (out / evidence.NOT_JUDGED_LINK).resolve().is_dir(), "the newest run that judged nothing stays until a newer one"
+    assert (out / evidence.NOT_JUDGED_LINK).resolve().is_dir(), (
+        "the newest run that judged nothing stays until a newer one"
+    )
 
 
 def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(tmp_path):
@@ -108,12 +115,12 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
     """A new user's refusal report read "0 broken, ... (of 0 contracts)", "API surface (no differences)"
     and "Dependencies ... resolution failed?": a run that compared nothing says so, with its reason and
     each side's status, in report.md and report.html alike."""
-    from optax_gate.gate.run import runner
-    from optax_gate.gate.judge import compare
-    from optax_gate.gate.diffs import unseen
     from optax_gate.gate import assemble
+    from optax_gate.gate.diffs import unseen
+    from optax_gate.gate.judge import compare
     from optax_gate.gate.report import html_page as report_html
     from optax_gate.gate.report import markdown as report_markdown
+    from optax_gate.gate.run import runner
 
     why = "invalid input: --contracts /tmp/no-such-contracts does not exist"
     base = runner.not_verified("baseline", why, requirements=["lock file requirements-lock.txt"])

@@ -103,7 +103,9 @@ def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_link
     proc = run_gate(tmp_path, DENY.format(root=str(out / under), phase=phase, only_top=only_top), extra)
 
     assert proc.returncode == 2, proc.stderr
-    assert "optax-gate:" in proc.stderr and ("not writable" in proc.stderr or "Permission denied (simulated)" in proc.stderr)
+    assert "optax-gate:" in proc.stderr and (
+        "not writable" in proc.stderr or "Permission denied (simulated)" in proc.stderr
+    )
     assert links(out) == linked, "the links moved to a run that could not be written"
     assert snapshot(previous) == before and (out / "report.md").read_bytes() == report_md
     assert sorted(p.name for p in out.iterdir()) == top, "a file was left beside the links"
@@ -174,7 +176,9 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     assert not (run / evidence.MARKER).exists()
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"] == "not-verified" and report["reasons"][0] == reason
-    assert [e["phase"] for e in report["gate_errors"]] == [reason.split(": RuntimeError")[0].removeprefix("gate error in the ")]
+    assert [e["phase"] for e in report["gate_errors"]] == [
+        reason.split(": RuntimeError")[0].removeprefix("gate error in the ")
+    ]
     assert report["baseline"]["status"] == report["candidate"]["status"] == "ran"
     assert len(report["contracts"]) == FAKE_CONTRACTS
     assert all(r["baseline"] == r["candidate"] == "passed" for r in report["contracts"])
@@ -184,7 +188,11 @@ def test_a_late_error_keeps_both_sides_contracts_and_names_its_phase(tmp_path, c
     # every row: in report.html, and in report.md's plain form when the renderer itself failed
     page = (out / "report.html").read_text()
     if "html boom" in reason:  # the plain page says where the report is
-        assert "could not be rendered in full" in page and "NOT-VERIFIED" in page and f"## Unchanged ({FAKE_CONTRACTS})" in md
+        assert (
+            "could not be rendered in full" in page
+            and "NOT-VERIFIED" in page
+            and f"## Unchanged ({FAKE_CONTRACTS})" in md
+        )
     else:
         assert FAKE_ID in (md if "render boom" in reason else page)
     assert reason.split(": RuntimeError")[0] in proc.stderr
@@ -201,7 +209,9 @@ def test_a_crash_after_the_report_was_written_never_writes_over_it_nor_over_the_
     new = [run for run in (out / "runs").iterdir() if (run / evidence.MARKER).exists()]
     assert len(new) == 1
     report = json.loads((new[0] / "report.json").read_text())
-    assert report["verdict"] == "pass" and len(report["contracts"]) == FAKE_CONTRACTS, "the run's own report was replaced"
+    assert report["verdict"] == "pass" and len(report["contracts"]) == FAKE_CONTRACTS, (
+        "the run's own report was replaced"
+    )
 
 
 def _signal_in(module: str, name: str, sig: str) -> str:
@@ -247,4 +257,6 @@ def test_an_error_in_a_usage_module_names_the_usage_phase(module):
     phases = late.LatePhases()
     assert phases.run("API surface, warnings and dependency diff", raising, default="kept") == "kept"
     want = "call sites on findings (--usage)" if module.endswith("call_sites") else "usage matching (--usage)"
-    assert phases.errors == [{"phase": f"API surface, warnings and dependency diff: {want}", "error": "RuntimeError: boom"}]
+    assert phases.errors == [
+        {"phase": f"API surface, warnings and dependency diff: {want}", "error": "RuntimeError: boom"}
+    ]

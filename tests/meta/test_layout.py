@@ -16,8 +16,15 @@ UNDER_TEST = ("jax", "jaxlib", "optax", "flax", "orbax", "numpy")
 def test_importing_every_gate_module_imports_no_library_under_test():
     """A gate that imports JAX could not judge a candidate whose JAX does not
     import; nor should the tool environment need JAX at all."""
-    modules = [".".join(("optax_gate", "gate", *p.relative_to(GATE).with_suffix("").parts)).removesuffix(".__init__") for p in sorted(GATE.rglob("*.py"))]
-    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({UNDER_TEST!r})))"
+    modules = [
+        ".".join(("optax_gate", "gate", *p.relative_to(GATE).with_suffix("").parts)).removesuffix(".__init__")
+        for p in sorted(GATE.rglob("*.py"))
+    ]
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in modules)
+        + f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({UNDER_TEST!r})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", f"the gate half imports {out.strip()} (modules: {modules})"
 
@@ -52,7 +59,9 @@ def test_every_contract_module_has_a_mutant_family_and_back():
         path = ROOT / module
         if path.parent == contracts or devices.is_multidevice(module):  # built-in, mirrored in the package
             stem = path.stem.removeprefix("test_")
-            assert (ROOT / "src" / "optax_gate" / "mutants" / "families" / f"{stem}.py").exists(), f"no mutants module mirrors {module}"
+            assert (ROOT / "src" / "optax_gate" / "mutants" / "families" / f"{stem}.py").exists(), (
+                f"no mutants module mirrors {module}"
+            )
 
 
 def _global_names(code):
@@ -99,4 +108,7 @@ def test_every_row_of_a_mutant_shape_table_is_registered_by_the_module_its_comme
         assert name in registry, f"{name}: in a table of shapes.py, registered by no family"
         comment = re.search(rf'"{re.escape(name)}": .*#\s*(\w+)\.py$', source, re.M)
         assert comment, f"{name}: its row names no module"
-        assert mutants.AREAS[registry[name].area] == f"tests/contracts/test_{comment[1]}.py", (name, registry[name].area)
+        assert mutants.AREAS[registry[name].area] == f"tests/contracts/test_{comment[1]}.py", (
+            name,
+            registry[name].area,
+        )

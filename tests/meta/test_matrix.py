@@ -4,11 +4,11 @@ fake package index (no network)."""
 import json
 import re
 
+from optax_gate.gate import cli
 from optax_gate.gate.base import details
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import matrix_page as report_matrix
-from optax_gate.gate import cli
 from tests.meta.test_compare import record
 from tests.meta.test_findings import REAL
 
@@ -24,7 +24,9 @@ REQUIREMENTS_IN = "optax==0.2.6\njax==0.11.2\njaxlib==0.11.2\nflax==0.12.12\nnum
 
 def fake_fetch(url):
     project = url.rstrip("/").rsplit("/", 1)[-1]
-    files = [{"filename": f"{project}-{v}-py3-none-any.whl", "yanked": f"{project}-{v}" in YANKED} for v in INDEX[project]]
+    files = [
+        {"filename": f"{project}-{v}-py3-none-any.whl", "yanked": f"{project}-{v}" in YANKED} for v in INDEX[project]
+    ]
     return {"meta": {"api-version": "1.1"}, "versions": INDEX[project], "files": files}
 
 
@@ -32,7 +34,11 @@ def test_releases_skip_prereleases_and_yanked():
     assert [str(v) for v in discovery.releases("optax", fake_fetch)] == ["0.2.5", "0.2.6", "0.2.7", "0.2.8"]
     assert [str(v) for v in discovery.releases("flax", fake_fetch)] == ["0.12.12"]
     assert [str(v) for v in discovery.newer_than("optax", "0.2.6", fake_fetch)] == ["0.2.7", "0.2.8"]
-    assert [str(v) for v in discovery.newer_than("optax", "0.2.6", fake_fetch, include_older=True)] == ["0.2.5", "0.2.7", "0.2.8"]
+    assert [str(v) for v in discovery.newer_than("optax", "0.2.6", fake_fetch, include_older=True)] == [
+        "0.2.5",
+        "0.2.7",
+        "0.2.8",
+    ]
 
 
 def test_plan_covers_each_newer_release_and_all_newest():
@@ -61,7 +67,10 @@ def merged():
 def test_merge_gives_each_environment_its_verdict_and_reason():
     report = merged()
     verdicts = {e["name"]: (e["verdict"], e["reasons"][:1]) for e in report["environments"]}
-    assert verdicts["optax-0.2.7"] == ("not-verified", ["candidate not verified: import failed: AttributeError: jax_pmap_shmap_merge"])
+    assert verdicts["optax-0.2.7"] == (
+        "not-verified",
+        ["candidate not verified: import failed: AttributeError: jax_pmap_shmap_merge"],
+    )
     assert verdicts["optax-0.2.8"] == ("fail", ["1 contract(s) broken"])
     assert verdicts["jax-0.12.0.1"] == ("pass", [])
     assert verdicts["jax-0.12.0"] == ("not-verified", ["candidate not verified: no run record"])
@@ -88,10 +97,23 @@ def real_matrix():
     jax-0.12.0.1 passes; plus unchanged contracts of the other APIs."""
 
     def contract(r, outcome, detail=""):
-        return {"api": r["api"], "guide": r["guide"], "kind": r["kind"], "outcome": outcome, "detail": detail, "defect": r.get("defect", "")}
+        return {
+            "api": r["api"],
+            "guide": r["guide"],
+            "kind": r["kind"],
+            "outcome": outcome,
+            "detail": detail,
+            "defect": r.get("defect", ""),
+        }
 
     rows = REAL["contracts"] + [
-        {"id": f"tests/contracts/test_x.py::test_{api.split('.')[-1].replace(':', '_')}_{i}", "api": api, "guide": "g", "kind": "golden", "defect": ""}
+        {
+            "id": f"tests/contracts/test_x.py::test_{api.split('.')[-1].replace(':', '_')}_{i}",
+            "api": api,
+            "guide": "g",
+            "kind": "golden",
+            "defect": "",
+        }
         for api in OTHER_APIS
         for i in range(3)
     ]
@@ -107,7 +129,12 @@ def real_matrix():
         "label": "optax-0.2.8",
         "versions": REAL["candidate"]["versions"],
         "contracts": {
-            r["id"]: contract(r, r.get("candidate", "passed"), details.defect_parts(r)[2] if details.is_defect_fixed(r) else r.get("detail", "")) for r in rows
+            r["id"]: contract(
+                r,
+                r.get("candidate", "passed"),
+                details.defect_parts(r)[2] if details.is_defect_fixed(r) else r.get("detail", ""),
+            )
+            for r in rows
         },
     }
     envs = [
@@ -116,11 +143,15 @@ def real_matrix():
         {"name": "jax-0.12.0.1", "specs": ["jax==0.12.0.1", "jaxlib==0.12.0.1"], "why": "jax 0.12.0.1"},
     ]
     runs = {
-        "optax-0.2.7": record("not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"),
+        "optax-0.2.7": record(
+            "not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"
+        ),
         "optax-0.2.8": cand,
         "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"},
     }
-    return matrix.merge(base, runs, {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}})
+    return matrix.merge(
+        base, runs, {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}}
+    )
 
 
 def test_merge_counts_each_api_per_environment_differing_first():
@@ -129,10 +160,17 @@ def test_merge_counts_each_api_per_environment_differing_first():
     assert apis[:3] == ["optax.MultiSteps", "optax.add_decayed_weights", "optax.inject_hyperparams"]
     assert sorted(apis[3:]) == apis[3:] and len(apis) == 3 + len(OTHER_APIS)
     ms = report["apis"][0]["cells"]
-    assert {k: ms["optax-0.2.8"][k] for k in ("broken", "changed", "fixed", "worst")} == {"broken": 4, "changed": 1, "fixed": 0, "worst": "broken"}
+    assert {k: ms["optax-0.2.8"][k] for k in ("broken", "changed", "fixed", "worst")} == {
+        "broken": 4,
+        "changed": 1,
+        "fixed": 0,
+        "worst": "broken",
+    }
     assert ms["jax-0.12.0.1"]["worst"] == "unchanged" and ms["optax-0.2.7"]["gone"] == 5
     assert [e["ran"] for e in report["environments"]] == [False, True, True]
-    assert all(c["differs"] for c in report["contracts"][:13]) and not any(c["differs"] for c in report["contracts"][13:])
+    assert all(c["differs"] for c in report["contracts"][:13]) and not any(
+        c["differs"] for c in report["contracts"][13:]
+    )
 
 
 def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_not_run():
@@ -142,10 +180,14 @@ def test_html_opens_on_the_api_grid_with_one_cell_for_an_environment_that_did_no
     grid = page[page.index('<table class="grid">') : page.index("</table>")]
     assert grid.count("<tr") == 1 + len(report["apis"])  # header + one row per API, nothing else opened
     not_run = re.findall(r'<td class="not-run" rowspan="(\d+)"[^>]*><b>not verified</b><br>([^<]*)</td>', grid)
-    assert not_run == [(str(len(report["apis"])), "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge")]
+    assert not_run == [
+        (str(len(report["apis"])), "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge")
+    ]
     assert grid.count('<td class="cell') == len(report["apis"]) * 2 and ">gone<" not in grid
     first = grid.split('<tr class="api">')[1]
-    assert '<td class="cell broken" style="background:#d7301f"><details><summary>4 broken · 1 changed</summary>' in first
+    assert (
+        '<td class="cell broken" style="background:#d7301f"><details><summary>4 broken · 1 changed</summary>' in first
+    )
     assert "off by 4.4e-10 (relative 3.8e-9" in first  # the plain-words detail behind the count
     assert page.count('<details class="api"') == len(report["apis"])
 
@@ -220,9 +262,13 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     assert names == ["optax-0.2.7", "optax-0.2.8", "jax-0.12.0", "jax-0.12.0.1", "all-newest"]
     for name in ["baseline", *names]:  # one CI runner each
         assert cli.main(["matrix", "--only", name, *common]) == 0
-    assert sorted(p.name for p in (tmp_path / "m" / "runs").glob("*.json")) == sorted(f"{n}.json" for n in ["baseline", *names])
+    assert sorted(p.name for p in (tmp_path / "m" / "runs").glob("*.json")) == sorted(
+        f"{n}.json" for n in ["baseline", *names]
+    )
     assert cli.main(["matrix", "--merge", *common]) == 0
-    verdicts = {e["name"]: e["verdict"] for e in json.loads((tmp_path / "m" / "report.json").read_text())["environments"]}
+    verdicts = {
+        e["name"]: e["verdict"] for e in json.loads((tmp_path / "m" / "report.json").read_text())["environments"]
+    }
     assert verdicts == {
         "optax-0.2.7": "not-verified",
         "optax-0.2.8": "fail",

@@ -4,17 +4,19 @@ baseline comes from the cache, and ``--fail-on broken|changed`` gives a
 scheduled job an exit status to act on. Fake environments and a fake package
 index, as in ``test_matrix.py``."""
 
+import itertools
 import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 
+from optax_gate.gate import cli, sides
 from optax_gate.gate.install import environments
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import progress, runner
 from optax_gate.gate.run.heartbeat import Heartbeat
-from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate import cli, sides
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 
@@ -24,7 +26,9 @@ def fake_matrix(tmp_path, monkeypatch):
     """Fake index, resolver, installs and contract runs: each environment runs
     10 contracts, says 3/10 early, then is quiet for ``quiet`` seconds."""
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
-    monkeypatch.setattr(environments, "compile_lock", lambda req_in, out, *a, **k: out.write_text(req_in.read_text()) and out)
+    monkeypatch.setattr(
+        environments, "compile_lock", lambda req_in, out, *a, **k: out.write_text(req_in.read_text()) and out
+    )
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     state = {"quiet": 0.0, "outcomes": {"baseline": "passed"}, "ran": []}
 
@@ -41,25 +45,38 @@ def fake_matrix(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "run", fake_run)
     # the import check runs before the contracts (a side that cannot import stops at once): it passes here
-    monkeypatch.setattr(runner, "probe", lambda python, timeout=300: ({"python": "3.12", "optax": "0.2.6"}, None, [], {}))
+    monkeypatch.setattr(
+        runner, "probe", lambda python, timeout=300: ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
+    )
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
     # --cache-dir: never the project's own cache, where a real gate's baseline entry (same lock, same inputs)
     # served the fake baseline and its contracts never ran (seen after a real gate on this checkout)
-    state["args"] = ["--out", str(tmp_path / "m"), "--requirements-in", str(req_in), "--no-speed", "--cache-dir", str(tmp_path / "cache")]
+    state["args"] = [
+        "--out",
+        str(tmp_path / "m"),
+        "--requirements-in",
+        str(req_in),
+        "--no-speed",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     return state
 
 
 def test_a_running_environment_says_how_far_it_got_at_least_every_heartbeat(fake_matrix, capsys):
     fake_matrix["quiet"] = 1.0
     fake_matrix["outcomes"]["optax-0.2.8"] = "passed"
-    assert cli.main(["matrix", "--only", "baseline", "--only", "optax-0.2.8", "--heartbeat", "0.2", *fake_matrix["args"]]) == 0
+    assert (
+        cli.main(["matrix", "--only", "baseline", "--only", "optax-0.2.8", "--heartbeat", "0.2", *fake_matrix["args"]])
+        == 0
+    )
     err = capsys.readouterr().err
     for name in ("baseline", "optax-0.2.8"):  # per running environment, while its contracts run
         beats = re.findall(rf"\[ *([\d.]+) s\] {re.escape(name)}: 3/10 contracts \(still running\)", err)
         assert len(beats) >= 2, err
     stamps = [float(t) for t in re.findall(r"optax-gate \[ *([\d.]+) s\]", err)]
-    assert max(b - a for a, b in zip(stamps, stamps[1:])) < 0.2 + 0.5  # never quiet much past the heartbeat
+    assert max(b - a for a, b in itertools.pairwise(stamps)) < 0.2 + 0.5  # never quiet much past the heartbeat
     assert "environment 1 of 2" in err and "environment 2 of 2" in err
 
 
@@ -86,7 +103,11 @@ def test_no_heartbeat_between_environments_or_after_the_run():
 
 
 def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, capsys, monkeypatch):
-    cached = {**record(golden_a="passed"), "label": "baseline", "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"}}
+    cached = {
+        **record(golden_a="passed"),
+        "label": "baseline",
+        "from_cache": {"key": "a1b2c3", "recorded": "2026-12-01T02:00:00Z"},
+    }
 
     def look_up(side, lock, args, say):  # every contract module of the baseline found in the cache
         side.record = {**cached, **side.extra}
@@ -98,7 +119,7 @@ def test_the_console_says_the_baseline_was_taken_from_the_cache(fake_matrix, cap
     assert fake_matrix["ran"] == []  # no contract ran
     assert cli.main(["matrix", "--merge", *fake_matrix["args"][:2]]) == 0  # no --fail-on: the report is written
     report = fake_matrix["args"][1] + "/report.md"
-    assert "taken from the cache `a1b2c3`, recorded 2026-12-01T02:00:00Z" in open(report).read()
+    assert "taken from the cache `a1b2c3`, recorded 2026-12-01T02:00:00Z" in Path(report).read_text(encoding="utf-8")
 
 
 def merge_with(tmp_path, runs):
@@ -118,11 +139,19 @@ def merge_with(tmp_path, runs):
         ({}, "broken", 0, []),
         ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, None, 0, []),  # without --fail-on: as before
         ({"optax-0.2.8": record(golden_a="failed", snapshot_s="passed")}, "broken", 1, ["optax-0.2.8"]),
-        ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "broken", 0, []),  # a snapshot drift is changed
+        (
+            {"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")},
+            "broken",
+            0,
+            [],
+        ),  # a snapshot drift is changed
         ({"jax-0.12.0": record(golden_a="passed", snapshot_s="failed")}, "changed", 1, ["jax-0.12.0"]),
         ({"optax-0.2.7": record("not-verified", "import failed: X")}, "broken", 2, []),  # fail closed
         (
-            {"optax-0.2.7": record("not-verified", "import failed: X"), "all-newest": record(golden_a="failed", snapshot_s="passed")},
+            {
+                "optax-0.2.7": record("not-verified", "import failed: X"),
+                "all-newest": record(golden_a="failed", snapshot_s="passed"),
+            },
             "changed",
             1,
             ["all-newest"],
@@ -131,7 +160,9 @@ def merge_with(tmp_path, runs):
 )
 def test_fail_on_gives_a_scheduled_job_an_exit_status(tmp_path, capsys, runs, fail_on, status, met):
     merge_with(tmp_path, runs)
-    assert cli.main(["matrix", "--merge", "--out", str(tmp_path), *(["--fail-on", fail_on] if fail_on else [])]) == status
+    assert (
+        cli.main(["matrix", "--merge", "--out", str(tmp_path), *(["--fail-on", fail_on] if fail_on else [])]) == status
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["exit"]["status"] == status and report["exit"]["met_by"] == met
     out = capsys.readouterr().out
@@ -176,7 +207,10 @@ def test_progress_lines_from_two_threads_never_glue():
 
     stream = Slow()
     say = progress.Progress(stream)
-    threads = [threading.Thread(target=lambda side=side: [say(f"{side}: line {i}") for i in range(100)]) for side in ("baseline", "candidate")]
+    threads = [
+        threading.Thread(target=lambda side=side: [say(f"{side}: line {i}") for i in range(100)])
+        for side in ("baseline", "candidate")
+    ]
     for t in threads:
         t.start()
     for t in threads:

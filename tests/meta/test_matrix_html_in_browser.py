@@ -47,7 +47,9 @@ REQUIRED = os.environ.get("OPTAX_GATE_REQUIRE_BROWSER") == "1"
 def browser(tmp_path):
     if CHROMIUM is None:
         if REQUIRED:
-            pytest.fail("chromium is not installed, and OPTAX_GATE_REQUIRE_BROWSER=1 requires the browser check (apt-get install -y chromium)")
+            pytest.fail(
+                "chromium is not installed, and OPTAX_GATE_REQUIRE_BROWSER=1 requires the browser check (apt-get install -y chromium)"
+            )
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
     return [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
 
@@ -96,7 +98,12 @@ def rows_with(rows: list[bytes], colour: str) -> list[int]:
 
 
 def shoot(browser, page: Path, shot: Path, size: str) -> bytes:
-    subprocess.run([*browser, f"--screenshot={shot}", f"--window-size={size}", page.as_uri()], capture_output=True, timeout=120, check=False)
+    subprocess.run(
+        [*browser, f"--screenshot={shot}", f"--window-size={size}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
     assert shot.exists(), f"chromium wrote no screenshot {shot.name}"
     if os.environ.get("OPTAX_GATE_SCREENSHOTS"):
         keep = Path(os.environ["OPTAX_GATE_SCREENSHOTS"])
@@ -118,7 +125,9 @@ def test_grid_opens_on_one_row_per_api_and_paints(browser, tmp_path):
     assert re.findall(r'<td class="not-run" rowspan="(\d+)"', grid) == [str(n_apis)]
     assert "jax_pmap_shmap_merge" in grid and ">gone<" not in grid
     # ... and nothing expanded until asked: every <details> closed.
-    differing_cells = sum(1 for a in report["apis"] for c in a["cells"].values() if c["worst"] not in ("unchanged", "gone"))
+    differing_cells = sum(
+        1 for a in report["apis"] for c in a["cells"].values() if c["worst"] not in ("unchanged", "gone")
+    )
     assert differing_cells == 3  # MultiSteps, add_decayed_weights, inject_hyperparams in optax-0.2.8
     assert dom.count("<details") == n_apis + differing_cells and "<details open" not in dom
 

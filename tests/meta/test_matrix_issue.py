@@ -52,7 +52,9 @@ def fake_gh(tmp_path):
     (bin_dir / "gh").write_text(FAKE_GH.format(python=sys.executable))
     (bin_dir / "gh").chmod(0o755)
     # an unrelated open issue whose title contains the tracking title: never taken for it
-    (bin_dir / "issues.json").write_text(json.dumps([{"number": 7, "title": f"Re: {TITLE}?", "state": "open", "body": ""}]))
+    (bin_dir / "issues.json").write_text(
+        json.dumps([{"number": 7, "title": f"Re: {TITLE}?", "state": "open", "body": ""}])
+    )
     return bin_dir
 
 
@@ -76,7 +78,13 @@ def matrix_report(tmp_path, envs, status):
 
 def run(bin_dir, report, run_url):
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, str(SCRIPT), "--report", str(report), "--run-url", run_url], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--report", str(report), "--run-url", run_url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def state(bin_dir):
@@ -85,8 +93,17 @@ def state(bin_dir):
 
 
 def test_broken_opens_one_issue_updates_it_and_green_closes_it(tmp_path, fake_gh):
-    sources = [{"package": "optax", "commit": {"short": "2edbcbe2", "date": "2026-08-07T01:10:20-07:00", "subject": "Merge pull request #1742"}}]
-    broken = [env_row("optax-0.2.8", "fail", 2), env_row("optax-main", "fail", 1, unreleased=True, sources=sources), env_row("jax-0.12.0", "pass")]
+    sources = [
+        {
+            "package": "optax",
+            "commit": {"short": "2edbcbe2", "date": "2026-08-07T01:10:20-07:00", "subject": "Merge pull request #1742"},
+        }
+    ]
+    broken = [
+        env_row("optax-0.2.8", "fail", 2),
+        env_row("optax-main", "fail", 1, unreleased=True, sources=sources),
+        env_row("jax-0.12.0", "pass"),
+    ]
     first = run(fake_gh, matrix_report(tmp_path, broken, 1), "https://ci/run/1")
     assert first.returncode == 0, first.stderr
     assert "opened https://github.com/o/r/issues/8" in first.stdout
@@ -139,4 +156,6 @@ def test_the_scheduled_workflow_runs_the_script_after_the_merge_with_issue_right
     step = text[text.index("name: Open, update or close the tracking issue") :]
     assert "github.event_name == 'schedule'" in step and "always()" in step
     assert "python3 .github/scripts/matrix_issue.py --report reports/matrix/report.json --run-url" in step
-    assert "issues: write" in text and text.index("--merge --fail-on broken") < text.index("python3 .github/scripts/matrix_issue.py")
+    assert "issues: write" in text and text.index("--merge --fail-on broken") < text.index(
+        "python3 .github/scripts/matrix_issue.py"
+    )

@@ -9,11 +9,10 @@ import json
 import subprocess
 from pathlib import Path
 
-
-from optax_gate.gate.install import environments
-from optax_gate.gate.run import runner
-from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate import cli
+from optax_gate.gate.install import environments
+from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate.run import runner
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 from tests.meta.test_source_build import commit, git
@@ -35,7 +34,10 @@ def test_plan_upstream_on_the_command_line_lists_the_two_columns(tmp_path, monke
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
-    assert cli.main(["matrix", "--plan", "--upstream", "--out", str(tmp_path / "m"), "--requirements-in", str(req_in)]) == 0
+    assert (
+        cli.main(["matrix", "--plan", "--upstream", "--out", str(tmp_path / "m"), "--requirements-in", str(req_in)])
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)["environments"]
     assert [(e["name"], e["unreleased"]) for e in printed][-2:] == [("optax-main", True), ("flax-main", True)]
     assert json.loads((tmp_path / "m" / "plan.json").read_text())["environments"] == printed
@@ -46,7 +48,14 @@ def tiny_remote(tmp_path: Path, name: str) -> str:
     work = tmp_path / f"{name}-work"
     work.mkdir()
     git(work, "init", "--quiet", "-b", "main")
-    commit(work, {"pyproject.toml": PYPROJECT.replace('name = "optax"', f'name = "{name}"'), f"{name}/__init__.py": '"""tiny."""\n'}, f"Start {name} (#11)")
+    commit(
+        work,
+        {
+            "pyproject.toml": PYPROJECT.replace('name = "optax"', f'name = "{name}"'),
+            f"{name}/__init__.py": '"""tiny."""\n',
+        },
+        f"Start {name} (#11)",
+    )
     bare = tmp_path / f"{name}.git"
     subprocess.run(["git", "clone", "--quiet", "--bare", str(work), str(bare)], check=True)
     return bare.as_uri()
@@ -55,7 +64,9 @@ def tiny_remote(tmp_path: Path, name: str) -> str:
 @needs_uv
 def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, monkeypatch):
     monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
-    monkeypatch.setattr(matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"), "flax": "https://127.0.0.1:9/google/flax"})  # unreachable: fails closed
+    monkeypatch.setattr(
+        matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"), "flax": "https://127.0.0.1:9/google/flax"}
+    )  # unreachable: fails closed
     monkeypatch.setattr(environments, "ensure", lambda *a, **k: tmp_path / "python")
     monkeypatch.setattr(
         runner,
@@ -74,7 +85,16 @@ def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, 
     lock.write_text("".join(f"{p} \\\n    --hash=sha256:{'0' * 64}\n" for p in ("optax==0.2.6", "flax==0.12.12")))
     out = ["--out", str(tmp_path / "m")]
     assert cli.main(["matrix", "--plan", "--upstream", *out, "--requirements-in", str(plan_in)]) == 0
-    common = [*out, "--requirements-in", str(req_in), "--baseline-lock", str(lock), "--cache-dir", str(tmp_path / "cache"), "--no-speed"]
+    common = [
+        *out,
+        "--requirements-in",
+        str(req_in),
+        "--baseline-lock",
+        str(lock),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-speed",
+    ]
     for name in ("baseline", "optax-main", "flax-main"):
         assert cli.main(["matrix", "--only", name, *common]) == 0
     assert cli.main(["matrix", "--merge", "--fail-on", "broken", *common]) == 1

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from optax_gate.gate.install import environments
-from optax_gate.gate.run import runner
-from optax_gate.gate.diffs import unseen
-from optax_gate.gate.upstream import failures, upstream_tests
-from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate import cli
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.install import environments
+from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate.run import runner
+from optax_gate.gate.upstream import failures, upstream_tests
 from tests.meta.test_compare import record
 from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
 
@@ -88,7 +88,9 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
 
     monkeypatch.setattr(environments, "compile_lock", fake_compile)
     # an environment's folder named after its lock (runs/NAME.txt): the fake cross-run knows whose it is
-    monkeypatch.setattr(environments, "ensure", lambda folder, lock, *a, **k: tmp_path / "envs" / Path(lock).stem / "bin" / "python")
+    monkeypatch.setattr(
+        environments, "ensure", lambda folder, lock, *a, **k: tmp_path / "envs" / Path(lock).stem / "bin" / "python"
+    )
     monkeypatch.setattr(unseen, "site_packages", lambda python: Path(python).parents[1] / "site-packages")
     outcomes = {"baseline": "passed", "optax-0.2.8": "failed", "jax-0.12.0.1": "passed", "all-newest": "passed"}
 
@@ -146,7 +148,9 @@ def test_each_runner_cross_runs_its_environment_and_the_report_shows_it(tmp_path
     assert envs["optax-0.2.8"]["reasons"] == ["1 contract(s) broken"]
     # ... but a cross-run that could not run is a failed phase: not verified, the reason first
     assert envs["jax-0.12.0.1"]["verdict"] == "not-verified"
-    assert envs["jax-0.12.0.1"]["reasons"][0].startswith("gate error in the upstream tests cross-run (--upstream-tests): ")
+    assert envs["jax-0.12.0.1"]["reasons"][0].startswith(
+        "gate error in the upstream tests cross-run (--upstream-tests): "
+    )
     assert "INTERNALERROR" in envs["jax-0.12.0.1"]["reasons"][0]
     row = envs["all-newest"]["upstream_tests"]
     assert row["status"] == "ran" and row["modules"] == 1 and row["findings"] == [FINDING]
@@ -166,7 +170,7 @@ def test_a_merge_that_asks_for_the_cross_run_finds_it_missing(tmp_path, monkeypa
     """Runners that did not cross-run (no --upstream-tests) and a merge that asks
     for it: each environment that ran is not verified (fail closed), and a merge
     that does not ask leaves the report as before."""
-    report, md, calls, _ = _fan_out(tmp_path, monkeypatch, capsys, [], ["--upstream-tests"])
+    report, _md, calls, _ = _fan_out(tmp_path, monkeypatch, capsys, [], ["--upstream-tests"])
     assert calls == []
     envs = _by_name(report)
     assert envs["all-newest"]["verdict"] == "not-verified"
@@ -192,7 +196,7 @@ def test_the_grid_has_a_cross_run_row(tmp_path, monkeypatch, capsys):
     row = next(line for line in md.splitlines() if line.startswith("| upstream tests (cross-run) |"))
     cells = [c.strip() for c in row.strip("|").split("|")][1:]
     names = ["optax-0.2.7", "optax-0.2.8", "jax-0.12.0", "jax-0.12.0.1", "all-newest"]
-    by = dict(zip(names, cells))
+    by = dict(zip(names, cells, strict=True))
     assert by["all-newest"] == "1 finding: 1 changed (1 could not tell)"
     assert by["jax-0.12.0.1"].startswith("could not run") and by["optax-0.2.7"] == "not run"
     page = (out / "report.html").read_text()

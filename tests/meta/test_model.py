@@ -19,7 +19,9 @@ def test_the_model_is_generated_from_the_current_schema():
         # under ./noxw (nox names its session) the generator is on PATH, and its absence fails below
         pytest.skip("datamodel-codegen is not on PATH: ./noxw -s tests puts it there (from requirements-tools.txt)")
     committed = schema_model.MODEL.read_text(encoding="utf-8")
-    assert schema_model.generate() == committed, "gate/base/model.py is not what report.schema.json generates: run ./noxw -s report-model and review git diff"
+    assert schema_model.generate() == committed, (
+        "gate/base/model.py is not what report.schema.json generates: run ./noxw -s report-model and review git diff"
+    )
 
 
 def _titled(node, found):
@@ -56,7 +58,9 @@ def test_the_report_keys_and_which_are_required_follow_the_schema():
     assert _required(model.Report) == set(SCHEMA["required"])
     row = SCHEMA["properties"]["contracts"]["items"]
     assert _required(model.ContractRow) == set(row["required"])
-    assert typing.get_args(typing.get_type_hints(model.ContractRow)["change"]) == tuple(row["properties"]["change"]["enum"])
+    assert typing.get_args(typing.get_type_hints(model.ContractRow)["change"]) == tuple(
+        row["properties"]["change"]["enum"]
+    )
 
 
 def test_the_model_module_holds_only_type_definitions():

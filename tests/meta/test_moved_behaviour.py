@@ -80,7 +80,10 @@ def _outcomes(pytester, baseline: str | None, monkeypatch) -> dict[str, tuple[st
 def test_at_a_listed_baseline_a_contract_passes_only_when_it_fails_as_that_baseline_does(pytester, monkeypatch):
     got = _outcomes(pytester, "0.2.8", monkeypatch)
     assert got["test_fails_as_listed"][0] == "passed"
-    assert got["test_passes_now"][0] == "failed" and "here it passed: the behaviour is no longer the baseline" in got["test_passes_now"][1]
+    assert (
+        got["test_passes_now"][0] == "failed"
+        and "here it passed: the behaviour is no longer the baseline" in got["test_passes_now"][1]
+    )
     assert got["test_fails_otherwise"][0] == "failed" and "failed otherwise" in got["test_fails_otherwise"][1]
     assert "TypeError: something else" in got["test_fails_otherwise"][1]
     assert got["test_listed_for_other_baselines"][0] == "failed"  # ==0.2.7 does not hold 0.2.8
@@ -126,7 +129,9 @@ def test_without_the_gates_variable_the_installed_optax_is_the_baseline(pytester
 def test_a_malformed_ledger_is_refused_naming_the_entry(tmp_path, text, message):
     path = tmp_path / "ledger.toml"
     path.write_text(text)
-    with pytest.raises(ValueError, match=re.escape(message) if message != "Invalid specifier" else "(?i)invalid specifier"):
+    with pytest.raises(
+        ValueError, match=re.escape(message) if message != "Invalid specifier" else "(?i)invalid specifier"
+    ):
         moved_behaviour.load(path)
 
 
@@ -158,15 +163,24 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
     pinned = tmp_path / "pinned.txt"
     pinned.write_text("jax==0.12.0.1 \\\n    --hash=sha256:aa\noptax==0.2.8 \\\n    --hash=sha256:bb\n")
     built = tmp_path / "built.txt"
-    built.write_text("optax @ file:///w/cache/source/wheels/e699/optax-0.2.9.dev0-py3-none-any.whl \\\n    --hash=sha256:cc\n")
+    built.write_text(
+        "optax @ file:///w/cache/source/wheels/e699/optax-0.2.9.dev0-py3-none-any.whl \\\n    --hash=sha256:cc\n"
+    )
     none = tmp_path / "none.txt"
     none.write_text("jax==0.12.0.1\n")
-    assert [runner.baseline_optax(p) for p in (pinned, built, none, tmp_path / "gone.txt")] == ["0.2.8", "0.2.9.dev0", "", ""]
+    assert [runner.baseline_optax(p) for p in (pinned, built, none, tmp_path / "gone.txt")] == [
+        "0.2.8",
+        "0.2.9.dev0",
+        "",
+        "",
+    ]
 
     seen = []
     monkeypatch.setattr(runner, "_run_parts", lambda call, *a, **k: seen.append(call.env) or [None])
     env = EnvironmentOptions(project_root=ROOT, baseline_lock=pinned, python="python3", envs_dir=tmp_path)
-    record = runner.run(tmp_path / "python", "candidate", tmp_path / "out", env, probed=({"optax": "0.2.9"}, None, [], {}))
+    record = runner.run(
+        tmp_path / "python", "candidate", tmp_path / "out", env, probed=({"optax": "0.2.9"}, None, [], {})
+    )
     assert record["status"] == "not-verified"
     assert seen and seen[0][moved_behaviour.BASELINE_ENV] == "0.2.8"
 
@@ -177,11 +191,19 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
 def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addresses():
     from optax_gate.gate.run import moved_ledger
 
-    line = "AssertionError: leaf 3 differs by 1.5e-07 (0.25 > 0.125) in float32 at <function f at 0x7f3a2b>; see (a)+[b]"
+    line = (
+        "AssertionError: leaf 3 differs by 1.5e-07 (0.25 > 0.125) in float32 at <function f at 0x7f3a2b>; see (a)+[b]"
+    )
     expr = moved_ledger.pattern(line + "\nsecond line")
     assert re.fullmatch(expr, line)
-    assert re.fullmatch(expr, line.replace("1.5e-07", "2.25e-06").replace("0.25", "0.2500001").replace("0x7f3a2b", "0xdeadbeef"))
-    for moved in (("differs", "matches"), ("leaf 3", "leaf 4"), ("float32", "float64")):  # words, counts, dtypes literal
+    assert re.fullmatch(
+        expr, line.replace("1.5e-07", "2.25e-06").replace("0.25", "0.2500001").replace("0x7f3a2b", "0xdeadbeef")
+    )
+    for moved in (
+        ("differs", "matches"),
+        ("leaf 3", "leaf 4"),
+        ("float32", "float64"),
+    ):  # words, counts, dtypes literal
         assert not re.fullmatch(expr, line.replace(*moved)), moved
 
 
@@ -193,7 +215,9 @@ def _log(path: Path, reports: list[tuple[str, str, str]]) -> Path:
                 "nodeid": nid,
                 "when": when,
                 "outcome": outcome,
-                "longrepr": {"reprcrash": {"message": f"ValueError: {nid} moved\nmore"}} if outcome == "failed" else None,
+                "longrepr": {"reprcrash": {"message": f"ValueError: {nid} moved\nmore"}}
+                if outcome == "failed"
+                else None,
             }
         )
         for nid, when, outcome in reports
@@ -231,13 +255,27 @@ def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_hol
         moved_behaviour.Entry("t.py::holds", ">=0.2.7", "ValueError: .* moved", "0.2.7 moved it"),
     ]
     entries, done = moved_ledger.accept(old, record, crashes, "0.2.8", "0.12.0.1")
-    assert done.entries == ["t.py::again", "t.py::new"] and done.narrowed == ["t.py::again"] and done.kept == ["t.py::holds"]
-    assert list(done.refused) == ["t.py::broken_fixture"] and "fixture 'x' not found" in done.refused["t.py::broken_fixture"]
+    assert (
+        done.entries == ["t.py::again", "t.py::new"]
+        and done.narrowed == ["t.py::again"]
+        and done.kept == ["t.py::holds"]
+    )
+    assert (
+        list(done.refused) == ["t.py::broken_fixture"]
+        and "fixture 'x' not found" in done.refused["t.py::broken_fixture"]
+    )
     by = {(e.contract, e.optax): e for e in entries}
-    assert set(by) == {("t.py::again", ">=0.2.7,<0.2.8"), ("t.py::again", ">=0.2.8"), ("t.py::holds", ">=0.2.7"), ("t.py::new", ">=0.2.8")}
+    assert set(by) == {
+        ("t.py::again", ">=0.2.7,<0.2.8"),
+        ("t.py::again", ">=0.2.8"),
+        ("t.py::holds", ">=0.2.7"),
+        ("t.py::new", ">=0.2.8"),
+    }
     assert by[("t.py::new", ">=0.2.8")].why == "rebaselined at optax 0.2.8, jax 0.12.0.1: ValueError: t.py::new moved"
     assert moved_behaviour.applicable(entries, "0.2.7")["t.py::again"].fails == "TypeError"
-    assert re.search(moved_behaviour.applicable(entries, "0.2.8")["t.py::again"].fails, "E   ValueError: t.py::again moved")
+    assert re.search(
+        moved_behaviour.applicable(entries, "0.2.8")["t.py::again"].fails, "E   ValueError: t.py::again moved"
+    )
 
     ledger = tmp_path / "moved.toml"
     moved_ledger.write(ledger, entries)
@@ -245,7 +283,14 @@ def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_hol
     assert ledger.read_text().startswith("# Ledger of behaviour")
 
 
-def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = False, lock_text: str | None = None, ledger_text: str = ""):
+def _rebaseline(
+    tmp_path,
+    monkeypatch,
+    outcomes: dict[str, str],
+    move: bool = False,
+    lock_text: str | None = None,
+    ledger_text: str = "",
+):
     """``rebaseline_flow.rebaseline`` with the environment and the contract
     run replaced: the run gives ``outcomes`` (node id -> passed/failed/error)."""
     from optax_gate.gate import rebaseline_flow
@@ -266,7 +311,10 @@ def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = Fa
         out_dir.mkdir(parents=True, exist_ok=True)
         _log(
             out_dir / f"{label}.reportlog.jsonl",
-            [(nid, "call" if o != "error" else "setup", "failed" if o != "passed" else "passed") for nid, o in outcomes.items()],
+            [
+                (nid, "call" if o != "error" else "setup", "failed" if o != "passed" else "passed")
+                for nid, o in outcomes.items()
+            ],
         )
         return {
             "status": "ran",
@@ -278,7 +326,11 @@ def _rebaseline(tmp_path, monkeypatch, outcomes: dict[str, str], move: bool = Fa
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
     monkeypatch.setattr(runner, "run", run)
     env = EnvironmentOptions(
-        project_root=project, baseline_lock=project / "requirements-lock.txt", python="python3", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache"
+        project_root=project,
+        baseline_lock=project / "requirements-lock.txt",
+        python="python3",
+        envs_dir=tmp_path / "envs",
+        cache_dir=tmp_path / "cache",
     )
     code = rebaseline_flow.rebaseline(RebaselineOptions(environment=env, lock=lock, move=move, out=tmp_path / "out"))
     ledger = project / moved_behaviour.LEDGER
@@ -289,12 +341,18 @@ def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(
     code, entries, seen, lock, project, snaps = _rebaseline(
         tmp_path,
         monkeypatch,
-        {"tests/contracts/test_a.py::test_x": "failed", "tests/contracts/test_a.py::test_y": "passed", "tests/contracts/test_a.py::test_s": "skipped"},
+        {
+            "tests/contracts/test_a.py::test_x": "failed",
+            "tests/contracts/test_a.py::test_y": "passed",
+            "tests/contracts/test_a.py::test_s": "skipped",
+        },
     )
     assert code == 0
     assert [(e.contract, e.optax) for e in entries] == [("tests/contracts/test_a.py::test_x", ">=0.2.8")]
     assert seen["baseline_lock"] == lock and seen["extra_env"][snaps.RECORD] == "1"
-    assert Path(seen["extra_env"][snaps.SNAPSHOT_DIR]) != project, "without --move the committed snapshots were re-recorded"
+    assert Path(seen["extra_env"][snaps.SNAPSHOT_DIR]) != project, (
+        "without --move the committed snapshots were re-recorded"
+    )
     assert not (project / "requirements-lock.txt").exists()
     summary = (tmp_path / "out" / "summary.md").read_text()
     assert "1 newly accepted" in summary and "| `optax.adam` | 1 |" in summary
@@ -303,7 +361,9 @@ def test_rebaseline_runs_at_the_locks_optax_and_writes_the_ledger_and_a_summary(
 
 
 def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_place(tmp_path, monkeypatch):
-    code, entries, seen, lock, project, snaps = _rebaseline(tmp_path, monkeypatch, {"tests/contracts/test_a.py::test_x": "passed"}, move=True)
+    code, entries, seen, lock, project, snaps = _rebaseline(
+        tmp_path, monkeypatch, {"tests/contracts/test_a.py::test_x": "passed"}, move=True
+    )
     assert code == 0 and entries == []
     assert (project / "requirements-lock.txt").read_text() == lock.read_text()
     assert Path(seen["extra_env"][snaps.SNAPSHOT_DIR]) == project
@@ -319,7 +379,9 @@ def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_
         ("folder", "is not a file"),
     ],
 )
-def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(tmp_path, monkeypatch, capsys, lock_text, said):
+def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(
+    tmp_path, monkeypatch, capsys, lock_text, said
+):
     """The trial: random bytes crashed it (a traceback and a gate-style report in reports/rebaseline), a missing
     file and a folder were told they pin no optax."""
     from optax_gate.gate import rebaseline_flow
@@ -342,7 +404,10 @@ def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(tmp_p
 def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_holds(tmp_path, monkeypatch, capsys):
     held = '[[moved]]\ncontract = "tests/contracts/test_a.py::test_held"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "w"\n'
     code, entries, *_ = _rebaseline(
-        tmp_path / "b", monkeypatch, {"tests/contracts/test_a.py::test_z": "error", "tests/contracts/test_a.py::test_held": "passed"}, ledger_text=held
+        tmp_path / "b",
+        monkeypatch,
+        {"tests/contracts/test_a.py::test_z": "error", "tests/contracts/test_a.py::test_held": "passed"},
+        ledger_text=held,
     )
     assert code == 2 and [e.contract for e in entries] == ["tests/contracts/test_a.py::test_held"]
     summary = (tmp_path / "b" / "out" / "summary.md").read_text()
@@ -363,9 +428,17 @@ def test_every_runner_of_contracts_passes_the_gates_baseline_optax():
     listed above with the reason it runs at the baseline itself: a new runner must choose."""
     starts_pytest = re.compile(r"""["']-m["'],\s*["']pytest["']|^\s*["']pytest["'],\s*$""", re.MULTILINE)
     files = [ROOT / "noxfile.py", *sorted((ROOT / "src").rglob("*.py"))]
-    runners = {str(f.relative_to(ROOT)): f.read_text(encoding="utf-8") for f in files if starts_pytest.search(f.read_text(encoding="utf-8"))}
+    runners = {
+        str(f.relative_to(ROOT)): f.read_text(encoding="utf-8")
+        for f in files
+        if starts_pytest.search(f.read_text(encoding="utf-8"))
+    }
     assert {"src/optax_gate/gate/run/runner.py", "src/optax_gate/gate/bisect/probe.py"} <= set(runners)
-    assert set(_RUNS_WITHOUT_A_GATES_BASELINE) <= set(runners), "a listed module no longer starts pytest: drop it from the list"
+    assert set(_RUNS_WITHOUT_A_GATES_BASELINE) <= set(runners), (
+        "a listed module no longer starts pytest: drop it from the list"
+    )
     for name, text in runners.items():
         if name not in _RUNS_WITHOUT_A_GATES_BASELINE:
-            assert "baseline_variables(" in text, f"{name} starts pytest without runner.baseline_variables (the gate's baseline optax)"
+            assert "baseline_variables(" in text, (
+                f"{name} starts pytest without runner.baseline_variables (the gate's baseline optax)"
+            )

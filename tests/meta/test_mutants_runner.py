@@ -109,13 +109,26 @@ def test_a_familys_inputs_follow_lazy_imports_and_its_snapshots(tmp_path):
 
     digest = functools.partial(_family_digest, root)
 
-    files = {p.relative_to(root.resolve()).as_posix() for p in proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root) or []}
-    assert {"src/optax_gate/kit/b.py", "tests/contracts/test_x/test_one.yml", "src/optax_gate/mutants/registry.py", "requirements-lock.txt"} <= files
+    files = {
+        p.relative_to(root.resolve()).as_posix()
+        for p in proof.inputs("fam", "tests/contracts/test_x.py", ["optax_gate.mutants.fam"], root) or []
+    }
+    assert {
+        "src/optax_gate/kit/b.py",
+        "tests/contracts/test_x/test_one.yml",
+        "src/optax_gate/mutants/registry.py",
+        "requirements-lock.txt",
+    } <= files
     assert "src/optax_gate/kit/unrelated.py" not in files
     before = digest()
     (root / "src/optax_gate/kit/unrelated.py").write_text("Y = 2\n")
     assert digest() == before
-    for rel in ("src/optax_gate/kit/b.py", "tests/contracts/test_x/test_one.yml", "src/optax_gate/mutants/fam.py", "requirements-lock.txt"):
+    for rel in (
+        "src/optax_gate/kit/b.py",
+        "tests/contracts/test_x/test_one.yml",
+        "src/optax_gate/mutants/fam.py",
+        "requirements-lock.txt",
+    ):
         (root / rel).write_text((root / rel).read_text() + "# changed\n")
         assert digest() != before, rel
         before = digest()
@@ -133,12 +146,17 @@ def test_a_family_depends_on_the_ledger_entries_it_can_meet_only(tmp_path):
 
     before = digest()
     known.write_text('other-defect = "not this family\'s"\n')
-    moved.write_text('[[moved]]\ncontract = "tests/contracts/test_y.py::test_a"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n')
+    moved.write_text(
+        '[[moved]]\ncontract = "tests/contracts/test_y.py::test_a"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n'
+    )
     assert digest() == before
     known.write_text(known.read_text() + 'x-defect = "this family\'s"\n')
     assert digest() != before
     before = digest()
-    moved.write_text(moved.read_text() + '\n[[moved]]\ncontract = "tests/contracts/test_x.py::test_b"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n')
+    moved.write_text(
+        moved.read_text()
+        + '\n[[moved]]\ncontract = "tests/contracts/test_x.py::test_b"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n'
+    )
     assert digest() != before
     before = digest()
     known.write_text(known.read_text() + "not toml [\n")
@@ -156,7 +174,9 @@ def test_a_comment_in_pyproject_moves_no_proof_and_a_table_does(tmp_path):
     before = digest()
     pyproject.write_text('# a comment\n[tool.pytest.ini_options]\nmarkers = [ "a" ]  # another\n')
     assert digest() == before
-    pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a"]\n[tool.ruff]\nline-length = 120\n[tool.mypy]\nstrict = true\n')
+    pyproject.write_text(
+        '[tool.pytest.ini_options]\nmarkers = ["a"]\n[tool.ruff]\nline-length = 120\n[tool.mypy]\nstrict = true\n'
+    )
     assert digest() == before  # the lint and type checkers' tables: no contract run reads them
     pyproject.write_text('[tool.pytest.ini_options]\nmarkers = ["a", "b"]\n')
     assert digest() != before
@@ -166,7 +186,10 @@ def test_the_moved_entries_a_family_meets_count_in_any_order(tmp_path):
     """``rebaseline`` rewrites the moved-behaviour ledger in its own order: the same entries move no proof."""
     root = _project(tmp_path)
     moved = root / "tests/contracts/moved_behaviour.toml"
-    entries = [f'[[moved]]\ncontract = "tests/contracts/test_x.py::test_{n}"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n' for n in "ab"]
+    entries = [
+        f'[[moved]]\ncontract = "tests/contracts/test_x.py::test_{n}"\noptax = ">=0.2.8"\nfails = "x"\nwhy = "y"\n'
+        for n in "ab"
+    ]
     digest = functools.partial(_family_digest, root)
     moved.write_text("\n".join(entries))
     before = digest()
@@ -195,7 +218,11 @@ def test_changed_proves_only_families_whose_inputs_moved(tmp_path, monkeypatch, 
     proof.write_record(Path.cwd(), digests)
     assert runner.main(["--area", "polyak", "--changed"]) == 0
     out = capsys.readouterr().out
-    assert "proven before at their current inputs (" in out and "1 of 1 family; proving 0" in out and "contracts fail" not in out
+    assert (
+        "proven before at their current inputs (" in out
+        and "1 of 1 family; proving 0" in out
+        and "contracts fail" not in out
+    )
 
 
 def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answered_with_the_nearest():
@@ -204,7 +231,12 @@ def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answer
     from optax_gate import mutants
 
     mutants.load()
-    assert runner._area("training-recipes") == runner._area("training_recipes") == runner._area("test_training_recipes") == "training-recipes"
+    assert (
+        runner._area("training-recipes")
+        == runner._area("training_recipes")
+        == runner._area("test_training_recipes")
+        == "training-recipes"
+    )
     assert runner._area("multi_steps") == "multisteps" and runner._area("clip_by_global_norm") == "global-norm"
     with pytest.raises(argparse.ArgumentTypeError, match=r"no mutant family 'lino'; did you mean lion\?"):
         runner._area("lino")

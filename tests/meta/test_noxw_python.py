@@ -13,7 +13,9 @@ import pytest
 
 NOXW = Path(__file__).resolve().parents[2] / "noxw"
 
-pytestmark = pytest.mark.skipif(sys.version_info[:2] != (3, 12), reason="noxw looks for Python 3.12; this interpreter is another")
+pytestmark = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 12), reason="noxw looks for Python 3.12; this interpreter is another"
+)
 
 
 def _find_python(tools: Path, candidate: str) -> str:
@@ -55,7 +57,9 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     nox = root / ".noxw" / "venv" / "bin" / "nox"
     nox.write_text('#!/bin/sh\necho stand-in nox "$@"\n')
     nox.chmod(0o755)
-    digest = subprocess.run(["sha256sum", str(root / "requirements-tools.txt")], capture_output=True, text=True, check=True).stdout.split()[0]
+    digest = subprocess.run(
+        ["sha256sum", str(root / "requirements-tools.txt")], capture_output=True, text=True, check=True
+    ).stdout.split()[0]
     (root / ".noxw" / "venv" / ".requirements-tools.sha256").write_text(f"{digest} {pythons['a']}\n")
     env = {"PATH": f"{tmp_path / 'b'}:/usr/bin:/bin", "HOME": str(tmp_path)}
     return root, {**env, **{f"PY_{k.upper()}": v for k, v in pythons.items()}}
@@ -70,5 +74,11 @@ def test_the_tool_venv_keeps_its_interpreter_when_another_python_comes_first_on_
 
 def test_optax_gate_python_chooses_the_interpreter_and_remakes_the_venv(tmp_path):
     root, env = _project(tmp_path)
-    out = subprocess.run(["bash", str(root / "noxw"), "--version"], capture_output=True, text=True, env={**env, "OPTAX_GATE_PYTHON": env["PY_B"]}, timeout=120)
+    out = subprocess.run(
+        ["bash", str(root / "noxw"), "--version"],
+        capture_output=True,
+        text=True,
+        env={**env, "OPTAX_GATE_PYTHON": env["PY_B"]},
+        timeout=120,
+    )
     assert f"installing nox and uv for {env['PY_B']}" in out.stderr

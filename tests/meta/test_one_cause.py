@@ -11,9 +11,8 @@ one API's several changes."""
 import json
 from pathlib import Path
 
-from optax_gate.gate.judge import findings
-from optax_gate.gate.judge import causes
 from optax_gate.gate.diffs import unseen
+from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import markdown as report_markdown
 
 REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
@@ -21,7 +20,9 @@ MC = "optax.monte_carlo"
 GONE = f"ModuleNotFoundError: No module named '{MC}'"
 
 
-def row(cid, detail, change="broken", api="optax.sgd", kind="acceptance", defect="", baseline="passed", candidate="failed"):
+def row(
+    cid, detail, change="broken", api="optax.sgd", kind="acceptance", defect="", baseline="passed", candidate="failed"
+):
     return {
         "id": cid,
         "api": api,
@@ -37,10 +38,17 @@ def row(cid, detail, change="broken", api="optax.sgd", kind="acceptance", defect
 
 def monte_carlo_report():
     sweep = "tests/contracts/test_surface_sweep.py"
-    apis = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians", "score_function_jacobians")]
+    apis = [
+        f"{MC}.{n}"
+        for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians", "score_function_jacobians")
+    ]
     rows = [row(f"{sweep}::test_known[{a}]", GONE, api=a) for a in apis]
     rows += [
-        row(f"{sweep}::test_called[{a}]", f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' assert 'ModuleNotFoundError' == 'ok'", api=a)
+        row(
+            f"{sweep}::test_called[{a}]",
+            f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' assert 'ModuleNotFoundError' == 'ok'",
+            api=a,
+        )
         for a in apis[:2]
     ]
     rows.append(
@@ -59,11 +67,23 @@ def monte_carlo_report():
             kind="golden",
         )
     )
-    removed = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians")] + ["optax.old_alias"]
+    removed = [f"{MC}.{n}" for n in ("control_delta_method", "moving_avg_baseline", "pathwise_jacobians")] + [
+        "optax.old_alias"
+    ]
     surface = {
         "status": "compared",
         "rows": [
-            {"path": p, "change": "removed", "kind": "function", "old": "def f()", "new": "", "where": "", "verdict": "broken", "uses": []} for p in removed
+            {
+                "path": p,
+                "change": "removed",
+                "kind": "function",
+                "old": "def f()",
+                "new": "",
+                "where": "",
+                "verdict": "broken",
+                "uses": [],
+            }
+            for p in removed
         ],
     }
     return {"contracts": rows, "surface": surface}
@@ -84,14 +104,20 @@ def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_sur
     assert sorted(f["change"] for f in about_mc) == ["broken", "broken", "broken", "changed"]  # as read on 0.2.8: four
     (mc,) = [f for f in after if any(MC in a for a in f.get("apis") or [f["api"]])]
     assert mc["change"] == "broken" and mc["section"] == "contracts" and len(mc["contracts"]) == 7
-    assert mc["cause"] == (f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; API surface: 3 names removed")
+    assert mc["cause"] == (
+        f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; API surface: 3 names removed"
+    )
     assert mc["changes"] == {"broken": 6, "changed": 1}
-    assert {p["section"] for p in mc["parts"]} == {"contracts", "surface"} and "removed/optax.monte_carlo" in mc["causes"]
+    assert {p["section"] for p in mc["parts"]} == {"contracts", "surface"} and "removed/optax.monte_carlo" in mc[
+        "causes"
+    ]
     assert mc["text"].endswith("(7 contracts: 6 broken, 1 changed: known ×4, called ×3)")
     # the unrelated removal and the unrelated numeric finding stay their own
     rest = [f for f in after if f is not mc]
     assert sorted(f.get("section") for f in rest) == ["contracts", "surface"]
-    assert [f["apis"] if "apis" in f else [f["api"]] for f in rest if f["section"] == "surface"] == [["optax.old_alias"]]
+    assert [f["apis"] if "apis" in f else [f["api"]] for f in rest if f["section"] == "surface"] == [
+        ["optax.old_alias"]
+    ]
     assert [f["number"] for f in after] == [1, 2, 3]
 
 
@@ -100,7 +126,9 @@ def none_gradients_rows():
         "ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key path, the prefix "
         "pytree tree_map tree has a subtree of type"
     )
-    defect = "adam-none-gradient-drops-moments: adam/adamw given a None gradient leaf replace that leaf's mu and nu by None"
+    defect = (
+        "adam-none-gradient-drops-moments: adam/adamw given a None gradient leaf replace that leaf's mu and nu by None"
+    )
     recipe = "tests/contracts/test_training_recipes.py"
     return [
         row(f"{recipe}::test_a_none_gradient_leaf_gives_a_none_update", now, api="recipe:none-gradients"),
@@ -122,7 +150,10 @@ def test_a_defect_that_now_fails_otherwise_is_one_broken_finding_leading_with_th
     (f,) = causes.of_report(rows)
     assert f["change"] == "broken" and f["changes"] == {"broken": 1, "fixed": 1}
     assert f["cause"].startswith("now raises ValueError: pytree structure error")
-    assert "where the baseline had the known upstream defect `adam-none-gradient-drops-moments` (it no longer reproduces)" in f["cause"]
+    assert (
+        "where the baseline had the known upstream defect `adam-none-gradient-drops-moments` (it no longer reproduces)"
+        in f["cause"]
+    )
     assert f["cause"].count("pytree structure error") == 1  # said once, not once per part
     line = report_markdown.finding_line(f)
     assert "**broken**" in line and "**fixed**" not in line and "**changed" not in line
@@ -139,7 +170,9 @@ def test_a_defect_that_now_changes_otherwise_without_breaking_is_one_changed_fin
     rows[0] = {**rows[0], "change": "changed", "baseline": "passed", "candidate": "passed"}
     (f,) = causes.of_report(rows)
     assert f["change"] == "changed" and f["changes"] == {"changed": 1, "fixed": 1}
-    assert f["cause"].startswith("known upstream defect `adam-none-gradient-drops-moments` no longer reproduces; it now raises ValueError")
+    assert f["cause"].startswith(
+        "known upstream defect `adam-none-gradient-drops-moments` no longer reproduces; it now raises ValueError"
+    )
 
 
 def test_a_heading_says_the_broken_contracts_a_changed_finding_holds():
@@ -152,8 +185,20 @@ def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
     api = "optax.apply_if_finite"
     gen = "tests/contracts/test_surface_transformations.py"
     rows = [
-        row(f"{gen}::test_nonfinite_and_state[{api}]", "snapshot drift: notfinite_count: int32[]=0 -> int32[]=1", change="changed", api=api, kind="snapshot"),
-        row(f"{gen}::test_nonfinite_and_state[{api}-classes]", "snapshot drift: nan_inf_grads: '[''r0'']' -> none", change="changed", api=api, kind="snapshot"),
+        row(
+            f"{gen}::test_nonfinite_and_state[{api}]",
+            "snapshot drift: notfinite_count: int32[]=0 -> int32[]=1",
+            change="changed",
+            api=api,
+            kind="snapshot",
+        ),
+        row(
+            f"{gen}::test_nonfinite_and_state[{api}-classes]",
+            "snapshot drift: nan_inf_grads: '[''r0'']' -> none",
+            change="changed",
+            api=api,
+            kind="snapshot",
+        ),
         row(
             f"{gen}::test_edge_hyperparams[{api}]",
             "snapshot drift: max_consecutive_errors=0/nan_inf_params/updates: r1 -> none",
@@ -161,13 +206,33 @@ def test_one_apis_changes_across_the_sweep_and_its_contracts_are_one_finding():
             api=api,
             kind="snapshot",
         ),
-        row("tests/contracts/test_apply_if_finite.py::test_counters", "AssertionError: assert 2 == 1", api=api, kind="golden"),
-        row("tests/contracts/test_x.py::test_state[a]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", api="optax.a", kind="snapshot"),
-        row("tests/contracts/test_x.py::test_state[b]", "snapshot drift: .count: int32[]=0 -> int32[]=1", change="changed", api="optax.b", kind="snapshot"),
+        row(
+            "tests/contracts/test_apply_if_finite.py::test_counters",
+            "AssertionError: assert 2 == 1",
+            api=api,
+            kind="golden",
+        ),
+        row(
+            "tests/contracts/test_x.py::test_state[a]",
+            "snapshot drift: .count: int32[]=0 -> int32[]=1",
+            change="changed",
+            api="optax.a",
+            kind="snapshot",
+        ),
+        row(
+            "tests/contracts/test_x.py::test_state[b]",
+            "snapshot drift: .count: int32[]=0 -> int32[]=1",
+            change="changed",
+            api="optax.b",
+            kind="snapshot",
+        ),
     ]
     assert len(findings.group(rows)) == 5
     found = causes.of_report(rows)
-    assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [("broken", api, 4), ("changed", "2 APIs", 2)]
+    assert [(f["change"], f["api"], len(f["contracts"])) for f in found] == [
+        ("broken", api, 4),
+        ("changed", "2 APIs", 2),
+    ]
     assert len(found[0]["parts"]) == 4 and "fewer non-finite outputs" in found[0]["cause"]
 
 
@@ -176,12 +241,19 @@ def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis():
     checks raise ValueError as 22 other losses' do. The value drift is a finding of its own, not a line
     inside the 23-API finding of the input checks; one API's findings still join where it is alone."""
     corners = "tests/contracts/test_surface_corners_losses.py"
-    moved = "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed' -> 'Shape mismatch - got (2, 3) and (2,)'"
+    moved = (
+        "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed' -> 'Shape mismatch - got (2, 3) and (2,)'"
+    )
     losses = ("optax.dice", "optax.l2_loss", "optax.huber_loss")
     rows = [
         row(
             f"{corners}::test_loss_corners[{a}]",
-            f"snapshot drift: {moved}" + ("; corner.int_inputs/error: '[Chex] Error in type' -> 'Expected a float dtype'" if a == "optax.dice" else ""),
+            f"snapshot drift: {moved}"
+            + (
+                "; corner.int_inputs/error: '[Chex] Error in type' -> 'Expected a float dtype'"
+                if a == "optax.dice"
+                else ""
+            ),
             change="changed",
             api=a,
             kind="snapshot",
@@ -198,7 +270,9 @@ def test_one_apis_other_change_is_not_folded_into_a_finding_of_many_apis():
         )
     )
     found = causes.of_report(rows)
-    assert sorted((f["api"], len(f["contracts"])) for f in found) == [("3 APIs", 3), ("optax.dice", 1)], [(f["api"], f["cause"]) for f in found]
+    assert sorted((f["api"], len(f["contracts"])) for f in found) == [("3 APIs", 3), ("optax.dice", 1)], [
+        (f["api"], f["cause"]) for f in found
+    ]
     alone = causes.of_report([rows[0], rows[-1]])  # the loss alone: its two changes are one finding
     assert [(f["api"], len(f["contracts"])) for f in alone] == [("optax.dice", 2)]
 
@@ -216,11 +290,16 @@ def test_the_723_contract_report_is_7_findings_one_per_upstream_cause():
         "optax.add_decayed_weights": ("changed", ["changed", "fixed"]),
     }
     assert sorted(c for f in after for c in f["contracts"]) == sorted(r["id"] for r in REAL_723["contracts"])
-    assert [f["change"] for f in after if f["api"] == "recipe:none-gradients"] == ["broken"]  # one finding, not broken and fixed
+    assert [f["change"] for f in after if f["api"] == "recipe:none-gradients"] == [
+        "broken"
+    ]  # one finding, not broken and fixed
 
 
 def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
-    rows = none_gradients_rows() + [row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None, candidate="passed")]
+    rows = [
+        *none_gradients_rows(),
+        row("t.py::test_new", "", change="new", api="recipe:none-gradients", baseline=None, candidate="passed"),
+    ]
     once = causes.of_report(rows)
     twice = causes.merge([dict(f) for f in once], rows)
     assert [(f["change"], f["contracts"]) for f in once] == [(f["change"], f["contracts"]) for f in twice]
@@ -230,7 +309,14 @@ def test_merging_twice_changes_nothing_and_new_or_gone_never_join():
 def test_a_warning_naming_a_removed_module_joins_its_removal():
     report = monte_carlo_report()
     report["warnings"] = {
-        "rows": [{"verdict": "broken", "category": "DeprecationWarning", "message": f"{MC} is deprecated and will be removed", "your_code": []}]
+        "rows": [
+            {
+                "verdict": "broken",
+                "category": "DeprecationWarning",
+                "message": f"{MC} is deprecated and will be removed",
+                "your_code": [],
+            }
+        ]
     }
     _, after = gate_findings(report)
     (mc,) = [f for f in after if MC in f["cause"]]
@@ -239,7 +325,9 @@ def test_a_warning_naming_a_removed_module_joins_its_removal():
 
 def test_a_joined_finding_validates_against_the_schema():
     jsonschema = __import__("pytest").importorskip("jsonschema", reason="jsonschema comes with the tools lock")
-    schema = json.loads((Path(__file__).parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text())
+    schema = json.loads(
+        (Path(__file__).parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text()
+    )
     _, after = gate_findings(monte_carlo_report())
     jsonschema.validate(after, schema["properties"]["findings"])
     assert after[0]["key"] == "merged"
@@ -247,13 +335,14 @@ def test_a_joined_finding_validates_against_the_schema():
 
 def test_a_joined_finding_never_drops_a_part_that_failed_otherwise():
     """The defect's twin says its failure once; another change of the same API keeps its own words."""
-    rows = none_gradients_rows() + [
+    rows = [
+        *none_gradients_rows(),
         row(
             "tests/contracts/test_training_recipes.py::test_trajectory[none]",
             "element (0) is 1.5, expected 1.25 (error 0.25, bound 1e-7 = 8 ULP of float32; worst error 2e6 ULP)",
             api="recipe:none-gradients",
             kind="golden",
-        )
+        ),
     ]
     (f,) = causes.of_report(rows)
     assert f["cause"].count("pytree structure error") == 1 and "element (0) is 1.5, expected 1.25" in f["cause"]
@@ -314,7 +403,10 @@ def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectorie
     (ms,) = [f for f in found if "optax.MultiSteps" in f["apis"]]
     assert ms["apis"] == ["optax.MultiSteps"] and ms["change"] == "broken" and len(ms["contracts"]) == 3
     assert "dtype-now/optax.MultiSteps/float32" in ms["causes"]
-    assert ms["cause"].startswith("float64 results have float32-sized errors") and "`.acc_grads` 2 → 4 bytes" in ms["cause"]
+    assert (
+        ms["cause"].startswith("float64 results have float32-sized errors")
+        and "`.acc_grads` 2 → 4 bytes" in ms["cause"]
+    )
     assert "at corner `adam/bfloat16`" in ms["cause"]
     assert [f["apis"] for f in found if f is not ms] == [["optax.inject_hyperparams"], ["optax.sgd"]]
 
@@ -362,8 +454,20 @@ def params_nonfinite_rows(direction_of_c="fewer"):
     gen = "tests/contracts/test_surface_transformations.py"
     new_c = "none" if direction_of_c == "fewer" else "r1,r3,r4"
     return [
-        row(f"{gen}::test_nonfinite_and_state[optax.a]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.a", kind="snapshot"),
-        row(f"{gen}::test_nonfinite_and_state[optax.b]", "snapshot drift: nan_param: '[''r3'']' -> none", change="changed", api="optax.b", kind="snapshot"),
+        row(
+            f"{gen}::test_nonfinite_and_state[optax.a]",
+            "snapshot drift: nan_param: '[''r3'']' -> none",
+            change="changed",
+            api="optax.a",
+            kind="snapshot",
+        ),
+        row(
+            f"{gen}::test_nonfinite_and_state[optax.b]",
+            "snapshot drift: nan_param: '[''r3'']' -> none",
+            change="changed",
+            api="optax.b",
+            kind="snapshot",
+        ),
         row(
             f"{gen}::test_edge_hyperparams[optax.a]",
             "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none",
@@ -378,7 +482,13 @@ def params_nonfinite_rows(direction_of_c="fewer"):
             api="optax.c",
             kind="snapshot",
         ),
-        row(f"{gen}::test_nonfinite_and_state[optax.d]", "snapshot drift: nan_inf_grads: '[''r1'']' -> none", change="changed", api="optax.d", kind="snapshot"),
+        row(
+            f"{gen}::test_nonfinite_and_state[optax.d]",
+            "snapshot drift: nan_inf_grads: '[''r1'']' -> none",
+            change="changed",
+            api="optax.d",
+            kind="snapshot",
+        ),
     ]
 
 
@@ -390,7 +500,10 @@ def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_reco
     rows = params_nonfinite_rows()
     assert len(findings.group(rows)) == 4
     found = causes.of_report(rows)
-    assert [(f["apis"], len(f["contracts"])) for f in found] == [(["optax.a", "optax.b", "optax.c"], 4), (["optax.d"], 1)]
+    assert [(f["apis"], len(f["contracts"])) for f in found] == [
+        (["optax.a", "optax.b", "optax.c"], 4),
+        (["optax.d"], 1),
+    ]
     assert found[0]["cause"] == (
         "fewer non-finite outputs when a parameter is NaN or inf: the update and the state entries "
         "`e_g` (records `nan_param`, `learning_rate=0` and `weight_decay=0` with nan inf params)"
@@ -427,15 +540,31 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
     aside; another transition of the same corner stays apart."""
     sched, trees = "tests/contracts/test_surface_corners_schedules.py", "tests/contracts/test_surface_corners_trees.py"
     rows = [
-        snap(f"{sched}::test_schedule_corners[optax.a]", "corner.base/int: ok py float64 0.04 0.1 -> ok float32 0.04 0.1", "optax.a"),
+        snap(
+            f"{sched}::test_schedule_corners[optax.a]",
+            "corner.base/int: ok py float64 0.04 0.1 -> ok float32 0.04 0.1",
+            "optax.a",
+        ),
         snap(
             f"{sched}::test_schedule_corners[optax.b]",
             "corner.base/int: ok py float64 1 0.95 -> ok float32 1 0.95; corner.peak/bf16: ok bfloat16 1 -> ok float32 1",
             "optax.b",
         ),
-        snap(f"{sched}::test_schedule_corners[optax.c]", "corner.base/int: ok py float64 1 -> raises TypeError", "optax.c"),
-        snap(f"{sched}::test_schedule_corners[optax.d]", "corner.base/int: ok py float64 0.5 -> ok float32 0.5", "optax.d"),
-        snap(f"{trees}::test_tree_corners[optax.tree.max]", "corner.empty_leaf: raises ValueError -> ok float32[] -0.92", "optax.tree.max"),
+        snap(
+            f"{sched}::test_schedule_corners[optax.c]",
+            "corner.base/int: ok py float64 1 -> raises TypeError",
+            "optax.c",
+        ),
+        snap(
+            f"{sched}::test_schedule_corners[optax.d]",
+            "corner.base/int: ok py float64 0.5 -> ok float32 0.5",
+            "optax.d",
+        ),
+        snap(
+            f"{trees}::test_tree_corners[optax.tree.max]",
+            "corner.empty_leaf: raises ValueError -> ok float32[] -0.92",
+            "optax.tree.max",
+        ),
         snap(
             f"{trees}::test_tree_corners[optax.tree.norm]",
             "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; corner.nan_leaf: ok float32[] nan -> ok float32[] nan",
@@ -444,7 +573,11 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
     ]
     assert len(findings.group(rows)) == 5  # a and d: one corner moved alike; c: the same corner moved otherwise
     found = causes.of_report(rows)
-    assert [f["apis"] for f in found] == [["optax.a", "optax.b", "optax.d"], ["optax.c"], ["optax.tree.max", "optax.tree.norm"]]
+    assert [f["apis"] for f in found] == [
+        ["optax.a", "optax.b", "optax.d"],
+        ["optax.c"],
+        ["optax.tree.max", "optax.tree.norm"],
+    ]
     assert found[0]["cause"].count("at corner `base/int`") == 1 and "at corner `peak/bf16`" not in found[0]["cause"]
     assert found[2]["causes"] == ["corner-moved/empty_leaf/raises ValueError/ok float32[] #"]
     assert "raises TypeError" in found[1]["cause"] and "ok float32" not in found[1]["cause"]
@@ -474,23 +607,42 @@ def test_the_same_outputs_values_in_float32_and_under_x64_are_one_finding():
     )
     assert len(findings.group(rows)) == 3
     found = causes.of_report(rows)
-    assert [(f["apis"], len(f["contracts"])) for f in found] == [(["optax.binary_dice_loss", "optax.dice_loss"], 4), (["optax.sgd"], 1)]
+    assert [(f["apis"], len(f["contracts"])) for f in found] == [
+        (["optax.binary_dice_loss", "optax.dice_loss"], 4),
+        (["optax.sgd"], 1),
+    ]
     assert "`result`" in found[0]["cause"] and "`x64_result`" in found[0]["cause"]
 
 
 def test_one_apis_dtype_variants_moving_alike_are_one_finding():
     gen = "tests/contracts/test_surface_dtypes.py"
     rows = [
-        snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-complex64]", "init_update_complex64: ValueError -> ok", "optax.adaptive_grad_clip"),
-        snap(f"{gen}::test_init_update_dtype[optax.contrib.muon-complex64]", "init_update_complex64: ValueError -> ok", "optax.contrib.muon"),
-        snap(f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-bfloat16]", "init_update_bfloat16: ValueError -> ok", "optax.adaptive_grad_clip"),
-        snap(f"{gen}::test_init_update_dtype[optax.sgd-bfloat16]", "init_update_bfloat16: ok -> TypeError", "optax.sgd"),
+        snap(
+            f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-complex64]",
+            "init_update_complex64: ValueError -> ok",
+            "optax.adaptive_grad_clip",
+        ),
+        snap(
+            f"{gen}::test_init_update_dtype[optax.contrib.muon-complex64]",
+            "init_update_complex64: ValueError -> ok",
+            "optax.contrib.muon",
+        ),
+        snap(
+            f"{gen}::test_init_update_dtype[optax.adaptive_grad_clip-bfloat16]",
+            "init_update_bfloat16: ValueError -> ok",
+            "optax.adaptive_grad_clip",
+        ),
+        snap(
+            f"{gen}::test_init_update_dtype[optax.sgd-bfloat16]", "init_update_bfloat16: ok -> TypeError", "optax.sgd"
+        ),
     ]
     found = causes.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
     assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]
     # each move said once (the trial read "…bfloat16 PyTree differs: ValueError → ok; … complex64 PyTree differs: ValueError → ok")
-    assert found[0]["cause"] == "the update of a complex64 or bfloat16 PyTree differs: ValueError → ok", found[0]["cause"]
+    assert found[0]["cause"] == "the update of a complex64 or bfloat16 PyTree differs: ValueError → ok", found[0][
+        "cause"
+    ]
 
 
 def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids():
@@ -501,7 +653,12 @@ def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids(
     neg, corners = "tests/contracts/test_losses.py", "tests/contracts/test_surface_corners_losses.py"
     dtype_msg = "Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, got int32"
     rows = [
-        row(f"{neg}::test_integer_logits_raise[l2_loss]", f"raised TypeError instead of AssertionError: {dtype_msg}", api="optax.l2_loss", kind="negative"),
+        row(
+            f"{neg}::test_integer_logits_raise[l2_loss]",
+            f"raised TypeError instead of AssertionError: {dtype_msg}",
+            api="optax.l2_loss",
+            kind="negative",
+        ),
         row(
             f"{neg}::test_targets_of_another_shape_raise[l2_loss]",
             "raised ValueError instead of AssertionError: Shape mismatch: got (4, 5) and (5,).",
@@ -544,7 +701,10 @@ def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
     """0.2.8's inject_hyperparams rule at 83 transformations: the finding opens with what moved ("the
     optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16"), said once, not
     once per API whose records read otherwise (non-finite here, ok there)."""
-    assert findings.corner_lead("= u f32 s +bf16 h +bf16") == "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16"
+    assert (
+        findings.corner_lead("= u f32 s +bf16 h +bf16")
+        == "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16"
+    )
     assert findings.corner_lead("= u f32 h -f16") == "the hyperparameters are no longer float16"
     assert findings.corner_lead("ok u f32") == "" and findings.corner_lead("raises TypeError") == ""
     grid = "tests/contracts/test_surface_corners_injected.py"
@@ -558,9 +718,20 @@ def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
             kind="snapshot",
         )
 
-    rows = [moved("optax.adam", "ok", "f32x4,i32x1", "bf16x2,f32x2,i32x1", "1.5"), moved("optax.lion", "ok", "f32x2,i32x1", "bf16x2,i32x1", "2.5")]
-    sgd = moved("optax.sgd", "non-finite", "f32x2", "bf16x2", "nan")  # another corner moved too: a finding of its own, joined
-    rows.append(dict(sgd, detail=sgd["detail"] + "; corner.inject=float16: ok u f32 |u| 1 u0 0.1 s f32x2 h f32x3 -> ok u f32 |u| 1 u0 0.1 s f16x2 h f16x3"))
+    rows = [
+        moved("optax.adam", "ok", "f32x4,i32x1", "bf16x2,f32x2,i32x1", "1.5"),
+        moved("optax.lion", "ok", "f32x2,i32x1", "bf16x2,i32x1", "2.5"),
+    ]
+    sgd = moved(
+        "optax.sgd", "non-finite", "f32x2", "bf16x2", "nan"
+    )  # another corner moved too: a finding of its own, joined
+    rows.append(
+        dict(
+            sgd,
+            detail=sgd["detail"]
+            + "; corner.inject=float16: ok u f32 |u| 1 u0 0.1 s f32x2 h f32x3 -> ok u f32 |u| 1 u0 0.1 s f16x2 h f16x3",
+        )
+    )
     assert len(findings.group(rows)) == 2
     (found,) = causes.of_report(rows)
     lead = "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16: at corner `inject=bfloat16`"

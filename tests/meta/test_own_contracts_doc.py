@@ -28,7 +28,9 @@ def test_the_adam_family_example_passes_with_the_bias_correction_budget_and_fail
     test = next(v for k, v in namespace.items() if k.startswith("test_"))
     test()  # passes at the baseline with the page's budget
     tolerances = namespace["tolerances"]
-    namespace["budget"] = lambda dtype, step, **kw: 4 * namespace["ELEMENTWISE"]  # the budget without the bias correction
+    namespace["budget"] = lambda dtype, step, **kw: (
+        4 * namespace["ELEMENTWISE"]
+    )  # the budget without the bias correction
     with pytest.raises(AssertionError, match="ULP"):
         test()
     assert tolerances.bias_correction(0.999, 1, "float32") > 100

@@ -11,16 +11,16 @@ import zlib
 
 import pytest
 
-from optax_gate.gate.base import details, drift
-
-from optax_gate.gate.base import plain_text
-from optax_gate.gate.install import compilation_cache
-from optax_gate.gate.run import outcomes, warnings_diff
-from optax_gate.gate.judge import findings
+from optax_gate.gate.base import details, drift, plain_text
 from optax_gate.gate.diffs import unseen
+from optax_gate.gate.install import compilation_cache
+from optax_gate.gate.judge import findings
+from optax_gate.gate.run import outcomes, warnings_diff
 
 
-def row(cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"):
+def row(
+    cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"
+):
     return {
         "id": cid,
         "api": api,
@@ -58,9 +58,15 @@ def test_a_nonfinite_drift_says_fewer_or_more(detail, words):
 def test_fewer_and_more_nonfinite_are_not_one_finding():
     rows = [
         row(f"t.py::test_nonfinite_and_state[{api}]", detail, api=api)
-        for api, detail in (("optax.adan", "snapshot drift: nan_param: '[''r3'']' -> none"), ("optax.sgd", "snapshot drift: nan_param: none -> '[''r3'']'"))
+        for api, detail in (
+            ("optax.adan", "snapshot drift: nan_param: '[''r3'']' -> none"),
+            ("optax.sgd", "snapshot drift: nan_param: none -> '[''r3'']'"),
+        )
     ]
-    assert sorted(f["cause"].split(":")[0] for f in findings.group(rows)) == ["fewer non-finite outputs", "more non-finite outputs"]
+    assert sorted(f["cause"].split(":")[0] for f in findings.group(rows)) == [
+        "fewer non-finite outputs",
+        "more non-finite outputs",
+    ]
 
 
 def test_an_edge_hyperparameter_drift_to_none_is_fewer():
@@ -70,7 +76,9 @@ def test_an_edge_hyperparameter_drift_to_none_is_fewer():
         api="optax.adamw",
     )
     (found,) = findings.group([r])
-    assert found["cause"] == ("with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the baseline, none now")
+    assert found["cause"] == (
+        "with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the baseline, none now"
+    )
 
 
 @pytest.mark.parametrize(
@@ -121,7 +129,11 @@ def test_a_row_detail_keeps_the_first_difference_whole():
     detail = outcomes._message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
     assert "('delta', 'POSITIONAL_OR_KEYWORD', 1.0)" in detail
     r = row(
-        "tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]", detail, change="broken", api="optax.huber_loss", kind="negative"
+        "tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]",
+        detail,
+        change="broken",
+        api="optax.huber_loss",
+        kind="negative",
     )
     words = details.plain_detail(r)
     assert words.endswith("delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0"), words
@@ -190,7 +202,17 @@ OWN = "Error reading persistent compilation cache entry for 'jit_ntxent': error:
 
 def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
     return warnings_diff.fold(
-        [], [{"category": "UserWarning", "message": m, "module": "jax._src.compiler", "when": "runtest", "nodeid": nodeid} for m in messages]
+        [],
+        [
+            {
+                "category": "UserWarning",
+                "message": m,
+                "module": "jax._src.compiler",
+                "when": "runtest",
+                "nodeid": nodeid,
+            }
+            for m in messages
+        ],
     )
 
 
@@ -201,10 +223,15 @@ def test_a_compilation_cache_warning_is_never_the_candidates():
     assert [r["message"] for r in rows] == ["a real new warning"]
     report = {"contracts": [{"id": c, "api": a} for c, a in apis.items()]}
     section = unseen.warnings_section(
-        report, {"status": "ran", "warnings": _folded()}, {"status": "ran", "warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]}, False
+        report,
+        {"status": "ran", "warnings": _folded()},
+        {"status": "ran", "warnings": _folded(OWN), "compilation_cache_discarded": ["k-cache"]},
+        False,
     )
     assert section["rows"] == [] and section["own"] == {"baseline": 0, "candidate": 1, "discarded": 1}
-    assert "gate's own compilation cache" in section["reason"] and "1 corrupt cache entry discarded" in section["reason"]
+    assert (
+        "gate's own compilation cache" in section["reason"] and "1 corrupt cache entry discarded" in section["reason"]
+    )
 
 
 def test_a_corrupt_cache_entry_is_discarded_and_a_whole_one_kept(tmp_path):
@@ -215,19 +242,25 @@ def test_a_corrupt_cache_entry_is_discarded_and_a_whole_one_kept(tmp_path):
     (tmp_path / "junk-cache").write_bytes(b"not zlib at all")
     assert compilation_cache.discard_corrupt(tmp_path) == ["cut-cache", "junk-cache"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good-cache"]
-    assert compilation_cache.discard_corrupt(tmp_path / "absent") == [] and compilation_cache.discard_corrupt(None) == []
+    assert (
+        compilation_cache.discard_corrupt(tmp_path / "absent") == [] and compilation_cache.discard_corrupt(None) == []
+    )
 
 
 def test_only_jaxs_cache_warnings_are_the_gates_own():
     assert compilation_cache.is_own_warning({"message": OWN})
-    assert compilation_cache.is_own_warning({"message": "Error writing persistent compilation cache entry for 'jit_f': x"})
+    assert compilation_cache.is_own_warning(
+        {"message": "Error writing persistent compilation cache entry for 'jit_f': x"}
+    )
     assert not compilation_cache.is_own_warning({"message": "optax.ntxent is deprecated; reading the cache entry"})
     assert not compilation_cache.is_own_warning({"message": json.dumps(OWN)})  # quoted inside another message
 
 
 def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_element():
     """The 723-contract report of 2026-12-01 holds the detail as the runner cut it then."""
-    report = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
+    report = json.loads(
+        (__import__("pathlib").Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text()
+    )
     (r,) = [r for r in report["contracts"] if "signature_names_kinds_and_defaults[huber_loss]" in r["id"]]
     assert r["detail"].endswith("('delta', 'POSITIONAL_OR_KEYWORD', 1")
     assert details.plain_detail(r).endswith("delta (parameter 3) is now keyword-only (was positional or keyword)")
@@ -310,10 +343,13 @@ def test_a_signature_contracts_parameter_is_said_in_words():
         "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At index 1 diff: "
         "('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0) Use -v to get more diff"
     )
-    assert details.pytest_words(detail) == "delta (parameter 2) is now keyword-only (was positional or keyword), default 1.0"
-    assert details.parameter_words("('eps', 'POSITIONAL_OR_KEYWORD', 1e-06)", "('eps', 'POSITIONAL_OR_KEYWORD', 1e-08)") == (
-        "eps now defaults to 1e-06 (was 1e-08)"
+    assert (
+        details.pytest_words(detail)
+        == "delta (parameter 2) is now keyword-only (was positional or keyword), default 1.0"
     )
+    assert details.parameter_words(
+        "('eps', 'POSITIONAL_OR_KEYWORD', 1e-06)", "('eps', 'POSITIONAL_OR_KEYWORD', 1e-08)"
+    ) == ("eps now defaults to 1e-06 (was 1e-08)")
     assert details.parameter_words("('lr', 'POSITIONAL_ONLY', 1)", "('learning_rate', 'POSITIONAL_ONLY', 1)") == (
         "learning_rate is now named lr (was learning_rate), default 1"
     )
@@ -338,12 +374,21 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
         0,
         "",
         outcomes.ReportLog(),
-        warnings=[{"category": "UserWarning", "message": OWN, "module": "jax", "when": "runtest", "nodeid": "t.py::test_x"}],
+        warnings=[
+            {"category": "UserWarning", "message": OWN, "module": "jax", "when": "runtest", "nodeid": "t.py::test_x"}
+        ],
     )
     monkeypatch.setattr(runner, "_run_parts", lambda *a, **k: [part, part])
     how = runner.ContractRunOptions(extra_env=compilation_cache.environment(tmp_path / "gate-cache"))
     env = EnvironmentOptions(tmp_path, tmp_path / "lock.txt", "python3", tmp_path / "envs")
-    record = runner.run(tmp_path / "python", "candidate", tmp_path / "out", env, how, probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}))
+    record = runner.run(
+        tmp_path / "python",
+        "candidate",
+        tmp_path / "out",
+        env,
+        how,
+        probed=({"optax": "0.2.8"}, None, [], {"loaded": [], "left_out": []}),
+    )
     assert record["compilation_cache_discarded"] == ["jit_g-2-cache"]
     assert sorted(p.name for p in folder.iterdir()) == ["jit_f-1-cache"]
 

@@ -91,14 +91,16 @@ def test_collection_error_is_recorded(pytester):
 )
 def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
     source = f'import pytest\nfrom optax_gate.kit import guides\n@pytest.mark.contract(api="a", guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n'
-    result, log = run_log(pytester, source)
+    result, _log = run_log(pytester, source)
     assert result.ret != 0 and message in result.stderr.str() + result.stdout.str()
 
 
 def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
     """With ``-n 2`` (the tests session's default) a mislabelled contract is a
     collection error naming the label, not a crashed worker."""
-    pytester.makepyfile(test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n')
+    pytester.makepyfile(
+        test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
+    )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     out = result.stdout.str() + result.stderr.str()
     assert result.ret != 0 and "INTERNALERROR" not in out and "ERROR collecting" in out and "'nope.txt'" in out
@@ -138,7 +140,9 @@ def test_snapshot_diff_names_each_moved_leaf_once():
         "-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n     .mini_step: int32[]=1\n"
         " call2:\n-    .acc_grads['bias']: bfloat16[2]\n+    .acc_grads['bias']: float32[2]\n-    .gone: int32[]=0\n"
     )
-    assert outcomes.snapshot_diff(message) == ("snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]; .gone: int32[]=0 -> absent")
+    assert outcomes.snapshot_diff(message) == (
+        "snapshot drift: .acc_grads['bias']: bfloat16[2] -> float32[2]; .gone: int32[]=0 -> absent"
+    )
     assert outcomes.snapshot_diff("AssertionError: 1 != 2") == ""
 
 
@@ -164,7 +168,9 @@ def test_plain():
     assert log.contracts["test_sample.py::test_scheduled"].configuration == '{"weight_decay": "a schedule"}'
     assert log.contracts["test_sample.py::test_plain"].configuration == ""
     _, bad = run_log(pytester, source.replace('weight_decay="a schedule"', "weight_decay=0.1"))
-    assert bad.contracts == {} and "configuration() takes keywords whose values are words" in " ".join(bad.collection_errors)
+    assert bad.contracts == {} and "configuration() takes keywords whose values are words" in " ".join(
+        bad.collection_errors
+    )
 
 
 def test_snapshot_diff_joins_a_value_yaml_wrapped_over_lines():

@@ -19,7 +19,11 @@ def test_the_table_for_the_nox_sessions_matches_the_installed_entry_points():
 
 
 def test_args_follow_the_declared_order_and_skip_what_is_missing():
-    installed = {"pytest_xdist": ["xdist.plugin"], "jaxtyping": ["jaxtyping._pytest_plugin"], "optax-gate": ["optax_gate.pytest_plugin"]}
+    installed = {
+        "pytest_xdist": ["xdist.plugin"],
+        "jaxtyping": ["jaxtyping._pytest_plugin"],
+        "optax-gate": ["optax_gate.pytest_plugin"],
+    }
     assert pytest_plugins.args(installed) == ["-p", "optax_gate.pytest_plugin", "-p", "xdist.plugin"]
     assert pytest_plugins.left_out(installed) == ["jaxtyping"]
 
@@ -30,7 +34,9 @@ def test_an_undeclared_plugin_is_not_loaded(tmp_path):
     and not with the gate's switch and arguments."""
     site = tmp_path / "site"
     (site / "stray_plugin-1.0.dist-info").mkdir(parents=True)
-    (site / "stray_plugin-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: stray-plugin\nVersion: 1.0\n")
+    (site / "stray_plugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: stray-plugin\nVersion: 1.0\n"
+    )
     (site / "stray_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pytest11]\nstray = stray_plugin\n")
     (site / "stray_plugin.py").write_text("def pytest_configure(config):\n    print('STRAY PLUGIN LOADED')\n")
     test = tmp_path / "test_one.py"
@@ -41,12 +47,20 @@ def test_an_undeclared_plugin_is_not_loaded(tmp_path):
     autoload = subprocess.run(cmd, capture_output=True, text=True, env=base, cwd=tmp_path)
     assert "STRAY PLUGIN LOADED" in autoload.stdout
     declared = subprocess.run(
-        [*cmd, *pytest_plugins.args(probe.pytest_plugins())], capture_output=True, text=True, env={**base, **pytest_plugins.ENV}, cwd=tmp_path
+        [*cmd, *pytest_plugins.args(probe.pytest_plugins())],
+        capture_output=True,
+        text=True,
+        env={**base, **pytest_plugins.ENV},
+        cwd=tmp_path,
     )
     assert declared.returncode == 0, declared.stdout + declared.stderr
     assert "STRAY PLUGIN LOADED" not in declared.stdout
     seen = subprocess.run(
-        [sys.executable, "-c", "import json; from optax_gate.kit.environment import probe; print(json.dumps(probe.pytest_plugins()))"],
+        [
+            sys.executable,
+            "-c",
+            "import json; from optax_gate.kit.environment import probe; print(json.dumps(probe.pytest_plugins()))",
+        ],
         capture_output=True,
         text=True,
         env=base,

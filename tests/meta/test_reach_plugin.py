@@ -42,8 +42,24 @@ def _run(tmp_path, *args):
     for name, text in {"shared.py": SHARED, **TESTS}.items():
         (tmp_path / name).write_text(text)
     out = tmp_path / "out" / "r.reach.json"
-    env = {**os.environ, reach.VARIABLE: str(out), "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "optax_gate.kit.environment.reach", *args, *sorted(TESTS)]
+    env = {
+        **os.environ,
+        reach.VARIABLE: str(out),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "optax_gate.kit.environment.reach",
+        *args,
+        *sorted(TESTS),
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [json.loads(p.read_text()) for p in sorted(out.parent.glob("r.reach.json*"))]
@@ -62,12 +78,20 @@ def _one(records):
 @pytest.mark.parametrize("xdist", [(), ("-p", "xdist.plugin", "-n", "2")], ids=["one-process", "two-workers"])
 def test_each_module_records_what_it_executes_even_when_another_module_cached_it(tmp_path, xdist):
     session, modules = _one(_run(tmp_path, *xdist))
-    sgd, norm, lion = "optax/_src/alias.py::sgd", "optax/tree_utils/_tree_math.py::tree_norm", "optax/_src/alias.py::lion"
+    sgd, norm, lion = (
+        "optax/_src/alias.py::sgd",
+        "optax/tree_utils/_tree_math.py::tree_norm",
+        "optax/_src/alias.py::lion",
+    )
     # the functools cache of built() and JAX's cache of the jitted norm are cleared between modules
     assert sgd in modules["test_a.py"] and sgd in modules["test_b.py"]
-    assert norm in modules["test_a.py"] and norm in modules["test_c.py"], "a traced function is seen in each module that traces it"
+    assert norm in modules["test_a.py"] and norm in modules["test_c.py"], (
+        "a traced function is seen in each module that traces it"
+    )
     assert norm not in modules["test_b.py"] and sgd not in modules["test_c.py"]
-    assert lion in modules["test_d.py"] and lion not in modules["test_a.py"], "what a module runs at collection is its own"
+    assert lion in modules["test_d.py"] and lion not in modules["test_a.py"], (
+        "what a module runs at collection is its own"
+    )
     # a nested function counts as its top-level function: lion's init_fn is scale_by_lion's
     assert "optax/_src/transform.py::scale_by_lion" in modules["test_d.py"]
     assert not any("<locals>" in f for found in modules.values() for f in found)
@@ -79,13 +103,30 @@ def test_without_the_variable_the_plugin_records_nothing(tmp_path):
         (tmp_path / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if k != reach.VARIABLE}
     env |= {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "optax_gate.kit.environment.reach", "test_b.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "optax_gate.kit.environment.reach",
+        "test_b.py",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout
     assert not list(tmp_path.rglob("*.reach.json*"))
 
 
-@pytest.mark.parametrize("qualname, unit", [("lion", "lion"), ("scale_by_lion.<locals>.init_fn", "scale_by_lion"), ("A.f.<locals>.g.<locals>.<lambda>", "A.f")])
+@pytest.mark.parametrize(
+    "qualname, unit",
+    [
+        ("lion", "lion"),
+        ("scale_by_lion.<locals>.init_fn", "scale_by_lion"),
+        ("A.f.<locals>.g.<locals>.<lambda>", "A.f"),
+    ],
+)
 def test_a_code_object_counts_as_the_function_it_is_written_in(qualname, unit):
     assert reach.unit_of(qualname) == unit
 
@@ -97,7 +138,12 @@ def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
     target = tmp_path / "speed.reach.json"
     env = {**os.environ, reach.VARIABLE: str(target)}
     proc = subprocess.run(
-        [sys.executable, "-m", "optax_gate.kit.environment.speed", "--serve"], input="quit\n", env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "optax_gate.kit.environment.speed", "--serve"],
+        input="quit\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert '@speed {"ready"' in proc.stdout
@@ -105,7 +151,11 @@ def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
     record = json.loads(written.read_text())
     assert record["modules"] == {}
     found = set(record["session"])
-    assert {"optax/_src/alias.py::adamw", "optax/_src/alias.py::sgd", "optax/transforms/_accumulation.py::MultiSteps.update"} <= found
+    assert {
+        "optax/_src/alias.py::adamw",
+        "optax/_src/alias.py::sgd",
+        "optax/transforms/_accumulation.py::MultiSteps.update",
+    } <= found
     assert any(f.startswith("flax/nnx/training/optimizer.py::Optimizer.update") for f in found)
     assert "optax/_src/alias.py::lion" not in found
     quiet = subprocess.run(

@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.team_run import isolated, divergence, recording
-from optax_gate.gate.team_run import birth
-from optax_gate.gate.team_run import judging
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
-from tests.meta.test_team_run import PLANTS, PYTHON, candidate, line_of, record, team, _npz_arrays
+from optax_gate.gate.team_run import birth, divergence, isolated, judging, recording
+from tests.meta.test_team_run import PLANTS, PYTHON, _npz_arrays, candidate, line_of, record, team
 
 #: Each test runs a real JAX program three to five times (the gate's runs): minutes under a loaded machine, not the
 #: suite's 60 s default.
@@ -84,7 +82,9 @@ def test_two_processes_of_an_nnx_program_write_the_same_trace(tmp_path):
     assert traces[0] == traces[1]
     text = "\n".join(traces[0])
     assert " at 0x" not in text and "dot_general" in text
-    assert "Batch" in text and "'train'" in text and "squared" in text  # the dataclass's static fields, by value and name
+    assert (
+        "Batch" in text and "'train'" in text and "squared" in text
+    )  # the dataclass's static fields, by value and name
 
 
 def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path):
@@ -104,7 +104,9 @@ def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path
     runs = [o for o in observed if o["site"] == update and o["phase"] == "run"]
     assert len(runs) == 4 and all(leaf.get("n") for leaf in runs[0]["out"]["leaves"] if "dtype" in leaf)
     steps = [o for o in observed if o["api"] == "flax.nnx.jit(train_step)"]
-    assert len(steps) == 4 and any("['l1']['kernel']" in p for p in steps[-1]["out"]["paths"])  # the state after the step
+    assert len(steps) == 4 and any(
+        "['l1']['kernel']" in p for p in steps[-1]["out"]["paths"]
+    )  # the state after the step
 
 
 def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
@@ -126,7 +128,9 @@ def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
     assert result["compared_by"]["value"] > 0 and update in result["compared_by"]["value_sites"]
     # the tx.update Flax calls inside optimizer.update, run alone on the baseline's inputs: the cause, at the team's line
     alone = [r for r in result["isolated"]["differ"] if r["site"] == update]
-    assert alone and alone[0]["call"] == "optax.adamw(...).update (through flax.nnx.Optimizer.update)", result["isolated"]
+    assert alone and alone[0]["call"] == "optax.adamw(...).update (through flax.nnx.Optimizer.update)", result[
+        "isolated"
+    ]
     assert result["isolated"]["differ"] == alone, result["isolated"]
     flax_made = [e for e in isolated.read(tmp_path / "team-run-baseline").values() if e.get("through")]
     made = {(e["isolated"], e["call"]) for e in flax_made}  # what Flax calls, not what Optax calls inside those
@@ -141,7 +145,9 @@ def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(t
     spec = recording.RunSpec("python train.py --steps 2", folder, 300)
     result = recording.run(spec, (PYTHON, PYTHON), tmp_path)
     assert result["outcome"] == "same", result["reason"]
-    assert "replay_runs" not in result  # nothing to trace to its birth: no run replays its step (a compilation per operation)
+    assert (
+        "replay_runs" not in result
+    )  # nothing to trace to its birth: no run replays its step (a compilation per operation)
     by = result["compared_by"]
     assert by["value"] >= 4 and by["structure"] >= 1 and by["why"].get("built", 0) >= 1, by
     text = "\n".join(team_run_section.section({"team_run": result, "findings": []}))
@@ -157,7 +163,9 @@ def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path):
     (folder / "train.py").write_text("import optax\n\ntx = optax.adam(1e-3)\nprint(tx)\n")
     result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "not-verified"
-    assert result["reason"].startswith("no value of your run could be compared: 1 call(s) compared by structure only"), result
+    assert result["reason"].startswith(
+        "no value of your run could be compared: 1 call(s) compared by structure only"
+    ), result
     assert divergence.WHY["built"] in result["reason"]
 
 
@@ -169,7 +177,18 @@ def test_calls_are_counted_by_how_they_were_compared():
     leaf = {"dtype": "float32", "shape": [], "n": 1, "data": "AACAPw==", "sha256": "x"}
 
     def obs(site, phase="call", out=None, api="optax.adam", call="call", **extra):
-        return {"site": site, "api": api, "call": call, "phase": phase, "args": {}, "warnings": [], "exception": None, "in": [], "out": out, **extra}
+        return {
+            "site": site,
+            "api": api,
+            "call": call,
+            "phase": phase,
+            "args": {},
+            "warnings": [],
+            "exception": None,
+            "in": [],
+            "out": out,
+            **extra,
+        }
 
     base = [
         obs("a:1", out={"tree": "*", "paths": [""], "leaves": [leaf]}),
@@ -213,7 +232,10 @@ np.random.default_rng = lambda *args, **kwargs: _Moved(_rng(*args, **kwargs))
 )
 
 
-@pytest.mark.parametrize("plant, kind, by", [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"), ("data-moved", "before", None)])
+@pytest.mark.parametrize(
+    "plant, kind, by",
+    [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"), ("data-moved", "before", None)],
+)
 def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, plant, kind, by):
     """The issue's third finding: a difference born in JAX was blamed on the
     step. The first call of the ``nnx.jit`` step is replayed equation by
@@ -227,7 +249,9 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     result = recording.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
     # XLA's own tanh against the planted formula: 3.8 ULP apart after two steps on one CPU (within the budget of 8:
     # the run is the same, not bit for bit), beyond it on another; either way the last bits are born in the tanh
-    assert result["outcome"] == "diverged" or (plant == "tanh-otherwise" and result["outcome"] == "same"), result["reason"]
+    assert result["outcome"] == "diverged" or (plant == "tanh-otherwise" and result["outcome"] == "same"), result[
+        "reason"
+    ]
     assert [r["label"] for r in result["replay_runs"]] == ["baseline-replay", "candidate-replay"]
     (row,) = result["born"]
     assert row["kind"] == kind and row["function"] == "flax.nnx.jit(train_step)", row
@@ -248,7 +272,11 @@ def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and
     """The same tanh computed otherwise, judged against the spread of the perturbed baseline runs: the run is
     the same (rounding, not a change), and where its last bits are born is still said: JAX/XLA's tanh."""
     folder = team(tmp_path, "nnx")
-    result = recording.run(recording.RunSpec("python train.py --steps 2", folder, 300), (PYTHON, candidate(tmp_path, "tanh-otherwise")), tmp_path / "out")
+    result = recording.run(
+        recording.RunSpec("python train.py --steps 2", folder, 300),
+        (PYTHON, candidate(tmp_path, "tanh-otherwise")),
+        tmp_path / "out",
+    )
     assert result["outcome"] == "same" and result["ensemble"]["used"], (result.get("first"), result.get("witnessed"))
     (row,) = result["born"]
     assert row["kind"] == "operation" and row["primitive"] == "tanh" and row["by"] == "JAX/XLA", row
@@ -264,9 +292,13 @@ def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
     python.parent.mkdir(parents=True)
     python.write_text(f'#!/bin/bash\nunset OPTAX_GATE_TRACE\nexec {PYTHON} "$@"\n')
     python.chmod(0o755)
-    result = recording.run(recording.RunSpec("python train.py --steps 1", folder, 300), (PYTHON, python), tmp_path / "out")
+    result = recording.run(
+        recording.RunSpec("python train.py --steps 1", folder, 300), (PYTHON, python), tmp_path / "out"
+    )
     assert result["outcome"] == "not-verified"
-    assert result["reason"].startswith("the recorder recorded no call of your run in the candidate, which ran to its end")
+    assert result["reason"].startswith(
+        "the recorder recorded no call of your run in the candidate, which ran to its end"
+    )
 
 
 def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_built_it(monkeypatch):
@@ -280,7 +312,11 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
     explains the line."""
     from optax_gate.gate.team_code import composition
 
-    monkeypatch.setattr(composition, "of_records", lambda *records: ({"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
+    monkeypatch.setattr(
+        composition,
+        "of_records",
+        lambda *records: ({"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}),
+    )
     cause = {
         "site": "train.py:41",
         "api": "flax.nnx.Optimizer",
@@ -310,7 +346,13 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
         "api": "optax.add_decayed_weights",
         "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1",
     }
-    other = {"number": 2, "change": "broken", "section": "contracts", "api": "optax.huber_loss", "cause": "delta keyword-only"}
+    other = {
+        "number": 2,
+        "change": "broken",
+        "section": "contracts",
+        "api": "optax.huber_loss",
+        "cause": "delta keyword-only",
+    }
     report = {"findings": [decay, other], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, run)
     scopes = {f["api"]: (f["number"], f["scope"]) for f in report["findings"]}  # the scoped copies
@@ -325,7 +367,11 @@ def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_w
     (the composition probe): that finding, which speaks of the count, explains the line."""
     from optax_gate.gate.team_code import composition
 
-    monkeypatch.setattr(composition, "of_records", lambda *records: ({"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}))
+    monkeypatch.setattr(
+        composition,
+        "of_records",
+        lambda *records: ({"optax.adamw": {"optax.scale_by_adam", "optax.add_decayed_weights"}}, [], {}),
+    )
     cause = {
         "site": "train.py:44",
         "api": "optax.adamw",
@@ -360,8 +406,12 @@ def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_w
         "api": "optax.add_decayed_weights",
         "cause": "optimizer state holds other values: `[0].inner_state.count` 0 → 1",
     }
-    report = assemble.with_team_run({"findings": [nonfinite, decay], "verdict": "pass", "reasons": []}, {**run, "reason": ""})
-    by_number = {f["number"]: (f.get("api") or f["apis"][-1], f["scope"]) for f in report["findings"]}  # renumbered, the team's first
+    report = assemble.with_team_run(
+        {"findings": [nonfinite, decay], "verdict": "pass", "reasons": []}, {**run, "reason": ""}
+    )
+    by_number = {
+        f["number"]: (f.get("api") or f["apis"][-1], f["scope"]) for f in report["findings"]
+    }  # renumbered, the team's first
     explained = [by_number[n] for n in report["team_run"]["affected"][0]["findings"]]
     assert explained == [("optax.add_decayed_weights", "yours")], (explained, by_number)
 
@@ -383,12 +433,19 @@ def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_con
     assert first["via"] == "optax.adamw" and any("['opt_state']" in text for text in first["texts"]), first
     assert built in result["called"] and built in result["compared_by"]["value_sites"]
     report = assemble.with_team_run({"findings": [], "verdict": "pass", "reasons": []}, result)
-    assert f"born in `optax.adamw`, through `flax.nnx.Optimizer(...)` at `{built}`: other results on the same inputs" in report["reasons"][0]
+    assert (
+        f"born in `optax.adamw`, through `flax.nnx.Optimizer(...)` at `{built}`: other results on the same inputs"
+        in report["reasons"][0]
+    )
     # the jitted step's inputs already differ, from that call on: neither the reason nor "Your code" says "not an Optax call"
     assert [r["kind"] for r in result["born"]] == ["before"], result["born"]
-    assert "opt_state" in result["born"][0].get("first_input", ""), result["born"]  # which of the step's inputs differs first
+    assert "opt_state" in result["born"][0].get("first_input", ""), result[
+        "born"
+    ]  # which of the step's inputs differs first
     text = "\n".join(team_run_section.section(report))
-    assert "in the Optax call where it is born (above)" in text and "not an Optax call" not in report["reasons"][0] + text, text
+    assert (
+        "in the Optax call where it is born (above)" in text and "not an Optax call" not in report["reasons"][0] + text
+    ), text
 
 
 def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_it(tmp_path):
@@ -404,13 +461,20 @@ def test_the_constructor_of_nnx_optimizer_is_recorded_from_the_line_that_calls_i
     (built,) = [o for o in observed if o["api"] == "flax.nnx.Optimizer"]
     assert built["site"] == "train.py:5" and built["call"] == "call" and built["via"] == "optax.sgd", built
     paths = built["out"]["paths"]
-    assert any(p.startswith("['opt_state']") and "trace" in p for p in paths) and any(p.startswith("['step']") for p in paths), paths
+    assert any(p.startswith("['opt_state']") and "trace" in p for p in paths) and any(
+        p.startswith("['step']") for p in paths
+    ), paths
     assert len(built["in"]) == 2  # the model's kernel and bias
 
 
 def _replay(*eqns: tuple[str, str, str, str]) -> dict:
     """A synthetic replay of a step: each equation (primitive, where traced, its input's digest, its output's)."""
-    return {"eqns": [{"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []} for p, at, inp, out in eqns], "inputs": ["x"]}
+    return {
+        "eqns": [
+            {"p": p, "at": at, "team": "train.py:9", "in": [inp], "out": [out], "vals": []} for p, at, inp, out in eqns
+        ],
+        "inputs": ["x"],
+    }
 
 
 def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_are_not_a_change():
@@ -419,10 +483,21 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     operation in Optax's code (a second, ``also``, row). A line number that
     moved in Optax's file between releases is not a program that changed."""
 
-    base = _replay(("dot_general", "train.py:5", "a", "b"), ("mul", "optax/_src/alias.py:10", "b", "c"), ("add", "optax/_src/transform.py:20", "c", "d"))
-    cand = _replay(("dot_general", "train.py:5", "a", "B"), ("mul", "optax/_src/alias.py:12", "B", "C"), ("sub", "optax/_src/transform.py:22", "C", "D"))
+    base = _replay(
+        ("dot_general", "train.py:5", "a", "b"),
+        ("mul", "optax/_src/alias.py:10", "b", "c"),
+        ("add", "optax/_src/transform.py:20", "c", "d"),
+    )
+    cand = _replay(
+        ("dot_general", "train.py:5", "a", "B"),
+        ("mul", "optax/_src/alias.py:12", "B", "C"),
+        ("sub", "optax/_src/transform.py:22", "C", "D"),
+    )
     rows = birth.birth({("jax.jit(step)", "train.py:30"): base}, {("jax.jit(step)", "train.py:30"): cand})
-    assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [("operation", 0, False), ("program", 2, True)]
+    assert [(r["kind"], r["index"], r.get("also", False)) for r in rows] == [
+        ("operation", 0, False),
+        ("program", 2, True),
+    ]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
     # its inputs already moved by the rounding at operation 1: no claim that Optax computes other values there
     assert "on inputs the rounding above already moved" in judging.born_words(rows[1])
@@ -473,7 +548,12 @@ def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_bas
     assert result["outcome"] == "same", result["reason"]
     assert result["within_budget"]["calls"] == 0, result["within_budget"]
     # per-device calls are not run alone (a callback per device there deadlocked the collectives)
-    assert result["isolated"]["skipped"].get("it runs per device inside shard_map or pmap (its collectives need the mesh)", 0) >= 3
+    assert (
+        result["isolated"]["skipped"].get(
+            "it runs per device inside shard_map or pmap (its collectives need the mesh)", 0
+        )
+        >= 3
+    )
     runs = [o for o in divergence.read(tmp_path / "out" / "team-run-baseline") if o["phase"] == "run"]
     assert len(runs) >= 8 * 3, len(runs)
 
@@ -487,7 +567,9 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
     ran = []
     result = {"first_differs": {"flax.nnx.jit(train_step)@train.py:96": 8, "optax.adam(...).update@train.py:40": 3}}
     recording._births(result, Path("/nonexistent"), None, lambda: ran.append("replayed"))
-    assert result["born"] == [{"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}]
+    assert result["born"] == [
+        {"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}
+    ]
     assert not ran and "replay_runs" not in result
     assert "they first differ at call 8" in judging.born_words(result["born"][0])
 
@@ -560,7 +642,9 @@ def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
         )
     }
     assert [w["category"] for w in observed["train.py:7"]["warnings"]] == ["RuntimeWarning"], observed["train.py:7"]
-    assert [w["category"] for w in observed["train.py:9"]["warnings"]] == ["UserWarning"]  # warnings.warn: once, not twice
+    assert [w["category"] for w in observed["train.py:9"]["warnings"]] == [
+        "UserWarning"
+    ]  # warnings.warn: once, not twice
 
 
 def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
@@ -570,17 +654,23 @@ def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
 
     norm = ("sqrt", "optax/_src/numerics.py:46")
     base = _replay(("mul", "optax/_src/numerics.py:45", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "u"))
-    same = _replay(("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "u"))
+    same = _replay(
+        ("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "u")
+    )
     key = ("jax.jit(step)", "train.py:30")
     (row,) = birth.birth({key: base}, {key: same})
     assert row["kind"] == "path" and row["by"] == "Optax" and row["index"] == 0, row
     assert "a changed code path, not a changed result" in judging.born_words(row)
     result = {"outcome": "diverged", "born": [row], "sites": ["train.py:9"], "first": None}
     assert "born" not in judging.of_team_run(result)[1][0]
-    moved = _replay(("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "U"))
+    moved = _replay(
+        ("dot", "optax/tree_utils/_tree_math.py:275", "g", "s"), (*norm, "s", "n"), ("div", "optax/x.py:1", "n", "U")
+    )
     path, then = birth.birth({key: base}, {key: moved})
     assert (path["kind"], then["kind"], then["index"], then["by"]) == ("path", "operation", 2, "JAX/XLA"), (path, then)
-    other = _replay(("dot", "optax/tree_utils/_tree_math.py:275", "g", "S"), (*norm, "S", "N"), ("div", "optax/x.py:1", "N", "U"))
+    other = _replay(
+        ("dot", "optax/tree_utils/_tree_math.py:275", "g", "S"), (*norm, "S", "N"), ("div", "optax/x.py:1", "N", "U")
+    )
     (row,) = birth.birth({key: base}, {key: other})
     assert row["kind"] == "program"  # the programs meet again on other values: the code there computes something else
 
@@ -597,6 +687,11 @@ def test_a_replayed_operation_is_never_placed_in_the_recorders_own_wrapper(monke
 
     frame = collections.namedtuple("frame", "file_name start_line")
     wrapper = os.path.join(os.path.dirname(replay.__file__), "transforms.py")
-    monkeypatch.setattr(source_info_util, "user_frames", lambda traceback: [frame(wrapper, 261), frame("/team/train.py", 54)])
+    monkeypatch.setattr(
+        source_info_util, "user_frames", lambda traceback: [frame(wrapper, 261), frame("/team/train.py", 54)]
+    )
     eqn = types.SimpleNamespace(source_info=types.SimpleNamespace(traceback=None))
-    assert replay._where(eqn, lambda name: "train.py" if name.endswith("/train.py") else None) == ("train.py:54", "train.py:54")
+    assert replay._where(eqn, lambda name: "train.py" if name.endswith("/train.py") else None) == (
+        "train.py:54",
+        "train.py:54",
+    )

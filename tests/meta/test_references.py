@@ -31,7 +31,9 @@ def test_polyak_reference_gives_guide_004_number():
 
 
 def test_masked_decay_and_multi_steps_references():
-    out = references.masked_decayed_updates([np.ones(2), np.ones(2)], [np.full(2, 2.0), np.full(2, 2.0)], 0.1, [True, False])
+    out = references.masked_decayed_updates(
+        [np.ones(2), np.ones(2)], [np.full(2, 2.0), np.full(2, 2.0)], 0.1, [True, False]
+    )
     np.testing.assert_allclose(out[0], [1.2, 1.2]) and np.testing.assert_array_equal(out[1], [1.0, 1.0])
     ups = references.multi_steps_sgd_updates([[np.array([1.0, 2.0])], [np.array([3.0, 4.0])]], 2, 0.1)
     np.testing.assert_array_equal(ups[0][0], [0.0, 0.0])
@@ -42,13 +44,19 @@ def test_optimizer_references_give_the_hand_computed_golden_values():
     """The numbers the optimizer contracts' golden tests derive by hand."""
     from optax_gate.kit.references import optimizers as ro
 
-    _, (u1, u2) = ro.adam_trajectory([np.zeros(2)], [[np.array([5.0, -5.0])], [np.array([1.0, -1.0])]], 0.1, b1=0.5, b2=0.5, eps=0.0)
+    _, (u1, u2) = ro.adam_trajectory(
+        [np.zeros(2)], [[np.array([5.0, -5.0])], [np.array([1.0, -1.0])]], 0.1, b1=0.5, b2=0.5, eps=0.0
+    )
     np.testing.assert_allclose(np.concatenate([u1[0], u2[0]]), [-0.1, 0.1, -7 / 90, 7 / 90], rtol=1e-14)
     _, (n1,) = ro.adam_trajectory([np.zeros(1)], [[np.array([5.0])]], 0.1, b1=0.5, b2=0.5, eps=0.0, nesterov=True)
     np.testing.assert_allclose(n1[0], [-2 / 15], rtol=1e-14)
-    _, (w1,) = ro.adam_trajectory([np.array([2.0])], [[np.array([5.0])]], 0.1, b1=0.5, b2=0.5, eps=0.0, weight_decay=0.5)
+    _, (w1,) = ro.adam_trajectory(
+        [np.array([2.0])], [[np.array([5.0])]], 0.1, b1=0.5, b2=0.5, eps=0.0, weight_decay=0.5
+    )
     np.testing.assert_allclose(w1[0], [-0.2], rtol=1e-14)
-    _, (l1, l2) = ro.lion_trajectory([np.zeros(3)], [[np.array([2.0, -3.0, 0.0])], [np.array([-1.0, 1.0, 0.0])]], 0.1, weight_decay=0.0)
+    _, (l1, l2) = ro.lion_trajectory(
+        [np.zeros(3)], [[np.array([2.0, -3.0, 0.0])], [np.array([-1.0, 1.0, 0.0])]], 0.1, weight_decay=0.0
+    )
     np.testing.assert_allclose(np.concatenate([l1[0], l2[0]]), [-0.1, 0.1, 0.0, 0.1, -0.1, 0.0], rtol=1e-14)
     _, (r1,) = ro.rmsprop_trajectory([np.zeros(1)], [[np.array([2.0])]], 0.1, decay=0.5, eps=0.0, centered=True)
     np.testing.assert_allclose(r1[0], [-0.2], rtol=1e-14)

@@ -4,8 +4,8 @@ closed-form numbers by themselves."""
 import numpy as np
 import pytest
 
-from optax_gate.kit.references import wrappers as rw
 from optax_gate.kit.references import optimizers as ro
+from optax_gate.kit.references import wrappers as rw
 
 
 def test_zero_nans_and_clip_references():
@@ -16,7 +16,9 @@ def test_zero_nans_and_clip_references():
 
 
 def test_apply_if_finite_reference_counts_and_gives_up():
-    steps = rw.apply_if_finite([[np.array([1.0])], [np.array([np.nan])], [np.array([np.inf])], [np.array([2.0])]], 1, lambda g: [-x for x in g])
+    steps = rw.apply_if_finite(
+        [[np.array([1.0])], [np.array([np.nan])], [np.array([np.inf])], [np.array([2.0])]], 1, lambda g: [-x for x in g]
+    )
     assert [s["applied"] for s in steps] == [True, False, True, True]
     assert [(s["notfinite_count"], s["total_notfinite"]) for s in steps] == [(0, 0), (1, 1), (2, 2), (0, 2)]
 
@@ -29,9 +31,13 @@ def test_warmup_cosine_reference_boundaries():
 
 
 def test_adam_first_direction_is_the_sign_and_recipe_adds_decay_times_lr():
-    _, (u,) = ro.adam_trajectory([np.zeros(2)], [[np.array([3.0, -4.0])]], 1.0, eps=0.0)  # the recipe's one Adam reference
+    _, (u,) = ro.adam_trajectory(
+        [np.zeros(2)], [[np.array([3.0, -4.0])]], 1.0, eps=0.0
+    )  # the recipe's one Adam reference
     np.testing.assert_allclose(-u[0], [1.0, -1.0], rtol=1e-15)
-    p = rw.adamw_recipe([np.array([1.0, -1.0])], [[np.array([3.0, -4.0])]], 1e-3, weight_decay=0.1, max_norm=1.0, eps=0.0)
+    p = rw.adamw_recipe(
+        [np.array([1.0, -1.0])], [[np.array([3.0, -4.0])]], 1e-3, weight_decay=0.1, max_norm=1.0, eps=0.0
+    )
     np.testing.assert_allclose(p[0][0], [1.0 - 1.1e-3, -1.0 + 1.1e-3], rtol=1e-15)
 
 

@@ -61,7 +61,9 @@ def big_report(differing=5000, apis=700, unchanged=3000, surface=2000):
         }
         for i in range(unchanged)
     ]
-    summary = {k: sum(r["change"] == k for r in rows) for k in ("broken", "changed", "fixed", "new", "gone", "unchanged")}
+    summary = {
+        k: sum(r["change"] == k for r in rows) for k in ("broken", "changed", "fixed", "new", "gone", "unchanged")
+    }
     report = {
         "schema": 3,
         "verdict": "fail",
@@ -70,7 +72,13 @@ def big_report(differing=5000, apis=700, unchanged=3000, surface=2000):
         "summary": summary,
         "contracts": rows,
         "baseline": {"label": "baseline", "requirements": ["lock"], "versions": {}, "status": "ran", "reason": ""},
-        "candidate": {"label": "candidate", "requirements": ["optax==9"], "versions": {}, "status": "ran", "reason": ""},
+        "candidate": {
+            "label": "candidate",
+            "requirements": ["optax==9"],
+            "versions": {},
+            "status": "ran",
+            "reason": "",
+        },
         "surface": {
             "status": "compared",
             "reason": "",
@@ -120,7 +128,10 @@ def test_report_md_holds_every_finding_and_a_bounded_sample_of_rows(big):
     assert "every row is in `report.html`" in md
     assert "tests/contracts/test_u.py::test_same[17]" not in md and "## Unchanged (3000)" in md
     surface_rows = [line for line in md.splitlines() if line.startswith("| `optax.new_")]
-    assert len(surface_rows) == report_surface.MARKDOWN_ROWS and f"{2000 - report_surface.MARKDOWN_ROWS} more new surface rows" in md
+    assert (
+        len(surface_rows) == report_surface.MARKDOWN_ROWS
+        and f"{2000 - report_surface.MARKDOWN_ROWS} more new surface rows" in md
+    )
 
 
 def test_the_sample_takes_one_row_of_each_test_first():
@@ -156,10 +167,12 @@ def test_report_html_holds_every_row_folded_per_finding_and_is_self_contained(bi
     page = report_html.render(report)
     tags = _Tags()
     tags.feed(page)
-    assert tags.stack == [] and tags.bad == [] and len(tags.ids) == len(set(tags.ids))  # well nested, no script, ids unique
+    assert (
+        tags.stack == [] and tags.bad == [] and len(tags.ids) == len(set(tags.ids))
+    )  # well nested, no script, ids unique
     assert page.count('<details class="finding"') == 700
     for f in report["findings"]:
-        for m, cid in enumerate(f["contracts"], 1):
+        for m, _cid in enumerate(f["contracts"], 1):
             assert f'<tr id="f{f["number"]}-{m}">' in page
     assert "test_same[2999]" in page and "optax.new_1999" in page
     assert "<script" not in page and "http" not in page.split("</style>")[0]
@@ -193,7 +206,9 @@ def test_the_pr_comment_and_the_job_summary_stay_inside_githubs_limits_and_link_
 
 @pytest.mark.parametrize("limit", [500, 2_000, 10_000])
 def test_fit_keeps_whole_lines_and_says_what_it_left_out(limit):
-    md = "# head\n\n## Findings (300)\n\n" + "\n".join(f"{i}. **broken** `optax.a{i}`: cause {'x' * 40}" for i in range(1, 301))
+    md = "# head\n\n## Findings (300)\n\n" + "\n".join(
+        f"{i}. **broken** `optax.a{i}`: cause {'x' * 40}" for i in range(1, 301)
+    )
     text = comment.fit(md, limit, "[full](u)\n")
     assert len(text.encode()) <= limit and text.endswith("[full](u)\n")
     kept = [line for line in text.splitlines() if comment.FINDING_LINE.match(line)]

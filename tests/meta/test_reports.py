@@ -11,7 +11,9 @@ from tests.meta.test_compare import record
 def sample():
     base = record(golden_a="passed", golden_b="passed", snapshot_c="passed", golden_d="failed")
     cand = record(golden_a="passed", golden_b="failed", snapshot_c="failed", golden_d="passed")
-    for i, cid in enumerate(("snapshot_c", "golden_d")):  # three APIs: one API's changes would be one finding (causes.merge)
+    for i, cid in enumerate(
+        ("snapshot_c", "golden_d")
+    ):  # three APIs: one API's changes would be one finding (causes.merge)
         for rec in (base, cand):
             rec["contracts"][cid]["api"] = f"optax.api_{'cd'[i]}"
     base["versions"] = {"optax": "0.2.6", "jax": "0.11.2"}
@@ -31,7 +33,11 @@ def test_markdown_puts_the_verdict_first_then_broken_changed_fixed():
 
 def test_findings_come_after_the_verdict_and_in_the_json():
     report = sample()
-    assert [(f["change"], len(f["contracts"])) for f in report["findings"]] == [("broken", 1), ("changed", 1), ("fixed", 1)]
+    assert [(f["change"], len(f["contracts"])) for f in report["findings"]] == [
+        ("broken", 1),
+        ("changed", 1),
+        ("fixed", 1),
+    ]
     text = report_markdown.render(report)
     assert text.index("- **1 contract(s) broken**") < text.index("## Findings (3)") < text.index("## Versions")
     assert '1. <a id="f1"></a>**broken** `optax.sgd`: failed detail (1 contract broken: [golden b](#f1-1))' in text
@@ -80,7 +86,10 @@ def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_it
         "findings": [],
         "baseline": {**REAL["baseline"], "status": "ran"},
         "candidate": {**REAL["candidate"], "status": "not-verified", "reason": "import failed: AttributeError"},
-        "reasons": ["candidate not verified: import failed: AttributeError", "beyond the contracts: 20 API surface rows broken"],
+        "reasons": [
+            "candidate not verified: import failed: AttributeError",
+            "beyond the contracts: 20 API surface rows broken",
+        ],
     }
     text = report_markdown.render(report)
     assert "nothing was compared (the candidate's contracts did not run)" in text and "both sides" not in text

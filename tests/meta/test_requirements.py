@@ -16,7 +16,9 @@ def test_unknown_packages_are_appended():
     assert requirements.replace(BASE, ["orbax-checkpoint>=0.12"]).splitlines()[-1] == "orbax-checkpoint>=0.12"
 
 
-@pytest.mark.parametrize(("spec", "name"), [("Flax_Nnx.x>=1", "flax-nnx-x"), ("jaxlib==0.12.0.1", "jaxlib"), ("optax", "optax")])
+@pytest.mark.parametrize(
+    ("spec", "name"), [("Flax_Nnx.x>=1", "flax-nnx-x"), ("jaxlib==0.12.0.1", "jaxlib"), ("optax", "optax")]
+)
 def test_canonical_name(spec, name):
     assert requirements.canonical_name(spec) == name
 
@@ -36,7 +38,10 @@ def test_a_pin_the_baseline_lock_contradicts_takes_the_lock_version():
     text, moved = requirements.replace_held(BASE, ["optax @ file:///src"], pins)
     lines = text.splitlines()
     assert "jax==0.12.0.1" in lines and "jaxlib==0.12.0.1" in lines and "optax @ file:///src" in lines, lines
-    assert moved == ["jax==0.11.2 → jax==0.12.0.1 (the baseline lock's)", "jaxlib==0.11.2 → jaxlib==0.12.0.1 (the baseline lock's)"], moved
+    assert moved == [
+        "jax==0.11.2 → jax==0.12.0.1 (the baseline lock's)",
+        "jaxlib==0.11.2 → jaxlib==0.12.0.1 (the baseline lock's)",
+    ], moved
     text, moved = requirements.replace_held(BASE, ["jax==0.12.1"], pins)
     assert "jax==0.12.1" in text.splitlines() and "jax==0.12.0.1" not in text.splitlines()
     assert requirements.replace_held(BASE, ["optax==0.2.8"], {})[1] == []  # the pinned baseline: nothing moves

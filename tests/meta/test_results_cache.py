@@ -49,10 +49,17 @@ def test_units_are_the_contract_modules_with_their_snapshots_and_process(project
     (project / "tests/contracts/test_x").mkdir()
     (project / "tests/contracts/test_x/test_state.yml").write_text("a: 1\n")
     got = {u.name: u.part for u in results_cache.units(project)}
-    assert got == {"tests/contracts/test_x.py": 0, "tests/contracts/test_y.py": 0, "tests/contracts/multidevice/test_m.py": 1}
+    assert got == {
+        "tests/contracts/test_x.py": 0,
+        "tests/contracts/test_y.py": 0,
+        "tests/contracts/multidevice/test_m.py": 1,
+    }
 
 
-@pytest.mark.parametrize("change", ["shared conftest", "kit module", "lock", "baseline lock", "profile", "xla flags", "pytest config", "runner"])
+@pytest.mark.parametrize(
+    "change",
+    ["shared conftest", "kit module", "lock", "baseline lock", "profile", "xla flags", "pytest config", "runner"],
+)
 def test_every_input_shared_by_the_modules_changes_every_key(project, change):
     before = unit_keys(project)
     env = {}
@@ -84,14 +91,18 @@ def test_a_changed_module_or_its_snapshot_changes_its_own_key_only(project):
     (project / "tests/contracts/test_x.py").write_text("def test_x(): assert 1\n")
     after = unit_keys(project)
     assert after["tests/contracts/test_x.py"] != before["tests/contracts/test_x.py"]
-    assert {k: v for k, v in after.items() if k != "tests/contracts/test_x.py"} == {k: v for k, v in before.items() if k != "tests/contracts/test_x.py"}
+    assert {k: v for k, v in after.items() if k != "tests/contracts/test_x.py"} == {
+        k: v for k, v in before.items() if k != "tests/contracts/test_x.py"
+    }
     (project / "tests/contracts/test_y").mkdir()
     (project / "tests/contracts/test_y/test_state.yml").write_text("a: 1\n")
     assert unit_keys(project)["tests/contracts/test_y.py"] != after["tests/contracts/test_y.py"]
 
 
 def test_where_the_compilation_cache_lives_and_where_noxw_started_do_not_change_the_keys(project):
-    assert unit_keys(project) == unit_keys(project, JAX_COMPILATION_CACHE_DIR="/elsewhere", OPTAX_GATE_INVOKED_FROM="/team/project/tests")
+    assert unit_keys(project) == unit_keys(
+        project, JAX_COMPILATION_CACHE_DIR="/elsewhere", OPTAX_GATE_INVOKED_FROM="/team/project/tests"
+    )
 
 
 def test_every_gate_module_the_runner_imports_is_a_key_input():
@@ -112,7 +123,9 @@ def test_every_gate_module_the_runner_imports_is_a_key_input():
                 for alias in node.names:  # a module of a subpackage, or a name from a module
                     module = f"{under}/{alias.name}".lstrip("/")
                     todo.append(module if (gate / f"{module}.py").is_file() else under)
-    missing = sorted(f"src/optax_gate/gate/{m}.py" for m in seen if f"src/optax_gate/gate/{m}.py" not in results_cache.RUN_MODULES)
+    missing = sorted(
+        f"src/optax_gate/gate/{m}.py" for m in seen if f"src/optax_gate/gate/{m}.py" not in results_cache.RUN_MODULES
+    )
     assert not missing
 
 
@@ -205,7 +218,9 @@ def runs_since(tmp_path, before):
 
 
 def gate(tmp_path, *extra, lock=LOCK):
-    proc = subprocess.run(fake_gate(tmp_path, pause=0, extra=extra, lock=lock), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        fake_gate(tmp_path, pause=0, extra=extra, lock=lock), cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stderr
 
@@ -248,7 +263,10 @@ def test_adding_a_team_contract_folder_runs_only_it_on_the_baseline(tmp_path):
     cached = report["baseline"]["from_cache"]
     assert cached["modules"] == cached["of"] - 1
     assert any(c.get("team") for c in report["contracts"]) if isinstance(report["contracts"], list) else True
-    assert "(%d of %d contract modules; the others ran now)" % (cached["modules"], cached["of"]) in (tmp_path / "out" / "report.md").read_text()
+    assert (
+        f"({cached['modules']} of {cached['of']} contract modules; the others ran now)"
+        in (tmp_path / "out" / "report.md").read_text()
+    )
 
 
 def test_a_corrupt_entry_is_run_again(tmp_path):
@@ -276,7 +294,10 @@ def test_module_entries_without_their_side_entry_run_again(tmp_path):
         entry.unlink()
     stderr = gate(tmp_path, lock=lock)
     ran, _ = runs_since(tmp_path, seen)
-    assert {side for side in ("baseline", "candidate") if any(log.startswith(side) for log, _ in ran)} == {"baseline", "candidate"}, ran
+    assert {side for side in ("baseline", "candidate") if any(log.startswith(side) for log, _ in ran)} == {
+        "baseline",
+        "candidate",
+    }, ran
     assert "side's own entry" in stderr, stderr
     report = latest_report(tmp_path / "out")
     assert report["verdict"] == "pass" and report["candidate"]["status"] == "ran", report["verdict"]
@@ -296,7 +317,9 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
     base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
     base.write_text("optax==0.2.6\n")
     cand.write_text("optax==0.2.8\n")
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache"
+    )
 
     def speed(rounds=3, use_cache=True):
         return sides_speed.measure_speed(
@@ -326,20 +349,30 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
 
     def measure(*args, reach_file=None, **kwargs):
         timed.append(args)  # the baseline's worker writes its record where it is told (kit.environment.speed)
-        Path(f"{reach_file}.123").write_text(json.dumps({"format": "reach-v1", "session": ["optax/_src/alias.py::adamw"], "modules": {}}))
+        Path(f"{reach_file}.123").write_text(
+            json.dumps({"format": "reach-v1", "session": ["optax/_src/alias.py::adamw"], "modules": {}})
+        )
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
     monkeypatch.setattr(sides_speed.readings, "measure", measure)
     base = tmp_path / "base.txt"
     base.write_text("optax==0.2.6\n")
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache")
+    env = EnvironmentOptions(
+        project_root=ROOT, baseline_lock=base, python="python", envs_dir=tmp_path / "envs", cache_dir=tmp_path / "cache"
+    )
     both = sides_speed.SpeedSides((Path("b"), Path("c")), baseline_inputs={"lock": "base"})
 
     def speed(tag, selection, use_cache=True):
         cand = tmp_path / f"cand-{tag}.txt"
         cand.write_text(f"optax==0.2.6 --hash=sha256:{tag}\n")
         record = {"status": "ran", **({"selection": selection} if selection is not None else {})}
-        return sides_speed.measure_speed(dataclasses.replace(env, use_cache=use_cache), SpeedOptions(enabled=True, rounds=3), cand, record, sides=both)
+        return sides_speed.measure_speed(
+            dataclasses.replace(env, use_cache=use_cache),
+            SpeedOptions(enabled=True, rounds=3),
+            cand,
+            record,
+            sides=both,
+        )
 
     lion = {"changed": ["optax/_src/alias.py::lion"], "ran": [], "taken": [], "reached": {}}
     assert speed("a", lion)["status"] == "measured" and len(timed) == 1  # nothing recorded yet: timed, and recorded
@@ -347,7 +380,9 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
     skipped = speed("b", lion)
     assert len(timed) == 1 and skipped["status"] == "not-measured"
     assert "execute none of the 1 function(s) the candidate changed (`optax/_src/alias.py::lion`)" in skipped["reason"]
-    assert speed("c", {**lion, "changed": ["optax/_src/alias.py::adamw"]})["status"] == "measured"  # the steps execute it
+    assert (
+        speed("c", {**lion, "changed": ["optax/_src/alias.py::adamw"]})["status"] == "measured"
+    )  # the steps execute it
     assert speed("d", {**lion, "everything": "--all-modules"})["status"] == "measured"  # not selected by function
     assert speed("e", None)["status"] == "measured"  # a candidate of another release
     assert speed("f", lion, use_cache=False)["status"] == "measured"  # --no-cache: nothing taken from the cache
@@ -359,8 +394,8 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     end, so the late phase's diff finds them read (unseen's cached reader)."""
     import threading
 
-    from optax_gate.gate.diffs import unseen
     from optax_gate.gate import sides
+    from optax_gate.gate.diffs import unseen
 
     sites = [tmp_path / "base-site", tmp_path / "cand-site"]
     for site in sites:
@@ -383,11 +418,24 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     monkeypatch.setattr(sides, "contracts", contracts)
     readers_at_checkpoints = []
     monkeypatch.setattr(
-        sides, "write_checkpoints", lambda side, args, say: readers_at_checkpoints.append([t.name for t in threading.enumerate() if t.name == "read-surfaces"])
+        sides,
+        "write_checkpoints",
+        lambda side, args, say: readers_at_checkpoints.append(
+            [t.name for t in threading.enumerate() if t.name == "read-surfaces"]
+        ),
     )
-    made = [sides.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)}) for label, site in zip(("baseline", "candidate"), sites)]
-    env = EnvironmentOptions(project_root=ROOT, baseline_lock=ROOT / "requirements-lock.txt", python="python", envs_dir=tmp_path / "envs", concurrent=False)
-    base, cand = sides.run_both(*made, env, lambda m: None)
+    made = [
+        sides.Side(label, tmp_path, tmp_path / "ckpt", {"site_packages": str(site)})
+        for label, site in zip(("baseline", "candidate"), sites, strict=True)
+    ]
+    env = EnvironmentOptions(
+        project_root=ROOT,
+        baseline_lock=ROOT / "requirements-lock.txt",
+        python="python",
+        envs_dir=tmp_path / "envs",
+        concurrent=False,
+    )
+    _base, cand = sides.run_both(*made, env, lambda m: None)
     assert [s for s, _ in read] == sites
     assert cand["surfaces_read_by_then"] == 2  # read beside the contracts, not after them
     # ... but not beside the checkpoints' copy: the reader's thread would hold the interpreter lock

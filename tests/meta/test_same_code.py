@@ -46,14 +46,24 @@ def _site(root: Path, files: dict[str, str], version: str = "0.2.6", name: str =
 
 
 def _lock(path: Path, optax_line: str, extra: str = "") -> Path:
-    path.write_text(f"# comment\njax==0.11.2 \\\n    {HASH}\n    # via optax\n{optax_line} \\\n    {HASH.replace('a', 'b')}\n{extra}")
+    path.write_text(
+        f"# comment\njax==0.11.2 \\\n    {HASH}\n    # via optax\n{optax_line} \\\n    {HASH.replace('a', 'b')}\n{extra}"
+    )
     return path
 
 
 INPUTS = {"format": "results-v1", "lock_sha256": "1", "files_sha256": "f", "python": "3.12.3", "environment": {}}
 
 
-def _compare(tmp_path, candidate_alias: str, *, version: str = "0.2.6", extra_file: bool = False, inputs: dict | None = None, candidate_lock_extra: str = ""):
+def _compare(
+    tmp_path,
+    candidate_alias: str,
+    *,
+    version: str = "0.2.6",
+    extra_file: bool = False,
+    inputs: dict | None = None,
+    candidate_lock_extra: str = "",
+):
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": ALIAS}
     base = _site(tmp_path / "base", files)
     cand_files = {**files, "optax/alias.py": candidate_alias, **({"optax/new.py": "x = 1\n"} if extra_file else {})}
@@ -61,7 +71,8 @@ def _compare(tmp_path, candidate_alias: str, *, version: str = "0.2.6", extra_fi
     base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
     cand_lock = _lock(tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra)
     return same_code.compare(
-        same_code.Installed(base_lock, base, INPUTS), same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})})
+        same_code.Installed(base_lock, base, INPUTS),
+        same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})}),
     )
 
 
@@ -79,7 +90,10 @@ def test_comments_and_layout_are_the_same_code_and_the_files_are_named(tmp_path)
     [
         (ALIAS.replace("b1=0.9", "b1=0.95"), "optax's code differs, first in optax/alias.py"),  # a default
         (ALIAS.replace("return learning_rate * b1", "return learning_rate + b1"), "optax's code differs"),  # a body
-        (ALIAS.replace('"""Adam."""', '"""Adam, documented."""'), "optax's code differs"),  # a docstring is code to Python
+        (
+            ALIAS.replace('"""Adam."""', '"""Adam, documented."""'),
+            "optax's code differs",
+        ),  # a docstring is code to Python
     ],
 )
 def test_a_changed_default_body_or_docstring_is_other_code(tmp_path, change, why):
@@ -171,10 +185,19 @@ def _gate(tmp_path, candidate_alias: str, extra=()):
     cand_lock = tmp_path / "candidate.txt"  # the baseline lock with optax 0.2.6 from another wheel (built from source)
     cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    " + HASH + text[_entry_end(text, start) :])
     driver = DRIVER.format(
-        base=str(pythons["base"]), cand=str(pythons["cand"]), lock=str(cand_lock), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), extra=list(extra)
+        base=str(pythons["base"]),
+        cand=str(pythons["cand"]),
+        lock=str(cand_lock),
+        out=str(tmp_path / "out"),
+        cache=str(tmp_path / "cache"),
+        extra=list(extra),
     )
     proc = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    report = json.loads((tmp_path / "out" / "report.json").read_text()) if (tmp_path / "out" / "report.json").exists() else {}
+    report = (
+        json.loads((tmp_path / "out" / "report.json").read_text())
+        if (tmp_path / "out" / "report.json").exists()
+        else {}
+    )
     ran = {side: (tmp_path / side / "bin" / "pytest-runs").exists() for side in ("base", "cand")}
     return proc, report, ran
 

@@ -13,14 +13,14 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.inputs.options import ScopeOptions  # noqa: E402
-from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.surface import public_api
-from optax_gate.gate.diffs import unseen  # noqa: E402
 from optax_gate.gate import assemble
-from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
-from tests.meta.test_call_sites import _runs  # noqa: E402
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.judge import compare
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.surface import public_api
+from optax_gate.gate.team_code import scope, usage
+from tests.meta.test_call_sites import _runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,13 +35,20 @@ def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = N
     the_scan = usage.scan([team]) if scan else None
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
-    return assemble.with_scope(report, scope.apply_options(report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), public_api.DEFAULT_PACKAGES))
+    return assemble.with_scope(
+        report,
+        scope.apply_options(
+            report, ScopeOptions(fail_on=fail_on or "broken", usage_scan=the_scan), public_api.DEFAULT_PACKAGES
+        ),
+    )
 
 
 def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail_the_gate():
     report = _report(only_adamw=True)
     (f,) = report["findings"]
-    assert f["api"] == "optax.adamw" and f["scope"] == "elsewhere" and f["scope_why"] == "your code does not use its APIs"
+    assert (
+        f["api"] == "optax.adamw" and f["scope"] == "elsewhere" and f["scope_why"] == "your code does not use its APIs"
+    )
     assert report["verdict"] == "pass" and report["reasons"] == []
     assert report["scope"] == {"by": "usage", "fail_on": "broken", "elsewhere": 1, "broken_elsewhere": 1}
     assert any("1 broken contract(s) where your code does not go (usage)" in n for n in report["notes"])
@@ -92,7 +99,9 @@ def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_
     team.mkdir()
     (team / "secret.py").write_text("import optax\n")
     read = usage_files._read
-    monkeypatch.setattr(usage_files, "_read", lambda path: "unreadable: permission denied" if path.name == "secret.py" else read(path))
+    monkeypatch.setattr(
+        usage_files, "_read", lambda path: "unreadable: permission denied" if path.name == "secret.py" else read(path)
+    )
     report = _report(only_adamw=True, team=team)
     # issue 39: what cannot be read cannot be told: not verified, never FAIL, with the file and why
     assert report["findings"][0]["scope"] == "yours" and report["verdict"] == "not-verified"
@@ -120,16 +129,24 @@ def test_another_source_of_evidence_sets_the_scope_first():
     for f in report["findings"]:
         scope.set_scope(f, "elsewhere" if f["api"] != "optax.clip" else "yours", "the run")
     given, kept = report, copy.deepcopy(report)
-    report = assemble.with_scope(given, scope.apply_options(given, ScopeOptions(usage_scan=the_scan), public_api.DEFAULT_PACKAGES, by="run"))
+    report = assemble.with_scope(
+        given, scope.apply_options(given, ScopeOptions(usage_scan=the_scan), public_api.DEFAULT_PACKAGES, by="run")
+    )
     assert given == kept and report != kept  # a copy with the scope: the report it was given is as it was
-    assert [(f["api"], f["scope"]) for f in report["findings"]] == [("optax.clip", "yours"), ("jax.jit+optax.swap", "elsewhere"), ("optax.adamw", "elsewhere")]
+    assert [(f["api"], f["scope"]) for f in report["findings"]] == [
+        ("optax.clip", "yours"),
+        ("jax.jit+optax.swap", "elsewhere"),
+        ("optax.adamw", "elsewhere"),
+    ]
     assert report["reasons"] == ["1 contract(s) broken where your code goes (run): 1 in F1"]
     with pytest.raises(ValueError):
         scope.set_scope(report["findings"][0], "mine")
 
 
 def test_report_json_with_scopes_follows_the_schema():
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
     from optax_gate.gate.report import json_file as report_json
     from tests.meta.test_beyond_contracts import SCHEMA
 
@@ -158,12 +175,27 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     """A known defect that now raises is one ``changed`` finding holding a broken and a fixed row
     (``causes.merge``): its broken row counts where the team's code goes, and only the broken rows
     are counted (the trial's report said 2 + 37 broken of 34)."""
-    joined = {"section": "contracts", "change": "changed", "contracts": ["a", "b"], "changes": {"broken": 1, "fixed": 1}, "scope": "yours", "api": "optax.adam"}
-    other = {"section": "contracts", "change": "broken", "contracts": ["c", "d"], "scope": "elsewhere", "api": "optax.lion"}
+    joined = {
+        "section": "contracts",
+        "change": "changed",
+        "contracts": ["a", "b"],
+        "changes": {"broken": 1, "fixed": 1},
+        "scope": "yours",
+        "api": "optax.adam",
+    }
+    other = {
+        "section": "contracts",
+        "change": "broken",
+        "contracts": ["c", "d"],
+        "scope": "elsewhere",
+        "api": "optax.lion",
+    }
     report = _verdict_of([joined, other])
     assert report["verdict"] == "fail"
     # the number matches the findings: the joined finding reads "changed", its broken row is named (trial, high)
-    assert report["reasons"] == ["1 contract(s) broken where your code goes (usage): 1 in F1 (1 of its 2 contracts broke, 1 fixed)"]
+    assert report["reasons"] == [
+        "1 contract(s) broken where your code goes (usage): 1 in F1 (1 of its 2 contracts broke, 1 fixed)"
+    ]
     assert report["scope"]["broken_elsewhere"] == 2
     joined["scope"], other["scope"] = "elsewhere", "yours"
     report = _verdict_of([joined, other])
@@ -195,7 +227,10 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
     assert decide({**recipe, "your_code": ["train.py:3"]}) == ("yours", "your code uses its APIs")
     unknown = decide({**recipe, "api": "recipe:new-recipe", "apis": ["recipe:new-recipe"]})
     assert unknown[0] == "yours" and "cannot be told without --run" in unknown[1]
-    assert decide({**recipe, "api": "optax.adam", "apis": ["optax.adam"]}) == ("elsewhere", "your code does not use its APIs")
+    assert decide({**recipe, "api": "optax.adam", "apis": ["optax.adam"]}) == (
+        "elsewhere",
+        "your code does not use its APIs",
+    )
     assert {"optax.adam", "optax.adamw"} <= set(call_sites.apis_of("recipe:none-gradients"))
 
 
@@ -225,7 +260,14 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     ]:
         sites = call_sites.sites(scan, call_sites.apis_of(label))
         assert sites == uses, (label, sites)
-        finding = {"section": "contracts", "change": "broken", "api": label, "apis": [label], "contracts": ["a"], "your_code": sites}
+        finding = {
+            "section": "contracts",
+            "change": "broken",
+            "api": label,
+            "apis": [label],
+            "contracts": ["a"],
+            "your_code": sites,
+        }
         assert decide(finding)[0] == ("yours" if uses else "elsewhere"), label
     assert "optax.apply_updates" not in call_sites.apis_of("recipe:none-gradients")
     assert call_sites.apis_of("recipe:multisteps(adamw+warmup-cosine+clip)") == ["optax.MultiSteps"]
@@ -238,6 +280,7 @@ def test_each_recipe_contract_carries_the_label_of_what_it_runs():
     naming ``optax.MultiSteps``, and no other contract does (read from the collected contracts)."""
     import subprocess
     import sys
+
     from optax_gate.gate.team_code import call_sites
 
     plugin = (
@@ -273,6 +316,7 @@ def test_every_training_recipe_names_the_apis_it_is_built_from():
     """Each ``recipe:`` label of the contracts has its APIs in ``call_sites.RECIPE_APIS``, and each
     of those APIs appears in the recipes' module (the table follows the contracts)."""
     import re
+
     from optax_gate.gate.team_code import call_sites
 
     source = (ROOT / "tests" / "contracts" / "test_training_recipes.py").read_text()
@@ -306,7 +350,13 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
     saying that its lines could not be told, nor how to decide. A finding whose every line is "cannot
     tell" says so where it is counted; one with an affected line does not."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
-    cannot = {"change": "changed", "number": 1, "contracts": ["x"], "changes": {"broken": 1, "fixed": 1}, "your_code_attribution": told}
+    cannot = {
+        "change": "changed",
+        "number": 1,
+        "contracts": ["x"],
+        "changes": {"broken": 1, "fixed": 1},
+        "your_code_attribution": told,
+    }
     affected = {
         "change": "broken",
         "number": 2,
@@ -314,7 +364,9 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
         "changes": {"broken": 1},
         "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}},
     }
-    assert scope._where_counted([cannot, affected]) == ("1 in F1 (1 of its 1 contracts broke, 1 fixed; your lines: cannot tell without --run), 1 in F2")
+    assert scope._where_counted([cannot, affected]) == (
+        "1 in F1 (1 of its 1 contracts broke, 1 fixed; your lines: cannot tell without --run), 1 in F2"
+    )
     assert scope._where_counted([cannot], "run") == "1 in F1 (1 of its 1 contracts broke, 1 fixed)"  # --run decided it
 
 
@@ -357,14 +409,20 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
     assert compare.EXIT_STATUS[report["verdict"]] == 2
     assert verdict(cannot)["verdict"] == "not-verified"  # nothing left elsewhere: the same
     report = verdict(cannot, affected, elsewhere)
-    assert report["verdict"] == "fail" and report["reasons"][0].startswith("1 contract(s) broken where your code goes (usage): 1 in F2")
+    assert report["verdict"] == "fail" and report["reasons"][0].startswith(
+        "1 contract(s) broken where your code goes (usage): 1 in F2"
+    )
     assert report["reasons"][1].startswith("1 contract(s) broken where your code may go: 1 in F1"), report["reasons"]
     report = verdict(cannot, reasons=("3 contract(s) broken", "beyond the contracts: 1 API surface row broken"))
     assert report["verdict"] == "fail", report  # another reason fails the gate: fail stands
     report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
-    assert assemble.with_scope(report, scope.scoped(report, "all", "usage"))["verdict"] == "fail"  # --fail-on all: as before
+    assert (
+        assemble.with_scope(report, scope.scoped(report, "all", "usage"))["verdict"] == "fail"
+    )  # --fail-on all: as before
     report = {"verdict": "fail", "reasons": ["1 contract(s) broken"], "notes": [], "findings": [dict(cannot)]}
-    assert assemble.with_scope(report, scope.scoped(report, "broken", "run"))["verdict"] == "fail"  # --run decided the scope: no "cannot tell" there
+    assert (
+        assemble.with_scope(report, scope.scoped(report, "broken", "run"))["verdict"] == "fail"
+    )  # --run decided the scope: no "cannot tell" there
     own = {
         "verdict": "fail",
         "reasons": ["1 contract(s) broken"],
@@ -395,7 +453,9 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
     }
     report = assemble.with_scope(report, scope.scoped(report))
     numbers = [f["number"] for f in report["findings"] if f["api"] != other["api"]]  # the scoped copies
-    assert report["reasons"][1] == (f"beyond the contracts: 1 API surface row and 1 dependency row broken (in F{numbers[0]}, F{numbers[1]})"), report["reasons"]
+    assert report["reasons"][1] == (
+        f"beyond the contracts: 1 API surface row and 1 dependency row broken (in F{numbers[0]}, F{numbers[1]})"
+    ), report["reasons"]
     report = assemble.with_scope(report, scope.scoped(report))  # said once, whatever runs it again
     assert report["reasons"][1].count("(in F") == 1
 

@@ -4,9 +4,9 @@ as a changed function, what makes every module run, and the gate's flow with it.
 
 import json
 import stat
-from collections import Counter
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -91,11 +91,16 @@ def test_a_file_that_does_not_parse_or_defines_a_name_twice_cannot_be_mapped():
 def _compare(tmp_path, candidate: str, *, version="0.2.6", extra_file=False, inputs=None, candidate_lock_extra=""):
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": SOURCE}
     base = _site(tmp_path / "base", files)
-    cand = _site(tmp_path / "cand", {**files, "optax/alias.py": candidate, **({"optax/new.py": "x = 1\n"} if extra_file else {})}, version=version)
+    cand = _site(
+        tmp_path / "cand",
+        {**files, "optax/alias.py": candidate, **({"optax/new.py": "x = 1\n"} if extra_file else {})},
+        version=version,
+    )
     base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
     cand_lock = _lock(tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra)
     return function_diff.compare(
-        same_code.Installed(base_lock, base, INPUTS), same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})})
+        same_code.Installed(base_lock, base, INPUTS),
+        same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})}),
     )
 
 
@@ -122,7 +127,10 @@ def test_a_package_beyond_optax_and_flax_pinned_differently_runs_every_module(tm
     cand_lock = tmp_path / "cand.txt"
     cand_lock.write_text(base_lock.read_text().replace("jax==0.11.2", "jax==0.12.0"))
     site = _site(tmp_path / "base", {"optax/alias.py": SOURCE})
-    found = function_diff.compare(same_code.Installed(base_lock, site, INPUTS), same_code.Installed(cand_lock, site, {**INPUTS, "lock_sha256": "2"}))
+    found = function_diff.compare(
+        same_code.Installed(base_lock, site, INPUTS),
+        same_code.Installed(cand_lock, site, {**INPUTS, "lock_sha256": "2"}),
+    )
     assert found.everything == "jax is pinned differently, and only changes of optax and flax map to functions"
 
 
@@ -135,18 +143,31 @@ MODULES = [*BASE, "team:own"]
 
 
 def test_a_module_runs_when_it_executed_a_changed_function_or_has_no_record():
-    chosen = selection.choose(MODULES, BASE, ["optax/__init__.py::<module>"], function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})))
+    chosen = selection.choose(
+        MODULES, BASE, ["optax/__init__.py::<module>"], function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"}))
+    )
     assert chosen.run == ("tests/contracts/test_adam.py", "tests/contracts/test_old.py", "team:own")
     assert chosen.taken == ("tests/contracts/test_sgd.py",)
     assert chosen.reached == {"tests/contracts/test_adam.py": ["optax/alias.py::adam"]}
-    assert chosen.everything == "" and "1 function(s) changed (optax/alias.py::adam): 3 contract module(s) run, 1 take" in chosen.words()
+    assert (
+        chosen.everything == ""
+        and "1 function(s) changed (optax/alias.py::adam): 3 contract module(s) run, 1 take" in chosen.words()
+    )
 
 
 @pytest.mark.parametrize(
     "session, diff, why",
     [
-        (None, function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})), "the baseline's record of what ran outside the modules is missing"),
-        (["optax/alias.py::adam"], function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})), "optax/alias.py::adam changed and runs outside any module"),
+        (
+            None,
+            function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})),
+            "the baseline's record of what ran outside the modules is missing",
+        ),
+        (
+            ["optax/alias.py::adam"],
+            function_diff.FunctionDiff(frozenset({"optax/alias.py::adam"})),
+            "optax/alias.py::adam changed and runs outside any module",
+        ),
         ([], function_diff.FunctionDiff(everything="jax is pinned differently"), "jax is pinned differently"),
     ],
 )
@@ -156,8 +177,12 @@ def test_every_module_runs_when_the_change_reaches_outside_the_modules_or_cannot
 
 
 def test_the_records_of_several_processes_are_joined_and_a_bad_one_is_none(tmp_path):
-    (tmp_path / "base.reach.json.gw0").write_text(json.dumps({"format": "reach-v1", "session": ["a"], "modules": {"m": ["x"]}}))
-    (tmp_path / "base.reach.json.gw1").write_text(json.dumps({"format": "reach-v1", "session": ["b"], "modules": {"m": ["y"], "n": []}}))
+    (tmp_path / "base.reach.json.gw0").write_text(
+        json.dumps({"format": "reach-v1", "session": ["a"], "modules": {"m": ["x"]}})
+    )
+    (tmp_path / "base.reach.json.gw1").write_text(
+        json.dumps({"format": "reach-v1", "session": ["b"], "modules": {"m": ["y"], "n": []}})
+    )
     assert reach_record.read(tmp_path, "base") == {"session": ["a", "b"], "modules": {"m": ["x", "y"], "n": []}}
     assert reach_record.read(tmp_path, "cand") is None
     (tmp_path / "cand.reach.json").write_text(json.dumps({"format": "reach-v0", "session": [], "modules": {}}))
@@ -194,11 +219,20 @@ def _gate(tmp_path, tag: str, source: str, extra=()):
         pythons[side] = tmp_path / side / "bin" / "python"
     text = LOCK.read_text()
     start = text.index("optax==0.2.6")
-    cand_lock = tmp_path / f"candidate-{tag}.txt"  # the baseline lock with optax 0.2.6 from another wheel (built from source)
-    cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    --hash=sha256:" + (tag * 64)[:64] + text[_entry_end(text, start) :])
+    cand_lock = (
+        tmp_path / f"candidate-{tag}.txt"
+    )  # the baseline lock with optax 0.2.6 from another wheel (built from source)
+    cand_lock.write_text(
+        text[:start] + "optax==0.2.6 \\\n    --hash=sha256:" + (tag * 64)[:64] + text[_entry_end(text, start) :]
+    )
     out = tmp_path / f"out-{tag}"
     driver = DRIVER.format(
-        base=str(pythons["base"]), cand=str(pythons[f"cand-{tag}"]), lock=str(cand_lock), out=str(out), cache=str(tmp_path / "cache"), extra=list(extra)
+        base=str(pythons["base"]),
+        cand=str(pythons[f"cand-{tag}"]),
+        lock=str(cand_lock),
+        out=str(out),
+        cache=str(tmp_path / "cache"),
+        extra=list(extra),
     )
     proc = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=120)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
@@ -212,7 +246,9 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     proc, first, ran = _gate(tmp_path, "a", changed)  # the baseline is not cached yet: every module runs
     assert proc.returncode == 0, proc.stderr
     assert "the baseline's results are not all cached" in proc.stderr
-    assert first["candidate"]["selection"]["everything"].startswith("the baseline's results are not all cached (its first run)")
+    assert first["candidate"]["selection"]["everything"].startswith(
+        "the baseline's results are not all cached (its first run)"
+    )
     assert "every contract module of the candidate ran: the baseline's results are not all cached" in first["notes"][0]
     every = len(ran)
     proc, report, ran = _gate(tmp_path, "b", changed)  # another candidate of the same change, the baseline cached now
@@ -222,14 +258,21 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     assert chosen["changed"] == ["optax/alias.py::adam"] and chosen["ran"] == ran and len(chosen["taken"]) == every - 2
     assert chosen["reached"] == {m: ["optax/alias.py::adam"] for m in ran}
     assert report["summary"]["unchanged"] == len(report["contracts"]) == len(first["contracts"])
-    assert report["warnings"]["rows"] == [], "test_nnx.py, taken, is still collected: its collect-time warning is the candidate's too"
+    assert report["warnings"]["rows"] == [], (
+        "test_nnx.py, taken, is still collected: its collect-time warning is the candidate's too"
+    )
     assert report["notes"][0].startswith("the candidate changed the body of 1 function(s) (`optax/alias.py::adam`)")
     assert "reach" not in report["candidate"] and "reach" not in report["baseline"]
     md = (tmp_path / "out-b" / "report.md").read_text()
     assert "   - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`)" in md
-    assert "the baseline's outcomes, not run (they execute no changed function): `tests/contracts/multidevice/test_data_parallel.py`, " in md
+    assert (
+        "the baseline's outcomes, not run (they execute no changed function): `tests/contracts/multidevice/test_data_parallel.py`, "
+        in md
+    )
     page = (tmp_path / "out-b" / "report.html").read_text()
-    assert "<li><code>tests/contracts/test_adam.py</code>: ran (executes <code>optax/alias.py::adam</code>)</li>" in page
+    assert (
+        "<li><code>tests/contracts/test_adam.py</code>: ran (executes <code>optax/alias.py::adam</code>)</li>" in page
+    )
 
 
 def first_of(tmp_path, tag):
@@ -239,18 +282,24 @@ def first_of(tmp_path, tag):
 def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every_one(tmp_path):
     proc, _, every = _gate(tmp_path, "a", SOURCE.replace("return 1\n", "return 2\n"))  # caches the baseline
     assert proc.returncode == 0, proc.stderr
-    proc, report, ran = _gate(tmp_path, "b", SOURCE.replace("return 1\n", "return 2\n"))  # MultiSteps.Inner.step: no module runs it
+    proc, report, ran = _gate(
+        tmp_path, "b", SOURCE.replace("return 1\n", "return 2\n")
+    )  # MultiSteps.Inner.step: no module runs it
     assert proc.returncode == 0, proc.stderr
     assert ran == [] and report["candidate"]["selection"]["ran"] == [] and report["verdict"] == "pass"
     assert report["summary"]["unchanged"] == len(report["contracts"]) > 0
     proc, report, ran = _gate(tmp_path, "c", SOURCE.replace("RATE = 0.1", "RATE = 0.2"))
     assert proc.returncode == 0, proc.stderr
-    assert ran == every and report["candidate"]["selection"]["everything"].startswith("the top level of optax/alias.py changed")
+    assert ran == every and report["candidate"]["selection"]["everything"].startswith(
+        "the top level of optax/alias.py changed"
+    )
     assert "every contract module runs: the top level of optax/alias.py changed" in proc.stderr
     md = (tmp_path / "out-c" / "report.md").read_text()
     assert "   - every contract module ran: the top level of optax/alias.py changed" in md
     for tag, extra in (("d", "--no-cache"), ("e", "--all-modules")):
-        proc, report, ran = _gate(tmp_path, tag, SOURCE.replace("return learning_rate\n", "return -learning_rate\n"), extra=(extra,))
+        proc, report, ran = _gate(
+            tmp_path, tag, SOURCE.replace("return learning_rate\n", "return -learning_rate\n"), extra=(extra,)
+        )
         assert proc.returncode == 0, proc.stderr
         assert ran == every, extra
     assert "selection" not in first_of(tmp_path, "d")["candidate"]  # --no-cache: nothing is tried
@@ -271,7 +320,9 @@ def test_a_hypothesis_profile_that_draws_other_examples_each_run_runs_every_modu
     _, _, every = _gate(tmp_path, "a", changed)
     proc, report, ran = _gate(tmp_path, "b", changed)
     assert proc.returncode == 0, proc.stderr
-    assert ran == every and report["candidate"]["selection"]["everything"].startswith("the hypothesis profile 'dev' draws other examples")
+    assert ran == every and report["candidate"]["selection"]["everything"].startswith(
+        "the hypothesis profile 'dev' draws other examples"
+    )
 
 
 def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
@@ -284,4 +335,6 @@ def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert report["warnings"]["rows"] == [], (tag, extra, report["warnings"]["rows"])
         last, before = Counter(ran) - Counter(before if tag == "b" else []), ran
-    assert sorted(last.elements()) == ["tests/contracts/test_adam.py", "tests/contracts/test_adamw.py"], "the last run ran only the modules not cached"
+    assert sorted(last.elements()) == ["tests/contracts/test_adam.py", "tests/contracts/test_adamw.py"], (
+        "the last run ran only the modules not cached"
+    )

@@ -19,15 +19,23 @@ def project(tmp_path, monkeypatch):
 
 def test_a_mistyped_path_is_missing_and_option_values_are_not_paths(project):
     assert session_args.missing_paths(["tests/contract"]) == ["tests/contract"]
-    assert session_args.missing_paths(["tests/contracts/test_sgdd.py::test_x", "-q"]) == ["tests/contracts/test_sgdd.py::test_x"]
+    assert session_args.missing_paths(["tests/contracts/test_sgdd.py::test_x", "-q"]) == [
+        "tests/contracts/test_sgdd.py::test_x"
+    ]
     assert session_args.missing_paths(["tests/contracts/test_sgd.py::test_x", "tests/meta"]) == []
     assert session_args.missing_paths(["-k", "a/b", "--deselect", "tests/gone.py::t", "-m", "snapshot"]) == []
 
 
 def test_paths_go_to_their_process_and_options_to_both(project):
     assert session_args.split_multidevice(["-k", "sgd"]) == (["-k", "sgd"], ["-k", "sgd", MULTIDEVICE_DIR])
-    assert session_args.split_multidevice(["tests/contracts/test_sgd.py", "-q"]) == (["-q", "tests/contracts/test_sgd.py"], None)
-    assert session_args.split_multidevice([f"{MULTIDEVICE_DIR}/test_data_parallel.py"]) == ([], [f"{MULTIDEVICE_DIR}/test_data_parallel.py"])
+    assert session_args.split_multidevice(["tests/contracts/test_sgd.py", "-q"]) == (
+        ["-q", "tests/contracts/test_sgd.py"],
+        None,
+    )
+    assert session_args.split_multidevice([f"{MULTIDEVICE_DIR}/test_data_parallel.py"]) == (
+        [],
+        [f"{MULTIDEVICE_DIR}/test_data_parallel.py"],
+    )
     assert session_args.split_multidevice(["tests/contracts"]) == (["tests/contracts"], [MULTIDEVICE_DIR])
 
 

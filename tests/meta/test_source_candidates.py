@@ -16,10 +16,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.install.source_specs import SourceFailure, SourceSpec
-from optax_gate.gate.diffs import dependencies
 from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
 from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
 from tests.meta.test_source_build import commit, git
@@ -31,10 +31,26 @@ needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw onc
 @pytest.mark.parametrize(
     ("spec", "repo", "ref"),
     [
-        ("optax @ git+https://github.com/google-deepmind/optax@main", "https://github.com/google-deepmind/optax", "main"),
-        ("optax @ git+https://github.com/google-deepmind/optax.git", "https://github.com/google-deepmind/optax.git", "HEAD"),
-        ("optax @ git+https://github.com/google-deepmind/optax@v0.2.8#egg=optax", "https://github.com/google-deepmind/optax", "v0.2.8"),
-        ("flax @ git+ssh://git@github.com/google/flax.git@release/0.12", "ssh://git@github.com/google/flax.git", "release/0.12"),
+        (
+            "optax @ git+https://github.com/google-deepmind/optax@main",
+            "https://github.com/google-deepmind/optax",
+            "main",
+        ),
+        (
+            "optax @ git+https://github.com/google-deepmind/optax.git",
+            "https://github.com/google-deepmind/optax.git",
+            "HEAD",
+        ),
+        (
+            "optax @ git+https://github.com/google-deepmind/optax@v0.2.8#egg=optax",
+            "https://github.com/google-deepmind/optax",
+            "v0.2.8",
+        ),
+        (
+            "flax @ git+ssh://git@github.com/google/flax.git@release/0.12",
+            "ssh://git@github.com/google/flax.git",
+            "release/0.12",
+        ),
         ("optax @ git+file:///srv/optax.git@abc123", "/srv/optax.git", "abc123"),
     ],
 )
@@ -43,7 +59,9 @@ def test_a_git_spec_names_repository_and_ref(spec, repo, ref):
 
 
 def test_a_file_spec_is_a_checkout_at_its_head_and_a_wheel_file_stays_an_ordinary_spec(tmp_path):
-    assert source_specs.from_spec(f"optax @ {tmp_path.as_uri()}") == SourceSpec("optax", str(tmp_path), "HEAD", f"optax @ {tmp_path.as_uri()}")
+    assert source_specs.from_spec(f"optax @ {tmp_path.as_uri()}") == SourceSpec(
+        "optax", str(tmp_path), "HEAD", f"optax @ {tmp_path.as_uri()}"
+    )
     wheel = tmp_path / "optax-0.2.8-py3-none-any.whl"
     wheel.write_bytes(b"")
     assert source_specs.from_spec(f"optax @ {wheel.as_uri()}") is None
@@ -51,7 +69,9 @@ def test_a_file_spec_is_a_checkout_at_its_head_and_a_wheel_file_stays_an_ordinar
 
 
 def test_source_option_takes_path_or_url_and_an_optional_ref(tmp_path):
-    assert source_specs.from_option(f"optax={tmp_path}@v1") == SourceSpec("optax", str(tmp_path), "v1", f"--source optax={tmp_path}@v1")
+    assert source_specs.from_option(f"optax={tmp_path}@v1") == SourceSpec(
+        "optax", str(tmp_path), "v1", f"--source optax={tmp_path}@v1"
+    )
     assert source_specs.from_option("flax=git@github.com:google/flax.git").ref == "HEAD"
     assert source_specs.from_option("flax=git@github.com:google/flax.git").repo == "git@github.com:google/flax.git"
     assert source_specs.from_option("optax=https://example.org/optax@main").repo == "https://example.org/optax"
@@ -114,7 +134,9 @@ def test_the_lock_must_pin_the_built_wheel_by_its_own_hash(tmp_path):
 
 # --- the gate end to end: a tiny "optax" in a synthetic repository, fake environments ---------------
 # the tiny package of test_source_build, named optax at an unreleased version
-PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"').replace('version = "0.1.0"', 'version = "0.2.9.dev0"')
+PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"').replace(
+    'version = "0.1.0"', 'version = "0.2.9.dev0"'
+)
 DRIVER = """
 import sys
 from pathlib import Path
@@ -132,7 +154,11 @@ def tiny_optax(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("src") / "optax"
     path.mkdir()
     git(path, "init", "--quiet", "-b", "main")
-    commit(path, {"pyproject.toml": PYPROJECT, "optax/__init__.py": '"""tiny."""\n__version__ = "0.2.9.dev0"\n'}, "Add the tiny optax (#1234)")
+    commit(
+        path,
+        {"pyproject.toml": PYPROJECT, "optax/__init__.py": '"""tiny."""\n__version__ = "0.2.9.dev0"\n'},
+        "Add the tiny optax (#1234)",
+    )
     return path
 
 
@@ -143,8 +169,23 @@ def fake_gate(tmp_path: Path, *args: str, patch: str = "") -> subprocess.Complet
     lock, req = tmp_path / "base-lock.txt", tmp_path / "requirements.in"
     lock.write_text("optax==0.2.6 \\\n    --hash=sha256:" + "0" * 64 + "\n")
     req.write_text("optax==0.2.6\n")
-    driver = DRIVER.format(fake=str(fake), args=list(args), out=str(tmp_path / "out"), cache=str(tmp_path / "cache"), lock=str(lock), req=str(req), patch=patch)
-    return subprocess.run([sys.executable, "-c", driver], cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, **uv_env()})
+    driver = DRIVER.format(
+        fake=str(fake),
+        args=list(args),
+        out=str(tmp_path / "out"),
+        cache=str(tmp_path / "cache"),
+        lock=str(lock),
+        req=str(req),
+        patch=patch,
+    )
+    return subprocess.run(
+        [sys.executable, "-c", driver],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **uv_env()},
+    )
 
 
 def latest(tmp_path: Path) -> tuple[dict, str, Path]:

@@ -20,16 +20,18 @@ import pytest
 
 from optax_gate.gate import assemble
 from optax_gate.gate.judge import compare
-from optax_gate.gate.speed import readings
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.report import speed_section as report_speed
+from optax_gate.gate.speed import readings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _slots(rng: random.Random, n: int, scale: float = 1e-4, sigma: float = 0.1, repeats: int = 7, factor: float = 1.0) -> list[list[float]]:
+def _slots(
+    rng: random.Random, n: int, scale: float = 1e-4, sigma: float = 0.1, repeats: int = 7, factor: float = 1.0
+) -> list[list[float]]:
     """``n`` slots of ``repeats`` lognormal timings around ``scale * factor``, each
     slot with a load level of its own (what a shared machine does)."""
     slots = []
@@ -39,7 +41,9 @@ def _slots(rng: random.Random, n: int, scale: float = 1e-4, sigma: float = 0.1, 
     return slots
 
 
-def _paired(seed: int, n: int, factor: float, load_sigma: float = 0.1, **kw) -> tuple[list[list[float]], list[list[float]]]:
+def _paired(
+    seed: int, n: int, factor: float, load_sigma: float = 0.1, **kw
+) -> tuple[list[list[float]], list[list[float]]]:
     """Baseline and candidate slots under the same load per slot (interleaving)."""
     rng = random.Random(seed)
     base, cand = [], []
@@ -129,7 +133,7 @@ def test_judge_refuses_unpaired_or_empty_slots():
 def _raw(factor: float, rounds: int = 3, step_slots: int = 3, seed: int = 0) -> dict[str, list]:
     rng = random.Random(seed)
     raw = {"baseline": [], "candidate": []}
-    for r in range(rounds):
+    for _r in range(rounds):
         for s in range(step_slots):
             for side, f in (("baseline", 1.0), ("candidate", factor)):
                 answer = {}
@@ -162,7 +166,9 @@ def _result(factor: float, budget: float | None = None) -> dict:
 
 def test_readings_judge_every_setup_and_metric_with_their_slot_counts():
     result = _result(3.0)
-    assert [(r["setup"], r["metric"]) for r in result["readings"]] == [(s, m) for s in readings.SETUPS for m in readings.METRICS]
+    assert [(r["setup"], r["metric"]) for r in result["readings"]] == [
+        (s, m) for s in readings.SETUPS for m in readings.METRICS
+    ]
     for r in result["readings"]:
         assert r["slots"] == (9 if r["metric"] == "step_s" else 3)
         assert r["change"] == ("changed" if r["metric"] == "step_s" else "unchanged")
@@ -174,7 +180,15 @@ def _gate_report(speed_result: dict | None) -> dict:
         "label": "x",
         "status": "ran",
         "versions": {},
-        "contracts": {"tests/contracts/test_sgd.py::test_a": {"api": "optax.sgd", "guide": "g", "kind": "golden", "outcome": "passed", "detail": ""}},
+        "contracts": {
+            "tests/contracts/test_sgd.py::test_a": {
+                "api": "optax.sgd",
+                "guide": "g",
+                "kind": "golden",
+                "outcome": "passed",
+                "detail": "",
+            }
+        },
     }
     report = compare.compare({**record, "label": "baseline"}, {**record, "label": "candidate"})
     return assemble.with_speed(report, speed_result)
@@ -240,7 +254,10 @@ def test_the_matrix_has_one_speed_row_with_a_cell_per_environment():
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.skipif(os.environ.get("OPTAX_GATE_SPEED_CHECK") != "1", reason="times real training steps for minutes; set OPTAX_GATE_SPEED_CHECK=1")
+@pytest.mark.skipif(
+    os.environ.get("OPTAX_GATE_SPEED_CHECK") != "1",
+    reason="times real training steps for minutes; set OPTAX_GATE_SPEED_CHECK=1",
+)
 def test_a_planted_slowdown_is_changed_and_the_same_environment_is_within_noise():
     """Real timings, this environment at both sides: ``optax.apply_updates``
     sleeping 2 ms per step makes every step-time reading ``changed, slower``;
@@ -276,10 +293,14 @@ def test_a_worker_that_cannot_start_or_answer_is_not_measured_never_an_error(tmp
 def test_a_report_with_speed_readings_fits_the_report_schema():
     import json
 
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
     from optax_gate.gate.report import json_file as report_json
 
-    schema = json.loads((ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads(
+        (ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json").read_text(encoding="utf-8")
+    )
     for result in (_result(3.0, budget=1.5), readings.not_measured("the candidate did not run its contracts")):
         jsonschema.validate(json.loads(report_json.render(_gate_report(result))), schema)
     bad = json.loads(report_json.render(_gate_report(_result(1.0))))

@@ -11,7 +11,22 @@ ROOT = Path(__file__).resolve().parents[2]
 GATE = ROOT / "src" / "optax_gate" / "gate"
 #: The stages in the order a gate runs; each a subpackage of ``gate/``. The modules at the
 #: top of ``gate/`` are the flows, which may import every stage and which no stage imports.
-STAGES = ("base", "inputs", "install", "run", "judge", "surface", "team_code", "diffs", "team_run", "speed", "upstream", "matrix", "report", "bisect")
+STAGES = (
+    "base",
+    "inputs",
+    "install",
+    "run",
+    "judge",
+    "surface",
+    "team_code",
+    "diffs",
+    "team_run",
+    "speed",
+    "upstream",
+    "matrix",
+    "report",
+    "bisect",
+)
 FLOWS = "flows"
 
 
@@ -103,7 +118,13 @@ def test_only_the_command_line_sees_the_parsed_namespace():
         if path in (GATE / "cli.py", GATE / "cli_parser.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(name == "argparse" or name.startswith("argparse.") for name in names):
                 seen.append(f"{path.relative_to(GATE)}:{node.lineno}")
     assert seen == [], f"argparse imported outside cli.py and cli_parser.py: {seen}"
@@ -123,7 +144,12 @@ def long_parameter_lists(gate: Path = GATE) -> list[str]:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             given = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
-            plain = [a for a in given if a.arg not in ("self", "cls") and "Options" not in (ast.unparse(a.annotation) if a.annotation is not None else "")]
+            plain = [
+                a
+                for a in given
+                if a.arg not in ("self", "cls")
+                and "Options" not in (ast.unparse(a.annotation) if a.annotation is not None else "")
+            ]
             if len(plain) > MAX_PARAMETERS:
                 found.append(f"{path.relative_to(gate)}:{node.lineno} {node.name} ({len(plain)})")
     return found
@@ -249,7 +275,10 @@ def test_a_planted_circle_and_a_private_name_are_seen(tmp_path):
     (pkg / "stage" / "c.py").write_text("from planted.stage.a import f\n\ndef _helper():\n    return 1\n")
     (pkg / "d.py").write_text("from planted.stage.c import _helper\n")
     assert import_cycles(pkg) == [["planted.stage.a", "planted.stage.b", "planted.stage.c"]]
-    assert private_names_across_modules(pkg) == ["d.py:1: planted.stage.c._helper", "stage/b.py:3: planted.stage.c._helper"]
+    assert private_names_across_modules(pkg) == [
+        "d.py:1: planted.stage.c._helper",
+        "stage/b.py:3: planted.stage.c._helper",
+    ]
 
 
 def test_architecture_lists_every_kit_module():
@@ -267,7 +296,11 @@ def test_architecture_lists_every_kit_module():
     # a subpackage: its line names it (`corners/`) and each of its modules
     for package in packages:
         line = next((ln for ln in entries if ln.startswith(f"`{package.name}/`")), "")
-        missing += [f"{package.name}/{p.name}" for p in sorted(package.glob("*.py")) if p.name != "__init__.py" and f"`{p.stem}`" not in line]
+        missing += [
+            f"{package.name}/{p.name}"
+            for p in sorted(package.glob("*.py"))
+            if p.name != "__init__.py" and f"`{p.stem}`" not in line
+        ]
     assert missing == [], f"docs/architecture.md does not list these kit modules: {missing}"
 
 
@@ -333,7 +366,13 @@ def verdict_writers(gate: Path = GATE) -> list[str]:
         if path == gate / "judge" / "verdict.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
             flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
             mutates = (
                 isinstance(node, ast.Call)
@@ -341,7 +380,9 @@ def verdict_writers(gate: Path = GATE) -> list[str]:
                 and node.func.attr in ("append", "insert", "extend", "remove", "pop", "clear")
                 and reasons_list(node.func.value)
             )
-            sliced = any(isinstance(t, ast.Subscript) and reasons_list(t.value) for t in flat)  # report["reasons"][i] = …
+            sliced = any(
+                isinstance(t, ast.Subscript) and reasons_list(t.value) for t in flat
+            )  # report["reasons"][i] = …
             if any(is_key(t, ("verdict", "reasons")) for t in flat) or sliced or mutates:
                 found.append(f"{path.relative_to(gate)}:{node.lineno}")
     return sorted(found, key=lambda at: (at.rsplit(":", 1)[0], int(at.rsplit(":", 1)[1])))
@@ -370,7 +411,19 @@ def test_a_planted_verdict_writer_is_seen(tmp_path):
 
 
 #: The report's sections that an analysis returns and ``gate/assemble.py`` alone puts in.
-SECTIONS = ("schema", "usage", "surface", "warnings", "dependencies", "beyond_contracts_s", "speed", "upstream_tests", "team_run", "scope", "attribution")
+SECTIONS = (
+    "schema",
+    "usage",
+    "surface",
+    "warnings",
+    "dependencies",
+    "beyond_contracts_s",
+    "speed",
+    "upstream_tests",
+    "team_run",
+    "scope",
+    "attribution",
+)
 
 
 def section_writers(gate: Path = GATE) -> list[str]:
@@ -383,12 +436,21 @@ def section_writers(gate: Path = GATE) -> list[str]:
         if where == "assemble.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                else []
+            )
             keys = [
                 e.slice.value
                 for t in targets
                 for e in (t.elts if isinstance(t, ast.Tuple) else [t])
-                if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name) and e.value.id == "report" and isinstance(e.slice, ast.Constant)
+                if isinstance(e, ast.Subscript)
+                and isinstance(e.value, ast.Name)
+                and e.value.id == "report"
+                and isinstance(e.slice, ast.Constant)
             ]
             if (
                 isinstance(node, ast.Call)
@@ -415,7 +477,9 @@ def test_a_planted_section_writer_is_seen(tmp_path):
     gate = tmp_path / "gate"
     (gate / "team_run").mkdir(parents=True)
     (gate / "assemble.py").write_text('def f(report, s):\n    report["surface"] = s\n')
-    (gate / "team_run" / "judging.py").write_text('def f(report, t):\n    report["team_run"] = t\n    report["speed"] = t\n')
+    (gate / "team_run" / "judging.py").write_text(
+        'def f(report, t):\n    report["team_run"] = t\n    report["speed"] = t\n'
+    )
     (gate / "unseen.py").write_text(
         'def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n    report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n'
     )

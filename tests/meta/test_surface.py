@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.surface import public_api  # noqa: E402
+from optax_gate.gate.surface import public_api
 
 BASE_SRC = '''\
 """Private implementation (a folder without __init__.py, like optax/_src)."""

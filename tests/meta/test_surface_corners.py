@@ -14,7 +14,15 @@ from optax_gate.kit.surface.calls import CALLS
 
 
 def _row(cid, detail, api):
-    return {"id": cid, "api": api, "change": "changed", "detail": detail, "kind": "snapshot", "baseline": "passed", "candidate": "failed"}
+    return {
+        "id": cid,
+        "api": api,
+        "change": "changed",
+        "detail": detail,
+        "kind": "snapshot",
+        "baseline": "passed",
+        "candidate": "failed",
+    }
 
 
 def test_every_tree_utility_has_a_grid_or_a_reason():
@@ -26,20 +34,49 @@ def test_every_tree_utility_has_a_grid_or_a_reason():
 
 
 def test_grid_tables_are_data():
-    assert {form for _, form, _ in trees.TREE_CALLS} <= {"tree", "two", "scalar_tree", "add_scale", "clip", "cast", "where"}
+    assert {form for _, form, _ in trees.TREE_CALLS} <= {
+        "tree",
+        "two",
+        "scalar_tree",
+        "add_scale",
+        "clip",
+        "cast",
+        "where",
+    }
     assert all(dtype in ("float32", "int32", "bfloat16") for leaves, _ in trees.TREES.values() for dtype, _ in leaves)
     assert {len(shape) for dtype, shape in trees.TREES["ranks_0_5"][0]} == set(range(6))
-    assert set(wrappers.WRAPPERS) >= {"optax.MultiSteps", "optax.inject_hyperparams", "optax.masked", "optax.chain", "optax.apply_if_finite"}
-    assert any("mu_dtype" in kw for _, kw in wrappers.INNERS.values()) and set(wrappers.PARAM_DTYPES) == {"float32", "bfloat16", "float16", "complex64"}
+    assert set(wrappers.WRAPPERS) >= {
+        "optax.MultiSteps",
+        "optax.inject_hyperparams",
+        "optax.masked",
+        "optax.chain",
+        "optax.apply_if_finite",
+    }
+    assert any("mu_dtype" in kw for _, kw in wrappers.INNERS.values()) and set(wrappers.PARAM_DTYPES) == {
+        "float32",
+        "bfloat16",
+        "float16",
+        "complex64",
+    }
     # every pair of the floating dtypes in one tree, and float32 with complex64 (issue 56: a mixed tree and a complex one)
     pairs = {frozenset(wrappers.SHORT[x] for x in d.split("+")) for d in wrappers.MIXED_DTYPES}
-    assert pairs == {frozenset(p) for p in (("float32", "bfloat16"), ("float32", "float16"), ("bfloat16", "float16"), ("float32", "complex64"))}
+    assert pairs == {
+        frozenset(p)
+        for p in (("float32", "bfloat16"), ("float32", "float16"), ("bfloat16", "float16"), ("float32", "complex64"))
+    }
 
 
 def test_a_corner_drift_is_one_finding_across_apis():
     """tree max and min raising on an empty leaf in the baseline and returning a value now: one cause."""
     detail = "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] -0.920853; corner.only_empty: raises ValueError -> ok python float -inf"
-    rows = [_row(f"tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.{n}]", detail, f"optax.tree.{n}") for n in ("max", "min")]
+    rows = [
+        _row(
+            f"tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.{n}]",
+            detail,
+            f"optax.tree.{n}",
+        )
+        for n in ("max", "min")
+    ]
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
     assert found["cause"] == (
@@ -52,7 +89,15 @@ def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words():
     """A threshold corner (``kit.corners.thresholds``) is named by its point, glossed, and its line's
     fields are said in words (``grad 0,0`` -> ``gradient [0, 0]``)."""
     detail = "snapshot drift: corner.at: ok value 5 grad 0,0 -> ok value 1.4142135 grad 0,0"
-    (found,) = findings.group([_row("tests/contracts/test_surface_corners_thresholds.py::test_threshold_corners[optax.safe_norm]", detail, "optax.safe_norm")])
+    (found,) = findings.group(
+        [
+            _row(
+                "tests/contracts/test_surface_corners_thresholds.py::test_threshold_corners[optax.safe_norm]",
+                detail,
+                "optax.safe_norm",
+            )
+        ]
+    )
     assert found["cause"] == (
         "at corner `at` (the quantity exactly at its threshold) the outcome differs: ok (value 5, gradient [0, 0]) in the "
         "baseline, ok (value 1.4142135, gradient [0, 0]) now"
@@ -78,24 +123,38 @@ def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_stat
             "optax.adam",
         ),
         _row(
-            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.sgd]", detail("f32x2,i32x1", "f32x2", "bf16x2,i32x1", "bf16x2"), "optax.sgd"
+            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.sgd]",
+            detail("f32x2,i32x1", "f32x2", "bf16x2,i32x1", "bf16x2"),
+            "optax.sgd",
         ),
         _row(
-            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.lion]", detail("f32x6,i32x2", "f32x4", "f32x6,i32x2", "f16x4"), "optax.lion"
+            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.lion]",
+            detail("f32x6,i32x2", "f32x4", "f32x6,i32x2", "f16x4"),
+            "optax.lion",
         ),
     ]
     nonfinite = detail("f32x9,i32x2", "f32x5", "bf16x5,f32x4,i32x2", "bf16x5").replace("ok u", "non-finite u")
-    rows.append(_row("test_surface_corners_injected.py::test_injected_hyperparameters[optax.amsgrad]", nonfinite, "optax.amsgrad"))
+    rows.append(
+        _row(
+            "test_surface_corners_injected.py::test_injected_hyperparameters[optax.amsgrad]", nonfinite, "optax.amsgrad"
+        )
+    )
     one, other = findings.group(rows)  # non-finite in both, the same dtypes gained: the same move
     assert one["apis"] == ["optax.adam", "optax.amsgrad", "optax.sgd"] and other["apis"] == ["optax.lion"]
     # a drifted row says each corner's record in words, the one cut short as such
     row_words = drift.drift_words(drift.parse_drift(rows[0]["detail"]))
-    assert "`corner.inject=bfloat16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 leaves" in row_words
+    assert (
+        "`corner.inject=bfloat16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 leaves"
+        in row_words
+    )
     assert row_words.endswith(
         "`corner.inject=float16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 leaves; hyperparameters: 5 float32 leaves) → (cut short)"
     )
     assert one["cause"].endswith("now (other corners differing too: `inject=float16`)")
-    assert "(built through `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, float32 params)" in one["cause"]
+    assert (
+        "(built through `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, float32 params)"
+        in one["cause"]
+    )
 
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
@@ -105,7 +164,7 @@ def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
     short message stays whole."""
     from optax_gate.gate.base import drift
 
-    assert drift.RECORDED_MESSAGE_LIMIT == outcome.message.__defaults__[0]
+    assert outcome.message.__defaults__[0] == drift.RECORDED_MESSAGE_LIMIT
     old = outcome.message(AssertionError("[Chex] Assertion assert_type failed: Error in type compatibility check"))
     new = outcome.message(TypeError("Expected the input to have a dtype that is a subdtype of floating"))
     assert len(old) == len(new) == drift.RECORDED_MESSAGE_LIMIT
@@ -117,7 +176,9 @@ def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
         )
     ]
     (found,) = findings.group(rows)
-    assert found["cause"] == (f'at corner `int_inputs/error` the outcome differs: "{old}…" in the baseline, "{new}…" now')
+    assert found["cause"] == (
+        f'at corner `int_inputs/error` the outcome differs: "{old}…" in the baseline, "{new}…" now'
+    )
     words = drift.drift_words(drift.parse_drift(rows[0]["detail"]))
     assert f'the message "{old}…" → "{new}…"' in words and "budget" not in words, words
     assert drift.recorded_message("Shape mismatch") == '"Shape mismatch"'
@@ -148,7 +209,11 @@ def test_every_schedule_has_a_grid_or_a_reason():
     assert set(schedules.SCHEDULE_LEFT_OUT) <= swept and all(schedules.SCHEDULE_LEFT_OUT.values())
     assert {len(values) for values in schedules.SCHEDULE_PARAMS.values()} <= {1, 2, 3}
     assert all(why for values in schedules.SCHEDULE_PARAMS.values() for _, why in values)
-    assert schedules.SCHEDULE_MODES == ("int", "int32", "jit") and 0 in schedules.SCHEDULE_STEPS and 1 in schedules.SCHEDULE_STEPS
+    assert (
+        schedules.SCHEDULE_MODES == ("int", "int32", "jit")
+        and 0 in schedules.SCHEDULE_STEPS
+        and 1 in schedules.SCHEDULE_STEPS
+    )
 
 
 def _sweep(monkeypatch, inputs):
@@ -243,7 +308,9 @@ def test_a_corner_that_cannot_be_built_is_one_line(monkeypatch):
     from optax_gate.kit.surface import build as surface_build
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: _fake_schedule)
-    out = schedules.schedule_outcomes("fake.schedule", "transition_steps=-1", {"init_value": 1.0, "transition_steps": -1})
+    out = schedules.schedule_outcomes(
+        "fake.schedule", "transition_steps=-1", {"init_value": 1.0, "transition_steps": -1}
+    )
     assert out == {"transition_steps=-1": "build ValueError", "transition_steps=-1/error": "negative"}
 
 
@@ -258,7 +325,9 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
         raise AssertionError("not built")
 
     monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
-    monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx", surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",)))
+    monkeypatch.setitem(
+        surface_table.TRANSFORMATIONS, "fake.tx", surface_table.Entry("fake.tx", args={"flag": True}, needs=("value",))
+    )
     corners = transformations.transformation_corners("fake.tx")
     assert list(corners) == [
         "hyper=float32",
@@ -277,21 +346,32 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     assert corners["conv_kernels"] == ({"__tree__": "conv_kernels"}, "float32", None)
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
-    assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {"learning_rate": 0.1, "b1": 0.9}
+    assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {
+        "learning_rate": 0.1,
+        "b1": 0.9,
+    }
     weak = outcome.hyper_form(0.9, "weak")
     assert weak.dtype.name == "float32" and weak.weak_type and not outcome.hyper_form(0.9, "float16").weak_type
     numpy_scalar = outcome.hyper_form(0.9, "numpy_float32")
-    assert type(numpy_scalar).__module__ == "numpy" and numpy_scalar.dtype.name == "float32" and numpy_scalar.shape == ()
+    assert (
+        type(numpy_scalar).__module__ == "numpy" and numpy_scalar.dtype.name == "float32" and numpy_scalar.shape == ()
+    )
 
 
 def test_every_transformation_has_a_grid_or_a_reason():
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     paths = set(transformations.transformation_paths())
-    assert not paths & set(transformations.TRANSFORMATION_LEFT_OUT) and set(transformations.TRANSFORMATION_LEFT_OUT) <= set(TRANSFORMATIONS)
-    assert paths | set(transformations.TRANSFORMATION_LEFT_OUT) | {p for p, e in TRANSFORMATIONS.items() if e.left_out} == set(TRANSFORMATIONS)
+    assert not paths & set(transformations.TRANSFORMATION_LEFT_OUT) and set(
+        transformations.TRANSFORMATION_LEFT_OUT
+    ) <= set(TRANSFORMATIONS)
+    assert paths | set(transformations.TRANSFORMATION_LEFT_OUT) | {
+        p for p, e in TRANSFORMATIONS.items() if e.left_out
+    } == set(TRANSFORMATIONS)
     assert all(transformations.TRANSFORMATION_LEFT_OUT.values()) and all(transformations.OPTIONS_LEFT_OUT.values())
-    assert outcome.HYPER_FORMS == ("float32", "bfloat16", "float16", "weak", "numpy_float32") and sorted(transformations.VALUE_CORNERS) == [-1.0, 0.0, 1.0]
+    assert outcome.HYPER_FORMS == ("float32", "bfloat16", "float16", "weak", "numpy_float32") and sorted(
+        transformations.VALUE_CORNERS
+    ) == [-1.0, 0.0, 1.0]
 
 
 def test_the_grids_defects_are_in_their_recorded_snapshots():
@@ -324,7 +404,13 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     assert "state: " in findings.outcome_words(real) and " float32 " in findings.outcome_words(real)
     detail = "snapshot drift: corner.bias_correction_mu=False: absent -> ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1"
     (found,) = findings.group(
-        [_row("tests/contracts/test_surface_corners_transformations.py::test_transformation_corners[optax.amsgrad]", detail, "optax.amsgrad")]
+        [
+            _row(
+                "tests/contracts/test_surface_corners_transformations.py::test_transformation_corners[optax.amsgrad]",
+                detail,
+                "optax.amsgrad",
+            )
+        ]
     )
     assert found["cause"] == (
         "at corner `bias_correction_mu=False` the outcome differs: not recorded in the baseline, ok (updates "
@@ -333,7 +419,10 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     assert findings.outcome_words("raises ValueError") == "raises ValueError"
     # a corner added in the candidate: its drifted row says the record in words too
     row_words = drift.drift_words(drift.parse_drift(detail))
-    assert "`corner.bias_correction_mu=False` added (ok (updates float32, norm 0.03" in row_words and "|u|" not in row_words, row_words
+    assert (
+        "`corner.bias_correction_mu=False` added (ok (updates float32, norm 0.03" in row_words
+        and "|u|" not in row_words
+    ), row_words
 
 
 def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():
@@ -366,7 +455,9 @@ def test_a_schedule_corner_outcome_is_said_in_words():
     assert findings.outcome_words("ok py float64 0.04 0.1043 0.28 4e-06 4e-06") == (
         f"ok (a NumPy float64 scalar at steps {steps}: 0.04, 0.1043, 0.28, 4e-06, 4e-06)"
     )
-    assert findings.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith("non-finite (a weakly typed float32 array")
+    assert findings.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith(
+        "non-finite (a weakly typed float32 array"
+    )
     assert findings.outcome_words("build TypeError") == "build TypeError"
 
 
@@ -376,12 +467,17 @@ def test_a_sharded_corner_outcome_is_said_in_words():
     line is the baseline's own recorded one for ``optax.adam`` (read from its snapshot file)."""
     import yaml
 
-    path = Path(__file__).parents[2] / "tests/contracts/multidevice/test_surface_sharded/test_sharded_corners_optax_adam_.yml"
+    path = (
+        Path(__file__).parents[2]
+        / "tests/contracts/multidevice/test_surface_sharded/test_sharded_corners_optax_adam_.yml"
+    )
     line = yaml.safe_load(path.read_text(encoding="utf-8"))["corner.sharded_jit"]
     said = findings.outcome_words(line)
     assert said.startswith("ok (updates replicated / over model / over data x model; state: "), said
     assert said.endswith("; the same values as on one device)") and "leaves over data x model" in said, said
-    assert findings.outcome_words("ok u m s 1devx2 other values") == ("ok (updates over model; state: 2 leaves on one device; other values than on one device)")
+    assert findings.outcome_words("ok u m s 1devx2 other values") == (
+        "ok (updates over model; state: 2 leaves on one device; other values than on one device)"
+    )
     assert findings.outcome_words("ok u _dm s _dmx2,repx12 1dev raises TypeError") == (
         "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; on one device it raises TypeError)"
     )
@@ -399,7 +495,9 @@ def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
         "corner.sharded_eager/one_device": "1dev raises ConcretizationTypeError",
     }
     assert all(len(k) + 2 + len(v) < 80 for k, v in out.items())
-    assert surface_sharded.fit("corner.sharded_jit", "ok u rep s none same") == {"corner.sharded_jit": "ok u rep s none same"}
+    assert surface_sharded.fit("corner.sharded_jit", "ok u rep s none same") == {
+        "corner.sharded_jit": "ok u rep s none same"
+    }
     assert findings.outcome_words(out["corner.sharded_eager"]).startswith("ok (updates replicated / over model")
 
 
@@ -409,7 +507,9 @@ def test_every_recorded_sharded_line_stays_under_80_characters():
     the baseline's sharded snapshots, key and value, is shorter than 80 characters."""
     folder = Path(__file__).parents[2] / "tests/contracts/multidevice/test_surface_sharded"
     lines = [line for f in sorted(folder.glob("*.yml")) for line in f.read_text(encoding="utf-8").splitlines()]
-    assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), max(lines, key=len)
+    assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), max(
+        lines, key=len
+    )
     assert findings.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"
 
 
@@ -420,9 +520,7 @@ def test_apis_that_stop_raising_under_sharding_are_one_finding():
     other values than on one device stays another."""
 
     def row(api, new):
-        detail = (
-            f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; corner.sharded_eager/error: Contracting dimensions are sharded -> absent"
-        )
+        detail = f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; corner.sharded_eager/error: Contracting dimensions are sharded -> absent"
         return _row(f"tests/contracts/multidevice/test_surface_sharded.py::test_sharded_corners[{api}]", detail, api)
 
     found = findings.group(
@@ -441,7 +539,7 @@ def test_the_dtype_variant_keys_follow_the_kit():
     dtype of ``surface_probe.VARIANT_DTYPES``, or a float16 drift would read as another cause."""
     from optax_gate.kit.surface import probe as surface_probe
 
-    assert findings.DTYPE_VARIANTS == tuple(f"init_update_{d}" for d in surface_probe.VARIANT_DTYPES)
+    assert tuple(f"init_update_{d}" for d in surface_probe.VARIANT_DTYPES) == findings.DTYPE_VARIANTS
 
 
 def test_range_values_follow_the_hyperparameters_kind():
@@ -473,4 +571,6 @@ def test_an_int_default_of_a_float_annotated_hyperparameter_is_swept_as_a_float(
     monkeypatch.setattr(surface_build, "resolve", lambda path: factory)
     monkeypatch.setitem(surface_table.TRANSFORMATIONS, "fake.tx", surface_table.Entry("fake.tx"))
     found = ranges.hyperparameters("fake.tx")
-    assert found == {"alpha": 100.0, "patience": 10} and type(found["alpha"]) is float and type(found["patience"]) is int
+    assert (
+        found == {"alpha": 100.0, "patience": 10} and type(found["alpha"]) is float and type(found["patience"]) is int
+    )

@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_pinned_baseline_generates_nothing():
     """At optax 0.2.6 the hand-written tables know every public callable."""
-    made, transformations, calls = surface_generated.generate(surface_enum.public_callables(), surface_generated.hand_written())
+    made, transformations, calls = surface_generated.generate(
+        surface_enum.public_callables(), surface_generated.hand_written()
+    )
     assert (made.kinds, made.aliases, made.left_out, transformations, calls) == ({}, {}, {}, {}, {})
 
 
@@ -58,7 +60,9 @@ def _factory(doc: str, annotation=None):
 
 
 def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformation():
-    monitor_like = _factory("Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that captures measurements.\n")
+    monitor_like = _factory(
+        "Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that captures measurements.\n"
+    )
     assert surface_generated.kind_of(["optax.monitor_like"], monitor_like) == "transformation"
     plain = _factory("A helper.\n\nReturns:\n  A number.\n")
     assert surface_generated.kind_of(["optax.helper"], plain) == "other"
@@ -67,7 +71,12 @@ def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformati
 
 def test_a_new_path_of_a_known_object_is_an_alias_and_a_new_object_is_generated():
     known_obj, new_obj = _factory("Known."), _factory("New.\n\nReturns:\n  A GradientTransformation.\n")
-    public = {"optax.known": known_obj, "optax.transforms.known": known_obj, "optax.new": new_obj, "optax.transforms.new": new_obj}
+    public = {
+        "optax.known": known_obj,
+        "optax.transforms.known": known_obj,
+        "optax.new": new_obj,
+        "optax.transforms.new": new_obj,
+    }
     made, transformations, calls = surface_generated.generate(public, {"optax.known": "optax.known"})
     assert made.aliases == {"optax.transforms.known": "optax.known", "optax.transforms.new": "optax.new"}
     assert list(transformations) == ["optax.new"] and transformations["optax.new"].generated
@@ -78,8 +87,12 @@ def test_a_required_parameter_with_no_value_by_name_is_left_out_with_its_name():
     def needs_fun(fun, microbatch_size):
         return fun
 
-    made, transformations, calls = surface_generated.generate({"optax.needs_fun": needs_fun}, {})
-    assert not calls and "`fun`" in made.left_out["optax.needs_fun"] and "microbatch_size" not in made.left_out["optax.needs_fun"]
+    made, _transformations, calls = surface_generated.generate({"optax.needs_fun": needs_fun}, {})
+    assert (
+        not calls
+        and "`fun`" in made.left_out["optax.needs_fun"]
+        and "microbatch_size" not in made.left_out["optax.needs_fun"]
+    )
 
 
 def test_an_api_contracted_by_hand_is_neither_generated_nor_left_out(monkeypatch):
@@ -143,7 +156,12 @@ def pytest_configure(config):
 
 def _contracts(tmp_path, snapshots, record=False, mutate=False):
     env = {k: v for k, v in os.environ.items() if k not in (baseline_snapshots.SNAPSHOT_DIR, baseline_snapshots.RECORD)}
-    env.update({baseline_snapshots.SNAPSHOT_DIR: str(snapshots), "PYTHONPATH": os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])})
+    env.update(
+        {
+            baseline_snapshots.SNAPSHOT_DIR: str(snapshots),
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")]),
+        }
+    )
     if record:
         env[baseline_snapshots.RECORD] = "1"
     if mutate:
@@ -179,11 +197,16 @@ def test_generated_contracts_record_at_the_baseline_and_fail_when_the_behaviour_
     snapshots = tmp_path / "snapshots"
     recorded = _contracts(tmp_path, snapshots, record=True)
     assert recorded.returncode == 0, recorded.stdout[-3000:]
-    assert "13 passed" in recorded.stdout  # 10 protocol properties, the trajectory, the non-finite/state and edge records
+    assert (
+        "13 passed" in recorded.stdout
+    )  # 10 protocol properties, the trajectory, the non-finite/state and edge records
     assert any(snapshots.rglob("test_trajectory_optax_lion_.npz"))
     assert _contracts(tmp_path, snapshots).returncode == 0
     moved = _contracts(tmp_path, snapshots, mutate=True)
-    assert moved.returncode == 1 and "FAILED tests/contracts/test_surface_transformations.py::test_trajectory[optax.lion]" in moved.stdout
+    assert (
+        moved.returncode == 1
+        and "FAILED tests/contracts/test_surface_transformations.py::test_trajectory[optax.lion]" in moved.stdout
+    )
     # with no recorded baseline (the API is new in this environment) its snapshots are skipped as new
     new = _contracts(tmp_path, tmp_path / "nothing-recorded")
     assert new.returncode == 0 and "new: optax.lion has generated contracts, and no snapshot" in new.stdout
@@ -230,7 +253,15 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
     new = [dict(rows[0], baseline=None, change="new")]
     assert "1 APIs new in the candidate, 1 contracts run only there" in generated_section.lines({"contracts": new})[0]
     # beside hand-written contracts of another new API, the counts say of how many (the `new` finding's)
-    hand = {"id": "t::test_y[optax.micro]", "api": "optax.micro", "guide": "docs: y", "baseline": None, "candidate": "passed", "change": "new", "detail": ""}
+    hand = {
+        "id": "t::test_y[optax.micro]",
+        "api": "optax.micro",
+        "guide": "docs: y",
+        "baseline": None,
+        "candidate": "passed",
+        "change": "new",
+        "detail": "",
+    }
     line = generated_section.lines({"contracts": [*new, hand, dict(hand, id="t::test_z[optax.micro]")]})[0]
     assert "1 APIs new in the candidate, 1 of the 3 contracts that run only in the candidate" in line, line
     assert "report_generated.lines(report)" in Path(markdown.__file__).read_text()  # the page shows it
@@ -254,10 +285,27 @@ def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_
 
     monkeypatch.setattr(unseen.public_api, "cached_surface", lambda site, packages: {})
     monkeypatch.setattr(
-        unseen.public_api, "diff", lambda old, new: [row("optax.contrib.dpsgd"), row("optax.dpsgd"), dict(row("optax.other"), where="optax/_src/x.py:1")]
+        unseen.public_api,
+        "diff",
+        lambda old, new: [
+            row("optax.contrib.dpsgd"),
+            row("optax.dpsgd"),
+            dict(row("optax.other"), where="optax/_src/x.py:1"),
+        ],
     )
     section = unseen.surface_section(tmp_path, tmp_path, ("optax",), None, {"optax.contrib.dpsgd"})
-    assert {r["path"]: r["verdict"] for r in section["rows"]} == {"optax.contrib.dpsgd": "broken", "optax.dpsgd": "broken", "optax.other": "changed"}
+    assert {r["path"]: r["verdict"] for r in section["rows"]} == {
+        "optax.contrib.dpsgd": "broken",
+        "optax.dpsgd": "broken",
+        "optax.other": "changed",
+    }
     assert "optax.transforms.known" in unseen._contracted(
-        {"contracts": [{"id": "tests/contracts/test_surface_sweep.py::test_known[optax.transforms.known]", "api": "optax.known"}]}
+        {
+            "contracts": [
+                {
+                    "id": "tests/contracts/test_surface_sweep.py::test_known[optax.transforms.known]",
+                    "api": "optax.known",
+                }
+            ]
+        }
     )

@@ -13,11 +13,13 @@ def test_baseline_optax_matches_the_lock():
     """``BASELINE_OPTAX`` decides where an unknown public name fails (the
     baseline) and where it is ``new, not contracted``: it must be the locked optax."""
     pinned = re.search(r"^optax==(\S+)", (ROOT / "requirements-lock.txt").read_text(), re.M).group(1)
-    assert surface_table.BASELINE_OPTAX == pinned
+    assert pinned == surface_table.BASELINE_OPTAX
 
 
 def test_no_path_is_in_two_tables_and_every_left_out_has_a_reason():
-    transformations = set(surface_table.TRANSFORMATIONS) | {a for e in surface_table.TRANSFORMATIONS.values() for a in e.aliases}
+    transformations = set(surface_table.TRANSFORMATIONS) | {
+        a for e in surface_table.TRANSFORMATIONS.values() for a in e.aliases
+    }
     calls = set(surface_calls.CALLS) | {a for _, aliases, _ in surface_calls.CALLS.values() for a in aliases}
     assert not transformations & calls
     assert not (transformations | calls) & set(surface_calls.LEFT_OUT)

@@ -12,11 +12,9 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.surface import public_api
-
 from optax_gate.gate.diffs import unseen
-
-from optax_gate.gate.team_code import usage  # noqa: E402
+from optax_gate.gate.surface import public_api
+from optax_gate.gate.team_code import usage
 
 BASE = '''\
 import warnings
@@ -164,11 +162,16 @@ def test_a_deprecation_new_in_the_candidate_is_a_row(rows):
 def test_usage_names_the_teams_call_sites_of_newly_deprecated_apis(tmp_path, rows):
     team = tmp_path / "team"
     team.mkdir()
-    (team / "train.py").write_text("import optax\nfrom optax import dep2\n\noptax.dep1(1)\ny = dep2(2)\noptax.warned(3)\n")
+    (team / "train.py").write_text(
+        "import optax\nfrom optax import dep2\n\noptax.dep1(1)\ny = dep2(2)\noptax.warned(3)\n"
+    )
     base, cand = tmp_path / "base", tmp_path / "cand"
     section = unseen.surface_section(base, cand, ("optax",), usage.scan([team], base=team), contracted=set())
     got = {r["path"]: (r["verdict"], r["uses"]) for r in section["rows"] if r["change"] == "deprecated"}
-    assert got["optax.dep1"] == ("changed", ["train.py:4: calls optax.dep1; deprecated in the candidate (@deprecated('use same'))"])
+    assert got["optax.dep1"] == (
+        "changed",
+        ["train.py:4: calls optax.dep1; deprecated in the candidate (@deprecated('use same'))"],
+    )
     assert got["optax.dep2"] == (
         "changed",
         [

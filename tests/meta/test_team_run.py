@@ -26,13 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.judge import compare
-from optax_gate.gate.team_run import divergence, ensemble, recording
-from optax_gate.gate.team_run import leaves
-from optax_gate.gate.team_run import judging, reused
 from optax_gate.gate import assemble
-from optax_gate.gate.team_code import scope
+from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.team_code import scope
+from optax_gate.gate.team_run import divergence, ensemble, judging, leaves, recording, reused
 from optax_gate.kit import tolerances
 
 TEAMS = Path(__file__).parent / "teams"
@@ -149,7 +147,9 @@ def record(folder: Path, command: str, trace: Path | None) -> subprocess.Complet
     return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("name, command", [("tiny", "python train.py 3 --out w.npy"), ("f32", "python train.py --steps 3 --out params.npz")])
+@pytest.mark.parametrize(
+    "name, command", [("tiny", "python train.py 3 --out w.npy"), ("f32", "python train.py --steps 3 --out params.npz")]
+)
 def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, command):
     """The team's results (its saved params, bit for bit, and its printed
     losses: 9 significant digits, exact for float32) are the same with the
@@ -194,7 +194,7 @@ def test_recording_under_jit_records_each_step_values(tmp_path):
     last = runs[-1]["out"]["leaves"][0]
     assert last["dtype"] == "float32" and last["shape"] == [4]
     assert leaves.decode(last) == np.load(folder / "w.npy").tolist()
-    update = [o for o in observed if o["site"] == line_of(folder, "tx.update(") and o["phase"] == "run"][0]
+    update = next(o for o in observed if o["site"] == line_of(folder, "tx.update(") and o["phase"] == "run")
     grads, updates = leaves.decode(update["in"][0]), leaves.decode(update["out"]["leaves"][0])
     assert updates == [float(np.float32(-0.1) * np.float32(g)) for g in grads]
 
@@ -209,7 +209,11 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     update = line_of(folder, "tx.update(")
-    assert result["first"]["site"] == update and result["first"]["occurrence"] == 1 and "values" in result["first"]["kinds"]
+    assert (
+        result["first"]["site"] == update
+        and result["first"]["occurrence"] == 1
+        and "values" in result["first"]["kinds"]
+    )
     assert result["first"]["role"] == "cause"
     assert result["sites"] == [update]
     step = line_of(folder, "= step(params, state)")
@@ -228,7 +232,9 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     from optax_gate.gate.report import team_run_section as report_team_run
 
     folder = team(tmp_path, "tiny")
-    spec = recording.RunSpec("python train.py 2 --eager", folder, 300)  # eager: the update's values are the program's own
+    spec = recording.RunSpec(
+        "python train.py 2 --eager", folder, 300
+    )  # eager: the update's values are the program's own
     one_ulp = candidate(tmp_path, "sgd-one-ulp")
     drifted = recording.run(spec, (PYTHON, one_ulp), tmp_path / "drifted")
     assert drifted["outcome"] == "same", drifted["reason"] or drifted["divergences"]
@@ -243,10 +249,14 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     jitted = recording.run(recording.RunSpec("python train.py 2", folder, 300), (PYTHON, one_ulp), tmp_path / "jitted")
     if jitted["within_budget"]["calls"]:
         assert jitted["within_budget"]["shadow_only"] and jitted["within_budget"]["kept_max_ulps"] is None, jitted
-        assert "every result your program gives is bit for bit the same" in "\n".join(report_team_run.section({"team_run": jitted, "findings": []}))
+        assert "every result your program gives is bit for bit the same" in "\n".join(
+            report_team_run.section({"team_run": jitted, "findings": []})
+        )
     same = recording.run(spec, (PYTHON, PYTHON), tmp_path / "same")
     assert same["outcome"] == "same" and same["within_budget"]["calls"] == 0, same["within_budget"]
-    assert "every result is bit for bit the same" in "\n".join(report_team_run.section({"team_run": same, "findings": []}))
+    assert "every result is bit for bit the same" in "\n".join(
+        report_team_run.section({"team_run": same, "findings": []})
+    )
 
 
 def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(tmp_path):
@@ -295,7 +305,14 @@ def _leaf(values, dtype="float32"):
 
     fmt = {"float32": "f", "int32": "i"}[dtype]
     raw = struct.pack(f"<{len(values)}{fmt}", *values)
-    return {"dtype": dtype, "shape": [len(values)], "n": len(values), "stride": 1, "data": base64.b64encode(raw).decode(), "sha256": str(hash(raw))}
+    return {
+        "dtype": dtype,
+        "shape": [len(values)],
+        "n": len(values),
+        "stride": 1,
+        "data": base64.b64encode(raw).decode(),
+        "sha256": str(hash(raw)),
+    }
 
 
 def _trace(folder: Path, events: list[dict]) -> Path:
@@ -341,9 +358,15 @@ def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
         _call("a.py:5", "optax.adam", "update", _leaf([9.0]), [_leaf([2.0 * far])]),
         _call("a.py:4", "optax.w", "call", _leaf([1.0])),
     ]
-    result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    result = divergence.compare(
+        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    )
     rows = [(d["site"], d["role"], d["kinds"]) for d in result["divergences"]]
-    assert rows == [("a.py:2", "cause", ["values"]), ("a.py:3", "consequence", ["values"]), ("a.py:4", "consequence", ["one side only"])]
+    assert rows == [
+        ("a.py:2", "cause", ["values"]),
+        ("a.py:3", "consequence", ["values"]),
+        ("a.py:4", "consequence", ["one side only"]),
+    ]
     assert result["first"]["site"] == "a.py:2" and result["sites"] == ["a.py:2"]
     assert 31 < result["first"]["max_ulps"] < 33
 
@@ -354,7 +377,15 @@ def _report(broken_api: str) -> dict:
             "label": "x",
             "status": "ran",
             "versions": {},
-            "contracts": {f"{broken_api}:golden": {"api": broken_api, "guide": "g", "kind": "golden", "outcome": outcome, "detail": "AssertionError: x"}},
+            "contracts": {
+                f"{broken_api}:golden": {
+                    "api": broken_api,
+                    "guide": "g",
+                    "kind": "golden",
+                    "outcome": outcome,
+                    "detail": "AssertionError: x",
+                }
+            },
         }
 
     return compare.compare(record("passed"), record("failed"))
@@ -420,11 +451,21 @@ def test_a_run_not_verified_makes_the_gate_not_verified():
     team = {
         **_team("not-verified"),
         "reason": "the team's run fails in the baseline (exit 1: RuntimeError: boom)",
-        "runs": [{"label": "baseline", "exit": 1, "seconds": 1.0, "tail": "Traceback\nRuntimeError: boom\n", "log": "team-run-baseline.log"}],
+        "runs": [
+            {
+                "label": "baseline",
+                "exit": 1,
+                "seconds": 1.0,
+                "tail": "Traceback\nRuntimeError: boom\n",
+                "log": "team-run-baseline.log",
+            }
+        ],
     }
     report = assemble.with_team_run(_report("optax.adam"), team)
     assert report["verdict"] == "not-verified"
-    assert report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: RuntimeError: boom)"
+    assert (
+        report["reasons"][0] == "--run not verified: the team's run fails in the baseline (exit 1: RuntimeError: boom)"
+    )
     text = report_markdown.render(report)
     assert "**Not verified**: the team's run fails in the baseline" in text
     assert "```\nTraceback\nRuntimeError: boom\n```" in text  # its output's tail
@@ -443,7 +484,9 @@ def test_the_action_run_input_becomes_gate_run(tmp_path, monkeypatch):
 
 def _validates(report: dict) -> None:
     """``report`` (its ``team_run`` included) validates against report.schema.json."""
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
     schema = json.loads((Path(recording.__file__).parents[1] / "report" / "report.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(report)), schema)
     bad = json.loads(json.dumps(report))
@@ -488,7 +531,10 @@ def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatc
         assert report["team_run"]["outcome"] == "diverged" and report["team_run"]["sites"] == ["train.py:3"]
         assert scale["scope"] == "yours"
         opening = text.split("\n## ", 2)[1]
-        assert opening.startswith("Your code") and "- `train.py:3` `optax.scale(...)(...)`: result[0]: 1.0 → 2.0" in opening
+        assert (
+            opening.startswith("Your code")
+            and "- `train.py:3` `optax.scale(...)(...)`: result[0]: 1.0 → 2.0" in opening
+        )
         assert f"[F{scale['number']}](#f{scale['number']})" in opening
         assert "## Your code" in summary
     else:
@@ -508,7 +554,11 @@ def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch
     env = recording.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
     assert env["PATH"].split(os.pathsep)[0] == str(tmp_path / ".nox/gate-envs/abc/bin")
     assert env["VIRTUAL_ENV"] == str(tmp_path / ".nox/gate-envs/abc")
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(recording.RECORDER_SITE), str(tmp_path / "team"), str(tmp_path / "team/src")]
+    assert env["PYTHONPATH"].split(os.pathsep) == [
+        str(recording.RECORDER_SITE),
+        str(tmp_path / "team"),
+        str(tmp_path / "team/src"),
+    ]
     assert env["OPTAX_GATE_TRACE"] == str(tmp_path / "evidence/trace")
 
 
@@ -533,7 +583,13 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
                 "apis": ["optax.MultiSteps"],
                 "cause": "optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter",
             },
-            {"number": 3, "change": "broken", "api": "optax.adam", "apis": ["optax.adam"], "cause": "state bfloat16 → float32"},
+            {
+                "number": 3,
+                "change": "broken",
+                "api": "optax.adam",
+                "apis": ["optax.adam"],
+                "cause": "state bfloat16 → float32",
+            },
         ],
         "team_run": {
             "sites": ["train.py:34"],
@@ -554,7 +610,10 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
         "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
         "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n"
     )
-    assert recording._why({"error": "", "exit": 1, "tail": tail}) == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
+    assert (
+        recording._why({"error": "", "exit": 1, "tail": tail})
+        == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
+    )
 
 
 def test_run_inputs_are_refused_before_anything_runs(tmp_path):
@@ -572,7 +631,9 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
         with pytest.raises(validate.InvalidInput, match=said):
             recording.check(command, run_dir, 60)
     assert recording.check(None, None, 60) is None
-    assert recording.check("python train.py", tmp_path, 60) == recording.RunSpec("python train.py", tmp_path.resolve(), 60)
+    assert recording.check("python train.py", tmp_path, 60) == recording.RunSpec(
+        "python train.py", tmp_path.resolve(), 60
+    )
 
 
 @pytest.mark.timeout(600)  # two --run comparisons
@@ -630,7 +691,9 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
     assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
     # the sixth trial: the float64 part, about other inputs, was said of a bfloat16 line: it is counted, not said
     assert "float64" not in words and words.endswith("(and 2 other changes of this finding)"), words
-    assert report_team_run._finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), words
+    assert report_team_run._finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), (
+        words
+    )
 
 
 def test_an_affected_line_names_the_commit_the_bisection_found():
@@ -650,8 +713,16 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
     }
     report = {
         "findings": [
-            {"number": 5, "cause": "optimizer state bfloat16 → float32", "bisect": [{"status": "found", "package": "optax", "commits": [commit]}]},
-            {"number": 6, "cause": "keyword-only", "bisect": [{"status": "range", "package": "optax", "commits": [commit] * 12, "skipped": {}}]},
+            {
+                "number": 5,
+                "cause": "optimizer state bfloat16 → float32",
+                "bisect": [{"status": "found", "package": "optax", "commits": [commit]}],
+            },
+            {
+                "number": 6,
+                "cause": "keyword-only",
+                "bisect": [{"status": "range", "package": "optax", "commits": [commit] * 12, "skipped": {}}],
+            },
             {"number": 7, "cause": "other", "bisect": [{"status": "not-bisected", "reason": "no contract"}]},
         ]
     }
@@ -726,7 +797,12 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
     report = {"verdict": "fail", "reasons": [], "notes": [], "summary": {}, "contracts": [], "findings": findings}
     report = assemble.with_team_run(report, _team("broke", causes))
     scopes = {f["cause"][:12]: f["scope"] for f in report["findings"]}
-    assert scopes == {"input checks": "elsewhere", "float64 resu": "elsewhere", "did not warn": "yours", "optimizer st": "yours"}, scopes
+    assert scopes == {
+        "input checks": "elsewhere",
+        "float64 resu": "elsewhere",
+        "did not warn": "yours",
+        "optimizer st": "yours",
+    }, scopes
     moved = next(f for f in report["findings"] if f["cause"].startswith("input checks"))
     assert "diverges there for another cause" in moved["scope_why"], moved
     assert report["verdict"] == "fail"
@@ -772,10 +848,17 @@ def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_p
     team = test_action.team_repo(tmp_path)
     proc, outputs = test_action.run_action(tmp_path, team, run="python nope.py")
     assert proc.returncode == 2 and outputs["verdict"] == "not-verified", proc.stdout + proc.stderr
-    report = json.loads(Path(outputs["report"]).with_name(Path(outputs["report"]).name.replace(".md", ".json")).read_text())
+    report = json.loads(
+        Path(outputs["report"]).with_name(Path(outputs["report"]).name.replace(".md", ".json")).read_text()
+    )
     assert report["team_run"]["outcome"] == "not-verified"
-    assert report["baseline"]["status"] != "ran" and report["candidate"]["status"] != "ran", (report["baseline"], report["candidate"])
-    assert report["baseline"]["reason"] == "not run: --run could not be verified, so no contract ran", report["baseline"]["reason"]
+    assert report["baseline"]["status"] != "ran" and report["candidate"]["status"] != "ran", (
+        report["baseline"],
+        report["candidate"],
+    )
+    assert report["baseline"]["reason"] == "not run: --run could not be verified, so no contract ran", report[
+        "baseline"
+    ]["reason"]
 
 
 def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_before_it(tmp_path):
@@ -786,11 +869,17 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     far = 1.0 + 2**-18  # 32 ULP
     base = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([1.0]), [_leaf([2.0])])]
     cand = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([two])])]
-    result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    result = divergence.compare(
+        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    )
     (row,) = result["divergences"]
-    assert row["kinds"] == ["values"] and any("inputs already differed by up to 2 ULP" in t for t in row["texts"]), row["texts"]
+    assert row["kinds"] == ["values"] and any("inputs already differed by up to 2 ULP" in t for t in row["texts"]), row[
+        "texts"
+    ]
     same_in = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([2.0])])]
-    (row,) = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", same_in)))["divergences"]
+    (row,) = divergence.compare(
+        divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", same_in))
+    )["divergences"]
     assert not any("inputs already differed" in t for t in row["texts"]), row["texts"]
 
 
@@ -804,7 +893,11 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
     (tmp_path / "tool").mkdir()
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "tool"))
     name = recording.user_names(tmp_path / "team")
-    assert name("train.py:34") == "../team/train.py:34" == f"{usage_files.display_name(tmp_path / 'team' / 'train.py', str(tmp_path / 'tool'))}:34"
+    assert (
+        name("train.py:34")
+        == "../team/train.py:34"
+        == f"{usage_files.display_name(tmp_path / 'team' / 'train.py', str(tmp_path / 'tool'))}:34"
+    )
     diff = {
         "first": {"site": "train.py:34", "call": "x"},
         "divergences": [{"site": "train.py:34"}, {"site": "lib/m.py:2"}],
@@ -819,7 +912,9 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
     assert diff["sites"] == ["train.py:34"]  # the recorder's names are left as they were
     assert recording.renamed(diff, None) is diff
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path / "team"))
-    assert recording.user_names(tmp_path / "team")("train.py:34") == "train.py:34"  # started in the team's folder: as before
+    assert (
+        recording.user_names(tmp_path / "team")("train.py:34") == "train.py:34"
+    )  # started in the team's folder: as before
 
 
 def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_cause():
@@ -891,26 +986,37 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     for f in findings:
         f["text"] = f["cause"]
     report = {**_report("optax.adam"), "findings": findings}
-    report = assemble.with_team_run(report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]})
+    report = assemble.with_team_run(
+        report, {**_team("broke", causes), "called": ["train.py:18", "train.py:21", "train.py:33", "train.py:34"]}
+    )
     _validates(report)
     by_cause = {f["cause"][:12]: f for f in report["findings"]}
     checks, delta, state = by_cause["input checks"], by_cause["did not warn"], by_cause["optimizer st"]
     assert checks["scope"] == "elsewhere" and delta["scope"] == "yours" and state["scope"] == "yours"
     line = your_code_line.suffix(checks)
     assert note not in line and "API surface" not in line, line
-    assert f"your run diverges here for another cause, explained by [F{delta['number']}](#f{delta['number']})" in line, line
+    assert (
+        f"your run diverges here for another cause, explained by [F{delta['number']}](#f{delta['number']})" in line
+    ), line
     assert note in your_code_line.suffix(delta)
     assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in your_code_line.suffix(state)
     assert "your run diverges" not in your_code_line.suffix({**checks, "your_code_run": {}, "run_sites": []})
     # the third trial: a line the run reaches without a difference, and one it does not reach, said so too
-    assert "`train.py:18` (your run calls it here and computes the same, up to its failure)" in line, line  # no line named
+    assert "`train.py:18` (your run calls it here and computes the same, up to its failure)" in line, (
+        line
+    )  # no line named
     assert "`nb.ipynb:code cell 2:3` (your run does not reach this line)" in line, line
 
     def fresh(f):
-        return {**{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")}, "your_code_notes": {"train.py:21": note}}
+        return {
+            **{k: v for k, v in f.items() if k not in ("scope", "scope_why", "your_code_run", "run_sites")},
+            "your_code_notes": {"train.py:21": note},
+        }
 
     old = {**_report("optax.adam"), "findings": [fresh(checks), fresh(delta)]}
-    old = assemble.with_team_run(old, _team("broke", causes))  # a run recorded before its calls were: only where it diverges
+    old = assemble.with_team_run(
+        old, _team("broke", causes)
+    )  # a run recorded before its calls were: only where it diverges
     moved = next(f for f in old["findings"] if f["scope"] == "elsewhere")
     assert set(moved["your_code_run"]) == {"train.py:21"}, moved
 
@@ -980,7 +1086,9 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     )
     monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
     spec = recording.RunSpec("python train.py", tmp_path / "team", 60)
-    result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", name=recording.user_names(tmp_path / "team"))
+    result = recording.run(
+        spec, (Path(sys.executable),) * 2, tmp_path / "out", name=recording.user_names(tmp_path / "team")
+    )
     assert result["outcome"] == "same" and result["named_from"] == str(tmp_path / "project"), result
     assert result["called"] == ["../team/train.py:3"]  # where the run called Optax, named as the sites are
 
@@ -997,7 +1105,11 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     said = []
     (team_dir / "data").mkdir()
     (team_dir / "data" / "old.txt").write_text("old")
-    spec = recording.RunSpec("echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data", team_dir, 60)
+    spec = recording.RunSpec(
+        "echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data",
+        team_dir,
+        60,
+    )
     result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out", said.append)
     assert result["outcome"] == "not-verified"  # no Optax call recorded: the gate stops after the first run
     assert result["wrote"] == {
@@ -1009,24 +1121,40 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     }, result.get("wrote")
     assert (team_dir / "data" / "old.txt").read_text() == "old"  # deleted with its folder, put back
     assert (team_dir / "keep.txt").read_text() == "mine" and (team_dir / "keep.txt").stat().st_mtime_ns == 1_000_000_000
-    assert sorted(p.name for p in team_dir.iterdir()) == [".git", "data", "keep.txt"]  # out.txt and new/ are gone from the folder
+    assert sorted(p.name for p in team_dir.iterdir()) == [
+        ".git",
+        "data",
+        "keep.txt",
+    ]  # out.txt and new/ are gone from the folder
     assert (team_dir / ".git" / "HEAD").read_text() == "x\n"  # not looked at
     kept = tmp_path / "out" / "team-run-baseline-files"
     assert (kept / "out.txt").read_text() == "run\n" and (kept / "keep.txt").read_text() == "y\n"
     assert (kept / "new" / "deep" / "n.txt").read_text() == "n\n"
     assert not (tmp_path / "out" / "team-run-before").exists()  # the copies are removed once the runs are settled
     assert any(
-        "wrote 4 file(s)" in s and "data/old.txt, keep.txt, new/deep/n.txt, …" in s and "it is so again" in s and "team-run-baseline-files" in s for s in said
+        "wrote 4 file(s)" in s
+        and "data/old.txt, keep.txt, new/deep/n.txt, …" in s
+        and "it is so again" in s
+        and "team-run-baseline-files" in s
+        for s in said
     ), said
     from optax_gate.gate.report import team_run_section
 
     text = "\n".join(team_run_section.section({"team_run": result}))
-    assert "Your command wrote 4 file(s) in" in text and "`data/old.txt`, `keep.txt`, `new/deep/n.txt`, `out.txt`" in text, text
+    assert (
+        "Your command wrote 4 file(s) in" in text and "`data/old.txt`, `keep.txt`, `new/deep/n.txt`, `out.txt`" in text
+    ), text
     assert "the gate put it back after each: your own files are as they were" in text, text
     assert "`team-run-baseline-files/`" in text and "overwritten" not in text, text
-    old = {**result, "wrote": {"files": ["keep.txt"], "count": 1, "existed": ["keep.txt"]}}  # a report of before 2026-12-02
+    old = {
+        **result,
+        "wrote": {"files": ["keep.txt"], "count": 1, "existed": ["keep.txt"]},
+    }  # a report of before 2026-12-02
     text = "\n".join(team_run_section.section({"team_run": old}))
-    assert "They now hold the baseline run's output" in text and "existed before the gate and were overwritten: `keep.txt`" in text
+    assert (
+        "They now hold the baseline run's output" in text
+        and "existed before the gate and were overwritten: `keep.txt`" in text
+    )
     quiet = recording.run(recording.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
     assert "wrote" not in quiet
 
@@ -1038,7 +1166,9 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
 
     def run_once(spec, python, label, folder, extra_env=None):
         ckpt = team_dir / "ckpt.npz"
-        leaf = ones if ckpt.exists() and ckpt.read_text() in ("baseline", "baseline-repeat") else zeros  # a run's own output
+        leaf = (
+            ones if ckpt.exists() and ckpt.read_text() in ("baseline", "baseline-repeat") else zeros
+        )  # a run's own output
         (team_dir / "ckpt.npz").write_text(label)
         if label == interrupt_at:
             raise KeyboardInterrupt
@@ -1051,7 +1181,8 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
             "seconds": 0.1,
             "log": "x.log",
             "trace": _trace(
-                tmp_path / traces / label, [{**_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf, inputs=[leaf]), "phase": "call"}]
+                tmp_path / traces / label,
+                [{**_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf, inputs=[leaf]), "phase": "call"}],
             ).name,
         }
 
@@ -1076,16 +1207,23 @@ def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_tea
     # a checkpoint of the team's too large to keep a copy of: it is overwritten, and a run reads the one before it
     (team_dir / "ckpt.npz").write_text("the team's own")
     monkeypatch.setattr(recording.team_files, "KEPT_BYTES", 5)
-    result = recording.run(_resuming(tmp_path, monkeypatch, team_dir, traces="traces2"), (Path(sys.executable),) * 2, tmp_path / "o2")
+    result = recording.run(
+        _resuming(tmp_path, monkeypatch, team_dir, traces="traces2"), (Path(sys.executable),) * 2, tmp_path / "o2"
+    )
     assert result["outcome"] == "not-verified" and "not deterministic" in result["reason"], result["reason"]
-    assert "your command wrote ckpt.npz in its folder, too large for the gate to put back between the runs" in result["reason"]
+    assert (
+        "your command wrote ckpt.npz in its folder, too large for the gate to put back between the runs"
+        in result["reason"]
+    )
     assert "e+36" not in result["reason"] and "more than 1e+12 ULP" in result["reason"], result["reason"]
     assert "(within the budget)" not in result["reason"], result["reason"]
     assert result["wrote"]["not_restored"] == ["ckpt.npz"] and (team_dir / "ckpt.npz").read_text() == "baseline-repeat"
     from optax_gate.gate.report import team_run_section
 
     text = "\n".join(team_run_section.section({"team_run": result}))
-    assert "except 1 file(s) too large to keep a copy of (`ckpt.npz`): they hold the last run's output now" in text, text
+    assert "except 1 file(s) too large to keep a copy of (`ckpt.npz`): they hold the last run's output now" in text, (
+        text
+    )
 
 
 def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatch):
@@ -1093,7 +1231,11 @@ def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatc
     team_dir.mkdir()
     (team_dir / "ckpt.npz").write_text("the team's own")
     with pytest.raises(KeyboardInterrupt):
-        recording.run(_resuming(tmp_path, monkeypatch, team_dir, interrupt_at="candidate"), (Path(sys.executable),) * 2, tmp_path / "o")
+        recording.run(
+            _resuming(tmp_path, monkeypatch, team_dir, interrupt_at="candidate"),
+            (Path(sys.executable),) * 2,
+            tmp_path / "o",
+        )
     assert (team_dir / "ckpt.npz").read_text() == "the team's own"
     assert not (tmp_path / "o" / "team-run-before").exists()
 
@@ -1113,7 +1255,11 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
     assert recording._why(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
     from optax_gate.gate.report import team_run_section
 
-    team = {**_team("not-verified"), "reason": f"the team's run fails in the baseline ({recording._why(row)})", "runs": [row]}
+    team = {
+        **_team("not-verified"),
+        "reason": f"the team's run fails in the baseline ({recording._why(row)})",
+        "runs": [row],
+    }
     text = "\n".join(team_run_section.section({"team_run": team}))
     assert "traced in the baseline only (the gate stopped there)" in text and "both environments" not in text, text
 
@@ -1132,7 +1278,10 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
         "cause": "delta (parameter 3) is now keyword-only (was positional or keyword), default 1.0",
         "text": "x",
         "your_code": ["train.py:11", "train.py:20"],
-        "your_code_notes": {"train.py:11": "breaks: delta is keyword-only in the candidate", "train.py:20": "passes delta by keyword"},
+        "your_code_notes": {
+            "train.py:11": "breaks: delta is keyword-only in the candidate",
+            "train.py:20": "passes delta by keyword",
+        },
         "parts": [
             {"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []},
             {"section": "surface", "change": "broken", "cause": "y", "contracts": 0, "names": ["optax.huber_loss"]},
@@ -1157,7 +1306,10 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     ), report["reasons"]
     assert "where your code goes" not in report["reasons"][0]  # the sixth trial: it read as a contradiction
     _validates(report)
-    alone = {**finding, "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}]}  # no surface part: the run decides
+    alone = {
+        **finding,
+        "parts": [{"section": "contracts", "change": "broken", "cause": "x", "contracts": 1, "names": []}],
+    }  # no surface part: the run decides
     report = {**_report("optax.adam"), "findings": [alone]}
     report = assemble.with_team_run(report, {**_team("same"), "called": ["train.py:20"]})
     assert report["findings"][0]["scope"] == "elsewhere" and report["verdict"] == "pass"
@@ -1181,11 +1333,18 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
         "your_code": ["train.py:33", "train.py:39"],
     }
     report = {**_report("optax.adam"), "findings": [finding]}
-    team = {**_team("broke"), "raised_at": "train.py:21", "called": ["train.py:21", "train.py:33", "train.py:39"], "not_in_candidate": ["train.py:39"]}
+    team = {
+        **_team("broke"),
+        "raised_at": "train.py:21",
+        "called": ["train.py:21", "train.py:33", "train.py:39"],
+        "not_in_candidate": ["train.py:39"],
+    }
     report = assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
-    assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, line
+    assert "`train.py:33` (your run calls it here and computes the same, up to its failure at `train.py:21`)" in line, (
+        line
+    )
     assert "`train.py:39` (your run fails before this line in the candidate)" in line, line
 
 
@@ -1199,7 +1358,10 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     cache.mkdir()
     (cache / "entry").write_text("old")
     spec = recording.RunSpec(
-        "echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log", team_dir, 60, not_watched=(team_dir / "reports", cache)
+        "echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log",
+        team_dir,
+        60,
+        not_watched=(team_dir / "reports", cache),
     )
     result = recording.run(spec, (Path(sys.executable),) * 2, evidence)
     assert result["wrote"]["files"] == ["out.txt"], result["wrote"]
@@ -1245,19 +1407,29 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
     }
     report = assemble.with_team_run(_report("optax.MultiSteps"), dict(team))
     assert report["verdict"] == "fail"  # the state's memory and its checkpoint change: still the team's to know
-    assert report["reasons"][0].endswith("; in dtypes only: every value your run computes is the same"), report["reasons"]
+    assert report["reasons"][0].endswith("; in dtypes only: every value your run computes is the same"), report[
+        "reasons"
+    ]
     text = "\n".join(team_run_section.section(report))
     assert "**in dtypes only**: every differing call above computes the same values (0 ULP)" in text, text
-    assert "computes bit for bit the same at your other lines that call Optax: `train.py:21`, `train.py:22`, `train.py:28`" in text
+    assert (
+        "computes bit for bit the same at your other lines that call Optax: `train.py:21`, `train.py:22`, `train.py:28`"
+        in text
+    )
     # a value that differs, a call not bit-identical elsewhere, or a divergence not listed: no such claim
     valued = {**team, "divergences": [init, {**update, "kinds": ["values"], "max_ulps": 9.0}]}
     drift = {**team, "within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["train.py:28"]}}
     unlisted = {**team, "differing": 60}
     for other in (valued, drift, unlisted):
         report = assemble.with_team_run(_report("optax.MultiSteps"), dict(other))
-        assert "in dtypes only" not in report["reasons"][0] and "in dtypes only" not in "\n".join(team_run_section.section(report))
+        assert "in dtypes only" not in report["reasons"][0] and "in dtypes only" not in "\n".join(
+            team_run_section.section(report)
+        )
     text = "\n".join(team_run_section.section(assemble.with_team_run(_report("optax.MultiSteps"), dict(drift))))
-    assert "your other lines that call Optax: `train.py:21`, `train.py:22`" in text and "`train.py:28`" not in text.split("other lines")[1]
+    assert (
+        "your other lines that call Optax: `train.py:21`, `train.py:22`" in text
+        and "`train.py:28`" not in text.split("other lines")[1]
+    )
     assert judging.unchanged(unlisted) is None
 
 
@@ -1280,20 +1452,33 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
         _call("train.py:27", "optax.adamw", "update", _leaf([2.0 * (1 + 2**-21)]), [_leaf([one])]),
         _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0 * one]), [_leaf([2.0])]),
     ]
-    result = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    result = divergence.compare(
+        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    )
     within = result["within_budget"]
     assert result["differing"] == 0 and within["calls"] == 3, result
     assert within["first"] == {"site": "train.py:18", "call": "optax.l2_loss(...)", "inputs_differ": True}, within
     assert 1.9 < within["kept_max_ulps"] < 2.1 and within["max_ulps"] > within["kept_max_ulps"], within
     text = team_run_section._bits({"within_budget": within})
-    assert "the difference is born before any Optax call: the first that gives other results, `train.py:18`" in text, text
+    assert "the difference is born before any Optax call: the first that gives other results, `train.py:18`" in text, (
+        text
+    )
     assert "from code that is not an Optax call (JAX, e.g. jax.random; the model; the data)" in text, text
-    assert "the results you keep (what your transformed functions return, the params an update gives) differ by at most 2 ULP" in text, text
+    assert (
+        "the results you keep (what your transformed functions return, the params an update gives) differ by at most 2 ULP"
+        in text
+    ), text
     born_here = [dict(e) for e in cand]
     born_here[0]["in"] = [_leaf([0.5])]  # the same inputs: the first difference is the Optax call's own
-    within = divergence.compare(divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", born_here)))["within_budget"]
-    assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section._bits({"within_budget": within})
-    assert "born before" not in team_run_section._bits({"within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["a.py:1"]}})  # an older report
+    within = divergence.compare(
+        divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", born_here))
+    )["within_budget"]
+    assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section._bits(
+        {"within_budget": within}
+    )
+    assert "born before" not in team_run_section._bits(
+        {"within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["a.py:1"]}}
+    )  # an older report
 
 
 def _l2_loss_finding_at_18_and_20() -> dict:
@@ -1318,11 +1503,17 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
     from optax_gate.gate.report import your_code_line
 
     report = _l2_loss_finding_at_18_and_20()
-    team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]}}
+    team = {
+        **_team("same"),
+        "called": ["train.py:18", "train.py:20"],
+        "within_budget": {"calls": 2, "max_ulps": 3.0, "sites": ["train.py:18"]},
+    }
     report = assemble.with_team_run(report, team)
     _validates(report)
     line = your_code_line.suffix(report["findings"][0])
-    assert "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
+    assert (
+        "`train.py:18` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line
+    ), line
     assert "`train.py:20` (your run calls it here and computes the same)" in line, line
 
 
@@ -1344,8 +1535,12 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
         _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
         _call("train.py:20", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5])]),
     ]
-    within = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))["within_budget"]
-    assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], within
+    within = divergence.compare(
+        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    )["within_budget"]
+    assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], (
+        within
+    )
     report = _l2_loss_finding_at_18_and_20()
     team = {**_team("same"), "called": ["train.py:18", "train.py:20"], "within_budget": within}
     report = assemble.with_team_run(report, team)
@@ -1353,7 +1548,9 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
     assert report["findings"][0]["your_code_run"]["train.py:18"] == {"run": "inputs-differ"}
     line = your_code_line.suffix(report["findings"][0])
     assert "`train.py:18` (your run calls it here with inputs that already differ" in line, line
-    assert "`train.py:20` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line, line
+    assert (
+        "`train.py:20` (your run calls it here and computes the same within the ULP budget, not bit for bit)" in line
+    ), line
 
 
 def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
@@ -1372,7 +1569,9 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
         _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
         _call("train.py:20", "optax.sgd", "update", _leaf([3.0]), [_leaf([0.5])]),
     ]
-    diff = divergence.compare(divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand)))
+    diff = divergence.compare(
+        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    )
     diff["called"] = ["train.py:18", "train.py:20"]
     assert diff["within_budget"]["inputs_differ_sites"] == ["train.py:18"] and diff["causes"], diff
 
@@ -1400,7 +1599,9 @@ def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_pa
     spec = recording.RunSpec("for i in 1 2 3 4 5; do echo $i > out$i.txt; done; echo changed > a.txt", team_dir, 60)
     result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out")
     assert result["wrote"]["count"] == 6 and result["wrote"]["not_restored"] == [], result["wrote"]
-    assert sorted(p.name for p in team_dir.iterdir()) == ["a.txt", "b.txt"] and (team_dir / "a.txt").read_text() == "a.txt"
+    assert (
+        sorted(p.name for p in team_dir.iterdir()) == ["a.txt", "b.txt"] and (team_dir / "a.txt").read_text() == "a.txt"
+    )
 
 
 @pytest.mark.timeout(600)  # three --run comparisons, 14 runs of the team's command
@@ -1415,17 +1616,27 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     command = "python train.py 120 --out params.npz"
     exact = recording.run(recording.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
     assert exact["outcome"] == "diverged", exact.get("witnessed")
-    result = recording.run(recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise")
+    result = recording.run(
+        recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise"
+    )
     assert result["outcome"] == "same", (result.get("witnessed"), result.get("first"))
     assert result["ensemble"]["used"] and result["ensemble"]["members"] == 3 and result["ensemble"]["reached"] > 0
     assert result["witness"]["output"]["within_budget"] > 0 and result["witness"]["files"]["within_budget"] == 1
     words = report_team_run.noise_words(result)
-    assert words.startswith("**Consistent with your run's own rounding noise**: largest deviation") and "3 perturbed baseline runs" in words
+    assert (
+        words.startswith("**Consistent with your run's own rounding noise**: largest deviation")
+        and "3 perturbed baseline runs" in words
+    )
     alone = result["isolated"]  # its Optax calls run alone on the baseline's inputs: the same on both sides
     assert alone["calls"] > 0 and alone["same"] == alone["calls"] and not alone["differ"], alone
     assert report_team_run.alone_words(result).startswith("**Optax computes the same on identical inputs**")
     said: list[str] = []
-    again = recording.run(recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "again", said.append)
+    again = recording.run(
+        recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"),
+        (PYTHON, rounds),
+        tmp_path / "again",
+        said.append,
+    )
     assert again["ensemble"]["cached"] and again["outcome"] == "same"  # the ensemble's runs kept: not run again
     assert any("perturbed baseline runs kept from an earlier gate" in line for line in said), said
     assert not any(r["label"].startswith(recording.NOISE) for r in again["runs"])
@@ -1458,7 +1669,9 @@ def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp
     cause = next(c for c in result["causes"] if c["site"] == line)
     assert cause["call"] == "optax.adamw(...).update (through flax.training.train_state.TrainState.apply_gradients)"
     # run alone on the baseline's own inputs, adamw's update decays by another schedule value
-    said = [t for t in cause["texts"] if t.startswith("run alone on the baseline's own inputs, it computes something else")]
+    said = [
+        t for t in cause["texts"] if t.startswith("run alone on the baseline's own inputs, it computes something else")
+    ]
     assert said and "ULP (budget 4)" in said[0], cause["texts"]
 
 
@@ -1471,18 +1684,25 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     d = 2.0**-20  # 8 ULP of 1.0 in float32
     members = [[_call("a.py:1", "optax.adam", "update", _leaf([1.0 + d, 2.0, 1.5]), [_leaf([1.0])])]]
     members.append([_call("a.py:1", "optax.adam", "update", _leaf([1.0 - d / 2, 2.0, -0.5]), [_leaf([1.0])])])
-    table = ensemble.spreads(divergence.read(_trace(tmp_path / "b", base)), [divergence.read(_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)])
+    table = ensemble.spreads(
+        divergence.read(_trace(tmp_path / "b", base)),
+        [divergence.read(_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)],
+    )
     (entry,) = table.values()
     assert entry["out"][0] == [d, 0.0, 1.0] and entry["in"] == [None]
 
     def judged(values: list[float], name: str, dtype: str = "float32") -> dict:
         cand = [_call("a.py:1", "optax.adam", "update", _leaf(values, dtype), [_leaf([1.0])])]
-        return divergence.compare(divergence.read(tmp_path / "b"), divergence.read(_trace(tmp_path / name, cand)), noise=table)
+        return divergence.compare(
+            divergence.read(tmp_path / "b"), divergence.read(_trace(tmp_path / name, cand)), noise=table
+        )
 
     within = judged([1.0 + 6 * d, 2.0, 0.5], "within")
     assert within["differing"] == 0 and within["within_budget"]["noise_ratio"] == 6.0, within["within_budget"]
     beyond = judged([1.0 + 10 * d, 2.0, 0.5], "beyond")
-    assert beyond["differing"] == 1 and "the spread of its perturbed baseline runs" in beyond["first"]["texts"][0], beyond["first"]
+    assert beyond["differing"] == 1 and "the spread of its perturbed baseline runs" in beyond["first"]["texts"][0], (
+        beyond["first"]
+    )
     untouched = judged([1.0, 2.0 + 2**-18, 0.5], "untouched")  # 16 ULP where the members agree: the ULP budget (4)
     assert untouched["differing"] == 1 and "budget 4" in untouched["first"]["texts"][0], untouched["first"]
     assert judged([1.0, 2.0, 0.5 + 0.3], "chaotic")["differing"] == 0  # within the chaotic element's own spread
@@ -1490,8 +1710,12 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     assert plain["differing"] == 1  # the same candidate by the ULP budget alone (--exact)
     counts = [_call("a.py:1", "optax.adam", "init", _leaf([0], "int32"))]
     moved = [_call("a.py:1", "optax.adam", "init", _leaf([1], "int32"))]
-    count_table = ensemble.spreads(divergence.read(_trace(tmp_path / "cb", counts)), [divergence.read(_trace(tmp_path / "cm", counts))])
-    (row,) = divergence.compare(divergence.read(tmp_path / "cb"), divergence.read(_trace(tmp_path / "cc", moved)), noise=count_table)["divergences"]
+    count_table = ensemble.spreads(
+        divergence.read(_trace(tmp_path / "cb", counts)), [divergence.read(_trace(tmp_path / "cm", counts))]
+    )
+    (row,) = divergence.compare(
+        divergence.read(tmp_path / "cb"), divergence.read(_trace(tmp_path / "cc", moved)), noise=count_table
+    )["divergences"]
     assert "values" in row["kinds"] and "0 → 1" in row["texts"][0]
 
 
@@ -1514,7 +1738,9 @@ def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(t
 
 
 def test_a_structure_difference_says_where_and_both_forms():
-    text = divergence.structure_change("dict[opt](Optimizer[step=*, tx=MultiSteps(k=4)](*))", "dict[opt](Optimizer[step=*, tx=MultiSteps(k=8)](*))")
+    text = divergence.structure_change(
+        "dict[opt](Optimizer[step=*, tx=MultiSteps(k=4)](*))", "dict[opt](Optimizer[step=*, tx=MultiSteps(k=8)](*))"
+    )
     assert text == "at `…dict[opt](Optimizer[step=*, tx=MultiSteps(`: `k=4)](*))` → `k=8)](*))`"
     assert divergence.structure_change("a", "a") == ""
 
@@ -1536,7 +1762,12 @@ def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_c
             self._opt = private
             self.update = lambda: None
 
-    assert module and values.plain(MultiSteps(4, object())) == values.plain(MultiSteps(4, "another inner")) == "MultiSteps(every_k=4)"
+    assert (
+        module
+        and values.plain(MultiSteps(4, object()))
+        == values.plain(MultiSteps(4, "another inner"))
+        == "MultiSteps(every_k=4)"
+    )
     assert values.plain(MultiSteps(8, None)) == "MultiSteps(every_k=8)"
 
 
@@ -1545,7 +1776,9 @@ def test_an_unquoted_run_command_is_told_to_be_quoted():
 
     with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py --steps"'):
         recording.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
-    with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py"'):  # the SPECs first, the command after
+    with pytest.raises(
+        validate.InvalidInput, match=r'quote it, --run "python train.py"'
+    ):  # the SPECs first, the command after
         recording.refuse_unquoted("python", ["optax==0.2.8", "jax==0.12.0.1", "train.py"], {"optax", "jax"})
     recording.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
     recording.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command

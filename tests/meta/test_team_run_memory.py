@@ -9,7 +9,11 @@ from tests.meta.test_team_run import PYTHON, candidate, line_of, record, team
 
 
 def _event(site="train.py:30", step="jax.jit(step)", **figures):
-    return {"memory": step, "site": site, **{"argument_bytes": 100_000, "output_bytes": 100_000, "temp_bytes": 100_000, **figures}}
+    return {
+        "memory": step,
+        "site": site,
+        **{"argument_bytes": 100_000, "output_bytes": 100_000, "temp_bytes": 100_000, **figures},
+    }
 
 
 def test_a_jitted_step_records_its_compiled_memory_once_and_an_eager_one_none(tmp_path):
@@ -37,7 +41,7 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     step = line_of(folder, "= step(params, state)")
     rows = grown["memory"]["grew"]
     assert [(r["site"], r["figure"]) for r in rows] == [(step, "temp_bytes")], grown["memory"]
-    assert rows[0]["candidate"] - rows[0]["baseline"] >= 2**20 and rows[0]["ratio"] is None or rows[0]["ratio"] > 1
+    assert (rows[0]["candidate"] - rows[0]["baseline"] >= 2**20 and rows[0]["ratio"] is None) or rows[0]["ratio"] > 1
     verdict, why = judging.of_team_run(grown)
     assert verdict == "fail" and step in why[0] and "temporary bytes" in why[0], why
     text = "\n".join(team_run_section.section({"team_run": grown, "findings": []}))
@@ -47,7 +51,10 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     assert judging.of_team_run(same) == ("pass", [])
     said = "\n".join(team_run_section.section({"team_run": same, "findings": []}))
     figures = same["memory"]["measured"][0]
-    assert f"Compiled memory the same: `{step} jax.jit(step) needs {figures['baseline']['argument_bytes']:,} argument" in said, said
+    assert (
+        f"Compiled memory the same: `{step} jax.jit(step) needs {figures['baseline']['argument_bytes']:,} argument"
+        in said
+    ), said
     assert figures["backend"] == "cpu" and "(compiled for cpu, as on this machine)" in said, said
 
 
@@ -63,11 +70,16 @@ def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail()
     }
     found = memory.compare(base, cand)
     assert (found["steps"], found["same"]) == (2, 1) and found["not_measured"] == {"c": "ValueError: x"}
-    assert not found["grew"] and [(r["site"], r["figure"], r["ratio"]) for r in found["shrank"]] == [("train.py:40", "argument_bytes", 0.5)]
+    assert not found["grew"] and [(r["site"], r["figure"], r["ratio"]) for r in found["shrank"]] == [
+        ("train.py:40", "argument_bytes", 0.5)
+    ]
     assert judging.of_team_run({"outcome": "same", "memory": found}) == ("pass", [])
     grew = memory.compare(base, {**cand, "a": _event(temp_bytes=100_000 + edge + 1)})
     assert [r["figure"] for r in grew["grew"]] == ["temp_bytes"]
-    assert memory.words(grew["grew"][0]) == f"train.py:30 jax.jit(step): temporary bytes 100,000 -> {100_000 + edge + 1:,} (x1.1)"
+    assert (
+        memory.words(grew["grew"][0])
+        == f"train.py:30 jax.jit(step): temporary bytes 100,000 -> {100_000 + edge + 1:,} (x1.1)"
+    )
     verdict, why = judging.of_team_run({"outcome": "same", "memory": grew})
     assert verdict == "fail" and why[0].startswith("your step needs more memory in the candidate"), why
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import assemble
+from optax_gate.gate.report import upstream_section
 from optax_gate.gate.upstream import failures
 from optax_gate.gate.upstream import upstream_tests as up
-from optax_gate.gate.report import upstream_section
 
 #: Two pytest runs per direction (the run and its control), 20 s on a loaded 2-core machine.
 pytestmark = pytest.mark.timeout(300)
@@ -87,7 +87,12 @@ def section(tmp_path_factory):
     return up.cross_run(
         sites,
         {"baseline": py, "candidate": py},
-        up.CrossRunOptions(tmp / "cache", timeout=300, workers=1, extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()}),
+        up.CrossRunOptions(
+            tmp / "cache",
+            timeout=300,
+            workers=1,
+            extra_env={side: {"PYTHONPATH": str(site)} for side, site in sites.items()},
+        ),
         say=lambda _: None,
     )
 
@@ -108,7 +113,11 @@ def test_baseline_tests_in_the_candidate(section):
     assert (f["test_scale_doubles"]["kind"], f["test_scale_doubles"]["change"]) == (failures.BEHAVIOUR, "changed")
     assert f["test_scale_doubles"]["subject"] == "optax.alpha.scale"  # the API the test's name spells
     assert f["test_scale_doubles"]["test"] == "alpha_test.py::ScaleTest::test_scale_doubles"
-    assert (f["test_gone_fn"]["kind"], f["test_gone_fn"]["change"], f["test_gone_fn"]["subject"]) == (failures.API, "gone", "optax.alpha.gone_fn")
+    assert (f["test_gone_fn"]["kind"], f["test_gone_fn"]["change"], f["test_gone_fn"]["subject"]) == (
+        failures.API,
+        "gone",
+        "optax.alpha.gone_fn",
+    )
     assert f["test_helper"]["kind"] == failures.INFRA  # a test helper missing: could not tell
     assert f["test_flaky_everywhere"]["kind"] == failures.INFRA  # fails in its own environment too (the control run)
     assert "own environment" in f["test_flaky_everywhere"]["subject"]
@@ -137,7 +146,11 @@ def test_the_section_joins_the_report_without_touching_the_verdict(section):
     assert given == kept and section == kept_section  # a copy: what it was given is as it was
     assert report["verdict"] == "pass" and report["reasons"] == []
     assert [f["number"] for f in report["findings"]] == [1, 2, 3, 4]
-    assert [f["number"] for f in report["upstream_tests"]["findings"]] == [2, 3, 4]  # the section's own, numbered as in the list
+    assert [f["number"] for f in report["upstream_tests"]["findings"]] == [
+        2,
+        3,
+        4,
+    ]  # the section's own, numbered as in the list
     assert "do not change the verdict" in report["notes"][0]
 
 
@@ -149,12 +162,24 @@ def test_the_section_joins_the_report_without_touching_the_verdict(section):
         ("ModuleNotFoundError: No module named 'optax.monte_carlo'", "baseline", (failures.API, "gone")),
         ("TypeError: huber_loss() got an unexpected keyword argument 'delta'", "candidate", (failures.API, "new")),
         ("ModuleNotFoundError: No module named 'chex'", "baseline", (failures.INFRA, "")),
-        ("ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'", "baseline", (failures.INFRA, "")),
+        (
+            "ImportError: cannot import name 'assert_trees' from 'optax._src.test_utils'",
+            "baseline",
+            (failures.INFRA, ""),
+        ),
         ("fixture 'mocker' not found", "baseline", (failures.INFRA, "")),
         # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
-        ("ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?", "candidate", (failures.INFRA, "")),
+        (
+            "ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?",
+            "candidate",
+            (failures.INFRA, ""),
+        ),
         ("ModuleNotFoundError: No module named 'optax._src.test_utils'", "candidate", (failures.INFRA, "")),
-        ("ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)", "candidate", (failures.API, "new")),
+        (
+            "ImportError: cannot import name '_galore' from 'optax.contrib' (/x/optax/contrib/__init__.py)",
+            "candidate",
+            (failures.API, "new"),
+        ),
         ("AssertionError: Arrays are not almost equal to 6 decimals", "baseline", (failures.BEHAVIOUR, "changed")),
     ],
 )
@@ -202,7 +227,10 @@ def test_the_overlay_is_found_from_the_temporary_folder():
     assert Path(first).is_absolute() and first.endswith(".nox/gate-cache/deps") and second == "/x"
 
 
-_GAMMA = {"baseline": "def kept():\n    return 1\n", "candidate": "def kept():\n    return 2\n\ndef only_new():\n    return 3\n"}
+_GAMMA = {
+    "baseline": "def kept():\n    return 1\n",
+    "candidate": "def kept():\n    return 2\n\ndef only_new():\n    return 3\n",
+}
 _MARK = """
 import os
 
@@ -260,12 +288,17 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
         sites,
         {"baseline": py, "candidate": py},
         up.CrossRunOptions(
-            tmp_path / "cache", timeout=300, workers=1, extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)} for side, site in sites.items()}
+            tmp_path / "cache",
+            timeout=300,
+            workers=1,
+            extra_env={side: {"PYTHONPATH": str(site), "XRUN_MARKS": str(marks)} for side, site in sites.items()},
         ),
         say=lambda _: None,
     )
     base, cand = section["directions"]
-    assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [("gamma_test.py::test_kept", failures.BEHAVIOUR, "changed")]
+    assert [(f["test"], f["kind"], f["change"]) for f in base["failures"]] == [
+        ("gamma_test.py::test_kept", failures.BEHAVIOUR, "changed")
+    ]
     got = {f["test"]: (f["kind"], f["change"], f["subject"]) for f in cand["failures"]}
     assert got["gamma_test.py"] == (failures.API, "new", "optax.gamma.only_new")  # it collects at home: still new
     assert got["delta_test.py"][0] == failures.INFRA and "own environment" in got["delta_test.py"][2]
@@ -306,7 +339,9 @@ def _split_sites(tmp_path: Path, candidate_init: str = "") -> tuple[dict[str, Pa
         (dist / "fakenum").mkdir(parents=True)
         (dist / "fakenum" / "__init__.py").write_text(f"VERSION = {version}\n", encoding="utf-8")
         (dist / f"fakenum-{version}.dist-info").mkdir()
-        (dist / f"fakenum-{version}.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fakenum\nVersion: {version}\n", encoding="utf-8")
+        (dist / f"fakenum-{version}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: fakenum\nVersion: {version}\n", encoding="utf-8"
+        )
         sites[side] = tmp_path / side
         env[side] = {"PYTHONPATH": f"{sites[side]}:{dist}"}
     return sites, env
@@ -320,16 +355,31 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
     with either on 0.11.2)."""
     sites, env = _split_sites(tmp_path)
     py = Path(sys.executable)
-    section = up.cross_run(sites, {"baseline": py, "candidate": py}, up.CrossRunOptions(tmp_path / "cache", 300, env, 1), say=lambda _: None)
+    section = up.cross_run(
+        sites,
+        {"baseline": py, "candidate": py},
+        up.CrossRunOptions(tmp_path / "cache", 300, env, 1),
+        say=lambda _: None,
+    )
     assert section["other_packages"] == ["fakenum 1 -> 2"]
-    base, cand = ({f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in d["failures"]} for d in section["directions"])
+    base, cand = (
+        {f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in d["failures"]}
+        for d in section["directions"]
+    )
     assert base == {
         "test_noisy": (failures.OTHERS, "other packages"),
         "test_scaled": (failures.BEHAVIOUR, "optax"),
         "test_joint": (failures.BEHAVIOUR, "both together"),
     }
-    assert cand == {"test_noisy_new": (failures.OTHERS, "other packages"), "test_scaled_new": (failures.BEHAVIOUR, "optax")}
-    assert sorted(f["contracts"][0].rsplit("::", 1)[-1] for f in section["findings"]) == ["test_joint", "test_scaled", "test_scaled_new"]
+    assert cand == {
+        "test_noisy_new": (failures.OTHERS, "other packages"),
+        "test_scaled_new": (failures.BEHAVIOUR, "optax"),
+    }
+    assert sorted(f["contracts"][0].rsplit("::", 1)[-1] for f in section["findings"]) == [
+        "test_joint",
+        "test_scaled",
+        "test_scaled_new",
+    ]
     # three ids with the candidate's optax on the baseline's packages, two left as in the baseline the other way
     assert section["directions"][0]["split"]["tests"] == 5 and section["directions"][0]["split"]["error"] == ""
     report = assemble.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
@@ -343,7 +393,12 @@ def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
     failure stays a finding, ``moved_by`` "not split", and the section says why."""
     sites, env = _split_sites(tmp_path, candidate_init="import fakenum\nassert fakenum.VERSION == 2\n")
     py = Path(sys.executable)
-    section = up.cross_run(sites, {"baseline": py, "candidate": py}, up.CrossRunOptions(tmp_path / "cache", 300, env, 1), say=lambda _: None)
+    section = up.cross_run(
+        sites,
+        {"baseline": py, "candidate": py},
+        up.CrossRunOptions(tmp_path / "cache", 300, env, 1),
+        say=lambda _: None,
+    )
     base = section["directions"][0]
     assert {f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in base["failures"]} == {
         name: (failures.BEHAVIOUR, "not split") for name in ("test_noisy", "test_scaled", "test_joint")

@@ -10,12 +10,10 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.surface import public_api
-
 from optax_gate.gate.diffs import unseen
-
-from optax_gate.gate.team_code import binding, usage  # noqa: E402
-from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
+from optax_gate.gate.surface import public_api
+from optax_gate.gate.team_code import binding, usage
+from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
 TEAM = Path(__file__).parent / "fake_team"
 
@@ -34,7 +32,9 @@ EXPECTED = {
         "train.py:9: calls optax.losses.loss with 3 positional arguments; does not pass axis, unaffected",
         "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; does not pass axis, unaffected",
     ],
-    ("optax.scale", "default-changed", "changed"): ["train.py:7: calls optax.scale without momentum; relies on its default: momentum=0.9 → momentum=0.95"],
+    ("optax.scale", "default-changed", "changed"): [
+        "train.py:7: calls optax.scale without momentum; relies on its default: momentum=0.9 → momentum=0.95"
+    ],
     ("optax.gone", "removed", "broken"): [
         "teamlib/model.py:4: imports optax.gone; removed in the candidate → ImportError",
         "teamlib/model.py:8: calls optax.gone; removed in the candidate → AttributeError",
@@ -72,7 +72,9 @@ def test_the_fake_team_repository_gives_exactly_the_expected_rows(section):
 
 def test_rows_the_team_does_not_touch_are_changed_and_additions_new(section):
     verdicts = {(r["path"], r["change"]): r["verdict"] for r in section["rows"]}
-    assert verdicts[("optax.renamed_clip", "parameter-renamed")] == "changed"  # incompatible, but the team never calls it
+    assert (
+        verdicts[("optax.renamed_clip", "parameter-renamed")] == "changed"
+    )  # incompatible, but the team never calls it
     assert verdicts[("optax.posonly", "positional-only")] == "changed"
     assert verdicts[("optax.fresh", "added")] == "new"
     assert section["counts"] == {"broken": 7, "cannot-tell": 0, "changed": 6, "new": 3, "noted": 0}
@@ -89,11 +91,18 @@ def test_without_usage_only_contracted_apis_break(tmp_path):
 def test_the_scanner_sees_aliases_from_imports_notebook_cells_and_other_imports():
     uses = usage.scan([TEAM], base=TEAM).uses
     imports = usage.imported_modules(uses)
-    assert imports["chex"] == ["teamlib/model.py:2"] and imports["jax"] == ["notebooks/explore.ipynb:code cell 1 (cell 1 of the notebook):3"]
+    assert imports["chex"] == ["teamlib/model.py:2"] and imports["jax"] == [
+        "notebooks/explore.ipynb:code cell 1 (cell 1 of the notebook):3"
+    ]
     calls = {(u.where, u.path, u.positional, u.keywords) for u in uses if u.how == "call"}
     assert ("train.py:7", "optax.scale", 1, ()) in calls  # `import optax as ox`
     assert ("train.py:10", "optax.losses.loss", 2, ("delta",)) in calls  # `from optax import losses`
-    assert ("notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):1", "jax.numpy.ones", 1, ()) in calls  # magic line blanked, cells share imports
+    assert (
+        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):1",
+        "jax.numpy.ones",
+        1,
+        (),
+    ) in calls  # magic line blanked, cells share imports
 
 
 @pytest.mark.parametrize(
@@ -133,6 +142,10 @@ def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_una
         "does not pass accumulator_dtype: gets its default in the candidate (accumulator_dtype=jnp.float32)"
     ]
     assert row["sites"] == [
-        {"where": "train.py:33", "verdict": "affected", "note": "does not pass accumulator_dtype: gets its new default accumulator_dtype=jnp.float32"}
+        {
+            "where": "train.py:33",
+            "verdict": "affected",
+            "note": "does not pass accumulator_dtype: gets its new default accumulator_dtype=jnp.float32",
+        }
     ]
     assert not row["breaks"]

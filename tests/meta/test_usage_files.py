@@ -12,15 +12,15 @@ import pytest
 
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
-from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.inputs import usage_files  # noqa: E402
-from optax_gate.gate.judge import compare  # noqa: E402
-from optax_gate.gate.diffs import unseen
 from optax_gate.gate import assemble
-from optax_gate.gate.team_code import usage  # noqa: E402
-from optax_gate.gate.report import json_file as report_json  # noqa: E402
-from optax_gate.gate.report import markdown as report_markdown  # noqa: E402
-from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build  # noqa: E402
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.inputs import usage_files
+from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.judge import compare
+from optax_gate.gate.report import json_file as report_json
+from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.team_code import usage
+from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -84,13 +84,18 @@ def test_every_file_is_scanned_or_listed_with_its_reason(team):
     use "cannot be told", in the verdict's notes (a new user's trial, on a real repository)."""
     scan = usage.scan([team], base=team)
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
-    assert (scan.found, scan.scanned) == (12, 4)  # train.py, pkg/ok.ipynb, pkg/shell.ipynb, empty.ipynb; cells.ipynb only in part
+    assert (scan.found, scan.scanned) == (
+        12,
+        4,
+    )  # train.py, pkg/ok.ipynb, pkg/shell.ipynb, empty.ipynb; cells.ipynb only in part
     assert {u.where for u in scan.uses if u.how == "call"} == {
         "train.py:3",
         "pkg/ok.ipynb:code cell 2 (cell 2 of the notebook):1",
         "pkg/shell.ipynb:code cell 2 (cell 2 of the notebook):2",
     }
-    assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [{"path": k, "reason": v} for k, v in sorted(EXPECTED.items())]
+    assert sorted(scan.to_json()["not_scanned"], key=lambda n: n["path"]) == [
+        {"path": k, "reason": v} for k, v in sorted(EXPECTED.items())
+    ]
 
 
 @pytest.mark.skipif(AS_ROOT, reason="root lists a mode-000 folder anyway; the file case above covers the refusal")
@@ -115,7 +120,9 @@ def test_a_change_a_file_not_scanned_may_use_cannot_be_told(tmp_path):
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text("import optax\noptax.scale(1e-3)\n")
-    (team / "broken.py").write_text("import optax\noptax.renamed_clip(t, 1.0\n")  # syntax error; names renamed_clip only
+    (team / "broken.py").write_text(
+        "import optax\noptax.renamed_clip(t, 1.0\n"
+    )  # syntax error; names renamed_clip only
     section = _section(tmp_path, usage.scan([team], base=team))
     verdicts = {(r["path"], r["change"]): (r["verdict"], r.get("not_scanned")) for r in section["rows"]}
     assert verdicts[("optax.renamed_clip", "parameter-renamed")] == ("cannot-tell", ["broken.py"])
@@ -128,8 +135,12 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path,
     section = _section(tmp_path, scan)
     by = {(r["path"], r["change"], r["param"]): r["verdict"] for r in section["rows"]}
     assert by[("optax.clip", "parameter-removed", "max_norm")] == "broken"  # train.py:3, scanned
-    incompatible_not_broken = {k: v for k, v in by.items() if v not in ("broken", "new") and k[1] not in ("default-changed", "parameter-added")}
-    assert incompatible_not_broken and set(incompatible_not_broken.values()) == {"cannot-tell"}  # loop.py etc. may use anything
+    incompatible_not_broken = {
+        k: v for k, v in by.items() if v not in ("broken", "new") and k[1] not in ("default-changed", "parameter-added")
+    }
+    assert incompatible_not_broken and set(incompatible_not_broken.values()) == {
+        "cannot-tell"
+    }  # loop.py etc. may use anything
     report = {"usage": scan.to_json(), "surface": section}
     text = "\n".join(report_markdown.report_surface.markdown(report))
     for path, reason in EXPECTED.items():
@@ -138,13 +149,17 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path,
 
 
 def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
+    )
     from tests.meta.test_beyond_contracts import SCHEMA
     from tests.meta.test_compare import record
 
     base, cand = record(golden_a="passed"), record(golden_a="passed")
     report = compare.compare(base, cand)
-    report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team))))
+    report = assemble.with_beyond(
+        report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
+    )
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
         "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
@@ -162,7 +177,11 @@ def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path
     team.mkdir()
     (team / "broken.py").write_text("import chex\n\ndef f(:\n")  # chex: removed in NEW_LOCK
     section = unseen.dependencies_section(
-        {"lock_file": str(tmp_path / "old.txt")}, {"lock_file": str(tmp_path / "new.txt")}, None, None, usage.scan([team], base=team)
+        {"lock_file": str(tmp_path / "old.txt")},
+        {"lock_file": str(tmp_path / "new.txt")},
+        None,
+        None,
+        usage.scan([team], base=team),
     )
     assert {r["name"]: (r["verdict"], r.get("not_scanned")) for r in section["rows"]} == {
         "chex": ("cannot-tell", ["broken.py"]),
@@ -186,7 +205,9 @@ def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both
     ]
     (team / "nb.ipynb").write_text(json.dumps({"cells": cells, "nbformat": 4}))
     scan = usage.scan([team], base=team)
-    assert [(n.path, n.reason) for n in scan.not_scanned] == [("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")]
+    assert [(n.path, n.reason) for n in scan.not_scanned] == [
+        ("nb.ipynb:code cell 3 (cell 4 of the notebook)", "syntax error at line 1: '(' was never closed")
+    ]
     assert {u.where for u in scan.uses if u.how == "call"} == {"nb.ipynb:code cell 2 (cell 3 of the notebook):4"}
 
 
@@ -200,7 +221,10 @@ def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
     (team / "gone.py").symlink_to("missing.py")
     (team / "loop.py").symlink_to("loop.py")
     scan = usage.scan([team], base=team)
-    assert sorted((n.path, n.reason) for n in scan.not_scanned) == [("gone.py", "dangling symlink (to missing.py)"), ("loop.py", "symlink loop")]
+    assert sorted((n.path, n.reason) for n in scan.not_scanned) == [
+        ("gone.py", "dangling symlink (to missing.py)"),
+        ("loop.py", "symlink loop"),
+    ]
     assert all(n.content == b"" for n in scan.not_scanned)
     assert not any(usage_files.may_use(n, "optax.adamw") for n in scan.not_scanned)
 
@@ -218,6 +242,7 @@ def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word()
 def test_a_named_pipe_is_listed_never_read(tmp_path):
     """The trial: a named pipe called pipe.py hung the gate at "checking the inputs" (reading waits for a writer)."""
     import os
+
     from optax_gate.gate.inputs import usage_files
 
     (tmp_path / "good.py").write_text("import optax\n")

@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from optax_gate.gate.team_code import arguments, attribution, binding, call_sites, configuration, scope, usage
 from optax_gate.gate import assemble
+from optax_gate.gate.judge import compare
 from optax_gate.gate.report import your_code_line
 from optax_gate.gate.surface.public_api import POSITIONAL, Param
-from optax_gate.gate.judge import compare
+from optax_gate.gate.team_code import arguments, attribution, binding, call_sites, configuration, scope, usage
 
 #: optax 0.2.6's adamw (optax/_src/alias.py): learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay=1e-4, mask
 ADAMW = (
@@ -35,7 +35,13 @@ def _record(outcome: str, detail: str, configuration: dict | None = None) -> dic
     row = {"api": "optax.adamw", "guide": "g", "kind": "golden", "outcome": outcome, "detail": detail}
     if configuration:
         row["configuration"] = json.dumps(configuration)
-    return {"label": "x", "status": "ran", "reason": "", "versions": {}, "contracts": {"test_edges.py::test_edge[optax.adamw]": row}}
+    return {
+        "label": "x",
+        "status": "ran",
+        "reason": "",
+        "versions": {},
+        "contracts": {"test_edges.py::test_edge[optax.adamw]": row},
+    }
 
 
 def _gate(tmp_path, files: dict[str, str], detail: str = EDGE, configuration: dict | None = None) -> dict:
@@ -68,8 +74,12 @@ CANNOT = {
     },
     "dynamic argument": {"train.py": "import optax\ndef make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"},
     "star-args": {"train.py": "import optax\ndef make(*args, **kw):\n    return optax.adamw(*args, **kw)\n"},
-    "aliasing": {"train.py": "import optax\nOPT = optax.adamw\ndef make(factory):\n    return factory(1e-3)\ntx = make(OPT)\n"},
-    "name bound twice": {"train.py": "import optax\nwd = 0.1\nif True:\n    wd = 0.0\ntx = optax.adamw(1e-3, weight_decay=wd)\n"},
+    "aliasing": {
+        "train.py": "import optax\nOPT = optax.adamw\ndef make(factory):\n    return factory(1e-3)\ntx = make(OPT)\n"
+    },
+    "name bound twice": {
+        "train.py": "import optax\nwd = 0.1\nif True:\n    wd = 0.0\ntx = optax.adamw(1e-3, weight_decay=wd)\n"
+    },
 }
 
 
@@ -78,7 +88,9 @@ def test_what_cannot_be_told_is_not_verified_never_fail(tmp_path, case):
     report = _gate(tmp_path, CANNOT[case])
     assert report["verdict"] == "not-verified", (case, report["reasons"])
     assert report["reasons"][0].startswith("1 contract(s) broken where your code may go: 1 in F1 (")
-    assert scope.undecided(report["findings"][0], "usage", {n["path"]: n["reason"] for n in report["usage"]["not_scanned"]})
+    assert scope.undecided(
+        report["findings"][0], "usage", {n["path"]: n["reason"] for n in report["usage"]["not_scanned"]}
+    )
 
 
 def test_a_file_that_does_not_parse_names_itself_and_why(tmp_path):
@@ -90,11 +102,19 @@ def test_a_file_that_does_not_parse_names_itself_and_why(tmp_path):
         "`model.py`); not scanned: `model.py` (syntax error at line 2: expected ':'); the gate with "
         "--run (your training command) decides"
     )
-    assert _line(report, "train.py:2")["verdict"] == "not-affected"  # the file that was read is ruled out: the other decides
+    assert (
+        _line(report, "train.py:2")["verdict"] == "not-affected"
+    )  # the file that was read is ruled out: the other decides
 
 
 def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_path):
-    report = _gate(tmp_path, {"train.py": "import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n", "model.py": "import optax\ndef f(:\n    optax.adamw\n"})
+    report = _gate(
+        tmp_path,
+        {
+            "train.py": "import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n",
+            "model.py": "import optax\ndef f(:\n    optax.adamw\n",
+        },
+    )
     assert report["verdict"] == "fail" and _line(report, "train.py:2")["verdict"] == "affected"
     assert report["reasons"] == ["1 contract(s) broken"]
 
@@ -102,9 +122,15 @@ def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_pa
 def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_path):
     """Before: a finding with a not-affected line and a cannot-tell line counted as the team's for sure: FAIL."""
     report = _gate(
-        tmp_path, {"train.py": "import optax\na = optax.adamw(1e-3, weight_decay=0.1)\ndef make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"}
+        tmp_path,
+        {
+            "train.py": "import optax\na = optax.adamw(1e-3, weight_decay=0.1)\ndef make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"
+        },
     )
-    assert {w: a["verdict"] for w, a in report["findings"][0]["your_code_attribution"].items()} == {"train.py:2": "not-affected", "train.py:4": "cannot-tell"}
+    assert {w: a["verdict"] for w, a in report["findings"][0]["your_code_attribution"].items()} == {
+        "train.py:2": "not-affected",
+        "train.py:4": "cannot-tell",
+    }
     assert report["verdict"] == "not-verified"
 
 
@@ -119,7 +145,10 @@ def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
     }
     report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified"
-    assert "optax.huber_loss" in report["reasons"][0] and "`bad.py` (syntax error at line 3: invalid syntax)" in report["reasons"][0]
+    assert (
+        "optax.huber_loss" in report["reasons"][0]
+        and "`bad.py` (syntax error at line 3: invalid syntax)" in report["reasons"][0]
+    )
 
 
 # -- 2. what the literal form decides, and which argument decided it --------------------------------------------------
@@ -127,7 +156,12 @@ def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
 DECIDED = [
     # (call, verdict, decided by, words in why)
     ("optax.adamw(1e-3)", "not-affected", "weight_decay", "does not pass weight_decay (default 0.0001)"),
-    ("optax.adamw(1e-3, weight_decay=0)", "affected", "weight_decay", "passes weight_decay=0, the finding's weight_decay=0"),
+    (
+        "optax.adamw(1e-3, weight_decay=0)",
+        "affected",
+        "weight_decay",
+        "passes weight_decay=0, the finding's weight_decay=0",
+    ),
     ("optax.adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, None, 0.0)", "affected", "weight_decay", "passes weight_decay=0.0"),
     ("optax.adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, None, 0.5)", "not-affected", "weight_decay", "passes weight_decay=0.5"),
     ("optax.adamw(LR, weight_decay=WD)", "affected", "weight_decay", "passes weight_decay=WD (`WD = 0.0` (line 3))"),
@@ -138,7 +172,12 @@ DECIDED = [
         "a schedule; whether it takes the value 0 is known at run time",
     ),
     ("functools.partial(optax.adamw, weight_decay=0.1)", "not-affected", "weight_decay", "passes weight_decay=0.1"),
-    ("functools.partial(optax.adamw, b1=0.8)", "cannot-tell", "weight_decay", "a functools.partial that does not fix weight_decay"),
+    (
+        "functools.partial(optax.adamw, b1=0.8)",
+        "cannot-tell",
+        "weight_decay",
+        "a functools.partial that does not fix weight_decay",
+    ),
     ("adamw_alias(1e-3, weight_decay=0.5)", "not-affected", "weight_decay", "passes weight_decay=0.5"),
 ]
 
@@ -179,7 +218,11 @@ def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_pat
     """The issue: optax.huber_loss(pred, y) does not pass delta, so delta becoming keyword-only cannot reach it
     (tests/contracts/test_losses.py: configuration(delta="passed positionally"))."""
     config = {"keywords": {"delta": attribution.POSITIONALLY}}
-    huber = (Param("predictions", POSITIONAL), Param("targets", POSITIONAL, "None", "None"), Param("delta", POSITIONAL, "1.0", "1.0"))
+    huber = (
+        Param("predictions", POSITIONAL),
+        Param("targets", POSITIONAL, "None", "None"),
+        Param("delta", POSITIONAL, "1.0", "1.0"),
+    )
     for call, verdict in (
         ("optax.huber_loss(p, y)", "not-affected"),
         ("optax.huber_loss(p, y, delta=2.0)", "not-affected"),
@@ -223,8 +266,20 @@ optax.sgd(LR2)
 
 def test_a_notebooks_cells_are_one_module(tmp_path):
     cells = [
-        {"cell_type": "code", "source": ["import optax\n", "WD = 0.5\n"], "metadata": {}, "outputs": [], "execution_count": 1},
-        {"cell_type": "code", "source": ["tx = optax.adamw(1e-3, weight_decay=WD)\n"], "metadata": {}, "outputs": [], "execution_count": 2},
+        {
+            "cell_type": "code",
+            "source": ["import optax\n", "WD = 0.5\n"],
+            "metadata": {},
+            "outputs": [],
+            "execution_count": 1,
+        },
+        {
+            "cell_type": "code",
+            "source": ["tx = optax.adamw(1e-3, weight_decay=WD)\n"],
+            "metadata": {},
+            "outputs": [],
+            "execution_count": 2,
+        },
     ]
     (tmp_path / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     (call,) = [u for u in usage.scan([tmp_path], base=tmp_path).uses if u.how == "call"]
@@ -236,7 +291,12 @@ def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface
     """Optax's own examples call optax.microbatching.microbatch, new in 0.2.8: the gate failed with a KeyError."""
     from optax_gate.gate.surface import public_api
 
-    entry = public_api.Entry("optax.microbatching.microbatch", "function", "optax.microbatching.microbatch", params=(Param("fn", POSITIONAL),))
+    entry = public_api.Entry(
+        "optax.microbatching.microbatch",
+        "function",
+        "optax.microbatching.microbatch",
+        params=(Param("fn", POSITIONAL),),
+    )
     rows = [{"path": "optax.microbatching.microbatch", "change": "added", "param": None, "old": None, "new": "fn"}]
     binding.match([usage.Use("ex.py:3", "optax.microbatching.microbatch", "call", 1)], rows, {}, {entry.path: entry})
     assert rows[0]["sites"] == []
@@ -268,7 +328,9 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW}))
     got = report["findings"][0]["your_code_attribution"]["train.py:2"]
     assert got["verdict"] == "cannot-tell" and got["calls"] == "builds optax.adamw"
-    assert got["why"].startswith("whether your run has a gradient leaf that is None where the params hold an array is known"), got
+    assert got["why"].startswith(
+        "whether your run has a gradient leaf that is None where the params hold an array is known"
+    ), got
     # what it changes is said once for the finding, not on each of its lines (the trial: the same words 8 times)
     assert report["findings"][0]["your_code_recipe"].startswith(
         "if your run has a gradient leaf that is None where the params hold an array: the optimizer now raises ValueError"
@@ -282,16 +344,30 @@ RECIPES = [
     ("recipe:zero-clip-threshold", {"max_norm": "0"}, "optax.clip_by_global_norm(1.0)", "not-affected"),
     ("recipe:zero-clip-threshold", {"max_norm": "0"}, "optax.clip_by_global_norm(max_norm=0.0)", "affected"),
     ("recipe:scan-carry(mu-bfloat16)", {"mu_dtype": "bfloat16"}, "optax.adamw(1e-3)", "not-affected"),
-    ("recipe:scan-carry(mu-bfloat16)", {"mu_dtype": "bfloat16"}, "optax.adamw(1e-3, mu_dtype=jnp.bfloat16)", "cannot-tell"),
+    (
+        "recipe:scan-carry(mu-bfloat16)",
+        {"mu_dtype": "bfloat16"},
+        "optax.adamw(1e-3, mu_dtype=jnp.bfloat16)",
+        "cannot-tell",
+    ),
 ]
 
 
 @pytest.mark.parametrize("recipe, marker, call, verdict", RECIPES, ids=[f"{r}:{c}" for r, _, c, _ in RECIPES])
-def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configuration(tmp_path, recipe, marker, call, verdict):
+def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configuration(
+    tmp_path, recipe, marker, call, verdict
+):
     """A recipe's configuration marker (tests/contracts/test_training_recipes.py) decides what the call's literal form
     decides: clip_by_global_norm(1.0) is not reached by the zero-threshold recipe; a bfloat16 moment still needs the
     state carried through lax.scan (the run decides)."""
-    row = {"api": recipe, "guide": "g", "kind": "golden", "outcome": "failed", "detail": "assert 1 == 0", "configuration": json.dumps(marker)}
+    row = {
+        "api": recipe,
+        "guide": "g",
+        "kind": "golden",
+        "outcome": "failed",
+        "detail": "assert 1 == 0",
+        "configuration": json.dumps(marker),
+    }
     base = {
         "label": "x",
         "status": "ran",
@@ -305,7 +381,9 @@ def test_a_recipe_names_a_line_only_where_its_call_matches_the_recipes_configura
     report = compare.compare(base, cand)
     report = call_sites.annotated(report, scan)
     clip = (Param("max_norm", POSITIONAL),)
-    attribution.attribute(report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW, "optax.clip_by_global_norm": clip}))
+    attribution.attribute(
+        report, scan, attribution.Known({}, {}, {"optax.adamw": ADAMW, "optax.clip_by_global_norm": clip})
+    )
     got = report["findings"][0]["your_code_attribution"]["train.py:3"]
     assert got["verdict"] == verdict, got
 
@@ -339,9 +417,19 @@ def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path, row):
     name, _, want = about.strip("`").partition("=")
     prelude = "import functools\nimport optax\n" + ("WD = 0.1\n" if "WD = 0.1" in call else "WD = None\n")
     (tmp_path / "t.py").write_text(prelude + f"def f(p, y, wd):\n    return {code}\n")
-    use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call" and u.path != "optax.linear_schedule")
+    use = next(
+        u
+        for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses
+        if u.how == "call" and u.path != "optax.linear_schedule"
+    )
     params = (
-        ADAMW if "adamw" in code else (Param("predictions", POSITIONAL), Param("targets", POSITIONAL, "None", "None"), Param("delta", POSITIONAL, "1.0", "1.0"))
+        ADAMW
+        if "adamw" in code
+        else (
+            Param("predictions", POSITIONAL),
+            Param("targets", POSITIONAL, "None", "None"),
+            Param("delta", POSITIONAL, "1.0", "1.0"),
+        )
     )
     got, why, decided = attribution._judge(attribution._Site(use, True, params), {"keywords": {name: want}}, [])
     assert got == verdict.replace(" ", "-").replace("cannot-tell", "cannot-tell"), (row, why)
@@ -363,6 +451,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
     """The trial: ``try: from optax import monte_carlo / except ImportError: monte_carlo = None`` read FAIL,
     "removed in the candidate → ImportError": the fallback runs instead."""
     import ast
+
     from optax_gate.gate.surface import public_api
 
     text = (
@@ -394,11 +483,19 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
     base = "chex==0.1.91 \\\n    --hash=sha256:aa\n    # via optax\noptax==0.2.6 \\\n    --hash=sha256:bb\n"
     cand = "optax==0.2.8 \\\n    --hash=sha256:cc\n"
     imported = {"chex": ["bv/utils_test.py:22"]}
-    (row,) = [r for r in dependencies.diff(base, cand, None, imported, {"distrax": "requirements.txt"}) if r["name"] == "chex"]
+    (row,) = [
+        r for r in dependencies.diff(base, cand, None, imported, {"distrax": "requirements.txt"}) if r["name"] == "chex"
+    ]
     assert not row["breaks"] and row["may_come_with"] == ["distrax"] and "may bring chex: cannot tell" in row["uses"][0]
     (alone,) = [r for r in dependencies.diff(base, cand, None, imported, {}) if r["name"] == "chex"]
     assert alone["breaks"]  # nothing declared that could bring it: it breaks
-    report = {"verdict": "pass", "reasons": [], "findings": [], "contracts": [], "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]}}
+    report = {
+        "verdict": "pass",
+        "reasons": [],
+        "findings": [],
+        "contracts": [],
+        "dependencies": {"rows": [{**row, "verdict": "cannot-tell"}]},
+    }
     report = assemble.with_scope(report, scope.scoped(report, "broken", by="usage"))
     assert report["verdict"] == "not-verified" and "your project declares distrax" in report["reasons"][0]
 
@@ -412,7 +509,9 @@ def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
     )
     report = _gate(tmp_path, {"train.py": text})
     got = report["findings"][0]["your_code_attribution"]
-    assert set(got) == {"train.py:6"} and got["train.py:6"]["verdict"] == "affected", got  # one line, the most severe call
+    assert set(got) == {"train.py:6"} and got["train.py:6"]["verdict"] == "affected", (
+        got
+    )  # one line, the most severe call
     assert "`WD = 0.0` (line 3)" in got["train.py:6"]["why"]  # a tuple of literals unpacked: each name its element
 
 
@@ -432,7 +531,9 @@ def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new
     use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
     verdict, why, _ = attribution._judge(attribution._Site(use, True), configuration.configuration(rows), [])
     assert verdict == "cannot-tell" and "(its contracts ran it with `unknown_kwarg`)" in why, why
-    new = configuration.configuration([{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}])
+    new = configuration.configuration(
+        [{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}]
+    )
     verdict, why, _ = attribution._judge(attribution._Site(use, True), new, [])
     assert (verdict, why) == ("affected", "calls an API the baseline does not have (new in the candidate)")
 
@@ -448,7 +549,13 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
         "outcome": "failed",
         "detail": "ModuleNotFoundError: No module named 'optax.monte_carlo'",
     }
-    base = {"label": "x", "status": "ran", "reason": "", "versions": {}, "contracts": {"test_mc.py::test_known": {**row, "outcome": "passed", "detail": ""}}}
+    base = {
+        "label": "x",
+        "status": "ran",
+        "reason": "",
+        "versions": {},
+        "contracts": {"test_mc.py::test_known": {**row, "outcome": "passed", "detail": ""}},
+    }
     cand = {**base, "contracts": {"test_mc.py::test_known": row}}
     (tmp_path / "a.py").write_text(
         "try:\n    from optax.monte_carlo import score_function_jacobians\nexcept ImportError:\n    score_function_jacobians = None\n"
@@ -472,4 +579,6 @@ def test_a_finding_joined_to_a_surface_break_of_the_teams_line_is_decided():
         "parts": [{"section": "contracts", "change": "broken"}, {"section": "surface", "change": "broken"}],
     }
     assert scope.undecided(finding, "usage") == []
-    assert scope.undecided({**finding, "parts": finding["parts"][:1]}, "usage") == ["your lines: cannot tell without --run"]
+    assert scope.undecided({**finding, "parts": finding["parts"][:1]}, "usage") == [
+        "your lines: cannot tell without --run"
+    ]

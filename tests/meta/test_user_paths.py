@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate import cli_parser
 from optax_gate.gate.inputs import typed_path, user_paths, validate
 from optax_gate.gate.team_code import usage as usage_mod
-from optax_gate.gate import cli_parser
 from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
 
 
@@ -37,7 +37,10 @@ def test_usage_takes_one_path_each_and_is_repeatable(monkeypatch):
 def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
     (tmp_path / "notebooks").mkdir()
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
-    with pytest.raises(validate.InvalidInput, match=r"'notebooks' is a file or folder, not a requirement SPEC: did you mean --usage notebooks\?"):
+    with pytest.raises(
+        validate.InvalidInput,
+        match=r"'notebooks' is a file or folder, not a requirement SPEC: did you mean --usage notebooks\?",
+    ):
         user_paths.refuse_paths_as_specs(["optax==0.2.8", "notebooks"], {"optax"})
     user_paths.refuse_paths_as_specs(["optax==0.2.8"], {"optax"})  # no path, no refusal
 
@@ -72,14 +75,18 @@ def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_
 )
 def test_a_bad_usage_path_is_refused(tmp_path, make, message):
     path = make(tmp_path)
-    with pytest.raises(validate.InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+    with pytest.raises(
+        validate.InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")
+    ):
         user_paths.check_usage([path])
 
 
 def test_a_dangling_usage_link_is_exit_2_before_anything_runs(tmp_path):
     (tmp_path / "team").symlink_to(tmp_path / "moved-away")
     out = tmp_path / "out"
-    status, stdout, stderr, seconds = gate_cli("--candidate-lock", str(LOCK), "--usage", str(tmp_path / "team"), out=out)
+    status, stdout, stderr, seconds = gate_cli(
+        "--candidate-lock", str(LOCK), "--usage", str(tmp_path / "team"), out=out
+    )
     assert status == 2 and "is a dangling symlink" in stderr and "Traceback" not in stderr, stdout + stderr
     assert seconds < 10 and not_judged_report(out)["verdict"] == "not-verified"
 
@@ -89,7 +96,12 @@ def test_noxw_passes_the_folder_it_was_started_from(tmp_path):
     script = (ROOT / "noxw").read_text()
     export = script.index('export NOXW_INVOKED_FROM="$PWD"')
     assert export < script.index('cd "$root"')
-    proc = subprocess.run(["bash", "-c", script[: script.index('cd "$root"')] + 'echo "$NOXW_INVOKED_FROM"'], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", "-c", script[: script.index('cd "$root"')] + 'echo "$NOXW_INVOKED_FROM"'],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.stdout.strip() == str(tmp_path)
     assert 'OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM"' in (ROOT / "noxfile.py").read_text()
 
@@ -109,11 +121,23 @@ def test_a_refused_path_is_named_as_typed_and_as_resolved(tmp_path, monkeypatch)
     assert str(refused.value) == f"--usage {tmp_path / 'gone'} does not exist"
     with pytest.raises(validate.InvalidInput) as refused:
         validate.writable_folder(typed_path.user_path("../README.md"))
-    assert str(refused.value) == f"the output folder ../README.md (= {tmp_path / 'README.md'}) (set with --out) exists and is not a folder"
+    assert (
+        str(refused.value)
+        == f"the output folder ../README.md (= {tmp_path / 'README.md'}) (set with --out) exists and is not a folder"
+    )
 
 
 @pytest.mark.parametrize(
-    "spec, path_like", [("notebooks", True), ("src/nb", True), ("./nb", True), ("nb.v2", True), ("optx", False), ("rich==13", False), ("optax-x[cpu]", False)]
+    "spec, path_like",
+    [
+        ("notebooks", True),
+        ("src/nb", True),
+        ("./nb", True),
+        ("nb.v2", True),
+        ("optx", False),
+        ("rich==13", False),
+        ("optax-x[cpu]", False),
+    ],
 )
 def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
     """A bare SPEC (no version, no extras) that is no package of the baseline and looks like a path (a / or a
@@ -193,5 +217,7 @@ def test_a_lock_file_given_as_a_spec_is_told_its_options(tmp_path, monkeypatch):
     lock = tmp_path / "team-lock.txt"
     lock.write_text("optax==0.2.8 \\\n    --hash=sha256:" + "a" * 64 + "\n")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(validate.InvalidInput, match="did you mean --candidate-lock team-lock.txt .* or --baseline-lock"):
+    with pytest.raises(
+        validate.InvalidInput, match="did you mean --candidate-lock team-lock.txt .* or --baseline-lock"
+    ):
         user_paths.refuse_paths_as_specs(["team-lock.txt"], {"optax"})

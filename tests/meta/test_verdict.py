@@ -9,7 +9,10 @@ from optax_gate.gate.judge import verdict
 def test_the_contracts_verdict():
     assert verdict.of_contracts([], 0) == ("pass", [])
     assert verdict.of_contracts([], 3) == ("fail", ["3 contract(s) broken"])
-    assert verdict.of_contracts(["candidate not verified: zero contracts ran"], 3) == ("not-verified", ["candidate not verified: zero contracts ran"])
+    assert verdict.of_contracts(["candidate not verified: zero contracts ran"], 3) == (
+        "not-verified",
+        ["candidate not verified: zero contracts ran"],
+    )
 
 
 @pytest.mark.parametrize(
@@ -56,7 +59,9 @@ def test_the_speed_verdict_fails_only_for_a_step_over_the_budget():
     assert verdict.of_speed({"status": "measured", "reason": "", "summary": {}, "readings": [changed]}) == ("pass", [])
     assert verdict.of_speed({"status": "not-measured", "reason": "x", "summary": {}, "readings": []}) == ("pass", [])
     broken = {**changed, "change": "broken", "ratio": 1.83}
-    assert verdict.of_speed({"status": "measured", "reason": "", "budget": 1.5, "summary": {}, "readings": [changed, broken]}) == (
+    assert verdict.of_speed(
+        {"status": "measured", "reason": "", "budget": 1.5, "summary": {}, "readings": [changed, broken]}
+    ) == (
         "fail",
         ["1 training step(s) slower than the speed budget x1.5: scan-20 x1.83"],
     )
@@ -73,9 +78,15 @@ def test_the_sections_beyond_the_contracts_fail_for_a_broken_row():
 def test_the_team_runs_verdict_is_read_from_its_section():
     from optax_gate.gate.team_run import judging
 
-    assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == ("not-verified", ["--run not verified: it timed out"])
+    assert judging.of_team_run({"outcome": "not-verified", "reason": "it timed out"}) == (
+        "not-verified",
+        ["--run not verified: it timed out"],
+    )
     assert judging.of_team_run({"outcome": "same", "reason": ""}) == ("pass", [])
-    assert judging.of_team_run({"outcome": "broke", "reason": "ValueError at train.py:9"}) == ("fail", ["ValueError at train.py:9"])
+    assert judging.of_team_run({"outcome": "broke", "reason": "ValueError at train.py:9"}) == (
+        "fail",
+        ["ValueError at train.py:9"],
+    )
 
 
 def test_the_verdict_functions_return_a_copy_and_leave_the_report_as_it_was():

@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optax_gate.gate.team_run import divergence, recording, witness
-from optax_gate.gate.team_run import leaves
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
+from optax_gate.gate.team_run import divergence, leaves, recording, witness
 from tests.meta.test_team_run import CHAIN, PYTHON
 
 
@@ -80,14 +79,20 @@ def test_files_are_compared_by_value_json_by_numbers_others_by_bytes(tmp_path):
     _npz(sides["c"] / "params.npz", w=w, step=np.int32(3))
     (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.244, "lr": [0.01, 0.0075]}))
     json_moved = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
-    assert json_moved["first"] == {"file": "metrics.json", "key": "['loss']", "change": "1.354 → 1.244 (|Δ| 0.11, relative 0.081)"}, json_moved
+    assert json_moved["first"] == {
+        "file": "metrics.json",
+        "key": "['loss']",
+        "change": "1.354 → 1.244 (|Δ| 0.11, relative 0.081)",
+    }, json_moved
     (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, 0.0075]}))
     nan_gone = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
     assert nan_gone["first"]["key"] == "['lr'][1]" and nan_gone["first"]["change"] == "nan → 0.0075", nan_gone
     (sides["c"] / "log.bin").write_bytes(b"other")
     (sides["c"] / "metrics.json").write_text(json.dumps({"loss": 1.354, "lr": [0.01, float("nan")]}))
     bytes_only = witness.compare_files(sides["b"], sides["r"], sides["c"], ulps=4)
-    assert not bytes_only["differs"] and bytes_only["first"] is None and bytes_only["not_judged"] == ["log.bin"], bytes_only
+    assert not bytes_only["differs"] and bytes_only["first"] is None and bytes_only["not_judged"] == ["log.bin"], (
+        bytes_only
+    )
 
 
 def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyond_it_is_not(tmp_path):
@@ -97,12 +102,16 @@ def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyon
     base = "step 0 loss 0.5\nstep 1 loss 1e-06\n"
     members = ["step 0 loss 0.5\nstep 1 loss 1.1e-06\n", "step 0 loss 0.5\nstep 1 loss 0.95e-06\n"]
     within = witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 1.5e-06\n", 4, members)
-    assert not within["differs"] and within["within_budget"] == 1 and within["noise_ratio"] == pytest.approx(5.0), within
+    assert not within["differs"] and within["within_budget"] == 1 and within["noise_ratio"] == pytest.approx(5.0), (
+        within
+    )
     beyond = witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 2e-06\n", 4, members)
     assert beyond["differs"] and "10x the spread" in beyond["first"]["change"], beyond
     untouched = witness.compare_output(base, base, "step 0 loss 0.50001\nstep 1 loss 1e-06\n", 4, members)
     assert untouched["differs"] and untouched["first"]["line"] == 1, untouched  # the members leave it: the ULP budget
-    assert witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 1.5e-06\n", 4)["differs"]  # no ensemble: the ULP budget
+    assert witness.compare_output(base, base, "step 0 loss 0.5\nstep 1 loss 1.5e-06\n", 4)[
+        "differs"
+    ]  # no ensemble: the ULP budget
     sides = {name: tmp_path / name for name in ("b", "r", "c", "m")}
     for folder in sides.values():
         folder.mkdir()
@@ -111,7 +120,10 @@ def test_a_value_within_its_spread_over_the_perturbed_runs_is_rounding_one_beyon
         _npz(sides[name] / "params.npz", w=w)
     _npz(sides["m"] / "params.npz", w=w + np.float32(1e-4))
     _npz(sides["c"] / "params.npz", w=w + np.float32(5e-4))
-    assert witness.compare_files(sides["b"], sides["r"], sides["c"], 4, witness.Others((sides["m"],)))["within_budget"] == 1
+    assert (
+        witness.compare_files(sides["b"], sides["r"], sides["c"], 4, witness.Others((sides["m"],)))["within_budget"]
+        == 1
+    )
     _npz(sides["c"] / "params.npz", w=w + np.float32(1e-2))
     far = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, witness.Others((sides["m"],)))
     assert far["differs"] and "the spread of its perturbed baseline runs" in far["first"]["change"], far
@@ -158,11 +170,16 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
     python.chmod(0o755)
     result = recording.run(recording.RunSpec("python train.py", team, 300), (PYTHON, python), tmp_path / "out")
     assert result["outcome"] == "diverged" and not result["differing"], result["reason"]
-    assert result["witness"]["output"]["first"]["line"] == 1 and result["witnessed"].startswith("output line 1: a number")
+    assert result["witness"]["output"]["first"]["line"] == 1 and result["witnessed"].startswith(
+        "output line 1: a number"
+    )
     assert result["witness"]["files"]["files"] == 1 and not result["witness"]["files"]["differs"]  # w.npy: the same
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, result)
-    assert report["verdict"] == "fail" and "your run's own outputs differ in the candidate: output line 1" in report["reasons"][0]
+    assert (
+        report["verdict"] == "fail"
+        and "your run's own outputs differ in the candidate: output line 1" in report["reasons"][0]
+    )
     assert "Your run's own outputs differ" in "\n".join(team_run_section.section(report))
     same = recording.run(recording.RunSpec("python train.py", team, 300), (PYTHON, PYTHON), tmp_path / "same")
     assert same["outcome"] == "same" and not same["witness"]["differs"] and same["witness"]["files"]["files"] == 1
@@ -180,7 +197,9 @@ def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back
     team = tmp_path / "team"
     team.mkdir()
     (team / "checkpoint.txt").write_text("ORIGINAL")
-    (team / "train.py").write_text("import time\ntime.sleep(4)\nopen('checkpoint.txt', 'w').write('written by the run')\n")
+    (team / "train.py").write_text(
+        "import time\ntime.sleep(4)\nopen('checkpoint.txt', 'w').write('written by the run')\n"
+    )
     spec = recording.RunSpec("python train.py && echo done", team, 1.5)
     result = recording.run(spec, (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "not-verified" and result["runs"][0]["timed_out"], result
@@ -260,7 +279,11 @@ def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measure
 
     result = divergence.compare([obs("a")], [obs("b")])
     assert not result["differing"] and result["within_budget"]["sampled"] == 1, result["within_budget"]
-    text = "\n".join(team_run_section.section({"team_run": {**result, "command": "c", "run_dir": ".", "runs": [], "outcome": "same"}, "findings": []}))
+    text = "\n".join(
+        team_run_section.section(
+            {"team_run": {**result, "command": "c", "run_dir": ".", "runs": [], "outcome": "same"}, "findings": []}
+        )
+    )
     assert "stored as a sample" in text and "measured on the sample" in text, text
 
 
@@ -275,12 +298,16 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
     w = np.linspace(-1, 1, 6, dtype=np.float32)
     for name, value in (("b", w), ("r", w), ("c", w * np.float32(1.5))):
         sides[name].mkdir()
-        (sides[name] / "params.msgpack").write_bytes(serialization.to_bytes({"params": {"w": value, "step": np.int32(3)}}))
+        (sides[name] / "params.msgpack").write_bytes(
+            serialization.to_bytes({"params": {"w": value, "step": np.int32(3)}})
+        )
     python = witness.Others(python=Path(sys.executable))
     read = witness.read_in_environment.cache_info().misses
     moved = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)
     assert witness.read_in_environment.cache_info().misses - read == 3  # the baseline's file read once, compared twice
-    assert moved["differs"] and moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"], moved
+    assert (
+        moved["differs"] and moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"]
+    ), moved
     unread = witness.compare_files(sides["b"], sides["r"], sides["c"], 4)
     assert not unread["differs"] and unread["not_judged"] == ["params.msgpack"], unread
     (sides["c"] / "params.msgpack").write_bytes((sides["b"] / "params.msgpack").read_bytes())
@@ -311,7 +338,9 @@ def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environme
     one_ulp = np.nextafter(w, np.float32(np.inf))
     for name, value in (("b", w), ("r", w), ("c", w * np.float32(1.5)), ("u", one_ulp)):
         sides[name].mkdir()
-        _orbax_checkpoint(sides[name], {"params": {"w": jnp.asarray(value), "b": jnp.ones(3, jnp.bfloat16)}, "step": jnp.int32(5)})
+        _orbax_checkpoint(
+            sides[name], {"params": {"w": jnp.asarray(value), "b": jnp.ones(3, jnp.bfloat16)}, "step": jnp.int32(5)}
+        )
     python = witness.Others(python=Path(sys.executable))
     moved = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)
     assert moved["differs"] and moved["first"]["file"] == "ckpt/5/default/", moved
@@ -319,6 +348,11 @@ def test_an_orbax_checkpoint_is_judged_by_its_arrays_read_in_the_teams_environme
     close = witness.compare_files(sides["b"], sides["r"], sides["u"], 4, python)
     assert not close["differs"] and close["within_budget"] == 1 and not close["not_judged"], close
     # the folder is one output; what the two baseline runs wrote otherwise (the manager's timestamps) is named
-    assert close["checkpoint_folders"] == 1 and close["noise_files"] == ["ckpt/5/_CHECKPOINT_METADATA", "ckpt/5/commit_success.txt"], close
-    unread = witness.compare_files(sides["b"], sides["r"], sides["u"], 4)  # by bytes, its two baseline copies already differ
+    assert close["checkpoint_folders"] == 1 and close["noise_files"] == [
+        "ckpt/5/_CHECKPOINT_METADATA",
+        "ckpt/5/commit_success.txt",
+    ], close
+    unread = witness.compare_files(
+        sides["b"], sides["r"], sides["u"], 4
+    )  # by bytes, its two baseline copies already differ
     assert not unread["differs"] and unread["files"] == 0 and unread["noise"] == close["files"] + close["noise"], unread

@@ -63,9 +63,17 @@ def fit(markdown: str, limit: int, more: str) -> str:
         depth += line.count("<details") - line.count("</details>")
     left = lines[len(kept) :]
     findings = sum(1 for line in left if FINDING_LINE.match(line))
-    what = f"{findings} more finding(s) and {len(left) - findings} more line(s)" if findings else f"{len(left)} more line(s)"
+    what = (
+        f"{findings} more finding(s) and {len(left) - findings} more line(s)"
+        if findings
+        else f"{len(left)} more line(s)"
+    )
     closing = ["", "</details>"] * max(depth, 0)
-    return "\n".join([*kept, *closing, "", f"… cut here to stay inside GitHub's limit: {what} are in the full report."]) + "\n\n" + more
+    return (
+        "\n".join([*kept, *closing, "", f"… cut here to stay inside GitHub's limit: {what} are in the full report."])
+        + "\n\n"
+        + more
+    )
 
 
 def say(message: str) -> None:
@@ -138,7 +146,9 @@ def gh(*args: str) -> str:
         raise GhFailed("gh did not answer within 120 s") from None
     if proc.returncode != 0:
         raise GhFailed(
-            (proc.stderr or proc.stdout).strip().splitlines()[-1:][0] if (proc.stderr or proc.stdout).strip() else f"gh exit status {proc.returncode}"
+            (proc.stderr or proc.stdout).strip().splitlines()[-1:][0]
+            if (proc.stderr or proc.stdout).strip()
+            else f"gh exit status {proc.returncode}"
         )
     return proc.stdout
 
@@ -180,7 +190,9 @@ def main() -> int:
     try:
         done = post(repo, number, text)
     except GhFailed as exc:
-        why = "the token lacks the permission (give the job `pull-requests: write`)" if "403" in str(exc) else "gh failed"
+        why = (
+            "the token lacks the permission (give the job `pull-requests: write`)" if "403" in str(exc) else "gh failed"
+        )
         say(f"nothing posted: {why}: {exc}; the gate's verdict and exit status are unchanged")
         return 0
     say(f"{done} on {repo}#{number}")

@@ -28,7 +28,10 @@ def main(argv: list[str]) -> int:
     import yaml
 
     source, out = map(Path, argv)
-    Path(out).write_text(yaml.safe_dump(as_workflow(yaml.safe_load(source.read_text(encoding="utf-8"))), sort_keys=False), encoding="utf-8")
+    Path(out).write_text(
+        yaml.safe_dump(as_workflow(yaml.safe_load(source.read_text(encoding="utf-8"))), sort_keys=False),
+        encoding="utf-8",
+    )
     return 0
 
 

@@ -103,7 +103,11 @@ def status_of(gate_status: int, report: dict | None, fail_on: str) -> tuple[str,
     if gate_status not in (0, 1) or report is None:
         return "not-verified", 2
     verdict = report.get("verdict", "not-verified")
-    if gate_status == 0 and fail_on == "changed" and any(n for k, n in report.get("summary", {}).items() if k != "unchanged"):
+    if (
+        gate_status == 0
+        and fail_on == "changed"
+        and any(n for k, n in report.get("summary", {}).items() if k != "unchanged")
+    ):
         return verdict, 1
     return verdict, gate_status
 
@@ -158,7 +162,9 @@ def gate() -> int:
         fail_on = os.environ.get("INPUT_FAIL_ON", "").strip() or "broken"
         if fail_on not in FAIL_ON:
             raise ValueError(f"fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
-        out = Path(os.environ.get("INPUT_OUT", "").strip() or Path(os.environ.get("RUNNER_TEMP") or workspace()) / "optax-gate")
+        out = Path(
+            os.environ.get("INPUT_OUT", "").strip() or Path(os.environ.get("RUNNER_TEMP") or workspace()) / "optax-gate"
+        )
         out = out if out.is_absolute() else workspace() / out
         args = gate_args(out)
     except ValueError as exc:
@@ -172,7 +178,9 @@ def gate() -> int:
     run = this_run(out, before)
     report_md = (run or out) / "report.md"
     try:  # a pass or fail without a readable report is not verified (fail closed)
-        report = json.loads(((run or out) / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
+        report = (
+            json.loads(((run or out) / "report.json").read_text(encoding="utf-8")) if gate_status in (0, 1) else None
+        )
     except (OSError, ValueError) as exc:
         print(f"optax-gate action: the gate's report.json cannot be read ({exc}): not verified", file=sys.stderr)
         report = None
@@ -182,7 +190,9 @@ def gate() -> int:
     shown = report_md if run is not None and report_md.exists() and gate_status in (0, 1, 2) else None
     if shown is not None and not evidence.is_judged(run):
         print(f"optax-gate action: this run judged nothing; {evidence.report_now(out)}")
-    _append("GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={run or ''}\n")
+    _append(
+        "GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={run or ''}\n"
+    )
     _append("GITHUB_STEP_SUMMARY", summary(shown, verdict, status, fail_on))
     print(f"optax-gate action: verdict {verdict}, exit status {status}; report {shown or 'none'}")
     return status
@@ -199,7 +209,9 @@ KEY_FILES = {
 def _digest(paths: list[Path]) -> str:
     h = hashlib.sha256()
     for top in paths:
-        files = sorted(p for p in top.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if top.is_dir() else [top]
+        files = (
+            sorted(p for p in top.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if top.is_dir() else [top]
+        )
         for path in files:
             if path.exists():
                 h.update(path.relative_to(top.parent).as_posix().encode() + b"\0" + path.read_bytes())
@@ -226,7 +238,9 @@ def jax_cache_key(system: str) -> tuple[str, str]:
     base = _jaxlib(base_path.read_text(encoding="utf-8")) if base_path.is_file() else ""
     cand_lock = os.environ.get("INPUT_CANDIDATE_LOCK", "").strip()
     cand_text = (
-        (workspace() / cand_lock).read_text(encoding="utf-8") if cand_lock and (workspace() / cand_lock).is_file() else "\n".join(_items("INPUT_CANDIDATE"))
+        (workspace() / cand_lock).read_text(encoding="utf-8")
+        if cand_lock and (workspace() / cand_lock).is_file()
+        else "\n".join(_items("INPUT_CANDIDATE"))
     )
     cand = _jaxlib(cand_text) or "same"
     prefix = f"jax-{system}-{base or 'unknown'}-"
@@ -239,7 +253,9 @@ def keys() -> int:
     ``$GITHUB_OUTPUT``, and print them. The gate's key also covers the baseline lock input and the
     team's contract folders; ``jax`` is :func:`jax_cache_key`'s."""
     system = os.environ.get("RUNNER_OS", sys.platform)
-    extra = [workspace() / p for p in (*_items("INPUT_CONTRACTS"), os.environ.get("INPUT_BASELINE_LOCK", "").strip()) if p]
+    extra = [
+        workspace() / p for p in (*_items("INPUT_CONTRACTS"), os.environ.get("INPUT_BASELINE_LOCK", "").strip()) if p
+    ]
     jax_key, jax_restore = jax_cache_key(system)
     text = (
         f"uv=uv-{system}-{_digest([ROOT / p for p in KEY_FILES['uv']])}\n"

@@ -97,7 +97,9 @@ def with_upstream_tests(report: Mapping[str, Any], section: model.UpstreamTests)
     out = dict(report)
     if isinstance(out.get("findings"), list):
         before = len(out["findings"])
-        out["findings"] = [{**f, "number": number} for number, f in enumerate([*out["findings"], *section["findings"]], 1)]
+        out["findings"] = [
+            {**f, "number": number} for number, f in enumerate([*out["findings"], *section["findings"]], 1)
+        ]
         section = {**section, "findings": out["findings"][before:]}
     out["upstream_tests"] = section
     return _with_notes(out, [upstream_tests.note(section)])

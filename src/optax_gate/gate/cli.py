@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -11,10 +12,10 @@ from pathlib import Path
 from types import FrameType
 
 from optax_gate.gate import cli_parser
+from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, crash_report, fail
 from optax_gate.gate.inputs import options as opts
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, crash_report, fail
 
 __all__ = ["NOT_VERIFIED", "main", "options"]
 
@@ -46,16 +47,24 @@ def _speed(args: argparse.Namespace) -> opts.SpeedOptions:
 
 
 def _scope(args: argparse.Namespace) -> opts.ScopeOptions:
-    return opts.ScopeOptions(usage=tuple(args.usage or ()), fail_on=args.fail_on, fail_on_new_deprecations=args.fail_on_new_deprecations)
+    return opts.ScopeOptions(
+        usage=tuple(args.usage or ()), fail_on=args.fail_on, fail_on_new_deprecations=args.fail_on_new_deprecations
+    )
 
 
 def _bisect(args: argparse.Namespace) -> opts.BisectOptions:
     return opts.BisectOptions(
-        enabled=getattr(args, "bisect", False), history=tuple(args.history or ()), cache=args.bisect_cache, env=args.bisect_env, timeout=args.bisect_timeout
+        enabled=getattr(args, "bisect", False),
+        history=tuple(args.history or ()),
+        cache=args.bisect_cache,
+        env=args.bisect_env,
+        timeout=args.bisect_timeout,
     )
 
 
-def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions | opts.RebaselineOptions:
+def options(
+    args: argparse.Namespace,
+) -> opts.GateOptions | opts.MatrixOptions | opts.CompareOptions | opts.BisectCommandOptions | opts.RebaselineOptions:
     """The typed options of the command ``args`` holds (:mod:`optax_gate.gate.inputs.options`), made once here."""
     if args.command == "gate":
         return opts.GateOptions(
@@ -63,8 +72,15 @@ def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions |
             speed=_speed(args),
             scope=_scope(args),
             bisect=_bisect(args),
-            candidate=opts.CandidateOptions(specs=tuple(args.specs), source=tuple(args.source or ()), lock=args.candidate_lock, allow_extra=args.allow_extra),
-            team_run=opts.TeamRunOptions(command=args.run, folder=args.run_dir, timeout=args.run_timeout, exact=args.exact),
+            candidate=opts.CandidateOptions(
+                specs=tuple(args.specs),
+                source=tuple(args.source or ()),
+                lock=args.candidate_lock,
+                allow_extra=args.allow_extra,
+            ),
+            team_run=opts.TeamRunOptions(
+                command=args.run, folder=args.run_dir, timeout=args.run_timeout, exact=args.exact
+            ),
             out=args.out,
             keep=args.keep,
             contracts=tuple(args.contracts or ()),
@@ -85,7 +101,13 @@ def options(args: argparse.Namespace) -> opts.GateOptions | opts.MatrixOptions |
             heartbeat=args.heartbeat,
         )
     if args.command == "compare":
-        return opts.CompareOptions(baseline_run=args.baseline_run, candidate_run=args.candidate_run, scope=_scope(args), out=args.out, team_run=args.team_run)
+        return opts.CompareOptions(
+            baseline_run=args.baseline_run,
+            candidate_run=args.candidate_run,
+            scope=_scope(args),
+            out=args.out,
+            team_run=args.team_run,
+        )
     if args.command == "rebaseline":
         return opts.RebaselineOptions(environment=_environment(args), lock=args.lock, move=args.move, out=args.out)
     return opts.BisectCommandOptions(report=args.report, environment=_environment(args), bisect=_bisect(args))
@@ -149,10 +171,8 @@ def entry(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     said = os.environ.get(EXIT_FILE)
     if said:  # for the nox session, which a Ctrl-C reaching it after this point must not turn into "not verified"
-        try:
+        with contextlib.suppress(OSError):
             Path(said).write_text(f"{status}{' interrupted' if _INTERRUPTED else ''}\n")
-        except OSError:
-            pass
     sys.exit(status)
 
 
@@ -171,7 +191,10 @@ def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
     except (OSError, ValueError, KeyError, TypeError):
         verdict, status = "unreadable", 2
     shows = run.root / ("report.md" if evidence.is_judged(run.path) else "not-judged.md")
-    print(f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows it (run folder {run.path})", file=sys.stderr)
+    print(
+        f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows it (run folder {run.path})",
+        file=sys.stderr,
+    )
     return status
 
 
@@ -219,7 +242,9 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         traceback.print_exc()
         print(f"optax-gate: the gate itself failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return crash_report(
-            f"gate error: {type(exc).__name__}: {exc}", started, None if args.command in ("gate", "rebaseline") else getattr(given, "out", Path("reports/gate"))
+            f"gate error: {type(exc).__name__}: {exc}",
+            started,
+            None if args.command in ("gate", "rebaseline") else getattr(given, "out", Path("reports/gate")),
         )
     finally:
         if process:  # the command is over: a later signal is only recorded, the exit status stands

@@ -8,32 +8,30 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from optax_gate.gate import cli_help
-from optax_gate.gate.inputs.typed_path import project_default, user_path
-from optax_gate.gate.team_code import scope
-from optax_gate.gate.speed import readings
-from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.compare_flow import compare_runs
 from optax_gate.gate.gate_flow import gate
+from optax_gate.gate.inputs.typed_path import project_default, user_path
+from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix_flow import run_matrix
 from optax_gate.gate.rebaseline_flow import rebaseline
+from optax_gate.gate.speed import readings
+from optax_gate.gate.team_code import scope
 
 # Each command is wired to its flow here (set_defaults func): gate in gate_flow, compare in compare_flow,
 # matrix in matrix_flow, rebaseline in rebaseline_flow, bisect in bisect/command.
 
 
 #: What an argparse ``type`` of :func:`_at_least` gives.
-_Number = TypeVar("_Number", int, float)
-
-
-def _at_least(convert: Callable[[str], _Number], minimum: float, strict: bool, words: str) -> Callable[[str], _Number]:
+def _at_least[Number: (int, float)](
+    convert: Callable[[str], Number], minimum: float, strict: bool, words: str
+) -> Callable[[str], Number]:
     """An argparse ``type``: ``convert(text)`` when it is above ``minimum``
     (``strict``) or at least ``minimum``; NaN is refused either way."""
 
-    def check(text: str) -> _Number:
+    def check(text: str) -> Number:
         try:
             value = convert(text)
         except ValueError:  # argparse would name this function ("invalid check value")
@@ -74,7 +72,11 @@ def _speed_options(p: argparse.ArgumentParser) -> None:
         help="a training step slower than RATIO x the baseline's (beyond noise) is broken (default: never)",
     )
     p.add_argument(
-        "--speed-rounds", type=_rounds, default=readings.ROUNDS, metavar="N", help="compile rounds of the speed readings, at least 2 (default: %(default)s)"
+        "--speed-rounds",
+        type=_rounds,
+        default=readings.ROUNDS,
+        metavar="N",
+        help="compile rounds of the speed readings, at least 2 (default: %(default)s)",
     )
 
 
@@ -97,12 +99,20 @@ def _beyond_contracts_options(p: argparse.ArgumentParser) -> None:
         "its code reaches and not ruled out by its calls' literal arguments); the others are listed under "
         "'Optax changed elsewhere'. all: every broken finding fails the gate, whatever its scope",
     )
-    p.add_argument("--fail-on-new-deprecations", action="store_true", help="a deprecation warning new in the candidate is broken (for code run with -W error)")
+    p.add_argument(
+        "--fail-on-new-deprecations",
+        action="store_true",
+        help="a deprecation warning new in the candidate is broken (for code run with -W error)",
+    )
 
 
 def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
     p.add_argument(
-        "--baseline-lock", type=_path, default=Path("requirements-lock.txt"), metavar="FILE", help="hash-pinned lock of the baseline (default: %(default)s)"
+        "--baseline-lock",
+        type=_path,
+        default=Path("requirements-lock.txt"),
+        metavar="FILE",
+        help="hash-pinned lock of the baseline (default: %(default)s)",
     )
     p.add_argument(
         "--requirements-in",
@@ -111,7 +121,9 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
         metavar="FILE",
         help="the baseline's direct requirements, which SPECs replace (default: %(default)s)",
     )
-    p.add_argument("--out", type=_path, default=project_default(out), metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument(
+        "--out", type=_path, default=project_default(out), metavar="DIR", help="output folder (default: %(default)s)"
+    )
     p.add_argument(
         "--envs-dir",
         type=_path,
@@ -119,9 +131,17 @@ def _environment_options(p: argparse.ArgumentParser, out: str) -> None:
         metavar="DIR",
         help="where environments are built and reused, one per lock content (default: %(default)s)",
     )
-    p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build environments with (default: this one)")
     p.add_argument(
-        "--project-root", type=_path, default=Path.cwd(), metavar="DIR", help="the project folder holding tests/contracts (default: the current folder)"
+        "--python",
+        default=sys.executable,
+        help="Python 3.12 interpreter to build environments with (default: this one)",
+    )
+    p.add_argument(
+        "--project-root",
+        type=_path,
+        default=Path.cwd(),
+        metavar="DIR",
+        help="the project folder holding tests/contracts (default: the current folder)",
     )
     p.add_argument(
         "--timeout",
@@ -193,10 +213,22 @@ def _bisect_options(p: argparse.ArgumentParser) -> None:
 
 def _one_environment_options(p: argparse.ArgumentParser, which: str) -> None:
     """``--envs-dir``, ``--python``, ``--project-root``, ``--no-compilation-cache`` of a command that builds one environment."""
-    p.add_argument("--envs-dir", type=_path, default=Path(".nox/gate-envs"), metavar="DIR", help=f"where {which} is built or reused (default: %(default)s)")
-    p.add_argument("--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)")
     p.add_argument(
-        "--project-root", type=_path, default=Path.cwd(), metavar="DIR", help="the project folder holding tests/contracts (default: the current folder)"
+        "--envs-dir",
+        type=_path,
+        default=Path(".nox/gate-envs"),
+        metavar="DIR",
+        help=f"where {which} is built or reused (default: %(default)s)",
+    )
+    p.add_argument(
+        "--python", default=sys.executable, help="Python 3.12 interpreter to build it with (default: this one)"
+    )
+    p.add_argument(
+        "--project-root",
+        type=_path,
+        default=Path.cwd(),
+        metavar="DIR",
+        help="the project folder holding tests/contracts (default: the current folder)",
     )
     p.add_argument(
         "--no-compilation-cache",
@@ -215,12 +247,17 @@ def _help(start: str = "", end: str | None = None) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="optax-gate", description=_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="optax-gate", description=_help(), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser(
         "gate",
         help="run the contracts in the baseline and a candidate, write the report",
-        description="Judge an upgrade:\n" + _help("``gate [SPEC ...]``", "``matrix") + "\n" + _help("Exit status (gate", "Exit status (matrix"),
+        description="Judge an upgrade:\n"
+        + _help("``gate [SPEC ...]``", "``matrix")
+        + "\n"
+        + _help("Exit status (gate", "Exit status (matrix"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g.add_argument(
@@ -277,7 +314,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the team's folder, where --run runs (importable, with its src/ if any; default: the current folder)",
     )
-    g.add_argument("--run-timeout", type=_seconds, default=1800, metavar="SECONDS", help="time limit of one run of --run (default: %(default)s)")
+    g.add_argument(
+        "--run-timeout",
+        type=_seconds,
+        default=1800,
+        metavar="SECONDS",
+        help="time limit of one run of --run (default: %(default)s)",
+    )
     g.add_argument(
         "--exact",
         action="store_true",
@@ -342,7 +385,11 @@ def parser() -> argparse.ArgumentParser:
         "environment not verified (docs/upstream-tests.md)",
     )
     m.add_argument(
-        "--heartbeat", type=_seconds, default=25.0, metavar="SECONDS", help="longest silence on the console while an environment runs (default: %(default)s)"
+        "--heartbeat",
+        type=_seconds,
+        default=25.0,
+        metavar="SECONDS",
+        help="longest silence on the console while an environment runs (default: %(default)s)",
     )
     _environment_options(m, "reports/matrix")
     _speed_options(m)
@@ -350,13 +397,20 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "compare",
         help="compare two run records and write the report",
-        description="Compare two runs:\n" + _help("``compare", "``bisect") + "\n" + _help("Exit status (gate", "Exit status (matrix"),
+        description="Compare two runs:\n"
+        + _help("``compare", "``bisect")
+        + "\n"
+        + _help("Exit status (gate", "Exit status (matrix"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.add_argument("baseline_run", type=_path, help="the baseline's run record (JSON)")
     c.add_argument("candidate_run", type=_path, help="the candidate's run record (JSON)")
     c.add_argument(
-        "--out", type=_path, default=project_default("reports/compare"), metavar="DIR", help="output folder, never a gate's own (default: %(default)s)"
+        "--out",
+        type=_path,
+        default=project_default("reports/compare"),
+        metavar="DIR",
+        help="output folder, never a gate's own (default: %(default)s)",
     )
     c.add_argument(
         "--team-run",
@@ -398,9 +452,16 @@ def parser() -> argparse.ArgumentParser:
         description="Rebaseline:\n" + _help("``rebaseline", "Exit status (gate"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("lock", type=_path, metavar="LOCK", help="the other baseline's hash-pinned lock (uv pip compile --generate-hashes)")
     r.add_argument(
-        "--move", action="store_true", help="make LOCK the pinned baseline too: copied over requirements-lock.txt, the snapshot files re-recorded in place"
+        "lock",
+        type=_path,
+        metavar="LOCK",
+        help="the other baseline's hash-pinned lock (uv pip compile --generate-hashes)",
+    )
+    r.add_argument(
+        "--move",
+        action="store_true",
+        help="make LOCK the pinned baseline too: copied over requirements-lock.txt, the snapshot files re-recorded in place",
     )
     r.add_argument(
         "--out",
@@ -435,6 +496,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         near = difflib.get_close_matches(next((r.split("=")[0] for r in rest if r.startswith("-")), ""), known, n=1)
         command = getattr(args, "run", None)
         if command and not any(c.isspace() for c in command.strip()):  # --run python train.py --steps 3, unquoted
-            sub.error(f'unrecognized arguments: {" ".join(rest)} (--run takes the whole command as one argument: quote it, --run "{command} ...")')
+            sub.error(
+                f'unrecognized arguments: {" ".join(rest)} (--run takes the whole command as one argument: quote it, --run "{command} ...")'
+            )
         sub.error(f"unrecognized arguments: {' '.join(rest)}" + (f" (did you mean {near[0]}?)" if near else ""))
     return args

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate import assemble
+from optax_gate.gate.gate_flow import Started, fail, team_code, write_reports
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import CompareOptions
+from optax_gate.gate.inputs.user_paths import check_usage
+from optax_gate.gate.judge import compare, verdict
 from optax_gate.gate.run import evidence, runner
-from optax_gate.gate.judge import compare
+from optax_gate.gate.sides import beyond_contracts, configured_packages, load
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import reused
-from optax_gate.gate import assemble
-from optax_gate.gate.sides import beyond_contracts, configured_packages, load
-from optax_gate.gate.inputs.user_paths import check_usage
-from optax_gate.gate.judge import verdict
-from optax_gate.gate.gate_flow import Started, fail, team_code, write_reports
 
 
 def _run_record(path: Path) -> dict[str, Any]:
@@ -32,9 +30,13 @@ def _run_record(path: Path) -> dict[str, Any]:
     try:
         record = load(path)
     except OSError as exc:
-        raise validate.InvalidInput(f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}") from None
+        raise validate.InvalidInput(
+            f"{validate.shown(path)} cannot be read as a run record: {exc.strerror or exc}"
+        ) from None
     except ValueError as exc:
-        raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED} (this file is not JSON: {exc})") from None
+        raise validate.InvalidInput(
+            f"{validate.shown(path)} is not a run record: {_WANTED} (this file is not JSON: {exc})"
+        ) from None
     if not runner.is_run_record(record):
         raise validate.InvalidInput(f"{validate.shown(path)} is not a run record: {_WANTED}")
     return record
@@ -74,10 +76,18 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
         swapped = swapped_records(baseline, candidate)
         if swapped and options.team_run is not None:  # said as swapped records, not as "another baseline"
             raise validate.InvalidInput(f"{swapped} (the same options after them)")
-        team = reused.recorded(options.team_run, baseline, candidate, options.scope.usage) if options.team_run is not None else None
-        code = team_code(options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None)
+        team = (
+            reused.recorded(options.team_run, baseline, candidate, options.scope.usage)
+            if options.team_run is not None
+            else None
+        )
+        code = team_code(
+            options.scope.usage, Path(team["run_dir"]) if team and Path(team["run_dir"]).is_dir() else None
+        )
         scan = usage.scan(check_usage(code)) if code else None
-        validate.writable_folder(options.out)  # a file, or a folder that cannot be made or written: refused before comparing (made last)
+        validate.writable_folder(
+            options.out
+        )  # a file, or a folder that cannot be made or written: refused before comparing (made last)
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
     given = dataclasses.replace(options.scope, usage=code, usage_scan=scan)
@@ -85,10 +95,19 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     report = beyond_contracts(compare.compare(baseline, candidate), baseline, candidate, given, packages)
     if swapped:  # the verdict, not a note: swapped records are no evidence about the upgrade, whatever they
         # found: never a pass
-        report = verdict.at_least(report, "not-verified", f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)", at=0)
-    if team is not None and options.team_run is not None:  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
+        report = verdict.at_least(
+            report,
+            "not-verified",
+            f"{swapped}; as given, every change in this report reads the other way round (broken as fixed)",
+            at=0,
+        )
+    if (
+        team is not None and options.team_run is not None
+    ):  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         report = assemble.with_team_run(report, team, given.fail_on)
-        report["notes"].append(f"your run (`{team['command']}` in {team['run_dir']}): re-used from {os.path.abspath(options.team_run)} (compare runs no code)")
+        report["notes"].append(
+            f"your run (`{team['command']}` in {team['run_dir']}): re-used from {os.path.abspath(options.team_run)} (compare runs no code)"
+        )
     else:
         report = assemble.with_scope(report, scope.apply_options(report, given, packages))
         if not swapped:  # swapped, the recorded run would not fit them: the note above says what to do
@@ -136,7 +155,9 @@ def _say_recorded_run(report: Mapping[str, Any], baseline_run: Path) -> None:
             "to make the verdict about that run, as the gate's was (compare runs no code)"
         )
         return
-    if not any(a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()):
+    if not any(
+        a.get("verdict") == "cannot-tell" for f in found for a in (f.get("your_code_attribution") or {}).values()
+    ):
         return
     report["notes"].append(
         "compare runs no code: a line of yours that is 'cannot tell without --run' is decided by your run; "

@@ -8,29 +8,28 @@ report of a crash of the gate itself."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate import assemble, late
 from optax_gate.gate.base import atomic, model
+from optax_gate.gate.bisect import command as bisect_command
+from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate.inputs import requirements, team_contracts, validate
 from optax_gate.gate.inputs.options import GateOptions
+from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 from optax_gate.gate.install import environments, extras, source_specs
-from optax_gate.gate.run import baseline_snapshots, evidence, runner
-from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.judge import compare
-from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.team_run import recording
-from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.bisect import history as bisect_history
-from optax_gate.gate import assemble, late
+from optax_gate.gate.run import baseline_snapshots, evidence, runner
+from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.sides import (
     Folders,
     Side,
@@ -49,7 +48,9 @@ from optax_gate.gate.sides import (
 )
 from optax_gate.gate.sides_code import compare_code, select_modules
 from optax_gate.gate.sides_speed import SpeedSides, measure_speed
-from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
+from optax_gate.gate.team_code import scope, usage
+from optax_gate.gate.team_run import recording
+from optax_gate.gate.upstream import upstream_tests
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
 NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
@@ -127,7 +128,11 @@ def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | N
         texts = report_json.render(report), report_markdown.render(report), report_html.render(report)
     else:
         markdown = phases.run("report writing", lambda: report_markdown.render(report))
-        page = phases.run("report writing (report.html)", lambda: report_html.render(report)) if markdown is not None else None
+        page = (
+            phases.run("report writing (report.html)", lambda: report_html.render(report))
+            if markdown is not None
+            else None
+        )
         if markdown is not None and page is None:  # report.md says so too: its verdict is now not verified
             phases.record(report)
             markdown = phases.run("report writing", lambda: report_markdown.render(report))
@@ -147,7 +152,12 @@ def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | N
 
 
 def finish(
-    run: evidence.RunFolder, baseline: dict[str, Any], candidate: dict[str, Any], options: GateOptions, say: Progress, learned: Learned | None = None
+    run: evidence.RunFolder,
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    options: GateOptions,
+    say: Progress,
+    learned: Learned | None = None,
 ) -> int:
     """Compare, write the run's reports, mark it complete and current.
 
@@ -162,7 +172,7 @@ def finish(
     phases, refused = learned.phases, learned.refused
     say("writing the refusal report" if refused else "comparing and writing the report")
     for record in (baseline, candidate):
-        phases.run("writing of the run records", lambda: save_run(record, run.evidence))  # called at once, in this iteration
+        phases.run("writing of the run records", functools.partial(save_run, record, run.evidence))
     report = compare.compare(baseline, candidate)
     report["run"] = run.name
     if baseline.get("snapshots"):
@@ -173,28 +183,44 @@ def finish(
         )
     packages = configured_packages(options.environment.project_root)
     report = phases.run_or(
-        "API surface, warnings and dependency diff", lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused), report
+        "API surface, warnings and dependency diff",
+        lambda: beyond_contracts(report, baseline, candidate, options.scope, packages, usage=not refused),
+        report,
     )
     team = learned.team_run if not refused else None
     if team is not None:  # --run: the team's run scopes the findings and sets the verdict
-        report = phases.run_or("your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on), report)
+        report = phases.run_or(
+            "your run (--run)", lambda: assemble.with_team_run(report, team, options.scope.fail_on), report
+        )
     else:
         report = phases.run_or(
-            "scope of the findings", lambda: assemble.with_scope(report, scope.apply_options(report, options.scope, packages, usage=not refused)), report
+            "scope of the findings",
+            lambda: assemble.with_scope(
+                report, scope.apply_options(report, options.scope, packages, usage=not refused)
+            ),
+            report,
         )
     report = phases.run_or("speed readings", lambda: assemble.with_speed(report, learned.speed), report)
     if options.upstream_tests and not refused:
         report = phases.run_or(
-            "upstream tests cross-run (--upstream-tests)", lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say), report
+            "upstream tests cross-run (--upstream-tests)",
+            lambda: upstream_cross_run(report, (baseline, candidate), options, learned, say),
+            report,
         )
-    digest = phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock)) if run.candidate_lock.exists() else None
+    digest = (
+        phases.run("candidate lock digest", lambda: environments.digest(run.candidate_lock))
+        if run.candidate_lock.exists()
+        else None
+    )
     if digest:
         report["candidate_lock"] = {"file": "candidate-lock.txt", "sha256": digest}
     phases.record(report)
     judged = evidence.judged(report)
     try:
         status = write_reports(report, run.path, phases)
-        evidence.complete(run, options.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"]))
+        evidence.complete(
+            run, options.keep, judged=judged, why=f"refused: {refused}" if refused else "; ".join(report["reasons"])
+        )
     except OSError as exc:
         return fail(
             f"the report could not be written or made current ({exc}); the run folder {run.path} stays marked "
@@ -216,7 +242,11 @@ def say_not_judged(run: evidence.RunFolder) -> None:
 
 
 def upstream_cross_run(
-    report: dict[str, Any], records: tuple[dict[str, Any], dict[str, Any]], options: GateOptions, learned: Learned, say: Progress
+    report: dict[str, Any],
+    records: tuple[dict[str, Any], dict[str, Any]],
+    options: GateOptions,
+    learned: Learned,
+    say: Progress,
 ) -> dict[str, Any]:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
     when both sides (``records``: baseline, candidate) ran; returns ``report`` with its section and findings
@@ -231,10 +261,10 @@ def upstream_cross_run(
     if not learned.pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
         raise upstream_tests.CrossRunFailure("the two environments' interpreters or site-packages are not known")
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
-    envs = dict(zip(("baseline", "candidate"), learned.jax_envs))
+    envs = dict(zip(("baseline", "candidate"), learned.jax_envs, strict=True))
     section = upstream_tests.cross_run(
         {"baseline": Path(baseline["site_packages"]), "candidate": Path(candidate["site_packages"])},
-        dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons))),
+        dict(zip(("baseline", "candidate"), (Path(built_python(p)) for p in learned.pythons), strict=True)),
         upstream_tests.CrossRunOptions(results_dir(options.environment), options.environment.timeout, envs),
         say=say,
     )
@@ -270,13 +300,19 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
             bisect_history.parse_histories(list(options.bisect.history) or None)
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
-    run_spec = recording.check(options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact)
+    run_spec = recording.check(
+        options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact
+    )
     code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)
     option = "--usage" if options.scope.usage else "--run-dir"
-    scan = usage.scan(check_usage(code, option)) if code else None  # before anything runs; unreadable files are listed, not fatal
+    scan = (
+        usage.scan(check_usage(code, option)) if code else None
+    )  # before anything runs; unreadable files are listed, not fatal
     if scan is not None:
         what = "--usage" if options.scope.usage else f"your code, taken from --run-dir {code[0]} (no --usage given)"
-        say(f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report)")
+        say(
+            f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report)"
+        )
     return Checked(tuple(plain), tuple(sources), tuple(team_dirs or ()), run_spec, scan, code)
 
 
@@ -289,7 +325,9 @@ def stopped_record(failed: Side, other: str, say: Progress) -> dict[str, Any]:
     """The record of the side ``other`` that does not run because ``failed``
     could not be installed or imported (no verdict is possible without both)."""
     cause = failed.record.get("reason", "") if failed.record else ""
-    say(f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}")
+    say(
+        f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}"
+    )
     return skipped(other, f"the {failed.label} could not be installed or imported")
 
 
@@ -309,7 +347,9 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     except validate.InvalidInput as exc:
         return fail(f"{exc} (no report written)")
     except OSError as exc:
-        return fail(f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; {evidence.report_now(options.out)})")
+        return fail(
+            f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; {evidence.report_now(options.out)})"
+        )
     say(f"run folder {run.path}")
     base_req = [f"lock file {env.baseline_lock}"]
     if cand.lock:
@@ -338,14 +378,20 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     except validate.InvalidInput as exc:
         return refuse(exc)
     env = dataclasses.replace(env, team_dirs=checked.team_dirs)
-    options = dataclasses.replace(options, environment=env, scope=dataclasses.replace(options.scope, usage=checked.usage, usage_scan=checked.usage_scan))
+    options = dataclasses.replace(
+        options,
+        environment=env,
+        scope=dataclasses.replace(options.scope, usage=checked.usage, usage_scan=checked.usage_scan),
+    )
     if cand.lock:
         shutil.copyfile(cand.lock, run.candidate_lock)
     else:
         say("resolving the candidate (" + " ".join(cand_req) + ")")
         plain, sources = list(checked.plain_specs), list(checked.sources)
         try:
-            if built := resolve_sources(plain or ([] if sources else list(requirements.NEWEST_DEFAULT)), sources, run.candidate_lock, env, say):
+            if built := resolve_sources(
+                plain or ([] if sources else list(requirements.NEWEST_DEFAULT)), sources, run.candidate_lock, env, say
+            ):
                 cand_extra["sources"] = built
             extras.check(plain, run.candidate_lock, env.python)
         except validate.InvalidInput as exc:
@@ -390,7 +436,9 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         return stop(baseline, "candidate", candidate.record, cand_req)
     if failed(candidate):  # a cached baseline result stays
         return stop(candidate, "baseline", baseline.record, base_req)
-    if baseline_snapshots.arrange(baseline, candidate, env, run.evidence, say) is not None:  # a team's baseline: its own snapshots
+    if (
+        baseline_snapshots.arrange(baseline, candidate, env, run.evidence, say) is not None
+    ):  # a team's baseline: its own snapshots
         env = dataclasses.replace(env, concurrent=False)  # the candidate compares with what the baseline records
     compare_code(baseline, candidate, env, run.candidate_lock, say)
     select_modules(baseline, candidate, env, run.candidate_lock, say)
@@ -403,25 +451,48 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
             warnings_differ=options.scope.fail_on_new_deprecations,
         )
         learned.team_run = recording.run(
-            spec, (built_python(baseline.python), built_python(candidate.python)), run.evidence, say, recording.user_names(spec.run_dir)
+            spec,
+            (built_python(baseline.python), built_python(candidate.python)),
+            run.evidence,
+            say,
+            recording.user_names(spec.run_dir),
         )
-        if learned.team_run["outcome"] == "not-verified":  # the verdict cannot be had: say so now, not after the contracts
+        if (
+            learned.team_run["outcome"] == "not-verified"
+        ):  # the verdict cannot be had: say so now, not after the contracts
             why = "--run could not be verified, so no contract ran"
             say(f"{why} ({learned.team_run['reason']}); fix the command (or leave --run out) and run the gate again")
-            return finish(run, skipped("baseline", why, requirements=base_req), skipped("candidate", why, requirements=cand_req), options, say, learned)
+            return finish(
+                run,
+                skipped("baseline", why, requirements=base_req),
+                skipped("candidate", why, requirements=cand_req),
+                options,
+                say,
+                learned,
+            )
     base_record, cand_record = run_both(baseline, candidate, env, say)
     learned.pythons = (baseline.python, candidate.python)  # --upstream-tests runs pytest in both
     learned.jax_envs = (baseline.jax_env, candidate.jax_env)
     learned.speed = speed = learned.phases.run(
         "speed readings",
-        lambda: measure_speed(env, options.speed, run.candidate_lock, cand_record, say, SpeedSides(learned.pythons, baseline.cache_inputs)),
+        lambda: measure_speed(
+            env, options.speed, run.candidate_lock, cand_record, say, SpeedSides(learned.pythons, baseline.cache_inputs)
+        ),
     )
     if speed is not None:  # the readings stay in the report even if their plot fails
         learned.phases.run("speed plot", lambda: report_speed.write_plot(speed, run.path))
     status = finish(run, base_record, cand_record, options, say, learned)
-    if options.bisect.enabled and evidence.is_complete(run.path):  # after the report is complete: it is kept whatever happens
+    if options.bisect.enabled and evidence.is_complete(
+        run.path
+    ):  # after the report is complete: it is kept whatever happens
         say("bisecting the findings (--bisect)")
-        bisect_command.after_gate(run.path, candidate.python if options.bisect.env == "candidate" else baseline.python, env, options.bisect, say)
+        bisect_command.after_gate(
+            run.path,
+            candidate.python if options.bisect.env == "candidate" else baseline.python,
+            env,
+            options.bisect,
+            say,
+        )
     return status
 
 

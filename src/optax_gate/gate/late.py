@@ -59,7 +59,10 @@ class LatePhases:
             name = f"{phase}: {where}" if where and where not in phase else phase
             self.errors.append({"phase": name, "error": f"{type(exc).__name__}: {exc}"})
             traceback.print_exc()
-            print(f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are kept; verdict not-verified)", file=sys.stderr)
+            print(
+                f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are kept; verdict not-verified)",
+                file=sys.stderr,
+            )
             return default
 
     def run_or(self, phase: str, action: Callable[[], T], default: T) -> T:
@@ -76,7 +79,11 @@ class LatePhases:
         if new:
             report["gate_errors"] = list(self.errors)
             at = len(self.errors) - len(new)  # after the failures recorded before, ahead of the rest
-            report.update(verdict.at_least(report, "not-verified", [f"gate error in the {e['phase']}: {e['error']}" for e in new], at=at))
+            report.update(
+                verdict.at_least(
+                    report, "not-verified", [f"gate error in the {e['phase']}: {e['error']}" for e in new], at=at
+                )
+            )
             self._recorded = len(self.errors)
         return report
 
@@ -94,5 +101,8 @@ def fallback_markdown(report: Mapping[str, Any]) -> str:
         "| contract | baseline → candidate | change |",
         "|---|---|---|",
     ]
-    out += [f"| `{r.get('id')}` | {r.get('baseline')} → {r.get('candidate')} | {r.get('change')} |" for r in report.get("contracts", [])]
+    out += [
+        f"| `{r.get('id')}` | {r.get('baseline')} → {r.get('candidate')} | {r.get('change')} |"
+        for r in report.get("contracts", [])
+    ]
     return "\n".join(out) + "\n"

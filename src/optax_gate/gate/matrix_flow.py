@@ -12,16 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from optax_gate.gate.base import atomic, model
+from optax_gate.gate.diffs import unseen
+from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs.options import EnvironmentOptions, MatrixOptions
 from optax_gate.gate.install import compilation_cache, environments
-from optax_gate.gate.run import runner
-from optax_gate.gate.run.heartbeat import Heartbeat
-from optax_gate.gate.diffs import unseen
-from optax_gate.gate.upstream import upstream_tests
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
-from optax_gate.gate.gate_flow import Started, fail
+from optax_gate.gate.run import runner
+from optax_gate.gate.run.heartbeat import Heartbeat
 from optax_gate.gate.sides import (
     Folders,
     bound_compilation_cache,
@@ -34,6 +33,7 @@ from optax_gate.gate.sides import (
     save_run,
 )
 from optax_gate.gate.sides_speed import measure_speed
+from optax_gate.gate.upstream import upstream_tests
 
 
 def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
@@ -50,7 +50,11 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
             return 2
         plan = load(plan_path)
     else:
-        envs, discovered = matrix.plan(requirements_in(env).read_text(encoding="utf-8"), include_older=options.include_older, upstream=options.upstream)
+        envs, discovered = matrix.plan(
+            requirements_in(env).read_text(encoding="utf-8"),
+            include_older=options.include_older,
+            upstream=options.upstream,
+        )
         plan = {"discovered": discovered, "environments": [e.to_json() for e in envs]}
         atomic.write_text(plan_path, json.dumps(plan, indent=2) + "\n")
         if options.plan_only:
@@ -68,7 +72,9 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
         for i, name in enumerate(wanted, 1):
             say(f"{name}: environment {i} of {len(wanted)}")
             if name == "baseline":
-                record = run_lock("baseline", env.baseline_lock, env, folders, say, requirements=[f"lock file {env.baseline_lock}"])
+                record = run_lock(
+                    "baseline", env.baseline_lock, env, folders, say, requirements=[f"lock file {env.baseline_lock}"]
+                )
             else:
                 say(f"{name}: resolving {' '.join(names[name]['specs'])}")
                 record = run_specs(name, list(names[name]["specs"]), out / "locks" / f"{name}.txt", env, folders, say)
@@ -78,7 +84,9 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
             save_run(record, out / "runs")
             say.idle()
             cached = record.get("from_cache")
-            origin = f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
+            origin = (
+                f" — baseline taken from the cache ({cached['key']}, recorded {cached['recorded']})" if cached else ""
+            )
             print(f"optax-gate: {name}: {record['status']} {record.get('reason', '')}{origin}", flush=True)
     if options.only:
         return 0
@@ -100,7 +108,9 @@ def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
     return status
 
 
-def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]) -> model.UpstreamTests | dict[str, str]:
+def cross_run(
+    name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str], None]
+) -> model.UpstreamTests | dict[str, str]:
     """``--upstream-tests``: optax's own shipped tests of the modules that
     differ, cross-run between the baseline's environment (built or reused
     here, as the speed readings do) and the environment ``name`` of ``lock``
@@ -117,10 +127,17 @@ def cross_run(name: str, lock: Path, env: EnvironmentOptions, say: Callable[[str
             if site is None:
                 raise upstream_tests.CrossRunFailure(f"the {side}'s site-packages cannot be found")
             sites[side] = Path(site)
-            jax_env[side] = compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache)
+            jax_env[side] = compilation_cache.environment(
+                compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache
+            )
         say(f"{name}: upstream tests: cross-running optax's shipped tests of the modules that differ")
-        return upstream_tests.cross_run(sites, pythons, upstream_tests.CrossRunOptions(results_dir(env), env.timeout, jax_env), say=say)
+        return upstream_tests.cross_run(
+            sites, pythons, upstream_tests.CrossRunOptions(results_dir(env), env.timeout, jax_env), say=say
+        )
     except Exception as exc:  # fail closed: recorded, the environment then not verified; the contract results kept
         traceback.print_exc()
-        print(f"optax-gate: {name}: the upstream tests cross-run could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            f"optax-gate: {name}: the upstream tests cross-run could not run: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
         return {"error": f"{type(exc).__name__}: {exc}"}

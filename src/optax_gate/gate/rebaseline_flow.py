@@ -25,9 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.base import atomic, details
-
-from optax_gate.gate.base import plain_text
+from optax_gate.gate.base import atomic, details, plain_text
 from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import RebaselineOptions
@@ -37,7 +35,9 @@ from optax_gate.gate.run.progress import Progress
 from optax_gate.kit import moved_behaviour
 
 
-def _summary(options: RebaselineOptions, version: str, record: dict[str, Any], done: moved_ledger.Accepted, held: list[str]) -> str:
+def _summary(
+    options: RebaselineOptions, version: str, record: dict[str, Any], done: moved_ledger.Accepted, held: list[str]
+) -> str:
     lock, moved = options.lock, options.move
     contracts = record["contracts"]
     outcomes = Counter(r.get("outcome") for r in contracts.values())
@@ -53,7 +53,11 @@ def _summary(options: RebaselineOptions, version: str, record: dict[str, Any], d
         f"{len(done.entries)} newly accepted into `{moved_behaviour.LEDGER}` (they pass there when they fail as optax "
         f"{version} does); {len(held)} already in it for this version and holding; {len(done.narrowed)} older entries "
         f"narrowed; {len(done.refused)} not accepted."
-        + (" The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)." if moved else ""),
+        + (
+            " The lock is now the pinned baseline and its snapshots are re-recorded (`git diff` to review)."
+            if moved
+            else ""
+        ),
         "",
     ]
     if skipped:
@@ -65,9 +69,19 @@ def _summary(options: RebaselineOptions, version: str, record: dict[str, Any], d
             "",
         ]
     if apis:
-        lines += ["| API | contracts newly accepted |", "|---|---|", *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())), ""]
+        lines += [
+            "| API | contracts newly accepted |",
+            "|---|---|",
+            *(f"| `{a}` | {n} |" for a, n in sorted(apis.items())),
+            "",
+        ]
     if done.refused:
-        lines += ["Not accepted (fix these contracts):", "", *(f"- `{cid}`: {why}" for cid, why in sorted(done.refused.items())), ""]
+        lines += [
+            "Not accepted (fix these contracts):",
+            "",
+            *(f"- `{cid}`: {why}" for cid, why in sorted(done.refused.items())),
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -80,7 +94,9 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
         return fail(f"{exc} (no ledger written)")
     version = runner.baseline_optax(lock)
     if "optax" not in pinned or not version:
-        return fail(f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version to rebaseline at (no ledger written)")
+        return fail(
+            f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version to rebaseline at (no ledger written)"
+        )
     ledger_path = env.project_root / moved_behaviour.LEDGER
     try:
         ledger = moved_behaviour.load(ledger_path)
@@ -96,7 +112,9 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
     try:
         snapshots = env.project_root if options.move else work / "snapshots"
         jax_env = {
-            **compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache),
+            **compilation_cache.environment(
+                compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache
+            ),
             baseline_snapshots.SNAPSHOT_DIR: str(snapshots),
             baseline_snapshots.RECORD: "1",
         }
@@ -123,11 +141,17 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
     if record.get("status") != "ran":
         return fail(f"rebaseline: the contracts did not run at optax {version}: {record.get('reason')}")
     logs = sorted(Path(options.out).glob("rebaseline*.reportlog.jsonl"))
-    entries, done = moved_ledger.accept(ledger, record, moved_ledger.crash_lines(logs), version, (record.get("versions") or {}).get("jax", ""))
+    entries, done = moved_ledger.accept(
+        ledger, record, moved_ledger.crash_lines(logs), version, (record.get("versions") or {}).get("jax", "")
+    )
     moved_ledger.write(ledger_path, entries)
     if options.move:
         atomic.write_text(env.project_root / baseline_snapshots.PINNED_LOCK, lock.read_text(encoding="utf-8"))
-    held = sorted(cid for cid in moved_behaviour.applicable(ledger, version) if (record["contracts"].get(cid) or {}).get("outcome") == "passed")
+    held = sorted(
+        cid
+        for cid in moved_behaviour.applicable(ledger, version)
+        if (record["contracts"].get(cid) or {}).get("outcome") == "passed"
+    )
     summary = _summary(options, version, record, done, held)
     atomic.write_text(Path(options.out) / "summary.md", summary)
     print(summary, end="")

@@ -13,7 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from optax_gate.gate import assemble
 from optax_gate.gate.base import atomic
+from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions
 from optax_gate.gate.inputs.validate import InvalidInput
@@ -23,9 +25,6 @@ from optax_gate.gate.run import same_code as same_code_
 from optax_gate.gate.run import selection as selection_
 from optax_gate.gate.run.progress import Progress
 from optax_gate.gate.surface import public_api
-from optax_gate.gate.diffs import unseen
-from optax_gate.gate import assemble
-
 
 #: Seconds allowed to each git or uv step of a build from source.
 SOURCE_TIMEOUT = 600
@@ -119,14 +118,21 @@ class Side:
 def _cache_words(side: Side, inputs: dict[str, Any], why: list[str]) -> str:
     found, total = len(side.cached), len(side.units)
     discarded = [w for w in why if "discarded" in w]
-    tail = f"; {len(discarded)} doubtful entr{'y' if len(discarded) == 1 else 'ies'} discarded: {discarded[0]}" if discarded else ""
+    tail = (
+        f"; {len(discarded)} doubtful entr{'y' if len(discarded) == 1 else 'ies'} discarded: {discarded[0]}"
+        if discarded
+        else ""
+    )
     if found == total:
         return f"{side.label}: from cache {results_cache.key(inputs)}, all {total} contract modules"
     if not found:
         return f"{side.label}: not taken from the cache (no entry for its {total} contract modules{tail})"
     return (
         f"{side.label}: {found} of {total} contract modules from cache {results_cache.key(inputs)}; "
-        f"running the other {total - found}: " + ", ".join(u.name for u in side.pending[:5]) + (", ..." if total - found > 5 else "") + tail
+        f"running the other {total - found}: "
+        + ", ".join(u.name for u in side.pending[:5])
+        + (", ..." if total - found > 5 else "")
+        + tail
     )
 
 
@@ -173,7 +179,9 @@ def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None])
             )
 
 
-def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, say: Callable[[str], None], **extra: Any) -> Side:
+def prepare(
+    label: str, lock: Path, env: EnvironmentOptions, folders: Folders, say: Callable[[str], None], **extra: Any
+) -> Side:
     """Build (or reuse) the environment of ``lock``; take the results of its
     contract modules from the cache where a verified entry exists."""
     forget_previous_evidence(label, folders.evidence)
@@ -186,7 +194,9 @@ def prepare(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, s
     except environments.EnvironmentFailure as exc:
         side.record = runner.not_verified(label, str(exc), **extra)
         return side
-    side.jax_env = compilation_cache.environment(compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache)
+    side.jax_env = compilation_cache.environment(
+        compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache
+    )
     extra["compilation_cache"] = bool(side.jax_env.get("JAX_COMPILATION_CACHE_DIR"))
     extra["site_packages"] = str(unseen.site_packages(side.python) or "")  # for the API surface diff
     look_up(side, lock, env, say)
@@ -202,10 +212,12 @@ def check_imports(sides: tuple[Side, ...], env: EnvironmentOptions, say: Callabl
         say(f"{side.label}: checking its imports")
     with ThreadPoolExecutor(max_workers=max(len(todo), 1)) as pool:
         probes = list(pool.map(lambda side: runner.probe(side.python), todo))
-    for side, probed in zip(todo, probes):
+    for side, probed in zip(todo, probes, strict=False):
         side.probed = probed
         if probed[1]:
-            side.record = runner.run(built_python(side.python), side.label, side.folder, env, probed=probed, **side.extra)
+            side.record = runner.run(
+                built_python(side.python), side.label, side.folder, env, probed=probed, **side.extra
+            )
 
 
 def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], None]) -> None:
@@ -221,7 +233,8 @@ def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], 
             return
     say("baseline: writing the resume checkpoints")
     side.extra["checkpoint_writer"] = (
-        runner.write_checkpoints(built_python(side.python), side.checkpoints, env.project_root, extra_env=side.jax_env) or "written"
+        runner.write_checkpoints(built_python(side.python), side.checkpoints, env.project_root, extra_env=side.jax_env)
+        or "written"
     )
     side.checkpoints_ready = side.extra["checkpoint_writer"] == "written"
     if side.checkpoints_ready and side.cache_inputs is not None:
@@ -235,7 +248,9 @@ def write_checkpoints(side: Side, env: EnvironmentOptions, say: Callable[[str], 
 ALONE_WORKERS = "auto"
 
 
-def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, workers: int | str = ALONE_WORKERS) -> dict[str, Any]:
+def contracts(
+    side: Side, env: EnvironmentOptions, progress: Progress | None, workers: int | str = ALONE_WORKERS
+) -> dict[str, Any]:
     """Run the contract modules of a prepared side that the cache lacks
     (unless its record is final), join the cached ones, and store what ran
     when the run is verified and its resume checkpoints were there."""
@@ -249,20 +264,37 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
     if side.taken:
         say(
             f"{side.label}: running the contracts of {len(pending)} module(s); "
-            f"{len(side.taken)} take the baseline's outcomes" + (f", {len(side.cached)} come from the cache" if side.cached else "")
+            f"{len(side.taken)} take the baseline's outcomes"
+            + (f", {len(side.cached)} come from the cache" if side.cached else "")
         )
     else:
         say(f"{side.label}: running the contracts" + (f" of {len(pending)} module(s) not cached" if partial else ""))
     team = [u for u in pending if u.team]
-    targets = tuple(tuple(u.target for u in pending if not u.team and u.part == i) for i in range(len(runner.PARTS))) if partial else None
+    targets = (
+        tuple(tuple(u.target for u in pending if not u.team and u.part == i) for i in range(len(runner.PARTS)))
+        if partial
+        else None
+    )
     deselect: tuple[str, ...] = ()
-    if side.taken:  # every module collected, as in a full run (the side's collect-time warnings are its own), the others deselected
+    if (
+        side.taken
+    ):  # every module collected, as in a full run (the side's collect-time warnings are its own), the others deselected
         running = {u.name for u in pending}
-        deselect = tuple(word for u in side.units if not u.team and u.name not in running for word in ("--deselect", u.target))
-        targets = tuple((folder,) if any(not u.team and u.part == i for u in pending) else () for i, (_, folder, _) in enumerate(runner.PARTS))
+        deselect = tuple(
+            word for u in side.units if not u.team and u.name not in running for word in ("--deselect", u.target)
+        )
+        targets = tuple(
+            (folder,) if any(not u.team and u.part == i for u in pending) else ()
+            for i, (_, folder, _) in enumerate(runner.PARTS)
+        )
     team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
     how = runner.ContractRunOptions(
-        pytest_args=deselect, checkpoints=side.checkpoints, extra_env=side.jax_env, workers=workers, team_dirs=team_dirs, targets=targets
+        pytest_args=deselect,
+        checkpoints=side.checkpoints,
+        extra_env=side.jax_env,
+        workers=workers,
+        team_dirs=team_dirs,
+        targets=targets,
     )
     record = runner.run(
         built_python(side.python),
@@ -285,7 +317,9 @@ def contracts(side: Side, env: EnvironmentOptions, progress: Progress | None, wo
             say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
     if partial:
         record = results_cache.join(record, {**side.cached, **side.taken})
-        if record.get("status") == "ran" and side.cache_inputs is not None and side.cached:  # partial only with cache inputs (look_up)
+        if (
+            record.get("status") == "ran" and side.cache_inputs is not None and side.cached
+        ):  # partial only with cache inputs (look_up)
             record["from_cache"] = results_cache.origin(side.cache_inputs, side.cached, len(side.units))
     if side.selection is not None and record.get("status") == "ran":
         record["selection"] = side.selection.record()
@@ -305,7 +339,9 @@ def _taken_record(side: Side) -> dict[str, Any]:
     return record
 
 
-def run_lock(label: str, lock: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None, **extra: Any) -> dict[str, Any]:
+def run_lock(
+    label: str, lock: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None, **extra: Any
+) -> dict[str, Any]:
     """Build (or reuse) the environment of ``lock`` and run the contracts there
     (one side at a time: the matrix); evidence goes to ``folders.evidence``; the
     baseline writes the resume ``folders.checkpoints``."""
@@ -346,7 +382,9 @@ def read_surfaces(sides: tuple[Side, ...], env: EnvironmentOptions) -> threading
 SURFACE_WAIT_S = 120
 
 
-def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_both(
+    baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the contracts of both sides, the API surfaces read beside them
     (:func:`read_surfaces`). The checkpoints come first (the candidate
     resumes from them); then, when both sides need a run, the two pytest
@@ -370,15 +408,21 @@ def run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Prog
     return records
 
 
-def _same_code(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+def _same_code(
+    baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The baseline run (or taken from the cache) alone; the candidate's record derived from it."""
     assert candidate.same_code is not None
     base_record = contracts(baseline, env, say)
     versions = candidate.probed[0] if candidate.probed else None
-    return base_record, same_code_.record(base_record, candidate.label, candidate.same_code, versions, **candidate.extra)
+    return base_record, same_code_.record(
+        base_record, candidate.label, candidate.same_code, versions, **candidate.extra
+    )
 
 
-def _run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run_both(
+    baseline: Side, candidate: Side, env: EnvironmentOptions, say: Progress
+) -> tuple[dict[str, Any], dict[str, Any]]:
     if baseline.record is None and candidate.record is None and env.concurrent:
         say("running both sides at the same time (--sequential to run one after the other)")
         pool = ThreadPoolExecutor(max_workers=2)
@@ -390,7 +434,9 @@ def _run_both(baseline: Side, candidate: Side, env: EnvironmentOptions, say: Pro
     return contracts(baseline, env, say), contracts(candidate, env, say)
 
 
-def resolve(specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Callable[[str], None] | None = None) -> Path:
+def resolve(
+    specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Callable[[str], None] | None = None
+) -> Path:
     """Resolve the baseline's requirements with ``specs`` replaced into ``lock_path``
     (a pin the baseline lock contradicts takes the lock's version:
     ``requirements.replace_held``; ``say`` is told which).
@@ -398,16 +444,24 @@ def resolve(specs: list[str], lock_path: Path, env: EnvironmentOptions, say: Cal
     Raises:
       environments.EnvironmentFailure: the resolver found no set of versions.
     """
-    text, moved = requirements.replace_held(requirements_in(env).read_text(encoding="utf-8"), specs, extras.pinned(env.baseline_lock))
+    text, moved = requirements.replace_held(
+        requirements_in(env).read_text(encoding="utf-8"), specs, extras.pinned(env.baseline_lock)
+    )
     if moved and say:
-        say(f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} (pinned differently in {env.requirements_in})")
+        say(
+            f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} (pinned differently in {env.requirements_in})"
+        )
     req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
     upgrade = [requirements.canonical_name(s) for s in specs]
     return environments.compile_lock(req_in, lock_path, env.baseline_lock, upgrade)
 
 
 def resolve_sources(
-    specs: list[str], sources: list[source_specs.SourceSpec], lock_path: Path, env: EnvironmentOptions, say: Callable[[str], None] | None = None
+    specs: list[str],
+    sources: list[source_specs.SourceSpec],
+    lock_path: Path,
+    env: EnvironmentOptions,
+    say: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Build the wheel of each source candidate (cached under
     ``--cache-dir``/source by commit), resolve ``specs`` with those wheels into
@@ -422,14 +476,23 @@ def resolve_sources(
     """
     records: list[dict[str, Any]] = []
     if sources:
-        wheels, records = source_specs.build(sources, Path(results_dir(env)) / "source", SOURCE_TIMEOUT, say or (lambda m: None))
+        wheels, records = source_specs.build(
+            sources, Path(results_dir(env)) / "source", SOURCE_TIMEOUT, say or (lambda m: None)
+        )
         specs = [*specs, *wheels]
     resolve(specs, lock_path, env, say)
     source_specs.check_lock(lock_path, records)
     return records
 
 
-def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None) -> dict[str, Any]:
+def run_specs(
+    label: str,
+    specs: list[str],
+    lock_path: Path,
+    env: EnvironmentOptions,
+    folders: Folders,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Resolve ``specs`` into ``lock_path`` (a source spec built first), then
     run it (the matrix's environments)."""
     forget_previous_evidence(label, folders.evidence)
@@ -442,7 +505,9 @@ def run_specs(label: str, specs: list[str], lock_path: Path, env: EnvironmentOpt
         return runner.not_verified(label, str(exc), requirements=specs, sources=[exc.record])
     except InvalidInput as exc:  # a plan asking for jax from source, say
         return runner.not_verified(label, f"invalid input: {exc}", requirements=specs)
-    return run_lock(label, lock_path, env, folders, progress, requirements=specs, **({"sources": built} if built else {}))
+    return run_lock(
+        label, lock_path, env, folders, progress, requirements=specs, **({"sources": built} if built else {})
+    )
 
 
 def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
@@ -450,7 +515,12 @@ def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
 
 
 def beyond_contracts(
-    report: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], scope: ScopeOptions, packages: tuple[str, ...], usage: bool = True
+    report: dict[str, Any],
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    scope: ScopeOptions,
+    packages: tuple[str, ...],
+    usage: bool = True,
 ) -> dict[str, Any]:
     """``report`` with what the contracts cannot see (``unseen.beyond``, put in by ``assemble.with_beyond``)
     with the ``scope`` options, the API surface of ``packages`` (:func:`configured_packages`);

@@ -13,7 +13,9 @@ from optax_gate.gate.run import selection as selection_
 from optax_gate.gate.sides import Side
 
 
-def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
+def compare_code(
+    baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]
+) -> None:
     """Decide whether the candidate, still to run, runs the baseline's code
     (``same_code.compare``; not under ``--no-cache``, which runs everything):
     then :func:`run_both` runs the baseline alone and gives the candidate its outcomes."""
@@ -22,12 +24,16 @@ def compare_code(baseline: Side, candidate: Side, env: EnvironmentOptions, candi
     found = same_code_.compare(*_installed(baseline, candidate, env, candidate_lock))
     if found.same:
         candidate.same_code = found
-        say(f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running")
+        say(
+            f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running"
+        )
     else:
         say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
 
 
-def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]) -> None:
+def select_modules(
+    baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path, say: Callable[[str], None]
+) -> None:
     """Choose the candidate's contract modules to run by the functions it
     changed (``selection.choose``): the others take the baseline's results.
     Only when the baseline's every module is cached with what it executes
@@ -38,9 +44,16 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
     if not env.select_modules:
         return _every_module(candidate, every, "--all-modules", say)
     if baseline.record is None or len(baseline.cached) != len(baseline.units) or baseline.header is None:
-        return _every_module(candidate, every, "the baseline's results are not all cached (its first run), so none can be taken from it", say)
+        return _every_module(
+            candidate,
+            every,
+            "the baseline's results are not all cached (its first run), so none can be taken from it",
+            say,
+        )
     profile = (baseline.cache_inputs or {}).get("environment", {}).get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
-    if profile != "ci":  # derandomized: a property contract executes the same examples, so the same functions, every run
+    if (
+        profile != "ci"
+    ):  # derandomized: a property contract executes the same examples, so the same functions, every run
         why = f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract executes is not fixed"
         return _every_module(candidate, every, why, say)
     diff = function_diff.compare(*_installed(baseline, candidate, env, candidate_lock))
@@ -52,7 +65,9 @@ def select_modules(baseline: Side, candidate: Side, env: EnvironmentOptions, can
     say(f"candidate: {chosen.words()}")
 
 
-def _installed(baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path) -> tuple[same_code_.Installed, same_code_.Installed]:
+def _installed(
+    baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path
+) -> tuple[same_code_.Installed, same_code_.Installed]:
     """The two sides' installed code as ``same_code`` and ``function_diff`` compare it: lock, site-packages, cache inputs."""
     sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
     return (

@@ -50,7 +50,10 @@ def measure_speed(
     if candidate.get("status") != "ran":
         return readings.not_measured("the candidate did not run its contracts", speed.budget)
     if candidate.get("same_code"):  # the same Python on the same jaxlib: the same programs, timed against themselves
-        return readings.not_measured("the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed", speed.budget)
+        return readings.not_measured(
+            "the candidate runs the baseline's code, so its training steps are the baseline's programs: not timed",
+            speed.budget,
+        )
     inputs = None
     baseline_lock = env.baseline_lock
     if env.cache_dir is not None:
@@ -58,7 +61,9 @@ def measure_speed(
         cached, _ = results_cache.fetch_speed(env.cache_dir, inputs) if env.use_cache else (None, "")
         if cached is not None:
             if say:
-                say(f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}")
+                say(
+                    f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}"
+                )
             return cached
     why = untimed_steps(candidate, _speed_reach(env, sides.baseline_inputs))
     if why:
@@ -72,17 +77,24 @@ def measure_speed(
         ready = [python for python in pythons if python] if len(pythons) == 2 else []
         if len(ready) != 2:
             ready = [
-                environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root) for lock in (baseline_lock, candidate_lock)
+                environments.ensure(environments.folder_for(env.envs_dir, lock), lock, env.python, env.project_root)
+                for lock in (baseline_lock, candidate_lock)
             ]
     except environments.EnvironmentFailure as exc:
         return readings.not_measured(str(exc), speed.budget)
     with tempfile.TemporaryDirectory(prefix="optax-gate-speed-") as tmp:
-        result = readings.measure(ready[0], ready[1], env.project_root, speed, reach_file=reach_record.reach_file(Path(tmp), "speed"))
+        result = readings.measure(
+            ready[0], ready[1], env.project_root, speed, reach_file=reach_record.reach_file(Path(tmp), "speed")
+        )
         found = reach_record.read(Path(tmp), "speed")
     if inputs is not None and env.cache_dir is not None:  # inputs only with a cache_dir
         results_cache.store_speed(env.cache_dir, inputs, result)
         if found is not None and sides.baseline_inputs is not None and result.get("status") == "measured":
-            results_cache.store_speed_reach(env.cache_dir, sides.baseline_inputs, [*found["session"], *(f for fs in found["modules"].values() for f in fs)])
+            results_cache.store_speed_reach(
+                env.cache_dir,
+                sides.baseline_inputs,
+                [*found["session"], *(f for fs in found["modules"].values() for f in fs)],
+            )
     return result
 
 

@@ -27,8 +27,14 @@ def trajectory_cases() -> list:
     cases = []
     for name in FLOAT_DTYPES:
         for scheduled in (False, True):
-            marks = [pytest.mark.known_defect("schedule-float32-under-x64")] if (name, scheduled) == ("float64", True) else []
-            cases.append(pytest.param(name, scheduled, marks=marks, id=f"{name}-{'scheduled' if scheduled else 'constant'}"))
+            marks = (
+                [pytest.mark.known_defect("schedule-float32-under-x64")]
+                if (name, scheduled) == ("float64", True)
+                else []
+            )
+            cases.append(
+                pytest.param(name, scheduled, marks=marks, id=f"{name}-{'scheduled' if scheduled else 'constant'}")
+            )
     return cases
 
 

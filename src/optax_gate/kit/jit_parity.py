@@ -37,7 +37,11 @@ def _arguments(call: Call, previous: Any) -> tuple[Any, ...]:
 
 
 def run(
-    fn: Callable[..., Any], calls: Sequence[Call], *, static_argnums: int | Sequence[int] = (), compiled_first: bool = False
+    fn: Callable[..., Any],
+    calls: Sequence[Call],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    compiled_first: bool = False,
 ) -> tuple[list[Any], list[Any]]:
     """Run ``fn`` jitted, then eagerly, over ``calls``; return ``(jitted, eager)``
     results, one per call.
@@ -68,14 +72,24 @@ def run(
                 first = compiled.count
     if compiled_first:
         assert first > 0, "the first jitted call compiled nothing: the check would not see a recompilation"
-    assert compiled.count == first, f"a jitted call after the first, same shapes, recompiled ({compiled.count - first} compilation(s) after the first call)"
+    assert compiled.count == first, (
+        f"a jitted call after the first, same shapes, recompiled ({compiled.count - first} compilation(s) after the first call)"
+    )
     eager: list[Any] = []
     for call in calls:
         eager.append(fn(*_arguments(call, eager[-1] if eager else None)))
     return jitted, eager
 
 
-def assert_same_leaves(jitted: Any, eager: Any, *, ulps: int, dtype: Any = jnp.float32, scale: float | None = None, what: str = "jit vs eager") -> None:
+def assert_same_leaves(
+    jitted: Any,
+    eager: Any,
+    *,
+    ulps: int,
+    dtype: Any = jnp.float32,
+    scale: float | None = None,
+    what: str = "jit vs eager",
+) -> None:
     """Every leaf of ``jitted`` equals the same leaf of ``eager``: floating
     leaves within ``ulps`` of ``dtype`` (:func:`~optax_gate.kit.tolerances.assert_close`),
     integer and boolean leaves exactly; both PyTrees have the same structure.
@@ -85,7 +99,7 @@ def assert_same_leaves(jitted: Any, eager: Any, *, ulps: int, dtype: Any = jnp.f
     """
     jt, et = jax.tree.structure(jitted), jax.tree.structure(eager)
     assert jt == et, f"{what}: structure {jt} != eager {et}"
-    for j, e in zip(jax.tree.leaves(jitted), jax.tree.leaves(eager)):
+    for j, e in zip(jax.tree.leaves(jitted), jax.tree.leaves(eager), strict=True):
         e = np.asarray(e)
         if np.issubdtype(e.dtype, np.integer) or e.dtype == np.bool_:
             np.testing.assert_array_equal(np.asarray(j), e, err_msg=what)
@@ -112,7 +126,7 @@ def assert_jit_matches_eager(
         the eager one beyond ``ulps``.
     """
     jitted, eager = run(fn, calls, static_argnums=static_argnums, compiled_first=compiled_first)
-    for k, (j, e) in enumerate(zip(jitted, eager), 1):
+    for k, (j, e) in enumerate(zip(jitted, eager, strict=True), 1):
         assert_same_leaves(compare(j), compare(e), ulps=ulps, dtype=dtype, scale=scale, what=f"jit vs eager, call {k}")
 
 

@@ -84,7 +84,9 @@ def load(path: Path) -> list[Entry]:
     for i, raw in enumerate(data.get("moved", []), 1):
         fields = {f.name for f in dataclasses.fields(Entry)}
         if set(raw) != fields or not all(isinstance(raw[f], str) and raw[f].strip() for f in fields):
-            raise ValueError(f"{path}: entry {i} needs exactly {sorted(fields)} as non-empty strings, got {sorted(raw)}")
+            raise ValueError(
+                f"{path}: entry {i} needs exactly {sorted(fields)} as non-empty strings, got {sorted(raw)}"
+            )
         try:
             SpecifierSet(raw["optax"])
             re.compile(raw["fails"])
@@ -96,7 +98,9 @@ def load(path: Path) -> list[Entry]:
         by_contract.setdefault(entry.contract, []).append(entry)
     for contract, mine in by_contract.items():
         if len(mine) > 1 and _overlap(mine):
-            raise ValueError(f"{path}: {contract} has entries whose optax ranges meet ({', '.join(e.optax for e in mine)})")
+            raise ValueError(
+                f"{path}: {contract} has entries whose optax ranges meet ({', '.join(e.optax for e in mine)})"
+            )
     return entries
 
 
@@ -127,7 +131,9 @@ def judged(entry: Entry, version: str, failed: bool, text: str) -> tuple[bool, s
     """``(passes, message)`` of a contract that ``failed`` (or passed) with
     ``text`` under ``entry`` at baseline ``version``: it passes only when it
     failed with text matching ``entry.fails``; the message says why it fails otherwise."""
-    expected = f"{TAG} at the baseline optax {version} this contract fails with text matching {entry.fails!r} ({entry.why})"
+    expected = (
+        f"{TAG} at the baseline optax {version} this contract fails with text matching {entry.fails!r} ({entry.why})"
+    )
     if failed and re.search(entry.fails, text):
         return True, ""
     if not failed:

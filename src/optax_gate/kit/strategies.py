@@ -134,4 +134,6 @@ def typed_like(tree: Any) -> st.SearchStrategy[Any]:
 
     leaves, treedef = jax.tree.flatten(tree)
     names = ["bfloat16" if x.dtype == _numpy_dtype("bfloat16") else x.dtype.name for x in leaves]
-    return st.tuples(*[typed_array(x.shape, n) for x, n in zip(leaves, names)]).map(lambda new: jax.tree.unflatten(treedef, list(new)))
+    return st.tuples(*[typed_array(x.shape, n) for x, n in zip(leaves, names, strict=True)]).map(
+        lambda new: jax.tree.unflatten(treedef, list(new))
+    )

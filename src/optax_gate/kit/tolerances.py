@@ -247,7 +247,9 @@ def ulp_distance(actual: Any, expected: Any, dtype: Any) -> float:
     return float(np.max(np.abs(a - e)) / (eps(dtype) * scale))
 
 
-def assert_close(actual: Any, expected: Any, *, dtype: Any, ulps: int, scale: float | None = None, what: str = "value") -> None:
+def assert_close(
+    actual: Any, expected: Any, *, dtype: Any, ulps: int, scale: float | None = None, what: str = "value"
+) -> None:
     """Assert ``actual`` is within the policy's bound of ``expected``.
 
     Args:

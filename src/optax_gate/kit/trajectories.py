@@ -61,7 +61,13 @@ def state_signatures(tx: Any, params: Any, grads_per_step: list[Any], label: str
 
 
 def assert_follows(
-    got: list[Any], want: list[list[np.ndarray]], *, dtype: Any, initial: Any, per_step: int = tolerances.ELEMENTWISE, what: str = "params"
+    got: list[Any],
+    want: list[list[np.ndarray]],
+    *,
+    dtype: Any,
+    initial: Any,
+    per_step: int = tolerances.ELEMENTWISE,
+    what: str = "params",
 ) -> None:
     """Assert each step's PyTree in ``got`` matches the reference leaves of the
     same step in ``want`` within ``tolerances.accumulated(step, per_step)``
@@ -72,13 +78,23 @@ def assert_follows(
     Raises:
       AssertionError: naming the step, the leaf index and the error in ULPs.
     """
-    scale = max([float(np.max(np.abs(x), initial=0.0)) for x in leaves64(initial)] + [float(np.max(np.abs(x), initial=0.0)) for step in want for x in step])
+    scale = max(
+        [float(np.max(np.abs(x), initial=0.0)) for x in leaves64(initial)]
+        + [float(np.max(np.abs(x), initial=0.0)) for step in want for x in step]
+    )
     assert len(got) == len(want), f"{len(got)} steps, reference has {len(want)}"
-    for k, (tree, ref) in enumerate(zip(got, want), start=1):
+    for k, (tree, ref) in enumerate(zip(got, want, strict=True), start=1):
         leaves = leaves64(tree)
         assert len(leaves) == len(ref), f"step {k}: {len(leaves)} leaves, reference has {len(ref)}"
-        for i, (a, e) in enumerate(zip(leaves, ref)):
-            tolerances.assert_close(a, e, dtype=dtype, ulps=tolerances.accumulated(k, per_step), scale=scale, what=f"{what} at step {k}, leaf {i}")
+        for i, (a, e) in enumerate(zip(leaves, ref, strict=True)):
+            tolerances.assert_close(
+                a,
+                e,
+                dtype=dtype,
+                ulps=tolerances.accumulated(k, per_step),
+                scale=scale,
+                what=f"{what} at step {k}, leaf {i}",
+            )
 
 
 def assert_follows_in(
@@ -107,4 +123,6 @@ def assert_follows_in(
         assert_follows(got, want, dtype="float64", initial=initial, per_step=per_step, what=what)
     except AssertionError:
         return
-    raise AssertionError("the float64 run with a schedule is float64-accurate: schedule-float32-under-x64 no longer reproduces")
+    raise AssertionError(
+        "the float64 run with a schedule is float64-accurate: schedule-float32-under-x64 no longer reproduces"
+    )

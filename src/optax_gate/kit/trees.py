@@ -65,7 +65,8 @@ def assert_dtype(tree: Any, dtype: Any, what: str = "tree", ignore_integers: boo
     wrong = [
         f"{jax.tree_util.keystr(path) or 'the array'}: {jnp.asarray(leaf).dtype.name}"
         for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
-        if jnp.asarray(leaf).dtype != want and not (ignore_integers and jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.integer))
+        if jnp.asarray(leaf).dtype != want
+        and not (ignore_integers and jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.integer))
     ]
     if wrong:
         raise AssertionError(f"{what}: expected {want.name}, got " + ", ".join(wrong))

@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate import mutants
-from optax_gate.mutants import proof
 from optax_gate.gate.base import atomic
 from optax_gate.gate.inputs.typed_path import user_path
 from optax_gate.gate.run import devices, outcomes, pytest_plugins
 from optax_gate.kit.environment import probe
+from optax_gate.mutants import proof
 
 #: The plugins of this environment's declared pytest plugins, named (as the gate runs them).
 PLUGINS = pytest_plugins.args(probe.pytest_plugins())
@@ -67,7 +67,9 @@ def crash_words(returncode: int, output: str) -> str:
     return f"crashed ({sig}) at {frame}"
 
 
-def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None) -> tuple[set[str], set[str]]:
+def _failed_contracts(
+    module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None
+) -> tuple[set[str], set[str]]:
     """(contracts that failed or errored, all contracts) of one module under one mutant.
 
     Raises:
@@ -75,18 +77,39 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
         usage error, crash).
     """
     log = workdir / f"{Path(module).stem}-{name or 'no-mutant'}.jsonl"
-    outside = ["-c", "pyproject.toml", "--rootdir", "."] if Path(module).is_absolute() else []  # a team folder's (--contracts)
-    cmd = [sys.executable, "-m", "pytest", module, *outside, "-q", "-p", "no:cacheprovider", *PLUGINS, "-p", "optax_gate.mutants.plugin", f"--report-log={log}"]
+    outside = (
+        ["-c", "pyproject.toml", "--rootdir", "."] if Path(module).is_absolute() else []
+    )  # a team folder's (--contracts)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        module,
+        *outside,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *PLUGINS,
+        "-p",
+        "optax_gate.mutants.plugin",
+        f"--report-log={log}",
+    ]
     if name:
         cmd.append(f"--mutant={name}")
     for attempt in range(1 + CRASH_RERUNS):
         log.unlink(missing_ok=True)
         proc = subprocess.run(
-            cmd, capture_output=True, text=True, env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})}
+            cmd,
+            capture_output=True,
+            text=True,
+            env={**os.environ, **pytest_plugins.ENV, "OPTAX_GATE_HYPOTHESIS_PROFILE": "mutants", **(env or {})},
         )
         if proc.returncode >= 0 or attempt == CRASH_RERUNS:
             break
-        print(f"note: mutant {name or '(none)'} of {module}: pytest {crash_words(proc.returncode, proc.stdout + proc.stderr)}; run again", flush=True)
+        print(
+            f"note: mutant {name or '(none)'} of {module}: pytest {crash_words(proc.returncode, proc.stdout + proc.stderr)}; run again",
+            flush=True,
+        )
     parsed = outcomes.parse(log)
     if parsed.collection_errors or parsed.exitstatus not in (0, 1):
         said = (
@@ -94,7 +117,9 @@ def _failed_contracts(module: str, name: str | None, workdir: Path, env: dict[st
             if proc.returncode < 0
             else " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
         )
-        raise RuntimeError(f"mutant {name}: pytest did not run (exit {proc.returncode}; {parsed.collection_errors or parsed.exitstatus}): {said}")
+        raise RuntimeError(
+            f"mutant {name}: pytest did not run (exit {proc.returncode}; {parsed.collection_errors or parsed.exitstatus}): {said}"
+        )
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 
@@ -160,7 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     if known.contracts:  # the pytest processes load the same team mutants files (the plugin calls mutants.load)
         os.environ[mutants.TEAM_DIRS_ENV] = os.pathsep.join(str(d.resolve()) for d in known.contracts)
     registry = mutants.load()
-    p = argparse.ArgumentParser(prog="python -m optax_gate.mutants", description="Every contract must fail under some mutant; every mutant must be caught.")
+    p = argparse.ArgumentParser(
+        prog="python -m optax_gate.mutants",
+        description="Every contract must fail under some mutant; every mutant must be caught.",
+    )
     p.add_argument(
         "--area",
         action="append",
@@ -196,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         standing = [a for a in areas if a in digests and record.get(a, {}).get("inputs") == digests[a]["inputs"]]
         areas = [a for a in areas if a not in standing]
         total = len(standing) + len(areas)
-        print(f"proven before at their current inputs ({proof.RECORD}): {len(standing)} of {total} famil{'y' if total == 1 else 'ies'}; proving {len(areas)}")
+        print(
+            f"proven before at their current inputs ({proof.RECORD}): {len(standing)} of {total} famil{'y' if total == 1 else 'ies'}; proving {len(areas)}"
+        )
         for area in areas:
             print(f"to prove: {area} ({_why(area, record, digests)})")
         if not areas:
@@ -207,7 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         checkpoints = Path(tmp) / "checkpoints"
         if "resume" in areas:  # written once, unmutated, as the baseline does in the gate
-            subprocess.run([sys.executable, "-m", "optax_gate.kit.training.resume", "write", str(checkpoints)], check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "optax_gate.kit.training.resume", "write", str(checkpoints)],
+                check=True,
+                capture_output=True,
+            )
 
         def job_env(job):
             writer_side = job[1] is not None and registry[job[1]].writer_side
@@ -217,7 +251,15 @@ def main(argv: list[str] | None = None) -> int:
             return env
 
         try:
-            results = dict(zip(jobs, pool.map(lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs)))
+            results = dict(
+                zip(
+                    jobs,
+                    pool.map(
+                        lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs
+                    ),
+                    strict=False,
+                )
+            )
         except RuntimeError as exc:  # a module that does not even run (mislabelled contract, broken mutant)
             print(f"PROBLEM: {exc}")
             print("the check stopped: fix the problem above and run it again")
@@ -247,8 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     proven = {a: digests[a] for a in areas if a in digests and a not in {pa for pa, _ in problems}}
     if proven:
         proof.write_record(root, proven)
-        print(f"recorded as proven at their current inputs: {len(proven)} famil{'y' if len(proven) == 1 else 'ies'} ({proof.RECORD})")
-    print(f"{len(matrix)} contracts, {sum(1 for m in registry.values() if m.area in areas)} mutants, {len(problems)} problems")
+        print(
+            f"recorded as proven at their current inputs: {len(proven)} famil{'y' if len(proven) == 1 else 'ies'} ({proof.RECORD})"
+        )
+    print(
+        f"{len(matrix)} contracts, {sum(1 for m in registry.values() if m.area in areas)} mutants, {len(problems)} problems"
+    )
     return 1 if problems else 0
 
 

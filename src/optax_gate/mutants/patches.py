@@ -36,7 +36,7 @@ def lenient(fn):
     @functools.wraps(fn)
     def wrapped(a, b, *args, **kwargs):
         la, treedef = jax.tree.flatten(a)
-        lb = [jnp.resize(jnp.asarray(y), jnp.shape(x)) for x, y in zip(la, jax.tree.leaves(b))]
+        lb = [jnp.resize(jnp.asarray(y), jnp.shape(x)) for x, y in zip(la, jax.tree.leaves(b), strict=False)]
         return fn(a, jax.tree.unflatten(treedef, lb), *args, **kwargs)
 
     return wrapped
@@ -111,7 +111,7 @@ def first_state_f32(*fields: str):
     of a chain (``state[0]``, a NamedTuple) in float32, the rest unchanged."""
 
     def cast(state):
-        return (state[0]._replace(**{f: to_f32(getattr(state[0], f)) for f in fields}),) + tuple(state[1:])
+        return (state[0]._replace(**{f: to_f32(getattr(state[0], f)) for f in fields}), *tuple(state[1:]))
 
     return cast
 

@@ -10,7 +10,9 @@ from optax_gate import mutants
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--mutant", default=None, choices=sorted(mutants.load()), help="run the contracts against a broken Optax")
+    parser.addoption(
+        "--mutant", default=None, choices=sorted(mutants.load()), help="run the contracts against a broken Optax"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -49,7 +49,12 @@ SHARED_FILES = (
     "tests/contracts/moved_behaviour.toml",
 )
 #: Modules every family's proof runs through (the check, the pytest plugins, the registry).
-SHARED_MODULES = ("optax_gate.mutants", "optax_gate.mutants.__main__", "optax_gate.mutants.plugin", "optax_gate.pytest_plugin")
+SHARED_MODULES = (
+    "optax_gate.mutants",
+    "optax_gate.mutants.__main__",
+    "optax_gate.mutants.plugin",
+    "optax_gate.pytest_plugin",
+)
 
 
 def module_file(name: str, root: Path) -> Path | None:
@@ -140,7 +145,9 @@ def inputs(area: str, contracts: str, mutant_modules: Iterable[str], root: Path)
         start.update(p for p in datadir.rglob("*") if p.is_file())
     for name in (*mutant_modules, *SHARED_MODULES):
         loaded = sys.modules.get(name)  # a team's mutants file, loaded by its path
-        file = module_file(name, root) or (Path(loaded.__file__).resolve() if loaded is not None and getattr(loaded, "__file__", None) else None)
+        file = module_file(name, root) or (
+            Path(loaded.__file__).resolve() if loaded is not None and getattr(loaded, "__file__", None) else None
+        )
         if file is None or not file.is_relative_to(root):
             return None
         start.add(file)
@@ -162,7 +169,9 @@ def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
     paths = list(files)
     out: dict[Path, bytes | None] = {p: p.read_bytes() if p.is_file() else None for p in paths}
     rels = {p.relative_to(root).as_posix() for p in paths}
-    names = b"\n".join(b for p, b in out.items() if b is not None and p.relative_to(root).as_posix() not in LEDGERS).decode("utf-8", "replace")
+    names = b"\n".join(
+        b for p, b in out.items() if b is not None and p.relative_to(root).as_posix() not in LEDGERS
+    ).decode("utf-8", "replace")
     for path in paths:
         rel, raw = path.relative_to(root).as_posix(), out[path]
         if path.suffix != ".toml" or raw is None:
@@ -180,7 +189,11 @@ def contents(files: Iterable[Path], root: Path) -> dict[Path, bytes | None]:
         if rel.endswith("known_defects.toml"):
             view: Any = {k: v for k, v in data.items() if k in names}
         else:  # in any order: rebaseline rewrites the ledger in its own
-            met = [e for e in data.get("moved", []) if isinstance(e, dict) and str(e.get("contract", "")).partition("::")[0] in rels]
+            met = [
+                e
+                for e in data.get("moved", [])
+                if isinstance(e, dict) and str(e.get("contract", "")).partition("::")[0] in rels
+            ]
             view = sorted(met, key=lambda e: json.dumps(e, sort_keys=True, default=str))
         out[path] = b"ledger entries\0" + json.dumps(view, sort_keys=True).encode()
     return out
@@ -196,7 +209,12 @@ def _digest(read: dict[Path, bytes | None], root: Path) -> str:
 
 
 def _hashes(read: dict[Path, bytes | None], root: Path) -> dict[str, str]:
-    return {path.relative_to(root.resolve()).as_posix(): "missing" if data is None else hashlib.sha256(data).hexdigest()[:16] for path, data in read.items()}
+    return {
+        path.relative_to(root.resolve()).as_posix(): "missing"
+        if data is None
+        else hashlib.sha256(data).hexdigest()[:16]
+        for path, data in read.items()
+    }
 
 
 def digest(files: Iterable[Path], root: Path) -> str:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from optax_gate.mutants.patches import loss_post, perturbed_under_jit, post_process, schedule_post, value_perturbed_under_jit
+from optax_gate.mutants.patches import (
+    loss_post,
+    perturbed_under_jit,
+    post_process,
+    schedule_post,
+    value_perturbed_under_jit,
+)
 
 #: ``<name>-jit-differs``: the factory ``optax.<attr>`` whose updates are scaled by 1.001 only when traced under
 #: ``jax.jit`` (:func:`patches.perturbed_under_jit`), caught by the family's jit-against-eager contracts.
@@ -13,14 +20,23 @@ JIT_DIFFERS: dict[str, tuple[str, str]] = {
     "adafactor-jit-differs": ("adafactor", "perturbs the updates by 1e-3 only under jax.jit"),  # adafactor.py
     "adam-jit-differs": ("adam", "perturbs the updates by 1e-3 only under jax.jit"),  # adam.py
     "adamw-jit-differs": ("adamw", "perturbs the updates by 1e-3 only under jax.jit"),  # adamw.py
-    "decay-jit-differs": ("add_decayed_weights", "perturbs the updates by 1e-3 only under jax.jit"),  # add_decayed_weights_mask.py
+    "decay-jit-differs": (
+        "add_decayed_weights",
+        "perturbs the updates by 1e-3 only under jax.jit",
+    ),  # add_decayed_weights_mask.py
     "aif-jit-differs": ("apply_if_finite", "perturbs the updates by 1e-3 only under jax.jit"),  # apply_if_finite.py
     "chain-jit-differs": ("chain", "perturbs the updates by 1e-3 only under jax.jit"),  # chain.py
     "elementwise-clip-jit-differs": ("clip", "perturbs the result by 1e-3 only under jax.jit"),  # clip.py
-    "global-norm-jit-differs": ("clip_by_global_norm", "perturbs the result by 1e-3 only under jax.jit"),  # clip_by_global_norm.py
+    "global-norm-jit-differs": (
+        "clip_by_global_norm",
+        "perturbs the result by 1e-3 only under jax.jit",
+    ),  # clip_by_global_norm.py
     "lion-jit-differs": ("lion", "perturbs the updates by 1e-3 only under jax.jit"),  # lion.py
     "masked-jit-differs": ("masked", "perturbs the updates by 1e-3 only under jax.jit"),  # masked.py
-    "multi-transform-jit-differs": ("multi_transform", "perturbs the updates by 1e-3 only under jax.jit"),  # multi_transform.py
+    "multi-transform-jit-differs": (
+        "multi_transform",
+        "perturbs the updates by 1e-3 only under jax.jit",
+    ),  # multi_transform.py
     "rmsprop-jit-differs": ("rmsprop", "perturbs the updates by 1e-3 only under jax.jit"),  # rmsprop.py
     "sgd-jit-differs": ("sgd", "perturbs the updates by 1e-3 only under jax.jit"),  # sgd.py
     "recipe-jit-differs": ("adamw", "adamw perturbs its updates by 1e-3 only under jax.jit"),  # training_recipes.py
@@ -69,4 +85,6 @@ def jit_differs_value(mutant: Callable[..., Callable[[Any], Any]], name: str) ->
     """
     kind, attr = VALUE_JIT_DIFFERS[name]
     patch, what = _VALUE_PATCHES[kind]
-    mutant(name, f"perturbs the {what} by 1e-3 only under jax.jit")(lambda optax: patch(optax, attr, value_perturbed_under_jit))
+    mutant(name, f"perturbs the {what} by 1e-3 only under jax.jit")(
+        lambda optax: patch(optax, attr, value_perturbed_under_jit)
+    )

@@ -17,7 +17,10 @@ _METHODS = ("__init__", "init", "update", "gradient_transformation")
 def _signature(args: tuple, kwargs: dict) -> dict[str, Any]:
     from optax_gate.recorder import values
 
-    return {"positional": [values.signature(a) for a in args], "keyword": {k: values.signature(v) for k, v in kwargs.items()}}
+    return {
+        "positional": [values.signature(a) for a in args],
+        "keyword": {k: values.signature(v) for k, v in kwargs.items()},
+    }
 
 
 def _values_callback(seq: int, n_in: int, *leaves: Any, device: Any = None) -> None:
@@ -25,7 +28,14 @@ def _values_callback(seq: int, n_in: int, *leaves: Any, device: Any = None) -> N
 
     if process.writer is not None and not process.replaying[0]:
         stored = [values.leaf_value(x) for x in leaves]
-        process.writer.emit({"of": seq, "in": stored[:n_in], "out": stored[n_in:], **({"device": int(device)} if device is not None else {})})
+        process.writer.emit(
+            {
+                "of": seq,
+                "in": stored[:n_in],
+                "out": stored[n_in:],
+                **({"device": int(device)} if device is not None else {}),
+            }
+        )
 
 
 def _device_index():
@@ -46,7 +56,9 @@ def _device_index():
         return None
 
 
-def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool, stored_in: list[dict[str, Any]] | None = None) -> None:
+def _record(
+    event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool, stored_in: list[dict[str, Any]] | None = None
+) -> None:
     """Write ``event`` with the values of the call's array inputs (``in``:
     their leaves in the order of ``(args, kwargs)``, taken before the call: an
     ``nnx`` module's variables change in place) and of its result
@@ -66,14 +78,21 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool,
             event["out"] = {"tree": tree, "paths": paths, "leaves": [values.abstract_leaf(x) for x in out_leaves]}
         shadow = getattr(process.thread, "mode", None) == "shadow"
         if not shadow:
-            event["values"] = "not recorded: traced inside a transformation the recorder does not wrap (jax.checkpoint in eager code)"
+            event["values"] = (
+                "not recorded: traced inside a transformation the recorder does not wrap (jax.checkpoint in eager code)"
+            )
         seq = process.writer.emit(event)
         if shadow and not failed and (in_leaves or arrays):
             device = _device_index()
             if device is None:
                 jax.debug.callback(functools.partial(_values_callback, seq, len(in_leaves)), *in_leaves, *arrays)
             else:  # one callback per device: each says which it is
-                jax.debug.callback(lambda d, *leaves: _values_callback(seq, len(in_leaves), *leaves, device=d), device, *in_leaves, *arrays)
+                jax.debug.callback(
+                    lambda d, *leaves: _values_callback(seq, len(in_leaves), *leaves, device=d),
+                    device,
+                    *in_leaves,
+                    *arrays,
+                )
         return
     event["in"] = stored_in if stored_in is not None else [values.leaf_value(x) for x in in_leaves]
     if not failed:
@@ -81,7 +100,17 @@ def _record(event: dict[str, Any], in_leaves: list[Any], out: Any, failed: bool,
     process.writer.emit(event)
 
 
-def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args: tuple | None = None, observed=None, extra: dict[str, Any] | None = None):
+def call(
+    api: str,
+    kind: str,
+    fn,
+    args: tuple,
+    kwargs: dict,
+    frame,
+    record_args: tuple | None = None,
+    observed=None,
+    extra: dict[str, Any] | None = None,
+):
     """Call ``fn``; record it when ``frame`` (the caller) is the team's
     (``observed(result)`` in place of its result, when given; ``extra``
     fields added to its event)."""
@@ -92,7 +121,9 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
             site = process.team_file(frame.f_code.co_filename)
             extra = {**(extra or {}), "through": through}
     if site is None or process.depth() > 0:
-        if process.depth() == 1 and isolate.within[0] is not None and api.startswith("optax"):  # tx.update inside nnx.Optimizer
+        if (
+            process.depth() == 1 and isolate.within[0] is not None and api.startswith("optax")
+        ):  # tx.update inside nnx.Optimizer
             return _wrap_result(api, _within_library(api, kind, fn, args, kwargs))
         return _wrap_result(api, fn(*args, **kwargs))
     if perturb.eager(api, kind):  # in an ensemble member, its array arguments moved 1 ULP at its first call
@@ -100,7 +131,13 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
         if record_args is not None:
             record_args = args[len(args) - len(record_args) :]
     shown = args if record_args is None else record_args
-    event: dict[str, Any] = {"api": api, "call": kind, "site": f"{site}:{frame.f_lineno}", "args": _signature(shown, kwargs), **(extra or {})}
+    event: dict[str, Any] = {
+        "api": api,
+        "call": kind,
+        "site": f"{site}:{frame.f_lineno}",
+        "args": _signature(shown, kwargs),
+        **(extra or {}),
+    }
     process.thread.depth = process.depth() + 1
     stack = getattr(process.thread, "warnings", None)
     if stack is None:
@@ -118,7 +155,9 @@ def call(api: str, kind: str, fn, args: tuple, kwargs: dict, frame, record_args:
         except Exception:
             stored_in = None
     noted = None
-    if api.startswith("optax"):  # run alone on the baseline's inputs: in the first shadow of a step, or at its first eager call here
+    if api.startswith(
+        "optax"
+    ):  # run alone on the baseline's inputs: in the first shadow of a step, or at its first eager call here
         noted, failed_note = isolate.begin(api, kind, event["site"], fn, args, kwargs, traced, event.get("through", ""))
         if failed_note:
             event["isolate_error"] = failed_note
@@ -184,7 +223,10 @@ def _through_library(frame: Any) -> tuple[Any, str]:
         if process.team_file(frame.f_code.co_filename) is not None:
             if below is None:
                 return None, ""
-            return frame, f"{below.f_globals.get('__name__', '?')}.{getattr(below.f_code, 'co_qualname', below.f_code.co_name)}"
+            return (
+                frame,
+                f"{below.f_globals.get('__name__', '?')}.{getattr(below.f_code, 'co_qualname', below.f_code.co_name)}",
+            )
         package = str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
         if package in _NOT_THROUGH or package in ("", "__main__") or frame.f_code.co_filename.startswith("<"):
             return None, ""
@@ -207,7 +249,9 @@ def _wrap_result(api: str, out: Any) -> Any:
     if isinstance(out, tuple) and hasattr(out, "_fields") and {"init", "update"} <= set(out._fields):
         if process.is_recorded(out.update):
             return out
-        return out._replace(init=_wrap_function(out.init, api, "init"), update=_wrap_function(out.update, api, "update"))
+        return out._replace(
+            init=_wrap_function(out.init, api, "init"), update=_wrap_function(out.update, api, "update")
+        )
     if isinstance(out, types.FunctionType) and not process.is_recorded(out):
         return _wrap_function(out, api, "()")
     return out
@@ -232,7 +276,11 @@ def _public_modules(package: types.ModuleType) -> list[types.ModuleType]:
     """``package`` and its public submodules already imported, ``package`` first."""
     name = package.__name__
     subs = sorted(
-        (m for n, m in list(sys.modules.items()) if m is not None and n.startswith(name + ".") and not any(p.startswith("_") for p in n.split("."))),
+        (
+            m
+            for n, m in list(sys.modules.items())
+            if m is not None and n.startswith(name + ".") and not any(p.startswith("_") for p in n.split("."))
+        ),
         key=lambda m: m.__name__,
     )
     return [package, *subs]
@@ -248,7 +296,11 @@ def patch_optax(optax: types.ModuleType) -> int:
             if getattr(obj, "__module__", "") is None or not str(getattr(obj, "__module__", "")).startswith("optax"):
                 continue
             if inspect.isclass(obj):
-                if not issubclass(obj, tuple) and callable(getattr(obj, "init", None)) and callable(getattr(obj, "update", None)):
+                if (
+                    not issubclass(obj, tuple)
+                    and callable(getattr(obj, "init", None))
+                    and callable(getattr(obj, "update", None))
+                ):
                     for meth in _METHODS:
                         _wrap_method(obj, meth, f"{module.__name__}.{name}")
                 continue

@@ -114,7 +114,10 @@ def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, tra
         why = "its arguments hold flax.nnx graph nodes (run in place, not alone)"
     elif any("key<" in str(getattr(flat[i], "dtype", "")) for i in dynamic):
         why = "its arguments hold PRNG keys"
-    elif sum(int(getattr(flat[i], "size", 0)) * getattr(getattr(flat[i], "dtype", None), "itemsize", 0) for i in dynamic) > MAX_BYTES:
+    elif (
+        sum(int(getattr(flat[i], "size", 0)) * getattr(getattr(flat[i], "dtype", None), "itemsize", 0) for i in dynamic)
+        > MAX_BYTES
+    ):
         why = f"its inputs exceed {MAX_BYTES // 2**20} MiB"
     if why:
         event["skipped"] = why
@@ -131,7 +134,9 @@ def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, tra
     return noted
 
 
-def begin(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, traced: bool, through: str = "") -> tuple[Noted | None, str]:
+def begin(
+    api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, traced: bool, through: str = ""
+) -> tuple[Noted | None, str]:
     """:func:`note` for a recorded call about to run, where a call is noted: traced in a shadow, or eager outside one
     (``through``: the library call that made it, said with it). Returns ``(the call noted or None, why noting it
     failed or "")``; never raises (the team's call runs whatever happens here)."""
@@ -181,7 +186,9 @@ def _save(folder: str, key: str, *arrays: Any) -> None:
     os.makedirs(folder, exist_ok=True)
     hosts = [np.asarray(a) for a in arrays]
     meta = {"dtypes": [str(h.dtype) for h in hosts], "shapes": [list(h.shape) for h in hosts]}
-    raw = {f"a{i}": np.ascontiguousarray(h).reshape(-1).view(np.uint8) for i, h in enumerate(hosts)}  # any dtype, bfloat16 too
+    raw = {
+        f"a{i}": np.ascontiguousarray(h).reshape(-1).view(np.uint8) for i, h in enumerate(hosts)
+    }  # any dtype, bfloat16 too
     np.savez(target + ".tmp.npz", **raw)
     os.replace(target + ".tmp.npz", target + ".npz")
     with open(target + ".json.tmp", "w", encoding="utf-8") as handle:
@@ -198,7 +205,10 @@ def _load(folder: str, key: str) -> list[Any] | None:
         with open(target + ".json", encoding="utf-8") as handle:
             meta = json.load(handle)
         with np.load(target + ".npz") as raw:
-            return [raw[f"a{i}"].view(jnp.dtype(dtype)).reshape(shape) for i, (dtype, shape) in enumerate(zip(meta["dtypes"], meta["shapes"]))]
+            return [
+                raw[f"a{i}"].view(jnp.dtype(dtype)).reshape(shape)
+                for i, (dtype, shape) in enumerate(zip(meta["dtypes"], meta["shapes"], strict=False))
+            ]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -224,14 +234,18 @@ def _alone(noted: Noted, shadow_context: Any) -> dict[str, Any]:
     inputs = _load(os.environ.get(IN_ENV, ""), noted.key)
     if inputs is None:
         return {"skipped": "the baseline wrote no inputs for it"}
-    shapes = [(tuple(getattr(noted.flat[i], "shape", ())), str(getattr(noted.flat[i], "dtype", ""))) for i in noted.dynamic]
+    shapes = [
+        (tuple(getattr(noted.flat[i], "shape", ())), str(getattr(noted.flat[i], "dtype", ""))) for i in noted.dynamic
+    ]
     theirs = [(tuple(x.shape), str(x.dtype)) for x in inputs]
     if shapes != theirs:
-        return {"skipped": f"its inputs are not the baseline's in dtype or shape ({len(theirs)} baseline arrays, {len(shapes)} here)"}
+        return {
+            "skipped": f"its inputs are not the baseline's in dtype or shape ({len(theirs)} baseline arrays, {len(shapes)} here)"
+        }
 
     def alone(*arrays: Any) -> Any:
         flat = list(noted.flat)
-        for i, x in zip(noted.dynamic, arrays):
+        for i, x in zip(noted.dynamic, arrays, strict=False):
             flat[i] = x
         args, kwargs = jax.tree_util.tree_unflatten(noted.treedef, flat)
         return noted.fn(*args, **kwargs)

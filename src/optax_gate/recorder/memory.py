@@ -16,7 +16,11 @@ from typing import Any
 from optax_gate.recorder import perturb, process
 
 #: The figures of an event, by their name in ``CompiledMemoryStats``.
-FIGURES = {"argument_bytes": "argument_size_in_bytes", "output_bytes": "output_size_in_bytes", "temp_bytes": "temp_size_in_bytes"}
+FIGURES = {
+    "argument_bytes": "argument_size_in_bytes",
+    "output_bytes": "output_size_in_bytes",
+    "temp_bytes": "temp_size_in_bytes",
+}
 
 
 def measure(real: Any, args: tuple, kwargs: dict, graph: bool, api: str, site: str) -> None:

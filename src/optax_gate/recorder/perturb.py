@@ -77,7 +77,7 @@ def leaf(x: Any, rng: Any) -> Any:
     finite = np.isfinite(host.astype(np.float64)) & (host.astype(np.float64) != 0)
     step = np.where(rng.integers(0, 2, size=host.shape) == 1, 1, -1).astype(np.int64)
     moved = np.where(finite, (bits.astype(np.int64) + step).astype(bits.dtype), bits).view(host.dtype)
-    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+    if isinstance(x, (np.ndarray, np.generic)):
         return moved.reshape(host.shape)
     import jax
 

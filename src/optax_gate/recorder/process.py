@@ -19,7 +19,7 @@ thread = threading.local()
 #: The recorder's own wrappers. Not an attribute: ``functools.wraps`` copies a function's ``__dict__``, so Optax's
 #: ``inject_hyperparams(optax.adam)`` (which wraps the recorded ``adam``) would read as recorded and its
 #: transformation go unwrapped (seen: its ``init`` and ``update`` were never recorded).
-RECORDED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+RECORDED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def mark(fn) -> None:
@@ -46,8 +46,11 @@ class Writer:
         with self.lock:
             if self.file is None:
                 os.makedirs(self.folder, exist_ok=True)
-                self.file = open(os.path.join(self.folder, f"trace-{os.getpid()}.jsonl"), "a", encoding="utf-8")
-                self.file.write(json.dumps({"trace": VERSION, "pid": os.getpid(), "start": time.time(), "argv": sys.argv[:20]}) + "\n")
+                self.file = open(os.path.join(self.folder, f"trace-{os.getpid()}.jsonl"), "a", encoding="utf-8")  # noqa: SIM115 (open for the process's life)
+                self.file.write(
+                    json.dumps({"trace": VERSION, "pid": os.getpid(), "start": time.time(), "argv": sys.argv[:20]})
+                    + "\n"
+                )
             self.seq += 1
             event["seq"] = self.seq
             self.file.write(json.dumps(event, default=repr) + "\n")

@@ -124,7 +124,9 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
             closed = jax.make_jaxpr(pure)(state)
             pairs = jax.tree_util.tree_flatten_with_path(state)[0]
             leaves = [x for _, x in pairs]
-            paths = [jax.tree_util.keystr(p) for p, _ in pairs]  # where each input lives: the first that differs is named
+            paths = [
+                jax.tree_util.keystr(p) for p, _ in pairs
+            ]  # where each input lives: the first that differs is named
         else:
             closed = jax.make_jaxpr(lambda: fun(*args, **kwargs))()
     except Exception as exc:
@@ -140,7 +142,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
         def read(v):
             return v.val if type(v).__name__ == "Literal" else env[v]  # a constant written into the jaxpr
 
-        for v, x in zip(list(jaxpr.constvars) + list(jaxpr.invars), list(consts) + list(inputs)):
+        for v, x in zip(list(jaxpr.constvars) + list(jaxpr.invars), list(consts) + list(inputs), strict=False):
             env[v] = x
         for eqn in jaxpr.eqns:
             ins = [read(v) for v in eqn.invars]
@@ -177,14 +179,17 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
                         "vals": [_sample(o) for o in arrays[:MAX_SAMPLED]],
                     }
                 )
-            for v, x in zip(eqn.outvars, outs):
+            for v, x in zip(eqn.outvars, outs, strict=False):
                 env[v] = x
         return [read(v) for v in jaxpr.outvars]
 
     try:
         run(closed.jaxpr, closed.consts, leaves, 0)
     except Exception as exc:
-        return {"error": f"could not be replayed at equation {len(rows)}: {type(exc).__name__}: {exc}"[:300], "eqns": rows}
+        return {
+            "error": f"could not be replayed at equation {len(rows)}: {type(exc).__name__}: {exc}"[:300],
+            "eqns": rows,
+        }
     consts = [c for c in closed.consts if hasattr(c, "shape")]
     out = {"eqns": rows, "inputs": [_digest(c) for c in [*consts, *leaves] if hasattr(c, "shape")]}
     if paths and all(hasattr(x, "shape") for x in leaves):  # the graph's state: its inputs follow the constants, named

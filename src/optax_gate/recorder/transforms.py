@@ -19,7 +19,11 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     (:data:`NNX_TRANSFORMS`, as :func:`_transform` says)."""
     for name, state in NNX_TRANSFORMS.items():
         if callable(getattr(nnx, name, None)):
-            setattr(nnx, name, _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state, replay=name in REPLAYED))
+            setattr(
+                nnx,
+                name,
+                _transform(getattr(nnx, name), f"flax.nnx.{name}", graph=True, state=state, replay=name in REPLAYED),
+            )
     cls = getattr(nnx, "Optimizer", None)
     if cls is not None:
         _wrap_optimizer_init(nnx, cls)
@@ -37,7 +41,15 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     @functools.wraps(original)
     def update(self, *args, **kwargs):
         # the Optax API that built the optimizer's transformation (``optax.adamw``): what the update computes with
-        calls.call("flax.nnx.Optimizer", "update", functools.partial(observed, self), args, kwargs, sys._getframe(1), extra=_via(getattr(self, "tx", None)))
+        calls.call(
+            "flax.nnx.Optimizer",
+            "update",
+            functools.partial(observed, self),
+            args,
+            kwargs,
+            sys._getframe(1),
+            extra=_via(getattr(self, "tx", None)),
+        )
 
     process.mark(update)
     cls.update = update
@@ -68,7 +80,9 @@ def _wrap_optimizer_init(nnx: types.ModuleType, cls: type) -> None:
             return nnx.state(self)
 
         tx = args[1] if len(args) > 1 else kwargs.get("tx")
-        calls.call("flax.nnx.Optimizer", "call", built, args, kwargs, _outside(sys._getframe(1), flax_dir), extra=_via(tx))
+        calls.call(
+            "flax.nnx.Optimizer", "call", built, args, kwargs, _outside(sys._getframe(1), flax_dir), extra=_via(tx)
+        )
 
     process.mark(__init__)
     cls.__init__ = __init__
@@ -132,6 +146,7 @@ def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: 
     under the shadow's JAX user context, Optax's wrappers passing through, on
     a clone of the ``nnx`` graph nodes; write ``{"replay": api, "site", ...}``."""
     import jax
+
     from optax_gate.recorder import REPLAY_ENV, replay
 
     if os.environ.get(REPLAY_ENV) == "0":
@@ -201,7 +216,13 @@ class _Recorded:
         if self._replay:  # a whole step: in an ensemble member, its state moved 1 ULP at its first call
             args, kwargs = perturb.once(f"{self._name}@{site}:{frame.f_lineno}", args, kwargs)
         if _shadow_context[0] is not None and sampled(self._calls):  # a JAX without user contexts: the call site only
-            _run_shadow(self._shadow, args, kwargs, self._graph, f"{self._name}@{site}:{frame.f_lineno}" if self._calls == 1 and self._replay else None)
+            _run_shadow(
+                self._shadow,
+                args,
+                kwargs,
+                self._graph,
+                f"{self._name}@{site}:{frame.f_lineno}" if self._calls == 1 and self._replay else None,
+            )
             if self._calls == 1 and self._replay:  # a whole step: where a difference is born, equation by equation
                 _run_replay(self._shadow, args, kwargs, self._graph, self._name, f"{site}:{frame.f_lineno}")
         if self._calls == 1 and self._replay:  # a whole step: its compiled program's memory
@@ -269,12 +290,35 @@ def _scan(real_scan, api: str):
             return real_scan(f, *args, **kwargs)
         key = (site, frame.f_lineno)
         counts[key] = counts.get(key, 0) + 1
-        args, kwargs = perturb.once(f"{api}@{site}:{frame.f_lineno}", args, kwargs)  # an ensemble member: its carry and inputs moved 1 ULP
+        args, kwargs = perturb.once(
+            f"{api}@{site}:{frame.f_lineno}", args, kwargs
+        )  # an ensemble member: its carry and inputs moved 1 ULP
         if _shadow_context[0] is not None and sampled(counts[key]):
-            _run_shadow(functools.partial(real_scan, f), args, kwargs, False, f"{api}@{site}:{frame.f_lineno}" if counts[key] == 1 else None)
+            _run_shadow(
+                functools.partial(real_scan, f),
+                args,
+                kwargs,
+                False,
+                f"{api}@{site}:{frame.f_lineno}" if counts[key] == 1 else None,
+            )
             if counts[key] == 1:
-                _run_replay(functools.partial(real_scan, f), args, kwargs, False, f"{api}({getattr(f, '__name__', 'function')})", f"{site}:{frame.f_lineno}")
-        return calls.call(f"{api}({getattr(f, '__name__', 'function')})", "call", real_scan, (f, *args), kwargs, frame, record_args=args)
+                _run_replay(
+                    functools.partial(real_scan, f),
+                    args,
+                    kwargs,
+                    False,
+                    f"{api}({getattr(f, '__name__', 'function')})",
+                    f"{site}:{frame.f_lineno}",
+                )
+        return calls.call(
+            f"{api}({getattr(f, '__name__', 'function')})",
+            "call",
+            real_scan,
+            (f, *args),
+            kwargs,
+            frame,
+            record_args=args,
+        )
 
     process.mark(scan)
     return scan

@@ -34,8 +34,8 @@ import functools
 import hashlib
 import re
 import sys
-import types
 import threading
+import types
 from typing import Any
 
 import numpy as np
@@ -130,7 +130,15 @@ def plain(x: Any, depth: int = 0) -> str:
     if isinstance(x, type):
         return _qualified(x)
     if isinstance(
-        x, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType, types.WrapperDescriptorType, functools.partial)
+        x,
+        (
+            types.FunctionType,
+            types.BuiltinFunctionType,
+            types.MethodType,
+            types.MethodWrapperType,
+            types.WrapperDescriptorType,
+            functools.partial,
+        ),
     ):
         # a function by its qualified name alone: where JAX or Flax defines it (``jax._src.lax.lax``) may move
         # between the two versions without the team's program changing
@@ -140,7 +148,11 @@ def plain(x: Any, depth: int = 0) -> str:
     if isinstance(x, (list, tuple)):
         inner = ", ".join(plain(v, depth + 1) for v in x)
         fields = getattr(x, "_fields", None)
-        return f"{type(x).__qualname__}({inner})" if fields is not None else (f"[{inner}]" if isinstance(x, list) else f"({inner})")
+        return (
+            f"{type(x).__qualname__}({inner})"
+            if fields is not None
+            else (f"[{inner}]" if isinstance(x, list) else f"({inner})")
+        )
     if isinstance(x, (set, frozenset)):
         return "{" + ", ".join(sorted(plain(v, depth + 1) for v in x)) + "}"
     if isinstance(x, dict) or (hasattr(x, "items") and hasattr(x, "keys") and callable(x.items)):
@@ -163,7 +175,9 @@ def plain(x: Any, depth: int = 0) -> str:
     attrs = dict(vars(x)) if hasattr(x, "__dict__") else {}
     attrs.update({s: getattr(x, s) for s in slots if hasattr(x, s) and s not in ("__weakref__", "__dict__")})
     if attrs:
-        return f"{_qualified(type(x))}(" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in sorted(attrs.items())) + ")"
+        return (
+            f"{_qualified(type(x))}(" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in sorted(attrs.items())) + ")"
+        )
     return f"{_qualified(type(x))}({_ADDRESS.sub('', repr(x))[:200]})"
 
 
@@ -174,7 +188,7 @@ def library_object(x: Any, depth: int = 0) -> str:
     program changing (``MultiSteps`` inside ``nnx.Optimizer`` is no "PyTree structure differs")."""
     attrs = dict(vars(x)) if hasattr(x, "__dict__") else {}
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        attrs = dict(zip(x._fields, x))
+        attrs = dict(zip(x._fields, x, strict=False))
     shown = {k: v for k, v in attrs.items() if not k.startswith("_") and not callable(v)}
     return f"{type(x).__qualname__}(" + ", ".join(f"{k}={plain(v, depth + 1)}" for k, v in sorted(shown.items())) + ")"
 

@@ -32,9 +32,9 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from optax_gate.kit import guides, pinned, tolerances, trajectories
-from optax_gate.kit.training import multidevice
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.kit.training import multidevice
 from optax_gate.kit.trees import leaves64, to_jax
 
 SHARD_MAP_DOCS = "docs: JAX shard_map (jax.shard_map, check_vma, collectives over a mesh axis)"
@@ -64,8 +64,8 @@ def reference_sgd(params, batches, momentum=0.9):
     out, trace = [], [np.zeros_like(x) for x in p]
     for x, t in batches:
         g = references.linear_mse_grads(p[1], p[0], x, t)
-        trace = [gi + momentum * ti for gi, ti in zip((g["b"], g["w"]), trace)]
-        p = [pi - LR * ti for pi, ti in zip(p, trace)]
+        trace = [gi + momentum * ti for gi, ti in zip((g["b"], g["w"]), trace, strict=True)]
+        p = [pi - LR * ti for pi, ti in zip(p, trace, strict=True)]
         out.append(p)
     return out
 
@@ -107,8 +107,12 @@ def test_shard_map_step_with_pmean_equals_the_full_batch_step():
         sharded.append(p)
         single.append(leaves64(q))
     want = reference_sgd(params64, batches)
-    trajectories.assert_follows(sharded, want, dtype=jnp.float32, initial=params64, per_step=PER_STEP, what="shard_map params")
-    trajectories.assert_follows(sharded, single, dtype=jnp.float32, initial=params64, per_step=PER_STEP, what="shard_map vs one device")
+    trajectories.assert_follows(
+        sharded, want, dtype=jnp.float32, initial=params64, per_step=PER_STEP, what="shard_map params"
+    )
+    trajectories.assert_follows(
+        sharded, single, dtype=jnp.float32, initial=params64, per_step=PER_STEP, what="shard_map vs one device"
+    )
     assert all(x.sharding.is_fully_replicated for x in jax.tree.leaves(s))
 
 
@@ -122,17 +126,28 @@ def test_pmap_step_with_pmean_equals_the_full_batch_step():
     tx = optax.sgd(LR, momentum=0.9)
     params64, batches = data()
     n = multidevice.DEVICES
-    step = jax.pmap(functools.partial(dp_step, tx, lambda g: jax.lax.pmean(g, "data")), axis_name="data", in_axes=(None, None, 0, 0))
+    step = jax.pmap(
+        functools.partial(dp_step, tx, lambda g: jax.lax.pmean(g, "data")), axis_name="data", in_axes=(None, None, 0, 0)
+    )
     p, s, got = to_jax(params64), tx.init(to_jax(params64)), []
     for x, t in batches:
         ps, ss = step(p, s, to_jax(x).reshape(n, BATCH // n, 3), to_jax(t).reshape(n, BATCH // n, 2))
         for leaf in jax.tree.leaves((ps, ss)):
             assert leaf.shape[0] == n
             for k in range(1, n):
-                assert_close(leaf[k], np.asarray(leaf[0], np.float64), dtype=jnp.float32, ulps=EXACT, what=f"device {k} vs 0")
+                assert_close(
+                    leaf[k], np.asarray(leaf[0], np.float64), dtype=jnp.float32, ulps=EXACT, what=f"device {k} vs 0"
+                )
         p, s = jax.tree.map(lambda a: a[0], (ps, ss))
         got.append(p)
-    trajectories.assert_follows(got, reference_sgd(params64, batches), dtype=jnp.float32, initial=params64, per_step=PER_STEP, what="pmap params")
+    trajectories.assert_follows(
+        got,
+        reference_sgd(params64, batches),
+        dtype=jnp.float32,
+        initial=params64,
+        per_step=PER_STEP,
+        what="pmap params",
+    )
 
 
 @pytest.mark.contract(api="jax.shard_map:grad", guide=SHARD_MAP_DOCS)
@@ -148,11 +163,22 @@ def test_grad_of_replicated_params_under_check_vma_is_already_summed():
     params64, batches = data()
     x, t = batches[0]
     grads = jax.jit(
-        jax.shard_map(lambda p, x, t: jax.lax.pmean(jax.grad(loss)(p, x, t), "data"), mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P())
+        jax.shard_map(
+            lambda p, x, t: jax.lax.pmean(jax.grad(loss)(p, x, t), "data"),
+            mesh=mesh,
+            in_specs=(P(), P("data"), P("data")),
+            out_specs=P(),
+        )
     )(to_jax(params64), to_jax(x), to_jax(t))
     want = references.linear_mse_grads(params64["w"], params64["b"], x, t)
     for name in ("b", "w"):
-        assert_close(grads[name], multidevice.DEVICES * want[name], dtype=jnp.float32, ulps=tolerances.reduction(BATCH), what=f"grad {name}")
+        assert_close(
+            grads[name],
+            multidevice.DEVICES * want[name],
+            dtype=jnp.float32,
+            ulps=tolerances.reduction(BATCH),
+            what=f"grad {name}",
+        )
 
 
 @pytest.mark.contract(api="optax.per_example_global_norm_clip@shard_map", guide=guides.PER_EXAMPLE_CLIP)
@@ -174,7 +200,7 @@ def test_per_example_clip_summed_across_devices_equals_the_full_batch():
 
     summed, count = jax.jit(jax.shard_map(clip, mesh=mesh, in_specs=P("data"), out_specs=P()))(to_jax(per_example))
     want, want_count = references.per_example_global_norm_clip(leaves64(per_example), 1.0)
-    for got, exp in zip(jax.tree.leaves(summed), want):
+    for got, exp in zip(jax.tree.leaves(summed), want, strict=True):
         assert_close(got, exp, dtype=jnp.float32, ulps=tolerances.reduction(BATCH), what="clipped sum")
     assert int(count) == want_count and 0 < want_count <= BATCH
 
@@ -205,7 +231,15 @@ def multi_steps_run():
         u, s = ms.update(g, s, p)
         return optax.apply_updates(p, u), s
 
-    compiled = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(P(), state_specs, P("data"), P("data")), out_specs=(P(), state_specs), check_vma=False))
+    compiled = jax.jit(
+        jax.shard_map(
+            step,
+            mesh=mesh,
+            in_specs=(P(), state_specs, P("data"), P("data")),
+            out_specs=(P(), state_specs),
+            check_vma=False,
+        )
+    )
     s = s0._replace(acc_grads=jax.tree.map(lambda a: jnp.tile(a, (n,) + (1,) * (a.ndim - 1)), s0.acc_grads))
     p, got = p0, []
     for x, t in batches:
@@ -234,17 +268,22 @@ def test_multi_steps_accumulates_per_device_and_emits_the_full_batch_update():
         g = references.linear_mse_grads(p[1], p[0], x, t)
         cycle.append([g["b"], g["w"]])
         if len(cycle) == 2:
-            mean = [(a + b) / 2 for a, b in zip(*cycle)]
-            trace = mean if trace is None else [m + 0.9 * tr for m, tr in zip(mean, trace)]
-            p = [pi - LR * ti for pi, ti in zip(p, trace)]
+            mean = [(a + b) / 2 for a, b in zip(*cycle, strict=True)]
+            trace = mean if trace is None else [m + 0.9 * tr for m, tr in zip(mean, trace, strict=True)]
+            p = [pi - LR * ti for pi, ti in zip(p, trace, strict=True)]
             cycle = []
         want.append(p)
     trajectories.assert_follows(
-        got, want, dtype=jnp.float32, initial=params64, per_step=tolerances.reduction(2 * BATCH) + 2 * ELEMENTWISE, what="MultiSteps params"
+        got,
+        want,
+        dtype=jnp.float32,
+        initial=params64,
+        per_step=tolerances.reduction(2 * BATCH) + 2 * ELEMENTWISE,
+        what="MultiSteps params",
     )
     for k in (0, 2):
         before = leaves64(to_jax(params64)) if k == 0 else leaves64(got[k - 1])
-        for a, b in zip(leaves64(got[k]), before):
+        for a, b in zip(leaves64(got[k]), before, strict=True):
             assert_close(a, b, dtype=jnp.float32, ulps=EXACT, what=f"call {k + 1} (no emission)")
     assert (int(s.mini_step), int(s.gradient_step)) == (0, 2)
 
@@ -265,7 +304,9 @@ def test_in_specs_naming_an_axis_the_mesh_lacks_raise_value_error():
     "shard_map in_specs argument must refer to an axis marked as manual"."""
     mesh = multidevice.data_mesh()
     with pytest.raises(ValueError, match=pinned.SHARD_MAP_UNKNOWN_AXIS):
-        jax.shard_map(lambda x: jax.lax.pmean(x, "data"), mesh=mesh, in_specs=P("batch"), out_specs=P())(jnp.ones(BATCH))
+        jax.shard_map(lambda x: jax.lax.pmean(x, "data"), mesh=mesh, in_specs=P("batch"), out_specs=P())(
+            jnp.ones(BATCH)
+        )
 
 
 @pytest.mark.contract(api="jax.shard_map:axis-name", guide=SHARD_MAP_DOCS)
@@ -278,7 +319,9 @@ def test_pmean_over_an_axis_the_mesh_lacks_raises_a_bare_assertion():
     ``NameError`` "Found an unbound axis name" it raises elsewhere."""
     mesh = multidevice.data_mesh()
     with pytest.raises(AssertionError) as info:
-        jax.shard_map(lambda x: jax.lax.pmean(x, "batch"), mesh=mesh, in_specs=P("data"), out_specs=P())(jnp.ones(BATCH))
+        jax.shard_map(lambda x: jax.lax.pmean(x, "batch"), mesh=mesh, in_specs=P("data"), out_specs=P())(
+            jnp.ones(BATCH)
+        )
     assert str(info.value) == ""
 
 

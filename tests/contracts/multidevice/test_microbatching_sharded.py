@@ -47,6 +47,13 @@ def test_microbatch_over_a_batch_sharded_on_its_batch_axis(kind, mode):
     out = (jax.jit(fun) if mode == "jit" else fun)(sharded)
     x64 = x.astype(np.float64)
     if kind == "SUM":
-        tolerances.assert_close(out, x64.sum(), dtype="float32", ulps=tolerances.reduction(x.size), scale=float(np.abs(x64).sum()), what=kind)
+        tolerances.assert_close(
+            out,
+            x64.sum(),
+            dtype="float32",
+            ulps=tolerances.reduction(x.size),
+            scale=float(np.abs(x64).sum()),
+            what=kind,
+        )
     else:
         tolerances.assert_close(out, 2.0 * x64, dtype="float32", ulps=tolerances.EXACT, what=kind)

@@ -30,9 +30,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from optax_gate.kit import guides, trajectories
-from optax_gate.kit.training import multidevice
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close
+from optax_gate.kit.training import multidevice
 from optax_gate.kit.trees import leaves64, to_jax
 
 pytestmark = pytest.mark.contract(api="resume:across-devices", guide=guides.NNX_TRANSFER)
@@ -114,7 +114,7 @@ def test_restores_every_leaf_bit_for_bit_onto_the_new_layout(checkpoint, layout)
     got = jax.tree_util.tree_flatten_with_path(restored)[0]
     want = jax.tree.leaves(host)
     assert len(got) == len(want)
-    for (path, leaf), exp in zip(got, want):
+    for (path, leaf), exp in zip(got, want, strict=True):
         name = jax.tree_util.keystr(path)
         assert leaf.dtype == exp.dtype and leaf.shape == exp.shape, name
         assert leaf.sharding.device_set == set(devices), f"{name}: {multidevice.describe(leaf.sharding)}"
@@ -133,7 +133,21 @@ def test_training_continues_on_the_new_layout(checkpoint, layout):
     directory, _, tree, params64, grads64 = checkpoint
     restored = restore(directory, tree, layout)
     sharding_of, _ = targets(layout)
-    g = jax.tree.map(lambda x, spec: jax.device_put(x, sharding_of(spec)), to_jax(grads64[2]), SPECS, is_leaf=lambda x: isinstance(x, P))
-    p, _ = jax.jit(functools.partial(step, optax.adamw(LR, weight_decay=WD)))(restored["params"], g, restored["opt_state"])
+    g = jax.tree.map(
+        lambda x, spec: jax.device_put(x, sharding_of(spec)),
+        to_jax(grads64[2]),
+        SPECS,
+        is_leaf=lambda x: isinstance(x, P),
+    )
+    p, _ = jax.jit(functools.partial(step, optax.adamw(LR, weight_decay=WD)))(
+        restored["params"], g, restored["opt_state"]
+    )
     want = references.adamw_trajectory(leaves64(params64), [leaves64(x) for x in grads64], LR, weight_decay=WD)
-    trajectories.assert_follows([p], [want[-1]], dtype=jnp.float32, initial=params64, per_step=3 * 5 * ELEMENTWISE, what=f"params after resuming on {layout}")
+    trajectories.assert_follows(
+        [p],
+        [want[-1]],
+        dtype=jnp.float32,
+        initial=params64,
+        per_step=3 * 5 * ELEMENTWISE,
+        what=f"params after resuming on {layout}",
+    )

@@ -37,9 +37,9 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from optax_gate.kit import pinned, tolerances, trajectories
-from optax_gate.kit.training import multidevice
 from optax_gate.kit.references import core as references
 from optax_gate.kit.tolerances import ELEMENTWISE
+from optax_gate.kit.training import multidevice
 from optax_gate.kit.trees import leaves64, to_jax
 
 GUIDE = "docs: JAX distributed arrays (jax.sharding.NamedSharding, Mesh) with the guides' optimizer set-ups"
@@ -76,14 +76,14 @@ def reference(setup: str, params: list[np.ndarray], grads: list[list[np.ndarray]
     if setup == "multisteps":
         out, p = [], params
         for u in references.multi_steps_sgd_updates(grads, 2, LR, momentum=0.9):
-            p = [a + b for a, b in zip(p, u)]
+            p = [a + b for a, b in zip(p, u, strict=True)]
             out.append(p)
         return out
     if setup == "masked-decay":
         return references.sgd_trajectory(params, grads, LR, weight_decay=WD, decay_mask=[False, True])
     out, p = [], params
     for g in grads:
-        p = [a - LR * c for a, c in zip(p, references.clip_by_global_norm(g, CLIP))]
+        p = [a - LR * c for a, c in zip(p, references.clip_by_global_norm(g, CLIP), strict=True)]
         out.append(p)
     return out
 
@@ -127,7 +127,15 @@ def run(setup: str) -> dict:
     grads = [multidevice.shard(to_jax(g), mesh, SPECS) for g in grads64]
     state = tx.init(params)
     compiled = jax.jit(functools.partial(step, tx)).lower(params, grads[0], state).compile()
-    out = {"mesh": mesh, "params": params, "init": state, "init_jit": jax.jit(tx.init)(params), "hlo": compiled.as_text(), "sharded": [], "single": []}
+    out = {
+        "mesh": mesh,
+        "params": params,
+        "init": state,
+        "init_jit": jax.jit(tx.init)(params),
+        "hlo": compiled.as_text(),
+        "sharded": [],
+        "single": [],
+    }
     p, s = params, state
     for g in grads:
         u, s, p = compiled(p, g, s)
@@ -196,9 +204,23 @@ def test_sharded_steps_follow_the_reference_and_the_one_device_run(setup):
     program on one device within the same budget: sharding moves no value."""
     r = run(setup)
     sharded = [p for _, _, p in r["sharded"]]
-    trajectories.assert_follows(sharded, r["reference"], dtype=jnp.float32, initial=r["initial"], per_step=PER_STEP[setup], what="sharded params")
+    trajectories.assert_follows(
+        sharded,
+        r["reference"],
+        dtype=jnp.float32,
+        initial=r["initial"],
+        per_step=PER_STEP[setup],
+        what="sharded params",
+    )
     single = [leaves64(p) for _, _, p in r["single"]]
-    trajectories.assert_follows(sharded, single, dtype=jnp.float32, initial=r["initial"], per_step=PER_STEP[setup], what="sharded vs one-device params")
+    trajectories.assert_follows(
+        sharded,
+        single,
+        dtype=jnp.float32,
+        initial=r["initial"],
+        per_step=PER_STEP[setup],
+        what="sharded vs one-device params",
+    )
 
 
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)

@@ -28,7 +28,13 @@ GUIDE = (
 
 
 @pytest.mark.parametrize(
-    "path", [pytest.param(p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]) for p in paths()]
+    "path",
+    [
+        pytest.param(
+            p, id=p, marks=[pytest.mark.contract(api=p, guide=surface_generated.guide(p, GUIDE)), pytest.mark.snapshot]
+        )
+        for p in paths()
+    ],
 )
 def test_sharded_corners(path, data_regression):
     """Shardings of updates and state, and values as on one device, eager and jitted (baseline snapshot)."""

@@ -22,7 +22,10 @@ def _(optax):
 
     def scale(step_size):
         tx = orig(step_size)
-        return optax.GradientTransformation(tx.init, lambda g, s, params=None: (jax.tree.map(lambda x: x.astype(jnp.float32), tx.update(g, s, params)[0]), s))
+        return optax.GradientTransformation(
+            tx.init,
+            lambda g, s, params=None: (jax.tree.map(lambda x: x.astype(jnp.float32), tx.update(g, s, params)[0]), s),
+        )
 
     return {"scale": scale}
 
@@ -34,7 +37,8 @@ def _(optax):
     def scale(step_size):
         tx = orig(step_size)
         return optax.GradientTransformation(
-            lambda p: optax.ScaleByScheduleState(count=0), lambda g, s, params=None: (tx.update(g, optax.EmptyState(), params)[0], s)
+            lambda p: optax.ScaleByScheduleState(count=0),
+            lambda g, s, params=None: (tx.update(g, optax.EmptyState(), params)[0], s),
         )
 
     return {"scale": scale}

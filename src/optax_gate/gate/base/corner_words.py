@@ -104,7 +104,12 @@ def _value_words(value: str) -> str | None:
         by_dtype: dict[str, list[str]] = {}
         for dtype, shape in arrays:
             by_dtype.setdefault(dtype, []).append(f"({shape},)" if shape and "," not in shape else f"({shape})")
-        said = and_join([f"{dtype} {'arrays of shapes' if len(shapes) > 1 else 'array of shape'} {and_join(shapes)}" for dtype, shapes in by_dtype.items()])
+        said = and_join(
+            [
+                f"{dtype} {'arrays of shapes' if len(shapes) > 1 else 'array of shape'} {and_join(shapes)}"
+                for dtype, shapes in by_dtype.items()
+            ]
+        )
         return f"{m[1]} ({said}{', all finite' if m[3] else ''})"
     return None
 
@@ -113,7 +118,14 @@ def _value_words(value: str) -> str | None:
 #: ``ok skip True norm_squared 25``, ``ok sum 3,4 clipped 0``.
 _THRESHOLD_OUTCOME = re.compile(r"ok (?P<fields>(?:(?:value|grad|skip|norm_squared|sum|clipped) \S+ ?)+)")
 #: Its fields in words.
-_THRESHOLD_FIELDS = {"value": "value", "grad": "gradient", "skip": "should_skip", "norm_squared": "squared norm", "sum": "sum", "clipped": "clipped count"}
+_THRESHOLD_FIELDS = {
+    "value": "value",
+    "grad": "gradient",
+    "skip": "should_skip",
+    "norm_squared": "squared norm",
+    "sum": "sum",
+    "clipped": "clipped count",
+}
 
 
 def _threshold_words(value: str) -> str | None:
@@ -149,7 +161,9 @@ def outcome_words(value: str) -> str:
     other value as it is."""
     m = TRANSFORMATION_OUTCOME.fullmatch(value)
     if not m:
-        return _schedule_words(value) or _sharded_words(value) or _value_words(value) or _threshold_words(value) or value
+        return (
+            _schedule_words(value) or _sharded_words(value) or _value_words(value) or _threshold_words(value) or value
+        )
 
     def dtypes(text: str) -> str:
         return "/".join(long_dtype(d) for d in text.split(","))
@@ -187,7 +201,10 @@ def corner_gloss(name: str) -> str:
     if name not in INJECT_CORNERS:
         return ""
     form, params, hyperparam_dtype, jit = INJECT_CORNERS[name]
-    words = [f"built through `optax.inject_hyperparams`, its float hyperparameters given as {_INJECT_FORMS.get(form, form)}", f"{params} params"]
+    words = [
+        f"built through `optax.inject_hyperparams`, its float hyperparameters given as {_INJECT_FORMS.get(form, form)}",
+        f"{params} params",
+    ]
     if hyperparam_dtype:
         words.append(f"`hyperparam_dtype={hyperparam_dtype}`")
     if jit:

@@ -96,7 +96,11 @@ def parameter_words(got: str, expected: str) -> str:
     known = "…" not in g[3] + e[3]  # a default an older report cut short is not compared
     if known and g[3] != e[3]:
         moved.append(f"now defaults to {g[3]} (was {e[3]})")
-    return f"{e[1]}{where} " + ", ".join(moved) + (f", default {g[3]}" if known and g[3] == e[3] and moved else "") if moved else ""
+    return (
+        f"{e[1]}{where} " + ", ".join(moved) + (f", default {g[3]}" if known and g[3] == e[3] and moved else "")
+        if moved
+        else ""
+    )
 
 
 #: Two recorded outcomes compared by a generated contract (``assert 'ok' ==
@@ -149,7 +153,10 @@ def pytest_words(detail: str) -> str:
     m = re.match(r"(?:Failed: )?DID NOT RAISE (?:<class '(?:[\w.]+\.)?(\w+)'>|(\S+))", detail)
     if m:
         return f"did not raise {m[1] or m[2]}"
-    m = re.match(r"(?:Failed: )?DID NOT WARN\. No warnings of type \((.*?),?\) were emitted\.(?: Emitted warnings: (.*?)\.?$)?", detail)
+    m = re.match(
+        r"(?:Failed: )?DID NOT WARN\. No warnings of type \((.*?),?\) were emitted\.(?: Emitted warnings: (.*?)\.?$)?",
+        detail,
+    )
     if m:
         emitted = m[2] if m[2] and m[2] != "[]" else ""
         return f"did not warn ({_value(m[1])})" + (f"; warned instead: {shorten(emitted, 80)}" if emitted else "")
@@ -162,14 +169,20 @@ def pytest_words(detail: str) -> str:
         if said_at is None:  # cannot be: detail is one line (joined above) and assertion_parts found "assert " in it
             raise AssertionError(f"no assert in {detail!r}")
         said = said_at[1]  # the test's own message, if short
-        return (f"{said}: " if said and len(said) <= 80 else "") + (parameter_words(*parts) or f"got {parts[0]}, expected {parts[1]}")
+        return (f"{said}: " if said and len(said) <= 80 else "") + (
+            parameter_words(*parts) or f"got {parts[0]}, expected {parts[1]}"
+        )
     bare = BARE_ASSERT.search(detail)
     if bare:  # ``assert False + where False = bool(Array(False...))``: pytest's introspection is not for a reader
         said = bare["said"].strip()
         if said:
             return shorten(said, 140)
         expr = re.split(r" \+ (?:where|and) ", bare["expr"])[0].strip()
-        return "the contract's check is false" if expr in ("False", "None", "0", "[]", "()", "") else f"the contract's check `{shorten(expr, 80)}` is false"
+        return (
+            "the contract's check is false"
+            if expr in ("False", "None", "0", "[]", "()", "")
+            else f"the contract's check `{shorten(expr, 80)}` is false"
+        )
     return re.sub(r" Use -v to get more diff\.?$", "", detail)
 
 
@@ -199,7 +212,9 @@ def now_words(now: str) -> str:
     if m:
         return f"raises {m[1]}: {shorten(m[2], 90)}"
     if not now.strip(" …") or ((bare := BARE_ASSERT.search(now)) and not bare["said"].strip()):
-        return "the pinned behaviour no longer holds"  # pytest's bare assert: its introspection says nothing to a reader
+        return (
+            "the pinned behaviour no longer holds"  # pytest's bare assert: its introspection says nothing to a reader
+        )
     return shorten(pytest_words(now), 110)
 
 
@@ -245,5 +260,7 @@ def outcome_words(row: dict[str, Any]) -> str:
             return f"drift: {drift_kinds(leaves)}"
         if parse_ulp(row.get("detail") or "") or (row.get("detail") or "").startswith("snapshot drift of values"):
             return "drift: value beyond budget"
-        return "drift from the baseline's record"  # a snapshot that stops matching drifted; it never reads passed → failed
+        return (
+            "drift from the baseline's record"  # a snapshot that stops matching drifted; it never reads passed → failed
+        )
     return f"{b if b is not None else 'did not run'} → {c if c is not None else 'did not run'}"

@@ -12,7 +12,6 @@ from typing import Any
 
 from optax_gate.gate.base.corner_words import outcome_words
 
-
 #: Machine epsilon per dtype name, as ``optax_gate.kit.tolerances.EPS``.
 EPS = {"float64": 2.0**-52, "float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 #: Bytes per element of the dtypes a snapshot signature names.
@@ -174,7 +173,9 @@ def state_cost(leaves: list[Drift], name_dtypes: bool = True) -> list[str]:
             slots.setdefault(leaf.slot, []).append(leaf)
     per_parameter, scalars = [], []
     for slot, group in slots.items():
-        pairs = sorted({(o, n) for o, n in (leaf.dtypes for leaf in group) if o and n})  # drops none: the group holds dtype changes only
+        pairs = sorted(
+            {(o, n) for o, n in (leaf.dtypes for leaf in group) if o and n}
+        )  # drops none: the group holds dtype changes only
         change = " " + ", ".join(f"{o} → {n}" for o, n in pairs) if name_dtypes else ""
         if all(leaf.shapes[0] == "" for leaf in group):
             scalars.append(f"`{slot}`{change} (scalars, no cost per parameter)")
@@ -221,9 +222,9 @@ def nonfinite_direction(old: str, new: str) -> str:
     a, b = _nonfinite_set(old), _nonfinite_set(new)
     if a == b:
         return "other"
-    if b == set() or a is None and b is not None:
+    if b == set() or (a is None and b is not None):
         return "fewer"
-    if a == set() or b is None and a is not None:
+    if a == set() or (b is None and a is not None):
         return "more"
     if a is not None and b is not None:
         return "fewer" if b < a else "more" if a < b else "other"
@@ -233,7 +234,9 @@ def nonfinite_direction(old: str, new: str) -> str:
 def nonfinite_words(direction: str) -> str:
     """``"fewer non-finite outputs"`` / ``"more non-finite outputs"`` /
     ``"other outputs come out non-finite"`` (the same number, other leaves)."""
-    return {"fewer": "fewer non-finite outputs", "more": "more non-finite outputs"}.get(direction, "other outputs come out non-finite")
+    return {"fewer": "fewer non-finite outputs", "more": "more non-finite outputs"}.get(
+        direction, "other outputs come out non-finite"
+    )
 
 
 #: Characters of an exception's message that a corner snapshot records

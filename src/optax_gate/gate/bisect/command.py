@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
-from optax_gate.gate.install import compilation_cache, environments
-from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import parse_histories
 from optax_gate.gate.bisect.probe import Prober
+from optax_gate.gate.inputs.options import BisectCommandOptions, BisectOptions, EnvironmentOptions
+from optax_gate.gate.install import compilation_cache, environments
+from optax_gate.gate.run import evidence, runner
 
 #: Exit status of the bisect command when the report or its environment cannot be used.
 NOT_VERIFIED = 2
@@ -33,15 +33,26 @@ def baseline_optax(report: Mapping[str, Any]) -> str:
 def _prober_factory(
     python: Path, environment: EnvironmentOptions, bisect: BisectOptions, run_folder: Path, report: Mapping[str, Any]
 ) -> Callable[[str, Path], Prober]:
-    env = dict(compilation_cache.environment(compilation_cache.shared(environment.cache_dir, environment.envs_dir), environment.compilation_cache))
+    env = dict(
+        compilation_cache.environment(
+            compilation_cache.shared(environment.cache_dir, environment.envs_dir), environment.compilation_cache
+        )
+    )
     if (run_folder / "checkpoints").is_dir():  # the resume contracts read the baseline's checkpoints
         env["OPTAX_GATE_CHECKPOINTS"] = str((run_folder / "checkpoints").absolute())
-    env.update(runner.baseline_variables(environment.baseline_lock, baseline_optax(report)))  # what the gate's baseline ran
+    env.update(
+        runner.baseline_variables(environment.baseline_lock, baseline_optax(report))
+    )  # what the gate's baseline ran
     return lambda package, repo: Prober(package, repo, python, environment, bisect, env)
 
 
 def bisect_run(
-    report: dict[str, Any], run_folder: Path, python: Path, environment: EnvironmentOptions, bisect: BisectOptions, say: Callable[[str], None]
+    report: dict[str, Any],
+    run_folder: Path,
+    python: Path,
+    environment: EnvironmentOptions,
+    bisect: BisectOptions,
+    say: Callable[[str], None],
 ) -> None:
     """Bisect ``report`` (the run folder's) and write it back, whatever happens.
 
@@ -50,7 +61,9 @@ def bisect_run(
     """
     histories = parse_histories(list(bisect.history) or None)
     try:
-        bisect_flow.attach(report, _prober_factory(python, environment, bisect, run_folder, report), histories, bisect, say)
+        bisect_flow.attach(
+            report, _prober_factory(python, environment, bisect, run_folder, report), histories, bisect, say
+        )
     except Exception:  # recorded in the report ("not bisected: bisection failed: ..."); the verdict stays
         import traceback
 
@@ -60,7 +73,13 @@ def bisect_run(
         say(f"bisection written into {run_folder / 'report.md'} ({report['bisect'].get('error') or 'done'})")
 
 
-def after_gate(run_folder: Path, python: Path | None, environment: EnvironmentOptions, bisect: BisectOptions, say: Callable[[str], None]) -> None:
+def after_gate(
+    run_folder: Path,
+    python: Path | None,
+    environment: EnvironmentOptions,
+    bisect: BisectOptions,
+    say: Callable[[str], None],
+) -> None:
     """``gate --bisect``: bisect the complete run's report. An interruption is
     recorded and ends the bisection only: the gate's exit status stays the verdict's."""
     path = run_folder / "report.json"
@@ -89,7 +108,9 @@ def _newest_ran(runs: Path) -> Path | None:
     """The newest complete run folder under ``runs`` whose report ran both sides."""
     for folder in sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True):
         try:
-            if not (folder / evidence.MARKER).exists() and _ran(json.loads((folder / "report.json").read_text(encoding="utf-8"))):
+            if not (folder / evidence.MARKER).exists() and _ran(
+                json.loads((folder / "report.json").read_text(encoding="utf-8"))
+            ):
                 return folder
         except (OSError, ValueError):
             continue
@@ -113,18 +134,30 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         report = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         if not where.exists() and not where.is_symlink():
-            print(f"optax-gate: cannot bisect {where}: it does not exist (name a gate output folder or a run folder)", file=sys.stderr)
+            print(
+                f"optax-gate: cannot bisect {where}: it does not exist (name a gate output folder or a run folder)",
+                file=sys.stderr,
+            )
         elif where.is_dir() and (where / "runs").is_dir():  # an output folder where no run has judged both sides yet
-            shown = f" (the newest run that judged nothing: {where / 'not-judged.md'})" if (where / "not-judged.md").exists() else ""
+            shown = (
+                f" (the newest run that judged nothing: {where / 'not-judged.md'})"
+                if (where / "not-judged.md").exists()
+                else ""
+            )
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect{shown}", file=sys.stderr)
-        elif where.is_dir() and (where / evidence.MARKER).exists():  # a run folder whose gate was interrupted or crashed
+        elif (
+            where.is_dir() and (where / evidence.MARKER).exists()
+        ):  # a run folder whose gate was interrupted or crashed
             print(
                 f"optax-gate: cannot bisect {where}: that run did not finish (marked {evidence.MARKER}), so it has no "
                 f"report; name a run that finished, or the gate output folder above it",
                 file=sys.stderr,
             )
         else:
-            print(f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)", file=sys.stderr)
+            print(
+                f"optax-gate: cannot bisect {where}: no report.json there (name a gate output folder or a run folder)",
+                file=sys.stderr,
+            )
         return NOT_VERIFIED
     except (OSError, ValueError) as exc:
         print(f"optax-gate: cannot bisect {path}: {exc}", file=sys.stderr)
@@ -134,10 +167,15 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         if newest is None:
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect", file=sys.stderr)
             return NOT_VERIFIED
-        say(f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run that ran both sides: {newest.name}")
+        say(
+            f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run that ran both sides: {newest.name}"
+        )
         run_folder, report = newest, json.loads((newest / "report.json").read_text(encoding="utf-8"))
     if not _ran(report):
-        print(f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is left as it is", file=sys.stderr)
+        print(
+            f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is left as it is",
+            file=sys.stderr,
+        )
         return NOT_VERIFIED
     if (run_folder / evidence.MARKER).exists():
         print(f"optax-gate: {run_folder} is marked {evidence.MARKER}: bisect a complete run", file=sys.stderr)
@@ -154,7 +192,9 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
         return NOT_VERIFIED
     say(f"{side}: building (or reusing) its environment from {lock}")
     try:
-        python = environments.ensure(environments.folder_for(environment.envs_dir, lock), lock, environment.python, environment.project_root)
+        python = environments.ensure(
+            environments.folder_for(environment.envs_dir, lock), lock, environment.python, environment.project_root
+        )
     except environments.EnvironmentFailure as exc:
         print(f"optax-gate: the {side}'s environment cannot be built: {exc}", file=sys.stderr)
         return NOT_VERIFIED

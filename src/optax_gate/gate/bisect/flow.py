@@ -30,15 +30,24 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import atomic
+from optax_gate.gate.bisect.history import (
+    PUBLIC,
+    NoHistory,
+    first_parent,
+    git,
+    links,
+    open_history,
+    release_commit,
+    resolve,
+)
+from optax_gate.gate.bisect.probe import Prober
+from optax_gate.gate.bisect.search import Answer, Target, search
 from optax_gate.gate.inputs.options import BisectOptions
 from optax_gate.gate.install import source_build
 from optax_gate.gate.judge import causes
 from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from optax_gate.gate.bisect.history import PUBLIC, NoHistory, first_parent, git, links, open_history, release_commit, resolve
-from optax_gate.gate.bisect.probe import Prober
-from optax_gate.gate.bisect.search import Answer, Target, search
 
 #: The changes a bisection looks for (new/gone contracts have no old outcome to lose).
 CHANGES = ("broken", "changed", "fixed")
@@ -49,8 +58,14 @@ TEAM_ONLY = "its contracts are the team's own (--contracts), which a bisection d
 def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's contract findings a bisection answers (``findings`` made when missing)."""
     if "findings" not in report:
-        report["findings"] = causes.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
-    return [f for f in report["findings"] if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")]
+        report["findings"] = causes.of_report(
+            report["contracts"], candidate_ran=report["candidate"].get("status") == "ran"
+        )
+    return [
+        f
+        for f in report["findings"]
+        if f.get("section", "contracts") == "contracts" and f["change"] in CHANGES and f.get("contracts")
+    ]
 
 
 def moved(report: Mapping[str, Any]) -> list[str]:
@@ -63,7 +78,11 @@ def _source(report: Mapping[str, Any], package: str) -> dict[str, Any]:
     """The candidate's built source entry of ``package`` (``candidate.sources``, ``source_specs``), else {}."""
     entry: dict[str, Any]
     for entry in report["candidate"].get("sources") or []:
-        if entry.get("package") == package and entry.get("status") == "built" and (entry.get("commit") or {}).get("sha"):
+        if (
+            entry.get("package") == package
+            and entry.get("status") == "built"
+            and (entry.get("commit") or {}).get("sha")
+        ):
             return entry
     return {}
 
@@ -97,7 +116,12 @@ def source_files(repo: Path, old: str, apis: list[str]) -> list[str]:
             out = git(repo, "grep", "-l", "-w", "-E", f"^[[:space:]]*(def|class) {name}", old, "--", "*.py")
         except NoHistory:  # no match: git grep exits 1
             continue
-        files.update(path for line in out.splitlines() for path in [line.partition(":")[2]] if path and not path.endswith("_test.py") and "/tests/" not in path)
+        files.update(
+            path
+            for line in out.splitlines()
+            for path in [line.partition(":")[2]]
+            if path and not path.endswith("_test.py") and "/tests/" not in path
+        )
     return sorted(files)
 
 
@@ -109,7 +133,9 @@ def suspects(repo: Path, commits: list[str], ends: tuple[str, str], files: list[
     return [sha for sha in commits if sha in touching]
 
 
-def _entry(package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis: list[str] | None = None) -> dict[str, Any]:
+def _entry(
+    package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis: list[str] | None = None
+) -> dict[str, Any]:
     if answer.status == "not-bisected":
         entry = not_bisected(package, answer.reason)
     else:
@@ -159,7 +185,9 @@ def _package(b: _Bisection, package: str) -> dict[str, Any]:
             f.setdefault("bisect", []).append(not_bisected(package, str(exc)))
         return {**summary, "error": str(exc)}
     summary.update({"from": old_tag, "to": new_name, "commits": len(commits) - 1})
-    say(f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, {len(found)} finding(s)")
+    say(
+        f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, {len(found)} finding(s)"
+    )
     # the team's own contracts (gate --contracts) live outside the project and are not re-run per commit
     rows = {r["id"]: r for r in report["contracts"] if not r.get("team")}
     ours = [f for f in found if any(c in rows for c in f["contracts"])]
@@ -171,8 +199,14 @@ def _package(b: _Bisection, package: str) -> dict[str, Any]:
     prober = b.make_prober(package, repo)
     answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, options=b.options)
     for f in found:
-        f.setdefault("bisect", []).append(_entry(package, answers[targets[f["number"]]], repo, (old_tag, new_name), f.get("apis") or [f.get("api", "")]))
-    summary.update({"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)})
+        f.setdefault("bisect", []).append(
+            _entry(
+                package, answers[targets[f["number"]]], repo, (old_tag, new_name), f.get("apis") or [f.get("api", "")]
+            )
+        )
+    summary.update(
+        {"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)}
+    )
     return summary
 
 
@@ -200,7 +234,9 @@ def attach(
     """
     start = time.monotonic()
     found = eligible(report)
-    for f in report["findings"]:  # a bisection replaces the answers of an earlier one (a rerun, gate --bisect then bisect)
+    for f in report[
+        "findings"
+    ]:  # a bisection replaces the answers of an earlier one (a rerun, gate --bisect then bisect)
         f.pop("bisect", None)
     summary: dict[str, Any] = {"packages": {}, "duration_s": 0.0}
     report["bisect"] = summary
@@ -209,7 +245,9 @@ def attach(
         if report["candidate"].get("status") != "ran" or report["baseline"].get("status") != "ran":
             raise _Nothing("a side did not run its contracts")
         if not packages:
-            raise _Nothing("no pure-Python package (optax, flax) moved; compiled packages (jax, jaxlib) are not built from source")
+            raise _Nothing(
+                "no pure-Python package (optax, flax) moved; compiled packages (jax, jaxlib) are not built from source"
+            )
         bisection = _Bisection(report, found, make_prober, histories, options, say)
         for package in packages:
             summary["packages"][package] = _package(bisection, package)
@@ -218,7 +256,11 @@ def attach(
         for f in found:
             f["bisect"] = [not_bisected("", str(exc))]
     except BaseException as exc:
-        why = f"bisection failed: {type(exc).__name__}: {exc}" if isinstance(exc, Exception) else f"interrupted ({str(exc) or type(exc).__name__})"
+        why = (
+            f"bisection failed: {type(exc).__name__}: {exc}"
+            if isinstance(exc, Exception)
+            else f"interrupted ({str(exc) or type(exc).__name__})"
+        )
         summary["error"] = why
         for f in found:
             done = {e["package"] for e in f.get("bisect", [])}

@@ -20,11 +20,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from optax_gate.gate.inputs.options import BisectOptions, EnvironmentOptions
-from optax_gate.gate.install import missing_requirements
-from optax_gate.gate.install import source_build
-from optax_gate.gate.run import devices, outcomes, pytest_plugins, runner
 from optax_gate.gate.bisect.search import Unusable
+from optax_gate.gate.inputs.options import BisectOptions, EnvironmentOptions
+from optax_gate.gate.install import missing_requirements, source_build
+from optax_gate.gate.run import devices, outcomes, pytest_plugins, runner
 
 #: Prints the imported package's file (no package name is imported by the gate itself).
 _WHERE = "import importlib, sys; print(importlib.import_module(sys.argv[1]).__file__)"
@@ -59,7 +58,11 @@ class Prober:
         build: Callable[..., source_build.BuiltWheel] = source_build.build_wheel,
     ):
         self.package, self.repo, self.python = package, repo, Path(python)
-        self.project_root, self.cache_dir, self.timeout = Path(environment.project_root), Path(options.cache), options.timeout
+        self.project_root, self.cache_dir, self.timeout = (
+            Path(environment.project_root),
+            Path(options.cache),
+            options.timeout,
+        )
         self.env, self.build = {**runner.baseline_variables(environment.baseline_lock), **dict(env or {})}, build
         #: commit SHA -> seconds spent building and installing it (0 when cached)
         self.built: dict[str, float] = {}
@@ -121,7 +124,9 @@ class Prober:
         except subprocess.TimeoutExpired:
             raise Unusable(f"cannot be imported: the import timed out after {self.timeout:.0f} s") from None
         if proc.returncode != 0:
-            tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or [f"exit {proc.returncode}"]
+            tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or [
+                f"exit {proc.returncode}"
+            ]
             raise Unusable(f"cannot be imported: {tail[0].strip()}")
         where = Path(proc.stdout.strip().splitlines()[-1]).resolve()
         if not where.is_relative_to(target.resolve()):
@@ -142,10 +147,25 @@ class Prober:
         with tempfile.TemporaryDirectory(prefix="optax-gate-bisect-") as tmp:
             log = Path(tmp) / "reportlog.jsonl"
             env = self._env(paths)
-            cmd = [str(self.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *pytest_plugins.args(), f"--report-log={log}", *ids]
+            cmd = [
+                str(self.python),
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *pytest_plugins.args(),
+                f"--report-log={log}",
+                *ids,
+            ]
             try:
                 proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=self.timeout, env=devices.env(env) if multidevice else env, cwd=self.project_root
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    timeout=self.timeout,
+                    env=devices.env(env) if multidevice else env,
+                    cwd=self.project_root,
                 )
             except subprocess.TimeoutExpired:
                 raise Unusable(f"its contracts timed out after {self.timeout:.0f} s") from None

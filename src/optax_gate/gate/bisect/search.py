@@ -44,7 +44,10 @@ class Target:
     @classmethod
     def of(cls, rows: Sequence[dict[str, Any]]) -> Target:
         """From report contract rows (``{"id", "baseline", "candidate"}``)."""
-        return cls(tuple(sorted((r["id"], str(r.get("baseline"))) for r in rows)), tuple(sorted((r["id"], str(r.get("candidate"))) for r in rows)))
+        return cls(
+            tuple(sorted((r["id"], str(r.get("baseline"))) for r in rows)),
+            tuple(sorted((r["id"], str(r.get("candidate"))) for r in rows)),
+        )
 
     @property
     def contracts(self) -> list[str]:
@@ -97,7 +100,7 @@ def search(
     probe: Probe,
     ends: tuple[str, str] = ("baseline end", "candidate end"),
     say: Callable[[str], None] = lambda message: None,
-    options: BisectOptions = BisectOptions(),
+    options: BisectOptions | None = None,
 ) -> dict[Target, Answer]:
     """Search every target over ``commits`` (oldest first, at least two).
 
@@ -114,6 +117,7 @@ def search(
     Returns:
       an :class:`Answer` per distinct target.
     """
+    options = options or BisectOptions()
     n, environment = len(commits), options.env
     states = {t: _State(t, 0, n - 1) for t in dict.fromkeys(targets)}
     seen: dict[int, dict[str, str]] = {}
@@ -140,7 +144,9 @@ def search(
         run(i, live)
         for s in live:
             if i in unusable:
-                s.answer = Answer("not-bisected", reason=f"the {name} ({commits[i][:12]}) cannot be tested: {unusable[i]}")
+                s.answer = Answer(
+                    "not-bisected", reason=f"the {name} ({commits[i][:12]}) cannot be tested: {unusable[i]}"
+                )
                 continue
             got = s.target.side(seen[i])
             if got != want:
@@ -199,7 +205,10 @@ def _settle(s: _State, commits: Sequence[str], unusable: dict[int, str]) -> Answ
     between = range(s.lo + 1, s.hi)
     why = {commits[i]: unusable.get(i) or s.skip[i] for i in between}
     return Answer(
-        "range", [commits[i] for i in range(s.lo + 1, s.hi + 1)], skipped=why, reason=f"{len(why)} commit(s) before {commits[s.hi][:12]} could not be tested"
+        "range",
+        [commits[i] for i in range(s.lo + 1, s.hi + 1)],
+        skipped=why,
+        reason=f"{len(why)} commit(s) before {commits[s.hi][:12]} could not be tested",
     )
 
 
@@ -208,7 +217,9 @@ def _outcomes(target: Target, outcomes: dict[str, str]) -> str:
     return ", ".join(got[:3]) + (f" and {len(got) - 3} more" if len(got) > 3 else "")
 
 
-def _end_reason(name: str, wanted_got: tuple[str, str], target: Target, outcomes: dict[str, str], environment: str) -> str:
+def _end_reason(
+    name: str, wanted_got: tuple[str, str], target: Target, outcomes: dict[str, str], environment: str
+) -> str:
     want, got = wanted_got
     if want == "old" and got == "new":
         return (

@@ -76,8 +76,8 @@ def level(old: str, new: str) -> tuple[str, bool]:
         a, b = Version(old), Version(new)
     except InvalidVersion:
         return "other", False
-    pa, pb = (list(a.release) + [0, 0, 0])[:3], (list(b.release) + [0, 0, 0])[:3]
-    for name, x, y in zip(("major", "minor", "patch"), pa, pb):
+    pa, pb = [*a.release, 0, 0, 0][:3], [*b.release, 0, 0, 0][:3]
+    for name, x, y in zip(("major", "minor", "patch"), pa, pb, strict=True):
         if x != y:
             return name, b < a
     return "other", b < a
@@ -99,7 +99,9 @@ def requires_python(site_packages: Path | None) -> dict[str, str]:
     for name in CONTRACTED:
         d = _dist_info(site_packages, name)
         if d is not None and (d / "METADATA").is_file():
-            meta = HeaderParser().parsestr((d / "METADATA").read_text(encoding="utf-8", errors="replace"), headersonly=True)
+            meta = HeaderParser().parsestr(
+                (d / "METADATA").read_text(encoding="utf-8", errors="replace"), headersonly=True
+            )
             out[name] = meta.get("Requires-Python") or "(none)"
     return out
 
@@ -109,7 +111,11 @@ def wheel_tags(site_packages: Path | None, name: str = "jaxlib") -> list[str]:
     d = _dist_info(site_packages, name)
     if d is None or not (d / "WHEEL").is_file():
         return []
-    return [ln.split(":", 1)[1].strip() for ln in (d / "WHEEL").read_text(encoding="utf-8").splitlines() if ln.startswith("Tag:")]
+    return [
+        ln.split(":", 1)[1].strip()
+        for ln in (d / "WHEEL").read_text(encoding="utf-8").splitlines()
+        if ln.startswith("Tag:")
+    ]
 
 
 def top_level_modules(site_packages: Path | None, name: str) -> set[str]:
@@ -129,7 +135,11 @@ def top_level_modules(site_packages: Path | None, name: str) -> set[str]:
 
 
 def diff(
-    old_lock: str, new_lock: str, baseline_site: Path | None = None, imported: dict[str, list[str]] | None = None, declared: dict[str, str] | None = None
+    old_lock: str,
+    new_lock: str,
+    baseline_site: Path | None = None,
+    imported: dict[str, list[str]] | None = None,
+    declared: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows ``{"name", "change", "old", "new", "level", "down", "via", "uses",
     "breaks"}`` between two lock texts, sorted by change then name.
@@ -169,7 +179,9 @@ def diff(
                         )
                         continue
                     unknown = sorted(n for n in (declared or {}) if n not in a and n not in b)
-                    if unknown:  # a package of the team's own the gate did not install may bring it (distrax brings chex)
+                    if (
+                        unknown
+                    ):  # a package of the team's own the gate did not install may bring it (distrax brings chex)
                         row["uses"].append(
                             f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} "
                             f"in the baseline; your project also declares "
@@ -179,7 +191,9 @@ def diff(
                         )
                         row["may_come_with"] = unknown
                         continue
-                    row["uses"].append(f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} in the baseline → ModuleNotFoundError")
+                    row["uses"].append(
+                        f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} in the baseline → ModuleNotFoundError"
+                    )
                     row["breaks"] = True
         elif x is None:
             row.update(change="added", via=y["via"])

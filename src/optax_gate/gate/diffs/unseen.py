@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base.plain_text import named_list, shorten
-from optax_gate.gate.inputs.options import ScopeOptions
-from optax_gate.gate.inputs import declared
-from optax_gate.gate.run import warnings_diff
-from optax_gate.gate.judge import causes
-from optax_gate.gate.team_code import binding, call_sites, usage
 from optax_gate.gate.diffs import dependencies
+from optax_gate.gate.inputs import declared
+from optax_gate.gate.inputs.options import ScopeOptions
+from optax_gate.gate.judge import causes
+from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.surface import public_api
+from optax_gate.gate.team_code import binding, call_sites, usage
 
 SCHEMA = 3
 
@@ -53,14 +53,22 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def surface_section(
-    base_site: Path | None, cand_site: Path | None, packages: tuple[str, ...], uses: list[usage.Use] | usage.Scan | None, contracted: set[str]
+    base_site: Path | None,
+    cand_site: Path | None,
+    packages: tuple[str, ...],
+    uses: list[usage.Use] | usage.Scan | None,
+    contracted: set[str],
 ) -> dict[str, Any]:
     """The ``surface`` section of the report; ``uses``: the scan of the
     team's code (``--usage``), or None."""
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = uses.uses if isinstance(uses, usage.Scan) else uses
     section: dict[str, Any] = {"packages": list(packages), "rows": []}
-    missing = [side for side, site in (("baseline", base_site), ("candidate", cand_site)) if site is None or not Path(site).is_dir()]
+    missing = [
+        side
+        for side, site in (("baseline", base_site), ("candidate", cand_site))
+        if site is None or not Path(site).is_dir()
+    ]
     if missing or base_site is None or cand_site is None:  # a None site is missing: these tell the type checker
         return {
             **section,
@@ -70,7 +78,10 @@ def surface_section(
             "duration_s": 0.0,
         }
     start = time.monotonic()
-    old, new = public_api.cached_surface(Path(base_site), tuple(packages)), public_api.cached_surface(Path(cand_site), tuple(packages))
+    old, new = (
+        public_api.cached_surface(Path(base_site), tuple(packages)),
+        public_api.cached_surface(Path(cand_site), tuple(packages)),
+    )
     rows = public_api.diff(old, new)
     if uses is not None:
         binding.match(uses, rows, old, new)
@@ -89,10 +100,19 @@ def surface_section(
         else:
             hit = _covered(r["path"], contracted) or r.get("where") in same_definition
             r["verdict"] = "broken" if hit and r["change"] in public_api.INCOMPATIBLE else "changed"
-    return {**section, "status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), "duration_s": round(time.monotonic() - start, 2)}
+    return {
+        **section,
+        "status": "compared",
+        "reason": "",
+        "rows": rows,
+        "counts": _counts(rows),
+        "duration_s": round(time.monotonic() - start, 2),
+    }
 
 
-def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool) -> dict[str, Any]:
+def warnings_section(
+    report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool
+) -> dict[str, Any]:
     """The ``warnings`` section: every warning, import-time ones included;
     only the import-time ones when the candidate's contracts did not run."""
     apis = {r["id"]: r["api"] for r in report.get("contracts", [])}
@@ -102,10 +122,24 @@ def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candid
         base, cand = [w for w in base if w["when"] == "import"], [w for w in cand if w["when"] == "import"]
         reason = "contracts did not run in both environments: import-time warnings only"
     if "warnings" not in baseline or "warnings" not in candidate:
-        return {"status": "unavailable", "reason": "no warning records (an environment was not probed)", "rows": [], "counts": _counts([])}
+        return {
+            "status": "unavailable",
+            "reason": "no warning records (an environment was not probed)",
+            "rows": [],
+            "counts": _counts([]),
+        }
     rows = warnings_diff.diff(base, cand, apis, fail_on_new_deprecations)
-    section = {"status": "compared", "reason": reason, "rows": rows, "counts": _counts(rows), "fail_on_new_deprecations": fail_on_new_deprecations}
-    own = {side: len(warnings_diff.own(record.get("warnings") or [])) for side, record in (("baseline", baseline), ("candidate", candidate))}
+    section = {
+        "status": "compared",
+        "reason": reason,
+        "rows": rows,
+        "counts": _counts(rows),
+        "fail_on_new_deprecations": fail_on_new_deprecations,
+    }
+    own = {
+        side: len(warnings_diff.own(record.get("warnings") or []))
+        for side, record in (("baseline", baseline), ("candidate", candidate))
+    }
     if any(own.values()):  # JAX about the gate's compilation cache: neither side's warning
         discarded = sum(len(r.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
         section["own"] = {**own, "discarded": discarded}
@@ -126,24 +160,48 @@ def warnings_section(report: Mapping[str, Any], baseline: dict[str, Any], candid
 
 
 def dependencies_section(
-    baseline: dict[str, Any], candidate: dict[str, Any], base_site: Path | None, cand_site: Path | None, uses: list[usage.Use] | usage.Scan | None
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    base_site: Path | None,
+    cand_site: Path | None,
+    uses: list[usage.Use] | usage.Scan | None,
 ) -> dict[str, Any]:
     """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
     extra = {
-        "requires_python": {"baseline": dependencies.requires_python(base_site), "candidate": dependencies.requires_python(cand_site)},
-        "jaxlib_tags": {"baseline": dependencies.wheel_tags(base_site), "candidate": dependencies.wheel_tags(cand_site)},
+        "requires_python": {
+            "baseline": dependencies.requires_python(base_site),
+            "candidate": dependencies.requires_python(cand_site),
+        },
+        "jaxlib_tags": {
+            "baseline": dependencies.wheel_tags(base_site),
+            "candidate": dependencies.wheel_tags(cand_site),
+        },
     }
     locks = [Path(r.get("lock_file") or "") for r in (baseline, candidate)]
     if not all(r.get("lock_file") for r in (baseline, candidate)) or not all(p.is_file() for p in locks):
-        return {"status": "unavailable", "reason": "a resolved lock file is missing (resolution failed?)", "rows": [], "counts": _counts([]), **extra}
+        return {
+            "status": "unavailable",
+            "reason": "a resolved lock file is missing (resolution failed?)",
+            "rows": [],
+            "counts": _counts([]),
+            **extra,
+        }
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = uses.uses if isinstance(uses, usage.Scan) else uses
     imported = usage.imported_modules(uses) if uses is not None else None
     own = declared.packages(Path(p) for p in scan.paths) if scan is not None else None
-    rows = dependencies.diff(locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported, own)
+    rows = dependencies.diff(
+        locks[0].read_text(encoding="utf-8"), locks[1].read_text(encoding="utf-8"), base_site, imported, own
+    )
     for r in rows:
-        modules = dependencies.top_level_modules(base_site, r["name"]) if scan is not None and r["change"] == "removed" else set()
-        unscanned = list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []
+        modules = (
+            dependencies.top_level_modules(base_site, r["name"])
+            if scan is not None and r["change"] == "removed"
+            else set()
+        )
+        unscanned = (
+            list(dict.fromkeys(n.path for m in sorted(modules) for n in scan.may_use(m))) if scan is not None else []
+        )
         r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned or r.get("may_come_with") else "changed"
         if unscanned and not r["breaks"]:
             r["not_scanned"] = unscanned
@@ -151,11 +209,22 @@ def dependencies_section(
 
 
 #: Each section beyond the contracts: (the words before a finding's API, the section's heading).
-BEYOND = {"surface": ("API surface", "API surface"), "dependencies": ("dependency", "Dependencies"), "warnings": ("new", "Warnings")}
+BEYOND = {
+    "surface": ("API surface", "API surface"),
+    "dependencies": ("dependency", "Dependencies"),
+    "warnings": ("new", "Warnings"),
+}
 
 
 def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> dict[str, Any]:
-    finding = {"section": section, "change": "broken", "api": api, "cause": cause, "contracts": [], "text": f"broken {BEYOND[section][0]} {api}: {cause}"}
+    finding = {
+        "section": section,
+        "change": "broken",
+        "api": api,
+        "cause": cause,
+        "contracts": [],
+        "text": f"broken {BEYOND[section][0]} {api}: {cause}",
+    }
     if your_code is not None:
         finding["your_code"] = list(dict.fromkeys(your_code))
     return finding
@@ -186,7 +255,14 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         if len(rows) == 1:
             row = rows[0]
             what = kind + (f" ({row['param']})" if row.get("param") else "")
-            out.append(_beyond("surface", row["path"], f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}", where if scanned else None))
+            out.append(
+                _beyond(
+                    "surface",
+                    row["path"],
+                    f"{what}: {row.get('old') or '—'} → {row.get('new') or '—'}",
+                    where if scanned else None,
+                )
+            )
             continue
         paths = list(dict.fromkeys(r["path"] for r in rows))
         named = named_list(paths)  # the section names them all
@@ -198,11 +274,23 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     for row in (report.get("dependencies") or {}).get("rows", []):
         if row.get("verdict") == "broken":
             out.append(
-                _beyond("dependencies", row["name"], f"{row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}), imported by your code", None)
+                _beyond(
+                    "dependencies",
+                    row["name"],
+                    f"{row['change']} ({row.get('old') or '—'} → {row.get('new') or '—'}), imported by your code",
+                    None,
+                )
             )
     for row in (report.get("warnings") or {}).get("rows", []):
         if row.get("verdict") == "broken":
-            out.append(_beyond("warnings", str(row.get("category")), row.get("message", "")[:160], row.get("your_code") if scanned else None))
+            out.append(
+                _beyond(
+                    "warnings",
+                    str(row.get("category")),
+                    row.get("message", "")[:160],
+                    row.get("your_code") if scanned else None,
+                )
+            )
     return out
 
 
@@ -218,7 +306,9 @@ def deprecation_finding(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = [
         r
         for r in (report.get("warnings") or {}).get("rows", [])
-        if r.get("change") == "new" and r.get("verdict") == "changed" and warnings_diff.is_deprecation(str(r.get("category")))
+        if r.get("change") == "new"
+        and r.get("verdict") == "changed"
+        and warnings_diff.is_deprecation(str(r.get("category")))
     ]
     if not rows:
         return []
@@ -227,8 +317,9 @@ def deprecation_finding(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         said.setdefault(shorten(" ".join(str(r.get("message", "")).split()), 120), []).extend(r.get("apis") or [])
     apis = sorted({a for names in said.values() for a in names})
     parts = [f'{named_list(sorted(set(names))) + ": " if names else ""}"{message}"' for message, names in said.items()]
-    cause = f"{len(said)} deprecation warning{'s' if len(said) > 1 else ''} new in the candidate (code that calls them keeps working, for now): " + "; ".join(
-        parts
+    cause = (
+        f"{len(said)} deprecation warning{'s' if len(said) > 1 else ''} new in the candidate (code that calls them keeps working, for now): "
+        + "; ".join(parts)
     )
     api = apis[0] if len(apis) == 1 else f"{len(apis)} APIs" if apis else "deprecations"
     return [
@@ -277,7 +368,7 @@ def beyond(
     report: Mapping[str, Any],
     baseline: dict[str, Any],
     candidate: dict[str, Any],
-    scope: ScopeOptions = ScopeOptions(),
+    scope: ScopeOptions | None = None,
     packages: tuple[str, ...] = public_api.DEFAULT_PACKAGES,
 ) -> Beyond:
     """The ``usage``, ``surface``, ``warnings`` and ``dependencies`` sections
@@ -291,6 +382,7 @@ def beyond(
     ``packages``: whose API surface is diffed. With ``--usage``, each
     finding lists the team's call sites of its APIs
     (``optax_gate.gate.team_code.call_sites``)."""
+    scope = scope or ScopeOptions()
     scan = scope.usage_scan if scope.usage_scan is not None else usage.scan(list(scope.usage)) if scope.usage else None
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     view: dict[str, Any] = {**report, "usage": None if scan is None else scan.to_json()}
@@ -299,14 +391,21 @@ def beyond(
     view["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
     view["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:
-        targets = {p: e.target for p, e in public_api.cached_surface(sites[0], tuple(packages)).items()} if sites[0] and sites[0].is_dir() else {}
+        targets = (
+            {p: e.target for p, e in public_api.cached_surface(sites[0], tuple(packages)).items()}
+            if sites[0] and sites[0].is_dir()
+            else {}
+        )
         view = call_sites.annotated(view, scan, targets)
     findings = None
     if isinstance(view.get("findings"), list):  # the broken rows beyond the contracts are findings too, after them
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
         # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
         beyond_rows = broken_findings(view) + deprecation_finding(view)
-        findings = causes.merge([{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + beyond_rows, view.get("contracts", []))
+        findings = causes.merge(
+            [{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + beyond_rows,
+            view.get("contracts", []),
+        )
     seconds = round(time.monotonic() - start, 2)
     notes: tuple[str, ...] = ()
     if scan is not None and scan.not_scanned:

@@ -55,7 +55,10 @@ def _pyproject(path: Path) -> dict[str, str]:
     project = found if isinstance(found := data.get("project"), dict) else {}
     for name in _names(project.get("dependencies") or []):
         out.setdefault(name, f"{path.name} [project] dependencies")
-    for table, key in ((project.get("optional-dependencies"), "project.optional-dependencies"), (data.get("dependency-groups"), "dependency-groups")):
+    for table, key in (
+        (project.get("optional-dependencies"), "project.optional-dependencies"),
+        (data.get("dependency-groups"), "dependency-groups"),
+    ):
         for group, specs in (table or {}).items() if isinstance(table, dict) else ():
             for name in _names(s for s in specs or [] if isinstance(s, str)):
                 out.setdefault(name, f"{path.name} [{key}] {group}")

@@ -80,7 +80,9 @@ def check(folders: Iterable[Path] | None) -> list[Path]:
         for module in modules:
             error = _compile_error(folder, module)
             if error:
-                raise validate.InvalidInput(f"--contracts {validate.shown(folder)}: a contract module does not compile: {error}")
+                raise validate.InvalidInput(
+                    f"--contracts {validate.shown(folder)}: a contract module does not compile: {error}"
+                )
         out.append(folder)
     return out
 
@@ -117,7 +119,9 @@ def digest(folders: list[Path]) -> str:
     h = hashlib.sha256()
     for i, folder in enumerate(folders):
         for path in sorted(
-            p for p in Path(folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith((".pyc", ".obtained.yml"))
+            p
+            for p in Path(folder).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith((".pyc", ".obtained.yml"))
         ):
             h.update(f"{i}:{path.relative_to(folder).as_posix()}\0".encode())
             h.update(path.read_bytes())
@@ -126,4 +130,6 @@ def digest(folders: list[Path]) -> str:
 
 def failing_at_baseline(baseline_contracts: dict[str, dict[str, Any]]) -> list[str]:
     """Ids of the team's contracts that failed or errored in the baseline."""
-    return sorted(cid for cid, rec in baseline_contracts.items() if rec.get("team") and rec.get("outcome") in ("failed", "error"))
+    return sorted(
+        cid for cid, rec in baseline_contracts.items() if rec.get("team") and rec.get("outcome") in ("failed", "error")
+    )

@@ -40,8 +40,9 @@ import os
 import re
 import stat
 import tokenize
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from optax_gate.gate.inputs.typed_path import INVOKED_FROM
 
@@ -133,7 +134,12 @@ def _files(paths: Iterable[Path], base: str | None = None) -> tuple[list[tuple[P
         seen = {os.path.realpath(root)}
 
         def unreadable(exc: OSError, root: Path = root) -> None:
-            problems.append(NotScanned(display_name(Path(exc.filename or root), base) + "/", f"unreadable folder: {(exc.strerror or str(exc)).lower()}"))
+            problems.append(
+                NotScanned(
+                    display_name(Path(exc.filename or root), base) + "/",
+                    f"unreadable folder: {(exc.strerror or str(exc)).lower()}",
+                )
+            )
 
         for folder, dirs, files in os.walk(root, onerror=unreadable, followlinks=True):
             keep = []
@@ -306,7 +312,9 @@ def parse(paths: Iterable[Path], base: Path | None = None) -> Parsed:
     for path, name in files:
         data = _read(path)
         if isinstance(data, str):  # a symlink to nothing holds no code (Python cannot import or run it either)
-            not_scanned.append(NotScanned(name, data, b"" if data == "symlink loop" or data.startswith("dangling symlink") else None))
+            not_scanned.append(
+                NotScanned(name, data, b"" if data == "symlink loop" or data.startswith("dangling symlink") else None)
+            )
             continue
         try:
             if path.suffix == ".ipynb":

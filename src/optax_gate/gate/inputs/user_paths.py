@@ -18,8 +18,8 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from optax_gate.gate.inputs import requirements, usage_files, validate
 from optax_gate.gate.inputs.typed_path import user_path
@@ -105,7 +105,9 @@ def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
         if not named and spec in COMMANDS:  # ./noxw -s gate -- compare A B: the command of its own was meant
             raise validate.InvalidInput(f"{spec!r} is a command of its own, not a requirement SPEC: {COMMANDS[spec]}")
         if not named and spec.endswith(".json") and user_path(spec).is_file():
-            raise validate.InvalidInput(f"{spec!r} is a file, not a requirement SPEC: to re-judge two run records, {COMMANDS['compare']}")
+            raise validate.InvalidInput(
+                f"{spec!r} is a file, not a requirement SPEC: to re-judge two run records, {COMMANDS['compare']}"
+            )
         if not named and user_path(spec).is_file() and _looks_like_lock(user_path(spec)):
             raise validate.InvalidInput(
                 f"{spec!r} is a lock file, not a requirement SPEC: did you mean --candidate-lock {spec} (the candidate) "

@@ -62,7 +62,8 @@ def parse_specs(specs: list[str], known: set[str], allow_extra: bool = False) ->
             bare = not (req.specifier or req.extras or req.url or req.marker)
             raise InvalidInput(
                 f"{spec!r}: the baseline does not require a package named {name!r}{hint}; "
-                "pass --allow-extra to add a new package to the candidate" + (path_hint if bare and ("." in spec or not close) else "")
+                "pass --allow-extra to add a new package to the candidate"
+                + (path_hint if bare and ("." in spec or not close) else "")
             )
         seen[name] = spec
         parsed.append(req)
@@ -91,7 +92,9 @@ def lock_packages(path: Path, what: str) -> set[str]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise InvalidInput(f"{what} {path} is not a text file: a lock is the text `uv pip compile --generate-hashes` writes") from None
+        raise InvalidInput(
+            f"{what} {path} is not a text file: a lock is the text `uv pip compile --generate-hashes` writes"
+        ) from None
     except OSError as exc:
         raise InvalidInput(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
     entries = [e.strip() for e in re.sub(r"\\\s*\n", " ", text).splitlines()]
@@ -165,4 +168,6 @@ def writable_folder(path: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise InvalidInput(f"the output folder {shown(path)} (set with --out) is not writable: {exc.strerror or exc}") from None
+        raise InvalidInput(
+            f"the output folder {shown(path)} (set with --out) is not writable: {exc.strerror or exc}"
+        ) from None

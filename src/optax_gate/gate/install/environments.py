@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
 STATE_FILE = ".optax-gate-env.json"
 #: Records the editable install of this project in an environment.
 PROJECT_FILE = ".optax-gate-project.json"
@@ -57,7 +56,9 @@ def uv() -> str:
     if path is None and os.access(NOXW_UV, os.X_OK):
         path = str(NOXW_UV)
     if path is None:
-        raise EnvironmentFailure("install", "uv not found on PATH nor in .noxw/ (run ./noxw once); run the gate through ./noxw")
+        raise EnvironmentFailure(
+            "install", "uv not found on PATH nor in .noxw/ (run ./noxw once); run the gate through ./noxw"
+        )
     return path
 
 
@@ -69,7 +70,11 @@ def _run(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) ->
         raise EnvironmentFailure(stage, f"timed out after {timeout:.0f} s: {' '.join(cmd[:4])} ...") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-        raise EnvironmentFailure(stage, " | ".join(line.strip() for line in tail if line.strip()) or f"{Path(cmd[0]).name} {cmd[1]} exited {proc.returncode}")
+        raise EnvironmentFailure(
+            stage,
+            " | ".join(line.strip() for line in tail if line.strip())
+            or f"{Path(cmd[0]).name} {cmd[1]} exited {proc.returncode}",
+        )
     return proc.stdout
 
 
@@ -86,7 +91,9 @@ def run_uv(stage: str, args: list[str], timeout: float) -> str:
 PYTHON_VERSION = "3.12"
 
 
-def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade: list[str], timeout: float = 600) -> Path:
+def compile_lock(
+    requirements_in: Path, output: Path, preferences: Path, upgrade: list[str], timeout: float = 600
+) -> Path:
     """Resolve ``requirements_in`` into a hash-pinned lock at ``output``, for :data:`PYTHON_VERSION`.
 
     ``preferences`` (the baseline lock) seeds the resolution: uv keeps the
@@ -102,7 +109,19 @@ def compile_lock(requirements_in: Path, output: Path, preferences: Path, upgrade
     shutil.copyfile(preferences, work)
     # uv writes the input's path into the ``# via -r`` comments as it was given;
     # run it beside the input so they name ``candidate-lock.in``, not a run folder.
-    cmd = [uv(), "pip", "compile", "--quiet", "--generate-hashes", "--no-header", "--python-version", PYTHON_VERSION, requirements_in.name, "-o", str(work)]
+    cmd = [
+        uv(),
+        "pip",
+        "compile",
+        "--quiet",
+        "--generate-hashes",
+        "--no-header",
+        "--python-version",
+        PYTHON_VERSION,
+        requirements_in.name,
+        "-o",
+        str(work),
+    ]
     for name in upgrade:
         cmd += ["--upgrade-package", name]
     try:
@@ -142,7 +161,10 @@ def interpreter(python: str) -> str:
     Falls back to ``python`` itself when it cannot be run."""
     try:
         proc = subprocess.run(
-            [python, "-c", "import platform, sys; print(platform.python_version(), sys.base_prefix)"], capture_output=True, text=True, timeout=60
+            [python, "-c", "import platform, sys; print(platform.python_version(), sys.base_prefix)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired):
         return python
@@ -171,12 +193,25 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     state: dict[str, Any] = {"pins_sha256": pins_digest(lock), "python": interpreter(python), "bytecode": True}
     state_path = path / STATE_FILE
     fresh = not (exe.exists() and state_path.exists() and json.loads(state_path.read_text()) == state)
-    if fresh:  # JAX's compilation cache is not in here: it is shared, in the gate's cache folder (compilation_cache.shared)
+    if (
+        fresh
+    ):  # JAX's compilation cache is not in here: it is shared, in the gate's cache folder (compilation_cache.shared)
         _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
         donor = _donor(path, state["python"])
         _run(
             "install",
-            [uv(), "pip", "install", "--quiet", "--python", str(exe), "--require-hashes", *([] if donor else ["--compile-bytecode"]), "-r", str(lock)],
+            [
+                uv(),
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(exe),
+                "--require-hashes",
+                *([] if donor else ["--compile-bytecode"]),
+                "-r",
+                str(lock),
+            ],
             timeout,
         )
         if donor and (missing := lend_bytecode(donor, path, _cache_tag(state["python"]))):
@@ -190,7 +225,11 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
                 check=False,
             )
     if project_install_needed(path, project_root):
-        _run("install", [uv(), "pip", "install", "--quiet", "--python", str(exe), "--no-deps", "-e", str(project_root)], timeout)
+        _run(
+            "install",
+            [uv(), "pip", "install", "--quiet", "--python", str(exe), "--no-deps", "-e", str(project_root)],
+            timeout,
+        )
         mark_project_installed(path, project_root)
     if fresh:
         state_path.write_text(json.dumps(state))
@@ -213,7 +252,11 @@ def _donor(path: Path, python_state: str) -> Path | None:
             data = json.loads(state.read_text())
         except (OSError, ValueError):
             continue
-        if data.get("python") == python_state and data.get("bytecode") and (found is None or state.stat().st_mtime > found[0]):
+        if (
+            data.get("python") == python_state
+            and data.get("bytecode")
+            and (found is None or state.stat().st_mtime > found[0])
+        ):
             found = (state.stat().st_mtime, sibling)
     return found[1] if found else None
 
@@ -221,7 +264,11 @@ def _donor(path: Path, python_state: str) -> Path | None:
 def _cache_tag(python_state: str) -> str:
     """The bytecode tag of an interpreter described by :func:`interpreter` (``3.12.1 /usr`` -> ``cpython-312``)."""
     release = python_state.split()[0].split(".") if python_state else []
-    return f"cpython-{release[0]}{release[1]}" if len(release) >= 2 and all(x.isdigit() for x in release[:2]) else sys.implementation.cache_tag
+    return (
+        f"cpython-{release[0]}{release[1]}"
+        if len(release) >= 2 and all(x.isdigit() for x in release[:2])
+        else sys.implementation.cache_tag
+    )
 
 
 def lend_bytecode(donor: Path, env_folder: Path, cache_tag: str = sys.implementation.cache_tag) -> list[Path]:
@@ -278,7 +325,9 @@ def project_install_needed(env_folder: Path, project_root: Path) -> bool:
     editable wheel), once per environment per command.
     """
     record = Path(env_folder) / PROJECT_FILE
-    if not record.exists() or not list(Path(env_folder).glob("lib/python*/site-packages/__editable__.optax_gate-*.pth")):
+    if not record.exists() or not list(
+        Path(env_folder).glob("lib/python*/site-packages/__editable__.optax_gate-*.pth")
+    ):
         return True
     try:
         recorded: object = json.loads(record.read_text())

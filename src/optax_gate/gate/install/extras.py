@@ -40,8 +40,14 @@ def provided(name: str, version: str, python: str, timeout: float = 300) -> set[
       environments.EnvironmentFailure: uv cannot fetch the package.
     """
     with tempfile.TemporaryDirectory(prefix="optax-gate-extras-") as tmp:
-        environments.run_uv("resolution", ["pip", "install", "--quiet", "--no-deps", "--python", python, "--target", tmp, f"{name}=={version}"], timeout)
-        dists = [d for d in importlib.metadata.distributions(path=[tmp]) if canonicalize_name(d.metadata["Name"]) == name]
+        environments.run_uv(
+            "resolution",
+            ["pip", "install", "--quiet", "--no-deps", "--python", python, "--target", tmp, f"{name}=={version}"],
+            timeout,
+        )
+        dists = [
+            d for d in importlib.metadata.distributions(path=[tmp]) if canonicalize_name(d.metadata["Name"]) == name
+        ]
         if not dists:
             raise environments.EnvironmentFailure("resolution", f"no metadata of {name}=={version} after fetching it")
         return {canonicalize_name(e) for e in dists[0].metadata.get_all("Provides-Extra") or []}
@@ -68,4 +74,6 @@ def check(specs: list[str], lock: Path, python: str) -> None:
         unknown = sorted(canonicalize_name(e) for e in req.extras if canonicalize_name(e) not in defined)
         if unknown:
             which = ", ".join(sorted(defined)) if defined else "none"
-            raise InvalidInput(f"{spec!r}: {name} {version} defines no extra named {', '.join(map(repr, unknown))} (its extras: {which})")
+            raise InvalidInput(
+                f"{spec!r}: {name} {version} defines no extra named {', '.join(map(repr, unknown))} (its extras: {which})"
+            )

@@ -64,7 +64,9 @@ def _tail(proc: subprocess.CompletedProcess[str]) -> str:
 def unmet(python: Path, folder: Path, timeout: float) -> list[str]:
     """The requirements of the distributions in ``folder`` that ``python``'s environment lacks."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(python), "-c", _UNMET, str(folder)], capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(
+        [str(python), "-c", _UNMET, str(folder)], capture_output=True, text=True, timeout=timeout, env=env
+    )
     if proc.returncode != 0:
         raise DepsFailure(f"its requirements cannot be read: {_tail(proc)}")
     names: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -78,7 +80,9 @@ def _prune(folder: Path, present: set[str]) -> None:
         if name not in present:
             continue
         record = info / "RECORD"
-        paths = [line.split(",")[0] for line in record.read_text(encoding="utf-8").splitlines()] if record.exists() else []
+        paths = (
+            [line.split(",")[0] for line in record.read_text(encoding="utf-8").splitlines()] if record.exists() else []
+        )
         for rel in paths:
             path = (folder / rel).resolve()
             if path.is_relative_to(folder.resolve()) and path.is_file():
@@ -104,13 +108,17 @@ def install_beside(python: Path, names: list[str], root: Path, timeout: float) -
       DepsFailure: they cannot be resolved or installed with the environment's versions.
     """
     freeze = subprocess.run(
-        [uv(), "pip", "freeze", "--python", str(python)], capture_output=True, text=True, timeout=timeout, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+        [uv(), "pip", "freeze", "--python", str(python)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"},
     )
     if freeze.returncode != 0:
         raise ListingFailure(f"the environment's packages cannot be listed: {_tail(freeze)}")
     pins = [line for line in freeze.stdout.splitlines() if "==" in line]
     key = hashlib.sha256(json.dumps([names, pins]).encode()).hexdigest()[:16]
-    constraints = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8")
+    constraints = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8")  # noqa: SIM115 (closed below, removed after the install)
     with constraints:
         constraints.write("\n".join(pins) + "\n")
     try:
@@ -143,7 +151,9 @@ def install_missing(python: Path, folder: Path, cache_dir: Path, timeout: float)
         raise DepsFailure(f"its missing requirements ({', '.join(missing)}) cannot be installed: {exc}") from None
 
 
-def install_into(target: Path, python: Path, args: list[str], timeout: float, after: Callable[[Path], None] | None = None) -> Path:
+def install_into(
+    target: Path, python: Path, args: list[str], timeout: float, after: Callable[[Path], None] | None = None
+) -> Path:
     """``uv pip install --target`` of ``args`` for ``python``'s interpreter,
     whole or not at all: into a fresh folder beside ``target``, ``after`` it,
     marked complete and renamed into place. An existing complete ``target``

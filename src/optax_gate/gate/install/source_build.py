@@ -92,7 +92,10 @@ def _git(stage: str, args: list[str], timeout: float, cwd: Path | None = None) -
         raise SourceBuildError(stage, f"cannot run git: {e}") from None
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-8:]
-        raise SourceBuildError(stage, " | ".join(line.strip() for line in tail if line.strip()) or f"git {args[0]} exited {proc.returncode}")
+        raise SourceBuildError(
+            stage,
+            " | ".join(line.strip() for line in tail if line.strip()) or f"git {args[0]} exited {proc.returncode}",
+        )
     return proc.stdout
 
 
@@ -131,7 +134,11 @@ def mirror(repo: str | os.PathLike[str], cache_dir: Path, timeout: float = 600) 
     root.mkdir(parents=True, exist_ok=True)
     local = root / (hashlib.sha256(url.encode()).hexdigest()[:16] + ".git")
     if local.is_dir():
-        _git("fetch", ["-C", str(local), "fetch", "--quiet", "--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*"], timeout)
+        _git(
+            "fetch",
+            ["-C", str(local), "fetch", "--quiet", "--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*"],
+            timeout,
+        )
         return local
     work = Path(tempfile.mkdtemp(prefix=".cloning-", dir=root))
     try:
@@ -148,7 +155,11 @@ def mirror(repo: str | os.PathLike[str], cache_dir: Path, timeout: float = 600) 
 
 def _commit(git_dir: Path, ref: str, timeout: float) -> Commit:
     try:
-        out = _git("fetch", ["-C", str(git_dir), "log", "-1", "--no-walk", "--format=%H%x00%h%x00%cI%x00%s", f"{ref}^{{commit}}", "--"], timeout)
+        out = _git(
+            "fetch",
+            ["-C", str(git_dir), "log", "-1", "--no-walk", "--format=%H%x00%h%x00%cI%x00%s", f"{ref}^{{commit}}", "--"],
+            timeout,
+        )
     except SourceBuildError as e:
         raise SourceBuildError("fetch", f"ref {ref!r} not found in {git_dir}: {e.message}") from None
     sha, short, date, subject = out.rstrip("\n").split("\x00", 3)
@@ -254,7 +265,10 @@ def build_wheel(repo: str | os.PathLike[str], ref: str, cache_dir: Path, timeout
         entry.mkdir(exist_ok=True)
         os.replace(built, entry / built.name)
         digest = _sha256(entry / built.name)
-        atomic.write_text(entry / BUILT_FILE, json.dumps({"wheel": built.name, "sha256": digest, "commit": asdict(commit)}, indent=2) + "\n")
+        atomic.write_text(
+            entry / BUILT_FILE,
+            json.dumps({"wheel": built.name, "sha256": digest, "commit": asdict(commit)}, indent=2) + "\n",
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return BuiltWheel(path=entry / built.name, sha256=digest, commit=commit)

@@ -17,6 +17,7 @@ stays hash-checked. jax and jaxlib are compiled (C++ and XLA): refused.
 
 from __future__ import annotations
 
+import contextlib
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -77,7 +78,9 @@ def _check_name(name: str, given: str) -> str:
             f"({name}==VERSION; pre-releases are on the package index)"
         )
     if name not in FROM_SOURCE:
-        raise InvalidInput(f"{given!r}: only {' and '.join(FROM_SOURCE)} (pure Python) can be built from source, not {name}")
+        raise InvalidInput(
+            f"{given!r}: only {' and '.join(FROM_SOURCE)} (pure Python) can be built from source, not {name}"
+        )
     return name
 
 
@@ -102,7 +105,9 @@ def _check_checkout(folder: str, spec: str) -> None:
     except source_build.SourceBuildError:
         return  # not a checkout (a bare repository, or no repository: the build says which)
     if top and Path(top).resolve() != path.resolve():
-        raise InvalidInput(f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; name the checkout itself: file://{top}")
+        raise InvalidInput(
+            f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; name the checkout itself: file://{top}"
+        )
 
 
 def from_spec(spec: str) -> SourceSpec | None:
@@ -162,10 +167,8 @@ def split(specs: list[str], options: list[str] | None) -> tuple[list[str], list[
         (sources.append(source) if source else plain.append(spec))
     named = {}
     for spec in specs:
-        try:
+        with contextlib.suppress(ValueError):  # validate.parse_specs says why
             named[canonical_name(spec)] = spec
-        except ValueError:
-            pass  # validate.parse_specs says why
     for text in options or []:
         source = from_option(text)
         if source.name in named:
@@ -265,7 +268,9 @@ def markdown(run: dict[str, Any]) -> list[str]:
     out = []
     for entry in run.get("sources") or []:
         if entry["status"] != "built":
-            out.append(f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at `{entry['ref']}`; the reason above)")
+            out.append(
+                f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at `{entry['ref']}`; the reason above)"
+            )
             continue
         c = entry["commit"]
         pr = f" (#{c['pr']})" if c.get("pr") and f"#{c['pr']}" not in c["subject"] else ""

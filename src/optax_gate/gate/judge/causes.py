@@ -5,12 +5,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
-from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
-from optax_gate.gate.base.plain_text import named_list
 from optax_gate.gate.base.corner_words import TRANSFORMATION_OUTCOME, long_dtype
-from optax_gate.gate.judge.findings import ORDER, X64_PREFIX, contracts_words, corner_move, group, outcome_pattern, row_cause, state_field, subject, test_name
-
+from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
+from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
+from optax_gate.gate.base.plain_text import named_list
+from optax_gate.gate.judge.findings import (
+    ORDER,
+    X64_PREFIX,
+    contracts_words,
+    corner_move,
+    group,
+    outcome_pattern,
+    row_cause,
+    state_field,
+    subject,
+    test_name,
+)
 
 #: The dtypes a corner's recorded state summary lists (``ok params bfloat16 state bfloat16,int32``).
 _CORNER_STATE = re.compile(r"\bstate ([\w,]+)")
@@ -111,7 +121,11 @@ def _corner_state_dtypes(value: str) -> set[str]:
     grid's ``h``, its hyperparameters, is not the state's leaves per parameter)."""
     m = TRANSFORMATION_OUTCOME.fullmatch(value or "")
     if m:
-        return {long_dtype(part.rpartition("x")[0]) if part.rpartition("x")[0] else part for part in m[5].split(",") if part != "none"}
+        return {
+            long_dtype(part.rpartition("x")[0]) if part.rpartition("x")[0] else part
+            for part in m[5].split(",")
+            if part != "none"
+        }
     return set(",".join(_CORNER_STATE.findall(value or "")).split(","))
 
 
@@ -154,9 +168,11 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
             keys.append(("corner-moved", corner_name(leaf.path), *corner_move(leaf.old, leaf.new)))
     elif kind == "dtype-variant":
         keys += [("variant-moved", api, leaf.old, leaf.new) for leaf in evidence if not leaf.cut]
-    elif kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other":
-        return [("params-nonfinite", key[2])]
-    elif kind == "edge-hyper" and key[2] != "other" and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence):
+    elif (kind == "nonfinite" and key[1] == ("nan_param",) and key[2] != "other") or (
+        kind == "edge-hyper"
+        and key[2] != "other"
+        and all(leaf.path.partition("=0/")[2].partition("/")[0] == "nan_inf_params" for leaf in evidence)
+    ):
         return [("params-nonfinite", key[2])]
     elif kind == "message" and (row.get("detail") or "").startswith("snapshot drift of values: "):
         keys += [("values", api, name.removeprefix(X64_PREFIX + "_")) for name in _VALUES.findall(row["detail"])]
@@ -181,7 +197,12 @@ def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[
             out.append(f)
             continue
         for _, part in sorted(groups.items(), key=lambda g: g[0] == ""):
-            piece = {**f, "apis": part, "api": part[0] if len(part) == 1 else f"{len(part)} names", "cause": f"removed: {named_list(part)}"}
+            piece = {
+                **f,
+                "apis": part,
+                "api": part[0] if len(part) == 1 else f"{len(part)} names",
+                "cause": f"removed: {named_list(part)}",
+            }
             if len(part) == 1:  # one name: named as a single surface row is
                 del piece["apis"]
             piece["text"] = f"broken API surface {piece['api']}: {piece['cause']}"
@@ -235,7 +256,9 @@ def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
     return f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} (records {', '.join(dict.fromkeys(records))})"
 
 
-def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _join(
+    group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """One finding of several (``group``, in report order) of one cause;
     ``rows_of``: the report's contract rows by id."""
     parts = [p for f in group for p in (f.get("parts") or [_part(f, rows_of)])]
@@ -269,26 +292,44 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
         else:
             change = "changed"
             cause = f"known upstream defect `{ident}` no longer reproduces; it now {now}"
-        others = [p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])]
+        others = [
+            p["cause"] for p in parts if p is not defect and not (p["pattern"] and p["pattern"] == defect["pattern"])
+        ]
     elif removed:
         ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]
         failing = [c for c in ids if missing_name((rows_of.get(c) or {}).get("detail") or "")]
-        errors = sorted({e for c in failing for e in re.findall(r"\b(ModuleNotFoundError|ImportError|AttributeError)\b", rows_of[c].get("detail") or "")}) or [
-            "an error"
-        ]
+        errors = sorted(
+            {
+                e
+                for c in failing
+                for e in re.findall(
+                    r"\b(ModuleNotFoundError|ImportError|AttributeError)\b", rows_of[c].get("detail") or ""
+                )
+            }
+        ) or ["an error"]
         said = [f"importing or calling it raises {'/'.join(errors)}"]
         gone = [n for p in parts if p["section"] == "surface" for n in p["names"]]
         if gone:
             said.append(f"API surface: {len(gone)} name{'s' if len(gone) != 1 else ''} removed")
         cause = f"`{removed[0]}` is gone from the candidate: " + "; ".join(said)
-        others = [p["cause"] for p in parts if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith("API surface: removed"))]
-    elif any(k[0] == "params-nonfinite" for k in keys) and all(p["params_nonfinite"] or p["section"] != "contracts" for p in parts):
+        others = [
+            p["cause"]
+            for p in parts
+            if not p["gone"] and not (p["section"] == "surface" and p["cause"].startswith("API surface: removed"))
+        ]
+    elif any(k[0] == "params-nonfinite" for k in keys) and all(
+        p["params_nonfinite"] or p["section"] != "contracts" for p in parts
+    ):
         direction = next(k[1] for k in keys if k[0] == "params-nonfinite")
         mine = [rows_of[c] for f in group if _section(f) == "contracts" for c in f["contracts"] if c in rows_of]
         cause = _params_nonfinite_text(direction, mine)
         others = [p["cause"] for p in parts if not p["params_nonfinite"]]
     else:
-        cause = parts[0]["cause"] if parts[0]["change"] == change else next(p["cause"] for p in parts if p["change"] == change)
+        cause = (
+            parts[0]["cause"]
+            if parts[0]["change"] == change
+            else next(p["cause"] for p in parts if p["change"] == change)
+        )
         others = [p["cause"] for p in parts if p["cause"] != cause]
     said = list({_said_pattern(c): c for c in reversed([cause, *others])}.values())[::-1]  # the first of each pattern
     cause = "; ".join(_leads_once(_variants_once(_state_once(said))))
@@ -308,7 +349,11 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
         "causes": sorted({"/".join(map(str, k)) for k in keys}),
     }
     merged["section"] = "contracts" if contract else _section(group[0])
-    merged["api"] = (merged["apis"][0] if len(merged["apis"]) == 1 else f"{len(merged['apis'])} APIs") if contract else group[0]["api"]
+    merged["api"] = (
+        (merged["apis"][0] if len(merged["apis"]) == 1 else f"{len(merged['apis'])} APIs")
+        if contract
+        else group[0]["api"]
+    )
     merged["key"] = "merged"
     for field in ("your_code", "your_code_not_scanned"):
         if any(field in f for f in group):
@@ -319,7 +364,12 @@ def _join(group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict
     listed = ", ".join(f"{name} ×{k}" if k > 1 else name for name, k in tests)
     merged["text"] = f"{subject(merged['apis'])}: {cause}" + (f" ({contracts_words(merged)}: {listed})" if n else "")
     if any(f.get("bisect") != group[0].get("bisect") for f in group):  # several bisections: their entries, once each
-        merged["bisect"] = [e for i, f in enumerate(group) for e in f.get("bisect") or [] if e not in [x for g in group[:i] for x in g.get("bisect") or []]]
+        merged["bisect"] = [
+            e
+            for i, f in enumerate(group)
+            for e in f.get("bisect") or []
+            if e not in [x for g in group[:i] for x in g.get("bisect") or []]
+        ]
     return merged
 
 
@@ -356,7 +406,7 @@ def _leads_once(causes: list[str]) -> list[str]:
     out: list[str] = []
     seen: dict[str, int] = {}
     for cause in causes:
-        lead, sep, rest = cause.partition(": at corner ")
+        lead, sep, _rest = cause.partition(": at corner ")
         if not sep or not (lead.startswith("the optimizer state ") or lead.startswith("the hyperparameters ")):
             out.append(cause)
             continue
@@ -392,7 +442,9 @@ def _variants_once(causes: list[str]) -> list[str]:
             moves[m[2]] = []
             out.append((True, m[2]))
         moves[m[2]].append(m[1])
-    return [f"the update of a {' or '.join(dict.fromkeys(moves[c]))} PyTree differs: {c}" if move else c for move, c in out]
+    return [
+        f"the update of a {' or '.join(dict.fromkeys(moves[c]))} PyTree differs: {c}" if move else c for move, c in out
+    ]
 
 
 def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -405,7 +457,9 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
     removed = {missing_name(r.get("detail") or "") for r in rows if r.get("change") in _MERGED} - {""}
     found = _split_removed(found, removed)
     keys = [_causes(f, by_id, removed) for f in found]
-    defects = {k for f, ks in zip(found, keys) if f.get("key") == "defect" for k in ks if k[0] == "defect-now"}
+    defects = {
+        k for f, ks in zip(found, keys, strict=False) if f.get("key") == "defect" for k in ks if k[0] == "defect-now"
+    }
     keys = [[k for k in ks if k[0] != "defect-now" or k in defects] for ks in keys]  # only a defect's failure joins
     owner: dict[tuple[Any, ...], int] = {}
     parent = list(range(len(found)))
@@ -447,7 +501,9 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
         if len(members) == 1:
             out.append(found[first])
             continue
-        shared = [k for k in {k for i in members for k in keys[i]} if sum(k in keys[i] for i in members) > 1]  # the keys that joined them
+        shared = [
+            k for k in {k for i in members for k in keys[i]} if sum(k in keys[i] for i in members) > 1
+        ]  # the keys that joined them
         out.append(_join([found[i] for i in members], set(shared), by_id))
     scoped = any("your_code" in f for f in out)  # --usage: the findings touching the team's code stay first
     out.sort(key=lambda f: (scoped and not f.get("your_code"), _section(f) != "contracts", ORDER.index(f["change"])))

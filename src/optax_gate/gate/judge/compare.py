@@ -36,10 +36,9 @@ from collections import Counter
 from typing import Any
 
 from optax_gate.gate.inputs import team_contracts
-from optax_gate.gate.run import outcomes
-from optax_gate.gate.judge import findings
-from optax_gate.gate.judge import causes
+from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.judge import verdict as verdict_
+from optax_gate.gate.run import outcomes
 
 CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 #: the exit status of each verdict: its place in the verdict order (0 pass, 1 fail, 2 not verified)
@@ -102,14 +101,21 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         b, c = base_c.get(cid), cand_c.get(cid)
         meta = c or b
         b, c = (
-            None if r and r["outcome"] == "skipped" and findings.ABSENT_API in (r.get("detail") or "") else r for r in (b, c)
+            None if r and r["outcome"] == "skipped" and findings.ABSENT_API in (r.get("detail") or "") else r
+            for r in (b, c)
         )  # the API does not exist on that side: new (or gone), not changed
         if b is None and c is None:  # absent on both sides: nothing ran
             continue
         defect = meta.get("defect", "")
         change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
         # classify says unchanged or fixed only of a contract that ran on both sides (b and c not None)
-        other_failure = change == "unchanged" and b is not None and c is not None and b["outcome"] in _FAILING and fails_differently(b["detail"], c["detail"])
+        other_failure = (
+            change == "unchanged"
+            and b is not None
+            and c is not None
+            and b["outcome"] in _FAILING
+            and fails_differently(b["detail"], c["detail"])
+        )
         if other_failure:
             change = "changed"
         shown = c or b

@@ -5,6 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from optax_gate.gate.base.corner_words import (
+    SHARDED_OUTCOME,
+    TRANSFORMATION_OUTCOME,
+    corner_gloss,
+    long_dtype,
+    outcome_words,
+)
+from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, now_words, pytest_words
 from optax_gate.gate.base.drift import (
     DTYPE,
     EPS,
@@ -20,8 +28,6 @@ from optax_gate.gate.base.drift import (
     recorded_message,
     state_cost,
 )
-from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, now_words, pytest_words
-from optax_gate.gate.base.corner_words import SHARDED_OUTCOME, TRANSFORMATION_OUTCOME, corner_gloss, long_dtype, outcome_words
 from optax_gate.gate.base.plain_text import named_list, number, shorten
 
 ORDER = ("broken", "changed", "fixed", "new", "gone")
@@ -128,7 +134,10 @@ def corner_lead(move: str) -> str:
 def corner_text(evidence: list[Any]) -> str:
     """A corner drift in words: the first corner (glossed where its name is shorthand: :func:`corner_gloss`), its outcome in the baseline and now, and which more differ (named, not said to differ alike)."""
     leaf = evidence[0][0]
-    old, new = ("not recorded" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v) for v in (leaf.old, leaf.new))
+    old, new = (
+        "not recorded" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v)
+        for v in (leaf.old, leaf.new)
+    )
     others = [str(corner_name(other.path)) for other in evidence[0][1:]]
     more = f" (other corners differing too: {named_list(others)})" if others else ""
     name = str(corner_name(leaf.path))
@@ -140,7 +149,11 @@ def corner_text(evidence: list[Any]) -> str:
 def _size(ulp: Ulp) -> str:
     """The narrower dtype whose rounding the worst error matches (``float32``
     for float64 results off by about 1e-8), or "" when none."""
-    narrower = [d for d in ("float32", "float16", "bfloat16") if EPS[d] > EPS.get(ulp.dtype, 1.0) and ulp.worst_relative <= EPS[d]]
+    narrower = [
+        d
+        for d in ("float32", "float16", "bfloat16")
+        if EPS[d] > EPS.get(ulp.dtype, 1.0) and ulp.worst_relative <= EPS[d]
+    ]
     return narrower[0] if narrower else ""
 
 
@@ -157,7 +170,9 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
     change, detail = row["change"], row.get("detail") or ""
-    if change == "new" and NOT_CONTRACTED in detail:  # a public name no contract could be generated for (test_surface_sweep)
+    if (
+        change == "new" and NOT_CONTRACTED in detail
+    ):  # a public name no contract could be generated for (test_surface_sweep)
         why = detail.partition(GENERATION_FAILED)[2].strip().partition(" (")[0]
         return ("new-uncontracted", why), None  # one cause across APIs with the same reason
     if change in ("new", "gone"):
@@ -187,7 +202,11 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
     if leaves:
         moved = [leaf for leaf in leaves if None not in leaf.dtypes and leaf.dtypes[0] != leaf.dtypes[1]]
         if moved:  # by dtype pair and by state field: `acc_grads` and `hyperparams` moving alike are two changes
-            return ("state-dtype", tuple(sorted({leaf.dtypes for leaf in moved})), tuple(sorted({state_field(leaf.slot) for leaf in moved}))), leaves
+            return (
+                "state-dtype",
+                tuple(sorted({leaf.dtypes for leaf in moved})),
+                tuple(sorted({state_field(leaf.slot) for leaf in moved})),
+            ), leaves
         reshaped = tuple(sorted(normalise(leaf.path) for leaf in leaves if leaf.shapes[0] != leaf.shapes[1]))
         if reshaped:
             return ("state-shape", reshaped), leaves
@@ -204,7 +223,9 @@ def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...]
     if m:
         return ("raises", m["want"], row.get("kind") == "negative"), m
     words = pytest_words(detail)
-    bare = bool(re.match(r"(?:AssertionError: )?assert ", detail))  # pytest's bare assert: the pattern alone says little
+    bare = bool(
+        re.match(r"(?:AssertionError: )?assert ", detail)
+    )  # pytest's bare assert: the pattern alone says little
     # two recorded outcomes compared (``assert 'ok' == 'ValueError'``): the expected one is part of the
     # cause, or 'ok' where 'ValueError' was expected and 'ok' where a recompilation was would read as one
     outcomes = _OUTCOMES.match(detail)
@@ -244,7 +265,9 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
         return "runs only in the candidate"
     if kind == "new-uncontracted":
         why = f": {key[1]}" if key[1] else ""
-        return f"new, not contracted: public in the candidate, and no contract could be generated from its signature{why}"
+        return (
+            f"new, not contracted: public in the candidate, and no contract could be generated from its signature{why}"
+        )
     if kind == "defect":
         ident, reason, now = evidence[0]
         return f"known upstream defect `{ident}` no longer reproduces ({reason}); now {now_words(now)}"

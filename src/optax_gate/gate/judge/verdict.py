@@ -66,7 +66,9 @@ def of_speed(section: model.Speed) -> tuple[str, list[str]]:
     ]
 
 
-def at_least(report: Mapping[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None) -> dict[str, Any]:
+def at_least(
+    report: Mapping[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None
+) -> dict[str, Any]:
     """A copy of ``report`` whose verdict is ``verdict`` unless it is already as heavy, with ``reasons`` added (one or
     several; appended, or inserted before position ``at``). The reasons are added either way: a reason
     for a failure also stands beside a ``not-verified`` verdict. ``report`` is not changed.

@@ -28,7 +28,7 @@ def index_url() -> str:
 
 def _fetch(url: str) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"Accept": ACCEPT})
-    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 (https index)
+    with urllib.request.urlopen(request, timeout=60) as response:
         data: dict[str, Any] = json.load(response)
         return data
 

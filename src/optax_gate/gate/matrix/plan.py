@@ -25,9 +25,9 @@ from typing import Any
 
 from packaging.version import Version
 
+from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.judge import compare, verdict
-from optax_gate.gate.diffs import unseen
 from optax_gate.gate.matrix import discovery
 
 PACKAGES = ("optax", "jax", "flax")
@@ -66,7 +66,12 @@ def upstream_environments() -> list[Environment]:
     """``optax-main`` and ``flax-main``: each package built from its public
     repository's default branch (``git+URL`` without a ref), the rest at baseline."""
     return [
-        Environment(f"{name}-main", (f"{name} @ git+{url}",), f"{name}'s default branch ({url}), unreleased; the rest at baseline", unreleased=True)
+        Environment(
+            f"{name}-main",
+            (f"{name} @ git+{url}",),
+            f"{name}'s default branch ({url}), unreleased; the rest at baseline",
+            unreleased=True,
+        )
         for name, url in UPSTREAM.items()
     ]
 
@@ -94,7 +99,11 @@ def plan(
     envs += [Environment(f"flax-{v}", (f"flax=={v}",), f"flax {v}, the rest at baseline") for v in found["flax"]]
     newest = {p: max(vs) for p, vs in found.items() if vs and max(vs) > Version(pins[p])}
     if newest:
-        specs = [f"optax=={newest.get('optax', pins['optax'])}", *jax_specs(newest.get("jax", pins["jax"])), f"flax=={newest.get('flax', pins['flax'])}"]
+        specs = [
+            f"optax=={newest.get('optax', pins['optax'])}",
+            *jax_specs(newest.get("jax", pins["jax"])),
+            f"flax=={newest.get('flax', pins['flax'])}",
+        ]
         envs.append(Environment("all-newest", tuple(specs), "the newest optax, jax/jaxlib and flax together"))
     if upstream:
         envs += upstream_environments()
@@ -123,7 +132,14 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
         return None
     section = run.get("upstream_tests")
     if section is None:
-        return {"status": "missing", "error": "no upstream tests cross-run in its run record (its runner ran without --upstream-tests)"} if expected else None
+        return (
+            {
+                "status": "missing",
+                "error": "no upstream tests cross-run in its run record (its runner ran without --upstream-tests)",
+            }
+            if expected
+            else None
+        )
     if section.get("error"):
         return {"status": "failed", "error": section["error"]}
     directions = []
@@ -152,7 +168,11 @@ def upstream_row(run: dict[str, Any], expected: bool) -> dict[str, Any] | None:
 
 
 def merge(
-    baseline: dict[str, Any], runs: dict[str, dict[str, Any]], planned: dict[str, Any], packages: tuple[str, ...] | None = None, upstream_tests: bool = False
+    baseline: dict[str, Any],
+    runs: dict[str, dict[str, Any]],
+    planned: dict[str, Any],
+    packages: tuple[str, ...] | None = None,
+    upstream_tests: bool = False,
 ) -> dict[str, Any]:
     """The matrix report (schema 1, ``"kind": "matrix"``).
 
@@ -196,13 +216,21 @@ def merge(
     env_rows: list[dict[str, Any]] = []
     cells: dict[str, dict[str, Any]] = {}
     for env in environments:
-        run = runs.get(env["name"]) or {"label": env["name"], "status": "not-verified", "reason": "no run record", "contracts": {}}
+        run = runs.get(env["name"]) or {
+            "label": env["name"],
+            "status": "not-verified",
+            "reason": "no run record",
+            "contracts": {},
+        }
         report = compare.compare(baseline, run)
         beyond = None
         if packages is not None:
             sections = unseen.beyond(report, baseline, run, packages=packages)
             report = verdict.at_least(report, *verdict.of_beyond(sections.broken()))
-            beyond = {k: {"status": getattr(sections, k).get("status"), "counts": getattr(sections, k)["counts"]} for k in BEYOND}
+            beyond = {
+                k: {"status": getattr(sections, k).get("status"), "counts": getattr(sections, k)["counts"]}
+                for k in BEYOND
+            }
         upstream = upstream_row(run, upstream_tests)
         if upstream and upstream["status"] != "ran":  # the gate's rule: a failed phase, never a silent pass
             report = verdict.at_least(report, "not-verified", CROSS_RUN_PHASE + upstream["error"], at=0)
@@ -251,7 +279,13 @@ def merge(
     apis: dict[str, dict[str, Any]] = {}
     for c in contracts:
         a = apis.setdefault(
-            c["api"], {"api": c["api"], "contracts": 0, "differs": False, "cells": {e["name"]: {k: 0 for k in compare.CHANGES} for e in env_rows}}
+            c["api"],
+            {
+                "api": c["api"],
+                "contracts": 0,
+                "differs": False,
+                "cells": {e["name"]: {k: 0 for k in compare.CHANGES} for e in env_rows},
+            },
         )
         a["contracts"] += 1
         a["differs"] = a["differs"] or c["differs"]
@@ -282,7 +316,9 @@ def meets(env: dict[str, Any], fail_on: str) -> bool:
     ``unchanged`` (broken, changed, fixed, new, gone)."""
     if env["verdict"] == "fail":
         return True
-    return fail_on == "changed" and env.get("ran", False) and any(n for k, n in env["summary"].items() if k != "unchanged")
+    return (
+        fail_on == "changed" and env.get("ran", False) and any(n for k, n in env["summary"].items() if k != "unchanged")
+    )
 
 
 def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
@@ -303,7 +339,13 @@ def exit_status(report: dict[str, Any], fail_on: str | None) -> dict[str, Any]:
         status = 0
     else:
         status = 1 if met else 2 if not_verified else 0
-    return {"fail_on": fail_on, "met_by": met, "not_verified": not_verified, "status": status, "baseline_ran": report["baseline"].get("status") == "ran"}
+    return {
+        "fail_on": fail_on,
+        "met_by": met,
+        "not_verified": not_verified,
+        "status": status,
+        "baseline_ran": report["baseline"].get("status") == "ran",
+    }
 
 
 def exit_words(result: dict[str, Any]) -> str:

@@ -61,7 +61,11 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
         else:  # the two ends of the range (report.json lists every commit)
             named = f"from {one(commits[0])} to {one(commits[-1])}"
         reasons = sorted(set(entry.get("skipped", {}).values()))
-        why = f" ({len(entry.get('skipped', {}))} could not be tested: {reasons[0]}" + (" …" if len(reasons) > 1 else "") + ")"
+        why = (
+            f" ({len(entry.get('skipped', {}))} could not be tested: {reasons[0]}"
+            + (" …" if len(reasons) > 1 else "")
+            + ")"
+        )
         likely = _suspects(entry, one)  # the commits to read first, before the range's ends
         return f"changed by {package}one of {len(commits)} commits{likely}: {named}{why}"
     return f"not bisected{f' ({package.strip()})' if package else ''}: {entry.get('reason', '')}"

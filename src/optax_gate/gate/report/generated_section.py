@@ -6,7 +6,6 @@ generated for, with the reason (``test_surface_sweep.py::test_known``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from typing import Any
 
 from optax_gate.gate.judge.findings import GENERATION_FAILED
@@ -49,4 +48,7 @@ def lines(report: Mapping[str, Any]) -> list[str]:
         )
     if not parts:
         return []
-    return ["- Generated contracts (public APIs no hand-written table knows, contracted from their signatures and docstrings): " + "; ".join(parts)]
+    return [
+        "- Generated contracts (public APIs no hand-written table knows, contracted from their signatures and docstrings): "
+        + "; ".join(parts)
+    ]

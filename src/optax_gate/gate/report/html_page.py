@@ -21,18 +21,17 @@ subset is small. Standard library only (``html``, ``re``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import html
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from optax_gate.gate.team_code import scope
-from optax_gate.gate.report import your_code_line
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
+from optax_gate.gate.report import your_code_line
+from optax_gate.gate.team_code import scope
 
 #: The report's own tags kept as they are (everything else is escaped).
 _TAGS = re.compile(r'(<a id="[\w-]+"></a>|<br>|<details>|</details>|<summary>|</summary>|<details><summary>)')
@@ -70,16 +69,19 @@ def inline(text: str) -> str:
             continue
         codes: list[str] = []
 
-        def keep(m: re.Match[str]) -> str:
+        def keep(m: re.Match[str], codes: list[str] = codes) -> str:
             codes.append(f"<code>{html.escape(m[1].replace(chr(92) + '|', '|'))}</code>")
             return f"\0{len(codes) - 1}\0"
+
+        def restore(m: re.Match[str], codes: list[str] = codes) -> str:
+            return codes[int(m[1])]
 
         piece = _CODE.sub(keep, part.replace("\\|", "|"))
         piece = html.escape(piece, quote=False)
         piece = _IMAGE.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1] or "image"}</a>', piece)
         piece = _LINK.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', piece)
         piece = _BOLD.sub(r"<strong>\1</strong>", piece)
-        out.append(re.sub("\0(\\d+)\0", lambda m: codes[int(m[1])], piece))
+        out.append(re.sub("\0(\\d+)\0", restore, piece))
     return "".join(out)
 
 
@@ -163,7 +165,11 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     for m, cid in enumerate(finding["contracts"], 1):
         r = rows.get(cid)
         if r is not None:
-            table.append(f'| <a id="f{k}-{m}"></a>`{report_markdown.cell(cid)}` | ' + " | ".join(report_markdown.row_cells(r)) + " |")
+            table.append(
+                f'| <a id="f{k}-{m}"></a>`{report_markdown.cell(cid)}` | '
+                + " | ".join(report_markdown.row_cells(r))
+                + " |"
+            )
     body.append(markdown_html(table, "rows"))
     return f'<details class="finding" id="f{k}"><summary>{head}</summary>\n' + "\n".join(body) + "\n</details>"
 
@@ -202,13 +208,18 @@ def render(report: Mapping[str, Any]) -> str:
         f'<h1 class="verdict-{html.escape(verdict)}">{html.escape(title)}</h1>',
         markdown_html(head[1:]),
     ]
-    for name, lines in report_markdown.SECTIONS:  # sections others add above the findings (e.g. your code), as report.md
+    for (
+        name,
+        lines,
+    ) in report_markdown.SECTIONS:  # sections others add above the findings (e.g. your code), as report.md
         if name not in ("verdict", "findings", "versions", "rows", "unchanged", "beyond", "footer"):
             out.append(markdown_html(lines(page)))
         if name == "findings":
             break
     rows = {r["id"]: r for r in report["contracts"]}
-    yours, elsewhere = scope.split(page.findings)  # as report.md: the team's findings, then those its code does not reach
+    yours, elsewhere = scope.split(
+        page.findings
+    )  # as report.md: the team's findings, then those its code does not reach
     for heading, group in (("Findings", yours), (scope.ELSEWHERE_HEADING, elsewhere)):
         if not group:
             continue
@@ -224,11 +235,16 @@ def render(report: Mapping[str, Any]) -> str:
     differing = [r for r in report["contracts"] if r["change"] not in ("unchanged",) and r["id"] not in page.anchor]
     if differing:  # rows in no finding (none today: kept so that no row is ever missing)
         table = ["| contract | API | guide | kind | baseline → candidate | detail |", "|---|---|---|---|---|---|"]
-        table += [f"| `{report_markdown.cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |" for r in differing]
+        table += [
+            f"| `{report_markdown.cell(r['id'])}` | " + " | ".join(report_markdown.row_cells(r)) + " |"
+            for r in differing
+        ]
         out.append(_folded(f"Rows in no finding ({len(differing)})", table))
     for heading, body in _split(sections["unchanged"](page)) if page.judged else []:
         out.append(_folded(heading, [b for b in body if not b.startswith(("<details>", "</details>"))]))
-    for heading, body in _split(sections["beyond"](page)) if page.judged else []:  # nothing compared: no "no differences"
+    for heading, body in (
+        _split(sections["beyond"](page)) if page.judged else []
+    ):  # nothing compared: no "no differences"
         out.append(_folded(heading, body))
     out.append(markdown_html(sections["footer"](page)))
     out.append("</body></html>")

@@ -35,17 +35,16 @@ from typing import Any
 
 from optax_gate.gate.base import details
 from optax_gate.gate.install import source_specs
-from optax_gate.gate.run import evidence
-from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.judge import causes
-from optax_gate.gate.report import your_code_line
-from optax_gate.gate.report import upstream_section
-from optax_gate.gate.team_code import scope
-from optax_gate.gate.report import generated_section as report_generated
+from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import bisect_section as report_bisect
+from optax_gate.gate.report import generated_section as report_generated
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report import surface_section as report_surface
 from optax_gate.gate.report import team_run_section as report_team_run
+from optax_gate.gate.report import upstream_section, your_code_line
+from optax_gate.gate.run import evidence
+from optax_gate.gate.team_code import scope
 from optax_gate.kit import guides
 
 #: Contract rows report.md shows per finding (every row is in report.html and report.json).
@@ -157,12 +156,16 @@ def _verdict(page: Page) -> list[str]:
     if report.get("team_run"):  # gate --run: the team's own run opens the report
         out += [f"- **{reason}**" for reason in report["reasons"]]
         section = report_team_run.section(report)
-        out += section[1:] if not report["reasons"] and section[:1] == [""] else section  # one blank line after the title
+        out += (
+            section[1:] if not report["reasons"] and section[:1] == [""] else section
+        )  # one blank line after the title
     against = (
         f"Candidate `{' '.join(report['candidate'].get('requirements') or ['?'])}` against the baseline "
         f"`{' '.join(report['baseline'].get('requirements') or ['?'])}`"
     )
-    if not page.judged:  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
+    if (
+        not page.judged
+    ):  # a refusal, or a side that never ran: nothing was compared, so no counts and no "no differences"
         idle = evidence.not_run(report)
         who = "the contracts of both sides did not run" if len(idle) != 1 else f"the {idle[0]}'s contracts did not run"
         out += [f"{against}: nothing was compared ({who}); the reason is below and in the Versions table.", ""]
@@ -171,7 +174,11 @@ def _verdict(page: Page) -> list[str]:
             f"{against}: "
             + ", ".join(f"{s[k]} {k}" for k in ("broken", "changed", "fixed", "new", "gone", "unchanged"))
             + f" (of {sum(s.values())} contracts"
-            + ("; the candidate's outcomes are the baseline's, copied, not run: its code is the baseline's" if report["candidate"].get("same_code") else "")
+            + (
+                "; the candidate's outcomes are the baseline's, copied, not run: its code is the baseline's"
+                if report["candidate"].get("same_code")
+                else ""
+            )
             + ")."
         )
         out.append("")
@@ -179,7 +186,9 @@ def _verdict(page: Page) -> list[str]:
         out += report_generated.lines(report)  # the APIs contracted from their signatures (issue 40)
     for reason in report["reasons"] if not report.get("team_run") else []:
         if not page.judged and reason.startswith("beyond the contracts:"):  # this page has no such section: say where
-            reason += " (read from the installed packages, without running them; the rows are in the .json beside this file)"
+            reason += (
+                " (read from the installed packages, without running them; the rows are in the .json beside this file)"
+            )
         out.append(f"- **{reason}**")
     for note in report.get("notes", []):
         out.append(f"- note: {note}")
@@ -215,7 +224,10 @@ def _findings_section(page: Page) -> list[str]:
             ]
         for f in group:
             if f.get("section", "contracts") == "contracts":
-                out += [finding_line(f, page.shown) + your_code_line.suffix(f), *report_bisect.markdown_lines(f)]  # --bisect: the commit
+                out += [
+                    finding_line(f, page.shown) + your_code_line.suffix(f),
+                    *report_bisect.markdown_lines(f),
+                ]  # --bisect: the commit
             elif f["section"] == "upstream-tests":
                 out.append(upstream_section.finding_line(f))
             else:
@@ -229,7 +241,9 @@ def _versions_section(page: Page) -> list[str]:
     out = ["", "## Versions", "", *_versions(report), ""]
     for side in ("baseline", "candidate"):
         run = report[side]
-        said = run.get("reason") and any(run["reason"].removeprefix("not run: ") in r for r in report.get("reasons", []))
+        said = run.get("reason") and any(
+            run["reason"].removeprefix("not run: ") in r for r in report.get("reasons", [])
+        )
         out.append(
             f"- {side}: "
             + (
@@ -273,7 +287,9 @@ def _selection_lines(chosen: dict[str, Any]) -> list[str]:
         why = f"executes {', '.join(f'`{c}`' for c in hit)}" if hit else "no record of what it executes"
         out.append(f"   - `{name}`: ran ({why})")
     if chosen["taken"]:
-        out.append(f"   - the baseline's outcomes, not run (they execute no changed function): {', '.join(f'`{n}`' for n in chosen['taken'])}")
+        out.append(
+            f"   - the baseline's outcomes, not run (they execute no changed function): {', '.join(f'`{n}`' for n in chosen['taken'])}"
+        )
     return out
 
 
@@ -283,7 +299,13 @@ ELSEWHERE = "`report.html` (beside this file, folded by finding) and `report.jso
 
 def row_cells(r: dict[str, Any]) -> list[str]:
     """A contract row's cells after its id: API, guide, kind, outcomes, detail in plain words."""
-    return [f"`{cell(r['api'])}`", cell(guides.shown(r["guide"])), r["kind"], cell(details.outcome_words(r)), cell(details.plain_detail(r))]
+    return [
+        f"`{cell(r['api'])}`",
+        cell(guides.shown(r["guide"])),
+        r["kind"],
+        cell(details.outcome_words(r)),
+        cell(details.plain_detail(r)),
+    ]
 
 
 def _rows_section(page: Page) -> list[str]:
@@ -291,7 +313,10 @@ def _rows_section(page: Page) -> list[str]:
     ordered by finding; in report.md only the sampled rows (:func:`sample`)."""
     out: list[str] = []
     for change, heading in _HEADINGS.items():
-        rows = sorted((r for r in page.report["contracts"] if r["change"] == change), key=lambda r: (page.anchor.get(r["id"], (0, 0)), r["id"]))
+        rows = sorted(
+            (r for r in page.report["contracts"] if r["change"] == change),
+            key=lambda r: (page.anchor.get(r["id"], (0, 0)), r["id"]),
+        )
         if not rows:
             continue
         shown = [r for r in rows if page.is_shown(r["id"])]
@@ -326,14 +351,21 @@ def _unchanged_section(page: Page) -> list[str]:
         return []
     if not page.full:
         return [f"## Unchanged ({len(unchanged)})", "", f"Same outcome in both: listed in {ELSEWHERE}.", ""]
-    out = [f"## Unchanged ({len(unchanged)})", "", "<details><summary>contracts with the same outcome in both</summary>", ""]
+    out = [
+        f"## Unchanged ({len(unchanged)})",
+        "",
+        "<details><summary>contracts with the same outcome in both</summary>",
+        "",
+    ]
     out += [f"- `{r['id']}` ({r['api']}, {r['kind']}): {r['candidate']}" for r in unchanged]
-    return out + ["", "</details>", ""]
+    return [*out, "", "</details>", ""]
 
 
 def _beyond_section(page: Page) -> list[str]:
     """API surface, warnings, dependencies (issue 10), then speed (issue 12)."""
-    return report_surface.markdown(page.report, None if page.full else report_surface.MARKDOWN_ROWS) + report_speed.section(page.report)
+    return report_surface.markdown(
+        page.report, None if page.full else report_surface.MARKDOWN_ROWS
+    ) + report_speed.section(page.report)
 
 
 def _footer(page: Page) -> list[str]:

@@ -18,19 +18,18 @@ not a column of ``gone``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import html
+from collections.abc import Mapping
 from typing import Any
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import findings
-from optax_gate.gate.speed import readings
-from optax_gate.gate.upstream import failures
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.matrix.plan import WORST
 from optax_gate.gate.report import speed_section as report_speed
 from optax_gate.gate.report.markdown import VERSION_KEYS
+from optax_gate.gate.speed import readings
+from optax_gate.gate.upstream import failures
 
 COLOURS = {  # change -> background; readable on white, distinct for common colour blindness
     "broken": "#d7301f",
@@ -64,7 +63,11 @@ def unreleased_words(env: dict[str, Any]) -> str:
     from an unreleased commit (the commit once it was built), else ""."""
     if not env.get("unreleased"):
         return ""
-    built = [f"{s['package']} {s['commit']['short']} {s['commit']['date'][:10]}" for s in env.get("sources") or [] if s.get("commit")]
+    built = [
+        f"{s['package']} {s['commit']['short']} {s['commit']['date'][:10]}"
+        for s in env.get("sources") or []
+        if s.get("commit")
+    ]
     return ", ".join(["unreleased", *built])
 
 
@@ -105,7 +108,9 @@ def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
     unknown = sum(d["kinds"].get(failures.INFRA, 0) for d in up["directions"])
     elsewhere = sum(d["kinds"].get(failures.OTHERS, 0) for d in up["directions"])
     n = len(up["findings"])
-    text = f"{n} finding{'' if n == 1 else 's'}" + (": " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) if n else "")
+    text = f"{n} finding{'' if n == 1 else 's'}" + (
+        ": " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) if n else ""
+    )
     text += f" ({unknown} could not tell)" if unknown else ""
     text += f" ({elsewhere} move with the other packages, not optax)" if elsewhere else ""
     return next((k for k, v in counts.items() if v), "unchanged"), text
@@ -136,10 +141,14 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
         if up["status"] != "ran":
             out.append(f"- `{e['name']}`: could not run: {_cell(up['error'])} (not verified)")
             continue
-        out.append(f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s")
+        out.append(
+            f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s"
+        )
         for d in up["directions"]:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(d["kinds"].items())) or "none"
-            out.append(f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), {d['seconds']:.0f} s")
+            out.append(
+                f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), {d['seconds']:.0f} s"
+            )
         for f in up["findings"][:UPSTREAM_FINDINGS_SHOWN]:
             out.append(f"  - **{f['change']}** {_cell(f['text'])}")
         if len(up["findings"]) > UPSTREAM_FINDINGS_SHOWN:
@@ -157,9 +166,15 @@ def markdown(report: Mapping[str, Any]) -> str:
     base = report["baseline"].get("versions") or {}
     cached = report["baseline"].get("from_cache")
     origin = f", taken from the cache `{cached['key']}`, recorded {cached['recorded']}" if cached else ""
-    out += [f"Baseline: {', '.join(f'{k} {base.get(k, "?")}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**{origin}.", ""]
+    out += [
+        f"Baseline: {', '.join(f'{k} {base.get(k, "?")}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**{origin}.",
+        "",
+    ]
     if report.get("exit"):  # issue 17: what a scheduled job's exit status says (``matrix.exit_status``)
-        out += [f"**Exit status {report['exit']['status']}**: {_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.", ""]
+        out += [
+            f"**Exit status {report['exit']['status']}**: {_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.",
+            "",
+        ]
     out += ["| environment | verdict | broken | changed | fixed | gone | reason |", "|---|---|---|---|---|---|---|"]
     for e in envs:
         s = e["summary"]
@@ -175,7 +190,12 @@ def markdown(report: Mapping[str, Any]) -> str:
         "Each cell: contracts of the API that changed in that environment; an environment that did not run says so once.",
         "",
     ]
-    out += ["| API | " + " | ".join(f"`{e['name']}`" + (" (unreleased)" if e.get("unreleased") else "") for e in envs) + " |", "|---|" + "---|" * len(envs)]
+    out += [
+        "| API | "
+        + " | ".join(f"`{e['name']}`" + (" (unreleased)" if e.get("unreleased") else "") for e in envs)
+        + " |",
+        "|---|" + "---|" * len(envs),
+    ]
     for i, a in enumerate(report.get("apis", [])):
         cells = []
         for e in envs:
@@ -196,12 +216,22 @@ def markdown(report: Mapping[str, Any]) -> str:
     differing = [c for c in report["contracts"] if c.get("differs")]
     out += ["", f"## Contracts that differ somewhere ({len(differing)} of {len(report['contracts'])})", ""]
     if differing and ran:
-        out += ["| contract | API | " + " | ".join(f"`{e['name']}`" for e in ran) + " |", "|---|---|" + "---|" * len(ran)]
+        out += [
+            "| contract | API | " + " | ".join(f"`{e['name']}`" for e in ran) + " |",
+            "|---|---|" + "---|" * len(ran),
+        ]
         for c in differing:
-            out.append(f"| `{c['id']}` | `{c['api']}` | " + " | ".join(c["cells"].get(e["name"], {}).get("change", "—") for e in ran) + " |")
+            out.append(
+                f"| `{c['id']}` | `{c['api']}` | "
+                + " | ".join(c["cells"].get(e["name"], {}).get("change", "—") for e in ran)
+                + " |"
+            )
     not_run = [e["name"] for e in envs if e not in ran]
     if not_run:
-        out += ["", f"Not run, so left out of the contract table: {', '.join(f'`{n}`' for n in not_run)} (reasons above)."]
+        out += [
+            "",
+            f"Not run, so left out of the contract table: {', '.join(f'`{n}`' for n in not_run)} (reasons above).",
+        ]
     out += upstream_tests_section(envs)
     out += ["", "The colour grid is `report.html` beside this file; per-environment evidence is in `runs/`."]
     return "\n".join(out) + "\n"
@@ -226,7 +256,11 @@ def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, 
     text = counts_text(counts)
     if worst == "unchanged":
         return f'<td class="cell unchanged" style="{style}">{e(text)}</td>'
-    mine = [c for c in contracts if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"]
+    mine = [
+        c
+        for c in contracts
+        if c["api"] == a["api"] and c["cells"].get(env["name"], {}).get("change", "unchanged") != "unchanged"
+    ]
     mine.sort(key=lambda c: (WORST.index(c["cells"][env["name"]]["change"]), c["id"]))  # broken first
     lines = [_contract_line(c, c["cells"][env["name"]]) for c in mine]
     return f'<td class="cell {e(worst)}" style="{style}"><details><summary>{e(text)}</summary><ul>{"".join(lines)}</ul></details></td>'
@@ -242,10 +276,19 @@ def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[d
         tds = []
         for x in ran:
             cell = c["cells"].get(x["name"], {"change": "gone", "outcome": None, "detail": ""})
-            row = {**cell, "defect": c.get("defect", ""), "baseline": c.get("baseline"), "candidate": cell.get("outcome")}
+            row = {
+                **cell,
+                "defect": c.get("defect", ""),
+                "baseline": c.get("baseline"),
+                "candidate": cell.get("outcome"),
+            }
             tip = f"{details.outcome_words(row)}: {details.plain_detail(row)}"
-            tds.append(f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>')
-        rows.append(f'<tr><th class="id" title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>{"".join(tds)}</tr>')
+            tds.append(
+                f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>'
+            )
+        rows.append(
+            f'<tr><th class="id" title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>{"".join(tds)}</tr>'
+        )
     return (
         f'<details class="api" id="api-{e(a["api"])}"><summary><b>{e(a["api"])}</b>: {a["contracts"]} contracts, '
         f'{differ} differ</summary><table class="contracts"><thead><tr><th>contract</th>{head}</tr></thead>'
@@ -275,7 +318,9 @@ def html_grid(report: Mapping[str, Any]) -> str:
             if x in ran:
                 tds.append(_api_cell(a, x, report["contracts"]))
             elif i == 0:
-                tds.append(f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}"><b>not verified</b><br>{e(_reason(x))}</td>')
+                tds.append(
+                    f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}"><b>not verified</b><br>{e(_reason(x))}</td>'
+                )
         rows.append(
             f'<tr class="api"><th class="api"><a href="#api-{e(a["api"])}">{e(a["api"])}</a>'
             f"<br><small>{a['contracts']} contracts</small></th>{''.join(tds)}</tr>"
@@ -287,13 +332,19 @@ def html_grid(report: Mapping[str, Any]) -> str:
             colour = COLOURS.get(change, NOT_RUN)
             text = report_speed.matrix_cell(x.get("speed")) if x in ran else "not run"
             tds.append(f'<td class="cell speed {e(change)}" style="background:{colour}">{e(text)}</td>')
-        rows.append(f'<tr class="speed"><th class="api">speed<br><small>3 training steps vs baseline</small></th>{"".join(tds)}</tr>')
+        rows.append(
+            f'<tr class="speed"><th class="api">speed<br><small>3 training steps vs baseline</small></th>{"".join(tds)}</tr>'
+        )
     for kind in matrix_beyond_rows(envs):  # issue 10: one row per section beyond the contracts
         tds = []
         for x in envs:
             change, text = beyond_cell(x, kind)
-            tds.append(f'<td class="cell beyond {e(change)}" style="background:{COLOURS.get(change, NOT_RUN)}">{e(text)}</td>')
-        rows.append(f'<tr class="beyond"><th class="api">{e(BEYOND_TITLES[kind])}<br><small>beyond the contracts</small></th>{"".join(tds)}</tr>')
+            tds.append(
+                f'<td class="cell beyond {e(change)}" style="background:{COLOURS.get(change, NOT_RUN)}">{e(text)}</td>'
+            )
+        rows.append(
+            f'<tr class="beyond"><th class="api">{e(BEYOND_TITLES[kind])}<br><small>beyond the contracts</small></th>{"".join(tds)}</tr>'
+        )
     if any(x.get("upstream_tests") for x in envs):  # issue 27: optax's own tests, cross-run (never the verdict)
         tds = []
         for x in envs:
@@ -304,7 +355,9 @@ def html_grid(report: Mapping[str, Any]) -> str:
             f'<tr class="upstream-tests"><th class="api">upstream tests (cross-run)<br><small>optax\'s own tests, '
             f"not the verdict</small></th>{''.join(tds)}</tr>"
         )
-    legend = " ".join(f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items())
+    legend = " ".join(
+        f'<span style="background:{v};padding:2px 8px;margin-right:4px">{k}</span>' for k, v in COLOURS.items()
+    )
     details = "\n".join(_api_details(a, ran, report["contracts"]) for a in apis)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Optax release matrix</title>

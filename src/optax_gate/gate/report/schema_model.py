@@ -64,11 +64,16 @@ def generate() -> str:
         raise ValueError(f"{SCHEMA} is not valid JSON: {exc}") from None
     codegen = shutil.which("datamodel-codegen")
     if codegen is None:
-        raise FileNotFoundError("datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv from requirements-tools.txt)")
+        raise FileNotFoundError(
+            "datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv from requirements-tools.txt)"
+        )
     with tempfile.TemporaryDirectory(prefix="optax-gate-model-") as tmp:
         out = Path(tmp) / "model.py"
         # its one warning is known: the (test id, line) pairs of a finding's 'tests' are typed as lists
-        quiet = {**os.environ, "PYTHONWARNINGS": "ignore:report.schema.json#/properties/findings/items/properties/tests"}
+        quiet = {
+            **os.environ,
+            "PYTHONWARNINGS": "ignore:report.schema.json#/properties/findings/items/properties/tests",
+        }
         subprocess.run([codegen, "--input", str(SCHEMA), "--output", str(out), *ARGS], check=True, cwd=tmp, env=quiet)
         if not out.is_file():  # e.g. it was interrupted, and exited 0
             raise FileNotFoundError(f"datamodel-codegen wrote no model (exit status 0): {MODEL} is left as it was")

@@ -15,7 +15,6 @@ side. Without matplotlib the section says the plot is missing and why.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
         return []
     out = ["## Speed", ""]
     if result.get("status") != "measured":
-        return out + [f"Not measured: {result.get('reason') or 'no reason recorded'}.", ""]
+        return [*out, f"Not measured: {result.get('reason') or 'no reason recorded'}.", ""]
     s = result.get("summary", {})
     budget = result.get("budget")
     out.append(
@@ -50,7 +49,11 @@ def section(report: Mapping[str, Any]) -> list[str]:
         f"({result['rounds']} compile rounds, {result['rounds'] * result.get('step_slots', 1)} step-time slots, "
         f"{result.get('duration_s', 0):.0f} s): {s.get('changed', 0)} changed, {s.get('broken', 0)} broken, "
         f"{s.get('unchanged', 0)} within noise"
-        + (f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same two environments" if result.get("from_cache") else "")
+        + (
+            f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same two environments"
+            if result.get("from_cache")
+            else ""
+        )
         + (
             f"; budget: a step slower than x{budget:g} is broken"
             if budget is not None
@@ -70,7 +73,10 @@ def section(report: Mapping[str, Any]) -> list[str]:
         out += [f"![baseline and candidate step and compile times per set-up]({result['plot']})", ""]
     elif result.get("plot_missing"):
         out += [f"(no plot: {result['plot_missing']})", ""]
-    out += ["| set-up | metric | baseline | candidate | ratio (interval) | noise band | change |", "|---|---|---|---|---|---|---|"]
+    out += [
+        "| set-up | metric | baseline | candidate | ratio (interval) | noise band | change |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in readings.rows(result):
         if r["change"] == "not-measured":
             out.append(f"| {r['setup']} | {r['metric_words']} | — | — | — | — | not measured: {r['detail']} |")
@@ -82,7 +88,7 @@ def section(report: Mapping[str, Any]) -> list[str]:
             f"{_side(r['candidate'], r['metric'])} | x{r['ratio']:.2f} ({lo:.2f}–{hi:.2f}) | "
             f"{r['noise'][0]:.2f}–{r['noise'][1]:.2f} | {'**' + change + '**' if r['change'] != 'unchanged' else 'within noise'} |"
         )
-    return out + [""]
+    return [*out, ""]
 
 
 def _repeats(result: model.Speed, side: str, setup: str, metric: str) -> list[float]:
@@ -106,7 +112,7 @@ def write_plot(result: model.Speed, folder: Path) -> str | None:
     matplotlib.rcParams.update({"svg.hashsalt": "optax-gate-speed", "svg.fonttype": "none", "font.size": 8})
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     scale = {"step_s": (1e6, "step time (µs)"), "compile_s": (1e3, "compile time (ms)")}
-    for ax, metric in zip(axes, readings.METRICS):
+    for ax, metric in zip(axes, readings.METRICS, strict=True):
         factor, label = scale[metric]
         positions, data, colours = [], [], []
         for i, setup in enumerate(readings.SETUPS):
@@ -114,8 +120,10 @@ def write_plot(result: model.Speed, folder: Path) -> str | None:
                 positions.append(3 * i + j + 1)
                 data.append([x * factor for x in _repeats(result, side, setup, metric)] or [float("nan")])
                 colours.append(COLOURS[side])
-        boxes = ax.boxplot(data, positions=positions, widths=0.7, patch_artist=True, showfliers=True, flierprops={"markersize": 2})
-        for patch, colour in zip(boxes["boxes"], colours):
+        boxes = ax.boxplot(
+            data, positions=positions, widths=0.7, patch_artist=True, showfliers=True, flierprops={"markersize": 2}
+        )
+        for patch, colour in zip(boxes["boxes"], colours, strict=True):
             patch.set_facecolor(colour)
             patch.set_alpha(0.6)
         ax.set_xticks([3 * i + 1.5 for i in range(len(readings.SETUPS))], list(readings.SETUPS))

@@ -15,15 +15,12 @@ sections (schema 1, or a gate that crashed) renders nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from typing import Any
 
+from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import your_code_line
-
-from optax_gate.gate.diffs import unseen
 from optax_gate.gate.run import warnings_diff
-
 
 FOLD = 15
 #: Rows of one table report.md shows (the first ones: broken first); every row
@@ -56,7 +53,10 @@ def _table(header: list[str], rows: list[list[str]], fold_label: str, limit: int
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in (rows if limit is None else rows[:limit])]
     if limit is not None and len(rows) > limit:
-        lines += ["", f"{len(rows) - limit} more {fold_label} not shown here: every row is in `report.html` and `report.json`."]
+        lines += [
+            "",
+            f"{len(rows) - limit} more {fold_label} not shown here: every row is in `report.html` and `report.json`.",
+        ]
     if len(rows) > FOLD:
         return [f"<details><summary>{len(rows)} {fold_label}</summary>", "", *lines, "", "</details>", ""]
     return [*lines, ""]
@@ -76,8 +76,13 @@ def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[
         "",
     ]
     if skipped:
-        out += ["Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never unaffected):", ""]
-        out += _table(["file", "why not scanned"], [[f"`{n['path']}`", n["reason"]] for n in skipped], "files not scanned", limit)
+        out += [
+            "Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never unaffected):",
+            "",
+        ]
+        out += _table(
+            ["file", "why not scanned"], [[f"`{n['path']}`", n["reason"]] for n in skipped], "files not scanned", limit
+        )
     return out
 
 
@@ -102,12 +107,19 @@ def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int |
                 r["kind"],
                 f"{r['old']} → {r['new']}",
                 f"`{r['where']}`" if r["where"] else "",
-                "<br>".join([*(r.get("uses") or []), *(f"{p}: not scanned, may use it" for p in r.get("not_scanned") or [])]),
+                "<br>".join(
+                    [*(r.get("uses") or []), *(f"{p}: not scanned, may use it" for p in r.get("not_scanned") or [])]
+                ),
             ]
             for r in rows
         ]
         out += [f"**{verdict}** ({len(rows)})", ""]
-        out += _table(["public path", "change", "kind", "old → new", "candidate definition", "team's code"], body, f"{verdict} surface rows", limit)
+        out += _table(
+            ["public path", "change", "kind", "old → new", "candidate definition", "team's code"],
+            body,
+            f"{verdict} surface rows",
+            limit,
+        )
     return out
 
 
@@ -127,12 +139,16 @@ def _warnings(section: dict[str, Any], limit: int | None = None) -> list[str]:
                 r["message"],
                 " → ".join(_module_cell(m) for m in (r.get("module_before"), r["module"]) if m),
                 ", ".join(f"`{a}`" for a in r["apis"]) or "—",
-                (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else "")) if r["contracts"] else "—",
+                (f"{len(r['contracts'])}: `{r['contracts'][0]}`" + (" …" if len(r["contracts"]) > 1 else ""))
+                if r["contracts"]
+                else "—",
             ]
             for r in rows
         ]
         out += [f"**{verdict}** ({len(rows)})", ""]
-        out += _table(["change", "when", "category", "message", "module", "API", "contracts"], body, f"{verdict} warnings", limit)
+        out += _table(
+            ["change", "when", "category", "message", "module", "API", "contracts"], body, f"{verdict} warnings", limit
+        )
     return out
 
 
@@ -142,7 +158,9 @@ def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str
     tags = section.get("jaxlib_tags") or {}
     for side in ("baseline", "candidate"):
         req = ", ".join(f"{k} `{v}`" for k, v in (rp.get(side) or {}).items()) or "unknown"
-        out.append(f"- {side}: Requires-Python {req}; jaxlib wheel tags `{' '.join(tags.get(side) or []) or 'unknown'}`")
+        out.append(
+            f"- {side}: Requires-Python {req}; jaxlib wheel tags `{' '.join(tags.get(side) or []) or 'unknown'}`"
+        )
     out.append("")
     rows = section["rows"]
     if rows:
@@ -157,7 +175,9 @@ def _dependencies(section: dict[str, Any], limit: int | None = None) -> list[str
             ]
             for r in rows
         ]
-        out += _table(["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ", limit)
+        out += _table(
+            ["verdict", "package", "change", "old → new", "pulled in by", "team's code"], body, "packages differ", limit
+        )
     return out
 
 
@@ -198,6 +218,12 @@ def finding_line(finding: dict[str, Any]) -> str:
     k, change = finding["number"], finding.get("change", "broken")
     if finding.get("key") == "deprecations":  # unseen.deprecation_finding: the APIs that warn, named
         who = findings_.subject(finding["apis"]) if finding.get("apis") else "deprecations"
-        return f'{k}. <a id="f{k}"></a>**{change}** {who}: {finding["cause"]} (see {section} below)' + your_code_line.suffix(finding)
+        return (
+            f'{k}. <a id="f{k}"></a>**{change}** {who}: {finding["cause"]} (see {section} below)'
+            + your_code_line.suffix(finding)
+        )
     api = finding["api"] if finding["section"] == "warnings" or "apis" in finding else f"`{finding['api']}`"
-    return f'{k}. <a id="f{k}"></a>**{change}** {names} {api}: {finding["cause"]} (see {section} below)' + your_code_line.suffix(finding)
+    return (
+        f'{k}. <a id="f{k}"></a>**{change}** {names} {api}: {finding["cause"]} (see {section} below)'
+        + your_code_line.suffix(finding)
+    )

@@ -11,15 +11,13 @@ runs' exit statuses and times. A run that could not be verified says why.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import re
+from collections.abc import Mapping
 from typing import Any
 
-
 from optax_gate.gate.base import plain_text
-from optax_gate.gate.team_run import judging
 from optax_gate.gate.report import bisect_section as report_bisect
+from optax_gate.gate.team_run import judging
 
 #: Changes listed per affected line.
 SHOWN = 4
@@ -68,7 +66,9 @@ def _leading(cause: str, seen: str) -> str:
         return cause
     kept = [best] + [i for i in range(len(parts)) if i != best and 2 * shared[i] > shared[best]]
     left = len(parts) - len(kept)
-    return "; ".join(parts[i] for i in kept) + (f" (and {left} other change{'s' if left > 1 else ''} of this finding)" if left else "")
+    return "; ".join(parts[i] for i in kept) + (
+        f" (and {left} other change{'s' if left > 1 else ''} of this finding)" if left else ""
+    )
 
 
 def _finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "") -> str:
@@ -98,10 +98,17 @@ def _witness(team: dict[str, Any]) -> list[str]:
         + (f" ({out['noise']} left out: they differ between the two baseline runs)" if out["noise"] else "")
         + f" and {files['files']} file(s) it wrote"
         + (f" ({files['noise']} left out, likewise{_left_out(files.get('noise_files'))})" if files["noise"] else "")
-        + (f"; {files['checkpoint_folders']} of them Orbax checkpoint folder(s), each one output read as arrays" if files.get("checkpoint_folders") else "")
+        + (
+            f"; {files['checkpoint_folders']} of them Orbax checkpoint folder(s), each one output read as arrays"
+            if files.get("checkpoint_folders")
+            else ""
+        )
     )
     if seen["differs"]:
-        return ["", f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): {_cell(seen['first'])}."]
+        return [
+            "",
+            f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): {_cell(seen['first'])}.",
+        ]
     within = out["within_budget"] + files["within_budget"]
     return [
         "",
@@ -124,13 +131,21 @@ def noise_words(team: Mapping[str, Any]) -> str:
         return ""
     if not noise.get("used"):
         return f"Judged by the ULP budget alone: {noise.get('why', 'no ensemble')}."
-    runs = f"{noise['members']} perturbed baseline runs (" + ("kept from an earlier gate" if noise.get("cached") else f"{noise.get('seconds', 0):.0f} s") + ")"
+    runs = (
+        f"{noise['members']} perturbed baseline runs ("
+        + ("kept from an earlier gate" if noise.get("cached") else f"{noise.get('seconds', 0):.0f} s")
+        + ")"
+    )
     moved = f"the perturbation moved the values of {noise['reached']} of {noise['calls']} recorded calls"
     within = team.get("within_budget") or {}
     output = ((team.get("witness") or {}).get("output") or {}).get("noise_ratio")
     ratios = [r for r in (within.get("noise_ratio"), output) if r is not None]
     if team.get("outcome") == "same":
-        largest = f"largest deviation {max(ratios):.2g}x the spread of {runs}" if ratios else f"every difference within the ULP budget beside {runs}"
+        largest = (
+            f"largest deviation {max(ratios):.2g}x the spread of {runs}"
+            if ratios
+            else f"every difference within the ULP budget beside {runs}"
+        )
         return (
             f"**Consistent with your run's own rounding noise**: {largest}; {moved}. A value is rounding when it lies "
             f"within {noise['factor']}x its spread over those runs (one ULP of the state each step starts from, seeded); "
@@ -151,7 +166,13 @@ def alone_words(team: Mapping[str, Any]) -> str:
     skipped = sum((alone.get("skipped") or {}).values())
     if not calls and not skipped:
         return ""
-    not_run = f" ({skipped} not run alone: " + "; ".join(f"{n} {why}" for why, n in list((alone.get("skipped") or {}).items())[:2]) + ")" if skipped else ""
+    not_run = (
+        f" ({skipped} not run alone: "
+        + "; ".join(f"{n} {why}" for why, n in list((alone.get("skipped") or {}).items())[:2])
+        + ")"
+        if skipped
+        else ""
+    )
     if not differ:
         return (
             f"**Optax computes the same on identical inputs**: each of the {calls} Optax call(s) of your steps' first calls "
@@ -175,7 +196,9 @@ def warned_lines(team: Mapping[str, Any]) -> list[str]:
             "errors, `-W error`, or with `--fail-on-new-deprecations`); follow what it says before the release that acts on it"
         )
     more = len(team.get("warned") or []) - SHOWN
-    return out + ([f"and {more} more call(s) whose only change is a warning (report.json `team_run.warned`)"] if more > 0 else [])
+    return out + (
+        [f"and {more} more call(s) whose only change is a warning (report.json `team_run.warned`)"] if more > 0 else []
+    )
 
 
 def memory_lines(team: Mapping[str, Any]) -> list[str]:
@@ -194,7 +217,10 @@ def memory_lines(team: Mapping[str, Any]) -> list[str]:
         f"(this sets the verdict; {rule})"
         for r in found["grew"][:SHOWN]
     ]
-    out += [f"Needs less memory: `{_cell(memory.words(r))}` (nothing to do; it does not set the verdict)" for r in found["shrank"][:SHOWN]]
+    out += [
+        f"Needs less memory: `{_cell(memory.words(r))}` (nothing to do; it does not set the verdict)"
+        for r in found["shrank"][:SHOWN]
+    ]
     if not out:
         measured = found.get("measured") or []
         steps = "; ".join(f"`{_cell(memory.figures_words(r))}`" for r in measured[:SHOWN])
@@ -210,7 +236,9 @@ def _not_judged(team: Mapping[str, Any]) -> str:
     names = ((team.get("witness") or {}).get("files") or {}).get("not_judged") or []
     if not names:
         return ""
-    shown = ", ".join(f"`{_cell(n)}`" for n in names[:SHOWN]) + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+    shown = ", ".join(f"`{_cell(n)}`" for n in names[:SHOWN]) + (
+        f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    )
     return f"Not judged: {shown} differ by their bytes in a format the gate does not read as values (they do not set the verdict)."
 
 
@@ -273,9 +301,7 @@ def _bits(team: dict[str, Any]) -> str:
             "measured"
         )
     if within.get("kept_max_ulps") is not None:
-        out += (
-            f"; the results you keep (what your transformed functions return, the params an update gives) differ by at most {within['kept_max_ulps']:.3g} ULP"
-        )
+        out += f"; the results you keep (what your transformed functions return, the params an update gives) differ by at most {within['kept_max_ulps']:.3g} ULP"
     return out
 
 
@@ -314,7 +340,15 @@ def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
     kept, dropped = _without_recorder(run["tail"].rstrip())
     note = [f"(the gate's recorder: {dropped} frame(s) left out here; the log has them)"] if dropped else []
     text = "\n".join(kept[-lines:] + note).replace("```", "` ` `")
-    return [f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>", "", "```", text, "```", "", "</details>"]
+    return [
+        f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>",
+        "",
+        "```",
+        text,
+        "```",
+        "",
+        "</details>",
+    ]
 
 
 def _names(names: list[str]) -> str:
@@ -330,14 +364,18 @@ def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any
     existed, lost = wrote.get("existed") or [], wrote.get("not_restored")
     if lost is None:  # the gate did not put the folder back then
         last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
-        over = f" {len(existed)} of them existed before the gate and were overwritten: {_names(existed)}." if existed else ""
+        over = (
+            f" {len(existed)} of them existed before the gate and were overwritten: {_names(existed)}."
+            if existed
+            else ""
+        )
         return f"{head} They now hold the {last} run's output, not your own run's.{over}"
     kept = wrote.get("kept") or []
-    where = f" Each run's outputs are kept in the run's `evidence/` ({_names([k + '/' for k in kept])})." if kept else ""
+    where = (
+        f" Each run's outputs are kept in the run's `evidence/` ({_names([k + '/' for k in kept])})." if kept else ""
+    )
     if not lost:
-        return (
-            f"{head} Each run started from your folder as it was before the gate, and the gate put it back after each: your own files are as they were.{where}"
-        )
+        return f"{head} Each run started from your folder as it was before the gate, and the gate put it back after each: your own files are as they were.{where}"
     return (
         f"{head} Each run started from your folder as it was before the gate, except {len(lost)} file(s) too large to "
         f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are as they were.{where}"
@@ -350,28 +388,42 @@ def section(report: Mapping[str, Any]) -> list[str]:
     if not team:
         return []
     runs = team.get("runs") or []
-    timing = ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls" for r in runs)
+    timing = ", ".join(
+        f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls"
+        for r in runs
+    )
     labels = {r["label"] for r in runs}
     where = "in both environments" if "candidate" in labels else "in the baseline only (the gate stopped there)"
     replays = team.get("replay_runs") or []
     again = (
         (
             "; then once more on each side, its step replayed operation by operation to find where the difference is "
-            "born (" + ", ".join(f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s" for r in replays) + ")"
+            "born ("
+            + ", ".join(
+                f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s"
+                for r in replays
+            )
+            + ")"
         )
         if replays
         else ""
     )
-    out = ["", "## Your code", "", f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing}){again}."]
+    out = [
+        "",
+        "## Your code",
+        "",
+        f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing}){again}.",
+    ]
     wrote = team.get("wrote")
     if wrote:
         out += ["", _wrote(team, wrote, runs)]
     outcome = team.get("outcome")
     if outcome == "not-verified":
-        return out + ["", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
+        return [*out, "", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
     if outcome == "same":
         noise = bool((team.get("ensemble") or {}).get("used"))  # judged against the run's own rounding noise
-        return out + [
+        return [
+            *out,
             "",
             f"**Your run computes the same{', up to rounding' if noise else ''}** in the candidate: {_how_compared(team)}, "
             f"none differs beyond {_beyond(team)}, no exception or warning appears or disappears; {_bits(team)}.",
@@ -386,7 +438,9 @@ def section(report: Mapping[str, Any]) -> list[str]:
         out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
         out += ["", *_tail([r for r in runs if r["label"] == "candidate"]), ""]
     for line in team.get("affected") or []:
-        changes = line["changes"][:SHOWN] + ([f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else [])
+        changes = line["changes"][:SHOWN] + (
+            [f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else []
+        )
         text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {_cell('; '.join(changes))}"
         if line.get("findings"):
             text += f" — explained by {_finding_words(report, line['findings'], ' '.join(line['changes']))}"
@@ -396,12 +450,16 @@ def section(report: Mapping[str, Any]) -> list[str]:
         out.append(f"- then {consequences} later call(s) differ as a consequence (report.json `team_run.divergences`)")
     first = team.get("first")
     if first:
-        out.append(f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})")
+        out.append(
+            f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})"
+        )
     eager = judging.eager_births(team)
     for words in eager:
         out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
-        out.append(f"- where it is born{' in the steps you transformed' if eager else ''}: {_cell(judging.born_words(row, bool(eager)))}")
+        out.append(
+            f"- where it is born{' in the steps you transformed' if eager else ''}: {_cell(judging.born_words(row, bool(eager)))}"
+        )
     out += [f"- {line}" for line in _witness(team) if line]
     out += [f"- {line}" for line in (noise_words(team), alone_words(team), _not_judged(team)) if line]
     out += [f"- {line}" for line in warned_lines(team)]
@@ -414,6 +472,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
             "your run computes"
         )
     if same and same["lines"]:
-        lines = ", ".join(f"`{s}`" for s in same["lines"][:SHOWN]) + (f" and {len(same['lines']) - SHOWN} more" if len(same["lines"]) > SHOWN else "")
+        lines = ", ".join(f"`{s}`" for s in same["lines"][:SHOWN]) + (
+            f" and {len(same['lines']) - SHOWN} more" if len(same["lines"]) > SHOWN else ""
+        )
         out.append(f"- computes bit for bit the same at your other lines that call Optax: {lines}")
-    return out + [""]
+    return [*out, ""]

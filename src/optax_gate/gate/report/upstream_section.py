@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-
 from typing import Any
 
 from optax_gate.gate.base.plain_text import shorten
@@ -27,8 +26,9 @@ def _control_words(control: dict[str, Any] | None) -> str:
 def _split_words(split: dict[str, Any] | None) -> str:
     if not split or not split["tests"]:
         return ""
-    return f"; split by cause ({split['seconds']:.0f} s): {split['tests']} test runs with one side's optax on the other's packages" + (
-        f" ({split['error']})" if split["error"] else ""
+    return (
+        f"; split by cause ({split['seconds']:.0f} s): {split['tests']} test runs with one side's optax on the other's packages"
+        + (f" ({split['error']})" if split["error"] else "")
     )
 
 
@@ -62,7 +62,11 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
         out.append(
             f"- {d['label']}: {len(d['files'])} test files, {d['ran']} tests run, {d['failed']} failed "
             f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
-            + (f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}" if d["overlay"] else "")
+            + (
+                f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}"
+                if d["overlay"]
+                else ""
+            )
             + _control_words(d.get("control"))
             + _split_words(d.get("split"))
         )

@@ -26,7 +26,9 @@ def _run_words(said: dict[str, Any]) -> str:
             "whether this call computes the same cannot be told from your run"
         )
     if said.get("run") == "structure":
-        return "your run calls it here; compared by its arguments and structure only, no value computed here was compared"
+        return (
+            "your run calls it here; compared by its arguments and structure only, no value computed here was compared"
+        )
     if said.get("run") == "not-reached-candidate":
         return "your run fails before this line in the candidate"
     by = ", ".join(f"[F{n}](#f{n})" for n in said.get("findings") or [])
@@ -68,7 +70,10 @@ def suffix(item: dict[str, Any], shown: int | None = call_sites.SHOWN) -> str:
         out += (
             " — **your code**: "
             + ", ".join(
-                f"`{w}`" + (f" (API surface: {notes[w]})" if w in notes else "") + (f" ({_run_words(run[w])})" if w in run else "") for w in where[:shown]
+                f"`{w}`"
+                + (f" (API surface: {notes[w]})" if w in notes else "")
+                + (f" ({_run_words(run[w])})" if w in run else "")
+                for w in where[:shown]
             )
             + more
         )

@@ -60,7 +60,9 @@ class PreparedSide(Protocol):
     extra: dict[str, Any]
 
 
-def arrange(baseline: PreparedSide, candidate: PreparedSide, env: EnvironmentOptions, evidence: Path, say: Callable[[str], None]) -> Path | None:
+def arrange(
+    baseline: PreparedSide, candidate: PreparedSide, env: EnvironmentOptions, evidence: Path, say: Callable[[str], None]
+) -> Path | None:
     """Set up both prepared sides (``sides.Side``) for a baseline that is not
     the pinned one: the baseline records its snapshots into
     ``evidence/snapshots-baseline``, the candidate compares with them, the
@@ -80,7 +82,9 @@ def arrange(baseline: PreparedSide, candidate: PreparedSide, env: EnvironmentOpt
     baseline.cached.clear()  # no module of it from the cache either: each must record its snapshots
     baseline.jax_env = {**baseline.jax_env, SNAPSHOT_DIR: str(folder), RECORD: "1"}
     candidate.jax_env = {**candidate.jax_env, SNAPSHOT_DIR: str(folder)}
-    baseline.extra["snapshots"] = candidate.extra["snapshots"] = f"evidence/{FOLDER} (recorded by the baseline in this gate)"
+    baseline.extra["snapshots"] = candidate.extra["snapshots"] = (
+        f"evidence/{FOLDER} (recorded by the baseline in this gate)"
+    )
     say(
         f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the candidate's snapshot "
         "contracts compare with them (the two sides run one after the other)"

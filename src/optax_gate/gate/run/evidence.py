@@ -34,13 +34,13 @@ kept; incomplete folders of processes no longer alive are pruned too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+import contextlib
 import datetime as dt
 import json
 import os
 import secrets
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,10 +200,8 @@ def complete(run: RunFolder, keep: int, judged: bool = False, why: str = "") -> 
         COMMITTING.clear()
     if DEFERRED:  # the run is complete and current: the signal that waited stops the command now
         raise DEFERRED.pop(0)
-    try:
+    with contextlib.suppress(OSError):  # the run is complete and linked; old runs stay until a later prune removes them
         prune(run.root, keep, current=run.path)
-    except OSError:  # the run is complete and linked; old runs stay until a later prune can remove them
-        pass
 
 
 def _alive(pid: int) -> bool:

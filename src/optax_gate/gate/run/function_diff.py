@@ -104,7 +104,10 @@ def _changed_in_file(name: str, rel: str, old: bytes, new: bytes) -> tuple[set[F
     if before is None or after is None:
         return set(), f"{name}'s {rel} does not parse or defines a function twice"
     if before.top != after.top:
-        return set(), f"the top level of {rel} changed (what runs at import, a signature, a default, a decorator or a docstring)"
+        return (
+            set(),
+            f"the top level of {rel} changed (what runs at import, a signature, a default, a decorator or a docstring)",
+        )
     return {f"{rel}::{unit}" for unit in before.bodies if before.bodies[unit] != after.bodies[unit]}, ""
 
 
@@ -112,7 +115,10 @@ def _changed_package(name: str, base_site: Path, cand_site: Path) -> tuple[set[F
     dists = [same_code.distribution(site, name) for site in (base_site, cand_site)]
     base_dist, cand_dist = dists
     if base_dist is None or cand_dist is None:
-        return set(), f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment"
+        return (
+            set(),
+            f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment",
+        )
     if base_dist.version != cand_dist.version:
         return set(), f"{name} {cand_dist.version} is another version than the baseline's {base_dist.version}"
     files, cand_files = same_code.installed_files(base_dist), same_code.installed_files(cand_dist)

@@ -83,7 +83,11 @@ def crash_lines(reportlogs: list[Path]) -> dict[str, str]:
 
 
 def accept(
-    ledger: list[moved_behaviour.Entry], record: dict[str, Any], crashes: dict[str, str], version: str, jax_version: str = ""
+    ledger: list[moved_behaviour.Entry],
+    record: dict[str, Any],
+    crashes: dict[str, str],
+    version: str,
+    jax_version: str = "",
 ) -> tuple[list[moved_behaviour.Entry], Accepted]:
     """The ledger with the failures of ``record`` (a run record at baseline
     optax ``version``; ``crashes`` its :func:`crash_lines`) accepted (module
@@ -116,7 +120,10 @@ def render(entries: list[moved_behaviour.Entry]) -> str:
     """The ledger's TOML text: :data:`HEADER`, then one ``[[moved]]`` table per entry (strings JSON-escaped, valid TOML)."""
     parts = [HEADER]
     for e in entries:
-        parts.append("\n[[moved]]\n" + "".join(f"{f} = {json.dumps(getattr(e, f))}\n" for f in ("contract", "optax", "fails", "why")))
+        parts.append(
+            "\n[[moved]]\n"
+            + "".join(f"{f} = {json.dumps(getattr(e, f))}\n" for f in ("contract", "optax", "fails", "why"))
+        )
     return "".join(parts)
 
 

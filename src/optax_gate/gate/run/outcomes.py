@@ -16,12 +16,12 @@ Only tests whose reports carry the ``contract_api`` user property (set by
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
 
 from optax_gate.gate.base import plain_text
 
@@ -95,7 +95,9 @@ def snapshot_diff(message: str) -> str:
     hunks = [line for line in body[first:] if line[:1] in (" ", "-", "+", "@") and not line.startswith(("---", "+++"))]
     old = _diff_entries([(line, line[0] == "-") for line in hunks if line[0] != "+"])
     new = _diff_entries([(line, line[0] == "+") for line in hunks if line[0] != "-"])
-    moved = [f"{k}: {old.get(k, 'absent')} -> {new.get(k, 'absent')}" for k in {**old, **new} if old.get(k) != new.get(k)]
+    moved = [
+        f"{k}: {old.get(k, 'absent')} -> {new.get(k, 'absent')}" for k in {**old, **new} if old.get(k) != new.get(k)
+    ]
     return "snapshot drift: " + "; ".join(moved) if moved else "snapshot differs (see the pytest output)"
 
 
@@ -170,10 +172,8 @@ def _numbers(text: str) -> list[float]:
     """The numbers of a line of pytest-regressions' table, in order (nan and inf included)."""
     out = []
     for token in text.split():
-        try:
+        with contextlib.suppress(ValueError):
             out.append(float(token.strip("(),")))
-        except ValueError:
-            pass
     return out
 
 
@@ -192,7 +192,9 @@ def values_drift(message: str) -> str:
         re.M,
     ):
         maxima = [float(x) for x in re.findall(r"Max:\s+(\S+)", block["rest"])]
-        row = re.search(r"Difference\n([^\n]*)", block["rest"])  # the first element: index (a tuple may hold spaces), obtained, expected, difference
+        row = re.search(
+            r"Difference\n([^\n]*)", block["rest"]
+        )  # the first element: index (a tuple may hold spaces), obtained, expected, difference
         first = _numbers(row[1])[-3:] if row else []
         if maxima and maxima[0] == maxima[0]:  # not NaN
             moved = f", largest {maxima[0]:.2g}" + (f" (relative {maxima[1]:.2g})" if len(maxima) > 1 else "")
@@ -286,7 +288,7 @@ def parse(path: str | Path) -> ReportLog:
             nodeid = report["nodeid"]
             current = log.contracts.get(nodeid)
             # A teardown error overrides a pass; the first failure's message wins.
-            if current is None or outcome in ("error", "failed") and current.outcome not in ("error", "failed"):
+            if current is None or (outcome in ("error", "failed") and current.outcome not in ("error", "failed")):
                 log.contracts[nodeid] = ContractOutcome(
                     id=nodeid,
                     api=props["contract_api"],

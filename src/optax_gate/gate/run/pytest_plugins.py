@@ -33,7 +33,15 @@ from packaging.utils import canonicalize_name
 #: progress, warnings), hypothesis, pytest-xdist (the split over processes),
 #: pytest-timeout (``timeout`` in ``pyproject.toml``), pytest-reportlog (the
 #: gate's outcomes), pytest-regressions and pytest-datadir (the snapshots).
-DECLARED = ("optax-gate", "hypothesis", "pytest-xdist", "pytest-timeout", "pytest-reportlog", "pytest-regressions", "pytest-datadir")
+DECLARED = (
+    "optax-gate",
+    "hypothesis",
+    "pytest-xdist",
+    "pytest-timeout",
+    "pytest-reportlog",
+    "pytest-regressions",
+    "pytest-datadir",
+)
 
 #: The declared plugins' entry-point modules at the baseline lock, for the nox
 #: sessions (their environment is the lock; ``tests/meta/test_pytest_plugins.py``

@@ -123,7 +123,11 @@ def _digest_json(value: Any) -> str:
 
 
 def _files_under(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(_SKIP_SUFFIXES))
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(_SKIP_SUFFIXES)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +172,12 @@ def units(project_root: Path, team_dirs: list[Path] | None = None) -> list[Unit]
     project_root = Path(project_root)
     modules, _ = _module_files(project_root)
     out = [
-        Unit(name, 1 if devices.is_multidevice(name) else 0, name, _digest_json({p.relative_to(project_root).as_posix(): _sha256(p) for p in files}))
+        Unit(
+            name,
+            1 if devices.is_multidevice(name) else 0,
+            name,
+            _digest_json({p.relative_to(project_root).as_posix(): _sha256(p) for p in files}),
+        )
         for name, files in sorted(modules.items())
     ]
     for folder in team_dirs or []:
@@ -176,14 +185,21 @@ def units(project_root: Path, team_dirs: list[Path] | None = None) -> list[Unit]
     return out
 
 
-def side_inputs(lock: Path, baseline_lock: Path, project_root: Path, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def side_inputs(
+    lock: Path, baseline_lock: Path, project_root: Path, environ: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Everything a side's outcomes depend on besides its contract modules (see the module docstring)."""
     project_root = Path(project_root)
     environ = dict(os.environ if environ is None else environ)
     env = {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV}
     env.setdefault("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
     _, shared = _module_files(project_root)
-    files = [project_root / "conftest.py", project_root / "pyproject.toml", *shared, *(project_root / m for m in RUN_MODULES)]
+    files = [
+        project_root / "conftest.py",
+        project_root / "pyproject.toml",
+        *shared,
+        *(project_root / m for m in RUN_MODULES),
+    ]
     kit = project_root / "src/optax_gate/kit"
     files += _files_under(kit) if kit.is_dir() else []
     digests = {p.relative_to(project_root).as_posix(): _sha256(p) for p in sorted(set(files)) if p.is_file()}
@@ -332,8 +348,13 @@ def merge_warnings(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, str, str], set[str]] = {}
     for warnings in lists:
         for w in warnings:
-            groups.setdefault((w["when"], w["category"], w["message"], w["module"]), set()).update(w.get("contracts") or [])
-    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)} for k, v in sorted(groups.items())]
+            groups.setdefault((w["when"], w["category"], w["message"], w["module"]), set()).update(
+                w.get("contracts") or []
+            )
+    return [
+        {"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)}
+        for k, v in sorted(groups.items())
+    ]
 
 
 def assemble(label: str, header: dict[str, Any], cached: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -373,19 +394,34 @@ def join(record: dict[str, Any], cached: dict[str, dict[str, Any]]) -> dict[str,
 def origin(side: dict[str, Any], cached: dict[str, dict[str, Any]], total: int) -> dict[str, Any]:
     """The record's ``from_cache``: the side key, the oldest unit's date, and
     how many of the ``total`` units came from the cache."""
-    return {"key": key(side), "recorded": min(p["recorded"] for p in cached.values()), "modules": len(cached), "of": total}
+    return {
+        "key": key(side),
+        "recorded": min(p["recorded"] for p in cached.values()),
+        "modules": len(cached),
+        "of": total,
+    }
 
 
 # ------------------------------------------------------------------ speed readings
 
 
-def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, options: SpeedOptions, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def speed_inputs(
+    baseline_lock: Path,
+    candidate_lock: Path,
+    project_root: Path,
+    options: SpeedOptions,
+    environ: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """What the speed readings of a pair of environments depend on: both locks,
     the timed set-ups (``kit/environment/speed.py``, ``kit/training/models.py``) and the statistics
     (``gate/speed/readings.py``), the rounds and budget (``options``), Python, platform, environment."""
     root = Path(project_root)
     environ = dict(os.environ if environ is None else environ)
-    sources = [root / "src/optax_gate/kit/environment/speed.py", root / "src/optax_gate/kit/training/models.py", root / "src/optax_gate/gate/speed/readings.py"]
+    sources = [
+        root / "src/optax_gate/kit/environment/speed.py",
+        root / "src/optax_gate/kit/training/models.py",
+        root / "src/optax_gate/gate/speed/readings.py",
+    ]
     return {
         "format": FORMAT,
         "baseline_lock_sha256": _sha256(baseline_lock),
@@ -395,7 +431,9 @@ def speed_inputs(baseline_lock: Path, candidate_lock: Path, project_root: Path, 
         "budget": options.budget,
         "python": platform.python_version(),
         "platform": f"{platform.system()}-{platform.machine()}",
-        "environment": {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV},
+        "environment": {
+            k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES) and k not in IGNORED_ENV
+        },
     }
 
 
@@ -426,14 +464,20 @@ def fetch_speed_reach(cache_dir: Path, side: dict[str, Any]) -> list[str] | None
 
 def store_speed_reach(cache_dir: Path, side: dict[str, Any], functions: list[str]) -> Path | None:
     """Store what the timed training steps execute in the environment of ``side`` (:func:`fetch_speed_reach`)."""
-    return _write(_folder(cache_dir) / f"speed-reach-{key(side)}.json", "speed-reach", side, {"functions": sorted(functions)})
+    return _write(
+        _folder(cache_dir) / f"speed-reach-{key(side)}.json", "speed-reach", side, {"functions": sorted(functions)}
+    )
 
 
 # ------------------------------------------------------------------ checkpoints
 
 
 def _dir_files(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): _sha256(p) for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    return {
+        p.relative_to(folder).as_posix(): _sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
 
 
 def store_checkpoints(cache_dir: Path, inputs: dict[str, Any], checkpoints: Path) -> Path | None:
@@ -446,7 +490,13 @@ def store_checkpoints(cache_dir: Path, inputs: dict[str, Any], checkpoints: Path
     work.parent.mkdir(parents=True, exist_ok=True)
     try:
         shutil.copytree(checkpoints, work / "files")
-        manifest = {"format": FORMAT, "key": key(inputs), "inputs": inputs, "recorded": _now(), "files": _dir_files(work)}
+        manifest = {
+            "format": FORMAT,
+            "key": key(inputs),
+            "inputs": inputs,
+            "recorded": _now(),
+            "files": _dir_files(work),
+        }
         atomic.write_text(work / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(work, entry)

@@ -15,6 +15,7 @@ least one contract ran; every other case is ``not-verified`` with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -31,8 +32,8 @@ from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.run import devices, outcomes, pytest_plugins, reach_record, warnings_diff
-from optax_gate.kit.environment import reach_names as reach
 from optax_gate.kit import moved_behaviour
+from optax_gate.kit.environment import reach_names as reach
 
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
@@ -87,7 +88,9 @@ def probe(python: Path, timeout: float = 300) -> Probe:
     the warnings raised while importing and its installed pytest plugins
     (``{distribution: [module, ...]}``)."""
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.kit.environment.probe"], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [str(python), "-m", "optax_gate.kit.environment.probe"], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return {}, f"import check timed out after {timeout:.0f} s", [], {}
     except OSError as exc:
@@ -100,7 +103,9 @@ def probe(python: Path, timeout: float = 300) -> Probe:
     return data["versions"], data["import_error"], data.get("import_warnings", []), data.get("pytest_plugins", {})
 
 
-def write_checkpoints(python: Path, directory: Path, project_root: Path, timeout: float = 600, extra_env: dict[str, str] | None = None) -> str:
+def write_checkpoints(
+    python: Path, directory: Path, project_root: Path, timeout: float = 600, extra_env: dict[str, str] | None = None
+) -> str:
     """Have ``python``'s environment write the resume checkpoints
     (``optax_gate.kit.training.resume``) into a fresh ``directory``; "" on success, else the
     reason (the ``resume:*`` contracts then fail in every environment)."""
@@ -214,19 +219,33 @@ def run(
     variables.update(baseline_variables(env.baseline_lock))  # both sides judged against what the baseline does
     start = time.monotonic()
     call = PytestCall(
-        python, label, CONTRACTS_DIR, env.project_root, out_dir, (*pytest_plugins.args(plugins), *reach_record.PLUGIN_ARGS, *how.pytest_args), variables
+        python,
+        label,
+        CONTRACTS_DIR,
+        env.project_root,
+        out_dir,
+        (*pytest_plugins.args(plugins), *reach_record.PLUGIN_ARGS, *how.pytest_args),
+        variables,
     )
     ran = _run_parts(call, start + env.timeout, how, versions, on_progress)
     late = next((i for i, part in enumerate(ran) if part is None), None)
     if late is not None:
-        return not_verified(label, f"contracts timed out after {env.timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra)
+        return not_verified(
+            label, f"contracts timed out after {env.timeout:.0f} s ({PARTS[late][1]})", versions=versions, **extra
+        )
     parts = [part for part in ran if part is not None]  # all of them: none is late
     duration = round(time.monotonic() - start, 1)
     extra["warnings"] = warnings_diff.fold(import_warnings, [w for p in parts for w in p.warnings])
     if any(compilation_cache.is_own_warning(w) for p in parts for w in p.warnings):  # JAX could not read its cache
-        extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(variables.get("JAX_COMPILATION_CACHE_DIR"))
+        extra["compilation_cache_discarded"] = compilation_cache.discard_corrupt(
+            variables.get("JAX_COMPILATION_CACHE_DIR")
+        )
     contracts = team_contracts.rename(
-        {cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"} for p in parts for cid, c in p.log.contracts.items()},
+        {
+            cid: {k: v for k, v in dataclasses.asdict(c).items() if k != "id"}
+            for p in parts
+            for cid, c in p.log.contracts.items()
+        },
         list(how.team_dirs),
         CONTRACTS_DIR,
     )
@@ -240,7 +259,9 @@ def run(
         **extra,
         "contracts": contracts,
     }
-    if all(p.reach is not None for p in parts):  # what each module executed: the candidates' selection (gate.run.selection)
+    if all(
+        p.reach is not None for p in parts
+    ):  # what each module executed: the candidates' selection (gate.run.selection)
         record["reach"] = reach_record.join([p.reach for p in parts if p.reach is not None])
     problem = merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:
@@ -268,7 +289,11 @@ class PytestCall:
 
 
 def _run_parts(
-    call: PytestCall, deadline: float, how: ContractRunOptions, versions: dict[str, str], on_progress: Callable[[int, int], None] | None
+    call: PytestCall,
+    deadline: float,
+    how: ContractRunOptions,
+    versions: dict[str, str],
+    on_progress: Callable[[int, int], None] | None,
 ) -> list[Part | None]:
     """Run the pytest processes of :data:`PARTS` (``call`` names the run:
     its label, project, output folder, arguments and variables) one after the
@@ -297,13 +322,17 @@ def _run_parts(
         if paths is not None and not paths and (multi or not team_args):
             report(i, 0, 0, final=True)
             return Part(folder, 0, "", outcomes.ReportLog())
-        split = how.workers not in (0, 1) and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
+        split = (
+            how.workers not in (0, 1) and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
+        )
         args = (*call.pytest_args, *(xdist_args(how.workers) if split else []), *([] if multi else team_args or []))
         part_env = devices.env(call.env) if multi else call.env
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
         part = _pytest(
-            dataclasses.replace(call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths),
+            dataclasses.replace(
+                call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths
+            ),
             deadline - time.monotonic(),
             lambda d, t: report(i, d, t),
             stop,
@@ -377,7 +406,12 @@ class Part:
     reach: dict[str, Any] | None = dataclasses.field(default_factory=lambda: reach_record.join([]))
 
 
-def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], None] | None, stop: threading.Event | None = None) -> Part | None:
+def _pytest(
+    call: PytestCall,
+    timeout: float,
+    on_progress: Callable[[int, int], None] | None,
+    stop: threading.Event | None = None,
+) -> Part | None:
     """Run ``call`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
     ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to its ``out_dir``. None when
     it timed out or ``stop`` was set (the process is killed)."""
@@ -415,7 +449,9 @@ def _pytest(call: PytestCall, timeout: float, on_progress: Callable[[int, int], 
         with _LIVE_LOCK:  # checked and registered at once: stop_all() cannot fall between the two
             if _STOP.is_set():  # the gate is being interrupted: start nothing new
                 return None
-            proc = subprocess.Popen(cmd, cwd=call.project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env)
+            proc = subprocess.Popen(
+                cmd, cwd=call.project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env
+            )
             _LIVE.add(proc)
         try:
             while True:
@@ -464,10 +500,8 @@ def stop_all() -> None:
     for proc in live:
         proc.kill()
     for proc in live:  # gone before the gate reports the interruption and exits, not only signalled
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=KILL_WAIT_S)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def merge_problems(parts: list[Part], selected: bool = False) -> str:

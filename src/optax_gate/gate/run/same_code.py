@@ -81,7 +81,10 @@ def lock_entries(text: str) -> dict[str, str]:
 
 def distribution(site: Path, name: str) -> metadata.Distribution | None:
     """The distribution ``name`` (canonical) installed in ``site``; None when it is not there."""
-    return next((d for d in metadata.distributions(path=[str(site)]) if canonicalize_name(d.metadata["Name"] or "") == name), None)
+    return next(
+        (d for d in metadata.distributions(path=[str(site)]) if canonicalize_name(d.metadata["Name"] or "") == name),
+        None,
+    )
 
 
 def installed_files(dist: metadata.Distribution) -> list[str]:
@@ -110,7 +113,11 @@ def _compare_package(name: str, base_site: Path, cand_site: Path) -> tuple[str, 
     dists = [distribution(site, name) for site in (base_site, cand_site)]
     base_dist, cand_dist = dists
     if base_dist is None or cand_dist is None:
-        return f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment", 0, []
+        return (
+            f"{name} is not installed in {'the baseline' if base_dist is None else 'the candidate'}'s environment",
+            0,
+            [],
+        )
     if base_dist.version != cand_dist.version:
         return f"{name} {cand_dist.version} is another version than the baseline's {base_dist.version}", 0, []
     files, cand_files = installed_files(base_dist), installed_files(cand_dist)
@@ -152,14 +159,20 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
         return SameCode(False, "the sides' inputs are not known")
     ignore = {"lock_sha256": ""}
     if {**baseline_inputs, **ignore} != {**candidate_inputs, **ignore}:
-        differ = sorted(k for k in set(baseline_inputs) | set(candidate_inputs) if k not in ignore and baseline_inputs.get(k) != candidate_inputs.get(k))
+        differ = sorted(
+            k
+            for k in set(baseline_inputs) | set(candidate_inputs)
+            if k not in ignore and baseline_inputs.get(k) != candidate_inputs.get(k)
+        )
         return SameCode(False, f"the sides' inputs differ beyond the lock ({', '.join(differ)})")
     if baseline_site is None or candidate_site is None or not baseline_site.is_dir() or not candidate_site.is_dir():
         return SameCode(False, "an environment's site-packages is not known")
     base, cand = (lock_entries(side.lock.read_text(encoding="utf-8")) for side in (baseline, candidate))
     if set(base) != set(cand):
         only = sorted(set(base) ^ set(cand))
-        return SameCode(False, f"the locks pin other packages ({', '.join(only[:3])}{', ...' if len(only) > 3 else ''})")
+        return SameCode(
+            False, f"the locks pin other packages ({', '.join(only[:3])}{', ...' if len(only) > 3 else ''})"
+        )
     moved = sorted(name for name in base if base[name] != cand[name])
     if not moved:  # one lock, one environment (named by its pins); two folders of one lock are not compared here
         if baseline_site.resolve() != candidate_site.resolve():
@@ -196,7 +209,9 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
     )
 
 
-def record(baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None, **extra: Any) -> dict[str, Any]:
+def record(
+    baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None, **extra: Any
+) -> dict[str, Any]:
     """The run record of a side whose code is the baseline's: the baseline's
     contracts, warnings and exit status under ``label``, with its own
     ``versions`` (from its import check) and ``extra`` fields, and
@@ -211,5 +226,16 @@ def record(baseline: dict[str, Any], label: str, same: SameCode, versions: dict[
             **extra,
             "reason": f"not run: its code is the baseline's, whose contracts did not run ({baseline.get('reason') or 'no reason recorded'})",
         }
-    kept = {k: v for k, v in baseline.items() if k in ("status", "reason", "exitstatus", "hypothesis_profile", "pytest_plugins", "warnings", "contracts")}
-    return {"label": label, **kept, "duration_s": None, "versions": dict(versions or baseline.get("versions") or {}), **extra, "same_code": same.record()}
+    kept = {
+        k: v
+        for k, v in baseline.items()
+        if k in ("status", "reason", "exitstatus", "hypothesis_profile", "pytest_plugins", "warnings", "contracts")
+    }
+    return {
+        "label": label,
+        **kept,
+        "duration_s": None,
+        "versions": dict(versions or baseline.get("versions") or {}),
+        **extra,
+        "same_code": same.record(),
+    }

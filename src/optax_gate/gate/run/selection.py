@@ -60,7 +60,9 @@ class Selection:
         )
 
 
-def choose(modules: list[str], baseline: dict[str, dict[str, Any]], session: list[str] | None, diff: FunctionDiff) -> Selection:
+def choose(
+    modules: list[str], baseline: dict[str, dict[str, Any]], session: list[str] | None, diff: FunctionDiff
+) -> Selection:
     """The selection (module docstring).
 
     Args:
@@ -77,7 +79,11 @@ def choose(modules: list[str], baseline: dict[str, dict[str, Any]], session: lis
     changed = sorted(diff.changed)
     outside = sorted(set(changed) & set(session))
     if outside:
-        return Selection(every, everything=f"{outside[0]} changed and runs outside any module (at import or in a plugin)", changed=tuple(changed))
+        return Selection(
+            every,
+            everything=f"{outside[0]} changed and runs outside any module (at import or in a plugin)",
+            changed=tuple(changed),
+        )
     run, taken, reached = [], [], {}
     for name in modules:
         payload = baseline.get(name)

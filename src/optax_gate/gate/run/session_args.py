@@ -104,7 +104,11 @@ def split_multidevice(args: list[str]) -> tuple[list[str], list[str] | None]:
     if not paths:
         return args, [*options, MULTIDEVICE]
     multi = Path(MULTIDEVICE).resolve()
-    inside = [p for p in paths if multi == Path(p.split("::")[0]).resolve() or multi in Path(p.split("::")[0]).resolve().parents]
+    inside = [
+        p
+        for p in paths
+        if multi == Path(p.split("::")[0]).resolve() or multi in Path(p.split("::")[0]).resolve().parents
+    ]
     above = any(Path(p).resolve() in multi.parents for p in paths)
     single = [*options, *(p for p in paths if p not in inside)] if len(inside) < len(paths) else None
     second = [*options, *inside] if inside else ([*options, MULTIDEVICE] if above else None)

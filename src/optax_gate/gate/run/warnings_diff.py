@@ -21,8 +21,9 @@ left out of the rows (:func:`own` counts it for the report's note).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from optax_gate.gate.install import compilation_cache
 
@@ -50,7 +51,10 @@ def fold(import_warnings: Iterable[dict[str, Any]], test_warnings: Iterable[dict
         groups.setdefault(key, set())
         if w.get("nodeid"):
             groups[key].add(w["nodeid"])
-    return [{"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)} for k, v in sorted(groups.items())]
+    return [
+        {"when": k[0], "category": k[1], "message": k[2], "module": k[3], "contracts": sorted(v)}
+        for k, v in sorted(groups.items())
+    ]
 
 
 #: The module column of a warning attributed to the code that called the API (a ``stacklevel`` that points
@@ -62,7 +66,11 @@ def _module(module: str) -> str:
     """``module``, or :data:`CALLER` where it is this project's own code (``optax_gate.*``) or a contract
     module (``test_*``, ``conftest``): a warning that names its caller is one row, whichever contract called."""
     name = module.rpartition(".")[2]
-    return CALLER if module == "optax_gate" or module.startswith("optax_gate.") or name.startswith("test_") or name == "conftest" else module
+    return (
+        CALLER
+        if module == "optax_gate" or module.startswith("optax_gate.") or name.startswith("test_") or name == "conftest"
+        else module
+    )
 
 
 def _by_key(warnings: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str], dict[str, Any]]:
@@ -83,7 +91,12 @@ def is_deprecation(category: str) -> bool:
     return category.rsplit(".", 1)[-1].endswith(DEPRECATIONS)
 
 
-def diff(baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], apis: dict[str, str], fail_on_new_deprecations: bool = False) -> list[dict[str, Any]]:
+def diff(
+    baseline: list[dict[str, Any]],
+    candidate: list[dict[str, Any]],
+    apis: dict[str, str],
+    fail_on_new_deprecations: bool = False,
+) -> list[dict[str, Any]]:
     """Rows ``{"change": "new" | "moved" | "gone", "verdict", "when",
     "category", "message", "module", "contracts", "apis"}``; ``apis`` maps a
     contract id to the API it pins. Only the suite's contracts count

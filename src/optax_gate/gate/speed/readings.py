@@ -138,7 +138,11 @@ def spread_ratio(values: list[float], k: int = 1) -> float:
 
 
 def judge(
-    baseline: list[list[float]], candidate: list[list[float]], metric: Literal["step_s", "compile_s"] = "step_s", budget: float | None = None, setup: str = ""
+    baseline: list[list[float]],
+    candidate: list[list[float]],
+    metric: Literal["step_s", "compile_s"] = "step_s",
+    budget: float | None = None,
+    setup: str = "",
 ) -> model.SpeedReading:
     """One reading from paired slots.
 
@@ -166,7 +170,7 @@ def judge(
     b_all = [x for s in baseline for x in s]
     c_all = [x for s in candidate for x in s]
     ratio = statistics.median(c_all) / statistics.median(b_all)
-    lo, hi, coverage = sign_test_interval([c / b for b, c in zip(b_slots, c_slots)])
+    lo, hi, coverage = sign_test_interval([c / b for b, c in zip(b_slots, c_slots, strict=False)])
     k, _ = order_k(len(b_slots))
     width = max(NOISE_FLOOR, spread_ratio(b_slots, k), spread_ratio(c_slots, k))
     noise = (1 / width, width)
@@ -174,10 +178,7 @@ def judge(
     change: Literal["broken", "changed", "unchanged"] = "changed" if direction else "unchanged"
     words = METRIC_WORDS.get(metric, metric)
     detail = f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); noise band {noise[0]:.2f}-{noise[1]:.2f}"
-    if direction:
-        detail = f"{direction}: " + detail
-    else:
-        detail = "within noise: " + detail
+    detail = f"{direction}: " + detail if direction else "within noise: " + detail
     if budget is not None and metric == "step_s" and direction == "slower" and lo > budget:
         change = "broken"
         detail += f"; slower than the budget x{budget:g}"
@@ -216,13 +217,15 @@ def readings(raw: dict[str, list[dict[str, Any]]], budget: float | None = None) 
         for metric in METRICS:
             pairs = [
                 (b[setup][metric], c[setup][metric])
-                for b, c in zip(raw["baseline"], raw["candidate"])
+                for b, c in zip(raw["baseline"], raw["candidate"], strict=False)
                 if metric in b.get(setup, {}) and metric in c.get(setup, {})
             ]
             try:
                 out.append(judge([p[0] for p in pairs], [p[1] for p in pairs], metric, budget, setup=setup))
             except ValueError as exc:
-                out.append({"setup": setup, "metric": metric, "change": "not-measured", "detail": f"not measured: {exc}"})
+                out.append(
+                    {"setup": setup, "metric": metric, "change": "not-measured", "detail": f"not measured: {exc}"}
+                )
     return out
 
 
@@ -240,9 +243,16 @@ def summarise(readings: list[model.SpeedReading]) -> dict[str, int]:
 class Worker:
     """One ``--serve`` process of ``optax_gate.kit.environment.speed`` (or ``module``) in an environment."""
 
-    def __init__(self, label: str, python: Path, project_root: Path, module: str = MODULE, extra_env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        label: str,
+        python: Path,
+        project_root: Path,
+        module: str = MODULE,
+        extra_env: dict[str, str] | None = None,
+    ):
         self.label = label
-        self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self.stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 (the server's, closed with it)
         env = {**{k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}, **(extra_env or {})}
         try:
             self.proc = subprocess.Popen(
@@ -352,7 +362,10 @@ def measure(
     workers: dict[str, Worker] = {}
     try:
         # Both start (import JAX, warm up) at once: nothing is timed yet.
-        for side, python, module in (("baseline", baseline_python, modules[0]), ("candidate", candidate_python, modules[1])):
+        for side, python, module in (
+            ("baseline", baseline_python, modules[0]),
+            ("candidate", candidate_python, modules[1]),
+        ):
             asked = {REACH_VARIABLE: str(reach_file)} if reach_file is not None and side == "baseline" else None
             workers[side] = Worker(side, python, project_root, module, asked)
         for side, worker in workers.items():
@@ -400,7 +413,11 @@ def rows(result: model.Speed | None) -> list[dict[str, Any]]:
     if not result:
         return []
     return [
-        {**r, "setup_words": SETUP_WORDS.get(r["setup"], r["setup"]), "metric_words": METRIC_WORDS.get(r["metric"], r["metric"])}
+        {
+            **r,
+            "setup_words": SETUP_WORDS.get(r["setup"], r["setup"]),
+            "metric_words": METRIC_WORDS.get(r["metric"], r["metric"]),
+        }
         for r in result.get("readings", [])
     ]
 

@@ -67,14 +67,23 @@ def _warn_calls(body: ast.AST) -> list[str]:
 
     def visit(node: ast.AST, conditional: bool) -> None:
         if isinstance(node, ast.Call) and _last_name(node.func) == "warn":
-            category = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "category"), None)
+            category = (
+                node.args[1]
+                if len(node.args) > 1
+                else next((k.value for k in node.keywords if k.arg == "category"), None)
+            )
             if category is not None and _last_name(category) in CATEGORIES:
                 message = node.args[0] if node.args else None
                 text = ""
                 if isinstance(message, ast.Constant) and isinstance(message.value, str):
                     text = f": {message.value[:120]}"
                 elif isinstance(message, ast.JoinedStr):  # an f-string: its literal parts
-                    text = ": " + "".join(v.value for v in message.values if isinstance(v, ast.Constant) and isinstance(v.value, str))[:120]
+                    text = (
+                        ": "
+                        + "".join(
+                            v.value for v in message.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                        )[:120]
+                    )
                 found.append(f"warns {_last_name(category)}{' under a condition' if conditional else ''}{text}")
         for child in ast.iter_child_nodes(node):
             visit(child, conditional or isinstance(node, (ast.If, ast.IfExp)))

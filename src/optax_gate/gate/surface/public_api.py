@@ -49,12 +49,13 @@ import dataclasses
 import functools
 import logging
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 import griffe
 
-from optax_gate.gate.surface import deprecations, default_values
+from optax_gate.gate.surface import default_values, deprecations
 
 DEFAULT_PACKAGES = ("optax", "flax.nnx")
 
@@ -128,7 +129,9 @@ class Entry:
                 star = True
             star = star or p.kind == VAR_POSITIONAL
             out.append(p.text())
-            if p.kind == POSITIONAL_ONLY and (p is self.params[-1] or self.params[self.params.index(p) + 1].kind != POSITIONAL_ONLY):
+            if p.kind == POSITIONAL_ONLY and (
+                p is self.params[-1] or self.params[self.params.index(p) + 1].kind != POSITIONAL_ONLY
+            ):
                 out.append("/")
         return f"({', '.join(out)})"
 
@@ -169,7 +172,12 @@ class StaticTree:
 
     def _file(self, dotted: str) -> Path | None:
         base = self.root.joinpath(*dotted.split("."))
-        for candidate in (base / "__init__.py", base.with_suffix(".py"), base / "__init__.pyi", base.with_suffix(".pyi")):
+        for candidate in (
+            base / "__init__.py",
+            base.with_suffix(".py"),
+            base / "__init__.pyi",
+            base.with_suffix(".pyi"),
+        ):
             if candidate.is_file():
                 return candidate
         return None
@@ -240,7 +248,11 @@ def _params(obj: Any, tree: StaticTree | None = None) -> tuple[Param, ...] | Non
         if "__init__" in obj.members and not obj.members["__init__"].is_alias:
             params = list(obj.members["__init__"].parameters)
         elif any(str(b).split(".")[-1] == "NamedTuple" for b in obj.bases):
-            fields = [m for m in obj.members.values() if not m.is_alias and m.is_attribute and m.annotation is not None and not m.name.startswith("_")]
+            fields = [
+                m
+                for m in obj.members.values()
+                if not m.is_alias and m.is_attribute and m.annotation is not None and not m.name.startswith("_")
+            ]
             return tuple(
                 Param(
                     f.name,
@@ -256,10 +268,17 @@ def _params(obj: Any, tree: StaticTree | None = None) -> tuple[Param, ...] | Non
         return None
     out = []
     for i, p in enumerate(params):
-        if i == 0 and p.name in ("self", "cls") and (obj.is_class or obj.parent is not None and obj.parent.is_class):
+        if i == 0 and p.name in ("self", "cls") and (obj.is_class or (obj.parent is not None and obj.parent.is_class)):
             continue
         default = None if p.default is None else str(p.default)
-        out.append(Param(p.name, kinds[p.kind], default, None if default is None else default_values.constant(default, obj.module, tree)))
+        out.append(
+            Param(
+                p.name,
+                kinds[p.kind],
+                default,
+                None if default is None else default_values.constant(default, obj.module, tree),
+            )
+        )
     return tuple(out)
 
 
@@ -279,7 +298,9 @@ def _public_names(module: Any, tree: StaticTree) -> list[str]:
                     continue
             names.add(name)
     if module.is_init_module:
-        names.update(n for n in _submodule_imports(module) if not n.startswith("_") and tree.module(f"{module.path}.{n}"))
+        names.update(
+            n for n in _submodule_imports(module) if not n.startswith("_") and tree.module(f"{module.path}.{n}")
+        )
     return sorted(names)
 
 
@@ -293,7 +314,9 @@ def _submodule_imports(module: Any) -> set[str]:
         return set()
     names: set[str] = set()
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module == module.path and node.level == 0 or node.level == 1 and not node.module):
+        if isinstance(node, ast.ImportFrom) and (
+            (node.module == module.path and node.level == 0) or (node.level == 1 and not node.module)
+        ):
             names.update(a.asname or a.name for a in node.names)
     return names
 
@@ -325,7 +348,13 @@ def _follow_assignment(obj: Any, tree: StaticTree) -> Any:
 
 def _entry(path: str, obj: Any, tree: StaticTree) -> Entry:
     final = tree.resolve(obj) if obj is not None and obj.is_alias else obj
-    if final is not None and not isinstance(final, str) and final.is_attribute and final.parent is not None and final.parent.is_module:
+    if (
+        final is not None
+        and not isinstance(final, str)
+        and final.is_attribute
+        and final.parent is not None
+        and final.parent.is_module
+    ):
         final = _follow_assignment(final, tree)
     if final is None:
         return Entry(path, "unresolved", getattr(obj, "target_path", path))
@@ -341,7 +370,14 @@ def _entry(path: str, obj: Any, tree: StaticTree) -> Entry:
         where = f"{Path(final.filepath).relative_to(tree.root)}:1"
     kind = final.kind.value
     callable_ = kind in ("function", "class")
-    return Entry(path, kind, final.path, where, _params(final, tree) if callable_ else None, deprecations.reason(final) if callable_ else None)
+    return Entry(
+        path,
+        kind,
+        final.path,
+        where,
+        _params(final, tree) if callable_ else None,
+        deprecations.reason(final) if callable_ else None,
+    )
 
 
 def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> dict[str, Entry]:
@@ -368,7 +404,9 @@ def surface(site_packages: Path, packages: Iterable[str] = DEFAULT_PACKAGES) -> 
             out[path] = entry
             if entry.kind == "module" and entry.target.split(".")[0] == root and entry.target.startswith(dotted + "."):
                 queue.append((path, entry.target))
-            elif entry.kind == "class" and entry.target.split(".")[0] == root and obj is not None:  # a class entry has an obj (None: unresolved)
+            elif (
+                entry.kind == "class" and entry.target.split(".")[0] == root and obj is not None
+            ):  # a class entry has an obj (None: unresolved)
                 cls = tree.resolve(obj) if obj.is_alias else obj
                 for mname, member in sorted(cls.members.items()):
                     if mname.startswith("_") or member.is_alias or not member.is_function:
@@ -392,7 +430,9 @@ def _positional(params: tuple[Param, ...]) -> list[str]:
     return [p.name for p in params if p.kind in (POSITIONAL_ONLY, POSITIONAL)]
 
 
-def diff_params(path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, ...], where: str) -> list[dict[str, Any]]:
+def diff_params(
+    path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, ...], where: str
+) -> list[dict[str, Any]]:
     """Rows for the parameter changes between two signatures of one callable."""
     rows: list[dict[str, Any]] = []
     o, n = {p.name: p for p in old}, {p.name: p for p in new}
@@ -402,7 +442,11 @@ def diff_params(path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, 
     new_index = {p.name: i for i, p in enumerate(new)}
     renamed: dict[str, str] = {}
     for p in removed:  # same position, same kind: a rename
-        match = [q for q in added if new_index[q.name] == old_index[p.name] and q.kind == p.kind and q.name not in renamed.values()]
+        match = [
+            q
+            for q in added
+            if new_index[q.name] == old_index[p.name] and q.kind == p.kind and q.name not in renamed.values()
+        ]
         if match:
             renamed[p.name] = match[0].name
     for p in removed:
@@ -422,11 +466,18 @@ def diff_params(path: str, kind: str, old: tuple[Param, ...], new: tuple[Param, 
         if q is None:
             continue
         if p.kind != q.kind:
-            change = {KEYWORD_ONLY: "keyword-only", POSITIONAL_ONLY: "positional-only"}.get(q.kind, "parameter-kind-changed")
+            change = {KEYWORD_ONLY: "keyword-only", POSITIONAL_ONLY: "positional-only"}.get(
+                q.kind, "parameter-kind-changed"
+            )
             rows.append(_row((path, kind, where), change, f"{p.name} ({p.kind})", f"{q.name} ({q.kind})", p.name))
         if p.default is not None and q.default is None and q.kind not in (VAR_POSITIONAL, VAR_KEYWORD):
             rows.append(_row((path, kind, where), "default-removed", p.text(), q.text(), p.name))
-        elif p.default is not None and q.default is not None and p.default != q.default and not default_values.same_value(p, q):
+        elif (
+            p.default is not None
+            and q.default is not None
+            and p.default != q.default
+            and not default_values.same_value(p, q)
+        ):
             rows.append(_row((path, kind, where), "default-changed", p.text(), q.text(), p.name))
     common_old = [x for x in _positional(old) if x in n and n[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
     common_new = [x for x in _positional(new) if x in o and o[x].kind in (POSITIONAL_ONLY, POSITIONAL)]
@@ -449,7 +500,9 @@ def diff(old: dict[str, Entry], new: dict[str, Entry]) -> list[dict[str, Any]]:
             assert a is not None
             elsewhere = [p for p in by_leaf.get(path.rsplit(".", 1)[-1], []) if p not in old and new[p].kind == a.kind]
             if elsewhere:
-                rows.append(_row((path, a.kind, new[sorted(elsewhere)[0]].where), "moved", path, ", ".join(sorted(elsewhere))))
+                rows.append(
+                    _row((path, a.kind, new[sorted(elsewhere)[0]].where), "moved", path, ", ".join(sorted(elsewhere)))
+                )
             else:
                 rows.append(_row((path, a.kind, a.where), "removed", a.signature(), "—"))
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from optax_gate.gate.inputs.usage_files import CELL
 
@@ -28,7 +28,17 @@ from optax_gate.gate.inputs.usage_files import CELL
 #: a function (a ``lambda`` or a ``def`` of the file), or known at run time only.
 KINDS = ("literal", "call", "path", "callable", "unknown")
 
-_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (
+    ast.Module,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 _NONFINITE = {"nan": "nan", "NaN": "nan", "NAN": "nan", "inf": "inf", "Inf": "inf", "infty": "inf", "PINF": "inf"}
 _DEPTH = 8
 
@@ -120,15 +130,27 @@ class Scopes:
                 else None
             )
             for i, t in enumerate(target.elts):  # LR, WD = 1e-3, 0.0: each name bound to its element
-                self._targets(t, scope, how if pairs is not None else "unpacking", pairs[i] if pairs is not None else None, at)
+                self._targets(
+                    t, scope, how if pairs is not None else "unpacking", pairs[i] if pairs is not None else None, at
+                )
         elif isinstance(target, ast.Starred):
             self._targets(target.value, scope, "unpacking", None, at)
 
     def _visit(self, node: ast.AST, scope: ast.AST, declared: list[tuple[ast.AST, str, str]]) -> None:
         self.scope_of[id(node)] = scope
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self._bind(scope, node.name, node if not isinstance(node, ast.ClassDef) else None, "def" if not isinstance(node, ast.ClassDef) else "class", node)
-            for d in [*node.decorator_list, *getattr(node, "bases", []), *(k.value for k in getattr(node, "keywords", []))]:
+            self._bind(
+                scope,
+                node.name,
+                node if not isinstance(node, ast.ClassDef) else None,
+                "def" if not isinstance(node, ast.ClassDef) else "class",
+                node,
+            )
+            for d in [
+                *node.decorator_list,
+                *getattr(node, "bases", []),
+                *(k.value for k in getattr(node, "keywords", [])),
+            ]:
                 self._visit(d, scope, declared)
             if not isinstance(node, ast.ClassDef):
                 for d in _defaults(node.args):
@@ -233,7 +255,9 @@ class Scopes:
             and isinstance(node.operand, ast.Constant)
             and isinstance(node.operand.value, (int, float))
         ):
-            return Arg(text, "literal", repr(-node.operand.value if isinstance(node.op, ast.USub) else node.operand.value), via)
+            return Arg(
+                text, "literal", repr(-node.operand.value if isinstance(node.op, ast.USub) else node.operand.value), via
+            )
         if isinstance(node, ast.Attribute) and node.attr in _NONFINITE and isinstance(node.value, ast.Name):
             return Arg(text, "literal", _NONFINITE[node.attr], via)  # jnp.nan, np.inf, math.inf
         if (
@@ -249,7 +273,11 @@ class Scopes:
             return Arg(text, "callable", "lambda", via)
         if isinstance(node, ast.Call):
             path = self.path(node.func, depth)
-            return Arg(text, "call", path, via) if path else Arg(text, "unknown", via=via, why=f"`{text}` is known at run time")
+            return (
+                Arg(text, "call", path, via)
+                if path
+                else Arg(text, "unknown", via=via, why=f"`{text}` is known at run time")
+            )
         if isinstance(node, (ast.Attribute, ast.Name)):
             path = self._dotted(node)
             if path:

@@ -6,14 +6,15 @@ import ast
 import dataclasses
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from optax_gate.gate.team_code import call_sites, composition, usage
-from optax_gate.gate.team_code.configuration import configuration
-from optax_gate.gate.team_code.arguments import Arg
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.surface.public_api import POSITIONAL, POSITIONAL_ONLY
+from optax_gate.gate.team_code import call_sites, composition, usage
+from optax_gate.gate.team_code.arguments import Arg
+from optax_gate.gate.team_code.configuration import configuration
 
 VERDICTS = ("affected", "cannot-tell", "not-affected")
 
@@ -54,7 +55,9 @@ def catches(scan: usage.Scan, exception: str) -> list[str]:
     ``exception`` (or one of several, ``"TypeError, ValueError"``); a bare
     ``except`` or ``except Exception`` catches the new type as well as the old."""
     names = [n.strip() for n in exception.split(",") if n.strip()]
-    return [u.where for u in scan.uses if u.how == "catch" and any(re.search(rf"\b{re.escape(n)}\b", u.path) for n in names)]
+    return [
+        u.where for u in scan.uses if u.how == "catch" and any(re.search(rf"\b{re.escape(n)}\b", u.path) for n in names)
+    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,10 +126,18 @@ def _value(name: str, want: str, arg: Arg, lead: str) -> tuple[str, str]:
         if arg.kind == "call" and is_schedule(arg.value):
             return "affected", f"{lead}: a schedule ({arg.value}), the finding's {name}=a schedule"
         if arg.kind == "callable":
-            return "affected", f"{lead}: a function, which Optax calls as a schedule; the finding is about {name}=a schedule"
+            return (
+                "affected",
+                f"{lead}: a function, which Optax calls as a schedule; the finding is about {name}=a schedule",
+            )
         if arg.kind == "literal" or (arg.kind == "call" and arg.value.startswith("jax.numpy.")):
-            return "not-affected", f"{lead}: {'a constant' if arg.kind == 'literal' else 'an array'}, not a schedule; the finding is about {name}=a schedule"
-        return "cannot-tell", f"{lead}: whether it is a schedule is known at run time" + (f" ({arg.why})" if arg.why else "")
+            return (
+                "not-affected",
+                f"{lead}: {'a constant' if arg.kind == 'literal' else 'an array'}, not a schedule; the finding is about {name}=a schedule",
+            )
+        return "cannot-tell", f"{lead}: whether it is a schedule is known at run time" + (
+            f" ({arg.why})" if arg.why else ""
+        )
     ok, wanted = _literal(want)
     if arg.kind == "literal" and ok:
         _, value = _literal(arg.value)
@@ -135,11 +146,19 @@ def _value(name: str, want: str, arg: Arg, lead: str) -> tuple[str, str]:
         return "not-affected", f"{lead}; the finding is about {name}={want}"
     if arg.kind == "path" and not ok:  # a dtype named: jnp.bfloat16 against the word bfloat16
         same = arg.value.rpartition(".")[2] == want
-        return ("affected", f"{lead}, the finding's {name}={want}") if same else ("not-affected", f"{lead}; the finding is about {name}={want}")
+        return (
+            ("affected", f"{lead}, the finding's {name}={want}")
+            if same
+            else ("not-affected", f"{lead}; the finding is about {name}={want}")
+        )
     if arg.kind == "literal" and not ok:
         _, value = _literal(arg.value)
-        return ("affected", f"{lead}, the finding's {name}={want}") if str(value) == want else ("not-affected", f"{lead}; the finding is about {name}={want}")
-    if arg.kind == "call" and is_schedule(arg.value) or arg.kind == "callable":
+        return (
+            ("affected", f"{lead}, the finding's {name}={want}")
+            if str(value) == want
+            else ("not-affected", f"{lead}; the finding is about {name}={want}")
+        )
+    if (arg.kind == "call" and is_schedule(arg.value)) or arg.kind == "callable":
         return "cannot-tell", f"{lead}: a schedule; whether it takes the value {want} is known at run time"
     return "cannot-tell", f"{lead}: {arg.why or 'known at run time'}"
 
@@ -150,7 +169,10 @@ def _keyword(site: _Site, name: str, want: str, passed: dict[str, tuple[Arg, str
     got = passed.get(name)
     if got is None:
         if use.positional is None or use.star_kwargs:
-            return "cannot-tell", f"passes {'*args' if use.positional is None else '**kwargs'}: whether {name} is among them is known at run time"
+            return (
+                "cannot-tell",
+                f"passes {'*args' if use.positional is None else '**kwargs'}: whether {name} is among them is known at run time",
+            )
         if use.partial:
             return "cannot-tell", f"a functools.partial that does not fix {name}: the call of the partial may pass it"
         if want == POSITIONALLY:
@@ -159,7 +181,11 @@ def _keyword(site: _Site, name: str, want: str, passed: dict[str, tuple[Arg, str
         if default is None:
             return "cannot-tell", f"does not pass {name}, whose default the gate cannot read statically"
         ok, value = _literal(default)
-        arg = Arg(default, "literal", repr(value)) if ok else Arg(default, "unknown", why=f"its default `{default}` is known at run time")
+        arg = (
+            Arg(default, "literal", repr(value))
+            if ok
+            else Arg(default, "unknown", why=f"its default `{default}` is known at run time")
+        )
         return _value(name, want, arg, f"does not pass {name} (default {default})")
     arg, form = got
     if want == POSITIONALLY:
@@ -179,7 +205,9 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
     configuration, from the call's literal form (:func:`_keyword`); the
     dtype arguments; else what only the run can tell."""
     use, direct, note, handed = site.use, site.direct, site.note, site.handed
-    if config.get("raises") and config.get("negative"):  # a misuse's error: the signature's own changes are another cause
+    if config.get("raises") and config.get(
+        "negative"
+    ):  # a misuse's error: the signature's own changes are another cause
         also = f"; this line breaks for another cause (API surface: {note})" if note.startswith("breaks") else ""
         if not caught:
             return (
@@ -190,26 +218,42 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
                 ),
                 "",
             )
-        return "cannot-tell", f"your code catches {config['raises']} at {', '.join(caught[:3])}{also}: cannot tell without --run", ""
+        return (
+            "cannot-tell",
+            f"your code catches {config['raises']} at {', '.join(caught[:3])}{also}: cannot tell without --run",
+            "",
+        )
     if note.startswith("breaks"):
         if config.get("signature"):  # the finding is the signature's change: the break is its cause
             return "affected", f"API surface: {note}", "signature"
         # another finding on the same API: the line breaks first for the signature's cause (said there)
         return (
             "cannot-tell",
-            (f"this line breaks first for another cause (API surface: {note}); whether this change reaches it once that is fixed: cannot tell without --run"),
+            (
+                f"this line breaks first for another cause (API surface: {note}); whether this change reaches it once that is fixed: cannot tell without --run"
+            ),
             "",
         )
     if config.get("signature") and direct and site.binding == "unaffected":
-        return "not-affected", f"API surface: {note}: the change to its signature binds this call as before", "signature"
+        return (
+            "not-affected",
+            f"API surface: {note}: the change to its signature binds this call as before",
+            "signature",
+        )
     if config.get("signature") and direct and site.binding == "cannot-tell":
         return "cannot-tell", "passes *args/**kwargs: which parameters they land on is known at run time", "*args"
     keywords = config.get("keywords") or {}
     if keywords:
         if not direct:
             if not all(name in (handed or {}) for name in keywords):
-                return "cannot-tell", f"the finding is about {_kw(keywords)} of a part it is built from: cannot tell without --run", ""
-            keywords = {(handed or {})[name]: want for name, want in keywords.items()}  # the part gets the constructor's argument as given
+                return (
+                    "cannot-tell",
+                    f"the finding is about {_kw(keywords)} of a part it is built from: cannot tell without --run",
+                    "",
+                )
+            keywords = {
+                (handed or {})[name]: want for name, want in keywords.items()
+            }  # the part gets the constructor's argument as given
         passed = _passed(site)
         said = [(name, *_keyword(site, name, want, passed)) for name, want in keywords.items()]
         for name, verdict, why in said:  # every keyword must be met: one ruled out decides
@@ -221,13 +265,21 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
             return "cannot-tell", f"{unsure[0][1]}{also}: cannot tell without --run", unsure[0][0]
         met = "; ".join(why for _, _, why in said)
         if config.get("condition"):  # the arguments meet it; what else it needs is the run's
-            return "cannot-tell", f"{met}; it also needs {config['condition']}, known at run time: cannot tell without --run", ""
+            return (
+                "cannot-tell",
+                f"{met}; it also needs {config['condition']}, known at run time: cannot tell without --run",
+                "",
+            )
         return "affected", met, ", ".join(name for name, _, _ in said)
     given = dict(use.arguments)
     dtype_args = {k: v for k, v in given.items() if k.endswith("dtype")}
     leaves = config.get("leaves") or []
     if leaves and dtype_args and direct:
-        fixed = [k for k in dtype_args if any(k.removesuffix("_dtype") and k.removesuffix("_dtype") in leaf for leaf in leaves)]
+        fixed = [
+            k
+            for k in dtype_args
+            if any(k.removesuffix("_dtype") and k.removesuffix("_dtype") in leaf for leaf in leaves)
+        ]
         if fixed and len(fixed) == len(dtype_args):
             return (
                 "not-affected",
@@ -235,7 +287,11 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
                 ", ".join(fixed),
             )
     if config.get("condition"):
-        return "cannot-tell", f"the finding needs {config['condition']}, known at run time: cannot tell without --run", ""
+        return (
+            "cannot-tell",
+            f"the finding needs {config['condition']}, known at run time: cannot tell without --run",
+            "",
+        )
     if config.get("dtypes"):
         words = "/".join(config["dtypes"])
         why = f"the finding is about {words} " + ("state" if leaves else "inputs")
@@ -246,13 +302,29 @@ def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
         return "affected", "calls an API the baseline does not have (new in the candidate)", ""
     cases = f" (its contracts ran it with `{'`, `'.join(config['cases'][:3])}`)" if config.get("cases") else ""
     if note:
-        return "cannot-tell", f"API surface: {note}; the finding's inputs{cases} are known at run time: cannot tell without --run", ""
+        return (
+            "cannot-tell",
+            f"API surface: {note}; the finding's inputs{cases} are known at run time: cannot tell without --run",
+            "",
+        )
     if cases:
-        return "cannot-tell", f"whether your run meets the finding's inputs{cases} is known at run time: cannot tell without --run", ""
-    return "cannot-tell", ("the finding's contracts do not say which inputs or configuration it needs: only your run can tell (cannot tell without --run)"), ""
+        return (
+            "cannot-tell",
+            f"whether your run meets the finding's inputs{cases} is known at run time: cannot tell without --run",
+            "",
+        )
+    return (
+        "cannot-tell",
+        (
+            "the finding's contracts do not say which inputs or configuration it needs: only your run can tell (cannot tell without --run)"
+        ),
+        "",
+    )
 
 
-def _handed(path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str], keywords: dict[str, str]) -> dict[str, str]:
+def _handed(
+    path: str, via: list[str], passes: dict[str, dict[str, set[str]]], targets: dict[str, str], keywords: dict[str, str]
+) -> dict[str, str]:
     """The finding's keyword -> the argument of the constructor at ``path``
     that reaches one of the parts ``via`` unchanged under that name."""
     arguments = passes.get(path) or passes.get(call_sites.definition(path, targets)) or {}
@@ -352,7 +424,11 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 calls = (
                     "calls this API"
                     if direct and use.how == "call"
-                    else (f"calls {use.path}, built from {', '.join(via[:3])}" if via else f"{'imports' if use.how == 'import' else 'uses'} this API")
+                    else (
+                        f"calls {use.path}, built from {', '.join(via[:3])}"
+                        if via
+                        else f"{'imports' if use.how == 'import' else 'uses'} this API"
+                    )
                 )
                 caught = catches(scan, config["raises"]) if config.get("raises") else []
                 if use.how != "call" and config.get("raises") and config.get("negative"):  # passed on, called elsewhere
@@ -366,7 +442,12 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                             calls,
                         )
                         if use.guarded
-                        else ("affected", f"imports it: {config['gone']} is gone from the candidate → ModuleNotFoundError", "import", calls)
+                        else (
+                            "affected",
+                            f"imports it: {config['gone']} is gone from the candidate → ModuleNotFoundError",
+                            "import",
+                            calls,
+                        )
                     )
                 elif use.how != "call":
                     judged.append(("cannot-tell", "not a call: cannot tell without --run", "", calls))
@@ -385,7 +466,12 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 calls = f"builds {use.path}" if use.how == "call" else calls
             old = out.get(use.where)
             if old is None or VERDICTS.index(verdict) < VERDICTS.index(old["verdict"]):  # one line, its most severe use
-                out[use.where] = {"verdict": verdict, "why": why, "calls": calls, **({"decided_by": decided} if decided else {})}
+                out[use.where] = {
+                    "verdict": verdict,
+                    "why": why,
+                    "calls": calls,
+                    **({"decided_by": decided} if decided else {}),
+                }
         f["your_code_attribution"] = out
         f["your_code"] = list(dict.fromkeys([*f["your_code"], *out]))
         if condition and any(a["verdict"] == "cannot-tell" for a in out.values()):
@@ -413,7 +499,11 @@ def _now(finding: dict[str, Any]) -> str:
     cause = str(parts[0].get("cause") or "")
     m = _RAISES.match(cause) or (re.search(r"now raises (\w+)", cause))
     if m:
-        before = " (the baseline did not raise)" if "known upstream defect" not in str(finding.get("cause")) else (" where the baseline had a known defect")
+        before = (
+            " (the baseline did not raise)"
+            if "known upstream defect" not in str(finding.get("cause"))
+            else (" where the baseline had a known defect")
+        )
         return f"the optimizer now raises {m.group(1)}{before}"
     return cause[:160]
 
@@ -442,9 +532,16 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
     attribute(report, scan, Known(reached, targets, signatures, passes))
-    section = {"composition": {"constructors": len(reached), "errors": errors}, "lines": summary(report.get("findings") or [])}
+    section = {
+        "composition": {"constructors": len(reached), "errors": errors},
+        "lines": summary(report.get("findings") or []),
+    }
     notes = (
-        ["--usage: what the constructors are built from could not be probed (" + "; ".join(errors) + "): lines reached only through composition are not named"]
+        [
+            "--usage: what the constructors are built from could not be probed ("
+            + "; ".join(errors)
+            + "): lines reached only through composition are not named"
+        ]
         if errors
         else []
     )

@@ -16,11 +16,20 @@ import dataclasses
 from typing import Any
 
 from optax_gate.gate.surface import public_api
-from optax_gate.gate.surface.public_api import KEYWORD_ONLY, POSITIONAL, POSITIONAL_ONLY, VAR_KEYWORD, VAR_POSITIONAL, Param
+from optax_gate.gate.surface.public_api import (
+    KEYWORD_ONLY,
+    POSITIONAL,
+    POSITIONAL_ONLY,
+    VAR_KEYWORD,
+    VAR_POSITIONAL,
+    Param,
+)
 from optax_gate.gate.team_code.usage import Use
 
 
-def bind(params: tuple[Param, ...], positional: int, keywords: tuple[str, ...], partial: bool = False) -> tuple[list[str], str]:
+def bind(
+    params: tuple[Param, ...], positional: int, keywords: tuple[str, ...], partial: bool = False
+) -> tuple[list[str], str]:
     """Bind a call (``positional`` arguments, then ``keywords``) to
     ``params`` like Python does. Returns the parameter name each positional
     argument lands on and the ``TypeError`` it raises ("" when it binds);
@@ -72,7 +81,9 @@ def _site(row: dict[str, Any], where: str, sentence: str, verdict: str, note: st
         row["breaks"] = True
 
 
-def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, public_api.Entry], new: dict[str, public_api.Entry]) -> None:
+def match(
+    uses: list[Use], rows: list[dict[str, Any]], old: dict[str, public_api.Entry], new: dict[str, public_api.Entry]
+) -> None:
     """Attach to each surface row the team's sites it touches: ``row["uses"]``
     (one sentence per site), ``row["sites"]`` (per site ``{"where",
     "verdict", "note"}``: the verdict of binding the use to both signatures,
@@ -97,7 +108,9 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, public_api
         for r in by_path[path]:
             change = r["change"]
             if change == "deprecated":
-                _site(r, u.where, f"{verb} {u.path}; deprecated in the candidate ({r['new']})", "affected", "deprecated")
+                _site(
+                    r, u.where, f"{verb} {u.path}; deprecated in the candidate ({r['new']})", "affected", "deprecated"
+                )
             elif change in ("removed", "moved") and u.guarded:
                 _site(
                     r,
@@ -109,7 +122,13 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, public_api
             elif change in ("removed", "moved"):
                 err = "ImportError" if u.how == "import" else "AttributeError"
                 where_now = f" (now {r['new']})" if change == "moved" else ""
-                _site(r, u.where, f"{verb} {u.path}; {change} in the candidate{where_now} → {err}", "breaks", f"breaks: {change} → {err}")
+                _site(
+                    r,
+                    u.where,
+                    f"{verb} {u.path}; {change} in the candidate{where_now} → {err}",
+                    "breaks",
+                    f"breaks: {change} → {err}",
+                )
             elif (
                 u.how == "call"
                 and u.path == path
@@ -123,13 +142,21 @@ def match(uses: list[Use], rows: list[dict[str, Any]], old: dict[str, public_api
                     u = dataclasses.replace(u, positional=u.positional - 1)
                 _judge_call(u, r, old_params, new_params)
             elif change != "added":
-                _site(r, u.where, f"{verb} {u.path} ({change}: {r['old']} → {r['new']})", "affected", f"{verb} it: {change}")
+                _site(
+                    r,
+                    u.where,
+                    f"{verb} {u.path} ({change}: {r['old']} → {r['new']})",
+                    "affected",
+                    f"{verb} it: {change}",
+                )
 
 
 def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[Param, ...]) -> None:
     change, param = row["change"], row["param"]
     n = u.positional
-    how = f"with {n} positional argument{'' if n == 1 else 's'}" + (f" and keywords {', '.join(u.keywords)}" if u.keywords else "")
+    how = f"with {n} positional argument{'' if n == 1 else 's'}" + (
+        f" and keywords {', '.join(u.keywords)}" if u.keywords else ""
+    )
     if u.positional is None or u.star_kwargs:
         _site(
             row,
@@ -143,7 +170,9 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
         return
     old_landed, old_err = bind(old, u.positional, u.keywords, u.partial)
     new_landed, new_err = bind(new, u.positional, u.keywords, u.partial)
-    own = change not in ("parameter-reordered", "new-required-parameter", "default-changed", "default-removed") and param
+    own = (
+        change not in ("parameter-reordered", "new-required-parameter", "default-changed", "default-removed") and param
+    )
     if own and param not in old_landed and param not in u.keywords:  # a failure, if any, belongs to another row
         if change == "parameter-added":
             # the call gets the new parameter's default: whether that keeps the old behaviour, the signature cannot say
@@ -156,21 +185,59 @@ def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[
                 f"does not pass {param}: gets its new default {row['new']}",
             )
         else:
-            _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
+            _site(
+                row,
+                u.where,
+                f"calls {u.path} {how}; does not pass {param}, unaffected",
+                "unaffected",
+                f"does not pass {param}",
+            )
     elif new_err and not old_err:
-        _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → TypeError ({new_err})", "breaks", f"breaks: {_because(row)}")
+        _site(
+            row,
+            u.where,
+            f"calls {u.path} {how}; {_because(row)} → TypeError ({new_err})",
+            "breaks",
+            f"breaks: {_because(row)}",
+        )
     elif not new_err and not old_err and old_landed != new_landed:
-        moved = "; ".join(f"argument {i + 1} binds to {b} instead of {a}" for i, (a, b) in enumerate(zip(old_landed, new_landed)) if a != b)
-        _site(row, u.where, f"calls {u.path} {how}; {_because(row)} → {moved} (silently)", "breaks", f"breaks: {moved} (silently)")
+        moved = "; ".join(
+            f"argument {i + 1} binds to {b} instead of {a}"
+            for i, (a, b) in enumerate(zip(old_landed, new_landed, strict=False))
+            if a != b
+        )
+        _site(
+            row,
+            u.where,
+            f"calls {u.path} {how}; {_because(row)} → {moved} (silently)",
+            "breaks",
+            f"breaks: {moved} (silently)",
+        )
     elif change in ("default-changed", "default-removed") and param not in u.keywords and param not in new_landed:
         _site(
-            row, u.where, f"calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}", "affected", f"relies on the default of {param}"
+            row,
+            u.where,
+            f"calls {u.path} without {param}; relies on its default: {row['old']} → {row['new']}",
+            "affected",
+            f"relies on the default of {param}",
         )
     elif param and (param in u.keywords or param in new_landed):
         passed = "by keyword" if param in u.keywords else "positionally"
-        _site(row, u.where, f"calls {u.path} {how}; passes {param} {passed}, unaffected", "unaffected", f"passes {param} {passed}")
+        _site(
+            row,
+            u.where,
+            f"calls {u.path} {how}; passes {param} {passed}, unaffected",
+            "unaffected",
+            f"passes {param} {passed}",
+        )
     elif param:
-        _site(row, u.where, f"calls {u.path} {how}; does not pass {param}, unaffected", "unaffected", f"does not pass {param}")
+        _site(
+            row,
+            u.where,
+            f"calls {u.path} {how}; does not pass {param}, unaffected",
+            "unaffected",
+            f"does not pass {param}",
+        )
     else:
         _site(row, u.where, f"calls {u.path} {how}; unaffected", "unaffected", "unaffected")
 

@@ -83,7 +83,8 @@ RECIPE_CONDITIONS: dict[str, str] = {
     "recipe:none-gradients": "a gradient leaf that is None where the params hold an array",
     "recipe:zero-gradients-low-precision": "all-zero gradients in a low-precision dtype",
     **dict.fromkeys(
-        ("recipe:scan-carry", "recipe:scan-carry(multisteps)", "recipe:scan-carry(mu-bfloat16)"), "the optimizer state carried through jax.lax.scan"
+        ("recipe:scan-carry", "recipe:scan-carry(multisteps)", "recipe:scan-carry(mu-bfloat16)"),
+        "the optimizer state carried through jax.lax.scan",
     ),
 }
 
@@ -126,7 +127,9 @@ def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], boo
     return hit
 
 
-def _site_ranks(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None) -> dict[str, list[tuple[int, str]]]:
+def _site_ranks(
+    report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None
+) -> dict[str, list[tuple[int, str]]]:
     """``file:line`` -> (rank in ``binding.SITE_VERDICTS``, note) of each site the API surface rows of ``apis`` judge."""
     hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
@@ -137,7 +140,9 @@ def _site_ranks(report: Mapping[str, Any], apis: Iterable[str], targets: dict[st
     return found
 
 
-def binding_notes(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+def binding_notes(
+    report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None
+) -> dict[str, str]:
     """``file:line`` -> what the API surface diff says of that use of ``apis``
     (``row["sites"]`` of the surface rows of those APIs, ``binding.match``):
     the notes of its most severe verdict (``binding.SITE_VERDICTS``), joined by
@@ -150,11 +155,16 @@ def binding_notes(report: Mapping[str, Any], apis: Iterable[str], targets: dict[
     return out
 
 
-def binding_verdicts(report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None) -> dict[str, str]:
+def binding_verdicts(
+    report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None = None
+) -> dict[str, str]:
     """``file:line`` -> the most severe verdict (``binding.SITE_VERDICTS``) of
     the API surface rows of ``apis`` on that use: ``unaffected`` where every
     change of the signature binds the call as before."""
-    return {where: binding.SITE_VERDICTS[min(rank for rank, _ in notes)] for where, notes in _site_ranks(report, apis, targets).items()}
+    return {
+        where: binding.SITE_VERDICTS[min(rank for rank, _ in notes)]
+        for where, notes in _site_ranks(report, apis, targets).items()
+    }
 
 
 def sites(scan: usage.Scan, apis: Iterable[str], targets: dict[str, str] | None = None) -> list[str]:
@@ -204,6 +214,9 @@ def annotated(report: Mapping[str, Any], scan: usage.Scan, targets: dict[str, st
     if isinstance(warnings, dict) and warnings.get("rows"):
         out["warnings"] = {
             **warnings,
-            "rows": [{**row, "your_code": sites(scan, list(row["apis"]), targets)} if row.get("apis") else row for row in warnings["rows"]],
+            "rows": [
+                {**row, "your_code": sites(scan, list(row["apis"]), targets)} if row.get("apis") else row
+                for row in warnings["rows"]
+            ],
         }
     return out

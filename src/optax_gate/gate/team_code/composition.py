@@ -32,7 +32,9 @@ def probe(python: Path, timeout: float = TIMEOUT) -> dict[str, Any]:
     if not Path(python).exists():
         return {"error": f"no interpreter at {python}"}
     try:
-        proc = subprocess.run([str(python), "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [str(python), "-m", "optax_gate.kit.surface.composition"], capture_output=True, text=True, timeout=timeout
+        )
         answer: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
         return answer
     except subprocess.TimeoutExpired:

@@ -9,7 +9,6 @@ from optax_gate.gate.judge.causes import missing_name
 from optax_gate.gate.judge.findings import EDGE_KEY, row_cause, test_name
 from optax_gate.gate.team_code import call_sites
 
-
 DTYPES = ("bfloat16", "float16", "float32", "float64", "complex64", "complex128")
 
 
@@ -48,7 +47,9 @@ def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     keywords[name] = rest.partition("/")[0]
                     inputs = rest.split("/")[1] if rest.count("/") else ""
                     built = any(
-                        str(getattr(leaf, side, "")).startswith("build ") for leaf in evidence or () for side in ("old", "new")
+                        str(getattr(leaf, side, "")).startswith("build ")
+                        for leaf in evidence or ()
+                        for side in ("old", "new")
                     )  # building with it raised: whatever the inputs
                     if inputs in _NONFINITE_INPUTS and not built:
                         out["condition"] = _NONFINITE_INPUTS[inputs]
@@ -115,6 +116,8 @@ def _misuse_corner(leaves: Any) -> str:
         m = re.match(r"raises (\w+)", old)
         if m:
             types.append(m[1])
-        elif not str(getattr(leaf, "path", "")).endswith("/error"):  # the error's own message: its type is on the other keys
+        elif not str(getattr(leaf, "path", "")).endswith(
+            "/error"
+        ):  # the error's own message: its type is on the other keys
             return ""
     return types[0] if types and len(set(types)) == 1 else ""

@@ -179,7 +179,11 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     own = {r.get("id") for r in report.get("contracts") or [] if isinstance(r, dict) and r.get("team")}
     unscanned = {n["path"]: n["reason"] for n in (report.get("usage") or {}).get("not_scanned") or []}
     unsure = tuple(_unsure_beyond(report, by, unscanned))
-    undecided_ = [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])] if fail_on == "broken" else []
+    undecided_ = (
+        [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])]
+        if fail_on == "broken"
+        else []
+    )
     if report.get("verdict") != "fail" or not (left_out or undecided_):
         return Scoped(found, section, reasons_now if "reasons" in report else None, unsure=unsure)
     # "where your code goes (run)" never names a finding "which your run does not reach": those are counted apart
@@ -187,10 +191,17 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     sure = [f for f in counted if f not in undecided_ and f not in unreached]
     others = [r for r in reasons_now if not _CONTRACTS_BROKEN.match(r)]
     head = []
-    for group, words in ((sure, f"where your code goes ({by})"), (unreached, "at lines of your code that your run does not reach")):
+    for group, words in (
+        (sure, f"where your code goes ({by})"),
+        (unreached, "at lines of your code that your run does not reach"),
+    ):
         if group:
-            head.append(f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by, unscanned)}")
-    falls_to = ("not-verified" if undecided_ else "pass") if not head and not others else None  # nothing else fails the gate
+            head.append(
+                f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by, unscanned)}"
+            )
+    falls_to = (
+        ("not-verified" if undecided_ else "pass") if not head and not others else None
+    )  # nothing else fails the gate
     if undecided_:
         head.append(
             f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
@@ -201,13 +212,19 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     if left_out:
         notes = (
             f"{left_out} broken contract(s) "
-            + ("your run does not diverge for (it may call their APIs and compute the same)" if by == "run" else f"where your code does not go ({by})")
+            + (
+                "your run does not diverge for (it may call their APIs and compute the same)"
+                if by == "run"
+                else f"where your code does not go ({by})"
+            )
             + f": listed under '{ELSEWHERE_HEADING}', they do not set the verdict (--fail-on all: they do)",
         )
     return Scoped(found, section, head + others, falls_to, notes, unsure)
 
 
-def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False) -> list[str]:
+def undecided(
+    finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False
+) -> list[str]:
     """Why ``--usage`` alone cannot tell whether the team's code meets this
     finding, one phrase per reason; ``[]`` when it can (a line of the
     team's is ``affected``), when nothing ties it to the team's code, or
@@ -235,7 +252,9 @@ def undecided(finding: dict[str, Any], by: str | None, not_scanned: dict[str, st
         return []  # joined to an API surface or dependency break of a line of yours (with --usage, broken means that)
     out = []
     lines = [
-        w for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed]) if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"
+        w
+        for w in dict.fromkeys([*(finding.get("your_code") or []), *attributed])
+        if (attributed.get(w) or {}).get("verdict", "cannot-tell") == "cannot-tell"
     ]
     if lines:
         out.append("your lines: cannot tell without --run")
@@ -325,10 +344,14 @@ def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
     ]
     if not holding:
         return None
-    return lambda reason: f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})" if (m := _BEYOND.match(reason)) else reason
+    return lambda reason: (
+        f"{m[1]} (in {', '.join(f'F{n}' for n in holding)})" if (m := _BEYOND.match(reason)) else reason
+    )
 
 
-def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None) -> str:
+def _where_counted(
+    counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None
+) -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
     (1 of its 2 contracts broke, 1 fixed)`` (a joined finding whose change is not ``broken``
@@ -339,9 +362,13 @@ def _where_counted(counted: list[dict[str, Any]], by: str | None = "usage", unsc
     parts = []
     for f in counted:
         total = len(f.get("contracts") or [])
-        others = ", ".join(f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n)
+        others = ", ".join(
+            f"{n} {kind}" for kind, n in sorted((f.get("changes") or {}).items()) if kind != "broken" and n
+        )
         said = (
-            [f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")] if f.get("change") != "broken" else []
+            [f"{broken_rows(f)} of its {total} contracts broke" + (f", {others}" if others else "")]
+            if f.get("change") != "broken"
+            else []
         )  # in words, not "headed changed: …"
         said += undecided(f, by, unscanned, brief=True)  # "cannot tell" (the one rule): say why
         if by == "run" and f.get("breaks_unreached"):  # the team's line that breaks, which the run does not reach
@@ -366,13 +393,18 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
         sites = f.get("your_code") or []
         attributed = f.get("your_code_attribution") or {}
         if unread:
-            return "yours", "a file under --usage could not be read: it may use any API" + (f" ({unread})" if isinstance(unread, str) else "")
+            return "yours", "a file under --usage could not be read: it may use any API" + (
+                f" ({unread})" if isinstance(unread, str) else ""
+            )
         if f.get("your_code_not_scanned"):
             return "yours", "a file not scanned may use its APIs"
         apis = f.get("apis") or [f.get("api", "")]
         named = [a for a in apis if not str(a).startswith(RECIPE_PREFIX)]
         if not sites and named and len(named) < len(apis):  # a recipe joined to the API(s) it goes through: they decide
-            return "elsewhere", f"your code does not use its APIs ({', '.join(named[:3])}; the recipe's contracts go through them)"
+            return (
+                "elsewhere",
+                f"your code does not use its APIs ({', '.join(named[:3])}; the recipe's contracts go through them)",
+            )
         recipes = [str(a) for a in apis if str(a).startswith(RECIPE_PREFIX)]
         if not sites and any(r not in call_sites.RECIPE_APIS for r in recipes):  # fail closed: no API known to look for
             return "yours", (
@@ -380,7 +412,10 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
             )
         if not sites and recipes:
             built = list(dict.fromkeys(a for r in recipes for a in call_sites.RECIPE_APIS[r]))
-            return "elsewhere", f"your code uses none of the APIs its training recipe is built from ({', '.join(built)})"
+            return (
+                "elsewhere",
+                f"your code uses none of the APIs its training recipe is built from ({', '.join(built)})",
+            )
         if not sites:
             return "elsewhere", "your code does not use its APIs"
         if attributed and all((attributed.get(w) or {}).get("verdict") == "not-affected" for w in sites):
@@ -390,7 +425,13 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
     return decide
 
 
-def apply_options(report: Mapping[str, Any], options: ScopeOptions, packages: tuple[str, ...], by: str | None = None, usage: bool = True) -> Scoped | None:
+def apply_options(
+    report: Mapping[str, Any],
+    options: ScopeOptions,
+    packages: tuple[str, ...],
+    by: str | None = None,
+    usage: bool = True,
+) -> Scoped | None:
     """:func:`scoped` with the gate's scope options: ``--usage``
     (``options.usage_scan``) attributes each finding's call sites
     (``optax_gate.gate.team_code.attribution``, against the API surface of

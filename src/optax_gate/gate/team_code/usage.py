@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.team_code.arguments import Arg, Scopes
@@ -90,9 +91,19 @@ class _Scanner:
                     if id(node) in guarded and a.asname:
                         self.guarded.add(a.asname)
                     self.uses.append(Use(f"{label}{node.lineno}", a.name, "import", guarded=id(node) in guarded))
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] not in TRACKED:
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and node.module
+                and node.module.split(".")[0] not in TRACKED
+            ):
                 self.uses.append(Use(f"{label}{node.lineno}", node.module, "import"))
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] in TRACKED:
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and node.module
+                and node.module.split(".")[0] in TRACKED
+            ):
                 for a in node.names:
                     if a.name == "*":
                         continue
@@ -117,7 +128,9 @@ class _Scanner:
         exception type a finding changes?)."""
         for node in ast.walk(tree):
             if isinstance(node, ast.ExceptHandler):
-                self.uses.append(Use(f"{label}{node.lineno}", ast.unparse(node.type) if node.type else "BaseException", "catch"))
+                self.uses.append(
+                    Use(f"{label}{node.lineno}", ast.unparse(node.type) if node.type else "BaseException", "catch")
+                )
             elif (
                 isinstance(node, ast.Call)
                 and node.args
@@ -136,7 +149,12 @@ class _Scanner:
             return None
         bound, _ = self.scopes.binding(func)
         node = bound.node if bound is not None else None
-        if isinstance(node, ast.Call) and self._is_partial(node.func) and node.args and not isinstance(node.args[0], ast.Starred):
+        if (
+            isinstance(node, ast.Call)
+            and self._is_partial(node.func)
+            and node.args
+            and not isinstance(node.args[0], ast.Starred)
+        ):
             return node
         return None
 
@@ -145,15 +163,22 @@ class _Scanner:
         call (each is then a call of the API itself, named at its own line, with the partial's arguments and
         its own): the assignment's line is no use of its own."""
         parent = parents.get(id(node))
-        if self.scopes is None or not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+        if self.scopes is None or not (
+            isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)
+        ):
             return False
         bound, _ = self.scopes.binding(parent.targets[0])
         reads = self.scopes.loads(node)
         return (
-            bound is not None and bound.node is node and bool(reads) and all(isinstance(call := parents.get(id(r)), ast.Call) and call.func is r for r in reads)
+            bound is not None
+            and bound.node is node
+            and bool(reads)
+            and all(isinstance(call := parents.get(id(r)), ast.Call) and call.func is r for r in reads)
         )
 
-    def _call(self, node: ast.Call, label: str, path: str, args: list[ast.expr], keywords: list[ast.keyword] | None = None) -> Use:
+    def _call(
+        self, node: ast.Call, label: str, path: str, args: list[ast.expr], keywords: list[ast.keyword] | None = None
+    ) -> Use:
         """A call of ``path`` at ``node`` with the positional arguments ``args`` (a partial's: after the
         function) and ``keywords`` (default: the node's)."""
         keywords = node.keywords if keywords is None else keywords
@@ -173,10 +198,16 @@ class _Scanner:
         start = len(self.uses)
         self._expressions(tree, label)
         if self.guarded:  # a use through a name imported under try/except ImportError: the fallback guards it too
-            self.uses[start:] = [dataclasses.replace(u, guarded=True) if u.how != "import" and self._guarded_use(u) else u for u in self.uses[start:]]
+            self.uses[start:] = [
+                dataclasses.replace(u, guarded=True) if u.how != "import" and self._guarded_use(u) else u
+                for u in self.uses[start:]
+            ]
 
     def _guarded_use(self, use: Use) -> bool:
-        return any(self.aliases.get(name) and (use.path == self.aliases[name] or use.path.startswith(self.aliases[name] + ".")) for name in self.guarded)
+        return any(
+            self.aliases.get(name) and (use.path == self.aliases[name] or use.path.startswith(self.aliases[name] + "."))
+            for name in self.guarded
+        )
 
     def _expressions(self, tree: ast.AST, label: str) -> None:
         covered: set[int] = set()
@@ -184,7 +215,12 @@ class _Scanner:
         parents = {id(c): p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         nodes = sorted(
             (n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Attribute, ast.Name))),
-            key=lambda n: (n.lineno, n.col_offset, -(getattr(n, "end_lineno", 0) or 0), -getattr(n, "end_col_offset", 0)),
+            key=lambda n: (
+                n.lineno,
+                n.col_offset,
+                -(getattr(n, "end_lineno", 0) or 0),
+                -getattr(n, "end_col_offset", 0),
+            ),
         )
         for node in nodes:
             if isinstance(node, ast.Call) and self._is_partial(node.func) and node.args:
@@ -192,7 +228,9 @@ class _Scanner:
                 if inner is not None and not isinstance(node.args[0], ast.Starred):
                     covered.add(id(node.args[0]))
                     if not self._aliases_only_called(node, parents):
-                        self.uses.append(dataclasses.replace(self._call(node, label, inner, node.args[1:]), partial=True))
+                        self.uses.append(
+                            dataclasses.replace(self._call(node, label, inner, node.args[1:]), partial=True)
+                        )
                 continue
             partial = self._partial_of(node.func) if isinstance(node, ast.Call) else None
             # a partial is found only for a call of a name: the isinstance checks only tell the type checker
@@ -201,8 +239,14 @@ class _Scanner:
                 inner = self._dotted(partial.args[0]) or (self.scopes.path(partial.args[0]) if self.scopes else None)
                 if inner is not None:
                     covered.add(id(node.func))
-                    use = self._call(node, label, inner, [*partial.args[1:], *node.args], [*partial.keywords, *node.keywords])
-                    self.uses.append(dataclasses.replace(use, via=f"`{node.func.id}` is functools.partial({ast.unparse(partial.args[0])}, ...)"))
+                    use = self._call(
+                        node, label, inner, [*partial.args[1:], *node.args], [*partial.keywords, *node.keywords]
+                    )
+                    self.uses.append(
+                        dataclasses.replace(
+                            use, via=f"`{node.func.id}` is functools.partial({ast.unparse(partial.args[0])}, ...)"
+                        )
+                    )
                     continue
             if isinstance(node, ast.Call):
                 path = self._dotted(node.func)
@@ -240,7 +284,11 @@ def _guarded_imports(tree: ast.AST) -> set[int]:
             continue
         catches = any(
             h.type is None
-            or any(isinstance(n, (ast.Name, ast.Attribute)) and (n.id if isinstance(n, ast.Name) else n.attr) in _IMPORT_ERRORS for n in ast.walk(h.type))
+            or any(
+                isinstance(n, (ast.Name, ast.Attribute))
+                and (n.id if isinstance(n, ast.Name) else n.attr) in _IMPORT_ERRORS
+                for n in ast.walk(h.type)
+            )
             for h in node.handlers
         )
         if catches:
@@ -257,13 +305,17 @@ def _annotation_nodes(tree: ast.AST) -> set[int]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             roots.append(node.returns)
             a = node.args
-            roots += [x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None]
+            roots += [
+                x.annotation for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None
+            ]
         elif isinstance(node, ast.AnnAssign):
             roots.append(node.annotation)
     return {id(n) for root in roots if root is not None for n in ast.walk(root)}
 
 
-def _keyed(args: list[ast.expr], keywords: list[ast.keyword], read: Callable[[ast.expr], Any]) -> tuple[tuple[str, Any], ...]:
+def _keyed(
+    args: list[ast.expr], keywords: list[ast.keyword], read: Callable[[ast.expr], Any]
+) -> tuple[tuple[str, Any], ...]:
     """A call's arguments, each as ``read`` gives it: positional ones by index, up to the first ``*args``;
     keywords by name."""
     out = []

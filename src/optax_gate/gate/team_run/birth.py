@@ -60,7 +60,9 @@ def _same_values(be: list[dict[str, Any]], ce: list[dict[str, Any]], i: int) -> 
     return (jb + later, jc + later) if later is not None else (len(be), len(ce))
 
 
-def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+def birth(
+    baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple[str, str], dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Where each replayed function's difference is born (see
     ``optax_gate.recorder.replay``), for the functions replayed on both sides
     whose equations give other results. Each is ``{"function", "site",
@@ -90,32 +92,58 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple
         b, c = baseline[key], candidate[key]
         row: dict[str, Any] = {"function": key[0], "site": key[1]}
         if b.get("error") or c.get("error") or b.get("too_large") or c.get("too_large"):
-            row.update(kind="unknown", why=b.get("error") or c.get("error") or f"too large to replay ({b.get('too_large') or c.get('too_large')} equations)")
+            row.update(
+                kind="unknown",
+                why=b.get("error")
+                or c.get("error")
+                or f"too large to replay ({b.get('too_large') or c.get('too_large')} equations)",
+            )
             found.append(row)
             continue
         b_in, c_in = b.get("inputs") or [], c.get("inputs") or []
         if b_in != c_in:
-            differing = sum(x != y for x, y in zip(b_in, c_in)) + abs(len(b_in) - len(c_in))
+            differing = sum(x != y for x, y in zip(b_in, c_in, strict=False)) + abs(len(b_in) - len(c_in))
             if differing:
                 row.update(kind="before", inputs=f"{differing} of {max(len(b_in), len(c_in))}")
                 names = b.get("input_paths") or []
-                first = next((names[i] for i, (x, y) in enumerate(zip(b_in, c_in)) if x != y and i < len(names) and names[i]), "")
+                first = next(
+                    (
+                        names[i]
+                        for i, (x, y) in enumerate(zip(b_in, c_in, strict=False))
+                        if x != y and i < len(names) and names[i]
+                    ),
+                    "",
+                )
                 if first:  # the graph's state: which of its arrays differs first (a model's initialisation)
                     row["first_input"] = first
                 found.append(row)
                 continue
         be, ce = b.get("eqns") or [], c.get("eqns") or []
-        for i, (x, y) in enumerate(zip(be, ce)):
+        for i, (x, y) in enumerate(zip(be, ce, strict=False)):
             if _place(x) != _place(y) and (path := _same_values(be, ce, i)) is not None:
                 # another program for the same values (optax 0.2.8's global norm): not a cause; a value that differs
                 # after the two programs meet again is judged there, as any other
-                row.update(kind="path", index=i, primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"], team=x.get("team") or "")
-                row.update(at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", by=_owner(y["at"] or x["at"]))
+                row.update(
+                    kind="path",
+                    index=i,
+                    primitive=f"{x['p']} → {y['p']}" if x["p"] != y["p"] else x["p"],
+                    team=x.get("team") or "",
+                )
+                row.update(
+                    at=x["at"] if x["at"] == y["at"] else f"{x['at']} → {y['at']}", by=_owner(y["at"] or x["at"])
+                )
                 if path[0] < len(be):
                     x, y = be[path[0]], ce[path[1]]
                     found.append(row)
                     kind = "operation" if x["in"] == y["in"] else "program"
-                    row = {"function": key[0], "site": key[1], "kind": kind, "index": path[0], "primitive": x["p"], "at": x["at"]}
+                    row = {
+                        "function": key[0],
+                        "site": key[1],
+                        "kind": kind,
+                        "index": path[0],
+                        "primitive": x["p"],
+                        "at": x["at"],
+                    }
                     row.update(team=x.get("team") or "", by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
                 break
             if _place(x) != _place(y):
@@ -130,10 +158,23 @@ def birth(baseline: dict[tuple[str, str], dict[str, Any]], candidate: dict[tuple
                 break
             if x["out"] != y["out"]:
                 kind = "operation" if x["in"] == y["in"] else "program"
-                row.update(kind=kind, index=i, primitive=x["p"], at=x["at"], team=x.get("team") or "", by="JAX/XLA" if kind == "operation" else _owner(x["at"]))
-                pairs = list(zip(x["out"], y["out"], x.get("vals") or [], y.get("vals") or []))
-                moved = next(((u, v) for dx, dy, u, v in pairs if dx != dy and u and v), None)  # the output that differs
-                if moved and moved[0].get("dtype") == moved[1].get("dtype") and moved[0].get("shape") == moved[1].get("shape"):
+                row.update(
+                    kind=kind,
+                    index=i,
+                    primitive=x["p"],
+                    at=x["at"],
+                    team=x.get("team") or "",
+                    by="JAX/XLA" if kind == "operation" else _owner(x["at"]),
+                )
+                pairs = list(zip(x["out"], y["out"], x.get("vals") or [], y.get("vals") or [], strict=False))
+                moved = next(
+                    ((u, v) for dx, dy, u, v in pairs if dx != dy and u and v), None
+                )  # the output that differs
+                if (
+                    moved
+                    and moved[0].get("dtype") == moved[1].get("dtype")
+                    and moved[0].get("shape") == moved[1].get("shape")
+                ):
                     error = leaf_error(*moved)
                     row["error_ulps"] = None if math.isinf(error) else error
                     row["change"] = value_change(*moved)

@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.team_run import ensemble
-from optax_gate.gate.team_run.leaves import ELEMENTWISE, bit_error, decode, is_exact, leaf_error, said_ulps, short_leaf, value_change
-
+from optax_gate.gate.team_run.leaves import (
+    ELEMENTWISE,
+    bit_error,
+    decode,
+    is_exact,
+    leaf_error,
+    said_ulps,
+    short_leaf,
+    value_change,
+)
 
 #: APIs whose results the team keeps from step to step (its params, its optimizer): judged on their values even when
 #: their inputs already differ (an eager call; the result of the team's jitted function always is).
@@ -86,18 +94,24 @@ def read(folder: Path) -> list[dict[str, Any]]:
         files.append((header.get("start", 0.0), path.name, events))
     observations: list[dict[str, Any]] = []
     for process, (_, _, events) in enumerate(sorted(files)):
-        by_seq = {e["seq"]: e for e in events if "of" not in e and "replay" not in e and "isolated" not in e and "memory" not in e}
+        by_seq = {
+            e["seq"]: e
+            for e in events
+            if "of" not in e and "replay" not in e and "isolated" not in e and "memory" not in e
+        }
         block: list[dict[str, Any]] = []
         seen: Counter[tuple[int, int]] = Counter()
 
-        def flush() -> None:
+        def flush(block: list[dict[str, Any]] = block, seen: Counter[tuple[int, int]] = seen) -> None:
             block.sort(key=lambda o: o["order"])
             observations.extend(block)
             block.clear()
             seen.clear()
 
         for event in events:
-            if "replay" in event or "isolated" in event or "memory" in event:  # read by birth.read_replays, isolated.read, memory.read
+            if (
+                "replay" in event or "isolated" in event or "memory" in event
+            ):  # read by birth.read_replays, isolated.read, memory.read
                 continue
             if "of" in event:
                 traced = by_seq.get(event["of"])
@@ -157,7 +171,9 @@ def _merge(abstract: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list
 def describe(obs: dict[str, Any]) -> str:
     """``optax.adam(...).update`` for an observation's API and call; ``(through flax....apply_gradients)`` added when a
     library made the call for the team's line."""
-    said = {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(obs["call"], f"{obs['api']}(...).{obs['call']}")
+    said = {"call": f"{obs['api']}(...)", "()": f"{obs['api']}(...)(...)"}.get(
+        obs["call"], f"{obs['api']}(...).{obs['call']}"
+    )
     return f"{said} (through {obs['through']})" if obs.get("through") else said
 
 
@@ -182,11 +198,14 @@ def _leaves_differ(
     texts, worst, beyond, exact = [], 0.0, False, []
     occurrence, spreads = allowed.occurrence, allowed.spreads
     spread: list[Any] = spreads if spreads is not None and len(spreads) == len(base) else [None] * len(base)
-    over_error, over_said = -1.0, ""  # the leaf of the largest error among those beyond their budget, and its budget in words
+    over_error, over_said = (
+        -1.0,
+        "",
+    )  # the leaf of the largest error among those beyond their budget, and its budget in words
     if len(base) != len(cand):
         return [f"{what}: {len(base)} → {len(cand)} leaves"], 0.0, True, []
     worst_at = ""
-    for i, (b, c) in enumerate(zip(base, cand)):
+    for i, (b, c) in enumerate(zip(base, cand, strict=False)):
         name = f"{what}{(paths or [''] * len(base))[i] if paths and i < len(paths) else f'[{i}]'}"
         if "dtype" not in b or "dtype" not in c:
             if b != c:
@@ -196,7 +215,8 @@ def _leaves_differ(
         if b["dtype"] != c["dtype"]:
             moved = value_change(b, c) if b.get("n") and c.get("n") else ""
             texts.append(
-                f"{name}: dtype {b['dtype']} → {c['dtype']}" + (f"; value {moved}" if moved else "; values the same" if b.get("n") and c.get("n") else "")
+                f"{name}: dtype {b['dtype']} → {c['dtype']}"
+                + (f"; value {moved}" if moved else "; values the same" if b.get("n") and c.get("n") else "")
             )
             beyond = True
             continue
@@ -210,13 +230,20 @@ def _leaves_differ(
         noise = spread[i]
         if isinstance(noise, float):
             continue  # an integer or non-finite element that rounding alone moves in the ensemble
-        if error > 0 and (is_exact(b) or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(decode(b) or [], decode(c) or []))):
+        if error > 0 and (
+            is_exact(b)
+            or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(decode(b) or [], decode(c) or [], strict=False))
+        ):
             exact.append(f"{name}: {value_change(b, c) or 'differs'}")
             beyond = True
             if is_exact(b):
                 continue  # said as its values before and after, not in ULPs
         worst = max(worst, error)
-        out_of, ratio = ensemble.beyond(b, c, noise, budget(occurrence)) if ensemble.moved(noise) else (error > budget(occurrence), None)
+        out_of, ratio = (
+            ensemble.beyond(b, c, noise, budget(occurrence))
+            if ensemble.moved(noise)
+            else (error > budget(occurrence), None)
+        )
         if out_of and error >= over_error:
             sampled = (
                 f" (measured on {b['n']} of {math.prod(b.get('shape') or [1])} elements, one in "
@@ -246,7 +273,7 @@ def _signature_texts(base: dict[str, Any] | None, cand: dict[str, Any] | None) -
     b_pos, c_pos = base.get("positional", []), cand.get("positional", [])
     if len(b_pos) != len(c_pos):
         texts.append(f"{len(b_pos)} → {len(c_pos)} positional arguments")
-    for i, (b, c) in enumerate(zip(b_pos, c_pos)):
+    for i, (b, c) in enumerate(zip(b_pos, c_pos, strict=False)):
         texts += _one_signature(f"argument {i + 1}", b, c)
     bk, ck = base.get("keyword", {}), cand.get("keyword", {})
     for k in sorted(set(bk) | set(ck)):
@@ -262,7 +289,7 @@ def structure_change(base: str, cand: str, width: int = 80) -> str:
     ``at `…optimizer(`: `step=int32…` → `count=int32…```; "" when equal."""
     if base == cand:
         return ""
-    i = next((k for k, (x, y) in enumerate(zip(base, cand)) if x != y), min(len(base), len(cand)))
+    i = next((k for k, (x, y) in enumerate(zip(base, cand, strict=False)) if x != y), min(len(base), len(cand)))
     start = max(base.rfind(sep, 0, i) for sep in "([{,") + 1
     before = base[max(0, start - width) : start].lstrip(", ")
     parts = [text[start : start + width] + ("…" if len(text) > start + width else "") for text in (base, cand)]
@@ -274,7 +301,7 @@ def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]
         return []
     if b.get("tree") != c.get("tree"):
         return [f"{name}: PyTree structure differs {structure_change(str(b.get('tree')), str(c.get('tree')))}"]
-    for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []))):
+    for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []), strict=False)):
         if x != y:
             return [
                 f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {short_leaf(x)} → {short_leaf(y)}"
@@ -285,10 +312,14 @@ def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]
 
 def _same_input_bits(base: dict[str, Any], cand: dict[str, Any]) -> bool:
     """Whether two matched observations' input leaves are bit-identical (their digests)."""
-    return all(b.get("sha256") == c.get("sha256") for b, c in zip(base.get("in") or [], cand.get("in") or []))
+    return all(
+        b.get("sha256") == c.get("sha256") for b, c in zip(base.get("in") or [], cand.get("in") or [], strict=False)
+    )
 
 
-def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noise: dict[str, list[Any]] | None = None) -> dict[str, Any] | None:
+def differences(
+    base: dict[str, Any], cand: dict[str, Any], occurrence: int, noise: dict[str, list[Any]] | None = None
+) -> dict[str, Any] | None:
     """What differs between two matched observations, or None. ``noise``: the
     spreads of the call's input and result leaves over the ensemble of perturbed
     baseline runs (``ensemble.spreads``): where it moved a leaf, its elements are
@@ -317,7 +348,9 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
         texts += [f"warns {cat}: {msg[:200]}" for cat, msg in (cw - bw)]
         texts += [f"no longer warns {cat}: {msg[:200]}" for cat, msg in (bw - cw)]
     sig = _signature_texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
-    in_texts, in_err, in_beyond, _ = _leaves_differ(base.get("in") or [], cand.get("in") or [], Allowed(occurrence, (noise or {}).get("in")), "input")
+    in_texts, in_err, in_beyond, _ = _leaves_differ(
+        base.get("in") or [], cand.get("in") or [], Allowed(occurrence, (noise or {}).get("in")), "input"
+    )
     identical = not sig and not in_texts and in_err == 0.0 and _same_input_bits(base, cand)
     inputs_differ = bool(sig) or in_beyond
     if sig:
@@ -328,10 +361,16 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
     if bo is not None and co is not None:
         if bo.get("tree") != co.get("tree"):
             kinds.append("structure")
-            texts.append(f"result's PyTree structure differs {structure_change(str(bo.get('tree')), str(co.get('tree')))}")
+            texts.append(
+                f"result's PyTree structure differs {structure_change(str(bo.get('tree')), str(co.get('tree')))}"
+            )
         else:
             out_texts, worst, beyond, exact = _leaves_differ(
-                bo.get("leaves") or [], co.get("leaves") or [], Allowed(occurrence, (noise or {}).get("out")), "result", bo.get("paths")
+                bo.get("leaves") or [],
+                co.get("leaves") or [],
+                Allowed(occurrence, (noise or {}).get("out")),
+                "result",
+                bo.get("paths"),
             )
             structural = [t for t in out_texts if "ULP" not in t]
             for kind in ("dtype", "shape"):
@@ -353,7 +392,9 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
                 kinds.append("values")
                 texts += exact[:3] + ([f"and {len(exact) - 3} other leaves"] if len(exact) > 3 else [])
                 texts += [t for t in out_texts if "ULP" in t]
-                if not identical and in_err > 0 and not exact:  # a kept result: the error may be born before it (JAX, the model, the data)
+                if (
+                    not identical and in_err > 0 and not exact
+                ):  # a kept result: the error may be born before it (JAX, the model, the data)
                     within = "" if in_beyond else " (within the budget)"  # never beside a figure beyond it
                     texts.append(
                         f"its inputs already differed by up to {said_ulps(in_err)} ULP{within}: the change "
@@ -361,7 +402,12 @@ def differences(base: dict[str, Any], cand: dict[str, Any], occurrence: int, noi
                     )
     if not kinds:
         return None
-    return {"kinds": list(dict.fromkeys(kinds)), "texts": texts, "max_ulps": None if math.isinf(worst) else worst, "inputs_differ": inputs_differ}
+    return {
+        "kinds": list(dict.fromkeys(kinds)),
+        "texts": texts,
+        "max_ulps": None if math.isinf(worst) else worst,
+        "inputs_differ": inputs_differ,
+    }
 
 
 def sampled_differs(base: dict[str, Any], cand: dict[str, Any]) -> bool:
@@ -369,7 +415,7 @@ def sampled_differs(base: dict[str, Any], cand: dict[str, Any]) -> bool:
     differs by its digest: its error is measured on the sample only, and a
     larger one may lie elsewhere (2.34 ULP on the sample of a kernel whose
     whole is 47.3 ULP apart)."""
-    pairs = zip((base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or [])
+    pairs = zip((base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or [], strict=False)
     return any((b.get("stride") or 1) > 1 and b.get("sha256") != c.get("sha256") for b, c in pairs)
 
 
@@ -377,7 +423,9 @@ def _has_values(obs: dict[str, Any]) -> bool:
     """Whether an observation holds computed values: array leaves of its
     inputs or its result (stored or digested), or a Python number it returns."""
     out = list((obs.get("out") or {}).get("leaves") or [])
-    return any("sha256" in leaf for leaf in list(obs.get("in") or []) + out) or any(leaf.get("py") in ("float", "int", "complex", "bool") for leaf in out)
+    return any("sha256" in leaf for leaf in list(obs.get("in") or []) + out) or any(
+        leaf.get("py") in ("float", "int", "complex", "bool") for leaf in out
+    )
 
 
 #: Why a matched call was compared by structure only, or not at all (``compare``'s ``compared_by``).
@@ -391,7 +439,9 @@ WHY = {
 
 
 def compared_by(
-    baseline: list[dict[str, Any]], candidate: list[dict[str, Any]], pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]]
+    baseline: list[dict[str, Any]],
+    candidate: list[dict[str, Any]],
+    pairs: list[tuple[dict[str, Any] | None, dict[str, Any] | None]],
 ) -> dict[str, Any]:
     """How each matched call was compared: ``{"value", "structure", "none":
     counts, "why": {reason: count} (:data:`WHY`'s keys), "value_sites": the
@@ -417,8 +467,20 @@ def compared_by(
             sites.append(b["site"])
         else:
             counts["structure"] += 1
-            why["built" if b["phase"] == "call" else "traced" if (b["site"], b["api"], b["call"]) in runs else "traced-unrecorded"] += 1
-    return {"value": counts["value"], "structure": counts["structure"], "none": counts["none"], "why": dict(why), "value_sites": list(dict.fromkeys(sites))}
+            why[
+                "built"
+                if b["phase"] == "call"
+                else "traced"
+                if (b["site"], b["api"], b["call"]) in runs
+                else "traced-unrecorded"
+            ] += 1
+    return {
+        "value": counts["value"],
+        "structure": counts["structure"],
+        "none": counts["none"],
+        "why": dict(why),
+        "value_sites": list(dict.fromkeys(sites)),
+    }
 
 
 def compare(
@@ -500,7 +562,14 @@ def compare(
                 found.append(
                     (
                         _position(b, c, b_index, c_index, len(baseline)),
-                        {**base_row, "kinds": ["one side only"], "texts": [f"called in the {one} only"], "max_ulps": None, "side": one, "inputs_differ": True},
+                        {
+                            **base_row,
+                            "kinds": ["one side only"],
+                            "texts": [f"called in the {one} only"],
+                            "max_ulps": None,
+                            "side": one,
+                            "inputs_differ": True,
+                        },
                     )
                 )
                 continue
@@ -551,7 +620,11 @@ def compare(
         "kept_max_ulps": max((d["error"] for d in drift if d["kept"]), default=None),
         "shadow_only": bool(drift) and all(d["shadow"] for d in drift),
         "sampled": sum(1 for d in drift if d["sampled"]),
-        **({"noise_ratio": max((d["noise_ratio"] for d in drift if d["noise_ratio"] is not None), default=None)} if noise is not None else {}),
+        **(
+            {"noise_ratio": max((d["noise_ratio"] for d in drift if d["noise_ratio"] is not None), default=None)}
+            if noise is not None
+            else {}
+        ),
     }
     by = compared_by(baseline, candidate, sorted(pairs, key=lambda p: b_index.get(id(p[0]), len(baseline))))
     return {
@@ -568,7 +641,9 @@ def compare(
     }
 
 
-def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None, ulps: int) -> float | None:
+def noise_ratio(
+    base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None, ulps: int
+) -> float | None:
     """How far a call's result lies from the baseline's, as a multiple of the ensemble's spread: the largest
     ``|Δ| / spread`` over the result elements the ensemble moved that lie beyond the ``ulps`` budget (None: none)."""
     if not entry:
@@ -576,7 +651,7 @@ def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, lis
     bl, cl = (base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or []
     ratios = [
         r
-        for b, c, s in zip(bl, cl, entry.get("out") or [])
+        for b, c, s in zip(bl, cl, entry.get("out") or [], strict=False)
         if isinstance(s, list) and b.get("dtype") == c.get("dtype") and b.get("shape") == c.get("shape")
         for r in [ensemble.beyond(b, c, s, ulps)[1]]
         if r is not None
@@ -584,7 +659,13 @@ def noise_ratio(base: dict[str, Any], cand: dict[str, Any], entry: dict[str, lis
     return max(ratios, default=None)
 
 
-def _position(b: dict[str, Any] | None, c: dict[str, Any] | None, b_index: dict[int, int], c_index: dict[int, int], baseline_length: int) -> tuple[int, int]:
+def _position(
+    b: dict[str, Any] | None,
+    c: dict[str, Any] | None,
+    b_index: dict[int, int],
+    c_index: dict[int, int],
+    baseline_length: int,
+) -> tuple[int, int]:
     """Where a one-sided call sits in the baseline's order: its own index, or
     (for a candidate-only call) the index of the baseline call matched to the
     candidate observation just before it."""

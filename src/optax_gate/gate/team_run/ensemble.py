@@ -52,16 +52,21 @@ Spread = list[float] | float | None
 def leaf_spread(base: dict[str, Any], member: dict[str, Any]) -> list[float] | float | None:
     """How far one member's leaf lies from the baseline's, element by element (see :data:`Spread`; None when
     bit-identical or not comparable here)."""
-    if "dtype" not in base or "dtype" not in member or base["dtype"] != member["dtype"] or base.get("shape") != member.get("shape"):
+    if (
+        "dtype" not in base
+        or "dtype" not in member
+        or base["dtype"] != member["dtype"]
+        or base.get("shape") != member.get("shape")
+    ):
         return None
     if not base.get("n") or not member.get("n") or base.get("data") == member.get("data"):
         return None
     b, m = decode(base), decode(member)
     if b is None or m is None or len(b) != len(m):
         return None
-    if is_exact(base) or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(b, m)):
+    if is_exact(base) or any(math.isfinite(x) != math.isfinite(y) for x, y in zip(b, m, strict=False)):
         return math.inf
-    return [deviation(x, y) for x, y in zip(b, m)]
+    return [deviation(x, y) for x, y in zip(b, m, strict=False)]
 
 
 def deviation(a: float, b: float) -> float:
@@ -79,7 +84,7 @@ def merged(a: list[float] | float | None, b: list[float] | float | None) -> list
         return b if a is None else a
     if isinstance(a, float) or isinstance(b, float):
         return math.inf
-    return [max(x, y) for x, y in zip(a, b)] if len(a) == len(b) else math.inf
+    return [max(x, y) for x, y in zip(a, b, strict=False)] if len(a) == len(b) else math.inf
 
 
 def moved(spread: list[float] | float | None) -> bool:
@@ -87,7 +92,9 @@ def moved(spread: list[float] | float | None) -> bool:
     return spread is not None and (isinstance(spread, float) or any(x > 0 for x in spread))
 
 
-def beyond(base: dict[str, Any], cand: dict[str, Any], spread: list[float] | float | None, ulps: float) -> tuple[bool, float | None]:
+def beyond(
+    base: dict[str, Any], cand: dict[str, Any], spread: list[float] | float | None, ulps: float
+) -> tuple[bool, float | None]:
     """Whether ``cand``'s leaf lies beyond the run's rounding noise, and the largest deviation as a multiple of the
     spread among the elements beyond the ULP budget (None: no element the ensemble moved lies beyond it). An element is within when ``|c - b|`` is at most
     :data:`FACTOR` times its spread, or within ``ulps`` ULPs of the leaf's largest value (``leaves.leaf_error``'s rule:
@@ -101,7 +108,7 @@ def beyond(base: dict[str, Any], cand: dict[str, Any], spread: list[float] | flo
     dtype = base.get("dtype", "")
     scale = max((abs(x) for x in b if math.isfinite(x)), default=0.0)
     out, ratio = False, None
-    for x, y, s in zip(b, c, spread):
+    for x, y, s in zip(b, c, spread, strict=False):
         if x == y or (math.isnan(x) and math.isnan(y)):
             continue
         if not (math.isfinite(x) and math.isfinite(y)):
@@ -119,7 +126,7 @@ def beyond(base: dict[str, Any], cand: dict[str, Any], spread: list[float] | flo
 def _leaves_spread(base: list[dict[str, Any]], member: list[dict[str, Any]]) -> list[list[float] | float | None] | None:
     if len(base) != len(member):
         return None
-    return [leaf_spread(b, m) for b, m in zip(base, member)]
+    return [leaf_spread(b, m) for b, m in zip(base, member, strict=False)]
 
 
 def spreads(baseline: list[dict[str, Any]], members: list[list[dict[str, Any]]]) -> dict[Key, dict[str, list[Any]]]:
@@ -134,7 +141,13 @@ def spreads(baseline: list[dict[str, Any]], members: list[list[dict[str, Any]]])
             m = theirs.get(key)
             if m is None:
                 continue
-            entry = out.setdefault(key, {"in": [None] * len(b.get("in") or []), "out": [None] * len(((b.get("out") or {}).get("leaves")) or [])})
+            entry = out.setdefault(
+                key,
+                {
+                    "in": [None] * len(b.get("in") or []),
+                    "out": [None] * len(((b.get("out") or {}).get("leaves")) or []),
+                },
+            )
             for side, bl, ml in (
                 ("in", b.get("in") or [], m.get("in") or []),
                 ("out", (b.get("out") or {}).get("leaves") or [], (m.get("out") or {}).get("leaves") or []),
@@ -143,7 +156,7 @@ def spreads(baseline: list[dict[str, Any]], members: list[list[dict[str, Any]]])
                     continue
                 found = _leaves_spread(bl, ml)
                 if found is not None and len(found) == len(entry[side]):
-                    entry[side] = [merged(x, y) for x, y in zip(entry[side], found)]
+                    entry[side] = [merged(x, y) for x, y in zip(entry[side], found, strict=False)]
     return out
 
 
@@ -155,4 +168,9 @@ def reached(entry: dict[str, list[Any]] | None) -> bool:
 def summary(table: dict[Key, dict[str, list[Any]]], members: int) -> dict[str, Any]:
     """What the report says of the ensemble: ``{"members", "factor", "calls": calls recorded, "reached": calls whose
     values the perturbation moved}``."""
-    return {"members": members, "factor": FACTOR, "calls": len(table), "reached": sum(1 for e in table.values() if reached(e))}
+    return {
+        "members": members,
+        "factor": FACTOR,
+        "calls": len(table),
+        "reached": sum(1 for e in table.values() if reached(e)),
+    }

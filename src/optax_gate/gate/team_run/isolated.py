@@ -48,7 +48,11 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
     skipped: Counter[str] = Counter()
     for key, b in baseline.items():
         c = candidate.get(key)
-        why = b.get("skipped") or (c or {}).get("skipped") or ("" if c is not None else "the candidate's run did not make it")
+        why = (
+            b.get("skipped")
+            or (c or {}).get("skipped")
+            or ("" if c is not None else "the candidate's run did not make it")
+        )
         if why:
             skipped[str(why)] += 1
             continue
@@ -67,7 +71,9 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
                 "api": ob["api"],
                 "call": divergence.describe(ob),
                 "kinds": diff["kinds"],
-                "texts": [f"run alone on the baseline's own inputs, it computes something else: {t}" for t in diff["texts"]],
+                "texts": [
+                    f"run alone on the baseline's own inputs, it computes something else: {t}" for t in diff["texts"]
+                ],
                 "max_ulps": diff["max_ulps"],
             }
         )
@@ -82,7 +88,10 @@ def causes(found: dict[str, Any], diff: dict[str, Any]) -> dict[str, Any]:
     said = {(row["site"], row["call"]): row["texts"] for row in found.get("differ") or []}
     have = {(c["site"], c["call"]) for c in diff.get("causes") or []}
     out = dict(diff)
-    for key in ("causes", "divergences"):  # a cause the run already names: what it computes alone is said at its first row
+    for key in (
+        "causes",
+        "divergences",
+    ):  # a cause the run already names: what it computes alone is said at its first row
         rows, done = [], set()
         for c in diff.get(key) or []:
             texts = said.get((c["site"], c["call"]), []) if (c["site"], c["call"]) not in done else []

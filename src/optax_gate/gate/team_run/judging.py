@@ -19,10 +19,13 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
     team = f" at your line `{row['team']}`" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "before":
         first = f", first `{row['first_input']}`" if row.get("first_input") else ""
-        return f"{called} already gets other inputs ({row['inputs']} arrays differ{first}): the difference is born before it, " + (
-            "in the Optax call where it is born (above)"
-            if optax_first
-            else "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"
+        return (
+            f"{called} already gets other inputs ({row['inputs']} arrays differ{first}): the difference is born before it, "
+            + (
+                "in the Optax call where it is born (above)"
+                if optax_first
+                else "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"
+            )
         )
     if row["kind"] == "operation":
         size = (
@@ -76,7 +79,11 @@ def eager_births(team_run: dict[str, Any]) -> list[str]:
     for c in team_run.get("causes") or []:
         if c.get("phase") == "call" and not divergence.transformed(c["api"]) and c.get("side", "both") == "both":
             # through nnx.Optimizer: the Optax transformation it holds (``via``) computed the state or the update
-            where = f"in `{c['via']}`, through `{c['call']}` at `{c['site']}`" if c.get("via") else f"in the Optax call `{c['call']}` at `{c['site']}`"
+            where = (
+                f"in `{c['via']}`, through `{c['call']}` at `{c['site']}`"
+                if c.get("via")
+                else f"in the Optax call `{c['call']}` at `{c['site']}`"
+            )
             out.append(f"{where}: other results on the same inputs (Optax's code, or the JAX operations it runs)")
     return list(dict.fromkeys(out))
 
@@ -86,7 +93,9 @@ def born_short(row: dict[str, Any]) -> str:
     mine = f" (your line `{row['team']}`)" if row.get("team") and row.get("team") != row.get("at") else ""
     if row["kind"] == "operation":
         size = _ulp_text(row["error_ulps"]) if row.get("error_ulps") is not None else row.get("change") or ""
-        return f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs" + (f" ({size})" if size else "")
+        return f"in JAX/XLA: `{row['primitive']}` at `{row['at']}`{mine} gives other results on identical inputs" + (
+            f" ({size})" if size else ""
+        )
     if row["kind"] == "program" and row.get("at") and row.get("also"):
         return f"{row['by']} also traces another program from `{row['at']}`{mine} (on inputs rounding already moved)"
     if row["kind"] == "program" and row.get("at"):
@@ -99,7 +108,11 @@ def born_short(row: dict[str, Any]) -> str:
         return "in JAX/XLA's compilation of the whole step (no single operation differs alone)"
     if row["kind"] == "later":
         return f"at call {row['call']} of `{row['function']}` (its first call gives the same results)"
-    return "where, cannot be told" if row["kind"] == "unknown" else "in the code the step calls (its programs differ in length)"
+    return (
+        "where, cannot be told"
+        if row["kind"] == "unknown"
+        else "in the code the step calls (its programs differ in length)"
+    )
 
 
 def _ulp_text(x: float | None) -> str:
@@ -112,7 +125,9 @@ def no_values(by: dict[str, Any]) -> str:
     for kind, label in (("structure", "compared by structure only"), ("none", "not compared")):
         if by.get(kind):
             parts.append(f"{by[kind]} call(s) {label}")
-    reasons = "; ".join(f"{n}: {divergence.WHY.get(k, k)}" for k, n in sorted((by.get("why") or {}).items(), key=lambda kv: -kv[1]))
+    reasons = "; ".join(
+        f"{n}: {divergence.WHY.get(k, k)}" for k, n in sorted((by.get("why") or {}).items(), key=lambda kv: -kv[1])
+    )
     return (", ".join(parts) or "no call recorded") + (f" ({reasons})" if reasons else "")
 
 
@@ -131,7 +146,9 @@ def _apis_of(cause: dict[str, Any], reached: dict[str, set[str]] | None) -> set[
     count); for ``flax.nnx.Optimizer.update`` also the Optax API that built the optimizer's transformation
     (``via``: ``optax.adamw``) and what that one is built from."""
     out = {_short_api(cause["api"])}
-    out.update(_short_api(p) for p in (reached or {}).get(cause["api"], ()))  # adamw's update: add_decayed_weights' findings
+    out.update(
+        _short_api(p) for p in (reached or {}).get(cause["api"], ())
+    )  # adamw's update: add_decayed_weights' findings
     via = cause.get("via")
     if via:
         out.add(_short_api(via))
@@ -145,7 +162,11 @@ def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[s
     ``team`` needs it (none is an Optax transformation's ``init``/``update``, nor came through an
     ``nnx.Optimizer``) or the probe cannot run."""
     if not any(
-        c.get("via") or (c.get("api", "").startswith("optax.") and any(k in c.get("call", "") for k in ("(...).init", "(...).update")))
+        c.get("via")
+        or (
+            c.get("api", "").startswith("optax.")
+            and any(k in c.get("call", "") for k in ("(...).init", "(...).update"))
+        )
         for c in team.get("causes") or []
     ):
         return {}
@@ -198,7 +219,9 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def _explaining(report: Mapping[str, Any], team: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+def _explaining(
+    report: Mapping[str, Any], team: dict[str, Any]
+) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
     """Per site of a cause of the team's run ``team`` (in order): (site, its
     causes, the report's findings on the same APIs that explain it): those whose cause shares words with the change
     (a dtype, an error, an argument's name), at least half as many as the best
@@ -208,7 +231,11 @@ def _explaining(report: Mapping[str, Any], team: dict[str, Any]) -> list[tuple[s
     for site in team.get("sites") or []:
         causes = [c for c in team.get("causes") or [] if c["site"] == site]
         shorts = {a for c in causes for a in _apis_of(c, reached)}
-        related = [f for f in report.get("findings") or [] if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}]
+        related = [
+            f
+            for f in report.get("findings") or []
+            if f.get("change") in ("broken", "changed") and shorts & {_short_api(a) for a in finding_apis(f)}
+        ]
         words = _words(" ".join(t for c in causes for t in c["texts"]))
         overlap = {id(f): len(words & _words(str(f.get("cause") or f.get("text") or ""))) for f in related}
         best = max(overlap.values(), default=0)
@@ -229,12 +256,22 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
     reads FAIL at its MultiSteps line, and is told that its updates and
     params come out bit for bit the same."""
     divergences, within = team_run.get("divergences") or [], team_run.get("within_budget")
-    if team_run.get("outcome") != "diverged" or not divergences or len(divergences) < team_run.get("differing", 0) or within is None:
+    if (
+        team_run.get("outcome") != "diverged"
+        or not divergences
+        or len(divergences) < team_run.get("differing", 0)
+        or within is None
+    ):
         return None
-    dtypes_only = not within.get("calls") and all(set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences)
+    dtypes_only = not within.get("calls") and all(
+        set(d.get("kinds") or []) <= {"dtype", "arguments"} and d.get("max_ulps") == 0.0 for d in divergences
+    )
     moved = {str(d.get("site")) for d in divergences} | set(within.get("sites") or [])
     by_value = (team_run.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
-    return {"dtypes_only": dtypes_only, "lines": [s for s in team_run.get("called") or [] if s not in moved and (by_value is None or s in by_value)]}
+    return {
+        "dtypes_only": dtypes_only,
+        "lines": [s for s in team_run.get("called") or [] if s not in moved and (by_value is None or s in by_value)],
+    }
 
 
 def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[dict[str, Any]]:
@@ -295,9 +332,15 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
     # of those, sites whose calls got other inputs (after a divergence above): their results are not judged, never "same"
     fed_other = set((team.get("within_budget") or {}).get("inputs_differ_sites") or [])
     by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
-    failed_at = (team.get("raised_at") or "") if team.get("outcome") == "broke" else None  # "": not a line of the team's
+    failed_at = (
+        (team.get("raised_at") or "") if team.get("outcome") == "broke" else None
+    )  # "": not a line of the team's
     for f in report.get("findings") or []:
-        shown = [f"{line['site']} {', '.join(line['calls'])}".strip() for line in lines if f.get("number") in line["findings"]]
+        shown = [
+            f"{line['site']} {', '.join(line['calls'])}".strip()
+            for line in lines
+            if f.get("number") in line["findings"]
+        ]
         if shown:
             f["run_sites"] = shown
         if f.get("scope") != "elsewhere" or not f.get("your_code"):
@@ -307,11 +350,15 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
         for site in f["your_code"]:
             if site in explained:
                 here[site] = {"run": "diverges", "findings": explained[site]}
-            elif called is not None and site in missing:  # reached in the baseline only: the candidate's run failed before
+            elif (
+                called is not None and site in missing
+            ):  # reached in the baseline only: the candidate's run failed before
                 here[site] = {"run": "not-reached-candidate"}
             elif called is not None:
                 here[site] = {"run": "same" if site in called else "not-reached"}
-                if site in called and by_value is not None and site not in by_value:  # nothing computed there was compared
+                if (
+                    site in called and by_value is not None and site not in by_value
+                ):  # nothing computed there was compared
                     here[site] = {"run": "structure"}
                     continue
                 if site in called and failed_at is not None:  # the same up to the failure, not after it
@@ -319,7 +366,9 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
                 if site in called and site in fed_other:  # a loss whose inputs already differ (the params after a
                     # MultiSteps divergence) is not "computes the same within the ULP budget"
                     here[site] = {"run": "inputs-differ"}
-                elif site in called and site in drifted:  # not bit-identical: "the same within the budget", not "the same"
+                elif (
+                    site in called and site in drifted
+                ):  # not bit-identical: "the same within the budget", not "the same"
                     here[site]["bits"] = "within the budget"
         if here:
             f["your_code_run"] = here
@@ -375,7 +424,11 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
         hit = sorted(apis & {_short_api(a) for a in finding_apis(f)})
         breaks = _breaks_unreached(f)
         if hit and id(f) in explaining:
-            scope.set_scope(f, "yours", f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there")
+            scope.set_scope(
+                f,
+                "yours",
+                f"your run diverges at a call of {', '.join(hit)}, and this finding speaks of what changed there",
+            )
         elif breaks:  # its API surface part breaks a line of theirs: that sets the verdict, so the finding is theirs
             f["breaks_unreached"] = breaks
             scope.set_scope(
@@ -385,7 +438,9 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
                 f"{', '.join(breaks)}, which your run does not reach: it fails when called",
             )
         elif hit:  # the run meets the API, but what changed at that call is another finding's (see "Your code")
-            scope.set_scope(f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)")
+            scope.set_scope(
+                f, "elsewhere", f"your run calls {', '.join(hit)} and diverges there for another cause (see Your code)"
+            )
         else:
             scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
     scoped = scope.scoped(view, fail_on, "run")
@@ -416,19 +471,35 @@ def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
             if where or first
             else ""
         )
-        born = [r for r in team_run.get("born") or [] if r["kind"] in ("operation", "compiled", "before", "program", "later")]
+        born = [
+            r
+            for r in team_run.get("born") or []
+            if r["kind"] in ("operation", "compiled", "before", "program", "later")
+        ]
         optax_first = eager_births(team_run)
-        if optax_first:  # an Optax call of the team's own, outside any step, that differs on identical inputs: said first
+        if (
+            optax_first
+        ):  # an Optax call of the team's own, outside any step, that differs on identical inputs: said first
             # a step whose inputs already differ adds nothing: they differ from that call on
             inside = [r for r in born if r["kind"] != "before"]
-            why += "; born " + optax_first[0] + ("; in the steps you transformed: " + born_short(inside[0]) if inside else "")
-        elif born:  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
+            why += (
+                "; born "
+                + optax_first[0]
+                + ("; in the steps you transformed: " + born_short(inside[0]) if inside else "")
+            )
+        elif (
+            born
+        ):  # where the difference is born: JAX/XLA, Optax, Flax or the team's code (the issue's getting-started case)
             why += "; born " + " and ".join(born_short(r) for r in [born[0], *[r for r in born[1:3] if r.get("also")]])
         seen = team_run.get("witness") or {}
         if seen.get("differs"):  # the second witness: what the run itself gives, without the recorder
             why = (f"{why}; " if why else "") + (
                 f"your run's own outputs differ in the candidate: {seen['first']}"
-                + ("" if where else " (no recorded Optax call differs: the difference is born outside the calls the recorder compares)")
+                + (
+                    ""
+                    if where
+                    else " (no recorded Optax call differs: the difference is born outside the calls the recorder compares)"
+                )
             )
         same = unchanged(team_run)
         if same and same["dtypes_only"]:  # memory and checkpoints change, results do not: say so where the verdict is
@@ -449,4 +520,8 @@ def memory_grew(team_run: Mapping[str, Any]) -> str:
     if not rows:
         return ""
     more = f" and {len(rows) - 2} more" if len(rows) > 2 else ""
-    return "your step needs more memory in the candidate, whatever its values: " + "; ".join(memory.words(r) for r in rows[:2]) + more
+    return (
+        "your step needs more memory in the candidate, whatever its values: "
+        + "; ".join(memory.words(r) for r in rows[:2])
+        + more
+    )

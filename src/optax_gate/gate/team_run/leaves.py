@@ -7,7 +7,6 @@ import math
 import struct
 from typing import Any
 
-
 #: ``optax_gate.kit.tolerances.ELEMENTWISE``.
 ELEMENTWISE = 4
 
@@ -72,7 +71,7 @@ def leaf_error(base: dict[str, Any], cand: dict[str, Any]) -> float:
     finite = [abs(x) for x in b if math.isfinite(x)]
     scale = max(finite, default=0.0)
     worst = 0.0
-    for x, y in zip(b, c):
+    for x, y in zip(b, c, strict=False):
         if x == y or (math.isnan(x) and math.isnan(y)):
             continue
         if not (math.isfinite(x) and math.isfinite(y)):
@@ -98,14 +97,14 @@ def value_change(base: dict[str, Any], cand: dict[str, Any]) -> str:
     if not b or not c or len(b) != len(c) or b == c:
         return ""
     scalar = len(b) == 1 and not base.get("shape")
-    for i, (x, y) in enumerate(zip(b, c)):
+    for i, (x, y) in enumerate(zip(b, c, strict=False)):
         fx, fy = math.isfinite(x), math.isfinite(y)
         if fx != fy:
             where = "" if scalar else f" at element {i * int(base.get('stride') or 1)}"
             return f"{_number(x)} → {_number(y)}{where}" + ("" if fy else " (no longer finite)")
     if scalar:
         return f"{_number(b[0])} → {_number(c[0])}"
-    pairs = [(abs(x - y), x, y) for x, y in zip(b, c) if math.isfinite(x) and math.isfinite(y) and x != y]
+    pairs = [(abs(x - y), x, y) for x, y in zip(b, c, strict=False) if math.isfinite(x) and math.isfinite(y) and x != y]
     if not pairs:
         return ""
     delta, x, y = max(pairs)
@@ -149,7 +148,7 @@ def bit_error(base: dict[str, Any], cand: dict[str, Any]) -> float | None:
     if len(bl) != len(cl):
         return None
     worst, differs = 0.0, False
-    for b, c in zip(bl, cl):
+    for b, c in zip(bl, cl, strict=False):
         if "dtype" not in b or "dtype" not in c or b["dtype"] != c["dtype"] or b.get("shape") != c.get("shape"):
             continue
         differs = differs or b.get("sha256") != c.get("sha256")

@@ -35,12 +35,19 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
       "baseline": {figure: bytes}, "candidate": {figure: bytes}}]}``, a row ``{"site", "step", "figure",
       "baseline", "candidate", "ratio"}`` per figure beyond the tolerance, in the baseline's order.
     """
-    from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL  # kit.tolerances imports NumPy: not at the gate's import
+    from optax_gate.kit.tolerances import (
+        MEMORY_ATOL,
+        MEMORY_RTOL,
+    )  # kit.tolerances imports NumPy: not at the gate's import
 
     out: dict[str, Any] = {"steps": 0, "same": 0, "grew": [], "shrank": [], "not_measured": {}, "measured": []}
     for key, b in baseline.items():
         c = candidate.get(key)
-        why = b.get("error") or (c or {}).get("error") or ("" if c is not None else "the candidate's run did not measure it")
+        why = (
+            b.get("error")
+            or (c or {}).get("error")
+            or ("" if c is not None else "the candidate's run did not measure it")
+        )
         if why or c is None:
             out["not_measured"][key] = why
             continue
@@ -58,7 +65,16 @@ def compare(baseline: dict[str, dict[str, Any]], candidate: dict[str, dict[str, 
             before, after = int(b[figure]), int(c[figure])
             if abs(after - before) > max(MEMORY_ATOL, MEMORY_RTOL * before):
                 ratio = round(after / before, 4) if before else None
-                rows.append({"site": b["site"], "step": b["memory"], "figure": figure, "baseline": before, "candidate": after, "ratio": ratio})
+                rows.append(
+                    {
+                        "site": b["site"],
+                        "step": b["memory"],
+                        "figure": figure,
+                        "baseline": before,
+                        "candidate": after,
+                        "ratio": ratio,
+                    }
+                )
         out["same"] += not rows
         for row in rows:
             out["grew" if row["candidate"] > row["baseline"] else "shrank"].append(row)

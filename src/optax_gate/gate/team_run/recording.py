@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -10,15 +11,16 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from optax_gate.gate.team_run import divergence, ensemble, isolated, memory, team_files
-from optax_gate.gate.team_run import birth
-from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
-from optax_gate.recorder.isolate import IN_ENV as ISOLATE_IN, OUT_ENV as ISOLATE_OUT
-from optax_gate.recorder.perturb import PERTURB_ENV
+from optax_gate.gate.team_run import birth, divergence, ensemble, isolated, memory, team_files
 from optax_gate.gate.team_run.judging import no_values
+from optax_gate.recorder import REPLAY_ENV, ROOT_ENV, TRACE_ENV
+from optax_gate.recorder.isolate import IN_ENV as ISOLATE_IN
+from optax_gate.recorder.isolate import OUT_ENV as ISOLATE_OUT
+from optax_gate.recorder.perturb import PERTURB_ENV
 
 #: The recorder's start-up folder (its ``sitecustomize.py``), put first on ``PYTHONPATH``.
 RECORDER_SITE = Path(__file__).resolve().parents[2] / "recorder" / "site"
@@ -52,7 +54,9 @@ class RunSpec:
 def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
     """The environment variables of one run of the team's command (see the module docstring)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
-    bin_dir = Path(os.path.abspath(python)).parent  # the gate's own paths are relative to the project; the command runs elsewhere
+    bin_dir = Path(
+        os.path.abspath(python)
+    ).parent  # the gate's own paths are relative to the project; the command runs elsewhere
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
     env["VIRTUAL_ENV"] = str(bin_dir.parent)
     run_dir = Path(os.path.abspath(run_dir))
@@ -63,7 +67,9 @@ def environment(python: Path, run_dir: Path, trace: Path) -> dict[str, str]:
     return env
 
 
-def run_once(spec: RunSpec, python: Path, label: str, folder: Path, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_once(
+    spec: RunSpec, python: Path, label: str, folder: Path, extra_env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run the command once in ``python``'s environment; its trace goes to
     ``folder/team-run-<label>/``, its output to ``folder/team-run-<label>.log``.
 
@@ -75,7 +81,14 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path, extra_env: d
     shutil.rmtree(trace, ignore_errors=True)
     trace.mkdir(parents=True)
     start = time.monotonic()
-    row: dict[str, Any] = {"label": label, "exit": None, "timed_out": False, "error": "", "log": log.name, "trace": trace.name}
+    row: dict[str, Any] = {
+        "label": label,
+        "exit": None,
+        "timed_out": False,
+        "error": "",
+        "log": log.name,
+        "trace": trace.name,
+    }
     try:
         with open(log, "wb") as out:
             env = environment(python, spec.run_dir, trace)
@@ -86,7 +99,13 @@ def run_once(spec: RunSpec, python: Path, label: str, folder: Path, extra_env: d
             # team's Python under it) before the folder is put back, so nothing the command started writes into
             # the folder after it is put back (`python train.py && echo done` under Ctrl-C keeps the team's checkpoint)
             proc = subprocess.Popen(
-                ["bash", "-c", spec.command], cwd=spec.run_dir, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                ["bash", "-c", spec.command],
+                cwd=spec.run_dir,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
             try:
                 row["exit"] = proc.wait(timeout=spec.timeout)
@@ -125,10 +144,8 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             continue
         except ProcessLookupError:
             break
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _raised_at(tail: str, run_dir: Path) -> str:
@@ -156,7 +173,9 @@ def _why(row: dict[str, Any]) -> str:
     error: str = row["error"]
     if error:
         return error
-    lines = [re.sub(r"^E\s+", "", line.strip()) for line in row["tail"].strip().splitlines() if line.strip()]  # pytest's "E   "
+    lines = [
+        re.sub(r"^E\s+", "", line.strip()) for line in row["tail"].strip().splitlines() if line.strip()
+    ]  # pytest's "E   "
     errors = [line for line in lines if _ERROR_LINE.match(line)]
     last = (errors or lines)[-1:] or ["(no output)"]
     return f"exit {row['exit']}: {last[0][:300]}"
@@ -205,7 +224,11 @@ def renamed(diff: dict[str, Any], name: Callable[[str], str] | None) -> dict[str
 
 
 def run(
-    spec: RunSpec, pythons: tuple[Path, Path], folder: Path, say: Callable[[str], None] = lambda message: None, name: Callable[[str], str] | None = None
+    spec: RunSpec,
+    pythons: tuple[Path, Path],
+    folder: Path,
+    say: Callable[[str], None] = lambda message: None,
+    name: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """Run the command (baseline, baseline again, candidate) and compare.
     ``name``: how the report names a site of the run (:func:`user_names`;
@@ -233,7 +256,12 @@ def run(
         if before is not None:
             # the repeat's only until the witness has read them; a replay run's are not kept
             keep = None if label.endswith("-replay") else folder / f"team-run-{label}-files"
-            if team_files.settle(before, keep) and keep is not None and label != "baseline-repeat" and not label.startswith(NOISE):
+            if (
+                team_files.settle(before, keep)
+                and keep is not None
+                and label != "baseline-repeat"
+                and not label.startswith(NOISE)
+            ):
                 settled.append(keep.name)
 
     try:
@@ -259,8 +287,18 @@ def run(
             team_files.discard(before)
     if before is not None and before.changed:
         changed, existed, lost = before.changed, before.existed, before.not_restored
-        result["wrote"] = {"files": changed[:10], "count": len(changed), "existed": existed[:10], "kept": settled, "not_restored": lost[:10]}
-        if result["outcome"] == "not-verified" and result["reason"].startswith("the team's run is not deterministic") and lost:
+        result["wrote"] = {
+            "files": changed[:10],
+            "count": len(changed),
+            "existed": existed[:10],
+            "kept": settled,
+            "not_restored": lost[:10],
+        }
+        if (
+            result["outcome"] == "not-verified"
+            and result["reason"].startswith("the team's run is not deterministic")
+            and lost
+        ):
             result["reason"] += (
                 f"; your command wrote {', '.join(lost[:3])} in its folder, too large for the gate to put "
                 "back between the runs: a run that reads what the run before it wrote differs from it "
@@ -273,14 +311,19 @@ def run(
         )
         say(
             f"--run: your command wrote {len(changed)} file(s) in {spec.run_dir} ({', '.join(changed[:3])}"
-            f"{', …' if len(changed) > 3 else ''}); {back}" + (f"; the runs' outputs are in {folder}/{' and '.join(settled)}" if settled else "")
+            f"{', …' if len(changed) > 3 else ''}); {back}"
+            + (f"; the runs' outputs are in {folder}/{' and '.join(settled)}" if settled else "")
         )
     elif before is None:
-        say(f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is not looked at, nor put back")
+        say(
+            f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is not looked at, nor put back"
+        )
     return result
 
 
-def _witnessed(result: dict[str, Any], folder: Path, members: list[str] | None = None, python: Path | None = None) -> None:
+def _witnessed(
+    result: dict[str, Any], folder: Path, members: list[str] | None = None, python: Path | None = None
+) -> None:
     """Add the second witness (``witness.witness``: the runs' output and the
     files they wrote, compared without the recorder) to a compared run: a run
     the recorder found the same whose outputs differ beyond the budget
@@ -288,14 +331,18 @@ def _witnessed(result: dict[str, Any], folder: Path, members: list[str] | None =
     ``witnessed``: the first differing output); it never reads "computes the same"."""
     from optax_gate.gate.team_run import witness
 
-    seen = witness.witness(folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), members or [], python)
+    seen = witness.witness(
+        folder, result["runs"], result.get("budget_ulps") or divergence.budget(1), members or [], python
+    )
     result["witness"] = seen
     if seen["differs"] and result["outcome"] == "same":
         result["outcome"] = "diverged"
         result["witnessed"] = seen["first"]
 
 
-def _births(result: dict[str, Any], folder: Path, name: Callable[[str], str] | None, replay: Callable[[], None]) -> None:
+def _births(
+    result: dict[str, Any], folder: Path, name: Callable[[str], str] | None, replay: Callable[[], None]
+) -> None:
     """Where the run's difference is born (``result["born"]``): when some step
     the team transformed differs at its first call, the command runs once
     more on each side with the replays on (``replay``: :func:`_replayed`; then :func:`_born`);
@@ -303,18 +350,25 @@ def _births(result: dict[str, Any], folder: Path, name: Callable[[str], str] | N
     call where it first differs, and nothing is replayed (a replay is of a
     first call: the corpus' nnx_mlp_adam, 1 ULP apart from step 8, read of an
     operation that did not make the difference)."""
-    firsts = {k: v for k, v in (result.get("first_differs") or {}).items() if divergence.transformed(k.partition("@")[0])}
+    firsts = {
+        k: v for k, v in (result.get("first_differs") or {}).items() if divergence.transformed(k.partition("@")[0])
+    }
     if any(v == 1 for v in firsts.values()):
         replay()
         _born(result, folder, name)
     elif firsts:
         result["born"] = [
-            {"function": k.partition("@")[0], "site": name(k.partition("@")[2]) if name else k.partition("@")[2], "kind": "later", "call": v}
+            {
+                "function": k.partition("@")[0],
+                "site": name(k.partition("@")[2]) if name else k.partition("@")[2],
+                "kind": "later",
+                "call": v,
+            }
             for k, v in firsts.items()
         ]
 
 
-def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: "_Around", result: dict[str, Any]) -> None:
+def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Around, result: dict[str, Any]) -> None:
     """Run the command once more on each side with the equation-by-equation
     replays on (``recorder/replay.py``: a compilation per operation, so only
     when a difference is to be traced to its birth); their traces go to
@@ -333,7 +387,9 @@ def _born(result: dict[str, Any], folder: Path, name: Callable[[str], str] | Non
     """Add where the run's difference is born (``birth.birth`` over the
     two sides' equation-by-equation replays of the functions the team
     transformed): ``born``, its sites named by ``name``."""
-    rows = birth.birth(*(birth.read_replays(folder / f"team-run-{label}-replay") for label in ("baseline", "candidate")))
+    rows = birth.birth(
+        *(birth.read_replays(folder / f"team-run-{label}-replay") for label in ("baseline", "candidate"))
+    )
     rows = [r for r in rows if r["kind"] != "unknown"] or rows
     firsts = result.pop("first_differs", {}) or {}
     for row in rows:  # the replay is of the first call: it tells the birth only if that call's results already differ
@@ -361,7 +417,9 @@ class _Around:
     after: Callable[[str], None]
 
 
-def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Around, name: Callable[[str], str] | None) -> dict[str, Any]:
+def _runs(
+    spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Around, name: Callable[[str], str] | None
+) -> dict[str, Any]:
     """:func:`run`'s runs and comparison."""
     result: dict[str, Any] = {
         "command": spec.command,
@@ -384,7 +442,10 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
     result["memories"] = {}
     for label, python in (("baseline", pythons[0]), ("baseline-repeat", pythons[0]), ("candidate", pythons[1])):
         around.say(f"--run: the team's command in the {label.replace('-repeat', ' (again, for determinism)')}")
-        alone = {ISOLATE_IN: str(inputs.resolve()), **({ISOLATE_OUT: str(inputs.resolve())} if label == "baseline" else {})}
+        alone = {
+            ISOLATE_IN: str(inputs.resolve()),
+            **({ISOLATE_OUT: str(inputs.resolve())} if label == "baseline" else {}),
+        }
         row = run_once(spec, python, label, folder, alone)
         around.after(label)
         try:
@@ -419,8 +480,9 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
         return result
     if not traces["candidate"] and not _failed(cand):  # the run went through, yet the recorder saw nothing of it
         said = [line for line in cand["tail"].splitlines() if "sitecustomize" in line or "optax_gate" in line][:2]
-        result["reason"] = "the recorder recorded no call of your run in the candidate, which ran to its end: the recorder did not start there" + (
-            f" ({'; '.join(s.strip() for s in said)[:300]})" if said else ""
+        result["reason"] = (
+            "the recorder recorded no call of your run in the candidate, which ran to its end: the recorder did not start there"
+            + (f" ({'; '.join(s.strip() for s in said)[:300]})" if said else "")
         )
         return result
     result["traces"] = traces
@@ -428,14 +490,28 @@ def _runs(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _Arou
     return result
 
 
-def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec: RunSpec, name: Callable[[str], str] | None, noise: Any = None) -> None:
+def _judge(
+    result: dict[str, Any],
+    traces: dict[str, list[dict[str, Any]]],
+    spec: RunSpec,
+    name: Callable[[str], str] | None,
+    noise: Any = None,
+) -> None:
     """Compare the baseline's trace with the candidate's (``noise``: the ensemble's spreads, ``ensemble.spreads``)
     and set the run's outcome from it and the candidate's exit status."""
     cand = result["runs"][-1]
     alone = result.get("isolations") or {}
     found = isolated.compare(alone.get("baseline") or {}, alone.get("candidate") or {})
-    diff = renamed(isolated.causes(found, divergence.compare(traces["baseline"], traces["candidate"], LISTED, noise, spec.warnings_differ)), name)
-    result["isolated"] = {**found, "differ": [{**row, "site": name(row["site"]) if name else row["site"]} for row in found["differ"]]}
+    diff = renamed(
+        isolated.causes(
+            found, divergence.compare(traces["baseline"], traces["candidate"], LISTED, noise, spec.warnings_differ)
+        ),
+        name,
+    )
+    result["isolated"] = {
+        **found,
+        "differ": [{**row, "site": name(row["site"]) if name else row["site"]} for row in found["differ"]],
+    }
     sized = result.get("memories") or {}
     if sized.get("baseline"):
         grown = memory.compare(sized["baseline"], sized.get("candidate") or {})
@@ -444,12 +520,30 @@ def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec
         result["memory"] = grown
     longest = max(Counter((o["site"], o["api"], o["call"], o["phase"]) for o in traces["baseline"]).values(), default=1)
     result["budget_ulps"] = divergence.budget(longest)  # the witness judges the run's outputs as after its longest loop
-    result.update({k: diff[k] for k in ("compared", "differing", "first", "divergences", "causes", "sites", "within_budget", "compared_by")})
+    result.update(
+        {
+            k: diff[k]
+            for k in (
+                "compared",
+                "differing",
+                "first",
+                "divergences",
+                "causes",
+                "sites",
+                "within_budget",
+                "compared_by",
+            )
+        }
+    )
     if diff["warned"]:
         result["warned"] = diff["warned"]
-    result["first_differs"] = diff["first_differs"]  # keyed by sites as the recorder names them: read by _born, then dropped
+    result["first_differs"] = diff[
+        "first_differs"
+    ]  # keyed by sites as the recorder names them: read by _born, then dropped
     called = sorted({str(o["site"]) for o in traces["baseline"] if o.get("site")})[:CALLED]
-    missing = sorted(set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")})  # a run that failed first
+    missing = sorted(
+        set(called) - {str(o["site"]) for o in traces["candidate"] if o.get("site")}
+    )  # a run that failed first
     result.update(renamed({"called": called, **({"not_in_candidate": missing} if missing else {})}, name))
     if name is not None:  # the folder the sites' names are relative to: compare --team-run names them anew from another
         from optax_gate.gate.inputs import usage_files
@@ -465,7 +559,9 @@ def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec
     elif diff["differing"]:
         result["outcome"] = "diverged"
     elif not diff["compared_by"]["value"]:  # nothing computed was compared: no evidence that it computes the same
-        result["reason"] = f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only of what was compared by value)"
+        result["reason"] = (
+            f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only of what was compared by value)"
+        )
     else:
         result["outcome"] = "same"
 
@@ -474,7 +570,7 @@ def _judge(result: dict[str, Any], traces: dict[str, list[dict[str, Any]]], spec
 NOISE = "baseline-noise-"
 
 
-def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result: dict[str, Any]) -> tuple[list[str], Any]:
+def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: dict[str, Any]) -> tuple[list[str], Any]:
     """Measure the run's own rounding noise when the candidate is not bit for bit the baseline: the command
     :attr:`RunSpec.members` more times in the baseline, each perturbed (``optax_gate.recorder.perturb``, seed 1, 2,
     ...), or their runs kept from an earlier gate (:func:`_cached_members`). Sets ``result["ensemble"]``; returns the
@@ -499,14 +595,23 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: "_Around", result:
     cached = _cached_members(spec.cache, key, labels, folder)
     rows: list[dict[str, Any]] = []
     if cached:
-        around.say(f"--run: your run's own rounding noise: the {len(labels)} perturbed baseline runs kept from an earlier gate ({spec.cache})")
+        around.say(
+            f"--run: your run's own rounding noise: the {len(labels)} perturbed baseline runs kept from an earlier gate ({spec.cache})"
+        )
     else:
         for i, label in enumerate(labels, 1):
-            around.say(f"--run: the team's command in the baseline, perturbed by one ULP ({i} of {len(labels)}: your run's own rounding noise)")
+            around.say(
+                f"--run: the team's command in the baseline, perturbed by one ULP ({i} of {len(labels)}: your run's own rounding noise)"
+            )
             rows.append(run_once(spec, python, label, folder, {PERTURB_ENV: str(i)}))
             around.after(label)
     failed = [r for r in rows if _failed(r)]
-    summary: dict[str, Any] = {"members": len(labels), "cached": cached, "seconds": round(sum(r["seconds"] for r in rows), 1), "used": False}
+    summary: dict[str, Any] = {
+        "members": len(labels),
+        "cached": cached,
+        "seconds": round(sum(r["seconds"] for r in rows), 1),
+        "used": False,
+    }
     if failed:
         summary["why"] = f"a perturbed baseline run failed ({_why(failed[0])}): the ULP budget alone judges"
         result["ensemble"] = summary
@@ -539,7 +644,9 @@ def ensemble_key(spec: RunSpec, python: Path) -> str:
     recorder = Path(__file__).resolve().parents[2] / "recorder"
     for part in (str(Path(os.path.abspath(python)).parent.parent), spec.command, str(spec.members)):
         digest.update(part.encode() + b"\0")
-    gates_own = frozenset(os.path.realpath(p) for p in spec.not_watched)  # a report written inside the team's folder is not the team's
+    gates_own = frozenset(
+        os.path.realpath(p) for p in spec.not_watched
+    )  # a report written inside the team's folder is not the team's
     files, _ = team_files.scan(spec.run_dir, gates_own, limit=0)
     for rel in sorted(files or {}):
         path = spec.run_dir / rel
@@ -620,7 +727,9 @@ def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> N
                 return False
         except ValueError:
             pass
-        return spec.startswith("-") or spec.endswith((".py", ".ipynb", ".sh")) or "/" in spec or user_path(spec).exists()
+        return (
+            spec.startswith("-") or spec.endswith((".py", ".ipynb", ".sh")) or "/" in spec or user_path(spec).exists()
+        )
 
     words = [spec for spec in specs if argument(spec)]
     if words:

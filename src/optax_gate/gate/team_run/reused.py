@@ -9,7 +9,9 @@ from typing import Any
 from optax_gate.gate.team_run import recording
 
 
-def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], usage: tuple[Path, ...] = ()) -> dict[str, Any]:
+def recorded(
+    path: Path, baseline: dict[str, Any], candidate: dict[str, Any], usage: tuple[Path, ...] = ()
+) -> dict[str, Any]:
     """The team run a gate recorded (``compare --team-run``): the ``team_run``
     of a gate's ``report.json``, or of the ``report.json`` of a run folder
     given instead, for re-use by ``compare`` on the same run records (compare
@@ -46,11 +48,17 @@ def recorded(path: Path, baseline: dict[str, Any], candidate: dict[str, Any], us
             f"--team-run {validate.shown(file)} cannot be read: {exc.strerror or exc} (give a gate's report.json, or its run folder)"
         ) from None
     except ValueError as exc:
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})") from None
+        raise validate.InvalidInput(
+            f"--team-run {validate.shown(file)} is not a gate's report.json (not JSON: {exc})"
+        ) from None
     if runner.is_run_record(report):
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the run folder, or its report.json)")
+        raise validate.InvalidInput(
+            f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the run folder, or its report.json)"
+        )
     if not isinstance(report, dict) or "verdict" not in report:
-        raise validate.InvalidInput(f"--team-run {validate.shown(file)} is not a gate's report.json (give the run folder, or its report.json)")
+        raise validate.InvalidInput(
+            f"--team-run {validate.shown(file)} is not a gate's report.json (give the run folder, or its report.json)"
+        )
     team = report.get("team_run")
     if not isinstance(team, dict) or team.get("outcome") not in recording.OUTCOMES:
         raise validate.InvalidInput(
@@ -96,7 +104,11 @@ def _named_here(team: dict[str, Any]) -> dict[str, Any]:
             return site
         return f"{usage_files.display_name(Path(base) / path, here)}:{line}"
 
-    old = [s for s in team.get("sites") or []] + [c["site"] for c in team.get("causes") or []] + [team.get("raised_at") or ""]
+    old = (
+        [s for s in team.get("sites") or []]
+        + [c["site"] for c in team.get("causes") or []]
+        + [team.get("raised_at") or ""]
+    )
     moved = {s: name(s) for s in old if s and name(s) != s}
     out = recording.renamed(team, name)
     if out.get("raised_at"):

@@ -21,6 +21,7 @@ Why our own code: no library keeps a folder's files around a subprocess run;
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -29,7 +30,18 @@ from pathlib import Path
 #: Most files of ``--run-dir`` looked at (a larger folder is not looked at, nor kept).
 WATCHED_FILES = 20_000
 #: Folders of ``--run-dir`` not looked at: version control, caches and environments the command's Python may write.
-NOT_WATCHED = {".git", ".hg", ".svn", "__pycache__", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", "node_modules"}
+NOT_WATCHED = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".nox",
+    ".venv",
+    "venv",
+    ".mypy_cache",
+    ".pytest_cache",
+    "node_modules",
+}
 #: Most bytes of the team's files copied before the first run (smallest files first): 256 MiB.
 KEPT_BYTES = 256 * 2**20
 
@@ -38,7 +50,9 @@ def _watched(root: str, dirs: list[str], skip: frozenset[str]) -> list[str]:
     return sorted(d for d in dirs if d not in NOT_WATCHED and os.path.realpath(os.path.join(root, d)) not in skip)
 
 
-def scan(run_dir: Path, skip: frozenset[str] = frozenset(), limit: int | None = None) -> tuple[dict[str, tuple[int, int]] | None, set[str]]:
+def scan(
+    run_dir: Path, skip: frozenset[str] = frozenset(), limit: int | None = None
+) -> tuple[dict[str, tuple[int, int]] | None, set[str]]:
     """One walk of ``run_dir``: each file (relative name -> modification
     time in ns, size in bytes; None past ``limit`` files, default
     :data:`WATCHED_FILES`, 0: no limit) and each folder (relative names),
@@ -148,10 +162,8 @@ def settle(before: Before, outputs: Path | None) -> list[str]:
         except OSError:
             before.note([name], existed=name in before.state, not_restored=True)
     for folder in sorted(folders - before.folders, key=len, reverse=True):  # moving files leaves the folders
-        try:
+        with contextlib.suppress(OSError):
             (before.run_dir / folder).rmdir()  # only an empty one: a file it still holds is named above
-        except OSError:
-            pass
     return touched
 
 

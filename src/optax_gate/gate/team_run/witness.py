@@ -48,7 +48,10 @@ MASKS = (
     (re.compile(r"0x[0-9a-fA-F]{4,}"), "0x…"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"), "<date>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
-    (re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\s?(s|sec|secs|seconds|ms|us|µs|ns|min|it/s|s/it|steps/s|examples/s)\b"), "<duration>"),
+    (
+        re.compile(r"\b\d+(\.\d+)?(e[-+]?\d+)?\s?(s|sec|secs|seconds|ms|us|µs|ns|min|it/s|s/it|steps/s|examples/s)\b"),
+        "<duration>",
+    ),
     (re.compile(r"\bpid[ =:]\d+", re.I), "pid …"),
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf|NaN|Inf|infinity)\b")
@@ -101,18 +104,22 @@ def output_spreads(base: list[str], members: list[str]) -> dict[int, list[float]
     skeleton = [_numbers(x)[0] for x in base]
     for text in members:
         theirs = [mask(x) for x in text.splitlines()]
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, skeleton, [_numbers(x)[0] for x in theirs], autojunk=False).get_opcodes():
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+            None, skeleton, [_numbers(x)[0] for x in theirs], autojunk=False
+        ).get_opcodes():
             if tag != "equal":
                 continue
-            for i, j in zip(range(i1, i2), range(j1, j2)):
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=False):
                 bn, mn = _numbers(base[i])[1], _numbers(theirs[j])[1]
                 row = spreads.setdefault(i, [0.0] * len(bn))
-                for k, (x, y) in enumerate(zip(bn, mn)):
+                for k, (x, y) in enumerate(zip(bn, mn, strict=False)):
                     row[k] = max(row[k], ensemble.deviation(x, y))
     return spreads
 
 
-def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, members: list[str] | None = None) -> dict[str, Any]:
+def compare_output(
+    baseline: str, repeat: str, candidate: str, ulps: int, members: list[str] | None = None
+) -> dict[str, Any]:
     """Compare the candidate's output with the lines both baseline runs share;
     ``members``: the outputs of the perturbed baseline runs (a number within
     ``ensemble.FACTOR`` times its spread over them is rounding: ``noise_ratio``,
@@ -134,7 +141,14 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, member
     for tag, i1, i2, _, _ in difflib.SequenceMatcher(None, base, again, autojunk=False).get_opcodes():
         if tag == "equal":
             stable[i1:i2] = [True] * (i2 - i1)
-    out: dict[str, Any] = {"lines": sum(stable), "noise": len(base) - sum(stable), "differs": False, "within_budget": 0, "first": None, "warnings": []}
+    out: dict[str, Any] = {
+        "lines": sum(stable),
+        "noise": len(base) - sum(stable),
+        "differs": False,
+        "within_budget": 0,
+        "first": None,
+        "warnings": [],
+    }
     spreads = output_spreads(base, members or [])
     ratios: list[float] = []
 
@@ -149,17 +163,27 @@ def compare_output(baseline: str, repeat: str, candidate: str, ulps: int, member
     warned = (_warning_lines(base), _warning_lines(cand))
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, *skeletons, autojunk=False).get_opcodes():
         if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2)):
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=False):
                 if not stable[i] or base[i] == cand[j]:
                     continue
                 bn, cn = _numbers(base[i])[1], _numbers(cand[j])[1]
                 spread = spreads.get(i) or [0.0] * len(bn)
-                ratios += [ensemble.deviation(x, y) / s for x, y, s in zip(bn, cn, spread) if 0 < s < math.inf and not _within(x, y, ulps)]
-                if all(_within(x, y, ulps, s) for x, y, s in zip(bn, cn, spread)):
+                ratios += [
+                    ensemble.deviation(x, y) / s
+                    for x, y, s in zip(bn, cn, spread, strict=False)
+                    if 0 < s < math.inf and not _within(x, y, ulps)
+                ]
+                if all(_within(x, y, ulps, s) for x, y, s in zip(bn, cn, spread, strict=False)):
                     out["within_budget"] += 1
                 else:
-                    x, y, s = next((x, y, s) for x, y, s in zip(bn, cn, spread) if not _within(x, y, ulps, s))
-                    beyond = f", {ensemble.deviation(x, y) / s:.3g}x the spread of your run's perturbed baseline runs" if 0 < s < math.inf else ""
+                    x, y, s = next(
+                        (x, y, s) for x, y, s in zip(bn, cn, spread, strict=False) if not _within(x, y, ulps, s)
+                    )
+                    beyond = (
+                        f", {ensemble.deviation(x, y) / s:.3g}x the spread of your run's perturbed baseline runs"
+                        if 0 < s < math.inf
+                        else ""
+                    )
                     note(i + 1, base[i], cand[j], f"a number: {_said(x)} → {_said(y)}" + _sizes(x, y, beyond))
             continue
         rows = [i for i in range(i1, i2) if stable[i] and not warned[0][i]]
@@ -271,7 +295,9 @@ def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -
     "not_judged": a file compared by its bytes whose bytes differ}``."""
     out: dict[str, Any] = {"how": "bytes", "differs": False, "within_budget": False, "first": None, "not_judged": False}
     members = list(others.members)
-    in_environment = others.python is not None and (base.suffix == ".msgpack" or base.is_dir())  # msgpack, an Orbax checkpoint
+    in_environment = others.python is not None and (
+        base.suffix == ".msgpack" or base.is_dir()
+    )  # msgpack, an Orbax checkpoint
     if base.suffix in (".npy", ".npz") or in_environment:
         read = _arrays if not in_environment else lambda path: _env_arrays(path, others.python)
         b, c = read(base), read(cand)
@@ -284,7 +310,9 @@ def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -
                 for m in theirs:
                     if x is not None and (mx := m.get(key)) is not None:
                         spread = ensemble.merged(spread, ensemble.leaf_spread(x, mx))
-                one_side = f"written by the {'baseline' if key in b else 'candidate'} only" if (key in b) != (key in c) else ""
+                one_side = (
+                    f"written by the {'baseline' if key in b else 'candidate'} only" if (key in b) != (key in c) else ""
+                )
                 change = one_side or _array_change(x, y, ulps, spread)
                 if change == "within":
                     out["within_budget"] = True
@@ -304,7 +332,7 @@ def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -
                 out["differs"], out["first"] = True, {"key": "", "change": "its keys or lengths differ"}
                 return out
             spreads = _json_spreads(bl, members)
-            for (key, x), (_, y) in zip(bl, cl):
+            for (key, x), (_, y) in zip(bl, cl, strict=False):
                 numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
                 if x == y:
                     continue
@@ -312,11 +340,17 @@ def compare_file(base: Path, cand: Path, ulps: int, others: Others = Others()) -
                     out["within_budget"] = True
                     continue
                 out["differs"] = True
-                out["first"] = {"key": key, "change": f"{x!r} → {y!r}" + (_sizes(float(x), float(y)) if numbers else "")}
+                out["first"] = {
+                    "key": key,
+                    "change": f"{x!r} → {y!r}" + (_sizes(float(x), float(y)) if numbers else ""),
+                }
                 return out
             return out
     if _digest(base) != _digest(cand):  # not a format read here: named, not judged (it does not set the verdict)
-        out["not_judged"], out["first"] = True, {"key": "", "change": "not judged: its bytes differ, and it is not a format the gate reads as values"}
+        out["not_judged"], out["first"] = (
+            True,
+            {"key": "", "change": "not judged: its bytes differ, and it is not a format the gate reads as values"},
+        )
     return out
 
 
@@ -328,7 +362,9 @@ def _env_arrays(path: Path, python: Path | None) -> dict[str, dict[str, Any] | N
     size = sum(st.st_size for st in stats)
     if python is None or size > READ_BYTES:
         return None
-    found = read_in_environment(str(path.resolve()), str(python), max((st.st_mtime_ns for st in stats), default=0), size)
+    found = read_in_environment(
+        str(path.resolve()), str(python), max((st.st_mtime_ns for st in stats), default=0), size
+    )
     return dict(found) if found is not None else None
 
 
@@ -338,7 +374,9 @@ def read_in_environment(path: str, python: str, mtime_ns: int, size: int) -> dic
     import subprocess
 
     try:
-        proc = subprocess.run([python, "-m", "optax_gate.kit.environment.arrays", path], capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [python, "-m", "optax_gate.kit.environment.arrays", path], capture_output=True, text=True, timeout=300
+        )
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
@@ -356,7 +394,12 @@ def _json_spreads(base: list[tuple[str, Any]], members: list[Path]) -> dict[str,
             continue
         for key, x in base:
             y = theirs.get(key)
-            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool) and not isinstance(y, bool):
+            if (
+                isinstance(x, (int, float))
+                and isinstance(y, (int, float))
+                and not isinstance(x, bool)
+                and not isinstance(y, bool)
+            ):
                 out[key] = max(out.get(key, 0.0), ensemble.deviation(float(x), float(y)))
     return out
 
@@ -383,7 +426,9 @@ def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int,
         else f"budget {ulps}"
     )
     return (
-        f"{moved}" if x["dtype"] not in leaves.EPS else f"largest error {leaves.said_ulps(error)} ULP ({said})" + (f": {moved}" if moved else "")
+        f"{moved}"
+        if x["dtype"] not in leaves.EPS
+        else f"largest error {leaves.said_ulps(error)} ULP ({said})" + (f": {moved}" if moved else "")
     ) or "differs"
 
 
@@ -426,7 +471,9 @@ def _files(folder: Path | None) -> dict[str, Path]:
     return out
 
 
-def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int, others: Others = Others()) -> dict[str, Any]:
+def compare_files(
+    baseline: Path | None, repeat: Path | None, candidate: Path | None, ulps: int, others: Others = Others()
+) -> dict[str, Any]:
     """Compare the files the runs wrote (each run's kept outputs): those the
     two baseline runs wrote alike (by :func:`compare_file`) against the
     candidate's; ``others.members``: the perturbed baseline runs' kept outputs (folders).
@@ -458,7 +505,11 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
             continue
         out["files"] += 1
         if name not in b or name not in c:
-            change = {"file": name, "key": "", "change": f"written by the {'candidate' if name in c else 'baseline'}'s run only"}
+            change = {
+                "file": name,
+                "key": "",
+                "change": f"written by the {'candidate' if name in c else 'baseline'}'s run only",
+            }
             out["differs"], out["first"] = True, out["first"] or change
             continue
         one = compare_file(b[name], c[name], ulps, Others(tuple(m[name] for m in theirs if name in m), others.python))
@@ -471,7 +522,9 @@ def compare_files(baseline: Path | None, repeat: Path | None, candidate: Path | 
     return out
 
 
-def witness(folder: Path, runs: list[dict[str, Any]], ulps: int, members: list[str] | None = None, python: Path | None = None) -> dict[str, Any]:
+def witness(
+    folder: Path, runs: list[dict[str, Any]], ulps: int, members: list[str] | None = None, python: Path | None = None
+) -> dict[str, Any]:
     """The second witness of three runs (baseline, baseline-repeat,
     candidate; their logs and kept files in ``folder``): ``{"exit": [three
     exit statuses], "output": compare_output(...), "files":
@@ -479,19 +532,42 @@ def witness(folder: Path, runs: list[dict[str, Any]], ulps: int, members: list[s
     budget, "first": where first, in words, or ""}``; ``members``: the labels of
     the perturbed baseline runs (``team-run-<label>.log`` and ``-files`` in ``folder``); ``python``: the baseline's
     interpreter (:class:`Others`)."""
-    logs = {r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace") if (folder / r.get("log", "")).is_file() else "" for r in runs}
-    theirs = [(folder / f"team-run-{m}.log").read_text(encoding="utf-8", errors="replace") for m in members or [] if (folder / f"team-run-{m}.log").is_file()]
-    output = compare_output(logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps, theirs)
-    baseline, repeat, candidate = (folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate"))
-    files = compare_files(baseline, repeat, candidate, ulps, Others(tuple(folder / f"team-run-{m}-files" for m in members or []), python))
+    logs = {
+        r["label"]: (folder / r["log"]).read_text(encoding="utf-8", errors="replace")
+        if (folder / r.get("log", "")).is_file()
+        else ""
+        for r in runs
+    }
+    theirs = [
+        (folder / f"team-run-{m}.log").read_text(encoding="utf-8", errors="replace")
+        for m in members or []
+        if (folder / f"team-run-{m}.log").is_file()
+    ]
+    output = compare_output(
+        logs.get("baseline", ""), logs.get("baseline-repeat", ""), logs.get("candidate", ""), ulps, theirs
+    )
+    baseline, repeat, candidate = (
+        folder / f"team-run-{label}-files" for label in ("baseline", "baseline-repeat", "candidate")
+    )
+    files = compare_files(
+        baseline, repeat, candidate, ulps, Others(tuple(folder / f"team-run-{m}-files" for m in members or []), python)
+    )
     first = ""
     if output["first"]:
         o = output["first"]
         first = f"output line {o['line']}: {o['change']}" + (
-            f" (`{o['baseline']}` → `{o['candidate']}`)" if o["baseline"] and o["candidate"] else f" (`{o['baseline'] or o['candidate']}`)"
+            f" (`{o['baseline']}` → `{o['candidate']}`)"
+            if o["baseline"] and o["candidate"]
+            else f" (`{o['baseline'] or o['candidate']}`)"
         )
     elif files["first"]:
         f = files["first"]
         key = f" key {f['key']}" if f["key"] else ""
         first = f"file {f['file']}{key}: {f['change']}"
-    return {"exit": [r.get("exit") for r in runs], "output": output, "files": files, "differs": output["differs"] or files["differs"], "first": first}
+    return {
+        "exit": [r.get("exit") for r in runs],
+        "output": output,
+        "files": files,
+        "differs": output["differs"] or files["differs"],
+        "first": first,
+    }

@@ -12,7 +12,6 @@ from optax_gate.gate.base import model
 from optax_gate.gate.base.details import normalise
 from optax_gate.gate.base.plain_text import shorten
 
-
 #: Classes of a failure (:func:`classify`).
 API: Literal["api"] = "api"
 INFRA: Literal["could not tell"] = "could not tell"
@@ -54,7 +53,13 @@ class Failure:
 
     def as_json(self) -> model.UpstreamFailure:
         """The report's form of the failure (``upstream_tests.directions[].failures[]``)."""
-        out: model.UpstreamFailure = {"test": self.test, "text": self.text, "kind": self.kind, "subject": self.subject, "change": self.change}
+        out: model.UpstreamFailure = {
+            "test": self.test,
+            "text": self.text,
+            "kind": self.kind,
+            "subject": self.subject,
+            "change": self.change,
+        }
         if self.moved_by:
             out["moved_by"] = self.moved_by
         return out
@@ -89,7 +94,15 @@ def first_line(text: str) -> str:
     exception (``E   TypeError: ...``), else the message's first line."""
     errors = [line[1:].strip() for line in (text or "").splitlines() if line.startswith("E ")]
     named = [e for e in errors if re.match(r"[\w.]*(?:Error|Exception|Failed|Warning)\b|[\w.]+Error:", e)]
-    pick = named[-1] if named else errors[0] if errors else (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    pick = (
+        named[-1]
+        if named
+        else errors[0]
+        if errors
+        else (text or "").strip().splitlines()[0]
+        if (text or "").strip()
+        else ""
+    )
     return " ".join(pick.split())
 
 
@@ -109,14 +122,23 @@ def read_junit(xml_text: str, files: list[str]) -> tuple[int, list[Failure]]:
         if bad is None:
             continue
         dotted = case.get("classname") or ""
-        file_ = next((f for m, f in sorted(modules.items(), key=lambda kv: -len(kv[0])) if dotted == m or dotted.startswith(m + ".")), "")
+        file_ = next(
+            (
+                f
+                for m, f in sorted(modules.items(), key=lambda kv: -len(kv[0]))
+                if dotted == m or dotted.startswith(m + ".")
+            ),
+            "",
+        )
         if not file_:  # a collection error: its name is the module's
             file_ = modules.get(case.get("name", ""), case.get("name", "?"))
             test = file_
         else:
             cls = dotted[len(file_[:-3]) + 1 :]
             test = "::".join(part for part in (file_, cls, case.get("name", "")) if part)
-        failed.append(Failure(test=test, text=first_line((bad.text or "") or bad.get("message", "")) or bad.get("message", "")))
+        failed.append(
+            Failure(test=test, text=first_line((bad.text or "") or bad.get("message", "")) or bad.get("message", ""))
+        )
     return ran, failed
 
 
@@ -180,7 +202,9 @@ def findings(directions: list[Direction]) -> list[dict[str, Any]]:
             groups.setdefault((d.label, f.kind, f.change, f.subject, pattern), []).append(f)
     out = []
     order = {"changed": 0, "new": 1, "gone": 2}
-    for (label, kind, change, subject, _), fails in sorted(groups.items(), key=lambda kv: (order[kv[0][2]], -len(kv[1]), kv[0][3])):
+    for (label, kind, change, subject, _), fails in sorted(
+        groups.items(), key=lambda kv: (order[kv[0][2]], -len(kv[1]), kv[0][3])
+    ):
         tests = [f.test for f in fails]
         if kind == API:
             side = "the baseline" if change == "gone" else "the candidate"

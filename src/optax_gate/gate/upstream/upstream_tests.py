@@ -19,10 +19,24 @@ from pathlib import Path
 from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.install import missing_requirements
-from optax_gate.gate.upstream.failures import BEHAVIOUR, INFRA, OTHERS, Direction, Failure, api_of, classify, findings, public_names, read_junit
+from optax_gate.gate.upstream.failures import (
+    BEHAVIOUR,
+    INFRA,
+    OTHERS,
+    Direction,
+    Failure,
+    api_of,
+    classify,
+    findings,
+    public_names,
+    read_junit,
+)
 
 #: Directions: (label, tests of which side, run in which environment).
-DIRECTIONS = (("baseline tests in the candidate", "baseline", "candidate"), ("candidate tests in the baseline", "candidate", "baseline"))
+DIRECTIONS = (
+    ("baseline tests in the candidate", "baseline", "candidate"),
+    ("candidate tests in the baseline", "candidate", "baseline"),
+)
 #: Import name -> distribution name of the test dependencies that differ.
 DISTRIBUTIONS = {"absl": "absl-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
 #: pytest's own plugins that would change the run (our plugin's entry point, the cache).
@@ -52,7 +66,9 @@ def module_files(pkg: Path) -> dict[str, bytes]:
     return {
         p.relative_to(pkg).as_posix(): hashlib.sha256(p.read_bytes()).digest()
         for p in sorted(pkg.rglob("*.py"))
-        if not p.name.endswith("_test.py") and "__pycache__" not in p.parts and not any(h in p.stem for h in HELPER_NAMES)
+        if not p.name.endswith("_test.py")
+        and "__pycache__" not in p.parts
+        and not any(h in p.stem for h in HELPER_NAMES)
     }
 
 
@@ -83,7 +99,9 @@ def missing(python: Path, names: set[str], timeout: float = 120) -> list[str]:
     """The names of ``names`` that ``python``'s environment cannot import (``importlib.util.find_spec``)."""
     code = "import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) if importlib.util.find_spec(n) is None)))"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([str(python), "-c", code, json.dumps(sorted(names))], capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(
+        [str(python), "-c", code, json.dumps(sorted(names))], capture_output=True, text=True, timeout=timeout, env=env
+    )
     if proc.returncode != 0:
         raise CrossRunFailure(f"the environment's imports cannot be checked: {shorten(proc.stderr, 200)}")
     absent: list[str] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -106,7 +124,9 @@ def overlay(python: Path, names: list[str], cache_dir: Path, timeout: float) -> 
     except missing_requirements.ListingFailure as exc:
         raise CrossRunFailure(str(exc)) from None
     except missing_requirements.DepsFailure as exc:
-        raise CrossRunFailure(f"the test dependencies {', '.join(wanted)} cannot be installed beside the environment: {exc}") from None
+        raise CrossRunFailure(
+            f"the test dependencies {', '.join(wanted)} cannot be installed beside the environment: {exc}"
+        ) from None
 
 
 #: Test helper modules shipped beside the tests (``optax/_src/test_utils.py`` in 0.2.8): names containing these.
@@ -197,12 +217,16 @@ def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: _Pyt
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise CrossRunFailure(f"pytest timed out after {timeout:.0f} s") from None
-    if proc.returncode not in ((0, 1, 5) if collect_only else (0, 1)):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
+    if proc.returncode not in (
+        (0, 1, 5) if collect_only else (0, 1)
+    ):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
         tail = [line for line in (proc.stdout + proc.stderr).strip().splitlines() if line.strip()][-3:]
         raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
 
 
-def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env: dict[str, str], options: CrossRunOptions) -> set[str]:
+def control(
+    python: Path, root: Path, d: Direction, suspects: list[Failure], env: dict[str, str], options: CrossRunOptions
+) -> set[str]:
     """The control run of ``suspects`` (failures of the cross-run) with
     ``python``, their own environment, in the run's folder ``root``: the
     failing test ids re-run (``file::Class::test``; nothing else of their
@@ -223,9 +247,17 @@ def control(python: Path, root: Path, d: Direction, suspects: list[Failure], env
     for names, xml, collect in ((ids, "control.xml", False), (files, "control-collect.xml", True)):
         if not names:
             continue
-        _run_pytest(python, root, names, root / xml, _Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect))
+        _run_pytest(
+            python,
+            root,
+            names,
+            root / xml,
+            _Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect),
+        )
         if not (root / xml).is_file():
-            raise CrossRunFailure(f"pytest wrote no report for the control run of {len(names)} {'file' if collect else 'test'}{'s' if len(names) > 1 else ''}")
+            raise CrossRunFailure(
+                f"pytest wrote no report for the control run of {len(names)} {'file' if collect else 'test'}{'s' if len(names) > 1 else ''}"
+            )
         failing |= {f.test for f in read_junit((root / xml).read_text(encoding="utf-8"), d.files)[1]}
     d.control_tests, d.control_files = len(ids), len(files)
     return failing
@@ -259,7 +291,9 @@ def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]
       CrossRunFailure: an environment cannot list its distributions.
     """
     base, cand = (installed_versions(pythons[side], extra_env.get(side, {})) for side in ("baseline", "candidate"))
-    names = sorted(n for n in base.keys() | cand.keys() if n not in ("optax", "optax-gate") and base.get(n) != cand.get(n))
+    names = sorted(
+        n for n in base.keys() | cand.keys() if n not in ("optax", "optax-gate") and base.get(n) != cand.get(n)
+    )
     return [f"{n} {base.get(n, '-')} -> {cand.get(n, '-')}" for n in names]
 
 
@@ -279,7 +313,9 @@ class _Sides:
     env: dict[str, dict[str, str]]
 
 
-def _mixed_outcomes(root: Path, d: Direction, ids: list[str], optax_of: str, packages_of: str, sides: _Sides, timeout: float) -> dict[str, bool] | None:
+def _mixed_outcomes(
+    root: Path, d: Direction, ids: list[str], optax_of: str, packages_of: str, sides: _Sides, timeout: float
+) -> dict[str, bool] | None:
     """Test id -> passed, of ``ids`` run with ``optax_of``'s optax (copied into ``root``) on ``packages_of``'s
     interpreter and packages; None when that optax does not import there or a test did not run."""
     folder = root / f"_optax_of_{optax_of}"
@@ -288,7 +324,12 @@ def _mixed_outcomes(root: Path, d: Direction, ids: list[str], optax_of: str, pac
     env = _with_overlay(_with_overlay(sides.env.get(packages_of, {}), sides.deps.get(packages_of)), folder)
     python = sides.pythons[packages_of]
     probe = subprocess.run(
-        [str(python), "-c", "import optax, sys; sys.exit(0 if optax.__file__.startswith(sys.argv[1]) else 3)", str(folder)],
+        [
+            str(python),
+            "-c",
+            "import optax, sys; sys.exit(0 if optax.__file__.startswith(sys.argv[1]) else 3)",
+            str(folder),
+        ],
         capture_output=True,
         cwd=root,
         timeout=timeout,
@@ -299,7 +340,9 @@ def _mixed_outcomes(root: Path, d: Direction, ids: list[str], optax_of: str, pac
     xml = root / f"split-{optax_of}-on-{packages_of}.xml"
     _run_pytest(python, root, ids, xml, _Pytest(env, 1, timeout))
     if not xml.is_file():
-        raise CrossRunFailure(f"pytest wrote no report for the split by cause of {len(ids)} test{'s' if len(ids) > 1 else ''}")
+        raise CrossRunFailure(
+            f"pytest wrote no report for the split by cause of {len(ids)} test{'s' if len(ids) > 1 else ''}"
+        )
     ran, failed = read_junit(xml.read_text(encoding="utf-8"), d.files)
     if ran != len(ids):
         return None
@@ -347,7 +390,13 @@ def split_by_cause(root: Path, d: Direction, others: list[str], sides: _Sides, t
     d.split_seconds = round(time.monotonic() - start, 1)
 
 
-def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions, others: list[str] | None = None) -> Direction:
+def run_direction(
+    d: Direction,
+    pkg: dict[str, Path],
+    pythons: dict[str, Path],
+    options: CrossRunOptions,
+    others: list[str] | None = None,
+) -> Direction:
     """Run ``d``'s test files (already chosen in ``d.files``) of ``pkg[d.tests_of]``
     with ``pythons[d.env]``; a control run of the failures with
     ``pythons[d.tests_of]``, their own environment (:func:`control`: the
@@ -392,7 +441,12 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
             home_lacking = missing(pythons[d.tests_of], needed)
             home = overlay(pythons[d.tests_of], home_lacking, cache_dir, timeout)
             at_home = control(
-                pythons[d.tests_of], root, d, suspects, _with_overlay(extra_env.get(d.tests_of, {}), home), dataclasses.replace(options, workers=workers)
+                pythons[d.tests_of],
+                root,
+                d,
+                suspects,
+                _with_overlay(extra_env.get(d.tests_of, {}), home),
+                dataclasses.replace(options, workers=workers),
             )
             for f in suspects:
                 if f.test in at_home or f.test.split("::")[0] in at_home:
@@ -405,7 +459,9 @@ def run_direction(d: Direction, pkg: dict[str, Path], pythons: dict[str, Path], 
     return d
 
 
-def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions, say: Callable[[str], None] = print) -> model.UpstreamTests:
+def cross_run(
+    sites: dict[str, Path], pythons: dict[str, Path], options: CrossRunOptions, say: Callable[[str], None] = print
+) -> model.UpstreamTests:
     """The report's ``upstream_tests`` section: both directions run and classified.
 
     Args:
@@ -433,7 +489,9 @@ def cross_run(sites: dict[str, Path], pythons: dict[str, Path], options: CrossRu
     say(f"upstream tests: {len(changed)} optax modules differ")
     others = other_packages(pythons, options.extra_env)
     if others:
-        say(f"upstream tests: besides optax, {len(others)} distributions differ ({', '.join(others[:3])}{' ...' if len(others) > 3 else ''})")
+        say(
+            f"upstream tests: besides optax, {len(others)} distributions differ ({', '.join(others[:3])}{' ...' if len(others) > 3 else ''})"
+        )
     directions = []
     for label, tests_side, env_side in DIRECTIONS:
         d = Direction(label, tests_side, env_side, files=tests_of(pkg[tests_side], changed))

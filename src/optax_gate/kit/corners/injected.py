@@ -81,7 +81,12 @@ def injected_arguments(path: str) -> tuple[Any, dict[str, Any], tuple[str, ...]]
     return fn, kwargs, static
 
 
-def injected(path: str, form: str, hyperparam_dtype: str | None, arguments: tuple[Any, dict[str, Any], tuple[str, ...]] | None = None) -> Any:
+def injected(
+    path: str,
+    form: str,
+    hyperparam_dtype: str | None,
+    arguments: tuple[Any, dict[str, Any], tuple[str, ...]] | None = None,
+) -> Any:
     """``optax.inject_hyperparams(<path's factory>)`` called with :func:`injected_arguments` (or ``arguments``,
     made by it), every float hyperparameter in ``form`` (``python``: as the signature's default; else a
     :data:`HYPER_FORMS` form; an int kept)."""
@@ -113,6 +118,8 @@ def inject_record(path: str) -> dict[str, str]:
         def build(form: str = form, hdtype: str | None = hdtype) -> Any:
             return injected(path, form, hdtype, arguments)
 
-        out[key] = transformation_outcome(path, {}, pdtype, None, errors, f"{key}/error", steps=steps, build_with=build, jit=jit, hyperparams=True)
+        out[key] = transformation_outcome(
+            path, {}, pdtype, None, errors, f"{key}/error", steps=steps, build_with=build, jit=jit, hyperparams=True
+        )
         out.update(errors)
     return out

@@ -65,7 +65,9 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
 
     def total(x):
         out = fn(x.astype(jnp.asarray(args[0]).dtype) if corner == "int_inputs" else x, *args[1:], **kwargs)
-        return sum(jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating))
+        return sum(
+            jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
+        )
 
     def tangent():
         return jnp.ones_like(first)
@@ -107,7 +109,9 @@ def loss_corners(path: str) -> list[str]:
     for corner in LOSS_CORNERS:
         if (path, corner) in LOSS_LEFT_OUT or ("inf_logit" in corner and path not in LOGITS):
             continue
-        if corner in ("broadcast", "mismatch") and (len(args) < 2 or not isinstance(args[1], jax.Array) or not args[1].ndim):
+        if corner in ("broadcast", "mismatch") and (
+            len(args) < 2 or not isinstance(args[1], jax.Array) or not args[1].ndim
+        ):
             continue
         if corner.startswith("hyper=") and not float_hypers(path):
             continue
@@ -124,7 +128,9 @@ def loss_inputs(path: str, corner: str) -> tuple[list, dict]:
     args = [jnp.asarray(a) if isinstance(a, jax.Array) else a for a in args]
     first = jnp.asarray(args[0])
     if corner in ("neg_inf_logit", "pos_inf_logit"):
-        args[0] = first.astype(jnp.float32).at[(-1,) * first.ndim].set(-jnp.inf if corner == "neg_inf_logit" else jnp.inf)
+        args[0] = (
+            first.astype(jnp.float32).at[(-1,) * first.ndim].set(-jnp.inf if corner == "neg_inf_logit" else jnp.inf)
+        )
     elif corner == "empty_batch":
         batch = first.shape[0]
         args = [a[:0] if isinstance(a, jax.Array) and a.ndim and a.shape[0] == batch else a for a in args]
@@ -154,7 +160,8 @@ def float_hypers(path: str) -> list[str]:
     return [
         name
         for name, p in sig.parameters.items()
-        if type(given.get(name, p.default)) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
+        if type(given.get(name, p.default)) is float
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
     ]
 
 
@@ -170,6 +177,11 @@ def hyper_inputs(path: str, args: list, kwargs: dict[str, Any], form: str) -> tu
     bound = sig.bind_partial(*args, **kwargs).arguments
     names = float_hypers(path)
     positional = list(sig.parameters)[: len(args)]
-    args = [hyper_form(a, form) if name in names else a for name, a in zip(positional, args)] + list(args[len(positional) :])
-    kwargs = {**kwargs, **{n: hyper_form(bound.get(n, sig.parameters[n].default), form) for n in names if n not in positional}}
+    args = [hyper_form(a, form) if name in names else a for name, a in zip(positional, args, strict=False)] + list(
+        args[len(positional) :]
+    )
+    kwargs = {
+        **kwargs,
+        **{n: hyper_form(bound.get(n, sig.parameters[n].default), form) for n in names if n not in positional},
+    }
     return args, kwargs

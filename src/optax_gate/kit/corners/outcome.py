@@ -62,16 +62,23 @@ def describe(thunk: Any, errors: dict[str, str] | None = None, key: str = "") ->
         return f"{'ok' if math.isfinite(out) else 'non-finite'} python {type(out).__name__} {value_text(float(out))}"
     if isinstance(out, tuple) and all(isinstance(v, int) for v in out):
         return f"ok shape ({','.join(map(str, out))})"
-    if isinstance(out, (np.dtype, type)) or hasattr(out, "dtype") and not hasattr(out, "shape"):
+    if isinstance(out, (np.dtype, type)) or (hasattr(out, "dtype") and not hasattr(out, "shape")):
         return f"ok dtype {np.dtype(out).name}"
     jnp = jnp_module()
     leaves = jax.tree.leaves(out)
     arrays = [np.asarray(x) for x in leaves]
     inexact = [jnp.issubdtype(a.dtype, jnp.inexact) for a in arrays]  # bfloat16's NumPy kind is 'V', not 'f'
-    bad = any(f and not np.all(np.isfinite(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32))) for a, f in zip(arrays, inexact))
+    bad = any(
+        f and not np.all(np.isfinite(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))
+        for a, f in zip(arrays, inexact, strict=True)
+    )
     if len(arrays) == 1 and arrays[0].ndim == 0 and not isinstance(out, dict):
         a = arrays[0]
-        val = value_text(float(np.real(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32)))) if inexact[0] else str(a)
+        val = (
+            value_text(float(np.real(a.astype(np.complex64 if np.iscomplexobj(a) else np.float32))))
+            if inexact[0]
+            else str(a)
+        )
         return f"{'non-finite' if bad else 'ok'} {a.dtype.name}[] {val}"
     sig = ",".join(f"{a.dtype.name}[{','.join(map(str, a.shape))}]" for a in arrays) or "no leaves"
     return f"{'non-finite' if bad else 'ok'} {sig}{'' if bad else ' finite'}"

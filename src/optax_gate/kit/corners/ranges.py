@@ -91,7 +91,6 @@ def range_record(path: str, name: str) -> dict[str, str]:
     (``transformation_outcome``'s line: dtypes, norm and first entry of the last update, the state's dtypes, or
     the exception's type, its message under ``.../error``), for each ``v`` of :func:`range_values`."""
     from optax_gate.kit.corners.transformations import transformation_outcome
-
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
     out: dict[str, str] = {}

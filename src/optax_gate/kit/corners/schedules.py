@@ -25,7 +25,10 @@ SCHEDULE_MODES = ("int", "int32", "jit")
 #: arguments kept), unless its sweep call already gives that value. name ->
 #: ((value, why), ...).
 SCHEDULE_PARAMS: dict[str, tuple[tuple[Any, str], ...]] = {
-    "transition_steps": ((0, "a zero-length interval (documented: the schedule is then constant)"), (1, "a one-step interval")),
+    "transition_steps": (
+        (0, "a zero-length interval (documented: the schedule is then constant)"),
+        (1, "a one-step interval"),
+    ),
     "decay_steps": ((0, "a zero-length decay"), (1, "a one-step decay")),
     "warmup_steps": ((0, "no warmup: the join's boundary at step 0"), (1, "a one-step warmup")),
     "transition_begin": ((0, "the interval begins at step 0"),),
@@ -36,7 +39,11 @@ SCHEDULE_PARAMS: dict[str, tuple[tuple[Any, str], ...]] = {
     "peak_value": ((0.0, "a peak of zero (warmup_cosine_decay divides end_value by it)"),),
     "staircase": ((True, "the integer-division code path"),),
     "interpolate_type": (("linear", "the other interpolation"),),
-    "boundaries_and_scales": (({0: 0.5}, "a boundary at step 0"), ({SCHEDULE_END: 0.5}, "a boundary at the end"), ({}, "no boundary")),
+    "boundaries_and_scales": (
+        ({0: 0.5}, "a boundary at step 0"),
+        ({SCHEDULE_END: 0.5}, "a boundary at the end"),
+        ({}, "no boundary"),
+    ),
     "boundaries": (([0], "a boundary at step 0"), ([SCHEDULE_END], "a boundary at the end")),
 }
 #: Baseline defects the schedule grid shows on a documented input: (path,
@@ -44,11 +51,17 @@ SCHEDULE_PARAMS: dict[str, tuple[tuple[Any, str], ...]] = {
 #: snapshot per schedule, not marked ``known_defect``; this table says where
 #: the grid shows the ledger's defect.
 SCHEDULE_DEFECTS: dict[tuple[str, str], str] = {
-    ("optax.piecewise_interpolate_schedule", "boundaries_and_scales={0}"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.piecewise_interpolate_schedule", "boundaries_and_scales={0}"): known_defect(
+        "piecewise-interpolate-zero-length-interval-nan"
+    ),
     ("optax.linear_onecycle_schedule", "pct_start=0.0"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
-    ("optax.linear_onecycle_schedule", "transition_steps=1"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.linear_onecycle_schedule", "transition_steps=1"): known_defect(
+        "piecewise-interpolate-zero-length-interval-nan"
+    ),
     ("optax.cosine_onecycle_schedule", "pct_start=0.0"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
-    ("optax.cosine_onecycle_schedule", "transition_steps=1"): known_defect("piecewise-interpolate-zero-length-interval-nan"),
+    ("optax.cosine_onecycle_schedule", "transition_steps=1"): known_defect(
+        "piecewise-interpolate-zero-length-interval-nan"
+    ),
 }
 #: Schedules of the sweep with no corner grid, and why.
 SCHEDULE_LEFT_OUT: dict[str, str] = {

@@ -34,7 +34,7 @@ def updates(corner: str) -> dict[str, Any]:
     # through NumPy in double precision first: it reads "nan" and "inf" as text, then JAX rounds once to the dtype
     return {
         key: jnp.asarray(np.asarray(values, np.complex128 if "complex" in dtype else np.float64), dtype)
-        for key, (values, dtype) in zip("abcdefgh", CORNERS[corner])
+        for key, (values, dtype) in zip("abcdefgh", CORNERS[corner], strict=False)
     }
 
 
@@ -76,7 +76,9 @@ def skip_outcome(name: str, corner: str, form: str) -> str:
     try:
         if form == "alone":
             skip, info = fn(u, jnp_module().int32(0), None)
-            return f"skip {_said(skip).removeprefix('bool ')} " + " ".join(f"{k} {_said(v)}" for k, v in sorted(info.items()) if k != "should_skip")
+            return f"skip {_said(skip).removeprefix('bool ')} " + " ".join(
+                f"{k} {_said(v)}" for k, v in sorted(info.items()) if k != "should_skip"
+            )
         tx = optax.MultiSteps(optax.sgd(1.0), every_k_schedule=1, should_skip_update_fn=fn)
         new, state = tx.update(u, tx.init(u), u)
         size = sum(float(np.abs(np.asarray(x).astype(np.complex128)).sum()) for x in jax.tree.leaves(new))

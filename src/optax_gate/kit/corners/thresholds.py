@@ -99,7 +99,10 @@ THRESHOLDS: dict[str, tuple[str, Callable[[Any, str], str]]] = {
     "optax.safe_norm": ("||[3, 4]|| = 5 against min_norm; value and gradient", _safe_norm),
     "optax.safe_root_mean_squares": ("rms([2, 2]) = 2 against min_rms; value and gradient", _safe_rms),
     "optax.skip_large_updates": ("||[3, 4]||^2 = 25 against max_squared_norm; should_skip", _skip_large),
-    "optax.per_example_global_norm_clip": ("one example of norm 5 against l2_norm_clip; the sum and the clipped count", _per_example_clip),
+    "optax.per_example_global_norm_clip": (
+        "one example of norm 5 against l2_norm_clip; the sum and the clipped count",
+        _per_example_clip,
+    ),
     "optax.losses.hinge_loss": ("the margin s * t = 1 (target 1): value and gradient at the kink", _hinge),
     "optax.clip": ("updates [1, -1] against max_delta = 1; value and gradient of their sum", _clip),
 }

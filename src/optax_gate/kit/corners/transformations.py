@@ -151,7 +151,16 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
 
 #: Short dtype names of the transformation grid's lines (a line stays under
 #: 80 characters, so that YAML never folds it).
-SHORT_DTYPES = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool", "key<fry>": "key"}
+SHORT_DTYPES = {
+    "float32": "f32",
+    "bfloat16": "bf16",
+    "float16": "f16",
+    "float64": "f64",
+    "int32": "i32",
+    "int64": "i64",
+    "bool": "bool",
+    "key<fry>": "key",
+}
 
 
 def _dtype_name(x: Any) -> str:
@@ -254,7 +263,11 @@ def transformation_outcome(
                 g = tree(1 + step)
             u, s = update(step_grads(entry, p, g), s, p, **extra)
         leaves = [np.asarray(x) for x in jax.tree.leaves(u)]
-        states = [np.asarray(x) for x in jax.tree.leaves(s) if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)]
+        states = [
+            np.asarray(x)
+            for x in jax.tree.leaves(s)
+            if jnp.issubdtype(jnp.result_type(x) if not hasattr(x, "dtype") else x.dtype, jnp.inexact)
+        ]
     except Exception as exc:  # the outcome is the exception's type
         errors[key] = message(exc)
         return f"raises {type(exc).__name__}"
@@ -281,7 +294,9 @@ def _corner_tree(pdtype: str, seed: int, drop: tuple[str, ...], kernels: bool) -
 
     if kernels:
         rng = np.random.default_rng(seed)
-        return {n: jnp_module().asarray(rng.standard_normal(shape), as_dtype(pdtype)) for n, shape in CONV_KERNELS.items()}
+        return {
+            n: jnp_module().asarray(rng.standard_normal(shape), as_dtype(pdtype)) for n, shape in CONV_KERNELS.items()
+        }
     return surface_build.params(as_dtype(pdtype), seed=seed, skip=drop)
 
 
@@ -297,6 +312,8 @@ def transformation_record(path: str) -> dict[str, str]:
     for corner, (overrides, pdtype, value) in transformation_corners(path).items():
         errors: dict[str, str] = {}
         steps = 1 if value is None else VALUE_STEPS
-        out[f"corner.{corner}"] = transformation_outcome(path, overrides, pdtype, value, errors, f"corner.{corner}/error", steps=steps)
+        out[f"corner.{corner}"] = transformation_outcome(
+            path, overrides, pdtype, value, errors, f"corner.{corner}/error", steps=steps
+        )
         out.update(errors)
     return out

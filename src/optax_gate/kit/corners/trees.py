@@ -9,7 +9,10 @@ from optax_gate.kit.corners.outcome import describe, jnp_module
 
 #: Corner PyTrees: name -> (leaves as (dtype, shape), why it is a corner).
 TREES: dict[str, tuple[tuple[tuple[str, tuple[int, ...]], ...], str]] = {
-    "empty_leaf": ((("float32", (2,)), ("float32", (0,))), "a size-0 leaf beside a non-empty one (an unused or pruned parameter)"),
+    "empty_leaf": (
+        (("float32", (2,)), ("float32", (0,))),
+        "a size-0 leaf beside a non-empty one (an unused or pruned parameter)",
+    ),
     "only_empty": ((("float32", (0,)),), "every leaf empty: a reduction has no element"),
     "no_leaves": ((), "an empty dict: nothing to reduce"),
     "scalar_leaf": ((("float32", ()),), "one 0-d leaf (a scalar parameter)"),

@@ -68,7 +68,9 @@ def wrap(wrapper: str, inner_name: str) -> Any:
     form = WRAPPERS[wrapper]
     if form == "multi_steps":
         return fn(inner(inner_name), every_k_schedule=2)
-    if form == "inject":  # a dtype is callable: named static, as inject_hyperparams' docstring asks of non-schedule callables
+    if (
+        form == "inject"
+    ):  # a dtype is callable: named static, as inject_hyperparams' docstring asks of non-schedule callables
         path, kwargs = INNERS[inner_name]
         static = tuple(k for k in kwargs if k.endswith("_dtype"))
         return fn(surface_build.resolve(path), static_args=static)(**{k: as_dtype(v) for k, v in kwargs.items()})
@@ -90,7 +92,6 @@ def wrapper_outcome(wrapper: str, inner_name: str, dtype: str, imag: dict[str, s
     gradients it carries moves it otherwise, keeping every dtype)."""
     import jax
     import numpy as np
-
     import optax
 
     jnp = jnp_module()

@@ -88,8 +88,8 @@ def import_error() -> str | None:
 
 def _import_error() -> str | None:
     try:
-        import optax  # noqa: F401
         import jax.numpy  # noqa: F401
+        import optax  # noqa: F401
         from flax import nnx  # noqa: F401
     except BaseException as exc:  # an import may fail with anything
         tb = traceback.extract_tb(exc.__traceback__)
@@ -100,7 +100,16 @@ def _import_error() -> str | None:
 
 def main() -> int:
     err = import_error()
-    print(json.dumps({"versions": installed_versions(), "import_error": err, "import_warnings": IMPORT_WARNINGS, "pytest_plugins": pytest_plugins()}))
+    print(
+        json.dumps(
+            {
+                "versions": installed_versions(),
+                "import_error": err,
+                "import_warnings": IMPORT_WARNINGS,
+                "pytest_plugins": pytest_plugins(),
+            }
+        )
+    )
     return 0 if err is None else 3
 
 

@@ -67,7 +67,11 @@ class Recorder:
 
     def start(self) -> None:
         monitoring = sys.monitoring
-        free = [i for i in range(6) if monitoring.get_tool(i) is None and i not in (monitoring.DEBUGGER_ID, monitoring.COVERAGE_ID)]
+        free = [
+            i
+            for i in range(6)
+            if monitoring.get_tool(i) is None and i not in (monitoring.DEBUGGER_ID, monitoring.COVERAGE_ID)
+        ]
         if not free:
             raise RuntimeError("no free sys.monitoring tool id for the reach recorder")
         self.tool = free[-1]

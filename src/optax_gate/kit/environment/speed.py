@@ -82,27 +82,29 @@ import os
 
 # Before JAX is imported: never read or write a persistent compilation cache here.
 os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
-if os.environ.get("OPTAX_GATE_REACH"):  # the gate asks what the set-ups execute: recorded from before Optax and Flax are imported
-    from optax_gate.kit.environment import reach  # noqa: E402  (starts its recorder as it is imported)
+if os.environ.get(
+    "OPTAX_GATE_REACH"
+):  # the gate asks what the set-ups execute: recorded from before Optax and Flax are imported
+    from optax_gate.kit.environment import reach
 else:
     reach = None  # type: ignore[assignment]
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
-import jax  # noqa: E402
-import jax.monitoring  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import optax  # noqa: E402
-from flax import nnx  # noqa: E402
+import jax
+import jax.monitoring
+import jax.numpy as jnp
+import optax
+from flax import nnx
 
-from optax_gate.kit.training import models  # noqa: E402
-from optax_gate.kit.environment import probe  # noqa: E402
+from optax_gate.kit.environment import probe
+from optax_gate.kit.training import models
 
 jax.config.update("jax_enable_compilation_cache", False)
 jax.config.update("jax_compilation_cache_dir", None)
@@ -238,7 +240,12 @@ def _time_compile(make: Callable[[], Callable[..., Any]], args: tuple[Any, ...])
     t3 = time.perf_counter()
     jax.block_until_ready(compiled(*args))
     t4 = time.perf_counter()
-    return {"compile_s": t2 - t0, "lower_s": t1 - t0, "backend_compile_s": sum(backend), "first_call_s": t4 - t3}, compiled
+    return {
+        "compile_s": t2 - t0,
+        "lower_s": t1 - t0,
+        "backend_compile_s": sum(backend),
+        "first_call_s": t4 - t3,
+    }, compiled
 
 
 def _time_steps(compiled: Any, args: tuple[Any, ...], repeats: int, warmup: int) -> list[float]:
@@ -267,12 +274,19 @@ class Session:
         for make, args in self.setups.values():
             jax.jit(make()).lower(*args)
 
-    def compile_round(self, compiles: int = COMPILES, repeats: dict[str, int] | None = None, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
+    def compile_round(
+        self, compiles: int = COMPILES, repeats: dict[str, int] | None = None, warmup: int = WARMUP
+    ) -> dict[str, dict[str, list[float]]]:
         """Compile every set-up ``compiles`` times, then time its steps:
         ``{setup: {metric: [seconds, ...]}}`` (metrics: module docstring)."""
         out: dict[str, dict[str, list[float]]] = {}
         for name, (make, args) in self.setups.items():
-            reading: dict[str, list[float]] = {"compile_s": [], "lower_s": [], "backend_compile_s": [], "first_call_s": []}
+            reading: dict[str, list[float]] = {
+                "compile_s": [],
+                "lower_s": [],
+                "backend_compile_s": [],
+                "first_call_s": [],
+            }
             for _ in range(compiles):
                 times, self.compiled[name] = _time_compile(make, args)
                 for key, value in times.items():
@@ -281,9 +295,14 @@ class Session:
             out[name] = reading
         return out
 
-    def steps_round(self, repeats: dict[str, int] | None = None, warmup: int = WARMUP) -> dict[str, dict[str, list[float]]]:
+    def steps_round(
+        self, repeats: dict[str, int] | None = None, warmup: int = WARMUP
+    ) -> dict[str, dict[str, list[float]]]:
         """Time the steps of the executables of the last :meth:`compile_round` only."""
-        return {name: {"step_s": _time_steps(self.compiled[name], args, (repeats or REPEATS)[name], warmup)} for name, (make, args) in self.setups.items()}
+        return {
+            name: {"step_s": _time_steps(self.compiled[name], args, (repeats or REPEATS)[name], warmup)}
+            for name, (make, args) in self.setups.items()
+        }
 
 
 def header(plant: str | None = None) -> dict[str, Any]:
@@ -306,7 +325,9 @@ def serve(plant: str | None = None) -> int:
     """The ``--serve`` loop (module docstring): warm up, say ready, answer ``round``/``steps`` lines."""
     session = Session()
     session.warm_up()
-    if reach is not None:  # every set-up is built and traced: what the timed steps execute has run; nothing is timed yet
+    if (
+        reach is not None
+    ):  # every set-up is built and traced: what the timed steps execute has run; nothing is timed yet
         reach.dump()
     _emit({"ready": header(plant)})
     for line in sys.stdin:
@@ -335,12 +356,16 @@ def summary(result: dict[str, Any]) -> str:
     for name in SETUPS:
         step = [s for r in result["rounds"] for s in r[name]["step_s"]]
         comp = [s for r in result["rounds"] for s in r[name]["compile_s"]]
-        lines.append(f"{name:18s} step {statistics.median(step) * 1e6:9.1f} us   compile {statistics.median(comp) * 1e3:8.1f} ms")
+        lines.append(
+            f"{name:18s} step {statistics.median(step) * 1e6:9.1f} us   compile {statistics.median(comp) * 1e3:8.1f} ms"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None, plant: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m optax_gate.kit.environment.speed", description=__doc__.split("\n\n", 1)[0])
+    p = argparse.ArgumentParser(
+        prog="python -m optax_gate.kit.environment.speed", description=__doc__.split("\n\n", 1)[0]
+    )
     p.add_argument("--rounds", type=int, default=3, help="timed rounds (default: %(default)s)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="write the readings there (default: stdout)")
     p.add_argument("--serve", action="store_true", help="answer 'round' and 'steps' lines on stdin (used by the gate)")

@@ -117,13 +117,13 @@ def sgd_trajectory(
     out = []
     for k, grads in enumerate(grads_per_step):
         lr, wd = at(learning_rate, k), at(weight_decay, k)
-        g = [gi + wd * pi if m else gi for gi, pi, m in zip(_f64(grads), p, mask)]
+        g = [gi + wd * pi if m else gi for gi, pi, m in zip(_f64(grads), p, mask, strict=True)]
         if momentum is None:
             step = g
         else:
-            trace = [gi + momentum * ti for gi, ti in zip(g, trace)]
-            step = [gi + momentum * ti for gi, ti in zip(g, trace)] if nesterov else trace
-        p = [pi - lr * si for pi, si in zip(p, step)]
+            trace = [gi + momentum * ti for gi, ti in zip(g, trace, strict=True)]
+            step = [gi + momentum * ti for gi, ti in zip(g, trace, strict=True)] if nesterov else trace
+        p = [pi - lr * si for pi, si in zip(p, step, strict=True)]
         out.append(p)
     return out
 
@@ -145,21 +145,26 @@ def incremental_update(new: Leaves, old: Leaves, step_size: float) -> list[np.nd
 
     Source: guide 004_ac3a64a51466adca.txt lines 3 and 51 (Polyak & Juditsky 1992).
     """
-    return [step_size * n + (1.0 - step_size) * o for n, o in zip(_f64(new), _f64(old))]
+    return [step_size * n + (1.0 - step_size) * o for n, o in zip(_f64(new), _f64(old), strict=True)]
 
 
-def masked_decayed_updates(updates: Leaves, params: Leaves, weight_decay: float, mask: Sequence[bool]) -> list[np.ndarray]:
+def masked_decayed_updates(
+    updates: Leaves, params: Leaves, weight_decay: float, mask: Sequence[bool]
+) -> list[np.ndarray]:
     """``g + wd * p`` where the mask is True, ``g`` unchanged where it is False.
 
     Source: the referenced guide "weight decay without bias" (summary in
     001_3de679c23eb4e8d7.txt lines 67-68); decoupled weight decay term of
     Loshchilov & Hutter 2019, "Decoupled Weight Decay Regularization".
     """
-    return [g + weight_decay * p if m else g for g, p, m in zip(_f64(updates), _f64(params), mask)]
+    return [g + weight_decay * p if m else g for g, p, m in zip(_f64(updates), _f64(params), mask, strict=True)]
 
 
 def multi_steps_sgd_updates(
-    grads_per_call: Sequence[Leaves], every_k: int | Callable[[int], int], learning_rate: Hyper, momentum: float | None = None
+    grads_per_call: Sequence[Leaves],
+    every_k: int | Callable[[int], int],
+    learning_rate: Hyper,
+    momentum: float | None = None,
 ) -> list[list[np.ndarray]]:
     """Updates emitted by gradient accumulation over ``every_k`` micro-batches
     wrapped around SGD: zeros on the first ``every_k - 1`` calls of each
@@ -177,9 +182,9 @@ def multi_steps_sgd_updates(
         g = _f64(grads)
         cycle.append(g)
         if len(cycle) == (every_k(emitted) if callable(every_k) else every_k):
-            mean = [np.mean(np.stack(xs), axis=0) for xs in zip(*cycle)]
+            mean = [np.mean(np.stack(xs), axis=0) for xs in zip(*cycle, strict=True)]
             if momentum is not None:
-                trace = mean if trace is None else [m + momentum * t for m, t in zip(mean, trace)]
+                trace = mean if trace is None else [m + momentum * t for m, t in zip(mean, trace, strict=True)]
                 mean = trace
             out.append([-at(learning_rate, emitted) * m for m in mean])
             cycle, emitted = [], emitted + 1
@@ -189,7 +194,13 @@ def multi_steps_sgd_updates(
 
 
 def adamw_trajectory(
-    params: Leaves, grads_per_step: Sequence[Leaves], learning_rate: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, weight_decay: float = 1e-4
+    params: Leaves,
+    grads_per_step: Sequence[Leaves],
+    learning_rate: float,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    weight_decay: float = 1e-4,
 ) -> list[list[np.ndarray]]:
     """Parameters after each AdamW step.
 
@@ -208,9 +219,12 @@ def adamw_trajectory(
     out = []
     for t, grads in enumerate(grads_per_step, start=1):
         g = _f64(grads)
-        m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
-        v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(v, g)]
-        p = [pi - learning_rate * ((mi / (1 - b1**t)) / (np.sqrt(vi / (1 - b2**t)) + eps) + weight_decay * pi) for pi, mi, vi in zip(p, m, v)]
+        m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g, strict=True)]
+        v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(v, g, strict=True)]
+        p = [
+            pi - learning_rate * ((mi / (1 - b1**t)) / (np.sqrt(vi / (1 - b2**t)) + eps) + weight_decay * pi)
+            for pi, mi, vi in zip(p, m, v, strict=True)
+        ]
         out.append(p)
     return out
 

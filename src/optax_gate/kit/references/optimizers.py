@@ -27,7 +27,7 @@ def _f64(leaves: Leaves) -> list[np.ndarray]:
 
 
 def _apply(p: list[np.ndarray], u: list[np.ndarray]) -> list[np.ndarray]:
-    return [pi + ui for pi, ui in zip(p, u)]
+    return [pi + ui for pi, ui in zip(p, u, strict=True)]
 
 
 def adam_trajectory(
@@ -65,15 +65,15 @@ def adam_trajectory(
     for k, grads in enumerate(grads_per_step):
         t = k + 1
         g = _f64(grads)
-        m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
-        v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(v, g)]
+        m = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g, strict=True)]
+        v = [b2 * vi + (1 - b2) * gi**2 for vi, gi in zip(v, g, strict=True)]
         if nesterov:
-            m_hat = [b1 * mi / (1 - b1 ** (t + 1)) + (1 - b1) * gi / (1 - b1**t) for mi, gi in zip(m, g)]
+            m_hat = [b1 * mi / (1 - b1 ** (t + 1)) + (1 - b1) * gi / (1 - b1**t) for mi, gi in zip(m, g, strict=True)]
         else:
             m_hat = [mi / (1 - b1**t) for mi in m]
         v_hat = [vi / (1 - b2**t) for vi in v]
-        step = [mh / (np.sqrt(vh + eps_root) + eps) for mh, vh in zip(m_hat, v_hat)]
-        step = [s + weight_decay * pi if mk else s for s, pi, mk in zip(step, p, mask)]
+        step = [mh / (np.sqrt(vh + eps_root) + eps) for mh, vh in zip(m_hat, v_hat, strict=True)]
+        step = [s + weight_decay * pi if mk else s for s, pi, mk in zip(step, p, mask, strict=True)]
         u = [-at(learning_rate, k) * s for s in step]
         p = _apply(p, u)
         ps.append(p)
@@ -100,10 +100,10 @@ def lion_trajectory(
     ps, us = [], []
     for k, grads in enumerate(grads_per_step):
         g = _f64(grads)
-        c = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g)]
-        step = [np.sign(ci) + (weight_decay * pi if mk else 0.0) for ci, pi, mk in zip(c, p, mask)]
+        c = [b1 * mi + (1 - b1) * gi for mi, gi in zip(m, g, strict=True)]
+        step = [np.sign(ci) + (weight_decay * pi if mk else 0.0) for ci, pi, mk in zip(c, p, mask, strict=True)]
         u = [-at(learning_rate, k) * s for s in step]
-        m = [b2 * mi + (1 - b2) * gi for mi, gi in zip(m, g)]
+        m = [b2 * mi + (1 - b2) * gi for mi, gi in zip(m, g, strict=True)]
         p = _apply(p, u)
         ps.append(p)
         us.append(u)
@@ -141,14 +141,16 @@ def rmsprop_trajectory(
     ps, us = [], []
     for k, grads in enumerate(grads_per_step):
         g = _f64(grads)
-        n = [decay * ni + (1 - decay) * gi**2 for ni, gi in zip(n, g)]
-        a = [decay * ai + (1 - decay) * gi for ai, gi in zip(a, g)]
-        d = [ni - ai**2 for ni, ai in zip(n, a)] if centered else n
-        step = [gi / np.sqrt(di + eps) if eps_in_sqrt else gi / (np.sqrt(di) + eps) for gi, di in zip(g, d)]
+        n = [decay * ni + (1 - decay) * gi**2 for ni, gi in zip(n, g, strict=True)]
+        a = [decay * ai + (1 - decay) * gi for ai, gi in zip(a, g, strict=True)]
+        d = [ni - ai**2 for ni, ai in zip(n, a, strict=True)] if centered else n
+        step = [
+            gi / np.sqrt(di + eps) if eps_in_sqrt else gi / (np.sqrt(di) + eps) for gi, di in zip(g, d, strict=True)
+        ]
         u = [-at(learning_rate, k) * s for s in step]
         if momentum is not None:
-            trace = [ui + momentum * ti for ui, ti in zip(u, trace)]
-            u = [ui + momentum * ti for ui, ti in zip(u, trace)] if nesterov else trace
+            trace = [ui + momentum * ti for ui, ti in zip(u, trace, strict=True)]
+            u = [ui + momentum * ti for ui, ti in zip(u, trace, strict=True)] if nesterov else trace
         p = _apply(p, u)
         ps.append(p)
         us.append(u)
@@ -181,13 +183,16 @@ def adafactor_trajectory(
     leaf ``i`` (2-D when factored) takes Algorithm 4.
     """
     p = _f64(params)
-    stats = [(np.zeros(x.shape[0]), np.zeros(x.shape[1])) if f else np.zeros_like(x) for x, f in zip(p, factored)]
+    stats = [
+        (np.zeros(x.shape[0]), np.zeros(x.shape[1])) if f else np.zeros_like(x)
+        for x, f in zip(p, factored, strict=True)
+    ]
     ps, us = [], []
     for k, grads in enumerate(grads_per_step):
         b2 = 1.0 - (k + 1) ** -decay_rate
         g = _f64(grads)
         u, new_stats = [], []
-        for gi, pi, st, f in zip(g, p, stats, factored):
+        for gi, pi, st, f in zip(g, p, stats, factored, strict=True):
             sq = gi**2 + eps
             if f:
                 r = b2 * st[0] + (1 - b2) * sq.sum(axis=1)

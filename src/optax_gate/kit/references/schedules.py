@@ -75,7 +75,9 @@ def cosine_decay(init: float, decay_steps: int, alpha: float = 0.0, exponent: fl
     return schedule
 
 
-def warmup_cosine_decay(init: float, peak: float, warmup_steps: int, decay_steps: int, end: float = 0.0, exponent: float = 1.0) -> Schedule:
+def warmup_cosine_decay(
+    init: float, peak: float, warmup_steps: int, decay_steps: int, end: float = 0.0, exponent: float = 1.0
+) -> Schedule:
     """``warmup_cosine_decay_schedule``: linear warmup from ``init`` to
     ``peak`` over ``warmup_steps``, then a cosine decay from ``peak`` to
     ``end`` over the remaining ``decay_steps - warmup_steps`` (``decay_steps``
@@ -89,7 +91,12 @@ def warmup_cosine_decay(init: float, peak: float, warmup_steps: int, decay_steps
 
 
 def exponential(
-    init: float, transition_steps: int, decay_rate: float, transition_begin: int = 0, staircase: bool = False, end: float | None = None
+    init: float,
+    transition_steps: int,
+    decay_rate: float,
+    transition_begin: int = 0,
+    staircase: bool = False,
+    end: float | None = None,
 ) -> Schedule:
     """``exponential_decay``'s documented formula: for ``t >= B``,
     ``I * rate ** ((t - B) / T)``, the exponent floored when ``staircase``;
@@ -136,7 +143,7 @@ def join(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
 
     def schedule(step: float) -> float:
         start, current = 0, schedules[0]
-        for boundary, nxt in zip(boundaries, schedules[1:]):
+        for boundary, nxt in zip(boundaries, schedules[1:], strict=True):
             if step >= boundary:
                 start, current = boundary, nxt
         return current(step - start)

@@ -18,12 +18,12 @@ from optax_gate.kit.references.core import Hyper, Leaves, clip_by_global_norm
 from optax_gate.kit.references.optimizers import adam_trajectory
 
 __all__ = [
-    "zero_nans",
-    "clip",
-    "apply_if_finite",
-    "warmup_cosine_decay",
     "adamw_recipe",
+    "apply_if_finite",
+    "clip",
     "multi_steps_means",
+    "warmup_cosine_decay",
+    "zero_nans",
 ]
 
 
@@ -49,7 +49,9 @@ def clip(leaves: Leaves, max_delta: float) -> list[np.ndarray]:
     return [np.clip(x, -max_delta, max_delta) for x in _f64(leaves)]
 
 
-def apply_if_finite(grads_per_step: Sequence[Leaves], max_consecutive_errors: int, inner: Callable[[list[np.ndarray]], list[np.ndarray]]) -> list[dict]:
+def apply_if_finite(
+    grads_per_step: Sequence[Leaves], max_consecutive_errors: int, inner: Callable[[list[np.ndarray]], list[np.ndarray]]
+) -> list[dict]:
     """The documented behaviour of ``optax.apply_if_finite(inner, N)``, step by step.
 
     A step whose gradient holds an inf or a NaN anywhere is *not finite*. The
@@ -78,11 +80,21 @@ def apply_if_finite(grads_per_step: Sequence[Leaves], max_consecutive_errors: in
         total += 0 if finite else 1
         applied = finite or consecutive > max_consecutive_errors
         updates = inner(g) if applied else [np.zeros_like(x) for x in g]
-        out.append({"updates": updates, "applied": applied, "notfinite_count": consecutive, "last_finite": finite, "total_notfinite": total})
+        out.append(
+            {
+                "updates": updates,
+                "applied": applied,
+                "notfinite_count": consecutive,
+                "last_finite": finite,
+                "total_notfinite": total,
+            }
+        )
     return out
 
 
-def warmup_cosine_decay(init_value: float, peak_value: float, warmup_steps: int, decay_steps: int, end_value: float = 0.0) -> Callable[[int], float]:
+def warmup_cosine_decay(
+    init_value: float, peak_value: float, warmup_steps: int, decay_steps: int, end_value: float = 0.0
+) -> Callable[[int], float]:
     """Linear warmup from ``init_value`` to ``peak_value`` over ``warmup_steps``,
     then cosine decay (Loshchilov & Hutter 2017, "SGDR", eq. 5, one cycle)
     from ``peak_value`` to ``end_value`` over the remaining
@@ -126,7 +138,9 @@ def adamw_recipe(
       one list of float64 leaves per step (step 1 first).
     """
     clipped = [clip_by_global_norm(g, max_norm) if max_norm is not None else _f64(g) for g in grads_per_step]
-    params_per_step, _ = adam_trajectory(params, clipped, learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
+    params_per_step, _ = adam_trajectory(
+        params, clipped, learning_rate, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay
+    )
     return params_per_step
 
 
@@ -135,4 +149,7 @@ def multi_steps_means(grads_per_call: Sequence[Leaves], every_k: int) -> list[li
     accumulation: the inner optimizer sees one averaged gradient per cycle,
     summary of the MultiSteps guide in 001_3de679c23eb4e8d7.txt lines 71-72)."""
     calls = [_f64(g) for g in grads_per_call]
-    return [[np.mean(np.stack(xs), axis=0) for xs in zip(*calls[i : i + every_k])] for i in range(0, len(calls) - every_k + 1, every_k)]
+    return [
+        [np.mean(np.stack(xs), axis=0) for xs in zip(*calls[i : i + every_k], strict=True)]
+        for i in range(0, len(calls) - every_k + 1, every_k)
+    ]

@@ -49,7 +49,9 @@ def _values(seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-def grads_per_step(steps: int, dtype: Any = jnp.float32, seed: int = 1, skip: tuple[str, ...] = ()) -> list[dict[str, jax.Array]]:
+def grads_per_step(
+    steps: int, dtype: Any = jnp.float32, seed: int = 1, skip: tuple[str, ...] = ()
+) -> list[dict[str, jax.Array]]:
     """``steps`` gradient PyTrees of the params' structure (seeded, in [-1, 1])."""
     return [params(dtype, seed + k, skip) for k in range(steps)]
 

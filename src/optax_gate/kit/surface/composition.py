@@ -82,7 +82,11 @@ def _public() -> dict[str, Any]:
             continue
         for attr in sorted(a for a in dir(module) if not a.startswith("_")):
             obj = getattr(module, attr)
-            if inspect.ismodule(obj) or not callable(obj) or not (getattr(obj, "__module__", "") or "").startswith("optax"):
+            if (
+                inspect.ismodule(obj)
+                or not callable(obj)
+                or not (getattr(obj, "__module__", "") or "").startswith("optax")
+            ):
                 continue
             out[f"{name}.{attr}"] = obj
     return out
@@ -114,12 +118,20 @@ def _arguments(path: str, obj: Any) -> tuple[Any, dict[str, Any]] | str:
     except (TypeError, ValueError) as exc:
         return f"no signature: {exc}"
     for p in params.values():
-        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name in SCHEDULE_ARGUMENTS:
+        if (
+            p.default is p.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and p.name in SCHEDULE_ARGUMENTS
+        ):
             overrides.setdefault(p.name, SCHEDULE_ARGUMENTS[p.name])
         if p.default is p.empty and p.name == "opt":  # MultiSteps' inner optimizer, as the filler's other inner ones
             overrides.setdefault("opt", surface_build.Fresh(surface_build.inner_sgd))
     # float defaults given explicitly (the same values), so that the probe can follow them into the parts
-    defaults = {p.name: p.default for p in params.values() if type(p.default) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    defaults = {
+        p.name: p.default
+        for p in params.values()
+        if type(p.default) is float and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
     try:
         return None, {**defaults, **surface_build.fill(obj, overrides)}
     except KeyError as exc:

@@ -53,7 +53,11 @@ def _names(fn: Any, count: int) -> list[str]:
     import inspect
 
     try:
-        params = [p.name for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         params = []
     return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
@@ -62,7 +66,7 @@ def _names(fn: Any, count: int) -> list[str]:
 def _by_name(path: str, fn: Any) -> dict[str, Any]:
     """The sweep's arguments of ``path`` by parameter name (positional ones named by the signature)."""
     args, kwargs = _capture(path)
-    return {**dict(zip(_names(fn, len(args)), args)), **kwargs}
+    return {**dict(zip(_names(fn, len(args)), args, strict=False)), **kwargs}
 
 
 def _check(total: Any, x: Any, direction: Any) -> str:
@@ -79,7 +83,11 @@ def _check(total: Any, x: Any, direction: Any) -> str:
     if not (np.all(np.isfinite(g)) and np.isfinite(float(tangent))):
         return "non-finite gradient"
     size = max(int(np.size(g)), 1)
-    bound = (tolerances.reduction(size) + tolerances.SURFACE_STEP) * tolerances.eps("float32") * max(1.0, float(np.sum(np.abs(g))))
+    bound = (
+        (tolerances.reduction(size) + tolerances.SURFACE_STEP)
+        * tolerances.eps("float32")
+        * max(1.0, float(np.sum(np.abs(g))))
+    )
     return "ok" if abs(float(tangent) - float(np.sum(g * d))) <= bound else "forward and reverse differ"
 
 
@@ -138,7 +146,11 @@ def schedule_record(path: str) -> dict[str, str]:
 
 def losses() -> list[str]:
     """The losses of the sweep called directly (``test_surface_sweep.LOSSES``' rule)."""
-    return [p for p, (kind, _, _) in surface_calls.CALLS.items() if kind == "loss" and p not in surface_calls.EXPECT and "make_" not in p]
+    return [
+        p
+        for p, (kind, _, _) in surface_calls.CALLS.items()
+        if kind == "loss" and p not in surface_calls.EXPECT and "make_" not in p
+    ]
 
 
 def schedules() -> list[str]:

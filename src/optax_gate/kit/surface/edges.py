@@ -112,7 +112,9 @@ def outcomes(path: str) -> dict[str, str]:
             continue
         for kind, (params, grads) in inputs(p, g).items():
             try:
-                u, state = tx.update(step_grads(entry, params, grads), tx.init(params), params, **extra_args(entry, params))
+                u, state = tx.update(
+                    step_grads(entry, params, grads), tx.init(params), params, **extra_args(entry, params)
+                )
                 out.update(describe(f"{name}=0/{kind}", u, state))
             except Exception as exc:  # the outcome is the exception's type
                 out[f"{name}=0/{kind}"] = f"raises {type(exc).__name__}"

@@ -126,7 +126,10 @@ VALUES: dict[str, Any] = {
 def _schedule_values() -> dict[str, Any]:
     from optax_gate.kit.surface import composition
 
-    return {**{k: (lambda v=v: v) for k, v in composition.SCHEDULE_ARGUMENTS.items()}, "interpolate_type": lambda: "linear"}
+    return {
+        **{k: (lambda v=v: v) for k, v in composition.SCHEDULE_ARGUMENTS.items()},
+        "interpolate_type": lambda: "linear",
+    }
 
 
 @dataclass
@@ -163,14 +166,21 @@ def _returns(obj: Any) -> str:
 def kind_of(paths: list[str], obj: Any) -> str:
     """The kind (``surface_enum.KINDS``) of one public object known under ``paths``."""
     returns = _returns(obj)
-    if re.search(r"GradientTransformation|gradient transformation", returns) and "Callable[" not in returns.split(" ")[0]:
+    if (
+        re.search(r"GradientTransformation|gradient transformation", returns)
+        and "Callable[" not in returns.split(" ")[0]
+    ):
         return "transformation"
     kinds = {surface_enum.classify(p, obj) for p in paths} - {"other"}
     return min(kinds) if kinds else "other"
 
 
 def _required(obj: Any) -> list[inspect.Parameter]:
-    return [p for p in inspect.signature(obj).parameters.values() if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [
+        p
+        for p in inspect.signature(obj).parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
 
 
 def _missing(obj: Any, known: Any) -> str:
@@ -205,7 +215,9 @@ def _described(obj: Any, name: str) -> str:
 def _integer(obj: Any, name: str) -> bool:
     """Whether the docstring describes parameter ``name`` as integer labels or
     indices (``softmax_cross_entropy_with_integer_labels``' ``labels``)."""
-    return bool(re.search(r"^(integer|the integer|class ind)|\bintegers? (specifying|labels)", _described(obj, name), re.I))
+    return bool(
+        re.search(r"^(integer|the integer|class ind)|\bintegers? (specifying|labels)", _described(obj, name), re.I)
+    )
 
 
 def call_by_name(obj: Any, values: dict[str, Any]) -> Any:

@@ -14,7 +14,11 @@ from typing import Any
 #: float32 (about 160 KiB), named by rank so that an entry's ``skip_leaves`` (``r4``) drops a leaf.
 MEMORY_SHAPES = {"r2": (256, 128), "r4": (3, 3, 8, 16), "r1": (128,)}
 #: The three figures a record holds, by their name in ``CompiledMemoryStats``.
-FIGURES = {"argument_bytes": "argument_size_in_bytes", "output_bytes": "output_size_in_bytes", "temp_bytes": "temp_size_in_bytes"}
+FIGURES = {
+    "argument_bytes": "argument_size_in_bytes",
+    "output_bytes": "output_size_in_bytes",
+    "temp_bytes": "temp_size_in_bytes",
+}
 
 
 def memory_paths() -> list[str]:

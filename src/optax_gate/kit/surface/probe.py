@@ -57,7 +57,7 @@ def extra_args_outcome(path: str) -> str:
 
     try:
         tx = build(TRANSFORMATIONS[path])
-    except Exception:  # noqa: BLE001 - reported by the properties that build it
+    except Exception:
         return "ok"
     return "ok" if isinstance(tx, optax.GradientTransformationExtraArgs) else "TypeError"
 
@@ -69,7 +69,12 @@ def extra_args(entry: Entry, p: Any) -> dict[str, Any]:
     if entry.needs:
         value, grad = surface_build.value_and_grad()(p)
         for name in entry.needs:
-            kwargs[name] = {"value": value, "grad": grad, "value_fn": surface_build.model, "obj_fn": surface_build.model}[name]
+            kwargs[name] = {
+                "value": value,
+                "grad": grad,
+                "value_fn": surface_build.model,
+                "obj_fn": surface_build.model,
+            }[name]
     return kwargs
 
 
@@ -99,7 +104,11 @@ def _check_like(updates: Any, p: Any) -> str | None:
 
 
 def _nonfinite(tree: Any) -> list[str]:
-    return sorted(jax.tree_util.keystr(k) for k, x in jax.tree_util.tree_flatten_with_path(tree)[0] if x is not None and not bool(jnp.all(jnp.isfinite(x))))
+    return sorted(
+        jax.tree_util.keystr(k)
+        for k, x in jax.tree_util.tree_flatten_with_path(tree)[0]
+        if x is not None and not bool(jnp.all(jnp.isfinite(x)))
+    )
 
 
 def build(entry: Entry, **overrides: Any) -> Any:
@@ -119,7 +128,11 @@ def protocol(path: str) -> dict[str, Any]:
     """
     entry = TRANSFORMATIONS[path]
     surface_build.resolve(path)
-    full, p, gs = surface_build.params(), surface_build.params(skip=entry.skip_leaves), surface_build.grads_per_step(STEPS, skip=entry.skip_leaves)
+    full, p, gs = (
+        surface_build.params(),
+        surface_build.params(skip=entry.skip_leaves),
+        surface_build.grads_per_step(STEPS, skip=entry.skip_leaves),
+    )
     out: dict[str, Any] = {}
     try:
         tx = build(entry)
@@ -169,7 +182,9 @@ def protocol(path: str) -> dict[str, Any]:
     out["scan_carry"] = _outcome(scan_carry)
     out["trajectory"] = traj
     bad = sorted({key.split("/")[1] for key, x in traj.items() if not np.all(np.isfinite(x))})
-    out["trajectory_finite"] = f"scan: {out['scan_carry']}" if not traj else f"nonfinite: {' '.join(bad)}" if bad else "ok"
+    out["trajectory_finite"] = (
+        f"scan: {out['scan_carry']}" if not traj else f"nonfinite: {' '.join(bad)}" if bad else "ok"
+    )
     # jit and recompilation are read off the scan's program (its first step; a second call with the
     # carry it returned), one compiled program per API; a jitted single step only where the scan fails.
     jitted = jax.jit(step)
@@ -204,7 +219,7 @@ def protocol(path: str) -> dict[str, Any]:
 
     def none_leaf():  # optax's convention: None in the params and the gradients alike
         q, g = {**p, "r1": None}, {**gs[0], "r1": None}
-        u, state = tx.update(step_grads(entry, q, g), tx.init(q), q, **extra_args(entry, q))
+        u, _state = tx.update(step_grads(entry, q, g), tx.init(q), q, **extra_args(entry, q))
         return _check_like(u, q) or None
 
     out["none_leaf"] = _outcome(none_leaf)
@@ -218,7 +233,10 @@ def protocol(path: str) -> dict[str, Any]:
     out["zero_grads_finite"] = _outcome(zero_grads_finite)
 
     def call_with(**kwargs):
-        return lambda: (tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **{**extra_args(entry, p), **kwargs}), None)[1]
+        return lambda: (
+            tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **{**extra_args(entry, p), **kwargs}),
+            None,
+        )[1]
 
     out["unknown_kwarg"] = _outcome(call_with(not_an_argument=1.0))
     out["value_float"] = _outcome(call_with(value=1.0))

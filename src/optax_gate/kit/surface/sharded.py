@@ -107,7 +107,11 @@ def _step(entry: Any, mode: str, sharded: bool) -> tuple[Any, Any]:
     tx = surface_probe.build(entry)
     grads, extra = surface_probe.step_grads(entry, p, g), surface_probe.extra_args(entry, p)
     init = jax.jit(tx.init) if mode == "jit" else tx.init
-    update = (lambda u, s, q: tx.update(u, s, q, **extra)) if mode == "eager" else jax.jit(lambda u, s, q: tx.update(u, s, q, **extra))
+    update = (
+        (lambda u, s, q: tx.update(u, s, q, **extra))
+        if mode == "eager"
+        else jax.jit(lambda u, s, q: tx.update(u, s, q, **extra))
+    )
     return update(grads, init(p), p)
 
 
@@ -117,9 +121,9 @@ def outcome(path: str, mode: str, errors: dict[str, str], key: str) -> str:
     ``errors[key]``. Never raises for the library's errors."""
     import jax
 
+    from optax_gate.kit.corners.outcome import message
     from optax_gate.kit.surface import table as surface_table
     from optax_gate.kit.surface import wrapped as surface_wrapped
-    from optax_gate.kit.corners.outcome import message
 
     entry = surface_table.TRANSFORMATIONS[path]
     try:

@@ -36,7 +36,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-
 #: The optax release of the pinned baseline (``requirements-lock.txt``; a
 #: self-test checks they agree): there, a public name the tables do not know
 #: is a failure; elsewhere it is ``new, not contracted``.
@@ -118,7 +117,12 @@ _ENTRIES = [
     _t("optax.adamaxw"),
     _t("optax.adamw"),
     _t("optax.adan"),
-    _t("optax.adaptive_grad_clip", expect={**_PLAIN, "init_update": "ValueError"}, aliases=(_T + "adaptive_grad_clip",), skip_leaves=("r5",)),
+    _t(
+        "optax.adaptive_grad_clip",
+        expect={**_PLAIN, "init_update": "ValueError"},
+        aliases=(_T + "adaptive_grad_clip",),
+        skip_leaves=("r5",),
+    ),
     _t("optax.add_decayed_weights", expect=_PLAIN, aliases=(_T + "add_decayed_weights",)),
     _t("optax.add_noise", expect=_PLAIN, aliases=(_T + "add_noise",), args={"key": 0}),
     _t("optax.amsgrad"),
@@ -143,17 +147,34 @@ _ENTRIES = [
         "optax.contrib.differentially_private_aggregate",
         left_out="needs per-example gradients (a leading batch axis on every leaf), not the representative PyTree",
     ),
-    _t("optax.contrib.dpsgd", left_out="needs per-example gradients (a leading batch axis on every leaf), not the representative PyTree"),
+    _t(
+        "optax.contrib.dpsgd",
+        left_out="needs per-example gradients (a leading batch axis on every leaf), not the representative PyTree",
+    ),
     _t("optax.contrib.mechanize"),
-    _t("optax.contrib.momo", expect={"value_float": "AttributeError"}, needs=("value",), defects={"value_float": known_defect("momo-value-python-float")}),
-    _t("optax.contrib.momo_adam", expect={"value_float": "AttributeError"}, needs=("value",), defects={"value_float": known_defect("momo-value-python-float")}),
+    _t(
+        "optax.contrib.momo",
+        expect={"value_float": "AttributeError"},
+        needs=("value",),
+        defects={"value_float": known_defect("momo-value-python-float")},
+    ),
+    _t(
+        "optax.contrib.momo_adam",
+        expect={"value_float": "AttributeError"},
+        needs=("value",),
+        defects={"value_float": known_defect("momo-value-python-float")},
+    ),
     _t("optax.contrib.muon"),
     _t(
         "optax.contrib.normalize",
         expect={**_PLAIN, "zero_grads_finite": _ALL_NONFINITE},
         defects={"zero_grads_finite": known_defect("contrib-normalize-zero-gradient-nan")},
     ),
-    _t("optax.contrib.prodigy", expect={"zero_grads_finite": _ALL_NONFINITE}, defects={"zero_grads_finite": known_defect("prodigy-zero-gradient-nan")}),
+    _t(
+        "optax.contrib.prodigy",
+        expect={"zero_grads_finite": _ALL_NONFINITE},
+        defects={"zero_grads_finite": known_defect("prodigy-zero-gradient-nan")},
+    ),
     _t("optax.contrib.reduce_on_plateau", expect={"no_recompile": _RECOMPILES}, needs=("value",)),
     _t("optax.contrib.sam", expect=_PLAIN),
     _t("optax.contrib.scale_by_acprop", expect=_PLAIN),
@@ -200,11 +221,20 @@ _ENTRIES = [
     _t("optax.scale_by_adamax", expect=_PLAIN),
     _t("optax.scale_by_adan", expect=_PLAIN),
     _t("optax.scale_by_amsgrad", expect=_PLAIN),
-    _t("optax.scale_by_backtracking_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn"), slow=True),
+    _t(
+        "optax.scale_by_backtracking_linesearch",
+        expect={"no_recompile": _RECOMPILES},
+        needs=("value", "grad", "value_fn"),
+        slow=True,
+    ),
     _t("optax.scale_by_belief", expect=_PLAIN),
     _t(
         "optax.scale_by_distance_over_gradients",
-        expect={**_PLAIN, "init_update": "leaf r0: float32[1] for float32[]", "trajectory_finite": "nonfinite: r1 r2 r3 r4 r5"},
+        expect={
+            **_PLAIN,
+            "init_update": "leaf r0: float32[1] for float32[]",
+            "trajectory_finite": "nonfinite: r1 r2 r3 r4 r5",
+        },
         skip_leaves=("r0",),
         defects={
             "init_update": known_defect("distance-over-gradients-scalar-leaf-shape"),
@@ -234,12 +264,22 @@ _ENTRIES = [
     _t("optax.scale_by_stddev", expect=_PLAIN),
     _t("optax.scale_by_trust_ratio", expect=_PLAIN),
     _t("optax.scale_by_yogi", expect=_PLAIN),
-    _t("optax.scale_by_zoom_linesearch", expect={"no_recompile": _RECOMPILES}, needs=("value", "grad", "value_fn"), slow=True),
+    _t(
+        "optax.scale_by_zoom_linesearch",
+        expect={"no_recompile": _RECOMPILES},
+        needs=("value", "grad", "value_fn"),
+        slow=True,
+    ),
     _t("optax.selective_transform", aliases=(_T + "selective_transform",)),
     _t("optax.set_to_zero", expect=_PLAIN),
     _t("optax.sgd"),
     _t("optax.sign_sgd"),
-    _t("optax.sm3", expect={"init_update": "IndexError"}, skip_leaves=("r0",), defects={"init_update": known_defect("sm3-scalar-leaf-index-error")}),
+    _t(
+        "optax.sm3",
+        expect={"init_update": "IndexError"},
+        skip_leaves=("r0",),
+        defects={"init_update": known_defect("sm3-scalar-leaf-index-error")},
+    ),
     _t("optax.snapshot", expect=_PLAIN, aliases=(_T + "snapshot",)),
     _t("optax.stateless", expect=_PLAIN),
     _t("optax.stateless_with_tree_map", expect=_PLAIN),

@@ -86,7 +86,12 @@ def _wrap(wrapper: str, entry: surface_table.Entry) -> Any:
 def _step(entry: surface_table.Entry, tx: Any, params: Any, grads: Any) -> Any:
     from optax_gate.kit.surface import probe as surface_probe
 
-    return tx.update(surface_probe.step_grads(entry, params, grads), tx.init(params), params, **surface_probe.extra_args(entry, params))[0]
+    return tx.update(
+        surface_probe.step_grads(entry, params, grads),
+        tx.init(params),
+        params,
+        **surface_probe.extra_args(entry, params),
+    )[0]
 
 
 def compare(bare: Any, wrapped: Any) -> str:
@@ -96,11 +101,14 @@ def compare(bare: Any, wrapped: Any) -> str:
 
     if jax.tree.structure(bare) != jax.tree.structure(wrapped):
         return "other structure"
-    pairs = list(zip(jax.tree.leaves(bare), jax.tree.leaves(wrapped)))
+    pairs = list(zip(jax.tree.leaves(bare), jax.tree.leaves(wrapped), strict=False))
     dtypes = sorted({f"{w.dtype} for {b.dtype}" for b, w in pairs if w.dtype != b.dtype})
     if dtypes:
         return "other dtypes " + ", ".join(dtypes)
-    if any(not np.all(np.isfinite(np.asarray(w, np.float64))) and np.all(np.isfinite(np.asarray(b, np.float64))) for b, w in pairs):
+    if any(
+        not np.all(np.isfinite(np.asarray(w, np.float64))) and np.all(np.isfinite(np.asarray(b, np.float64)))
+        for b, w in pairs
+    ):
         return "non-finite"
     bound = tolerances.SURFACE_STEP * tolerances.eps("float32")
     for b, w in pairs:
@@ -135,7 +143,7 @@ def record(path: str) -> dict[str, str]:
     for wrapper in WRAPPERS:
         if left_out(entry, wrapper):
             continue
-        wrapped, werror = _outcome(lambda: _step(entry, _wrap(wrapper, entry), params, grads))
+        wrapped, werror = _outcome(lambda wrapper=wrapper: _step(entry, _wrap(wrapper, entry), params, grads))
         out[f"corner.wrapped={wrapper}"] = werror or ("ok" if error else compare(bare, wrapped))
     _, empty = _outcome(lambda: _step(entry, surface_probe.build(entry), {}, {}))
     out["corner.empty_pytree"] = empty or "ok"

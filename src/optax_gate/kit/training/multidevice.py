@@ -63,7 +63,10 @@ def describe(sharding: Any) -> str:
 def shardings(tree: Any) -> dict[str, str]:
     """``{key path: describe(leaf.sharding)}`` for every array leaf of ``tree``
     (a ``snapshot`` contract records this)."""
-    return {jax.tree_util.keystr(path) or "the array": describe(leaf.sharding) for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
+    return {
+        jax.tree_util.keystr(path) or "the array": describe(leaf.sharding)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]
+    }
 
 
 def collectives(hlo_text: str) -> dict[str, int]:

@@ -30,8 +30,8 @@ import orbax.checkpoint as ocp
 from flax import nnx
 
 from optax_gate.gate.base import atomic
-from optax_gate.kit.training.models import MLP
 from optax_gate.kit.environment.probe import installed_versions
+from optax_gate.kit.training.models import MLP
 
 STEPS_BEFORE = 3
 STEPS_AFTER = 3
@@ -130,13 +130,27 @@ def write(directory: Path) -> None:
         checkpointer.wait_until_finished()
         control = {f"forward/{path}": v for path, v in flat({"y": forward(run)}).items()}
         after = train(run, range(STEPS_BEFORE, STEPS_BEFORE + STEPS_AFTER))
-        control.update({f"step{STEPS_BEFORE + k + 1}/{path}": np.asarray(v) for k, params in enumerate(after) for path, v in flat(params).items()})
+        control.update(
+            {
+                f"step{STEPS_BEFORE + k + 1}/{path}": np.asarray(v)
+                for k, params in enumerate(after)
+                for path, v in flat(params).items()
+            }
+        )
         if run.averaged is not None:
             control.update({f"averaged/{path}": np.asarray(v) for path, v in flat(run.averaged).items()})
         np.savez(directory / setup / "control.npz", **control)
     atomic.write_text(
         directory / "meta.json",
-        json.dumps({"versions": installed_versions(), "setups": list(SETUPS), "steps_before": STEPS_BEFORE, "steps_after": STEPS_AFTER}, indent=2),
+        json.dumps(
+            {
+                "versions": installed_versions(),
+                "setups": list(SETUPS),
+                "steps_before": STEPS_BEFORE,
+                "steps_after": STEPS_AFTER,
+            },
+            indent=2,
+        ),
     )
 
 
@@ -184,10 +198,16 @@ def restore(directory: Path, setup: str) -> Run:
     run = fresh(setup)
     checkpointer = ocp.StandardCheckpointer()
     restored = {
-        name: checkpointer.restore((directory / setup / name).absolute(), jax.tree.map(ocp.utils.to_shape_dtype_struct, tree))
+        name: checkpointer.restore(
+            (directory / setup / name).absolute(), jax.tree.map(ocp.utils.to_shape_dtype_struct, tree)
+        )
         for name, tree in items(run).items()
     }
-    for name, node, which in (("params", run.model, nnx.Param), ("batch_stats", run.model, nnx.BatchStat), ("opt_state", run.opt, ...)):
+    for name, node, which in (
+        ("params", run.model, nnx.Param),
+        ("batch_stats", run.model, nnx.BatchStat),
+        ("opt_state", run.opt, ...),
+    ):
         state = nnx.state(node, which)
         nnx.replace_by_pure_dict(state, restored[name])
         nnx.update(node, state)

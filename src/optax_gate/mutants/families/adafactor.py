@@ -3,7 +3,7 @@ of ``tests/contracts/test_adafactor.py`` must catch."""
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, to_f32, wrap_tx, state_cast
+from optax_gate.mutants.patches import nan_to_zero, state_cast, to_f32, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
 
@@ -37,7 +37,11 @@ def _(optax):
     ):
         from optax._src import factorized
 
-        parts = [factorized.scale_by_factored_rms(factored, decay_rate, decay_offset, min_dim_size_to_factor, eps, decay_rate_fn=lambda i, e: 0.999)]
+        parts = [
+            factorized.scale_by_factored_rms(
+                factored, decay_rate, decay_offset, min_dim_size_to_factor, eps, decay_rate_fn=lambda i, e: 0.999
+            )
+        ]
         parts += [optax.clip_by_block_rms(clipping_threshold)] if clipping_threshold is not None else []
         parts += [optax.scale_by_learning_rate(learning_rate, flip_sign=False)] if learning_rate is not None else []
         parts += [optax.scale_by_param_block_rms()] if multiply_by_parameter_scale else []
@@ -49,7 +53,9 @@ def _(optax):
 @mutant("adafactor-no-param-scale", "absolute steps: ignores multiply_by_parameter_scale")
 def _(optax):
     orig = optax.adafactor
-    return {"adafactor": lambda *a, multiply_by_parameter_scale=True, **k: orig(*a, multiply_by_parameter_scale=False, **k)}
+    return {
+        "adafactor": lambda *a, multiply_by_parameter_scale=True, **k: orig(*a, multiply_by_parameter_scale=False, **k)
+    }
 
 
 @mutant("adafactor-state-float32", "keeps the statistics in float32 whatever the params' dtype")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, post_process, wrap_tx, state_cast, first_state_f32
+from optax_gate.mutants.patches import first_state_f32, lenient, nan_to_zero, post_process, state_cast, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
 
@@ -14,8 +14,8 @@ def no_bias_correction(tx):
     """Run each update with the count at 10**6, so ``1 - b**t`` is 1; the stored count never advances."""
 
     def update(g, s, params=None):
-        u, new = tx.update(g, (s[0]._replace(count=s[0].count * 0 + 10**6),) + tuple(s[1:]), params)
-        return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+        u, new = tx.update(g, (s[0]._replace(count=s[0].count * 0 + 10**6), *tuple(s[1:])), params)
+        return u, (new[0]._replace(count=s[0].count), *tuple(new[1:]))
 
     return wrap_tx(tx, update=update)
 

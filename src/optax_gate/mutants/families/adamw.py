@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import nan_to_zero, wrap_tx, state_cast, first_state_f32
+from optax_gate.mutants.patches import first_state_f32, nan_to_zero, state_cast, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
 
@@ -19,7 +19,9 @@ def _parts(k):
 def _(optax):
     def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
         return optax.chain(
-            optax.scale_by_adam(nesterov=nesterov, **_parts(k)), optax.scale_by_learning_rate(learning_rate), optax.add_decayed_weights(-weight_decay, mask)
+            optax.scale_by_adam(nesterov=nesterov, **_parts(k)),
+            optax.scale_by_learning_rate(learning_rate),
+            optax.add_decayed_weights(-weight_decay, mask),
         )
 
     return {"adamw": f}
@@ -29,7 +31,9 @@ def _(optax):
 def _(optax):
     def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
         return optax.chain(
-            optax.add_decayed_weights(weight_decay, mask), optax.scale_by_adam(nesterov=nesterov, **_parts(k)), optax.scale_by_learning_rate(learning_rate)
+            optax.add_decayed_weights(weight_decay, mask),
+            optax.scale_by_adam(nesterov=nesterov, **_parts(k)),
+            optax.scale_by_learning_rate(learning_rate),
         )
 
     return {"adamw": f}
@@ -54,8 +58,8 @@ def _(optax):
         tx = orig(*a, **k)
 
         def update(g, s, params=None):
-            import jax.numpy as jnp
             import jax
+            import jax.numpy as jnp
 
             params = jax.tree.map(jnp.zeros_like, g) if params is None else params
             u, s = tx.update(g, s, params)

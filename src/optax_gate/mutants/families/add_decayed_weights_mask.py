@@ -40,7 +40,11 @@ def _(optax):
 
     def f(*a, **k):
         tx = orig(*a, **k)
-        return wrap_tx(tx, init=lambda p: (tx.init(p), jnp.zeros(())), update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], s))
+        return wrap_tx(
+            tx,
+            init=lambda p: (tx.init(p), jnp.zeros(())),
+            update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], s),
+        )
 
     return {"add_decayed_weights": f}
 

@@ -18,7 +18,9 @@ def _reimplemented(optax, *, check=None, gives_up=lambda count, n: count > n, to
 
     def factory(inner, max_consecutive_errors):
         def init(params):
-            return optax.ApplyIfFiniteState(jnp.zeros([], jnp.int32), jnp.array(True), jnp.zeros([], jnp.int32), inner.init(params))
+            return optax.ApplyIfFiniteState(
+                jnp.zeros([], jnp.int32), jnp.array(True), jnp.zeros([], jnp.int32), inner.init(params)
+            )
 
         def update(updates, state, params=None):
             test = check or jnp.isfinite

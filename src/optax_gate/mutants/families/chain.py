@@ -34,7 +34,11 @@ def _(optax):
         def init(p):
             return tuple(jax.tree.leaves(tx.init(p))) or tx.init(p)
 
-        return wrap_tx(tx, init=init, update=lambda g, s, params=None: tx.update(g, tx.init(params if params is not None else g), params))
+        return wrap_tx(
+            tx,
+            init=init,
+            update=lambda g, s, params=None: tx.update(g, tx.init(params if params is not None else g), params),
+        )
 
     return {"chain": f}
 

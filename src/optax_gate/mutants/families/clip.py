@@ -12,7 +12,9 @@ mutant = family("clip-elementwise", "tests/contracts/test_clip.py")
 
 def _stateless(optax, fn):
     def factory(max_delta):
-        return optax.GradientTransformation(lambda p: optax.EmptyState(), lambda g, s, params=None: (fn(g, max_delta), s))
+        return optax.GradientTransformation(
+            lambda p: optax.EmptyState(), lambda g, s, params=None: (fn(g, max_delta), s)
+        )
 
     return {"clip": factory}
 
@@ -61,7 +63,9 @@ def _(optax):
     def f(max_delta):
         tx = orig(max_delta)
         dt = jnp.asarray(max_delta).dtype
-        return wrap_tx(tx, update=lambda g, s, params=None: (jax.tree.map(lambda x: x.astype(dt), tx.update(g, s)[0]), s))
+        return wrap_tx(
+            tx, update=lambda g, s, params=None: (jax.tree.map(lambda x: x.astype(dt), tx.update(g, s)[0]), s)
+        )
 
     return {"clip": f}
 
@@ -79,7 +83,11 @@ def _(optax):
 
     def f(max_delta):
         tx = orig(max_delta)
-        return wrap_tx(tx, init=lambda p: jnp.zeros([], jnp.int32), update=lambda g, s, params=None: (tx.update(g, optax.EmptyState())[0], s + 1))
+        return wrap_tx(
+            tx,
+            init=lambda p: jnp.zeros([], jnp.int32),
+            update=lambda g, s, params=None: (tx.update(g, optax.EmptyState())[0], s + 1),
+        )
 
     return {"clip": f}
 

@@ -91,7 +91,11 @@ def _(optax):
 
     def f(max_norm):
         tx = orig(max_norm)
-        return wrap_tx(tx, init=lambda p: jnp.zeros([], jnp.int32), update=lambda g, s, params=None: (tx.update(g, tx.init(g))[0], s + 1))
+        return wrap_tx(
+            tx,
+            init=lambda p: jnp.zeros([], jnp.int32),
+            update=lambda g, s, params=None: (tx.update(g, tx.init(g))[0], s + 1),
+        )
 
     return {"clip_by_global_norm": f}
 

@@ -56,7 +56,10 @@ def _(optax):
     return {}
 
 
-@mutant("dp-multisteps-reduces-every-call", "MultiSteps averages each micro-batch over 'data' before accumulating (k reductions, not one)")
+@mutant(
+    "dp-multisteps-reduces-every-call",
+    "MultiSteps averages each micro-batch over 'data' before accumulating (k reductions, not one)",
+)
 def _(optax):
     import jax
 

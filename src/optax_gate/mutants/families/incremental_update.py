@@ -23,7 +23,11 @@ def _(optax):
 
 @mutant("polyak-off-by-ulps", "computes old + step*(new - old), a different rounding")
 def _(optax):
-    return {"incremental_update": lambda new, old, step_size: tree_map(lambda n, o: o + step_size * (n - o) + 1e-6 * step_size * (1 - step_size), new, old)}
+    return {
+        "incremental_update": lambda new, old, step_size: tree_map(
+            lambda n, o: o + step_size * (n - o) + 1e-6 * step_size * (1 - step_size), new, old
+        )
+    }
 
 
 @mutant("polyak-in-place", "writes the average into NumPy old_tensors in place")
@@ -36,7 +40,7 @@ def _(optax):
         import jax
 
         out = orig(new, old, step_size)
-        for o, r in zip(jax.tree.leaves(old), jax.tree.leaves(out)):
+        for o, r in zip(jax.tree.leaves(old), jax.tree.leaves(out), strict=True):
             if isinstance(o, np.ndarray):
                 np.copyto(o, np.asarray(r))
         return out
@@ -69,4 +73,8 @@ def _(optax):
 @mutant("polyak-guarded", "zeroes non-finite values and turns None leaves into zeros")
 def _(optax):
     orig = optax.incremental_update
-    return {"incremental_update": lambda new, old, step_size: none_as_zeros(orig(nan_to_zero(new), nan_to_zero(old), step_size))}
+    return {
+        "incremental_update": lambda new, old, step_size: none_as_zeros(
+            orig(nan_to_zero(new), nan_to_zero(old), step_size)
+        )
+    }

@@ -113,7 +113,10 @@ def _(optax):
     return {"inject_hyperparams": f}
 
 
-@mutant("inject-dtypeless-float32", "stores float32 hyperparameters at init when the params' first leaf has no dtype (an empty PyTree, a Python scalar)")
+@mutant(
+    "inject-dtypeless-float32",
+    "stores float32 hyperparameters at init when the params' first leaf has no dtype (an empty PyTree, a Python scalar)",
+)
 def _(optax):
     import jax
     import jax.numpy as jnp
@@ -121,7 +124,10 @@ def _(optax):
     orig = optax.inject_hyperparams
 
     def f(factory, *a, **k):
-        made, made_f32 = orig(factory, *a, **k), orig(factory, *a, **{**k, "hyperparam_dtype": k.get("hyperparam_dtype") or jnp.float32})
+        made, made_f32 = (
+            orig(factory, *a, **k),
+            orig(factory, *a, **{**k, "hyperparam_dtype": k.get("hyperparam_dtype") or jnp.float32}),
+        )
 
         def build(*args, **kwargs):
             tx, tx_f32 = made(*args, **kwargs), made_f32(*args, **kwargs)

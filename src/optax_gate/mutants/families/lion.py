@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import wrap_tx, state_cast, first_state_f32
+from optax_gate.mutants.patches import first_state_f32, state_cast, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
 
@@ -27,7 +27,11 @@ def _(optax):
             _, new = sign.update(g, s, params)
             return jax.tree.map(lambda gi, m: (1 - b1) * gi + b1 * m, g, s.mu), new
 
-        return optax.chain(wrap_tx(sign, update=update), optax.add_decayed_weights(weight_decay, mask), optax.scale_by_learning_rate(learning_rate))
+        return optax.chain(
+            wrap_tx(sign, update=update),
+            optax.add_decayed_weights(weight_decay, mask),
+            optax.scale_by_learning_rate(learning_rate),
+        )
 
     return {"lion": f}
 
@@ -35,7 +39,11 @@ def _(optax):
 @mutant("lion-decay-unscaled", "weight decay not multiplied by the learning rate")
 def _(optax):
     def f(learning_rate, b1=0.9, b2=0.99, mu_dtype=None, weight_decay=1e-3, mask=None):
-        return optax.chain(optax.scale_by_lion(b1, b2, mu_dtype), optax.scale_by_learning_rate(learning_rate), optax.add_decayed_weights(-weight_decay, mask))
+        return optax.chain(
+            optax.scale_by_lion(b1, b2, mu_dtype),
+            optax.scale_by_learning_rate(learning_rate),
+            optax.add_decayed_weights(-weight_decay, mask),
+        )
 
     return {"lion": f}
 
@@ -75,7 +83,7 @@ def _(optax):
 
         def update(g, s, params=None):
             u, new = tx.update(g, s, params)
-            return u, (new[0]._replace(count=s[0].count),) + tuple(new[1:])
+            return u, (new[0]._replace(count=s[0].count), *tuple(new[1:]))
 
         return wrap_tx(tx, update=update)
 

@@ -142,7 +142,11 @@ def _(optax):
 @mutant("sceil-axis-ignored", "always uses the last axis for an int axis")
 def _(optax):
     orig = getattr(optax, _SCEIL)
-    return {_SCEIL: lambda logits, labels, axis=-1, where=None: orig(logits, labels, -1 if isinstance(axis, int) else axis, where)}
+    return {
+        _SCEIL: lambda logits, labels, axis=-1, where=None: orig(
+            logits, labels, -1 if isinstance(axis, int) else axis, where
+        )
+    }
 
 
 @mutant("sceil-float-labels", "accepts float labels (casts them to int)")
@@ -150,7 +154,11 @@ def _(optax):
     import jax.numpy as jnp
 
     orig = getattr(optax, _SCEIL)
-    return {_SCEIL: lambda logits, labels, axis=-1, where=None: orig(logits, jnp.asarray(labels).astype(jnp.int32), axis, where)}
+    return {
+        _SCEIL: lambda logits, labels, axis=-1, where=None: orig(
+            logits, jnp.asarray(labels).astype(jnp.int32), axis, where
+        )
+    }
 
 
 @mutant("sceil-label-smoothing", "compares with a smoothed one-hot (0.9 on the label, 0.1 spread), a wrong constant")
@@ -168,7 +176,7 @@ def _(optax):
             for a in axis:
                 n *= logits.shape[a]
             moved = jnp.moveaxis(logits, axis, tuple(range(logits.ndim - len(axis), logits.ndim)))
-            logits, axis = moved.reshape(moved.shape[: logits.ndim - len(axis)] + (n,)), -1
+            logits, axis = moved.reshape((*moved.shape[: logits.ndim - len(axis)], n)), -1
         n = logits.shape[axis]
         target = 0.9 * jax.nn.one_hot(labels, n, axis=axis, dtype=logits.dtype) + 0.1 / n
         return -(target * jax.nn.log_softmax(logits, axis)).sum(axis)

@@ -39,14 +39,14 @@ def stand_in(fault: str = "") -> dict:
 
     def reshape_batch_axis(tree, microbatch_size, axis=0):
         def leaf(x):
-            return x.reshape(x.shape[:axis] + (-1, microbatch_size) + x.shape[axis + 1 :], order=order)
+            return x.reshape((*x.shape[:axis], -1, microbatch_size, *x.shape[axis + 1 :]), order=order)
 
         return jax.tree.map(leaf, tree)
 
     def combine(kind, outs, n_run, n):
         if kind == AccumulationType.CONCAT:
             stacked = jnp.stack(outs)  # (n, microbatch, ...): column-major back to the batch's order
-            return stacked.reshape((-1,) + stacked.shape[2:], order="C" if fault == "concat-order" else "F")
+            return stacked.reshape((-1, *stacked.shape[2:]), order="C" if fault == "concat-order" else "F")
         total = sum(outs[1:], outs[0])
         if kind == AccumulationType.SUM:
             return total - outs[-1] if fault == "sum-last-dropped" else total
@@ -54,7 +54,16 @@ def stand_in(fault: str = "") -> dict:
             return total if fault == "mean-is-sum" else total / n
         return total / n_run
 
-    def microbatch(fun, argnums, microbatch_size, accumulator=AccumulationType.SUM, *, argnames=(), in_axes=0, num_real_microbatches=None):
+    def microbatch(
+        fun,
+        argnums,
+        microbatch_size,
+        accumulator=AccumulationType.SUM,
+        *,
+        argnames=(),
+        in_axes=0,
+        num_real_microbatches=None,
+    ):
         if microbatch_size is None and fault != "none-wraps":
             return fun
         argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
@@ -63,32 +72,47 @@ def stand_in(fault: str = "") -> dict:
         def run(*args, **kwargs):
             if microbatch_size is None:
                 return fun(*args, **kwargs)
-            if fault == "keyword-batch" and len(args) < len(argnums) and kwargs:  # the batch passed by keyword, microbatched
+            if (
+                fault == "keyword-batch" and len(args) < len(argnums) and kwargs
+            ):  # the batch passed by keyword, microbatched
                 return run(*args, *kwargs.values())
             batches = {**{i: args[i] for i in argnums}, **{n: kwargs[n] for n in names}}  # by position and by keyword
             sizes = [jax.tree.leaves(b)[0].shape[0] for b in batches.values()]
             if sizes and sizes[0] == 0:
-                if fault == "empty-batch-whole":  # the sum over no microbatch, the empty concatenation: fun on the empty batch
+                if (
+                    fault == "empty-batch-whole"
+                ):  # the sum over no microbatch, the empty concatenation: fun on the empty batch
                     return fun(*args, **kwargs)
-                if any(k != AccumulationType.SUM for k in jax.tree.leaves(accumulator, is_leaf=lambda x: isinstance(x, AccumulationType))):
+                if any(
+                    k != AccumulationType.SUM
+                    for k in jax.tree.leaves(accumulator, is_leaf=lambda x: isinstance(x, AccumulationType))
+                ):
                     raise ValueError("num_microbatches=0 must be positive.")
             if len(set(sizes)) > 1 and fault != "unequal-sizes":
                 raise ValueError(f"Batch Arguments must have equal-size batch axes, found {sizes}.")
             if sizes[0] % microbatch_size and fault != "no-divisibility":
                 raise ValueError(f"batch_size={sizes[0]} must be divisible by {microbatch_size=}.")
             n = sizes[0] // microbatch_size
-            split = {key: reshape_batch_axis(jax.tree.map(lambda x: x[: n * microbatch_size], b), microbatch_size) for key, b in batches.items()}
+            split = {
+                key: reshape_batch_axis(jax.tree.map(lambda x: x[: n * microbatch_size], b), microbatch_size)
+                for key, b in batches.items()
+            }
             n_run = n if num_real_microbatches is None or fault == "num-real-ignored" else num_real_microbatches
             outs = []
             for k in range(n_run):
                 a, kw = list(args), dict(kwargs)
                 for key, parts in split.items():
                     if isinstance(key, int):
-                        a[key] = jax.tree.map(lambda x: x[k], parts)
+                        a[key] = jax.tree.map(lambda x, k=k: x[k], parts)
                     else:
-                        kw[key] = jax.tree.map(lambda x: x[k], parts)
+                        kw[key] = jax.tree.map(lambda x, k=k: x[k], parts)
                 outs.append(fun(*a, **kw))
-            return jax.tree.map(lambda kind, *o: combine(kind, list(o), n_run, n), accumulator, *outs, is_leaf=lambda x: isinstance(x, AccumulationType))
+            return jax.tree.map(
+                lambda kind, *o: combine(kind, list(o), n_run, n),
+                accumulator,
+                *outs,
+                is_leaf=lambda x: isinstance(x, AccumulationType),
+            )
 
         return run
 
@@ -124,7 +148,9 @@ def stand_in(fault: str = "") -> dict:
             grads = jax.tree.map(lambda *g: combine(kind, list(g), batch, batch), *[r[0] for r in rows])
             extras = Outputs(
                 *(
-                    jax.tree.map(lambda *v: jnp.stack(v), *[getattr(r[1], f) for r in rows]) if getattr(rows[0][1], f) is not None else None
+                    jax.tree.map(lambda *v: jnp.stack(v), *[getattr(r[1], f) for r in rows])
+                    if getattr(rows[0][1], f) is not None
+                    else None
                     for f in Outputs._fields
                 )
             )
@@ -132,7 +158,12 @@ def stand_in(fault: str = "") -> dict:
 
         return run
 
-    module = types.SimpleNamespace(AccumulationType=AccumulationType, microbatch=microbatch, micro_grad=micro_grad, reshape_batch_axis=reshape_batch_axis)
+    module = types.SimpleNamespace(
+        AccumulationType=AccumulationType,
+        microbatch=microbatch,
+        micro_grad=micro_grad,
+        reshape_batch_axis=reshape_batch_axis,
+    )
     return {"microbatching": module, "microbatch": microbatch}
 
 

@@ -31,7 +31,9 @@ class _Wrapped:
         return self._init(self._inner, params) if self._init else self._inner.init(params)
 
     def update(self, g, state, params=None, **kw):
-        return self._update(self._inner, g, state, params) if self._update else self._inner.update(g, state, params, **kw)
+        return (
+            self._update(self._inner, g, state, params) if self._update else self._inner.update(g, state, params, **kw)
+        )
 
     def has_updated(self, state):
         return self._inner.has_updated(state)
@@ -53,7 +55,11 @@ def _(optax):
 @mutant("multisteps-acc-float32", "keeps acc_grads in float32 (optax 0.2.8 behaviour)")
 def _(optax):
     orig = optax.MultiSteps
-    return {"MultiSteps": lambda *a, **k: _Wrapped(orig(*a, **k), init=lambda inner, p: inner.init(p)._replace(acc_grads=to_f32(inner.init(p).acc_grads)))}
+    return {
+        "MultiSteps": lambda *a, **k: _Wrapped(
+            orig(*a, **k), init=lambda inner, p: inner.init(p)._replace(acc_grads=to_f32(inner.init(p).acc_grads))
+        )
+    }
 
 
 @mutant("multisteps-upcast", "returns float32 updates whatever the dtype")

@@ -65,7 +65,9 @@ def _(optax):
 
         norms = jax.vmap(optax.global_norm)(grads)
         factor = l2_norm_clip / norms
-        return tree_map(lambda g: jnp.tensordot(factor, g, axes=1).astype(g.dtype), grads), jnp.asarray(norms.shape[0], jnp.int32)
+        return tree_map(lambda g: jnp.tensordot(factor, g, axes=1).astype(g.dtype), grads), jnp.asarray(
+            norms.shape[0], jnp.int32
+        )
 
     return {"per_example_global_norm_clip": f}
 

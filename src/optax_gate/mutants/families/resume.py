@@ -51,7 +51,12 @@ def _(optax):
 
     def sgd(*a, **k):
         tx = orig(*a, **k)
-        return wrap_tx(tx, init=lambda p: jax.tree.map(lambda x: x.astype(jnp.bfloat16) if jnp.issubdtype(x.dtype, jnp.floating) else x, tx.init(p)))
+        return wrap_tx(
+            tx,
+            init=lambda p: jax.tree.map(
+                lambda x: x.astype(jnp.bfloat16) if jnp.issubdtype(x.dtype, jnp.floating) else x, tx.init(p)
+            ),
+        )
 
     return {"sgd": sgd}
 
@@ -71,7 +76,9 @@ def _(optax):
     def add_decayed_weights(*a, **k):
         tx = orig(*a, **k)
         return wrap_tx(
-            tx, init=lambda p: (tx.init(p), jnp.zeros([], jnp.int32)), update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], (s[0], s[1] + 1))
+            tx,
+            init=lambda p: (tx.init(p), jnp.zeros([], jnp.int32)),
+            update=lambda g, s, params=None: (tx.update(g, s[0], params)[0], (s[0], s[1] + 1)),
         )
 
     return {"add_decayed_weights": add_decayed_weights}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from optax_gate.mutants.patches import lenient, nan_to_zero, to_f32, wrap_tx, state_cast
+from optax_gate.mutants.patches import lenient, nan_to_zero, state_cast, to_f32, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
 
@@ -38,13 +38,27 @@ def _(optax):
 def _(optax):
     orig = optax.rmsprop
 
-    def f(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt=True, centered=False, momentum=None, nesterov=False, bias_correction=False):
+    def f(
+        learning_rate,
+        decay=0.9,
+        eps=1e-8,
+        initial_scale=0.0,
+        eps_in_sqrt=True,
+        centered=False,
+        momentum=None,
+        nesterov=False,
+        bias_correction=False,
+    ):
         if momentum is None:
-            return orig(learning_rate, decay, eps, initial_scale, eps_in_sqrt, centered, None, nesterov, bias_correction)
+            return orig(
+                learning_rate, decay, eps, initial_scale, eps_in_sqrt, centered, None, nesterov, bias_correction
+            )
         scale = (optax.scale_by_stddev if centered else optax.scale_by_rms)(
             decay=decay, eps=eps, initial_scale=initial_scale, eps_in_sqrt=eps_in_sqrt, bias_correction=bias_correction
         )
-        return optax.chain(scale, optax.trace(decay=momentum, nesterov=nesterov), optax.scale_by_learning_rate(learning_rate))
+        return optax.chain(
+            scale, optax.trace(decay=momentum, nesterov=nesterov), optax.scale_by_learning_rate(learning_rate)
+        )
 
     return {"rmsprop": f}
 

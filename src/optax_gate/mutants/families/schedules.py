@@ -57,7 +57,11 @@ jit_differs_value(mutant, "constant-jit-differs")
 def _(optax):
     import jax.numpy as jnp
 
-    return schedule_post(optax, "constant_schedule", lambda v, step: v if not isinstance(step, int) or step >= 0 else 0.0 * jnp.float32(v))
+    return schedule_post(
+        optax,
+        "constant_schedule",
+        lambda v, step: v if not isinstance(step, int) or step >= 0 else 0.0 * jnp.float32(v),
+    )
 
 
 # linear_schedule --------------------------------------------------------------
@@ -106,7 +110,10 @@ def _(optax):
     def f(init_value, end_value, transition_steps, transition_begin=0):
         if transition_steps <= 0:
             return lambda count: init_value
-        return lambda count: init_value + jnp.clip(count - transition_begin, 0, transition_steps) / transition_steps * (end_value - init_value)
+        return lambda count: (
+            init_value
+            + jnp.clip(count - transition_begin, 0, transition_steps) / transition_steps * (end_value - init_value)
+        )
 
     return {"linear_schedule": f}
 
@@ -117,7 +124,11 @@ def _(optax):
 @mutant("cosine-exponent-ignored", "ignores exponent")
 def _(optax):
     orig = optax.cosine_decay_schedule
-    return {"cosine_decay_schedule": lambda init_value, decay_steps, alpha=0.0, exponent=1.0: orig(init_value, decay_steps, alpha)}
+    return {
+        "cosine_decay_schedule": lambda init_value, decay_steps, alpha=0.0, exponent=1.0: orig(
+            init_value, decay_steps, alpha
+        )
+    }
 
 
 @mutant("cosine-alpha-absolute", "floors at alpha itself, not alpha * init_value")
@@ -199,7 +210,9 @@ def _(optax):
     return _warmup_cosine(optax, warmup_shift=1)
 
 
-@mutant("warmup-cosine-decay-excludes-warmup", "cosine lasts decay_steps after the warmup, not decay_steps - warmup_steps")
+@mutant(
+    "warmup-cosine-decay-excludes-warmup", "cosine lasts decay_steps after the warmup, not decay_steps - warmup_steps"
+)
 def _(optax):
     return _warmup_cosine(optax, decay_includes_warmup=False)
 
@@ -234,8 +247,8 @@ jit_differs_value(mutant, "warmup-cosine-jit-differs")
 def _(optax):
     orig = optax.exponential_decay
     return {
-        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: orig(
-            init_value, transition_steps, decay_rate, transition_begin, False, end_value
+        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: (
+            orig(init_value, transition_steps, decay_rate, transition_begin, False, end_value)
         )
     }
 
@@ -244,8 +257,8 @@ def _(optax):
 def _(optax):
     orig = optax.exponential_decay
     return {
-        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: orig(
-            init_value, transition_steps, decay_rate, 0, staircase, end_value
+        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: (
+            orig(init_value, transition_steps, decay_rate, 0, staircase, end_value)
         )
     }
 
@@ -269,7 +282,11 @@ def _(optax):
 @mutant("exponential-rate-off", "decays with rate * 1.001")
 def _(optax):
     orig = optax.exponential_decay
-    return {"exponential_decay": lambda init_value, transition_steps, decay_rate, *a, **k: orig(init_value, transition_steps, decay_rate * 1.001, *a, **k)}
+    return {
+        "exponential_decay": lambda init_value, transition_steps, decay_rate, *a, **k: orig(
+            init_value, transition_steps, decay_rate * 1.001, *a, **k
+        )
+    }
 
 
 @mutant("exponential-float-step", "casts the step to a float first (float64 under x64)")
@@ -348,7 +365,7 @@ def _(optax):
     def f(schedules, boundaries):
         def schedule(step):
             out = schedules[0](step)
-            for b, s in zip(boundaries, schedules[1:]):
+            for b, s in zip(boundaries, schedules[1:], strict=True):
                 out = jnp.where(step < b, out, s(step))
             return out
 
@@ -364,7 +381,7 @@ def _(optax):
     def f(schedules, boundaries):
         def schedule(step):
             out = schedules[0](step)
-            for b, s in zip(boundaries, schedules[1:]):
+            for b, s in zip(boundaries, schedules[1:], strict=True):
                 out = jnp.where(step <= b, out, s(step - b))
             return out
 

@@ -57,7 +57,7 @@ def _(optax):
         import jax
 
         out = orig(params, updates)
-        for p, o in zip(jax.tree.leaves(params), jax.tree.leaves(out)):
+        for p, o in zip(jax.tree.leaves(params), jax.tree.leaves(out), strict=True):
             if isinstance(p, np.ndarray):
                 np.copyto(p, np.asarray(o))
         return out

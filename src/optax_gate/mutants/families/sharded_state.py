@@ -39,7 +39,9 @@ def _(optax):
     return _each_factory(optax, lambda tx: wrap_tx(tx, init=lambda p: jax.device_put(tx.init(p), jax.devices()[0])))
 
 
-@mutant("sharding-init-replicated", "init replicates every state leaf over the mesh instead of sharding it like its param")
+@mutant(
+    "sharding-init-replicated", "init replicates every state leaf over the mesh instead of sharding it like its param"
+)
 def _(optax):
     import jax
     from jax.sharding import NamedSharding, PartitionSpec
@@ -58,7 +60,9 @@ def _(optax):
     def wrap(tx):
         def update(g, s, p=None):
             u, s = tx.update(g, s, p)
-            return tree_map(lambda x: jax.lax.with_sharding_constraint(x, NamedSharding(_mesh(), PartitionSpec())), u), s
+            return tree_map(
+                lambda x: jax.lax.with_sharding_constraint(x, NamedSharding(_mesh(), PartitionSpec())), u
+            ), s
 
         return wrap_tx(tx, update=update)
 

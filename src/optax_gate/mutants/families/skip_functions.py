@@ -36,7 +36,10 @@ def inf_finite(optax):
     return {"skip_not_finite": skip_not_finite}
 
 
-@mutant("skip-functions-norm-unsquared", "skip_large_updates compares the global norm, not its square, with max_squared_norm")
+@mutant(
+    "skip-functions-norm-unsquared",
+    "skip_large_updates compares the global norm, not its square, with max_squared_norm",
+)
 def norm_unsquared(optax):
     import jax.numpy as jnp
 
@@ -51,21 +54,34 @@ def norm_unsquared(optax):
     return {"skip_large_updates": skip_large_updates}
 
 
-@mutant("skip-functions-empty-int", "skip_not_finite counts an empty tree's non-finite elements as an int32 0 (the baseline: float32)")
+@mutant(
+    "skip-functions-empty-int",
+    "skip_not_finite counts an empty tree's non-finite elements as an int32 0 (the baseline: float32)",
+)
 def empty_int(optax):
     import jax
     import jax.numpy as jnp
 
-    return _after(optax, "skip_not_finite", lambda skip, info, u: (skip, info if jax.tree.leaves(u) else {**info, "num_not_finite": jnp.int32(0)}))
+    return _after(
+        optax,
+        "skip_not_finite",
+        lambda skip, info, u: (skip, info if jax.tree.leaves(u) else {**info, "num_not_finite": jnp.int32(0)}),
+    )
 
 
-@mutant("skip-functions-complex-modulus", "skip_large_updates squares complex updates by their modulus (sum |u|**2), a real number")
+@mutant(
+    "skip-functions-complex-modulus",
+    "skip_large_updates squares complex updates by their modulus (sum |u|**2), a real number",
+)
 def complex_modulus(optax):
     import jax
     import jax.numpy as jnp
 
     def skip_large_updates(updates, gradient_step, params, max_squared_norm):
-        norm = sum((jnp.sum(jnp.abs(x) ** 2) if jnp.iscomplexobj(x) else jnp.sum(x**2) for x in jax.tree.leaves(updates)), jnp.float32(0))
+        norm = sum(
+            (jnp.sum(jnp.abs(x) ** 2) if jnp.iscomplexobj(x) else jnp.sum(x**2) for x in jax.tree.leaves(updates)),
+            jnp.float32(0),
+        )
         skip = jnp.logical_not(norm < max_squared_norm)
         return skip, {"should_skip": skip, "norm_squared": norm}
 
@@ -84,12 +100,21 @@ def multisteps_ignores(optax):
                 _, info = should_skip_update_fn(updates, gradient_step, params)
                 return jnp.zeros((), bool), {**info, "should_skip": jnp.zeros((), bool)}
 
-            super().__init__(opt, every_k_schedule, use_grad_mean, should_skip_update_fn=never if should_skip_update_fn else None, **kwargs)
+            super().__init__(
+                opt,
+                every_k_schedule,
+                use_grad_mean,
+                should_skip_update_fn=never if should_skip_update_fn else None,
+                **kwargs,
+            )
 
     return {"MultiSteps": MultiSteps}
 
 
-@mutant("skip-functions-count-plus-one", "skip_not_finite counts one non-finite element more than there are (a finite update is skipped)")
+@mutant(
+    "skip-functions-count-plus-one",
+    "skip_not_finite counts one non-finite element more than there are (a finite update is skipped)",
+)
 def count_plus_one(optax):
     def change(skip, info, updates):
         n = info["num_not_finite"] + 1
@@ -98,9 +123,13 @@ def count_plus_one(optax):
     return _after(optax, "skip_not_finite", change)
 
 
-@mutant("skip-functions-norm-scaled", "skip_large_updates reports a squared norm 25% too large (its decision unchanged)")
+@mutant(
+    "skip-functions-norm-scaled", "skip_large_updates reports a squared norm 25% too large (its decision unchanged)"
+)
 def norm_scaled(optax):
-    return _after(optax, "skip_large_updates", lambda skip, info, u: (skip, {**info, "norm_squared": info["norm_squared"] * 1.25}))
+    return _after(
+        optax, "skip_large_updates", lambda skip, info, u: (skip, {**info, "norm_squared": info["norm_squared"] * 1.25})
+    )
 
 
 @mutant("skip-functions-nan-kept", "skip_large_updates does not skip a NaN squared norm")
@@ -118,4 +147,8 @@ def nan_kept(optax):
 def large_always(optax):
     import jax.numpy as jnp
 
-    return _after(optax, "skip_large_updates", lambda skip, info, u: (jnp.ones((), bool), {**info, "should_skip": jnp.ones((), bool)}))
+    return _after(
+        optax,
+        "skip_large_updates",
+        lambda skip, info, u: (jnp.ones((), bool), {**info, "should_skip": jnp.ones((), bool)}),
+    )

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_corners_derivatives", "tests/contracts/test_surface_corners_derivatives.py")
 
@@ -45,7 +45,10 @@ def custom_vjp(optax):
     def make(orig, path):
         @functools.wraps(orig)
         def loss(*args, **kwargs):
-            return orig(*(through(a) if hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating) else a for a in args), **kwargs)
+            return orig(
+                *(through(a) if hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating) else a for a in args),
+                **kwargs,
+            )
 
         return loss
 
@@ -63,7 +66,12 @@ def schedule_concrete(optax):
             return orig(
                 *args,
                 **{
-                    k: (float(v) if isinstance(v, float) or hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0 and "float" in str(v.dtype) else v)
+                    k: (
+                        float(v)
+                        if isinstance(v, float)
+                        or (hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0 and "float" in str(v.dtype))
+                        else v
+                    )
                     for k, v in kwargs.items()
                 },
             )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.patches import hyperparams_in
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_injected", "tests/contracts/test_surface_corners_injected.py")
 
@@ -22,22 +22,33 @@ def _arguments(optax, change):
 
     def inject_hyperparams(factory, *a, **k):
         made = orig(factory, *a, **k)
-        return functools.wraps(made)(lambda *args, **kwargs: made(*map(change, args), **{n: change(v) for n, v in kwargs.items()}))
+        return functools.wraps(made)(
+            lambda *args, **kwargs: made(*map(change, args), **{n: change(v) for n, v in kwargs.items()})
+        )
 
     return {"inject_hyperparams": inject_hyperparams}
 
 
-@mutant("surface-corners-injected-float32", "float hyperparameters are cast to float32 whatever the params' dtype (optax 0.2.8's promotion)")
+@mutant(
+    "surface-corners-injected-float32",
+    "float hyperparameters are cast to float32 whatever the params' dtype (optax 0.2.8's promotion)",
+)
 def float32(optax):
     return hyperparams_in(optax, "float32")
 
 
-@mutant("surface-corners-injected-int-as-float", "an integer hyperparameter (ns_steps, patience, decay_offset) is injected as a float")
+@mutant(
+    "surface-corners-injected-int-as-float",
+    "an integer hyperparameter (ns_steps, patience, decay_offset) is injected as a float",
+)
 def int_as_float(optax):
     return _arguments(optax, lambda v: float(v) if type(v) is int else v)
 
 
-@mutant("surface-corners-injected-numpy-scalar", "a NumPy scalar hyperparameter is injected as a 0-d array instead of passed through as a static argument")
+@mutant(
+    "surface-corners-injected-numpy-scalar",
+    "a NumPy scalar hyperparameter is injected as a 0-d array instead of passed through as a static argument",
+)
 def numpy_scalar(optax):
     import numpy as np
 

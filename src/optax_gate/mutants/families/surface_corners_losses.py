@@ -7,13 +7,16 @@ inputs refused, and a hyperparameter given as an array or NumPy scalar refused. 
 
 from __future__ import annotations
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_loss_edges import wrap_loss
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_corners_losses", "tests/contracts/test_surface_corners_losses.py")
 
 
-@mutant("surface-corners-losses-no-forward-mode", "every loss sits behind jax.custom_vjp (its reverse rule kept): jax.jvp/jax.jacfwd raise TypeError")
+@mutant(
+    "surface-corners-losses-no-forward-mode",
+    "every loss sits behind jax.custom_vjp (its reverse rule kept): jax.jvp/jax.jacfwd raise TypeError",
+)
 def no_forward_mode(optax):
     import jax
 
@@ -36,7 +39,10 @@ def no_forward_mode(optax):
     return wrap_loss(change)
 
 
-@mutant("surface-corners-losses-neg-inf-jvp-nan", "forward-mode derivatives at a -inf entry of the first argument are NaN (reverse mode unchanged)")
+@mutant(
+    "surface-corners-losses-neg-inf-jvp-nan",
+    "forward-mode derivatives at a -inf entry of the first argument are NaN (reverse mode unchanged)",
+)
 def neg_inf_jvp_nan(optax):
     import jax
     import jax.numpy as jnp
@@ -63,12 +69,20 @@ def neg_inf_jvp_nan(optax):
     return wrap_loss(change)
 
 
-@mutant("surface-corners-losses-broadcast-refused", "a loss refuses targets whose shape differs from the first argument's (ValueError), broadcastable or not")
+@mutant(
+    "surface-corners-losses-broadcast-refused",
+    "a loss refuses targets whose shape differs from the first argument's (ValueError), broadcastable or not",
+)
 def broadcast_refused(optax):
     import jax.numpy as jnp
 
     def change(orig, path, args, kwargs):
-        if len(args) > 1 and hasattr(args[1], "shape") and jnp.ndim(args[1]) == jnp.ndim(args[0]) and jnp.shape(args[1]) != jnp.shape(args[0]):
+        if (
+            len(args) > 1
+            and hasattr(args[1], "shape")
+            and jnp.ndim(args[1]) == jnp.ndim(args[0])
+            and jnp.shape(args[1]) != jnp.shape(args[0])
+        ):
             raise ValueError(f"{path}: shapes {jnp.shape(args[0])} and {jnp.shape(args[1])} differ")
         return orig(*args, **kwargs)
 

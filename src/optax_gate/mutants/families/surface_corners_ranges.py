@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import inspect
 
+from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_ranges", "tests/contracts/test_surface_corners_ranges.py")
 
@@ -31,7 +31,9 @@ def _changing(change):
 
         @functools.wraps(orig)
         def factory(*args, **kwargs):
-            return orig(*args, **{k: change(k, v, defaults.get(k)) if type(v) in (int, float) else v for k, v in kwargs.items()})
+            return orig(
+                *args, **{k: change(k, v, defaults.get(k)) if type(v) in (int, float) else v for k, v in kwargs.items()}
+            )
 
         return factory
 
@@ -44,10 +46,9 @@ def _changing(change):
 )
 def offset_clamped(optax):
     import jax.numpy as jnp
-
     from optax._src import factorized
 
-    pow_ = factorized._decay_rate_pow  # noqa: SLF001 - the function the fix clamps
+    pow_ = factorized._decay_rate_pow
 
     def clamped(i, exponent=0.8):
         return pow_(jnp.maximum(i, 0), exponent)
@@ -71,12 +72,18 @@ def rate_edge(optax):
     return _changing(lambda k, v, d: 0.999 if RATE_NAME.match(k) and v == 1.0 else v)
 
 
-@mutant("surface-corners-ranges-zero-default", "a hyperparameter given as 0 takes its default instead (a falsy value dropped: `x or default`)")
+@mutant(
+    "surface-corners-ranges-zero-default",
+    "a hyperparameter given as 0 takes its default instead (a falsy value dropped: `x or default`)",
+)
 def zero_default(optax):
     return _changing(lambda k, v, d: d if v == 0 and type(d) in (int, float) else v)
 
 
-@mutant("surface-corners-ranges-large-default", "a float hyperparameter of 1000 or more is read as its default (an upper clamp)")
+@mutant(
+    "surface-corners-ranges-large-default",
+    "a float hyperparameter of 1000 or more is read as its default (an upper clamp)",
+)
 def large_default(optax):
     return _changing(lambda k, v, d: d if isinstance(v, float) and v >= 1e3 and type(d) in (int, float) else v)
 
@@ -86,7 +93,10 @@ def negative_magnitude(optax):
     return _changing(lambda k, v, d: abs(v) if isinstance(v, float) and v < 0 else v)
 
 
-@mutant("surface-corners-ranges-int-even", "an integer hyperparameter is rounded down to an even number (patience, offsets, steps)")
+@mutant(
+    "surface-corners-ranges-int-even",
+    "an integer hyperparameter is rounded down to an even number (patience, offsets, steps)",
+)
 def int_even(optax):
     return _changing(lambda k, v, d: v - v % 2 if isinstance(v, int) and not isinstance(v, bool) else v)
 
@@ -108,7 +118,11 @@ def starts_to_matter(optax):
             tx = orig(*args, **kwargs)
             if not any(type(v) in (int, float) and k in defaults and v != defaults[k] for k, v in kwargs.items()):
                 return tx
-            return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: jnp.where(jnp.isfinite(x), x * 1.01, 0).astype(x.dtype), u))
+            return with_update(
+                optax,
+                tx,
+                lambda u, extra: jax.tree.map(lambda x: jnp.where(jnp.isfinite(x), x * 1.01, 0).astype(x.dtype), u),
+            )
 
         return factory
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_corners_schedules", "tests/contracts/test_surface_corners_schedules.py")
 
@@ -21,8 +21,8 @@ _LENGTHS = ("transition_steps", "decay_steps", "warmup_steps")
 
 
 def _paths() -> list[str]:
-    from optax_gate.kit.surface.calls import CALLS
     from optax_gate.kit.corners.schedules import SCHEDULE_LEFT_OUT
+    from optax_gate.kit.surface.calls import CALLS
 
     return [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p not in SCHEDULE_LEFT_OUT]
 
@@ -53,7 +53,10 @@ def zero_interval_nan(optax):
     return _around(change)
 
 
-@mutant("surface-corners-schedules-int-step-python-float", "a schedule at a Python-int step returns a Python float (an array at an array step)")
+@mutant(
+    "surface-corners-schedules-int-step-python-float",
+    "a schedule at a Python-int step returns a Python float (an array at an array step)",
+)
 def int_step_python_float(optax):
     def change(schedule, kwargs):
         return lambda count: float(schedule(count)) if isinstance(count, int) else schedule(count)

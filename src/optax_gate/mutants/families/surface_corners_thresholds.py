@@ -27,7 +27,10 @@ def _clip_as(optax, leafwise):
     return {"clip": clip}
 
 
-@mutant("thresholds-safe-norm-strict", "safe_norm takes its floor only below min_norm (norm < min_norm): at equality the gradient is the norm's")
+@mutant(
+    "thresholds-safe-norm-strict",
+    "safe_norm takes its floor only below min_norm (norm < min_norm): at equality the gradient is the norm's",
+)
 def safe_norm_strict(optax):
     import jax.numpy as jnp
 
@@ -52,7 +55,10 @@ def safe_rms_strict(optax):
     return {"safe_root_mean_squares": safe_root_mean_squares}
 
 
-@mutant("thresholds-skip-large-updates-greater", "skip_large_updates skips only a squared norm greater than the bound (as its docstring says)")
+@mutant(
+    "thresholds-skip-large-updates-greater",
+    "skip_large_updates skips only a squared norm greater than the bound (as its docstring says)",
+)
 def skip_large_greater(optax):
     import jax
     import jax.numpy as jnp
@@ -66,7 +72,10 @@ def skip_large_greater(optax):
     return {"skip_large_updates": skip_large_updates}
 
 
-@mutant("thresholds-per-example-clip-counts-equal", "per_example_global_norm_clip counts an example whose norm equals the clip as clipped")
+@mutant(
+    "thresholds-per-example-clip-counts-equal",
+    "per_example_global_norm_clip counts an example whose norm equals the clip as clipped",
+)
 def per_example_counts_equal(optax):
     import jax
     import jax.numpy as jnp
@@ -79,7 +88,10 @@ def per_example_counts_equal(optax):
     return {"per_example_global_norm_clip": per_example_global_norm_clip}
 
 
-@mutant("thresholds-hinge-where", "hinge_loss as where(margin < 1, 1 - margin, 0): at the kink the gradient is 0, not jnp.maximum's half")
+@mutant(
+    "thresholds-hinge-where",
+    "hinge_loss as where(margin < 1, 1 - margin, 0): at the kink the gradient is 0, not jnp.maximum's half",
+)
 def hinge_where(optax):
     import jax.numpy as jnp
 
@@ -91,7 +103,10 @@ def hinge_where(optax):
     return {}
 
 
-@mutant("thresholds-clip-where", "clip as where(|u| > max_delta, sign(u) * max_delta, u): at the bound the gradient is 1, not jnp.clip's half")
+@mutant(
+    "thresholds-clip-where",
+    "clip as where(|u| > max_delta, sign(u) * max_delta, u): at the bound the gradient is 1, not jnp.clip's half",
+)
 def clip_where(optax):
     import jax.numpy as jnp
 
@@ -117,10 +132,16 @@ def safe_norm_mask_disagrees(optax):
 @mutant("thresholds-safe-norm-l1", "safe_norm's default is the L1 norm")
 def safe_norm_l1(optax):
     orig = optax.safe_norm
-    return {"safe_norm": lambda x, min_norm, ord=None, axis=None, keepdims=False: orig(x, min_norm, 1 if ord is None else ord, axis, keepdims)}
+    return {
+        "safe_norm": lambda x, min_norm, ord=None, axis=None, keepdims=False: orig(
+            x, min_norm, 1 if ord is None else ord, axis, keepdims
+        )
+    }
 
 
-@mutant("thresholds-safe-rms-root-sum", "safe_root_mean_squares takes the root of the sum of squares, not of their mean")
+@mutant(
+    "thresholds-safe-rms-root-sum", "safe_root_mean_squares takes the root of the sum of squares, not of their mean"
+)
 def safe_rms_root_sum(optax):
     import jax.numpy as jnp
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 
 mutant = family("surface_corners_transformations", "tests/contracts/test_surface_corners_transformations.py")
 
@@ -56,7 +56,9 @@ def typed_hyper_dtype(optax):
         @functools.wraps(orig)
         def factory(*args, **kwargs):
             tx = orig(*args, **kwargs)
-            typed = [v.dtype for v in kwargs.values() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)]
+            typed = [
+                v.dtype for v in kwargs.values() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)
+            ]
             if not typed:
                 return tx
             return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: x.astype(typed[0]), u))
@@ -66,12 +68,18 @@ def typed_hyper_dtype(optax):
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-corners-transformations-flag-ignored", "boolean options (nesterov, centered, bias_correction...) are ignored: the default code path always")
+@mutant(
+    "surface-corners-transformations-flag-ignored",
+    "boolean options (nesterov, centered, bias_correction...) are ignored: the default code path always",
+)
 def flag_ignored(optax):
     return _dropping(lambda name, value: isinstance(value, bool))
 
 
-@mutant("surface-corners-transformations-negative-value-nan", "a value-driven transformation gives NaN updates for a negative value")
+@mutant(
+    "surface-corners-transformations-negative-value-nan",
+    "a value-driven transformation gives NaN updates for a negative value",
+)
 def negative_value_nan(optax):
     import jax
     import jax.numpy as jnp

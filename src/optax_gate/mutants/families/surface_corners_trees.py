@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_corners_trees", "tests/contracts/test_surface_corners_trees.py")
 
@@ -36,7 +36,9 @@ def _before(check):
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-corners-trees-empty-leaf-raises", "every tree utility raises ValueError on a PyTree with a size-0 leaf")
+@mutant(
+    "surface-corners-trees-empty-leaf-raises", "every tree utility raises ValueError on a PyTree with a size-0 leaf"
+)
 def empty_leaf_raises(optax):
     import jax
 
@@ -66,7 +68,12 @@ def int_as_float(optax):
     def make(orig, path):
         @functools.wraps(orig)
         def fn(*args, **kwargs):
-            cast = [jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.integer) else x, a) if isinstance(a, dict) else a for a in args]
+            cast = [
+                jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.integer) else x, a)
+                if isinstance(a, dict)
+                else a
+                for a in args
+            ]
             return orig(*cast, **kwargs)
 
         return fn
@@ -94,5 +101,6 @@ def empty_python_float(optax):
         return fn
 
     return replace_paths(
-        ["optax.tree.max", "optax.tree.min"], lambda orig, path: reduce(jnp.max, -float("inf")) if path.endswith("max") else reduce(jnp.min, float("inf"))
+        ["optax.tree.max", "optax.tree.min"],
+        lambda orig, path: reduce(jnp.max, -float("inf")) if path.endswith("max") else reduce(jnp.min, float("inf")),
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_sweep import replace_paths
 
 mutant = family("surface_corners_wrapped", "tests/contracts/test_surface_corners_wrapped.py")
 
@@ -34,7 +34,10 @@ def multisteps_half(optax):
     return {"MultiSteps": MultiSteps}
 
 
-@mutant("surface-corners-wrapped-apply-if-finite-drops-extra-args", "apply_if_finite calls the inner update without its extra arguments (value=, grad=...)")
+@mutant(
+    "surface-corners-wrapped-apply-if-finite-drops-extra-args",
+    "apply_if_finite calls the inner update without its extra arguments (value=, grad=...)",
+)
 def apply_if_finite_drops_extra(optax):
     original = optax.apply_if_finite
 
@@ -50,7 +53,10 @@ def apply_if_finite_drops_extra(optax):
     return {"apply_if_finite": apply_if_finite}
 
 
-@mutant("surface-corners-wrapped-inject-bfloat16", "inject_hyperparams casts the updates to bfloat16 (as a bfloat16 hyperparameter would)")
+@mutant(
+    "surface-corners-wrapped-inject-bfloat16",
+    "inject_hyperparams casts the updates to bfloat16 (as a bfloat16 hyperparameter would)",
+)
 def inject_bfloat16(optax):
     import jax
     import jax.numpy as jnp
@@ -76,7 +82,10 @@ def inject_bfloat16(optax):
     return {"inject_hyperparams": inject_hyperparams}
 
 
-@mutant("surface-corners-wrapped-empty-tree-raises", "every transformation's init raises RuntimeError on the empty PyTree {}")
+@mutant(
+    "surface-corners-wrapped-empty-tree-raises",
+    "every transformation's init raises RuntimeError on the empty PyTree {}",
+)
 def empty_tree_raises(optax):
     import jax
 
@@ -92,9 +101,11 @@ def empty_tree_raises(optax):
                     raise RuntimeError("no leaves")
                 return tx.init(params)
 
-            return (optax.GradientTransformationExtraArgs if isinstance(tx, optax.GradientTransformationExtraArgs) else optax.GradientTransformation)(
-                init, tx.update
-            )
+            return (
+                optax.GradientTransformationExtraArgs
+                if isinstance(tx, optax.GradientTransformationExtraArgs)
+                else optax.GradientTransformation
+            )(init, tx.update)
 
         return factory
 

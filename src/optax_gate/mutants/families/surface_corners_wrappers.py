@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_corners_wrappers", "tests/contracts/test_surface_corners_wrappers.py")
 
@@ -36,7 +36,10 @@ def _around(change):
     return replace_paths(_inners(), make)
 
 
-@mutant("surface-corners-wrappers-mu-dtype-ignored", "the Adam family ignores mu_dtype (its first moment in the params' dtype)")
+@mutant(
+    "surface-corners-wrappers-mu-dtype-ignored",
+    "the Adam family ignores mu_dtype (its first moment in the params' dtype)",
+)
 def mu_dtype_ignored(optax):
     def make(orig, path):
         @functools.wraps(orig)
@@ -81,7 +84,9 @@ def half_nan(optax):
     return _around(change)
 
 
-@mutant("surface-corners-wrappers-imag-dropped", "updates of complex params lose their imaginary part (their dtype kept)")
+@mutant(
+    "surface-corners-wrappers-imag-dropped", "updates of complex params lose their imaginary part (their dtype kept)"
+)
 def imag_dropped(optax):
     import jax
     import jax.numpy as jnp
@@ -96,7 +101,10 @@ def imag_dropped(optax):
     return _around(change)
 
 
-@mutant("surface-corners-wrappers-mixed-promoted", "init promotes the state of a tree that mixes dtypes to its widest floating dtype")
+@mutant(
+    "surface-corners-wrappers-mixed-promoted",
+    "init promotes the state of a tree that mixes dtypes to its widest floating dtype",
+)
 def mixed_promoted(optax):
     import jax
     import jax.numpy as jnp

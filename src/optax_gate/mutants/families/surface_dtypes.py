@@ -8,8 +8,8 @@ of complex updates, or refusing a PyTree that is not float32 at ``init``.
 
 from __future__ import annotations
 
+from optax_gate.mutants.families.surface_transformations import every_transformation, make_transformation, post_every
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_transformations import every_transformation, post_every, make_transformation
 
 mutant = family("surface_dtypes", "tests/contracts/test_surface_dtypes.py")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import callables, replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_loss_edges", "tests/contracts/test_surface_loss_edges.py")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import functools
 
+from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 
 mutant = family("surface_memory", "tests/contracts/test_surface_memory.py")
 
@@ -39,7 +39,8 @@ def rolled_loop(optax):
 
 
 @mutant(
-    "surface-memory-state-copy", "every transformation keeps a float32 copy of the params in its state (argument and output bytes grow by the params' size)"
+    "surface-memory-state-copy",
+    "every transformation keeps a float32 copy of the params in its state (argument and output bytes grow by the params' size)",
 )
 def state_copy(optax):
     import jax
@@ -64,7 +65,10 @@ def state_copy(optax):
     return replace_paths(_paths(), make)
 
 
-@mutant("surface-memory-sorted-temp", "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the updates' size)")
+@mutant(
+    "surface-memory-sorted-temp",
+    "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the updates' size)",
+)
 def sorted_temp(optax):
     import jax
     import jax.numpy as jnp

@@ -9,9 +9,9 @@ surface table through ``surface_transformations.every_transformation`` and retur
 
 from __future__ import annotations
 
+from optax_gate.mutants.families.surface_transformations import every_transformation
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
-from optax_gate.mutants.families.surface_transformations import every_transformation
 
 mutant = family("surface_sharded", "tests/contracts/multidevice/test_surface_sharded.py")
 
@@ -20,24 +20,37 @@ def _sharded(tree) -> bool:
     import jax
     from jax.sharding import NamedSharding
 
-    return any(isinstance(getattr(x, "sharding", None), NamedSharding) and len(x.sharding.device_set) > 1 for x in jax.tree.leaves(tree))
+    return any(
+        isinstance(getattr(x, "sharding", None), NamedSharding) and len(x.sharding.device_set) > 1
+        for x in jax.tree.leaves(tree)
+    )
 
 
-@mutant("surface-sharded-init-one-device", "init puts every state leaf on device 0 (eagerly; a jitted init's placement is the compiler's)")
+@mutant(
+    "surface-sharded-init-one-device",
+    "init puts every state leaf on device 0 (eagerly; a jitted init's placement is the compiler's)",
+)
 def init_one_device(optax):
     import jax
 
     def wrap(tx):
         def init(params):
             state = tx.init(params)
-            return state if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state)) else jax.device_put(state, jax.devices()[0])
+            return (
+                state
+                if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state))
+                else jax.device_put(state, jax.devices()[0])
+            )
 
         return with_update(optax, tx, lambda u, extra: u, init=init)
 
     return every_transformation(wrap)
 
 
-@mutant("surface-sharded-updates-gathered", "every update leaf is resharded to replicated (P()): the step gathers the updates onto every device")
+@mutant(
+    "surface-sharded-updates-gathered",
+    "every update leaf is resharded to replicated (P()): the step gathers the updates onto every device",
+)
 def updates_gathered(optax):
     import jax
     from jax.sharding import PartitionSpec
@@ -48,7 +61,10 @@ def updates_gathered(optax):
     return every_transformation(lambda tx: with_update(optax, tx, gather))
 
 
-@mutant("surface-sharded-values-moved", "the updates are scaled by 1.001 where the params are sharded over devices (the same step on one device is unchanged)")
+@mutant(
+    "surface-sharded-values-moved",
+    "the updates are scaled by 1.001 where the params are sharded over devices (the same step on one device is unchanged)",
+)
 def values_moved(optax):
     import jax
 

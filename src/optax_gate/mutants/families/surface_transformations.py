@@ -194,7 +194,10 @@ def repaired(optax):
                 return jax.tree.map(jnp.zeros_like, g), s
             if params is not None:
                 u = jax.tree.map(
-                    lambda x, p: x if x is None else jnp.reshape(x, jnp.shape(p)) if jnp.size(x) == jnp.size(p) else x, u, params, is_leaf=lambda x: x is None
+                    lambda x, p: x if x is None else jnp.reshape(x, jnp.shape(p)) if jnp.size(x) == jnp.size(p) else x,
+                    u,
+                    params,
+                    is_leaf=lambda x: x is None,
                 )
             return jax.tree.map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), u), strong(s)
 
@@ -215,7 +218,11 @@ def swapped_args(optax):
         module, _, attr = path.rpartition(".")
         module = importlib.import_module(module)
         orig = getattr(module, attr)
-        floats = [p.name for p in inspect.signature(orig).parameters.values() if isinstance(p.default, float) and not isinstance(p.default, bool)][:2]
+        floats = [
+            p.name
+            for p in inspect.signature(orig).parameters.values()
+            if isinstance(p.default, float) and not isinstance(p.default, bool)
+        ][:2]
         if len(floats) < 2:
             continue
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import callables, map_floats, replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("surface_x64", "tests/contracts/test_surface_x64.py")
 

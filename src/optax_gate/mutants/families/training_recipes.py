@@ -16,9 +16,13 @@ def _adamw(optax, *, bias_correction=True, decay_after_lr=False, eps_inside=Fals
     import jax
     import jax.numpy as jnp
 
-    def factory(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, weight_decay=1e-4, mask=None, **kw):
+    def factory(
+        learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, weight_decay=1e-4, mask=None, **kw
+    ):
         def init(params):
-            return optax.ScaleByAdamState(jnp.zeros([], jnp.int32), optax.tree.zeros_like(params, dtype=mu_dtype), optax.tree.zeros_like(params))
+            return optax.ScaleByAdamState(
+                jnp.zeros([], jnp.int32), optax.tree.zeros_like(params, dtype=mu_dtype), optax.tree.zeros_like(params)
+            )
 
         def update(g, s, params=None):
             mu = jax.tree.map(lambda x, m: (1 - b1) * x + b1 * m, g, s.mu)
@@ -27,16 +31,27 @@ def _adamw(optax, *, bias_correction=True, decay_after_lr=False, eps_inside=Fals
             c1 = (1 - b1**count) if bias_correction else 1.0
             c2 = (1 - b2**count) if bias_correction else 1.0
             if eps_inside:
-                d = jax.tree.map(lambda m, v: (m / jnp.asarray(c1, m.dtype)) / jnp.sqrt(v / jnp.asarray(c2, v.dtype) + eps), mu, nu)
+                d = jax.tree.map(
+                    lambda m, v: (m / jnp.asarray(c1, m.dtype)) / jnp.sqrt(v / jnp.asarray(c2, v.dtype) + eps), mu, nu
+                )
             else:
-                d = jax.tree.map(lambda m, v: (m / jnp.asarray(c1, m.dtype)) / (jnp.sqrt(v / jnp.asarray(c2, v.dtype)) + eps), mu, nu)
+                d = jax.tree.map(
+                    lambda m, v: (m / jnp.asarray(c1, m.dtype)) / (jnp.sqrt(v / jnp.asarray(c2, v.dtype)) + eps), mu, nu
+                )
             return d, optax.ScaleByAdamState(count, optax.tree.cast(mu, mu_dtype), nu)
 
         if decay_after_lr:
-            decay = optax.GradientTransformation(lambda p: optax.EmptyState(), lambda u, s, p=None: (jax.tree.map(lambda x, y: x - weight_decay * y, u, p), s))
-            return optax.chain(optax.GradientTransformation(init, update), optax.scale_by_learning_rate(learning_rate), decay)
+            decay = optax.GradientTransformation(
+                lambda p: optax.EmptyState(),
+                lambda u, s, p=None: (jax.tree.map(lambda x, y: x - weight_decay * y, u, p), s),
+            )
+            return optax.chain(
+                optax.GradientTransformation(init, update), optax.scale_by_learning_rate(learning_rate), decay
+            )
         return optax.chain(
-            optax.GradientTransformation(init, update), optax.add_decayed_weights(weight_decay, mask), optax.scale_by_learning_rate(learning_rate)
+            optax.GradientTransformation(init, update),
+            optax.add_decayed_weights(weight_decay, mask),
+            optax.scale_by_learning_rate(learning_rate),
         )
 
     return factory
@@ -121,7 +136,7 @@ def _(optax):
 
         def init(p):
             s = tx.init(p)
-            return (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)),) + tuple(s[1:])
+            return (s[0]._replace(mu=to_f32(s[0].mu), nu=to_f32(s[0].nu)), *tuple(s[1:]))
 
         return wrap_tx(tx, init=init)
 
@@ -136,7 +151,10 @@ def _(optax):
     return {"MultiSteps": lambda opt, every_k_schedule, *a, **k: orig(opt, 1, *a, **k)}
 
 
-@mutant("recipe-carry-drifts", "adamw's update returns its count as float32 (init: int32): the state's dtypes change per step")
+@mutant(
+    "recipe-carry-drifts",
+    "adamw's update returns its count as float32 (init: int32): the state's dtypes change per step",
+)
 def _(optax):
     import jax.numpy as jnp
 
@@ -147,7 +165,7 @@ def _(optax):
 
         def update(g, s, params=None):
             u, s = tx.update(g, s, params)
-            return u, (s[0]._replace(count=s[0].count.astype(jnp.float32)),) + tuple(s[1:])
+            return u, (s[0]._replace(count=s[0].count.astype(jnp.float32)), *tuple(s[1:]))
 
         return wrap_tx(tx, update=update)
 
@@ -190,7 +208,10 @@ def _(optax):
     return {"inject_hyperparams": f}
 
 
-@mutant("recipe-inject-float32-hyperparams", "inject_hyperparams keeps hyperparameters in float32 (bfloat16 b2 no longer 1.0)")
+@mutant(
+    "recipe-inject-float32-hyperparams",
+    "inject_hyperparams keeps hyperparameters in float32 (bfloat16 b2 no longer 1.0)",
+)
 def _(optax):
     import jax.numpy as jnp
 

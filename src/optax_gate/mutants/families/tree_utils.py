@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 
-from optax_gate.mutants.registry import family
 from optax_gate.mutants.families.surface_sweep import replace_paths
+from optax_gate.mutants.registry import family
 
 mutant = family("tree_utils", "tests/contracts/test_tree_utils.py")
 
@@ -74,7 +74,9 @@ def global_norm_bf16(optax):
     import jax.numpy as jnp
 
     def body(orig, updates):
-        return orig(jax.tree.map(lambda x: x.astype(jnp.bfloat16) if not jnp.iscomplexobj(x) else x, updates)).astype(jnp.float32)
+        return orig(jax.tree.map(lambda x: x.astype(jnp.bfloat16) if not jnp.iscomplexobj(x) else x, updates)).astype(
+            jnp.float32
+        )
 
     return _replace("optax.global_norm", body)
 
@@ -111,7 +113,10 @@ def size_counts_leaves(optax):
     return _replace("optax.tree.size", lambda orig, tree: len(jax.tree.leaves(tree)))
 
 
-@mutant("tree-utils-empty-reductions-nan", "sum, norm, vdot and global_norm of a PyTree with no element are NaN (divided by the size)")
+@mutant(
+    "tree-utils-empty-reductions-nan",
+    "sum, norm, vdot and global_norm of a PyTree with no element are NaN (divided by the size)",
+)
 def empty_nan(optax):
     import jax
     import jax.numpy as jnp
@@ -132,7 +137,10 @@ def sum_of_abs(optax):
     return _replace("optax.tree.sum", lambda orig, tree: orig(jax.tree.map(jnp.abs, tree)))
 
 
-@mutant("tree-utils-reduce-without-initial", "tree.sum and tree.size reduce with no initial value: TypeError on a PyTree with no leaves")
+@mutant(
+    "tree-utils-reduce-without-initial",
+    "tree.sum and tree.size reduce with no initial value: TypeError on a PyTree with no leaves",
+)
 def reduce_without_initial(optax):
     import functools as ft
     import operator
@@ -140,8 +148,14 @@ def reduce_without_initial(optax):
     import jax
     import jax.numpy as jnp
 
-    replace_paths(["optax.tree.sum"], lambda orig, _: lambda tree: ft.reduce(operator.add, [jnp.sum(x) for x in jax.tree.leaves(tree)]))
-    return replace_paths(["optax.tree.size"], lambda orig, _: lambda tree: ft.reduce(operator.add, [x.size for x in jax.tree.leaves(tree)]))
+    replace_paths(
+        ["optax.tree.sum"],
+        lambda orig, _: lambda tree: ft.reduce(operator.add, [jnp.sum(x) for x in jax.tree.leaves(tree)]),
+    )
+    return replace_paths(
+        ["optax.tree.size"],
+        lambda orig, _: lambda tree: ft.reduce(operator.add, [x.size for x in jax.tree.leaves(tree)]),
+    )
 
 
 @mutant("tree-utils-norm-no-abs", "tree.norm with ord=1 and ord=inf leaves out the absolute value")
@@ -200,4 +214,9 @@ def size_empty_shape(optax):
 
     import jax
 
-    return _replace("optax.tree.size", lambda orig, tree: sum(math.prod(x.shape) if x.ndim and x.size else (1 if x.ndim else 0) for x in jax.tree.leaves(tree)))
+    return _replace(
+        "optax.tree.size",
+        lambda orig, tree: sum(
+            math.prod(x.shape) if x.ndim and x.size else (1 if x.ndim else 0) for x in jax.tree.leaves(tree)
+        ),
+    )
