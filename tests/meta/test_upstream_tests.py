@@ -5,6 +5,7 @@ test's own environment, the findings and how they join a report."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -354,7 +355,7 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
     0.12.0.1: ``LBFGSTest::test_against_plain_implementation3`` fails with either optax on JAX 0.12.0.1 and passes
     with either on 0.11.2)."""
     sites, env = _split_sites(tmp_path)
-    py = Path(sys.executable)
+    py = Path(os.path.relpath(sys.executable))  # as the gate names its environments: relative to where it started
     section = up.cross_run(
         sites,
         {"baseline": py, "candidate": py},

@@ -325,7 +325,7 @@ def _mixed_outcomes(
     python = sides.pythons[packages_of]
     probe = subprocess.run(
         [
-            str(python),
+            os.path.abspath(python),
             "-c",
             "import optax, sys; sys.exit(0 if optax.__file__.startswith(sys.argv[1]) else 3)",
             str(folder),
