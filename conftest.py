@@ -23,7 +23,9 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=200, deadline=None, print_blob=True)
-settings.register_profile("mutants", settings.get_profile("ci"), phases=[Phase.explicit, Phase.reuse, Phase.generate], database=None)
+settings.register_profile(
+    "mutants", settings.get_profile("ci"), phases=[Phase.explicit, Phase.reuse, Phase.generate], database=None
+)
 PROFILE = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(PROFILE)
 

@@ -1,7 +1,9 @@
 """nox sessions of the upgrade gate. Run them through ``./noxw`` (it finds
 Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
-- ``tests``: ``ruff check``, ``ruff format --check`` and ``mypy`` (strict on ``gate/``) of this project's code, then the contract suite in the
+- ``lint``: ``ruff check``, ``ruff format --check`` and ``mypy`` (strict on ``gate/`` and ``action/``) of this
+  project's code (what pre-commit runs).
+- ``tests``: the ``lint`` checks, then the contract suite in the
   pinned baseline environment (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
   the multi-device contracts in a second process with eight simulated CPU devices.
 - ``gpu-parity``: the multi-device contracts on eight NVIDIA GPUs; prints
@@ -131,6 +133,26 @@ MULTIDEVICE = devices.MULTIDEVICE_DIR
 MULTIDEVICE_ENV = {"XLA_FLAGS": devices.FLAG}
 
 
+#: What the lint and type check need: ruff, mypy and the packages the gate imports (at the tools lock's pins).
+LINT_TOOLS = ("griffe", "jsonschema", "matplotlib", "ruff", "mypy")
+#: This project's own code, linted and formatted (pyproject.toml's [tool.ruff]).
+LINTED = ("src", "tests", "noxfile.py", "conftest.py")
+
+
+def _lint(session: nox.Session) -> None:
+    """ruff's rules and format over :data:`LINTED`, then mypy (pyproject.toml's [tool.ruff] and [tool.mypy])."""
+    session.run("ruff", "check", "--no-cache", *LINTED)
+    session.run("ruff", "format", "--check", "--no-cache", *LINTED)
+    session.run("mypy", "--no-incremental", "--cache-dir", os.devnull)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Lint, format-check and type-check this project's own code: what `tests` runs first, and pre-commit runs."""
+    session.install("-c", "requirements-tools.txt", *LINT_TOOLS)
+    _lint(session)
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the contracts at the pinned baseline and the suite's own tests, and alongside the multi-device ones (args after --).
@@ -141,26 +163,28 @@ def tests(session: nox.Session) -> None:
     both processes (there "nothing selected", pytest's exit status 5, is
     accepted in one of them, not in both), paths to the process they belong to;
     a path that does not exist stops the session before pytest starts."""
-    session.install("--require-hashes", "-r", LOCK)
-    # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
-    # (the environments the gate judges are built from the lock files alone, without them).
-    # ruff and mypy check this project's own code (datamodel-codegen, for tests/meta/test_model.py, is taken from
-    # .noxw/venv: its dependencies bring pytest plugins this suite does not declare)
-    session.install("-c", "requirements-tools.txt", "-c", LOCK, "griffe", "jsonschema", "matplotlib", "ruff", "mypy")
-    _install_project(session)
-    # this project's own code linted and type-checked first (seconds; the rules are pyproject.toml's [tool.ruff] and [tool.mypy])
-    session.run("ruff", "check", "--no-cache", "src", "tests", "noxfile.py", "conftest.py")
-    session.run("ruff", "format", "--check", "--no-cache", "src", "tests", "noxfile.py", "conftest.py")
-    session.run("mypy", "--no-incremental", "--cache-dir", os.devnull)
-    # test paths are read from where the user stands, as the gate reads its paths (noxw exports it)
+    # test paths are read from where the user stands, as the gate reads its paths (noxw exports it), and
+    # checked before anything installs or lints
     invoked_from = os.environ.get("NOXW_INVOKED_FROM") or str(ROOT)
     posargs = session_args.read_paths(list(session.posargs), invoked_from, ROOT)
     missing = session_args.missing_paths(posargs)
     if missing:  # pytest-xdist would only say "no tests ran", exit status 5
-        session.error(
-            f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw "
-            f"from, {invoked_from}, else from the project folder, {ROOT})"
+        where = (
+            invoked_from
+            if Path(invoked_from).resolve() == ROOT.resolve()
+            else f"{invoked_from}, else from the project folder, {ROOT}"
         )
+        session.error(
+            f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw from, {where})"
+        )
+    session.install("--require-hashes", "-r", LOCK)
+    # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
+    # (the environments the gate judges are built from the lock files alone, without them).
+    # (datamodel-codegen, for tests/meta/test_model.py, is taken from .noxw/venv: its dependencies bring pytest
+    # plugins this suite does not declare)
+    session.install("-c", "requirements-tools.txt", "-c", LOCK, *LINT_TOOLS)
+    _install_project(session)
+    _lint(session)  # first: seconds
     single, multi = session_args.split_multidevice(posargs)
     # With arguments, "nothing selected" (exit status 5) is accepted in one process, not in both:
     # each process writes a JUnit file, and the selected tests are counted at the end.

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 
-def as_workflow(action: dict) -> dict:
+def as_workflow(action: dict[str, Any]) -> dict[str, Any]:
+    """A workflow whose one job runs the composite ``action``'s steps, its inputs as ``workflow_call`` inputs."""
     inputs = {
         name: {"type": "string", "required": bool(spec.get("required")), "default": str(spec.get("default", ""))}
         for name, spec in (action.get("inputs") or {}).items()

@@ -39,6 +39,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from optax_gate.action import comment
 from optax_gate.gate.run import evidence  # standard library only, like this script
@@ -98,7 +99,7 @@ def command() -> list[str]:
     return json.loads(replaced) if replaced else [str(ROOT / "noxw"), "-s", "gate", "--"]
 
 
-def status_of(gate_status: int, report: dict | None, fail_on: str) -> tuple[str, int]:
+def status_of(gate_status: int, report: dict[str, Any] | None, fail_on: str) -> tuple[str, int]:
     """(verdict, the action's exit status) from the gate's exit status and its report."""
     if gate_status not in (0, 1) or report is None:
         return "not-verified", 2
@@ -188,7 +189,7 @@ def gate() -> int:
     if status != gate_status:
         print(f"optax-gate action: fail-on changed: contracts differ from the baseline, exit status {status}")
     shown = report_md if run is not None and report_md.exists() and gate_status in (0, 1, 2) else None
-    if shown is not None and not evidence.is_judged(run):
+    if shown is not None and run is not None and not evidence.is_judged(run):
         print(f"optax-gate action: this run judged nothing; {evidence.report_now(out)}")
     _append(
         "GITHUB_OUTPUT", f"verdict={verdict}\nexit-status={status}\nreport={shown or ''}\nreport-folder={run or ''}\n"
