@@ -303,26 +303,28 @@ _BASELINE_PASSES = {"baseline": True, "candidate": False}
 
 
 @dataclass(frozen=True)
-class _Sides:
-    """What :func:`split_by_cause` runs with: each side's optax package folder (``pkg``), interpreter
-    (``pythons``), overlay of missing test dependencies (``deps``) and process variables (``env``)."""
+class _Split:
+    """What :func:`split_by_cause` runs with: the run's folder (``root``) and ``direction``, each side's optax
+    package folder (``pkg``), interpreter (``pythons``), overlay of missing test dependencies (``deps``) and
+    process variables (``env``), and each pytest run's ``timeout`` (seconds)."""
 
+    root: Path
+    direction: Direction
     pkg: dict[str, Path]
     pythons: dict[str, Path]
     deps: dict[str, Path | None]
     env: dict[str, dict[str, str]]
+    timeout: float
 
 
-def _mixed_outcomes(
-    root: Path, d: Direction, ids: list[str], optax_of: str, packages_of: str, sides: _Sides, timeout: float
-) -> dict[str, bool] | None:
+def _mixed_outcomes(split: _Split, ids: list[str], optax_of: str, packages_of: str) -> dict[str, bool] | None:
     """Test id -> passed, of ``ids`` run with ``optax_of``'s optax (copied into ``root``) on ``packages_of``'s
     interpreter and packages; None when that optax does not import there or a test did not run."""
-    folder = root / f"_optax_of_{optax_of}"
+    folder = split.root / f"_optax_of_{optax_of}"
     if not folder.is_dir():
-        shutil.copytree(sides.pkg[optax_of], folder / "optax", ignore=shutil.ignore_patterns("__pycache__"))
-    env = _with_overlay(_with_overlay(sides.env.get(packages_of, {}), sides.deps.get(packages_of)), folder)
-    python = sides.pythons[packages_of]
+        shutil.copytree(split.pkg[optax_of], folder / "optax", ignore=shutil.ignore_patterns("__pycache__"))
+    env = _with_overlay(_with_overlay(split.env.get(packages_of, {}), split.deps.get(packages_of)), folder)
+    python = split.pythons[packages_of]
     probe = subprocess.run(
         [
             os.path.abspath(python),
@@ -331,46 +333,46 @@ def _mixed_outcomes(
             str(folder),
         ],
         capture_output=True,
-        cwd=root,
-        timeout=timeout,
+        cwd=split.root,
+        timeout=split.timeout,
         env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **env},
     )
     if probe.returncode != 0:
         return None
-    xml = root / f"split-{optax_of}-on-{packages_of}.xml"
-    _run_pytest(python, root, ids, xml, _Pytest(env, 1, timeout))
+    xml = split.root / f"split-{optax_of}-on-{packages_of}.xml"
+    _run_pytest(python, split.root, ids, xml, _Pytest(env, 1, split.timeout))
     if not xml.is_file():
         raise CrossRunFailure(
             f"pytest wrote no report for the split by cause of {len(ids)} test{'s' if len(ids) > 1 else ''}"
         )
-    ran, failed = read_junit(xml.read_text(encoding="utf-8"), d.files)
+    ran, failed = read_junit(xml.read_text(encoding="utf-8"), split.direction.files)
     if ran != len(ids):
         return None
     bad = {f.test for f in failed}
     return {t: t not in bad for t in ids}
 
 
-def split_by_cause(root: Path, d: Direction, others: list[str], sides: _Sides, timeout: float) -> None:
-    """Which change moves each behaviour failure of ``d`` when the two environments differ beyond optax
+def split_by_cause(split: _Split, others: list[str]) -> None:
+    """Which change moves each behaviour failure of ``split.direction`` when the two environments differ beyond optax
     (``others``, :func:`other_packages`): its test id re-run with the candidate's optax on the baseline's
     packages, and, where that leaves it as in the baseline, with the baseline's optax on the candidate's.
     Optax alone moves it: a behaviour finding (``moved_by`` "optax"). The other packages alone: kind
     :data:`OTHERS`, listed, never a finding. Neither alone: "both together", still a finding. A run that
-    cannot be made (that optax does not import there): "not split", still a finding. Records in ``d`` the
+    cannot be made (that optax does not import there): "not split", still a finding. Records in the direction the
     tests re-run, the seconds and why a run could not be made.
 
     Raises:
       CrossRunFailure: pytest wrote no report.
     """
-    start = time.monotonic()
+    start, d = time.monotonic(), split.direction
     suspects = [f for f in d.failed if f.kind == BEHAVIOUR and "::" in f.test]
     ids = sorted({f.test for f in suspects})
     if not others or not ids:
         return
     at_baseline = _BASELINE_PASSES[d.tests_of]
-    optax_alone = _mixed_outcomes(root, d, ids, "candidate", "baseline", sides, timeout)
+    optax_alone = _mixed_outcomes(split, ids, "candidate", "baseline")
     unmoved = [t for t in ids if optax_alone is not None and optax_alone[t] == at_baseline]
-    others_alone = _mixed_outcomes(root, d, unmoved, "baseline", "candidate", sides, timeout) if unmoved else {}
+    others_alone = _mixed_outcomes(split, unmoved, "baseline", "candidate") if unmoved else {}
     d.split_tests = len(ids) + len(unmoved)
     if optax_alone is None or others_alone is None:
         d.split_error = f"the {'candidate' if optax_alone is None else 'baseline'}'s optax does not import or run on the other side's packages"
@@ -453,8 +455,8 @@ def run_direction(
                     f.kind, f.change, f.subject = INFRA, "", f"fails in its own environment ({d.tests_of}) too"
             d.control_seconds = round(time.monotonic() - control_start, 1)
             deps = {d.env: folder, d.tests_of: home}
-            sides = _Sides(pkg, pythons, deps, {side: extra_env.get(side, {}) for side in ("baseline", "candidate")})
-            split_by_cause(root, d, others or [], sides, timeout)
+            envs = {side: extra_env.get(side, {}) for side in ("baseline", "candidate")}
+            split_by_cause(_Split(root, d, pkg, pythons, deps, envs, timeout), others or [])
     d.seconds = round(time.monotonic() - start, 1)
     return d
 
