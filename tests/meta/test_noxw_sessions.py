@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.meta.test_cli import ROOT
+from tests.meta.support.paths import ROOT
 
 
 def _noxfile_sessions() -> set[str]:
@@ -30,4 +30,4 @@ def test_the_wrappers_session_names_are_the_noxfiles():
 def test_an_unknown_session_is_a_usage_error_that_names_the_sessions(args):
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2, proc.stderr
-    assert "there is no session 'gaet'; the sessions are: tests mutants" in proc.stderr
+    assert "there is no session 'gaet'; the sessions are: lint tests mutants" in proc.stderr
