@@ -16,29 +16,22 @@ from optax_gate.mutants.patches import (
 #: ``<name>-jit-differs``: the factory ``optax.<attr>`` whose updates are scaled by 1.001 only when traced under
 #: ``jax.jit`` (:func:`patches.perturbed_under_jit`), caught by the family's jit-against-eager contracts.
 #: Mutant name -> (the factory attribute, what the check prints); the module that registers it in the comment.
+_UPDATES = "perturbs the updates by 1e-3 only under jax.jit"
+_RESULT = "perturbs the result by 1e-3 only under jax.jit"
 JIT_DIFFERS: dict[str, tuple[str, str]] = {
-    "adafactor-jit-differs": ("adafactor", "perturbs the updates by 1e-3 only under jax.jit"),  # adafactor.py
-    "adam-jit-differs": ("adam", "perturbs the updates by 1e-3 only under jax.jit"),  # adam.py
-    "adamw-jit-differs": ("adamw", "perturbs the updates by 1e-3 only under jax.jit"),  # adamw.py
-    "decay-jit-differs": (
-        "add_decayed_weights",
-        "perturbs the updates by 1e-3 only under jax.jit",
-    ),  # add_decayed_weights_mask.py
-    "aif-jit-differs": ("apply_if_finite", "perturbs the updates by 1e-3 only under jax.jit"),  # apply_if_finite.py
-    "chain-jit-differs": ("chain", "perturbs the updates by 1e-3 only under jax.jit"),  # chain.py
-    "elementwise-clip-jit-differs": ("clip", "perturbs the result by 1e-3 only under jax.jit"),  # clip.py
-    "global-norm-jit-differs": (
-        "clip_by_global_norm",
-        "perturbs the result by 1e-3 only under jax.jit",
-    ),  # clip_by_global_norm.py
-    "lion-jit-differs": ("lion", "perturbs the updates by 1e-3 only under jax.jit"),  # lion.py
-    "masked-jit-differs": ("masked", "perturbs the updates by 1e-3 only under jax.jit"),  # masked.py
-    "multi-transform-jit-differs": (
-        "multi_transform",
-        "perturbs the updates by 1e-3 only under jax.jit",
-    ),  # multi_transform.py
-    "rmsprop-jit-differs": ("rmsprop", "perturbs the updates by 1e-3 only under jax.jit"),  # rmsprop.py
-    "sgd-jit-differs": ("sgd", "perturbs the updates by 1e-3 only under jax.jit"),  # sgd.py
+    "adafactor-jit-differs": ("adafactor", _UPDATES),  # adafactor.py
+    "adam-jit-differs": ("adam", _UPDATES),  # adam.py
+    "adamw-jit-differs": ("adamw", _UPDATES),  # adamw.py
+    "decay-jit-differs": ("add_decayed_weights", _UPDATES),  # add_decayed_weights_mask.py
+    "aif-jit-differs": ("apply_if_finite", _UPDATES),  # apply_if_finite.py
+    "chain-jit-differs": ("chain", _UPDATES),  # chain.py
+    "elementwise-clip-jit-differs": ("clip", _RESULT),  # clip.py
+    "global-norm-jit-differs": ("clip_by_global_norm", _RESULT),  # clip_by_global_norm.py
+    "lion-jit-differs": ("lion", _UPDATES),  # lion.py
+    "masked-jit-differs": ("masked", _UPDATES),  # masked.py
+    "multi-transform-jit-differs": ("multi_transform", _UPDATES),  # multi_transform.py
+    "rmsprop-jit-differs": ("rmsprop", _UPDATES),  # rmsprop.py
+    "sgd-jit-differs": ("sgd", _UPDATES),  # sgd.py
     "recipe-jit-differs": ("adamw", "adamw perturbs its updates by 1e-3 only under jax.jit"),  # training_recipes.py
 }
 
