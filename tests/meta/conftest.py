@@ -11,6 +11,8 @@ import pytest
 
 from optax_gate.gate.run.pytest_plugins import ENV as _AUTOLOAD_SWITCH
 
+pytest.register_assert_rewrite("tests.meta.support")  # their asserts explain themselves as a test's do
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _subprocesses_autoload_plugins():

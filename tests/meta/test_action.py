@@ -22,7 +22,7 @@ import pytest
 
 from optax_gate.action import run as action_run
 from optax_gate.kit.environment import probe
-from tests.meta.test_cli import LOCK, ROOT
+from tests.meta.support.paths import LOCK, ROOT
 
 TINY_OPTAX = {
     "baseline": "def scale(step_size):\n    return lambda g: [step_size * x for x in g]\n\n\n"

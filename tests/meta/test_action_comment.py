@@ -13,7 +13,7 @@ import pytest
 from optax_gate.action.comment import MARKER
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
-from tests.meta.test_cli import ROOT
+from tests.meta.support.paths import ROOT
 
 FAKE_GH = """#!{python}
 import json, os, sys

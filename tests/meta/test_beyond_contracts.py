@@ -3,7 +3,6 @@
 
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -15,40 +14,8 @@ from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.run import warnings_diff
 from optax_gate.kit.environment import probe
-from tests.meta.test_compare import record
-
-SCHEMA = Path(__file__).resolve().parents[2] / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"
-
-OLD_LOCK = """\
-absl-py==2.5.1 \\
-    --hash=sha256:00
-    # via
-    #   chex
-    #   optax
-chex==0.1.92 \\
-    --hash=sha256:00
-    # via optax
-jax==0.11.2 \\
-    --hash=sha256:00
-    # via -r requirements.in
-numpy==2.3.1 \\
-    --hash=sha256:00
-    # via jax
-"""
-NEW_LOCK = """\
-absl-py==2.5.1 \\
-    --hash=sha256:00
-    # via optax
-jax==0.12.0.1 \\
-    --hash=sha256:00
-    # via -r requirements.in
-numpy==2.3.0 \\
-    --hash=sha256:00
-    # via jax
-ml-dtypes==0.5.0 \\
-    --hash=sha256:00
-    # via jax
-"""
+from tests.meta.support.records import record
+from tests.meta.support.schema_and_locks import NEW_LOCK, OLD_LOCK, SCHEMA
 
 
 def test_lock_diff_names_removed_moved_added_and_who_pulled_a_package_in():

@@ -29,9 +29,10 @@ from optax_gate.gate.install import source_build
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from tests.meta.test_cli import ROOT, uv_env
-from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
-from tests.meta.test_source_build import commit, git
+from tests.meta.support.gate_cli import uv_env
+from tests.meta.support.paths import ROOT
+from tests.meta.support.source_repos import PYPROJECT as TINY_PYPROJECT
+from tests.meta.support.source_repos import commit, git
 
 needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 
@@ -491,7 +492,7 @@ bisect_command.after_gate = _after
 def test_the_gate_bisects_only_with_bisect_once_its_run_is_complete(tmp_path, extra):
     """The wiring in the gate's flow, with the fake environments of ``test_cli``: ``--bisect`` starts the
     bisection after the run is complete (its report written and linked), with the chosen side's interpreter."""
-    from tests.meta.test_late_phases import run_gate
+    from tests.meta.support.late_phases import run_gate
 
     proc = run_gate(tmp_path, _AFTER, extra)
     assert proc.returncode == 0, proc.stderr
@@ -634,7 +635,7 @@ def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_di
 
 
 def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
-    from tests.meta.test_cli import gate_cli
+    from tests.meta.support.gate_cli import gate_cli
 
     status, _, stderr, seconds = gate_cli(
         "optax==0.2.8", "--bisect", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60
@@ -691,7 +692,7 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
 def test_gate_refuses_a_history_without_bisect(tmp_path):
     """``--history optax=/nonexistent`` without ``--bisect`` was ignored, and the whole gate started
     (``--run-dir`` without ``--run`` is refused the same way)."""
-    from tests.meta.test_cli import gate_cli
+    from tests.meta.support.gate_cli import gate_cli
 
     status, _, stderr, seconds = gate_cli(
         "optax==0.2.8", "--history", f"optax={tmp_path / 'nope'}", out=tmp_path / "out", timeout=60

@@ -15,7 +15,7 @@ from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import call_sites, usage
-from tests.meta.test_compare import record
+from tests.meta.support.call_site_runs import traced_runs
 
 TEAM = Path(__file__).parent / "fake_team"
 
@@ -35,26 +35,8 @@ def test_a_contract_label_names_its_public_paths(label, apis):
     assert call_sites.apis_of(label) == apis
 
 
-def _runs():
-    """Three broken contracts: one API the team never uses, two it calls."""
-    base = record(golden_a="passed", golden_b="passed", golden_c="passed")
-    cand = record(golden_a="failed", golden_b="failed", golden_c="failed")
-    for run in (base, cand):
-        run["contracts"]["golden_a"]["api"] = "optax.adamw"
-        run["contracts"]["golden_b"]["api"] = "optax.clip"
-        run["contracts"]["golden_c"]["api"] = "jax.jit+optax.swap"
-    # three causes, so that findings.group (one finding per cause, across APIs) keeps three findings
-    for cid, why in (
-        ("golden_a", "KeyError: mu"),
-        ("golden_b", "TypeError: max_delta"),
-        ("golden_c", "ValueError: donated"),
-    ):
-        cand["contracts"][cid]["detail"] = why
-    return base, cand
-
-
 def test_findings_list_the_teams_call_sites_and_come_first():
-    base, cand = _runs()
+    base, cand = traced_runs()
     report = compare.compare(base, cand)
     report = assemble.with_beyond(
         report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([TEAM], base=TEAM)))
@@ -77,7 +59,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
     team.mkdir()
     (team / "a.py").write_text("import optax\noptax.adamw(1e-3\n")  # does not parse; names adamw
     (team / "gone.py").symlink_to("missing.py")  # listed; no file behind it, so no code (not per finding)
-    base, cand = _runs()
+    base, cand = traced_runs()
     report = compare.compare(base, cand)
     report = assemble.with_beyond(
         report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=usage.scan([team], base=team)))
@@ -89,7 +71,7 @@ def test_a_finding_whose_api_may_sit_in_a_file_not_scanned_says_so(tmp_path):
 
 
 def test_without_usage_findings_keep_their_order_and_carry_no_sites():
-    base, cand = _runs()
+    base, cand = traced_runs()
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand))
     assert "your_code" not in report["findings"][0]
@@ -99,9 +81,9 @@ def test_without_usage_findings_keep_their_order_and_carry_no_sites():
 def test_a_use_through_another_public_path_of_the_same_function_counts(tmp_path):
     """``optax.renamed_clip`` is ``clip`` re-exported under a second name in the
     tiny package of test_surface: the team's ``ox.clip(...)`` is a call of it."""
-    from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+    from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
-    base, cand = _runs()
+    base, cand = traced_runs()
     for run, site in (
         (base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)),
         (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True)),
@@ -127,10 +109,10 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
     )
     from optax_gate.gate.report import json_file as report_json
-    from tests.meta.test_beyond_contracts import SCHEMA
-    from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+    from tests.meta.support.schema_and_locks import SCHEMA
+    from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
-    base, cand = _runs()
+    base, cand = traced_runs()
     for run, site in (
         (base, build(tmp_path / "b", BASE_INIT, BASE_SRC, False)),
         (cand, build(tmp_path / "c", CAND_INIT, CAND_SRC, True)),

@@ -168,7 +168,8 @@ def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(mo
     """``python -m pytest tests/meta`` outside nox: uv is not on PATH; the tests' skip check found the uv
     ``./noxw`` installed into ``.noxw/`` while the bisection's build looked on PATH only, so the bisection
     test ran and failed ("not-bisected"). Both now ask ``environments.uv``."""
-    from tests.meta.test_cli import ROOT, uv_env
+    from tests.meta.support.gate_cli import uv_env
+    from tests.meta.support.paths import ROOT
 
     installed = ROOT / ".noxw" / "venv" / "bin" / "uv"
     if not installed.exists():

@@ -8,9 +8,9 @@ baseline, as the closing note of issues 2-5 quoted them;
 upgrade judged by the 723-contract suite on 2026-12-01.
 """
 
+import functools
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,23 +20,10 @@ from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.kit import tolerances
+from tests.meta.support.reports import REAL
+from tests.meta.support.rows import contract_row
 
-REAL = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8.json").read_text())
-REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
-
-
-def row(cid, detail, change="broken", api="optax.sgd", kind="golden", defect="", baseline="passed", candidate="failed"):
-    return {
-        "id": cid,
-        "api": api,
-        "guide": "g",
-        "kind": kind,
-        "defect": defect,
-        "baseline": baseline,
-        "candidate": candidate,
-        "change": change,
-        "detail": detail,
-    }
+row = functools.partial(contract_row, change="broken", api="optax.sgd", kind="golden")
 
 
 def test_the_real_0_2_8_report_is_eight_failure_patterns():

@@ -3,14 +3,18 @@ across APIs, snapshot drift rows that say what drifted, fixed rows that say
 what the defect was and what happens now, no raw pytest text; and the
 runner's words for an exception that escaped ``pytest.raises``."""
 
+import functools
 import re
 
 from optax_gate.gate.base import details
 from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.run import outcomes
-from tests.meta.test_findings import REAL, REAL_723, row
-from tests.meta.test_plugin_and_outcomes import run_log
+from tests.meta.support.reports import REAL, REAL_723
+from tests.meta.support.rows import contract_row
+from tests.meta.support.run_logs import run_log
+
+row = functools.partial(contract_row, change="broken", api="optax.sgd", kind="golden")
 
 pytest_plugins = ["pytester"]
 

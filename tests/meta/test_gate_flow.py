@@ -15,8 +15,9 @@ from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments, extras
 from optax_gate.gate.run import evidence, runner
-from tests.meta.test_cli import LOCK, ROOT, gate_cli, uv_env
-from tests.meta.test_late_phases import run_gate
+from tests.meta.support.gate_cli import gate_cli, uv_env
+from tests.meta.support.late_phases import run_gate
+from tests.meta.support.paths import LOCK, ROOT
 
 PROBE_OK = ({"python": "3.12", "optax": "0.2.6"}, None, [], {})
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import divergence, isolated
-from tests.meta.test_team_run import _call, _leaf, _trace
+from tests.meta.support.team_runs import call_event, leaf_record, write_trace
 
 
 def _alone(key, out=None, site="train.py:20", api="optax.adam", call="update", **extra):
@@ -19,11 +19,11 @@ def _alone(key, out=None, site="train.py:20", api="optax.adam", call="update", *
 def test_isolated_events_are_read_apart_from_the_calls(tmp_path):
     """An ``isolated`` event is neither a call nor a host callback's values: ``divergence.read`` leaves it out, and
     ``isolated.read`` keys it by its call's key."""
-    folder = _trace(
+    folder = write_trace(
         tmp_path / "t",
         [
-            _call("train.py:20", "optax.adam", "update", _leaf([1.0])),
-            _alone("jax.jit(step)@train.py:30#1", _leaf([1.0])),
+            call_event("train.py:20", "optax.adam", "update", leaf_record([1.0])),
+            _alone("jax.jit(step)@train.py:30#1", leaf_record([1.0])),
         ],
     )
     assert [o["api"] for o in divergence.read(folder)] == ["optax.adam"]
@@ -35,13 +35,13 @@ def test_a_call_that_computes_otherwise_alone_is_a_cause_and_one_within_a_ulp_is
     its line; a call one side skipped is counted by why, not compared."""
     one_ulp = 1.0 + 2.0**-23
     base = {
-        "a": _alone("a", _leaf([1.0, 2.0])),
-        "b": _alone("b", _leaf([1.0]), site="train.py:21"),
+        "a": _alone("a", leaf_record([1.0, 2.0])),
+        "b": _alone("b", leaf_record([1.0]), site="train.py:21"),
         "c": _alone("c", skipped="its arguments hold PRNG keys"),
     }
     cand = {
-        "a": _alone("a", _leaf([one_ulp, 2.0])),
-        "b": _alone("b", _leaf([1.5]), site="train.py:21"),
+        "a": _alone("a", leaf_record([one_ulp, 2.0])),
+        "b": _alone("b", leaf_record([1.5]), site="train.py:21"),
         "c": _alone("c", skipped="its arguments hold PRNG keys"),
     }
     found = isolated.compare(base, cand)

@@ -15,9 +15,11 @@ import sys
 import pytest
 
 from optax_gate.gate.run import evidence
-from tests.meta.test_cli import ROOT, fake_gate, snapshot
 
 #: The fake gate's driver, without a candidate lock: the candidate's resolution fails as uv's does for a
+from tests.meta.support.gate_cli import fake_gate, snapshot
+from tests.meta.support.paths import ROOT
+
 #: version that does not exist (exit 2 before any environment is built).
 UNRESOLVABLE = """
 import sys

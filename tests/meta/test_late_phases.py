@@ -12,13 +12,14 @@ patched."""
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from optax_gate.gate.run import evidence
-from tests.meta.test_cli import FAKE_CONTRACTS, FAKE_ID, ROOT, fake_gate, snapshot
+from tests.meta.support.gate_cli import FAKE_CONTRACTS, FAKE_ID, snapshot
+from tests.meta.support.late_phases import run_gate
+from tests.meta.support.paths import ROOT
 
 SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"
 
@@ -57,18 +58,6 @@ for _name in ("mkdir", "unlink", "remove", "rmdir"):
 for _name in ("symlink", "replace", "rename"):
     setattr(os, _name, _guard(getattr(os, _name), 1))
 """
-
-
-def gate_with(tmp_path, patch="", extra=()):
-    """The fake gate's command with ``patch`` (Python) run before ``cli.entry``."""
-    cmd = fake_gate(tmp_path, pause=0, extra=extra)
-    assert "\ncli.entry(" in cmd[2], "the fake gate's driver changed: the patch would not run"
-    cmd[2] = cmd[2].replace("\ncli.entry(", "\n" + patch + "\ncli.entry(")
-    return cmd
-
-
-def run_gate(tmp_path, patch="", extra=()):
-    return subprocess.run(gate_with(tmp_path, patch, extra), cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def links(out: Path) -> dict[str, str]:

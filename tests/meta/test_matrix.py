@@ -5,29 +5,11 @@ import json
 import re
 
 from optax_gate.gate import cli
-from optax_gate.gate.base import details
 from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import matrix_page as report_matrix
-from tests.meta.test_compare import record
-from tests.meta.test_findings import REAL
-
-INDEX = {
-    "optax": ["0.2.5", "0.2.6", "0.2.7", "0.2.8", "0.2.9rc1"],
-    "jax": ["0.11.2", "0.12.0", "0.12.0.1"],
-    "jaxlib": ["0.11.2", "0.12.0.1"],
-    "flax": ["0.12.12", "0.12.13"],
-}
-YANKED = {"flax-0.12.13"}
-REQUIREMENTS_IN = "optax==0.2.6\njax==0.11.2\njaxlib==0.11.2\nflax==0.12.12\nnumpy\n"
-
-
-def fake_fetch(url):
-    project = url.rstrip("/").rsplit("/", 1)[-1]
-    files = [
-        {"filename": f"{project}-{v}-py3-none-any.whl", "yanked": f"{project}-{v}" in YANKED} for v in INDEX[project]
-    ]
-    return {"meta": {"api-version": "1.1"}, "versions": INDEX[project], "files": files}
+from tests.meta.support.matrix_fakes import OTHER_APIS, REQUIREMENTS_IN, fake_fetch, real_matrix
+from tests.meta.support.records import record
 
 
 def test_releases_skip_prereleases_and_yanked():
@@ -77,81 +59,6 @@ def test_merge_gives_each_environment_its_verdict_and_reason():
     cell = next(c for c in report["contracts"] if c["id"] == "golden_b")["cells"]["optax-0.2.8"]
     assert report["contracts"][0]["id"] == "golden_b"  # differing contracts first
     assert cell == {"outcome": "failed", "change": "broken", "detail": "failed detail"}
-
-
-OTHER_APIS = [
-    "optax.sgd",
-    "optax.chain",
-    "optax.masked",
-    "optax.clip_by_global_norm",
-    "optax.incremental_update",
-    "optax.per_example_global_norm_clip",
-    "nnx:Optimizer",
-    "resume:sgd-momentum",
-]
-
-
-def real_matrix():
-    """A matrix around the real optax 0.2.8 rows (``data/report-optax-0.2.8.json``):
-    optax-0.2.8 differs as it did, optax-0.2.7 did not import (as it did not),
-    jax-0.12.0.1 passes; plus unchanged contracts of the other APIs."""
-
-    def contract(r, outcome, detail=""):
-        return {
-            "api": r["api"],
-            "guide": r["guide"],
-            "kind": r["kind"],
-            "outcome": outcome,
-            "detail": detail,
-            "defect": r.get("defect", ""),
-        }
-
-    rows = REAL["contracts"] + [
-        {
-            "id": f"tests/contracts/test_x.py::test_{api.split('.')[-1].replace(':', '_')}_{i}",
-            "api": api,
-            "guide": "g",
-            "kind": "golden",
-            "defect": "",
-        }
-        for api in OTHER_APIS
-        for i in range(3)
-    ]
-    base = {
-        "label": "baseline",
-        "status": "ran",
-        "reason": "",
-        "versions": REAL["baseline"]["versions"],
-        "contracts": {r["id"]: contract(r, "passed") for r in rows},
-    }
-    cand = {
-        **base,
-        "label": "optax-0.2.8",
-        "versions": REAL["candidate"]["versions"],
-        "contracts": {
-            r["id"]: contract(
-                r,
-                r.get("candidate", "passed"),
-                details.defect_parts(r)[2] if details.is_defect_fixed(r) else r.get("detail", ""),
-            )
-            for r in rows
-        },
-    }
-    envs = [
-        {"name": "optax-0.2.7", "specs": ["optax==0.2.7"], "why": "optax 0.2.7"},
-        {"name": "optax-0.2.8", "specs": ["optax==0.2.8"], "why": "optax 0.2.8"},
-        {"name": "jax-0.12.0.1", "specs": ["jax==0.12.0.1", "jaxlib==0.12.0.1"], "why": "jax 0.12.0.1"},
-    ]
-    runs = {
-        "optax-0.2.7": record(
-            "not-verified", "import failed: AttributeError: Unrecognized config option: jax_pmap_shmap_merge"
-        ),
-        "optax-0.2.8": cand,
-        "jax-0.12.0.1": {**base, "label": "jax-0.12.0.1"},
-    }
-    return matrix.merge(
-        base, runs, {"environments": envs, "discovered": {"optax": ["0.2.7", "0.2.8"], "jax": ["0.12.0.1"], "flax": []}}
-    )
 
 
 def test_merge_counts_each_api_per_environment_differing_first():

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.report import matrix_page as report_matrix
-from tests.meta.test_matrix import real_matrix
+from tests.meta.support.matrix_fakes import real_matrix
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [

@@ -13,10 +13,10 @@ from optax_gate.gate import cli
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
-from tests.meta.test_compare import record
-from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
-from tests.meta.test_source_build import commit, git
-from tests.meta.test_source_candidates import PYPROJECT, needs_uv
+from tests.meta.support.fake_optax import PYPROJECT, needs_uv
+from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
+from tests.meta.support.records import record
+from tests.meta.support.source_repos import commit, git
 
 
 def test_upstream_adds_optax_main_and_flax_main_from_their_default_branches():

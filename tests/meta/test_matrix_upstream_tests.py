@@ -16,8 +16,8 @@ from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
 from optax_gate.gate.upstream import failures, upstream_tests
-from tests.meta.test_compare import record
-from tests.meta.test_matrix import REQUIREMENTS_IN, fake_fetch
+from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
+from tests.meta.support.records import record
 
 FINDING = {
     "section": "upstream-tests",

@@ -8,32 +8,21 @@ API surface), ``recipe:none-gradients`` (broken, now raises ValueError, and
 fixed, its pinned defect no longer reproducing - the same ValueError), and
 one API's several changes."""
 
+import functools
 import json
 from pathlib import Path
 
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.report import markdown as report_markdown
+from tests.meta.support.rows import contract_row
 
 REAL_723 = json.loads((Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text())
 MC = "optax.monte_carlo"
 GONE = f"ModuleNotFoundError: No module named '{MC}'"
 
 
-def row(
-    cid, detail, change="broken", api="optax.sgd", kind="acceptance", defect="", baseline="passed", candidate="failed"
-):
-    return {
-        "id": cid,
-        "api": api,
-        "guide": "g",
-        "kind": kind,
-        "defect": defect,
-        "baseline": baseline,
-        "candidate": candidate,
-        "change": change,
-        "detail": detail,
-    }
+row = functools.partial(contract_row, change="broken", api="optax.sgd", kind="acceptance")
 
 
 def monte_carlo_report():

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.meta.test_cli import ROOT
+from tests.meta.support.paths import ROOT
 
 PAGE = ROOT / "docs" / "own-contracts.md"
 

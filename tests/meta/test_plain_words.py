@@ -5,6 +5,7 @@ as the candidate's (a corrupt cache entry is discarded).
 
 The texts are those of the optax 0.2.8 gate report read on 2026-12-01."""
 
+import functools
 import json
 import re
 import zlib
@@ -16,22 +17,9 @@ from optax_gate.gate.diffs import unseen
 from optax_gate.gate.install import compilation_cache
 from optax_gate.gate.judge import findings
 from optax_gate.gate.run import outcomes, warnings_diff
+from tests.meta.support.rows import contract_row
 
-
-def row(
-    cid, detail, change="changed", api="optax.adan", kind="snapshot", defect="", baseline="passed", candidate="failed"
-):
-    return {
-        "id": cid,
-        "api": api,
-        "guide": "g",
-        "kind": kind,
-        "defect": defect,
-        "baseline": baseline,
-        "candidate": candidate,
-        "change": change,
-        "detail": detail,
-    }
+row = functools.partial(contract_row, change="changed", api="optax.adan", kind="snapshot")
 
 
 # ------------------------------------------------------------------ direction words

@@ -4,6 +4,7 @@
 import pytest
 
 from optax_gate.gate.run import outcomes
+from tests.meta.support.run_logs import run_log
 
 pytest_plugins = ["pytester"]
 
@@ -47,13 +48,6 @@ def test_skipped():
 def test_xfailed():
     assert False
 """
-
-
-def run_log(pytester, source):
-    pytester.makepyfile(test_sample=source)
-    log = pytester.path / "log.jsonl"
-    result = pytester.runpytest_subprocess(f"--report-log={log}", "-p", "no:cacheprovider")
-    return result, outcomes.parse(log)
 
 
 def test_outcomes_metadata_and_exit_status(pytester):

@@ -16,7 +16,7 @@ import pytest
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import birth, divergence, isolated, judging, recording
-from tests.meta.test_team_run import PLANTS, PYTHON, _npz_arrays, candidate, line_of, record, team
+from tests.meta.support.team_runs import PLANTS, PYTHON, candidate, line_of, npz_arrays, record, team
 
 #: Each test runs a real JAX program three to five times (the gate's runs): minutes under a loaded machine, not the
 #: suite's 60 s default.
@@ -97,7 +97,7 @@ def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path
         folder = team(tmp_path / mode, "nnx")
         proc = record(folder, "python train.py --steps 4 --out params.npz", folder / "trace" if mode == "on" else None)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        results[mode] = (proc.stdout, _npz_arrays(folder / "params.npz"))
+        results[mode] = (proc.stdout, npz_arrays(folder / "params.npz"))
     assert results["on"] == results["off"]
     observed = divergence.read(tmp_path / "on" / "team-nnx" / "trace")
     update = line_of(tmp_path / "on" / "team-nnx", "optimizer.update(")

@@ -5,7 +5,7 @@ import json
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
-from tests.meta.test_compare import record
+from tests.meta.support.records import record
 
 
 def sample():
@@ -78,7 +78,7 @@ def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_it
     """The trial: a candidate that cannot be imported (optax 0.2.7 with jax 0.12) read "the contracts of both
     sides did not run" beside a baseline that ran (from the cache), and "20 surface finding(s) broken" with no
     such section on the page."""
-    from tests.meta.test_findings import REAL
+    from tests.meta.support.reports import REAL
 
     report = {
         **REAL,

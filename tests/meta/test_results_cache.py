@@ -13,7 +13,8 @@ import pytest
 
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.run import results_cache
-from tests.meta.test_cli import LOCK, ROOT, fake_gate, latest_report
+from tests.meta.support.gate_cli import fake_gate, latest_report
+from tests.meta.support.paths import LOCK, ROOT
 
 
 @pytest.fixture

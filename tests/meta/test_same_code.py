@@ -7,52 +7,15 @@ import json
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from optax_gate.gate.run import same_code
-from tests.meta.test_cli import FAKE_PYTHON, LOCK, ROOT
+from tests.meta.support.gate_cli import FAKE_PYTHON
+from tests.meta.support.paths import LOCK, ROOT
+from tests.meta.support.same_code_sites import HASH, INPUTS, fake_lock, fake_site, lock_entry_end
 
 ALIAS = '"""Aliases."""\n\n\ndef adam(learning_rate, b1=0.9):\n    """Adam."""\n    return learning_rate * b1\n'
-HASH = "--hash=sha256:" + "a" * 64
-
-
-def _site(root: Path, files: dict[str, str], version: str = "0.2.6", name: str = "optax") -> Path:
-    """A site-packages folder holding one distribution with ``files`` and a RECORD naming them."""
-    site = root / "lib" / "python3.12" / "site-packages"
-    info = site / f"{name}-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nlong text\n")
-    (info / "INSTALLER").write_text(root.name)  # the installer's records differ between installs
-    (info / "direct_url.json").write_text(json.dumps({"url": f"file:///{root.name}"}))
-    rows = []
-    for rel, text in files.items():
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_text(text)
-        rows.append(f"{rel},sha256=x,{len(text)}")
-    (site / name / "__pycache__").mkdir(parents=True, exist_ok=True)
-    (site / name / "__pycache__" / f"alias.{root.name}.pyc").write_bytes(root.name.encode())  # bytecode: left out
-    rows += [
-        f"{name}/__pycache__/alias.cpython-312.pyc,,",
-        f"{info.name}/METADATA,,",
-        f"{info.name}/INSTALLER,,",
-        f"{info.name}/direct_url.json,,",
-        f"{info.name}/RECORD,,",
-        f"../../../bin/{name}-tool,sha256={root.name},9",
-    ]
-    (info / "RECORD").write_text("\n".join(rows) + "\n")
-    return site
-
-
-def _lock(path: Path, optax_line: str, extra: str = "") -> Path:
-    path.write_text(
-        f"# comment\njax==0.11.2 \\\n    {HASH}\n    # via optax\n{optax_line} \\\n    {HASH.replace('a', 'b')}\n{extra}"
-    )
-    return path
-
-
-INPUTS = {"format": "results-v1", "lock_sha256": "1", "files_sha256": "f", "python": "3.12.3", "environment": {}}
 
 
 def _compare(
@@ -65,11 +28,13 @@ def _compare(
     candidate_lock_extra: str = "",
 ):
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": ALIAS}
-    base = _site(tmp_path / "base", files)
+    base = fake_site(tmp_path / "base", files)
     cand_files = {**files, "optax/alias.py": candidate_alias, **({"optax/new.py": "x = 1\n"} if extra_file else {})}
-    cand = _site(tmp_path / "cand", cand_files, version=version)
-    base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
-    cand_lock = _lock(tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra)
+    cand = fake_site(tmp_path / "cand", cand_files, version=version)
+    base_lock = fake_lock(tmp_path / "base.txt", "optax==0.2.6")
+    cand_lock = fake_lock(
+        tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra
+    )
     return same_code.compare(
         same_code.Installed(base_lock, base, INPUTS),
         same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})}),
@@ -120,7 +85,7 @@ def test_another_version_a_file_more_other_inputs_or_other_pins_are_not_the_same
 
 
 def test_a_package_pinned_alike_is_not_read_and_an_unknown_site_is_not_the_same(tmp_path):
-    lock = _lock(tmp_path / "a.txt", "optax==0.2.6")
+    lock = fake_lock(tmp_path / "a.txt", "optax==0.2.6")
     side = same_code.Installed(lock, tmp_path, INPUTS)
     same = same_code.compare(side, side)
     assert same.same and same.packages == {}
@@ -160,21 +125,13 @@ cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir"
 """
 
 
-def _entry_end(text: str, start: int) -> int:
-    """Where the lock entry that begins at ``start`` ends (its last continued line's newline)."""
-    end = text.index("\n", start)
-    while text[end - 1] == "\\":
-        end = text.index("\n", end + 1)
-    return end
-
-
 def _gate(tmp_path, candidate_alias: str, extra=()):
     """The gate with two fake environments whose site-packages hold optax as
     the baseline's lock pins it and as ``candidate_alias`` changes it."""
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": ALIAS}
     pythons = {}
     for side, alias in (("base", ALIAS), ("cand", candidate_alias)):
-        _site(tmp_path / side, {**files, "optax/alias.py": alias})
+        fake_site(tmp_path / side, {**files, "optax/alias.py": alias})
         python = tmp_path / side / "bin" / "python"
         python.parent.mkdir(parents=True)
         python.write_text(FAKE_PYTHON.format(python=sys.executable, pause=0, tests=2))
@@ -183,7 +140,7 @@ def _gate(tmp_path, candidate_alias: str, extra=()):
     text = LOCK.read_text()
     start = text.index("optax==0.2.6")
     cand_lock = tmp_path / "candidate.txt"  # the baseline lock with optax 0.2.6 from another wheel (built from source)
-    cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    " + HASH + text[_entry_end(text, start) :])
+    cand_lock.write_text(text[:start] + "optax==0.2.6 \\\n    " + HASH + text[lock_entry_end(text, start) :])
     driver = DRIVER.format(
         base=str(pythons["base"]),
         cand=str(pythons["cand"]),

@@ -20,7 +20,7 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.team_code import scope, usage
-from tests.meta.test_call_sites import _runs
+from tests.meta.support.call_site_runs import traced_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ TEAM = Path(__file__).parent / "fake_team"
 
 
 def _report(only_adamw: bool = False, scan: bool = True, fail_on: str | None = None, team: Path = TEAM):
-    base, cand = _runs()
+    base, cand = traced_runs()
     if only_adamw:  # the two contracts of the APIs the team calls pass again: only adamw's is broken
         for cid in ("golden_b", "golden_c"):
             cand["contracts"][cid]["outcome"] = "passed"
@@ -122,7 +122,7 @@ def test_not_verified_is_never_scoped_into_a_pass():
 
 def test_another_source_of_evidence_sets_the_scope_first():
     """The traced run (``--run``) scopes each finding itself; ``--usage`` is then not consulted."""
-    base, cand = _runs()
+    base, cand = traced_runs()
     the_scan = usage.scan([TEAM])
     report = compare.compare(base, cand)
     report = assemble.with_beyond(report, unseen.beyond(report, base, cand, ScopeOptions(usage_scan=the_scan)))
@@ -148,7 +148,7 @@ def test_report_json_with_scopes_follows_the_schema():
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
     )
     from optax_gate.gate.report import json_file as report_json
-    from tests.meta.test_beyond_contracts import SCHEMA
+    from tests.meta.support.schema_and_locks import SCHEMA
 
     jsonschema.validate(json.loads(report_json.render(_report())), json.loads(SCHEMA.read_text()))
 

@@ -11,8 +11,9 @@ from collections import Counter
 import pytest
 
 from optax_gate.gate.run import function_diff, reach_record, same_code, selection
-from tests.meta.test_cli import FAKE_PYTHON, LOCK, ROOT
-from tests.meta.test_same_code import HASH, INPUTS, _entry_end, _lock, _site
+from tests.meta.support.gate_cli import FAKE_PYTHON
+from tests.meta.support.paths import LOCK, ROOT
+from tests.meta.support.same_code_sites import HASH, INPUTS, fake_lock, fake_site, lock_entry_end
 
 SOURCE = '''"""Aliases."""
 
@@ -90,14 +91,16 @@ def test_a_file_that_does_not_parse_or_defines_a_name_twice_cannot_be_mapped():
 
 def _compare(tmp_path, candidate: str, *, version="0.2.6", extra_file=False, inputs=None, candidate_lock_extra=""):
     files = {"optax/__init__.py": "from optax.alias import adam\n", "optax/alias.py": SOURCE}
-    base = _site(tmp_path / "base", files)
-    cand = _site(
+    base = fake_site(tmp_path / "base", files)
+    cand = fake_site(
         tmp_path / "cand",
         {**files, "optax/alias.py": candidate, **({"optax/new.py": "x = 1\n"} if extra_file else {})},
         version=version,
     )
-    base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
-    cand_lock = _lock(tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra)
+    base_lock = fake_lock(tmp_path / "base.txt", "optax==0.2.6")
+    cand_lock = fake_lock(
+        tmp_path / "cand.txt", "optax @ file:///tmp/optax-0.2.6-py3-none-any.whl", candidate_lock_extra
+    )
     return function_diff.compare(
         same_code.Installed(base_lock, base, INPUTS),
         same_code.Installed(cand_lock, cand, {**INPUTS, "lock_sha256": "2", **(inputs or {})}),
@@ -123,10 +126,10 @@ def test_another_version_file_input_or_package_runs_every_module(tmp_path, kwarg
 
 
 def test_a_package_beyond_optax_and_flax_pinned_differently_runs_every_module(tmp_path):
-    base_lock = _lock(tmp_path / "base.txt", "optax==0.2.6")
+    base_lock = fake_lock(tmp_path / "base.txt", "optax==0.2.6")
     cand_lock = tmp_path / "cand.txt"
     cand_lock.write_text(base_lock.read_text().replace("jax==0.11.2", "jax==0.12.0"))
-    site = _site(tmp_path / "base", {"optax/alias.py": SOURCE})
+    site = fake_site(tmp_path / "base", {"optax/alias.py": SOURCE})
     found = function_diff.compare(
         same_code.Installed(base_lock, site, INPUTS),
         same_code.Installed(cand_lock, site, {**INPUTS, "lock_sha256": "2"}),
@@ -211,7 +214,7 @@ def _gate(tmp_path, tag: str, source: str, extra=()):
     pythons = {}
     for side, text in (("base", SOURCE), (f"cand-{tag}", source)):
         if not (tmp_path / side).exists():
-            _site(tmp_path / side, {**files, "optax/alias.py": text})
+            fake_site(tmp_path / side, {**files, "optax/alias.py": text})
             python = tmp_path / side / "bin" / "python"
             python.parent.mkdir(parents=True)
             python.write_text(FAKE_PYTHON.format(python=sys.executable, pause=0, tests=2))
@@ -223,7 +226,7 @@ def _gate(tmp_path, tag: str, source: str, extra=()):
         tmp_path / f"candidate-{tag}.txt"
     )  # the baseline lock with optax 0.2.6 from another wheel (built from source)
     cand_lock.write_text(
-        text[:start] + "optax==0.2.6 \\\n    --hash=sha256:" + (tag * 64)[:64] + text[_entry_end(text, start) :]
+        text[:start] + "optax==0.2.6 \\\n    --hash=sha256:" + (tag * 64)[:64] + text[lock_entry_end(text, start) :]
     )
     out = tmp_path / f"out-{tag}"
     driver = DRIVER.format(

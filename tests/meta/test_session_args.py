@@ -65,7 +65,7 @@ def test_paths_are_read_from_where_the_user_stands_as_the_gate_reads_its_paths(p
     assert session_args.read_paths(["tests/meta"], user, project) == ["tests/meta"]  # the project folder's meaning
     assert session_args.read_paths(["meta/test_x.py"], None, project) == ["meta/test_x.py"]
     assert session_args.read_paths(["tests/meta/test_x.py"], project, project) == ["tests/meta/test_x.py"]
-    from tests.meta.test_cli import ROOT  # the session reads $NOXW_INVOKED_FROM and names both folders on a miss
+    from tests.meta.support.paths import ROOT  # the session reads $NOXW_INVOKED_FROM and names both folders on a miss
 
     text = (ROOT / "noxfile.py").read_text()
     assert "session_args.read_paths(list(session.posargs), invoked_from, ROOT)" in text

@@ -5,7 +5,6 @@ which uv needs for the build backend)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -14,43 +13,15 @@ import pytest
 
 from optax_gate.gate.install import source_build
 from optax_gate.gate.install.source_build import SourceBuildError
-from tests.meta.test_cli import uv_env
+from tests.meta.support.gate_cli import uv_env
+from tests.meta.support.source_repos import PYPROJECT, commit, git
 
 pytestmark = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 
-PYPROJECT = """[build-system]
-requires = ["flit_core >=3.2,<4"]
-build-backend = "flit_core.buildapi"
 
-[project]
-name = "tinypkg"
-version = "0.1.0"
-description = "a tiny package"
-"""
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.org",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.org",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CONFIG_NOSYSTEM": "1",
-    }
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
-    ).stdout.strip()
-
-
-def commit(repo: Path, files: dict[str, str], subject: str) -> str:
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "--quiet", "-m", subject)
-    return git(repo, "rev-parse", "HEAD")
+def value_in(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as z:
+        return z.read("tinypkg/__init__.py").decode()
 
 
 @pytest.fixture(scope="module")
@@ -65,11 +36,6 @@ def repo(tmp_path_factory) -> Path:
     commit(path, {"tinypkg/__init__.py": '"""tiny."""\nVALUE = 2\n'}, "Change the value (#1234)")
     commit(path, {"pyproject.toml": "[build-system\n"}, "Merge pull request #1742 from someone/broken")
     return path
-
-
-def value_in(wheel: Path) -> str:
-    with zipfile.ZipFile(wheel) as z:
-        return z.read("tinypkg/__init__.py").decode()
 
 
 def test_commit_info_names_sha_date_subject_and_pr(repo):

@@ -20,12 +20,12 @@ from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.install.source_specs import SourceFailure, SourceSpec
-from tests.meta.test_cli import FAKE_PYTHON, ROOT, gate_cli, newest_run, uv_env
-from tests.meta.test_source_build import PYPROJECT as TINY_PYPROJECT
-from tests.meta.test_source_build import commit, git
+from tests.meta.support.fake_optax import PYPROJECT, needs_uv
+from tests.meta.support.gate_cli import FAKE_PYTHON, gate_cli, newest_run, uv_env
+from tests.meta.support.paths import ROOT
+from tests.meta.support.source_repos import commit, git
 
 SCHEMA = json.loads((ROOT / "src/optax_gate/gate/report/report.schema.json").read_text())
-needs_uv = pytest.mark.skipif(uv_env() is None, reason="needs uv: run ./noxw once (it installs uv into .noxw/)")
 
 
 @pytest.mark.parametrize(
@@ -132,11 +132,6 @@ def test_the_lock_must_pin_the_built_wheel_by_its_own_hash(tmp_path):
         source_specs.check_lock(lock, [entry])
 
 
-# --- the gate end to end: a tiny "optax" in a synthetic repository, fake environments ---------------
-# the tiny package of test_source_build, named optax at an unreleased version
-PYPROJECT = TINY_PYPROJECT.replace('name = "tinypkg"', 'name = "optax"').replace(
-    'version = "0.1.0"', 'version = "0.2.9.dev0"'
-)
 DRIVER = """
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The gate half is laid out by stage (``src/optax_gate/gate/__init__.py``):
+"""The gate half is laid out by stage (``docs/architecture.md``):
 a module imports only from its own stage and the stages before it, never from
 the flows on top, and ``docs/architecture.md`` lists every module under its
 stage, so the tree and its map cannot drift apart."""

@@ -19,8 +19,6 @@ recorder's shadow programs are only put to the test there.
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,119 +30,17 @@ from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import divergence, ensemble, judging, leaves, recording, reused
 from optax_gate.kit import tolerances
-
-TEAMS = Path(__file__).parent / "teams"
-PYTHON = Path(os.environ.get("OPTAX_GATE_TEAM_RUN_PYTHON") or sys.executable)
-
-_TANH_ONE_ULP = """
-import jax, jax.numpy as jnp
-_tanh = jnp.tanh
-def tanh(x):
-    y = _tanh(x)
-    s = jax.lax.stop_gradient(y)
-    return y + (jnp.nextafter(s, jnp.inf) - s)
-jnp.tanh = tanh
-"""
-
-
-def _learning_rate_times(alias: str, factor: str) -> str:
-    """A plant whose ``optax.<alias>`` scales its learning rate by ``factor`` (Python source)."""
-    return f"""
-import optax
-_{alias} = optax.{alias}
-def {alias}(learning_rate, *args, **kwargs):
-    return _{alias}(learning_rate * {factor}, *args, **kwargs)
-{alias}.__module__ = "optax._src.alias"
-optax.{alias} = {alias}
-"""
-
-
-PLANTS = {
-    "huber-keyword-only": """
-import optax
-_huber = optax.huber_loss
-def huber_loss(predictions, targets=None, *, delta=1.0):
-    return _huber(predictions, targets, delta=delta)
-huber_loss.__module__ = "optax.losses"
-optax.huber_loss = optax.losses.huber_loss = huber_loss
-""",
-    "sgd-further": _learning_rate_times("sgd", "1.5"),
-    "sgd-one-ulp": _learning_rate_times("sgd", "(1 + 2 ** -23)"),
-    # a JAX that rounds one operation otherwise: tanh one ULP up (its gradient as it was), Optax the same
-    "tanh-one-ulp": _TANH_ONE_ULP,
-    # the same rounding, and an Optax whose adam steps 1.5 times further: a change behind the rounding
-    "tanh-one-ulp-adam-further": _TANH_ONE_ULP + _learning_rate_times("adam", "1.5"),
-    # sgd's update holding a 1 MiB temporary, its values the same (a loop no longer unrolled, a copy kept)
-    "sgd-holds-a-mib": """
-import jax, jax.numpy as jnp, optax
-_sgd = optax.sgd
-def sgd(*args, **kwargs):
-    tx = _sgd(*args, **kwargs)
-    def update(updates, state, params=None, **extra):
-        u, s = tx.update(updates, state, params, **extra)
-        big = jnp.sort(jnp.arange(2**18, dtype=jnp.float32) * sum(jnp.sum(x) for x in jax.tree.leaves(u)))
-        return jax.tree.map(lambda x: x + 0 * big[-1], u), s
-    update.__qualname__ = tx.update.__qualname__  # the same transformation, as the recorder names it
-    return tx._replace(update=update)
-sgd.__module__ = "optax._src.alias"
-optax.sgd = sgd
-""",
-    # adamw's scheduled weight decay read one count later (as optax 0.2.8's fix moves it)
-    "adamw-decay-count": """
-import optax
-_adamw = optax.adamw
-def adamw(*args, **kwargs):
-    decay = kwargs.get("weight_decay")
-    if callable(decay):
-        kwargs["weight_decay"] = lambda count: decay(count + 1)
-    return _adamw(*args, **kwargs)
-adamw.__module__ = "optax._src.alias"
-optax.adamw = adamw
-""",
-}
-
-CHAIN = """
-import os, sys, importlib.util
-here = os.path.dirname(os.path.abspath(__file__))
-entries = [os.path.abspath(e) if e else "" for e in sys.path]
-for entry in entries[entries.index(here) + 1:]:
-    path = os.path.join(entry, "sitecustomize.py")
-    if entry and os.path.isfile(path):
-        spec = importlib.util.spec_from_file_location("_next_sitecustomize", path)
-        spec.loader.exec_module(importlib.util.module_from_spec(spec))
-        break
-"""
-
-
-def team(tmp_path: Path, name: str) -> Path:
-    folder = tmp_path / f"team-{name}"
-    shutil.copytree(TEAMS / name, folder)
-    return folder
-
-
-def candidate(tmp_path: Path, plant: str) -> Path:
-    """A candidate interpreter: this one, with ``plant`` changed in optax at start-up."""
-    site = tmp_path / f"plant-{plant}"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(PLANTS[plant] + CHAIN)
-    python = tmp_path / f"cand-{plant}" / "bin" / "python"
-    python.parent.mkdir(parents=True)
-    python.write_text(f'#!/bin/bash\nexport PYTHONPATH="{site}:$PYTHONPATH"\nexec {PYTHON} "$@"\n')
-    python.chmod(0o755)
-    return python
-
-
-def line_of(folder: Path, text: str, file: str = "train.py") -> str:
-    lines = (folder / file).read_text().splitlines()
-    return f"{file}:{next(i for i, line in enumerate(lines, 1) if text in line)}"
-
-
-def record(folder: Path, command: str, trace: Path | None) -> subprocess.CompletedProcess:
-    """Run ``command`` in ``folder`` like the gate does, recording into ``trace`` (None: recorder off)."""
-    env = recording.environment(PYTHON, folder, trace or folder / "unused")
-    if trace is None:
-        env.pop("OPTAX_GATE_TRACE")
-    return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+from tests.meta.support.team_runs import (
+    PYTHON,
+    call_event,
+    candidate,
+    leaf_record,
+    line_of,
+    npz_arrays,
+    record,
+    team,
+    write_trace,
+)
 
 
 @pytest.mark.parametrize(
@@ -161,18 +57,11 @@ def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, comman
         proc = record(folder, command, folder / "trace" if mode == "on" else None)
         assert proc.returncode == 0, proc.stderr[-2000:]
         out = folder / ("w.npy" if name == "tiny" else "params.npz")
-        results[mode] = (proc.stdout, out.read_bytes() if name == "tiny" else _npz_arrays(out))
+        results[mode] = (proc.stdout, out.read_bytes() if name == "tiny" else npz_arrays(out))
         if mode == "on":
             observed = divergence.read(folder / "trace")
             assert any(o["phase"] == "run" and o["out"]["leaves"] and o["out"]["leaves"][0].get("n") for o in observed)
     assert results["on"] == results["off"]
-
-
-def _npz_arrays(path: Path) -> dict:
-    import numpy as np
-
-    with np.load(path) as data:
-        return {k: data[k].tobytes() for k in data}
 
 
 def test_recording_under_jit_records_each_step_values(tmp_path):
@@ -299,44 +188,6 @@ def test_the_ulp_policy_is_the_kits():
     assert leaves.ENSEMBLE_FACTOR == tolerances.ENSEMBLE_FACTOR
 
 
-def _leaf(values, dtype="float32"):
-    import base64
-    import struct
-
-    fmt = {"float32": "f", "int32": "i"}[dtype]
-    raw = struct.pack(f"<{len(values)}{fmt}", *values)
-    return {
-        "dtype": dtype,
-        "shape": [len(values)],
-        "n": len(values),
-        "stride": 1,
-        "data": base64.b64encode(raw).decode(),
-        "sha256": str(hash(raw)),
-    }
-
-
-def _trace(folder: Path, events: list[dict]) -> Path:
-    folder.mkdir(parents=True)
-    lines = [json.dumps({"trace": 1, "pid": 1, "start": 0.0, "argv": []})]
-    for seq, event in enumerate(events, 1):
-        lines.append(json.dumps({**event, "seq": seq}))
-    (folder / "trace-1.jsonl").write_text("\n".join(lines) + "\n")
-    return folder
-
-
-def _call(site, api, call, out, inputs=(), **extra):
-    return {
-        "site": site,
-        "api": api,
-        "call": call,
-        "args": {"positional": [], "keyword": {}},
-        "warnings": [],
-        "in": list(inputs),
-        "out": {"tree": "PyTreeDef(*)", "paths": [""], "leaves": [out]},
-        **extra,
-    }
-
-
 def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
     """Hand-written traces: a value 2 ULP off is within the budget (4 ULP
     for a first call); the first call beyond it (same inputs) is the cause;
@@ -346,20 +197,20 @@ def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
     one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
     far = 1.0 + 2**-18  # 32 ULP
     base = [
-        _call("a.py:1", "optax.x", "call", _leaf([1.0])),
-        _call("a.py:2", "optax.y", "call", _leaf([2.0]), [_leaf([1.0])]),
-        _call("a.py:3", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
-        _call("a.py:5", "optax.adam", "update", _leaf([3.0]), [_leaf([2.0])]),
+        call_event("a.py:1", "optax.x", "call", leaf_record([1.0])),
+        call_event("a.py:2", "optax.y", "call", leaf_record([2.0]), [leaf_record([1.0])]),
+        call_event("a.py:3", "optax.apply_updates", "call", leaf_record([3.0]), [leaf_record([2.0])]),
+        call_event("a.py:5", "optax.adam", "update", leaf_record([3.0]), [leaf_record([2.0])]),
     ]
     cand = [
-        _call("a.py:1", "optax.x", "call", _leaf([one])),
-        _call("a.py:2", "optax.y", "call", _leaf([2.0 * far]), [_leaf([1.0])]),
-        _call("a.py:3", "optax.apply_updates", "call", _leaf([3.5]), [_leaf([2.0 * far])]),
-        _call("a.py:5", "optax.adam", "update", _leaf([9.0]), [_leaf([2.0 * far])]),
-        _call("a.py:4", "optax.w", "call", _leaf([1.0])),
+        call_event("a.py:1", "optax.x", "call", leaf_record([one])),
+        call_event("a.py:2", "optax.y", "call", leaf_record([2.0 * far]), [leaf_record([1.0])]),
+        call_event("a.py:3", "optax.apply_updates", "call", leaf_record([3.5]), [leaf_record([2.0 * far])]),
+        call_event("a.py:5", "optax.adam", "update", leaf_record([9.0]), [leaf_record([2.0 * far])]),
+        call_event("a.py:4", "optax.w", "call", leaf_record([1.0])),
     ]
     result = divergence.compare(
-        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
     )
     rows = [(d["site"], d["role"], d["kinds"]) for d in result["divergences"]]
     assert rows == [
@@ -819,9 +670,9 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
         "    return optax.huber_loss(pred, y.astype(jnp.bfloat16), 1.0).mean()\n"
         "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
         '  File "/x/src/optax_gate/recorder/hook.py", line 196, in wrapper\n'
-        "    return _call(api, kind, fn, args, kwargs, sys._getframe(1))\n"
+        "    return call_event(api, kind, fn, args, kwargs, sys._getframe(1))\n"
         "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
-        '  File "/x/src/optax_gate/recorder/hook.py", line 165, in _call\n'
+        '  File "/x/src/optax_gate/recorder/hook.py", line 165, in call_event\n'
         "    return _wrap_result(api, fn(*args, **kwargs))\n"
         "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
     )
@@ -867,18 +718,18 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     "largest error 15.3 ULP" and a reader blamed Optax: it now says the inputs already differed."""
     two = 2.0 * (1.0 + 2**-22)  # 2 ULP
     far = 1.0 + 2**-18  # 32 ULP
-    base = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([1.0]), [_leaf([2.0])])]
-    cand = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([two])])]
+    base = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([1.0]), [leaf_record([2.0])])]
+    cand = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([far]), [leaf_record([two])])]
     result = divergence.compare(
-        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
     )
     (row,) = result["divergences"]
     assert row["kinds"] == ["values"] and any("inputs already differed by up to 2 ULP" in t for t in row["texts"]), row[
         "texts"
     ]
-    same_in = [_call("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", _leaf([far]), [_leaf([2.0])])]
+    same_in = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([far]), [leaf_record([2.0])])]
     (row,) = divergence.compare(
-        divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", same_in))
+        divergence.read(write_trace(tmp_path / "b2", base)), divergence.read(write_trace(tmp_path / "c2", same_in))
     )["divergences"]
     assert not any("inputs already differed" in t for t in row["texts"]), row["texts"]
 
@@ -1069,7 +920,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     monkeypatch.setenv(INVOKED_FROM, str(tmp_path / "project"))
     assert reused._named_here(team) == team  # from the gate's own folder: as recorded
     # the gate records the folder its names are relative to (a run of recorded traces, the command not run)
-    event = {**_call("train.py:3", "optax.sgd", "optax.sgd(...).update", _leaf([1.0])), "phase": "update"}
+    event = {**call_event("train.py:3", "optax.sgd", "optax.sgd(...).update", leaf_record([1.0])), "phase": "update"}
     monkeypatch.setattr(
         recording,
         "run_once",
@@ -1081,7 +932,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
             "tail": "",
             "seconds": 0.1,
             "log": "x.log",
-            "trace": _trace(tmp_path / "traces" / label, [event]).name,
+            "trace": write_trace(tmp_path / "traces" / label, [event]).name,
         },
     )
     monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
@@ -1162,7 +1013,7 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
 def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces"):
     """A team run (run_once faked) whose command resumes from ckpt.npz when an earlier run wrote it: its
     step then computes from other inputs. Writes ckpt.npz in every run."""
-    zeros, ones = _leaf([0.0, 0.0]), _leaf([1.0, 2.0])
+    zeros, ones = leaf_record([0.0, 0.0]), leaf_record([1.0, 2.0])
 
     def run_once(spec, python, label, folder, extra_env=None):
         ckpt = team_dir / "ckpt.npz"
@@ -1180,9 +1031,14 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
             "tail": "",
             "seconds": 0.1,
             "log": "x.log",
-            "trace": _trace(
+            "trace": write_trace(
                 tmp_path / traces / label,
-                [{**_call("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf, inputs=[leaf]), "phase": "call"}],
+                [
+                    {
+                        **call_event("train.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf, inputs=[leaf]),
+                        "phase": "call",
+                    }
+                ],
             ).name,
         }
 
@@ -1443,17 +1299,17 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
 
     one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
     base = [
-        _call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
-        _call("train.py:27", "optax.adamw", "update", _leaf([2.0]), [_leaf([1.0])]),
-        _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0]), [_leaf([2.0])]),
+        call_event("train.py:18", "optax.l2_loss", "call", leaf_record([1.0]), [leaf_record([0.5])]),
+        call_event("train.py:27", "optax.adamw", "update", leaf_record([2.0]), [leaf_record([1.0])]),
+        call_event("train.py:28", "optax.apply_updates", "call", leaf_record([3.0]), [leaf_record([2.0])]),
     ]
     cand = [
-        _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
-        _call("train.py:27", "optax.adamw", "update", _leaf([2.0 * (1 + 2**-21)]), [_leaf([one])]),
-        _call("train.py:28", "optax.apply_updates", "call", _leaf([3.0 * one]), [_leaf([2.0])]),
+        call_event("train.py:18", "optax.l2_loss", "call", leaf_record([one]), [leaf_record([0.5 * one])]),
+        call_event("train.py:27", "optax.adamw", "update", leaf_record([2.0 * (1 + 2**-21)]), [leaf_record([one])]),
+        call_event("train.py:28", "optax.apply_updates", "call", leaf_record([3.0 * one]), [leaf_record([2.0])]),
     ]
     result = divergence.compare(
-        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
     )
     within = result["within_budget"]
     assert result["differing"] == 0 and within["calls"] == 3, result
@@ -1469,9 +1325,9 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
         in text
     ), text
     born_here = [dict(e) for e in cand]
-    born_here[0]["in"] = [_leaf([0.5])]  # the same inputs: the first difference is the Optax call's own
+    born_here[0]["in"] = [leaf_record([0.5])]  # the same inputs: the first difference is the Optax call's own
     within = divergence.compare(
-        divergence.read(_trace(tmp_path / "b2", base)), divergence.read(_trace(tmp_path / "c2", born_here))
+        divergence.read(write_trace(tmp_path / "b2", base)), divergence.read(write_trace(tmp_path / "c2", born_here))
     )["within_budget"]
     assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section._bits(
         {"within_budget": within}
@@ -1527,16 +1383,16 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
 
     one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
     base = [
-        _call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
-        _call("train.py:20", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
+        call_event("train.py:18", "optax.l2_loss", "call", leaf_record([1.0]), [leaf_record([0.5])]),
+        call_event("train.py:20", "optax.l2_loss", "call", leaf_record([1.0]), [leaf_record([0.5])]),
     ]
     # train.py:18 gets other inputs (and gives a result 2 ULP off); train.py:20 the same inputs, a result 2 ULP off
     cand = [
-        _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
-        _call("train.py:20", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5])]),
+        call_event("train.py:18", "optax.l2_loss", "call", leaf_record([one]), [leaf_record([0.5 * one])]),
+        call_event("train.py:20", "optax.l2_loss", "call", leaf_record([one]), [leaf_record([0.5])]),
     ]
     within = divergence.compare(
-        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
     )["within_budget"]
     assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], (
         within
@@ -1562,15 +1418,15 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
 
     one = 1.0 + 2**-22
     base = [
-        _call("train.py:18", "optax.l2_loss", "call", _leaf([1.0]), [_leaf([0.5])]),
-        _call("train.py:20", "optax.sgd", "update", _leaf([1.0]), [_leaf([0.5])]),
+        call_event("train.py:18", "optax.l2_loss", "call", leaf_record([1.0]), [leaf_record([0.5])]),
+        call_event("train.py:20", "optax.sgd", "update", leaf_record([1.0]), [leaf_record([0.5])]),
     ]
     cand = [
-        _call("train.py:18", "optax.l2_loss", "call", _leaf([one]), [_leaf([0.5 * one])]),
-        _call("train.py:20", "optax.sgd", "update", _leaf([3.0]), [_leaf([0.5])]),
+        call_event("train.py:18", "optax.l2_loss", "call", leaf_record([one]), [leaf_record([0.5 * one])]),
+        call_event("train.py:20", "optax.sgd", "update", leaf_record([3.0]), [leaf_record([0.5])]),
     ]
     diff = divergence.compare(
-        divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
     )
     diff["called"] = ["train.py:18", "train.py:20"]
     assert diff["within_budget"]["inputs_differ_sites"] == ["train.py:18"] and diff["causes"], diff
@@ -1680,21 +1536,23 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     (ensemble.FACTOR), beyond it a difference; an element they leave bit-identical keeps the ULP budget; a leaf
     whose one chaotic element moved by 1.0 does not widen its other elements; an integer (a count) that moved
     is never rounding."""
-    base = [_call("a.py:1", "optax.adam", "update", _leaf([1.0, 2.0, 0.5]), [_leaf([1.0])])]
+    base = [call_event("a.py:1", "optax.adam", "update", leaf_record([1.0, 2.0, 0.5]), [leaf_record([1.0])])]
     d = 2.0**-20  # 8 ULP of 1.0 in float32
-    members = [[_call("a.py:1", "optax.adam", "update", _leaf([1.0 + d, 2.0, 1.5]), [_leaf([1.0])])]]
-    members.append([_call("a.py:1", "optax.adam", "update", _leaf([1.0 - d / 2, 2.0, -0.5]), [_leaf([1.0])])])
+    members = [[call_event("a.py:1", "optax.adam", "update", leaf_record([1.0 + d, 2.0, 1.5]), [leaf_record([1.0])])]]
+    members.append(
+        [call_event("a.py:1", "optax.adam", "update", leaf_record([1.0 - d / 2, 2.0, -0.5]), [leaf_record([1.0])])]
+    )
     table = ensemble.spreads(
-        divergence.read(_trace(tmp_path / "b", base)),
-        [divergence.read(_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)],
+        divergence.read(write_trace(tmp_path / "b", base)),
+        [divergence.read(write_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)],
     )
     (entry,) = table.values()
     assert entry["out"][0] == [d, 0.0, 1.0] and entry["in"] == [None]
 
     def judged(values: list[float], name: str, dtype: str = "float32") -> dict:
-        cand = [_call("a.py:1", "optax.adam", "update", _leaf(values, dtype), [_leaf([1.0])])]
+        cand = [call_event("a.py:1", "optax.adam", "update", leaf_record(values, dtype), [leaf_record([1.0])])]
         return divergence.compare(
-            divergence.read(tmp_path / "b"), divergence.read(_trace(tmp_path / name, cand)), noise=table
+            divergence.read(tmp_path / "b"), divergence.read(write_trace(tmp_path / name, cand)), noise=table
         )
 
     within = judged([1.0 + 6 * d, 2.0, 0.5], "within")
@@ -1708,13 +1566,13 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     assert judged([1.0, 2.0, 0.5 + 0.3], "chaotic")["differing"] == 0  # within the chaotic element's own spread
     plain = divergence.compare(divergence.read(tmp_path / "b"), divergence.read(tmp_path / "within"))
     assert plain["differing"] == 1  # the same candidate by the ULP budget alone (--exact)
-    counts = [_call("a.py:1", "optax.adam", "init", _leaf([0], "int32"))]
-    moved = [_call("a.py:1", "optax.adam", "init", _leaf([1], "int32"))]
+    counts = [call_event("a.py:1", "optax.adam", "init", leaf_record([0], "int32"))]
+    moved = [call_event("a.py:1", "optax.adam", "init", leaf_record([1], "int32"))]
     count_table = ensemble.spreads(
-        divergence.read(_trace(tmp_path / "cb", counts)), [divergence.read(_trace(tmp_path / "cm", counts))]
+        divergence.read(write_trace(tmp_path / "cb", counts)), [divergence.read(write_trace(tmp_path / "cm", counts))]
     )
     (row,) = divergence.compare(
-        divergence.read(tmp_path / "cb"), divergence.read(_trace(tmp_path / "cc", moved)), noise=count_table
+        divergence.read(tmp_path / "cb"), divergence.read(write_trace(tmp_path / "cc", moved)), noise=count_table
     )["divergences"]
     assert "values" in row["kinds"] and "0 → 1" in row["texts"][0]
 
@@ -1724,9 +1582,9 @@ def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(t
     divergence; with --fail-on-new-deprecations (``warnings_differ``) it is one."""
     from optax_gate.gate.report import team_run_section
 
-    base = [_call("a.py:7", "optax.global_norm", "call", _leaf([2.0]), [_leaf([1.0])])]
+    base = [call_event("a.py:7", "optax.global_norm", "call", leaf_record([2.0]), [leaf_record([1.0])])]
     cand = [{**base[0], "warnings": [{"category": "DeprecationWarning", "message": "use optax.tree.norm"}]}]
-    b, c = divergence.read(_trace(tmp_path / "b", base)), divergence.read(_trace(tmp_path / "c", cand))
+    b, c = divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
     result = divergence.compare(b, c)
     assert result["differing"] == 0 and result["warned"] == [
         {"site": "a.py:7", "call": "optax.global_norm(...)", "texts": ["warns DeprecationWarning: use optax.tree.norm"]}

@@ -5,7 +5,7 @@
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import judging, memory, recording
 from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL
-from tests.meta.test_team_run import PYTHON, candidate, line_of, record, team
+from tests.meta.support.team_runs import PYTHON, candidate, line_of, record, team
 
 
 def _event(site="train.py:30", step="jax.jit(step)", **figures):

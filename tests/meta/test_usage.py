@@ -13,7 +13,7 @@ pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirem
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.team_code import binding, usage
-from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
 TEAM = Path(__file__).parent / "fake_team"
 

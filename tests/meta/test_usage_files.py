@@ -20,7 +20,7 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import usage
-from tests.meta.test_surface import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
+from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -152,8 +152,8 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     jsonschema = pytest.importorskip(
         "jsonschema", reason="jsonschema comes with the tools lock (requirements-tools.txt)"
     )
-    from tests.meta.test_beyond_contracts import SCHEMA
-    from tests.meta.test_compare import record
+    from tests.meta.support.records import record
+    from tests.meta.support.schema_and_locks import SCHEMA
 
     base, cand = record(golden_a="passed"), record(golden_a="passed")
     report = compare.compare(base, cand)
@@ -169,7 +169,7 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
 
 
 def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path):
-    from tests.meta.test_beyond_contracts import NEW_LOCK, OLD_LOCK
+    from tests.meta.support.schema_and_locks import NEW_LOCK, OLD_LOCK
 
     (tmp_path / "old.txt").write_text(OLD_LOCK)
     (tmp_path / "new.txt").write_text(NEW_LOCK)

@@ -12,7 +12,8 @@ import pytest
 from optax_gate.gate import cli_parser
 from optax_gate.gate.inputs import typed_path, user_paths, validate
 from optax_gate.gate.team_code import usage as usage_mod
-from tests.meta.test_cli import LOCK, ROOT, gate_cli, not_judged_report
+from tests.meta.support.gate_cli import gate_cli, not_judged_report
+from tests.meta.support.paths import LOCK, ROOT
 
 
 def test_a_relative_path_is_read_from_the_folder_noxw_was_started_from(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import divergence, leaves, recording, witness
-from tests.meta.test_team_run import CHAIN, PYTHON
+from tests.meta.support.team_runs import CHAIN, PYTHON
 
 
 @pytest.mark.parametrize(
