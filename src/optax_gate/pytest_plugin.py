@@ -1,34 +1,6 @@
 """pytest plugin of the suite (registered through the ``pytest11`` entry point).
 
-- Registers the markers ``contract(api=..., guide=...)`` and one marker per
-  kind of contract (``optax_gate.kit.guides.KINDS``).
-- Refuses to collect a contract without exactly one kind, or whose guide is
-  neither in the registry nor a source label (``optax_gate.kit.guides.is_source``): a mislabelled contract is a collection error, not a
-  silent gap in the report.
-- Attaches ``api``, ``guide`` and ``kind`` to each test report as
-  ``user_properties``; ``pytest-reportlog`` writes them to the report log the
-  gate reads.
-- Reads the ledger of known upstream defects (``known_defects`` ini option,
-  default ``tests/contracts/known_defects.toml``): a contract marked
-  ``known_defect(ID)`` pins a defective baseline behaviour; ``ID`` must be in
-  the ledger, and the report says ``fixed`` when a candidate changes it.
-- Reads the ledger of moved behaviour (``moved_behaviour`` ini option,
-  default ``tests/contracts/moved_behaviour.toml``; ``optax_gate.kit.moved_behaviour``):
-  a contract listed for the baseline's optax version passes when it fails as
-  that baseline does, and fails otherwise (the marker ``moved_behaviour`` and
-  the user property ``contract_moved`` say so).
-- Writes the number of collected tests to ``$OPTAX_GATE_PROGRESS`` when set
-  (the gate's progress lines); with ``$OPTAX_GATE_GO`` set too, then waits
-  until that file exists before running them (the gate collects its second
-  process while the first runs, so the contract total is known once).
-- Prints the versions of python, optax, jax, jaxlib, flax and numpy, and the
-  hypothesis profile, in the session header (guides' acceptance criterion 1).
-- Records every warning raised while a test runs (``pytest_warning_recorded``:
-  test id, category, message, the module it is attributed to) and, when the
-  environment variable ``OPTAX_GATE_WARNINGS`` names a file, writes them there
-  as JSON at the end of the session (the gate's warnings diff reads it; see
-  ``optax_gate.kit.environment.probe.warning_record``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

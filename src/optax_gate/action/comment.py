@@ -1,28 +1,7 @@
-"""``comment`` of the action's entry script: the gate's findings as one
-comment on the pull request, through the ``gh`` CLI (``gh api``).
+"""``comment`` of the action's entry script: the gate's findings as one comment on the pull request, through the
+``gh`` CLI (``gh api``).
 
-The comment starts with a hidden marker (:data:`MARKER`); a later run finds
-the comment holding it and edits it in place (``PATCH``) instead of adding a
-second one. Its body is the report's head, from the verdict line to the end
-of the findings (``report.md`` up to ``## Versions``) with its in-page
-navigation taken out (:func:`plain`: the anchors and the sections they point
-to are not in the comment), and a link to the full report: ``$ARTIFACT_URL`` (``actions/upload-artifact``'s ``artifact-url``
-output) or else the run's page, from ``GITHUB_SERVER_URL``,
-``GITHUB_REPOSITORY`` and ``GITHUB_RUN_ID``.
-
-Commenting never changes the gate's verdict or exit status: this command
-exits 0 whatever happens and says in the log why nothing was posted (not a
-pull request, no report, no ``gh``, a token without the permission: HTTP 403,
-any other ``gh`` failure).
-
-Inputs: ``INPUT_REPORT`` (the ``report.md`` path; the gate step's ``report``
-output), ``GITHUB_EVENT_PATH`` (the pull request's number), ``GH_TOKEN``
-(read by ``gh`` itself; ``action.yml`` sets it from the ``token`` input) or
-else ``INPUT_TOKEN`` (the ``token`` input as an ``INPUT_*`` variable, as when
-the script runs outside GitHub), handed to ``gh`` as ``GH_TOKEN``. With
-neither, the log says "no token given" and ``gh`` is tried with its own
-login (``GITHUB_TOKEN`` or ``gh auth login``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

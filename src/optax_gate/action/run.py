@@ -1,33 +1,6 @@
 """``keys`` and ``gate`` of the action's entry script (``optax_gate.action``).
 
-Inputs (environment variables, as ``action.yml`` passes them; lists are one
-item per line or separated by spaces; paths are read from the team's
-workspace, ``$GITHUB_WORKSPACE`` or the current folder):
-
-``INPUT_CANDIDATE``       requirement SPECs (``optax==0.2.8 jax==0.12.0.1``)
-``INPUT_CANDIDATE_LOCK``  or the team's hash-pinned lock file the pull request changes
-``INPUT_USAGE``           the team's code (default ``.``: the whole workspace)
-``INPUT_CONTRACTS``       folders of the team's own contracts (``gate --contracts``)
-``INPUT_RUN``             the team's own command (``gate --run``), run in the workspace
-``INPUT_BASELINE_LOCK``   the baseline lock (default: this project's ``requirements-lock.txt``)
-``INPUT_FAIL_ON``         ``broken`` (default), ``changed`` or ``all`` (``gate --fail-on all``:
-                          a broken finding fails the check even where the team's code
-                          does not reach it)
-``INPUT_SPEED``           ``true`` (default) or ``false``
-``INPUT_OUT``             the report folder (default ``$RUNNER_TEMP/optax-gate``)
-
-Exit status (also the ``exit-status`` output): the gate's (0 pass, 1 fail,
-2 not verified), except that ``fail-on: changed`` turns a pass with any
-contract that differs (changed, fixed, new, gone) into 1, the rule of
-``matrix --fail-on changed`` (``optax_gate.gate.matrix.plan.meets``; restated here
-because this script runs before the tools lock is installed). An input this
-script cannot use is 2, said on stderr.
-
-Outputs: ``report`` is *this* run's ``report.md`` (the run folder the gate
-made, a refusal's included), ``report-folder`` that run folder (what the
-artifact step uploads); ``OUT/report.md`` itself keeps showing the last run
-that judged both sides (``optax_gate.gate.run.evidence``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

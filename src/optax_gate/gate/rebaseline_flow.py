@@ -1,20 +1,7 @@
-"""``python -m optax_gate rebaseline LOCK`` (``./noxw -s rebaseline -- LOCK``): the contracts at another baseline, and the ledger that lets each pin it.
+"""``python -m optax_gate rebaseline LOCK`` (``./noxw -s rebaseline -- LOCK``): the contracts at another
+baseline, and the ledger that lets each pin it.
 
-Runs every contract in the environment of ``LOCK`` the way a gate runs a
-team's baseline (its snapshots recorded in this run, the resume checkpoints
-written there, ``$OPTAX_GATE_BASELINE_OPTAX`` its optax version), then
-accepts each contract that fails there into the ledger of moved behaviour
-(``run/moved_ledger``, ``kit/moved_behaviour``): from then on, at that baseline,
-it passes when it fails as that baseline does and fails when the behaviour
-moves again. With ``--move`` it also makes ``LOCK`` the pinned baseline: the
-lock copied over ``requirements-lock.txt`` and the snapshot files re-recorded
-in place. A summary (``<out>/summary.md``) says what was accepted, per API,
-and what could not be (an error outside a contract's call).
-
-Exit status: 0 when the ledger was written (or nothing needed accepting);
-2 when the environment cannot be built or imported, the run is not verified,
-or a contract could not be accepted (its error is named).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

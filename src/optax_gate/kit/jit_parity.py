@@ -1,21 +1,7 @@
-"""One check for "``jax.jit`` gives the eager result, and a second call with
-the same shapes compiles nothing", shared by the contract modules.
+"""One check for "``jax.jit`` gives the eager result, and a second call with the same shapes compiles nothing",
+shared by the contract modules.
 
-The check runs a function jitted and eagerly over the same sequence of calls.
-Each call's arguments are either a tuple, or a callable that builds the tuple
-from the previous call's result (to thread an optimizer state: the jitted run
-threads its own results, the eager run its own, so a state that drifts under
-``jit`` shows in the next step too). Compilations are counted with
-:mod:`optax_gate.kit.recompilation` (JAX's public monitoring events, so a
-program served from the persistent compilation cache counts as one).
-
-Expected values: the eager result of the same function is the reference (the
-contract is the equality of the two execution modes, not the value; each module
-pins the value itself against its float64 reference elsewhere). Floating
-leaves are compared with :func:`optax_gate.kit.tolerances.assert_close` within
-the caller's ULP budget; integer and boolean leaves (step counters, flags)
-must be equal.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

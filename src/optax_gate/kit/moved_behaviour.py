@@ -1,30 +1,7 @@
-"""The ledger of behaviour that moved after the pinned baseline: at another baseline, a contract pins that baseline's behaviour.
+"""The ledger of behaviour that moved after the pinned baseline: at another baseline, a contract pins that
+baseline's behaviour.
 
-Most contracts pin what optax 0.2.6 does (a guide's number, a NumPy reference,
-a known defect as it is). At a baseline where a release changed that behaviour
-(a team on optax 0.2.8), such a contract fails on both sides alike and sees
-nothing. The ledger (``tests/contracts/moved_behaviour.toml``, written by
-``./noxw -s rebaseline -- LOCK``) says, per contract, what it reports at the
-baselines of a version range::
-
-    [[moved]]
-    contract = "tests/contracts/test_x.py::test_y[case]"   # the pytest node id
-    optax = ">=0.2.8"            # the baseline's optax versions (a PEP 440 specifier set)
-    fails = "ValueError: .*"     # a regular expression its failure text matches there (re.search)
-    why = "optax 0.2.8 ..."      # what moved, in words
-
-At such a baseline the contract passes when it fails with text matching
-``fails`` (the baseline's behaviour, kept), and fails when it passes or fails
-otherwise (the behaviour moved again): so no contract fails at that baseline,
-and each still fails when the behaviour moves.
-
-The range is matched against the **baseline's** optax version, the same for
-both sides of a gate: the gate passes it as ``$OPTAX_GATE_BASELINE_OPTAX``
-(``gate.run.runner``); without it (``./noxw -s tests``, which runs at the
-baseline) the installed version counts. A candidate is judged against what its
-team's baseline does, never against what the candidate itself is: a 0.2.6 → 0.2.8
-gate keeps every contract's 0.2.6 expectation and reports what 0.2.8 changed.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

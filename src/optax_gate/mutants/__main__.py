@@ -1,20 +1,7 @@
-"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--contracts DIR ...] [--json FILE] [--all | --changed]``.
+"""The mutants check: ``python -m optax_gate.mutants [--area AREA ...] [--contracts DIR ...] [--json FILE] [--all
+| --changed]``.
 
-Each family proven (no problem) is recorded with a digest of its inputs in ``proven.json``
-(``optax_gate.mutants.proof``); ``--changed`` proves only the families whose inputs differ from their
-record, the others standing proven (CI's way), ``--all`` (the default) every family.
-
-``--contracts DIR`` adds a folder of the team's own contracts outside the
-project (as ``gate --contracts``): its ``*_mutants.py`` files are loaded
-(``optax_gate.mutants.TEAM_DIRS_ENV``) and their modules run with this
-project's pytest configuration.
-
-Runs each family's contract module once without a mutant (every contract must
-pass) and once per mutant, and fails (exit 1) unless every mutant is caught by
-at least one contract and every contract fails under at least one mutant.
-A pytest process that a signal kills (a crash inside JAX or XLA) is run up
-to twice more, and the log says so.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,29 +1,7 @@
-"""Which mutant families must be proven again: each family's inputs digested and compared with the record
-of its last proof (``proven.json`` beside this module, kept in the repository).
+"""Which mutant families must be proven again: each family's inputs digested and compared with the record of its
+last proof (``proven.json`` beside this module, kept in the repository).
 
-A family's inputs are the files whose change can change its proof:
-
-- its contract module, the ``conftest.py`` files above it and its snapshot folder (pytest-datadir's
-  ``tests/contracts/<module stem>/``);
-- the modules that define its mutants;
-- every module of this project those import, at any depth and at any place in a module (the kit imports
-  lazily inside functions): read from the syntax tree, ``import x`` and ``from x import y`` alike, ``y``
-  taken as a module where it is one, each package's ``__init__.py`` with it;
-- what every family shares: the check itself (``optax_gate.mutants.__main__`` and its imports), the pytest
-  plugins, ``pyproject.toml`` (pytest's configuration), ``noxfile.py`` (the session) and
-  ``requirements-lock.txt`` (the pinned baseline the mutants break);
-- of the ledgers (:data:`LEDGERS`), the entries the family can meet: a known defect whose id one of its
-  files names, a moved-behaviour entry of one of its contract modules. An entry no file of the family
-  names changes no outcome of its contracts; a ledger that does not parse counts whole. ``pyproject.toml``
-  counts by its parsed tables, less those of the lint and type checkers (:data:`NOT_RUN`), which no
-  contract run reads: a comment, a layout change or a lint rule moves no proof.
-
-Written here rather than with pytest-testmon: testmon records the lines each test executes in the process
-it measures, but a mutant run's outcome also depends on the mutant modules loaded by a plugin and on the
-snapshot files read; a digest of every input file is exact for those, and needs no run to compute.
-Dynamic imports by name reach only optax, JAX and Flax (``kit.surface.build.resolve``), whose versions
-the lock pins.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,28 +1,7 @@
-"""Each Optax call of a step's first call, run alone on the baseline's own inputs (inside the environment under test).
+"""Each Optax call of a step's first call, run alone on the baseline's own inputs (inside the environment under
+test).
 
-With ``OPTAX_GATE_ISOLATE_IN`` naming a folder, the recorder notes every Optax
-call the team makes (directly or through a library such as
-``TrainState.apply_gradients``) while the shadow of the first call of a whole
-step runs (``jax.jit``, ``jax.pmap``, an eager ``jax.lax.scan``,
-``flax.nnx.jit``/``scan``/``pmap``), and the first eager call of each Optax
-API at each line; ``tx.init`` and ``tx.update`` inside ``flax.nnx.Optimizer`` too,
-on the pure arrays Flax passes them, at the team's line. With ``OPTAX_GATE_ISOLATE_OUT`` naming the same folder (the
-baseline's first run), it writes each such call's array inputs there in
-full, as the call received them (a host callback inside the shadow's
-program). Then each noted call whose inputs the folder holds runs once more,
-alone and jitted, on those inputs, its other arguments (hyperparameters, the
-transformation it belongs to) the run's own; its result is written as an
-``{"isolated": api, ...}`` event. The baseline and the candidate both do so
-on the baseline's inputs: the inputs are identical by construction, so what
-the candidate computes otherwise there comes from Optax's code (or the JAX
-operations it runs), never from rounding carried in from before the call.
-
-A call is not isolated (``"skipped"``: why) when it runs per device inside ``shard_map`` or
-``pmap``, when its arguments hold ``flax.nnx``
-graph nodes or PRNG keys, when it runs under ``vmap`` or another transformation
-whose values the callback sees other than the program does (its inputs' shapes
-differ from the traced ones), or when its inputs exceed :data:`MAX_BYTES`.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""A seeded 1-ULP perturbation of the team's floating-point state at the start of its run (inside the environment under test): one member of the ensemble that measures the run's own rounding noise.
+"""A seeded 1-ULP perturbation of the team's floating-point state at the start of its run (inside the environment
+under test): one member of the ensemble that measures the run's own rounding noise.
 
-With ``OPTAX_GATE_PERTURB`` set to a seed, the first call of each whole step the
-team transformed (``jax.jit``, ``jax.pmap``, an eager ``jax.lax.scan``,
-``flax.nnx.jit``/``scan``/``pmap``) and the first eager call of each of
-:data:`EAGER` from the team's files get their floating-point array arguments moved by one ULP:
-each non-zero finite element one step of its dtype up or down (a random sign per
-element, from the seed), zeros, integers, booleans and PRNG keys kept. The
-``flax.nnx`` graph nodes among the arguments (a model, an optimizer) are moved in
-place (``nnx.update``). Every later call runs as the team's code makes it.
-
-Why this stands for rounding: another compiler or library rounds some
-operation's result one ULP otherwise and training carries it along; a 1-ULP
-move of every value the step starts from is a difference of the same size at
-the same place (the state a step reads), so the runs it gives spread as far as
-rounding can carry the team's run (CESM's ensemble consistency test perturbs its
-initial temperature field by the same order, 1e-14).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

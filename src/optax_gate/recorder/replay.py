@@ -1,30 +1,7 @@
-"""Equation-by-equation replay of a function the team transformed (inside the
-environment under test), to find where a difference is born.
+"""Equation-by-equation replay of a function the team transformed (inside the environment under test), to find
+where a difference is born.
 
-At the first call of each function the team jitted (``jax.jit``,
-``flax.nnx.jit``, ...), after its shadow, the recorder traces it once more
-to a jaxpr, with the call's own arguments closed over (so the jaxpr's
-constants are the call's inputs), and evaluates that jaxpr one equation at
-a time, eagerly, as ``jax.core.eval_jaxpr`` does, stepping into the
-programs it calls (``pjit``, ``custom_jvp_call``, ``custom_vjp_call``,
-``closed_call``, ``remat``, and the branch a ``cond`` takes); other
-higher-order equations (``scan``, ``while``) run whole. For each equation it writes the primitive's
-name, where it was traced (the innermost frame outside JAX: a file of the
-team's, relative to its folder, or ``optax/...``, ``flax/...`` of the
-installed package), the team's own innermost line, the SHA-256 of each
-input and output, and a sample of its first outputs (at most
-:data:`SAMPLE` elements each, for the size of a difference). The gate compares
-the two sides' replays (``birth.birth``): the first equation whose
-inputs are bit-identical and whose outputs differ is where the difference
-is born. The replay's values never reach the team's program: the trace is
-made under the shadow's JAX user context with Optax's wrappers passing
-through, on a clone of the ``nnx`` graph nodes.
-
-Why our own code: JAX has no public per-equation evaluation that reports
-values (``jax.core.eval_jaxpr`` returns only the outputs); this follows it.
-Private JAX names used (``jax._src.source_info_util.user_frames``) are
-looked up with a fallback: without them an equation has no ``at``.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,30 +1,7 @@
-"""How the recorder stores a call's arguments and results (inside the
-environment under test; numpy and jax are imported here).
+"""How the recorder stores a call's arguments and results (inside the environment under test; numpy and jax are
+imported here).
 
-A value leaf (a ``jax.Array``, a NumPy array or scalar) is stored as
-``{"dtype", "shape", "n", "stride", "data", "sha256"}``: ``data`` is the
-base64 of the little-endian bytes of the flattened leaf's elements ``0,
-stride, 2*stride, ...`` (``n`` of them, at most :data:`CAP_ELEMENTS`, so a
-leaf of any size stores at most 4096 elements: 16 KiB of float32), and
-``sha256`` the digest of all its bytes (a change outside the stored elements
-is still seen, though not measured in ULPs). When a trace has already stored
-:data:`BUDGET_BYTES` of element bytes, later leaves keep only their dtype,
-shape and digest (``n`` = 0), so a big model cannot write gigabytes.
-Python scalars are stored as ``{"py": type name, "value": repr}``.
-
-An argument's abstract signature (:func:`signature`) holds no values of
-arrays: their dtype, shape and weak type; the PyTree structure of containers;
-the literal value of Python scalars, strings and None (the hyperparameters).
-
-A PyTree structure is written by :func:`structure`, never as ``str(treedef)``:
-that text holds what differs between two processes of one program (a static
-field's ``<function dot_general at 0x7f…>`` in ``nnx.Linear``'s graph, the
-order of a set under hash randomisation), and two runs of the same command
-read as "not deterministic". :func:`structure` keeps node types and keys,
-static fields by type and qualified name (a function by its qualified name
-without its module, which may move between versions), and plain values where they are
-plain data (numbers, strings, None, and containers of them).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """A contract's failure detail in plain words (the numbers in it are read by ``optax_gate.gate.base.drift``).
 
-What a detail becomes (:func:`plain_detail`, :func:`outcome_words`):
-
-- an ULP figure (``kit.tolerances.assert_close``'s message) gets the error,
-  the relative error and the tolerance it was measured against;
-- a snapshot drift says what drifted (``dtype``, ``shape``, ``value``, a leaf
-  added or removed) with each leaf's old and new signature, the cost in bytes
-  per parameter of a dtype change, and for a counter the difference against
-  its budget (recorded exactly: 0); its outcome cell says ``drift: dtype``, not
-  ``passed → failed``;
-- a pinned upstream defect that stopped reproducing says which defect (the
-  ledger's reason, ``tests/contracts/known_defects.toml``) and what happens
-  now, in words;
-- pytest's own text is read, not quoted: ``assert 1 == 0 + where …`` becomes
-  ``got 1, expected 0``; ``Use -v to get more diff`` and the ``+ where`` chains
-  go; ``DID NOT RAISE <class 'TypeError'>`` becomes ``did not raise
-  TypeError``; ``DID NOT WARN …`` becomes ``did not warn
-  (DeprecationWarning)``; the runner's ``raised X instead of Y`` stays.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,25 +1,8 @@
-"""Bisection of a finished gate report: for each broken, changed or fixed
-finding, the first commit of the moved pure-Python package (optax, flax) that
-gives the candidate's outcomes (``gate --bisect``, ``python -m optax_gate
-bisect RUN``).
+"""Bisection of a finished gate report: for each broken, changed or fixed finding, the first commit of the moved
+pure-Python package (optax, flax) that gives the candidate's outcomes (``gate --bisect``, ``python -m
+optax_gate bisect RUN``).
 
-The search walks the package's first-parent commits from the baseline's
-release tag to the candidate's (``optax_gate.gate.bisect.search``); each
-tested commit is built once, cached by SHA, and only the findings' contracts
-run in the candidate's environment with the package replaced
-(``optax_gate.gate.bisect.probe``). The answer goes into each finding as
-``bisect``: a list, one entry per moved package::
-
-    {"package", "status": "found" | "range" | "not-bisected", "reason",
-     "commits": [{"sha", "short", "date", "subject", "pr", "url", "pr_url"}],
-     "skipped": {short sha: why}, "from", "to", "tested", "duration_s"}
-
-and the report gets ``bisect``: ``{"packages": {name: {"history", "from",
-"to", "commits", "built", "build_s"}}, "duration_s", "error"}``. The
-verdict never changes. A bisection that fails or is interrupted leaves every
-finding it had not answered "not bisected: <why>"; the caller writes the
-report either way (``write``), atomically, over the finished one.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""The search of a bisection: which first-parent commit of a package's history
-first gives a finding's candidate outcomes (``git bisect``'s "first bad
-commit"), for several findings at once over one list of commits.
+"""The search of a bisection: which first-parent commit of a package's history first gives a finding's candidate
+outcomes (``git bisect``'s "first bad commit"), for several findings at once over one list of commits.
 
-Written here rather than driving ``git bisect run``: that searches one
-predicate per repository checkout, while the gate searches every finding of a
-report over the same commits at once, and one contract run at a commit then
-narrows every search whose open range holds it (a commit is built, installed
-and run once, whichever findings need it).
-
-Terms: the commits are ordered oldest first; ``commits[0]`` is the baseline's
-end (its release tag) and must give the baseline's outcomes (*old*),
-``commits[-1]`` the candidate's end and must give the candidate's (*new*). A
-commit whose package cannot be built or imported is *unusable* for every
-search (``git bisect skip``); a commit whose outcomes are neither the
-baseline's nor the candidate's is skipped for that search only. When only
-skipped commits lie between the last old and the first new commit, the answer
-is the range of them (the first new commit included), as ``git bisect`` says
-"the first bad commit could be any of".
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,22 +1,7 @@
-"""The packages the team's own project declares, read from its
-``pyproject.toml`` and ``requirements*.txt`` (never installed or run).
+"""The packages the team's own project declares, read from its ``pyproject.toml`` and ``requirements*.txt``
+(never installed or run).
 
-A package the candidate's resolution drops (chex, once optax no longer pulls
-it in) breaks an import of the team's code only when the team relied on
-optax to install it. When the team's project declares it (``[project]
-dependencies``, an extra of ``[project.optional-dependencies]``, a
-``[dependency-groups]`` group, a requirements file), the team installs it
-itself: ``optax_gate.gate.diffs.dependencies`` then names the declaration
-instead of a ``ModuleNotFoundError``.
-
-Where: each ``--usage`` path's folder and the folders above it, up to and
-including the first one that holds a ``pyproject.toml`` or a ``.git`` (the
-project's root), at most :data:`LEVELS` folders up; and the folders right
-below a ``--usage`` folder (big_vision keeps ``big_vision/requirements.txt``
-in its package, below the repository's root). A file that cannot be
-read or parsed declares nothing (the finding then stays as it was: fail
-closed).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

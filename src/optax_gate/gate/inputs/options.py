@@ -1,25 +1,8 @@
-"""The command line's options, typed and frozen: parsed once by
-``optax_gate.gate.cli`` (:func:`optax_gate.gate.cli.options`), then each stage
-receives the part it uses, never the whole ``argparse.Namespace``.
+"""The command line's options, typed and frozen: parsed once by ``optax_gate.gate.cli``
+(:func:`optax_gate.gate.cli.options`), then each stage receives the part it uses, never the whole
+``argparse.Namespace``.
 
-- :class:`EnvironmentOptions`: building an environment and running its
-  contracts (``install``, ``run``, ``sides``; every command but ``compare``);
-- :class:`SpeedOptions`: the speed readings (``--speed``, ``--speed-rounds``,
-  ``--speed-budget``);
-- :class:`ScopeOptions`: whose code a finding reaches and what fails the gate
-  (``--usage``, ``--fail-on``, ``--fail-on-new-deprecations``);
-- :class:`BisectOptions`: ``--bisect`` and the bisection's own options;
-- :class:`CandidateOptions`: what the candidate is (SPECs, ``--source``,
-  ``--candidate-lock``);
-- :class:`TeamRunOptions`: ``--run`` (the team's own command);
-- one class per command bundling them: :class:`GateOptions`,
-  :class:`MatrixOptions`, :class:`CompareOptions`, :class:`BisectCommandOptions`.
-
-What the gate learns from the options on the way (the ``--usage`` scan, the
-team's contract folders once checked) is added with :func:`dataclasses.replace`,
-so an options object is never changed in place. Paths are as the user typed
-them, already read from where the user stands (``typed_path.user_path``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,29 +1,7 @@
-"""The team's own contracts where they live (``gate --contracts DIR``,
-repeatable): contract modules in the team's repository, run beside ours.
+"""The team's own contracts where they live (``gate --contracts DIR``, repeatable): contract modules in the
+team's repository, run beside ours.
 
-- :func:`check` refuses, before anything is built, a folder that does not
-  exist, is no folder, holds no contract module (``test_*.py``), or holds one
-  that does not compile (a syntax error, bytes that are not its encoding):
-  builtin ``compile()``, nothing imported, so the refusal names the file, the
-  line and Python's message instead of pytest's collection banner after a
-  full environment build.
-- :func:`pytest_args` adds the folders to the single-device pytest process of
-  each side, with this project's ``pyproject.toml`` named as the configuration
-  (``-c``) and this project as the root folder: the team's own
-  ``pyproject.toml`` or ``pytest.ini`` is not read (it is not what the
-  contracts were written against), and the same plugin checks their labels
-  (``contract(api=..., guide=...)`` and one kind, as in
-  ``tests/contracts/team/``). The kit (``optax_gate.kit``) is installed in both
-  environments, so ``from optax_gate.kit.tolerances import assert_close`` works.
-- pytest names a module outside the project folder by its path inside the
-  folder given (``test_adam.py::test_first_step``); :func:`rename` prefixes
-  the folder as the user typed it (``contracts/test_adam.py::test_first_step``)
-  and marks the contract ``team`` with that label.
-- :func:`digest` feeds the folders' files into the baseline cache key.
-- :func:`failing_at_baseline`: a team contract that fails or errors in the
-  baseline cannot judge the candidate, so the run is not verified, naming it
-  (``optax_gate.gate.judge.compare``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

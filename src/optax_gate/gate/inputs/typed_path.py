@@ -1,19 +1,6 @@
 """A path the user typed, read from the folder the user stands in.
 
-``./noxw`` changes into the project folder before it starts nox, so a
-relative path given from a subfolder (``cd tests && ../noxw -s gate --
---usage contracts/team``) would be read from the project folder. ``noxw``
-exports the folder it was started from as ``OPTAX_GATE_INVOKED_FROM``;
-:func:`user_path` (the argparse ``type`` of every path option) joins a
-relative path to it. Defaults (``requirements-lock.txt``, ``reports/gate``)
-are not typed by the user and stay relative to the project folder; an output
-folder's default is written absolute when the user stands elsewhere
-(:func:`project_default`), so the paths the gate prints open from there. A
-path inside the current folder is kept relative (shorter in the report).
-
-Standard library only: the mutants entry point parses its ``--contracts``
-with it in an environment that has none of the gate's report tools (griffe).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,33 +1,6 @@
 """The files under ``--usage`` and their syntax trees, never failing open.
 
-:func:`parse` finds every ``.py`` and ``.ipynb`` file under the given paths
-and parses it with the standard ``ast`` module (nothing is imported or run).
-Each file ends in exactly one of two lists: parsed (its trees, one per code
-cell for a notebook, named by :func:`cell_name`), or :class:`NotScanned` with the reason in words:
-
-- ``syntax error at line N: ...`` (a ``.py`` file or a notebook cell),
-- ``undecodable bytes: not utf-8 at byte N`` (the encoding of a ``.py`` file
-  is read from its coding cookie or BOM, PEP 263; a notebook is UTF-8 JSON),
-- ``unreadable: permission denied`` (or the operating system's words),
-- ``symlink loop`` / ``dangling symlink (to TARGET)``,
-- ``not a JSON notebook: ...``, ``not a notebook: no list of cells``, a
-  cell magic that is not Python (``%%bash``), and a folder that cannot be
-  listed (``unreadable folder``). An empty file (a ``.py``, or an ``.ipynb``
-  never saved: only whitespace) is read and holds no code: scanned, it uses nothing.
-
-Folders that are never the team's code are skipped by design, not listed:
-hidden folders (``.git``, ``.nox``, ``.venv``), ``venv``, ``site-packages``,
-``__pycache__``, ``node_modules`` and ``reports``. Folder symlinks are
-followed; one that leads back into a folder already being walked is not
-walked twice (its files are scanned once, under their first path).
-
-:func:`may_use` says whether a file that was not scanned can hold a use of a
-public path: it can unless its bytes were read and the path's last name
-(``adamw`` of ``optax.adamw``) does not occur in them; an unread file can hold
-anything, except a dangling symlink or a symlink loop: there is no file, so
-no code (its content counts as empty). Why written by hand: ``ast`` parses, but no library reports every
-file it could not read with a reason and keeps the rest.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

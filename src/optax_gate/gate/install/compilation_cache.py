@@ -1,52 +1,6 @@
 """JAX's persistent compilation cache, one folder shared by every environment of a gate.
 
-Almost all of a contract run's time is XLA compiling many small programs; JAX
-can keep compiled executables on disk (``jax_compilation_cache_dir``) and serve
-them to the next run. The gate, the matrix, bisection and the nox sessions
-turn it on by default, with one folder (:func:`shared`: ``jax-compilation-cache``
-in the gate's cache folder, ``.nox/gate-cache``) for every environment: the
-baseline, each candidate, the ``tests`` session. The thresholds are set so that
-every program is cached, however fast it compiled or small it is.
-
-Why sharing is safe: JAX's key already holds what differs between two
-environments. Read in jax 0.11.2 and 0.12.0.1 (``jax/_src/cache_key.py``,
-``get``): the SHA-256 of the program's canonical IR (``strip-debuginfo`` run
-first, so file names and line numbers of the Python that traced it are not
-in it), the jaxlib version, the backend's platform version, the XLA flags,
-the serialized compile options (with the debug options that do not change
-the executable cleared), the devices' kinds or topology, the compression
-algorithm and a custom hook. Neither jax's own version, nor Python's, nor
-Optax's is in the key, and none needs to be: what they change reaches the
-executable only through the IR they produce. So an Optax-only bump (same
-jaxlib) is served every program whose IR did not change, and a new jaxlib
-starts new entries beside the old ones.
-
-Turned off by ``--no-compilation-cache`` (gate, matrix) or
-``OPTAX_GATE_COMPILATION_CACHE=0`` (every session). A cached run gives the same
-contract outcomes as an uncached one, and a run served entries another
-environment wrote gives those of a run that compiled them itself
-(``tests/meta/test_compilation_cache.py``); a program served from the cache
-still counts as a compilation in ``optax_gate.kit.recompilation``, so the "does
-not recompile" contracts keep their meaning with the cache on.
-
-The cache is bounded (:func:`prune`, at the start of each gate and matrix run,
-before any process reads it): beyond ``$OPTAX_GATE_COMPILATION_CACHE_MB``
-(default 2048) the entries written longest ago go first. Measured 2026-12-03:
-66 MB after the tests session, a source candidate and an optax 0.2.8 / jax
-0.12.0.1 gate over the 0.2.6 baseline.
-
-The cache is the gate's machinery, not the code under test: a warning JAX
-raises about it (:data:`OWN_WARNINGS`, e.g. "Error reading persistent
-compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing
-data: incomplete or truncated stream", an entry cut short when a run was
-killed while JAX wrote it, or read while another environment wrote it) is
-never a warning of the candidate (``optax_gate.gate.run.warnings_diff`` leaves
-it out and counts it). JAX goes on after such a read (it compiles the program
-again), but never replaces an entry already on disk
-(``jax._src.lru_cache.LRUCache.put`` returns when the file exists), so the
-runner discards the corrupt entries (:func:`discard_corrupt`) once the side's
-contracts have run.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

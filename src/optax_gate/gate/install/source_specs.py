@@ -1,19 +1,7 @@
-"""Source candidates: a pure-Python package (optax, flax) built from a git
-commit instead of taken from the package index.
+"""Source candidates: a pure-Python package (optax, flax) built from a git commit instead of taken from the
+package index.
 
-Three ways to ask for one:
-
-- ``optax @ git+https://github.com/google-deepmind/optax@REF`` (pip's VCS
-  form; ``@REF`` optional: the repository's default branch);
-- ``optax @ file:///PATH`` where PATH is a local checkout (its HEAD commit;
-  uncommitted changes are not in the wheel, and the report says so);
-- ``--source optax=PATH_OR_URL@REF`` (``@REF`` optional: HEAD).
-
-The wheel is built by ``optax_gate.gate.install.source_build`` (cached by commit SHA)
-and enters the candidate's requirements as ``optax @ file:///…/x.whl``; the
-compiled lock pins it by the wheel's SHA-256 (checked here), so the install
-stays hash-checked. jax and jaxlib are compiled (C++ and XLA): refused.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,33 +1,6 @@
 """Change and verdict logic: baseline run vs candidate run, contract by contract.
 
-``change`` of one contract (baseline outcome -> candidate outcome):
-
-=============  ==============================================================
-change         when
-=============  ==============================================================
-``unchanged``  same outcome in both (for a failure or error in both: the same
-               failure, ``outcomes.failure_signature`` of both details equal).
-``broken``     passed in the baseline, failed or errored in the candidate.
-``changed``    any other difference, a contract that fails in both with another
-               failure (another exception type or message, other values: the
-               row's detail says both, ``baseline_detail`` holds the
-               baseline's); also a ``snapshot`` contract that stops
-               passing (drift from a value recorded at the baseline, not a
-               broken promise).
-``fixed``      failed, errored or xfailed in the baseline, passes now; or a
-               contract pinning a known upstream defect (``known_defect``)
-               that stops passing: the defective behaviour changed.
-``new``        runs only in the candidate.
-``gone``       ran in the baseline, not in the candidate.
-=============  ==============================================================
-
-Verdict (fail closed): ``not-verified`` when either environment could not be
-installed, imported or run to completion, when no contract ran in the
-candidate, when a contract of the baseline did not run there (``gone``), or
-when one of the team's own contracts (``--contracts``) fails in the baseline;
-else ``fail`` when a contract is ``broken``; else ``pass``.
-Exit statuses: pass 0, fail 1, not-verified 2.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

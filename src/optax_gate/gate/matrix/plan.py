@@ -1,22 +1,7 @@
-"""The release matrix: which candidate environments to build from what the
-package index offers, and how their runs combine into one report.
+"""The release matrix: which candidate environments to build from what the package index offers, and how their
+runs combine into one report.
 
-Environments (each judged against the pinned baseline):
-
-- one per release of optax newer than the baseline's, the rest at baseline;
-- one per release of jax newer than the baseline's, with the jaxlib of the same
-  version when the index has one (else jaxlib left to the resolver);
-- one per release of flax newer than the baseline's;
-- ``all-newest``: the newest optax, jax (+ jaxlib) and flax together;
-- with ``upstream``: ``optax-main`` and ``flax-main``, each package built from
-  its public repository's default branch (``optax_gate.gate.install.source_specs``),
-  the rest at baseline; marked ``unreleased``.
-
-With ``include_older`` the older releases are planned too. Nothing here needs a
-code change when a release appears: the list is read from the index each time
-and written into the report. The merged report counts each API's changes per
-environment (the grid's rows) besides each contract's cell.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """``report.html``: the whole report for a browser, folded (issue 25).
 
-``report.md`` holds the verdict, the findings and a sample of rows
-(``optax_gate.gate.report.markdown.SAMPLE`` per finding); this page holds every
-row, folded so that a person opens only what they want: one ``<details>`` per
-finding (its line as the summary, all its contract rows inside, each row with
-the anchor ``f<N>-<M>`` report.md uses), then one per section (versions, the
-unchanged contracts, API surface, warnings, dependencies, speed), closed. The
-page is one self-contained file: inline CSS, no JavaScript, no fetched
-resource (a speed plot is linked by its relative name, as in report.md).
-
-Built from report.md's own sections in their full form
-(``report_markdown.render(report, limit=None)`` section by section), turned
-into HTML by :func:`markdown_html`, a converter of the small Markdown subset
-the report writes (headings, tables, lists, paragraphs, ``<details>``,
-inline code, bold, links, the report's own ``<a id>`` anchors and ``<br>``);
-every other ``<``, ``>`` and ``&`` is escaped. Written because the gate's
-tools environment has no Markdown library (``requirements-tools.txt``), and the
-subset is small. Standard library only (``html``, ``re``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,32 +1,6 @@
 """Markdown rendering of a gate report, for a person deciding an upgrade.
 
-Order: the verdict, the counts and the verdict's reasons first; then the
-findings, one line each (``optax_gate.gate.judge.findings``: the differing contracts
-grouped by cause, across APIs, broken first), each linking to its contract rows;
-each finding naming the team's call sites of its APIs with ``--usage``
-(``optax_gate.gate.team_code.call_sites``; those that touch the team's code first) and,
-with ``--bisect``, the commit that changed it (``optax_gate.gate.report.bisect_section``); the
-versions side by side; then what broke, what changed (drift), what was
-fixed, what is new or gone, rows ordered by finding (anchors ``f<N>`` on a
-finding, ``f<N>-<M>`` on its M-th row, the row naming its finding ``F<N>``);
-the unchanged contracts counted (listed in ``report.html`` and ``report.json``).
-
-Sized for a person and for GitHub (issue 25): report.md holds the verdict,
-every finding, and a bounded sample of each finding's contract rows
-(:data:`SAMPLE`: the first row of each of its tests, then its next rows;
-:data:`ROW_BUDGET` rows in all),
-saying how many rows were left out and where they are; the tables beyond the
-contracts hold at most ``report_surface.MARKDOWN_ROWS`` rows each. Every row
-is in ``report.json`` and in ``report.html`` (``optax_gate.gate.report.html_page``,
-folded per finding). The sections are :data:`SECTIONS`, rendered in order: a
-section above the findings is one entry inserted before ``"findings"``
-(:func:`add_section`). Details are in plain words
-(``details.plain_detail``): ULP figures with the error, the relative error and
-the tolerance; a snapshot drift says what drifted (``drift: dtype``) and
-optimizer state dtype changes their bytes per parameter; "defect no longer
-reproduces" for a pinned upstream defect that stopped reproducing, with what
-happens now; never ``passed → failed`` for either (``optax_gate.gate.base.details``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
 """Renderings of the matrix report (``optax_gate.gate.matrix.plan.merge``).
 
-Both open on the grid API x environment: one row per API, each cell the counts
-of broken / changed / fixed (and new / gone) contracts of that API in that
-environment, APIs that differ somewhere first. An environment that did not run
-(not resolved, installed or imported) is one column-wide cell with its reason,
-not a column of ``gone``.
-
-- :func:`markdown`: a verdict per environment with its reason, the API grid,
-  then the contracts that differ anywhere (contract x environment).
-- :func:`html_grid`: a self-contained page (no script, no external resource).
-  Each cell is coloured by its worst change (``matrix.WORST``) and, when it
-  differs, is a closed ``<details>`` that expands to the contracts behind the
-  counts (broken first) with their details in plain words; below the grid, one closed
-  ``<details>`` per API expands to all its contracts x environment, differing
-  contracts first. Opened, the page shows at most (number of APIs) grid rows.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,27 +1,6 @@
 """Snapshots of the team's own baseline (``--baseline-lock`` other than ours).
 
-The ``snapshot`` contracts compare what an environment computes with files
-recorded at the pinned baseline (``tests/contracts/<module>/*.yml``, written
-by ``./noxw -s update-snapshots``). Against another baseline (a team still on
-optax 0.2.8, say) they would measure the candidate's distance from optax
-0.2.6, not from the team's baseline, and fail on both sides alike. So when
-the baseline lock is not the pinned one (its pins differ from
-``requirements-lock.txt``: ``environments.pins_digest``), the gate:
-
-1. runs the baseline with ``OPTAX_GATE_RECORD_SNAPSHOTS=1`` and
-   ``OPTAX_GATE_SNAPSHOT_DIR=<run>/evidence/snapshots-baseline``: every
-   snapshot contract re-records its files there (pytest-regressions'
-   ``--regen-all``; ``tests/contracts/conftest.py`` points pytest-datadir's
-   ``original_datadir`` there), so it passes at the baseline by construction;
-2. runs the candidate afterwards (never at the same time) with the same
-   ``OPTAX_GATE_SNAPSHOT_DIR``: its snapshot contracts compare with the
-   baseline recorded in this gate.
-
-The baseline's result is then not taken from, nor stored in, the baseline
-cache (an entry holds no snapshot folder). The committed files are never
-written. The team's own contract folders (``--contracts``) keep their own
-snapshot files.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

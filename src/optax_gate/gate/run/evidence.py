@@ -1,36 +1,6 @@
-"""The gate's evidence folders: one folder per run, made current only once whole,
-and kept by what it judged.
+"""The gate's evidence folders: one folder per run, made current only once whole, and kept by what it judged.
 
-Layout under ``--out`` (default ``reports/gate``)::
-
-    runs/<UTC time, µs>-<short id>/  one gate run (names sort in start order): report.md, report.json,
-        INCOMPLETE                present until the run's report is written and linked
-        NOT-JUDGED                the run did not judge both sides (why, one line): it was refused, or it
-                                  stopped before both sides' contracts ran
-        candidate-lock.txt        the candidate's lock (absent when there was none)
-        evidence/                 run records, pytest output, report logs, JUnit XML
-        checkpoints/              the baseline's resume checkpoints
-    latest -> runs/<...>          the newest complete run that judged both sides (a symlink, replaced atomically)
-    report.md -> latest/report.md, report.json -> latest/report.json, report.html -> latest/report.html
-    speed.svg -> latest/speed.svg   when that run has the plot (its report shows it by that relative path)
-    not-judged -> runs/<...>      the newest complete run that judged nothing
-    not-judged.md -> not-judged/report.md, not-judged.json, not-judged.html likewise
-
-A run *judged* when both sides' contracts ran (:func:`judged`, the rule of
-the bisection too); whatever its verdict, it becomes ``latest``. A run that
-was refused, or stopped before both sides ran (a candidate that cannot be
-resolved, installed or imported, a crash of the gate), moves only the
-``not-judged`` links: ``report.md`` keeps showing the last run that judged.
-A run that is interrupted (Ctrl-C, SIGTERM, a crash that kills the process)
-keeps its ``INCOMPLETE`` marker and moves no link; the previous runs and their
-evidence are untouched, because no run writes outside its own folder. An
-output folder that cannot be written at some point leaves the same state: the
-links are made in a temporary name first, and the marker goes only once they
-exist, so the previous runs stay the ones linked.
-Older runs are pruned to ``keep`` judged ones (the current one included); runs
-that judged nothing never count toward ``keep`` and only the newest one is
-kept; incomplete folders of processes no longer alive are pruned too.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,30 +1,7 @@
-"""Which functions of Optax and Flax a candidate changed, read from the two environments as installed, or why that cannot be told.
+"""Which functions of Optax and Flax a candidate changed, read from the two environments as installed, or why
+that cannot be told.
 
-A source file is cut into *units*: each function at the top level of a
-module and each method of a class at the top level (``lion``,
-``MultiSteps.update``, ``Outer.Inner.method``), named as
-``kit.environment.reach`` names the code that ran. A unit's *body* is its
-statements without its docstring; everything else in the file (imports,
-assignments, class bodies, and each function's signature, decorators,
-defaults and docstring, which run or are read at import) is the file's *top
-level*. Two files whose top levels are the same and whose units' bodies
-differ changed exactly those units: a module's outcomes can move by them
-only if the module executed one of them.
-
-What cannot be mapped to functions, so runs every module
-(:attr:`FunctionDiff.everything` says why):
-
-- inputs beyond the lock differ (Python, the project, the environment);
-- a package other than those of ``kit.environment.reach.PACKAGES`` is pinned
-  differently (JAX, jaxlib, NumPy: every program may change);
-- a recorded package of another version, with other files, or a file other
-  than Python source that differs;
-- a Python file whose top level changed (every module imports Optax whole),
-  that does not parse, or whose top level defines a unit name twice.
-
-Bodies are compared as syntax trees (``ast.dump`` without positions), as
-``same_code`` compares files: a change of comments or layout is no change.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,26 +1,7 @@
-"""The pytest plugins a contract run loads: the ones this project declares,
-named one by one, never every plugin the environment happens to have.
+"""The pytest plugins a contract run loads: the ones this project declares, named one by one, never every plugin
+the environment happens to have.
 
-pytest loads, by default, every installed distribution's ``pytest11`` entry
-point, and marks all of that distribution's modules for assertion rewriting.
-Two reasons not to let it, in a gate:
-
-- **Same plugins on both sides.** A candidate resolution may pull in a package
-  with a pytest plugin of its own (jaxtyping, anyio and typeguard ship one);
-  loaded silently, it could change how the candidate's contracts run. With
-  ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1`` and one ``-p MODULE`` per declared
-  plugin, both environments run the contracts with the same plugins, and the
-  run record names the installed plugins that were left out.
-- **Start-up time.** Autoloading marks all of hypothesis' modules (77) for
-  rewriting; where ``PYTHONDONTWRITEBYTECODE`` is set, pytest cannot keep the
-  rewritten bytecode and rewrites them again in every process (about 0.7 s of
-  CPU each on the 2-core machine, three or four processes a run).
-
-The environment variable is pytest's own (every pytest version reads it);
-``-p`` names the plugin's module, read from the environment's entry points
-(``optax_gate.kit.environment.probe``) so a plugin that moves its module between versions
-still loads. No JAX or NumPy: the gate half imports it.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,55 +1,7 @@
-"""Contract results, stored content-addressed per contract module, for every
-side (the baseline, a candidate, a matrix environment): a gate runs only the
-modules whose results are not cached yet.
+"""Contract results, stored content-addressed per contract module, for every side (the baseline, a candidate, a
+matrix environment): a gate runs only the modules whose results are not cached yet.
 
-A side's outcomes change only when something that feeds them changes. The
-*side inputs* (:func:`side_inputs`) are all of it except the contract modules
-themselves:
-
-- the side's lock (its bytes) and the baseline lock's (the candidate resumes
-  from the checkpoints the baseline's environment writes);
-- every file the contracts run with: the root ``conftest.py`` and
-  ``pyproject.toml`` (pytest's configuration), the kit and the pytest plugin
-  (``src/optax_gate/kit/**``, ``src/optax_gate/pytest_plugin.py``), the gate
-  modules that start pytest and read its results (:data:`RUN_MODULES`: the
-  declared pytest plugins, the device flags, the outcome parsing) and the
-  files under ``tests/contracts/`` that no single module owns (conftests,
-  ``known_defects.toml``, helpers);
-- the Python version, the operating system and the machine;
-- the hypothesis profile and every environment variable the suite or JAX
-  reads (``OPTAX_GATE_*``, ``JAX_*``, ``XLA_*``), except the compilation
-  cache's folder and the gate's own file paths (they change speed or where a
-  file goes, not outcomes).
-
-A *unit* is what one entry holds: one contract module of ``tests/contracts``
-(its ``test_*.py`` file plus the snapshot folder of the same name beside it),
-or one team folder (``gate --contracts DIR``: every file in it). Its key is
-the SHA-256 of the side inputs, the unit's name and the digest of its files,
-so a changed module, or a team folder added, runs that unit alone.
-
-Entries live in ``<cache dir>/results/`` under names no other format uses
-(``unit-<key>.json``, ``side-<key>.json``, ``checkpoints-<key>/``):
-
-- ``unit-<key>.json``: the module's contracts and the warnings its contracts
-  raised;
-- ``side-<key>.json``: what the side's run says beyond its modules (versions,
-  loaded pytest plugins, the hypothesis profile, import warnings);
-- ``checkpoints-<key>/``: the resume checkpoints written in the baseline's
-  environment, with a manifest of each file's SHA-256;
-- ``speed-<key>.json``: the speed readings of one pair of environments
-  (:func:`speed_inputs`: both locks, the timed set-ups' and the statistics'
-  sources, the rounds and budget, Python, platform, environment), so a gate
-  re-judging the same candidate (another ``--usage``) does not time its steps
-  again; the report says when they were measured.
-
-Each file entry is one JSON document written atomically (``gate/base/atomic.py``),
-carrying its key, its inputs and the SHA-256 of its payload. An entry is used
-only when it parses, names the same key and inputs, and its payload still has
-its digest; anything else (truncated, edited, another format) is deleted and
-that unit runs again: a doubtful entry costs a re-run, never a wrong verdict.
-Only units of a verified run (``status`` ``ran``) whose resume checkpoints
-were available are stored.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,32 +1,6 @@
 """Whether a candidate environment runs the baseline's code, so its contract outcomes are the baseline's.
 
-Most source candidates and many Optax-only bumps change a comment, a test or
-the documentation and no line that runs. When every package the two locks pin
-differently is, as installed, the same code (each ``.py`` file's syntax tree
-equal, every other file byte-equal, the same version) and the two sides' cache
-inputs differ only by the lock, the candidate's contracts would run the same
-Python on the same jaxlib with the same inputs: the gate takes the baseline's
-outcomes for it instead of running them again, and says so in the report.
-
-What is compared (:func:`compare`):
-
-- the locks, entry by entry (requirement and its ``--hash`` pins, comments
-  left out): a package pinned alike installs the same files;
-- a package pinned differently, file by file from its ``RECORD`` in each
-  environment's ``site-packages``: the same set of files; a ``.py`` file whose
-  bytes differ must parse to the same tree (``ast.dump`` without line and
-  column numbers: comments, blank lines and formatting differ, docstrings do
-  not); every other file byte-equal; the distribution's ``Version`` equal.
-  Files outside ``site-packages`` (scripts), bytecode and the installer's own
-  records (``RECORD``, ``INSTALLER``, ``REQUESTED``, ``direct_url.json``) are
-  left out;
-- the results cache's side inputs (``results_cache.side_inputs``), apart from
-  the lock's digest: the same project files, Python, platform and environment
-  variables.
-
-A ``.py`` file that differs only in line numbers moves the lines a traceback
-or a warning names; the outcome copied carries the baseline's.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""Which of a candidate's contract modules run: those that executed, at the baseline, a function the candidate changed; the others take the baseline's outcomes.
+"""Which of a candidate's contract modules run: those that executed, at the baseline, a function the candidate
+changed; the others take the baseline's outcomes.
 
-Two records meet here:
-
-- what each contract module executes at the baseline
-  (``kit.environment.reach``: the Optax and Flax functions whose bodies
-  started while the module was collected and its tests ran, every cache
-  cleared between modules), written by every contract run beside its
-  results (``reach_record.read``) and stored with each module's cached results;
-- the functions the candidate changed (``function_diff.compare``).
-
-A module runs when it executed a changed function, when no record of what
-it executes exists (a module cached before records were kept, a team's own
-folder), or when its baseline outcome is not cached. Every module runs when
-the change cannot be mapped to functions (``FunctionDiff.everything``), or
-when a changed function ran outside any module (at Optax's import, in a
-plugin or ``conftest.py``: then every module may see it). A module that
-executed no changed function runs the same code at the baseline and in the
-candidate, so its outcomes are the baseline's; the report names each.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

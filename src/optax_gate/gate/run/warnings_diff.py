@@ -1,22 +1,7 @@
-"""Warnings diff: what each environment warned while importing the contracted
-packages and while the contracts ran.
+"""Warnings diff: what each environment warned while importing the contracted packages and while the contracts
+ran.
 
-The records come from inside the environments: ``optax_gate.kit.environment.probe``
-catches every warning raised by ``import optax, jax.numpy, flax.nnx``
-(whatever the active filters), and the pytest plugin writes every warning a
-test raised to ``<label>.warnings.json``. :func:`fold` groups them by
-``(when, category, message, module)`` with the contracts that raised each;
-:func:`diff` compares two environments.
-
-A warning new in the candidate is ``changed`` (``broken`` for a deprecation,
-``DeprecationWarning`` / ``PendingDeprecationWarning`` / ``FutureWarning`` and
-subclasses by name, under ``--fail-on-new-deprecations``: code run with
-``-W error`` breaks on it); a warning gone is ``noted``, and so is one that
-moved (the same warning now raised from another module). A warning about the
-gate's own machinery (JAX's about the gate's compilation cache,
-``optax_gate.gate.install.compilation_cache.OWN_WARNINGS``) is neither side's: it is
-left out of the rows (:func:`own` counts it for the report's note).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

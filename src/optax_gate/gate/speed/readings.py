@@ -1,60 +1,7 @@
-"""Speed drift: the candidate's training steps timed against the baseline's,
-in the same run, on the same machine, interleaved.
+"""Speed drift: the candidate's training steps timed against the baseline's, in the same run, on the same
+machine, interleaved.
 
-What is measured is ``optax_gate.kit.environment.speed`` (three set-ups: the NNX MLP with
-momentum SGD, ``adamw`` + warmup-cosine + ``clip_by_global_norm`` in
-``MultiSteps``, a ``lax.scan`` of 20 such steps; for each, the compile time and
-the steady-state step time). This module never imports JAX: it starts one
-``python -m optax_gate.kit.environment.speed --serve`` worker per environment and asks them
-in turn, so load from other processes on a shared machine falls on both sides
-alike:
-
-- ``rounds`` compile rounds; round ``i`` asks baseline then candidate (``i``
-  even) or candidate then baseline (``i`` odd; the ABBA order cancels a steady
-  drift of the machine's load); each answer compiles every set-up and times
-  its steps;
-- after each compile round, ``STEP_SLOTS - 1`` cheaper ``steps`` requests in the
-  same order time the steps again (no compile), so step times get more paired
-  slots than compile times for the same cost.
-
-A *slot* is one baseline answer and the candidate answer next to it in time.
-For each set-up and metric (``step_s``, ``compile_s``):
-
-- ``ratio``: median of all the candidate's repeats / median of all the
-  baseline's repeats.
-- ``interval``: the distribution-free confidence interval of the median of the
-  per-slot ratios (candidate slot median / baseline slot median), from order
-  statistics (the sign-test interval: ``[r_(k), r_(n-k+1)]`` with the largest
-  ``k`` whose coverage ``1 - 2 P(Binomial(n, 1/2) < k)`` is at least
-  ``COVERAGE``; with few slots, ``k = 1``: all of them, coverage ``1 - 2^(1-n)``).
-- ``noise``: the band of ratios the same code shows against itself here and
-  now: ``[1/w, w]`` with ``w`` the largest of ``NOISE_FLOOR``, the spread of
-  the baseline's own slot medians (largest / smallest, the ``k - 1`` most
-  extreme on each side set aside, like the interval's) and the same spread of
-  the candidate's (each side's repeatability in this run). Under load the band
-  widens and only larger changes show: load reduces the sensitivity, it does not
-  raise alarms. With exchangeable noise (the two sides alike) a simulation gives
-  a false ``changed`` for about 1.3 % of the 3-slot compile readings and
-  under 0.01 % of the 9-slot step readings; ``--speed-rounds 4`` brings the
-  compile readings to about 0.15 %.
-- ``change``: ``changed`` only when the whole interval lies outside the noise
-  band (``slower`` or ``faster``); ``broken`` only when ``budget`` is given,
-  the metric is the step time, and the interval lies above both the noise band
-  and ``budget``; else ``unchanged`` (within noise). A reading that could not
-  be measured is ``not-measured`` and never decides the verdict.
-
-Why these statistics and not a benchmarking library: pytest-benchmark (the
-well-kept choice for the statistics) only measures callables inside a pytest
-process; here the timings come from two other interpreters, interleaved, and
-the question is a paired comparison of two environments under the same load,
-which it does not do. The standard library's ``statistics`` and ``math.comb``
-give the medians and the sign-test interval in a few lines, without putting
-NumPy into the gate half (which must not import it).
-
-Cost: two worker start-ups in parallel (JAX import and warm-up, about 3-5 s
-of CPU each) plus ``2 x rounds x 3`` compilations (about 1 s of CPU each on a
-2-core CI machine); the step timings add well under a second.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

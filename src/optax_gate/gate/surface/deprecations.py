@@ -1,22 +1,7 @@
-"""Whether a function or class is deprecated, read statically (for the
-``deprecated`` rows of the API surface diff, ``optax_gate.gate.surface.public_api``).
+"""Whether a function or class is deprecated, read statically (for the ``deprecated`` rows of the API surface
+diff, ``optax_gate.gate.surface.public_api``).
 
-:func:`reason` looks at one griffe object (nothing is imported) for
-
-- a ``@deprecated`` decorator (``warnings.deprecated``, PEP 702;
-  ``typing_extensions.deprecated``; any decorator whose name is
-  ``deprecated``);
-- a ``.. deprecated::`` directive in its docstring (also the one-colon typo
-  ``.. deprecated: 0.2.7`` that optax 0.2.8 writes);
-- a ``warnings.warn(..., DeprecationWarning | FutureWarning |
-  PendingDeprecationWarning)`` call in its body (a function's, nested
-  functions included: the warning fires when the API or what it returns is
-  used; a class's ``__init__``), "under a condition" when it sits inside an
-  ``if`` (often a deprecated *parameter*, e.g. ``seed=``).
-
-and returns the reason in words (``None`` when none is found). The body is
-read with the standard ``ast`` module from the object's file, once per file.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,46 +1,6 @@
 """Static API surface of optax and flax.nnx in one environment, and its diff.
 
-Each environment's ``site-packages`` is read **statically** with griffe
-(``griffe.visit`` parses one source file into objects with signatures): nothing
-is imported, so a candidate whose optax does not import with its jax still gets
-its surface diffed.
-
-Why the walk over public names is written by hand (and not griffe's
-``find_breaking_changes`` or its loader): Optax defines almost everything in
-private modules (``optax/_src/...``, ``optax/losses/_regression.py``) and
-re-exports it from its public modules. griffe's checker skips private modules
-and aliases, so on optax 0.2.6 -> 0.2.8 it sees 2 breakages; and griffe's
-loader does not even load ``optax/_src`` (a folder without ``__init__.py``
-inside a regular package), so its aliases do not resolve. This module
-therefore:
-
-1. starts from the configured public modules (``optax``, ``flax.nnx``);
-2. takes each module's public names: its ``__all__`` when it is a static list
-   of strings, else every name without a leading underscore, leaving out plain
-   ``import x`` bindings and, in modules without ``__all__``, re-exports of
-   other top-level packages (``jnp`` for ``jax.numpy``);
-3. follows each re-export (alias) to its definition, loading the defining
-   file on demand (private modules included), through any chain of aliases,
-   as long as the target stays in the same top-level package; a target in
-   another package (``jax.*``) is an ``external`` entry compared by its
-   target path only;
-4. descends into public submodules that live under the start module, and
-   into the public methods of the classes it finds.
-
-An :class:`Entry` per public path records the kind (``module``, ``class``,
-``function``, ``attribute``, ``external``, ``unresolved``), the definition
-(``optax._src.alias.adamw``), its ``file:line`` relative to
-``site-packages``, and for callables the parameters (name, kind, default as
-source text and, when it can be told statically, its value), and whether it
-is deprecated (``optax_gate.gate.surface.deprecations``). A class's parameters are
-those of its ``__init__``, or its annotated fields for a ``NamedTuple``.
-:func:`diff` compares two surfaces: a default written differently but equal
-by value (``100`` and ``100.0``, a literal and a named constant of the same
-value) is no change; a deprecation new in the candidate is a ``deprecated``
-row.
-
-The gate half never imports optax, jax or flax (``tests/meta/test_layout.py``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

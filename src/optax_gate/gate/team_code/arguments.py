@@ -1,19 +1,7 @@
 """What the literal form of a call's argument decides (``--usage``): a literal, a call of a named API, a
 function, or a name bound once to one of these, followed through the file's scopes; else what would decide it.
 
-Why written here: the standard ``symtable`` module says whether a name is local, global or a parameter, but
-not how often it is bound nor to what; beniget's def-use chains would, at the cost of two dependencies
-(``beniget``, ``gast``) in the tool's environment for about 150 lines. The rules (documented in
-docs/beyond-contracts.md, "What --usage decides from the code alone"):
-
-- a name is followed when its scope binds it exactly once, by ``NAME = EXPR`` (or ``NAME: T = EXPR``) or by
-  ``def NAME``; a name a scope does not bind is looked up in the enclosing functions, then the module
-  (class bodies are skipped, as Python does); a ``global``/``nonlocal`` declaration anywhere in the file
-  counts as one more binding of that name;
-- a notebook's cells are one module: a name bound in one cell is seen in the others;
-- anything else (a parameter, a loop variable, a name bound twice, an attribute of a config object) is
-  ``unknown``, with the words that say why.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,37 +1,8 @@
-"""The team's call sites on every finding (``--usage``), applied after the
-findings are formed (``optax_gate.gate.judge.findings``) and the sections beyond
-the contracts are built (``optax_gate.gate.diffs.unseen``).
+"""The team's call sites on every finding (``--usage``), applied after the findings are formed
+(``optax_gate.gate.judge.findings``) and the sections beyond the contracts are built
+(``optax_gate.gate.diffs.unseen``).
 
-:func:`annotated` gives a copy of the report, each finding with:
-
-- ``your_code``: the ``file:line`` of each use of the finding's APIs in the
-  team's code (calls and attribute uses; the import lines when the API is only
-  imported), in file order;
-- ``your_code_notes`` (only where the finding's APIs have API surface rows
-  judging the team's calls): ``file:line`` -> what binding that call to both
-  signatures says (:func:`binding_notes`): a contract's behaviour change may
-  touch any call, so every site stays listed, with the surface diff's word on
-  each (``breaks: delta is keyword-only in the candidate``, ``passes delta by
-  keyword``);
-- ``your_code_not_scanned``: the files under ``--usage`` that were read but
-  not parsed and whose text names one of those APIs (``usage_files.may_use``):
-  "cannot tell", never "not used". A file that could not be read at all (a
-  dangling link, no permission) may use any API: the report's notes and its
-  "Your code" section say so once, not on every finding;
-
-and the findings that touch the team's code (a non-empty ``your_code``)
-first, keeping the order among each group, renumbered from 1. Rows of the
-warnings section that name APIs get ``your_code`` too.
-
-A finding's APIs are those of its contract rows (``api`` of each row): a
-public path (``optax.adamw``), several joined by ``+``
-(``jax.shard_map+optax.sgd``), with a variant after ``@``
-(``optax.MultiSteps@shard_map``) or ``:`` (``jax.pmap:axis-name``), or
-``nnx:NAME`` for ``flax.nnx.NAME``; a training recipe (``recipe:...``,
-``tests/contracts/test_training_recipes.py``) names the APIs it is built from
-(:data:`RECIPE_APIS`); other labels without a dotted path (``resume:...``)
-name no API.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,40 +1,6 @@
 """Whose finding is it: the team's (``yours``) or Optax's alone (``elsewhere``).
 
-A gate judges Optax deeply, but the team asks about its own code. When the
-gate has evidence of what the team's code reaches (today ``--usage``: the
-static attribution of ``optax_gate.gate.team_code.attribution``; ``--run``: the traced
-team run), each finding gets a ``scope``:
-
-=============  ================================================================
-scope          meaning
-=============  ================================================================
-``yours``      the team's code reaches the finding's APIs and nothing rules it
-               out: the finding sets the verdict.
-``elsewhere``  Optax changed, but not where the team's code goes (no call of
-               its APIs, or every call's literal arguments exclude it): listed
-               under "Optax changed elsewhere" in report.md, does not set the
-               verdict.
-=============  ================================================================
-
-Without such evidence every finding is ``yours`` (today's behaviour), and
-``--fail-on all`` keeps today's behaviour whatever the evidence: every
-finding sets the verdict. ``scope_why`` says in a few words what decided the
-scope.
-
-The verdict is recomputed from the ``yours`` findings only: the contracts of
-``broken`` contract findings are counted (``compare.compare`` counted every
-broken contract); a verdict that was ``fail`` for broken contracts alone
-becomes ``pass`` when none of them is the team's, with a note naming how many
-broken contracts were left elsewhere, and ``not-verified`` when the team's are
-all "cannot tell without --run" at every line of the team's (``--usage``
-alone: no evidence either way; ``--run`` decides). ``not-verified`` is never changed (fail
-closed), and the broken rows beyond the contracts (surface, dependencies,
-warnings: already scoped to the team's code by ``--usage``) keep their say.
-
-Another source of evidence (the traced run) sets the scope of each finding
-with :func:`set_scope` and then calls :func:`scoped` with its ``by`` name;
-``optax_gate.gate.assemble.with_scope`` puts the result into the report.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
-"""What the team's own code uses of optax, flax and jax (``--usage PATH...``); ``optax_gate.gate.team_code.binding`` judges each use.
+"""What the team's own code uses of optax, flax and jax (``--usage PATH...``);
+``optax_gate.gate.team_code.binding`` judges each use.
 
-:func:`scan` reads ``.py`` files and the code cells of ``.ipynb`` notebooks
-with the standard ``ast`` module (nothing is imported or run; a file that
-cannot be read or parsed is listed with its reason, never dropped:
-``optax_gate.gate.inputs.usage_files``) and records
-each *use*: an import (``import optax as ox``, ``from optax import adamw``,
-``from flax import nnx``), an attribute chain through an imported name
-(``ox.losses.huber_loss``), and each call site with how its arguments are
-passed (number of positional arguments, keyword names, ``*args`` /
-``**kwargs``).
-
-Limits (deliberate, documented): names are tracked per file (per notebook)
-without scopes, so a local variable shadowing an import is not seen; calls
-through a variable (``opt = optax.adam(1e-3); opt.update(...)``) are not
-matched to methods.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""The run's own rounding noise: the spread of every recorded value over an ensemble of perturbed baseline runs (``docs/team-run.md``, "Rounding or behaviour").
+"""The run's own rounding noise: the spread of every recorded value over an ensemble of perturbed baseline runs
+(``docs/team-run.md``, "Rounding or behaviour").
 
-The team's command runs :data:`MEMBERS` more times in the baseline, each with
-a seeded 1-ULP perturbation of its floating-point state at the start
-(``optax_gate.recorder.perturb``). A recorded leaf's **spread** is, element
-by element, the largest ``|member - baseline|`` over the members (element by
-element: one chaotic element, an Adam update whose gradient is near 0, does
-not widen the rest of its leaf). A candidate's element lies within the run's
-rounding noise when its deviation is at most :data:`FACTOR` times its spread;
-an element the ensemble leaves bit-identical (the perturbation does not reach
-it: an integer count, a schedule's value) keeps the ULP budget. An integer or
-boolean leaf, or a NaN or infinity, that already moves in a member has spread
-``inf``: the ensemble shows that rounding alone moves it.
-
-Why our own code: the consistency test of CESM (pyCECT) is written for
-climate-model history files; here the values are the recorder's leaves, read
-without numpy, and the rule is the ULP measure the rest of the run is judged by.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""The team's folder around the runs of ``gate --run``: every run starts from
-the folder as it was before the gate, and the folder is left as it was.
+"""The team's folder around the runs of ``gate --run``: every run starts from the folder as it was before the
+gate, and the folder is left as it was.
 
-The team's command runs three times in ``--run-dir`` (baseline, baseline
-again, candidate); what it saves there (``--out params.npz``, a log) it saves
-over the team's own files, and a command that reads back what the run before
-it wrote is not deterministic for the gate. So, before the first run, the
-files of the folder are looked at (:func:`take`: name, modification time,
-size) and copied into the run's evidence, up to :data:`KEPT_BYTES`; after
-each run (:func:`settle`) what the run created or changed is moved (created)
-or copied (changed) into that run's output folder, and each changed or
-deleted file is put back from its copy, with its modification time. A file
-too large to be copied stays as the run left it, and is named
-(``not_restored``). Version control, caches and environments are not looked
-at (:data:`NOT_WATCHED`), nor a folder of more than :data:`WATCHED_FILES`
-files (then nothing is kept or put back: the report says only what changed).
-
-Why our own code: no library keeps a folder's files around a subprocess run;
-``shutil`` does the copying.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,29 +1,9 @@
-"""The second witness of ``gate --run``: what the team's run itself gives, read
-without the recorder. Its exit status, its output (stdout and stderr) and the
-files it wrote in ``--run-dir`` (kept by ``team_files`` per run) are
-compared, baseline against candidate, where the two baseline runs agree
-(what differs between them is noise: timings, dates, progress bars).
+"""The second witness of ``gate --run``: what the team's run itself gives, read without the recorder. Its exit
+status, its output (stdout and stderr) and the files it wrote in ``--run-dir`` (kept by ``team_files`` per
+run) are compared, baseline against candidate, where the two baseline runs agree (what differs between them is
+noise: timings, dates, progress bars).
 
-- **Output**: each line with memory addresses, durations (``1.2 s``,
-  ``35 ms``, ``12.3 it/s``), clock times and dates masked; the lines the two
-  baseline runs share (``difflib``) are matched against the candidate's. A
-  line whose words are the same and whose numbers differ is a value change,
-  judged as a float32 value (the common training dtype): within the ULP
-  budget when ``|a - b| <= ulps * eps(float32) * max(|a|, |b|)``, else
-  beyond it; a line present on one side only is a change of its own.
-- **Files**: ``.npy`` and ``.npz`` arrays are read here (the NumPy format is
-  a header and the raw little-endian elements: no numpy in the gate half)
-  and compared leaf by leaf with ``divergence``'s ULP rule, and so are a Flax
-  msgpack checkpoint's arrays and an Orbax checkpoint's (its item folder one
-  output; read with the baseline's interpreter, where Flax and orbax are); JSON numbers as
-  float32 values, other JSON values exactly; any other file (a pickle, a plot)
-  that differs is named "not judged". A file written on one side only is
-  a change.
-
-Why our own code: the comparison is the ULP policy of the recorder's
-values, applied to files no library reads without numpy; ``difflib`` aligns
-the lines.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,39 +1,7 @@
-"""pytest plugin: the Optax and Flax functions each contract module executes, for selecting a candidate's modules by changed function.
+"""pytest plugin: the Optax and Flax functions each contract module executes, for selecting a candidate's modules
+by changed function.
 
-Loaded with ``-p optax_gate.kit.environment.reach`` and active only when
-``$OPTAX_GATE_REACH`` names a file: at the end of the session it writes there
-(atomically) ``{"format", "packages", "session": [FUNCTION, ...], "modules":
-{module path: [FUNCTION, ...]}}``, where a FUNCTION is ``"<file>::<unit>"``:
-``<file>`` a source file of a package in :data:`PACKAGES`, relative to the
-folder holding that package (``optax/_src/alias.py``), and ``<unit>`` the
-function or method whose body ran, as ``select.units`` names it
-(``lion``, ``MultiSteps.update``; a nested function or lambda counts as the
-top-level function or method it is written in).
-
-How it is complete:
-
-- **Every Python function that starts** is seen: ``sys.monitoring``'s
-  ``PY_START`` event (Python 3.12), at trace time as well as eagerly; a code
-  location returns ``DISABLE`` after its first start, so it costs one call
-  per function per module, and ``restart_events`` re-arms every location
-  when the module changes.
-- **Attributed to the module that made it run**: a module's collection (its
-  import, its parametrization) and its tests' setup, call and teardown go to
-  that module; what runs before any module is collected or between them
-  (plugins, ``conftest.py``, Optax's own import) goes to ``session``, which
-  a selection treats as reached by every module.
-- **No module borrows another's work**: when the module changes (in
-  collection and when its tests start, in each pytest-xdist process), every
-  cache a later module could reuse is cleared first: JAX's trace and
-  compilation caches (``jax.clear_caches``) and each ``functools`` cache of
-  Optax, Flax, this project and the contract modules. A function whose result
-  a cache kept therefore runs again, and is seen, in every module that needs it.
-  Fixtures are module-scoped at most in the contracts, so none outlives its module.
-
-The file is written by each pytest process (``$OPTAX_GATE_REACH`` with the
-process id added: the pytest-xdist controller and each worker); ``gate.run.reach_record``
-reads and joins them.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,35 +1,7 @@
-"""Which public Optax callables each public constructor is built from, found by
-construction in the environment under test (needs its optax and JAX).
+"""Which public Optax callables each public constructor is built from, found by construction in the environment
+under test (needs its optax and JAX).
 
-``python -m optax_gate.kit.surface.composition`` prints one JSON line:
-``{"optax": VERSION, "reached": {path: [public paths entered]}, "passes":
-{path: {argument: ["part:argument", ...]}}, "not_built": {path: reason}}``. For every public callable and class of the enumerated
-modules (``surface_enum.modules``: ``optax`` and its public sub-modules), the
-probe calls it once with arguments filled by name (the generated surface
-contracts' ``surface_build.fill``, the table's arguments or builder where
-``surface_table`` has an entry, and :data:`SCHEDULE_ARGUMENTS` for schedule
-factories) under ``sys.setprofile``, and records every *other* public callable
-whose code is entered while the constructor's own frame is on the stack:
-``optax.adamw`` -> ``optax.scale_by_adam``, ``optax.add_decayed_weights``,
-``optax.scale_by_learning_rate``, ...; ``optax.warmup_cosine_decay_schedule``
--> ``optax.linear_schedule``, ``optax.cosine_decay_schedule``,
-``optax.join_schedules``. Arguments built before the call (an inner
-optimizer the filler makes) are not counted: they are not entered from the
-constructor's frame. Only construction is followed, not ``init``/``update``.
-A callable that cannot be built with such arguments (a loss needs arrays) is
-listed in ``not_built`` with the reason, never guessed.
-
-``"passes"`` says which of a constructor's float hyperparameters reach a part
-unchanged: ``{"optax.adamw": {"weight_decay": ["optax.add_decayed_weights:weight_decay"]}}``.
-Each float argument is given as an object of its own, and a part's frame whose
-argument *is* that object (identity, at the part's call) received it as it was
-given; a value the constructor transforms first (``-learning_rate``) is not
-followed. So a finding about ``add_decayed_weights(weight_decay=...)`` can be
-judged by the literal ``weight_decay=`` of a team's ``adamw`` call.
-
-Why this is written here: no library reports which public functions a call
-reaches; ``sys.setprofile`` sees every Python-level call.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,30 +1,7 @@
-"""Derivatives of every loss and schedule of the sweep with respect to each of
-their differentiable arguments, not only the first (issue 40 item 2; needs
-the environment's optax and JAX when called).
+"""Derivatives of every loss and schedule of the sweep with respect to each of their differentiable arguments,
+not only the first (issue 40 item 2; needs the environment's optax and JAX when called).
 
-A loss is called as the sweep calls it (``surface_calls.CALLS``); for each
-positional argument holding a floating array, the summed loss as a function of
-that argument alone is differentiated in reverse mode (``jax.grad``) and in
-forward mode (``jax.jvp`` along a fixed direction). A schedule is built as the
-sweep builds it; for each hyperparameter given as a Python float (by keyword
-or, in a generated call, by position), the sum of
-the schedule's values at ``surface_calls.SCHEDULE_STEPS`` as a function of that
-hyperparameter is differentiated the same way (direction 1).
-
-Each argument's outcome, one short line:
-
-- ``ok`` (both finite, and the forward derivative within
-  ``tolerances.reduction(n) + tolerances.SURFACE_STEP`` float32 ULPs of the
-  reverse one projected on the direction, scaled by the gradient's L1 norm:
-  the two modes sum the same products in other orders);
-- ``non-finite gradient``, ``forward and reverse differ``;
-- ``integer input`` (not differentiable; recorded so a dtype change shows);
-- ``raises <type>`` (a schedule that branches in Python on a hyperparameter
-  raises a tracer error under ``jax.grad``: it cannot be differentiated or
-  given as a traced value).
-
-A labelled snapshot of the baseline per API.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

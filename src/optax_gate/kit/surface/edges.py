@@ -1,27 +1,7 @@
-"""Edge hyperparameters meeting non-finite inputs (issue 18 item 2), for the
-generated transformation contracts (needs the environment's optax and JAX).
+"""Edge hyperparameters meeting non-finite inputs (issue 18 item 2), for the generated transformation contracts
+(needs the environment's optax and JAX).
 
-For each table entry built by name (``surface_table.Entry.builder`` is None)
-and each edge hyperparameter its factory takes (:data:`HYPERPARAMETERS`), the
-transformation is built with that one hyperparameter at ``0.0`` and updated
-once, eagerly, from a fresh ``init``, on each non-finite input class
-(:data:`INPUTS`):
-
-- ``nan_inf_grads``: NaN in the first element of the first non-empty gradient
-  leaf, ``+inf`` in the first element of the last one;
-- ``nan_inf_params``: NaN in the first element of a middle param leaf,
-  ``+inf`` in the first element of the second one (gradients finite).
-
-The record of each (hyperparameter, input) pair says which outputs come out
-non-finite, one short line per output so that a snapshot file never folds a
-value onto a second line: ``"weight_decay=0/nan_inf_params/updates": "r1,r3"``
-(update leaves by name, ``none`` when all are finite) and one
-``".../state/<entry>": "r1,r3"`` per non-finite state entry (the params leaves
-it holds, ``all`` for a scalar entry; ``[0].mu['r1']`` is entry ``[0].mu``);
-or ``"<hyperparameter>=0/<input>": "build <type>"``/``"raises <type>"``. Inputs:
-``surface_build.params`` (the representative float32 PyTree), gradients of
-seed 1; ``value=``/``grad=`` from the model where the entry needs them.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""Enumerate the public callables of the configured surface (needs the
-environment's optax: it imports the modules it lists).
+"""Enumerate the public callables of the configured surface (needs the environment's optax: it imports the
+modules it lists).
 
-The surface is ``[tool.optax-gate] surface`` in ``pyproject.toml``; this module
-enumerates its ``optax`` part: the package ``optax`` and every public
-sub-module (a name without a leading underscore, found with ``pkgutil``), less
-``optax.optax_test`` (Optax's own test helpers). A *public callable* is a public
-attribute of one of those modules that is callable and is not a module, a class
-(state ``NamedTuple`` types and protocols are built by their transformation) or
-a ``typing`` alias (``optax.Params``...).
-
-Each path is classified from its return annotation (``GradientTransformation``
--> transformation factory, ``Schedule`` callable -> schedule factory), its
-module (``optax.losses`` -> loss, ``optax.tree``/``optax.tree_utils`` -> tree
-utility) or else ``other``. The table (``optax_gate.kit.surface.table``) is the
-authority for the paths it knows; the classification here names the kind of a
-path it does not know.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

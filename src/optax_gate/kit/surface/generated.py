@@ -1,38 +1,7 @@
-"""Table entries generated from the signature and docstring of every public
-callable that no hand-written table knows (needs the environment's optax).
+"""Table entries generated from the signature and docstring of every public callable that no hand-written table
+knows (needs the environment's optax).
 
-The hand-written tables (``surface_table.TRANSFORMATIONS``,
-``surface_calls.CALLS``/``LEFT_OUT``) cover the pinned baseline's surface
-(optax ``surface_table.BASELINE_OPTAX``), where a name they lack fails
-``test_surface_sweep.py::test_known``. On any other optax, a public callable
-they lack (``optax.signum``, ``optax.contrib.galore``... in 0.2.8) would have
-no contract. :func:`install` gives each one an entry, the day it appears:
-
-- its *kind*: a transformation factory where its return annotation or the
-  ``Returns:`` section of its docstring names a gradient transformation
-  (``optax.monitor`` has no annotation), else ``surface_enum.classify``'s kind
-  of any of its public paths (``optax.generalized_kl_divergence`` is also
-  ``optax.losses.generalized_kl_divergence``: a loss);
-- a transformation gets a ``surface_table.Entry`` (``generated=True``): its
-  required parameters filled by name (``surface_build.by_name``); it then
-  gets every contract of a table entry (protocol, trajectory and non-finite
-  snapshots, edge hyperparameters, dtypes, corners), its extra-arguments
-  outcomes following the type it returns (``surface_probe.extra_args_outcome``);
-- a schedule, loss, tree utility or other function gets a ``CALLS`` entry:
-  one call with each required parameter filled by name from :data:`VALUES`
-  (the values the hand-written calls use; integer labels where the
-  docstring's ``Args:`` says so), so the sweep calls it, snapshots its
-  numeric result, checks a schedule eagerly and under ``jit`` and a loss's
-  derivatives, and the corner families take it;
-- a callable that cannot be generated (a required parameter with no value by
-  name: ``optax.microbatch``'s ``fun``, the team's own function) is listed in
-  ``LEFT_OUT`` with that reason, and ``test_known`` says it.
-
-A generated entry's snapshots exist only where the baseline recorded them
-(the gate records a team baseline's snapshots in the run,
-``gate/run/baseline_snapshots.py``): in a candidate whose baseline lacked the
-API, they are skipped as ``new`` (``tests/contracts/conftest.py``).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,36 +1,8 @@
-"""Every transformation of the surface table on params sharded over an explicit
-mesh, its state created eagerly and under ``jax.jit`` (issue 40 item 2; needs
-the environment's optax and JAX, and eight devices, when called).
+"""Every transformation of the surface table on params sharded over an explicit mesh, its state created eagerly
+and under ``jax.jit`` (issue 40 item 2; needs the environment's optax and JAX, and eight devices, when
+called).
 
-The mesh is ``jax.make_mesh((2, 4), ("data", "model"))`` with both axes
-``AxisType.Explicit`` (sharding in types: JAX's "Explicit sharding" guide), set
-with ``jax.set_mesh`` around the whole step, as training code written for
-explicit sharding does. Params (:data:`SPECS`, :data:`SHAPES`, float32, seeded
-uniform values in [-1, 1)): a 0-d leaf replicated, a vector sharded over
-``model``, a matrix over ``data`` x ``model``; gradients of the same layout
-(the model's own where the entry ``needs`` them).
-
-:func:`record` gives per mode (:data:`MODES`: ``init`` and ``update`` called
-eagerly; both through ``jax.jit``, the extra arguments closed over):
-
-- ``ok u rep,m,dm s dmx2,mx2,repx3 same``: the updates' shardings leaf by
-  leaf (``r0,r1,r2``; per dimension the initial of its mesh axis, ``dm`` for
-  ``P("data", "model")``, ``_`` for an unsharded dimension; ``rep`` for
-  replicated, ``1dev`` for a single-device array), the state's leaves
-  counted per sharding after the update, and how the updates compare with
-  the same step on unsharded params on one device (``same`` within
-  ``tolerances.SURFACE_STEP`` float32 ULPs; else ``surface_wrapped.compare``'s
-  words, or ``1dev raises <type>``): sharding must move no value. Short, so
-  that a line stays under 80 characters and YAML never folds it (a folded
-  line would reach a drift's text cut); a longer one puts the comparison
-  under ``<key>/one_device`` (:func:`fit`);
-- ``raises <type>`` (the message under ``<key>/error``): explicit sharding
-  makes an ambiguous sharding an error (``ShardingTypeError``), where
-  automatic sharding would choose one silently.
-
-Keys are ``corner.sharded_eager`` and ``corner.sharded_jit``, as the corner
-grids write theirs, so a drift reads as a corner finding.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

@@ -1,35 +1,7 @@
-"""The table of the public surface: how to build each public transformation,
-and what the baseline (optax 0.2.6) does under each protocol property.
+"""The table of the public surface: how to build each public transformation, and what the baseline (optax 0.2.6)
+does under each protocol property.
 
-Importing this module imports nothing of the libraries under test: builders
-are written as lambdas over the factory and names, and the probe
-(``optax_gate.kit.surface.probe``) resolves them at run time (so a mutant
-that replaces an attribute is the one probed).
-
-An :class:`Entry` gives
-
-- ``args``: arguments beyond the by-name defaults of
-  ``optax_gate.kit.surface.build.by_name`` (or ``builder(factory)``);
-- ``needs``: extra arguments of ``update`` taken from the model
-  (``value``, ``grad``, ``value_fn``, ``obj_fn``);
-- ``expect``: the baseline outcome of each property that is not ``"ok"``,
-  pinned as the baseline behaves (``"TypeError"``...);
-- ``defects``: the ledger id (``tests/contracts/known_defects.toml``) of a
-  pinned outcome that is a defect of the baseline on a documented input, so
-  its disappearance reads ``fixed``;
-- ``skip_leaves``: leaves of the representative PyTree left out of every
-  property but ``init_update`` (which always gets the whole PyTree), for a
-  documented limit or a pinned defect on one rank;
-- ``slow``: the probe takes long (eager line searches re-trace their loop on
-  every call): its contracts get a longer pytest timeout;
-- ``left_out``: why the API has no generated contracts (then it is still
-  called once by the sweep where it can be).
-
-Adding an API: add its canonical path (and aliases) here; run
-``./noxw -s tests -- tests/contracts/test_surface_transformations.py``; pin the
-outcomes it reports that are not ``ok`` in ``expect`` (a defect also in the
-ledger); record its snapshots with ``./noxw -s update-snapshots``.
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 

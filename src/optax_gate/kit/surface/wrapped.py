@@ -1,33 +1,7 @@
-"""Every transformation of the surface table inside each wrapper (issue 40
-item 2; needs the environment's optax and JAX when called).
+"""Every transformation of the surface table inside each wrapper (issue 40 item 2; needs the environment's optax
+and JAX when called).
 
-Each wrapper of :data:`WRAPPERS` is set up so that, by its docstring, it must
-hand the inner transformation's update through unchanged on one step of finite
-gradients: ``chain`` of one transformation, ``MultiSteps`` accumulating every
-step (``every_k_schedule=1``: the mean of one gradient), ``apply_if_finite``
-on finite gradients, ``masked`` and ``multi_transform`` with every leaf
-selected, ``inject_hyperparams`` of the factory with the same hyperparameters.
-:func:`record` runs the bare transformation and each wrapped one for one eager
-step on two leaves of the representative PyTree (:data:`LEAVES`, from
-``surface_build.params``; the model's value and gradient where the entry
-``needs`` them) and says per wrapper:
-
-- ``same`` (every update leaf of the same dtype and within
-  ``tolerances.SURFACE_STEP`` float32 ULPs of the bare update, scaled by the
-  params' magnitude 1: the wrapper may reorder a step's stages as ``jit``
-  does);
-- ``other values`` / ``other dtypes bfloat16 for float32`` / ``other
-  structure`` / ``non-finite`` / ``raises <type>``;
-- ``bare raises <type>`` once, for a transformation that does not step bare.
-
-And ``empty_tree``: one ``init`` + ``update`` of the bare transformation on the
-empty PyTree ``{}`` (``ok`` or ``raises <type>``).
-
-A labelled snapshot of the baseline (a wrapper that stops passing the update
-through, or starts raising for a transformation, reads ``changed``). Where a
-wrapper cannot take an entry it is left out of that entry's record with the
-reason (:func:`left_out`).
-"""
+How it does its job and why: ``docs/module-notes.md``."""
 
 from __future__ import annotations
 
