@@ -343,6 +343,11 @@ def _split_sites(tmp_path: Path, candidate_init: str = "") -> tuple[dict[str, Pa
         (dist / f"fakenum-{version}.dist-info" / "METADATA").write_text(
             f"Metadata-Version: 2.1\nName: fakenum\nVersion: {version}\n", encoding="utf-8"
         )
+        if side == "candidate":  # a distribution on one side only
+            (dist / "onlycand-1.dist-info").mkdir()
+            (dist / "onlycand-1.dist-info" / "METADATA").write_text(
+                "Metadata-Version: 2.1\nName: onlycand\nVersion: 1\n"
+            )
         sites[side] = tmp_path / side
         env[side] = {"PYTHONPATH": f"{sites[side]}:{dist}"}
     return sites, env
@@ -362,7 +367,7 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
         up.CrossRunOptions(tmp_path / "cache", 300, env, 1),
         say=lambda _: None,
     )
-    assert section["other_packages"] == ["fakenum 1 -> 2"]
+    assert section["other_packages"] == ["fakenum 1 -> 2", "onlycand only in the candidate"]  # moved versions first
     base, cand = (
         {f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in d["failures"]}
         for d in section["directions"]
@@ -385,8 +390,8 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
     assert section["directions"][0]["split"]["tests"] == 5 and section["directions"][0]["split"]["error"] == ""
     report = assemble.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
     text = "\n".join(upstream_section.markdown(report))
-    assert "Besides optax, 1 distributions differ (fakenum 1 -> 2)" in text
-    assert "not optax: `eps_test.py::test_noisy` moves with the other packages (fakenum 1 -> 2)" in text
+    assert "Besides optax, 2 distributions differ (fakenum 1 -> 2, onlycand only in the candidate)" in text
+    assert "not optax: `eps_test.py::test_noisy` moves with the other packages (fakenum 1 -> 2, onlycand only" in text
 
 
 def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
@@ -405,3 +410,20 @@ def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
         name: (failures.BEHAVIOUR, "not split") for name in ("test_noisy", "test_scaled", "test_joint")
     }
     assert "does not import" in base["split"]["error"]
+
+
+def test_report_html_shows_the_cross_runs_findings_and_its_section(section):
+    """report.html folds a cross-run finding as report.md lists it, and carries the cross-run's section (its
+    findings pointed to a section the page lacked, and one raised KeyError on the way: not verified)."""
+    from optax_gate.gate.judge import causes
+    from optax_gate.gate.report import html_page
+    from tests.meta.support.reports import REAL
+
+    judged = {**REAL, "findings": causes.of_report(REAL["contracts"], candidate_ran=True)}  # as the gate writes it
+    report = assemble.with_upstream_tests(judged, section)
+    page = html_page.render(report)
+    number = report["upstream_tests"]["findings"][0]["number"]
+    assert f'<details class="finding" id="f{number}">' in page
+    assert "upstream tests (baseline tests in the candidate) fail" in page
+    assert 'id="upstream-tests-cross-run"' in page and "Upstream tests, cross-run" in page
+    assert "could not tell <code>alpha_test.py::ScaleTest::test_flaky_everywhere</code>" in page

@@ -13,7 +13,7 @@ from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import surface_section as report_surface
-from optax_gate.gate.report import your_code_line
+from optax_gate.gate.report import upstream_section, your_code_line
 from optax_gate.gate.team_code import scope
 
 #: The report's own tags kept as they are (everything else is escaped).
@@ -130,11 +130,15 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
 
 def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
     k, change = finding["number"], finding["change"]
-    if finding.get("section", "contracts") != "contracts":
-        line = report_surface.finding_line(finding).split("</a>", 1)[1]  # the <details> carries the anchor
+    section = finding.get("section", "contracts")
+    if section != "contracts":
+        if section == "upstream-tests":  # "N. **changed** text (see ...)": the number is the <details>'
+            line, where = upstream_section.finding_line(finding).split(" ", 1)[1], "Its upstream tests are listed"
+        else:
+            line, where = report_surface.finding_line(finding).split("</a>", 1)[1], "The whole row is"  # the anchor
         return (
             f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
-            f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">The whole row is in its section below.</p></details>'
+            f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">{where} in its section below.</p></details>'
         )
     said = findings_.heading(finding)  # "changed, 1 broken": coloured as broken, so a broken contract is never missed
     line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{said}** ")
@@ -229,6 +233,8 @@ def render(report: Mapping[str, Any]) -> str:
         _split(sections["beyond"](page)) if page.judged else []
     ):  # nothing compared: no "no differences"
         out.append(_folded(heading, body))
+    for heading, body in _split(upstream_section.markdown(report)):  # --upstream-tests: optax's own tests, cross-run
+        out.append(f'<div id="upstream-tests-cross-run">{_folded(heading, body)}</div>')
     out.append(markdown_html(sections["footer"](page)))
     out.append("</body></html>")
     return "\n".join(part for part in out if part) + "\n"

@@ -284,8 +284,10 @@ def installed_versions(python: Path, env: dict[str, str], timeout: float = 120) 
 
 
 def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]]) -> list[str]:
-    """The distributions besides optax (and this project) that differ between the two environments, as
-    ``"jax 0.11.2 -> 0.12.0.1"`` (``-`` for a side that lacks it), sorted by name; empty when only optax differs.
+    """The distributions besides optax (and this project) that differ between the two environments: a version
+    that moved (``"jax 0.11.2 -> 0.12.0.1"``) first, then one installed on one side only (``"chex only in the
+    baseline"``: often a test dependency an overlay brings), each group sorted by name; empty when only optax
+    differs.
 
     Raises:
       CrossRunFailure: an environment cannot list its distributions.
@@ -294,7 +296,11 @@ def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]
     names = sorted(
         n for n in base.keys() | cand.keys() if n not in ("optax", "optax-gate") and base.get(n) != cand.get(n)
     )
-    return [f"{n} {base.get(n, '-')} -> {cand.get(n, '-')}" for n in names]
+    moved = [f"{n} {base[n]} -> {cand[n]}" for n in names if n in base and n in cand]
+    one_side = [
+        f"{n} only in the {'baseline' if n in base else 'candidate'}" for n in names if (n in base) != (n in cand)
+    ]
+    return moved + one_side
 
 
 #: A failing test of a direction passes in the ``baseline`` (its own environment, for the baseline's tests) or
