@@ -72,6 +72,10 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
+#: A list item, at the top or nested under another (its indentation up to four spaces): one flat list in HTML.
+_ITEM = re.compile(r" {0,4}- ")
+
+
 def markdown_html(lines: list[str], table_class: str = "") -> str:
     """The report's Markdown lines as HTML (see the module docstring);
     ``table_class``: the class of its tables (``rows``: contract rows)."""
@@ -104,9 +108,9 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
         if m:
             level = len(m[1])
             out.append(f"<h{level}>{inline(m[2])}</h{level}>")
-        elif line.startswith(("- ", "   - ")):
+        elif _ITEM.match(line):
             items = []
-            while i < n and lines[i].startswith(("- ", "   - ")):
+            while i < n and _ITEM.match(lines[i]):
                 items.append(f"<li>{inline(lines[i].strip()[2:])}</li>")
                 i += 1
             out.append("<ul>" + "".join(items) + "</ul>")
@@ -133,12 +137,14 @@ def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str
     section = finding.get("section", "contracts")
     if section != "contracts":
         if section == "upstream-tests":  # "N. **changed** text (see ...)": the number is the <details>'
-            line, where = upstream_section.finding_line(finding).split(" ", 1)[1], "Its upstream tests are listed"
+            line = upstream_section.finding_line(finding).split(" ", 1)[1]
+            where = "Its upstream tests are listed in the cross-run's section below."
         else:
-            line, where = report_surface.finding_line(finding).split("</a>", 1)[1], "The whole row is"  # the anchor
+            line = report_surface.finding_line(finding).split("</a>", 1)[1]  # the <details> carries the anchor
+            where = "The whole row is in its section below."
         return (
             f'<details class="finding" id="f{k}"><summary><span class="change {change}">{change}</span> {k}. '
-            f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">{where} in its section below.</p></details>'
+            f'{inline(line.removeprefix(f"**{change}** "))}</summary><p class="note">{where}</p></details>'
         )
     said = findings_.heading(finding)  # "changed, 1 broken": coloured as broken, so a broken contract is never missed
     line = report_markdown.finding_line(finding).split("</a>", 1)[1].removeprefix(f"**{said}** ")
