@@ -426,4 +426,4 @@ def test_report_html_shows_the_cross_runs_findings_and_its_section(section):
     assert f'<details class="finding" id="f{number}">' in page
     assert "upstream tests (baseline tests in the candidate) fail" in page
     assert 'id="upstream-tests-cross-run"' in page and "Upstream tests, cross-run" in page
-    assert "<li>could not tell <code>alpha_test.py::ScaleTest::test_flaky_everywhere</code>" in page  # a list item
+    assert "<ul><li>could not tell <code>alpha_test.py::ScaleTest::test_flaky_everywhere</code>" in page  # nested

@@ -72,7 +72,7 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
-#: A list item, at the top or nested under another (its indentation up to four spaces): one flat list in HTML.
+#: A list item, at the top or nested one level under the item before it (indented up to four spaces).
 _ITEM = re.compile(r" {0,4}- ")
 
 
@@ -109,11 +109,15 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
             level = len(m[1])
             out.append(f"<h{level}>{inline(m[2])}</h{level}>")
         elif _ITEM.match(line):
-            items = []
+            html_list, nested = "<ul>", False
             while i < n and _ITEM.match(lines[i]):
-                items.append(f"<li>{inline(lines[i].strip()[2:])}</li>")
+                inner = lines[i].startswith(" ") and html_list != "<ul>"  # under the item before it
+                if inner != nested:
+                    html_list = html_list.removesuffix("</li>") + "<ul>" if inner else html_list + "</ul></li>"
+                    nested = inner
+                html_list += f"<li>{inline(lines[i].strip()[2:])}</li>"
                 i += 1
-            out.append("<ul>" + "".join(items) + "</ul>")
+            out.append(html_list + ("</ul></li>" if nested else "") + "</ul>")
             continue
         elif re.match(r"\d+\. ", line):
             items = []
