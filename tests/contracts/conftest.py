@@ -38,7 +38,7 @@ def pytest_collection_finish(session):
 
 
 #: The gate's snapshot folder for a baseline that is not the pinned one
-#: (``optax_gate.gate.run.baseline_snapshots``): the snapshot contracts read (and,
+#: (``optax_gate.gate.reuse.baseline_snapshots``): the snapshot contracts read (and,
 #: with :data:`RECORD`, write) their files there, under the same relative
 #: paths as the committed ones, instead of ``tests/contracts/<module>/``.
 SNAPSHOT_DIR = "OPTAX_GATE_SNAPSHOT_DIR"
@@ -57,7 +57,7 @@ def original_datadir(request):
     """Where a snapshot contract's recorded files are: pytest-datadir's
     ``tests/contracts/<module>/`` (the files recorded at the pinned baseline),
     or the same relative path under ``$OPTAX_GATE_SNAPSHOT_DIR`` when the gate
-    records the team's own baseline (``optax_gate.gate.run.baseline_snapshots``)."""
+    records the team's own baseline (``optax_gate.gate.reuse.baseline_snapshots``)."""
     own = Path(request.path).with_suffix("")
     root = os.environ.get(SNAPSHOT_DIR)
     folder = Path(root) / own.relative_to(request.config.rootpath) if root else own

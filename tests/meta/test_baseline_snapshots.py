@@ -1,5 +1,5 @@
 """A baseline other than the pinned one records its own snapshots and the
-candidate compares with them (``optax_gate.gate.run.baseline_snapshots``, the
+candidate compares with them (``optax_gate.gate.reuse.baseline_snapshots``, the
 ``original_datadir`` of ``tests/contracts/conftest.py``). The snapshot
 module below is run by real pytest with pytest-regressions, in a copy of the
 contracts' conftest; its value comes from ``$VALUE`` (the committed file
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
-from optax_gate.gate.run import baseline_snapshots
+from optax_gate.gate.reuse import baseline_snapshots
 from optax_gate.gate.sides import Side
 
 ROOT = Path(__file__).resolve().parents[2]

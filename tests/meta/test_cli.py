@@ -16,7 +16,8 @@ import pytest
 
 from optax_gate.gate import cli, cli_parser
 from optax_gate.gate.install import environments
-from optax_gate.gate.run import evidence, results_cache, runner
+from optax_gate.gate.reuse import results_cache
+from optax_gate.gate.run import evidence, runner
 from tests.meta.support.gate_cli import (
     FAKE_CONTRACTS,
     fake_gate,

@@ -25,7 +25,7 @@ SCHEMA = ROOT / "src" / "optax_gate" / "gate" / "report" / "report.schema.json"
 
 DENY = """
 import builtins, errno, io, os
-from optax_gate.gate.run import progress
+from optax_gate.gate.base import progress
 _ROOT = os.path.realpath({root!r})
 _ONLY_TOP = {only_top!r}
 _state = {{"on": {phase!r} == ""}}

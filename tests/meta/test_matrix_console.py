@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate import cli, sides
+from optax_gate.gate.base import progress
+from optax_gate.gate.base.heartbeat import Heartbeat
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import plan as matrix
-from optax_gate.gate.run import progress, runner
-from optax_gate.gate.run.heartbeat import Heartbeat
+from optax_gate.gate.run import runner
 from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
 from tests.meta.support.records import record
 

@@ -189,7 +189,7 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
 
 
 def test_a_failures_first_line_becomes_an_expression_loose_in_numbers_and_addresses():
-    from optax_gate.gate.run import moved_ledger
+    from optax_gate.gate.judge import moved_ledger
 
     line = (
         "AssertionError: leaf 3 differs by 1.5e-07 (0.25 > 0.125) in float32 at <function f at 0x7f3a2b>; see (a)+[b]"
@@ -227,7 +227,7 @@ def _log(path: Path, reports: list[tuple[str, str, str]]) -> Path:
 
 
 def test_rebaseline_accepts_each_failure_narrows_what_moved_again_keeps_what_holds_and_refuses_errors(tmp_path):
-    from optax_gate.gate.run import moved_ledger
+    from optax_gate.gate.judge import moved_ledger
 
     log = _log(
         tmp_path / "r.reportlog.jsonl",
@@ -296,7 +296,8 @@ def _rebaseline(
     from optax_gate.gate import rebaseline_flow
     from optax_gate.gate.inputs.options import EnvironmentOptions, RebaselineOptions
     from optax_gate.gate.install import environments
-    from optax_gate.gate.run import baseline_snapshots, runner
+    from optax_gate.gate.reuse import baseline_snapshots
+    from optax_gate.gate.run import runner
 
     project = tmp_path / "project"
     (project / "tests" / "contracts").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The contract results cache (``optax_gate.gate.run.results_cache``): results are
+"""The contract results cache (``optax_gate.gate.reuse.results_cache``): results are
 stored per contract module for every side; any change that can move an
 outcome changes a key (a module's change only its own), a doubtful entry is
 re-run, and a gate runs only the modules the cache lacks."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
-from optax_gate.gate.run import results_cache
+from optax_gate.gate.reuse import results_cache
 from tests.meta.support.gate_cli import fake_gate, latest_report
 from tests.meta.support.paths import LOCK, ROOT
 

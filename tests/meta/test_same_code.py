@@ -1,5 +1,5 @@
 """A candidate that runs the baseline's code takes the baseline's outcomes
-(``optax_gate.gate.run.same_code``): what counts as the same code, what does
+(``optax_gate.gate.reuse.same_code``): what counts as the same code, what does
 not, and the gate's flow with it (the candidate's contracts do not run, the
 report says why; a candidate whose code differs runs)."""
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from optax_gate.gate.run import same_code
+from optax_gate.gate.reuse import same_code
 from tests.meta.support.gate_cli import FAKE_PYTHON
 from tests.meta.support.paths import LOCK, ROOT
 from tests.meta.support.same_code_sites import HASH, INPUTS, fake_lock, fake_site, lock_entry_end

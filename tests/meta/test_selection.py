@@ -1,5 +1,5 @@
 """A candidate runs only the contract modules that executed a function it changed
-(``optax_gate.gate.run.function_diff``, ``optax_gate.gate.run.selection``): what counts
+(``optax_gate.gate.reuse.function_diff``, ``optax_gate.gate.reuse.selection``): what counts
 as a changed function, what makes every module run, and the gate's flow with it."""
 
 import json
@@ -10,7 +10,8 @@ from collections import Counter
 
 import pytest
 
-from optax_gate.gate.run import function_diff, reach_record, same_code, selection
+from optax_gate.gate.reuse import function_diff, same_code, selection
+from optax_gate.gate.run import reach_record
 from tests.meta.support.gate_cli import FAKE_PYTHON
 from tests.meta.support.paths import LOCK, ROOT
 from tests.meta.support.same_code_sites import HASH, INPUTS, fake_lock, fake_site, lock_entry_end

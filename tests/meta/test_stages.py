@@ -16,6 +16,7 @@ STAGES = (
     "inputs",
     "install",
     "run",
+    "reuse",
     "judge",
     "surface",
     "team_code",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.run import baseline_snapshots
+from optax_gate.gate.reuse import baseline_snapshots
 from optax_gate.kit.surface import calls as surface_calls
 from optax_gate.kit.surface import enumeration as surface_enum
 from optax_gate.kit.surface import generated as surface_generated

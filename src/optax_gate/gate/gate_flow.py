@@ -17,6 +17,7 @@ from typing import Any
 
 from optax_gate.gate import assemble, late
 from optax_gate.gate.base import atomic, model
+from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate.inputs import requirements, team_contracts, validate
@@ -28,8 +29,8 @@ from optax_gate.gate.report import html_page as report_html
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.report import speed_section as report_speed
-from optax_gate.gate.run import baseline_snapshots, evidence, runner
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.reuse import baseline_snapshots
+from optax_gate.gate.run import evidence, runner
 from optax_gate.gate.sides import (
     Folders,
     Side,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from optax_gate.gate.base import atomic, model
+from optax_gate.gate.base.heartbeat import Heartbeat
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs.options import EnvironmentOptions, MatrixOptions
@@ -20,7 +21,6 @@ from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.report import json_file as report_json
 from optax_gate.gate.report import matrix_page as report_matrix
 from optax_gate.gate.run import runner
-from optax_gate.gate.run.heartbeat import Heartbeat
 from optax_gate.gate.sides import (
     Folders,
     bound_compilation_cache,

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import atomic, details, plain_text
+from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.gate_flow import Started, fail
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import RebaselineOptions
 from optax_gate.gate.install import compilation_cache, environments
-from optax_gate.gate.run import baseline_snapshots, moved_ledger, runner
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.judge import moved_ledger
+from optax_gate.gate.reuse import baseline_snapshots
+from optax_gate.gate.run import runner
 from optax_gate.kit import moved_behaviour
 
 

@@ -15,15 +15,16 @@ from typing import Any, NamedTuple
 
 from optax_gate.gate import assemble
 from optax_gate.gate.base import atomic
+from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions
 from optax_gate.gate.inputs.validate import InvalidInput
 from optax_gate.gate.install import compilation_cache, environments, extras, source_specs
-from optax_gate.gate.run import results_cache, runner
-from optax_gate.gate.run import same_code as same_code_
-from optax_gate.gate.run import selection as selection_
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.reuse import results_cache
+from optax_gate.gate.reuse import same_code as same_code_
+from optax_gate.gate.reuse import selection as selection_
+from optax_gate.gate.run import runner
 from optax_gate.gate.surface import public_api
 
 #: Seconds allowed to each git or uv step of a build from source.

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
-from optax_gate.gate.run import function_diff
-from optax_gate.gate.run import same_code as same_code_
-from optax_gate.gate.run import selection as selection_
+from optax_gate.gate.reuse import function_diff
+from optax_gate.gate.reuse import same_code as same_code_
+from optax_gate.gate.reuse import selection as selection_
 from optax_gate.gate.sides import Side
 
 

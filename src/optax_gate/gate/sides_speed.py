@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate.base import model
+from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.install import environments
-from optax_gate.gate.run import reach_record, results_cache
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.reuse import results_cache
+from optax_gate.gate.run import reach_record
 from optax_gate.gate.speed import readings
 
 

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from optax_gate.gate.install import environments
-from optax_gate.gate.run import evidence, results_cache
+from optax_gate.gate.reuse import results_cache
+from optax_gate.gate.run import evidence
 from tests.meta.support.paths import LOCK, ROOT
 
 

@@ -1,7 +1,3 @@
-"""Stage 0, shared by every stage: atomic file writes (``atomic``), a
-contract failure detail in plain words (``details``) and its numbers read
-(``drift``: ULP figures, snapshot drift, non-finite leaves), the plain text
-helpers they share (``plain_text``) and the report's data shapes (``model``,
-generated from the schema).
+"""Stage 0, what every stage shares: atomic writes, a failure and its numbers in plain words, the report's data shapes, progress lines on the console.
 
-May import: nothing else of the gate."""
+Its modules: ``docs/architecture.md``. May import: nothing else of the gate."""

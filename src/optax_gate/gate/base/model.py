@@ -220,7 +220,7 @@ class PytestPlugins(TypedDict):
 
 class FromCache(TypedDict):
     """
-    its contract modules taken from the results cache (optax_gate.gate.run.results_cache.origin): the key, the oldest result's date, how many modules of how many
+    its contract modules taken from the results cache (optax_gate.gate.reuse.results_cache.origin): the key, the oldest result's date, how many modules of how many
     """
 
     key: str
@@ -258,7 +258,7 @@ SameCode = TypedDict(
 
 class Selection(TypedDict):
     """
-    present when a selection of the candidate's contract modules was tried (optax_gate.gate.run.selection): the candidate ran only the modules that executed, at the baseline, a function it changed, and the others' outcomes are the baseline's, taken, not run; or, with 'everything', every module ran and why
+    present when a selection of the candidate's contract modules was tried (optax_gate.gate.reuse.selection): the candidate ran only the modules that executed, at the baseline, a function it changed, and the others' outcomes are the baseline's, taken, not run; or, with 'everything', every module ran and why
     """
 
     changed: list[str]
@@ -712,7 +712,7 @@ class TeamRun(TypedDict):
 
 class SpeedFromCache(TypedDict):
     """
-    taken from the results cache (optax_gate.gate.run.results_cache.fetch_speed): measured by an earlier gate of the same two environments
+    taken from the results cache (optax_gate.gate.reuse.results_cache.fetch_speed): measured by an earlier gate of the same two environments
     """
 
     key: str

@@ -1,3 +1,3 @@
-"""Stage 7, what the contracts cannot see, diffed between the two sides: ``unseen`` (the API surface, warnings and dependency sections of a report, scoped to the team's code, and their findings), ``dependencies`` (the installed distributions diffed).
+"""Stage 8, what the contracts cannot see, diffed between the two sides (API surface, warnings, dependencies).
 
-May import: ``base``, ``inputs``, ``install``, ``run``, ``judge``, ``surface``, ``team_code``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``team_code``."""

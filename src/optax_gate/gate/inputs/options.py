@@ -24,7 +24,7 @@ class EnvironmentOptions:
     ``cache_dir``: the results cache (None: none); ``use_cache``: take results
     from it (``--no-cache`` turns it off; new results are stored either way);
     ``select_modules``: a candidate runs only the contract modules that
-    execute a function it changed (``gate.run.selection``; ``--all-modules``: every one);
+    execute a function it changed (``gate.reuse.selection``; ``--all-modules``: every one);
     ``concurrent``: both sides' contracts at the same time; ``team_dirs``: the
     team's checked contract folders (``--contracts``)."""
 

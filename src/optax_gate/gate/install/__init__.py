@@ -1,11 +1,3 @@
-"""Stage 2, what each side installs.
+"""Stage 2, what each side installs: its environment and lock, builds from source, JAX's compilation cache.
 
-``environments`` (compile a side's lock, build and reuse its environment
-with uv), ``compilation_cache``
-(JAX's persistent compilation cache of an environment), ``extras``
-(a SPEC's extra its package does not define is refused), ``source_specs`` and ``source_build``
-(optax/flax built from a git commit), ``missing_requirements`` (packages a
-built commit, or optax's own tests, need that the environment lacks,
-installed beside it).
-
-May import: ``base``, ``inputs``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``inputs``."""

@@ -1,8 +1,3 @@
-"""Stage 4, judging: baseline against candidate, contract by contract.
+"""Stage 5, baseline against candidate, contract by contract: changes, findings, causes, the verdict; the ledger entries a new baseline accepts.
 
-``compare`` (the change of each contract), ``findings`` (contract changes
-grouped into findings, one per failure pattern), ``causes`` (findings joined,
-one per upstream cause), ``verdict`` (the report's verdict and
-its reasons: the one module that sets them).
-
-May import: ``base``, ``inputs``, ``install``, ``run``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``reuse``."""

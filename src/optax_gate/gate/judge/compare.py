@@ -143,13 +143,15 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             )
     failing_base = sum(1 for r in base_c.values() if r["outcome"] in _FAILING)
     notes = [f"{failing_base} contract(s) already fail in the baseline"] if failing_base else []
-    if same := candidate.get("same_code"):  # gate.run.same_code: outcomes taken, not run
+    if same := candidate.get("same_code"):  # gate.reuse.same_code: outcomes taken, not run
         notes.insert(
             0,
             f"the candidate's contracts did not run: it runs the baseline's code ({same['why']}), "
             "so each of its outcomes is the baseline's (`--no-cache` runs them)",
         )
-    elif chosen := candidate.get("selection"):  # gate.run.selection: the modules that execute no changed function taken
+    elif chosen := candidate.get(
+        "selection"
+    ):  # gate.reuse.selection: the modules that execute no changed function taken
         notes.insert(0, selection_note(chosen))
 
     verdict, reasons = verdict_.of_contracts(reasons, summary["broken"])
@@ -167,7 +169,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
 
 
 def selection_note(chosen: dict[str, Any]) -> str:
-    """The report's note on a candidate that ran only the modules reaching a changed function (``gate.run.selection``),
+    """The report's note on a candidate that ran only the modules reaching a changed function (``gate.reuse.selection``),
     or on one that ran every module although a selection was tried, and why."""
     if chosen.get("everything"):
         return f"every contract module of the candidate ran: {chosen['everything']}"

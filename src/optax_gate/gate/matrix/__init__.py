@@ -1,5 +1,3 @@
-"""Stage 11, the release matrix: ``discovery`` (newer releases on the package
-index) and ``plan`` (which candidate environments to build, and how their runs
-combine into one report).
+"""Stage 12, the release matrix: newer releases found on the index, the environments planned, their runs combined.
 
-May import: ``base`` to ``upstream``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``upstream``."""

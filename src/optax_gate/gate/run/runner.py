@@ -261,7 +261,7 @@ def run(
     }
     if all(
         p.reach is not None for p in parts
-    ):  # what each module executed: the candidates' selection (gate.run.selection)
+    ):  # what each module executed: the candidates' selection (gate.reuse.selection)
         record["reach"] = reach_record.join([p.reach for p in parts if p.reach is not None])
     problem = merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:

@@ -1,3 +1,3 @@
-"""Stage 9, the speed of a training step on both sides: ``readings`` (readings taken interleaved, compared with the budget).
+"""Stage 10, the speed of a training step on both sides.
 
-May import: ``base``, ``inputs``, ``install``, ``run``, ``judge``, ``surface``, ``team_code``, ``diffs``, ``team_run``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``team_run``."""

@@ -1,3 +1,3 @@
-"""Stage 5, one environment's public API read without importing it: ``public_api`` (each public path's kind, signature and target), ``default_values`` (the literal values of its defaults) and ``deprecations`` (what it says is deprecated).
+"""Stage 6, one environment's public API, read without importing it.
 
-May import: ``base``, ``inputs``, ``install``, ``run``, ``judge``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``judge``."""

@@ -1,3 +1,3 @@
-"""Stage 8, the team's own run on both sides (``--run``): ``recording`` (the run recorded, its outcome), ``reused`` (a recorded run read back for ``compare``), ``judging`` (the findings that explain it, their scope, the verdict about it), ``divergence`` (its first divergence), ``leaves`` (two recorded leaves compared in ULPs), ``birth`` (where the difference is born), ``witness`` (the run's own outputs compared without the recorder), ``team_files`` (the team's folder kept and put back around each run).
+"""Stage 9, the team's own run on both sides (``--run``).
 
-May import: ``base``, ``inputs``, ``install``, ``run``, ``judge``, ``surface``, ``team_code``, ``diffs``."""
+Its modules: ``docs/architecture.md``. May import: ``base`` to ``diffs``."""

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from optax_gate.gate.run import same_code
+from optax_gate.gate.reuse import same_code
 from optax_gate.kit.environment import reach_names as reach
 
 FunctionName = str  # "<file relative to site-packages>::<unit>"

@@ -1,5 +1,5 @@
 """Progress lines that never go quiet: :class:`Heartbeat` is a
-:class:`~optax_gate.gate.run.progress.Progress` that, when nothing was printed for
+:class:`~optax_gate.gate.base.progress.Progress` that, when nothing was printed for
 ``every`` seconds (25 by default), prints what is running and how far it got
 (``optax-0.2.8: 412/723 contracts (still running)``), so a matrix run of
 several environments, one after the other, says something at least every
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from optax_gate.gate.run.progress import Progress
+from optax_gate.gate.base.progress import Progress
 
 
 class Heartbeat(Progress):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from optax_gate.gate.run.function_diff import FunctionDiff
+from optax_gate.gate.reuse.function_diff import FunctionDiff
 
 
 @dataclasses.dataclass(frozen=True)

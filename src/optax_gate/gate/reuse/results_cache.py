@@ -265,7 +265,7 @@ def split(record: dict[str, Any], ran: list[Unit]) -> tuple[dict[str, dict[str, 
         mine = owned[unit.name]
         if mine:  # a module that ran no contract is run again next time
             payloads[unit.name] = {"contracts": mine, "warnings": _owned_warnings(warnings, set(mine))}
-            if reach is not None and not unit.team:  # what the module executed (gate.run.selection)
+            if reach is not None and not unit.team:  # what the module executed (gate.reuse.selection)
                 payloads[unit.name]["reach"] = reach["modules"].get(unit.name, [])
     everything = set(contracts)
     loose = [w for w in warnings if w.get("when") == "import" or not set(w.get("contracts") or []) & everything]
