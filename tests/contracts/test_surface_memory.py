@@ -72,10 +72,9 @@ def test_compiled_memory(path, data_regression, original_datadir, request):
         record: dict[str, int | str] = dict(memory_record(path))
     except Exception as exc:  # the baseline's outcome: scale_by_muon's default raises (ledger)
         record = {"raises": type(exc).__name__}
-    basename = "test_compiled_memory_" + re.sub(r"\W", "_", path)
-    snapshot = original_datadir / f"{basename}.yml"
+    snapshot = original_datadir / (re.sub(r"\W", "_", request.node.name) + ".yml")  # pytest-regressions' own name
     if not snapshot.exists() or request.config.getoption("force_regen") or request.config.getoption("regen_all"):
-        data_regression.check(record, basename=basename)  # records it, explicitly asked (or fails: no snapshot)
+        data_regression.check(record)  # records it, explicitly asked (or fails: no snapshot)
         return
     changes = _changes(yaml.safe_load(snapshot.read_text()), record)
     assert not changes, (

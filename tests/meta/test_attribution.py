@@ -218,13 +218,13 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
     use = usage.Use(
         "finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0"))
     )
-    site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
-    verdict, why, _ = attribution._judge(site, {"raises": "AssertionError", "negative": True}, [])
+    site = attribution.Site(use, True, (), "breaks: delta is keyword-only in the candidate")
+    verdict, why, _ = attribution.judge(site, {"raises": "AssertionError", "negative": True}, [])
     assert verdict == "not-affected" and why.endswith(
         "this line breaks for another cause (API surface: breaks: delta is keyword-only in the candidate)"
     )
     # a finding about the signature itself (its rows name parameter kinds): the break is its cause
-    assert attribution._judge(site, {"signature": True}, [])[0] == "affected"
+    assert attribution.judge(site, {"signature": True}, [])[0] == "affected"
     assert configuration.configuration(
         [_row("did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2")]
     )["signature"]
@@ -238,10 +238,10 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
     use = usage.Use(
         "finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0"))
     )
-    site = attribution._Site(use, True, (), "breaks: delta is keyword-only in the candidate")
+    site = attribution.Site(use, True, (), "breaks: delta is keyword-only in the candidate")
     corner = configuration.configuration([_row("snapshot drift: corner.int_inputs/error: 'a' -> b")])
     assert "signature" not in corner
-    verdict, why, _ = attribution._judge(site, corner, [])
+    verdict, why, _ = attribution.judge(site, corner, [])
     assert verdict == "cannot-tell" and why.startswith(
         "this line breaks first for another cause (API surface: breaks: delta"
     ), why
@@ -339,7 +339,7 @@ def test_a_literal_that_meets_the_keyword_still_cannot_tell_what_else_the_findin
     team.mkdir()
     (team / "train.py").write_text("import optax\ntx = optax.adamw(1e-3, weight_decay=0.0)\n")
     use = next(u for u in usage.scan([team], base=team).uses if u.how == "call")
-    verdict, why, _ = attribution._judge(attribution._Site(use, True, SIGNATURES["optax.adamw"]), config, [])
+    verdict, why, _ = attribution.judge(attribution.Site(use, True, SIGNATURES["optax.adamw"]), config, [])
     assert verdict == "cannot-tell" and why.startswith(
         "passes weight_decay=0.0, the finding's weight_decay=0; it also needs a parameter that is NaN or inf"
     ), why
@@ -397,7 +397,7 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
     assert config["condition"] == call_sites.RECIPE_CONDITIONS["recipe:none-gradients"]
     (tmp_path / "train.py").write_text("import optax\ntx = optax.adam(1e-3)\n")
     use = next(u for u in usage.scan([tmp_path], base=tmp_path).uses if u.how == "call")
-    verdict, why, _ = attribution._judge(attribution._Site(use, direct=True), config, [])
+    verdict, why, _ = attribution.judge(attribution.Site(use, direct=True), config, [])
     assert verdict == "cannot-tell" and "a gradient leaf that is None" in why and "without --run" in why, why
     assert set(call_sites.RECIPE_CONDITIONS) <= set(call_sites.RECIPE_APIS)  # every condition is a recipe's
 
@@ -407,8 +407,8 @@ def test_a_derivative_corner_needs_a_derivative_with_respect_to_that_argument():
     team's line calling the loss read "what the finding needs of the inputs is not in its contracts' labels"
     (a helper took "labels" for the argument). It names the argument and what decides it now."""
     use = usage.Use("train.py:20", "optax.sigmoid_focal_loss", "call", 2, (), False, (("0", "logits"), ("1", "y")))
-    site = attribution._Site(use, True, (), "")
+    site = attribution.Site(use, True, (), "")
     config = configuration.configuration([_row("snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient")])
-    verdict, why, _ = attribution._judge(site, config, [])
+    verdict, why, _ = attribution.judge(site, config, [])
     assert verdict == "cannot-tell"
     assert "a derivative taken with respect to `labels` (jax.grad or jax.jvp over that argument)" in why, why

@@ -177,7 +177,7 @@ def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
         ]
     assert rows[0]["module"] == "optax.transforms._adding" and rows[0]["module_before"] == "optax._src.alias"
     assert rows[0]["apis"] == ["optax.noisy_sgd"]
-    text = "\n".join(surface_section._warnings({"rows": rows}))
+    text = "\n".join(surface_section.warnings_lines({"rows": rows}))
     assert "`optax._src.alias` → `optax.transforms._adding`" in text
 
 
@@ -205,7 +205,7 @@ def test_a_warning_attributed_to_its_callers_is_one_row_whichever_contract_calle
         ("optax.losses._x", ["c9"]),
         (warnings_diff.CALLER, ["c0", "c1", "c2", "c3"]),
     ], rows
-    text = "\n".join(surface_section._warnings({"rows": rows}))
+    text = "\n".join(surface_section.warnings_lines({"rows": rows}))
     assert f"| {warnings_diff.CALLER} |" in text and "| `optax.losses._x` |" in text
 
 
@@ -316,7 +316,7 @@ def test_broken_surface_rows_of_one_kind_are_one_finding_across_names():
     from optax_gate.gate.report import markdown as report_markdown
 
     found[0]["section"] = "surface"
-    page = html_page._finding(report_markdown.Page({"findings": found[:1], "contracts": []}), found[0], {})
+    page = html_page.finding_html(report_markdown.Page({"findings": found[:1], "contracts": []}), found[0], {})
     assert page.count('id="f1"') == 1 and "<strong>broken</strong>" not in page, page
     assert '<span class="change broken">broken</span> 1. API surface 6 names: removed' in page, page
 
@@ -391,5 +391,5 @@ def test_new_deprecation_warnings_are_one_changed_finding_naming_the_apis_that_w
     assert line.startswith(
         '3. <a id="f3"></a>**changed** 2 APIs (`optax.global_norm`, `optax.second_order.hvp`): 2 deprecation'
     ), line
-    page = html_page._finding(report_markdown.Page({"findings": [found], "contracts": []}), found, {})
+    page = html_page.finding_html(report_markdown.Page({"findings": [found], "contracts": []}), found, {})
     assert '<span class="change changed">changed</span> 3. 2 APIs' in page and page.count('id="f3"') == 1, page

@@ -672,7 +672,7 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
     files = bisect_flow.source_files(repo, "v0.1.0", ["optax.huber_loss", "recipe:none-gradients", "optax.nothere"])
     assert files == ["optax/_losses.py"]  # the test module's def is left out; a recipe or an unknown name adds none
     assert bisect_flow.suspects(repo, shas[1:], ("v0.1.0", shas[-1]), files) == [shas[2]]
-    entry = bisect_flow._entry(
+    entry = bisect_flow.finding_entry(
         "optax",
         Answer("range", shas[1:], skipped={shas[1]: "cannot be imported: X", shas[3]: "cannot be imported: X"}),
         repo,

@@ -508,7 +508,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     monkeypatch.setattr(runner, "_STOP", threading_.Event())
     monkeypatch.setattr(runner, "_LIVE", set())
     start = time.monotonic()
-    part = runner._pytest(runner.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None)
+    part = runner.run_pytest(runner.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None)
     assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (
         part,
         time.monotonic() - start,
@@ -701,22 +701,22 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     ):
         (run / "report.json").write_text(json.dumps({"team_run": team} if team else {}))
         report = {"notes": [], "findings": [finding]}
-        compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+        compare_flow.say_recorded_run(report, run / "evidence" / "baseline.json")
         assert len(report["notes"]) == 1 and words in report["notes"][0], report["notes"]
     report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
-    compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+    compare_flow.say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == [] or "ran your command (--run)" in report["notes"][0]
     # the seventh trial: a --run gate's PASS read FAIL in compare, with no hint of the recorded run
     (run / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
     for verdict, said in (("fail", True), ("not-verified", True), ("pass", False)):
         report = {"notes": [], "verdict": verdict, "findings": []}
-        compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+        compare_flow.say_recorded_run(report, run / "evidence" / "baseline.json")
         assert bool(report["notes"]) is said and (
             not said or f"add --team-run {run / 'report.json'}" in report["notes"][0]
         ), report
     (run / "report.json").write_text("{}")  # a gate without --run: nothing to re-use
     report = {"notes": [], "verdict": "fail", "findings": []}
-    compare_flow._say_recorded_run(report, run / "evidence" / "baseline.json")
+    compare_flow.say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == []
 
 
@@ -760,14 +760,14 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
     from optax_gate.gate import compare_flow
 
     monkeypatch.chdir(tmp_path)
-    rec = compare_flow._located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
+    rec = compare_flow.located({"lock_file": "requirements-lock.txt", "site_packages": "no/such/site-packages"})
     assert rec["lock_file"] == str(ROOT / "requirements-lock.txt") and Path(rec["lock_file"]).is_file()
     assert (
         rec["site_packages"] == "no/such/site-packages"
     )  # found nowhere: as it is (the diff says why it was not made)
     (tmp_path / "requirements-lock.txt").write_text("")
     assert (
-        compare_flow._located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"
+        compare_flow.located({"lock_file": "requirements-lock.txt"})["lock_file"] == "requirements-lock.txt"
     )  # found here
 
 

@@ -64,7 +64,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
         return _part(call.folder, 1 if "multi" in call.folder else 0, f"{call.folder}::t")
 
     monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))
-    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    monkeypatch.setattr(runner, "run_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path))
     assert sorted(calls) == [
@@ -78,7 +78,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
 def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "probe", lambda python: ({}, None, [], {}))
     monkeypatch.setattr(
-        runner, "_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
+        runner, "run_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
     )
     record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
     assert (
@@ -86,7 +86,9 @@ def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatc
         and "timed out" in record["reason"]
         and devices.MULTIDEVICE_DIR in record["reason"]
     )
-    monkeypatch.setattr(runner, "_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a"))
+    monkeypatch.setattr(
+        runner, "run_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a")
+    )
     record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
     assert record["status"] == "not-verified" and record["reason"].startswith(
         f"pytest ({devices.MULTIDEVICE_DIR}) ended with exit status 4"
@@ -115,7 +117,7 @@ def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, m
         calls[call.folder] = call.pytest_args
         return _part(call.folder, 0, f"{call.folder}::t")
 
-    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    monkeypatch.setattr(runner, "run_pytest", fake_pytest)
     with_xdist = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
     runner.run(
         Path("py"),

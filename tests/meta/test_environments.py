@@ -59,7 +59,7 @@ def test_compile_lock_names_the_input_relative_to_its_folder(tmp_path, monkeypat
         return ""
 
     monkeypatch.setattr(environments, "uv", lambda: "uv")
-    monkeypatch.setattr(environments, "_run", fake_run)
+    monkeypatch.setattr(environments, "run_stage", fake_run)
     run_folder = tmp_path / "runs" / "20261130T000000Z-abcdef"
     run_folder.mkdir(parents=True)
     req_in = run_folder / "candidate-lock.in"
@@ -90,7 +90,7 @@ def fake_uv(tmp_path, monkeypatch):
         return ""
 
     monkeypatch.setattr(environments, "uv", lambda: "uv")
-    monkeypatch.setattr(environments, "_run", fake_run)
+    monkeypatch.setattr(environments, "run_stage", fake_run)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "optax-gate"\n')
     return calls
 

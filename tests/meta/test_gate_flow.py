@@ -46,7 +46,7 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     monkeypatch.setattr(environments, "ensure", ensure)
     monkeypatch.setattr(runner, "probe", probe)
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
-    monkeypatch.setattr(runner, "_pytest", lambda *a, **k: ran.append(a[0].name))
+    monkeypatch.setattr(runner, "run_pytest", lambda *a, **k: ran.append(a[0].name))
     out = tmp_path / "out"
     code = cli.main(
         ["gate", "--candidate-lock", str(LOCK), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-speed"]
@@ -155,7 +155,7 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
         events.append("single-device process ended")
         return runner.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
 
-    monkeypatch.setattr(runner, "_pytest", fake_pytest)
+    monkeypatch.setattr(runner, "run_pytest", fake_pytest)
     env = EnvironmentOptions(
         project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, timeout=100
     )

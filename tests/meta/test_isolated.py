@@ -127,8 +127,8 @@ def test_the_recorders_inputs_round_trip_every_dtype(tmp_path, monkeypatch):
         jnp.float32(3.0),
         jnp.zeros((0, 3)),
     ]
-    isolate._save(str(tmp_path), "k#1", *arrays)
-    back = isolate._load(str(tmp_path), "k#1")
+    isolate.save(str(tmp_path), "k#1", *arrays)
+    back = isolate.load(str(tmp_path), "k#1")
     assert [(str(b.dtype), b.shape) for b in back] == [(str(a.dtype), a.shape) for a in arrays]
     assert all(np.asarray(b).tobytes() == np.asarray(a).tobytes() for a, b in zip(arrays, back, strict=True))
     assert json.loads(Path(isolate.path(str(tmp_path), "k#1") + ".json").read_text())["dtypes"][0] == "bfloat16"

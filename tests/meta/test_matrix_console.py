@@ -26,7 +26,7 @@ from tests.meta.support.records import record
 def fake_matrix(tmp_path, monkeypatch):
     """Fake index, resolver, installs and contract runs: each environment runs
     10 contracts, says 3/10 early, then is quiet for ``quiet`` seconds."""
-    monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
+    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
     monkeypatch.setattr(
         environments, "compile_lock", lambda req_in, out, *a, **k: out.write_text(req_in.read_text()) and out
     )

@@ -80,7 +80,7 @@ def section(modules=("_src/alias.py",)):
 def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     """--plan, then one --only runner per environment (with ``runner_args``), then --merge (with ``merge_args``);
     returns (report.json, report.md, the cross-run calls)."""
-    monkeypatch.setattr(matrix.discovery, "_fetch", fake_fetch)
+    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
 
     def fake_compile(req_in, out, *a, **k):
         out.write_text(req_in.read_text())

@@ -176,7 +176,7 @@ def test_the_gate_passes_the_baseline_locks_optax_to_both_sides(tmp_path, monkey
     ]
 
     seen = []
-    monkeypatch.setattr(runner, "_run_parts", lambda call, *a, **k: seen.append(call.env) or [None])
+    monkeypatch.setattr(runner, "run_parts", lambda call, *a, **k: seen.append(call.env) or [None])
     env = EnvironmentOptions(project_root=ROOT, baseline_lock=pinned, python="python3", envs_dir=tmp_path)
     record = runner.run(
         tmp_path / "python", "candidate", tmp_path / "out", env, probed=({"optax": "0.2.9"}, None, [], {})

@@ -47,7 +47,7 @@ def _module(tmp_path: Path, text: str) -> str:
 
 def test_a_crash_is_run_again_once(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(Path(__file__).parents[2])  # the project's pyproject.toml, as the check runs
-    failed, contracts = runner._failed_contracts(_module(tmp_path, CRASH_ONCE), None, tmp_path)
+    failed, contracts = runner.failed_contracts(_module(tmp_path, CRASH_ONCE), None, tmp_path)
     assert (failed, len(contracts)) == (set(), 1)
     assert "crashed (SIGABRT)" in capsys.readouterr().out
 
@@ -55,7 +55,7 @@ def test_a_crash_is_run_again_once(tmp_path, capsys, monkeypatch):
 def test_a_third_crash_stops_the_check_and_says_where(tmp_path, monkeypatch):
     monkeypatch.chdir(Path(__file__).parents[2])
     with pytest.raises(RuntimeError, match=r"crashed \(SIGABRT\) at File .*test_crashing.py.*test_always_crashes"):
-        runner._failed_contracts(_module(tmp_path, CRASH_ALWAYS), None, tmp_path)
+        runner.failed_contracts(_module(tmp_path, CRASH_ALWAYS), None, tmp_path)
 
 
 def test_crash_words_without_a_fault_handler_dump():
@@ -214,7 +214,7 @@ def test_changed_proves_only_families_whose_inputs_moved(tmp_path, monkeypatch, 
     monkeypatch.chdir(Path(__file__).parents[2])
     monkeypatch.setattr(proof, "RECORD", str(tmp_path / "proven.json"))
     registry = mutants.load()
-    digests = runner._digests(["polyak"], registry, Path.cwd())
+    digests = runner.input_digests(["polyak"], registry, Path.cwd())
     proof.write_record(Path.cwd(), digests)
     assert runner.main(["--area", "polyak", "--changed"]) == 0
     out = capsys.readouterr().out
@@ -232,14 +232,14 @@ def test_a_family_is_named_by_its_name_or_its_modules_stems_and_a_typo_is_answer
 
     mutants.load()
     assert (
-        runner._area("training-recipes")
-        == runner._area("training_recipes")
-        == runner._area("test_training_recipes")
+        runner.family_of("training-recipes")
+        == runner.family_of("training_recipes")
+        == runner.family_of("test_training_recipes")
         == "training-recipes"
     )
-    assert runner._area("multi_steps") == "multisteps" and runner._area("clip_by_global_norm") == "global-norm"
+    assert runner.family_of("multi_steps") == "multisteps" and runner.family_of("clip_by_global_norm") == "global-norm"
     with pytest.raises(argparse.ArgumentTypeError, match=r"no mutant family 'lino'; did you mean lion\?"):
-        runner._area("lino")
+        runner.family_of("lino")
 
 
 def test_changed_says_which_inputs_moved(tmp_path):
@@ -252,9 +252,9 @@ def test_changed_says_which_inputs_moved(tmp_path):
     (root / "src/optax_gate/kit/b.py").write_text("X = 2\n")
     now = proof.entry(files, root)
     assert proof.changed_inputs(before, now) == ["src/optax_gate/kit/b.py"]
-    assert runner._why("fam", {"fam": before}, {"fam": now}) == "changed: src/optax_gate/kit/b.py"
-    assert runner._why("fam", {}, {"fam": now}) == "no proof recorded"
-    assert runner._why("team", {}, {}) == "its contracts lie outside the project: never recorded"
+    assert runner.why_stale("fam", {"fam": before}, {"fam": now}) == "changed: src/optax_gate/kit/b.py"
+    assert runner.why_stale("fam", {}, {"fam": now}) == "no proof recorded"
+    assert runner.why_stale("team", {}, {}) == "its contracts lie outside the project: never recorded"
     proof_file = tmp_path / "proven.json"
     import json
 

@@ -150,7 +150,7 @@ def test_a_defect_that_now_fails_otherwise_is_one_broken_finding_leading_with_th
     from optax_gate.gate.report import html_page
 
     rows_by_id = {r["id"]: r for r in rows}
-    page = html_page._finding(report_markdown.Page({"findings": [f], "contracts": rows}), f, rows_by_id)
+    page = html_page.finding_html(report_markdown.Page({"findings": [f], "contracts": rows}), f, rows_by_id)
     assert '<span class="change broken">broken</span> 1.' in page, page[page.find("finding") :][:600]
 
 

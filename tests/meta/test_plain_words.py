@@ -114,7 +114,7 @@ def _balanced(text):
 
 def test_a_row_detail_keeps_the_first_difference_whole():
     """Read on 0.2.8: "expected ('delta', 'POSITIONAL_OR_KEYWORD', 1" (the detail was cut at 300 characters)."""
-    detail = outcomes._message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
+    detail = outcomes.short_message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
     assert "('delta', 'POSITIONAL_OR_KEYWORD', 1.0)" in detail
     r = row(
         "tests/contracts/test_losses.py::test_signature_names_kinds_and_defaults[huber_loss]",
@@ -142,7 +142,7 @@ def test_a_cut_never_falls_inside_a_value(limit):
 
 def test_a_long_message_in_a_row_detail_is_cut_outside_quotes():
     message = "ValueError: " + " ".join(f"'word{i} with spaces'" for i in range(60))
-    detail = outcomes._message({"longrepr": {"reprcrash": {"message": message}}})
+    detail = outcomes.short_message({"longrepr": {"reprcrash": {"message": message}}})
     assert len(detail) <= outcomes.MESSAGE_LIMIT and detail.endswith("'…") and detail.count("'") % 2 == 0
 
 
@@ -366,7 +366,7 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
             {"category": "UserWarning", "message": OWN, "module": "jax", "when": "runtest", "nodeid": "t.py::test_x"}
         ],
     )
-    monkeypatch.setattr(runner, "_run_parts", lambda *a, **k: [part, part])
+    monkeypatch.setattr(runner, "run_parts", lambda *a, **k: [part, part])
     how = runner.ContractRunOptions(extra_env=compilation_cache.environment(tmp_path / "gate-cache"))
     env = EnvironmentOptions(tmp_path, tmp_path / "lock.txt", "python3", tmp_path / "envs")
     record = runner.run(

@@ -566,7 +566,7 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
     runs for it."""
     ran = []
     result = {"first_differs": {"flax.nnx.jit(train_step)@train.py:96": 8, "optax.adam(...).update@train.py:40": 3}}
-    recording._births(result, Path("/nonexistent"), None, lambda: ran.append("replayed"))
+    recording.births(result, Path("/nonexistent"), None, lambda: ran.append("replayed"))
     assert result["born"] == [
         {"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}
     ]
@@ -691,7 +691,7 @@ def test_a_replayed_operation_is_never_placed_in_the_recorders_own_wrapper(monke
         source_info_util, "user_frames", lambda traceback: [frame(wrapper, 261), frame("/team/train.py", 54)]
     )
     eqn = types.SimpleNamespace(source_info=types.SimpleNamespace(traceback=None))
-    assert replay._where(eqn, lambda name: "train.py" if name.endswith("/train.py") else None) == (
+    assert replay.frames_of(eqn, lambda name: "train.py" if name.endswith("/train.py") else None) == (
         "train.py:54",
         "train.py:54",
     )

@@ -98,9 +98,11 @@ def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_
     team = tmp_path / "team"
     team.mkdir()
     (team / "secret.py").write_text("import optax\n")
-    read = usage_files._read
+    read = usage_files.read_file
     monkeypatch.setattr(
-        usage_files, "_read", lambda path: "unreadable: permission denied" if path.name == "secret.py" else read(path)
+        usage_files,
+        "read_file",
+        lambda path: "unreadable: permission denied" if path.name == "secret.py" else read(path),
     )
     report = _report(only_adamw=True, team=team)
     # issue 39: what cannot be read cannot be told: not verified, never FAIL, with the file and why
@@ -364,10 +366,10 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
         "changes": {"broken": 1},
         "your_code_attribution": {**told, "b.py:4": {"verdict": "affected", "why": "", "calls": ""}},
     }
-    assert scope._where_counted([cannot, affected]) == (
+    assert scope.where_counted([cannot, affected]) == (
         "1 in F1 (1 of its 1 contracts broke, 1 fixed; your lines: cannot tell without --run), 1 in F2"
     )
-    assert scope._where_counted([cannot], "run") == "1 in F1 (1 of its 1 contracts broke, 1 fixed)"  # --run decided it
+    assert scope.where_counted([cannot], "run") == "1 in F1 (1 of its 1 contracts broke, 1 fixed)"  # --run decided it
 
 
 def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_verified_not_fail():

@@ -50,7 +50,7 @@ class MultiSteps:
 
 
 def _changed(new: str) -> function_diff.FunctionDiff | tuple[set[str], str]:
-    return function_diff._changed_in_file("optax", "optax/alias.py", SOURCE.encode(), new.encode())
+    return function_diff.changed_in_file("optax", "optax/alias.py", SOURCE.encode(), new.encode())
 
 
 @pytest.mark.parametrize(

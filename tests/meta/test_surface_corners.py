@@ -346,7 +346,7 @@ def test_transformation_corners_come_from_the_signature(monkeypatch):
     assert corners["conv_kernels"] == ({"__tree__": "conv_kernels"}, "float32", None)
     assert corners["mu_dtype=float32"] == ({"mu_dtype": "float32"}, "bfloat16", None)
     assert corners["value=-1"] == ({}, "float32", -1.0)
-    assert transformations._floats(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {
+    assert transformations.float_hyperparameters(factory, surface_table.TRANSFORMATIONS["fake.tx"]) == {
         "learning_rate": 0.1,
         "b1": 0.9,
     }

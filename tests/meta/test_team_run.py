@@ -462,7 +462,7 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
         "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n"
     )
     assert (
-        recording._why({"error": "", "exit": 1, "tail": tail})
+        recording.exit_reason({"error": "", "exit": 1, "tail": tail})
         == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
     )
 
@@ -520,7 +520,7 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
         "optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per parameter; `.acc_grads` 2 → 4 "
         "bytes per parameter; `.hyperparams` (scalars, no cost per parameter)"
     )
-    words = report_team_run._finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
+    words = report_team_run.finding_words({"findings": [{"number": 5, "cause": cause}]}, [5])
     assert words.startswith("[F5](#f5) optimizer state bfloat16 → float32") and "…" in words, words
     assert words.count("(") == words.count(")"), words  # a cut closes its brackets (plain_text.cut)
 
@@ -538,13 +538,11 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
         "the outcome differs"
     )
     report = {"findings": [{"number": 1, "cause": cause}]}
-    words = report_team_run._finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
+    words = report_team_run.finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
     assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
     # the sixth trial: the float64 part, about other inputs, was said of a bfloat16 line: it is counted, not said
     assert "float64" not in words and words.endswith("(and 2 other changes of this finding)"), words
-    assert report_team_run._finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), (
-        words
-    )
+    assert report_team_run.finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), words
 
 
 def test_an_affected_line_names_the_commit_the_bisection_found():
@@ -577,7 +575,7 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
             {"number": 7, "cause": "other", "bisect": [{"status": "not-bisected", "reason": "no contract"}]},
         ]
     }
-    words = report_team_run._finding_words(report, [5, 6, 7])
+    words = report_team_run.finding_words(report, [5, 6, 7])
     assert "[F5](#f5) optimizer state bfloat16 → float32, changed by optax [`7a58a58f`]" in words, words
     assert "[F6](#f6) keyword-only, changed by optax one of 12 commits" in words, words
     assert "[F7](#f7) other;" not in words and words.endswith("[F7](#f7) other"), words
@@ -676,7 +674,9 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
         "    return _wrap_result(api, fn(*args, **kwargs))\n"
         "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
     )
-    text = "\n".join(report_team_run._tail([{"label": "candidate", "tail": tail, "log": "team-run-candidate.log"}]))
+    text = "\n".join(
+        report_team_run.output_tail([{"label": "candidate", "tail": tail, "log": "team-run-candidate.log"}])
+    )
     assert "recorder/hook.py" not in text and "_wrap_result" not in text, text
     assert 'train.py", line 21' in text and "TypeError: huber_loss()" in text
     assert "2 frame(s) left out" in text
@@ -912,13 +912,13 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
         "reason": "your run fails in the candidate (exit 1: TypeError: x, raised at ../team/train.py:21)",
     }
     monkeypatch.setenv(INVOKED_FROM, str(tmp_path))
-    named = reused._named_here(team)
+    named = reused.named_here(team)
     assert named["sites"] == ["team/train.py:21"] and named["causes"][0]["site"] == "team/train.py:21"
     assert named["first"]["site"] == "team/train.py:21" and named["raised_at"] == "team/train.py:21"
     assert named["called"] == ["team/train.py:9", "team/train.py:21"]
     assert named["reason"].endswith("raised at team/train.py:21)") and named["named_from"] == str(tmp_path)
     monkeypatch.setenv(INVOKED_FROM, str(tmp_path / "project"))
-    assert reused._named_here(team) == team  # from the gate's own folder: as recorded
+    assert reused.named_here(team) == team  # from the gate's own folder: as recorded
     # the gate records the folder its names are relative to (a run of recorded traces, the command not run)
     event = {**call_event("train.py:3", "optax.sgd", "optax.sgd(...).update", leaf_record([1.0])), "phase": "update"}
     monkeypatch.setattr(
@@ -1108,12 +1108,12 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
         "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
     )
     row = {"label": "baseline", "exit": 1, "error": "", "tail": tail, "seconds": 2.0}
-    assert recording._why(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
+    assert recording.exit_reason(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
     from optax_gate.gate.report import team_run_section
 
     team = {
         **_team("not-verified"),
-        "reason": f"the team's run fails in the baseline ({recording._why(row)})",
+        "reason": f"the team's run fails in the baseline ({recording.exit_reason(row)})",
         "runs": [row],
     }
     text = "\n".join(team_run_section.section({"team_run": team}))
@@ -1315,7 +1315,7 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     assert result["differing"] == 0 and within["calls"] == 3, result
     assert within["first"] == {"site": "train.py:18", "call": "optax.l2_loss(...)", "inputs_differ": True}, within
     assert 1.9 < within["kept_max_ulps"] < 2.1 and within["max_ulps"] > within["kept_max_ulps"], within
-    text = team_run_section._bits({"within_budget": within})
+    text = team_run_section.bits({"within_budget": within})
     assert "the difference is born before any Optax call: the first that gives other results, `train.py:18`" in text, (
         text
     )
@@ -1329,10 +1329,10 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     within = divergence.compare(
         divergence.read(write_trace(tmp_path / "b2", base)), divergence.read(write_trace(tmp_path / "c2", born_here))
     )["within_budget"]
-    assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section._bits(
+    assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section.bits(
         {"within_budget": within}
     )
-    assert "born before" not in team_run_section._bits(
+    assert "born before" not in team_run_section.bits(
         {"within_budget": {"calls": 1, "max_ulps": 2.0, "sites": ["a.py:1"]}}
     )  # an older report
 

@@ -204,7 +204,7 @@ def test_markdown_lists_what_could_not_be_told(section):
 
 
 def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
-    """``missing_requirements._prune`` (shared by the overlays here and the bisection's
+    """``missing_requirements.prune`` (shared by the overlays here and the bisection's
     missing requirements) removes the distributions the environment has: a
     ``NAME-VERSION.dist-info`` folder is NAME's (it read ``numpy-2.5.5.dist``
     before, and the environment's numpy was shadowed)."""
@@ -216,14 +216,14 @@ def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
         (tmp_path / top).mkdir()
         (tmp_path / top / "__init__.py").write_text("", encoding="utf-8")
         (info / "RECORD").write_text(f"{top}/__init__.py,,\n{info.name}/RECORD,,\n", encoding="utf-8")
-    missing_requirements._prune(tmp_path, {"numpy"})
+    missing_requirements.prune(tmp_path, {"numpy"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scikit_learn-1.9.1.dist-info", "sklearn"]
 
 
 def test_the_overlay_is_found_from_the_temporary_folder():
     """pytest runs in a temporary folder: a relative --cache-dir overlay on PYTHONPATH
     found nothing there (seen: 36 'No module named chex' on 0.2.6 -> 0.2.8)."""
-    env = up._with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
+    env = up.with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
     first, second = env["PYTHONPATH"].split(":")
     assert Path(first).is_absolute() and first.endswith(".nox/gate-cache/deps") and second == "/x"
 

@@ -136,7 +136,7 @@ def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_una
         "sites": [],
         "breaks": False,
     }
-    binding._judge_call(usage.Use("train.py:33", "optax.MultiSteps", "call", 1, ("every_k_schedule",)), row, old, new)
+    binding.judge_call(usage.Use("train.py:33", "optax.MultiSteps", "call", 1, ("every_k_schedule",)), row, old, new)
     assert row["uses"] == [
         "train.py:33: calls optax.MultiSteps with 1 positional argument and keywords every_k_schedule; "
         "does not pass accumulator_dtype: gets its default in the candidate (accumulator_dtype=jnp.float32)"

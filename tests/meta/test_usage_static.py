@@ -231,7 +231,7 @@ def test_an_argument_not_passed_cannot_meet_a_change_to_how_it_is_passed(tmp_pat
     ):
         (tmp_path / "t.py").write_text(f"import optax\ndef f(p, y, a):\n    return {call}\n")
         use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
-        got, why, by = attribution._judge(attribution._Site(use, True, huber), config, [])
+        got, why, by = attribution.judge(attribution.Site(use, True, huber), config, [])
         assert (got, by) == (verdict, "delta"), (call, got, why)
 
 
@@ -431,7 +431,7 @@ def test_the_docs_table_of_what_usage_decides_is_what_it_decides(tmp_path, row):
             Param("delta", POSITIONAL, "1.0", "1.0"),
         )
     )
-    got, why, decided = attribution._judge(attribution._Site(use, True, params), {"keywords": {name: want}}, [])
+    got, why, decided = attribution.judge(attribution.Site(use, True, params), {"keywords": {name: want}}, [])
     assert got == verdict.replace(" ", "-").replace("cannot-tell", "cannot-tell"), (row, why)
     assert decided == by.split("`")[1], (row, decided)
 
@@ -458,7 +458,7 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
         "try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
         "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians if monte_carlo else None\n"
     )
-    scanner = usage._Scanner()
+    scanner = usage.Scanner()
     tree = ast.parse(text)
     scanner.imports(tree, "misc.py:")
     scanner.scopes = arguments.Scopes([(tree, "misc.py:")], scanner._dotted)
@@ -529,12 +529,12 @@ def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new
     ]
     (tmp_path / "t.py").write_text("import optax\ntx = optax.lbfgs()\n")
     use = next(u for u in usage.scan([tmp_path / "t.py"], base=tmp_path).uses if u.how == "call")
-    verdict, why, _ = attribution._judge(attribution._Site(use, True), configuration.configuration(rows), [])
+    verdict, why, _ = attribution.judge(attribution.Site(use, True), configuration.configuration(rows), [])
     assert verdict == "cannot-tell" and "(its contracts ran it with `unknown_kwarg`)" in why, why
     new = configuration.configuration(
         [{**rows[0], "id": "test_surface.py::test_new_api[optax.microbatch]", "change": "new"}]
     )
-    verdict, why, _ = attribution._judge(attribution._Site(use, True), new, [])
+    verdict, why, _ = attribution.judge(attribution.Site(use, True), new, [])
     assert (verdict, why) == ("affected", "calls an API the baseline does not have (new in the candidate)")
 
 

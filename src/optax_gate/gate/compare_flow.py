@@ -50,7 +50,7 @@ _WANTED = "a JSON object with label, status and contracts, the evidence/baseline
 PROJECT = Path(__file__).resolve().parents[3]
 
 
-def _located(record: dict[str, Any]) -> dict[str, Any]:
+def located(record: dict[str, Any]) -> dict[str, Any]:
     """A run record whose environment paths (``site_packages``, ``lock_file``:
     relative to the project folder the gate ran in) are found from here too:
     a compare started from another folder read neither and said "API surface:
@@ -72,7 +72,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
             raise validate.InvalidInput(
                 f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows the newest judged run): give compare a folder of its own"
             )
-        baseline, candidate = (_located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
+        baseline, candidate = (located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
         swapped = swapped_records(baseline, candidate)
         if swapped and options.team_run is not None:  # said as swapped records, not as "another baseline"
             raise validate.InvalidInput(f"{swapped} (the same options after them)")
@@ -111,7 +111,7 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     else:
         report = assemble.with_scope(report, scope.apply_options(report, given, packages))
         if not swapped:  # swapped, the recorded run would not fit them: the note above says what to do
-            _say_recorded_run(report, options.baseline_run)
+            say_recorded_run(report, options.baseline_run)
     return write_reports(report, options.out)
 
 
@@ -137,7 +137,7 @@ def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str 
     )
 
 
-def _say_recorded_run(report: Mapping[str, Any], baseline_run: Path) -> None:
+def say_recorded_run(report: Mapping[str, Any], baseline_run: Path) -> None:
     """A note for a compare whose lines of the team's code are "cannot tell
     without --run": compare runs no code; the gate that recorded the run
     records may have run the team's command, which ``--team-run`` re-uses.

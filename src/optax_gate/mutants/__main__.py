@@ -54,7 +54,7 @@ def crash_words(returncode: int, output: str) -> str:
     return f"crashed ({sig}) at {frame}"
 
 
-def _failed_contracts(
+def failed_contracts(
     module: str, name: str | None, workdir: Path, env: dict[str, str] | None = None
 ) -> tuple[set[str], set[str]]:
     """(contracts that failed or errored, all contracts) of one module under one mutant.
@@ -110,7 +110,7 @@ def _failed_contracts(
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
 
-def _digests(areas: list[str], registry: dict[str, mutants.Mutant], root: Path) -> dict[str, dict[str, Any]]:
+def input_digests(areas: list[str], registry: dict[str, mutants.Mutant], root: Path) -> dict[str, dict[str, Any]]:
     """Each family's inputs digested (``proof.inputs``); a family with an input outside the project (a
     team's ``--contracts`` folder) has none: it is always proven, never recorded."""
     modules: dict[str, set[str]] = {}
@@ -124,7 +124,7 @@ def _digests(areas: list[str], registry: dict[str, mutants.Mutant], root: Path) 
     return out
 
 
-def _why(area: str, record: dict[str, dict[str, Any]], digests: dict[str, dict[str, Any]]) -> str:
+def why_stale(area: str, record: dict[str, dict[str, Any]], digests: dict[str, dict[str, Any]]) -> str:
     """Why a family is proven again under ``--changed``: no record, its inputs outside the project, or the
     input files that changed (three named)."""
     if area not in digests:
@@ -136,7 +136,7 @@ def _why(area: str, record: dict[str, dict[str, Any]], digests: dict[str, dict[s
     return f"changed: {shown}"
 
 
-def _area(text: str) -> str:
+def family_of(text: str) -> str:
     """A family's name as given to ``--area``: the name itself, or the stem of its mutants module or of its
     contract module (``training_recipes``, ``test_training_recipes``, ``multi_steps``), ``-`` and ``_`` alike.
 
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--area",
         action="append",
-        type=_area,
+        type=family_of,
         metavar="NAME",
         help="limit to this family (repeatable): its name, or its mutants or contract module's stem (--list names them)",
     )
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     areas = list(dict.fromkeys(args.area or sorted(mutants.AREAS)))
     root = Path.cwd()
-    digests = _digests(areas, registry, root)
+    digests = input_digests(areas, registry, root)
     if args.changed:
         record = proof.read_record(root)
         standing = [a for a in areas if a in digests and record.get(a, {}).get("inputs") == digests[a]["inputs"]]
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             f"proven before at their current inputs ({proof.RECORD}): {len(standing)} of {total} famil{'y' if total == 1 else 'ies'}; proving {len(areas)}"
         )
         for area in areas:
-            print(f"to prove: {area} ({_why(area, record, digests)})")
+            print(f"to prove: {area} ({why_stale(area, record, digests)})")
         if not areas:
             return 0
     problems: list[tuple[str, str]] = []
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 zip(
                     jobs,
                     pool.map(
-                        lambda job: _failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs
+                        lambda job: failed_contracts(mutants.AREAS[job[0]], job[1], Path(tmp), job_env(job)), jobs
                     ),
                     strict=False,
                 )

@@ -105,9 +105,9 @@ def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, tra
     if out and not why:
         arrays = [flat[i] for i in dynamic]
         if traced:
-            jax.debug.callback(functools.partial(_save, out, key), *arrays)
+            jax.debug.callback(functools.partial(save, out, key), *arrays)
         else:
-            _save(out, key, *arrays)
+            save(out, key, *arrays)
     if traced:
         pending.append(noted)
     return noted
@@ -155,7 +155,7 @@ def _named_axes() -> bool:
         return True
 
 
-def _save(folder: str, key: str, *arrays: Any) -> None:
+def save(folder: str, key: str, *arrays: Any) -> None:
     """Write a call's array inputs in full (each as its bytes, its dtype and shape beside), once."""
     import numpy as np
 
@@ -175,7 +175,7 @@ def _save(folder: str, key: str, *arrays: Any) -> None:
     os.replace(target + ".json.tmp", target + ".json")
 
 
-def _load(folder: str, key: str) -> list[Any] | None:
+def load(folder: str, key: str) -> list[Any] | None:
     import jax.numpy as jnp
     import numpy as np
 
@@ -210,7 +210,7 @@ def _alone(noted: Noted, shadow_context: Any) -> dict[str, Any]:
 
     from optax_gate.recorder import process, values
 
-    inputs = _load(os.environ.get(IN_ENV, ""), noted.key)
+    inputs = load(os.environ.get(IN_ENV, ""), noted.key)
     if inputs is None:
         return {"skipped": "the baseline wrote no inputs for it"}
     shapes = [

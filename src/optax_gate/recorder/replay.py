@@ -50,7 +50,7 @@ def _sample(x: Any) -> dict[str, Any] | None:
         return None
 
 
-def _where(eqn, team_file) -> tuple[str, str]:
+def frames_of(eqn, team_file) -> tuple[str, str]:
     """(innermost frame outside JAX, innermost frame of the team's) of an equation, as ``file:line``."""
     try:
         from jax._src import source_info_util
@@ -144,7 +144,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
                 else:
                     ans = eqn.primitive.bind(*ins, **params)
                 outs = list(ans) if eqn.primitive.multiple_results else [ans]
-                at, team = _where(eqn, team_file)
+                at, team = frames_of(eqn, team_file)
                 arrays = [o for o in outs if hasattr(o, "shape")]
                 rows.append(
                     {

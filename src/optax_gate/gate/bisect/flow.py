@@ -116,7 +116,7 @@ def suspects(repo: Path, commits: list[str], ends: tuple[str, str], files: list[
     return [sha for sha in commits if sha in touching]
 
 
-def _entry(
+def finding_entry(
     package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis: list[str] | None = None
 ) -> dict[str, Any]:
     if answer.status == "not-bisected":
@@ -183,7 +183,7 @@ def _package(b: _Bisection, package: str) -> dict[str, Any]:
     answers = search(commits, list(targets.values()), prober, ends=(old_tag, new_name), say=say, options=b.options)
     for f in found:
         f.setdefault("bisect", []).append(
-            _entry(
+            finding_entry(
                 package, answers[targets[f["number"]]], repo, (old_tag, new_name), f.get("apis") or [f.get("api", "")]
             )
         )

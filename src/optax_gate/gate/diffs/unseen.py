@@ -27,7 +27,7 @@ def site_packages(python: Path) -> Path | None:
     return found[0] if found else None
 
 
-def _contracted(report: Mapping[str, Any]) -> set[str]:
+def contracted_paths(report: Mapping[str, Any]) -> set[str]:
     """The public paths the contracts cover: each row's API, and each alias
     ``test_surface_sweep.py::test_known[<path>]`` checks (``optax.dpsgd`` is
     ``optax.contrib.dpsgd``: a change of its signature is as broken)."""
@@ -387,7 +387,7 @@ def beyond(
     sites = [Path(r["site_packages"]) if r.get("site_packages") else None for r in (baseline, candidate)]
     view: dict[str, Any] = {**report, "usage": None if scan is None else scan.to_json()}
     start = time.monotonic()
-    view["surface"] = surface_section(sites[0], sites[1], packages, scan, _contracted(report))
+    view["surface"] = surface_section(sites[0], sites[1], packages, scan, contracted_paths(report))
     view["warnings"] = warnings_section(report, baseline, candidate, scope.fail_on_new_deprecations)
     view["dependencies"] = dependencies_section(baseline, candidate, sites[0], sites[1], scan)
     if scan is not None:

@@ -135,7 +135,7 @@ def holds_code(folder: Path) -> bool:
     return bool(files or problems)
 
 
-def _read(path: Path) -> bytes | str:
+def read_file(path: Path) -> bytes | str:
     """The bytes of ``path``, or the reason they cannot be read (a named pipe, a device or a socket is
     not read at all: reading a pipe waits for a writer that never comes)."""
     try:
@@ -283,7 +283,7 @@ def parse(paths: Iterable[Path], base: Path | None = None) -> Parsed:
     files, not_scanned = _files(paths, os.path.abspath(base) if base is not None else None)
     trees: dict[str, list[tuple[ast.AST, str]]] = {}
     for path, name in files:
-        data = _read(path)
+        data = read_file(path)
         if isinstance(data, str):  # a symlink to nothing holds no code (Python cannot import or run it either)
             not_scanned.append(
                 NotScanned(name, data, b"" if data == "symlink loop" or data.startswith("dangling symlink") else None)

@@ -62,7 +62,7 @@ def uv() -> str:
     return path
 
 
-def _run(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) -> str:
+def run_stage(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) -> str:
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
@@ -84,7 +84,7 @@ def run_uv(stage: str, args: list[str], timeout: float) -> str:
     Raises:
       EnvironmentFailure: ``stage``, with the tail of uv's output, when uv fails or times out.
     """
-    return _run(stage, [uv(), *args], timeout)
+    return run_stage(stage, [uv(), *args], timeout)
 
 
 #: The Python every environment is resolved for (JAX >= 0.11 needs 3.12).
@@ -125,7 +125,7 @@ def compile_lock(
     for name in upgrade:
         cmd += ["--upgrade-package", name]
     try:
-        _run("resolution", cmd, timeout, cwd=requirements_in.parent)
+        run_stage("resolution", cmd, timeout, cwd=requirements_in.parent)
         os.replace(work, output)  # only a resolved lock ever sits at ``output``
     finally:
         work.unlink(missing_ok=True)
@@ -196,9 +196,9 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
     if (
         fresh
     ):  # JAX's compilation cache is not in here: it is shared, in the gate's cache folder (compilation_cache.shared)
-        _run("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
+        run_stage("install", [uv(), "venv", "--quiet", "--clear", "--python", python, str(path)], timeout)
         donor = _donor(path, state["python"])
-        _run(
+        run_stage(
             "install",
             [
                 uv(),
@@ -225,7 +225,7 @@ def ensure(path: Path, lock: Path, python: str, project_root: Path, timeout: flo
                 check=False,
             )
     if project_install_needed(path, project_root):
-        _run(
+        run_stage(
             "install",
             [uv(), "pip", "install", "--quiet", "--python", str(exe), "--no-deps", "-e", str(project_root)],
             timeout,

@@ -73,7 +73,7 @@ def unmet(python: Path, folder: Path, timeout: float) -> list[str]:
     return names
 
 
-def _prune(folder: Path, present: set[str]) -> None:
+def prune(folder: Path, present: set[str]) -> None:
     """Remove from ``folder`` every distribution named in ``present`` (by its RECORD)."""
     for info in folder.glob("*.dist-info"):
         name = _canonical(info.name.removesuffix(".dist-info").rsplit("-", 1)[0])  # NAME-VERSION.dist-info
@@ -100,7 +100,7 @@ class ListingFailure(DepsFailure):
 def install_beside(python: Path, names: list[str], root: Path, timeout: float) -> Path:
     """A folder under ``root`` with the distributions ``names`` for
     ``python``'s interpreter, resolved with the environment's own versions as
-    constraints and pruned of them (:func:`_prune`): never installed into the
+    constraints and pruned of them (:func:`prune`): never installed into the
     environment itself. Cached by (``names``, the environment's pins).
 
     Raises:
@@ -127,7 +127,7 @@ def install_beside(python: Path, names: list[str], root: Path, timeout: float) -
             python,
             ["-c", constraints.name, *names],
             timeout,
-            after=lambda folder: _prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}),
+            after=lambda folder: prune(folder, {_canonical(pin.split("==", 1)[0]) for pin in pins}),
         )
     finally:
         os.unlink(constraints.name)

@@ -26,7 +26,7 @@ def index_url() -> str:
     return (os.environ.get("UV_INDEX_URL") or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX).rstrip("/")
 
 
-def _fetch(url: str) -> dict[str, Any]:
+def fetch_json(url: str) -> dict[str, Any]:
     request = urllib.request.Request(url, headers={"Accept": ACCEPT})
     with urllib.request.urlopen(request, timeout=60) as response:
         data: dict[str, Any] = json.load(response)
@@ -35,12 +35,12 @@ def _fetch(url: str) -> dict[str, Any]:
 
 def releases(project: str, fetch: Fetch | None = None) -> list[Version]:
     """All final, non-yanked releases of ``project``, oldest first (``fetch``: the index's JSON of a URL,
-    :func:`_fetch` when None, looked up at the call so that a test can replace it).
+    :func:`fetch_json` when None, looked up at the call so that a test can replace it).
 
     Raises:
       OSError: when the index cannot be reached (urllib's URLError is one).
     """
-    data = (fetch or _fetch)(f"{index_url()}/{project}/")
+    data = (fetch or fetch_json)(f"{index_url()}/{project}/")
     yanked: dict[str, bool] = {}
     for f in data.get("files", []):
         version = _version_of(project, f.get("filename", ""))

@@ -136,7 +136,7 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
     return "\n".join(out)
 
 
-def _finding(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
+def finding_html(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
     k, change = finding["number"], finding["change"]
     section = finding.get("section", "contracts")
     if section != "contracts":
@@ -225,7 +225,7 @@ def render(report: Mapping[str, Any]) -> str:
         if group is elsewhere:
             note = "These do not set the verdict (<code>--fail-on all</code>: they do). " + note
         out.append(f'<p class="note">{note}</p>')
-        out += [_finding(page, f, rows) for f in group]
+        out += [finding_html(page, f, rows) for f in group]
     out.append("<h2>Details</h2>")
     for heading, body in _split(sections["versions"](page)):
         out.append(_folded(heading, body))

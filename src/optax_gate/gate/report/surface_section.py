@@ -123,7 +123,7 @@ def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int |
     return out
 
 
-def _warnings(section: dict[str, Any], limit: int | None = None) -> list[str]:
+def warnings_lines(section: dict[str, Any], limit: int | None = None) -> list[str]:
     out = []
     if section.get("fail_on_new_deprecations"):
         out += ["`--fail-on-new-deprecations`: a new deprecation is broken.", ""]
@@ -187,7 +187,7 @@ def markdown(report: Mapping[str, Any], limit: int | None = None) -> list[str]:
     out: list[str] = []
     render = {
         "surface": lambda s: _surface(s, report.get("usage"), limit),
-        "warnings": lambda s: _warnings(s, limit),
+        "warnings": lambda s: warnings_lines(s, limit),
         "dependencies": lambda s: _dependencies(s, limit),
     }
     out += usage_lines(report.get("usage"), limit)

@@ -71,7 +71,7 @@ def _leading(cause: str, seen: str) -> str:
     )
 
 
-def _finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "") -> str:
+def finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "") -> str:
     """The findings that explain a line of the team's run (``seen``: what the
     line shows), each its cause cut to 160 characters, leading with the part
     that speaks of what the line shows (:func:`_leading`)."""
@@ -262,7 +262,7 @@ def _how_compared(team: dict[str, Any]) -> str:
     return text
 
 
-def _bits(team: dict[str, Any]) -> str:
+def bits(team: dict[str, Any]) -> str:
     """Whether the compared results are bit for bit the same: a team that
     checks golden digests of its params wants to know (a float32 Adam run
     whose params move by up to 96 ULP per element under a new JAX does not
@@ -331,7 +331,7 @@ def _without_recorder(text: str) -> tuple[list[str], int]:
     return out, dropped
 
 
-def _tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
+def output_tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
     """The end of a run's output, folded (the whole log is in the run folder's
     evidence), without the recorder's frames."""
     if not runs or not runs[0].get("tail", "").strip():
@@ -419,14 +419,21 @@ def section(report: Mapping[str, Any]) -> list[str]:
         out += ["", _wrote(team, wrote, runs)]
     outcome = team.get("outcome")
     if outcome == "not-verified":
-        return [*out, "", f"**Not verified**: {_cell(team.get('reason'))}", "", *_tail(runs[-1:] if runs else []), ""]
+        return [
+            *out,
+            "",
+            f"**Not verified**: {_cell(team.get('reason'))}",
+            "",
+            *output_tail(runs[-1:] if runs else []),
+            "",
+        ]
     if outcome == "same":
         noise = bool((team.get("ensemble") or {}).get("used"))  # judged against the run's own rounding noise
         return [
             *out,
             "",
             f"**Your run computes the same{', up to rounding' if noise else ''}** in the candidate: {_how_compared(team)}, "
-            f"none differs beyond {_beyond(team)}, no exception or warning appears or disappears; {_bits(team)}.",
+            f"none differs beyond {_beyond(team)}, no exception or warning appears or disappears; {bits(team)}.",
             *_witness(team),
             *[x for line in (noise_words(team), alone_words(team), _not_judged(team)) if line for x in ("", line)],
             *[f"- {line}" for line in warned_lines(team)],
@@ -436,14 +443,14 @@ def section(report: Mapping[str, Any]) -> list[str]:
     out.append("")
     if outcome == "broke":
         out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
-        out += ["", *_tail([r for r in runs if r["label"] == "candidate"]), ""]
+        out += ["", *output_tail([r for r in runs if r["label"] == "candidate"]), ""]
     for line in team.get("affected") or []:
         changes = line["changes"][:SHOWN] + (
             [f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else []
         )
         text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {_cell('; '.join(changes))}"
         if line.get("findings"):
-            text += f" — explained by {_finding_words(report, line['findings'], ' '.join(line['changes']))}"
+            text += f" — explained by {finding_words(report, line['findings'], ' '.join(line['changes']))}"
         out.append(text)
     consequences = team.get("differing", 0) - len(team.get("causes") or [])
     if consequences > 0:

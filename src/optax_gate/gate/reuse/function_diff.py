@@ -76,7 +76,7 @@ def cut(source: bytes) -> Cut | None:
     return Cut(_digest(top), bodies)
 
 
-def _changed_in_file(name: str, rel: str, old: bytes, new: bytes) -> tuple[set[FunctionName], str]:
+def changed_in_file(name: str, rel: str, old: bytes, new: bytes) -> tuple[set[FunctionName], str]:
     before, after = cut(old), cut(new)
     if before is None or after is None:
         return set(), f"{name}'s {rel} does not parse or defines a function twice"
@@ -109,7 +109,7 @@ def _changed_package(name: str, base_site: Path, cand_site: Path) -> tuple[set[F
             continue
         if not rel.endswith(".py"):
             return set(), f"{name}'s {rel} differs and is not Python source"
-        found, why = _changed_in_file(name, rel, old, new)
+        found, why = changed_in_file(name, rel, old, new)
         if why:
             return set(), why
         changed |= found

@@ -213,7 +213,7 @@ def values_drift(message: str) -> str:
 MESSAGE_LIMIT = 300
 
 
-def _message(report: dict[str, Any]) -> str:
+def short_message(report: dict[str, Any]) -> str:
     """Short reason of a failed or skipped report: one line, about
     :data:`MESSAGE_LIMIT` characters, never cut inside a value
     (``plain_text.shorten``)."""
@@ -277,7 +277,7 @@ def parse(path: str | Path) -> ReportLog:
         if kind == "SessionFinish":
             log.exitstatus = int(report.get("exitstatus", -1))
         elif kind == "CollectReport" and report.get("outcome") == "failed":
-            log.collection_errors.append(f"{report.get('nodeid') or '<session>'}: {_message(report)}")
+            log.collection_errors.append(f"{report.get('nodeid') or '<session>'}: {short_message(report)}")
         elif kind == "TestReport":
             props = dict(report.get("user_properties") or [])
             if "contract_api" not in props:
@@ -295,7 +295,7 @@ def parse(path: str | Path) -> ReportLog:
                     guide=props["contract_guide"],
                     kind=props["contract_kind"],
                     outcome=outcome,
-                    detail=_message(report) if outcome != "passed" else "",
+                    detail=short_message(report) if outcome != "passed" else "",
                     defect=props.get("contract_defect", ""),
                     configuration=props.get("contract_configuration", ""),
                 )

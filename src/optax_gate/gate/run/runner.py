@@ -227,7 +227,7 @@ def run(
         (*pytest_plugins.args(plugins), *reach_record.PLUGIN_ARGS, *how.pytest_args),
         variables,
     )
-    ran = _run_parts(call, start + env.timeout, how, versions, on_progress)
+    ran = run_parts(call, start + env.timeout, how, versions, on_progress)
     late = next((i for i, part in enumerate(ran) if part is None), None)
     if late is not None:
         return not_verified(
@@ -288,7 +288,7 @@ class PytestCall:
     paths: tuple[str, ...] | None = None
 
 
-def _run_parts(
+def run_parts(
     call: PytestCall,
     deadline: float,
     how: ContractRunOptions,
@@ -329,7 +329,7 @@ def _run_parts(
         part_env = devices.env(call.env) if multi else call.env
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
-        part = _pytest(
+        part = run_pytest(
             dataclasses.replace(
                 call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths
             ),
@@ -406,7 +406,7 @@ class Part:
     reach: dict[str, Any] | None = dataclasses.field(default_factory=lambda: reach_record.join([]))
 
 
-def _pytest(
+def run_pytest(
     call: PytestCall,
     timeout: float,
     on_progress: Callable[[int, int], None] | None,

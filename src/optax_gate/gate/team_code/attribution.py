@@ -61,7 +61,7 @@ def catches(scan: usage.Scan, exception: str) -> list[str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Site:
+class Site:
     """One use of a finding's APIs, to be judged: the ``use``; ``direct``,
     whether it calls one of the APIs itself (else a constructor built from
     one); ``params``, the called API's parameters at the baseline
@@ -100,7 +100,7 @@ class Known:
 Judged = tuple[str, str, str]
 
 
-def _passed(site: _Site) -> dict[str, tuple[Arg, str]]:
+def _passed(site: Site) -> dict[str, tuple[Arg, str]]:
     """The call's arguments by the parameter they land on at the baseline: name -> (the argument as the
     code decides it, ``positionally`` or ``by keyword``). A positional argument beyond the signature's
     slots keeps its index."""
@@ -163,8 +163,8 @@ def _value(name: str, want: str, arg: Arg, lead: str) -> tuple[str, str]:
     return "cannot-tell", f"{lead}: {arg.why or 'known at run time'}"
 
 
-def _keyword(site: _Site, name: str, want: str, passed: dict[str, tuple[Arg, str]]) -> tuple[str, str]:
-    """(verdict, why) of one keyword of the configuration at one call (:func:`_judge`)."""
+def _keyword(site: Site, name: str, want: str, passed: dict[str, tuple[Arg, str]]) -> tuple[str, str]:
+    """(verdict, why) of one keyword of the configuration at one call (:func:`judge`)."""
     use = site.use
     got = passed.get(name)
     if got is None:
@@ -195,9 +195,9 @@ def _keyword(site: _Site, name: str, want: str, passed: dict[str, tuple[Arg, str
     return _value(name, want, arg, f"passes {name}={arg.said()}")
 
 
-def _judge(site: _Site, config: dict[str, Any], caught: list[str]) -> Judged:
+def judge(site: Site, config: dict[str, Any], caught: list[str]) -> Judged:
     """(verdict, why, decided by) of one use of a finding's APIs
-    (:class:`_Site`), against the configuration of one group of the
+    (:class:`Site`), against the configuration of one group of the
     finding's contract rows and the lines that catch its error
     (``caught``). What decides it, in order: a misuse's changed error
     (caught or not); the API surface (the call breaks; a change of the
@@ -432,7 +432,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 )
                 caught = catches(scan, config["raises"]) if config.get("raises") else []
                 if use.how != "call" and config.get("raises") and config.get("negative"):  # passed on, called elsewhere
-                    judged.append((*_judge(_Site(use, direct), config, caught), calls))
+                    judged.append((*judge(Site(use, direct), config, caught), calls))
                 elif use.how == "import" and config.get("gone"):  # the import itself meets a name the candidate lacks
                     judged.append(
                         (
@@ -454,8 +454,8 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 else:
                     params = _params(signatures, use.path, targets)
                     handed = _handed(use.path, via, passes, targets, config.get("keywords") or {})
-                    site = _Site(use, direct, params, notes.get(use.where, ""), handed, bindings.get(use.where, ""))
-                    judged.append((*_judge(site, config, caught), calls))
+                    site = Site(use, direct, params, notes.get(use.where, ""), handed, bindings.get(use.where, ""))
+                    judged.append((*judge(site, config, caught), calls))
             if not judged:
                 continue
             verdict, why, decided, calls = _combine(judged)

@@ -140,7 +140,7 @@ def match(
                 parent = old.get(path.rsplit(".", 1)[0])
                 if parent is not None and parent.kind == "class" and u.positional:  # Class.method(instance, ...)
                     u = dataclasses.replace(u, positional=u.positional - 1)
-                _judge_call(u, r, old_params, new_params)
+                judge_call(u, r, old_params, new_params)
             elif change != "added":
                 _site(
                     r,
@@ -151,7 +151,7 @@ def match(
                 )
 
 
-def _judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[Param, ...]) -> None:
+def judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[Param, ...]) -> None:
     change, param = row["change"], row["param"]
     n = u.positional
     how = f"with {n} positional argument{'' if n == 1 else 's'}" + (

@@ -163,7 +163,7 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     ):
         if group:
             head.append(
-                f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {_where_counted(group, by, unscanned)}"
+                f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {where_counted(group, by, unscanned)}"
             )
     falls_to = (
         ("not-verified" if undecided_ else "pass") if not head and not others else None
@@ -171,7 +171,7 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     if undecided_:
         head.append(
             f"{sum(broken_rows(f) for f in undecided_)} contract(s) broken where your code may go: "
-            f"{_where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
+            f"{where_counted(undecided_, by, unscanned)}{_files_not_scanned(undecided_, unscanned)}; "
             "the gate with --run (your training command) decides"
         )
     notes: tuple[str, ...] = ()
@@ -315,7 +315,7 @@ def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
     )
 
 
-def _where_counted(
+def where_counted(
     counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None
 ) -> str:
     """Which findings hold the broken contracts a verdict counts, so that a

@@ -50,7 +50,7 @@ class Use:
     guarded: bool = False
 
 
-class _Scanner:
+class Scanner:
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.partials: set[str] = set()  # the names functools.partial goes by in this file
@@ -361,7 +361,7 @@ def scan(paths: Iterable[Path], base: Path | None = None) -> Scan:
     parsed = usage_files.parse(paths, base)
     uses: list[Use] = []
     for trees in parsed.trees.values():
-        scanner = _Scanner()
+        scanner = Scanner()
         for tree, label in trees:  # a notebook's imports hold in every later cell; be generous: in all cells
             scanner.imports(tree, label)
         scanner.scopes = Scopes(trees, scanner._dotted)  # a notebook's cells are one module

@@ -167,7 +167,7 @@ def _failed(row: dict[str, Any]) -> bool:
 _ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b.*")
 
 
-def _why(row: dict[str, Any]) -> str:
+def exit_reason(row: dict[str, Any]) -> str:
     """The exit status and the error line of a run's output (the last line
     that names an exception, else the last line)."""
     error: str = row["error"]
@@ -273,7 +273,7 @@ def run(
             _witnessed(result, folder, members, pythons[0])
             within = result.get("within_budget") or {}
             if result["outcome"] in ("diverged", "broke") or (within.get("calls") and not within.get("shadow_only")):
-                _births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
+                births(result, folder, name, lambda: _replayed(spec, pythons, folder, _Around(say, after), result))
         result.pop("traces", None)
         result.pop("isolations", None)
         result.pop("memories", None)
@@ -340,9 +340,7 @@ def _witnessed(
         result["witnessed"] = seen["first"]
 
 
-def _births(
-    result: dict[str, Any], folder: Path, name: Callable[[str], str] | None, replay: Callable[[], None]
-) -> None:
+def births(result: dict[str, Any], folder: Path, name: Callable[[str], str] | None, replay: Callable[[], None]) -> None:
     """Where the run's difference is born (``result["born"]``): when some step
     the team transformed differs at its first call, the command runs once
     more on each side with the replays on (``replay``: :func:`_replayed`; then :func:`_born`);
@@ -459,7 +457,7 @@ def _runs(
         result["runs"].append(row)
         if label == "baseline" and (_failed(row) or not traces[label]):
             result["reason"] = (
-                f"the team's run fails in the baseline ({_why(row)}; it ran in {spec.run_dir}: --run-dir sets the folder)"
+                f"the team's run fails in the baseline ({exit_reason(row)}; it ran in {spec.run_dir}: --run-dir sets the folder)"
                 if _failed(row)
                 else "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)"
             )
@@ -471,7 +469,7 @@ def _runs(
                 result["reason"] = "the team's run is not deterministic: " + (
                     f"its two baseline runs differ first at {first['site']} {first['call']}: {'; '.join(first['texts'])}"
                     if first
-                    else f"the second baseline run fails ({_why(row)})"
+                    else f"the second baseline run fails ({exit_reason(row)})"
                 )
                 return result
     cand = result["runs"][-1]
@@ -554,7 +552,7 @@ def _judge(
         result["raised_at"] = _raised_at(cand["tail"], spec.run_dir)
         if name is not None and result["raised_at"]:
             result["raised_at"] = name(result["raised_at"])
-        result["failure"] = _why(cand) + (f", raised at {result['raised_at']}" if result["raised_at"] else "")
+        result["failure"] = exit_reason(cand) + (f", raised at {result['raised_at']}" if result["raised_at"] else "")
         result["reason"] = f"your run fails in the candidate ({result['failure']})"
     elif diff["differing"]:
         result["outcome"] = "diverged"
@@ -613,7 +611,7 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: d
         "used": False,
     }
     if failed:
-        summary["why"] = f"a perturbed baseline run failed ({_why(failed[0])}): the ULP budget alone judges"
+        summary["why"] = f"a perturbed baseline run failed ({exit_reason(failed[0])}): the ULP budget alone judges"
         result["ensemble"] = summary
         return [], None
     try:

@@ -84,10 +84,10 @@ def recorded(
         )
     team = copy.deepcopy(team)
     team.pop("affected", None)
-    return _named_here(team)
+    return named_here(team)
 
 
-def _named_here(team: dict[str, Any]) -> dict[str, Any]:
+def named_here(team: dict[str, Any]) -> dict[str, Any]:
     """A recorded team run with its sites named relative to this command's
     user folder, as ``--usage`` names the same files here: the gate named
     them relative to its own (``named_from``), and a compare started from

@@ -164,7 +164,7 @@ def helpers(pkg: Path) -> list[str]:
     )
 
 
-def _with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
+def with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
     """``extra`` with the overlay ``folder`` first on its ``PYTHONPATH``."""
     paths = [p for p in (os.path.abspath(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
     return {**extra, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
@@ -329,7 +329,7 @@ def _mixed_outcomes(split: _Split, ids: list[str], optax_of: str, packages_of: s
     folder = split.root / f"_optax_of_{optax_of}"
     if not folder.is_dir():
         shutil.copytree(split.pkg[optax_of], folder / "optax", ignore=shutil.ignore_patterns("__pycache__"))
-    env = _with_overlay(_with_overlay(split.env.get(packages_of, {}), split.deps.get(packages_of)), folder)
+    env = with_overlay(with_overlay(split.env.get(packages_of, {}), split.deps.get(packages_of)), folder)
     python = split.pythons[packages_of]
     probe = subprocess.run(
         [
@@ -435,7 +435,7 @@ def run_direction(
             workers = 1
         d.overlay = sorted(DISTRIBUTIONS.get(n, n) for n in lacking)
         folder = overlay(pythons[d.env], lacking, cache_dir, timeout)
-        env = _with_overlay(extra_env.get(d.env, {}), folder)
+        env = with_overlay(extra_env.get(d.env, {}), folder)
         xml = root / "junit.xml"
         _run_pytest(pythons[d.env], root, d.files, xml, _Pytest(env, workers, timeout))
         if not xml.is_file():
@@ -453,7 +453,7 @@ def run_direction(
                 root,
                 d,
                 suspects,
-                _with_overlay(extra_env.get(d.tests_of, {}), home),
+                with_overlay(extra_env.get(d.tests_of, {}), home),
                 dataclasses.replace(options, workers=workers),
             )
             for f in suspects:

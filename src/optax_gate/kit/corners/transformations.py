@@ -111,7 +111,7 @@ def filled_parameters(fn: Any, entry: Any) -> list[tuple[str, Any, Any]]:
     return [(name, filled.get(name, p.default), p) for name, p in inspect.signature(fn).parameters.items()]
 
 
-def _floats(fn: Any, entry: Any) -> dict[str, float]:
+def float_hyperparameters(fn: Any, entry: Any) -> dict[str, float]:
     """The floating hyperparameters of ``fn`` (Python-float defaults, and the
     required ones :func:`surface_build.fill` gives a float), with their values."""
     return {name: value for name, value, _ in filled_parameters(fn, entry) if type(value) is float}
@@ -133,7 +133,7 @@ def transformation_corners(path: str) -> dict[str, tuple[dict[str, Any], str, An
     entry = TRANSFORMATIONS[path]
     fn = surface_build.resolve(path)
     out: dict[str, tuple[dict[str, Any], str, Any]] = {}
-    if entry.builder is None and _floats(fn, entry):
+    if entry.builder is None and float_hyperparameters(fn, entry):
         out.update({f"hyper={form}": ({"__hyper__": form}, "float32", None) for form in HYPER_FORMS})
     for name, p in inspect.signature(fn).parameters.items():
         if name in OPTIONS_LEFT_OUT or name in corner_args(entry):
@@ -222,7 +222,7 @@ def transformation_outcome(
     opts = {k: (as_dtype(v) if k.endswith("_dtype") else v) for k, v in opts.items()}
     form = overrides.get("__hyper__")
     if form:
-        opts.update({k: hyper_form(v, form) for k, v in _floats(fn, entry).items()})
+        opts.update({k: hyper_form(v, form) for k, v in float_hyperparameters(fn, entry).items()})
     try:
         if build_with is not None:
             tx = build_with()
