@@ -248,13 +248,23 @@ def mutants(session: nox.Session) -> None:
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
     # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.inputs.typed_path)
-    session.run(
-        "python",
-        "-m",
-        "optax_gate.mutants",
-        *session.posargs,
-        env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")},
-    )
+    try:
+        session.run(
+            "python",
+            "-m",
+            "optax_gate.mutants",
+            *session.posargs,
+            env={**_jax_cache(session), "OPTAX_GATE_INVOKED_FROM": os.environ.get("NOXW_INVOKED_FROM", "")},
+        )
+    except nox.command.CommandFailed as exc:
+        raise SystemExit(_exit_status(exc)) from None
+
+
+def _exit_status(exc: nox.command.CommandFailed) -> int:
+    """The exit status of the command nox ran (its reason says ``Returned code N``), which nox would turn
+    into 1: 2 is a usage error or a check that could not run, 1 a failure (2 when nox names no code)."""
+    code = re.search(r"code (\d+)", exc.reason or "")
+    return int(code.group(1)) if code else 2
 
 
 @nox.session(python=PYTHON, name="update-snapshots")
@@ -385,8 +395,7 @@ def _run_tool(session: nox.Session, *args: str) -> None:
         raise SystemExit(2) from None
     except nox.command.CommandFailed as exc:
         session.log(f"optax-gate did not pass: {exc.reason}")
-        code = re.search(r"code (\d+)", exc.reason or "")
-        raise SystemExit(int(code.group(1)) if code else 2) from None
+        raise SystemExit(_exit_status(exc)) from None
     finally:
         shutil.rmtree(status_file.parent, ignore_errors=True)  # one temporary folder per session run, not left behind
 
