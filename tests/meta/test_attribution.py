@@ -231,10 +231,11 @@ def test_a_misuse_finding_does_not_take_the_cause_of_a_line_that_breaks_for_anot
 
 
 def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_breaks():
-    """A new user's trial: the finding "at corner int_inputs the outcome differs" (huber_loss among 17
-    losses) marked the line huber_loss(pred, y, 1.0) **affected** "(API surface: breaks: delta is
-    keyword-only)", the cause of another finding, said twice. It is now "cannot tell", naming the
-    other cause first; the finding about the signature keeps the line affected."""
+    """A line that breaks first for another finding's cause, as huber_loss(pred, y, 1.0) does (API
+    surface: breaks: delta is keyword-only), is "cannot tell" under another finding on the API (for
+    example "at corner int_inputs the outcome differs", huber_loss among 17 losses), naming the other
+    cause first, so that cause is not said twice; the finding about the signature keeps the line
+    affected."""
     use = usage.Use(
         "finetune.py:12", "optax.huber_loss", "call", 3, (), False, (("0", "pred"), ("1", "y"), ("2", "1.0"))
     )
@@ -248,8 +249,9 @@ def test_another_finding_on_the_api_does_not_take_the_cause_of_a_line_that_break
 
 
 def test_a_call_over_several_lines_is_one_call_and_a_loss_passed_on_is_judged_too(tmp_path):
-    """A call whose arguments run over several lines was also recorded as an attribute use of its
-    function (the scanner sorted the call after its own ``func``): nanodo's optimizer.py:176."""
+    """A call whose arguments run over several lines is one call, never also an attribute use of
+    its function (the scanner sees the call before its own ``func``), as in nanodo's
+    optimizer.py:176."""
     team = """import optax
 
 def make(wd):
@@ -377,9 +379,9 @@ def test_the_composition_probe_says_which_arguments_reach_a_part_unchanged():
 
 
 def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
-    """The re-trial: a float32 Adam team read "cannot tell without --run" for Adam's None-gradient change and
-    could not tell what to look for in its code. A training recipe's finding says what it needs of the run
-    (``call_sites.RECIPE_CONDITIONS``): a None gradient leaf where the params hold an array."""
+    """A training recipe's finding says what it needs of the run (``call_sites.RECIPE_CONDITIONS``), for
+    example a None gradient leaf where the params hold an array for Adam's None-gradient change, so that a
+    team reading "cannot tell without --run" knows what to look for in its code."""
     from optax_gate.gate.team_code import call_sites
 
     rows = [

@@ -40,10 +40,11 @@ def test_a_removed_package_the_team_imports_is_broken(tmp_path):
 
 
 def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
-    """The trial: nanodo imports chex in its tests and declares it (``[project.optional-dependencies] test``);
-    the gate said "installed only through optax → ModuleNotFoundError", broken, and FAIL. The team's own
-    requirements install it: not broken, the declaration named. Found from a --usage subfolder too, up to the
-    project's root; a project that does not declare it stays broken."""
+    """A removed package that the team's project declares is not broken: the team's own requirements install
+    it, and the finding names the declaration (for example nanodo imports chex in its tests and declares it in
+    ``[project.optional-dependencies] test``). The declaration is found from a --usage subfolder too, up to
+    the project's root; a project that does not declare it stays broken ("installed only through optax →
+    ModuleNotFoundError")."""
     from optax_gate.gate.inputs import declared
 
     info = tmp_path / "site" / "chex-0.1.92.dist-info"
@@ -160,10 +161,10 @@ def test_new_warnings_are_changed_or_broken_under_the_switch_and_gone_ones_noted
 
 
 def test_a_warning_raised_from_another_module_is_one_moved_row_noted():
-    """The trial read noisy_sgd's "Specifying a key will be required" twice, new from
-    ``optax.transforms._adding`` and gone from ``optax._src.alias``: optax moved the code that warns. It
-    is one ``moved`` row, noted (not a new deprecation even under the switch), naming both modules;
-    report.md shows the move."""
+    """A warning that optax raises from another module is one ``moved`` row, noted (not a new
+    deprecation even under the switch), naming both modules, and report.md shows the move: for example
+    noisy_sgd's "Specifying a key will be required", new from ``optax.transforms._adding`` and gone from
+    ``optax._src.alias``, is not said twice."""
     from optax_gate.gate.report import surface_section
 
     moved = [{**w, "module": "optax.transforms._adding"} for w in _warnings(("DeprecationWarning", "key required"))]
@@ -337,8 +338,8 @@ def test_a_merged_surface_finding_names_as_many_as_a_contract_finding():
 
 
 def test_the_broken_counts_beyond_the_contracts_are_said_in_words():
-    """The trial read "1 dependencies finding(s) broken": each section's count is said with its own noun,
-    singular or plural as the count is."""
+    """Each section's count beyond the contracts is said with its own noun, singular or plural as the
+    count is, never as "1 dependencies finding(s) broken"."""
     from optax_gate.gate.judge.verdict import broken_words
 
     assert broken_words({"surface": 1, "dependencies": 0, "warnings": 0}) == "1 API surface row"

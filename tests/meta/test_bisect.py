@@ -690,8 +690,8 @@ def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
 
 
 def test_gate_refuses_a_history_without_bisect(tmp_path):
-    """``--history optax=/nonexistent`` without ``--bisect`` was ignored, and the whole gate started
-    (``--run-dir`` without ``--run`` is refused the same way)."""
+    """``--history optax=/nonexistent`` without ``--bisect`` is refused (exit 2) before the gate
+    starts (``--run-dir`` without ``--run`` is refused the same way)."""
     from tests.meta.support.gate_cli import gate_cli
 
     status, _, stderr, seconds = gate_cli(
@@ -715,8 +715,9 @@ def test_the_bisect_command_says_a_folder_does_not_exist(tmp_path, capsys):
 
 
 def test_the_bisect_command_says_an_interrupted_run_did_not_finish(tmp_path, capsys):
-    """``bisect RUN`` on the folder of an interrupted gate (marked INCOMPLETE, no report) said
-    "no report.json there (name ... a run folder)", though it was one."""
+    """``bisect RUN`` on the folder of an interrupted gate (marked INCOMPLETE, no report) says
+    that run did not finish, never "no report.json there (name ... a run folder)": it is a run
+    folder."""
     from optax_gate.gate.run import evidence
 
     run = tmp_path / "runs" / "20261202T000000Z-abc"

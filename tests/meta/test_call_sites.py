@@ -159,10 +159,10 @@ def test_report_json_lists_every_finding_of_report_md_and_a_surface_finding_only
 
 
 def test_a_type_annotation_names_an_api_but_is_a_call_site_only_when_nothing_else_uses_it(tmp_path):
-    """The trial: nanodo's ``def get_optimizer(...) -> optax.MultiSteps:`` was listed among the lines a
-    MultiSteps finding reaches ("uses this API: cannot tell"); an annotation runs none of the API. Like an
-    import, it is named only when nothing else uses the API; the API surface still sees it (a removed class
-    in an annotation fails at import)."""
+    """An annotation such as nanodo's ``def get_optimizer(...) -> optax.MultiSteps:`` runs none of the API:
+    like an import, it is listed among the lines a finding reaches ("uses this API: cannot tell") only when
+    nothing else uses the API. The API surface still sees it (a removed class in an annotation fails at
+    import)."""
     team = tmp_path / "team"
     team.mkdir()
     (team / "opt.py").write_text(

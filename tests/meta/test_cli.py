@@ -271,9 +271,9 @@ def test_sigint_at_a_random_moment_leaves_the_previous_complete_run_intact(tmp_p
 
 
 def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
-    """The trial: a Ctrl-C that came as the gate finished its report killed it by the signal (exit -2, no
-    word; the tests session failed at random on it). Once the command is over the process's handlers
-    only record a signal: the exit status is the command's."""
+    """Once the command is over the process's handlers only record a signal, so a Ctrl-C that comes as
+    the gate finishes its report does not kill it by the signal (exit -2, no word): the exit status is
+    the command's."""
     driver = (
         "import os, signal, sys, time\n"
         "from optax_gate.gate import cli\n"
@@ -294,9 +294,9 @@ def test_a_signal_once_the_command_is_over_does_not_kill_the_process(tmp_path):
 
 
 def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path):
-    """The re-trial: a Ctrl-C up to a second after the report was current killed the gate with exit 130 and
-    no word: at its end Python gives a signal with a Python handler its default action back. Once the
-    command is over the entry point ignores SIGINT and SIGTERM, which the tear-down keeps."""
+    """Once the command is over the entry point ignores SIGINT and SIGTERM, which the interpreter's
+    tear-down keeps: at its end Python gives a signal with a Python handler its default action back, so a
+    Ctrl-C just after the report is current would otherwise kill the gate with exit 130 and no word."""
     driver = (
         "import signal, sys\n"
         "from optax_gate.gate import cli\n"
@@ -320,10 +320,10 @@ def test_the_process_ignores_signals_through_the_interpreters_tear_down(tmp_path
 
 
 def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_status_is_the_exit(tmp_path):
-    """The re-trial: a Ctrl-C as the run's links moved gave exit 2 and "interrupted: not verified … no
-    report" beside a report that was current (the run was latest); one between the marker and the links
-    could leave a run unmarked but not linked. A signal during ``evidence.complete`` waits until the run
-    is complete and current; then the exit status is the run's own (0 here) and the words say so."""
+    """A signal during ``evidence.complete`` (the run's marker and links) waits until the run is
+    complete and current; then the exit status is the run's own (0 here) and the words say so, never
+    "interrupted: not verified … no report" beside a report that is current, and never a run left marked
+    but not linked."""
     patch = (
         "from optax_gate.gate.run import evidence as _ev\n"
         "import os as _os, signal as _sig\n"
@@ -350,8 +350,9 @@ def test_a_signal_while_the_run_is_made_current_waits_and_then_the_runs_own_stat
 def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate_stops(tmp_path):
     """Ctrl-C under ./noxw: the terminal sends SIGINT to the whole process group (nox, the gate, its
     pytest processes), and nox sends the gate SIGTERM 0.3 s later if it has not ended. Here SIGTERM
-    follows at once, so it reaches the gate while it is still stopping: it was reported as
-    "interrupted (SIGTERM)" (the later exception replaced the first)."""
+    follows at once, so it reaches the gate while it is still stopping: the cause named is still the
+    first signal, SIGINT, never "interrupted (SIGTERM)" (a later exception does not replace the
+    first)."""
     cmd = fake_gate(tmp_path, pause=0.2, tests=20)
     proc = subprocess.Popen(
         cmd,
@@ -388,8 +389,9 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
 
 
 def test_an_interrupted_gate_says_that_not_judged_md_is_an_earlier_runs(tmp_path):
-    """The third trial: after interrupted gates, not-judged.md still showed an earlier refusal, and the
-    console named only report.md; the earlier refusal read as this run's. The interruption's line says so."""
+    """After an interrupted gate, not-judged.md may still hold an earlier run's refusal while the console
+    names only report.md: the interruption's line says that not-judged.md is an earlier run's, so it is not
+    read as this run's."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "not-judged.md").write_text("# an earlier refusal\n")
     proc = subprocess.Popen(
@@ -556,8 +558,8 @@ def test_compare_refuses_an_out_it_cannot_write_before_comparing(tmp_path, capsy
 
 
 def test_compare_never_replaces_the_report_of_a_gate_output_folder(tmp_path, capsys):
-    """compare wrote its report over reports/gate/report.md (its default --out was the gate's folder),
-    replacing the links to the newest judged run: it now has its own default and refuses a gate's folder."""
+    """compare has its own default --out and refuses a gate's output folder: writing its report over
+    reports/gate/report.md would replace the links to the newest judged run."""
     base, cand = tmp_path / "base.json", tmp_path / "cand.json"
     base.write_text(json.dumps(record({"a": "passed"})))
     cand.write_text(json.dumps(record({"a": "failed"})))
@@ -592,17 +594,17 @@ def test_an_empty_path_or_a_word_for_a_number_is_refused_in_plain_words(argv, wo
 
 @pytest.mark.parametrize("option", ["--timeout", "--run-timeout", "--bisect-timeout", "--speed-budget"])
 def test_an_infinite_number_is_refused(option, capsys):
-    """``--timeout inf`` was accepted; a subprocess's timeout of inf then overflows, late in the run."""
+    """``--timeout inf`` is refused up front: a subprocess's timeout of inf overflows, late in the run."""
     with pytest.raises(SystemExit) as exc:
         cli_parser.parse(["gate", option, "inf"])
     assert exc.value.code == 2 and "got inf" in capsys.readouterr().err
 
 
 def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_path, capsys):
-    """The re-trial: compare re-judged a --run gate's records with --usage only, said "cannot tell without
-    --run", and has no --run. ``--team-run`` re-uses the run the gate recorded, and the verdict is about it
-    again; without it the report says where that run is. A report of another candidate, or of a gate without
-    --run, is refused in one line."""
+    """``compare --team-run`` re-uses the run a --run gate recorded, so the verdict is about it again
+    (compare has no --run, and re-judging with --usage only would say "cannot tell without --run"); without
+    it the report says where that run is. A report of another candidate, or of a gate without --run, is
+    refused in one line."""
     base = record(golden_a="passed")
     cand = record(golden_a="failed")
     base["versions"], cand["versions"] = {"optax": "0.2.6"}, {"optax": "0.2.8"}
@@ -721,9 +723,9 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
 
 
 def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsys):
-    """The fourth trial (low): ``compare candidate.json baseline.json`` read the candidate's changes
-    backwards and the baseline's own failures as the candidate's, with no word that the two records were
-    given the other way round. A gate's records carry their label: the report and stderr say so."""
+    """A gate's records carry their label: ``compare candidate.json baseline.json`` (the two given the
+    other way round) says so in the report and on stderr, since it reads the candidate's changes
+    backwards and the baseline's own failures as the candidate's."""
     base, cand = record(golden_a="passed"), record(golden_a="failed")
     base.update(label="baseline", versions={"optax": "0.2.6", "jax": "0.11.2"})
     cand.update(label="candidate", versions={"optax": "0.2.8", "jax": "0.12.0.1"})
@@ -772,10 +774,9 @@ def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_pat
 
 
 def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_path):
-    """The re-trial: a Ctrl-C during the contracts stopped the gate (exit 2, folder INCOMPLETE), and the nox
-    session then said "optax-gate had finished before the interruption reached it: exit 2", because every
-    exit status was written to its file. An interrupted command's status now says so, and the session
-    says "interrupted" (noxfile._run_tool)."""
+    """An interrupted command's status file says so (``2 interrupted``), and the nox session says
+    "optax-gate was interrupted: not verified" (noxfile._run_tool), never "optax-gate had finished before
+    the interruption reached it: exit 2" for a Ctrl-C during the contracts (exit 2, folder INCOMPLETE)."""
     driver = (
         "import sys\n"
         "from optax_gate.gate import cli, cli_parser\n"
@@ -809,9 +810,10 @@ def test_an_interrupted_command_tells_the_nox_session_it_was_interrupted(tmp_pat
     ],
 )
 def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
-    """``./noxw -s gate optax==0.2.8`` (the ``--`` forgotten) answered nox's
-    "Sessions not found: optax==0.2.8" (exit 3) with no hint (issue 39). noxw
-    says what was meant, exit 2, before installing or running anything."""
+    """For ``./noxw -s gate optax==0.2.8`` (the ``--`` forgotten) noxw says
+    what was meant, exit 2, before installing or running anything, instead of
+    nox's "Sessions not found: optax==0.2.8" (exit 3) with no hint
+    (issue 39)."""
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert f"'{args[2]}' is not a session: it looks like a requirement" in proc.stderr
@@ -830,8 +832,8 @@ def test_noxw_says_to_put_a_requirement_after_the_double_dash(args):
     ],
 )
 def test_noxw_says_where_an_option_of_the_gate_goes(args):
-    """The trial: ``./noxw -s gate --usage team`` reached nox, whose own --usage took the path and looked for a
-    session named ``team`` (exit 1, read as FAIL). noxw says the gate's arguments go after ``--``, exit 2."""
+    """``./noxw -s gate --usage team`` would reach nox, whose own --usage takes the path and looks for a
+    session named ``team`` (exit 1, read as FAIL): noxw says the gate's arguments go after ``--``, exit 2."""
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     option = next(a for a in args if a.startswith("--usage")).split("=")[0]
@@ -845,8 +847,8 @@ def test_noxw_says_where_an_option_of_the_gate_goes(args):
 
 
 def test_noxw_drops_the_double_dash_from_its_suggestion():
-    """The re-trial: ``./noxw -s gate optax==0.2.8 -- --usage DIR --out X`` was told to run ``... -- optax==0.2.8 --
-    --usage ...``, which reads --usage and --out as requirements (and wrote its refusal to the default folder)."""
+    """For ``./noxw -s gate optax==0.2.8 -- --usage DIR --out X`` noxw suggests ``./noxw -s gate -- optax==0.2.8
+    --usage DIR --out X``, one ``--`` only: a second ``--`` would read --usage and --out as requirements."""
     import shlex
 
     proc = subprocess.run(
@@ -873,8 +875,8 @@ def test_noxw_drops_the_double_dash_from_its_suggestion():
     ],
 )
 def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
-    """The trial: ``./noxw -s rebaseline LOCK`` got nox's "Sessions not found" (exit 3) and ``--move`` before ``--``
-    nox's usage text. noxw says the arguments go after ``--``, exit 2, the suggestion ready to paste."""
+    """``./noxw -s rebaseline LOCK``, or ``--move`` before ``--``, would reach nox ("Sessions not found", exit 3, or
+    nox's usage text): noxw says the arguments go after ``--``, exit 2, the suggestion ready to paste."""
     import shlex
 
     proc = subprocess.run(["bash", str(ROOT / "noxw"), *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
@@ -884,8 +886,9 @@ def test_noxw_says_where_the_rebaselines_lock_and_options_go(args, given, what):
 
 
 def test_noxw_finds_a_file_or_folder_given_before_the_double_dash_where_the_user_stands(tmp_path):
-    """The re-trial: from another folder, ``noxw -s rebaseline team-lock.txt`` (the file there, not in the project)
-    and ``-s gate src`` (a folder) got nox's "Sessions not found" (exit 3)."""
+    """From another folder, noxw finds a file or folder given before ``--`` where the user stands, as ``noxw -s
+    rebaseline team-lock.txt`` (the file there, not in the project) or ``-s gate src`` (a folder), and says it is
+    an argument of the session, not of nox (exit 2), instead of nox's "Sessions not found" (exit 3)."""
     (tmp_path / "team-lock.txt").write_text("x")
     (tmp_path / "team").mkdir()
     for args, given in ((["-s", "rebaseline", "team-lock.txt"], "team-lock.txt"), (["-s", "gate", "team"], "team")):

@@ -32,7 +32,7 @@ def test_the_real_0_2_8_report_is_eight_failure_patterns():
     pattern per state field: MultiSteps' ``acc_grads`` (its accumulator's new
     float32 default, optax 0.2.8 ``MultiSteps(accumulator_dtype=...)``) is
     another change than inject_hyperparams' ``hyperparams``; one finding
-    across both APIs (as until 2026-12-02) read as one cause."""
+    across both APIs would read as one cause."""
     found = findings.group(REAL["contracts"])
     assert [(f["change"], f["api"], f["apis"], len(f["contracts"])) for f in found] == [
         ("broken", "optax.MultiSteps", ["optax.MultiSteps"], 4),
@@ -392,15 +392,16 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
 )
 def test_a_drift_of_a_generated_snapshot_names_what_it_is_about(cid, detail, api, text):
     """Loss edge inputs name the loss output, dtype variants the dtype, edge hyperparameters the edge,
-    x64 says so, the wrapped and derivative corners name their corner (not an optimizer-state cost: the
-    0.2.8 -> main gate read 'optimizer state holds other values' before their keys were corner keys)."""
+    x64 says so, the wrapped and derivative corners name their corner: their keys are corner keys, so
+    they never read as an optimizer-state cost ('optimizer state holds other values')."""
     (found,) = findings.group([row(cid, detail, change="changed", api=api, kind="snapshot")])
     assert found["text"].startswith(text)
 
 
 def test_outcomes_compared_are_one_cause_only_when_the_expected_outcome_is_the_same():
-    """Seen in the 0.2.8 gate: adaptive_grad_clip's init_update (ValueError -> ok) and three
-    no_recompile contracts (recompiled 1 time(s) -> ok) read as one finding 'expected ValueError'."""
+    """Outcomes compared are one cause only when the expected outcome is the same: for example, in
+    the 0.2.8 gate, adaptive_grad_clip's init_update (ValueError -> ok) and three no_recompile
+    contracts (recompiled 1 time(s) -> ok) are not one finding 'expected ValueError'."""
     rows = [
         row(
             f"tests/contracts/test_surface_transformations.py::test_protocol[{api}-{prop}]",

@@ -20,12 +20,12 @@ pytest_plugins = ["pytester"]
 
 
 def test_the_723_contract_report_is_14_failure_patterns_across_apis():
-    """The 29 differing rows of the 2026-12-01 gate run were 23 findings while
-    findings were per API (9 of them the losses' input checks, one per loss
-    and error type); one per failure pattern they are 14 (12 until the state's
-    dtype changes were told apart by state field: MultiSteps' and the recipe's
+    """One finding per failure pattern: the 29 differing rows of the
+    2026-12-01 gate run are 14 findings, not 23 as per API (9 of them the
+    losses' input checks, one per loss and error type). The state's dtype
+    changes are told apart by state field: MultiSteps' and the recipe's
     ``acc_grads``, inject_hyperparams' ``hyperparams`` with or without its
-    inner ``trace``)."""
+    inner ``trace``."""
     found = findings.group(REAL_723["contracts"])
     assert [(f["change"], len(f["apis"]), len(f["contracts"])) for f in found] == [
         ("broken", 6, 9),

@@ -288,10 +288,10 @@ def test_gate_upstream_tests_hands_the_cross_run_both_sides_and_the_environment_
 
 
 def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
-    """The sixth trial (high): ``--run`` without ``--usage`` failed a team whose run was bit for bit the same,
-    for broken API surface rows (``optax.monte_carlo`` removed, the losses' keyword-only arguments) that no
-    line of its code used: without a scan of its code every broken surface row counted. The team's code is
-    now its --run-dir's folder when --usage is not given, and the console says so."""
+    """With ``--run`` and no ``--usage`` the team's code is its --run-dir's folder, and the console says so:
+    without a scan of its code every broken surface row would count, failing a team whose run is bit for bit
+    the same for rows no line of its code uses (for example ``optax.monte_carlo`` removed, the losses'
+    keyword-only arguments)."""
     from optax_gate.gate import cli, gate_flow
 
     team = tmp_path / "team"

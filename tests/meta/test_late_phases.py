@@ -231,9 +231,9 @@ def test_an_interruption_in_a_late_phase_is_an_interruption_not_a_phase_error(tm
 
 @pytest.mark.parametrize("module", ["team_code.usage", "team_code.binding", "team_code.call_sites"])
 def test_an_error_in_a_usage_module_names_the_usage_phase(module):
-    """An error raised from a module of the ``--usage`` matching is named by its phase, whichever of them holds the
-    code now (a helper's try: after ``binding`` was split from ``usage``, a failure there lost its phase's name; the
-    fake environments of the test above have no surface diff, so ``binding.match`` never runs there)."""
+    """An error raised from any module of the ``--usage`` matching (``usage``, ``binding``, ``call_sites``) is named
+    by its phase, whichever of them holds the code. The fake environments of the test above have no surface diff, so
+    ``binding.match`` never runs there."""
     import importlib
     import types
 

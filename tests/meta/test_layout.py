@@ -32,7 +32,8 @@ def test_importing_every_gate_module_imports_no_library_under_test():
 def test_the_mutants_entry_point_starts_without_the_report_tools():
     """The mutants session's environment holds the baseline lock and this project only, not the report
     tools the tests session adds (griffe, jsonschema, matplotlib): its entry point, ``--contracts``
-    parsing included, must start without them (seen crashing when it imported the --usage checks)."""
+    parsing included, must start without them (importing the --usage checks, for example, would crash
+    it)."""
     code = (
         "import runpy, sys\n"
         "for name in ('griffe', 'jsonschema', 'matplotlib'):\n"

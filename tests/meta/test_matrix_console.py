@@ -194,8 +194,9 @@ def test_the_scheduled_workflow_fails_on_broken():
 
 
 def test_progress_lines_from_two_threads_never_glue():
-    """The trial: "baseline: running the contractsoptax-gate [ 33.5 s] candidate: running the contracts"
-    (print() writes a line's text and its newline apart; the two sides print from two threads)."""
+    """The two sides print their progress from two threads: each line is written whole (print() writes a
+    line's text and its newline apart), never glued as in "baseline: running the contractsoptax-gate
+    [ 33.5 s] candidate: running the contracts"."""
     import io
     import threading
 

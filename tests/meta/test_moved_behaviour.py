@@ -383,8 +383,9 @@ def test_rebaseline_move_makes_the_lock_the_pinned_one_and_records_snapshots_in_
 def test_rebaseline_refuses_what_is_not_a_hashed_lock_of_optax_in_one_line(
     tmp_path, monkeypatch, capsys, lock_text, said
 ):
-    """The trial: random bytes crashed it (a traceback and a gate-style report in reports/rebaseline), a missing
-    file and a folder were told they pin no optax."""
+    """rebaseline refuses, in one line and exit 2, what is not a hashed lock of optax: random bytes (no
+    traceback, no gate-style report in reports/rebaseline), a missing file and a folder are each told what they
+    are, not that they pin no optax; nothing is written."""
     from optax_gate.gate import rebaseline_flow
     from optax_gate.gate.inputs.options import EnvironmentOptions, RebaselineOptions
 

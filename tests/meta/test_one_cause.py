@@ -383,9 +383,9 @@ def multisteps_rows():
 
 
 def test_a_dtype_one_api_now_computes_in_is_one_finding_across_state_trajectories_and_corners():
-    """The trial's MultiSteps said twice (its state snapshot, its wrapper corners) and a third time by its
-    float64 trajectories: one finding (``dtype-now``). inject_hyperparams' state moving bfloat16 → float32 too is
-    another change: no longer one finding with MultiSteps' (state dtype findings are per state field)."""
+    """MultiSteps' new dtype, said by its state snapshot, its wrapper corners and its float64 trajectories, is
+    one finding (``dtype-now``). inject_hyperparams' state moving bfloat16 → float32 too is another change, not
+    one finding with MultiSteps' (state dtype findings are per state field)."""
     rows = multisteps_rows()
     assert len(findings.group(rows)) == 5
     found = causes.of_report(rows)
@@ -482,10 +482,10 @@ def params_nonfinite_rows(direction_of_c="fewer"):
 
 
 def test_a_nonfinite_parameter_reaching_fewer_outputs_is_one_finding_across_records_and_apis():
-    """optax 0.2.8 skips a zero weight decay, so a NaN parameter no longer reaches the update: the trial read it
-    as several findings (the ``nan_param`` record of 7 APIs, the ``weight_decay=0`` and ``learning_rate=0``
-    records of others, ``add_decayed_weights`` in two of them). One finding, one sentence (``params-nonfinite``);
-    NaN gradients are another input and stay apart."""
+    """optax 0.2.8 skips a zero weight decay, so a NaN parameter no longer reaches the update: across the records
+    and APIs that show it (the ``nan_param`` record of 7 APIs, the ``weight_decay=0`` and ``learning_rate=0``
+    records of others, ``add_decayed_weights`` in two of them) it is one finding, one sentence
+    (``params-nonfinite``); NaN gradients are another input and stay apart."""
     rows = params_nonfinite_rows()
     assert len(findings.group(rows)) == 4
     found = causes.of_report(rows)
@@ -506,8 +506,9 @@ def test_more_and_fewer_nonfinite_outputs_are_two_findings():
 
 
 def test_a_value_the_detail_cut_short_says_no_direction():
-    """The detail of a row is cut near ``outcomes.MESSAGE_LIMIT`` characters: ``absent…`` once read as
-    "more non-finite outputs" and split adadelta's finding from the others'."""
+    """The detail of a row is cut near ``outcomes.MESSAGE_LIMIT`` characters: a value cut short, such
+    as ``absent…``, says no direction (not "more non-finite outputs"), so it does not split a finding
+    such as adadelta's from the others'."""
     cut = row(
         "g.py::test_edge_hyperparams[optax.c]",
         "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…",
@@ -523,10 +524,10 @@ def snap(cid, detail, api):
 
 
 def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
-    """The trial (0.2.8): three schedules' ``base/int`` corner (a Python float64 → a float32 array) and the
-    tree reductions' ``empty_leaf`` corner (ValueError → a value) were 3 and 2 findings, because the other
-    corners that moved with them differ. One per corner transition (``corner-moved``), said once, numbers
-    aside; another transition of the same corner stays apart."""
+    """One corner transition is one finding (``corner-moved``) across the APIs it moves alike, said once,
+    numbers aside, even where the other corners that moved with it differ: for example in 0.2.8 three
+    schedules' ``base/int`` corner (a Python float64 → a float32 array) and the tree reductions'
+    ``empty_leaf`` corner (ValueError → a value). Another transition of the same corner stays apart."""
     sched, trees = "tests/contracts/test_surface_corners_schedules.py", "tests/contracts/test_surface_corners_trees.py"
     rows = [
         snap(
@@ -635,10 +636,10 @@ def test_one_apis_dtype_variants_moving_alike_are_one_finding():
 
 
 def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids():
-    """optax 0.2.8 replaced the losses' chex assertions by checks of its own: the trial read it as three
-    findings (the negative contracts now raising TypeError/ValueError, the ``int_inputs`` corners and the
-    ``broadcast`` corners whose recorded messages changed). The same new message, an error before and after,
-    is one cause (``error-now``); a corner that raised nothing before is not."""
+    """optax 0.2.8 replaces the losses' chex assertions by checks of its own. The same new message, an error
+    before and after, is one cause (``error-now``) across the negative contracts now raising
+    TypeError/ValueError, the ``int_inputs`` corners and the ``broadcast`` corners whose recorded messages
+    changed; a corner that raised nothing before is not."""
     neg, corners = "tests/contracts/test_losses.py", "tests/contracts/test_surface_corners_losses.py"
     dtype_msg = "Expected the input to have a dtype that is a subdtype of <class 'numpy.floating'>, got int32"
     rows = [

@@ -80,9 +80,10 @@ def test_an_edge_hyperparameter_drift_to_none_is_fewer():
     ],
 )
 def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
-    """Read on 0.2.8: "changed: got 'ok', expected 'recompiled 1 time(s)'" reads as a regression; it is
-    an improvement. An error that is gone is said once ("no longer raises ValueError (the baseline raised
-    ValueError)" said it twice, the trial)."""
+    """A recorded outcome that moved says which way: "changed: got 'ok', expected 'recompiled 1 time(s)'"
+    (0.2.8) reads as a regression where it is an improvement, so it says "no longer recompiles". An error
+    that is gone is said once: "no longer raises ValueError", not also "(the baseline raised
+    ValueError)"."""
     r = row(
         "tests/contracts/test_surface_transformations.py::test_protocol[optax.lbfgs-no_recompile]",
         f"AssertionError: assert '{got}' == '{want}' - {want} + {got}",
@@ -113,7 +114,8 @@ def _balanced(text):
 
 
 def test_a_row_detail_keeps_the_first_difference_whole():
-    """Read on 0.2.8: "expected ('delta', 'POSITIONAL_OR_KEYWORD', 1" (the detail was cut at 300 characters)."""
+    """A row's detail keeps its first difference whole, never cut at 300 characters as in "expected ('delta',
+    'POSITIONAL_OR_KEYWORD', 1" (0.2.8)."""
     detail = outcomes.short_message({"longrepr": {"reprcrash": {"message": SIGNATURE_MESSAGE}}})
     assert "('delta', 'POSITIONAL_OR_KEYWORD', 1.0)" in detail
     r = row(
@@ -152,7 +154,8 @@ BARE = "assert False + where False = bool(Array(False, dtype=bool))"
 
 
 def test_a_fixed_defect_row_never_prints_pytest_introspection():
-    """Read on 0.2.8: a fixed row printed "now assert False + where False = bool(Array(False…"."""
+    """A fixed defect row never prints pytest's introspection, such as "now assert False + where False =
+    bool(Array(False…" (0.2.8)."""
     r = row(
         "tests/contracts/test_known_defects.py::test_nan_guard",
         f"{details.DEFECT_PREFIX} (d-1: a reason); now: {BARE}",
@@ -205,7 +208,8 @@ def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
 
 
 def test_a_compilation_cache_warning_is_never_the_candidates():
-    """Read on 0.2.8: jax's cache read error was a new warning of optax.ntxent."""
+    """jax's compilation cache read error is never a new warning of the candidate's, for example of optax.ntxent
+    on 0.2.8."""
     apis = {"tests/contracts/test_losses.py::test_ntxent": "optax.ntxent"}
     rows = warnings_diff.diff(_folded(), _folded(OWN, "a real new warning"), apis)
     assert [r["message"] for r in rows] == ["a real new warning"]
@@ -245,7 +249,8 @@ def test_only_jaxs_cache_warnings_are_the_gates_own():
 
 
 def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_element():
-    """The 723-contract report of 2026-12-01 holds the detail as the runner cut it then."""
+    """A detail an older report holds cut mid-tuple, as the 723-contract report of 2026-12-01 holds huber_loss's
+    signature, is closed at its last whole element and read as the parameter's change."""
     report = json.loads(
         (__import__("pathlib").Path(__file__).parent / "data" / "report-optax-0.2.8-2026-12-01.json").read_text()
     )
@@ -286,8 +291,9 @@ def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_di
 
 
 def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_failed():
-    """Rows under "Changed" read ``passed → failed`` (what broken means) for recorded outcomes that
-    moved ("no longer recompiles"); a snapshot row's outcome cell says it drifted (docs/report.md)."""
+    """A snapshot row of a recorded outcome that moved ("no longer recompiles") says in its outcome
+    cell that it drifted from the baseline's record, never ``passed → failed``, which is what broken
+    means (docs/report.md)."""
     from optax_gate.gate.base import details
 
     row = {
@@ -302,9 +308,9 @@ def test_a_snapshot_row_of_a_recorded_outcome_reads_as_drift_never_passed_to_fai
 
 
 def test_a_guide_file_is_named_by_its_title_in_the_rows():
-    """The re-trial read "001_3de679c23eb4e8d7.txt" in the guide column: the project's handle of a guide,
-    not what it is about. A guide file is shown with its title; every guide of the registry has one, and
-    any other source label (a guide known from a summary, a paper) stays as it is."""
+    """A guide file is shown in the guide column by its title, never by the project's handle of it (such
+    as "001_3de679c23eb4e8d7.txt"); every guide of the registry has one, and any other source label (a
+    guide known from a summary, a paper) stays as it is."""
     from optax_gate.gate.report import markdown
     from optax_gate.kit import guides
 
@@ -324,8 +330,9 @@ def test_a_guide_file_is_named_by_its_title_in_the_rows():
 
 
 def test_a_signature_contracts_parameter_is_said_in_words():
-    """The third trial read "got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta',
-    'POSITIONAL_OR_KEYWORD', 1.0)" in a finding's heading: raw Python. It reads as the parameter's change."""
+    """A signature contract's change reads as the parameter's change in a finding's heading, never as raw
+    Python such as "got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta',
+    'POSITIONAL_OR_KEYWORD', 1.0)"."""
     detail = (
         "AssertionError: assert [('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'KEYWORD_ONLY', 1.0)] == "
         "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At index 1 diff: "
@@ -346,9 +353,10 @@ def test_a_signature_contracts_parameter_is_said_in_words():
 
 
 def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compiled_with(tmp_path, monkeypatch):
-    """Issue 42: with one cache shared by both sides, a side read an entry the other was writing ("Error
-    reading persistent compilation cache entry"), and the runner's discard crashed the gate
-    (``EnvironmentOptions`` has no ``get``): the folder is the one the side's processes were given."""
+    """With one cache shared by both sides (issue 42), a side may read an entry the other is still
+    writing ("Error reading persistent compilation cache entry"): the runner discards it in the folder
+    the side's processes were given, without crashing the gate (the runner is given
+    ``EnvironmentOptions``, which has no ``get``)."""
     from optax_gate.gate.inputs.options import EnvironmentOptions
     from optax_gate.gate.run import outcomes, runner
 

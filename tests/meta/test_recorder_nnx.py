@@ -64,11 +64,11 @@ def _events(trace: Path) -> list[str]:
 
 
 def test_two_processes_of_an_nnx_program_write_the_same_trace(tmp_path):
-    """The issue's first finding: every model with an ``nnx.Linear`` was
-    refused as "not deterministic", its trace holding ``str(treedef)`` with
-    ``<function dot_general at 0x7f…>``. Two processes (hash randomisation
-    on, two seeds) write byte-identical events; the PyTree structure names
-    the static function by its qualified name, no address."""
+    """Two processes of an nnx program (hash randomisation on, two seeds)
+    write byte-identical events: the PyTree structure names a static
+    function by its qualified name, with no address (``str(treedef)`` holds
+    ``<function dot_general at 0x7f…>``), so a model with an ``nnx.Linear``
+    is not refused as "not deterministic"."""
     traces = []
     for seed in ("1", "2"):
         folder = team(tmp_path / seed, "nnx")
@@ -110,12 +110,11 @@ def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path
 
 
 def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
-    """The issue's second finding: under ``nnx.jit`` no value was recorded
-    and a real divergence passed. A candidate whose AdamW steps 1.5 times
-    further: the run diverges, its cause the ``optimizer.update`` line inside
-    the jitted step (the values of its first run, inputs identical); the
-    step's results (the loss, the params and optimizer state after it)
-    follow as consequences."""
+    """Values under ``nnx.jit`` are recorded, so a real divergence there is
+    found. A candidate whose AdamW steps 1.5 times further: the run diverges,
+    its cause the ``optimizer.update`` line inside the jitted step (the
+    values of its first run, inputs identical); the step's results (the loss,
+    the params and optimizer state after it) follow as consequences."""
     folder = team(tmp_path, "nnx")
     spec = recording.RunSpec("python train.py --steps 3", folder, 300)
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "adamw-further")), tmp_path)
@@ -156,7 +155,7 @@ def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(t
 
 def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path):
     """A run whose Optax calls only build an optimizer (nothing computed is
-    recorded) said "computes the same ... bit for bit"; it is not verified,
+    recorded) is not verified, never "computes the same ... bit for bit",
     and the reason counts what was compared and how."""
     folder = tmp_path / "team"
     folder.mkdir()
@@ -237,13 +236,13 @@ np.random.default_rng = lambda *args, **kwargs: _Moved(_rng(*args, **kwargs))
     [("tanh-otherwise", "operation", "JAX/XLA"), ("adamw-further", "program", "Optax"), ("data-moved", "before", None)],
 )
 def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, plant, kind, by):
-    """The issue's third finding: a difference born in JAX was blamed on the
-    step. The first call of the ``nnx.jit`` step is replayed equation by
-    equation on both sides: a ``tanh`` computed otherwise by XLA (same jaxpr)
-    is born at the model's ``jnp.tanh`` line, in JAX/XLA, with its size; an
-    AdamW stepping further is another program from Optax's code on; data
-    moved by NumPy is born before the step (its inputs already differ). The
-    verdict's reason says where."""
+    """A difference born in JAX is not blamed on the step. The first call of
+    the ``nnx.jit`` step is replayed equation by equation on both sides: a
+    ``tanh`` computed otherwise by XLA (same jaxpr) is born at the model's
+    ``jnp.tanh`` line, in JAX/XLA, with its size; an AdamW stepping further
+    is another program from Optax's code on; data moved by NumPy is born
+    before the step (its inputs already differ). The verdict's reason says
+    where."""
     folder = team(tmp_path, "nnx")
     spec = recording.RunSpec("python train.py --steps 2", folder, 300, members=0)  # --exact: the ULP budget alone
     result = recording.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
@@ -283,10 +282,11 @@ def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and
 
 
 def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
-    """The candidate's run goes through but its recorder records nothing (it
-    did not start there: seen as 'Error in sitecustomize' in an environment
-    without the gate's package): it read as FAIL, every call 'called in the
-    baseline only'. It is not verified, saying the recorder did not start."""
+    """A candidate run that goes through while its recorder records nothing
+    (it did not start there, as with 'Error in sitecustomize' in an
+    environment without the gate's package) is not verified, saying the
+    recorder did not start, never FAIL with every call 'called in the
+    baseline only'."""
     folder = team(tmp_path, "nnx")
     python = tmp_path / "cand" / "bin" / "python"
     python.parent.mkdir(parents=True)
@@ -302,14 +302,12 @@ def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
 
 
 def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_built_it(monkeypatch):
-    """The gate's first NNX report: the run diverged at ``optimizer.update``
-    (``flax.nnx.Optimizer``: its optimizer state's weight-decay ``count`` 0 →
-    1) and the contract finding that explains it (``add_decayed_weights``:
-    the scheduled weight decay's count no longer stuck) stayed "elsewhere".
-    The update's cause carries the Optax API that built the optimizer
-    (``via``: ``optax.adamw``); by the composition probe, ``adamw`` is built
-    from ``add_decayed_weights``, whose finding is then the team's and
-    explains the line."""
+    """A cause at ``optimizer.update`` of a ``flax.nnx.Optimizer`` (for
+    example its state's weight-decay ``count`` 0 → 1) carries the Optax API
+    that built the optimizer (``via``: ``optax.adamw``); by the composition
+    probe, ``adamw`` is built from ``add_decayed_weights``, whose finding
+    (the scheduled weight decay's count no longer stuck) is then the team's
+    and explains the line, not "elsewhere"."""
     from optax_gate.gate.team_code import composition
 
     monkeypatch.setattr(
@@ -362,9 +360,9 @@ def test_a_cause_at_an_nnx_optimizer_update_is_explained_by_findings_on_what_bui
 
 def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_what_built_it(monkeypatch):
     """A linen TrainState's ``apply_gradients`` runs ``optax.adamw(...).update``, whose weight-decay ``count`` goes
-    0 → 1: a helper's trial linked it to a finding on adamw's non-finite outputs (adamw among its 14 APIs) and left
-    the one that explains it (``add_decayed_weights``' count) elsewhere. adamw is built from add_decayed_weights
-    (the composition probe): that finding, which speaks of the count, explains the line."""
+    0 → 1: adamw is built from add_decayed_weights (the composition probe), so that finding, which speaks of the
+    count, explains the line, not a finding that merely lists adamw among its APIs (such as one on adamw's
+    non-finite outputs, among 14 APIs)."""
     from optax_gate.gate.team_code import composition
 
     monkeypatch.setattr(
@@ -417,12 +415,12 @@ def test_a_cause_at_an_optax_update_a_library_made_is_explained_by_findings_on_w
 
 
 def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_constructor(tmp_path):
-    """The 0.2.8 report on a bfloat16 ``MultiSteps`` team: the optimizer state that ``nnx.Optimizer(model, tx,
-    wrt=nnx.Param)`` builds (``tx.init``, called from inside Flax) was not recorded, so ``acc_grads`` bfloat16 →
-    float32 was first seen at the first ``update`` and the difference read "born before ``nnx.jit(train_step)``
-    ... not an Optax call". A candidate whose Adam moments start at 1e-3 (``optax.tree.zeros_like`` planted): the first divergence is the
-    constructor's line, a cause (the model's leaves the same, the state other), carrying the Optax API that built
-    the transformation, and the verdict says it is born there."""
+    """The optimizer state that ``nnx.Optimizer(model, tx, wrt=nnx.Param)`` builds (``tx.init``, called from inside
+    Flax) is recorded, so a difference born there (as a bfloat16 ``MultiSteps``' ``acc_grads`` turning float32 in 0.2.8)
+    is not first seen at the first ``update`` as "born before ``nnx.jit(train_step)`` ... not an Optax call". A
+    candidate whose Adam moments start at 1e-3 (``optax.tree.zeros_like`` planted): the first divergence is the
+    constructor's line, a cause (the model's leaves the same, the state other), carrying the Optax API that built the
+    transformation, and the verdict says it is born there."""
     folder = team(tmp_path, "nnx")
     spec = recording.RunSpec("python train.py --steps 2", folder, 300)
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "moments-start-moved")), tmp_path)
@@ -505,11 +503,11 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
 
 
 def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(tmp_path):
-    """The corpus' inject_hyperparams team: ``optax.inject_hyperparams(optax.adam)``
-    wraps the recorded ``adam`` with ``functools.wraps``, which copied the
-    recorder's mark; its transformation was taken as recorded already and its
-    ``init`` and ``update`` were never recorded (the run's cause, a bfloat16
-    ``b2`` rounded to 1.0 in the state, went unseen). They are recorded."""
+    """``optax.inject_hyperparams(optax.adam)`` wraps the recorded ``adam`` with
+    ``functools.wraps``, which copies the recorder's mark: its transformation is not
+    taken as recorded already, and its ``init`` and ``update`` are recorded (in the
+    corpus' inject_hyperparams team they hold the run's cause, a bfloat16 ``b2``
+    rounded to 1.0 in the state)."""
     observed = _recorded_script(
         tmp_path,
         "import jax.numpy as jnp\nimport optax\n\n"
@@ -575,11 +573,11 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
 
 
 def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_born():
-    """The trial (medium): a schedule logged with ``float(schedule(step))``
-    went NaN → 0.01 at its own line (an Optax change), and the verdict's
-    "born" spoke first of a ``dot_general`` in the jitted step (noise). An
-    Optax call outside any transformed function whose results differ on the
-    same inputs is said first; the step's birth follows."""
+    """An Optax call outside any transformed function whose results differ
+    on the same inputs is said first where the difference is born; the
+    step's birth follows. For example a schedule logged with
+    ``float(schedule(step))`` going NaN → 0.01 at its own line (an Optax
+    change) comes before a ``dot_general`` in the jitted step (noise)."""
     cause = {
         "site": "train.py:70",
         "api": "optax.cosine_onecycle_schedule",
@@ -622,11 +620,12 @@ def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_bo
 
 
 def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
-    """The trial (medium): NumPy's ``RuntimeWarning: divide by zero`` inside
-    a schedule (raised from C, never through ``warnings.warn``) was recorded
-    as no warning, so "no longer warns" could not be said. A team schedule
-    that divides by zero inside ``tx.update``: its update records the
-    RuntimeWarning, once; a Python-level warning is recorded once too."""
+    """A warning raised from C inside an Optax call, such as NumPy's
+    ``RuntimeWarning: divide by zero`` inside a schedule (never through
+    ``warnings.warn``), is recorded, so "no longer warns" can be said. A
+    team schedule that divides by zero inside ``tx.update``: its update
+    records the RuntimeWarning, once; a Python-level warning is recorded
+    once too."""
     observed = {
         o["site"]: o
         for o in _recorded_script(
@@ -676,8 +675,8 @@ def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
 
 
 def test_a_replayed_operation_is_never_placed_in_the_recorders_own_wrapper(monkeypatch):
-    """An ``nnx.scan`` the recorder wraps: the scan equation's innermost frame outside JAX was the recorder's own
-    ``transforms.py`` (an absolute path of the machine, in the report); it is the team's line."""
+    """An ``nnx.scan`` the recorder wraps: the scan equation's innermost frame outside JAX is the team's line,
+    never the recorder's own ``transforms.py`` (an absolute path of the machine, in the report)."""
     import collections
     import types
 

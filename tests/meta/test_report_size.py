@@ -217,8 +217,8 @@ def test_fit_keeps_whole_lines_and_says_what_it_left_out(limit):
 
 
 def test_a_folded_findings_summary_keeps_the_teams_lines_in_sight(big):
-    """The trial: on report.html the "your code: train.py:17 calls this API: cannot tell without --run" of a
-    finding sat inside its fold, so the folded page showed why it failed but not where. It is in the summary."""
+    """On report.html a finding's "your code: train.py:17 calls this API: cannot tell without --run" is in its
+    summary, not inside its fold, so the folded page shows where it fails as well as why."""
     import copy
 
     report = copy.deepcopy(big[0])

@@ -75,9 +75,10 @@ def test_installed_pytest_plugins_that_were_not_loaded_are_named():
 
 
 def test_a_page_that_judged_nothing_names_the_side_that_did_not_run_and_where_its_surface_rows_are():
-    """The trial: a candidate that cannot be imported (optax 0.2.7 with jax 0.12) read "the contracts of both
-    sides did not run" beside a baseline that ran (from the cache), and "20 surface finding(s) broken" with no
-    such section on the page."""
+    """A page that judged nothing names the side that did not run: a candidate that cannot be imported (optax
+    0.2.7 with jax 0.12) beside a baseline that ran (from the cache) reads "the candidate's contracts did not
+    run", not "both sides"; and its broken surface rows, which have no section on the page, are said to be in
+    the .json."""
     from tests.meta.support.reports import REAL
 
     report = {

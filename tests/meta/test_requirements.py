@@ -30,10 +30,10 @@ def test_bad_specs_raise(specs):
 
 
 def test_a_pin_the_baseline_lock_contradicts_takes_the_lock_version():
-    """A team's --baseline-lock on jax 0.12.0.1 with the project's requirements.in (jax==0.11.2): a candidate
-    naming only optax kept jax==0.11.2 and moved jax backwards (seen on a real gate: optax main from source
-    against a 0.2.8 lock came with jax 0.11.2). The packages a candidate does not name keep the baseline
-    lock's versions; a spec still wins, and unpinned lines stay as they are."""
+    """The packages a candidate does not name keep the baseline lock's versions: with a team's
+    --baseline-lock on jax 0.12.0.1 and the project's requirements.in (jax==0.11.2), a candidate naming only
+    optax keeps jax 0.12.0.1, never moving jax backwards (as optax main from source against a 0.2.8 lock
+    would, with jax 0.11.2). A spec still wins, and unpinned lines stay as they are."""
     pins = {"optax": "0.2.8", "jax": "0.12.0.1", "jaxlib": "0.12.0.1", "numpy": "2.5.5"}
     text, moved = requirements.replace_held(BASE, ["optax @ file:///src"], pins)
     lines = text.splitlines()

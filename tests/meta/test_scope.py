@@ -92,7 +92,9 @@ def test_without_usage_every_finding_is_the_teams():
 
 
 def test_a_file_that_could_not_be_read_may_use_anything_so_every_finding_is_not_verified(tmp_path, monkeypatch):
-    """(A dangling symlink no longer serves here: there is no file behind it, so no code.)"""
+    """A file under --usage that cannot be read may use any API: every finding is not verified, the reason
+    naming the file and why. (A dangling symlink does not serve here: there is no file behind it, so no
+    code.)"""
     from optax_gate.gate.inputs import usage_files
 
     team = tmp_path / "team"
@@ -176,7 +178,7 @@ def _verdict_of(found: list[dict], by: str = "usage") -> dict:
 def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_counted_once():
     """A known defect that now raises is one ``changed`` finding holding a broken and a fixed row
     (``causes.merge``): its broken row counts where the team's code goes, and only the broken rows
-    are counted (the trial's report said 2 + 37 broken of 34)."""
+    are counted (never "2 + 37 broken of 34")."""
     joined = {
         "section": "contracts",
         "change": "changed",
@@ -207,12 +209,11 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
 
 def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_from():
     """A contract pinning a training recipe (``recipe:none-gradients``: adamw, clip and a schedule
-    together) was the team's whatever its code used (fail closed): a new user's file calling only
-    ``optax.sgd`` got FAIL from Adam's None-gradient change, with no line of it named. The recipe's
-    APIs (``call_sites.RECIPE_APIS``) now decide: code using none of them is elsewhere; code using one
-    is the team's, its lines named (``your_code``, from the same table). A recipe the table lacks
-    stays the team's, fail closed. (The other way, an adam user with a None gradient leaf once got
-    PASS: ``optax.adam`` is in the table.)"""
+    together) reaches the code through the recipe's APIs (``call_sites.RECIPE_APIS``): code using none
+    of them is elsewhere (a file calling only ``optax.sgd`` does not FAIL from Adam's None-gradient
+    change); code using one is the team's, its lines named (``your_code``, from the same table). A
+    recipe the table lacks stays the team's, fail closed. ``optax.adam`` is in the table, so an adam
+    user with a None gradient leaf does not PASS."""
     from optax_gate.gate.team_code import call_sites
 
     decide = scope.usage_decision(unread=False)
@@ -237,13 +238,12 @@ def test_a_recipe_finding_reaches_the_code_that_uses_what_the_recipe_is_built_fr
 
 
 def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path):
-    """Two teams that the 0.2.8 upgrade does not change were failed by recipes (both established by
-    running their code on both versions): a float32 team calling ``clip_by_global_norm`` and ``adam``
-    (it trains bit for bit the same) by the MultiSteps recipe, whose table entry carried the base
-    recipe's APIs; a file calling only ``optax.sgd`` and ``optax.apply_updates`` by the None-gradient
-    recipe, whose entry held ``apply_updates``. A recipe now reaches code through what it adds to the
-    base recipe (MultiSteps; the transformations a None gradient leaf goes through), and the sites it
-    names are the team's uses of those APIs only."""
+    """A recipe reaches code through what it adds to the base recipe (MultiSteps; the transformations
+    a None gradient leaf goes through), and the sites it names are the team's uses of those APIs
+    only. Teams the 0.2.8 upgrade does not change are not failed by recipes: a float32 team calling
+    ``clip_by_global_norm`` and ``adam`` (it trains bit for bit the same) is not reached by the
+    MultiSteps recipe, nor a file calling only ``optax.sgd`` and ``optax.apply_updates`` by the
+    None-gradient recipe."""
     from optax_gate.gate.team_code import call_sites
 
     decide = scope.usage_decision(unread=False)
@@ -373,11 +373,10 @@ def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
 
 
 def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_verified_not_fail():
-    """The fifth trial (high): a float32 Adam team, gated with --usage alone, read FAIL ("1 contract(s) broken
-    where your code goes … your lines: cannot tell without --run") for Adam's None-gradient change; its
-    gradients come from jax.value_and_grad and are never None, and its params were bit for bit the same on
-    both versions. "Cannot tell" is no evidence either way: alone it is not verified (exit 2, fail closed),
-    with the reason saying --run decides; beside a finding that does reach the team's code, FAIL stands."""
+    """Broken contracts whose every line "cannot tell" make the verdict not verified (exit 2, fail closed),
+    never FAIL, with the reason saying --run decides: "cannot tell" is no evidence either way, as for a
+    float32 Adam team gated with --usage alone under Adam's None-gradient change (its gradients come from
+    jax.value_and_grad and are never None). Beside a finding that does reach the team's code, FAIL stands."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
     cannot = {
         "change": "changed",
@@ -436,8 +435,9 @@ def test_broken_contracts_whose_every_line_cannot_be_told_make_the_verdict_not_v
 
 
 def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_contracts():
-    """The fourth trial read one cause counted twice: "2 in F2" and "beyond the contracts: 1 API surface finding
-    broken", the surface row being joined to F2. The second reason names the findings holding such rows."""
+    """The verdict's reason about broken rows beyond the contracts names the findings that hold them, so one
+    cause is not counted twice (as "2 in F2" and "beyond the contracts: 1 API surface finding broken" for a
+    surface row joined to F2)."""
     joined = {
         "change": "broken",
         "section": "contracts",
@@ -463,9 +463,9 @@ def test_the_verdict_names_the_findings_that_hold_the_broken_rows_beyond_the_con
 
 
 def test_the_note_of_a_run_scope_does_not_say_the_code_does_not_go_where_the_run_calls():
-    """The trial (low): "34 broken contract(s) where your code does not go
-    (run)" stood above findings saying "your run calls it here". With
-    ``--run`` the note says the run does not diverge for them."""
+    """With ``--run`` the note on broken contracts elsewhere says the run
+    does not diverge for them, never "where your code does not go (run)"
+    above findings saying "your run calls it here"."""
     finding = {"change": "broken", "section": "contracts", "api": "optax.l2_loss", "contracts": [{"change": "broken"}]}
     report = {"findings": [finding], "verdict": "fail", "reasons": []}
     scope.set_scope(finding, "elsewhere", "your run does not diverge at a call of its APIs")

@@ -105,9 +105,9 @@ def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words():
 
 
 def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_state_holds():
-    """0.2.8 keeps a bfloat16 hyperparameter bfloat16: adam (5 hyperparameters, 9 state leaves) and
-    sgd (2 and 3, its float state wholly bfloat16 now) moved alike, and were two findings while the
-    leaf counts and the dtypes kept were part of the key (54 findings for one change in a 0.2.6 -> 0.2.8
+    """0.2.8 keeps a bfloat16 hyperparameter bfloat16: adam (5 hyperparameters, 9 state leaves) and sgd
+    (2 and 3, its float state wholly bfloat16 now) move alike and are one finding, the leaf counts and
+    the dtypes kept being no part of the key (with them, one change is 54 findings in a 0.2.6 -> 0.2.8
     report). Hyperparameters gaining another dtype are another finding."""
 
     def detail(state: str, hyper: str, state_now: str, hyper_now: str) -> str:
@@ -159,9 +159,9 @@ def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_stat
 
 def test_a_recorded_message_is_quoted_and_never_ends_mid_word():
     """A corner records an exception's message cut at 50 characters (``outcome.message``): the finding
-    read "'[Chex] Assertion assert_type failed - Error in typ' in the baseline, Expected the input to
-    have a dtype that is a subdt now" (a new user's trial). Both are quoted, with "…" where cut; a
-    short message stays whole."""
+    quotes both messages, with "…" where cut, never ending mid-word as in "'[Chex] Assertion
+    assert_type failed - Error in typ' in the baseline, Expected the input to have a dtype that is a
+    subdt now"; a short message stays whole."""
     from optax_gate.gate.base import drift
 
     assert outcome.message.__defaults__[0] == drift.RECORDED_MESSAGE_LIMIT
@@ -395,9 +395,9 @@ def test_the_grids_defects_are_in_their_recorded_snapshots():
 
 
 def test_a_transformation_corner_outcome_is_said_in_words():
-    """The trial read "ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1 now": the corner's recorded shorthand.
-    The finding says it in words; the parser follows the kit's own format (a real outcome of
-    ``optax.adam`` is read, not a copy of it)."""
+    """A transformation corner's recorded shorthand (such as "ok u f32 |u| 0.03 u0 0.01 s
+    f32x6,i32x1") is said in words in the finding; the parser follows the kit's own format (a real
+    outcome of ``optax.adam`` is read, not a copy of it)."""
     real = transformations.transformation_outcome("optax.adam", {}, "float32", None, {}, "corner.base")
     assert real.startswith("ok u f32 |u| ") and " s " in real, real
     assert findings.outcome_words(real).startswith("ok (updates float32, norm "), findings.outcome_words(real)
@@ -444,9 +444,9 @@ def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():
 
 
 def test_a_schedule_corner_outcome_is_said_in_words():
-    """The re-trial read "ok py float64 0.04 0.1043 0.28 4e-06 4e-06 in the baseline, ok float32 … now": a
-    schedule corner's recorded shorthand. It is said in words, the steps named; real outcomes of the kit
-    (a constant schedule, given a Python int and under jit) are read, not copies of them."""
+    """A schedule corner's recorded shorthand (such as "ok py float64 0.04 0.1043 0.28 4e-06 4e-06") is
+    said in words, the steps named; real outcomes of the kit (a constant schedule, given a Python int and
+    under jit) are read, not copies of them."""
     outcomes = schedules.schedule_outcomes("optax.constant_schedule", "base", {"value": 0.5})
     steps = ", ".join(map(str, schedules.SCHEDULE_STEPS))
     for mode, words in (("int", "a Python float"), ("jit", "float32 array")):

@@ -113,11 +113,11 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
 
 
 def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_path):
-    """The trial: a float32 Adam team whose params moved by up to 96 ULP per element under the new JAX
-    read "Your run computes the same", and report.json kept no trace of it; a team checking golden digests
-    of its params would be surprised. A candidate whose sgd learning rate is 1 ULP larger: the run is still
-    "same" (within the budget), and the report says how many calls are not bit-identical, by how much,
-    where; an identical candidate is "bit for bit the same"."""
+    """A run within the budget says whether it is bit for bit the same, in the report and in report.json,
+    since a team checking golden digests of its params needs to know (a float32 Adam team's params may move
+    by up to 96 ULP per element under a new JAX). A candidate whose sgd learning rate is 1 ULP larger: the
+    run is still "same" (within the budget), and the report says how many calls are not bit-identical, by
+    how much, where; an identical candidate is "bit for bit the same"."""
     from optax_gate.gate.report import team_run_section as report_team_run
 
     folder = team(tmp_path, "tiny")
@@ -397,9 +397,9 @@ def test_the_action_with_run_gives_a_verdict_about_the_team(tmp_path, monkeypatc
 
 def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch):
     """The gate knows its environments by paths relative to the project
-    (``.nox/gate-envs/<hash>/bin/python``) but runs the team's command in
-    --run-dir: PATH, VIRTUAL_ENV, PYTHONPATH and the trace folder must be
-    absolute (seen: the real gate's baseline ran the system python, 'No module named jax')."""
+    (``.nox/gate-envs/<hash>/bin/python``) but runs the team's command in --run-dir: PATH,
+    VIRTUAL_ENV, PYTHONPATH and the trace folder must be absolute (otherwise the baseline runs
+    the system python: 'No module named jax')."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "team" / "src").mkdir(parents=True)
     env = recording.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
@@ -468,8 +468,8 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
 
 
 def test_run_inputs_are_refused_before_anything_runs(tmp_path):
-    """An empty --run, a --run-dir that does not exist (the fifth trial read "is not a folder" for a typo) or
-    is a file, a --run-dir without --run: refused (exit 2, with the reason)."""
+    """An empty --run, a --run-dir that does not exist (said so, not "is not a folder", for a typo) or is a
+    file, a --run-dir without --run: refused (exit 2, with the reason)."""
     from optax_gate.gate.inputs import validate
 
     (tmp_path / "train.py").write_text("")
@@ -512,8 +512,8 @@ def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tm
 
 
 def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
-    """The real 0.2.8 report's "Your code" line read "`.hyperparams` (scalars, no cost ; F6 ... (and": the
-    explaining finding's words were sliced at 160 characters mid-parenthesis."""
+    """An explaining finding in a "Your code" line is never sliced mid-parenthesis, as at 160 characters
+    in "`.hyperparams` (scalars, no cost ; F6 ... (and"."""
     from optax_gate.gate.report import team_run_section as report_team_run
 
     cause = (
@@ -526,10 +526,10 @@ def test_an_explaining_finding_is_never_cut_inside_a_value_or_bracket():
 
 
 def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
-    """The trial: the bfloat16 team's line "acc_grads: dtype bfloat16 → float32" was explained by MultiSteps'
-    finding cut after its first part, "float64 results have float32-sized errors ...": the part about the
-    state dtype the line shows came after the cut. The part sharing the most words with the line leads, the
-    parts sharing far fewer are counted, not said; a line sharing none keeps the finding's own order."""
+    """The part of an explaining finding sharing the most words with the line leads, the parts sharing far
+    fewer are counted, not said; a line sharing none keeps the finding's own order. For example the bfloat16
+    team's line "acc_grads: dtype bfloat16 → float32" is explained by MultiSteps' part about the state dtype,
+    not by its first part, "float64 results have float32-sized errors ..."."""
     from optax_gate.gate.report import team_run_section as report_team_run
 
     cause = (
@@ -582,10 +582,10 @@ def test_an_affected_line_names_the_commit_the_bisection_found():
 
 
 def test_only_the_findings_that_explain_a_divergence_are_the_teams():
-    """The real 0.2.8 gate of the mixed team: its run raised at huber_loss (delta keyword-only) and its
-    MultiSteps.init state turned float32. Findings on those APIs that do not speak of what changed there
-    (input checks on integer inputs; float64 precision) were scoped "yours" and counted as 16 broken
-    contracts where the team's code goes. Only the explaining ones are the team's; the others move to
+    """Only the findings that explain a run's divergence are the team's. In the mixed team's 0.2.8 gate,
+    whose run raises at huber_loss (delta keyword-only) and whose MultiSteps.init state turns float32,
+    findings on those APIs that do not speak of what changed there (input checks on integer inputs;
+    float64 precision) are not counted as broken contracts where the team's code goes: they are
     "elsewhere", saying the run calls that API but diverges there for another cause."""
     findings = [
         {
@@ -713,9 +713,9 @@ def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_p
 
 
 def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_before_it(tmp_path):
-    """The trial's float32 team: its jitted step's params came out 15 ULP apart at the third step (budget 12)
-    because JAX's random initialisation differed by 1 ULP; no Optax call differed. The line said only
-    "largest error 15.3 ULP" and a reader blamed Optax: it now says the inputs already differed."""
+    """A kept result whose inputs already differed says so, not only "largest error 15.3 ULP", which reads as
+    Optax's fault: for example a float32 team's jitted step whose params come out 15 ULP apart at the third
+    step (budget 12) because JAX's random initialisation differs by 1 ULP, no Optax call differing."""
     two = 2.0 * (1.0 + 2**-22)  # 2 ULP
     far = 1.0 + 2**-18  # 32 ULP
     base = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([1.0]), [leaf_record([2.0])])]
@@ -735,9 +735,9 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
 
 
 def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monkeypatch):
-    """The trial: started from the tool's folder with ``--usage ../team --run ... --run-dir ../team``, one line
-    read ``train.py:34`` in "Your code" and ``../team/train.py:34`` in the findings. Both are now named from the
-    folder the gate was started in (``--usage``'s names)."""
+    """A site of the run is named as ``--usage`` names the same line, from the folder the gate was started in:
+    started from the tool's folder with ``--usage ../team --run ... --run-dir ../team``, a line is
+    ``../team/train.py:34`` both in "Your code" and in the findings, never ``train.py:34`` in one of them."""
     from optax_gate.gate.inputs import typed_path, usage_files
 
     (tmp_path / "team").mkdir()
@@ -769,12 +769,11 @@ def test_a_site_of_the_run_is_named_as_usage_names_the_same_line(tmp_path, monke
 
 
 def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_cause():
-    """The re-trial (mixed team, --run): the losses' input-check finding, put under "Optax changed elsewhere",
-    still said "your code: train.py:21 (API surface: breaks: delta is keyword-only in the candidate)" — the
-    cause of the line's divergence, which is another finding's (huber's keyword-only delta). It now says the
-    run diverges there for another cause and names the finding that explains it; the explaining finding keeps
-    the surface's note and names the run's line, whose call (``.init``) is not the constructor's line its own
-    call sites name (the re-trial could not tie train.py:34 to train.py:33)."""
+    """A finding under "Optax changed elsewhere" (for example the mixed team's losses' input-check finding,
+    --run) says the run diverges there for another cause and names the finding that explains it, never that
+    cause's surface note ("your code: train.py:21 (API surface: breaks: delta is keyword-only in the
+    candidate)"). The explaining finding keeps the surface's note and names the run's line, whose call
+    (``.init``) is not the constructor's line its own call sites name (train.py:34 is tied to train.py:33)."""
     from optax_gate.gate.report import your_code_line
 
     note = "breaks: delta is keyword-only in the candidate"
@@ -945,10 +944,10 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
 
 
 def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(tmp_path):
-    """--run runs the team's command three times in its own folder: a command that saves its params
-    (``--out params.npz``) left the candidate's run's file there, over the team's own (first with no
-    word; then named, not kept). Each run now starts from the folder as it was, the folder is put back
-    after each run, what a run wrote is kept in the run's evidence, and the report names the files."""
+    """--run runs the team's command three times in its own folder: each run starts from the folder as
+    it was, the folder is put back after each run, what a run wrote is kept in the run's evidence, and
+    the report names the files. A command that saves its params (``--out params.npz``) never leaves
+    the candidate's run's file over the team's own."""
     team_dir = tmp_path / "team"
     (team_dir / ".git").mkdir(parents=True)
     (team_dir / "keep.txt").write_text("mine")
@@ -1048,9 +1047,9 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
 
 
 def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_teams_folder(tmp_path, monkeypatch):
-    """The fourth trial: a command that resumes from its own --out file was "not deterministic": its second
-    baseline run read what the first wrote. Each run now starts from the folder as it was; a file too
-    large to keep a copy of is the one case left, and the reason then names it."""
+    """A command that resumes from its own --out file starts each run from the folder as it was, so its
+    second baseline run never reads what the first wrote (and is not "not deterministic"); a file too large
+    to keep a copy of is the one case left, and the reason then names it."""
     team_dir = tmp_path / "team"
     team_dir.mkdir()
     result = recording.run(_resuming(tmp_path, monkeypatch, team_dir), (Path(sys.executable),) * 2, tmp_path / "o")
@@ -1097,10 +1096,10 @@ def test_an_interrupted_team_run_puts_the_teams_folder_back(tmp_path, monkeypatc
 
 
 def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is_said_to_have_run(tmp_path):
-    """The third trial: ``--run "python -m pytest -x -q tests"`` failing at collection read "exit 1: ImportError
-    while importing test module '…/data_test.py'.;" — pytest's own summary — while the cause, on pytest's
-    ``E   ModuleNotFoundError: No module named 'grain'`` line, was only in the log; and the report said the
-    command was "traced in both environments" though only the baseline ran."""
+    """A failing ``--run "python -m pytest -x -q tests"`` is named by its cause, pytest's
+    ``E   ModuleNotFoundError: No module named 'grain'`` line, not by pytest's own summary ("exit 1: ImportError
+    while importing test module '…/data_test.py'.;"); a command traced in the baseline only says so, never
+    "traced in both environments"."""
     tail = (
         "ImportError while importing test module '/team/tests/data_test.py'.\nHint: make sure your test modules\n"
         "Traceback:\ntests/data_test.py:3: in <module>\n    import grain\nE   ModuleNotFoundError: No module named 'grain'\n"
@@ -1121,10 +1120,10 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
 
 
 def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
-    """The fourth trial: a team's helper the run never calls passes huber_loss's delta positionally. The gate
-    failed on "2 API surface rows broken" while the finding holding that surface row (joined to the
-    contracts of the same cause) was listed under "Optax changed elsewhere … do not set the verdict". It is
-    now the team's, and the verdict names the line, which the run does not reach."""
+    """A surface break at a line of the team's that the run never reaches is the team's: for example a helper
+    the run never calls passing huber_loss's delta positionally. Its finding (joined to the contracts of the
+    same cause) is not listed under "Optax changed elsewhere … do not set the verdict", and the verdict names
+    the line, which the run does not reach."""
     finding = {
         "number": 1,
         "change": "broken",
@@ -1172,10 +1171,9 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
 
 
 def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure():
-    """The fourth trial: the mixed team's run raised at huber_loss inside the jitted step, so the candidate
-    never called AdamW's update; the NaN-parameter finding on AdamW still said "your run calls it here and
-    computes the same" at the optimizer's line. It now says so up to the failure, and a line the candidate's
-    run never reached says that."""
+    """When the run fails in the candidate (the mixed team's run raises at huber_loss inside the jitted
+    step, so the candidate never calls AdamW's update), a line it reached "computes the same, up to its
+    failure" at the failing line, and a line the candidate's run never reached says that."""
     from optax_gate.gate.report import your_code_line
 
     finding = {
@@ -1207,7 +1205,8 @@ def test_a_run_that_failed_in_the_candidate_is_the_same_only_up_to_its_failure()
 def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     """The gate writes its evidence (the runs' traces and logs) while the command runs; with --run-dir a
     folder that holds the gate's output (the checkout the gate was started from, or --out inside the
-    team's folder), putting the folder back would have moved the traces away before they were read."""
+    team's folder), the gate's own folders are never put back, which would move the traces away before
+    they are read."""
     team_dir = tmp_path / "team"
     evidence, cache = team_dir / "reports" / "runs" / "r1" / "evidence", team_dir / "cache"
     evidence.mkdir(parents=True)
@@ -1227,10 +1226,10 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
 
 
 def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
-    """The fifth trial (medium): a bfloat16 team (MultiSteps over inject_hyperparams(sgd)) read FAIL at its
-    MultiSteps line, "then 5 later call(s) differ as a consequence", and nothing said that its updates and
-    params came out bit for bit the same (checked on both versions): only the accumulator's dtype changed.
-    The verdict and "Your code" now say so, and name the lines that compute bit for bit the same."""
+    """A run that diverges in dtypes only still fails, and the verdict and "Your code" say every value is
+    the same and name the lines that compute bit for bit the same: for example a bfloat16 team (MultiSteps
+    over inject_hyperparams(sgd)) whose accumulator's dtype changes while its updates and params come out
+    bit for bit the same."""
     from optax_gate.gate.report import team_run_section
 
     init = {
@@ -1290,11 +1289,11 @@ def test_a_run_that_diverges_in_dtypes_only_says_every_value_is_the_same():
 
 
 def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_keeps(tmp_path):
-    """The seventh trial (medium): a float32 AdamW team whose initial params come from jax.random (whose
-    values changed in jax 0.12) read PASS "but not bit for bit … largest difference 42.1 ULP", the largest
-    inside an Optax update, and read it as Optax's arithmetic changing; its params differed by 1.5 ULP. The
-    report now says the difference is born before any Optax call (the first call that gives other results
-    already gets other inputs), and how far the results the team keeps differ."""
+    """A difference born before any Optax call is said so (the first call that gives other results already
+    gets other inputs), with how far the results the team keeps differ, so it does not read as Optax's
+    arithmetic changing: for example a float32 AdamW team whose initial params come from jax.random (whose
+    values changed in jax 0.12) has its largest difference, 42.1 ULP, inside an Optax update, and its
+    params differ by 1.5 ULP."""
     from optax_gate.gate.report import team_run_section
 
     one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
@@ -1353,9 +1352,9 @@ def _l2_loss_finding_at_18_and_20() -> dict:
 
 
 def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_bit():
-    """The eighth trial (low): "your run calls it here and computes the same" at a line that "Your code"
-    listed among the calls that are not bit-identical. Such a line now says "within the ULP budget, not bit
-    for bit"; a bit-identical line keeps "computes the same"."""
+    """A line whose calls compute the same within the ULP budget, but not bit for bit (listed so in "Your
+    code"), says "within the ULP budget, not bit for bit"; a bit-identical line keeps "computes the
+    same"."""
     from optax_gate.gate.report import your_code_line
 
     report = _l2_loss_finding_at_18_and_20()
@@ -1374,11 +1373,10 @@ def test_a_line_that_computes_the_same_within_the_budget_says_it_is_not_bit_for_
 
 
 def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(tmp_path):
-    """A helper's trial: a bfloat16 MultiSteps team's loss line (``softmax_cross_entropy_with_integer_labels``, a
-    finding "elsewhere") read "your run calls it here and computes the same within the ULP budget, not bit for
-    bit", while its inputs (the params after the MultiSteps divergence) differed and its results by 16,017 ULP,
-    none of it judged. The compared traces mark such a site (``inputs_differ_sites``) and the finding's line says
-    its inputs already differ; a line whose calls drift on the same inputs keeps "within the ULP budget"."""
+    """A line whose calls got other inputs is never said to compute the same: the compared traces mark such a
+    site (``inputs_differ_sites``) and the finding's line says its inputs already differ, as for a bfloat16
+    MultiSteps team's loss line (``softmax_cross_entropy_with_integer_labels``, a finding "elsewhere") after the
+    MultiSteps divergence; a line whose calls drift on the same inputs keeps "within the ULP budget"."""
     from optax_gate.gate.report import your_code_line
 
     one = 1.0 + 2**-22  # 2 ULP above 1.0 in float32
@@ -1410,10 +1408,9 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
 
 
 def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
-    """A helper's re-trial: with ``--run-dir`` elsewhere than the folder the gate started in, the sites are named
-    ``../teamA/train.py:21``, but ``within_budget.inputs_differ_sites`` kept ``train.py:21``, so the check that
-    reads it never matched and the loss line still read "computes the same within the ULP budget". Every
-    ``file:line`` string anywhere in ``team_run.renamed``'s result is renamed."""
+    """Every ``file:line`` string anywhere in ``team_run.renamed``'s result is renamed: with ``--run-dir``
+    elsewhere than the folder the gate started in, the sites read ``../teamA/train.py:21``, and so does
+    ``within_budget.inputs_differ_sites``, so the check that reads it matches them."""
     import re
 
     one = 1.0 + 2**-22
@@ -1444,9 +1441,9 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
 
 
 def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_path, monkeypatch):
-    """Found in review: a run that created more files than the folder's watch limit made the look after it
-    give up, so the team's files read as deleted (named "could not be put back") and the new ones stayed.
-    The look after a run has no limit: it only counts what the run left."""
+    """The look after a run has no limit: it only counts what the run left, so a run that creates more
+    files than the folder's watch limit is still put back: the team's files are never named "could not be
+    put back" as deleted, and the new ones do not stay."""
     monkeypatch.setattr(recording.team_files, "WATCHED_FILES", 3)
     team_dir = tmp_path / "team"
     team_dir.mkdir()

@@ -206,8 +206,8 @@ def test_markdown_lists_what_could_not_be_told(section):
 def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
     """``missing_requirements.prune`` (shared by the overlays here and the bisection's
     missing requirements) removes the distributions the environment has: a
-    ``NAME-VERSION.dist-info`` folder is NAME's (it read ``numpy-2.5.5.dist``
-    before, and the environment's numpy was shadowed)."""
+    ``NAME-VERSION.dist-info`` folder is NAME's (not ``numpy-2.5.5.dist``'s, which
+    would leave the environment's numpy shadowed)."""
     from optax_gate.gate.install import missing_requirements
 
     for name, version, top in (("numpy", "2.5.5", "numpy"), ("scikit_learn", "1.9.1", "sklearn")):
@@ -221,8 +221,9 @@ def test_an_overlay_keeps_none_of_the_environments_distributions(tmp_path):
 
 
 def test_the_overlay_is_found_from_the_temporary_folder():
-    """pytest runs in a temporary folder: a relative --cache-dir overlay on PYTHONPATH
-    found nothing there (seen: 36 'No module named chex' on 0.2.6 -> 0.2.8)."""
+    """pytest runs in a temporary folder, so the --cache-dir overlay goes on
+    PYTHONPATH as an absolute path: a relative one finds nothing there (for example 36
+    'No module named chex' on 0.2.6 -> 0.2.8)."""
     env = up.with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
     first, second = env["PYTHONPATH"].split(":")
     assert Path(first).is_absolute() and first.endswith(".nox/gate-cache/deps") and second == "/x"

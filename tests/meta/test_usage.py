@@ -120,9 +120,9 @@ def test_bind_follows_python(params, positional, keywords, error):
 
 
 def test_a_call_that_does_not_pass_an_added_parameter_gets_its_default_never_unaffected():
-    """The trial (0.2.8): MultiSteps gained ``accumulator_dtype=jnp.float32``; the team's call, which does not
-    pass it, read "unaffected" while its run diverged right there (its bfloat16 accumulator turned float32).
-    A new parameter's default is what the call gets: affected, the default named."""
+    """A call that does not pass a new parameter gets its default: affected, the default named, never
+    "unaffected". For example MultiSteps gains ``accumulator_dtype=jnp.float32`` in 0.2.8, and a call that
+    does not pass it turns its bfloat16 accumulator float32."""
     from optax_gate.gate.surface.public_api import POSITIONAL, Param
 
     old = (Param("opt", POSITIONAL), Param("every_k_schedule", POSITIONAL))

@@ -80,8 +80,8 @@ def team(tmp_path, monkeypatch):
 
 def test_every_file_is_scanned_or_listed_with_its_reason(team):
     """Every file is scanned, or listed as not scanned with its reason. An empty notebook is scanned
-    and uses nothing: it was listed ("not a JSON notebook: the file is empty") among the files whose
-    use "cannot be told", in the verdict's notes (a new user's trial, on a real repository)."""
+    and uses nothing: it is not listed ("not a JSON notebook: the file is empty") among the files
+    whose use "cannot be told", in the verdict's notes."""
     scan = usage.scan([team], base=team)
     assert {n.path: n.reason for n in scan.not_scanned} == EXPECTED
     assert (scan.found, scan.scanned) == (
@@ -192,9 +192,9 @@ def test_a_removed_package_a_file_not_scanned_may_import_cannot_be_told(tmp_path
 
 
 def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both_ways(tmp_path):
-    """``!pip install \\`` then an indented ``optax`` is one IPython shell command (a valid cell): it was
-    reported as a syntax error. A cell's name counts code cells (markdown not counted) and says its
-    place among all cells: "cell 3" alone counted the markdown cell before it."""
+    """``!pip install \\`` then an indented ``optax`` is one IPython shell command (a valid cell), not a
+    syntax error. A cell's name counts code cells (markdown not counted) and says its place among all
+    cells: "cell 3" alone would count a markdown cell before it."""
     team = tmp_path / "team"
     team.mkdir()
     cells = [
@@ -230,8 +230,9 @@ def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
 
 
 def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word():
-    """The trial: a file that does not parse, holding ``optax.adamax(1e-3)``, put ``optax.adam``'s findings
-    among the team's ("cannot tell for files not scanned"): ``adam`` was found inside ``adamax``."""
+    """A file not scanned may use an API only where its name is a whole word: a file that does not parse,
+    holding ``optax.adamax(1e-3)``, does not put ``optax.adam``'s findings among the team's ("cannot tell
+    for files not scanned")."""
     entry = usage_files.NotScanned("broken.py", "does not parse", b"import optax\nopt = optax.adamax(1e-3)\nx = (\n")
     assert usage_files.may_use(entry, "optax.adamax") and not usage_files.may_use(entry, "optax.adam")
     assert not usage_files.may_use(entry, "optax.adamw") and usage_files.may_use(entry, "optax")
@@ -240,7 +241,8 @@ def test_a_file_not_scanned_may_use_an_api_only_where_its_name_is_a_whole_word()
 
 @pytest.mark.timeout(30)
 def test_a_named_pipe_is_listed_never_read(tmp_path):
-    """The trial: a named pipe called pipe.py hung the gate at "checking the inputs" (reading waits for a writer)."""
+    """A named pipe (even one called pipe.py) is listed, never read: reading waits for a writer and would hang the
+    gate at "checking the inputs"."""
     import os
 
     from optax_gate.gate.inputs import usage_files

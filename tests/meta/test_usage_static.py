@@ -120,7 +120,8 @@ def test_a_line_that_meets_the_finding_fails_whatever_else_cannot_be_told(tmp_pa
 
 
 def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_path):
-    """Before: a finding with a not-affected line and a cannot-tell line counted as the team's for sure: FAIL."""
+    """A finding with a not-affected line and a cannot-tell line is not the team's for sure: not verified, never
+    FAIL."""
     report = _gate(
         tmp_path,
         {
@@ -448,8 +449,9 @@ def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
 
 
 def test_an_import_the_team_guards_with_except_import_error_does_not_break():
-    """The trial: ``try: from optax import monte_carlo / except ImportError: monte_carlo = None`` read FAIL,
-    "removed in the candidate → ImportError": the fallback runs instead."""
+    """An import guarded as in ``try: from optax import monte_carlo / except ImportError: monte_carlo =
+    None`` does not break: the fallback runs instead, never FAIL with "removed in the candidate →
+    ImportError"."""
     import ast
 
     from optax_gate.gate.surface import public_api
@@ -476,8 +478,9 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
 
 
 def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_told():
-    """The trial: big_vision imports chex in its tests and declares distrax (which requires chex): "broken
-    dependency chex" failed the gate. The gate did not install distrax, so it cannot tell: never FAIL."""
+    """A removed package that a package the team declares may bring cannot be told, never FAIL: for
+    example big_vision imports chex in its tests and declares distrax (which requires chex), and the gate
+    does not install distrax, so "broken dependency chex" cannot be told."""
     from optax_gate.gate.diffs import dependencies
 
     base = "chex==0.1.91 \\\n    --hash=sha256:aa\n    # via optax\noptax==0.2.6 \\\n    --hash=sha256:bb\n"
@@ -501,8 +504,9 @@ def test_a_removed_package_a_declared_package_of_the_team_may_bring_cannot_be_to
 
 
 def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
-    """The trial: ``adamw_b1 = functools.partial(optax.adamw, b1=0.8)`` then ``adamw_b1(1e-3, weight_decay=0.0)``
-    read "cannot tell: the call of the partial may pass it" at the partial's line; the calls were never named."""
+    """A partial bound once and called, as ``adamw_b1 = functools.partial(optax.adamw, b1=0.8)`` then
+    ``adamw_b1(1e-3, weight_decay=0.0)``, is judged where it is called, the calls named, not "cannot tell: the
+    call of the partial may pass it" at the partial's line."""
     text = (
         "import functools\nimport optax\nLR, WD = 1e-3, 0.0\nadamw_b1 = functools.partial(optax.adamw, b1=0.8)\n"
         "def make():\n    return adamw_b1(LR, weight_decay=WD), adamw_b1(LR, weight_decay=0.5)\n"
@@ -516,8 +520,9 @@ def test_a_partial_bound_once_and_called_is_judged_where_it_is_called(tmp_path):
 
 
 def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new(tmp_path):
-    """The trial: the lbfgs finding (update with an unknown keyword now raises TypeError) read a bare "cannot tell";
-    a notebook calling an API new in the candidate read "cannot tell" too."""
+    """A "cannot tell" says what the contracts ran (for the lbfgs finding, update with an unknown keyword now
+    raising TypeError, "its contracts ran it with `unknown_kwarg`"), and a call of an API new in the candidate is
+    affected, named as new, never a bare "cannot tell"."""
     rows = [
         {
             "id": "test_surface.py::test_protocol[optax.lbfgs-unknown_kwarg]",
@@ -539,9 +544,9 @@ def test_a_cannot_tell_says_what_the_contracts_ran_and_a_new_api_is_named_as_new
 
 
 def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp_path):
-    """The re-trial: ``from optax.monte_carlo import X`` under try/except ImportError read "cannot tell (not a call)"
-    (NOT-VERIFIED) while the surface row said the fallback runs; unguarded, the verdict's reason said "cannot tell"
-    though the finding and the surface row said it breaks."""
+    """``from optax.monte_carlo import X`` under try/except ImportError does not break: the fallback runs, as the
+    surface row says, never "cannot tell (not a call)" (NOT-VERIFIED). Unguarded it breaks, and the verdict's reason
+    says so, as the finding and the surface row do, never "cannot tell"."""
     row = {
         "api": "optax.monte_carlo.score_function_jacobians",
         "guide": "g",
@@ -571,8 +576,9 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
 
 
 def test_a_finding_joined_to_a_surface_break_of_the_teams_line_is_decided():
-    """The re-trial: an unguarded ``from optax import monte_carlo`` failed the gate (right) while the reason said
-    "broken where your code may go ... (your lines: cannot tell)": its finding holds the surface row's break."""
+    """A finding that holds a surface break of the team's line is decided: an unguarded ``from optax import
+    monte_carlo`` fails the gate with a reason saying it breaks, never "broken where your code may go ... (your
+    lines: cannot tell)"."""
     finding = {
         "your_code": ["nb.ipynb:code cell 2 (cell 3 of the notebook):4"],
         "your_code_attribution": {},

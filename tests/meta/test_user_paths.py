@@ -47,8 +47,9 @@ def test_a_spec_that_is_a_path_is_refused_with_a_hint(tmp_path, monkeypatch):
 
 
 def test_a_spec_that_names_another_command_or_a_run_record_is_refused_with_that_commands_line(tmp_path, monkeypatch):
-    """The trial: ``./noxw -s gate -- compare A/evidence/baseline.json ...`` read "did you mean --usage
-    …baseline.json?" and said nothing of the word compare. Both now name the command that was meant."""
+    """A spec that names another command (``./noxw -s gate -- compare A/evidence/baseline.json ...``)
+    or a run record is refused with the line of the command that was meant (``./noxw -s compare --
+    BASELINE.json CANDIDATE.json``), never "did you mean --usage …baseline.json?"."""
     (tmp_path / "baseline.json").write_text("{}")
     monkeypatch.setenv(typed_path.INVOKED_FROM, str(tmp_path))
     with pytest.raises(
@@ -151,10 +152,11 @@ def test_a_spec_that_may_be_a_missing_path_gets_the_usage_hint(spec, path_like):
 
 @pytest.mark.parametrize("usage", [["src"], ["src", "notebooks", "../shared"]])
 def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkeypatch, usage):
-    """``--usage src`` named ``src/train.py`` as ``train.py`` (ambiguous once a second folder holds a
-    ``train.py``), and several ``--usage`` paths were prefixed as the gate read them (absolute paths
-    outside the project). Now every file is named relative to where the user stood when they started the
-    gate, with ``../`` for a path outside it: never absolute, never ambiguous; report.json the same."""
+    """Every file is named relative to where the user stood when they started the gate, with ``../`` for
+    a path outside it: never absolute, never ambiguous; report.json the same. For example ``--usage
+    src`` names ``src/train.py``, not ``train.py`` (ambiguous once a second folder holds a
+    ``train.py``), and several ``--usage`` paths are not prefixed as the gate read them (absolute paths
+    outside the project)."""
     team, shared = tmp_path / "team", tmp_path / "shared"
     for folder in (team / "src", team / "notebooks", shared):
         folder.mkdir(parents=True)
@@ -171,10 +173,9 @@ def test_call_sites_are_named_from_the_folder_the_user_stood_in(tmp_path, monkey
 
 
 def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_stands(tmp_path, monkeypatch):
-    """From a subfolder (``cd tests && ../noxw -s gate -- ...``) the gate printed ``verdict fail —
-    reports/gate/runs/.../report.md``, a path relative to the project folder that did not exist from
-    there (a new user's trial). The default folders are then absolute; from the project folder they
-    stay relative (shorter)."""
+    """From a subfolder (``cd tests && ../noxw -s gate -- ...``) the default output folders are
+    printed as absolute paths, since ``reports/gate/runs/.../report.md``, relative to the project
+    folder, does not exist from there; from the project folder they stay relative (shorter)."""
     from optax_gate.gate import cli_parser
 
     monkeypatch.chdir(tmp_path)
@@ -192,7 +193,8 @@ def test_the_default_output_folder_is_printed_so_it_opens_from_where_the_user_st
 
 
 def test_a_usage_folder_without_code_is_refused(tmp_path):
-    """The trial: an empty --usage folder (a typo that exists, a docs folder) gave PASS, "0 of 0 file(s) scanned"."""
+    """A --usage folder without code (a typo that exists, a docs folder) is refused, never PASS with "0 of 0 file(s)
+    scanned"."""
     from optax_gate.gate.inputs import user_paths, validate
 
     (tmp_path / "empty").mkdir()
@@ -211,8 +213,8 @@ def test_a_usage_folder_without_code_is_refused(tmp_path):
 
 
 def test_a_lock_file_given_as_a_spec_is_told_its_options(tmp_path, monkeypatch):
-    """The re-trial: ``./noxw -s gate -- requirements-lock.txt`` was asked "did you mean --usage"; a lock is a candidate
-    or a baseline lock."""
+    """A lock file given as a spec, as in ``./noxw -s gate -- requirements-lock.txt``, is told that a lock is a
+    candidate or a baseline lock, never "did you mean --usage"."""
     from optax_gate.gate.inputs import user_paths, validate
 
     lock = tmp_path / "team-lock.txt"

@@ -187,11 +187,11 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
 
 
 def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back(tmp_path):
-    """The trial: ``--run "python train.py && echo done"`` timed out (or was
-    interrupted); only bash was killed, the team's Python ran on and wrote
-    its checkpoint into the folder after the gate had put it back, and the
-    team's own file was lost. The command runs in its own process group,
-    stopped whole: the folder stays as it was."""
+    """A command that times out (or is interrupted) runs in its own process
+    group and is stopped whole before the folder is put back: for ``--run
+    "python train.py && echo done"`` not only bash is killed, so the team's
+    Python cannot write its checkpoint into the folder after it is put back,
+    and the folder stays as it was."""
     import time as _time
 
     team = tmp_path / "team"
@@ -208,12 +208,12 @@ def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back
 
 
 def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_ones():
-    """The trial: the baseline's schedule printed a NumPy RuntimeWarning
-    (stderr, merged into the output) before `step 0 lr=nan`; the witness read
-    the warning against the candidate's `step 0 lr=0.0099` ("the line's
-    words differ"). Lines are aligned by their words, numbers masked: the
-    first difference is the learning rate, NaN → 0.00999999978; the warning
-    is listed, not counted."""
+    """Lines are aligned by their words, numbers masked, so a warning on one
+    side does not pair the lines after it with the wrong ones: the baseline's
+    NumPy RuntimeWarning (stderr, merged into the output) before
+    `step 0 lr=nan` is listed, not counted, and the first difference is the
+    learning rate against the candidate's `step 0 lr=0.0099`, NaN →
+    0.00999999978."""
     warn = "/env/site-packages/optax/schedules/_schedule.py:143: RuntimeWarning: divide by zero encountered\n  return a / b"
     base = f"{warn}\nstep 0 lr=nan loss 1.5\nstep 1 lr=0.0085 loss 1.4"
     cand = "step 0 lr=0.00999999978 loss 1.5\nstep 1 lr=0.0085 loss 1.4"
@@ -224,9 +224,9 @@ def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_o
 
 
 def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
-    """The trial (medium): a 9,216-element kernel stored every 3rd element read
-    "largest error 0.65 ULP" where the true one was 56.5 ULP, outside the
-    sample. The error of a sampled leaf says on how many elements it was measured."""
+    """The error of a sampled leaf says on how many elements it was measured: a
+    9,216-element kernel stored every 3rd element may read "largest error 0.65 ULP"
+    where the true one is 56.5 ULP, outside the sample."""
     import base64 as _b64
 
     def leaf(values):
@@ -255,11 +255,11 @@ def test_an_error_measured_on_a_sample_of_a_leaf_says_so():
 
 
 def test_a_run_the_same_within_the_budget_says_when_a_differing_leaf_was_measured_on_a_sample():
-    """The re-trial (medium): "the results you keep differ by at most 2.34
-    ULP" where a 9,216-element kernel stored one element in 3 was 47.3 ULP
-    apart outside its sample. A drifting call whose sampled leaf differs by
-    its digest is counted (``within_budget.sampled``) and the report says the
-    error of such leaves is the sample's."""
+    """A drifting call whose sampled leaf differs by its digest is counted
+    (``within_budget.sampled``), and the report says the error of such leaves
+    is the sample's: a 9,216-element kernel stored one element in 3 may be
+    47.3 ULP apart outside its sample while "the results you keep differ by
+    at most 2.34 ULP"."""
     from optax_gate.gate.report import team_run_section
 
     leaf = {"dtype": "float32", "shape": [9216], "stride": 3, "n": 1, "data": "AACAPw==", "sha256": "a"}
