@@ -15,7 +15,7 @@ from optax_gate.gate.diffs import unseen
 from optax_gate.gate.install import environments
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
-from optax_gate.gate.upstream import failures, upstream_tests
+from optax_gate.gate.upstream import failures, pytest_run, upstream_tests
 from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
 from tests.meta.support.records import record
 
@@ -105,7 +105,7 @@ def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     def fake_cross_run(sites, pythons, options, **kwargs):
         calls.append((sites, pythons))
         if "jax-0.12.0.1" in str(sites["candidate"]):
-            raise upstream_tests.CrossRunFailure("pytest exited 3: INTERNALERROR")
+            raise pytest_run.CrossRunFailure("pytest exited 3: INTERNALERROR")
         return section()
 
     monkeypatch.setattr(upstream_tests, "cross_run", fake_cross_run)

@@ -14,7 +14,7 @@ import pytest
 
 from optax_gate.gate import assemble
 from optax_gate.gate.report import upstream_section
-from optax_gate.gate.upstream import failures
+from optax_gate.gate.upstream import failures, pytest_run
 from optax_gate.gate.upstream import upstream_tests as up
 
 #: Two pytest runs per direction (the run and its control), 20 s on a loaded 2-core machine.
@@ -224,7 +224,7 @@ def test_the_overlay_is_found_from_the_temporary_folder():
     """pytest runs in a temporary folder, so the --cache-dir overlay goes on
     PYTHONPATH as an absolute path: a relative one finds nothing there (for example 36
     'No module named chex' on 0.2.6 -> 0.2.8)."""
-    env = up.with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
+    env = pytest_run.with_overlay({"PYTHONPATH": "/x"}, Path(".nox/gate-cache/deps"))
     first, second = env["PYTHONPATH"].split(":")
     assert Path(first).is_absolute() and first.endswith(".nox/gate-cache/deps") and second == "/x"
 

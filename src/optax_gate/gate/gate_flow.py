@@ -51,7 +51,7 @@ from optax_gate.gate.sides_code import compare_code, select_modules
 from optax_gate.gate.sides_speed import SpeedSides, measure_speed
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import recording
-from optax_gate.gate.upstream import upstream_tests
+from optax_gate.gate.upstream import pytest_run, upstream_tests
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
 NOT_VERIFIED = compare.EXIT_STATUS["not-verified"]
@@ -254,13 +254,13 @@ def upstream_cross_run(
     (``assemble.with_upstream_tests``), or ``report`` as it is when a side did not run.
 
     Raises:
-      upstream_tests.CrossRunFailure: it could not run (a late phase's failure: not verified).
+      pytest_run.CrossRunFailure: it could not run (a late phase's failure: not verified).
     """
     baseline, candidate = records
     if baseline.get("status") != "ran" or candidate.get("status") != "ran":
         return report
     if not learned.pythons or not baseline.get("site_packages") or not candidate.get("site_packages"):
-        raise upstream_tests.CrossRunFailure("the two environments' interpreters or site-packages are not known")
+        raise pytest_run.CrossRunFailure("the two environments' interpreters or site-packages are not known")
     say("upstream tests: cross-running optax's shipped tests of the modules that differ")
     envs = dict(zip(("baseline", "candidate"), learned.jax_envs, strict=True))
     section = upstream_tests.cross_run(

@@ -33,7 +33,7 @@ from optax_gate.gate.sides import (
     save_run,
 )
 from optax_gate.gate.sides_speed import measure_speed
-from optax_gate.gate.upstream import upstream_tests
+from optax_gate.gate.upstream import pytest_run, upstream_tests
 
 
 def run_matrix(options: MatrixOptions, started: Started | None = None) -> int:
@@ -125,7 +125,7 @@ def cross_run(
             pythons[side] = environments.ensure(folder, side_lock, env.python, env.project_root)
             site = unseen.site_packages(pythons[side])
             if site is None:
-                raise upstream_tests.CrossRunFailure(f"the {side}'s site-packages cannot be found")
+                raise pytest_run.CrossRunFailure(f"the {side}'s site-packages cannot be found")
             sites[side] = Path(site)
             jax_env[side] = compilation_cache.environment(
                 compilation_cache.shared(env.cache_dir, env.envs_dir), env.compilation_cache

@@ -19,10 +19,10 @@ from pathlib import Path
 from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.install import missing_requirements
+from optax_gate.gate.upstream import split
 from optax_gate.gate.upstream.failures import (
     BEHAVIOUR,
     INFRA,
-    OTHERS,
     Direction,
     Failure,
     api_of,
@@ -31,6 +31,7 @@ from optax_gate.gate.upstream.failures import (
     public_names,
     read_junit,
 )
+from optax_gate.gate.upstream.pytest_run import CrossRunFailure, Pytest, run_pytest, with_overlay
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (
@@ -39,25 +40,6 @@ DIRECTIONS = (
 )
 #: Import name -> distribution name of the test dependencies that differ.
 DISTRIBUTIONS = {"absl": "absl-py", "sklearn": "scikit-learn", "yaml": "pyyaml"}
-#: pytest's own plugins that would change the run (our plugin's entry point, the cache).
-_PYTEST = [
-    "-q",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:optax_gate",
-    "--import-mode=importlib",
-    "-o",
-    "addopts=",
-    "-o",
-    "junit_family=xunit1",
-    "--continue-on-collection-errors",
-]
-
-
-class CrossRunFailure(Exception):
-    """The cross-run could not run: a missing package folder, pytest that
-    produced no report, an overlay that cannot be installed."""
 
 
 def module_files(pkg: Path) -> dict[str, bytes]:
@@ -164,12 +146,6 @@ def helpers(pkg: Path) -> list[str]:
     )
 
 
-def with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
-    """``extra`` with the overlay ``folder`` first on its ``PYTHONPATH``."""
-    paths = [p for p in (os.path.abspath(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
-    return {**extra, **({"PYTHONPATH": os.pathsep.join(paths)} if paths else {})}
-
-
 @dataclass(frozen=True)
 class CrossRunOptions:
     """How the cross-run runs: ``cache_dir``, where the overlays of missing
@@ -182,46 +158,6 @@ class CrossRunOptions:
     timeout: float = 1800
     extra_env: dict[str, dict[str, str]] = field(default_factory=dict)
     workers: int = 2
-
-
-@dataclass(frozen=True)
-class _Pytest:
-    """One pytest run of the cross-run: its environment variables, its
-    pytest-xdist ``workers``, its ``timeout`` (seconds), whether it only collects."""
-
-    env: dict[str, str]
-    workers: int
-    timeout: float
-    collect_only: bool = False
-
-
-def _run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: _Pytest) -> None:
-    cmd = [
-        os.path.abspath(python),
-        "-m",
-        "pytest",
-        *_PYTEST,
-        "--rootdir",
-        str(root),
-        "-c",
-        str(root / "pytest.ini"),
-        "--junitxml",
-        str(xml),
-        *(["-n", str(how.workers)] if how.workers > 1 else []),
-        *(["--collect-only"] if how.collect_only else []),
-        *files,
-    ]
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **how.env}
-    timeout, collect_only = how.timeout, how.collect_only
-    try:
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise CrossRunFailure(f"pytest timed out after {timeout:.0f} s") from None
-    if proc.returncode not in (
-        (0, 1, 5) if collect_only else (0, 1)
-    ):  # 2 interrupted, 3 internal error, 4 usage, 5 nothing collected
-        tail = [line for line in (proc.stdout + proc.stderr).strip().splitlines() if line.strip()][-3:]
-        raise CrossRunFailure(f"pytest exited {proc.returncode}: {shorten(' | '.join(tail), 300)}")
 
 
 def control(
@@ -247,12 +183,12 @@ def control(
     for names, xml, collect in ((ids, "control.xml", False), (files, "control-collect.xml", True)):
         if not names:
             continue
-        _run_pytest(
+        run_pytest(
             python,
             root,
             names,
             root / xml,
-            _Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect),
+            Pytest(env, 1 if collect else min(options.workers, len(names)), options.timeout, collect_only=collect),
         )
         if not (root / xml).is_file():
             raise CrossRunFailure(
@@ -261,141 +197,6 @@ def control(
         failing |= {f.test for f in read_junit((root / xml).read_text(encoding="utf-8"), d.files)[1]}
     d.control_tests, d.control_files = len(ids), len(files)
     return failing
-
-
-_VERSIONS = (
-    "import importlib.metadata as m, json, re\n"
-    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version for d in m.distributions() if d.metadata['Name']}))"
-)
-
-
-def installed_versions(python: Path, env: dict[str, str], timeout: float = 120) -> dict[str, str]:
-    """Normalised distribution name -> version of what ``python`` imports with the variables ``env`` (its ``PYTHONPATH``).
-
-    Raises:
-      CrossRunFailure: the interpreter cannot list them.
-    """
-    full = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env}
-    proc = subprocess.run([str(python), "-c", _VERSIONS], capture_output=True, text=True, timeout=timeout, env=full)
-    if proc.returncode != 0:
-        raise CrossRunFailure(f"the environment's distributions cannot be listed: {shorten(proc.stderr, 200)}")
-    versions: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return versions
-
-
-def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]]) -> list[str]:
-    """The distributions besides optax (and this project) that differ between the two environments: a version
-    that moved (``"jax 0.11.2 -> 0.12.0.1"``) first, then one installed on one side only (``"chex only in the
-    baseline"``: often a test dependency an overlay brings), each group sorted by name; empty when only optax
-    differs.
-
-    Raises:
-      CrossRunFailure: an environment cannot list its distributions.
-    """
-    base, cand = (installed_versions(pythons[side], extra_env.get(side, {})) for side in ("baseline", "candidate"))
-    names = sorted(
-        n for n in base.keys() | cand.keys() if n not in ("optax", "optax-gate") and base.get(n) != cand.get(n)
-    )
-    moved = [f"{n} {base[n]} -> {cand[n]}" for n in names if n in base and n in cand]
-    one_side = [
-        f"{n} only in the {'baseline' if n in base else 'candidate'}" for n in names if (n in base) != (n in cand)
-    ]
-    return moved + one_side
-
-
-#: A failing test of a direction passes in the ``baseline`` (its own environment, for the baseline's tests) or
-#: fails there (the candidate's tests): its outcome with every package of the baseline.
-_BASELINE_PASSES = {"baseline": True, "candidate": False}
-
-
-@dataclass(frozen=True)
-class _Split:
-    """What :func:`split_by_cause` runs with: the run's folder (``root``) and ``direction``, each side's optax
-    package folder (``pkg``), interpreter (``pythons``), overlay of missing test dependencies (``deps``) and
-    process variables (``env``), and each pytest run's ``timeout`` (seconds)."""
-
-    root: Path
-    direction: Direction
-    pkg: dict[str, Path]
-    pythons: dict[str, Path]
-    deps: dict[str, Path | None]
-    env: dict[str, dict[str, str]]
-    timeout: float
-
-
-def _mixed_outcomes(split: _Split, ids: list[str], optax_of: str, packages_of: str) -> dict[str, bool] | None:
-    """Test id -> passed, of ``ids`` run with ``optax_of``'s optax (copied into ``root``) on ``packages_of``'s
-    interpreter and packages; None when that optax does not import there or a test did not run."""
-    folder = split.root / f"_optax_of_{optax_of}"
-    if not folder.is_dir():
-        shutil.copytree(split.pkg[optax_of], folder / "optax", ignore=shutil.ignore_patterns("__pycache__"))
-    env = with_overlay(with_overlay(split.env.get(packages_of, {}), split.deps.get(packages_of)), folder)
-    python = split.pythons[packages_of]
-    probe = subprocess.run(
-        [
-            os.path.abspath(python),
-            "-c",
-            "import optax, sys; sys.exit(0 if optax.__file__.startswith(sys.argv[1]) else 3)",
-            str(folder),
-        ],
-        capture_output=True,
-        cwd=split.root,
-        timeout=split.timeout,
-        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **env},
-    )
-    if probe.returncode != 0:
-        return None
-    xml = split.root / f"split-{optax_of}-on-{packages_of}.xml"
-    _run_pytest(python, split.root, ids, xml, _Pytest(env, 1, split.timeout))
-    if not xml.is_file():
-        raise CrossRunFailure(
-            f"pytest wrote no report for the split by cause of {len(ids)} test{'s' if len(ids) > 1 else ''}"
-        )
-    ran, failed = read_junit(xml.read_text(encoding="utf-8"), split.direction.files)
-    if ran != len(ids):
-        return None
-    bad = {f.test for f in failed}
-    return {t: t not in bad for t in ids}
-
-
-def split_by_cause(split: _Split, others: list[str]) -> None:
-    """Which change moves each behaviour failure of ``split.direction`` when the two environments differ beyond optax
-    (``others``, :func:`other_packages`): its test id re-run with the candidate's optax on the baseline's
-    packages, and, where that leaves it as in the baseline, with the baseline's optax on the candidate's.
-    Optax alone moves it: a behaviour finding (``moved_by`` "optax"). The other packages alone: kind
-    :data:`OTHERS`, listed, never a finding. Neither alone: "both together", still a finding. A run that
-    cannot be made (that optax does not import there): "not split", still a finding. Records in the direction the
-    tests re-run, the seconds and why a run could not be made.
-
-    Raises:
-      CrossRunFailure: pytest wrote no report.
-    """
-    start, d = time.monotonic(), split.direction
-    suspects = [f for f in d.failed if f.kind == BEHAVIOUR and "::" in f.test]
-    ids = sorted({f.test for f in suspects})
-    if not others or not ids:
-        return
-    at_baseline = _BASELINE_PASSES[d.tests_of]
-    optax_alone = _mixed_outcomes(split, ids, "candidate", "baseline")
-    unmoved = [t for t in ids if optax_alone is not None and optax_alone[t] == at_baseline]
-    others_alone = _mixed_outcomes(split, unmoved, "baseline", "candidate") if unmoved else {}
-    d.split_tests = len(ids) + len(unmoved)
-    if optax_alone is None or others_alone is None:
-        d.split_error = f"the {'candidate' if optax_alone is None else 'baseline'}'s optax does not import or run on the other side's packages"
-    moved = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-    for f in suspects:
-        if optax_alone is None:
-            f.moved_by = "not split"
-        elif optax_alone[f.test] != at_baseline:
-            f.moved_by = "optax"
-        elif others_alone is None:
-            f.moved_by = "not split"
-        elif others_alone[f.test] != at_baseline:
-            f.moved_by, f.kind, f.change = "other packages", OTHERS, ""
-            f.subject = f"moves with the other packages ({moved}), not with optax: the candidate's optax alone leaves it as in the baseline"
-        else:
-            f.moved_by = "both together"
-    d.split_seconds = round(time.monotonic() - start, 1)
 
 
 def run_direction(
@@ -411,7 +212,7 @@ def run_direction(
     failing test ids re-run, the files that failed to collect only
     collected), turns those that fail there too into ``could not tell``;
     where the environments differ beyond optax (``others``), the behaviour
-    failures left are split by cause (:func:`split_by_cause`). Fills ``d`` in place.
+    failures left are split by cause (:func:`split.split_by_cause`). Fills ``d`` in place.
 
     Raises:
       CrossRunFailure: no JUnit report came back, or the overlay cannot be installed.
@@ -437,7 +238,7 @@ def run_direction(
         folder = overlay(pythons[d.env], lacking, cache_dir, timeout)
         env = with_overlay(extra_env.get(d.env, {}), folder)
         xml = root / "junit.xml"
-        _run_pytest(pythons[d.env], root, d.files, xml, _Pytest(env, workers, timeout))
+        run_pytest(pythons[d.env], root, d.files, xml, Pytest(env, workers, timeout))
         if not xml.is_file():
             raise CrossRunFailure(f"pytest wrote no report for the {d.label}")
         d.ran, d.failed = read_junit(xml.read_text(encoding="utf-8"), d.files)
@@ -462,7 +263,7 @@ def run_direction(
             d.control_seconds = round(time.monotonic() - control_start, 1)
             deps = {d.env: folder, d.tests_of: home}
             envs = {side: extra_env.get(side, {}) for side in ("baseline", "candidate")}
-            split_by_cause(_Split(root, d, pkg, pythons, deps, envs, timeout), others or [])
+            split.split_by_cause(split.Split(root, d, pkg, pythons, deps, envs, timeout), others or [])
     d.seconds = round(time.monotonic() - start, 1)
     return d
 
@@ -483,7 +284,7 @@ def cross_run(
       "control": {"tests", "files", "seconds"}, "split": {"tests", "seconds", "error"},
       "failures": [{"test", "text", "kind", "subject", "change", "moved_by"?}]}], "findings", "seconds"}``;
       ``control``: the control run's re-run test ids, collected files and seconds; ``split``: the split by cause
-      (:func:`split_by_cause`); ``other_packages``: what differs besides optax (:func:`other_packages`).
+      (:func:`split.split_by_cause`); ``other_packages``: what differs besides optax (:func:`split.other_packages`).
 
     Raises:
       CrossRunFailure: an optax package folder is missing, or a run gave no report.
@@ -495,7 +296,7 @@ def cross_run(
             raise CrossRunFailure(f"the {side} has no installed optax package at {folder}")
     changed = changed_modules(pkg["baseline"], pkg["candidate"])
     say(f"upstream tests: {len(changed)} optax modules differ")
-    others = other_packages(pythons, options.extra_env)
+    others = split.other_packages(pythons, options.extra_env)
     if others:
         say(
             f"upstream tests: besides optax, {len(others)} distributions differ ({', '.join(others[:3])}{' ...' if len(others) > 3 else ''})"
