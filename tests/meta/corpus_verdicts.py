@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from optax_gate.gate import assemble  # noqa: E402
+from optax_gate.gate.team_run import command as run_command  # noqa: E402
 from optax_gate.gate.team_run import judging, recording  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
 
@@ -68,7 +69,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     work = Path(tempfile.mkdtemp(prefix=f"corpus-{name}-"))
     try:
         shutil.copytree(folder, work / "team")
-        spec = recording.RunSpec("python train.py", work / "team", timeout)
+        spec = run_command.RunSpec("python train.py", work / "team", timeout)
         result = recording.run(spec, (Path(baseline), Path(candidate)), work / "evidence")
         report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
         report = assemble.with_team_run(report, result)

@@ -16,6 +16,7 @@ import pytest
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import birth, divergence, isolated, judging, recording
+from optax_gate.gate.team_run import command as run_command
 from tests.meta.support.team_runs import PLANTS, PYTHON, candidate, line_of, npz_arrays, record, team
 
 #: Each test runs a real JAX program three to five times (the gate's runs): minutes under a loaded machine, not the
@@ -116,7 +117,7 @@ def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
     values of its first run, inputs identical); the step's results (the loss,
     the params and optimizer state after it) follow as consequences."""
     folder = team(tmp_path, "nnx")
-    spec = recording.RunSpec("python train.py --steps 3", folder, 300)
+    spec = run_command.RunSpec("python train.py --steps 3", folder, 300)
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "adamw-further")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     update = line_of(folder, "optimizer.update(")
@@ -141,7 +142,7 @@ def test_an_nnx_program_the_same_on_both_sides_says_what_was_compared_by_value(t
     counts the calls compared by value (the step's), by structure only (the
     optimizer built), and why."""
     folder = team(tmp_path, "nnx")
-    spec = recording.RunSpec("python train.py --steps 2", folder, 300)
+    spec = run_command.RunSpec("python train.py --steps 2", folder, 300)
     result = recording.run(spec, (PYTHON, PYTHON), tmp_path)
     assert result["outcome"] == "same", result["reason"]
     assert (
@@ -160,7 +161,7 @@ def test_a_run_of_which_no_value_is_compared_is_not_verified(tmp_path):
     folder = tmp_path / "team"
     folder.mkdir()
     (folder / "train.py").write_text("import optax\n\ntx = optax.adam(1e-3)\nprint(tx)\n")
-    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
+    result = recording.run(run_command.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "not-verified"
     assert result["reason"].startswith(
         "no value of your run could be compared: 1 call(s) compared by structure only"
@@ -244,7 +245,7 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     before the step (its inputs already differ). The verdict's reason says
     where."""
     folder = team(tmp_path, "nnx")
-    spec = recording.RunSpec("python train.py --steps 2", folder, 300, members=0)  # --exact: the ULP budget alone
+    spec = run_command.RunSpec("python train.py --steps 2", folder, 300, members=0)  # --exact: the ULP budget alone
     result = recording.run(spec, (PYTHON, candidate(tmp_path, plant)), tmp_path / "out")
     # XLA's own tanh against the planted formula: 3.8 ULP apart after two steps on one CPU (within the budget of 8:
     # the run is the same, not bit for bit), beyond it on another; either way the last bits are born in the tanh
@@ -272,7 +273,7 @@ def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and
     the same (rounding, not a change), and where its last bits are born is still said: JAX/XLA's tanh."""
     folder = team(tmp_path, "nnx")
     result = recording.run(
-        recording.RunSpec("python train.py --steps 2", folder, 300),
+        run_command.RunSpec("python train.py --steps 2", folder, 300),
         (PYTHON, candidate(tmp_path, "tanh-otherwise")),
         tmp_path / "out",
     )
@@ -293,7 +294,7 @@ def test_a_candidate_whose_recorder_did_not_start_is_not_verified(tmp_path):
     python.write_text(f'#!/bin/bash\nunset OPTAX_GATE_TRACE\nexec {PYTHON} "$@"\n')
     python.chmod(0o755)
     result = recording.run(
-        recording.RunSpec("python train.py --steps 1", folder, 300), (PYTHON, python), tmp_path / "out"
+        run_command.RunSpec("python train.py --steps 1", folder, 300), (PYTHON, python), tmp_path / "out"
     )
     assert result["outcome"] == "not-verified"
     assert result["reason"].startswith(
@@ -422,7 +423,7 @@ def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_con
     constructor's line, a cause (the model's leaves the same, the state other), carrying the Optax API that built the
     transformation, and the verdict says it is born there."""
     folder = team(tmp_path, "nnx")
-    spec = recording.RunSpec("python train.py --steps 2", folder, 300)
+    spec = run_command.RunSpec("python train.py --steps 2", folder, 300)
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "moments-start-moved")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     built = line_of(folder, "optimizer = nnx.Optimizer(")
@@ -528,7 +529,7 @@ def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_pa
     the run is the same as itself, every call compared by value or structure."""
     folder = tmp_path / "team"
     shutil.copytree(Path(__file__).parent / "teams" / "corpus" / "lax_scan_sgd", folder)
-    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
+    result = recording.run(run_command.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "same", result["reason"]
     assert result["compared_by"]["value"] > 40 and not result["compared_by"]["none"], result["compared_by"]
 
@@ -542,7 +543,7 @@ def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_bas
     bit the same as itself."""
     folder = tmp_path / "team"
     shutil.copytree(Path(__file__).parent / "teams" / "corpus" / "shard_map_pmap", folder)
-    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
+    result = recording.run(run_command.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "same", result["reason"]
     assert result["within_budget"]["calls"] == 0, result["within_budget"]
     # per-device calls are not run alone (a callback per device there deadlocked the collectives)

@@ -28,6 +28,7 @@ from optax_gate.gate import assemble
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import scope
+from optax_gate.gate.team_run import command as run_command
 from optax_gate.gate.team_run import divergence, ensemble, judging, leaves, recording, reused
 from optax_gate.kit import tolerances
 from tests.meta.support.team_runs import (
@@ -94,7 +95,7 @@ def test_first_divergence_is_the_cause_and_later_calls_its_consequences(tmp_path
     budget): the cause; the results of the jitted step, both steps, follow
     as consequences, in execution order."""
     folder = team(tmp_path, "tiny")
-    spec = recording.RunSpec("python train.py 2", folder, 300)
+    spec = run_command.RunSpec("python train.py 2", folder, 300)
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-further")), tmp_path)
     assert result["outcome"] == "diverged", result["reason"]
     update = line_of(folder, "tx.update(")
@@ -121,7 +122,7 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     from optax_gate.gate.report import team_run_section as report_team_run
 
     folder = team(tmp_path, "tiny")
-    spec = recording.RunSpec(
+    spec = run_command.RunSpec(
         "python train.py 2 --eager", folder, 300
     )  # eager: the update's values are the program's own
     one_ulp = candidate(tmp_path, "sgd-one-ulp")
@@ -135,7 +136,9 @@ def test_a_run_within_the_budget_says_whether_it_is_bit_for_bit_the_same(tmp_pat
     # jitted, the update drifts only inside the recorder's copy of the step (host callbacks fuse otherwise): the team's
     # own program, its kept results and its output, is bit for bit the same, and the report says so (the corpus'
     # nnx_mlp_adam read "not bit for bit" of a program whose every output was bit-identical)
-    jitted = recording.run(recording.RunSpec("python train.py 2", folder, 300), (PYTHON, one_ulp), tmp_path / "jitted")
+    jitted = recording.run(
+        run_command.RunSpec("python train.py 2", folder, 300), (PYTHON, one_ulp), tmp_path / "jitted"
+    )
     if jitted["within_budget"]["calls"]:
         assert jitted["within_budget"]["shadow_only"] and jitted["within_budget"]["kept_max_ulps"] is None, jitted
         assert "every result your program gives is bit for bit the same" in "\n".join(
@@ -153,7 +156,7 @@ def test_an_exception_that_appears_in_the_candidate_breaks_the_run_at_its_line(t
     candidate where it is keyword-only raises TypeError there: the run broke,
     named at the huber_loss line, as the cause."""
     folder = team(tmp_path, "mixed")
-    spec = recording.RunSpec("python train.py --steps 2", folder, 300)
+    spec = run_command.RunSpec("python train.py --steps 2", folder, 300)
     result = recording.run(spec, (PYTHON, candidate(tmp_path, "huber-keyword-only")), tmp_path)
     huber = line_of(folder, "optax.huber_loss(")
     assert result["outcome"] == "broke", result["reason"]
@@ -169,7 +172,7 @@ def test_a_run_that_is_not_deterministic_is_not_verified(tmp_path):
     """Two baseline runs of a script seeded from the clock differ: not
     verified, naming the first call that differs."""
     folder = team(tmp_path, "tiny")
-    spec = recording.RunSpec("python train.py 1 --random", folder, 300)
+    spec = run_command.RunSpec("python train.py 1 --random", folder, 300)
     result = recording.run(spec, (PYTHON, PYTHON), tmp_path)
     assert result["outcome"] == "not-verified"
     # the data is a constant of the jitted step: its Optax calls' inputs differ already, so the step's result,
@@ -402,11 +405,11 @@ def test_the_environment_of_the_command_has_absolute_paths(tmp_path, monkeypatch
     the system python: 'No module named jax')."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "team" / "src").mkdir(parents=True)
-    env = recording.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
+    env = run_command.environment(Path(".nox/gate-envs/abc/bin/python"), Path("team"), Path("evidence/trace"))
     assert env["PATH"].split(os.pathsep)[0] == str(tmp_path / ".nox/gate-envs/abc/bin")
     assert env["VIRTUAL_ENV"] == str(tmp_path / ".nox/gate-envs/abc")
     assert env["PYTHONPATH"].split(os.pathsep) == [
-        str(recording.RECORDER_SITE),
+        str(run_command.RECORDER_SITE),
         str(tmp_path / "team"),
         str(tmp_path / "team/src"),
     ]
@@ -462,7 +465,7 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
         "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n"
     )
     assert (
-        recording.exit_reason({"error": "", "exit": 1, "tail": tail})
+        run_command.exit_reason({"error": "", "exit": 1, "tail": tail})
         == "exit 1: TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given"
     )
 
@@ -473,16 +476,16 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
     from optax_gate.gate.inputs import validate
 
     (tmp_path / "train.py").write_text("")
-    for command, run_dir, said in (
+    for cmd, run_dir, said in (
         ("  ", None, "--run is empty"),
         ("python train.py", tmp_path / "nope", "nope does not exist"),
         ("python train.py", tmp_path / "train.py", "train.py is not a folder"),
         (None, tmp_path, "--run-dir is given without --run"),
     ):
         with pytest.raises(validate.InvalidInput, match=said):
-            recording.check(command, run_dir, 60)
+            recording.check(cmd, run_dir, 60)
     assert recording.check(None, None, 60) is None
-    assert recording.check("python train.py", tmp_path, 60) == recording.RunSpec(
+    assert recording.check("python train.py", tmp_path, 60) == run_command.RunSpec(
         "python train.py", tmp_path.resolve(), 60
     )
 
@@ -497,13 +500,13 @@ def test_an_eager_training_loop_is_judged_at_its_updates_birth_and_its_params(tm
     reaches it) it is, and it is a consequence too."""
     folder = team(tmp_path, "tiny")
     update, apply = line_of(folder, "tx.update("), line_of(folder, "optax.apply_updates(")
-    exact = recording.RunSpec("python train.py 2 --eager", folder, 300, members=0)
+    exact = run_command.RunSpec("python train.py 2 --eager", folder, 300, members=0)
     further = candidate(tmp_path, "sgd-further")
     result = recording.run(exact, (PYTHON, further), tmp_path / "exact")
     rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
     assert rows == [(update, 1, "cause"), (apply, 1, "consequence"), (apply, 2, "consequence")]
     assert result["ensemble"] == {"members": 0, "used": False, "why": "--exact: the ULP budget alone"}
-    spec = recording.RunSpec("python train.py 2 --eager", folder, 300)
+    spec = run_command.RunSpec("python train.py 2 --eager", folder, 300)
     result = recording.run(spec, (PYTHON, further), tmp_path / "noise")
     rows = [(d["site"], d["occurrence"], d["role"]) for d in result["divergences"]]
     assert [r for r in rows if r[2] == "cause"] == [(update, 1, "cause")]
@@ -874,7 +877,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
 def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
     """The first try of --run from the project folder, the team's script elsewhere: "python: can't open file
     '<project>/train.py'" and "fix the command" — the reason now names the folder and --run-dir."""
-    spec = recording.RunSpec("python train.py", tmp_path, 60)
+    spec = run_command.RunSpec("python train.py", tmp_path, 60)
     result = recording.run(spec, (Path(sys.executable), Path(sys.executable)), tmp_path / "out")
     assert result["outcome"] == "not-verified"
     assert f"it ran in {tmp_path}: --run-dir sets the folder" in result["reason"], result["reason"]
@@ -921,7 +924,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
     # the gate records the folder its names are relative to (a run of recorded traces, the command not run)
     event = {**call_event("train.py:3", "optax.sgd", "optax.sgd(...).update", leaf_record([1.0])), "phase": "update"}
     monkeypatch.setattr(
-        recording,
+        run_command,
         "run_once",
         lambda spec, python, label, folder, extra_env=None: {
             "label": label,
@@ -935,7 +938,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
         },
     )
     monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
-    spec = recording.RunSpec("python train.py", tmp_path / "team", 60)
+    spec = run_command.RunSpec("python train.py", tmp_path / "team", 60)
     result = recording.run(
         spec, (Path(sys.executable),) * 2, tmp_path / "out", name=recording.user_names(tmp_path / "team")
     )
@@ -955,7 +958,7 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     said = []
     (team_dir / "data").mkdir()
     (team_dir / "data" / "old.txt").write_text("old")
-    spec = recording.RunSpec(
+    spec = run_command.RunSpec(
         "echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data",
         team_dir,
         60,
@@ -1005,7 +1008,7 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
         "They now hold the baseline run's output" in text
         and "existed before the gate and were overwritten: `keep.txt`" in text
     )
-    quiet = recording.run(recording.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
+    quiet = recording.run(run_command.RunSpec("true", team_dir, 60), (Path(sys.executable),) * 2, tmp_path / "out2")
     assert "wrote" not in quiet
 
 
@@ -1041,9 +1044,9 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
             ).name,
         }
 
-    monkeypatch.setattr(recording, "run_once", run_once)
+    monkeypatch.setattr(run_command, "run_once", run_once)
     monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
-    return recording.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
+    return run_command.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
 
 
 def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_teams_folder(tmp_path, monkeypatch):
@@ -1107,12 +1110,12 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
         "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
     )
     row = {"label": "baseline", "exit": 1, "error": "", "tail": tail, "seconds": 2.0}
-    assert recording.exit_reason(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
+    assert run_command.exit_reason(row) == "exit 1: ModuleNotFoundError: No module named 'grain'"
     from optax_gate.gate.report import team_run_section
 
     team = {
         **_team("not-verified"),
-        "reason": f"the team's run fails in the baseline ({recording.exit_reason(row)})",
+        "reason": f"the team's run fails in the baseline ({run_command.exit_reason(row)})",
         "runs": [row],
     }
     text = "\n".join(team_run_section.section({"team_run": team}))
@@ -1212,7 +1215,7 @@ def test_the_gates_own_folders_in_the_teams_folder_are_never_put_back(tmp_path):
     evidence.mkdir(parents=True)
     cache.mkdir()
     (cache / "entry").write_text("old")
-    spec = recording.RunSpec(
+    spec = run_command.RunSpec(
         "echo run > out.txt; echo new > cache/entry; echo log > reports/runs/r1/gate.log",
         team_dir,
         60,
@@ -1449,7 +1452,7 @@ def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_pa
     team_dir.mkdir()
     for name in ("a.txt", "b.txt"):
         (team_dir / name).write_text(name)
-    spec = recording.RunSpec("for i in 1 2 3 4 5; do echo $i > out$i.txt; done; echo changed > a.txt", team_dir, 60)
+    spec = run_command.RunSpec("for i in 1 2 3 4 5; do echo $i > out$i.txt; done; echo changed > a.txt", team_dir, 60)
     result = recording.run(spec, (Path(sys.executable),) * 2, tmp_path / "out")
     assert result["wrote"]["count"] == 6 and result["wrote"]["not_restored"] == [], result["wrote"]
     assert (
@@ -1467,10 +1470,10 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     folder = team(tmp_path, "noise")
     rounds = candidate(tmp_path, "tanh-one-ulp")
     command = "python train.py 120 --out params.npz"
-    exact = recording.run(recording.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
+    exact = recording.run(run_command.RunSpec(command, folder, 300, members=0), (PYTHON, rounds), tmp_path / "exact")
     assert exact["outcome"] == "diverged", exact.get("witnessed")
     result = recording.run(
-        recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise"
+        run_command.RunSpec(command, folder, 300, cache=tmp_path / "cache"), (PYTHON, rounds), tmp_path / "noise"
     )
     assert result["outcome"] == "same", (result.get("witnessed"), result.get("first"))
     assert result["ensemble"]["used"] and result["ensemble"]["members"] == 3 and result["ensemble"]["reached"] > 0
@@ -1485,7 +1488,7 @@ def test_a_candidate_that_only_rounds_otherwise_passes_against_the_runs_own_nois
     assert report_team_run.alone_words(result).startswith("**Optax computes the same on identical inputs**")
     said: list[str] = []
     again = recording.run(
-        recording.RunSpec(command, folder, 300, cache=tmp_path / "cache"),
+        run_command.RunSpec(command, folder, 300, cache=tmp_path / "cache"),
         (PYTHON, rounds),
         tmp_path / "again",
         said.append,
@@ -1501,7 +1504,7 @@ def test_an_optax_change_behind_rounding_still_diverges_at_the_optax_call(tmp_pa
     only (within the ensemble's spread), so the update is the cause, named at its line; the run diverges."""
     folder = team(tmp_path, "noise")
     both = candidate(tmp_path, "tanh-one-ulp-adam-further")
-    result = recording.run(recording.RunSpec("python train.py 120", folder, 300), (PYTHON, both), tmp_path / "run")
+    result = recording.run(run_command.RunSpec("python train.py 120", folder, 300), (PYTHON, both), tmp_path / "run")
     assert result["outcome"] == "diverged" and result["ensemble"]["used"]
     assert line_of(folder, "tx.update(") in result["sites"], result["sites"]
     # run alone on the baseline's own inputs (identical by construction), the candidate's update computes something else
@@ -1515,7 +1518,7 @@ def test_an_optax_call_flax_makes_for_the_team_is_recorded_at_the_teams_line(tmp
     named there, as the cause."""
     folder = team(tmp_path, "corpus/linen_msgpack_wd_schedule")
     later = candidate(tmp_path, "adamw-decay-count")
-    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, later), tmp_path / "run")
+    result = recording.run(run_command.RunSpec("python train.py", folder, 300), (PYTHON, later), tmp_path / "run")
     assert result["outcome"] == "diverged"
     line = line_of(folder, "state.apply_gradients(")
     assert line in result["sites"], result["sites"]
@@ -1669,7 +1672,7 @@ def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
         "    params, state = step(params, state)\n"
         "print(params['w'])\n"
     )
-    result = recording.run(recording.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "run")
+    result = recording.run(run_command.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "run")
     assert result["outcome"] == "same", result["reason"]
     assert "record-error" not in result["compared_by"]["why"], result["compared_by"]
 
@@ -1689,7 +1692,7 @@ def test_the_ensembles_key_leaves_out_the_gates_own_folders_in_the_teams_folder(
     folder = team(tmp_path, "tiny")
     report = folder / "gate-report"
     report.mkdir()
-    spec = recording.RunSpec("python train.py 3", folder, 300, not_watched=(report,))
+    spec = run_command.RunSpec("python train.py 3", folder, 300, not_watched=(report,))
     key = recording.ensemble_key(spec, PYTHON)
     (report / "report.md").write_text("a report\n")
     assert recording.ensemble_key(spec, PYTHON) == key

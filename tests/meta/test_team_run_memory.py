@@ -3,6 +3,7 @@
 ``MEMORY_ATOL``, a growth failing the gate at the step's line whatever its values."""
 
 from optax_gate.gate.report import team_run_section
+from optax_gate.gate.team_run import command as run_command
 from optax_gate.gate.team_run import judging, memory, recording
 from optax_gate.kit.tolerances import MEMORY_ATOL, MEMORY_RTOL
 from tests.meta.support.team_runs import PYTHON, candidate, line_of, record, team
@@ -35,7 +36,7 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
     its step's temporary bytes grew beyond the tolerance: the verdict fails, naming the step's line with the bytes
     and the ratio. The same interpreter on both sides: every figure the same, said in one line, the verdict passes."""
     folder = team(tmp_path, "tiny")
-    spec = recording.RunSpec("python train.py 2", folder, 300, members=0)
+    spec = run_command.RunSpec("python train.py 2", folder, 300, members=0)
     grown = recording.run(spec, (PYTHON, candidate(tmp_path, "sgd-holds-a-mib")), tmp_path / "grown")
     assert grown["outcome"] == "same", grown["reason"] or grown["divergences"]
     step = line_of(folder, "= step(params, state)")

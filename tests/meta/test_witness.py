@@ -12,6 +12,7 @@ import pytest
 
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
+from optax_gate.gate.team_run import command as run_command
 from optax_gate.gate.team_run import divergence, leaves, recording, witness
 from tests.meta.support.team_runs import CHAIN, PYTHON
 
@@ -168,7 +169,7 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
     python.parent.mkdir(parents=True)
     python.write_text(f'#!/bin/bash\nexport PYTHONPATH="{site}:$PYTHONPATH"\nexec {PYTHON} "$@"\n')
     python.chmod(0o755)
-    result = recording.run(recording.RunSpec("python train.py", team, 300), (PYTHON, python), tmp_path / "out")
+    result = recording.run(run_command.RunSpec("python train.py", team, 300), (PYTHON, python), tmp_path / "out")
     assert result["outcome"] == "diverged" and not result["differing"], result["reason"]
     assert result["witness"]["output"]["first"]["line"] == 1 and result["witnessed"].startswith(
         "output line 1: a number"
@@ -181,7 +182,7 @@ def test_a_run_whose_recorded_calls_are_the_same_but_whose_output_differs_diverg
         and "your run's own outputs differ in the candidate: output line 1" in report["reasons"][0]
     )
     assert "Your run's own outputs differ" in "\n".join(team_run_section.section(report))
-    same = recording.run(recording.RunSpec("python train.py", team, 300), (PYTHON, PYTHON), tmp_path / "same")
+    same = recording.run(run_command.RunSpec("python train.py", team, 300), (PYTHON, PYTHON), tmp_path / "same")
     assert same["outcome"] == "same" and not same["witness"]["differs"] and same["witness"]["files"]["files"] == 1
     assert not (tmp_path / "same" / "team-run-baseline-repeat-files").exists()  # read by the witness, then dropped
 
@@ -200,7 +201,7 @@ def test_a_command_that_times_out_is_stopped_whole_before_the_folder_is_put_back
     (team / "train.py").write_text(
         "import time\ntime.sleep(4)\nopen('checkpoint.txt', 'w').write('written by the run')\n"
     )
-    spec = recording.RunSpec("python train.py && echo done", team, 1.5)
+    spec = run_command.RunSpec("python train.py && echo done", team, 1.5)
     result = recording.run(spec, (PYTHON, PYTHON), tmp_path / "out")
     assert result["outcome"] == "not-verified" and result["runs"][0]["timed_out"], result
     _time.sleep(5)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from optax_gate.gate.team_run import recording
+from optax_gate.gate.team_run import command as run_command
 
 TEAMS = Path(__file__).parents[1] / "teams"
 
@@ -123,7 +123,7 @@ def line_of(folder: Path, text: str, file: str = "train.py") -> str:
 
 def record(folder: Path, command: str, trace: Path | None) -> subprocess.CompletedProcess:
     """Run ``command`` in ``folder`` like the gate does, recording into ``trace`` (None: recorder off)."""
-    env = recording.environment(PYTHON, folder, trace or folder / "unused")
+    env = run_command.environment(PYTHON, folder, trace or folder / "unused")
     if trace is None:
         env.pop("OPTAX_GATE_TRACE")
     return subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True, timeout=300)
