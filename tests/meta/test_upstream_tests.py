@@ -368,7 +368,7 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
         up.CrossRunOptions(tmp_path / "cache", 300, env, 1),
         say=lambda _: None,
     )
-    assert section["other_packages"] == ["fakenum 1 -> 2", "onlycand only in the candidate"]  # moved versions first
+    assert section["other_packages"] == ["fakenum 1 → 2", "onlycand only in the candidate"]  # moved versions first
     base, cand = (
         {f["test"].rsplit("::", 1)[-1]: (f["kind"], f.get("moved_by")) for f in d["failures"]}
         for d in section["directions"]
@@ -382,17 +382,22 @@ def test_a_failure_that_moves_with_the_other_packages_is_not_an_optax_finding(tm
         "test_noisy_new": (failures.OTHERS, "other packages"),
         "test_scaled_new": (failures.BEHAVIOUR, "optax"),
     }
-    assert sorted(f["contracts"][0].rsplit("::", 1)[-1] for f in section["findings"]) == [
-        "test_joint",
-        "test_scaled",
-        "test_scaled_new",
-    ]
+    # one finding per API and change across both directions; each says what its split found
+    by_api = {
+        f["api"]: (sorted(t.rsplit("::", 1)[-1] for t in f["contracts"]), f["cause"]) for f in section["findings"]
+    }
+    assert sorted(by_api) == ["optax.eps.joint", "optax.eps.scaled"]
+    assert by_api["optax.eps.scaled"][0] == ["test_scaled", "test_scaled_new"]
+    assert "it moves with optax: the candidate's optax alone gives it" in by_api["optax.eps.scaled"][1]
+    assert "it needs both the candidate's optax and its other packages" in by_api["optax.eps.joint"][1]
     # three ids with the candidate's optax on the baseline's packages, two left as in the baseline the other way
     assert section["directions"][0]["split"]["tests"] == 5 and section["directions"][0]["split"]["error"] == ""
     report = assemble.with_upstream_tests({"verdict": "pass", "reasons": [], "findings": []}, section)
     text = "\n".join(upstream_section.markdown(report))
-    assert "Besides optax, 2 distributions differ (fakenum 1 -> 2, onlycand only in the candidate)" in text
-    assert "not optax: `eps_test.py::test_noisy` moves with the other packages (fakenum 1 -> 2, onlycand only" in text
+    assert "Besides optax, 2 distributions differ (fakenum 1 → 2, onlycand only in the candidate)" in text
+    assert (
+        "not optax: `eps_test.py::test_noisy` moves with the other packages (fakenum 1 → 2), not with optax" in text
+    )  # moved versions only
 
 
 def test_a_split_that_cannot_be_made_keeps_the_finding(tmp_path):
@@ -425,6 +430,30 @@ def test_report_html_shows_the_cross_runs_findings_and_its_section(section):
     page = html_page.render(report)
     number = report["upstream_tests"]["findings"][0]["number"]
     assert f'<details class="finding" id="f{number}">' in page
-    assert "upstream tests (baseline tests in the candidate) fail" in page
+    assert "upstream tests fail: AssertionError" in page and "(baseline tests in the candidate)" in page
     assert 'id="upstream-tests-cross-run"' in page and "Upstream tests, cross-run" in page
     assert "<ul><li>could not tell <code>alpha_test.py::ScaleTest::test_flaky_everywhere</code>" in page  # nested
+
+
+def test_a_finding_names_the_public_path_of_what_it_is_about(tmp_path):
+    """A failing upstream test of ``optax/_impl.py`` is about ``optax._impl.scale``, which a team calls as
+    ``optax.scale``: the finding names the shortest public path of the object (read from the installed package
+    without importing it), and the private path only where no public one leads to it."""
+    pkg = tmp_path / "optax"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from optax._impl import scale\nfrom optax import sub\n")
+    (pkg / "_impl.py").write_text("def scale(x):\n    return x\n\n\ndef _hidden():\n    return 0\n")
+    (pkg / "sub" / "__init__.py").write_text("from optax._impl import scale\n")
+    public = up.public_paths(tmp_path)
+    assert public["optax._impl.scale"] == "optax.scale"
+    assert "optax._impl._hidden" not in public
+
+
+def test_the_note_counts_each_directions_failures_in_the_reports_words(section):
+    note = up.note(section)
+    base, cand = note.split("; candidate tests in the baseline")
+    assert (
+        "baseline tests in the candidate: 5 run, 5 failed (1 a name on one side only, 2 changed, 2 could not tell)"
+        in base
+    )
+    assert cand.startswith(": 2 run, 1 failed (1 a name on one side only)")

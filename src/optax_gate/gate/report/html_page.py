@@ -142,7 +142,7 @@ def finding_html(page: report_markdown.Page, finding: dict[str, Any], rows: dict
     if section != "contracts":
         if section == "upstream-tests":  # "N. **changed** text (see ...)": the number is the <details>'
             line = upstream_section.finding_line(finding).split(" ", 1)[1]
-            where = "Its upstream tests are listed in the cross-run's section below."
+            where = "Every one of its upstream tests is in report.json (<code>upstream_tests</code>); how the cross-run ran is in its section below."
         else:
             line = report_surface.finding_line(finding).split("</a>", 1)[1]  # the <details> carries the anchor
             where = "The whole row is in its section below."

@@ -11,7 +11,10 @@ from optax_gate.gate.upstream.failures import INFRA, OTHERS
 
 def finding_line(finding: dict[str, Any]) -> str:
     """The Markdown line of a cross-run finding, numbered."""
-    return f"{finding['number']}. **{finding['change']}** {finding['text']} (see [upstream tests, cross-run](#upstream-tests-cross-run) below)"
+    return (
+        f"{finding['number']}. **{finding['change']}** {finding['text']} (every one of its upstream tests is in "
+        "report.json's `upstream_tests`; how the cross-run ran: [upstream tests, cross-run](#upstream-tests-cross-run) below)"
+    )
 
 
 def _control_words(control: dict[str, Any] | None) -> str:
@@ -19,7 +22,7 @@ def _control_words(control: dict[str, Any] | None) -> str:
         return ""
     return (
         f"; control run in the tests' own environment ({control['seconds']:.0f} s): {control['tests']} failing tests re-run, "
-        f"{control['files']} files that failed to collect collected only"
+        f"{control['files']} test files that did not import there, only collected"
     )
 
 

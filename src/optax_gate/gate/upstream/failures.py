@@ -188,29 +188,45 @@ def api_of(test: str, names: list[str], module: str) -> str:
     return f"{dotted}.{max(hits, key=len)}" if hits else dotted
 
 
+#: What a behaviour finding says of its split by cause (``split.split_by_cause``), when all its failures agree.
+MOVED_WORDS = {
+    "optax": "it moves with optax: the candidate's optax alone gives it on the baseline's other packages",
+    "both together": "it needs both the candidate's optax and its other packages: neither alone gives it",
+}
+
+
 def findings(directions: list[Direction]) -> list[dict[str, Any]]:
-    """The report findings of the classified failures (API and behaviour;
-    infrastructure failures are listed in the section, not here): one per
-    (direction, kind, change, subject, error pattern), in the report's finding
-    form (section ``upstream-tests``, ``contracts`` holding the upstream tests)."""
-    groups: dict[tuple[str, str, str, str, str], list[Failure]] = {}
+    """The report findings of the classified failures (API and behaviour; the failures that could not be told and
+    those that move with the other packages are listed in the section, not here): one per API and change across
+    both directions for a changed behaviour (its distinct error lines named, at most two), one per direction,
+    change and name for a name on one side; in the report's finding form (section ``upstream-tests``,
+    ``contracts`` holding the upstream tests)."""
+    groups: dict[tuple[str, str, str, str], list[tuple[str, Failure]]] = {}
     for d in directions:
         for f in d.failed:
             if f.kind in (INFRA, OTHERS):
                 continue
-            pattern = "" if f.kind == API else normalise(f.text)
-            groups.setdefault((d.label, f.kind, f.change, f.subject, pattern), []).append(f)
+            groups.setdefault((f.kind, f.change, f.subject, d.label if f.kind == API else ""), []).append((d.label, f))
     out = []
     order = {"changed": 0, "new": 1, "gone": 2}
-    for (label, kind, change, subject, _), fails in sorted(
-        groups.items(), key=lambda kv: (order[kv[0][2]], -len(kv[1]), kv[0][3])
+    for (kind, change, subject, label), pairs in sorted(
+        groups.items(), key=lambda kv: (order[kv[0][1]], -len(kv[1]), kv[0][2])
     ):
+        fails = [f for _, f in pairs]
         tests = [f.test for f in fails]
         if kind == API:
             side = "the baseline" if change == "gone" else "the candidate"
             cause = f"upstream tests ({label}): `{subject}` exists in {side} only"
         else:
-            cause = f"upstream tests ({label}) fail: {shorten(fails[0].text, 110)}"
+            errors: dict[str, tuple[str, str]] = {}  # one line per error pattern, with the direction it came from
+            for where, f in pairs:
+                errors.setdefault(normalise(f.text), (where, f.text))
+            said = [f"{shorten(text, 110)} ({where})" for where, text in list(errors.values())[:2]]
+            more = f"; and {len(errors) - 2} more errors" if len(errors) > 2 else ""
+            cause = "upstream tests fail: " + "; ".join(said) + more
+            moved = {f.moved_by for f in fails}
+            if len(moved) == 1 and (words := MOVED_WORDS.get(moved.pop())):
+                cause += f"; {words}"
         named = ", ".join(f"`{t}`" for t in tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
         out.append(
             {

@@ -37,7 +37,7 @@ def installed_versions(python: Path, env: dict[str, str], timeout: float = 120) 
 
 def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]]) -> list[str]:
     """The distributions besides optax (and this project) that differ between the two environments: a version
-    that moved (``"jax 0.11.2 -> 0.12.0.1"``) first, then one installed on one side only (``"chex only in the
+    that moved (``"jax 0.11.2 → 0.12.0.1"``) first, then one installed on one side only (``"chex only in the
     baseline"``: often a test dependency an overlay brings), each group sorted by name; empty when only optax
     differs.
 
@@ -48,7 +48,7 @@ def other_packages(pythons: dict[str, Path], extra_env: dict[str, dict[str, str]
     names = sorted(
         n for n in base.keys() | cand.keys() if n not in ("optax", "optax-gate") and base.get(n) != cand.get(n)
     )
-    moved = [f"{n} {base[n]} -> {cand[n]}" for n in names if n in base and n in cand]
+    moved = [f"{n} {base[n]} → {cand[n]}" for n in names if n in base and n in cand]
     one_side = [
         f"{n} only in the {'baseline' if n in base else 'candidate'}" for n in names if (n in base) != (n in cand)
     ]
@@ -134,7 +134,8 @@ def split_by_cause(split: Split, others: list[str]) -> None:
     d.split_tests = len(ids) + len(unmoved)
     if optax_alone is None or others_alone is None:
         d.split_error = f"the {'candidate' if optax_alone is None else 'baseline'}'s optax does not import or run on the other side's packages"
-    moved = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    versions = [o for o in others if " → " in o] or others  # a moved version, not a test dependency one side lacks
+    moved = ", ".join(versions[:3]) + (f" and {len(versions) - 3} more" if len(versions) > 3 else "")
     for f in suspects:
         if optax_alone is None:
             f.moved_by = "not split"

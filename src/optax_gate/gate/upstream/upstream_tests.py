@@ -19,8 +19,10 @@ from pathlib import Path
 from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.install import missing_requirements
+from optax_gate.gate.surface import public_api
 from optax_gate.gate.upstream import split
 from optax_gate.gate.upstream.failures import (
+    API,
     BEHAVIOUR,
     INFRA,
     Direction,
@@ -199,12 +201,29 @@ def control(
     return failing
 
 
+def public_paths(site: Path) -> dict[str, str]:
+    """Each object of optax's public API in ``site`` (``gate.surface.public_api``) by where it is defined ->
+    its shortest public path (``optax.tree_utils._tree_math.tree_max`` -> ``optax.tree.max``); {} when the
+    surface cannot be read (the private names are then said as they are)."""
+    try:
+        entries = public_api.surface(site, ("optax",))
+    except Exception:  # a surface that cannot be read costs the names their public form, never the cross-run
+        return {}
+    best: dict[str, str] = {}
+    for path, entry in entries.items():
+        target = entry.target or path
+        if target not in best or (path.count("."), len(path)) < (best[target].count("."), len(best[target])):
+            best[target] = path
+    return best
+
+
 def run_direction(
     d: Direction,
     pkg: dict[str, Path],
     pythons: dict[str, Path],
     options: CrossRunOptions,
     others: list[str] | None = None,
+    say: Callable[[str], None] = print,
 ) -> Direction:
     """Run ``d``'s test files (already chosen in ``d.files``) of ``pkg[d.tests_of]``
     with ``pythons[d.env]``; a control run of the failures with
@@ -212,7 +231,8 @@ def run_direction(
     failing test ids re-run, the files that failed to collect only
     collected), turns those that fail there too into ``could not tell``;
     where the environments differ beyond optax (``others``), the behaviour
-    failures left are split by cause (:func:`split.split_by_cause`). Fills ``d`` in place.
+    failures left are split by cause (:func:`split.split_by_cause`). Fills ``d`` in place; ``say``:
+    a console line as each of the three runs starts.
 
     Raises:
       CrossRunFailure: no JUnit report came back, or the overlay cannot be installed.
@@ -238,6 +258,7 @@ def run_direction(
         folder = overlay(pythons[d.env], lacking, cache_dir, timeout)
         env = with_overlay(extra_env.get(d.env, {}), folder)
         xml = root / "junit.xml"
+        say(f"upstream tests: {d.label}: running {len(d.files)} test files")
         run_pytest(pythons[d.env], root, d.files, xml, Pytest(env, workers, timeout))
         if not xml.is_file():
             raise CrossRunFailure(f"pytest wrote no report for the {d.label}")
@@ -246,6 +267,7 @@ def run_direction(
             classify(f, d.tests_of)
         suspects = [f for f in d.failed if f.kind != INFRA]
         if suspects:  # the control: do they pass (or collect) in their own environment?
+            say(f"upstream tests: {d.label}: {len(suspects)} failures re-run in their own environment (the control)")
             control_start = time.monotonic()
             home_lacking = missing(pythons[d.tests_of], needed)
             home = overlay(pythons[d.tests_of], home_lacking, cache_dir, timeout)
@@ -263,6 +285,10 @@ def run_direction(
             d.control_seconds = round(time.monotonic() - control_start, 1)
             deps = {d.env: folder, d.tests_of: home}
             envs = {side: extra_env.get(side, {}) for side in ("baseline", "candidate")}
+            if others and any(f.kind == BEHAVIOUR for f in d.failed):
+                say(
+                    f"upstream tests: {d.label}: splitting the changed behaviours by cause (optax or the other packages)"
+                )
             split.split_by_cause(split.Split(root, d, pkg, pythons, deps, envs, timeout), others or [])
     d.seconds = round(time.monotonic() - start, 1)
     return d
@@ -306,7 +332,7 @@ def cross_run(
         d = Direction(label, tests_side, env_side, files=tests_of(pkg[tests_side], changed))
         say(f"upstream tests: {label}: {len(d.files)} test files")
         if d.files:
-            run_direction(d, pkg, pythons, options, others)
+            run_direction(d, pkg, pythons, options, others, say)
         say(f"upstream tests: {label}: {d.ran} run, {len(d.failed)} failed ({d.seconds:.0f} s)")
         directions.append(d)
     names: dict[str, list[str]] = {}
@@ -318,6 +344,13 @@ def cross_run(
                 if module not in names:
                     names[module] = public_names(src.read_text(encoding="utf-8")) if src.is_file() else []
                 f.subject = api_of(f.test, names[module], module)
+    public = {side: public_paths(Path(site)) for side, site in sites.items()}
+    for d in directions:
+        for f in d.failed:  # a name on one side is that side's; a behaviour, the tested module's side
+            if f.kind in (BEHAVIOUR, API):
+                owner = d.tests_of if f.kind == BEHAVIOUR else ("baseline" if f.change == "gone" else "candidate")
+                name, paren, rest = f.subject.partition("(")
+                f.subject = public[owner].get(name, name) + paren + rest
     return {
         "changed_modules": changed,
         "directions": [
@@ -340,16 +373,27 @@ def cross_run(
     }
 
 
+#: A failure's class (``failures.classify``, ``split``) in the report's words.
+KIND_WORDS = {
+    "api": "a name on one side only",
+    "behaviour": "changed",
+    "could not tell": "could not tell",
+    "other packages": "not optax",
+}
+
+
 def note(section: model.UpstreamTests) -> str:
-    """The report's one note on a cross-run: its time, the modules that differ, each direction's counts and the
-    failures per kind; its findings are listed (``section["findings"]``) and do not change the verdict."""
-    counts: dict[str, int] = {}
+    """The report's one note on a cross-run: its time, the modules that differ, each direction's counts and its
+    failures per class in the report's words; its findings are listed (``section["findings"]``) and do not change
+    the verdict."""
+    runs = []
     for d in section["directions"]:
+        counts: dict[str, int] = {}
         for f in d["failures"]:
             counts[f["kind"]] = counts.get(f["kind"], 0) + 1
-    words = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "none failed"
-    runs = "; ".join(f"{d['label']}: {d['ran']} run, {d['failed']} failed" for d in section["directions"])
+        words = ", ".join(f"{n} {KIND_WORDS.get(k, k)}" for k, n in sorted(counts.items()))
+        runs.append(f"{d['label']}: {d['ran']} run, {d['failed']} failed" + (f" ({words})" if words else ""))
     return (
-        f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): {runs} "
-        f"({words}); its {len(section['findings'])} finding(s) are listed, they do not change the verdict"
+        f"upstream tests cross-run ({section['seconds']:.0f} s; {len(section['changed_modules'])} modules differ): "
+        f"{'; '.join(runs)}; its {len(section['findings'])} finding(s) are listed, they do not change the verdict"
     )
