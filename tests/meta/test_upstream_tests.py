@@ -308,6 +308,9 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
     assert sorted(marks.read_text(encoding="utf-8").split("\n")[:-1]) == ["kept", "kept", "passes"]
     assert base["control"]["tests"] == 1 and base["control"]["files"] == 0
     assert cand["control"]["tests"] == 0 and cand["control"]["files"] == 2
+    # a test file that does not import in the other environment is named in the section: none of its tests ran
+    text = "\n".join(upstream_section.markdown(assemble.with_upstream_tests({"findings": []}, section)))
+    assert "did not run: `gamma_test.py` does not import there" in text
 
 
 #: The fake optax of each side for the split by cause: `noisy` follows the other packages (a fake `fakenum`

@@ -73,6 +73,11 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
             + _control_words(d.get("control"))
             + _split_words(d.get("split"))
         )
+        unimported = [f for f in d["failures"] if "::" not in f["test"] and f["kind"] != INFRA]
+        for f in unimported[:20]:  # a file that failed to collect: none of its tests ran across
+            out.append(
+                f"  - did not run: `{f['test']}` does not import there ({shorten(f['text'], 100)}), so none of its tests ran"
+            )
         unknown = [f for f in d["failures"] if f["kind"] == INFRA]
         for f in unknown[:20]:
             out.append(f"  - could not tell `{f['test']}`: {f['subject']} ({shorten(f['text'], 100)})")
