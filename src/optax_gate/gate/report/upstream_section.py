@@ -7,6 +7,7 @@ from typing import Any
 
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.upstream.failures import INFRA, OTHERS
+from optax_gate.gate.upstream.upstream_tests import KIND_WORDS
 
 
 def finding_line(finding: dict[str, Any]) -> str:
@@ -51,11 +52,11 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
         "",
     ]
     if section.get("other_packages"):
-        out[-1:-1] = [
+        out += [
             f"Besides optax, {len(section['other_packages'])} distributions differ ({', '.join(section['other_packages'][:5])}"
             + (" …" if len(section["other_packages"]) > 5 else "")
             + "): a failure that the candidate's optax alone leaves as in the baseline, and its other packages alone move, "
-            "is listed under its direction as moving with them, never as an optax finding.",
+            "is listed under its direction as not optax, never as an optax finding.",
             "",
         ]
     for d in section["directions"]:
@@ -64,7 +65,7 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         out.append(
             f"- {d['label']}: {len(d['files'])} test files, {d['ran']} tests run, {d['failed']} failed "
-            f"({', '.join(f'{n} {k}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
+            f"({', '.join(f'{n} {KIND_WORDS.get(k, k)}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
             + (
                 f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}"
                 if d["overlay"]
