@@ -460,3 +460,30 @@ def test_the_note_counts_each_directions_failures_in_the_reports_words(section):
         in base
     )
     assert cand.startswith(": 2 run, 1 failed (1 a name on one side only)")
+
+
+def test_a_private_path_that_moved_behind_a_public_name_is_no_finding(tmp_path):
+    """A test that imports ``optax._util.g`` fails where ``g`` moved to ``optax._other``, but ``optax.g`` is public on
+    both sides: no team call changes, so it is listed as could not tell, naming the public path, never as a name
+    gone (0.2.6 -> 0.2.8: ``value_and_grad_from_state`` moved from ``_src/utils`` to ``_src/linesearch``)."""
+    sites = {}
+    for side, util, other in (
+        ("baseline", "def g():\n    return 1\n", ""),
+        ("candidate", "", "def g():\n    return 1\n"),
+    ):
+        pkg = tmp_path / side / "optax"
+        pkg.mkdir(parents=True)
+        where = "_util" if side == "baseline" else "_other"
+        (pkg / "__init__.py").write_text(f"from optax.{where} import g\n")
+        (pkg / "_util.py").write_text(util + "VERSION = " + repr(side) + "\n")
+        (pkg / "_other.py").write_text(other)
+        (pkg / "_util_test.py").write_text("from optax._util import g\n\ndef test_g():\n    assert g() == 1\n")
+        sites[side] = tmp_path / side
+    py = Path(sys.executable)
+    env = {side: {"PYTHONPATH": str(site)} for side, site in sites.items()}
+    section = up.cross_run(
+        sites, {"baseline": py, "candidate": py}, up.CrossRunOptions(tmp_path / "c", 300, env, 1), say=lambda _: None
+    )
+    (failure,) = section["directions"][0]["failures"]
+    assert failure["kind"] == failures.INFRA and "`optax.g` is public on both sides" in failure["subject"]
+    assert section["findings"] == []

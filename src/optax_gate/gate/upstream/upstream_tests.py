@@ -201,14 +201,23 @@ def control(
     return failing
 
 
-def public_paths(site: Path) -> dict[str, str]:
-    """Each object of optax's public API in ``site`` (``gate.surface.public_api``) by where it is defined ->
-    its shortest public path (``optax.tree_utils._tree_math.tree_max`` -> ``optax.tree.max``); {} when the
-    surface cannot be read (the private names are then said as they are)."""
+def public_surface(site: Path) -> dict[str, public_api.Entry]:
+    """optax's public API in ``site`` (``gate.surface.public_api``), read without importing it; {} when it cannot
+    be read (the private names are then said as they are)."""
     try:
-        entries = public_api.surface(site, ("optax",))
+        return public_api.surface(site, ("optax",))
     except Exception:  # a surface that cannot be read costs the names their public form, never the cross-run
         return {}
+
+
+def public_paths(site: Path) -> dict[str, str]:
+    """Each object of optax's public API in ``site`` by where it is defined -> its shortest public path
+    (``optax.tree_utils._tree_math.tree_max`` -> ``optax.tree.max``)."""
+    return shortest_paths(public_surface(site))
+
+
+def shortest_paths(entries: dict[str, public_api.Entry]) -> dict[str, str]:
+    """:func:`public_paths` of a surface already read."""
     best: dict[str, str] = {}
     for path, entry in entries.items():
         target = entry.target or path
@@ -344,13 +353,22 @@ def cross_run(
                 if module not in names:
                     names[module] = public_names(src.read_text(encoding="utf-8")) if src.is_file() else []
                 f.subject = api_of(f.test, names[module], module)
-    public = {side: public_paths(Path(site)) for side, site in sites.items()}
+    surfaces = {side: public_surface(Path(site)) for side, site in sites.items()}
+    public = {side: shortest_paths(entries) for side, entries in surfaces.items()}
     for d in directions:
         for f in d.failed:  # a name on one side is that side's; a behaviour, the tested module's side
             if f.kind in (BEHAVIOUR, API):
                 owner = d.tests_of if f.kind == BEHAVIOUR else ("baseline" if f.change == "gone" else "candidate")
                 name, paren, rest = f.subject.partition("(")
-                f.subject = public[owner].get(name, name) + paren + rest
+                shown = public[owner].get(name, name)
+                other = "candidate" if owner == "baseline" else "baseline"
+                if f.kind == API and not paren and shown != name and shown in surfaces[other]:
+                    f.kind, f.change = INFRA, ""  # a private path moved inside optax; the public name is on both sides
+                    f.subject = (
+                        f"the private `{name}` the test imports moved inside optax; `{shown}` is public on both sides"
+                    )
+                    continue
+                f.subject = shown + paren + rest
     return {
         "changed_modules": changed,
         "directions": [
