@@ -485,5 +485,5 @@ def test_a_private_path_that_moved_behind_a_public_name_is_no_finding(tmp_path):
         sites, {"baseline": py, "candidate": py}, up.CrossRunOptions(tmp_path / "c", 300, env, 1), say=lambda _: None
     )
     (failure,) = section["directions"][0]["failures"]
-    assert failure["kind"] == failures.INFRA and "`optax.g` is public on both sides" in failure["subject"]
+    assert failure["kind"] == failures.INFRA and "public on both sides as `optax.g`" in failure["subject"]
     assert section["findings"] == []

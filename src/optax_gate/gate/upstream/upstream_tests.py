@@ -363,9 +363,10 @@ def cross_run(
                 shown = public[owner].get(name, name)
                 other = "candidate" if owner == "baseline" else "baseline"
                 if f.kind == API and not paren and shown != name and shown in surfaces[other]:
-                    f.kind, f.change = INFRA, ""  # a private path moved inside optax; the public name is on both sides
+                    f.kind, f.change = INFRA, ""  # a private path on one side; what it names is public on both
                     f.subject = (
-                        f"the private `{name}` the test imports moved inside optax; `{shown}` is public on both sides"
+                        f"the test imports the private `{name}`, on one side only; what it names is public on both "
+                        f"sides as `{shown}`"
                     )
                     continue
                 f.subject = shown + paren + rest
