@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optax_gate.gate.base.plain_text import shorten
-from optax_gate.gate.upstream.failures import INFRA, OTHERS
-from optax_gate.gate.upstream.upstream_tests import KIND_WORDS
+from optax_gate.gate.upstream.failures import INFRA, KIND_WORDS, OTHERS
 
 
 def finding_line(finding: dict[str, Any]) -> str:

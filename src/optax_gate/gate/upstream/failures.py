@@ -19,6 +19,8 @@ BEHAVIOUR: Literal["behaviour"] = "behaviour"
 #: A behaviour failure that the candidate's other packages (JAX, NumPy, ...) move and its optax alone does not
 #: (``upstream_tests.split_by_cause``): listed in the section, never a finding about optax.
 OTHERS: Literal["other packages"] = "other packages"
+#: A failure's class (:func:`classify`, ``split``) in the report's words.
+KIND_WORDS = {API: "a name on one side only", BEHAVIOUR: "changed", INFRA: "could not tell", OTHERS: "not optax"}
 #: What moves a behaviour failure (``Failure.moved_by``), found by the runs with one side's optax on the other's packages.
 MOVED_BY = ("optax", "other packages", "both together", "not split")
 _NAME_ONE_SIDE = [

@@ -31,6 +31,12 @@ class CrossRunFailure(Exception):
     produced no report, an overlay that cannot be installed."""
 
 
+def process_env(extra: dict[str, str]) -> dict[str, str]:
+    """The variables of a process the cross-run starts in an environment: this process's, less its
+    ``PYTHONPATH`` (the other environment's packages must not leak in), JAX on the CPU, then ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **extra}
+
+
 def with_overlay(extra: dict[str, str], folder: Path | None) -> dict[str, str]:
     """``extra`` with the overlay ``folder`` first on its ``PYTHONPATH``."""
     paths = [p for p in (os.path.abspath(folder) if folder else "", extra.get("PYTHONPATH", "")) if p]
@@ -64,7 +70,7 @@ def run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: Pytes
         *(["--collect-only"] if how.collect_only else []),
         *files,
     ]
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **how.env}
+    env = process_env(how.env)
     timeout, collect_only = how.timeout, how.collect_only
     try:
         proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)

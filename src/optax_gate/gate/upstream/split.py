@@ -13,7 +13,7 @@ from pathlib import Path
 
 from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.upstream.failures import BEHAVIOUR, OTHERS, Direction, read_junit
-from optax_gate.gate.upstream.pytest_run import CrossRunFailure, Pytest, run_pytest, with_overlay
+from optax_gate.gate.upstream.pytest_run import CrossRunFailure, Pytest, process_env, run_pytest, with_overlay
 
 _VERSIONS = (
     "import importlib.metadata as m, json, re\n"
@@ -27,8 +27,9 @@ def installed_versions(python: Path, env: dict[str, str], timeout: float = 120) 
     Raises:
       CrossRunFailure: the interpreter cannot list them.
     """
-    full = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **env}
-    proc = subprocess.run([str(python), "-c", _VERSIONS], capture_output=True, text=True, timeout=timeout, env=full)
+    proc = subprocess.run(
+        [str(python), "-c", _VERSIONS], capture_output=True, text=True, timeout=timeout, env=process_env(env)
+    )
     if proc.returncode != 0:
         raise CrossRunFailure(f"the environment's distributions cannot be listed: {shorten(proc.stderr, 200)}")
     versions: dict[str, str] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -93,7 +94,7 @@ def _mixed_outcomes(split: Split, ids: list[str], optax_of: str, packages_of: st
         capture_output=True,
         cwd=split.root,
         timeout=split.timeout,
-        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "JAX_PLATFORMS": "cpu", **env},
+        env=process_env(env),
     )
     if probe.returncode != 0:
         return None

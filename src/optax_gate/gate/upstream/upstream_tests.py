@@ -6,7 +6,6 @@ import ast
 import dataclasses
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from optax_gate.gate.upstream.failures import (
     API,
     BEHAVIOUR,
     INFRA,
+    KIND_WORDS,
     Direction,
     Failure,
     api_of,
@@ -33,7 +33,7 @@ from optax_gate.gate.upstream.failures import (
     public_names,
     read_junit,
 )
-from optax_gate.gate.upstream.pytest_run import CrossRunFailure, Pytest, run_pytest, with_overlay
+from optax_gate.gate.upstream.pytest_run import CrossRunFailure, Pytest, process_env, run_pytest, with_overlay
 
 #: Directions: (label, tests of which side, run in which environment).
 DIRECTIONS = (
@@ -82,9 +82,12 @@ def imports(files: list[Path]) -> set[str]:
 def missing(python: Path, names: set[str], timeout: float = 120) -> list[str]:
     """The names of ``names`` that ``python``'s environment cannot import (``importlib.util.find_spec``)."""
     code = "import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) if importlib.util.find_spec(n) is None)))"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [str(python), "-c", code, json.dumps(sorted(names))], capture_output=True, text=True, timeout=timeout, env=env
+        [str(python), "-c", code, json.dumps(sorted(names))],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=process_env({}),
     )
     if proc.returncode != 0:
         raise CrossRunFailure(f"the environment's imports cannot be checked: {shorten(proc.stderr, 200)}")
@@ -390,15 +393,6 @@ def cross_run(
         "findings": findings(directions),
         "seconds": round(time.monotonic() - start, 1),
     }
-
-
-#: A failure's class (``failures.classify``, ``split``) in the report's words.
-KIND_WORDS = {
-    "api": "a name on one side only",
-    "behaviour": "changed",
-    "could not tell": "could not tell",
-    "other packages": "not optax",
-}
 
 
 def note(section: model.UpstreamTests) -> str:
