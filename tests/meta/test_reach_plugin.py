@@ -167,3 +167,98 @@ def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
         timeout=300,
     )
     assert quiet.returncode == 0 and len(list(tmp_path.glob("speed.reach.json.*"))) == 1
+
+
+# ------------------------------------------------------------------ per API
+
+PER_API = """
+import jax
+import jax.numpy as jnp
+import optax
+import pytest
+
+
+@jax.jit
+def norm(x):  # one trace serves every API that calls it with the same shapes
+    return optax.tree.norm(x)
+
+
+@pytest.fixture(scope="module")
+def shared():  # set up once, then serves every API after it: the module's own
+    return optax.sgd(0.1)
+
+
+APIS = [pytest.param(api, marks=pytest.mark.contract(api=api), id=api) for api in ("optax.adam", "optax.lion")]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_first(api):
+    norm(jnp.ones(3))
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_second(api, shared):
+    getattr(optax, api.split(".")[1])(0.1)
+
+
+def test_without_an_api():
+    optax.scale(2.0)
+"""
+
+
+def _per_api(tmp_path, *args, asked=True):
+    (tmp_path / "test_apis.py").write_text(PER_API)
+    out = tmp_path / "out" / "r.reach.json"
+    env = {
+        **os.environ,
+        reach.VARIABLE: str(out),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    if asked:
+        env[reach.PER_API_VARIABLE] = "1"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "optax_gate.kit.environment.reach"]
+    proc = subprocess.run(
+        [*cmd, *args, "-v", "-v", "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_apis.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [record] = [json.loads(p.read_text()) for p in out.parent.glob("r.reach.json*")]
+    return record, proc.stdout
+
+
+def test_each_api_of_a_module_records_what_it_executes_even_when_another_api_traced_it_first(tmp_path):
+    record, stdout = _per_api(tmp_path)
+    apis, common = record["apis"]["test_apis.py"], set(record["common"]["test_apis.py"])
+    norm, sgd, adam, lion = (
+        "optax/tree_utils/_tree_math.py::tree_norm",
+        "optax/_src/alias.py::sgd",
+        "optax/_src/alias.py::adam",
+        "optax/_src/alias.py::lion",
+    )
+    # the jitted norm's trace, made under adam, is evicted before lion's tests: lion traces it again
+    assert norm in apis["optax.adam"] and norm in apis["optax.lion"]
+    assert adam in apis["optax.adam"] and adam not in apis["optax.lion"] and lion in apis["optax.lion"]
+    # the module-scoped fixture and the contract without an API: the module's own, in no API's record
+    assert sgd in common and "optax/_src/transform.py::scale" in common
+    assert sgd not in apis["optax.adam"] and sgd not in apis["optax.lion"]
+    assert set(record["modules"]["test_apis.py"]) == common | {f for found in apis.values() for f in found}
+    ran = [line.split(" ")[0] for line in stdout.splitlines() if line.startswith("test_apis.py::")]
+    assert ran == [
+        "test_apis.py::test_first[optax.adam]",
+        "test_apis.py::test_second[optax.adam]",
+        "test_apis.py::test_first[optax.lion]",
+        "test_apis.py::test_second[optax.lion]",
+        "test_apis.py::test_without_an_api",
+    ], "each API's contracts run one after the other"
+
+
+def test_without_being_asked_the_recorder_keeps_one_record_per_module(tmp_path):
+    record, stdout = _per_api(tmp_path, asked=False)
+    assert "apis" not in record and record["per_api"] == f"not asked for (${reach.PER_API_VARIABLE})"
+    ran = [line.split(" ")[0] for line in stdout.splitlines() if line.startswith("test_apis.py::")]
+    assert ran[1] == "test_apis.py::test_first[optax.lion]", "the collected order"

@@ -3,6 +3,7 @@
 as a changed function, what makes every module run, and the gate's flow with it."""
 
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -267,15 +268,25 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     )
     assert report["notes"][0].startswith("the candidate changed the body of 1 function(s) (`optax/alias.py::adam`)")
     assert "reach" not in report["candidate"] and "reach" not in report["baseline"]
+    # in each module that ran, only the contracts of the API that executed adam (optax.adam, not optax.sgd)
+    assert chosen["apis"] == {m: ["optax.adam"] for m in ran}
+    runs = (tmp_path / "cand-b" / "bin" / "pytest-apis").read_text().splitlines()
+    assert [json.loads(line) for line in runs] == [{m: 1 for m in ran}], "one test of two in each"
+    rows = {r["id"]: r for r in report["contracts"]}
+    assert {rows[f"{m}::test_{i}"]["candidate"] for m in ran for i in (0, 1)} == {"passed"}, "both APIs' contracts"
     md = (tmp_path / "out-b" / "report.md").read_text()
-    assert "   - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`)" in md
+    assert (
+        "   - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`; only the contracts of `optax.adam` ran"
+        in md
+    )
     assert (
         "the baseline's outcomes, not run (they execute no changed function): `tests/contracts/multidevice/test_data_parallel.py`, "
         in md
     )
     page = (tmp_path / "out-b" / "report.html").read_text()
     assert (
-        "<li><code>tests/contracts/test_adam.py</code>: ran (executes <code>optax/alias.py::adam</code>)</li>" in page
+        "<li><code>tests/contracts/test_adam.py</code>: ran (executes <code>optax/alias.py::adam</code>; only the "
+        "contracts of <code>optax.adam</code> ran" in page
     )
 
 
@@ -342,3 +353,73 @@ def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
     assert sorted(last.elements()) == ["tests/contracts/test_adam.py", "tests/contracts/test_adamw.py"], (
         "the last run ran only the modules not cached"
     )
+
+
+# ------------------------------------------------------------------ per API within a module
+
+
+def _grid(common=(), **apis):
+    """A grid module's cached payload: one contract per API, and what each API (and the module outside them) executed."""
+    return {
+        "reach": sorted(set(common) | {f for found in apis.values() for f in found}),
+        "reach_common": list(common),
+        "reach_apis": {f"optax.{a}": list(found) for a, found in apis.items()},
+        "contracts": {f"m::test[{a}]": {"api": f"optax.{a}", "outcome": "passed"} for a in apis},
+    }
+
+
+ADAM, LION, CHAIN = "optax/alias.py::adam", "optax/alias.py::lion", "optax/base.py::chain"
+
+
+@pytest.mark.parametrize(
+    "payload, apis",
+    [
+        (_grid(adam=[ADAM, CHAIN], lion=[LION, CHAIN], sgd=[CHAIN]), ["optax.lion"]),  # only the API that ran lion
+        (_grid(common=[LION], adam=[ADAM], lion=[LION]), None),  # lion ran outside any API's contracts too
+        (_grid(adam=[ADAM, LION], lion=[LION]), None),  # every API ran it: the whole module
+        ({**_grid(adam=[ADAM], lion=[LION]), "reach_common": None}, None),  # no record per API
+    ],
+    ids=["one-api", "outside-the-apis", "every-api", "no-record"],
+)
+def test_a_module_runs_only_the_apis_whose_contracts_executed_the_change(payload, apis):
+    chosen = selection.choose(["m"], {"m": payload}, [], function_diff.FunctionDiff(frozenset({LION})))
+    assert chosen.run == ("m",) and chosen.apis == ({"m": apis} if apis else {})
+    if apis:
+        assert "1 contract module(s) run (1 of them only for the 1 API(s) whose contracts executed" in chosen.words()
+
+
+def test_a_contract_whose_api_has_no_record_runs_its_whole_module():
+    payload = _grid(adam=[ADAM], lion=[LION])
+    payload["contracts"]["m::test_new"] = {"api": "optax.new", "outcome": "passed"}
+    chosen = selection.choose(["m"], {"m": payload}, [], function_diff.FunctionDiff(frozenset({LION})))
+    assert chosen.run == ("m",) and chosen.apis == {}
+
+
+def test_the_deselection_plugin_keeps_only_the_selected_apis_of_a_listed_module(tmp_path):
+    (tmp_path / "test_grid.py").write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('api', [pytest.param(a, marks=pytest.mark.contract(api=a), id=a)"
+        " for a in ('optax.adam', 'optax.lion')])\n"
+        "def test_grid(api): pass\n"
+        "def test_no_api(): pass\n"
+    )
+    (tmp_path / "test_other.py").write_text("def test_other(): pass\n")
+    (tmp_path / "apis.json").write_text(json.dumps({"test_grid.py": ["optax.lion"]}))
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OPTAX_GATE_SELECT_APIS": str(tmp_path / "apis.json")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "optax_gate.kit.environment.select_apis",
+    ]
+    proc = subprocess.run(
+        [*cmd, "-W", "ignore::pytest.PytestUnknownMarkWarning"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout
+    ran = sorted(line.split(" ")[0] for line in proc.stdout.splitlines() if "PASSED" in line)
+    assert ran == ["test_grid.py::test_grid[optax.lion]", "test_other.py::test_other"], proc.stdout
+    assert "2 deselected" in proc.stdout

@@ -26,6 +26,7 @@ from optax_gate.gate.reuse import same_code as same_code_
 from optax_gate.gate.reuse import selection as selection_
 from optax_gate.gate.run import runner
 from optax_gate.gate.surface import public_api
+from optax_gate.kit.environment import reach_names
 
 #: Seconds allowed to each git or uv step of a build from source.
 SOURCE_TIMEOUT = 600
@@ -108,6 +109,9 @@ class Side:
     header: dict[str, Any] | None = None
     #: the candidate's modules that executed no changed function (``selection.choose``): the baseline's results, by unit name
     taken: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: the candidate's modules that run only some APIs' contracts (``selection.choose``): the baseline's results of
+    #: the other APIs, by unit name
+    taken_apis: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     selection: selection_.Selection | None = None
 
     @property
@@ -261,7 +265,7 @@ def contracts(
     pending = side.pending
     if side.taken and not pending:
         return _taken_record(side)
-    partial = bool(side.cached) or bool(side.taken)
+    partial = bool(side.cached) or bool(side.taken) or bool(side.taken_apis)
     if side.taken:
         say(
             f"{side.label}: running the contracts of {len(pending)} module(s); "
@@ -289,10 +293,15 @@ def contracts(
             for i, (_, folder, _) in enumerate(runner.PARTS)
         )
     team_dirs = tuple(d for d in env.team_dirs if any(u.target == str(d) for u in team))
+    extra_env = dict(side.jax_env)
+    if side.label == "baseline":  # what each API executes: only a baseline's record selects (gate.reuse.selection)
+        extra_env[reach_names.PER_API_VARIABLE] = "1"
+    if side.taken_apis and side.selection is not None:  # in a module run in part, only the selected APIs' contracts
+        extra_env[reach_names.SELECT_VARIABLE] = str(_write_apis(side.folder, side.label, side.selection.apis))
     how = runner.ContractRunOptions(
         pytest_args=deselect,
         checkpoints=side.checkpoints,
-        extra_env=side.jax_env,
+        extra_env=extra_env,
         workers=workers,
         team_dirs=team_dirs,
         targets=targets,
@@ -313,11 +322,13 @@ def contracts(
         loose = [w for w in side.header.get("warnings") or [] if not w.get("contracts")]
         record = {**record, "warnings": results_cache.merge_warnings(record.get("warnings") or [], loose)}
     if side.cache_inputs is not None and side.checkpoints_ready:
-        stored = results_cache.store(results_dir(env), side.cache_inputs, record, pending)
+        # a module run in part holds only its selected APIs' results: it is not stored
+        stored = results_cache.store(results_dir(env), side.cache_inputs, record, pending, side.taken_apis)
         if stored:
             say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
     if partial:
-        record = results_cache.join(record, {**side.cached, **side.taken})
+        parts = {f"{name} (the APIs not run)": payload for name, payload in side.taken_apis.items()}
+        record = results_cache.join(record, {**side.cached, **side.taken, **parts})
         if (
             record.get("status") == "ran" and side.cache_inputs is not None and side.cached
         ):  # partial only with cache inputs (look_up)
@@ -325,6 +336,13 @@ def contracts(
     if side.selection is not None and record.get("status") == "ran":
         record["selection"] = side.selection.record()
     return record
+
+
+def _write_apis(folder: Path, label: str, apis: dict[str, list[str]]) -> Path:
+    """The file of the APIs that run per module run in part (``kit.environment.select_apis``), written atomically."""
+    path = Path(folder) / f"{label}.selected-apis.json"
+    atomic.write_text(path, json.dumps(apis, indent=1, sort_keys=True))
+    return path
 
 
 def _taken_record(side: Side) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
-from optax_gate.gate.reuse import function_diff
+from optax_gate.gate.reuse import function_diff, results_cache
 from optax_gate.gate.reuse import same_code as same_code_
 from optax_gate.gate.reuse import selection as selection_
 from optax_gate.gate.sides import Side
@@ -61,6 +61,9 @@ def select_modules(
     candidate.selection = chosen
     if not chosen.everything:
         candidate.taken = {name: baseline.cached[name] for name in chosen.taken}
+        candidate.taken_apis = {
+            name: results_cache.without_apis(baseline.cached[name], apis) for name, apis in chosen.apis.items()
+        }
         candidate.header = candidate.header or baseline.header
     say(f"candidate: {chosen.words()}")
 

@@ -108,10 +108,16 @@ else:
         open(os.environ["OPTAX_GATE_WARNINGS"], "w").write(json.dumps([{{"when": "collect", "category": "DeprecationWarning",
             "message": "Traversal will be deprecated", "module": "flax.traverse_util", "nodeid": ""}}]))
     modules = [m for m in modules if m not in deselected]
+    n = {tests}
+    # a module named for adam pins two APIs, adam (even tests) and sgd (odd ones); every other module one, optax.x
+    api_of = lambda m, i: ("optax.adam" if i % 2 == 0 else "optax.sgd") if "test_adam" in m else "optax.x"
+    select = json.load(open(os.environ["OPTAX_GATE_SELECT_APIS"])) if os.environ.get("OPTAX_GATE_SELECT_APIS") else {{}}
+    run = {{m: [i for i in range(n) if m not in select or api_of(m, i) in select[m]] for m in modules}}
     with open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-modules"), "a") as ran:
         ran.write(json.dumps([os.path.basename(log), modules]) + "\\n")
-    n = {tests}
-    open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(n * len(modules)))
+    with open(os.path.join(os.path.dirname(sys.argv[0]), "pytest-apis"), "a") as ran:  # per module run in part: tests run
+        ran.write(json.dumps({{m: len(run[m]) for m in select if m in run}}) + "\\n")
+    open(os.environ["OPTAX_GATE_PROGRESS"], "w").write(str(sum(map(len, run.values()))))
     while os.environ.get("OPTAX_GATE_GO") and not os.path.exists(os.environ["OPTAX_GATE_GO"]):  # as the plugin does
         time.sleep(0.01)
     with open(log, "w") as f:
@@ -120,8 +126,10 @@ else:
                                  "result": [{{"nodeid": f"{{m}}::test_{{i}}", "type": "Function"}} for i in range(n)]}}) + "\\n")
         for i in range(n):
             time.sleep({pause})
-            props = [["contract_api", "optax.x"], ["contract_guide", "g"], ["contract_kind", "golden"]]
             for m in modules:
+                if i not in run[m]:
+                    continue
+                props = [["contract_api", api_of(m, i)], ["contract_guide", "g"], ["contract_kind", "golden"]]
                 for when in ("setup", "call", "teardown"):
                     f.write(json.dumps({{"$report_type": "TestReport", "nodeid": f"{{m}}::test_{{i}}",
                                          "when": when, "outcome": "passed", "user_properties": props}}) + "\\n")
@@ -129,8 +137,12 @@ else:
         f.write(json.dumps({{"$report_type": "SessionFinish", "exitstatus": 0 if modules else 5}}) + "\\n")
     open(junit, "w").write("<testsuites/>")
     if os.environ.get("OPTAX_GATE_REACH"):  # what each module executes (kit.environment.reach): a module named for adam runs adam
-        reach = {{m: ["optax/alias.py::adam"] if "test_adam" in m else ["optax/alias.py::sgd"] for m in modules}}
-        open(os.environ["OPTAX_GATE_REACH"], "w").write(json.dumps({{"format": "reach-v1", "session": ["optax/__init__.py::<module>"], "modules": reach}}))
+        # (per API: adam runs adam and its sgd contracts sgd; the other modules' one API runs sgd)
+        fn = lambda api: ["optax/alias.py::adam"] if api == "optax.adam" else ["optax/alias.py::sgd"]
+        apis = {{m: {{api_of(m, i): fn(api_of(m, i)) for i in run[m]}} for m in modules}}
+        reach = {{m: sorted({{f for found in apis[m].values() for f in found}}) for m in modules}}
+        open(os.environ["OPTAX_GATE_REACH"], "w").write(json.dumps({{"format": "reach-v1", "session": ["optax/__init__.py::<module>"],
+            "modules": reach, "common": {{m: [] for m in modules}}, "apis": apis}}))
     sys.exit(0 if modules else 5)
 '''
 

@@ -265,6 +265,7 @@ class Selection(TypedDict):
     ran: list[str]
     taken: list[str]
     reached: dict[str, list[str]]
+    apis: NotRequired[dict[str, list[str]]]
     everything: NotRequired[str]
 
 

@@ -259,6 +259,13 @@ def _selection_lines(chosen: dict[str, Any]) -> list[str]:
     for name in chosen["ran"]:
         hit = chosen["reached"].get(name)
         why = f"executes {', '.join(f'`{c}`' for c in hit)}" if hit else "no record of what it executes"
+        apis = (chosen.get("apis") or {}).get(name)
+        if apis:
+            shown = ", ".join(f"`{a}`" for a in apis[:5]) + (f" and {len(apis) - 5} more" if len(apis) > 5 else "")
+            why += (
+                f"; only the contracts of {shown} ran, those APIs' contracts having executed it at the baseline: "
+                "the module's other contracts are the baseline's outcomes"
+            )
         out.append(f"   - `{name}`: ran ({why})")
     if chosen["taken"]:
         out.append(

@@ -13,6 +13,7 @@ import os
 import platform
 import secrets
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,9 @@ def split(record: dict[str, Any], ran: list[Unit]) -> tuple[dict[str, dict[str, 
             payloads[unit.name] = {"contracts": mine, "warnings": _owned_warnings(warnings, set(mine))}
             if reach is not None and not unit.team:  # what the module executed (gate.reuse.selection)
                 payloads[unit.name]["reach"] = reach["modules"].get(unit.name, [])
+                if "apis" in reach:  # and what it executed outside any API's tests, and in each API's
+                    payloads[unit.name]["reach_common"] = reach["common"].get(unit.name, [])
+                    payloads[unit.name]["reach_apis"] = reach["apis"].get(unit.name, {})
     everything = set(contracts)
     loose = [w for w in warnings if w.get("when") == "import" or not set(w.get("contracts") or []) & everything]
     side = {**{f: record.get(f) for f in SIDE_FIELDS}, "warnings": loose}
@@ -275,10 +279,18 @@ def split(record: dict[str, Any], ran: list[Unit]) -> tuple[dict[str, dict[str, 
     return payloads, side
 
 
-def store(cache_dir: Path, side: dict[str, Any], record: dict[str, Any], ran: list[Unit]) -> int:
-    """Store the units ``ran`` (and the side header) of a verified ``record``;
-    the number of units stored (0 when the record is not verified or cannot be
-    cut into units)."""
+def without_apis(payload: dict[str, Any], apis: list[str]) -> dict[str, Any]:
+    """A unit payload less the contracts of ``apis`` (and the warnings only they raised)."""
+    kept = {cid: r for cid, r in payload["contracts"].items() if r.get("api") not in apis}
+    return {"contracts": kept, "warnings": _owned_warnings(payload.get("warnings") or [], set(kept))}
+
+
+def store(
+    cache_dir: Path, side: dict[str, Any], record: dict[str, Any], ran: list[Unit], in_part: Iterable[str] = ()
+) -> int:
+    """Store the units ``ran`` (and the side header) of a verified ``record``, less those that ran only
+    some of their contracts (``in_part``, by name); the number of units stored (0 when the record is not
+    verified or cannot be cut into units)."""
     if record.get("status") != "ran":
         return 0
     parts = split(record, ran)
@@ -288,10 +300,10 @@ def store(cache_dir: Path, side: dict[str, Any], record: dict[str, Any], ran: li
     folder = _folder(cache_dir)
     _write(folder / f"side-{key(side)}.json", "side", side, header)
     for unit in ran:
-        if unit.name in payloads:
+        if unit.name in payloads and unit.name not in in_part:
             inputs = unit_inputs(side, unit)
             _write(folder / f"unit-{key(inputs)}.json", "unit", inputs, payloads[unit.name])
-    return len(payloads)
+    return len(set(payloads) - set(in_part))
 
 
 def merge_warnings(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,14 +15,17 @@ from optax_gate.gate.reuse.function_diff import FunctionDiff
 class Selection:
     """``run``: the modules that run; ``taken``: those whose outcomes are the
     baseline's; ``reached``: for each module that runs because of the change,
-    the changed functions it executed; ``everything``: why every module runs
-    ("" when selected); ``changed``: the changed functions."""
+    the changed functions it executed; ``apis``: for a module of ``run`` that runs
+    only some of its APIs' contracts, those APIs (the other APIs' outcomes are the
+    baseline's); ``everything``: why every module runs ("" when selected);
+    ``changed``: the changed functions."""
 
     run: tuple[str, ...]
     taken: tuple[str, ...] = ()
     reached: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     everything: str = ""
     changed: tuple[str, ...] = ()
+    apis: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         """The ``selection`` field of a candidate's run record."""
@@ -31,6 +34,7 @@ class Selection:
             "ran": list(self.run),
             "taken": list(self.taken),
             "reached": {k: list(v) for k, v in self.reached.items()},
+            **({"apis": {k: list(v) for k, v in self.apis.items()}} if self.apis else {}),
             **({"everything": self.everything} if self.everything else {}),
         }
 
@@ -38,9 +42,15 @@ class Selection:
         if self.everything:
             return f"every contract module runs: {self.everything}"
         shown = ", ".join(self.changed[:3]) + (", ..." if len(self.changed) > 3 else "")
+        within = (
+            f" ({len(self.apis)} of them only for the {sum(map(len, self.apis.values()))} API(s) whose contracts "
+            "executed a changed function)"
+            if self.apis
+            else ""
+        )
         return (
-            f"{len(self.changed)} function(s) changed ({shown or 'none'}): {len(self.run)} contract module(s) run, "
-            f"{len(self.taken)} take the baseline's outcomes (they executed no changed function)"
+            f"{len(self.changed)} function(s) changed ({shown or 'none'}): {len(self.run)} contract module(s) run"
+            f"{within}, {len(self.taken)} take the baseline's outcomes (they executed no changed function)"
         )
 
 
@@ -68,7 +78,7 @@ def choose(
             everything=f"{outside[0]} changed and runs outside any module (at import or in a plugin)",
             changed=tuple(changed),
         )
-    run, taken, reached = [], [], {}
+    run, taken, reached, apis = [], [], {}, {}
     for name in modules:
         payload = baseline.get(name)
         found = payload.get("reach") if payload else None
@@ -76,9 +86,27 @@ def choose(
             run.append(name)
             continue
         hit = sorted(set(found) & set(changed))
-        if hit:
-            run.append(name)
-            reached[name] = hit
-        else:
+        if not hit:
             taken.append(name)
-    return Selection(tuple(run), tuple(taken), reached, changed=tuple(changed))
+            continue
+        run.append(name)
+        reached[name] = hit
+        within = apis_reached(payload or {}, set(changed))
+        if within is not None:
+            apis[name] = within
+    return Selection(tuple(run), tuple(taken), reached, changed=tuple(changed), apis=apis)
+
+
+def apis_reached(payload: dict[str, Any], changed: set[str]) -> list[str] | None:
+    """The APIs of a module whose contracts executed a changed function at the baseline, when only those
+    need to run; None when the whole module runs: no record per API, a changed function that ran in the
+    module outside any API's tests (collection, a fixture that serves several APIs, a contract without an
+    API), a contract whose API has no record, or every API reached."""
+    common, by_api = payload.get("reach_common"), payload.get("reach_apis")
+    if not isinstance(common, list) or not isinstance(by_api, dict) or set(common) & changed:
+        return None
+    contracted = {r.get("api") for r in (payload.get("contracts") or {}).values()}
+    if None in contracted or "" in contracted or not contracted <= set(by_api):
+        return None
+    hit = sorted(api for api in contracted if set(by_api[api]) & changed)
+    return hit if hit and len(hit) < len(contracted) else None

@@ -8,8 +8,8 @@ from typing import Any
 
 from optax_gate.kit.environment import reach_names as reach_plugin
 
-#: The pytest argument that loads the recorder.
-PLUGIN_ARGS = ("-p", "optax_gate.kit.environment.reach")
+#: The pytest arguments that load the recorder and the deselection of the APIs a selection does not run.
+PLUGIN_ARGS = ("-p", "optax_gate.kit.environment.reach", "-p", "optax_gate.kit.environment.select_apis")
 
 
 def reach_file(out_dir: Path, name: str) -> Path:
@@ -25,8 +25,7 @@ def forget(out_dir: Path, name: str) -> None:
 
 
 def read(out_dir: Path, name: str) -> dict[str, Any] | None:
-    """The record of the pytest process ``name`` (its workers' files joined):
-    ``{"session": [FUNCTION, ...], "modules": {module: [FUNCTION, ...]}}``;
+    """The record of the pytest process ``name`` (its workers' files joined, :func:`join`);
     None when it wrote none, or one unreadable or of another format."""
     parts = []
     for path in sorted(out_dir.glob(f"{name}.reach.json*")):
@@ -41,11 +40,29 @@ def read(out_dir: Path, name: str) -> dict[str, Any] | None:
 
 
 def join(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Records of several processes as one (a function that ran in a module in either ran in it)."""
+    """Records of several processes as one (a function that ran in a module in either ran in it):
+    ``{"session": [FUNCTION, ...], "modules": {module: [FUNCTION, ...]}}``, and where every process that ran
+    a module recorded per API, ``"common": {module: [FUNCTION, ...]}`` (what ran in the module outside any
+    API's tests) and ``"apis": {module: {api: [FUNCTION, ...]}}``."""
     session: set[str] = set()
     modules: dict[str, set[str]] = {}
+    common: dict[str, set[str]] = {}
+    apis: dict[str, dict[str, set[str]]] = {}
+    per_api = True
     for data in records:
         session.update(data.get("session") or [])
         for module, found in (data.get("modules") or {}).items():
             modules.setdefault(module, set()).update(found)
-    return {"session": sorted(session), "modules": {m: sorted(f) for m, f in sorted(modules.items())}}
+        if data.get("modules"):
+            per_api = per_api and isinstance(data.get("apis"), dict) and isinstance(data.get("common"), dict)
+        if per_api:
+            for module, found in (data.get("common") or {}).items():
+                common.setdefault(module, set()).update(found)
+            for module, by_api in (data.get("apis") or {}).items():
+                for api, found in by_api.items():
+                    apis.setdefault(module, {}).setdefault(api, set()).update(found)
+    out: dict[str, Any] = {"session": sorted(session), "modules": {m: sorted(f) for m, f in sorted(modules.items())}}
+    if per_api:
+        out["common"] = {m: sorted(f) for m, f in sorted(common.items())}
+        out["apis"] = {m: {a: sorted(f) for a, f in sorted(by.items())} for m, by in sorted(apis.items())}
+    return out

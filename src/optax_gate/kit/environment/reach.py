@@ -18,16 +18,26 @@ import _pytest
 import pluggy
 import pytest
 
-from optax_gate.kit.environment.reach_names import FORMAT, PACKAGES, SESSION, VARIABLE, unit_of
+from optax_gate.kit.environment import trace_caches
+from optax_gate.kit.environment.reach_names import FORMAT, PACKAGES, PER_API_VARIABLE, SESSION, VARIABLE, unit_of
 
 
 class Recorder:
-    """The ``sys.monitoring`` tool that records which functions of ``roots`` start, per module."""
+    """The ``sys.monitoring`` tool that records which functions of ``roots`` start, per module and, where
+    ``per_api``, per API of a module (the contract marker's ``api``)."""
 
     def __init__(self, roots: dict[str, str]) -> None:
         self.roots = roots  # folder of a package (with its separator) -> the folder holding it
+        #: whether each API of a module is recorded apart (decided once the contracts are collected: JAX is imported)
+        self.per_api = False
+        #: why not, when not
+        self.why_not_per_api = "the contracts were not collected"
         self.found: dict[str, set[str]] = {SESSION: set()}
-        self.current = SESSION
+        #: module -> API -> what started while that API's tests ran (per_api only)
+        self.apis: dict[str, dict[str, set[str]]] = {}
+        #: module -> what started in it outside any API's tests: collection, module fixtures, tests without an API
+        self.common: dict[str, set[str]] = {}
+        self.current: tuple[str, str | None] = (SESSION, None)
         self.current_file: str | None = None
         self.tool: int | None = None
         #: frames of pytest and pluggy: above them, no import is a contract's
@@ -58,8 +68,11 @@ class Recorder:
         name = code.co_filename
         for root, base in self.roots.items():
             if name.startswith(root):
-                where = SESSION if self._importing() else self.current
-                self.found[where].add(f"{name[len(base) :].replace(os.sep, '/')}::{unit_of(code.co_qualname)}")
+                unit = f"{name[len(base) :].replace(os.sep, '/')}::{unit_of(code.co_qualname)}"
+                module, api = (SESSION, None) if self._importing() else self.current
+                self.found[module].add(unit)
+                if module != SESSION:
+                    (self.common[module] if api is None else self.apis[module][api]).add(unit)
                 break
         return sys.monitoring.DISABLE
 
@@ -77,14 +90,26 @@ class Recorder:
             frame = frame.f_back
         return False
 
-    def switch(self, module: str, path: str | None = None) -> None:
-        """From now on, what starts is ``module``'s (its file ``path``), after the caches are cleared."""
-        if module == self.current:
+    def switch(self, module: str, path: str | None = None, api: str | None = None) -> None:
+        """From now on, what starts is ``module``'s (its file ``path``), and ``api``'s within it when
+        recording per API (None: the module's own, outside any API's tests). Entering another module
+        clears every cache; entering another API of the same module evicts every trace of code JAX did not
+        define (``trace_caches``), so that no API takes a trace another one made."""
+        unit = (module, api if self.per_api else None)
+        if unit == self.current:
             return
         if module != SESSION:
-            clear_caches()
-        self.current, self.current_file = module, path
+            if module != self.current[0]:
+                clear_caches()
+            else:
+                trace_caches.evict_foreign()
+                clear_function_caches()
+        self.current, self.current_file = unit, path
         self.found.setdefault(module, set())
+        if module != SESSION:
+            self.common.setdefault(module, set())
+            if unit[1] is not None:
+                self.apis.setdefault(module, {}).setdefault(unit[1], set())
         sys.monitoring.restart_events()
 
 
@@ -93,6 +118,11 @@ def clear_caches() -> None:
     jax = sys.modules.get("jax")
     if jax is not None:
         jax.clear_caches()
+    clear_function_caches()
+
+
+def clear_function_caches() -> None:
+    """Clear every ``functools`` cache of the recorded packages, this project and the contracts."""
     prefixes = (*PACKAGES, "optax_gate", "tests", "test_")
     for name, module in list(sys.modules.items()):
         if module is None or not name.startswith(prefixes):
@@ -145,10 +175,49 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         _RECORDER.switch(SESSION)
 
 
+def api_of(item: pytest.Item) -> str | None:
+    """The API a contract pins (its ``contract`` marker's ``api``), or None."""
+    marker = item.get_closest_marker("contract")
+    api = marker.kwargs.get("api") if marker is not None else None
+    return str(api) if api else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Decide whether to record per API (asked for, and JAX is imported now) and, if so, run each API's tests of a module
+    one after the other (in the order their first test was collected): one eviction per API, not per test."""
+    if _RECORDER is None:
+        return
+    if os.environ.get(PER_API_VARIABLE) != "1":
+        _RECORDER.why_not_per_api = f"not asked for (${PER_API_VARIABLE})"
+    else:
+        _RECORDER.why_not_per_api = trace_caches.supported() if "jax" in sys.modules else "JAX is not imported"
+    _RECORDER.per_api = not _RECORDER.why_not_per_api
+    if not _RECORDER.per_api:
+        return
+    first: dict[tuple[str, str | None], int] = {}
+    order = [first.setdefault((_module_of(i.nodeid), api_of(i)), len(first)) for i in items]
+    items[:] = [item for _, item in sorted(zip(order, items, strict=True), key=lambda pair: pair[0])]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     if _RECORDER is not None:
-        _RECORDER.switch(_module_of(item.nodeid), str(item.path))
+        _RECORDER.switch(_module_of(item.nodeid), str(item.path), api_of(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
+    """A fixture that outlives a test serves every API after it: what its set-up runs is its module's own
+    (module and class scope) or the session's (package and session scope)."""
+    if _RECORDER is None or fixturedef.scope == "function":
+        return (yield)
+    (module, api), path = _RECORDER.current, _RECORDER.current_file
+    _RECORDER.switch(SESSION if fixturedef.scope in ("package", "session") else module, path)
+    try:
+        return (yield)
+    finally:
+        _RECORDER.switch(module, path, api)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -164,7 +233,17 @@ def dump() -> None:
     _RECORDER.stop()
     target = Path(f"{os.environ[VARIABLE]}.{os.getpid()}")
     found = {k: sorted(v) for k, v in _RECORDER.found.items()}
-    payload = {"format": FORMAT, "packages": list(PACKAGES), "session": found.pop(SESSION, []), "modules": found}
+    payload: dict[str, Any] = {
+        "format": FORMAT,
+        "packages": list(PACKAGES),
+        "session": found.pop(SESSION, []),
+        "modules": found,
+    }
+    if _RECORDER.per_api:
+        payload["common"] = {k: sorted(v) for k, v in _RECORDER.common.items()}
+        payload["apis"] = {k: {api: sorted(v) for api, v in apis.items()} for k, apis in _RECORDER.apis.items()}
+    else:
+        payload["per_api"] = _RECORDER.why_not_per_api
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as out:

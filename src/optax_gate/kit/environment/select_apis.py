@@ -1,0 +1,31 @@
+"""pytest plugin: in the contract modules a selection runs in part, deselect the contracts of the APIs it does not run.
+
+The gate writes ``{module: [api, ...]}`` (the APIs that run, per module run in part: ``gate.reuse.selection``)
+to the JSON file ``$OPTAX_GATE_SELECT_APIS``; a contract of a listed module whose ``contract`` marker names
+another API, or none, is deselected. Without the variable, nothing is."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from optax_gate.kit.environment.reach_names import SELECT_VARIABLE
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = os.environ.get(SELECT_VARIABLE)
+    if not path:
+        return
+    with open(path, encoding="utf-8") as handle:
+        runs: dict[str, list[str]] = json.load(handle)
+    keep, drop = [], []
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        marker = item.get_closest_marker("contract")
+        api = marker.kwargs.get("api") if marker is not None else None
+        (drop if module in runs and api not in runs[module] else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
