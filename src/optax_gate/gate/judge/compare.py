@@ -168,6 +168,17 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     }
 
 
+def _in_part(apis: dict[str, list[str]]) -> str:
+    if not apis:
+        return ""
+    named = sorted({a for found in apis.values() for a in found})
+    shown = ", ".join(f"`{a}`" for a in named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    return (
+        f" ({len(apis)} of them only for the contracts of {shown}, the APIs whose contracts execute one of them: "
+        "their other contracts' outcomes are the baseline's)"
+    )
+
+
 def selection_note(chosen: dict[str, Any]) -> str:
     """The report's note on a candidate that ran only the modules reaching a changed function (``gate.reuse.selection``),
     or on one that ran every module although a selection was tried, and why."""
@@ -179,6 +190,7 @@ def selection_note(chosen: dict[str, Any]) -> str:
     return (
         f"the candidate changed the body of {len(changed)} function(s) ({shown or 'none'}) and nothing else that runs: "
         f"{len(ran)} of {len(ran) + len(taken)} contract modules ran, those that execute one of them at the baseline"
-        f"{' or whose record is missing' if set(ran) - set(chosen['reached']) else ''}; the other {len(taken)} execute none of them, "
+        f"{' or whose record is missing' if set(ran) - set(chosen['reached']) else ''}"
+        f"{_in_part(chosen.get('apis') or {})}; the other {len(taken)} execute none of them, "
         "so their outcomes are the baseline's, taken, not run (each named under Versions; `gate --all-modules` runs them all)"
     )
