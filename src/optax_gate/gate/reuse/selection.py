@@ -1,5 +1,5 @@
-"""Which of a candidate's contract modules run: those that executed, at the baseline, a function the candidate
-changed; the others take the baseline's outcomes.
+"""Which of a candidate's contract modules run, and in a module which APIs' contracts: those that executed, at the
+baseline, a function the candidate changed; the others take the baseline's outcomes.
 
 How it does its job and why: ``docs/module-notes.md``."""
 

@@ -20,8 +20,8 @@ import weakref
 from typing import Any
 
 #: JAX versions whose caches this evicts completely: with each, the per-API records of the whole contract suite
-#: equal those made with ``jax.clear_caches()`` at every switch (``tests/meta/test_reach_per_api.py`` keeps the
-#: rule on a fake package; the whole-suite comparison is in docs/selection.md).
+#: hold everything those made with ``jax.clear_caches()`` at every switch hold (docs/caches-and-devices.md;
+#: ``tests/meta/test_reach_plugin.py`` keeps the rule on a jitted Optax function two APIs share).
 CHECKED_JAX = ("0.11.2",)
 
 
@@ -66,6 +66,9 @@ def _defined_by_jax(obj: Any) -> bool:
     """Whether ``obj`` is a function (or partial, or bound method) whose code is JAX's, or a jaxpr or module."""
     if isinstance(obj, functools.partial):
         return _defined_by_jax(obj.func) and all(_defined_by_jax(a) for a in obj.args if callable(a))
+    wrapped = getattr(obj, "__wrapped__", None)  # a jitted or decorated function: whose its code is
+    if wrapped is not None and wrapped is not obj:
+        return _defined_by_jax(wrapped)
     function = getattr(obj, "__func__", obj)
     code = getattr(function, "__code__", None)
     if code is not None:
