@@ -382,10 +382,14 @@ ADAM, LION, CHAIN = "optax/alias.py::adam", "optax/alias.py::lion", "optax/base.
     ids=["one-api", "outside-the-apis", "every-api", "no-record"],
 )
 def test_a_module_runs_only_the_apis_whose_contracts_executed_the_change(payload, apis):
+    """Each API is named once in the words, however many modules run it in part."""
     chosen = selection.choose(["m"], {"m": payload}, [], function_diff.FunctionDiff(frozenset({LION})))
     assert chosen.run == ("m",) and chosen.apis == ({"m": apis} if apis else {})
     if apis:
-        assert "1 contract module(s) run (1 of them only for the 1 API(s) whose contracts executed" in chosen.words()
+        assert (
+            "1 contract module(s) run (1 of them only for the contracts of optax.lion: the API(s) whose contracts executed"
+            in chosen.words()
+        )
 
 
 def test_a_contract_whose_api_has_no_record_runs_its_whole_module():
@@ -423,3 +427,10 @@ def test_the_deselection_plugin_keeps_only_the_selected_apis_of_a_listed_module(
     ran = sorted(line.split(" ")[0] for line in proc.stdout.splitlines() if "PASSED" in line)
     assert ran == ["test_grid.py::test_grid[optax.lion]", "test_other.py::test_other"], proc.stdout
     assert "2 deselected" in proc.stdout
+
+
+def test_the_words_name_each_api_once_across_the_modules_that_run_it():
+    payloads = {m: _grid(adam=[ADAM], lion=[LION]) for m in ("m1", "m2", "m3")}
+    chosen = selection.choose(list(payloads), payloads, [], function_diff.FunctionDiff(frozenset({LION})))
+    assert chosen.apis == {m: ["optax.lion"] for m in payloads}
+    assert "3 contract module(s) run (3 of them only for the contracts of optax.lion: the API(s)" in chosen.words()

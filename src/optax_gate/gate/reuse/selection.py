@@ -42,9 +42,11 @@ class Selection:
         if self.everything:
             return f"every contract module runs: {self.everything}"
         shown = ", ".join(self.changed[:3]) + (", ..." if len(self.changed) > 3 else "")
+        named = sorted({a for found in self.apis.values() for a in found})
+        listed = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
         within = (
-            f" ({len(self.apis)} of them only for the {sum(map(len, self.apis.values()))} API(s) whose contracts "
-            "executed a changed function)"
+            f" ({len(self.apis)} of them only for the contracts of {listed}: the API(s) whose contracts executed a "
+            "changed function)"
             if self.apis
             else ""
         )
