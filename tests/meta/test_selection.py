@@ -353,6 +353,9 @@ def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
     assert sorted(last.elements()) == ["tests/contracts/test_adam.py", "tests/contracts/test_adamw.py"], (
         "the last run ran only the modules not cached"
     )
+    assert report["notes"][0] == (
+        "every contract module of the candidate that its own cache lacked ran (2; 46 came from the cache): --all-modules"
+    ), "the note does not say every module ran when some came from the candidate's own cache"
 
 
 # ------------------------------------------------------------------ per API within a module

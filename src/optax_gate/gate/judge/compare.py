@@ -152,7 +152,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     elif chosen := candidate.get(
         "selection"
     ):  # gate.reuse.selection: the modules that execute no changed function taken
-        notes.insert(0, selection_note(chosen))
+        notes.insert(0, selection_note(chosen, candidate.get("from_cache")))
 
     verdict, reasons = verdict_.of_contracts(reasons, summary["broken"])
     return {
@@ -179,10 +179,15 @@ def _in_part(apis: dict[str, list[str]]) -> str:
     )
 
 
-def selection_note(chosen: dict[str, Any]) -> str:
+def selection_note(chosen: dict[str, Any], from_cache: dict[str, Any] | None = None) -> str:
     """The report's note on a candidate that ran only the modules reaching a changed function (``gate.reuse.selection``),
-    or on one that ran every module although a selection was tried, and why."""
+    or on one that ran every module although a selection was tried (those its own cache held excepted), and why."""
     if chosen.get("everything"):
+        if from_cache and from_cache.get("modules"):
+            return (
+                f"every contract module of the candidate that its own cache lacked ran ({len(chosen['ran'])}; "
+                f"{from_cache['modules']} came from the cache): {chosen['everything']}"
+            )
         return f"every contract module of the candidate ran: {chosen['everything']}"
     ran, taken = chosen["ran"], chosen["taken"]
     changed = chosen["changed"]
