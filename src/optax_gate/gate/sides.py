@@ -327,8 +327,8 @@ def contracts(
         if stored:
             say(f"{side.label}: {stored} contract module(s) stored in the cache {results_cache.key(side.cache_inputs)}")
     if partial:
-        parts = {f"{name} (the APIs not run)": payload for name, payload in side.taken_apis.items()}
-        record = results_cache.join(record, {**side.cached, **side.taken, **parts})
+        # (a module run in part is pending: neither cached nor taken, so its name keys its other APIs' outcomes)
+        record = results_cache.join(record, {**side.cached, **side.taken, **side.taken_apis})
         if (
             record.get("status") == "ran" and side.cache_inputs is not None and side.cached
         ):  # partial only with cache inputs (look_up)

@@ -8,6 +8,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from optax_gate.gate.base import plain_text
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.judge import verdict as verdict_
@@ -171,8 +172,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
 def _in_part(apis: dict[str, list[str]]) -> str:
     if not apis:
         return ""
-    named = sorted({a for found in apis.values() for a in found})
-    shown = ", ".join(f"`{a}`" for a in named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    shown = plain_text.named_list(sorted({a for found in apis.values() for a in found}))
     return (
         f" ({len(apis)} of them only for the contracts of {shown}, the APIs whose contracts execute one of them: "
         "their other contracts' outcomes are the baseline's)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from optax_gate.gate.base import details
+from optax_gate.gate.base import details, plain_text
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.judge import causes
 from optax_gate.gate.judge import findings as findings_
@@ -261,9 +261,8 @@ def _selection_lines(chosen: dict[str, Any]) -> list[str]:
         why = f"executes {', '.join(f'`{c}`' for c in hit)}" if hit else "no record of what it executes"
         apis = (chosen.get("apis") or {}).get(name)
         if apis:
-            shown = ", ".join(f"`{a}`" for a in apis[:5]) + (f" and {len(apis) - 5} more" if len(apis) > 5 else "")
             why += (
-                f"; only the contracts of {shown} ran, those APIs' contracts having executed it at the baseline: "
+                f"; only the contracts of {plain_text.named_list(apis)} ran, those APIs' contracts having executed it at the baseline: "
                 "the module's other contracts are the baseline's outcomes"
             )
         out.append(f"   - `{name}`: ran ({why})")

@@ -20,6 +20,7 @@ import pytest
 
 from optax_gate.kit.environment import trace_caches
 from optax_gate.kit.environment.reach_names import FORMAT, PACKAGES, PER_API_VARIABLE, SESSION, VARIABLE, unit_of
+from optax_gate.kit.environment.select_apis import api_of, module_of
 
 
 class Recorder:
@@ -157,15 +158,11 @@ def _start() -> Recorder | None:
 _RECORDER = _start()
 
 
-def _module_of(nodeid: str) -> str:
-    return nodeid.split("::", 1)[0]
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collectstart(collector: pytest.Collector) -> None:
     if _RECORDER is not None:
         if isinstance(collector, pytest.Module):
-            _RECORDER.switch(_module_of(collector.nodeid), str(collector.path))
+            _RECORDER.switch(module_of(collector.nodeid), str(collector.path))
         else:
             _RECORDER.switch(SESSION)
 
@@ -173,13 +170,6 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 def pytest_collectreport(report: pytest.CollectReport) -> None:
     if _RECORDER is not None and report.nodeid.endswith(".py"):  # a module collected: what follows is no module's
         _RECORDER.switch(SESSION)
-
-
-def api_of(item: pytest.Item) -> str | None:
-    """The API a contract pins (its ``contract`` marker's ``api``), or None."""
-    marker = item.get_closest_marker("contract")
-    api = marker.kwargs.get("api") if marker is not None else None
-    return str(api) if api else None
 
 
 @pytest.hookimpl(trylast=True)
@@ -196,14 +186,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if not _RECORDER.per_api:
         return
     first: dict[tuple[str, str | None], int] = {}
-    order = [first.setdefault((_module_of(i.nodeid), api_of(i)), len(first)) for i in items]
+    order = [first.setdefault((module_of(i.nodeid), api_of(i)), len(first)) for i in items]
     items[:] = [item for _, item in sorted(zip(order, items, strict=True), key=lambda pair: pair[0])]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     if _RECORDER is not None:
-        _RECORDER.switch(_module_of(item.nodeid), str(item.path), api_of(item))
+        _RECORDER.switch(module_of(item.nodeid), str(item.path), api_of(item))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -9,7 +9,7 @@ FORMAT = "reach-v1"
 #: The environment variable naming the output file.
 VARIABLE = "OPTAX_GATE_REACH"
 #: The environment variable that asks for a record per API of each module too (set for a baseline's run: only a
-#: baseline's record selects, and recording per API costs a sixth more time).
+#: baseline's record selects, and recording per API takes about a quarter more time).
 PER_API_VARIABLE = "OPTAX_GATE_REACH_PER_API"
 #: The environment variable naming the file of the APIs that run in the modules a selection runs in part
 #: (``select_apis``).

@@ -14,6 +14,18 @@ import pytest
 from optax_gate.kit.environment.reach_names import SELECT_VARIABLE
 
 
+def module_of(nodeid: str) -> str:
+    """The contract module of a test id (its path, as pytest names it)."""
+    return nodeid.split("::", 1)[0]
+
+
+def api_of(item: pytest.Item) -> str | None:
+    """The API a contract pins (its ``contract`` marker's ``api``), or None."""
+    marker = item.get_closest_marker("contract")
+    api = marker.kwargs.get("api") if marker is not None else None
+    return str(api) if api else None
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     path = os.environ.get(SELECT_VARIABLE)
     if not path:
@@ -22,10 +34,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         runs: dict[str, list[str]] = json.load(handle)
     keep, drop = [], []
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        marker = item.get_closest_marker("contract")
-        api = marker.kwargs.get("api") if marker is not None else None
-        (drop if module in runs and api not in runs[module] else keep).append(item)
+        module = module_of(item.nodeid)
+        (drop if module in runs and api_of(item) not in runs[module] else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
