@@ -18,6 +18,7 @@ from typing import Any
 from optax_gate.gate import assemble, late
 from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
+from optax_gate.gate.base.run_record import RecordFields
 from optax_gate.gate.bisect import command as bisect_command
 from optax_gate.gate.bisect import history as bisect_history
 from optax_gate.gate.inputs import requirements, team_contracts, validate
@@ -116,7 +117,7 @@ def fail(message: str) -> int:
     return NOT_VERIFIED
 
 
-def write_reports(report: dict[str, Any], out: Path, phases: late.LatePhases | None = None) -> int:
+def write_reports(report: model.Report, out: Path, phases: late.LatePhases | None = None) -> int:
     """Write ``report.json``, ``report.md`` and ``report.html`` atomically; return the exit status.
     With ``phases``, a report that cannot be rendered is recorded as a failure
     of the report writing and written in its plain form (``late.fallback_markdown``;
@@ -243,12 +244,12 @@ def say_not_judged(run: evidence.RunFolder) -> None:
 
 
 def upstream_cross_run(
-    report: dict[str, Any],
+    report: model.Report,
     records: tuple[dict[str, Any], dict[str, Any]],
     options: GateOptions,
     learned: Learned,
     say: Progress,
-) -> dict[str, Any]:
+) -> model.Report:
     """``--upstream-tests``: optax's shipped tests cross-run (``optax_gate.gate.upstream.upstream_tests``)
     when both sides (``records``: baseline, candidate) ran; returns ``report`` with its section and findings
     (``assemble.with_upstream_tests``), or ``report`` as it is when a side did not run.
@@ -358,7 +359,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     else:
         cand_req = [*cand.specs, *(f"--source {text}" for text in cand.source)]
         cand_req = cand_req or [f"{name} (newest)" for name in requirements.NEWEST_DEFAULT]
-    cand_extra: dict[str, Any] = {}
+    cand_extra: RecordFields = {}
 
     def refuse(exc: validate.InvalidInput) -> int:
         print(f"optax-gate: {exc}", file=sys.stderr)
@@ -430,7 +431,8 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
     baseline = prepare("baseline", env.baseline_lock, env, folders, say, requirements=base_req)
     if failed(baseline):
         return stop(baseline, "candidate", None, cand_req)
-    candidate = prepare("candidate", run.candidate_lock, env, folders, say, requirements=cand_req, **cand_extra)
+    cand_fields: RecordFields = {"requirements": cand_req, **cand_extra}
+    candidate = prepare("candidate", run.candidate_lock, env, folders, say, **cand_fields)
     if not failed(candidate):
         check_imports((baseline, candidate), env, say)
     if failed(baseline):  # its own failure, and the candidate's too when both failed, stay in the report

@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from optax_gate.gate.base import model
 from optax_gate.gate.judge import verdict
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ class LatePhases:
 
     def __init__(self) -> None:
         #: ``{"phase", "error"}`` per failed phase, in order.
-        self.errors: list[dict[str, str]] = []
+        self.errors: list[model.GateError] = []
         self._recorded = 0
 
     def run(self, phase: str, action: Callable[[], T], default: T | None = None) -> T | None:
@@ -71,7 +72,7 @@ class LatePhases:
         result = self.run(phase, action)
         return default if result is None else result
 
-    def record(self, report: dict[str, Any]) -> dict[str, Any]:
+    def record(self, report: model.Report) -> model.Report:
         """Put the failures into ``report``: ``gate_errors``, verdict
         ``not-verified``, one reason per failure ahead of the others (each
         failure once, however often this is called)."""

@@ -11,11 +11,12 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 from optax_gate.gate import assemble
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
+from optax_gate.gate.base.run_record import RecordFields
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.inputs import requirements
 from optax_gate.gate.inputs.options import EnvironmentOptions, ScopeOptions
@@ -92,7 +93,7 @@ class Side:
     label: str
     folder: Path
     checkpoints: Path
-    extra: dict[str, Any]
+    extra: RecordFields
     python: Path | None = None
     jax_env: dict[str, str] = dataclasses.field(default_factory=dict)
     record: dict[str, Any] | None = None
@@ -185,7 +186,12 @@ def bound_compilation_cache(env: EnvironmentOptions, say: Callable[[str], None])
 
 
 def prepare(
-    label: str, lock: Path, env: EnvironmentOptions, folders: Folders, say: Callable[[str], None], **extra: Any
+    label: str,
+    lock: Path,
+    env: EnvironmentOptions,
+    folders: Folders,
+    say: Callable[[str], None],
+    **extra: Unpack[RecordFields],
 ) -> Side:
     """Build (or reuse) the environment of ``lock``; take the results of its
     contract modules from the cache where a verified entry exists."""
@@ -359,7 +365,12 @@ def _taken_record(side: Side) -> dict[str, Any]:
 
 
 def run_lock(
-    label: str, lock: Path, env: EnvironmentOptions, folders: Folders, progress: Progress | None = None, **extra: Any
+    label: str,
+    lock: Path,
+    env: EnvironmentOptions,
+    folders: Folders,
+    progress: Progress | None = None,
+    **extra: Unpack[RecordFields],
 ) -> dict[str, Any]:
     """Build (or reuse) the environment of ``lock`` and run the contracts there
     (one side at a time: the matrix); evidence goes to ``folders.evidence``; the
@@ -524,23 +535,24 @@ def run_specs(
         return runner.not_verified(label, str(exc), requirements=specs, sources=[exc.record])
     except InvalidInput as exc:  # a plan asking for jax from source, say
         return runner.not_verified(label, f"invalid input: {exc}", requirements=specs)
-    return run_lock(
-        label, lock_path, env, folders, progress, requirements=specs, **({"sources": built} if built else {})
-    )
+    fields: RecordFields = {"requirements": specs}
+    if built:
+        fields["sources"] = built
+    return run_lock(label, lock_path, env, folders, progress, **fields)
 
 
-def skipped(label: str, why: str, **extra: Any) -> dict[str, Any]:
+def skipped(label: str, why: str, **extra: Unpack[RecordFields]) -> dict[str, Any]:
     return runner.not_verified(label, f"not run: {why}", **extra)
 
 
 def beyond_contracts(
-    report: dict[str, Any],
+    report: model.Report,
     baseline: dict[str, Any],
     candidate: dict[str, Any],
     scope: ScopeOptions,
     packages: tuple[str, ...],
     usage: bool = True,
-) -> dict[str, Any]:
+) -> model.Report:
     """``report`` with what the contracts cannot see (``unseen.beyond``, put in by ``assemble.with_beyond``)
     with the ``scope`` options, the API surface of ``packages`` (:func:`configured_packages`);
     ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). ``report`` is not changed."""

@@ -5,6 +5,7 @@ How it does its job and why: ``docs/module-notes.md``."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from optax_gate.gate.base.drift import NP_SCALAR, drift_kinds, drift_words, parse_drift, parse_ulp
@@ -169,7 +170,7 @@ def pytest_words(detail: str) -> str:
     return re.sub(r" Use -v to get more diff\.?$", "", detail)
 
 
-def defect_parts(row: dict[str, Any]) -> tuple[str, str, str]:
+def defect_parts(row: Mapping[str, Any]) -> tuple[str, str, str]:
     """(id, reason, what happens now: the contract's failure detail) of a fixed
     row pinning a defect."""
     defect = row.get("defect") or ""
@@ -201,12 +202,12 @@ def now_words(now: str) -> str:
     return shorten(pytest_words(now), 110)
 
 
-def is_defect_fixed(row: dict[str, Any]) -> bool:
+def is_defect_fixed(row: Mapping[str, Any]) -> bool:
     """A pinned upstream defect that stopped reproducing (the contract now fails)."""
     return row.get("change") == "fixed" and bool(row.get("defect")) and row.get("candidate") in ("failed", "error")
 
 
-def plain_detail(row: dict[str, Any]) -> str:
+def plain_detail(row: Mapping[str, Any]) -> str:
     """A contract row's detail in plain words (see the module docstring); the
     detail unchanged when no pattern applies."""
     detail = row.get("detail") or ""
@@ -231,7 +232,7 @@ def plain_detail(row: dict[str, Any]) -> str:
     return pytest_words(detail)
 
 
-def outcome_words(row: dict[str, Any]) -> str:
+def outcome_words(row: Mapping[str, Any]) -> str:
     """The ``baseline → candidate`` cell: outcomes, or what they mean: a pinned
     defect that stopped reproducing, a snapshot that drifted (and what)."""
     if is_defect_fixed(row):

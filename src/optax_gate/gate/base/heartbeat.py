@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 from optax_gate.gate.base.progress import Progress
 
@@ -46,10 +46,10 @@ class Heartbeat(Progress):
             self._last = time.monotonic()
             self._state = message
 
-    def contracts(self, label: str, *args: Any, **kwargs: Any) -> Callable[[int, int], None]:
+    def contracts(self, label: str) -> Callable[[int, int], None]:
         """``Progress.contracts``, also keeping ``label: done/total contracts``
         as the state a heartbeat repeats."""
-        inner = super().contracts(label, *args, **kwargs)
+        inner = super().contracts(label)
 
         def report(done: int, total: int) -> None:
             if total:

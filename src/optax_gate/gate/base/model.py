@@ -324,6 +324,15 @@ class ContractRow(TypedDict):
     configuration: NotRequired[dict[str, str]]
 
 
+class CandidateLock(TypedDict):
+    """
+    the lock the candidate's environment was built from, written into the run folder
+    """
+
+    file: str
+    sha256: str
+
+
 class NotScanned(TypedDict):
     path: str
     reason: str
@@ -783,6 +792,8 @@ class Report(TypedDict):
     candidate: CandidateRecord
     contracts: list[ContractRow]
     beyond_contracts_s: NotRequired[float]
+    run: NotRequired[str]
+    candidate_lock: NotRequired[CandidateLock]
     usage: NotRequired[Usage | None]
     surface: NotRequired[Surface]
     warnings: NotRequired[Warnings]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.bisect import flow as bisect_flow
 from optax_gate.gate.bisect.history import parse_histories
 from optax_gate.gate.bisect.probe import Prober
@@ -47,7 +48,7 @@ def _prober_factory(
 
 
 def bisect_run(
-    report: dict[str, Any],
+    report: model.Report,
     run_folder: Path,
     python: Path,
     environment: EnvironmentOptions,

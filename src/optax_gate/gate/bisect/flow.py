@@ -10,9 +10,9 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from optax_gate.gate.base import atomic
+from optax_gate.gate.base import atomic, model
 from optax_gate.gate.bisect.history import (
     PUBLIC,
     NoHistory,
@@ -38,7 +38,7 @@ CHANGES = ("broken", "changed", "fixed")
 TEAM_ONLY = "its contracts are the team's own (--contracts), which a bisection does not re-run"
 
 
-def eligible(report: dict[str, Any]) -> list[dict[str, Any]]:
+def eligible(report: model.Report) -> list[model.Finding]:
     """The report's contract findings a bisection answers (``findings`` made when missing)."""
     if "findings" not in report:
         report["findings"] = causes.of_report(
@@ -76,13 +76,14 @@ def candidate_source(report: Mapping[str, Any], package: str) -> str:
     return sha
 
 
-def not_bisected(package: str, why: str) -> dict[str, Any]:
+def not_bisected(package: str, why: str) -> model.FindingBisect:
     return {"package": package, "status": "not-bisected", "reason": why, "commits": [], "skipped": {}}
 
 
-def _commit(repo: Path, package: str, sha: str) -> dict[str, Any]:
+def _commit(repo: Path, package: str, sha: str) -> model.BisectCommit:
     info = dataclasses.asdict(source_build.commit_info(repo, sha))
-    return {**info, **links(package, info["sha"], info["pr"])}
+    # the commit's fields (source_build.CommitInfo) and its links: the schema's BisectCommit
+    return cast(model.BisectCommit, {**info, **links(package, info["sha"], info["pr"])})
 
 
 def source_files(repo: Path, old: str, apis: list[str]) -> list[str]:
@@ -118,7 +119,8 @@ def suspects(repo: Path, commits: list[str], ends: tuple[str, str], files: list[
 
 def finding_entry(
     package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis: list[str] | None = None
-) -> dict[str, Any]:
+) -> model.FindingBisect:
+    entry: model.FindingBisect
     if answer.status == "not-bisected":
         entry = not_bisected(package, answer.reason)
     else:
@@ -132,7 +134,9 @@ def finding_entry(
         if answer.status == "range" and apis:
             files = source_files(repo, ends[0], apis)
             entry["source_files"] = files
-            entry["suspects"] = [_commit(repo, package, sha) for sha in suspects(repo, answer.commits, ends, files)]
+            entry["suspects"] = [
+                dict(_commit(repo, package, sha)) for sha in suspects(repo, answer.commits, ends, files)
+            ]
     return {**entry, "from": ends[0], "to": ends[1], "tested": answer.tested, "duration_s": answer.duration_s}
 
 
@@ -142,21 +146,21 @@ class _Bisection:
     ``make_prober`` of the environment the commits run in, the ``--history``
     locations, the bisection's ``options`` and the progress lines ``say``."""
 
-    report: dict[str, Any]
-    found: list[dict[str, Any]]
+    report: model.Report
+    found: list[model.Finding]
     make_prober: Callable[[str, Path], Prober]
     histories: dict[str, str]
     options: BisectOptions
     say: Callable[[str], None]
 
 
-def _package(b: _Bisection, package: str) -> dict[str, Any]:
+def _package(b: _Bisection, package: str) -> model.BisectPackage:
     """Bisect ``package`` for the findings ``b.found``; put each answer into its finding."""
     report, found, say, cache_dir, environment = b.report, b.found, b.say, b.options.cache, b.options.env
     versions = (report["baseline"]["versions"][package], report["candidate"]["versions"][package])
     # a source candidate's own repository holds its commit: the default history then (--history wins)
     where = b.histories.get(package) or _source(report, package).get("repository") or PUBLIC[package]
-    summary: dict[str, Any] = {"history": where, "environment": environment}
+    summary: model.BisectPackage = {"history": where, "environment": environment}
     try:
         repo = open_history(package, where, cache_dir)
         old_tag, old = release_commit(repo, versions[0])
@@ -167,7 +171,7 @@ def _package(b: _Bisection, package: str) -> dict[str, Any]:
         for f in found:
             f.setdefault("bisect", []).append(not_bisected(package, str(exc)))
         return {**summary, "error": str(exc)}
-    summary.update({"from": old_tag, "to": new_name, "commits": len(commits) - 1})
+    summary |= {"from": old_tag, "to": new_name, "commits": len(commits) - 1}
     say(
         f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, {len(found)} finding(s)"
     )
@@ -187,19 +191,17 @@ def _package(b: _Bisection, package: str) -> dict[str, Any]:
                 package, answers[targets[f["number"]]], repo, (old_tag, new_name), f.get("apis") or [f.get("api", "")]
             )
         )
-    summary.update(
-        {"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)}
-    )
+    summary |= {"searches": len(answers), "built": len(prober.built), "build_s": round(sum(prober.built.values()), 1)}
     return summary
 
 
 def attach(
-    report: dict[str, Any],
+    report: model.Report,
     make_prober: Callable[[str, Path], Prober],
     histories: dict[str, str],
     options: BisectOptions,
     say: Callable[[str], None] = lambda message: None,
-) -> dict[str, Any]:
+) -> model.BisectSummary:
     """Bisect every eligible finding of ``report`` (in place); return ``report["bisect"]``.
 
     Args:
@@ -221,7 +223,7 @@ def attach(
         "findings"
     ]:  # a bisection replaces the answers of an earlier one (a rerun, gate --bisect then bisect)
         f.pop("bisect", None)
-    summary: dict[str, Any] = {"packages": {}, "duration_s": 0.0}
+    summary: model.BisectSummary = {"packages": {}, "duration_s": 0.0}
     report["bisect"] = summary
     packages = moved(report)
     try:
@@ -258,7 +260,7 @@ class _Nothing(Exception):
     """Nothing to bisect (the reason in the message)."""
 
 
-def write(report: Mapping[str, Any], folder: Path) -> None:
+def write(report: model.Report, folder: Path) -> None:
     """Write ``report.json``, ``report.md`` and ``report.html`` into ``folder`` atomically (the verdict as it was)."""
     atomic.write_text(folder / "report.json", report_json.render(report))
     atomic.write_text(folder / "report.md", report_markdown.render(report))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 from optax_gate.gate.inputs.options import BisectOptions
 
@@ -26,7 +26,7 @@ class Target:
     new: tuple[tuple[str, str], ...]
 
     @classmethod
-    def of(cls, rows: Sequence[dict[str, Any]]) -> Target:
+    def of(cls, rows: Sequence[Mapping[str, Any]]) -> Target:
         """From report contract rows (``{"id", "baseline", "candidate"}``)."""
         return cls(
             tuple(sorted((r["id"], str(r.get("baseline"))) for r in rows)),
@@ -53,7 +53,7 @@ class Answer:
     (``reason``). ``tested``: commits this search ran its contracts at;
     ``duration_s``: the seconds of those runs (shared runs counted in full)."""
 
-    status: str
+    status: Literal["found", "range", "not-bisected"]
     commits: list[str] = dataclasses.field(default_factory=list)
     reason: str = ""
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)

@@ -7,8 +7,9 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
+from optax_gate.gate.base import model
 from optax_gate.gate.base.plain_text import named_list, shorten
 from optax_gate.gate.diffs import dependencies
 from optax_gate.gate.inputs import declared
@@ -18,7 +19,7 @@ from optax_gate.gate.run import warnings_diff
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.team_code import binding, call_sites, usage
 
-SCHEMA = 3
+SCHEMA: Literal[3] = 3
 
 
 def site_packages(python: Path) -> Path | None:
@@ -216,8 +217,11 @@ BEYOND = {
 }
 
 
-def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> dict[str, Any]:
-    finding = {
+def _beyond(
+    section: Literal["surface", "dependencies", "warnings"], api: str, cause: str, your_code: list[str] | None
+) -> model.Finding:
+    finding: model.Finding = {
+        "number": 0,  # numbered with the others by causes.merge
         "section": section,
         "change": "broken",
         "api": api,
@@ -230,7 +234,7 @@ def _beyond(section: str, api: str, cause: str, your_code: list[str] | None) -> 
     return finding
 
 
-def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def broken_findings(report: Mapping[str, Any]) -> list[model.Finding]:
     """One finding per ``broken`` row beyond the contracts (API surface rows:
     one per kind of change, across the names it hits, e.g. "removed: 6
     names"; dependencies, warnings: one per row), for ``report["findings"]`` after the contract
@@ -240,7 +244,7 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     (``row["sites"]``, ``optax_gate.gate.team_code.binding.match``), not those it judged
     unaffected; a warning's, the sites of the APIs it names."""
     scanned = bool(report.get("usage"))
-    out = []
+    out: list[model.Finding] = []
     by_kind: dict[str, list[dict[str, Any]]] = {}  # one finding per kind of change, across names (one cause)
     for row in (report.get("surface") or {}).get("rows", []):
         if row.get("verdict") == "broken":
@@ -294,7 +298,7 @@ def broken_findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def deprecation_finding(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def deprecation_finding(report: Mapping[str, Any]) -> list[model.Finding]:
     """One ``changed`` finding of the deprecation warnings new in the candidate that are not broken (those
     are, under ``--fail-on-new-deprecations``, findings of their own): what the candidate will ask the team's
     code to change, named by the APIs that warn, each warning's words once. [] when there is none.
@@ -324,6 +328,7 @@ def deprecation_finding(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     api = apis[0] if len(apis) == 1 else f"{len(apis)} APIs" if apis else "deprecations"
     return [
         {
+            "number": 0,  # numbered with the others by causes.merge
             "section": "warnings",
             "change": "changed",
             "key": "deprecations",
@@ -347,11 +352,11 @@ class Beyond:
     findings list); ``seconds``, the time the sections took (wall, s);
     ``notes``, notes for the report (files ``--usage`` could not scan)."""
 
-    usage: dict[str, Any] | None
-    surface: dict[str, Any]
-    warnings: dict[str, Any]
-    dependencies: dict[str, Any]
-    findings: list[dict[str, Any]] | None
+    usage: model.Usage | None
+    surface: model.Surface
+    warnings: model.Warnings
+    dependencies: model.Dependencies
+    findings: list[model.Finding] | None
     seconds: float
     notes: tuple[str, ...] = ()
 
@@ -402,10 +407,10 @@ def beyond(
         # one upstream cause, one finding: a removal, a defect that now fails otherwise, one API's changes,
         # across the contracts, the API surface and the warnings (optax_gate.gate.judge.causes.merge renumbers)
         beyond_rows = broken_findings(view) + deprecation_finding(view)
-        findings = causes.merge(
-            [{**f, "section": f.get("section", "contracts")} for f in view["findings"]] + beyond_rows,
-            view.get("contracts", []),
-        )
+        # the view is the report's JSON form with the sections put in (the findings annotated by call_sites)
+        given = cast(list[model.Finding], view["findings"])
+        sectioned: list[model.Finding] = [{**f, "section": f.get("section", "contracts")} for f in given]
+        findings = causes.merge(sectioned + beyond_rows, view.get("contracts", []))
     seconds = round(time.monotonic() - start, 2)
     notes: tuple[str, ...] = ()
     if scan is not None and scan.not_scanned:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +78,7 @@ class BisectOptions:
     enabled: bool = False
     history: tuple[str, ...] = ()
     cache: Path = Path(".nox/gate-cache/bisect")
-    env: str = "candidate"
+    env: Literal["candidate", "baseline"] = "candidate"
     timeout: float = 600.0
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -251,7 +251,7 @@ def check_lock(lock: Path, records: list[dict[str, Any]]) -> None:
             raise SourceFailure(message, {**entry, "status": "failed", "message": message})
 
 
-def markdown(run: dict[str, Any]) -> list[str]:
+def markdown(run: Mapping[str, Any]) -> list[str]:
     """Report lines naming each package a run built from source."""
     out = []
     for entry in run.get("sources") or []:

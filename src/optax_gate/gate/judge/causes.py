@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
+from optax_gate.gate.base import model
 from optax_gate.gate.base.corner_words import TRANSFORMATION_OUTCOME, long_dtype
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
@@ -57,17 +59,21 @@ def _failure(text: str) -> str:
     return normalise(text)[:80]
 
 
-def _section(f: dict[str, Any]) -> str:
-    section: str = f.get("section", "contracts")
+#: A finding's section (``model.FindingPart``'s ``section``).
+Section = Literal["contracts", "surface", "dependencies", "warnings"]
+
+
+def _section(f: Mapping[str, Any]) -> Section:
+    section: Section = f.get("section", "contracts")
     return section
 
 
-def _names(f: dict[str, Any]) -> list[str]:
+def _names(f: Mapping[str, Any]) -> list[str]:
     """The APIs (contract findings) or public paths (API surface) a finding concerns."""
     return list(f.get("apis") or [f["api"]])
 
 
-def _causes(f: dict[str, Any], rows: dict[str, dict[str, Any]], removed: set[str]) -> list[tuple[Any, ...]]:
+def _causes(f: model.Finding, rows: Mapping[str, model.ContractRow], removed: set[str]) -> list[tuple[Any, ...]]:
     """The upstream causes a finding is evidence of (see the module docstring):
     ``("removed", name)``, ``("defect-now", api, failure)``, ``("api", api)``."""
     if f["change"] not in _MERGED:
@@ -129,7 +135,7 @@ def _corner_state_dtypes(value: str) -> set[str]:
     return set(",".join(_CORNER_STATE.findall(value or "")).split(","))
 
 
-def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+def behaviour_keys(row: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """The behaviour causes one differing contract row is evidence of (see
     the module docstring): ``("dtype-now", api, dtype)`` for each dtype the
     API's results now come out in; ``("params-nonfinite", "fewer" | "more")``;
@@ -179,7 +185,7 @@ def behaviour_keys(row: dict[str, Any]) -> list[tuple[Any, ...]]:
     return [("dtype-now", api, d) for d in dict.fromkeys(now)] + list(dict.fromkeys(keys))
 
 
-def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[str, Any]]:
+def _split_removed(found: list[model.Finding], removed: set[str]) -> list[model.Finding]:
     """An API surface finding "removed: N names" whose names fall under
     several removed modules named by contract failures: one finding per such
     module (and one for the rest), so that each joins its own cause."""
@@ -197,7 +203,7 @@ def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[
             out.append(f)
             continue
         for _, part in sorted(groups.items(), key=lambda g: g[0] == ""):
-            piece = {
+            piece: model.Finding = {
                 **f,
                 "apis": part,
                 "api": part[0] if len(part) == 1 else f"{len(part)} names",
@@ -210,7 +216,7 @@ def _split_removed(found: list[dict[str, Any]], removed: set[str]) -> list[dict[
     return out
 
 
-def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _part(f: model.Finding, rows_of: Mapping[str, model.ContractRow]) -> model.FindingPart:
     """What a joined finding keeps of one of its findings: change, section,
     cause in words, contract count, names; ``pattern``: its rows' failure
     pattern (:func:`_failure`; a fixed defect: what happens now) when they
@@ -231,7 +237,7 @@ def _part(f: dict[str, Any], rows_of: dict[str, dict[str, Any]]) -> dict[str, An
     }
 
 
-def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
+def _params_nonfinite_text(direction: str, rows: list[model.ContractRow]) -> str:
     """One sentence for the ``params-nonfinite`` records of a joined finding:
     which outputs a NaN or inf parameter reaches fewer (more) of, and in which
     generated records: ``"fewer non-finite outputs when a parameter is NaN or
@@ -257,8 +263,8 @@ def _params_nonfinite_text(direction: str, rows: list[dict[str, Any]]) -> str:
 
 
 def _join(
-    group: list[dict[str, Any]], keys: set[tuple[Any, ...]], rows_of: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
+    group: list[model.Finding], keys: set[tuple[Any, ...]], rows_of: Mapping[str, model.ContractRow]
+) -> model.Finding:
     """One finding of several (``group``, in report order) of one cause;
     ``rows_of``: the report's contract rows by id."""
     parts = [p for f in group for p in (f.get("parts") or [_part(f, rows_of)])]
@@ -269,8 +275,8 @@ def _join(
     contract = [f for f in group if _section(f) == "contracts"]
     changes: dict[str, int] = {}
     for f in contract:
-        for change, n in (f.get("changes") or {f["change"]: len(f["contracts"])}).items():
-            changes[change] = changes.get(change, 0) + n
+        for kind, n in (f.get("changes") or {f["change"]: len(f["contracts"])}).items():
+            changes[kind] = changes.get(kind, 0) + n
     names = list(dict.fromkeys(n for f in group for n in _names(f)))
     apis = sorted({n for f in contract for n in _names(f)}) or names
     defect = next((p for p in parts if p["cause"].startswith("known upstream defect")), None)
@@ -297,7 +303,7 @@ def _join(
         ]
     elif removed:
         ids = [c for f in group if _section(f) == "contracts" for c in f["contracts"]]
-        failing = [c for c in ids if missing_name((rows_of.get(c) or {}).get("detail") or "")]
+        failing = [c for c in ids if c in rows_of and missing_name(rows_of[c].get("detail") or "")]
         errors = sorted(
             {
                 e
@@ -337,7 +343,7 @@ def _join(
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
     tests: list[list[Any]] = [[name, sum(test_name(c)[0] == name for c in ids)] for name in order]
-    merged = {
+    merged: model.Finding = {
         **group[0],
         "change": change,
         "apis": apis if contract else names,
@@ -355,9 +361,12 @@ def _join(
         else group[0]["api"]
     )
     merged["key"] = "merged"
-    for field in ("your_code", "your_code_not_scanned"):
-        if any(field in f for f in group):
-            merged[field] = list(dict.fromkeys(w for f in group for w in f.get(field) or []))
+    if any("your_code" in f for f in group):
+        merged["your_code"] = list(dict.fromkeys(w for f in group for w in f.get("your_code") or []))
+    if any("your_code_not_scanned" in f for f in group):
+        merged["your_code_not_scanned"] = list(
+            dict.fromkeys(w for f in group for w in f.get("your_code_not_scanned") or [])
+        )
     if any("your_code_notes" in f for f in group):
         merged["your_code_notes"] = {k: v for f in group for k, v in (f.get("your_code_notes") or {}).items()}
     n = len(merged["contracts"])
@@ -447,7 +456,7 @@ def _variants_once(causes: list[str]) -> list[str]:
     ]
 
 
-def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def merge(found: list[model.Finding], rows: list[model.ContractRow]) -> list[model.Finding]:
     """One finding per upstream cause, across evidence kinds and APIs (see the
     module docstring, "One cause, one finding"): findings that share a cause
     (:func:`_causes`) are joined, transitively, into the place of the first;
@@ -512,7 +521,7 @@ def merge(found: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[
     return out
 
 
-def of_report(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[str, Any]]:
+def of_report(rows: list[model.ContractRow], candidate_ran: bool = True) -> list[model.Finding]:
     """The findings of a report's contract rows: :func:`group` (one per failure
     pattern, across APIs), then :func:`merge` (one per upstream cause)."""
     return merge(group(rows, candidate_ran), rows)

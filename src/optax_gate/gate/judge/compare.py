@@ -6,22 +6,24 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, cast
 
-from optax_gate.gate.base import plain_text
+from optax_gate.gate.base import model, plain_text
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.judge import causes, findings
 from optax_gate.gate.judge import verdict as verdict_
 from optax_gate.gate.run import outcomes
 
-CHANGES = ("broken", "changed", "fixed", "new", "gone", "unchanged")
+#: A contract's change between the sides (``model.ContractRow``'s ``change``), the most severe first.
+Change = Literal["broken", "changed", "fixed", "new", "gone", "unchanged"]
+CHANGES: tuple[Change, ...] = ("broken", "changed", "fixed", "new", "gone", "unchanged")
 #: the exit status of each verdict: its place in the verdict order (0 pass, 1 fail, 2 not verified)
 EXIT_STATUS = {v: status for status, v in enumerate(verdict_.ORDER)}
 _PASSING = ("passed",)
 _FAILING = ("failed", "error")
 
 
-def classify(baseline: str | None, candidate: str | None, kind: str, defect: bool = False) -> str:
+def classify(baseline: str | None, candidate: str | None, kind: str, defect: bool = False) -> Change:
     """Change of one contract from its two outcomes (None: did not run);
     ``defect``: the contract pins a known upstream defect."""
     if baseline is None:
@@ -54,7 +56,7 @@ def _configuration(meta: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report:
     """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.diffs.unseen``) from two environment runs.
 
     Args:
@@ -70,7 +72,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
       by API and cause, then by upstream cause (``optax_gate.gate.judge.causes.of_report``).
     """
     base_c, cand_c = baseline.get("contracts", {}), candidate.get("contracts", {})
-    rows = []
+    rows: list[model.ContractRow] = []
     for cid in sorted(set(base_c) | set(cand_c)):
         b, c = base_c.get(cid), cand_c.get(cid)
         meta = c or b
@@ -81,7 +83,7 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         if b is None and c is None:  # absent on both sides: nothing ran
             continue
         defect = meta.get("defect", "")
-        change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
+        change: Change = classify(b and b["outcome"], c and c["outcome"], meta["kind"], bool(defect))
         # classify says unchanged or fixed only of a contract that ran on both sides (b and c not None)
         other_failure = (
             change == "unchanged"
@@ -105,22 +107,24 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             detail = "ran in the baseline, did not run in the candidate"
         else:
             detail = shown["detail"]
-        rows.append(
-            {
-                "id": cid,
-                "api": meta["api"],
-                "guide": meta["guide"],
-                "kind": meta["kind"],
-                "defect": defect,
-                "baseline": b["outcome"] if b else None,
-                "candidate": c["outcome"] if c else None,
-                "change": change,
-                "detail": detail,
-                **({"team": meta["team"]} if meta.get("team") else {}),  # gate --contracts: the team folder's label
-                **({"baseline_detail": b["detail"]} if other_failure and b is not None else {}),
-                **({"configuration": _configuration(meta)} if _configuration(meta) else {}),
-            }
-        )
+        row: model.ContractRow = {
+            "id": cid,
+            "api": meta["api"],
+            "guide": meta["guide"],
+            "kind": meta["kind"],
+            "defect": defect,
+            "baseline": b["outcome"] if b else None,
+            "candidate": c["outcome"] if c else None,
+            "change": change,
+            "detail": detail,
+        }
+        if meta.get("team"):  # gate --contracts: the team folder's label
+            row["team"] = meta["team"]
+        if other_failure and b is not None:
+            row["baseline_detail"] = b["detail"]
+        if configuration := _configuration(meta):
+            row["configuration"] = configuration
+        rows.append(row)
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), r["id"]))
     summary = Counter(r["change"] for r in rows)
 
@@ -163,8 +167,11 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
         "notes": notes,
         "summary": {k: summary.get(k, 0) for k in CHANGES},
         "findings": causes.of_report(rows, candidate_ran=candidate.get("status") == "ran"),
-        "baseline": {k: v for k, v in baseline.items() if k not in ("contracts", "reach")},
-        "candidate": {k: v for k, v in candidate.items() if k not in ("contracts", "reach")},
+        # the run records (``runner``'s JSON) less what the report does not carry
+        "baseline": cast(model.BaselineRecord, {k: v for k, v in baseline.items() if k not in ("contracts", "reach")}),
+        "candidate": cast(
+            model.CandidateRecord, {k: v for k, v in candidate.items() if k not in ("contracts", "reach")}
+        ),
         "contracts": rows,
     }
 

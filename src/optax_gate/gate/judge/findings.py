@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
+from optax_gate.gate.base import model
 from optax_gate.gate.base.corner_words import (
     SHARDED_OUTCOME,
     TRANSFORMATION_OUTCOME,
@@ -28,9 +30,14 @@ from optax_gate.gate.base.drift import (
     recorded_message,
     state_cost,
 )
+from optax_gate.gate.base.literals import one_of
 from optax_gate.gate.base.plain_text import named_list, number, shorten
 
-ORDER = ("broken", "changed", "fixed", "new", "gone")
+#: A finding's change (``model.Finding``'s ``change``).
+FindingChange = Literal["broken", "changed", "fixed", "new", "gone"]
+ORDER: tuple[FindingChange, ...] = ("broken", "changed", "fixed", "new", "gone")
+
+
 #: Where the subject of a dtype failure's own words ends (``update of the bfloat16 leaf``: ``update``).
 _PREPOSITION = re.compile(r"\s+(?:of|after|at|in|for|under|with)\s+")
 _WANT_GOT = re.compile(rf"(?P<what>[^:]*): expected (?P<want>{DTYPE}), got (?P<got>.*)")
@@ -166,7 +173,7 @@ def _direction(leaves: list[Any]) -> str:
     return found.pop() if len(found) == 1 else "other"
 
 
-def row_cause(row: dict[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...], Any]:
+def row_cause(row: Mapping[str, Any], candidate_ran: bool) -> tuple[tuple[Any, ...], Any]:
     """(grouping key, parsed evidence) of one differing contract. The key
     holds no API: contracts of several APIs with one key are one finding."""
     change, detail = row["change"], row.get("detail") or ""
@@ -393,7 +400,7 @@ def subject(apis: list[str]) -> str:
     return f"{len(apis)} APIs ({named_list(apis)})"
 
 
-def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[str, Any]]:
+def group(rows: list[model.ContractRow], candidate_ran: bool = True) -> list[model.Finding]:
     """The findings of a report's contract rows.
 
     Args:
@@ -424,7 +431,7 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
         api = "every API" if key[:2] == ("gone", "*") else apis[0] if len(apis) == 1 else f"{len(apis)} APIs"
         made.append((change, key, g, apis, api))
     made.sort(key=lambda m: (ORDER.index(m[0]), -len(m[2]["rows"]), m[3]))
-    findings: list[dict[str, Any]] = []
+    findings: list[model.Finding] = []
     for change, key, g, apis, api in made:
         tests: dict[str, int] = {}
         for row in g["rows"]:
@@ -439,7 +446,7 @@ def group(rows: list[dict[str, Any]], candidate_ran: bool = True) -> list[dict[s
         findings.append(
             {
                 "number": len(findings) + 1,
-                "change": change,
+                "change": one_of(change, ORDER, "finding change"),
                 "api": api,
                 "apis": apis,
                 "cause": cause,
@@ -469,7 +476,7 @@ def outcome_pattern(value: str) -> str:
     return re.sub(r"#(?:\s+#)+", "#", re.sub(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)", "#", value))
 
 
-def heading(finding: dict[str, Any]) -> str:
+def heading(finding: Mapping[str, Any]) -> str:
     """A finding's change as its heading says it: ``changed, 1 broken`` for a
     finding headed by another change that holds broken contracts (a heading
     scanned for "broken" finds it), else the change itself."""
@@ -477,7 +484,7 @@ def heading(finding: dict[str, Any]) -> str:
     return f"{finding['change']}, {broken} broken" if broken else finding["change"]
 
 
-def contracts_words(finding: dict[str, Any]) -> str:
+def contracts_words(finding: Mapping[str, Any]) -> str:
     """``"3 contracts broken"``, or for a finding joining several changes
     ``"3 contracts: 2 broken, 1 fixed"``."""
     n = len(finding["contracts"])

@@ -10,17 +10,29 @@ reach stop counting, so the verdict may become lighter there (:func:`rescoped`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from typing import Literal
 
 from optax_gate.gate.base import model
+from optax_gate.gate.base.literals import one_of
 from optax_gate.gate.base.plain_text import and_join
 
+#: A report's verdict (``model.Report``'s ``verdict``).
+Verdict = Literal["pass", "fail", "not-verified"]
+
 #: The verdicts, lightest first.
-ORDER = ("pass", "fail", "not-verified")
+ORDER: tuple[Verdict, ...] = ("pass", "fail", "not-verified")
 
 
-def of_contracts(not_verified: list[str], broken: int) -> tuple[str, list[str]]:
+def as_verdict(name: str) -> Verdict:
+    """``name`` as a verdict.
+
+    Raises:
+      ValueError: ``name`` is not one of :data:`ORDER`.
+    """
+    return one_of(name, ORDER, "verdict")
+
+
+def of_contracts(not_verified: list[str], broken: int) -> tuple[Verdict, list[str]]:
     """The verdict of the contracts alone, and its reasons.
 
     ``not_verified``: why the contracts cannot judge the upgrade (a side that did not run, zero contracts,
@@ -45,7 +57,7 @@ def broken_words(broken: dict[str, int]) -> str:
     return and_join(parts)
 
 
-def of_beyond(broken: dict[str, int]) -> tuple[str, list[str]]:
+def of_beyond(broken: dict[str, int]) -> tuple[Verdict, list[str]]:
     """The verdict of the sections beyond the contracts (``optax_gate.gate.diffs.unseen``), from their counts of
     ``broken`` rows by section (``surface``, ``dependencies``, ``warnings``): ``fail`` when any is broken."""
     if not sum(broken.values()):
@@ -53,7 +65,7 @@ def of_beyond(broken: dict[str, int]) -> tuple[str, list[str]]:
     return "fail", [f"beyond the contracts: {broken_words(broken)} broken"]
 
 
-def of_speed(section: model.Speed) -> tuple[str, list[str]]:
+def of_speed(section: model.Speed) -> tuple[Verdict, list[str]]:
     """The verdict of the speed readings alone (``optax_gate.gate.speed.readings.measure``), and its reason:
     ``fail`` when a training step is ``broken`` (slower than ``--speed-budget``; only that option makes a
     reading broken), else ``pass`` with no reason (a ``changed`` reading is said, not judged)."""
@@ -67,8 +79,8 @@ def of_speed(section: model.Speed) -> tuple[str, list[str]]:
 
 
 def at_least(
-    report: Mapping[str, Any], verdict: str, reasons: list[str] | str | None = None, at: int | None = None
-) -> dict[str, Any]:
+    report: model.Report, verdict: str, reasons: list[str] | str | None = None, at: int | None = None
+) -> model.Report:
     """A copy of ``report`` whose verdict is ``verdict`` unless it is already as heavy, with ``reasons`` added (one or
     several; appended, or inserted before position ``at``). The reasons are added either way: a reason
     for a failure also stands beside a ``not-verified`` verdict. ``report`` is not changed.
@@ -78,9 +90,9 @@ def at_least(
     """
     if verdict not in ORDER:
         raise ValueError(f"unknown verdict {verdict!r}; one of {ORDER}")
-    out = dict(report)
+    out = report.copy()
     if ORDER.index(out.get("verdict", "pass")) < ORDER.index(verdict):
-        out["verdict"] = verdict
+        out["verdict"] = as_verdict(verdict)
     said = [reasons] if isinstance(reasons, str) else list(reasons or [])
     if said:
         listed = list(out.get("reasons") or [])
@@ -90,7 +102,7 @@ def at_least(
     return out
 
 
-def rescoped(report: Mapping[str, Any], reasons: list[str], falls_to: str | None = None) -> dict[str, Any]:
+def rescoped(report: model.Report, reasons: list[str], falls_to: str | None = None) -> model.Report:
     """A copy of ``report`` with the verdict after the findings were scoped to the team's code: ``reasons`` replace the
     report's. ``falls_to`` (``pass``, or ``not-verified`` when some findings may reach the team's code) is the
     verdict when no broken contract is left where the team's code goes and nothing else fails the gate;
@@ -99,10 +111,8 @@ def rescoped(report: Mapping[str, Any], reasons: list[str], falls_to: str | None
     Raises:
       ValueError: ``falls_to`` is not one of :data:`ORDER`.
     """
-    out = dict(report)
+    out = report.copy()
     if falls_to is not None:
-        if falls_to not in ORDER:
-            raise ValueError(f"unknown verdict {falls_to!r}; one of {ORDER}")
-        out["verdict"] = falls_to
+        out["verdict"] = as_verdict(falls_to)
     out["reasons"] = list(reasons)
     return out

@@ -71,7 +71,7 @@ def words(entry: dict[str, Any], markdown: bool = False) -> str:
     return f"not bisected{f' ({package.strip()})' if package else ''}: {entry.get('reason', '')}"
 
 
-def markdown_lines(finding: dict[str, Any]) -> list[str]:
+def markdown_lines(finding: Mapping[str, Any]) -> list[str]:
     """The lines under a finding in report.md (none without a bisection)."""
     return [f"   - {words(entry, markdown=True)}" for entry in finding.get("bisect") or []]
 

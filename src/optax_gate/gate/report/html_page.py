@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from optax_gate.gate.base import model
 from optax_gate.gate.judge import findings as findings_
 from optax_gate.gate.report import bisect_section as report_bisect
 from optax_gate.gate.report import markdown as report_markdown
@@ -136,7 +137,7 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
     return "\n".join(out)
 
 
-def finding_html(page: report_markdown.Page, finding: dict[str, Any], rows: dict[str, dict[str, Any]]) -> str:
+def finding_html(page: report_markdown.Page, finding: model.Finding, rows: Mapping[str, model.ContractRow]) -> str:
     k, change = finding["number"], finding["change"]
     section = finding.get("section", "contracts")
     if section != "contracts":
@@ -190,7 +191,7 @@ def _split(lines: list[str]) -> list[tuple[str, list[str]]]:
     return parts
 
 
-def render(report: Mapping[str, Any]) -> str:
+def render(report: model.Report) -> str:
     """The whole report as one self-contained HTML page (see the module docstring)."""
     page = report_markdown.Page(report, limit=None)
     verdict = report["verdict"]

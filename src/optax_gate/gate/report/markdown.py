@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from optax_gate.gate.base import details, plain_text
+from optax_gate.gate.base import details, model, plain_text
 from optax_gate.gate.install import source_specs
 from optax_gate.gate.judge import causes
 from optax_gate.gate.judge import findings as findings_
@@ -42,7 +42,7 @@ def cell(text: Any) -> str:
     return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
-def _versions(report: Mapping[str, Any]) -> list[str]:
+def _versions(report: model.Report) -> list[str]:
     b = report["baseline"].get("versions") or {}
     c = report["candidate"].get("versions") or {}
     lines = ["| package | baseline | candidate |", "|---|---|---|"]
@@ -52,14 +52,13 @@ def _versions(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _findings(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _findings(report: model.Report) -> list[model.Finding]:
     if "findings" in report:
-        findings: list[dict[str, Any]] = report["findings"]
-        return findings
+        return report["findings"]
     return causes.of_report(report["contracts"], candidate_ran=report["candidate"].get("status") == "ran")
 
 
-def sample(finding: dict[str, Any], limit: int | None = None) -> list[str]:
+def sample(finding: model.Finding, limit: int | None = None) -> list[str]:
     """The contract ids of ``finding`` report.md shows, in the finding's order:
     the first row of each of its tests, then its next rows, up to ``limit``
     (default :data:`SAMPLE`; None: all)."""
@@ -80,7 +79,7 @@ def sample(finding: dict[str, Any], limit: int | None = None) -> list[str]:
     return [cid for cid in ids if cid in chosen]
 
 
-def finding_line(finding: dict[str, Any], shown: set[str] | None = None) -> str:
+def finding_line(finding: model.Finding, shown: set[str] | None = None) -> str:
     """One finding as one Markdown list line, its tests linking to their rows
     (a candidate that did not run at all: one link to the first of its rows,
     not one per test of the whole suite). ``shown``: the contract ids whose rows
@@ -102,7 +101,7 @@ class Page:
     the contract ids shown (None: every row, for report.html's full form),
     and each contract's (finding, row) anchor numbers."""
 
-    def __init__(self, report: Mapping[str, Any], limit: int | None = SAMPLE):
+    def __init__(self, report: model.Report, limit: int | None = SAMPLE):
         self.report = report
         self.judged = evidence.judged(report)  # both sides' contracts ran
         self.findings = _findings(report)
@@ -190,7 +189,7 @@ def _findings_section(page: Page) -> list[str]:
                 (
                     "Your run does not diverge for these (it may call their APIs: each of their call sites says what your run does "
                     "there), so they do not set the verdict (`--fail-on all`: they do)."
-                    if (page.report.get("scope") or {}).get("by") == "run"
+                    if (scoped := page.report.get("scope")) and scoped.get("by") == "run"
                     else "Your code does not reach these changes (it calls none of their APIs, or every call's arguments rule the "
                     "change out: each call site says which), so they do not set the verdict (`--fail-on all`: they do)."
                 ),
@@ -231,7 +230,7 @@ def _versions_section(page: Page) -> list[str]:
             + (f"; hypothesis profile `{run['hypothesis_profile']}`" if run.get("hypothesis_profile") else "")
             + (
                 f"; pytest plugins installed but not loaded: {', '.join(f'`{n}`' for n in left_out)}"
-                if (left_out := (run.get("pytest_plugins") or {}).get("left_out"))
+                if (left_out := (plugins.get("left_out") if (plugins := run.get("pytest_plugins")) else None))
                 else ""
             )
             + (
@@ -245,13 +244,13 @@ def _versions_section(page: Page) -> list[str]:
                 else ""
             )
         )
-        if chosen := run.get("selection"):
+        if side == "candidate" and (chosen := report["candidate"].get("selection")):
             out += _selection_lines(chosen)
     out.append("")
     return out
 
 
-def _selection_lines(chosen: dict[str, Any]) -> list[str]:
+def _selection_lines(chosen: Mapping[str, Any]) -> list[str]:
     """Per contract module, whether the candidate ran it (and which changed function it executes) or took the baseline's outcomes."""
     if chosen.get("everything"):
         return [f"   - every contract module ran: {chosen['everything']}"]
@@ -277,7 +276,7 @@ def _selection_lines(chosen: dict[str, Any]) -> list[str]:
 ELSEWHERE = "`report.html` (beside this file, folded by finding) and `report.json` (`contracts`)"
 
 
-def row_cells(r: dict[str, Any]) -> list[str]:
+def row_cells(r: model.ContractRow) -> list[str]:
     """A contract row's cells after its id: API, guide, kind, outcomes, detail in plain words."""
     return [
         f"`{cell(r['api'])}`",
@@ -384,7 +383,7 @@ def add_section(name: str, lines: Callable[[Page], list[str]], before: str = "fi
     SECTIONS.insert(at, (name, lines))
 
 
-def render(report: Mapping[str, Any], limit: int | None = SAMPLE) -> str:
+def render(report: model.Report, limit: int | None = SAMPLE) -> str:
     """The report as Markdown text ending in a newline: :data:`SECTIONS` in
     order. ``limit``: contract rows shown per finding (None: every row, the
     tables beyond the contracts whole too)."""

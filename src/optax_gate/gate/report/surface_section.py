@@ -212,7 +212,7 @@ def _module_cell(module: str) -> str:
 
 
 #: Section of a finding beyond the contracts -> (how its line names the row, the section it points to).
-def finding_line(finding: dict[str, Any]) -> str:
+def finding_line(finding: Mapping[str, Any]) -> str:
     """The Markdown line of a finding from :func:`optax_gate.gate.diffs.unseen.broken_findings`, numbered."""
     names, section = unseen.BEYOND[finding["section"]]
     k, change = finding["number"], finding.get("change", "broken")

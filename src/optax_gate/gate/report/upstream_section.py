@@ -9,7 +9,7 @@ from optax_gate.gate.base.plain_text import shorten
 from optax_gate.gate.upstream.failures import INFRA, KIND_WORDS, OTHERS
 
 
-def finding_line(finding: dict[str, Any]) -> str:
+def finding_line(finding: Mapping[str, Any]) -> str:
     """The Markdown line of a cross-run finding, numbered."""
     return (
         f"{finding['number']}. **{finding['change']}** {finding['text']} (every one of its upstream tests is in "

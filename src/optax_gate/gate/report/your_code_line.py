@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from optax_gate.gate.team_code import attribution, call_sites
@@ -35,7 +36,7 @@ def _run_words(said: dict[str, Any]) -> str:
     return "your run diverges here for another cause" + (f", explained by {by}" if by else "")
 
 
-def attributed_lines(item: dict[str, Any], shown: int | None = call_sites.SHOWN) -> str:
+def attributed_lines(item: Mapping[str, Any], shown: int | None = call_sites.SHOWN) -> str:
     """Markdown after a finding's line: what a recipe changes for a program that does what it does
     (once), then each line of the team's code with what its arguments say (affected lines first, then
     cannot tell, then not affected); ``shown``: at most that many lines (None: all, report.html)."""
@@ -54,7 +55,7 @@ def attributed_lines(item: dict[str, Any], shown: int | None = call_sites.SHOWN)
     return f" — **your code**{recipe}: " + "; ".join(parts) + more
 
 
-def suffix(item: dict[str, Any], shown: int | None = call_sites.SHOWN) -> str:
+def suffix(item: Mapping[str, Any], shown: int | None = call_sites.SHOWN) -> str:
     """Markdown to append to a finding's line: ``; your code: a.py:3, b.py:9``
     and the files not scanned that may use its APIs (empty without ``--usage``);
     ``shown``: at most that many lines (None: every one, report.html)."""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from optax_gate.gate.base.run_record import RecordFields
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments
 
@@ -36,7 +37,7 @@ class PreparedSide(Protocol):
     cache_inputs: dict[str, Any] | None
     cached: dict[str, dict[str, Any]]
     jax_env: dict[str, str]
-    extra: dict[str, Any]
+    extra: RecordFields
 
 
 def arrange(

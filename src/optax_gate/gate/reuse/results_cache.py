@@ -15,9 +15,10 @@ import secrets
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from optax_gate.gate.base import atomic, model
+from optax_gate.gate.base.run_record import RecordFields
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import SpeedOptions
 from optax_gate.gate.run import devices
@@ -321,7 +322,9 @@ def merge_warnings(*lists: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def assemble(label: str, header: dict[str, Any], cached: dict[str, dict[str, Any]], **extra: Any) -> dict[str, Any]:
+def assemble(
+    label: str, header: dict[str, Any], cached: dict[str, dict[str, Any]], **extra: Unpack[RecordFields]
+) -> dict[str, Any]:
     """The run record of a side whose every unit came from the cache."""
     contracts = {cid: r for payload in cached.values() for cid, r in payload["contracts"].items()}
     failing = any(r.get("outcome") in ("failed", "error") for r in contracts.values())

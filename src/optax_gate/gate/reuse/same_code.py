@@ -9,9 +9,11 @@ import dataclasses
 import re
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from packaging.utils import canonicalize_name
+
+from optax_gate.gate.base.run_record import RecordFields
 
 #: dist-info files the installer writes (they differ between two installs of one wheel).
 INSTALLER_FILES = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json", "uv_cache.json", "uv_build.json"})
@@ -184,7 +186,7 @@ def compare(baseline: Installed, candidate: Installed) -> SameCode:
 
 
 def record(
-    baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None, **extra: Any
+    baseline: dict[str, Any], label: str, same: SameCode, versions: dict[str, str] | None, **extra: Unpack[RecordFields]
 ) -> dict[str, Any]:
     """The run record of a side whose code is the baseline's: the baseline's
     contracts, warnings and exit status under ``label``, with its own

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
@@ -35,14 +35,26 @@ from optax_gate.gate.run import devices, outcomes, pytest_plugins, reach_record,
 from optax_gate.kit import moved_behaviour
 from optax_gate.kit.environment import reach_names as reach
 
+if TYPE_CHECKING:  # a type only: the record's fields do not decide how pytest runs
+    from optax_gate.gate.base.run_record import RecordFields
+
 CONTRACTS_DIR = "tests/contracts"
 #: Seconds between two looks at a running pytest (progress, time limit).
 POLL_S = 2.0
 
 
-def not_verified(label: str, reason: str, **extra: Any) -> dict[str, Any]:
-    """A run record for an environment that could not be verified."""
-    return {"label": label, "status": "not-verified", "reason": reason, "versions": {}, "contracts": {}, **extra}
+def not_verified(
+    label: str, reason: str, versions: dict[str, str] | None = None, **extra: Unpack[RecordFields]
+) -> dict[str, Any]:
+    """A run record for an environment that could not be verified (``versions``: those its import check read)."""
+    return {
+        "label": label,
+        "status": "not-verified",
+        "reason": reason,
+        "versions": versions or {},
+        "contracts": {},
+        **extra,
+    }
 
 
 def is_run_record(value: Any) -> bool:
@@ -176,7 +188,7 @@ def run(
     how: ContractRunOptions = ContractRunOptions(),
     on_progress: Callable[[int, int], None] | None = None,
     probed: Probe | None = None,
-    **extra: Any,
+    **extra: Unpack[RecordFields],
 ) -> dict[str, Any]:
     """Probe ``python``'s environment (unless ``probed``), then run the contracts there.
 

@@ -6,17 +6,19 @@ import ast
 import dataclasses
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from optax_gate.gate.base import model
+from optax_gate.gate.base.literals import one_of
 from optax_gate.gate.surface import public_api
 from optax_gate.gate.surface.public_api import POSITIONAL, POSITIONAL_ONLY
 from optax_gate.gate.team_code import call_sites, composition, usage
 from optax_gate.gate.team_code.arguments import Arg
 from optax_gate.gate.team_code.configuration import configuration
 
-VERDICTS = ("affected", "cannot-tell", "not-affected")
+VERDICTS: tuple[Literal["affected", "cannot-tell", "not-affected"], ...] = ("affected", "cannot-tell", "not-affected")
 
 
 #: Configuration words that are a form, not a value (a contract's ``configuration(...)`` marker):
@@ -345,7 +347,7 @@ def _params(signatures: dict[str, Any], path: str, targets: dict[str, str]) -> t
     return tuple(signatures.get(call_sites.definition(path, targets)) or signatures.get(path) or ())
 
 
-def _groups(frows: list[dict[str, Any]], fallback: str) -> list[tuple[list[str], dict[str, Any]]]:
+def _groups(frows: Sequence[Mapping[str, Any]], fallback: str) -> list[tuple[list[str], dict[str, Any]]]:
     """A finding's contract rows grouped by (the APIs they name, the configuration they were run with):
     each group is one way the change is met, judged on its own; a line is affected when one group's
     configuration is met, not affected when every group's is ruled out."""
@@ -369,7 +371,23 @@ def _combine(judged: list[tuple[str, str, str, str]]) -> tuple[str, str, str, st
     return "not-affected", "; ".join(reasons), decided, judged[0][3]
 
 
-def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) -> dict[str, Any]:
+def _line(verdict: str, why: str, calls: str, decided: str) -> model.LineAttribution:
+    """One line's attribution (``decided``: the argument that decided it, left out when none did).
+
+    Raises:
+      ValueError: ``verdict`` is not one of :data:`VERDICTS`.
+    """
+    line: model.LineAttribution = {
+        "verdict": one_of(verdict, VERDICTS, "attribution verdict"),
+        "why": why,
+        "calls": calls,
+    }
+    if decided:
+        line["decided_by"] = decided
+    return line
+
+
+def attribute(report: model.Report, scan: usage.Scan, known: Known = Known()) -> model.Report:
     """Add to each contract finding ``configuration`` (:func:`configuration`)
     and ``your_code_attribution``: ``file:line`` -> ``{"verdict", "why",
     "calls", "decided_by"}`` for each use of its APIs, directly or through a
@@ -403,7 +421,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
             else next((r.get("api") for r in frows if str(r.get("api", "")).startswith("recipe:")), None)
         )
         condition = call_sites.RECIPE_CONDITIONS.get(recipe or "")
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, model.LineAttribution] = {}
         for use in scan.uses:
             if use.how not in ("call", "attribute", "import"):
                 continue
@@ -466,12 +484,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
                 calls = f"builds {use.path}" if use.how == "call" else calls
             old = out.get(use.where)
             if old is None or VERDICTS.index(verdict) < VERDICTS.index(old["verdict"]):  # one line, its most severe use
-                out[use.where] = {
-                    "verdict": verdict,
-                    "why": why,
-                    "calls": calls,
-                    **({"decided_by": decided} if decided else {}),
-                }
+                out[use.where] = _line(verdict, why, calls, decided)
         f["your_code_attribution"] = out
         f["your_code"] = list(dict.fromkeys([*f["your_code"], *out]))
         if condition and any(a["verdict"] == "cannot-tell" for a in out.values()):
@@ -479,7 +492,7 @@ def attribute(report: dict[str, Any], scan: usage.Scan, known: Known = Known()) 
     return report
 
 
-def recipe_words(finding: dict[str, Any], recipe: str) -> str:
+def recipe_words(finding: Mapping[str, Any], recipe: str) -> str:
     """What a training recipe's finding changes for a program that does what the recipe does, in the
     team's words (``call_sites.RECIPE_CONDITIONS``), said once per finding (``your_code_recipe``):
     ``if your run has a gradient leaf that is None where the params hold an array: the optimizer now
@@ -492,7 +505,7 @@ def recipe_words(finding: dict[str, Any], recipe: str) -> str:
 _RAISES = re.compile(r"\b((?:[A-Z]\w*)(?:Error|Exception))\b")
 
 
-def _now(finding: dict[str, Any]) -> str:
+def _now(finding: Mapping[str, Any]) -> str:
     """What the candidate does in the recipe, from the finding's broken part: ``the update now raises
     ValueError`` or its cause in a few words."""
     parts = [p for p in finding.get("parts") or [finding] if p.get("change") == "broken"] or [finding]
@@ -508,16 +521,18 @@ def _now(finding: dict[str, Any]) -> str:
     return cause[:160]
 
 
-def summary(findings: Iterable[dict[str, Any]]) -> dict[str, int]:
+def summary(findings: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """How many lines of the team's code are affected / cannot tell / not affected, over the findings."""
-    out = {v: 0 for v in VERDICTS}
+    out: dict[str, int] = {v: 0 for v in VERDICTS}
     for f in findings:
         for a in (f.get("your_code_attribution") or {}).values():
             out[a["verdict"]] += 1
     return out
 
 
-def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
+def for_report(
+    report: model.Report, scan: usage.Scan, packages: tuple[str, ...]
+) -> tuple[model.Attribution, list[str]]:
     """:func:`attribute` with what the report's environments say: the
     composition probe of both (``optax_gate.gate.team_code.composition``), the
     baseline's static surface (aliases, defaults). The report's findings get
@@ -525,14 +540,14 @@ def for_report(report: dict[str, Any], scan: usage.Scan, packages: tuple[str, ..
     Returns the report's ``attribution`` section (``{"composition":
     {"constructors", "errors"}, "lines": :func:`summary`}``) and its notes: a
     probe that cannot run is a note (uses through composition are then not seen)."""
-    reached, errors, passes = composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})
-    site = (report.get("baseline") or {}).get("site_packages")
+    reached, errors, passes = composition.of_records(report["baseline"], report["candidate"])
+    site = report["baseline"].get("site_packages")
     entries = public_api.cached_surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
     targets = {p: e.target for p, e in entries.items()}
     signatures = {e.target: e.params for e in entries.values() if e.params is not None}
     signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
     attribute(report, scan, Known(reached, targets, signatures, passes))
-    section = {
+    section: model.Attribution = {
         "composition": {"constructors": len(reached), "errors": errors},
         "lines": summary(report.get("findings") or []),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def probe(python: Path, timeout: float = TIMEOUT) -> dict[str, Any]:
         return {"error": f"the composition probe failed: {tail or exc}"}
 
 
-def of_records(*records: dict[str, Any]) -> tuple[dict[str, set[str]], list[str], dict[str, dict[str, set[str]]]]:
+def of_records(*records: Mapping[str, Any]) -> tuple[dict[str, set[str]], list[str], dict[str, dict[str, set[str]]]]:
     """(public path -> public paths it is built from, joined over the
     environments of ``records``; the reasons of the environments that could
     not be probed; public path -> {its argument: {"part:argument" it reaches

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optax_gate.gate.judge.causes import missing_name
@@ -23,7 +24,7 @@ _SIGNATURE_WORDS = re.compile(
 )
 
 
-def configuration(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def configuration(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The configuration a finding's contract rows were run with (see the
     module docstring): ``{"keywords": {name: value text}, "dtypes": [...],
     "leaves": [...], "x64": bool, "raises": type, "negative": bool,

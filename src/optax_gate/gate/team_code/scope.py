@@ -7,16 +7,20 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
+from optax_gate.gate.base import model
+from optax_gate.gate.base.literals import one_of
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.team_code import call_sites
 
-SCOPES = ("yours", "elsewhere")
+SCOPES: tuple[Literal["yours", "elsewhere"], ...] = ("yours", "elsewhere")
 #: ``gate --fail-on``: ``broken`` (default) fails on a broken finding of the
 #: team's scope; ``all`` on any broken finding, whatever its scope.
-FAIL_ON = ("broken", "all")
+#: What ``--fail-on`` takes (``model.Scope``'s ``fail_on``).
+FailOn = Literal["broken", "all"]
+FAIL_ON: tuple[FailOn, ...] = ("broken", "all")
 #: The report.md heading of the findings that do not set the verdict.
 ELSEWHERE_HEADING = "Optax changed elsewhere"
 _CONTRACTS_BROKEN = re.compile(r"^\d+ contract\(s\) broken\b")
@@ -26,29 +30,27 @@ _CONTRACTS_BROKEN = re.compile(r"^\d+ contract\(s\) broken\b")
 RECIPE_PREFIX = "recipe:"
 
 
-def findings_copied(report: Mapping[str, Any]) -> dict[str, Any]:
+def findings_copied(report: model.Report) -> model.Report:
     """A shallow copy of ``report`` whose ``findings`` list (when it has one) is a deep copy: the view on which
     :func:`set_scope` and the attribution mark findings without changing the report they were given."""
-    view = dict(report)
+    view = report.copy()
     if isinstance(view.get("findings"), list):
         view["findings"] = copy.deepcopy(view["findings"])
     return view
 
 
-def set_scope(finding: dict[str, Any], scope: str, why: str = "") -> None:
+def set_scope(finding: model.Finding, scope: str, why: str = "") -> None:
     """Give one finding its scope (one of :data:`SCOPES`) and the words that decided it.
 
     Raises:
       ValueError: ``scope`` is not one of :data:`SCOPES`.
     """
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-    finding["scope"] = scope
+    finding["scope"] = one_of(scope, SCOPES, "scope")
     if why:
         finding["scope_why"] = why
 
 
-def scope_findings(report: dict[str, Any], decide: Callable[[dict[str, Any]], tuple[str, str] | None]) -> None:
+def scope_findings(report: model.Report, decide: Callable[[model.Finding], tuple[str, str] | None]) -> None:
     """Set the scope of each finding not yet scoped: ``decide(finding)``
     returns ``(scope, why)``, or None to leave the finding to the default
     (``yours``)."""
@@ -60,7 +62,7 @@ def scope_findings(report: dict[str, Any], decide: Callable[[dict[str, Any]], tu
             set_scope(f, *got)
 
 
-def broken_rows(finding: dict[str, Any]) -> int:
+def broken_rows(finding: Mapping[str, Any]) -> int:
     """The broken contract rows of a finding: all of them for a ``broken``
     finding; for one that joins several changes of one cause
     (``causes.merge``, e.g. a known defect that now raises: ``changed``
@@ -70,12 +72,12 @@ def broken_rows(finding: dict[str, Any]) -> int:
     return len(finding.get("contracts") or []) if finding.get("change") == "broken" else 0
 
 
-def is_yours(finding: dict[str, Any]) -> bool:
+def is_yours(finding: Mapping[str, Any]) -> bool:
     yours: bool = finding.get("scope", "yours") == "yours"  # annotated: the report's JSON values compare as a bool
     return yours
 
 
-def split(found: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split(found: list[model.Finding]) -> tuple[list[model.Finding], list[model.Finding]]:
     """(the team's findings, those elsewhere), each in report order."""
     return [f for f in found if is_yours(f)], [f for f in found if not is_yours(f)]
 
@@ -96,16 +98,16 @@ class Scoped:
     ``attribution``, the report's ``attribution`` section (``--usage``:
     ``attribution.for_report``; None without it)."""
 
-    findings: list[dict[str, Any]]
-    section: dict[str, Any]
+    findings: list[model.Finding]
+    section: model.Scope
     reasons: list[str] | None = None
     falls_to: str | None = None
     notes: tuple[str, ...] = ()
     unsure: tuple[str, ...] = ()
-    attribution: dict[str, Any] | None = None
+    attribution: model.Attribution | None = None
 
 
-def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = None) -> Scoped | None:
+def scoped(report: model.Report, fail_on: str = "broken", by: str | None = None) -> Scoped | None:
     """The scope of the report's verdict (the report is read, not changed; None when it has no findings list).
 
     Args:
@@ -121,14 +123,13 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     Raises:
       ValueError: ``fail_on`` is not one of :data:`FAIL_ON`.
     """
-    if fail_on not in FAIL_ON:
-        raise ValueError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    failing_on = one_of(fail_on, FAIL_ON, "--fail-on")
     given = report.get("findings")
     if not isinstance(given, list):
         return None
-    found = []
+    found: list[model.Finding] = []
     for f in given:
-        g = dict(f)
+        g: model.Finding = f.copy()
         if by is None or "scope" not in g:
             g["scope"] = "yours"
             if by is None:
@@ -141,9 +142,10 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
     contracts = [f for f in found if f.get("section", "contracts") == "contracts" and broken_rows(f)]
     counted = contracts if fail_on == "all" else [f for f in contracts if is_yours(f)]
     left_out = sum(broken_rows(f) for f in contracts if f not in counted)
-    section = {"by": by, "fail_on": fail_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
+    section: model.Scope = {"by": by, "fail_on": failing_on, "elsewhere": len(elsewhere), "broken_elsewhere": left_out}
     own = {r.get("id") for r in report.get("contracts") or [] if isinstance(r, dict) and r.get("team")}
-    unscanned = {n["path"]: n["reason"] for n in (report.get("usage") or {}).get("not_scanned") or []}
+    scanned = report.get("usage")
+    unscanned = {n["path"]: n["reason"] for n in (scanned.get("not_scanned") if scanned else None) or []}
     unsure = tuple(_unsure_beyond(report, by, unscanned))
     undecided_ = (
         [f for f in counted if undecided(f, by, unscanned) and not own & set(f.get("contracts") or [])]
@@ -189,7 +191,7 @@ def scoped(report: Mapping[str, Any], fail_on: str = "broken", by: str | None = 
 
 
 def undecided(
-    finding: dict[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False
+    finding: Mapping[str, Any], by: str | None, not_scanned: dict[str, str] | None = None, brief: bool = False
 ) -> list[str]:
     """Why ``--usage`` alone cannot tell whether the team's code meets this
     finding, one phrase per reason; ``[]`` when it can (a line of the
@@ -240,7 +242,7 @@ def undecided(
 _UNREAD = "a file under --usage could not be read"
 
 
-def _files_not_scanned(found: list[dict[str, Any]], unscanned: dict[str, str]) -> str:
+def _files_not_scanned(found: Sequence[Mapping[str, Any]], unscanned: dict[str, str]) -> str:
     """``; not scanned: `model.py` (syntax error at line 5: expected ':')``, each file once; the files
     that could not be read at all, once."""
     files = list(dict.fromkeys(p for f in found for p in f.get("your_code_not_scanned") or []))
@@ -297,7 +299,7 @@ _BEYOND = re.compile(r"^(beyond the contracts: .*? broken)(?: \(in F[\d, F]+\))?
 _SECTIONS = ("surface", "dependencies", "warnings")
 
 
-def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
+def _naming(found: list[model.Finding]) -> Callable[[str], str] | None:
     """The verdict's "beyond the contracts: N … broken" names the findings that
     hold those rows (``in F1, F2``): joined to the contracts of their cause
     (``causes.merge``), one cause is counted once, never "2 in F2" beside "1 API
@@ -316,7 +318,7 @@ def _naming(found: list[dict[str, Any]]) -> Callable[[str], str] | None:
 
 
 def where_counted(
-    counted: list[dict[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None
+    counted: Sequence[Mapping[str, Any]], by: str | None = "usage", unscanned: dict[str, str] | None = None
 ) -> str:
     """Which findings hold the broken contracts a verdict counts, so that a
     reader can match the number with the findings: ``5 in F1, 1 in F2
@@ -343,7 +345,7 @@ def where_counted(
     return ", ".join(parts)
 
 
-def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, str] | None]:
+def usage_decision(unread: bool | str) -> Callable[[model.Finding], tuple[str, str] | None]:
     """The ``--usage`` scope of a contract finding: ``yours`` when the team's
     code uses one of its APIs (``your_code``) or a file not parsed may
     (``your_code_not_scanned``), or when a file could not be read at all
@@ -353,7 +355,7 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
     Findings beyond the contracts are left ``yours``: ``--usage`` already
     scoped them."""
 
-    def decide(f: dict[str, Any]) -> tuple[str, str] | None:
+    def decide(f: model.Finding) -> tuple[str, str] | None:
         if f.get("section", "contracts") != "contracts":
             return None
         sites = f.get("your_code") or []
@@ -384,7 +386,7 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
             )
         if not sites:
             return "elsewhere", "your code does not use its APIs"
-        if attributed and all((attributed.get(w) or {}).get("verdict") == "not-affected" for w in sites):
+        if attributed and all(w in attributed and attributed[w].get("verdict") == "not-affected" for w in sites):
             return "elsewhere", "every call of its APIs is not affected (its literal arguments rule it out)"
         return "yours", "your code uses its APIs"
 
@@ -392,7 +394,7 @@ def usage_decision(unread: bool | str) -> Callable[[dict[str, Any]], tuple[str, 
 
 
 def apply_options(
-    report: Mapping[str, Any],
+    report: model.Report,
     options: ScopeOptions,
     packages: tuple[str, ...],
     by: str | None = None,
@@ -409,7 +411,7 @@ def apply_options(
     findings are attributed and scoped on copies (the result's ``attribution``)."""
     scan = options.usage_scan if usage else None
     view = findings_copied(report)
-    attributed: dict[str, Any] | None = None
+    attributed: model.Attribution | None = None
     notes: list[str] = []
     if scan is not None and isinstance(view.get("findings"), list):
         from optax_gate.gate.team_code import attribution

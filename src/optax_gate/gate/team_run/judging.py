@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
+from optax_gate.gate.base import model
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import divergence
 
@@ -69,7 +70,7 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
     return f"where the difference is born in {called} cannot be told: {row.get('why', '')}"
 
 
-def eager_births(team_run: dict[str, Any]) -> list[str]:
+def eager_births(team_run: Mapping[str, Any]) -> list[str]:
     """Where a difference is born at an Optax call of the team's own, outside
     any function it transformed: a cause (its inputs the same, its results
     other), observed directly: a schedule logged with
@@ -175,7 +176,7 @@ def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[s
     return composition.of_records(report.get("baseline") or {}, report.get("candidate") or {})[0]
 
 
-def finding_apis(finding: dict[str, Any]) -> list[str]:
+def finding_apis(finding: Mapping[str, Any]) -> list[str]:
     return list(finding.get("apis") or [finding.get("api", "")])
 
 
@@ -246,7 +247,7 @@ def _explaining(
     return out
 
 
-def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
+def unchanged(team_run: Mapping[str, Any]) -> dict[str, Any] | None:
     """What of a diverged run computes the same, when that can be told
     (every differing call listed, and whether the others are bit for bit
     the same recorded; else None): ``{"dtypes_only": every differing call
@@ -274,11 +275,11 @@ def unchanged(team_run: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[dict[str, Any]]:
+def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[model.AffectedSite]:
     """The report's "Your code" lines: per site of a cause of the team's run ``team`` (in order), its
     APIs, what changed there (the causes' texts, largest ULP error) and the
     findings that explain it (their numbers, :func:`_explaining`)."""
-    lines = []
+    lines: list[model.AffectedSite] = []
     for site, causes, related in _explaining(report, team):
         apis = list(dict.fromkeys(c["api"] for c in causes))
         ulps = [c["max_ulps"] for c in causes if c.get("max_ulps")]
@@ -295,7 +296,7 @@ def affected(report: Mapping[str, Any], team: dict[str, Any]) -> list[dict[str, 
     return lines
 
 
-def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[dict[str, Any]]) -> None:
+def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[model.AffectedSite]) -> None:
     """Tie the findings' call sites to the lines where the run diverges ("Your code").
 
     - A finding the run put elsewhere: the API surface's word on a line
@@ -374,7 +375,7 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[di
             f["your_code_run"] = here
 
 
-def _breaks_unreached(finding: dict[str, Any]) -> list[str]:
+def _breaks_unreached(finding: Mapping[str, Any]) -> list[str]:
     """The team's lines that a contract finding's joined API surface part
     breaks (``your_code_notes`` saying ``breaks: ...``; ``causes.merge`` joined
     the surface row to the contracts of one cause). Such a row sets the verdict
@@ -398,11 +399,11 @@ class Judged:
     by the run (``scope.scoped``; None for a run not verified, which scopes nothing, or a report
     without findings)."""
 
-    section: dict[str, Any]
+    section: model.TeamRun
     scoped: scope.Scoped | None
 
 
-def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "broken") -> Judged:
+def apply(report: model.Report, team_run: dict[str, Any], fail_on: str = "broken") -> Judged:
     """Scope the report's findings by the team's run ``team_run`` (its section;
     see the module docstring): the findings are scoped (``scope.scoped``, ``by`` run)
     and tied to the lines where the run diverges; the report and ``team_run`` are read, not
@@ -414,7 +415,7 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
       ValueError: ``fail_on`` is not one of ``scope.FAIL_ON``.
     """
     if team_run["outcome"] == "not-verified":
-        return Judged({**team_run, "affected": affected(report, team_run)}, None)
+        return Judged(_section(team_run, affected(report, team_run)), None)
     view = scope.findings_copied(report)
     apis = cause_apis(team_run, _reached(view, team_run))
     explaining = {id(f) for _, _, related in _explaining(view, team_run) for f in related}
@@ -444,13 +445,21 @@ def apply(report: Mapping[str, Any], team_run: dict[str, Any], fail_on: str = "b
         else:
             scope.set_scope(f, "elsewhere", "your run does not diverge at a call of its APIs")
     scoped = scope.scoped(view, fail_on, "run")
-    after = {**view, "findings": scoped.findings} if scoped is not None else view
-    section = {**team_run, "affected": affected(after, team_run)}
+    after = view.copy()
+    if scoped is not None:
+        after["findings"] = scoped.findings
+    section = _section(team_run, affected(after, team_run))
     _point_sites(after, team_run, section["affected"])  # on the scoped copies
     return Judged(section, scoped)
 
 
-def of_team_run(team_run: dict[str, Any]) -> tuple[str, list[str]]:
+def _section(team_run: dict[str, Any], affected: list[model.AffectedSite]) -> model.TeamRun:
+    """The report's ``team_run`` section: the run's comparison (``recording.run``, built from what the recorder wrote
+    as JSON) and the sites the findings affect."""
+    return cast(model.TeamRun, {**team_run, "affected": affected})
+
+
+def of_team_run(team_run: Mapping[str, Any]) -> tuple[str, list[str]]:
     """The verdict the team's run gives, read from its section alone, and its reason: ``not-verified`` for a run
     that could not be judged, ``fail`` for one that diverged or broke (where it diverges, where the difference
     is born, what the run's own outputs say) or whose compiled step needs more memory (:func:`memory_grew`), else
