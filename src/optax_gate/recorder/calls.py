@@ -14,7 +14,7 @@ from optax_gate.recorder import isolate, perturb, process
 _METHODS = ("__init__", "init", "update", "gradient_transformation")
 
 
-def _signature(args: tuple, kwargs: dict) -> dict[str, Any]:
+def _signature(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     from optax_gate.recorder import values
 
     return {
@@ -38,7 +38,7 @@ def _values_callback(seq: int, n_in: int, *leaves: Any, device: Any = None) -> N
         )
 
 
-def _device_index():
+def _device_index() -> Any:
     """Inside ``shard_map`` or ``pmap`` (named axes in JAX's axis environment):
     the traced index of the device running this copy of the program, so that
     each device's host callback can be told apart (they arrive in any order);
@@ -81,7 +81,7 @@ def _record(
             event["values"] = (
                 "not recorded: traced inside a transformation the recorder does not wrap (jax.checkpoint in eager code)"
             )
-        seq = process.writer.emit(event)
+        seq = process.emit(event)
         if shadow and not failed and (in_leaves or arrays):
             device = _device_index()
             if device is None:
@@ -97,20 +97,20 @@ def _record(
     event["in"] = stored_in if stored_in is not None else [values.leaf_value(x) for x in in_leaves]
     if not failed:
         event["out"] = {"tree": tree, "paths": paths, "leaves": [values.leaf_value(x) for x in out_leaves]}
-    process.writer.emit(event)
+    process.emit(event)
 
 
 def call(
     api: str,
     kind: str,
-    fn,
-    args: tuple,
-    kwargs: dict,
-    frame,
-    record_args: tuple | None = None,
-    observed=None,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    frame: Any,
+    record_args: tuple[Any, ...] | None = None,
+    observed: Any = None,
     extra: dict[str, Any] | None = None,
-):
+) -> Any:
     """Call ``fn``; record it when ``frame`` (the caller) is the team's
     (``observed(result)`` in place of its result, when given; ``extra``
     fields added to its event)."""
@@ -180,12 +180,12 @@ def call(
             event["record_error"] = f"{type(exc).__name__}: {exc}"[:500]
             event.pop("out", None)
             event.pop("in", None)
-            process.writer.emit(event)
+            process.emit(event)
     isolate.finish(noted, traced)
     return _wrap_result(api, out)
 
 
-def _within_library(api: str, kind: str, fn, args: tuple, kwargs: dict):
+def _within_library(api: str, kind: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)``, an Optax call a recorded library call makes (``tx.update`` inside
     ``nnx.Optimizer.update``, on pure arrays), noted to run alone on the baseline's inputs at the team's line
     (``isolate.within``) as the team's own calls are; not recorded."""
@@ -234,23 +234,26 @@ def _through_library(frame: Any) -> tuple[Any, str]:
     return None, ""
 
 
-def _wrap_function(fn, api: str, kind: str = "call"):
+def _wrap_function(fn: Any, api: str, kind: str = "call") -> Any:
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         return call(api, kind, fn, args, kwargs, sys._getframe(1))
 
     process.mark(wrapper)
-    wrapper.__optax_gate_api__ = api
-    return wrapper
+    named: Any = wrapper  # the API it records, read back by nnx.Optimizer's ``via``
+    named.__optax_gate_api__ = api
+    return named
 
 
 def _wrap_result(api: str, out: Any) -> Any:
     """Wrap the init/update of a GradientTransformation, or a returned plain function."""
     if isinstance(out, tuple) and hasattr(out, "_fields") and {"init", "update"} <= set(out._fields):
-        if process.is_recorded(out.update):
+        transformation: Any = out  # a GradientTransformation (a NamedTuple)
+        if process.is_recorded(transformation.update):
             return out
-        return out._replace(
-            init=_wrap_function(out.init, api, "init"), update=_wrap_function(out.update, api, "update")
+        return transformation._replace(
+            init=_wrap_function(transformation.init, api, "init"),
+            update=_wrap_function(transformation.update, api, "update"),
         )
     if isinstance(out, types.FunctionType) and not process.is_recorded(out):
         return _wrap_function(out, api, "()")
@@ -264,11 +267,12 @@ def _wrap_method(cls: type, name: str, api: str) -> None:
     kind = "call" if name == "__init__" else name
 
     @functools.wraps(original)
-    def method(self, *args, **kwargs):
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return call(api, kind, original, (self, *args), kwargs, sys._getframe(1), record_args=args)
 
     process.mark(method)
-    method.__optax_gate_api__ = api  # an instance's bound method reads it too: nnx.Optimizer's ``via``
+    named: Any = method
+    named.__optax_gate_api__ = api  # an instance's bound method reads it too: nnx.Optimizer's ``via``
     setattr(cls, name, method)
 
 

@@ -6,6 +6,7 @@ import importlib.abc
 import os
 import sys
 import warnings
+from typing import Any
 
 from optax_gate.recorder import ROOT_ENV, TRACE_ENV, calls, process, transforms
 
@@ -13,7 +14,9 @@ _real_warn = warnings.warn
 _installed = [False]
 
 
-def _warn(message, category=None, stacklevel=1, source=None, *, skip_file_prefixes=()):
+def _warn(
+    message: Any, category: Any = None, stacklevel: Any = 1, source: Any = None, *, skip_file_prefixes: Any = ()
+) -> Any:
     """``warnings.warn`` that also notes the warning on the recorded call under way (same frame attribution)."""
     stack = getattr(process.thread, "warnings", None)
     if stack:
@@ -26,7 +29,7 @@ def _warn(message, category=None, stacklevel=1, source=None, *, skip_file_prefix
 _real_show = warnings.showwarning
 
 
-def _show(message, category, filename, lineno, file=None, line=None):
+def _show(message: Any, category: Any, filename: Any, lineno: Any, file: Any = None, line: Any = None) -> Any:
     """``warnings.showwarning`` that also notes, on the recorded call under
     way, a warning raised from C (NumPy's ``RuntimeWarning: divide by zero``
     never passes through ``warnings.warn``, and a schedule's such warning is
@@ -50,7 +53,7 @@ class _Finder(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self.busy: set[str] = set()
 
-    def find_spec(self, name, path, target=None):
+    def find_spec(self, name: Any, path: Any, target: Any = None) -> Any:
         if name not in _PATCHES or name in self.busy:
             return None
         self.busy.add(name)
@@ -70,11 +73,11 @@ class _Finder(importlib.abc.MetaPathFinder):
             return spec
         original = loader.exec_module
 
-        def exec_module(module):
+        def exec_module(module: Any) -> None:
             original(module)
             _PATCHES[name](module)
 
-        loader.exec_module = exec_module
+        setattr(loader, "exec_module", exec_module)  # noqa: B010 (mypy refuses an assignment to a method)
         return spec
 
 

@@ -59,7 +59,9 @@ def path(folder: str, key: str) -> str:
     return os.path.join(folder, _stable_hash(key))
 
 
-def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, traced: bool) -> Noted | None:
+def note(
+    api: str, kind: str, site: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], traced: bool
+) -> Noted | None:
     """Note a recorded Optax call to be run alone: a traced one inside the first shadow of a step (its inputs written
     by a host callback in the baseline), or the first eager one of ``api`` and ``kind`` at ``site``. None: not noted."""
     if not enabled():
@@ -114,7 +116,14 @@ def note(api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, tra
 
 
 def begin(
-    api: str, kind: str, site: str, fn: Any, args: tuple, kwargs: dict, traced: bool, through: str = ""
+    api: str,
+    kind: str,
+    site: str,
+    fn: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    traced: bool,
+    through: str = "",
 ) -> tuple[Noted | None, str]:
     """:func:`note` for a recorded call about to run, where a call is noted: traced in a shadow, or eager outside one
     (``through``: the library call that made it, said with it). Returns ``(the call noted or None, why noting it

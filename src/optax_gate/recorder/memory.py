@@ -23,7 +23,7 @@ FIGURES = {
 }
 
 
-def measure(real: Any, args: tuple, kwargs: dict, graph: bool, api: str, site: str) -> None:
+def measure(real: Any, args: tuple[Any, ...], kwargs: dict[str, Any], graph: bool, api: str, site: str) -> None:
     """Compile ``real`` (a transformed step with ``lower``) for ``args``/``kwargs`` (on a clone of the ``nnx``
     graph nodes when ``graph``) and write its memory figures, or ``{"error": ...}`` when lowering or compiling
     raises (the real call raises it for the team, if it does)."""

@@ -32,7 +32,7 @@ def first(key: str) -> bool:
     return True
 
 
-def once(key: str, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def once(key: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args, kwargs)`` perturbed (:func:`arguments`) when ``key`` (a transformed function, or an eager API at a
     site) is met for the first time in a perturbed run; as they are otherwise."""
     return arguments(args, kwargs, key) if first(key) else (args, kwargs)
@@ -71,7 +71,7 @@ def leaf(x: Any, rng: Any) -> Any:
     return jax.device_put(moved, sharding) if sharding is not None else jax.numpy.asarray(moved)
 
 
-def arguments(args: tuple, kwargs: dict, key: str) -> tuple[tuple, dict]:
+def arguments(args: tuple[Any, ...], kwargs: dict[str, Any], key: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args, kwargs)`` with their float leaves perturbed (:func:`leaf`, seeded by the run's seed and ``key``) and the
     ``flax.nnx`` graph nodes among them perturbed in place; as they are when this run perturbs nothing."""
     import jax
@@ -95,4 +95,5 @@ def arguments(args: tuple, kwargs: dict, key: str) -> tuple[tuple, dict]:
         return x if kind is not None and isinstance(x, kind) else leaf(x, rng)
 
     is_node = (lambda x: isinstance(x, kind)) if kind is not None else None
-    return jax.tree_util.tree_map(move, (args, kwargs), is_leaf=is_node)
+    moved: tuple[tuple[Any, ...], dict[str, Any]] = jax.tree_util.tree_map(move, (args, kwargs), is_leaf=is_node)
+    return moved

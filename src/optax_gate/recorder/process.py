@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any
+from typing import IO, Any
 
 from optax_gate.recorder import VERSION
 
@@ -22,12 +22,12 @@ thread = threading.local()
 RECORDED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def mark(fn) -> None:
+def mark(fn: Any) -> None:
     """Note ``fn`` as one of the recorder's wrappers (never wrapped again)."""
     RECORDED.add(fn)
 
 
-def is_recorded(fn) -> bool:
+def is_recorded(fn: Any) -> bool:
     """Whether ``fn`` is one of the recorder's wrappers."""
     try:
         return fn in RECORDED
@@ -40,26 +40,41 @@ class Writer:
     JSON line per event, numbered (``seq``) and flushed at once."""
 
     def __init__(self, folder: str) -> None:
-        self.folder, self.file, self.seq, self.lock = folder, None, 0, threading.Lock()
+        self.folder, self.seq, self.lock = folder, 0, threading.Lock()
+        self.file: IO[str] | None = None
 
     def emit(self, event: dict[str, Any]) -> int:
         with self.lock:
-            if self.file is None:
+            file = self.file
+            if file is None:
                 os.makedirs(self.folder, exist_ok=True)
-                self.file = open(os.path.join(self.folder, f"trace-{os.getpid()}.jsonl"), "a", encoding="utf-8")  # noqa: SIM115 (open for the process's life)
-                self.file.write(
+                file = self.file = open(os.path.join(self.folder, f"trace-{os.getpid()}.jsonl"), "a", encoding="utf-8")  # noqa: SIM115 (open for the process's life)
+                file.write(
                     json.dumps({"trace": VERSION, "pid": os.getpid(), "start": time.time(), "argv": sys.argv[:20]})
                     + "\n"
                 )
             self.seq += 1
             event["seq"] = self.seq
-            self.file.write(json.dumps(event, default=repr) + "\n")
-            self.file.flush()
+            file.write(json.dumps(event, default=repr) + "\n")
+            file.flush()
             return self.seq
 
 
 #: The trace writer and the team's folder (its realpath), set once by ``optax_gate.recorder.hook.install``.
 writer: Writer | None = None
+
+
+def emit(event: dict[str, Any]) -> int:
+    """Write ``event`` into the trace (:meth:`Writer.emit`); its number.
+
+    Raises:
+      RuntimeError: the recorder is not installed (no writer): a recorded call is only made once it is.
+    """
+    if writer is None:
+        raise RuntimeError("the recorder is not installed: no trace writer")
+    return writer.emit(event)
+
+
 root = ""
 
 

@@ -50,7 +50,7 @@ def _sample(x: Any) -> dict[str, Any] | None:
         return None
 
 
-def frames_of(eqn, team_file) -> tuple[str, str]:
+def frames_of(eqn: Any, team_file: Any) -> tuple[str, str]:
     """(innermost frame outside JAX, innermost frame of the team's) of an equation, as ``file:line``."""
     try:
         from jax._src import source_info_util
@@ -77,7 +77,9 @@ def frames_of(eqn, team_file) -> tuple[str, str]:
     return at, team
 
 
-def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> dict[str, Any]:
+def replay(
+    fun: Any, args: tuple[Any, ...], kwargs: dict[str, Any], team_file: Any, graph: bool = False
+) -> dict[str, Any]:
     """Trace ``fun(*args, **kwargs)`` to a jaxpr and replay it equation by
     equation (see the module docstring); ``graph``: the arguments hold
     ``nnx`` graph nodes (split into a GraphDef and a state, the state the
@@ -94,7 +96,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
 
             graphdef, state = nnx.split((args, kwargs))
 
-            def pure(state):
+            def pure(state: Any) -> Any:
                 a, k = nnx.merge(graphdef, state)
                 return fun(*a, **k)
 
@@ -113,10 +115,10 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
         return {"too_large": count}
     rows: list[dict[str, Any]] = []
 
-    def run(jaxpr, consts, inputs, depth: int) -> list[Any]:
+    def run(jaxpr: Any, consts: Any, inputs: Any, depth: int) -> list[Any]:
         env: dict[Any, Any] = {}
 
-        def read(v):
+        def read(v: Any) -> Any:
             return v.val if type(v).__name__ == "Literal" else env[v]  # a constant written into the jaxpr
 
         for v, x in zip(list(jaxpr.constvars) + list(jaxpr.invars), list(consts) + list(inputs), strict=False):
@@ -174,7 +176,7 @@ def replay(fun, args: tuple, kwargs: dict, team_file, graph: bool = False) -> di
     return out
 
 
-def _count(jaxpr, depth: int = 0) -> int:
+def _count(jaxpr: Any, depth: int = 0) -> int:
     n = 0
     for eqn in jaxpr.eqns:
         inner = eqn.params.get(_INNER.get(eqn.primitive.name, ""), None)

@@ -28,10 +28,10 @@ def patch_nnx(nnx: types.ModuleType) -> None:
     if cls is not None:
         _wrap_optimizer_init(nnx, cls)
     original = cls.__dict__.get("update") if cls is not None else None
-    if not isinstance(original, types.FunctionType):
+    if cls is None or not isinstance(original, types.FunctionType):
         return
 
-    def observed(self, *args, **kwargs):
+    def observed(self: Any, *args: Any, **kwargs: Any) -> Any:
         original(self, *args, **kwargs)
         models = [n for n in values.graph_nodes(args, kwargs) if n is not self]
         if not models:  # an Optimizer that holds its model (flax before 0.11): its state holds the params
@@ -39,7 +39,7 @@ def patch_nnx(nnx: types.ModuleType) -> None:
         return {"optimizer": nnx.state(self), "model": nnx.state(models[0] if len(models) == 1 else tuple(models))}
 
     @functools.wraps(original)
-    def update(self, *args, **kwargs):
+    def update(self: Any, *args: Any, **kwargs: Any) -> None:
         # the Optax API that built the optimizer's transformation (``optax.adamw``): what the update computes with
         calls.call(
             "flax.nnx.Optimizer",
@@ -71,11 +71,11 @@ def _wrap_optimizer_init(nnx: types.ModuleType, cls: type) -> None:
     if not isinstance(original, types.FunctionType) or process.is_recorded(original):
         return
     # flax constructs a graph node through its metaclass (``pytreelib``): the constructor's caller is the first frame outside flax
-    flax_dir = os.path.dirname(os.path.dirname(os.path.abspath(nnx.__file__))) + os.sep
+    flax_dir = os.path.dirname(os.path.dirname(os.path.abspath(nnx.__file__ or ""))) + os.sep
 
     @functools.wraps(original)
-    def __init__(self, *args, **kwargs):
-        def built(*a, **k):
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        def built(*a: Any, **k: Any) -> Any:
             original(self, *a, **k)
             return nnx.state(self)
 
@@ -85,7 +85,7 @@ def _wrap_optimizer_init(nnx: types.ModuleType, cls: type) -> None:
         )
 
     process.mark(__init__)
-    cls.__init__ = __init__
+    setattr(cls, "__init__", __init__)  # noqa: B010 (mypy refuses an assignment to __init__)
 
 
 def _outside(frame: Any, package_dir: str) -> Any:
@@ -106,13 +106,15 @@ def sampled(n: int) -> bool:
     return n <= SHADOW_FIRST or (n & (n - 1)) == 0
 
 
-def _eager(args: tuple, kwargs: dict) -> bool:
+def _eager(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     import jax
 
     return not values.is_traced(jax.tree_util.tree_leaves((args, kwargs)))
 
 
-def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool, step: str | None = None) -> None:
+def _run_shadow(
+    shadow: Any, args: tuple[Any, ...], kwargs: dict[str, Any], graph: bool, step: str | None = None
+) -> None:
     """Run ``shadow`` once in shadow mode (the Optax calls it traces add host
     callbacks) under the shadow's own JAX user context; on a copy of the
     ``nnx`` graph nodes among the arguments when ``graph`` (``nnx.clone``: the
@@ -141,7 +143,7 @@ def _run_shadow(shadow, args: tuple, kwargs: dict, graph: bool, step: str | None
         isolate.run_pending(_shadow_context[0])
 
 
-def _run_replay(shadow, args: tuple, kwargs: dict, graph: bool, api: str, site: str) -> None:
+def _run_replay(shadow: Any, args: tuple[Any, ...], kwargs: dict[str, Any], graph: bool, api: str, site: str) -> None:
     """Replay ``shadow`` equation by equation (``optax_gate.recorder.replay``)
     under the shadow's JAX user context, Optax's wrappers passing through, on
     a clone of the ``nnx`` graph nodes; write ``{"replay": api, "site", ...}``."""
@@ -195,19 +197,21 @@ class _Recorded:
     (seen: without it the real program reused the shadow's jaxpr). A call with tracers (inside another
     transformation) runs the real function only."""
 
-    def __init__(self, real, shadow, name: str, graph: bool = False, state: bool = False, replay: bool = False) -> None:
+    def __init__(
+        self, real: Any, shadow: Any, name: str, graph: bool = False, state: bool = False, replay: bool = False
+    ) -> None:
         self._real, self._shadow, self._name, self._graph, self._state = real, shadow, name, graph, state
         self._replay = replay
         self._calls = 0
         functools.update_wrapper(self, real)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: Any) -> Any:
         return getattr(self._real, name)
 
-    def __get__(self, obj, objtype=None):
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self, obj)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         frame = sys._getframe(1)
         site = process.team_file(frame.f_code.co_filename)
         if site is None or process.depth() > 0 or getattr(process.thread, "mode", None) or not _eager(args, kwargs):
@@ -233,7 +237,7 @@ class _Recorded:
             if nodes:
                 from flax import nnx
 
-                def observed(out):
+                def observed(out: Any) -> Any:
                     return (out, nnx.state(tuple(nodes)))
 
         # the real program: traced inside a recorded call (depth 1), so Optax's wrappers add nothing to it
@@ -246,7 +250,7 @@ _shadow_context: list[Any] = [None]
 _DONATION = ("donate_argnums", "donate_argnames")
 
 
-def _transform(real_transform, api: str, graph: bool = False, state: bool = False, replay: bool = False):
+def _transform(real_transform: Any, api: str, graph: bool = False, state: bool = False, replay: bool = False) -> Any:
     """``real_transform`` (``jax.jit``, ``flax.nnx.scan``, ...) such that a
     function transformed from the team's files becomes a :class:`_Recorded`
     named ``api(<function's name>)``; its options pass through, and a
@@ -257,7 +261,7 @@ def _transform(real_transform, api: str, graph: bool = False, state: bool = Fals
         return real_transform
 
     @functools.wraps(real_transform)
-    def transform(fun=None, *args, **kwargs):
+    def transform(fun: Any = None, *args: Any, **kwargs: Any) -> Any:
         if fun is None or not callable(fun):
             if fun is None:
                 return functools.partial(transform, *args, **kwargs)
@@ -273,7 +277,7 @@ def _transform(real_transform, api: str, graph: bool = False, state: bool = Fals
     return transform
 
 
-def _scan(real_scan, api: str):
+def _scan(real_scan: Any, api: str) -> Any:
     """``jax.lax.scan`` that, called from the team's eager code, runs a shadow
     first (the calls :func:`sampled` picks, counted per line) and records its
     result (the final carry and the stacked outputs) at the call site as
@@ -283,7 +287,7 @@ def _scan(real_scan, api: str):
     counts: dict[tuple[str, int], int] = {}
 
     @functools.wraps(real_scan)
-    def scan(f, *args, **kwargs):
+    def scan(f: Any, *args: Any, **kwargs: Any) -> Any:
         frame = sys._getframe(1)
         site = process.team_file(frame.f_code.co_filename)
         if site is None or process.depth() > 0 or getattr(process.thread, "mode", None) or not _eager(args, kwargs):

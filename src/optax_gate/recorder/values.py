@@ -66,13 +66,13 @@ def leaf_value(x: Any, cap: int = CAP_ELEMENTS, spend: bool = True) -> dict[str,
     }
 
 
-def abstract_leaf(x: Any) -> Any:
+def abstract_leaf(x: Any) -> dict[str, Any]:
     """One leaf without its values: an array's dtype, shape and weak type; a
     Python scalar, string or None with its literal value; a callable by its
     qualified name; anything else by its type's name."""
     if is_array(x):
         aval = getattr(x, "aval", None)
-        out = {"dtype": str(x.dtype), "shape": list(x.shape)}
+        out: dict[str, Any] = {"dtype": str(x.dtype), "shape": list(x.shape)}
         if aval is not None and getattr(aval, "weak_type", False):
             out["weak_type"] = True
         return out
@@ -248,7 +248,7 @@ def graph_node_type() -> type | None:
     return getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
 
 
-def graph_nodes(args: tuple, kwargs: dict) -> list[Any]:
+def graph_nodes(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     """The ``flax.nnx`` graph nodes (modules, optimizers) among a call's arguments, each once."""
     kind = graph_node_type()
     if kind is None:
