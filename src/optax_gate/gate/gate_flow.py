@@ -42,13 +42,12 @@ from optax_gate.gate.sides import (
     configured_packages,
     prepare,
     requirements_in,
-    resolve_sources,
     results_dir,
     run_both,
     save_run,
-    skipped,
 )
 from optax_gate.gate.sides_code import compare_code, select_modules
+from optax_gate.gate.sides_resolve import resolve_sources, skipped
 from optax_gate.gate.sides_speed import SpeedSides, measure_speed
 from optax_gate.gate.team_code import scope, usage
 from optax_gate.gate.team_run import recording

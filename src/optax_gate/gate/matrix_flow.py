@@ -29,9 +29,9 @@ from optax_gate.gate.sides import (
     requirements_in,
     results_dir,
     run_lock,
-    run_specs,
     save_run,
 )
+from optax_gate.gate.sides_resolve import run_specs
 from optax_gate.gate.sides_speed import measure_speed
 from optax_gate.gate.upstream import pytest_run, upstream_tests
 
