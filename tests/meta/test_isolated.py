@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from optax_gate.gate.report import team_run_section
-from optax_gate.gate.team_run import divergence, isolated
+from optax_gate.gate.team_run import isolated, trace
 from tests.meta.support.team_runs import call_event, leaf_record, write_trace
 
 
@@ -17,7 +17,7 @@ def _alone(key, out=None, site="train.py:20", api="optax.adam", call="update", *
 
 
 def test_isolated_events_are_read_apart_from_the_calls(tmp_path):
-    """An ``isolated`` event is neither a call nor a host callback's values: ``divergence.read`` leaves it out, and
+    """An ``isolated`` event is neither a call nor a host callback's values: ``trace.read`` leaves it out, and
     ``isolated.read`` keys it by its call's key."""
     folder = write_trace(
         tmp_path / "t",
@@ -26,7 +26,7 @@ def test_isolated_events_are_read_apart_from_the_calls(tmp_path):
             _alone("jax.jit(step)@train.py:30#1", leaf_record([1.0])),
         ],
     )
-    assert [o["api"] for o in divergence.read(folder)] == ["optax.adam"]
+    assert [o["api"] for o in trace.read(folder)] == ["optax.adam"]
     assert list(isolated.read(folder)) == ["jax.jit(step)@train.py:30#1"]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
-from optax_gate.gate.team_run import birth, divergence, isolated, judging, recording
+from optax_gate.gate.team_run import birth, divergence, isolated, judging, recording, trace
 from optax_gate.gate.team_run import command as run_command
 from tests.meta.support.team_runs import PLANTS, PYTHON, candidate, line_of, npz_arrays, record, team
 
@@ -55,7 +55,7 @@ def _recorded_script(tmp_path: Path, source: str) -> list[dict]:
     (folder / "train.py").write_text(source)
     proc = record(folder, "python train.py", folder / "trace")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return divergence.read(folder / "trace")
+    return trace.read(folder / "trace")
 
 
 def _events(trace: Path) -> list[str]:
@@ -100,7 +100,7 @@ def test_recording_on_and_off_under_nnx_jit_gives_bit_identical_results(tmp_path
         assert proc.returncode == 0, proc.stderr[-2000:]
         results[mode] = (proc.stdout, npz_arrays(folder / "params.npz"))
     assert results["on"] == results["off"]
-    observed = divergence.read(tmp_path / "on" / "team-nnx" / "trace")
+    observed = trace.read(tmp_path / "on" / "team-nnx" / "trace")
     update = line_of(tmp_path / "on" / "team-nnx", "optimizer.update(")
     runs = [o for o in observed if o["site"] == update and o["phase"] == "run"]
     assert len(runs) == 4 and all(leaf.get("n") for leaf in runs[0]["out"]["leaves"] if "dtype" in leaf)
@@ -553,7 +553,7 @@ def test_a_shard_map_and_pmap_step_over_eight_devices_is_the_same_in_its_two_bas
         )
         >= 3
     )
-    runs = [o for o in divergence.read(tmp_path / "out" / "team-run-baseline") if o["phase"] == "run"]
+    runs = [o for o in trace.read(tmp_path / "out" / "team-run-baseline") if o["phase"] == "run"]
     assert len(runs) >= 8 * 3, len(runs)
 
 

@@ -29,7 +29,7 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import command as run_command
-from optax_gate.gate.team_run import divergence, ensemble, judging, leaves, recording, reused
+from optax_gate.gate.team_run import divergence, ensemble, judging, leaves, recording, reused, signatures, trace
 from optax_gate.kit import tolerances
 from tests.meta.support.team_runs import (
     PYTHON,
@@ -60,7 +60,7 @@ def test_recording_on_and_off_gives_bit_identical_results(tmp_path, name, comman
         out = folder / ("w.npy" if name == "tiny" else "params.npz")
         results[mode] = (proc.stdout, out.read_bytes() if name == "tiny" else npz_arrays(out))
         if mode == "on":
-            observed = divergence.read(folder / "trace")
+            observed = trace.read(folder / "trace")
             assert any(o["phase"] == "run" and o["out"]["leaves"] and o["out"]["leaves"][0].get("n") for o in observed)
     assert results["on"] == results["off"]
 
@@ -75,7 +75,7 @@ def test_recording_under_jit_records_each_step_values(tmp_path):
     folder = team(tmp_path, "tiny")
     proc = record(folder, "python train.py 3 --out w.npy", folder / "trace")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    observed = divergence.read(folder / "trace")
+    observed = trace.read(folder / "trace")
     apply_site = line_of(folder, "optax.apply_updates(")
     traced = [o for o in observed if o["site"] == apply_site and o["phase"] == "trace"]
     runs = [o for o in observed if o["site"] == apply_site and o["phase"] == "run"]
@@ -213,7 +213,7 @@ def test_divergence_order_budget_and_roles_on_written_traces(tmp_path):
         call_event("a.py:4", "optax.w", "call", leaf_record([1.0])),
     ]
     result = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
+        trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
     )
     rows = [(d["site"], d["role"], d["kinds"]) for d in result["divergences"]]
     assert rows == [
@@ -724,7 +724,7 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     base = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([1.0]), [leaf_record([2.0])])]
     cand = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([far]), [leaf_record([two])])]
     result = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
+        trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
     )
     (row,) = result["divergences"]
     assert row["kinds"] == ["values"] and any("inputs already differed by up to 2 ULP" in t for t in row["texts"]), row[
@@ -732,7 +732,7 @@ def test_a_kept_result_whose_inputs_already_differed_says_the_change_was_born_be
     ]
     same_in = [call_event("t.py:9", "jax.jit(step)", "jax.jit(step)(...)", leaf_record([far]), [leaf_record([2.0])])]
     (row,) = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b2", base)), divergence.read(write_trace(tmp_path / "c2", same_in))
+        trace.read(write_trace(tmp_path / "b2", base)), trace.read(write_trace(tmp_path / "c2", same_in))
     )["divergences"]
     assert not any("inputs already differed" in t for t in row["texts"]), row["texts"]
 
@@ -883,7 +883,7 @@ def test_a_run_that_fails_in_the_baseline_names_the_folder_it_ran_in(tmp_path):
     assert f"it ran in {tmp_path}: --run-dir sets the folder" in result["reason"], result["reason"]
 
 
-REAL_READ = divergence.read
+REAL_READ = trace.read
 
 
 def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does(tmp_path, monkeypatch):
@@ -937,7 +937,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
             "trace": write_trace(tmp_path / "traces" / label, [event]).name,
         },
     )
-    monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
+    monkeypatch.setattr(recording.trace, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
     spec = run_command.RunSpec("python train.py", tmp_path / "team", 60)
     result = recording.run(
         spec, (Path(sys.executable),) * 2, tmp_path / "out", name=recording.user_names(tmp_path / "team")
@@ -1045,7 +1045,7 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
         }
 
     monkeypatch.setattr(run_command, "run_once", run_once)
-    monkeypatch.setattr(recording.divergence, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
+    monkeypatch.setattr(recording.trace, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
     return run_command.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
 
 
@@ -1311,7 +1311,7 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
         call_event("train.py:28", "optax.apply_updates", "call", leaf_record([3.0 * one]), [leaf_record([2.0])]),
     ]
     result = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
+        trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
     )
     within = result["within_budget"]
     assert result["differing"] == 0 and within["calls"] == 3, result
@@ -1329,7 +1329,7 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     born_here = [dict(e) for e in cand]
     born_here[0]["in"] = [leaf_record([0.5])]  # the same inputs: the first difference is the Optax call's own
     within = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b2", base)), divergence.read(write_trace(tmp_path / "c2", born_here))
+        trace.read(write_trace(tmp_path / "b2", base)), trace.read(write_trace(tmp_path / "c2", born_here))
     )["within_budget"]
     assert within["first"]["inputs_differ"] is False and "born before" not in team_run_section.bits(
         {"within_budget": within}
@@ -1393,7 +1393,7 @@ def test_a_line_whose_calls_got_other_inputs_is_never_said_to_compute_the_same(t
         call_event("train.py:20", "optax.l2_loss", "call", leaf_record([one]), [leaf_record([0.5])]),
     ]
     within = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
+        trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
     )["within_budget"]
     assert within["sites"] == ["train.py:18", "train.py:20"] and within["inputs_differ_sites"] == ["train.py:18"], (
         within
@@ -1426,7 +1426,7 @@ def test_every_site_of_a_compared_run_is_renamed_for_the_report(tmp_path):
         call_event("train.py:20", "optax.sgd", "update", leaf_record([3.0]), [leaf_record([0.5])]),
     ]
     diff = divergence.compare(
-        divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
+        trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
     )
     diff["called"] = ["train.py:18", "train.py:20"]
     assert diff["within_budget"]["inputs_differ_sites"] == ["train.py:18"] and diff["causes"], diff
@@ -1543,8 +1543,8 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
         [call_event("a.py:1", "optax.adam", "update", leaf_record([1.0 - d / 2, 2.0, -0.5]), [leaf_record([1.0])])]
     )
     table = ensemble.spreads(
-        divergence.read(write_trace(tmp_path / "b", base)),
-        [divergence.read(write_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)],
+        trace.read(write_trace(tmp_path / "b", base)),
+        [trace.read(write_trace(tmp_path / f"m{i}", m)) for i, m in enumerate(members)],
     )
     (entry,) = table.values()
     assert entry["out"][0] == [d, 0.0, 1.0] and entry["in"] == [None]
@@ -1552,7 +1552,7 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     def judged(values: list[float], name: str, dtype: str = "float32") -> dict:
         cand = [call_event("a.py:1", "optax.adam", "update", leaf_record(values, dtype), [leaf_record([1.0])])]
         return divergence.compare(
-            divergence.read(tmp_path / "b"), divergence.read(write_trace(tmp_path / name, cand)), noise=table
+            trace.read(tmp_path / "b"), trace.read(write_trace(tmp_path / name, cand)), noise=table
         )
 
     within = judged([1.0 + 6 * d, 2.0, 0.5], "within")
@@ -1564,15 +1564,15 @@ def test_the_ensemble_judges_each_element_against_its_own_spread_on_written_trac
     untouched = judged([1.0, 2.0 + 2**-18, 0.5], "untouched")  # 16 ULP where the members agree: the ULP budget (4)
     assert untouched["differing"] == 1 and "budget 4" in untouched["first"]["texts"][0], untouched["first"]
     assert judged([1.0, 2.0, 0.5 + 0.3], "chaotic")["differing"] == 0  # within the chaotic element's own spread
-    plain = divergence.compare(divergence.read(tmp_path / "b"), divergence.read(tmp_path / "within"))
+    plain = divergence.compare(trace.read(tmp_path / "b"), trace.read(tmp_path / "within"))
     assert plain["differing"] == 1  # the same candidate by the ULP budget alone (--exact)
     counts = [call_event("a.py:1", "optax.adam", "init", leaf_record([0], "int32"))]
     moved = [call_event("a.py:1", "optax.adam", "init", leaf_record([1], "int32"))]
     count_table = ensemble.spreads(
-        divergence.read(write_trace(tmp_path / "cb", counts)), [divergence.read(write_trace(tmp_path / "cm", counts))]
+        trace.read(write_trace(tmp_path / "cb", counts)), [trace.read(write_trace(tmp_path / "cm", counts))]
     )
     (row,) = divergence.compare(
-        divergence.read(tmp_path / "cb"), divergence.read(write_trace(tmp_path / "cc", moved)), noise=count_table
+        trace.read(tmp_path / "cb"), trace.read(write_trace(tmp_path / "cc", moved)), noise=count_table
     )["divergences"]
     assert "values" in row["kinds"] and "0 → 1" in row["texts"][0]
 
@@ -1584,7 +1584,7 @@ def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(t
 
     base = [call_event("a.py:7", "optax.global_norm", "call", leaf_record([2.0]), [leaf_record([1.0])])]
     cand = [{**base[0], "warnings": [{"category": "DeprecationWarning", "message": "use optax.tree.norm"}]}]
-    b, c = divergence.read(write_trace(tmp_path / "b", base)), divergence.read(write_trace(tmp_path / "c", cand))
+    b, c = trace.read(write_trace(tmp_path / "b", base)), trace.read(write_trace(tmp_path / "c", cand))
     result = divergence.compare(b, c)
     assert result["differing"] == 0 and result["warned"] == [
         {"site": "a.py:7", "call": "optax.global_norm(...)", "texts": ["warns DeprecationWarning: use optax.tree.norm"]}
@@ -1596,11 +1596,11 @@ def test_a_warning_alone_is_said_at_its_line_and_does_not_make_the_run_diverge(t
 
 
 def test_a_structure_difference_says_where_and_both_forms():
-    text = divergence.structure_change(
+    text = signatures.structure_change(
         "dict[opt](Optimizer[step=*, tx=MultiSteps(k=4)](*))", "dict[opt](Optimizer[step=*, tx=MultiSteps(k=8)](*))"
     )
     assert text == "at `…dict[opt](Optimizer[step=*, tx=MultiSteps(`: `k=4)](*))` → `k=8)](*))`"
-    assert divergence.structure_change("a", "a") == ""
+    assert signatures.structure_change("a", "a") == ""
 
 
 def test_an_optax_object_held_as_static_data_is_written_by_its_type_and_public_configuration():

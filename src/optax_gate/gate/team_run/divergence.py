@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import ensemble
+from optax_gate.gate.team_run import ensemble, signatures
 from optax_gate.gate.team_run.leaves import (
     ELEMENTWISE,
     bit_error,
@@ -51,121 +48,6 @@ def kept(api: str) -> bool:
 def budget(occurrence: int) -> int:
     """ULP budget of the ``occurrence``-th (1-based) call of one site: ``accumulated(occurrence, ELEMENTWISE)``."""
     return max(occurrence, 1) * ELEMENTWISE
-
-
-def tagged_events(folder: Path, tag: str) -> Iterator[dict[str, Any]]:
-    """The events of the trace files in ``folder`` that carry ``tag`` (``"isolated"``, ``"memory"``: events apart
-    from the calls, read by their own modules), in file order; a line that is not JSON is skipped."""
-    for path in sorted(Path(folder).glob("trace-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if f'"{tag}"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(event, dict) and tag in event:
-                yield event
-
-
-def read(folder: Path) -> list[dict[str, Any]]:
-    """The observations of the trace files in ``folder`` (one per process,
-    ordered by process start), in execution order. Each is ``{"site", "api",
-    "call", "phase", "args", "warnings", "exception", "in", "out", "order"}``.
-    Host-callback values of one compiled program arrive together: within a
-    run of consecutive ``run`` observations they are ordered by occurrence,
-    then by the order their calls were traced in (the program's order; the
-    callbacks are unordered effects), then by the device that ran them
-    (``shard_map``, ``pmap``: one callback per device, in any order).
-
-    Raises:
-      ValueError: a trace file is not the recorder's (bad JSON, no header).
-    """
-    files = []
-    for path in sorted(Path(folder).glob("trace-*.jsonl")):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        try:
-            header = json.loads(lines[0]) if lines else {}
-            events = [json.loads(line) for line in lines[1:] if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path.name} is not a trace: {exc}") from None
-        if "trace" not in header:
-            raise ValueError(f"{path.name} has no trace header")
-        files.append((header.get("start", 0.0), path.name, events))
-    observations: list[dict[str, Any]] = []
-    for process, (_, _, events) in enumerate(sorted(files)):
-        by_seq = {
-            e["seq"]: e
-            for e in events
-            if "of" not in e and "replay" not in e and "isolated" not in e and "memory" not in e
-        }
-        block: list[dict[str, Any]] = []
-        seen: Counter[tuple[int, int]] = Counter()
-
-        def flush(block: list[dict[str, Any]] = block, seen: Counter[tuple[int, int]] = seen) -> None:
-            block.sort(key=lambda o: o["order"])
-            observations.extend(block)
-            block.clear()
-            seen.clear()
-
-        for event in events:
-            if (
-                "replay" in event or "isolated" in event or "memory" in event
-            ):  # read by birth.read_replays, isolated.read, memory.read
-                continue
-            if "of" in event:
-                traced = by_seq.get(event["of"])
-                if traced is None:
-                    continue
-                device = event.get("device", -1)  # shard_map / pmap: one callback per device, in any order
-                seen[(event["of"], device)] += 1
-                out = dict(traced.get("out") or {})
-                out["leaves"] = _merge(out.get("leaves") or [], event.get("out") or [])
-                block.append(
-                    {
-                        "site": traced["site"],
-                        "api": traced["api"],
-                        "call": traced["call"],
-                        "phase": "run",
-                        **({"via": traced["via"]} if traced.get("via") else {}),
-                        **({"through": traced["through"]} if traced.get("through") else {}),
-                        "args": None,
-                        "warnings": [],
-                        "exception": None,
-                        "in": event.get("in") or [],
-                        "out": out,
-                        "order": (process, seen[(event["of"], device)], event["of"], device, event["seq"]),
-                    }
-                )
-                continue
-            flush()
-            observations.append(
-                {
-                    "site": event["site"],
-                    "api": event["api"],
-                    "call": event["call"],
-                    **({"via": event["via"]} if event.get("via") else {}),
-                    **({"through": event["through"]} if event.get("through") else {}),
-                    "phase": "trace" if event.get("traced") else "call",
-                    "args": event.get("args"),
-                    "warnings": event.get("warnings") or [],
-                    "exception": event.get("exception"),
-                    "in": event.get("in") or [],
-                    "out": None if event.get("traced") else event.get("out"),
-                    "record_error": event.get("record_error"),
-                    "order": (process, event["seq"]),
-                }
-            )
-        flush()
-    return observations
-
-
-def _merge(abstract: list[dict[str, Any]], stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The traced result's leaves with the callback's values in place of its array leaves."""
-    out, it = [], iter(stored)
-    for leaf in abstract:
-        out.append(next(it, leaf) if "dtype" in leaf else leaf)
-    return out
 
 
 def describe(obs: dict[str, Any]) -> str:
@@ -264,52 +146,6 @@ def _leaves_differ(
     return texts, worst, beyond, exact
 
 
-def _signature_texts(base: dict[str, Any] | None, cand: dict[str, Any] | None) -> list[str]:
-    if base == cand:
-        return []
-    if not base or not cand:
-        return ["arguments not recorded on one side"]
-    texts = []
-    b_pos, c_pos = base.get("positional", []), cand.get("positional", [])
-    if len(b_pos) != len(c_pos):
-        texts.append(f"{len(b_pos)} → {len(c_pos)} positional arguments")
-    for i, (b, c) in enumerate(zip(b_pos, c_pos, strict=False)):
-        texts += _one_signature(f"argument {i + 1}", b, c)
-    bk, ck = base.get("keyword", {}), cand.get("keyword", {})
-    for k in sorted(set(bk) | set(ck)):
-        if k not in bk or k not in ck:
-            texts.append(f"keyword {k} given on one side only")
-        else:
-            texts += _one_signature(k, bk[k], ck[k])
-    return texts or ["arguments differ"]
-
-
-def structure_change(base: str, cand: str, width: int = 80) -> str:
-    """Where two PyTree structures (as the recorder writes them) part, and what each holds there:
-    ``at `…optimizer(`: `step=int32…` → `count=int32…```; "" when equal."""
-    if base == cand:
-        return ""
-    i = next((k for k, (x, y) in enumerate(zip(base, cand, strict=False)) if x != y), min(len(base), len(cand)))
-    start = max(base.rfind(sep, 0, i) for sep in "([{,") + 1
-    before = base[max(0, start - width) : start].lstrip(", ")
-    parts = [text[start : start + width] + ("…" if len(text) > start + width else "") for text in (base, cand)]
-    return f"at `…{before}`: `{parts[0] or '(nothing)'}` → `{parts[1] or '(nothing)'}`"
-
-
-def _one_signature(name: str, b: dict[str, Any], c: dict[str, Any]) -> list[str]:
-    if b == c:
-        return []
-    if b.get("tree") != c.get("tree"):
-        return [f"{name}: PyTree structure differs {structure_change(str(b.get('tree')), str(c.get('tree')))}"]
-    for i, (x, y) in enumerate(zip(b.get("leaves", []), c.get("leaves", []), strict=False)):
-        if x != y:
-            return [
-                f"{name}{'' if b.get('n_leaves', 1) == 1 else f' leaf {i}'}: {short_leaf(x)} → {short_leaf(y)}"
-                + (" (weak type)" if x.get("weak_type") != y.get("weak_type") else "")
-            ]
-    return [f"{name} differs"]
-
-
 def _same_input_bits(base: dict[str, Any], cand: dict[str, Any]) -> bool:
     """Whether two matched observations' input leaves are bit-identical (their digests)."""
     return all(
@@ -347,7 +183,7 @@ def differences(
         kinds.append("warning")
         texts += [f"warns {cat}: {msg[:200]}" for cat, msg in (cw - bw)]
         texts += [f"no longer warns {cat}: {msg[:200]}" for cat, msg in (bw - cw)]
-    sig = _signature_texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
+    sig = signatures.texts(base.get("args"), cand.get("args")) if base["phase"] != "run" else []
     in_texts, in_err, in_beyond, _ = _leaves_differ(
         base.get("in") or [], cand.get("in") or [], Allowed(occurrence, (noise or {}).get("in")), "input"
     )
@@ -362,7 +198,7 @@ def differences(
         if bo.get("tree") != co.get("tree"):
             kinds.append("structure")
             texts.append(
-                f"result's PyTree structure differs {structure_change(str(bo.get('tree')), str(co.get('tree')))}"
+                f"result's PyTree structure differs {signatures.structure_change(str(bo.get('tree')), str(co.get('tree')))}"
             )
         else:
             out_texts, worst, beyond, exact = _leaves_differ(
@@ -593,7 +429,7 @@ def compare(
                         "kept": b["phase"] == "call" and kept(b["api"]),
                         "shadow": b["phase"] == "run",
                         "sampled": sampled_differs(b, c),
-                        "noise_ratio": noise_ratio(b, c, entry, budget(n + 1)),
+                        "noise_ratio": ensemble.noise_ratio(b, c, entry, budget(n + 1)),
                     }
                 )
     found.sort(key=lambda pair: pair[0])
@@ -639,24 +475,6 @@ def compare(
         "first_differs": firsts,
         "warned": sorted(warned, key=lambda w: (w["site"], w["call"]))[:limit],
     }
-
-
-def noise_ratio(
-    base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None, ulps: int
-) -> float | None:
-    """How far a call's result lies from the baseline's, as a multiple of the ensemble's spread: the largest
-    ``|Δ| / spread`` over the result elements the ensemble moved that lie beyond the ``ulps`` budget (None: none)."""
-    if not entry:
-        return None
-    bl, cl = (base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or []
-    ratios = [
-        r
-        for b, c, s in zip(bl, cl, entry.get("out") or [], strict=False)
-        if isinstance(s, list) and b.get("dtype") == c.get("dtype") and b.get("shape") == c.get("shape")
-        for r in [ensemble.beyond(b, c, s, ulps)[1]]
-        if r is not None
-    ]
-    return max(ratios, default=None)
 
 
 def _position(

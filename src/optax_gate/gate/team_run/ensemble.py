@@ -117,7 +117,7 @@ def _leaves_spread(base: list[dict[str, Any]], member: list[dict[str, Any]]) -> 
 
 def spreads(baseline: list[dict[str, Any]], members: list[list[dict[str, Any]]]) -> dict[Key, dict[str, list[Any]]]:
     """Per recorded call of the baseline, the spread of each of its input and result leaves over ``members``
-    (their observations, ``divergence.read``): ``{key: {"in": [...], "out": [...]}}`` (:func:`keyed`'s keys). A call
+    (their observations, ``trace.read``): ``{key: {"in": [...], "out": [...]}}`` (:func:`keyed`'s keys). A call
     a member does not make, or makes with another structure, adds nothing from that member."""
     base = keyed(baseline)
     out: dict[Key, dict[str, list[Any]]] = {}
@@ -160,3 +160,21 @@ def summary(table: dict[Key, dict[str, list[Any]]], members: int) -> dict[str, A
         "calls": len(table),
         "reached": sum(1 for e in table.values() if reached(e)),
     }
+
+
+def noise_ratio(
+    base: dict[str, Any], cand: dict[str, Any], entry: dict[str, list[Any]] | None, ulps: int
+) -> float | None:
+    """How far a call's result lies from the baseline's, as a multiple of the ensemble's spread: the largest
+    ``|Δ| / spread`` over the result elements the ensemble moved that lie beyond the ``ulps`` budget (None: none)."""
+    if not entry:
+        return None
+    bl, cl = (base.get("out") or {}).get("leaves") or [], (cand.get("out") or {}).get("leaves") or []
+    ratios = [
+        r
+        for b, c, s in zip(bl, cl, entry.get("out") or [], strict=False)
+        if isinstance(s, list) and b.get("dtype") == c.get("dtype") and b.get("shape") == c.get("shape")
+        for r in [beyond(b, c, s, ulps)[1]]
+        if r is not None
+    ]
+    return max(ratios, default=None)

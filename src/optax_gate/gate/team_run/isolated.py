@@ -6,13 +6,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import divergence
+from optax_gate.gate.team_run import divergence, trace
 
 
 def read(folder: Path) -> dict[str, dict[str, Any]]:
     """The ``isolated`` events of the trace files in ``folder``, keyed by their call's key (the first of each)."""
     out: dict[str, dict[str, Any]] = {}
-    for event in divergence.tagged_events(folder, "isolated"):
+    for event in trace.tagged_events(folder, "isolated"):
         if "key" in event:
             out.setdefault(str(event["key"]), event)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import divergence
+from optax_gate.gate.team_run import trace
 
 #: The figures compared, in the order they are said.
 FIGURES = ("argument_bytes", "output_bytes", "temp_bytes")
@@ -20,7 +20,7 @@ FIGURES = ("argument_bytes", "output_bytes", "temp_bytes")
 def read(folder: Path) -> dict[str, dict[str, Any]]:
     """The ``memory`` events of the trace files in ``folder``, keyed ``api@site`` (the first of each)."""
     out: dict[str, dict[str, Any]] = {}
-    for event in divergence.tagged_events(folder, "memory"):
+    for event in trace.tagged_events(folder, "memory"):
         if "site" in event:
             out.setdefault(f"{event['memory']}@{event['site']}", event)
     return out

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import birth, command, divergence, ensemble, isolated, memory, team_files
+from optax_gate.gate.team_run import birth, command, divergence, ensemble, isolated, memory, team_files, trace
 from optax_gate.gate.team_run.command import RunSpec
 from optax_gate.gate.team_run.judging import no_values
 from optax_gate.recorder.isolate import IN_ENV as ISOLATE_IN
@@ -289,7 +289,7 @@ def _runs(
         row = command.run_once(spec, python, label, folder, alone)
         around.after(label)
         try:
-            traces[label] = divergence.read(folder / row["trace"])
+            traces[label] = trace.read(folder / row["trace"])
             result["isolations"][label] = isolated.read(folder / row["trace"])
             result["memories"][label] = memory.read(folder / row["trace"])
         except (OSError, ValueError) as exc:
@@ -463,7 +463,7 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: d
         result["ensemble"] = summary
         return [], None
     try:
-        members = [divergence.read(folder / f"team-run-{label}") for label in labels]
+        members = [trace.read(folder / f"team-run-{label}") for label in labels]
     except (OSError, ValueError) as exc:
         summary["why"] = f"a perturbed baseline run's trace cannot be read ({exc}): the ULP budget alone judges"
         result["ensemble"] = summary
