@@ -88,11 +88,10 @@ def at_least(
     Raises:
       ValueError: ``verdict`` is not one of :data:`ORDER`.
     """
-    if verdict not in ORDER:
-        raise ValueError(f"unknown verdict {verdict!r}; one of {ORDER}")
+    given = as_verdict(verdict)
     out = report.copy()
-    if ORDER.index(out.get("verdict", "pass")) < ORDER.index(verdict):
-        out["verdict"] = as_verdict(verdict)
+    if ORDER.index(out.get("verdict", "pass")) < ORDER.index(given):
+        out["verdict"] = given
     said = [reasons] if isinstance(reasons, str) else list(reasons or [])
     if said:
         listed = list(out.get("reasons") or [])
