@@ -151,64 +151,6 @@ class LineRun(TypedDict):
     bits: NotRequired[Literal['within the budget']]
 
 
-class BisectCommit(TypedDict):
-    sha: str
-    short: str
-    date: str
-    subject: str
-    pr: NotRequired[int | None]
-    url: str
-    pr_url: NotRequired[str]
-
-
-FindingBisect = TypedDict(
-    'FindingBisect',
-    {
-        'package': str,
-        'status': Literal['found', 'range', 'not-bisected'],
-        'reason': str,
-        'commits': list[BisectCommit],
-        'skipped': NotRequired[dict[str, str]],
-        'source_files': NotRequired[list[str]],
-        'suspects': NotRequired[list[dict[str, Any]]],
-        'from': NotRequired[str],
-        'to': NotRequired[str],
-        'tested': NotRequired[int],
-        'duration_s': NotRequired[float],
-    },
-)
-
-
-class Finding(TypedDict):
-    number: int
-    section: NotRequired[
-        Literal['contracts', 'surface', 'dependencies', 'warnings', 'upstream-tests']
-    ]
-    change: Literal['broken', 'changed', 'fixed', 'new', 'gone']
-    api: str
-    apis: NotRequired[list[str]]
-    cause: str
-    key: NotRequired[str]
-    contracts: list[str]
-    tests: NotRequired[list[list[Any]]]
-    text: str
-    your_code: NotRequired[list[str]]
-    your_code_not_scanned: NotRequired[list[str]]
-    your_code_recipe: NotRequired[str]
-    parts: NotRequired[list[FindingPart]]
-    changes: NotRequired[dict[str, int]]
-    causes: NotRequired[list[str]]
-    scope: NotRequired[Literal['yours', 'elsewhere']]
-    scope_why: NotRequired[str]
-    configuration: NotRequired[dict[str, Any]]
-    your_code_attribution: NotRequired[dict[str, LineAttribution]]
-    your_code_notes: NotRequired[dict[str, str]]
-    breaks_unreached: NotRequired[list[str]]
-    run_sites: NotRequired[list[str]]
-    your_code_run: NotRequired[dict[str, LineRun]]
-    bisect: NotRequired[list[FindingBisect]]
-
-
 class PytestPlugins(TypedDict):
     """
     the pytest plugins the run loaded (modules) and the installed ones it left out (distributions); see optax_gate.gate.run.pytest_plugins
@@ -770,6 +712,64 @@ class Speed(TypedDict):
     raw: NotRequired[dict[str, Any]]
     summary: dict[str, int]
     readings: list[SpeedReading]
+
+
+class BisectCommit(TypedDict):
+    sha: str
+    short: str
+    date: str
+    subject: str
+    pr: NotRequired[int | None]
+    url: str
+    pr_url: NotRequired[str]
+
+
+FindingBisect = TypedDict(
+    'FindingBisect',
+    {
+        'package': str,
+        'status': Literal['found', 'range', 'not-bisected'],
+        'reason': str,
+        'commits': list[BisectCommit],
+        'skipped': NotRequired[dict[str, str]],
+        'source_files': NotRequired[list[str]],
+        'suspects': NotRequired[list[BisectCommit]],
+        'from': NotRequired[str],
+        'to': NotRequired[str],
+        'tested': NotRequired[int],
+        'duration_s': NotRequired[float],
+    },
+)
+
+
+class Finding(TypedDict):
+    number: int
+    section: NotRequired[
+        Literal['contracts', 'surface', 'dependencies', 'warnings', 'upstream-tests']
+    ]
+    change: Literal['broken', 'changed', 'fixed', 'new', 'gone']
+    api: str
+    apis: NotRequired[list[str]]
+    cause: str
+    key: NotRequired[str]
+    contracts: list[str]
+    tests: NotRequired[list[list[Any]]]
+    text: str
+    your_code: NotRequired[list[str]]
+    your_code_not_scanned: NotRequired[list[str]]
+    your_code_recipe: NotRequired[str]
+    parts: NotRequired[list[FindingPart]]
+    changes: NotRequired[dict[str, int]]
+    causes: NotRequired[list[str]]
+    scope: NotRequired[Literal['yours', 'elsewhere']]
+    scope_why: NotRequired[str]
+    configuration: NotRequired[dict[str, Any]]
+    your_code_attribution: NotRequired[dict[str, LineAttribution]]
+    your_code_notes: NotRequired[dict[str, str]]
+    breaks_unreached: NotRequired[list[str]]
+    run_sites: NotRequired[list[str]]
+    your_code_run: NotRequired[dict[str, LineRun]]
+    bisect: NotRequired[list[FindingBisect]]
 
 
 class Report(TypedDict):

@@ -134,9 +134,7 @@ def finding_entry(
         if answer.status == "range" and apis:
             files = source_files(repo, ends[0], apis)
             entry["source_files"] = files
-            entry["suspects"] = [
-                dict(_commit(repo, package, sha)) for sha in suspects(repo, answer.commits, ends, files)
-            ]
+            entry["suspects"] = [_commit(repo, package, sha) for sha in suspects(repo, answer.commits, ends, files)]
     return {**entry, "from": ends[0], "to": ends[1], "tested": answer.tested, "duration_s": answer.duration_s}
 
 
