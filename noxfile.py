@@ -1,7 +1,7 @@
 """nox sessions of the upgrade gate. Run them through ``./noxw`` (it finds
 Python 3.12 and installs nox and uv from ``requirements-tools.txt``).
 
-- ``lint``: ``ruff check``, ``ruff format --check`` and ``mypy`` (strict on ``gate/`` and ``action/``) of this
+- ``lint``: ``ruff check``, ``ruff format --check`` and ``mypy`` (strict; ``pyproject.toml`` says over what) of this
   project's code (what pre-commit runs).
 - ``tests``: the ``lint`` checks, then the contract suite in the
   pinned baseline environment (``requirements-lock.txt``) plus the suite's own tests (``tests/meta``), then
@@ -155,7 +155,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the contracts at the pinned baseline and the suite's own tests, and alongside the multi-device ones (args after --).
+    """Run the contracts at the baseline, the suite's own tests and the multi-device contracts (args after --).
 
     The multi-device contracts run in a second pytest process with eight
     simulated CPU devices (``MULTIDEVICE_ENV``), alongside the first (its output
@@ -175,11 +175,12 @@ def tests(session: nox.Session) -> None:
             else f"{invoked_from}, else from the project folder, {ROOT}"
         )
         session.error(
-            f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw from, {where})"
+            f"no such file or directory: {', '.join(missing)} (a path is read from the folder you ran ./noxw "
+            f"from, {where})"
         )
     session.install("--require-hashes", "-r", LOCK)
-    # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools lock's pins
-    # (the environments the gate judges are built from the lock files alone, without them).
+    # The gate half's own tests (tests/meta) need griffe, jsonschema and matplotlib (the speed plot), at the tools
+    # lock's pins (the environments the gate judges are built from the lock files alone, without them).
     # (datamodel-codegen, for tests/meta/test_model.py, is taken from .noxw/venv: its dependencies bring pytest
     # plugins this suite does not declare)
     session.install("-c", "requirements-tools.txt", "-c", LOCK, *LINT_TOOLS)
@@ -244,7 +245,8 @@ def _run_both(session: nox.Session, single: list[str], multi: list[str] | None, 
 def mutants(session: nox.Session) -> None:
     """Prove every contract can fail under a deliberately broken Optax/Flax (--area NAME to limit).
 
-    Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per API family)."""
+    Runs each API's contracts against deliberately broken variants of it (``src/optax_gate/mutants/``, one module per
+    API family)."""
     session.install("--require-hashes", "-r", LOCK)
     _install_project(session)
     # it names the plugins itself; --contracts DIR is read from where noxw was started (gate.inputs.typed_path)
@@ -448,7 +450,7 @@ def rebaseline(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON, name="report-model", venv_backend="none")
 def report_model(session: nox.Session) -> None:
-    """Regenerate the report's TypedDicts (src/optax_gate/gate/base/model.py) from report.schema.json (review with git diff).
+    """Regenerate the report's TypedDicts (gate/base/model.py) from report.schema.json (review with git diff).
 
     The schema is the one source of the report's shape; ``tests`` fails while the
     committed model is not what the schema generates (``tests/meta/test_model.py``). The generator

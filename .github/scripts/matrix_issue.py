@@ -73,7 +73,7 @@ def body(report: dict, run_url: str) -> str:
     """The issue's text: each failing environment with its reasons and broken APIs, and the run's link."""
     envs = failing(report)
     lines = [f"The scheduled release matrix found a broken finding in {len(envs)} environment(s): "
-             f"[the run]({run_url}) (its job summary and the `release-matrix-report` artifact hold the full report).", ""]
+             f"[the run]({run_url}) (its job summary and the `release-matrix-report` artifact " "hold the full " "report).", ""]
     for env in envs:
         mark = " (unreleased)" if env.get("unreleased") else ""
         lines.append(f"### `{env['name']}`{mark}: {' '.join(env.get('specs') or [])}")
@@ -93,7 +93,7 @@ def body(report: dict, run_url: str) -> str:
     text = "\n".join(lines)
     if len(text) > BODY_LIMIT:
         text = text[:BODY_LIMIT].rsplit("\n", 1)[0] + "\n\n… (cut to fit; the full list is in the run's report)"
-    return text + "\n\n_Opened and updated by `.github/scripts/matrix_issue.py`; closed when a scheduled run is green._\n"
+    return text + "\n\n_Opened and updated by `.github/scripts/matrix_issue.py`; closed when a scheduled run is " "green._\n"
 
 
 def sync(report: dict | None, run_url: str, title: str = TITLE) -> str:

@@ -62,7 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_LEDGER] = load_ledger(config.rootpath / config.getini("known_defects"))
     config.addinivalue_line(
         "markers",
-        "moved_behaviour(optax, why): added to a contract the ledger of moved behaviour lists for this baseline: it passes when it fails as the baseline does",
+        "moved_behaviour(optax, why): added to a contract the ledger of moved behaviour lists for this "
+        "baseline: it passes when it fails as the baseline does",
     )
     try:
         entries = moved_behaviour.load(config.rootpath / config.getini("moved_behaviour"))

@@ -65,8 +65,10 @@ from optax_gate.kit.references import losses as ref
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
 
 SOURCES = {
-    "softmax_cross_entropy": "paper: Goodfellow, Bengio & Courville 2016 (Deep Learning) §3.13, cross-entropy of softmax",
-    "softmax_cross_entropy_with_integer_labels": "paper: Goodfellow, Bengio & Courville 2016 §3.13, cross-entropy of softmax, one-hot label",
+    "softmax_cross_entropy": "paper: Goodfellow, Bengio & Courville 2016 (Deep "
+    "Learning) §3.13, cross-entropy of softmax",
+    "softmax_cross_entropy_with_integer_labels": "paper: Goodfellow, Bengio & Courville 2016 §3.13, "
+    "cross-entropy of softmax, one-hot label",
     "sigmoid_binary_cross_entropy": "paper: Goodfellow, Bengio & Courville 2016 §6.2.2.2, sigmoid cross-entropy",
     "l2_loss": "paper: Bishop 2006 (PRML) eq. 1.2, (p - t)^2 / 2",
     "squared_error": "formula: (p - t)^2 element-wise",

@@ -59,7 +59,8 @@ SOURCES = {
     "constant_schedule": "docs: optax.constant_schedule (value held constant throughout)",
     "linear_schedule": "docs: optax.linear_schedule formula (I before B, I + (t-B)/T (E-I), E after B+T)",
     "cosine_decay_schedule": "paper: Loshchilov & Hutter 2017 (SGDR), as optax.cosine_decay_schedule documents it",
-    "warmup_cosine_decay_schedule": "docs: optax.warmup_cosine_decay_schedule (linear warmup, then cosine to end_value)",
+    "warmup_cosine_decay_schedule": "docs: optax.warmup_cosine_decay_schedule (linear warmup, "
+    "then cosine to end_value)",
     "exponential_decay": "docs: optax.exponential_decay formula (init * rate ** ((t-B)/T), staircase, end_value)",
     "piecewise_constant_schedule": "docs: optax.piecewise_constant_schedule (init times the scales of boundaries <= t)",
     "join_schedules": "docs: optax.join_schedules (schedule i from boundary i-1, step since that boundary)",

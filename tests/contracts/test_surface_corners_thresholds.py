@@ -30,11 +30,23 @@ from optax_gate.kit.tolerances import ELEMENTWISE, assert_close
 
 #: Each API's guide: the optax 0.2.6 docstring that says what happens at its threshold.
 GUIDES = {
-    "optax.safe_norm": "docs: optax 0.2.6 optax.safe_norm's docstring ('jnp.maximum(jnp.linalg.norm(x), min_norm) with correct gradients')",
-    "optax.safe_root_mean_squares": "docs: optax 0.2.6 optax.safe_root_mean_squares' docstring ('maximum(sqrt(mean(abs_sq(x))), min_norm) with correct gradients')",
-    "optax.skip_large_updates": "docs: optax 0.2.6 optax.skip_large_updates' docstring ('should_skip ... iff ||updates||^2 is greater than max_squared_norm')",
-    "optax.per_example_global_norm_clip": "docs: optax 0.2.6 optax.per_example_global_norm_clip's docstring (each example clipped to l2_norm_clip, the count of those clipped)",
-    "optax.losses.hinge_loss": "docs: optax 0.2.6 optax.losses.hinge_loss' docstring (max(0, 1 - predictor_outputs * targets))",
+    "optax.safe_norm": "docs: optax 0.2.6 optax.safe_norm's docstring ('jnp.maximum(jnp.linalg.norm(x), min_norm) "
+    "with correct "
+    "gradients')",
+    "optax.safe_root_mean_squares": "docs: optax 0.2.6 optax.safe_root_mean_squares' "
+    "docstring ('maximum(sqrt(mean(abs_sq(x))), "
+    "min_norm) "
+    "with correct gradients')",
+    "optax.skip_large_updates": "docs: optax 0.2.6 optax.skip_large_updates' docstring "
+    "('should_skip ... iff ||updates||^2 is "
+    "greater "
+    "than max_squared_norm')",
+    "optax.per_example_global_norm_clip": "docs: optax 0.2.6 optax.per_example_global_norm_clip's "
+    "docstring (each example clipped to "
+    "l2_norm_clip, "
+    "the count of those clipped)",
+    "optax.losses.hinge_loss": "docs: optax 0.2.6 optax.losses.hinge_loss' docstring (max(0, 1 - predictor_outputs * "
+    "targets))",
     "optax.clip": "docs: optax 0.2.6 optax.clip's docstring (each update clipped to [-max_delta, max_delta])",
 }
 

@@ -7,7 +7,8 @@ changed at one edge, and the reverse-mode gradient of the summed loss with
 respect to its first argument; for each of the two outputs the baseline's
 outcome (``ok``, ``non-finite`` or ``raises <type>``), its dtype, shape and
 which entries are non-finite (``.`` finite, ``X`` not), as a labelled snapshot
-of optax 0.2.6 (one line per output, so a drift reads as one finding cause) (``data_regression``; recorded by ``./noxw -s update-snapshots``).
+of optax 0.2.6 (one line per output, so a drift reads as one finding cause) (``data_regression``; recorded by ``./noxw
+-s update-snapshots``).
 
 Edges (``EDGES``; inputs valid per the 0.2.6 docstrings, where they say):
 

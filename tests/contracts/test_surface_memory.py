@@ -63,7 +63,8 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
     ],
 )
 def test_compiled_memory(path, data_regression, original_datadir, request):
-    """Argument, output and temporary bytes of the jitted update, within MEMORY_RTOL and MEMORY_ATOL of the baseline's (snapshot)."""
+    """Argument, output and temporary bytes of the jitted update, within MEMORY_RTOL and MEMORY_ATOL of the baseline's
+    (snapshot)."""
     if backend() != "cpu":
         pytest.skip(
             f"the compiled-memory snapshot is of CPU; this is {backend()}, whose compiler assigns buffers otherwise"

@@ -75,14 +75,16 @@ def test_known(path):
         kind = generated.kinds.get(canonical) or surface_enum.classify(path, PUBLIC.get(path))
         if optax.__version__ == BASELINE_OPTAX:
             pytest.fail(
-                f"{path} ({kind}) is public in the baseline but in no surface table: add it to optax_gate.kit.surface.table or surface_calls"
+                f"{path} ({kind}) is public in the baseline but in no surface table: add it to "
+                "optax_gate.kit.surface.table or surface_calls"
             )
         if canonical in generated.by_hand:  # contracted by hand, beside the tables
             assert callable(surface_build.resolve(path)), f"{path} is no longer callable"
             return
         if canonical in generated.left_out:
             pytest.skip(
-                f"new, not contracted: {path} ({kind}) is public in optax {optax.__version__}; no contract could be generated: {generated.left_out[canonical]}"
+                f"new, not contracted: {path} ({kind}) is public in optax {optax.__version__}; no contract "
+                f"could be generated: {generated.left_out[canonical]}"
             )
     obj = surface_build.resolve(path)
     assert callable(obj), f"{path} is no longer callable"

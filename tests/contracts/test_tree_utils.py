@@ -55,7 +55,10 @@ from optax_gate.kit.references import tree_math as ref
 from optax_gate.kit.surface import build as surface_build
 from optax_gate.kit.tolerances import ELEMENTWISE, EXACT, assert_close, reduction
 
-GUIDE = "docs: optax 0.2.6 tree utilities' docstrings (optax/tree_utils/_tree_math.py; optax.global_norm in optax/_src/linear_algebra.py)"
+GUIDE = (
+    "docs: optax 0.2.6 tree utilities' docstrings (optax/tree_utils/_tree_math.py; optax.global_norm in "
+    "optax/_src/linear_algebra.py)"
+)
 #: The scalar of ``scale``/``add_scale`` and the bounds of ``clip``, as the corner grid calls them.
 SCALAR, LOW, HIGH = 0.5, -1.0, 1.0
 
@@ -200,7 +203,9 @@ def check(case: Case, t: Any, t2: Any) -> None:
         result = jnp.result_type(got)
         if len({*in_dtypes, result}) == 1 or not jnp.issubdtype(result, jnp.inexact):  # one dtype, or a count: exact
             _compare(got, np.asarray(want).astype(result), None, EXACT, None, case.id)
-        else:  # mixed leaves promote pairwise: an element passes through the coarsest float dtype (a complex one's modulus is computed)
+        else:
+            # mixed leaves promote pairwise: an element passes through the coarsest float dtype (a complex one's
+            # modulus is computed)
             _compare(got, want, _coarsest([*in_dtypes, result]), ELEMENTWISE, None, case.id)
         return
     n = sum(x.size for x in xs)
@@ -260,7 +265,8 @@ def test_value_on_corner_tree(case, corner):
 
 @functools.cache
 def _trees(complex_leaves: bool, elements: bool) -> st.SearchStrategy[tuple[Any, Any]]:
-    """Pairs of generated PyTrees of one structure and dtypes (one strategy object each: hypothesis validates it once)."""
+    """Pairs of generated PyTrees of one structure and dtypes (one strategy object each: hypothesis validates it
+    once)."""
     dtypes = (
         strategies.TYPED_DTYPES if complex_leaves else tuple(d for d in strategies.TYPED_DTYPES if d != "complex64")
     )

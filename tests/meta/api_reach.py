@@ -54,17 +54,20 @@ CLASSES = {
 }
 #: The classes in the order of the table's legend, with what each crosses.
 LEGEND = {
-    "protocol": "init/update structure, ranks 0 to 5 and an empty leaf, None leaves, jit = eager, scan carry, no recompilation, extra arguments",
+    "protocol": "init/update structure, ranks 0 to 5 and an empty leaf, None leaves, jit = eager, scan carry, no "
+    "recompilation, extra arguments",
     "sweep": "every public callable called, its result snapshotted; removed or renamed names",
     "dtypes": "bfloat16, float16 and complex64 params",
     "x64": "float64 under jax_enable_x64",
     "edges": "edge inputs of losses and edge hyperparameters (0, NaN, inf)",
     "forms": (
-        "each float hyperparameter as a 0-d float32/bfloat16/float16 array, a weakly typed one and a NumPy scalar, each flag "
+        "each float hyperparameter as a 0-d float32/bfloat16/float16 array, a weakly typed one and a NumPy "
+        "scalar, each flag "
         "flipped, each *_dtype option, value corners held 12 updates, 1-D/2-D/3-D convolution kernels (conv_kernels)"
     ),
     "ranges": "each numeric hyperparameter over its range (0, small, large, negative; 0/0.5/1 for a rate), ints too",
-    "injected": "built through inject_hyperparams: hyperparameters as Python numbers, 0-d arrays of each float dtype, weak and NumPy scalars; bfloat16/float16 params, hyperparam_dtype, jitted",
+    "injected": "built through inject_hyperparams: hyperparameters as Python numbers, 0-d arrays of each float dtype, "
+    "weak and NumPy scalars; bfloat16/float16 params, hyperparam_dtype, jitted",
     "memory": "the compiled update's argument, output and temporary bytes",
     "wrapper-corners": "wrappers over complex64 and mixed-dtype trees, inner dtype options, eager/jit/scan",
     "wrapped": "each transformation inside each wrapper",

@@ -359,7 +359,8 @@ def expected_truth(folder):
 
 
 def born_in(folder):
-    """Reads 'born in JAX|Optax' from train.py's docstring (what the four environments established); None when absent."""
+    """Reads 'born in JAX|Optax' from train.py's docstring (what the four environments established); None when
+    absent."""
     with open(os.path.join(folder, "train.py"), encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"born in (JAX|Optax)\b", text)
@@ -471,7 +472,8 @@ def print_table(rows, width=150):
     if attribute:
         print()
         print(
-            "born in: optax = baseline vs (baseline + candidate optax) differ; jax = (baseline + candidate optax) vs candidate differ"
+            "born in: optax = baseline vs (baseline + candidate optax) differ; jax = (baseline + candidate "
+            "optax) vs candidate differ"
         )
         for r in rows:
             if r.get("optax_alone") or r.get("rest_alone"):
@@ -509,7 +511,8 @@ def main(argv=None):
     parser.add_argument(
         "--xla-flags",
         default=None,
-        help="diagnostics: XLA_FLAGS for every run (e.g. '--xla_cpu_experimental_ynn_fusion_type=' switches off XLA:CPU's YNNPACK dot fusions); normally unset",
+        help="diagnostics: XLA_FLAGS for every run (e.g. '--xla_cpu_experimental_ynn_fusion_type=' switches off "
+        "XLA:CPU's YNNPACK dot fusions); normally unset",
     )
     args = parser.parse_args(argv)
 

@@ -65,7 +65,7 @@ from optax_gate.gate.install import environments
 from optax_gate.gate import cli
 environments.ensure = lambda folder, lock, *a, **k: Path({fakes!r}["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"])
 sys.exit(cli.main(["gate", "--cache-dir", {cache!r}, "--envs-dir", {envs!r}, *sys.argv[1:]]))
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 CONTRACTS = {
     "test_scale.py": '''import optax
@@ -212,7 +212,8 @@ BROKEN_MODULES = {  # a contract module that does not compile: its bytes, and wh
     ),
     "undecodable": (
         b"import optax\nNAME = '\xff'\n",
-        ": a contract module does not compile: nothing/sub/test_broken.py:2: SyntaxError: (unicode error) 'utf-8' codec can't decode byte 0xff",
+        ": a contract module does not compile: nothing/sub/test_broken.py:2: SyntaxError: (unicode error) "
+        "'utf-8' codec can't decode byte 0xff",
     ),
 }
 

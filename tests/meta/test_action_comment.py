@@ -183,8 +183,8 @@ def test_the_comment_drops_the_reports_in_page_anchors_and_keeps_external_links(
     text = json.loads(state.read_text())["comments"][1]["body"]
     assert "](#" not in text and "<a id=" not in text and " below)" not in text, text
     assert (
-        "1. **broken** `optax.adam`: the first step differs (3 contracts broken: test_first_step[float32], edge hyperparams ×2)"
-        in text
+        "1. **broken** `optax.adam`: the first step differs (3 contracts broken: test_first_step[float32], "
+        "edge hyperparams ×2)" in text
     )
     assert "2. **broken** API surface `optax.foo`: removed (see API surface in the full report)" in text
     assert external in text

@@ -19,5 +19,6 @@ def test_the_api_reach_page_is_current_for_the_baseline():
         shown = ", ".join(f"`{n}`" for n in group[:3]) + (f" (+{len(group) - 3})" if len(group) > 3 else "")
         row = f"| {shown} | {reach.get(group[0], '—')} |"
         assert row in page, (
-            f"docs/api-reach.md is stale at {group[0]} (expected a row starting {row!r}): run python tests/meta/api_reach.py --python BASELINE_PY --python CANDIDATE_PY"
+            f"docs/api-reach.md is stale at {group[0]} (expected a row starting {row!r}): run python "
+            "tests/meta/api_reach.py --python BASELINE_PY --python CANDIDATE_PY"
         )

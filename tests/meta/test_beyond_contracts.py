@@ -53,7 +53,8 @@ def test_a_removed_package_the_teams_project_declares_is_not_broken(tmp_path):
     team = tmp_path / "nanodo"
     (team / "nanodo").mkdir(parents=True)
     (team / "pyproject.toml").write_text(
-        '[project]\nname = "nanodo"\ndependencies = ["optax", "jax>=0.4"]\n[project.optional-dependencies]\ntest = ["Chex>=0.1.86", "pytest"]\n'
+        '[project]\nname = "nanodo"\ndependencies = ["optax", '
+        '"jax>=0.4"]\n[project.optional-dependencies]\ntest = ["Chex>=0.1.86", "pytest"]\n'
     )
     own = declared.packages([team / "nanodo"])
     assert (

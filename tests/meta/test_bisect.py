@@ -485,7 +485,7 @@ from optax_gate.gate.bisect import command as bisect_command
 def _after(run, python, env, bisect, say):
     (run / "bisect-called").write_text(f"{python}|{evidence.is_complete(run)}|{(run / 'report.json').exists()}|{bisect.env}")
 bisect_command.after_gate = _after
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 
 @pytest.mark.parametrize("extra", [(), ("--bisect",), ("--bisect", "--bisect-env", "baseline")])
@@ -536,7 +536,8 @@ def test_a_long_range_reads_as_its_two_ends_and_why_the_rest_was_skipped():
         {**entry, "commits": commits[:2], "skipped": {commits[0]["sha"][:12]: "cannot be built: y"}}
     )
     assert short == (
-        "changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) (1 could not be tested: cannot be built: y)"
+        "changed by optax one of 2 commits: 00000000 Commit 0 (2025-10-01); 00000001 Commit 1 (2025-10-02) (1 "
+        "could not be tested: cannot be built: y)"
     ), short
 
 

@@ -384,7 +384,8 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     # the folder is not kept for good: the next gate removes an incomplete folder whose process is gone
     # (a new user read "stays marked INCOMPLETE" and found it gone)
     assert (
-        "marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the next gate that completes removes it)"
+        "marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the "
+        "next gate that completes removes it)"
     ) in stderr, stderr
 
 

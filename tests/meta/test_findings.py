@@ -50,9 +50,12 @@ def test_the_real_0_2_8_report_is_eight_failure_patterns():
         "trajectory over two full cycles ×3)",
         "`optax.inject_hyperparams`: updates come out float32 instead of bfloat16/float16 (3 contracts broken: "
         "trajectory of injected momentum sgd ×2, updates keep each leafs dtype with mixed precision params)",
-        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter (1 contract changed: state snapshot)",
-        "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 (1 contract changed: state snapshot)",
-        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.hyperparams` (scalars, no cost per parameter) (1 contract changed: state snapshot)",
+        "`optax.MultiSteps`: optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter (1 "
+        "contract changed: state snapshot)",
+        "`optax.add_decayed_weights`: optimizer state holds other values: `[0].inner_state.count` 0 → 1 (1 "
+        "contract changed: state snapshot)",
+        "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.hyperparams` (scalars, no cost per "
+        "parameter) (1 contract changed: state snapshot)",
         "`optax.inject_hyperparams`: optimizer state bfloat16 → float32: `.inner_state[0].trace` 2 → 4 bytes per "
         "parameter; `.hyperparams` (scalars, no cost per parameter) (1 contract changed: state snapshot)",
         "`optax.add_decayed_weights`: known upstream defect `decay-schedule-count-stuck` no longer reproduces "
@@ -80,7 +83,8 @@ def test_the_real_0_2_8_report_starts_with_one_line_per_finding():
         '1. <a id="f1"></a>**broken** `optax.MultiSteps`: float64 results have float32-sized errors'
     )
     assert lines[0].endswith(
-        "(5 contracts: 4 broken, 1 changed: [result shapes dtypes and finiteness](#f1-1), [trajectory over two full cycles](#f1-2) ×3, [state snapshot](#f1-5))"
+        "(5 contracts: 4 broken, 1 changed: [result shapes dtypes and finiteness](#f1-1), [trajectory over "
+        "two full cycles](#f1-2) ×3, [state snapshot](#f1-5))"
     )
 
 
@@ -150,7 +154,10 @@ def test_a_dtype_finding_names_the_subject_of_each_failure_in_its_own_words():
 
 
 def test_numeric_findings_split_by_dtype_and_order_by_change():
-    f64 = "v: element (0,) is 1.0000001, expected 1.0 (error 1e-07, bound 8.9e-16 = 4 ULP of float64; worst error 450359962.74 ULP)"
+    f64 = (
+        "v: element (0,) is 1.0000001, expected 1.0 (error 1e-07, bound 8.9e-16 = 4 ULP of float64; worst error "
+        "450359962.74 ULP)"
+    )
     bf16 = "v: element (1,) is 1.5, expected 1.0 (error 0.5, bound 0.031 = 4 ULP of bfloat16; worst error 64.00 ULP)"
     rows = [
         row("t.py::test_f[x]", "was: boom", change="fixed", baseline="failed", candidate="passed"),
@@ -199,7 +206,8 @@ def test_plain_detail_of_an_ulp_figure():
 def test_plain_detail_of_a_state_dtype_change_says_what_it_costs():
     ms = next(r for r in REAL["contracts"] if r["id"].endswith("test_multi_steps.py::test_state_snapshot[bfloat16]"))
     assert details.plain_detail(ms) == (
-        "dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; `.acc_grads['kernel']` bfloat16[3,2] → float32[3,2]"
+        "dtype drift: `.acc_grads['bias']` bfloat16[2] → float32[2]; `.acc_grads['kernel']` bfloat16[3,2] → "
+        "float32[3,2]"
         " — costs: `.acc_grads` bfloat16 → float32: 2 → 4 bytes per parameter"
     )
     value_only = row("t::s", "snapshot drift: [0].inner_state.count: int32[]=0 -> int32[]=1", change="changed")
@@ -278,7 +286,8 @@ def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
     rows = [
         row(
             "tests/contracts/test_surface_sweep.py::test_known[optax.microbatching.micro_grad]",
-            f"Skipped: new, not contracted: optax.microbatching.micro_grad (other) is public in optax 0.2.8; no contract could be generated: {why}",
+            "Skipped: new, not contracted: optax.microbatching.micro_grad (other) is public in optax 0.2.8; "
+            f"no contract could be generated: {why}",
             change="new",
             api="optax.microbatching.micro_grad",
             kind="acceptance",
@@ -289,7 +298,8 @@ def test_a_public_name_no_surface_table_knows_reads_new_not_contracted():
     ]
     found = findings.group(rows)
     assert {f["api"]: f["text"].split(": ", 1)[1].rsplit(" (1 contract", 1)[0] for f in found} == {
-        "optax.microbatching.micro_grad": "new, not contracted: public in the candidate, and no contract could be generated "
+        "optax.microbatching.micro_grad": "new, not contracted: public in the candidate, and no "
+        "contract could be generated "
         "from its signature: required parameter `fun` has no value by name in the generator",
         "optax.other": "runs only in the candidate",
     }
@@ -319,7 +329,8 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
             "tests/contracts/test_surface_loss_edges.py::test_loss_edge[optax.l2_loss-empty_batch]",
             "snapshot drift: loss_value: ok float32[0, 3] -> non-finite float32[] X",
             "optax.l2_loss",
-            "`optax.l2_loss`: the loss differs at an edge input: `loss_value` ok float32[0, 3] → non-finite float32[] X",
+            "`optax.l2_loss`: the loss differs at an edge input: `loss_value` ok float32[0, 3] → non-finite "
+            "float32[] X",
         ),
         (
             "tests/contracts/test_surface_dtypes.py::test_init_update_dtype[optax.sm3-bfloat16]",
@@ -329,37 +340,44 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
         ),
         (
             "tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adamw]",
-            "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent",
+            "snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none; "
+            "weight_decay=0/nan_inf_params/state/[1].sum_sq_norm_grads: all -> absent",
             "optax.adamw",
-            "`optax.adamw`: with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` r1,r3 in the baseline, none now (and 1 more outputs)",
+            "`optax.adamw`: with `weight_decay=0` and nan inf params, fewer non-finite outputs: `updates` "
+            "r1,r3 in the baseline, none now (and 1 more outputs)",
         ),
         (
             "tests/contracts/test_surface_x64.py::test_x64_dtype[optax.linear_schedule]",
             "snapshot drift: x64_int32_steps: float32[10] finite -> float64[10] finite",
             "optax.linear_schedule",
-            "`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` float32[10] finite → float64[10] finite",
+            "`optax.linear_schedule`: under x64 the output differs: `x64_int32_steps` float32[10] finite → "
+            "float64[10] finite",
         ),
         (
             "tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.contrib.sophia]",
             "snapshot drift: corner.empty_pytree: raises TypeError -> ok",
             "optax.contrib.sophia",
-            "`optax.contrib.sophia`: at corner `empty_pytree` the outcome differs: raises TypeError in the baseline, ok now",
+            "`optax.contrib.sophia`: at corner `empty_pytree` the outcome differs: raises TypeError in the "
+            "baseline, ok now",
         ),
         (
             "tests/contracts/test_surface_corners_wrapped.py::test_wrapped_corners[optax.adam]",
             "snapshot drift: corner.wrapped=optax.MultiSteps: same -> other values",
             "optax.adam",
-            "`optax.adam`: at corner `wrapped=optax.MultiSteps` the outcome differs: same in the baseline, other values now",
+            "`optax.adam`: at corner `wrapped=optax.MultiSteps` the outcome differs: same in the baseline, "
+            "other values now",
         ),
         (
             "tests/contracts/test_surface_corners_ranges.py::test_hyperparameter_range[optax.scale_by_distance_over_gradients-eps]",
-            "snapshot drift: eps=-1e-08: non-finite u f32 |u| nan u0 nan s f32x6 -> ok u f32 |u| 3.54e-06 u0 -1.74e-06 s f32x6",
+            "snapshot drift: eps=-1e-08: non-finite u f32 |u| nan u0 nan s f32x6 -> ok u f32 |u| 3.54e-06 u0 "
+            "-1.74e-06 s f32x6",
             "optax.scale_by_distance_over_gradients",
             "`optax.scale_by_distance_over_gradients`: at corner `eps=-1e-08` the outcome differs: non-finite",
         ),
         (
             "tests/contracts/test_surface_corners_ranges.py::test_hyperparameter_range[optax.contrib.reduce_on_plateau-factor]",
-            "snapshot drift: factor=0/error: 'Factor must be in the range (0, 1), got factor = 0' -> 'Factor must lie in (0, 1), got 0'",
+            "snapshot drift: factor=0/error: 'Factor must be in the range (0, 1), got factor = 0' -> 'Factor "
+            "must lie in (0, 1), got 0'",
             "optax.contrib.reduce_on_plateau",
             "`optax.contrib.reduce_on_plateau`: at corner `factor=0/error` the outcome differs",
         ),
@@ -367,11 +385,13 @@ def test_a_drift_of_the_generated_nonfinite_snapshot_is_not_called_optimizer_sta
             "tests/contracts/test_surface_corners_derivatives.py::test_loss_derivatives[optax.sigmoid_focal_loss]",
             "snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient",
             "optax.sigmoid_focal_loss",
-            "`optax.sigmoid_focal_loss`: at corner `grad_wrt=labels` the outcome differs: ok in the baseline, non-finite gradient now",
+            "`optax.sigmoid_focal_loss`: at corner `grad_wrt=labels` the outcome differs: ok in the baseline, "
+            "non-finite gradient now",
         ),
         (
             "tests/contracts/test_surface_transformations.py::test_edge_hyperparams[optax.adabelief]",
-            "snapshot drift: weight_decay=0/nan_inf_grads/state/[0].mu: absent -> r0,r5; weight_decay=0/nan_inf_grads/updates: absent -> r0,r5",
+            "snapshot drift: weight_decay=0/nan_inf_grads/state/[0].mu: absent -> r0,r5; "
+            "weight_decay=0/nan_inf_grads/updates: absent -> r0,r5",
             "optax.adabelief",
             "`optax.adabelief`: with `weight_decay=0`, recorded in the candidate only: the baseline's factory has no "
             "`weight_decay` (a parameter added, see the API surface)",

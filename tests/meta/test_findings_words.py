@@ -53,7 +53,8 @@ def test_the_723_contract_report_is_14_failure_patterns_across_apis():
         "optax.squared_error",
     ]
     assert losses["text"] == (
-        "6 APIs (`optax.huber_loss`, `optax.l2_loss`, `optax.sigmoid_binary_cross_entropy`, `optax.softmax_cross_entropy`, "
+        "6 APIs (`optax.huber_loss`, `optax.l2_loss`, `optax.sigmoid_binary_cross_entropy`, "
+        "`optax.softmax_cross_entropy`, "
         "`optax.softmax_cross_entropy_with_integer_labels`, `optax.squared_error`): input checks now raise "
         "TypeError/ValueError instead of AssertionError: Expected the input to have a dtype that is a subdtype of "
         "<class 'numpy.floating'>, got… (9 contracts broken: float labels and bad axis are refused, integer logits or "
@@ -95,7 +96,8 @@ def test_a_snapshot_drift_row_says_what_drifted_never_passed_failed():
         "2 → 4 bytes per parameter |"
     ) in text
     assert (
-        "| snapshot | drift: value | value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a counter, recorded exactly) |"
+        "| snapshot | drift: value | value drift: `[0].inner_state.count` 0 → 1: off by 1, budget 0 (a "
+        "counter, recorded exactly) |"
     ) in text
     shape = row(
         "t::s",
@@ -133,7 +135,8 @@ def test_pytest_text_in_words():
     assert details.pytest_words("Failed: DID NOT RAISE <class 'TypeError'>") == "did not raise TypeError"
     assert (
         details.pytest_words(
-            "Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were emitted. Emitted warnings: []."
+            "Failed: DID NOT WARN. No warnings of type (<class 'DeprecationWarning'>,) were emitted. Emitted "
+            "warnings: []."
         )
         == "did not warn (DeprecationWarning)"
     )
@@ -149,7 +152,8 @@ def test_pytest_text_in_words():
         [
             row(
                 "t.py::test_w",
-                "Failed: DID NOT WARN. No warnings of type (<class 'FutureWarning'>,) were emitted. Emitted warnings: [].",
+                "Failed: DID NOT WARN. No warnings of type (<class 'FutureWarning'>,) were emitted. Emitted "
+                "warnings: [].",
                 api="optax.huber_loss",
             )
         ]
@@ -253,7 +257,8 @@ loss:
 def test_a_values_snapshot_drift_says_what_moved_not_passed_failed():
     detail = outcomes.values_drift(NDARRAYS_MESSAGE)
     assert detail == (
-        "snapshot drift of values: `result` 2 of 2 elements, largest 0.071 (relative 0.22); `loss` 1 of 1 elements: 0.1083 where 0.1808 was recorded"
+        "snapshot drift of values: `result` 2 of 2 elements, largest 0.071 (relative 0.22); `loss` 1 of 1 "
+        "elements: 0.1083 where 0.1808 was recorded"
     )
     rows = [
         row(

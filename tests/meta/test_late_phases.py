@@ -106,7 +106,8 @@ def test_an_output_folder_unwritable_at_any_phase_keeps_the_previous_report_link
 
 
 def _raise_in(module: str, message: str) -> str:
-    """Patch code (``module`` below ``optax_gate.gate``, e.g. ``diffs.unseen``): ``module.NAME`` raises ``RuntimeError(message)`` from within ``module`` (its globals)."""
+    """Patch code (``module`` below ``optax_gate.gate``, e.g. ``diffs.unseen``): ``module.NAME`` raises
+    ``RuntimeError(message)`` from within ``module`` (its globals)."""
     return f"""
 import types, importlib
 def _boom(*args, **kwargs):
@@ -127,12 +128,14 @@ LATE = {
     "usage matching": (
         _raise_in("team_code.usage", "match boom") + "_module.imported_modules = _boom\n",
         ("--usage", "tests/meta/fake_team"),
-        "gate error in the API surface, warnings and dependency diff: usage matching (--usage): RuntimeError: match boom",
+        "gate error in the API surface, warnings and dependency diff: usage matching (--usage): RuntimeError: "
+        "match boom",
     ),
     "call sites": (
         _raise_in("team_code.call_sites", "sites boom") + "_module.annotated = _boom\n",
         ("--usage", "tests/meta/fake_team"),
-        "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): RuntimeError: sites boom",
+        "gate error in the API surface, warnings and dependency diff: call sites on findings (--usage): "
+        "RuntimeError: sites boom",
     ),
     "speed readings": (
         _raise_in("speed.readings", "timer boom") + "_module.measure = _boom\n",

@@ -48,7 +48,8 @@ def browser(tmp_path):
     if CHROMIUM is None:
         if REQUIRED:
             pytest.fail(
-                "chromium is not installed, and OPTAX_GATE_REQUIRE_BROWSER=1 requires the browser check (apt-get install -y chromium)"
+                "chromium is not installed, and OPTAX_GATE_REQUIRE_BROWSER=1 requires the browser check "
+                "(apt-get install -y chromium)"
             )
         pytest.skip("chromium is not installed (apt-get install -y chromium)")
     return [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]

@@ -42,7 +42,7 @@ elif args[:2] == ["issue", "close"]:
 else:
     sys.exit(f"fake gh: unexpected {{args}}")
 issues_file.write_text(json.dumps(issues))
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 
 @pytest.fixture

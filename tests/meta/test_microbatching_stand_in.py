@@ -18,7 +18,7 @@ from optax_gate.mutants.families import microbatching
 for name, value in microbatching.stand_in("").items():
     setattr(optax, name, value)
 sys.exit(pytest.main(["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-rs", "tests/contracts/test_microbatching.py"]))
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 
 def test_thestand_in_without_a_fault_passes_every_contract():

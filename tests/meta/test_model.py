@@ -48,7 +48,8 @@ def test_every_titled_object_of_the_schema_is_a_typeddict_of_that_name():
 
 
 def _required(typed_dict):
-    """Its keys not marked ``NotRequired`` (the model's annotations are strings, so ``__required_keys__`` holds them all)."""
+    """Its keys not marked ``NotRequired`` (the model's annotations are strings, so ``__required_keys__`` holds them
+    all)."""
     hints = typing.get_type_hints(typed_dict, include_extras=True)
     return {k for k, h in hints.items() if typing.get_origin(h) is not typing.NotRequired}
 

@@ -418,7 +418,8 @@ def test_rebaseline_names_what_it_could_not_accept_and_what_the_ledger_already_h
 
 #: The places that start pytest and do not pass the gate's baseline, and why none needs to.
 _RUNS_WITHOUT_A_GATES_BASELINE = {
-    "noxfile.py": "./noxw -s tests and gpu-parity run the contracts at the pinned baseline: the installed optax is the baseline",
+    "noxfile.py": "./noxw -s tests and gpu-parity run the contracts at the pinned baseline: the installed optax is the "
+    "baseline",
     "src/optax_gate/mutants/__main__.py": "the mutants run at the pinned baseline: the installed optax is the baseline",
     "src/optax_gate/gate/upstream/pytest_run.py": "runs optax's own shipped tests, which the ledger does not list",
 }

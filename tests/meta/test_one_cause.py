@@ -35,7 +35,8 @@ def monte_carlo_report():
     rows += [
         row(
             f"{sweep}::test_called[{a}]",
-            f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' assert 'ModuleNotFoundError' == 'ok'",
+            f"AssertionError: {a} raised ModuleNotFoundError: No module named '{MC}' assert "
+            "'ModuleNotFoundError' == 'ok'",
             api=a,
         )
         for a in apis[:2]
@@ -43,7 +44,8 @@ def monte_carlo_report():
     rows.append(
         row(
             f"{sweep}::test_called[{MC}.measure_valued_jacobians]",
-            f"AssertionError: {MC}.measure_valued_jacobians raised ModuleNotFoundError: No module named '{MC}' assert 'ModuleNotFoundError' == 'TypeError'",
+            f"AssertionError: {MC}.measure_valued_jacobians raised ModuleNotFoundError: No module named "
+            f"'{MC}' assert 'ModuleNotFoundError' == 'TypeError'",
             change="changed",
             api=f"{MC}.measure_valued_jacobians",
             kind="snapshot",
@@ -94,7 +96,8 @@ def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_sur
     (mc,) = [f for f in after if any(MC in a for a in f.get("apis") or [f["api"]])]
     assert mc["change"] == "broken" and mc["section"] == "contracts" and len(mc["contracts"]) == 7
     assert mc["cause"] == (
-        f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; API surface: 3 names removed"
+        f"`{MC}` is gone from the candidate: importing or calling it raises ModuleNotFoundError; API surface: "
+        "3 names removed"
     )
     assert mc["changes"] == {"broken": 6, "changed": 1}
     assert {p["section"] for p in mc["parts"]} == {"contracts", "surface"} and "removed/optax.monte_carlo" in mc[
@@ -112,7 +115,8 @@ def test_the_removal_of_a_module_is_one_finding_across_the_sweep_and_the_api_sur
 
 def none_gradients_rows():
     now = (
-        "ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key path, the prefix "
+        "ValueError: pytree structure error: different types at key path tree_map tree['bias'] At that key "
+        "path, the prefix "
         "pytree tree_map tree has a subtree of type"
     )
     defect = (
@@ -346,7 +350,8 @@ def multisteps_rows():
         row(
             f"{ms}::test_trajectory_over_two_full_cycles[float64-constant]",
             "AssertionError: params at step 2, leaf 0: element (0,) "
-            "is np.float64(0.73643460), expected np.float64(0.73643460274) (error 1.81e-09, bound 8.88e-15 = 20 ULP of float64; "
+            "is np.float64(0.73643460), expected np.float64(0.73643460274) (error 1.81e-09, bound 8.88e-15 = "
+            "20 ULP of float64; "
             "worst error 8575679.62 ULP)",
             api="optax.MultiSteps",
             kind="golden",
@@ -360,7 +365,8 @@ def multisteps_rows():
         ),
         row(
             f"{wrappers}::test_wrapper_corners[optax.MultiSteps]",
-            "snapshot drift: corner.adam/bfloat16: ok params bfloat16 state bfloat16,int32 -> ok params bfloat16 state bfloat16,float32,int32",
+            "snapshot drift: corner.adam/bfloat16: ok params bfloat16 state bfloat16,int32 -> ok params "
+            "bfloat16 state bfloat16,float32,int32",
             change="changed",
             api="optax.MultiSteps",
             kind="snapshot",
@@ -374,7 +380,8 @@ def multisteps_rows():
         ),
         row(
             "tests/contracts/test_x.py::test_corner[optax.sgd]",
-            "snapshot drift: corner.sgd/bfloat16: ok params bfloat16 state bfloat16 -> ok params bfloat16 state bfloat16",
+            "snapshot drift: corner.sgd/bfloat16: ok params bfloat16 state bfloat16 -> ok params bfloat16 "
+            "state bfloat16",
             change="changed",
             api="optax.sgd",
             kind="snapshot",
@@ -407,7 +414,8 @@ def test_a_transformation_corner_whose_state_gains_a_dtype_joins_that_apis_state
     corners = "tests/contracts/test_surface_corners_transformations.py"
     gained = row(
         f"{corners}::test_transformation_corners[optax.adam]",
-        "snapshot drift: corner.mu_dtype=bfloat16: ok u f32 |u| 0.03 u0 0.01 s bf16x2,i32x1 -> ok u f32 |u| 0.03 u0 0.01 s bf16x1,f32x1,i32x1",
+        "snapshot drift: corner.mu_dtype=bfloat16: ok u f32 |u| 0.03 u0 0.01 s bf16x2,i32x1 -> ok u f32 |u| "
+        "0.03 u0 0.01 s bf16x1,f32x1,i32x1",
         change="changed",
         api="optax.adam",
         kind="snapshot",
@@ -466,7 +474,8 @@ def params_nonfinite_rows(direction_of_c="fewer"):
         ),
         row(
             f"{gen}::test_edge_hyperparams[optax.c]",
-            f"snapshot drift: learning_rate=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent; learning_rate=0/nan_inf_params/updates: r1,r3 -> {new_c}",
+            "snapshot drift: learning_rate=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent; "
+            f"learning_rate=0/nan_inf_params/updates: r1,r3 -> {new_c}",
             change="changed",
             api="optax.c",
             kind="snapshot",
@@ -511,7 +520,8 @@ def test_a_value_the_detail_cut_short_says_no_direction():
     such as adadelta's from the others'."""
     cut = row(
         "g.py::test_edge_hyperparams[optax.c]",
-        "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…",
+        "snapshot drift: learning_rate=0/nan_inf_params/updates: r1,r3 -> none; "
+        "weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> absent…",
         change="changed",
         api="optax.c",
         kind="snapshot",
@@ -537,7 +547,8 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
         ),
         snap(
             f"{sched}::test_schedule_corners[optax.b]",
-            "corner.base/int: ok py float64 1 0.95 -> ok float32 1 0.95; corner.peak/bf16: ok bfloat16 1 -> ok float32 1",
+            "corner.base/int: ok py float64 1 0.95 -> ok float32 1 0.95; corner.peak/bf16: ok bfloat16 1 -> "
+            "ok float32 1",
             "optax.b",
         ),
         snap(
@@ -557,7 +568,8 @@ def test_one_corner_moving_alike_for_several_apis_is_one_finding_said_once():
         ),
         snap(
             f"{trees}::test_tree_corners[optax.tree.norm]",
-            "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; corner.nan_leaf: ok float32[] nan -> ok float32[] nan",
+            "corner.empty_leaf: raises ValueError -> ok float32[] 1.05; corner.nan_leaf: ok float32[] nan -> "
+            "ok float32[] nan",
             "optax.tree.norm",
         ),
     ]
@@ -629,7 +641,8 @@ def test_one_apis_dtype_variants_moving_alike_are_one_finding():
     found = causes.of_report(rows)
     assert [f["apis"] for f in found] == [["optax.adaptive_grad_clip", "optax.contrib.muon"], ["optax.sgd"]]
     assert "variant-moved/optax.adaptive_grad_clip/ValueError/ok" in found[0]["causes"]
-    # each move said once (the trial read "…bfloat16 PyTree differs: ValueError → ok; … complex64 PyTree differs: ValueError → ok")
+    # each move said once (the trial read "…bfloat16 PyTree differs: ValueError → ok; … complex64 PyTree differs:
+    # ValueError → ok")
     assert found[0]["cause"] == "the update of a complex64 or bfloat16 PyTree differs: ValueError → ok", found[0][
         "cause"
     ]
@@ -657,17 +670,20 @@ def test_one_new_error_message_is_one_finding_across_contracts_and_corner_grids(
         ),
         snap(
             f"{corners}::test_loss_corners[optax.log_cosh]",
-            "corner.int_inputs/error: '[Chex] Assertion assert_type failed - Error in typ' -> Expected the input to have a dtype that is a subdt",
+            "corner.int_inputs/error: '[Chex] Assertion assert_type failed - Error in typ' -> Expected the "
+            "input to have a dtype that is a subdt",
             "optax.log_cosh",
         ),
         snap(
             f"{corners}::test_loss_corners[optax.dice_loss]",
-            "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed - Array' -> Shape mismatch - got (2, 3) and (1, 3).",
+            "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed - Array' -> Shape mismatch - "
+            "got (2, 3) and (1, 3).",
             "optax.dice_loss",
         ),
         snap(
             f"{corners}::test_loss_corners[optax.perceptron_loss]",
-            "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed - Array' -> Shape mismatch - got (2,) and (1,).",
+            "corner.broadcast/error: '[Chex] Assertion assert_equal_shape failed - Array' -> Shape mismatch - "
+            "got (2,) and (1,).",
             "optax.perceptron_loss",
         ),
         snap(
@@ -702,7 +718,8 @@ def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
     def moved(api, status, s_old, s_new, norm):
         return row(
             f"{grid}::test_injected_hyperparameters[{api}]",
-            f"snapshot drift: corner.inject=bfloat16: {status} u f32 |u| {norm} u0 0.1 s {s_old} h f32x3 -> {status} u f32 |u| {norm} u0 0.1 s {s_new} h bf16x3",
+            f"snapshot drift: corner.inject=bfloat16: {status} u f32 |u| {norm} u0 0.1 s {s_old} h f32x3 -> "
+            f"{status} u f32 |u| {norm} u0 0.1 s {s_new} h bf16x3",
             change="changed",
             api=api,
             kind="snapshot",
@@ -724,6 +741,9 @@ def test_a_corner_move_of_dtypes_leads_in_words_and_is_said_once_across_apis():
     )
     assert len(findings.group(rows)) == 2
     (found,) = causes.of_report(rows)
-    lead = "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16: at corner `inject=bfloat16`"
+    lead = (
+        "the optimizer state now holds bfloat16 leaves, and the hyperparameters are now bfloat16: at corner "
+        "`inject=bfloat16`"
+    )
     assert found["cause"].startswith(lead) and found["cause"].count("at corner `inject=bfloat16`") == 1, found["cause"]
     assert found["cause"].endswith("(and 1 more record of other APIs moving so)"), found["cause"]

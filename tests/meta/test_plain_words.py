@@ -101,7 +101,8 @@ def test_a_recorded_outcome_that_moved_says_which_way(got, want, words):
 SIGNATURE_MESSAGE = (
     "AssertionError: [('predictions', 'POSITIONAL_OR_KEYWORD', None), ('targets', 'POSITIONAL_OR_KEYWORD', None), "
     "('delta', 'KEYWORD_ONLY', 1.0)]\nassert [('prediction...D_ONLY', 1.0)] == [('prediction...EYWORD', 1.0)]\n  \n"
-    "  At index 2 diff: ('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)\n  Use -v to get more diff"
+    "  At index 2 diff: ('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)\n  Use -v "
+    "to get more diff"
 )
 
 
@@ -188,7 +189,10 @@ def test_a_bare_assert_is_read_not_quoted(detail, words):
 
 # ------------------------------------------------------------------ the gate's own compilation cache
 
-OWN = "Error reading persistent compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing data: incomplete or truncated stream"
+OWN = (
+    "Error reading persistent compilation cache entry for 'jit_ntxent': error: Error -5 while decompressing data: "
+    "incomplete or truncated stream"
+)
 
 
 def _folded(*messages, nodeid="tests/contracts/test_losses.py::test_ntxent"):
@@ -282,7 +286,8 @@ def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_di
             "change": "changed",
             "baseline": "passed",
             "candidate": "failed",
-            "detail": "snapshot drift: weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> none; weight_decay=0/nan_inf_params/updates: none -> r1",
+            "detail": "snapshot drift: weight_decay=0/nan_inf_params/state/[1].e_g: r1,r3 -> none; "
+            "weight_decay=0/nan_inf_params/updates: none -> r1",
         }
     ]
     (f,) = findings.group(rows)
@@ -334,8 +339,10 @@ def test_a_signature_contracts_parameter_is_said_in_words():
     Python such as "got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta',
     'POSITIONAL_OR_KEYWORD', 1.0)"."""
     detail = (
-        "AssertionError: assert [('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'KEYWORD_ONLY', 1.0)] == "
-        "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At index 1 diff: "
+        "AssertionError: assert [('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', "
+        "'KEYWORD_ONLY', 1.0)] == "
+        "[('predictions', 'POSITIONAL_OR_KEYWORD', '<required>'), ('delta', 'POSITIONAL_OR_KEYWORD', 1.0)] At "
+        "index 1 diff: "
         "('delta', 'KEYWORD_ONLY', 1.0) != ('delta', 'POSITIONAL_OR_KEYWORD', 1.0) Use -v to get more diff"
     )
     assert (

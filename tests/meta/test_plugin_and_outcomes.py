@@ -84,7 +84,10 @@ def test_collection_error_is_recorded(pytester):
     ids=["two-kinds", "no-kind"],
 )
 def test_contract_without_exactly_one_kind_is_refused(pytester, marks, message):
-    source = f'import pytest\nfrom optax_gate.kit import guides\n@pytest.mark.contract(api="a", guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n'
+    source = (
+        'import pytest\nfrom optax_gate.kit import guides\n@pytest.mark.contract(api="a", '
+        f"guide=guides.SGD_STEP)\n{marks}def test_x():\n    pass\n"
+    )
     result, _log = run_log(pytester, source)
     assert result.ret != 0 and message in result.stderr.str() + result.stdout.str()
 
@@ -93,7 +96,8 @@ def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
     """With ``-n 2`` (the tests session's default) a mislabelled contract is a
     collection error naming the label, not a crashed worker."""
     pytester.makepyfile(
-        test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
+        test_sample='import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef '
+        "test_x():\n    pass\n"
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     out = result.stdout.str() + result.stderr.str()
@@ -101,7 +105,10 @@ def test_unknown_guide_is_a_collection_error_under_xdist_too(pytester):
 
 
 def test_contract_with_unknown_guide_is_refused(pytester):
-    source = 'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
+    source = (
+        'import pytest\n@pytest.mark.contract(api="a", guide="nope.txt")\n@pytest.mark.golden\ndef test_x():\n    '
+        "pass\n"
+    )
     result, _ = run_log(pytester, source)
     assert result.ret != 0 and "naming a guide from optax_gate.kit.guides" in result.stderr.str() + result.stdout.str()
 
@@ -114,7 +121,10 @@ def test_source_label_needs_a_known_prefix_and_text(label):
 
 
 def test_contract_with_a_free_source_label_is_collected_and_reported(pytester):
-    source = 'import pytest\n@pytest.mark.contract(api="optax.adam", guide="team: contracts/adam.md")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
+    source = (
+        'import pytest\n@pytest.mark.contract(api="optax.adam", guide="team: '
+        'contracts/adam.md")\n@pytest.mark.golden\ndef test_x():\n    pass\n'
+    )
     result, log = run_log(pytester, source)
     assert result.ret == 0
     (contract,) = log.contracts.values()

@@ -31,10 +31,12 @@ def norm(x):
 """
 
 TESTS = {
-    "test_a.py": "import jax.numpy as jnp\nfrom shared import built, norm\n\ndef test_a():\n    built()\n    norm(jnp.ones(3))\n",
+    "test_a.py": "import jax.numpy as jnp\nfrom shared import built, norm\n\ndef test_a():\n    built()\n    "
+    "norm(jnp.ones(3))\n",
     "test_b.py": "from shared import built\n\ndef test_b():\n    built()\n",
     "test_c.py": "import jax.numpy as jnp\nfrom shared import norm\n\ndef test_c():\n    norm(jnp.ones(3))\n",
-    "test_d.py": "import optax\n\nLION = optax.lion(0.1)  # at collection: the module's\n\ndef test_d():\n    assert LION.init({}) is not None\n",
+    "test_d.py": "import optax\n\nLION = optax.lion(0.1)  # at collection: the module's\n\ndef test_d():\n    assert "
+    "LION.init({}) is not None\n",
 }
 
 

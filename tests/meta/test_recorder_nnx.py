@@ -126,7 +126,8 @@ def test_a_change_inside_an_nnx_jit_step_is_found_at_its_line(tmp_path):
     step = line_of(folder, "loss = step(model, optimizer, batch)")
     assert any(d["site"] == step and d["role"] == "consequence" for d in result["divergences"])
     assert result["compared_by"]["value"] > 0 and update in result["compared_by"]["value_sites"]
-    # the tx.update Flax calls inside optimizer.update, run alone on the baseline's inputs: the cause, at the team's line
+    # the tx.update Flax calls inside optimizer.update, run alone on the baseline's inputs: the cause, at the team's
+    # line
     alone = [r for r in result["isolated"]["differ"] if r["site"] == update]
     assert alone and alone[0]["call"] == "optax.adamw(...).update (through flax.nnx.Optimizer.update)", result[
         "isolated"
@@ -436,7 +437,8 @@ def test_a_difference_born_in_the_state_nnx_optimizer_builds_is_found_at_its_con
         f"born in `optax.adamw`, through `flax.nnx.Optimizer(...)` at `{built}`: other results on the same inputs"
         in report["reasons"][0]
     )
-    # the jitted step's inputs already differ, from that call on: neither the reason nor "Your code" says "not an Optax call"
+    # the jitted step's inputs already differ, from that call on: neither the reason nor "Your code" says "not an Optax
+    # call"
     assert [r["kind"] for r in result["born"]] == ["before"], result["born"]
     assert "opt_state" in result["born"][0].get("first_input", ""), result[
         "born"
@@ -636,7 +638,8 @@ def test_a_warning_raised_from_c_inside_an_optax_call_is_recorded(tmp_path):
                 "tx = optax.scale_by_schedule(lambda count: np.float32(1.0) / np.float32(0.0))\n"
                 "state = tx.init({'w': jnp.ones(2)})\n"
                 "updates, state = tx.update({'w': jnp.ones(2)}, state)\n"
-                "tx2 = optax.scale_by_schedule(lambda count: (__import__('warnings').warn('slow', UserWarning), 1.0)[1])\n"
+                "tx2 = optax.scale_by_schedule(lambda count: (__import__('warnings').warn('slow', "
+                "UserWarning), 1.0)[1])\n"
                 "updates, _ = tx2.update({'w': jnp.ones(2)}, tx2.init({'w': jnp.ones(2)}))\n"
             ),
         )

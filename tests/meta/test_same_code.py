@@ -122,7 +122,7 @@ from optax_gate.gate import cli
 pythons = {{"baseline": Path({base!r}), "candidate": Path({cand!r})}}
 environments.ensure = lambda folder, lock, *a, **k: pythons["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"]
 cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir", {cache!r}, *{extra!r}])
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 
 def _gate(tmp_path, candidate_alias: str, extra=()):

@@ -250,7 +250,8 @@ def test_a_recipe_reaches_code_through_what_it_adds_to_the_base_recipe(tmp_path)
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text(
-        "import optax\n\ntx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))\np = optax.apply_updates({}, {})\ns = optax.sgd(0.1)\n"
+        "import optax\n\ntx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))\np = "
+        "optax.apply_updates({}, {})\ns = optax.sgd(0.1)\n"
     )
     scan = usage.scan([team], base=team)
     for label, uses in [

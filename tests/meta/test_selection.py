@@ -205,7 +205,7 @@ from optax_gate.gate import cli
 pythons = {{"baseline": Path({base!r}), "candidate": Path({cand!r})}}
 environments.ensure = lambda folder, lock, *a, **k: pythons["candidate" if Path(lock).name == "candidate-lock.txt" else "baseline"]
 cli.entry(["gate", "--candidate-lock", {lock!r}, "--out", {out!r}, "--cache-dir", {cache!r}, *{extra!r}])
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 
 def _gate(tmp_path, tag: str, source: str, extra=()):
@@ -276,12 +276,12 @@ def test_a_candidate_runs_the_modules_that_execute_the_changed_function_and_take
     assert {rows[f"{m}::test_{i}"]["candidate"] for m in ran for i in (0, 1)} == {"passed"}, "both APIs' contracts"
     md = (tmp_path / "out-b" / "report.md").read_text()
     assert (
-        "   - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`; only the contracts of `optax.adam` ran"
-        in md
+        "   - `tests/contracts/test_adam.py`: ran (executes `optax/alias.py::adam`; only the contracts of "
+        "`optax.adam` ran" in md
     )
     assert (
-        "the baseline's outcomes, not run (they execute no changed function): `tests/contracts/multidevice/test_data_parallel.py`, "
-        in md
+        "the baseline's outcomes, not run (they execute no changed function): "
+        "`tests/contracts/multidevice/test_data_parallel.py`, " in md
     )
     page = (tmp_path / "out-b" / "report.html").read_text()
     assert (
@@ -323,8 +323,12 @@ def test_a_change_no_module_executes_runs_none_and_a_top_level_change_runs_every
 
 
 def test_the_gate_imports_without_pytest():
-    """The gate's own environment (``./noxw -s gate``) has no pytest: the recorder's names come from a module without it."""
-    code = "import sys; sys.modules['pytest'] = sys.modules['_pytest'] = sys.modules['pluggy'] = None; import optax_gate.gate.cli"
+    """The gate's own environment (``./noxw -s gate``) has no pytest: the recorder's names come from a module without
+    it."""
+    code = (
+        "import sys; sys.modules['pytest'] = sys.modules['_pytest'] = sys.modules['pluggy'] = None; import "
+        "optax_gate.gate.cli"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
 
@@ -354,7 +358,8 @@ def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
         "the last run ran only the modules not cached"
     )
     assert report["notes"][0] == (
-        "every contract module of the candidate that its own cache lacked ran (2; 46 came from the cache): --all-modules"
+        "every contract module of the candidate that its own cache lacked ran (2; 46 came from the cache): "
+        "--all-modules"
     ), "the note does not say every module ran when some came from the candidate's own cache"
 
 
@@ -362,7 +367,8 @@ def test_collect_time_warnings_stay_when_only_some_modules_run(tmp_path):
 
 
 def _grid(common=(), **apis):
-    """A grid module's cached payload: one contract per API, and what each API (and the module outside them) executed."""
+    """A grid module's cached payload: one contract per API, and what each API (and the module outside them)
+    executed."""
     return {
         "reach": sorted(set(common) | {f for found in apis.values() for f in found}),
         "reach_common": list(common),
@@ -390,8 +396,8 @@ def test_a_module_runs_only_the_apis_whose_contracts_executed_the_change(payload
     assert chosen.run == ("m",) and chosen.apis == ({"m": apis} if apis else {})
     if apis:
         assert (
-            "1 contract module(s) run (1 of them only for the contracts of optax.lion: the API(s) whose contracts executed"
-            in chosen.words()
+            "1 contract module(s) run (1 of them only for the contracts of optax.lion: the API(s) whose "
+            "contracts executed" in chosen.words()
         )
 
 

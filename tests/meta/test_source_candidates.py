@@ -267,7 +267,7 @@ def compile_lock(*a, **k):
     out.write_text(re.sub(r"(optax @ \\S+ \\\\\\n\\s+--hash=sha256:)[0-9a-f]{64}", lambda m: m.group(1) + "f" * 64, out.read_text()))
     return out
 environments.compile_lock = compile_lock
-"""
+"""  # noqa: E501 (a script or page written out as it runs)
 
 
 @needs_uv

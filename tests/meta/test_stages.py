@@ -402,7 +402,8 @@ def test_a_planted_verdict_writer_is_seen(tmp_path):
     (gate / "judge").mkdir(parents=True)
     (gate / "judge" / "verdict.py").write_text('def f(report):\n    report["verdict"] = "fail"\n')
     (gate / "speed.py").write_text(
-        'def f(report):\n    if report["verdict"] == "pass":\n        report["verdict"] = "fail"\n    report.setdefault("reasons", []).append("slow")\n'
+        'def f(report):\n    if report["verdict"] == "pass":\n        report["verdict"] = "fail"\n    '
+        'report.setdefault("reasons", []).append("slow")\n'
     )
     (gate / "scope.py").write_text(
         'def f(report, rows):\n    report["verdict"], report["reasons"] = "pass", []\n'
@@ -483,7 +484,8 @@ def test_a_planted_section_writer_is_seen(tmp_path):
         'def f(report, t):\n    report["team_run"] = t\n    report["speed"] = t\n'
     )
     (gate / "unseen.py").write_text(
-        'def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n    report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n'
+        'def f(report, a, b):\n    report["usage"], report["surface"] = a, b\n    '
+        'report.setdefault("warnings", {})\n    row = {}\n    row["surface"] = 1\n'
     )
     assert section_writers(gate) == [
         "team_run/judging.py:2 team_run",

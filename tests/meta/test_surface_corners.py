@@ -58,7 +58,8 @@ def test_grid_tables_are_data():
         "float16",
         "complex64",
     }
-    # every pair of the floating dtypes in one tree, and float32 with complex64 (issue 56: a mixed tree and a complex one)
+    # every pair of the floating dtypes in one tree, and float32 with complex64 (issue 56: a mixed tree and a complex
+    # one)
     pairs = {frozenset(wrappers.SHORT[x] for x in d.split("+")) for d in wrappers.MIXED_DTYPES}
     assert pairs == {
         frozenset(p)
@@ -68,7 +69,10 @@ def test_grid_tables_are_data():
 
 def test_a_corner_drift_is_one_finding_across_apis():
     """tree max and min raising on an empty leaf in the baseline and returning a value now: one cause."""
-    detail = "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] -0.920853; corner.only_empty: raises ValueError -> ok python float -inf"
+    detail = (
+        "snapshot drift: corner.empty_leaf: raises ValueError -> ok float32[] -0.920853; corner.only_empty: "
+        "raises ValueError -> ok python float -inf"
+    )
     rows = [
         _row(
             f"tests/contracts/test_surface_corners_trees.py::test_tree_corners[optax.tree.{n}]",
@@ -80,7 +84,8 @@ def test_a_corner_drift_is_one_finding_across_apis():
     (found,) = findings.group(rows)
     assert found["apis"] == ["optax.tree.max", "optax.tree.min"] and found["key"] == "corner"
     assert found["cause"] == (
-        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok (a 0-d float32 array: -0.920853) now "
+        "at corner `empty_leaf` the outcome differs: raises ValueError in the baseline, ok (a 0-d float32 "
+        "array: -0.920853) now "
         "(other corners differing too: `only_empty`)"
     )
 
@@ -99,7 +104,8 @@ def test_a_threshold_corner_drift_says_its_point_and_its_fields_in_words():
         ]
     )
     assert found["cause"] == (
-        "at corner `at` (the quantity exactly at its threshold) the outcome differs: ok (value 5, gradient [0, 0]) in the "
+        "at corner `at` (the quantity exactly at its threshold) the outcome differs: ok (value 5, gradient "
+        "[0, 0]) in the "
         "baseline, ok (value 1.4142135, gradient [0, 0]) now"
     )
 
@@ -113,7 +119,8 @@ def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_stat
     def detail(state: str, hyper: str, state_now: str, hyper_now: str) -> str:
         return (
             f"snapshot drift: corner.inject=bfloat16: ok u f32 |u| 0.1 u0 0.2 s {state} h {hyper} -> "
-            f"ok u f32 |u| 0.1 u0 0.2 s {state_now} h {hyper_now}; corner.inject=float16: ok u f32 |u| 0.1 u0 0.2 s {state} h {hyper} -> ok u f32 |u| 0.1 u0 0.2 s…"
+            f"ok u f32 |u| 0.1 u0 0.2 s {state_now} h {hyper_now}; corner.inject=float16: ok u f32 |u| 0.1 u0 "
+            f"0.2 s {state} h {hyper} -> ok u f32 |u| 0.1 u0 0.2 s…"
         )
 
     rows = [
@@ -148,12 +155,13 @@ def test_one_injected_hyperparameter_cause_is_one_finding_whatever_each_api_stat
         in row_words
     )
     assert row_words.endswith(
-        "`corner.inject=float16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 leaves; hyperparameters: 5 float32 leaves) → (cut short)"
+        "`corner.inject=float16` ok (updates float32, norm 0.1, first entry 0.2; state: 9 float32 and 2 int32 "
+        "leaves; hyperparameters: 5 float32 leaves) → (cut short)"
     )
     assert one["cause"].endswith("now (other corners differing too: `inject=float16`)")
     assert (
-        "(built through `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, float32 params)"
-        in one["cause"]
+        "(built through `optax.inject_hyperparams`, its float hyperparameters given as 0-d bfloat16 arrays, "
+        "float32 params)" in one["cause"]
     )
 
 
@@ -479,7 +487,8 @@ def test_a_sharded_corner_outcome_is_said_in_words():
         "ok (updates over model; state: 2 leaves on one device; other values than on one device)"
     )
     assert findings.outcome_words("ok u _dm s _dmx2,repx12 1dev raises TypeError") == (
-        "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; on one device it raises TypeError)"
+        "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; "
+        "on one device it raises TypeError)"
     )
 
 
@@ -520,7 +529,10 @@ def test_apis_that_stop_raising_under_sharding_are_one_finding():
     other values than on one device stays another."""
 
     def row(api, new):
-        detail = f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; corner.sharded_eager/error: Contracting dimensions are sharded -> absent"
+        detail = (
+            f"snapshot drift: corner.sharded_eager: raises ShardingTypeError -> {new}; "
+            "corner.sharded_eager/error: Contracting dimensions are sharded -> absent"
+        )
         return _row(f"tests/contracts/multidevice/test_surface_sharded.py::test_sharded_corners[{api}]", detail, api)
 
     found = findings.group(

@@ -42,7 +42,8 @@ def test_over_the_whole_pinned_surface_the_generator_matches_the_hand_tables():
     assert not [p for p in by_name if canonical[p] not in transformations]
     for path, (kind, _, _) in surface_calls.CALLS.items():
         if canonical[path] in made.left_out or canonical[path] in transformations:
-            continue  # hutchinson_estimator_diag_hessian: a call in the hand table, its docstring returns a transformation
+            # hutchinson_estimator_diag_hessian: a call in the hand table, its docstring returns a transformation
+            continue
         assert canonical[path] in calls, path
         assert calls[canonical[path]][0] == kind or {kind, calls[canonical[path]][0]} <= {"tree", "other"}, path
     assert made.left_out and all("no value by name" in why or "no signature" in why for why in made.left_out.values())
@@ -61,7 +62,8 @@ def _factory(doc: str, annotation=None):
 
 def test_a_docstring_that_returns_a_gradient_transformation_makes_a_transformation():
     monitor_like = _factory(
-        "Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that captures measurements.\n"
+        "Monitor.\n\nArgs:\n  learning_rate: a rate.\n\nReturns:\n  A gradient transformation that captures "
+        "measurements.\n"
     )
     assert surface_generated.kind_of(["optax.monitor_like"], monitor_like) == "transformation"
     plain = _factory("A helper.\n\nReturns:\n  A number.\n")
@@ -248,7 +250,8 @@ def test_the_report_names_the_generated_apis_and_why_others_are_not_contracted()
             "baseline": "skipped",
             "candidate": "skipped",
             "change": "unchanged",
-            "detail": "Skipped: new, not contracted: optax.microbatch (other) is public in optax 0.2.8; no contract could "
+            "detail": "Skipped: new, not contracted: optax.microbatch (other) is public in optax 0.2.8; no contract "
+            "could "
             "be generated: required parameter `fun` has no value by name in the generator (the caller's own)",
         },
         {

@@ -462,7 +462,8 @@ def test_an_affected_line_names_the_findings_that_speak_of_its_change():
     tail = (
         'Traceback (most recent call last):\n  File "train.py", line 21, in loss_fn\n'
         "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
-        "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the following exception.\n"
+        "--------------------\nFor simplicity, JAX has removed its internal frames from the traceback of the "
+        "following exception.\n"
     )
     assert (
         run_command.exit_reason({"error": "", "exit": 1, "tail": tail})
@@ -537,7 +538,8 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
 
     cause = (
         "float64 results have float32-sized errors: off by up to 4.3e-9 relative = 2e7 ULP of float64, allowed 8 to "
-        "112 ULP; optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter; at corner `adam/bfloat16` "
+        "112 ULP; optimizer state bfloat16 → float32: `.acc_grads` 2 → 4 bytes per parameter; at corner "
+        "`adam/bfloat16` "
         "the outcome differs"
     )
     report = {"findings": [{"number": 1, "cause": cause}]}
@@ -597,7 +599,8 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
             "api": "optax.huber_loss",
             "apis": ["optax.huber_loss", "optax.l2_loss"],
             "contracts": ["a"],
-            "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
+            "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to "
+            "have a dtype",
         },
         {
             "number": 2,
@@ -613,8 +616,10 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
             "api": "optax.huber_loss",
             "apis": ["optax.huber_loss"],
             "contracts": ["c"],
-            "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
-            "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)",
+            "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected "
+            "('delta', "
+            "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) "
+            "→ delta (keyword-only)",
         },
         {
             "number": 4,
@@ -642,7 +647,8 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
             "role": "cause",
             "texts": [
                 "raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
-                "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args will become keyword-only soon",
+                "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally "
+                "additional args will become keyword-only soon",
             ],
         },
     ]  # the real run's texts (report.json recording.causes)
@@ -787,7 +793,8 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
             "api": "optax.huber_loss",
             "apis": ["optax.huber_loss", "optax.l2_loss"],
             "contracts": ["a"],
-            "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to have a dtype",
+            "cause": "input checks now raise TypeError/ValueError instead of AssertionError: Expected the input to "
+            "have a dtype",
             "your_code": ["train.py:21", "train.py:18", "nb.ipynb:code cell 2:3"],
             "your_code_notes": {"train.py:21": note},
         },
@@ -797,8 +804,10 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
             "api": "optax.huber_loss",
             "apis": ["optax.huber_loss"],
             "contracts": ["c"],
-            "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected ('delta', "
-            "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) → delta (keyword-only)",
+            "cause": "did not warn (DeprecationWarning); got ('delta', 'KEYWORD_ONLY', 1.0) at index 2, expected "
+            "('delta', "
+            "'POSITIONAL_OR_KEYWORD', 1.0); API surface: keyword-only (delta): delta (positional or keyword) "
+            "→ delta (keyword-only)",
             "your_code": ["train.py:21"],
             "your_code_notes": {"train.py:21": note},
         },
@@ -831,7 +840,8 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
             "role": "cause",
             "texts": [
                 "raises TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given",
-                "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally additional args will become keyword-only soon",
+                "no longer warns DeprecationWarning: only the first 2 arguments can be passed positionally "
+                "additional args will become keyword-only soon",
             ],
             **full,
         },
@@ -959,7 +969,8 @@ def test_the_files_the_command_writes_in_its_folder_are_named_kept_and_put_back(
     (team_dir / "data").mkdir()
     (team_dir / "data" / "old.txt").write_text("old")
     spec = run_command.RunSpec(
-        "echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > keep.txt; rm -r data",
+        "echo run >> out.txt; mkdir -p new/deep; echo n > new/deep/n.txt; echo x > .git/HEAD; echo y > "
+        "keep.txt; rm -r data",
         team_dir,
         60,
     )
@@ -1105,7 +1116,8 @@ def test_a_failing_pytest_command_is_named_by_its_cause_and_only_the_baseline_is
     "traced in both environments"."""
     tail = (
         "ImportError while importing test module '/team/tests/data_test.py'.\nHint: make sure your test modules\n"
-        "Traceback:\ntests/data_test.py:3: in <module>\n    import grain\nE   ModuleNotFoundError: No module named 'grain'\n"
+        "Traceback:\ntests/data_test.py:3: in <module>\n    import grain\nE   ModuleNotFoundError: No module "
+        "named 'grain'\n"
         "=========================== short test summary info ============================\n"
         "ERROR tests/data_test.py\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n"
     )
@@ -1323,8 +1335,8 @@ def test_a_difference_born_before_any_optax_call_is_said_so_with_what_the_team_k
     )
     assert "from code that is not an Optax call (JAX, e.g. jax.random; the model; the data)" in text, text
     assert (
-        "the results you keep (what your transformed functions return, the params an update gives) differ by at most 2 ULP"
-        in text
+        "the results you keep (what your transformed functions return, the params an update gives) differ by "
+        "at most 2 ULP" in text
     ), text
     born_here = [dict(e) for e in cand]
     born_here[0]["in"] = [leaf_record([0.5])]  # the same inputs: the first difference is the Optax call's own

@@ -61,7 +61,8 @@ def test_a_step_that_needs_a_mib_more_fails_the_gate_at_its_line_and_the_same_st
 
 def test_memory_is_compared_within_the_tolerance_and_less_memory_does_not_fail():
     """At the tolerance's edge: a growth of exactly ``max(MEMORY_ATOL, MEMORY_RTOL * before)`` is the same, one byte
-    more grew; a shrink beyond it is listed, not a failure; a step one side could not compile is not measured, why said."""
+    more grew; a shrink beyond it is listed, not a failure; a step one side could not compile is not measured, why
+    said."""
     edge = int(max(MEMORY_ATOL, MEMORY_RTOL * 100_000))
     base = {"a": _event(), "b": _event(site="train.py:40"), "c": _event(site="train.py:50")}
     cand = {

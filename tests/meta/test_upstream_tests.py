@@ -171,7 +171,8 @@ def test_the_section_joins_the_report_without_touching_the_verdict(section):
         ("fixture 'mocker' not found", "baseline", (failures.INFRA, "")),
         # seen on 0.2.6 -> 0.2.8: 26 of the candidate's test files import 0.2.8's new helper module
         (
-            "ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: 'tree_utils'?",
+            "ImportError: cannot import name 'test_utils' from 'optax._src' (unknown location). Did you mean: "
+            "'tree_utils'?",
             "candidate",
             (failures.INFRA, ""),
         ),
@@ -316,9 +317,11 @@ def test_the_control_reruns_failing_ids_and_only_collects_a_file_that_failed_to_
 #: The fake optax of each side for the split by cause: `noisy` follows the other packages (a fake `fakenum`
 #: distribution, version 1 in the baseline, 2 in the candidate), `scaled` follows optax, `joint` moves only with both.
 _EPS = {
-    "baseline": "import fakenum\n\ndef noisy():\n    return 1.0 if fakenum.VERSION == 1 else 1.1\n\ndef scaled():\n    return 2\n\ndef joint():\n    return 0\n",
+    "baseline": "import fakenum\n\ndef noisy():\n    return 1.0 if fakenum.VERSION == 1 else 1.1\n\ndef scaled():\n    "
+    "return 2\n\ndef joint():\n    return 0\n",
     "candidate": (
-        "import fakenum\n\ndef noisy():\n    return 1.0 if fakenum.VERSION == 1 else 1.1\n\ndef scaled():\n    return 3\n\n"
+        "import fakenum\n\ndef noisy():\n    return 1.0 if fakenum.VERSION == 1 else 1.1\n\ndef scaled():\n    "
+        "return 3\n\n"
         "def joint():\n    return 0 if fakenum.VERSION == 1 else 5\n"
     ),
 }
@@ -327,7 +330,8 @@ _EPS_TEST = {
         "from optax import eps\n\ndef test_noisy():\n    assert eps.noisy() == 1.0\n\n"
         "def test_scaled():\n    assert eps.scaled() == 2\n\ndef test_joint():\n    assert eps.joint() == 0\n"
     ),
-    "candidate": "from optax import eps\n\ndef test_noisy_new():\n    assert eps.noisy() == 1.1\n\ndef test_scaled_new():\n    assert eps.scaled() == 3\n",
+    "candidate": "from optax import eps\n\ndef test_noisy_new():\n    assert eps.noisy() == 1.1\n\ndef "
+    "test_scaled_new():\n    assert eps.scaled() == 3\n",
 }
 
 

@@ -24,13 +24,16 @@ EXPECTED = {
     ],
     # breaks only because delta is passed positionally; line 10 passes it by keyword and is unaffected
     ("optax.losses.loss", "keyword-only", "broken"): [
-        "train.py:9: calls optax.losses.loss with 3 positional arguments; delta is keyword-only in the candidate → TypeError "
+        "train.py:9: calls optax.losses.loss with 3 positional arguments; delta is keyword-only in the "
+        "candidate → TypeError "
         "(takes 2 positional argument(s) but 3 were given; delta, axis keyword-only)",
-        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; passes delta by keyword, unaffected",
+        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; passes delta by "
+        "keyword, unaffected",
     ],
     ("optax.losses.loss", "keyword-only", "changed"): [
         "train.py:9: calls optax.losses.loss with 3 positional arguments; does not pass axis, unaffected",
-        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; does not pass axis, unaffected",
+        "train.py:10: calls optax.losses.loss with 2 positional arguments and keywords delta; does not pass "
+        "axis, unaffected",
     ],
     ("optax.scale", "default-changed", "changed"): [
         "train.py:7: calls optax.scale without momentum; relies on its default: momentum=0.9 → momentum=0.95"
@@ -45,15 +48,18 @@ EXPECTED = {
         "teamlib/model.py:8: calls optax.swap with 0 positional arguments and keywords a, b; unaffected",
     ],
     ("optax.State.step", "keyword-only", "broken"): [
-        "teamlib/model.py:12: calls optax.State.step with 2 positional arguments; lr is keyword-only in the candidate → "
+        "teamlib/model.py:12: calls optax.State.step with 2 positional arguments; lr is keyword-only in the "
+        "candidate → "
         "TypeError (takes 1 positional argument(s) but 2 were given; lr keyword-only)"
     ],
     ("optax.needs", "new-required-parameter", "broken"): [
-        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):2: calls optax.needs with 1 positional argument; y is a new required parameter "
+        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):2: calls optax.needs with 1 positional "
+        "argument; y is a new required parameter "
         "in the candidate → TypeError (missing required argument(s): y)"
     ],
     ("optax.mover", "moved", "broken"): [
-        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):3: calls optax.mover; moved in the candidate (now optax.contrib.mover) → AttributeError"
+        "notebooks/explore.ipynb:code cell 2 (cell 3 of the notebook):3: calls optax.mover; moved in the "
+        "candidate (now optax.contrib.mover) → AttributeError"
     ],
 }
 

@@ -162,7 +162,8 @@ def test_a_report_with_files_not_scanned_says_so_and_validates(tmp_path, team):
     )
     assert report["usage"]["scanned"] == 4 and len(report["usage"]["not_scanned"]) == 8
     assert [n for n in report["notes"] if n.startswith("--usage:")] == [
-        "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), comment.py, …): what they use cannot be told; "
+        "--usage: 8 file(s) not scanned (broken.py, cells.ipynb:code cell 2 (cell 2 of the notebook), "
+        "comment.py, …): what they use cannot be told; "
         "0 API surface change(s) read cannot-tell (see Your code)"
     ]  # no environments here: the surface was not compared
     jsonschema.validate(json.loads(report_json.render(report)), json.loads(SCHEMA.read_text()))

@@ -65,7 +65,7 @@ def _line(report: dict, where: str) -> dict:
     return report["findings"][0]["your_code_attribution"][where]
 
 
-# -- 1. one rule: what cannot be told is not verified, never FAIL -------------------------------------------------------
+# -- 1. one rule: what cannot be told is not verified, never FAIL ------
 
 CANNOT = {
     "not scanned": {
@@ -125,7 +125,8 @@ def test_lines_ruled_out_beside_a_line_that_cannot_be_told_are_not_verified(tmp_
     report = _gate(
         tmp_path,
         {
-            "train.py": "import optax\na = optax.adamw(1e-3, weight_decay=0.1)\ndef make(wd):\n    return optax.adamw(1e-3, weight_decay=wd)\n"
+            "train.py": "import optax\na = optax.adamw(1e-3, weight_decay=0.1)\ndef make(wd):\n    return "
+            "optax.adamw(1e-3, weight_decay=wd)\n"
         },
     )
     assert {w: a["verdict"] for w, a in report["findings"][0]["your_code_attribution"].items()} == {
@@ -152,7 +153,7 @@ def test_a_surface_break_only_a_file_not_scanned_may_meet_is_not_verified():
     )
 
 
-# -- 2. what the literal form decides, and which argument decided it --------------------------------------------------
+# -- 2. what the literal form decides, and which argument decided it ------
 
 DECIDED = [
     # (call, verdict, decided by, words in why)
@@ -185,7 +186,10 @@ DECIDED = [
 
 @pytest.mark.parametrize("call, verdict, by, words", DECIDED, ids=[c for c, *_ in DECIDED])
 def test_the_literal_form_decides_and_says_which_argument(tmp_path, call, verdict, by, words):
-    text = f"import functools\nimport optax\nWD = 0.0\nLR = 1e-3\nadamw_alias = optax.adamw\n\ndef make():\n    return {call}\n"
+    text = (
+        "import functools\nimport optax\nWD = 0.0\nLR = 1e-3\nadamw_alias = optax.adamw\n\ndef make():\n    "
+        f"return {call}\n"
+    )
     report = _gate(tmp_path, {"train.py": text})
     got = _line(report, "train.py:8")
     assert got["verdict"] == verdict and got.get("decided_by", "") == by and words in got["why"], got
@@ -303,7 +307,7 @@ def test_an_api_the_baseline_lacks_called_by_the_team_does_not_crash_the_surface
     assert rows[0]["sites"] == []
 
 
-# -- 3. a recipe's finding in the team's words ---------------------------------------------------------------------------
+# -- 3. a recipe's finding in the team's words ------
 
 
 def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_recipe_does(tmp_path):
@@ -334,7 +338,8 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     ), got
     # what it changes is said once for the finding, not on each of its lines (the trial: the same words 8 times)
     assert report["findings"][0]["your_code_recipe"].startswith(
-        "if your run has a gradient leaf that is None where the params hold an array: the optimizer now raises ValueError"
+        "if your run has a gradient leaf that is None where the params hold an array: the optimizer now "
+        "raises ValueError"
     )
     text = your_code_line.attributed_lines(report["findings"][0])
     assert text.count("the optimizer now raises ValueError") == 1 and "`train.py:2` builds optax.adamw" in text
@@ -397,7 +402,7 @@ def test_arguments_read_names_nonfinite_literals():
     assert scopes.read(ast.parse("jnp.nan").body[0].value).value == "nan"
 
 
-# -- the docs' promises ---------------------------------------------------------------------------------------------------
+# -- the docs' promises ------
 
 
 def _doc_rows():
@@ -445,7 +450,7 @@ def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
     assert "a file that could not be scanned; never 1 for those" in readme
 
 
-# -- what a new user's trial found --------------------------------------------------------------------------------------
+# -- what a new user's trial found ------
 
 
 def test_an_import_the_team_guards_with_except_import_error_does_not_break():
@@ -458,7 +463,8 @@ def test_an_import_the_team_guards_with_except_import_error_does_not_break():
 
     text = (
         "try:\n    from optax import monte_carlo\nexcept ImportError:\n    monte_carlo = None\n"
-        "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians if monte_carlo else None\n"
+        "import optax\nfrom optax import contrib\n\ndef f():\n    return monte_carlo.score_function_jacobians "
+        "if monte_carlo else None\n"
     )
     scanner = usage.Scanner()
     tree = ast.parse(text)
@@ -563,7 +569,8 @@ def test_an_import_of_a_module_gone_from_the_candidate_breaks_unless_guarded(tmp
     }
     cand = {**base, "contracts": {"test_mc.py::test_known": row}}
     (tmp_path / "a.py").write_text(
-        "try:\n    from optax.monte_carlo import score_function_jacobians\nexcept ImportError:\n    score_function_jacobians = None\n"
+        "try:\n    from optax.monte_carlo import score_function_jacobians\nexcept ImportError:\n    "
+        "score_function_jacobians = None\n"
     )
     (tmp_path / "b.py").write_text("from optax.monte_carlo import score_function_jacobians\n")
     scan = usage.scan([tmp_path], base=tmp_path)

@@ -215,7 +215,10 @@ def test_a_warning_on_one_side_does_not_pair_the_lines_after_it_with_the_wrong_o
     `step 0 lr=nan` is listed, not counted, and the first difference is the
     learning rate against the candidate's `step 0 lr=0.0099`, NaN →
     0.00999999978."""
-    warn = "/env/site-packages/optax/schedules/_schedule.py:143: RuntimeWarning: divide by zero encountered\n  return a / b"
+    warn = (
+        "/env/site-packages/optax/schedules/_schedule.py:143: RuntimeWarning: divide by zero encountered\n  "
+        "return a / b"
+    )
     base = f"{warn}\nstep 0 lr=nan loss 1.5\nstep 1 lr=0.0085 loss 1.4"
     cand = "step 0 lr=0.00999999978 loss 1.5\nstep 1 lr=0.0085 loss 1.4"
     seen = witness.compare_output(base, base, cand, ulps=4)
@@ -316,7 +319,8 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
 
 
 def _orbax_checkpoint(folder: Path, tree: dict) -> None:
-    """``tree`` saved by a CheckpointManager at step 5, as a team's training loop saves it (its data files get new names in every run)."""
+    """``tree`` saved by a CheckpointManager at step 5, as a team's training loop saves it (its data files get new names
+    in every run)."""
     import orbax.checkpoint as ocp
 
     manager = ocp.CheckpointManager(folder.resolve() / "ckpt")

@@ -82,7 +82,8 @@ ANCHOR = re.compile(r'<a id="[^"]*"></a>')
 #: ``[text](#f4-1)``: a link to an anchor of the same page; the text may hold
 #: one level of brackets (a parametrized test: ``test_x[float32]``).
 IN_PAGE_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(#[^)\s]*\)")
-#: ``(see API surface below)``: a finding beyond the contracts pointing to its section (``optax_gate.gate.report.surface_section``).
+#: ``(see API surface below)``: a finding beyond the contracts pointing to its section
+#: (``optax_gate.gate.report.surface_section``).
 SEE_BELOW = re.compile(r"\(see ([^()]*?) below\)")
 
 
@@ -161,7 +162,10 @@ def main() -> int:
         say("not a pull request (no number in GITHUB_EVENT_PATH or no GITHUB_REPOSITORY): nothing posted")
         return 0
     if not report.is_file():
-        text = f"{MARKER}\n# Optax upgrade gate: NOT-VERIFIED\n\nThe gate wrote no report (see the job's log).\n\n[The run]({report_url()})\n"
+        text = (
+            f"{MARKER}\n# Optax upgrade gate: NOT-VERIFIED\n\nThe gate wrote no report (see the job's "
+            f"log).\n\n[The run]({report_url()})\n"
+        )
     else:
         text = body(report.read_text(encoding="utf-8"), report_url())
     if not gh_env().get("GH_TOKEN", "").strip():

@@ -1,4 +1,5 @@
-"""The one place the analyses' sections enter a report: each analysis returns its section, and a flow puts it in here, into a copy."""
+"""The one place the analyses' sections enter a report: each analysis returns its section, and a flow puts it in here,
+into a copy."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def with_scope(report: model.Report, scoped: scope.Scoped | None) -> model.Repor
 
 
 def with_team_run(report: model.Report, team_run: dict[str, Any], fail_on: str = "broken") -> model.Report:
-    """A copy of ``report`` with the team's run (``--run``; ``team_run``, from ``optax_gate.gate.team_run.recording.run``):
+    """A copy of ``report`` with the team's run (``--run``; ``team_run``, from
+    ``optax_gate.gate.team_run.recording.run``):
     its findings scoped by the run (``judging.apply``, :func:`with_scope`; ``--fail-on`` ``fail_on``),
     its section ``team_run`` with the "Your code" lines, and the verdict the run gives
     (``judging.of_team_run``: a run that broke or diverged fails the gate, one not verified makes it

@@ -1,4 +1,5 @@
-"""The command line of the gate (``python -m optax_gate <command>``): the frozen options built once from what ``cli_parser`` parsed, the interruptions, and the exit statuses."""
+"""The command line of the gate (``python -m optax_gate <command>``): the frozen options built once from what
+``cli_parser`` parsed, the interruptions, and the exit statuses."""
 
 from __future__ import annotations
 
@@ -192,7 +193,8 @@ def _completed_before(run: evidence.RunFolder, exc: BaseException) -> int:
         verdict, status = "unreadable", 2
     shows = run.root / ("report.md" if evidence.is_judged(run.path) else "not-judged.md")
     print(
-        f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows it (run folder {run.path})",
+        f"optax-gate: {interruption(exc)} came after the run was complete: verdict {verdict}; {shows} shows "
+        f"it (run folder {run.path})",
         file=sys.stderr,
     )
     return status
@@ -227,8 +229,10 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
             return _completed_before(run, exc)
         where = (
             (
-                f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its report, if "
-                f"written, is not current; the next gate that completes removes it), and {evidence.report_now(run.root)}"
+                f"; its folder {run.path} is marked {evidence.MARKER}, with the evidence gathered so far (its "
+                "report, if "
+                "written, is not current; the next gate that completes removes it), and "
+                f"{evidence.report_now(run.root)}"
             )
             if run
             else ""

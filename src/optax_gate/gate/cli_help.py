@@ -1,4 +1,5 @@
-"""The help text of the command line: ``python -m optax_gate --help`` and each command's ``--help`` are cut from :data:`TEXT`."""
+"""The help text of the command line: ``python -m optax_gate --help`` and each command's ``--help`` are cut from
+:data:`TEXT`."""
 
 #: The commands, their options in words, and the exit statuses (reST double backticks are dropped when shown).
 TEXT = """Command line of the gate: ``python -m optax_gate <command>`` (through

@@ -53,7 +53,8 @@ def speed_options(p: argparse.ArgumentParser) -> None:
         "--speed",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="time three training steps in both environments, interleaved (default: on; 18 compilations, about 20 s on an idle 2-core machine)",
+        help="time three training steps in both environments, interleaved (default: on; 18 compilations, about 20 "
+        "s on an idle 2-core machine)",
     )
     p.add_argument(
         "--speed-budget",
@@ -139,32 +140,37 @@ def environment_options(p: argparse.ArgumentParser, out: str) -> None:
         type=seconds,
         default=3600,
         metavar="SECONDS",
-        help="time limit of one pytest run (default: %(default)s; a first gate runs about 4,700 contracts a side, 30 min and more on a loaded 2-core machine)",
+        help="time limit of one pytest run (default: %(default)s; a first gate runs about 4,700 contracts a side, "
+        "30 min and more on a loaded 2-core machine)",
     )
     p.add_argument(
         "--no-cache",
         dest="baseline_cache",
         action="store_false",
-        help="run both sides' contracts and time their steps even when the results are cached (the new results replace the entries)",
+        help="run both sides' contracts and time their steps even when the results are cached (the new results "
+        "replace the entries)",
     )
     p.add_argument(
         "--all-modules",
         dest="select_modules",
         action="store_false",
-        help="run every contract module of a candidate, also those that execute no function it changed (default: those take the baseline's outcomes)",
+        help="run every contract module of a candidate, also those that execute no function it changed (default: "
+        "those take the baseline's outcomes)",
     )
     p.add_argument(
         "--cache-dir",
         type=path,
         default=Path(".nox/gate-cache"),
         metavar="DIR",
-        help="where contract results (per module, every side) and speed readings are cached, content-addressed (default: %(default)s)",
+        help="where contract results (per module, every side) and speed readings are cached, content-addressed "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--no-compilation-cache",
         dest="compilation_cache",
         action="store_false",
-        help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; also off with OPTAX_GATE_COMPILATION_CACHE=0)",
+        help="compile every program afresh (default: JAX's persistent compilation cache, one per environment; also "
+        "off with OPTAX_GATE_COMPILATION_CACHE=0)",
     )
 
 
@@ -203,7 +209,8 @@ def bisect_options(p: argparse.ArgumentParser) -> None:
 
 
 def one_environment_options(p: argparse.ArgumentParser, which: str) -> None:
-    """``--envs-dir``, ``--python``, ``--project-root``, ``--no-compilation-cache`` of a command that builds one environment."""
+    """``--envs-dir``, ``--python``, ``--project-root``, ``--no-compilation-cache`` of a command that builds one
+    environment."""
     p.add_argument(
         "--envs-dir",
         type=path,

@@ -38,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
         "specs",
         nargs="*",
         metavar="SPEC",
-        help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; only packages of the baseline lock unless --allow-extra",
+        help="a candidate requirement (PEP 508), e.g. optax==0.2.8 jax==0.12.0.1 jaxlib==0.12.0.1; only packages "
+        "of the baseline lock unless --allow-extra",
     )
     g.add_argument(
         "--candidate-lock",
@@ -62,7 +63,8 @@ def parser() -> argparse.ArgumentParser:
         "--sequential",
         dest="concurrent",
         action="store_false",
-        help="run the baseline's and the candidate's contracts one after the other (default: at the same time when both need a run)",
+        help="run the baseline's and the candidate's contracts one after the other (default: at the same time when "
+        "both need a run)",
     )
     g.add_argument(
         "--contracts",
@@ -144,7 +146,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--upstream",
         action="store_true",
-        help="also plan optax-main and flax-main: each package built from its public repository's default branch (unreleased), the rest at baseline",
+        help="also plan optax-main and flax-main: each package built from its public repository's default branch "
+        "(unreleased), the rest at baseline",
     )
     m.add_argument(
         "--fail-on",
@@ -238,7 +241,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--move",
         action="store_true",
-        help="make LOCK the pinned baseline too: copied over requirements-lock.txt, the snapshot files re-recorded in place",
+        help="make LOCK the pinned baseline too: copied over requirements-lock.txt, the snapshot files re-recorded "
+        "in place",
     )
     r.add_argument(
         "--out",
@@ -274,7 +278,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         command = getattr(args, "run", None)
         if command and not any(c.isspace() for c in command.strip()):  # --run python train.py --steps 3, unquoted
             sub.error(
-                f'unrecognized arguments: {" ".join(rest)} (--run takes the whole command as one argument: quote it, --run "{command} ...")'
+                f"unrecognized arguments: {' '.join(rest)} (--run takes the whole command as one argument: "
+                f'quote it, --run "{command} ...")'
             )
         sub.error(f"unrecognized arguments: {' '.join(rest)}" + (f" (did you mean {near[0]}?)" if near else ""))
     return args

@@ -43,7 +43,10 @@ def _run_record(path: Path) -> dict[str, Any]:
 
 
 #: What a run record is, said with every refusal of one.
-_WANTED = "a JSON object with label, status and contracts, the evidence/baseline.json or evidence/candidate.json of a gate's run folder"
+_WANTED = (
+    "a JSON object with label, status and contracts, the evidence/baseline.json or evidence/candidate.json of a "
+    "gate's run folder"
+)
 
 
 #: The project folder a gate runs in (``./noxw`` starts it there): a run record's relative paths are relative to it.
@@ -70,7 +73,8 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     try:
         if any((options.out / name).is_symlink() for name in evidence.CURRENT):
             raise validate.InvalidInput(
-                f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows the newest judged run): give compare a folder of its own"
+                f"--out {validate.shown(options.out)} is a gate output folder (its report.md shows the newest "
+                "judged run): give compare a folder of its own"
             )
         baseline, candidate = (located(_run_record(path)) for path in (options.baseline_run, options.candidate_run))
         swapped = swapped_records(baseline, candidate)
@@ -106,7 +110,8 @@ def compare_runs(options: CompareOptions, started: Started | None = None) -> int
     ):  # the gate's recorded run scopes the findings and sets the verdict, as in that gate
         report = assemble.with_team_run(report, team, given.fail_on)
         report["notes"].append(
-            f"your run (`{team['command']}` in {team['run_dir']}): re-used from {os.path.abspath(options.team_run)} (compare runs no code)"
+            f"your run (`{team['command']}` in {team['run_dir']}): re-used from "
+            f"{os.path.abspath(options.team_run)} (compare runs no code)"
         )
     else:
         report = assemble.with_scope(report, scope.apply_options(report, given, packages))
@@ -131,7 +136,8 @@ def swapped_records(baseline: dict[str, Any], candidate: dict[str, Any]) -> str 
         return f" ({named})" if named else ""
 
     return (
-        f"the run records look swapped: the first, taken as the baseline, is a gate's candidate record{which(baseline)}, "
+        "the run records look swapped: the first, taken as the baseline, is a gate's candidate "
+        f"record{which(baseline)}, "
         f"and the second its baseline record{which(candidate)}; compare takes BASELINE first: "
         "compare …/evidence/baseline.json …/evidence/candidate.json"
     )

@@ -178,7 +178,8 @@ def finish(
     report["run"] = run.name
     if baseline.get("snapshots"):
         report["notes"].append(
-            f"snapshot contracts compare with the baseline's own snapshots, recorded in this gate ({baseline['snapshots']}): "
+            "snapshot contracts compare with the baseline's own snapshots, recorded in this gate "
+            f"({baseline['snapshots']}): "
             "the baseline lock is not the pinned one, so the baseline runs in every gate and is never "
             "taken from the cache (`./noxw -s compare` re-judges a run's evidence without running)"
         )
@@ -294,7 +295,8 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     team_dirs = team_contracts.check(list(options.contracts) or None)
     if options.bisect.history and not options.bisect.enabled:
         raise validate.InvalidInput(
-            "--history is given without --bisect: it says where a bisection reads a package's history (add --bisect, or leave --history out)"
+            "--history is given without --bisect: it says where a bisection reads a package's history (add "
+            "--bisect, or leave --history out)"
         )
     if options.bisect.enabled:
         try:  # a --history typo is refused now, not after the whole gate
@@ -312,7 +314,8 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     if scan is not None:
         what = "--usage" if options.scope.usage else f"your code, taken from --run-dir {code[0]} (no --usage given)"
         say(
-            f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned (listed in the report)"
+            f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned "
+            "(listed in the report)"
         )
     return Checked(tuple(plain), tuple(sources), tuple(team_dirs or ()), run_spec, scan, code)
 
@@ -327,7 +330,8 @@ def stopped_record(failed: Side, other: str, say: Progress) -> dict[str, Any]:
     could not be installed or imported (no verdict is possible without both)."""
     cause = failed.record.get("reason", "") if failed.record else ""
     say(
-        f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both sides): {cause}"
+        f"{failed.label} cannot be installed or imported, so the {other} is not run (no verdict without both "
+        f"sides): {cause}"
     )
     return skipped(other, f"the {failed.label} could not be installed or imported")
 
@@ -349,7 +353,8 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
         return fail(f"{exc} (no report written)")
     except OSError as exc:
         return fail(
-            f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report written; {evidence.report_now(options.out)})"
+            f"no run folder can be made under {options.out / 'runs'}: {exc.strerror or exc} (no report "
+            f"written; {evidence.report_now(options.out)})"
         )
     say(f"run folder {run.path}")
     base_req = [f"lock file {env.baseline_lock}"]

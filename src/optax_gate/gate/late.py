@@ -61,7 +61,8 @@ class LatePhases:
             self.errors.append({"phase": name, "error": f"{type(exc).__name__}: {exc}"})
             traceback.print_exc()
             print(
-                f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are kept; verdict not-verified)",
+                f"optax-gate: gate error in the {name}: {type(exc).__name__}: {exc} (the contract results are "
+                "kept; verdict not-verified)",
                 file=sys.stderr,
             )
             return default

@@ -51,7 +51,8 @@ def _summary(
     ]
     if skipped:
         lines += [
-            f"Skipped at this baseline, {outcomes['skipped']} contracts of {len(skipped)} APIs (a skipped contract is not accepted: it checks nothing here):",
+            f"Skipped at this baseline, {outcomes['skipped']} contracts of {len(skipped)} APIs (a skipped "
+            "contract is not accepted: it checks nothing here):",
             "",
             *(f"- `{a}`: {why}" for a, why in list(skipped.items())[:20]),
             *(["- ..."] if len(skipped) > 20 else []),
@@ -84,7 +85,8 @@ def rebaseline(options: RebaselineOptions, started: Started | None = None) -> in
     version = runner.baseline_optax(lock)
     if "optax" not in pinned or not version:
         return fail(
-            f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version to rebaseline at (no ledger written)"
+            f"LOCK {lock} does not pin optax (optax==VERSION with its --hash): there is no baseline version "
+            "to rebaseline at (no ledger written)"
         )
     ledger_path = env.project_root / moved_behaviour.LEDGER
     try:

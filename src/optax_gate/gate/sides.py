@@ -103,7 +103,8 @@ class Side:
     same_code: same_code_.SameCode | None = None
     #: the side's cached header (``results_cache.fetch_side``), when found
     header: dict[str, Any] | None = None
-    #: the candidate's modules that executed no changed function (``selection.choose``): the baseline's results, by unit name
+    #: the candidate's modules that executed no changed function (``selection.choose``): the baseline's results, by unit
+    #: name
     taken: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     #: the candidate's modules that run only some APIs' contracts (``selection.choose``): the baseline's results of
     #: the other APIs, by unit name
@@ -469,7 +470,8 @@ def beyond_contracts(
 ) -> model.Report:
     """``report`` with what the contracts cannot see (``unseen.beyond``, put in by ``assemble.with_beyond``)
     with the ``scope`` options, the API surface of ``packages`` (:func:`configured_packages`);
-    ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). ``report`` is not changed."""
+    ``usage=False`` leaves ``--usage`` out (a refused run judged nothing of the team's code). ``report`` is not
+    changed."""
     given = scope if usage else dataclasses.replace(scope, usage=(), usage_scan=None)
     return assemble.with_beyond(report, unseen.beyond(report, baseline, candidate, given, packages))
 

@@ -25,7 +25,8 @@ def compare_code(
     if found.same:
         candidate.same_code = found
         say(
-            f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes instead of running"
+            f"candidate: its code is the baseline's ({found.why}): its contracts take the baseline's outcomes "
+            "instead of running"
         )
     else:
         say(f"candidate: its contracts run: it is not the baseline's code ({found.why})")
@@ -54,7 +55,10 @@ def select_modules(
     if (
         profile != "ci"
     ):  # derandomized: a property contract executes the same examples, so the same functions, every run
-        why = f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract executes is not fixed"
+        why = (
+            f"the hypothesis profile {profile!r} draws other examples each run, so what a property contract "
+            "executes is not fixed"
+        )
         return _every_module(candidate, every, why, say)
     diff = function_diff.compare(*_installed(baseline, candidate, env, candidate_lock))
     chosen = selection_.choose(list(every), baseline.cached, baseline.header.get("reach_session"), diff)
@@ -71,7 +75,8 @@ def select_modules(
 def _installed(
     baseline: Side, candidate: Side, env: EnvironmentOptions, candidate_lock: Path
 ) -> tuple[same_code_.Installed, same_code_.Installed]:
-    """The two sides' installed code as ``same_code`` and ``function_diff`` compare it: lock, site-packages, cache inputs."""
+    """The two sides' installed code as ``same_code`` and ``function_diff`` compare it: lock, site-packages, cache
+    inputs."""
     sites = [Path(s) if (s := side.extra.get("site_packages")) else None for side in (baseline, candidate)]
     return (
         same_code_.Installed(env.baseline_lock, sites[0], baseline.cache_inputs),

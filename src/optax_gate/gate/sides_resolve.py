@@ -36,7 +36,8 @@ def resolve(
     )
     if moved and say:
         say(
-            f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} (pinned differently in {env.requirements_in})"
+            f"the candidate keeps the baseline lock's versions of what it does not name: {'; '.join(moved)} "
+            f"(pinned differently in {env.requirements_in})"
         )
     req_in = atomic.write_text(lock_path.with_suffix(".in"), text)
     upgrade = [requirements.canonical_name(s) for s in specs]

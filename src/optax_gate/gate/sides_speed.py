@@ -63,7 +63,8 @@ def measure_speed(
         if cached is not None:
             if say:
                 say(
-                    f"speed: readings of this pair of environments from the cache, measured {cached['from_cache']['recorded']}"
+                    "speed: readings of this pair of environments from the cache, measured "
+                    f"{cached['from_cache']['recorded']}"
                 )
             return cached
     why = untimed_steps(candidate, _speed_reach(env, sides.baseline_inputs))
@@ -118,6 +119,7 @@ def untimed_steps(candidate: dict[str, Any], reached: list[str] | None) -> str:
         return ""
     return (
         f"the timed training steps execute none of the {len(changed)} function(s) the candidate changed "
-        f"({', '.join(f'`{c}`' for c in changed[:3])}{', ...' if len(changed) > 3 else ''}), as recorded in the baseline's "
+        f"({', '.join(f'`{c}`' for c in changed[:3])}{', ...' if len(changed) > 3 else ''}), as recorded in "
+        "the baseline's "
         "environment, so the candidate's steps are the baseline's programs: not timed"
     )

@@ -26,7 +26,8 @@ GUIDES: dict[str, str] = {
     POLYAK: "Polyak averaging: optax.incremental_update",
     WEIGHT_DECAY_MASK: "the mask of add_decayed_weights decays the kernel and leaves the bias unchanged",
     MULTI_STEPS: "MultiSteps averages two micro-batch gradients and updates SGD only on every second call",
-    NNX_TRANSFER: "Flax NNX: batch contract, named RNG streams, train/eval mode, Param vs statistics vs optimizer state",
+    NNX_TRANSFER: "Flax NNX: batch contract, named RNG streams, train/eval mode, Param vs statistics vs "
+    "optimizer state",
 }
 
 #: A reader's name of each guide file (the file names are the project's handles, not titles): the

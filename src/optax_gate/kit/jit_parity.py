@@ -59,7 +59,8 @@ def run(
     if compiled_first:
         assert first > 0, "the first jitted call compiled nothing: the check would not see a recompilation"
     assert compiled.count == first, (
-        f"a jitted call after the first, same shapes, recompiled ({compiled.count - first} compilation(s) after the first call)"
+        f"a jitted call after the first, same shapes, recompiled ({compiled.count - first} compilation(s) "
+        "after the first call)"
     )
     eager: list[Any] = []
     for call in calls:

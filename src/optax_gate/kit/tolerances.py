@@ -278,6 +278,7 @@ def assert_close(
         i = np.unravel_index(int(np.argmax(err - tol)), err.shape) if err.ndim else ()
         raise AssertionError(
             f"{what}: element {tuple(int(x) for x in i)} is {a[i]!r}, expected {e[i]!r} "
-            f"(error {err[i]:.3g}, bound {tol[i]:.3g} = {ulps} ULP of {np.dtype(dtype).name if not isinstance(dtype, str) else dtype}"
+            f"(error {err[i]:.3g}, bound {tol[i]:.3g} = {ulps} ULP of "
+            f"{np.dtype(dtype).name if not isinstance(dtype, str) else dtype}"
             f"; worst error {ulp_distance(a, e, dtype):.2f} ULP)"
         )

@@ -94,7 +94,8 @@ def failed_contracts(
         if proc.returncode >= 0 or attempt == CRASH_RERUNS:
             break
         print(
-            f"note: mutant {name or '(none)'} of {module}: pytest {crash_words(proc.returncode, proc.stdout + proc.stderr)}; run again",
+            f"note: mutant {name or '(none)'} of {module}: pytest "
+            f"{crash_words(proc.returncode, proc.stdout + proc.stderr)}; run again",
             flush=True,
         )
     parsed = outcomes.parse(log)
@@ -105,7 +106,8 @@ def failed_contracts(
             else " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
         )
         raise RuntimeError(
-            f"mutant {name}: pytest did not run (exit {proc.returncode}; {parsed.collection_errors or parsed.exitstatus}): {said}"
+            f"mutant {name}: pytest did not run (exit {proc.returncode}; "
+            f"{parsed.collection_errors or parsed.exitstatus}): {said}"
         )
     return {cid for cid, c in parsed.contracts.items() if c.outcome in ("failed", "error")}, set(parsed.contracts)
 
@@ -181,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         type=family_of,
         metavar="NAME",
-        help="limit to this family (repeatable): its name, or its mutants or contract module's stem (--list names them)",
+        help="limit to this family (repeatable): its name, or its mutants or contract module's stem (--list names "
+        "them)",
     )
     p.add_argument("--list", action="store_true", help="list the families (name: contract module) and stop")
     p.add_argument(
@@ -197,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument(
         "--changed",
         action="store_true",
-        help=f"prove only the families whose inputs changed since their last proof ({proof.RECORD}); the others stand proven",
+        help=f"prove only the families whose inputs changed since their last proof ({proof.RECORD}); the others "
+        "stand proven",
     )
     args = p.parse_args(argv)
     if args.list:
@@ -212,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         areas = [a for a in areas if a not in standing]
         total = len(standing) + len(areas)
         print(
-            f"proven before at their current inputs ({proof.RECORD}): {len(standing)} of {total} famil{'y' if total == 1 else 'ies'}; proving {len(areas)}"
+            f"proven before at their current inputs ({proof.RECORD}): {len(standing)} of {total} "
+            f"famil{'y' if total == 1 else 'ies'}; proving {len(areas)}"
         )
         for area in areas:
             print(f"to prove: {area} ({why_stale(area, record, digests)})")
@@ -277,10 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     if proven:
         proof.write_record(root, proven)
         print(
-            f"recorded as proven at their current inputs: {len(proven)} famil{'y' if len(proven) == 1 else 'ies'} ({proof.RECORD})"
+            f"recorded as proven at their current inputs: {len(proven)} "
+            f"famil{'y' if len(proven) == 1 else 'ies'} ({proof.RECORD})"
         )
     print(
-        f"{len(matrix)} contracts, {sum(1 for m in registry.values() if m.area in areas)} mutants, {len(problems)} problems"
+        f"{len(matrix)} contracts, {sum(1 for m in registry.values() if m.area in areas)} mutants, "
+        f"{len(problems)} problems"
     )
     return 1 if problems else 0
 

@@ -157,7 +157,8 @@ def loss_post(optax, attr: str, post) -> dict[str, Any]:
 
 
 def value_perturbed_under_jit(value, probe):
-    """``value`` (a schedule's value, a loss) scaled by 1.001 when ``probe`` (the step, the first argument) is traced."""
+    """``value`` (a schedule's value, a loss) scaled by 1.001 when ``probe`` (the step, the first argument) is
+    traced."""
     return value * 1.001 if traced(probe) else value
 
 

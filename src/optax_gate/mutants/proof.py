@@ -201,7 +201,8 @@ def digest(files: Iterable[Path], root: Path) -> str:
 
 
 def file_hashes(files: Iterable[Path], root: Path) -> dict[str, str]:
-    """Each file's path relative to ``root`` -> the first 16 hex digits of the sha256 of its :func:`contents` ("missing")."""
+    """Each file's path relative to ``root`` -> the first 16 hex digits of the sha256 of its :func:`contents`
+    ("missing")."""
     return _hashes(contents(files, root), root)
 
 

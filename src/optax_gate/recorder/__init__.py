@@ -3,7 +3,8 @@ jax and optax), switched on without any change to the team's command.
 
 How it does its job and why: ``docs/module-notes.md``."""
 
-#: Environment variable naming the folder of the trace files (``trace-<pid>.jsonl``, JSON lines); unset: the recorder is off.
+#: Environment variable naming the folder of the trace files (``trace-<pid>.jsonl``, JSON lines); unset: the recorder is
+#: off.
 TRACE_ENV = "OPTAX_GATE_TRACE"
 #: Environment variable naming the team's folder: only calls made from files under it are recorded.
 ROOT_ENV = "OPTAX_GATE_TEAM_ROOT"

@@ -1,4 +1,5 @@
-"""The recorder's wrappers of Optax's public callables (inside the environment under test): one JSON event per call from the team's files, with the values of its array inputs and of its result."""
+"""The recorder's wrappers of Optax's public callables (inside the environment under test): one JSON event per call from
+the team's files, with the values of its array inputs and of its result."""
 
 from __future__ import annotations
 

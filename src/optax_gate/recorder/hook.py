@@ -1,4 +1,5 @@
-"""The recorder's import hook (inside the environment under test): switches the recorder on and patches ``optax``, ``flax.nnx`` and ``jax`` once imported (``docs/module-notes.md``)."""
+"""The recorder's import hook (inside the environment under test): switches the recorder on and patches ``optax``,
+``flax.nnx`` and ``jax`` once imported (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,8 @@ _counts: dict[str, int] = {}
 pending: list[Noted] = []
 #: The shadow's JAX user context (``optax_gate.recorder.transforms`` makes it): a call run alone is compiled in it.
 context: list[Any] = [None]
-#: ``(the team's line, the library call)`` while a recorded library call that calls Optax runs (``nnx.Optimizer.update``).
+#: ``(the team's line, the library call)`` while a recorded library call that calls Optax runs
+#: (``nnx.Optimizer.update``).
 within: list[tuple[str, str] | None] = [None]
 _eager_seen: set[str] = set()
 
@@ -228,7 +229,8 @@ def _alone(noted: Noted, shadow_context: Any) -> dict[str, Any]:
     theirs = [(tuple(x.shape), str(x.dtype)) for x in inputs]
     if shapes != theirs:
         return {
-            "skipped": f"its inputs are not the baseline's in dtype or shape ({len(theirs)} baseline arrays, {len(shapes)} here)"
+            "skipped": f"its inputs are not the baseline's in dtype or shape ({len(theirs)} baseline arrays, "
+            f"{len(shapes)} here)"
         }
 
     def alone(*arrays: Any) -> Any:

@@ -25,7 +25,8 @@ def seed() -> int | None:
 
 
 def first(key: str) -> bool:
-    """Whether ``key`` (a transformed function, or an eager API at a site) is met for the first time in a perturbed run."""
+    """Whether ``key`` (a transformed function, or an eager API at a site) is met for the first time in a perturbed
+    run."""
     if seed() is None or key in _done:
         return False
     _done.add(key)
@@ -44,7 +45,8 @@ def eager(api: str, kind: str) -> bool:
 
 
 def leaf(x: Any, rng: Any) -> Any:
-    """``x`` with each non-zero finite element one ULP up or down (``rng``'s signs); ``x`` itself when not a float array."""
+    """``x`` with each non-zero finite element one ULP up or down (``rng``'s signs); ``x`` itself when not a float
+    array."""
     import numpy as np
 
     dtype = getattr(x, "dtype", None)

@@ -1,4 +1,5 @@
-"""What the recorder holds for the whole process (inside the environment under test): the trace writer, the team's folder, the recorder's own wrappers, and the per-thread depth of recorded calls."""
+"""What the recorder holds for the whole process (inside the environment under test): the trace writer, the team's
+folder, the recorder's own wrappers, and the per-thread depth of recorded calls."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import IO, Any
 
 from optax_gate.recorder import VERSION
 
-#: Per thread: ``depth`` (recorded calls under way), ``mode`` (``"shadow"`` while a shadow runs), ``warnings`` (a list per
+#: Per thread: ``depth`` (recorded calls under way), ``mode`` (``"shadow"`` while a shadow runs), ``warnings`` (a list
+#: per
 #: recorded call under way, of the warnings it raised), ``noted`` (the last warning noted by ``warnings.warn``).
 thread = threading.local()
 #: The recorder's own wrappers. Not an attribute: ``functools.wraps`` copies a function's ``__dict__``, so Optax's
@@ -36,7 +38,8 @@ def is_recorded(fn: Any) -> bool:
 
 
 class Writer:
-    """Writes the trace of this process (``trace-<pid>.jsonl`` in ``folder``): its first line at the first event, then one
+    """Writes the trace of this process (``trace-<pid>.jsonl`` in ``folder``): its first line at the first event, then
+    one
     JSON line per event, numbered (``seq``) and flushed at once."""
 
     def __init__(self, folder: str) -> None:

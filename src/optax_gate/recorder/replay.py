@@ -85,7 +85,8 @@ def replay(
     ``nnx`` graph nodes (split into a GraphDef and a state, the state the
     jaxpr's inputs). Returns ``{"eqns": [{"p", "at",
     "team", "in", "out", "val"}, ...], "inputs": [digests of the call's
-    array inputs], "input_paths": [their paths in the graph's state, "" for a constant] (graph only)}``, or ``{"error": text}`` / ``{"too_large": n}``; never raises."""
+    array inputs], "input_paths": [their paths in the graph's state, "" for a constant] (graph only)}``, or ``{"error":
+    text}`` / ``{"too_large": n}``; never raises."""
     import jax
 
     leaves: list[Any] = []

@@ -1,4 +1,6 @@
-"""The recorder's wrappers of JAX's and ``flax.nnx``'s transformations (inside the environment under test): a step the team transformed runs a shadow that records the values inside it, then runs untouched and is recorded at its call site."""
+"""The recorder's wrappers of JAX's and ``flax.nnx``'s transformations (inside the environment under test): a step the
+team transformed runs a shadow that records the values inside it, then runs untouched and is recorded at its call
+site."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from optax_gate.recorder import calls, isolate, memory, perturb, process, values
 
 
 def patch_nnx(nnx: types.ModuleType) -> None:
-    """Wrap ``flax.nnx.Optimizer``'s constructor (:func:`_wrap_optimizer_init`) and ``update`` (its recorded result is the
+    """Wrap ``flax.nnx.Optimizer``'s constructor (:func:`_wrap_optimizer_init`) and ``update`` (its recorded result is
+    the
     optimizer's state after the update and, when the model is passed to it as
     in flax 0.11 and later, the model's: ``{"optimizer", "model"}``, the
     params where the team keeps them) and ``flax.nnx``'s transformations
@@ -56,7 +59,8 @@ def patch_nnx(nnx: types.ModuleType) -> None:
 
 
 def _via(tx: Any) -> dict[str, str]:
-    """``{"via": api}``: the Optax API that built ``tx`` (``optax.adamw``), which an optimizer's state and update compute with; {} when unknown."""
+    """``{"via": api}``: the Optax API that built ``tx`` (``optax.adamw``), which an optimizer's state and update
+    compute with; {} when unknown."""
     api = getattr(getattr(tx, "update", None), "__optax_gate_api__", None)
     return {"via": api} if api else {}
 
@@ -70,7 +74,8 @@ def _wrap_optimizer_init(nnx: types.ModuleType, cls: type) -> None:
     original = cls.__dict__.get("__init__")
     if not isinstance(original, types.FunctionType) or process.is_recorded(original):
         return
-    # flax constructs a graph node through its metaclass (``pytreelib``): the constructor's caller is the first frame outside flax
+    # flax constructs a graph node through its metaclass (``pytreelib``): the constructor's caller is the first frame
+    # outside flax
     flax_dir = os.path.dirname(os.path.dirname(os.path.abspath(nnx.__file__ or ""))) + os.sep
 
     @functools.wraps(original)

@@ -243,7 +243,8 @@ def is_traced(leaves: list[Any]) -> bool:
 
 
 def graph_node_type() -> type | None:
-    """The base class of ``flax.nnx``'s graph nodes (``nnx.Pytree``, ``nnx.Object`` before flax 0.12); None without nnx."""
+    """The base class of ``flax.nnx``'s graph nodes (``nnx.Pytree``, ``nnx.Object`` before flax 0.12); None without
+    nnx."""
     nnx = sys.modules.get("flax.nnx")
     return getattr(nnx, "Pytree", None) or getattr(nnx, "Object", None)
 

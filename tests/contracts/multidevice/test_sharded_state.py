@@ -159,7 +159,8 @@ def assert_mirrors_params(tree, params, what: str) -> None:
         if leaf.ndim and leaf.shape in by_shape:
             want = by_shape[leaf.shape]
             assert leaf.sharding.is_equivalent_to(want, leaf.ndim), (
-                f"{what} {jax.tree_util.keystr(path)}: {multidevice.describe(leaf.sharding)}, the param's is {multidevice.describe(want)}"
+                f"{what} {jax.tree_util.keystr(path)}: {multidevice.describe(leaf.sharding)}, the param's is "
+                f"{multidevice.describe(want)}"
             )
 
 

@@ -51,7 +51,8 @@ def latest_report(out):
 
 
 def not_judged_report(out):
-    """The report of the newest run that judged nothing: refused or stopped before both sides ran (``not-judged.json``)."""
+    """The report of the newest run that judged nothing: refused or stopped before both sides ran
+    (``not-judged.json``)."""
     return json.loads((out / "not-judged.json").read_text())
 
 
@@ -144,7 +145,7 @@ else:
         open(os.environ["OPTAX_GATE_REACH"], "w").write(json.dumps({{"format": "reach-v1", "session": ["optax/__init__.py::<module>"],
             "modules": reach, "common": {{m: [] for m in modules}}, "apis": apis}}))
     sys.exit(0 if modules else 5)
-'''
+'''  # noqa: E501 (a script or page written out as it runs)
 
 
 DRIVER = """

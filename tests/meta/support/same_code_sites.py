@@ -37,7 +37,8 @@ def fake_site(root: Path, files: dict[str, str], version: str = "0.2.6", name: s
 
 def fake_lock(path: Path, optax_line: str, extra: str = "") -> Path:
     path.write_text(
-        f"# comment\njax==0.11.2 \\\n    {HASH}\n    # via optax\n{optax_line} \\\n    {HASH.replace('a', 'b')}\n{extra}"
+        f"# comment\njax==0.11.2 \\\n    {HASH}\n    # via optax\n{optax_line} \\\n    "
+        f"{HASH.replace('a', 'b')}\n{extra}"
     )
     return path
 

@@ -129,7 +129,8 @@ _THRESHOLD_FIELDS = {
 
 
 def _threshold_words(value: str) -> str | None:
-    """A threshold corner's line in words (``ok value 5 grad 0,0`` -> ``ok (value 5, gradient [0, 0])``); None for another value."""
+    """A threshold corner's line in words (``ok value 5 grad 0,0`` -> ``ok (value 5, gradient [0, 0])``); None for
+    another value."""
     m = _THRESHOLD_OUTCOME.fullmatch(value)
     if not m:
         return None

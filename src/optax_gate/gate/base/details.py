@@ -220,7 +220,8 @@ def plain_detail(row: Mapping[str, Any]) -> str:
         head = NP_SCALAR.sub(r"\1", detail[:start])
         words = (
             f"{ulp.what}: element ({ulp.index}) is {ulp.actual!r}, expected {ulp.expected!r}: "
-            f"off by {number(ulp.error)} (relative {number(ulp.relative)}; worst {number(ulp.worst_ulps)} ULP of {ulp.dtype}), "
+            f"off by {number(ulp.error)} (relative {number(ulp.relative)}; worst {number(ulp.worst_ulps)} ULP "
+            f"of {ulp.dtype}), "
             f"allowed {ulp.ulps} ULP of {ulp.dtype} = {number(ulp.bound)}"
         )
         return head + words + detail[end:]

@@ -1,4 +1,5 @@
-"""A contract's measured numbers read from its failure detail: ULP figures, snapshot drift, non-finite leaves, recorded messages.
+"""A contract's measured numbers read from its failure detail: ULP figures, snapshot drift, non-finite leaves, recorded
+messages.
 
 No NumPy here (the gate never imports the libraries under test); the machine
 epsilons repeat ``optax_gate.kit.tolerances.EPS`` (a meta test keeps them equal).

@@ -1,4 +1,5 @@
-"""Plain text helpers shared by every stage: numbers said briefly, lists named and joined, text cut where a reader can follow it."""
+"""Plain text helpers shared by every stage: numbers said briefly, lists named and joined, text cut where a reader can
+follow it."""
 
 from __future__ import annotations
 

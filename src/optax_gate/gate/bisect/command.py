@@ -169,12 +169,14 @@ def command(options: BisectCommandOptions, started: object = None) -> int:
             print(f"optax-gate: no run in {where / 'runs'} ran both sides: nothing to bisect", file=sys.stderr)
             return NOT_VERIFIED
         say(
-            f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run that ran both sides: {newest.name}"
+            f"the latest run {run_folder.name} was not verified ({_why(report)}); bisecting the newest run "
+            f"that ran both sides: {newest.name}"
         )
         run_folder, report = newest, json.loads((newest / "report.json").read_text(encoding="utf-8"))
     if not _ran(report):
         print(
-            f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is left as it is",
+            f"optax-gate: {run_folder} was not verified ({_why(report)}): nothing to bisect; the report is "
+            "left as it is",
             file=sys.stderr,
         )
         return NOT_VERIFIED

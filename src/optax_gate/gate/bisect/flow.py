@@ -171,7 +171,8 @@ def _package(b: _Bisection, package: str) -> model.BisectPackage:
         return {**summary, "error": str(exc)}
     summary |= {"from": old_tag, "to": new_name, "commits": len(commits) - 1}
     say(
-        f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, {len(found)} finding(s)"
+        f"bisect {package}: {len(commits) - 1} first-parent commits from {old_tag} to {new_name}, "
+        f"{len(found)} finding(s)"
     )
     # the team's own contracts (gate --contracts) live outside the project and are not re-run per commit
     rows = {r["id"]: r for r in report["contracts"] if not r.get("team")}

@@ -211,6 +211,9 @@ def _end_reason(
             f"this package's history between the two ends (another package moved it)"
         )
     if want == "new" and got == "old":
-        return f"the {name} still gives the baseline's outcomes in the {environment} environment: the change needs another package too"
+        return (
+            f"the {name} still gives the baseline's outcomes in the {environment} environment: the change needs "
+            "another package too"
+        )
     wanted = "baseline's" if want == "old" else "candidate's"
     return f"the {name} does not reproduce the {wanted} outcomes ({_outcomes(target, outcomes)})"

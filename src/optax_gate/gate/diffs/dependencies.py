@@ -192,7 +192,8 @@ def diff(
                         row["may_come_with"] = unknown
                         continue
                     row["uses"].append(
-                        f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} in the baseline → ModuleNotFoundError"
+                        f"{where}: imports {module}, installed only through {', '.join(x['via']) or '?'} in "
+                        "the baseline → ModuleNotFoundError"
                     )
                     row["breaks"] = True
         elif x is None:

@@ -1,4 +1,5 @@
-"""What the contracts cannot see: the API surface, warnings and dependency sections of a report, scoped to the team's code, and their findings (``docs/module-notes.md``)."""
+"""What the contracts cannot see: the API surface, warnings and dependency sections of a report, scoped to the team's
+code, and their findings (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 
@@ -150,7 +151,8 @@ def warnings_section(
                 [
                     reason,
                     (
-                        f"left out: {sum(own.values())} warning(s) about the gate's own compilation cache (baseline {own['baseline']}, "
+                        f"left out: {sum(own.values())} warning(s) about the gate's own compilation cache "
+                        f"(baseline {own['baseline']}, "
                         f"candidate {own['candidate']}), not the code under test; {discarded} corrupt cache entr"
                         f"{'y' if discarded == 1 else 'ies'} discarded, compiled again next run"
                     ),
@@ -322,8 +324,8 @@ def deprecation_finding(report: Mapping[str, Any]) -> list[model.Finding]:
     apis = sorted({a for names in said.values() for a in names})
     parts = [f'{named_list(sorted(set(names))) + ": " if names else ""}"{message}"' for message, names in said.items()]
     cause = (
-        f"{len(said)} deprecation warning{'s' if len(said) > 1 else ''} new in the candidate (code that calls them keeps working, for now): "
-        + "; ".join(parts)
+        f"{len(said)} deprecation warning{'s' if len(said) > 1 else ''} new in the candidate (code that calls "
+        "them keeps working, for now): " + "; ".join(parts)
     )
     api = apis[0] if len(apis) == 1 else f"{len(apis)} APIs" if apis else "deprecations"
     return [
@@ -361,7 +363,8 @@ class Beyond:
     notes: tuple[str, ...] = ()
 
     def broken(self) -> dict[str, int]:
-        """The broken rows of each section: ``{"surface": n, "dependencies": n, "warnings": n}`` (``verdict.of_beyond``)."""
+        """The broken rows of each section: ``{"surface": n, "dependencies": n, "warnings": n}``
+        (``verdict.of_beyond``)."""
         return {
             "surface": self.surface["counts"]["broken"],
             "dependencies": self.dependencies["counts"]["broken"],

@@ -110,7 +110,8 @@ def refuse_paths_as_specs(specs: Iterable[str], known: set[str]) -> None:
             )
         if not named and user_path(spec).is_file() and _looks_like_lock(user_path(spec)):
             raise validate.InvalidInput(
-                f"{spec!r} is a lock file, not a requirement SPEC: did you mean --candidate-lock {spec} (the candidate) "
+                f"{spec!r} is a lock file, not a requirement SPEC: did you mean --candidate-lock {spec} (the "
+                "candidate) "
                 f"or --baseline-lock {spec} (your baseline)?"
             )
         if not named and user_path(spec).exists():

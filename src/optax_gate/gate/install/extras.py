@@ -75,5 +75,6 @@ def check(specs: list[str], lock: Path, python: str) -> None:
         if unknown:
             which = ", ".join(sorted(defined)) if defined else "none"
             raise InvalidInput(
-                f"{spec!r}: {name} {version} defines no extra named {', '.join(map(repr, unknown))} (its extras: {which})"
+                f"{spec!r}: {name} {version} defines no extra named {', '.join(map(repr, unknown))} (its "
+                f"extras: {which})"
             )

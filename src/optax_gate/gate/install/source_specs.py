@@ -94,7 +94,8 @@ def _check_checkout(folder: str, spec: str) -> None:
         return  # not a checkout (a bare repository, or no repository: the build says which)
     if top and Path(top).resolve() != path.resolve():
         raise InvalidInput(
-            f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; name the checkout itself: file://{top}"
+            f"{spec!r}: {folder} is a folder inside the git checkout {top}, not its top; name the checkout "
+            f"itself: file://{top}"
         )
 
 
@@ -257,7 +258,8 @@ def markdown(run: Mapping[str, Any]) -> list[str]:
     for entry in run.get("sources") or []:
         if entry["status"] != "built":
             out.append(
-                f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at `{entry['ref']}`; the reason above)"
+                f"- **{entry['package']} from source: build failed** (`{entry['repository']}` at "
+                f"`{entry['ref']}`; the reason above)"
             )
             continue
         c = entry["commit"]

@@ -1,4 +1,5 @@
-"""One upstream cause, one finding: findings joined across APIs, evidence kinds and report sections (``docs/findings.md``)."""
+"""One upstream cause, one finding: findings joined across APIs, evidence kinds and report sections
+(``docs/findings.md``)."""
 
 from __future__ import annotations
 
@@ -259,7 +260,10 @@ def _params_nonfinite_text(direction: str, rows: list[model.ContractRow]) -> str
     if hypers:
         records.append(" and ".join(f"`{h}=0`" for h in hypers) + " with nan inf params")
     state = f" and the state entries {named_list(sorted(set(fields)))}" if fields else ""
-    return f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} (records {', '.join(dict.fromkeys(records))})"
+    return (
+        f"{nonfinite_words(direction)} when a parameter is NaN or inf: the update{state} (records "
+        f"{', '.join(dict.fromkeys(records))})"
+    )
 
 
 def _join(

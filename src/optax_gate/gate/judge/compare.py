@@ -57,7 +57,8 @@ def _configuration(meta: dict[str, Any]) -> dict[str, str]:
 
 
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> model.Report:
-    """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.diffs.unseen``) from two environment runs.
+    """Build the report body (schema 3; the sections beyond the contracts are added by ``optax_gate.gate.diffs.unseen``)
+    from two environment runs.
 
     Args:
       baseline, candidate: run records as written by ``optax_gate.gate.run.runner``:
@@ -187,7 +188,8 @@ def _in_part(apis: dict[str, list[str]]) -> str:
 
 
 def selection_note(chosen: dict[str, Any], from_cache: dict[str, Any] | None = None) -> str:
-    """The report's note on a candidate that ran only the modules reaching a changed function (``gate.reuse.selection``),
+    """The report's note on a candidate that ran only the modules reaching a changed function
+    (``gate.reuse.selection``),
     or on one that ran every module although a selection was tried (those its own cache held excepted), and why."""
     if chosen.get("everything"):
         if from_cache and from_cache.get("modules"):
@@ -204,5 +206,6 @@ def selection_note(chosen: dict[str, Any], from_cache: dict[str, Any] | None = N
         f"{len(ran)} of {len(ran) + len(taken)} contract modules ran, those that execute one of them at the baseline"
         f"{' or whose record is missing' if set(ran) - set(chosen['reached']) else ''}"
         f"{_in_part(chosen.get('apis') or {})}; the other {len(taken)} execute none of them, "
-        "so their outcomes are the baseline's, taken, not run (each named under Versions; `gate --all-modules` runs them all)"
+        "so their outcomes are the baseline's, taken, not run (each named under Versions; `gate "
+        "--all-modules` runs them all)"
     )

@@ -139,7 +139,8 @@ def corner_lead(move: str) -> str:
 
 
 def corner_text(evidence: list[Any]) -> str:
-    """A corner drift in words: the first corner (glossed where its name is shorthand: :func:`corner_gloss`), its outcome in the baseline and now, and which more differ (named, not said to differ alike)."""
+    """A corner drift in words: the first corner (glossed where its name is shorthand: :func:`corner_gloss`), its
+    outcome in the baseline and now, and which more differ (named, not said to differ alike)."""
     leaf = evidence[0][0]
     old, new = (
         "not recorded" if v == "absent" else recorded_message(v) if is_recorded_message(leaf.path) else outcome_words(v)
@@ -318,14 +319,16 @@ def _text(key: tuple[Any, ...], evidence: list[Any], rows: list[dict[str, Any]])
             # every edge records its updates: an added one is an edge the baseline's factory did not take
             return (
                 f"with `{name}=0`, recorded in the candidate only: the baseline's factory has no `{name}` "
-                f"(a parameter added, see the API surface); with {inputs.replace('_', ' ')}, `{output or 'the update'}` "
+                f"(a parameter added, see the API surface); with {inputs.replace('_', ' ')}, "
+                f"`{output or 'the update'}` "
                 f"{new} now{more}"
             )
         shown = nonfinite_direction(leaf.old, leaf.new)  # the words match the output shown, whatever the others did
         if key[2] == "other" and shown != "other" and len(evidence[0]) > 1:
             more = f" (and {len(evidence[0]) - 1} more outputs, not all the same way)"
         return (
-            f"with `{name}=0` and {inputs.replace('_', ' ')}, {nonfinite_words(shown if key[2] == 'other' else key[2])}: "
+            f"with `{name}=0` and {inputs.replace('_', ' ')}, "
+            f"{nonfinite_words(shown if key[2] == 'other' else key[2])}: "
             f"`{output or 'the update'}` {old} in the baseline, {new} now{more}"
         )
     if kind == "state-value":

@@ -117,7 +117,8 @@ def accept(
 
 
 def render(entries: list[moved_behaviour.Entry]) -> str:
-    """The ledger's TOML text: :data:`HEADER`, then one ``[[moved]]`` table per entry (strings JSON-escaped, valid TOML)."""
+    """The ledger's TOML text: :data:`HEADER`, then one ``[[moved]]`` table per entry (strings JSON-escaped, valid
+    TOML)."""
     parts = [HEADER]
     for e in entries:
         parts.append(

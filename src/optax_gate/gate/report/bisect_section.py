@@ -37,7 +37,8 @@ def _text_commit(c: dict[str, Any]) -> str:
 
 
 def _suspects(entry: dict[str, Any], one: Callable[[dict[str, Any]], str]) -> str:
-    """A range's commits that touch the APIs' source files (``optax_gate.gate.bisect.flow.suspects``), the likely ones."""
+    """A range's commits that touch the APIs' source files (``optax_gate.gate.bisect.flow.suspects``), the likely
+    ones."""
     if "suspects" not in entry:
         return ""
     files = entry.get("source_files") or []
@@ -88,7 +89,8 @@ def summary_line(report: Mapping[str, Any]) -> str:
         else:
             parts.append(
                 f"{name} {p.get('from')}..{p.get('to')}: {p.get('commits')} first-parent commits, "
-                f"{p.get('built', 0)} built, {p.get('searches', 0)} search(es), in the {p.get('environment', 'candidate')}'s "
+                f"{p.get('built', 0)} built, {p.get('searches', 0)} search(es), in the "
+                f"{p.get('environment', 'candidate')}'s "
                 "environment"
             )
     error = f"; {b['error']}" if b.get("error") else ""

@@ -49,6 +49,6 @@ def lines(report: Mapping[str, Any]) -> list[str]:
     if not parts:
         return []
     return [
-        "- Generated contracts (public APIs no hand-written table knows, contracted from their signatures and docstrings): "
-        + "; ".join(parts)
+        "- Generated contracts (public APIs no hand-written table knows, contracted from their signatures and "
+        "docstrings): " + "; ".join(parts)
     ]

@@ -40,7 +40,7 @@ details.finding>summary{list-style-position:outside;margin-left:1em}
 .broken{background:#ffebe9;color:#cf222e}.changed{background:#fff8c5;color:#7d4e00}.fixed{background:#dafbe1;color:#1a7f37}
 .new,.gone{background:#ddf4ff;color:#0969da}
 .note{color:#59636e}.where{margin:.3em 0}
-"""
+"""  # noqa: E501 (CSS rules, one per line)
 
 
 def inline(text: str) -> str:
@@ -143,7 +143,10 @@ def finding_html(page: report_markdown.Page, finding: model.Finding, rows: Mappi
     if section != "contracts":
         if section == "upstream-tests":  # "N. **changed** text (see ...)": the number is the <details>'
             line = upstream_section.finding_line(finding).split(" ", 1)[1]
-            where = "Every one of its upstream tests is in report.json (<code>upstream_tests</code>); how the cross-run ran is in its section below."
+            where = (
+                "Every one of its upstream tests is in report.json (<code>upstream_tests</code>); how the "
+                "cross-run ran is in its section below."
+            )
         else:
             line = report_surface.finding_line(finding).split("</a>", 1)[1]  # the <details> carries the anchor
             where = "The whole row is in its section below."
@@ -175,7 +178,8 @@ def finding_html(page: report_markdown.Page, finding: model.Finding, rows: Mappi
 def _folded(title: str, lines: list[str], open_: bool = False) -> str:
     if not lines:
         return ""
-    return f"<details{' open' if open_ else ''}><summary><strong>{inline(title)}</strong></summary>\n{markdown_html(lines)}\n</details>"
+    summary = f"<summary><strong>{inline(title)}</strong></summary>"
+    return f"<details{' open' if open_ else ''}>{summary}\n{markdown_html(lines)}\n</details>"
 
 
 def _split(lines: list[str]) -> list[tuple[str, list[str]]]:
@@ -258,7 +262,8 @@ def fallback(report: Mapping[str, Any]) -> str:
     reasons = "".join(f"<li>{html.escape(str(r))}</li>" for r in report.get("reasons", []))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Optax upgrade gate: '
-        f"{html.escape(verdict.upper())}</title></head><body><h1>Optax upgrade gate: {html.escape(verdict.upper())}</h1>"
+        f"{html.escape(verdict.upper())}</title></head><body><h1>Optax upgrade gate: "
+        f"{html.escape(verdict.upper())}</h1>"
         f'<ul>{reasons}</ul><p>This page could not be rendered in full: <a href="report.md">report.md</a> and '
         '<a href="report.json">report.json</a> beside it hold the report.</p></body></html>\n'
     )

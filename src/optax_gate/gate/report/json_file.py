@@ -1,4 +1,5 @@
-"""JSON rendering of a gate report (key-sorted, indented); every key and its meaning is in ``report.schema.json`` beside this module (checked by tests/meta; the TypedDicts of ``gate/base/model.py`` are generated from it)."""
+"""JSON rendering of a gate report (key-sorted, indented); every key and its meaning is in ``report.schema.json`` beside
+this module (checked by tests/meta; the TypedDicts of ``gate/base/model.py`` are generated from it)."""
 
 from __future__ import annotations
 

@@ -86,14 +86,20 @@ def finding_line(finding: model.Finding, shown: set[str] | None = None) -> str:
     are on the page (a test whose first row is not is named without a link)."""
     k, n = finding["number"], len(finding["contracts"])
     if finding["api"] == "every API":
-        return f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {cell(finding["cause"])} ([all {n} contracts, listed below](#f{k}-1))'
+        return (
+            f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** `every API`: {cell(finding["cause"])} ([all '
+            f"{n} contracts, listed below](#f{k}-1))"
+        )
     links, first = [], 1
     for name, count in finding["tests"]:
         linked = shown is None or finding["contracts"][first - 1] in shown
         links.append((f"[{name}](#f{k}-{first})" if linked else name) + (f" ×{count}" if count > 1 else ""))
         first += count
     who = findings_.subject([cell(a) for a in finding.get("apis") or [finding["api"]]])
-    return f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {cell(finding["cause"])} ({findings_.contracts_words(finding)}: {", ".join(links)})'
+    return (
+        f'{k}. <a id="f{k}"></a>**{findings_.heading(finding)}** {who}: {cell(finding["cause"])} '
+        f"({findings_.contracts_words(finding)}: {', '.join(links)})"
+    )
 
 
 class Page:
@@ -187,10 +193,12 @@ def _findings_section(page: Page) -> list[str]:
         if group is elsewhere:
             out += [
                 (
-                    "Your run does not diverge for these (it may call their APIs: each of their call sites says what your run does "
+                    "Your run does not diverge for these (it may call their APIs: each of their call sites "
+                    "says what your run does "
                     "there), so they do not set the verdict (`--fail-on all`: they do)."
                     if (scoped := page.report.get("scope")) and scoped.get("by") == "run"
-                    else "Your code does not reach these changes (it calls none of their APIs, or every call's arguments rule the "
+                    else "Your code does not reach these changes (it calls none of their APIs, or every call's "
+                    "arguments rule the "
                     "change out: each call site says which), so they do not set the verdict (`--fail-on all`: they do)."
                 ),
                 "",
@@ -251,7 +259,8 @@ def _versions_section(page: Page) -> list[str]:
 
 
 def _selection_lines(chosen: Mapping[str, Any]) -> list[str]:
-    """Per contract module, whether the candidate ran it (and which changed function it executes) or took the baseline's outcomes."""
+    """Per contract module, whether the candidate ran it (and which changed function it executes) or took the baseline's
+    outcomes."""
     if chosen.get("everything"):
         return [f"   - every contract module ran: {chosen['everything']}"]
     out = []
@@ -261,13 +270,15 @@ def _selection_lines(chosen: Mapping[str, Any]) -> list[str]:
         apis = (chosen.get("apis") or {}).get(name)
         if apis:
             why += (
-                f"; only the contracts of {plain_text.named_list(apis)} ran, those APIs' contracts having executed it at the baseline: "
+                f"; only the contracts of {plain_text.named_list(apis)} ran, those APIs' contracts having "
+                "executed it at the baseline: "
                 "the module's other contracts are the baseline's outcomes"
             )
         out.append(f"   - `{name}`: ran ({why})")
     if chosen["taken"]:
         out.append(
-            f"   - the baseline's outcomes, not run (they execute no changed function): {', '.join(f'`{n}`' for n in chosen['taken'])}"
+            "   - the baseline's outcomes, not run (they execute no changed function): "
+            f"{', '.join(f'`{n}`' for n in chosen['taken'])}"
         )
     return out
 
@@ -350,7 +361,8 @@ def _beyond_section(page: Page) -> list[str]:
 def _footer(page: Page) -> list[str]:
     return [
         "---",
-        "Exit status: 0 pass, 1 fail, 2 not verified. Every row: `report.html` (folded, for a browser) and `report.json` (for machines) beside this file.",
+        "Exit status: 0 pass, 1 fail, 2 not verified. Every row: `report.html` (folded, for a browser) and "
+        "`report.json` (for machines) beside this file.",
     ]
 
 

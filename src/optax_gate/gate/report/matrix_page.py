@@ -84,7 +84,8 @@ def upstream_cell(env: dict[str, Any]) -> tuple[str, str]:
     """(colour key, text) of an environment's cell in the grid's cross-run
     row: its findings by change (``changed``, ``new``, ``gone``; the cell
     coloured by the first that occurs), its failures that could not be
-    told and those that move with the other packages, not optax; ``could not run: ...`` or ``not run`` (its contracts did not run)."""
+    told and those that move with the other packages, not optax; ``could not run: ...`` or ``not run`` (its contracts
+    did not run)."""
     up = env.get("upstream_tests")
     if not up:
         return "not-run", "not run"
@@ -128,12 +129,14 @@ def upstream_tests_section(envs: list[dict[str, Any]]) -> list[str]:
             out.append(f"- `{e['name']}`: could not run: {_cell(up['error'])} (not verified)")
             continue
         out.append(
-            f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); {up['seconds']:.0f} s"
+            f"- `{e['name']}`: {up['modules']} optax modules differ; {len(up['findings'])} finding(s); "
+            f"{up['seconds']:.0f} s"
         )
         for d in up["directions"]:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(d["kinds"].items())) or "none"
             out.append(
-                f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed ({kinds}), {d['seconds']:.0f} s"
+                f"  - {d['label']}: {d['files']} test files, {d['ran']} tests run, {d['failed']} failed "
+                f"({kinds}), {d['seconds']:.0f} s"
             )
         for f in up["findings"][:UPSTREAM_FINDINGS_SHOWN]:
             out.append(f"  - **{f['change']}** {_cell(f['text'])}")
@@ -153,12 +156,14 @@ def markdown(report: Mapping[str, Any]) -> str:
     cached = report["baseline"].get("from_cache")
     origin = f", taken from the cache `{cached['key']}`, recorded {cached['recorded']}" if cached else ""
     out += [
-        f"Baseline: {', '.join(f'{k} {base.get(k, "?")}' for k in VERSION_KEYS)} — status **{report['baseline'].get('status')}**{origin}.",
+        f"Baseline: {', '.join(f'{k} {base.get(k, "?")}' for k in VERSION_KEYS)} — status "
+        f"**{report['baseline'].get('status')}**{origin}.",
         "",
     ]
     if report.get("exit"):  # issue 17: what a scheduled job's exit status says (``matrix.exit_status``)
         out += [
-            f"**Exit status {report['exit']['status']}**: {_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.",
+            f"**Exit status {report['exit']['status']}**: "
+            f"{_cell(matrix.exit_words(report['exit']).partition(': ')[2])}.",
             "",
         ]
     out += ["| environment | verdict | broken | changed | fixed | gone | reason |", "|---|---|---|---|---|---|---|"]
@@ -173,7 +178,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         "",
         "## APIs × environments",
         "",
-        "Each cell: contracts of the API that changed in that environment; an environment that did not run says so once.",
+        "Each cell: contracts of the API that changed in that environment; an environment that did not run "
+        "says so once.",
         "",
     ]
     out += [
@@ -249,7 +255,10 @@ def _api_cell(a: dict[str, Any], env: dict[str, Any], contracts: list[dict[str, 
     ]
     mine.sort(key=lambda c: (WORST.index(c["cells"][env["name"]]["change"]), c["id"]))  # broken first
     lines = [_contract_line(c, c["cells"][env["name"]]) for c in mine]
-    return f'<td class="cell {e(worst)}" style="{style}"><details><summary>{e(text)}</summary><ul>{"".join(lines)}</ul></details></td>'
+    return (
+        f'<td class="cell {e(worst)}" '
+        f'style="{style}"><details><summary>{e(text)}</summary><ul>{"".join(lines)}</ul></details></td>'
+    )
 
 
 def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[dict[str, Any]]) -> str:
@@ -270,10 +279,13 @@ def _api_details(a: dict[str, Any], ran: list[dict[str, Any]], contracts: list[d
             }
             tip = f"{details.outcome_words(row)}: {details.plain_detail(row)}"
             tds.append(
-                f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" title="{e(tip)}">{e(cell["change"])}</td>'
+                f'<td class="{e(cell["change"])}" style="background:{COLOURS[cell["change"]]}" '
+                f'title="{e(tip)}">{e(cell["change"])}</td>'
             )
         rows.append(
-            f'<tr><th class="id" title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>{"".join(tds)}</tr>'
+            '<tr><th class="id" '
+            f'title="{e(c["guide"])}">{e(c["id"].split("::", 1)[-1])}<br><small>{e(c["kind"])}</small></th>'
+            f"{''.join(tds)}</tr>"
         )
     return (
         f'<details class="api" id="api-{e(a["api"])}"><summary><b>{e(a["api"])}</b>: {a["contracts"]} contracts, '
@@ -305,7 +317,8 @@ def html_grid(report: Mapping[str, Any]) -> str:
                 tds.append(_api_cell(a, x, report["contracts"]))
             elif i == 0:
                 tds.append(
-                    f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}"><b>not verified</b><br>{e(_reason(x))}</td>'
+                    f'<td class="not-run" rowspan="{len(apis)}" style="background:{NOT_RUN}"><b>not '
+                    f"verified</b><br>{e(_reason(x))}</td>"
                 )
         rows.append(
             f'<tr class="api"><th class="api"><a href="#api-{e(a["api"])}">{e(a["api"])}</a>'
@@ -319,7 +332,8 @@ def html_grid(report: Mapping[str, Any]) -> str:
             text = report_speed.matrix_cell(x.get("speed")) if x in ran else "not run"
             tds.append(f'<td class="cell speed {e(change)}" style="background:{colour}">{e(text)}</td>')
         rows.append(
-            f'<tr class="speed"><th class="api">speed<br><small>3 training steps vs baseline</small></th>{"".join(tds)}</tr>'
+            '<tr class="speed"><th class="api">speed<br><small>3 training steps vs '
+            f"baseline</small></th>{''.join(tds)}</tr>"
         )
     for kind in matrix_beyond_rows(envs):  # issue 10: one row per section beyond the contracts
         tds = []
@@ -329,7 +343,8 @@ def html_grid(report: Mapping[str, Any]) -> str:
                 f'<td class="cell beyond {e(change)}" style="background:{COLOURS.get(change, NOT_RUN)}">{e(text)}</td>'
             )
         rows.append(
-            f'<tr class="beyond"><th class="api">{e(BEYOND_TITLES[kind])}<br><small>beyond the contracts</small></th>{"".join(tds)}</tr>'
+            f'<tr class="beyond"><th class="api">{e(BEYOND_TITLES[kind])}<br><small>beyond the '
+            f"contracts</small></th>{''.join(tds)}</tr>"
         )
     if any(x.get("upstream_tests") for x in envs):  # issue 27: optax's own tests, cross-run (never the verdict)
         tds = []
@@ -373,4 +388,4 @@ coloured by the worst; click a cell for its contracts. {legend}</p>
 <h2>Contracts per API</h2>
 {details}
 </body></html>
-"""
+"""  # noqa: E501 (a script or page written out as it runs)

@@ -65,7 +65,8 @@ def generate() -> str:
     codegen = shutil.which("datamodel-codegen")
     if codegen is None:
         raise FileNotFoundError(
-            "datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv from requirements-tools.txt)"
+            "datamodel-codegen is not on PATH: run through ./noxw (it installs it into .noxw/venv from "
+            "requirements-tools.txt)"
         )
     with tempfile.TemporaryDirectory(prefix="optax-gate-model-") as tmp:
         out = Path(tmp) / "model.py"

@@ -50,7 +50,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
         f"{result.get('duration_s', 0):.0f} s): {s.get('changed', 0)} changed, {s.get('broken', 0)} broken, "
         f"{s.get('unchanged', 0)} within noise"
         + (
-            f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same two environments"
+            f"; **from cache**: measured {result['from_cache']['recorded']} by an earlier gate of the same "
+            "two environments"
             if result.get("from_cache")
             else ""
         )
@@ -86,7 +87,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
         out.append(
             f"| {r['setup']} ({r['setup_words']}) | {r['metric_words']} | {_side(r['baseline'], r['metric'])} | "
             f"{_side(r['candidate'], r['metric'])} | x{r['ratio']:.2f} ({lo:.2f}–{hi:.2f}) | "
-            f"{r['noise'][0]:.2f}–{r['noise'][1]:.2f} | {'**' + change + '**' if r['change'] != 'unchanged' else 'within noise'} |"
+            f"{r['noise'][0]:.2f}–{r['noise'][1]:.2f} | "
+            f"{'**' + change + '**' if r['change'] != 'unchanged' else 'within noise'} |"
         )
     return [*out, ""]
 
@@ -154,4 +156,7 @@ def matrix_cell(result: model.Speed | None) -> str:
     if not steps:
         return "not measured"
     far = max(steps, key=lambda r: abs(r["ratio"] - 1))
-    return f"within noise (step times x{min(r['ratio'] for r in steps):.2f}–x{max(r['ratio'] for r in steps):.2f}; {far['setup']} furthest)"
+    return (
+        f"within noise (step times x{min(r['ratio'] for r in steps):.2f}–x{max(r['ratio'] for r in steps):.2f}; "
+        f"{far['setup']} furthest)"
+    )

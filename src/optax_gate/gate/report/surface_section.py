@@ -77,7 +77,8 @@ def usage_lines(usage: dict[str, Any] | None, limit: int | None = None) -> list[
     ]
     if skipped:
         out += [
-            "Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never unaffected):",
+            "Not scanned (what they use cannot be told: an API change they may use is **cannot-tell**, never "
+            "unaffected):",
             "",
         ]
         out += _table(
@@ -90,7 +91,8 @@ def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int |
     out = []
     not_scanned = f"; {len(usage.get('not_scanned') or [])} not scanned" if usage and usage.get("not_scanned") else ""
     scope = (
-        f"scoped to the team's code: {usage['uses']} use(s) in {usage.get('scanned', usage['files'])} scanned file(s) of "
+        f"scoped to the team's code: {usage['uses']} use(s) in {usage.get('scanned', usage['files'])} scanned "
+        "file(s) of "
         f"`{' '.join(usage['paths'])}`{not_scanned}"
         if usage
         else "no `--usage`: removals and incompatibilities of contracted APIs are broken"

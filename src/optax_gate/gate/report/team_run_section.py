@@ -5,7 +5,8 @@ One line per affected line of the team's code (a call that caused a
 divergence, in execution order): the Optax calls there, what changed (an
 exception that appears, a dtype, a shape, values beyond the ULP budget with the
 largest error), and the findings on the same APIs that explain it (linked to
-``#f<N>``, with the upstream commit ``--bisect`` found for each); then the count of later calls that differ as a consequence, the
+``#f<N>``, with the upstream commit ``--bisect`` found for each); then the count of later calls that differ as a
+consequence, the
 runs' exit statuses and times. A run that could not be verified says why.
 """
 
@@ -107,7 +108,8 @@ def _witness(team: dict[str, Any]) -> list[str]:
     if seen["differs"]:
         return [
             "",
-            f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): {_cell(seen['first'])}.",
+            f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): "
+            f"{_cell(seen['first'])}.",
         ]
     within = out["within_budget"] + files["within_budget"]
     return [
@@ -148,19 +150,23 @@ def noise_words(team: Mapping[str, Any]) -> str:
         )
         return (
             f"**Consistent with your run's own rounding noise**: {largest}; {moved}. A value is rounding when it lies "
-            f"within {noise['factor']}x its spread over those runs (one ULP of the state each step starts from, seeded); "
-            "a value they leave bit-identical keeps the ULP budget, and a discrete change (an exception, a dtype, a shape, "
+            f"within {noise['factor']}x its spread over those runs (one ULP of the state each step starts "
+            "from, seeded); "
+            "a value they leave bit-identical keeps the ULP budget, and a discrete change (an exception, a "
+            "dtype, a shape, "
             "the structure, an integer, NaN or inf) is never rounding."
         )
     return (
         f"Judged against your run's own rounding noise ({runs}; {moved}): what is named above lies beyond "
-        f"{noise['factor']}x its spread there, or changed a dtype, a shape, the structure, an integer, NaN or inf, which rounding never does."
+        f"{noise['factor']}x its spread there, or changed a dtype, a shape, the structure, an integer, NaN or "
+        "inf, which rounding never does."
     )
 
 
 def alone_words(team: Mapping[str, Any]) -> str:
     """What the Optax calls run alone on the baseline's own inputs gave (``team_run.isolated``), in words; "" when
-    none was run alone (the report predates it, or no step's first call made an Optax call the recorder could run alone)."""
+    none was run alone (the report predates it, or no step's first call made an Optax call the recorder could run
+    alone)."""
     alone = team.get("isolated") or {}
     calls, differ = alone.get("calls") or 0, alone.get("differ") or []
     skipped = sum((alone.get("skipped") or {}).values())
@@ -175,12 +181,15 @@ def alone_words(team: Mapping[str, Any]) -> str:
     )
     if not differ:
         return (
-            f"**Optax computes the same on identical inputs**: each of the {calls} Optax call(s) of your steps' first calls "
-            f"and first eager calls, run alone on the baseline's own inputs in both environments, gives the same results{not_run}."
+            f"**Optax computes the same on identical inputs**: each of the {calls} Optax call(s) of your "
+            "steps' first calls "
+            "and first eager calls, run alone on the baseline's own inputs in both environments, gives the "
+            f"same results{not_run}."
         )
     named = "; ".join(f"`{_cell(r['site'])}` `{_cell(r['call'])}`: {_cell(r['texts'][0])}" for r in differ[:SHOWN])
     return (
-        f"**Optax computes something else on identical inputs**: {len(differ)} of {calls} Optax call(s), run alone on the "
+        f"**Optax computes something else on identical inputs**: {len(differ)} of {calls} Optax call(s), run "
+        "alone on the "
         f"baseline's own inputs in both environments: {named}{not_run}."
     )
 
@@ -191,9 +200,11 @@ def warned_lines(team: Mapping[str, Any]) -> list[str]:
     out = []
     for row in (team.get("warned") or [])[:SHOWN]:
         out.append(
-            f"`{_cell(row['site'])}` `{_cell(row['call'])}`: {_cell('; '.join(row['texts'][:2]))} — a warning only, your run "
+            f"`{_cell(row['site'])}` `{_cell(row['call'])}`: {_cell('; '.join(row['texts'][:2]))} — a warning "
+            "only, your run "
             "computes the same there: it does not set the verdict (it would where your run turns warnings into "
-            "errors, `-W error`, or with `--fail-on-new-deprecations`); follow what it says before the release that acts on it"
+            "errors, `-W error`, or with `--fail-on-new-deprecations`); follow what it says before the "
+            "release that acts on it"
         )
     more = len(team.get("warned") or []) - SHOWN
     return out + (
@@ -210,7 +221,10 @@ def memory_lines(team: Mapping[str, Any]) -> list[str]:
     found = team.get("memory")
     if not found or not found["steps"]:
         return []
-    rule = f"a figure has changed when it moves by more than {MEMORY_RTOL:.0%} of the baseline's and by more than {MEMORY_ATOL:,} bytes"
+    rule = (
+        f"a figure has changed when it moves by more than {MEMORY_RTOL:.0%} of the baseline's and by more than "
+        f"{MEMORY_ATOL:,} bytes"
+    )
     out = [
         f"**Needs more memory**: `{_cell(memory.words(r))}` — it can run out of memory where the baseline did not, "
         "whatever its values: check the step's headroom on the accelerator you train on before upgrading "
@@ -239,7 +253,10 @@ def _not_judged(team: Mapping[str, Any]) -> str:
     shown = ", ".join(f"`{_cell(n)}`" for n in names[:SHOWN]) + (
         f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
     )
-    return f"Not judged: {shown} differ by their bytes in a format the gate does not read as values (they do not set the verdict)."
+    return (
+        f"Not judged: {shown} differ by their bytes in a format the gate does not read as values (they do not set "
+        "the verdict)."
+    )
 
 
 def _how_compared(team: dict[str, Any]) -> str:
@@ -248,7 +265,10 @@ def _how_compared(team: dict[str, Any]) -> str:
     if by is None:  # a report written before the calls were counted by how they were compared
         return f"{team.get('compared', 0)} calls compared"
     sites = by.get("value_sites") or []
-    text = f"{by['value']} call(s) compared by value (at {', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}{' …' if len(sites) > SHOWN else ''})"
+    text = (
+        f"{by['value']} call(s) compared by value (at "
+        f"{', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}{' …' if len(sites) > SHOWN else ''})"
+    )
     from optax_gate.gate.team_run import divergence
 
     why = by.get("why") or {}
@@ -275,13 +295,15 @@ def bits(team: dict[str, Any]) -> str:
     if within.get("shadow_only") and within.get("kept_max_ulps") is None:  # only inside the recorder's copy of the step
         return (
             f"every result your program gives is bit for bit the same; inside your transformed functions, the "
-            f"recorder's copy of them (compiled with host callbacks, which XLA fuses otherwise) gives {within['calls']} "
+            "recorder's copy of them (compiled with host callbacks, which XLA fuses otherwise) gives "
+            f"{within['calls']} "
             f"call(s) results that are not bit-identical, at most {within['max_ulps']:.3g} ULP: not your program's"
         )
     sites = ", ".join(f"`{s}`" for s in within["sites"][:SHOWN]) + (" …" if len(within["sites"]) > SHOWN else "")
     out = (
         f"but not bit for bit: {within['calls']} call(s) give results that are not bit-identical, none judged beyond "
-        f"{_beyond(team)} (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call whose inputs "
+        f"{_beyond(team)} (largest difference {within['max_ulps']:.3g} ULP of a leaf's largest value; a call "
+        "whose inputs "
         f"already differed is not judged on its values), at {sites}"
     )
     first = within.get("first")
@@ -301,12 +323,16 @@ def bits(team: dict[str, Any]) -> str:
             "measured"
         )
     if within.get("kept_max_ulps") is not None:
-        out += f"; the results you keep (what your transformed functions return, the params an update gives) differ by at most {within['kept_max_ulps']:.3g} ULP"
+        out += (
+            "; the results you keep (what your transformed functions return, the params an update gives) differ "
+            f"by at most {within['kept_max_ulps']:.3g} ULP"
+        )
     return out
 
 
 def _beyond(team: dict[str, Any]) -> str:
-    """What a value of the run is judged against, in words: its own rounding noise (the ensemble was used) or the ULP budget."""
+    """What a value of the run is judged against, in words: its own rounding noise (the ensemble was used) or the ULP
+    budget."""
     if (team.get("ensemble") or {}).get("used"):
         return "your run's own rounding noise (below)"
     return "the ULP budget"
@@ -360,7 +386,10 @@ def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any
     back after each run (``kept``: where each run's outputs are), or, in a
     report written before 2026-12-02 (no ``kept``), left as the last run wrote them."""
     more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
-    head = f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: {_names(wrote['files'])}{more}."
+    head = (
+        f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
+        f"{_names(wrote['files'])}{more}."
+    )
     existed, lost = wrote.get("existed") or [], wrote.get("not_restored")
     if lost is None:  # the gate did not put the folder back then
         last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
@@ -375,10 +404,14 @@ def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any
         f" Each run's outputs are kept in the run's `evidence/` ({_names([k + '/' for k in kept])})." if kept else ""
     )
     if not lost:
-        return f"{head} Each run started from your folder as it was before the gate, and the gate put it back after each: your own files are as they were.{where}"
+        return (
+            f"{head} Each run started from your folder as it was before the gate, and the gate put it back after "
+            f"each: your own files are as they were.{where}"
+        )
     return (
         f"{head} Each run started from your folder as it was before the gate, except {len(lost)} file(s) too large to "
-        f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are as they were.{where}"
+        f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are "
+        f"as they were.{where}"
     )
 
 
@@ -389,7 +422,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
         return []
     runs = team.get("runs") or []
     timing = ", ".join(
-        f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, {r.get('calls', 0)} calls"
+        f"{r['label']} exit {r['exit'] if r['exit'] is not None else '—'} in {r['seconds']:.1f} s, "
+        f"{r.get('calls', 0)} calls"
         for r in runs
     )
     labels = {r["label"] for r in runs}
@@ -432,7 +466,8 @@ def section(report: Mapping[str, Any]) -> list[str]:
         return [
             *out,
             "",
-            f"**Your run computes the same{', up to rounding' if noise else ''}** in the candidate: {_how_compared(team)}, "
+            f"**Your run computes the same{', up to rounding' if noise else ''}** in the candidate: "
+            f"{_how_compared(team)}, "
             f"none differs beyond {_beyond(team)}, no exception or warning appears or disappears; {bits(team)}.",
             *_witness(team),
             *[x for line in (noise_words(team), alone_words(team), _not_judged(team)) if line for x in ("", line)],
@@ -458,14 +493,16 @@ def section(report: Mapping[str, Any]) -> list[str]:
     first = team.get("first")
     if first:
         out.append(
-            f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence {first['occurrence']})"
+            f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence "
+            f"{first['occurrence']})"
         )
     eager = judging.eager_births(team)
     for words in eager:
         out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
         out.append(
-            f"- where it is born{' in the steps you transformed' if eager else ''}: {_cell(judging.born_words(row, bool(eager)))}"
+            f"- where it is born{' in the steps you transformed' if eager else ''}: "
+            f"{_cell(judging.born_words(row, bool(eager)))}"
         )
     out += [f"- {line}" for line in _witness(team) if line]
     out += [f"- {line}" for line in (noise_words(team), alone_words(team), _not_judged(team)) if line]

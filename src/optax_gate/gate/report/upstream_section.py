@@ -13,7 +13,8 @@ def finding_line(finding: Mapping[str, Any]) -> str:
     """The Markdown line of a cross-run finding, numbered."""
     return (
         f"{finding['number']}. **{finding['change']}** {finding['text']} (every one of its upstream tests is in "
-        "report.json's `upstream_tests`; how the cross-run ran: [upstream tests, cross-run](#upstream-tests-cross-run) below)"
+        "report.json's `upstream_tests`; how the cross-run ran: [upstream tests, "
+        "cross-run](#upstream-tests-cross-run) below)"
     )
 
 
@@ -21,7 +22,8 @@ def _control_words(control: dict[str, Any] | None) -> str:
     if not control or not (control["tests"] or control["files"]):
         return ""
     return (
-        f"; control run in the tests' own environment ({control['seconds']:.0f} s): {control['tests']} failing tests re-run, "
+        f"; control run in the tests' own environment ({control['seconds']:.0f} s): {control['tests']} "
+        "failing tests re-run, "
         f"{control['files']} test files that did not import there, only collected"
     )
 
@@ -30,8 +32,8 @@ def _split_words(split: dict[str, Any] | None) -> str:
     if not split or not split["tests"]:
         return ""
     return (
-        f"; split by cause ({split['seconds']:.0f} s): {split['tests']} test runs with one side's optax on the other's packages"
-        + (f" ({split['error']})" if split["error"] else "")
+        f"; split by cause ({split['seconds']:.0f} s): {split['tests']} test runs with one side's optax on "
+        "the other's packages" + (f" ({split['error']})" if split["error"] else "")
     )
 
 
@@ -46,15 +48,18 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
         "",
         "## Upstream tests, cross-run",
         "",
-        f"{len(section['changed_modules'])} optax modules differ; their shipped tests ran across in {section['seconds']:.0f} s. "
+        f"{len(section['changed_modules'])} optax modules differ; their shipped tests ran across in "
+        f"{section['seconds']:.0f} s. "
         "Findings from here are listed with the others and do not change the verdict.",
         "",
     ]
     if section.get("other_packages"):
         out += [
-            f"Besides optax, {len(section['other_packages'])} distributions differ ({', '.join(section['other_packages'][:5])}"
+            f"Besides optax, {len(section['other_packages'])} distributions differ "
+            f"({', '.join(section['other_packages'][:5])}"
             + (" …" if len(section["other_packages"]) > 5 else "")
-            + "): a failure that the candidate's optax alone leaves as in the baseline, and its other packages alone move, "
+            + "): a failure that the candidate's optax alone leaves as in the baseline, and its other packages "
+            "alone move, "
             "is listed under its direction as not optax, never as an optax finding.",
             "",
         ]
@@ -64,7 +69,8 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
             kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
         out.append(
             f"- {d['label']}: {len(d['files'])} test files, {d['ran']} tests run, {d['failed']} failed "
-            f"({', '.join(f'{n} {KIND_WORDS.get(k, k)}' for k, n in sorted(kinds.items())) or 'none'}), {d['seconds']:.0f} s"
+            f"({', '.join(f'{n} {KIND_WORDS.get(k, k)}' for k, n in sorted(kinds.items())) or 'none'}), "
+            f"{d['seconds']:.0f} s"
             + (
                 f"; test dependencies the environment lacks, run from an overlay: {', '.join(d['overlay'])}"
                 if d["overlay"]
@@ -76,7 +82,8 @@ def markdown(report: Mapping[str, Any]) -> list[str]:
         unimported = [f for f in d["failures"] if "::" not in f["test"] and f["kind"] != INFRA]
         for f in unimported[:20]:  # a file that failed to collect: none of its tests ran across
             out.append(
-                f"  - did not run: `{f['test']}` does not import there ({shorten(f['text'], 100)}), so none of its tests ran"
+                f"  - did not run: `{f['test']}` does not import there ({shorten(f['text'], 100)}), so none "
+                "of its tests ran"
             )
         unknown = [f for f in d["failures"] if f["kind"] == INFRA]
         for f in unknown[:20]:

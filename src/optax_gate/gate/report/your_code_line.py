@@ -1,4 +1,5 @@
-"""The Markdown after a finding's line that names the team's code: its lines, what their arguments say, what the team's run says there."""
+"""The Markdown after a finding's line that names the team's code: its lines, what their arguments say, what the team's
+run says there."""
 
 from __future__ import annotations
 

@@ -66,7 +66,8 @@ def arrange(
         f"evidence/{FOLDER} (recorded by the baseline in this gate)"
     )
     say(
-        f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the candidate's snapshot "
+        f"the baseline lock is not the pinned one: its snapshots are recorded into {folder} and the "
+        "candidate's snapshot "
         "contracts compare with them (the two sides run one after the other)"
     )
     return folder

@@ -133,7 +133,9 @@ def compare(baseline: same_code.Installed, candidate: same_code.Installed) -> Fu
     beyond = [name for name in moved if name not in reach.PACKAGES]
     if beyond:
         return FunctionDiff(
-            everything=f"{', '.join(beyond)} {'is' if len(beyond) == 1 else 'are'} pinned differently, and only changes of {' and '.join(reach.PACKAGES)} map to functions"
+            everything=f"{', '.join(beyond)} {'is' if len(beyond) == 1 else 'are'} pinned differently, and "
+            "only changes "
+            f"of {' and '.join(reach.PACKAGES)} map to functions"
         )
     changed: set[FunctionName] = set()
     for name in moved:

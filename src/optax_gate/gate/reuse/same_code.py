@@ -200,7 +200,8 @@ def record(
             "contracts": {},
             "warnings": [],
             **extra,
-            "reason": f"not run: its code is the baseline's, whose contracts did not run ({baseline.get('reason') or 'no reason recorded'})",
+            "reason": "not run: its code is the baseline's, whose contracts did not run "
+            f"({baseline.get('reason') or 'no reason recorded'})",
         }
     kept = {
         k: v

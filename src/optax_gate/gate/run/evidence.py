@@ -93,7 +93,8 @@ def judged(report: Mapping[str, Any]) -> bool:
 
 
 def stamp_time(name: str) -> str:
-    """``20261201T153012.123456Z-ab12cd`` (a run folder's name) as ``2026-12-01 15:30 UTC``; the name itself if it is not one."""
+    """``20261201T153012.123456Z-ab12cd`` (a run folder's name) as ``2026-12-01 15:30 UTC``; the name itself if it is
+    not one."""
     try:
         return dt.datetime.strptime(name.split("-", 1)[0], "%Y%m%dT%H%M%S.%fZ").strftime("%Y-%m-%d %H:%M UTC")
     except ValueError:

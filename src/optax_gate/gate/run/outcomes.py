@@ -186,7 +186,8 @@ def values_drift(message: str) -> str:
         return ""
     arrays = []
     for block in re.finditer(
-        r"^(?P<name>\S[^\n]*):\n\s+Shape: (?P<shape>\([^)]*\))\n\s+Number of differences: (?P<n>\d+) / (?P<of>\d+)[^\n]*"
+        r"^(?P<name>\S[^\n]*):\n\s+Shape: (?P<shape>\([^)]*\))\n\s+Number of differences: (?P<n>\d+) / "
+        r"(?P<of>\d+)[^\n]*"
         r"(?P<rest>(?:\n[ \t]+.*)*)",
         message,
         re.M,

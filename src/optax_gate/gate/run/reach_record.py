@@ -1,4 +1,5 @@
-"""The record of what each contract module executed, as a contract run's pytest processes wrote it (``kit.environment.reach``); read by the runner, used by ``selection``."""
+"""The record of what each contract module executed, as a contract run's pytest processes wrote it
+(``kit.environment.reach``); read by the runner, used by ``selection``."""
 
 from __future__ import annotations
 

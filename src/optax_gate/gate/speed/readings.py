@@ -124,7 +124,10 @@ def judge(
     direction: Literal["", "slower", "faster"] = "slower" if lo > width else "faster" if hi < 1 / width else ""
     change: Literal["broken", "changed", "unchanged"] = "changed" if direction else "unchanged"
     words = METRIC_WORDS.get(metric, metric)
-    detail = f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); noise band {noise[0]:.2f}-{noise[1]:.2f}"
+    detail = (
+        f"{words} x{ratio:.2f} ({lo:.2f}-{hi:.2f}, {coverage:.0%} interval over {len(b_slots)} slots); noise band "
+        f"{noise[0]:.2f}-{noise[1]:.2f}"
+    )
     detail = f"{direction}: " + detail if direction else "within noise: " + detail
     if budget is not None and metric == "step_s" and direction == "slower" and lo > budget:
         change = "broken"

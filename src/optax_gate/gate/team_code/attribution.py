@@ -1,4 +1,5 @@
-"""Static attribution (``--usage`` without a traced run): which of the team's lines a finding can reach, and what their literal arguments say (``docs/module-notes.md``)."""
+"""Static attribution (``--usage`` without a traced run): which of the team's lines a finding can reach, and what their
+literal arguments say (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 
@@ -135,7 +136,8 @@ def _value(name: str, want: str, arg: Arg, lead: str) -> tuple[str, str]:
         if arg.kind == "literal" or (arg.kind == "call" and arg.value.startswith("jax.numpy.")):
             return (
                 "not-affected",
-                f"{lead}: {'a constant' if arg.kind == 'literal' else 'an array'}, not a schedule; the finding is about {name}=a schedule",
+                f"{lead}: {'a constant' if arg.kind == 'literal' else 'an array'}, not a schedule; the "
+                f"finding is about {name}=a schedule",
             )
         return "cannot-tell", f"{lead}: whether it is a schedule is known at run time" + (
             f" ({arg.why})" if arg.why else ""
@@ -173,7 +175,8 @@ def _keyword(site: Site, name: str, want: str, passed: dict[str, tuple[Arg, str]
         if use.positional is None or use.star_kwargs:
             return (
                 "cannot-tell",
-                f"passes {'*args' if use.positional is None else '**kwargs'}: whether {name} is among them is known at run time",
+                f"passes {'*args' if use.positional is None else '**kwargs'}: whether {name} is among them is "
+                "known at run time",
             )
         if use.partial:
             return "cannot-tell", f"a functools.partial that does not fix {name}: the call of the partial may pass it"
@@ -232,7 +235,8 @@ def judge(site: Site, config: dict[str, Any], caught: list[str]) -> Judged:
         return (
             "cannot-tell",
             (
-                f"this line breaks first for another cause (API surface: {note}); whether this change reaches it once that is fixed: cannot tell without --run"
+                f"this line breaks first for another cause (API surface: {note}); whether this change reaches "
+                "it once that is fixed: cannot tell without --run"
             ),
             "",
         )
@@ -285,7 +289,8 @@ def judge(site: Site, config: dict[str, Any], caught: list[str]) -> Judged:
         if fixed and len(fixed) == len(dtype_args):
             return (
                 "not-affected",
-                f"passes {', '.join(f'{k}={dtype_args[k]}' for k in fixed)}: the state entries' dtype is set, not the params'",
+                f"passes {', '.join(f'{k}={dtype_args[k]}' for k in fixed)}: the state entries' dtype is set, "
+                "not the params'",
                 ", ".join(fixed),
             )
     if config.get("condition"):
@@ -318,7 +323,8 @@ def judge(site: Site, config: dict[str, Any], caught: list[str]) -> Judged:
     return (
         "cannot-tell",
         (
-            "the finding's contracts do not say which inputs or configuration it needs: only your run can tell (cannot tell without --run)"
+            "the finding's contracts do not say which inputs or configuration it needs: only your run can "
+            "tell (cannot tell without --run)"
         ),
         "",
     )
@@ -455,7 +461,8 @@ def attribute(report: model.Report, scan: usage.Scan, known: Known = Known()) ->
                     judged.append(
                         (
                             "not-affected",
-                            f"imported inside try/except ImportError: {config['gone']} is gone from the candidate and your fallback runs",
+                            f"imported inside try/except ImportError: {config['gone']} is gone from the "
+                            "candidate and your fallback runs",
                             "import",
                             calls,
                         )

@@ -1,4 +1,5 @@
-"""Each use of the team's code judged against the API surface diff: its call's arguments bound to both versions' signatures (``--usage``).
+"""Each use of the team's code judged against the API surface diff: its call's arguments bound to both versions'
+signatures (``--usage``).
 
 Why the call-site matching is written by hand: no library binds a call *site*
 (not a live call) to two static signatures. :func:`match` binds the call's
@@ -115,7 +116,8 @@ def match(
                 _site(
                     r,
                     u.where,
-                    f"{verb} {u.path}, imported inside try/except ImportError; {change} in the candidate: your fallback runs instead",
+                    f"{verb} {u.path}, imported inside try/except ImportError; {change} in the candidate: "
+                    "your fallback runs instead",
                     "affected",
                     f"{verb} it, imported under try/except ImportError: {change}, your fallback runs",
                 )

@@ -101,7 +101,8 @@ def matcher(apis: Iterable[str], targets: dict[str, str]) -> Callable[[str], boo
 def _site_ranks(
     report: Mapping[str, Any], apis: Iterable[str], targets: dict[str, str] | None
 ) -> dict[str, list[tuple[int, str]]]:
-    """``file:line`` -> (rank in ``binding.SITE_VERDICTS``, note) of each site the API surface rows of ``apis`` judge."""
+    """``file:line`` -> (rank in ``binding.SITE_VERDICTS``, note) of each site the API surface rows of ``apis``
+    judge."""
     hit = matcher(apis, targets or {})
     found: dict[str, list[tuple[int, str]]] = {}
     for row in (report.get("surface") or {}).get("rows", []):

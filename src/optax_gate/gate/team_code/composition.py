@@ -22,7 +22,8 @@ TIMEOUT = 300
 
 
 def python_of(site_packages: str | Path) -> Path:
-    """An environment's interpreter from its ``site-packages`` folder (``ENV/lib/python3.12/site-packages`` -> ``ENV/bin/python``)."""
+    """An environment's interpreter from its ``site-packages`` folder (``ENV/lib/python3.12/site-packages`` ->
+    ``ENV/bin/python``)."""
     return Path(site_packages).parents[2] / "bin" / "python"
 
 

@@ -1,4 +1,5 @@
-"""A finding's configuration read from its contract cases' own labels: the keyword values, dtypes and inputs they used, never the finding's prose."""
+"""A finding's configuration read from its contract cases' own labels: the keyword values, dtypes and inputs they used,
+never the finding's prose."""
 
 from __future__ import annotations
 

@@ -93,7 +93,8 @@ class Scoped:
     (those beyond the contracts name the findings that hold their broken rows,
     ``in F1, F2``; the broken contracts counted where the team's code goes;
     None: the report has none), and ``falls_to``, the verdict when nothing
-    is left to fail the gate (``verdict.rescoped``; None: the verdict stays); ``notes``; ``unsure``, the reasons a passing verdict becomes
+    is left to fail the gate (``verdict.rescoped``; None: the verdict stays); ``notes``; ``unsure``, the reasons a
+    passing verdict becomes
     ``not-verified`` for rows beyond the contracts the gate cannot tell;
     ``attribution``, the report's ``attribution`` section (``--usage``:
     ``attribution.for_report``; None without it)."""
@@ -165,7 +166,8 @@ def scoped(report: model.Report, fail_on: str = "broken", by: str | None = None)
     ):
         if group:
             head.append(
-                f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: {where_counted(group, by, unscanned)}"
+                f"{sum(broken_rows(f) for f in group)} contract(s) broken {words}: "
+                f"{where_counted(group, by, unscanned)}"
             )
     falls_to = (
         ("not-verified" if undecided_ else "pass") if not head and not others else None
@@ -279,7 +281,8 @@ def _unsure_beyond(report: Mapping[str, Any], by: str | None, unscanned: dict[st
     said = []
     if files:
         said.append(
-            f"incompatible change(s) beyond the contracts ({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for r in rows[:3]))}"
+            "incompatible change(s) beyond the contracts "
+            f"({', '.join(dict.fromkeys(r.get('path') or r.get('name') or '' for r in rows[:3]))}"
             f"{', …' if len(rows) > 3 else ''}) that a file not scanned may meet: "
             + ", ".join(f"`{p}`" + (f" ({unscanned[p]})" if unscanned.get(p) else "") for p in files[:3])
             + "; fix the file or the gate with --run decides"
@@ -288,7 +291,8 @@ def _unsure_beyond(report: Mapping[str, Any], by: str | None, unscanned: dict[st
         if r.get("may_come_with") and not r.get("not_scanned"):
             said.append(
                 f"dependency `{r['name']}` removed from the candidate, imported by your code; your project declares "
-                f"{', '.join(r['may_come_with'][:3])}{' and more' if len(r['may_come_with']) > 3 else ''} (see Dependencies), "
+                f"{', '.join(r['may_come_with'][:3])}{' and more' if len(r['may_come_with']) > 3 else ''} "
+                "(see Dependencies), "
                 f"which the gate did not install and which may bring it: cannot tell "
                 "(--candidate-lock with your own lock decides)"
             )
@@ -376,7 +380,8 @@ def usage_decision(unread: bool | str) -> Callable[[model.Finding], tuple[str, s
         recipes = [str(a) for a in apis if str(a).startswith(RECIPE_PREFIX)]
         if not sites and any(r not in call_sites.RECIPE_APIS for r in recipes):  # fail closed: no API known to look for
             return "yours", (
-                "its contracts pin a training recipe (several APIs together), not one API: which of your lines it reaches cannot be told without --run"
+                "its contracts pin a training recipe (several APIs together), not one API: which of your "
+                "lines it reaches cannot be told without --run"
             )
         if not sites and recipes:
             built = list(dict.fromkeys(a for r in recipes for a in call_sites.RECIPE_APIS[r]))

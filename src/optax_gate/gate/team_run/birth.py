@@ -1,4 +1,5 @@
-"""Where a difference is born: the replays of a step (its jaxpr run equation by equation on both sides) compared, the first equation whose output differs."""
+"""Where a difference is born: the replays of a step (its jaxpr run equation by equation on both sides) compared, the
+first equation whose output differs."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def birth(
     "kind", ...}`` with ``kind``:
 
     - ``before``: the function's inputs already differ (``inputs``: how many
-      of how many; ``first_input``: the path of the first that differs, in an ``nnx`` step's state): born before it (the data, ``jax.random``, the model's
+      of how many; ``first_input``: the path of the first that differs, in an ``nnx`` step's state): born before it (the
+      data, ``jax.random``, the model's
       initialisation, an earlier step);
     - ``operation``: the first equation whose inputs are bit-identical and
       whose outputs differ, the same operation traced at the same place on

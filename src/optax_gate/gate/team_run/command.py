@@ -34,7 +34,8 @@ class RunSpec:
     run_dir: Path
     timeout: float
     not_watched: tuple[Path, ...] = ()
-    #: perturbed baseline runs that measure the run's own rounding noise (``ensemble``); 0: ``--exact``, the ULP budget alone
+    #: perturbed baseline runs that measure the run's own rounding noise (``ensemble``); 0: ``--exact``, the ULP budget
+    #: alone
     members: int = ensemble.MEMBERS
     #: where the ensemble's runs are kept between gates (None: not kept)
     cache: Path | None = None

@@ -1,4 +1,5 @@
-"""The first divergence of the team's run: two recorder traces read and compared call by call, in pure Python (``docs/module-notes.md``)."""
+"""The first divergence of the team's run: two recorder traces read and compared call by call, in pure Python
+(``docs/module-notes.md``)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def _leaves_differ(
     error and how it moved (:func:`value_change`); the exact texts are the
     leaves that changed whatever rounding does (an integer or boolean leaf;
     a NaN or infinity appearing or gone), each with its value before and after.
-    ``allowed.spreads``: an element the ensemble moved is judged by ``ensemble.beyond``, the others by the ULP budget."""
+    ``allowed.spreads``: an element the ensemble moved is judged by ``ensemble.beyond``, the others by the ULP
+    budget."""
     texts, worst, beyond, exact = [], 0.0, False, []
     occurrence, spreads = allowed.occurrence, allowed.spreads
     spread: list[Any] = spreads if spreads is not None and len(spreads) == len(base) else [None] * len(base)
@@ -135,7 +137,8 @@ def _leaves_differ(
             )
             over_error = error
             over_said = (
-                f"beyond {ensemble.FACTOR}x your run's own rounding noise there: {ratio:.3g}x the spread of its perturbed baseline runs"
+                f"beyond {ensemble.FACTOR}x your run's own rounding noise there: {ratio:.3g}x the spread of "
+                "its perturbed baseline runs"
                 if ratio is not None
                 else f"budget {budget(occurrence)}"
             )
@@ -198,7 +201,8 @@ def differences(
         if bo.get("tree") != co.get("tree"):
             kinds.append("structure")
             texts.append(
-                f"result's PyTree structure differs {signatures.structure_change(str(bo.get('tree')), str(co.get('tree')))}"
+                "result's PyTree structure differs "
+                f"{signatures.structure_change(str(bo.get('tree')), str(co.get('tree')))}"
             )
         else:
             out_texts, worst, beyond, exact = _leaves_differ(
@@ -267,7 +271,8 @@ def _has_values(obs: dict[str, Any]) -> bool:
 #: Why a matched call was compared by structure only, or not at all (``compare``'s ``compared_by``).
 WHY = {
     "built": "it builds an optimizer, a schedule or a function: no array goes in or out (compared by its arguments)",
-    "traced": "traced inside a function you transformed: compared by its abstract signature here, by value at each sampled run of its program",
+    "traced": "traced inside a function you transformed: compared by its abstract signature here, by value at each "
+    "sampled run of its program",
     "traced-unrecorded": "traced where the recorder cannot see values (inside a transformation it does not wrap)",
     "record-error": "the recorder could not store its values",
     "one-side": "called on one side only",

@@ -20,7 +20,8 @@ Key = tuple[str, str, str, str, int]
 
 
 def keyed(observations: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
-    """``{(site, api, call, phase, n): observation}``, ``n`` the 1-based occurrence of that call, as ``divergence.compare`` matches them."""
+    """``{(site, api, call, phase, n): observation}``, ``n`` the 1-based occurrence of that call, as
+    ``divergence.compare`` matches them."""
     counts: defaultdict[tuple[str, str, str, str], int] = defaultdict(int)
     out = {}
     for obs in observations:
@@ -82,7 +83,8 @@ def beyond(
     base: dict[str, Any], cand: dict[str, Any], spread: list[float] | float | None, ulps: float
 ) -> tuple[bool, float | None]:
     """Whether ``cand``'s leaf lies beyond the run's rounding noise, and the largest deviation as a multiple of the
-    spread among the elements beyond the ULP budget (None: no element the ensemble moved lies beyond it). An element is within when ``|c - b|`` is at most
+    spread among the elements beyond the ULP budget (None: no element the ensemble moved lies beyond it). An element is
+    within when ``|c - b|`` is at most
     :data:`FACTOR` times its spread, or within ``ulps`` ULPs of the leaf's largest value (``leaves.leaf_error``'s rule:
     an element the perturbation does not reach keeps the ULP budget); an integer or non-finite element the ensemble
     moves (spread ``inf``) is within."""

@@ -1,4 +1,6 @@
-"""The Optax calls of each step's first call run alone on the baseline's own inputs, on both sides (``optax_gate.recorder.isolate``), compared: a call that computes otherwise there is a cause, whatever rounding moved before it."""
+"""The Optax calls of each step's first call run alone on the baseline's own inputs, on both sides
+(``optax_gate.recorder.isolate``), compared: a call that computes otherwise there is a cause, whatever rounding moved
+before it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The team's run judged: where a difference is born said in words, which findings explain the run's divergences, their scope and the verdict about the run."""
+"""The team's run judged: where a difference is born said in words, which findings explain the run's divergences, their
+scope and the verdict about the run."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
     if row["kind"] == "before":
         first = f", first `{row['first_input']}`" if row.get("first_input") else ""
         return (
-            f"{called} already gets other inputs ({row['inputs']} arrays differ{first}): the difference is born before it, "
+            f"{called} already gets other inputs ({row['inputs']} arrays differ{first}): the difference is "
+            "born before it, "
             + (
                 "in the Optax call where it is born (above)"
                 if optax_first
-                else "in code that is not an Optax call (the data, jax.random, the model's initialisation, an earlier step)"
+                else "in code that is not an Optax call (the data, jax.random, the model's initialisation, an "
+                "earlier step)"
             )
         )
     if row["kind"] == "operation":
@@ -40,8 +43,10 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
         )
     if row["kind"] == "program" and row.get("also") and row.get("at"):  # after an operation rounded otherwise
         return (
-            f"in {called}, from operation {row['index'] + 1} on {row['by']} also traces another program, at `{row['at']}`{team}, on "
-            "inputs the rounding above already moved: whether it computes other values is not told by this replay (your "
+            f"in {called}, from operation {row['index'] + 1} on {row['by']} also traces another program, at "
+            f"`{row['at']}`{team}, on "
+            "inputs the rounding above already moved: whether it computes other values is not told by this "
+            "replay (your "
             "run's values are judged against its own rounding noise)"
         )
     if row["kind"] == "program":
@@ -53,8 +58,10 @@ def born_words(row: dict[str, Any], optax_first: bool = False) -> str:
         )
     if row["kind"] == "path":
         return (
-            f"in {called}, from operation {row['index'] + 1} on {row['by']} traces another program at `{row['at']}`{team}, "
-            "which computes the same values (the two programs meet again on bit-identical inputs): a changed code path, not a changed result"
+            f"in {called}, from operation {row['index'] + 1} on {row['by']} traces another program at "
+            f"`{row['at']}`{team}, "
+            "which computes the same values (the two programs meet again on bit-identical inputs): a changed "
+            "code path, not a changed result"
         )
     if row["kind"] == "compiled":
         return (
@@ -102,7 +109,10 @@ def born_short(row: dict[str, Any]) -> str:
     if row["kind"] == "program" and row.get("at"):
         return f"in {row['by']}: the step computes something else from `{row['at']}`{mine}"
     if row["kind"] == "before":
-        return f"before `{row['function']}`: its inputs already differ (the data, jax.random, the initialisation, an earlier step)"
+        return (
+            f"before `{row['function']}`: its inputs already differ (the data, jax.random, the initialisation, an "
+            "earlier step)"
+        )
     if row["kind"] == "path":
         return f"{row['by']} traces another program at `{row['at']}`{mine}, with the same values"
     if row["kind"] == "compiled":
@@ -216,7 +226,8 @@ _STOP = {
 
 
 def _words(text: str) -> set[str]:
-    """The words of a change or a finding's cause that can tie them: dtype, error and argument names (no digits, no stop words)."""
+    """The words of a change or a finding's cause that can tie them: dtype, error and argument names (no digits, no stop
+    words)."""
     return {w for w in re.findall(r"[a-z][a-z0-9]*", text.lower()) if w not in _STOP and len(w) > 2}
 
 
@@ -240,7 +251,9 @@ def _explaining(
         words = _words(" ".join(t for c in causes for t in c["texts"]))
         overlap = {id(f): len(words & _words(str(f.get("cause") or f.get("text") or ""))) for f in related}
         best = max(overlap.values(), default=0)
-        if best:  # the findings that speak of what changed here (its dtypes, its error, its argument), at least half as much as the best
+        # the findings that speak of what changed here (its dtypes, its error, its argument), at least half as much as
+        # the best
+        if best:
             related = [f for f in related if 2 * overlap[id(f)] >= best]
         related.sort(key=lambda f: (-overlap[id(f)], f.get("section", "contracts") == "contracts"))
         out.append((site, causes, related))
@@ -330,7 +343,8 @@ def _point_sites(report: Mapping[str, Any], team: dict[str, Any], lines: list[mo
     explained = {line["site"]: line["findings"] for line in lines}
     called, missing = team.get("called"), set(team.get("not_in_candidate") or [])
     drifted = set((team.get("within_budget") or {}).get("sites") or [])  # the same within the budget, not bit for bit
-    # of those, sites whose calls got other inputs (after a divergence above): their results are not judged, never "same"
+    # of those, sites whose calls got other inputs (after a divergence above): their results are not judged, never
+    # "same"
     fed_other = set((team.get("within_budget") or {}).get("inputs_differ_sites") or [])
     by_value = (team.get("compared_by") or {}).get("value_sites")  # None: a report written before they were counted
     failed_at = (
@@ -507,7 +521,8 @@ def of_team_run(team_run: Mapping[str, Any]) -> tuple[str, list[str]]:
                 + (
                     ""
                     if where
-                    else " (no recorded Optax call differs: the difference is born outside the calls the recorder compares)"
+                    else " (no recorded Optax call differs: the difference is born outside the calls the recorder "
+                    "compares)"
                 )
             )
         same = unchanged(team_run)

@@ -1,4 +1,5 @@
-"""A recorded leaf decoded from the trace, and two leaves compared: the error in ULPs of the dtype, the change said in words."""
+"""A recorded leaf decoded from the trace, and two leaves compared: the error in ULPs of the dtype, the change said in
+words."""
 
 from __future__ import annotations
 

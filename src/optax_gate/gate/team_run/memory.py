@@ -95,4 +95,7 @@ def figures_words(row: dict[str, Any]) -> str:
     """A measured step's baseline figures: ``train.py:42 jax.jit(train_step) needs 11,284 argument, 7,056 output
     and 16,708 temporary bytes``."""
     b = row["baseline"]
-    return f"{row['site']} {row['step']} needs {b['argument_bytes']:,} argument, {b['output_bytes']:,} output and {b['temp_bytes']:,} temporary bytes"
+    return (
+        f"{row['site']} {row['step']} needs {b['argument_bytes']:,} argument, {b['output_bytes']:,} output and "
+        f"{b['temp_bytes']:,} temporary bytes"
+    )

@@ -1,4 +1,5 @@
-"""The team's own run (``gate --run CMD``): the command run under the recorder, twice in the baseline and once in the candidate, and its outcome (``docs/module-notes.md``)."""
+"""The team's own run (``gate --run CMD``): the command run under the recorder, twice in the baseline and once in the
+candidate, and its outcome (``docs/module-notes.md``)."""
 
 from __future__ import annotations
 
@@ -147,7 +148,8 @@ def run(
                 "(point its outputs elsewhere)"
             )
         back = (
-            f"{len(lost)} of them could not be put back and hold the last run's output ({', '.join(lost[:3])}), the others are as they were before the gate"
+            f"{len(lost)} of them could not be put back and hold the last run's output "
+            f"({', '.join(lost[:3])}), the others are as they were before the gate"
             if lost
             else "each run started from your folder as it was before the gate, and it is so again"
         )
@@ -158,7 +160,8 @@ def run(
         )
     elif before is None:
         say(
-            f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command writes there is not looked at, nor put back"
+            f"--run: {spec.run_dir} holds more than {team_files.WATCHED_FILES} files: what your command "
+            "writes there is not looked at, nor put back"
         )
     return result
 
@@ -216,7 +219,8 @@ def _replayed(spec: RunSpec, pythons: tuple[Path, Path], folder: Path, around: _
     rows = []
     for label, python in (("baseline-replay", pythons[0]), ("candidate-replay", pythons[1])):
         around.say(
-            f"--run: the team's command in the {label.split('-')[0]} again, its step replayed operation by operation to find where the difference is born"
+            f"--run: the team's command in the {label.split('-')[0]} again, its step replayed operation by "
+            "operation to find where the difference is born"
         )
         rows.append(command.run_once(spec, python, label, folder))
         around.after(label)
@@ -299,7 +303,8 @@ def _runs(
         result["runs"].append(row)
         if label == "baseline" and (command.run_failed(row) or not traces[label]):
             result["reason"] = (
-                f"the team's run fails in the baseline ({command.exit_reason(row)}; it ran in {spec.run_dir}: --run-dir sets the folder)"
+                f"the team's run fails in the baseline ({command.exit_reason(row)}; it ran in {spec.run_dir}: "
+                "--run-dir sets the folder)"
                 if command.run_failed(row)
                 else "the team's run records no Optax call from the team's files (is --run-dir the team's folder?)"
             )
@@ -309,7 +314,8 @@ def _runs(
             if command.run_failed(row) or again["differing"]:
                 first = again["first"]
                 result["reason"] = "the team's run is not deterministic: " + (
-                    f"its two baseline runs differ first at {first['site']} {first['call']}: {'; '.join(first['texts'])}"
+                    f"its two baseline runs differ first at {first['site']} {first['call']}: "
+                    f"{'; '.join(first['texts'])}"
                     if first
                     else f"the second baseline run fails ({command.exit_reason(row)})"
                 )
@@ -323,8 +329,8 @@ def _runs(
     ):  # the run went through, yet the recorder saw nothing of it
         said = [line for line in cand["tail"].splitlines() if "sitecustomize" in line or "optax_gate" in line][:2]
         result["reason"] = (
-            "the recorder recorded no call of your run in the candidate, which ran to its end: the recorder did not start there"
-            + (f" ({'; '.join(s.strip() for s in said)[:300]})" if said else "")
+            "the recorder recorded no call of your run in the candidate, which ran to its end: the recorder "
+            "did not start there" + (f" ({'; '.join(s.strip() for s in said)[:300]})" if said else "")
         )
         return result
     result["traces"] = traces
@@ -404,7 +410,8 @@ def _judge(
         result["outcome"] = "diverged"
     elif not diff["compared_by"]["value"]:  # nothing computed was compared: no evidence that it computes the same
         result["reason"] = (
-            f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only of what was compared by value)"
+            f"no value of your run could be compared: {no_values(diff['compared_by'])} (claims are made only "
+            "of what was compared by value)"
         )
     else:
         result["outcome"] = "same"
@@ -440,12 +447,14 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: d
     rows: list[dict[str, Any]] = []
     if cached:
         around.say(
-            f"--run: your run's own rounding noise: the {len(labels)} perturbed baseline runs kept from an earlier gate ({spec.cache})"
+            f"--run: your run's own rounding noise: the {len(labels)} perturbed baseline runs kept from an "
+            f"earlier gate ({spec.cache})"
         )
     else:
         for i, label in enumerate(labels, 1):
             around.say(
-                f"--run: the team's command in the baseline, perturbed by one ULP ({i} of {len(labels)}: your run's own rounding noise)"
+                f"--run: the team's command in the baseline, perturbed by one ULP ({i} of {len(labels)}: your "
+                "run's own rounding noise)"
             )
             rows.append(command.run_once(spec, python, label, folder, {PERTURB_ENV: str(i)}))
             around.after(label)
@@ -580,7 +589,8 @@ def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> N
     words = [spec for spec in specs if argument(spec)]
     if words:
         raise validate.InvalidInput(
-            f'--run takes the whole command as one argument: quote it, --run "{command} {" ".join(words)}" ({words[0]!r} arrived as a SPEC)'
+            f'--run takes the whole command as one argument: quote it, --run "{command} {" ".join(words)}" '
+            f"({words[0]!r} arrived as a SPEC)"
         )
 
 
@@ -588,7 +598,8 @@ def check(command: str | None, run_dir: Path | None, timeout: float, exact: bool
     """The ``--run`` inputs, checked before anything runs; None without ``--run``.
 
     Raises:
-      validate.InvalidInput: an empty command, a ``--run-dir`` that is not a folder, ``--run-dir`` or ``--exact`` without ``--run``.
+      validate.InvalidInput: an empty command, a ``--run-dir`` that is not a folder, ``--run-dir`` or ``--exact``
+      without ``--run``.
     """
     from optax_gate.gate.inputs import validate
     from optax_gate.gate.inputs.typed_path import INVOKED_FROM

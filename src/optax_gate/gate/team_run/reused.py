@@ -1,4 +1,5 @@
-"""A gate's recorded team run read back for ``compare`` (``--team-run FILE``): its outcome, its files named from here."""
+"""A gate's recorded team run read back for ``compare`` (``--team-run FILE``): its outcome, its files named from
+here."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def recorded(
         report = json.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise validate.InvalidInput(
-            f"--team-run {validate.shown(file)} cannot be read: {exc.strerror or exc} (give a gate's report.json, or its run folder)"
+            f"--team-run {validate.shown(file)} cannot be read: {exc.strerror or exc} (give a gate's "
+            "report.json, or its run folder)"
         ) from None
     except ValueError as exc:
         raise validate.InvalidInput(
@@ -53,7 +55,8 @@ def recorded(
         ) from None
     if runner.is_run_record(report):
         raise validate.InvalidInput(
-            f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the run folder, or its report.json)"
+            f"--team-run {validate.shown(file)} is a run record, not a gate's report.json (give the run "
+            "folder, or its report.json)"
         )
     if not isinstance(report, dict) or "verdict" not in report:
         raise validate.InvalidInput(
@@ -62,7 +65,9 @@ def recorded(
     team = report.get("team_run")
     if not isinstance(team, dict) or team.get("outcome") not in recording.OUTCOMES:
         raise validate.InvalidInput(
-            f"--team-run {validate.shown(file)} holds no team run: it is not the report of a gate run with --run (a compare report, or a gate run without it; give the report.json of a gate run with --run)"
+            f"--team-run {validate.shown(file)} holds no team run: it is not the report of a gate run with "
+            "--run (a compare report, or a gate run without it; give the report.json of a gate run with "
+            "--run)"
         )
     for label, record in (("baseline", baseline), ("candidate", candidate)):
         theirs = (report.get(label) or {}).get("versions") or {}

@@ -67,7 +67,8 @@ def _numbers(line: str) -> tuple[str, list[float]]:
 
 def _within(a: float, b: float, ulps: int, spread: float = 0.0) -> bool:
     """Whether ``b`` is ``a`` within ``ulps`` float32 ULPs, or within ``ensemble.FACTOR`` times ``spread`` (the
-    largest deviation of the same number over the perturbed baseline runs; ``inf``: it leaves the finite numbers there too)."""
+    largest deviation of the same number over the perturbed baseline runs; ``inf``: it leaves the finite numbers there
+    too)."""
     if a == b or (math.isnan(a) and math.isnan(b)):
         return True
     if math.isinf(spread):
@@ -385,7 +386,8 @@ def _json_spreads(base: list[tuple[str, Any]], members: list[Path]) -> dict[str,
 
 
 def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int, spread: ensemble.Spread = None) -> str:
-    """Empty when equal, "within" when within the budget (``spread``: its spread over the perturbed baseline runs), else what changed."""
+    """Empty when equal, "within" when within the budget (``spread``: its spread over the perturbed baseline runs), else
+    what changed."""
     if x is None or y is None:
         return "" if x == y else "not readable on one side"
     if x["sha256"] == y["sha256"] and x["dtype"] == y["dtype"] and x["shape"] == y["shape"]:
@@ -401,7 +403,8 @@ def _array_change(x: dict[str, Any] | None, y: dict[str, Any] | None, ulps: int,
         return "within"
     moved = leaves.value_change(x, y)
     said = (
-        f"beyond {ensemble.FACTOR}x your run's own rounding noise there: {ratio:.3g}x the spread of its perturbed baseline runs"
+        f"beyond {ensemble.FACTOR}x your run's own rounding noise there: {ratio:.3g}x the spread of its "
+        "perturbed baseline runs"
         if ratio is not None
         else f"budget {ulps}"
     )

@@ -1,4 +1,5 @@
-"""The failing tests of a cross-run of Optax's own tests, read from pytest's JUnit report and classified (API, behaviour, could not tell)."""
+"""The failing tests of a cross-run of Optax's own tests, read from pytest's JUnit report and classified (API,
+behaviour, could not tell)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ BEHAVIOUR: Literal["behaviour"] = "behaviour"
 OTHERS: Literal["other packages"] = "other packages"
 #: A failure's class (:func:`classify`, ``split``) in the report's words.
 KIND_WORDS = {API: "a name on one side only", BEHAVIOUR: "changed", INFRA: "could not tell", OTHERS: "not optax"}
-#: What moves a behaviour failure (``Failure.moved_by``), found by the runs with one side's optax on the other's packages.
+#: What moves a behaviour failure (``Failure.moved_by``), found by the runs with one side's optax on the other's
+#: packages.
 MOVED_BY = ("optax", "other packages", "both together", "not split")
 _NAME_ONE_SIDE = [
     re.compile(r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>optax[\w.]*)'"),

@@ -17,12 +17,14 @@ from optax_gate.gate.upstream.pytest_run import CrossRunFailure, Pytest, process
 
 _VERSIONS = (
     "import importlib.metadata as m, json, re\n"
-    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version for d in m.distributions() if d.metadata['Name']}))"
+    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version for d in "
+    "m.distributions() if d.metadata['Name']}))"
 )
 
 
 def installed_versions(python: Path, env: dict[str, str], timeout: float = 120) -> dict[str, str]:
-    """Normalised distribution name -> version of what ``python`` imports with the variables ``env`` (its ``PYTHONPATH``).
+    """Normalised distribution name -> version of what ``python`` imports with the variables ``env`` (its
+    ``PYTHONPATH``).
 
     Raises:
       CrossRunFailure: the interpreter cannot list them.
@@ -134,7 +136,10 @@ def split_by_cause(split: Split, others: list[str]) -> None:
     others_alone = _mixed_outcomes(split, unmoved, "baseline", "candidate") if unmoved else {}
     d.split_tests = len(ids) + len(unmoved)
     if optax_alone is None or others_alone is None:
-        d.split_error = f"the {'candidate' if optax_alone is None else 'baseline'}'s optax does not import or run on the other side's packages"
+        d.split_error = (
+            f"the {'candidate' if optax_alone is None else 'baseline'}'s optax does not import or run on the "
+            "other side's packages"
+        )
     versions = [o for o in others if " → " in o] or others  # a moved version, not a test dependency one side lacks
     moved = ", ".join(versions[:3]) + (f" and {len(versions) - 3} more" if len(versions) > 3 else "")
     for f in suspects:
@@ -146,7 +151,10 @@ def split_by_cause(split: Split, others: list[str]) -> None:
             f.moved_by = "not split"
         elif others_alone[f.test] != at_baseline:
             f.moved_by, f.kind, f.change = "other packages", OTHERS, ""
-            f.subject = f"moves with the other packages ({moved}), not with optax: the candidate's optax alone leaves it as in the baseline"
+            f.subject = (
+                f"moves with the other packages ({moved}), not with optax: the candidate's optax alone leaves it "
+                "as in the baseline"
+            )
         else:
             f.moved_by = "both together"
     d.split_seconds = round(time.monotonic() - start, 1)

@@ -1,4 +1,5 @@
-"""Optax's own shipped tests, cross-run between the two versions (``gate --upstream-tests``), their failures classified (``docs/module-notes.md``)."""
+"""Optax's own shipped tests, cross-run between the two versions (``gate --upstream-tests``), their failures classified
+(``docs/module-notes.md``)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,10 @@ def imports(files: list[Path]) -> set[str]:
 
 def missing(python: Path, names: set[str], timeout: float = 120) -> list[str]:
     """The names of ``names`` that ``python``'s environment cannot import (``importlib.util.find_spec``)."""
-    code = "import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) if importlib.util.find_spec(n) is None)))"
+    code = (
+        "import importlib.util, json, sys; print(json.dumps(sorted(n for n in json.loads(sys.argv[1]) if "
+        "importlib.util.find_spec(n) is None)))"
+    )
     proc = subprocess.run(
         [str(python), "-c", code, json.dumps(sorted(names))],
         capture_output=True,
@@ -197,7 +201,8 @@ def control(
         )
         if not (root / xml).is_file():
             raise CrossRunFailure(
-                f"pytest wrote no report for the control run of {len(names)} {'file' if collect else 'test'}{'s' if len(names) > 1 else ''}"
+                f"pytest wrote no report for the control run of {len(names)} "
+                f"{'file' if collect else 'test'}{'s' if len(names) > 1 else ''}"
             )
         failing |= {f.test for f in read_junit((root / xml).read_text(encoding="utf-8"), d.files)[1]}
     d.control_tests, d.control_files = len(ids), len(files)
@@ -299,7 +304,8 @@ def run_direction(
             envs = {side: extra_env.get(side, {}) for side in ("baseline", "candidate")}
             if others and any(f.kind == BEHAVIOUR for f in d.failed):
                 say(
-                    f"upstream tests: {d.label}: splitting the changed behaviours by cause (optax or the other packages)"
+                    f"upstream tests: {d.label}: splitting the changed behaviours by cause (optax or the "
+                    "other packages)"
                 )
             split.split_by_cause(split.Split(root, d, pkg, pythons, deps, envs, timeout), others or [])
     d.seconds = round(time.monotonic() - start, 1)
@@ -337,7 +343,8 @@ def cross_run(
     others = split.other_packages(pythons, options.extra_env)
     if others:
         say(
-            f"upstream tests: besides optax, {len(others)} distributions differ ({', '.join(others[:3])}{' ...' if len(others) > 3 else ''})"
+            f"upstream tests: besides optax, {len(others)} distributions differ "
+            f"({', '.join(others[:3])}{' ...' if len(others) > 3 else ''})"
         )
     directions = []
     for label, tests_side, env_side in DIRECTIONS:

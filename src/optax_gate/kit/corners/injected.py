@@ -38,7 +38,9 @@ INJECT_STEPS = 2
 #: Transformations of the corner grid left out, and why (besides those built by a builder and those with no
 #: numeric hyperparameter: nothing to inject).
 INJECT_LEFT_OUT: dict[str, str] = {
-    "optax.scale_by_backtracking_linesearch": "re-traces its line search on every eager update (the table's slow entry): 0.2 s an update, 9 corners",
+    "optax.scale_by_backtracking_linesearch": "re-traces its line search on every eager update (the "
+    "table's slow entry): 0.2 s an update, 9 "
+    "corners",
     "optax.contrib.sophia": "an eager update estimates the Hessian op by op (the table's slow entry)",
 }
 

@@ -16,7 +16,8 @@ LOSS_CORNERS: dict[str, str] = {
     "broadcast": "the second argument reduced to its first row, shape (1, ...): broadcastable against the batch",
     "mismatch": "the second argument with one entry fewer on its last axis: shapes that do not broadcast",
     **{
-        f"hyper={form}": f"every floating hyperparameter (a Python float the sweep passes, or a float default) given as {why}"
+        f"hyper={form}": "every floating hyperparameter (a Python float the sweep passes, or a float default) "
+        f"given as {why}"
         for form, why in (
             ("float32", "a 0-d float32 array"),
             ("bfloat16", "a 0-d bfloat16 array"),
@@ -82,7 +83,8 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
 
 
 def sweep_inputs(path: str) -> tuple[tuple, dict]:
-    """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls ``path`` with (a loss, a schedule)."""
+    """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls ``path`` with (a loss, a
+    schedule)."""
     from optax_gate.kit.surface.calls import CALLS
 
     captured = {}

@@ -1,4 +1,5 @@
-"""The corner grids' shared helpers: an outcome in one short line, dtypes by name, a hyperparameter in each of the forms."""
+"""The corner grids' shared helpers: an outcome in one short line, dtypes by name, a hyperparameter in each of the
+forms."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The skip functions' corner grid: ``optax.skip_not_finite`` and ``optax.skip_large_updates`` on each updates corner (an empty tree, an empty leaf, complex values, NaN and inf, bfloat16), alone and as ``MultiSteps(should_skip_update_fn=...)``."""
+"""The skip functions' corner grid: ``optax.skip_not_finite`` and ``optax.skip_large_updates`` on each updates corner
+(an empty tree, an empty leaf, complex values, NaN and inf, bfloat16), alone and as
+``MultiSteps(should_skip_update_fn=...)``."""
 
 from __future__ import annotations
 
@@ -58,7 +60,10 @@ def _said(x: Any) -> str:
     if a.ndim:
         return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
     if np.iscomplexobj(a):
-        return f"{a.dtype.name} {value_text(float(a.real))}{'+' if not a.imag < 0 else '-'}{value_text(abs(float(a.imag)))}j"
+        return (
+            f"{a.dtype.name} "
+            f"{value_text(float(a.real))}{'+' if not a.imag < 0 else '-'}{value_text(abs(float(a.imag)))}j"
+        )
     return f"{a.dtype.name} {value_text(float(a.astype(np.float64)))}"
 
 

@@ -1,4 +1,5 @@
-"""The threshold corners: each API that compares a measured quantity with a threshold, called with the quantity exactly at it.
+"""The threshold corners: each API that compares a measured quantity with a threshold, called with the quantity exactly
+at it.
 
 At ``at`` the quantity equals the threshold exactly (both float32-exact:
 ``||[3, 4]|| = 5``); at ``below`` and ``above`` the threshold is the next
@@ -35,7 +36,8 @@ def threshold(value: float, point: str) -> Any:
 
 
 def words(x: Any) -> str:
-    """An array's elements in float32's shortest round-trip form (``5``, ``4.9999995``), comma-separated; a bool as ``True``."""
+    """An array's elements in float32's shortest round-trip form (``5``, ``4.9999995``), comma-separated; a bool as
+    ``True``."""
     import numpy as np
 
     a = np.asarray(x)

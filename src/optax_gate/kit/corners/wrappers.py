@@ -1,4 +1,5 @@
-"""The wrappers' corner grid: each wrapper around each inner optimizer, over each params dtype and mixed-dtype tree, carried through a scan."""
+"""The wrappers' corner grid: each wrapper around each inner optimizer, over each params dtype and mixed-dtype tree,
+carried through a scan."""
 
 from __future__ import annotations
 
@@ -44,8 +45,12 @@ def cases() -> list[tuple[str, str]]:
 SCAN_STEPS = 3
 #: Wrappers and set-ups without a grid, and why.
 WRAPPER_LEFT_OUT: dict[str, str] = {
-    "optax.multi_transform": "labels split the PyTree between two inner optimizers: optax.masked covers one inner on part of it",
-    "optax.inject_stateful_hyperparams": "the same state layout as optax.inject_hyperparams for a plain float hyperparameter",
+    "optax.multi_transform": (
+        "labels split the PyTree between two inner optimizers: optax.masked covers one inner on part of it"
+    ),
+    "optax.inject_stateful_hyperparams": (
+        "the same state layout as optax.inject_hyperparams for a plain float hyperparameter"
+    ),
     "optax.lookahead": "params must be a LookaheadParams pair, not a plain PyTree",
 }
 
@@ -84,7 +89,8 @@ def wrap(wrapper: str, inner_name: str) -> Any:
 def wrapper_outcome(wrapper: str, inner_name: str, dtype: str, imag: dict[str, str] | None = None) -> str:
     """:data:`SCAN_STEPS` jitted steps of ``wrap(wrapper, inner_name)`` carried
     through ``jax.lax.scan`` on params ``{"w": [3], "b": [2, 2]}`` of ``dtype``
-    (one of :data:`PARAM_DTYPES` or :data:`MIXED_DTYPES`; seeded gradients of the params' dtypes): ``ok params bfloat16 state
+    (one of :data:`PARAM_DTYPES` or :data:`MIXED_DTYPES`; seeded gradients of the params' dtypes): ``ok params bfloat16
+    state
     bfloat16,float32,int32`` (the dtypes of the params and of the state's
     leaves after the scan), ``non-finite ...`` or ``raises <type>``. With ``imag``, a tree holding complex64
     params also puts the sum of its params' imaginary parts after the scan there, under

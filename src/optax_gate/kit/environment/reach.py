@@ -147,7 +147,8 @@ def _roots() -> dict[str, str]:
 
 
 def _start() -> Recorder | None:
-    """The recorder, started as the plugin is imported (before ``conftest.py`` and Optax are), when :data:`VARIABLE` is set."""
+    """The recorder, started as the plugin is imported (before ``conftest.py`` and Optax are), when :data:`VARIABLE` is
+    set."""
     if not os.environ.get(VARIABLE):
         return None
     recorder = Recorder(_roots())
@@ -174,7 +175,8 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Decide whether to record per API (asked for, and JAX is imported now) and, if so, run each API's tests of a module
+    """Decide whether to record per API (asked for, and JAX is imported now) and, if so, run each API's tests of a
+    module
     one after the other (in the order their first test was collected): one eviction per API, not per test."""
     if _RECORDER is None:
         return

@@ -1,4 +1,5 @@
-"""The names the recorder of what each contract module executes (``reach``, a pytest plugin) shares with the gate, which reads its files without pytest."""
+"""The names the recorder of what each contract module executes (``reach``, a pytest plugin) shares with the gate, which
+reads its files without pytest."""
 
 from __future__ import annotations
 

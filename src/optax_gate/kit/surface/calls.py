@@ -364,7 +364,8 @@ CALLS: dict[str, tuple[str, tuple[str, ...], Any]] = {
     ),
 }
 
-#: Losses (of the edge-input snapshots, ``test_surface_loss_edges.py``) whose first argument is logits (unnormalized log-probabilities,
+#: Losses (of the edge-input snapshots, ``test_surface_loss_edges.py``) whose first argument is logits (unnormalized
+#: log-probabilities,
 #: scores) or log-probabilities, per their docstrings.
 LOGITS = {
     "optax.softmax_cross_entropy",

@@ -115,7 +115,8 @@ def _(optax):
 
 @mutant(
     "inject-dtypeless-float32",
-    "stores float32 hyperparameters at init when the params' first leaf has no dtype (an empty PyTree, a Python scalar)",
+    "stores float32 hyperparameters at init when the params' first leaf has no dtype (an empty PyTree, a "
+    "Python scalar)",
 )
 def _(optax):
     import jax

@@ -169,15 +169,21 @@ def stand_in(fault: str = "") -> dict:
 
 #: Each mutant: fault of :func:`stand_in` -> what it breaks (registered as ``microbatching-<fault>``).
 FAULTS: dict[str, str] = {
-    "row-major": "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), not the documented column-major one",
-    "concat-order": "CONCAT joins the microbatch outputs in microbatch order without undoing the column-major split: rows come back interleaved",
+    "row-major": "microbatches are split in row-major order (microbatch i holds rows 2i, 2i+1), not the documented "
+    "column-major one",
+    "concat-order": "CONCAT joins the microbatch outputs in microbatch order without undoing the column-major "
+    "split: rows "
+    "come back interleaved",
     "mean-is-sum": "MEAN returns the sum of the microbatch outputs",
     "num-real-ignored": "num_real_microbatches is ignored: every microbatch runs",
     "none-wraps": "microbatch_size=None returns a wrapper of fun, not fun itself",
-    "no-divisibility": "a batch not divisible by microbatch_size is cut to a multiple silently (no ValueError); batches of unequal sizes still raise",
+    "no-divisibility": "a batch not divisible by microbatch_size is cut to a multiple silently (no ValueError); "
+    "batches of "
+    "unequal sizes still raise",
     "grad-scaled": "micro_grad's per-example gradients come out halved",
     "sum-last-dropped": "SUM leaves out the last microbatch's output",
-    "empty-batch-whole": "a batch of 0 rows gives fun's result on it (0 for a sum, an empty concatenation) instead of raising",
+    "empty-batch-whole": "a batch of 0 rows gives fun's result on it (0 for a sum, an empty concatenation) instead of "
+    "raising",
     "keyword-batch": "a batch passed by keyword with argnums is microbatched instead of raising IndexError",
 }
 

@@ -1,6 +1,8 @@
-"""Mutants of ``optax.microbatching`` over a sharded batch (``tests/contracts/multidevice/test_microbatching_sharded.py``):
+"""Mutants of ``optax.microbatching`` over a sharded batch
+(``tests/contracts/multidevice/test_microbatching_sharded.py``):
 the stand-in of :mod:`optax_gate.mutants.families.microbatching` (runnable at the pinned 0.2.6, which has no
-``optax.microbatching``) with SUM leaving out a microbatch, and with CONCAT joining the outputs out of the batch's order."""
+``optax.microbatching``) with SUM leaving out a microbatch, and with CONCAT joining the outputs out of the batch's
+order."""
 
 from __future__ import annotations
 

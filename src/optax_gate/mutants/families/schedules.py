@@ -246,21 +246,25 @@ jit_differs_value(mutant, "warmup-cosine-jit-differs")
 @mutant("exponential-staircase-ignored", "ignores staircase (always continuous)")
 def _(optax):
     orig = optax.exponential_decay
-    return {
-        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: (
-            orig(init_value, transition_steps, decay_rate, transition_begin, False, end_value)
-        )
-    }
+
+    def exponential_decay(
+        init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None
+    ):
+        return orig(init_value, transition_steps, decay_rate, transition_begin, False, end_value)
+
+    return {"exponential_decay": exponential_decay}
 
 
 @mutant("exponential-begin-ignored", "ignores transition_begin")
 def _(optax):
     orig = optax.exponential_decay
-    return {
-        "exponential_decay": lambda init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None: (
-            orig(init_value, transition_steps, decay_rate, 0, staircase, end_value)
-        )
-    }
+
+    def exponential_decay(
+        init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None
+    ):
+        return orig(init_value, transition_steps, decay_rate, 0, staircase, end_value)
+
+    return {"exponential_decay": exponential_decay}
 
 
 @mutant("exponential-end-other-side", "treats end_value as the opposite bound (min for rate < 1)")

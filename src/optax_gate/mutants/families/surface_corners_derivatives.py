@@ -30,7 +30,8 @@ def _schedules():
 
 @mutant(
     "surface-corners-derivatives-custom-vjp",
-    "every loss's floating arguments pass through a custom_vjp whose reverse rule doubles the cotangent: reverse mode is wrong and forward mode raises",
+    "every loss's floating arguments pass through a custom_vjp whose reverse rule doubles the cotangent: "
+    "reverse mode is wrong and forward mode raises",
 )
 def custom_vjp(optax):
     import jax
@@ -57,7 +58,8 @@ def custom_vjp(optax):
 
 @mutant(
     "surface-corners-derivatives-schedule-concrete",
-    "every schedule factory turns its float hyperparameters into Python floats (float(x)): they can no longer be traced or differentiated",
+    "every schedule factory turns its float hyperparameters into Python floats (float(x)): they can no longer "
+    "be traced or differentiated",
 )
 def schedule_concrete(optax):
     def make(orig, path):

@@ -57,7 +57,8 @@ def numpy_scalar(optax):
 
 @mutant(
     "surface-corners-injected-python-compare",
-    "each factory of the grid compares its float hyperparameters with 0 in Python (a shortcut without an isinstance guard): "
+    "each factory of the grid compares its float hyperparameters with 0 in Python (a shortcut without an "
+    "isinstance guard): "
     "a traced hyperparameter under jax.jit raises",
 )
 def python_compare(optax):

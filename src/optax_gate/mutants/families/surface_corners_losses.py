@@ -2,7 +2,8 @@
 (``tests/contracts/test_surface_corners_losses.py``): forward-mode
 differentiation refused (a loss behind ``jax.custom_vjp``), a NaN in forward
 mode at a ``-inf`` logit only, broadcastable targets refused, integer
-inputs refused, and a hyperparameter given as an array or NumPy scalar refused. Each one patches the losses' canonical paths and returns {}.
+inputs refused, and a hyperparameter given as an array or NumPy scalar refused. Each one patches the losses' canonical
+paths and returns {}.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def int_refused(optax):
 
 @mutant(
     "surface-corners-losses-array-hyper-refused",
-    "a loss refuses a hyperparameter given as an array or a NumPy scalar (TypeError: 'expected a Python float'); arrays of inputs are taken",
+    "a loss refuses a hyperparameter given as an array or a NumPy scalar (TypeError: 'expected a Python "
+    "float'); arrays of inputs are taken",
 )
 def array_hyper_refused(optax):
     import numpy as np

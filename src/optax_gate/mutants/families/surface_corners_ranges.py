@@ -42,7 +42,8 @@ def _changing(change):
 
 @mutant(
     "surface-corners-ranges-offset-clamped",
-    "adafactor and scale_by_factored_rms clamp the local step (step - offset) at 0 (open upstream pull request 1791): a decay offset above 0 no longer gives NaN",
+    "adafactor and scale_by_factored_rms clamp the local step (step - offset) at 0 (open upstream pull "
+    "request 1791): a decay offset above 0 no longer gives NaN",
 )
 def offset_clamped(optax):
     import jax.numpy as jnp

@@ -42,7 +42,8 @@ def _around(change):
 
 @mutant(
     "surface-corners-schedules-zero-interval-nan",
-    "a schedule built with a zero-length interval (transition_steps, decay_steps or warmup_steps 0) gives NaN at every step",
+    "a schedule built with a zero-length interval (transition_steps, decay_steps or warmup_steps 0) gives NaN "
+    "at every step",
 )
 def zero_interval_nan(optax):
     def change(schedule, kwargs):
@@ -66,7 +67,8 @@ def int_step_python_float(optax):
 
 @mutant(
     "surface-corners-schedules-concrete-step",
-    "a schedule converts its step with int(): eager steps work, a jitted step raises (a traced count has no concrete value)",
+    "a schedule converts its step with int(): eager steps work, a jitted step raises (a traced count has no "
+    "concrete value)",
 )
 def concrete_step(optax):
     def change(schedule, kwargs):
@@ -77,7 +79,8 @@ def concrete_step(optax):
 
 @mutant(
     "surface-corners-schedules-hyper-float",
-    "a schedule factory turns every 0-d array or NumPy scalar hyperparameter into a Python float: a bfloat16 hyperparameter no longer sets the values' dtype",
+    "a schedule factory turns every 0-d array or NumPy scalar hyperparameter into a Python float: a bfloat16 "
+    "hyperparameter no longer sets the values' dtype",
 )
 def hyper_float(optax):
     def make(orig, path):

@@ -115,7 +115,8 @@ def clip_where(optax):
 
 @mutant(
     "thresholds-safe-norm-mask-disagrees",
-    "safe_norm masks x where norm <= min_norm but returns the floor only where norm < min_norm: at equality the norm of ones",
+    "safe_norm masks x where norm <= min_norm but returns the floor only where norm < min_norm: at equality "
+    "the norm of ones",
 )
 def safe_norm_mask_disagrees(optax):
     import jax.numpy as jnp

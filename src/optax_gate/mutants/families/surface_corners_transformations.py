@@ -38,7 +38,8 @@ def _dropping(drop):
 
 @mutant(
     "surface-corners-transformations-dtype-option-ignored",
-    "every *_dtype option (mu_dtype, accumulator_dtype, state_dtype, hyperparam_dtype...) is ignored: the state follows the params' dtype",
+    "every *_dtype option (mu_dtype, accumulator_dtype, state_dtype, hyperparam_dtype...) is ignored: the "
+    "state follows the params' dtype",
 )
 def dtype_option_ignored(optax):
     return _dropping(lambda name, value: name.endswith("_dtype"))
@@ -46,7 +47,8 @@ def dtype_option_ignored(optax):
 
 @mutant(
     "surface-corners-transformations-typed-hyper-dtype",
-    "a hyperparameter given as a 0-d array sets the updates' dtype (bfloat16 hyperparameters give bfloat16 updates for float32 params)",
+    "a hyperparameter given as a 0-d array sets the updates' dtype (bfloat16 hyperparameters give bfloat16 "
+    "updates for float32 params)",
 )
 def typed_hyper_dtype(optax):
     import jax
@@ -103,7 +105,8 @@ def negative_value_nan(optax):
 
 @mutant(
     "surface-corners-transformations-plateau-negative-margin",
-    "reduce_on_plateau's improvement margin follows the sign of the best value (open upstream pull request 1767): a flat negative loss now reduces the scale after `patience` steps, as a flat positive one does",
+    "reduce_on_plateau's improvement margin follows the sign of the best value (open upstream pull request "
+    "1767): a flat negative loss now reduces the scale after `patience` steps, as a flat positive one does",
 )
 def plateau_negative_margin(optax):
     import jax.numpy as jnp
@@ -121,7 +124,8 @@ def plateau_negative_margin(optax):
 
 @mutant(
     "surface-corners-transformations-rank5-raises",
-    "every transformation refuses a rank-5 leaf (a 3-D convolution kernel): ValueError, as adaptive_grad_clip does at 0.2.6",
+    "every transformation refuses a rank-5 leaf (a 3-D convolution kernel): ValueError, as adaptive_grad_clip "
+    "does at 0.2.6",
 )
 def rank5_raises(optax):
     import jax
@@ -139,7 +143,8 @@ def rank5_raises(optax):
 
 @mutant(
     "surface-corners-transformations-agc-5d",
-    "adaptive_grad_clip takes a rank-5 leaf, its unitwise norm over all axes but the last (as optax 0.2.8's `clipping: support default unitwise_norm for 5D params`)",
+    "adaptive_grad_clip takes a rank-5 leaf, its unitwise norm over all axes but the last (as optax 0.2.8's "
+    "`clipping: support default unitwise_norm for 5D params`)",
 )
 def agc_5d(optax):
     import jax

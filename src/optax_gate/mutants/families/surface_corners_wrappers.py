@@ -53,7 +53,8 @@ def mu_dtype_ignored(optax):
 
 @mutant(
     "surface-corners-wrappers-state-upcast",
-    "update returns the state's floating leaves as float32 (init keeps their dtype): a jax.lax.scan carry of half-precision state raises TypeError",
+    "update returns the state's floating leaves as float32 (init keeps their dtype): a jax.lax.scan carry of "
+    "half-precision state raises TypeError",
 )
 def state_upcast(optax):
     import jax

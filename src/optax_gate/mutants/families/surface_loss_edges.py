@@ -76,7 +76,8 @@ def empty_mean(optax):
 
 @mutant(
     "surface-loss-edges-validates",
-    "a loss refuses edge inputs (FloatingPointError for a non-finite entry, an empty batch or all-zero targets), as an added input check would",
+    "a loss refuses edge inputs (FloatingPointError for a non-finite entry, an empty batch or all-zero "
+    "targets), as an added input check would",
 )
 def validates(optax):
     import jax.numpy as jnp

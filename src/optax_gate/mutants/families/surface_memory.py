@@ -23,7 +23,8 @@ def _paths() -> list[str]:
 
 @mutant(
     "surface-memory-rolled-loop",
-    "jax.lax.fori_loop never unrolls (muon's Newton-Schulz iterations as a rolled loop, as on optax main): the same values, other temporaries",
+    "jax.lax.fori_loop never unrolls (muon's Newton-Schulz iterations as a rolled loop, as on optax main): "
+    "the same values, other temporaries",
 )
 def rolled_loop(optax):
     import jax
@@ -40,7 +41,8 @@ def rolled_loop(optax):
 
 @mutant(
     "surface-memory-state-copy",
-    "every transformation keeps a float32 copy of the params in its state (argument and output bytes grow by the params' size)",
+    "every transformation keeps a float32 copy of the params in its state (argument and output bytes grow by "
+    "the params' size)",
 )
 def state_copy(optax):
     import jax
@@ -67,7 +69,8 @@ def state_copy(optax):
 
 @mutant(
     "surface-memory-sorted-temp",
-    "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the updates' size)",
+    "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the "
+    "updates' size)",
 )
 def sorted_temp(optax):
     import jax
@@ -85,7 +88,8 @@ def sorted_temp(optax):
 
 @mutant(
     "surface-memory-raise-gone",
-    "an update that raised while being traced passes its updates through instead (scale_by_muon's default dimension numbers no longer raise)",
+    "an update that raised while being traced passes its updates through instead (scale_by_muon's default "
+    "dimension numbers no longer raise)",
 )
 def raise_gone(optax):
     def around(tx):

@@ -63,7 +63,8 @@ def updates_gathered(optax):
 
 @mutant(
     "surface-sharded-values-moved",
-    "the updates are scaled by 1.001 where the params are sharded over devices (the same step on one device is unchanged)",
+    "the updates are scaled by 1.001 where the params are sharded over devices (the same step on one device "
+    "is unchanged)",
 )
 def values_moved(optax):
     import jax

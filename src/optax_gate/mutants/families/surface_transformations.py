@@ -7,7 +7,8 @@ its arguments (``functools.wraps`` keeps its signature for the by-name
 filling) and returns a transformation whose ``init``/``update`` is perturbed in
 one way: extra arguments refused or accepted, a state leaf whose dtype
 changes, updates that differ only under ``jax.jit``, NaN for all-zero
-gradients, NaN everywhere once any gradient or param is non-finite, a ``None`` leaf refused, a rank-0 update reshaped, two float
+gradients, NaN everywhere once any gradient or param is non-finite, a ``None`` leaf refused, a rank-0 update reshaped,
+two float
 hyperparameters swapped, or a
 "repaired" transformation (errors swallowed, shapes and non-finite values
 fixed, weak types made strong) that removes every pinned baseline defect.

@@ -190,7 +190,8 @@ def vdot_self(optax):
 
 @mutant(
     "tree-utils-leafwise-wrong-operation",
-    "tree.add subtracts, tree.sub adds, tree.mul squares x, tree.scale ignores the scalar, tree.where ignores the condition",
+    "tree.add subtracts, tree.sub adds, tree.mul squares x, tree.scale ignores the scalar, tree.where ignores "
+    "the condition",
 )
 def leafwise_wrong(optax):
     replace_paths(["optax.tree.add"], lambda orig, _: lambda x, y: optax.tree.sub(x, y))
