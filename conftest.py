@@ -11,6 +11,7 @@
 """
 
 import os
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -30,5 +31,5 @@ PROFILE = os.environ.get("OPTAX_GATE_HYPOTHESIS_PROFILE", "ci")
 settings.load_profile(PROFILE)
 
 
-def pytest_report_header(config):
+def pytest_report_header(config: Any) -> Any:
     return [f"hypothesis profile: {PROFILE}"]

@@ -8,7 +8,9 @@ import json
 import os
 import tomllib
 import warnings
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,7 +132,7 @@ def contract_metadata(item: pytest.Item) -> dict[str, str] | None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object):
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Generator[None, Any, Any]:
     """Check each contract's labels while its module is collected, so a
     mislabelled contract is a collection error of that module (reported the
     same way with or without pytest-xdist, where an error raised later would
@@ -182,7 +184,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
     """A contract the ledger of moved behaviour lists for this baseline passes
     when its call failed as the baseline does, and fails otherwise
     (``moved_behaviour.judged``)."""

@@ -4,6 +4,7 @@ import gc
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,13 +18,13 @@ surface_generated.install()
 
 
 @pytest.fixture(params=dtypes.FLOAT_DTYPES)
-def dtype(request):
+def dtype(request: pytest.FixtureRequest) -> Any:
     """Each floating dtype in turn (float64 with x64 mode on for the test)."""
     with dtypes.precision(request.param) as dt:
         yield dt
 
 
-def pytest_collection_finish(session):
+def pytest_collection_finish(session: Any) -> None:
     """Tune Python's cyclic garbage collector for the run, once the contracts
     are collected: the objects alive now (JAX, Optax, Flax, the collected
     items) are frozen out of every later collection, and a collection starts
@@ -47,13 +48,13 @@ SNAPSHOT_DIR = "OPTAX_GATE_SNAPSHOT_DIR"
 RECORD = "OPTAX_GATE_RECORD_SNAPSHOTS"
 
 
-def pytest_configure(config):
+def pytest_configure(config: Any) -> None:
     if os.environ.get(SNAPSHOT_DIR) and os.environ.get(RECORD) == "1":
         config.option.regen_all = True
 
 
 @pytest.fixture
-def original_datadir(request):
+def original_datadir(request: pytest.FixtureRequest) -> Any:
     """Where a snapshot contract's recorded files are: pytest-datadir's
     ``tests/contracts/<module>/`` (the files recorded at the pinned baseline),
     or the same relative path under ``$OPTAX_GATE_SNAPSHOT_DIR`` when the gate
@@ -65,7 +66,7 @@ def original_datadir(request):
     return folder
 
 
-def _skip_unrecorded_generated(request, folder):
+def _skip_unrecorded_generated(request: pytest.FixtureRequest, folder: Any) -> None:
     """Skip a snapshot contract of a generated API (``surface_generated``)
     whose baseline recorded no file: the API is new in this environment (its
     baseline did not have it), so there is nothing to drift from. A
@@ -87,7 +88,7 @@ def _skip_unrecorded_generated(request, folder):
 MULTIDEVICE = "multidevice"
 
 
-def pytest_ignore_collect(collection_path, config):
+def pytest_ignore_collect(collection_path: Any, config: Any) -> Any:
     """Keep ``tests/contracts/multidevice/`` out of this (single-device) process
     unless a command-line argument names that folder or a path inside it: those
     contracts need eight simulated CPU devices, which must be configured before

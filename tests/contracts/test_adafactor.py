@@ -26,6 +26,8 @@ clipping RMS, the param RMS: ``reduction(6)`` each) and three elementwise
 stages (moment update, rescaling, learning rate with ``apply_updates``).
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -50,13 +52,13 @@ FACTORED = [False, True]  # jax.tree.leaves order: bias, kernel
 LAYER = {"kernel": np.zeros((3, 2)), "bias": np.zeros(2)}
 
 
-def one_step(tx, params, grads, state=None):
+def one_step(tx: Any, params: Any, grads: Any, state: Any = None) -> Any:
     state = tx.init(params) if state is None else state
     return tx.update(grads, state, params)
 
 
 @pytest.mark.golden
-def test_first_step_unfactored_is_relative_sign_step():
+def test_first_step_unfactored_is_relative_sign_step() -> None:
     """Step 1 has decay 1 - 1**-0.8 = 0, so V = g**2 + 1e-30 and U = sign(g)
     (RMS 1: not clipped); the step is -lr * RMS(p) * sign(g): p = [2, 2],
     g = [5, -0.5] gives [-0.2, 0.2]; params of RMS under 1e-3 use 1e-3:
@@ -69,7 +71,7 @@ def test_first_step_unfactored_is_relative_sign_step():
 
 
 @pytest.mark.golden
-def test_first_step_factored_uses_row_and_column_statistics():
+def test_first_step_factored_uses_row_and_column_statistics() -> None:
     """g = [[2, 0], [0, 2]], p = ones (RMS 1), ``min_dim_size_to_factor=2``:
     row and column sums of g**2 are [4, 4], V = 4 * 4 / 8 = 2 everywhere, so
     U = g / sqrt(2) (RMS 1, not clipped) and the update is -0.1 * sqrt(2) on
@@ -83,7 +85,7 @@ def test_first_step_factored_uses_row_and_column_statistics():
 
 @pytest.mark.property
 @given(g1=strategies.like(LAYER), g2=strategies.like(LAYER), p=strategies.like(LAYER), lr=st.floats(1e-4, 1.0))
-def test_two_steps_match_float64_reference(g1, g2, p, lr):
+def test_two_steps_match_float64_reference(g1: Any, g2: Any, p: Any, lr: Any) -> None:
     """Two steps on generated values (the kernel factored, the bias not) follow
     ``adafactor_trajectory``."""
     params, g1, g2 = to_jax(p), to_jax(g1), to_jax(g2)
@@ -102,7 +104,7 @@ def test_two_steps_match_float64_reference(g1, g2, p, lr):
             )
 
 
-def trajectory_cases():
+def trajectory_cases() -> Any:
     """``dtypes.trajectory_cases()`` with both float64 cases pinning
     ``adafactor-decay-rate-float32-under-x64``."""
     cases = []
@@ -115,7 +117,7 @@ def trajectory_cases():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), trajectory_cases())
-def test_trajectory(dtype_name, schedule):
+def test_trajectory(dtype_name: Any, schedule: Any) -> None:
     """Three steps (kernel factored, bias not) with a constant or linearly
     decaying learning rate in every dtype follow the reference; params,
     updates and statistics keep the params' dtype. In float64 the run is
@@ -141,14 +143,17 @@ def test_trajectory(dtype_name, schedule):
 
 
 @pytest.mark.acceptance
-def test_state_structure_follows_min_dim_size_to_factor():
+def test_state_structure_follows_min_dim_size_to_factor() -> None:
     """``v_row`` drops the largest axis and ``v_col`` the second largest of a
     factored leaf; ``v`` is the full shape of an unfactored one; unused
     statistics are (1,): (3, 4) with min 3 is factored ((3,), (4,)), with
     min 5 neither it nor (2, 3, 5) is; with min 3, (2, 3, 5) factors axes 1
     and 2 ((2, 3), (2, 5)); a vector never is. The count is an int32 scalar."""
     params = {"k": jnp.ones((3, 4)), "t": jnp.ones((2, 3, 5)), "b": jnp.ones(4, jnp.bfloat16)}
-    shapes = lambda tree: {k: v.shape for k, v in tree.items()}  # noqa: E731
+
+    def shapes(tree: Any) -> dict[str, Any]:
+        return {k: v.shape for k, v in tree.items()}
+
     state = optax.adafactor(LR, min_dim_size_to_factor=3).init(params)[0]
     assert state.count.dtype == jnp.int32 and int(state.count) == 0
     assert shapes(state.v_row) == {"k": (3,), "t": (2, 3), "b": (1,)}
@@ -161,7 +166,7 @@ def test_state_structure_follows_min_dim_size_to_factor():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("adafactor-float16-zero-gradient-nan")
-def test_zero_gradients_in_low_precision():
+def test_zero_gradients_in_low_precision() -> None:
     """All-zero gradients give zero updates in float32 and bfloat16; in
     float16 eps = 1e-30 rounds to 0 and the update is 0 * 0**-0.5 = NaN."""
     tx = optax.adafactor(LR)
@@ -173,7 +178,7 @@ def test_zero_gradients_in_low_precision():
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Two jitted steps equal two eager ones; the second compiles nothing."""
     params, grads = seeded_layer(steps=2, seed=3)
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
@@ -187,7 +192,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_and_missing_params():
+def test_edge_inputs_and_missing_params() -> None:
     """A None leaf stays None in the updates; a zero-size leaf gives an empty
     update; a one-element leaf p = 2, g = -3 gets -0.1 * 2 * -1 = 0.2; an
     empty PyTree gives empty updates; ``update`` without params raises
@@ -205,7 +210,7 @@ def test_edge_inputs_and_missing_params():
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype):
+def test_state_snapshot(data_regression: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): state structure, leaf paths,
     shapes, dtypes and count after ``init`` and two steps, the kernel
     factored. Recorded from optax 0.2.6 by ``./noxw -s update-snapshots``."""

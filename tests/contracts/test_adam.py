@@ -24,6 +24,8 @@ enters under the square root). Golden values use b1 = b2 = 0.5, where
 ``1 - b**t`` is exact.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -44,18 +46,18 @@ LR = 0.1
 PER_STEP = 3 * ELEMENTWISE
 
 
-def budget(dtype, step, b1=0.9, b2=0.999):
+def budget(dtype: Any, step: Any, b1: Any = 0.9, b2: Any = 0.999) -> Any:
     """ULPs of one Adam step ``step`` (see the module docstring)."""
     return PER_STEP + tolerances.bias_correction(b1, step, dtype) + -(-tolerances.bias_correction(b2, step, dtype) // 2)
 
 
-def one_step(tx, params, grads, state=None):
+def one_step(tx: Any, params: Any, grads: Any, state: Any = None) -> Any:
     state = tx.init(params) if state is None else state
     updates, state = tx.update(grads, state, params)
     return updates, state
 
 
-def two_updates(tx, g1, g2):
+def two_updates(tx: Any, g1: Any, g2: Any) -> Any:
     params = {"w": jnp.zeros_like(g1)}
     u1, s = one_step(tx, params, {"w": g1})
     u2, _ = one_step(tx, params, {"w": g2}, s)
@@ -63,7 +65,7 @@ def two_updates(tx, g1, g2):
 
 
 @pytest.mark.golden
-def test_two_steps_with_bias_correction():
+def test_two_steps_with_bias_correction() -> None:
     """b1 = b2 = 0.5, eps = 0; g1 = [5, -5], g2 = [1, -1]. Step 1:
     m^ = 2.5/0.5 = 5, v^ = 12.5/0.5 = 25, update -lr * 5/5 = [-0.1, 0.1].
     Step 2: m = 0.5*2.5 + 0.5*1 = 1.75, m^ = 1.75/0.75 = 7/3;
@@ -78,7 +80,7 @@ def test_two_steps_with_bias_correction():
 @pytest.mark.parametrize(
     ("eps", "eps_root", "expected"), [(1.0, 0.0, -0.075), (0.0, 16.0, -0.06)], ids=["eps-outside", "eps_root-inside"]
 )
-def test_placement_of_eps_and_eps_root(eps, eps_root, expected):
+def test_placement_of_eps_and_eps_root(eps: Any, eps_root: Any, expected: Any) -> None:
     """One step, b1 = b2 = 0.5, g = 3 (m^ = 3, v^ = 9): ``eps`` outside the
     root gives -lr * 3/(3 + 1) = -0.075; ``eps_root`` inside gives
     -lr * 3/sqrt(9 + 16) = -0.06."""
@@ -87,7 +89,7 @@ def test_placement_of_eps_and_eps_root(eps, eps_root, expected):
 
 
 @pytest.mark.golden
-def test_nesterov_first_step():
+def test_nesterov_first_step() -> None:
     """NAdam (Dozat 2016) as Optax documents it, b1 = b2 = 0.5, eps = 0,
     g = 5: m = 2.5, m^ = 0.5 * 2.5/(1 - 0.25) + 0.5 * 5/0.5 = 20/3, v^ = 25,
     update -lr * (20/3)/5 = -2/15."""
@@ -102,7 +104,7 @@ LAYER = {"kernel": np.zeros((3, 2)), "bias": np.zeros(2)}
 
 @pytest.mark.property
 @given(g1=strategies.like(LAYER), g2=strategies.like(LAYER), lr=st.floats(1e-4, 1.0), nesterov=st.booleans())
-def test_two_steps_match_float64_reference(g1, g2, lr, nesterov):
+def test_two_steps_match_float64_reference(g1: Any, g2: Any, lr: Any, nesterov: Any) -> None:
     """Two steps on generated gradients (any finite values, zeros included)
     follow ``adam_trajectory``; the updates keep the gradients' structure."""
     g1, g2 = to_jax(g1), to_jax(g2)
@@ -117,7 +119,7 @@ def test_two_steps_match_float64_reference(g1, g2, lr, nesterov):
 
 
 @pytest.mark.acceptance
-def test_state_structure_and_mu_dtype():
+def test_state_structure_and_mu_dtype() -> None:
     """Init state: an int32 count 0 and zero ``mu``/``nu`` of the params'
     shapes and dtypes; ``mu_dtype=bfloat16`` keeps ``mu`` bfloat16 after a
     step while ``nu`` and the updates stay float32."""
@@ -140,7 +142,7 @@ def test_state_structure_and_mu_dtype():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("adam-state-dtype-follows-gradients")
-def test_state_dtype_changes_with_float32_gradients_and_breaks_scan():
+def test_state_dtype_changes_with_float32_gradients_and_breaks_scan() -> None:
     """bfloat16 params with float32 gradients (mixed precision): after one
     step ``mu`` and ``nu`` are float32 (not the init's bfloat16), so carrying
     the state through ``jax.lax.scan`` raises TypeError."""
@@ -149,7 +151,7 @@ def test_state_dtype_changes_with_float32_gradients_and_breaks_scan():
     _, (state, _) = one_step(tx, params, {"w": jnp.ones(2, jnp.float32)})
     assert (state.mu["w"].dtype, state.nu["w"].dtype) == (jnp.float32, jnp.float32)
 
-    def body(s, g):
+    def body(s: Any, g: Any) -> Any:
         u, s = tx.update(g, s, params)
         return s, u["w"]
 
@@ -159,7 +161,7 @@ def test_state_dtype_changes_with_float32_gradients_and_breaks_scan():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("adam-float16-zero-gradient-nan")
-def test_zero_gradients_in_low_precision():
+def test_zero_gradients_in_low_precision() -> None:
     """All-zero gradients: float32 and bfloat16 (whose range holds 1e-8) give
     zero updates; float16 gives NaN, since the default eps = 1e-8 rounds to 0
     in float16 (0 / (sqrt(0) + 0)); an eps float16 can hold (1e-4) gives 0."""
@@ -178,7 +180,7 @@ def test_zero_gradients_in_low_precision():
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Two jitted steps equal two eager ones; the second jitted step (same
     shapes, new values) compiles nothing."""
     params, grads = seeded_layer(steps=2, seed=3)
@@ -192,7 +194,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 @pytest.mark.acceptance
 @pytest.mark.parametrize("nesterov", [False, True], ids=["adam", "nadam"])
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory(dtype_name, schedule, nesterov):
+def test_trajectory(dtype_name: Any, schedule: Any, nesterov: Any) -> None:
     """Three steps with a constant or linearly decaying learning rate in every
     dtype follow ``adam_trajectory``; params, updates and moments keep the
     params' dtype."""
@@ -213,7 +215,7 @@ def test_trajectory(dtype_name, schedule, nesterov):
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_zero_size_one_element():
+def test_edge_inputs_none_zero_size_one_element() -> None:
     """A None leaf stays None in the updates, ``mu`` and ``nu``; a zero-size
     leaf gives an empty update; a one-element leaf gets ``-lr * g/(|g| + eps)``
     on the first step; an empty PyTree gives empty updates and a state with
@@ -229,7 +231,7 @@ def test_edge_inputs_none_zero_size_one_element():
 
 
 @pytest.mark.negative
-def test_gradients_of_another_shape_or_structure_raise():
+def test_gradients_of_another_shape_or_structure_raise() -> None:
     """Gradients of another shape than the state raise TypeError (broadcast
     in the moment update); of another structure, ValueError (PyTree
     structure); an unknown ``mu_dtype`` raises TypeError when the optimizer
@@ -247,7 +249,7 @@ def test_gradients_of_another_shape_or_structure_raise():
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("variant", ["plain", "mu_dtype"])
-def test_state_snapshot(data_regression, variant, dtype):
+def test_state_snapshot(data_regression: Any, variant: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): the state's structure, leaf
     paths, shapes, dtypes and count after ``init`` and two steps, for
     float32 and bfloat16 params, plain and with ``mu_dtype=bfloat16``.

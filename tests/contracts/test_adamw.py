@@ -22,6 +22,8 @@ Budget: Adam's (``test_adam.budget``: three stages plus the bias-correction
 cancellation) plus one elementwise stage for the decay.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,14 +49,14 @@ MASK = {"bias": False, "kernel": True}
 LAYER = {"kernel": np.zeros((3, 2)), "bias": np.zeros(2)}
 
 
-def budget(dtype, b1=0.9, b2=0.999):
+def budget(dtype: Any, b1: Any = 0.9, b2: Any = 0.999) -> Any:
     """ULPs of one AdamW step (see the module docstring)."""
     return (
         4 * ELEMENTWISE + tolerances.bias_correction(b1, 1, dtype) + -(-tolerances.bias_correction(b2, 1, dtype) // 2)
     )
 
 
-def one_step(tx, params, grads, state=None):
+def one_step(tx: Any, params: Any, grads: Any, state: Any = None) -> Any:
     state = tx.init(params) if state is None else state
     return tx.update(grads, state, params)
 
@@ -63,7 +65,7 @@ def one_step(tx, params, grads, state=None):
 @pytest.mark.parametrize(
     "mask", [None, MASK, lambda p: {"bias": False, "kernel": True}], ids=["no-mask", "mask-tree", "mask-callable"]
 )
-def test_decay_is_scaled_by_the_learning_rate_and_masked(mask):
+def test_decay_is_scaled_by_the_learning_rate_and_masked(mask: Any) -> None:
     """b1 = b2 = 0.5, eps = 0, wd = 0.5, lr = 0.1, p = 2, g = 5: the Adam
     step is 5/5 = 1, the update -0.1 * (1 + 0.5 * 2) = -0.2 (not
     -0.1 - 0.5 * 2 = -1.1, the paper's unscaled decay); a leaf the mask
@@ -89,7 +91,7 @@ def test_decay_is_scaled_by_the_learning_rate_and_masked(mask):
     lr=st.floats(1e-4, 1.0),
     wd=st.floats(0.0, 1.0),
 )
-def test_two_steps_match_float64_reference(g1, g2, p, lr, wd):
+def test_two_steps_match_float64_reference(g1: Any, g2: Any, p: Any, lr: Any, wd: Any) -> None:
     """Two steps on generated gradients and params (kernel decayed, bias
     masked out) follow ``adam_trajectory`` with ``weight_decay``."""
     params, g1, g2 = to_jax(p), to_jax(g1), to_jax(g2)
@@ -122,7 +124,7 @@ def test_two_steps_match_float64_reference(g1, g2, p, lr, wd):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory(dtype_name, schedule):
+def test_trajectory(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``adamw(lr, weight_decay=0.5, mask=kernel only)`` with a
     constant or linearly decaying learning rate in every dtype follow the
     reference; params, updates and moments keep the params' dtype."""
@@ -145,7 +147,7 @@ def test_trajectory(dtype_name, schedule):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Two jitted steps equal two eager ones; the second compiles nothing."""
     params, grads = seeded_layer(steps=2, seed=3)
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
@@ -160,7 +162,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("adam-float16-zero-gradient-nan")
-def test_zero_gradients_in_low_precision():
+def test_zero_gradients_in_low_precision() -> None:
     """All-zero gradients leave only the decay, ``-lr * wd * p``: in float32
     and bfloat16; in float16 the Adam part is 0/0 (eps = 1e-8 rounds to 0)
     and the update is NaN."""
@@ -178,7 +180,7 @@ def test_zero_gradients_in_low_precision():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_zero_size_one_element():
+def test_edge_inputs_none_zero_size_one_element() -> None:
     """A None leaf stays None in the updates; a zero-size leaf gives an empty
     update; a one-element leaf p = 4, g = -2 gets -lr * (-1 + wd * 4) (up to
     eps); an empty PyTree gives empty updates."""
@@ -199,7 +201,7 @@ def test_edge_inputs_none_zero_size_one_element():
 
 
 @pytest.mark.negative
-def test_missing_params_wrong_mask_or_shape_raise():
+def test_missing_params_wrong_mask_or_shape_raise() -> None:
     """``update`` without params raises ValueError (the decay needs them); a
     mask of another structure raises ValueError (PyTree structure); a
     gradient of another shape raises TypeError."""
@@ -217,7 +219,7 @@ def test_missing_params_wrong_mask_or_shape_raise():
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("masked", [False, True], ids=["unmasked", "masked"])
-def test_state_snapshot(data_regression, masked, dtype):
+def test_state_snapshot(data_regression: Any, masked: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): the state's structure, leaf
     paths, shapes, dtypes and count after ``init`` and two steps, with and
     without a mask. Recorded from optax 0.2.6 by ``./noxw -s update-snapshots``."""

@@ -14,6 +14,8 @@ Inputs: updates and params of one structure, ``weight_decay`` a float, ``mask``
 a PyTree of bools (or a callable). Output: updates of the same structure.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +36,7 @@ WD = 0.1
 MASK = {"kernel": True, "bias": False}
 
 
-def layer():
+def layer() -> Any:
     """Hand-made layer: kernel 2x2, bias (2,), gradients 0.5 everywhere."""
     params = {"kernel": jnp.array([[1.0, 2.0], [3.0, 4.0]]), "bias": jnp.array([1.0, -1.0])}
     grads = {"kernel": jnp.full((2, 2), 0.5), "bias": jnp.array([0.5, -0.5])}
@@ -43,7 +45,7 @@ def layer():
 
 @pytest.mark.golden
 @pytest.mark.parametrize("mask", [MASK, lambda p: jax.tree.map(lambda x: x.ndim > 1, p)], ids=["tree", "callable"])
-def test_kernel_decayed_bias_unchanged(mask):
+def test_kernel_decayed_bias_unchanged(mask: Any) -> None:
     """Summary 001:67-68. kernel: 0.5 + 0.1 * [[1, 2], [3, 4]] = [[0.6, 0.7],
     [0.8, 0.9]]; bias: the gradient, bit for bit."""
     params, grads = layer()
@@ -54,7 +56,7 @@ def test_kernel_decayed_bias_unchanged(mask):
 
 
 @pytest.mark.golden
-def test_in_a_chain_with_sgd_the_bias_moves_by_the_gradient_only():
+def test_in_a_chain_with_sgd_the_bias_moves_by_the_gradient_only() -> None:
     """One training step ``chain(add_decayed_weights(0.1, mask), sgd(0.1))``:
     kernel = p - 0.1 * (0.5 + 0.1 p); bias = p - 0.1 * g = [0.95, -0.95]."""
     params, grads = layer()
@@ -69,7 +71,7 @@ def test_in_a_chain_with_sgd_the_bias_moves_by_the_gradient_only():
 @pytest.mark.parametrize(
     "mask", [{"kernel": True}, {"kernel": True, "bias": False, "extra": True}], ids=["missing-leaf", "extra-leaf"]
 )
-def test_mask_of_another_structure_raises_value_error_at_init(mask):
+def test_mask_of_another_structure_raises_value_error_at_init(mask: Any) -> None:
     """Guide 000 line 12 (negative test for an incompatible mask): a mask that
     is not a prefix of the params fails at ``init`` with ValueError."""
     params, _ = layer()
@@ -78,7 +80,7 @@ def test_mask_of_another_structure_raises_value_error_at_init(mask):
 
 
 @pytest.mark.negative
-def test_update_without_params_raises_value_error():
+def test_update_without_params_raises_value_error() -> None:
     """Weight decay reads the params: ``update(g, state)`` without them raises."""
     params, grads = layer()
     tx = optax.add_decayed_weights(WD, mask=MASK)
@@ -88,7 +90,7 @@ def test_update_without_params_raises_value_error():
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs(), wd=st.floats(0.0, 1.0), data=st.data())
-def test_matches_float64_reference_with_any_leaf_mask(pair, wd, data):
+def test_matches_float64_reference_with_any_leaf_mask(pair: Any, wd: Any, data: Any) -> None:
     """``g + wd * p`` where the mask is True, ``g`` bit for bit where False
     (``references.masked_decayed_updates``), for a random boolean per leaf."""
     params, grads = to_jax(pair[0]), to_jax(pair[1])
@@ -105,7 +107,7 @@ def test_matches_float64_reference_with_any_leaf_mask(pair, wd, data):
 
 
 @pytest.mark.acceptance
-def test_result_shapes_dtypes_and_finiteness(dtype):
+def test_result_shapes_dtypes_and_finiteness(dtype: Any) -> None:
     """Guides' acceptance criteria 2, 3, 5: updates keep shapes and dtypes,
     are finite and follow the reference; asymmetric kernel 3x5x2; every dtype
     (float64 under x64)."""
@@ -124,7 +126,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """The jitted masked update equals the eager one; a second call with new
     values compiles nothing."""
     params, grads = layer()
@@ -138,7 +140,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_decay_kernel_only_with_momentum_sgd(dtype_name, schedule):
+def test_trajectory_decay_kernel_only_with_momentum_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``chain(add_decayed_weights(0.05, mask), sgd(lr,
     momentum=0.9))`` (lr constant or scheduled) in every dtype follow the
     float64 reference in which only the kernel is decayed."""
@@ -162,7 +164,7 @@ def test_trajectory_decay_kernel_only_with_momentum_sgd(dtype_name, schedule):
 @pytest.mark.negative
 @pytest.mark.known_defect("decay-schedule-count-stuck")
 @pytest.mark.configuration(weight_decay="a schedule")
-def test_scheduled_weight_decay_stays_at_its_first_value():
+def test_scheduled_weight_decay_stays_at_its_first_value() -> None:
     """A weight decay scheduled from 0.1 to 0 over 2 steps should decay the
     kernel by 0.1, 0.05, 0 on steps 1-3; at the baseline its count never
     advances (it stays 0 in the state) and every step uses 0.1."""
@@ -182,7 +184,7 @@ def test_scheduled_weight_decay_stays_at_its_first_value():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_empty_zero_size_nan():
+def test_edge_inputs_none_empty_zero_size_nan() -> None:
     """Regression protocol edges, pinned to the baseline: a None leaf stays
     None; an empty PyTree with an empty mask gives empty updates; a zero-size
     kernel passes; a NaN param poisons its decayed leaf only, a NaN in the
@@ -209,7 +211,7 @@ def test_edge_inputs_none_empty_zero_size_nan():
         pytest.param(True, id="scheduled", marks=pytest.mark.configuration(weight_decay="a schedule")),
     ],
 )
-def test_state_snapshot(data_regression, schedule):
+def test_state_snapshot(data_regression: Any, schedule: Any) -> None:
     """Baseline snapshot (drift, not correctness): the state of masked weight
     decay chained with SGD, with a constant and a scheduled weight decay
     (whose state holds a step counter), after ``init`` and two steps.

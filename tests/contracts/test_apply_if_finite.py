@@ -16,6 +16,8 @@ state ``ApplyIfFiniteState(notfinite_count, last_finite, total_notfinite,
 inner_state)``.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,16 +42,16 @@ NAN, INF = float("nan"), float("inf")
 PARAMS = {"w": jnp.array([1.0, -1.0])}
 
 
-def counters(state):
+def counters(state: Any) -> Any:
     return int(state.notfinite_count), bool(state.last_finite), int(state.total_notfinite)
 
 
-def sgd_ref(g):
+def sgd_ref(g: Any) -> Any:
     return references.sgd_updates(g, LR)
 
 
 @pytest.mark.golden
-def test_counters_and_skipped_steps_over_a_bad_run():
+def test_counters_and_skipped_steps_over_a_bad_run() -> None:
     """max_consecutive_errors=2, gradients finite, nan, inf, nan, finite:
     updates -0.1*g, 0, 0, NaN (third bad step in a row: gives up and accepts),
     -0.1*g; notfinite_count 0,1,2,3,0; last_finite T,F,F,F,T;
@@ -69,7 +71,7 @@ def test_counters_and_skipped_steps_over_a_bad_run():
 
 
 @pytest.mark.golden
-def test_a_skipped_step_leaves_the_inner_state_untouched():
+def test_a_skipped_step_leaves_the_inner_state_untouched() -> None:
     """With momentum 0.9: a NaN step between two finite ones returns zero
     updates and keeps the trace bit for bit, so the third step's trace is
     ``g3 + 0.9 * g1`` as if the bad step never happened."""
@@ -84,10 +86,10 @@ def test_a_skipped_step_leaves_the_inner_state_untouched():
     assert_close(updates["w"], [-0.1 * 3.9, -0.1 * 5.8], dtype=jnp.float32, ulps=ELEMENTWISE, what="third update")
 
 
-_JITTED = {}
+_JITTED: dict[Any, Any] = {}
 
 
-def _jitted(max_errors):
+def _jitted(max_errors: Any) -> Any:
     """One transformation and one compiled update per max_consecutive_errors
     (the property draws 4 values; compiling once each keeps it fast)."""
     if max_errors not in _JITTED:
@@ -102,7 +104,7 @@ def _jitted(max_errors):
     max_errors=st.integers(0, 3),
     data=st.data(),
 )
-def test_counters_and_updates_match_the_reference(bad, max_errors, data):
+def test_counters_and_updates_match_the_reference(bad: Any, max_errors: Any, data: Any) -> None:
     """Any sequence of finite and non-finite gradients and any
     max_consecutive_errors: counters, skipped steps and updates equal
     ``references_wrappers.apply_if_finite`` around the SGD reference (EXACT
@@ -131,7 +133,7 @@ def test_counters_and_updates_match_the_reference(bad, max_errors, data):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_skips_the_bad_step(dtype_name, schedule):
+def test_trajectory_skips_the_bad_step(dtype_name: Any, schedule: Any) -> None:
     """Four jitted steps of ``apply_if_finite(sgd(lr, momentum=0.9), 1)`` with
     an inf in step 2's kernel gradient, every dtype: params follow the float64
     SGD reference run on steps 1, 3, 4 only (the schedule advances on accepted
@@ -158,7 +160,7 @@ def test_trajectory_skips_the_bad_step(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): ``ApplyIfFiniteState``
     around SGD with momentum after init and three steps (the second one NaN):
     counters with their values, ``last_finite``'s dtype, the inner trace.
@@ -171,7 +173,7 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Both branches (accept, skip) live in one compiled program: after the
     first call, a NaN call and a finite call compile nothing; jitted updates
     and counters equal eager ones."""
@@ -185,7 +187,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_zero_max_consecutive_errors_accepts_the_first_bad_step():
+def test_zero_max_consecutive_errors_accepts_the_first_bad_step() -> None:
     """max_consecutive_errors=0 skips nothing: the first NaN step is applied
     (NaN update), counted in both counters."""
     tx = optax.apply_if_finite(optax.sgd(LR), 0)
@@ -196,7 +198,7 @@ def test_zero_max_consecutive_errors_accepts_the_first_bad_step():
 
 
 @pytest.mark.negative
-def test_gradients_of_another_structure_raise_value_error():
+def test_gradients_of_another_structure_raise_value_error() -> None:
     """A gradient PyTree unlike the params' fails in the inner SGD's
     ``jax.tree.map`` with its trace."""
     tx = optax.apply_if_finite(optax.sgd(LR, momentum=0.9), 2)
@@ -205,7 +207,7 @@ def test_gradients_of_another_structure_raise_value_error():
 
 
 @pytest.mark.negative
-def test_edge_inputs_saturating_counters_none_empty(dtype):
+def test_edge_inputs_saturating_counters_none_empty(dtype: Any) -> None:
     """Regression protocol edges, pinned to the baseline: counters at the
     int32 maximum stay there (saturating, no wrap to negative); a None leaf
     stays None; an empty PyTree counts as finite; a zero-size leaf passes;

@@ -10,6 +10,8 @@ Inputs: transformations in order. Output: a ``GradientTransformation`` whose
 state is a tuple of one inner state per transformation.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,7 +29,7 @@ pytestmark = pytest.mark.contract(api="optax.chain", guide=guides.WEIGHT_DECAY_M
 
 
 @pytest.mark.golden
-def test_order_matters_decay_then_sgd_vs_sgd_then_decay():
+def test_order_matters_decay_then_sgd_vs_sgd_then_decay() -> None:
     """p = 2, g = 1, wd = 0.1, lr = 0.5: decay then SGD gives
     -0.5 * (1 + 0.1 * 2) = -0.6; SGD then decay gives -0.5 * 1 + 0.1 * 2 = -0.3."""
     p, g = {"w": jnp.array([2.0])}, {"w": jnp.array([1.0])}
@@ -42,7 +44,7 @@ def test_order_matters_decay_then_sgd_vs_sgd_then_decay():
 
 
 @pytest.mark.golden
-def test_state_is_a_tuple_of_inner_states_in_order():
+def test_state_is_a_tuple_of_inner_states_in_order() -> None:
     """``chain(clip_by_global_norm, sgd(momentum))``: a 2-tuple; the second
     holds the momentum trace."""
     p = {"w": jnp.ones(2)}
@@ -53,7 +55,7 @@ def test_state_is_a_tuple_of_inner_states_in_order():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("chain-empty-unpack-error")
-def test_empty_chain_raises_a_bare_unpack_error():
+def test_empty_chain_raises_a_bare_unpack_error() -> None:
     """``optax.chain()`` with nothing in it fails at ``init`` with a bare
     ValueError from tuple unpacking."""
     with pytest.raises(ValueError, match="not enough values to unpack"):
@@ -61,7 +63,7 @@ def test_empty_chain_raises_a_bare_unpack_error():
 
 
 @pytest.mark.negative
-def test_gradients_of_another_structure_pass_a_stateless_chain():
+def test_gradients_of_another_structure_pass_a_stateless_chain() -> None:
     """Guide 001 line 49: a stateless chain (clip, SGD) accepts gradients of
     another structure without error (the mistake surfaces in apply_updates)."""
     p = {"w": jnp.ones(2)}
@@ -71,7 +73,7 @@ def test_gradients_of_another_structure_pass_a_stateless_chain():
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs(), max_norm=st.floats(1e-2, 2e3), wd=st.floats(0.0, 0.5))
-def test_chain_feeds_each_transformation_the_previous_ones_updates(pair, max_norm, wd):
+def test_chain_feeds_each_transformation_the_previous_ones_updates(pair: Any, max_norm: Any, wd: Any) -> None:
     """``chain(clip_by_global_norm(C), add_decayed_weights(wd), sgd(0.1))`` on
     generated PyTrees equals ``-0.1 * (clip(g) + wd * p)`` (float64
     references composed in the chain's order)."""
@@ -90,7 +92,7 @@ def test_chain_feeds_each_transformation_the_previous_ones_updates(pair, max_nor
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_of_decay_then_nesterov_sgd(dtype_name, schedule):
+def test_trajectory_of_decay_then_nesterov_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``chain(add_decayed_weights(0.01), sgd(lr, momentum=0.9,
     nesterov=True))`` in every dtype follow the float64 reference (decoupled
     decay inside the Nesterov trace)."""
@@ -113,7 +115,7 @@ def test_trajectory_of_decay_then_nesterov_sgd(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): the state of
     ``chain(clip_by_global_norm(1), add_decayed_weights(0.01), sgd(0.1,
     momentum=0.9, nesterov=True))`` after init and two steps. Recorded from
@@ -128,13 +130,13 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Three jitted steps equal three eager ones; steps 2 and 3 compile nothing."""
     params, grads = seeded_layer(steps=3, seed=13)
     p, gs = to_jax(params), [to_jax(g) for g in grads]
     tx = optax.chain(optax.add_decayed_weights(0.01), optax.sgd(0.1, momentum=0.9))
 
-    def one_step(params, g, state):
+    def one_step(params: Any, g: Any, state: Any) -> Any:
         updates, state = tx.update(g, state, params)
         return optax.apply_updates(params, updates), state
 
@@ -145,7 +147,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_empty_zero_size_and_nan():
+def test_edge_inputs_none_empty_zero_size_and_nan() -> None:
     """Regression protocol edges, pinned to the baseline, for
     ``chain(clip_by_global_norm(1), sgd(0.1, momentum=0.9))``: a None leaf
     stays None in updates and state; an empty PyTree gives empty updates; a

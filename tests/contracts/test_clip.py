@@ -12,6 +12,8 @@ Input: updates PyTree of any structure; output: same structure, shapes, dtypes;
 state ``EmptyState``.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,13 +33,13 @@ pytestmark = pytest.mark.contract(api="optax.clip", guide="docs: optax.clip (ele
 NAN, INF = float("nan"), float("inf")
 
 
-def clip(updates, max_delta=0.5):
+def clip(updates: Any, max_delta: Any = 0.5) -> Any:
     tx = optax.clip(max_delta)
     return tx.update(updates, tx.init(updates))[0]
 
 
 @pytest.mark.golden
-def test_each_element_is_clipped_on_its_own():
+def test_each_element_is_clipped_on_its_own() -> None:
     """clip(0.5): [-2, -0.5, 0.3, 0.7, 5] -> [-0.5, -0.5, 0.3, 0.5, 0.5]; a
     second leaf [0.1] is untouched (no global norm involved)."""
     got = clip({"a": jnp.array([-2.0, -0.5, 0.3, 0.7, 5.0]), "b": jnp.array([0.1])})
@@ -46,7 +48,7 @@ def test_each_element_is_clipped_on_its_own():
 
 
 @pytest.mark.negative
-def test_nan_passes_and_infinities_are_clipped():
+def test_nan_passes_and_infinities_are_clipped() -> None:
     """NaN is not a number to clip: it stays NaN; +inf -> 0.5, -inf -> -0.5."""
     got = np.asarray(clip({"a": jnp.array([NAN, INF, -INF])})["a"])
     assert np.isnan(got[0])
@@ -54,7 +56,7 @@ def test_nan_passes_and_infinities_are_clipped():
 
 
 @pytest.mark.negative
-def test_a_negative_max_delta_is_not_rejected():
+def test_a_negative_max_delta_is_not_rejected() -> None:
     """clip(-1.0) raises nothing: ``jnp.clip(x, 1, -1)`` puts every element at
     -1 (the upper bound wins), whatever its sign."""
     got = clip({"a": jnp.array([-2.0, 0.3, 4.0])}, -1.0)
@@ -63,7 +65,7 @@ def test_a_negative_max_delta_is_not_rejected():
 
 @pytest.mark.property
 @given(tree=strategies.pytrees(), max_delta=st.floats(1e-3, 1e3))
-def test_matches_float64_reference(tree, max_delta):
+def test_matches_float64_reference(tree: Any, max_delta: Any) -> None:
     """Generated PyTrees: each leaf equals ``references_wrappers.clip`` (the
     bound itself rounded once to float32: 1 ULP) and no element exceeds
     max_delta in magnitude (beyond that rounding)."""
@@ -77,7 +79,7 @@ def test_matches_float64_reference(tree, max_delta):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_in_a_chain_with_momentum_sgd(dtype_name, schedule):
+def test_trajectory_in_a_chain_with_momentum_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three jitted steps of ``chain(clip(0.5), sgd(lr, momentum=0.9))`` in
     every dtype, gradients of scale 2 (most elements clipped): params follow
     the float64 reference; updates and params keep the dtype."""
@@ -96,7 +98,7 @@ def test_trajectory_in_a_chain_with_momentum_sgd(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): state of
     ``chain(clip(0.5), sgd(0.1, momentum=0.9))`` after init and two steps
     (clip's ``EmptyState``, the trace). Recorded from optax 0.2.6 by
@@ -108,7 +110,7 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Jitted clipping equals eager bit for bit; a second call with the same
     shapes and new values compiles nothing."""
     tx = optax.clip(0.5)
@@ -118,7 +120,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_empty_zero_size_zero_and_infinite_bound(dtype):
+def test_edge_inputs_none_empty_zero_size_zero_and_infinite_bound(dtype: Any) -> None:
     """Regression protocol edges, pinned to the baseline, in every dtype
     (float64 under x64): a None leaf stays None; an empty PyTree gives an empty
     one; a zero-size leaf passes; clip(0) zeroes every finite element;

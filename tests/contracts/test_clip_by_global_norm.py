@@ -10,6 +10,8 @@ multiplied by ``max_norm / g_norm``; stateless).
 Input: updates PyTree of any structure; output: same structure, shapes, dtypes.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,7 +28,7 @@ from optax_gate.kit.trees import assert_dtype, leaves64, seeded_layer, to_jax
 pytestmark = pytest.mark.contract(api="optax.clip_by_global_norm", guide=guides.PER_EXAMPLE_CLIP)
 
 
-def clip(updates, max_norm=1.0):
+def clip(updates: Any, max_norm: Any = 1.0) -> Any:
     tx = optax.clip_by_global_norm(max_norm)
     return tx.update(updates, tx.init(updates))[0]
 
@@ -41,7 +43,7 @@ def clip(updates, max_norm=1.0):
     ],
     ids=["norm5-scaled", "norm0.5-kept", "norm-across-leaves"],
 )
-def test_scales_the_whole_update_to_the_threshold(updates, expected):
+def test_scales_the_whole_update_to_the_threshold(updates: Any, expected: Any) -> None:
     """||[3, 4]|| = 5 -> [0.6, 0.8]; a norm under 1 is kept; the norm is global
     over all leaves ({a: 3, b: 4} -> {a: 0.6, b: 0.8})."""
     got = clip(to_jax(updates))
@@ -50,7 +52,7 @@ def test_scales_the_whole_update_to_the_threshold(updates, expected):
 
 
 @pytest.mark.negative
-def test_a_batch_is_clipped_as_one_vector_not_per_example():
+def test_a_batch_is_clipped_as_one_vector_not_per_example() -> None:
     """Guide 000 line 16: the guide's batch [[3, 4], [0.6, 0.8]] is clipped as
     one vector of norm sqrt(26): [[3, 4], [0.6, 0.8]] / sqrt(26), not to
     per-example norms [[0.6, 0.8], [0.6, 0.8]]."""
@@ -66,7 +68,7 @@ def test_a_batch_is_clipped_as_one_vector_not_per_example():
 
 @pytest.mark.property
 @given(tree=strategies.pytrees(), max_norm=st.floats(1e-2, 2e3))
-def test_matches_float64_reference(tree, max_norm):
+def test_matches_float64_reference(tree: Any, max_norm: Any) -> None:
     """``g * min(1, C / ||g||)`` (``references.clip_by_global_norm``) on
     generated PyTrees; the result's global norm never exceeds C."""
     updates = to_jax(tree)
@@ -81,7 +83,7 @@ def test_matches_float64_reference(tree, max_norm):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_in_a_chain_with_momentum_sgd(dtype_name, schedule):
+def test_trajectory_in_a_chain_with_momentum_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``chain(clip_by_global_norm(1), sgd(lr, momentum=0.9))``
     in every dtype follow the float64 reference step by step; gradients of
     norm ~4 so that every step clips. Result dtypes are the params' dtype."""
@@ -89,7 +91,7 @@ def test_trajectory_in_a_chain_with_momentum_sgd(dtype_name, schedule):
         _check_trajectory(dtype_name, dtype, schedule)
 
 
-def _check_trajectory(dtype_name, dtype, schedule):
+def _check_trajectory(dtype_name: Any, dtype: Any, schedule: Any) -> None:
     lr = optax.linear_schedule(0.1, 0.02, transition_steps=2) if schedule else 0.1
     ref_lr = references.linear_schedule(0.1, 0.02, 2) if schedule else 0.1
     params, grads = seeded_layer(steps=3, seed=11, scale=2.0)
@@ -111,7 +113,7 @@ def _check_trajectory(dtype_name, dtype, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): state of
     ``chain(clip_by_global_norm(1), sgd(0.1, momentum=0.9))`` after init and
     two steps. Recorded from optax 0.2.6 by ``./noxw -s update-snapshots``."""
@@ -122,7 +124,7 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Jitted clipping equals eager; a second call with the same shapes and
     new values compiles nothing."""
     tx = optax.clip_by_global_norm(1.0)
@@ -144,7 +146,7 @@ def test_jit_matches_eager_and_does_not_recompile():
     ],
     ids=["zeros", "zero-size", "none-leaf", "empty-tree", "nan", "inf"],
 )
-def test_edge_inputs(updates, expected):
+def test_edge_inputs(updates: Any, expected: Any) -> None:
     """Regression protocol edges, pinned to the baseline: zeros stay zeros (no
     0/0), zero-size and None leaves pass, an empty PyTree gives an empty one;
     a NaN anywhere makes every leaf NaN; an inf leaf becomes NaN where inf and

@@ -10,6 +10,8 @@ copy), PyTrees of one structure; ``step_size`` a scalar in [0, 1].
 Output: a new PyTree of the same structure.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,14 +29,14 @@ pytestmark = pytest.mark.contract(api="optax.incremental_update", guide=guides.P
 
 
 @pytest.mark.golden
-def test_guide_example():
+def test_guide_example() -> None:
     """Guide 004 lines 5, 18-19, 24: 0.25 * 4 + 0.75 * 0 = 1."""
     result = optax.incremental_update({"w": jnp.array([4.0])}, {"w": jnp.array([0.0])}, step_size=0.25)
     assert_close(result["w"], [1.0], dtype=jnp.float32, ulps=ELEMENTWISE, what="averaged")
 
 
 @pytest.mark.golden
-def test_guide_example_leaves_both_inputs_unchanged():
+def test_guide_example_leaves_both_inputs_unchanged() -> None:
     """Guide 004 lines 5, 20-21, 53: neither argument is mutated (NumPy inputs,
     which could be) and the result is a new PyTree."""
     online = {"w": np.array([4.0], np.float32)}
@@ -46,7 +48,7 @@ def test_guide_example_leaves_both_inputs_unchanged():
 
 
 @pytest.mark.negative
-def test_swapped_new_and_old_give_another_result():
+def test_swapped_new_and_old_give_another_result() -> None:
     """Guide 004 line 46 (do not swap new_tensors and old_tensors): swapped, the
     guide's example gives 0.25 * 0 + 0.75 * 4 = 3, not 1; nothing detects it."""
     result = optax.incremental_update({"w": jnp.array([0.0])}, {"w": jnp.array([4.0])}, step_size=0.25)
@@ -54,7 +56,7 @@ def test_swapped_new_and_old_give_another_result():
 
 
 @pytest.mark.negative
-def test_step_size_outside_unit_interval_is_not_validated():
+def test_step_size_outside_unit_interval_is_not_validated() -> None:
     """Guide 004 line 10 (choose step_size in [0, 1]): the baseline does not
     check it; 1.5 extrapolates to 1.5 * 4 - 0.5 * 0 = 6."""
     result = optax.incremental_update({"w": jnp.array([4.0])}, {"w": jnp.array([0.0])}, step_size=1.5)
@@ -62,14 +64,14 @@ def test_step_size_outside_unit_interval_is_not_validated():
 
 
 @pytest.mark.negative
-def test_trees_of_another_structure_raise_value_error():
+def test_trees_of_another_structure_raise_value_error() -> None:
     """Guide 004 line 9 (online and averaged trees of one structure)."""
     with pytest.raises(ValueError, match=pinned.PYTREE_STRUCTURE):
         optax.incremental_update({"w": jnp.ones(1)}, {"v": jnp.ones(1)}, 0.5)
 
 
 @pytest.mark.negative
-def test_leaves_of_another_shape_raise_type_error():
+def test_leaves_of_another_shape_raise_type_error() -> None:
     """Regression protocol: a deliberately incompatible shape, (2,) vs (3,)."""
     with pytest.raises(TypeError, match=pinned.INCOMPATIBLE_SHAPES):
         optax.incremental_update({"w": jnp.ones(2)}, {"w": jnp.ones(3)}, 0.5)
@@ -77,7 +79,7 @@ def test_leaves_of_another_shape_raise_type_error():
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs(), step=st.floats(0.0, 1.0))
-def test_matches_float64_reference(pair, step):
+def test_matches_float64_reference(pair: Any, step: Any) -> None:
     """Guide 004 lines 12 and 51: ``step*new + (1-step)*old`` on every leaf of
     generated PyTrees, against ``references.incremental_update``."""
     new, old = to_jax(pair[0]), to_jax(pair[1])
@@ -96,7 +98,7 @@ def test_matches_float64_reference(pair, step):
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs())
-def test_step_zero_returns_old_and_step_one_returns_new(pair):
+def test_step_zero_returns_old_and_step_one_returns_new(pair: Any) -> None:
     """Formula at the ends of [0, 1]: exactly ``old`` at 0 and ``new`` at 1."""
     new, old = to_jax(pair[0]), to_jax(pair[1])
     for step, want in ((0.0, old), (1.0, new)):
@@ -105,7 +107,7 @@ def test_step_zero_returns_old_and_step_one_returns_new(pair):
 
 
 @pytest.mark.acceptance
-def test_result_shapes_dtypes_and_finiteness(dtype):
+def test_result_shapes_dtypes_and_finiteness(dtype: Any) -> None:
     """Guides' acceptance criteria 2, 3, 5: shapes and dtypes kept, finite
     values, reference formula; asymmetric shapes (3x5x2); every dtype (float64
     under x64)."""
@@ -123,7 +125,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """The jitted call equals the eager one; a second call with new values (and
     a new step size, passed as an array) compiles nothing."""
     new, old = {"w": jnp.array([4.0, -2.0])}, {"w": jnp.array([0.0, 1.0])}
@@ -134,7 +136,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_averaged_copy_over_a_training_run(dtype_name, schedule):
+def test_averaged_copy_over_a_training_run(dtype_name: Any, schedule: Any) -> None:
     """Guide 004 lines 9-12 and 55 as a loop: three momentum-SGD steps (lr
     constant or scheduled), the averaged copy updated with step size 0.25
     after each accepted step, kept apart from the online params. Online and
@@ -168,7 +170,7 @@ def test_averaged_copy_over_a_training_run(dtype_name, schedule):
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_empty_zero_size_zeros():
+def test_edge_inputs_none_empty_zero_size_zeros() -> None:
     """Regression protocol edges, pinned to the baseline: a None leaf stays
     None; an empty PyTree gives an empty one; zero-size leaves pass; zeros
     average to zeros."""
@@ -187,7 +189,7 @@ def test_edge_inputs_none_empty_zero_size_zeros():
 
 
 @pytest.mark.negative
-def test_non_finite_values_propagate_even_with_step_size_zero():
+def test_non_finite_values_propagate_even_with_step_size_zero() -> None:
     """No guard at the baseline: NaN in the online params reaches the average;
     an inf online value poisons the average even at step size 0 (0 * inf is
     NaN), so a zero step size does not protect the averaged copy."""

@@ -15,6 +15,8 @@ Inputs: the inner factory's hyperparameters (numbers or schedules). Output: a
 inner_state)``.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,7 +36,7 @@ MIXED = {"bias": jnp.ones(2, jnp.bfloat16), "kernel": jnp.ones(2, jnp.float32)}
 
 
 @pytest.mark.golden
-def test_guide_step_with_an_injected_learning_rate_and_a_changed_one():
+def test_guide_step_with_an_injected_learning_rate_and_a_changed_one() -> None:
     """Guide 001's example through ``inject_hyperparams(sgd)(learning_rate=0.1)``
     gives updates [-0.05, 0.05]; setting ``state.hyperparams['learning_rate']``
     to 0.5 gives [-0.25, 0.25] without rebuilding the optimizer."""
@@ -57,7 +59,7 @@ def test_guide_step_with_an_injected_learning_rate_and_a_changed_one():
 
 
 @pytest.mark.golden
-def test_schedule_is_evaluated_at_the_count_before_each_update():
+def test_schedule_is_evaluated_at_the_count_before_each_update() -> None:
     """``linear_schedule(0.1, 0.0, 4)``: updates of a unit gradient are -0.1,
     -0.075, -0.05; the stored learning rate is the one just used and the count
     advances 0 -> 1 -> 2 -> 3."""
@@ -75,7 +77,7 @@ def test_schedule_is_evaluated_at_the_count_before_each_update():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("inject-hyperparams-first-leaf-dtype")
-def test_hyperparameters_take_the_first_leafs_dtype():
+def test_hyperparameters_take_the_first_leafs_dtype() -> None:
     """Params {bias: bfloat16, kernel: float32} (bias is the first leaf): the
     learning rate is stored in bfloat16 (0.1 -> 0.10009765625) and the float32
     kernel is updated with that rounded value."""
@@ -87,7 +89,7 @@ def test_hyperparameters_take_the_first_leafs_dtype():
 
 
 @pytest.mark.acceptance
-def test_updates_keep_each_leafs_dtype_with_mixed_precision_params():
+def test_updates_keep_each_leafs_dtype_with_mixed_precision_params() -> None:
     """Guides' acceptance criterion 2 (dtypes match the contract): with params
     {bias: bfloat16, kernel: float32} each update has its leaf's dtype."""
     tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1, momentum=0.9)
@@ -97,7 +99,7 @@ def test_updates_keep_each_leafs_dtype_with_mixed_precision_params():
 
 
 @pytest.mark.negative
-def test_hyperparameters_may_be_passed_positionally():
+def test_hyperparameters_may_be_passed_positionally() -> None:
     """``inject_hyperparams(sgd)(0.1)`` (positional learning rate) is accepted
     and equals the keyword form: a release that makes hyperparameters
     keyword-only breaks such call sites."""
@@ -110,7 +112,7 @@ def test_hyperparameters_may_be_passed_positionally():
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs(), lr=st.floats(1e-4, 1.0))
-def test_update_is_minus_injected_lr_times_gradient(pair, lr):
+def test_update_is_minus_injected_lr_times_gradient(pair: Any, lr: Any) -> None:
     """For any lr and PyTree: the stored lr is lr in float32 and the update is
     ``-lr * g`` (float64 reference ``references.sgd_updates``)."""
     params, grads = to_jax(pair[0]), to_jax(pair[1])
@@ -124,7 +126,7 @@ def test_update_is_minus_injected_lr_times_gradient(pair, lr):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_of_injected_momentum_sgd(dtype_name, schedule):
+def test_trajectory_of_injected_momentum_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``inject_hyperparams(sgd)(learning_rate=lr,
     momentum=0.9)`` in every dtype follow the float64 reference; updates and
     params keep the dtype."""
@@ -145,14 +147,14 @@ def test_trajectory_of_injected_momentum_sgd(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("params_kind", ["float32", "bfloat16", "mixed"])
-def test_state_snapshot(data_regression, params_kind):
+def test_state_snapshot(data_regression: Any, params_kind: Any) -> None:
     """Baseline snapshot (drift, not correctness): state of
     ``inject_hyperparams(sgd)(learning_rate=schedule, momentum=0.9)`` (count,
     hyperparams and their dtypes, the schedule's own state, the trace) after
     init and two steps, for float32, bfloat16 and mixed params. Recorded from
     optax 0.2.6 by ``./noxw -s update-snapshots``."""
     params, grads = seeded_layer(steps=2, seed=14)
-    cast = {
+    cast: Any = {
         "float32": lambda t: to_jax(t, jnp.float32),
         "bfloat16": lambda t: to_jax(t, jnp.bfloat16),
         "mixed": lambda t: {
@@ -166,7 +168,7 @@ def test_state_snapshot(data_regression, params_kind):
 
 
 @pytest.mark.acceptance
-def test_changing_the_injected_lr_does_not_recompile():
+def test_changing_the_injected_lr_does_not_recompile() -> None:
     """The point of injecting: a jitted update called with a new learning rate
     in the state compiles nothing and uses the new value."""
     p, g = {"w": jnp.array([1.0, -1.0])}, {"w": jnp.array([0.5, -0.5])}
@@ -184,7 +186,7 @@ def test_changing_the_injected_lr_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_leaf_and_empty_tree():
+def test_edge_inputs_none_leaf_and_empty_tree() -> None:
     """A None leaf stays None in the updates; an empty PyTree gives empty
     updates and keeps the learning rate (float32)."""
     tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
@@ -198,7 +200,7 @@ def test_edge_inputs_none_leaf_and_empty_tree():
 #: Params whose leaves give ``inject_hyperparams`` no float dtype to cast to (0.2.6 reads the first leaf's
 #: ``dtype`` attribute: ``None`` for an empty PyTree or a Python scalar leaf), or an integer one, and the
 #: mixed-precision PyTree of :data:`MIXED`; built anew per call (under ``jax.enable_x64`` where asked).
-DTYPELESS_PARAMS = {
+DTYPELESS_PARAMS: dict[str, Any] = {
     "empty": dict,
     "python-scalar-then-bf16": lambda: {"a": 1.0, "b": jnp.ones(2, jnp.bfloat16)},
     "int32-then-f32": lambda: {"a": jnp.ones(2, jnp.int32), "b": jnp.ones(2, jnp.float32)},
@@ -207,7 +209,7 @@ DTYPELESS_PARAMS = {
 }
 
 
-def _inject_one_step(params, *, jit: bool):
+def _inject_one_step(params: Any, *, jit: bool) -> Any:
     """``inject_hyperparams(sgd)(learning_rate=0.1)``: the state after ``init`` and after one update of
     gradients equal to ``params``, and the updates (eager, or ``init`` and ``update`` each under ``jax.jit``)."""
     tx = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1)
@@ -217,7 +219,7 @@ def _inject_one_step(params, *, jit: bool):
     return state, after, updates
 
 
-def _abstract(x) -> str:
+def _abstract(x: Any) -> str:
     """``float32`` or ``float32 weak`` (JAX's weak type: a Python scalar's)."""
     aval = jax.typeof(x)
     return f"{aval.dtype.name}{' weak' if aval.weak_type else ''}"
@@ -227,7 +229,9 @@ def _abstract(x) -> str:
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
 @pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
 @pytest.mark.parametrize("kind", ["empty", "python-scalar-then-bf16"])
-def test_hyperparameters_over_params_without_a_dtype_take_the_default_float_dtype(kind, x64, jit):
+def test_hyperparameters_over_params_without_a_dtype_take_the_default_float_dtype(
+    kind: Any, x64: Any, jit: Any
+) -> None:
     """Params with no float dtype to read (an empty PyTree; a Python scalar first leaf): the learning rate
     0.1 is stored in JAX's default float dtype, float32, or float64 under ``jax_enable_x64``, before and
     after an update, eagerly and jitted. Sources: the docstring (``hyperparam_dtype``: only when specified
@@ -244,7 +248,7 @@ def test_hyperparameters_over_params_without_a_dtype_take_the_default_float_dtyp
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
-def test_a_low_precision_leaf_after_a_python_scalar_leaf_keeps_its_dtype(x64):
+def test_a_low_precision_leaf_after_a_python_scalar_leaf_keeps_its_dtype(x64: Any) -> None:
     """Guides' acceptance criterion 2 (dtypes match the contract), eagerly: params ``{a: 1.0, b:
     bfloat16[2]}`` (the first leaf a Python float, so no dtype to cast the learning rate to) give a
     bfloat16 update of ``b``, ``-0.1 * 1`` rounded to bfloat16 (-0.10009765625), as ``optax.sgd(0.1)``
@@ -260,7 +264,7 @@ def test_a_low_precision_leaf_after_a_python_scalar_leaf_keeps_its_dtype(x64):
 @pytest.mark.negative
 @pytest.mark.known_defect("inject-hyperparams-integer-first-leaf-truncates")
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
-def test_an_integer_first_leaf_truncates_the_learning_rate(jit):
+def test_an_integer_first_leaf_truncates_the_learning_rate(jit: Any) -> None:
     """Params ``{a: int32[2], b: float32[2]}`` (an integer leaf first, e.g. a step counter kept among the
     params): the learning rate 0.1 is cast to the int32 first leaf's dtype, stored as 0, and the float32
     leaf's update is 0: it never trains. Expected values: ``int(0.1) == 0`` (the cast the source applies,
@@ -273,7 +277,7 @@ def test_an_integer_first_leaf_truncates_the_learning_rate(jit):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("x64", [False, True], ids=["x64-off", "x64-on"])
-def test_hyperparameter_types_by_params_kind(data_regression, x64):
+def test_hyperparameter_types_by_params_kind(data_regression: Any, x64: Any) -> None:
     """Baseline snapshot (drift, not correctness): for each params kind of :data:`DTYPELESS_PARAMS`, eager
     and jitted, the stored learning rate's dtype and weak type after ``init`` and after an update, and the
     updates' dtypes (``inject_hyperparams(sgd)(learning_rate=0.1)``). Recorded from optax 0.2.6 by

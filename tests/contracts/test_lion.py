@@ -19,6 +19,8 @@ from 0); the decay and the learning rate with ``apply_updates`` are two
 elementwise stages: ``2 * ELEMENTWISE`` a step.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,13 +44,13 @@ PER_STEP = 2 * ELEMENTWISE
 LAYER = {"kernel": np.zeros((3, 2)), "bias": np.zeros(2)}
 
 
-def one_step(tx, params, grads, state=None):
+def one_step(tx: Any, params: Any, grads: Any, state: Any = None) -> Any:
     state = tx.init(params) if state is None else state
     return tx.update(grads, state, params)
 
 
 @pytest.mark.golden
-def test_sign_update_and_momentum_interpolation():
+def test_sign_update_and_momentum_interpolation() -> None:
     """wd = 0, g1 = [2, -3, 0]: update -lr * sign(0.1 g1) = [-0.1, 0.1, 0].
     g2 = [-1, 1, 0]: m = 0.01 g1 = [0.02, -0.03, 0]; c = 0.9 m + 0.1 g2 =
     [-0.082, 0.073, 0], update [0.1, -0.1, 0] (with b1, b2 swapped c would be
@@ -62,7 +64,7 @@ def test_sign_update_and_momentum_interpolation():
 
 
 @pytest.mark.golden
-def test_decay_is_scaled_by_the_learning_rate():
+def test_decay_is_scaled_by_the_learning_rate() -> None:
     """wd = 0.5, p = 2, g = 1: -0.1 * (1 + 0.5 * 2) = -0.2; a masked-out leaf
     gets -0.1."""
     tx = optax.lion(LR, weight_decay=WD, mask={"a": True, "b": False})
@@ -74,7 +76,7 @@ def test_decay_is_scaled_by_the_learning_rate():
 
 @pytest.mark.property
 @given(g=strategies.like(LAYER), p=strategies.like(LAYER), lr=st.floats(1e-4, 1.0), wd=st.floats(0.0, 1.0))
-def test_first_step_matches_float64_reference(g, p, lr, wd):
+def test_first_step_matches_float64_reference(g: Any, p: Any, lr: Any, wd: Any) -> None:
     """First step on generated values: ``-lr * (sign(g) + wd * p)``
     (``lion_trajectory``); with wd = 0 every element's magnitude is lr or 0."""
     params, grads = to_jax(p), to_jax(g)
@@ -97,7 +99,7 @@ def test_first_step_matches_float64_reference(g, p, lr, wd):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory(dtype_name, schedule):
+def test_trajectory(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``lion(lr, weight_decay=0.5)`` with a constant or linearly
     decaying learning rate in every dtype follow the reference; params,
     updates and momentum keep the params' dtype."""
@@ -118,7 +120,7 @@ def test_trajectory(dtype_name, schedule):
 
 
 @pytest.mark.acceptance
-def test_state_structure_mu_dtype_and_zero_gradients():
+def test_state_structure_mu_dtype_and_zero_gradients() -> None:
     """Init: an int32 count 0 and a zero ``mu`` of the params' shapes and
     dtypes; ``mu_dtype=bfloat16`` keeps ``mu`` bfloat16 after a step. Zero
     gradients leave only the decay ``-lr * wd * p`` in every dtype (sign(0)
@@ -133,7 +135,7 @@ def test_state_structure_mu_dtype_and_zero_gradients():
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Two jitted steps equal two eager ones; the second compiles nothing."""
     params, grads = seeded_layer(steps=2, seed=3)
     p, (g1, g2) = to_jax(params), [to_jax(g) for g in grads]
@@ -147,7 +149,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_zero_size_one_element():
+def test_edge_inputs_none_zero_size_one_element() -> None:
     """A None leaf stays None in the updates and ``mu``; a zero-size leaf gives
     an empty update; a one-element leaf p = 2, g = -3 gets -0.1 * (-1 + 1) = 0
     with wd = 0.5; an empty PyTree gives empty updates."""
@@ -161,7 +163,7 @@ def test_edge_inputs_none_zero_size_one_element():
 
 
 @pytest.mark.negative
-def test_missing_params_or_wrong_shape_raise():
+def test_missing_params_or_wrong_shape_raise() -> None:
     """``update`` without params raises ValueError (the decay needs them); a
     gradient of another shape raises TypeError."""
     params = {"w": jnp.ones(2)}
@@ -174,7 +176,7 @@ def test_missing_params_or_wrong_shape_raise():
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype):
+def test_state_snapshot(data_regression: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): state structure, leaf paths,
     shapes, dtypes and count after ``init`` and two steps. Recorded from
     optax 0.2.6 by ``./noxw -s update-snapshots``."""

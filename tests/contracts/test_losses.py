@@ -50,6 +50,7 @@ import inspect
 import math
 import re
 import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -78,16 +79,16 @@ APIS = tuple(SOURCES)
 B, C = 4, 5
 
 
-def contract(api):
+def contract(api: Any) -> Any:
     """The contract marker of one loss API."""
     return pytest.mark.contract(api=f"optax.{api}", guide=SOURCES[api])
 
 
-def per_api(apis=APIS):
+def per_api(apis: Any = APIS) -> Any:
     return [pytest.param(a, marks=contract(a), id=a) for a in apis]
 
 
-def inputs(api, dtype=jnp.float32, seed=0, shape=(B, C)):
+def inputs(api: Any, dtype: Any = jnp.float32, seed: Any = 0, shape: Any = (B, C)) -> Any:
     """Seeded inputs of ``api``: ``(args as JAX arrays in dtype, the same as
     float64 NumPy (the cast values), kwargs)``. Labels are integers, a
     distribution (softmax of normals), or values in [0, 1]."""
@@ -112,7 +113,7 @@ def inputs(api, dtype=jnp.float32, seed=0, shape=(B, C)):
     )
 
 
-REFERENCE = {
+REFERENCE: dict[str, tuple[Any, ...]] = {
     "softmax_cross_entropy": (ref.softmax_cross_entropy, ref.softmax_cross_entropy_grad),
     "softmax_cross_entropy_with_integer_labels": (
         ref.integer_label_cross_entropy,
@@ -125,7 +126,7 @@ REFERENCE = {
 }
 
 
-def budget(api, args64, kwargs):
+def budget(api: Any, args64: Any, kwargs: Any) -> Any:
     """``(ulps, scale)`` of ``api``'s value (see the module docstring)."""
     x = args64[0]
     if api.startswith("softmax"):
@@ -136,7 +137,7 @@ def budget(api, args64, kwargs):
     return ELEMENTWISE, (kwargs["delta"] * e if api == "huber_loss" else e * e)
 
 
-def grad_budget(api, args64, kwargs):
+def grad_budget(api: Any, args64: Any, kwargs: Any) -> Any:
     """``(ulps, scale)`` of the gradient: the softmax's normaliser sums C
     terms (``reduction(C)``, relative to 1); a sigmoid is one stage of
     roundings relative to 1; the element-wise derivatives are one stage
@@ -157,7 +158,7 @@ def grad_budget(api, args64, kwargs):
     return ELEMENTWISE, scale
 
 
-def loss_fn(api):
+def loss_fn(api: Any) -> Any:
     return getattr(optax, api)
 
 
@@ -185,7 +186,7 @@ GOLDEN = {
 
 @pytest.mark.golden
 @pytest.mark.parametrize("api", per_api())
-def test_closed_form_values(api):
+def test_closed_form_values(api: Any) -> None:
     """Hand-computable values: softmax([ln 3, 0]) = [3/4, 1/4] so the
     cross-entropies are ln 2 (uniform) and ln 4; sigmoid(ln 3) = 3/4;
     (3 - 1)^2 = 4 and half of it; Huber with delta 2: 2 (3 - 1) = 4,
@@ -197,7 +198,7 @@ def test_closed_form_values(api):
 
 @pytest.mark.golden
 @pytest.mark.parametrize("api", per_api(APIS[:2]))
-def test_cross_entropy_is_stable_for_logits_of_1e4(api):
+def test_cross_entropy_is_stable_for_logits_of_1e4(api: Any) -> None:
     """Logits [1e4, -1e4, 0] and [-1e4, 1e4, 0], label class 0: losses 0 and
     2e4 (logsumexp shifted by the maximum), finite gradients equal to
     ``softmax - onehot`` = [0, 0, 0] and [-1, 1, 0]."""
@@ -217,7 +218,7 @@ def test_cross_entropy_is_stable_for_logits_of_1e4(api):
 
 @pytest.mark.golden
 @contract("huber_loss")
-def test_huber_gradient_is_the_error_clipped_to_delta():
+def test_huber_gradient_is_the_error_clipped_to_delta() -> None:
     """d/dp Huber = clip(e, -delta, delta): at e = -3, -1, 0, 0.5, 1, 3 with
     delta 1 the gradient is -1, -1, 0, 0.5, 1, 1 (continuous at the kink)."""
     e = jnp.array([-3.0, -1.0, 0.0, 0.5, 1.0, 3.0])
@@ -230,7 +231,7 @@ def test_huber_gradient_is_the_error_clipped_to_delta():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api())
-def test_values_shape_and_dtype_in_every_dtype(api, dtype):
+def test_values_shape_and_dtype_in_every_dtype(api: Any, dtype: Any) -> None:
     """Seeded (4, 5) inputs in float32, bfloat16, float16 and float64 (x64):
     one value per example (shape (4,) or (4, 5): no reduction), in the input
     dtype, within the budget of the float64 reference on the cast inputs."""
@@ -244,7 +245,7 @@ def test_values_shape_and_dtype_in_every_dtype(api, dtype):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api())
-def test_gradient_matches_analytic_derivative_in_float32_and_float64(api):
+def test_gradient_matches_analytic_derivative_in_float32_and_float64(api: Any) -> None:
     """``jax.grad`` of the summed loss with respect to the logits or
     predictions equals the closed-form derivative (``references_losses.*_grad``),
     in float32 and under x64 in float64."""
@@ -267,7 +268,7 @@ def test_gradient_matches_analytic_derivative_in_float32_and_float64(api):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api())
-def test_leading_batch_axes_are_kept(api):
+def test_leading_batch_axes_are_kept(api: Any) -> None:
     """With inputs of shape (2, 3, 5) the cross-entropies return (2, 3) and
     the element-wise losses (2, 3, 5): every leading axis is a batch axis."""
     args, args64, kwargs = inputs(api, shape=(2, 3, C))
@@ -286,20 +287,20 @@ _values = hnp.arrays(np.float64, (3, 4), elements=st.floats(-1e3, 1e3))
 
 
 @functools.cache
-def _jitted_value_and_grad(api):
+def _jitted_value_and_grad(api: Any) -> Any:
     """``(per-example loss, gradient of its sum)`` of ``api`` under one
     ``jax.jit`` per API (``delta`` traced), so a property's examples share one
     compilation; eager calls are pinned by the other contracts."""
     fn = loss_fn(api)
 
-    def run(a, b, delta):
+    def run(a: Any, b: Any, delta: Any) -> Any:
         kwargs = {"delta": delta} if api == "huber_loss" else {}
         return fn(a, b, **kwargs), jax.grad(lambda x: fn(x, b, **kwargs).sum())(a)
 
     return jax.jit(run)
 
 
-def _check_value_and_grad(api, args, kwargs=None):
+def _check_value_and_grad(api: Any, args: Any, kwargs: Any = None) -> None:
     kwargs = kwargs or {}
     a = jnp.asarray(args[0], jnp.float32)
     b = jnp.asarray(args[1]) if api.endswith("labels") else jnp.asarray(args[1], jnp.float32)
@@ -325,7 +326,7 @@ def _check_value_and_grad(api, args, kwargs=None):
 @pytest.mark.property
 @contract("softmax_cross_entropy")
 @given(logits=_logits, z=_logits)
-def test_softmax_cross_entropy_value_and_gradient_property(logits, z):
+def test_softmax_cross_entropy_value_and_gradient_property(logits: Any, z: Any) -> None:
     """Any logits in [-30, 30] and any label distribution (softmax of z)."""
     labels = np.exp(z - z.max(-1, keepdims=True))
     _check_value_and_grad("softmax_cross_entropy", (logits, labels / labels.sum(-1, keepdims=True)))
@@ -334,7 +335,7 @@ def test_softmax_cross_entropy_value_and_gradient_property(logits, z):
 @pytest.mark.property
 @contract("softmax_cross_entropy_with_integer_labels")
 @given(logits=_logits, labels=hnp.arrays(np.int32, (3,), elements=st.integers(0, 3)))
-def test_integer_label_cross_entropy_value_and_gradient_property(logits, labels):
+def test_integer_label_cross_entropy_value_and_gradient_property(logits: Any, labels: Any) -> None:
     """Any logits in [-30, 30] and any in-range labels."""
     _check_value_and_grad("softmax_cross_entropy_with_integer_labels", (logits, labels))
 
@@ -345,7 +346,7 @@ def test_integer_label_cross_entropy_value_and_gradient_property(logits, labels)
     logits=hnp.arrays(np.float64, (3, 4), elements=st.floats(-80.0, 80.0)),
     labels=hnp.arrays(np.float64, (3, 4), elements=st.floats(0.0, 1.0)),
 )
-def test_sigmoid_cross_entropy_value_and_gradient_property(logits, labels):
+def test_sigmoid_cross_entropy_value_and_gradient_property(logits: Any, labels: Any) -> None:
     """Logits in [-80, 80] (far into the saturated range) and soft labels."""
     _check_value_and_grad("sigmoid_binary_cross_entropy", (logits, labels))
 
@@ -353,7 +354,7 @@ def test_sigmoid_cross_entropy_value_and_gradient_property(logits, labels):
 @pytest.mark.property
 @pytest.mark.parametrize("api", per_api(("l2_loss", "squared_error")))
 @given(p=_values, t=_values)
-def test_squared_losses_value_and_gradient_property(api, p, t):
+def test_squared_losses_value_and_gradient_property(api: Any, p: Any, t: Any) -> None:
     """Any predictions and targets in [-1e3, 1e3]."""
     _check_value_and_grad(api, (p, t))
 
@@ -361,7 +362,7 @@ def test_squared_losses_value_and_gradient_property(api, p, t):
 @pytest.mark.property
 @contract("huber_loss")
 @given(p=_values, t=_values, delta=st.floats(0.01, 100.0))
-def test_huber_value_and_gradient_property(p, t, delta):
+def test_huber_value_and_gradient_property(p: Any, t: Any, delta: Any) -> None:
     """Any predictions, targets and delta: both pieces of the loss."""
     _check_value_and_grad("huber_loss", (p, t), {"delta": delta})
 
@@ -369,7 +370,7 @@ def test_huber_value_and_gradient_property(p, t, delta):
 # --------------------------------------------------------------------------- calling conventions
 
 
-SIGNATURES = {
+SIGNATURES: dict[str, list[tuple[Any, ...]]] = {
     "softmax_cross_entropy": [
         ("logits", "POSITIONAL_OR_KEYWORD", None),
         ("labels", "POSITIONAL_OR_KEYWORD", None),
@@ -398,7 +399,7 @@ SIGNATURES = {
 
 @pytest.mark.negative
 @pytest.mark.parametrize("api", per_api())
-def test_signature_names_kinds_and_defaults(api):
+def test_signature_names_kinds_and_defaults(api: Any) -> None:
     """``inspect.signature``: parameter names, kinds and defaults (a required
     parameter shown with default None here). A release that renames,
     reorders, makes keyword-only or changes a default breaks this contract."""
@@ -409,7 +410,7 @@ def test_signature_names_kinds_and_defaults(api):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api())
-def test_positional_and_keyword_calls_agree(api):
+def test_positional_and_keyword_calls_agree(api: Any) -> None:
     """``f(a, b)``, ``f(a, <second>=b)`` and ``f(<first>=a, <second>=b)``
     return the same values bit for bit, without a warning."""
     (a, b), _, _ = inputs(api)
@@ -425,7 +426,7 @@ def test_positional_and_keyword_calls_agree(api):
 @pytest.mark.negative
 @contract("huber_loss")
 @pytest.mark.configuration(delta="passed positionally")
-def test_huber_delta_passed_positionally_warns_but_is_used():
+def test_huber_delta_passed_positionally_warns_but_is_used() -> None:
     """``huber_loss(p, t, 2.0)`` gives the delta-2 loss and a
     ``DeprecationWarning`` that only 2 arguments may be positional; by
     keyword no warning."""
@@ -442,7 +443,7 @@ def test_huber_delta_passed_positionally_warns_but_is_used():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api(("l2_loss", "squared_error", "huber_loss")))
-def test_targets_default_to_zero(api):
+def test_targets_default_to_zero(api: Any) -> None:
     """Without targets the loss is that of ``targets = 0``."""
     (a, _b), _, kwargs = inputs(api)
     assert_close(
@@ -459,7 +460,7 @@ def test_targets_default_to_zero(api):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api())
-def test_jit_matches_eager_and_does_not_recompile(api):
+def test_jit_matches_eager_and_does_not_recompile(api: Any) -> None:
     """``jax.jit(loss)`` on two seeded input sets of one shape equals the
     eager values; the second call compiles nothing."""
     fn = loss_fn(api)
@@ -474,7 +475,7 @@ def test_jit_matches_eager_and_does_not_recompile(api):
 
 @pytest.mark.negative
 @contract("softmax_cross_entropy")
-def test_minus_inf_logit_with_zero_label_gives_nan_but_a_finite_gradient():
+def test_minus_inf_logit_with_zero_label_gives_nan_but_a_finite_gradient() -> None:
     """``labels * log_softmax``: a -inf logit whose label is 0 gives 0 *
     -inf = NaN (the docstring sends such inputs to
     ``safe_softmax_cross_entropy``); the gradient, ``softmax - labels``, is
@@ -488,7 +489,7 @@ def test_minus_inf_logit_with_zero_label_gives_nan_but_a_finite_gradient():
 
 @pytest.mark.negative
 @contract("softmax_cross_entropy_with_integer_labels")
-def test_minus_inf_logit_is_finite_unless_it_is_the_label():
+def test_minus_inf_logit_is_finite_unless_it_is_the_label() -> None:
     """Integer labels: a -inf logit of another class is harmless, loss
     log(1 + e) - 0 = ln(1 + e); a -inf logit *at* the label gives +inf."""
     logits = jnp.array([[0.0, -jnp.inf, 1.0]])
@@ -506,7 +507,7 @@ def test_minus_inf_logit_is_finite_unless_it_is_the_label():
 @pytest.mark.negative
 @contract("softmax_cross_entropy_with_integer_labels")
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
-def test_out_of_range_labels_give_nan_or_wrap(jit):
+def test_out_of_range_labels_give_nan_or_wrap(jit: Any) -> None:
     """Labels are not checked: C and C + 2 (too large) and -C - 1 give NaN;
     -1 wraps to the last class (loss = logsumexp - x[-1]). Eager and jitted
     alike."""
@@ -530,7 +531,7 @@ def test_out_of_range_labels_give_nan_or_wrap(jit):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api(APIS[:2]))
-def test_axis_selects_the_class_axis(api):
+def test_axis_selects_the_class_axis(api: Any) -> None:
     """``axis=0``: classes along the first axis, (5, 4) logits give 4 losses;
     equal to the reference on the transposed input."""
     (a, b), (a64, b64), _ = inputs(api, seed=4)
@@ -542,7 +543,7 @@ def test_axis_selects_the_class_axis(api):
 
 @pytest.mark.acceptance
 @contract("softmax_cross_entropy_with_integer_labels")
-def test_tuple_axis_reads_labels_as_flat_indices():
+def test_tuple_axis_reads_labels_as_flat_indices() -> None:
     """Docstring: with ``axis=(2, 3)`` on (1, 2, 3, 4) logits a label is a
     flat index into the (3, 4) slice; logits ``arange(24)``, labels
     ravel((1, 1)) = 5 and ravel((2, 3)) = 11: losses logsumexp(0..11) - 5 and
@@ -556,13 +557,13 @@ def test_tuple_axis_reads_labels_as_flat_indices():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("api", per_api(APIS[:2]))
-def test_where_restricts_the_classes_and_zeroes_empty_examples(api):
+def test_where_restricts_the_classes_and_zeroes_empty_examples(api: Any) -> None:
     """``where`` of the logits' shape: the softmax runs over the included
     classes only (labels on included classes); an example with no included
     class gives 0. ``where`` of batch shape (4,): excluded examples give 0,
     the others their full loss."""
     (a, b), (a64, b64), _ = inputs(api, seed=5)
-    mask = np.ones((B, C), bool)
+    mask: Any = np.ones((B, C), bool)
     mask[0, 3:] = False
     mask[1, :] = False
     if api.endswith("labels"):
@@ -588,7 +589,7 @@ def test_where_restricts_the_classes_and_zeroes_empty_examples(api):
 
 @pytest.mark.negative
 @contract("sigmoid_binary_cross_entropy")
-def test_sigmoid_casts_labels_to_the_logits_dtype():
+def test_sigmoid_casts_labels_to_the_logits_dtype() -> None:
     """bfloat16 logits with float32 (or int32) labels give bfloat16 losses
     (``labels.astype(logits.dtype)``), unlike ``softmax_cross_entropy``,
     which promotes."""
@@ -599,7 +600,7 @@ def test_sigmoid_casts_labels_to_the_logits_dtype():
 
 @pytest.mark.negative
 @contract("softmax_cross_entropy")
-def test_softmax_cross_entropy_promotes_mixed_dtypes():
+def test_softmax_cross_entropy_promotes_mixed_dtypes() -> None:
     """bfloat16 logits with float32 labels give float32 losses (JAX
     promotion of ``labels * log_probs``)."""
     logits = jnp.array([[0.5, -1.0]], jnp.bfloat16)
@@ -611,7 +612,7 @@ def test_softmax_cross_entropy_promotes_mixed_dtypes():
 
 @pytest.mark.negative
 @pytest.mark.parametrize("api", per_api())
-def test_integer_logits_or_predictions_raise_assertion_error(api):
+def test_integer_logits_or_predictions_raise_assertion_error(api: Any) -> None:
     """``chex.assert_type([x], float)``: an int32 first argument raises
     ``AssertionError``."""
     (a, b), _, kwargs = inputs(api)
@@ -621,7 +622,7 @@ def test_integer_logits_or_predictions_raise_assertion_error(api):
 
 @pytest.mark.negative
 @contract("softmax_cross_entropy_with_integer_labels")
-def test_float_labels_and_bad_axis_are_refused():
+def test_float_labels_and_bad_axis_are_refused() -> None:
     """Float labels: ``AssertionError`` (chex type check); ``axis=5`` on 2-D
     logits: ``ValueError`` out of bounds; ``axis=[1]`` (a list):
     ``ValueError`` naming the allowed types."""
@@ -637,7 +638,7 @@ def test_float_labels_and_bad_axis_are_refused():
 
 @pytest.mark.negative
 @pytest.mark.parametrize("api", per_api(("l2_loss", "squared_error")))
-def test_targets_of_another_shape_raise_even_when_broadcastable(api):
+def test_targets_of_another_shape_raise_even_when_broadcastable(api: Any) -> None:
     """``chex.assert_equal_shape``: (4, 5) predictions with (5,) targets
     raise ``AssertionError``, though they would broadcast."""
     (a, b), _, _ = inputs(api)
@@ -647,7 +648,7 @@ def test_targets_of_another_shape_raise_even_when_broadcastable(api):
 
 @pytest.mark.negative
 @contract("huber_loss")
-def test_huber_broadcasts_targets_of_another_shape():
+def test_huber_broadcasts_targets_of_another_shape() -> None:
     """No shape check: (4, 5) predictions with (5,) targets broadcast and
     give the (4, 5) reference of the broadcast targets."""
     (a, b), (a64, b64), kwargs = inputs("huber_loss")

@@ -11,6 +11,8 @@ Inputs: updates (and params) PyTrees; mask a PyTree prefix of bools or a
 callable. Output: updates of the same structure; state ``MaskedState``.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,7 +33,7 @@ MASK = {"kernel": True, "bias": False}
 
 
 @pytest.mark.golden
-def test_masked_out_leaf_receives_the_raw_update_not_zero():
+def test_masked_out_leaf_receives_the_raw_update_not_zero() -> None:
     """``masked(sgd(0.1), {kernel: True, bias: False})``: the kernel gets
     ``-0.1 * g``; the bias gets ``g`` itself (5.0), so applying it would move
     the bias *up* the gradient: masking out is not freezing."""
@@ -44,7 +46,7 @@ def test_masked_out_leaf_receives_the_raw_update_not_zero():
 
 
 @pytest.mark.golden
-def test_inner_state_covers_only_the_selected_leaves():
+def test_inner_state_covers_only_the_selected_leaves() -> None:
     """With momentum, the inner trace holds the kernel and a ``MaskedNode`` for
     the bias: the masked-out leaf carries no optimizer state."""
     params = {"kernel": jnp.ones(2), "bias": jnp.ones(2)}
@@ -58,14 +60,14 @@ def test_inner_state_covers_only_the_selected_leaves():
 @pytest.mark.parametrize(
     "mask", [{"kernel": True}, {"kernel": True, "bias": False, "x": True}], ids=["missing-leaf", "extra-leaf"]
 )
-def test_mask_of_another_structure_raises_value_error(mask):
+def test_mask_of_another_structure_raises_value_error(mask: Any) -> None:
     """A mask that is not a prefix of the params fails at ``init``."""
     with pytest.raises(ValueError, match=pinned.PYTREE_STRUCTURE):
         optax.masked(optax.sgd(0.1), mask).init({"kernel": jnp.ones(2), "bias": jnp.ones(2)})
 
 
 @pytest.mark.negative
-def test_a_scalar_false_mask_passes_every_update_through():
+def test_a_scalar_false_mask_passes_every_update_through() -> None:
     """A mask that is a prefix (a single ``False``) masks out everything: the
     updates come back unchanged."""
     params = {"kernel": jnp.ones(2), "bias": jnp.full(2, 2.0)}
@@ -77,7 +79,7 @@ def test_a_scalar_false_mask_passes_every_update_through():
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs(), data=st.data())
-def test_selected_leaves_get_sgd_and_the_rest_pass_through(pair, data):
+def test_selected_leaves_get_sgd_and_the_rest_pass_through(pair: Any, data: Any) -> None:
     """For any boolean per leaf: selected leaves get ``-lr * g``, the others
     ``g`` bit for bit."""
     params, grads = to_jax(pair[0]), to_jax(pair[1])
@@ -93,7 +95,7 @@ def test_selected_leaves_get_sgd_and_the_rest_pass_through(pair, data):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_of_masked_momentum_sgd(dtype_name, schedule):
+def test_trajectory_of_masked_momentum_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``masked(sgd(lr, momentum=0.9), mask)`` in every dtype:
     the kernel follows momentum SGD (float64 reference); the bias update is
     the raw gradient at every step, so the bias climbs it."""
@@ -116,7 +118,7 @@ def test_trajectory_of_masked_momentum_sgd(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): ``MaskedState`` of masked
     momentum SGD after init and two steps. Recorded from optax 0.2.6 by
     ``./noxw -s update-snapshots``."""
@@ -128,7 +130,7 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """A jitted masked step equals the eager one; a second call compiles nothing."""
     params, grads = seeded_layer(steps=2, seed=12)
     p, gs = to_jax(params), [to_jax(g) for g in grads]
@@ -142,7 +144,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_leaf_empty_tree_zero_size_and_nan():
+def test_edge_inputs_none_leaf_empty_tree_zero_size_and_nan() -> None:
     """A None leaf stays None; an empty PyTree gives an empty one; a zero-size
     leaf passes; a NaN in a masked-out leaf comes back as NaN, in a selected
     leaf as NaN times -lr."""

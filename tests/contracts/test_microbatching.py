@@ -25,6 +25,8 @@ the microbatch sums, the per-example gradient ``(x . w - t) x`` of
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,27 +41,27 @@ GUIDE = "docs: optax 0.2.8 optax.microbatching docstrings (optax/microbatching/_
 BATCH, FEATURES, MICRO = 8, 3, 2
 
 
-def _api(name: str):
+def _api(name: str) -> Any:
     module = getattr(optax, "microbatching", None)
     if module is None:
         pytest.skip(f"optax.microbatching {ABSENT_API} (public after 0.2.6): the report reads it as new")
     return getattr(module, name)
 
 
-def _contract(api: str):
+def _contract(api: str) -> Any:
     return pytest.mark.contract(api=f"optax.microbatching.{api}", guide=GUIDE)
 
 
-def _batch() -> np.ndarray:
+def _batch() -> Any:
     return np.random.default_rng(0).uniform(-1.0, 1.0, (BATCH, FEATURES)).astype(np.float32)
 
 
-def _rows_and_total(x):
+def _rows_and_total(x: Any) -> Any:
     """The function microbatched: per-row sum of squares (a batch-shaped output) and the total sum (a scalar)."""
     return jnp.sum(x**2, axis=1), jnp.sum(x)
 
 
-def _microbatches(x: np.ndarray) -> list[np.ndarray]:
+def _microbatches(x: Any) -> list[Any]:
     """Column-major split: microbatch i holds rows i, i + n, ... (n microbatches)."""
     n = x.shape[0] // MICRO
     return [x[i::n] for i in range(n)]
@@ -67,7 +69,7 @@ def _microbatches(x: np.ndarray) -> list[np.ndarray]:
 
 @pytest.mark.golden
 @_contract("reshape_batch_axis")
-def test_reshape_batch_axis_is_column_major():
+def test_reshape_batch_axis_is_column_major() -> None:
     """``reshape_batch_axis(arange(8), 2)`` is ``[[0, 4], [1, 5], [2, 6], [3, 7]]``
     (docstring: shape (num_microbatches, microbatch_size), column-major order)."""
     out = np.asarray(_api("reshape_batch_axis")(jnp.arange(BATCH), MICRO))
@@ -76,7 +78,7 @@ def test_reshape_batch_axis_is_column_major():
 
 @pytest.mark.golden
 @_contract("microbatch")
-def test_microbatch_docstring_example():
+def test_microbatch_docstring_example() -> None:
     """The docstring's example: ``fun = lambda x: (x + 1, sum(3 x))`` on ``[1, 2, 3, 4]``
     with (CONCAT, SUM) and microbatches of 2 gives ``([2, 3, 4, 5], 30)``, int32 as ``fun(data)``."""
     acc = _api("AccumulationType")
@@ -92,7 +94,7 @@ def test_microbatch_docstring_example():
 @_contract("microbatch")
 @pytest.mark.parametrize("kind", ["SUM", "MEAN", "RUNNING_MEAN", "CONCAT"])
 @pytest.mark.parametrize("mode", ["eager", "jit"])
-def test_microbatch_accumulators(kind, mode):
+def test_microbatch_accumulators(kind: Any, mode: Any) -> None:
     """The scalar output accumulated per ``kind`` (SUM: the batch's total; MEAN and
     RUNNING_MEAN: the mean of the 4 microbatch totals; CONCAT: the 4 totals in
     order), the batch-shaped output concatenated back in the batch's row order;
@@ -113,7 +115,7 @@ def test_microbatch_accumulators(kind, mode):
 
 @pytest.mark.golden
 @_contract("microbatch")
-def test_num_real_microbatches_stops_early():
+def test_num_real_microbatches_stops_early() -> None:
     """``num_real_microbatches=2`` runs the first two microbatches only (rows 0, 4 and
     1, 5): SUM is their total, RUNNING_MEAN their mean."""
     acc = _api("AccumulationType")
@@ -133,7 +135,7 @@ def test_num_real_microbatches_stops_early():
 
 @pytest.mark.golden
 @_contract("microbatch")
-def test_microbatch_size_none_is_fun_itself():
+def test_microbatch_size_none_is_fun_itself() -> None:
     """``microbatch_size=None`` returns ``fun`` unchanged (the source's first line)."""
     _api("microbatch")
     assert optax.microbatch(_rows_and_total, 0, None) is _rows_and_total
@@ -141,7 +143,7 @@ def test_microbatch_size_none_is_fun_itself():
 
 @pytest.mark.negative
 @_contract("microbatch")
-def test_microbatch_refuses_a_batch_it_cannot_split():
+def test_microbatch_refuses_a_batch_it_cannot_split() -> None:
     """Negative cases: a batch of 8 in microbatches of 3 (not a divisor), and batch
     arguments of 8 and 6 rows, each raise ValueError (the docstring: the size
     "must evenly divide the batch axis size")."""
@@ -155,13 +157,13 @@ def test_microbatch_refuses_a_batch_it_cannot_split():
 
 @pytest.mark.golden
 @_contract("micro_grad")
-def test_micro_grad_docstring_example():
+def test_micro_grad_docstring_example() -> None:
     """The docstring's example: per-example gradients ``[0, 2, 4, 6]`` of a mean
     squared loss at zero params, MEAN of (g, g^2) is ``([-3.], [14.])``; values
     ``[0, 2, 8, 18]`` and metrics (norms) ``[0, 2, 4, 6]`` per example."""
     acc = _api("AccumulationType")
 
-    def mean_squared_loss(params, features, targets):
+    def mean_squared_loss(params: Any, features: Any, targets: Any) -> Any:
         return 0.5 * jnp.mean((features @ params - targets) ** 2)
 
     (grads, squared), aux = _api("micro_grad")(
@@ -180,14 +182,15 @@ def test_micro_grad_docstring_example():
 
 @pytest.mark.golden
 @_contract("micro_grad")
-def test_micro_grad_sums_per_example_gradients():
+def test_micro_grad_sums_per_example_gradients() -> None:
     """SUM (the default) of the per-example gradients ``(x_i . w - t_i) x_i`` of
     ``0.5 (x_i . w - t_i)^2`` over 8 examples in microbatches of 2; the values
     ``0.5 (x_i . w - t_i)^2`` per example, in the batch's order."""
     x = _batch()
-    w, t = np.full(FEATURES, 0.1, np.float32), np.arange(BATCH, dtype=np.float32)
+    w: Any = np.full(FEATURES, 0.1, np.float32)
+    t: Any = np.arange(BATCH, dtype=np.float32)
 
-    def loss(params, features, targets):
+    def loss(params: Any, features: Any, targets: Any) -> Any:
         return 0.5 * jnp.mean((features @ params - targets) ** 2)
 
     grads, aux = _api("micro_grad")(loss, argnums=0, batch_argnums=(1, 2), microbatch_size=MICRO)(
@@ -217,7 +220,7 @@ def test_micro_grad_sums_per_example_gradients():
 @pytest.mark.golden
 @_contract("microbatch")
 @pytest.mark.parametrize("form", ["argnames", "positional_with_keyword", "jit_argnames"])
-def test_microbatch_in_each_calling_form(form):
+def test_microbatch_in_each_calling_form(form: Any) -> None:
     """The batch passed by keyword (``argnums=()``, ``argnames="x"``, called ``f(x=batch)``), positionally beside a
     keyword argument that is not batched (``f(batch, scale=2.0)``: each microbatch's total times 2), and by
     keyword under ``jax.jit``: SUM is the batch's total (times the scale), as ``fun`` on the whole batch."""
@@ -246,7 +249,7 @@ def test_microbatch_in_each_calling_form(form):
 @_contract("microbatch")
 @pytest.mark.known_defect("microbatch-empty-batch-errors")
 @pytest.mark.parametrize("kind, error", [("SUM", IndexError), ("MEAN", ValueError), ("CONCAT", ValueError)])
-def test_microbatch_over_an_empty_batch_raises(kind, error):
+def test_microbatch_over_an_empty_batch_raises(kind: Any, error: Any) -> None:
     """A batch of 0 rows in microbatches of 2 (0 divides evenly): optax 0.2.8 raises, IndexError for SUM
     ("Cannot do a non-empty jnp.take() from an empty axis"), ValueError for MEAN and CONCAT
     ("num_microbatches=0 must be positive"), where the sum over no microbatch would be 0."""
@@ -259,7 +262,7 @@ def test_microbatch_over_an_empty_batch_raises(kind, error):
 @pytest.mark.negative
 @_contract("microbatch")
 @pytest.mark.known_defect("microbatch-argnums-by-keyword-index-error")
-def test_microbatch_argnums_called_by_keyword_raises_index_error():
+def test_microbatch_argnums_called_by_keyword_raises_index_error() -> None:
     """``argnums=0`` with the batch passed by keyword (``f(x=batch)``): optax 0.2.8 raises a bare IndexError
     ("tuple index out of range") instead of microbatching it or naming ``argnames``."""
     _api("microbatch")

@@ -12,6 +12,8 @@ Inputs: micro-batch gradients of the params' structure, one per call.
 Outputs: updates of that structure and a ``MultiStepsState``.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,7 +32,7 @@ pytestmark = pytest.mark.contract(api="optax.MultiSteps", guide=guides.MULTI_STE
 LR = 0.1
 
 
-def guide_setup():
+def guide_setup() -> Any:
     """Two micro-batches for params [1, -1], every second call."""
     params = {"w": jnp.array([1.0, -1.0])}
     micro = [{"w": jnp.array([1.0, 2.0])}, {"w": jnp.array([3.0, 4.0])}]
@@ -38,7 +40,7 @@ def guide_setup():
 
 
 @pytest.mark.golden
-def test_two_micro_batches_average_into_one_sgd_update():
+def test_two_micro_batches_average_into_one_sgd_update() -> None:
     """Summary 001:71-72: call 1 emits zeros; call 2 emits -0.1 * mean([1, 2],
     [3, 4]) = [-0.2, -0.3]."""
     ms, params, micro = guide_setup()
@@ -50,7 +52,7 @@ def test_two_micro_batches_average_into_one_sgd_update():
 
 
 @pytest.mark.golden
-def test_counters_and_has_updated_follow_the_cycle():
+def test_counters_and_has_updated_follow_the_cycle() -> None:
     """``mini_step`` 0 -> 1 -> 0, ``gradient_step`` 0 -> 0 -> 1 and
     ``has_updated`` False then True: the update happens on the second call."""
     ms, params, micro = guide_setup()
@@ -66,7 +68,7 @@ def test_counters_and_has_updated_follow_the_cycle():
 
 
 @pytest.mark.negative
-def test_non_final_micro_step_leaves_params_unchanged():
+def test_non_final_micro_step_leaves_params_unchanged() -> None:
     """Applying the first call's zero update leaves params bit for bit; only
     after the second call do they move, to [0.8, -1.3]."""
     ms, params, micro = guide_setup()
@@ -81,7 +83,7 @@ def test_non_final_micro_step_leaves_params_unchanged():
 
 
 @pytest.mark.negative
-def test_gradients_of_another_structure_raise_value_error():
+def test_gradients_of_another_structure_raise_value_error() -> None:
     """A micro-batch gradient whose PyTree differs from the params' fails in
     the accumulation (``jax.tree.map`` with the accumulator)."""
     ms, params, _ = guide_setup()
@@ -91,7 +93,7 @@ def test_gradients_of_another_structure_raise_value_error():
 
 @pytest.mark.property
 @given(tree=strategies.pytrees(), every_k=st.integers(1, 3), data=st.data())
-def test_emits_the_mean_once_per_k_calls(tree, every_k, data):
+def test_emits_the_mean_once_per_k_calls(tree: Any, every_k: Any, data: Any) -> None:
     """Over two full cycles of generated micro-batches, each call's update
     equals ``references.multi_steps_sgd_updates``: exact zeros on the first
     k-1 calls of a cycle, ``-lr * mean`` on the k-th; ``has_updated`` is True
@@ -113,7 +115,7 @@ def test_emits_the_mean_once_per_k_calls(tree, every_k, data):
 
 
 @pytest.mark.acceptance
-def test_result_shapes_dtypes_and_finiteness(dtype):
+def test_result_shapes_dtypes_and_finiteness(dtype: Any) -> None:
     """Guides' acceptance criteria 2, 3, 5: updates keep shapes and dtypes and
     are finite on every call; the emitted one matches the reference; every
     dtype (float64 under x64)."""
@@ -134,7 +136,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Jitted calls give the eager updates and counters; after the first call
     compiled the step, the emitting call (the other branch of the same
     program) and further calls compile nothing."""
@@ -148,7 +150,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 @pytest.mark.acceptance
 @pytest.mark.parametrize("every_k", [2, 3, "scheduled"], ids=["k2", "k3", "k-scheduled"])
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_over_two_full_cycles(dtype_name, schedule, every_k):
+def test_trajectory_over_two_full_cycles(dtype_name: Any, schedule: Any, every_k: Any) -> None:
     """Two full accumulation cycles (k = 2, k = 3, and k scheduled 2 then 3)
     around ``sgd(lr, momentum=0.9)`` (lr constant or scheduled, advancing per
     emitted update) in every dtype: each call's update follows the float64
@@ -182,7 +184,7 @@ def test_trajectory_over_two_full_cycles(dtype_name, schedule, every_k):
 
 
 @pytest.mark.negative
-def test_edge_inputs_every_call_none_empty_zero_size():
+def test_edge_inputs_every_call_none_empty_zero_size() -> None:
     """Regression protocol edges, pinned to the baseline: every_k=1 emits on
     every call; a None leaf stays None in the accumulator and the updates; an
     empty PyTree gives empty updates while the counters still advance; a
@@ -204,7 +206,7 @@ def test_edge_inputs_every_call_none_empty_zero_size():
 
 
 @pytest.mark.negative
-def test_a_nan_micro_batch_poisons_the_emitted_update():
+def test_a_nan_micro_batch_poisons_the_emitted_update() -> None:
     """No skipping by default: a NaN in the first micro-batch makes the emitted
     mean NaN there, while the other element is the plain mean."""
     ms, params, _ = guide_setup()
@@ -217,7 +219,7 @@ def test_a_nan_micro_batch_poisons_the_emitted_update():
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype):
+def test_state_snapshot(data_regression: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): ``MultiStepsState`` around
     SGD with momentum (every 2 calls): structure, leaf shapes and dtypes
     (``acc_grads``, the inner trace) and the counters ``mini_step`` and

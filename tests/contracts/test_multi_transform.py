@@ -17,6 +17,8 @@ callable. Output: updates of the same structure; state
 ``PartitionState(inner_states={label: MaskedState})``.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,16 +41,16 @@ pytestmark = pytest.mark.contract(
 LABELS = {"kernel": "sgd", "bias": "clip"}
 
 
-def by_ndim(tree):
+def by_ndim(tree: Any) -> Any:
     """Label callable: rank-2 leaves are 'sgd', the others 'clip'."""
     return jax.tree.map(lambda x: "sgd" if jnp.ndim(x) == 2 else "clip", tree)
 
 
-def transforms(lr=0.1):
+def transforms(lr: Any = 0.1) -> Any:
     return {"sgd": optax.sgd(lr), "clip": optax.clip(0.5)}
 
 
-def layer(dtype=jnp.float32):
+def layer(dtype: Any = jnp.float32) -> Any:
     params = {"kernel": jnp.ones((2, 2), dtype), "bias": jnp.ones(2, dtype)}
     grads = {"kernel": jnp.array([[1.0, -2.0], [3.0, 0.25]], dtype), "bias": jnp.array([2.0, -0.25], dtype)}
     return params, grads
@@ -56,7 +58,7 @@ def layer(dtype=jnp.float32):
 
 @pytest.mark.golden
 @pytest.mark.parametrize("labels", [LABELS, by_ndim], ids=["labels-tree", "labels-callable"])
-def test_each_group_gets_its_own_transformation(labels):
+def test_each_group_gets_its_own_transformation(labels: Any) -> None:
     """kernel (label 'sgd') -> -0.1 * g = [[-0.1, 0.2], [-0.3, -0.025]];
     bias (label 'clip') -> clip(g, 0.5) = [0.5, -0.25]; the same with labels
     given as a PyTree and as a callable of the params."""
@@ -68,7 +70,7 @@ def test_each_group_gets_its_own_transformation(labels):
 
 
 @pytest.mark.golden
-def test_a_label_may_name_a_whole_subtree_and_state_is_per_group():
+def test_a_label_may_name_a_whole_subtree_and_state_is_per_group() -> None:
     """Labels as a prefix: ('sgd', 'clip') over (layer1 dict, layer2 dict)
     labels every leaf of each subtree; with momentum SGD the state holds a
     trace for the 'sgd' subtree only: the whole 'clip' subtree is one
@@ -89,7 +91,7 @@ def test_a_label_may_name_a_whole_subtree_and_state_is_per_group():
 @pytest.mark.parametrize(
     "labels", [{"kernel": "sgd", "bias": "adam"}, lambda t: jax.tree.map(lambda _: "adam", t)], ids=["tree", "callable"]
 )
-def test_an_unlabelled_group_raises_value_error_at_init(labels):
+def test_an_unlabelled_group_raises_value_error_at_init(labels: Any) -> None:
     """A label with no transformation ('adam') fails at ``init`` with
     ValueError naming the labels and the transforms' keys."""
     with pytest.raises(ValueError, match=pinned.NO_TRANSFORMATION):
@@ -102,7 +104,7 @@ def test_an_unlabelled_group_raises_value_error_at_init(labels):
     [{"kernel": "sgd"}, {"kernel": "sgd", "bias": "clip", "extra": "sgd"}, ("sgd", "clip")],
     ids=["missing-leaf", "extra-leaf", "other-container"],
 )
-def test_labels_of_another_structure_raise_value_error(labels):
+def test_labels_of_another_structure_raise_value_error(labels: Any) -> None:
     """Labels that are not a prefix of the params fail at ``init`` with JAX's
     pytree structure error (from the mask of ``masked``)."""
     with pytest.raises(ValueError, match=pinned.PYTREE_STRUCTURE):
@@ -110,7 +112,7 @@ def test_labels_of_another_structure_raise_value_error(labels):
 
 
 @pytest.mark.negative
-def test_an_unused_transformation_is_accepted():
+def test_an_unused_transformation_is_accepted() -> None:
     """A transform key no label uses is not an error: its state holds only
     ``MaskedNode`` leaves and it changes nothing."""
     params, grads = layer()
@@ -125,10 +127,10 @@ def test_an_unused_transformation_is_accepted():
 
 
 _SHAPES = {"a": (3,), "b": (2, 2), "c": ()}
-_JITTED = {}
+_JITTED: dict[Any, Any] = {}
 
 
-def _jitted(names):
+def _jitted(names: Any) -> Any:
     """One compiled update per labelling of the fixed structure (8 at most)."""
     if names not in _JITTED:
         tx = optax.multi_transform(transforms(), dict(zip(sorted(_SHAPES), names, strict=True)))
@@ -141,7 +143,7 @@ def _jitted(names):
     values=st.tuples(*[strategies.arrays(_SHAPES[k]) for k in sorted(_SHAPES)]),
     names=st.tuples(*[st.sampled_from(["sgd", "clip"]) for _ in _SHAPES]),
 )
-def test_every_leaf_follows_its_labels_reference(values, names):
+def test_every_leaf_follows_its_labels_reference(values: Any, names: Any) -> None:
     """Generated values and a drawn label per leaf of {a: (3,), b: (2, 2),
     c: ()}: 'sgd' leaves equal ``references.sgd_updates`` (lr 0.1) and 'clip'
     leaves ``references_wrappers.clip`` (0.5)."""
@@ -155,7 +157,7 @@ def test_every_leaf_follows_its_labels_reference(values, names):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_with_two_groups(dtype_name, schedule):
+def test_trajectory_with_two_groups(dtype_name: Any, schedule: Any) -> None:
     """Three jitted steps of ``multi_transform({'sgd': sgd(lr, momentum=0.9),
     'clip': chain(clip(0.5), sgd(lr))}, by_ndim)`` in every dtype: the kernel
     follows the momentum SGD reference, the bias the clipped plain SGD one;
@@ -183,7 +185,7 @@ def test_trajectory_with_two_groups(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): ``PartitionState`` of
     ``multi_transform({'sgd': sgd(0.1, momentum=0.9), 'clip': clip(0.5)},
     LABELS)`` after init and two steps (group keys, ``MaskedState``, where the
@@ -196,7 +198,7 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Labels are static: a jitted update equals eager and a second call with
     new values compiles nothing (labels as a callable included)."""
     params, grads = layer()
@@ -209,7 +211,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_leaf_empty_tree_and_dtypes(dtype):
+def test_edge_inputs_none_leaf_empty_tree_and_dtypes(dtype: Any) -> None:
     """Regression protocol edges, pinned to the baseline: a None param leaf
     needs no label (the labels' prefix has it as None) and stays None; an
     empty PyTree with empty labels gives empty updates; each dtype is kept

@@ -17,6 +17,7 @@ BatchNorm(4) -> relu -> Dropout(0.5) -> Linear(4, 2) -> (batch, 2) float32.
 """
 
 import inspect
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +32,7 @@ from optax_gate.kit.training.models import MLP
 from optax_gate.kit.trees import assert_dtype, leaves64
 
 
-def nnx_contract(name):
+def nnx_contract(name: Any) -> Any:
     """The ``nnx:<name>`` contract marker (the report's API column)."""
     return pytest.mark.contract(api=f"nnx:{name}", guide=guides.NNX_TRANSFER)
 
@@ -39,22 +40,22 @@ def nnx_contract(name):
 LR = 0.1
 
 
-def model(params_seed=0, dropout_seed=1):
+def model(params_seed: Any = 0, dropout_seed: Any = 1) -> Any:
     return MLP(nnx.Rngs(params=params_seed, dropout=dropout_seed))
 
 
-def batch(n=5, seed=2):
+def batch(n: Any = 5, seed: Any = 2) -> Any:
     rng = np.random.default_rng(seed)
     return jnp.asarray(rng.normal(size=(n, 3)), jnp.float32), jnp.asarray(rng.normal(size=(n, 2)), jnp.float32)
 
 
-def loss_fn(m, x, y):
+def loss_fn(m: Any, x: Any, y: Any) -> Any:
     return jnp.mean((m(x) - y) ** 2)
 
 
 @pytest.mark.golden
 @nnx_contract("Optimizer")
-def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps():
+def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps() -> None:
     """One ``nnx.Optimizer(model, optax.sgd(0.1), wrt=nnx.Param).update(model,
     grads)`` moves every ``nnx.Param`` to ``p - 0.1 * g``; the step counter is
     a uint32 going 0 -> 1; batch statistics are not touched by the optimizer."""
@@ -82,7 +83,7 @@ def test_optimizer_sgd_step_equals_p_minus_lr_g_and_counts_steps():
 
 @pytest.mark.negative
 @nnx_contract("Optimizer")
-def test_only_what_wrt_selects_is_updated():
+def test_only_what_wrt_selects_is_updated() -> None:
     """``wrt`` limited to linear2's params: linear1 stays bit for bit."""
     m = model()
     m.eval()
@@ -98,7 +99,7 @@ def test_only_what_wrt_selects_is_updated():
 
 @pytest.mark.negative
 @nnx_contract("Optimizer")
-def test_optimizer_requires_wrt():
+def test_optimizer_requires_wrt() -> None:
     """Since Flax 0.11 ``wrt`` is required: leaving it out raises TypeError."""
     with pytest.raises(TypeError, match="Missing required argument `wrt`"):
         nnx.Optimizer(model(), optax.sgd(LR))
@@ -106,7 +107,7 @@ def test_optimizer_requires_wrt():
 
 @pytest.mark.golden
 @nnx_contract("Dropout")
-def test_dropout_is_identity_in_eval_and_masks_with_scaling_in_train():
+def test_dropout_is_identity_in_eval_and_masks_with_scaling_in_train() -> None:
     """Eval: the input comes back unchanged. Train (``dropout`` stream): every
     element is 0 or x / (1 - 0.5) = 2, and both occur."""
     drop = nnx.Dropout(0.5, rngs=nnx.Rngs(dropout=0))
@@ -120,7 +121,7 @@ def test_dropout_is_identity_in_eval_and_masks_with_scaling_in_train():
 
 @pytest.mark.golden
 @nnx_contract("BatchNorm")
-def test_batchnorm_uses_and_updates_batch_statistics_only_in_train_mode():
+def test_batchnorm_uses_and_updates_batch_statistics_only_in_train_mode() -> None:
     """Train: the running mean becomes 0.99 * 0 + 0.01 * batch mean and the
     output is normalised by the batch's own statistics (mean ~0). Eval: the
     running statistics are used and left unchanged."""
@@ -151,7 +152,7 @@ def test_batchnorm_uses_and_updates_batch_statistics_only_in_train_mode():
 
 @pytest.mark.negative
 @nnx_contract("train-eval")
-def test_forgetting_eval_mode_changes_the_output():
+def test_forgetting_eval_mode_changes_the_output() -> None:
     """The guides' criterion 4 (mode set explicitly): the same model and input
     give different outputs in train and eval mode."""
     m = model()
@@ -164,7 +165,7 @@ def test_forgetting_eval_mode_changes_the_output():
 
 @pytest.mark.golden
 @nnx_contract("Rngs")
-def test_named_rng_streams_reproduce_and_order_matters():
+def test_named_rng_streams_reproduce_and_order_matters() -> None:
     """Same seeds and the same order of requests: identical params and
     train-mode outputs. Another params seed: other params. The same two inputs
     in the other order: other dropout masks, so other outputs."""
@@ -193,7 +194,7 @@ def test_named_rng_streams_reproduce_and_order_matters():
 
 @pytest.mark.acceptance
 @nnx_contract("model")
-def test_shapes_dtypes_and_finiteness_of_outputs_loss_and_gradients():
+def test_shapes_dtypes_and_finiteness_of_outputs_loss_and_gradients() -> None:
     """Guides' acceptance criteria 2-3: output (5, 2) float32, scalar float32
     loss, gradients of every param's shape and dtype, all finite; one example
     (batch 1) works in eval mode."""
@@ -214,7 +215,7 @@ def test_shapes_dtypes_and_finiteness_of_outputs_loss_and_gradients():
 
 @pytest.mark.negative
 @nnx_contract("model")
-def test_a_wrongly_shaped_batch_raises_type_error():
+def test_a_wrongly_shaped_batch_raises_type_error() -> None:
     """The batch contract (features on the last axis, 3 of them): a (5, 4)
     batch fails in the first Linear with TypeError from dot_general."""
     m = model()
@@ -225,12 +226,12 @@ def test_a_wrongly_shaped_batch_raises_type_error():
 
 @pytest.mark.acceptance
 @nnx_contract("Optimizer")
-def test_the_optimizer_api_the_guides_rely_on():
+def test_the_optimizer_api_the_guides_rely_on() -> None:
     """``Optimizer(model, tx, *, wrt, graph=None)`` and ``update(model, grads,
     /, **kwargs)``: a Flax release that renames, reorders or drops one of these
     breaks this contract, and the message shows the signature it found."""
 
-    def shape(fn):
+    def shape(fn: Any) -> Any:
         return [(p.name, p.kind.name) for p in inspect.signature(fn).parameters.values()]
 
     init, update = shape(nnx.Optimizer.__init__), shape(nnx.Optimizer.update)

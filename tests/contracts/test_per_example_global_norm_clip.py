@@ -11,6 +11,8 @@ Output: ``(sum, count)``: a PyTree of leaves of shape ``leaf.shape[1:]`` and a
 scalar int32 count of clipped *examples*.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -31,7 +33,7 @@ GUIDE_GRADS = [[3.0, 4.0], [0.6, 0.8]]
 
 
 @pytest.mark.golden
-def test_guide_example_returns_sum_and_count():
+def test_guide_example_returns_sum_and_count() -> None:
     """Guide 000 lines 12, 31-32, 39: sum [1.2, 1.6], clipped count 1."""
     summed, clipped = optax.per_example_global_norm_clip([jnp.array(GUIDE_GRADS)], l2_norm_clip=1.0)
     assert_close(summed[0], [1.2, 1.6], dtype=jnp.float32, ulps=ELEMENTWISE, what="sum")
@@ -39,7 +41,7 @@ def test_guide_example_returns_sum_and_count():
 
 
 @pytest.mark.golden
-def test_guide_example_mean_by_explicit_division():
+def test_guide_example_mean_by_explicit_division() -> None:
     """Guide 000 lines 33-34 and 94: mean = sum / batch size = [0.6, 0.8]."""
     grads = [jnp.array(GUIDE_GRADS)]
     summed, _ = optax.per_example_global_norm_clip(grads, l2_norm_clip=1.0)
@@ -52,7 +54,7 @@ def test_guide_example_mean_by_explicit_division():
     [([3.0, 4.0], [0.6, 0.8], 1), ([0.6, 0.8], [0.6, 0.8], 0)],
     ids=["norm5-scaled-to-unit", "norm1-unchanged"],
 )
-def test_guide_each_example_alone(example, expected, count):
+def test_guide_each_example_alone(example: Any, expected: Any, count: Any) -> None:
     """Guide 000 line 12: [3, 4] is scaled to [0.6, 0.8]; [0.6, 0.8] stays."""
     summed, clipped = optax.per_example_global_norm_clip([jnp.array([example])], l2_norm_clip=1.0)
     assert_close(summed[0], expected, dtype=jnp.float32, ulps=ELEMENTWISE, what="clipped example")
@@ -60,7 +62,7 @@ def test_guide_each_example_alone(example, expected, count):
 
 
 @pytest.mark.negative
-def test_returned_tree_is_the_sum_not_the_mean():
+def test_returned_tree_is_the_sum_not_the_mean() -> None:
     """Guide 000 line 77: two unclipped equal examples sum to twice one of them."""
     summed, clipped = optax.per_example_global_norm_clip([jnp.array([[0.3, 0.4], [0.3, 0.4]])], l2_norm_clip=1.0)
     assert_close(summed[0], [0.6, 0.8], dtype=jnp.float32, ulps=ELEMENTWISE, what="sum")
@@ -68,7 +70,7 @@ def test_returned_tree_is_the_sum_not_the_mean():
 
 
 @pytest.mark.negative
-def test_count_counts_examples_not_elements():
+def test_count_counts_examples_not_elements() -> None:
     """Guide 000 line 78: one clipped example of 3 elements and another of 2
     leaves count 2 (examples), not 7 (elements) nor 5."""
     grads = {"a": jnp.array([[3.0, 4.0, 12.0], [0.0, 0.1, 0.0]]), "b": jnp.array([[1.0, 1.0], [9.0, 9.0]])}
@@ -78,7 +80,7 @@ def test_count_counts_examples_not_elements():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("clip-1d-gradient-misread")
-def test_averaged_gradient_without_batch_axis_is_silently_misread():
+def test_averaged_gradient_without_batch_axis_is_silently_misread() -> None:
     """Guide 000 line 76 (do not pass an averaged gradient without a batch
     axis). At the baseline nothing detects it: a 1-D averaged gradient
     ``[3, 4]`` is read as a batch of two scalar examples, each clipped to norm
@@ -91,7 +93,7 @@ def test_averaged_gradient_without_batch_axis_is_silently_misread():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("clip-scalar-leaf-index-error")
-def test_scalar_leaf_without_batch_axis_raises_index_error():
+def test_scalar_leaf_without_batch_axis_raises_index_error() -> None:
     """A 0-d (fully averaged, scalar) gradient has no axis 0: the baseline
     raises IndexError from the batch check, not a ValueError naming the
     contract (an unhelpful error type, pinned as it is)."""
@@ -100,7 +102,7 @@ def test_scalar_leaf_without_batch_axis_raises_index_error():
 
 
 @pytest.mark.negative
-def test_inconsistent_batch_sizes_raise_value_error():
+def test_inconsistent_batch_sizes_raise_value_error() -> None:
     """Guide 000 line 43: all leaves must share one batch size."""
     with pytest.raises(ValueError, match="batch dimension in the 0th axis"):
         optax.per_example_global_norm_clip([jnp.ones((2, 3)), jnp.ones((3, 3))], l2_norm_clip=1.0)
@@ -108,14 +110,14 @@ def test_inconsistent_batch_sizes_raise_value_error():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("clip-empty-tree-index-error")
-def test_empty_gradient_list_raises_index_error():
+def test_empty_gradient_list_raises_index_error() -> None:
     """No leaf at all: the baseline's batch check indexes the first leaf and
     raises IndexError."""
     with pytest.raises(IndexError, match="list index out of range"):
         optax.per_example_global_norm_clip([], l2_norm_clip=1.0)
 
 
-def _clip_scale(leaves, clip):
+def _clip_scale(leaves: Any, clip: Any) -> Any:
     """Per-leaf operand magnitude ``sum_b |factor_b * g_b|`` for the tolerance."""
     norms = references.per_example_global_norm(leaves)
     factor = np.minimum(1.0, clip / np.where(norms > 0, norms, 1.0))
@@ -124,7 +126,7 @@ def _clip_scale(leaves, clip):
 
 @pytest.mark.property
 @given(tree=strategies.batched_pytrees(), clip=st.floats(0.0, 2e3))
-def test_matches_float64_reference(tree, clip):
+def test_matches_float64_reference(tree: Any, clip: Any) -> None:
     """Sum and count agree with the float64 reference of Abadi et al. 2016
     (``references.per_example_global_norm_clip``) on PyTrees of 1-6 leaves."""
     grads = to_jax(tree)
@@ -143,7 +145,7 @@ def test_matches_float64_reference(tree, clip):
 
 @pytest.mark.property
 @given(tree=strategies.batched_pytrees(), clip=st.floats(1e-2, 2e3))
-def test_each_clipped_example_norm_never_exceeds_threshold(tree, clip):
+def test_each_clipped_example_norm_never_exceeds_threshold(tree: Any, clip: Any) -> None:
     """Guide 000 line 43 (compare per-example norms with the threshold): each
     example, clipped alone (batch of one), has global norm <= C up to rounding."""
     grads = to_jax(tree)
@@ -157,7 +159,7 @@ def test_each_clipped_example_norm_never_exceeds_threshold(tree, clip):
 
 
 @pytest.mark.acceptance
-def test_result_shapes_dtypes_and_finiteness(dtype):
+def test_result_shapes_dtypes_and_finiteness(dtype: Any) -> None:
     """Guides' acceptance criteria 2, 3 and 5: each summed leaf has shape
     ``leaf.shape[1:]`` and the input dtype, values are finite and match the
     reference; the count is a scalar int32 (int64 in x64 mode). Asymmetric shapes (3x5x2); every
@@ -179,7 +181,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """The jitted function returns the eager result (values within the
     elementwise budget, same count); a second call with the same shapes and
     new values compiles nothing."""
@@ -192,7 +194,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_dp_sgd_trajectory(dtype_name, schedule):
+def test_dp_sgd_trajectory(dtype_name: Any, schedule: Any) -> None:
     """Guide 000 steps 1-4 as a training loop: three steps of DP-SGD (clip each
     of 4 examples to norm 1, sum, divide by the batch size explicitly, apply
     ``sgd(lr)``) in every dtype follow the float64 reference step by step."""
@@ -232,7 +234,7 @@ def test_dp_sgd_trajectory(dtype_name, schedule):
     ],
     ids=["one-example", "zeros", "zero-size-feature-axis", "zero-size-batch", "nan-example", "inf-example"],
 )
-def test_edge_inputs(grads, sums, count):
+def test_edge_inputs(grads: Any, sums: Any, count: Any) -> None:
     """Regression protocol edges, pinned to the baseline: one example; all
     zeros (no 0/0: unclipped, count 0); a zero-size feature axis or batch gives
     zeros and count 0; an example with a NaN is *not* counted (its multiplier
@@ -249,7 +251,7 @@ def test_edge_inputs(grads, sums, count):
 
 
 @pytest.mark.negative
-def test_none_leaf_is_kept_and_does_not_count():
+def test_none_leaf_is_kept_and_does_not_count() -> None:
     """A None leaf comes back as None and the other leaves are clipped as if it
     were absent."""
     with_none, _ = optax.per_example_global_norm_clip({"a": jnp.array(GUIDE_GRADS), "b": None}, 1.0)

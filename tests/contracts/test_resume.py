@@ -19,6 +19,7 @@ this run writes its own first, so the baseline restores what it wrote.
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ from optax_gate.kit.tolerances import assert_close
 from optax_gate.kit.training import resume
 
 
-def per_setup():
+def per_setup() -> Any:
     return [
         pytest.param(s, id=s, marks=pytest.mark.contract(api=f"resume:{s}", guide=guides.NNX_TRANSFER))
         for s in resume.SETUPS
@@ -36,7 +37,7 @@ def per_setup():
 
 
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> Any:
     given = os.environ.get("OPTAX_GATE_CHECKPOINTS")
     if given:
         path = Path(given)
@@ -49,7 +50,7 @@ def checkpoints(tmp_path_factory):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", per_setup())
-def test_checkpoint_maps_leaf_by_leaf_onto_the_current_state(checkpoints, setup):
+def test_checkpoint_maps_leaf_by_leaf_onto_the_current_state(checkpoints: Any, setup: Any) -> None:
     """Every saved leaf (params, batch statistics, optimizer state with its step
     counter, averaged copy) has a leaf of the same path, shape and dtype in this
     environment's fresh state, and nothing is new."""
@@ -59,7 +60,7 @@ def test_checkpoint_maps_leaf_by_leaf_onto_the_current_state(checkpoints, setup)
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", per_setup())
-def test_control_forward_pass_in_eval_mode_after_restore(checkpoints, setup):
+def test_control_forward_pass_in_eval_mode_after_restore(checkpoints: Any, setup: Any) -> None:
     """After the restore, the eval-mode forward pass on the control batch is
     finite, (8, 2), and equals the writer's within the float32 budget of a
     two-layer forward pass."""
@@ -72,7 +73,7 @@ def test_control_forward_pass_in_eval_mode_after_restore(checkpoints, setup):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", per_setup())
-def test_training_continues_like_the_writer(checkpoints, setup):
+def test_training_continues_like_the_writer(checkpoints: Any, setup: Any) -> None:
     """Three more steps from the restored state follow the writer's own
     continuation step by step (float32, accumulated budget); the optimizer's
     step counter ends at 6; the Polyak copy ends where the writer's did.
@@ -114,7 +115,7 @@ def test_training_continues_like_the_writer(checkpoints, setup):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", per_setup())
-def test_checkpoint_records_the_writers_versions(checkpoints, setup):
+def test_checkpoint_records_the_writers_versions(checkpoints: Any, setup: Any) -> None:
     """The guides' acceptance criterion 1: the checkpoint's metadata names the
     versions it was written with, and the items are stored apart."""
     meta = json.loads((checkpoints / "meta.json").read_text())

@@ -22,6 +22,8 @@ centered variance ``nu - mu**2`` adds a cancellation that the seeded
 gradients keep mild: ``4 * ELEMENTWISE`` a step for every variant.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,10 +45,10 @@ pytestmark = pytest.mark.contract(
 LR = 0.1
 PER_STEP = 4 * ELEMENTWISE
 LAYER = {"kernel": np.zeros((3, 2)), "bias": np.zeros(2)}
-VARIANTS = {"plain": {}, "centered-momentum": {"centered": True, "momentum": 0.9}}
+VARIANTS: dict[str, dict[str, Any]] = {"plain": {}, "centered-momentum": {"centered": True, "momentum": 0.9}}
 
 
-def first_update(g, **kwargs):
+def first_update(g: Any, **kwargs: Any) -> Any:
     tx = optax.rmsprop(LR, **kwargs)
     params = {"w": jnp.zeros(1)}
     return tx.update({"w": jnp.array([g])}, tx.init(params), params)[0]["w"]
@@ -64,7 +66,7 @@ def first_update(g, **kwargs):
     ],
     ids=["initial-scale", "centered", "eps-0-outside", "eps-in-sqrt", "eps-outside"],
 )
-def test_first_step(kwargs, expected):
+def test_first_step(kwargs: Any, expected: Any) -> None:
     """g = 2, decay 0.5, lr 0.1. ``nu_0 = initial_scale`` = 4: nu = 2 + 2 = 4,
     update -0.1 * 2/2 = -0.1. Centered (nu_0 = 0): nu = 2, mu = 1, variance 1,
     update -0.2. ``eps`` inside the root: 2/sqrt(4 + 5) = 2/3; outside:
@@ -73,7 +75,7 @@ def test_first_step(kwargs, expected):
 
 
 @pytest.mark.golden
-def test_momentum_trace_follows_the_learning_rate():
+def test_momentum_trace_follows_the_learning_rate() -> None:
     """decay 0.5, eps 0, momentum 0.5, a learning rate 0.1 then 0.05 (a
     schedule), g = 2 twice: scaled steps -0.1 * 2/sqrt(2) and
     -0.05 * 2/sqrt(3); the second update is the trace
@@ -92,7 +94,7 @@ def test_momentum_trace_follows_the_learning_rate():
 
 @pytest.mark.property
 @given(g1=strategies.like(LAYER), g2=strategies.like(LAYER), lr=st.floats(1e-4, 1.0), centered=st.booleans())
-def test_two_steps_match_float64_reference(g1, g2, lr, centered):
+def test_two_steps_match_float64_reference(g1: Any, g2: Any, lr: Any, centered: Any) -> None:
     """Two steps on generated gradients follow ``rmsprop_trajectory`` (eps
     outside the root, so that zero gradients stay finite)."""
     g1, g2 = to_jax(g1), to_jax(g2)
@@ -117,7 +119,7 @@ def test_two_steps_match_float64_reference(g1, g2, lr, centered):
 @pytest.mark.acceptance
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory(dtype_name, schedule, variant):
+def test_trajectory(dtype_name: Any, schedule: Any, variant: Any) -> None:
     """Three steps, plain and centered with momentum 0.9, with a constant or
     linearly decaying learning rate in every dtype, follow the reference;
     params, updates and state keep the params' dtype."""
@@ -138,7 +140,7 @@ def test_trajectory(dtype_name, schedule, variant):
 
 
 @pytest.mark.acceptance
-def test_initial_state():
+def test_initial_state() -> None:
     """``nu`` starts at ``initial_scale`` (0 by default), ``mu`` (centered) at
     0, in the params' shapes and dtypes; no count without bias correction."""
     params = {"w": jnp.ones((3, 2), jnp.bfloat16)}
@@ -152,7 +154,7 @@ def test_initial_state():
 
 @pytest.mark.negative
 @pytest.mark.known_defect("rmsprop-float16-zero-gradient-nan")
-def test_zero_gradients_in_low_precision():
+def test_zero_gradients_in_low_precision() -> None:
     """All-zero gradients give zero updates in float32 and bfloat16 (plain and
     centered); in float16 the default eps = 1e-8 rounds to 0 and the update
     is 0 * rsqrt(0) = NaN."""
@@ -167,7 +169,7 @@ def test_zero_gradients_in_low_precision():
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Two jitted steps (centered, momentum) equal two eager ones; the second
     compiles nothing."""
     _, grads = seeded_layer(steps=2, seed=3)
@@ -179,7 +181,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_and_wrong_shape():
+def test_edge_inputs_and_wrong_shape() -> None:
     """A None leaf stays None in the updates and ``nu``; a zero-size leaf gives
     an empty update; one element g = 3 gets -0.1 * 3/sqrt(0.1 * 9 + 1e-8);
     an empty PyTree gives empty updates; a gradient of another shape than the
@@ -198,7 +200,7 @@ def test_edge_inputs_and_wrong_shape():
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_state_snapshot(data_regression, variant, dtype):
+def test_state_snapshot(data_regression: Any, variant: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): state structure, leaf paths,
     shapes and dtypes after ``init`` and two steps. Recorded from optax 0.2.6
     by ``./noxw -s update-snapshots``."""

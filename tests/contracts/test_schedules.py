@@ -41,6 +41,7 @@ combination); join the budget of the schedule in force.
 """
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -67,7 +68,7 @@ SOURCES = {
 }
 
 
-def contract(api):
+def contract(api: Any) -> Any:
     """The contract marker of one schedule API."""
     return pytest.mark.contract(api=f"optax.{api}", guide=SOURCES[api])
 
@@ -75,7 +76,7 @@ def contract(api):
 #: One case per configuration: (API, optax schedule factory, reference,
 #: steps to check (every boundary, one either side, negative, far past the
 #: end), ULP budget, scale = largest hyperparameter magnitude).
-CASES = {
+CASES: dict[str, tuple[Any, ...]] = {
     "constant": (
         "constant_schedule",
         lambda: optax.constant_schedule(0.5),
@@ -188,13 +189,13 @@ CASES = {
 }
 
 
-def cases(names=None, marks=()):
+def cases(names: Any = None, marks: Any = ()) -> Any:
     """pytest parameters ``(name)`` over ``CASES`` (or ``names``), each
     carrying the contract marker of its API."""
     return [pytest.param(n, marks=[contract(CASES[n][0]), *marks], id=n) for n in (names or CASES)]
 
 
-def values(schedule, steps):
+def values(schedule: Any, steps: Any) -> Any:
     """The schedule at each step, called as an optimizer calls it (an int32
     scalar step), as float64 NumPy."""
     return np.array([float(schedule(jnp.int32(s))) for s in steps])
@@ -205,7 +206,7 @@ def values(schedule, steps):
 
 @pytest.mark.golden
 @pytest.mark.parametrize("name", cases())
-def test_values_at_every_boundary_step(name):
+def test_values_at_every_boundary_step(name: Any) -> None:
     """At each boundary (transition begin/end, warmup end, decay end,
     piecewise boundaries, join boundaries), one step either side, a negative
     step and a step far past the end, the float32 value equals the float64
@@ -219,7 +220,7 @@ def test_values_at_every_boundary_step(name):
 
 @pytest.mark.golden
 @contract("warmup_cosine_decay_schedule")
-def test_warmup_ends_at_warmup_steps_with_peak_and_decays_to_end_value():
+def test_warmup_ends_at_warmup_steps_with_peak_and_decays_to_end_value() -> None:
     """Docstring: the warmup reaches ``peak_value`` at step ``warmup_steps``
     (not one step later), ``decay_steps`` includes the warmup, and the value
     at ``decay_steps`` and after is ``end_value``: warmup 0 -> 1 over 4
@@ -239,7 +240,7 @@ def test_warmup_ends_at_warmup_steps_with_peak_and_decays_to_end_value():
 
 @pytest.mark.golden
 @contract("exponential_decay")
-def test_staircase_holds_each_value_for_transition_steps():
+def test_staircase_holds_each_value_for_transition_steps() -> None:
     """``staircase=True``: ``0.5 ** floor((t - 1) / 3)`` with begin 1 — steps
     1..3 give 1, 4..6 give 0.5, step 7 gives 0.25 (exact powers of two)."""
     schedule = optax.exponential_decay(1.0, transition_steps=3, decay_rate=0.5, transition_begin=1, staircase=True)
@@ -250,7 +251,7 @@ def test_staircase_holds_each_value_for_transition_steps():
 
 @pytest.mark.golden
 @contract("piecewise_constant_schedule")
-def test_piecewise_scales_multiply_at_and_after_each_boundary():
+def test_piecewise_scales_multiply_at_and_after_each_boundary() -> None:
     """Docstring example: {100: 0.1, 200: 0.01} from 1 gives 1 at 99, 0.1 at
     100 and 199, 0.001 at 200 (scales accumulate); EXACT for the steps before
     the first boundary (a copy of init_value)."""
@@ -262,16 +263,16 @@ def test_piecewise_scales_multiply_at_and_after_each_boundary():
 
 # --------------------------------------------------------------------------- properties
 
-_STEPS = np.arange(-3, 40)
+_STEPS: Any = np.arange(-3, 40)
 
 
-def _batched(schedule):
+def _batched(schedule: Any) -> Any:
     """The schedule at every step of ``_STEPS`` through ``jax.vmap`` (one
     traced int32 step per element, no compilation per example)."""
     return np.asarray(jax.vmap(schedule)(jnp.asarray(_STEPS, jnp.int32)), np.float64)
 
 
-def _assert_monotone(got, increasing, scale, what):
+def _assert_monotone(got: Any, increasing: Any, scale: Any, what: Any) -> None:
     """Non-increasing (or non-decreasing) within one ELEMENTWISE rounding of
     ``scale`` between neighbours."""
     slack = ELEMENTWISE * 2.0**-23 * scale
@@ -285,7 +286,7 @@ _value = st.floats(0.01, 10.0)
 @pytest.mark.property
 @contract("linear_schedule")
 @given(init=_value, end=_value, steps=st.integers(1, 30), begin=st.integers(0, 8))
-def test_linear_matches_formula_and_is_monotone(init, end, steps, begin):
+def test_linear_matches_formula_and_is_monotone(init: Any, end: Any, steps: Any, begin: Any) -> None:
     """Every step in [-3, 40) against the formula; non-increasing when
     ``init >= end``, non-decreasing otherwise; constant before ``begin`` and
     after ``begin + steps``."""
@@ -299,7 +300,7 @@ def test_linear_matches_formula_and_is_monotone(init, end, steps, begin):
 @pytest.mark.property
 @contract("cosine_decay_schedule")
 @given(init=_value, decay=st.integers(1, 30), alpha=st.floats(0.0, 1.0), exponent=st.floats(0.5, 3.0))
-def test_cosine_matches_formula_and_decays_monotonically(init, decay, alpha, exponent):
+def test_cosine_matches_formula_and_decays_monotonically(init: Any, decay: Any, alpha: Any, exponent: Any) -> None:
     """Against the formula at every step (negative ones mirrored); from step
     0 on non-increasing, between ``alpha * init`` and ``init``."""
     got = _batched(optax.cosine_decay_schedule(init, decay, alpha, exponent))
@@ -315,7 +316,9 @@ def test_cosine_matches_formula_and_decays_monotonically(init, decay, alpha, exp
 @pytest.mark.property
 @contract("warmup_cosine_decay_schedule")
 @given(init=_value, peak=_value, end=_value, warmup=st.integers(0, 10), decay=st.integers(1, 25))
-def test_warmup_cosine_matches_formula_rises_then_falls(init, peak, end, warmup, decay):
+def test_warmup_cosine_matches_formula_rises_then_falls(
+    init: Any, peak: Any, end: Any, warmup: Any, decay: Any
+) -> None:
     """Against the formula; with ``init <= peak >= end`` non-decreasing up to
     ``warmup_steps`` and non-increasing after it."""
     init, end = min(init, peak), min(end, peak)
@@ -333,7 +336,9 @@ def test_warmup_cosine_matches_formula_rises_then_falls(init, peak, end, warmup,
 @given(
     init=_value, steps=st.integers(1, 20), rate=st.floats(0.3, 0.99), begin=st.integers(0, 8), staircase=st.booleans()
 )
-def test_exponential_matches_formula_and_decays_monotonically(init, steps, rate, begin, staircase):
+def test_exponential_matches_formula_and_decays_monotonically(
+    init: Any, steps: Any, rate: Any, begin: Any, staircase: Any
+) -> None:
     """Against the formula (exponents here stay <= 40 * |ln 0.3| / 1, within
     the pow stage's budget); with ``rate < 1`` non-increasing."""
     got = _batched(optax.exponential_decay(init, steps, rate, begin, staircase))
@@ -355,7 +360,7 @@ def test_exponential_matches_formula_and_decays_monotonically(init, steps, rate,
 @pytest.mark.property
 @contract("piecewise_constant_schedule")
 @given(init=_value, table=st.dictionaries(st.integers(0, 35), st.floats(0.0, 1.0), max_size=4))
-def test_piecewise_matches_formula_and_with_scales_below_one_never_rises(init, table):
+def test_piecewise_matches_formula_and_with_scales_below_one_never_rises(init: Any, table: Any) -> None:
     """Against the product formula; with every scale in [0, 1] the schedule
     never rises."""
     got = _batched(optax.piecewise_constant_schedule(init, table))
@@ -374,7 +379,7 @@ def test_piecewise_matches_formula_and_with_scales_below_one_never_rises(init, t
 @pytest.mark.property
 @contract("join_schedules")
 @given(a=_value, b=_value, boundary=st.integers(0, 30), decay=st.integers(1, 20))
-def test_join_runs_each_schedule_from_its_boundary(a, b, boundary, decay):
+def test_join_runs_each_schedule_from_its_boundary(a: Any, b: Any, boundary: Any, decay: Any) -> None:
     """``join([linear(a, b, 5), cosine(b, decay)], [boundary])``: before the
     boundary the linear schedule at ``t``, from it the cosine at
     ``t - boundary``."""
@@ -392,7 +397,7 @@ def test_join_runs_each_schedule_from_its_boundary(a, b, boundary, decay):
 
 @pytest.mark.negative
 @contract("linear_schedule")
-def test_linear_clamps_negative_steps_and_steps_past_the_end():
+def test_linear_clamps_negative_steps_and_steps_past_the_end() -> None:
     """Negative steps give ``init_value`` and steps past ``begin + T`` give
     ``end_value`` (``jnp.clip(count - begin, 0, T)``), exactly."""
     got = values(optax.linear_schedule(1.0, 0.25, transition_steps=4), [-100, -1, 4, 5, 10**6])
@@ -401,7 +406,7 @@ def test_linear_clamps_negative_steps_and_steps_past_the_end():
 
 @pytest.mark.negative
 @contract("cosine_decay_schedule")
-def test_cosine_mirrors_negative_steps_and_holds_alpha_past_the_end():
+def test_cosine_mirrors_negative_steps_and_holds_alpha_past_the_end() -> None:
     """A negative step is *not* clamped: the value at -1 equals the value at
     1 (below ``init_value``); at -T it is the floor ``alpha * init``. Past
     ``decay_steps`` the value stays ``alpha * init``."""
@@ -416,7 +421,7 @@ def test_cosine_mirrors_negative_steps_and_holds_alpha_past_the_end():
 
 @pytest.mark.negative
 @contract("warmup_cosine_decay_schedule")
-def test_warmup_cosine_holds_init_before_zero_and_end_value_past_the_end():
+def test_warmup_cosine_holds_init_before_zero_and_end_value_past_the_end() -> None:
     """Negative steps: ``init_value`` (the warmup clamps); past
     ``decay_steps``: ``end_value``."""
     got = values(
@@ -428,7 +433,7 @@ def test_warmup_cosine_holds_init_before_zero_and_end_value_past_the_end():
 
 @pytest.mark.negative
 @contract("exponential_decay")
-def test_exponential_holds_init_before_begin_and_without_end_value_decays_for_ever():
+def test_exponential_holds_init_before_begin_and_without_end_value_decays_for_ever() -> None:
     """Negative steps and steps before ``transition_begin`` give
     ``init_value`` exactly; without ``end_value`` step 200 gives 0.5 ** 100
     (no floor; budget: the pow stage's rounding amplified by
@@ -443,7 +448,7 @@ def test_exponential_holds_init_before_begin_and_without_end_value_decays_for_ev
 
 @pytest.mark.negative
 @contract("piecewise_constant_schedule")
-def test_piecewise_before_zero_and_far_past_the_last_boundary():
+def test_piecewise_before_zero_and_far_past_the_last_boundary() -> None:
     """Negative steps: ``init_value``; far past the last boundary: the
     product of every scale."""
     got = values(optax.piecewise_constant_schedule(2.0, {1: 0.5, 3: 0.5}), [-5, 10**6])
@@ -452,7 +457,7 @@ def test_piecewise_before_zero_and_far_past_the_last_boundary():
 
 @pytest.mark.negative
 @contract("join_schedules")
-def test_join_passes_negative_steps_to_the_first_schedule_unclamped():
+def test_join_passes_negative_steps_to_the_first_schedule_unclamped() -> None:
     """``join([cosine(1, 4), constant(0.1)], [4])`` at -1 gives the first
     schedule's value at -1 (the mirrored cosine, below 1): the join does not
     clamp; far past the boundary the last schedule holds."""
@@ -467,7 +472,7 @@ def test_join_passes_negative_steps_to_the_first_schedule_unclamped():
 
 @pytest.mark.negative
 @contract("constant_schedule")
-def test_constant_returns_the_value_itself_at_any_step():
+def test_constant_returns_the_value_itself_at_any_step() -> None:
     """``constant_schedule(v)(t)`` is ``v`` itself (no array, no cast): a
     float stays a Python float, an int an int, at negative and huge steps,
     traced or not."""
@@ -480,7 +485,7 @@ def test_constant_returns_the_value_itself_at_any_step():
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("name", cases([n for n in CASES if n != "constant"]))
-def test_value_is_float32_for_int32_and_python_int_steps(name):
+def test_value_is_float32_for_int32_and_python_int_steps(name: Any) -> None:
     """In JAX's default mode the value is a float32 array for an int32 step
     and for a Python int step, and the two agree bit for bit."""
     _api, make, _reference, steps, _ulps, _scale = CASES[name]
@@ -497,7 +502,7 @@ _X64_FLOAT32 = ["linear-delayed", "warmup-cosine", "exponential", "join"]
 @pytest.mark.acceptance
 @pytest.mark.known_defect("schedule-float32-under-x64")
 @pytest.mark.parametrize("name", cases(_X64_FLOAT32))
-def test_under_x64_an_int32_step_gives_a_float32_value(name):
+def test_under_x64_an_int32_step_gives_a_float32_value(name: Any) -> None:
     """With x64 on, the int32 ``count`` an optimizer state carries gives a
     float32 value (``count / transition_steps`` of an int32 and a Python int
     is float32): the pinned defect."""
@@ -508,7 +513,7 @@ def test_under_x64_an_int32_step_gives_a_float32_value(name):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("name", cases([n for n in CASES if n != "constant"]))
-def test_under_x64_an_int64_or_python_step_gives_float64_accuracy(name):
+def test_under_x64_an_int64_or_python_step_gives_float64_accuracy(name: Any) -> None:
     """With x64 on, a Python int or int64 step gives a float64 value, equal
     to the formula within the float64 budget; cosine and piecewise are
     float64 for an int32 step as well."""
@@ -535,7 +540,7 @@ def test_under_x64_an_int64_or_python_step_gives_float64_accuracy(name):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("name", cases([n for n in CASES if n != "constant"]))
-def test_jit_matches_eager_with_a_traced_step_and_compiles_once(name):
+def test_jit_matches_eager_with_a_traced_step_and_compiles_once(name: Any) -> None:
     """``jax.jit(schedule)`` called with int32 steps (traced) equals the eager
     value at every case step; after the first call no step compiles again."""
     _api, make, _reference, steps, _ulps, scale = CASES[name]
@@ -551,7 +556,7 @@ def test_jit_matches_eager_with_a_traced_step_and_compiles_once(name):
 
 @pytest.mark.acceptance
 @contract("constant_schedule")
-def test_constant_under_jit_is_the_value_as_a_float32_array():
+def test_constant_under_jit_is_the_value_as_a_float32_array() -> None:
     """Under ``jax.jit`` the returned Python float becomes a float32 output
     equal to the value; no recompilation across steps."""
     jitted = jax.jit(optax.constant_schedule(0.5))
@@ -569,14 +574,14 @@ def test_constant_under_jit_is_the_value_as_a_float32_array():
 @pytest.mark.negative
 @contract("cosine_decay_schedule")
 @pytest.mark.parametrize("decay_steps", [0, -2])
-def test_cosine_with_non_positive_decay_steps_raises_value_error(decay_steps):
+def test_cosine_with_non_positive_decay_steps_raises_value_error(decay_steps: Any) -> None:
     with pytest.raises(ValueError, match=pinned.COSINE_DECAY_STEPS):
         optax.cosine_decay_schedule(1.0, decay_steps)
 
 
 @pytest.mark.negative
 @contract("warmup_cosine_decay_schedule")
-def test_warmup_cosine_with_decay_steps_equal_to_warmup_raises_value_error():
+def test_warmup_cosine_with_decay_steps_equal_to_warmup_raises_value_error() -> None:
     """``decay_steps`` includes the warmup: equal to ``warmup_steps`` leaves a
     cosine part of 0 steps, refused by ``cosine_decay_schedule``."""
     with pytest.raises(ValueError, match=pinned.COSINE_DECAY_STEPS):
@@ -585,14 +590,14 @@ def test_warmup_cosine_with_decay_steps_equal_to_warmup_raises_value_error():
 
 @pytest.mark.negative
 @contract("piecewise_constant_schedule")
-def test_piecewise_with_a_negative_scale_raises_value_error():
+def test_piecewise_with_a_negative_scale_raises_value_error() -> None:
     with pytest.raises(ValueError, match=pinned.PIECEWISE_NEGATIVE_SCALE):
         optax.piecewise_constant_schedule(1.0, {2: -0.5})
 
 
 @pytest.mark.negative
 @contract("linear_schedule")
-def test_linear_degenerate_arguments_are_accepted_silently():
+def test_linear_degenerate_arguments_are_accepted_silently() -> None:
     """``transition_steps=0`` gives the constant ``init_value`` (the Python
     value itself); a negative ``transition_begin`` counts as 0. No error."""
     assert optax.linear_schedule(1.0, 0.0, transition_steps=0)(100) == 1.0
@@ -602,7 +607,7 @@ def test_linear_degenerate_arguments_are_accepted_silently():
 
 @pytest.mark.negative
 @contract("exponential_decay")
-def test_exponential_degenerate_arguments_are_accepted_silently():
+def test_exponential_degenerate_arguments_are_accepted_silently() -> None:
     """``transition_steps <= 0`` or ``decay_rate == 0`` give the constant
     ``init_value`` (the Python value itself); a negative ``transition_begin``
     counts as 0."""
@@ -614,7 +619,7 @@ def test_exponential_degenerate_arguments_are_accepted_silently():
 
 @pytest.mark.negative
 @contract("join_schedules")
-def test_join_does_not_check_the_number_of_boundaries():
+def test_join_does_not_check_the_number_of_boundaries() -> None:
     """One schedule and one boundary: no error, the boundary is ignored
     (``zip``); three schedules and one boundary: the third never runs."""
     assert optax.join_schedules([optax.constant_schedule(1.0)], [3])(5) == 1.0

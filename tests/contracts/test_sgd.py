@@ -12,6 +12,8 @@ Outputs: updates of the gradients' structure, a new optimizer state, and new
 params of the params' dtype.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,19 +32,19 @@ pytestmark = pytest.mark.contract(api="optax.sgd", guide=guides.SGD_STEP)
 LR = 0.1
 
 
-def guide_params():
+def guide_params() -> Any:
     """Guide 001 lines 16-17."""
     return {"w": jnp.array([1.0, -1.0])}, {"w": jnp.array([0.5, -0.5])}
 
 
-def one_step(tx, params, grads, state=None):
+def one_step(tx: Any, params: Any, grads: Any, state: Any = None) -> Any:
     state = tx.init(params) if state is None else state
     updates, state = tx.update(grads, state, params)
     return updates, state, optax.apply_updates(params, updates)
 
 
 @pytest.mark.golden
-def test_guide_example_updates_and_new_params():
+def test_guide_example_updates_and_new_params() -> None:
     """Guide 001 lines 5, 22-23, 26: updates [-0.05, 0.05], params [0.95, -0.95]."""
     params, grads = guide_params()
     updates, _, new_params = one_step(optax.sgd(learning_rate=LR), params, grads)
@@ -51,7 +53,7 @@ def test_guide_example_updates_and_new_params():
 
 
 @pytest.mark.golden
-def test_guide_example_does_not_mutate_params():
+def test_guide_example_does_not_mutate_params() -> None:
     """Guide 001 line 5: the optimizer never mutates params. NumPy inputs (which
     could be mutated in place) keep their values; new params are new objects."""
     params = {"w": np.array([1.0, -1.0], np.float32)}
@@ -63,7 +65,7 @@ def test_guide_example_does_not_mutate_params():
 
 
 @pytest.mark.negative
-def test_updates_are_deltas_not_new_params():
+def test_updates_are_deltas_not_new_params() -> None:
     """Guide 001 line 47 (do not take updates for new params): updates are
     ``-lr * g`` whatever the params are; only ``apply_updates`` adds them."""
     _, grads = guide_params()
@@ -80,7 +82,7 @@ def test_updates_are_deltas_not_new_params():
 
 
 @pytest.mark.negative
-def test_applying_updates_twice_moves_params_twice():
+def test_applying_updates_twice_moves_params_twice() -> None:
     """Guide 001 line 28 (do not apply updates twice): a second
     ``apply_updates`` moves params again, to [0.9, -0.9]; nothing guards it."""
     params, grads = guide_params()
@@ -90,7 +92,7 @@ def test_applying_updates_twice_moves_params_twice():
 
 
 @pytest.mark.negative
-def test_forgetting_the_returned_state_loses_momentum():
+def test_forgetting_the_returned_state_loses_momentum() -> None:
     """Guide 001 lines 28 and 48: with momentum 0.9 the second step from the
     returned state is ``-lr * (g2 + 0.9 * g1)``; reusing the initial state
     instead silently gives ``-lr * g2``."""
@@ -108,7 +110,7 @@ def test_forgetting_the_returned_state_loses_momentum():
 
 
 @pytest.mark.negative
-def test_gradients_of_another_structure_pass_update_and_fail_in_apply_updates():
+def test_gradients_of_another_structure_pass_update_and_fail_in_apply_updates() -> None:
     """Guide 001 line 49 (gradients of another PyTree structure). Plain SGD's
     ``update`` does not read params, so it accepts ``{"v": ...}`` and returns
     updates of that structure; the mistake surfaces as ValueError in
@@ -122,7 +124,7 @@ def test_gradients_of_another_structure_pass_update_and_fail_in_apply_updates():
 
 
 @pytest.mark.negative
-def test_gradient_of_another_shape_fails_in_apply_updates():
+def test_gradient_of_another_shape_fails_in_apply_updates() -> None:
     """Guides' regression protocol: a deliberately incompatible shape. A (3,)
     gradient for (2,) params raises TypeError when applied."""
     params, _ = guide_params()
@@ -133,7 +135,7 @@ def test_gradient_of_another_shape_fails_in_apply_updates():
 
 
 @pytest.mark.acceptance
-def test_state_is_empty_without_momentum_and_holds_a_trace_with_it():
+def test_state_is_empty_without_momentum_and_holds_a_trace_with_it() -> None:
     """Guide 001 line 28: with momentum the state is no longer empty (a
     checkpoint must hold it): one trace leaf per param, zeros, the param's shape
     and dtype; without momentum the state has no array leaves."""
@@ -149,7 +151,7 @@ def test_state_is_empty_without_momentum_and_holds_a_trace_with_it():
 
 @pytest.mark.property
 @given(pair=strategies.pytree_pairs(), lr=st.floats(1e-4, 1.0))
-def test_update_is_minus_lr_times_gradient(pair, lr):
+def test_update_is_minus_lr_times_gradient(pair: Any, lr: Any) -> None:
     """Guide 001 lines 12 and 57: update = -lr * g (against the gradient) and
     new params = p - lr * g on every leaf of generated PyTrees."""
     params, grads = to_jax(pair[0]), to_jax(pair[1])
@@ -166,7 +168,7 @@ def test_update_is_minus_lr_times_gradient(pair, lr):
 
 
 @pytest.mark.acceptance
-def test_result_shapes_dtypes_and_finiteness(dtype):
+def test_result_shapes_dtypes_and_finiteness(dtype: Any) -> None:
     """Guides' acceptance criteria 2, 3, 5: updates and new params keep each
     leaf's shape and dtype, are finite and match the reference; asymmetric
     shapes (3x5x2) and a one-element leaf; every dtype (float64 under x64)."""
@@ -188,7 +190,7 @@ def test_result_shapes_dtypes_and_finiteness(dtype):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """A jitted step (update + apply_updates) equals the eager one; the second
     step, same shapes and new values, compiles nothing."""
     params, grads = guide_params()
@@ -203,7 +205,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 @pytest.mark.acceptance
 @pytest.mark.parametrize("momentum", [None, 0.9, "nesterov"], ids=["plain", "momentum", "nesterov"])
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory(dtype_name, schedule, momentum):
+def test_trajectory(dtype_name: Any, schedule: Any, momentum: Any) -> None:
     """Guide 001 step by step over three steps: plain, heavy-ball and Nesterov
     SGD with a constant or a linearly decaying learning rate, in every dtype,
     follow the float64 reference (Sutskever et al. 2013); params and updates
@@ -224,7 +226,7 @@ def test_trajectory(dtype_name, schedule, momentum):
 
 
 @pytest.mark.negative
-def test_edge_inputs_zeros_zero_size_none_empty():
+def test_edge_inputs_zeros_zero_size_none_empty() -> None:
     """Regression protocol edges, pinned to the baseline: zero gradients give
     zero updates (params unchanged); a zero-size leaf gives an empty update;
     a None leaf stays None in updates, in the momentum trace and in the new
@@ -244,7 +246,7 @@ def test_edge_inputs_zeros_zero_size_none_empty():
 
 
 @pytest.mark.negative
-def test_non_finite_gradients_propagate():
+def test_non_finite_gradients_propagate() -> None:
     """No guard at the baseline: a NaN gradient gives a NaN update and param,
     an inf gradient an infinite update of the opposite sign."""
     updates, _, new = one_step(optax.sgd(LR), {"w": jnp.ones(2)}, {"w": jnp.array([jnp.nan, jnp.inf])})
@@ -255,7 +257,7 @@ def test_non_finite_gradients_propagate():
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("momentum", [None, 0.9, "nesterov"], ids=["plain", "momentum", "nesterov"])
-def test_state_snapshot(data_regression, momentum, dtype):
+def test_state_snapshot(data_regression: Any, momentum: Any, dtype: Any) -> None:
     """Baseline snapshot (drift, not correctness): the optimizer state's PyTree
     structure, leaf paths, shapes and dtypes after ``init`` and after each of
     two steps, for float32 and bfloat16 params. Recorded from optax 0.2.6 by

@@ -16,6 +16,8 @@ float32 there, and a complex update's "squared norm" is ``sum(u**2)``, a complex
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,11 +31,11 @@ GUIDE = "docs: optax 0.2.6 skip_not_finite, skip_large_updates and MultiSteps(sh
 REAL = ("finite", "nan_inf", "large", "empty_leaf", "bfloat16")
 
 
-def _contract(name: str):
+def _contract(name: str) -> Any:
     return pytest.mark.contract(api=f"optax.{name}", guide=GUIDE)
 
 
-def _host(u) -> list[np.ndarray]:
+def _host(u: Any) -> list[np.ndarray]:
     return [np.asarray(x).astype(np.float64) for x in jax.tree.leaves(u)]
 
 
@@ -41,7 +43,7 @@ def _host(u) -> list[np.ndarray]:
 @_contract("skip_not_finite")
 @pytest.mark.parametrize("corner", (*REAL, "complex", "complex_nan"))
 @pytest.mark.parametrize("mode", ["eager", "jit"])
-def test_skip_not_finite_counts_what_is_not_finite(corner, mode):
+def test_skip_not_finite_counts_what_is_not_finite(corner: Any, mode: Any) -> None:
     """``num_not_finite`` is the count of NaN and inf elements (of either part of a complex one), ``should_skip``
     whether it is above 0, eagerly and under ``jax.jit``."""
     u = updates(corner)
@@ -56,7 +58,7 @@ def test_skip_not_finite_counts_what_is_not_finite(corner, mode):
 @pytest.mark.golden
 @_contract("skip_large_updates")
 @pytest.mark.parametrize("corner", REAL)
-def test_skip_large_updates_compares_the_sum_of_squares(corner):
+def test_skip_large_updates_compares_the_sum_of_squares(corner: Any) -> None:
     """``norm_squared`` is the sum of the squared elements (float64 reference, within the reduction's ULPs in the
     updates' dtype), ``should_skip`` whether it is not below ``max_squared_norm`` = 10 (NaN skips)."""
     u = updates(corner)
@@ -77,7 +79,7 @@ def test_skip_large_updates_compares_the_sum_of_squares(corner):
 @_contract("MultiSteps")
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 @pytest.mark.parametrize("corner", ["finite", "nan_inf", "large"])
-def test_multisteps_skips_the_update_its_function_skips(name, corner):
+def test_multisteps_skips_the_update_its_function_skips(name: Any, corner: Any) -> None:
     """Through ``MultiSteps(sgd(1.0), every_k_schedule=1, should_skip_update_fn=fn)``: a step the function skips
     gives zero updates and leaves the mini-step and gradient step where they were; another gives ``-g``
     (one SGD step, exact), and ``skip_state`` is the function's info dict."""
@@ -100,7 +102,7 @@ def test_multisteps_skips_the_update_its_function_skips(name, corner):
 @pytest.mark.golden
 @pytest.mark.known_defect("skip-large-updates-complex-square")
 @_contract("skip_large_updates")
-def test_skip_large_updates_squares_complex_updates_without_their_modulus():
+def test_skip_large_updates_squares_complex_updates_without_their_modulus() -> None:
     """Complex updates ``[1+2j, -1j]``: ``norm_squared`` is ``sum(u**2)`` = -4+4j (a complex number), not the
     squared norm ``sum(|u|**2)`` = 6; the comparison with ``max_squared_norm`` reads its real part."""
     u = updates("complex")
@@ -112,6 +114,6 @@ def test_skip_large_updates_squares_complex_updates_without_their_modulus():
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_contract(n)) for n in FUNCTIONS])
-def test_skip_corners(name, data_regression):
+def test_skip_corners(name: Any, data_regression: Any) -> None:
     """Each corner alone and through MultiSteps: the skip decision, the info's dtypes and values (baseline snapshot)."""
     data_regression.check({f"corner.{c}/{f}": skip_outcome(name, c, f) for c in CORNERS for f in FORMS})

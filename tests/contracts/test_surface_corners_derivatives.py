@@ -15,6 +15,8 @@ Labelled snapshots of optax 0.2.6 (``data_regression``, recorded by
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.surface import generated as surface_generated
@@ -26,7 +28,7 @@ GUIDE = (
 )
 
 
-def _case(path):
+def _case(path: Any) -> Any:
     return pytest.param(
         path,
         id=path,
@@ -35,12 +37,12 @@ def _case(path):
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in losses()])
-def test_loss_derivatives(path, data_regression):
+def test_loss_derivatives(path: Any, data_regression: Any) -> None:
     """Reverse against forward mode per differentiable argument (baseline snapshot)."""
     data_regression.check(loss_record(path))
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in schedules()])
-def test_schedule_derivatives(path, data_regression):
+def test_schedule_derivatives(path: Any, data_regression: Any) -> None:
     """Reverse against forward mode per float hyperparameter (baseline snapshot)."""
     data_regression.check(schedule_record(path))

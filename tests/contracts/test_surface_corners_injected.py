@@ -19,6 +19,8 @@ starts to raise under ``jax.jit`` reads ``changed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.corners.injected import inject_grid, inject_record
@@ -40,6 +42,6 @@ GUIDE = (
         for p in inject_grid()
     ],
 )
-def test_injected_hyperparameters(path, data_regression):
+def test_injected_hyperparameters(path: Any, data_regression: Any) -> None:
     """The outcome of a few updates of ``inject_hyperparams(<path>)`` at each corner (baseline snapshot)."""
     data_regression.check(inject_record(path))

@@ -16,6 +16,8 @@ refuses an array hyperparameter, reads ``changed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.corners.losses import loss_corners, loss_inputs, loss_outcomes
@@ -48,7 +50,7 @@ TIMEOUT_S = 600
         for p in LOSSES
     ],
 )
-def test_loss_corners(path, data_regression):
+def test_loss_corners(path: Any, data_regression: Any) -> None:
     """Value, gradient and forward-mode derivatives at each corner (baseline snapshot)."""
     out = {}
     for corner in loss_corners(path):

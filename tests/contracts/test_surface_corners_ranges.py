@@ -19,6 +19,7 @@ from its first step, or a rate edge read otherwise, reads ``changed``.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,9 @@ GUIDE = (
         for p, n in range_grid()
     ],
 )
-def test_hyperparameter_range(path, name, data_regression, original_datadir, request):
+def test_hyperparameter_range(
+    path: Any, name: Any, data_regression: Any, original_datadir: Any, request: pytest.FixtureRequest
+) -> None:
     """The outcome of a few updates at each value of one hyperparameter's range (baseline snapshot). A
     hyperparameter the baseline's factory did not have (``scale_by_lion``'s ``smooth_beta`` from 0.2.8 on) has no
     snapshot: skipped as new (never recorded on the fly into the snapshot folder)."""

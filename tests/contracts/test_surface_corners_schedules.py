@@ -20,6 +20,7 @@ values that stop following a bfloat16 hyperparameter's dtype, reads ``changed``.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ SCHEDULES = [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p 
         for p in SCHEDULES
     ],
 )
-def test_schedule_corners(path, data_regression):
+def test_schedule_corners(path: Any, data_regression: Any) -> None:
     """Values, dtypes and finiteness at each degenerate configuration and step form (baseline snapshot)."""
     with warnings.catch_warnings():  # NumPy's 'invalid value' at a zero-length interval: the record says NaN
         warnings.simplefilter("ignore", RuntimeWarning)

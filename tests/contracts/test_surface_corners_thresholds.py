@@ -19,6 +19,8 @@ equals the bound is skipped as well.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -62,7 +64,7 @@ GUIDES = {
         for p in THRESHOLDS
     ],
 )
-def test_threshold_corners(path, data_regression):
+def test_threshold_corners(path: Any, data_regression: Any) -> None:
     """The outcome at, below and above the threshold (baseline snapshot)."""
     data_regression.check({f"corner.{point}": outcome(path, point) for point in POINTS})
 
@@ -70,7 +72,7 @@ def test_threshold_corners(path, data_regression):
 @pytest.mark.negative
 @pytest.mark.known_defect("skip-large-updates-skips-at-the-bound")
 @pytest.mark.contract(api="optax.skip_large_updates", guide=GUIDES["optax.skip_large_updates"])
-def test_skip_large_updates_skips_at_the_bound():
+def test_skip_large_updates_skips_at_the_bound() -> None:
     """||[3, 4]||^2 = 25 with max_squared_norm=25: skipped (the docstring says only a greater norm is), with
     norm_squared 25; at 25 + 1 ULP it is kept."""
     bound = jnp.float32(25.0)
@@ -86,7 +88,7 @@ def test_skip_large_updates_skips_at_the_bound():
 #: The documented value at each point (the docstrings: ``safe_norm`` "Returns jnp.maximum(jnp.linalg.norm(x),
 #: min_norm)", ``safe_root_mean_squares`` "maximum(sqrt(mean(abs_sq(x))), min_norm)", ``hinge_loss``
 #: max(0, 1 - s * t), ``clip`` each update clipped to [-max_delta, max_delta]), as float64 NumPy.
-DOCUMENTED = {
+DOCUMENTED: dict[str, tuple[Any, Any]] = {
     "optax.safe_norm": (lambda t: optax.safe_norm(jnp.array([3.0, 4.0]), t), lambda t: max(5.0, float(t))),
     "optax.safe_root_mean_squares": (
         lambda t: optax.safe_root_mean_squares(jnp.array([2.0, 2.0]), t),
@@ -112,7 +114,7 @@ DOCUMENTED = {
         for pt in POINTS
     ],
 )
-def test_documented_value_at_the_threshold(path, point):
+def test_documented_value_at_the_threshold(path: Any, point: Any) -> None:
     """The value at, below and above the threshold is the documented one (float64 reference of the
     docstring's formula), within one float32 rounding (``ELEMENTWISE``): whichever branch a comparison
     takes at equality, the value it returns is the same."""

@@ -21,6 +21,8 @@ dtype, reads ``changed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.corners.transformations import transformation_grid, transformation_record
@@ -42,6 +44,6 @@ GUIDE = (
         for p in transformation_grid()
     ],
 )
-def test_transformation_corners(path, data_regression):
+def test_transformation_corners(path: Any, data_regression: Any) -> None:
     """Updates' and state's dtypes, the update's norm, finiteness or the error at each corner (baseline snapshot)."""
     data_regression.check(transformation_record(path))

@@ -13,6 +13,8 @@ Python float.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.corners.trees import TREE_CALLS, TREES, tree_case_id, tree_outcome
@@ -36,6 +38,6 @@ GUIDE = (
         for p, f, kw in TREE_CALLS
     ],
 )
-def test_tree_corners(path, form, kwargs, data_regression):
+def test_tree_corners(path: Any, form: Any, kwargs: Any, data_regression: Any) -> None:
     """The outcome on each corner PyTree (baseline snapshot)."""
     data_regression.check({f"corner.{c}": tree_outcome(path, form, kwargs, c) for c in TREES})

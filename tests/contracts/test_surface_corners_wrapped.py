@@ -15,6 +15,8 @@ or starts raising for it, reads ``changed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.surface import generated as surface_generated
@@ -37,6 +39,6 @@ GUIDE = (
         for p in paths()
     ],
 )
-def test_wrapped_corners(path, data_regression):
+def test_wrapped_corners(path: Any, data_regression: Any) -> None:
     """Each wrapper's first update against the bare one, and the empty PyTree (baseline snapshot)."""
     data_regression.check(record(path))

@@ -17,6 +17,8 @@ corners``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.corners.wrappers import WRAPPERS, cases, wrapper_outcome
@@ -31,7 +33,7 @@ GUIDE = (
     "wrapper",
     [pytest.param(w, id=w, marks=[pytest.mark.contract(api=w, guide=GUIDE), pytest.mark.snapshot]) for w in WRAPPERS],
 )
-def test_wrapper_corners(wrapper, data_regression):
+def test_wrapper_corners(wrapper: Any, data_regression: Any) -> None:
     """Params and state dtypes after a scan, per inner optimizer and param dtype (baseline snapshot)."""
     imag: dict[str, str] = {}
     outcomes = {f"corner.{i}/{d}": wrapper_outcome(wrapper, i, d, imag) for i, d in cases()}

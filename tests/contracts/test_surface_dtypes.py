@@ -15,6 +15,8 @@ non-finite values for a dtype is pinned as it behaves, not skipped.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.surface import generated as surface_generated
@@ -27,7 +29,7 @@ CONTRACTED = [e for e in TRANSFORMATIONS.values() if not e.left_out]
 SLOW_TIMEOUT_S = 600
 
 
-def _case(entry, dtype):
+def _case(entry: Any, dtype: Any) -> Any:
     marks = [
         pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)),
         pytest.mark.snapshot,
@@ -38,7 +40,7 @@ def _case(entry, dtype):
 
 
 @pytest.mark.parametrize(("path", "dtype"), [_case(e, d) for e in CONTRACTED for d in surface_probe.VARIANT_DTYPES])
-def test_init_update_dtype(path, dtype, data_regression):
+def test_init_update_dtype(path: Any, dtype: Any, data_regression: Any) -> None:
     """One init/update on a PyTree of ``dtype``: the outcome (baseline snapshot)."""
     # no ": " in the value: a drift then reads as one "key: old -> new" (optax_gate.gate.run.outcomes.snapshot_diff)
     outcome = surface_probe.init_update_variant(path, dtype).replace(": ", " ")

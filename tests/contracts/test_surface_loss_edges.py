@@ -25,6 +25,8 @@ Edges (``EDGES``; inputs valid per the 0.2.6 docstrings, where they say):
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,10 +45,10 @@ LOSSES = [p for p, (kind, _, _) in CALLS.items() if kind == "loss" and p not in 
 EDGES = ("neg_inf_logits", "zero_targets", "empty_batch")
 
 
-def edge_inputs(path: str, edge: str) -> tuple[list, dict]:
+def edge_inputs(path: str, edge: str) -> tuple[list[Any], dict[str, Any]]:
     """The sweep's arguments of ``path`` changed at ``edge`` (see the module docstring)."""
-    args, kwargs = sweep_inputs(path)
-    args = [jnp.asarray(a) if isinstance(a, (jax.Array, np.ndarray)) else a for a in args]
+    positional, kwargs = sweep_inputs(path)
+    args = [jnp.asarray(a) if isinstance(a, (jax.Array, np.ndarray)) else a for a in positional]
     if edge == "neg_inf_logits":
         first = jnp.asarray(args[0], jnp.float32)
         args[0] = first.at[(-1,) * first.ndim].set(-jnp.inf)
@@ -59,7 +61,7 @@ def edge_inputs(path: str, edge: str) -> tuple[list, dict]:
     return args, kwargs
 
 
-def _describe(thunk) -> str:
+def _describe(thunk: Any) -> str:
     """``"ok float32[2] .."``, ``"non-finite float32[2] X."`` (``X`` marks a
     non-finite entry; ``|`` between the leaves of a tuple) or ``"raises <type>"``."""
     try:
@@ -82,7 +84,7 @@ def outcome(path: str, edge: str) -> dict[str, str]:
     args, kwargs = edge_inputs(path, edge)
     first = jnp.asarray(args[0], jnp.float32)
 
-    def total(x):
+    def total(x: Any) -> Any:
         out = fn(x, *args[1:], **kwargs)
         return sum(
             jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
@@ -109,6 +111,6 @@ CASES = [(p, e) for p in LOSSES for e in EDGES if e != "neg_inf_logits" or p in 
         for p, e in CASES
     ],
 )
-def test_loss_edge(path, edge, data_regression):
+def test_loss_edge(path: Any, edge: Any, data_regression: Any) -> None:
     """The value and gradient at an edge input: which come out non-finite or raise (baseline snapshot)."""
     data_regression.check(outcome(path, edge))

@@ -14,6 +14,7 @@ contract is skipped, with the reason.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 import yaml
@@ -62,7 +63,9 @@ def _changes(expected: dict[str, int | str], obtained: dict[str, int | str]) -> 
         for p in memory_paths()
     ],
 )
-def test_compiled_memory(path, data_regression, original_datadir, request):
+def test_compiled_memory(
+    path: Any, data_regression: Any, original_datadir: Any, request: pytest.FixtureRequest
+) -> None:
     """Argument, output and temporary bytes of the jitted update, within MEMORY_RTOL and MEMORY_ATOL of the baseline's
     (snapshot)."""
     if backend() != "cpu":

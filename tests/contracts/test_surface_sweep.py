@@ -27,6 +27,8 @@ once (``optax_gate.kit.surface.calls``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -46,7 +48,7 @@ CANONICAL.update({a: p for p, (_, aliases, _) in CALLS.items() for a in aliases}
 CANONICAL.update(surface_generated.GENERATED.aliases)
 
 
-def _public() -> dict:
+def _public() -> dict[str, Any]:
     try:
         return surface_enum.public_callables()
     except ImportError:  # a candidate whose sub-module does not import: each known path then fails on its own
@@ -56,7 +58,7 @@ def _public() -> dict:
 PUBLIC = _public()
 
 
-def _mark(path, kind=pytest.mark.acceptance, defect=None):
+def _mark(path: Any, kind: Any = pytest.mark.acceptance, defect: Any = None) -> Any:
     api = CANONICAL.get(path, path)
     marks = [pytest.mark.contract(api=api, guide=surface_generated.guide(api, GUIDE)), kind]
     if defect:
@@ -65,7 +67,7 @@ def _mark(path, kind=pytest.mark.acceptance, defect=None):
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=_mark(p), id=p) for p in sorted(set(CANONICAL) | set(PUBLIC))])
-def test_known(path):
+def test_known(path: Any) -> None:
     """The public name is in the tables (and resolves to its canonical object)."""
     import optax
 
@@ -92,14 +94,14 @@ def test_known(path):
         assert obj is surface_build.resolve(canonical), f"{path} is no longer the same object as {canonical}"
 
 
-def _called(path):
+def _called(path: Any) -> Any:
     _kind, _, _call = CALLS[path]
     expected, defect = EXPECT.get(path, ("ok", None))
     marks = _mark(path, pytest.mark.acceptance if expected == "ok" else pytest.mark.snapshot, defect)
     return pytest.param(path, expected, marks=marks, id=path)
 
 
-def _call(path):
+def _call(path: Any) -> Any:
     kind, _, call = CALLS[path]
     result = call(surface_build.resolve(path))
     if kind == "schedule":
@@ -108,7 +110,7 @@ def _call(path):
 
 
 @pytest.mark.parametrize(("path", "expected"), [_called(p) for p in CALLS])
-def test_called(path, expected):
+def test_called(path: Any, expected: Any) -> None:
     """One call at default or minimal arguments returns (or fails as pinned)."""
     try:
         _call(path)
@@ -118,7 +120,7 @@ def test_called(path, expected):
         assert expected == "ok", f"{path} returned where the baseline raised {expected}"
 
 
-def _numeric(tree) -> dict[str, np.ndarray]:
+def _numeric(tree: Any) -> dict[str, np.ndarray]:
     out = {}
     for k, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         if isinstance(leaf, jax.Array) and jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
@@ -135,7 +137,7 @@ def _numeric(tree) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize(
     "path", [pytest.param(p, marks=_mark(p, pytest.mark.snapshot), id=p) for p in CALLS if p not in EXPECT]
 )
-def test_values(path, ndarrays_regression):
+def test_values(path: Any, ndarrays_regression: Any) -> None:
     """The call's numeric result (baseline snapshot)."""
     values = _numeric(_call(path))
     tol = tolerances.SURFACE_STEP * tolerances.eps("float32")
@@ -148,7 +150,7 @@ LOSSES = [p for p, (kind, _, _) in CALLS.items() if kind == "loss" and p not in 
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=_mark(p), id=p) for p in SCHEDULES])
-def test_schedule_eager_jit(path):
+def test_schedule_eager_jit(path: Any) -> None:
     """Python-int steps, int32 steps and ``jax.jit`` agree."""
     schedule = CALLS[path][2](surface_build.resolve(path))
     as_int = np.array([schedule(s) for s in SCHEDULE_STEPS], np.float64)
@@ -168,11 +170,11 @@ def test_schedule_eager_jit(path):
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=_mark(p), id=p) for p in LOSSES])
-def test_loss_grad(path):
+def test_loss_grad(path: Any) -> None:
     """Reverse mode equals forward mode along a fixed direction, both finite."""
-    captured = {}
+    captured: dict[str, Any] = {}
 
-    def spy(*args, **kwargs):
+    def spy(*args: Any, **kwargs: Any) -> Any:
         captured["args"], captured["kwargs"] = args, kwargs
         return jnp.zeros(())
 
@@ -181,7 +183,7 @@ def test_loss_grad(path):
     fn = surface_build.resolve(path)
     first = jnp.asarray(args[0], jnp.float32)
 
-    def total(x):
+    def total(x: Any) -> Any:
         out = fn(x, *args[1:], **kwargs)
         return sum(
             jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)

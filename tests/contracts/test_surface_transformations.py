@@ -24,6 +24,8 @@ NaN/inf gradients or params, which update and state leaves come out non-finite
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit import tolerances
@@ -38,7 +40,7 @@ CONTRACTED = [e for e in TRANSFORMATIONS.values() if not e.left_out]
 RUNNING = [e for e in CONTRACTED if e.expect.get("scan_carry", "ok") == "ok"]
 
 
-def _timeout(entry):
+def _timeout(entry: Any) -> Any:
     """The first contract of an API to run computes its whole probe; an eager
     line search takes minutes on a loaded 2-core machine."""
     return [pytest.mark.timeout(SLOW_TIMEOUT_S)] if entry.slow else []
@@ -47,7 +49,7 @@ def _timeout(entry):
 SLOW_TIMEOUT_S = 600
 
 
-def _case(entry, prop):
+def _case(entry: Any, prop: Any) -> Any:
     expected = entry.expect.get(prop, "ok")
     marks = [pytest.mark.contract(api=entry.path, guide=surface_generated.guide(entry.path, GUIDE)), *_timeout(entry)]
     if expected == "ok":
@@ -62,7 +64,7 @@ def _case(entry, prop):
 @pytest.mark.parametrize(
     ("path", "prop", "expected"), [_case(e, prop) for e in CONTRACTED for prop in surface_probe.PROPERTIES]
 )
-def test_protocol(path, prop, expected):
+def test_protocol(path: Any, prop: Any, expected: Any) -> None:
     """init/update structure, shape and dtype; the state as a ``jax.lax.scan``
     carry; jit equal to eager; no recompilation on a second step; ``None``
     leaves; zero gradients staying finite; the extra-arguments protocol (an
@@ -76,7 +78,7 @@ def test_protocol(path, prop, expected):
     assert surface_probe.protocol(path)[prop] == expected
 
 
-def _snapshot(entry):
+def _snapshot(entry: Any) -> Any:
     return pytest.param(
         entry.path,
         id=entry.path,
@@ -89,7 +91,7 @@ def _snapshot(entry):
 
 
 @pytest.mark.parametrize("path", [_snapshot(e) for e in RUNNING])
-def test_trajectory(path, request):
+def test_trajectory(path: Any, request: pytest.FixtureRequest) -> None:
     """Params after each of three jitted scan steps (baseline snapshot)."""
     traj = surface_probe.protocol(path)["trajectory"]
     if not traj and TRANSFORMATIONS[path].generated:  # the failure is test_protocol[path-scan_carry]'s
@@ -102,7 +104,7 @@ def test_trajectory(path, request):
 
 
 @pytest.mark.parametrize("path", [_snapshot(e) for e in RUNNING])
-def test_nonfinite_and_state(path, data_regression):
+def test_nonfinite_and_state(path: Any, data_regression: Any) -> None:
     """Which update leaves are non-finite for NaN/inf gradients, a NaN param
     and zero edge hyperparameters; the state's signature after one step
     (baseline snapshot)."""
@@ -116,7 +118,7 @@ EDGED = [e for e in CONTRACTED if surface_edges.names(e)]
 
 
 @pytest.mark.parametrize("path", [_snapshot(e) for e in EDGED])
-def test_edge_hyperparams(path, data_regression):
+def test_edge_hyperparams(path: Any, data_regression: Any) -> None:
     """Each edge hyperparameter at zero meeting NaN/inf gradients or params:
     which update and state leaves come out non-finite (baseline snapshot)."""
     data_regression.check(surface_edges.outcomes(path))

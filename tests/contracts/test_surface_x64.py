@@ -22,6 +22,7 @@ optimizer state's ``count`` is); a loss's numeric result leaves
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -42,7 +43,7 @@ PATHS = [
 ]
 
 
-def _numeric(tree) -> dict[str, np.ndarray]:
+def _numeric(tree: Any) -> dict[str, np.ndarray]:
     out = {}
     for k, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         arr = np.asarray(leaf)
@@ -71,7 +72,7 @@ def outputs(path: str) -> dict[str, np.ndarray] | str:
         return f"raises {type(exc).__name__}"
 
 
-def _case(path):
+def _case(path: Any) -> Any:
     return pytest.param(
         path,
         id=path,
@@ -80,7 +81,7 @@ def _case(path):
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in PATHS])
-def test_x64_dtype(path, data_regression):
+def test_x64_dtype(path: Any, data_regression: Any) -> None:
     """Each output's dtype, shape and finiteness under x64 (baseline snapshot)."""
     out = outputs(path)
     if isinstance(out, str):
@@ -95,7 +96,7 @@ def test_x64_dtype(path, data_regression):
 
 
 @pytest.mark.parametrize("path", [_case(p) for p in PATHS])
-def test_x64_values(path, ndarrays_regression):
+def test_x64_values(path: Any, ndarrays_regression: Any) -> None:
     """The values under x64 (baseline snapshot)."""
     out = outputs(path)
     values = out if isinstance(out, dict) and out else {"no numeric leaf": np.zeros(0)}

@@ -22,6 +22,8 @@ max_norm, g, g / norm * max_norm)``), ``transforms/_accumulation.py``
 Shapes: the small layer of ``kit.trees.seeded_layer`` (kernel (3, 2), bias (2,)).
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -44,11 +46,11 @@ SOURCE = (
 pytestmark = pytest.mark.contract(api=RECIPE, guide=SOURCE)
 
 
-def contract(api, guide=SOURCE):
+def contract(api: Any, guide: Any = SOURCE) -> Any:
     return pytest.mark.contract(api=api, guide=guide)
 
 
-SCHEDULE = dict(init_value=1e-3, peak_value=1e-2, warmup_steps=2, decay_steps=6, end_value=1e-3)
+SCHEDULE: dict[str, Any] = dict(init_value=1e-3, peak_value=1e-2, warmup_steps=2, decay_steps=6, end_value=1e-3)
 WD, MAX_NORM = 0.1, 1.0
 #: Per step: the global norm over the layer's 8 elements, then Adam's two
 #: moment recurrences, bias corrections, root and division (2 x ELEMENTWISE),
@@ -56,21 +58,21 @@ WD, MAX_NORM = 0.1, 1.0
 PER_STEP = tolerances.reduction(8) + 2 * ELEMENTWISE
 
 
-def recipe(lr=None, wd=WD, max_norm=MAX_NORM, **adam):
+def recipe(lr: Any = None, wd: Any = WD, max_norm: Any = MAX_NORM, **adam: Any) -> Any:
     lr = optax.warmup_cosine_decay_schedule(**SCHEDULE) if lr is None else lr
     return optax.chain(optax.clip_by_global_norm(max_norm), optax.adamw(lr, weight_decay=wd, **adam))
 
 
-def ref_lr(scheduled, constant=1e-2):
+def ref_lr(scheduled: Any, constant: Any = 1e-2) -> Any:
     return references_wrappers.warmup_cosine_decay(**SCHEDULE) if scheduled else constant
 
 
-def scan_run(tx, params, grads_per_step):
+def scan_run(tx: Any, params: Any, grads_per_step: Any) -> Any:
     """Every step inside one ``jax.lax.scan`` (one compilation); returns the
     params after each step (stacked) and the final state."""
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *grads_per_step)
 
-    def body(carry, g):
+    def body(carry: Any, g: Any) -> Any:
         p, s = carry
         u, s = tx.update(g, s, p)
         p = optax.apply_updates(p, u)
@@ -81,7 +83,7 @@ def scan_run(tx, params, grads_per_step):
 
 
 @pytest.mark.golden
-def test_learning_rate_read_off_a_constant_sign_gradient():
+def test_learning_rate_read_off_a_constant_sign_gradient() -> None:
     """With a constant gradient Adam's direction is sign(g) at every step
     (m_hat = g, v_hat = g**2), so with no weight decay the update is
     ``-lr_k * sign(g)``: lr_k = 1e-3, 5.5e-3 (warmup), 1e-2 (peak at step 2),
@@ -107,7 +109,7 @@ def test_learning_rate_read_off_a_constant_sign_gradient():
 
 
 @pytest.mark.golden
-def test_first_step_is_sign_plus_decay_times_lr():
+def test_first_step_is_sign_plus_decay_times_lr() -> None:
     """Step 0: lr = init_value = 1e-3; Adam's first direction is sign(g), the
     decay is added before the learning rate: update = -1e-3 * (sign(g) + 0.1 *
     p) = [-1.1e-3, 1.1e-3] for p = [1, -1], g = [3, -4]. Budget: the step's
@@ -133,7 +135,7 @@ def test_first_step_is_sign_plus_decay_times_lr():
     wd=st.floats(0.0, 0.5),
     max_norm=st.floats(1e-2, 1e3),
 )
-def test_three_steps_match_the_float64_recipe(values, lr, wd, max_norm):
+def test_three_steps_match_the_float64_recipe(values: Any, lr: Any, wd: Any, max_norm: Any) -> None:
     """Any three gradients, learning rate, weight decay and threshold: three
     steps of clip + adamw (hyperparameters traced, one compilation) follow
     ``references_wrappers.adamw_recipe``."""
@@ -154,7 +156,7 @@ def test_three_steps_match_the_float64_recipe(values, lr, wd, max_norm):
 
 
 @jax.jit
-def _traced_recipe(params, grads, lr, wd, max_norm):
+def _traced_recipe(params: Any, grads: Any, lr: Any, wd: Any, max_norm: Any) -> Any:
     tx = optax.chain(optax.clip_by_global_norm(max_norm), optax.adamw(lr, weight_decay=wd))
     state, out = tx.init(params), []
     for g in grads:
@@ -166,7 +168,7 @@ def _traced_recipe(params, grads, lr, wd, max_norm):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_of_the_recipe(dtype_name, schedule):
+def test_trajectory_of_the_recipe(dtype_name: Any, schedule: Any) -> None:
     """Four steps (scanned, one compilation) of clip(1) + adamw(lr, wd=0.1),
     lr constant 1e-2 or warmup-cosine, gradients of norm ~4 so every step
     clips, in every dtype: params follow the float64 recipe; dtypes kept."""
@@ -185,7 +187,7 @@ def test_trajectory_of_the_recipe(dtype_name, schedule):
 @contract(MULTI)
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
+def test_trajectory_of_the_recipe_in_multi_steps(dtype_name: Any, schedule: Any) -> None:
     """Six calls of ``MultiSteps(recipe, every_k_schedule=2)`` (scanned) in
     every dtype: params stay put on odd calls and follow the float64 recipe
     fed the mean of each pair on even calls (the schedule advances per
@@ -221,7 +223,7 @@ def test_trajectory_of_the_recipe_in_multi_steps(dtype_name, schedule):
     ],
 )
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16", "float16"])
-def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
+def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name: Any, variant: Any) -> None:
     """``jax.lax.scan`` requires the carry's PyTree structure and leaf dtypes
     to be the same after every step; pinned at the baseline: the recipe, the
     recipe in MultiSteps (k=2) and the recipe with ``mu_dtype=bfloat16`` are
@@ -235,7 +237,7 @@ def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
     p0 = to_jax(params, dtype)
     ps, state = scan_run(tx, p0, [to_jax(g, dtype) for g in grads])
 
-    def shape_of(sig):
+    def shape_of(sig: Any) -> Any:
         return sig["structure"], {k: v.split("=")[0] for k, v in sig["leaves"].items()}
 
     assert shape_of(signature(state)) == shape_of(signature(tx.init(p0)))
@@ -245,7 +247,7 @@ def test_scan_carry_keeps_its_dtypes_and_structure(dtype_name, variant):
 
 @contract("recipe:none-gradients")
 @pytest.mark.golden
-def test_a_none_gradient_leaf_gives_a_none_update():
+def test_a_none_gradient_leaf_gives_a_none_update() -> None:
     """Gradients {kernel: g, bias: None} for params with both arrays: the bias
     update is None; the kernel follows the float64 recipe run on the kernel
     alone (the global norm is taken over the leaves present)."""
@@ -270,7 +272,7 @@ def test_a_none_gradient_leaf_gives_a_none_update():
 @contract("recipe:none-gradients")
 @pytest.mark.negative
 @pytest.mark.known_defect("adam-none-gradient-drops-moments")
-def test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step():
+def test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step() -> None:
     """After a step with a None bias gradient the Adam state's mu and nu hold
     None for the bias (init held arrays): the state's structure changed, so
     ``jax.lax.scan`` cannot carry it and the next step with a full gradient
@@ -289,7 +291,7 @@ def test_a_none_gradient_leaf_drops_its_moments_and_breaks_the_next_step():
 
 @contract("optax.apply_updates")
 @pytest.mark.negative
-def test_apply_updates_refuses_a_none_update_for_an_array_param():
+def test_apply_updates_refuses_a_none_update_for_an_array_param() -> None:
     """``optax.apply_updates`` with a None update where the param is an array
     raises TypeError: a None gradient leaf has to be handled before the
     update is applied."""
@@ -303,7 +305,7 @@ def test_apply_updates_refuses_a_none_update_for_an_array_param():
     "dtype_name",
     ["float32", "bfloat16", pytest.param("float16", marks=pytest.mark.known_defect("adam-float16-zero-gradient-nan"))],
 )
-def test_zero_gradients_in_low_precision(dtype_name):
+def test_zero_gradients_in_low_precision(dtype_name: Any) -> None:
     """Two steps of all-zero gradients, lr 1e-2, wd 0.1: in float32 and
     bfloat16 Adam's direction is 0 / (0 + eps) = 0 and the update is the decay
     alone, -1e-3 * p; in float16 eps = 1e-8 underflows to 0, the direction is
@@ -327,7 +329,7 @@ def test_zero_gradients_in_low_precision(dtype_name):
 @contract("recipe:zero-clip-threshold")
 @pytest.mark.configuration(max_norm="0")
 @pytest.mark.negative
-def test_a_zero_clipping_threshold_zeroes_the_gradient():
+def test_a_zero_clipping_threshold_zeroes_the_gradient() -> None:
     """clip_by_global_norm(0.0) scales a non-zero gradient by 0 / norm = 0, so
     Adam's direction is 0 and the recipe's update is the decay alone:
     -lr * wd * p = -1e-3 * p (lr 1e-2)."""
@@ -343,7 +345,7 @@ def test_a_zero_clipping_threshold_zeroes_the_gradient():
 @pytest.mark.configuration(max_norm="0")
 @pytest.mark.negative
 @pytest.mark.known_defect("clip-by-global-norm-zero-threshold-nan")
-def test_a_zero_threshold_with_a_zero_gradient_gives_nan():
+def test_a_zero_threshold_with_a_zero_gradient_gives_nan() -> None:
     """clip_by_global_norm(0.0) on an all-zero gradient: ``0 < 0`` is False, so
     it scales by 0 / 0: NaN everywhere, and the recipe's update is NaN."""
     clip = optax.clip_by_global_norm(0.0)
@@ -358,7 +360,7 @@ def test_a_zero_threshold_with_a_zero_gradient_gives_nan():
 
 @contract("recipe:inject_hyperparams(adam)")
 @pytest.mark.acceptance
-def test_inject_hyperparams_adam_stays_with_adam_for_50_steps():
+def test_inject_hyperparams_adam_stays_with_adam_for_50_steps() -> None:
     """Fifty scanned steps of ``inject_hyperparams(adam)(learning_rate=1e-2)``
     and ``adam(1e-2)`` on the same float32 gradients: both follow the float64
     Adam reference within ``tolerances.accumulated(50, 2 * ELEMENTWISE)`` and
@@ -383,7 +385,7 @@ def test_inject_hyperparams_adam_stays_with_adam_for_50_steps():
 @contract("recipe:inject_hyperparams(adam)")
 @pytest.mark.negative
 @pytest.mark.known_defect("inject-hyperparams-bfloat16-b2-rounds-to-one")
-def test_inject_hyperparams_adam_with_bfloat16_params_gives_nan():
+def test_inject_hyperparams_adam_with_bfloat16_params_gives_nan() -> None:
     """bfloat16 params: inject_hyperparams stores b2 = 0.999 in bfloat16,
     which is 1.0; the second-moment bias correction 1 - b2**t is 0 and the
     first update is NaN, while ``adam`` itself (b2 a Python float) is finite."""
@@ -401,7 +403,7 @@ def test_inject_hyperparams_adam_with_bfloat16_params_gives_nan():
 @pytest.mark.snapshot
 @pytest.mark.parametrize("variant", ["recipe", pytest.param("multi-steps", marks=contract(MULTI))])
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name, variant):
+def test_state_snapshot(data_regression: Any, dtype_name: Any, variant: Any) -> None:
     """Baseline snapshot (drift, not correctness): the recipe's state (and
     MultiSteps' around it) after init and two steps: Adam's count, mu and nu
     dtypes, the schedule's count, MultiSteps' accumulator dtype. Recorded from
@@ -413,7 +415,7 @@ def test_state_snapshot(data_regression, dtype_name, variant):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Three steps of the recipe: jitted updates equal eager ones within the
     recipe's one-step budget, and after the first jitted step nothing
     compiles again (the schedule is evaluated at a traced count)."""
@@ -425,7 +427,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_gradients_of_another_structure_raise_value_error():
+def test_gradients_of_another_structure_raise_value_error() -> None:
     """A gradient PyTree unlike the params' fails in Adam's moment update."""
     params, _ = seeded_layer(steps=0, seed=82)
     p = to_jax(params)

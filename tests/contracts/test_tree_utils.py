@@ -258,7 +258,7 @@ def _marks(case: Case, kind: Any) -> list[Any]:
         if _defined(c, tree(name))
     ],
 )
-def test_value_on_corner_tree(case, corner):
+def test_value_on_corner_tree(case: Any, corner: Any) -> None:
     """The utility's value on the corner PyTree equals its float64 reference within the module's budget."""
     check(case, tree(corner), tree(corner, seed=1))
 
@@ -277,7 +277,7 @@ def _trees(complex_leaves: bool, elements: bool) -> st.SearchStrategy[tuple[Any,
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_marks(c, pytest.mark.property)) for c in CASES])
 @given(data=st.data())
-def test_value_matches_reference(case, data):
+def test_value_matches_reference(case: Any, data: Any) -> None:
     """On generated PyTrees (mixed dtypes, ranks 0 to 5, size-0 leaves where defined) the value equals the reference."""
     t, t2 = data.draw(_trees(case.complex, case.elements))
     check(case, jax.tree.map(jnp.asarray, t), jax.tree.map(jnp.asarray, t2))

@@ -13,6 +13,8 @@ Input: updates PyTree of any structure and float dtype. Output: same structure,
 shapes and dtypes; state ``ZeroNansState(found_nan)`` with a bool[] per leaf.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,13 +36,13 @@ pytestmark = pytest.mark.contract(
 NAN, INF = float("nan"), float("inf")
 
 
-def zero(updates, state=None):
+def zero(updates: Any, state: Any = None) -> Any:
     tx = optax.zero_nans()
     return tx.update(updates, tx.init(updates) if state is None else state)
 
 
 @pytest.mark.golden
-def test_nans_become_zero_and_the_flag_names_the_leaf():
+def test_nans_become_zero_and_the_flag_names_the_leaf() -> None:
     """{a: [nan, 1, -nan], b: [2, 3]} -> {a: [0, 1, 0], b: [2, 3]};
     found_nan = {a: True, b: False}; init's flags are all False."""
     updates = {"a": jnp.array([NAN, 1.0, -NAN]), "b": jnp.array([2.0, 3.0])}
@@ -53,7 +55,7 @@ def test_nans_become_zero_and_the_flag_names_the_leaf():
 
 
 @pytest.mark.negative
-def test_infinities_pass_through_unchanged():
+def test_infinities_pass_through_unchanged() -> None:
     """zero_nans is not a finiteness guard: +inf and -inf are kept, and they do
     not set found_nan."""
     got, state = zero({"a": jnp.array([INF, -INF, 1.0])})
@@ -62,7 +64,7 @@ def test_infinities_pass_through_unchanged():
 
 
 @pytest.mark.negative
-def test_the_incoming_state_is_not_checked():
+def test_the_incoming_state_is_not_checked() -> None:
     """The state passed to ``update`` is ignored: a state built for another
     PyTree is accepted and replaced by flags of the updates' structure."""
     other = optax.zero_nans().init({"x": jnp.ones(1), "y": jnp.ones(1), "z": jnp.ones(1)})
@@ -73,7 +75,7 @@ def test_the_incoming_state_is_not_checked():
 
 @pytest.mark.property
 @given(tree=strategies.pytrees(), data=st.data())
-def test_matches_float64_reference(tree, data):
+def test_matches_float64_reference(tree: Any, data: Any) -> None:
     """Generated PyTrees with NaNs put at drawn elements: each leaf equals
     ``references_wrappers.zero_nans`` bit for bit, and found_nan is True
     exactly for the leaves that received a NaN."""
@@ -92,7 +94,7 @@ def test_matches_float64_reference(tree, data):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize(("dtype_name", "schedule"), dtypes.trajectory_cases())
-def test_trajectory_in_front_of_momentum_sgd(dtype_name, schedule):
+def test_trajectory_in_front_of_momentum_sgd(dtype_name: Any, schedule: Any) -> None:
     """Three steps of ``chain(zero_nans(), sgd(lr, momentum=0.9))`` with a NaN
     in the kernel's gradient at step 2, in every dtype, jitted: params follow
     the float64 reference fed the gradients with NaNs replaced by 0; found_nan
@@ -114,7 +116,7 @@ def test_trajectory_in_front_of_momentum_sgd(dtype_name, schedule):
 
 @pytest.mark.snapshot
 @pytest.mark.parametrize("dtype_name", ["float32", "bfloat16"])
-def test_state_snapshot(data_regression, dtype_name):
+def test_state_snapshot(data_regression: Any, dtype_name: Any) -> None:
     """Baseline snapshot (drift, not correctness): state of
     ``chain(zero_nans(), sgd(0.1, momentum=0.9))`` after init and two steps
     (the found_nan flags' structure and dtype, the trace). Recorded from optax
@@ -126,7 +128,7 @@ def test_state_snapshot(data_regression, dtype_name):
 
 
 @pytest.mark.acceptance
-def test_jit_matches_eager_and_does_not_recompile():
+def test_jit_matches_eager_and_does_not_recompile() -> None:
     """Jitted ``update`` equals eager bit for bit (a select, no arithmetic);
     a second call with the same shapes and new values compiles nothing."""
     tx = optax.zero_nans()
@@ -141,7 +143,7 @@ def test_jit_matches_eager_and_does_not_recompile():
 
 
 @pytest.mark.negative
-def test_edge_inputs_none_empty_zero_size_and_dtypes(dtype):
+def test_edge_inputs_none_empty_zero_size_and_dtypes(dtype: Any) -> None:
     """Regression protocol edges, pinned to the baseline: a None leaf stays
     None in the updates and in found_nan; an empty PyTree gives empty updates
     and flags; a zero-size leaf passes with flag False; every float dtype

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ import jax.numpy as jnp
 FLOAT_DTYPES = ("float32", "bfloat16", "float16", "float64")
 
 
-def trajectory_cases() -> list:
+def trajectory_cases() -> list[Any]:
     """``(dtype_name, scheduled)`` pytest parameters: every dtype, with constant
     and with scheduled hyperparameters. The float64 + scheduled case carries
     ``known_defect("schedule-float32-under-x64")``: optax schedules evaluate in

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import jax.monitoring
 
@@ -29,7 +30,7 @@ def counting() -> Iterator[Compilations]:
     """Yield a :class:`Compilations` counter updated while the block runs."""
     seen = Compilations()
 
-    def listener(event: str, duration: float, **kwargs) -> None:
+    def listener(event: str, duration: float, **kwargs: Any) -> None:
         if event == BACKEND_COMPILE:
             seen.count += 1
 

@@ -37,7 +37,7 @@ def run(tx: Any, params: Any, grads_per_step: list[Any], state: Any = None, jit:
     """
     import jax
 
-    def step(p, g, s):
+    def step(p: Any, g: Any, s: Any) -> Any:
         u, s = tx.update(g, s, p)
         return u, s, optax.apply_updates(p, u)
 

@@ -39,7 +39,7 @@ def signature(tree: Any) -> dict[str, Any]:
     return {"structure": str(jax.tree.structure(tree)), "leaves": leaves}
 
 
-def seeded_layer(steps: int, seed: int = 0, scale: float = 1.0) -> tuple[dict, list[dict]]:
+def seeded_layer(steps: int, seed: int = 0, scale: float = 1.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A small layer's params ``{"kernel": (3, 2), "bias": (2,)}`` and ``steps``
     gradient PyTrees of that structure, float64 NumPy values drawn from
     ``numpy.random.default_rng(seed)`` in a fixed order (params first, then

@@ -79,6 +79,8 @@ TEAM_DIRS_ENV = "OPTAX_GATE_TEAM_CONTRACTS"
 
 def _exec(path: Path, module_name: str) -> None:
     spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the mutants file {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     spec.loader.exec_module(module)

@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 capture_output=True,
             )
 
-        def job_env(job):
+        def job_env(job: Any) -> Any:
             writer_side = job[1] is not None and registry[job[1]].writer_side
             env = {} if writer_side or job[0] != "resume" else {"OPTAX_GATE_CHECKPOINTS": str(checkpoints)}
             if devices.is_multidevice(mutants.AREAS[job[0]]):  # eight simulated devices, this process only

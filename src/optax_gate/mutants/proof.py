@@ -124,7 +124,7 @@ def inputs(area: str, contracts: str, mutant_modules: Iterable[str], root: Path)
     for name in (*mutant_modules, *SHARED_MODULES):
         loaded = sys.modules.get(name)  # a team's mutants file, loaded by its path
         file = module_file(name, root) or (
-            Path(loaded.__file__).resolve() if loaded is not None and getattr(loaded, "__file__", None) else None
+            Path(loaded.__file__).resolve() if loaded is not None and loaded.__file__ else None
         )
         if file is None or not file.is_relative_to(root):
             return None

@@ -23,6 +23,7 @@ values: the float64 gradient of that loss written from calculus
 """
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,11 +45,11 @@ BATCH, STEPS, LR = 16, 2, 0.1
 PER_STEP = tolerances.reduction(BATCH) + 2 * ELEMENTWISE
 
 
-def loss(p, x, t):
+def loss(p: Any, x: Any, t: Any) -> Any:
     return jnp.mean((x @ p["w"] + p["b"] - t) ** 2)
 
 
-def data():
+def data() -> Any:
     """Float64 params and ``STEPS`` batches ``(x (16, 3), t (16, 2))`` from
     ``default_rng(1301)``."""
     rng = np.random.default_rng(1301)
@@ -57,7 +58,7 @@ def data():
     return params, batches
 
 
-def reference_sgd(params, batches, momentum=0.9):
+def reference_sgd(params: Any, batches: Any, momentum: Any = 0.9) -> Any:
     """Float64 params after each full-batch SGD step (momentum 0.9): the
     gradient is computed at each step's params from the formula."""
     p = leaves64(params)
@@ -70,7 +71,7 @@ def reference_sgd(params, batches, momentum=0.9):
     return out
 
 
-def dp_step(tx, reduce, p, s, x, t):
+def dp_step(tx: Any, reduce: Any, p: Any, s: Any, x: Any, t: Any) -> Any:
     """One data-parallel step: local gradients, ``reduce`` over "data", one update."""
     g = reduce(jax.grad(loss)(p, x, t))
     u, s = tx.update(g, s, p)
@@ -79,7 +80,7 @@ def dp_step(tx, reduce, p, s, x, t):
 
 @pytest.mark.contract(api="jax.shard_map+optax.sgd", guide=guides.SGD_STEP)
 @pytest.mark.acceptance
-def test_shard_map_step_with_pmean_equals_the_full_batch_step():
+def test_shard_map_step_with_pmean_equals_the_full_batch_step() -> None:
     """``shard_map`` over a 1-D mesh of 8 (``check_vma=False``, the pmap
     semantics), local gradients averaged by ``jax.lax.pmean(..., "data")``,
     ``sgd(0.1, momentum=0.9)``: two steps follow the float64 full-batch
@@ -118,7 +119,7 @@ def test_shard_map_step_with_pmean_equals_the_full_batch_step():
 
 @pytest.mark.contract(api="jax.pmap+optax.sgd", guide=guides.SGD_STEP)
 @pytest.mark.acceptance
-def test_pmap_step_with_pmean_equals_the_full_batch_step():
+def test_pmap_step_with_pmean_equals_the_full_batch_step() -> None:
     """The same step under ``jax.pmap(axis_name="data")`` with replicated
     params and state (``in_axes=None``) and the batch reshaped to (8, 2, ...):
     every device's copy of the new params is identical and follows the float64
@@ -152,7 +153,7 @@ def test_pmap_step_with_pmean_equals_the_full_batch_step():
 
 @pytest.mark.contract(api="jax.shard_map:grad", guide=SHARD_MAP_DOCS)
 @pytest.mark.negative
-def test_grad_of_replicated_params_under_check_vma_is_already_summed():
+def test_grad_of_replicated_params_under_check_vma_is_already_summed() -> None:
     """Pinned pitfall of the default ``check_vma=True``: ``jax.grad`` of a
     replicated (``P()``) parameter inside ``shard_map`` returns the *sum* of
     the eight devices' gradients (the transpose of the implicit broadcast is a
@@ -183,7 +184,7 @@ def test_grad_of_replicated_params_under_check_vma_is_already_summed():
 
 @pytest.mark.contract(api="optax.per_example_global_norm_clip@shard_map", guide=guides.PER_EXAMPLE_CLIP)
 @pytest.mark.acceptance
-def test_per_example_clip_summed_across_devices_equals_the_full_batch():
+def test_per_example_clip_summed_across_devices_equals_the_full_batch() -> None:
     """Guide 000's DP-SGD step distributed: 16 per-example gradients
     (``{"b": (16, 2), "w": (16, 3, 2)}``, norms around 2.5, C = 1) split 2 per
     device; each device clips and sums its examples, ``psum`` over "data"
@@ -194,7 +195,7 @@ def test_per_example_clip_summed_across_devices_equals_the_full_batch():
     rng = np.random.default_rng(1302)
     per_example = {"b": rng.normal(size=(BATCH, 2)), "w": rng.normal(size=(BATCH, 3, 2))}
 
-    def clip(g):
+    def clip(g: Any) -> Any:
         summed, count = optax.per_example_global_norm_clip(g, l2_norm_clip=1.0)
         return jax.lax.psum(summed, "data"), jax.lax.psum(count, "data")
 
@@ -211,7 +212,7 @@ def pmean_transformation(axis: str) -> optax.GradientTransformation:
     return optax.GradientTransformation(lambda p: optax.EmptyState(), lambda u, s, p=None: (jax.lax.pmean(u, axis), s))
 
 
-def multi_steps_run():
+def multi_steps_run() -> Any:
     """Four calls (two cycles of k = 2) of ``MultiSteps(chain(pmean over
     "data", sgd(0.1, momentum=0.9)), 2)`` inside ``shard_map``: each device
     accumulates its own micro-batch gradients (``acc_grads`` split over
@@ -226,7 +227,7 @@ def multi_steps_run():
     state_specs = jax.tree.map(lambda _: P(), s0)._replace(acc_grads=P("data"))
     n = multidevice.DEVICES
 
-    def step(p, s, x, t):
+    def step(p: Any, s: Any, x: Any, t: Any) -> Any:
         g = jax.grad(loss)(p, x, t)
         u, s = ms.update(g, s, p)
         return optax.apply_updates(p, u), s
@@ -250,13 +251,13 @@ def multi_steps_run():
 
 
 @functools.cache
-def _multi_steps():
+def _multi_steps() -> Any:
     return multi_steps_run()
 
 
 @pytest.mark.contract(api="optax.MultiSteps@shard_map", guide=guides.MULTI_STEPS)
 @pytest.mark.acceptance
-def test_multi_steps_accumulates_per_device_and_emits_the_full_batch_update():
+def test_multi_steps_accumulates_per_device_and_emits_the_full_batch_update() -> None:
     """Per-device accumulation, one reduction per emitted update: params stay
     bit for bit on the first call of each cycle and after the second follow
     the float64 reference of MultiSteps(sgd momentum) over the full-batch
@@ -290,7 +291,7 @@ def test_multi_steps_accumulates_per_device_and_emits_the_full_batch_update():
 
 @pytest.mark.contract(api="optax.MultiSteps@shard_map", guide=guides.MULTI_STEPS)
 @pytest.mark.snapshot
-def test_multi_steps_collectives_snapshot(data_regression):
+def test_multi_steps_collectives_snapshot(data_regression: Any) -> None:
     """Baseline snapshot (drift, not correctness): the collectives of the
     compiled MultiSteps step under ``shard_map`` (the reduction sits in the
     emitting branch only). Recorded from jax 0.11.2 / optax 0.2.6."""
@@ -299,7 +300,7 @@ def test_multi_steps_collectives_snapshot(data_regression):
 
 @pytest.mark.contract(api="jax.shard_map:axis-name", guide=SHARD_MAP_DOCS)
 @pytest.mark.negative
-def test_in_specs_naming_an_axis_the_mesh_lacks_raise_value_error():
+def test_in_specs_naming_an_axis_the_mesh_lacks_raise_value_error() -> None:
     """``in_specs=P("batch")`` on a mesh whose only axis is "data": ``ValueError``
     "shard_map in_specs argument must refer to an axis marked as manual"."""
     mesh = multidevice.data_mesh()
@@ -312,7 +313,7 @@ def test_in_specs_naming_an_axis_the_mesh_lacks_raise_value_error():
 @pytest.mark.contract(api="jax.shard_map:axis-name", guide=SHARD_MAP_DOCS)
 @pytest.mark.negative
 @pytest.mark.known_defect("shard-map-unknown-axis-bare-assertion")
-def test_pmean_over_an_axis_the_mesh_lacks_raises_a_bare_assertion():
+def test_pmean_over_an_axis_the_mesh_lacks_raises_a_bare_assertion() -> None:
     """``jax.lax.pmean(x, "batch")`` inside ``shard_map`` over a mesh ("data",)
     with the default ``check_vma=True``: the baseline fails an internal
     ``assert`` (``core.pvary``) with an empty message instead of the
@@ -327,7 +328,7 @@ def test_pmean_over_an_axis_the_mesh_lacks_raises_a_bare_assertion():
 
 @pytest.mark.contract(api="jax.pmap:axis-name", guide=SHARD_MAP_DOCS)
 @pytest.mark.negative
-def test_pmap_pmean_over_another_axis_name_raises_name_error():
+def test_pmap_pmean_over_another_axis_name_raises_name_error() -> None:
     """``jax.pmap(axis_name="data")`` whose body calls ``pmean(x, "batch")``:
     ``NameError`` "Found an unbound axis name: batch"."""
     with pytest.raises(NameError, match=pinned.UNBOUND_AXIS):

@@ -8,6 +8,8 @@ column-major; ``microbatch`` runs ``fun`` per microbatch in a ``lax.fori_loop`` 
 rows in the batch's order), within ``tolerances.reduction`` ULPs of the terms summed.
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,8 +26,8 @@ GUIDE = "docs: optax 0.2.8 optax.microbatching docstrings (optax/microbatching/_
 ROWS, FEATURES, MICRO = 16, 3, 4
 
 
-def _accumulation():
-    module = getattr(optax, "microbatching", None)
+def _accumulation() -> Any:
+    module: Any = getattr(optax, "microbatching", None)
     if module is None:
         pytest.skip(f"optax.microbatching {ABSENT_API} (public after 0.2.6): the report reads it as new")
     return module.AccumulationType
@@ -35,7 +37,7 @@ def _accumulation():
 @pytest.mark.contract(api="optax.microbatching.microbatch", guide=GUIDE)
 @pytest.mark.parametrize("kind", ["SUM", "CONCAT"])
 @pytest.mark.parametrize("mode", ["eager", "jit"])
-def test_microbatch_over_a_batch_sharded_on_its_batch_axis(kind, mode):
+def test_microbatch_over_a_batch_sharded_on_its_batch_axis(kind: Any, mode: Any) -> None:
     """The batch sharded over 8 devices on its batch axis (``P("data")``): SUM of the microbatch totals is the
     batch's total, CONCAT of ``2 x`` per microbatch is ``2 x`` in the batch's row order, eagerly and under
     ``jax.jit``."""

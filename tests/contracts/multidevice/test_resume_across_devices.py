@@ -19,6 +19,7 @@ one more step on the new layout against the float64 AdamW reference.
 """
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -41,19 +42,19 @@ SPECS = {"bias": P("model"), "kernel": P("data", "model")}
 LR, WD, STEPS = 0.1, 1e-2, 3  # two steps before the checkpoint, one after
 
 
-def inputs():
+def inputs() -> Any:
     """Float64 params and ``STEPS`` gradients from ``default_rng(1304)``."""
     rng = np.random.default_rng(1304)
     params = {"bias": rng.normal(size=(4,)), "kernel": rng.normal(size=(8, 4))}
     return params, [{"bias": rng.normal(size=(4,)), "kernel": rng.normal(size=(8, 4))} for _ in range(STEPS)]
 
 
-def step(tx, p, g, s):
+def step(tx: Any, p: Any, g: Any, s: Any) -> Any:
     u, s = tx.update(g, s, p)
     return optax.apply_updates(p, u), s
 
 
-def targets(layout: str) -> tuple[object, list]:
+def targets(layout: str) -> tuple[Any, list[Any]]:
     """The restore layout: a ``(sharding of a leaf with spec) -> Sharding``
     function and its devices. ``4-devices``: a 2 x 2 mesh ("data", "model") of
     devices 0-3, the same specs; ``1-device``: device 0 alone."""
@@ -65,7 +66,7 @@ def targets(layout: str) -> tuple[object, list]:
 
 
 @functools.cache
-def written(directory: str):
+def written(directory: str) -> Any:
     """Train two steps on the 2 x 4 mesh and save ``{"params", "opt_state"}``
     under ``directory``; return what was written (host copies) and the inputs."""
     mesh = multidevice.mesh_2x4()
@@ -84,18 +85,18 @@ def written(directory: str):
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Any:
     directory = str((tmp_path_factory.mktemp("sharded") / "ckpt").absolute())
     return directory, *written(directory)
 
 
-def restore(directory: str, tree, layout: str):
+def restore(directory: str, tree: Any, layout: str) -> Any:
     """Restore ``directory`` onto ``layout``: each leaf's target is a
     ``ShapeDtypeStruct`` with the layout's sharding of the leaf's spec (arrays)
     or replicated (scalars)."""
     sharding_of, _ = targets(layout)
 
-    def target(x):
+    def target(x: Any) -> Any:
         spec = x.sharding.spec if x.ndim else P()
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding_of(spec))
 
@@ -104,7 +105,7 @@ def restore(directory: str, tree, layout: str):
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("layout", ["4-devices", "1-device"])
-def test_restores_every_leaf_bit_for_bit_onto_the_new_layout(checkpoint, layout):
+def test_restores_every_leaf_bit_for_bit_onto_the_new_layout(checkpoint: Any, layout: Any) -> None:
     """Every leaf (params, Adam's ``mu`` and ``nu``, the ``count`` counter = 2)
     restored onto four devices / one device equals the written leaf bit for
     bit, and lives on exactly the requested devices."""
@@ -126,7 +127,7 @@ def test_restores_every_leaf_bit_for_bit_onto_the_new_layout(checkpoint, layout)
 
 @pytest.mark.acceptance
 @pytest.mark.parametrize("layout", ["4-devices", "1-device"])
-def test_training_continues_on_the_new_layout(checkpoint, layout):
+def test_training_continues_on_the_new_layout(checkpoint: Any, layout: Any) -> None:
     """One more jitted AdamW step on the restored layout follows the float64
     AdamW reference of all three steps (Kingma & Ba 2015, Loshchilov & Hutter
     2019; ``references.adamw_trajectory``) within the accumulated budget."""

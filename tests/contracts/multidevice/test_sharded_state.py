@@ -27,6 +27,7 @@ jitted ``update``.
 """
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -51,7 +52,7 @@ SETUPS = (*ELEMENTWISE_SETUPS, "clipped-sgd")
 STATEFUL = ("sgd-momentum", "adamw", "multisteps")
 
 
-def optimizer(setup: str):
+def optimizer(setup: str) -> Any:
     """The transformation of a set-up, built from ``optax`` at call time."""
     if setup == "sgd-momentum":
         return optax.sgd(LR, momentum=0.9)
@@ -101,7 +102,7 @@ PER_STEP = {
 }
 
 
-def inputs():
+def inputs() -> Any:
     """Float64 params and ``STEPS`` gradients from ``default_rng(1300)``
     (params first, then the gradients step by step)."""
     rng = np.random.default_rng(1300)
@@ -110,13 +111,13 @@ def inputs():
     return params, grads
 
 
-def step(tx, p, g, s):
+def step(tx: Any, p: Any, g: Any, s: Any) -> Any:
     u, s = tx.update(g, s, p)
     return u, s, optax.apply_updates(p, u)
 
 
 @functools.cache
-def run(setup: str) -> dict:
+def run(setup: str) -> dict[str, Any]:
     """Everything the contracts of one set-up look at, computed once: the
     states of eager and jitted ``init``, the compiled sharded step and its HLO,
     the sharded and the one-device trajectories."""
@@ -151,7 +152,7 @@ def run(setup: str) -> dict:
     return out
 
 
-def assert_mirrors_params(tree, params, what: str) -> None:
+def assert_mirrors_params(tree: Any, params: Any, what: str) -> None:
     """Every array leaf of ``tree`` with a param's shape has that param's
     sharding (same mesh, equivalent spec)."""
     by_shape = {x.shape: x.sharding for x in jax.tree.leaves(params)}
@@ -167,7 +168,7 @@ def assert_mirrors_params(tree, params, what: str) -> None:
 @pytest.mark.contract(api="sharding:init", guide=GUIDE)
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", STATEFUL)
-def test_eager_init_keeps_each_params_sharding(setup):
+def test_eager_init_keeps_each_params_sharding(setup: Any) -> None:
     """``tx.init(params)`` outside ``jax.jit``, for the set-ups that keep a
     state per param (the momentum trace, Adam's ``mu``/``nu``, MultiSteps'
     ``acc_grads`` and inner trace): each such state leaf has its param's
@@ -182,7 +183,7 @@ def test_eager_init_keeps_each_params_sharding(setup):
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", SETUPS)
-def test_jitted_update_keeps_shardings_and_replicates_counters(setup):
+def test_jitted_update_keeps_shardings_and_replicates_counters(setup: Any) -> None:
     """After each jitted step the updates, the new params and every state leaf
     that mirrors a param keep the param's sharding; every scalar (a counter)
     is replicated over all eight devices of the mesh."""
@@ -199,7 +200,7 @@ def test_jitted_update_keeps_shardings_and_replicates_counters(setup):
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", SETUPS)
-def test_sharded_steps_follow_the_reference_and_the_one_device_run(setup):
+def test_sharded_steps_follow_the_reference_and_the_one_device_run(setup: Any) -> None:
     """Four sharded steps follow the set-up's float64 reference within its
     per-step budget (``PER_STEP``, accumulated over the steps), and the same
     program on one device within the same budget: sharding moves no value."""
@@ -227,7 +228,7 @@ def test_sharded_steps_follow_the_reference_and_the_one_device_run(setup):
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
 @pytest.mark.acceptance
 @pytest.mark.parametrize("setup", ELEMENTWISE_SETUPS)
-def test_elementwise_update_compiles_without_collectives(setup):
+def test_elementwise_update_compiles_without_collectives(setup: Any) -> None:
     """An update whose every output element depends on the same element of
     its inputs, with state and params sharded alike, needs no communication:
     the compiled step has no collective (no silent resharding)."""
@@ -238,7 +239,7 @@ def test_elementwise_update_compiles_without_collectives(setup):
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
 @pytest.mark.snapshot
 @pytest.mark.parametrize("setup", SETUPS)
-def test_compiled_update_collectives_snapshot(data_regression, setup):
+def test_compiled_update_collectives_snapshot(data_regression: Any, setup: Any) -> None:
     """Baseline snapshot (drift, not correctness): how many of each collective
     the compiled sharded step contains (the global norm of the clipped set-up
     is the one reduction across devices). Recorded from jax 0.11.2 / optax
@@ -249,7 +250,7 @@ def test_compiled_update_collectives_snapshot(data_regression, setup):
 @pytest.mark.contract(api="sharding:init", guide=GUIDE)
 @pytest.mark.snapshot
 @pytest.mark.parametrize("setup", SETUPS)
-def test_state_shardings_snapshot(data_regression, setup):
+def test_state_shardings_snapshot(data_regression: Any, setup: Any) -> None:
     """Baseline snapshot (drift, not correctness): the sharding of every leaf
     (``PartitionSpec`` and mesh axes, or ``single-device``) of the state after
     eager ``init``, after ``jax.jit(init)``, and of the state and updates after
@@ -269,7 +270,7 @@ def test_state_shardings_snapshot(data_regression, setup):
 @pytest.mark.contract(api="sharding:update", guide=GUIDE)
 @pytest.mark.negative
 @pytest.mark.parametrize("other", ["other-devices", "same-devices-reordered"])
-def test_update_with_state_on_another_mesh_raises(other):
+def test_update_with_state_on_another_mesh_raises(other: Any) -> None:
     """Params and gradients on the 2 x 4 mesh, the momentum state initialised
     on another mesh (devices 4-7 only, or the same eight in reverse order):
     ``update`` raises ``ValueError`` "Received incompatible devices for jitted

@@ -15,6 +15,8 @@ raising under explicit sharding reads ``changed``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from optax_gate.kit.surface import generated as surface_generated
@@ -36,6 +38,6 @@ GUIDE = (
         for p in paths()
     ],
 )
-def test_sharded_corners(path, data_regression):
+def test_sharded_corners(path: Any, data_regression: Any) -> None:
     """Shardings of updates and state, and values as on one device, eager and jitted (baseline snapshot)."""
     data_regression.check(record(path))

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.contract(api="optax.scale", guide="team: our training c
 
 
 @pytest.mark.golden
-def test_updates_are_step_size_times_the_gradient():
+def test_updates_are_step_size_times_the_gradient() -> None:
     """0.5 * [2, -4] = [1, -2] and 0.5 * [[6]] = [[3]]: halving is exact in float32."""
     tx = optax.scale(0.5)
     grads = {"w": jnp.array([2.0, -4.0]), "b": jnp.array([[6.0]])}
@@ -33,7 +33,7 @@ def test_updates_are_step_size_times_the_gradient():
 
 
 @pytest.mark.acceptance
-def test_state_is_empty_and_dtypes_are_kept():
+def test_state_is_empty_and_dtypes_are_kept() -> None:
     """The state holds nothing to checkpoint; a bfloat16 gradient gives a bfloat16 update."""
     tx = optax.scale(0.5)
     grads = {"w": jnp.ones(3, jnp.bfloat16)}

@@ -50,7 +50,7 @@ LOSS_LEFT_OUT: dict[tuple[str, str], str] = {
 }
 
 
-def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) -> dict[str, str]:
+def loss_outcomes(path: str, corner: str, args: list[Any], kwargs: dict[str, Any]) -> dict[str, str]:
     """The loss ``path`` at ``corner`` (its inputs ``args``/``kwargs`` already
     changed): one outcome per :data:`LOSS_OUTPUTS` key, ``<corner>/<output>``.
     Derivatives are of the summed floating result with respect to the first
@@ -64,13 +64,13 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
     fn = surface_build.resolve(path)
     first = jnp.asarray(args[0]).astype(jnp.float32)
 
-    def total(x):
+    def total(x: Any) -> Any:
         out = fn(x.astype(jnp.asarray(args[0]).dtype) if corner == "int_inputs" else x, *args[1:], **kwargs)
         return sum(
             jnp.sum(leaf) for leaf in jax.tree.leaves(out) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)
         )
 
-    def tangent():
+    def tangent() -> Any:
         return jnp.ones_like(first)
 
     errors: dict[str, str] = {}
@@ -82,14 +82,14 @@ def loss_outcomes(path: str, corner: str, args: list, kwargs: dict[str, Any]) ->
     }
 
 
-def sweep_inputs(path: str) -> tuple[tuple, dict]:
+def sweep_inputs(path: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The positional and keyword arguments the sweep (``surface_calls.CALLS``) calls ``path`` with (a loss, a
     schedule)."""
     from optax_gate.kit.surface.calls import CALLS
 
-    captured = {}
+    captured: dict[str, Any] = {}
 
-    def spy(*args, **kwargs):
+    def spy(*args: Any, **kwargs: Any) -> Any:
         captured["args"], captured["kwargs"] = args, kwargs
         return jnp_module().zeros(())
 
@@ -121,13 +121,13 @@ def loss_corners(path: str) -> list[str]:
     return out
 
 
-def loss_inputs(path: str, corner: str) -> tuple[list, dict]:
+def loss_inputs(path: str, corner: str) -> tuple[list[Any], dict[str, Any]]:
     """The sweep's arguments of ``path`` changed at ``corner`` (see :data:`LOSS_CORNERS`)."""
     import jax
 
     jnp = jnp_module()
-    args, kwargs = sweep_inputs(path)
-    args = [jnp.asarray(a) if isinstance(a, jax.Array) else a for a in args]
+    positional, kwargs = sweep_inputs(path)
+    args = [jnp.asarray(a) if isinstance(a, jax.Array) else a for a in positional]
     first = jnp.asarray(args[0])
     if corner in ("neg_inf_logit", "pos_inf_logit"):
         args[0] = (
@@ -167,7 +167,7 @@ def float_hypers(path: str) -> list[str]:
     ]
 
 
-def hyper_inputs(path: str, args: list, kwargs: dict[str, Any], form: str) -> tuple[list, dict[str, Any]]:
+def hyper_inputs(path: str, args: list[Any], kwargs: dict[str, Any], form: str) -> tuple[list[Any], dict[str, Any]]:
     """``args``/``kwargs`` of a call of ``path`` with every one of
     :func:`float_hypers` given in ``form`` (:data:`HYPER_FORMS`): a
     positional float converted in place, the others as keywords."""

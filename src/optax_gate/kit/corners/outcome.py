@@ -17,14 +17,14 @@ from typing import Any
 HYPER_FORMS = ("float32", "bfloat16", "float16", "weak", "numpy_float32")
 
 
-def jnp_module():
+def jnp_module() -> Any:
     """``jax.numpy``, imported when a grid runs (never at import: the judge reads this package's tables)."""
     import jax.numpy as jnp
 
     return jnp
 
 
-def optax_module():
+def optax_module() -> Any:
     """``optax``, imported when a grid runs (as :func:`jnp_module`)."""
     import optax
 

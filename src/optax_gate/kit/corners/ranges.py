@@ -75,7 +75,7 @@ def range_grid() -> list[tuple[str, str]]:
     hyperparameters (:func:`hyperparameters`)."""
     from optax_gate.kit.corners.transformations import transformation_paths
 
-    out = []
+    out: list[tuple[str, str]] = []
     for path in transformation_paths():
         try:
             names = hyperparameters(path)

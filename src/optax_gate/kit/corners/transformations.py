@@ -272,7 +272,7 @@ def transformation_outcome(
         errors[key] = message(exc)
         return f"raises {type(exc).__name__}"
 
-    def finite(a):
+    def finite(a: Any) -> Any:
         return not jnp.issubdtype(a.dtype, jnp.inexact) or bool(np.all(np.isfinite(a.astype(np.float32))))
 
     bad = not all(finite(a) for a in leaves + states)

@@ -104,7 +104,7 @@ def wrapper_outcome(wrapper: str, inner_name: str, dtype: str, imag: dict[str, s
 
     w_dtype, _, b_dtype = (SHORT.get(part, part) for part in dtype.partition("+"))
 
-    def run():
+    def run() -> Any:
         rng = np.random.default_rng(0)
         w, b = rng.uniform(-1, 1, 3), rng.uniform(-1, 1, (2, 2))
         if "complex64" in (w_dtype, b_dtype):  # an imaginary part of its own, which a wrapper must carry along
@@ -116,7 +116,7 @@ def wrapper_outcome(wrapper: str, inner_name: str, dtype: str, imag: dict[str, s
         grads = jax.tree.map(lambda x: jnp.stack([x * (k + 1) for k in range(SCAN_STEPS)]), params)
         tx = wrap(wrapper, inner_name)
 
-        def step(carry, g):
+        def step(carry: Any, g: Any) -> Any:
             p, s = carry
             u, s = tx.update(g, s, p)
             return (optax.apply_updates(p, u), s), None

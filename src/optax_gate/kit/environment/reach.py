@@ -81,7 +81,7 @@ class Recorder:
         """Whether the code starting now runs inside the import of a module other than
         the current contract module (a helper, the kit, Flax): what it runs, it runs once
         for every module that imports it later, so it is the session's."""
-        frame = sys._getframe(2)
+        frame: types.FrameType | None = sys._getframe(2)
         while frame is not None:
             code = frame.f_code
             if code.co_filename.startswith(self.outer):

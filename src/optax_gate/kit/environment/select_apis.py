@@ -32,7 +32,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     with open(path, encoding="utf-8") as handle:
         runs: dict[str, list[str]] = json.load(handle)
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         module = module_of(item.nodeid)
         (drop if module in runs and api_of(item) not in runs[module] else keep).append(item)

@@ -61,10 +61,10 @@ def _nnx_sgd_momentum() -> Setup:
     y = jax.random.normal(jax.random.key(1), (32, 2), jnp.float32)
 
     def make() -> Callable[..., Any]:
-        def step(state, x, y):
+        def step(state: Any, x: Any, y: Any) -> Any:
             model, optimizer = nnx.merge(graphdef, state)
 
-            def loss_fn(m):
+            def loss_fn(m: Any) -> Any:
                 return jnp.mean((m(x) - y) ** 2)
 
             loss, grads = nnx.value_and_grad(loss_fn)(model)
@@ -93,11 +93,11 @@ def _adamw_multisteps_tx() -> optax.GradientTransformation:
 
 
 def _adamw_step(tx: optax.GradientTransformation) -> Callable[..., Any]:
-    def loss_fn(params, x, y):
+    def loss_fn(params: Any, x: Any, y: Any) -> Any:
         hidden = jnp.tanh(x @ params["w1"] + params["b1"])
         return jnp.mean((hidden @ params["w2"] + params["b2"] - y) ** 2)
 
-    def step(params, opt_state, x, y):
+    def step(params: Any, opt_state: Any, x: Any, y: Any) -> Any:
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
@@ -122,8 +122,8 @@ def _scan() -> Setup:
     def make() -> Callable[..., Any]:
         one = _adamw_step(tx)
 
-        def train(params, opt_state, xs, ys):
-            def body(carry, batch):
+        def train(params: Any, opt_state: Any, xs: Any, ys: Any) -> Any:
+            def body(carry: Any, batch: Any) -> Any:
                 params, opt_state, loss = one(*carry, *batch)
                 return (params, opt_state), loss
 

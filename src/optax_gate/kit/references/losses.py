@@ -11,14 +11,16 @@ derivatives with respect to the first argument (logits or predictions).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
-def _f64(x) -> np.ndarray:
+def _f64(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def logsumexp(x, axis: int = -1) -> np.ndarray:
+def logsumexp(x: Any, axis: int = -1) -> np.ndarray:
     """``log sum_j exp(x_j)`` along ``axis``, shifted by the maximum so that
     logits of +-1e4 neither overflow nor underflow (the standard stable form)."""
     x = _f64(x)
@@ -27,18 +29,18 @@ def logsumexp(x, axis: int = -1) -> np.ndarray:
     return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
 
 
-def log_softmax(x, axis: int = -1) -> np.ndarray:
+def log_softmax(x: Any, axis: int = -1) -> np.ndarray:
     """``x - logsumexp(x)`` along ``axis``."""
     x = _f64(x)
     return x - np.expand_dims(logsumexp(x, axis), axis)
 
 
-def softmax(x, axis: int = -1) -> np.ndarray:
+def softmax(x: Any, axis: int = -1) -> np.ndarray:
     """``exp(log_softmax(x))``."""
     return np.exp(log_softmax(x, axis))
 
 
-def softmax_cross_entropy(logits, labels, axis: int = -1, where=None) -> np.ndarray:
+def softmax_cross_entropy(logits: Any, labels: Any, axis: int = -1, where: Any = None) -> np.ndarray:
     """Cross-entropy of the label distribution ``y`` against ``softmax(x)``:
     ``-sum_j y_j log softmax(x)_j`` (Goodfellow, Bengio & Courville, *Deep
     Learning*, 2016, §3.13 and §6.2.2.3; the Optax docstring's sigma_i).
@@ -55,13 +57,13 @@ def softmax_cross_entropy(logits, labels, axis: int = -1, where=None) -> np.ndar
     return -np.sum(np.where(where, y * np.where(where, lsm, 0.0), 0.0), axis=axis)
 
 
-def softmax_cross_entropy_grad(logits, labels, axis: int = -1) -> np.ndarray:
+def softmax_cross_entropy_grad(logits: Any, labels: Any, axis: int = -1) -> np.ndarray:
     """d/dx of :func:`softmax_cross_entropy`: ``softmax(x) * sum_j y_j - y``."""
     y = _f64(labels)
     return softmax(logits, axis) * np.sum(y, axis=axis, keepdims=True) - y
 
 
-def integer_label_cross_entropy(logits, labels, axis: int = -1, where=None) -> np.ndarray:
+def integer_label_cross_entropy(logits: Any, labels: Any, axis: int = -1, where: Any = None) -> np.ndarray:
     """``logsumexp(x) - x_label``: the cross-entropy against a one-hot label
     (the Optax docstring's sigma_i with the sign of a loss). With ``where``
     the normaliser runs over the included classes only and an example with
@@ -76,7 +78,7 @@ def integer_label_cross_entropy(logits, labels, axis: int = -1, where=None) -> n
     return np.where(np.any(where, axis=axis), out, 0.0)
 
 
-def integer_label_cross_entropy_grad(logits, labels, axis: int = -1) -> np.ndarray:
+def integer_label_cross_entropy_grad(logits: Any, labels: Any, axis: int = -1) -> np.ndarray:
     """d/dx of :func:`integer_label_cross_entropy`: ``softmax(x) - onehot(label)``."""
     x = _f64(logits)
     onehot = np.zeros_like(x)
@@ -84,7 +86,7 @@ def integer_label_cross_entropy_grad(logits, labels, axis: int = -1) -> np.ndarr
     return softmax(x, axis) - onehot
 
 
-def sigmoid_binary_cross_entropy(logits, labels) -> np.ndarray:
+def sigmoid_binary_cross_entropy(logits: Any, labels: Any) -> np.ndarray:
     """``-y log sigmoid(x) - (1 - y) log(1 - sigmoid(x))`` element-wise
     (Goodfellow et al. 2016, §6.2.2.2), evaluated in the overflow-free form
     ``max(x, 0) - x y + log1p(exp(-|x|))``."""
@@ -92,35 +94,35 @@ def sigmoid_binary_cross_entropy(logits, labels) -> np.ndarray:
     return np.maximum(x, 0.0) - x * y + np.log1p(np.exp(-np.abs(x)))
 
 
-def sigmoid_binary_cross_entropy_grad(logits, labels) -> np.ndarray:
+def sigmoid_binary_cross_entropy_grad(logits: Any, labels: Any) -> np.ndarray:
     """d/dx: ``sigmoid(x) - y``."""
     x, y = _f64(logits), _f64(labels)
     return 1.0 / (1.0 + np.exp(-x)) - y
 
 
-def squared_error(predictions, targets=None) -> np.ndarray:
+def squared_error(predictions: Any, targets: Any = None) -> np.ndarray:
     """``(p - t)^2`` element-wise (``t = 0`` when absent)."""
     e = _f64(predictions) - (0.0 if targets is None else _f64(targets))
     return e * e
 
 
-def squared_error_grad(predictions, targets=None) -> np.ndarray:
+def squared_error_grad(predictions: Any, targets: Any = None) -> np.ndarray:
     """d/dp: ``2 (p - t)``."""
     return 2.0 * (_f64(predictions) - (0.0 if targets is None else _f64(targets)))
 
 
-def l2_loss(predictions, targets=None) -> np.ndarray:
+def l2_loss(predictions: Any, targets: Any = None) -> np.ndarray:
     """``(p - t)^2 / 2`` (Bishop, *Pattern Recognition and Machine Learning*,
     2006, eq. 1.2: the 1/2 convention)."""
     return 0.5 * squared_error(predictions, targets)
 
 
-def l2_loss_grad(predictions, targets=None) -> np.ndarray:
+def l2_loss_grad(predictions: Any, targets: Any = None) -> np.ndarray:
     """d/dp: ``p - t``."""
     return _f64(predictions) - (0.0 if targets is None else _f64(targets))
 
 
-def huber_loss(predictions, targets=None, delta: float = 1.0) -> np.ndarray:
+def huber_loss(predictions: Any, targets: Any = None, delta: float = 1.0) -> np.ndarray:
     """Huber (1964), *Robust Estimation of a Location Parameter*: with
     ``e = p - t``, ``e^2 / 2`` for ``|e| <= delta`` and
     ``delta (|e| - delta / 2)`` beyond."""
@@ -128,7 +130,7 @@ def huber_loss(predictions, targets=None, delta: float = 1.0) -> np.ndarray:
     return np.where(e <= delta, 0.5 * e * e, delta * (e - 0.5 * delta))
 
 
-def huber_loss_grad(predictions, targets=None, delta: float = 1.0) -> np.ndarray:
+def huber_loss_grad(predictions: Any, targets: Any = None, delta: float = 1.0) -> np.ndarray:
     """d/dp: ``clip(e, -delta, delta)`` (the derivative is continuous at
     ``|e| = delta``)."""
     return np.clip(_f64(predictions) - (0.0 if targets is None else _f64(targets)), -delta, delta)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def clip(leaves: Leaves, max_delta: float) -> list[np.ndarray]:
 
 def apply_if_finite(
     grads_per_step: Sequence[Leaves], max_consecutive_errors: int, inner: Callable[[list[np.ndarray]], list[np.ndarray]]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The documented behaviour of ``optax.apply_if_finite(inner, N)``, step by step.
 
     A step whose gradient holds an inf or a NaN anywhere is *not finite*. The

@@ -21,7 +21,7 @@ from optax_gate.kit.surface.table import known_defect
 SCHEDULE_STEPS = (0, 1, 4, 5, 6, 10, 15, 20, 21, 100)
 
 
-def _np():
+def _np() -> Any:
     import jax.numpy as jnp
 
     return jnp
@@ -53,7 +53,7 @@ def signs() -> Any:
     return _np().array([1.0, -1.0])
 
 
-def _key():
+def _key() -> Any:
     import jax
 
     return jax.random.key(0)
@@ -63,16 +63,16 @@ def _sched(**kw: Any) -> Any:
     return lambda fn: fn(**kw)
 
 
-def _tree_two(fn):
+def _tree_two(fn: Any) -> Any:
     return fn(tree(), tree())
 
 
-def _quad_loss(params, inputs, targets):
+def _quad_loss(params: Any, inputs: Any, targets: Any) -> Any:
     jnp = _np()
     return jnp.sum((inputs @ params["w"] - targets) ** 2)
 
 
-def _second_order(fn):
+def _second_order(fn: Any) -> Any:
     jnp = _np()
     p, x, y = {"w": jnp.array([1.0, -1.0])}, jnp.array([[1.0, 2.0], [0.5, 1.0]]), jnp.array([0.5, 1.0])
     if fn.__name__ == "hvp":
@@ -80,7 +80,7 @@ def _second_order(fn):
     return fn(_quad_loss, p, x, y)
 
 
-def _mc(fn):
+def _mc(fn: Any) -> Any:
     import optax
 
     jnp = _np()
@@ -407,19 +407,19 @@ LEFT_OUT: dict[str, str] = {
 }
 
 
-def _adam():
+def _adam() -> Any:
     import optax
 
     return optax.adam(0.1)
 
 
-def _sf():
+def _sf() -> Any:
     import optax
 
     return optax.contrib.schedule_free_sgd()
 
 
-def _lbfgs_state():
+def _lbfgs_state() -> Any:
     import optax
 
     return optax.lbfgs().init(_np().ones(2))

@@ -136,7 +136,16 @@ def probe() -> dict[str, Any]:
         handed: dict[str, set[str]] = {}
         depth = [0]
 
-        def profile(frame, event, arg, own=own, entered=entered, depth=depth, floats=floats, handed=handed):
+        def profile(
+            frame: Any,
+            event: Any,
+            arg: Any,
+            own: Any = own,
+            entered: Any = entered,
+            depth: Any = depth,
+            floats: Any = floats,
+            handed: Any = handed,
+        ) -> None:
             if event != "call":
                 if event == "return" and frame.f_code is own:
                     depth[0] -= 1

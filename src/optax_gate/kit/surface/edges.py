@@ -43,7 +43,7 @@ def _poison(x: jax.Array, value: float) -> jax.Array:
     return x.ravel().at[0].set(value).reshape(x.shape)
 
 
-def inputs(p: dict[str, jax.Array], g: dict[str, jax.Array]) -> dict[str, tuple[dict, dict]]:
+def inputs(p: dict[str, jax.Array], g: dict[str, jax.Array]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """Input class -> (params, gradients), see the module docstring."""
     sized = [n for n in p if p[n].size]
     mid = sized[len(sized) // 2]

@@ -63,7 +63,7 @@ def memory_record(path: str) -> dict[str, int]:
     traced = {k: v for k, v in extra.items() if not callable(v)}
     fixed = {k: v for k, v in extra.items() if callable(v)}
 
-    def update(g, state, params, traced):
+    def update(g: Any, state: Any, params: Any, traced: Any) -> Any:
         return tx.update(g, state, params, **traced, **fixed)
 
     g = jax.tree.map(lambda x: x * 0.5, p)

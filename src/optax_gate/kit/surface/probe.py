@@ -139,19 +139,19 @@ def protocol(path: str) -> dict[str, Any]:
     except Exception as exc:
         return {prop: f"build: {type(exc).__name__}" for prop in PROPERTIES} | {"trajectory": {}, "nonfinite": {}}
 
-    def step(params, state, g):
+    def step(params: Any, state: Any, g: Any) -> Any:
         u, state = tx.update(step_grads(entry, params, g), state, params, **extra_args(entry, params))
         return jax.tree.map(lambda a, b: a + b, params, u), state, u
 
     eager: dict[str, Any] = {}
 
-    def eager_step():
+    def eager_step() -> None:
         eager["update"], eager["state"] = tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **extra_args(entry, p))
         eager["params"] = jax.tree.map(lambda a, b: a + b, p, eager["update"])
 
     eager_error = _outcome(eager_step)
 
-    def init_update():
+    def init_update() -> Any:
         if entry.skip_leaves:  # the probe's PyTree lacks leaves: the whole one here
             g = surface_build.params(seed=1)
             u, _ = tx.update(step_grads(entry, full, g), tx.init(full), full, **extra_args(entry, full))
@@ -166,8 +166,8 @@ def protocol(path: str) -> dict[str, Any]:
     traj: dict[str, np.ndarray] = {}
     scan: dict[str, Any] = {}
 
-    def scan_carry():
-        def body(carry, g):
+    def scan_carry() -> None:
+        def body(carry: Any, g: Any) -> Any:
             params, state = carry
             params, state, _ = step(params, state, g)
             return (params, state), params
@@ -189,7 +189,7 @@ def protocol(path: str) -> dict[str, Any]:
     # carry it returned), one compiled program per API; a jitted single step only where the scan fails.
     jitted = jax.jit(step)
 
-    def jit_eager():
+    def jit_eager() -> Any:
         if "params" not in eager:
             return f"eager step: {eager_error}"
         params = {name: traj[f"s1/{name}"] for name in p} if traj else jitted(p, tx.init(p), gs[0])[0]
@@ -205,7 +205,7 @@ def protocol(path: str) -> dict[str, Any]:
 
     out["jit_eager"] = _outcome(jit_eager)
 
-    def no_recompile():
+    def no_recompile() -> Any:
         if "carry" in scan:
             with recompilation.counting() as seen:
                 scan["fn"](*scan["carry"])
@@ -217,14 +217,14 @@ def protocol(path: str) -> dict[str, Any]:
 
     out["no_recompile"] = _outcome(no_recompile)
 
-    def none_leaf():  # optax's convention: None in the params and the gradients alike
+    def none_leaf() -> Any:  # optax's convention: None in the params and the gradients alike
         q, g = {**p, "r1": None}, {**gs[0], "r1": None}
         u, _state = tx.update(step_grads(entry, q, g), tx.init(q), q, **extra_args(entry, q))
         return _check_like(u, q) or None
 
     out["none_leaf"] = _outcome(none_leaf)
 
-    def zero_grads_finite():
+    def zero_grads_finite() -> Any:
         zeros = jax.tree.map(jnp.zeros_like, p)
         u, _ = tx.update(zeros, tx.init(p), p, **extra_args(entry, p))
         bad = _nonfinite(u)
@@ -232,7 +232,7 @@ def protocol(path: str) -> dict[str, Any]:
 
     out["zero_grads_finite"] = _outcome(zero_grads_finite)
 
-    def call_with(**kwargs):
+    def call_with(**kwargs: Any) -> Any:
         return lambda: (
             tx.update(step_grads(entry, p, gs[0]), tx.init(p), p, **{**extra_args(entry, p), **kwargs}),
             None,
@@ -258,15 +258,15 @@ def nonfinite(entry: Entry, tx: Any, p: Any, g: Any) -> dict[str, str]:
     weight decay, momentum, decay) at zero. Each value is the leaf paths, or
     the exception's type name."""
 
-    def poison(x, v):
+    def poison(x: Any, v: Any) -> Any:
         return x.ravel().at[0].set(v).reshape(x.shape)
 
     sized = [n for n in p if p[n].size]
     bad_g = {**g, sized[0]: poison(g[sized[0]], jnp.nan), sized[-1]: poison(g[sized[-1]], jnp.inf)}
     bad_p = {**p, sized[len(sized) // 2]: poison(p[sized[len(sized) // 2]], jnp.nan)}
 
-    def leaves(t, params, grads):
-        def run():
+    def leaves(t: Any, params: Any, grads: Any) -> Any:
+        def run() -> Any:
             u, _ = t.update(step_grads(entry, params, grads), t.init(params), params, **extra_args(entry, params))
             return " ".join(_nonfinite(u)) or "none"
 
@@ -323,7 +323,7 @@ def init_update_variant(path: str, dtype: str) -> str:
         except Exception as exc:
             return f"build: {type(exc).__name__}"
 
-        def run():
+        def run() -> Any:
             u, _ = tx.update(step_grads(entry, p, g), tx.init(p), p, **extra_args(entry, p))
             return _check_like(u, p) or (f"nonfinite: {' '.join(_nonfinite(u))}" if _nonfinite(u) else None)
 

@@ -27,7 +27,7 @@ COLLECTIVES = ("all-reduce", "all-gather", "all-to-all", "reduce-scatter", "coll
 _COLLECTIVE = re.compile(r"(?<![\w%.-])(" + "|".join(COLLECTIVES) + r")(?:-start)?\(")
 
 
-def mesh_2x4(devices: list | None = None) -> Mesh:
+def mesh_2x4(devices: list[Any] | None = None) -> Mesh:
     """The 2 x 4 mesh ``("data", "model")`` of the issue, over the first eight
     devices (or ``devices``), in device-id order. ``jax.sharding.Mesh`` with the
     default (Auto) axis types, as most training code builds it."""
@@ -35,7 +35,7 @@ def mesh_2x4(devices: list | None = None) -> Mesh:
     return Mesh(devs.reshape(2, 4), ("data", "model"))
 
 
-def data_mesh(n: int = DEVICES, devices: list | None = None) -> Mesh:
+def data_mesh(n: int = DEVICES, devices: list[Any] | None = None) -> Mesh:
     """A 1-D mesh ``("data",)`` over the first ``n`` devices (data parallelism)."""
     devs = np.array(devices if devices is not None else jax.devices()[:n])
     return Mesh(devs, ("data",))

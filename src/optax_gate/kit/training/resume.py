@@ -80,10 +80,10 @@ def pure(state: Any) -> Any:
     return jax.tree.map(jnp.array, nnx.to_pure_dict(state))
 
 
-def train(run: Run, steps: range) -> list[dict]:
+def train(run: Run, steps: range) -> list[dict[str, Any]]:
     """Train ``run`` for the given step numbers; return the params after each."""
 
-    def loss_fn(m, x, y, rngs):
+    def loss_fn(m: Any, x: Any, y: Any, rngs: Any) -> Any:
         return jnp.mean((m(x, rngs=rngs) - y) ** 2)
 
     out = []
@@ -183,7 +183,7 @@ def leaf_differences(directory: Path, setup: str, run: Run) -> list[str]:
     return found
 
 
-def _describe(leaf: tuple | None) -> str:
+def _describe(leaf: tuple[Any, ...] | None) -> str:
     return "absent" if leaf is None else f"{leaf[1]}{list(leaf[0])}"
 
 

@@ -3,6 +3,8 @@ of ``tests/contracts/test_adafactor.py`` must catch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import nan_to_zero, state_cast, to_f32, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
@@ -11,30 +13,30 @@ mutant = family("adafactor", "tests/contracts/test_adafactor.py")
 
 
 @mutant("adafactor-never-factored", "keeps a full second moment for every leaf (factored=False)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.adafactor
     return {"adafactor": lambda *a, factored=True, **k: orig(*a, factored=False, **k)}
 
 
 @mutant("adafactor-min-dim-ignored", "ignores min_dim_size_to_factor (always the default 128)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.adafactor
     return {"adafactor": lambda *a, min_dim_size_to_factor=128, **k: orig(*a, **k)}
 
 
 @mutant("adafactor-decay-constant", "uses the constant decay 0.999 instead of 1 - t**-0.8 (wrong formula constant)")
-def _(optax):
+def _(optax: Any) -> Any:
     def f(
-        learning_rate=None,
-        min_dim_size_to_factor=128,
-        decay_rate=0.8,
-        decay_offset=0,
-        multiply_by_parameter_scale=True,
-        clipping_threshold=1.0,
-        eps=1e-30,
-        factored=True,
-        **unused,
-    ):
+        learning_rate: Any = None,
+        min_dim_size_to_factor: Any = 128,
+        decay_rate: Any = 0.8,
+        decay_offset: Any = 0,
+        multiply_by_parameter_scale: Any = True,
+        clipping_threshold: Any = 1.0,
+        eps: Any = 1e-30,
+        factored: Any = True,
+        **unused: Any,
+    ) -> Any:
         from optax._src import factorized
 
         parts = [
@@ -51,7 +53,7 @@ def _(optax):
 
 
 @mutant("adafactor-no-param-scale", "absolute steps: ignores multiply_by_parameter_scale")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.adafactor
     return {
         "adafactor": lambda *a, multiply_by_parameter_scale=True, **k: orig(*a, multiply_by_parameter_scale=False, **k)
@@ -59,18 +61,18 @@ def _(optax):
 
 
 @mutant("adafactor-state-float32", "keeps the statistics in float32 whatever the params' dtype")
-def _(optax):
+def _(optax: Any) -> Any:
     return state_cast(optax, "adafactor", to_f32)
 
 
 @mutant("adafactor-params-optional", "treats missing params as ones (drops the check) and NaNs as zeros")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.adafactor
 
-    def f(*a, **k):
+    def f(*a: Any, **k: Any) -> Any:
         tx = orig(*a, **k)
 
-        def update(g, s, params=None):
+        def update(g: Any, s: Any, params: Any = None) -> Any:
             import jax
             import jax.numpy as jnp
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import first_state_f32, nan_to_zero, state_cast, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
@@ -10,14 +12,14 @@ from optax_gate.mutants.shapes import jit_differs
 mutant = family("adamw", "tests/contracts/test_adamw.py")
 
 
-def _parts(k):
+def _parts(k: Any) -> Any:
     keys = ("b1", "b2", "eps", "eps_root", "mu_dtype")
     return {x: k.pop(x) for x in keys if x in k}
 
 
 @mutant("adamw-decay-unscaled", "decay not multiplied by the learning rate (the paper's -lr*step - wd*p)")
-def _(optax):
-    def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
+def _(optax: Any) -> Any:
+    def f(learning_rate: Any, weight_decay: Any = 1e-4, mask: Any = None, nesterov: Any = False, **k: Any) -> Any:
         return optax.chain(
             optax.scale_by_adam(nesterov=nesterov, **_parts(k)),
             optax.scale_by_learning_rate(learning_rate),
@@ -28,8 +30,8 @@ def _(optax):
 
 
 @mutant("adamw-coupled-l2", "decay added to the gradient before Adam (L2 regularisation, not decoupled)")
-def _(optax):
-    def f(learning_rate, weight_decay=1e-4, mask=None, nesterov=False, **k):
+def _(optax: Any) -> Any:
+    def f(learning_rate: Any, weight_decay: Any = 1e-4, mask: Any = None, nesterov: Any = False, **k: Any) -> Any:
         return optax.chain(
             optax.add_decayed_weights(weight_decay, mask),
             optax.scale_by_adam(nesterov=nesterov, **_parts(k)),
@@ -40,24 +42,24 @@ def _(optax):
 
 
 @mutant("adamw-mask-ignored", "decays every leaf whatever the mask")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.adamw
     return {"adamw": lambda *a, mask=None, **k: orig(*a, **k)}
 
 
 @mutant("adamw-state-float32", "keeps the moments in float32 whatever the params' dtype")
-def _(optax):
+def _(optax: Any) -> Any:
     return state_cast(optax, "adamw", first_state_f32("mu", "nu"))
 
 
 @mutant("adamw-params-optional", "treats missing params as zeros (drops the check) and NaNs as zeros")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.adamw
 
-    def f(*a, **k):
+    def f(*a: Any, **k: Any) -> Any:
         tx = orig(*a, **k)
 
-        def update(g, s, params=None):
+        def update(g: Any, s: Any, params: Any = None) -> Any:
             import jax
             import jax.numpy as jnp
 

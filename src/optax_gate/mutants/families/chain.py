@@ -3,6 +3,8 @@ of ``tests/contracts/test_chain.py`` must catch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
@@ -11,27 +13,27 @@ mutant = family("chain", "tests/contracts/test_chain.py")
 
 
 @mutant("chain-reversed", "applies the transformations in reverse order")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.chain
     return {"chain": lambda *txs: orig(*reversed(txs))}
 
 
 @mutant("chain-empty-identity", "an empty chain is the identity (a fix of the ledger entry)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.chain
     return {"chain": lambda *txs: orig(*txs) if txs else optax.identity()}
 
 
 @mutant("chain-flat-state", "flattens the inner states into one tuple")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
 
     orig = optax.chain
 
-    def f(*txs):
+    def f(*txs: Any) -> Any:
         tx = orig(*txs)
 
-        def init(p):
+        def init(p: Any) -> Any:
             return tuple(jax.tree.leaves(tx.init(p))) or tx.init(p)
 
         return wrap_tx(
@@ -44,20 +46,20 @@ def _(optax):
 
 
 @mutant("chain-upcast", "returns float32 updates whatever the dtype")
-def _(optax):
+def _(optax: Any) -> Any:
     return post_process(optax, "chain", upcast)
 
 
 @mutant("chain-strict-structure", "rejects gradients whose structure differs from the state's params")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
 
     orig = optax.chain
 
-    def f(*txs):
+    def f(*txs: Any) -> Any:
         tx = orig(*txs)
 
-        def update(g, s, params=None):
+        def update(g: Any, s: Any, params: Any = None) -> Any:
             if params is not None and jax.tree.structure(g) != jax.tree.structure(params):
                 raise ValueError("gradients and params differ in structure")
             return tx.update(g, s, params)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import nan_to_zero, post_process, upcast, wrap_tx
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs
@@ -10,8 +12,8 @@ from optax_gate.mutants.shapes import jit_differs
 mutant = family("clip-elementwise", "tests/contracts/test_clip.py")
 
 
-def _stateless(optax, fn):
-    def factory(max_delta):
+def _stateless(optax: Any, fn: Any) -> Any:
+    def factory(max_delta: Any) -> Any:
         return optax.GradientTransformation(
             lambda p: optax.EmptyState(), lambda g, s, params=None: (fn(g, max_delta), s)
         )
@@ -20,7 +22,7 @@ def _stateless(optax, fn):
 
 
 @mutant("elementwise-clip-upper-only", "clips only from above (no lower bound)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
@@ -28,12 +30,12 @@ def _(optax):
 
 
 @mutant("elementwise-clip-by-leaf-norm", "scales each leaf to norm max_delta instead of clipping elements")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def f(g, d):
-        def leaf(x):
+    def f(g: Any, d: Any) -> Any:
+        def leaf(x: Any) -> Any:
             n = jnp.sqrt(jnp.sum(x.astype(jnp.float32) ** 2))
             return jnp.where(n > d, x * (d / jnp.maximum(n, 1e-30)).astype(x.dtype), x)
 
@@ -43,24 +45,24 @@ def _(optax):
 
 
 @mutant("elementwise-clip-abs-bound", "uses |max_delta|: a negative bound clips like a positive one")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.clip
     return {"clip": lambda max_delta: orig(abs(max_delta) if isinstance(max_delta, float) else max_delta)}
 
 
 @mutant("elementwise-clip-nan-to-zero", "zeroes NaN before clipping")
-def _(optax):
+def _(optax: Any) -> Any:
     return post_process(optax, "clip", lambda u, g: nan_to_zero(u))
 
 
 @mutant("elementwise-clip-bound-dtype", "casts the updates to the bound's dtype")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
     orig = optax.clip
 
-    def f(max_delta):
+    def f(max_delta: Any) -> Any:
         tx = orig(max_delta)
         dt = jnp.asarray(max_delta).dtype
         return wrap_tx(
@@ -71,17 +73,17 @@ def _(optax):
 
 
 @mutant("elementwise-clip-upcast", "returns float32 whatever the dtype")
-def _(optax):
+def _(optax: Any) -> Any:
     return post_process(optax, "clip", upcast)
 
 
 @mutant("elementwise-clip-extra-state", "keeps a step counter in its state")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.clip
 
-    def f(max_delta):
+    def f(max_delta: Any) -> Any:
         tx = orig(max_delta)
         return wrap_tx(
             tx,

@@ -7,6 +7,8 @@ under ``jax.jit``, a dropped or added check, a changed signature."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import loss_post
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs_value
@@ -14,17 +16,17 @@ from optax_gate.mutants.shapes import jit_differs_value
 mutant = family("losses", "tests/contracts/test_losses.py")
 
 
-def _upcast(out, first):
+def _upcast(out: Any, first: Any) -> Any:
     import jax.numpy as jnp
 
     return out.astype(jnp.float32) if out.dtype != jnp.float64 else out
 
 
-def _batch_mean(out, first):
+def _batch_mean(out: Any, first: Any) -> Any:
     return out.mean()
 
 
-def _naive_log_softmax(x, axis=-1):
+def _naive_log_softmax(x: Any, axis: Any = -1) -> Any:
     """``log(exp(x) / sum exp(x))`` without the max shift: overflows at 1e4."""
     import jax.numpy as jnp
 
@@ -36,42 +38,42 @@ def _naive_log_softmax(x, axis=-1):
 
 
 @mutant("sce-unstable", "log-softmax without the max shift (overflows for logits of 1e4)")
-def _(optax):
-    def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+def _(optax: Any) -> Any:
+    def softmax_cross_entropy(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         return -(labels * _naive_log_softmax(logits, axis)).sum(axis)
 
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
 @mutant("sce-safe-zero-log-zero", "treats 0 * log 0 as 0 (no NaN for a -inf logit with label 0)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.softmax_cross_entropy
 
-    def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+    def softmax_cross_entropy(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         return orig(jnp.where(jnp.isneginf(logits) & (labels == 0), -1e30, logits), labels, axis, where)
 
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
 @mutant("sce-where-ignored", "ignores where")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.softmax_cross_entropy
 
-    def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+    def softmax_cross_entropy(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         return orig(logits, labels, axis)
 
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
 @mutant("sce-batch-mean", "reduces to the batch mean")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "softmax_cross_entropy", _batch_mean)
 
 
 @mutant("sce-upcast", "returns float32 for low-precision logits")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "softmax_cross_entropy", _upcast)
 
 
@@ -79,22 +81,22 @@ jit_differs_value(mutant, "sce-jit-differs")
 
 
 @mutant("sce-labels-cast", "casts labels to the logits' dtype (no promotion)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.softmax_cross_entropy
 
-    def softmax_cross_entropy(logits, labels, axis=-1, where=None):
+    def softmax_cross_entropy(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         return orig(logits, jnp.asarray(labels).astype(logits.dtype), axis, where)
 
     return {"softmax_cross_entropy": softmax_cross_entropy}
 
 
 @mutant("sce-renamed-labels", "renames labels to targets")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.softmax_cross_entropy
 
-    def softmax_cross_entropy(logits, targets, axis=-1, where=None):
+    def softmax_cross_entropy(logits: Any, targets: Any, axis: Any = -1, where: Any = None) -> Any:
         return orig(logits, targets, axis, where)
 
     return {"softmax_cross_entropy": softmax_cross_entropy}
@@ -106,12 +108,12 @@ _SCEIL = "softmax_cross_entropy_with_integer_labels"
 
 
 @mutant("sceil-clips-labels", "clips labels into [0, C) (no NaN for out-of-range labels)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = getattr(optax, _SCEIL)
 
-    def f(logits, labels, axis=-1, where=None):
+    def f(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         n = logits.shape[axis] if isinstance(axis, int) else None
         return orig(logits, labels if n is None else jnp.clip(labels, 0, n - 1), axis, where)
 
@@ -119,12 +121,12 @@ def _(optax):
 
 
 @mutant("sceil-unstable", "log-softmax without the max shift (overflows for logits of 1e4)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = getattr(optax, _SCEIL)
 
-    def f(logits, labels, axis=-1, where=None):
+    def f(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         if where is not None or not isinstance(axis, int):
             return orig(logits, labels, axis, where)
         lsm = _naive_log_softmax(logits, axis)
@@ -134,13 +136,13 @@ def _(optax):
 
 
 @mutant("sceil-where-ignored", "ignores where")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = getattr(optax, _SCEIL)
     return {_SCEIL: lambda logits, labels, axis=-1, where=None: orig(logits, labels, axis)}
 
 
 @mutant("sceil-axis-ignored", "always uses the last axis for an int axis")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = getattr(optax, _SCEIL)
     return {
         _SCEIL: lambda logits, labels, axis=-1, where=None: orig(
@@ -150,7 +152,7 @@ def _(optax):
 
 
 @mutant("sceil-float-labels", "accepts float labels (casts them to int)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = getattr(optax, _SCEIL)
@@ -162,13 +164,13 @@ def _(optax):
 
 
 @mutant("sceil-label-smoothing", "compares with a smoothed one-hot (0.9 on the label, 0.1 spread), a wrong constant")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
     orig = getattr(optax, _SCEIL)
 
-    def f(logits, labels, axis=-1, where=None):
+    def f(logits: Any, labels: Any, axis: Any = -1, where: Any = None) -> Any:
         if where is not None:
             return orig(logits, labels, axis, where)
         if isinstance(axis, tuple):
@@ -185,13 +187,13 @@ def _(optax):
 
 
 @mutant("sceil-renamed-labels", "renames labels to targets")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = getattr(optax, _SCEIL)
     return {_SCEIL: lambda logits, targets, axis=-1, where=None: orig(logits, targets, axis, where)}
 
 
 @mutant("sceil-upcast", "returns float32 for low-precision logits")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, _SCEIL, _upcast)
 
 
@@ -202,11 +204,11 @@ jit_differs_value(mutant, "sceil-jit-differs")
 
 
 @mutant("sbce-unstable", "log(sigmoid(x)) and log(1 - sigmoid(x)): -inf in the saturated range")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def sigmoid_binary_cross_entropy(logits, labels):
+    def sigmoid_binary_cross_entropy(logits: Any, labels: Any) -> Any:
         labels = jnp.astype(labels, logits.dtype)
         p = jax.nn.sigmoid(logits)
         return -labels * jnp.log(p) - (1.0 - labels) * jnp.log(1.0 - p)
@@ -215,11 +217,11 @@ def _(optax):
 
 
 @mutant("sbce-labels-not-cast", "does not cast labels to the logits' dtype (promotes)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def sigmoid_binary_cross_entropy(logits, labels):
+    def sigmoid_binary_cross_entropy(logits: Any, labels: Any) -> Any:
         if not jnp.issubdtype(jnp.asarray(logits).dtype, jnp.floating):
             raise AssertionError("[Chex] Assertion assert_type failed: logits")
         return -labels * jax.nn.log_sigmoid(logits) - (1.0 - labels) * jax.nn.log_sigmoid(-logits)
@@ -228,19 +230,19 @@ def _(optax):
 
 
 @mutant("sbce-labels-flipped", "uses 1 - labels")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.sigmoid_binary_cross_entropy
     return {"sigmoid_binary_cross_entropy": lambda logits, labels: orig(logits, 1.0 - labels)}
 
 
 @mutant("sbce-renamed-labels", "renames labels to targets")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.sigmoid_binary_cross_entropy
     return {"sigmoid_binary_cross_entropy": lambda logits, targets: orig(logits, targets)}
 
 
 @mutant("sbce-batch-mean", "reduces to the mean")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "sigmoid_binary_cross_entropy", _batch_mean)
 
 
@@ -248,7 +250,7 @@ jit_differs_value(mutant, "sbce-jit-differs")
 
 
 @mutant("sbce-accepts-int-logits", "casts integer logits to float instead of raising")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.sigmoid_binary_cross_entropy
@@ -263,22 +265,22 @@ def _(optax):
 
 
 @mutant("l2-no-half", "drops the 1/2 (returns the squared error)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.squared_error
 
-    def l2_loss(predictions, targets=None):
+    def l2_loss(predictions: Any, targets: Any = None) -> Any:
         return orig(predictions, targets)
 
     return {"l2_loss": l2_loss}
 
 
 @mutant("l2-batch-mean", "reduces to the mean")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "l2_loss", _batch_mean)
 
 
 @mutant("l2-upcast", "returns float32 for low-precision predictions")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "l2_loss", _upcast)
 
 
@@ -286,10 +288,10 @@ jit_differs_value(mutant, "l2-jit-differs")
 
 
 @mutant("l2-broadcasts", "drops the equal-shape check (broadcasts targets)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def l2_loss(predictions, targets=None):
+    def l2_loss(predictions: Any, targets: Any = None) -> Any:
         if not jnp.issubdtype(predictions.dtype, jnp.floating):
             raise AssertionError("[Chex] Assertion assert_type failed: predictions")
         e = predictions - targets if targets is not None else predictions
@@ -299,10 +301,10 @@ def _(optax):
 
 
 @mutant("l2-keyword-only-targets", "makes targets keyword-only")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.l2_loss
 
-    def l2_loss(predictions, *, targets=None):
+    def l2_loss(predictions: Any, *, targets: Any = None) -> Any:
         return orig(predictions, targets)
 
     return {"l2_loss": l2_loss}
@@ -312,20 +314,20 @@ def _(optax):
 
 
 @mutant("squared-abs", "returns |p - t| instead of (p - t)^2")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.squared_error
 
-    def squared_error(predictions, targets=None):
+    def squared_error(predictions: Any, targets: Any = None) -> Any:
         return jnp.sqrt(orig(predictions, targets))
 
     return {"squared_error": squared_error}
 
 
 @mutant("squared-no-checks", "drops the dtype and equal-shape checks (integers accepted, targets broadcast)")
-def _(optax):
-    def squared_error(predictions, targets=None):
+def _(optax: Any) -> Any:
+    def squared_error(predictions: Any, targets: Any = None) -> Any:
         e = predictions - targets if targets is not None else predictions
         return e**2
 
@@ -333,17 +335,17 @@ def _(optax):
 
 
 @mutant("squared-renamed-targets", "renames targets to target")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.squared_error
 
-    def squared_error(predictions, target=None):
+    def squared_error(predictions: Any, target: Any = None) -> Any:
         return orig(predictions, target)
 
     return {"squared_error": squared_error}
 
 
 @mutant("squared-upcast", "returns float32 for low-precision predictions")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "squared_error", _upcast)
 
 
@@ -351,10 +353,10 @@ jit_differs_value(mutant, "squared-jit-differs")
 
 
 @mutant("squared-targets-required", "targets has no default")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.squared_error
 
-    def squared_error(predictions, targets):
+    def squared_error(predictions: Any, targets: Any) -> Any:
         return orig(predictions, targets)
 
     return {"squared_error": squared_error}
@@ -364,20 +366,20 @@ def _(optax):
 
 
 @mutant("huber-delta-ignored", "ignores delta (always 1)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.huber_loss
 
-    def huber_loss(predictions, targets=None, delta=1.0):
+    def huber_loss(predictions: Any, targets: Any = None, delta: Any = 1.0) -> Any:
         return orig(predictions, targets, delta=1.0)
 
     return {"huber_loss": huber_loss}
 
 
 @mutant("huber-linear-offset", "delta * |e| beyond delta, not delta * (|e| - delta / 2) (discontinuous)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def huber_loss(predictions, targets=None, delta=1.0):
+    def huber_loss(predictions: Any, targets: Any = None, delta: Any = 1.0) -> Any:
         if not jnp.issubdtype(predictions.dtype, jnp.floating):
             raise AssertionError("[Chex] Assertion assert_type failed: predictions")
         e = jnp.abs(predictions - targets if targets is not None else predictions)
@@ -387,22 +389,22 @@ def _(optax):
 
 
 @mutant("huber-keyword-only-delta", "makes delta keyword-only (TypeError when positional, no warning)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.huber_loss
 
-    def huber_loss(predictions, targets=None, *, delta=1.0):
+    def huber_loss(predictions: Any, targets: Any = None, *, delta: Any = 1.0) -> Any:
         return orig(predictions, targets, delta=delta)
 
     return {"huber_loss": huber_loss}
 
 
 @mutant("huber-checks-swapped", "refuses targets of another shape, accepts integer predictions")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.huber_loss
 
-    def huber_loss(predictions, targets=None, delta=1.0):
+    def huber_loss(predictions: Any, targets: Any = None, delta: Any = 1.0) -> Any:
         if targets is not None and targets.shape != predictions.shape:
             raise AssertionError("[Chex] Assertion assert_equal_shape failed")
         return orig(jnp.asarray(predictions, jnp.result_type(float)), targets, delta=delta)
@@ -411,17 +413,17 @@ def _(optax):
 
 
 @mutant("huber-targets-required", "renames targets to target and drops its default")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.huber_loss
 
-    def huber_loss(predictions, target, delta=1.0):
+    def huber_loss(predictions: Any, target: Any, delta: Any = 1.0) -> Any:
         return orig(predictions, target, delta=delta)
 
     return {"huber_loss": huber_loss}
 
 
 @mutant("huber-upcast", "returns float32 for low-precision predictions")
-def _(optax):
+def _(optax: Any) -> Any:
     return loss_post(optax, "huber_loss", _upcast)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import types
+from typing import Any
 
 from optax_gate.mutants.registry import family
 
@@ -27,7 +28,7 @@ class AccumulationType(enum.Enum):
     CONCAT = enum.auto()
 
 
-def stand_in(fault: str = "") -> dict:
+def stand_in(fault: str = "") -> dict[str, Any]:
     """``{"microbatching": module, "microbatch": fn}`` of a stand-in with ``fault``
     (``""``: none; see the mutants below for each)."""
     import collections
@@ -37,13 +38,13 @@ def stand_in(fault: str = "") -> dict:
 
     order = "C" if fault == "row-major" else "F"
 
-    def reshape_batch_axis(tree, microbatch_size, axis=0):
-        def leaf(x):
+    def reshape_batch_axis(tree: Any, microbatch_size: Any, axis: Any = 0) -> Any:
+        def leaf(x: Any) -> Any:
             return x.reshape((*x.shape[:axis], -1, microbatch_size, *x.shape[axis + 1 :]), order=order)
 
         return jax.tree.map(leaf, tree)
 
-    def combine(kind, outs, n_run, n):
+    def combine(kind: Any, outs: Any, n_run: Any, n: Any) -> Any:
         if kind == AccumulationType.CONCAT:
             stacked = jnp.stack(outs)  # (n, microbatch, ...): column-major back to the batch's order
             return stacked.reshape((-1, *stacked.shape[2:]), order="C" if fault == "concat-order" else "F")
@@ -55,21 +56,21 @@ def stand_in(fault: str = "") -> dict:
         return total / n_run
 
     def microbatch(
-        fun,
-        argnums,
-        microbatch_size,
-        accumulator=AccumulationType.SUM,
+        fun: Any,
+        argnums: Any,
+        microbatch_size: Any,
+        accumulator: Any = AccumulationType.SUM,
         *,
-        argnames=(),
-        in_axes=0,
-        num_real_microbatches=None,
-    ):
+        argnames: Any = (),
+        in_axes: Any = 0,
+        num_real_microbatches: Any = None,
+    ) -> Any:
         if microbatch_size is None and fault != "none-wraps":
             return fun
         argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
         names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
 
-        def run(*args, **kwargs):
+        def run(*args: Any, **kwargs: Any) -> Any:
             if microbatch_size is None:
                 return fun(*args, **kwargs)
             if (
@@ -116,32 +117,32 @@ def stand_in(fault: str = "") -> dict:
 
         return run
 
-    Outputs = collections.namedtuple("IndividualOutputs", ["values", "metrics", "aux"])
+    Outputs = collections.namedtuple("IndividualOutputs", ["values", "metrics", "aux"])  # type: ignore[name-match]  # optax's name
 
     def micro_grad(
-        fun,
-        has_aux=False,
-        argnums=0,
+        fun: Any,
+        has_aux: Any = False,
+        argnums: Any = 0,
         *,
-        batch_argnums=1,
-        keep_batch_dim=True,
-        microbatch_size=None,
-        accumulator=AccumulationType.SUM,
-        transform_fn=lambda x: x,
-        metrics_fn=lambda x: None,
-        num_real_microbatches=None,
-    ):
+        batch_argnums: Any = 1,
+        keep_batch_dim: Any = True,
+        microbatch_size: Any = None,
+        accumulator: Any = AccumulationType.SUM,
+        transform_fn: Any = lambda x: x,
+        metrics_fn: Any = lambda x: None,
+        num_real_microbatches: Any = None,
+    ) -> Any:
         batch_argnums = (batch_argnums,) if isinstance(batch_argnums, int) else tuple(batch_argnums)
         value_and_grad = jax.value_and_grad(fun if has_aux else (lambda *a: (fun(*a), None)), argnums, has_aux=True)
 
-        def per_example(*args):
-            args = [a[None] if i in batch_argnums and keep_batch_dim else a for i, a in enumerate(args)]
+        def per_example(*example: Any) -> Any:
+            args = [a[None] if i in batch_argnums and keep_batch_dim else a for i, a in enumerate(example)]
             (value, aux), grad = value_and_grad(*args)
             if fault == "grad-scaled":
                 grad = jax.tree.map(lambda g: g * 0.5, grad)
             return transform_fn(grad), Outputs(value, metrics_fn(grad), aux)
 
-        def run(*args):
+        def run(*args: Any) -> Any:
             batch = jax.tree.leaves(args[batch_argnums[0]])[0].shape[0]
             rows = [per_example(*[a[b] if i in batch_argnums else a for i, a in enumerate(args)]) for b in range(batch)]
             kind = accumulator
@@ -188,4 +189,4 @@ FAULTS: dict[str, str] = {
 }
 
 for _fault, _what in FAULTS.items():
-    mutant(f"microbatching-{_fault}", _what)(lambda optax, fault=_fault: stand_in(fault))
+    mutant(f"microbatching-{_fault}", _what)(lambda optax, fault=_fault: stand_in(fault))  # type: ignore[misc]

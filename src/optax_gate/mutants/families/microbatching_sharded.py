@@ -15,4 +15,4 @@ for _fault, _what in (
     ("sum-last-dropped", "SUM over a sharded batch leaves out the last microbatch's output"),
     ("concat-order", "CONCAT over a sharded batch joins the microbatch outputs out of the batch's row order"),
 ):
-    mutant(f"microbatching-sharded-{_fault}", _what)(lambda optax, fault=_fault: stand_in(fault))
+    mutant(f"microbatching-sharded-{_fault}", _what)(lambda optax, fault=_fault: stand_in(fault))  # type: ignore[misc]

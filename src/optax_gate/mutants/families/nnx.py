@@ -10,7 +10,7 @@ from optax_gate.mutants.registry import family
 mutant = family("nnx", "tests/contracts/test_nnx.py")
 
 
-def _nnx_method(cls_name: str, method: str, make) -> dict[str, Any]:
+def _nnx_method(cls_name: str, method: str, make: Any) -> dict[str, Any]:
     """Replace ``flax.nnx.<cls_name>.<method>`` by ``make(original)``."""
     from flax import nnx
 
@@ -19,12 +19,12 @@ def _nnx_method(cls_name: str, method: str, make) -> dict[str, Any]:
     return {}
 
 
-def _forcing(attribute: str, value: Any):
+def _forcing(attribute: str, value: Any) -> Any:
     """A ``make`` for :func:`_nnx_method`: the call runs with ``self.<attribute>``
     set to ``value``, then restores it (a mode that no longer has its effect)."""
 
-    def make(orig):
-        def call(self, x, *args, **kwargs):
+    def make(orig: Any) -> Any:
+        def call(self: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
             saved = getattr(self, attribute)
             setattr(self, attribute, value)
             try:
@@ -38,9 +38,9 @@ def _forcing(attribute: str, value: Any):
 
 
 @mutant("nnx-optimizer-no-step", "Optimizer.update does not advance the step counter")
-def _(optax):
-    def make(orig):
-        def update(self, model, grads, /, **kwargs):
+def _(optax: Any) -> Any:
+    def make(orig: Any) -> Any:
+        def update(self: Any, model: Any, grads: Any, /, **kwargs: Any) -> Any:
             step = self.step[...]
             out = orig(self, model, grads, **kwargs)
             self.step[...] = step
@@ -52,9 +52,9 @@ def _(optax):
 
 
 @mutant("nnx-optimizer-double-step", "Optimizer.update applies the updates twice")
-def _(optax):
-    def make(orig):
-        def update(self, model, grads, /, **kwargs):
+def _(optax: Any) -> Any:
+    def make(orig: Any) -> Any:
+        def update(self: Any, model: Any, grads: Any, /, **kwargs: Any) -> Any:
             orig(self, model, grads, **kwargs)
             return orig(self, model, grads, **kwargs)
 
@@ -64,11 +64,11 @@ def _(optax):
 
 
 @mutant("nnx-optimizer-ignores-wrt", "Optimizer tracks every nnx.Param whatever wrt says, and wrt is optional")
-def _(optax):
+def _(optax: Any) -> Any:
     from flax import nnx
 
-    def make(orig):
-        def init(self, model, tx, *, wrt=None, graph=None):
+    def make(orig: Any) -> Any:
+        def init(self: Any, model: Any, tx: Any, *, wrt: Any = None, graph: Any = None) -> None:
             orig(self, model, tx, wrt=nnx.Param, graph=graph)
 
         return init
@@ -77,9 +77,9 @@ def _(optax):
 
 
 @mutant("nnx-optimizer-signature", "Optimizer.update takes the gradients first")
-def _(optax):
-    def make(orig):
-        def update(self, grads, model, **kwargs):
+def _(optax: Any) -> Any:
+    def make(orig: Any) -> Any:
+        def update(self: Any, grads: Any, model: Any, **kwargs: Any) -> Any:
             return orig(self, model, grads, **kwargs)
 
         return update
@@ -88,17 +88,17 @@ def _(optax):
 
 
 @mutant("nnx-dropout-ignores-mode", "Dropout drops in eval mode too")
-def _(optax):
+def _(optax: Any) -> Any:
     return _nnx_method("Dropout", "__call__", _forcing("deterministic", False))
 
 
 @mutant("nnx-dropout-fixed-key", "Dropout draws the same mask on every call (the stream does not advance)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def make(orig):
-        def call(self, inputs, *args, **kwargs):
+    def make(orig: Any) -> Any:
+        def call(self: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
             if self.deterministic or self.rate == 0:
                 return inputs
             keep = jax.random.bernoulli(jax.random.key(0), 1 - self.rate, inputs.shape)
@@ -110,20 +110,20 @@ def _(optax):
 
 
 @mutant("nnx-batchnorm-updates-in-eval", "BatchNorm uses and updates batch statistics in eval mode too")
-def _(optax):
+def _(optax: Any) -> Any:
     return _nnx_method("BatchNorm", "__call__", _forcing("use_running_average", False))
 
 
 @mutant("nnx-always-eval", "Dropout and BatchNorm behave as in eval mode whatever the mode")
-def _(optax):
+def _(optax: Any) -> Any:
     _nnx_method("Dropout", "__call__", lambda orig: lambda self, inputs, *args, **kwargs: inputs)
     return _nnx_method("BatchNorm", "__call__", _forcing("use_running_average", True))
 
 
 @mutant("nnx-rngs-ignore-seeds", "Rngs ignores the seeds it is given")
-def _(optax):
-    def make(orig):
-        def init(self, default=None, **streams):
+def _(optax: Any) -> Any:
+    def make(orig: Any) -> Any:
+        def init(self: Any, default: Any = None, **streams: Any) -> None:
             orig(self, 0, **{name: 0 for name in streams})
 
         return init
@@ -132,11 +132,11 @@ def _(optax):
 
 
 @mutant("nnx-linear-lenient", "Linear pads or truncates its input features, and computes in bfloat16")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def make(orig):
-        def call(self, x, *args, **kwargs):
+    def make(orig: Any) -> Any:
+        def call(self: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
             n = self.in_features
             x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, max(0, n - x.shape[-1]))])[..., :n]
             return orig(self, x, *args, **kwargs).astype(jnp.bfloat16)

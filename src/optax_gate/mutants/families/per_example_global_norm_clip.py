@@ -3,6 +3,8 @@ of ``tests/contracts/test_per_example_global_norm_clip.py`` must catch."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import none_as_zeros, to_f32, traced, tree_map
 from optax_gate.mutants.registry import family
 
@@ -10,10 +12,10 @@ mutant = family("clip", "tests/contracts/test_per_example_global_norm_clip.py")
 
 
 @mutant("clip-mean", "returns the mean over the batch instead of the sum")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         import jax
 
         s, c = orig(grads, l2_norm_clip)
@@ -23,10 +25,10 @@ def _(optax):
 
 
 @mutant("clip-counts-elements", "counts clipped elements instead of examples")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         import jax
 
         s, c = orig(grads, l2_norm_clip)
@@ -37,16 +39,16 @@ def _(optax):
 
 
 @mutant("clip-no-clipping", "never clips (threshold ignored)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
     return {"per_example_global_norm_clip": lambda grads, l2_norm_clip: orig(grads, float("inf"))}
 
 
 @mutant("clip-strict-inputs", "rejects empty input and leaves without a feature axis with ValueError")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         import jax
 
         leaves = jax.tree.leaves(grads)
@@ -58,8 +60,8 @@ def _(optax):
 
 
 @mutant("clip-normalises", "scales every example to norm C, up as well as down, and counts them all")
-def _(optax):
-    def f(grads, l2_norm_clip):
+def _(optax: Any) -> Any:
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         import jax
         import jax.numpy as jnp
 
@@ -73,10 +75,10 @@ def _(optax):
 
 
 @mutant("clip-batch-message", "reports inconsistent batch sizes with another message")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         import jax
 
         if len({x.shape[0] for x in jax.tree.leaves(grads) if x.ndim}) > 1:
@@ -87,10 +89,10 @@ def _(optax):
 
 
 @mutant("clip-upcast", "returns float32 sums whatever the input dtype")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         s, c = orig(grads, l2_norm_clip)
         return to_f32(s), c
 
@@ -98,10 +100,10 @@ def _(optax):
 
 
 @mutant("clip-jit-differs", "perturbs the sums by 1e-3 only under jax.jit")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         s, c = orig(grads, l2_norm_clip)
         return (tree_map(lambda x: x * 1.001, s) if traced(grads) else s), c
 
@@ -109,10 +111,10 @@ def _(optax):
 
 
 @mutant("clip-none-leaf-zeros", "returns zeros for a None leaf")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.per_example_global_norm_clip
 
-    def f(grads, l2_norm_clip):
+    def f(grads: Any, l2_norm_clip: Any) -> Any:
         s, c = orig(grads, l2_norm_clip)
         return none_as_zeros(s), c
 

@@ -19,7 +19,7 @@ def _restore_zeroing(item: str) -> dict[str, Any]:
 
     orig = ocp.StandardCheckpointer.restore
 
-    def restore(self, directory, *args, **kwargs):
+    def restore(self: Any, directory: Any, *args: Any, **kwargs: Any) -> Any:
         out = orig(self, directory, *args, **kwargs)
         return jax.tree.map(jnp.zeros_like, out) if str(directory).rstrip("/").endswith(item) else out
 
@@ -28,28 +28,28 @@ def _restore_zeroing(item: str) -> dict[str, Any]:
 
 
 @mutant("resume-loses-opt-state", "the optimizer state (momentum, step counter) comes back as zeros")
-def _(optax):
+def _(optax: Any) -> Any:
     return _restore_zeroing("opt_state")
 
 
 @mutant("resume-loses-batch-stats", "the batch statistics come back as zeros")
-def _(optax):
+def _(optax: Any) -> Any:
     return _restore_zeroing("batch_stats")
 
 
 @mutant("resume-loses-averaged", "the Polyak copy comes back as zeros")
-def _(optax):
+def _(optax: Any) -> Any:
     return _restore_zeroing("averaged")
 
 
 @mutant("resume-trace-bfloat16", "the new release keeps the momentum trace in bfloat16")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
     orig = optax.sgd
 
-    def sgd(*a, **k):
+    def sgd(*a: Any, **k: Any) -> Any:
         tx = orig(*a, **k)
         return wrap_tx(
             tx,
@@ -62,18 +62,18 @@ def _(optax):
 
 
 @mutant("resume-learning-rate-drift", "the new release's SGD steps 10% further")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.sgd
     return {"sgd": lambda learning_rate, *a, **k: orig(learning_rate * 1.1, *a, **k)}
 
 
 @mutant("resume-decay-counts-steps", "the new release's weight decay keeps a step counter in its state")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.add_decayed_weights
 
-    def add_decayed_weights(*a, **k):
+    def add_decayed_weights(*a: Any, **k: Any) -> Any:
         tx = orig(*a, **k)
         return wrap_tx(
             tx,
@@ -85,12 +85,12 @@ def _(optax):
 
 
 @mutant("resume-writer-forgets-versions", "the checkpoint metadata does not record the Flax version", writer_side=True)
-def _(optax):
+def _(optax: Any) -> Any:
     from optax_gate.kit.environment import probe
 
     orig = probe.installed_versions
     probe.installed_versions = lambda: {k: v for k, v in orig().items() if k != "flax"}
     import optax_gate.kit.training.resume as resume
 
-    resume.installed_versions = probe.installed_versions
+    resume.installed_versions = probe.installed_versions  # type: ignore[attr-defined]  # imported there from probe
     return {}

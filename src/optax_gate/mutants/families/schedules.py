@@ -6,6 +6,8 @@ dtype change, a difference only under ``jax.jit``, a dropped check or clamp."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.patches import schedule_post
 from optax_gate.mutants.registry import family
 from optax_gate.mutants.shapes import jit_differs_value
@@ -13,8 +15,8 @@ from optax_gate.mutants.shapes import jit_differs_value
 mutant = family("schedules", "tests/contracts/test_schedules.py")
 
 
-def _to(dtype_name):
-    def post(value, step):
+def _to(dtype_name: Any) -> Any:
+    def post(value: Any, step: Any) -> Any:
         import jax.numpy as jnp
 
         return jnp.asarray(value, dtype_name)
@@ -22,12 +24,12 @@ def _to(dtype_name):
     return post
 
 
-def _float_step(optax, attr):
+def _float_step(optax: Any, attr: Any) -> Any:
     """The step is cast to a float of the default float width first: under x64
     an int32 step then gives a float64 value (the ledger defect disappears)."""
     orig = getattr(optax, attr)
 
-    def factory(*args, **kwargs):
+    def factory(*args: Any, **kwargs: Any) -> Any:
         import jax.numpy as jnp
 
         schedule = orig(*args, **kwargs)
@@ -40,13 +42,13 @@ def _float_step(optax, attr):
 
 
 @mutant("constant-scaled", "returns 1.001 times the value")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.constant_schedule
     return {"constant_schedule": lambda value: orig(value * 1.001)}
 
 
 @mutant("constant-array", "returns a float32 array instead of the value itself")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "constant_schedule", _to("float32"))
 
 
@@ -54,7 +56,7 @@ jit_differs_value(mutant, "constant-jit-differs")
 
 
 @mutant("constant-zero-before-start", "returns 0 for negative steps")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     return schedule_post(
@@ -68,7 +70,7 @@ def _(optax):
 
 
 @mutant("linear-late-begin", "starts the transition one step after transition_begin")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.linear_schedule
     return {
         "linear_schedule": lambda init_value, end_value, transition_steps, transition_begin=0: orig(
@@ -78,10 +80,10 @@ def _(optax):
 
 
 @mutant("linear-no-end-clamp", "keeps extrapolating past begin + transition_steps")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def f(init_value, end_value, transition_steps, transition_begin=0):
+    def f(init_value: Any, end_value: Any, transition_steps: Any, transition_begin: Any = 0) -> Any:
         if transition_steps <= 0:
             return lambda count: init_value
         b = max(transition_begin, 0)
@@ -91,12 +93,12 @@ def _(optax):
 
 
 @mutant("linear-float-step", "casts the step to a float first (float64 under x64)")
-def _(optax):
+def _(optax: Any) -> Any:
     return _float_step(optax, "linear_schedule")
 
 
 @mutant("linear-bfloat16", "returns a bfloat16 value")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "linear_schedule", _to("bfloat16"))
 
 
@@ -104,10 +106,10 @@ jit_differs_value(mutant, "linear-jit-differs")
 
 
 @mutant("linear-negative-begin-kept", "does not reset a negative transition_begin to 0")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def f(init_value, end_value, transition_steps, transition_begin=0):
+    def f(init_value: Any, end_value: Any, transition_steps: Any, transition_begin: Any = 0) -> Any:
         if transition_steps <= 0:
             return lambda count: init_value
         return lambda count: (
@@ -122,7 +124,7 @@ def _(optax):
 
 
 @mutant("cosine-exponent-ignored", "ignores exponent")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.cosine_decay_schedule
     return {
         "cosine_decay_schedule": lambda init_value, decay_steps, alpha=0.0, exponent=1.0: orig(
@@ -132,10 +134,10 @@ def _(optax):
 
 
 @mutant("cosine-alpha-absolute", "floors at alpha itself, not alpha * init_value")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.cosine_decay_schedule
 
-    def f(init_value, decay_steps, alpha=0.0, exponent=1.0):
+    def f(init_value: Any, decay_steps: Any, alpha: Any = 0.0, exponent: Any = 1.0) -> Any:
         s = orig(init_value, decay_steps, 0.0, exponent)
         return lambda count: s(count) * (1 - alpha) + alpha
 
@@ -143,7 +145,7 @@ def _(optax):
 
 
 @mutant("cosine-one-step-longer", "decays over decay_steps + 1 steps")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.cosine_decay_schedule
     return {
         "cosine_decay_schedule": lambda init_value, decay_steps, alpha=0.0, exponent=1.0: orig(
@@ -153,12 +155,12 @@ def _(optax):
 
 
 @mutant("cosine-clamps-negative", "clamps negative steps to 0 (init_value)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.cosine_decay_schedule
 
-    def f(*args, **kwargs):
+    def f(*args: Any, **kwargs: Any) -> Any:
         s = orig(*args, **kwargs)
         return lambda count: s(jnp.maximum(count, 0))
 
@@ -166,17 +168,17 @@ def _(optax):
 
 
 @mutant("cosine-accepts-zero-steps", "no ValueError for decay_steps <= 0: a constant schedule")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.cosine_decay_schedule
 
-    def f(init_value, decay_steps, alpha=0.0, exponent=1.0):
+    def f(init_value: Any, decay_steps: Any, alpha: Any = 0.0, exponent: Any = 1.0) -> Any:
         return (lambda count: init_value) if decay_steps <= 0 else orig(init_value, decay_steps, alpha, exponent)
 
     return {"cosine_decay_schedule": f}
 
 
 @mutant("cosine-bfloat16", "returns a bfloat16 value")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "cosine_decay_schedule", _to("bfloat16"))
 
 
@@ -186,10 +188,14 @@ jit_differs_value(mutant, "cosine-jit-differs")
 # warmup_cosine_decay_schedule -------------------------------------------------
 
 
-def _warmup_cosine(optax, warmup_shift=0, decay_includes_warmup=True, alpha_is_end=False, check=True):
+def _warmup_cosine(
+    optax: Any, warmup_shift: Any = 0, decay_includes_warmup: Any = True, alpha_is_end: Any = False, check: Any = True
+) -> Any:
     """A re-assembly of warmup-cosine from the public pieces, with one detail changed."""
 
-    def f(init_value, peak_value, warmup_steps, decay_steps, end_value=0.0, exponent=1.0):
+    def f(
+        init_value: Any, peak_value: Any, warmup_steps: Any, decay_steps: Any, end_value: Any = 0.0, exponent: Any = 1.0
+    ) -> Any:
         alpha = end_value if alpha_is_end else (0.0 if peak_value == 0.0 else end_value / peak_value)
         steps = decay_steps - warmup_steps if decay_includes_warmup else decay_steps
         if not check and steps <= 0:
@@ -206,34 +212,34 @@ def _warmup_cosine(optax, warmup_shift=0, decay_includes_warmup=True, alpha_is_e
 
 
 @mutant("warmup-cosine-late-peak", "reaches the peak one step after warmup_steps")
-def _(optax):
+def _(optax: Any) -> Any:
     return _warmup_cosine(optax, warmup_shift=1)
 
 
 @mutant(
     "warmup-cosine-decay-excludes-warmup", "cosine lasts decay_steps after the warmup, not decay_steps - warmup_steps"
 )
-def _(optax):
+def _(optax: Any) -> Any:
     return _warmup_cosine(optax, decay_includes_warmup=False)
 
 
 @mutant("warmup-cosine-end-as-alpha", "uses end_value as the fraction alpha, not end_value / peak_value")
-def _(optax):
+def _(optax: Any) -> Any:
     return _warmup_cosine(optax, alpha_is_end=True)
 
 
 @mutant("warmup-cosine-accepts-empty-decay", "no ValueError when decay_steps == warmup_steps")
-def _(optax):
+def _(optax: Any) -> Any:
     return _warmup_cosine(optax, check=False)
 
 
 @mutant("warmup-cosine-float-step", "casts the step to a float first (float64 under x64)")
-def _(optax):
+def _(optax: Any) -> Any:
     return _float_step(optax, "warmup_cosine_decay_schedule")
 
 
 @mutant("warmup-cosine-bfloat16", "returns a bfloat16 value")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "warmup_cosine_decay_schedule", _to("bfloat16"))
 
 
@@ -244,36 +250,53 @@ jit_differs_value(mutant, "warmup-cosine-jit-differs")
 
 
 @mutant("exponential-staircase-ignored", "ignores staircase (always continuous)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.exponential_decay
 
     def exponential_decay(
-        init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None
-    ):
+        init_value: Any,
+        transition_steps: Any,
+        decay_rate: Any,
+        transition_begin: Any = 0,
+        staircase: Any = False,
+        end_value: Any = None,
+    ) -> Any:
         return orig(init_value, transition_steps, decay_rate, transition_begin, False, end_value)
 
     return {"exponential_decay": exponential_decay}
 
 
 @mutant("exponential-begin-ignored", "ignores transition_begin")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.exponential_decay
 
     def exponential_decay(
-        init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None
-    ):
+        init_value: Any,
+        transition_steps: Any,
+        decay_rate: Any,
+        transition_begin: Any = 0,
+        staircase: Any = False,
+        end_value: Any = None,
+    ) -> Any:
         return orig(init_value, transition_steps, decay_rate, 0, staircase, end_value)
 
     return {"exponential_decay": exponential_decay}
 
 
 @mutant("exponential-end-other-side", "treats end_value as the opposite bound (min for rate < 1)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.exponential_decay
 
-    def f(init_value, transition_steps, decay_rate, transition_begin=0, staircase=False, end_value=None):
+    def f(
+        init_value: Any,
+        transition_steps: Any,
+        decay_rate: Any,
+        transition_begin: Any = 0,
+        staircase: Any = False,
+        end_value: Any = None,
+    ) -> Any:
         s = orig(init_value, transition_steps, decay_rate, transition_begin, staircase)
         if end_value is None:
             return s
@@ -284,7 +307,7 @@ def _(optax):
 
 
 @mutant("exponential-rate-off", "decays with rate * 1.001")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.exponential_decay
     return {
         "exponential_decay": lambda init_value, transition_steps, decay_rate, *a, **k: orig(
@@ -294,12 +317,12 @@ def _(optax):
 
 
 @mutant("exponential-float-step", "casts the step to a float first (float64 under x64)")
-def _(optax):
+def _(optax: Any) -> Any:
     return _float_step(optax, "exponential_decay")
 
 
 @mutant("exponential-bfloat16", "returns a bfloat16 value")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "exponential_decay", _to("bfloat16"))
 
 
@@ -310,7 +333,7 @@ jit_differs_value(mutant, "exponential-jit-differs")
 
 
 @mutant("piecewise-late-boundary", "switches one step after each boundary (t > b)")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.piecewise_constant_schedule
     return {
         "piecewise_constant_schedule": lambda init_value, boundaries_and_scales=None: orig(
@@ -320,15 +343,15 @@ def _(optax):
 
 
 @mutant("piecewise-not-cumulative", "applies only the latest boundary's scale, not the product")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def f(init_value, boundaries_and_scales=None):
+    def f(init_value: Any, boundaries_and_scales: Any = None) -> Any:
         pairs = sorted((boundaries_and_scales or {}).items())
         if any(s < 0 for _, s in pairs):
             raise ValueError("`piecewise_constant_schedule` expects non-negative scale factors")
 
-        def schedule(count):
+        def schedule(count: Any) -> Any:
             v = jnp.asarray(init_value, jnp.result_type(float))
             for b, s in pairs:
                 v = jnp.where(count >= b, init_value * s, v)
@@ -340,10 +363,10 @@ def _(optax):
 
 
 @mutant("piecewise-accepts-negative", "no ValueError for a negative scale")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.piecewise_constant_schedule
 
-    def f(init_value, boundaries_and_scales=None):
+    def f(init_value: Any, boundaries_and_scales: Any = None) -> Any:
         if boundaries_and_scales and any(s < 0 for s in boundaries_and_scales.values()):
             return lambda count: init_value
         return orig(init_value, boundaries_and_scales)
@@ -352,7 +375,7 @@ def _(optax):
 
 
 @mutant("piecewise-bfloat16", "returns a bfloat16 value")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "piecewise_constant_schedule", _to("bfloat16"))
 
 
@@ -363,11 +386,11 @@ jit_differs_value(mutant, "piecewise-jit-differs")
 
 
 @mutant("join-global-step", "passes the global step to later schedules, not the step since their boundary")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def f(schedules, boundaries):
-        def schedule(step):
+    def f(schedules: Any, boundaries: Any) -> Any:
+        def schedule(step: Any) -> Any:
             out = schedules[0](step)
             for b, s in zip(boundaries, schedules[1:], strict=True):
                 out = jnp.where(step < b, out, s(step))
@@ -379,11 +402,11 @@ def _(optax):
 
 
 @mutant("join-late-switch", "switches one step after each boundary (step <= boundary)")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def f(schedules, boundaries):
-        def schedule(step):
+    def f(schedules: Any, boundaries: Any) -> Any:
+        def schedule(step: Any) -> Any:
             out = schedules[0](step)
             for b, s in zip(boundaries, schedules[1:], strict=True):
                 out = jnp.where(step <= b, out, s(step - b))
@@ -395,12 +418,12 @@ def _(optax):
 
 
 @mutant("join-clamps-negative", "clamps negative steps to 0")
-def _(optax):
+def _(optax: Any) -> Any:
     import jax.numpy as jnp
 
     orig = optax.join_schedules
 
-    def f(schedules, boundaries):
+    def f(schedules: Any, boundaries: Any) -> Any:
         s = orig(schedules, boundaries)
         return lambda step: s(jnp.maximum(step, 0))
 
@@ -408,12 +431,12 @@ def _(optax):
 
 
 @mutant("join-float-step", "casts the step to a float first (float64 under x64)")
-def _(optax):
+def _(optax: Any) -> Any:
     return _float_step(optax, "join_schedules")
 
 
 @mutant("join-bfloat16", "returns a bfloat16 value")
-def _(optax):
+def _(optax: Any) -> Any:
     return schedule_post(optax, "join_schedules", _to("bfloat16"))
 
 
@@ -421,10 +444,10 @@ jit_differs_value(mutant, "join-jit-differs")
 
 
 @mutant("join-checks-lengths", "raises ValueError unless len(boundaries) == len(schedules) - 1")
-def _(optax):
+def _(optax: Any) -> Any:
     orig = optax.join_schedules
 
-    def f(schedules, boundaries):
+    def f(schedules: Any, boundaries: Any) -> Any:
         if len(boundaries) != len(schedules) - 1:
             raise ValueError("join_schedules needs one boundary fewer than schedules")
         return orig(schedules, boundaries)

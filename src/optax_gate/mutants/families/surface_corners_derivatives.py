@@ -9,6 +9,7 @@ error).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.registry import family
@@ -16,13 +17,13 @@ from optax_gate.mutants.registry import family
 mutant = family("surface_corners_derivatives", "tests/contracts/test_surface_corners_derivatives.py")
 
 
-def _losses():
+def _losses() -> Any:
     from optax_gate.kit.surface.derivatives import losses
 
     return losses()
 
 
-def _schedules():
+def _schedules() -> Any:
     from optax_gate.kit.surface.derivatives import schedules
 
     return schedules()
@@ -33,19 +34,19 @@ def _schedules():
     "every loss's floating arguments pass through a custom_vjp whose reverse rule doubles the cotangent: "
     "reverse mode is wrong and forward mode raises",
 )
-def custom_vjp(optax):
+def custom_vjp(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
     @jax.custom_vjp
-    def through(r):
+    def through(r: Any) -> Any:
         return r
 
     through.defvjp(lambda r: (r, None), lambda _, g: (2.0 * g,))
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def loss(*args, **kwargs):
+        def loss(*args: Any, **kwargs: Any) -> Any:
             return orig(
                 *(through(a) if hasattr(a, "dtype") and jnp.issubdtype(a.dtype, jnp.floating) else a for a in args),
                 **kwargs,
@@ -61,10 +62,10 @@ def custom_vjp(optax):
     "every schedule factory turns its float hyperparameters into Python floats (float(x)): they can no longer "
     "be traced or differentiated",
 )
-def schedule_concrete(optax):
-    def make(orig, path):
+def schedule_concrete(optax: Any) -> Any:
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             return orig(
                 *args,
                 **{

@@ -8,6 +8,7 @@ floats, NumPy scalars injected as arrays, and a factory that compares a hyperpar
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.patches import hyperparams_in
@@ -16,11 +17,11 @@ from optax_gate.mutants.registry import family
 mutant = family("surface_corners_injected", "tests/contracts/test_surface_corners_injected.py")
 
 
-def _arguments(optax, change):
+def _arguments(optax: Any, change: Any) -> Any:
     """``optax.inject_hyperparams`` whose built factory is called with each argument ``v`` as ``change(v)``."""
     orig = optax.inject_hyperparams
 
-    def inject_hyperparams(factory, *a, **k):
+    def inject_hyperparams(factory: Any, *a: Any, **k: Any) -> Any:
         made = orig(factory, *a, **k)
         return functools.wraps(made)(
             lambda *args, **kwargs: made(*map(change, args), **{n: change(v) for n, v in kwargs.items()})
@@ -33,7 +34,7 @@ def _arguments(optax, change):
     "surface-corners-injected-float32",
     "float hyperparameters are cast to float32 whatever the params' dtype (optax 0.2.8's promotion)",
 )
-def float32(optax):
+def float32(optax: Any) -> Any:
     return hyperparams_in(optax, "float32")
 
 
@@ -41,7 +42,7 @@ def float32(optax):
     "surface-corners-injected-int-as-float",
     "an integer hyperparameter (ns_steps, patience, decay_offset) is injected as a float",
 )
-def int_as_float(optax):
+def int_as_float(optax: Any) -> Any:
     return _arguments(optax, lambda v: float(v) if type(v) is int else v)
 
 
@@ -49,7 +50,7 @@ def int_as_float(optax):
     "surface-corners-injected-numpy-scalar",
     "a NumPy scalar hyperparameter is injected as a 0-d array instead of passed through as a static argument",
 )
-def numpy_scalar(optax):
+def numpy_scalar(optax: Any) -> Any:
     import numpy as np
 
     return _arguments(optax, lambda v: np.asarray(v) if isinstance(v, np.generic) else v)
@@ -61,14 +62,14 @@ def numpy_scalar(optax):
     "isinstance guard): "
     "a traced hyperparameter under jax.jit raises",
 )
-def python_compare(optax):
+def python_compare(optax: Any) -> Any:
     import jax.numpy as jnp
 
     from optax_gate.kit.corners.injected import inject_grid
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             for v in kwargs.values():
                 if hasattr(v, "dtype") and jnp.issubdtype(v.dtype, jnp.floating) and not getattr(v, "shape", ()):
                     bool(v == 0.0)

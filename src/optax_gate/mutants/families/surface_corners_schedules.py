@@ -10,6 +10,7 @@ factories of the grid (the sweep's schedules less
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.registry import family
@@ -27,12 +28,12 @@ def _paths() -> list[str]:
     return [p for p, (kind, _, _) in CALLS.items() if kind == "schedule" and p not in SCHEDULE_LEFT_OUT]
 
 
-def _around(change):
+def _around(change: Any) -> Any:
     """Every grid schedule factory returning ``change(schedule, kwargs)``."""
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             return change(orig(*args, **kwargs), kwargs)
 
         return factory
@@ -45,8 +46,8 @@ def _around(change):
     "a schedule built with a zero-length interval (transition_steps, decay_steps or warmup_steps 0) gives NaN "
     "at every step",
 )
-def zero_interval_nan(optax):
-    def change(schedule, kwargs):
+def zero_interval_nan(optax: Any) -> Any:
+    def change(schedule: Any, kwargs: Any) -> Any:
         if any(kwargs.get(n) == 0 for n in _LENGTHS):
             return lambda count: schedule(count) * float("nan")
         return schedule
@@ -58,8 +59,8 @@ def zero_interval_nan(optax):
     "surface-corners-schedules-int-step-python-float",
     "a schedule at a Python-int step returns a Python float (an array at an array step)",
 )
-def int_step_python_float(optax):
-    def change(schedule, kwargs):
+def int_step_python_float(optax: Any) -> Any:
+    def change(schedule: Any, kwargs: Any) -> Any:
         return lambda count: float(schedule(count)) if isinstance(count, int) else schedule(count)
 
     return _around(change)
@@ -70,8 +71,8 @@ def int_step_python_float(optax):
     "a schedule converts its step with int(): eager steps work, a jitted step raises (a traced count has no "
     "concrete value)",
 )
-def concrete_step(optax):
-    def change(schedule, kwargs):
+def concrete_step(optax: Any) -> Any:
+    def change(schedule: Any, kwargs: Any) -> Any:
         return lambda count: schedule(int(count))
 
     return _around(change)
@@ -82,10 +83,10 @@ def concrete_step(optax):
     "a schedule factory turns every 0-d array or NumPy scalar hyperparameter into a Python float: a bfloat16 "
     "hyperparameter no longer sets the values' dtype",
 )
-def hyper_float(optax):
-    def make(orig, path):
+def hyper_float(optax: Any) -> Any:
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             return orig(*args, **{k: float(v) if getattr(v, "shape", None) == () else v for k, v in kwargs.items()})
 
         return factory

@@ -9,6 +9,7 @@ updates' dtype, boolean options ignored, and NaN updates for a negative
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 from optax_gate.mutants.patches import with_update
@@ -23,12 +24,12 @@ def _paths() -> list[str]:
     return transformation_paths()
 
 
-def _dropping(drop):
+def _dropping(drop: Any) -> Any:
     """Every grid factory called without the keyword arguments ``drop(name, value)`` selects."""
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             return orig(*args, **{k: v for k, v in kwargs.items() if not drop(k, v)})
 
         return factory
@@ -41,7 +42,7 @@ def _dropping(drop):
     "every *_dtype option (mu_dtype, accumulator_dtype, state_dtype, hyperparam_dtype...) is ignored: the "
     "state follows the params' dtype",
 )
-def dtype_option_ignored(optax):
+def dtype_option_ignored(optax: Any) -> Any:
     return _dropping(lambda name, value: name.endswith("_dtype"))
 
 
@@ -50,13 +51,13 @@ def dtype_option_ignored(optax):
     "a hyperparameter given as a 0-d array sets the updates' dtype (bfloat16 hyperparameters give bfloat16 "
     "updates for float32 params)",
 )
-def typed_hyper_dtype(optax):
+def typed_hyper_dtype(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             tx = orig(*args, **kwargs)
             typed = [
                 v.dtype for v in kwargs.values() if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jnp.floating)
@@ -74,7 +75,7 @@ def typed_hyper_dtype(optax):
     "surface-corners-transformations-flag-ignored",
     "boolean options (nesterov, centered, bias_correction...) are ignored: the default code path always",
 )
-def flag_ignored(optax):
+def flag_ignored(optax: Any) -> Any:
     return _dropping(lambda name, value: isinstance(value, bool))
 
 
@@ -82,14 +83,14 @@ def flag_ignored(optax):
     "surface-corners-transformations-negative-value-nan",
     "a value-driven transformation gives NaN updates for a negative value",
 )
-def negative_value_nan(optax):
+def negative_value_nan(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
-            def change(u, extra):
+        def factory(*args: Any, **kwargs: Any) -> Any:
+            def change(u: Any, extra: Any) -> Any:
                 if "value" in extra and float(extra["value"]) < 0:
                     return jax.tree.map(lambda x: x * jnp.nan, u)
                 return u
@@ -108,11 +109,11 @@ def negative_value_nan(optax):
     "reduce_on_plateau's improvement margin follows the sign of the best value (open upstream pull request "
     "1767): a flat negative loss now reduces the scale after `patience` steps, as a flat positive one does",
 )
-def plateau_negative_margin(optax):
+def plateau_negative_margin(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def around(tx):
-        def update(updates, state, params=None, *, value, **extra):
+    def around(tx: Any) -> Any:
+        def update(updates: Any, state: Any, params: Any = None, *, value: Any, **extra: Any) -> Any:
             # judged on value + 1000: the relative margin then tightens the
             # threshold for a negative loss as it does for a positive one
             return tx.update(updates, state, params, value=jnp.asarray(value) + 1000.0, **extra)
@@ -127,11 +128,11 @@ def plateau_negative_margin(optax):
     "every transformation refuses a rank-5 leaf (a 3-D convolution kernel): ValueError, as adaptive_grad_clip "
     "does at 0.2.6",
 )
-def rank5_raises(optax):
+def rank5_raises(optax: Any) -> Any:
     import jax
 
-    def around(tx):
-        def update(updates, state, params=None, **extra):
+    def around(tx: Any) -> Any:
+        def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
             if any(getattr(x, "ndim", 0) == 5 for x in jax.tree.leaves(updates)):
                 raise ValueError("Expected parameter with shape in (1, 2, 3, 4)")
             return tx.update(updates, state, params, **extra)
@@ -146,14 +147,14 @@ def rank5_raises(optax):
     "adaptive_grad_clip takes a rank-5 leaf, its unitwise norm over all axes but the last (as optax 0.2.8's "
     "`clipping: support default unitwise_norm for 5D params`)",
 )
-def agc_5d(optax):
+def agc_5d(optax: Any) -> Any:
     import jax
 
-    def flat(tree):  # a rank-5 leaf as rank 4: its first two axes merged, the unitwise norm's axes the same
+    def flat(tree: Any) -> Any:  # a rank-5 leaf as rank 4: its first two axes merged, the unitwise norm's axes the same
         return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])) if getattr(x, "ndim", 0) == 5 else x, tree)
 
-    def around(tx):
-        def update(updates, state, params=None, **extra):
+    def around(tx: Any) -> Any:
+        def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
             u, s = tx.update(flat(updates), state, flat(params), **extra)
             return jax.tree.map(lambda a, b: a.reshape(b.shape), u, updates), s
 

@@ -9,6 +9,7 @@ with no element). Each one patches the utilities' paths of the grid
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.registry import family
@@ -22,12 +23,12 @@ def _paths() -> list[str]:
     return list(dict.fromkeys(p for p, _, _ in TREE_CALLS))
 
 
-def _before(check):
+def _before(check: Any) -> Any:
     """Every grid utility calling ``check(trees)`` on its PyTree arguments first."""
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def fn(*args, **kwargs):
+        def fn(*args: Any, **kwargs: Any) -> Any:
             check([a for a in args if isinstance(a, dict)])
             return orig(*args, **kwargs)
 
@@ -39,10 +40,10 @@ def _before(check):
 @mutant(
     "surface-corners-trees-empty-leaf-raises", "every tree utility raises ValueError on a PyTree with a size-0 leaf"
 )
-def empty_leaf_raises(optax):
+def empty_leaf_raises(optax: Any) -> Any:
     import jax
 
-    def check(trees):
+    def check(trees: Any) -> None:
         if any(leaf.size == 0 for t in trees for leaf in jax.tree.leaves(t)):
             raise ValueError("zero-size leaf")
 
@@ -50,10 +51,10 @@ def empty_leaf_raises(optax):
 
 
 @mutant("surface-corners-trees-rank5-refused", "every tree utility refuses a leaf of rank 5 (NotImplementedError)")
-def rank5_refused(optax):
+def rank5_refused(optax: Any) -> Any:
     import jax
 
-    def check(trees):
+    def check(trees: Any) -> None:
         if any(leaf.ndim >= 5 for t in trees for leaf in jax.tree.leaves(t)):
             raise NotImplementedError("rank 5")
 
@@ -61,13 +62,13 @@ def rank5_refused(optax):
 
 
 @mutant("surface-corners-trees-int-as-float", "integer leaves are cast to float32 before every tree utility")
-def int_as_float(optax):
+def int_as_float(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def fn(*args, **kwargs):
+        def fn(*args: Any, **kwargs: Any) -> Any:
             cast = [
                 jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.integer) else x, a)
                 if isinstance(a, dict)
@@ -86,12 +87,12 @@ def int_as_float(optax):
     "tree max/min skip empty leaves and start from a Python float "
     "(optax 0.2.8's reduction: no error on an empty leaf, a Python float for a PyTree with no element)",
 )
-def empty_python_float(optax):
+def empty_python_float(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def reduce(op, start):
-        def fn(tree):
+    def reduce(op: Any, start: Any) -> Any:
+        def fn(tree: Any) -> Any:
             parts = [op(x) for x in jax.tree.leaves(tree) if x.size]
             out = start
             for p in parts:

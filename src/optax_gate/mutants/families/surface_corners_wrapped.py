@@ -9,6 +9,7 @@ empty PyTree (its factories replaced).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.patches import with_update
@@ -17,18 +18,18 @@ from optax_gate.mutants.registry import family
 mutant = family("surface_corners_wrapped", "tests/contracts/test_surface_corners_wrapped.py")
 
 
-def _scaled_updates(optax, tx, factor):
+def _scaled_updates(optax: Any, tx: Any, factor: Any) -> Any:
     import jax
 
     return with_update(optax, tx, lambda u, extra: jax.tree.map(lambda x: None if x is None else x * factor, u))
 
 
 @mutant("surface-corners-wrapped-multisteps-half", "MultiSteps applies half of the accumulated update")
-def multisteps_half(optax):
+def multisteps_half(optax: Any) -> Any:
     original = optax.MultiSteps
 
-    class MultiSteps(original):
-        def __init__(self, opt, *args, **kwargs):
+    class MultiSteps(original):  # type: ignore[valid-type, misc]  # optax's class, read as Any
+        def __init__(self, opt: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(_scaled_updates(optax, optax.with_extra_args_support(opt), 0.5), *args, **kwargs)
 
     return {"MultiSteps": MultiSteps}
@@ -38,14 +39,14 @@ def multisteps_half(optax):
     "surface-corners-wrapped-apply-if-finite-drops-extra-args",
     "apply_if_finite calls the inner update without its extra arguments (value=, grad=...)",
 )
-def apply_if_finite_drops_extra(optax):
+def apply_if_finite_drops_extra(optax: Any) -> Any:
     original = optax.apply_if_finite
 
     @functools.wraps(original)
-    def apply_if_finite(inner, *args, **kwargs):
+    def apply_if_finite(inner: Any, *args: Any, **kwargs: Any) -> Any:
         tx = original(inner, *args, **kwargs)
 
-        def update(updates, state, params=None, **extra):
+        def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
             return tx.update(updates, state, params)
 
         return optax.GradientTransformationExtraArgs(tx.init, update)
@@ -57,21 +58,21 @@ def apply_if_finite_drops_extra(optax):
     "surface-corners-wrapped-inject-bfloat16",
     "inject_hyperparams casts the updates to bfloat16 (as a bfloat16 hyperparameter would)",
 )
-def inject_bfloat16(optax):
+def inject_bfloat16(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
     original = optax.inject_hyperparams
 
     @functools.wraps(original)
-    def inject_hyperparams(factory, *args, **kwargs):
+    def inject_hyperparams(factory: Any, *args: Any, **kwargs: Any) -> Any:
         make = original(factory, *args, **kwargs)
 
         @functools.wraps(make)
-        def build(*a, **k):
+        def build(*a: Any, **k: Any) -> Any:
             tx = make(*a, **k)
 
-            def update(updates, state, params=None, **extra):
+            def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
                 u, s = tx.update(updates, state, params, **extra)
                 return jax.tree.map(lambda x: None if x is None else x.astype(jnp.bfloat16), u), s
 
@@ -86,17 +87,17 @@ def inject_bfloat16(optax):
     "surface-corners-wrapped-empty-tree-raises",
     "every transformation's init raises RuntimeError on the empty PyTree {}",
 )
-def empty_tree_raises(optax):
+def empty_tree_raises(optax: Any) -> Any:
     import jax
 
     from optax_gate.kit.surface.wrapped import paths
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             tx = orig(*args, **kwargs)
 
-            def init(params):
+            def init(params: Any) -> Any:
                 if not jax.tree.leaves(params):
                     raise RuntimeError("no leaves")
                 return tx.init(params)

@@ -10,6 +10,7 @@ state of a mixed-dtype tree promoted to its widest dtype. Each one replaces the 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths
 from optax_gate.mutants.registry import family
@@ -23,12 +24,12 @@ def _inners() -> list[str]:
     return list(dict.fromkeys(p for p, _ in INNERS.values()))
 
 
-def _around(change):
+def _around(change: Any) -> Any:
     """Every inner factory's transformation passed through ``change(tx)``."""
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             return change(orig(*args, **kwargs))
 
         return factory
@@ -40,10 +41,10 @@ def _around(change):
     "surface-corners-wrappers-mu-dtype-ignored",
     "the Adam family ignores mu_dtype (its first moment in the params' dtype)",
 )
-def mu_dtype_ignored(optax):
-    def make(orig, path):
+def mu_dtype_ignored(optax: Any) -> Any:
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, mu_dtype=None, **kwargs):
+        def factory(*args: Any, mu_dtype: Any = None, **kwargs: Any) -> Any:
             return orig(*args, **kwargs)
 
         return factory
@@ -56,12 +57,12 @@ def mu_dtype_ignored(optax):
     "update returns the state's floating leaves as float32 (init keeps their dtype): a jax.lax.scan carry of "
     "half-precision state raises TypeError",
 )
-def state_upcast(optax):
+def state_upcast(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def change(tx):
-        def update(g, s, params=None):
+    def change(tx: Any) -> Any:
+        def update(g: Any, s: Any, params: Any = None) -> Any:
             u, s = tx.update(g, s, params)
             return u, jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, s)
 
@@ -71,12 +72,12 @@ def state_upcast(optax):
 
 
 @mutant("surface-corners-wrappers-half-nan", "updates of bfloat16/float16 params come out NaN")
-def half_nan(optax):
+def half_nan(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def change(tx):
-        def update(g, s, params=None):
+    def change(tx: Any) -> Any:
+        def update(g: Any, s: Any, params: Any = None) -> Any:
             u, s = tx.update(g, s, params)
             return jax.tree.map(lambda x: x * jnp.nan if x.dtype in (jnp.bfloat16, jnp.float16) else x, u), s
 
@@ -88,12 +89,12 @@ def half_nan(optax):
 @mutant(
     "surface-corners-wrappers-imag-dropped", "updates of complex params lose their imaginary part (their dtype kept)"
 )
-def imag_dropped(optax):
+def imag_dropped(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def change(tx):
-        def update(g, s, params=None):
+    def change(tx: Any) -> Any:
+        def update(g: Any, s: Any, params: Any = None) -> Any:
             u, s = tx.update(g, s, params)
             return jax.tree.map(lambda x: jnp.real(x).astype(x.dtype) if jnp.iscomplexobj(x) else x, u), s
 
@@ -106,12 +107,12 @@ def imag_dropped(optax):
     "surface-corners-wrappers-mixed-promoted",
     "init promotes the state of a tree that mixes dtypes to its widest floating dtype",
 )
-def mixed_promoted(optax):
+def mixed_promoted(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def change(tx):
-        def init(params):
+    def change(tx: Any) -> Any:
+        def init(params: Any) -> Any:
             s = tx.init(params)
             floats = [x.dtype for x in jax.tree.leaves(params) if jnp.issubdtype(x.dtype, jnp.inexact)]
             if len(set(floats)) < 2:

@@ -8,13 +8,15 @@ of complex updates, or refusing a PyTree that is not float32 at ``init``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.families.surface_transformations import every_transformation, make_transformation, post_every
 from optax_gate.mutants.registry import family
 
 mutant = family("surface_dtypes", "tests/contracts/test_surface_dtypes.py")
 
 
-def _map_updates(change):
+def _map_updates(change: Any) -> Any:
     """Every transformation's updates passed leaf by leaf through ``change``."""
     import jax
 
@@ -22,40 +24,40 @@ def _map_updates(change):
 
 
 @mutant("surface-dtypes-bf16-to-f32", "bfloat16 updates come out as float32 (an upcast left in)")
-def bf16_to_f32(optax):
+def bf16_to_f32(optax: Any) -> Any:
     import jax.numpy as jnp
 
     return _map_updates(lambda x: x.astype(jnp.float32) if jnp.asarray(x).dtype == jnp.bfloat16 else x)
 
 
 @mutant("surface-dtypes-f64-to-f32", "float64 updates come out as float32 (under x64: a cast to float32 left in)")
-def f64_to_f32(optax):
+def f64_to_f32(optax: Any) -> Any:
     import jax.numpy as jnp
 
     return _map_updates(lambda x: x.astype(jnp.float32) if jnp.asarray(x).dtype == jnp.float64 else x)
 
 
 @mutant("surface-dtypes-f16-overflow", "float16 updates overflow to NaN (a float16 intermediate past its range)")
-def f16_overflow(optax):
+def f16_overflow(optax: Any) -> Any:
     import jax.numpy as jnp
 
     return _map_updates(lambda x: x * jnp.float16(jnp.nan) if jnp.asarray(x).dtype == jnp.float16 else x)
 
 
 @mutant("surface-dtypes-complex-real", "complex updates lose their imaginary part (real float32 updates)")
-def complex_real(optax):
+def complex_real(optax: Any) -> Any:
     import jax.numpy as jnp
 
     return _map_updates(lambda x: jnp.real(x) if jnp.iscomplexobj(x) else x)
 
 
 @mutant("surface-dtypes-refuse", "init refuses params that are not float32 (NotImplementedError)")
-def refuse(optax):
+def refuse(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def make(tx):
-        def init(params):
+    def make(tx: Any) -> Any:
+        def init(params: Any) -> Any:
             if any(jnp.asarray(x).dtype != jnp.float32 for x in jax.tree.leaves(params)):
                 raise NotImplementedError("only float32 params")
             return tx.init(params)

@@ -8,6 +8,7 @@ returns {}.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import callables, replace_paths
 from optax_gate.mutants.registry import family
@@ -19,12 +20,12 @@ def _losses() -> list[str]:
     return [p for p in callables("loss") if "make_" not in p]
 
 
-def wrap_loss(change):
+def wrap_loss(change: Any) -> Any:
     """Every swept loss called through ``change(orig, path, args, kwargs)``."""
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def loss(*args, **kwargs):
+        def loss(*args: Any, **kwargs: Any) -> Any:
             return change(orig, path, list(args), kwargs)
 
         return loss
@@ -33,10 +34,10 @@ def wrap_loss(change):
 
 
 @mutant("surface-loss-edges-neg-inf-nan", "a -inf entry of a loss's first argument becomes NaN before the loss")
-def neg_inf_nan(optax):
+def neg_inf_nan(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def change(orig, path, args, kwargs):
+    def change(orig: Any, path: Any, args: Any, kwargs: Any) -> Any:
         args[0] = jnp.where(jnp.isneginf(args[0]), jnp.nan, args[0])
         return orig(*args, **kwargs)
 
@@ -44,13 +45,13 @@ def neg_inf_nan(optax):
 
 
 @mutant("surface-loss-edges-zero-targets-nan", "a loss divides by its targets' sum: NaN for all-zero targets")
-def zero_targets_nan(optax):
+def zero_targets_nan(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
     from optax_gate.kit.surface.calls import TARGET_ARG
 
-    def change(orig, path, args, kwargs):
+    def change(orig: Any, path: Any, args: Any, kwargs: Any) -> Any:
         out = orig(*args, **kwargs)
         targets = jnp.asarray(args[TARGET_ARG.get(path, 1)])
         if targets.size and not bool(jnp.any(targets != 0)):
@@ -61,11 +62,11 @@ def zero_targets_nan(optax):
 
 
 @mutant("surface-loss-edges-empty-mean", "a loss reduces an empty batch to its mean (a NaN scalar)")
-def empty_mean(optax):
+def empty_mean(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def change(orig, path, args, kwargs):
+    def change(orig: Any, path: Any, args: Any, kwargs: Any) -> Any:
         out = orig(*args, **kwargs)
         if jnp.shape(args[0])[:1] == (0,):
             return jax.tree.map(jnp.mean, out)
@@ -79,12 +80,12 @@ def empty_mean(optax):
     "a loss refuses edge inputs (FloatingPointError for a non-finite entry, an empty batch or all-zero "
     "targets), as an added input check would",
 )
-def validates(optax):
+def validates(optax: Any) -> Any:
     import jax.numpy as jnp
 
     from optax_gate.kit.surface.calls import TARGET_ARG
 
-    def change(orig, path, args, kwargs):
+    def change(orig: Any, path: Any, args: Any, kwargs: Any) -> Any:
         first, targets = jnp.asarray(args[0]), jnp.asarray(args[TARGET_ARG.get(path, 1)])
         if not first.size or not bool(jnp.all(jnp.isfinite(first))) or not bool(jnp.any(targets != 0)):
             raise FloatingPointError(f"{path}: edge input refused")

@@ -7,6 +7,7 @@ Each one replaces the factories of the grid (``kit.surface.memory.memory_paths``
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from optax_gate.mutants.families.surface_sweep import replace_paths, replace_updates
 from optax_gate.mutants.patches import with_update
@@ -26,13 +27,13 @@ def _paths() -> list[str]:
     "jax.lax.fori_loop never unrolls (muon's Newton-Schulz iterations as a rolled loop, as on optax main): "
     "the same values, other temporaries",
 )
-def rolled_loop(optax):
+def rolled_loop(optax: Any) -> Any:
     import jax
 
     orig = jax.lax.fori_loop
 
     @functools.wraps(orig)
-    def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    def fori_loop(lower: Any, upper: Any, body_fun: Any, init_val: Any, *, unroll: Any = None) -> Any:
         return orig(lower, upper, body_fun, init_val)
 
     jax.lax.fori_loop = fori_loop
@@ -44,19 +45,19 @@ def rolled_loop(optax):
     "every transformation keeps a float32 copy of the params in its state (argument and output bytes grow by "
     "the params' size)",
 )
-def state_copy(optax):
+def state_copy(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def make(orig, path):
+    def make(orig: Any, path: Any) -> Any:
         @functools.wraps(orig)
-        def factory(*args, **kwargs):
+        def factory(*args: Any, **kwargs: Any) -> Any:
             tx = orig(*args, **kwargs)
 
-            def init(params):
+            def init(params: Any) -> Any:
                 return tx.init(params), jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), params)
 
-            def update(updates, state, params=None, **extra):
+            def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
                 u, s = tx.update(updates, state[0], params, **extra)
                 return u, (s, jax.tree.map(lambda c, x: c + 0 * x, state[1], u))
 
@@ -72,11 +73,11 @@ def state_copy(optax):
     "every update holds a sorted float32 copy of all its updates as a temporary (temporary bytes grow by the "
     "updates' size)",
 )
-def sorted_temp(optax):
+def sorted_temp(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def change(u, extra):
+    def change(u: Any, extra: Any) -> Any:
         leaves = jax.tree.leaves(u)
         if not leaves:
             return u
@@ -91,9 +92,9 @@ def sorted_temp(optax):
     "an update that raised while being traced passes its updates through instead (scale_by_muon's default "
     "dimension numbers no longer raise)",
 )
-def raise_gone(optax):
-    def around(tx):
-        def update(updates, state, params=None, **extra):
+def raise_gone(optax: Any) -> Any:
+    def around(tx: Any) -> Any:
+        def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
             try:
                 return tx.update(updates, state, params, **extra)
             except ValueError:

@@ -9,6 +9,8 @@ surface table through ``surface_transformations.every_transformation`` and retur
 
 from __future__ import annotations
 
+from typing import Any
+
 from optax_gate.mutants.families.surface_transformations import every_transformation
 from optax_gate.mutants.patches import with_update
 from optax_gate.mutants.registry import family
@@ -16,7 +18,7 @@ from optax_gate.mutants.registry import family
 mutant = family("surface_sharded", "tests/contracts/multidevice/test_surface_sharded.py")
 
 
-def _sharded(tree) -> bool:
+def _sharded(tree: Any) -> bool:
     import jax
     from jax.sharding import NamedSharding
 
@@ -30,11 +32,11 @@ def _sharded(tree) -> bool:
     "surface-sharded-init-one-device",
     "init puts every state leaf on device 0 (eagerly; a jitted init's placement is the compiler's)",
 )
-def init_one_device(optax):
+def init_one_device(optax: Any) -> Any:
     import jax
 
-    def wrap(tx):
-        def init(params):
+    def wrap(tx: Any) -> Any:
+        def init(params: Any) -> Any:
             state = tx.init(params)
             return (
                 state
@@ -51,11 +53,11 @@ def init_one_device(optax):
     "surface-sharded-updates-gathered",
     "every update leaf is resharded to replicated (P()): the step gathers the updates onto every device",
 )
-def updates_gathered(optax):
+def updates_gathered(optax: Any) -> Any:
     import jax
     from jax.sharding import PartitionSpec
 
-    def gather(u, extra):
+    def gather(u: Any, extra: Any) -> Any:
         return jax.tree.map(lambda x: jax.sharding.reshard(x, PartitionSpec()) if _sharded(x) else x, u)
 
     return every_transformation(lambda tx: with_update(optax, tx, gather))
@@ -66,10 +68,10 @@ def updates_gathered(optax):
     "the updates are scaled by 1.001 where the params are sharded over devices (the same step on one device "
     "is unchanged)",
 )
-def values_moved(optax):
+def values_moved(optax: Any) -> Any:
     import jax
 
-    def scale(u, extra):
+    def scale(u: Any, extra: Any) -> Any:
         return jax.tree.map(lambda x: x * 1.001 if _sharded(x) else x, u)
 
     return every_transformation(lambda tx: with_update(optax, tx, scale))
@@ -81,15 +83,15 @@ def values_moved(optax):
     "onto every device (P()) before init and update: what resharding away a ShardingTypeError does; no error, "
     "replicated updates",
 )
-def inputs_gathered(optax):
+def inputs_gathered(optax: Any) -> Any:
     import jax
     from jax.sharding import PartitionSpec
 
-    def gather(tree):
+    def gather(tree: Any) -> Any:
         return jax.tree.map(lambda x: jax.sharding.reshard(x, PartitionSpec()) if _sharded(x) else x, tree)
 
-    def wrap(tx):
-        def update(updates, state, params=None, **extra):
+    def wrap(tx: Any) -> Any:
+        def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
             extra = {k: v if callable(v) else gather(v) for k, v in extra.items()}
             return tx.update(gather(updates), state, gather(params), **extra)
 

@@ -33,7 +33,7 @@ def every_transformation(make: Any) -> dict[str, Any]:
     the attributes are set here, on sub-modules too."""
     from optax_gate.kit.surface.table import TRANSFORMATIONS
 
-    def wrap_result(result):
+    def wrap_result(result: Any) -> Any:
         if hasattr(result, "init") and hasattr(result, "update"):
             return make(result)
         if callable(result):
@@ -50,16 +50,16 @@ def every_transformation(make: Any) -> dict[str, Any]:
     return {}
 
 
-def make_transformation(init, update):
+def make_transformation(init: Any, update: Any) -> Any:
     import optax
 
     return optax.GradientTransformationExtraArgs(init, update)
 
 
 @mutant("surface-refuse-extra-args", "update refuses every extra keyword argument (TypeError)")
-def refuse_extra(optax):
-    def make(tx):
-        def update(u, s, params=None, **extra):
+def refuse_extra(optax: Any) -> Any:
+    def make(tx: Any) -> Any:
+        def update(u: Any, s: Any, params: Any = None, **extra: Any) -> Any:
             if extra:
                 raise TypeError(f"unexpected keyword arguments {sorted(extra)}")
             return tx.update(u, s, params)
@@ -70,15 +70,15 @@ def refuse_extra(optax):
 
 
 @mutant("surface-accept-extra-args", "update accepts any extra argument, a Python float value= as an array")
-def accept_extra(optax):
+def accept_extra(optax: Any) -> Any:
     import inspect
 
     import jax.numpy as jnp
 
-    def make(tx):
+    def make(tx: Any) -> Any:
         takes_extra = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(tx.update).parameters.values())
 
-        def update(u, s, params=None, **extra):
+        def update(u: Any, s: Any, params: Any = None, **extra: Any) -> Any:
             if not takes_extra:
                 return tx.update(u, s, params)
             if isinstance(extra.get("value"), float):
@@ -91,11 +91,11 @@ def accept_extra(optax):
 
 
 @mutant("surface-state-dtype", "the state gains a float16 leaf that update returns as float32")
-def state_dtype(optax):
+def state_dtype(optax: Any) -> Any:
     import jax.numpy as jnp
 
-    def make(tx):
-        def update(u, s, params=None, **extra):
+    def make(tx: Any) -> Any:
+        def update(u: Any, s: Any, params: Any = None, **extra: Any) -> Any:
             u, inner = tx.update(u, s[0], params, **extra)
             return u, (inner, jnp.zeros((), jnp.float32))
 
@@ -108,8 +108,8 @@ def post_every(post: Any) -> dict[str, Any]:
     """Every table factory's updates passed through ``post(updates, grads,
     params)`` after the real ``update`` (the state as it returns it)."""
 
-    def make(tx):
-        def update(g, s, params=None, **extra):
+    def make(tx: Any) -> Any:
+        def update(g: Any, s: Any, params: Any = None, **extra: Any) -> Any:
             u, s = tx.update(g, s, params, **extra)
             return post(u, g, params), s
 
@@ -119,7 +119,7 @@ def post_every(post: Any) -> dict[str, Any]:
 
 
 @mutant("surface-jit-differs", "updates scaled by 1.001 and shifted by 1e-3 only under jax.jit")
-def jit_differs(optax):
+def jit_differs(optax: Any) -> Any:
     import jax
 
     # scaled and shifted: a pure shift cancels where a wrapper negates an inner update (contrib.sam)
@@ -127,11 +127,11 @@ def jit_differs(optax):
 
 
 @mutant("surface-nan-for-zero-grads", "NaN updates when every gradient is zero")
-def nan_zero_grads(optax):
+def nan_zero_grads(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def post(u, g, params):
+    def post(u: Any, g: Any, params: Any) -> Any:
         total = sum(jnp.sum(jnp.abs(x)) for x in jax.tree.leaves(g))
         return jax.tree.map(lambda x: x + jnp.where(total == 0, jnp.nan, 0.0).astype(x.dtype), u)
 
@@ -139,11 +139,11 @@ def nan_zero_grads(optax):
 
 
 @mutant("surface-nonfinite-spreads", "a NaN or inf anywhere in the gradients or params makes every update leaf NaN")
-def nonfinite_spreads(optax):
+def nonfinite_spreads(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def post(u, g, params):
+    def post(u: Any, g: Any, params: Any) -> Any:
         total = sum(jnp.sum(x) for x in jax.tree.leaves((g, params)))
         return jax.tree.map(lambda x: x + (0.0 * total).astype(x.dtype), u)
 
@@ -151,11 +151,11 @@ def nonfinite_spreads(optax):
 
 
 @mutant("surface-none-leaf-refused", "update raises TypeError for a None gradient leaf")
-def none_refused(optax):
+def none_refused(optax: Any) -> Any:
     import jax
 
-    def make(tx):
-        def update(g, s, params=None, **extra):
+    def make(tx: Any) -> Any:
+        def update(g: Any, s: Any, params: Any = None, **extra: Any) -> Any:
             if any(x is None for x in jax.tree.leaves(g, is_leaf=lambda x: x is None)):
                 raise TypeError("None gradient leaf")
             return tx.update(g, s, params, **extra)
@@ -166,7 +166,7 @@ def none_refused(optax):
 
 
 @mutant("surface-scalar-reshaped", "rank-0 update leaves come back with shape (1,)")
-def scalar_reshaped(optax):
+def scalar_reshaped(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
@@ -174,21 +174,21 @@ def scalar_reshaped(optax):
 
 
 @mutant("surface-repaired", "errors swallowed, update shapes and non-finite values fixed, weak types made strong")
-def repaired(optax):
+def repaired(optax: Any) -> Any:
     import jax
     import jax.numpy as jnp
 
-    def strong(tree):
+    def strong(tree: Any) -> Any:
         return jax.tree.map(lambda x: jnp.asarray(x) + jnp.zeros((), jnp.asarray(x).dtype), tree)
 
-    def make(tx):
-        def init(p):
+    def make(tx: Any) -> Any:
+        def init(p: Any) -> Any:
             try:
                 return strong(tx.init(p))
             except Exception:
                 return ()
 
-        def update(g, s, params=None, **extra):
+        def update(g: Any, s: Any, params: Any = None, **extra: Any) -> Any:
             try:
                 u, s = tx.update(g, s, params, **extra)
             except Exception:
@@ -208,7 +208,7 @@ def repaired(optax):
 
 
 @mutant("surface-swapped-args", "each factory's first two float hyperparameters with defaults swapped (b1 for b2, ...)")
-def swapped_args(optax):
+def swapped_args(optax: Any) -> Any:
     import inspect
 
     from optax_gate.kit.surface.table import TRANSFORMATIONS
@@ -216,8 +216,8 @@ def swapped_args(optax):
     for path, entry in TRANSFORMATIONS.items():
         if entry.left_out or entry.builder is not None:
             continue
-        module, _, attr = path.rpartition(".")
-        module = importlib.import_module(module)
+        owner, _, attr = path.rpartition(".")
+        module = importlib.import_module(owner)
         orig = getattr(module, attr)
         floats = [
             p.name
@@ -227,7 +227,7 @@ def swapped_args(optax):
         if len(floats) < 2:
             continue
 
-        def factory(*a, _orig=orig, _names=tuple(floats), **k):
+        def factory(*a: Any, _orig: Any = orig, _names: Any = tuple(floats), **k: Any) -> Any:
             bound = inspect.signature(_orig).bind_partial(*a, **k)
             bound.apply_defaults()
             x, y = _names
