@@ -405,9 +405,9 @@ def test_a_recipes_cannot_tell_names_what_the_run_would_need(tmp_path):
 
 
 def test_a_derivative_corner_needs_a_derivative_with_respect_to_that_argument():
-    """The 0.2.8 -> main gate: sigmoid_focal_loss's gradient with respect to `labels` turned non-finite; a
-    team's line calling the loss read "what the finding needs of the inputs is not in its contracts' labels"
-    (a helper took "labels" for the argument). It names the argument and what decides it now."""
+    """A finding about a derivative with respect to one argument (sigmoid_focal_loss's gradient with respect to
+    ``labels`` turning non-finite, 0.2.8 -> main) needs that derivative of the team's call: the line names the
+    argument and what decides it, never "not in its contracts' labels"."""
     use = usage.Use("train.py:20", "optax.sigmoid_focal_loss", "call", 2, (), False, (("0", "logits"), ("1", "y")))
     site = attribution.Site(use, True, (), "")
     config = configuration.configuration([_row("snapshot drift: corner.grad_wrt=labels: ok -> non-finite gradient")])

@@ -574,7 +574,7 @@ def test_a_finding_of_the_teams_own_contracts_only_is_not_bisected_and_ours_stil
 
 
 def test_a_second_bisection_replaces_the_first_answers(tmp_path):
-    # seen by a new user: a rerun of the bisect session appended a second set of 'changed by' lines
+    # a rerun of the bisect session replaces the 'changed by' lines, never appends a second set
     report = report_of({CONTRACT: "passed"}, {CONTRACT: "failed"})
     for missing in ("nothere.git", "gone.git"):
         bisect_flow.attach(
@@ -604,7 +604,7 @@ def test_a_history_typo_or_a_folder_that_is_no_repository_is_refused_before_anyt
 
 
 def test_the_bisect_command_skips_a_refused_latest_run_and_refuses_a_run_that_did_not_verify(tmp_path, capsys):
-    # seen by a new user: after one mistyped gate, 'bisect' on the output folder said 'is not a gate run folder'
+    # 'bisect' on an output folder whose newest run was refused bisects the newest judged run
     out = tmp_path / "out"
     good, refused = out / "runs" / "20261201T070000Z-a", out / "runs" / "20261201T080000Z-b"
     bisect_flow.write(report_of({CONTRACT: "passed"}, {CONTRACT: "failed"}), good)
@@ -645,9 +645,8 @@ def test_gate_bisect_refuses_a_history_typo_before_anything_runs(tmp_path):
 
 
 def test_a_range_names_its_commits_that_touch_the_apis_source(tmp_path):
-    # seen by a new user: a range over a block of commits that cannot be imported named only the block's two
-    # ends; 'Remove monte_carlo folder' sat inside it unnamed. The range's commits touching the source of the
-    # finding's APIs are named as the ones to read first.
+    # a range over a block of commits that cannot be imported names, besides its two ends, the commits touching the
+    # source of the finding's APIs as the ones to read first ('Remove monte_carlo folder' inside the block)
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "--quiet", "-b", "main")

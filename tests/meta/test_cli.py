@@ -382,7 +382,6 @@ def test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate
     ), stderr
     assert "interrupted (SIGTERM" not in stderr, stderr
     # the folder is not kept for good: the next gate removes an incomplete folder whose process is gone
-    # (a new user read "stays marked INCOMPLETE" and found it gone)
     assert (
         "marked INCOMPLETE, with the evidence gathered so far (its report, if written, is not current; the "
         "next gate that completes removes it)"
@@ -472,8 +471,8 @@ def test_a_warm_gate_takes_the_baseline_from_the_cache_and_runs_only_the_candida
 
 
 def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
-    """A new user's ``gate optax==0.2.8 --bogus-option`` printed the top-level usage
-    (``optax-gate [-h] {gate,matrix,compare,bisect}``): the gate's own usage, exit 2, and a near option."""
+    """``gate optax==0.2.8 --bogus-option`` prints the gate's own usage, not the top-level one, and a near
+    option; exit 2."""
     from optax_gate.gate import cli_parser
 
     with pytest.raises(SystemExit) as stop:
@@ -488,10 +487,9 @@ def test_an_unknown_gate_option_gets_the_gate_usage_and_a_close_match(capsys):
 
 
 def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, monkeypatch):
-    """CI hung once in test_ctrl_c_is_reported_as_sigint_even_when_nox_sends_sigterm_while_the_gate_stops: a
-    side's worker thread can pass the "is the gate stopping?" check, the interruption then kills every live
-    pytest process, and the thread starts its next one, which nobody stops (the gate waits for that thread
-    at exit). Here the interruption lands exactly there: the process must still be stopped, at once."""
+    """A pytest process a side's worker thread starts just after the interruption killed the live ones is
+    stopped too, at once: the thread may pass the "is the gate stopping?" check before the interruption,
+    and the gate waits for that thread at exit."""
     import threading as threading_
 
     from optax_gate.gate.run import runner
@@ -521,9 +519,8 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
 
 @pytest.mark.parametrize("content", [None, "not json", "[1, 2]", "{}", "folder"])
 def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, capsys, content):
-    """A new user's compare of a missing file, a file that is not JSON, a JSON list, an empty object or a
-    folder printed Python's traceback and "the gate itself failed" ({} even judged "no reason recorded").
-    Each is an input the user can fix: exit 2, one line naming the file, no report written."""
+    """compare of a missing file, a file that is not JSON, a JSON list, an empty object or a folder is an input
+    the user can fix: exit 2, one line naming the file, no traceback, no report written."""
     base, cand = tmp_path / "base.json", tmp_path / "cand.json"
     base.write_text(json.dumps(record({"a": "passed"})))
     if content == "folder":
@@ -535,7 +532,7 @@ def test_compare_refuses_what_is_not_a_run_record_without_a_traceback(tmp_path, 
     err = capsys.readouterr().err
     assert "Traceback" not in err and "the gate itself failed" not in err and str(cand) in err, err
     assert "run record" in err, err
-    if content not in (None, "folder"):  # a trial's README.md was refused with JSON's parser error alone
+    if content not in (None, "folder"):  # the refusal names the records compare reads, not only the parser's error
         assert "evidence/baseline.json or evidence/candidate.json" in err, err
     assert not out.exists() or not any(out.iterdir())
 
@@ -661,7 +658,7 @@ def test_compare_reuses_the_team_run_of_the_gate_that_recorded_the_records(tmp_p
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err, err
     assert not (tmp_path / "x").exists()
-    # the re-trial: another team's recorded run (same versions) was re-used and its verdict became this team's
+    # another team's recorded run of the same versions is never re-used as this team's
     for folder in ("team", "team/src", "other"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / "train.py").write_text("import optax\n")  # a --usage folder without code is refused
@@ -709,7 +706,7 @@ def test_a_compare_whose_lines_cannot_be_told_says_where_the_recorded_run_is(tmp
     report = {"notes": [], "findings": [{"your_code_attribution": {"a.py:1": {"verdict": "affected"}}}]}
     compare_flow.say_recorded_run(report, run / "evidence" / "baseline.json")
     assert report["notes"] == [] or "ran your command (--run)" in report["notes"][0]
-    # the seventh trial: a --run gate's PASS read FAIL in compare, with no hint of the recorded run
+    # compare of a --run gate's records names the recorded run, so its verdict is not read without it
     (run / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
     for verdict, said in (("fail", True), ("not-verified", True), ("pass", False)):
         report = {"notes": [], "verdict": verdict, "findings": []}
@@ -737,17 +734,14 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
     out = capsys.readouterr().out  # the verdict's first reason, on the console
     assert "the run records look swapped" in out and "candidate record (optax 0.2.8, jax 0.12.0.1)" in out, out
     report = json.loads((tmp_path / "swapped" / "report.json").read_text())
-    assert report["reasons"][0].startswith("the run records look swapped"), report[
-        "reasons"
-    ]  # first, not a note (trial 7)
+    assert report["reasons"][0].startswith("the run records look swapped"), report["reasons"]  # first, not a note
     assert report["reasons"][0].endswith("every change in this report reads the other way round (broken as fixed)")
     assert "look swapped" in (tmp_path / "swapped" / "report.md").read_text()
     assert cli.main(["compare", b, c, "--out", str(tmp_path / "right")]) == 1
     assert "look swapped" not in capsys.readouterr().out
     right = json.loads((tmp_path / "right" / "report.json").read_text())
     assert not any("swapped" in n for n in right["notes"] + right["reasons"])
-    # the sixth trial: swapped, the report also said "add --team-run REPORT", which was then refused as "another
-    # baseline": swapped records with --team-run are refused as swapped (and, swapped, none is suggested)
+    # swapped records with --team-run are refused as swapped, and swapped records get no --team-run suggestion
     (tmp_path / "report.json").write_text(json.dumps({"team_run": {"outcome": "same"}}))
     assert cli.main(["compare", c, b, "--team-run", str(tmp_path / "report.json"), "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
@@ -757,9 +751,9 @@ def test_a_compare_of_swapped_run_records_says_they_look_swapped(tmp_path, capsy
 
 
 def test_a_compare_started_elsewhere_finds_the_records_environment_paths(tmp_path, monkeypatch):
-    """A compare started from another folder than the project read a gate's records whose environment
-    paths are relative to the project (``.nox/gate-envs/…/site-packages``, ``requirements-lock.txt``) and
-    said "API surface: not compared; Dependencies: not compared". They are found from the project folder."""
+    """A gate's records name their environments relative to the project (``.nox/gate-envs/…/site-packages``,
+    ``requirements-lock.txt``): a compare started from another folder finds them from the project folder and
+    compares the API surface and the dependencies."""
     from optax_gate.gate import compare_flow
 
     monkeypatch.chdir(tmp_path)

@@ -104,11 +104,9 @@ def test_merge_problems():
 
 
 def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, monkeypatch):
-    """A side that has the machine to itself (a warm gate for a new candidate) split its single-device
-    contracts over exactly two processes whatever the machine: on an 8-core laptop it used two cores.
-    It now asks pytest-xdist for one process per physical core (``-n auto``, which honours
-    ``$PYTEST_XDIST_AUTO_NUM_WORKERS``), at most ``runner.MAX_WORKERS``; the multi-device process is
-    never split; two sides at once still run one process each."""
+    """A side that has the machine to itself (a warm gate for a new candidate) asks pytest-xdist for one process
+    per physical core (``-n auto``, which honours ``$PYTEST_XDIST_AUTO_NUM_WORKERS``), at most
+    ``runner.MAX_WORKERS``; the multi-device process is never split; two sides at once run one process each."""
     from optax_gate.gate import sides
 
     calls = {}

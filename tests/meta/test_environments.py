@@ -165,9 +165,9 @@ def test_the_gate_and_the_matrix_share_an_environment_built_from_their_own_venvs
 
 
 def test_the_skip_check_and_the_build_find_uv_the_same_way_without_it_on_path(monkeypatch):
-    """``python -m pytest tests/meta`` outside nox: uv is not on PATH; the tests' skip check found the uv
-    ``./noxw`` installed into ``.noxw/`` while the bisection's build looked on PATH only, so the bisection
-    test ran and failed ("not-bisected"). Both now ask ``environments.uv``."""
+    """``python -m pytest tests/meta`` outside nox, uv not on PATH: the tests' skip check and the bisection's
+    build both find uv through ``environments.uv`` (the one ``./noxw`` installed into ``.noxw/``), so a test
+    that needs uv either runs with it or skips."""
     from tests.meta.support.gate_cli import uv_env
     from tests.meta.support.paths import ROOT
 

@@ -284,7 +284,7 @@ def test_pytests_string_diff_is_not_part_of_the_expected_value():
 
 
 def test_a_values_drift_of_a_matrix_names_its_first_element_whatever_its_index():
-    """A 2-d array's index is a tuple with a space (``(0, 1)``): the mutants session crashed on it once."""
+    """A 2-d array's index is a tuple with a space (``(0, 1)``): the drift still names its first element."""
     message = (
         "AssertionError: Values are not sufficiently close.\n\nloss:\n  Shape: (2, 2)\n"
         "  Number of differences: 1 / 4 (25.0%)\n  Individual errors:\n"

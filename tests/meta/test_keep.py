@@ -100,7 +100,7 @@ def test_an_output_folder_where_nothing_was_judged_says_so_and_has_no_report_md(
     out = tmp_path / "out"
     proc = _run(fake_gate(tmp_path, pause=0, extra=["--usage", str(tmp_path / "missing")]))
     assert proc.returncode == 2
-    assert f"there is no {out / 'report.md'} yet (no run here has judged both sides)" in proc.stdout  # the sixth trial
+    assert f"there is no {out / 'report.md'} yet (no run here has judged both sides)" in proc.stdout
     assert not (out / "report.md").exists() and not (out / evidence.LATEST).exists()
     assert json.loads((out / "not-judged.json").read_text())["verdict"] == "not-verified"
 
@@ -114,9 +114,9 @@ def test_a_report_judged_only_when_both_sides_ran():
 
 
 def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_differences():
-    """A new user's refusal report read "0 broken, ... (of 0 contracts)", "API surface (no differences)"
-    and "Dependencies ... resolution failed?": a run that compared nothing says so, with its reason and
-    each side's status, in report.md and report.html alike."""
+    """A run that compared nothing says so, with its reason and each side's status, in report.md and
+    report.html alike: never "0 broken, ... (of 0 contracts)", "API surface (no differences)" or
+    "Dependencies ... resolution failed?"."""
     from optax_gate.gate import assemble
     from optax_gate.gate.diffs import unseen
     from optax_gate.gate.judge import compare
@@ -135,13 +135,13 @@ def test_a_refusals_report_says_nothing_was_compared_not_zero_of_zero_nor_no_dif
         assert "nothing was compared" in text and "does not exist" in text
         assert "of 0 contracts" not in text and "no differences" not in text and "resolution failed" not in text
     assert "## Versions" in md
-    # the reason once (the trial read it three times: the bullet and each side's status line)
+    # the reason once: each side's status line points to it
     assert md.count("does not exist") == 1 and "- baseline: status **not-verified** — the reason above" in md, md
 
 
 def test_the_speed_plot_the_report_links_to_is_found_beside_the_report_md_link(tmp_path):
-    """report.md shows ``![...](speed.svg)``; opened as OUT/report.md (a link to latest/report.md) a
-    browser looks for OUT/speed.svg, which a new user found missing: it is linked there too."""
+    """report.md shows ``![...](speed.svg)``; opened as OUT/report.md (a link to latest/report.md) a browser
+    looks for OUT/speed.svg, so the plot is linked there too."""
     root = tmp_path / "out"
     run = evidence.start(root, ["gate"])
     for name in (*evidence.CURRENT, "speed.svg"):

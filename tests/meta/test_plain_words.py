@@ -267,15 +267,16 @@ def test_a_value_an_older_report_cut_mid_tuple_is_closed_at_its_last_whole_eleme
 
 
 def test_a_recorded_word_that_drifted_is_said_not_none_to_none():
-    """A new user's rows read "`weight_decay=0/nan_inf_params/updates` None → None: budget 0" where the
-    record went from ``r1,r3`` to ``none``: a drift of recorded words says the words."""
+    """A drift of recorded words says the words: a record that went from ``r1,r3`` to ``none`` never reads
+    "`weight_decay=0/nan_inf_params/updates` None → None: budget 0"."""
     text = drift.drift_words(drift.parse_drift("snapshot drift: weight_decay=0/nan_inf_params/updates: r1,r3 -> none"))
     assert "None → None" not in text and "r1,r3 → none" in text, text
 
 
 def test_an_edge_record_whose_outputs_moved_both_ways_names_the_shown_outputs_direction():
-    """A new user read "other outputs come out non-finite: `state/[1].e_g` r1,r3 in the baseline, none
-    now": the shown output has fewer non-finite leaves; the others moved another way."""
+    """An edge record whose outputs moved both ways says the shown output's direction (fewer non-finite leaves
+    here), never "other outputs come out non-finite" for an output that has fewer; the others moved another
+    way."""
     from optax_gate.gate.judge import findings
 
     rows = [

@@ -524,11 +524,9 @@ def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(t
 
 
 def test_a_training_loop_in_lax_scan_is_the_same_in_its_two_baseline_runs(tmp_path):
-    """The corpus' lax.scan loop (``teams/corpus/lax_scan_sgd``) read "not
-    deterministic": the first run's equation replay ran the scan whole, and
-    the shadow's host callbacks inside its body recorded 40 extra calls the
-    repeat run (no replay) did not. The replay's callbacks record nothing:
-    the run is the same as itself, every call compared by value or structure."""
+    """The corpus' lax.scan loop (``teams/corpus/lax_scan_sgd``) is the same in its two baseline runs, every
+    call compared by value or structure: the first run's equation replay runs the scan whole, and the
+    replay's host callbacks record nothing, so it records no call the repeat run (no replay) does not."""
     folder = tmp_path / "team"
     shutil.copytree(Path(__file__).parent / "teams" / "corpus" / "lax_scan_sgd", folder)
     result = recording.run(run_command.RunSpec("python train.py", folder, 300), (PYTHON, PYTHON), tmp_path / "out")

@@ -57,7 +57,7 @@ def test_a_broken_finding_the_team_does_not_reach_is_elsewhere_and_does_not_fail
     assert "## Findings" not in text
     section = text.split("## Optax changed elsewhere (1)\n\n", 1)[1].split("\n## ", 1)[0]
     assert "do not set the verdict" in section and "**broken** `optax.adamw`" in section
-    # the seventh trial: "Your code does not reach these" above a finding whose line calls the API (not affected)
+    # "Your code does not reach these" also heads a finding whose line calls the API but is not affected
     assert "it calls none of their APIs, or every call's arguments rule the change out" in section, section
 
 
@@ -196,7 +196,7 @@ def test_the_broken_row_of_a_joined_changed_finding_sets_the_verdict_and_is_coun
     }
     report = _verdict_of([joined, other])
     assert report["verdict"] == "fail"
-    # the number matches the findings: the joined finding reads "changed", its broken row is named (trial, high)
+    # the number matches the findings: the joined finding reads "changed", its broken row is named
     assert report["reasons"] == [
         "1 contract(s) broken where your code goes (usage): 1 in F1 (1 of its 2 contracts broke, 1 fixed)"
     ]
@@ -330,9 +330,9 @@ def test_every_training_recipe_names_the_apis_it_is_built_from():
 
 
 def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
-    """The real 0.2.8 finding "MultiSteps, recipe:multisteps(adamw+warmup-cosine+clip): float64 results have
-    float32-sized errors" joins MultiSteps' contracts and the recipe that wraps it: a new user's team that
-    never calls MultiSteps got FAIL from it (the recipe label kept it "yours"). The API it names decides."""
+    """A finding that joins an API's contracts and a recipe that wraps it (0.2.8's "MultiSteps,
+    recipe:multisteps(adamw+warmup-cosine+clip): float64 results have float32-sized errors") is scoped by the
+    API it names: a team that never calls MultiSteps does not get FAIL from it."""
     decide = scope.usage_decision(unread=False)
     joined = {
         "section": "contracts",
@@ -348,10 +348,8 @@ def test_a_finding_joining_an_api_and_a_recipe_is_scoped_by_the_api():
 
 
 def test_the_verdicts_count_says_where_the_teams_lines_cannot_be_told():
-    """A float32 team calling ``adam`` read "1 contract(s) broken where your code goes: 1 in F1 (changed as a
-    whole)" for Adam's None-gradient change, which its run never meets: the count failed closed without
-    saying that its lines could not be told, nor how to decide. A finding whose every line is "cannot
-    tell" says so where it is counted; one with an affected line does not."""
+    """A finding whose every line is "cannot tell" (Adam's None-gradient change for a float32 team calling
+    ``adam``) says so where the verdict counts it, and how to decide; one with an affected line does not."""
     told = {"a.py:3": {"verdict": "cannot-tell", "why": "cannot tell without --run", "calls": "optax.adam(...)"}}
     cannot = {
         "change": "changed",

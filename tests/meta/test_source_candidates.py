@@ -280,8 +280,8 @@ def test_a_lock_that_pins_another_hash_than_the_built_wheels_is_not_verified(tmp
 
 
 def test_a_file_spec_with_a_ref_a_missing_folder_or_a_subfolder_of_a_checkout_is_refused_in_the_gates_words(tmp_path):
-    # seen by a new user: uv's parser error on 'file:///checkout@v0.2.6', uv's 'Distribution not found' on a typo,
-    # and a subfolder of a checkout accepted, building the enclosing repository's HEAD without a word
+    # refused in the gate's words, not uv's parser error or 'Distribution not found'; a subfolder of a checkout
+    # would build the enclosing repository's HEAD
     checkout = tmp_path / "optax"
     git(checkout.parent, "init", "--quiet", "-b", "main", str(checkout))
     (checkout / "docs").mkdir()

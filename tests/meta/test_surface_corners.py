@@ -511,9 +511,9 @@ def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
 
 
 def test_every_recorded_sharded_line_stays_under_80_characters():
-    """YAML folds a longer line, and a drift's text then ends at the fold (the 0.2.8 -> main gate
-    read "ok u rep,model,data.model s _.data.modelx2,…" with the comparison cut off): every line of
-    the baseline's sharded snapshots, key and value, is shorter than 80 characters."""
+    """YAML folds a longer line, and a drift's text then ends at the fold ("ok u rep,model,data.model
+    s _.data.modelx2,…", the comparison cut off): every line of the baseline's sharded snapshots, key and
+    value, is shorter than 80 characters."""
     folder = Path(__file__).parents[2] / "tests/contracts/multidevice/test_surface_sharded"
     lines = [line for f in sorted(folder.glob("*.yml")) for line in f.read_text(encoding="utf-8").splitlines()]
     assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), max(

@@ -272,7 +272,7 @@ def test_verdict_is_about_the_team_run():
     text = report_markdown.render(report)
     assert text.index("## Your code") < text.index(f"## {scope.ELSEWHERE_HEADING}")
     assert "computes the same" in text and "Your run does not diverge for these" in text
-    assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title (the trial)"
+    assert "\n\n\n" not in text.split("## Your code")[0] + "## Your code", "two blank lines after the title"
     assert assemble.with_team_run(_report("optax.adam"), _team("same"), "all")["verdict"] == "fail"
     cause = {
         "site": "train.py:7",
@@ -545,7 +545,7 @@ def test_an_explaining_finding_leads_with_the_part_that_speaks_of_the_line():
     report = {"findings": [{"number": 1, "cause": cause}]}
     words = report_team_run.finding_words(report, [1], "result.acc_grads['w']: dtype bfloat16 → float32")
     assert words.startswith("[F1](#f1) optimizer state bfloat16 → float32: `.acc_grads`"), words
-    # the sixth trial: the float64 part, about other inputs, was said of a bfloat16 line: it is counted, not said
+    # the float64 part, about other inputs, is counted for a bfloat16 line, not said
     assert "float64" not in words and words.endswith("(and 2 other changes of this finding)"), words
     assert report_team_run.finding_words(report, [1], "raises TypeError").startswith("[F1](#f1) float64 results"), words
 
@@ -692,10 +692,9 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
 
 
 def test_a_run_that_cannot_be_verified_stops_the_gate_before_the_contracts(tmp_path, monkeypatch):
-    """A new user's --run "python nope.py" failed in the baseline in a second, then the gate ran both
-    sides' 6,500 contracts for half an hour to say "not verified" (and the report of that replaced the
-    last judged one). The team's run comes first: when it cannot be verified, no contract runs, the
-    gate says so at once (exit 2) and the run judged nothing (report.md keeps the last judged run)."""
+    """The team's run comes first: when it cannot be verified (``--run "python nope.py"`` fails in the
+    baseline), no contract runs, the gate says so at once (exit 2) and the run judged nothing (report.md
+    keeps the last judged run)."""
     from tests.meta import test_action
 
     fake = test_action.FAKE_PYTHON.replace(
@@ -864,7 +863,7 @@ def test_a_finding_elsewhere_keeps_no_surface_note_that_is_another_findings_caus
     assert note in your_code_line.suffix(delta)
     assert "**your run diverges** at `train.py:34 optax.MultiSteps(...).init`" in your_code_line.suffix(state)
     assert "your run diverges" not in your_code_line.suffix({**checks, "your_code_run": {}, "run_sites": []})
-    # the third trial: a line the run reaches without a difference, and one it does not reach, said so too
+    # a line the run reaches without a difference, and one it does not reach, are said so too
     assert "`train.py:18` (your run calls it here and computes the same, up to its failure)" in line, (
         line
     )  # no line named
@@ -1174,7 +1173,7 @@ def test_a_surface_break_at_a_line_the_run_does_not_reach_is_the_teams():
     assert report["verdict"] == "fail" and report["reasons"][0].startswith(
         "1 contract(s) broken at lines of your code that your run does not reach: 1 in F1 (breaks train.py:11)"
     ), report["reasons"]
-    assert "where your code goes" not in report["reasons"][0]  # the sixth trial: it read as a contradiction
+    assert "where your code goes" not in report["reasons"][0]  # it would contradict the verdict
     _validates(report)
     alone = {
         **finding,

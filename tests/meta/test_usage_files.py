@@ -213,9 +213,9 @@ def test_a_shell_line_continued_with_a_backslash_parses_and_cells_are_named_both
 
 
 def test_a_symlink_to_nothing_is_listed_but_holds_no_code(tmp_path):
-    """A new user's --usage folder with a dangling symlink: listed, but it made every finding 'yours'
-    (an unread file may use anything: fail closed), so a team whose code uses neither API got FAIL. There
-    is no file behind it, so no code: it holds no use; a file that cannot be read still may."""
+    """A dangling symlink in a --usage folder is listed but holds no code, so it makes no finding the team's
+    (a team whose code uses neither API does not get FAIL); a file that cannot be read still may use
+    anything (fail closed)."""
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text("import optax\nopt = optax.adam(1e-3)\n")

@@ -200,8 +200,9 @@ def test_the_literal_form_decides_and_says_which_argument(tmp_path, call, verdic
 
 
 def test_a_schedule_is_told_from_a_number_by_the_call_that_builds_it(tmp_path):
-    """The issue: adamw(1e-2, weight_decay=optax.linear_schedule(0.5, 0.0, 10)) is exactly the configuration of the
-    finding "weight_decay=a schedule", yet read "cannot tell (known at run time)"."""
+    """``adamw(1e-2, weight_decay=optax.linear_schedule(0.5, 0.0, 10))`` is exactly the configuration of the
+    finding "weight_decay=a schedule": the call that builds the argument tells a schedule from a number,
+    never "cannot tell (known at run time)"."""
     calls = {
         "optax.linear_schedule(0.5, 0.0, 10)": "affected",
         "SCHED": "affected",
@@ -336,7 +337,7 @@ def test_a_recipe_finding_says_what_changes_for_a_program_that_does_what_the_rec
     assert got["why"].startswith(
         "whether your run has a gradient leaf that is None where the params hold an array is known"
     ), got
-    # what it changes is said once for the finding, not on each of its lines (the trial: the same words 8 times)
+    # what it changes is said once for the finding, not on each of its lines
     assert report["findings"][0]["your_code_recipe"].startswith(
         "if your run has a gradient leaf that is None where the params hold an array: the optimizer now "
         "raises ValueError"
@@ -450,7 +451,7 @@ def test_the_readme_says_usage_alone_never_fails_on_what_it_cannot_tell():
     assert "a file that could not be scanned; never 1 for those" in readme
 
 
-# -- what a new user's trial found ------
+# -- inputs of a first use ------
 
 
 def test_an_import_the_team_guards_with_except_import_error_does_not_break():
