@@ -29,7 +29,18 @@ from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import command as run_command
-from optax_gate.gate.team_run import divergence, ensemble, judging, leaves, recording, reused, signatures, trace
+from optax_gate.gate.team_run import (
+    divergence,
+    ensemble,
+    ensemble_cache,
+    judging,
+    leaves,
+    recording,
+    reused,
+    run_inputs,
+    signatures,
+    trace,
+)
 from optax_gate.kit import tolerances
 from tests.meta.support.team_runs import (
     PYTHON,
@@ -484,9 +495,9 @@ def test_run_inputs_are_refused_before_anything_runs(tmp_path):
         (None, tmp_path, "--run-dir is given without --run"),
     ):
         with pytest.raises(validate.InvalidInput, match=said):
-            recording.check(cmd, run_dir, 60)
-    assert recording.check(None, None, 60) is None
-    assert recording.check("python train.py", tmp_path, 60) == run_command.RunSpec(
+            run_inputs.check(cmd, run_dir, 60)
+    assert run_inputs.check(None, None, 60) is None
+    assert run_inputs.check("python train.py", tmp_path, 60) == run_command.RunSpec(
         "python train.py", tmp_path.resolve(), 60
     )
 
@@ -1644,13 +1655,13 @@ def test_an_unquoted_run_command_is_told_to_be_quoted():
     from optax_gate.gate.inputs import validate
 
     with pytest.raises(validate.InvalidInput, match=r'quote it, --run "python train.py --steps"'):
-        recording.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
+        run_inputs.refuse_unquoted("python", ["train.py", "--steps", "optax==0.2.8"], {"optax", "jax"})
     with pytest.raises(
         validate.InvalidInput, match=r'quote it, --run "python train.py"'
     ):  # the SPECs first, the command after
-        recording.refuse_unquoted("python", ["optax==0.2.8", "jax==0.12.0.1", "train.py"], {"optax", "jax"})
-    recording.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
-    recording.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
+        run_inputs.refuse_unquoted("python", ["optax==0.2.8", "jax==0.12.0.1", "train.py"], {"optax", "jax"})
+    run_inputs.refuse_unquoted("python train.py", ["optax==0.2.8"], {"optax"})  # quoted: nothing to say
+    run_inputs.refuse_unquoted("python", ["optax==0.2.8"], {"optax"})  # a SPEC after a one-word command
 
 
 def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypatch):
@@ -1659,10 +1670,10 @@ def test_exact_without_run_and_a_run_dir_as_typed_are_refused(tmp_path, monkeypa
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(validate.InvalidInput, match="--exact is given without --run"):
-        recording.check(None, None, 60, exact=True)
+        run_inputs.check(None, None, 60, exact=True)
     with pytest.raises(validate.InvalidInput, match=r"--run-dir \.\./nope \(= .*nope\) does not exist"):
-        recording.check("python train.py", user_path("../nope"), 60)
-    assert recording.check("python train.py", tmp_path, 60, exact=True).members == 0
+        run_inputs.check("python train.py", user_path("../nope"), 60)
+    assert run_inputs.check("python train.py", tmp_path, 60, exact=True).members == 0
 
 
 def test_a_donating_jitted_step_is_compared_by_value(tmp_path):
@@ -1704,8 +1715,8 @@ def test_the_ensembles_key_leaves_out_the_gates_own_folders_in_the_teams_folder(
     report = folder / "gate-report"
     report.mkdir()
     spec = run_command.RunSpec("python train.py 3", folder, 300, not_watched=(report,))
-    key = recording.ensemble_key(spec, PYTHON)
+    key = ensemble_cache.ensemble_key(spec, PYTHON)
     (report / "report.md").write_text("a report\n")
-    assert recording.ensemble_key(spec, PYTHON) == key
+    assert ensemble_cache.ensemble_key(spec, PYTHON) == key
     (folder / "train.py").write_text((folder / "train.py").read_text() + "\n# changed\n")
-    assert recording.ensemble_key(spec, PYTHON) != key
+    assert ensemble_cache.ensemble_key(spec, PYTHON) != key

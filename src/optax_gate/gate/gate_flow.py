@@ -50,7 +50,7 @@ from optax_gate.gate.sides_code import compare_code, select_modules
 from optax_gate.gate.sides_resolve import resolve_sources, skipped
 from optax_gate.gate.sides_speed import SpeedSides, measure_speed
 from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.team_run import recording
+from optax_gate.gate.team_run import recording, run_inputs
 from optax_gate.gate.upstream import pytest_run, upstream_tests
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -281,7 +281,7 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
     """
     env, cand = options.environment, options.candidate
     known = validate.lock_packages(env.baseline_lock, "baseline lock")
-    recording.refuse_unquoted(options.team_run.command, list(cand.specs), known)
+    run_inputs.refuse_unquoted(options.team_run.command, list(cand.specs), known)
     plain: list[str] = list(cand.specs)
     sources: list[source_specs.SourceSpec] = []
     if cand.lock:
@@ -303,7 +303,7 @@ def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
             bisect_history.parse_histories(list(options.bisect.history) or None)
         except ValueError as exc:
             raise validate.InvalidInput(str(exc)) from None
-    run_spec = recording.check(
+    run_spec = run_inputs.check(
         options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact
     )
     code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)

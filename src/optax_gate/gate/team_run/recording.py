@@ -4,14 +4,23 @@ candidate, and its outcome (``docs/module-notes.md``)."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate.team_run import birth, command, divergence, ensemble, isolated, memory, team_files, trace
+from optax_gate.gate.team_run import (
+    birth,
+    command,
+    divergence,
+    ensemble,
+    ensemble_cache,
+    isolated,
+    memory,
+    team_files,
+    trace,
+)
 from optax_gate.gate.team_run.command import RunSpec
 from optax_gate.gate.team_run.judging import no_values
 from optax_gate.recorder.isolate import IN_ENV as ISOLATE_IN
@@ -424,7 +433,8 @@ NOISE = "baseline-noise-"
 def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: dict[str, Any]) -> tuple[list[str], Any]:
     """Measure the run's own rounding noise when the candidate is not bit for bit the baseline: the command
     :attr:`RunSpec.members` more times in the baseline, each perturbed (``optax_gate.recorder.perturb``, seed 1, 2,
-    ...), or their runs kept from an earlier gate (:func:`_cached_members`). Sets ``result["ensemble"]``; returns the
+    ...), or their runs kept from an earlier gate (:func:`ensemble_cache.cached_members`). Sets ``result["ensemble"]``;
+    returns the
     members' labels (their logs and files are read by the witness) and the spreads of the baseline's recorded
     leaves over them (``ensemble.spreads``; the candidate's trace is judged against them), ``([], None)`` when
     none ran or they cannot be used (the ULP budget alone judges)."""
@@ -442,8 +452,8 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: d
     if not (result["differing"] or within.get("calls") or plain["differs"] or moved):
         return [], None  # bit for bit the same: no rounding to tell apart
     labels = [f"{NOISE}{i}" for i in range(1, spec.members + 1)]
-    key = ensemble_key(spec, python)
-    cached = _cached_members(spec.cache, key, labels, folder)
+    key = ensemble_cache.ensemble_key(spec, python)
+    cached = ensemble_cache.cached_members(spec.cache, key, labels, folder)
     rows: list[dict[str, Any]] = []
     if cached:
         around.say(
@@ -478,146 +488,11 @@ def _noise(spec: RunSpec, python: Path, folder: Path, around: _Around, result: d
         result["ensemble"] = summary
         return [], None
     if not cached:
-        _store_members(spec.cache, key, labels, folder)
+        ensemble_cache.store_members(spec.cache, key, labels, folder)
     table = ensemble.spreads(traces["baseline"], members)
     summary.update(ensemble.summary(table, len(labels)), used=True, cached=cached)
     result["ensemble"] = summary
     return labels, table
-
-
-#: A file of the team's folder larger than this is keyed by its size and modification time, not its bytes.
-KEYED_BYTES = 16 * 2**20
-
-
-def ensemble_key(spec: RunSpec, python: Path) -> str:
-    """What decides the ensemble's runs: the baseline's environment (its interpreter's folder, named by its lock),
-    the command, the number of members, the team's files (their bytes; the gate's own folders in it left out) and
-    the recorder's code."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    recorder = Path(__file__).resolve().parents[2] / "recorder"
-    for part in (str(Path(os.path.abspath(python)).parent.parent), spec.command, str(spec.members)):
-        digest.update(part.encode() + b"\0")
-    gates_own = frozenset(
-        os.path.realpath(p) for p in spec.not_watched
-    )  # a report written inside the team's folder is not the team's
-    files, _ = team_files.scan(spec.run_dir, gates_own, limit=0)
-    for rel in sorted(files or {}):
-        path = spec.run_dir / rel
-        size = (files or {})[rel][1]
-        digest.update(rel.encode() + b"\0")
-        digest.update(_file_digest(path) if size <= KEYED_BYTES else f"{size}:{(files or {})[rel][0]}".encode())
-    for path in sorted(recorder.rglob("*.py")):
-        digest.update(_file_digest(path))
-    return digest.hexdigest()[:24]
-
-
-def _file_digest(path: Path) -> bytes:
-    import hashlib
-
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").digest()
-    except OSError:
-        return b"unreadable"
-
-
-def _member_paths(labels: list[str]) -> list[str]:
-    return [p for label in labels for p in (f"team-run-{label}", f"team-run-{label}.log", f"team-run-{label}-files")]
-
-
-def _cached_members(cache: Path | None, key: str, labels: list[str], folder: Path) -> bool:
-    """Copy the ensemble's runs kept under ``cache/key`` into ``folder``; whether they were there (complete)."""
-    if cache is None or not (cache / key / "COMPLETE").is_file():
-        return False
-    for rel in _member_paths(labels):
-        source = cache / key / rel
-        if source.is_dir():
-            shutil.copytree(source, folder / rel, dirs_exist_ok=True)
-        elif source.is_file():
-            shutil.copy2(source, folder / rel)
-    return True
-
-
-def _store_members(cache: Path | None, key: str, labels: list[str], folder: Path) -> None:
-    """Keep the ensemble's runs under ``cache/key`` for the next gate (written whole, then renamed; a failure to
-    write only costs the next gate the runs)."""
-    if cache is None:
-        return
-    target = cache / key
-    staging = cache / f".{key}.{os.getpid()}"
-    try:
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        for rel in _member_paths(labels):
-            source = folder / rel
-            if source.is_dir():
-                shutil.copytree(source, staging / rel)
-            elif source.is_file():
-                shutil.copy2(source, staging / rel)
-        (staging / "COMPLETE").write_text("ensemble runs\n", encoding="utf-8")
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(staging, target)
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def refuse_unquoted(command: str | None, specs: list[str], known: set[str]) -> None:
-    """Refuse ``--run python train.py`` unquoted: the shell gave ``--run`` its first word only, and the rest
-    arrived as SPECs (a file, an option, no package of the baseline).
-
-    Raises:
-      validate.InvalidInput: saying to quote the whole command.
-    """
-    from optax_gate.gate.inputs import requirements, validate
-    from optax_gate.gate.inputs.typed_path import user_path
-
-    if not command or any(c.isspace() for c in command.strip()):
-        return
-
-    def argument(spec: str) -> bool:  # a word of the team's command, not a requirement of the baseline's packages
-        try:
-            if requirements.canonical_name(spec) in known:
-                return False
-        except ValueError:
-            pass
-        return (
-            spec.startswith("-") or spec.endswith((".py", ".ipynb", ".sh")) or "/" in spec or user_path(spec).exists()
-        )
-
-    words = [spec for spec in specs if argument(spec)]
-    if words:
-        raise validate.InvalidInput(
-            f'--run takes the whole command as one argument: quote it, --run "{command} {" ".join(words)}" '
-            f"({words[0]!r} arrived as a SPEC)"
-        )
-
-
-def check(command: str | None, run_dir: Path | None, timeout: float, exact: bool = False) -> RunSpec | None:
-    """The ``--run`` inputs, checked before anything runs; None without ``--run``.
-
-    Raises:
-      validate.InvalidInput: an empty command, a ``--run-dir`` that is not a folder, ``--run-dir`` or ``--exact``
-      without ``--run``.
-    """
-    from optax_gate.gate.inputs import validate
-    from optax_gate.gate.inputs.typed_path import INVOKED_FROM
-
-    if command is None:
-        if run_dir is not None:
-            raise validate.InvalidInput("--run-dir is given without --run")
-        if exact:
-            raise validate.InvalidInput("--exact is given without --run (it says how --run is judged)")
-        return None
-    if not command.strip():
-        raise validate.InvalidInput('--run is empty: give the team\'s command, e.g. --run "python train.py --steps 3"')
-    folder = run_dir if run_dir is not None else Path(os.environ.get(INVOKED_FROM) or os.getcwd())
-    if not folder.exists():
-        raise validate.InvalidInput(f"--run-dir {validate.shown(folder)} does not exist")
-    if not folder.is_dir():
-        raise validate.InvalidInput(f"--run-dir {validate.shown(folder)} is not a folder")
-    return RunSpec(command, folder.resolve(), timeout, members=0 if exact else ensemble.MEMBERS)
 
 
 #: The outcomes a recorded team run may hold (see the module docstring).
