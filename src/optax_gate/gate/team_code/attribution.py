@@ -7,15 +7,13 @@ import ast
 import dataclasses
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from optax_gate.gate.base import model
 from optax_gate.gate.base.literals import one_of
-from optax_gate.gate.surface import public_api
 from optax_gate.gate.surface.public_api import POSITIONAL, POSITIONAL_ONLY
-from optax_gate.gate.team_code import call_sites, composition, usage
+from optax_gate.gate.team_code import call_sites, recipe_findings, usage
 from optax_gate.gate.team_code.arguments import Arg
 from optax_gate.gate.team_code.configuration import configuration
 
@@ -495,76 +493,7 @@ def attribute(report: model.Report, scan: usage.Scan, known: Known = Known()) ->
         f["your_code_attribution"] = out
         f["your_code"] = list(dict.fromkeys([*f["your_code"], *out]))
         if condition and any(a["verdict"] == "cannot-tell" for a in out.values()):
-            f["your_code_recipe"] = recipe_words(f, recipe or "")  # a condition was found: recipe is set
+            f["your_code_recipe"] = recipe_findings.recipe_words(
+                f, recipe or ""
+            )  # a condition was found: recipe is set
     return report
-
-
-def recipe_words(finding: Mapping[str, Any], recipe: str) -> str:
-    """What a training recipe's finding changes for a program that does what the recipe does, in the
-    team's words (``call_sites.RECIPE_CONDITIONS``), said once per finding (``your_code_recipe``):
-    ``if your run has a gradient leaf that is None where the params hold an array: the optimizer now
-    raises ValueError where the baseline had a known defect``; "" when the recipe has no condition
-    in words."""
-    condition = call_sites.RECIPE_CONDITIONS.get(recipe)
-    return f"if your run has {condition}: {_now(finding)}" if condition else ""
-
-
-_RAISES = re.compile(r"\b((?:[A-Z]\w*)(?:Error|Exception))\b")
-
-
-def _now(finding: Mapping[str, Any]) -> str:
-    """What the candidate does in the recipe, from the finding's broken part: ``the update now raises
-    ValueError`` or its cause in a few words."""
-    parts = [p for p in finding.get("parts") or [finding] if p.get("change") == "broken"] or [finding]
-    cause = str(parts[0].get("cause") or "")
-    m = _RAISES.match(cause) or (re.search(r"now raises (\w+)", cause))
-    if m:
-        before = (
-            " (the baseline did not raise)"
-            if "known upstream defect" not in str(finding.get("cause"))
-            else (" where the baseline had a known defect")
-        )
-        return f"the optimizer now raises {m.group(1)}{before}"
-    return cause[:160]
-
-
-def summary(findings: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """How many lines of the team's code are affected / cannot tell / not affected, over the findings."""
-    out: dict[str, int] = {v: 0 for v in VERDICTS}
-    for f in findings:
-        for a in (f.get("your_code_attribution") or {}).values():
-            out[a["verdict"]] += 1
-    return out
-
-
-def for_report(
-    report: model.Report, scan: usage.Scan, packages: tuple[str, ...]
-) -> tuple[model.Attribution, list[str]]:
-    """:func:`attribute` with what the report's environments say: the
-    composition probe of both (``optax_gate.gate.team_code.composition``), the
-    baseline's static surface (aliases, defaults). The report's findings get
-    their attribution in place (``scope.apply_options`` hands it copies).
-    Returns the report's ``attribution`` section (``{"composition":
-    {"constructors", "errors"}, "lines": :func:`summary`}``) and its notes: a
-    probe that cannot run is a note (uses through composition are then not seen)."""
-    reached, errors, passes = composition.of_records(report["baseline"], report["candidate"])
-    site = report["baseline"].get("site_packages")
-    entries = public_api.cached_surface(Path(site), tuple(packages)) if site and Path(site).is_dir() else {}
-    targets = {p: e.target for p, e in entries.items()}
-    signatures = {e.target: e.params for e in entries.values() if e.params is not None}
-    signatures.update({p: e.params for p, e in entries.items() if e.params is not None})
-    attribute(report, scan, Known(reached, targets, signatures, passes))
-    section: model.Attribution = {
-        "composition": {"constructors": len(reached), "errors": errors},
-        "lines": summary(report.get("findings") or []),
-    }
-    notes = (
-        [
-            "--usage: what the constructors are built from could not be probed ("
-            + "; ".join(errors)
-            + "): lines reached only through composition are not named"
-        ]
-        if errors
-        else []
-    )
-    return section, notes

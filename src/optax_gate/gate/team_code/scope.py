@@ -97,7 +97,7 @@ class Scoped:
     passing verdict becomes
     ``not-verified`` for rows beyond the contracts the gate cannot tell;
     ``attribution``, the report's ``attribution`` section (``--usage``:
-    ``attribution.for_report``; None without it)."""
+    ``attribution_section.for_report``; None without it)."""
 
     findings: list[model.Finding]
     section: model.Scope
@@ -419,9 +419,9 @@ def apply_options(
     attributed: model.Attribution | None = None
     notes: list[str] = []
     if scan is not None and isinstance(view.get("findings"), list):
-        from optax_gate.gate.team_code import attribution
+        from optax_gate.gate.team_code import attribution_section
 
-        attributed, notes = attribution.for_report(view, scan, packages)
+        attributed, notes = attribution_section.for_report(view, scan, packages)
     if by is None and scan is not None:
         by = "usage"
         unread = ", ".join(f"`{n.path}`: {n.reason}" for n in scan.not_scanned if n.content is None)
