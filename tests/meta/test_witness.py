@@ -13,7 +13,7 @@ import pytest
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
 from optax_gate.gate.team_run import command as run_command
-from optax_gate.gate.team_run import divergence, leaves, recording, witness
+from optax_gate.gate.team_run import divergence, leaves, output_arrays, recording, witness
 from tests.meta.support.team_runs import CHAIN, PYTHON
 
 
@@ -30,7 +30,7 @@ from tests.meta.support.team_runs import CHAIN, PYTHON
 def test_an_npy_file_is_read_as_numpy_reads_it(array):
     buffer = io.BytesIO()
     np.save(buffer, array)
-    leaf = witness.read_npy(buffer.getvalue())
+    leaf = output_arrays.read_npy(buffer.getvalue())
     assert leaf["dtype"] == str(array.dtype) and leaf["shape"] == list(array.shape)
     stride = leaf["stride"]
     assert leaves.decode(leaf) == array.reshape(-1)[::stride][:4096].tolist()
@@ -306,9 +306,10 @@ def test_a_flax_msgpack_checkpoint_is_judged_by_its_arrays_read_in_the_teams_env
             serialization.to_bytes({"params": {"w": value, "step": np.int32(3)}})
         )
     python = witness.Others(python=Path(sys.executable))
-    read = witness.read_in_environment.cache_info().misses
+    read = output_arrays.read_in_environment.cache_info().misses
     moved = witness.compare_files(sides["b"], sides["r"], sides["c"], 4, python)
-    assert witness.read_in_environment.cache_info().misses - read == 3  # the baseline's file read once, compared twice
+    # the baseline's file read once, compared twice
+    assert output_arrays.read_in_environment.cache_info().misses - read == 3
     assert (
         moved["differs"] and moved["first"]["key"] == "['params']['w']" and "ULP (budget 4)" in moved["first"]["change"]
     ), moved
