@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from optax_gate.gate import assemble  # noqa: E402
+from optax_gate.gate.team_run import birth_words, recording  # noqa: E402
 from optax_gate.gate.team_run import command as run_command  # noqa: E402
-from optax_gate.gate.team_run import judging, recording  # noqa: E402
 from tests.meta import corpus_truth  # noqa: E402
 
 CORPUS = ROOT / "tests" / "meta" / "teams" / "corpus"
@@ -98,7 +98,7 @@ def verdict_of(name: str, baseline: str, candidate: str, timeout: float) -> dict
     right = (truth == "same" and verdict == "pass") or (
         truth == "differs" and (verdict == "fail" if born_in == "Optax" else verdict == "pass" and not bit_for_bit)
     )
-    born = [judging.born_short(r) for r in result.get("born") or [] if r["kind"] != "unknown"]
+    born = [birth_words.born_short(r) for r in result.get("born") or [] if r["kind"] != "unknown"]
     return {
         "program": name,
         "truth": truth,

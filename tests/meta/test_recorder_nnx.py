@@ -15,7 +15,7 @@ import pytest
 
 from optax_gate.gate import assemble
 from optax_gate.gate.report import team_run_section
-from optax_gate.gate.team_run import birth, divergence, isolated, judging, recording, trace
+from optax_gate.gate.team_run import birth, birth_words, divergence, isolated, judging, recording, trace
 from optax_gate.gate.team_run import command as run_command
 from tests.meta.support.team_runs import PLANTS, PYTHON, candidate, line_of, npz_arrays, record, team
 
@@ -264,9 +264,9 @@ def test_where_a_difference_is_born_is_found_by_replaying_the_step(tmp_path, pla
     report = {"team_run": result, "findings": [], "verdict": "pass", "reasons": []}
     report = assemble.with_team_run(report, result)
     if result["outcome"] == "diverged":
-        assert "born " + judging.born_short(row) in report["reasons"][0]
+        assert "born " + birth_words.born_short(row) in report["reasons"][0]
     else:  # the same, not bit for bit: "Your code" says where the last bits are born
-        assert "where it is born: " + judging.born_words(row) in "\n".join(team_run_section.section(report))
+        assert "where it is born: " + birth_words.born_words(row) in "\n".join(team_run_section.section(report))
 
 
 def test_xla_computing_tanh_otherwise_is_rounding_against_the_runs_own_noise_and_still_born_in_jax(tmp_path):
@@ -501,8 +501,8 @@ def test_where_programs_part_is_said_after_the_first_operation_and_line_moves_ar
     ]
     assert rows[1]["by"] == "Optax" and rows[1]["primitive"] == "add → sub"
     # its inputs already moved by the rounding at operation 1: no claim that Optax computes other values there
-    assert "on inputs the rounding above already moved" in judging.born_words(rows[1])
-    assert "computes something else" not in judging.born_short(rows[1]) + judging.born_words(rows[1])
+    assert "on inputs the rounding above already moved" in birth_words.born_words(rows[1])
+    assert "computes something else" not in birth_words.born_short(rows[1]) + birth_words.born_words(rows[1])
 
 
 def test_a_transformation_built_by_a_wrapper_of_a_recorded_factory_is_recorded(tmp_path):
@@ -570,7 +570,7 @@ def test_a_difference_first_seen_after_the_first_step_is_said_born_later_without
         {"function": "flax.nnx.jit(train_step)", "site": "train.py:96", "kind": "later", "call": 8}
     ]
     assert not ran and "replay_runs" not in result
-    assert "they first differ at call 8" in judging.born_words(result["born"][0])
+    assert "they first differ at call 8" in birth_words.born_words(result["born"][0])
 
 
 def test_a_cause_at_an_eager_optax_call_is_said_first_where_the_difference_is_born():
@@ -661,7 +661,7 @@ def test_another_program_for_the_same_values_is_a_changed_path_not_a_cause():
     key = ("jax.jit(step)", "train.py:30")
     (row,) = birth.birth({key: base}, {key: same})
     assert row["kind"] == "path" and row["by"] == "Optax" and row["index"] == 0, row
-    assert "a changed code path, not a changed result" in judging.born_words(row)
+    assert "a changed code path, not a changed result" in birth_words.born_words(row)
     result = {"outcome": "diverged", "born": [row], "sites": ["train.py:9"], "first": None}
     assert "born" not in judging.of_team_run(result)[1][0]
     moved = _replay(

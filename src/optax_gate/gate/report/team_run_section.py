@@ -18,7 +18,7 @@ from typing import Any
 
 from optax_gate.gate.base import plain_text
 from optax_gate.gate.report import bisect_section as report_bisect
-from optax_gate.gate.team_run import judging
+from optax_gate.gate.team_run import birth_words, judging
 
 #: Changes listed per affected line.
 SHOWN = 4
@@ -309,7 +309,7 @@ def bits(team: dict[str, Any]) -> str:
     first = within.get("first")
     born = [r for r in team.get("born") or [] if r["kind"] != "unknown"]
     if born:  # replayed equation by equation: where it is born, said (JAX/XLA, Optax, Flax, the team's code)
-        out += f"; where it is born: {judging.born_words(born[0])}"
+        out += f"; where it is born: {birth_words.born_words(born[0])}"
     elif first and first["inputs_differ"]:  # other inputs (a jax.random change) are not Optax's arithmetic
         out += (
             f"; the difference is born before any Optax call: the first that gives other results, `{first['site']}` "
@@ -496,13 +496,13 @@ def section(report: Mapping[str, Any]) -> list[str]:
             f"- first divergence: `{first['site']}` `{first['call']}` ({first['phase']}, occurrence "
             f"{first['occurrence']})"
         )
-    eager = judging.eager_births(team)
+    eager = birth_words.eager_births(team)
     for words in eager:
         out.append(f"- where it is born: {_cell(words)}")
     for row in team.get("born") or []:
         out.append(
             f"- where it is born{' in the steps you transformed' if eager else ''}: "
-            f"{_cell(judging.born_words(row, bool(eager)))}"
+            f"{_cell(birth_words.born_words(row, bool(eager)))}"
         )
     out += [f"- {line}" for line in _witness(team) if line]
     out += [f"- {line}" for line in (noise_words(team), alone_words(team), _not_judged(team)) if line]
