@@ -17,7 +17,7 @@ import pytest
 from optax_gate.gate import cli, cli_parser
 from optax_gate.gate.install import environments
 from optax_gate.gate.reuse import results_cache
-from optax_gate.gate.run import evidence, runner
+from optax_gate.gate.run import evidence, pytest_process, runner
 from tests.meta.support.gate_cli import (
     FAKE_CONTRACTS,
     fake_gate,
@@ -492,24 +492,24 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     and the gate waits for that thread at exit."""
     import threading as threading_
 
-    from optax_gate.gate.run import runner
-
-    real = runner.subprocess.Popen
+    real = pytest_process.subprocess.Popen
     stopper: list[threading_.Thread] = []
 
     def popen_as_the_gate_stops(*args, **kwargs):
-        stopper.append(threading_.Thread(target=runner.stop_all))
+        stopper.append(threading_.Thread(target=pytest_process.stop_all))
         stopper[0].start()
         time.sleep(0.2)  # stop_all has run (or waits for the process to be registered)
         return real(
             [sys.executable, "-c", "import time; time.sleep(30)"], **{k: v for k, v in kwargs.items() if k != "cwd"}
         )
 
-    monkeypatch.setattr(runner.subprocess, "Popen", popen_as_the_gate_stops)
-    monkeypatch.setattr(runner, "_STOP", threading_.Event())
-    monkeypatch.setattr(runner, "_LIVE", set())
+    monkeypatch.setattr(pytest_process.subprocess, "Popen", popen_as_the_gate_stops)
+    monkeypatch.setattr(pytest_process, "_STOP", threading_.Event())
+    monkeypatch.setattr(pytest_process, "_LIVE", set())
     start = time.monotonic()
-    part = runner.run_pytest(runner.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None)
+    part = pytest_process.run_pytest(
+        pytest_process.PytestCall(Path(sys.executable), "x", "tests", ROOT, tmp_path), 60, None
+    )
     assert (part is None or part.returncode < 0) and time.monotonic() - start < 10, (
         part,
         time.monotonic() - start,

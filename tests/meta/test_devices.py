@@ -5,7 +5,7 @@ import types
 from pathlib import Path
 
 from optax_gate.gate.inputs.options import EnvironmentOptions
-from optax_gate.gate.run import devices, outcomes, runner
+from optax_gate.gate.run import devices, outcomes, pytest_process, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,7 +53,7 @@ def _part(folder, code, *contracts, errors=()):
         contracts={c: outcomes.ContractOutcome(c, "api", "guide", "golden", "passed") for c in contracts},
         collection_errors=list(errors),
     )
-    return runner.Part(folder, code, "last line", log)
+    return pytest_process.Part(folder, code, "last line", log)
 
 
 def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
@@ -64,7 +64,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
         return _part(call.folder, 1 if "multi" in call.folder else 0, f"{call.folder}::t")
 
     monkeypatch.setattr(runner, "probe", lambda python: ({"jax": "0.11.2"}, None, [], {}))
-    monkeypatch.setattr(runner, "run_pytest", fake_pytest)
+    monkeypatch.setattr(pytest_process, "run_pytest", fake_pytest)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     record = runner.run(Path("py"), "baseline", tmp_path, _env(tmp_path))
     assert sorted(calls) == [
@@ -78,7 +78,7 @@ def test_run_merges_the_two_processes_into_one_record(tmp_path, monkeypatch):
 def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "probe", lambda python: ({}, None, [], {}))
     monkeypatch.setattr(
-        runner, "run_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
+        pytest_process, "run_pytest", lambda call, *a: None if "multi" in call.folder else _part(call.folder, 0, "a")
     )
     record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
     assert (
@@ -87,7 +87,7 @@ def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatc
         and devices.MULTIDEVICE_DIR in record["reason"]
     )
     monkeypatch.setattr(
-        runner, "run_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a")
+        pytest_process, "run_pytest", lambda call, *a: _part(call.folder, 4 if "multi" in call.folder else 0, "a")
     )
     record = runner.run(Path("py"), "candidate", tmp_path, _env(tmp_path))
     assert record["status"] == "not-verified" and record["reason"].startswith(
@@ -97,10 +97,12 @@ def test_run_fails_closed_when_the_multidevice_process_does(tmp_path, monkeypatc
 
 def test_merge_problems():
     ok = [_part("a", 0, "x"), _part("b", 1, "y")]
-    assert runner.merge_problems(ok) == ""
-    assert "exit status 5" in runner.merge_problems([_part("a", 0, "x"), _part("b", 5)])
-    assert runner.merge_problems([_part("a", 0, "x"), _part("b", 5)], selected=True) == ""
-    assert runner.merge_problems([_part("a", 0, "x", errors=["b: boom"])]).startswith("collection errors: b: boom")
+    assert pytest_process.merge_problems(ok) == ""
+    assert "exit status 5" in pytest_process.merge_problems([_part("a", 0, "x"), _part("b", 5)])
+    assert pytest_process.merge_problems([_part("a", 0, "x"), _part("b", 5)], selected=True) == ""
+    assert pytest_process.merge_problems([_part("a", 0, "x", errors=["b: boom"])]).startswith(
+        "collection errors: b: boom"
+    )
 
 
 def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, monkeypatch):
@@ -115,7 +117,7 @@ def test_a_side_alone_uses_xdists_count_of_the_machines_cores_capped(tmp_path, m
         calls[call.folder] = call.pytest_args
         return _part(call.folder, 0, f"{call.folder}::t")
 
-    monkeypatch.setattr(runner, "run_pytest", fake_pytest)
+    monkeypatch.setattr(pytest_process, "run_pytest", fake_pytest)
     with_xdist = ({"jax": "0.11.2", "pytest-xdist": "3.8.0"}, None, [], {})
     runner.run(
         Path("py"),

@@ -14,7 +14,7 @@ from optax_gate.gate import cli, cli_parser
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import environments, extras
-from optax_gate.gate.run import evidence, runner
+from optax_gate.gate.run import evidence, pytest_process, runner
 from tests.meta.support.gate_cli import gate_cli, uv_env
 from tests.meta.support.late_phases import run_gate
 from tests.meta.support.paths import LOCK, ROOT
@@ -46,7 +46,7 @@ def test_a_side_that_cannot_install_or_import_stops_the_gate_before_any_contract
     monkeypatch.setattr(environments, "ensure", ensure)
     monkeypatch.setattr(runner, "probe", probe)
     monkeypatch.setattr(runner, "write_checkpoints", lambda *a, **k: "")
-    monkeypatch.setattr(runner, "run_pytest", lambda *a, **k: ran.append(a[0].name))
+    monkeypatch.setattr(pytest_process, "run_pytest", lambda *a, **k: ran.append(a[0].name))
     out = tmp_path / "out"
     code = cli.main(
         ["gate", "--candidate-lock", str(LOCK), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--no-speed"]
@@ -148,14 +148,14 @@ def test_the_progress_total_is_known_once_for_both_pytest_processes(tmp_path, mo
                 time.sleep(0.01)
             events.append("multi-device contracts run")
             on_progress(2, 4)
-            return runner.Part(folder, 0, "", outcomes.ReportLog(), (4, 4))
+            return pytest_process.Part(folder, 0, "", outcomes.ReportLog(), (4, 4))
         time.sleep(0.2)  # collects longer than the multi-device process
         on_progress(0, 10)
         on_progress(6, 10)
         events.append("single-device process ended")
-        return runner.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
+        return pytest_process.Part(folder, 0, "", outcomes.ReportLog(), (10, 10))
 
-    monkeypatch.setattr(runner, "run_pytest", fake_pytest)
+    monkeypatch.setattr(pytest_process, "run_pytest", fake_pytest)
     env = EnvironmentOptions(
         project_root=tmp_path, baseline_lock=tmp_path / "lock.txt", python="py", envs_dir=tmp_path, timeout=100
     )

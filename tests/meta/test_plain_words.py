@@ -366,14 +366,14 @@ def test_a_run_that_met_a_corrupt_cache_entry_discards_it_in_the_folder_it_compi
     the side's processes were given, without crashing the gate (the runner is given
     ``EnvironmentOptions``, which has no ``get``)."""
     from optax_gate.gate.inputs.options import EnvironmentOptions
-    from optax_gate.gate.run import outcomes, runner
+    from optax_gate.gate.run import outcomes, pytest_process, runner
 
     folder = tmp_path / "gate-cache" / compilation_cache.FOLDER
     folder.mkdir(parents=True)
     whole = zlib.compress(b"executable" * 1000)
     (folder / "jit_f-1-cache").write_bytes(whole)
     (folder / "jit_g-2-cache").write_bytes(whole[:10])  # the other side was still writing it
-    part = runner.Part(
+    part = pytest_process.Part(
         "single",
         0,
         "",

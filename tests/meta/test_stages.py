@@ -159,7 +159,7 @@ def long_parameter_lists(gate: Path = GATE) -> list[str]:
 
 def test_no_function_takes_more_than_five_parameters_besides_its_options():
     """What travels from the command line travels typed, as options; what
-    belongs together travels as one value (``runner.PytestCall``,
+    belongs together travels as one value (``pytest_process.PytestCall``,
     ``attribution.Known``), not as a long parameter list."""
     assert long_parameter_lists() == []
 

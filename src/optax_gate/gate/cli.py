@@ -16,7 +16,7 @@ from optax_gate.gate import cli_parser
 from optax_gate.gate.gate_flow import NOT_VERIFIED, Started, crash_report, fail
 from optax_gate.gate.inputs import options as opts
 from optax_gate.gate.inputs import validate
-from optax_gate.gate.run import evidence, runner
+from optax_gate.gate.run import evidence, pytest_process
 
 __all__ = ["NOT_VERIFIED", "main", "options"]
 
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None, process: bool = False) -> int:
         return status
     except (KeyboardInterrupt, Interrupted) as exc:
         _STOPPING.append(True)
-        runner.stop_all()
+        pytest_process.stop_all()
         run = started.run
         if run is not None and evidence.is_complete(run.path):  # the signal came once the run was complete and current
             return _completed_before(run, exc)

@@ -47,6 +47,7 @@ RUN_MODULES = (
     "src/optax_gate/__init__.py",
     "src/optax_gate/pytest_plugin.py",
     "src/optax_gate/gate/run/runner.py",
+    "src/optax_gate/gate/run/pytest_process.py",
     "src/optax_gate/gate/run/outcomes.py",
     "src/optax_gate/gate/run/pytest_plugins.py",
     "src/optax_gate/gate/run/devices.py",

@@ -15,7 +15,6 @@ least one contract ran; every other case is ``not-verified`` with the reason.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -31,16 +30,13 @@ from typing import TYPE_CHECKING, Any, Unpack
 from optax_gate.gate.inputs import team_contracts
 from optax_gate.gate.inputs.options import EnvironmentOptions
 from optax_gate.gate.install import compilation_cache
-from optax_gate.gate.run import devices, outcomes, pytest_plugins, reach_record, warnings_diff
+from optax_gate.gate.run import devices, outcomes, pytest_plugins, pytest_process, reach_record, warnings_diff
 from optax_gate.kit import moved_behaviour
-from optax_gate.kit.environment import reach_names as reach
 
 if TYPE_CHECKING:  # a type only: the record's fields do not decide how pytest runs
     from optax_gate.gate.base.run_record import RecordFields
 
 CONTRACTS_DIR = "tests/contracts"
-#: Seconds between two looks at a running pytest (progress, time limit).
-POLL_S = 2.0
 
 
 def not_verified(
@@ -143,18 +139,6 @@ def write_checkpoints(
     return ""
 
 
-def _count_progress(log: Path, collected: Path) -> tuple[int, int]:
-    """(tests finished, tests collected) so far: finished from the report log
-    being written, collected from the count the plugin writes to ``collected``
-    (0 while collection is still going)."""
-    try:
-        total = int(collected.read_text(encoding="utf-8").strip() or 0)
-        done = log.read_text(encoding="utf-8").count('"when": "teardown"')
-    except (OSError, ValueError):
-        return 0, 0
-    return done, total
-
-
 @dataclasses.dataclass(frozen=True)
 class ContractRunOptions:
     """What one contract run runs, beyond the environment's options.
@@ -230,7 +214,7 @@ def run(
     }
     variables.update(baseline_variables(env.baseline_lock))  # both sides judged against what the baseline does
     start = time.monotonic()
-    call = PytestCall(
+    call = pytest_process.PytestCall(
         python,
         label,
         CONTRACTS_DIR,
@@ -275,7 +259,7 @@ def run(
         p.reach is not None for p in parts
     ):  # what each module executed: the candidates' selection (gate.reuse.selection)
         record["reach"] = reach_record.join([p.reach for p in parts if p.reach is not None])
-    problem = merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
+    problem = pytest_process.merge_problems(parts, selected=bool(how.pytest_args) or how.targets is not None)
     if problem:
         bad = next((p.returncode for p in parts if p.returncode not in (0, 1, 5)), record["exitstatus"])
         record.update(status="not-verified", reason=problem, exitstatus=bad)
@@ -284,29 +268,13 @@ def run(
     return record
 
 
-@dataclasses.dataclass(frozen=True)
-class PytestCall:
-    """One pytest process: ``python -m pytest FOLDER`` (or ``paths`` inside
-    it) from ``project_root``, its files named ``name`` in ``out_dir``, with
-    ``pytest_args`` and the environment variables ``env``."""
-
-    python: Path
-    name: str
-    folder: str
-    project_root: Path
-    out_dir: Path
-    pytest_args: tuple[str, ...] = ()
-    env: dict[str, str] = dataclasses.field(default_factory=dict)
-    paths: tuple[str, ...] | None = None
-
-
 def run_parts(
-    call: PytestCall,
+    call: pytest_process.PytestCall,
     deadline: float,
     how: ContractRunOptions,
     versions: dict[str, str],
     on_progress: Callable[[int, int], None] | None,
-) -> list[Part | None]:
+) -> list[pytest_process.Part | None]:
     """Run the pytest processes of :data:`PARTS` (``call`` names the run:
     its label, project, output folder, arguments and variables) one after the
     other, each after the previous one ends; the later ones start at once,
@@ -325,15 +293,17 @@ def run_parts(
     def report(i: int, done: int, total: int, final: bool = False) -> None:
         with lock:
             counts[i] = [done, max(total, counts[i][1]) if not final else total, final or counts[i][2] or total > 0]
-            if on_progress and all(c[2] for c in counts) and not _STOP.is_set():  # no count after "interrupted"
+            if (
+                on_progress and all(c[2] for c in counts) and not pytest_process.stopping()
+            ):  # no count after "interrupted"
                 on_progress(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
-    def launch(i: int) -> Part | None:
+    def launch(i: int) -> pytest_process.Part | None:
         suffix, folder, multi = PARTS[i]
         paths = None if how.targets is None else tuple(how.targets[i])
         if paths is not None and not paths and (multi or not team_args):
             report(i, 0, 0, final=True)
-            return Part(folder, 0, "", outcomes.ReportLog())
+            return pytest_process.Part(folder, 0, "", outcomes.ReportLog())
         split = (
             how.workers not in (0, 1) and not multi and versions.get("pytest-xdist", "not installed") != "not installed"
         )
@@ -341,7 +311,7 @@ def run_parts(
         part_env = devices.env(call.env) if multi else call.env
         if i:
             part_env = {**part_env, "OPTAX_GATE_GO": str(go[i].absolute())}
-        part = run_pytest(
+        part = pytest_process.run_pytest(
             dataclasses.replace(
                 call, name=f"{call.name}{suffix}", folder=folder, pytest_args=args, env=part_env, paths=paths
             ),
@@ -400,131 +370,3 @@ def xdist_args(workers: int | str) -> list[str]:
     if workers == "auto":
         return ["-n", "auto", "--maxprocesses", str(MAX_WORKERS), "--dist", "worksteal"]
     return ["-n", str(workers), "--dist", "worksteal"]
-
-
-@dataclasses.dataclass
-class Part:
-    """One pytest process of a contract run: its folder, exit status, the
-    tail of its output, its report log, its last (finished, collected) and the
-    warnings its contracts raised (``optax_gate.gate.run.warnings_diff``)."""
-
-    folder: str
-    returncode: int
-    output: str
-    log: outcomes.ReportLog
-    progress: tuple[int, int] = (0, 0)
-    warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: what its contract modules executed (``reach_record.read``); None: not recorded
-    reach: dict[str, Any] | None = dataclasses.field(default_factory=lambda: reach_record.join([]))
-
-
-def run_pytest(
-    call: PytestCall,
-    timeout: float,
-    on_progress: Callable[[int, int], None] | None,
-    stop: threading.Event | None = None,
-) -> Part | None:
-    """Run ``call`` within ``timeout`` seconds; ``<name>.reportlog.jsonl``,
-    ``<name>.junit.xml`` and ``<name>.pytest.txt`` go to its ``out_dir``. None when
-    it timed out or ``stop`` was set (the process is killed)."""
-    name, out_dir = call.name, call.out_dir
-    if timeout <= 0:
-        return None
-    log = out_dir / f"{name}.reportlog.jsonl"
-    log.unlink(missing_ok=True)
-    output = out_dir / f"{name}.pytest.txt"
-    collected = out_dir / f"{name}.collected"
-    collected.unlink(missing_ok=True)
-    cmd = [
-        str(call.python),
-        "-m",
-        "pytest",
-        *([call.folder] if call.paths is None else call.paths),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        f"--report-log={log}",
-        f"--junitxml={out_dir / f'{name}.junit.xml'}",
-        *call.pytest_args,
-    ]
-    start = time.monotonic()
-    warnings_file = out_dir / f"{name}.warnings.json"
-    warnings_file.unlink(missing_ok=True)
-    reach_record.forget(out_dir, name)
-    env = {
-        **call.env,
-        "OPTAX_GATE_PROGRESS": str(collected.absolute()),
-        "OPTAX_GATE_WARNINGS": str(warnings_file.absolute()),
-        reach.VARIABLE: str(reach_record.reach_file(out_dir, name).absolute()),
-    }
-    with open(output, "w", encoding="utf-8") as sink:
-        with _LIVE_LOCK:  # checked and registered at once: stop_all() cannot fall between the two
-            if _STOP.is_set():  # the gate is being interrupted: start nothing new
-                return None
-            proc = subprocess.Popen(
-                cmd, cwd=call.project_root, stdout=sink, stderr=subprocess.STDOUT, text=True, env=env
-            )
-            _LIVE.add(proc)
-        try:
-            while True:
-                try:
-                    returncode = proc.wait(timeout=POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    if on_progress:
-                        on_progress(*_count_progress(log, collected))
-                    if time.monotonic() - start > timeout or (stop is not None and stop.is_set()) or _STOP.is_set():
-                        proc.kill()
-                        proc.wait()
-                        return None
-        finally:
-            _LIVE.discard(proc)
-            if proc.poll() is None:  # interrupted: never leave pytest running behind the gate
-                proc.kill()
-                proc.wait()
-    tail = "\n".join(output.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:])
-    return Part(
-        call.folder,
-        returncode,
-        tail,
-        outcomes.parse(log) if log.exists() else outcomes.ReportLog(),
-        _count_progress(log, collected),
-        warnings_diff.read(warnings_file),
-        reach_record.read(out_dir, name),
-    )
-
-
-#: pytest processes running now (contract runs may go on in worker threads).
-_LIVE: set[subprocess.Popen[str]] = set()
-_STOP = threading.Event()
-_LIVE_LOCK = threading.Lock()
-#: Seconds stop_all() waits for each killed pytest process to be gone.
-KILL_WAIT_S = 10
-
-
-def stop_all() -> None:
-    """Kill every running pytest process and start no new one: called when the
-    gate is interrupted, so no contract run outlives it (worker threads then
-    see their process end and return not-verified records)."""
-    with _LIVE_LOCK:
-        _STOP.set()
-        live = list(_LIVE)
-    for proc in live:
-        proc.kill()
-    for proc in live:  # gone before the gate reports the interruption and exits, not only signalled
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=KILL_WAIT_S)
-
-
-def merge_problems(parts: list[Part], selected: bool = False) -> str:
-    """Why the pytest processes of one run do not verify it ("" when they do):
-    an exit status other than 0 or 1 (5, nothing collected, is accepted only
-    when ``selected``: the caller's ``-k``/paths may select nothing in one
-    process), or collection errors, in any process."""
-    for part in parts:
-        if part.returncode not in (0, 1) and not (part.returncode == 5 and selected):
-            tail = " | ".join(part.output.strip().splitlines()[-3:])
-            return f"pytest ({part.folder}) ended with exit status {part.returncode}: {tail}"
-        if part.log.collection_errors:
-            return "collection errors: " + "; ".join(part.log.collection_errors)[:600]
-    return ""
