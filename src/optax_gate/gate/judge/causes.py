@@ -12,13 +12,13 @@ from optax_gate.gate.base.corner_words import TRANSFORMATION_OUTCOME, long_dtype
 from optax_gate.gate.base.details import RAISED, defect_parts, is_defect_fixed, normalise, pytest_words
 from optax_gate.gate.base.drift import ITEMSIZE, corner_name, is_recorded_message, nonfinite_words
 from optax_gate.gate.base.plain_text import named_list
+from optax_gate.gate.judge import cause_words
 from optax_gate.gate.judge.findings import (
     ORDER,
     X64_PREFIX,
     contracts_words,
     corner_move,
     group,
-    outcome_pattern,
     row_cause,
     state_field,
     subject,
@@ -341,8 +341,7 @@ def _join(
             else next(p["cause"] for p in parts if p["change"] == change)
         )
         others = [p["cause"] for p in parts if p["cause"] != cause]
-    said = list({_said_pattern(c): c for c in reversed([cause, *others])}.values())[::-1]  # the first of each pattern
-    cause = "; ".join(_leads_once(_variants_once(_state_once(said))))
+    cause = cause_words.joined([cause, *others])
     ids = [c for f in contract for c in f["contracts"]]
     order = list(dict.fromkeys(test_name(c)[0] for c in ids))  # the rows of one test together, as group() keeps them
     ids.sort(key=lambda c: order.index(test_name(c)[0]))
@@ -384,80 +383,6 @@ def _join(
             if e not in [x for g in group[:i] for x in g.get("bisect") or []]
         ]
     return merged
-
-
-def _said_pattern(cause: str) -> str:
-    """What a part's cause says, numbers and "(and N more …)" or "(other corners differing too: …)" aside: two
-    schedules' ``base/int`` corners moving alike are said once in a joined line."""
-    pattern = outcome_pattern(re.sub(r" \((?:and \d+ more |other corners differing too: )[^)]*\)", "", cause))
-    return re.sub(r"#(?:[\s,]*#)*,?", "#", pattern)  # a shape (2,) says what (2, 3) says
-
-
-def _state_once(causes: list[str]) -> list[str]:
-    """Causes with each optimizer state entry said once: two ``state-dtype``
-    parts of one dtype change (``optimizer state bfloat16 → float32: `.hyperparams` …``
-    and ``…: `.inner_state[0].trace` …; `.hyperparams` …``) become one, in the
-    place of the first."""
-    out: list[str] = []
-    entries: dict[str, list[str]] = {}
-    for cause in causes:
-        head, sep, rest = cause.partition(": ")
-        if not (sep and head.startswith("optimizer state ") and " → " in head):
-            out.append(cause)
-            continue
-        if head not in entries:
-            entries[head] = []
-            out.append(head)
-        entries[head] += [e for e in rest.split("; ") if e not in entries[head]]
-    return [f"{c}: {'; '.join(entries[c])}" if c in entries else c for c in out]
-
-
-def _leads_once(causes: list[str]) -> list[str]:
-    """Corner causes that open with the same move in words (``findings.corner_lead``: "the optimizer
-    state now holds bfloat16 leaves: at corner …") said once: the first with its corner, the others
-    counted ("and 2 more records moving so: at corner `inject=float16` …" no more)."""
-    out: list[str] = []
-    seen: dict[str, int] = {}
-    for cause in causes:
-        lead, sep, _rest = cause.partition(": at corner ")
-        if not sep or not (lead.startswith("the optimizer state ") or lead.startswith("the hyperparameters ")):
-            out.append(cause)
-            continue
-        if lead in seen:
-            seen[lead] += 1
-            continue
-        seen[lead] = 0
-        out.append(cause)
-    return [
-        f"{c} (and {seen[lead]} more record{'s' if seen[lead] > 1 else ''} of other APIs moving so)"
-        if (lead := c.partition(": at corner ")[0]) in seen and seen[lead]
-        else c
-        for c in out
-    ]
-
-
-_VARIANT = re.compile(r"the update of a (\S+) PyTree differs: (.+)")
-
-
-def _variants_once(causes: list[str]) -> list[str]:
-    """Causes with each dtype variant's move said once: ``the update of a
-    bfloat16 PyTree differs: ValueError → ok`` and the same of complex64
-    become ``the update of a bfloat16 or complex64 PyTree differs:
-    ValueError → ok``, in the place of the first."""
-    moves: dict[str, list[str]] = {}
-    out: list[tuple[bool, str]] = []  # (a variant's move, its text)
-    for cause in causes:
-        m = _VARIANT.fullmatch(cause)
-        if not m:
-            out.append((False, cause))
-            continue
-        if m[2] not in moves:
-            moves[m[2]] = []
-            out.append((True, m[2]))
-        moves[m[2]].append(m[1])
-    return [
-        f"the update of a {' or '.join(dict.fromkeys(moves[c]))} PyTree differs: {c}" if move else c for move, c in out
-    ]
 
 
 def merge(found: list[model.Finding], rows: list[model.ContractRow]) -> list[model.Finding]:
