@@ -292,14 +292,14 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     without a scan of its code every broken surface row would count, failing a team whose run is bit for bit
     the same for rows no line of its code uses (for example ``optax.monte_carlo`` removed, the losses'
     keyword-only arguments)."""
-    from optax_gate.gate import cli, gate_flow
+    from optax_gate.gate import cli, gate_inputs
 
     team = tmp_path / "team"
     team.mkdir()
     (team / "train.py").write_text("import optax\ntx = optax.sgd(0.1)\n")
     said = []
     args = cli_parser.parse(["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team)])
-    checked = gate_flow.check_inputs(cli.options(args), said.append)
+    checked = gate_inputs.check_inputs(cli.options(args), said.append)
     assert checked.usage == (team.resolve(),) and checked.usage_scan is not None and checked.usage_scan.scanned == 1
     assert any(
         s.startswith(f"your code, taken from --run-dir {team.resolve()} (no --usage given): 1 of 1 file(s) scanned")
@@ -310,9 +310,10 @@ def test_run_without_usage_takes_the_teams_code_from_its_run_dir(tmp_path):
     args = cli_parser.parse(
         ["gate", "optax==0.2.8", "--run", "python train.py", "--run-dir", str(team), "--usage", str(tmp_path / "other")]
     )
-    assert gate_flow.check_inputs(cli.options(args), said.append).usage == (
+    assert gate_inputs.check_inputs(cli.options(args), said.append).usage == (
         tmp_path / "other",
     )  # --usage given: it decides
     assert (
-        gate_flow.check_inputs(cli.options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan is None
+        gate_inputs.check_inputs(cli.options(cli_parser.parse(["gate", "optax==0.2.8"])), said.append).usage_scan
+        is None
     )

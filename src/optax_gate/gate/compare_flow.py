@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from optax_gate.gate import assemble
-from optax_gate.gate.gate_flow import Started, fail, team_code, write_reports
+from optax_gate.gate.gate_flow import Started, fail, write_reports
+from optax_gate.gate.gate_inputs import team_code
 from optax_gate.gate.inputs import validate
 from optax_gate.gate.inputs.options import CompareOptions
 from optax_gate.gate.inputs.user_paths import check_usage

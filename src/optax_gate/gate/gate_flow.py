@@ -11,19 +11,16 @@ import dataclasses
 import functools
 import shutil
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from optax_gate.gate import assemble, late
+from optax_gate.gate import assemble, gate_inputs, late
 from optax_gate.gate.base import atomic, model
 from optax_gate.gate.base.progress import Progress
 from optax_gate.gate.base.run_record import RecordFields
 from optax_gate.gate.bisect import command as bisect_command
-from optax_gate.gate.bisect import history as bisect_history
-from optax_gate.gate.inputs import requirements, team_contracts, validate
+from optax_gate.gate.inputs import requirements, validate
 from optax_gate.gate.inputs.options import GateOptions
-from optax_gate.gate.inputs.user_paths import check_usage, refuse_paths_as_specs
 from optax_gate.gate.install import environments, extras, source_specs
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import html_page as report_html
@@ -41,7 +38,6 @@ from optax_gate.gate.sides import (
     check_imports,
     configured_packages,
     prepare,
-    requirements_in,
     results_dir,
     run_both,
     save_run,
@@ -49,8 +45,8 @@ from optax_gate.gate.sides import (
 from optax_gate.gate.sides_code import compare_code, select_modules
 from optax_gate.gate.sides_resolve import resolve_sources, skipped
 from optax_gate.gate.sides_speed import SpeedSides, measure_speed
-from optax_gate.gate.team_code import scope, usage
-from optax_gate.gate.team_run import recording, run_inputs
+from optax_gate.gate.team_code import scope
+from optax_gate.gate.team_run import recording
 from optax_gate.gate.upstream import pytest_run, upstream_tests
 
 #: Exit status of the gate's own failures (bad input, crash, interruption).
@@ -82,32 +78,6 @@ class Learned:
     speed: model.Speed | None = None
     phases: late.LatePhases = dataclasses.field(default_factory=late.LatePhases)
     refused: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class Checked:
-    """The inputs once checked (:func:`check_inputs`): ``plain_specs`` and
-    ``sources``, the SPECs split into requirements and builds from source;
-    ``team_dirs``, the team's contract folders; ``run_spec``, the ``--run``
-    command (``team_run.RunSpec``, None without one); ``usage_scan``, the
-    ``--usage`` scan (None without it) of ``usage``, the team's code: the
-    ``--usage`` paths, or with ``--run`` alone its ``--run-dir`` (:func:`team_code`)."""
-
-    plain_specs: tuple[str, ...] = ()
-    sources: tuple[Any, ...] = ()
-    team_dirs: tuple[Path, ...] = ()
-    run_spec: Any = None
-    usage_scan: Any = None
-    usage: tuple[Path, ...] = ()
-
-
-def team_code(usage_paths: tuple[Path, ...], run_dir: Path | None) -> tuple[Path, ...]:
-    """The team's code that scopes the findings beyond the team's run: the
-    ``--usage`` paths; without them, ``--run``'s folder, so that a gate with
-    ``--run`` and no ``--usage`` does not fail a team whose run is bit for bit
-    the same for API surface rows (``optax.monte_carlo`` removed, the losses'
-    keyword-only arguments) that no line of its code uses."""
-    return tuple(usage_paths) or ((run_dir,) if run_dir is not None else ())
 
 
 def fail(message: str) -> int:
@@ -273,53 +243,6 @@ def upstream_cross_run(
     return assemble.with_upstream_tests(report, section)
 
 
-def check_inputs(options: GateOptions, say: Callable[[str], None]) -> Checked:
-    """The gate's inputs checked before anything runs, and what the checks learned.
-
-    Raises:
-      validate.InvalidInput: the first input that cannot be used.
-    """
-    env, cand = options.environment, options.candidate
-    known = validate.lock_packages(env.baseline_lock, "baseline lock")
-    run_inputs.refuse_unquoted(options.team_run.command, list(cand.specs), known)
-    plain: list[str] = list(cand.specs)
-    sources: list[source_specs.SourceSpec] = []
-    if cand.lock:
-        validate.lock_packages(cand.lock, "candidate lock")
-    else:
-        if not requirements_in(env).is_file():
-            raise validate.InvalidInput(f"--requirements-in {env.requirements_in} does not exist")
-        refuse_paths_as_specs(cand.specs, known)
-        validate.parse_specs(list(cand.specs), known, cand.allow_extra)
-        plain, sources = source_specs.split(list(cand.specs), list(cand.source) or None)
-    team_dirs = team_contracts.check(list(options.contracts) or None)
-    if options.bisect.history and not options.bisect.enabled:
-        raise validate.InvalidInput(
-            "--history is given without --bisect: it says where a bisection reads a package's history (add "
-            "--bisect, or leave --history out)"
-        )
-    if options.bisect.enabled:
-        try:  # a --history typo is refused now, not after the whole gate
-            bisect_history.parse_histories(list(options.bisect.history) or None)
-        except ValueError as exc:
-            raise validate.InvalidInput(str(exc)) from None
-    run_spec = run_inputs.check(
-        options.team_run.command, options.team_run.folder, options.team_run.timeout, options.team_run.exact
-    )
-    code = team_code(options.scope.usage, run_spec.run_dir if run_spec is not None else None)
-    option = "--usage" if options.scope.usage else "--run-dir"
-    scan = (
-        usage.scan(check_usage(code, option)) if code else None
-    )  # before anything runs; unreadable files are listed, not fatal
-    if scan is not None:
-        what = "--usage" if options.scope.usage else f"your code, taken from --run-dir {code[0]} (no --usage given)"
-        say(
-            f"{what}: {scan.scanned} of {scan.found} file(s) scanned, {len(scan.not_scanned)} not scanned "
-            "(listed in the report)"
-        )
-    return Checked(tuple(plain), tuple(sources), tuple(team_dirs or ()), run_spec, scan, code)
-
-
 def failed(side: Side) -> bool:
     """Whether a prepared side already has a record that is not verified."""
     return side.record is not None and side.record.get("status") != "ran"
@@ -380,7 +303,7 @@ def gate(options: GateOptions, started: Started | None = None) -> int:
 
     try:
         say("checking the inputs")
-        checked = check_inputs(options, say)
+        checked = gate_inputs.check_inputs(options, say)
     except validate.InvalidInput as exc:
         return refuse(exc)
     env = dataclasses.replace(env, team_dirs=checked.team_dirs)

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import re
 
-from optax_gate.gate.judge.findings import (
-    outcome_pattern,
-)
+from optax_gate.gate.judge.findings import outcome_pattern
 
 
 def _said_pattern(cause: str) -> str:
