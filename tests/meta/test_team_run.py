@@ -27,6 +27,7 @@ import pytest
 from optax_gate.gate import assemble
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import markdown as report_markdown
+from optax_gate.gate.report import team_run_output
 from optax_gate.gate.team_code import scope
 from optax_gate.gate.team_run import command as run_command
 from optax_gate.gate.team_run import (
@@ -680,7 +681,6 @@ def test_only_the_findings_that_explain_a_divergence_are_the_teams():
 def test_the_failing_runs_output_leaves_out_the_recorders_frames():
     """The real candidate run's traceback showed two frames of optax_gate/recorder/hook.py between the
     team's huber_loss line and the TypeError: a reader took them for the gate's own failure."""
-    from optax_gate.gate.report import team_run_section as report_team_run
 
     tail = (
         "Traceback (most recent call last):\n"
@@ -695,7 +695,7 @@ def test_the_failing_runs_output_leaves_out_the_recorders_frames():
         "TypeError: huber_loss() takes from 1 to 2 positional arguments but 3 were given\n"
     )
     text = "\n".join(
-        report_team_run.output_tail([{"label": "candidate", "tail": tail, "log": "team-run-candidate.log"}])
+        team_run_output.output_tail([{"label": "candidate", "tail": tail, "log": "team-run-candidate.log"}])
     )
     assert "recorder/hook.py" not in text and "_wrap_result" not in text, text
     assert 'train.py", line 21' in text and "TypeError: huber_loss()" in text

@@ -18,16 +18,12 @@ from typing import Any
 
 from optax_gate.gate.base import plain_text
 from optax_gate.gate.report import bisect_section as report_bisect
+from optax_gate.gate.report import team_run_output
+from optax_gate.gate.report.team_run_output import cell
 from optax_gate.gate.team_run import birth_words, judging
 
 #: Changes listed per affected line.
 SHOWN = 4
-#: Lines of a failing run's output shown in report.md.
-TAIL_LINES = 15
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _commits(finding: dict[str, Any]) -> str:
@@ -82,7 +78,7 @@ def finding_words(report: Mapping[str, Any], numbers: list[int], seen: str = "")
         f = by_number.get(n)
         if f is not None:
             cause = _leading(f["cause"], seen) if f.get("cause") else f.get("text") or f.get("change")
-            words.append(f"[F{n}](#f{n}) {plain_text.cut(_cell(cause), 160)}" + _commits(f))
+            words.append(f"[F{n}](#f{n}) {plain_text.cut(cell(cause), 160)}" + _commits(f))
     more = f" and {len(numbers) - SHOWN} more" if len(numbers) > SHOWN else ""
     return "; ".join(words) + more
 
@@ -109,7 +105,7 @@ def _witness(team: dict[str, Any]) -> list[str]:
         return [
             "",
             f"**Your run's own outputs differ** (the second witness, without the recorder: {compared}): "
-            f"{_cell(seen['first'])}.",
+            f"{cell(seen['first'])}.",
         ]
     within = out["within_budget"] + files["within_budget"]
     return [
@@ -122,7 +118,7 @@ def _witness(team: dict[str, Any]) -> list[str]:
 
 def _left_out(names: list[str] | None) -> str:
     """``: `a`, `b``` for the outputs left out, or "" for a report that does not list them."""
-    return (": " + ", ".join(f"`{_cell(n)}`" for n in names[:3]) + (" …" if len(names) > 3 else "")) if names else ""
+    return (": " + ", ".join(f"`{cell(n)}`" for n in names[:3]) + (" …" if len(names) > 3 else "")) if names else ""
 
 
 def noise_words(team: Mapping[str, Any]) -> str:
@@ -186,7 +182,7 @@ def alone_words(team: Mapping[str, Any]) -> str:
             "and first eager calls, run alone on the baseline's own inputs in both environments, gives the "
             f"same results{not_run}."
         )
-    named = "; ".join(f"`{_cell(r['site'])}` `{_cell(r['call'])}`: {_cell(r['texts'][0])}" for r in differ[:SHOWN])
+    named = "; ".join(f"`{cell(r['site'])}` `{cell(r['call'])}`: {cell(r['texts'][0])}" for r in differ[:SHOWN])
     return (
         f"**Optax computes something else on identical inputs**: {len(differ)} of {calls} Optax call(s), run "
         "alone on the "
@@ -200,7 +196,7 @@ def warned_lines(team: Mapping[str, Any]) -> list[str]:
     out = []
     for row in (team.get("warned") or [])[:SHOWN]:
         out.append(
-            f"`{_cell(row['site'])}` `{_cell(row['call'])}`: {_cell('; '.join(row['texts'][:2]))} — a warning "
+            f"`{cell(row['site'])}` `{cell(row['call'])}`: {cell('; '.join(row['texts'][:2]))} — a warning "
             "only, your run "
             "computes the same there: it does not set the verdict (it would where your run turns warnings into "
             "errors, `-W error`, or with `--fail-on-new-deprecations`); follow what it says before the "
@@ -226,18 +222,18 @@ def memory_lines(team: Mapping[str, Any]) -> list[str]:
         f"{MEMORY_ATOL:,} bytes"
     )
     out = [
-        f"**Needs more memory**: `{_cell(memory.words(r))}` — it can run out of memory where the baseline did not, "
+        f"**Needs more memory**: `{cell(memory.words(r))}` — it can run out of memory where the baseline did not, "
         "whatever its values: check the step's headroom on the accelerator you train on before upgrading "
         f"(this sets the verdict; {rule})"
         for r in found["grew"][:SHOWN]
     ]
     out += [
-        f"Needs less memory: `{_cell(memory.words(r))}` (nothing to do; it does not set the verdict)"
+        f"Needs less memory: `{cell(memory.words(r))}` (nothing to do; it does not set the verdict)"
         for r in found["shrank"][:SHOWN]
     ]
     if not out:
         measured = found.get("measured") or []
-        steps = "; ".join(f"`{_cell(memory.figures_words(r))}`" for r in measured[:SHOWN])
+        steps = "; ".join(f"`{cell(memory.figures_words(r))}`" for r in measured[:SHOWN])
         where = {r.get("backend") for r in measured} - {""}
         steps = steps or f"each of your {found['steps']} jitted step(s)"
         compiled = f" (compiled for {', '.join(sorted(where))}, as on this machine)" if where else ""
@@ -250,7 +246,7 @@ def _not_judged(team: Mapping[str, Any]) -> str:
     names = ((team.get("witness") or {}).get("files") or {}).get("not_judged") or []
     if not names:
         return ""
-    shown = ", ".join(f"`{_cell(n)}`" for n in names[:SHOWN]) + (
+    shown = ", ".join(f"`{cell(n)}`" for n in names[:SHOWN]) + (
         f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
     )
     return (
@@ -267,7 +263,7 @@ def _how_compared(team: dict[str, Any]) -> str:
     sites = by.get("value_sites") or []
     text = (
         f"{by['value']} call(s) compared by value (at "
-        f"{', '.join(f'`{_cell(s)}`' for s in sites[:SHOWN])}{' …' if len(sites) > SHOWN else ''})"
+        f"{', '.join(f'`{cell(s)}`' for s in sites[:SHOWN])}{' …' if len(sites) > SHOWN else ''})"
     )
     from optax_gate.gate.team_run import divergence
 
@@ -338,83 +334,6 @@ def _beyond(team: dict[str, Any]) -> str:
     return "the ULP budget"
 
 
-_RECORDER_FRAME = re.compile(r'^\s*File ".*[/\\]optax_gate[/\\]recorder[/\\]')
-
-
-def _without_recorder(text: str) -> tuple[list[str], int]:
-    """A traceback's lines without the frames of the gate's own recorder (its
-    wrapper sits between the team's call and Optax's; the log keeps them), and
-    how many frames were left out."""
-    out, dropped, skipping = [], 0, False
-    for line in text.splitlines():
-        if _RECORDER_FRAME.match(line):
-            dropped, skipping = dropped + 1, True
-            continue
-        if skipping and line.startswith("    "):  # the frame's source line and its ^^^ marks
-            continue
-        skipping = False
-        out.append(line)
-    return out, dropped
-
-
-def output_tail(runs: list[dict[str, Any]], lines: int = TAIL_LINES) -> list[str]:
-    """The end of a run's output, folded (the whole log is in the run folder's
-    evidence), without the recorder's frames."""
-    if not runs or not runs[0].get("tail", "").strip():
-        return []
-    run = runs[0]
-    kept, dropped = _without_recorder(run["tail"].rstrip())
-    note = [f"(the gate's recorder: {dropped} frame(s) left out here; the log has them)"] if dropped else []
-    text = "\n".join(kept[-lines:] + note).replace("```", "` ` `")
-    return [
-        f"<details><summary>the end of the {run['label']} run's output (evidence/{run.get('log', '')})</summary>",
-        "",
-        "```",
-        text,
-        "```",
-        "",
-        "</details>",
-    ]
-
-
-def _names(names: list[str]) -> str:
-    return ", ".join(f"`{_cell(f)}`" for f in names)
-
-
-def _wrote(team: dict[str, Any], wrote: dict[str, Any], runs: list[dict[str, Any]]) -> str:
-    """The paragraph on the files the runs wrote in the team's folder: put
-    back after each run (``kept``: where each run's outputs are), or, in a
-    report written before 2026-12-02 (no ``kept``), left as the last run wrote them."""
-    more = f" and {wrote['count'] - len(wrote['files'])} more" if wrote["count"] > len(wrote["files"]) else ""
-    head = (
-        f"Your command wrote {wrote['count']} file(s) in `{_cell(team['run_dir'])}` during these runs: "
-        f"{_names(wrote['files'])}{more}."
-    )
-    existed, lost = wrote.get("existed") or [], wrote.get("not_restored")
-    if lost is None:  # the gate did not put the folder back then
-        last = runs[-1]["label"].replace("-repeat", " (repeat)") if runs else "last"
-        over = (
-            f" {len(existed)} of them existed before the gate and were overwritten: {_names(existed)}."
-            if existed
-            else ""
-        )
-        return f"{head} They now hold the {last} run's output, not your own run's.{over}"
-    kept = wrote.get("kept") or []
-    where = (
-        f" Each run's outputs are kept in the run's `evidence/` ({_names([k + '/' for k in kept])})." if kept else ""
-    )
-    if not lost:
-        return (
-            f"{head} Each run started from your folder as it was before the gate, and the gate put it back after "
-            f"each: your own files are as they were.{where}"
-        )
-    return (
-        f"{head} Each run started from your folder as it was before the gate, except {len(lost)} file(s) too large to "
-        f"keep a copy of ({_names(lost)}): they hold the last run's output now, over your own. The others are "
-        f"as they were.{where}"
-    )
-
-
 def section(report: Mapping[str, Any]) -> list[str]:
     """Markdown lines of the "Your code" section; empty without ``--run``."""
     team = report.get("team_run")
@@ -446,19 +365,19 @@ def section(report: Mapping[str, Any]) -> list[str]:
         "",
         "## Your code",
         "",
-        f"`{_cell(team['command'])}` in `{_cell(team['run_dir'])}`, traced {where} ({timing}){again}.",
+        f"`{cell(team['command'])}` in `{cell(team['run_dir'])}`, traced {where} ({timing}){again}.",
     ]
     wrote = team.get("wrote")
     if wrote:
-        out += ["", _wrote(team, wrote, runs)]
+        out += ["", team_run_output.wrote_words(team, wrote, runs)]
     outcome = team.get("outcome")
     if outcome == "not-verified":
         return [
             *out,
             "",
-            f"**Not verified**: {_cell(team.get('reason'))}",
+            f"**Not verified**: {cell(team.get('reason'))}",
             "",
-            *output_tail(runs[-1:] if runs else []),
+            *team_run_output.output_tail(runs[-1:] if runs else []),
             "",
         ]
     if outcome == "same":
@@ -477,13 +396,13 @@ def section(report: Mapping[str, Any]) -> list[str]:
         ]
     out.append("")
     if outcome == "broke":
-        out.append(f"**Your run fails in the candidate**: {_cell(team.get('failure') or team.get('reason'))}")
-        out += ["", *output_tail([r for r in runs if r["label"] == "candidate"]), ""]
+        out.append(f"**Your run fails in the candidate**: {cell(team.get('failure') or team.get('reason'))}")
+        out += ["", *team_run_output.output_tail([r for r in runs if r["label"] == "candidate"]), ""]
     for line in team.get("affected") or []:
         changes = line["changes"][:SHOWN] + (
             [f"{len(line['changes']) - SHOWN} more"] if len(line["changes"]) > SHOWN else []
         )
-        text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {_cell('; '.join(changes))}"
+        text = f"- `{line['site']}` {', '.join(f'`{c}`' for c in line['calls'])}: {cell('; '.join(changes))}"
         if line.get("findings"):
             text += f" — explained by {finding_words(report, line['findings'], ' '.join(line['changes']))}"
         out.append(text)
@@ -498,11 +417,11 @@ def section(report: Mapping[str, Any]) -> list[str]:
         )
     eager = birth_words.eager_births(team)
     for words in eager:
-        out.append(f"- where it is born: {_cell(words)}")
+        out.append(f"- where it is born: {cell(words)}")
     for row in team.get("born") or []:
         out.append(
             f"- where it is born{' in the steps you transformed' if eager else ''}: "
-            f"{_cell(birth_words.born_words(row, bool(eager)))}"
+            f"{cell(birth_words.born_words(row, bool(eager)))}"
         )
     out += [f"- {line}" for line in _witness(team) if line]
     out += [f"- {line}" for line in (noise_words(team), alone_words(team), _not_judged(team)) if line]
