@@ -492,7 +492,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
     and the gate waits for that thread at exit."""
     import threading as threading_
 
-    real = pytest_process.subprocess.Popen
+    real = subprocess.Popen
     stopper: list[threading_.Thread] = []
 
     def popen_as_the_gate_stops(*args, **kwargs):
@@ -503,7 +503,7 @@ def test_a_pytest_process_started_while_the_gate_stops_is_stopped_too(tmp_path, 
             [sys.executable, "-c", "import time; time.sleep(30)"], **{k: v for k, v in kwargs.items() if k != "cwd"}
         )
 
-    monkeypatch.setattr(pytest_process.subprocess, "Popen", popen_as_the_gate_stops)
+    monkeypatch.setattr(subprocess, "Popen", popen_as_the_gate_stops)
     monkeypatch.setattr(pytest_process, "_STOP", threading_.Event())
     monkeypatch.setattr(pytest_process, "_LIVE", set())
     start = time.monotonic()

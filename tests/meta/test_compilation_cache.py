@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.install import compilation_cache
+from optax_gate.gate.install import compilation_cache, environments
 from optax_gate.gate.run import outcomes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,7 @@ def test_both_sides_of_a_gate_compile_into_one_folder(tmp_path, monkeypatch):
     from optax_gate.gate import sides
     from optax_gate.gate.inputs.options import EnvironmentOptions
 
-    monkeypatch.setattr(sides.environments, "ensure", lambda *a, **k: Path(sys.executable))
+    monkeypatch.setattr(environments, "ensure", lambda *a, **k: Path(sys.executable))
     monkeypatch.setattr(sides, "look_up", lambda *a, **k: None)
     env = EnvironmentOptions(
         ROOT, ROOT / "requirements-lock.txt", sys.executable, tmp_path / "envs", cache_dir=tmp_path / "cache"

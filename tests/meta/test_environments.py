@@ -8,6 +8,7 @@ run would build a new candidate environment with an empty compilation cache.
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -219,7 +220,7 @@ def test_a_second_environment_borrows_bytecode_from_one_built_with_the_same_inte
         "lend_bytecode",
         lambda donor, env, tag: lent.append((donor.name, env.name, tag)) or [env / "x.py"],
     )
-    monkeypatch.setattr(environments.subprocess, "run", lambda cmd, **kw: compiled.append((cmd, kw.get("input"))))
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: compiled.append((cmd, kw.get("input"))))
     envs = tmp_path / "envs"
     first, second = envs / "a", envs / "b"
     environments.ensure(first, _lock(tmp_path, "one.txt", "requirements.in"), "3.12", tmp_path)

@@ -143,7 +143,7 @@ def test_cli_plan_then_one_environment_per_runner_then_merge(tmp_path, monkeypat
     from optax_gate.gate.install import environments
     from optax_gate.gate.run import runner
 
-    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
+    monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
 
     def fake_compile(req_in, out, *a, **k):
         out.write_text(req_in.read_text())

@@ -16,6 +16,7 @@ from optax_gate.gate import cli, sides
 from optax_gate.gate.base import progress
 from optax_gate.gate.base.heartbeat import Heartbeat
 from optax_gate.gate.install import environments
+from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
 from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
@@ -26,7 +27,7 @@ from tests.meta.support.records import record
 def fake_matrix(tmp_path, monkeypatch):
     """Fake index, resolver, installs and contract runs: each environment runs
     10 contracts, says 3/10 early, then is quiet for ``quiet`` seconds."""
-    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
+    monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
     monkeypatch.setattr(
         environments, "compile_lock", lambda req_in, out, *a, **k: out.write_text(req_in.read_text()) and out
     )

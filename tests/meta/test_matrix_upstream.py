@@ -11,6 +11,7 @@ from pathlib import Path
 
 from optax_gate.gate import cli
 from optax_gate.gate.install import environments
+from optax_gate.gate.matrix import discovery
 from optax_gate.gate.matrix import plan as matrix
 from optax_gate.gate.run import runner
 from tests.meta.support.fake_optax import PYPROJECT, needs_uv
@@ -31,7 +32,7 @@ def test_upstream_adds_optax_main_and_flax_main_from_their_default_branches():
 
 
 def test_plan_upstream_on_the_command_line_lists_the_two_columns(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
+    monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
     req_in = tmp_path / "requirements.in"
     req_in.write_text(REQUIREMENTS_IN)
     assert (
@@ -63,7 +64,7 @@ def tiny_remote(tmp_path: Path, name: str) -> str:
 
 @needs_uv
 def test_upstream_columns_are_built_from_source_and_marked_unreleased(tmp_path, monkeypatch):
-    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
+    monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
     monkeypatch.setattr(
         matrix, "UPSTREAM", {"optax": tiny_remote(tmp_path, "optax"), "flax": "https://127.0.0.1:9/google/flax"}
     )  # unreachable: fails closed

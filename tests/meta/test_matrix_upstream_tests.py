@@ -13,7 +13,7 @@ from pathlib import Path
 from optax_gate.gate import cli
 from optax_gate.gate.diffs import unseen
 from optax_gate.gate.install import environments
-from optax_gate.gate.matrix import plan as matrix
+from optax_gate.gate.matrix import discovery
 from optax_gate.gate.run import runner
 from optax_gate.gate.upstream import failures, pytest_run, upstream_tests
 from tests.meta.support.matrix_fakes import REQUIREMENTS_IN, fake_fetch
@@ -80,7 +80,7 @@ def section(modules=("_src/alias.py",)):
 def _fan_out(tmp_path, monkeypatch, capsys, runner_args, merge_args):
     """--plan, then one --only runner per environment (with ``runner_args``), then --merge (with ``merge_args``);
     returns (report.json, report.md, the cross-run calls)."""
-    monkeypatch.setattr(matrix.discovery, "fetch_json", fake_fetch)
+    monkeypatch.setattr(discovery, "fetch_json", fake_fetch)
 
     def fake_compile(req_in, out, *a, **k):
         out.write_text(req_in.read_text())

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from optax_gate.kit.environment import reach
+from optax_gate.kit.environment import reach_names
 
 SHARED = """
 import functools
@@ -46,7 +46,7 @@ def _run(tmp_path, *args):
     out = tmp_path / "out" / "r.reach.json"
     env = {
         **os.environ,
-        reach.VARIABLE: str(out),
+        reach_names.VARIABLE: str(out),
         "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
@@ -71,7 +71,7 @@ def _one(records):
     session = set().union(*(r["session"] for r in records))
     modules: dict[str, set[str]] = {}
     for r in records:
-        assert r["format"] == reach.FORMAT and r["packages"] == ["optax", "flax"]
+        assert r["format"] == reach_names.FORMAT and r["packages"] == ["optax", "flax"]
         for m, found in r["modules"].items():
             modules.setdefault(m, set()).update(found)
     return session, modules
@@ -103,7 +103,7 @@ def test_each_module_records_what_it_executes_even_when_another_module_cached_it
 def test_without_the_variable_the_plugin_records_nothing(tmp_path):
     for name, text in {"shared.py": SHARED, **TESTS}.items():
         (tmp_path / name).write_text(text)
-    env = {k: v for k, v in os.environ.items() if k != reach.VARIABLE}
+    env = {k: v for k, v in os.environ.items() if k != reach_names.VARIABLE}
     env |= {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     cmd = [
         sys.executable,
@@ -130,7 +130,7 @@ def test_without_the_variable_the_plugin_records_nothing(tmp_path):
     ],
 )
 def test_a_code_object_counts_as_the_function_it_is_written_in(qualname, unit):
-    assert reach.unit_of(qualname) == unit
+    assert reach_names.unit_of(qualname) == unit
 
 
 def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
@@ -138,7 +138,7 @@ def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
     says ready, the functions its set-ups execute (``adamw`` in MultiSteps, ``sgd`` through ``nnx.Optimizer``),
     and none they do not (``lion``); without the variable it writes nothing."""
     target = tmp_path / "speed.reach.json"
-    env = {**os.environ, reach.VARIABLE: str(target)}
+    env = {**os.environ, reach_names.VARIABLE: str(target)}
     proc = subprocess.run(
         [sys.executable, "-m", "optax_gate.kit.environment.speed", "--serve"],
         input="quit\n",
@@ -163,7 +163,7 @@ def test_the_speed_worker_records_what_its_timed_steps_execute(tmp_path):
     quiet = subprocess.run(
         [sys.executable, "-m", "optax_gate.kit.environment.speed", "--serve"],
         input="quit\n",
-        env={k: v for k, v in env.items() if k != reach.VARIABLE},
+        env={k: v for k, v in env.items() if k != reach_names.VARIABLE},
         capture_output=True,
         text=True,
         timeout=300,
@@ -213,12 +213,12 @@ def _per_api(tmp_path, *args, asked=True):
     out = tmp_path / "out" / "r.reach.json"
     env = {
         **os.environ,
-        reach.VARIABLE: str(out),
+        reach_names.VARIABLE: str(out),
         "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     if asked:
-        env[reach.PER_API_VARIABLE] = "1"
+        env[reach_names.PER_API_VARIABLE] = "1"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "optax_gate.kit.environment.reach"]
     proc = subprocess.run(
         [*cmd, *args, "-v", "-v", "-W", "ignore::pytest.PytestUnknownMarkWarning", "test_apis.py"],
@@ -261,6 +261,6 @@ def test_each_api_of_a_module_records_what_it_executes_even_when_another_api_tra
 
 def test_without_being_asked_the_recorder_keeps_one_record_per_module(tmp_path):
     record, stdout = _per_api(tmp_path, asked=False)
-    assert "apis" not in record and record["per_api"] == f"not asked for (${reach.PER_API_VARIABLE})"
+    assert "apis" not in record and record["per_api"] == f"not asked for (${reach_names.PER_API_VARIABLE})"
     ran = [line.split(" ")[0] for line in stdout.splitlines() if line.startswith("test_apis.py::")]
     assert ran[1] == "test_apis.py::test_first[optax.lion]", "the collected order"

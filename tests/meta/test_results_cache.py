@@ -13,6 +13,8 @@ import pytest
 
 from optax_gate.gate.inputs.options import EnvironmentOptions, SpeedOptions
 from optax_gate.gate.reuse import results_cache
+from optax_gate.gate.speed import readings
+from optax_gate.gate.surface import public_api
 from tests.meta.support.gate_cli import fake_gate, latest_report
 from tests.meta.support.paths import LOCK, ROOT
 
@@ -323,7 +325,7 @@ def test_speed_readings_of_the_same_pair_of_environments_are_taken_once(tmp_path
         timed.append(args)
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
-    monkeypatch.setattr(sides_speed.readings, "measure", measure)
+    monkeypatch.setattr(readings, "measure", measure)
     base, cand = tmp_path / "base.txt", tmp_path / "cand.txt"
     base.write_text("optax==0.2.6\n")
     cand.write_text("optax==0.2.8\n")
@@ -364,7 +366,7 @@ def test_a_selective_candidate_whose_changes_the_timed_steps_do_not_execute_is_n
         )
         return {"status": "measured", "reason": "", "rounds": 3, "readings": [], "summary": {}, "duration_s": 20.0}
 
-    monkeypatch.setattr(sides_speed.readings, "measure", measure)
+    monkeypatch.setattr(readings, "measure", measure)
     base = tmp_path / "base.txt"
     base.write_text("optax==0.2.6\n")
     env = EnvironmentOptions(
@@ -405,7 +407,6 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
     import threading
 
     from optax_gate.gate import sides
-    from optax_gate.gate.diffs import unseen
 
     sites = [tmp_path / "base-site", tmp_path / "cand-site"]
     for site in sites:
@@ -424,7 +425,7 @@ def test_the_api_surfaces_are_read_while_the_contracts_run(tmp_path, monkeypatch
             __import__("time").sleep(0.01)
         return {"label": side.label, "status": "ran", "contracts": {}, "surfaces_read_by_then": len(read)}
 
-    monkeypatch.setattr(unseen.public_api, "cached_surface", surface)
+    monkeypatch.setattr(public_api, "cached_surface", surface)
     monkeypatch.setattr(sides, "contracts", contracts)
     readers_at_checkpoints = []
     monkeypatch.setattr(

@@ -83,12 +83,11 @@ def test_builds_each_commit_once_and_leaves_the_checkout_alone(repo, tmp_path):
 
     # a second call for the same commit builds nothing: uv is not even run
     mtime = built.path.stat().st_mtime_ns
-    real_uv = source_build.run_uv
-    source_build.run_uv = lambda *args, **kwargs: (_ for _ in ()).throw(AssertionError("built again"))
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            source_build, "run_uv", lambda *args, **kwargs: (_ for _ in ()).throw(AssertionError("built again"))
+        )
         again = source_build.build_wheel(repo, built.commit.sha, cache, timeout=300)
-    finally:
-        source_build.run_uv = real_uv
     assert again == built and again.path.stat().st_mtime_ns == mtime
 
 

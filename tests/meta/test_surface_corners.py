@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from optax_gate.gate.base import drift
+from optax_gate.gate.base import corner_words, drift
 from optax_gate.gate.judge import findings
 from optax_gate.kit.corners import losses, outcome, schedules, transformations, trees, wrappers
 from optax_gate.kit.surface.calls import CALLS
@@ -408,8 +408,8 @@ def test_a_transformation_corner_outcome_is_said_in_words():
     outcome of ``optax.adam`` is read, not a copy of it)."""
     real = transformations.transformation_outcome("optax.adam", {}, "float32", None, {}, "corner.base")
     assert real.startswith("ok u f32 |u| ") and " s " in real, real
-    assert findings.outcome_words(real).startswith("ok (updates float32, norm "), findings.outcome_words(real)
-    assert "state: " in findings.outcome_words(real) and " float32 " in findings.outcome_words(real)
+    assert corner_words.outcome_words(real).startswith("ok (updates float32, norm "), corner_words.outcome_words(real)
+    assert "state: " in corner_words.outcome_words(real) and " float32 " in corner_words.outcome_words(real)
     detail = "snapshot drift: corner.bias_correction_mu=False: absent -> ok u f32 |u| 0.03 u0 0.01 s f32x6,i32x1"
     (found,) = findings.group(
         [
@@ -424,7 +424,7 @@ def test_a_transformation_corner_outcome_is_said_in_words():
         "at corner `bias_correction_mu=False` the outcome differs: not recorded in the baseline, ok (updates "
         "float32, norm 0.03, first entry 0.01; state: 6 float32 and 1 int32 leaves) now"
     ), found["cause"]
-    assert findings.outcome_words("raises ValueError") == "raises ValueError"
+    assert corner_words.outcome_words("raises ValueError") == "raises ValueError"
     # a corner added in the candidate: its drifted row says the record in words too
     row_words = drift.drift_words(drift.parse_drift(detail))
     assert (
@@ -438,17 +438,19 @@ def test_a_wrapper_corner_and_a_tree_utilitys_value_are_said_in_words():
     said in words; real outcomes of the kit are read, not copies of them."""
     real = wrappers.wrapper_outcome("optax.apply_if_finite", "adam", "bfloat16")
     assert real.startswith("ok params bfloat16 state "), real
-    assert findings.outcome_words(real).startswith("ok (params bfloat16; state leaves "), findings.outcome_words(real)
-    assert " and int32)" in findings.outcome_words(real)
+    assert corner_words.outcome_words(real).startswith("ok (params bfloat16; state leaves "), (
+        corner_words.outcome_words(real)
+    )
+    assert " and int32)" in corner_words.outcome_words(real)
     value = trees.tree_outcome("optax.tree.norm", "tree", {}, "scalar_leaf")
     assert value.startswith("ok float32[] "), value
-    assert findings.outcome_words(value) == f"ok (a 0-d float32 array: {value.split()[-1]})"
+    assert corner_words.outcome_words(value) == f"ok (a 0-d float32 array: {value.split()[-1]})"
     arrays = trees.tree_outcome("optax.tree.add_scale", "add_scale", {}, "empty_leaf")
     assert arrays == "ok float32[2],float32[0] finite", arrays
-    assert findings.outcome_words(arrays) == "ok (float32 arrays of shapes (2,) and (0,), all finite)"
-    assert findings.outcome_words("ok no leaves finite") == "ok (no leaves)"
-    assert findings.outcome_words("non-finite float32[2,2]") == "non-finite (float32 array of shape (2,2))"
-    assert findings.outcome_words("ok python float 0.5") == "ok (a Python float: 0.5)"
+    assert corner_words.outcome_words(arrays) == "ok (float32 arrays of shapes (2,) and (0,), all finite)"
+    assert corner_words.outcome_words("ok no leaves finite") == "ok (no leaves)"
+    assert corner_words.outcome_words("non-finite float32[2,2]") == "non-finite (float32 array of shape (2,2))"
+    assert corner_words.outcome_words("ok python float 0.5") == "ok (a Python float: 0.5)"
 
 
 def test_a_schedule_corner_outcome_is_said_in_words():
@@ -458,15 +460,15 @@ def test_a_schedule_corner_outcome_is_said_in_words():
     outcomes = schedules.schedule_outcomes("optax.constant_schedule", "base", {"value": 0.5})
     steps = ", ".join(map(str, schedules.SCHEDULE_STEPS))
     for mode, words in (("int", "a Python float"), ("jit", "float32 array")):
-        said = findings.outcome_words(outcomes[f"base/{mode}"])
+        said = corner_words.outcome_words(outcomes[f"base/{mode}"])
         assert said.startswith("ok (") and words in said and f"at steps {steps}: 0.5, 0.5" in said, (outcomes, said)
-    assert findings.outcome_words("ok py float64 0.04 0.1043 0.28 4e-06 4e-06") == (
+    assert corner_words.outcome_words("ok py float64 0.04 0.1043 0.28 4e-06 4e-06") == (
         f"ok (a NumPy float64 scalar at steps {steps}: 0.04, 0.1043, 0.28, 4e-06, 4e-06)"
     )
-    assert findings.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith(
+    assert corner_words.outcome_words("non-finite float32 weak nan 1 1 1 1").startswith(
         "non-finite (a weakly typed float32 array"
     )
-    assert findings.outcome_words("build TypeError") == "build TypeError"
+    assert corner_words.outcome_words("build TypeError") == "build TypeError"
 
 
 def test_a_sharded_corner_outcome_is_said_in_words():
@@ -480,13 +482,13 @@ def test_a_sharded_corner_outcome_is_said_in_words():
         / "tests/contracts/multidevice/test_surface_sharded/test_sharded_corners_optax_adam_.yml"
     )
     line = yaml.safe_load(path.read_text(encoding="utf-8"))["corner.sharded_jit"]
-    said = findings.outcome_words(line)
+    said = corner_words.outcome_words(line)
     assert said.startswith("ok (updates replicated / over model / over data x model; state: "), said
     assert said.endswith("; the same values as on one device)") and "leaves over data x model" in said, said
-    assert findings.outcome_words("ok u m s 1devx2 other values") == (
+    assert corner_words.outcome_words("ok u m s 1devx2 other values") == (
         "ok (updates over model; state: 2 leaves on one device; other values than on one device)"
     )
-    assert findings.outcome_words("ok u _dm s _dmx2,repx12 1dev raises TypeError") == (
+    assert corner_words.outcome_words("ok u _dm s _dmx2,repx12 1dev raises TypeError") == (
         "ok (updates over - x data x model; state: 2 leaves over - x data x model and 12 leaves replicated; "
         "on one device it raises TypeError)"
     )
@@ -507,7 +509,7 @@ def test_a_long_sharded_line_puts_its_comparison_under_a_key_of_its_own():
     assert surface_sharded.fit("corner.sharded_jit", "ok u rep s none same") == {
         "corner.sharded_jit": "ok u rep s none same"
     }
-    assert findings.outcome_words(out["corner.sharded_eager"]).startswith("ok (updates replicated / over model")
+    assert corner_words.outcome_words(out["corner.sharded_eager"]).startswith("ok (updates replicated / over model")
 
 
 def test_every_recorded_sharded_line_stays_under_80_characters():
@@ -519,7 +521,7 @@ def test_every_recorded_sharded_line_stays_under_80_characters():
     assert len(lines) >= 2 * 117 and all(len(line) < 80 and not line.startswith(" ") for line in lines), max(
         lines, key=len
     )
-    assert findings.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"
+    assert corner_words.outcome_words("raises ShardingTypeError") == "raises ShardingTypeError"
 
 
 def test_apis_that_stop_raising_under_sharding_are_one_finding():

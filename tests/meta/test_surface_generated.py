@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from optax_gate.gate.reuse import baseline_snapshots
+from optax_gate.gate.surface import public_api
 from optax_gate.kit.surface import calls as surface_calls
 from optax_gate.kit.surface import enumeration as surface_enum
 from optax_gate.kit.surface import generated as surface_generated
@@ -301,9 +302,9 @@ def test_an_alias_no_table_names_is_as_broken_as_the_contracted_path_defined_at_
             "where": "optax/contrib/_privacy.py:114",
         }
 
-    monkeypatch.setattr(unseen.public_api, "cached_surface", lambda site, packages: {})
+    monkeypatch.setattr(public_api, "cached_surface", lambda site, packages: {})
     monkeypatch.setattr(
-        unseen.public_api,
+        public_api,
         "diff",
         lambda old, new: [
             row("optax.contrib.dpsgd"),

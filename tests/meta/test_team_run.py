@@ -40,6 +40,7 @@ from optax_gate.gate.team_run import (
     reused,
     run_inputs,
     signatures,
+    team_files,
     trace,
 )
 from optax_gate.kit import tolerances
@@ -957,7 +958,7 @@ def test_a_recorded_run_reused_from_another_folder_names_its_lines_as_usage_does
             "trace": write_trace(tmp_path / "traces" / label, [event]).name,
         },
     )
-    monkeypatch.setattr(recording.trace, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
+    monkeypatch.setattr(trace, "read", lambda folder: REAL_READ(tmp_path / "traces" / folder.name))
     spec = run_command.RunSpec("python train.py", tmp_path / "team", 60)
     result = recording.run(
         spec, (Path(sys.executable),) * 2, tmp_path / "out", name=recording.user_names(tmp_path / "team")
@@ -1066,7 +1067,7 @@ def _resuming(tmp_path, monkeypatch, team_dir, interrupt_at=None, traces="traces
         }
 
     monkeypatch.setattr(run_command, "run_once", run_once)
-    monkeypatch.setattr(recording.trace, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
+    monkeypatch.setattr(trace, "read", lambda folder: REAL_READ(tmp_path / traces / folder.name))
     return run_command.RunSpec("python train.py --out ckpt.npz", team_dir, 60)
 
 
@@ -1085,7 +1086,7 @@ def test_a_command_that_resumes_from_its_own_output_starts_each_run_from_the_tea
     assert result["wrote"]["kept"] == ["team-run-baseline-files", "team-run-candidate-files"]
     # a checkpoint of the team's too large to keep a copy of: it is overwritten, and a run reads the one before it
     (team_dir / "ckpt.npz").write_text("the team's own")
-    monkeypatch.setattr(recording.team_files, "KEPT_BYTES", 5)
+    monkeypatch.setattr(team_files, "KEPT_BYTES", 5)
     result = recording.run(
         _resuming(tmp_path, monkeypatch, team_dir, traces="traces2"), (Path(sys.executable),) * 2, tmp_path / "o2"
     )
@@ -1469,7 +1470,7 @@ def test_a_run_that_creates_more_files_than_are_watched_is_still_put_back(tmp_pa
     """The look after a run has no limit: it only counts what the run left, so a run that creates more
     files than the folder's watch limit is still put back: the team's files are never named "could not be
     put back" as deleted, and the new ones do not stay."""
-    monkeypatch.setattr(recording.team_files, "WATCHED_FILES", 3)
+    monkeypatch.setattr(team_files, "WATCHED_FILES", 3)
     team_dir = tmp_path / "team"
     team_dir.mkdir()
     for name in ("a.txt", "b.txt"):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from optax_gate.gate.report import surface_section
+
 pytest.importorskip("griffe", reason="griffe comes with the tools lock (requirements-tools.txt)")
 
 from optax_gate.gate import assemble
@@ -18,7 +20,6 @@ from optax_gate.gate.inputs import usage_files
 from optax_gate.gate.inputs.options import ScopeOptions
 from optax_gate.gate.judge import compare
 from optax_gate.gate.report import json_file as report_json
-from optax_gate.gate.report import markdown as report_markdown
 from optax_gate.gate.team_code import usage
 from tests.meta.support.surface_sites import BASE_INIT, BASE_SRC, CAND_INIT, CAND_SRC, build
 
@@ -142,7 +143,7 @@ def test_with_unreadable_files_no_incompatible_change_reads_unaffected(tmp_path,
         "cannot-tell"
     }  # loop.py etc. may use anything
     report = {"usage": scan.to_json(), "surface": section}
-    text = "\n".join(report_markdown.report_surface.markdown(report))
+    text = "\n".join(surface_section.markdown(report))
     for path, reason in EXPECTED.items():
         assert f"| `{path}` | {reason} |" in text
     assert "4 of 12 file(s) scanned, 8 not scanned" in text
