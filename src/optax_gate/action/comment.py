@@ -56,6 +56,7 @@ def fit(markdown: str, limit: int, more: str) -> str:
 
 
 def say(message: str) -> None:
+    """Print ``message`` to the job's log, prefixed with the step's name."""
     print(f"optax-gate comment: {message}", flush=True)
 
 
@@ -71,6 +72,7 @@ def pull_request() -> int | None:
 
 
 def report_url() -> str:
+    """Where the report can be opened: ``$ARTIFACT_URL`` (the uploaded artifact), else the workflow run's page."""
     if os.environ.get("ARTIFACT_URL"):
         return os.environ["ARTIFACT_URL"]
     server = os.environ.get("GITHUB_SERVER_URL", "https://github.com")
@@ -106,7 +108,7 @@ def body(report_md: str, url: str) -> str:
 
 
 class GhFailed(Exception):
-    pass
+    """A ``gh api`` call failed (not installed, timed out or refused); its message says why."""
 
 
 def gh_env() -> dict[str, str]:
@@ -118,6 +120,10 @@ def gh_env() -> dict[str, str]:
 
 
 def gh(*args: str) -> str:
+    """Run ``gh api ARGS`` with :func:`gh_env`'s token; its standard output.
+
+    Raises:
+      GhFailed: gh is missing, timed out or exited otherwise than 0."""
     try:
         proc = subprocess.run(["gh", "api", *args], capture_output=True, text=True, timeout=120, env=gh_env())
     except FileNotFoundError:
@@ -156,6 +162,8 @@ def post(repo: str, number: int, text: str) -> str:
 
 
 def main() -> int:
+    """Post or update the pull request's comment with the report's summary; the exit status (0 also when
+    there is nothing to post)."""
     number, repo = pull_request(), os.environ.get("GITHUB_REPOSITORY", "")
     report = Path(os.environ.get("INPUT_REPORT", "").strip() or "missing-report.md")
     if number is None or not repo:

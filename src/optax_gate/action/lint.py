@@ -27,6 +27,8 @@ def as_workflow(action: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    """``python -m optax_gate.action.lint ACTION_YML OUT``: write the composite action's steps as a workflow for
+    actionlint; the exit status."""
     import yaml
 
     source, out = map(Path, argv)

@@ -36,6 +36,7 @@ def _flag(name: str, default: bool) -> bool:
 
 
 def workspace() -> Path:
+    """The repository the action runs in: ``$GITHUB_WORKSPACE``, else the working folder."""
     return Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
 
 
@@ -132,6 +133,7 @@ def this_run(out: Path, before: set[str]) -> Path | None:
 
 
 def gate() -> int:
+    """Run the gate with the action's inputs; its exit status (2, not verified, for an input refused here)."""
     try:
         fail_on = os.environ.get("INPUT_FAIL_ON", "").strip() or "broken"
         if fail_on not in FAIL_ON:

@@ -49,6 +49,7 @@ rounds = at_least(int, 2, False, "at least 2")
 
 
 def speed_options(p: argparse.ArgumentParser) -> None:
+    """Add ``--speed``, ``--speed-budget`` and ``--speed-rounds`` to ``p``."""
     p.add_argument(
         "--speed",
         action=argparse.BooleanOptionalAction,
@@ -73,6 +74,7 @@ def speed_options(p: argparse.ArgumentParser) -> None:
 
 
 def beyond_contracts_options(p: argparse.ArgumentParser) -> None:
+    """Add the options that scope the findings (``--usage``, ``--fail-on``, ``--fail-on-new-deprecations``) to ``p``."""
     p.add_argument(
         "--usage",
         action="append",
@@ -99,6 +101,8 @@ def beyond_contracts_options(p: argparse.ArgumentParser) -> None:
 
 
 def environment_options(p: argparse.ArgumentParser, out: str) -> None:
+    """Add the options of the environments (locks, interpreter, where they are built) and ``--out`` (default
+    ``out``) to ``p``."""
     p.add_argument(
         "--baseline-lock",
         type=path,

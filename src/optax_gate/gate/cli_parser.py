@@ -21,6 +21,7 @@ from optax_gate.gate.rebaseline_flow import rebaseline
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line's parser: one subcommand per command (gate, matrix, compare, bisect, rebaseline)."""
     p = argparse.ArgumentParser(
         prog="optax-gate", description=options.help(), formatter_class=argparse.RawDescriptionHelpFormatter
     )

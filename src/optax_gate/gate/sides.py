@@ -29,6 +29,7 @@ from optax_gate.kit.environment import reach_names
 
 
 def save_run(record: dict[str, Any], folder: Path) -> None:
+    """Write a side's run record as ``folder/<label>.json``, atomically."""
     atomic.write_text(folder / f"{record['label']}.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
@@ -477,5 +478,6 @@ def beyond_contracts(
 
 
 def load(path: Path) -> dict[str, Any]:
+    """A run record read back from ``path``."""
     data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     return data

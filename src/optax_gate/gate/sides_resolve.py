@@ -100,4 +100,5 @@ def run_specs(
 
 
 def skipped(label: str, why: str, **extra: Unpack[RecordFields]) -> dict[str, Any]:
+    """The not-verified record of side ``label`` that was not run, and ``why``."""
     return runner.not_verified(label, f"not run: {why}", **extra)

@@ -186,6 +186,8 @@ def save(folder: str, key: str, *arrays: Any) -> None:
 
 
 def load(folder: str, key: str) -> list[Any] | None:
+    """The arrays saved under ``key`` in ``folder`` (their dtypes and shapes restored); None when they cannot be
+    read."""
     import jax.numpy as jnp
     import numpy as np
 

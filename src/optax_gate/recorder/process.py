@@ -47,6 +47,7 @@ class Writer:
         self.file: IO[str] | None = None
 
     def emit(self, event: dict[str, Any]) -> int:
+        """Append ``event`` to this process's trace file (opened on the first event); its sequence number."""
         with self.lock:
             file = self.file
             if file is None:

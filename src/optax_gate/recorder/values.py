@@ -237,6 +237,7 @@ def _short_structure(tree: str) -> str:
 
 
 def is_traced(leaves: list[Any]) -> bool:
+    """Whether any of ``leaves`` is a JAX tracer (a value under ``jit`` or a transformation)."""
     import jax
 
     return any(isinstance(x, jax.core.Tracer) for x in leaves)

@@ -77,6 +77,7 @@ def candidate_source(report: Mapping[str, Any], package: str) -> str:
 
 
 def not_bisected(package: str, why: str) -> model.FindingBisect:
+    """A finding's bisection entry for ``package`` that was not searched, with ``why``."""
     return {"package": package, "status": "not-bisected", "reason": why, "commits": [], "skipped": {}}
 
 
@@ -120,6 +121,9 @@ def suspects(repo: Path, commits: list[str], ends: tuple[str, str], files: list[
 def finding_entry(
     package: str, answer: Answer, repo: Path, ends: tuple[str, str], apis: list[str] | None = None
 ) -> model.FindingBisect:
+    """A finding's bisection entry for ``package`` from the search's ``answer`` between ``ends``: the commit (or the
+    range) that changed it, described from ``repo``; for a range, the source files of ``apis`` and the range's
+    commits that touch them (``suspects``)."""
     entry: model.FindingBisect
     if answer.status == "not-bisected":
         entry = not_bisected(package, answer.reason)

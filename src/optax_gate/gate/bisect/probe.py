@@ -133,6 +133,8 @@ class Prober:
             raise Unusable(f"imports from {where}, not from the commit's build in {target}")
 
     def __call__(self, sha: str, contracts: list[str]) -> dict[str, str]:
+        """The outcome of each of ``contracts`` (node ids) at commit ``sha``: its wheel imported, the single-device and
+        multi-device contracts each run in their own pytest process."""
         paths = self.paths(sha)
         self.check_import(paths)
         multi = [c for c in contracts if devices.is_multidevice(c.split("::", 1)[0])]

@@ -35,6 +35,7 @@ class Target:
 
     @property
     def contracts(self) -> list[str]:
+        """The contracts the search runs at each commit: those of its findings."""
         return [cid for cid, _ in self.old]
 
     def side(self, outcomes: dict[str, str]) -> str:

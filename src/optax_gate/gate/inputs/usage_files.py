@@ -48,6 +48,7 @@ class NotScanned:
     content: bytes | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, str]:
+        """The entry as report.json lists it."""
         return {"path": self.path, "reason": self.reason}
 
 

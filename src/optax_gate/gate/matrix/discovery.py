@@ -27,6 +27,10 @@ def index_url() -> str:
 
 
 def fetch_json(url: str) -> dict[str, Any]:
+    """The JSON document at ``url`` (the package index's JSON API).
+
+    Raises:
+      OSError: the index cannot be reached (``urllib.error.URLError`` included)."""
     request = urllib.request.Request(url, headers={"Accept": ACCEPT})
     with urllib.request.urlopen(request, timeout=60) as response:
         data: dict[str, Any] = json.load(response)

@@ -34,6 +34,7 @@ class Environment:
     unreleased: bool = False
 
     def to_json(self) -> dict[str, Any]:
+        """The environment as the matrix report lists it."""
         return {**asdict(self), "specs": list(self.specs)}
 
 

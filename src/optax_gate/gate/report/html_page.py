@@ -138,6 +138,7 @@ def markdown_html(lines: list[str], table_class: str = "") -> str:
 
 
 def finding_html(page: report_markdown.Page, finding: model.Finding, rows: Mapping[str, model.ContractRow]) -> str:
+    """One finding as report.html shows it: its line and, folded, its contracts' rows (``rows``, by id)."""
     k, change = finding["number"], finding["change"]
     section = finding.get("section", "contracts")
     if section != "contracts":

@@ -39,6 +39,7 @@ _HEADINGS = {
 
 
 def cell(text: Any) -> str:
+    """``text`` as one cell of a Markdown table row (``—`` for None): a ``|`` escaped, a line break a space."""
     return str(text if text is not None else "—").replace("|", "\\|").replace("\n", " ")
 
 
@@ -125,6 +126,7 @@ class Page:
         self.anchor = {cid: (f["number"], m) for f in contract_findings for m, cid in enumerate(f["contracts"], 1)}
 
     def is_shown(self, cid: str) -> bool:
+        """Whether contract ``cid``'s row is on the page (every row when the page shows all of them)."""
         return self.shown is None or cid in self.shown or cid not in self.anchor
 
 

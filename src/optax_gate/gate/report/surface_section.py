@@ -126,6 +126,7 @@ def _surface(section: dict[str, Any], usage: dict[str, Any] | None, limit: int |
 
 
 def warnings_lines(section: dict[str, Any], limit: int | None = None) -> list[str]:
+    """The Warnings section's lines: each verdict's warnings, at most ``limit`` rows each (None: all)."""
     out = []
     if section.get("fail_on_new_deprecations"):
         out += ["`--fail-on-new-deprecations`: a new deprecation is broken.", ""]

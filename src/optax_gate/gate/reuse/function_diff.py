@@ -77,6 +77,9 @@ def cut(source: bytes) -> Cut | None:
 
 
 def changed_in_file(name: str, rel: str, old: bytes, new: bytes) -> tuple[set[FunctionName], str]:
+    """The functions of package ``name``'s file ``rel`` whose code differs between ``old`` and ``new``, and why
+    the file cannot be mapped function by function ("" when it can; a file that does not parse or whose top level
+    changed cannot)."""
     before, after = cut(old), cut(new)
     if before is None or after is None:
         return set(), f"{name}'s {rel} does not parse or defines a function twice"

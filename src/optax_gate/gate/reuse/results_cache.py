@@ -175,6 +175,7 @@ def key(inputs: dict[str, Any]) -> str:
 
 
 def unit_inputs(side: dict[str, Any], unit: Unit) -> dict[str, Any]:
+    """What decides one unit's cached results: its side's key, its name, part, team folder and digest."""
     return {"side": key(side), "unit": unit.name, "part": unit.part, "team": unit.team, "digest": unit.digest}
 
 

@@ -39,6 +39,7 @@ class Selection:
         }
 
     def words(self) -> str:
+        """What ran and why, in the report's words."""
         if self.everything:
             return f"every contract module runs: {self.everything}"
         shown = ", ".join(self.changed[:3]) + (", ..." if len(self.changed) > 3 else "")

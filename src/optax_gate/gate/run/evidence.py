@@ -42,18 +42,22 @@ class RunFolder:
 
     @property
     def evidence(self) -> Path:
+        """The run's records and logs."""
         return self.path / "evidence"
 
     @property
     def checkpoints(self) -> Path:
+        """The resume checkpoints the run's baseline wrote."""
         return self.path / "checkpoints"
 
     @property
     def candidate_lock(self) -> Path:
+        """The candidate's resolved lock."""
         return self.path / "candidate-lock.txt"
 
     @property
     def name(self) -> str:
+        """The run folder's name (its start time and a random suffix)."""
         return self.path.name
 
 
@@ -71,6 +75,7 @@ def start(root: Path, argv: list[str]) -> RunFolder:
 
 
 def is_complete(path: Path) -> bool:
+    """Whether the run folder ``path`` exists and is not marked INCOMPLETE."""
     return path.is_dir() and not (path / MARKER).exists()
 
 

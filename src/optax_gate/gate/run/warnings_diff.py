@@ -73,6 +73,7 @@ def _by_key(warnings: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str, str
 
 
 def is_deprecation(category: str) -> bool:
+    """Whether the warning category (``module.Name``) is a deprecation."""
     return category.rsplit(".", 1)[-1].endswith(DEPRECATIONS)
 
 

@@ -248,6 +248,10 @@ class Worker:
         return data
 
     def ask(self, command: str, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:
+        """Send ``command`` to the worker and return its round of readings.
+
+        Raises:
+          SpeedFailure: the worker cannot be reached, ended, said an error or did not answer within ``timeout``."""
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(command + "\n")
@@ -258,6 +262,7 @@ class Worker:
         return answered
 
     def close(self) -> None:
+        """Ask the worker to quit, and kill it when it does not within 10 s."""
         try:
             if self.proc.poll() is None and self.proc.stdin:
                 self.proc.stdin.write("quit\n")

@@ -61,9 +61,11 @@ class Param:
 
     @property
     def required(self) -> bool:
+        """Whether a call must pass the parameter: no default and not ``*args``/``**kwargs``."""
         return self.default is None and self.kind not in (VAR_POSITIONAL, VAR_KEYWORD)
 
     def text(self) -> str:
+        """The parameter as a signature writes it: ``name``, ``name=default``, ``*name`` or ``**name``."""
         prefix = {VAR_POSITIONAL: "*", VAR_KEYWORD: "**"}.get(self.kind, "")
         return prefix + self.name + ("" if self.default is None else f"={self.default}")
 
@@ -80,6 +82,7 @@ class Entry:
     deprecated: str | None = None
 
     def signature(self) -> str:
+        """The entry's signature as the report writes it (its kind when it has none)."""
         if self.params is None:
             return self.kind
         out, star = [], False
@@ -96,6 +99,7 @@ class Entry:
         return f"({', '.join(out)})"
 
     def to_json(self) -> dict[str, Any]:
+        """The entry as report.json lists it."""
         return {
             "path": self.path,
             "kind": self.kind,

@@ -154,6 +154,8 @@ def match(
 
 
 def judge_call(u: Use, row: dict[str, Any], old: tuple[Param, ...], new: tuple[Param, ...]) -> None:
+    """Judge one call site ``u`` against an API surface ``row`` (a changed parameter), binding its arguments to
+    the ``old`` and ``new`` parameters: the site, its verdict and words are added to the row's call sites."""
     change, param = row["change"], row["param"]
     n = u.positional
     how = f"with {n} positional argument{'' if n == 1 else 's'}" + (

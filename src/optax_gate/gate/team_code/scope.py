@@ -73,6 +73,7 @@ def broken_rows(finding: Mapping[str, Any]) -> int:
 
 
 def is_yours(finding: Mapping[str, Any]) -> bool:
+    """Whether the finding is the team's (its scope ``yours``, the default)."""
     yours: bool = finding.get("scope", "yours") == "yours"  # annotated: the report's JSON values compare as a bool
     return yours
 

@@ -51,6 +51,9 @@ class Use:
 
 
 class Scanner:
+    """What one pass over the team's files finds: the names Optax goes by (aliases, partials, guarded imports)
+    and each use of a public API."""
+
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
         self.partials: set[str] = set()  # the names functools.partial goes by in this file
@@ -59,6 +62,7 @@ class Scanner:
         self.scopes: Scopes | None = None
 
     def imports(self, tree: ast.AST, label: str) -> None:
+        """Record the names Optax goes by in ``tree`` (file ``label``): its imports, aliases and partials."""
         guarded = _guarded_imports(tree)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import) and any(a.name == "functools" for a in node.names):
@@ -182,6 +186,7 @@ class Scanner:
         )
 
     def expressions(self, tree: ast.AST, label: str) -> None:
+        """Record each use of a public API in ``tree`` (file ``label``), through the names :meth:`imports` found."""
         start = len(self.uses)
         self._expressions(tree, label)
         if self.guarded:  # a use through a name imported under try/except ImportError: the fallback guards it too
@@ -341,6 +346,7 @@ class Scan:
         return [n for n in self.not_scanned if usage_files.may_use(n, public_path)]
 
     def to_json(self) -> dict[str, Any]:
+        """The scan as report.json lists it."""
         return {
             "paths": self.paths,
             "files": self.found,

@@ -48,6 +48,7 @@ def _file_digest(path: Path) -> bytes:
 
 
 def member_paths(labels: list[str]) -> list[str]:
+    """The files and folders the perturbed runs ``labels`` leave in the evidence folder."""
     return [p for label in labels for p in (f"team-run-{label}", f"team-run-{label}.log", f"team-run-{label}-files")]
 
 

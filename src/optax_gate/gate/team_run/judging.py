@@ -69,6 +69,7 @@ def _reached(report: Mapping[str, Any], team: dict[str, Any]) -> dict[str, set[s
 
 
 def finding_apis(finding: Mapping[str, Any]) -> list[str]:
+    """The APIs a finding is about."""
     return list(finding.get("apis") or [finding.get("api", "")])
 
 

@@ -130,6 +130,7 @@ def said_ulps(x: float) -> str:
 
 
 def short_leaf(leaf: dict[str, Any]) -> str:
+    """A recorded leaf in a few words: its Python value, or its dtype and shape."""
     if "py" in leaf:
         return f"{leaf['value']}"
     if "dtype" in leaf:

@@ -81,6 +81,7 @@ def arrays(path: Path) -> dict[str, dict[str, Any] | None] | None:
 
 
 def json_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of a JSON value with its path (``['a'][0]``), in key order."""
     if isinstance(value, dict):
         return [leaf for k in sorted(value) for leaf in json_leaves(value[k], f"{path}[{k!r}]")]
     if isinstance(value, list):

@@ -79,6 +79,7 @@ class Before:
     not_restored: list[str] = dataclasses.field(default_factory=list)
 
     def note(self, names: list[str], existed: bool = False, not_restored: bool = False) -> None:
+        """Add ``names`` to the changed files, and to those that existed before or could not be put back."""
         for name in names:
             for flag, into in ((True, self.changed), (existed, self.existed), (not_restored, self.not_restored)):
                 if flag and name not in into:

@@ -55,6 +55,10 @@ class Pytest:
 
 
 def run_pytest(python: Path, root: Path, files: list[str], xml: Path, how: Pytest) -> None:
+    """Run optax's shipped test ``files`` under ``root`` with ``python``, their JUnit results into ``xml``.
+
+    Raises:
+      CrossRunFailure: pytest timed out or ended otherwise than with its results."""
     cmd = [
         os.path.abspath(python),
         "-m",
