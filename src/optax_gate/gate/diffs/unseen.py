@@ -54,18 +54,23 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return out
 
 
+def _section_counts(rows: list[dict[str, Any]]) -> model.SectionCounts:
+    """How many of ``rows`` have each verdict."""
+    return cast(model.SectionCounts, _counts(rows))
+
+
 def surface_section(
     base_site: Path | None,
     cand_site: Path | None,
     packages: tuple[str, ...],
     uses: list[usage.Use] | usage.Scan | None,
     contracted: set[str],
-) -> dict[str, Any]:
+) -> model.Surface:
     """The ``surface`` section of the report; ``uses``: the scan of the
     team's code (``--usage``), or None."""
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = uses.uses if isinstance(uses, usage.Scan) else uses
-    section: dict[str, Any] = {"packages": list(packages), "rows": []}
+    packaged = list(packages)
     missing = [
         side
         for side, site in (("baseline", base_site), ("candidate", cand_site))
@@ -73,10 +78,11 @@ def surface_section(
     ]
     if missing or base_site is None or cand_site is None:  # a None site is missing: these tell the type checker
         return {
-            **section,
+            "packages": packaged,
+            "rows": [],
             "status": "unavailable",
             "reason": f"no installed environment for the {' and '.join(missing)}",
-            "counts": _counts([]),
+            "counts": _section_counts([]),
             "duration_s": 0.0,
         }
     start = time.monotonic()
@@ -103,18 +109,18 @@ def surface_section(
             hit = _covered(r["path"], contracted) or r.get("where") in same_definition
             r["verdict"] = "broken" if hit and r["change"] in public_api.INCOMPATIBLE else "changed"
     return {
-        **section,
+        "packages": packaged,
+        "rows": cast(list[model.SurfaceRow], rows),  # each row's verdict, uses and breaks set above
         "status": "compared",
         "reason": "",
-        "rows": rows,
-        "counts": _counts(rows),
+        "counts": _section_counts(rows),
         "duration_s": round(time.monotonic() - start, 2),
     }
 
 
 def warnings_section(
     report: Mapping[str, Any], baseline: dict[str, Any], candidate: dict[str, Any], fail_on_new_deprecations: bool
-) -> dict[str, Any]:
+) -> model.Warnings:
     """The ``warnings`` section: every warning, import-time ones included;
     only the import-time ones when the candidate's contracts did not run."""
     apis = {r["id"]: r["api"] for r in report.get("contracts", [])}
@@ -128,14 +134,14 @@ def warnings_section(
             "status": "unavailable",
             "reason": "no warning records (an environment was not probed)",
             "rows": [],
-            "counts": _counts([]),
+            "counts": _section_counts([]),
         }
     rows = warnings_diff.diff(base, cand, apis, fail_on_new_deprecations)
-    section = {
+    section: model.Warnings = {
         "status": "compared",
         "reason": reason,
-        "rows": rows,
-        "counts": _counts(rows),
+        "rows": cast(list[model.WarningRow], rows),  # warnings_diff.diff sets each row's verdict
+        "counts": _section_counts(rows),
         "fail_on_new_deprecations": fail_on_new_deprecations,
     }
     own = {
@@ -144,7 +150,7 @@ def warnings_section(
     }
     if any(own.values()):  # JAX about the gate's compilation cache: neither side's warning
         discarded = sum(len(r.get("compilation_cache_discarded") or []) for r in (baseline, candidate))
-        section["own"] = {**own, "discarded": discarded}
+        section["own"] = {"baseline": own["baseline"], "candidate": own["candidate"], "discarded": discarded}
         section["reason"] = "; ".join(
             filter(
                 None,
@@ -168,9 +174,9 @@ def dependencies_section(
     base_site: Path | None,
     cand_site: Path | None,
     uses: list[usage.Use] | usage.Scan | None,
-) -> dict[str, Any]:
+) -> model.Dependencies:
     """The ``dependencies`` section: the two lock files, Requires-Python, jaxlib's wheel tags."""
-    extra = {
+    extra: dict[str, Any] = {
         "requires_python": {
             "baseline": dependencies.requires_python(base_site),
             "candidate": dependencies.requires_python(cand_site),
@@ -186,8 +192,9 @@ def dependencies_section(
             "status": "unavailable",
             "reason": "a resolved lock file is missing (resolution failed?)",
             "rows": [],
-            "counts": _counts([]),
-            **extra,
+            "counts": _section_counts([]),
+            "requires_python": extra["requires_python"],
+            "jaxlib_tags": extra["jaxlib_tags"],
         }
     scan = uses if isinstance(uses, usage.Scan) else None
     uses = uses.uses if isinstance(uses, usage.Scan) else uses
@@ -208,7 +215,14 @@ def dependencies_section(
         r["verdict"] = "broken" if r["breaks"] else "cannot-tell" if unscanned or r.get("may_come_with") else "changed"
         if unscanned and not r["breaks"]:
             r["not_scanned"] = unscanned
-    return {"status": "compared", "reason": "", "rows": rows, "counts": _counts(rows), **extra}
+    return {
+        "status": "compared",
+        "reason": "",
+        "rows": cast(list[model.DependencyRow], rows),  # each row's verdict set above
+        "counts": _section_counts(rows),
+        "requires_python": extra["requires_python"],
+        "jaxlib_tags": extra["jaxlib_tags"],
+    }
 
 
 #: Each section beyond the contracts: (the words before a finding's API, the section's heading).
