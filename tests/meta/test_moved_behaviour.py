@@ -422,6 +422,8 @@ _RUNS_WITHOUT_A_GATES_BASELINE = {
     "baseline",
     "src/optax_gate/mutants/__main__.py": "the mutants run at the pinned baseline: the installed optax is the baseline",
     "src/optax_gate/gate/upstream/pytest_run.py": "runs optax's own shipped tests, which the ledger does not list",
+    "src/optax_gate/gate/run/pytest_process.py": "starts the process runner.run describes (PytestCall.env), its "
+    "variables taken from runner.baseline_variables (checked below)",
 }
 
 
@@ -436,7 +438,9 @@ def test_every_runner_of_contracts_passes_the_gates_baseline_optax():
         for f in files
         if starts_pytest.search(f.read_text(encoding="utf-8"))
     }
-    assert {"src/optax_gate/gate/run/runner.py", "src/optax_gate/gate/bisect/probe.py"} <= set(runners)
+    assert {"src/optax_gate/gate/run/pytest_process.py", "src/optax_gate/gate/bisect/probe.py"} <= set(runners)
+    runner = (ROOT / "src/optax_gate/gate/run/runner.py").read_text(encoding="utf-8")
+    assert "baseline_variables(" in runner and "pytest_process.PytestCall(" in runner
     assert set(_RUNS_WITHOUT_A_GATES_BASELINE) <= set(runners), (
         "a listed module no longer starts pytest: drop it from the list"
     )
