@@ -32,4 +32,5 @@ settings.load_profile(PROFILE)
 
 
 def pytest_report_header(config: Any) -> Any:
+    """The hypothesis profile the contracts draw their examples with, in pytest's header."""
     return [f"hypothesis profile: {PROFILE}"]

@@ -25,6 +25,7 @@ _MOVED_ENTRY = pytest.StashKey[moved_behaviour.Entry]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add the ledgers' ini options (known defects, moved behaviour)."""
     parser.addini("known_defects", "ledger of known upstream defects (TOML: id = reason)", default=DEFAULT_LEDGER)
     parser.addini(
         "moved_behaviour",
@@ -52,6 +53,7 @@ def load_ledger(path: Path) -> dict[str, str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the contract markers and read the ledgers."""
     config.addinivalue_line("markers", "contract(api, guide): the API a contract pins and the guide it encodes")
     config.addinivalue_line(
         "markers", "known_defect(id): the contract pins a known upstream defect of the baseline (see the ledger)"
@@ -78,6 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The versions of the packages under test, in pytest's header."""
     versions = installed_versions()
     line = ", ".join(f"{k} {v}" for k, v in versions.items())
     return [f"optax-gate versions: {line}"]
@@ -171,6 +174,8 @@ def _wait_for(go: Path, poll_s: float = 0.05) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each contract's labels in its report's properties, and mark the contracts the ledger of moved
+    behaviour lists for this baseline."""
     moved = config.stash[_MOVED]
     for item in items:
         meta = contract_metadata(item)
@@ -204,10 +209,12 @@ _RECORDED: list[dict[str, object]] = []
 
 
 def pytest_warning_recorded(warning_message: warnings.WarningMessage, when: str, nodeid: str, location: object) -> None:
+    """Keep each warning with the contract (``nodeid``) and phase that raised it."""
     _RECORDED.append({"nodeid": nodeid, "when": when, **warning_record(warning_message)})
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Write the warnings kept to ``$OPTAX_GATE_WARNINGS`` (when set)."""
     target = os.environ.get(WARNINGS_ENV)
     if target:
         Path(target).write_text(json.dumps(_RECORDED, indent=1) + "\n", encoding="utf-8")

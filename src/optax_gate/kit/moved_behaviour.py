@@ -34,6 +34,8 @@ class Entry:
     why: str
 
     def applies(self, version: str) -> bool:
+        """Whether the entry holds for a baseline of optax ``version`` (its specifier; never for a version not PEP
+        440)."""
         try:
             return Version(version) in SpecifierSet(self.optax)
         except InvalidVersion:

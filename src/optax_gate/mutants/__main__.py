@@ -164,6 +164,8 @@ def family_of(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m optax_gate.mutants``: prove the families (each mutant caught, each contract failing under one);
+    the exit status."""
     first = argparse.ArgumentParser(add_help=False)
     first.add_argument("--contracts", action="append", type=user_path, default=[])
     known, _ = first.parse_known_args(argv)

@@ -10,18 +10,21 @@ from typing import Any
 
 
 def traced(tree: Any) -> bool:
+    """Whether any leaf of ``tree`` is a JAX tracer (under ``jit``)."""
     import jax
 
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))
 
 
 def tree_map(fn: Any, tree: Any, *rest: Any) -> Any:
+    """``jax.tree.map(fn, tree, *rest)``."""
     import jax
 
     return jax.tree.map(fn, tree, *rest)
 
 
 def to_f32(tree: Any) -> Any:
+    """Every leaf of ``tree`` as a float32 array."""
     import jax.numpy as jnp
 
     return tree_map(lambda x: jnp.asarray(x, jnp.float32), tree)
@@ -43,6 +46,7 @@ def lenient(fn: Any) -> Any:
 
 
 def wrap_tx(tx: Any, update: Any = None, init: Any = None) -> Any:
+    """``tx`` with its ``update`` and/or ``init`` replaced."""
     import optax
 
     return optax.GradientTransformation(init or tx.init, update or tx.update)
@@ -63,10 +67,12 @@ def with_update(optax: Any, tx: Any, change: Any, init: Any = None) -> Any:
 
 
 def upcast(updates: Any, grads: Any) -> Any:
+    """A :func:`post_process` that returns the updates as float32 whatever their dtype."""
     return to_f32(updates)
 
 
 def perturbed_under_jit(updates: Any, grads: Any) -> Any:
+    """A :func:`post_process` that scales the updates by 1.001 under ``jit`` only."""
     return tree_map(lambda x: x * 1.001, updates) if traced(grads) else updates
 
 
@@ -117,6 +123,7 @@ def first_state_f32(*fields: str) -> Any:
 
 
 def none_as_zeros(tree: Any) -> Any:
+    """``tree`` with each None leaf a zero array."""
     import jax
     import jax.numpy as jnp
 
@@ -124,6 +131,7 @@ def none_as_zeros(tree: Any) -> Any:
 
 
 def nan_to_zero(tree: Any) -> Any:
+    """``tree`` with each NaN and infinity set to 0."""
     import jax.numpy as jnp
 
     return tree_map(lambda x: jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0), tree)

@@ -10,12 +10,14 @@ from optax_gate import mutants
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--mutant NAME``."""
     parser.addoption(
         "--mutant", default=None, choices=sorted(mutants.load()), help="run the contracts against a broken Optax"
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """With ``--mutant NAME``, patch optax with that mutant before any contract imports it."""
     name = config.getoption("--mutant")
     if name:
         import optax

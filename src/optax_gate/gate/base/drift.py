@@ -115,14 +115,17 @@ class Drift:
 
     @property
     def dtypes(self) -> tuple[str | None, str | None]:
+        """The leaf's dtype in the old and the new value (None where a value does not say it)."""
         return self._part(self.old, "dtype"), self._part(self.new, "dtype")
 
     @property
     def shapes(self) -> tuple[str | None, str | None]:
+        """The leaf's shape in the old and the new value (None where a value does not say it)."""
         return self._part(self.old, "shape"), self._part(self.new, "shape")
 
     @property
     def values(self) -> tuple[str | None, str | None]:
+        """The leaf's value in the old and the new recorded outcome (None where one has none)."""
         return self._part(self.old, "value"), self._part(self.new, "value")
 
     @property

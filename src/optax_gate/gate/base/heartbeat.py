@@ -41,6 +41,7 @@ class Heartbeat(Progress):
         self._thread: threading.Thread | None = None
 
     def __call__(self, message: str) -> None:
+        """Say ``message`` (as :class:`Progress` does) and remember it as the state the next beat repeats."""
         with self._lock:
             super().__call__(message)
             self._last = time.monotonic()

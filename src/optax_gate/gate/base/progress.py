@@ -27,6 +27,7 @@ class Progress:
     def __call__(self, message: str) -> None:
         # one write per line, under a lock: the two sides' threads print at once, and print() writes the
         # text and its newline apart ("baseline: running the contractsoptax-gate [ 33.5 s] candidate: ...")
+        """Write ``message`` as one line, prefixed with the seconds since the command started."""
         line = f"optax-gate [{time.monotonic() - self.start:6.1f} s] {message}\n"
         with self._write_lock:
             self.stream.write(line)

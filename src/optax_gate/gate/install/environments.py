@@ -63,6 +63,10 @@ def uv() -> str:
 
 
 def run_stage(stage: str, cmd: list[str], timeout: float, cwd: Path | None = None) -> str:
+    """Run ``cmd`` (a uv step of stage ``stage``) without downloading Pythons; its standard output.
+
+    Raises:
+      EnvironmentFailure: it timed out or exited otherwise than 0 (the message ends with its output's last lines)."""
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)

@@ -99,6 +99,7 @@ def _import_error() -> str | None:
 
 
 def main() -> int:
+    """Print the environment's versions, import error, import-time warnings and pytest plugins as one JSON line."""
     err = import_error()
     print(
         json.dumps(

@@ -45,6 +45,7 @@ class Recorder:
         self.outer = tuple(os.path.dirname(m.__file__) + os.sep for m in (_pytest, pluggy) if m.__file__)
 
     def start(self) -> None:
+        """Register the recorder as a free ``sys.monitoring`` tool, called at each function start."""
         monitoring = sys.monitoring
         free = [
             i
@@ -59,6 +60,7 @@ class Recorder:
         monitoring.set_events(self.tool, monitoring.events.PY_START)
 
     def stop(self) -> None:
+        """Unregister the recorder's ``sys.monitoring`` tool."""
         if self.tool is not None:
             sys.monitoring.set_events(self.tool, 0)
             sys.monitoring.register_callback(self.tool, sys.monitoring.events.PY_START, None)
@@ -161,6 +163,7 @@ _RECORDER = _start()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collectstart(collector: pytest.Collector) -> None:
+    """What starts now is the module being collected's (its import), else the session's."""
     if _RECORDER is not None:
         if isinstance(collector, pytest.Module):
             _RECORDER.switch(module_of(collector.nodeid), str(collector.path))
@@ -169,6 +172,7 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """A module collected: what follows is the session's until the next one."""
     if _RECORDER is not None and report.nodeid.endswith(".py"):  # a module collected: what follows is no module's
         _RECORDER.switch(SESSION)
 
@@ -194,6 +198,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """What starts now is the contract's module's, and its API's."""
     if _RECORDER is not None:
         _RECORDER.switch(module_of(item.nodeid), str(item.path), api_of(item))
 
@@ -213,6 +218,7 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the record (:func:`dump`)."""
     dump()
 
 

@@ -27,6 +27,8 @@ def api_of(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep only the contracts of the APIs the file named by :data:`SELECT_VARIABLE` lists for their module
+    (every contract of a module it does not list); the others are deselected."""
     path = os.environ.get(SELECT_VARIABLE)
     if not path:
         return

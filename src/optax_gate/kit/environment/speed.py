@@ -290,6 +290,8 @@ def summary(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None, plant: str | None = None) -> int:
+    """``python -m optax_gate.kit.environment.speed``: time the training steps and print or serve the readings;
+    the exit status."""
     p = argparse.ArgumentParser(
         prog="python -m optax_gate.kit.environment.speed", description=__doc__.split("\n\n", 1)[0]
     )

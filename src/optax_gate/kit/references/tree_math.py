@@ -80,14 +80,17 @@ def tree_size(leaves: Leaves) -> int:
 
 
 def tree_add(xs: Leaves, ys: Leaves) -> list[np.ndarray]:
+    """``x + y`` leaf by leaf."""
     return [x + y for x, y in zip(xs, ys, strict=True)]
 
 
 def tree_sub(xs: Leaves, ys: Leaves) -> list[np.ndarray]:
+    """``x - y`` leaf by leaf."""
     return [x - y for x, y in zip(xs, ys, strict=True)]
 
 
 def tree_mul(xs: Leaves, ys: Leaves) -> list[np.ndarray]:
+    """``x * y`` leaf by leaf."""
     return [x * y for x, y in zip(xs, ys, strict=True)]
 
 
@@ -98,16 +101,20 @@ def tree_div(xs: Leaves, ys: Leaves) -> list[np.ndarray]:
 
 
 def tree_scale(scalar: float, xs: Leaves) -> list[np.ndarray]:
+    """``scalar * x`` leaf by leaf."""
     return [scalar * x for x in xs]
 
 
 def tree_add_scale(xs: Leaves, scalar: float, ys: Leaves) -> list[np.ndarray]:
+    """``x + scalar * y`` leaf by leaf."""
     return [x + scalar * y for x, y in zip(xs, ys, strict=True)]
 
 
 def tree_clip(xs: Leaves, lo: float, hi: float) -> list[np.ndarray]:
+    """Each leaf clipped into ``[lo, hi]``."""
     return [np.clip(x, lo, hi) for x in xs]
 
 
 def tree_where(condition: bool, xs: Leaves, ys: Leaves) -> list[np.ndarray]:
+    """``x`` where ``condition`` holds, else ``y``, leaf by leaf."""
     return [np.where(condition, x, y) for x, y in zip(xs, ys, strict=True)]

@@ -69,6 +69,7 @@ class Fresh:
 
 
 def inner_sgd() -> Any:
+    """The inner optimizer a wrapper of the sweep wraps: ``optax.sgd(0.1)``."""
     import optax
 
     return optax.sgd(0.1)
